@@ -1,0 +1,54 @@
+import { buildObserveService, type ObserveService } from '@vigil/observe';
+import { ConfigError, observeConfigFromEnvironment } from '@vigil/platform';
+
+export interface ServeOptions {
+  port?: number;
+  dataDir?: string;
+}
+
+export interface RunningService {
+  name: string;
+  close(): Promise<void>;
+}
+
+export async function startObserve(options: ServeOptions): Promise<RunningService> {
+  const config = observeConfigFromEnvironment(process.env, options);
+  const service: ObserveService = await buildObserveService(config);
+  await service.app.listen({ host: config.host, port: config.port });
+  const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
+  service.app.log.info({ storage }, `observe listening on http://${config.host}:${config.port}`);
+  if (config.authDisabled) service.app.log.warn('AUTH_DISABLED=true: every route is open; use only for development');
+  return { name: 'observe', close: () => service.app.close() };
+}
+
+/**
+ * Runs until SIGINT/SIGTERM, then stops accepting connections, lets in-flight requests finish
+ * (bounded by SHUTDOWN_TIMEOUT_MS) and closes the databases.
+ */
+export async function runUntilSignal(start: () => Promise<RunningService[]>, shutdownTimeoutMs = 10_000): Promise<void> {
+  let services: RunningService[];
+  try {
+    services = await start();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`${signal} received: finishing in-flight requests\n`);
+    const deadline = setTimeout(() => {
+      process.stderr.write('shutdown timed out; exiting\n');
+      process.exit(1);
+    }, shutdownTimeoutMs);
+    deadline.unref();
+    await Promise.allSettled(services.map((s) => s.close()));
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}

@@ -1,0 +1,74 @@
+import { toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { identifier } from '../events/schemas.ts';
+import type { AgentRow } from '../schema.ts';
+import { clearPause, findAgent, listAgents } from './store.ts';
+
+const agentSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    firstSeenAt: z.string(),
+    lastSeenAt: z.string(),
+    sessionCount: z.number().int(),
+    pausedAt: z.string().nullable(),
+    pauseReason: z.string().nullable(),
+    modelOverride: z.string().nullable(),
+    approvalPolicyId: z.string().nullable(),
+  })
+  .meta({ id: 'Agent' });
+
+function toAgent(row: AgentRow): z.infer<typeof agentSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    firstSeenAt: toIso(row.first_seen_at),
+    lastSeenAt: toIso(row.last_seen_at),
+    sessionCount: row.session_count,
+    pausedAt: row.paused_at === null ? null : toIso(row.paused_at),
+    pauseReason: row.pause_reason,
+    modelOverride: row.model_override,
+    approvalPolicyId: row.approval_policy_id,
+  };
+}
+
+const agentParams = z.object({ id: identifier });
+
+export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.get(
+    '/api/agents',
+    { schema: { summary: 'List agents, most recently seen first', tags: ['agents'], response: { 200: z.object({ agents: z.array(agentSchema) }) } } },
+    async () => ({ agents: (await listAgents(ctx.database)).map(toAgent) }),
+  );
+
+  app.get(
+    '/api/agents/:id',
+    { schema: { summary: 'Agent detail, including pause state and model override', tags: ['agents'], params: agentParams, response: { 200: agentSchema } } },
+    async (request) => {
+      const row = await findAgent(ctx.database, request.params.id);
+      if (!row) throw observeError('agentNotFound');
+      return toAgent(row);
+    },
+  );
+
+  app.post(
+    '/api/agents/:id/resume',
+    {
+      schema: {
+        summary: 'Clear a pause (and optionally the model override)',
+        tags: ['agents'],
+        params: agentParams,
+        body: z.object({ clearModelOverride: z.boolean().optional() }).optional(),
+        response: { 200: agentSchema },
+      },
+    },
+    async (request) => {
+      const existing = await findAgent(ctx.database, request.params.id);
+      if (!existing) throw observeError('agentNotFound');
+      await clearPause(ctx.database, existing.id, request.body?.clearModelOverride === true);
+      return toAgent((await findAgent(ctx.database, existing.id))!);
+    },
+  );
+}

@@ -1,0 +1,9 @@
+import type { Clock, ObserveConfig } from '@vigil/platform';
+import type { ObserveDatabase } from './schema.ts';
+
+/** What every feature of the observe service is built from. */
+export interface ObserveContext {
+  config: ObserveConfig;
+  database: ObserveDatabase;
+  clock: Clock;
+}

@@ -1,0 +1,41 @@
+import { errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+
+/** Every error the observe service answers with. Body: `{ error, status, details? }`. */
+export const observeErrors = {
+  validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
+  invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
+  invalidParameter: { status: 400, code: 'invalid_parameter', message: 'Invalid query parameter' },
+  unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
+  routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
+  eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
+  sessionNotFound: { status: 404, code: 'not_found', message: 'Session not found' },
+  agentNotFound: { status: 404, code: 'not_found', message: 'Agent not found' },
+  keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },
+  lessonsRemoved: {
+    status: 404,
+    code: 'not_found',
+    message: 'Lessons and community sharing were removed in 0.12.0; use the memory integration (/api/memory/*)',
+  },
+  memoryDisabled: {
+    status: 404,
+    code: 'not_found',
+    message: 'The memory integration is disabled (set MEMORY_ENABLED=true and MEMORY_API_URL)',
+  },
+  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large' },
+  unsupportedMediaType: { status: 415, code: 'unsupported_media_type', message: 'Content-Type must be application/json' },
+  internal: { status: 500, code: 'internal', message: 'Internal server error' },
+  storage: { status: 500, code: 'storage_error', message: 'Storage error' },
+  healthWeightsFixed: { status: 501, code: 'not_implemented', message: 'Health weights are not customizable' },
+  memoryUnreachable: { status: 502, code: 'bad_gateway', message: 'The memory server did not answer' },
+  unavailable: { status: 503, code: 'unavailable', message: 'The database is unavailable; retry shortly' },
+} satisfies ErrorCatalogue<string>;
+
+export type ObserveErrorKey = keyof typeof observeErrors;
+
+export const observeError = errorFactory<ObserveErrorKey>(observeErrors);
+
+export function renderObserveError(error: ServiceError): { error: string; status: number; details?: unknown } {
+  return error.details && error.details.length > 0
+    ? { error: error.message, status: error.status, details: error.details }
+    : { error: error.message, status: error.status };
+}

@@ -1,0 +1,89 @@
+import { canonicalJson, sha256Hex } from '@vigil/platform';
+
+/** The fields one chain link commits to. `timestamp` is the ISO 8601 UTC form with milliseconds. */
+export interface ChainFields {
+  id: string;
+  seq: number;
+  timestamp: string;
+  sessionId: string;
+  agentId: string;
+  eventType: string;
+  severity: string;
+  payload: unknown;
+  metadata: unknown;
+  prevHash: string | null;
+}
+
+export const CHAIN_VERSION = 1;
+
+/** hash = sha256_hex(RFC 8785 canonical JSON of {v:1, ...fields}); see docs/audit.md. */
+export function chainHash(fields: ChainFields): string {
+  return sha256Hex(
+    canonicalJson({
+      v: CHAIN_VERSION,
+      id: fields.id,
+      seq: fields.seq,
+      timestamp: fields.timestamp,
+      sessionId: fields.sessionId,
+      agentId: fields.agentId,
+      eventType: fields.eventType,
+      severity: fields.severity,
+      payload: fields.payload,
+      metadata: fields.metadata,
+      prevHash: fields.prevHash,
+    }),
+  );
+}
+
+export interface StoredLink extends ChainFields {
+  hash: string;
+}
+
+export interface ChainHead {
+  lastSeq: number;
+  lastHash: string | null;
+}
+
+export interface ChainBreak {
+  seq: number;
+  eventId: string | null;
+  reason: string;
+}
+
+export interface ChainVerdict {
+  valid: boolean;
+  eventCount: number;
+  brokenAt: ChainBreak | null;
+}
+
+/**
+ * Verifies links given in any order: sorted by seq they must be gapless from 0, each prevHash the
+ * hash of the one before, each hash the recomputed hash of its own fields, and the last one the
+ * session's recorded head (so deleting trailing events is caught too).
+ */
+export function verifyChain(links: readonly StoredLink[], head: ChainHead): ChainVerdict {
+  const ordered = [...links].sort((a, b) => a.seq - b.seq);
+  const broken = (seq: number, eventId: string | null, reason: string): ChainVerdict => ({
+    valid: false,
+    eventCount: ordered.length,
+    brokenAt: { seq, eventId, reason },
+  });
+  let previous: string | null = null;
+  for (let position = 0; position < ordered.length; position++) {
+    const link = ordered[position]!;
+    if (link.seq !== position) {
+      return broken(position, link.id, `expected seq ${position} but found ${link.seq}: an event is missing`);
+    }
+    if (link.prevHash !== previous) {
+      return broken(position, link.id, 'prevHash does not match the hash of the previous event');
+    }
+    if (chainHash(link) !== link.hash) {
+      return broken(position, link.id, 'hash does not match the event content');
+    }
+    previous = link.hash;
+  }
+  if (head.lastSeq !== ordered.length - 1 || head.lastHash !== previous) {
+    return broken(ordered.length, null, `the session head records seq ${head.lastSeq}: events are missing at the end of the chain`);
+  }
+  return { valid: true, eventCount: ordered.length, brokenAt: null };
+}

@@ -1,0 +1,199 @@
+import { forUpdate, newId, toIso } from '@vigil/platform';
+import { sql, type Transaction } from 'kysely';
+import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
+import { chainHash } from './chain.ts';
+import { deriveColumns } from './derive.ts';
+import type { IncomingEvent } from './schemas.ts';
+
+/** An event validated and stamped, ready to be chained. Built outside the transaction. */
+interface PreparedEvent {
+  row: Omit<EventRow, 'seq' | 'prev_hash' | 'hash'>;
+  timestamp: string;
+  payload: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  agentName: string | null;
+}
+
+export interface AppendedEvent {
+  id: string;
+  hash: string;
+  seq: number;
+  sessionId: string;
+}
+
+function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
+  const ts = event.timestamp ?? receivedAt;
+  const severity = event.severity ?? 'info';
+  const metadata = event.metadata ?? {};
+  const agentName = event.eventType === 'session_started' && typeof event.payload.agentName === 'string' ? event.payload.agentName : null;
+  return {
+    row: {
+      id: newId(),
+      session_id: event.sessionId,
+      agent_id: event.agentId,
+      event_type: event.eventType,
+      severity,
+      ts,
+      payload: JSON.stringify(event.payload),
+      metadata: JSON.stringify(metadata),
+      ...deriveColumns(event.eventType, severity, event.payload),
+    },
+    timestamp: toIso(ts),
+    payload: event.payload,
+    metadata,
+    agentName: agentName && agentName.length > 0 ? agentName : null,
+  };
+}
+
+// Fixed chunk sizes keep the number of distinct INSERT texts small, so their prepared statements are reused.
+const INSERT_CHUNKS = [100, 32, 8, 1];
+
+async function insertEventRows(trx: Transaction<ObserveSchema>, rows: EventRow[]): Promise<void> {
+  let offset = 0;
+  for (const size of INSERT_CHUNKS) {
+    while (rows.length - offset >= size) {
+      await trx.insertInto('events').values(rows.slice(offset, offset + size)).execute();
+      offset += size;
+    }
+  }
+}
+
+interface AgentTouch {
+  id: string;
+  name: string | null;
+  firstSeen: number;
+  lastSeen: number;
+  newSessions: number;
+}
+
+async function upsertAgent(trx: Transaction<ObserveSchema>, agent: AgentTouch): Promise<void> {
+  await trx
+    .insertInto('agents')
+    .values({
+      id: agent.id,
+      name: agent.name ?? agent.id,
+      first_seen_at: agent.firstSeen,
+      last_seen_at: agent.lastSeen,
+      session_count: agent.newSessions,
+      paused_at: null,
+      pause_reason: null,
+      model_override: null,
+      approval_policy_id: null,
+    })
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet({
+        name: agent.name === null ? sql.ref('agents.name') : sql.ref('excluded.name'),
+        first_seen_at: sql`case when excluded.first_seen_at < agents.first_seen_at then excluded.first_seen_at else agents.first_seen_at end`,
+        last_seen_at: sql`case when excluded.last_seen_at > agents.last_seen_at then excluded.last_seen_at else agents.last_seen_at end`,
+        session_count: sql`agents.session_count + excluded.session_count`,
+      }),
+    )
+    .execute();
+}
+
+async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow): Promise<void> {
+  await trx.deleteFrom('session_tags').where('session_id', '=', session.id).execute();
+  const tags = JSON.parse(session.tags) as string[];
+  if (tags.length > 0) {
+    await trx.insertInto('session_tags').values(tags.map((tag) => ({ tag, session_id: session.id }))).execute();
+  }
+}
+
+/**
+ * The one write path for events. In a single transaction: create missing sessions, lock every
+ * session of the batch (row locks on PostgreSQL, the database write lock on SQLite), assign each
+ * event the next seq of its session, hash it onto the chain, insert, and update session counters
+ * and agents. All events are stored or none.
+ */
+export async function appendEvents(
+  database: ObserveDatabase,
+  events: readonly IncomingEvent[],
+  receivedAt: number,
+): Promise<AppendedEvent[]> {
+  const prepared = events.map((event) => prepare(event, receivedAt));
+  const firstBySession = new Map<string, PreparedEvent>();
+  for (const event of prepared) {
+    if (!firstBySession.has(event.row.session_id)) firstBySession.set(event.row.session_id, event);
+  }
+  // A fixed lock order (sorted ids) means two batches over the same sessions cannot deadlock.
+  const sessionIds = [...firstBySession.keys()].sort();
+
+  return database.db.transaction().execute(async (trx) => {
+    const created = await trx
+      .insertInto('sessions')
+      .values(sessionIds.map((id) => {
+        const first = firstBySession.get(id)!;
+        return newSessionRow(id, first.row.agent_id, first.row.ts);
+      }))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .returning('id')
+      .execute();
+    const createdIds = new Set(created.map((r) => r.id));
+
+    const sessions = new Map<string, SessionRow>();
+    const locked = forUpdate(trx.selectFrom('sessions').selectAll().where('id', 'in', sessionIds).orderBy('id'), database.dialect);
+    for (const row of await locked.execute()) sessions.set(row.id, row);
+
+    const tagsChanged = new Set<string>();
+    const agents = new Map<string, AgentTouch>();
+    const rows: EventRow[] = [];
+    const appended: AppendedEvent[] = [];
+    for (const event of prepared) {
+      const session = sessions.get(event.row.session_id)!;
+      const seq = session.last_seq + 1;
+      const prevHash = session.last_hash;
+      const hash = chainHash({
+        id: event.row.id,
+        seq,
+        timestamp: event.timestamp,
+        sessionId: event.row.session_id,
+        agentId: event.row.agent_id,
+        eventType: event.row.event_type,
+        severity: event.row.severity,
+        payload: event.payload,
+        metadata: event.metadata,
+        prevHash,
+      });
+      session.last_seq = seq;
+      session.last_hash = hash;
+      const tagsBefore = session.tags;
+      applyEventToSession(session, {
+        eventType: event.row.event_type,
+        ts: event.row.ts,
+        isError: event.row.is_error === 1,
+        costUsd: event.row.cost_usd,
+        payload: event.payload,
+      });
+      if (session.tags !== tagsBefore) tagsChanged.add(session.id);
+      rows.push({ ...event.row, seq, prev_hash: prevHash, hash });
+      appended.push({ id: event.row.id, hash, seq, sessionId: session.id });
+
+      const agent = agents.get(event.row.agent_id) ?? {
+        id: event.row.agent_id,
+        name: null,
+        firstSeen: event.row.ts,
+        lastSeen: event.row.ts,
+        newSessions: 0,
+      };
+      agent.firstSeen = Math.min(agent.firstSeen, event.row.ts);
+      agent.lastSeen = Math.max(agent.lastSeen, event.row.ts);
+      if (event.agentName) agent.name = event.agentName;
+      agents.set(agent.id, agent);
+    }
+    for (const id of createdIds) {
+      const agent = agents.get(sessions.get(id)!.agent_id);
+      if (agent) agent.newSessions += 1;
+    }
+
+    await insertEventRows(trx, rows);
+    for (const id of sessionIds) {
+      const { id: _id, ...changes } = sessions.get(id)!;
+      await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
+      if (tagsChanged.has(id)) await replaceTags(trx, sessions.get(id)!);
+    }
+    for (const agentId of [...agents.keys()].sort()) await upsertAgent(trx, agents.get(agentId)!);
+    return appended;
+  });
+}
+

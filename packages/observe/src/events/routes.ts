@@ -1,0 +1,58 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { appendEvents } from './ingest.ts';
+import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema} from './schemas.ts';
+import { findEvent, listEvents, toEvent } from './store.ts';
+
+export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.post(
+    '/api/events',
+    {
+      schema: {
+        summary: 'Ingest a batch of 1 to 1000 events, atomically',
+        tags: ['events'],
+        body: ingestBodySchema,
+        response: { 201: ingestResponseSchema },
+      },
+    },
+    async (request, reply) => {
+      const appended = await appendEvents(ctx.database, request.body.events, ctx.clock.now());
+      return reply.status(201).send({ ingested: appended.length, events: appended.map(({ id, hash }) => ({ id, hash })) });
+    },
+  );
+
+  app.get(
+    '/api/events',
+    {
+      schema: {
+        summary: 'Query events',
+        tags: ['events'],
+        querystring: listEventsQuerySchema,
+        response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
+      },
+    },
+    async (request) => {
+      const { rows, total } = await listEvents(ctx.database, request.query);
+      return { events: rows.map(toEvent), total, hasMore: request.query.offset + rows.length < total };
+    },
+  );
+
+  app.get(
+    '/api/events/:id',
+    {
+      schema: {
+        summary: 'One event',
+        tags: ['events'],
+        params: z.object({ id: z.string().min(1).max(256) }),
+        response: { 200: eventSchema },
+      },
+    },
+    async (request) => {
+      const row = await findEvent(ctx.database, request.params.id);
+      if (!row) throw observeError('eventNotFound');
+      return toEvent(row);
+    },
+  );
+}

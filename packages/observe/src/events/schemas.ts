@@ -1,0 +1,180 @@
+import { z } from 'zod';
+import { isoTimestampMs } from '@vigil/platform';
+
+/** A JSON value that must be present (null allowed, undefined not). */
+const present = z.unknown().refine((v) => v !== undefined, { message: 'is required' });
+const text = z.string().min(1).max(10_000);
+const nonNegative = z.number().finite().nonnegative();
+const count = z.number().int().nonnegative();
+const jsonObject = z.record(z.string(), z.unknown());
+
+export const SEVERITIES = ['debug', 'info', 'warn', 'error', 'critical'] as const;
+export const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
+
+// Payloads keep fields they do not name (looseObject): the chain hashes what the agent sent.
+const approvalOutcome = z.looseObject({ requestId: text, action: text, decidedBy: text, reason: z.string().optional() });
+
+export const payloadSchemas = {
+  session_started: z.looseObject({
+    agentName: z.string().max(500).optional(),
+    agentVersion: z.string().max(200).optional(),
+    mcpClientInfo: jsonObject.optional(),
+    tags: z.array(z.string().min(1).max(200)).max(100).optional(),
+  }),
+  session_ended: z.looseObject({
+    reason: z.enum(['completed', 'error', 'timeout', 'manual']),
+    summary: z.string().optional(),
+    totalToolCalls: count.optional(),
+    totalDurationMs: nonNegative.optional(),
+  }),
+  tool_call: z.looseObject({ toolName: text, callId: text, arguments: present, serverName: z.string().optional() }),
+  tool_response: z.looseObject({ callId: text, toolName: text, result: present, durationMs: nonNegative }),
+  tool_error: z.looseObject({
+    callId: text,
+    toolName: text,
+    error: present,
+    errorCode: z.union([z.string(), z.number()]).optional(),
+    durationMs: nonNegative,
+  }),
+  approval_requested: z.looseObject({ requestId: text, action: text, params: present, urgency: z.enum(URGENCIES) }),
+  approval_granted: approvalOutcome,
+  approval_denied: approvalOutcome,
+  approval_expired: approvalOutcome,
+  form_submitted: z.looseObject({ submissionId: text, formId: text, formName: z.string().optional(), fieldCount: count }),
+  form_completed: z.looseObject({ submissionId: text, formId: text, completedBy: text, durationMs: nonNegative }),
+  form_expired: z.looseObject({ submissionId: text, formId: text, expiredAfterMs: nonNegative }),
+  llm_call: z.looseObject({
+    callId: text,
+    provider: text,
+    model: text,
+    messages: z.array(z.unknown()),
+    systemPrompt: z.string().optional(),
+    parameters: jsonObject.optional(),
+    tools: z.array(z.unknown()).optional(),
+    redacted: z.boolean().optional(),
+  }),
+  llm_response: z.looseObject({
+    callId: text,
+    provider: text,
+    model: text,
+    completion: present,
+    toolCalls: z.array(z.unknown()).optional(),
+    finishReason: text,
+    usage: z.looseObject({ inputTokens: count, outputTokens: count, totalTokens: count.optional() }),
+    costUsd: nonNegative,
+    latencyMs: nonNegative,
+    redacted: z.boolean().optional(),
+  }),
+  cost_tracked: z.looseObject({
+    provider: text,
+    model: text,
+    inputTokens: count,
+    outputTokens: count,
+    totalTokens: count,
+    costUsd: nonNegative,
+    trigger: z.string().optional(),
+  }),
+  alert_triggered: z.looseObject({
+    alertRuleId: text,
+    alertName: text,
+    condition: text,
+    currentValue: z.number().finite(),
+    threshold: z.number().finite(),
+    message: z.string(),
+  }),
+  alert_resolved: z.looseObject({ alertRuleId: text, alertName: text, resolvedBy: z.string().optional() }),
+  custom: z.looseObject({ type: text, data: present }),
+} as const;
+
+export type IngestEventType = keyof typeof payloadSchemas;
+export const INGEST_EVENT_TYPES = Object.keys(payloadSchemas) as IngestEventType[];
+/** Produced only by the service itself (evaluations); never accepted from clients. */
+export const SERVER_EVENT_TYPES = ['eval_result'] as const;
+export type EventType = IngestEventType | (typeof SERVER_EVENT_TYPES)[number];
+
+const identifier = z.string().min(1).max(256);
+
+const envelope = {
+  sessionId: identifier,
+  agentId: identifier,
+  severity: z.enum(SEVERITIES).optional(),
+  metadata: jsonObject.optional(),
+  timestamp: isoTimestampMs.optional(),
+};
+
+export const incomingEventSchema = (z.discriminatedUnion(
+  'eventType',
+  INGEST_EVENT_TYPES.map((type) =>
+    z.object({ ...envelope, eventType: z.literal(type), payload: payloadSchemas[type] }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  { error: (issue) => (issue.code === 'invalid_union' ? `eventType must be one of: ${INGEST_EVENT_TYPES.join(', ')}` : undefined) },
+) as unknown as z.ZodType<IncomingEvent>);
+
+export interface IncomingEvent {
+  sessionId: string;
+  agentId: string;
+  eventType: EventType;
+  severity?: (typeof SEVERITIES)[number];
+  metadata?: Record<string, unknown>;
+  timestamp?: number;
+  payload: Record<string, unknown>;
+}
+
+export const ingestBodySchema = z.object({
+  events: z.array(incomingEventSchema).min(1, 'events must hold 1 to 1000 events').max(1000, 'events must hold 1 to 1000 events'),
+});
+
+export const eventSchema = z
+  .object({
+    id: z.string(),
+    seq: z.number().int(),
+    timestamp: z.string(),
+    sessionId: z.string(),
+    agentId: z.string(),
+    eventType: z.string(),
+    severity: z.enum(SEVERITIES),
+    payload: jsonObject,
+    metadata: jsonObject,
+    prevHash: z.string().nullable(),
+    hash: z.string(),
+  })
+  .meta({ id: 'Event' });
+
+export type Event = z.infer<typeof eventSchema>;
+
+export const ingestResponseSchema = z.object({
+  ingested: z.number().int(),
+  events: z.array(z.object({ id: z.string(), hash: z.string() })),
+});
+
+const commaList = <T extends string>(values: readonly [T, ...T[]], name: string) =>
+  z
+    .string()
+    .transform((raw, ctx) => {
+      const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+      const unknown = items.filter((item) => !(values as readonly string[]).includes(item));
+      if (unknown.length > 0 || items.length === 0) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be a comma-separated list of: ${values.join(', ')}` });
+        return z.NEVER;
+      }
+      return [...new Set(items)] as T[];
+    });
+
+export const eventTypeList = commaList([...INGEST_EVENT_TYPES, ...SERVER_EVENT_TYPES] as unknown as [EventType, ...EventType[]], 'eventType');
+
+export const listEventsQuerySchema = z.object({
+  sessionId: identifier.optional(),
+  agentId: identifier.optional(),
+  eventType: eventTypeList.optional(),
+  severity: commaList(SEVERITIES, 'severity').optional(),
+  from: isoTimestampMs.optional(),
+  to: isoTimestampMs.optional(),
+  search: z.string().min(1).max(500).optional(),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+});
+
+export type ListEventsQuery = z.infer<typeof listEventsQuerySchema>;
+
+export { commaList, identifier };

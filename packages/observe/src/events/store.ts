@@ -1,0 +1,95 @@
+import { fullTextMatch, toIso } from '@vigil/platform';
+import type { EventRow, ObserveDatabase } from '../schema.ts';
+import type { Event, ListEventsQuery } from './schemas.ts';
+
+export function toEvent(row: EventRow): Event {
+  return {
+    id: row.id,
+    seq: row.seq,
+    timestamp: toIso(row.ts),
+    sessionId: row.session_id,
+    agentId: row.agent_id,
+    eventType: row.event_type,
+    severity: row.severity as Event['severity'],
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+export async function findEvent(database: ObserveDatabase, id: string): Promise<EventRow | undefined> {
+  return database.db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export interface EventPage {
+  rows: EventRow[];
+  total: number;
+}
+
+function onlyFilter(query: ListEventsQuery): 'none' | 'session' | 'other' {
+  const { sessionId, agentId, eventType, severity, from, to, search } = query;
+  const others = [agentId, eventType, severity, from, to, search].some((v) => v !== undefined);
+  if (others) return 'other';
+  return sessionId === undefined ? 'none' : 'session';
+}
+
+/**
+ * One page of events plus the exact total. Totals of the two hottest shapes (no filter, one
+ * session) come from the session counters kept in the ingest transaction, not a count scan.
+ */
+export async function listEvents(database: ObserveDatabase, query: ListEventsQuery): Promise<EventPage> {
+  const { db, dialect } = database;
+  let filtered = db.selectFrom('events');
+  if (query.sessionId !== undefined) filtered = filtered.where('session_id', '=', query.sessionId);
+  if (query.agentId !== undefined) filtered = filtered.where('agent_id', '=', query.agentId);
+  if (query.eventType !== undefined) filtered = filtered.where('event_type', 'in', query.eventType);
+  if (query.severity !== undefined) filtered = filtered.where('severity', 'in', query.severity);
+  if (query.from !== undefined) filtered = filtered.where('ts', '>=', query.from);
+  if (query.to !== undefined) filtered = filtered.where('ts', '<=', query.to);
+  if (query.search !== undefined) filtered = filtered.where(fullTextMatch(dialect, 'events', 'payload', query.search));
+
+  const tieBreak = query.sessionId !== undefined ? 'seq' : 'id';
+  const rowsPromise = filtered
+    .selectAll()
+    .orderBy('ts', query.order)
+    .orderBy(tieBreak, query.order)
+    .limit(query.limit)
+    .offset(query.offset)
+    .execute();
+
+  const shape = onlyFilter(query);
+  let totalPromise: Promise<number>;
+  if (shape === 'none') {
+    totalPromise = db
+      .selectFrom('sessions')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('n'))
+      .executeTakeFirstOrThrow()
+      .then((r) => Number(r.n));
+  } else if (shape === 'session') {
+    totalPromise = db
+      .selectFrom('sessions')
+      .select('event_count')
+      .where('id', '=', query.sessionId!)
+      .executeTakeFirst()
+      .then((r) => r?.event_count ?? 0);
+  } else {
+    totalPromise = filtered
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+      .then((r) => Number(r.n));
+  }
+  const [rows, total] = await Promise.all([rowsPromise, totalPromise]);
+  return { rows, total };
+}
+
+/** Every event of a session, in timeline order (timestamp, then seq). */
+export async function sessionEvents(database: ObserveDatabase, sessionId: string): Promise<EventRow[]> {
+  return database.db
+    .selectFrom('events')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .orderBy('ts', 'asc')
+    .orderBy('seq', 'asc')
+    .execute();
+}

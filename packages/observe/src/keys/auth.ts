@@ -1,0 +1,48 @@
+import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import type { ApiKeyRow } from '../schema.ts';
+import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey: ApiKeyRow | null;
+  }
+}
+
+/** lastUsedAt is refreshed at most this often per key, after the response, never on the request path. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+async function authenticate(ctx: ObserveContext, header: string | undefined): Promise<ApiKeyRow | null> {
+  const token = bearerToken(header);
+  if (token === null) return null;
+  const hash = sha256Hex(token);
+  const key = await findActiveKeyByHash(ctx.database, hash);
+  // The lookup is by digest; the final comparison is constant-time all the same.
+  return key && constantTimeEqual(key.key_hash, hash) ? key : null;
+}
+
+/**
+ * Bearer-key authentication for every route except those marked `auth: 'public'`. A route marked
+ * `bootstrap` (key creation) also admits a request without an Authorization header while no active
+ * key exists: the first start-up.
+ */
+export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
+  app.decorateRequest('apiKey', null);
+  app.addHook('onRequest', async (request) => {
+    if (ctx.config.authDisabled || request.is404) return;
+    const policy = request.routeOptions.config.auth;
+    if (policy === 'public') return;
+    const header = request.headers.authorization;
+    if (policy === 'bootstrap' && header === undefined && !(await hasActiveKey(ctx.database))) return;
+    const key = await authenticate(ctx, header);
+    if (!key) throw observeError('unauthorized');
+    request.apiKey = key;
+    const now = ctx.clock.now();
+    if (key.last_used_at === null || now - key.last_used_at >= TOUCH_INTERVAL_MS) {
+      setImmediate(() => {
+        touchKey(ctx.database, key.id, now).catch((error: unknown) => request.log.warn({ err: error }, 'could not record key use'));
+      });
+    }
+  });
+}

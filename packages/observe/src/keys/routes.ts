@@ -1,0 +1,81 @@
+import { generateSecret, newId, toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import type { ApiKeyRow } from '../schema.ts';
+import { insertKey, listKeys, revokeKey } from './store.ts';
+
+const keySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+
+function toKey(row: ApiKeyRow): z.infer<typeof keySchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: toIso(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+  };
+}
+
+export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.post(
+    '/api/keys',
+    {
+      config: { auth: 'bootstrap' },
+      schema: {
+        summary: 'Create an API key; the raw key is in this response only',
+        description: 'Without an Authorization header only while no active key exists (first start-up).',
+        tags: ['keys'],
+        body: z.object({ name: z.string().trim().min(1).max(200) }),
+        response: { 201: keySchema.extend({ key: z.string() }) },
+      },
+    },
+    async (request, reply) => {
+      const secret = generateSecret('vgl');
+      const row: ApiKeyRow = {
+        id: newId(),
+        name: request.body.name,
+        prefix: secret.prefix,
+        key_hash: secret.hash,
+        created_at: ctx.clock.now(),
+        last_used_at: null,
+        revoked_at: null,
+      };
+      await insertKey(ctx.database, row);
+      return reply.status(201).send({ ...toKey(row), key: secret.raw });
+    },
+  );
+
+  app.get(
+    '/api/keys',
+    { schema: { summary: 'List API keys (never the secrets)', tags: ['keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    async () => ({ keys: (await listKeys(ctx.database)).map(toKey) }),
+  );
+
+  app.delete(
+    '/api/keys/:id',
+    {
+      schema: {
+        summary: 'Revoke an API key',
+        tags: ['keys'],
+        params: z.object({ id: z.string().min(1).max(256) }),
+        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      const row = await revokeKey(ctx.database, request.params.id, ctx.clock.now());
+      if (!row) throw observeError('keyNotFound');
+      return { id: row.id, revoked: true as const };
+    },
+  );
+}

@@ -1,0 +1,33 @@
+import type { ApiKeyRow, ObserveDatabase } from '../schema.ts';
+
+export async function insertKey(database: ObserveDatabase, row: ApiKeyRow): Promise<void> {
+  await database.db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findActiveKeyByHash(database: ObserveDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {
+  return database.db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('key_hash', '=', keyHash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function hasActiveKey(database: ObserveDatabase): Promise<boolean> {
+  const row = await database.db.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function listKeys(database: ObserveDatabase): Promise<ApiKeyRow[]> {
+  return database.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+/** Marks the key revoked (once); undefined when no such key exists. */
+export async function revokeKey(database: ObserveDatabase, id: string, at: number): Promise<ApiKeyRow | undefined> {
+  await database.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  return database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function touchKey(database: ObserveDatabase, id: string, at: number): Promise<void> {
+  await database.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}

@@ -1,0 +1,59 @@
+import { fetchWithTimeout, type ZodApp } from '@vigil/platform';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+
+const FORWARDED_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+const PASSED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'etag', 'location'];
+
+/**
+ * `/api/memory/<rest>` is forwarded to `MEMORY_API_URL/<rest>` with the memory server's own key
+ * (the caller's Vigil key never leaves this service). Lessons and community sharing moved there
+ * in 0.12.0, so their old paths answer 404.
+ */
+export function registerMemoryRoutes(app: ZodApp, ctx: ObserveContext): void {
+  const memory = ctx.config.memory;
+
+  const forward = async (request: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    if (!memory.enabled || !memory.url) throw observeError('memoryDisabled');
+    const [path, query] = splitUrl(request.url.slice('/api/memory'.length));
+    const target = new URL(memory.url.replace(/\/+$/, '') + (path || '/') + query);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (memory.apiKey) headers.authorization = `Bearer ${memory.apiKey}`;
+    const hasBody = request.body !== undefined && request.method !== 'GET' && request.method !== 'DELETE';
+    if (hasBody) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await fetchWithTimeout(target, {
+        method: request.method,
+        headers,
+        body: hasBody ? JSON.stringify(request.body) : undefined,
+        timeoutMs: memory.timeoutMs,
+      });
+    } catch (error) {
+      request.log.warn({ err: error, target: target.origin }, 'memory server unreachable');
+      throw observeError('memoryUnreachable');
+    }
+    for (const name of PASSED_RESPONSE_HEADERS) {
+      const value = response.headers.get(name);
+      if (value !== null) void reply.header(name, value);
+    }
+    return reply.status(response.status).send(Buffer.from(await response.arrayBuffer()));
+  };
+
+  const hidden = { hide: true } as const;
+  app.route({ method: [...FORWARDED_METHODS], url: '/api/memory', schema: hidden, handler: forward });
+  app.route({ method: [...FORWARDED_METHODS], url: '/api/memory/*', schema: hidden, handler: forward });
+
+  const removed = async (): Promise<never> => {
+    throw observeError('lessonsRemoved');
+  };
+  for (const url of ['/api/lessons', '/api/lessons/*', '/api/community', '/api/community/*']) {
+    app.route({ method: [...FORWARDED_METHODS], url, schema: hidden, handler: removed });
+  }
+}
+
+function splitUrl(url: string): [string, string] {
+  const index = url.indexOf('?');
+  return index === -1 ? [url, ''] : [url.slice(0, index), url.slice(index)];
+}

@@ -1,0 +1,34 @@
+import { forUpdate } from '@vigil/platform';
+import type { ObserveContext } from '../context.ts';
+import { readSettings } from '../settings/service.ts';
+
+const DAY_MS = 86_400_000;
+const SESSIONS_PER_TRANSACTION = 100;
+
+/**
+ * Deletes whole sessions (events, tags and the session row together) whose last event is older
+ * than the retention period; a chain is never cut in the middle. Returns the sessions deleted.
+ */
+export async function applyRetention(ctx: ObserveContext, now: number): Promise<number> {
+  const { retentionDays } = await readSettings(ctx);
+  if (retentionDays <= 0) return 0;
+  const cutoff = now - retentionDays * DAY_MS;
+  let deleted = 0;
+  for (;;) {
+    const batch = await ctx.database.db.transaction().execute(async (trx) => {
+      const ids = (
+        await forUpdate(
+          trx.selectFrom('sessions').select('id').where('last_event_at', '<', cutoff).orderBy('last_event_at').limit(SESSIONS_PER_TRANSACTION),
+          ctx.database.dialect,
+        ).execute()
+      ).map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await trx.deleteFrom('events').where('session_id', 'in', ids).execute();
+      await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
+      await trx.deleteFrom('sessions').where('id', 'in', ids).execute();
+      return ids.length;
+    });
+    deleted += batch;
+    if (batch < SESSIONS_PER_TRANSACTION) return deleted;
+  }
+}

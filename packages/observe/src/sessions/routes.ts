@@ -1,0 +1,82 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { eventSchema, identifier } from '../events/schemas.ts';
+import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
+import { sessionTimeline } from './service.ts';
+import { findSession, listSessions, toSession } from './store.ts';
+
+const sessionParams = z.object({ id: identifier });
+
+export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.get(
+    '/api/sessions',
+    {
+      schema: {
+        summary: 'List sessions, newest first',
+        tags: ['sessions'],
+        querystring: listSessionsQuerySchema,
+        response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },
+      },
+    },
+    async (request) => {
+      const { rows, total } = await listSessions(ctx.database, request.query);
+      return { sessions: rows.map(toSession), total, hasMore: request.query.offset + rows.length < total };
+    },
+  );
+
+  app.get(
+    '/api/sessions/:id',
+    { schema: { summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } } },
+    async (request) => {
+      const row = await findSession(ctx.database, request.params.id);
+      if (!row) throw observeError('sessionNotFound');
+      return toSession(row);
+    },
+  );
+
+  app.get(
+    '/api/sessions/:id/timeline',
+    {
+      schema: {
+        summary: "A session's events ascending by time, with the verdict of its hash chain",
+        tags: ['sessions'],
+        params: sessionParams,
+        response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },
+      },
+    },
+    async (request) => {
+      const row = await findSession(ctx.database, request.params.id);
+      if (!row) throw observeError('sessionNotFound');
+      const { events, verdict } = await sessionTimeline(ctx.database, row);
+      return { events, chainValid: verdict.valid, brokenAt: verdict.brokenAt };
+    },
+  );
+
+  app.get(
+    '/api/audit/verify',
+    {
+      schema: {
+        summary: "Verify a session's hash chain",
+        tags: ['audit'],
+        querystring: z.object({ sessionId: identifier }),
+        response: {
+          200: z.object({
+            sessionId: z.string(),
+            valid: z.boolean(),
+            eventCount: z.number().int(),
+            headHash: z.string().nullable(),
+            brokenAt: chainBreakSchema.nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const row = await findSession(ctx.database, request.query.sessionId);
+      if (!row) throw observeError('sessionNotFound');
+      const { verdict } = await sessionTimeline(ctx.database, row);
+      return { sessionId: row.id, valid: verdict.valid, eventCount: verdict.eventCount, headHash: row.last_hash, brokenAt: verdict.brokenAt };
+    },
+  );
+}

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { isoTimestampMs } from '@vigil/platform';
+import { commaList, identifier } from '../events/schemas.ts';
+import { SESSION_STATUSES } from './state.ts';
+
+export const sessionSchema = z
+  .object({
+    id: z.string(),
+    agentId: z.string(),
+    agentName: z.string(),
+    status: z.enum(SESSION_STATUSES),
+    startedAt: z.string(),
+    endedAt: z.string().optional(),
+    lastEventAt: z.string(),
+    eventCount: z.number().int(),
+    toolCallCount: z.number().int(),
+    errorCount: z.number().int(),
+    totalCostUsd: z.number(),
+    tags: z.array(z.string()),
+  })
+  .meta({ id: 'Session' });
+
+export type Session = z.infer<typeof sessionSchema>;
+
+export const listSessionsQuerySchema = z.object({
+  agentId: identifier.optional(),
+  status: commaList(SESSION_STATUSES, 'status').optional(),
+  from: isoTimestampMs.optional(),
+  to: isoTimestampMs.optional(),
+  tags: z
+    .string()
+    .transform((raw) => [...new Set(raw.split(',').map((t) => t.trim()).filter(Boolean))])
+    .pipe(z.array(z.string().max(200)).min(1, 'tags must name at least one tag').max(50)),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+}).partial({ tags: true });
+
+export type ListSessionsQuery = z.infer<typeof listSessionsQuerySchema>;
+
+export const chainBreakSchema = z.object({ seq: z.number().int(), eventId: z.string().nullable(), reason: z.string() });

@@ -1,0 +1,51 @@
+import { toIso } from '@vigil/platform';
+import type { ObserveDatabase, SessionRow } from '../schema.ts';
+import type { ListSessionsQuery, Session } from './schemas.ts';
+import type { SessionStatus } from './state.ts';
+
+export function toSession(row: SessionRow): Session {
+  const session: Session = {
+    id: row.id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    status: row.status as SessionStatus,
+    startedAt: toIso(row.started_at),
+    lastEventAt: toIso(row.last_event_at),
+    eventCount: row.event_count,
+    toolCallCount: row.tool_call_count,
+    errorCount: row.error_count,
+    totalCostUsd: row.total_cost_usd,
+    tags: JSON.parse(row.tags) as string[],
+  };
+  if (row.ended_at !== null) session.endedAt = toIso(row.ended_at);
+  return session;
+}
+
+export async function findSession(database: ObserveDatabase, id: string): Promise<SessionRow | undefined> {
+  return database.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Sessions newest first; `tags` keeps sessions that carry every listed tag. */
+export async function listSessions(database: ObserveDatabase, query: ListSessionsQuery): Promise<{ rows: SessionRow[]; total: number }> {
+  let filtered = database.db.selectFrom('sessions');
+  if (query.agentId !== undefined) filtered = filtered.where('agent_id', '=', query.agentId);
+  if (query.status !== undefined) filtered = filtered.where('status', 'in', query.status);
+  if (query.from !== undefined) filtered = filtered.where('started_at', '>=', query.from);
+  if (query.to !== undefined) filtered = filtered.where('started_at', '<=', query.to);
+  if (query.tags !== undefined) {
+    const tags = query.tags;
+    filtered = filtered.where('id', 'in', (eb) =>
+      eb
+        .selectFrom('session_tags')
+        .select('session_id')
+        .where('tag', 'in', tags)
+        .groupBy('session_id')
+        .having((h) => h.fn.countAll(), '=', tags.length),
+    );
+  }
+  const [rows, count] = await Promise.all([
+    filtered.selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute(),
+    filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}

@@ -1,0 +1,87 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { readSettings, updateSettings, type Settings } from './service.ts';
+
+const publicConfigSchema = z
+  .object({
+    retentionDays: z.number().int().describe('Sessions whose last event is older are deleted whole; 0 keeps everything'),
+    approvalGateSecretSet: z.boolean(),
+    formServiceSecretSet: z.boolean(),
+    authDisabled: z.boolean(),
+    memoryEnabled: z.boolean(),
+  })
+  .meta({ id: 'Config' });
+
+const healthWeightsSchema = z.object({
+  errorRate: z.number(),
+  costEfficiency: z.number(),
+  toolSuccess: z.number(),
+  latency: z.number(),
+  completionRate: z.number(),
+});
+
+/** The health score weights in use (fixed by the specification). */
+export const HEALTH_WEIGHTS = { errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15 } as const;
+
+export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
+  const toPublic = (settings: Settings): z.infer<typeof publicConfigSchema> => ({
+    retentionDays: settings.retentionDays,
+    approvalGateSecretSet: settings.approvalGateWebhookSecret !== null,
+    formServiceSecretSet: settings.formServiceWebhookSecret !== null,
+    authDisabled: ctx.config.authDisabled,
+    memoryEnabled: ctx.config.memory.enabled,
+  });
+
+  app.get(
+    '/api/config',
+    { schema: { summary: 'Configuration (secrets are reported as set or not, never returned)', tags: ['config'], response: { 200: publicConfigSchema } } },
+    async () => toPublic(await readSettings(ctx)),
+  );
+
+  app.put(
+    '/api/config',
+    {
+      schema: {
+        summary: 'Update retention and webhook secrets; a secret set to null falls back to the environment',
+        tags: ['config'],
+        body: z
+          .object({
+            retentionDays: z.number().int().min(0).max(36_500).optional(),
+            approvalGateWebhookSecret: z.string().min(16).max(512).nullable().optional(),
+            formServiceWebhookSecret: z.string().min(16).max(512).nullable().optional(),
+          })
+          .strict(),
+        response: { 200: publicConfigSchema },
+      },
+    },
+    async (request) => toPublic(await updateSettings(ctx, request.body)),
+  );
+
+  app.get(
+    '/api/config/features',
+    {
+      schema: {
+        summary: 'Feature flags',
+        tags: ['config'],
+        response: { 200: z.object({ memory: z.boolean(), memoryUrl: z.string() }) },
+      },
+    },
+    async () => ({ memory: ctx.config.memory.enabled, memoryUrl: ctx.config.memory.enabled ? (ctx.config.memory.url ?? '') : '' }),
+  );
+
+  app.get(
+    '/api/config/health-weights',
+    { schema: { summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } } },
+    async () => ({ ...HEALTH_WEIGHTS }),
+  );
+
+  app.put(
+    '/api/config/health-weights',
+    { schema: { summary: 'Always 501: the weights are not customizable', tags: ['config'] } },
+    async () => {
+      throw observeError('healthWeightsFixed');
+    },
+  );
+}

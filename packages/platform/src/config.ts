@@ -1,0 +1,108 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const httpUrl = z.url({ protocol: /^https?$/ });
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL');
+
+/**
+ * Every environment variable Vigil reads, in one place. The README's configuration table
+ * mirrors this schema.
+ */
+export const environmentSchema = z.object({
+  HOST: z.string().min(1).default('0.0.0.0'),
+  OBSERVE_PORT: port.default(3400),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: postgresUrl.optional(),
+  OBSERVE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('observe'),
+  SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  AUTH_DISABLED: booleanFlag.default(false),
+  BODY_LIMIT_BYTES: positiveInt.default(10 * 1024 * 1024),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  MEMORY_ENABLED: booleanFlag.default(false),
+  MEMORY_API_URL: httpUrl.optional(),
+  MEMORY_API_KEY: z.string().min(1).optional(),
+  MEMORY_TIMEOUT_MS: positiveInt.default(10_000),
+  APPROVAL_GATE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  FORM_SERVICE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
+  RETENTION_INTERVAL_MS: positiveInt.default(60 * 60 * 1000),
+});
+
+export type Environment = z.infer<typeof environmentSchema>;
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string; synchronous: 'NORMAL' | 'FULL' }
+  | { kind: 'postgres'; url: string; schema: string };
+
+export interface ObserveConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  database: DatabaseConfig;
+  logLevel: Environment['LOG_LEVEL'];
+  authDisabled: boolean;
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  memory: { enabled: boolean; url?: string; apiKey?: string; timeoutMs: number };
+  webhookSecrets: { approvalGate?: string; formService?: string };
+  /** 0 keeps data forever. */
+  retentionDays: number;
+  retentionIntervalMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = environmentSchema.safeParse(cleaned);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const parsed = result.data;
+  if (parsed.MEMORY_ENABLED && !parsed.MEMORY_API_URL) {
+    throw new ConfigError('Invalid configuration:\n  MEMORY_API_URL: required when MEMORY_ENABLED=true');
+  }
+  return parsed;
+}
+
+export function observeConfigFromEnvironment(
+  env: NodeJS.ProcessEnv,
+  overrides: { port?: number; dataDir?: string } = {},
+): ObserveConfig {
+  const e = parseEnvironment(env);
+  const dataDir = resolve(overrides.dataDir ?? e.DATA_DIR);
+  return {
+    host: e.HOST,
+    port: overrides.port ?? e.OBSERVE_PORT,
+    dataDir,
+    database: e.DATABASE_URL
+      ? { kind: 'postgres', url: e.DATABASE_URL, schema: e.OBSERVE_DB_SCHEMA }
+      : { kind: 'sqlite', file: resolve(dataDir, 'observe.db'), synchronous: e.SQLITE_SYNCHRONOUS },
+    logLevel: e.LOG_LEVEL,
+    authDisabled: e.AUTH_DISABLED,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    memory: {
+      enabled: e.MEMORY_ENABLED,
+      url: e.MEMORY_API_URL,
+      apiKey: e.MEMORY_API_KEY,
+      timeoutMs: e.MEMORY_TIMEOUT_MS,
+    },
+    webhookSecrets: {
+      approvalGate: e.APPROVAL_GATE_WEBHOOK_SECRET,
+      formService: e.FORM_SERVICE_WEBHOOK_SECRET,
+    },
+    retentionDays: e.RETENTION_DAYS,
+    retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+  };
+}

@@ -1,0 +1,184 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type RawBuilder,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from 'kysely';
+import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import pg from 'pg';
+import type { DatabaseConfig } from './config.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+// BIGINT columns hold epoch milliseconds and counters, well inside 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+export interface Database<Schema> {
+  db: Kysely<Schema>;
+  dialect: DialectName;
+  /** Bytes the service's tables occupy on disk. */
+  sizeBytes(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const STATEMENT_CACHE_SIZE = 2000;
+
+/**
+ * Wraps better-sqlite3 so Kysely reuses prepared statements (the hot path compiles each SQL text
+ * once) and so every transaction takes the write lock up front (`BEGIN IMMEDIATE`): a transaction
+ * that reads the chain head and then appends can never fail on lock upgrade.
+ */
+function preparedStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  return {
+    close: () => raw.close(),
+    prepare(text: string): SqliteStatement {
+      const effective = text === 'begin' ? 'begin immediate' : text;
+      let statement = cache.get(effective);
+      if (statement === undefined) {
+        statement = raw.prepare(effective) as unknown as SqliteStatement;
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(effective, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
+  mkdirSync(dirname(config.file), { recursive: true });
+  const raw = new BetterSqlite3(config.file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma(`synchronous = ${config.synchronous}`);
+  raw.pragma('busy_timeout = 10000');
+  raw.pragma('cache_size = -65536');
+  raw.pragma('temp_store = MEMORY');
+  raw.pragma('mmap_size = 268435456');
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    async sizeBytes() {
+      const pages = raw.pragma('page_count', { simple: true }) as number;
+      const pageSize = raw.pragma('page_size', { simple: true }) as number;
+      return pages * pageSize;
+    },
+    close: () => db.destroy(),
+  };
+}
+
+async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Promise<Database<Schema>> {
+  const bootstrap = new pg.Client({ connectionString: config.url });
+  await bootstrap.connect();
+  try {
+    await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
+  } catch (error) {
+    // Two instances starting together race on CREATE SCHEMA; the loser sees a duplicate.
+    if ((error as { code?: string }).code !== '23505') throw error;
+  } finally {
+    await bootstrap.end();
+  }
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    options: `-c search_path="${config.schema}"`,
+  });
+  // An idle client losing its server (restart, failover) must not crash the process.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    async sizeBytes() {
+      const result = await sql<{ size: number }>`
+        select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as size
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = ${config.schema} and c.relkind in ('r', 'm')`.execute(db);
+      return result.rows[0]?.size ?? 0;
+    },
+    close: () => db.destroy(),
+  };
+}
+
+export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Database<Schema>> {
+  return config.kind === 'sqlite' ? openSqlite<Schema>(config) : openPostgres<Schema>(config);
+}
+
+/** A schema migration; DDL that differs between the two databases branches on `dialect`. */
+export type MigrationStep = (db: Kysely<any>, dialect: DialectName) => Promise<void>;
+
+export async function migrateToLatest(database: Database<any>, steps: Record<string, MigrationStep>): Promise<void> {
+  const provider: MigrationProvider = {
+    async getMigrations() {
+      const migrations: Record<string, Migration> = {};
+      for (const [name, step] of Object.entries(steps)) {
+        migrations[name] = { up: (db) => step(db, database.dialect) };
+      }
+      return migrations;
+    },
+  };
+  const migrator = new Migrator({ db: database.db as Kysely<any>, provider });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error;
+}
+
+/** Epoch milliseconds type for DDL: both databases store times as 64-bit integers. */
+export const epochMsType = 'bigint' as const;
+export const floatType = 'double precision' as const;
+
+/**
+ * Full-text index over one text column: an FTS5 contentless table kept in step by triggers on
+ * SQLite, a GIN expression index on PostgreSQL. Queried with `fullTextMatch`.
+ */
+export async function createFullTextIndex(
+  db: Kysely<any>,
+  dialect: DialectName,
+  table: string,
+  column: string,
+): Promise<void> {
+  if (dialect === 'sqlite') {
+    const fts = `${table}_fts`;
+    await sql.raw(`create virtual table ${fts} using fts5(body, content='', contentless_delete=1)`).execute(db);
+    await sql
+      .raw(`create trigger ${fts}_insert after insert on ${table} begin insert into ${fts}(rowid, body) values (new.rowid, new.${column}); end`)
+      .execute(db);
+    await sql
+      .raw(`create trigger ${fts}_delete after delete on ${table} begin delete from ${fts} where rowid = old.rowid; end`)
+      .execute(db);
+  } else {
+    await sql
+      .raw(`create index ${table}_${column}_fts on ${table} using gin (to_tsvector('simple', ${column}))`)
+      .execute(db);
+  }
+}
+
+/** Condition: the column's words contain the words of `phrase`, in order (a phrase match). */
+export function fullTextMatch(dialect: DialectName, table: string, column: string, phrase: string): RawBuilder<boolean> {
+  if (dialect === 'sqlite') {
+    const quoted = `"${phrase.replaceAll('"', '""')}"`;
+    return sql<boolean>`${sql.ref(`${table}.rowid`)} in (select rowid from ${sql.table(`${table}_fts`)} where ${sql.table(`${table}_fts`)} match ${quoted})`;
+  }
+  return sql<boolean>`to_tsvector('simple', ${sql.ref(`${table}.${column}`)}) @@ phraseto_tsquery('simple', ${phrase})`;
+}
+
+/** Round-trip time of a trivial query, in milliseconds. */
+export async function pingDatabase(database: Database<any>): Promise<number> {
+  const started = performance.now();
+  await sql`select 1`.execute(database.db as Kysely<any>);
+  return performance.now() - started;
+}
+
+/**
+ * Row locks for a read-then-write transaction. PostgreSQL locks the selected rows; SQLite already
+ * holds the database write lock from `BEGIN IMMEDIATE`, and has no FOR UPDATE.
+ */
+export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, dialect: DialectName): Query {
+  return dialect === 'postgres' ? query.forUpdate() : query;
+}

@@ -1,0 +1,50 @@
+export interface ErrorSpec {
+  status: number;
+  code: string;
+  message: string;
+}
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+/** An error a service answers with; turned into the service's error body by its renderer. */
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: ErrorDetail[],
+  ) {
+    super(message);
+  }
+}
+
+/** The errors the HTTP kit itself raises; every service catalogue must define them. */
+export type KernelErrorKey =
+  | 'validation'
+  | 'invalidJson'
+  | 'routeNotFound'
+  | 'payloadTooLarge'
+  | 'unsupportedMediaType'
+  | 'unauthorized'
+  | 'unavailable'
+  | 'internal';
+
+export type ErrorCatalogue<Key extends string> = Record<Key | KernelErrorKey, ErrorSpec>;
+
+export type ErrorFactory<Key extends string> = (
+  key: Key | KernelErrorKey,
+  message?: string,
+  details?: ErrorDetail[],
+) => ServiceError;
+
+/** One place per service defines every error code, message and status; this makes the thrower. */
+export function errorFactory<Key extends string>(catalogue: ErrorCatalogue<Key>): ErrorFactory<Key> {
+  return (key, message, details) => {
+    const spec = catalogue[key];
+    return new ServiceError(spec.status, spec.code, message ?? spec.message, details);
+  };
+}

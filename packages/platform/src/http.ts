@@ -1,0 +1,142 @@
+import swagger from '@fastify/swagger';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
+
+export interface HttpKitOptions {
+  title: string;
+  version: string;
+  logLevel: string;
+  bodyLimitBytes: number;
+  errors: ErrorFactory<never>;
+  /** The service's error body. */
+  renderError(error: ServiceError): unknown;
+  /** Errors that mean "the database is unreachable" and should answer 503. */
+  isUnavailable?(error: unknown): boolean;
+}
+
+/** A Fastify instance whose route schemas are zod schemas. */
+export type ZodApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `public`: no credentials; `bootstrap`: service decides (first key creation). Default: required. */
+    auth?: 'public' | 'bootstrap';
+  }
+}
+
+function validationDetails(error: FastifyError): ErrorDetail[] {
+  if (!hasZodFastifySchemaValidationErrors(error)) return [];
+  return error.validation.map((issue) => {
+    const path = issue.instancePath.split('/').filter(Boolean).join('.');
+    return { path, message: issue.message ?? 'invalid value' };
+  });
+}
+
+/** Maps anything thrown in a request to the service's catalogue. */
+function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
+  const { errors } = options;
+  if (error instanceof ServiceError) return error;
+  if (options.isUnavailable?.(error)) return errors('unavailable');
+  const fastifyError = error as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fastifyError)) {
+    const details = validationDetails(fastifyError);
+    const where = fastifyError.validationContext ? ` in ${fastifyError.validationContext}` : '';
+    const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+    return errors('validation', `Validation failed${where}: ${summary}`, details);
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors('payloadTooLarge', `Request body exceeds ${options.bodyLimitBytes} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errors('unsupportedMediaType');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors('invalidJson', 'Request body is empty but Content-Type is application/json');
+  }
+  if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return errors('invalidJson', `Malformed JSON body: ${fastifyError.message}`);
+  }
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Remaining framework client errors (bad content length, prototype-poisoned JSON, ...).
+    const key = status === 413 ? 'payloadTooLarge' : status === 415 ? 'unsupportedMediaType' : 'invalidJson';
+    return new ServiceError(status, errors(key).code, fastifyError.message);
+  }
+  return errors('internal');
+}
+
+/**
+ * A Fastify app with the house rules: zod validation, OpenAPI from the same schemas, one error
+ * body per service for every failure (validation, malformed JSON, 404, 413, 500), redacted logs.
+ */
+export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
+  const serverOptions: FastifyServerOptions = {
+    bodyLimit: options.bodyLimitBytes,
+    logger: {
+      level: options.logLevel,
+      redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
+    },
+    disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace',
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    ajv: undefined,
+  };
+  const app = Fastify(serverOptions);
+  app.setValidatorCompiler(validatorCompiler);
+  // Response schemas document the API; responses are serialised as built, without a second validation pass.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: options.title, version: options.version },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const serviceError = toServiceError(error, options);
+    if (serviceError.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    }
+    void reply.status(serviceError.status).send(options.renderError(serviceError));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const error = options.errors('routeNotFound', `Route ${request.method} ${request.url.split('?')[0]} not found`);
+    void reply.status(error.status).send(options.renderError(error));
+  });
+
+  return app.withTypeProvider<ZodTypeProvider>();
+}
+
+export type { ZodTypeProvider };
+
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? null;
+}

@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from './clock.ts';
+
+/** DDL for the lease table every service with background work needs. */
+export async function createLeaseTable(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('leases')
+    .addColumn('name', 'text', (c) => c.primaryKey())
+    .addColumn('holder', 'text', (c) => c.notNull())
+    .addColumn('expires_at', 'bigint', (c) => c.notNull())
+    .execute();
+}
+
+/**
+ * Takes the named lease for `ttlMs` if it is free or expired. One conditional UPDATE decides, so
+ * among instances sharing a database exactly one wins each period.
+ */
+export async function acquireLease(db: Kysely<any>, name: string, holder: string, now: number, ttlMs: number): Promise<boolean> {
+  await db.insertInto('leases').values({ name, holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
+  const result = await db
+    .updateTable('leases')
+    .set({ holder, expires_at: now + ttlMs })
+    .where('name', '=', name)
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('holder', '=', holder)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export interface PeriodicJob {
+  /** Runs one tick now if this instance takes the lease; resolves to whether it ran. */
+  tick(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+export interface PeriodicJobOptions {
+  name: string;
+  intervalMs: number;
+  db: Kysely<any>;
+  holder: string;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  run(now: number): Promise<void>;
+}
+
+/** A background job that runs once per interval across every instance sharing the database. */
+export function startPeriodicJob(options: PeriodicJobOptions, autoStart = true): PeriodicJob {
+  let running: Promise<boolean> | null = null;
+  const tick = (): Promise<boolean> => {
+    running ??= (async () => {
+      const now = options.clock.now();
+      // The lease outlives this tick by a little less than one interval, so the next tick anywhere can take it.
+      if (!(await acquireLease(options.db, options.name, options.holder, now, Math.max(1, options.intervalMs - 1000)))) return false;
+      await options.run(now);
+      return true;
+    })()
+      .catch((error: unknown) => {
+        options.log.error({ err: error, job: options.name }, 'background job failed');
+        return false;
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
+  const timer = autoStart ? setInterval(() => void tick(), options.intervalMs) : null;
+  timer?.unref();
+  return {
+    tick,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+/** Every timestamp the services emit: ISO 8601 UTC with milliseconds. */
+export function toIso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+const isoDateTime = z.iso.datetime({ offset: true, local: true });
+const isoDate = z.iso.date();
+
+/**
+ * Parses an ISO 8601 date-time (with `Z`, an offset, or no zone, read as UTC) or a calendar date
+ * (midnight UTC). Returns epoch milliseconds, or null when the text is not ISO 8601.
+ */
+export function parseIsoTimestamp(text: string): number | null {
+  let normalised: string;
+  if (isoDateTime.safeParse(text).success) {
+    normalised = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/.test(text) ? text : `${text}Z`;
+  } else if (isoDate.safeParse(text).success) {
+    normalised = `${text}T00:00:00.000Z`;
+  } else {
+    return null;
+  }
+  const ms = Date.parse(normalised);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Zod schema: an ISO 8601 timestamp string, decoded to epoch milliseconds. */
+export const isoTimestampMs = z
+  .string()
+  .transform((text, ctx) => {
+    const ms = parseIsoTimestamp(text);
+    if (ms === null) {
+      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 timestamp' });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .meta({ type: 'string', format: 'date-time' });
