@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
@@ -37,7 +38,17 @@ export type ZodApp = FastifyInstance<
   ZodTypeProvider
 >;
 
+export interface RouteEntry {
+  method: string;
+  url: string;
+  auth: 'required' | 'public' | 'bootstrap';
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered, with its authentication policy: what the route-walking auth test iterates. */
+    routeTable: RouteEntry[];
+  }
   interface FastifyContextConfig {
     /** `public`: no credentials; `bootstrap`: service decides (first key creation). Default: required. */
     auth?: 'public' | 'bootstrap';
@@ -95,7 +106,8 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       level: options.logLevel,
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
     },
-    disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace',
+    // Per-request lines only at debug and below: at info the hot path stays quiet.
+    logController: new LogController({ disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace' }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     onProtoPoisoning: 'error',
@@ -103,6 +115,14 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     ajv: undefined,
   };
   const app = Fastify(serverOptions);
+  const routeTable: RouteEntry[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (route) => {
+    const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
+    for (const method of [route.method].flat()) {
+      if (method !== 'HEAD') routeTable.push({ method, url: route.url, auth });
+    }
+  });
   app.setValidatorCompiler(validatorCompiler);
   // Response schemas document the API; responses are serialised as built, without a second validation pass.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

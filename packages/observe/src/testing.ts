@@ -1,0 +1,45 @@
+import { ManualClock, observeConfigFromEnvironment, type Clock, type ObserveConfig } from '@vigil/platform';
+import type { TestBackend } from '@vigil/platform/testing';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildObserveService, type ObserveService } from './app.ts';
+
+export interface TestObserve {
+  service: ObserveService;
+  config: ObserveConfig;
+  clock: ManualClock | Clock;
+  /** Raw key of an API key created through the API. */
+  key: string;
+  /** Authenticated request through the real app. */
+  call(options: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestObserveOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+  createKey?: boolean;
+}
+
+/** The real observe app on a fresh database of the given backend, with a first key created over HTTP. */
+export async function startTestObserve(backend: TestBackend, options: TestObserveOptions = {}): Promise<TestObserve> {
+  const { dataDir, ...database } = backend.freshDatabase();
+  const base = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.env }, { dataDir });
+  const config: ObserveConfig = { ...base, database };
+  const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
+  const service = await buildObserveService(config, { clock, runJobs: false });
+  let key = '';
+  if (options.createKey ?? true) {
+    const response = await service.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'test' } });
+    if (response.statusCode !== 201) throw new Error(`first key creation failed: ${response.body}`);
+    key = (response.json() as { key: string }).key;
+  }
+  return {
+    service,
+    config,
+    clock,
+    key,
+    call: (request) =>
+      service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } }),
+    close: () => service.app.close(),
+  };
+}

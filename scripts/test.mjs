@@ -1,0 +1,27 @@
+// Runs every *.test.ts of the workspace in one node:test run, so CI reads one summary line.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function findTests(dir, found = []) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) findTests(path, found);
+    else if (name.endsWith('.test.ts')) found.push(path);
+  }
+  return found;
+}
+
+const filter = process.argv[2];
+const files = findTests('packages').filter((f) => !filter || f.includes(filter)).sort();
+if (files.length === 0) {
+  console.error('no test files found');
+  process.exit(1);
+}
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', ...files],
+  { stdio: 'inherit', env: process.env },
+);
+process.exit(result.status ?? 1);
