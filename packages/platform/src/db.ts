@@ -6,6 +6,7 @@ import {
   PostgresDialect,
   SqliteDialect,
   sql,
+  CompiledQuery,
   type RawBuilder,
   type SqliteDatabase,
   type SqliteStatement,
@@ -134,38 +135,98 @@ export const epochMsType = 'bigint' as const;
 export const floatType = 'double precision' as const;
 
 /**
- * Full-text index over one text column: an FTS5 contentless table kept in step by triggers on
- * SQLite, a GIN expression index on PostgreSQL. Queried with `fullTextMatch`.
+ * Full-text index over the string values of a JSON text column (keys and numbers are not words).
+ * PostgreSQL: a GIN index on `to_tsvector('simple', column::jsonb)`, which reads string values
+ * only. SQLite: an FTS5 contentless table fed by `BulkInserter` with the same words, computed in JS
+ * (cheaper than a trigger walking the JSON). Queried with `fullTextMatch`.
  */
-export async function createFullTextIndex(
-  db: Kysely<any>,
-  dialect: DialectName,
-  table: string,
-  column: string,
-): Promise<void> {
+export async function createFullTextIndex(db: Kysely<any>, dialect: DialectName, table: string, column: string): Promise<void> {
   if (dialect === 'sqlite') {
     const fts = `${table}_fts`;
     await sql.raw(`create virtual table ${fts} using fts5(body, content='', contentless_delete=1)`).execute(db);
-    await sql
-      .raw(`create trigger ${fts}_insert after insert on ${table} begin insert into ${fts}(rowid, body) values (new.rowid, new.${column}); end`)
-      .execute(db);
-    await sql
-      .raw(`create trigger ${fts}_delete after delete on ${table} begin delete from ${fts} where rowid = old.rowid; end`)
-      .execute(db);
+    await sql.raw(`create trigger ${fts}_delete after delete on ${table} begin delete from ${fts} where rowid = old.rowid; end`).execute(db);
   } else {
-    await sql
-      .raw(`create index ${table}_${column}_fts on ${table} using gin (to_tsvector('simple', ${column}))`)
-      .execute(db);
+    await sql.raw(`create index ${table}_${column}_fts on ${table} using gin (to_tsvector('simple', ${column}::jsonb))`).execute(db);
   }
 }
 
-/** Condition: the column's words contain the words of `phrase`, in order (a phrase match). */
+/** Condition: the string values of the JSON column contain the words of `phrase`, in order. */
 export function fullTextMatch(dialect: DialectName, table: string, column: string, phrase: string): RawBuilder<boolean> {
   if (dialect === 'sqlite') {
     const quoted = `"${phrase.replaceAll('"', '""')}"`;
     return sql<boolean>`${sql.ref(`${table}.rowid`)} in (select rowid from ${sql.table(`${table}_fts`)} where ${sql.table(`${table}_fts`)} match ${quoted})`;
   }
-  return sql<boolean>`to_tsvector('simple', ${sql.ref(`${table}.${column}`)}) @@ phraseto_tsquery('simple', ${phrase})`;
+  return sql<boolean>`to_tsvector('simple', ${sql.ref(`${table}.${column}`)}::jsonb) @@ phraseto_tsquery('simple', ${phrase})`;
+}
+
+/** The words of a JSON value: its string leaves, space-separated. */
+export function jsonWords(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const item of value) jsonWords(item, out);
+  else if (value !== null && typeof value === 'object') for (const item of Object.values(value)) jsonWords(item, out);
+  return out;
+}
+
+/**
+ * Multi-row INSERT for a hot table: the SQL text for each chunk size is compiled by Kysely once
+ * and then reused (a prepared statement on SQLite), so a batch pays only for binding values.
+ * Fixed chunk sizes keep the number of distinct statements small.
+ */
+export class BulkInserter<Row extends Record<string, unknown>> {
+  private static readonly CHUNKS = [100, 32, 8, 1];
+  private readonly statements = new Map<number, string>();
+
+  constructor(
+    private readonly dialect: DialectName,
+    private readonly table: string,
+    private readonly columns: readonly (keyof Row & string)[],
+    /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
+    private readonly fullTextKey?: keyof Row & string,
+  ) {}
+
+  private statement(db: Kysely<any>, size: number): string {
+    let text = this.statements.get(size);
+    if (text === undefined) {
+      const template = Object.fromEntries(this.columns.map((c) => [c, null]));
+      let query = db.insertInto(this.table).values(Array.from({ length: size }, () => template));
+      if (this.fullTextKey && this.dialect === 'sqlite') query = query.returning([sql`rowid`.as('rowid'), this.fullTextKey]) as typeof query;
+      text = query.compile().sql;
+      this.statements.set(size, text);
+    }
+    return text;
+  }
+
+  /**
+   * Inserts the rows; `words(i)` gives the full-text words of `rows[i]` (used on SQLite only, where
+   * the index is fed here; PostgreSQL's index reads the column itself).
+   */
+  async insert(db: Kysely<any>, rows: readonly Row[], words?: (index: number) => string): Promise<void> {
+    let offset = 0;
+    for (const size of BulkInserter.CHUNKS) {
+      while (rows.length - offset >= size) {
+        const chunk = rows.slice(offset, offset + size);
+        const parameters: unknown[] = [];
+        for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
+        const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, size), parameters));
+        if (this.fullTextKey && words && this.dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
+        offset += size;
+      }
+    }
+  }
+
+  /** RETURNING order is unspecified, so rows are matched to their rowids by key. */
+  private async indexWords(
+    db: Kysely<any>,
+    chunk: readonly Row[],
+    offset: number,
+    inserted: readonly Record<string, unknown>[],
+    words: (index: number) => string,
+  ): Promise<void> {
+    const key = this.fullTextKey!;
+    const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
+    const values = chunk.map((row, i) => ({ rowid: rowids.get(row[key])!, body: words(offset + i) }));
+    await db.insertInto(`${this.table}_fts`).values(values).execute();
+  }
 }
 
 /** Round-trip time of a trivial query, in milliseconds. */

@@ -18,21 +18,21 @@ export const CHAIN_VERSION = 1;
 
 /** hash = sha256_hex(RFC 8785 canonical JSON of {v:1, ...fields}); see docs/audit.md. */
 export function chainHash(fields: ChainFields): string {
-  return sha256Hex(
-    canonicalJson({
-      v: CHAIN_VERSION,
-      id: fields.id,
-      seq: fields.seq,
-      timestamp: fields.timestamp,
-      sessionId: fields.sessionId,
-      agentId: fields.agentId,
-      eventType: fields.eventType,
-      severity: fields.severity,
-      payload: fields.payload,
-      metadata: fields.metadata,
-      prevHash: fields.prevHash,
-    }),
-  );
+  return chainHashOfCanonical(fields, canonicalJson(fields.payload), canonicalJson(fields.metadata));
+}
+
+/**
+ * The same hash from payload and metadata already in canonical form, so ingest canonicalises them
+ * before taking the session lock. The envelope's members are written in RFC 8785 order (keys
+ * sorted by UTF-16 code units); its strings and integers serialise exactly as JSON.stringify does.
+ */
+export function chainHashOfCanonical(fields: Omit<ChainFields, 'payload' | 'metadata'>, payload: string, metadata: string): string {
+  const text =
+    `{"agentId":${JSON.stringify(fields.agentId)},"eventType":${JSON.stringify(fields.eventType)},"id":${JSON.stringify(fields.id)}` +
+    `,"metadata":${metadata},"payload":${payload},"prevHash":${fields.prevHash === null ? 'null' : JSON.stringify(fields.prevHash)}` +
+    `,"seq":${fields.seq},"sessionId":${JSON.stringify(fields.sessionId)},"severity":${JSON.stringify(fields.severity)}` +
+    `,"timestamp":${JSON.stringify(fields.timestamp)},"v":${CHAIN_VERSION}}`;
+  return sha256Hex(text);
 }
 
 export interface StoredLink extends ChainFields {

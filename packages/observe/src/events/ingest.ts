@@ -1,8 +1,8 @@
-import { forUpdate, newId, toIso } from '@vigil/platform';
+import { BulkInserter, canonicalJson, forUpdate, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
-import { chainHash } from './chain.ts';
+import { chainHashOfCanonical } from './chain.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 
@@ -11,7 +11,8 @@ interface PreparedEvent {
   row: Omit<EventRow, 'seq' | 'prev_hash' | 'hash'>;
   timestamp: string;
   payload: Record<string, unknown>;
-  metadata: Record<string, unknown>;
+  canonicalPayload: string;
+  canonicalMetadata: string;
   agentName: string | null;
 }
 
@@ -25,7 +26,9 @@ export interface AppendedEvent {
 function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
-  const metadata = event.metadata ?? {};
+  // Stored in canonical form: one serialisation serves both the hash and the row.
+  const canonicalPayload = canonicalJson(event.payload);
+  const canonicalMetadata = event.metadata === undefined ? '{}' : canonicalJson(event.metadata);
   const agentName = event.eventType === 'session_started' && typeof event.payload.agentName === 'string' ? event.payload.agentName : null;
   return {
     row: {
@@ -35,29 +38,35 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
       event_type: event.eventType,
       severity,
       ts,
-      payload: JSON.stringify(event.payload),
-      metadata: JSON.stringify(metadata),
+      payload: canonicalPayload,
+      metadata: canonicalMetadata,
       ...deriveColumns(event.eventType, severity, event.payload),
     },
     timestamp: toIso(ts),
     payload: event.payload,
-    metadata,
+    canonicalPayload,
+    canonicalMetadata,
     agentName: agentName && agentName.length > 0 ? agentName : null,
   };
 }
 
-// Fixed chunk sizes keep the number of distinct INSERT texts small, so their prepared statements are reused.
-const INSERT_CHUNKS = [100, 32, 8, 1];
+const EVENT_COLUMNS: (keyof EventRow)[] = [
+  'id', 'session_id', 'seq', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'metadata', 'prev_hash', 'hash',
+  'is_error', 'cost_usd', 'duration_ms', 'latency_ms', 'tool_name', 'call_id', 'provider', 'model', 'input_tokens', 'output_tokens',
+];
 
-async function insertEventRows(trx: Transaction<ObserveSchema>, rows: EventRow[]): Promise<void> {
-  let offset = 0;
-  for (const size of INSERT_CHUNKS) {
-    while (rows.length - offset >= size) {
-      await trx.insertInto('events').values(rows.slice(offset, offset + size)).execute();
-      offset += size;
-    }
+type InsertableEvent = EventRow & Record<string, unknown>;
+const inserters = new Map<DialectName, BulkInserter<InsertableEvent>>();
+
+function eventInserter(dialect: DialectName): BulkInserter<InsertableEvent> {
+  let inserter = inserters.get(dialect);
+  if (!inserter) {
+    inserter = new BulkInserter<InsertableEvent>(dialect, 'events', EVENT_COLUMNS, 'id');
+    inserters.set(dialect, inserter);
   }
+  return inserter;
 }
+
 
 interface AgentTouch {
   id: string;
@@ -137,24 +146,26 @@ export async function appendEvents(
 
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
-    const rows: EventRow[] = [];
+    const rows: InsertableEvent[] = [];
     const appended: AppendedEvent[] = [];
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
       const seq = session.last_seq + 1;
       const prevHash = session.last_hash;
-      const hash = chainHash({
-        id: event.row.id,
-        seq,
-        timestamp: event.timestamp,
-        sessionId: event.row.session_id,
-        agentId: event.row.agent_id,
-        eventType: event.row.event_type,
-        severity: event.row.severity,
-        payload: event.payload,
-        metadata: event.metadata,
-        prevHash,
-      });
+      const hash = chainHashOfCanonical(
+        {
+          id: event.row.id,
+          seq,
+          timestamp: event.timestamp,
+          sessionId: event.row.session_id,
+          agentId: event.row.agent_id,
+          eventType: event.row.event_type,
+          severity: event.row.severity,
+          prevHash,
+        },
+        event.canonicalPayload,
+        event.canonicalMetadata,
+      );
       session.last_seq = seq;
       session.last_hash = hash;
       const tagsBefore = session.tags;
@@ -186,7 +197,7 @@ export async function appendEvents(
       if (agent) agent.newSessions += 1;
     }
 
-    await insertEventRows(trx, rows);
+    await eventInserter(database.dialect).insert(trx, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
     for (const id of sessionIds) {
       const { id: _id, ...changes } = sessions.get(id)!;
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
