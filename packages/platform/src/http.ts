@@ -15,7 +15,9 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import secureJson from 'secure-json-parse';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
+import { isStorableText, unstorableTextPath } from './text.ts';
 
 export interface HttpKitOptions {
   title: string;
@@ -121,6 +123,42 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
     for (const method of [route.method].flat()) {
       if (method !== 'HEAD') routeTable.push({ method, url: route.url, auth });
+    }
+  });
+  // JSON bodies: prototype-poisoning keys are refused, and so is text no route could store (U+0000,
+  // unpaired surrogates), with the path of the offending string.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    let parsed: unknown;
+    try {
+      parsed = secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' });
+    } catch (error) {
+      const reason = error instanceof SyntaxError ? error.message : 'forbidden key (__proto__ or constructor.prototype)';
+      done(options.errors('invalidJson', `Malformed JSON body: ${reason}`), undefined);
+      return;
+    }
+    const path = unstorableTextPath(parsed);
+    if (path) {
+      const detail = { path: path.join('.'), message: 'text must not contain U+0000 or unpaired UTF-16 surrogates' };
+      done(options.errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]), undefined);
+      return;
+    }
+    done(null, parsed);
+  });
+  // Query strings and path parameters go through the same rule.
+  app.addHook('preValidation', async (request) => {
+    const texts = [
+      ...Object.entries((request.query ?? {}) as Record<string, unknown>),
+      ...Object.entries((request.params ?? {}) as Record<string, unknown>),
+    ];
+    for (const [name, value] of texts) {
+      for (const item of [value].flat()) {
+        if (typeof item === 'string' && !isStorableText(item)) {
+          throw options.errors('validation', `Validation failed: ${name} must not contain U+0000 or unpaired UTF-16 surrogates`, [
+            { path: name, message: 'must not contain U+0000 or unpaired UTF-16 surrogates' },
+          ]);
+        }
+      }
     }
   });
   app.setValidatorCompiler(validatorCompiler);

@@ -9,3 +9,4 @@ export * from './outbound.ts';
 export * from './time.ts';
 export * from './version.ts';
 export * from './jobs.ts';
+export * from './text.ts';
