@@ -23,6 +23,8 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value))
 export interface Database<Schema> {
   db: Kysely<Schema>;
   dialect: DialectName;
+  /** PostgreSQL schema holding the service's tables (undefined on SQLite). */
+  schema?: string;
   /** Bytes the service's tables occupy on disk. */
   sizeBytes(): Promise<number>;
   close(): Promise<void>;
@@ -97,6 +99,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
   return {
     db,
     dialect: 'postgres',
+    schema: config.schema,
     async sizeBytes() {
       const result = await sql<{ size: number }>`
         select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as size
@@ -125,7 +128,8 @@ export async function migrateToLatest(database: Database<any>, steps: Record<str
       return migrations;
     },
   };
-  const migrator = new Migrator({ db: database.db as Kysely<any>, provider });
+  // The schema is named explicitly: Kysely otherwise finds another schema's migration tables.
+  const migrator = new Migrator({ db: database.db as Kysely<any>, provider, migrationTableSchema: database.schema });
   const { error } = await migrator.migrateToLatest();
   if (error) throw error;
 }
