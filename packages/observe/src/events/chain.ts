@@ -35,7 +35,10 @@ export function chainHashOfCanonical(fields: Omit<ChainFields, 'payload' | 'meta
   return sha256Hex(text);
 }
 
-export interface StoredLink extends ChainFields {
+/** A stored event as the chain sees it: payload and metadata in their stored canonical text. */
+export interface StoredLink extends Omit<ChainFields, 'payload' | 'metadata'> {
+  payloadJson: string;
+  metadataJson: string;
   hash: string;
 }
 
@@ -77,7 +80,8 @@ export function verifyChain(links: readonly StoredLink[], head: ChainHead): Chai
     if (link.prevHash !== previous) {
       return broken(position, link.id, 'prevHash does not match the hash of the previous event');
     }
-    if (chainHash(link) !== link.hash) {
+    // Stored text is hashed as stored: any byte changed in the row breaks the chain.
+    if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
       return broken(position, link.id, 'hash does not match the event content');
     }
     previous = link.hash;

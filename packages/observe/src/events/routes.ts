@@ -1,10 +1,10 @@
-import type { ZodApp } from '@vigil/platform';
+import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { appendEvents } from './ingest.ts';
 import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema} from './schemas.ts';
-import { findEvent, listEvents, toEvent } from './store.ts';
+import { eventsJson, findEvent, listEvents, toEvent } from './store.ts';
 
 export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
@@ -33,9 +33,10 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
         response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { rows, total } = await listEvents(ctx.database, request.query);
-      return { events: rows.map(toEvent), total, hasMore: request.query.offset + rows.length < total };
+      const hasMore = request.query.offset + rows.length < total;
+      return sendJsonText(reply, `{"events":${eventsJson(rows)},"total":${total},"hasMore":${hasMore}}`);
     },
   );
 

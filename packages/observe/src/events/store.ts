@@ -1,5 +1,6 @@
 import { fullTextMatch, toIso } from '@vigil/platform';
 import type { EventRow, ObserveDatabase } from '../schema.ts';
+import type { StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
 
 export function toEvent(row: EventRow): Event {
@@ -16,6 +17,41 @@ export function toEvent(row: EventRow): Event {
     prevHash: row.prev_hash,
     hash: row.hash,
   };
+}
+
+export function toLink(row: EventRow): StoredLink {
+  return {
+    id: row.id,
+    seq: row.seq,
+    timestamp: toIso(row.ts),
+    sessionId: row.session_id,
+    agentId: row.agent_id,
+    eventType: row.event_type,
+    severity: row.severity,
+    payloadJson: row.payload,
+    metadataJson: row.metadata,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+const quote = JSON.stringify;
+
+/**
+ * The JSON of `toEvent(row)`, built from the stored JSON text without parsing it again: list and
+ * timeline responses splice rows straight into the body.
+ */
+export function eventJson(row: EventRow): string {
+  return (
+    `{"id":${quote(row.id)},"seq":${row.seq},"timestamp":"${toIso(row.ts)}","sessionId":${quote(row.session_id)}` +
+    `,"agentId":${quote(row.agent_id)},"eventType":${quote(row.event_type)},"severity":${quote(row.severity)}` +
+    `,"payload":${row.payload},"metadata":${row.metadata},"prevHash":${row.prev_hash === null ? 'null' : quote(row.prev_hash)}` +
+    `,"hash":${quote(row.hash)}}`
+  );
+}
+
+export function eventsJson(rows: readonly EventRow[]): string {
+  return `[${rows.map(eventJson).join(',')}]`;
 }
 
 export async function findEvent(database: ObserveDatabase, id: string): Promise<EventRow | undefined> {

@@ -1,8 +1,9 @@
-import type { ZodApp } from '@vigil/platform';
+import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eventSchema, identifier } from '../events/schemas.ts';
+import { eventsJson } from '../events/store.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
 import { sessionTimeline } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
@@ -46,11 +47,12 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
         response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const row = await findSession(ctx.database, request.params.id);
       if (!row) throw observeError('sessionNotFound');
-      const { events, verdict } = await sessionTimeline(ctx.database, row);
-      return { events, chainValid: verdict.valid, brokenAt: verdict.brokenAt };
+      const { rows, verdict } = await sessionTimeline(ctx.database, row);
+      const body = `{"events":${eventsJson(rows)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
+      return sendJsonText(reply, body);
     },
   );
 

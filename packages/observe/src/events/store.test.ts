@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { EventRow } from '../schema.ts';
+import { eventJson, toEvent } from './store.ts';
+
+const row: EventRow = {
+  id: '01a201b0-7cbb-78aa-bca1-53233445752b',
+  session_id: 'quote " back\\slash \u2028 line',
+  seq: 7,
+  agent_id: 'agent/ü',
+  event_type: 'custom',
+  severity: 'warn',
+  ts: Date.parse('2026-11-22T10:00:00.123Z'),
+  payload: '{"data":{"a":[1,2.5,null],"s":"x\\"y"},"type":"t"}',
+  metadata: '{}',
+  prev_hash: null,
+  hash: 'ab'.repeat(32),
+  is_error: 0,
+  cost_usd: null,
+  duration_ms: null,
+  latency_ms: null,
+  tool_name: null,
+  call_id: null,
+  provider: null,
+  model: null,
+  input_tokens: null,
+  output_tokens: null,
+};
+
+test('eventJson splices stored JSON into exactly the object toEvent builds', () => {
+  assert.deepEqual(JSON.parse(eventJson(row)), toEvent(row));
+  const chained = { ...row, prev_hash: 'cd'.repeat(32) };
+  assert.deepEqual(JSON.parse(eventJson(chained)), toEvent(chained));
+});
