@@ -60,7 +60,8 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
         summary: 'Clear a pause (and optionally the model override)',
         tags: ['agents'],
         params: agentParams,
-        body: z.object({ clearModelOverride: z.boolean().optional() }).optional(),
+        // No body at all is a plain resume.
+        body: z.object({ clearModelOverride: z.boolean().optional() }).nullish(),
         response: { 200: agentSchema },
       },
     },

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { insertKey, listKeys, revokeKey } from './store.ts';
+import { insertFirstKey, insertKey, listKeys, revokeKey } from './store.ts';
 
 const keySchema = z
   .object({
@@ -51,7 +51,13 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
         last_used_at: null,
         revoked_at: null,
       };
-      await insertKey(ctx.database, row);
+      // Admitted without credentials (first start-up): re-checked atomically with the insert.
+      const bootstrap = request.apiKey === null && !ctx.config.authDisabled;
+      if (bootstrap) {
+        if (!(await insertFirstKey(ctx.database, row))) throw observeError('unauthorized');
+      } else {
+        await insertKey(ctx.database, row);
+      }
       return reply.status(201).send({ ...toKey(row), key: secret.raw });
     },
   );

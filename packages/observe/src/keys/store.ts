@@ -1,7 +1,23 @@
+import { forUpdate } from '@vigil/platform';
 import type { ApiKeyRow, ObserveDatabase } from '../schema.ts';
 
 export async function insertKey(database: ObserveDatabase, row: ApiKeyRow): Promise<void> {
   await database.db.insertInto('api_keys').values(row).execute();
+}
+
+/**
+ * First start-up: inserts the key only if no active key exists, atomically. Concurrent attempts
+ * serialise on a lock row (PostgreSQL) or the write lock (SQLite), so exactly one wins.
+ */
+export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow): Promise<boolean> {
+  return database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('leases').values({ name: 'keys.bootstrap', holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
+    await forUpdate(trx.selectFrom('leases').select('name').where('name', '=', 'keys.bootstrap'), database.dialect).execute();
+    const active = await trx.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).limit(1).executeTakeFirst();
+    if (active) return false;
+    await trx.insertInto('api_keys').values(row).execute();
+    return true;
+  });
 }
 
 export async function findActiveKeyByHash(database: ObserveDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {

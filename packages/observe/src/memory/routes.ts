@@ -23,6 +23,7 @@ export function registerMemoryRoutes(app: ZodApp, ctx: ObserveContext): void {
     const hasBody = request.body !== undefined && request.method !== 'GET' && request.method !== 'DELETE';
     if (hasBody) headers['content-type'] = 'application/json';
     let response: Response;
+    let body: Buffer;
     try {
       response = await fetchWithTimeout(target, {
         method: request.method,
@@ -30,6 +31,8 @@ export function registerMemoryRoutes(app: ZodApp, ctx: ObserveContext): void {
         body: hasBody ? JSON.stringify(request.body) : undefined,
         timeoutMs: memory.timeoutMs,
       });
+      // The deadline covers the whole body, not just the headers.
+      body = Buffer.from(await response.arrayBuffer());
     } catch (error) {
       request.log.warn({ err: error, target: target.origin }, 'memory server unreachable');
       throw observeError('memoryUnreachable');
@@ -38,7 +41,7 @@ export function registerMemoryRoutes(app: ZodApp, ctx: ObserveContext): void {
       const value = response.headers.get(name);
       if (value !== null) void reply.header(name, value);
     }
-    return reply.status(response.status).send(Buffer.from(await response.arrayBuffer()));
+    return reply.status(response.status).send(body);
   };
 
   const hidden = { hide: true } as const;
