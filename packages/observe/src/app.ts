@@ -15,6 +15,7 @@ import {
 import { registerAgentRoutes } from './agents/routes.ts';
 import type { ObserveContext } from './context.ts';
 import { observeError, renderObserveError } from './errors.ts';
+import { EventAppender } from './events/ingest.ts';
 import { registerEventRoutes } from './events/routes.ts';
 import { registerAuthentication } from './keys/auth.ts';
 import { registerKeyRoutes } from './keys/routes.ts';
@@ -47,7 +48,13 @@ function isDatabaseUnavailable(error: unknown): boolean {
 export async function buildObserveService(config: ObserveConfig, options: ObserveOptions = {}): Promise<ObserveService> {
   const database = await openDatabase<ObserveSchema>(config.database);
   await migrateToLatest(database, observeMigrations);
-  const context: ObserveContext = { config, database, clock: options.clock ?? systemClock };
+  const context: ObserveContext = {
+    config,
+    database,
+    clock: options.clock ?? systemClock,
+    // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
+    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+  };
 
   const app = await createHttpApp({
     title: 'Vigil observe',

@@ -1,4 +1,5 @@
 import type { Clock, ObserveConfig } from '@vigil/platform';
+import type { EventAppender } from './events/ingest.ts';
 import type { ObserveDatabase } from './schema.ts';
 
 /** What every feature of the observe service is built from. */
@@ -6,4 +7,6 @@ export interface ObserveContext {
   config: ObserveConfig;
   database: ObserveDatabase;
   clock: Clock;
+  /** The one write path for events (group commit). */
+  events: EventAppender;
 }

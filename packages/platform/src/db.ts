@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import {
   Kysely,
@@ -63,6 +64,13 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   raw.pragma('cache_size = -65536');
   raw.pragma('temp_store = MEMORY');
   raw.pragma('mmap_size = 268435456');
+  // Checkpoints run in a worker (see sqlite-checkpointer.mjs); the request thread checkpoints only
+  // as a backstop, if the WAL ever reaches this many pages.
+  raw.pragma('wal_autocheckpoint = 20000');
+  const checkpointer = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), {
+    workerData: { file: config.file, intervalMs: 250 },
+  });
+  checkpointer.unref();
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });
   return {
     db,
@@ -72,7 +80,13 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
       const pageSize = raw.pragma('page_size', { simple: true }) as number;
       return pages * pageSize;
     },
-    close: () => db.destroy(),
+    async close() {
+      const closed = new Promise((resolve) => checkpointer.once('message', resolve).once('exit', resolve));
+      checkpointer.postMessage('close');
+      await closed;
+      await checkpointer.terminate();
+      await db.destroy();
+    },
   };
 }
 

@@ -109,18 +109,18 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
   }
 }
 
+/** Validated events stamped with ids, defaults and canonical JSON: the work done before any lock. */
+export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number): PreparedEvent[] {
+  return events.map((event) => prepare(event, receivedAt));
+}
+
 /**
  * The one write path for events. In a single transaction: create missing sessions, lock every
  * session of the batch (row locks on PostgreSQL, the database write lock on SQLite), assign each
  * event the next seq of its session, hash it onto the chain, insert, and update session counters
  * and agents. All events are stored or none.
  */
-export async function appendEvents(
-  database: ObserveDatabase,
-  events: readonly IncomingEvent[],
-  receivedAt: number,
-): Promise<AppendedEvent[]> {
-  const prepared = events.map((event) => prepare(event, receivedAt));
+async function appendPrepared(database: ObserveDatabase, prepared: readonly PreparedEvent[]): Promise<AppendedEvent[]> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
     if (!firstBySession.has(event.row.session_id)) firstBySession.set(event.row.session_id, event);
@@ -208,3 +208,87 @@ export async function appendEvents(
   });
 }
 
+
+interface PendingBatch {
+  events: PreparedEvent[];
+  resolve(appended: AppendedEvent[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit. Batches that arrive while a transaction is running (or in the same event-loop
+ * turn) are appended together in one transaction, so the per-transaction work (session locks and
+ * updates, agents, commit) is paid once per group instead of once per request. Each batch keeps
+ * its own all-or-nothing outcome: if a group fails, its batches are retried one by one, so only
+ * the batch at fault is refused.
+ */
+export class EventAppender {
+  private readonly queue: PendingBatch[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly database: ObserveDatabase,
+    /** Concurrent transactions: 1 on SQLite (one writer anyway), a few on PostgreSQL. */
+    private readonly maxInFlight: number,
+    private readonly maxGroupEvents = 5000,
+  ) {}
+
+  append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
+    const prepared = prepareBatch(events, receivedAt);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ events: prepared, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Starts groups after the current I/O phase, so requests parsed together commit together. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const group: PendingBatch[] = [this.queue.shift()!];
+      let size = group[0]!.events.length;
+      while (this.queue.length > 0 && size + this.queue[0]!.events.length <= this.maxGroupEvents) {
+        const next = this.queue.shift()!;
+        size += next.events.length;
+        group.push(next);
+      }
+      this.inFlight += 1;
+      void this.commit(group).finally(() => {
+        this.inFlight -= 1;
+        if (this.queue.length > 0) this.schedule();
+      });
+    }
+  }
+
+  private async commit(group: PendingBatch[]): Promise<void> {
+    if (group.length > 1) {
+      try {
+        const appended = await appendPrepared(this.database, group.flatMap((batch) => batch.events));
+        let offset = 0;
+        for (const batch of group) {
+          batch.resolve(appended.slice(offset, offset + batch.events.length));
+          offset += batch.events.length;
+        }
+        return;
+      } catch {
+        // Fall through: each batch on its own, so one failure cannot refuse the others.
+      }
+    }
+    for (const batch of group) {
+      try {
+        batch.resolve(await appendPrepared(this.database, batch.events));
+      } catch (error) {
+        batch.reject(error);
+      }
+    }
+  }
+}

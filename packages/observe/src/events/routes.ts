@@ -2,7 +2,6 @@ import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { appendEvents } from './ingest.ts';
 import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema} from './schemas.ts';
 import { eventsJson, findEvent, listEvents, toEvent } from './store.ts';
 
@@ -18,7 +17,7 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request, reply) => {
-      const appended = await appendEvents(ctx.database, request.body.events, ctx.clock.now());
+      const appended = await ctx.events.append(request.body.events, ctx.clock.now());
       return reply.status(201).send({ ingested: appended.length, events: appended.map(({ id, hash }) => ({ id, hash })) });
     },
   );
