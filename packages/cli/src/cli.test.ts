@@ -37,7 +37,14 @@ async function startObserve(dir: string): Promise<Running> {
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DATABASE_URL: '' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      if (code !== 0) process.stderr.write(`vigil observe exited ${code}:\n${stderr}\n`);
+      done(code);
+    }),
+  );
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 150; i++) {
     try {

@@ -12,7 +12,6 @@ import {
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
-import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 
@@ -132,20 +131,28 @@ export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Data
 /** A schema migration; DDL that differs between the two databases branches on `dialect`. */
 export type MigrationStep = (db: Kysely<any>, dialect: DialectName) => Promise<void>;
 
+/**
+ * Applies the steps not yet recorded in `schema_migrations`, in name order, in one transaction.
+ * Instances starting together serialise on an advisory lock (PostgreSQL) or the write lock
+ * (SQLite). The bookkeeping reads only this schema's own table, never the catalogue of others.
+ */
 export async function migrateToLatest(database: Database<any>, steps: Record<string, MigrationStep>): Promise<void> {
-  const provider: MigrationProvider = {
-    async getMigrations() {
-      const migrations: Record<string, Migration> = {};
-      for (const [name, step] of Object.entries(steps)) {
-        migrations[name] = { up: (db) => step(db, database.dialect) };
-      }
-      return migrations;
-    },
-  };
-  // The schema is named explicitly: Kysely otherwise finds another schema's migration tables.
-  const migrator = new Migrator({ db: database.db as Kysely<any>, provider, migrationTableSchema: database.schema });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
+  const { db, dialect } = database;
+  await db.transaction().execute(async (trx) => {
+    if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`migrate:${database.schema}`}))`.execute(trx);
+    await trx.schema
+      .createTable('schema_migrations')
+      .ifNotExists()
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('applied_at', 'bigint', (c) => c.notNull())
+      .execute();
+    const applied = new Set((await trx.selectFrom('schema_migrations').select('name').execute()).map((r) => r.name as string));
+    for (const name of Object.keys(steps).sort()) {
+      if (applied.has(name)) continue;
+      await steps[name]!(trx, dialect);
+      await trx.insertInto('schema_migrations').values({ name, applied_at: Date.now() }).execute();
+    }
+  });
 }
 
 /** Epoch milliseconds type for DDL: both databases store times as 64-bit integers. */
