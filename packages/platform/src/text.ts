@@ -6,19 +6,27 @@ export function isStorableText(text: string): boolean {
 }
 
 /** Path of the first string (key or value) in a JSON value that cannot be hashed or stored, or null. */
-export function unstorableTextPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? path : null;
+export function unstorableTextPath(value: unknown): (string | number)[] | null {
+  const path: (string | number)[] = [];
+  return findUnstorable(value, path) ? path : null;
+}
+
+// Walks with one shared path (pushed and popped), so a clean body allocates nothing per value.
+function findUnstorable(value: unknown, path: (string | number)[]): boolean {
+  if (typeof value === 'string') return UNSTORABLE.test(value);
+  if (value === null || typeof value !== 'object') return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = unstorableTextPath(value[i], [...path, i]);
-      if (found) return found;
+      path.push(i);
+      if (findUnstorable(value[i], path)) return true;
+      path.pop();
     }
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      if (UNSTORABLE.test(key)) return [...path, key];
-      const found = unstorableTextPath(item, [...path, key]);
-      if (found) return found;
-    }
+    return false;
   }
-  return null;
+  for (const key in value) {
+    path.push(key);
+    if (UNSTORABLE.test(key) || findUnstorable((value as Record<string, unknown>)[key], path)) return true;
+    path.pop();
+  }
+  return false;
 }

@@ -8,7 +8,8 @@ import type { IncomingEvent } from './schemas.ts';
 
 /** An event validated and stamped, ready to be chained. Built outside the transaction. */
 interface PreparedEvent {
-  row: Omit<EventRow, 'seq' | 'prev_hash' | 'hash'>;
+  /** seq, prev_hash and hash are filled in under the session lock. */
+  row: InsertableEvent;
   timestamp: string;
   payload: Record<string, unknown>;
   canonicalPayload: string;
@@ -40,6 +41,9 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
       ts,
       payload: canonicalPayload,
       metadata: canonicalMetadata,
+      seq: -1,
+      prev_hash: null,
+      hash: '',
       ...deriveColumns(event.eventType, severity, event.payload),
     },
     timestamp: toIso(ts),
@@ -146,7 +150,6 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
 
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
-    const rows: InsertableEvent[] = [];
     const appended: AppendedEvent[] = [];
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
@@ -177,7 +180,9 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
         payload: event.payload,
       });
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
-      rows.push({ ...event.row, seq, prev_hash: prevHash, hash });
+      event.row.seq = seq;
+      event.row.prev_hash = prevHash;
+      event.row.hash = hash;
       appended.push({ id: event.row.id, hash, seq, sessionId: session.id });
 
       const agent = agents.get(event.row.agent_id) ?? {
@@ -197,7 +202,11 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
       if (agent) agent.newSessions += 1;
     }
 
-    await eventInserter(database.dialect).insert(trx, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
+    await eventInserter(database.dialect).insert(
+      trx,
+      prepared.map((event) => event.row),
+      (index) => jsonWords(prepared[index]!.payload).join(' '),
+    );
     for (const id of sessionIds) {
       const { id: _id, ...changes } = sessions.get(id)!;
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
