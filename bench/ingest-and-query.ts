@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const CLIENTS = 8;
@@ -108,9 +109,10 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  const schema = `bench_${process.pid}`;
   const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SERVER_PROFILE] : []), 'packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: `bench_${process.pid}` },
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
   });
   const rows: [string, string][] = [];
   try {
@@ -149,6 +151,12 @@ async function main(): Promise<void> {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
     rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.DATABASE_URL) {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    }
   }
   const width = Math.max(...rows.map(([label]) => label.length));
   console.log(`\n| ${'measurement'.padEnd(width)} | result |\n|${'-'.repeat(width + 2)}|--------|`);
