@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -91,16 +92,31 @@ describe('vigil CLI', () => {
       eventType: 'custom',
       payload: { type: 'tick', data: { i, text: 'x'.repeat(200) } },
     }));
-    const inFlight = fetch(`${first.base}/api/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ events }),
+    const body = Buffer.from(JSON.stringify({ events }));
+    // The request is provably in flight at SIGTERM: half its body is sent before the signal,
+    // the rest after.
+    const { port } = new URL(first.base);
+    const response = new Promise<{ status: number; connection: string | undefined }>((done, fail) => {
+      const req = request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/api/events', headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Bearer ${key}` } },
+        (res) => {
+          res.resume();
+          res.on('end', () => done({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        },
+      );
+      req.on('error', fail);
+      req.write(body.subarray(0, body.length / 2));
+      setTimeout(() => {
+        first.child.kill('SIGTERM');
+        setTimeout(() => req.end(body.subarray(body.length / 2)), 300);
+      }, 200);
     });
-    await new Promise((r) => setTimeout(r, 5));
-    first.child.kill('SIGTERM');
-    const response = await inFlight;
-    assert.equal(response.status, 201, 'the request in flight at SIGTERM is answered');
+    const answered = await response;
+    assert.equal(answered.status, 201, 'the request in flight at SIGTERM is answered');
+    assert.equal(answered.connection, 'close', 'and its connection is closed so shutdown need not wait for keep-alive');
+    const started = Date.now();
     assert.equal(await first.exited, 0);
+    assert.ok(Date.now() - started < 5000, 'the process exits promptly once the request is done');
 
     const second = await startObserve(dir);
     try {

@@ -10,6 +10,7 @@ import {
   type Clock,
   type ObserveConfig,
   type PeriodicJob,
+  type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
 import { registerAgentRoutes } from './agents/routes.ts';
@@ -39,10 +40,18 @@ export interface ObserveOptions {
   runJobs?: boolean;
 }
 
-/** Connection failures (database down or restarting) answer 503 instead of 500. */
-function isDatabaseUnavailable(error: unknown): boolean {
-  const code = (error as { code?: string }).code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || code === '57P03' || code === 'SQLITE_BUSY';
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'EPIPE', 'SQLITE_BUSY']);
+
+/**
+ * A database that cannot be reached (down, restarting, locked) answers 503 so clients retry;
+ * any other database error is the spec's 500 storage error.
+ */
+function classifyDatabaseError(error: unknown): ServiceError | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return undefined;
+  if (UNAVAILABLE_CODES.has(code) || (error as Error).message?.includes('Connection terminated')) return observeError('unavailable');
+  if (code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code)) return observeError('storage');
+  return undefined;
 }
 
 export async function buildObserveService(config: ObserveConfig, options: ObserveOptions = {}): Promise<ObserveService> {
@@ -63,7 +72,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     bodyLimitBytes: config.bodyLimitBytes,
     errors: observeError,
     renderError: renderObserveError,
-    isUnavailable: isDatabaseUnavailable,
+    classify: classifyDatabaseError,
   });
 
   registerAuthentication(app, context);

@@ -4,7 +4,6 @@ import { errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform
 export const observeErrors = {
   validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
   invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
-  invalidParameter: { status: 400, code: 'invalid_parameter', message: 'Invalid query parameter' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },

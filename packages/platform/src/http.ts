@@ -28,8 +28,8 @@ export interface HttpKitOptions {
   errors: ErrorFactory<never>;
   /** The service's error body. */
   renderError(error: ServiceError): unknown;
-  /** Errors that mean "the database is unreachable" and should answer 503. */
-  isUnavailable?(error: unknown): boolean;
+  /** The service's reading of errors the kit cannot classify (database down, storage failure). */
+  classify?(error: unknown): ServiceError | undefined;
 }
 
 /** A Fastify instance whose route schemas are zod schemas. */
@@ -70,7 +70,8 @@ function validationDetails(error: FastifyError): ErrorDetail[] {
 function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
   const { errors } = options;
   if (error instanceof ServiceError) return error;
-  if (options.isUnavailable?.(error)) return errors('unavailable');
+  const classified = options.classify?.(error);
+  if (classified) return classified;
   const fastifyError = error as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fastifyError)) {
     const details = validationDetails(fastifyError);
@@ -174,6 +175,18 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
+  });
+
+  // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
+  // 'idle'); a connection busy with a request is told to close after its response, so close()
+  // never waits out a client's keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) void reply.header('connection', 'close');
+    return payload;
   });
 
   app.setErrorHandler((error, request, reply) => {
