@@ -33,6 +33,17 @@ export const environmentSchema = z.object({
   FORM_SERVICE_WEBHOOK_SECRET: z.string().min(1).optional(),
   RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
   RETENTION_INTERVAL_MS: positiveInt.default(60 * 60 * 1000),
+  GATE_PORT: port.default(3000),
+  GATE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('gate'),
+  GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  WEBHOOK_TIMEOUT_MS: positiveInt.default(5000),
+  WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(1).max(20).default(3),
+  WEBHOOK_SCAN_INTERVAL_MS: positiveInt.default(30_000),
+  EXPIRY_SCAN_INTERVAL_MS: positiveInt.default(5000),
+  OBSERVE_URL: httpUrl.optional(),
+  OBSERVE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -55,6 +66,21 @@ export interface ObserveConfig {
   /** 0 keeps data forever. */
   retentionDays: number;
   retentionIntervalMs: number;
+}
+
+export interface GateConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  database: DatabaseConfig;
+  logLevel: Environment['LOG_LEVEL'];
+  shutdownTimeoutMs: number;
+  adminKey?: string;
+  redisUrl?: string;
+  webhooks: { timeoutMs: number; maxAttempts: number; scanIntervalMs: number };
+  expiryScanIntervalMs: number;
+  /** Forwarding of request events to the observe service, when OBSERVE_URL and OBSERVE_WEBHOOK_SECRET are set. */
+  observe?: { url: string; webhookSecret?: string; serviceToken?: string };
 }
 
 export class ConfigError extends Error {
@@ -104,5 +130,27 @@ export function observeConfigFromEnvironment(
     },
     retentionDays: e.RETENTION_DAYS,
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+  };
+}
+
+export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { port?: number; dataDir?: string } = {}): GateConfig {
+  const e = parseEnvironment(env);
+  const dataDir = resolve(overrides.dataDir ?? e.DATA_DIR);
+  return {
+    host: e.HOST,
+    port: overrides.port ?? e.GATE_PORT,
+    dataDir,
+    database: e.DATABASE_URL
+      ? { kind: 'postgres', url: e.DATABASE_URL, schema: e.GATE_DB_SCHEMA }
+      : { kind: 'sqlite', file: resolve(dataDir, 'gate.db'), synchronous: e.SQLITE_SYNCHRONOUS },
+    logLevel: e.LOG_LEVEL,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    adminKey: e.GATE_ADMIN_KEY,
+    redisUrl: e.REDIS_URL,
+    webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, maxAttempts: e.WEBHOOK_MAX_RETRIES, scanIntervalMs: e.WEBHOOK_SCAN_INTERVAL_MS },
+    expiryScanIntervalMs: e.EXPIRY_SCAN_INTERVAL_MS,
+    observe: e.OBSERVE_URL
+      ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN }
+      : undefined,
   };
 }

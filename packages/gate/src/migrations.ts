@@ -1,0 +1,105 @@
+import { createLeaseTable, epochMsType, type MigrationStep } from '@vigil/platform';
+
+export const gateMigrations: Record<string, MigrationStep> = {
+  async '0001_gate'(db) {
+    await db.schema
+      .createTable('requests')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('action', 'text', (c) => c.notNull())
+      .addColumn('params', 'text', (c) => c.notNull())
+      .addColumn('context', 'text', (c) => c.notNull())
+      .addColumn('urgency', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('expires_at', epochMsType)
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('decided_at', epochMsType)
+      .addColumn('decided_by', 'text')
+      .addColumn('decision_reason', 'text')
+      .addColumn('policy_decision', 'text', (c) => c.notNull())
+      .addColumn('confirmed_at', epochMsType)
+      .addColumn('execution_result', 'text')
+      .execute();
+    await db.schema.createIndex('requests_created').on('requests').columns(['created_at', 'id']).execute();
+    await db.schema.createIndex('requests_status_created').on('requests').columns(['status', 'created_at']).execute();
+    await db.schema.createIndex('requests_action_created').on('requests').columns(['action', 'created_at']).execute();
+    await db.schema.createIndex('requests_urgency_created').on('requests').columns(['urgency', 'created_at']).execute();
+    // The expiry scanner reads pending requests by deadline.
+    await db.schema.createIndex('requests_status_expires').on('requests').columns(['status', 'expires_at']).execute();
+
+    await db.schema
+      .createTable('audit_entries')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('request_id', 'text', (c) => c.notNull())
+      .addColumn('ts', epochMsType, (c) => c.notNull())
+      .addColumn('event', 'text', (c) => c.notNull())
+      .addColumn('actor', 'text', (c) => c.notNull())
+      .addColumn('details', 'text')
+      .execute();
+    await db.schema.createIndex('audit_request').on('audit_entries').columns(['request_id', 'ts', 'id']).execute();
+
+    await db.schema
+      .createTable('policies')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('priority', 'integer', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('rules', 'text', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('updated_at', epochMsType, (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('api_keys')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('prefix', 'text', (c) => c.notNull())
+      .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+      .addColumn('scopes', 'text', (c) => c.notNull())
+      .addColumn('rate_limit', 'integer')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('last_used_at', epochMsType)
+      .addColumn('revoked_at', epochMsType)
+      .execute();
+
+    await db.schema
+      .createTable('webhooks')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('url', 'text', (c) => c.notNull())
+      .addColumn('events', 'text', (c) => c.notNull())
+      .addColumn('secret', 'text')
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('updated_at', epochMsType, (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('deliveries')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('webhook_id', 'text')
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('url', 'text', (c) => c.notNull())
+      .addColumn('event', 'text', (c) => c.notNull())
+      .addColumn('body', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
+      .addColumn('claimed_until', epochMsType)
+      .addColumn('last_error', 'text')
+      .addColumn('response_status', 'integer')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('delivered_at', epochMsType)
+      .execute();
+    await db.schema.createIndex('deliveries_due').on('deliveries').columns(['status', 'next_attempt_at']).execute();
+    await db.schema.createIndex('deliveries_webhook').on('deliveries').columns(['webhook_id', 'created_at']).execute();
+
+    // Monotonic counters; `policies` is bumped on every policy change so every instance's cache can tell.
+    await db.schema
+      .createTable('counters')
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('value', 'integer', (c) => c.notNull())
+      .execute();
+    await db.insertInto('counters').values({ name: 'policies', value: 0 }).execute();
+
+    await createLeaseTable(db);
+  },
+};

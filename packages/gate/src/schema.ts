@@ -1,0 +1,104 @@
+import type { Database } from '@vigil/platform';
+
+/** Row types of the gate database (times are epoch milliseconds, JSON is stored as text). */
+export interface RequestRow {
+  id: string;
+  action: string;
+  params: string;
+  context: string;
+  urgency: string;
+  status: string;
+  expires_at: number | null;
+  created_at: number;
+  decided_at: number | null;
+  decided_by: string | null;
+  decision_reason: string | null;
+  /** The policy decision taken at creation: JSON `{decision, policyId, ruleIndex, approvers, channels, requireReason}`. */
+  policy_decision: string;
+  confirmed_at: number | null;
+  execution_result: string | null;
+}
+
+export interface AuditRow {
+  id: string;
+  request_id: string;
+  ts: number;
+  event: string;
+  actor: string;
+  details: string | null;
+}
+
+export interface PolicyRow {
+  id: string;
+  name: string;
+  priority: number;
+  enabled: number;
+  rules: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  scopes: string;
+  rate_limit: number | null;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface WebhookRow {
+  id: string;
+  url: string;
+  events: string;
+  secret: string | null;
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The outbox: one row per (event, destination), delivered at least once. */
+export interface DeliveryRow {
+  id: string;
+  webhook_id: string | null;
+  /** `webhook` (signed X-Gate-Signature) or `observe` (signed X-Webhook-Signature). */
+  kind: string;
+  url: string;
+  event: string;
+  body: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number | null;
+  last_error: string | null;
+  response_status: number | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+export interface CounterRow {
+  name: string;
+  value: number;
+}
+
+export interface LeaseRow {
+  name: string;
+  holder: string;
+  expires_at: number;
+}
+
+export interface GateSchema {
+  requests: RequestRow;
+  audit_entries: AuditRow;
+  policies: PolicyRow;
+  api_keys: ApiKeyRow;
+  webhooks: WebhookRow;
+  deliveries: DeliveryRow;
+  counters: CounterRow;
+  leases: LeaseRow;
+}
+
+export type GateDatabase = Database<GateSchema>;
