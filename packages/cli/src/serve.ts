@@ -1,5 +1,6 @@
+import { buildGateService } from '@vigil/gate';
 import { buildObserveService, type ObserveService } from '@vigil/observe';
-import { ConfigError, observeConfigFromEnvironment } from '@vigil/platform';
+import { ConfigError, gateConfigFromEnvironment, observeConfigFromEnvironment } from '@vigil/platform';
 
 export interface ServeOptions {
   port?: number;
@@ -19,6 +20,21 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
   service.app.log.info({ storage }, `observe listening on http://${config.host}:${config.port}`);
   if (config.authDisabled) service.app.log.warn('AUTH_DISABLED=true: every route is open; use only for development');
   return { name: 'observe', close: () => service.app.close() };
+}
+
+export async function startGate(options: ServeOptions): Promise<RunningService> {
+  const config = gateConfigFromEnvironment(process.env, options);
+  const service = await buildGateService(config);
+  await service.app.listen({ host: config.host, port: config.port });
+  if (service.generatedAdminKey !== null) {
+    // Printed once, on stdout, at first start; only its SHA-256 is stored.
+    process.stdout.write(
+      `\nvigil gate: no API key existed, so an admin key was created. It is shown only this once:\n\n  ${service.generatedAdminKey}\n\n`,
+    );
+  }
+  const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
+  service.app.log.info({ storage, redis: config.redisUrl !== undefined }, `gate listening on http://${config.host}:${config.port}`);
+  return { name: 'gate', close: () => service.app.close() };
 }
 
 /**

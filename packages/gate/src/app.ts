@@ -1,0 +1,119 @@
+import { hostname } from 'node:os';
+import {
+  createHttpApp,
+  migrateToLatest,
+  newId,
+  openDatabase,
+  startPeriodicJob,
+  systemClock,
+  VIGIL_VERSION,
+  type Clock,
+  type GateConfig,
+  type PeriodicJob,
+  type ServiceError,
+  type ZodApp,
+} from '@vigil/platform';
+import { Redis } from 'ioredis';
+import { registerAuthentication } from './auth/auth.ts';
+import { bootstrapAdminKey } from './auth/keys.ts';
+import { registerKeyRoutes } from './auth/routes.ts';
+import type { GateContext } from './context.ts';
+import { gateError, renderGateError } from './errors.ts';
+import { gateMigrations } from './migrations.ts';
+import { PolicyCache } from './policies/cache.ts';
+import { registerPolicyRoutes } from './policies/routes.ts';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/limiter.ts';
+import { registerRequestRoutes } from './requests/routes.ts';
+import { RequestService } from './requests/service.ts';
+import type { GateSchema } from './schema.ts';
+import { registerHealthRoutes } from './system/routes.ts';
+import { Outbox } from './webhooks/outbox.ts';
+import { registerWebhookRoutes } from './webhooks/routes.ts';
+
+/** The body limit is fixed by the specification: 1 MB for every endpoint with a body. */
+const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface GateService {
+  app: ZodApp;
+  context: GateContext;
+  requests: RequestService;
+  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob };
+  /** The admin key generated at first start (no key existed and GATE_ADMIN_KEY was unset), to print once. */
+  generatedAdminKey: string | null;
+}
+
+export interface GateOptions {
+  clock?: Clock;
+  /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
+  runJobs?: boolean;
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'SQLITE_BUSY']);
+
+function classifyDatabaseError(error: unknown): ServiceError | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && UNAVAILABLE_CODES.has(code) ? gateError('unavailable') : undefined;
+}
+
+export async function buildGateService(config: GateConfig, options: GateOptions = {}): Promise<GateService> {
+  const database = await openDatabase<GateSchema>(config.database);
+  await migrateToLatest(database, gateMigrations);
+  const clock = options.clock ?? systemClock;
+
+  const app = await createHttpApp({
+    title: 'Vigil gate',
+    version: VIGIL_VERSION,
+    logLevel: config.logLevel,
+    bodyLimitBytes: BODY_LIMIT_BYTES,
+    errors: gateError,
+    renderError: renderGateError,
+    classify: classifyDatabaseError,
+  });
+
+  let limiter: RateLimiter;
+  if (config.redisUrl) {
+    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+    redis.on('error', (error) => app.log.debug({ err: error }, 'redis connection error'));
+    limiter = new RedisRateLimiter(redis, (error) => app.log.warn({ err: error }, 'Redis unavailable: rate limits fall back to this instance'));
+  } else {
+    limiter = new MemoryRateLimiter();
+  }
+
+  const context: GateContext = {
+    config,
+    database,
+    clock,
+    policies: new PolicyCache(database),
+    limiter,
+    outbox: new Outbox(database, config, clock, app.log),
+  };
+  const requests = new RequestService(context, app.log);
+
+  registerAuthentication(app, context);
+  registerHealthRoutes(app, context);
+  registerRequestRoutes(app, context, requests);
+  registerPolicyRoutes(app, context);
+  registerKeyRoutes(app, context);
+  registerWebhookRoutes(app, context);
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  const generatedAdminKey = await bootstrapAdminKey(database, config.adminKey, clock.now());
+
+  const holder = `${hostname()}:${process.pid}:${newId()}`;
+  const runJobs = options.runJobs ?? true;
+  const job = (name: string, intervalMs: number, run: () => Promise<unknown>): PeriodicJob =>
+    startPeriodicJob({ name, intervalMs, db: database.db, holder, clock, log: app.log, run: async () => void (await run()) }, runJobs);
+  const jobs = {
+    expiry: job('gate.expiry', config.expiryScanIntervalMs, () => requests.expireDue()),
+    webhooks: job('gate.webhooks', config.webhooks.scanIntervalMs, () => context.outbox.deliverDue()),
+  };
+
+  app.addHook('onClose', async () => {
+    await Promise.all([jobs.expiry.stop(), jobs.webhooks.stop()]);
+    await context.outbox.stop();
+    await limiter.close();
+    await database.close();
+  });
+  await app.ready();
+  return { app, context, requests, jobs, generatedAdminKey };
+}

@@ -1,0 +1,68 @@
+import { generateSecret, newId, sha256Hex, toIso } from '@vigil/platform';
+import type { ApiKeyRow, GateDatabase } from '../schema.ts';
+import type { Scope } from './scopes.ts';
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  rateLimit: number | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: JSON.parse(row.scopes) as Scope[],
+    rateLimit: row.rate_limit,
+    createdAt: toIso(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+  };
+}
+
+export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | null, now: number, raw?: string): { row: ApiKeyRow; raw: string } {
+  const secret = raw === undefined ? generateSecret('gk') : { raw, hash: sha256Hex(raw), prefix: raw.slice(0, 11) };
+  return {
+    raw: secret.raw,
+    row: {
+      id: newId(),
+      name,
+      prefix: secret.prefix,
+      key_hash: secret.hash,
+      scopes: JSON.stringify(scopes),
+      rate_limit: rateLimit,
+      created_at: now,
+      last_used_at: null,
+      revoked_at: null,
+    },
+  };
+}
+
+export async function findActiveKeyByHash(database: GateDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {
+  return database.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst();
+}
+
+/**
+ * First start: `GATE_ADMIN_KEY` is installed as an admin key (once); with no key at all and no
+ * GATE_ADMIN_KEY, an admin key is generated and returned so the caller can print it once.
+ */
+export async function bootstrapAdminKey(database: GateDatabase, adminKey: string | undefined, now: number): Promise<string | null> {
+  return database.db.transaction().execute(async (trx) => {
+    if (adminKey !== undefined) {
+      const exists = await trx.selectFrom('api_keys').select('id').where('key_hash', '=', sha256Hex(adminKey)).executeTakeFirst();
+      if (!exists) await trx.insertInto('api_keys').values(newKeyRow('admin (GATE_ADMIN_KEY)', ['admin'], null, now, adminKey).row).execute();
+      return null;
+    }
+    const any = await trx.selectFrom('api_keys').select('id').limit(1).executeTakeFirst();
+    if (any) return null;
+    const { row, raw } = newKeyRow('admin', ['admin'], null, now);
+    await trx.insertInto('api_keys').values(row).execute();
+    return raw;
+  });
+}

@@ -1,0 +1,97 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import { newKeyRow, toApiKey } from './keys.ts';
+import { SCOPES } from './scopes.ts';
+
+const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
+const rateLimit = z.number().int().min(1).max(1_000_000).nullable();
+
+const keySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    scopes: z.array(z.enum(SCOPES)),
+    rateLimit: z.number().int().nullable(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+  })
+  .meta({ id: 'GateApiKey' });
+
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
+  const { db } = ctx.database;
+
+  app.post(
+    '/api/api-keys',
+    {
+      schema: {
+        summary: 'Create an API key; the raw key is in this response only',
+        description: 'rateLimit is requests per minute; omitted or null means unlimited.',
+        tags: ['api-keys'],
+        body: z.object({ name: z.string().trim().min(1).max(200), scopes, rateLimit: rateLimit.optional() }).strict(),
+        response: { 201: keySchema.extend({ key: z.string() }) },
+      },
+    },
+    async (request, reply) => {
+      const { row, raw } = newKeyRow(request.body.name, request.body.scopes, request.body.rateLimit ?? null, ctx.clock.now());
+      await db.insertInto('api_keys').values(row).execute();
+      return reply.status(201).send({ ...toApiKey(row), key: raw });
+    },
+  );
+
+  app.get(
+    '/api/api-keys',
+    { schema: { summary: 'List API keys (never the secrets)', tags: ['api-keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    async () => ({ keys: (await db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map(toApiKey) }),
+  );
+
+  app.patch(
+    '/api/api-keys/:id',
+    {
+      schema: {
+        summary: 'Change a key’s name, scopes or rate limit',
+        tags: ['api-keys'],
+        params: idParams,
+        body: z.object({ name: z.string().trim().min(1).max(200), scopes, rateLimit }).partial().strict(),
+        response: { 200: keySchema },
+      },
+    },
+    async (request) => {
+      const { name, scopes: newScopes, rateLimit: newLimit } = request.body;
+      const changes = {
+        ...(name !== undefined && { name }),
+        ...(newScopes !== undefined && { scopes: JSON.stringify(newScopes) }),
+        ...(newLimit !== undefined && { rate_limit: newLimit }),
+      };
+      if (Object.keys(changes).length > 0) {
+        await db.updateTable('api_keys').set(changes).where('id', '=', request.params.id).execute();
+      }
+      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', request.params.id).executeTakeFirst();
+      if (!row) throw gateError('keyNotFound');
+      return toApiKey(row);
+    },
+  );
+
+  app.delete(
+    '/api/api-keys/:id',
+    {
+      schema: {
+        summary: 'Revoke an API key (it stops working at once)',
+        tags: ['api-keys'],
+        params: idParams,
+        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      await db.updateTable('api_keys').set({ revoked_at: ctx.clock.now() }).where('id', '=', request.params.id).where('revoked_at', 'is', null).execute();
+      const row = await db.selectFrom('api_keys').select('id').where('id', '=', request.params.id).executeTakeFirst();
+      if (!row) throw gateError('keyNotFound');
+      return { id: row.id, revoked: true as const };
+    },
+  );
+}

@@ -1,0 +1,35 @@
+export const SCOPES = ['admin', 'request:create', 'request:read', 'request:decide', 'webhook:manage'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/**
+ * The one table of which scope each route needs (`admin` grants every scope). `public` routes
+ * need no key; `any` needs a valid key of any scope. A route missing here is refused (see auth.ts),
+ * and a test walks this table against the app's routes.
+ */
+export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
+  'GET /health': 'public',
+  'GET /api/openapi.json': 'any',
+  'POST /api/requests': 'request:create',
+  'GET /api/requests': 'request:read',
+  'GET /api/requests/:id': 'request:read',
+  'POST /api/requests/:id/decide': 'request:decide',
+  'POST /api/requests/:id/confirm': 'request:create',
+  'GET /api/requests/:id/audit': 'request:read',
+  'GET /api/policies': 'admin',
+  'POST /api/policies': 'admin',
+  'PUT /api/policies/:id': 'admin',
+  'DELETE /api/policies/:id': 'admin',
+  'POST /api/api-keys': 'admin',
+  'GET /api/api-keys': 'admin',
+  'PATCH /api/api-keys/:id': 'admin',
+  'DELETE /api/api-keys/:id': 'admin',
+  'GET /api/webhooks': 'webhook:manage',
+  'POST /api/webhooks': 'webhook:manage',
+  'PATCH /api/webhooks/:id': 'webhook:manage',
+  'DELETE /api/webhooks/:id': 'webhook:manage',
+  'GET /api/webhooks/:id/deliveries': 'webhook:manage',
+};
+
+export function grants(scopes: readonly string[], required: Scope | 'any'): boolean {
+  return required === 'any' || scopes.includes('admin') || scopes.includes(required);
+}

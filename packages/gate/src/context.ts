@@ -1,0 +1,15 @@
+import type { Clock, GateConfig } from '@vigil/platform';
+import type { PolicyCache } from './policies/cache.ts';
+import type { RateLimiter } from './ratelimit/limiter.ts';
+import type { GateDatabase } from './schema.ts';
+import type { Outbox } from './webhooks/outbox.ts';
+
+/** What every feature of the gate is built from. */
+export interface GateContext {
+  config: GateConfig;
+  database: GateDatabase;
+  clock: Clock;
+  policies: PolicyCache;
+  limiter: RateLimiter;
+  outbox: Outbox;
+}

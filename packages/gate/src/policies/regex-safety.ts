@@ -1,0 +1,28 @@
+import { checkSync } from 'recheck';
+
+const verdicts = new Map<string, { safe: boolean; reason: string }>();
+
+/**
+ * Judges a pattern with recheck (catastrophic backtracking analysis). Verdicts are remembered per
+ * process: a pattern is analysed once, when a policy is saved or first loaded. A pattern that
+ * does not compile, or that recheck cannot judge, counts as unsafe.
+ */
+export function judgePattern(pattern: string): { safe: boolean; reason: string } {
+  let verdict = verdicts.get(pattern);
+  if (verdict === undefined) {
+    try {
+      new RegExp(pattern);
+      const diagnostics = checkSync(pattern, '');
+      verdict =
+        diagnostics.status === 'safe'
+          ? { safe: true, reason: 'safe' }
+          : { safe: false, reason: diagnostics.status === 'vulnerable' ? 'it can backtrack catastrophically' : 'its safety could not be established' };
+    } catch (error) {
+      verdict = { safe: false, reason: `it is not a valid regular expression (${(error as Error).message})` };
+    }
+    verdicts.set(pattern, verdict);
+  }
+  return verdict;
+}
+
+export const isSafePattern = (pattern: string): boolean => judgePattern(pattern).safe;

@@ -1,0 +1,160 @@
+import { newId, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import { ruleSchema, type Rule } from './engine.ts';
+import { judgePattern } from './regex-safety.ts';
+import { bumpPolicyVersion, findPolicy, listPolicies, toPolicy } from './store.ts';
+
+const policyBody = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    priority: z.number().int().min(-1_000_000).max(1_000_000).default(100),
+    enabled: z.boolean().default(true),
+    rules: z.array(ruleSchema).max(100),
+  })
+  .strict();
+
+const policyPatch = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    priority: z.number().int().min(-1_000_000).max(1_000_000),
+    enabled: z.boolean(),
+    rules: z.array(ruleSchema).max(100),
+  })
+  .partial()
+  .strict();
+
+const policySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    priority: z.number().int(),
+    enabled: z.boolean(),
+    rules: z.array(ruleSchema),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Policy' });
+
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+/** Every regex is judged when the policy is saved: an unsafe one is refused with the rule and path that hold it. */
+function assertSafePatterns(rules: readonly Rule[]): void {
+  rules.forEach((rule, index) => {
+    for (const [path, matcher] of Object.entries(rule.match)) {
+      if (matcher !== null && typeof matcher === 'object' && matcher.$regex !== undefined) {
+        const verdict = judgePattern(matcher.$regex);
+        if (!verdict.safe) {
+          throw gateError('unsafePattern', `rules[${index}].match["${path}"].$regex is refused: ${verdict.reason}`);
+        }
+      }
+    }
+  });
+}
+
+export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
+  const { db } = ctx.database;
+
+  app.get(
+    '/api/policies',
+    {
+      schema: {
+        summary: 'List policies in evaluation order',
+        tags: ['policies'],
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+          offset: z.coerce.number().int().min(0).default(0),
+        }),
+        response: {
+          200: z.object({
+            policies: z.array(policySchema),
+            pagination: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { limit, offset } = request.query;
+      const { rows, total } = await listPolicies(ctx.database, limit, offset);
+      return { policies: rows.map(toPolicy), pagination: { total, limit, offset, hasMore: offset + rows.length < total } };
+    },
+  );
+
+  app.post(
+    '/api/policies',
+    { schema: { summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } } },
+    async (request, reply) => {
+      assertSafePatterns(request.body.rules);
+      const now = ctx.clock.now();
+      const row = {
+        id: newId(),
+        name: request.body.name,
+        priority: request.body.priority,
+        enabled: request.body.enabled ? 1 : 0,
+        rules: JSON.stringify(request.body.rules),
+        created_at: now,
+        updated_at: now,
+      };
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('policies').values(row).execute();
+        await bumpPolicyVersion(trx);
+      });
+      return reply.status(201).send(toPolicy(row));
+    },
+  );
+
+  app.put(
+    '/api/policies/:id',
+    {
+      schema: {
+        summary: 'Update a policy (fields not given stay as they are)',
+        tags: ['policies'],
+        params: idParams,
+        body: policyPatch,
+        response: { 200: policySchema },
+      },
+    },
+    async (request) => {
+      const patch = request.body;
+      if (patch.rules) assertSafePatterns(patch.rules);
+      const updated = await db.transaction().execute(async (trx) => {
+        const changes = {
+          ...(patch.name !== undefined && { name: patch.name }),
+          ...(patch.priority !== undefined && { priority: patch.priority }),
+          ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
+          ...(patch.rules !== undefined && { rules: JSON.stringify(patch.rules) }),
+          updated_at: ctx.clock.now(),
+        };
+        const result = await trx.updateTable('policies').set(changes).where('id', '=', request.params.id).executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 0) return false;
+        await bumpPolicyVersion(trx);
+        return true;
+      });
+      if (!updated) throw gateError('policyNotFound');
+      return toPolicy((await findPolicy(ctx.database, request.params.id))!);
+    },
+  );
+
+  app.delete(
+    '/api/policies/:id',
+    {
+      schema: {
+        summary: 'Delete a policy',
+        tags: ['policies'],
+        params: idParams,
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      const deleted = await db.transaction().execute(async (trx) => {
+        const result = await trx.deleteFrom('policies').where('id', '=', request.params.id).executeTakeFirst();
+        if (Number(result.numDeletedRows) === 0) return false;
+        await bumpPolicyVersion(trx);
+        return true;
+      });
+      if (!deleted) throw gateError('policyNotFound');
+      return { id: request.params.id, deleted: true as const };
+    },
+  );
+}

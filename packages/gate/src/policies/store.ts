@@ -1,0 +1,38 @@
+import { toIso } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import type { GateDatabase, GateSchema, PolicyRow } from '../schema.ts';
+import type { PolicyDefinition, Rule } from './engine.ts';
+
+export function toDefinition(row: PolicyRow): PolicyDefinition {
+  return { id: row.id, name: row.name, priority: row.priority, enabled: row.enabled === 1, rules: JSON.parse(row.rules) as Rule[] };
+}
+
+export function toPolicy(row: PolicyRow): PolicyDefinition & { createdAt: string; updatedAt: string } {
+  return { ...toDefinition(row), createdAt: toIso(row.created_at), updatedAt: toIso(row.updated_at) };
+}
+
+export async function policyVersion(database: GateDatabase): Promise<number> {
+  const row = await database.db.selectFrom('counters').select('value').where('name', '=', 'policies').executeTakeFirstOrThrow();
+  return row.value;
+}
+
+/** Every policy change bumps the version in the same transaction, so every instance's cache sees it. */
+export async function bumpPolicyVersion(trx: Kysely<GateSchema>): Promise<void> {
+  await trx.updateTable('counters').set((eb) => ({ value: eb('value', '+', 1) })).where('name', '=', 'policies').execute();
+}
+
+export async function allPolicies(database: GateDatabase): Promise<PolicyRow[]> {
+  return database.db.selectFrom('policies').selectAll().execute();
+}
+
+export async function listPolicies(database: GateDatabase, limit: number, offset: number): Promise<{ rows: PolicyRow[]; total: number }> {
+  const [rows, count] = await Promise.all([
+    database.db.selectFrom('policies').selectAll().orderBy('priority').orderBy('id').limit(limit).offset(offset).execute(),
+    database.db.selectFrom('policies').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export async function findPolicy(database: GateDatabase, id: string): Promise<PolicyRow | undefined> {
+  return database.db.selectFrom('policies').selectAll().where('id', '=', id).executeTakeFirst();
+}

@@ -1,0 +1,168 @@
+import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import { apiActor } from '../auth/auth.ts';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import { DECISIONS } from '../policies/engine.ts';
+import type { RequestService } from './service.ts';
+import { auditTrail, findRequest, listRequests, STATUSES, toRequestDetail, URGENCIES } from './store.ts';
+
+const jsonObject = z.record(z.string(), z.unknown());
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+const policyDecisionSchema = z.object({
+  decision: z.enum(DECISIONS),
+  policyId: z.string().nullable(),
+  approvers: z.array(z.string()),
+  channels: z.array(z.string()),
+  requireReason: z.boolean(),
+});
+
+const requestDetailSchema = z
+  .object({
+    id: z.string(),
+    action: z.string(),
+    params: jsonObject,
+    context: jsonObject,
+    status: z.enum(STATUSES),
+    urgency: z.enum(URGENCIES),
+    decidedBy: z.string().nullable(),
+    decisionReason: z.string().nullable(),
+    createdAt: z.string(),
+    decidedAt: z.string().nullable(),
+    expiresAt: z.string().nullable(),
+    confirmedAt: z.string().nullable(),
+    executionResult: z.unknown(),
+    policyDecision: policyDecisionSchema,
+  })
+  .meta({ id: 'ApprovalRequest' });
+
+export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: RequestService): void {
+  app.post(
+    '/api/requests',
+    {
+      schema: {
+        summary: 'Ask for approval of an action; the policy engine may decide at once',
+        tags: ['requests'],
+        body: z
+          .object({
+            action: z.string().trim().min(1).max(200),
+            params: jsonObject.default({}),
+            context: jsonObject.default({}),
+            urgency: z.enum(URGENCIES).default('normal'),
+            expiresAt: isoTimestampMs.optional(),
+          })
+          .strict(),
+        response: { 201: requestDetailSchema },
+      },
+    },
+    async (request, reply) => {
+      const { expiresAt, ...rest } = request.body;
+      if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
+        throw gateError('validation', 'expiresAt must be in the future');
+      }
+      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, apiActor(request.gateKey!));
+      return reply.status(201).send(toRequestDetail(row));
+    },
+  );
+
+  app.get(
+    '/api/requests',
+    {
+      schema: {
+        summary: 'List requests, newest first',
+        tags: ['requests'],
+        querystring: z.object({
+          status: z.enum(STATUSES).optional(),
+          action: z.string().min(1).max(200).optional(),
+          urgency: z.enum(URGENCIES).optional(),
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+          offset: z.coerce.number().int().min(0).default(0),
+        }),
+        response: {
+          200: z.array(z.object({ id: z.string(), action: z.string(), status: z.enum(STATUSES), urgency: z.enum(URGENCIES), createdAt: z.string() })),
+        },
+      },
+    },
+    async (request) => {
+      // Pending requests past their deadline are expired first, so the list never shows a stale status.
+      if (request.query.status === undefined || request.query.status === 'pending') await requests.expireDue();
+      return (await listRequests(ctx.database, request.query)).map((row) => ({
+        id: row.id,
+        action: row.action,
+        status: row.status as (typeof STATUSES)[number],
+        urgency: row.urgency as (typeof URGENCIES)[number],
+        createdAt: toIso(row.created_at),
+      }));
+    },
+  );
+
+  app.get(
+    '/api/requests/:id',
+    { schema: { summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } } },
+    async (request) => {
+      const row = await requests.get(request.params.id);
+      if (!row) throw gateError('requestNotFound');
+      return toRequestDetail(row);
+    },
+  );
+
+  app.post(
+    '/api/requests/:id/decide',
+    {
+      schema: {
+        summary: 'Approve or deny a pending request; decidedBy is derived from the credential',
+        tags: ['requests'],
+        params: idParams,
+        body: z.object({ decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() }).strict(),
+        response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
+      },
+    },
+    async (request) => {
+      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, apiActor(request.gateKey!));
+      return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
+    },
+  );
+
+  app.post(
+    '/api/requests/:id/confirm',
+    {
+      schema: {
+        summary: 'Confirm execution of an approved action (once); the status stays approved',
+        tags: ['requests'],
+        params: idParams,
+        body: z.object({ result: jsonObject }).strict(),
+        response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), confirmedAt: z.string() }) },
+      },
+    },
+    async (request) => {
+      const row = await requests.confirm(request.params.id, request.body.result, apiActor(request.gateKey!));
+      return { id: row.id, status: row.status as 'approved', confirmedAt: toIso(row.confirmed_at!) };
+    },
+  );
+
+  app.get(
+    '/api/requests/:id/audit',
+    {
+      schema: {
+        summary: 'The audit trail of a request, oldest first',
+        tags: ['requests'],
+        params: idParams,
+        response: {
+          200: z.array(z.object({ timestamp: z.string(), event: z.string(), actor: z.string(), details: jsonObject.optional() })),
+        },
+      },
+    },
+    async (request) => {
+      // Reading the trail also settles a due expiry, so the trail shows it.
+      const row = (await requests.get(request.params.id)) ?? (await findRequest(ctx.database.db, request.params.id));
+      if (!row) throw gateError('requestNotFound');
+      return (await auditTrail(ctx.database, row.id)).map((entry) => ({
+        timestamp: toIso(entry.ts),
+        event: entry.event,
+        actor: entry.actor,
+        ...(entry.details !== null && { details: JSON.parse(entry.details) as Record<string, unknown> }),
+      }));
+    },
+  );
+}

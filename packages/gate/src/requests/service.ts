@@ -1,0 +1,184 @@
+import { newId, type ZodApp } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import type { PolicyDecision } from '../policies/engine.ts';
+import type { GateSchema, RequestRow } from '../schema.ts';
+import type { WebhookEvent } from '../webhooks/outbox.ts';
+import { reportPolicyDeny } from './breach.ts';
+import { addAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
+
+export const EXPIRY_ACTOR = 'system:expiry';
+
+export interface NewRequest {
+  action: string;
+  params: Record<string, unknown>;
+  context: Record<string, unknown>;
+  urgency: string;
+  expiresAt: number | null;
+}
+
+type Log = ZodApp['log'];
+
+/** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction. */
+export class RequestService {
+  constructor(
+    private readonly ctx: GateContext,
+    private readonly log: Log,
+  ) {}
+
+  private async audit(trx: Kysely<GateSchema>, requestId: string, event: string, actor: string, at: number, details?: object): Promise<void> {
+    await addAudit(trx, { id: newId(), request_id: requestId, ts: at, event, actor, details: details === undefined ? null : JSON.stringify(details) });
+  }
+
+  private async transition(trx: Kysely<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
+    return this.ctx.outbox.enqueue(trx, event, row);
+  }
+
+  /** Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). */
+  async create(input: NewRequest, actor: string): Promise<RequestRow> {
+    const now = this.ctx.clock.now();
+    const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
+    const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
+    const policyActor = `policy:${decision.policyId}`;
+    const row: RequestRow = {
+      id: newId(),
+      action: input.action,
+      params: JSON.stringify(input.params),
+      context: JSON.stringify(input.context),
+      urgency: input.urgency,
+      status: 'pending',
+      expires_at: input.expiresAt,
+      created_at: now,
+      decided_at: null,
+      decided_by: null,
+      decision_reason: null,
+      policy_decision: JSON.stringify(decision),
+      confirmed_at: null,
+      execution_result: null,
+    };
+    const deliveries = await this.ctx.database.db.transaction().execute(async (trx) => {
+      await trx.insertInto('requests').values(row).execute();
+      await this.audit(trx, row.id, 'created', actor, now, { urgency: row.urgency, policyDecision: decision.decision });
+      const ids = await this.transition(trx, row, 'request.created');
+      if (auto) {
+        row.status = auto;
+        row.decided_at = now;
+        row.decided_by = policyActor;
+        row.decision_reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
+        await trx
+          .updateTable('requests')
+          .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
+          .where('id', '=', row.id)
+          .execute();
+        await this.audit(trx, row.id, auto, policyActor, now, { reason: row.decision_reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
+        ids.push(...(await this.transition(trx, row, 'request.decided')));
+      }
+      return ids;
+    });
+    this.ctx.outbox.dispatch(deliveries);
+    if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, row, decision);
+    return row;
+  }
+
+  /** Marks a pending request past its deadline `expired` (inside the caller's transaction). */
+  private async expireLocked(trx: Kysely<GateSchema>, row: RequestRow, now: number): Promise<string[]> {
+    row.status = 'expired';
+    row.decided_at = now;
+    row.decided_by = EXPIRY_ACTOR;
+    row.decision_reason = 'Expired before a decision';
+    await trx
+      .updateTable('requests')
+      .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
+      .where('id', '=', row.id)
+      .execute();
+    await this.audit(trx, row.id, 'expired', EXPIRY_ACTOR, now, { expiresAt: row.expires_at });
+    return this.transition(trx, row, 'request.expired');
+  }
+
+  private isDue(row: RequestRow, now: number): boolean {
+    return row.status === 'pending' && row.expires_at !== null && row.expires_at <= now;
+  }
+
+  /** Reads a request, expiring it first if its deadline has passed. */
+  async get(id: string): Promise<RequestRow | undefined> {
+    const row = await findRequest(this.ctx.database.db, id);
+    if (row && this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
+    return row;
+  }
+
+  /** Expires one request if it is still pending and due; returns its current row. */
+  async expire(id: string): Promise<RequestRow | undefined> {
+    const now = this.ctx.clock.now();
+    const { row, deliveries } = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const locked = await lockRequest(trx, this.ctx.database, id);
+      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: [] };
+      return { row: locked, deliveries: await this.expireLocked(trx, locked, now) };
+    });
+    this.ctx.outbox.dispatch(deliveries);
+    return row;
+  }
+
+  /** Scanner tick: expires every pending request past its deadline. */
+  async expireDue(): Promise<number> {
+    let expired = 0;
+    for (;;) {
+      const ids = await dueForExpiry(this.ctx.database, this.ctx.clock.now(), 200);
+      for (const id of ids) if ((await this.expire(id))?.status === 'expired') expired += 1;
+      if (ids.length < 200) return expired;
+    }
+  }
+
+  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, actor: string): Promise<RequestRow> {
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const row = await lockRequest(trx, this.ctx.database, id);
+      if (!row) return { kind: 'missing' as const, deliveries: [] };
+      if (this.isDue(row, now)) return { kind: 'expired' as const, deliveries: await this.expireLocked(trx, row, now) };
+      if (row.status !== 'pending') return { kind: 'decided' as const, deliveries: [] };
+      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const, deliveries: [] };
+      row.status = decision;
+      row.decided_at = now;
+      row.decided_by = actor;
+      row.decision_reason = reason ?? null;
+      await trx
+        .updateTable('requests')
+        .set({ status: decision, decided_at: now, decided_by: actor, decision_reason: row.decision_reason })
+        .where('id', '=', id)
+        .execute();
+      await this.audit(trx, id, decision, actor, now, reason === undefined ? undefined : { reason });
+      return { kind: 'decided-now' as const, row, deliveries: await this.transition(trx, row, 'request.decided') };
+    });
+    this.ctx.outbox.dispatch(outcome.deliveries);
+    switch (outcome.kind) {
+      case 'missing':
+        throw gateError('requestNotFound');
+      case 'expired':
+        throw gateError('alreadyDecided', 'Request expired before a decision');
+      case 'decided':
+        throw gateError('alreadyDecided');
+      case 'reason':
+        throw gateError('reasonRequired');
+      case 'decided-now':
+        return outcome.row;
+    }
+  }
+
+  async confirm(id: string, result: Record<string, unknown>, actor: string): Promise<RequestRow> {
+    const now = this.ctx.clock.now();
+    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const row = await lockRequest(trx, this.ctx.database, id);
+      if (!row) return { kind: 'missing' as const, deliveries: [] };
+      if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const, deliveries: [] };
+      row.confirmed_at = now;
+      row.execution_result = JSON.stringify(result);
+      await trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
+      await this.audit(trx, id, 'confirmed', actor, now, { result });
+      return { kind: 'confirmed' as const, row, deliveries: await this.transition(trx, row, 'request.confirmed') };
+    });
+    this.ctx.outbox.dispatch(outcome.deliveries);
+    if (outcome.kind === 'missing') throw gateError('requestNotFound');
+    if (outcome.kind === 'conflict') throw gateError('notConfirmable');
+    return outcome.row;
+  }
+}

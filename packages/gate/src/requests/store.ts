@@ -1,0 +1,83 @@
+import { forUpdate, toIso } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
+import type { PolicyDecision } from '../policies/engine.ts';
+
+export const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
+export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+export type Urgency = (typeof URGENCIES)[number];
+export type RequestStatus = (typeof STATUSES)[number];
+
+export function storedDecision(row: RequestRow): PolicyDecision {
+  return JSON.parse(row.policy_decision) as PolicyDecision;
+}
+
+export function toRequestDetail(row: RequestRow) {
+  const decision = storedDecision(row);
+  return {
+    id: row.id,
+    action: row.action,
+    params: JSON.parse(row.params) as Record<string, unknown>,
+    context: JSON.parse(row.context) as Record<string, unknown>,
+    status: row.status as RequestStatus,
+    urgency: row.urgency as Urgency,
+    decidedBy: row.decided_by,
+    decisionReason: row.decision_reason,
+    createdAt: toIso(row.created_at),
+    decidedAt: row.decided_at === null ? null : toIso(row.decided_at),
+    expiresAt: row.expires_at === null ? null : toIso(row.expires_at),
+    confirmedAt: row.confirmed_at === null ? null : toIso(row.confirmed_at),
+    executionResult: row.execution_result === null ? null : (JSON.parse(row.execution_result) as unknown),
+    policyDecision: {
+      decision: decision.decision,
+      policyId: decision.policyId,
+      approvers: decision.approvers,
+      channels: decision.channels,
+      requireReason: decision.requireReason,
+    },
+  };
+}
+
+export async function findRequest(db: Kysely<GateSchema>, id: string): Promise<RequestRow | undefined> {
+  return db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function lockRequest(trx: Kysely<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
+  return forUpdate(trx.selectFrom('requests').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+}
+
+export async function addAudit(trx: Kysely<GateSchema>, entry: AuditRow): Promise<void> {
+  await trx.insertInto('audit_entries').values(entry).execute();
+}
+
+export interface ListRequestsQuery {
+  status?: string;
+  action?: string;
+  urgency?: string;
+  limit: number;
+  offset: number;
+}
+
+export async function listRequests(database: GateDatabase, query: ListRequestsQuery): Promise<RequestRow[]> {
+  let q = database.db.selectFrom('requests').selectAll();
+  if (query.status !== undefined) q = q.where('status', '=', query.status);
+  if (query.action !== undefined) q = q.where('action', '=', query.action);
+  if (query.urgency !== undefined) q = q.where('urgency', '=', query.urgency);
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
+}
+
+export async function auditTrail(database: GateDatabase, requestId: string): Promise<AuditRow[]> {
+  return database.db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('ts').orderBy('id').execute();
+}
+
+export async function dueForExpiry(database: GateDatabase, now: number, limit: number): Promise<string[]> {
+  const rows = await database.db
+    .selectFrom('requests')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}

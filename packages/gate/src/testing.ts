@@ -1,0 +1,45 @@
+import { gateConfigFromEnvironment, ManualClock, type Clock, type GateConfig } from '@vigil/platform';
+import type { TestBackend } from '@vigil/platform/testing';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildGateService, type GateService } from './app.ts';
+
+export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
+
+export interface TestGate {
+  service: GateService;
+  config: GateConfig;
+  clock: ManualClock | Clock;
+  /** Request through the real app with the given key (default: the admin key). */
+  call(options: InjectOptions, key?: string): Promise<LightMyRequestResponse>;
+  /** Creates a key over HTTP and returns its raw value. */
+  createKey(scopes: string[], rateLimit?: number | null, name?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface TestGateOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+}
+
+/** The real gate app on a fresh database of the given backend, with GATE_ADMIN_KEY installed. */
+export async function startTestGate(backend: TestBackend, options: TestGateOptions = {}): Promise<TestGate> {
+  const { dataDir, ...database } = backend.freshDatabase();
+  const base = gateConfigFromEnvironment({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_ADMIN_KEY, ...options.env }, { dataDir });
+  const config: GateConfig = { ...base, database };
+  const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
+  const service = await buildGateService(config, { clock, runJobs: false });
+  const call = (request: InjectOptions, key = TEST_ADMIN_KEY) =>
+    service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } });
+  return {
+    service,
+    config,
+    clock,
+    call,
+    async createKey(scopes, rateLimit = null, name = `key-${scopes.join('+')}`) {
+      const response = await call({ method: 'POST', url: '/api/api-keys', payload: { name, scopes, rateLimit } });
+      if (response.statusCode !== 201) throw new Error(`key creation failed: ${response.body}`);
+      return (response.json() as { key: string }).key;
+    },
+    close: () => service.app.close(),
+  };
+}

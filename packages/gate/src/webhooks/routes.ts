@@ -1,0 +1,174 @@
+import { newId, toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import type { DeliveryRow, WebhookRow } from '../schema.ts';
+import { WEBHOOK_EVENTS } from './outbox.ts';
+
+const events = z.array(z.enum(WEBHOOK_EVENTS)).min(1).transform((e) => [...new Set(e)]);
+const url = z.url({ protocol: /^https?$/ }).max(2000);
+const secret = z.string().min(16).max(512);
+
+const webhookSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.enum(WEBHOOK_EVENTS)),
+    enabled: z.boolean(),
+    hasSecret: z.boolean(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Webhook' });
+
+const deliverySchema = z.object({
+  id: z.string(),
+  event: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  responseStatus: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  nextAttemptAt: z.string().nullable(),
+  createdAt: z.string(),
+  deliveredAt: z.string().nullable(),
+});
+
+/** The secret is write-only: responses say whether one is set. */
+function toWebhook(row: WebhookRow): z.infer<typeof webhookSchema> {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as z.infer<typeof webhookSchema>['events'],
+    enabled: row.enabled === 1,
+    hasSecret: row.secret !== null,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+function toDelivery(row: DeliveryRow): z.infer<typeof deliverySchema> {
+  return {
+    id: row.id,
+    event: row.event,
+    status: row.status as 'pending' | 'delivered' | 'failed',
+    attempts: row.attempts,
+    responseStatus: row.response_status,
+    lastError: row.last_error,
+    nextAttemptAt: row.status === 'pending' ? toIso(row.next_attempt_at) : null,
+    createdAt: toIso(row.created_at),
+    deliveredAt: row.delivered_at === null ? null : toIso(row.delivered_at),
+  };
+}
+
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
+  const { db } = ctx.database;
+  const find = (id: string) => db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+
+  app.get(
+    '/api/webhooks',
+    { schema: { summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } } },
+    async () => ({ webhooks: (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute()).map(toWebhook) }),
+  );
+
+  app.post(
+    '/api/webhooks',
+    {
+      schema: {
+        summary: 'Register a webhook; with a secret, deliveries are signed (X-Gate-Signature)',
+        tags: ['webhooks'],
+        body: z.object({ url, events, secret: secret.optional() }).strict(),
+        response: { 201: webhookSchema },
+      },
+    },
+    async (request, reply) => {
+      const now = ctx.clock.now();
+      const row: WebhookRow = {
+        id: newId(),
+        url: request.body.url,
+        events: JSON.stringify(request.body.events),
+        secret: request.body.secret ?? null,
+        enabled: 1,
+        created_at: now,
+        updated_at: now,
+      };
+      await db.insertInto('webhooks').values(row).execute();
+      return reply.status(201).send(toWebhook(row));
+    },
+  );
+
+  app.patch(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        summary: 'Change a webhook’s events, enabled flag, URL or secret',
+        tags: ['webhooks'],
+        params: idParams,
+        body: z.object({ events, enabled: z.boolean(), url, secret: secret.nullable() }).partial().strict(),
+        response: { 200: webhookSchema },
+      },
+    },
+    async (request) => {
+      const { events: newEvents, enabled, url: newUrl, secret: newSecret } = request.body;
+      const changes = {
+        ...(newEvents !== undefined && { events: JSON.stringify(newEvents) }),
+        ...(enabled !== undefined && { enabled: enabled ? 1 : 0 }),
+        ...(newUrl !== undefined && { url: newUrl }),
+        ...(newSecret !== undefined && { secret: newSecret }),
+        updated_at: ctx.clock.now(),
+      };
+      await db.updateTable('webhooks').set(changes).where('id', '=', request.params.id).execute();
+      const row = await find(request.params.id);
+      if (!row) throw gateError('webhookNotFound');
+      return toWebhook(row);
+    },
+  );
+
+  app.delete(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        summary: 'Delete a webhook (its pending deliveries are dropped)',
+        tags: ['webhooks'],
+        params: idParams,
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      const deleted = await db.transaction().execute(async (trx) => {
+        const result = await trx.deleteFrom('webhooks').where('id', '=', request.params.id).executeTakeFirst();
+        await trx.updateTable('deliveries').set({ status: 'failed', last_error: 'the webhook was deleted' }).where('webhook_id', '=', request.params.id).where('status', '=', 'pending').execute();
+        return Number(result.numDeletedRows) === 1;
+      });
+      if (!deleted) throw gateError('webhookNotFound');
+      return { id: request.params.id, deleted: true as const };
+    },
+  );
+
+  app.get(
+    '/api/webhooks/:id/deliveries',
+    {
+      schema: {
+        summary: 'Deliveries of a webhook, newest first, with their status and last error',
+        tags: ['webhooks'],
+        params: idParams,
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+          offset: z.coerce.number().int().min(0).default(0),
+        }),
+        response: { 200: z.object({ deliveries: z.array(deliverySchema), total: z.number().int(), hasMore: z.boolean() }) },
+      },
+    },
+    async (request) => {
+      if (!(await find(request.params.id))) throw gateError('webhookNotFound');
+      const base = db.selectFrom('deliveries').where('webhook_id', '=', request.params.id);
+      const [rows, count] = await Promise.all([
+        base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(request.query.limit).offset(request.query.offset).execute(),
+        base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      const total = Number(count.n);
+      return { deliveries: rows.map(toDelivery), total, hasMore: request.query.offset + rows.length < total };
+    },
+  );
+}
