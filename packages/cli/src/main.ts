@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { VIGIL_VERSION } from '@vigil/platform';
-import { runUntilSignal, startGate, startObserve, type ServeOptions } from './serve.ts';
+import { runUntilSignal, startGate, startObserve, type RunningService, type ServeOptions } from './serve.ts';
 
 function portOption(value: string): number {
   const port = Number(value);
@@ -15,23 +15,19 @@ const program = new Command()
   .description('Vigil: keeps watch over AI agents (observe: events and audit chains; gate: approvals)')
   .version(VIGIL_VERSION);
 
-program
-  .command('observe')
-  .description('run the observe service (default port 3400)')
-  .option('--port <port>', 'port to listen on (env OBSERVE_PORT)', portOption)
-  .option('--data-dir <dir>', 'directory for the SQLite database (env DATA_DIR)')
-  .action(async (options: ServeOptions) => {
-    await runUntilSignal(async () => [await startObserve(options)], shutdownTimeoutMs);
-  });
+function serviceCommand(name: string, description: string, portVariable: string, start: (options: ServeOptions) => Promise<RunningService>): void {
+  program
+    .command(name)
+    .description(description)
+    .option('--port <port>', `port to listen on (env ${portVariable})`, portOption)
+    .option('--data-dir <dir>', 'directory for the SQLite database (env DATA_DIR)')
+    .action(async (options: ServeOptions) => {
+      await runUntilSignal(async () => [await start(options)], shutdownTimeoutMs);
+    });
+}
 
-program
-  .command('gate')
-  .description('run the gate approval service (default port 3000)')
-  .option('--port <port>', 'port to listen on (env GATE_PORT)', portOption)
-  .option('--data-dir <dir>', 'directory for the SQLite database (env DATA_DIR)')
-  .action(async (options: ServeOptions) => {
-    await runUntilSignal(async () => [await startGate(options)], shutdownTimeoutMs);
-  });
+serviceCommand('observe', 'run the observe service (default port 3400)', 'OBSERVE_PORT', startObserve);
+serviceCommand('gate', 'run the gate approval service (default port 3000)', 'GATE_PORT', startGate);
 
 program
   .command('up')

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import {
   createHttpApp,
+  databaseFailure,
   migrateToLatest,
   newId,
   openDatabase,
@@ -48,11 +49,9 @@ export interface GateOptions {
   runJobs?: boolean;
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'SQLITE_BUSY']);
-
+/** Database down: 503, so clients retry; other database failures stay the catalogue's 500 internal_error. */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && UNAVAILABLE_CODES.has(code) ? gateError('unavailable') : undefined;
+  return databaseFailure(error) === 'unavailable' ? gateError('unavailable') : undefined;
 }
 
 export async function buildGateService(config: GateConfig, options: GateOptions = {}): Promise<GateService> {

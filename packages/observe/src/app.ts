@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import {
   createHttpApp,
+  databaseFailure,
   migrateToLatest,
   newId,
   openDatabase,
@@ -40,18 +41,10 @@ export interface ObserveOptions {
   runJobs?: boolean;
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'EPIPE', 'SQLITE_BUSY']);
-
-/**
- * A database that cannot be reached (down, restarting, locked) answers 503 so clients retry;
- * any other database error is the spec's 500 storage error.
- */
+/** Database down: 503, so clients retry; any other database failure: the spec's 500 storage error. */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string') return undefined;
-  if (UNAVAILABLE_CODES.has(code) || (error as Error).message?.includes('Connection terminated')) return observeError('unavailable');
-  if (code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code)) return observeError('storage');
-  return undefined;
+  const failure = databaseFailure(error);
+  return failure === undefined ? undefined : observeError(failure);
 }
 
 export async function buildObserveService(config: ObserveConfig, options: ObserveOptions = {}): Promise<ObserveService> {

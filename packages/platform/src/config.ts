@@ -101,6 +101,13 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
   return parsed;
 }
 
+/** PostgreSQL when DATABASE_URL is set (in the service's own schema), else a SQLite file under the data dir. */
+function databaseConfig(e: Environment, dataDir: string, sqliteFile: string, schema: string): DatabaseConfig {
+  return e.DATABASE_URL
+    ? { kind: 'postgres', url: e.DATABASE_URL, schema }
+    : { kind: 'sqlite', file: resolve(dataDir, sqliteFile), synchronous: e.SQLITE_SYNCHRONOUS };
+}
+
 export function observeConfigFromEnvironment(
   env: NodeJS.ProcessEnv,
   overrides: { port?: number; dataDir?: string } = {},
@@ -111,9 +118,7 @@ export function observeConfigFromEnvironment(
     host: e.HOST,
     port: overrides.port ?? e.OBSERVE_PORT,
     dataDir,
-    database: e.DATABASE_URL
-      ? { kind: 'postgres', url: e.DATABASE_URL, schema: e.OBSERVE_DB_SCHEMA }
-      : { kind: 'sqlite', file: resolve(dataDir, 'observe.db'), synchronous: e.SQLITE_SYNCHRONOUS },
+    database: databaseConfig(e, dataDir, 'observe.db', e.OBSERVE_DB_SCHEMA),
     logLevel: e.LOG_LEVEL,
     authDisabled: e.AUTH_DISABLED,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
@@ -140,9 +145,7 @@ export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { p
     host: e.HOST,
     port: overrides.port ?? e.GATE_PORT,
     dataDir,
-    database: e.DATABASE_URL
-      ? { kind: 'postgres', url: e.DATABASE_URL, schema: e.GATE_DB_SCHEMA }
-      : { kind: 'sqlite', file: resolve(dataDir, 'gate.db'), synchronous: e.SQLITE_SYNCHRONOUS },
+    database: databaseConfig(e, dataDir, 'gate.db', e.GATE_DB_SCHEMA),
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     adminKey: e.GATE_ADMIN_KEY,

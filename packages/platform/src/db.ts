@@ -268,3 +268,17 @@ export async function pingDatabase(database: Database<any>): Promise<number> {
 export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, dialect: DialectName): Query {
   return dialect === 'postgres' ? query.forUpdate() : query;
 }
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'SQLITE_BUSY']);
+
+/**
+ * What a thrown database error means for the client: `unavailable` (down, restarting, locked:
+ * retry) or `storage` (any other database failure); undefined when it is not a database error.
+ */
+export function databaseFailure(error: unknown): 'unavailable' | 'storage' | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return undefined;
+  if (UNREACHABLE_CODES.has(code)) return 'unavailable';
+  if (code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code)) return 'storage';
+  return undefined;
+}
