@@ -26,7 +26,9 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
   app.decorateRequest('gateKey', null);
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404) return;
-    const required = ROUTE_SCOPES[`${request.method} ${request.routeOptions.url}`];
+    // HEAD is the GET route without a body: same scope.
+    const method = request.method === 'HEAD' ? 'GET' : request.method;
+    const required = ROUTE_SCOPES[`${method} ${request.routeOptions.url}`];
     if (required === 'public') return;
     const token = bearerToken(request.headers.authorization);
     if (token === null) throw gateError('unauthorized');
