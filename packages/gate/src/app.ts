@@ -33,6 +33,7 @@ import { registerWebhookRoutes } from './webhooks/routes.ts';
 
 /** The body limit is fixed by the specification: 1 MB for every endpoint with a body. */
 const BODY_LIMIT_BYTES = 1024 * 1024;
+const REDIS_CONNECT_TIMEOUT_MS = 2000;
 
 export interface GateService {
   app: ZodApp;
@@ -71,9 +72,11 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
 
   let limiter: RateLimiter;
   if (config.redisUrl) {
-    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
+    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: REDIS_CONNECT_TIMEOUT_MS });
     redis.on('error', (error) => app.log.debug({ err: error }, 'redis connection error'));
-    limiter = new RedisRateLimiter(redis, (error) => app.log.warn({ err: error }, 'Redis unavailable: rate limits fall back to this instance'));
+    const redisLimiter = new RedisRateLimiter(redis, (error) => app.log.warn({ err: error }, 'Redis unavailable: rate limits fall back to this instance'));
+    if (!(await redisLimiter.connected(REDIS_CONNECT_TIMEOUT_MS))) app.log.warn('Redis is not reachable yet: rate limits use this instance until it is');
+    limiter = redisLimiter;
   } else {
     limiter = new MemoryRateLimiter();
   }

@@ -88,6 +88,24 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  /**
+   * Waits (at most `timeoutMs`) for the connection, so the first requests share the budget and
+   * the first deep health check sees Redis; on timeout the gate starts on the fallback.
+   */
+  async connected(timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const done = (ready: boolean) => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        resolve(ready);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.redis.on('ready', onReady);
+    });
+  }
+
   async check(): Promise<'ok' | 'error'> {
     try {
       return (await this.redis.ping()) === 'PONG' ? 'ok' : 'error';

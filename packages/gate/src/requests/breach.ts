@@ -1,4 +1,4 @@
-import { fetchWithTimeout, type GateConfig } from '@vigil/platform';
+import { fetchWithTimeout, joinUrl, type GateConfig } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RequestRow } from '../schema.ts';
 import type { PolicyDecision } from '../policies/engine.ts';
@@ -25,7 +25,7 @@ export function reportPolicyDeny(config: GateConfig, log: FastifyBaseLogger, req
     },
   };
   setImmediate(() => {
-    fetchWithTimeout(new URL('/api/internal/eval/guardrail-breach', observe.url), {
+    fetchWithTimeout(joinUrl(observe.url, '/api/internal/eval/guardrail-breach'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${observe.serviceToken}` },
       body: JSON.stringify(body),

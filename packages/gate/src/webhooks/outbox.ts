@@ -1,4 +1,4 @@
-import { fetchWithTimeout, hmacSha256Hex, newId, toIso, type Clock, type GateConfig } from '@vigil/platform';
+import { fetchWithTimeout, joinUrl, hmacSha256Hex, newId, toIso, type Clock, type GateConfig } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DeliveryRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
@@ -77,7 +77,7 @@ export class Outbox {
         ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
       };
       const observeBody = JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation });
-      rows.push(this.row(null, 'observe', new URL('/api/events/ingest', observe.url).toString(), forwarded.name, observeBody, now));
+      rows.push(this.row(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
     }
     if (rows.length > 0) await trx.insertInto('deliveries').values(rows).execute();
     return rows.map((r) => r.id);

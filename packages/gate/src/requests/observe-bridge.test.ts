@@ -1,0 +1,418 @@
+import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { ManualClock } from '@vigil/platform';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import { startTestGate, type TestGate } from '../testing.ts';
+
+const OBSERVE_SECRET = 'observe-approval-gate-secret-01';
+const SERVICE_TOKEN = 'internal-service-token-0123456789';
+const INGEST = '/api/events/ingest';
+const BREACH = '/api/internal/eval/guardrail-breach';
+const ADMIN_ACTOR = 'api:admin (GATE_ADMIN_KEY)';
+
+interface Captured {
+  path: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** For ingest calls: whether X-Webhook-Signature is the hex HMAC-SHA256 of the raw body, as observe checks it. */
+  signatureValid: boolean;
+}
+
+interface IngestBody {
+  source: string;
+  event: string;
+  data: Record<string, unknown>;
+  timestamp: string;
+  context: Record<string, unknown>;
+}
+
+interface BreachBody {
+  sessionId: string;
+  agentId: string;
+  breach: { ruleId: string; ruleType?: string; tool?: string; reason?: string; source: string };
+}
+
+function validSignature(header: string | string[] | undefined, body: string): boolean {
+  if (typeof header !== 'string') return false;
+  const expected = createHmac('sha256', OBSERVE_SECRET).update(body).digest('hex');
+  return header.length === expected.length && timingSafeEqual(Buffer.from(header), Buffer.from(expected));
+}
+
+/** A stand-in for observe: a real HTTP server that checks ingest signatures the way observe does. */
+class FakeObserve {
+  readonly requests: Captured[] = [];
+  private readonly sockets = new Set<Socket>();
+  private readonly server: Server;
+  port = 0;
+
+  constructor(private readonly mode: 'ok' | 'hang' = 'ok') {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const path = req.url ?? '';
+        const captured: Captured = { path, method: req.method ?? '', headers: req.headers, body, signatureValid: validSignature(req.headers['x-webhook-signature'], body) };
+        this.requests.push(captured);
+        if (this.mode === 'hang') return;
+        this.answer(captured, res);
+      });
+    });
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  private answer(captured: Captured, res: ServerResponse): void {
+    const send = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (captured.path === INGEST) {
+      if (!captured.signatureValid) return send(401, { error: 'invalid webhook signature' });
+      return send(201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' });
+    }
+    if (captured.path === BREACH) {
+      if (captured.headers.authorization !== `Bearer ${SERVICE_TOKEN}`) return send(401, { error: 'unauthorized' });
+      return send(201, { recorded: true, eventId: 'e2' });
+    }
+    send(404, { error: 'not found' });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  ingested(requestId?: string): (IngestBody & { captured: Captured })[] {
+    return this.requests
+      .filter((r) => r.path === INGEST)
+      .map((r) => ({ ...(JSON.parse(r.body) as IngestBody), captured: r }))
+      .filter((b) => requestId === undefined || b.data.requestId === requestId);
+  }
+
+  breaches(): (BreachBody & { captured: Captured })[] {
+    return this.requests.filter((r) => r.path === BREACH).map((r) => ({ ...(JSON.parse(r.body) as BreachBody), captured: r }));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually<T>(what: string, read: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+function observeEnv(observe: { url: string } | string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    OBSERVE_URL: typeof observe === 'string' ? observe : observe.url,
+    OBSERVE_WEBHOOK_SECRET: OBSERVE_SECRET,
+    INTERNAL_SERVICE_TOKEN: SERVICE_TOKEN,
+    ...extra,
+  };
+}
+
+async function createRequest(gate: TestGate, payload: object): Promise<{ id: string; status: string; decidedBy: string | null }> {
+  const response = await gate.call({ method: 'POST', url: '/api/requests', payload });
+  assert.equal(response.statusCode, 201, response.body);
+  return response.json() as { id: string; status: string; decidedBy: string | null };
+}
+
+async function createPolicy(gate: TestGate, action: string, decision: 'auto_deny' | 'auto_approve'): Promise<string> {
+  const response = await gate.call({
+    method: 'POST',
+    url: '/api/policies',
+    payload: { name: `${decision} ${action}`, priority: 1, rules: [{ match: { action }, decision }] },
+  });
+  assert.equal(response.statusCode, 201, response.body);
+  return (response.json() as { id: string }).id;
+}
+
+const clockOf = (gate: TestGate): ManualClock => gate.clock as ManualClock;
+
+await describeEachDatabase('gate → observe forwarding', (backend) => {
+  let observe: FakeObserve;
+  let gate: TestGate;
+  before(async () => {
+    observe = await new FakeObserve().start();
+    gate = await startTestGate(backend, { env: observeEnv(observe) });
+  });
+  after(async () => {
+    await gate.close();
+    await observe.stop();
+  });
+
+  test('request.created is POSTed to /api/events/ingest, signed with X-Webhook-Signature, with the session and agent from the context', async () => {
+    const created = await createRequest(gate, {
+      action: 'payments.refund',
+      params: { amount: 120, currency: 'EUR' },
+      context: { sessionId: 'sess-1', agentId: 'agent-1', ticket: 'T-9' },
+      urgency: 'high',
+    });
+    const [event] = await eventually('request.created at observe', () => {
+      const seen = observe.ingested(created.id);
+      return seen.length >= 1 ? seen : undefined;
+    });
+    const { captured, ...body } = event!;
+    assert.equal(captured.method, 'POST');
+    assert.match(String(captured.headers['content-type']), /^application\/json/);
+    assert.equal(captured.headers['x-webhook-signature'], createHmac('sha256', OBSERVE_SECRET).update(captured.body).digest('hex'));
+    assert.equal(captured.signatureValid, true);
+    assert.deepEqual(body, {
+      source: 'approval_gate',
+      event: 'request.created',
+      data: { requestId: created.id, action: 'payments.refund', params: { amount: 120, currency: 'EUR' }, urgency: 'high' },
+      timestamp: new Date(gate.clock.now()).toISOString(),
+      context: { service_session_id: 'sess-1', service_agent_id: 'agent-1' },
+    });
+    // Observe answered 201: the outbox row is delivered after one attempt.
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['status', 'attempts', 'body']).where('kind', '=', 'observe').execute();
+      const mine = rows.filter((r) => (JSON.parse(r.body) as IngestBody).data.requestId === created.id);
+      if (mine.length === 1 && mine[0]!.status === 'delivered') {
+        assert.equal(mine[0]!.attempts, 1);
+        break;
+      }
+      if (Date.now() > deadline) assert.fail(`observe row not delivered: ${JSON.stringify(mine)}`);
+      await sleep(20);
+    }
+  });
+
+  test('approved and denied decisions are forwarded as request.approved / request.denied with {requestId, action, decidedBy, reason?}', async () => {
+    const context = { sessionId: 'sess-2', agentId: 'agent-2' };
+    const approved = await createRequest(gate, { action: 'deploy', context });
+    const denied = await createRequest(gate, { action: 'drop.table', context });
+    await eventually('both created', () => (observe.ingested(approved.id).length && observe.ingested(denied.id).length ? true : undefined));
+
+    clockOf(gate).advance(1000);
+    assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${approved.id}/decide`, payload: { decision: 'approved', reason: 'routine' } })).statusCode, 200);
+    assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${denied.id}/decide`, payload: { decision: 'denied' } })).statusCode, 200);
+
+    const approvedEvent = await eventually('request.approved', () => observe.ingested(approved.id).find((e) => e.event === 'request.approved'));
+    assert.equal(approvedEvent.captured.signatureValid, true);
+    assert.equal(approvedEvent.source, 'approval_gate');
+    assert.deepEqual(approvedEvent.data, { requestId: approved.id, action: 'deploy', decidedBy: ADMIN_ACTOR, reason: 'routine' });
+    assert.deepEqual(approvedEvent.context, { service_session_id: 'sess-2', service_agent_id: 'agent-2' });
+    assert.equal(approvedEvent.timestamp, new Date(gate.clock.now()).toISOString());
+
+    const deniedEvent = await eventually('request.denied', () => observe.ingested(denied.id).find((e) => e.event === 'request.denied'));
+    assert.equal(deniedEvent.captured.signatureValid, true);
+    assert.deepEqual(deniedEvent.data, { requestId: denied.id, action: 'drop.table', decidedBy: ADMIN_ACTOR });
+    assert.deepEqual(deniedEvent.context, { service_session_id: 'sess-2', service_agent_id: 'agent-2' });
+
+    // Observe knows no request.decided: only the mapped names are sent.
+    for (const e of observe.ingested()) assert.ok(['request.created', 'request.approved', 'request.denied', 'request.expired'].includes(e.event), e.event);
+  });
+
+  test('expiry is forwarded as request.expired with decidedBy system:expiry', async () => {
+    const expiring = await createRequest(gate, {
+      action: 'send.invoice',
+      context: { sessionId: 'sess-3', agentId: 'agent-3' },
+      expiresAt: new Date(gate.clock.now() + 60_000).toISOString(),
+    });
+    await eventually('created', () => (observe.ingested(expiring.id).length ? true : undefined));
+    clockOf(gate).advance(61_000);
+    assert.equal(await gate.service.jobs.expiry.tick(), true);
+    const expired = await eventually('request.expired', () => observe.ingested(expiring.id).find((e) => e.event === 'request.expired'));
+    assert.equal(expired.captured.signatureValid, true);
+    assert.equal(expired.source, 'approval_gate');
+    assert.equal(expired.data.requestId, expiring.id);
+    assert.equal(expired.data.action, 'send.invoice');
+    assert.equal(expired.data.decidedBy, 'system:expiry');
+    if ('reason' in expired.data) assert.equal(typeof expired.data.reason, 'string');
+    assert.deepEqual(Object.keys(expired.data).filter((k) => !['requestId', 'action', 'decidedBy', 'reason'].includes(k)), []);
+    assert.deepEqual(expired.context, { service_session_id: 'sess-3', service_agent_id: 'agent-3' });
+  });
+
+  test('confirm is not forwarded', async () => {
+    const created = await createRequest(gate, { action: 'restart.service', context: { sessionId: 'sess-4' } });
+    assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${created.id}/decide`, payload: { decision: 'approved' } })).statusCode, 200);
+    await eventually('request.approved', () => observe.ingested(created.id).find((e) => e.event === 'request.approved'));
+    const confirm = await gate.call({ method: 'POST', url: `/api/requests/${created.id}/confirm`, payload: { result: { ok: true } } });
+    assert.equal(confirm.statusCode, 200, confirm.body);
+    await sleep(300);
+    assert.deepEqual(observe.ingested(created.id).map((e) => e.event), ['request.created', 'request.approved']);
+    const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['event', 'body']).where('kind', '=', 'observe').execute();
+    const mine = rows.filter((r) => (JSON.parse(r.body) as IngestBody).data.requestId === created.id);
+    assert.deepEqual(mine.map((r) => r.event).sort(), ['request.approved', 'request.created'], 'no observe row queued for confirm');
+  });
+
+  test('without a session id in the context, no correlation is invented', async () => {
+    const created = await createRequest(gate, { action: 'noop', context: { note: 'x' } });
+    const [event] = await eventually('created', () => {
+      const seen = observe.ingested(created.id);
+      return seen.length ? seen : undefined;
+    });
+    assert.equal(event!.context.service_session_id, undefined);
+    assert.equal(event!.context.service_agent_id, undefined);
+  });
+
+  test('a policy auto_deny with context.sessionId is reported to the guardrail-breach endpoint with the service token', async () => {
+    const policyId = await createPolicy(gate, 'rm.rf', 'auto_deny');
+    const created = await createRequest(gate, { action: 'rm.rf', params: { path: '/' }, context: { sessionId: 'sess-9', agentId: 'agent-9' } });
+    assert.equal(created.status, 'denied');
+    assert.equal(created.decidedBy, `policy:${policyId}`);
+
+    const breach = await eventually('breach report', () => observe.breaches().find((b) => b.sessionId === 'sess-9'));
+    assert.equal(breach.captured.method, 'POST');
+    assert.equal(breach.captured.headers.authorization, `Bearer ${SERVICE_TOKEN}`);
+    assert.match(String(breach.captured.headers['content-type']), /^application\/json/);
+    assert.deepEqual(Object.keys(breach).filter((k) => k !== 'captured').sort(), ['agentId', 'breach', 'sessionId']);
+    assert.equal(breach.sessionId, 'sess-9');
+    assert.equal(breach.agentId, 'agent-9');
+    assert.equal(typeof breach.breach.ruleId, 'string');
+    assert.ok(breach.breach.ruleId.includes(policyId), `ruleId ${breach.breach.ruleId} names the policy`);
+    assert.equal(typeof breach.breach.source, 'string');
+    assert.ok(breach.breach.source.length > 0);
+    if (breach.breach.tool !== undefined) assert.equal(breach.breach.tool, 'rm.rf');
+    if (breach.breach.ruleType !== undefined) assert.equal(typeof breach.breach.ruleType, 'string');
+    if (breach.breach.reason !== undefined) assert.equal(typeof breach.breach.reason, 'string');
+    assert.deepEqual(
+      Object.keys(breach.breach).filter((k) => !['ruleId', 'ruleType', 'tool', 'reason', 'source'].includes(k)),
+      [],
+      'only the fields observe accepts',
+    );
+
+    // The deny is also an ingested approval event.
+    const denied = await eventually('request.denied', () => observe.ingested(created.id).find((e) => e.event === 'request.denied'));
+    assert.equal(denied.data.decidedBy, `policy:${policyId}`);
+    assert.equal(denied.captured.signatureValid, true);
+  });
+
+  test('auto_deny without a session id, and auto_approve, are not reported as breaches', async () => {
+    await createPolicy(gate, 'format.disk', 'auto_deny');
+    await createPolicy(gate, 'list.files', 'auto_approve');
+    const before = observe.breaches().length;
+    const noSession = await createRequest(gate, { action: 'format.disk', context: { agentId: 'agent-5' } });
+    assert.equal(noSession.status, 'denied');
+    const approved = await createRequest(gate, { action: 'list.files', context: { sessionId: 'sess-5', agentId: 'agent-5' } });
+    assert.equal(approved.status, 'approved');
+    await eventually('both decisions ingested', () =>
+      observe.ingested(noSession.id).some((e) => e.event === 'request.denied') && observe.ingested(approved.id).some((e) => e.event === 'request.approved')
+        ? true
+        : undefined,
+    );
+    await sleep(200);
+    assert.equal(observe.breaches().length, before);
+  });
+
+  test('every forwarded delivery was accepted by observe (signatures valid, rows delivered)', async () => {
+    const deadline = Date.now() + 5000;
+    let rows: { status: string; attempts: number }[] = [];
+    for (;;) {
+      rows = await gate.service.context.database.db.selectFrom('deliveries').select(['status', 'attempts']).where('kind', '=', 'observe').execute();
+      if (rows.every((r) => r.status === 'delivered') || Date.now() > deadline) break;
+      await sleep(20);
+    }
+    assert.ok(rows.length > 0);
+    assert.deepEqual(rows.filter((r) => r.status !== 'delivered'), []);
+    for (const r of observe.requests.filter((x) => x.path === INGEST)) assert.equal(r.signatureValid, true);
+  });
+});
+
+await describeEachDatabase('gate → observe when observe is down or slow', (backend) => {
+  test('observe down (connection refused): an auto_deny still answers 201 denied promptly', async () => {
+    const probe = await new FakeObserve().start();
+    const closedUrl = probe.url;
+    await probe.stop();
+    const gate = await startTestGate(backend, { env: observeEnv(closedUrl) });
+    try {
+      await createPolicy(gate, 'rm.rf', 'auto_deny');
+      const started = Date.now();
+      const created = await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-d', agentId: 'agent-d' } });
+      assert.equal(created.status, 'denied');
+      assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+      // The failed forwards stay queued for retry in the outbox.
+      const deadline = Date.now() + 3000;
+      let rows: { status: string; attempts: number }[] = [];
+      while (Date.now() < deadline) {
+        rows = await gate.service.context.database.db.selectFrom('deliveries').select(['status', 'attempts']).where('kind', '=', 'observe').execute();
+        if (rows.length > 0 && rows.every((r) => r.attempts >= 1)) break;
+        await sleep(20);
+      }
+      assert.ok(rows.length >= 2, 'created and denied are queued for observe');
+      for (const row of rows) assert.equal(row.status, 'pending');
+      const read = await gate.call({ method: 'GET', url: `/api/requests/${created.id}` });
+      assert.equal((read.json() as { status: string }).status, 'denied');
+    } finally {
+      await gate.close();
+    }
+  });
+
+  test('observe hanging: an auto_deny still answers 201 denied promptly', async () => {
+    const observe = await new FakeObserve('hang').start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe, { WEBHOOK_TIMEOUT_MS: '500' }) });
+    try {
+      await createPolicy(gate, 'rm.rf', 'auto_deny');
+      const started = Date.now();
+      const created = await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-h', agentId: 'agent-h' } });
+      const elapsed = Date.now() - started;
+      assert.equal(created.status, 'denied');
+      assert.ok(elapsed < 1000, `took ${elapsed} ms`);
+      // The breach report did go out (and is still unanswered).
+      const breach = await eventually('breach sent', () => observe.breaches()[0]);
+      assert.equal(breach.sessionId, 'sess-h');
+      // A second request is not held up by the first one's hanging reports either.
+      const again = Date.now();
+      const second = await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-h2' } });
+      assert.equal(second.status, 'denied');
+      assert.ok(Date.now() - again < 1000);
+    } finally {
+      await observe.stop();
+      await gate.close();
+    }
+  });
+
+  test('an OBSERVE_URL with a base path keeps it: POST {OBSERVE_URL}/api/events/ingest and {OBSERVE_URL}/api/internal/eval/guardrail-breach', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: observeEnv(`${observe.url}/observe`) });
+    try {
+      await createPolicy(gate, 'rm.rf', 'auto_deny');
+      await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-p', agentId: 'agent-p' } });
+      await eventually('created, denied and the breach report', () => (observe.requests.length >= 3 ? true : undefined));
+      await sleep(100);
+      assert.deepEqual(
+        [...new Set(observe.requests.map((r) => r.path))].sort(),
+        [`/observe${BREACH}`, `/observe${INGEST}`].sort(),
+        'the base path of OBSERVE_URL was dropped',
+      );
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
+  test('without INTERNAL_SERVICE_TOKEN no breach is reported, but the events are still forwarded', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: { OBSERVE_URL: observe.url, OBSERVE_WEBHOOK_SECRET: OBSERVE_SECRET } });
+    try {
+      await createPolicy(gate, 'rm.rf', 'auto_deny');
+      const created = await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-t', agentId: 'agent-t' } });
+      assert.equal(created.status, 'denied');
+      await eventually('request.denied forwarded', () => observe.ingested(created.id).find((e) => e.event === 'request.denied'));
+      await sleep(200);
+      assert.equal(observe.breaches().length, 0);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+});
