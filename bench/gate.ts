@@ -24,7 +24,7 @@ import {
   compilePolicySet,
   evaluatePolicies,
   ruleSchema,
-  type CompiledPolicy,
+  type CompiledPolicySet,
   type EvaluatedRequest,
   type PolicyDefinition,
   type Rule,
@@ -190,8 +190,8 @@ function benchEvaluation(policyCount: number, requests: readonly EvaluatedReques
       }
     }
   }
-  const compiled: CompiledPolicy[] = compilePolicySet(definitions, isSafePattern);
-  const position = new Map(compiled.map((p, i) => [p.id, i + 1]));
+  const compiled: CompiledPolicySet = compilePolicySet(definitions, isSafePattern);
+  const position = new Map(compiled.policies.map((p, i) => [p.id, i + 1]));
 
   let unmatched = 0;
   let positions = 0;

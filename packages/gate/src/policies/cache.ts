@@ -1,5 +1,5 @@
 import type { GateDatabase } from '../schema.ts';
-import { compilePolicySet, evaluatePolicies, type CompiledPolicy, type EvaluatedRequest, type PolicyDecision } from './engine.ts';
+import { compilePolicySet, evaluatePolicies, type CompiledPolicySet, type EvaluatedRequest, type PolicyDecision } from './engine.ts';
 import { isSafePattern } from './regex-safety.ts';
 import { allPolicies, policyVersion, toDefinition } from './store.ts';
 
@@ -10,12 +10,12 @@ import { allPolicies, policyVersion, toDefinition } from './store.ts';
  */
 export class PolicyCache {
   private version = -1;
-  private compiled: CompiledPolicy[] = [];
+  private compiled: CompiledPolicySet = compilePolicySet([], isSafePattern);
   private loading: Promise<void> | null = null;
 
   constructor(private readonly database: GateDatabase) {}
 
-  async current(): Promise<CompiledPolicy[]> {
+  async current(): Promise<CompiledPolicySet> {
     const version = await policyVersion(this.database);
     if (version !== this.version) {
       this.loading ??= (async () => {

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import {
   compilePolicySet,
   evaluatePolicies,
+  type CompiledPolicySet,
   type EvaluatedRequest,
   type Matcher,
   type PolicyDecision,
@@ -48,7 +49,7 @@ describe('policy engine: which policies and in which order', () => {
       allSafe,
     );
     assert.deepEqual(
-      compiled.map((p) => [p.id, p.priority]),
+      compiled.policies.map((p) => [p.id, p.priority]),
       [
         ['z', -3],
         ['b', 5],
@@ -434,4 +435,91 @@ describe('policy engine: matcher table', () => {
       assert.equal(matches(match, base), expected);
     });
   }
+});
+
+describe('policy engine: the rule index never changes a decision', () => {
+  /** The definition of the semantics: every enabled rule in order, no index. */
+  function linearDecision(set: CompiledPolicySet, req: EvaluatedRequest): [string | null, number | null] {
+    const namespace = { action: req.action, status: req.status, urgency: req.urgency, params: req.params, context: req.context, ...req.params };
+    for (const { policy: p, rule } of set.ordered) if (rule.test(namespace)) return [p.id, rule.index];
+    return [null, null];
+  }
+
+  test('indexed rules come back in priority order: a later bucket never overtakes an earlier unindexed rule', () => {
+    const policies = [
+      policy('first', [{ match: { amount: { $gt: 10 } }, decision: 'auto_deny' }], { priority: 1 }),
+      policy('second', [{ match: { action: 'pay' }, decision: 'auto_approve' }], { priority: 2 }),
+      policy('third', [{ match: { action: { $in: ['pay', 'refund'] }, 'context.team': 'a' }, decision: 'route_to_agent' }], { priority: 3 }),
+    ];
+    assert.equal(decide(policies, request({ action: 'pay', params: { amount: 50 } })).policyId, 'first');
+    assert.equal(decide(policies, request({ action: 'pay', params: { amount: 5 } })).policyId, 'second');
+    assert.equal(decide(policies, request({ action: 'refund', context: { team: 'a' } })).policyId, 'third');
+    assert.equal(decide(policies, request({ action: 'refund', context: { team: 'b' } })).policyId, null);
+  });
+
+  test('a params key shadowing action is what the index looks up', () => {
+    const policies = [policy('p', [{ match: { action: 'read' }, decision: 'auto_approve' }])];
+    assert.equal(decide(policies, request({ action: 'delete', params: { action: 'read' } })).decision, 'auto_approve');
+    assert.equal(decide(policies, request({ action: 'read', params: { action: 'delete' } })).decision, 'route_to_human');
+  });
+
+  test('types stay strict through the index: 1 is not "1", false is not 0', () => {
+    const policies = [
+      policy('n', [{ match: { level: 1 }, decision: 'auto_approve' }], { priority: 1 }),
+      policy('b', [{ match: { flag: false }, decision: 'auto_deny' }], { priority: 2 }),
+    ];
+    assert.equal(decide(policies, request({ params: { level: '1' } })).policyId, null);
+    assert.equal(decide(policies, request({ params: { level: 1 } })).policyId, 'n');
+    assert.equal(decide(policies, request({ params: { flag: 0 } })).policyId, null);
+    assert.equal(decide(policies, request({ params: { flag: false } })).policyId, 'b');
+  });
+
+  test('on 3,000 random requests against 40 random policies the indexed and the linear evaluation agree', () => {
+    let seed = 12345;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const actions = ['a', 'b', 'c', 'd'];
+    const paths = ['action', 'urgency', 'kind', 'params.kind', 'context.team', 'n', 'context.level'];
+    const values = ['a', 'b', 'x', 'y', 1, 2, true, null];
+    const matcher = (): Matcher =>
+      pick<() => Matcher>([
+        () => pick(values),
+        () => ({ $in: [pick(['a', 'b', 'x', 1]), pick(['c', 'y', 2])] }),
+        () => ({ $gte: 1 }),
+        () => ({ $regex: '^[ab]' }),
+        () => ({ $in: ['a'], $regex: 'a' }),
+      ])();
+    const policies = Array.from({ length: 40 }, (_, k) =>
+      policy(
+        `p${k}`,
+        Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
+          match: Object.fromEntries(Array.from({ length: 2 + Math.floor(random() * 2) }, () => [pick(paths), matcher()])),
+          decision: 'auto_approve' as const,
+        })),
+        { priority: Math.floor(random() * 10), enabled: random() > 0.1 },
+      ),
+    );
+    const set = compilePolicySet(policies, allSafe);
+    let matched = 0;
+    for (let i = 0; i < 3000; i += 1) {
+      const params: Record<string, unknown> = {};
+      if (random() < 0.5) params.kind = pick(values);
+      if (random() < 0.5) params.n = pick(values);
+      if (random() < 0.1) params.action = pick(actions);
+      const req = request({
+        action: pick(actions),
+        urgency: pick(['low', 'a', 'b']),
+        params,
+        context: random() < 0.7 ? { team: pick(values), level: pick(values) } : {},
+      });
+      const got = evaluatePolicies(set, req);
+      const expected = linearDecision(set, req);
+      assert.deepEqual([got.policyId, got.ruleIndex], expected, JSON.stringify(req));
+      if (expected[0] !== null) matched += 1;
+    }
+    assert.ok(matched > 300 && matched < 2700, `the random set must exercise both outcomes (${matched} matched)`);
+  });
 });

@@ -81,6 +81,31 @@ export interface CompiledPolicy {
   rules: CompiledRule[];
 }
 
+/** One rule in evaluation order, with the policy it belongs to. */
+interface OrderedRule {
+  policy: CompiledPolicy;
+  rule: CompiledRule;
+}
+
+/** Rules that require `path` to equal one of a few values, bucketed by that value. */
+interface EqualityIndex {
+  path: readonly string[];
+  byValue: Map<unknown, number[]>;
+}
+
+/**
+ * The enabled policies in order, plus an index that narrows each request to the rules that can
+ * match it. Every rule with an exact or `$in` matcher is filed under its most selective one (the
+ * path/value pair fewest rules share); a request then looks its value up once per indexed path,
+ * and only those buckets plus the rules without any such matcher are tested, in the original order.
+ */
+export interface CompiledPolicySet {
+  policies: CompiledPolicy[];
+  ordered: OrderedRule[];
+  unindexed: number[];
+  indexes: EqualityIndex[];
+}
+
 /** Decides whether a regex may be used; unsafe (or unjudgeable) patterns never match. */
 export type RegexSafety = (pattern: string) => boolean;
 
@@ -143,12 +168,57 @@ export function compilePolicy(policy: PolicyDefinition, isSafe: RegexSafety): Co
   };
 }
 
-/** Enabled policies only, ascending priority (ties by id, so the order is stable), compiled. */
-export function compilePolicySet(policies: readonly PolicyDefinition[], isSafe: RegexSafety): CompiledPolicy[] {
-  return policies
+/**
+ * The values a matcher requires its field to equal, or null when it accepts others too. Exact
+ * null is left out: it also matches a missing field, which no lookup value stands for.
+ */
+function requiredValues(matcher: Matcher): readonly (string | number | boolean)[] | null {
+  if (matcher === null) return null;
+  if (typeof matcher !== 'object') return [matcher];
+  return matcher.$in ?? null;
+}
+
+function buildIndexes(ordered: readonly OrderedRule[]): Pick<CompiledPolicySet, 'unindexed' | 'indexes'> {
+  const shared = new Map<string, number>();
+  const pairKey = (path: string, value: unknown): string => JSON.stringify([path, value]);
+  for (const { rule } of ordered) {
+    for (const [path, matcher] of Object.entries(rule.rule.match)) {
+      for (const value of requiredValues(matcher) ?? []) shared.set(pairKey(path, value), (shared.get(pairKey(path, value)) ?? 0) + 1);
+    }
+  }
+  const unindexed: number[] = [];
+  const byPath = new Map<string, EqualityIndex>();
+  ordered.forEach(({ rule }, position) => {
+    let best: { path: string; values: readonly (string | number | boolean)[]; cost: number } | null = null;
+    for (const [path, matcher] of Object.entries(rule.rule.match)) {
+      const values = requiredValues(matcher);
+      if (!values) continue;
+      const cost = values.reduce<number>((sum, value) => sum + shared.get(pairKey(path, value))!, 0);
+      if (!best || cost < best.cost) best = { path, values, cost };
+    }
+    if (!best) {
+      unindexed.push(position);
+      return;
+    }
+    let index = byPath.get(best.path);
+    if (!index) byPath.set(best.path, (index = { path: best.path.split('.'), byValue: new Map() }));
+    for (const value of new Set(best.values)) {
+      const bucket = index.byValue.get(value);
+      if (bucket) bucket.push(position);
+      else index.byValue.set(value, [position]);
+    }
+  });
+  return { unindexed, indexes: [...byPath.values()] };
+}
+
+/** Enabled policies only, ascending priority (ties by id, so the order is stable), compiled and indexed. */
+export function compilePolicySet(policies: readonly PolicyDefinition[], isSafe: RegexSafety): CompiledPolicySet {
+  const compiled = policies
     .filter((p) => p.enabled)
     .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map((p) => compilePolicy(p, isSafe));
+  const ordered = compiled.flatMap((policy) => policy.rules.map((rule) => ({ policy, rule })));
+  return { policies: compiled, ordered, ...buildIndexes(ordered) };
 }
 
 /** Request fields, then params flattened on top: a params key named action/status/urgency shadows the field. */
@@ -173,23 +243,33 @@ const ROUTE_TO_HUMAN: PolicyDecision = {
   requireReason: false,
 };
 
+/** Positions of the rules that can match, ascending (evaluation order). */
+function candidates(set: CompiledPolicySet, namespace: Namespace): readonly number[] {
+  let merged: number[] | null = null;
+  for (const index of set.indexes) {
+    const bucket = index.byValue.get(lookup(namespace, index.path));
+    if (bucket) (merged ??= [...set.unindexed]).push(...bucket);
+  }
+  // Buckets are disjoint (a rule sits under one path, and a lookup yields one value per path).
+  return merged ? merged.sort((a, b) => a - b) : set.unindexed;
+}
+
 /** The first matching rule across policies in order decides; no match routes to a human. */
-export function evaluatePolicies(policies: readonly CompiledPolicy[], request: EvaluatedRequest): PolicyDecision {
+export function evaluatePolicies(set: CompiledPolicySet, request: EvaluatedRequest): PolicyDecision {
   const namespace = namespaceOf(request);
-  for (const policy of policies) {
-    for (const { index, test, rule } of policy.rules) {
-      if (test(namespace)) {
-        return {
-          decision: rule.decision,
-          policyId: policy.id,
-          policyName: policy.name,
-          ruleIndex: index,
-          approvers: rule.approvers ?? [],
-          channels: rule.channels ?? [],
-          requireReason: rule.requireReason ?? false,
-        };
-      }
-    }
+  for (const position of candidates(set, namespace)) {
+    const { policy, rule: compiled } = set.ordered[position]!;
+    if (!compiled.test(namespace)) continue;
+    const { rule, index } = compiled;
+    return {
+      decision: rule.decision,
+      policyId: policy.id,
+      policyName: policy.name,
+      ruleIndex: index,
+      approvers: rule.approvers ?? [],
+      channels: rule.channels ?? [],
+      requireReason: rule.requireReason ?? false,
+    };
   }
   return ROUTE_TO_HUMAN;
 }
