@@ -8,6 +8,7 @@ import {
   SqliteDialect,
   sql,
   CompiledQuery,
+  type Compilable,
   type RawBuilder,
   type SqliteDatabase,
   type SqliteStatement,
@@ -197,26 +198,25 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
  * and then reused (a prepared statement on SQLite), so a batch pays only for binding values.
  * Fixed chunk sizes keep the number of distinct statements small.
  */
-export class BulkInserter<Row extends Record<string, unknown>> {
+export class BulkInserter<Row extends object> {
   private static readonly CHUNKS = [100, 32, 8, 1];
-  private readonly statements = new Map<number, string>();
+  private readonly statements = new Map<string, string>();
 
   constructor(
-    private readonly dialect: DialectName,
     private readonly table: string,
     private readonly columns: readonly (keyof Row & string)[],
     /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
     private readonly fullTextKey?: keyof Row & string,
   ) {}
 
-  private statement(db: Kysely<any>, size: number): string {
-    let text = this.statements.get(size);
+  private statement(db: Kysely<any>, dialect: DialectName, size: number): string {
+    let text = this.statements.get(`${dialect}:${size}`);
     if (text === undefined) {
       const template = Object.fromEntries(this.columns.map((c) => [c, null]));
       let query = db.insertInto(this.table).values(Array.from({ length: size }, () => template));
-      if (this.fullTextKey && this.dialect === 'sqlite') query = query.returning([sql`rowid`.as('rowid'), this.fullTextKey]) as typeof query;
+      if (this.fullTextKey && dialect === 'sqlite') query = query.returning([sql`rowid`.as('rowid'), this.fullTextKey]) as typeof query;
       text = query.compile().sql;
-      this.statements.set(size, text);
+      this.statements.set(`${dialect}:${size}`, text);
     }
     return text;
   }
@@ -225,15 +225,15 @@ export class BulkInserter<Row extends Record<string, unknown>> {
    * Inserts the rows; `words(i)` gives the full-text words of `rows[i]` (used on SQLite only, where
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
-  async insert(db: Kysely<any>, rows: readonly Row[], words?: (index: number) => string): Promise<void> {
+  async insert(db: Kysely<any>, dialect: DialectName, rows: readonly Row[], words?: (index: number) => string): Promise<void> {
     let offset = 0;
     for (const size of BulkInserter.CHUNKS) {
       while (rows.length - offset >= size) {
         const chunk = rows.slice(offset, offset + size);
         const parameters: unknown[] = [];
         for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
-        const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, size), parameters));
-        if (this.fullTextKey && words && this.dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
+        const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
+        if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
         offset += size;
       }
     }
@@ -281,4 +281,43 @@ export function databaseFailure(error: unknown): 'unavailable' | 'storage' | und
   if (UNREACHABLE_CODES.has(code)) return 'unavailable';
   if (code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code)) return 'storage';
   return undefined;
+}
+
+const PLACEHOLDER = '\u0000vigil-prepared-parameter:';
+
+/**
+ * A hot-path query that Kysely builds and compiles once per dialect; each call only binds values
+ * (and reuses the prepared statement on SQLite). `build` receives a placeholder for every argument
+ * and may use them only as query values, never in JavaScript logic.
+ */
+export class PreparedQuery<Schema, Args extends unknown[], Row> {
+  private readonly compiled = new Map<DialectName, { sql: string; bind: (args: Args) => unknown[] }>();
+
+  constructor(private readonly build: (db: Kysely<Schema>, dialect: DialectName, ...args: Args) => Compilable<Row>) {}
+
+  private compile(db: Kysely<Schema>, dialect: DialectName): { sql: string; bind: (args: Args) => unknown[] } {
+    let entry = this.compiled.get(dialect);
+    if (!entry) {
+      const placeholders = Array.from({ length: this.build.length - 2 }, (_, i) => `${PLACEHOLDER}${i}`) as unknown as Args;
+      const query = this.build(db, dialect, ...placeholders).compile();
+      const slots = query.parameters.map((value) =>
+        typeof value === 'string' && value.startsWith(PLACEHOLDER) ? Number(value.slice(PLACEHOLDER.length)) : { constant: value },
+      );
+      const used = new Set(slots.filter((slot) => typeof slot === 'number'));
+      if (used.size !== placeholders.length) throw new Error(`PreparedQuery: ${placeholders.length - used.size} argument(s) are not query values`);
+      entry = { sql: query.sql, bind: (args) => slots.map((slot) => (typeof slot === 'number' ? args[slot] : slot.constant)) };
+      this.compiled.set(dialect, entry);
+    }
+    return entry;
+  }
+
+  /** Runs on `executor` (the database or a transaction of it). */
+  async execute(executor: Kysely<Schema>, dialect: DialectName, ...args: Args): Promise<Row[]> {
+    const { sql: text, bind } = this.compile(executor, dialect);
+    return (await executor.executeQuery<Row>(CompiledQuery.raw(text, bind(args)))).rows;
+  }
+
+  async first(executor: Kysely<Schema>, dialect: DialectName, ...args: Args): Promise<Row | undefined> {
+    return (await this.execute(executor, dialect, ...args))[0];
+  }
 }

@@ -10,3 +10,4 @@ export * from './time.ts';
 export * from './version.ts';
 export * from './jobs.ts';
 export * from './text.ts';
+export * from './group-commit.ts';

@@ -1,5 +1,6 @@
-import { generateSecret, newId, sha256Hex, toIso } from '@vigil/platform';
-import type { ApiKeyRow, GateDatabase } from '../schema.ts';
+import { generateSecret, newId, PreparedQuery, sha256Hex, toIso } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import type { ApiKeyRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
 
 export interface ApiKey {
@@ -44,8 +45,12 @@ export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | nul
   };
 }
 
+const selectActiveKey = new PreparedQuery((db: Kysely<GateSchema>, _dialect, keyHash: string) =>
+  db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null),
+);
+
 export async function findActiveKeyByHash(database: GateDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return database.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst();
+  return selectActiveKey.first(database.db, database.dialect, keyHash);
 }
 
 /**

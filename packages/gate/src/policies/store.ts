@@ -1,4 +1,4 @@
-import { toIso } from '@vigil/platform';
+import { PreparedQuery, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { GateDatabase, GateSchema, PolicyRow } from '../schema.ts';
 import type { PolicyDefinition, Rule } from './engine.ts';
@@ -11,8 +11,11 @@ export function toPolicy(row: PolicyRow): PolicyDefinition & { createdAt: string
   return { ...toDefinition(row), createdAt: toIso(row.created_at), updatedAt: toIso(row.updated_at) };
 }
 
+const selectCounter = new PreparedQuery((db: Kysely<GateSchema>, _dialect, name: string) => db.selectFrom('counters').select('value').where('name', '=', name));
+
 export async function policyVersion(database: GateDatabase): Promise<number> {
-  const row = await database.db.selectFrom('counters').select('value').where('name', '=', 'policies').executeTakeFirstOrThrow();
+  const row = await selectCounter.first(database.db, database.dialect, 'policies');
+  if (!row) throw new Error('the policies counter row is missing');
   return row.value;
 }
 

@@ -155,7 +155,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     },
     async (request) => {
       // Reading the trail also settles a due expiry, so the trail shows it.
-      const row = (await requests.get(request.params.id)) ?? (await findRequest(ctx.database.db, request.params.id));
+      const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
       return (await auditTrail(ctx.database, row.id)).map((entry) => ({
         timestamp: toIso(entry.ts),

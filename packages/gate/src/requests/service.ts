@@ -1,10 +1,10 @@
-import { newId, type ZodApp } from '@vigil/platform';
+import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { PolicyDecision } from '../policies/engine.ts';
-import type { GateSchema, RequestRow } from '../schema.ts';
-import type { WebhookEvent } from '../webhooks/outbox.ts';
+import type { AuditRow, GateSchema, RequestRow } from '../schema.ts';
+import type { Transition, WebhookEvent } from '../webhooks/outbox.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { addAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
 
@@ -20,28 +20,68 @@ export interface NewRequest {
 
 type Log = ZodApp['log'];
 
+/** One request creation, ready to write: its row (already in its final state), audit entries and transitions. */
+interface Creation {
+  row: RequestRow;
+  audits: AuditRow[];
+  transitions: Transition[];
+}
+
+const REQUEST_COLUMNS: (keyof RequestRow)[] = [
+  'id', 'action', 'params', 'context', 'urgency', 'status', 'expires_at', 'created_at', 'decided_at', 'decided_by', 'decision_reason',
+  'policy_decision', 'confirmed_at', 'execution_result',
+];
+const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'ts', 'event', 'actor', 'details'];
+const requestInserter = new BulkInserter<RequestRow>('requests', REQUEST_COLUMNS);
+const auditInserter = new BulkInserter<AuditRow>('audit_entries', AUDIT_COLUMNS);
+
+/** Requests created concurrently share one transaction; far more than this many are split. */
+const MAX_CREATIONS_PER_GROUP = 256;
+
+function auditRow(requestId: string, event: string, actor: string, at: number, details?: object): AuditRow {
+  return { id: newId(), request_id: requestId, ts: at, event, actor, details: details === undefined ? null : JSON.stringify(details) };
+}
+
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction. */
 export class RequestService {
+  private readonly creations: GroupCommitter<Creation, void>;
+
   constructor(
     private readonly ctx: GateContext,
     private readonly log: Log,
-  ) {}
+  ) {
+    const { database } = ctx;
+    this.creations = new GroupCommitter(
+      async (group) => {
+        const deliveries = await database.db.transaction().execute(async (trx) => {
+          await requestInserter.insert(trx, database.dialect, group.map((c) => c.row));
+          await auditInserter.insert(trx, database.dialect, group.flatMap((c) => c.audits));
+          return ctx.outbox.enqueue(trx, database.dialect, group.flatMap((c) => c.transitions));
+        });
+        ctx.outbox.dispatch(deliveries);
+        return group.map(() => undefined);
+      },
+      { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
+    );
+  }
 
   private async audit(trx: Kysely<GateSchema>, requestId: string, event: string, actor: string, at: number, details?: object): Promise<void> {
-    await addAudit(trx, { id: newId(), request_id: requestId, ts: at, event, actor, details: details === undefined ? null : JSON.stringify(details) });
+    await addAudit(trx, auditRow(requestId, event, actor, at, details));
   }
 
   private async transition(trx: Kysely<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
-    return this.ctx.outbox.enqueue(trx, event, row);
+    return this.ctx.outbox.enqueue(trx, this.ctx.database.dialect, [{ event, request: { ...row } }]);
   }
 
-  /** Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). */
+  /**
+   * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). The row
+   * is written in its final state, with the `created` and decision audit entries and webhooks.
+   */
   async create(input: NewRequest, actor: string): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
     const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
-    const policyActor = `policy:${decision.policyId}`;
-    const row: RequestRow = {
+    const pending: RequestRow = {
       id: newId(),
       action: input.action,
       params: JSON.stringify(input.params),
@@ -57,28 +97,21 @@ export class RequestService {
       confirmed_at: null,
       execution_result: null,
     };
-    const deliveries = await this.ctx.database.db.transaction().execute(async (trx) => {
-      await trx.insertInto('requests').values(row).execute();
-      await this.audit(trx, row.id, 'created', actor, now, { urgency: row.urgency, policyDecision: decision.decision });
-      const ids = await this.transition(trx, row, 'request.created');
-      if (auto) {
-        row.status = auto;
-        row.decided_at = now;
-        row.decided_by = policyActor;
-        row.decision_reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
-        await trx
-          .updateTable('requests')
-          .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
-          .where('id', '=', row.id)
-          .execute();
-        await this.audit(trx, row.id, auto, policyActor, now, { reason: row.decision_reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
-        ids.push(...(await this.transition(trx, row, 'request.decided')));
-      }
-      return ids;
-    });
-    this.ctx.outbox.dispatch(deliveries);
-    if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, row, decision);
-    return row;
+    const creation: Creation = {
+      row: pending,
+      audits: [auditRow(pending.id, 'created', actor, now, { urgency: pending.urgency, policyDecision: decision.decision })],
+      transitions: [{ event: 'request.created', request: pending }],
+    };
+    if (auto) {
+      const policyActor = `policy:${decision.policyId}`;
+      const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
+      creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
+      creation.audits.push(auditRow(pending.id, auto, policyActor, now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
+      creation.transitions.push({ event: 'request.decided', request: creation.row });
+    }
+    await this.creations.submit(creation);
+    if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
+    return creation.row;
   }
 
   /** Marks a pending request past its deadline `expired` (inside the caller's transaction). */
@@ -102,7 +135,7 @@ export class RequestService {
 
   /** Reads a request, expiring it first if its deadline has passed. */
   async get(id: string): Promise<RequestRow | undefined> {
-    const row = await findRequest(this.ctx.database.db, id);
+    const row = await findRequest(this.ctx.database, id);
     if (row && this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
     return row;
   }

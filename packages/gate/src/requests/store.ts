@@ -1,4 +1,4 @@
-import { forUpdate, toIso } from '@vigil/platform';
+import { forUpdate, PreparedQuery, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision } from '../policies/engine.ts';
@@ -38,12 +38,17 @@ export function toRequestDetail(row: RequestRow) {
   };
 }
 
-export async function findRequest(db: Kysely<GateSchema>, id: string): Promise<RequestRow | undefined> {
-  return db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst();
+const selectRequest = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => db.selectFrom('requests').selectAll().where('id', '=', id));
+const selectRequestForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
+  forUpdate(db.selectFrom('requests').selectAll().where('id', '=', id), dialect),
+);
+
+export async function findRequest(database: GateDatabase, id: string): Promise<RequestRow | undefined> {
+  return selectRequest.first(database.db, database.dialect, id);
 }
 
 export async function lockRequest(trx: Kysely<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
-  return forUpdate(trx.selectFrom('requests').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+  return selectRequestForUpdate.first(trx, database.dialect, id);
 }
 
 export async function addAudit(trx: Kysely<GateSchema>, entry: AuditRow): Promise<void> {

@@ -1,4 +1,15 @@
-import { fetchWithTimeout, joinUrl, hmacSha256Hex, newId, toIso, type Clock, type GateConfig } from '@vigil/platform';
+import {
+  BulkInserter,
+  fetchWithTimeout,
+  hmacSha256Hex,
+  joinUrl,
+  newId,
+  PreparedQuery,
+  toIso,
+  type Clock,
+  type DialectName,
+  type GateConfig,
+} from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DeliveryRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
@@ -41,6 +52,22 @@ function observeEvent(event: WebhookEvent, request: RequestRow): { name: string;
 
 const CLAIM_SLACK_MS = 5000;
 
+/** A state change to report: the event and the request as it stood right after it. */
+export interface Transition {
+  event: WebhookEvent;
+  request: RequestRow;
+}
+
+const selectEnabledWebhooks = new PreparedQuery((db: Kysely<GateSchema>, _dialect, enabled: number) =>
+  db.selectFrom('webhooks').select(['id', 'url', 'events']).where('enabled', '=', enabled),
+);
+
+const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
+  'id', 'webhook_id', 'kind', 'url', 'event', 'body', 'status', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error',
+  'response_status', 'created_at', 'delivered_at',
+];
+const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_COLUMNS);
+
 /**
  * The webhook outbox. Deliveries are rows written in the same transaction as the state change
  * they report, so none is lost: attempt 1 starts right after commit (never awaited by the API
@@ -59,27 +86,34 @@ export class Outbox {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** In the caller's transaction: one delivery per enabled webhook subscribed to `event`, plus observe's copy. */
-  async enqueue(trx: Kysely<GateSchema>, event: WebhookEvent, request: RequestRow): Promise<string[]> {
+  /**
+   * In the caller's transaction: for each transition (the request as it stood right after it), one
+   * delivery per enabled webhook subscribed to the event, plus observe's copy. Returns the ids to
+   * `dispatch` after commit.
+   */
+  async enqueue(trx: Kysely<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<string[]> {
     const now = this.clock.now();
-    const body = JSON.stringify({ event, timestamp: toIso(now), data: deliveryData(request) });
-    const hooks = (await trx.selectFrom('webhooks').select(['id', 'url', 'events']).where('enabled', '=', 1).execute()).filter((h) =>
-      (JSON.parse(h.events) as string[]).includes(event),
-    );
-    const rows: DeliveryRow[] = hooks.map((hook) => this.row(hook.id, 'webhook', hook.url, event, body, now));
-
-    const observe = this.config.observe;
-    const forwarded = observe?.webhookSecret ? observeEvent(event, request) : null;
-    if (observe && forwarded) {
-      const context = JSON.parse(request.context) as Record<string, unknown>;
-      const correlation = {
-        ...(typeof context.sessionId === 'string' && { service_session_id: context.sessionId }),
-        ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
-      };
-      const observeBody = JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation });
-      rows.push(this.row(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
+    const hooks = (await selectEnabledWebhooks.execute(trx, dialect, 1)).map((h) => ({ ...h, events: JSON.parse(h.events) as string[] }));
+    const observe = this.config.observe?.webhookSecret ? this.config.observe : undefined;
+    const rows: DeliveryRow[] = [];
+    for (const { event, request } of transitions) {
+      const subscribed = hooks.filter((hook) => hook.events.includes(event));
+      if (subscribed.length > 0) {
+        const body = JSON.stringify({ event, timestamp: toIso(now), data: deliveryData(request) });
+        for (const hook of subscribed) rows.push(this.row(hook.id, 'webhook', hook.url, event, body, now));
+      }
+      const forwarded = observe ? observeEvent(event, request) : null;
+      if (observe && forwarded) {
+        const context = JSON.parse(request.context) as Record<string, unknown>;
+        const correlation = {
+          ...(typeof context.sessionId === 'string' && { service_session_id: context.sessionId }),
+          ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
+        };
+        const observeBody = JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation });
+        rows.push(this.row(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
+      }
     }
-    if (rows.length > 0) await trx.insertInto('deliveries').values(rows).execute();
+    if (rows.length > 0) await deliveryInserter.insert(trx, dialect, rows);
     return rows.map((r) => r.id);
   }
 

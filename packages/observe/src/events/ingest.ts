@@ -1,4 +1,4 @@
-import { BulkInserter, canonicalJson, forUpdate, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
+import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, jsonWords, newId, toIso } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
@@ -60,16 +60,7 @@ const EVENT_COLUMNS: (keyof EventRow)[] = [
 ];
 
 type InsertableEvent = EventRow & Record<string, unknown>;
-const inserters = new Map<DialectName, BulkInserter<InsertableEvent>>();
-
-function eventInserter(dialect: DialectName): BulkInserter<InsertableEvent> {
-  let inserter = inserters.get(dialect);
-  if (!inserter) {
-    inserter = new BulkInserter<InsertableEvent>(dialect, 'events', EVENT_COLUMNS, 'id');
-    inserters.set(dialect, inserter);
-  }
-  return inserter;
-}
+const eventInserter = new BulkInserter<InsertableEvent>('events', EVENT_COLUMNS, 'id');
 
 
 interface AgentTouch {
@@ -202,8 +193,9 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
       if (agent) agent.newSessions += 1;
     }
 
-    await eventInserter(database.dialect).insert(
+    await eventInserter.insert(
       trx,
+      database.dialect,
       prepared.map((event) => event.row),
       (index) => jsonWords(prepared[index]!.payload).join(' '),
     );
@@ -218,86 +210,22 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
 }
 
 
-interface PendingBatch {
-  events: PreparedEvent[];
-  resolve(appended: AppendedEvent[]): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Group commit. Batches that arrive while a transaction is running (or in the same event-loop
- * turn) are appended together in one transaction, so the per-transaction work (session locks and
- * updates, agents, commit) is paid once per group instead of once per request. Each batch keeps
- * its own all-or-nothing outcome: if a group fails, its batches are retried one by one, so only
- * the batch at fault is refused.
- */
+/** The one entry to the event store: batches from concurrent requests share a transaction (group commit). */
 export class EventAppender {
-  private readonly queue: PendingBatch[] = [];
-  private inFlight = 0;
-  private scheduled = false;
+  private readonly committer: GroupCommitter<PreparedEvent[], AppendedEvent[]>;
 
-  constructor(
-    private readonly database: ObserveDatabase,
-    /** Concurrent transactions: 1 on SQLite (one writer anyway), a few on PostgreSQL. */
-    private readonly maxInFlight: number,
-    private readonly maxGroupEvents = 5000,
-  ) {}
+  constructor(database: ObserveDatabase, maxInFlight: number, maxGroupEvents = 5000) {
+    this.committer = new GroupCommitter(
+      async (batches) => {
+        const appended = await appendPrepared(database, batches.flat());
+        let offset = 0;
+        return batches.map((batch) => appended.slice(offset, (offset += batch.length)));
+      },
+      { maxInFlight, maxGroupSize: maxGroupEvents, sizeOf: (batch) => batch.length },
+    );
+  }
 
   append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
-    const prepared = prepareBatch(events, receivedAt);
-    return new Promise((resolve, reject) => {
-      this.queue.push({ events: prepared, resolve, reject });
-      this.schedule();
-    });
-  }
-
-  /** Starts groups after the current I/O phase, so requests parsed together commit together. */
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.drain();
-    });
-  }
-
-  private drain(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const group: PendingBatch[] = [this.queue.shift()!];
-      let size = group[0]!.events.length;
-      while (this.queue.length > 0 && size + this.queue[0]!.events.length <= this.maxGroupEvents) {
-        const next = this.queue.shift()!;
-        size += next.events.length;
-        group.push(next);
-      }
-      this.inFlight += 1;
-      void this.commit(group).finally(() => {
-        this.inFlight -= 1;
-        if (this.queue.length > 0) this.schedule();
-      });
-    }
-  }
-
-  private async commit(group: PendingBatch[]): Promise<void> {
-    if (group.length > 1) {
-      try {
-        const appended = await appendPrepared(this.database, group.flatMap((batch) => batch.events));
-        let offset = 0;
-        for (const batch of group) {
-          batch.resolve(appended.slice(offset, offset + batch.events.length));
-          offset += batch.events.length;
-        }
-        return;
-      } catch {
-        // Fall through: each batch on its own, so one failure cannot refuse the others.
-      }
-    }
-    for (const batch of group) {
-      try {
-        batch.resolve(await appendPrepared(this.database, batch.events));
-      } catch (error) {
-        batch.reject(error);
-      }
-    }
+    return this.committer.submit(prepareBatch(events, receivedAt));
   }
 }

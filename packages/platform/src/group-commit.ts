@@ -1,0 +1,77 @@
+/**
+ * Group commit. Items submitted while a group is being committed (or in the same event-loop turn)
+ * are committed together by one call of `commitGroup`, so the per-transaction cost (locks, commit,
+ * WAL write or round trips) is paid once per group instead of once per request. Each item keeps its
+ * own outcome: if a group fails, its items are retried one by one, so only the item at fault fails.
+ */
+export class GroupCommitter<Item, Result> {
+  private readonly queue: { item: Item; resolve(result: Result): void; reject(error: unknown): void }[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    /** Commits the items in one transaction; returns one result per item, in order. */
+    private readonly commitGroup: (items: Item[]) => Promise<Result[]>,
+    private readonly options: {
+      /** Concurrent groups: 1 on SQLite (one writer anyway), a few on PostgreSQL. */
+      maxInFlight: number;
+      /** Upper bound on the summed `sizeOf` of one group (an item larger than this goes alone). */
+      maxGroupSize: number;
+      sizeOf?: (item: Item) => number;
+    },
+  ) {}
+
+  submit(item: Item): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Starts groups after the current I/O phase, so requests parsed together commit together. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    const sizeOf = this.options.sizeOf ?? (() => 1);
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const group = [this.queue.shift()!];
+      let size = sizeOf(group[0]!.item);
+      while (this.queue.length > 0 && size + sizeOf(this.queue[0]!.item) <= this.options.maxGroupSize) {
+        const next = this.queue.shift()!;
+        size += sizeOf(next.item);
+        group.push(next);
+      }
+      this.inFlight += 1;
+      void this.commit(group).finally(() => {
+        this.inFlight -= 1;
+        if (this.queue.length > 0) this.schedule();
+      });
+    }
+  }
+
+  private async commit(group: typeof this.queue): Promise<void> {
+    if (group.length > 1) {
+      try {
+        const results = await this.commitGroup(group.map((entry) => entry.item));
+        group.forEach((entry, i) => entry.resolve(results[i]!));
+        return;
+      } catch {
+        // Fall through: each item on its own, so one failure cannot refuse the others.
+      }
+    }
+    for (const entry of group) {
+      try {
+        entry.resolve((await this.commitGroup([entry.item]))[0]!);
+      } catch (error) {
+        entry.reject(error);
+      }
+    }
+  }
+}
