@@ -16,7 +16,7 @@ import {
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
 import { registerAuthentication } from './auth/auth.ts';
-import { bootstrapAdminKey } from './auth/keys.ts';
+import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';
 import { registerKeyRoutes } from './auth/routes.ts';
 import type { GateContext } from './context.ts';
 import { gateError, renderGateError } from './errors.ts';
@@ -85,7 +85,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     config,
     database,
     clock,
-    policies: new PolicyCache(database),
+    keys: new KeyCache(database, clock, config.cacheRefreshMs),
+    policies: new PolicyCache(database, clock, config.cacheRefreshMs),
     limiter,
     outbox: new Outbox(database, config, clock, app.log),
   };

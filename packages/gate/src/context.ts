@@ -1,4 +1,5 @@
 import type { Clock, GateConfig } from '@vigil/platform';
+import type { KeyCache } from './auth/keys.ts';
 import type { PolicyCache } from './policies/cache.ts';
 import type { RateLimiter } from './ratelimit/limiter.ts';
 import type { GateDatabase } from './schema.ts';
@@ -9,6 +10,7 @@ export interface GateContext {
   config: GateConfig;
   database: GateDatabase;
   clock: Clock;
+  keys: KeyCache;
   policies: PolicyCache;
   limiter: RateLimiter;
   outbox: Outbox;

@@ -8,7 +8,7 @@ export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
 export interface TestGate {
   service: GateService;
   config: GateConfig;
-  clock: ManualClock | Clock;
+  clock: ManualClock;
   /** Request through the real app with the given key (default: the admin key). */
   call(options: InjectOptions, key?: string): Promise<LightMyRequestResponse>;
   /** Creates a key over HTTP and returns its raw value. */
@@ -18,7 +18,7 @@ export interface TestGate {
 
 export interface TestGateOptions {
   env?: Record<string, string>;
-  clock?: Clock;
+  clock?: ManualClock;
 }
 
 /** The real gate app on a fresh database of the given backend, with GATE_ADMIN_KEY installed. */

@@ -41,6 +41,7 @@ export const environmentSchema = z.object({
   WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(1).max(20).default(3),
   WEBHOOK_SCAN_INTERVAL_MS: positiveInt.default(30_000),
   EXPIRY_SCAN_INTERVAL_MS: positiveInt.default(5000),
+  GATE_CACHE_REFRESH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   OBSERVE_URL: httpUrl.optional(),
   OBSERVE_WEBHOOK_SECRET: z.string().min(1).optional(),
   INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -79,6 +80,8 @@ export interface GateConfig {
   redisUrl?: string;
   webhooks: { timeoutMs: number; maxAttempts: number; scanIntervalMs: number };
   expiryScanIntervalMs: number;
+  /** How long an instance trusts its cached API keys and policy set before re-checking the database (changes made through this instance apply at once). */
+  cacheRefreshMs: number;
   /** Forwarding of request events to the observe service, when OBSERVE_URL and OBSERVE_WEBHOOK_SECRET are set. */
   observe?: { url: string; webhookSecret?: string; serviceToken?: string };
 }
@@ -152,6 +155,7 @@ export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { p
     redisUrl: e.REDIS_URL,
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, maxAttempts: e.WEBHOOK_MAX_RETRIES, scanIntervalMs: e.WEBHOOK_SCAN_INTERVAL_MS },
     expiryScanIntervalMs: e.EXPIRY_SCAN_INTERVAL_MS,
+    cacheRefreshMs: e.GATE_CACHE_REFRESH_MS,
     observe: e.OBSERVE_URL
       ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN }
       : undefined,

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildGateService } from '../app.ts';
 import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { ROUTE_SCOPES, SCOPES, type Scope } from './scopes.ts';
 
@@ -283,6 +284,30 @@ await describeEachDatabase('gate API keys', (backend) => {
     );
     assert.ok(listed?.revokedAt, 'the list shows when the key was revoked');
   });
+
+  if (backend.kind === 'postgres') {
+    test('two instances: a key revoked or narrowed through A stops working on B within GATE_CACHE_REFRESH_MS', async () => {
+      const other = await buildGateService({ ...gate.config }, { runJobs: false, clock: gate.clock });
+      const viaB = (request: InjectOptions, key: string) => other.app.inject({ ...request, headers: { authorization: `Bearer ${key}` } });
+      try {
+        const created = (await gate.call({ method: 'POST', url: '/api/api-keys', payload: { name: 'roaming', scopes: ['admin'] } })).json() as KeyBody;
+        // A key created anywhere works everywhere at once (unknown keys are never cached).
+        assert.equal((await viaB({ method: 'GET', url: '/api/api-keys' }, created.key!)).statusCode, 200);
+
+        assert.equal((await gate.call({ method: 'PATCH', url: `/api/api-keys/${created.id}`, payload: { scopes: ['request:read'] } })).statusCode, 200);
+        assertError(await gate.call({ method: 'GET', url: '/api/api-keys' }, created.key), 403, 'forbidden', 'narrowed key on A at once');
+        gate.clock.advance(gate.config.cacheRefreshMs);
+        assertError(await viaB({ method: 'GET', url: '/api/api-keys' }, created.key!), 403, 'forbidden', 'narrowed key on B after the interval');
+
+        assert.equal((await gate.call({ method: 'DELETE', url: `/api/api-keys/${created.id}` })).statusCode, 200);
+        assertError(await gate.call({ method: 'GET', url: '/api/requests' }, created.key), 401, 'unauthorized', 'revoked key on A at once');
+        gate.clock.advance(gate.config.cacheRefreshMs);
+        assertError(await viaB({ method: 'GET', url: '/api/requests' }, created.key!), 401, 'unauthorized', 'revoked key on B after the interval');
+      } finally {
+        await other.app.close();
+      }
+    });
+  }
 
   test('PATCH and DELETE of an unknown key are 404 not_found', async () => {
     assertError(await gate.call({ method: 'PATCH', url: '/api/api-keys/no-such-key', payload: { name: 'x' } }), 404, 'not_found', 'PATCH');

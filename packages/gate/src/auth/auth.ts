@@ -2,7 +2,6 @@ import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/p
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { findActiveKeyByHash } from './keys.ts';
 import { grants, ROUTE_SCOPES } from './scopes.ts';
 
 declare module 'fastify' {
@@ -33,7 +32,7 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
     const token = bearerToken(request.headers.authorization);
     if (token === null) throw gateError('unauthorized');
     const hash = sha256Hex(token);
-    const key = await findActiveKeyByHash(ctx.database, hash);
+    const key = await ctx.keys.find(hash);
     if (!key || !constantTimeEqual(key.key_hash, hash)) throw gateError('unauthorized');
     if (required === undefined || !grants(JSON.parse(key.scopes) as string[], required)) {
       throw gateError('forbidden', required === undefined ? 'This route is not open to API keys' : `This route needs the ${required} scope`);
@@ -53,6 +52,8 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
       }
     }
     if (key.last_used_at === null || now - key.last_used_at >= TOUCH_INTERVAL_MS) {
+      // The cached row records the touch too, so the next request does not schedule another.
+      key.last_used_at = now;
       setImmediate(() => {
         ctx.database.db
           .updateTable('api_keys')

@@ -71,3 +71,42 @@ export async function bootstrapAdminKey(database: GateDatabase, adminKey: string
     return raw;
   });
 }
+
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * Active keys by hash, so authentication does not read the database on every request. A key
+ * changed or revoked through this instance is dropped at once; a change made through another
+ * instance sharing the database is seen within `refreshMs` (0 reads the key on every request).
+ * Unknown hashes are never cached, so a key created anywhere works at once.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, { row: ApiKeyRow; checkedAt: number }>();
+  private generation = 0;
+
+  constructor(
+    private readonly database: GateDatabase,
+    private readonly clock: { now(): number },
+    private readonly refreshMs: number,
+  ) {}
+
+  async find(keyHash: string): Promise<ApiKeyRow | undefined> {
+    const now = this.clock.now();
+    const cached = this.entries.get(keyHash);
+    if (cached && now - cached.checkedAt < this.refreshMs) return cached.row;
+    const generation = this.generation;
+    const row = await findActiveKeyByHash(this.database, keyHash);
+    this.entries.delete(keyHash);
+    if (row && generation === this.generation && this.refreshMs > 0) {
+      if (this.entries.size >= MAX_CACHED_KEYS) this.entries.delete(this.entries.keys().next().value as string);
+      this.entries.set(keyHash, { row, checkedAt: now });
+    }
+    return row;
+  }
+
+  /** After a key change committed through this instance. */
+  invalidate(): void {
+    this.generation += 1;
+    this.entries.clear();
+  }
+}

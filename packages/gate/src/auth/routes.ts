@@ -70,6 +70,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       };
       if (Object.keys(changes).length > 0) {
         await db.updateTable('api_keys').set(changes).where('id', '=', request.params.id).execute();
+        ctx.keys.invalidate();
       }
       const row = await db.selectFrom('api_keys').selectAll().where('id', '=', request.params.id).executeTakeFirst();
       if (!row) throw gateError('keyNotFound');
@@ -89,6 +90,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
     },
     async (request) => {
       await db.updateTable('api_keys').set({ revoked_at: ctx.clock.now() }).where('id', '=', request.params.id).where('revoked_at', 'is', null).execute();
+      ctx.keys.invalidate();
       const row = await db.selectFrom('api_keys').select('id').where('id', '=', request.params.id).executeTakeFirst();
       if (!row) throw gateError('keyNotFound');
       return { id: row.id, revoked: true as const };

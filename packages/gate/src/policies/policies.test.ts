@@ -322,7 +322,9 @@ await describeEachDatabase('gate policies API', (backend) => {
   });
 
   if (backend.kind === 'postgres') {
-    test('two gate instances on one database: a policy created through A decides the next request through B', async () => {
+    test('two gate instances on one database: a change through A decides requests through B once the refresh interval has passed', async () => {
+      const refreshMs = gate.config.cacheRefreshMs;
+      assert.equal(refreshMs, 1000, 'the default GATE_CACHE_REFRESH_MS');
       const other: GateService = await buildGateService({ ...gate.config }, { runJobs: false, clock: gate.clock });
       try {
         const callB = (options: InjectOptions) =>
@@ -331,24 +333,50 @@ await describeEachDatabase('gate policies API', (backend) => {
         assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'pending');
 
         const policy = await createPolicy({ name: 'No wires', rules: [{ match: { action: 'wire_transfer' }, decision: 'auto_deny' }] });
+        // Within the interval B may still decide with the set it has; A applies its own change at once.
+        gate.clock.advance(refreshMs - 1);
+        assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'pending');
+        assert.equal((await createRequest('wire_transfer')).status, 'denied');
+        gate.clock.advance(1);
         const throughB = await createRequestVia(callB, 'wire_transfer');
         assert.equal(throughB.status, 'denied');
         assert.equal(throughB.decidedBy, `policy:${policy.id}`);
 
-        // An update through A is seen by B at once.
+        // An update through A reaches B after the interval.
         await gate.call({ method: 'PUT', url: `/api/policies/${policy.id}`, payload: { rules: [{ match: { action: 'wire_transfer' }, decision: 'auto_approve' }] } });
-        const approvedB = await createRequestVia(callB, 'wire_transfer');
-        assert.equal(approvedB.status, 'approved');
+        gate.clock.advance(refreshMs);
+        assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'approved');
 
-        // A delete through B is seen by A at once.
+        // A delete through B applies on B at once and reaches A after the interval.
         assert.equal((await callB({ method: 'DELETE', url: `/api/policies/${policy.id}` })).statusCode, 200);
+        assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'pending');
+        gate.clock.advance(refreshMs);
         const throughA = await createRequest('wire_transfer');
         assert.equal(throughA.status, 'pending');
         assert.equal(throughA.policyDecision.policyId, null);
-        // And B agrees.
-        assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'pending');
       } finally {
         await other.app.close();
+      }
+    });
+
+    test('GATE_CACHE_REFRESH_MS=0: every evaluation checks the policy version, so B sees A\'s change on the next request', async () => {
+      const strict = { ...gate.config, cacheRefreshMs: 0 };
+      const a: GateService = await buildGateService(strict, { runJobs: false, clock: gate.clock });
+      const b: GateService = await buildGateService(strict, { runJobs: false, clock: gate.clock });
+      const via = (service: GateService) => (options: InjectOptions) =>
+        service.app.inject({ ...options, headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, ...options.headers } });
+      try {
+        assert.equal((await createRequestVia(via(b), 'rm_backups')).status, 'pending');
+        const created = await via(a)({
+          method: 'POST',
+          url: '/api/policies',
+          payload: { name: 'No backup deletion', rules: [{ match: { action: 'rm_backups' }, decision: 'auto_deny' }] },
+        });
+        assert.equal(created.statusCode, 201, created.body);
+        assert.equal((await createRequestVia(via(b), 'rm_backups')).status, 'denied');
+      } finally {
+        await a.app.close();
+        await b.app.close();
       }
     });
   }

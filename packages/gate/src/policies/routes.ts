@@ -1,6 +1,8 @@
 import { newId, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import type { Kysely } from 'kysely';
 import type { GateContext } from '../context.ts';
+import type { GateSchema } from '../schema.ts';
 import { gateError } from '../errors.ts';
 import { ruleSchema, type Rule } from './engine.ts';
 import { judgePattern } from './regex-safety.ts';
@@ -56,6 +58,17 @@ function assertSafePatterns(rules: readonly Rule[]): void {
 export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   const { db } = ctx.database;
 
+  /** A policy change and the version bump in one transaction; this instance's cache drops at commit. */
+  const changePolicies = async (work: (trx: Kysely<GateSchema>) => Promise<boolean>): Promise<boolean> => {
+    const changed = await db.transaction().execute(async (trx) => {
+      if (!(await work(trx))) return false;
+      await bumpPolicyVersion(trx);
+      return true;
+    });
+    if (changed) ctx.policies.invalidate();
+    return changed;
+  };
+
   app.get(
     '/api/policies',
     {
@@ -96,9 +109,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
         created_at: now,
         updated_at: now,
       };
-      await db.transaction().execute(async (trx) => {
+      await changePolicies(async (trx) => {
         await trx.insertInto('policies').values(row).execute();
-        await bumpPolicyVersion(trx);
+        return true;
       });
       return reply.status(201).send(toPolicy(row));
     },
@@ -118,7 +131,7 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
     async (request) => {
       const patch = request.body;
       if (patch.rules) assertSafePatterns(patch.rules);
-      const updated = await db.transaction().execute(async (trx) => {
+      const updated = await changePolicies(async (trx) => {
         const changes = {
           ...(patch.name !== undefined && { name: patch.name }),
           ...(patch.priority !== undefined && { priority: patch.priority }),
@@ -127,9 +140,7 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
           updated_at: ctx.clock.now(),
         };
         const result = await trx.updateTable('policies').set(changes).where('id', '=', request.params.id).executeTakeFirst();
-        if (Number(result.numUpdatedRows) === 0) return false;
-        await bumpPolicyVersion(trx);
-        return true;
+        return Number(result.numUpdatedRows) > 0;
       });
       if (!updated) throw gateError('policyNotFound');
       return toPolicy((await findPolicy(ctx.database, request.params.id))!);
@@ -147,11 +158,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const deleted = await db.transaction().execute(async (trx) => {
+      const deleted = await changePolicies(async (trx) => {
         const result = await trx.deleteFrom('policies').where('id', '=', request.params.id).executeTakeFirst();
-        if (Number(result.numDeletedRows) === 0) return false;
-        await bumpPolicyVersion(trx);
-        return true;
+        return Number(result.numDeletedRows) > 0;
       });
       if (!deleted) throw gateError('policyNotFound');
       return { id: request.params.id, deleted: true as const };
