@@ -36,7 +36,8 @@ const WARMUP_EVALUATIONS = 50_000;
 const SERVER_POLICIES = 20;
 const POSTS = Number(process.env.BENCH_GATE_REQUESTS ?? 20_000);
 const GETS = 2 * POSTS;
-const WARMUP_REQUESTS = Math.min(1000, Math.ceil(POSTS / 10));
+// Long enough for the server to reach steady state (JIT, page cache, WAL checkpoints under way).
+const WARMUP_REQUESTS = Math.min(5000, Math.ceil(POSTS / 4));
 const CLIENTS = 8;
 
 // ---------------------------------------------------------------------------------------------
@@ -396,6 +397,14 @@ async function benchServer(rows: Row[]): Promise<void> {
       `GET /api/requests/:id, ${CLIENTS} clients, ${ids.length.toLocaleString('en-US')} ids (${storage})`,
       `${rate(got.perSecond)} requests/s · p50 ${got.p50.toFixed(2)} ms · p95 ${got.p95.toFixed(2)} ms`,
       verdict(got.perSecond >= 8500, '≥ 8,500 requests/s'),
+    ]);
+
+    // The floor on this machine: the same client against a route with no key and no database.
+    const floor = await load(GETS, async () => void (await client.expect(200, 'GET', '/health')));
+    rows.push([
+      `GET /health (no key, no database), ${CLIENTS} clients: the HTTP floor here`,
+      `${rate(floor.perSecond)} requests/s · p50 ${floor.p50.toFixed(2)} ms · p95 ${floor.p95.toFixed(2)} ms`,
+      '',
     ]);
   } finally {
     client.close();

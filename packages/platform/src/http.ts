@@ -103,6 +103,18 @@ function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
  * A Fastify app with the house rules: zod validation, OpenAPI from the same schemas, one error
  * body per service for every failure (validation, malformed JSON, 404, 413, 500), redacted logs.
  */
+/** The name of the first query or path parameter holding unstorable text, or null. */
+function unstorableField(fields: unknown): string | null {
+  if (fields === null || typeof fields !== 'object') return null;
+  for (const name in fields) {
+    const value = (fields as Record<string, unknown>)[name];
+    if (typeof value === 'string' ? !isStorableText(value) : Array.isArray(value) && value.some((v) => typeof v === 'string' && !isStorableText(v))) {
+      return name;
+    }
+  }
+  return null;
+}
+
 export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const serverOptions: FastifyServerOptions = {
     bodyLimit: options.bodyLimitBytes,
@@ -148,20 +160,15 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     done(null, parsed);
   });
   // Query strings and path parameters go through the same rule.
-  app.addHook('preValidation', async (request) => {
-    const texts = [
-      ...Object.entries((request.query ?? {}) as Record<string, unknown>),
-      ...Object.entries((request.params ?? {}) as Record<string, unknown>),
-    ];
-    for (const [name, value] of texts) {
-      for (const item of [value].flat()) {
-        if (typeof item === 'string' && !isStorableText(item)) {
-          throw options.errors('validation', `Validation failed: ${name} must not contain U+0000 or unpaired UTF-16 surrogates`, [
-            { path: name, message: 'must not contain U+0000 or unpaired UTF-16 surrogates' },
-          ]);
-        }
-      }
-    }
+  // Callback-style hooks: no promise per request on the hot path.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const name = unstorableField(request.query) ?? unstorableField(request.params);
+    if (name === null) return done();
+    done(
+      options.errors('validation', `Validation failed: ${name} must not contain U+0000 or unpaired UTF-16 surrogates`, [
+        { path: name, message: 'must not contain U+0000 or unpaired UTF-16 surrogates' },
+      ]),
+    );
   });
   app.setValidatorCompiler(validatorCompiler);
   // Response schemas document the API; responses are serialised as built, without a second validation pass.
@@ -184,9 +191,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 
   app.setErrorHandler((error, request, reply) => {
