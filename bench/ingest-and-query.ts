@@ -3,6 +3,8 @@
  * set), measures ingest throughput and query latency, and prints a table.
  *
  * BENCH_EVENTS (default 1,000,000) sets how many events are loaded before the query measurements.
+ * The batches are spread evenly over the last 30 days (every event of a batch carries the batch's
+ * timestamp), so the analytics measurements see a month of history.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +17,16 @@ const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const CLIENTS = 8;
 const QUERY_SAMPLES = 300;
 const TIMELINE_EVENTS = 2000;
+const SPAN_MS = 30 * 86_400_000;
+const ANALYTICS: [string, string][] = [
+  ['/api/analytics', '/api/analytics'],
+  ['/api/analytics?granularity=day', '/api/analytics?granularity=day'],
+  ['/api/analytics/llm', '/api/analytics/llm'],
+  ['/api/analytics/costs', '/api/analytics/costs'],
+  ['/api/analytics/agents', '/api/analytics/agents'],
+  ['/api/analytics/tools', '/api/analytics/tools'],
+];
+const TIMESTAMP_TOKEN = '__BENCH_TS__';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -59,8 +71,8 @@ function event(sessionId: string, i: number): object {
   }
 }
 
-function batchBody(sessionId: string, size: number): string {
-  return JSON.stringify({ events: Array.from({ length: size }, (_, i) => event(sessionId, i)) });
+function batchBody(sessionId: string, size: number, timestamp = TIMESTAMP_TOKEN): string {
+  return JSON.stringify({ events: Array.from({ length: size }, (_, i) => ({ ...event(sessionId, i), timestamp })) });
 }
 
 async function post(base: string, key: string, body: string): Promise<void> {
@@ -73,15 +85,19 @@ async function post(base: string, key: string, body: string): Promise<void> {
   await response.arrayBuffer();
 }
 
-/** Sends `batches` pre-built bodies from CLIENTS concurrent clients; returns events per second. */
-async function ingest(base: string, key: string, bodies: string[], batchSize: number, batches: number): Promise<number> {
+/**
+ * Sends `batches` pre-built bodies from CLIENTS concurrent clients, batch k stamped at the k-th
+ * step of [start, start + span); returns events per second.
+ */
+async function ingest(base: string, key: string, bodies: string[], batchSize: number, batches: number, start: number, span: number): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CLIENTS }, async () => {
       while (next < batches) {
-        const body = bodies[next++ % bodies.length]!;
-        await post(base, key, body);
+        const k = next++;
+        const timestamp = new Date(start + Math.floor((k * span) / batches)).toISOString();
+        await post(base, key, bodies[k % bodies.length]!.replaceAll(TIMESTAMP_TOKEN, timestamp));
       }
     }),
   );
@@ -123,17 +139,20 @@ async function main(): Promise<void> {
 
     const small = Array.from({ length: 400 }, (_, s) => batchBody(`bench-session-${s}`, 100));
     const smallBatches = Math.min(2000, Math.floor(TOTAL_EVENTS / 2 / 100));
-    const smallRate = await ingest(base, key, small, 100, smallBatches);
+    const now = Date.now();
+    // The first part of the load covers days 30 to 15 ago, the second the last 15 days.
+    const smallRate = await ingest(base, key, small, 100, smallBatches, now - SPAN_MS, SPAN_MS / 2);
     rows.push([`ingest, 100-event batches, ${CLIENTS} clients (${storage})`, `${Math.round(smallRate).toLocaleString('en-US')} events/s`]);
 
     const large = Array.from({ length: 100 }, (_, s) => batchBody(`bench-large-${s}`, 1000));
     const loaded = smallBatches * 100;
     const largeBatches = Math.max(1, Math.floor((TOTAL_EVENTS - loaded - TIMELINE_EVENTS) / 1000));
-    const largeRate = await ingest(base, key, large, 1000, largeBatches);
+    const largeRate = await ingest(base, key, large, 1000, largeBatches, now - SPAN_MS / 2, SPAN_MS / 2 - 60_000);
     rows.push([`ingest, 1000-event batches, ${CLIENTS} clients (${storage})`, `${Math.round(largeRate).toLocaleString('en-US')} events/s`]);
 
-    await post(base, key, batchBody('bench-timeline', 1000));
-    await post(base, key, batchBody('bench-timeline', 1000));
+    const timelineAt = new Date(now).toISOString();
+    await post(base, key, batchBody('bench-timeline', 1000, timelineAt));
+    await post(base, key, batchBody('bench-timeline', 1000, timelineAt));
     const stats = (await (await fetch(`${base}/api/stats`, { headers: { authorization: `Bearer ${key}` } })).json()) as { totalEvents: number; storageSizeBytes: number };
     rows.push(['events stored before queries', stats.totalEvents.toLocaleString('en-US')]);
     rows.push(['database size', `${(stats.storageSizeBytes / 1024 / 1024).toFixed(0)} MiB`]);
@@ -143,6 +162,10 @@ async function main(): Promise<void> {
       ['GET /api/events?sessionId=…&limit=50', '/api/events?sessionId=bench-session-7&limit=50'],
       ['GET /api/events?eventType=llm_response&limit=50', '/api/events?eventType=llm_response&limit=50'],
       [`GET /api/sessions/:id/timeline (${TIMELINE_EVENTS} events)`, '/api/sessions/bench-timeline/timeline'],
+      ...ANALYTICS.flatMap(([name, path]) => [
+        [`GET ${name}, last 24 h`, path] as const,
+        [`GET ${name}, last 30 days`, `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`] as const,
+      ]),
     ] as const) {
       const { p50, p95 } = await latency(base, key, path);
       rows.push([label, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);

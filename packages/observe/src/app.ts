@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import {
+  ConfigError,
   createHttpApp,
   databaseFailure,
   migrateToLatest,
@@ -15,14 +16,21 @@ import {
   type ZodApp,
 } from '@vigil/platform';
 import { registerAgentRoutes } from './agents/routes.ts';
+import { runAlertTick } from './alerts/evaluator.ts';
+import { registerAlertRoutes } from './alerts/routes.ts';
+import { registerAnalyticsRoutes } from './analytics/routes.ts';
 import type { ObserveContext } from './context.ts';
 import { observeError, renderObserveError } from './errors.ts';
+import { registerHealthRoutes } from './health/routes.ts';
+import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } from './health/service.ts';
 import { EventAppender } from './events/ingest.ts';
 import { registerEventRoutes } from './events/routes.ts';
 import { registerAuthentication } from './keys/auth.ts';
 import { registerKeyRoutes } from './keys/routes.ts';
 import { registerMemoryRoutes } from './memory/routes.ts';
 import { observeMigrations } from './migrations.ts';
+import { registerOptimizeRoutes } from './optimize/routes.ts';
+import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
@@ -32,7 +40,7 @@ import { registerSystemRoutes } from './system/routes.ts';
 export interface ObserveService {
   app: ZodApp;
   context: ObserveContext;
-  jobs: { retention: PeriodicJob };
+  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob };
 }
 
 export interface ObserveOptions {
@@ -47,7 +55,19 @@ function classifyDatabaseError(error: unknown): ServiceError | undefined {
   return failure === undefined ? undefined : observeError(failure);
 }
 
+/** The price table: built-in prices with MODEL_PRICES applied; a bad value stops the start like any other bad setting. */
+function loadPriceTable(config: ObserveConfig, clock: Clock): PriceTable {
+  if (config.modelPricesJson === undefined) return PriceTable.fromDefaults();
+  try {
+    return PriceTable.fromDefaults(parsePriceOverrides(config.modelPricesJson, new Date(clock.now())));
+  } catch (error) {
+    // parsePriceOverrides names MODEL_PRICES and the path of the bad entry.
+    throw new ConfigError(`Invalid configuration:\n  ${(error as Error).message}`);
+  }
+}
+
 export async function buildObserveService(config: ObserveConfig, options: ObserveOptions = {}): Promise<ObserveService> {
+  const prices = loadPriceTable(config, options.clock ?? systemClock);
   const database = await openDatabase<ObserveSchema>(config.database);
   await migrateToLatest(database, observeMigrations);
   const context: ObserveContext = {
@@ -56,6 +76,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     clock: options.clock ?? systemClock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
     events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+    prices,
   };
 
   const app = await createHttpApp({
@@ -74,8 +95,12 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerEventRoutes(app, context);
   registerSessionRoutes(app, context);
   registerAgentRoutes(app, context);
+  registerHealthRoutes(app, context);
+  registerAlertRoutes(app, context);
   registerSettingsRoutes(app, context);
   registerMemoryRoutes(app, context);
+  registerAnalyticsRoutes(app, context);
+  registerOptimizeRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const holder = `${hostname()}:${process.pid}:${newId()}`;
@@ -95,11 +120,38 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     },
     runJobs,
   );
+  const alerts = startPeriodicJob(
+    {
+      name: 'observe.alerts',
+      intervalMs: config.alertEvalIntervalMs,
+      db: database.db,
+      holder,
+      clock: context.clock,
+      log: app.log,
+      run: (now) => runAlertTick(context, now, app.log),
+    },
+    runJobs,
+  );
+  const healthSnapshots = startPeriodicJob(
+    {
+      name: HEALTH_SNAPSHOT_JOB,
+      intervalMs: HEALTH_SNAPSHOT_INTERVAL_MS,
+      db: database.db,
+      holder,
+      clock: context.clock,
+      log: app.log,
+      run: async (now) => {
+        const written = await ensureSnapshots(context, now);
+        if (written > 0) app.log.info({ written }, 'health snapshots saved');
+      },
+    },
+    runJobs,
+  );
 
   app.addHook('onClose', async () => {
-    await retention.stop();
+    await Promise.all([retention.stop(), alerts.stop(), healthSnapshots.stop()]);
     await database.close();
   });
   await app.ready();
-  return { app, context, jobs: { retention } };
+  return { app, context, jobs: { retention, alerts, healthSnapshots } };
 }

@@ -1,5 +1,6 @@
 import type { Clock, ObserveConfig } from '@vigil/platform';
 import type { EventAppender } from './events/ingest.ts';
+import type { PriceTable } from './pricing/index.ts';
 import type { ObserveDatabase } from './schema.ts';
 
 /** What every feature of the observe service is built from. */
@@ -9,4 +10,6 @@ export interface ObserveContext {
   clock: Clock;
   /** The one write path for events (group commit). */
   events: EventAppender;
+  /** Model prices (built-in table plus MODEL_PRICES), built once at start. */
+  prices: PriceTable;
 }

@@ -10,6 +10,8 @@ export const observeErrors = {
   sessionNotFound: { status: 404, code: 'not_found', message: 'Session not found' },
   agentNotFound: { status: 404, code: 'not_found', message: 'Agent not found' },
   keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },
+  healthNoSessions: { status: 404, code: 'not_found', message: 'No sessions for the agent in the window' },
+  alertRuleNotFound: { status: 404, code: 'not_found', message: 'Alert rule not found' },
   lessonsRemoved: {
     status: 404,
     code: 'not_found',

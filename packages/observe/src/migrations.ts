@@ -1,4 +1,6 @@
 import { createFullTextIndex, createLeaseTable, epochMsType, floatType, type MigrationStep } from '@vigil/platform';
+import { sql } from 'kysely';
+import { backfillRollups, createRollupTable } from './analytics/rollups.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -97,5 +99,91 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
 
     await createLeaseTable(db);
+  },
+
+  async '0002_alerts'(db) {
+    await db.schema
+      .createTable('alert_rules')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('condition', 'text', (c) => c.notNull())
+      .addColumn('threshold', floatType, (c) => c.notNull())
+      .addColumn('window_minutes', 'integer', (c) => c.notNull())
+      .addColumn('scope', 'text', (c) => c.notNull())
+      .addColumn('notify_channels', 'text', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('updated_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('alert_rules_created').on('alert_rules').columns(['created_at', 'id']).execute();
+
+    await db.schema
+      .createTable('alert_history')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('rule_id', 'text', (c) => c.notNull())
+      .addColumn('triggered_at', epochMsType, (c) => c.notNull())
+      .addColumn('resolved_at', epochMsType)
+      .addColumn('resolved_by', 'text')
+      .addColumn('current_value', floatType, (c) => c.notNull())
+      .addColumn('threshold', floatType, (c) => c.notNull())
+      .addColumn('notified', 'integer', (c) => c.notNull())
+      .addColumn('agent_id', 'text', (c) => c.notNull())
+      .addColumn('summary', 'text', (c) => c.notNull())
+      .addColumn('triggered_event_id', 'text')
+      .addColumn('resolved_event_id', 'text')
+      .execute();
+    await db.schema.createIndex('alert_history_rule_triggered').on('alert_history').columns(['rule_id', 'triggered_at']).execute();
+    await db.schema.createIndex('alert_history_triggered').on('alert_history').columns(['triggered_at', 'id']).execute();
+    // At most one open entry per rule, enforced by the database (and the index that finds it).
+    await db.schema
+      .createIndex('alert_history_open')
+      .on('alert_history')
+      .column('rule_id')
+      .unique()
+      .where(sql.ref('resolved_at'), 'is', null)
+      .execute();
+
+    await db.schema
+      .createTable('alert_deliveries')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('history_id', 'text', (c) => c.notNull())
+      .addColumn('url', 'text', (c) => c.notNull())
+      .addColumn('body', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
+      .addColumn('claimed_until', epochMsType)
+      .addColumn('last_error', 'text')
+      .addColumn('response_status', 'integer')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('delivered_at', epochMsType)
+      .execute();
+    await db.schema.createIndex('alert_deliveries_due').on('alert_deliveries').columns(['status', 'next_attempt_at']).execute();
+    await db.schema.createIndex('alert_deliveries_history').on('alert_deliveries').columns(['history_id', 'kind']).execute();
+  },
+
+  async '0003_event_rollups'(db) {
+    await createRollupTable(db);
+    await backfillRollups(db);
+  },
+
+  async '0004_health_snapshots'(db) {
+    // One row per agent and UTC day: the 7-day health the first time it was queried that day.
+    await db.schema
+      .createTable('health_snapshots')
+      .addColumn('agent_id', 'text', (c) => c.notNull())
+      .addColumn('date', 'text', (c) => c.notNull())
+      .addColumn('overall_score', floatType, (c) => c.notNull())
+      .addColumn('error_rate_score', floatType, (c) => c.notNull())
+      .addColumn('cost_efficiency_score', floatType, (c) => c.notNull())
+      .addColumn('tool_success_score', floatType, (c) => c.notNull())
+      .addColumn('latency_score', floatType, (c) => c.notNull())
+      .addColumn('completion_rate_score', floatType, (c) => c.notNull())
+      .addColumn('session_count', 'integer', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addPrimaryKeyConstraint('health_snapshots_pk', ['agent_id', 'date'])
+      .execute();
+    await db.schema.createIndex('health_snapshots_date').on('health_snapshots').columns(['date', 'agent_id']).execute();
   },
 };

@@ -80,10 +80,102 @@ export interface SettingRow {
   updated_at: number;
 }
 
+export interface AlertRuleRow {
+  id: string;
+  name: string;
+  /** 1 or 0. */
+  enabled: number;
+  condition: string;
+  threshold: number;
+  window_minutes: number;
+  /** JSON `{agentId?, tags?}`. */
+  scope: string;
+  /** JSON array of URLs. */
+  notify_channels: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AlertHistoryRow {
+  id: string;
+  rule_id: string;
+  triggered_at: number;
+  /** Null while the entry is open (at most one open entry per rule). */
+  resolved_at: number | null;
+  /** `condition_cleared` or `rule_deleted`. */
+  resolved_by: string | null;
+  current_value: number;
+  threshold: number;
+  /** 1 once every channel answered 2xx to the triggered notification. */
+  notified: number;
+  /** agentId of the entry's events (scope.agentId or `system`). */
+  agent_id: string;
+  /** JSON: the triggered notification body, a snapshot of the rule when it fired. */
+  summary: string;
+  /** Ids of the alert_triggered / alert_resolved events, null until appended. */
+  triggered_event_id: string | null;
+  resolved_event_id: string | null;
+}
+
+export interface AlertDeliveryRow {
+  id: string;
+  history_id: string;
+  url: string;
+  body: string;
+  kind: 'triggered' | 'resolved';
+  /** `pending`, `delivered` or `failed`. */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number | null;
+  last_error: string | null;
+  response_status: number | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
 export interface LeaseRow {
   name: string;
   holder: string;
   expires_at: number;
+}
+
+/**
+ * Hourly pre-aggregates of events, kept exact by the ingest transaction (and by retention, which
+ * subtracts what it deletes). One row per hour × agent × event type × tool × provider × model;
+ * missing text dimensions are stored as '' so the key is a plain primary key on both databases.
+ */
+export interface RollupRow {
+  hour: number;
+  agent_id: string;
+  event_type: string;
+  tool_name: string;
+  provider: string;
+  model: string;
+  event_count: number;
+  error_count: number;
+  cost_usd: number;
+  duration_sum: number;
+  duration_count: number;
+  latency_sum: number;
+  latency_count: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** A day's health of an agent: the 7-day values at the first health query of that UTC day. */
+export interface HealthSnapshotRow {
+  agent_id: string;
+  /** YYYY-MM-DD, UTC. */
+  date: string;
+  overall_score: number;
+  error_rate_score: number;
+  cost_efficiency_score: number;
+  tool_success_score: number;
+  latency_score: number;
+  completion_rate_score: number;
+  session_count: number;
+  created_at: number;
 }
 
 export interface ObserveSchema {
@@ -94,6 +186,11 @@ export interface ObserveSchema {
   api_keys: ApiKeyRow;
   settings: SettingRow;
   leases: LeaseRow;
+  alert_rules: AlertRuleRow;
+  alert_history: AlertHistoryRow;
+  alert_deliveries: AlertDeliveryRow;
+  event_rollups: RollupRow;
+  health_snapshots: HealthSnapshotRow;
 }
 
 export type ObserveDatabase = Database<ObserveSchema>;

@@ -33,6 +33,9 @@ export const environmentSchema = z.object({
   FORM_SERVICE_WEBHOOK_SECRET: z.string().min(1).optional(),
   RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
   RETENTION_INTERVAL_MS: positiveInt.default(60 * 60 * 1000),
+  /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
+  MODEL_PRICES: z.string().min(1).optional(),
+  ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
   GATE_PORT: port.default(3000),
   GATE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('gate'),
   GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -67,6 +70,10 @@ export interface ObserveConfig {
   /** 0 keeps data forever. */
   retentionDays: number;
   retentionIntervalMs: number;
+  /** Raw MODEL_PRICES (JSON text); the observe service parses it at start and refuses to start when it is invalid. */
+  modelPricesJson?: string;
+  /** How often alert rules are evaluated (once per interval across all instances). */
+  alertEvalIntervalMs: number;
 }
 
 export interface GateConfig {
@@ -138,6 +145,8 @@ export function observeConfigFromEnvironment(
     },
     retentionDays: e.RETENTION_DAYS,
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+    modelPricesJson: e.MODEL_PRICES,
+    alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
   };
 }
 

@@ -185,6 +185,36 @@ export function fullTextMatch(dialect: DialectName, table: string, column: strin
   return sql<boolean>`to_tsvector('simple', ${sql.ref(`${table}.${column}`)}::jsonb) @@ phraseto_tsquery('simple', ${phrase})`;
 }
 
+const JSON_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A top-level JSON key, checked because it is spliced into SQL as a literal (a bound parameter would make every use a different expression to PostgreSQL's GROUP BY). */
+function jsonKey(key: string): string {
+  if (!JSON_KEY.test(key)) throw new Error(`invalid JSON key ${JSON.stringify(key)}: must match ${JSON_KEY}`);
+  return key;
+}
+
+/**
+ * The top-level `key` of a JSON text column, as SQL text; null when absent. Meant for string
+ * values (numbers and booleans read differently on the two databases).
+ */
+export function jsonText(dialect: DialectName, column: string, key: string): RawBuilder<string | null> {
+  const checked = jsonKey(key);
+  return dialect === 'sqlite'
+    ? sql<string | null>`json_extract(${sql.ref(column)}, ${sql.lit(`$.${checked}`)})`
+    : sql<string | null>`(${sql.ref(column)}::jsonb ->> ${sql.lit(checked)})`;
+}
+
+/** Number of entries of the array at top-level `key` of a JSON text column; 0 when absent or not an array. */
+export function jsonArrayLength(dialect: DialectName, column: string, key: string): RawBuilder<number> {
+  const checked = jsonKey(key);
+  if (dialect === 'sqlite') {
+    const path = sql.lit(`$.${checked}`);
+    return sql<number>`(case when json_type(${sql.ref(column)}, ${path}) = 'array' then json_array_length(${sql.ref(column)}, ${path}) else 0 end)`;
+  }
+  const value = sql`(${sql.ref(column)}::jsonb -> ${sql.lit(checked)})`;
+  return sql<number>`(case when jsonb_typeof(${value}) = 'array' then jsonb_array_length(${value}) else 0 end)`;
+}
+
 /** The words of a JSON value: its string leaves, space-separated. */
 export function jsonWords(value: unknown, out: string[] = []): string[] {
   if (typeof value === 'string') out.push(value);

@@ -1,6 +1,7 @@
 import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, jsonWords, newId, toIso } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import { applyRollupDeltas, rollupDeltas } from '../analytics/rollups.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
 import { chainHashOfCanonical } from './chain.ts';
 import { deriveColumns } from './derive.ts';
@@ -205,6 +206,7 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
       if (tagsChanged.has(id)) await replaceTags(trx, sessions.get(id)!);
     }
     for (const agentId of [...agents.keys()].sort()) await upsertAgent(trx, agents.get(agentId)!);
+    await applyRollupDeltas(trx, rollupDeltas(prepared.map((event) => event.row)), 1);
     return appended;
   });
 }

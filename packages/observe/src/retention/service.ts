@@ -1,4 +1,5 @@
 import { forUpdate } from '@vigil/platform';
+import { subtractSessionsFromRollups } from '../analytics/rollups.ts';
 import type { ObserveContext } from '../context.ts';
 import { readSettings } from '../settings/service.ts';
 
@@ -6,7 +7,8 @@ const DAY_MS = 86_400_000;
 const SESSIONS_PER_TRANSACTION = 100;
 
 /**
- * Deletes whole sessions (events, tags and the session row together) whose last event is older
+ * Deletes whole sessions (events, tags, the session row and their share of the analytics rollups
+ * together) whose last event is older
  * than the retention period; a chain is never cut in the middle. Returns the sessions deleted.
  */
 export async function applyRetention(ctx: ObserveContext, now: number): Promise<number> {
@@ -23,6 +25,7 @@ export async function applyRetention(ctx: ObserveContext, now: number): Promise<
         ).execute()
       ).map((r) => r.id);
       if (ids.length === 0) return 0;
+      await subtractSessionsFromRollups(trx, ids);
       await trx.deleteFrom('events').where('session_id', 'in', ids).execute();
       await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
       await trx.deleteFrom('sessions').where('id', 'in', ids).execute();

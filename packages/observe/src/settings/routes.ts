@@ -2,6 +2,7 @@ import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import { HEALTH_WEIGHTS } from '../health/scores.ts';
 import { readSettings, updateSettings, type Settings } from './service.ts';
 
 const publicConfigSchema = z
@@ -21,9 +22,6 @@ const healthWeightsSchema = z.object({
   latency: z.number(),
   completionRate: z.number(),
 });
-
-/** The health score weights in use (fixed by the specification). */
-export const HEALTH_WEIGHTS = { errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15 } as const;
 
 export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
   const toPublic = (settings: Settings): z.infer<typeof publicConfigSchema> => ({

@@ -1,0 +1,135 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { deleteAlertRule } from './evaluator.ts';
+import {
+  createRuleBodySchema,
+  historyEntrySchema,
+  historyQuerySchema,
+  ruleDefinitionSchema,
+  ruleParams,
+  ruleSchema,
+  updateRuleBodySchema,
+  type RuleDefinition,
+} from './schemas.ts';
+import { findRule, insertRule, listHistory, listRules, lockRule, toHistoryOut, toRuleOut, updateRule } from './store.ts';
+
+/** The rule a PUT would leave behind: the stored definition with the given fields replaced (scope as a whole). */
+function mergedDefinition(stored: RuleDefinition, changes: z.infer<typeof updateRuleBodySchema>): RuleDefinition {
+  const merged: RuleDefinition = {
+    name: stored.name,
+    enabled: stored.enabled,
+    condition: stored.condition,
+    threshold: stored.threshold,
+    windowMinutes: stored.windowMinutes,
+    scope: stored.scope,
+    notifyChannels: stored.notifyChannels,
+  };
+  for (const [key, value] of Object.entries(changes)) {
+    if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
+  }
+  return merged;
+}
+
+export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.post(
+    '/api/alerts/rules',
+    {
+      schema: {
+        summary: 'Create an alert rule',
+        tags: ['alerts'],
+        body: createRuleBodySchema,
+        response: { 201: ruleSchema },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const rule = await insertRule(ctx.database, { ...body, scope: body.scope ?? {} }, ctx.clock.now());
+      return reply.status(201).send(toRuleOut(rule));
+    },
+  );
+
+  app.get(
+    '/api/alerts/rules',
+    {
+      schema: {
+        summary: 'List alert rules, newest first',
+        tags: ['alerts'],
+        response: { 200: z.object({ rules: z.array(ruleSchema) }) },
+      },
+    },
+    async () => ({ rules: (await listRules(ctx.database)).map(toRuleOut) }),
+  );
+
+  app.get(
+    '/api/alerts/rules/:id',
+    { schema: { summary: 'One alert rule', tags: ['alerts'], params: ruleParams, response: { 200: ruleSchema } } },
+    async (request) => {
+      const rule = await findRule(ctx.database, request.params.id);
+      if (!rule) throw observeError('alertRuleNotFound');
+      return toRuleOut(rule);
+    },
+  );
+
+  app.put(
+    '/api/alerts/rules/:id',
+    {
+      schema: {
+        summary: 'Change an alert rule; only the given fields change (scope is replaced as a whole)',
+        tags: ['alerts'],
+        params: ruleParams,
+        body: updateRuleBodySchema,
+        response: { 200: ruleSchema },
+      },
+    },
+    async (request) => {
+      const { database } = ctx;
+      const id = request.params.id;
+      await database.db.transaction().execute(async (trx) => {
+        const stored = await lockRule(trx, database.dialect, id);
+        if (!stored) throw observeError('alertRuleNotFound');
+        const checked = ruleDefinitionSchema.safeParse(mergedDefinition(stored, request.body));
+        if (!checked.success) {
+          const details = checked.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+          const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+          throw observeError('validation', `Validation failed in body: ${summary}`, details);
+        }
+        await updateRule(trx, id, checked.data, ctx.clock.now());
+      });
+      return toRuleOut((await findRule(database, id))!);
+    },
+  );
+
+  app.delete(
+    '/api/alerts/rules/:id',
+    {
+      schema: {
+        summary: 'Delete an alert rule; its history is kept and an open entry is resolved',
+        tags: ['alerts'],
+        params: ruleParams,
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      if (!(await deleteAlertRule(ctx, request.params.id, request.log))) throw observeError('alertRuleNotFound');
+      return { id: request.params.id, deleted: true as const };
+    },
+  );
+
+  app.get(
+    '/api/alerts/history',
+    {
+      schema: {
+        summary: 'Alert history, newest first',
+        tags: ['alerts'],
+        querystring: historyQuerySchema,
+        response: { 200: z.object({ entries: z.array(historyEntrySchema), total: z.number().int(), hasMore: z.boolean() }) },
+      },
+    },
+    async (request) => {
+      const { rows, total } = await listHistory(ctx.database, request.query);
+      return { entries: rows.map(toHistoryOut), total, hasMore: request.query.offset + rows.length < total };
+    },
+  );
+}

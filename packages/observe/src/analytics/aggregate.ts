@@ -1,0 +1,175 @@
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import type { ObserveDatabase } from '../schema.ts';
+import { HOUR_MS } from './rollups.ts';
+
+export const GRANULARITIES = ['hour', 'day', 'week'] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
+
+const DAY_MS = 24 * HOUR_MS;
+// Weeks start on Monday 00:00 UTC (ISO 8601); 1970-01-05 was the first Monday after the epoch.
+const WEEK_OFFSET_MS = 4 * DAY_MS;
+const BUCKET: Record<Granularity, { size: number; offset: number }> = {
+  hour: { size: HOUR_MS, offset: 0 },
+  day: { size: DAY_MS, offset: 0 },
+  week: { size: 7 * DAY_MS, offset: WEEK_OFFSET_MS },
+};
+
+/** Start of the bucket holding `ms`. */
+export function bucketStart(ms: number, granularity: Granularity): number {
+  const { size, offset } = BUCKET[granularity];
+  return Math.floor((ms - offset) / size) * size + offset;
+}
+
+/** Every bucket start from the one holding `from` to the one holding `to`, in order. */
+export function bucketStarts(from: number, to: number, granularity: Granularity): number[] {
+  const starts: number[] = [];
+  for (let start = bucketStart(from, granularity); start <= to; start += BUCKET[granularity].size) starts.push(start);
+  return starts;
+}
+
+export type Dimension = 'bucket' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model';
+
+export interface AggregateQuery {
+  /** Inclusive bounds, epoch ms. */
+  from: number;
+  to: number;
+  granularity?: Granularity;
+  dimensions: readonly Dimension[];
+  agentId?: string;
+  eventTypes?: readonly string[];
+  provider?: string;
+  model?: string;
+}
+
+export interface Sums {
+  eventCount: number;
+  errorCount: number;
+  toolCallCount: number;
+  costUsd: number;
+  durationSum: number;
+  durationCount: number;
+  latencySum: number;
+  latencyCount: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export type AggregateRow = Sums & Partial<Record<Dimension, string | number>>;
+
+export const emptySums = (): Sums => ({
+  eventCount: 0, errorCount: 0, toolCallCount: 0, costUsd: 0, durationSum: 0, durationCount: 0, latencySum: 0, latencyCount: 0, inputTokens: 0, outputTokens: 0,
+});
+
+export function addSums(target: Sums, source: Sums): Sums {
+  for (const key of Object.keys(target) as (keyof Sums)[]) target[key] += source[key];
+  return target;
+}
+
+const SUM_KEYS = Object.keys(emptySums()) as (keyof Sums)[];
+
+/** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
+const SOURCES = {
+  rollup: {
+    table: 'event_rollups',
+    time: 'hour',
+    text: (column: string) => sql.ref(column),
+    sums: {
+      eventCount: sql`sum(event_count)`,
+      errorCount: sql`sum(error_count)`,
+      toolCallCount: sql`sum(case when event_type = 'tool_call' then event_count else 0 end)`,
+      costUsd: sql`sum(cost_usd)`,
+      durationSum: sql`sum(duration_sum)`,
+      durationCount: sql`sum(duration_count)`,
+      latencySum: sql`sum(latency_sum)`,
+      latencyCount: sql`sum(latency_count)`,
+      inputTokens: sql`sum(input_tokens)`,
+      outputTokens: sql`sum(output_tokens)`,
+    },
+  },
+  events: {
+    table: 'events',
+    time: 'ts',
+    text: (column: string) => sql`coalesce(${sql.ref(column)}, '')`,
+    sums: {
+      eventCount: sql`count(*)`,
+      errorCount: sql`sum(is_error)`,
+      toolCallCount: sql`sum(case when event_type = 'tool_call' then 1 else 0 end)`,
+      costUsd: sql`sum(cost_usd)`,
+      durationSum: sql`sum(duration_ms)`,
+      durationCount: sql`count(duration_ms)`,
+      latencySum: sql`sum(latency_ms)`,
+      latencyCount: sql`count(latency_ms)`,
+      inputTokens: sql`sum(input_tokens)`,
+      outputTokens: sql`sum(output_tokens)`,
+    },
+  },
+} satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
+
+async function aggregateSource(
+  db: Kysely<any>,
+  source: (typeof SOURCES)[keyof typeof SOURCES],
+  query: AggregateQuery,
+  ranges: readonly [number, number][],
+): Promise<AggregateRow[]> {
+  if (ranges.length === 0) return [];
+  const time = sql.ref(source.time);
+  const selections: RawBuilder<unknown>[] = [];
+  for (const dimension of query.dimensions) {
+    if (dimension === 'bucket') {
+      const { size, offset } = BUCKET[query.granularity ?? 'hour'];
+      selections.push(sql`((${time} - ${sql.lit(offset)}) / ${sql.lit(size)}) * ${sql.lit(size)} + ${sql.lit(offset)}`.as('bucket') as never);
+    } else {
+      selections.push(source.text(dimension).as(dimension) as never);
+    }
+  }
+  for (const key of SUM_KEYS) selections.push(source.sums[key].as(key) as never);
+
+  let q = db.selectFrom(source.table).select(selections as never);
+  q = q.where((eb) => eb.or(ranges.map(([start, end]) => eb.and([eb(time, '>=', start), eb(time, '<=', end)])) as Expression<SqlBool>[]));
+  if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
+  if (query.eventTypes !== undefined) q = q.where('event_type', 'in', [...query.eventTypes]);
+  if (query.provider !== undefined) q = q.where('provider', '=', query.provider);
+  if (query.model !== undefined) q = q.where('model', '=', query.model);
+  if (query.dimensions.length > 0) q = q.groupBy(query.dimensions.map((_, i) => sql.lit(i + 1)) as never);
+  const rows = (await q.execute()) as Record<string, unknown>[];
+  // PostgreSQL answers sum(bigint) as numeric text; empty sums are null.
+  return rows.map((row) => {
+    const out: AggregateRow = emptySums();
+    for (const key of SUM_KEYS) out[key] = Number(row[key] ?? 0);
+    for (const dimension of query.dimensions) out[dimension] = dimension === 'bucket' ? Number(row.bucket) : String(row[dimension]);
+    return out;
+  });
+}
+
+/**
+ * Exact sums over every event with from ≤ ts ≤ to: whole hours come from the rollups, the partial
+ * hours at either end from the events themselves (indexed by time), merged per dimension key.
+ */
+export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
+  const firstWholeHour = Math.ceil(query.from / HOUR_MS) * HOUR_MS;
+  const endOfWholeHours = Math.floor((query.to + 1) / HOUR_MS) * HOUR_MS;
+  const db = database.db as Kysely<any>;
+  let rollupRanges: [number, number][] = [];
+  let eventRanges: [number, number][] = [[query.from, query.to]];
+  if (firstWholeHour < endOfWholeHours) {
+    rollupRanges = [[firstWholeHour, endOfWholeHours - HOUR_MS]];
+    eventRanges = [
+      ...(query.from < firstWholeHour ? [[query.from, firstWholeHour - 1] as [number, number]] : []),
+      ...(endOfWholeHours <= query.to ? [[endOfWholeHours, query.to] as [number, number]] : []),
+    ];
+  }
+  const parts = await Promise.all([aggregateSource(db, SOURCES.rollup, query, rollupRanges), aggregateSource(db, SOURCES.events, query, eventRanges)]);
+  const merged = new Map<string, AggregateRow>();
+  for (const row of parts.flat()) {
+    const key = JSON.stringify(query.dimensions.map((d) => row[d]));
+    const existing = merged.get(key);
+    if (existing) addSums(existing, row);
+    else merged.set(key, row);
+  }
+  return [...merged.values()];
+}
+
+/** Money is reported to the nano-dollar: sums of the same costs in another order agree. */
+export const usd = (value: number): number => Math.round(value * 1e9) / 1e9;
+export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
+export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import { startTestObserve, type TestObserve } from '../testing.ts';
+import { compareRollups } from './rollups.ts';
+
+// The test clock stands at 2026-11-22T10:00:00.000Z, so the default window is
+// [2026-11-21T10:00:00.000Z, 2026-11-22T10:00:00.000Z].
+const at = (time: string) => `2026-11-22T${time}Z`;
+const llm = (callId: string, model: string, costUsd: number, inputTokens: number, outputTokens: number, latencyMs: number) => ({
+  eventType: 'llm_response',
+  payload: { callId, provider: 'openai', model, completion: 'ok', finishReason: 'stop', usage: { inputTokens, outputTokens }, costUsd, latencyMs },
+});
+
+const DATASET = [
+  { sessionId: 's1', agentId: 'A', timestamp: at('08:10:00.000'), eventType: 'tool_call', payload: { toolName: 'search', callId: 'c1', arguments: {} } },
+  { sessionId: 's1', agentId: 'A', timestamp: at('08:10:01.000'), eventType: 'tool_response', payload: { toolName: 'search', callId: 'c1', result: 1, durationMs: 100 } },
+  { sessionId: 's1', agentId: 'A', timestamp: at('08:20:00.000'), eventType: 'tool_call', payload: { toolName: 'search', callId: 'c2', arguments: {} } },
+  { sessionId: 's1', agentId: 'A', timestamp: at('08:20:00.000'), eventType: 'tool_error', payload: { toolName: 'search', callId: 'c2', error: 'x', durationMs: 300 } },
+  { sessionId: 's1', agentId: 'A', timestamp: at('08:30:00.000'), ...llm('l1', 'gpt-4o', 0.1, 1000, 500, 200) },
+  { sessionId: 's1', agentId: 'A', timestamp: at('09:15:00.000'), ...llm('l2', 'gpt-4o-mini', 0.2, 2000, 100, 400) },
+  { sessionId: 's1', agentId: 'A', timestamp: at('09:40:00.000'), eventType: 'custom', severity: 'error', payload: { type: 'boom', data: {} } },
+  {
+    sessionId: 's2', agentId: 'B', timestamp: at('07:05:00.000'), eventType: 'cost_tracked',
+    payload: { provider: 'anthropic', model: 'claude-sonnet-4', inputTokens: 10, outputTokens: 20, totalTokens: 30, costUsd: 0.3 },
+  },
+  { sessionId: 's2', agentId: 'B', timestamp: at('09:59:59.999'), eventType: 'tool_call', payload: { toolName: 'fetch', callId: 'c3', arguments: {} } },
+  // A day earlier: outside the default window.
+  { sessionId: 's0', agentId: 'A', timestamp: '2026-11-21T09:00:00.000Z', ...llm('l0', 'gpt-4o', 5, 1, 1, 1) },
+];
+
+interface Overview {
+  eventCount: number;
+  toolCallCount: number;
+  errorCount: number;
+  avgLatencyMs: number;
+  totalCostUsd: number;
+}
+
+await describeEachDatabase('analytics over a controlled data set', (backend) => {
+  let observe: TestObserve;
+  const get = async <T>(url: string, status = 200): Promise<T> => {
+    const response = await observe.call({ method: 'GET', url });
+    assert.equal(response.statusCode, status, response.body);
+    return response.json() as T;
+  };
+
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: DATASET } });
+    assert.equal(response.statusCode, 201, response.body);
+  });
+  after(() => observe.close());
+
+  test('GET /api/analytics: last 24 h by hour, every bucket in order, exact totals', async () => {
+    const body = await get<{ buckets: (Overview & { bucket: string })[]; totals: Overview }>('/api/analytics');
+    assert.equal(body.buckets.length, 25, 'hourly buckets from 10:00 yesterday to 10:00 today, inclusive');
+    assert.equal(body.buckets[0]!.bucket, '2026-11-21T10:00:00.000Z');
+    assert.equal(body.buckets.at(-1)!.bucket, '2026-11-22T10:00:00.000Z');
+    assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6 });
+    const byBucket = new Map(body.buckets.map((b) => [b.bucket, b]));
+    assert.deepEqual(byBucket.get(at('07:00:00.000')), { bucket: at('07:00:00.000'), eventCount: 1, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });
+    assert.deepEqual(byBucket.get(at('08:00:00.000')), { bucket: at('08:00:00.000'), eventCount: 5, toolCallCount: 2, errorCount: 1, avgLatencyMs: 200, totalCostUsd: 0.1 });
+    assert.deepEqual(byBucket.get(at('09:00:00.000')), { bucket: at('09:00:00.000'), eventCount: 3, toolCallCount: 1, errorCount: 1, avgLatencyMs: 0, totalCostUsd: 0.2 });
+    assert.equal(body.buckets.filter((b) => b.eventCount > 0).length, 3, 'empty buckets are present with zeros');
+  });
+
+  test('partial hours at both ends are counted exactly (whole hours from rollups, edges from events)', async () => {
+    const mixed = await get<{ totals: Overview }>(`/api/analytics?from=${at('07:30:00.000')}&to=${at('09:50:00.000')}`);
+    assert.deepEqual(mixed.totals, { eventCount: 7, toolCallCount: 2, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.3 });
+    const inside = await get<{ totals: Overview; buckets: unknown[] }>(`/api/analytics?from=${at('08:15:00.000')}&to=${at('09:20:00.000')}`);
+    assert.deepEqual(inside.totals, { eventCount: 4, toolCallCount: 1, errorCount: 1, avgLatencyMs: 300, totalCostUsd: 0.3 });
+    assert.equal(inside.buckets.length, 2);
+    const exactEdge = await get<{ totals: Overview }>(`/api/analytics?from=${at('09:59:59.999')}&to=${at('09:59:59.999')}`);
+    assert.equal(exactEdge.totals.eventCount, 1, 'from and to are inclusive');
+  });
+
+  test('agentId filter, day and week granularity (weeks start on Monday, UTC)', async () => {
+    const b = await get<{ totals: Overview }>('/api/analytics?agentId=B');
+    assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });
+    const days = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=day');
+    assert.deepEqual(days.buckets.map((d) => [d.bucket, d.eventCount]), [['2026-11-21T00:00:00.000Z', 0], ['2026-11-22T00:00:00.000Z', 9]]);
+    const weeks = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=week&from=2026-11-01T00:00:00.000Z');
+    for (const week of weeks.buckets) assert.equal(new Date(week.bucket).getUTCDay(), 1, `${week.bucket} is a Monday`);
+    assert.equal(weeks.buckets.at(-1)!.bucket, '2026-11-16T00:00:00.000Z');
+    assert.equal(weeks.buckets.at(-1)!.eventCount, 10, 'the week holds today and yesterday');
+    assert.equal(weeks.buckets.reduce((n, w) => n + w.eventCount, 0), 10);
+  });
+
+  test('GET /api/analytics/llm: summary, by model (highest cost first), by time, filters', async () => {
+    const body = await get<{
+      summary: Record<string, number>;
+      byModel: { provider: string; model: string; calls: number; costUsd: number; inputTokens: number; outputTokens: number; avgLatencyMs: number }[];
+      byTime: { bucket: string; calls: number }[];
+    }>('/api/analytics/llm');
+    assert.deepEqual(body.summary, { totalCalls: 2, totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, avgLatencyMs: 300, avgCostPerCall: 0.15 });
+    assert.deepEqual(body.byModel, [
+      { provider: 'openai', model: 'gpt-4o-mini', calls: 1, costUsd: 0.2, inputTokens: 2000, outputTokens: 100, avgLatencyMs: 400 },
+      { provider: 'openai', model: 'gpt-4o', calls: 1, costUsd: 0.1, inputTokens: 1000, outputTokens: 500, avgLatencyMs: 200 },
+    ]);
+    assert.equal(body.byTime.length, 25);
+    assert.equal(body.byTime.find((b) => b.bucket === at('08:00:00.000'))!.calls, 1);
+    assert.equal((await get<{ summary: { totalCalls: number } }>('/api/analytics/llm?model=gpt-4o')).summary.totalCalls, 1);
+    assert.equal((await get<{ summary: { totalCalls: number } }>('/api/analytics/llm?provider=anthropic')).summary.totalCalls, 0);
+    assert.equal((await get<{ summary: { totalCalls: number } }>('/api/analytics/llm?agentId=B')).summary.totalCalls, 0);
+  });
+
+  test('GET /api/analytics/costs: spend events by agent, per day, totals', async () => {
+    const body = await get<{ byAgent: unknown[]; overTime: { bucket: string; totalCostUsd: number; eventCount: number }[]; totals: unknown }>('/api/analytics/costs');
+    assert.deepEqual(body.byAgent, [
+      { agentId: 'A', totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, totalTokens: 3600, eventCount: 2 },
+      { agentId: 'B', totalCostUsd: 0.3, totalInputTokens: 10, totalOutputTokens: 20, totalTokens: 30, eventCount: 1 },
+    ]);
+    assert.deepEqual(body.overTime, [
+      { bucket: '2026-11-21T00:00:00.000Z', totalCostUsd: 0, eventCount: 0 },
+      { bucket: '2026-11-22T00:00:00.000Z', totalCostUsd: 0.6, eventCount: 3 },
+    ]);
+    assert.deepEqual(body.totals, { totalCostUsd: 0.6, totalInputTokens: 3010, totalOutputTokens: 620, totalTokens: 3630 });
+  });
+
+  test('GET /api/analytics/agents and /api/analytics/tools', async () => {
+    const agents = await get<{ agents: unknown[] }>('/api/analytics/agents');
+    assert.deepEqual(agents.agents, [
+      { agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 90 * 60_000 },
+      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 10_499_999 },
+    ]);
+    const tools = await get<{ tools: unknown[] }>('/api/analytics/tools');
+    assert.deepEqual(tools.tools, [
+      { toolName: 'search', callCount: 2, errorCount: 1, errorRate: 0.5, avgDurationMs: 200 },
+      { toolName: 'fetch', callCount: 1, errorCount: 0, errorRate: 0, avgDurationMs: 0 },
+    ]);
+  });
+
+  test('the rollups kept by ingest equal the rollups recomputed from the stored events', async () => {
+    const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
+    assert.ok(stored.length >= 8, `one row per hour, agent, type, tool, provider and model (${stored.length})`);
+    assert.deepEqual(stored, recomputed);
+  });
+
+  test('bad parameters are 400 in the observe error body', async () => {
+    for (const query of [
+      `from=${at('09:00:00.000')}&to=${at('08:00:00.000')}`,
+      'granularity=minute',
+      'from=yesterday',
+      'from=2000-01-01T00:00:00.000Z',
+    ]) {
+      const response = await observe.call({ method: 'GET', url: `/api/analytics?${query}` });
+      assert.equal(response.statusCode, 400, query);
+      const body = response.json() as { error: string; status: number };
+      assert.equal(body.status, 400);
+      assert.equal(typeof body.error, 'string');
+    }
+  });
+
+  test('retention subtracts what it deletes from the rollups', async () => {
+    const window = 'from=2026-11-21T08:00:00.000Z&to=2026-11-21T10:30:00.000Z';
+    assert.equal((await get<{ totals: Overview }>(`/api/analytics?${window}`)).totals.totalCostUsd, 5);
+    const put = await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 1 } });
+    assert.equal(put.statusCode, 200, put.body);
+    await observe.service.jobs.retention.tick();
+    assert.deepEqual((await get<{ totals: Overview }>(`/api/analytics?${window}`)).totals, {
+      eventCount: 0, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0,
+    });
+    assert.equal((await get<{ totals: Overview }>('/api/analytics')).totals.eventCount, 9, 'sessions inside the retention period stay');
+    const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
+    assert.deepEqual(stored, recomputed, 'no rollup row is left for the deleted session');
+  });
+});

@@ -1,0 +1,130 @@
+import { epochMsType, floatType } from '@vigil/platform';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { EventRow, RollupRow } from '../schema.ts';
+
+export const HOUR_MS = 3_600_000;
+
+const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model'] as const;
+const SUMS = [
+  'event_count', 'error_count', 'cost_usd', 'duration_sum', 'duration_count', 'latency_sum', 'latency_count', 'input_tokens', 'output_tokens',
+] as const;
+
+export async function createRollupTable(db: Kysely<any>): Promise<void> {
+  let table = db.schema
+    .createTable('event_rollups')
+    .addColumn('hour', epochMsType, (c) => c.notNull())
+    .addColumn('agent_id', 'text', (c) => c.notNull())
+    .addColumn('event_type', 'text', (c) => c.notNull())
+    .addColumn('tool_name', 'text', (c) => c.notNull())
+    .addColumn('provider', 'text', (c) => c.notNull())
+    .addColumn('model', 'text', (c) => c.notNull());
+  for (const column of SUMS) {
+    table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
+  }
+  await table.addPrimaryKeyConstraint('event_rollups_pk', [...KEY]).execute();
+  await db.schema.createIndex('event_rollups_agent_hour').on('event_rollups').columns(['agent_id', 'hour']).execute();
+}
+
+/** The rollup rows of the stored events that `where` selects, computed in SQL. */
+function rollupsOfEvents(where: RawBuilder<unknown>) {
+  return sql`
+    select (ts / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, event_type, coalesce(tool_name, '') as tool_name,
+      coalesce(provider, '') as provider, coalesce(model, '') as model,
+      count(*) as event_count, sum(is_error) as error_count, coalesce(sum(cost_usd), 0) as cost_usd,
+      coalesce(sum(duration_ms), 0) as duration_sum, count(duration_ms) as duration_count,
+      coalesce(sum(latency_ms), 0) as latency_sum, count(latency_ms) as latency_count,
+      coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens
+    from events
+    where ${where}
+    group by 1, 2, 3, 4, 5, 6
+    order by 1, 2, 3, 4, 5, 6`;
+}
+
+/** Rebuilds the rollups of every stored event (migration of an existing database). */
+export async function backfillRollups(db: Kysely<any>): Promise<void> {
+  await sql`insert into event_rollups (${sql.raw([...KEY, ...SUMS].join(', '))}) ${rollupsOfEvents(sql`true`)}`.execute(db);
+}
+
+/** Rollup rows as numbers and strings (PostgreSQL answers sum(bigint) as numeric text). */
+function normalised(rows: readonly Record<string, unknown>[]): RollupRow[] {
+  return rows.map((row) => {
+    const out = Object.fromEntries(KEY.map((k) => [k, k === 'hour' ? Number(row[k]) : String(row[k])]));
+    for (const column of SUMS) out[column] = Number(row[column]);
+    return out as unknown as RollupRow;
+  });
+}
+
+/** Subtracts the events of these sessions from the rollups (before they are deleted). */
+export async function subtractSessionsFromRollups(trx: Kysely<any>, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  const { rows } = await rollupsOfEvents(sql`session_id in (${sql.join(sessionIds)})`).execute(trx);
+  await applyRollupDeltas(trx, normalised(rows as Record<string, unknown>[]), -1);
+}
+
+/** The stored rollups and the rollups recomputed from the events, both in key order: equal when exact. */
+export async function compareRollups(db: Kysely<any>): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
+  const stored = await db.selectFrom('event_rollups').selectAll().orderBy(KEY.map((k) => sql.ref(k)) as never).execute();
+  const { rows } = await rollupsOfEvents(sql`true`).execute(db);
+  return { stored: normalised(stored as Record<string, unknown>[]), recomputed: normalised(rows as Record<string, unknown>[]) };
+}
+
+export type RollupSource = Pick<
+  EventRow,
+  'ts' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model' | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'input_tokens' | 'output_tokens'
+>;
+
+/** The rollup rows a set of events adds, one per key, in key order (a fixed lock order). */
+export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
+  const byKey = new Map<string, RollupRow>();
+  for (const e of events) {
+    const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
+    const key = JSON.stringify([hour, e.agent_id, e.event_type, e.tool_name ?? '', e.provider ?? '', e.model ?? '']);
+    let row = byKey.get(key);
+    if (!row) {
+      row = {
+        hour, agent_id: e.agent_id, event_type: e.event_type, tool_name: e.tool_name ?? '', provider: e.provider ?? '', model: e.model ?? '',
+        event_count: 0, error_count: 0, cost_usd: 0, duration_sum: 0, duration_count: 0, latency_sum: 0, latency_count: 0, input_tokens: 0, output_tokens: 0,
+      };
+      byKey.set(key, row);
+    }
+    row.event_count += 1;
+    row.error_count += e.is_error;
+    row.cost_usd += e.cost_usd ?? 0;
+    if (e.duration_ms !== null) {
+      row.duration_sum += e.duration_ms;
+      row.duration_count += 1;
+    }
+    if (e.latency_ms !== null) {
+      row.latency_sum += e.latency_ms;
+      row.latency_count += 1;
+    }
+    row.input_tokens += e.input_tokens ?? 0;
+    row.output_tokens += e.output_tokens ?? 0;
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+}
+
+const ROWS_PER_STATEMENT = 500;
+
+/** Adds (`sign` 1) or subtracts (`sign` -1) deltas, in the caller's transaction. */
+export async function applyRollupDeltas(trx: Kysely<any>, deltas: readonly RollupRow[], sign: 1 | -1): Promise<void> {
+  for (let offset = 0; offset < deltas.length; offset += ROWS_PER_STATEMENT) {
+    const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => {
+      if (sign === 1) return row;
+      const negated: RollupRow = { ...row };
+      for (const column of SUMS) negated[column] = -row[column];
+      return negated;
+    });
+    await trx
+      .insertInto('event_rollups')
+      .values(chunk)
+      .onConflict((oc) =>
+        oc.columns([...KEY]).doUpdateSet(Object.fromEntries(SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))),
+      )
+      .execute();
+  }
+  if (sign === -1 && deltas.length > 0) {
+    const hours = [...new Set(deltas.map((d) => d.hour))];
+    await trx.deleteFrom('event_rollups').where('hour', 'in', hours).where('event_count', '<=', 0).execute();
+  }
+}

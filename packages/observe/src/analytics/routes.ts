@@ -1,0 +1,264 @@
+import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { aggregate, bucketStarts, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
+
+const DAY_MS = 86_400_000;
+/** More buckets than this is a client mistake (an hourly series over years), answered 400. */
+const MAX_BUCKETS = 10_000;
+const COST_EVENT_TYPES = ['llm_response', 'cost_tracked'];
+
+const range = { from: isoTimestampMs.optional(), to: isoTimestampMs.optional() };
+const granularity = (fallback: Granularity) => z.enum(GRANULARITIES).default(fallback);
+const text = z.string().min(1).max(200);
+
+/** The window of a request: default the last 24 h; from after to is a 400. */
+function windowOf(ctx: ObserveContext, query: { from?: number; to?: number }): { from: number; to: number } {
+  const to = query.to ?? ctx.clock.now();
+  const from = query.from ?? to - DAY_MS;
+  if (from > to) throw observeError('validation', 'Validation failed: from must not be after to', [{ path: 'from', message: 'must not be after to' }]);
+  return { from, to };
+}
+
+function seriesOf(window: { from: number; to: number }, g: Granularity, rows: readonly AggregateRow[]): { start: number; sums: Sums }[] {
+  const starts = bucketStarts(window.from, window.to, g);
+  if (starts.length > MAX_BUCKETS) {
+    throw observeError('validation', `Validation failed: the range holds ${starts.length} ${g} buckets; at most ${MAX_BUCKETS}`, [
+      { path: 'granularity', message: `at most ${MAX_BUCKETS} buckets per request` },
+    ]);
+  }
+  const byStart = new Map(rows.map((row) => [row.bucket as number, row]));
+  return starts.map((start) => ({ start, sums: byStart.get(start) ?? emptySums() }));
+}
+
+const total = (rows: readonly Sums[]): Sums => rows.reduce((sum, row) => {
+  for (const key of Object.keys(sum) as (keyof Sums)[]) sum[key] += row[key];
+  return sum;
+}, emptySums());
+
+const overview = (s: Sums) => ({
+  eventCount: s.eventCount,
+  toolCallCount: s.toolCallCount,
+  errorCount: s.errorCount,
+  avgLatencyMs: mean(s.durationSum, s.durationCount),
+  totalCostUsd: usd(s.costUsd),
+});
+
+const llmFigures = (s: Sums) => ({
+  calls: s.eventCount,
+  costUsd: usd(s.costUsd),
+  inputTokens: s.inputTokens,
+  outputTokens: s.outputTokens,
+  avgLatencyMs: mean(s.latencySum, s.latencyCount),
+});
+
+const number = z.number();
+const overviewSchema = z.object({ eventCount: number, toolCallCount: number, errorCount: number, avgLatencyMs: number, totalCostUsd: number });
+const llmFiguresSchema = z.object({ calls: number, costUsd: number, inputTokens: number, outputTokens: number, avgLatencyMs: number });
+
+export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void {
+  const { database } = ctx;
+
+  app.get(
+    '/api/analytics',
+    {
+      schema: {
+        summary: 'Event counts, errors, tool latency and cost per time bucket',
+        tags: ['analytics'],
+        querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional() }),
+        response: { 200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema }) },
+      },
+    },
+    async (request) => {
+      const window = windowOf(ctx, request.query);
+      const g = request.query.granularity;
+      const rows = await aggregate(database, { ...window, granularity: g, dimensions: ['bucket'], agentId: request.query.agentId });
+      const series = seriesOf(window, g, rows);
+      return {
+        buckets: series.map(({ start, sums }) => ({ bucket: toIso(start), ...overview(sums) })),
+        totals: overview(total(series.map((b) => b.sums))),
+      };
+    },
+  );
+
+  app.get(
+    '/api/analytics/llm',
+    {
+      schema: {
+        summary: 'LLM calls (llm_response events): cost, tokens and latency by model and over time',
+        tags: ['analytics'],
+        querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional(), model: text.optional(), provider: text.optional() }),
+        response: {
+          200: z.object({
+            summary: z.object({
+              totalCalls: number, totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, avgLatencyMs: number, avgCostPerCall: number,
+            }),
+            byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string() })),
+            byTime: z.array(llmFiguresSchema.extend({ bucket: z.string() })),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const window = windowOf(ctx, request.query);
+      const { agentId, model, provider } = request.query;
+      const g = request.query.granularity;
+      const filter = { ...window, granularity: g, agentId, model, provider, eventTypes: ['llm_response'] };
+      const [byModel, byTime] = await Promise.all([
+        aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
+        aggregate(database, { ...filter, dimensions: ['bucket'] }),
+      ]);
+      const series = seriesOf(window, g, byTime);
+      const sums = total(byModel);
+      return {
+        summary: {
+          totalCalls: sums.eventCount,
+          totalCostUsd: usd(sums.costUsd),
+          totalInputTokens: sums.inputTokens,
+          totalOutputTokens: sums.outputTokens,
+          avgLatencyMs: mean(sums.latencySum, sums.latencyCount),
+          avgCostPerCall: usd(mean(sums.costUsd, sums.eventCount)),
+        },
+        byModel: byModel
+          .map((row) => ({ provider: String(row.provider), model: String(row.model), ...llmFigures(row) }))
+          .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model)),
+        byTime: series.map(({ start, sums: s }) => ({ bucket: toIso(start), ...llmFigures(s) })),
+      };
+    },
+  );
+
+  app.get(
+    '/api/analytics/costs',
+    {
+      schema: {
+        summary: 'Spend (llm_response and cost_tracked events) by agent and over time',
+        tags: ['analytics'],
+        querystring: z.object({ ...range, granularity: granularity('day') }),
+        response: {
+          200: z.object({
+            byAgent: z.array(
+              z.object({ agentId: z.string(), totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number, eventCount: number }),
+            ),
+            overTime: z.array(z.object({ bucket: z.string(), totalCostUsd: number, eventCount: number })),
+            totals: z.object({ totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number }),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const window = windowOf(ctx, request.query);
+      const g = request.query.granularity;
+      const filter = { ...window, granularity: g, eventTypes: COST_EVENT_TYPES };
+      const [byAgent, byTime] = await Promise.all([
+        aggregate(database, { ...filter, dimensions: ['agent_id'] }),
+        aggregate(database, { ...filter, dimensions: ['bucket'] }),
+      ]);
+      const tokens = (s: Sums) => ({
+        totalCostUsd: usd(s.costUsd),
+        totalInputTokens: s.inputTokens,
+        totalOutputTokens: s.outputTokens,
+        totalTokens: s.inputTokens + s.outputTokens,
+      });
+      return {
+        byAgent: byAgent
+          .map((row) => ({ agentId: String(row.agent_id), ...tokens(row), eventCount: row.eventCount }))
+          .sort((a, b) => b.totalCostUsd - a.totalCostUsd || a.agentId.localeCompare(b.agentId)),
+        overTime: seriesOf(window, g, byTime).map(({ start, sums }) => ({ bucket: toIso(start), totalCostUsd: usd(sums.costUsd), eventCount: sums.eventCount })),
+        totals: tokens(total(byAgent)),
+      };
+    },
+  );
+
+  app.get(
+    '/api/analytics/agents',
+    {
+      schema: {
+        summary: 'Per agent: sessions started, events, errors, spend and mean session duration',
+        tags: ['analytics'],
+        querystring: z.object(range),
+        response: {
+          200: z.object({
+            agents: z.array(
+              z.object({
+                agentId: z.string(), sessionCount: number, totalEvents: number, totalErrors: number, errorRate: number, totalCostUsd: number, avgDurationMs: number,
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const window = windowOf(ctx, request.query);
+      const [events, sessions] = await Promise.all([
+        aggregate(database, { ...window, dimensions: ['agent_id'] }),
+        database.db
+          .selectFrom('sessions')
+          .select((eb) => [
+            'agent_id',
+            eb.fn.countAll<number>().as('sessions'),
+            eb.fn.sum<number>(eb(eb.fn.coalesce('ended_at', 'last_event_at'), '-', eb.ref('started_at'))).as('duration'),
+          ])
+          .where('started_at', '>=', window.from)
+          .where('started_at', '<=', window.to)
+          .groupBy('agent_id')
+          .execute(),
+      ]);
+      const agents = new Map<string, { sessions: number; duration: number; sums: Sums }>();
+      for (const row of events) agents.set(String(row.agent_id), { sessions: 0, duration: 0, sums: row });
+      for (const row of sessions) {
+        const entry = agents.get(row.agent_id) ?? { sessions: 0, duration: 0, sums: emptySums() };
+        entry.sessions = Number(row.sessions);
+        entry.duration = Number(row.duration ?? 0);
+        agents.set(row.agent_id, entry);
+      }
+      return {
+        agents: [...agents.entries()]
+          .map(([agentId, { sessions: count, duration, sums }]) => ({
+            agentId,
+            sessionCount: count,
+            totalEvents: sums.eventCount,
+            totalErrors: sums.errorCount,
+            errorRate: ratio(sums.errorCount, sums.eventCount),
+            totalCostUsd: usd(sums.costUsd),
+            avgDurationMs: mean(duration, count),
+          }))
+          .sort((a, b) => b.totalEvents - a.totalEvents || a.agentId.localeCompare(b.agentId)),
+      };
+    },
+  );
+
+  app.get(
+    '/api/analytics/tools',
+    {
+      schema: {
+        summary: 'Per tool: calls, errors (tool_error events), error rate and mean duration',
+        tags: ['analytics'],
+        querystring: z.object(range),
+        response: {
+          200: z.object({ tools: z.array(z.object({ toolName: z.string(), callCount: number, errorCount: number, errorRate: number, avgDurationMs: number })) }),
+        },
+      },
+    },
+    async (request) => {
+      const window = windowOf(ctx, request.query);
+      const rows = await aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], eventTypes: ['tool_call', 'tool_response', 'tool_error'] });
+      const tools = new Map<string, { calls: number; errors: number; durationSum: number; durationCount: number }>();
+      for (const row of rows) {
+        const name = String(row.tool_name);
+        if (name === '') continue;
+        const tool = tools.get(name) ?? { calls: 0, errors: 0, durationSum: 0, durationCount: 0 };
+        if (row.event_type === 'tool_call') tool.calls += row.eventCount;
+        if (row.event_type === 'tool_error') tool.errors += row.eventCount;
+        tool.durationSum += row.durationSum;
+        tool.durationCount += row.durationCount;
+        tools.set(name, tool);
+      }
+      return {
+        tools: [...tools.entries()]
+          .map(([toolName, t]) => ({ toolName, callCount: t.calls, errorCount: t.errors, errorRate: ratio(t.errors, t.calls), avgDurationMs: mean(t.durationSum, t.durationCount) }))
+          .sort((a, b) => b.callCount - a.callCount || a.toolName.localeCompare(b.toolName)),
+      };
+    },
+  );
+}

@@ -1,0 +1,264 @@
+import { jsonArrayLength, jsonText } from '@vigil/platform';
+import { sql, type Kysely } from 'kysely';
+import { usd } from '../analytics/aggregate.ts';
+import type { ObserveContext } from '../context.ts';
+import type { ModelPrice, PriceTable } from '../pricing/index.ts';
+import type { ObserveSchema } from '../schema.ts';
+
+const DAY_MS = 86_400_000;
+
+export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;
+export type ComplexityTier = (typeof COMPLEXITY_TIERS)[number];
+export const CONFIDENCES = ['low', 'medium', 'high'] as const;
+export type Confidence = (typeof CONFIDENCES)[number];
+
+/** Tier bounds (DECISIONS.md, Optimize): simple < 1,000 input tokens and no tools; complex > 10,000 or ≥ 6 tools. */
+export const SIMPLE_MAX_INPUT_TOKENS = 1_000;
+export const COMPLEX_MIN_INPUT_TOKENS = 10_000;
+export const COMPLEX_MIN_TOOLS = 6;
+/** Fewer calls of an (agent, model, tier) than this are not enough to recommend anything. */
+export const MIN_CALLS = 20;
+/** A candidate whose observed success rate in the tier is below this is never recommended. */
+export const MIN_SUCCESS_RATE = 0.98;
+const HIGH_CONFIDENCE_ABOVE = 200;
+const MEDIUM_CONFIDENCE_FROM = 50;
+const DAYS_PER_MONTH = 30;
+
+export interface RecommendationQuery {
+  agentId?: string;
+  /** Days back from now. */
+  period: number;
+  limit: number;
+}
+
+export interface Recommendation {
+  currentModel: string;
+  recommendedModel: string;
+  complexityTier: ComplexityTier;
+  currentCostPerCall: number;
+  recommendedCostPerCall: number;
+  monthlySavings: number;
+  callVolume: number;
+  currentSuccessRate: number;
+  recommendedSuccessRate: number;
+  confidence: Confidence;
+  agentId: string;
+}
+
+export interface Recommendations {
+  recommendations: Recommendation[];
+  totalPotentialSavings: number;
+  period: number;
+  analyzedCalls: number;
+}
+
+/** Calls of one agent with one model in one tier, summed in SQL. */
+interface CallGroup {
+  agentId: string;
+  provider: string;
+  model: string;
+  tier: ComplexityTier;
+  calls: number;
+  failures: number;
+  costSum: number;
+  costCount: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Observed outcomes of one model in one tier. */
+interface Outcomes {
+  calls: number;
+  failures: number;
+}
+
+/**
+ * Per llm_response: its tier and whether it failed, computed by the database. "Tools" of a call
+ * is the number of entries of the response's `toolCalls` (0 when absent); a failure is
+ * finishReason `error`.
+ */
+function callsInWindow(ctx: ObserveContext, from: number, to: number, agentId: string | undefined) {
+  const { dialect } = ctx.database;
+  const db = ctx.database.db as Kysely<ObserveSchema>;
+  const tools = jsonArrayLength(dialect, 'payload', 'toolCalls');
+  const inputTokens = sql`coalesce(input_tokens, 0)`;
+  const tier = sql<ComplexityTier>`case
+    when ${inputTokens} < ${sql.lit(SIMPLE_MAX_INPUT_TOKENS)} and ${tools} = 0 then 'simple'
+    when ${inputTokens} > ${sql.lit(COMPLEX_MIN_INPUT_TOKENS)} or ${tools} >= ${sql.lit(COMPLEX_MIN_TOOLS)} then 'complex'
+    else 'moderate' end`;
+  const failed = sql<number>`case when ${jsonText(dialect, 'payload', 'finishReason')} = 'error' then 1 else 0 end`;
+  let query = db
+    .selectFrom('events')
+    .select(['agent_id', 'provider', 'model', 'cost_usd', 'input_tokens', 'output_tokens', tier.as('tier'), failed.as('failed')])
+    .where('event_type', '=', 'llm_response')
+    .where('ts', '>=', from)
+    .where('ts', '<=', to)
+    .where('provider', 'is not', null)
+    .where('model', 'is not', null);
+  if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
+  return query;
+}
+
+async function callGroups(ctx: ObserveContext, from: number, to: number, agentId: string | undefined): Promise<CallGroup[]> {
+  const db = ctx.database.db as Kysely<ObserveSchema>;
+  const rows = await db
+    .selectFrom(callsInWindow(ctx, from, to, agentId).as('c'))
+    .select([
+      'c.agent_id',
+      'c.provider',
+      'c.model',
+      'c.tier',
+      sql<number>`count(*)`.as('calls'),
+      sql<number>`sum(c.failed)`.as('failures'),
+      sql<number | null>`sum(c.cost_usd)`.as('cost_sum'),
+      sql<number>`count(c.cost_usd)`.as('cost_count'),
+      sql<number | null>`sum(coalesce(c.input_tokens, 0))`.as('input_tokens'),
+      sql<number | null>`sum(coalesce(c.output_tokens, 0))`.as('output_tokens'),
+    ])
+    .groupBy(['c.agent_id', 'c.provider', 'c.model', 'c.tier'])
+    .execute();
+  // PostgreSQL answers count and sum(bigint) as bigint/numeric text.
+  return rows.map((row) => ({
+    agentId: row.agent_id,
+    provider: row.provider as string,
+    model: row.model as string,
+    tier: row.tier,
+    calls: Number(row.calls),
+    failures: Number(row.failures ?? 0),
+    costSum: Number(row.cost_sum ?? 0),
+    costCount: Number(row.cost_count),
+    inputTokens: Number(row.input_tokens ?? 0),
+    outputTokens: Number(row.output_tokens ?? 0),
+  }));
+}
+
+/** Outcomes per (provider, model, tier) of every agent in the window. */
+async function outcomeGroups(ctx: ObserveContext, from: number, to: number): Promise<{ provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]> {
+  const db = ctx.database.db as Kysely<ObserveSchema>;
+  const rows = await db
+    .selectFrom(callsInWindow(ctx, from, to, undefined).as('c'))
+    .select(['c.provider', 'c.model', 'c.tier', sql<number>`count(*)`.as('calls'), sql<number>`sum(c.failed)`.as('failures')])
+    .groupBy(['c.provider', 'c.model', 'c.tier'])
+    .execute();
+  return rows.map((row) => ({
+    provider: row.provider as string,
+    model: row.model as string,
+    tier: row.tier,
+    outcomes: { calls: Number(row.calls), failures: Number(row.failures ?? 0) },
+  }));
+}
+
+const priceKey = (price: ModelPrice, tier: ComplexityTier): string => `${price.provider.toLowerCase()}\n${price.model.toLowerCase()}\n${tier}`;
+
+/**
+ * Observed outcomes per price-table model and tier: reported model names resolve through the
+ * table (so 'gpt-4o-mini-2024-07-18' counts as 'gpt-4o-mini'); unpriced models are left out, as
+ * they can never be recommended.
+ */
+function outcomesByPrice(prices: PriceTable, groups: readonly { provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]): Map<string, Outcomes> {
+  const byPrice = new Map<string, Outcomes>();
+  for (const group of groups) {
+    const price = prices.find(group.model, group.provider);
+    if (!price) continue;
+    const key = priceKey(price, group.tier);
+    const sum = byPrice.get(key) ?? { calls: 0, failures: 0 };
+    sum.calls += group.outcomes.calls;
+    sum.failures += group.outcomes.failures;
+    byPrice.set(key, sum);
+  }
+  return byPrice;
+}
+
+function confidenceOf(calls: number): Confidence {
+  if (calls > HIGH_CONFIDENCE_ABOVE) return 'high';
+  if (calls >= MEDIUM_CONFIDENCE_FROM) return 'medium';
+  return 'low';
+}
+
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const successRate = (o: Outcomes): number => (o.calls - o.failures) / o.calls;
+
+/** The recommendation for one group; undefined below MIN_CALLS or when no cheaper model qualifies. */
+function recommend(
+  prices: PriceTable,
+  outcomes: ReadonlyMap<string, Outcomes>,
+  group: CallGroup,
+  period: number,
+): Recommendation | undefined {
+  if (group.calls < MIN_CALLS) return undefined;
+  const meanInput = group.inputTokens / group.calls;
+  const meanOutput = group.outputTokens / group.calls;
+  const currentCost =
+    group.costCount > 0 ? group.costSum / group.costCount : prices.costUsd(group.model, group.provider, meanInput, meanOutput);
+  if (currentCost === undefined) return undefined;
+
+  // Candidates that save money at this group's token mix and are not observed to fail too often.
+  const qualifying: { price: ModelPrice; cost: number; observed?: Outcomes }[] = [];
+  for (const candidate of prices.cheaperAlternatives(group.model, group.provider)) {
+    const observed = outcomes.get(priceKey(candidate, group.tier));
+    if (observed && successRate(observed) < MIN_SUCCESS_RATE) continue;
+    const cost = (meanInput * candidate.inputPerMillionUsd + meanOutput * candidate.outputPerMillionUsd) / 1_000_000;
+    if (cost < currentCost) qualifying.push({ price: candidate, cost, observed });
+  }
+  // Evidence first: a candidate observed in this tier beats a cheaper one never seen in it.
+  const proven = qualifying.filter((c) => c.observed !== undefined);
+  const pool = proven.length > 0 ? proven : qualifying;
+  const best = pool.sort((a, b) => a.cost - b.cost || byText(a.price.model, b.price.model))[0];
+  if (!best) return undefined;
+
+  const currentSuccessRate = successRate(group);
+  const savings = ((currentCost - best.cost) * group.calls * DAYS_PER_MONTH) / period;
+  return {
+    currentModel: group.model,
+    recommendedModel: best.price.model,
+    complexityTier: group.tier,
+    currentCostPerCall: usd(currentCost),
+    recommendedCostPerCall: usd(best.cost),
+    monthlySavings: usd(savings),
+    callVolume: group.calls,
+    currentSuccessRate,
+    // Unknown (no call of the candidate in this tier): assumed equal to the current model's, and confidence is low.
+    recommendedSuccessRate: best.observed ? successRate(best.observed) : currentSuccessRate,
+    confidence: best.observed ? confidenceOf(group.calls) : 'low',
+    agentId: group.agentId,
+  };
+}
+
+const tierOrder = (tier: ComplexityTier): number => COMPLEXITY_TIERS.indexOf(tier);
+
+/**
+ * Model-switch recommendations over the llm_response events of the last `period` days (optionally
+ * of one agent). Every call in the window is aggregated in SQL; the limit applies to the list only.
+ */
+export async function recommendations(ctx: ObserveContext, query: RecommendationQuery): Promise<Recommendations> {
+  const to = ctx.clock.now();
+  const from = to - query.period * DAY_MS;
+  const groups = await callGroups(ctx, from, to, query.agentId);
+  // Without an agent filter the groups already hold every call; with one, the candidates' evidence
+  // still comes from every agent, so filtering never changes an agent's recommendations.
+  const evidence =
+    query.agentId === undefined
+      ? groups.map((g) => ({ provider: g.provider, model: g.model, tier: g.tier, outcomes: { calls: g.calls, failures: g.failures } }))
+      : await outcomeGroups(ctx, from, to);
+  const outcomes = outcomesByPrice(ctx.prices, evidence);
+
+  const all = groups
+    .map((group) => recommend(ctx.prices, outcomes, group, query.period))
+    // Savings that round to zero nano-dollars are no savings.
+    .filter((r): r is Recommendation => r !== undefined && r.monthlySavings > 0)
+    .sort(
+      (a, b) =>
+        b.monthlySavings - a.monthlySavings ||
+        byText(a.currentModel, b.currentModel) ||
+        byText(a.agentId, b.agentId) ||
+        tierOrder(a.complexityTier) - tierOrder(b.complexityTier) ||
+        byText(a.recommendedModel, b.recommendedModel),
+    );
+  const totalPotentialSavings = usd(all.reduce((sum, r) => sum + r.monthlySavings, 0));
+  return {
+    recommendations: all.slice(0, query.limit),
+    totalPotentialSavings,
+    period: query.period,
+    analyzedCalls: groups.reduce((sum, g) => sum + g.calls, 0),
+  };
+}
