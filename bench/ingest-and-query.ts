@@ -51,8 +51,10 @@ async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
   throw new Error('server did not start');
 }
 
+const agentOf = (sessionId: string): string => `agent-${sessionId.length % 7}`;
+
 function event(sessionId: string, i: number): object {
-  const agentId = `agent-${sessionId.length % 7}`;
+  const agentId = agentOf(sessionId);
   switch (i % 4) {
     case 0:
       return { sessionId, agentId, eventType: 'tool_call', payload: { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue report ${i}`, maxResults: 10 } } };
@@ -166,6 +168,10 @@ async function main(): Promise<void> {
         [`GET ${name}, last 24 h`, path] as const,
         [`GET ${name}, last 30 days`, `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`] as const,
       ]),
+      ['GET /api/agents/:id/health (7-day window)', `/api/agents/${agentOf('bench-timeline')}/health`],
+      ['GET /api/agents/:id/health?window=30', `/api/agents/${agentOf('bench-session-7')}/health?window=30`],
+      ['GET /api/health/overview', '/api/health/overview'],
+      ['GET /api/optimize/recommendations?period=30', '/api/optimize/recommendations?period=30'],
     ] as const) {
       const { p50, p95 } = await latency(base, key, path);
       rows.push([label, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
