@@ -1,6 +1,7 @@
-import { createFullTextIndex, createLeaseTable, epochMsType, floatType, type MigrationStep } from '@vigil/platform';
+import { createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 import { backfillRollups, createRollupTable } from './analytics/rollups.ts';
+import { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/derive.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -163,7 +164,24 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await db.schema.createIndex('alert_deliveries_history').on('alert_deliveries').columns(['history_id', 'kind']).execute();
   },
 
-  async '0003_event_rollups'(db) {
+  async '0003_event_rollups'(db, dialect) {
+    // LLM calls get their complexity tier and finish reason as columns (events/derive.ts), so the
+    // rollups can carry them and optimize reads no JSON.
+    await db.schema.alterTable('events').addColumn('complexity_tier', 'text').execute();
+    await db.schema.alterTable('events').addColumn('finish_reason', 'text').execute();
+    const tools = jsonArrayLength(dialect, 'payload', 'toolCalls');
+    const input = sql`coalesce(input_tokens, 0)`;
+    await db
+      .updateTable('events')
+      .set({
+        complexity_tier: sql`case
+          when ${input} < ${sql.lit(SIMPLE_MAX_INPUT_TOKENS)} and ${tools} = 0 then 'simple'
+          when ${input} > ${sql.lit(COMPLEX_MIN_INPUT_TOKENS)} or ${tools} >= ${sql.lit(COMPLEX_MIN_TOOLS)} then 'complex'
+          else 'moderate' end`,
+        finish_reason: jsonText(dialect, 'payload', 'finishReason'),
+      })
+      .where('event_type', '=', 'llm_response')
+      .execute();
     await createRollupTable(db);
     await backfillRollups(db);
   },

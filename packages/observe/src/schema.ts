@@ -27,6 +27,10 @@ export interface EventRow {
   model: string | null;
   input_tokens: number | null;
   output_tokens: number | null;
+  /** llm_response only: simple, moderate or complex (see events/derive.ts complexityTier). */
+  complexity_tier: string | null;
+  /** llm_response only: its finishReason. */
+  finish_reason: string | null;
 }
 
 export interface SessionRow {
@@ -142,7 +146,7 @@ export interface LeaseRow {
 
 /**
  * Hourly pre-aggregates of events, kept exact by the ingest transaction (and by retention, which
- * subtracts what it deletes). One row per hour × agent × event type × tool × provider × model;
+ * subtracts what it deletes). One row per hour × agent × event type × tool × provider × model × complexity tier;
  * missing text dimensions are stored as '' so the key is a plain primary key on both databases.
  */
 export interface RollupRow {
@@ -152,6 +156,8 @@ export interface RollupRow {
   tool_name: string;
   provider: string;
   model: string;
+  /** complexity tier of llm_response events, '' for other events. */
+  tier: string;
   event_count: number;
   error_count: number;
   cost_usd: number;
@@ -161,6 +167,8 @@ export interface RollupRow {
   latency_count: number;
   input_tokens: number;
   output_tokens: number;
+  /** llm_response events whose finishReason is `error`. */
+  failure_count: number;
 }
 
 /** A day's health of an agent: the 7-day values at the first health query of that UTC day. */

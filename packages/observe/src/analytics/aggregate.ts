@@ -27,7 +27,7 @@ export function bucketStarts(from: number, to: number, granularity: Granularity)
   return starts;
 }
 
-export type Dimension = 'bucket' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model';
+export type Dimension = 'bucket' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model' | 'tier';
 
 export interface AggregateQuery {
   /** Inclusive bounds, epoch ms. */
@@ -52,12 +52,14 @@ export interface Sums {
   latencyCount: number;
   inputTokens: number;
   outputTokens: number;
+  failureCount: number;
 }
 
 export type AggregateRow = Sums & Partial<Record<Dimension, string | number>>;
 
 export const emptySums = (): Sums => ({
   eventCount: 0, errorCount: 0, toolCallCount: 0, costUsd: 0, durationSum: 0, durationCount: 0, latencySum: 0, latencyCount: 0, inputTokens: 0, outputTokens: 0,
+  failureCount: 0,
 });
 
 export function addSums(target: Sums, source: Sums): Sums {
@@ -84,12 +86,14 @@ const SOURCES = {
       latencyCount: sql`sum(latency_count)`,
       inputTokens: sql`sum(input_tokens)`,
       outputTokens: sql`sum(output_tokens)`,
+      failureCount: sql`sum(failure_count)`,
     },
   },
   events: {
     table: 'events',
     time: 'ts',
-    text: (column: string) => sql`coalesce(${sql.ref(column)}, '')`,
+    // The rollups' `tier` is the events' `complexity_tier`.
+    text: (column: string) => sql`coalesce(${sql.ref(column === 'tier' ? 'complexity_tier' : column)}, '')`,
     sums: {
       eventCount: sql`count(*)`,
       errorCount: sql`sum(is_error)`,
@@ -101,6 +105,7 @@ const SOURCES = {
       latencyCount: sql`count(latency_ms)`,
       inputTokens: sql`sum(input_tokens)`,
       outputTokens: sql`sum(output_tokens)`,
+      failureCount: sql`sum(case when finish_reason = 'error' then 1 else 0 end)`,
     },
   },
 } satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;

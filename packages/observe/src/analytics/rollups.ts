@@ -4,9 +4,10 @@ import type { EventRow, RollupRow } from '../schema.ts';
 
 export const HOUR_MS = 3_600_000;
 
-const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model'] as const;
+const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
 const SUMS = [
   'event_count', 'error_count', 'cost_usd', 'duration_sum', 'duration_count', 'latency_sum', 'latency_count', 'input_tokens', 'output_tokens',
+  'failure_count',
 ] as const;
 
 export async function createRollupTable(db: Kysely<any>): Promise<void> {
@@ -17,7 +18,8 @@ export async function createRollupTable(db: Kysely<any>): Promise<void> {
     .addColumn('event_type', 'text', (c) => c.notNull())
     .addColumn('tool_name', 'text', (c) => c.notNull())
     .addColumn('provider', 'text', (c) => c.notNull())
-    .addColumn('model', 'text', (c) => c.notNull());
+    .addColumn('model', 'text', (c) => c.notNull())
+    .addColumn('tier', 'text', (c) => c.notNull());
   for (const column of SUMS) {
     table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
   }
@@ -29,15 +31,16 @@ export async function createRollupTable(db: Kysely<any>): Promise<void> {
 function rollupsOfEvents(where: RawBuilder<unknown>) {
   return sql`
     select (ts / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, event_type, coalesce(tool_name, '') as tool_name,
-      coalesce(provider, '') as provider, coalesce(model, '') as model,
+      coalesce(provider, '') as provider, coalesce(model, '') as model, coalesce(complexity_tier, '') as tier,
       count(*) as event_count, sum(is_error) as error_count, coalesce(sum(cost_usd), 0) as cost_usd,
       coalesce(sum(duration_ms), 0) as duration_sum, count(duration_ms) as duration_count,
       coalesce(sum(latency_ms), 0) as latency_sum, count(latency_ms) as latency_count,
-      coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens
+      coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens,
+      sum(case when finish_reason = 'error' then 1 else 0 end) as failure_count
     from events
     where ${where}
-    group by 1, 2, 3, 4, 5, 6
-    order by 1, 2, 3, 4, 5, 6`;
+    group by 1, 2, 3, 4, 5, 6, 7
+    order by 1, 2, 3, 4, 5, 6, 7`;
 }
 
 /** Rebuilds the rollups of every stored event (migration of an existing database). */
@@ -70,7 +73,8 @@ export async function compareRollups(db: Kysely<any>): Promise<{ stored: RollupR
 
 export type RollupSource = Pick<
   EventRow,
-  'ts' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model' | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'input_tokens' | 'output_tokens'
+  | 'ts' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model' | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'input_tokens'
+  | 'output_tokens' | 'complexity_tier' | 'finish_reason'
 >;
 
 /** The rollup rows a set of events adds, one per key, in key order (a fixed lock order). */
@@ -78,12 +82,14 @@ export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
   const byKey = new Map<string, RollupRow>();
   for (const e of events) {
     const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
-    const key = JSON.stringify([hour, e.agent_id, e.event_type, e.tool_name ?? '', e.provider ?? '', e.model ?? '']);
+    const key = JSON.stringify([hour, e.agent_id, e.event_type, e.tool_name ?? '', e.provider ?? '', e.model ?? '', e.complexity_tier ?? '']);
     let row = byKey.get(key);
     if (!row) {
       row = {
         hour, agent_id: e.agent_id, event_type: e.event_type, tool_name: e.tool_name ?? '', provider: e.provider ?? '', model: e.model ?? '',
+        tier: e.complexity_tier ?? '',
         event_count: 0, error_count: 0, cost_usd: 0, duration_sum: 0, duration_count: 0, latency_sum: 0, latency_count: 0, input_tokens: 0, output_tokens: 0,
+        failure_count: 0,
       };
       byKey.set(key, row);
     }
@@ -100,6 +106,7 @@ export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
     }
     row.input_tokens += e.input_tokens ?? 0;
     row.output_tokens += e.output_tokens ?? 0;
+    if (e.finish_reason === 'error') row.failure_count += 1;
   }
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
 }

@@ -4,8 +4,23 @@ const ERROR_SEVERITIES = new Set(['error', 'critical']);
 
 type DerivedColumns = Pick<
   EventRow,
-  'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'tool_name' | 'call_id' | 'provider' | 'model' | 'input_tokens' | 'output_tokens'
+  | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'tool_name' | 'call_id' | 'provider' | 'model' | 'input_tokens' | 'output_tokens'
+  | 'complexity_tier' | 'finish_reason'
 >;
+
+export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;
+export type ComplexityTier = (typeof COMPLEXITY_TIERS)[number];
+/** Tier bounds (DECISIONS.md, Optimize): simple < 1,000 input tokens and no tools; complex > 10,000 or ≥ 6 tools. */
+export const SIMPLE_MAX_INPUT_TOKENS = 1_000;
+export const COMPLEX_MIN_INPUT_TOKENS = 10_000;
+export const COMPLEX_MIN_TOOLS = 6;
+
+/** The one definition of an LLM call's complexity; "tools" are the entries of the response's toolCalls. */
+export function complexityTier(inputTokens: number, toolCalls: number): ComplexityTier {
+  if (inputTokens < SIMPLE_MAX_INPUT_TOKENS && toolCalls === 0) return 'simple';
+  if (inputTokens > COMPLEX_MIN_INPUT_TOKENS || toolCalls >= COMPLEX_MIN_TOOLS) return 'complex';
+  return 'moderate';
+}
 
 const asNumber = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const asString = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -21,6 +36,8 @@ export function isErrorEvent(eventType: string, severity: string): boolean {
  */
 export function deriveColumns(eventType: string, severity: string, payload: Record<string, unknown>): DerivedColumns {
   const usage = (payload.usage ?? {}) as Record<string, unknown>;
+  const isLlmResponse = eventType === 'llm_response';
+  const inputTokens = eventType === 'cost_tracked' ? asNumber(payload.inputTokens) : asNumber(usage.inputTokens);
   const spends = eventType === 'llm_response' || eventType === 'cost_tracked';
   const toolTiming = eventType === 'tool_response' || eventType === 'tool_error';
   return {
@@ -32,7 +49,9 @@ export function deriveColumns(eventType: string, severity: string, payload: Reco
     call_id: asString(payload.callId),
     provider: asString(payload.provider),
     model: asString(payload.model),
-    input_tokens: eventType === 'cost_tracked' ? asNumber(payload.inputTokens) : asNumber(usage.inputTokens),
+    input_tokens: inputTokens,
     output_tokens: eventType === 'cost_tracked' ? asNumber(payload.outputTokens) : asNumber(usage.outputTokens),
+    complexity_tier: isLlmResponse ? complexityTier(inputTokens ?? 0, Array.isArray(payload.toolCalls) ? payload.toolCalls.length : 0) : null,
+    finish_reason: isLlmResponse ? asString(payload.finishReason) : null,
   };
 }

@@ -58,6 +58,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
 const EVENT_COLUMNS: (keyof EventRow)[] = [
   'id', 'session_id', 'seq', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'metadata', 'prev_hash', 'hash',
   'is_error', 'cost_usd', 'duration_ms', 'latency_ms', 'tool_name', 'call_id', 'provider', 'model', 'input_tokens', 'output_tokens',
+  'complexity_tier', 'finish_reason',
 ];
 
 type InsertableEvent = EventRow & Record<string, unknown>;

@@ -25,6 +25,8 @@ const row: EventRow = {
   model: null,
   input_tokens: null,
   output_tokens: null,
+  complexity_tier: null,
+  finish_reason: null,
 };
 
 test('eventJson splices stored JSON into exactly the object toEvent builds', () => {

@@ -2,7 +2,8 @@ import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { identifier } from '../events/schemas.ts';
-import { COMPLEXITY_TIERS, CONFIDENCES, recommendations } from './service.ts';
+import { COMPLEXITY_TIERS } from '../events/derive.ts';
+import { CONFIDENCES, recommendations } from './service.ts';
 
 const recommendationsQuerySchema = z.object({
   agentId: identifier.optional(),

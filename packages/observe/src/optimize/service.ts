@@ -1,21 +1,13 @@
-import { jsonArrayLength, jsonText } from '@vigil/platform';
-import { sql, type Kysely } from 'kysely';
-import { usd } from '../analytics/aggregate.ts';
+import { aggregate, usd, type Dimension } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ModelPrice, PriceTable } from '../pricing/index.ts';
-import type { ObserveSchema } from '../schema.ts';
+import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/derive.ts';
 
 const DAY_MS = 86_400_000;
 
-export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;
-export type ComplexityTier = (typeof COMPLEXITY_TIERS)[number];
 export const CONFIDENCES = ['low', 'medium', 'high'] as const;
 export type Confidence = (typeof CONFIDENCES)[number];
 
-/** Tier bounds (DECISIONS.md, Optimize): simple < 1,000 input tokens and no tools; complex > 10,000 or ≥ 6 tools. */
-export const SIMPLE_MAX_INPUT_TOKENS = 1_000;
-export const COMPLEX_MIN_INPUT_TOKENS = 10_000;
-export const COMPLEX_MIN_TOOLS = 6;
 /** Fewer calls of an (agent, model, tier) than this are not enough to recommend anything. */
 export const MIN_CALLS = 20;
 /** A candidate whose observed success rate in the tier is below this is never recommended. */
@@ -60,8 +52,8 @@ interface CallGroup {
   tier: ComplexityTier;
   calls: number;
   failures: number;
+  /** Sum of costUsd (every llm_response carries one). */
   costSum: number;
-  costCount: number;
   inputTokens: number;
   outputTokens: number;
 }
@@ -72,79 +64,33 @@ interface Outcomes {
   failures: number;
 }
 
-/**
- * Per llm_response: its tier and whether it failed, computed by the database. "Tools" of a call
- * is the number of entries of the response's `toolCalls` (0 when absent); a failure is
- * finishReason `error`.
- */
-function callsInWindow(ctx: ObserveContext, from: number, to: number, agentId: string | undefined) {
-  const { dialect } = ctx.database;
-  const db = ctx.database.db as Kysely<ObserveSchema>;
-  const tools = jsonArrayLength(dialect, 'payload', 'toolCalls');
-  const inputTokens = sql`coalesce(input_tokens, 0)`;
-  const tier = sql<ComplexityTier>`case
-    when ${inputTokens} < ${sql.lit(SIMPLE_MAX_INPUT_TOKENS)} and ${tools} = 0 then 'simple'
-    when ${inputTokens} > ${sql.lit(COMPLEX_MIN_INPUT_TOKENS)} or ${tools} >= ${sql.lit(COMPLEX_MIN_TOOLS)} then 'complex'
-    else 'moderate' end`;
-  const failed = sql<number>`case when ${jsonText(dialect, 'payload', 'finishReason')} = 'error' then 1 else 0 end`;
-  let query = db
-    .selectFrom('events')
-    .select(['agent_id', 'provider', 'model', 'cost_usd', 'input_tokens', 'output_tokens', tier.as('tier'), failed.as('failed')])
-    .where('event_type', '=', 'llm_response')
-    .where('ts', '>=', from)
-    .where('ts', '<=', to)
-    .where('provider', 'is not', null)
-    .where('model', 'is not', null);
-  if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
-  return query;
+/** llm_response figures per the given dimensions, exact, from the analytics rollups. */
+async function llmCalls(ctx: ObserveContext, from: number, to: number, agentId: string | undefined, dimensions: Dimension[]) {
+  const rows = await aggregate(ctx.database, { from, to, agentId, dimensions, eventTypes: ['llm_response'] });
+  return rows.filter((row) => row.provider !== '' && row.model !== '');
 }
 
 async function callGroups(ctx: ObserveContext, from: number, to: number, agentId: string | undefined): Promise<CallGroup[]> {
-  const db = ctx.database.db as Kysely<ObserveSchema>;
-  const rows = await db
-    .selectFrom(callsInWindow(ctx, from, to, agentId).as('c'))
-    .select([
-      'c.agent_id',
-      'c.provider',
-      'c.model',
-      'c.tier',
-      sql<number>`count(*)`.as('calls'),
-      sql<number>`sum(c.failed)`.as('failures'),
-      sql<number | null>`sum(c.cost_usd)`.as('cost_sum'),
-      sql<number>`count(c.cost_usd)`.as('cost_count'),
-      sql<number | null>`sum(coalesce(c.input_tokens, 0))`.as('input_tokens'),
-      sql<number | null>`sum(coalesce(c.output_tokens, 0))`.as('output_tokens'),
-    ])
-    .groupBy(['c.agent_id', 'c.provider', 'c.model', 'c.tier'])
-    .execute();
-  // PostgreSQL answers count and sum(bigint) as bigint/numeric text.
-  return rows.map((row) => ({
-    agentId: row.agent_id,
-    provider: row.provider as string,
-    model: row.model as string,
-    tier: row.tier,
-    calls: Number(row.calls),
-    failures: Number(row.failures ?? 0),
-    costSum: Number(row.cost_sum ?? 0),
-    costCount: Number(row.cost_count),
-    inputTokens: Number(row.input_tokens ?? 0),
-    outputTokens: Number(row.output_tokens ?? 0),
+  return (await llmCalls(ctx, from, to, agentId, ['agent_id', 'provider', 'model', 'tier'])).map((row) => ({
+    agentId: String(row.agent_id),
+    provider: String(row.provider),
+    model: String(row.model),
+    tier: row.tier as ComplexityTier,
+    calls: row.eventCount,
+    failures: row.failureCount,
+    costSum: row.costUsd,
+    inputTokens: row.inputTokens,
+    outputTokens: row.outputTokens,
   }));
 }
 
 /** Outcomes per (provider, model, tier) of every agent in the window. */
 async function outcomeGroups(ctx: ObserveContext, from: number, to: number): Promise<{ provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]> {
-  const db = ctx.database.db as Kysely<ObserveSchema>;
-  const rows = await db
-    .selectFrom(callsInWindow(ctx, from, to, undefined).as('c'))
-    .select(['c.provider', 'c.model', 'c.tier', sql<number>`count(*)`.as('calls'), sql<number>`sum(c.failed)`.as('failures')])
-    .groupBy(['c.provider', 'c.model', 'c.tier'])
-    .execute();
-  return rows.map((row) => ({
-    provider: row.provider as string,
-    model: row.model as string,
-    tier: row.tier,
-    outcomes: { calls: Number(row.calls), failures: Number(row.failures ?? 0) },
+  return (await llmCalls(ctx, from, to, undefined, ['provider', 'model', 'tier'])).map((row) => ({
+    provider: String(row.provider),
+    model: String(row.model),
+    tier: row.tier as ComplexityTier,
+    outcomes: { calls: row.eventCount, failures: row.failureCount },
   }));
 }
 
@@ -188,9 +134,7 @@ function recommend(
   if (group.calls < MIN_CALLS) return undefined;
   const meanInput = group.inputTokens / group.calls;
   const meanOutput = group.outputTokens / group.calls;
-  const currentCost =
-    group.costCount > 0 ? group.costSum / group.costCount : prices.costUsd(group.model, group.provider, meanInput, meanOutput);
-  if (currentCost === undefined) return undefined;
+  const currentCost = group.costSum / group.calls;
 
   // Candidates that save money at this group's token mix and are not observed to fail too often.
   const qualifying: { price: ModelPrice; cost: number; observed?: Outcomes }[] = [];
