@@ -37,3 +37,7 @@ export const isoTimestampMs = z
     return ms;
   })
   .meta({ type: 'string', format: 'date-time' });
+
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 60 * MINUTE_MS;
+export const DAY_MS = 24 * HOUR_MS;

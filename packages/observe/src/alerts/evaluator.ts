@@ -1,4 +1,4 @@
-import { fetchWithTimeout, newId, toIso, VIGIL_VERSION } from '@vigil/platform';
+import { fetchWithTimeout, MINUTE_MS, newId, toIso, VIGIL_VERSION } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { ObserveContext } from '../context.ts';
@@ -23,7 +23,6 @@ import {
   type AlertRule,
 } from './store.ts';
 
-const MINUTE_MS = 60_000;
 /** Deadline of one notification attempt (observe has no WEBHOOK_TIMEOUT_MS of its own). */
 export const DELIVERY_TIMEOUT_MS = 5000;
 /** Attempts per notification before it is `failed`; attempt n+1 waits 2^n s after attempt n. */

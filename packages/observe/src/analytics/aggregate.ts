@@ -1,11 +1,10 @@
+import { DAY_MS, HOUR_MS } from '@vigil/platform';
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase } from '../schema.ts';
-import { HOUR_MS } from './rollups.ts';
 
 export const GRANULARITIES = ['hour', 'day', 'week'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
 
-const DAY_MS = 24 * HOUR_MS;
 // Weeks start on Monday 00:00 UTC (ISO 8601); 1970-01-05 was the first Monday after the epoch.
 const WEEK_OFFSET_MS = 4 * DAY_MS;
 const BUCKET: Record<Granularity, { size: number; offset: number }> = {

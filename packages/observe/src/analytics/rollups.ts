@@ -1,8 +1,7 @@
-import { epochMsType, floatType } from '@vigil/platform';
+import { epochMsType, floatType, HOUR_MS } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { EventRow, RollupRow } from '../schema.ts';
 
-export const HOUR_MS = 3_600_000;
 
 const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
 const SUMS = [

@@ -1,10 +1,9 @@
-import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { aggregate, bucketStarts, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
 
-const DAY_MS = 86_400_000;
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */
 const MAX_BUCKETS = 10_000;
 const COST_EVENT_TYPES = ['llm_response', 'cost_tracked'];

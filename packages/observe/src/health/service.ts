@@ -1,4 +1,4 @@
-import { toIso } from '@vigil/platform';
+import { DAY_MS, toIso } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { aggregate } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
@@ -14,7 +14,6 @@ import {
   type Trend,
 } from './scores.ts';
 
-export const DAY_MS = 86_400_000;
 /** The baseline of a window: the 30 days immediately before it. */
 export const BASELINE_DAYS = 30;
 export const DEFAULT_WINDOW_DAYS = 7;

@@ -1,9 +1,9 @@
+import { DAY_MS } from '@vigil/platform';
 import { aggregate, usd, type Dimension } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ModelPrice, PriceTable } from '../pricing/index.ts';
 import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/derive.ts';
 
-const DAY_MS = 86_400_000;
 
 export const CONFIDENCES = ['low', 'medium', 'high'] as const;
 export type Confidence = (typeof CONFIDENCES)[number];

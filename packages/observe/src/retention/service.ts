@@ -1,9 +1,8 @@
-import { forUpdate } from '@vigil/platform';
+import { DAY_MS, forUpdate } from '@vigil/platform';
 import { subtractSessionsFromRollups } from '../analytics/rollups.ts';
 import type { ObserveContext } from '../context.ts';
 import { readSettings } from '../settings/service.ts';
 
-const DAY_MS = 86_400_000;
 const SESSIONS_PER_TRANSACTION = 100;
 
 /**
