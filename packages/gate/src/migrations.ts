@@ -1,4 +1,4 @@
-import { createLeaseTable, epochMsType, type MigrationStep } from '@vigil/platform';
+import { createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 
 export const gateMigrations: Record<string, MigrationStep> = {
   async '0001_gate'(db) {
@@ -72,23 +72,14 @@ export const gateMigrations: Record<string, MigrationStep> = {
       .addColumn('updated_at', epochMsType, (c) => c.notNull())
       .execute();
 
-    await db.schema
-      .createTable('deliveries')
-      .addColumn('id', 'text', (c) => c.primaryKey())
-      .addColumn('webhook_id', 'text')
-      .addColumn('kind', 'text', (c) => c.notNull())
-      .addColumn('url', 'text', (c) => c.notNull())
-      .addColumn('event', 'text', (c) => c.notNull())
-      .addColumn('body', 'text', (c) => c.notNull())
-      .addColumn('status', 'text', (c) => c.notNull())
-      .addColumn('attempts', 'integer', (c) => c.notNull())
-      .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
-      .addColumn('claimed_until', epochMsType)
-      .addColumn('last_error', 'text')
-      .addColumn('response_status', 'integer')
-      .addColumn('created_at', epochMsType, (c) => c.notNull())
-      .addColumn('delivered_at', epochMsType)
-      .execute();
+    await withDeliveryColumns(
+      db.schema
+        .createTable('deliveries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('webhook_id', 'text')
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('event', 'text', (c) => c.notNull()),
+    ).execute();
     await db.schema.createIndex('deliveries_due').on('deliveries').columns(['status', 'next_attempt_at']).execute();
     await db.schema.createIndex('deliveries_webhook').on('deliveries').columns(['webhook_id', 'created_at']).execute();
 

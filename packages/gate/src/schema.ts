@@ -1,4 +1,4 @@
-import type { Database } from '@vigil/platform';
+import type { Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the gate database (times are epoch milliseconds, JSON is stored as text). */
 export interface RequestRow {
@@ -61,22 +61,11 @@ export interface WebhookRow {
 }
 
 /** The outbox: one row per (event, destination), delivered at least once. */
-export interface DeliveryRow {
-  id: string;
+export interface DeliveryRow extends DeliveryColumns {
   webhook_id: string | null;
   /** `webhook` (signed X-Gate-Signature) or `observe` (signed X-Webhook-Signature). */
   kind: string;
-  url: string;
   event: string;
-  body: string;
-  status: string;
-  attempts: number;
-  next_attempt_at: number;
-  claimed_until: number | null;
-  last_error: string | null;
-  response_status: number | null;
-  created_at: number;
-  delivered_at: number | null;
 }
 
 export interface CounterRow {

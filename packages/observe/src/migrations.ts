@@ -1,4 +1,4 @@
-import { createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, type MigrationStep } from '@vigil/platform';
+import { createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 import { backfillRollups, createRollupTable } from './analytics/rollups.ts';
 import { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/derive.ts';
@@ -144,22 +144,13 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .where(sql.ref('resolved_at'), 'is', null)
       .execute();
 
-    await db.schema
-      .createTable('alert_deliveries')
-      .addColumn('id', 'text', (c) => c.primaryKey())
-      .addColumn('history_id', 'text', (c) => c.notNull())
-      .addColumn('url', 'text', (c) => c.notNull())
-      .addColumn('body', 'text', (c) => c.notNull())
-      .addColumn('kind', 'text', (c) => c.notNull())
-      .addColumn('status', 'text', (c) => c.notNull())
-      .addColumn('attempts', 'integer', (c) => c.notNull())
-      .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
-      .addColumn('claimed_until', epochMsType)
-      .addColumn('last_error', 'text')
-      .addColumn('response_status', 'integer')
-      .addColumn('created_at', epochMsType, (c) => c.notNull())
-      .addColumn('delivered_at', epochMsType)
-      .execute();
+    await withDeliveryColumns(
+      db.schema
+        .createTable('alert_deliveries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('history_id', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull()),
+    ).execute();
     await db.schema.createIndex('alert_deliveries_due').on('alert_deliveries').columns(['status', 'next_attempt_at']).execute();
     await db.schema.createIndex('alert_deliveries_history').on('alert_deliveries').columns(['history_id', 'kind']).execute();
   },

@@ -1,4 +1,4 @@
-import type { Database } from '@vigil/platform';
+import type { Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the observe database (times are epoch milliseconds, JSON is stored as text). */
 export interface EventRow {
@@ -121,21 +121,9 @@ export interface AlertHistoryRow {
   resolved_event_id: string | null;
 }
 
-export interface AlertDeliveryRow {
-  id: string;
+export interface AlertDeliveryRow extends DeliveryColumns {
   history_id: string;
-  url: string;
-  body: string;
   kind: 'triggered' | 'resolved';
-  /** `pending`, `delivered` or `failed`. */
-  status: string;
-  attempts: number;
-  next_attempt_at: number;
-  claimed_until: number | null;
-  last_error: string | null;
-  response_status: number | null;
-  created_at: number;
-  delivered_at: number | null;
 }
 
 export interface LeaseRow {

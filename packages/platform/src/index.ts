@@ -11,3 +11,4 @@ export * from './version.ts';
 export * from './jobs.ts';
 export * from './text.ts';
 export * from './group-commit.ts';
+export * from './deliveries.ts';

@@ -1,9 +1,9 @@
 import {
   BulkInserter,
-  fetchWithTimeout,
+  DeliveryQueue,
   hmacSha256Hex,
   joinUrl,
-  newId,
+  newDelivery,
   PreparedQuery,
   toIso,
   type Clock,
@@ -50,8 +50,6 @@ function observeEvent(event: WebhookEvent, request: RequestRow): { name: string;
   return null;
 }
 
-const CLAIM_SLACK_MS = 5000;
-
 /** A state change to report: the event and the request as it stood right after it. */
 export interface Transition {
   event: WebhookEvent;
@@ -69,22 +67,31 @@ const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
 const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_COLUMNS);
 
 /**
- * The webhook outbox. Deliveries are rows written in the same transaction as the state change
- * they report, so none is lost: attempt 1 starts right after commit (never awaited by the API
- * request), a failed attempt n is retried 2^n s later, and a scanner picks up anything due (after
- * a restart too). Each attempt first claims its row, so instances never send the same attempt twice.
+ * The webhook outbox: deliveries are rows of the platform's DeliveryQueue, written in the same
+ * transaction as the state change they report. Attempt 1 starts right after commit (never awaited
+ * by the API request); retries and the scanner are the queue's. Gate webhooks are signed with
+ * their secret (X-Gate-Signature); observe's copies with OBSERVE_WEBHOOK_SECRET (X-Webhook-Signature).
  */
 export class Outbox {
-  private readonly inFlight = new Set<Promise<void>>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private stopped = false;
+  private readonly queue: DeliveryQueue<DeliveryRow>;
 
   constructor(
     private readonly database: GateDatabase,
     private readonly config: GateConfig,
     private readonly clock: Clock,
-    private readonly log: FastifyBaseLogger,
-  ) {}
+    log: FastifyBaseLogger,
+  ) {
+    this.queue = new DeliveryQueue<DeliveryRow>({
+      db: database.db,
+      table: 'deliveries',
+      clock,
+      log,
+      timeoutMs: config.webhooks.timeoutMs,
+      maxAttempts: config.webhooks.maxAttempts,
+      retryTimers: true,
+      headers: (row) => this.headers(row),
+    });
+  }
 
   /**
    * In the caller's transaction: for each transition (the request as it stood right after it), one
@@ -118,126 +125,39 @@ export class Outbox {
   }
 
   private row(webhookId: string | null, kind: string, url: string, event: string, body: string, now: number): DeliveryRow {
+    return { ...newDelivery(url, body, now), webhook_id: webhookId, kind, event };
+  }
+
+  private async headers(delivery: DeliveryRow): Promise<Record<string, string> | { refuse: string }> {
+    if (delivery.kind === 'observe') {
+      const secret = this.config.observe?.webhookSecret;
+      return secret ? { 'x-webhook-signature': hmacSha256Hex(secret, delivery.body) } : {};
+    }
+    const hook = delivery.webhook_id
+      ? await this.database.db.selectFrom('webhooks').select(['secret']).where('id', '=', delivery.webhook_id).executeTakeFirst()
+      : undefined;
+    if (!hook) return { refuse: 'the webhook was deleted' };
+    const timestamp = Math.floor(this.clock.now() / 1000);
     return {
-      id: newId(),
-      webhook_id: webhookId,
-      kind,
-      url,
-      event,
-      body,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      claimed_until: null,
-      last_error: null,
-      response_status: null,
-      created_at: now,
-      delivered_at: null,
+      'x-gate-event': delivery.event,
+      'x-gate-delivery': delivery.id,
+      'x-gate-timestamp': String(timestamp),
+      ...(hook.secret && { 'x-gate-signature': signDelivery(hook.secret, timestamp, delivery.body) }),
     };
   }
 
   /** After commit: attempt these deliveries now, in the background. */
   dispatch(ids: readonly string[]): void {
-    for (const id of ids) this.track(this.attempt(id));
+    this.queue.dispatch(ids);
   }
 
   /** Scanner tick: every delivery due and unclaimed. */
-  async deliverDue(): Promise<number> {
-    const now = this.clock.now();
-    const due = await this.database.db
-      .selectFrom('deliveries')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .orderBy('next_attempt_at')
-      .limit(500)
-      .execute();
-    await Promise.all(due.map((row) => this.attempt(row.id)));
-    return due.length;
-  }
-
-  private track(work: Promise<void>): void {
-    this.inFlight.add(work);
-    void work.finally(() => this.inFlight.delete(work));
-  }
-
-  private async attempt(id: string): Promise<void> {
-    const { db } = this.database;
-    const { timeoutMs, maxAttempts } = this.config.webhooks;
-    const now = this.clock.now();
-    const claim = await db
-      .updateTable('deliveries')
-      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .executeTakeFirst();
-    if (Number(claim.numUpdatedRows) !== 1) return;
-    const delivery = await db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-
-    const outcome = await this.send(delivery);
-    const attempts = delivery.attempts + 1;
-    const finishedAt = this.clock.now();
-    const status = outcome.ok ? 'delivered' : attempts >= maxAttempts ? 'failed' : 'pending';
-    // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...).
-    const retryDelay = 2 ** attempts * 1000;
-    await db
-      .updateTable('deliveries')
-      .set({
-        status,
-        attempts,
-        claimed_until: null,
-        response_status: outcome.status,
-        last_error: outcome.error,
-        delivered_at: outcome.ok ? finishedAt : null,
-        next_attempt_at: status === 'pending' ? finishedAt + retryDelay : delivery.next_attempt_at,
-      })
-      .where('id', '=', id)
-      .execute();
-    if (status === 'failed') this.log.warn({ delivery: id, url: delivery.url, error: outcome.error }, 'webhook delivery failed permanently');
-    if (status === 'pending' && !this.stopped) {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        this.track(this.attempt(id));
-      }, retryDelay);
-      timer.unref();
-      this.timers.add(timer);
-    }
-  }
-
-  private async send(delivery: DeliveryRow): Promise<{ ok: boolean; status: number | null; error: string | null }> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (delivery.kind === 'observe') {
-      const secret = this.config.observe?.webhookSecret;
-      if (secret) headers['x-webhook-signature'] = hmacSha256Hex(secret, delivery.body);
-    } else {
-      const hook = delivery.webhook_id
-        ? await this.database.db.selectFrom('webhooks').select(['secret']).where('id', '=', delivery.webhook_id).executeTakeFirst()
-        : undefined;
-      if (!hook) return { ok: false, status: null, error: 'the webhook was deleted' };
-      const timestamp = Math.floor(this.clock.now() / 1000);
-      headers['x-gate-event'] = delivery.event;
-      headers['x-gate-delivery'] = delivery.id;
-      headers['x-gate-timestamp'] = String(timestamp);
-      if (hook.secret) headers['x-gate-signature'] = signDelivery(hook.secret, timestamp, delivery.body);
-    }
-    try {
-      const response = await fetchWithTimeout(delivery.url, { method: 'POST', headers, body: delivery.body, timeoutMs: this.config.webhooks.timeoutMs });
-      await response.arrayBuffer();
-      return response.ok ? { ok: true, status: response.status, error: null } : { ok: false, status: response.status, error: `HTTP ${response.status}` };
-    } catch (error) {
-      const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${this.config.webhooks.timeoutMs} ms` : (error as Error).message;
-      return { ok: false, status: null, error: reason };
-    }
+  deliverDue(): Promise<number> {
+    return this.queue.deliverDue();
   }
 
   /** Stops retry timers and waits for attempts in flight (graceful shutdown). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    await Promise.allSettled([...this.inFlight]);
+  stop(): Promise<void> {
+    return this.queue.stop();
   }
 }

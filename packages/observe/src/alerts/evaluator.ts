@@ -1,19 +1,16 @@
-import { fetchWithTimeout, MINUTE_MS, newId, toIso, VIGIL_VERSION } from '@vigil/platform';
+import { DeliveryQueue, MINUTE_MS, newId, toIso, VIGIL_VERSION } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/aggregate.ts';
 import { INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/schemas.ts';
-import type { AlertHistoryRow, ObserveDatabase } from '../schema.ts';
+import type { AlertDeliveryRow, AlertHistoryRow, ObserveDatabase } from '../schema.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
 import {
-  claimDelivery,
   closeEntry,
   deleteRule,
-  dueDeliveryIds,
   entriesMissingEvents,
   findOpenEntry,
-  finishDelivery,
   insertOpenEntry,
   listEnabledRules,
   lockRule,
@@ -27,9 +24,6 @@ import {
 export const DELIVERY_TIMEOUT_MS = 5000;
 /** Attempts per notification before it is `failed`; attempt n+1 waits 2^n s after attempt n. */
 export const DELIVERY_MAX_ATTEMPTS = 3;
-const CLAIM_SLACK_MS = 5000;
-const DELIVERY_CONCURRENCY = 16;
-const DELIVERIES_PER_TICK = 500;
 
 /** The session of a rule's own events. Alert events never feed any rule. */
 export const ALERT_SESSION_PREFIX = 'alert:';
@@ -306,61 +300,28 @@ export async function deleteAlertRule(ctx: ObserveContext, id: string, log: Fast
 
 // ---- notifications ----
 
-async function send(url: string, body: string, kind: AlertEvent, deliveryId: string) {
-  try {
-    const response = await fetchWithTimeout(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': `vigil-observe/${VIGIL_VERSION}`,
-        'x-vigil-event': `alert.${kind}`,
-        'x-vigil-delivery': deliveryId,
-      },
-      body,
-      timeoutMs: DELIVERY_TIMEOUT_MS,
-    });
-    await response.arrayBuffer().catch(() => undefined);
-    return response.ok ? { ok: true, status: response.status, error: null } : { ok: false, status: response.status, error: `HTTP ${response.status}` };
-  } catch (error) {
-    const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${DELIVERY_TIMEOUT_MS} ms` : (error as Error).message;
-    return { ok: false, status: null, error: reason };
-  }
-}
-
-async function attemptDelivery(ctx: ObserveContext, id: string, log: FastifyBaseLogger): Promise<void> {
-  const { database, clock } = ctx;
-  const now = clock.now();
-  const delivery = await claimDelivery(database, id, now, now + DELIVERY_TIMEOUT_MS + CLAIM_SLACK_MS);
-  if (!delivery) return;
-  const outcome = await send(delivery.url, delivery.body, delivery.kind, delivery.id);
-  const attempts = delivery.attempts + 1;
-  const finishedAt = clock.now();
-  const status = outcome.ok ? 'delivered' : attempts >= DELIVERY_MAX_ATTEMPTS ? 'failed' : 'pending';
-  await finishDelivery(database, id, {
-    status,
-    attempts,
-    // Attempt n+1 is due 2^n seconds after attempt n (2 s, 4 s), picked up by the next tick.
-    next_attempt_at: status === 'pending' ? finishedAt + 2 ** attempts * 1000 : delivery.next_attempt_at,
-    last_error: outcome.error,
-    response_status: outcome.status,
-    delivered_at: outcome.ok ? finishedAt : null,
-  });
-  if (outcome.ok && delivery.kind === 'triggered') await markNotifiedWhenComplete(database, delivery.history_id);
-  if (status === 'failed') log.warn({ delivery: id, url: delivery.url, error: outcome.error }, 'alert notification failed permanently');
-}
-
-/** Every due delivery, a few at a time; each attempt is bounded by DELIVERY_TIMEOUT_MS. */
+/**
+ * Every due notification through the platform's DeliveryQueue (claims, 5 s timeout, 2^n s
+ * retries up to DELIVERY_MAX_ATTEMPTS), awaited by the tick; retries are picked up by later ticks.
+ */
 export async function deliverDue(ctx: ObserveContext, log: FastifyBaseLogger): Promise<number> {
-  const ids = await dueDeliveryIds(ctx.database, ctx.clock.now(), DELIVERIES_PER_TICK);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
-      await attemptDelivery(ctx, id, log).catch((error: unknown) => log.error({ err: error, delivery: id }, 'alert delivery attempt failed'));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, ids.length) }, worker));
-  return ids.length;
+  const queue = new DeliveryQueue<AlertDeliveryRow>({
+    db: ctx.database.db,
+    table: 'alert_deliveries',
+    clock: ctx.clock,
+    log,
+    timeoutMs: DELIVERY_TIMEOUT_MS,
+    maxAttempts: DELIVERY_MAX_ATTEMPTS,
+    headers: async (row) => ({
+      'user-agent': `vigil-observe/${VIGIL_VERSION}`,
+      'x-vigil-event': `alert.${row.kind}`,
+      'x-vigil-delivery': row.id,
+    }),
+    onSettled: async (row, status) => {
+      if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
+    },
+  });
+  return queue.deliverDue();
 }
 
 // ---- the tick ----

@@ -1,4 +1,4 @@
-import { forUpdate, newId, toIso, type DialectName } from '@vigil/platform';
+import { forUpdate, newDelivery, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Kysely } from 'kysely';
 import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { AlertCondition, AlertRuleOut, AlertScope, HistoryEntryOut, HistoryQuery, RuleDefinition } from './schemas.ts';
@@ -181,59 +181,9 @@ export async function queueDeliveries(
   await trx
     .insertInto('alert_deliveries')
     .values(
-      urls.map((url) => ({
-        id: newId(),
-        history_id: historyId,
-        url,
-        body,
-        kind,
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        claimed_until: null,
-        last_error: null,
-        response_status: null,
-        created_at: now,
-        delivered_at: null,
-      })),
+      urls.map((url) => ({ ...newDelivery(url, body, now), history_id: historyId, kind })),
     )
     .execute();
-}
-
-export async function dueDeliveryIds(database: ObserveDatabase, now: number, limit: number): Promise<string[]> {
-  const rows = await database.db
-    .selectFrom('alert_deliveries')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-    .orderBy('next_attempt_at')
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => r.id);
-}
-
-/** Takes the delivery for one attempt; false when it is not due or another instance holds it. */
-export async function claimDelivery(database: ObserveDatabase, id: string, now: number, until: number): Promise<AlertDeliveryRow | undefined> {
-  const claim = await database.db
-    .updateTable('alert_deliveries')
-    .set({ claimed_until: until })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-    .executeTakeFirst();
-  if (Number(claim.numUpdatedRows) !== 1) return undefined;
-  return database.db.selectFrom('alert_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export async function finishDelivery(
-  database: ObserveDatabase,
-  id: string,
-  changes: Pick<AlertDeliveryRow, 'status' | 'attempts' | 'next_attempt_at' | 'last_error' | 'response_status' | 'delivered_at'>,
-): Promise<void> {
-  await database.db.updateTable('alert_deliveries').set({ ...changes, claimed_until: null }).where('id', '=', id).execute();
 }
 
 /** `notified` becomes true once every channel of the entry answered 2xx to its triggered notification. */

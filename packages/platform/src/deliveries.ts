@@ -1,0 +1,206 @@
+import type { CreateTableBuilder, Kysely } from 'kysely';
+import type { Clock } from './clock.ts';
+import { epochMsType } from './db.ts';
+import { newId } from './ids.ts';
+import { fetchWithTimeout } from './outbound.ts';
+
+/**
+ * A durable queue of outbound HTTP POSTs (webhooks, alert notifications). Each delivery is a row
+ * written in the same transaction as the change it reports, so none is lost; an attempt first
+ * claims its row (so instances never send the same attempt twice), failures are retried 2^n s
+ * after attempt n up to `maxAttempts`, and `deliverDue` picks up whatever is due (after a restart
+ * too). The service decides the headers of each delivery and what a settled delivery means.
+ */
+
+/** The columns every delivery table has; a service adds its own (what the delivery is about). */
+export interface DeliveryColumns {
+  id: string;
+  url: string;
+  body: string;
+  /** pending, delivered or failed. */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number | null;
+  last_error: string | null;
+  response_status: number | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+/** Adds the delivery columns to a table being created, plus the index that finds due rows. */
+export function withDeliveryColumns<T extends string>(table: CreateTableBuilder<T, never>): CreateTableBuilder<T, never> {
+  return table
+    .addColumn('url', 'text', (c) => c.notNull())
+    .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('attempts', 'integer', (c) => c.notNull())
+    .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
+    .addColumn('claimed_until', epochMsType)
+    .addColumn('last_error', 'text')
+    .addColumn('response_status', 'integer')
+    .addColumn('created_at', epochMsType, (c) => c.notNull())
+    .addColumn('delivered_at', epochMsType);
+}
+
+/** A new pending delivery, due now. */
+export function newDelivery(url: string, body: string, now: number): DeliveryColumns {
+  return {
+    id: newId(),
+    url,
+    body,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    claimed_until: null,
+    last_error: null,
+    response_status: null,
+    created_at: now,
+    delivered_at: null,
+  };
+}
+
+export interface DeliveryOutcome {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+}
+
+export interface DeliveryQueueOptions<Row extends DeliveryColumns> {
+  db: Kysely<any>;
+  table: string;
+  clock: Clock;
+  log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+  timeoutMs: number;
+  maxAttempts: number;
+  /** Headers of one attempt (signatures are computed per attempt), or a reason not to send it at all. */
+  headers(row: Row): Promise<Record<string, string> | { refuse: string }>;
+  /** After an attempt settled the row (delivered, failed, or pending again). */
+  onSettled?(row: Row, status: string): Promise<void>;
+  /** Retry in this process when the delay passes (the scanner picks retries up otherwise). */
+  retryTimers?: boolean;
+}
+
+const CLAIM_SLACK_MS = 5000;
+const DUE_PER_SCAN = 500;
+const CONCURRENCY = 16;
+
+export class DeliveryQueue<Row extends DeliveryColumns> {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
+  constructor(private readonly options: DeliveryQueueOptions<Row>) {}
+
+  /** After commit: attempt these deliveries now, in the background. */
+  dispatch(ids: readonly string[]): void {
+    for (const id of ids) this.track(this.attempt(id));
+  }
+
+  /** Every due, unclaimed delivery, a few at a time; returns how many were due. */
+  async deliverDue(): Promise<number> {
+    const { db, table, clock } = this.options;
+    const now = clock.now();
+    const due = await db
+      .selectFrom(table)
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(DUE_PER_SCAN)
+      .execute();
+    const ids = due.map((row) => row.id as string);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < ids.length) await this.attempt(ids[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, ids.length) }, worker));
+    return ids.length;
+  }
+
+  /** Stops retry timers and waits for attempts in flight (graceful shutdown). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+  }
+
+  private async attempt(id: string): Promise<void> {
+    try {
+      await this.attemptOnce(id);
+    } catch (error) {
+      this.options.log.error({ err: error, delivery: id }, 'delivery attempt failed');
+    }
+  }
+
+  private async attemptOnce(id: string): Promise<void> {
+    const { db, table, clock, timeoutMs, maxAttempts } = this.options;
+    const now = clock.now();
+    const claim = await db
+      .updateTable(table)
+      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .executeTakeFirst();
+    if (Number(claim.numUpdatedRows) !== 1) return;
+    const row = (await db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as Row;
+
+    const outcome = await this.send(row);
+    const attempts = row.attempts + 1;
+    const finishedAt = clock.now();
+    const status = outcome.ok ? 'delivered' : attempts >= maxAttempts ? 'failed' : 'pending';
+    // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...).
+    const retryDelay = 2 ** attempts * 1000;
+    const settled: Row = {
+      ...row,
+      status,
+      attempts,
+      claimed_until: null,
+      response_status: outcome.status,
+      last_error: outcome.error,
+      delivered_at: outcome.ok ? finishedAt : null,
+      next_attempt_at: status === 'pending' ? finishedAt + retryDelay : row.next_attempt_at,
+    };
+    const { id: _id, ...changes } = settled;
+    await db.updateTable(table).set(changes).where('id', '=', id).execute();
+    if (status === 'failed') this.options.log.warn({ delivery: id, url: row.url, error: outcome.error }, 'delivery failed permanently');
+    await this.options.onSettled?.(settled, status);
+    if (status === 'pending' && this.options.retryTimers && !this.stopped) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.track(this.attempt(id));
+      }, retryDelay);
+      timer.unref();
+      this.timers.add(timer);
+    }
+  }
+
+  private async send(row: Row): Promise<DeliveryOutcome> {
+    const { timeoutMs } = this.options;
+    const headers = await this.options.headers(row);
+    if ('refuse' in headers) return { ok: false, status: null, error: headers.refuse as string };
+    try {
+      const response = await fetchWithTimeout(row.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(headers as Record<string, string>) },
+        body: row.body,
+        timeoutMs,
+      });
+      await response.arrayBuffer().catch(() => undefined);
+      return response.ok ? { ok: true, status: response.status, error: null } : { ok: false, status: response.status, error: `HTTP ${response.status}` };
+    } catch (error) {
+      const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error as Error).message;
+      return { ok: false, status: null, error: reason };
+    }
+  }
+}
