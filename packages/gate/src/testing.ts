@@ -1,4 +1,4 @@
-import { gateConfigFromEnvironment, ManualClock, type Clock, type GateConfig } from '@vigil/platform';
+import { gateConfigFromEnvironment, ManualClock, type GateConfig } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';

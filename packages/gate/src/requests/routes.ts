@@ -5,7 +5,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS } from '../policies/engine.ts';
 import type { RequestService } from './service.ts';
-import { auditTrail, findRequest, listRequests, STATUSES, toRequestDetail, URGENCIES } from './store.ts';
+import { auditTrail, listRequests, STATUSES, toRequestDetail, URGENCIES } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });

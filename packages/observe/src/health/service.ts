@@ -4,7 +4,6 @@ import { aggregate } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import type { HealthSnapshotRow } from '../schema.ts';
 import {
-  emptySessionFigures,
   emptyToolFigures,
   scoreWindow,
   trendOf,
