@@ -5,6 +5,10 @@
  * BENCH_EVENTS (default 1,000,000) sets how many events are loaded before the query measurements.
  * The batches are spread evenly over the last 30 days (every event of a batch carries the batch's
  * timestamp), so the analytics measurements see a month of history.
+ *
+ * Recall is measured on a second server of its own at a fixed size: BENCH_RECALL_EVENTS (default
+ * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
+ * GET /api/context p50/p95.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,6 +21,9 @@ const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const CLIENTS = 8;
 const QUERY_SAMPLES = 300;
 const TIMELINE_EVENTS = 2000;
+/** A separate session for GET /api/sessions/:id/replay, posted in 5 batches of 1,000. */
+const REPLAY_EVENTS = 5000;
+const REPLAY_PATH = '/api/sessions/bench-replay/replay';
 const SPAN_MS = 30 * 86_400_000;
 const ANALYTICS: [string, string][] = [
   ['/api/analytics', '/api/analytics'],
@@ -110,9 +117,38 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function latency(base: string, key: string, path: string): Promise<{ p50: number; p95: number }> {
+async function latency(base: string, key: string, path: string, count = QUERY_SAMPLES, warmup = 20): Promise<{ p50: number; p95: number }> {
+  const samples: number[] = [];
+  for (let i = 0; i < count + warmup; i++) {
+    const started = performance.now();
+    const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    if (!response.ok) throw new Error(`${path}: ${response.status}`);
+    await response.arrayBuffer();
+    if (i >= warmup) samples.push(performance.now() - started);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p95: percentile(samples, 95) };
+}
+
+/** Polls GET /api/recall/status until the embedding queue is empty; returns seconds waited and vectors stored. */
+async function waitForEmbeddings(base: string, key: string, timeoutMs = 30 * 60_000): Promise<{ seconds: number; vectors: number }> {
+  const started = performance.now();
+  for (;;) {
+    const response = await fetch(`${base}/api/recall/status`, { headers: { authorization: `Bearer ${key}` } });
+    if (!response.ok) throw new Error(`/api/recall/status: ${response.status}`);
+    const status = (await response.json()) as { queue: { depth: number; retrying: number }; vectors: { stored: number } };
+    if (status.queue.depth === 0) return { seconds: (performance.now() - started) / 1000, vectors: status.vectors.stored };
+    if (status.queue.retrying > 0) throw new Error(`embedding failures: ${status.queue.retrying} queue rows are retrying`);
+    if (performance.now() - started > timeoutMs) throw new Error(`embedding queue not drained after ${timeoutMs} ms (${status.queue.depth} left)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Latency over several paths, taken in turn (so a query cache, if any, would not flatter the result). */
+async function latencyOver(base: string, key: string, paths: string[]): Promise<{ p50: number; p95: number }> {
   const samples: number[] = [];
   for (let i = 0; i < QUERY_SAMPLES + 20; i++) {
+    const path = paths[i % paths.length]!;
     const started = performance.now();
     const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
     if (!response.ok) throw new Error(`${path}: ${response.status}`);
@@ -121,6 +157,125 @@ async function latency(base: string, key: string, path: string): Promise<{ p50: 
   }
   samples.sort((a, b) => a - b);
   return { p50: percentile(samples, 50), p95: percentile(samples, 95) };
+}
+
+/** Deterministic pseudo-random numbers (mulberry32), so every run embeds the same texts. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = (
+  'invoice billing payment refund charge subscription coupon discount tax currency ledger receipt statement account customer ' +
+  'deployment rollout release rollback cluster container kubernetes pod node service gateway balancer certificate domain dns ' +
+  'database migration schema table column index query replica backup snapshot restore transaction deadlock timeout latency ' +
+  'email newsletter notification reminder slack message channel webhook endpoint callback retry queue backlog worker scheduler ' +
+  'search ranking recommendation catalogue product inventory warehouse shipment parcel courier label address delivery order ' +
+  'password login session token oauth permission role audit compliance privacy erasure consent encryption secret vault key ' +
+  'report dashboard chart metric alert incident outage postmortem runbook escalation oncall pager ticket support complaint ' +
+  'translation summary sentiment classification extraction document contract clause signature approval review feedback survey ' +
+  'image thumbnail video transcoding audio transcript upload storage bucket archive export spreadsheet import parser format ' +
+  'flight hotel booking calendar meeting agenda invitation travel expense budget forecast revenue churn pricing experiment'
+).split(' ');
+const VERBS = 'create update delete verify check send fetch analyse summarise translate schedule cancel approve reject retry restore export import migrate deploy'.split(' ');
+
+function sentence(next: () => number): string {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
+  const words = [pick(VERBS), 'the', pick(WORDS), pick(WORDS)];
+  const extra = 4 + Math.floor(next() * 8);
+  for (let i = 0; i < extra; i++) words.push(next() < 0.25 ? pick(['for', 'with', 'after', 'before', 'in', 'of', 'and']) : pick(WORDS));
+  return words.join(' ');
+}
+
+/** Events whose text is embedded (tool calls, LLM calls and answers, tool errors, custom), one sentence each. */
+function textualBatch(sessionId: string, agentId: string, size: number, next: () => number): string {
+  const events = Array.from({ length: size }, (_, i) => {
+    const text = sentence(next);
+    switch (i % 5) {
+      case 0:
+        return { sessionId, agentId, eventType: 'tool_call', payload: { toolName: 'task', callId: `t${i}`, arguments: { instruction: text } } };
+      case 1:
+        return { sessionId, agentId, eventType: 'llm_call', payload: { callId: `l${i}`, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: text }] } };
+      case 2:
+        return {
+          sessionId,
+          agentId,
+          eventType: 'llm_response',
+          payload: { callId: `l${i - 1}`, provider: 'openai', model: 'gpt-4o-mini', completion: text, finishReason: 'stop', usage: { inputTokens: 200, outputTokens: 40 }, costUsd: 0.0001, latencyMs: 500 },
+        };
+      case 3:
+        return { sessionId, agentId, eventType: 'tool_error', payload: { toolName: 'task', callId: `t${i - 3}`, error: text, durationMs: 40 } };
+      default:
+        return { sessionId, agentId, eventType: 'custom', payload: { type: 'note', data: { text } } };
+    }
+  });
+  return JSON.stringify({ events });
+}
+
+/**
+ * Recall at a fixed size, on a server of its own: BENCH_RECALL_EVENTS (default 100,000) events
+ * with varied text in 1,000 sessions (plus the sessions' own vectors), embedded by the worker
+ * after commit; then GET /api/recall and GET /api/context with varied queries.
+ */
+async function benchRecall(rows: [string, string][]): Promise<void> {
+  const total = Number(process.env.BENCH_RECALL_EVENTS ?? 100_000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-recall-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const schema = `bench_recall_${process.pid}`;
+  const child = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+  });
+  try {
+    await waitForHealth(base, child);
+    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const { key } = (await keyResponse.json()) as { key: string };
+    const next = random(42);
+    const batches = Math.max(1, Math.round(total / 100));
+    const bodies = Array.from({ length: batches }, (_, b) => textualBatch(`recall-${b}`, `agent-${b % 10}`, 100, next));
+    const started = performance.now();
+    let cursor = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (cursor < bodies.length) await post(base, key, bodies[cursor++]!);
+      }),
+    );
+    const { vectors } = await waitForEmbeddings(base, key);
+    const seconds = (performance.now() - started) / 1000;
+    rows.push([`recall: ${(batches * 100).toLocaleString('en-US')} textual events ingested and embedded (local embedder)`, `${seconds.toFixed(1)} s, ${Math.round(vectors / seconds).toLocaleString('en-US')} vectors/s`]);
+    const queries = Array.from({ length: 50 }, () => encodeURIComponent(sentence(next).split(' ').slice(2, 5).join(' ')));
+    const label = `${vectors.toLocaleString('en-US')} vectors`;
+    // The first query loads the vectors into the server's in-memory index; later ones read only what changed.
+    const coldStarted = performance.now();
+    const cold = await fetch(`${base}/api/recall?query=${queries[0]}`, { headers: { authorization: `Bearer ${key}` } });
+    if (!cold.ok) throw new Error(`/api/recall: ${cold.status}`);
+    await cold.arrayBuffer();
+    rows.push([`GET /api/recall, first query (loads ${label} into memory)`, `${(performance.now() - coldStarted).toFixed(0)} ms (one sample)`]);
+    for (const [name, paths] of [
+      [`GET /api/recall p95 at ${label}`, queries.map((q) => `/api/recall?query=${q}`)],
+      [`GET /api/recall?scope=events&agentId=…&limit=50 at ${label}`, queries.map((q, i) => `/api/recall?query=${q}&scope=events&agentId=agent-${i % 10}&limit=50`)],
+      [`GET /api/context at ${label}`, queries.map((q) => `/api/context?topic=${q}`)],
+    ] as const) {
+      const { p50, p95 } = await latencyOver(base, key, [...paths]);
+      rows.push([name, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.DATABASE_URL) {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    }
+  }
 }
 
 async function main(): Promise<void> {
@@ -148,22 +303,37 @@ async function main(): Promise<void> {
 
     const large = Array.from({ length: 100 }, (_, s) => batchBody(`bench-large-${s}`, 1000));
     const loaded = smallBatches * 100;
-    const largeBatches = Math.max(1, Math.floor((TOTAL_EVENTS - loaded - TIMELINE_EVENTS) / 1000));
+    const largeBatches = Math.max(1, Math.floor((TOTAL_EVENTS - loaded - TIMELINE_EVENTS - REPLAY_EVENTS) / 1000));
     const largeRate = await ingest(base, key, large, 1000, largeBatches, now - SPAN_MS / 2, SPAN_MS / 2 - 60_000);
     rows.push([`ingest, 1000-event batches, ${CLIENTS} clients (${storage})`, `${Math.round(largeRate).toLocaleString('en-US')} events/s`]);
 
     const timelineAt = new Date(now).toISOString();
     await post(base, key, batchBody('bench-timeline', 1000, timelineAt));
     await post(base, key, batchBody('bench-timeline', 1000, timelineAt));
+    // Replay: 5 batches one second apart; the first request after posting loads the session into the
+    // replay cache (one sample: only the first call is cold), the measured ones below are served from it.
+    for (let b = 0; b < REPLAY_EVENTS / 1000; b++) await post(base, key, batchBody('bench-replay', 1000, new Date(now + b * 1000).toISOString()));
+    const coldStarted = performance.now();
+    const cold = await fetch(`${base}${REPLAY_PATH}`, { headers: { authorization: `Bearer ${key}` } });
+    if (!cold.ok) throw new Error(`${REPLAY_PATH}: ${cold.status}`);
+    await cold.arrayBuffer();
+    const coldMs = performance.now() - coldStarted;
     const stats = (await (await fetch(`${base}/api/stats`, { headers: { authorization: `Bearer ${key}` } })).json()) as { totalEvents: number; storageSizeBytes: number };
     rows.push(['events stored before queries', stats.totalEvents.toLocaleString('en-US')]);
     rows.push(['database size', `${(stats.storageSizeBytes / 1024 / 1024).toFixed(0)} MiB`]);
+    rows.push([`GET /api/sessions/:id/replay (5,000 events), first page cold`, `${coldMs.toFixed(1)} ms (one sample: first call after posting)`]);
+    // Embeddings are computed after commit, off the request path; the queries below run once the
+    // worker has caught up (GET /api/recall/status: queue depth 0).
+    const embedded = await waitForEmbeddings(base, key);
+    rows.push(['embedding queue drained after the load', `${embedded.seconds.toFixed(1)} s after the last batch (${embedded.vectors.toLocaleString('en-US')} vectors)`]);
 
     for (const [label, path] of [
       ['GET /api/events?limit=50', '/api/events?limit=50'],
       ['GET /api/events?sessionId=…&limit=50', '/api/events?sessionId=bench-session-7&limit=50'],
       ['GET /api/events?eventType=llm_response&limit=50', '/api/events?eventType=llm_response&limit=50'],
       [`GET /api/sessions/:id/timeline (${TIMELINE_EVENTS} events)`, '/api/sessions/bench-timeline/timeline'],
+      [`GET /api/sessions/:id/replay (5,000 events), first page cached`, REPLAY_PATH],
+      [`GET /api/sessions/:id/replay (5,000 events), page at offset 4,000`, `${REPLAY_PATH}?offset=4000`],
       ...ANALYTICS.flatMap(([name, path]) => [
         [`GET ${name}, last 24 h`, path] as const,
         [`GET ${name}, last 30 days`, `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`] as const,
@@ -176,6 +346,13 @@ async function main(): Promise<void> {
       const { p50, p95 } = await latency(base, key, path);
       rows.push([label, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
     }
+    // Reflect over the whole 30-day load. error_patterns and tool_sequences stream every error /
+    // tool call of the range (about 1 s each at 1M events), so they take fewer samples.
+    const reflectFrom = new Date(now - SPAN_MS).toISOString();
+    for (const [analysis, samples] of [['error_patterns', 20], ['tool_sequences', 20], ['cost_analysis', QUERY_SAMPLES], ['performance_trends', QUERY_SAMPLES]] as const) {
+      const { p50, p95 } = await latency(base, key, `/api/reflect?analysis=${analysis}&from=${reflectFrom}`, samples, 2);
+      rows.push([`GET /api/reflect?analysis=${analysis}, last 30 days (${samples} samples)`, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
+    }
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
@@ -187,6 +364,7 @@ async function main(): Promise<void> {
       await client.end();
     }
   }
+  await benchRecall(rows);
   const width = Math.max(...rows.map(([label]) => label.length));
   console.log(`\n| ${'measurement'.padEnd(width)} | result |\n|${'-'.repeat(width + 2)}|--------|`);
   for (const [label, value] of rows) console.log(`| ${label.padEnd(width)} | ${value} |`);

@@ -19,34 +19,44 @@ import { registerAgentRoutes } from './agents/routes.ts';
 import { runAlertTick } from './alerts/evaluator.ts';
 import { registerAlertRoutes } from './alerts/routes.ts';
 import { registerAnalyticsRoutes } from './analytics/routes.ts';
+import { registerBenchmarkRoutes } from './benchmarks/routes.ts';
 import type { ObserveContext } from './context.ts';
 import { observeError, renderObserveError } from './errors.ts';
 import { registerHealthRoutes } from './health/routes.ts';
 import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } from './health/service.ts';
-import { EventAppender } from './events/ingest.ts';
 import { registerEventRoutes } from './events/routes.ts';
 import { registerAuthentication } from './keys/auth.ts';
 import { registerKeyRoutes } from './keys/routes.ts';
 import { registerMemoryRoutes } from './memory/routes.ts';
 import { observeMigrations } from './migrations.ts';
 import { registerOptimizeRoutes } from './optimize/routes.ts';
+import { registerReflectRoutes } from './reflect/routes.ts';
+import { registerContextRoutes } from './context-api/routes.ts';
+import { createEmbedder } from './recall/embedder.ts';
+import { registerRecallRoutes } from './recall/routes.ts';
+import { VectorIndex } from './recall/vector-index.ts';
+import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker, KickingEventAppender } from './recall/worker.ts';
 import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
+import { registerReplayRoutes } from './replay/routes.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
 import { registerSettingsRoutes } from './settings/routes.ts';
 import { registerSystemRoutes } from './system/routes.ts';
+import { registerWebhookRoutes } from './webhooks/routes.ts';
 
 export interface ObserveService {
   app: ZodApp;
   context: ObserveContext;
-  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob };
+  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob };
 }
 
 export interface ObserveOptions {
   clock?: Clock;
   /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
   runJobs?: boolean;
+  /** Start an embedding drain after each ingest commit (default: runJobs). */
+  kickEmbeddings?: boolean;
 }
 
 /** Database down: 503, so clients retry; any other database failure: the spec's 500 storage error. */
@@ -75,8 +85,10 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     database,
     clock: options.clock ?? systemClock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
-    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+    events: new KickingEventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
     prices,
+    embedder: createEmbedder(config.embeddings),
+    vectorIndex: new VectorIndex(database),
   };
 
   const app = await createHttpApp({
@@ -93,14 +105,20 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerSystemRoutes(app, context);
   registerKeyRoutes(app, context);
   registerEventRoutes(app, context);
+  registerWebhookRoutes(app, context);
   registerSessionRoutes(app, context);
+  registerReplayRoutes(app, context);
   registerAgentRoutes(app, context);
   registerHealthRoutes(app, context);
   registerAlertRoutes(app, context);
+  registerBenchmarkRoutes(app, context);
   registerSettingsRoutes(app, context);
   registerMemoryRoutes(app, context);
   registerAnalyticsRoutes(app, context);
   registerOptimizeRoutes(app, context);
+  registerReflectRoutes(app, context);
+  registerRecallRoutes(app, context);
+  registerContextRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const holder = `${hostname()}:${process.pid}:${newId()}`;
@@ -148,10 +166,25 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     runJobs,
   );
 
+  const embeddingWorker = new EmbeddingWorker(context, app.log, options.kickEmbeddings ?? runJobs, config.retentionIntervalMs);
+  (context.events as KickingEventAppender).onCommitted = () => embeddingWorker.kick();
+  const embeddings = startPeriodicJob(
+    {
+      name: 'observe.embeddings',
+      intervalMs: EMBEDDINGS_INTERVAL_MS,
+      db: database.db,
+      holder,
+      clock: context.clock,
+      log: app.log,
+      run: (now) => embeddingWorker.runJob(now),
+    },
+    runJobs,
+  );
+
   app.addHook('onClose', async () => {
-    await Promise.all([retention.stop(), alerts.stop(), healthSnapshots.stop()]);
+    await Promise.all([retention.stop(), alerts.stop(), healthSnapshots.stop(), embeddings.stop(), embeddingWorker.stop()]);
     await database.close();
   });
   await app.ready();
-  return { app, context, jobs: { retention, alerts, healthSnapshots } };
+  return { app, context, jobs: { retention, alerts, healthSnapshots, embeddings } };
 }

@@ -1,6 +1,8 @@
 import type { Clock, ObserveConfig } from '@vigil/platform';
 import type { EventAppender } from './events/ingest.ts';
 import type { PriceTable } from './pricing/index.ts';
+import type { Embedder } from './recall/embedder.ts';
+import type { VectorIndex } from './recall/vector-index.ts';
 import type { ObserveDatabase } from './schema.ts';
 
 /** What every feature of the observe service is built from. */
@@ -12,4 +14,8 @@ export interface ObserveContext {
   events: EventAppender;
   /** Model prices (built-in table plus MODEL_PRICES), built once at start. */
   prices: PriceTable;
+  /** Embedding backend of recall and context (local unless EMBEDDINGS_URL is set). */
+  embedder: Embedder;
+  /** This process's in-memory index of the stored vectors (recall/vector-index.ts). */
+  vectorIndex: VectorIndex;
 }

@@ -195,4 +195,105 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
     await db.schema.createIndex('health_snapshots_date').on('health_snapshots').columns(['date', 'agent_id']).execute();
   },
+
+  async '0005_embeddings'(db, dialect) {
+    // Work queue of recall (recall/worker.ts): filled by the ingest transaction, drained after commit.
+    await db.schema
+      .createTable('embedding_queue')
+      .addColumn('source_type', 'text', (c) => c.notNull())
+      .addColumn('source_id', 'text', (c) => c.notNull())
+      .addColumn('enqueued_at', epochMsType, (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .addColumn('next_attempt_at', epochMsType, (c) => c.notNull())
+      .addColumn('claimed_until', epochMsType)
+      .addColumn('last_error', 'text')
+      .addColumn('generation', 'integer', (c) => c.notNull())
+      .addPrimaryKeyConstraint('embedding_queue_pk', ['source_type', 'source_id'])
+      .execute();
+    // Claims take the due rows of one source type in attempt order straight from this index.
+    await db.schema.createIndex('embedding_queue_due').on('embedding_queue').columns(['source_type', 'next_attempt_at']).execute();
+
+    await db.schema
+      .createTable('embeddings')
+      .addColumn('source_type', 'text', (c) => c.notNull())
+      .addColumn('source_id', 'text', (c) => c.notNull())
+      .addColumn('agent_id', 'text', (c) => c.notNull())
+      .addColumn('session_id', 'text', (c) => c.notNull())
+      .addColumn('user_id', 'text')
+      .addColumn('ts', epochMsType, (c) => c.notNull())
+      .addColumn('last_ts', epochMsType, (c) => c.notNull())
+      .addColumn('model', 'text', (c) => c.notNull())
+      .addColumn('dims', 'integer', (c) => c.notNull())
+      .addColumn('vector', dialect === 'sqlite' ? 'blob' : 'bytea', (c) => c.notNull())
+      .addColumn('text', 'text', (c) => c.notNull())
+      .addColumn('metadata', 'text', (c) => c.notNull())
+      .addColumn('updated_seq', epochMsType, (c) => c.notNull())
+      .addColumn('deleted', 'integer', (c) => c.notNull())
+      .addPrimaryKeyConstraint('embeddings_pk', ['source_type', 'source_id'])
+      .execute();
+    // The in-memory indexes read rows of one model past their watermark; results are read by key.
+    // The agent and time filters of recall run in memory, so no SQL index serves them (each one
+    // would only slow the worker's writes). Retention finds vectors by session; tombstones are
+    // found by age for purging.
+    await db.schema.createIndex('embeddings_model_seq').on('embeddings').columns(['model', 'updated_seq']).execute();
+    await db.schema.createIndex('embeddings_session').on('embeddings').columns(['session_id', 'deleted']).execute();
+    await db.schema
+      .createIndex('embeddings_tombstones')
+      .on('embeddings')
+      .column('last_ts')
+      .where(sql.ref('deleted'), '=', 1)
+      .execute();
+
+    await db.schema
+      .createTable('embedding_meta')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('last_seq', epochMsType, (c) => c.notNull())
+      .addColumn('purged_seq', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.insertInto('embedding_meta').values({ id: 1, last_seq: 0, purged_seq: 0 }).execute();
+
+    // History stored before this step is queued like new events (the worker drains it in the
+    // background; it skips events without text, e.g. a session_ended without summary).
+    const embedded = sql.join(['tool_call', 'tool_error', 'llm_call', 'llm_response', 'session_ended', 'approval_requested',
+      'approval_granted', 'approval_denied', 'approval_expired', 'alert_triggered', 'custom', 'eval_result'].map((t) => sql.lit(t)));
+    await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)
+      select 'event', id, 0, 0, 0, null, null, 0 from events where event_type in (${embedded})`.execute(db);
+    await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)
+      select 'session', id, 0, 0, 0, null, null, 0 from sessions`.execute(db);
+  },
+
+  async '0006_benchmarks'(db) {
+    // A/B benchmarks (benchmarks/): variants are sessions carrying a tag; results are cached on completion.
+    await db.schema
+      .createTable('benchmarks')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('description', 'text')
+      .addColumn('agent_id', 'text')
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('metrics', 'text', (c) => c.notNull())
+      .addColumn('min_sessions_per_variant', 'integer', (c) => c.notNull())
+      .addColumn('time_from', epochMsType)
+      .addColumn('time_to', epochMsType)
+      .addColumn('results', 'text')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('updated_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('benchmarks_status_created').on('benchmarks').columns(['status', 'created_at', 'id']).execute();
+    await db.schema.createIndex('benchmarks_created').on('benchmarks').columns(['created_at', 'id']).execute();
+    await db.schema.createIndex('benchmarks_agent').on('benchmarks').columns(['agent_id']).execute();
+
+    await db.schema
+      .createTable('benchmark_variants')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('benchmark_id', 'text', (c) => c.notNull())
+      .addColumn('position', 'integer', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('tag', 'text', (c) => c.notNull())
+      .addColumn('description', 'text')
+      .addColumn('agent_id', 'text')
+      .execute();
+    await db.schema.createIndex('benchmark_variants_benchmark').on('benchmark_variants').columns(['benchmark_id', 'position']).unique().execute();
+    await db.schema.createIndex('benchmark_variants_agent').on('benchmark_variants').columns(['agent_id']).execute();
+  },
 };

@@ -187,6 +187,94 @@ export interface ObserveSchema {
   alert_deliveries: AlertDeliveryRow;
   event_rollups: RollupRow;
   health_snapshots: HealthSnapshotRow;
+  embedding_queue: EmbeddingQueueRow;
+  embeddings: EmbeddingRow;
+  embedding_meta: EmbeddingMetaRow;
+  benchmarks: BenchmarkRow;
+  benchmark_variants: BenchmarkVariantRow;
+}
+
+/**
+ * Embedding work, written by the ingest transaction and drained after commit (recall/worker.ts).
+ * A row stays until its source is embedded (or gone), so a restart loses nothing.
+ */
+export interface EmbeddingQueueRow {
+  source_type: 'event' | 'session';
+  source_id: string;
+  enqueued_at: number;
+  attempts: number;
+  next_attempt_at: number;
+  /** Set while a worker holds the row; a claim that outlives this is free again. */
+  claimed_until: number | null;
+  last_error: string | null;
+  /** Bumped each time a session is touched again, so a row claimed before the change is not deleted by the worker. */
+  generation: number;
+}
+
+/** One vector per event or session (primary key source_type, source_id). */
+export interface EmbeddingRow {
+  source_type: 'event' | 'session';
+  source_id: string;
+  agent_id: string;
+  session_id: string;
+  /** User the session belongs to (tag `user:<id>` or metadata.userId), for context's userId. */
+  user_id: string | null;
+  /** Event timestamp; a session's startedAt (what recall's from/to filter). */
+  ts: number;
+  /** Event timestamp; a session's last event (what context's recency uses). */
+  last_ts: number;
+  model: string;
+  dims: number;
+  /** Float32 little-endian, L2-normalised; empty for a tombstone. */
+  vector: Uint8Array;
+  /** What was embedded, cut to 1,000 characters. */
+  text: string;
+  /** JSON object returned as the recall result's metadata. */
+  metadata: string;
+  /** Position in the global write order (embedding_meta.last_seq); the in-memory indexes read rows past their watermark. */
+  updated_seq: number;
+  /** 1: tombstone of a source deleted by retention (kept a while so every instance's index drops it). */
+  deleted: number;
+}
+
+/** A single row (id 1): the write-order counter of embeddings and how far tombstones were purged. */
+export interface EmbeddingMetaRow {
+  id: number;
+  last_seq: number;
+  purged_seq: number;
+}
+
+/** An A/B benchmark (benchmarks/). */
+export interface BenchmarkRow {
+  id: string;
+  name: string;
+  description: string | null;
+  agent_id: string | null;
+  /** draft, running, completed or cancelled. */
+  status: string;
+  /** JSON array of metric names, in the order given. */
+  metrics: string;
+  min_sessions_per_variant: number;
+  /** Inclusive bounds on a session's started_at; null when open. */
+  time_from: number | null;
+  time_to: number | null;
+  /** JSON results computed when the benchmark completed (distributions included); null before. */
+  results: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A variant of a benchmark: the sessions carrying `tag`. */
+export interface BenchmarkVariantRow {
+  id: string;
+  benchmark_id: string;
+  /** 0-based order of the variant in the benchmark. */
+  position: number;
+  name: string;
+  tag: string;
+  description: string | null;
+  /** Overrides the benchmark's agent_id; null when not given. */
+  agent_id: string | null;
 }
 
 export type ObserveDatabase = Database<ObserveSchema>;

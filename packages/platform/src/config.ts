@@ -36,6 +36,11 @@ export const environmentSchema = z.object({
   /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
   MODEL_PRICES: z.string().min(1).optional(),
   ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
+  /** Base address of an OpenAI-compatible embeddings API (`/v1/embeddings` is appended); unset: the built-in local embedder. */
+  EMBEDDINGS_URL: httpUrl.optional(),
+  EMBEDDINGS_MODEL: z.string().min(1).max(200).default('text-embedding-3-small'),
+  EMBEDDINGS_API_KEY: z.string().min(1).optional(),
+  EMBEDDINGS_TIMEOUT_MS: positiveInt.default(10_000),
   GATE_PORT: port.default(3000),
   GATE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('gate'),
   GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -74,6 +79,8 @@ export interface ObserveConfig {
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
   alertEvalIntervalMs: number;
+  /** Embedding backend of recall and context: an OpenAI-compatible API when `url` is set, else the built-in local embedder. */
+  embeddings: { url?: string; model: string; apiKey?: string; timeoutMs: number };
 }
 
 export interface GateConfig {
@@ -147,6 +154,12 @@ export function observeConfigFromEnvironment(
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
+    embeddings: {
+      url: e.EMBEDDINGS_URL,
+      model: e.EMBEDDINGS_MODEL,
+      apiKey: e.EMBEDDINGS_API_KEY,
+      timeoutMs: e.EMBEDDINGS_TIMEOUT_MS,
+    },
   };
 }
 

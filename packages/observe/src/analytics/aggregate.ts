@@ -61,8 +61,9 @@ export const emptySums = (): Sums => ({
   failureCount: 0,
 });
 
+/** Adds the sums only: a row's dimension values (model, bucket, …) are never added. */
 export function addSums(target: Sums, source: Sums): Sums {
-  for (const key of Object.keys(target) as (keyof Sums)[]) target[key] += source[key];
+  for (const key of SUM_KEYS) target[key] += source[key];
   return target;
 }
 

@@ -75,6 +75,17 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.equal(exactEdge.totals.eventCount, 1, 'from and to are inclusive');
   });
 
+  test('a range off the hour merges rollup and event rows of the same group: names and buckets stay intact', async () => {
+    const from = at('07:30:00.000');
+    const to = at('09:20:00.000');
+    const llm = await get<{ byModel: { model: string; calls: number }[] }>(`/api/analytics/llm?from=${from}&to=${to}`);
+    assert.deepEqual(llm.byModel.map((m) => [m.model, m.calls]), [['gpt-4o-mini', 1], ['gpt-4o', 1]]);
+    const days = await get<{ buckets: (Overview & { bucket: string })[] }>(`/api/analytics?granularity=day&from=${from}&to=${to}`);
+    assert.deepEqual(days.buckets.map((d) => [d.bucket, d.eventCount]), [['2026-11-22T00:00:00.000Z', 6]]);
+    const agents = await get<{ agents: { agentId: string; totalEvents: number }[] }>(`/api/analytics/agents?from=${from}&to=${to}`);
+    assert.deepEqual(agents.agents.map((a) => [a.agentId, a.totalEvents]), [['A', 6]]);
+  });
+
   test('agentId filter, day and week granularity (weeks start on Monday, UTC)', async () => {
     const b = await get<{ totals: Overview }>('/api/analytics?agentId=B');
     assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });

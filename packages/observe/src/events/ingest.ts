@@ -3,6 +3,7 @@ import { sql, type Transaction } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 import { applyRollupDeltas, rollupDeltas } from '../analytics/rollups.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
+import { enqueueEmbeddings } from '../recall/queue.ts';
 import { chainHashOfCanonical } from './chain.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
@@ -208,6 +209,8 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     }
     for (const agentId of [...agents.keys()].sort()) await upsertAgent(trx, agents.get(agentId)!);
     await applyRollupDeltas(trx, rollupDeltas(prepared.map((event) => event.row)), 1);
+    // Embedding work is durable with the events; the worker drains it after commit.
+    await enqueueEmbeddings(trx, database.dialect, prepared, sessionIds, Date.now());
     return appended;
   });
 }

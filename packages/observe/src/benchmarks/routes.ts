@@ -1,0 +1,109 @@
+import type { ZodApp } from '@vigil/platform';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import {
+  benchmarkListSchema,
+  benchmarkParams,
+  benchmarkSchema,
+  createBenchmarkBodySchema,
+  listBenchmarksQuerySchema,
+  resultsQuerySchema,
+  resultsSchema,
+  statusBodySchema,
+} from './schemas.ts';
+import { benchmarkDetail, benchmarkResults, changeStatus, removeBenchmark, toListItem } from './service.ts';
+import { findBenchmark, insertBenchmark, listBenchmarks } from './store.ts';
+
+export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.post(
+    '/api/benchmarks',
+    {
+      schema: {
+        summary: 'Create an A/B benchmark (status draft)',
+        tags: ['benchmarks'],
+        body: createBenchmarkBodySchema,
+        response: { 201: benchmarkSchema },
+      },
+    },
+    async (request, reply) => {
+      const benchmark = await insertBenchmark(ctx.database, request.body, ctx.clock.now());
+      return reply.status(201).send(await benchmarkDetail(ctx.database.db, benchmark));
+    },
+  );
+
+  app.get(
+    '/api/benchmarks',
+    {
+      schema: {
+        summary: 'List benchmarks, newest first',
+        tags: ['benchmarks'],
+        querystring: listBenchmarksQuerySchema,
+        response: { 200: benchmarkListSchema },
+      },
+    },
+    async (request) => {
+      const { rows, total } = await listBenchmarks(ctx.database, request.query);
+      return { benchmarks: rows.map(toListItem), total, hasMore: request.query.offset + rows.length < total };
+    },
+  );
+
+  app.get(
+    '/api/benchmarks/:id',
+    {
+      schema: {
+        summary: 'One benchmark, with the number of sessions of each variant',
+        tags: ['benchmarks'],
+        params: benchmarkParams,
+        response: { 200: benchmarkSchema },
+      },
+    },
+    async (request) => {
+      const benchmark = await findBenchmark(ctx.database.db, request.params.id);
+      if (!benchmark) throw observeError('benchmarkNotFound');
+      return benchmarkDetail(ctx.database.db, benchmark);
+    },
+  );
+
+  app.put(
+    '/api/benchmarks/:id/status',
+    {
+      schema: {
+        summary: 'Move a benchmark through draft → running → completed (or cancelled)',
+        tags: ['benchmarks'],
+        params: benchmarkParams,
+        body: statusBodySchema,
+        response: { 200: benchmarkSchema },
+      },
+    },
+    async (request) => changeStatus(ctx, request.params.id, request.body.status),
+  );
+
+  app.get(
+    '/api/benchmarks/:id/results',
+    {
+      schema: {
+        summary: 'Statistical comparison of the variants (cached once completed)',
+        tags: ['benchmarks'],
+        params: benchmarkParams,
+        querystring: resultsQuerySchema,
+        response: { 200: resultsSchema },
+      },
+    },
+    async (request) => benchmarkResults(ctx, request.params.id, request.query.includeDistributions),
+  );
+
+  app.delete(
+    '/api/benchmarks/:id',
+    {
+      schema: {
+        summary: 'Delete a draft or cancelled benchmark',
+        tags: ['benchmarks'],
+        params: benchmarkParams,
+      },
+    },
+    async (request, reply) => {
+      await removeBenchmark(ctx, request.params.id);
+      return reply.status(204).send();
+    },
+  );
+}

@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { CachingEmbedder, createEmbedder, embeddingsEndpoint, EmbeddingBackendError, LocalEmbedder, OpenAIEmbedder, similarity, stem, tokenize, wordWeight } from './embedder.ts';
+import { decodeVector, encodeVector } from './store.ts';
+import { sendJson, TestHttpServer } from './test-http-server.ts';
+import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
+import { TopK } from './search.ts';
+import { simdAvailable, VectorBlock } from './dot-kernel.ts';
+
+const norm = (v: Float32Array): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+describe('LocalEmbedder', () => {
+  const embedder = new LocalEmbedder();
+
+  test('is deterministic, 512 dimensions, unit length', async () => {
+    const [a, b] = await embedder.embed(['Stripe charge failed: card declined', 'Stripe charge failed: card declined']);
+    assert.equal(a!.length, 512);
+    assert.equal(embedder.dimensions, 512);
+    assert.deepEqual(Array.from(a!), Array.from(b!));
+    assert.ok(Math.abs(norm(a!) - 1) < 1e-5);
+    // A fresh instance gives the same vector: nothing depends on state or corpus.
+    const [c] = await new LocalEmbedder().embed(['Stripe charge failed: card declined']);
+    assert.deepEqual(Array.from(c!), Array.from(a!));
+    assert.equal(embedder.model, 'vigil-local-hash-512-v1');
+  });
+
+  test('empty or symbol-only text is the zero vector (scores 0 against everything)', async () => {
+    const [empty, symbols] = await embedder.embed(['', '!!! ---']);
+    assert.equal(norm(empty!), 0);
+    assert.equal(norm(symbols!), 0);
+  });
+
+  test('related texts are closer than unrelated ones', async () => {
+    const [query, related, paraphrase, unrelated, other] = await embedder.embed([
+      'database migration failed',
+      'the database migration failed on step 3 (duplicate column)',
+      'migrating the database schema failed',
+      'sent the monthly invoice email to the customer',
+      'deploy the frontend to production',
+    ]);
+    const r = similarity(query!, related!);
+    const p = similarity(query!, paraphrase!);
+    const u = similarity(query!, unrelated!);
+    const o = similarity(query!, other!);
+    assert.ok(r > 0.5, `related ${r}`);
+    assert.ok(p > u && p > o, `paraphrase ${p} vs ${u}, ${o}`);
+    assert.ok(u < 0.15 && o < 0.15, `unrelated ${u}, ${o}`);
+    assert.ok(similarity(query!, query!) > 0.99999);
+  });
+
+  test('stems and character 3-grams match inflections; stop words barely count', async () => {
+    const [deploy, deployment, employment, stop1, stop2] = await embedder.embed(['deployed', 'deployments', 'employment', 'the of and to', 'and the to of it']);
+    assert.ok(similarity(deploy!, deployment!) > 0.3);
+    assert.ok(similarity(deployment!, employment!) < 0.15);
+    assert.deepEqual(['migrate', 'migrating', 'migration', 'migrations', 'processes', 'process', 'charges', 'policies'].map(stem), [
+      'migrat', 'migrat', 'migrat', 'migrat', 'process', 'process', 'charg', 'policy',
+    ]);
+    const [a, b] = await embedder.embed(['the billing invoice', 'a billing invoice']);
+    assert.ok(similarity(a!, b!) > 0.95, 'stop words change little');
+    assert.ok(norm(stop1!) > 0 && norm(stop2!) > 0);
+  });
+
+  test('tokenize splits identifiers; weights favour long words over stop words and ids', () => {
+    assert.deepEqual(tokenize('sendEmail web_search HTTPServer v2'), ['send', 'email', 'web', 'search', 'httpserver', 'v2']);
+    assert.ok(wordWeight('the') < wordWeight('db'));
+    assert.ok(wordWeight('db') < wordWeight('migration'));
+    assert.equal(wordWeight('12345'), 0.3);
+    assert.equal(wordWeight('01hf3k9z2x8c7v6b5n4m'), 0.3);
+  });
+
+  test('vectors round-trip through the stored Float32 little-endian form', async () => {
+    const [v] = await embedder.embed(['round trip']);
+    const stored = encodeVector(v!);
+    assert.equal(stored.byteLength, 512 * 4);
+    assert.equal(stored.readFloatLE(0), v![0]);
+    assert.deepEqual(Array.from(decodeVector(stored)), Array.from(v!));
+  });
+});
+
+describe('event texts', () => {
+  test('types with text are embedded; machine output and numbers are not', () => {
+    assert.equal(isEmbeddedEvent('tool_call', {}), true);
+    assert.equal(isEmbeddedEvent('tool_response', {}), false);
+    assert.equal(isEmbeddedEvent('cost_tracked', {}), false);
+    assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed' }), false);
+    assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed', summary: 'done' }), true);
+    assert.equal(
+      eventText('tool_call', { toolName: 'send_email', callId: 'c1', arguments: { to: 'ops@acme.com', subject: 'Outage' } }),
+      'tool_call send_email: to: ops@acme.com, subject: Outage',
+    );
+    assert.equal(
+      eventText('llm_call', { model: 'gpt-4o', messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'x' }, { role: 'user', content: [{ type: 'text', text: 'second' }] }] }),
+      'llm_call gpt-4o: second',
+    );
+    assert.equal(eventText('tool_response', { toolName: 'x', result: 1 }), null);
+    const loop = { model: 'm', messages: [{ role: 'user', content: 'book a flight' }, { role: 'assistant', content: '' }, { role: 'tool', content: '{}' }] };
+    assert.equal(isEmbeddedEvent('llm_call', loop), false, 'a tool-loop call repeats the user request');
+    assert.equal(isEmbeddedEvent('llm_call', { model: 'm', messages: [] }), false);
+    assert.match(describeEvent('tool_response', { toolName: 'x', result: { ok: true } }), /tool_response x: ok: true/);
+  });
+
+  test('flatten bounds nesting and size; truncate never splits a surrogate pair', () => {
+    assert.equal(flatten({ a: { b: { c: { d: { e: 'deep' } } } } }), '');
+    assert.ok(flatten({ text: 'x'.repeat(5000) }).length <= 2010);
+    const cut = truncate(`${'a'.repeat(8)}😀😀`, 10);
+    assert.equal(cut.length, 9);
+    assert.ok(cut.endsWith('…'));
+    assert.equal(truncate('short', 10), 'short');
+  });
+});
+
+test('the dot-product kernel (WebAssembly SIMD, JavaScript fallback) matches a plain loop', () => {
+  assert.equal(simdAvailable(512), true, 'Node 20 has WebAssembly SIMD');
+  assert.equal(simdAvailable(6), false, 'lengths that are not a multiple of 4 use the fallback');
+  for (const dims of [4, 12, 512, 6, 1536]) {
+    const block = new VectorBlock(dims, 64);
+    for (let i = 0; i < block.vectors.length; i++) block.vectors[i] = Math.sin(i * 0.37);
+    const query = new Float32Array(dims).map((_, i) => Math.cos(i * 0.11));
+    const dots = block.dots(query, 50);
+    for (let row = 0; row < 50; row++) {
+      let expected = 0;
+      for (let d = 0; d < dims; d++) expected += block.vectors[row * dims + d]! * query[d]!;
+      assert.ok(Math.abs(dots[row]! - expected) <= 1e-5 * Math.max(1, Math.abs(expected)), `dims ${dims} row ${row}`);
+    }
+  }
+});
+
+test('TopK keeps the k best, best first, with the tie-break', () => {
+  const top = new TopK<number>(3, (a, b) => a < b);
+  for (const [score, item] of [[0.1, 1], [0.9, 2], [0.5, 3], [0.9, 0], [0.7, 4], [0.2, 5]] as const) top.push(score, item);
+  assert.deepEqual(top.sorted().map((e) => [e.score, e.item]), [[0.9, 0], [0.9, 2], [0.7, 4]]);
+});
+
+describe('OpenAIEmbedder against a local HTTP server', () => {
+  const local = new LocalEmbedder(64);
+  let server: TestHttpServer;
+  let mode: 'ok' | 'error' | 'hang' | 'short' | 'bad' | 'badRequest' = 'ok';
+
+  before(async () => {
+    server = await new TestHttpServer((request, res) => {
+      if (mode === 'hang') return;
+      if (mode === 'error') return sendJson(res, 500, { error: { message: 'overloaded' } });
+      if (mode === 'badRequest') return sendJson(res, 400, { error: { message: 'input too long' } });
+      const { input } = JSON.parse(request.body) as { input: string[] };
+      if (mode === 'bad') return sendJson(res, 200, { data: input.map((_, index) => ({ index, embedding: ['x'] })) });
+      const data = input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(local.embedOne(text)).map((x) => x * 3) }));
+      if (mode === 'short') data.pop();
+      // Out of order on purpose: `index` decides.
+      sendJson(res, 200, { object: 'list', model: 'test-embed', data: data.reverse() });
+    }).start();
+  });
+  beforeEach(() => {
+    server.requests.length = 0;
+    mode = 'ok';
+  });
+  after(() => server.stop());
+
+  test('the endpoint is EMBEDDINGS_URL + /v1/embeddings (a trailing /v1 is not doubled)', () => {
+    assert.equal(embeddingsEndpoint('http://h:1'), 'http://h:1/v1/embeddings');
+    assert.equal(embeddingsEndpoint('http://h:1/v1/'), 'http://h:1/v1/embeddings');
+    assert.equal(embeddingsEndpoint('http://h:1/proxy'), 'http://h:1/proxy/v1/embeddings');
+    assert.ok(createEmbedder({ model: 'm', timeoutMs: 1 }).inner instanceof LocalEmbedder);
+    assert.ok(createEmbedder({ url: 'http://h', model: 'm', timeoutMs: 1 }).inner instanceof OpenAIEmbedder);
+  });
+
+  test('POSTs {model, input} in batches with the bearer key; vectors come back in input order, normalised', async () => {
+    const embedder = new OpenAIEmbedder({ url: server.url, model: 'test-embed', apiKey: 'sk-test', timeoutMs: 2000, batchSize: 4 });
+    assert.equal(embedder.dimensions, 0);
+    const texts = Array.from({ length: 10 }, (_, i) => `text number ${i} about topic ${i % 3}`);
+    const vectors = await embedder.embed(texts);
+    assert.equal(vectors.length, 10);
+    assert.equal(embedder.dimensions, 64);
+    assert.deepEqual(server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input.length), [4, 4, 2]);
+    for (const request of server.requests) {
+      assert.equal(request.method, 'POST');
+      assert.equal(request.url, '/v1/embeddings');
+      assert.equal(request.headers.authorization, 'Bearer sk-test');
+      assert.match(String(request.headers['content-type']), /application\/json/);
+      assert.equal((JSON.parse(request.body) as { model: string }).model, 'test-embed');
+    }
+    vectors.forEach((v, i) => {
+      assert.ok(Math.abs(norm(v) - 1) < 1e-5);
+      assert.ok(similarity(v, local.embedOne(texts[i]!)) > 0.9999, `vector ${i} is the one of its input`);
+    });
+  });
+
+  test('CachingEmbedder sends each distinct text once and keeps the most recent ones', async () => {
+    const cached = new CachingEmbedder(new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 2000 }), 2);
+    const first = await cached.embed(['a', 'b', 'a']);
+    assert.deepEqual(server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input), [['a', 'b']]);
+    assert.equal(first[0], first[2]);
+    const again = await cached.embed(['b', 'a', 'c']);
+    assert.equal(again[0], first[1]);
+    assert.deepEqual((JSON.parse(server.requests[1]!.body) as { input: string[] }).input, ['c']);
+    await cached.embed(['b']);
+    assert.equal(server.requests.length, 3, 'b was the least recently used of a, b, c with room for two');
+    assert.equal(cached.model, 'm');
+    assert.equal(cached.dimensions, 64);
+  });
+
+  test('no key: no Authorization header', async () => {
+    await new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 2000 }).embed(['x']);
+    assert.equal(server.requests[0]!.headers.authorization, undefined);
+  });
+
+  test('5xx, timeouts, malformed or short answers are EmbeddingBackendError; 4xx is not retryable', async () => {
+    const embedder = new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 300 });
+    for (const failing of ['error', 'hang', 'short', 'bad'] as const) {
+      mode = failing;
+      await assert.rejects(embedder.embed(['a', 'b']), (error: unknown) => error instanceof EmbeddingBackendError && error.retryable, failing);
+    }
+    mode = 'badRequest';
+    await assert.rejects(embedder.embed(['a']), (error: unknown) => error instanceof EmbeddingBackendError && !error.retryable);
+    const unreachable = new OpenAIEmbedder({ url: 'http://127.0.0.1:1', model: 'm', timeoutMs: 300 });
+    await assert.rejects(unreachable.embed(['a']), EmbeddingBackendError);
+  });
+});

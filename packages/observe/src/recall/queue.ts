@@ -1,0 +1,155 @@
+import { BulkInserter, type DialectName } from '@vigil/platform';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { EmbeddingQueueRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { isEmbeddedEvent } from './text.ts';
+
+type QueueInsert = EmbeddingQueueRow & Record<string, unknown>;
+const COLUMNS: (keyof EmbeddingQueueRow)[] = [
+  'source_type', 'source_id', 'enqueued_at', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error', 'generation',
+];
+const eventRows = new BulkInserter<QueueInsert>('embedding_queue', COLUMNS);
+
+const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string, now: number): QueueInsert => ({
+  source_type,
+  source_id,
+  enqueued_at: now,
+  attempts: 0,
+  next_attempt_at: 0,
+  claimed_until: null,
+  last_error: null,
+  generation: 0,
+});
+
+/** What enqueueing needs from an event being appended. */
+export interface EnqueuedEvent {
+  row: { id: string; event_type: string };
+  payload: Record<string, unknown>;
+}
+
+/**
+ * In the ingest transaction: one row per event with text (see recall/text.ts) and one row per
+ * session of the batch. A session already queued is not queued twice (the row's generation is
+ * bumped instead), so a busy session is summarised once per drain, however many batches touch it.
+ * `sessionIds` must be sorted (the lock order of the ingest transaction).
+ */
+export async function enqueueEmbeddings(
+  trx: Transaction<ObserveSchema>,
+  dialect: DialectName,
+  events: readonly EnqueuedEvent[],
+  sessionIds: readonly string[],
+  now: number,
+): Promise<void> {
+  const rows = events.filter((e) => isEmbeddedEvent(e.row.event_type, e.payload)).map((e) => queued('event', e.row.id, now));
+  if (rows.length > 0) await eventRows.insert(trx, dialect, rows);
+  if (sessionIds.length === 0) return;
+  await trx
+    .insertInto('embedding_queue')
+    .values(sessionIds.map((id) => queued('session', id, now)))
+    .onConflict((oc) => oc.columns(['source_type', 'source_id']).doUpdateSet({ generation: sql`embedding_queue.generation + 1` }))
+    .execute();
+}
+
+/**
+ * Claims up to `limit` due rows of one source type (attempt time reached, not held by a live
+ * claim) until `until`, oldest due first (read in order from the (source_type, next_attempt_at)
+ * index, so a claim costs the same however long the queue is). One statement; on PostgreSQL rows locked by another claim or an ingest
+ * transaction are skipped, so instances sharing the database never take the same row.
+ */
+export async function claimDue(
+  database: ObserveDatabase,
+  now: number,
+  until: number,
+  limit: number,
+  type: EmbeddingQueueRow['source_type'],
+): Promise<EmbeddingQueueRow[]> {
+  const { db, dialect } = database;
+  const due = db
+    .selectFrom('embedding_queue')
+    .select(['source_type', 'source_id'])
+    .where('source_type', '=', type)
+    .where('next_attempt_at', '<=', now)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+    .orderBy('next_attempt_at')
+    .limit(limit);
+  const picked = dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+  return db
+    .updateTable('embedding_queue')
+    .set({ claimed_until: until })
+    .where((eb) => eb(eb.refTuple('source_type', 'source_id'), 'in', picked as never))
+    .returningAll()
+    .execute();
+}
+
+/**
+ * Removes finished rows, in the transaction that stored their vectors. A session row whose
+ * generation moved on (new events since the claim) stays, unclaimed, for the next drain.
+ */
+export async function completeRows(trx: Kysely<ObserveSchema>, rows: readonly EmbeddingQueueRow[]): Promise<void> {
+  const events = rows.filter((r) => r.source_type === 'event').map((r) => r.source_id);
+  for (let i = 0; i < events.length; i += 500) {
+    await trx.deleteFrom('embedding_queue').where('source_type', '=', 'event').where('source_id', 'in', events.slice(i, i + 500)).execute();
+  }
+  const sessions = rows.filter((r) => r.source_type === 'session');
+  for (const row of sessions) {
+    await trx
+      .deleteFrom('embedding_queue')
+      .where('source_type', '=', 'session')
+      .where('source_id', '=', row.source_id)
+      .where('generation', '=', row.generation)
+      .execute();
+  }
+  if (sessions.length > 0) {
+    await trx
+      .updateTable('embedding_queue')
+      .set({ claimed_until: null })
+      .where('source_type', '=', 'session')
+      .where('source_id', 'in', sessions.map((r) => r.source_id))
+      .execute();
+  }
+}
+
+/** Longest wait between two attempts of a failing row. */
+export const MAX_BACKOFF_MS = 10 * 60_000;
+
+/** Attempt n+1 waits 2^(n−1) s after attempt n (1 s, 2 s, 4 s …), at most MAX_BACKOFF_MS; rows are never dropped. */
+export function backoffMs(attempts: number): number {
+  return Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.max(0, attempts - 1));
+}
+
+/** Records a failed attempt: the rows go back to the queue, due after their backoff. */
+export async function failRows(database: ObserveDatabase, rows: readonly EmbeddingQueueRow[], now: number, error: string): Promise<void> {
+  const message = error.slice(0, 500);
+  const groups = new Map<string, { type: EmbeddingQueueRow['source_type']; attempts: number; ids: string[] }>();
+  for (const row of rows) {
+    const key = `${row.source_type}:${row.attempts + 1}`;
+    const group = groups.get(key) ?? { type: row.source_type, attempts: row.attempts + 1, ids: [] };
+    group.ids.push(row.source_id);
+    groups.set(key, group);
+  }
+  for (const { type, attempts, ids } of groups.values()) {
+    await database.db
+      .updateTable('embedding_queue')
+      .set({ attempts, next_attempt_at: now + backoffMs(attempts), claimed_until: null, last_error: message })
+      .where('source_type', '=', type)
+      .where('source_id', 'in', ids)
+      .execute();
+  }
+}
+
+export interface QueueDepth {
+  depth: number;
+  retrying: number;
+  oldestEnqueuedAt: number | null;
+}
+
+export async function queueDepth(database: ObserveDatabase): Promise<QueueDepth> {
+  const row = await database.db
+    .selectFrom('embedding_queue')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('depth'),
+      sql<number>`coalesce(sum(case when attempts > 0 then 1 else 0 end), 0)`.as('retrying'),
+      eb.fn.min<number | null>('enqueued_at').as('oldest'),
+    ])
+    .executeTakeFirstOrThrow();
+  return { depth: Number(row.depth), retrying: Number(row.retrying), oldestEnqueuedAt: row.oldest === null ? null : Number(row.oldest) };
+}

@@ -1,0 +1,155 @@
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { readDetails } from './store.ts';
+import type { ScanFilter } from './vector-index.ts';
+
+/** Scores are cosines clamped to 0..1 and rounded to 6 decimals (what minScore compares with). */
+export function score(cosine: number): number {
+  if (!(cosine > 0)) return 0;
+  if (cosine >= 1) return 1;
+  return Math.round(cosine * 1e6) / 1e6;
+}
+
+/**
+ * The `k` best entries seen, best first: a bounded min-heap on (score, then `better` as the
+ * tie-break), so a scan keeps O(k) memory whatever the number of matches.
+ */
+export class TopK<T> {
+  private readonly heap: { score: number; item: T }[] = [];
+
+  constructor(
+    private readonly k: number,
+    /** Tie-break for equal scores: true when `a` ranks before `b`. */
+    private readonly better: (a: T, b: T) => boolean,
+  ) {}
+
+  private less(i: number, j: number): boolean {
+    const a = this.heap[i]!;
+    const b = this.heap[j]!;
+    return a.score < b.score || (a.score === b.score && this.better(b.item, a.item));
+  }
+
+  private swap(i: number, j: number): void {
+    const t = this.heap[i]!;
+    this.heap[i] = this.heap[j]!;
+    this.heap[j] = t;
+  }
+
+  push(score: number, item: T): void {
+    const heap = this.heap;
+    if (this.k <= 0) return;
+    if (heap.length === this.k) {
+      const worst = heap[0]!;
+      if (score < worst.score || (score === worst.score && !this.better(item, worst.item))) return;
+      heap[0] = { score, item };
+      this.down(0);
+      return;
+    }
+    heap.push({ score, item });
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(i, parent)) break;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private down(start: number): void {
+    const n = this.heap.length;
+    let i = start;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.less(l, m)) m = l;
+      if (r < n && this.less(r, m)) m = r;
+      if (m === i) return;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+
+  /** Best first. */
+  sorted(): { score: number; item: T }[] {
+    return [...this.heap].sort((a, b) => b.score - a.score || (this.better(a.item, b.item) ? -1 : this.better(b.item, a.item) ? 1 : 0));
+  }
+}
+
+/** Embeds a query; a backend failure is the spec's 500 embedding error. */
+export async function embedQuery(ctx: ObserveContext, text: string, log?: { warn(obj: unknown, msg: string): void }): Promise<Float32Array> {
+  try {
+    const [vector] = await ctx.embedder.embed([text]);
+    if (!vector) throw new Error('the embedder returned no vector');
+    return vector;
+  } catch (error) {
+    log?.warn({ err: error }, 'embedding the query failed');
+    throw observeError('embeddingBackend');
+  }
+}
+
+export type RecallScope = 'all' | 'events' | 'sessions';
+
+export interface RecallQuery {
+  query: string;
+  scope: RecallScope;
+  agentId?: string;
+  from?: number;
+  to?: number;
+  limit: number;
+  minScore: number;
+}
+
+export interface RecallResult {
+  sourceType: 'event' | 'session';
+  sourceId: string;
+  score: number;
+  text: string;
+  metadata: Record<string, unknown>;
+}
+
+export function scopeFilter(query: Pick<RecallQuery, 'scope' | 'agentId' | 'from' | 'to'>): ScanFilter {
+  return {
+    events: query.scope !== 'sessions',
+    sessions: query.scope !== 'events',
+    agentId: query.agentId,
+    from: query.from,
+    to: query.to,
+  };
+}
+
+/**
+ * GET /api/recall: the query's vector against every stored vector of the current model that
+ * passes the filters. A match has a score above 0 and at least minScore; `totalResults` counts
+ * every match, `results` holds the best `limit` (ties: newer first, then by id).
+ */
+export async function recall(
+  ctx: ObserveContext,
+  query: RecallQuery,
+  log?: { warn(obj: unknown, msg: string): void },
+): Promise<{ results: RecallResult[]; query: string; totalResults: number }> {
+  const vector = await embedQuery(ctx, query.query, log);
+  const index = ctx.vectorIndex;
+  await index.refresh(ctx.embedder.model, vector.length);
+  const top = new TopK<number>(query.limit, (a, b) => index.ranksBefore(a, b));
+  let total = 0;
+  index.scan(vector, scopeFilter(query), (slot, cosine) => {
+    const s = score(cosine);
+    if (s <= 0 || s < query.minScore) return;
+    total += 1;
+    top.push(s, slot);
+  });
+  const ranked = top.sorted().map(({ score, item }) => ({ score, slot: index.slot(item) }));
+  const details = await readDetails(
+    ctx.database,
+    ranked.map(({ slot }) => ({ sourceType: slot.sourceType, sourceId: slot.sourceId })),
+  );
+  const results: RecallResult[] = [];
+  for (const { score, slot } of ranked) {
+    const detail = details.get(`${slot.sourceType}:${slot.sourceId}`);
+    // Deleted between the scan and this read (retention): left out.
+    if (!detail) continue;
+    results.push({ sourceType: slot.sourceType, sourceId: slot.sourceId, score, text: detail.text, metadata: detail.metadata });
+  }
+  return { results, query: query.query, totalResults: total };
+}

@@ -1,0 +1,81 @@
+import { toIso } from '@vigil/platform';
+import { sessionTimeline } from '../sessions/service.ts';
+import type { ObserveDatabase, SessionRow } from '../schema.ts';
+import type { LoadedReplay, ReplaySession } from './cache.ts';
+import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';
+
+/**
+ * The session's timeline (events up to the head in `session`, chain verified), as replay events:
+ * events appended after that row was read belong to the next head (and the next cache entry).
+ */
+export async function loadReplay(database: ObserveDatabase, session: SessionRow): Promise<LoadedReplay> {
+  const { rows, verdict } = await sessionTimeline(database, session);
+  const events = rows.map((row) =>
+    toReplayEvent({
+      id: row.id,
+      seq: row.seq,
+      eventType: row.event_type,
+      severity: row.severity,
+      ts: Number(row.ts),
+      payloadJson: row.payload,
+    }),
+  );
+  return { chainValid: verdict.valid, events };
+}
+
+export interface ReplayPageQuery {
+  offset: number;
+  limit: number;
+  eventTypes?: ReplayEventType[] | undefined;
+  includeContext: boolean;
+}
+
+export interface ReplayPage {
+  totalSteps: number;
+  hasMore: boolean;
+  /** JSON array of the page's steps. */
+  stepsJson: string;
+}
+
+const quote = JSON.stringify;
+
+function eventJson(event: ReplayEvent): string {
+  return `{"id":${quote(event.id)},"seq":${event.seq},"eventType":${quote(event.eventType)},"timestamp":"${toIso(event.ts)}","payload":${event.payloadJson}}`;
+}
+
+/**
+ * One page of the replay. With `eventTypes`, offset and limit count the steps the filter keeps and
+ * every step keeps its index in the full replay; the context is always rebuilt over every event.
+ */
+export function replayPage(session: ReplaySession, query: ReplayPageQuery): ReplayPage {
+  const { events, partner } = session;
+  const indexes = query.eventTypes === undefined ? null : session.stepIndexes(query.eventTypes);
+  const totalSteps = indexes === null ? events.length : indexes.length;
+  const from = Math.min(query.offset, totalSteps);
+  const to = Math.min(query.offset + query.limit, totalSteps);
+  const indexAt = (k: number): number => (indexes === null ? k : indexes[k]!);
+  const state = query.includeContext && from < to ? session.stateAt(indexAt(from)) : null;
+  const steps: string[] = [];
+  for (let k = from; k < to; k++) {
+    const i = indexAt(k);
+    const event = events[i]!;
+    const p = partner[i]!;
+    const paired = p < 0 ? null : events[p]!;
+    let step =
+      `{"index":${i},"event":${eventJson(event)},"pairedEvent":${paired === null ? 'null' : eventJson(paired)}` +
+      `,"pairDurationMs":${paired === null ? 'null' : Math.abs(paired.ts - event.ts)}`;
+    if (state !== null) {
+      session.advanceTo(state, i + 1);
+      step += `,"context":${state.contextJson()}`;
+    }
+    steps.push(`${step}}`);
+  }
+  if (state !== null) session.release(state);
+  return { totalSteps, hasMore: to < totalSteps, stepsJson: `[${steps.join(',')}]` };
+}
+
+/** The spec's session object of a replay: id, agentId, status, startedAt, endedAt (present once ended). */
+export function replaySessionJson(row: SessionRow): string {
+  const ended = row.ended_at === null ? '' : `,"endedAt":"${toIso(Number(row.ended_at))}"`;
+  return `{"id":${quote(row.id)},"agentId":${quote(row.agent_id)},"status":${quote(row.status)},"startedAt":"${toIso(Number(row.started_at))}"${ended}}`;
+}

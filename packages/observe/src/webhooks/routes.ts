@@ -1,0 +1,167 @@
+import { Transform, pipeline, type Readable } from 'node:stream';
+import { constantTimeEqual, hmacSha256Hex, type ErrorDetail, type ZodApp } from '@vigil/platform';
+import type { FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { identifier, incomingEventSchema, payloadSchemas, type IncomingEvent, type IngestEventType } from '../events/schemas.ts';
+import { findSession } from '../sessions/store.ts';
+import { readSettings } from '../settings/service.ts';
+import {
+  correlationSessionId,
+  EXTERNAL_AGENT,
+  GENERIC_EVENT_TYPES,
+  SECRET_SETTING,
+  SIGNED_MAPPINGS,
+  sourceSchema,
+  webhookBodySchema,
+  webhookResponseSchema,
+  type SignedSource,
+  type WebhookBody,
+} from './mapping.ts';
+
+const SIGNATURE_HEADER = 'x-webhook-signature';
+const HEX_SHA256 = /^[0-9a-f]{64}$/;
+
+/** The bytes each request's body arrived as, captured on the way to the platform's JSON parser. */
+const rawBodies = new WeakMap<FastifyRequest, Buffer[]>();
+
+/**
+ * preParsing: passes the body through unchanged to the platform's JSON parser (which keeps its
+ * rules: prototype-poisoning keys and U+0000 refused, body limit) while keeping a copy of the exact
+ * bytes received, so the signature is checked over them and not over a re-serialisation.
+ */
+function captureRawBody(request: FastifyRequest, payload: Readable): Readable {
+  const chunks: Buffer[] = [];
+  rawBodies.set(request, chunks);
+  const tee = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      chunks.push(chunk);
+      callback(null, chunk);
+    },
+  });
+  // An aborted or failed upload destroys the tee with the error, which the parser reports.
+  pipeline(payload, tee, () => {});
+  return tee;
+}
+
+function validationError(details: ErrorDetail[]): Error {
+  const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+  return observeError('validation', `Validation failed in body: ${summary}`, details);
+}
+
+function zodDetails(error: z.ZodError, prefix: (path: PropertyKey[]) => string): ErrorDetail[] {
+  return error.issues.map((issue) => ({ path: prefix(issue.path), message: issue.message }));
+}
+
+const joinPath = (path: PropertyKey[]): string => path.map(String).join('.');
+
+function verifySignature(request: FastifyRequest, secret: string): void {
+  const header = request.headers[SIGNATURE_HEADER];
+  if (header === undefined) throw observeError('invalidSignature', 'Missing X-Webhook-Signature header');
+  const chunks = rawBodies.get(request) ?? [];
+  const expected = hmacSha256Hex(secret, Buffer.concat(chunks));
+  const given = typeof header === 'string' ? header.trim().toLowerCase() : '';
+  // Constant-time over hex strings of the same length; anything that is not 64 hex digits fails the same way.
+  const matches = constantTimeEqual(HEX_SHA256.test(given) ? given : '0'.repeat(64), expected);
+  if (!matches || !HEX_SHA256.test(given)) throw observeError('invalidSignature');
+}
+
+/** The event type and payload a webhook becomes, validated like POST /api/events validates them. */
+function mapEvent(body: WebhookBody): { eventType: IngestEventType; payload: Record<string, unknown> } {
+  let eventType: IngestEventType;
+  let payload: Record<string, unknown>;
+  if (body.source === 'generic') {
+    const { eventType: named, ...rest } = body.data;
+    if (named === undefined) throw validationError([{ path: 'data.eventType', message: 'is required' }]);
+    if (typeof named !== 'string' || !(GENERIC_EVENT_TYPES as readonly string[]).includes(named)) {
+      throw validationError([{ path: 'data.eventType', message: `must be one of: ${GENERIC_EVENT_TYPES.join(', ')}` }]);
+    }
+    eventType = named as IngestEventType;
+    payload = rest;
+  } else {
+    const mappings = SIGNED_MAPPINGS[body.source];
+    const mapped = Object.hasOwn(mappings, body.event) ? mappings[body.event] : undefined;
+    if (mapped === undefined) {
+      throw validationError([{ path: 'event', message: `unknown event for source ${body.source}; must be one of: ${Object.keys(mappings).join(', ')}` }]);
+    }
+    eventType = mapped;
+    payload = body.data;
+  }
+  const parsed = payloadSchemas[eventType].safeParse(payload);
+  if (!parsed.success) throw validationError(zodDetails(parsed.error, (path) => joinPath(['data', ...path])));
+  return { eventType, payload };
+}
+
+export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.post(
+    '/api/events/ingest',
+    {
+      schema: {
+        summary: 'Webhook ingestion: maps an approval_gate, form_service or generic webhook to one event',
+        description:
+          'approval_gate and form_service bodies are signed: X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the ' +
+          "source's secret (no API key needed). generic needs an API key; data holds eventType plus the payload fields.",
+        tags: ['events'],
+        body: webhookBodySchema,
+        response: { 201: webhookResponseSchema },
+      },
+      // The body is validated by the handler, in order: source, credentials, then the rest (an
+      // unsigned caller learns nothing about the payload rules). The schema above documents it.
+      validatorCompiler: () => (value) => ({ value }),
+      config: { signedWebhook: true },
+      preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
+    },
+    async (request, reply) => {
+      const raw: unknown = request.body;
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+        throw validationError([{ path: '', message: 'body must be a JSON object' }]);
+      }
+      const source = sourceSchema.safeParse(raw);
+      if (!source.success) throw validationError(zodDetails(source.error, joinPath));
+
+      // Credentials for the source: its signature, or an API key for generic.
+      if (source.data.source === 'generic') {
+        if (!ctx.config.authDisabled && request.apiKey === null) {
+          throw observeError('unauthorized', 'Source generic needs an API key (Authorization: Bearer <key>)');
+        }
+      } else {
+        const signed: SignedSource = source.data.source;
+        const secret = (await readSettings(ctx))[SECRET_SETTING[signed]];
+        if (secret === null || secret.length === 0) {
+          throw observeError('webhookSecretMissing', `Webhook secret not configured for source ${signed}`);
+        }
+        verifySignature(request, secret);
+      }
+
+      const envelope = webhookBodySchema.safeParse(raw);
+      if (!envelope.success) throw validationError(zodDetails(envelope.error, joinPath));
+      const body = envelope.data;
+      const { eventType, payload } = mapEvent(body);
+
+      const contextSession = body.context?.service_session_id;
+      const correlated = contextSession === undefined ? correlationSessionId(eventType, payload, body.event) : undefined;
+      const sessionId = contextSession ?? correlated!.id;
+      if (!identifier.safeParse(sessionId).success) {
+        throw validationError([{ path: correlated!.path, message: `too long to name the session ${sessionId.slice(0, 40)}…` }]);
+      }
+      const agentId = body.context?.service_agent_id ?? (await findSession(ctx.database, sessionId))?.agent_id ?? EXTERNAL_AGENT;
+
+      const candidate: Record<string, unknown> = {
+        sessionId,
+        agentId,
+        eventType,
+        payload,
+        metadata: { webhook: { source: body.source, event: body.event } },
+      };
+      // The same envelope rules as POST /api/events (timestamp is already decoded, so it joins after).
+      const checked = incomingEventSchema.safeParse(candidate);
+      if (!checked.success) {
+        throw validationError(zodDetails(checked.error, (path) => (path[0] === 'payload' ? joinPath(['data', ...path.slice(1)]) : joinPath(path))));
+      }
+      const event: IncomingEvent = { ...checked.data, ...(body.timestamp !== undefined && { timestamp: body.timestamp }) };
+      const [appended] = await ctx.events.append([event], ctx.clock.now());
+      return reply.status(201).send({ ok: true as const, eventId: appended!.id, eventType, sessionId });
+    },
+  );
+}
