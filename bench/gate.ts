@@ -14,12 +14,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { freePort, stopServer } from './server.ts';
 import {
   compilePolicySet,
   evaluatePolicies,
@@ -222,16 +221,6 @@ function benchEvaluation(policyCount: number, requests: readonly EvaluatedReques
 // 2. The real server
 // ---------------------------------------------------------------------------------------------
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
 interface Reply {
   status: number;
   body: string;
@@ -408,17 +397,7 @@ async function benchServer(rows: Row[]): Promise<void> {
     ]);
   } finally {
     client.close();
-    if (child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-    if (process.env.DATABASE_URL) {
-      const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
-      await db.connect();
-      await db.query(`drop schema if exists "${schema}" cascade`);
-      await db.end();
-    }
+    await stopServer(child, dataDir, schema);
   }
 }
 

@@ -11,11 +11,10 @@
  * GET /api/context p50/p95.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { freePort, stopServer } from './server.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const CLIENTS = 8;
@@ -34,16 +33,6 @@ const ANALYTICS: [string, string][] = [
   ['/api/analytics/tools', '/api/analytics/tools'],
 ];
 const TIMESTAMP_TOKEN = '__BENCH_TS__';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 200; i++) {
@@ -266,15 +255,7 @@ async function benchRecall(rows: [string, string][]): Promise<void> {
       rows.push([name, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
     }
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    rmSync(dataDir, { recursive: true, force: true });
-    if (process.env.DATABASE_URL) {
-      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-      await client.connect();
-      await client.query(`drop schema if exists "${schema}" cascade`);
-      await client.end();
-    }
+    await stopServer(child, dataDir, schema);
   }
 }
 
@@ -354,15 +335,7 @@ async function main(): Promise<void> {
       rows.push([`GET /api/reflect?analysis=${analysis}, last 30 days (${samples} samples)`, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
     }
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-    rmSync(dataDir, { recursive: true, force: true });
-    if (process.env.DATABASE_URL) {
-      const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-      await client.connect();
-      await client.query(`drop schema if exists "${schema}" cascade`);
-      await client.end();
-    }
+    await stopServer(child, dataDir, schema);
   }
   await benchRecall(rows);
   const width = Math.max(...rows.map(([label]) => label.length));
