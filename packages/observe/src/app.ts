@@ -24,6 +24,7 @@ import type { ObserveContext } from './context.ts';
 import { observeError, renderObserveError } from './errors.ts';
 import { registerHealthRoutes } from './health/routes.ts';
 import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } from './health/service.ts';
+import { EventAppender } from './events/ingest.ts';
 import { registerEventRoutes } from './events/routes.ts';
 import { registerAuthentication } from './keys/auth.ts';
 import { registerKeyRoutes } from './keys/routes.ts';
@@ -35,7 +36,7 @@ import { registerContextRoutes } from './context-api/routes.ts';
 import { createEmbedder } from './recall/embedder.ts';
 import { registerRecallRoutes } from './recall/routes.ts';
 import { VectorIndex } from './recall/vector-index.ts';
-import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker, KickingEventAppender } from './recall/worker.ts';
+import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './recall/worker.ts';
 import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
@@ -85,7 +86,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     database,
     clock: options.clock ?? systemClock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
-    events: new KickingEventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
     prices,
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
@@ -167,7 +168,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   );
 
   const embeddingWorker = new EmbeddingWorker(context, app.log, options.kickEmbeddings ?? runJobs, config.retentionIntervalMs);
-  (context.events as KickingEventAppender).onCommitted = () => embeddingWorker.kick();
+  context.events.afterCommit(() => embeddingWorker.kick());
   const embeddings = startPeriodicJob(
     {
       name: 'observe.embeddings',

@@ -231,7 +231,16 @@ export class EventAppender {
     );
   }
 
-  append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
-    return this.committer.submit(prepareBatch(events, receivedAt));
+  private readonly committedListeners: ((appended: AppendedEvent[]) => void)[] = [];
+
+  /** Work started after each acknowledged batch is durable; never awaited by the request. */
+  afterCommit(listener: (appended: AppendedEvent[]) => void): void {
+    this.committedListeners.push(listener);
+  }
+
+  async append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
+    const appended = await this.committer.submit(prepareBatch(events, receivedAt));
+    for (const listener of this.committedListeners) listener(appended);
+    return appended;
   }
 }

@@ -1,8 +1,6 @@
 import { toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { EventAppender, type AppendedEvent } from '../events/ingest.ts';
-import type { IncomingEvent } from '../events/schemas.ts';
 import type { EmbeddingQueueRow, EventRow, SessionRow } from '../schema.ts';
 import { EmbeddingBackendError, MAX_EMBED_CHARS } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
@@ -277,16 +275,3 @@ export function storedText(text: string): string {
   return truncate(text, STORED_TEXT_CHARS);
 }
 
-/**
- * The event write path with a hook after each commit: the embedding worker is kicked (not
- * awaited) as soon as a batch is durable.
- */
-export class KickingEventAppender extends EventAppender {
-  onCommitted: () => void = () => undefined;
-
-  override async append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
-    const appended = await super.append(events, receivedAt);
-    this.onCommitted();
-    return appended;
-  }
-}
