@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import { startTestGate, type TestGate } from '../testing.ts';
 
 const OBSERVE_SECRET = 'observe-approval-gate-secret-01';
@@ -12,15 +10,6 @@ const SERVICE_TOKEN = 'internal-service-token-0123456789';
 const INGEST = '/api/events/ingest';
 const BREACH = '/api/internal/eval/guardrail-breach';
 const ADMIN_ACTOR = 'api:admin (GATE_ADMIN_KEY)';
-
-interface Captured {
-  path: string;
-  method: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-  /** For ingest calls: whether X-Webhook-Signature is the hex HMAC-SHA256 of the raw body, as observe checks it. */
-  signatureValid: boolean;
-}
 
 interface IngestBody {
   source: string;
@@ -42,69 +31,33 @@ function validSignature(header: string | string[] | undefined, body: string): bo
   return header.length === expected.length && timingSafeEqual(Buffer.from(header), Buffer.from(expected));
 }
 
-/** A stand-in for observe: a real HTTP server that checks ingest signatures the way observe does. */
-class FakeObserve {
-  readonly requests: Captured[] = [];
-  private readonly sockets = new Set<Socket>();
-  private readonly server: Server;
-  port = 0;
+/** Whether an ingest call carries the signature observe checks (hex HMAC-SHA256 of the raw body). */
+const signed = (r: ReceivedRequest): boolean => validSignature(r.headers['x-webhook-signature'], r.body);
 
-  constructor(private readonly mode: 'ok' | 'hang' = 'ok') {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const path = req.url ?? '';
-        const captured: Captured = { path, method: req.method ?? '', headers: req.headers, body, signatureValid: validSignature(req.headers['x-webhook-signature'], body) };
-        this.requests.push(captured);
-        if (this.mode === 'hang') return;
-        this.answer(captured, res);
-      });
-    });
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
+/** A stand-in for observe: a real HTTP server that checks ingest signatures and the service token as observe does. */
+class FakeObserve extends TestHttpServer {
+  constructor(mode: 'ok' | 'hang' = 'ok') {
+    super((request, res) => {
+      if (mode === 'hang') return;
+      if (request.url === INGEST) {
+        return signed(request) ? sendJson(res, 201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' }) : sendJson(res, 401, { error: 'invalid webhook signature' });
+      }
+      if (request.url === BREACH) {
+        return request.headers.authorization === `Bearer ${SERVICE_TOKEN}` ? sendJson(res, 201, { recorded: true, eventId: 'e2' }) : sendJson(res, 401, { error: 'unauthorized' });
+      }
+      sendJson(res, 404, { error: 'not found' });
     });
   }
 
-  private answer(captured: Captured, res: ServerResponse): void {
-    const send = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    if (captured.path === INGEST) {
-      if (!captured.signatureValid) return send(401, { error: 'invalid webhook signature' });
-      return send(201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' });
-    }
-    if (captured.path === BREACH) {
-      if (captured.headers.authorization !== `Bearer ${SERVICE_TOKEN}`) return send(401, { error: 'unauthorized' });
-      return send(201, { recorded: true, eventId: 'e2' });
-    }
-    send(404, { error: 'not found' });
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  ingested(requestId?: string): (IngestBody & { captured: Captured })[] {
+  ingested(requestId?: string): (IngestBody & { captured: ReceivedRequest })[] {
     return this.requests
-      .filter((r) => r.path === INGEST)
+      .filter((r) => r.url === INGEST)
       .map((r) => ({ ...(JSON.parse(r.body) as IngestBody), captured: r }))
       .filter((b) => requestId === undefined || b.data.requestId === requestId);
   }
 
-  breaches(): (BreachBody & { captured: Captured })[] {
-    return this.requests.filter((r) => r.path === BREACH).map((r) => ({ ...(JSON.parse(r.body) as BreachBody), captured: r }));
+  breaches(): (BreachBody & { captured: ReceivedRequest })[] {
+    return this.requests.filter((r) => r.url === BREACH).map((r) => ({ ...(JSON.parse(r.body) as BreachBody), captured: r }));
   }
 }
 
@@ -174,7 +127,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     assert.equal(captured.method, 'POST');
     assert.match(String(captured.headers['content-type']), /^application\/json/);
     assert.equal(captured.headers['x-webhook-signature'], createHmac('sha256', OBSERVE_SECRET).update(captured.body).digest('hex'));
-    assert.equal(captured.signatureValid, true);
+    assert.equal(signed(captured), true);
     assert.deepEqual(body, {
       source: 'approval_gate',
       event: 'request.created',
@@ -207,14 +160,14 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${denied.id}/decide`, payload: { decision: 'denied' } })).statusCode, 200);
 
     const approvedEvent = await eventually('request.approved', () => observe.ingested(approved.id).find((e) => e.event === 'request.approved'));
-    assert.equal(approvedEvent.captured.signatureValid, true);
+    assert.equal(signed(approvedEvent.captured), true);
     assert.equal(approvedEvent.source, 'approval_gate');
     assert.deepEqual(approvedEvent.data, { requestId: approved.id, action: 'deploy', decidedBy: ADMIN_ACTOR, reason: 'routine' });
     assert.deepEqual(approvedEvent.context, { service_session_id: 'sess-2', service_agent_id: 'agent-2' });
     assert.equal(approvedEvent.timestamp, new Date(gate.clock.now()).toISOString());
 
     const deniedEvent = await eventually('request.denied', () => observe.ingested(denied.id).find((e) => e.event === 'request.denied'));
-    assert.equal(deniedEvent.captured.signatureValid, true);
+    assert.equal(signed(deniedEvent.captured), true);
     assert.deepEqual(deniedEvent.data, { requestId: denied.id, action: 'drop.table', decidedBy: ADMIN_ACTOR });
     assert.deepEqual(deniedEvent.context, { service_session_id: 'sess-2', service_agent_id: 'agent-2' });
 
@@ -232,7 +185,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     clockOf(gate).advance(61_000);
     assert.equal(await gate.service.jobs.expiry.tick(), true);
     const expired = await eventually('request.expired', () => observe.ingested(expiring.id).find((e) => e.event === 'request.expired'));
-    assert.equal(expired.captured.signatureValid, true);
+    assert.equal(signed(expired.captured), true);
     assert.equal(expired.source, 'approval_gate');
     assert.equal(expired.data.requestId, expiring.id);
     assert.equal(expired.data.action, 'send.invoice');
@@ -294,7 +247,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     // The deny is also an ingested approval event.
     const denied = await eventually('request.denied', () => observe.ingested(created.id).find((e) => e.event === 'request.denied'));
     assert.equal(denied.data.decidedBy, `policy:${policyId}`);
-    assert.equal(denied.captured.signatureValid, true);
+    assert.equal(signed(denied.captured), true);
   });
 
   test('auto_deny without a session id, and auto_approve, are not reported as breaches', async () => {
@@ -324,7 +277,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     }
     assert.ok(rows.length > 0);
     assert.deepEqual(rows.filter((r) => r.status !== 'delivered'), []);
-    for (const r of observe.requests.filter((x) => x.path === INGEST)) assert.equal(r.signatureValid, true);
+    for (const r of observe.requests.filter((x) => x.url === INGEST)) assert.equal(signed(r), true);
   });
 });
 
@@ -390,7 +343,7 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
       await eventually('created, denied and the breach report', () => (observe.requests.length >= 3 ? true : undefined));
       await sleep(100);
       assert.deepEqual(
-        [...new Set(observe.requests.map((r) => r.path))].sort(),
+        [...new Set(observe.requests.map((r) => r.url))].sort(),
         [`/observe${BREACH}`, `/observe${INGEST}`].sort(),
         'the base path of OBSERVE_URL was dropped',
       );

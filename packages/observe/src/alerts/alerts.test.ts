@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
-import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
+import { describeEachDatabase, sendJson, TestHttpServer, type TestBackend } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
@@ -118,7 +117,7 @@ interface Received {
 
 interface Receiver {
   url(path: string): string;
-  received: Received[];
+  readonly received: Received[];
   on(path: string): Received[];
   /** The next answers of `path`, before it settles on 200. */
   failNext(path: string, ...statuses: number[]): void;
@@ -126,30 +125,18 @@ interface Receiver {
 }
 
 async function startReceiver(): Promise<Receiver> {
-  const received: Received[] = [];
   const scripted = new Map<string, number[]>();
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const path = request.url ?? '/';
-      received.push({ path, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>, headers: request.headers });
-      const status = scripted.get(path)?.shift() ?? 200;
-      response.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await new TestHttpServer((request, res) => sendJson(res, scripted.get(request.url)?.shift() ?? 200, {})).start();
+  const received = (): Received[] =>
+    server.requests.map((r) => ({ path: r.url, body: JSON.parse(r.body) as Record<string, unknown>, headers: r.headers }));
   return {
-    url: (path) => `http://127.0.0.1:${port}${path}`,
-    received,
-    on: (path) => received.filter((r) => r.path === path),
+    url: (path) => `${server.url}${path}`,
+    get received() {
+      return received();
+    },
+    on: (path) => received().filter((r) => r.path === path),
     failNext: (path, ...statuses) => scripted.set(path, [...(scripted.get(path) ?? []), ...statuses]),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => server.stop(),
   };
 }
 

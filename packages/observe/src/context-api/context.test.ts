@@ -3,7 +3,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { startTestObserve, type TestObserve } from '../testing.ts';
-import { sendJson, TestHttpServer } from '../recall/test-http-server.ts';
+import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,
   DAY,

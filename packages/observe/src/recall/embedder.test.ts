@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { CachingEmbedder, createEmbedder, embeddingsEndpoint, EmbeddingBackendError, LocalEmbedder, OpenAIEmbedder, similarity, stem, tokenize, wordWeight } from './embedder.ts';
 import { decodeVector, encodeVector } from './store.ts';
-import { sendJson, TestHttpServer } from './test-http-server.ts';
+import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
 import { TopK } from './search.ts';
 import { simdAvailable, VectorBlock } from './dot-kernel.ts';

@@ -6,7 +6,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
-import { sendJson, TestHttpServer } from './test-http-server.ts';
+import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,
   customEvent,
