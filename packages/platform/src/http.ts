@@ -44,7 +44,7 @@ export type ZodApp = FastifyInstance<
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap';
+  auth: 'required' | 'public' | 'bootstrap' | 'signature';
 }
 
 declare module 'fastify' {
@@ -53,8 +53,11 @@ declare module 'fastify' {
     routeTable: RouteEntry[];
   }
   interface FastifyContextConfig {
-    /** `public`: no credentials; `bootstrap`: service decides (first key creation). Default: required. */
-    auth?: 'public' | 'bootstrap';
+    /**
+     * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
+     * signed request without a key is verified by the route itself. Default: required.
+     */
+    auth?: 'public' | 'bootstrap' | 'signature';
   }
 }
 

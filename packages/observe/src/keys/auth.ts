@@ -8,10 +8,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     apiKey: ApiKeyRow | null;
   }
-  interface FastifyContextConfig {
-    /** Webhook ingestion: a request with X-Webhook-Signature and no Authorization is verified by the route itself. */
-    signedWebhook?: true;
-  }
 }
 
 /** lastUsedAt is refreshed at most this often per key, after the response, never on the request path. */
@@ -40,7 +36,7 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     const header = request.headers.authorization;
     // Signed webhooks (approval_gate, form_service) carry no key; the route checks the signature
     // and demands a key for unsigned sources. Without either credential: 401 here.
-    if (request.routeOptions.config.signedWebhook && header === undefined && request.headers['x-webhook-signature'] !== undefined) return;
+    if (policy === 'signature' && header === undefined && request.headers['x-webhook-signature'] !== undefined) return;
     if (policy === 'bootstrap' && header === undefined && !(await hasActiveKey(ctx.database))) return;
     const key = await authenticate(ctx, header);
     if (!key) throw observeError('unauthorized');

@@ -311,7 +311,9 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     assert.deepEqual(publicRoutes, ['GET /api/health']);
     const bootstrapRoutes = table.filter((r) => r.auth === 'bootstrap').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(bootstrapRoutes, ['POST /api/keys']);
-    assert.ok(table.every((r) => ['public', 'bootstrap', 'required'].includes(r.auth)));
+    const signedRoutes = table.filter((r) => r.auth === 'signature').map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(signedRoutes, ['POST /api/events/ingest']);
+    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature'].includes(r.auth)));
     // The table covers the routes the tests below rely on.
     for (const route of ['GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*']) {
       assert.ok(table.some((r) => `${r.method} ${r.url}` === route), route);

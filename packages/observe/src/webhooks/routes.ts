@@ -109,7 +109,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
       // The body is validated by the handler, in order: source, credentials, then the rest (an
       // unsigned caller learns nothing about the payload rules). The schema above documents it.
       validatorCompiler: () => (value) => ({ value }),
-      config: { signedWebhook: true },
+      config: { auth: 'signature' },
       preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
     },
     async (request, reply) => {

@@ -224,7 +224,7 @@ await describeEachDatabase('POST /api/events/ingest: the mapping table', (backen
     const doc = response.json() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
     assert.ok(doc.paths[INGEST]?.post?.requestBody, 'body documented');
     const entry = observe.service.app.routeTable.find((r) => r.method === 'POST' && r.url === INGEST);
-    assert.equal(entry?.auth, 'required', 'credentials are required (key or signature), never public');
+    assert.equal(entry?.auth, 'signature', 'credentials are required (key or signature), never public');
   });
 });
 
