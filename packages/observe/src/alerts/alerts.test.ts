@@ -7,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { evaluateRules } from './evaluator.ts';
+import type { Event } from '../events/schemas.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;
@@ -40,16 +41,8 @@ interface HistoryPage {
   hasMore: boolean;
 }
 
-interface EventOut {
-  id: string;
-  seq: number;
-  timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
-}
+/** An event as the API answers it. */
+type EventOut = Event;
 
 type EventInput = Record<string, unknown>;
 

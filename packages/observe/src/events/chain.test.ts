@@ -5,6 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { chainHash, type ChainFields } from './chain.ts';
+import type { Event } from './schemas.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -22,19 +23,8 @@ function jcs(value: unknown): string {
     .join(',')}}`;
 }
 
-interface EventOut {
-  id: string;
-  seq: number;
-  timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  prevHash: string | null;
-  hash: string;
-}
+/** An event as the API answers it. */
+type EventOut = Event;
 
 interface ChainBreak {
   seq: number;

@@ -2,20 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
+import type { Event } from './schemas.ts';
 
-interface EventOut {
-  id: string;
-  seq: number;
-  timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  prevHash: string | null;
-  hash: string;
-}
+/** An event as the API answers it. */
+type EventOut = Event;
 
 interface EventList {
   events: EventOut[];

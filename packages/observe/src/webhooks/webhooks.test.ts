@@ -6,6 +6,7 @@ import { startTestGate, type TestGate } from '@vigil/gate/testing';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { startTestObserve, type TestObserve } from '../testing.ts';
+import type { Event } from '../events/schemas.ts';
 
 const APPROVAL_SECRET = 'approval-gate-env-secret-0123456789';
 const FORM_SECRET = 'form-service-env-secret-0123456789';
@@ -14,19 +15,8 @@ const INGEST = '/api/events/ingest';
 
 const sign = (secret: string, body: string | Buffer): string => createHmac('sha256', secret).update(body).digest('hex');
 
-interface StoredEvent {
-  id: string;
-  seq: number;
-  timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  prevHash: string | null;
-  hash: string;
-}
+/** An event as the API answers it. */
+type StoredEvent = Event;
 
 interface IngestAnswer {
   ok: true;
