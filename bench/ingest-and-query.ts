@@ -9,8 +9,14 @@
  * Recall is measured on a second server of its own at a fixed size: BENCH_RECALL_EVENTS (default
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
  * GET /api/context p50/p95.
+ *
+ * Guardrails, on the loaded server: ingest throughput with 10 rules for every agent evaluated after
+ * each commit, and the reaction time from a breaching batch's 201 to its notify_webhook arriving at
+ * a local receiver.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -259,6 +265,55 @@ async function benchRecall(rows: [string, string][]): Promise<void> {
   }
 }
 
+const GUARDRAIL_REACTIONS = 30;
+
+/** Rules for every agent, dry-run so the load's agents are not paused; the breach rule notifies a local receiver. */
+async function benchGuardrails(base: string, key: string, rows: [string, string][], now: number): Promise<void> {
+  const arrivals = new Map<string, number>();
+  const receiver = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      arrivals.set((JSON.parse(Buffer.concat(chunks).toString()) as { agentId: string }).agentId, performance.now());
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
+  const create = async (body: object): Promise<void> => {
+    const response = await fetch(`${base}/api/guardrails`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    if (response.status !== 201) throw new Error(`guardrail create failed: ${response.status} ${await response.text()}`);
+  };
+  try {
+    for (let i = 0; i < 3; i++) await create({ name: `errors ${i}`, conditionType: 'error_rate_threshold', conditionConfig: { threshold: 90 + i }, actionType: 'pause_agent', dryRun: true });
+    for (let i = 0; i < 3; i++) await create({ name: `cost ${i}`, conditionType: 'cost_limit', conditionConfig: { maxCostUsd: 1000 + i }, actionType: 'downgrade_model', actionConfig: { targetModel: 'gpt-4o-mini' }, dryRun: true });
+    for (let i = 0; i < 3; i++) await create({ name: `metric ${i}`, conditionType: 'custom_metric', conditionConfig: { metricKey: `bench.m${i}`, operator: 'gt', value: 1 }, actionType: 'pause_agent', dryRun: true });
+    await create({ name: 'breach', conditionType: 'custom_metric', conditionConfig: { metricKey: 'quality', operator: 'lt', value: 0.5 }, actionType: 'notify_webhook', actionConfig: { url: receiverUrl }, cooldownMinutes: 0 });
+
+    const bodies = Array.from({ length: 100 }, (_, s) => batchBody(`bench-guarded-${s}`, 100));
+    const rate = await ingest(base, key, bodies, 100, 500, now - 3_600_000, 3_600_000);
+    rows.push([`ingest, 100-event batches, ${CLIENTS} clients, 10 guardrail rules for every agent`, `${Math.round(rate).toLocaleString('en-US')} events/s`]);
+
+    const reactions: number[] = [];
+    for (let i = 0; i < GUARDRAIL_REACTIONS; i++) {
+      const agentId = `bench-breach-${i}`;
+      const body = JSON.stringify({ events: [{ sessionId: `breach-${i}`, agentId, eventType: 'custom', timestamp: new Date().toISOString(), payload: { type: 'score', data: { quality: 0.1 } } }] });
+      await post(base, key, body);
+      const acked = performance.now();
+      const deadline = acked + 10_000;
+      while (!arrivals.has(agentId)) {
+        if (performance.now() > deadline) throw new Error(`no guardrail notification for ${agentId}`);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      reactions.push(arrivals.get(agentId)! - acked);
+    }
+    reactions.sort((a, b) => a - b);
+    rows.push([`guardrail reaction: breaching batch acknowledged → notify_webhook received (${GUARDRAIL_REACTIONS} samples)`, `p50 ${percentile(reactions, 50).toFixed(1)} ms · p95 ${percentile(reactions, 95).toFixed(1)} ms`]);
+  } finally {
+    await new Promise((resolve) => receiver.close(resolve));
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const port = await freePort();
@@ -334,6 +389,7 @@ async function main(): Promise<void> {
       const { p50, p95 } = await latency(base, key, `/api/reflect?analysis=${analysis}&from=${reflectFrom}`, samples, 2);
       rows.push([`GET /api/reflect?analysis=${analysis}, last 30 days (${samples} samples)`, `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
     }
+    await benchGuardrails(base, key, rows, now);
   } finally {
     await stopServer(child, dataDir, schema);
   }

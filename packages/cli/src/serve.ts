@@ -1,6 +1,26 @@
 import { buildGateService } from '@vigil/gate';
 import { buildObserveService, type ObserveService } from '@vigil/observe';
 import { ConfigError, gateConfigFromEnvironment, observeConfigFromEnvironment } from '@vigil/platform';
+import { dashboardBuildState, ensureDashboardBuilt } from './dashboard-build.ts';
+
+/**
+ * The dashboard (served by observe at /) is built after the service starts listening when dist/ is
+ * missing or older than its sources: the API is up at once, and the page asks to reload until the
+ * build is there (a few seconds on the first start).
+ */
+function buildDashboardInBackground(log: ObserveService['app']['log'], url: string): void {
+  const state = dashboardBuildState();
+  if (state === 'fresh') {
+    log.info(`dashboard on ${url}`);
+    return;
+  }
+  log.info(state === 'missing' ? 'building the dashboard (first start, a few seconds)…' : 'rebuilding the dashboard (its sources changed)…');
+  void ensureDashboardBuilt().then((outcome) => {
+    if (outcome.result === 'built') log.info(`dashboard built in ${(outcome.ms / 1000).toFixed(1)} s: ${url}`);
+    else if (outcome.result === 'fresh') log.info(`dashboard on ${url}`);
+    else log.warn(`the dashboard could not be built: ${outcome.reason}. The API works; see README (Dashboard).`);
+  });
+}
 
 export interface ServeOptions {
   port?: number;
@@ -18,6 +38,7 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
   await service.app.listen({ host: config.host, port: config.port });
   const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
   service.app.log.info({ storage }, `observe listening on http://${config.host}:${config.port}`);
+  buildDashboardInBackground(service.app.log, `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${config.port}/`);
   if (config.authDisabled) service.app.log.warn('AUTH_DISABLED=true: every route is open; use only for development');
   return { name: 'observe', close: () => service.app.close() };
 }

@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import { registerAuthentication } from './auth/auth.ts';
 import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';
 import { registerKeyRoutes } from './auth/routes.ts';
+import { registerDashboardSessionRoutes } from './auth/sessions.ts';
 import type { GateContext } from './context.ts';
 import { gateError, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
@@ -97,6 +98,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   registerRequestRoutes(app, context, requests);
   registerPolicyRoutes(app, context);
   registerKeyRoutes(app, context);
+  registerDashboardSessionRoutes(app, context);
   registerWebhookRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -93,4 +93,25 @@ export const gateMigrations: Record<string, MigrationStep> = {
 
     await createLeaseTable(db);
   },
+
+  /**
+   * Dashboard sessions (auth/sessions.ts): short-lived bearer tokens issued to a signed-in
+   * dashboard user for an API key. Only the token's SHA-256 is stored; requests made with it have
+   * the key's scopes and rate limit and are attributed `dashboard:<name>`.
+   */
+  async '0002_dashboard_sessions'(db) {
+    await db.schema
+      .createTable('dashboard_sessions')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+      .addColumn('prefix', 'text', (c) => c.notNull())
+      .addColumn('key_id', 'text', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('expires_at', epochMsType, (c) => c.notNull())
+      .addColumn('revoked_at', epochMsType)
+      .execute();
+    await db.schema.createIndex('dashboard_sessions_key').on('dashboard_sessions').columns(['key_id', 'created_at']).execute();
+    await db.schema.createIndex('dashboard_sessions_expires').on('dashboard_sessions').columns(['expires_at']).execute();
+  },
 };

@@ -50,6 +50,18 @@ export interface ApiKeyRow {
   revoked_at: number | null;
 }
 
+/** A dashboard sign-in: a short-lived token bound to an API key and a display name. */
+export interface DashboardSessionRow {
+  id: string;
+  token_hash: string;
+  prefix: string;
+  key_id: string;
+  name: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
 export interface WebhookRow {
   id: string;
   url: string;
@@ -84,6 +96,7 @@ export interface GateSchema {
   audit_entries: AuditRow;
   policies: PolicyRow;
   api_keys: ApiKeyRow;
+  dashboard_sessions: DashboardSessionRow;
   webhooks: WebhookRow;
   deliveries: DeliveryRow;
   counters: CounterRow;

@@ -20,8 +20,13 @@ import { runAlertTick } from './alerts/evaluator.ts';
 import { registerAlertRoutes } from './alerts/routes.ts';
 import { registerAnalyticsRoutes } from './analytics/routes.ts';
 import { registerBenchmarkRoutes } from './benchmarks/routes.ts';
+import { registerDashboardRoutes, type DashboardRouteOptions } from './dashboard/routes.ts';
+import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './evals/runs.ts';
+import { registerEvalRoutes } from './evals/routes.ts';
 import type { ObserveContext } from './context.ts';
 import { observeError, renderObserveError } from './errors.ts';
+import { GUARDRAIL_SWEEP_INTERVAL_MS, GUARDRAIL_SWEEP_JOB, GuardrailEngine } from './guardrails/engine.ts';
+import { registerGuardrailRoutes } from './guardrails/routes.ts';
 import { registerHealthRoutes } from './health/routes.ts';
 import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } from './health/service.ts';
 import { EventAppender } from './events/ingest.ts';
@@ -37,6 +42,7 @@ import { createEmbedder } from './recall/embedder.ts';
 import { registerRecallRoutes } from './recall/routes.ts';
 import { VectorIndex } from './recall/vector-index.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './recall/worker.ts';
+import { releaseStaleClaims } from './recall/queue.ts';
 import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
@@ -49,7 +55,11 @@ import { registerWebhookRoutes } from './webhooks/routes.ts';
 export interface ObserveService {
   app: ZodApp;
   context: ObserveContext;
-  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob };
+  /** Dataset runs (evals/): the worker kicked by new runs and its periodic job (resumes unfinished cases). */
+  evalRuns: { worker: EvalRunWorker; job: PeriodicJob };
+  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
+  /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
+  guardrails: GuardrailEngine;
 }
 
 export interface ObserveOptions {
@@ -58,6 +68,12 @@ export interface ObserveOptions {
   runJobs?: boolean;
   /** Start an embedding drain after each ingest commit (default: runJobs). */
   kickEmbeddings?: boolean;
+  /** Start working a dataset run as soon as it is created (default true; the periodic job runs only with runJobs). */
+  kickEvalRuns?: boolean;
+  /** Evaluate guardrails after each ingest commit (default: runJobs). */
+  evaluateGuardrails?: boolean;
+  /** The web dashboard served at `/`: its built files (default packages/dashboard/dist) and the gate proxy's deadline. */
+  dashboard?: DashboardRouteOptions;
 }
 
 /** Database down: 503, so clients retry; any other database failure: the spec's 500 storage error. */
@@ -81,6 +97,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const prices = loadPriceTable(config, options.clock ?? systemClock);
   const database = await openDatabase<ObserveSchema>(config.database);
   await migrateToLatest(database, observeMigrations);
+  await releaseStaleClaims(database);
   const context: ObserveContext = {
     config,
     database,
@@ -113,6 +130,9 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerHealthRoutes(app, context);
   registerAlertRoutes(app, context);
   registerBenchmarkRoutes(app, context);
+  const evalRunWorker = new EvalRunWorker(context, app.log, options.kickEvalRuns ?? true);
+  registerEvalRoutes(app, context, evalRunWorker);
+  registerGuardrailRoutes(app, context);
   registerSettingsRoutes(app, context);
   registerMemoryRoutes(app, context);
   registerAnalyticsRoutes(app, context);
@@ -121,6 +141,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerRecallRoutes(app, context);
   registerContextRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  registerDashboardRoutes(app, context, options.dashboard);
 
   const holder = `${hostname()}:${process.pid}:${newId()}`;
   const runJobs = options.runJobs ?? true;
@@ -182,10 +203,44 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     runJobs,
   );
 
+  const guardrailEngine = new GuardrailEngine(context, app.log, options.evaluateGuardrails ?? runJobs);
+  context.events.afterCommit((appended) => guardrailEngine.agentsChanged(new Set(appended.map((event) => event.agentId))));
+  const guardrails = startPeriodicJob(
+    {
+      name: GUARDRAIL_SWEEP_JOB,
+      intervalMs: GUARDRAIL_SWEEP_INTERVAL_MS,
+      db: database.db,
+      holder,
+      clock: context.clock,
+      log: app.log,
+      run: async (now) => {
+        await guardrailEngine.sweep(now);
+      },
+    },
+    runJobs,
+  );
+
   app.addHook('onClose', async () => {
-    await Promise.all([retention.stop(), alerts.stop(), healthSnapshots.stop(), embeddings.stop(), embeddingWorker.stop()]);
+    await Promise.all([retention.stop(), alerts.stop(), healthSnapshots.stop(), embeddings.stop(), embeddingWorker.stop(), guardrails.stop()]);
+    await guardrailEngine.stop();
     await database.close();
   });
+  const evalRunsJob = startPeriodicJob(
+    {
+      name: 'observe.eval-runs',
+      intervalMs: EVAL_RUNS_INTERVAL_MS,
+      db: database.db,
+      holder,
+      clock: context.clock,
+      log: app.log,
+      run: () => evalRunWorker.runJob(),
+    },
+    runJobs,
+  );
+  // Registered after the hook that closes the database: onClose hooks run last-registered first.
+  app.addHook('onClose', async () => {
+    await Promise.all([evalRunsJob.stop(), evalRunWorker.stop()]);
+  });
   await app.ready();
-  return { app, context, jobs: { retention, alerts, healthSnapshots, embeddings } };
+  return { app, context, evalRuns: { worker: evalRunWorker, job: evalRunsJob }, jobs: { retention, alerts, healthSnapshots, embeddings, guardrails }, guardrails: guardrailEngine };
 }

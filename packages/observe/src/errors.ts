@@ -13,6 +13,8 @@ export const observeErrors = {
   keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },
   healthNoSessions: { status: 404, code: 'not_found', message: 'No sessions for the agent in the window' },
   alertRuleNotFound: { status: 404, code: 'not_found', message: 'Alert rule not found' },
+  guardrailRuleNotFound: { status: 404, code: 'not_found', message: 'Guardrail rule not found' },
+  guardrailRuleLimit: { status: 409, code: 'limit_exceeded', message: 'At most 500 guardrail rules may exist; delete one first' },
   benchmarkNotFound: { status: 404, code: 'not_found', message: 'Benchmark not found' },
   benchmarkDraft: {
     status: 400,
@@ -20,6 +22,18 @@ export const observeErrors = {
     message: 'The benchmark is still a draft: set its status to running to see results',
   },
   benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
+  invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
+  evaluatorNotFound: { status: 404, code: 'not_found', message: 'Evaluator not found' },
+  datasetNotFound: { status: 404, code: 'not_found', message: 'Dataset not found' },
+  evalRunNotFound: { status: 404, code: 'not_found', message: 'Evaluation run not found' },
+  judgeModelUnpriced: { status: 400, code: 'unpriced_model', message: 'The judge model has no price in the price table' },
+  judgeFailed: { status: 502, code: 'bad_gateway', message: 'The judge model did not answer with a valid verdict' },
+  judgeNotConfigured: { status: 503, code: 'judge_not_configured', message: 'The LLM judge is not configured: set LLM_PROVIDER and LLM_API_KEY' },
+  serviceTokenNotConfigured: {
+    status: 503,
+    code: 'service_token_not_configured',
+    message: 'Service-to-service calls are not configured: set INTERNAL_SERVICE_TOKEN',
+  },
   lessonsRemoved: {
     status: 404,
     code: 'not_found',
@@ -44,6 +58,13 @@ export const observeErrors = {
 export type ObserveErrorKey = keyof typeof observeErrors;
 
 export const observeError = errorFactory<ObserveErrorKey>(observeErrors);
+
+/** A body that failed a check after the route's own validation (e.g. a PUT whose merged result is invalid). */
+export function bodyValidationError(issues: readonly { path: PropertyKey[]; message: string }[]): ServiceError {
+  const details = issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
+  const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+  return observeError('validation', `Validation failed in body: ${summary}`, details);
+}
 
 export function renderObserveError(error: ServiceError): { error: string; status: number; details?: unknown } {
   return error.details && error.details.length > 0

@@ -296,4 +296,146 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await db.schema.createIndex('benchmark_variants_benchmark').on('benchmark_variants').columns(['benchmark_id', 'position']).unique().execute();
     await db.schema.createIndex('benchmark_variants_agent').on('benchmark_variants').columns(['agent_id']).execute();
   },
+
+  async '0007_guardrails'(db) {
+    // Guardrail rules (guardrails/): evaluated after each ingest commit and by a sweep; triggers are kept after a rule is deleted.
+    await db.schema
+      .createTable('guardrail_rules')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('agent_id', 'text')
+      .addColumn('condition_type', 'text', (c) => c.notNull())
+      .addColumn('condition_config', 'text', (c) => c.notNull())
+      .addColumn('action_type', 'text', (c) => c.notNull())
+      .addColumn('action_config', 'text', (c) => c.notNull())
+      .addColumn('cooldown_minutes', 'integer', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull())
+      .addColumn('dry_run', 'integer', (c) => c.notNull())
+      .addColumn('trigger_count', 'integer', (c) => c.notNull())
+      .addColumn('last_triggered_at', epochMsType)
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('updated_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('guardrail_rules_created').on('guardrail_rules').columns(['created_at', 'id']).execute();
+    await db.schema.createIndex('guardrail_rules_enabled').on('guardrail_rules').columns(['enabled', 'agent_id']).execute();
+
+    await db.schema
+      .createTable('guardrail_triggers')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('rule_id', 'text', (c) => c.notNull())
+      .addColumn('rule_name', 'text', (c) => c.notNull())
+      .addColumn('agent_id', 'text', (c) => c.notNull())
+      .addColumn('triggered_at', epochMsType, (c) => c.notNull())
+      .addColumn('condition_type', 'text', (c) => c.notNull())
+      .addColumn('current_value', floatType, (c) => c.notNull())
+      .addColumn('threshold', floatType, (c) => c.notNull())
+      .addColumn('action_type', 'text', (c) => c.notNull())
+      .addColumn('dry_run', 'integer', (c) => c.notNull())
+      .addColumn('action_result', 'text', (c) => c.notNull())
+      .execute();
+    // Cooldown lookups (latest trigger of a rule for an agent) and the rule's recent triggers.
+    await db.schema.createIndex('guardrail_triggers_rule_agent').on('guardrail_triggers').columns(['rule_id', 'agent_id', 'triggered_at']).execute();
+    await db.schema.createIndex('guardrail_triggers_rule').on('guardrail_triggers').columns(['rule_id', 'triggered_at', 'id']).execute();
+    await db.schema.createIndex('guardrail_triggers_triggered').on('guardrail_triggers').columns(['triggered_at', 'id']).execute();
+    await db.schema.createIndex('guardrail_triggers_agent').on('guardrail_triggers').columns(['agent_id', 'triggered_at', 'id']).execute();
+
+    await withDeliveryColumns(
+      db.schema
+        .createTable('guardrail_deliveries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('trigger_id', 'text', (c) => c.notNull()),
+    ).execute();
+    await db.schema.createIndex('guardrail_deliveries_due').on('guardrail_deliveries').columns(['status', 'next_attempt_at']).execute();
+    await db.schema.createIndex('guardrail_deliveries_trigger').on('guardrail_deliveries').columns(['trigger_id']).execute();
+  },
+
+  async '0008_evals'(db) {
+    // Compliance evaluations, saved evaluators, datasets and their runs (evals/).
+    await db.schema
+      .createTable('evaluators')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('rules', 'text')
+      .addColumn('rubric', 'text')
+      .addColumn('pass_threshold', floatType)
+      .addColumn('model', 'text')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('evaluators_created').on('evaluators').columns(['created_at', 'id']).execute();
+
+    // Every billed call of the LLM judge; judge spend is the sum of its cost_usd.
+    await db.schema
+      .createTable('judge_calls')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('session_id', 'text', (c) => c.notNull())
+      .addColumn('evaluator_id', 'text')
+      .addColumn('model', 'text', (c) => c.notNull())
+      .addColumn('input_tokens', epochMsType, (c) => c.notNull())
+      .addColumn('output_tokens', epochMsType, (c) => c.notNull())
+      .addColumn('cost_usd', floatType, (c) => c.notNull())
+      .addColumn('score', floatType)
+      .addColumn('passed', 'integer')
+      .addColumn('event_id', 'text')
+      .addColumn('error', 'text')
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('judge_calls_session').on('judge_calls').columns(['session_id', 'created_at']).execute();
+
+    await db.schema
+      .createTable('datasets')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('case_count', 'integer', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('datasets_created').on('datasets').columns(['created_at', 'id']).execute();
+
+    await db.schema
+      .createTable('dataset_cases')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('dataset_id', 'text', (c) => c.notNull())
+      .addColumn('position', 'integer', (c) => c.notNull())
+      .addColumn('input', 'text', (c) => c.notNull())
+      .addColumn('expected', 'text')
+      .execute();
+    await db.schema.createIndex('dataset_cases_dataset').on('dataset_cases').columns(['dataset_id', 'position']).unique().execute();
+
+    await db.schema
+      .createTable('eval_runs')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('dataset_id', 'text', (c) => c.notNull())
+      .addColumn('agent_id', 'text', (c) => c.notNull())
+      .addColumn('webhook_url', 'text', (c) => c.notNull())
+      .addColumn('evaluator_id', 'text')
+      .addColumn('evaluator', 'text')
+      .addColumn('case_timeout_ms', 'integer', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('total_cases', 'integer', (c) => c.notNull())
+      .addColumn('completed_cases', 'integer', (c) => c.notNull())
+      .addColumn('passed_cases', 'integer', (c) => c.notNull())
+      .addColumn('failed_cases', 'integer', (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .addColumn('finished_at', epochMsType)
+      .execute();
+    await db.schema.createIndex('eval_runs_dataset').on('eval_runs').columns(['dataset_id', 'created_at']).execute();
+
+    await db.schema
+      .createTable('eval_run_cases')
+      .addColumn('run_id', 'text', (c) => c.notNull())
+      .addColumn('position', 'integer', (c) => c.notNull())
+      .addColumn('case_id', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('claimed_until', epochMsType)
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .addColumn('session_id', 'text')
+      .addColumn('passed', 'integer')
+      .addColumn('score', floatType)
+      .addColumn('error', 'text')
+      .addColumn('finished_at', epochMsType)
+      .addPrimaryKeyConstraint('eval_run_cases_pk', ['run_id', 'position'])
+      .execute();
+    // The worker finds pending cases (of any run) in run and case order.
+    await db.schema.createIndex('eval_run_cases_pending').on('eval_run_cases').columns(['status', 'run_id', 'position']).execute();
+  },
 };

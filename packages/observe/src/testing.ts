@@ -18,15 +18,19 @@ export interface TestObserveOptions {
   env?: Record<string, string>;
   clock?: Clock;
   createKey?: boolean;
+  /** Share this database (another test instance's) instead of a fresh one. */
+  database?: ObserveConfig['database'];
+  /** Evaluate guardrails after each ingest commit, as production does (default false: tests drive the engine). */
+  evaluateGuardrails?: boolean;
 }
 
 /** The real observe app on a fresh database of the given backend, with a first key created over HTTP. */
 export async function startTestObserve(backend: TestBackend, options: TestObserveOptions = {}): Promise<TestObserve> {
-  const { dataDir, ...database } = backend.freshDatabase();
+  const { dataDir, ...fresh } = backend.freshDatabase();
   const base = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.env }, { dataDir });
-  const config: ObserveConfig = { ...base, database };
+  const config: ObserveConfig = { ...base, database: options.database ?? fresh };
   const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
-  const service = await buildObserveService(config, { clock, runJobs: false });
+  const service = await buildObserveService(config, { clock, runJobs: false, evaluateGuardrails: options.evaluateGuardrails ?? false });
   let key = '';
   if (options.createKey ?? true) {
     const response = await service.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'test' } });

@@ -19,6 +19,10 @@ export const environmentSchema = z.object({
   OBSERVE_PORT: port.default(3400),
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: postgresUrl.optional(),
+  /** PostgreSQL only: connections each service instance keeps at most (instances × services × this must stay below max_connections). */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+  /** PostgreSQL only: how long a request waits for a new connection before it is answered 503. */
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(5000),
   OBSERVE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('observe'),
   SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -41,7 +45,17 @@ export const environmentSchema = z.object({
   EMBEDDINGS_MODEL: z.string().min(1).max(200).default('text-embedding-3-small'),
   EMBEDDINGS_API_KEY: z.string().min(1).optional(),
   EMBEDDINGS_TIMEOUT_MS: positiveInt.default(10_000),
+  /** The LLM judge of compliance evaluations (POST /api/eval/sessions/:id/score): enabled when both LLM_PROVIDER and LLM_API_KEY are set. */
+  LLM_PROVIDER: z.enum(['openai', 'anthropic']).optional(),
+  LLM_API_KEY: z.string().min(1).optional(),
+  /** Overrides the provider's public API address (e.g. an OpenAI-compatible server); `/v1/...` is appended. */
+  LLM_BASE_URL: httpUrl.optional(),
+  /** Default judge model; unset: gpt-4o-mini (openai) or claude-haiku-4-5-20251001 (anthropic). */
+  LLM_MODEL: z.string().trim().min(1).max(200).optional(),
+  LLM_TIMEOUT_MS: positiveInt.default(30_000),
   GATE_PORT: port.default(3000),
+  /** Where observe forwards the dashboard's `/gate/api/*` calls; unset: this host's gate at GATE_PORT. */
+  GATE_URL: httpUrl.optional(),
   GATE_DB_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('gate'),
   GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
@@ -59,7 +73,7 @@ export type Environment = z.infer<typeof environmentSchema>;
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; synchronous: 'NORMAL' | 'FULL' }
-  | { kind: 'postgres'; url: string; schema: string };
+  | { kind: 'postgres'; url: string; schema: string; poolMax?: number; connectTimeoutMs?: number };
 
 export interface ObserveConfig {
   host: string;
@@ -81,6 +95,12 @@ export interface ObserveConfig {
   alertEvalIntervalMs: number;
   /** Embedding backend of recall and context: an OpenAI-compatible API when `url` is set, else the built-in local embedder. */
   embeddings: { url?: string; model: string; apiKey?: string; timeoutMs: number };
+  /** The LLM judge; provider and apiKey both set enable it (evals/judge.ts). */
+  judge: { provider?: 'openai' | 'anthropic'; apiKey?: string; baseUrl?: string; model?: string; timeoutMs: number };
+  /** Bearer token of service-to-service calls (the gate's guardrail-breach reports); unset: those calls answer 503. */
+  internalServiceToken?: string;
+  /** The gate the dashboard reaches through observe's `/gate/api/*` proxy (no trailing slash). */
+  gateUrl: string;
 }
 
 export interface GateConfig {
@@ -121,7 +141,7 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): Environment {
 /** PostgreSQL when DATABASE_URL is set (in the service's own schema), else a SQLite file under the data dir. */
 function databaseConfig(e: Environment, dataDir: string, sqliteFile: string, schema: string): DatabaseConfig {
   return e.DATABASE_URL
-    ? { kind: 'postgres', url: e.DATABASE_URL, schema }
+    ? { kind: 'postgres', url: e.DATABASE_URL, schema, poolMax: e.DATABASE_POOL_MAX, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS }
     : { kind: 'sqlite', file: resolve(dataDir, sqliteFile), synchronous: e.SQLITE_SYNCHRONOUS };
 }
 
@@ -160,7 +180,22 @@ export function observeConfigFromEnvironment(
       apiKey: e.EMBEDDINGS_API_KEY,
       timeoutMs: e.EMBEDDINGS_TIMEOUT_MS,
     },
+    judge: {
+      provider: e.LLM_PROVIDER,
+      apiKey: e.LLM_API_KEY,
+      baseUrl: e.LLM_BASE_URL,
+      model: e.LLM_MODEL,
+      timeoutMs: e.LLM_TIMEOUT_MS,
+    },
+    internalServiceToken: e.INTERNAL_SERVICE_TOKEN,
+    gateUrl: (e.GATE_URL ?? `http://${localAddress(e.HOST)}:${e.GATE_PORT}`).replace(/\/+$/, ''),
   };
+}
+
+/** An address this host's own services answer on: loopback when listening on every interface. */
+function localAddress(host: string): string {
+  if (host === '0.0.0.0' || host === '::' || host === '') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { port?: number; dataDir?: string } = {}): GateConfig {

@@ -91,7 +91,8 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
 }
 
 async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Promise<Database<Schema>> {
-  const bootstrap = new pg.Client({ connectionString: config.url });
+  const connectTimeoutMs = config.connectTimeoutMs ?? 5000;
+  const bootstrap = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
   await bootstrap.connect();
   try {
     await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
@@ -103,12 +104,17 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
   }
   const pool = new pg.Pool({
     connectionString: config.url,
-    max: 10,
-    connectionTimeoutMillis: 5000,
+    max: config.poolMax ?? 10,
+    // A request waits at most this long for a connection (database down or unreachable: then 503).
+    connectionTimeoutMillis: connectTimeoutMs,
     options: `-c search_path="${config.schema}"`,
   });
   // An idle client losing its server (restart, failover) must not crash the process.
   pool.on('error', () => undefined);
+  // Nor may a client in use: pg-pool listens for errors only on idle clients, and a socket reset
+  // during a query would otherwise be an unhandled 'error' event. The query itself is rejected
+  // (and answered 503); the broken client is dropped when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
@@ -215,6 +221,20 @@ export function jsonArrayLength(dialect: DialectName, column: string, key: strin
   return sql<number>`(case when jsonb_typeof(${value}) = 'array' then jsonb_array_length(${value}) else 0 end)`;
 }
 
+/**
+ * The number at `path` (keys from the top level down) of a JSON text column; null when the path
+ * is absent or holds anything but a number.
+ */
+export function jsonNumberAt(dialect: DialectName, column: string, path: readonly string[]): RawBuilder<number | null> {
+  const keys = path.map(jsonKey);
+  if (dialect === 'sqlite') {
+    const literal = sql.lit(`$.${keys.join('.')}`);
+    return sql<number | null>`(case when json_type(${sql.ref(column)}, ${literal}) in ('integer', 'real') then json_extract(${sql.ref(column)}, ${literal}) end)`;
+  }
+  const literal = sql.lit(`{${keys.join(',')}}`);
+  return sql<number | null>`(case when jsonb_typeof(${sql.ref(column)}::jsonb #> ${literal}) = 'number' then (${sql.ref(column)}::jsonb #>> ${literal})::double precision end)`;
+}
+
 /** The words of a JSON value: its string leaves, space-separated. */
 export function jsonWords(value: unknown, out: string[] = []): string[] {
   if (typeof value === 'string') out.push(value);
@@ -299,7 +319,13 @@ export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, di
   return dialect === 'postgres' ? query.forUpdate() : query;
 }
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', 'SQLITE_BUSY']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'SQLITE_BUSY',
+]);
+/** node-postgres reports a lost or unobtainable connection with these messages and no code. */
+const UNREACHABLE_MESSAGE =
+  /^(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout)/;
 
 /**
  * What a thrown database error means for the client: `unavailable` (down, restarting, locked:
@@ -307,7 +333,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  */
 export function databaseFailure(error: unknown): 'unavailable' | 'storage' | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return undefined;
+  if (typeof code !== 'string') return error instanceof Error && UNREACHABLE_MESSAGE.test(error.message) ? 'unavailable' : undefined;
   if (UNREACHABLE_CODES.has(code)) return 'unavailable';
   if (code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code)) return 'storage';
   return undefined;

@@ -120,6 +120,11 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
     return ids.length;
   }
 
+  /** Waits for the attempts in flight now (tests and callers that need the outcome). */
+  async settle(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
   /** Stops retry timers and waits for attempts in flight (graceful shutdown). */
   async stop(): Promise<void> {
     this.stopped = true;

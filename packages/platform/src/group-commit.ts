@@ -1,3 +1,5 @@
+import { databaseFailure } from './db.ts';
+
 /**
  * Group commit. Items submitted while a group is being committed (or in the same event-loop turn)
  * are committed together by one call of `commitGroup`, so the per-transaction cost (locks, commit,
@@ -62,8 +64,14 @@ export class GroupCommitter<Item, Result> {
         const results = await this.commitGroup(group.map((entry) => entry.item));
         group.forEach((entry, i) => entry.resolve(results[i]!));
         return;
-      } catch {
-        // Fall through: each item on its own, so one failure cannot refuse the others.
+      } catch (error) {
+        // The database is unreachable: every item would fail alike, and a group whose COMMIT reached
+        // the server before the connection dropped must not be written a second time.
+        if (databaseFailure(error) === 'unavailable') {
+          for (const entry of group) entry.reject(error);
+          return;
+        }
+        // Otherwise fall through: each item on its own, so one failure cannot refuse the others.
       }
     }
     for (const entry of group) {

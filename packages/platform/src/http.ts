@@ -18,7 +18,7 @@ import {
 } from 'fastify-type-provider-zod';
 import secureJson from 'secure-json-parse';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
-import { isStorableText, unstorableTextPath } from './text.ts';
+import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 export interface HttpKitOptions {
   title: string;
@@ -44,7 +44,7 @@ export type ZodApp = FastifyInstance<
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap' | 'signature';
+  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service';
 }
 
 declare module 'fastify' {
@@ -55,9 +55,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
-     * signed request without a key is verified by the route itself. Default: required.
+     * signed request without a key is verified by the route itself; `service`: only the shared
+     * service-to-service bearer token is accepted, never an API key. Default: required.
      */
-    auth?: 'public' | 'bootstrap' | 'signature';
+    auth?: 'public' | 'bootstrap' | 'signature' | 'service';
   }
 }
 
@@ -118,6 +119,9 @@ function unstorableField(fields: unknown): string | null {
   return null;
 }
 
+/** Longest path parameter the router accepts (ids are at most 256 characters). */
+const MAX_PATH_PARAM_LENGTH = 1024;
+
 export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const serverOptions: FastifyServerOptions = {
     bodyLimit: options.bodyLimitBytes,
@@ -132,6 +136,18 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     ajv: undefined,
+    // Path parameters carry ids up to 256 characters (session and agent ids); the default 100 answered 414.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // A URL the router cannot decode, or a longer parameter, answers in the service's error body too.
+    frameworkErrors: (error, _request, reply) => {
+      const serviceError =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new ServiceError(414, options.errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`)
+          : error.code === 'FST_ERR_BAD_URL'
+            ? options.errors('validation', 'Malformed URL: invalid percent-encoding in the path')
+            : options.errors('internal');
+      void (reply as FastifyReply).status(serviceError.status).send(options.renderError(serviceError));
+    },
   };
   const app = Fastify(serverOptions);
   const routeTable: RouteEntry[] = [];
@@ -142,8 +158,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       if (method !== 'HEAD') routeTable.push({ method, url: route.url, auth });
     }
   });
-  // JSON bodies: prototype-poisoning keys are refused, and so is text no route could store (U+0000,
-  // unpaired surrogates), with the path of the offending string.
+  // JSON bodies: prototype-poisoning keys are refused, and so is anything no route could hash or
+  // store (text with U+0000 or unpaired surrogates, numbers beyond the double range, nesting deeper
+  // than MAX_JSON_DEPTH), with the path of the offending value.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     let parsed: unknown;
@@ -154,9 +171,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       done(options.errors('invalidJson', `Malformed JSON body: ${reason}`), undefined);
       return;
     }
-    const path = unstorableTextPath(parsed);
-    if (path) {
-      const detail = { path: path.join('.'), message: 'text must not contain U+0000 or unpaired UTF-16 surrogates' };
+    const problem = jsonValueProblem(parsed, MAX_JSON_DEPTH);
+    if (problem) {
+      const detail = { path: problem.path.join('.'), message: problem.message };
       done(options.errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]), undefined);
       return;
     }

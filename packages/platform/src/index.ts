@@ -12,3 +12,4 @@ export * from './jobs.ts';
 export * from './text.ts';
 export * from './group-commit.ts';
 export * from './deliveries.ts';
+export * from './patch.ts';

@@ -43,14 +43,23 @@ export interface PeriodicJobOptions {
   run(now: number): Promise<void>;
 }
 
+/**
+ * How long a tick's lease lasts: a little less than one interval (by a tenth of it, at most a
+ * second), so the holder's next tick finds it lapsed or its own and the other instances' ticks
+ * within the interval find it taken. (A fixed second less would leave nothing of intervals of a
+ * second or less, and every instance would run every tick.)
+ */
+export function leaseTtlMs(intervalMs: number): number {
+  return Math.max(1, intervalMs - Math.min(1000, Math.ceil(intervalMs / 10)));
+}
+
 /** A background job that runs once per interval across every instance sharing the database. */
 export function startPeriodicJob(options: PeriodicJobOptions, autoStart = true): PeriodicJob {
   let running: Promise<boolean> | null = null;
   const tick = (): Promise<boolean> => {
     running ??= (async () => {
       const now = options.clock.now();
-      // The lease outlives this tick by a little less than one interval, so the next tick anywhere can take it.
-      if (!(await acquireLease(options.db, options.name, options.holder, now, Math.max(1, options.intervalMs - 1000)))) return false;
+      if (!(await acquireLease(options.db, options.name, options.holder, now, leaseTtlMs(options.intervalMs)))) return false;
       await options.run(now);
       return true;
     })()

@@ -30,3 +30,49 @@ function findUnstorable(value: unknown, path: (string | number)[]): boolean {
   }
   return false;
 }
+
+/** Deepest nesting of objects and arrays a JSON body may have (the top-level value is level 1). */
+export const MAX_JSON_DEPTH = 100;
+
+export interface JsonValueProblem {
+  path: (string | number)[];
+  message: string;
+}
+
+const UNSTORABLE_MESSAGE = 'text must not contain U+0000 or unpaired UTF-16 surrogates';
+
+/**
+ * The first part of a parsed JSON body no route can hash or store, with its path: text with U+0000
+ * or unpaired surrogates (keys too), a number literal beyond the double range (parsed as ±Infinity,
+ * which has no JSON form), or nesting deeper than `maxDepth`. The walk never recurses deeper than
+ * `maxDepth`, so a hostile body cannot overflow the stack; a clean body allocates nothing per value.
+ */
+export function jsonValueProblem(value: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonValueProblem | null {
+  const path: (string | number)[] = [];
+  const message = findProblem(value, path, 0, maxDepth);
+  return message === null ? null : { path, message };
+}
+
+function findProblem(value: unknown, path: (string | number)[], depth: number, maxDepth: number): string | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? UNSTORABLE_MESSAGE : null;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : 'number is out of range (beyond ±1.7976931348623157e308)';
+  if (value === null || typeof value !== 'object') return null;
+  if (depth >= maxDepth) return `nesting is deeper than ${maxDepth} levels`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      const problem = findProblem(value[i], path, depth + 1, maxDepth);
+      if (problem !== null) return problem;
+      path.pop();
+    }
+    return null;
+  }
+  for (const key in value) {
+    path.push(key);
+    if (UNSTORABLE.test(key)) return UNSTORABLE_MESSAGE;
+    const problem = findProblem((value as Record<string, unknown>)[key], path, depth + 1, maxDepth);
+    if (problem !== null) return problem;
+    path.pop();
+  }
+  return null;
+}

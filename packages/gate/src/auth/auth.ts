@@ -1,12 +1,18 @@
 import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { ApiKeyRow } from '../schema.ts';
+import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
 import { grants, ROUTE_SCOPES } from './scopes.ts';
+import { dashboardActor, isDashboardToken } from './sessions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The API key whose scopes and rate limit apply (for a dashboard session: the key it was opened with). */
     gateKey: ApiKeyRow | null;
+    /** The dashboard session of a request made with a session token, else null. */
+    dashboardSession: DashboardSessionRow | null;
+    /** Who acts, derived from the credential only: `api:<key name>` or `dashboard:<session name>`. */
+    gateActor: string | null;
   }
 }
 
@@ -19,10 +25,13 @@ export function apiActor(key: ApiKeyRow): string {
 
 /**
  * Every route: find its scope in ROUTE_SCOPES (unlisted routes are refused), authenticate the
- * bearer key (401), check the scope (403), then apply the key's rate limit (429) and its headers.
+ * bearer credential (401) — an API key, or a dashboard session token (auth/sessions.ts) standing
+ * for its key —, check the scope (403), then apply the key's rate limit (429) and its headers.
  */
 export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
   app.decorateRequest('gateKey', null);
+  app.decorateRequest('dashboardSession', null);
+  app.decorateRequest('gateActor', null);
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404) return;
     // HEAD is the GET route without a body: same scope.
@@ -32,14 +41,26 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
     const token = bearerToken(request.headers.authorization);
     if (token === null) throw gateError('unauthorized');
     const hash = sha256Hex(token);
-    const key = await ctx.keys.find(hash);
-    if (!key || !constantTimeEqual(key.key_hash, hash)) throw gateError('unauthorized');
+    const now = ctx.clock.now();
+    let key: ApiKeyRow;
+    // A `gds_` token is a dashboard session (a GATE_ADMIN_KEY that happens to start so still works as a key).
+    const session = isDashboardToken(token) ? await ctx.keys.findSession(hash) : undefined;
+    if (session && constantTimeEqual(session.session.token_hash, hash)) {
+      if (session.session.expires_at <= now) throw gateError('unauthorized', 'The dashboard session has expired; sign in again');
+      key = session.key;
+      request.dashboardSession = session.session;
+      request.gateActor = dashboardActor(session.session.name);
+    } else {
+      const found = await ctx.keys.find(hash);
+      if (!found || !constantTimeEqual(found.key_hash, hash)) throw gateError('unauthorized');
+      key = found;
+      request.gateActor = apiActor(key);
+    }
     if (required === undefined || !grants(JSON.parse(key.scopes) as string[], required)) {
       throw gateError('forbidden', required === undefined ? 'This route is not open to API keys' : `This route needs the ${required} scope`);
     }
     request.gateKey = key;
 
-    const now = ctx.clock.now();
     if (key.rate_limit !== null) {
       const rate = await ctx.limiter.consume(key.id, key.rate_limit, now);
       const resetSeconds = Math.ceil(rate.resetMs / 1000);

@@ -1,6 +1,6 @@
 import { generateSecret, newId, PreparedQuery, sha256Hex, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
-import type { ApiKeyRow, GateDatabase, GateSchema } from '../schema.ts';
+import { sql, type Kysely } from 'kysely';
+import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
 
 export interface ApiKey {
@@ -53,12 +53,35 @@ export async function findActiveKeyByHash(database: GateDatabase, keyHash: strin
   return selectActiveKey.first(database.db, database.dialect, keyHash);
 }
 
+/** A dashboard session that has not been signed out, with its key while that key is active. */
+export interface ActiveSession {
+  session: DashboardSessionRow;
+  key: ApiKeyRow;
+}
+
+const selectSession = new PreparedQuery((db: Kysely<GateSchema>, _dialect, tokenHash: string) =>
+  db.selectFrom('dashboard_sessions').selectAll().where('token_hash', '=', tokenHash).where('revoked_at', 'is', null),
+);
+const selectActiveKeyById = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) =>
+  db.selectFrom('api_keys').selectAll().where('id', '=', id).where('revoked_at', 'is', null),
+);
+
+/** Expiry is not checked here: the caller compares `expires_at` with its clock on every request. */
+export async function findActiveSessionByHash(database: GateDatabase, tokenHash: string): Promise<ActiveSession | undefined> {
+  const session = await selectSession.first(database.db, database.dialect, tokenHash);
+  if (!session) return undefined;
+  const key = await selectActiveKeyById.first(database.db, database.dialect, session.key_id);
+  return key ? { session, key } : undefined;
+}
+
 /**
  * First start: `GATE_ADMIN_KEY` is installed as an admin key (once); with no key at all and no
  * GATE_ADMIN_KEY, an admin key is generated and returned so the caller can print it once.
  */
 export async function bootstrapAdminKey(database: GateDatabase, adminKey: string | undefined, now: number): Promise<string | null> {
   return database.db.transaction().execute(async (trx) => {
+    // Instances starting together take turns, so the key is installed (or generated) exactly once.
+    if (database.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`gate-bootstrap:${database.schema}`}))`.execute(trx);
     if (adminKey !== undefined) {
       const exists = await trx.selectFrom('api_keys').select('id').where('key_hash', '=', sha256Hex(adminKey)).executeTakeFirst();
       if (!exists) await trx.insertInto('api_keys').values(newKeyRow('admin (GATE_ADMIN_KEY)', ['admin'], null, now, adminKey).row).execute();
@@ -82,6 +105,7 @@ const MAX_CACHED_KEYS = 10_000;
  */
 export class KeyCache {
   private readonly entries = new Map<string, { row: ApiKeyRow; checkedAt: number }>();
+  private readonly sessions = new Map<string, { found: ActiveSession; checkedAt: number }>();
   private generation = 0;
 
   constructor(
@@ -104,9 +128,25 @@ export class KeyCache {
     return row;
   }
 
-  /** After a key change committed through this instance. */
+  /** A dashboard session token's session and key, cached like keys (a sign-out or key change here drops it at once). */
+  async findSession(tokenHash: string): Promise<ActiveSession | undefined> {
+    const now = this.clock.now();
+    const cached = this.sessions.get(tokenHash);
+    if (cached && now - cached.checkedAt < this.refreshMs) return cached.found;
+    const generation = this.generation;
+    const found = await findActiveSessionByHash(this.database, tokenHash);
+    this.sessions.delete(tokenHash);
+    if (found && generation === this.generation && this.refreshMs > 0) {
+      if (this.sessions.size >= MAX_CACHED_KEYS) this.sessions.delete(this.sessions.keys().next().value as string);
+      this.sessions.set(tokenHash, { found, checkedAt: now });
+    }
+    return found;
+  }
+
+  /** After a key or dashboard-session change committed through this instance. */
   invalidate(): void {
     this.generation += 1;
     this.entries.clear();
+    this.sessions.clear();
   }
 }

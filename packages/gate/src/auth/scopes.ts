@@ -28,6 +28,11 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'PATCH /api/webhooks/:id': 'webhook:manage',
   'DELETE /api/webhooks/:id': 'webhook:manage',
   'GET /api/webhooks/:id/deliveries': 'webhook:manage',
+  'POST /api/policies/simulate': 'admin',
+  // Dashboard sign-in (auth/sessions.ts): any valid key; the session then has that key's scopes.
+  'POST /api/dashboard/sessions': 'any',
+  'GET /api/dashboard/sessions/current': 'any',
+  'DELETE /api/dashboard/sessions/current': 'any',
 };
 
 export function grants(scopes: readonly string[], required: Scope | 'any'): boolean {

@@ -4,9 +4,10 @@ import type { Kysely } from 'kysely';
 import type { GateContext } from '../context.ts';
 import type { GateSchema } from '../schema.ts';
 import { gateError } from '../errors.ts';
-import { ruleSchema, type Rule } from './engine.ts';
-import { judgePattern } from './regex-safety.ts';
-import { bumpPolicyVersion, findPolicy, listPolicies, toPolicy } from './store.ts';
+import { compilePolicySet, DECISIONS, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
+import { isSafePattern, judgePattern } from './regex-safety.ts';
+import { URGENCIES } from '../requests/store.ts';
+import { allPolicies, bumpPolicyVersion, findPolicy, listPolicies, toDefinition, toPolicy } from './store.ts';
 
 const policyBody = z
   .object({
@@ -40,6 +41,41 @@ const policySchema = z
   .meta({ id: 'Policy' });
 
 const idParams = z.object({ id: z.string().min(1).max(100) });
+
+const jsonObject = z.record(z.string(), z.unknown());
+
+/** POST /api/policies/simulate: a request as POST /api/requests takes it, plus an optional unsaved policy. */
+const simulateBody = z
+  .object({
+    action: z.string().trim().min(1).max(200),
+    params: jsonObject.default({}),
+    context: jsonObject.default({}),
+    urgency: z.enum(URGENCIES).default('normal'),
+    candidate: policyBody
+      .extend({ id: z.string().min(1).max(100).optional() })
+      .optional()
+      .meta({ description: 'An unsaved policy evaluated as if saved: with the id of a stored policy it stands in for that policy, else it is added' }),
+  })
+  .strict();
+
+const simulateResponse = z.object({
+  decision: z.object({
+    decision: z.enum(DECISIONS),
+    policyId: z.string().nullable(),
+    policyName: z.string().nullable(),
+    ruleIndex: z.number().int().nullable(),
+    approvers: z.array(z.string()),
+    channels: z.array(z.string()),
+    requireReason: z.boolean(),
+  }),
+  status: z.enum(['approved', 'denied', 'pending']),
+  matchedRule: ruleSchema.nullable(),
+  candidateMatched: z.boolean(),
+  policiesEvaluated: z.number().int(),
+});
+
+/** The id a candidate without one takes in the answer. */
+export const CANDIDATE_POLICY_ID = 'candidate';
 
 /** Every regex is judged when the policy is saved: an unsafe one is refused with the rule and path that hold it. */
 function assertSafePatterns(rules: readonly Rule[]): void {
@@ -164,6 +200,46 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       });
       if (!deleted) throw gateError('policyNotFound');
       return { id: request.params.id, deleted: true as const };
+    },
+  );
+
+  app.post(
+    '/api/policies/simulate',
+    {
+      schema: {
+        summary: 'Try a request against the policies without creating it (nothing is stored, no webhook is sent)',
+        description:
+          'Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now ' +
+          '(enabled ones, by priority) and, when given, an unsaved `candidate` policy. `status` is what the request would ' +
+          'get: approved (auto_approve), denied (auto_deny) or pending (route_to_human, route_to_agent, or no rule matched).',
+        tags: ['policies'],
+        body: simulateBody,
+        response: { 200: simulateResponse },
+      },
+    },
+    async (request) => {
+      const { candidate, ...input } = request.body;
+      const definitions: PolicyDefinition[] = (await allPolicies(ctx.database)).map(toDefinition);
+      let candidateId: string | null = null;
+      if (candidate) {
+        assertSafePatterns(candidate.rules);
+        candidateId = candidate.id ?? CANDIDATE_POLICY_ID;
+        const definition: PolicyDefinition = { id: candidateId, name: candidate.name, priority: candidate.priority, enabled: candidate.enabled, rules: candidate.rules };
+        const replaced = definitions.findIndex((d) => d.id === candidateId);
+        if (replaced >= 0) definitions[replaced] = definition;
+        else definitions.push(definition);
+      }
+      const set = compilePolicySet(definitions, isSafePattern);
+      const decision = evaluatePolicies(set, { ...input, status: 'pending' });
+      const policy = set.policies.find((p) => p.id === decision.policyId);
+      const matchedRule = policy && decision.ruleIndex !== null ? (policy.rules[decision.ruleIndex]?.rule ?? null) : null;
+      return {
+        decision,
+        status: decision.decision === 'auto_approve' ? ('approved' as const) : decision.decision === 'auto_deny' ? ('denied' as const) : ('pending' as const),
+        matchedRule,
+        candidateMatched: candidateId !== null && decision.policyId === candidateId,
+        policiesEvaluated: set.policies.length,
+      };
     },
   );
 }

@@ -1,6 +1,5 @@
 import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { apiActor } from '../auth/auth.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS } from '../policies/engine.ts';
@@ -61,7 +60,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
         throw gateError('validation', 'expiresAt must be in the future');
       }
-      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, apiActor(request.gateKey!));
+      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, request.gateActor!);
       return reply.status(201).send(toRequestDetail(row));
     },
   );
@@ -111,7 +110,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     '/api/requests/:id/decide',
     {
       schema: {
-        summary: 'Approve or deny a pending request; decidedBy is derived from the credential',
+        summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
         tags: ['requests'],
         params: idParams,
         body: z.object({ decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() }).strict(),
@@ -119,7 +118,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       },
     },
     async (request) => {
-      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, apiActor(request.gateKey!));
+      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, request.gateActor!);
       return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
     },
   );
@@ -136,7 +135,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       },
     },
     async (request) => {
-      const row = await requests.confirm(request.params.id, request.body.result, apiActor(request.gateKey!));
+      const row = await requests.confirm(request.params.id, request.body.result, request.gateActor!);
       return { id: row.id, status: row.status as 'approved', confirmedAt: toIso(row.confirmed_at!) };
     },
   );

@@ -4,7 +4,7 @@ import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/schemas.ts';
 import type { AgentRow } from '../schema.ts';
-import { clearPause, findAgent, listAgents } from './store.ts';
+import { clearPause, findAgent, listAgents, setPause } from './store.ts';
 
 const agentSchema = z
   .object({
@@ -54,21 +54,44 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   );
 
   app.post(
-    '/api/agents/:id/resume',
+    '/api/agents/:id/pause',
     {
       schema: {
-        summary: 'Clear a pause (and optionally the model override)',
+        summary: 'Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause',
         tags: ['agents'],
         params: agentParams,
-        // No body at all is a plain resume.
-        body: z.object({ clearModelOverride: z.boolean().optional() }).nullish(),
+        // No body at all pauses with a default reason.
+        body: z.strictObject({ reason: z.string().trim().min(1).max(1000).optional() }).nullish(),
         response: { 200: agentSchema },
       },
     },
     async (request) => {
       const existing = await findAgent(ctx.database, request.params.id);
       if (!existing) throw observeError('agentNotFound');
-      await clearPause(ctx.database, existing.id, request.body?.clearModelOverride === true);
+      await setPause(ctx.database, existing.id, ctx.clock.now(), request.body?.reason ?? 'Paused by hand');
+      return toAgent((await findAgent(ctx.database, existing.id))!);
+    },
+  );
+
+  app.post(
+    '/api/agents/:id/resume',
+    {
+      schema: {
+        summary: 'Clear a pause (and optionally the model override and the approval policy a guardrail set)',
+        tags: ['agents'],
+        params: agentParams,
+        // No body at all is a plain resume.
+        body: z.strictObject({ clearModelOverride: z.boolean().optional(), clearApprovalPolicy: z.boolean().optional() }).nullish(),
+        response: { 200: agentSchema },
+      },
+    },
+    async (request) => {
+      const existing = await findAgent(ctx.database, request.params.id);
+      if (!existing) throw observeError('agentNotFound');
+      await clearPause(ctx.database, existing.id, {
+        modelOverride: request.body?.clearModelOverride === true,
+        approvalPolicy: request.body?.clearApprovalPolicy === true,
+      });
       return toAgent((await findAgent(ctx.database, existing.id))!);
     },
   );

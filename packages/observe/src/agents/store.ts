@@ -8,10 +8,21 @@ export async function findAgent(database: ObserveDatabase, id: string): Promise<
   return database.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function clearPause(database: ObserveDatabase, id: string, clearModelOverride: boolean): Promise<void> {
+/** Clears the pause, and the model override and approval policy when asked. */
+export async function clearPause(database: ObserveDatabase, id: string, also: { modelOverride: boolean; approvalPolicy: boolean }): Promise<void> {
   await database.db
     .updateTable('agents')
-    .set(clearModelOverride ? { paused_at: null, pause_reason: null, model_override: null } : { paused_at: null, pause_reason: null })
+    .set({
+      paused_at: null,
+      pause_reason: null,
+      ...(also.modelOverride ? { model_override: null } : {}),
+      ...(also.approvalPolicy ? { approval_policy_id: null } : {}),
+    })
     .where('id', '=', id)
     .execute();
+}
+
+/** Pauses an agent by hand; an agent already paused keeps its first pause (time and reason). */
+export async function setPause(database: ObserveDatabase, id: string, at: number, reason: string): Promise<void> {
+  await database.db.updateTable('agents').set({ paused_at: at, pause_reason: reason }).where('id', '=', id).where('paused_at', 'is', null).execute();
 }

@@ -1,7 +1,8 @@
-import { DeliveryQueue, MINUTE_MS, newId, toIso, VIGIL_VERSION } from '@vigil/platform';
+import { MINUTE_MS, newId, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { ObserveContext } from '../context.ts';
+import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/aggregate.ts';
 import { INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/schemas.ts';
 import type { AlertDeliveryRow, AlertHistoryRow, ObserveDatabase } from '../schema.ts';
@@ -19,11 +20,6 @@ import {
   setEventId,
   type AlertRule,
 } from './store.ts';
-
-/** Deadline of one notification attempt (observe has no WEBHOOK_TIMEOUT_MS of its own). */
-export const DELIVERY_TIMEOUT_MS = 5000;
-/** Attempts per notification before it is `failed`; attempt n+1 waits 2^n s after attempt n. */
-export const DELIVERY_MAX_ATTEMPTS = 3;
 
 /** The session of a rule's own events. Alert events never feed any rule. */
 export const ALERT_SESSION_PREFIX = 'alert:';
@@ -117,7 +113,8 @@ function eventsInScope(database: ObserveDatabase, scope: AlertScope, from: numbe
   return query;
 }
 
-const COUNTED_EVENT_TYPES = [...INGEST_EVENT_TYPES, ...SERVER_EVENT_TYPES].filter((t) => !(ALERT_EVENT_TYPES as readonly string[]).includes(t));
+/** Every event type a rule measures: all but the alerts' own events. */
+export const COUNTED_EVENT_TYPES = [...INGEST_EVENT_TYPES, ...SERVER_EVENT_TYPES].filter((t) => !(ALERT_EVENT_TYPES as readonly string[]).includes(t));
 
 /**
  * Without a tag scope the window's figures come from the analytics rollups (exact, and no scan of
@@ -301,25 +298,12 @@ export async function deleteAlertRule(ctx: ObserveContext, id: string, log: Fast
 // ---- notifications ----
 
 /**
- * Every due notification through the platform's DeliveryQueue (claims, 5 s timeout, 2^n s
- * retries up to DELIVERY_MAX_ATTEMPTS), awaited by the tick; retries are picked up by later ticks.
+ * Every due notification (claims, 5 s timeout, 2^n s retries, 3 attempts), awaited by the tick;
+ * retries are picked up by later ticks.
  */
 export async function deliverDue(ctx: ObserveContext, log: FastifyBaseLogger): Promise<number> {
-  const queue = new DeliveryQueue<AlertDeliveryRow>({
-    db: ctx.database.db,
-    table: 'alert_deliveries',
-    clock: ctx.clock,
-    log,
-    timeoutMs: DELIVERY_TIMEOUT_MS,
-    maxAttempts: DELIVERY_MAX_ATTEMPTS,
-    headers: async (row) => ({
-      'user-agent': `vigil-observe/${VIGIL_VERSION}`,
-      'x-vigil-event': `alert.${row.kind}`,
-      'x-vigil-delivery': row.id,
-    }),
-    onSettled: async (row, status) => {
-      if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
-    },
+  const queue = notificationQueue<AlertDeliveryRow>(ctx, log, 'alert_deliveries', (row) => `alert.${row.kind}`, async (row, status) => {
+    if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
   });
   return queue.deliverDue();
 }

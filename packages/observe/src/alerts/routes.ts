@@ -1,7 +1,7 @@
-import type { ZodApp } from '@vigil/platform';
+import { withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { observeError } from '../errors.ts';
+import { bodyValidationError, observeError } from '../errors.ts';
 import { deleteAlertRule } from './evaluator.ts';
 import {
   createRuleBodySchema,
@@ -15,21 +15,10 @@ import {
 } from './schemas.ts';
 import { findRule, insertRule, listHistory, listRules, lockRule, toHistoryOut, toRuleOut, updateRule } from './store.ts';
 
-/** The rule a PUT would leave behind: the stored definition with the given fields replaced (scope as a whole). */
-function mergedDefinition(stored: RuleDefinition, changes: z.infer<typeof updateRuleBodySchema>): RuleDefinition {
-  const merged: RuleDefinition = {
-    name: stored.name,
-    enabled: stored.enabled,
-    condition: stored.condition,
-    threshold: stored.threshold,
-    windowMinutes: stored.windowMinutes,
-    scope: stored.scope,
-    notifyChannels: stored.notifyChannels,
-  };
-  for (const [key, value] of Object.entries(changes)) {
-    if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
-  }
-  return merged;
+/** The stored definition (without id and times), as a PUT's changes apply to it. */
+function definitionOf(stored: RuleDefinition): RuleDefinition {
+  const { name, enabled, condition, threshold, windowMinutes, scope, notifyChannels } = stored;
+  return { name, enabled, condition, threshold, windowMinutes, scope, notifyChannels };
 }
 
 export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
@@ -89,12 +78,8 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       await database.db.transaction().execute(async (trx) => {
         const stored = await lockRule(trx, database.dialect, id);
         if (!stored) throw observeError('alertRuleNotFound');
-        const checked = ruleDefinitionSchema.safeParse(mergedDefinition(stored, request.body));
-        if (!checked.success) {
-          const details = checked.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
-          const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
-          throw observeError('validation', `Validation failed in body: ${summary}`, details);
-        }
+        const checked = ruleDefinitionSchema.safeParse(withChanges(definitionOf(stored), request.body));
+        if (!checked.success) throw bodyValidationError(checked.error.issues);
         await updateRule(trx, id, checked.data, ctx.clock.now());
       });
       return toRuleOut((await findRule(database, id))!);

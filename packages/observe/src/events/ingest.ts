@@ -24,6 +24,9 @@ export interface AppendedEvent {
   hash: string;
   seq: number;
   sessionId: string;
+  agentId: string;
+  /** Hash of the event before it in the session's chain; null for seq 0. */
+  prevHash: string | null;
 }
 
 function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
@@ -177,7 +180,7 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
       event.row.seq = seq;
       event.row.prev_hash = prevHash;
       event.row.hash = hash;
-      appended.push({ id: event.row.id, hash, seq, sessionId: session.id });
+      appended.push({ id: event.row.id, hash, seq, sessionId: session.id, agentId: event.row.agent_id, prevHash });
 
       const agent = agents.get(event.row.agent_id) ?? {
         id: event.row.agent_id,

@@ -23,15 +23,33 @@ async function authenticate(ctx: ObserveContext, header: string | undefined): Pr
 }
 
 /**
+ * The service-token check of routes marked `auth: 'service'`: 503 while INTERNAL_SERVICE_TOKEN is
+ * unset, 401 unless `Authorization: Bearer <token>` carries it. The SHA-256 digests are compared in
+ * constant time, so neither the token's length nor its content shows in the timing.
+ */
+function serviceTokenCheck(token: string | undefined): (header: string | undefined) => void {
+  const expected = token === undefined ? null : sha256Hex(token);
+  return (header) => {
+    if (expected === null) throw observeError('serviceTokenNotConfigured');
+    const given = bearerToken(header);
+    if (given === null || !constantTimeEqual(sha256Hex(given), expected)) throw observeError('invalidServiceToken');
+  };
+}
+
+/**
  * Bearer-key authentication for every route except those marked `auth: 'public'`. A route marked
  * `bootstrap` (key creation) also admits a request without an Authorization header while no active
- * key exists: the first start-up.
+ * key exists: the first start-up. Routes marked `service` take the service token only (also with
+ * AUTH_DISABLED, which concerns API keys).
  */
 export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
   app.decorateRequest('apiKey', null);
+  const checkServiceToken = serviceTokenCheck(ctx.config.internalServiceToken);
   app.addHook('onRequest', async (request) => {
-    if (ctx.config.authDisabled || request.is404) return;
+    if (request.is404) return;
     const policy = request.routeOptions.config.auth;
+    if (policy === 'service') return checkServiceToken(request.headers.authorization);
+    if (ctx.config.authDisabled) return;
     if (policy === 'public') return;
     const header = request.headers.authorization;
     // Signed webhooks (approval_gate, form_service) carry no key; the route checks the signature

@@ -297,25 +297,42 @@ await describeEachDatabase('AUTH_DISABLED=true', (backend) => {
 await describeEachDatabase('authentication: route-table walk', (backend) => {
   let observe: TestObserve;
   before(async () => {
-    observe = await startTestObserve(backend);
+    // With a service token configured, the service-token route answers 401 like the others (503 without one).
+    // The dashboard's gate proxy points at a closed port, so its public routes answer without any gate.
+    observe = await startTestObserve(backend, {
+      env: { INTERNAL_SERVICE_TOKEN: 'route-walk-service-token-0123456789', GATE_URL: 'http://127.0.0.1:9' },
+    });
   });
   after(() => observe.close());
 
   const concrete = (url: string): string => url.replace(/:[A-Za-z_][A-Za-z0-9_]*/g, 'x').replace(/\*/g, 'x');
   const bodyFor = (method: string): object | undefined => (['POST', 'PUT', 'PATCH'].includes(method) ? {} : undefined);
 
-  test('the only public route is GET /api/health and the only bootstrap route is POST /api/keys', () => {
+  const isApi = (url: string): boolean => url === '/api' || url.startsWith('/api/');
+
+  test('the only public API route is GET /api/health and the only bootstrap route is POST /api/keys', () => {
     const table = observe.service.app.routeTable;
     assert.ok(table.length > 10, 'the route table lists the routes');
-    const publicRoutes = table.filter((r) => r.auth === 'public').map((r) => `${r.method} ${r.url}`);
+    const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(publicRoutes, ['GET /api/health']);
+    // Outside /api: only the dashboard's files and its gate proxy (the gate authenticates those calls), all public.
+    const dashboardRoutes = table.filter((r) => !isApi(r.url)).map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
+    assert.deepEqual(dashboardRoutes, [
+      'DELETE /gate/api/* public', 'GET / public', 'GET /* public', 'GET /assets/* public', 'GET /gate/api/* public',
+      'PATCH /gate/api/* public', 'POST /gate/api/* public', 'PUT /gate/api/* public',
+    ]);
     const bootstrapRoutes = table.filter((r) => r.auth === 'bootstrap').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(bootstrapRoutes, ['POST /api/keys']);
     const signedRoutes = table.filter((r) => r.auth === 'signature').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(signedRoutes, ['POST /api/events/ingest']);
-    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature'].includes(r.auth)));
+    const serviceRoutes = table.filter((r) => r.auth === 'service').map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(serviceRoutes, ['POST /api/internal/eval/guardrail-breach']);
+    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service'].includes(r.auth)));
     // The table covers the routes the tests below rely on.
-    for (const route of ['GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*']) {
+    for (const route of [
+      'GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*',
+      'POST /api/eval/sessions/:sessionId/compliance', 'POST /api/eval/sessions/:sessionId/score', 'POST /api/datasets/:id/runs', 'GET /api/runs/:id',
+    ]) {
       assert.ok(table.some((r) => `${r.method} ${r.url}` === route), route);
     }
   });
@@ -325,7 +342,11 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
       const url = concrete(route.url);
       const response = await anonymous(observe, { method: route.method as InjectOptions['method'], url, payload: bodyFor(route.method) });
       const label = `${route.method} ${route.url}`;
-      if (route.auth === 'public') {
+      if (route.auth === 'public' && !isApi(route.url)) {
+        // Dashboard files (200, 404 for an unknown asset, 503 while unbuilt) and the gate proxy (502: no gate here).
+        assert.notEqual(response.statusCode, 401, label);
+        if (route.url.startsWith('/gate/')) assert.equal(response.statusCode, 502, `${label}: ${response.body}`);
+      } else if (route.auth === 'public') {
         assert.equal(response.statusCode, 200, label);
       } else {
         assertErrorBody(response, 401, label);

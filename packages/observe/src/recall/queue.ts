@@ -108,6 +108,18 @@ export async function completeRows(trx: Kysely<ObserveSchema>, rows: readonly Em
   }
 }
 
+/**
+ * At start-up on SQLite (one process per database file): claims still set were left by a process
+ * that died mid-drain, so they are released and the restarted worker takes the rows at once
+ * instead of waiting out the claim (a minute). On PostgreSQL a claim may belong to a live
+ * instance, so it is left to lapse.
+ */
+export async function releaseStaleClaims(database: ObserveDatabase): Promise<number> {
+  if (database.dialect !== 'sqlite') return 0;
+  const result = await database.db.updateTable('embedding_queue').set({ claimed_until: null }).where('claimed_until', 'is not', null).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Longest wait between two attempts of a failing row. */
 export const MAX_BACKOFF_MS = 10 * 60_000;
 

@@ -1,6 +1,7 @@
 import { pingDatabase, toIso, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
+import { judgeSpendUsd } from '../evals/service.ts';
 
 const statsSchema = z.object({
   totalEvents: z.number().int(),
@@ -42,7 +43,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
     async () => {
       const { db } = ctx.database;
-      const [sessions, agents, oldest, newest, storageSizeBytes] = await Promise.all([
+      const [sessions, agents, oldest, newest, storageSizeBytes, judgeSpend] = await Promise.all([
         db
           .selectFrom('sessions')
           .select((eb) => [eb.fn.countAll<number>().as('sessions'), eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('events')])
@@ -51,6 +52,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
         db.selectFrom('events').select('ts').orderBy('ts', 'asc').limit(1).executeTakeFirst(),
         db.selectFrom('events').select('ts').orderBy('ts', 'desc').limit(1).executeTakeFirst(),
         ctx.database.sizeBytes(),
+        judgeSpendUsd(ctx),
       ]);
       return {
         totalEvents: Number(sessions.events),
@@ -59,8 +61,8 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
         oldestEvent: oldest ? toIso(oldest.ts) : null,
         newestEvent: newest ? toIso(newest.ts) : null,
         storageSizeBytes: Math.round(storageSizeBytes),
-        // The LLM judge (compliance evaluations) is the only source of judge spend; none runs yet.
-        judgeSpendUsd: 0,
+        // USD spent on LLM-judge calls (evals/), never part of any session's spend.
+        judgeSpendUsd: judgeSpend,
       };
     },
   );

@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The web dashboard's build, done by `vigil up` / `vigil observe` when it is missing or older
+ * than its sources, so `npm install && npm start` on a fresh clone serves it without a separate
+ * step (dist/ is not committed). Vite builds into a temporary folder that then replaces dist/, so
+ * observe never serves a half-written build, and a lock folder keeps two processes from building
+ * at once (a lock whose process is gone is taken over).
+ */
+
+export const DASHBOARD_DIR = fileURLToPath(new URL('../../dashboard/', import.meta.url));
+const DIST = join(DASHBOARD_DIR, 'dist');
+const LOCK = join(DASHBOARD_DIR, '.dist-building');
+const SOURCES = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'];
+const LOCK_WAIT_MS = 5 * 60_000;
+
+export type BuildState = 'missing' | 'stale' | 'fresh';
+
+function newestMtime(path: string): number {
+  if (!existsSync(path)) return 0;
+  const info = statSync(path);
+  if (!info.isDirectory()) return info.mtimeMs;
+  let newest = info.mtimeMs;
+  for (const name of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, name)));
+  return newest;
+}
+
+/** Missing (no dist/index.html), stale (a source is newer than the build) or fresh. */
+export function dashboardBuildState(dir = DASHBOARD_DIR): BuildState {
+  const index = join(dir, 'dist', 'index.html');
+  if (!existsSync(index)) return 'missing';
+  const built = statSync(index).mtimeMs;
+  return SOURCES.some((source) => newestMtime(join(dir, source)) > built) ? 'stale' : 'fresh';
+}
+
+function viteBin(): string | null {
+  try {
+    const require = createRequire(join(DASHBOARD_DIR, 'package.json'));
+    const manifest = require.resolve('vite/package.json');
+    const bin = (JSON.parse(readFileSync(manifest, 'utf8')) as { bin: string | Record<string, string> }).bin;
+    return join(manifest, '..', typeof bin === 'string' ? bin : bin.vite!);
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function acquireLock(): Promise<() => void> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      writeFileSync(join(LOCK, 'pid'), String(process.pid));
+      holdingLock = true;
+      return () => {
+        holdingLock = false;
+        rmSync(LOCK, { recursive: true, force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(join(LOCK, 'pid'), 'utf8'));
+    } catch {
+      // The holder has not written its pid yet, or just released the lock.
+    }
+    const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
+    if ((holder > 0 && !alive(holder)) || age > LOCK_WAIT_MS) rmSync(LOCK, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error('another process has been building the dashboard for too long');
+    else await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+let running: Promise<BuildOutcome> | null = null;
+let holdingLock = false;
+const children = new Set<ChildProcess>();
+// A process that exits mid-build (Ctrl-C during the first start) stops its vite and frees the lock.
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGTERM');
+  if (holdingLock) rmSync(LOCK, { recursive: true, force: true });
+});
+
+export type BuildOutcome = { result: 'fresh' } | { result: 'built'; ms: number } | { result: 'unavailable' | 'failed'; reason: string };
+
+/**
+ * Builds the dashboard when it is missing or stale; resolves once dist/ is current (or says why
+ * it could not be built: vite not installed, e.g. `npm install --omit=dev`, or a build error).
+ */
+export function ensureDashboardBuilt(): Promise<BuildOutcome> {
+  running ??= build().finally(() => {
+    running = null;
+  });
+  return running;
+}
+
+async function build(): Promise<BuildOutcome> {
+  if (dashboardBuildState() === 'fresh') return { result: 'fresh' };
+  const vite = viteBin();
+  if (vite === null) return { result: 'unavailable', reason: 'vite is not installed (run npm install, without --omit=dev, to build the dashboard)' };
+  const release = await acquireLock();
+  const out = join(DASHBOARD_DIR, `.dist-tmp-${process.pid}`);
+  try {
+    // Another process may have built it while this one waited for the lock.
+    if (dashboardBuildState() === 'fresh') return { result: 'fresh' };
+    const started = Date.now();
+    const stderr = await new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, [vite, 'build', '--outDir', out, '--emptyOutDir', '--logLevel', 'error'], {
+        cwd: DASHBOARD_DIR,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, NODE_ENV: 'production' },
+      });
+      children.add(child);
+      let text = '';
+      child.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      child.once('error', reject);
+      child.once('exit', (code, signal) => {
+        children.delete(child);
+        if (code === 0) resolve(text);
+        else reject(new Error(`vite build ${signal ? `was stopped (${signal})` : `exited ${code}`}${text ? `:\n${text.trim()}` : ''}`));
+      });
+    });
+    void stderr;
+    const old = join(DASHBOARD_DIR, `.dist-old-${process.pid}`);
+    if (existsSync(DIST)) renameSync(DIST, old);
+    renameSync(out, DIST);
+    rmSync(old, { recursive: true, force: true });
+    return { result: 'built', ms: Date.now() - started };
+  } catch (error) {
+    return { result: 'failed', reason: (error as Error).message };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+    release();
+  }
+}

@@ -1,0 +1,225 @@
+import { useEffect, useState, type ReactNode } from 'react';
+import { ApiError, credentials, gate, onUnauthorized, setCredentials, type ApprovalSummary, type Credentials, type Service } from './api.ts';
+import { Link, match, navigate, useLocation } from './router.tsx';
+import { Badge, Empty, Page, timeAgo, useAsync } from './ui.tsx';
+import { AgentDetailPage, AgentsPage } from './pages/Agents.tsx';
+import { AlertsPage } from './pages/Alerts.tsx';
+import { ApprovalDetailPage, ApprovalsPage } from './pages/Approvals.tsx';
+import { BenchmarkDetailPage, BenchmarksPage } from './pages/Benchmarks.tsx';
+import { GuardrailsPage } from './pages/Guardrails.tsx';
+import { KeysPage } from './pages/Keys.tsx';
+import { OverviewPage } from './pages/Overview.tsx';
+import { PoliciesPage } from './pages/Policies.tsx';
+import { RecallPage } from './pages/Recall.tsx';
+import { ReplayPage } from './pages/Replay.tsx';
+import { SessionDetailPage } from './pages/SessionDetail.tsx';
+import { SessionsPage } from './pages/Sessions.tsx';
+import { SignInPage } from './pages/SignIn.tsx';
+import { WebhooksPage } from './pages/Webhooks.tsx';
+
+interface Route {
+  pattern: string;
+  service: Service;
+  render: (params: Record<string, string>) => ReactNode;
+}
+
+const ROUTES: Route[] = [
+  { pattern: '/', service: 'observe', render: () => <OverviewPage /> },
+  { pattern: '/sessions', service: 'observe', render: () => <SessionsPage /> },
+  { pattern: '/sessions/:id', service: 'observe', render: (p) => <SessionDetailPage id={p.id!} /> },
+  { pattern: '/sessions/:id/replay', service: 'observe', render: (p) => <ReplayPage id={p.id!} /> },
+  { pattern: '/agents', service: 'observe', render: () => <AgentsPage /> },
+  { pattern: '/agents/:id', service: 'observe', render: (p) => <AgentDetailPage id={p.id!} /> },
+  { pattern: '/alerts', service: 'observe', render: () => <AlertsPage /> },
+  { pattern: '/benchmarks', service: 'observe', render: () => <BenchmarksPage /> },
+  { pattern: '/benchmarks/:id', service: 'observe', render: (p) => <BenchmarkDetailPage id={p.id!} /> },
+  { pattern: '/guardrails', service: 'observe', render: () => <GuardrailsPage /> },
+  { pattern: '/recall', service: 'observe', render: () => <RecallPage /> },
+  { pattern: '/approvals', service: 'gate', render: () => <ApprovalsPage /> },
+  { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
+  { pattern: '/policies', service: 'gate', render: () => <PoliciesPage /> },
+  { pattern: '/webhooks', service: 'gate', render: () => <WebhooksPage /> },
+  { pattern: '/keys', service: 'gate', render: () => <KeysPage /> },
+];
+
+const NAV: { title: string; service: Service; links: { to: string; label: string }[] }[] = [
+  {
+    title: 'Observe',
+    service: 'observe',
+    links: [
+      { to: '/', label: 'Overview' },
+      { to: '/sessions', label: 'Sessions' },
+      { to: '/agents', label: 'Agents' },
+      { to: '/alerts', label: 'Alerts' },
+      { to: '/benchmarks', label: 'Benchmarks' },
+      { to: '/guardrails', label: 'Guardrails' },
+      { to: '/recall', label: 'Recall search' },
+    ],
+  },
+  {
+    title: 'Approvals',
+    service: 'gate',
+    links: [
+      { to: '/approvals', label: 'Approval queue' },
+      { to: '/policies', label: 'Policies' },
+      { to: '/webhooks', label: 'Webhooks' },
+      { to: '/keys', label: 'API keys' },
+    ],
+  },
+];
+
+function isCurrent(to: string, path: string): boolean {
+  return to === '/' ? path === '/' : path === to || path.startsWith(`${to}/`);
+}
+
+function PendingCount() {
+  const pending = useAsync((signal) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
+  const count = pending.data?.length ?? 0;
+  if (count === 0) return null;
+  return (
+    <Badge tone="warn" title={`${count} pending`}>
+      {count >= 500 ? '500+' : count}
+      <span className="visually-hidden"> pending</span>
+    </Badge>
+  );
+}
+
+export function App() {
+  const [creds, setCreds] = useState<Credentials>(credentials());
+  const [ended, setEnded] = useState<string | null>(null);
+  const location = useLocation();
+
+  useEffect(
+    () =>
+      onUnauthorized((service: Service, error: ApiError) => {
+        const next = service === 'observe' ? { ...credentials(), observeKey: null } : { ...credentials(), gate: null };
+        setCredentials(next);
+        setCreds(next);
+        setEnded(
+          service === 'observe'
+            ? `Observe no longer accepts your API key (${error.message}). Sign in again.`
+            : `Your gate session ended (${error.message}). Sign in again to keep deciding.`,
+        );
+      }),
+    [],
+  );
+
+  const update = (next: Credentials) => {
+    setCredentials(next);
+    setCreds(next);
+    setEnded(null);
+  };
+
+  const signOut = async () => {
+    if (creds.gate) await gate('/dashboard/sessions/current', { method: 'DELETE' }).catch(() => undefined);
+    update({ observeKey: null, gate: null });
+    navigate('/');
+  };
+
+  const signedIn = creds.observeKey !== null || creds.gate !== null;
+  if (!signedIn || location.path === '/signin') {
+    return (
+      <div className="signin-layout">
+        <main id="main">
+          <SignInPage current={creds} notice={ended} onSignedIn={(next) => { update(next); navigate(location.query.get('next') ?? (next.observeKey ? '/' : '/approvals'), { replace: true }); }} />
+        </main>
+      </div>
+    );
+  }
+
+  let content: ReactNode = null;
+  let service: Service | null = null;
+  for (const route of ROUTES) {
+    const params = match(route.pattern, location.path);
+    if (params) {
+      service = route.service;
+      content = route.render(params);
+      break;
+    }
+  }
+  if (content === null) {
+    content = (
+      <Page title="Page not found">
+        <Empty>
+          There is no page at <code>{location.path}</code>. <Link to="/">Go to the overview</Link>.
+        </Empty>
+      </Page>
+    );
+  } else if (service === 'observe' && !creds.observeKey) {
+    content = <NeedsSignIn service="observe" path={location.path} />;
+  } else if (service === 'gate' && !creds.gate) {
+    content = <NeedsSignIn service="gate" path={location.path} />;
+  }
+
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <div className="layout">
+        <nav className="sidebar" aria-label="Main">
+          <Link to={creds.observeKey ? '/' : '/approvals'} className="brand">
+            <img src="/favicon.svg" alt="" width={24} height={24} /> Vigil
+          </Link>
+          {NAV.map((group) => (
+            <div key={group.title} className="nav-group">
+              <h2 className="nav-title">{group.title}</h2>
+              <ul>
+                {group.links.map((link) => (
+                  <li key={link.to}>
+                    <Link to={link.to} aria-current={isCurrent(link.to, location.path) ? 'page' : undefined}>
+                      {link.label}
+                      {link.to === '/approvals' && creds.gate && <PendingCount />}
+                    </Link>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          ))}
+        </nav>
+        <div className="content">
+          <header className="topbar">
+            {ended && (
+              <p className="topbar-warning" role="alert">
+                {ended}
+              </p>
+            )}
+            <div className="whoami">
+              {creds.gate ? (
+                <span title={`Gate key “${creds.gate.keyName}”, scopes: ${creds.gate.scopes.join(', ')}; session ends ${new Date(creds.gate.expiresAt).toLocaleTimeString()}`}>
+                  Deciding as <strong>{creds.gate.actor}</strong> · session ends {timeAgo(creds.gate.expiresAt)}
+                </span>
+              ) : (
+                <span>Not signed in to the gate</span>
+              )}
+              {(!creds.gate || !creds.observeKey) && (
+                <Link to={`/signin?next=${encodeURIComponent(location.path)}`} className="button secondary small">
+                  {creds.gate ? 'Add observe key' : 'Sign in to the gate'}
+                </Link>
+              )}
+              <button type="button" className="secondary small" onClick={() => void signOut()}>
+                Sign out
+              </button>
+            </div>
+          </header>
+          <main id="main" tabIndex={-1}>
+            {content}
+          </main>
+        </div>
+      </div>
+    </>
+  );
+}
+
+function NeedsSignIn({ service, path }: { service: Service; path: string }) {
+  return (
+    <Page title={service === 'gate' ? 'Approvals need a gate key' : 'This page needs an observe key'}>
+      <Empty>
+        {service === 'gate'
+          ? 'You signed in without a gate API key, so approvals, policies, keys and webhooks are not available. '
+          : 'You signed in without an observe API key, so sessions, agents and analytics are not available. '}
+        <Link to={`/signin?next=${encodeURIComponent(path)}`}>Sign in with {service === 'gate' ? 'a gate' : 'an observe'} key</Link>.
+      </Empty>
+    </Page>
+  );
+}

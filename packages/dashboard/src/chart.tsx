@@ -1,0 +1,103 @@
+import {
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  Filler,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PointElement,
+  Tooltip,
+  type ChartConfiguration,
+} from 'chart.js';
+import { useEffect, useRef } from 'react';
+
+// Only the pieces the dashboard draws, so the bundle stays small (this module is loaded lazily).
+Chart.register(LineController, LineElement, PointElement, BarController, BarElement, CategoryScale, LinearScale, Filler, Legend, Tooltip);
+
+export interface Series {
+  label: string;
+  data: (number | null)[];
+  color: string;
+  /** Draw on the right-hand axis. */
+  right?: boolean;
+}
+
+export interface ChartProps {
+  kind: 'line' | 'bar';
+  labels: string[];
+  series: Series[];
+  /** Read by screen readers instead of the drawing. */
+  description: string;
+  height?: number;
+  yLabel?: string;
+  rightLabel?: string;
+  format?: (value: number) => string;
+  max?: number;
+}
+
+export default function ChartView({ kind, labels, series, description, height = 220, yLabel, rightLabel, format, max }: ChartProps) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const chart = useRef<Chart | null>(null);
+  // The formatter is read through a ref: a new function each render must not redraw the chart.
+  const formatRef = useRef(format);
+  formatRef.current = format;
+  const hasFormat = format !== undefined;
+
+  useEffect(() => {
+    if (!canvas.current) return;
+    const hasRight = series.some((s) => s.right);
+    const config: ChartConfiguration = {
+      type: kind,
+      data: {
+        labels,
+        datasets: series.map((s) => ({
+          label: s.label,
+          data: s.data,
+          borderColor: s.color,
+          backgroundColor: kind === 'bar' ? s.color : `${s.color}22`,
+          fill: kind === 'line' && series.length === 1,
+          tension: 0.25,
+          pointRadius: labels.length > 48 ? 0 : 2,
+          borderWidth: 2,
+          spanGaps: true,
+          yAxisID: s.right ? 'right' : 'y',
+        })),
+      },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        interaction: { mode: 'index', intersect: false },
+        plugins: {
+          legend: { display: series.length > 1, position: 'bottom', labels: { boxWidth: 12 } },
+          tooltip: hasFormat ? { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatRef.current!(Number(item.raw))}` } } : {},
+        },
+        scales: {
+          x: { ticks: { maxTicksLimit: 8, maxRotation: 0 }, grid: { display: false } },
+          y: {
+            beginAtZero: true,
+            ...(max !== undefined && { max }),
+            title: { display: Boolean(yLabel), text: yLabel ?? '' },
+            ticks: hasFormat ? { callback: (value) => formatRef.current!(Number(value)) } : {},
+          },
+          ...(hasRight && { right: { position: 'right' as const, beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: Boolean(rightLabel), text: rightLabel ?? '' } } }),
+        },
+      },
+    };
+    chart.current?.destroy();
+    chart.current = new Chart(canvas.current, config);
+    return () => {
+      chart.current?.destroy();
+      chart.current = null;
+    };
+  }, [kind, JSON.stringify(labels), JSON.stringify(series), yLabel, rightLabel, max, hasFormat]);
+
+  return (
+    <div className="chart" style={{ height }}>
+      <canvas ref={canvas} role="img" aria-label={description} />
+    </div>
+  );
+}

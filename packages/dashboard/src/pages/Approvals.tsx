@@ -1,0 +1,301 @@
+import { useState, type FormEvent, type MouseEvent } from 'react';
+import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
+import { Link, useLocation } from '../router.tsx';
+import {
+  Async,
+  Badge,
+  ErrorMessage,
+  Field,
+  fmtDateTime,
+  fmtDuration,
+  JsonView,
+  Notice,
+  Page,
+  Section,
+  Stat,
+  Stats,
+  StatusBadge,
+  timeAgo,
+  useAction,
+  useAsync,
+} from '../ui.tsx';
+
+const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
+const TABS = [
+  { value: 'pending', label: 'Pending' },
+  { value: 'approved', label: 'Approved' },
+  { value: 'denied', label: 'Denied' },
+  { value: 'expired', label: 'Expired' },
+  { value: 'all', label: 'All' },
+] as const;
+
+/** Most urgent first; within an urgency, the longest waiting first. */
+export function byUrgencyAndAge(a: ApprovalSummary, b: ApprovalSummary): number {
+  return (URGENCY_RANK[a.urgency] ?? 9) - (URGENCY_RANK[b.urgency] ?? 9) || Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1);
+}
+
+export function ApprovalsPage() {
+  const { query } = useLocation();
+  const tab = TABS.some((t) => t.value === query.get('status')) ? (query.get('status') as (typeof TABS)[number]['value']) : 'pending';
+  const requests = useAsync(
+    async (signal) => {
+      if (tab !== 'pending') return gate<ApprovalSummary[]>('/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
+      // One list per urgency, so a flood of low-urgency requests cannot push a critical one off the page.
+      const lists = await Promise.all(
+        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
+      );
+      return lists.flat();
+    },
+    [tab],
+    { pollMs: 3000 },
+  );
+  const rows = tab === 'pending' ? [...(requests.data ?? [])].sort(byUrgencyAndAge) : (requests.data ?? []);
+  const now = Date.now();
+
+  return (
+    <Page title="Approval queue" subtitle="Actions agents asked to take that a policy routed to a person. Refreshed every 3 seconds.">
+      <nav className="tabs" aria-label="Request status">
+        {TABS.map((t) => (
+          <Link key={t.value} to={t.value === 'pending' ? '/approvals' : `/approvals?status=${t.value}`} aria-current={tab === t.value ? 'page' : undefined}>
+            {t.label}
+          </Link>
+        ))}
+      </nav>
+      <Section title={tab === 'pending' ? 'Waiting for a decision' : `${TABS.find((t) => t.value === tab)!.label} requests`} actions={requests.refreshing ? <span className="muted small">refreshing…</span> : null}>
+        <Async
+          state={{ ...requests, data: requests.data === undefined ? undefined : rows }}
+          label="Loading requests…"
+          isEmpty={(d) => d.length === 0}
+          empty={tab === 'pending' ? 'Nothing is waiting for a decision. New requests appear here by themselves.' : 'No requests with this status.'}
+        >
+          {(data) => (
+            <table data-testid="approval-queue">
+              <thead>
+                <tr>
+                  <th scope="col">Urgency</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">{tab === 'pending' ? 'Waiting' : 'Created'}</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Open</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.map((r) => (
+                  <tr key={r.id}>
+                    <td>
+                      <StatusBadge status={r.urgency} />
+                    </td>
+                    <td>
+                      <code>{r.action}</code>
+                    </td>
+                    <td>
+                      <StatusBadge status={r.status} />
+                    </td>
+                    <td title={fmtDateTime(r.createdAt)}>{tab === 'pending' ? fmtDuration(now - Date.parse(r.createdAt)) : timeAgo(r.createdAt)}</td>
+                    <td>
+                      <Link to={`/approvals/${r.id}`} className="button small">
+                        {r.status === 'pending' ? 'Review' : 'Open'}
+                        <span className="visually-hidden"> {r.action} request {r.id}</span>
+                      </Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Async>
+      </Section>
+      <p className="muted small">
+        Use the tabs to see decided requests. <button type="button" className="link" onClick={requests.reload}>Refresh now</button>
+      </p>
+    </Page>
+  );
+}
+
+const DECISION_WORDS: Record<string, string> = {
+  auto_approve: 'approved automatically',
+  auto_deny: 'denied automatically',
+  route_to_human: 'sent to a person',
+  route_to_agent: 'sent to an agent',
+};
+
+function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (message: string) => void }) {
+  const [reason, setReason] = useState('');
+  const [missing, setMissing] = useState(false);
+  const required = request.policyDecision.requireReason;
+  const decide = useAction(async (decision: 'approved' | 'denied') => {
+    const result = await gate<{ status: string; decidedBy: string }>(`/requests/${request.id}/decide`, {
+      method: 'POST',
+      body: reason.trim() ? { decision, reason: reason.trim() } : { decision },
+    });
+    onDecided(`${result.status === 'approved' ? 'Approved' : 'Denied'} as ${result.decidedBy}.`);
+  });
+  const submit = (decision: 'approved' | 'denied') => (event: FormEvent | MouseEvent) => {
+    event.preventDefault();
+    if (required && !reason.trim()) {
+      setMissing(true);
+      document.getElementById('decision-reason')?.focus();
+      return;
+    }
+    setMissing(false);
+    void decide.run(decision);
+  };
+  if (!hasGateScope('request:decide')) {
+    return (
+      <p className="muted">
+        Your gate key (“{credentials().gate?.keyName}”) does not have the <code>request:decide</code> scope, so you can read this request but not decide it.
+      </p>
+    );
+  }
+  return (
+    <form onSubmit={submit('approved')} className="stack" aria-label="Decide this request">
+      <Field
+        label={required ? 'Reason (required by the policy)' : 'Reason (optional)'}
+        htmlFor="decision-reason"
+        hint={`Recorded with your decision as ${credentials().gate?.actor ?? 'dashboard:you'}, in the audit trail and the webhooks.`}
+      >
+        <textarea
+          id="decision-reason"
+          rows={3}
+          maxLength={5000}
+          value={reason}
+          required={required}
+          aria-invalid={missing ? true : undefined}
+          aria-describedby="decision-reason-hint"
+          onChange={(e) => setReason(e.target.value)}
+        />
+      </Field>
+      {missing && <ErrorMessage error={new Error('The policy that routed this request requires a reason for the decision.')} title="Reason missing" />}
+      <div className="row">
+        <button type="submit" className="approve" disabled={decide.pending}>
+          Approve
+        </button>
+        <button type="button" className="danger" onClick={submit('denied')} disabled={decide.pending}>
+          Deny
+        </button>
+      </div>
+      {decide.error && <ErrorMessage error={decide.error} title="The decision was not recorded" />}
+    </form>
+  );
+}
+
+export function ApprovalDetailPage({ id }: { id: string }) {
+  const request = useAsync((signal) => gate<Approval>(`/requests/${id}`, { signal }), [id], { pollMs: 5000 });
+  const audit = useAsync((signal) => gate<AuditEntry[]>(`/requests/${id}/audit`, { signal }), [id], { pollMs: 5000 });
+  const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
+  const onDecided = (message: string) => {
+    setDecided({ id, message });
+    request.reload();
+    audit.reload();
+  };
+
+  return (
+    <Page title={request.data ? `Request: ${request.data.action}` : 'Request'} subtitle={<Link to="/approvals">← Approval queue</Link>}>
+      <Async state={request} label="Loading the request…">
+        {(r) => {
+          const sessionId = typeof r.context.sessionId === 'string' ? r.context.sessionId : null;
+          return (
+            <>
+              {decided?.id === r.id && <Notice>{decided.message}</Notice>}
+              <Stats>
+                <Stat label="Status" value={<span data-testid="request-status"><StatusBadge status={r.status} /></span>} />
+                <Stat label="Urgency" value={<StatusBadge status={r.urgency} />} />
+                <Stat label="Created" value={timeAgo(r.createdAt)} hint={fmtDateTime(r.createdAt)} />
+                <Stat
+                  label="Expires"
+                  value={r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - Date.now())}` : fmtDateTime(r.expiresAt)) : 'never'}
+                />
+                <Stat label="Decided by" value={r.decidedBy ? <code data-testid="decided-by">{r.decidedBy}</code> : '—'} hint={r.decidedAt ? fmtDateTime(r.decidedAt) : undefined} />
+              </Stats>
+              {r.status === 'pending' ? (
+                <Section title="Your decision">
+                  <DecisionForm request={r} onDecided={onDecided} />
+                </Section>
+              ) : (
+                <Section title="Decision">
+                  <p>
+                    <StatusBadge status={r.status} /> by <code>{r.decidedBy ?? 'unknown'}</code> {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
+                  </p>
+                  {r.decisionReason && (
+                    <p>
+                      <strong>Reason:</strong> <span data-testid="decision-reason">{r.decisionReason}</span>
+                    </p>
+                  )}
+                  {r.confirmedAt && (
+                    <>
+                      <p>
+                        <Badge tone="good">executed</Badge> confirmed {fmtDateTime(r.confirmedAt)}
+                      </p>
+                      <JsonView value={r.executionResult} label="Execution result" />
+                    </>
+                  )}
+                </Section>
+              )}
+              <div className="grid-2">
+                <Section title="Parameters">
+                  <JsonView value={r.params} label="Request parameters" />
+                </Section>
+                <Section title="Context">
+                  <JsonView value={r.context} label="Request context" />
+                  {sessionId && credentials().observeKey && (
+                    <p>
+                      <Link to={`/sessions/${encodeURIComponent(sessionId)}`}>Open the agent’s session {sessionId}</Link>
+                    </p>
+                  )}
+                </Section>
+              </div>
+              <Section title="Policy decision">
+                <dl className="facts">
+                  <dt>Outcome</dt>
+                  <dd>
+                    <code>{r.policyDecision.decision}</code> — {DECISION_WORDS[r.policyDecision.decision]}
+                  </dd>
+                  <dt>Policy</dt>
+                  <dd>{r.policyDecision.policyId ? <Link to={`/policies#policy-${r.policyDecision.policyId}`}>{r.policyDecision.policyId}</Link> : 'no rule matched (the default sends requests to a person)'}</dd>
+                  <dt>Approvers</dt>
+                  <dd>{r.policyDecision.approvers.length ? r.policyDecision.approvers.join(', ') : '—'}</dd>
+                  <dt>Channels</dt>
+                  <dd>{r.policyDecision.channels.length ? r.policyDecision.channels.join(', ') : '—'}</dd>
+                  <dt>Reason required</dt>
+                  <dd>{r.policyDecision.requireReason ? 'yes' : 'no'}</dd>
+                </dl>
+              </Section>
+            </>
+          );
+        }}
+      </Async>
+      <Section title="Audit trail">
+        <Async state={audit} isEmpty={(d) => d.length === 0} empty="No audit entries.">
+          {(entries) => (
+            <table data-testid="audit-trail">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Actor</th>
+                  <th scope="col">Details</th>
+                </tr>
+              </thead>
+              <tbody>
+                {entries.map((e, i) => (
+                  <tr key={i}>
+                    <td>{fmtDateTime(e.timestamp)}</td>
+                    <td>
+                      <StatusBadge status={e.event} />
+                    </td>
+                    <td>
+                      <code>{e.actor}</code>
+                    </td>
+                    <td className="clip">{e.details ? Object.entries(e.details).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ') : '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Async>
+      </Section>
+    </Page>
+  );
+}

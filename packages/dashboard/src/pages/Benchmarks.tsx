@@ -1,0 +1,389 @@
+import { useState, type FormEvent } from 'react';
+import { observe } from '../api.ts';
+import { Link, navigate } from '../router.tsx';
+import {
+  Async,
+  Badge,
+  ErrorMessage,
+  Field,
+  fmtDateTime,
+  fmtDuration,
+  fmtNumber,
+  fmtPercent,
+  fmtUsd,
+  Notice,
+  Page,
+  Section,
+  StatusBadge,
+  timeAgo,
+  useAction,
+  useAsync,
+} from '../ui.tsx';
+
+interface Variant {
+  id: string;
+  name: string;
+  tag: string;
+  description?: string | null;
+  agentId?: string | null;
+  sessionCount?: number;
+}
+
+interface Benchmark {
+  id: string;
+  name: string;
+  description: string | null;
+  agentId: string | null;
+  status: 'draft' | 'running' | 'completed' | 'cancelled';
+  variants: Variant[];
+  metrics: string[];
+  minSessionsPerVariant?: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Stats {
+  mean: number | null;
+  median: number | null;
+  stddev: number | null;
+  min: number | null;
+  max: number | null;
+  count: number;
+  rate?: number | null;
+  numerator?: number;
+  denominator?: number;
+}
+
+interface Results {
+  variants: { variantId: string; variantName: string; tag: string; sessionCount: number; belowMinimum: boolean; metrics: Record<string, Stats> }[];
+  comparisons: {
+    metric: string;
+    variantA: { id: string; name: string; stats: Stats };
+    variantB: { id: string; name: string; stats: Stats };
+    absoluteDiff: number | null;
+    percentDiff: number | null;
+    testType: 'welch_t' | 'chi_squared';
+    testStatistic: number | null;
+    pValue: number;
+    confidenceInterval: { lower: number; upper: number } | null;
+    significant: boolean;
+    winner?: string;
+    confidence: string;
+    belowMinimum: boolean;
+    degenerate: string | null;
+  }[];
+  summary: string;
+  computedAt: string;
+  belowMinimum: boolean;
+  minSessionsPerVariant: number;
+}
+
+const METRIC_LABELS: Record<string, string> = {
+  error_rate: 'Error rate',
+  completion_rate: 'Completion rate',
+  tool_success_rate: 'Tool success rate',
+  avg_cost: 'Cost per session',
+  avg_tokens: 'Tokens per session',
+  avg_duration: 'Session duration',
+  avg_latency: 'Tool latency',
+};
+
+function metricValue(metric: string, value: number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  if (metric.endsWith('_rate')) return fmtPercent(value);
+  if (metric === 'avg_cost') return fmtUsd(value);
+  if (metric === 'avg_duration' || metric === 'avg_latency') return fmtDuration(value);
+  return fmtNumber(value, 1);
+}
+
+function NewBenchmark() {
+  const [name, setName] = useState('');
+  const [agentId, setAgentId] = useState('');
+  const [variants, setVariants] = useState([
+    { name: 'A', tag: '' },
+    { name: 'B', tag: '' },
+  ]);
+  const create = useAction(async () => {
+    const created = await observe<Benchmark>('/benchmarks', {
+      method: 'POST',
+      body: { name, ...(agentId.trim() && { agentId: agentId.trim() }), variants: variants.map((v) => ({ name: v.name.trim(), tag: v.tag.trim() })) },
+    });
+    navigate(`/benchmarks/${created.id}`);
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    void create.run();
+  };
+  const setVariant = (index: number, field: 'name' | 'tag', value: string) => setVariants((vs) => vs.map((v, i) => (i === index ? { ...v, [field]: value } : v)));
+  return (
+    <form onSubmit={submit} className="stack">
+      <div className="form-grid">
+        <Field label="Name" htmlFor="bench-name">
+          <input id="bench-name" required value={name} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        <Field label="Agent (optional)" htmlFor="bench-agent">
+          <input id="bench-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} />
+        </Field>
+      </div>
+      <fieldset>
+        <legend>Variants (a variant’s sessions carry its tag)</legend>
+        {variants.map((v, i) => (
+          <div className="form-grid" key={i}>
+            <Field label={`Variant ${i + 1} name`} htmlFor={`bench-v${i}-name`}>
+              <input id={`bench-v${i}-name`} required value={v.name} onChange={(e) => setVariant(i, 'name', e.target.value)} />
+            </Field>
+            <Field label={`Variant ${i + 1} session tag`} htmlFor={`bench-v${i}-tag`}>
+              <input id={`bench-v${i}-tag`} required value={v.tag} placeholder="e.g. prompt-v2" onChange={(e) => setVariant(i, 'tag', e.target.value)} />
+            </Field>
+          </div>
+        ))}
+        <div className="row">
+          <button type="button" className="secondary small" disabled={variants.length >= 10} onClick={() => setVariants((vs) => [...vs, { name: String.fromCharCode(65 + vs.length), tag: '' }])}>
+            Add a variant
+          </button>
+          {variants.length > 2 && (
+            <button type="button" className="secondary small" onClick={() => setVariants((vs) => vs.slice(0, -1))}>
+              Remove the last variant
+            </button>
+          )}
+        </div>
+      </fieldset>
+      <div>
+        <button type="submit" disabled={create.pending}>
+          {create.pending ? 'Creating…' : 'Create benchmark (draft)'}
+        </button>
+      </div>
+      {create.error && <ErrorMessage error={create.error} title="The benchmark was not created" />}
+    </form>
+  );
+}
+
+export function BenchmarksPage() {
+  const [status, setStatus] = useState('');
+  const list = useAsync((signal) => observe<{ benchmarks: Benchmark[]; total: number }>('/benchmarks', { query: { status, limit: 100 }, signal }), [status]);
+  return (
+    <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
+      <Section
+        title="Benchmarks"
+        actions={
+          <div className="field inline">
+            <label htmlFor="bench-status">Status</label>
+            <select id="bench-status" value={status} onChange={(e) => setStatus(e.target.value)}>
+              <option value="">Any</option>
+              {['draft', 'running', 'completed', 'cancelled'].map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </div>
+        }
+      >
+        <Async state={list} isEmpty={(d) => d.benchmarks.length === 0} empty="No benchmarks yet. Create one below.">
+          {(data) => (
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Variants</th>
+                  <th scope="col">Agent</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.benchmarks.map((b) => (
+                  <tr key={b.id}>
+                    <td>
+                      <Link to={`/benchmarks/${b.id}`}>{b.name}</Link>
+                    </td>
+                    <td>
+                      <StatusBadge status={b.status} />
+                    </td>
+                    <td>{b.variants.map((v) => `${v.name} (${v.tag})`).join(' vs ')}</td>
+                    <td>{b.agentId ?? <span className="muted">any</span>}</td>
+                    <td title={fmtDateTime(b.createdAt)}>{timeAgo(b.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Async>
+      </Section>
+      <Section title="New benchmark">
+        <NewBenchmark />
+      </Section>
+    </Page>
+  );
+}
+
+export function BenchmarkDetailPage({ id }: { id: string }) {
+  const benchmark = useAsync((signal) => observe<Benchmark>(`/benchmarks/${id}`, { signal }), [id]);
+  const status = benchmark.data?.status;
+  const results = useAsync(
+    (signal) => (status && status !== 'draft' ? observe<Results>(`/benchmarks/${id}/results`, { signal }) : Promise.resolve(null)),
+    [id, status],
+  );
+  const [done, setDone] = useState<string | null>(null);
+  const move = useAction(async (next: 'running' | 'completed' | 'cancelled') => {
+    await observe(`/benchmarks/${id}/status`, { method: 'PUT', body: { status: next } });
+    setDone(next === 'running' ? 'Benchmark started: results are computed live until it completes.' : next === 'completed' ? 'Benchmark completed: its results are frozen.' : 'Benchmark cancelled.');
+    benchmark.reload();
+  });
+
+  return (
+    <Page title={benchmark.data?.name ?? 'Benchmark'} subtitle={<Link to="/benchmarks">← All benchmarks</Link>}>
+      <Async state={benchmark} label="Loading the benchmark…">
+        {(b) => (
+          <Section
+            title="Variants"
+            actions={
+              <div className="row">
+                <StatusBadge status={b.status} />
+                {b.status === 'draft' && (
+                  <button type="button" onClick={() => void move.run('running')} disabled={move.pending}>
+                    Start
+                  </button>
+                )}
+                {b.status === 'running' && (
+                  <button type="button" onClick={() => void move.run('completed')} disabled={move.pending}>
+                    Complete and freeze results
+                  </button>
+                )}
+                {(b.status === 'draft' || b.status === 'running') && (
+                  <button type="button" className="secondary" onClick={() => void move.run('cancelled')} disabled={move.pending}>
+                    Cancel
+                  </button>
+                )}
+              </div>
+            }
+          >
+            {b.description && <p>{b.description}</p>}
+            {move.error && <ErrorMessage error={move.error} title="Status not changed" />}
+            {done && <Notice>{done}</Notice>}
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Variant</th>
+                  <th scope="col">Session tag</th>
+                  <th scope="col">Agent</th>
+                  <th scope="col" className="num">Sessions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {b.variants.map((v) => (
+                  <tr key={v.id}>
+                    <td>{v.name}</td>
+                    <td>
+                      <Link to={`/sessions?tags=${encodeURIComponent(v.tag)}`}>{v.tag}</Link>
+                    </td>
+                    <td>{v.agentId ?? b.agentId ?? <span className="muted">any</span>}</td>
+                    <td className="num">
+                      {fmtNumber(v.sessionCount)}
+                      {b.minSessionsPerVariant !== undefined && (v.sessionCount ?? 0) < b.minSessionsPerVariant && (
+                        <Badge tone="warn" title={`At least ${b.minSessionsPerVariant} sessions are needed to name a winner`}>
+                          below minimum
+                        </Badge>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Section>
+        )}
+      </Async>
+      {status === 'draft' ? (
+        <Section title="Results">
+          <p className="empty">Results appear once the benchmark is started (every variant needs at least one session).</p>
+        </Section>
+      ) : (
+        status && (
+          <Section title="Results">
+            <Async state={results} label="Computing results…">
+              {(r) =>
+                r && (
+                  <>
+                    <p className="summary">{r.summary}</p>
+                    <p className="muted small">Computed {fmtDateTime(r.computedAt)}. Significant when p &lt; 0.05 (*** p &lt; 0.01, ** p &lt; 0.05, * p &lt; 0.1).</p>
+                    <table>
+                      <caption>Per-variant means (± standard deviation)</caption>
+                      <thead>
+                        <tr>
+                          <th scope="col">Metric</th>
+                          {r.variants.map((v) => (
+                            <th scope="col" key={v.variantId} className="num">
+                              {v.variantName} ({v.sessionCount})
+                            </th>
+                          ))}
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {Object.keys(r.variants[0]?.metrics ?? {}).map((metric) => (
+                          <tr key={metric}>
+                            <th scope="row">{METRIC_LABELS[metric] ?? metric}</th>
+                            {r.variants.map((v) => {
+                              const s = v.metrics[metric];
+                              return (
+                                <td key={v.variantId} className="num">
+                                  {metricValue(metric, s?.mean)}
+                                  {s?.stddev !== null && s?.stddev !== undefined && !metric.endsWith('_rate') && <span className="muted"> ± {metricValue(metric, s.stddev)}</span>}
+                                </td>
+                              );
+                            })}
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                    <table>
+                      <caption>Comparisons (differences are B − A)</caption>
+                      <thead>
+                        <tr>
+                          <th scope="col">Metric</th>
+                          <th scope="col">A vs B</th>
+                          <th scope="col" className="num">Difference</th>
+                          <th scope="col">Test</th>
+                          <th scope="col" className="num">p-value</th>
+                          <th scope="col">95% interval</th>
+                          <th scope="col">Verdict</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {r.comparisons.map((c, i) => (
+                          <tr key={i} className={c.significant ? 'highlight' : undefined}>
+                            <th scope="row">{METRIC_LABELS[c.metric] ?? c.metric}</th>
+                            <td>
+                              {c.variantA.name} vs {c.variantB.name}
+                            </td>
+                            <td className="num">
+                              {metricValue(c.metric, c.absoluteDiff)}
+                              {c.percentDiff !== null && <span className="muted"> ({c.percentDiff > 0 ? '+' : ''}{c.percentDiff.toFixed(1)}%)</span>}
+                            </td>
+                            <td>{c.testType === 'welch_t' ? 'Welch t' : 'χ²'}{c.testStatistic !== null && <span className="muted"> = {c.testStatistic.toFixed(3)}</span>}</td>
+                            <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : c.pValue.toFixed(4)}</td>
+                            <td>{c.confidenceInterval ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}` : '—'}</td>
+                            <td>
+                              {c.winner ? (
+                                <Badge tone="good">{c.winner} wins {c.confidence}</Badge>
+                              ) : c.significant && c.belowMinimum ? (
+                                <Badge tone="warn">significant, too few sessions</Badge>
+                              ) : c.degenerate ? (
+                                <span className="muted">{c.degenerate.replace(/_/g, ' ')}</span>
+                              ) : (
+                                <span className="muted">no significant difference</span>
+                              )}
+                            </td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </>
+                )
+              }
+            </Async>
+          </Section>
+        )
+      )}
+    </Page>
+  );
+}

@@ -1,0 +1,219 @@
+import { observe } from '../api.ts';
+import { Chart } from '../lazy-chart.tsx';
+import { Link, setQuery, useLocation } from '../router.tsx';
+import { Async, fmtDuration, fmtNumber, fmtPercent, fmtUsd, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+
+interface Bucket {
+  bucket: string;
+  eventCount: number;
+  toolCallCount: number;
+  errorCount: number;
+  avgLatencyMs: number | null;
+  totalCostUsd: number;
+}
+
+interface Analytics {
+  buckets: Bucket[];
+  totals: { eventCount: number; toolCallCount: number; errorCount: number; avgLatencyMs: number | null; totalCostUsd: number };
+}
+
+interface AgentRow {
+  agentId: string;
+  sessionCount: number;
+  totalEvents: number;
+  totalErrors: number;
+  errorRate: number;
+  totalCostUsd: number;
+  avgDurationMs: number | null;
+}
+
+interface ToolRow {
+  toolName: string;
+  callCount: number;
+  errorCount: number;
+  errorRate: number;
+  avgDurationMs: number | null;
+}
+
+const RANGES = {
+  '24h': { label: 'Last 24 hours', ms: 24 * 3_600_000, granularity: 'hour' },
+  '7d': { label: 'Last 7 days', ms: 7 * 86_400_000, granularity: 'day' },
+  '30d': { label: 'Last 30 days', ms: 30 * 86_400_000, granularity: 'day' },
+} as const;
+type RangeKey = keyof typeof RANGES;
+
+function bucketLabel(iso: string, granularity: string): string {
+  const date = new Date(iso);
+  return granularity === 'hour'
+    ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
+    : date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
+
+export function OverviewPage() {
+  const { query } = useLocation();
+  const rangeKey: RangeKey = (query.get('range') as RangeKey) in RANGES ? (query.get('range') as RangeKey) : '24h';
+  const range = RANGES[rangeKey];
+  // The window is computed at each load, so polling moves it forward without resetting the page.
+  const windowNow = () => {
+    const to = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
+    return { from: new Date(to.getTime() - range.ms).toISOString(), to: to.toISOString() };
+  };
+
+  const analytics = useAsync((signal) => observe<Analytics>('/analytics', { query: { ...windowNow(), granularity: range.granularity }, signal }), [rangeKey], {
+    pollMs: 30_000,
+  });
+  const agents = useAsync((signal) => observe<{ agents: AgentRow[] }>('/analytics/agents', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+  const tools = useAsync((signal) => observe<{ tools: ToolRow[] }>('/analytics/tools', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+
+  return (
+    <Page
+      title="Overview"
+      subtitle="What your agents did: events, errors, spend and tool latency over time."
+      actions={
+        <div className="field inline">
+          <label htmlFor="overview-range">Time range</label>
+          <select id="overview-range" value={rangeKey} onChange={(e) => setQuery({ range: e.target.value === '24h' ? null : e.target.value })}>
+            {Object.entries(RANGES).map(([key, r]) => (
+              <option key={key} value={key}>
+                {r.label}
+              </option>
+            ))}
+          </select>
+        </div>
+      }
+    >
+      <Async state={analytics} label="Loading analytics…">
+        {(data) => {
+          const labels = data.buckets.map((b) => bucketLabel(b.bucket, range.granularity));
+          const t = data.totals;
+          return (
+            <>
+              <Stats>
+                <Stat label="Events" value={fmtNumber(t.eventCount)} />
+                <Stat label="Tool calls" value={fmtNumber(t.toolCallCount)} />
+                <Stat label="Errors" value={fmtNumber(t.errorCount)} hint={t.eventCount ? `${fmtPercent(t.errorCount / t.eventCount)} of events` : undefined} />
+                <Stat label="Spend" value={fmtUsd(t.totalCostUsd)} />
+                <Stat label="Avg tool latency" value={fmtDuration(t.avgLatencyMs)} />
+              </Stats>
+              {t.eventCount === 0 ? (
+                <Section title="Activity">
+                  <p className="empty">
+                    No events in this range yet. Send some with <code>POST /api/events</code> (see the README) and they show up here within seconds.
+                  </p>
+                </Section>
+              ) : (
+                <div className="grid-2">
+                  <Section title="Events and errors">
+                    <Chart
+                      kind="line"
+                      labels={labels}
+                      series={[
+                        { label: 'Events', data: data.buckets.map((b) => b.eventCount), color: '#2563eb' },
+                        { label: 'Errors', data: data.buckets.map((b) => b.errorCount), color: '#dc2626' },
+                      ]}
+                      description={`Events and errors per ${range.granularity}: ${t.eventCount} events and ${t.errorCount} errors in total.`}
+                    />
+                  </Section>
+                  <Section title="Spend">
+                    <Chart
+                      kind="bar"
+                      labels={labels}
+                      series={[{ label: 'Spend (USD)', data: data.buckets.map((b) => b.totalCostUsd), color: '#7c3aed' }]}
+                      format={fmtUsd}
+                      description={`Spend per ${range.granularity}; ${fmtUsd(t.totalCostUsd)} in total.`}
+                    />
+                  </Section>
+                  <Section title="Tool latency">
+                    <Chart
+                      kind="line"
+                      labels={labels}
+                      series={[{ label: 'Average tool latency', data: data.buckets.map((b) => b.avgLatencyMs), color: '#0891b2' }]}
+                      format={(v) => fmtDuration(v)}
+                      description={`Average tool call latency per ${range.granularity}; ${fmtDuration(t.avgLatencyMs)} over the range.`}
+                    />
+                  </Section>
+                  <Section title="Tool calls">
+                    <Chart
+                      kind="bar"
+                      labels={labels}
+                      series={[{ label: 'Tool calls', data: data.buckets.map((b) => b.toolCallCount), color: '#059669' }]}
+                      description={`Tool calls per ${range.granularity}; ${t.toolCallCount} in total.`}
+                    />
+                  </Section>
+                </div>
+              )}
+            </>
+          );
+        }}
+      </Async>
+      <div className="grid-2">
+        <Section title="Top agents">
+          <Async state={agents} isEmpty={(d) => d.agents.length === 0} empty="No agent started a session in this range.">
+            {(data) => (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Agent</th>
+                    <th scope="col" className="num">Sessions</th>
+                    <th scope="col" className="num">Events</th>
+                    <th scope="col" className="num">Error rate</th>
+                    <th scope="col" className="num">Spend</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {[...data.agents]
+                    .sort((a, b) => b.totalEvents - a.totalEvents)
+                    .slice(0, 8)
+                    .map((a) => (
+                      <tr key={a.agentId}>
+                        <td>
+                          <Link to={`/agents/${encodeURIComponent(a.agentId)}`}>{a.agentId}</Link>
+                        </td>
+                        <td className="num">{fmtNumber(a.sessionCount)}</td>
+                        <td className="num">{fmtNumber(a.totalEvents)}</td>
+                        <td className="num">{fmtPercent(a.errorRate)}</td>
+                        <td className="num">{fmtUsd(a.totalCostUsd)}</td>
+                      </tr>
+                    ))}
+                </tbody>
+              </table>
+            )}
+          </Async>
+        </Section>
+        <Section title="Top tools">
+          <Async state={tools} isEmpty={(d) => d.tools.length === 0} empty="No tool calls in this range.">
+            {(data) => (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Tool</th>
+                    <th scope="col" className="num">Calls</th>
+                    <th scope="col" className="num">Errors</th>
+                    <th scope="col" className="num">Error rate</th>
+                    <th scope="col" className="num">Avg duration</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {[...data.tools]
+                    .sort((a, b) => b.callCount - a.callCount)
+                    .slice(0, 8)
+                    .map((t) => (
+                      <tr key={t.toolName}>
+                        <td>
+                          <code>{t.toolName}</code>
+                        </td>
+                        <td className="num">{fmtNumber(t.callCount)}</td>
+                        <td className="num">{fmtNumber(t.errorCount)}</td>
+                        <td className="num">{fmtPercent(t.errorRate)}</td>
+                        <td className="num">{fmtDuration(t.avgDurationMs)}</td>
+                      </tr>
+                    ))}
+                </tbody>
+              </table>
+            )}
+          </Async>
+        </Section>
+      </div>
+    </Page>
+  );
+}

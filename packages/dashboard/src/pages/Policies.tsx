@@ -1,0 +1,276 @@
+import { useState, type FormEvent } from 'react';
+import { gate } from '../api.ts';
+import { Async, Badge, ErrorMessage, Field, fmtDateTime, JsonView, Notice, Page, parseJsonObject, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
+
+interface Rule {
+  match: Record<string, unknown>;
+  decision: string;
+  approvers?: string[];
+  channels?: string[];
+  requireReason?: boolean;
+}
+
+interface Policy {
+  id: string;
+  name: string;
+  priority: number;
+  enabled: boolean;
+  rules: Rule[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Simulation {
+  decision: { decision: string; policyId: string | null; policyName: string | null; ruleIndex: number | null; approvers: string[]; channels: string[]; requireReason: boolean };
+  status: 'approved' | 'denied' | 'pending';
+  matchedRule: Rule | null;
+  candidateMatched: boolean;
+  policiesEvaluated: number;
+}
+
+const EXAMPLE_RULES = `[
+  {"match": {"action": {"$regex": "^delete_"}}, "decision": "auto_deny"},
+  {"match": {"action": "pay", "amount": {"$lt": 100}}, "decision": "auto_approve"},
+  {"match": {"action": "pay"}, "decision": "route_to_human", "requireReason": true}
+]`;
+
+function matchText(match: Record<string, unknown>): string {
+  const parts = Object.entries(match).map(([path, matcher]) => {
+    if (matcher === null || typeof matcher !== 'object') return `${path} = ${JSON.stringify(matcher)}`;
+    return Object.entries(matcher as Record<string, unknown>)
+      .map(([op, value]) => `${path} ${{ $lt: '<', $gt: '>', $lte: '≤', $gte: '≥', $in: 'in', $regex: 'matches' }[op] ?? op} ${JSON.stringify(value)}`)
+      .join(' and ');
+  });
+  return parts.length ? parts.join(' and ') : 'every request';
+}
+
+function parseRules(text: string): Rule[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`Rules are not valid JSON: ${(error as Error).message}`);
+  }
+  if (!Array.isArray(value)) throw new Error('Rules must be a JSON array of rules, e.g. [{"match": {"action": "pay"}, "decision": "route_to_human"}]');
+  return value as Rule[];
+}
+
+function Simulator({ policies }: { policies: Policy[] }) {
+  const [action, setAction] = useState('pay');
+  const [urgency, setUrgency] = useState('normal');
+  const [params, setParams] = useState('{"amount": 250}');
+  const [context, setContext] = useState('{}');
+  const [useDraft, setUseDraft] = useState(false);
+  const [draftId, setDraftId] = useState('');
+  const [draftRules, setDraftRules] = useState(EXAMPLE_RULES);
+  const [result, setResult] = useState<Simulation | null>(null);
+  const simulate = useAction(async () => {
+    const body: Record<string, unknown> = { action, urgency, params: parseJsonObject(params, 'Parameters'), context: parseJsonObject(context, 'Context') };
+    if (useDraft) {
+      const replaced = policies.find((p) => p.id === draftId);
+      body.candidate = {
+        ...(draftId && { id: draftId }),
+        name: replaced ? `${replaced.name} (draft)` : 'draft policy',
+        priority: replaced?.priority ?? 100,
+        rules: parseRules(draftRules),
+      };
+    }
+    setResult(await gate<Simulation>('/policies/simulate', { method: 'POST', body }));
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setResult(null);
+    void simulate.run();
+  };
+  return (
+    <form onSubmit={submit} className="stack" aria-label="Policy simulator">
+      <div className="form-grid">
+        <Field label="Action" htmlFor="sim-action">
+          <input id="sim-action" required value={action} onChange={(e) => setAction(e.target.value)} />
+        </Field>
+        <Field label="Urgency" htmlFor="sim-urgency">
+          <select id="sim-urgency" value={urgency} onChange={(e) => setUrgency(e.target.value)}>
+            {['low', 'normal', 'high', 'critical'].map((u) => (
+              <option key={u}>{u}</option>
+            ))}
+          </select>
+        </Field>
+        <Field label="Parameters (JSON object)" htmlFor="sim-params">
+          <textarea id="sim-params" rows={3} className="mono" value={params} onChange={(e) => setParams(e.target.value)} />
+        </Field>
+        <Field label="Context (JSON object)" htmlFor="sim-context">
+          <textarea id="sim-context" rows={3} className="mono" value={context} onChange={(e) => setContext(e.target.value)} />
+        </Field>
+      </div>
+      <label className="checkbox">
+        <input type="checkbox" checked={useDraft} onChange={(e) => setUseDraft(e.target.checked)} /> Also try a draft policy (not saved)
+      </label>
+      {useDraft && (
+        <div className="form-grid">
+          <Field label="The draft stands in for" htmlFor="sim-draft-of">
+            <select id="sim-draft-of" value={draftId} onChange={(e) => setDraftId(e.target.value)}>
+              <option value="">no policy: it is added</option>
+              {policies.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Draft rules (JSON array)" htmlFor="sim-draft-rules">
+            <textarea id="sim-draft-rules" rows={6} className="mono" value={draftRules} onChange={(e) => setDraftRules(e.target.value)} />
+          </Field>
+        </div>
+      )}
+      <div>
+        <button type="submit" disabled={simulate.pending}>
+          {simulate.pending ? 'Evaluating…' : 'Try it'}
+        </button>
+      </div>
+      {simulate.error && <ErrorMessage error={simulate.error} title="Could not evaluate" />}
+      {result && (
+        <div className="simulation" role="status" data-testid="simulation">
+          <p>
+            This request would be <StatusBadge status={result.status} /> —{' '}
+            {result.decision.policyId
+              ? <>rule {result.decision.ruleIndex! + 1} of “{result.decision.policyName}”{result.candidateMatched && ' (the draft)'} decides <code>{result.decision.decision}</code>.</>
+              : <>no rule matched, so it goes to a person (<code>route_to_human</code>).</>}
+          </p>
+          {result.matchedRule && <p className="muted">Matched: {matchText(result.matchedRule.match)}</p>}
+          {result.decision.requireReason && <p>A decision on it needs a reason.</p>}
+          {result.decision.approvers.length > 0 && <p>Approvers: {result.decision.approvers.join(', ')}</p>}
+          <p className="muted small">{result.policiesEvaluated} enabled policies evaluated. Nothing was created.</p>
+        </div>
+      )}
+    </form>
+  );
+}
+
+function NewPolicy({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [priority, setPriority] = useState('100');
+  const [rules, setRules] = useState(EXAMPLE_RULES);
+  const [done, setDone] = useState<string | null>(null);
+  const create = useAction(async () => {
+    const policy = await gate<Policy>('/policies', { method: 'POST', body: { name, priority: Number(priority), rules: parseRules(rules) } });
+    setDone(`Policy “${policy.name}” saved; new requests are evaluated against it at once.`);
+    setName('');
+    onCreated();
+  });
+  return (
+    <form
+      className="stack"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setDone(null);
+        void create.run();
+      }}
+    >
+      <div className="form-grid">
+        <Field label="Name" htmlFor="policy-name">
+          <input id="policy-name" required value={name} onChange={(e) => setName(e.target.value)} />
+        </Field>
+        <Field label="Priority (lower runs first)" htmlFor="policy-priority">
+          <input id="policy-priority" type="number" required value={priority} onChange={(e) => setPriority(e.target.value)} />
+        </Field>
+      </div>
+      <Field
+        label="Rules (JSON array, first match wins)"
+        htmlFor="policy-rules"
+        hint={<>Matchers: exact value, <code>$lt $gt $lte $gte</code>, <code>$in</code>, <code>$regex</code>; paths such as <code>action</code>, <code>params.amount</code> or just <code>amount</code>. Decisions: auto_approve, auto_deny, route_to_human, route_to_agent.</>}
+      >
+        <textarea id="policy-rules" rows={7} className="mono" value={rules} onChange={(e) => setRules(e.target.value)} aria-describedby="policy-rules-hint" />
+      </Field>
+      <div>
+        <button type="submit" disabled={create.pending}>
+          {create.pending ? 'Saving…' : 'Save policy'}
+        </button>
+      </div>
+      {create.error && <ErrorMessage error={create.error} title="The policy was not saved" />}
+      {done && <Notice>{done}</Notice>}
+    </form>
+  );
+}
+
+export function PoliciesPage() {
+  const policies = useAsync((signal) => gate<{ policies: Policy[] }>('/policies', { query: { limit: 500 }, signal }), []);
+  const toggle = useAction(async (policy: Policy) => {
+    await gate(`/policies/${policy.id}`, { method: 'PUT', body: { enabled: !policy.enabled } });
+    policies.reload();
+  });
+  const remove = useAction(async (policy: Policy) => {
+    if (!window.confirm(`Delete the policy “${policy.name}”?`)) return;
+    await gate(`/policies/${policy.id}`, { method: 'DELETE' });
+    policies.reload();
+  });
+
+  return (
+    <Page title="Policies" subtitle="Enabled policies are evaluated by priority, rules in order; the first matching rule decides. No match sends the request to a person.">
+      <Section title="Simulator">
+        <p className="muted">Try a request against the current policies — and optionally a draft — without creating it.</p>
+        <Simulator policies={policies.data?.policies ?? []} />
+      </Section>
+      <Section title="Policies in evaluation order">
+        {(toggle.error ?? remove.error) && <ErrorMessage error={(toggle.error ?? remove.error)!} />}
+        <Async state={policies} label="Loading policies…" isEmpty={(d) => d.policies.length === 0} empty="No policies: every request goes to a person. Add one below.">
+          {(data) => (
+            <div className="stack">
+              {data.policies.map((p) => (
+                <article key={p.id} id={`policy-${p.id}`} className="policy" aria-labelledby={`policy-${p.id}-name`}>
+                  <header className="row">
+                    <h3 id={`policy-${p.id}-name`}>{p.name}</h3>
+                    <Badge>priority {p.priority}</Badge>
+                    {p.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>}
+                    <span className="muted small">
+                      <code>{p.id}</code> · updated {fmtDateTime(p.updatedAt)}
+                    </span>
+                    <span className="spacer" />
+                    <button type="button" className="secondary small" onClick={() => void toggle.run(p)} disabled={toggle.pending}>
+                      {p.enabled ? 'Disable' : 'Enable'}
+                      <span className="visually-hidden"> {p.name}</span>
+                    </button>
+                    <button type="button" className="danger small" onClick={() => void remove.run(p)} disabled={remove.pending}>
+                      Delete<span className="visually-hidden"> {p.name}</span>
+                    </button>
+                  </header>
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col" className="num">#</th>
+                        <th scope="col">When</th>
+                        <th scope="col">Decision</th>
+                        <th scope="col">Approvers</th>
+                        <th scope="col">Reason required</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {p.rules.map((r, i) => (
+                        <tr key={i}>
+                          <td className="num">{i + 1}</td>
+                          <td>{matchText(r.match)}</td>
+                          <td>
+                            <code>{r.decision}</code>
+                          </td>
+                          <td>{r.approvers?.join(', ') || '—'}</td>
+                          <td>{r.requireReason ? 'yes' : 'no'}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                  {p.rules.length === 0 && <p className="empty">No rules.</p>}
+                </article>
+              ))}
+            </div>
+          )}
+        </Async>
+      </Section>
+      <Section title="New policy">
+        <NewPolicy onCreated={policies.reload} />
+      </Section>
+      <details className="card">
+        <summary>Raw JSON of the policies</summary>
+        <JsonView value={policies.data?.policies} />
+      </details>
+    </Page>
+  );
+}

@@ -1,0 +1,272 @@
+import { useState } from 'react';
+import { observe, type Session, type Verification, type VigilEvent } from '../api.ts';
+import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
+import { Link } from '../router.tsx';
+import {
+  Async,
+  Badge,
+  ErrorMessage,
+  fmtDateTime,
+  fmtDuration,
+  fmtNumber,
+  fmtTime,
+  fmtUsd,
+  JsonView,
+  Notice,
+  plural,
+  Page,
+  Section,
+  shortHash,
+  Stat,
+  Stats,
+  StatusBadge,
+  timeAgo,
+  useAction,
+  useAsync,
+} from '../ui.tsx';
+
+interface Evaluator {
+  id: string;
+  name: string;
+  kind: 'compliance' | 'llm_judge';
+}
+
+export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
+  const broken = verification.brokenAt;
+  return (
+    <div className={`chain ${verification.valid ? 'chain-valid' : 'chain-broken'}`} role="status" aria-live="polite" data-testid="chain-status">
+      <div>
+        {verification.valid ? (
+          <>
+            <strong>Hash chain valid.</strong> All {fmtNumber(verification.eventCount)} events verified; head <code>{shortHash(verification.headHash)}</code>.
+          </>
+        ) : (
+          <>
+            <strong>Hash chain broken at step {broken ? broken.seq : '?'}.</strong> {broken?.reason ?? 'The stored events no longer match their hashes.'}
+            {broken?.eventId && (
+              <>
+                {' '}
+                <a href={`#event-${broken.eventId}`}>Go to the event</a>.
+              </>
+            )}{' '}
+            Someone or something changed, removed or reordered stored events after they were recorded.
+          </>
+        )}
+      </div>
+      {onVerify && (
+        <button type="button" className="secondary small" onClick={onVerify} disabled={verifying}>
+          {verifying ? 'Verifying…' : 'Verify again'}
+        </button>
+      )}
+    </div>
+  );
+}
+
+function EvalCard({ event }: { event: VigilEvent }) {
+  const p = event.payload as {
+    method?: string;
+    score?: number;
+    passed?: boolean;
+    reasoning?: string;
+    violations?: { ruleId: string; ruleType?: string; detail?: string }[];
+    judgeModel?: string;
+    costUsd?: number;
+  };
+  const judge = p.method === 'llm_judge';
+  return (
+    <article className="eval" aria-label={`Evaluation at ${fmtDateTime(event.timestamp)}`}>
+      <header>
+        <Badge tone={p.passed ? 'good' : 'bad'}>{p.passed ? 'passed' : 'failed'}</Badge>{' '}
+        <strong>{judge ? 'AI judgment' : 'Deterministic compliance check'}</strong>
+        <span className="muted">
+          {' '}
+          · score {typeof p.score === 'number' ? p.score.toFixed(2) : '—'} · step {event.seq} · {fmtDateTime(event.timestamp)}
+        </span>
+      </header>
+      {judge && (
+        <p className="muted">
+          Judged by {p.judgeModel ?? 'a model'} ({fmtUsd(p.costUsd)}, not part of the session’s spend). A model’s judgment can differ between runs.
+        </p>
+      )}
+      {p.reasoning && <p>{p.reasoning}</p>}
+      {p.violations && p.violations.length > 0 && (
+        <ul>
+          {p.violations.map((v, i) => (
+            <li key={i}>
+              <code>{v.ruleId}</code> {v.ruleType && <span className="muted">({v.ruleType})</span>} {v.detail}
+            </li>
+          ))}
+        </ul>
+      )}
+    </article>
+  );
+}
+
+function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => void }) {
+  const evaluators = useAsync((signal) => observe<{ evaluators: Evaluator[] }>('/evaluators', { signal }), []);
+  const [chosen, setChosen] = useState('');
+  const [done, setDone] = useState<string | null>(null);
+  const action = useAction(async (id: string) => {
+    const evaluator = evaluators.data?.evaluators.find((e) => e.id === id);
+    if (!evaluator) throw new Error('Choose an evaluator first.');
+    const path = evaluator.kind === 'llm_judge' ? 'score' : 'compliance';
+    const result = await observe<{ passed: boolean; score: number }>(`/eval/sessions/${encodeURIComponent(sessionId)}/${path}`, { method: 'POST', body: { evaluatorId: id } });
+    setDone(`${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${result.score.toFixed(2)}). The verdict is chained into the session.`);
+    onDone();
+  });
+  if (evaluators.data && evaluators.data.evaluators.length === 0) {
+    return (
+      <p className="muted">
+        No saved evaluators yet. Create one with <code>POST /api/evaluators</code> to run it on sessions from here.
+      </p>
+    );
+  }
+  return (
+    <form
+      className="filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setDone(null);
+        void action.run(chosen);
+      }}
+    >
+      <div className="field">
+        <label htmlFor="run-evaluator">Saved evaluator</label>
+        <select id="run-evaluator" value={chosen} onChange={(e) => setChosen(e.target.value)}>
+          <option value="">Choose…</option>
+          {evaluators.data?.evaluators.map((e) => (
+            <option key={e.id} value={e.id}>
+              {e.name} ({e.kind === 'llm_judge' ? 'AI judge' : 'rules'})
+            </option>
+          ))}
+        </select>
+      </div>
+      <button type="submit" className="secondary" disabled={!chosen || action.pending}>
+        {action.pending ? 'Evaluating…' : 'Evaluate this session'}
+      </button>
+      {action.error && <ErrorMessage error={action.error} title="Evaluation failed" />}
+      {done && <Notice>{done}</Notice>}
+    </form>
+  );
+}
+
+export function SessionDetailPage({ id }: { id: string }) {
+  const path = `/sessions/${encodeURIComponent(id)}`;
+  const session = useAsync((signal) => observe<Session>(path, { signal }), [id], { pollMs: 5000 });
+  const timeline = useAsync((signal) => observe<{ events: VigilEvent[]; chainValid: boolean }>(`${path}/timeline`, { signal }), [id], { pollMs: 5000 });
+  const verification = useAsync((signal) => observe<Verification>('/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
+  const [typeFilter, setTypeFilter] = useState('');
+
+  const reloadAll = () => {
+    session.reload();
+    timeline.reload();
+    verification.reload();
+  };
+
+  return (
+    <Page
+      title={`Session ${id}`}
+      subtitle={<Link to="/sessions">← All sessions</Link>}
+      actions={
+        <Link to={`${path}/replay`} className="button">
+          Replay step by step
+        </Link>
+      }
+    >
+      <Async state={session} label="Loading the session…">
+        {(s) => (
+          <Stats>
+            <Stat label="Status" value={<StatusBadge status={s.status} />} />
+            <Stat label="Agent" value={<Link to={`/agents/${encodeURIComponent(s.agentId)}`}>{s.agentName}</Link>} hint={s.agentName !== s.agentId ? s.agentId : undefined} />
+            <Stat label="Started" value={timeAgo(s.startedAt)} hint={fmtDateTime(s.startedAt)} />
+            <Stat label="Duration" value={fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))} hint={s.endedAt ? 'ended' : 'still active'} />
+            <Stat label="Events" value={fmtNumber(s.eventCount)} hint={plural(s.toolCallCount, 'tool call')} />
+            <Stat label="Errors" value={fmtNumber(s.errorCount)} />
+            <Stat label="Cost" value={fmtUsd(s.totalCostUsd)} />
+            <Stat label="Tags" value={s.tags.length ? s.tags.join(', ') : '—'} />
+          </Stats>
+        )}
+      </Async>
+
+      <Section title="Tamper evidence">
+        <Async state={verification} label="Verifying the hash chain…">
+          {(v) => <ChainStatus verification={v} onVerify={verification.reload} verifying={verification.refreshing} />}
+        </Async>
+      </Section>
+
+      <Section title="Evaluations">
+        <Async state={timeline}>
+          {(t) => {
+            const evals = t.events.filter((e) => e.eventType === 'eval_result');
+            return evals.length === 0 ? (
+              <p className="empty">No evaluation of this session yet.</p>
+            ) : (
+              <div className="evals">
+                {evals.map((e) => (
+                  <EvalCard key={e.id} event={e} />
+                ))}
+              </div>
+            );
+          }}
+        </Async>
+        <RunEvaluator sessionId={id} onDone={reloadAll} />
+      </Section>
+
+      <Section
+        title="Timeline"
+        actions={
+          <div className="field inline">
+            <label htmlFor="timeline-type">Show</label>
+            <select id="timeline-type" value={typeFilter} onChange={(e) => setTypeFilter(e.target.value)}>
+              <option value="">All events</option>
+              {[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => (
+                <option key={type} value={type}>
+                  {type}
+                </option>
+              ))}
+            </select>
+          </div>
+        }
+      >
+        <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">
+          {(t) => {
+            const broken = verification.data?.brokenAt ?? null;
+            const shown = typeFilter ? t.events.filter((e) => e.eventType === typeFilter) : t.events;
+            return (
+              <ol className="timeline" aria-label="Events in time order">
+                {shown.map((e) => {
+                  const isBroken = broken !== null && (broken.eventId === e.id || (broken.eventId === null && broken.seq === e.seq));
+                  return (
+                    <li key={e.id} id={`event-${e.id}`} className={isBroken ? 'broken' : undefined} data-testid="timeline-event">
+                      <details>
+                        <summary>
+                          <span className="seq" title="Step in the hash chain">
+                            #{e.seq}
+                          </span>
+                          <time dateTime={e.timestamp} title={fmtDateTime(e.timestamp)}>
+                            {fmtTime(e.timestamp)}
+                          </time>
+                          <EventTypeBadge type={e.eventType} />
+                          <SeverityBadge severity={e.severity} />
+                          <span className="summary-text">{summarize(e.eventType, e.payload)}</span>
+                          {isBroken && <Badge tone="bad">chain broken here</Badge>}
+                        </summary>
+                        <div className="event-detail">
+                          <JsonView value={e.payload} label={`Payload of event ${e.seq}`} />
+                          {Object.keys(e.metadata).length > 0 && <JsonView value={e.metadata} label={`Metadata of event ${e.seq}`} />}
+                          <p className="muted hashes">
+                            id <code>{e.id}</code> · hash <code>{shortHash(e.hash)}</code> · previous <code>{shortHash(e.prevHash)}</code>
+                          </p>
+                        </div>
+                      </details>
+                    </li>
+                  );
+                })}
+              </ol>
+            );
+          }}
+        </Async>
+      </Section>
+    </Page>
+  );
+}

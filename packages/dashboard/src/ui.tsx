@@ -1,0 +1,411 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { ApiError } from './api.ts';
+import { usePageTitle } from './router.tsx';
+
+// ---------------------------------------------------------------------------------------------
+// Data loading
+// ---------------------------------------------------------------------------------------------
+
+export interface AsyncState<T> {
+  data: T | undefined;
+  error: Error | undefined;
+  /** True until the first answer (later refreshes keep showing the last data). */
+  loading: boolean;
+  refreshing: boolean;
+  reload: () => void;
+}
+
+/**
+ * Loads data for a page and reloads it when `deps` change, every `pollMs` if given (live views),
+ * and on `reload()`. A newer load aborts an older one, so answers never arrive out of order.
+ */
+export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: readonly unknown[], options: { pollMs?: number } = {}): AsyncState<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: Error | undefined; loading: boolean; refreshing: boolean }>({
+    data: undefined,
+    error: undefined,
+    loading: true,
+    refreshing: false,
+  });
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const depsKey = JSON.stringify(deps);
+  const lastDeps = useRef(depsKey);
+
+  useEffect(() => {
+    const controller = new AbortController();
+    const depsChanged = lastDeps.current !== depsKey;
+    lastDeps.current = depsKey;
+    setState((s) => (depsChanged ? { data: undefined, error: undefined, loading: true, refreshing: false } : { ...s, refreshing: true }));
+    loadRef.current(controller.signal).then(
+      (data) => {
+        if (!controller.signal.aborted) setState({ data, error: undefined, loading: false, refreshing: false });
+      },
+      (error: unknown) => {
+        if (controller.signal.aborted || (error as Error).name === 'AbortError') return;
+        setState((s) => ({ data: s.data, error: error as Error, loading: false, refreshing: false }));
+      },
+    );
+    return () => controller.abort();
+  }, [depsKey, tick]);
+
+  useEffect(() => {
+    if (!options.pollMs) return;
+    const timer = window.setInterval(() => {
+      if (document.visibilityState === 'visible') setTick((t) => t + 1);
+    }, options.pollMs);
+    return () => window.clearInterval(timer);
+  }, [options.pollMs]);
+
+  return { ...state, reload };
+}
+
+/** Runs an action (approve, save, delete …) with a pending flag and its error in words. */
+export function useAction<A extends unknown[], R>(action: (...args: A) => Promise<R>): {
+  run: (...args: A) => Promise<R | undefined>;
+  pending: boolean;
+  error: Error | undefined;
+  clearError: () => void;
+} {
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<Error | undefined>(undefined);
+  const run = async (...args: A): Promise<R | undefined> => {
+    setPending(true);
+    setError(undefined);
+    try {
+      return await action(...args);
+    } catch (caught) {
+      setError(caught as Error);
+      return undefined;
+    } finally {
+      setPending(false);
+    }
+  };
+  return { run, pending, error, clearError: () => setError(undefined) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout pieces
+// ---------------------------------------------------------------------------------------------
+
+export function Page({ title, subtitle, actions, children }: { title: string; subtitle?: ReactNode; actions?: ReactNode; children: ReactNode }) {
+  usePageTitle(title);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    // After a navigation, focus lands on the new page's heading (keyboard and screen-reader users start there).
+    if (document.activeElement === document.body || document.activeElement?.closest('nav')) heading.current?.focus({ preventScroll: true });
+  }, [title]);
+  return (
+    <>
+      <header className="page-header">
+        <div>
+          <h1 tabIndex={-1} ref={heading}>
+            {title}
+          </h1>
+          {subtitle && <p className="subtitle">{subtitle}</p>}
+        </div>
+        {actions && <div className="page-actions">{actions}</div>}
+      </header>
+      {children}
+    </>
+  );
+}
+
+export function Section({ title, actions, children, id }: { title: string; actions?: ReactNode; children: ReactNode; id?: string }) {
+  const headingId = id ?? `section-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+  return (
+    <section className="card" aria-labelledby={headingId}>
+      <div className="card-header">
+        <h2 id={headingId}>{title}</h2>
+        {actions && <div className="card-actions">{actions}</div>}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" />
+      {label}
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
+export function ErrorMessage({ error, retry, title }: { error: Error; retry?: () => void; title?: string }) {
+  const details = error instanceof ApiError ? error.details : [];
+  const status = error instanceof ApiError && error.status > 0 ? ` (HTTP ${error.status})` : '';
+  return (
+    <div className="error" role="alert">
+      <p>
+        <strong>{title ?? 'Something went wrong'}:</strong> {error.message}
+        {status}
+      </p>
+      {details.length > 0 && (
+        <ul>
+          {details.map((d, i) => (
+            <li key={i}>
+              {d.path ? <code>{d.path}</code> : null} {d.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      {retry && (
+        <button type="button" className="secondary small" onClick={retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** Renders loading, error and empty states around the data. */
+export function Async<T>({
+  state,
+  children,
+  isEmpty,
+  empty,
+  label,
+}: {
+  state: AsyncState<T>;
+  children: (data: T) => ReactNode;
+  isEmpty?: (data: T) => boolean;
+  empty?: ReactNode;
+  label?: string;
+}) {
+  if (state.data === undefined) {
+    if (state.error) return <ErrorMessage error={state.error} retry={state.reload} />;
+    return <Loading label={label} />;
+  }
+  return (
+    <>
+      {state.error && <ErrorMessage error={state.error} retry={state.reload} title="Could not refresh" />}
+      {isEmpty?.(state.data) ? <Empty>{empty ?? 'Nothing here yet.'}</Empty> : children(state.data)}
+    </>
+  );
+}
+
+export type Tone = 'neutral' | 'good' | 'bad' | 'warn' | 'info';
+
+export function Badge({ tone = 'neutral', children, title }: { tone?: Tone; children: ReactNode; title?: string }) {
+  return (
+    <span className={`badge badge-${tone}`} title={title}>
+      {children}
+    </span>
+  );
+}
+
+const STATUS_TONES: Record<string, Tone> = {
+  active: 'info',
+  completed: 'good',
+  error: 'bad',
+  pending: 'warn',
+  approved: 'good',
+  denied: 'bad',
+  expired: 'neutral',
+  delivered: 'good',
+  failed: 'bad',
+  running: 'info',
+  draft: 'neutral',
+  cancelled: 'neutral',
+  critical: 'bad',
+  high: 'warn',
+  normal: 'info',
+  low: 'neutral',
+  improving: 'good',
+  stable: 'neutral',
+  degrading: 'bad',
+};
+
+export function StatusBadge({ status }: { status: string }) {
+  return <Badge tone={STATUS_TONES[status] ?? 'neutral'}>{status}</Badge>;
+}
+
+export function Stat({ label, value, hint }: { label: string; value: ReactNode; hint?: ReactNode }) {
+  return (
+    <div className="stat">
+      <div className="stat-label">{label}</div>
+      <div className="stat-value">{value}</div>
+      {hint && <div className="stat-hint">{hint}</div>}
+    </div>
+  );
+}
+
+export function Stats({ children }: { children: ReactNode }) {
+  return <div className="stats">{children}</div>;
+}
+
+export function JsonView({ value, label }: { value: unknown; label?: string }) {
+  const text = value === undefined ? '—' : JSON.stringify(value, null, 2);
+  return (
+    <pre className="json" aria-label={label} tabIndex={0}>
+      {text}
+    </pre>
+  );
+}
+
+/** A polite live region: success messages after an action. */
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Field({ label, hint, children, htmlFor }: { label: string; hint?: ReactNode; children: ReactNode; htmlFor: string }) {
+  return (
+    <div className="field">
+      <label htmlFor={htmlFor}>{label}</label>
+      {children}
+      {hint && (
+        <small className="hint" id={`${htmlFor}-hint`}>
+          {hint}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Pager({ offset, limit, total, onChange, label }: { offset: number; limit: number; total: number; onChange: (offset: number) => void; label: string }) {
+  if (total <= limit && offset === 0) return null;
+  const last = Math.min(offset + limit, total);
+  return (
+    <nav className="pager" aria-label={`${label} pages`}>
+      <button type="button" className="secondary small" disabled={offset === 0} onClick={() => onChange(Math.max(0, offset - limit))}>
+        ← Newer
+      </button>
+      <span>
+        {total === 0 ? 0 : offset + 1}–{last} of {total}
+      </span>
+      <button type="button" className="secondary small" disabled={last >= total} onClick={() => onChange(offset + limit)}>
+        Older →
+      </button>
+    </nav>
+  );
+}
+
+export function Meter({ value, max = 100, label }: { value: number; max?: number; label: string }) {
+  const ratio = Math.max(0, Math.min(1, value / max));
+  const tone = ratio >= 0.8 ? 'good' : ratio >= 0.5 ? 'warn' : 'bad';
+  return (
+    <span className="meter" role="meter" aria-valuemin={0} aria-valuemax={max} aria-valuenow={value} aria-label={label}>
+      <span className={`meter-fill meter-${tone}`} style={{ width: `${ratio * 100}%` }} />
+    </span>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+// ---------------------------------------------------------------------------------------------
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const shortTime = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+export function fmtDateTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
+}
+
+export function fmtTime(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : shortTime.format(date);
+}
+
+export function fmtDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(ms)} ms`;
+  if (abs < 60_000) return `${(ms / 1000).toFixed(abs < 10_000 ? 2 : 1)} s`;
+  if (abs < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  if (abs < 86_400_000) return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
+  return `${Math.floor(ms / 86_400_000)} d ${Math.round((ms % 86_400_000) / 3_600_000)} h`;
+}
+
+export function timeAgo(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const ms = now - Date.parse(iso);
+  if (!Number.isFinite(ms)) return iso;
+  const rough = (d: number) => (d < 60_000 ? `${Math.round(d / 1000)} s` : fmtDuration(d).replace(/ \d+ (s|min|h)$/, ''));
+  if (ms < -5_000) return `in ${rough(-ms)}`;
+  if (ms < 5_000) return 'just now';
+  return `${rough(ms)} ago`;
+}
+
+export function fmtUsd(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  if (value === 0) return '$0';
+  if (Math.abs(value) < 0.01) return `$${value.toPrecision(2)}`;
+  return `$${value.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+}
+
+export function fmtNumber(value: number | null | undefined, digits = 0): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return value.toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+}
+
+export function fmtPercent(ratio: number | null | undefined, digits = 1): string {
+  if (ratio === null || ratio === undefined || !Number.isFinite(ratio)) return '—';
+  return `${(ratio * 100).toFixed(digits)}%`;
+}
+
+export function shortHash(hash: string | null | undefined): string {
+  return hash ? `${hash.slice(0, 10)}…` : '—';
+}
+
+/** Parses a JSON object typed into a textarea; the error names the field. */
+export function parseJsonObject(text: string, field: string): Record<string, unknown> {
+  if (!text.trim()) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${field} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${field} must be a JSON object, e.g. {"amount": 10}`);
+  return value as Record<string, unknown>;
+}
+
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A secret shown once (a new API key), with a copy button. */
+export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone?: () => void }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="secret" role="status">
+      <p>
+        <strong>{label}</strong> It is shown only this once; Vigil stores only its SHA-256.
+      </p>
+      <code className="secret-value">{value}</code>
+      <div className="row">
+        <button type="button" className="secondary small" onClick={() => void copyText(value).then(setCopied)}>
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+        {onDone && (
+          <button type="button" className="secondary small" onClick={onDone}>
+            Done
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** "1 event", "3 events". */
+export function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count.toLocaleString()} ${count === 1 ? one : many}`;
+}

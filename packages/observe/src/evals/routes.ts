@@ -1,0 +1,220 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import type { EvalRunWorker } from './runs.ts';
+import {
+  breachBodySchema,
+  breachResultSchema,
+  complianceBodySchema,
+  complianceResultSchema,
+  createDatasetBodySchema,
+  createEvaluatorBodySchema,
+  createRunBodySchema,
+  datasetSchema,
+  datasetSummarySchema,
+  evaluatorSchema,
+  idParams,
+  judgeResultSchema,
+  runSchema,
+  scoreBodySchema,
+  sessionParams,
+} from './schemas.ts';
+import { complianceSpec, evaluateCompliance, evaluateWithJudge, judgePlan, judgeSpec, judgeSpecOf, recordBreach, resolveEvaluator } from './service.ts';
+import {
+  datasetCases,
+  deleteEvaluator,
+  findDataset,
+  findEvaluator,
+  findRun,
+  insertDataset,
+  insertEvaluator,
+  insertRun,
+  listDatasets,
+  listEvaluators,
+  runCases,
+  toDatasetOut,
+  toDatasetSummary,
+  toEvaluatorOut,
+  toRunOut,
+} from './store.ts';
+
+export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalRunWorker): void {
+  app.post(
+    '/api/eval/sessions/:sessionId/compliance',
+    {
+      schema: {
+        summary: 'Score a session against deterministic rules and chain the verdict as an eval_result',
+        tags: ['evals'],
+        params: sessionParams,
+        body: complianceBodySchema,
+        response: { 201: complianceResultSchema },
+      },
+    },
+    async (request, reply) => {
+      const spec = await complianceSpec(ctx, request.body);
+      return reply.status(201).send(await evaluateCompliance(ctx, request.params.sessionId, spec));
+    },
+  );
+
+  app.post(
+    '/api/eval/sessions/:sessionId/score',
+    {
+      schema: {
+        summary: 'Score a session with an LLM judge against a rubric and chain the verdict as an eval_result',
+        tags: ['evals'],
+        params: sessionParams,
+        body: scoreBodySchema,
+        response: { 201: judgeResultSchema },
+      },
+    },
+    async (request, reply) => {
+      const spec = await judgeSpec(ctx, request.body);
+      return reply.status(201).send(await evaluateWithJudge(ctx, request.params.sessionId, spec));
+    },
+  );
+
+  app.post(
+    '/api/internal/eval/guardrail-breach',
+    {
+      config: { auth: 'service' },
+      schema: {
+        summary: 'Record a denied action reported by the approval service (service token only)',
+        tags: ['evals'],
+        body: breachBodySchema,
+        response: { 201: breachResultSchema },
+      },
+    },
+    async (request, reply) => {
+      const { eventId } = await recordBreach(ctx, request.body);
+      return reply.status(201).send({ recorded: true as const, eventId });
+    },
+  );
+
+  // ---- evaluators ----
+
+  app.post(
+    '/api/evaluators',
+    {
+      schema: { summary: 'Save an evaluator', tags: ['evals'], body: createEvaluatorBodySchema, response: { 201: evaluatorSchema } },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      if (body.kind === 'llm_judge' && body.model !== undefined) {
+        // An unpriced model could never run: refused now rather than at each evaluation.
+        if (!ctx.prices.find(body.model)) {
+          throw observeError('judgeModelUnpriced', `The judge model ${JSON.stringify(body.model)} has no price in the price table`);
+        }
+      }
+      const evaluator = await insertEvaluator(ctx.database, body, ctx.clock.now());
+      return reply.status(201).send(toEvaluatorOut(evaluator));
+    },
+  );
+
+  app.get(
+    '/api/evaluators',
+    { schema: { summary: 'List evaluators, newest first', tags: ['evals'], response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) } } },
+    async () => ({ evaluators: (await listEvaluators(ctx.database)).map(toEvaluatorOut) }),
+  );
+
+  app.get(
+    '/api/evaluators/:id',
+    { schema: { summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } } },
+    async (request) => {
+      const evaluator = await findEvaluator(ctx.database, request.params.id);
+      if (!evaluator) throw observeError('evaluatorNotFound');
+      return toEvaluatorOut(evaluator);
+    },
+  );
+
+  app.delete(
+    '/api/evaluators/:id',
+    {
+      schema: {
+        summary: 'Delete an evaluator (runs already started keep their copy of it)',
+        tags: ['evals'],
+        params: idParams,
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
+      },
+    },
+    async (request) => {
+      if (!(await deleteEvaluator(ctx.database, request.params.id))) throw observeError('evaluatorNotFound');
+      return { id: request.params.id, deleted: true as const };
+    },
+  );
+
+  // ---- datasets and runs ----
+
+  app.post(
+    '/api/datasets',
+    { schema: { summary: 'Create a dataset of 1 to 1000 cases', tags: ['evals'], body: createDatasetBodySchema, response: { 201: datasetSchema } } },
+    async (request, reply) => {
+      const { row, cases } = await insertDataset(ctx.database, request.body, ctx.clock.now());
+      return reply.status(201).send(toDatasetOut(row, cases));
+    },
+  );
+
+  app.get(
+    '/api/datasets',
+    {
+      schema: { summary: 'List datasets, newest first', tags: ['evals'], response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) } },
+    },
+    async () => ({ datasets: (await listDatasets(ctx.database)).map(toDatasetSummary) }),
+  );
+
+  app.get(
+    '/api/datasets/:id',
+    { schema: { summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } } },
+    async (request) => {
+      const dataset = await findDataset(ctx.database.db, request.params.id);
+      if (!dataset) throw observeError('datasetNotFound');
+      return toDatasetOut(dataset, await datasetCases(ctx.database.db, dataset.id));
+    },
+  );
+
+  app.post(
+    '/api/datasets/:id/runs',
+    {
+      schema: {
+        summary: 'Run every case of a dataset against an agent webhook, in the background',
+        tags: ['evals'],
+        params: idParams,
+        body: createRunBodySchema,
+        response: { 202: runSchema },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      if (!(await findDataset(ctx.database.db, request.params.id))) throw observeError('datasetNotFound');
+      const evaluator = body.evaluatorId === undefined ? null : await findEvaluatorForRun(body.evaluatorId);
+      const run = await insertRun(
+        ctx.database,
+        { datasetId: request.params.id, agentId: body.agentId, webhookUrl: body.webhookUrl, evaluator, caseTimeoutMs: body.caseTimeoutSeconds * 1000 },
+        ctx.clock.now(),
+      );
+      if (!run) throw observeError('datasetNotFound');
+      const answer = toRunOut(run, await runCases(ctx.database.db, run.id));
+      // Committed: the worker takes it from here, off the request path.
+      runs.kick();
+      return reply.status(202).send(answer);
+    },
+  );
+
+  app.get(
+    '/api/runs/:id',
+    { schema: { summary: 'An evaluation run with the outcome of each case', tags: ['evals'], params: idParams, response: { 200: runSchema } } },
+    async (request) => {
+      const run = await findRun(ctx.database.db, request.params.id);
+      if (!run) throw observeError('evalRunNotFound');
+      return toRunOut(run, await runCases(ctx.database.db, run.id));
+    },
+  );
+
+  /** A run's evaluator: either kind; a judge evaluator needs a configured judge and a priced model now, not at every case. */
+  async function findEvaluatorForRun(id: string) {
+    const stored = await findEvaluator(ctx.database, id);
+    const evaluator = await resolveEvaluator(ctx, id, stored?.kind ?? 'compliance');
+    if (evaluator.kind === 'llm_judge') judgePlan(ctx, judgeSpecOf(evaluator));
+    return evaluator;
+  }
+}

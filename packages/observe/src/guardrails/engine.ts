@@ -1,0 +1,344 @@
+import { DAY_MS, jsonNumberAt, MINUTE_MS, newId, toIso, type DeliveryQueue } from '@vigil/platform';
+import type { FastifyBaseLogger } from 'fastify';
+import { COUNTED_EVENT_TYPES } from '../alerts/evaluator.ts';
+import { aggregate, emptySums, ratio } from '../analytics/aggregate.ts';
+import type { ObserveContext } from '../context.ts';
+import { notificationQueue } from '../notifications.ts';
+import { agentHealth, DEFAULT_WINDOW_DAYS } from '../health/service.ts';
+import type { GuardrailDeliveryRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNotification } from './schemas.ts';
+import {
+  insertTrigger,
+  lastTriggeredFor,
+  listEnabledRules,
+  lockRule,
+  pauseAgent,
+  queueDelivery,
+  setAgentFields,
+  type GuardrailRule,
+} from './store.ts';
+import type { Kysely } from 'kysely';
+
+/** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
+export const GUARDRAIL_SWEEP_INTERVAL_MS = 30_000;
+export const GUARDRAIL_SWEEP_JOB = 'observe.guardrails';
+
+// ---- pure condition logic ----
+
+/** The number a rule compares its measured value with. */
+export function thresholdOf(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>): number {
+  const config = rule.conditionConfig as ConditionConfig & Record<string, number>;
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+      return config.threshold;
+    case 'cost_limit':
+      return config.maxCostUsd;
+    case 'health_score_threshold':
+      return config.minScore;
+    case 'custom_metric':
+      return config.value;
+  }
+}
+
+export function compare(value: number, operator: Operator, reference: number): boolean {
+  switch (operator) {
+    case 'gt':
+      return value > reference;
+    case 'gte':
+      return value >= reference;
+    case 'lt':
+      return value < reference;
+    case 'lte':
+      return value <= reference;
+    case 'eq':
+      return value === reference;
+  }
+}
+
+/** Error rate and cost fire above their threshold, health below its minimum, a custom metric by its operator. */
+export function conditionMet(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>, value: number): boolean {
+  const threshold = thresholdOf(rule);
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+    case 'cost_limit':
+      return value > threshold;
+    case 'health_score_threshold':
+      return value < threshold;
+    case 'custom_metric':
+      return compare(value, (rule.conditionConfig as ConditionConfig<'custom_metric'>).operator, threshold);
+  }
+}
+
+export function describeCondition(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>, value: number): string {
+  const threshold = thresholdOf(rule);
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+      return `error rate ${round(value)}% exceeds ${threshold}% over ${(rule.conditionConfig as ConditionConfig<'error_rate_threshold'>).windowMs} ms`;
+    case 'cost_limit':
+      return `cost ${round(value)} USD exceeds ${threshold} USD over ${(rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs} ms`;
+    case 'health_score_threshold': {
+      const dimension = (rule.conditionConfig as ConditionConfig<'health_score_threshold'>).dimension;
+      return `${dimension === undefined ? 'health score' : `${dimension} health score`} ${round(value)} is below ${threshold}`;
+    }
+    case 'custom_metric': {
+      const { metricKey, operator } = rule.conditionConfig as ConditionConfig<'custom_metric'>;
+      return `${metricKey} = ${value} (${operator} ${threshold})`;
+    }
+  }
+}
+
+const round = (value: number): number => Math.round(value * 10_000) / 10_000;
+
+/** How far back the sweep looks for agents a rule without an agentId may apply to. */
+export function sweepLookbackMs(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>): number {
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+      return (rule.conditionConfig as ConditionConfig<'error_rate_threshold'>).windowMs;
+    case 'cost_limit':
+      return (rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs;
+    case 'health_score_threshold':
+      return DEFAULT_WINDOW_DAYS * DAY_MS;
+    case 'custom_metric':
+      return DAY_MS;
+  }
+}
+
+// ---- measuring (SQL over the event store) ----
+
+/** The latest numeric value at the metric's dot path in payload.data or metadata of the agent's events. */
+async function latestMetric(database: ObserveDatabase, agentId: string, metricKey: string): Promise<number | null> {
+  const path = metricKey.split('.');
+  const inPayload = jsonNumberAt(database.dialect, 'payload', ['data', ...path]);
+  const inMetadata = jsonNumberAt(database.dialect, 'metadata', path);
+  const row = await database.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.coalesce(inPayload, inMetadata).as('value'))
+    .where('agent_id', '=', agentId)
+    .where((eb) => eb.or([eb(inPayload, 'is not', null), eb(inMetadata, 'is not', null)]))
+    .orderBy('ts', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.value === null || row?.value === undefined ? null : Number(row.value);
+}
+
+/** The rule's current value for the agent, or null when there is nothing to judge yet (no events, no sessions, no metric). */
+export async function measure(ctx: ObserveContext, rule: GuardrailRule, agentId: string, now: number): Promise<number | null> {
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+    case 'cost_limit': {
+      const config = rule.conditionConfig as ConditionConfig<'error_rate_threshold'> & ConditionConfig<'cost_limit'>;
+      const length = rule.conditionType === 'error_rate_threshold' ? config.windowMs : config.periodMs;
+      const [sums = emptySums()] = await aggregate(ctx.database, { from: now - length, to: now, dimensions: [], agentId, eventTypes: COUNTED_EVENT_TYPES });
+      if (rule.conditionType === 'cost_limit') return sums.costUsd;
+      return sums.eventCount === 0 ? null : 100 * ratio(sums.errorCount, sums.eventCount);
+    }
+    case 'health_score_threshold': {
+      const report = await agentHealth(ctx, agentId, DEFAULT_WINDOW_DAYS, now);
+      if (report === null) return null;
+      const dimension = (rule.conditionConfig as ConditionConfig<'health_score_threshold'>).dimension;
+      return dimension === undefined ? report.overallScore : (report.dimensions.find((d) => d.name === dimension)?.score ?? null);
+    }
+    case 'custom_metric':
+      return latestMetric(ctx.database, agentId, (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey);
+  }
+}
+
+// ---- firing ----
+
+export function notificationOf(trigger: GuardrailTriggerRow): TriggerNotification {
+  return {
+    triggerId: trigger.id,
+    ruleId: trigger.rule_id,
+    ruleName: trigger.rule_name,
+    conditionType: trigger.condition_type as TriggerNotification['conditionType'],
+    currentValue: trigger.current_value,
+    threshold: trigger.threshold,
+    agentId: trigger.agent_id,
+    timestamp: toIso(trigger.triggered_at),
+    dryRun: trigger.dry_run === 1,
+    actionType: 'notify_webhook',
+  };
+}
+
+/** Runs the rule's action on the agent record in the caller's transaction (not for notify_webhook, which is queued). */
+async function applyAgentAction(trx: Kysely<ObserveSchema>, rule: GuardrailRule, agentId: string, reason: string, now: number): Promise<ActionResult> {
+  switch (rule.actionType) {
+    case 'pause_agent': {
+      const outcome = await pauseAgent(trx, agentId, (rule.actionConfig as ActionConfig<'pause_agent'>).reason ?? reason, now);
+      const detail = { paused: 'agent paused', already_paused: 'agent was already paused', unknown: 'agent not found; nothing paused' }[outcome];
+      return { status: 'applied', detail };
+    }
+    case 'downgrade_model': {
+      const target = (rule.actionConfig as ActionConfig<'downgrade_model'>).targetModel;
+      const done = await setAgentFields(trx, agentId, { model_override: target });
+      return { status: 'applied', detail: done ? `modelOverride set to ${target}` : 'agent not found; no override set' };
+    }
+    case 'approval_policy': {
+      const policyId = (rule.actionConfig as ActionConfig<'approval_policy'>).policyId;
+      const done = await setAgentFields(trx, agentId, { approval_policy_id: policyId });
+      return { status: 'applied', detail: done ? `approvalPolicyId set to ${policyId}` : 'agent not found; no policy set' };
+    }
+    case 'notify_webhook':
+      throw new Error('notify_webhook is queued, not applied');
+  }
+}
+
+const WOULD: Record<Exclude<GuardrailRule['actionType'], 'notify_webhook'>, string> = {
+  pause_agent: 'pause the agent',
+  downgrade_model: 'set the model override',
+  approval_policy: 'set the approval policy',
+};
+
+export interface Fired {
+  trigger: GuardrailTriggerRow;
+  deliveryId: string | null;
+}
+
+/**
+ * Records a trigger and runs its action, in one transaction under the rule's row lock. Nothing
+ * happens when the rule changed, was disabled or deleted since it was measured, or already fired
+ * for this agent within its cooldown (on any instance: the lock serialises them).
+ */
+export async function fire(ctx: ObserveContext, measured: GuardrailRule, agentId: string, value: number, now: number): Promise<Fired | null> {
+  const { database } = ctx;
+  return database.db.transaction().execute(async (trx) => {
+    const rule = await lockRule(trx, database.dialect, measured.id);
+    if (!rule || !rule.enabled || rule.updatedAt !== measured.updatedAt) return null;
+    const last = await lastTriggeredFor(trx, rule.id, agentId);
+    if (last !== null && now - last < rule.cooldownMinutes * MINUTE_MS) return null;
+
+    const trigger: GuardrailTriggerRow = {
+      id: newId(),
+      rule_id: rule.id,
+      rule_name: rule.name,
+      agent_id: agentId,
+      triggered_at: now,
+      condition_type: rule.conditionType,
+      current_value: value,
+      threshold: thresholdOf(rule),
+      action_type: rule.actionType,
+      dry_run: rule.dryRun ? 1 : 0,
+      action_result: '',
+    };
+    let deliveryId: string | null = null;
+    let result: ActionResult;
+    if (rule.actionType === 'notify_webhook') {
+      const url = (rule.actionConfig as ActionConfig<'notify_webhook'>).url;
+      deliveryId = await queueDelivery(trx, trigger.id, url, JSON.stringify(notificationOf(trigger)), now);
+      result = rule.dryRun
+        ? { status: 'dry_run', detail: `dry run: notification (dryRun true) queued to ${url}` }
+        : { status: 'queued', detail: `notification queued to ${url}` };
+    } else if (rule.dryRun) {
+      result = { status: 'dry_run', detail: `dry run: would ${WOULD[rule.actionType]}` };
+    } else {
+      result = await applyAgentAction(trx, rule, agentId, `Guardrail "${rule.name}": ${describeCondition(rule, value)}`, now);
+    }
+    trigger.action_result = JSON.stringify(result);
+    await insertTrigger(trx, trigger);
+    return { trigger, deliveryId };
+  });
+}
+
+// ---- the engine: after each ingest commit, and the sweep ----
+
+/**
+ * Evaluates guardrails off the request path. After an ingest commit the batch's agents are queued
+ * and drained in the background (batches arriving meanwhile coalesce); the periodic sweep
+ * evaluates every enabled rule and sends due notifications, so a crash between commit and
+ * evaluation is made good within one sweep interval.
+ */
+export class GuardrailEngine {
+  private readonly pending = new Set<string>();
+  private draining: Promise<void> | null = null;
+  private readonly deliveries: DeliveryQueue<GuardrailDeliveryRow>;
+
+  constructor(
+    private readonly ctx: ObserveContext,
+    private readonly log: FastifyBaseLogger,
+    private readonly evaluateAfterCommit: boolean,
+  ) {
+    this.deliveries = notificationQueue<GuardrailDeliveryRow>(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
+  }
+
+  /** After an ingest commit: the agents whose rules need a look. */
+  agentsChanged(agentIds: Iterable<string>): void {
+    for (const id of agentIds) this.pending.add(id);
+    if (this.evaluateAfterCommit && this.pending.size > 0) void this.drain();
+  }
+
+  /** Evaluates the queued agents until none are left; concurrent calls share one run. */
+  drain(): Promise<void> {
+    this.draining ??= (async () => {
+      while (this.pending.size > 0) {
+        const agentIds = [...this.pending];
+        this.pending.clear();
+        await this.evaluateAgents(agentIds, this.ctx.clock.now()).catch((error: unknown) =>
+          this.log.error({ err: error }, 'guardrail evaluation failed; the sweep retries'),
+        );
+      }
+    })().finally(() => {
+      this.draining = null;
+    });
+    return this.draining;
+  }
+
+  /** Every enabled rule that applies to these agents, for each of them; returns the triggers recorded. */
+  async evaluateAgents(agentIds: readonly string[], now: number): Promise<Fired[]> {
+    if (agentIds.length === 0) return [];
+    const rules = await listEnabledRules(this.ctx.database, agentIds);
+    const fired: Fired[] = [];
+    for (const rule of rules) {
+      for (const agentId of rule.agentId === null ? agentIds : [rule.agentId]) {
+        const trigger = await this.evaluate(rule, agentId, now);
+        if (trigger) fired.push(trigger);
+      }
+    }
+    return fired;
+  }
+
+  /** One run of the sweep job: every enabled rule for its agent, or for every agent seen within its lookback. */
+  async sweep(now: number): Promise<Fired[]> {
+    const fired: Fired[] = [];
+    for (const rule of await listEnabledRules(this.ctx.database)) {
+      const agentIds = rule.agentId !== null ? [rule.agentId] : await this.recentAgents(now - sweepLookbackMs(rule));
+      for (const agentId of agentIds) {
+        const trigger = await this.evaluate(rule, agentId, now);
+        if (trigger) fired.push(trigger);
+      }
+    }
+    await this.deliveries.deliverDue();
+    return fired;
+  }
+
+  /** Waits for the after-commit evaluation and the notifications it started. */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+    await this.deliveries.settle();
+  }
+
+  async stop(): Promise<void> {
+    await this.draining;
+    await this.deliveries.stop();
+  }
+
+  private async recentAgents(since: number): Promise<string[]> {
+    const rows = await this.ctx.database.db.selectFrom('agents').select('id').where('last_seen_at', '>=', since).orderBy('id').execute();
+    return rows.map((row) => row.id);
+  }
+
+  private async evaluate(rule: GuardrailRule, agentId: string, now: number): Promise<Fired | null> {
+    try {
+      const value = await measure(this.ctx, rule, agentId, now);
+      if (value === null || !conditionMet(rule, value)) return null;
+      const fired = await fire(this.ctx, rule, agentId, value, now);
+      if (fired?.deliveryId) this.deliveries.dispatch([fired.deliveryId]);
+      if (fired) this.log.info({ guardrailRuleId: rule.id, agentId, value, actionType: rule.actionType, dryRun: rule.dryRun }, 'guardrail triggered');
+      return fired;
+    } catch (error) {
+      // One failing rule never stops the others.
+      this.log.error({ err: error, guardrailRuleId: rule.id, agentId }, 'guardrail rule evaluation failed');
+      return null;
+    }
+  }
+}

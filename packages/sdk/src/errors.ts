@@ -1,0 +1,144 @@
+/**
+ * Every error the SDK throws is a VigilError. An HTTP answer outside 2xx is a VigilApiError (or
+ * one of its per-status subclasses) whose `message` is the server's own message: observe answers
+ * `{ error, status, details? }`, the gate `{ error: { code, message, details? } }`.
+ */
+
+export type ServiceName = 'observe' | 'gate';
+
+/** One field-level problem of a validation error (observe: `{ path, message }`). */
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class VigilError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export interface ApiErrorInit {
+  service: ServiceName;
+  status: number;
+  message: string;
+  method: string;
+  path: string;
+  /** The gate's `error.code` (`bad_request`, `conflict`, …); observe's bodies carry none. */
+  code?: string;
+  details?: ErrorDetail[];
+  /** The parsed response body (or its text when it was not JSON). */
+  body?: unknown;
+  /** From the Retry-After header, when the server sent one. */
+  retryAfterMs?: number;
+}
+
+/** The server answered with a non-2xx status. */
+export class VigilApiError extends VigilError {
+  readonly service: ServiceName;
+  readonly status: number;
+  readonly code: string | undefined;
+  readonly details: ErrorDetail[];
+  readonly method: string;
+  readonly path: string;
+  readonly body: unknown;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: ApiErrorInit) {
+    super(init.message);
+    this.service = init.service;
+    this.status = init.status;
+    this.code = init.code;
+    this.details = init.details ?? [];
+    this.method = init.method;
+    this.path = init.path;
+    this.body = init.body;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** 400: the request was invalid; `details` lists the offending fields when the server named them. */
+export class VigilValidationError extends VigilApiError {}
+/** 401: missing or invalid API key. */
+export class VigilAuthenticationError extends VigilApiError {}
+/** 403: the key lacks the scope the route needs (gate). */
+export class VigilPermissionError extends VigilApiError {}
+/** 404: no such resource (or route). */
+export class VigilNotFoundError extends VigilApiError {}
+/** 409: the resource is not in a state that allows the change (e.g. a request already decided). */
+export class VigilConflictError extends VigilApiError {}
+/** 429: rate limited; `retryAfterMs` says when to try again. */
+export class VigilRateLimitError extends VigilApiError {}
+/** 5xx: the server failed or a dependency is unavailable. */
+export class VigilServerError extends VigilApiError {}
+
+export function apiError(init: ApiErrorInit): VigilApiError {
+  switch (init.status) {
+    case 400:
+      return new VigilValidationError(init);
+    case 401:
+      return new VigilAuthenticationError(init);
+    case 403:
+      return new VigilPermissionError(init);
+    case 404:
+      return new VigilNotFoundError(init);
+    case 409:
+      return new VigilConflictError(init);
+    case 429:
+      return new VigilRateLimitError(init);
+    default:
+      return init.status >= 500 ? new VigilServerError(init) : new VigilApiError(init);
+  }
+}
+
+/** No HTTP answer: connection refused or reset, DNS failure, or the per-attempt timeout. */
+export class VigilNetworkError extends VigilError {
+  constructor(
+    message: string,
+    readonly service: ServiceName,
+    readonly method: string,
+    readonly path: string,
+    readonly timedOut: boolean,
+    cause?: unknown,
+  ) {
+    super(message, { cause });
+  }
+}
+
+/** requestApproval() gave up waiting; the request stays as it is on the gate (normally pending). */
+export class ApprovalTimeoutError extends VigilError {
+  constructor(
+    readonly requestId: string,
+    readonly waitedMs: number,
+    readonly lastStatus: string,
+  ) {
+    super(`No decision on approval request ${requestId} within ${waitedMs} ms (status ${lastStatus})`);
+  }
+}
+
+/** A client method whose server feature was removed; thrown at once, before any request is made. */
+export class VigilDeprecationError extends VigilError {
+  constructor(
+    readonly method: string,
+    readonly removedIn: string,
+    readonly replacement: string,
+  ) {
+    super(`${method} was removed in ${removedIn}: ${replacement}`);
+  }
+}
+
+/** The client was closed; it sends nothing more. */
+export class VigilClosedError extends VigilError {}
+
+/** Events that could not be delivered (after retries, or refused by the server), reported to `onError`. */
+export class VigilDeliveryError extends VigilError {
+  constructor(
+    message: string,
+    /** The events that were not stored. */
+    readonly events: readonly unknown[],
+    cause?: unknown,
+  ) {
+    super(message, { cause });
+  }
+}

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { GateClient, ObserveClient } from './index.ts';
+import { eventually, startLiveServices, type LiveServices } from './testing.ts';
+
+const root = resolve(import.meta.dirname, '../../..');
+const example = resolve(root, 'examples/agent-loop.ts');
+
+let live: LiveServices;
+before(async () => {
+  live = await startLiveServices();
+});
+after(() => live?.close());
+
+interface Run {
+  code: Promise<number | null>;
+  stdout: () => string;
+  stderr: () => string;
+}
+
+/** The example as a user runs it (asynchronously: the servers live in this process). */
+function runExample(env: Record<string, string>, args: string[] = []): Run {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VIGIL_'))) as Record<string, string>;
+  const child = spawn(process.execPath, ['--import', 'tsx', example, ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { code: new Promise((done) => child.once('exit', done)), stdout: () => stdout, stderr: () => stderr };
+}
+
+function sessionIdOf(stdout: string): string {
+  const match = /Session ([0-9a-f-]{36}) started/.exec(stdout);
+  assert.ok(match, stdout);
+  return match[1]!;
+}
+
+async function assertRecorded(sessionId: string, requestId: string, decidedBy: string): Promise<void> {
+  const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey, flushOnExit: false });
+  const session = await observe.getSession(sessionId);
+  assert.equal(session.status, 'completed');
+  assert.equal(session.agentId, 'refund-agent');
+  assert.equal(session.toolCallCount, 3, 'lookup_order, check_refund_policy, issue_refund');
+  const { events, chainValid } = await observe.getTimeline(sessionId);
+  assert.equal(chainValid, true);
+  const types = events.map((e) => e.eventType);
+  assert.equal(types.filter((t) => t === 'llm_call').length, 4);
+  assert.equal(types.filter((t) => t === 'llm_response').length, 4);
+  assert.deepEqual(
+    events.filter((e) => e.eventType === 'tool_response').map((e) => e.payload.toolName),
+    ['lookup_order', 'check_refund_policy', 'issue_refund'],
+  );
+  const spend = events.filter((e) => e.eventType === 'llm_response').reduce((sum, e) => sum + (e.payload.costUsd as number), 0);
+  assert.ok(spend > 0, 'gpt-4o-mini calls are priced');
+  assert.ok(Math.abs(session.totalCostUsd - spend) < 1e-9);
+
+  const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+  const request = await gate.getRequest(requestId);
+  assert.equal(request.status, 'approved');
+  assert.equal(request.decidedBy, decidedBy);
+  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent' });
+  assert.notEqual(request.confirmedAt, null, 'the executed refund is confirmed');
+  assert.match(String((request.executionResult as { refundId?: string }).refundId), /^rf_1042_/);
+}
+
+describe('examples/agent-loop.ts', () => {
+  test('runs against real servers: waits while a human approves the refund through the gate API', async () => {
+    const agentKey = await live.gateKey('refund-agent', ['request:create', 'request:read']);
+    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey });
+    const supervisor = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('supervisor', ['request:read', 'request:decide']) });
+    const [pending] = await eventually(() => supervisor.listRequests({ action: 'refund', status: 'pending' }), (list) => list.length === 1, 60_000, 'the refund request');
+    await eventually(async () => run.stdout(), (out) => out.includes(`/api/requests/${pending!.id}/decide`), 10_000, 'the printed approval command');
+    await supervisor.decide(pending!.id, 'approved', 'damaged on delivery');
+    assert.equal(await run.code, 0, run.stderr());
+    assert.match(run.stdout(), /Refund approved by api:supervisor: damaged on delivery/);
+    assert.match(run.stdout(), /Stored: \d+ events, 3 tool calls, 0 errors, \$0\.\d+, status completed/);
+    await assertRecorded(sessionIdOf(run.stdout()), pending!.id, 'api:supervisor');
+  });
+
+  test('--auto-approve decides its own request with the gate key', async () => {
+    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: live.gateAdminKey }, ['--auto-approve']);
+    assert.equal(await run.code, 0, run.stderr());
+    const id = /approve refund request (\S+)\./.exec(run.stdout())?.[1];
+    assert.ok(id, run.stdout());
+    await assertRecorded(sessionIdOf(run.stdout()), id, 'api:admin (GATE_ADMIN_KEY)');
+  });
+});

@@ -1,0 +1,155 @@
+/**
+ * Client of the gate approval service (default http://localhost:3000). `requestApproval()` is
+ * the one-liner for agents: it asks, then waits for the decision (a policy may decide at once, a
+ * human later) and answers the decided request, or throws ApprovalTimeoutError.
+ */
+import { ApprovalTimeoutError } from './errors.ts';
+import { HttpTransport, sleep, type TransportRequest, type TransportOptions } from './http.ts';
+import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult, InitArgs, Methods, Operation, Success } from './types.ts';
+
+export const DEFAULT_GATE_URL = 'http://localhost:3000';
+
+export interface GateClientOptions extends Partial<TransportOptions> {
+  /** Default: VIGIL_GATE_URL, else http://localhost:3000. */
+  baseUrl?: string;
+  /** Default: VIGIL_GATE_API_KEY. */
+  apiKey?: string;
+}
+
+export type ApprovalRequest = GateResult<'/api/requests/{id}', 'get'>;
+export type NewApprovalRequest = GateBody<'/api/requests', 'post'>;
+export type RequestStatus = ApprovalRequest['status'];
+
+/** A decided request: `approved` is true only for status `approved`. */
+export type ApprovalOutcome = ApprovalRequest & { approved: boolean };
+
+export interface WaitOptions {
+  /** How long to wait for a decision (default 5 minutes). */
+  timeoutMs?: number;
+  /** First pause between polls (default 500 ms); grows by half each poll up to maxPollIntervalMs. */
+  pollIntervalMs?: number;
+  /** Longest pause between polls (default 5 s). */
+  maxPollIntervalMs?: number;
+  signal?: AbortSignal;
+  /** Called once when the request is pending (not decided by a policy), e.g. to tell a human where to decide. */
+  onPending?: (request: ApprovalRequest) => void;
+}
+
+export class GateClient {
+  private readonly http: HttpTransport;
+
+  constructor(options: GateClientOptions = {}) {
+    this.http = new HttpTransport('gate', {
+      ...options,
+      baseUrl: options.baseUrl ?? process.env.VIGIL_GATE_URL ?? DEFAULT_GATE_URL,
+      apiKey: options.apiKey ?? process.env.VIGIL_GATE_API_KEY,
+    });
+  }
+
+  get baseUrl(): string {
+    return this.http.baseUrl;
+  }
+
+  /** Any gate operation, typed by its route schema: `call('get', '/api/requests/{id}', { params: { id } })`. */
+  call<P extends keyof GatePaths, M extends Methods<GatePaths, P>>(
+    method: M,
+    path: P,
+    ...[init]: InitArgs<Operation<GatePaths, P, M>>
+  ): Promise<Success<Operation<GatePaths, P, M>>> {
+    return this.http.request(method, path as string, init as TransportRequest | undefined);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Requests
+
+  /** Creates a request; the policy engine may decide it at once (see `policyDecision`). */
+  createRequest(request: NewApprovalRequest, options?: CallOptions) {
+    return this.call('post', '/api/requests', { body: request, ...options });
+  }
+
+  listRequests(query?: GateQuery<'/api/requests', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/requests', { query, ...options });
+  }
+
+  getRequest(id: string, options?: CallOptions) {
+    return this.call('get', '/api/requests/{id}', { params: { id }, ...options });
+  }
+
+  /** Approves or denies a pending request; `decidedBy` is derived by the gate from this client's credential. */
+  decide(id: string, decision: 'approved' | 'denied', reason?: string, options?: CallOptions) {
+    return this.call('post', '/api/requests/{id}/decide', { params: { id }, body: reason === undefined ? { decision } : { decision, reason }, ...options });
+  }
+
+  /** Records that an approved action was executed, with its result (once per request). */
+  confirm(id: string, result: Record<string, unknown> = {}, options?: CallOptions) {
+    return this.call('post', '/api/requests/{id}/confirm', { params: { id }, body: { result }, ...options });
+  }
+
+  getAudit(id: string, options?: CallOptions) {
+    return this.call('get', '/api/requests/{id}/audit', { params: { id }, ...options });
+  }
+
+  /**
+   * Creates a request and waits until it is decided: answers at once when a policy decided it,
+   * else polls GET /api/requests/:id with a growing interval. Answers the decided (approved,
+   * denied or expired) request with `approved`; throws ApprovalTimeoutError after `timeoutMs`
+   * (the request stays pending on the gate: give it an `expiresAt` to have it expire too).
+   */
+  async requestApproval(request: NewApprovalRequest, options: WaitOptions = {}): Promise<ApprovalOutcome> {
+    const created = await this.createRequest(request, { signal: options.signal });
+    return this.waitForDecision(created.id, options, created);
+  }
+
+  /** Waits for the decision on an existing request (see requestApproval). */
+  async waitForDecision(id: string, options: WaitOptions = {}, known?: ApprovalRequest): Promise<ApprovalOutcome> {
+    const timeoutMs = options.timeoutMs ?? 5 * 60_000;
+    const maxInterval = options.maxPollIntervalMs ?? 5000;
+    let interval = Math.min(options.pollIntervalMs ?? 500, maxInterval);
+    const started = Date.now();
+    let current = known ?? (await this.getRequest(id, { signal: options.signal }));
+    if (current.status === 'pending') options.onPending?.(current);
+    for (;;) {
+      if (current.status !== 'pending') return { ...current, approved: current.status === 'approved' };
+      const remaining = timeoutMs - (Date.now() - started);
+      if (remaining <= 0) throw new ApprovalTimeoutError(id, timeoutMs, current.status);
+      await sleep(Math.min(interval, remaining), options.signal);
+      interval = Math.min(maxInterval, interval * 1.5);
+      current = await this.getRequest(id, { signal: options.signal });
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Administration (admin scope; webhooks need webhook:manage)
+
+  listPolicies(query?: GateQuery<'/api/policies', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/policies', { query, ...options });
+  }
+
+  createPolicy(policy: GateBody<'/api/policies', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/policies', { body: policy, ...options });
+  }
+
+  deletePolicy(id: string, options?: CallOptions) {
+    return this.call('delete', '/api/policies/{id}', { params: { id }, ...options });
+  }
+
+  createApiKey(key: GateBody<'/api/api-keys', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/api-keys', { body: key, ...options });
+  }
+
+  listApiKeys(options?: CallOptions) {
+    return this.call('get', '/api/api-keys', { ...options });
+  }
+
+  revokeApiKey(id: string, options?: CallOptions) {
+    return this.call('delete', '/api/api-keys/{id}', { params: { id }, ...options });
+  }
+
+  createWebhook(webhook: GateBody<'/api/webhooks', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/webhooks', { body: webhook, ...options });
+  }
+
+  health(options?: CallOptions) {
+    return this.call('get', '/health', { ...options });
+  }
+}

@@ -1,0 +1,646 @@
+// Generated from the gate service's OpenAPI document (GET /api/openapi.json) by
+// packages/sdk/scripts/generate.ts. Do not edit: run `npm run generate -w @vigil/sdk`.
+// packages/sdk/src/generated.test.ts fails when this file and the served document differ.
+/* eslint-disable */
+
+export type ApprovalRequest = {
+  id: string;
+  action: string;
+  params: {
+    [key: string]: unknown;
+  };
+  context: {
+    [key: string]: unknown;
+  };
+  status: "pending" | "approved" | "denied" | "expired";
+  urgency: "low" | "normal" | "high" | "critical";
+  decidedBy: string | null;
+  decisionReason: string | null;
+  createdAt: string;
+  decidedAt: string | null;
+  expiresAt: string | null;
+  confirmedAt: string | null;
+  executionResult: unknown;
+  policyDecision: {
+    decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+    policyId: string | null;
+    approvers: string[];
+    channels: string[];
+    requireReason: boolean;
+  };
+};
+
+export type GateApiKey = {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+  rateLimit: number | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};
+
+export type Policy = {
+  id: string;
+  name: string;
+  priority: number;
+  enabled: boolean;
+  rules: {
+    match: {
+      [key: string]: string | number | boolean | null | {
+        $lt?: number;
+        $gt?: number;
+        $lte?: number;
+        $gte?: number;
+        $in?: (string | number)[];
+        $regex?: string;
+      };
+    };
+    decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+    approvers?: string[];
+    channels?: string[];
+    requireReason?: boolean;
+  }[];
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Webhook = {
+  id: string;
+  url: string;
+  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+  enabled: boolean;
+  hasSecret: boolean;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export interface paths {
+  "/api/api-keys": {
+    /** List API keys (never the secrets) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          keys: GateApiKey[];
+        };
+      };
+    };
+    /**
+     * Create an API key; the raw key is in this response only
+     *
+     * rateLimit is requests per minute; omitted or null means unlimited.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+        rateLimit?: number | null;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          id: string;
+          name: string;
+          prefix: string;
+          scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+          rateLimit: number | null;
+          createdAt: string;
+          lastUsedAt: string | null;
+          revokedAt: string | null;
+          key: string;
+        };
+      };
+    };
+  };
+  "/api/api-keys/{id}": {
+    /** Revoke an API key (it stops working at once) */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          revoked: true;
+        };
+      };
+    };
+    /** Change a key’s name, scopes or rate limit */
+    patch: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        scopes?: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+        rateLimit?: number | null;
+      };
+      bodyRequired: true;
+      responses: {
+        200: GateApiKey;
+      };
+    };
+  };
+  "/api/dashboard/sessions": {
+    /**
+     * Sign in to the dashboard: exchange an API key and a display name for a short-lived session token
+     *
+     * Authenticate with an API key (a session token cannot open another session). The token is in this response only; requests made with it have the key’s scopes and rate limit and are attributed `dashboard:<name>`. It expires 8 hours after sign-in.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          id: string;
+          name: string;
+          actor: string;
+          keyId: string;
+          keyName: string;
+          scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+          rateLimit: number | null;
+          createdAt: string;
+          expiresAt: string;
+          token: string;
+        };
+      };
+    };
+  };
+  "/api/dashboard/sessions/current": {
+    /** Who the credential of this request is: its actor, key, scopes and (for a session token) expiry */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          kind: "api_key" | "dashboard_session";
+          actor: string;
+          keyId: string;
+          keyName: string;
+          scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+          rateLimit: number | null;
+          session: {
+            id: string;
+            name: string;
+            createdAt: string;
+            expiresAt: string;
+          } | null;
+        };
+      };
+    };
+    /** Sign out: revoke the dashboard session token this request carries */
+    delete: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          revoked: true;
+        };
+      };
+    };
+  };
+  "/api/policies": {
+    /** List policies in evaluation order */
+    get: {
+      params: Record<string, never>;
+      query: {
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          policies: Policy[];
+          pagination: {
+            total: number;
+            limit: number;
+            offset: number;
+            hasMore: boolean;
+          };
+        };
+      };
+    };
+    /** Create a policy */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        priority?: number;
+        enabled?: boolean;
+        rules: {
+          match: {
+            [key: string]: string | number | boolean | null | {
+              $lt?: number;
+              $gt?: number;
+              $lte?: number;
+              $gte?: number;
+              $in?: (string | number)[];
+              $regex?: string;
+            };
+          };
+          decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+          approvers?: string[];
+          channels?: string[];
+          requireReason?: boolean;
+        }[];
+      };
+      bodyRequired: true;
+      responses: {
+        201: Policy;
+      };
+    };
+  };
+  "/api/policies/simulate": {
+    /**
+     * Try a request against the policies without creating it (nothing is stored, no webhook is sent)
+     *
+     * Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now (enabled ones, by priority) and, when given, an unsaved `candidate` policy. `status` is what the request would get: approved (auto_approve), denied (auto_deny) or pending (route_to_human, route_to_agent, or no rule matched).
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        action: string;
+        params?: {
+          [key: string]: unknown;
+        };
+        context?: {
+          [key: string]: unknown;
+        };
+        urgency?: "low" | "normal" | "high" | "critical";
+        /** An unsaved policy evaluated as if saved: with the id of a stored policy it stands in for that policy, else it is added */
+        candidate?: {
+          name: string;
+          priority?: number;
+          enabled?: boolean;
+          rules: {
+            match: {
+              [key: string]: string | number | boolean | null | {
+                $lt?: number;
+                $gt?: number;
+                $lte?: number;
+                $gte?: number;
+                $in?: (string | number)[];
+                $regex?: string;
+              };
+            };
+            decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+            approvers?: string[];
+            channels?: string[];
+            requireReason?: boolean;
+          }[];
+          id?: string;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          decision: {
+            decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+            policyId: string | null;
+            policyName: string | null;
+            ruleIndex: number | null;
+            approvers: string[];
+            channels: string[];
+            requireReason: boolean;
+          };
+          status: "approved" | "denied" | "pending";
+          matchedRule: {
+            match: {
+              [key: string]: string | number | boolean | null | {
+                $lt?: number;
+                $gt?: number;
+                $lte?: number;
+                $gte?: number;
+                $in?: (string | number)[];
+                $regex?: string;
+              };
+            };
+            decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+            approvers?: string[];
+            channels?: string[];
+            requireReason?: boolean;
+          } | null;
+          candidateMatched: boolean;
+          policiesEvaluated: number;
+        };
+      };
+    };
+  };
+  "/api/policies/{id}": {
+    /** Update a policy (fields not given stay as they are) */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        priority?: number;
+        enabled?: boolean;
+        rules?: {
+          match: {
+            [key: string]: string | number | boolean | null | {
+              $lt?: number;
+              $gt?: number;
+              $lte?: number;
+              $gte?: number;
+              $in?: (string | number)[];
+              $regex?: string;
+            };
+          };
+          decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+          approvers?: string[];
+          channels?: string[];
+          requireReason?: boolean;
+        }[];
+      };
+      bodyRequired: true;
+      responses: {
+        200: Policy;
+      };
+    };
+    /** Delete a policy */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+      };
+    };
+  };
+  "/api/requests": {
+    /** List requests, newest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        status?: "pending" | "approved" | "denied" | "expired";
+        action?: string;
+        urgency?: "low" | "normal" | "high" | "critical";
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          action: string;
+          status: "pending" | "approved" | "denied" | "expired";
+          urgency: "low" | "normal" | "high" | "critical";
+          createdAt: string;
+        }[];
+      };
+    };
+    /** Ask for approval of an action; the policy engine may decide at once */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        action: string;
+        params?: {
+          [key: string]: unknown;
+        };
+        context?: {
+          [key: string]: unknown;
+        };
+        urgency?: "low" | "normal" | "high" | "critical";
+        expiresAt?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: ApprovalRequest;
+      };
+    };
+  };
+  "/api/requests/{id}": {
+    /** One request */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: ApprovalRequest;
+      };
+    };
+  };
+  "/api/requests/{id}/audit": {
+    /** The audit trail of a request, oldest first */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          timestamp: string;
+          event: string;
+          actor: string;
+          details?: {
+            [key: string]: unknown;
+          };
+        }[];
+      };
+    };
+  };
+  "/api/requests/{id}/confirm": {
+    /** Confirm execution of an approved action (once); the status stays approved */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        result: {
+          [key: string]: unknown;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          id: string;
+          status: "pending" | "approved" | "denied" | "expired";
+          confirmedAt: string;
+        };
+      };
+    };
+  };
+  "/api/requests/{id}/decide": {
+    /** Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>) */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        decision: "approved" | "denied";
+        reason?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          id: string;
+          status: "pending" | "approved" | "denied" | "expired";
+          decidedBy: string;
+          decidedAt: string;
+        };
+      };
+    };
+  };
+  "/api/webhooks": {
+    /** List webhooks */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          webhooks: Webhook[];
+        };
+      };
+    };
+    /** Register a webhook; with a secret, deliveries are signed (X-Gate-Signature) */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        url: string;
+        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+        secret?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Webhook;
+      };
+    };
+  };
+  "/api/webhooks/{id}": {
+    /** Delete a webhook (its pending deliveries are dropped) */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+      };
+    };
+    /** Change a webhook’s events, enabled flag, URL or secret */
+    patch: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+        enabled?: boolean;
+        url?: string;
+        secret?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        200: Webhook;
+      };
+    };
+  };
+  "/api/webhooks/{id}/deliveries": {
+    /** Deliveries of a webhook, newest first, with their status and last error */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          deliveries: {
+            id: string;
+            event: string;
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            responseStatus: number | null;
+            lastError: string | null;
+            nextAttemptAt: string | null;
+            createdAt: string;
+            deliveredAt: string | null;
+          }[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+  };
+  "/health": {
+    /** Health; with ?deep=true also the database (a real query) and Redis (PING) when configured */
+    get: {
+      params: Record<string, never>;
+      query: {
+        deep?: "true" | "false";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          status: "ok";
+          timestamp: string;
+          checks?: {
+            database: "ok" | "error";
+            redis?: "ok" | "error";
+          };
+        };
+        503: {
+          status: "degraded";
+          timestamp: string;
+          checks: {
+            database: "ok" | "error";
+            redis?: "ok" | "error";
+          };
+        };
+      };
+    };
+  };
+}

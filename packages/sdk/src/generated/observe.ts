@@ -1,0 +1,2246 @@
+// Generated from the observe service's OpenAPI document (GET /api/openapi.json) by
+// packages/sdk/scripts/generate.ts. Do not edit: run `npm run generate -w @vigil/sdk`.
+// packages/sdk/src/generated.test.ts fails when this file and the served document differ.
+/* eslint-disable */
+
+export type Agent = {
+  id: string;
+  name: string;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  sessionCount: number;
+  pausedAt: string | null;
+  pauseReason: string | null;
+  modelOverride: string | null;
+  approvalPolicyId: string | null;
+};
+
+export type AgentHealth = {
+  agentId: string;
+  /** 0 to 100, weighted sum of the dimension scores */
+  overallScore: number;
+  trend: "improving" | "stable" | "degrading";
+  /** Point change of overallScore from the previous window of the same length */
+  trendDelta: number;
+  dimensions: {
+    name: "error_rate" | "cost_efficiency" | "tool_success" | "latency" | "completion_rate";
+    /** 0 to 100 */
+    score: number;
+    /** 0 to 1 */
+    weight: number;
+    /** The measured value behind the score: share, USD, ratio, ms, share */
+    rawValue: number;
+    description: string;
+  }[];
+  window: {
+    from: string;
+    to: string;
+  };
+  sessionCount: number;
+  computedAt: string;
+};
+
+export type AlertHistoryEntry = {
+  id: string;
+  ruleId: string;
+  triggeredAt: string;
+  resolvedAt?: string;
+  currentValue: number;
+  threshold: number;
+  notified: boolean;
+};
+
+export type AlertRule = {
+  id: string;
+  name: string;
+  enabled: boolean;
+  condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
+  threshold: number;
+  windowMinutes: number;
+  scope: {
+    agentId?: string;
+    tags?: string[];
+  };
+  notifyChannels: string[];
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type AlertScopeInput = {
+  agentId?: string;
+  tags?: string[];
+};
+
+export type ApiKey = {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};
+
+export type Benchmark = {
+  id: string;
+  name: string;
+  description: string | null;
+  agentId: string | null;
+  status: "draft" | "running" | "completed" | "cancelled";
+  variants: {
+    id: string;
+    name: string;
+    tag: string;
+    description: string | null;
+    agentId: string | null;
+    sessionCount: number;
+  }[];
+  metrics: ("error_rate" | "avg_cost" | "avg_latency" | "tool_success_rate" | "completion_rate" | "avg_tokens" | "avg_duration")[];
+  minSessionsPerVariant: number;
+  timeRange: {
+    from: string | null;
+    to: string | null;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type BenchmarkListItem = {
+  id: string;
+  name: string;
+  description: string | null;
+  status: "draft" | "running" | "completed" | "cancelled";
+  agentId: string | null;
+  metrics: ("error_rate" | "avg_cost" | "avg_latency" | "tool_success_rate" | "completion_rate" | "avg_tokens" | "avg_duration")[];
+  variants: {
+    id: string;
+    name: string;
+    tag: string;
+  }[];
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type BenchmarkResults = {
+  benchmarkId: string;
+  tenantId: string;
+  status: "draft" | "running" | "completed" | "cancelled";
+  minSessionsPerVariant: number;
+  belowMinimum: boolean;
+  variants: {
+    variantId: string;
+    variantName: string;
+    tag: string;
+    sessionCount: number;
+    belowMinimum: boolean;
+    metrics: {
+      [key: string]: {
+        mean: number | null;
+        median: number | null;
+        stddev: number | null;
+        min: number | null;
+        max: number | null;
+        count: number;
+      };
+    };
+    distributions?: {
+      [key: string]: number[];
+    };
+  }[];
+  comparisons: {
+    metric: "error_rate" | "avg_cost" | "avg_latency" | "tool_success_rate" | "completion_rate" | "avg_tokens" | "avg_duration";
+    variantA: {
+      id: string;
+      name: string;
+      stats: {
+        mean: number | null;
+        median: number | null;
+        stddev: number | null;
+        min: number | null;
+        max: number | null;
+        count: number;
+        rate?: number | null;
+        numerator?: number;
+        denominator?: number;
+      };
+    };
+    variantB: {
+      id: string;
+      name: string;
+      stats: {
+        mean: number | null;
+        median: number | null;
+        stddev: number | null;
+        min: number | null;
+        max: number | null;
+        count: number;
+        rate?: number | null;
+        numerator?: number;
+        denominator?: number;
+      };
+    };
+    absoluteDiff: number | null;
+    percentDiff: number | null;
+    testType: "welch_t" | "chi_squared";
+    testStatistic: number | null;
+    pValue: number;
+    confidenceInterval: {
+      lower: number;
+      upper: number;
+    } | null;
+    effectSize: number | null;
+    significant: boolean;
+    winner?: string;
+    confidence: "***" | "**" | "*" | "-";
+    belowMinimum: boolean;
+    degenerate: "insufficient_data" | "zero_variance" | "no_variation" | null;
+  }[];
+  summary: string;
+  computedAt: string;
+};
+
+export type ComplianceResult = {
+  sessionId: string;
+  method: "deterministic";
+  score: number;
+  passed: boolean;
+  reasoning: string;
+  violations: {
+    ruleId: string;
+    ruleType: string;
+    detail: string;
+  }[];
+  rulesEvaluated: number;
+  event: {
+    id: string;
+    hash: string;
+    prevHash: string | null;
+  };
+};
+
+export type Config = {
+  /** Sessions whose last event is older are deleted whole; 0 keeps everything */
+  retentionDays: number;
+  approvalGateSecretSet: boolean;
+  formServiceSecretSet: boolean;
+  authDisabled: boolean;
+  memoryEnabled: boolean;
+};
+
+export type ContextLesson = {
+  id: string;
+  title: string;
+  content: string;
+  category: string;
+  importance: number;
+  relevanceScore: number;
+};
+
+export type ContextSession = {
+  sessionId: string;
+  agentId: string;
+  startedAt: string;
+  endedAt?: string;
+  summary: string;
+  relevanceScore: number;
+  keyEvents: {
+    id: string;
+    eventType: string;
+    summary: string;
+    timestamp: string;
+  }[];
+};
+
+export type Dataset = {
+  id: string;
+  name: string;
+  caseCount: number;
+  createdAt: string;
+  cases: {
+    id: string;
+    index: number;
+    input: unknown;
+    expected: unknown;
+  }[];
+};
+
+export type EvalRun = {
+  id: string;
+  datasetId: string;
+  agentId: string;
+  evaluatorId: string | null;
+  status: "running" | "completed";
+  totalCases: number;
+  completedCases: number;
+  passedCases: number;
+  failedCases: number;
+  createdAt: string;
+  finishedAt: string | null;
+  cases: {
+    caseId: string;
+    index: number;
+    sessionId: string | null;
+    passed: boolean | null;
+    score: number | null;
+    error: string | null;
+  }[];
+};
+
+export type Evaluator = {
+  id: string;
+  name: string;
+  kind: "compliance" | "llm_judge";
+  rules: {
+    [key: string]: unknown;
+  }[] | null;
+  rubric: string | null;
+  passThreshold: number | null;
+  model: string | null;
+  createdAt: string;
+};
+
+export type Event = {
+  id: string;
+  seq: number;
+  timestamp: string;
+  sessionId: string;
+  agentId: string;
+  eventType: string;
+  severity: "debug" | "info" | "warn" | "error" | "critical";
+  payload: {
+    [key: string]: unknown;
+  };
+  metadata: {
+    [key: string]: unknown;
+  };
+  prevHash: string | null;
+  hash: string;
+};
+
+export type GuardrailRule = {
+  id: string;
+  name: string;
+  agentId: string | null;
+  conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
+  conditionConfig: {
+    [key: string]: unknown;
+  };
+  actionType: "pause_agent" | "notify_webhook" | "downgrade_model" | "approval_policy";
+  actionConfig: {
+    [key: string]: unknown;
+  };
+  cooldownMinutes: number;
+  enabled: boolean;
+  dryRun: boolean;
+  triggerCount: number;
+  lastTriggeredAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type GuardrailStatus = {
+  ruleId: string;
+  enabled: boolean;
+  dryRun: boolean;
+  state: "disabled" | "ready" | "cooldown";
+  cooldowns: {
+    agentId: string;
+    cooldownUntil: string;
+  }[];
+  triggerCount: number;
+  lastTriggeredAt: string | null;
+  recentTriggers: GuardrailTrigger[];
+};
+
+export type GuardrailTrigger = {
+  id: string;
+  ruleId: string;
+  ruleName: string;
+  agentId: string;
+  triggeredAt: string;
+  conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
+  currentValue: number;
+  threshold: number;
+  actionType: "pause_agent" | "notify_webhook" | "downgrade_model" | "approval_policy";
+  dryRun: boolean;
+  actionResult: {
+    status: "applied" | "queued" | "dry_run";
+    detail: string;
+  };
+};
+
+export type HealthSnapshot = {
+  agentId: string;
+  /** YYYY-MM-DD (UTC) */
+  date: string;
+  overallScore: number;
+  errorRateScore: number;
+  costEfficiencyScore: number;
+  toolSuccessScore: number;
+  latencyScore: number;
+  completionRateScore: number;
+  sessionCount: number;
+};
+
+export type JudgeResult = {
+  sessionId: string;
+  method: "llm_judge";
+  score: number;
+  passed: boolean;
+  reasoning: string;
+  judgeModel: string;
+  costUsd: number;
+  tokenCount: number;
+  event: {
+    id: string;
+    hash: string;
+    prevHash: string | null;
+  };
+};
+
+export type OptimizeRecommendation = {
+  currentModel: string;
+  recommendedModel: string;
+  complexityTier: "simple" | "moderate" | "complex";
+  currentCostPerCall: number;
+  recommendedCostPerCall: number;
+  monthlySavings: number;
+  callVolume: number;
+  currentSuccessRate: number;
+  recommendedSuccessRate: number;
+  confidence: "low" | "medium" | "high";
+  agentId: string;
+};
+
+export type RecallResult = {
+  sourceType: "event" | "session";
+  sourceId: string;
+  score: number;
+  text: string;
+  metadata: {
+    [key: string]: unknown;
+  };
+};
+
+export type ReflectInsight = {
+  type: "error_pattern";
+  summary: string;
+  data: {
+    pattern: string;
+    count: number;
+    firstSeen: string;
+    lastSeen: string;
+    affectedSessions: string[];
+    precedingTools: string[][];
+  };
+  confidence: number;
+} | {
+  type: "tool_sequence";
+  summary: string;
+  data: {
+    tools: string[];
+    frequency: number;
+    sessions: number;
+    errorRate: number;
+  };
+  confidence: number;
+} | {
+  type: "cost_summary";
+  summary: string;
+  data: {
+    totalCost: number;
+    avgPerSession: number;
+    totalSessions: number;
+  };
+  confidence: number;
+} | {
+  type: "model_cost";
+  summary: string;
+  data: {
+    model: string;
+    callCount: number;
+    totalCost: number;
+    avgCostPerCall: number;
+  };
+  confidence: number;
+} | {
+  type: "performance_stats";
+  summary: string;
+  data: {
+    successRate: number;
+    avgDuration: number;
+    avgToolCalls: number;
+    avgErrors: number;
+  };
+  confidence: number;
+} | {
+  type: "performance_assessment";
+  summary: string;
+  data: {
+    assessment: "improving" | "stable" | "degrading";
+  };
+  confidence: number;
+};
+
+export type Session = {
+  id: string;
+  agentId: string;
+  agentName: string;
+  status: "active" | "completed" | "error";
+  startedAt: string;
+  endedAt?: string;
+  lastEventAt: string;
+  eventCount: number;
+  toolCallCount: number;
+  errorCount: number;
+  totalCostUsd: number;
+  tags: string[];
+};
+
+export type WebhookIngestBodyInput = {
+  source: "approval_gate" | "form_service" | "generic";
+  event: string;
+  data: {
+    [key: string]: unknown;
+  };
+  timestamp?: string;
+  context?: {
+    /** Session the event joins (created if missing) */
+    service_session_id?: string | null;
+    /** Agent of the event; default the session agent, else `external` */
+    service_agent_id?: string | null;
+    [key: string]: unknown;
+  };
+};
+
+export interface paths {
+  "/api/agents": {
+    /** List agents, most recently seen first */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          agents: Agent[];
+        };
+      };
+    };
+  };
+  "/api/agents/{id}": {
+    /** Agent detail, including pause state and model override */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Agent;
+      };
+    };
+  };
+  "/api/agents/{id}/health": {
+    /** Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        /** Window in days (1 to 90) */
+        window?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: AgentHealth;
+      };
+    };
+  };
+  "/api/agents/{id}/pause": {
+    /** Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        reason?: string;
+      } | null;
+      bodyRequired: true;
+      responses: {
+        200: Agent;
+      };
+    };
+  };
+  "/api/agents/{id}/resume": {
+    /** Clear a pause (and optionally the model override and the approval policy a guardrail set) */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        clearModelOverride?: boolean;
+        clearApprovalPolicy?: boolean;
+      } | null;
+      bodyRequired: true;
+      responses: {
+        200: Agent;
+      };
+    };
+  };
+  "/api/alerts/history": {
+    /** Alert history, newest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        ruleId?: string;
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entries: AlertHistoryEntry[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+  };
+  "/api/alerts/rules": {
+    /** List alert rules, newest first */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rules: AlertRule[];
+        };
+      };
+    };
+    /** Create an alert rule */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        enabled?: boolean;
+        condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
+        threshold: number;
+        windowMinutes: number;
+        scope?: AlertScopeInput;
+        notifyChannels?: string[];
+      };
+      bodyRequired: true;
+      responses: {
+        201: AlertRule;
+      };
+    };
+  };
+  "/api/alerts/rules/{id}": {
+    /** One alert rule */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: AlertRule;
+      };
+    };
+    /** Change an alert rule; only the given fields change (scope is replaced as a whole) */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        enabled?: boolean;
+        condition?: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
+        threshold?: number;
+        windowMinutes?: number;
+        scope?: AlertScopeInput;
+        notifyChannels?: string[];
+      };
+      bodyRequired: true;
+      responses: {
+        200: AlertRule;
+      };
+    };
+    /** Delete an alert rule; its history is kept and an open entry is resolved */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+      };
+    };
+  };
+  "/api/analytics": {
+    /** Event counts, errors, tool latency and cost per time bucket */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+        granularity?: "hour" | "day" | "week";
+        agentId?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          buckets: {
+            eventCount: number;
+            toolCallCount: number;
+            errorCount: number;
+            avgLatencyMs: number;
+            totalCostUsd: number;
+            bucket: string;
+          }[];
+          totals: {
+            eventCount: number;
+            toolCallCount: number;
+            errorCount: number;
+            avgLatencyMs: number;
+            totalCostUsd: number;
+          };
+        };
+      };
+    };
+  };
+  "/api/analytics/agents": {
+    /** Per agent: sessions started, events, errors, spend and mean session duration */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          agents: {
+            agentId: string;
+            sessionCount: number;
+            totalEvents: number;
+            totalErrors: number;
+            errorRate: number;
+            totalCostUsd: number;
+            avgDurationMs: number;
+          }[];
+        };
+      };
+    };
+  };
+  "/api/analytics/costs": {
+    /** Spend (llm_response and cost_tracked events) by agent and over time */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+        granularity?: "hour" | "day" | "week";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          byAgent: {
+            agentId: string;
+            totalCostUsd: number;
+            totalInputTokens: number;
+            totalOutputTokens: number;
+            totalTokens: number;
+            eventCount: number;
+          }[];
+          overTime: {
+            bucket: string;
+            totalCostUsd: number;
+            eventCount: number;
+          }[];
+          totals: {
+            totalCostUsd: number;
+            totalInputTokens: number;
+            totalOutputTokens: number;
+            totalTokens: number;
+          };
+        };
+      };
+    };
+  };
+  "/api/analytics/llm": {
+    /** LLM calls (llm_response events): cost, tokens and latency by model and over time */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+        granularity?: "hour" | "day" | "week";
+        agentId?: string;
+        model?: string;
+        provider?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          summary: {
+            totalCalls: number;
+            totalCostUsd: number;
+            totalInputTokens: number;
+            totalOutputTokens: number;
+            avgLatencyMs: number;
+            avgCostPerCall: number;
+          };
+          byModel: {
+            calls: number;
+            costUsd: number;
+            inputTokens: number;
+            outputTokens: number;
+            avgLatencyMs: number;
+            provider: string;
+            model: string;
+          }[];
+          byTime: {
+            calls: number;
+            costUsd: number;
+            inputTokens: number;
+            outputTokens: number;
+            avgLatencyMs: number;
+            bucket: string;
+          }[];
+        };
+      };
+    };
+  };
+  "/api/analytics/tools": {
+    /** Per tool: calls, errors (tool_error events), error rate and mean duration */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          tools: {
+            toolName: string;
+            callCount: number;
+            errorCount: number;
+            errorRate: number;
+            avgDurationMs: number;
+          }[];
+        };
+      };
+    };
+  };
+  "/api/audit/verify": {
+    /** Verify a session's hash chain */
+    get: {
+      params: Record<string, never>;
+      query: {
+        sessionId: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          sessionId: string;
+          valid: boolean;
+          eventCount: number;
+          headHash: string | null;
+          brokenAt: {
+            seq: number;
+            eventId: string | null;
+            reason: string;
+          } | null;
+        };
+      };
+    };
+  };
+  "/api/benchmarks": {
+    /** List benchmarks, newest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        status?: "draft" | "running" | "completed" | "cancelled";
+        agentId?: string;
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          benchmarks: BenchmarkListItem[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+    /** Create an A/B benchmark (status draft) */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        description?: string;
+        agentId?: string;
+        variants: {
+          name: string;
+          tag: string;
+          description?: string;
+          agentId?: string;
+        }[];
+        metrics?: string[];
+        minSessionsPerVariant?: number;
+        timeRange?: {
+          from?: string;
+          to?: string;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        201: Benchmark;
+      };
+    };
+  };
+  "/api/benchmarks/{id}": {
+    /** One benchmark, with the number of sessions of each variant */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Benchmark;
+      };
+    };
+    /** Delete a draft or cancelled benchmark */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: void;
+      };
+    };
+  };
+  "/api/benchmarks/{id}/results": {
+    /** Statistical comparison of the variants (cached once completed) */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        includeDistributions?: "true" | "false";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: BenchmarkResults;
+      };
+    };
+  };
+  "/api/benchmarks/{id}/status": {
+    /** Move a benchmark through draft → running → completed (or cancelled) */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        status: "draft" | "running" | "completed" | "cancelled";
+      };
+      bodyRequired: true;
+      responses: {
+        200: Benchmark;
+      };
+    };
+  };
+  "/api/config": {
+    /** Configuration (secrets are reported as set or not, never returned) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Config;
+      };
+    };
+    /** Update retention and webhook secrets; a secret set to null falls back to the environment */
+    put: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        retentionDays?: number;
+        approvalGateWebhookSecret?: string | null;
+        formServiceWebhookSecret?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        200: Config;
+      };
+    };
+  };
+  "/api/config/features": {
+    /** Feature flags */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          memory: boolean;
+          memoryUrl: string;
+        };
+      };
+    };
+  };
+  "/api/config/health-weights": {
+    /** Health score weights in use */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          errorRate: number;
+          costEfficiency: number;
+          toolSuccess: number;
+          latency: number;
+          completionRate: number;
+        };
+      };
+    };
+    /** Always 501: the weights are not customizable */
+    put: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: void;
+      };
+    };
+  };
+  "/api/context": {
+    /** Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server */
+    get: {
+      params: Record<string, never>;
+      query: {
+        topic: string;
+        userId?: string;
+        agentId?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          topic: string;
+          sessions: ContextSession[];
+          lessons: ContextLesson[];
+          summary: string;
+          totalSessions: number;
+        };
+      };
+    };
+  };
+  "/api/datasets": {
+    /** List datasets, newest first */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          datasets: {
+            id: string;
+            name: string;
+            caseCount: number;
+            createdAt: string;
+          }[];
+        };
+      };
+    };
+    /** Create a dataset of 1 to 1000 cases */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        cases: {
+          input: unknown;
+          expected?: unknown;
+        }[];
+      };
+      bodyRequired: true;
+      responses: {
+        201: Dataset;
+      };
+    };
+  };
+  "/api/datasets/{id}": {
+    /** One dataset with its cases */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Dataset;
+      };
+    };
+  };
+  "/api/datasets/{id}/runs": {
+    /** Run every case of a dataset against an agent webhook, in the background */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        agentId: string;
+        webhookUrl: string;
+        evaluatorId?: string;
+        caseTimeoutSeconds?: number;
+      };
+      bodyRequired: true;
+      responses: {
+        202: EvalRun;
+      };
+    };
+  };
+  "/api/eval/sessions/{sessionId}/compliance": {
+    /** Score a session against deterministic rules and chain the verdict as an eval_result */
+    post: {
+      params: {
+        sessionId: string;
+      };
+      query: Record<string, never>;
+      body: {
+        rules?: ({
+          id: string;
+          type: "tool_denylist";
+          tools: string[];
+          description?: string;
+        } | {
+          id: string;
+          type: "tool_allowlist";
+          tools: string[];
+          description?: string;
+        } | {
+          id: string;
+          type: "max_cost";
+          maxUsd: number;
+          description?: string;
+        } | {
+          id: string;
+          type: "no_severity_above";
+          severity: "debug" | "info" | "warn" | "error" | "critical";
+          description?: string;
+        })[];
+        passThreshold?: number;
+        evaluatorId?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: ComplianceResult;
+      };
+    };
+  };
+  "/api/eval/sessions/{sessionId}/score": {
+    /** Score a session with an LLM judge against a rubric and chain the verdict as an eval_result */
+    post: {
+      params: {
+        sessionId: string;
+      };
+      query: Record<string, never>;
+      body: {
+        rubric?: string;
+        model?: string;
+        passThreshold?: number;
+        evaluatorId?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: JudgeResult;
+      };
+    };
+  };
+  "/api/evaluators": {
+    /** List evaluators, newest first */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          evaluators: Evaluator[];
+        };
+      };
+    };
+    /** Save an evaluator */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        kind: "compliance" | "llm_judge";
+        rules?: ({
+          id: string;
+          type: "tool_denylist";
+          tools: string[];
+          description?: string;
+        } | {
+          id: string;
+          type: "tool_allowlist";
+          tools: string[];
+          description?: string;
+        } | {
+          id: string;
+          type: "max_cost";
+          maxUsd: number;
+          description?: string;
+        } | {
+          id: string;
+          type: "no_severity_above";
+          severity: "debug" | "info" | "warn" | "error" | "critical";
+          description?: string;
+        })[];
+        rubric?: string;
+        passThreshold?: number;
+        model?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Evaluator;
+      };
+    };
+  };
+  "/api/evaluators/{id}": {
+    /** One evaluator */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Evaluator;
+      };
+    };
+    /** Delete an evaluator (runs already started keep their copy of it) */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+      };
+    };
+  };
+  "/api/events": {
+    /** Query events */
+    get: {
+      params: Record<string, never>;
+      query: {
+        sessionId?: string;
+        agentId?: string;
+        eventType?: string;
+        severity?: string;
+        from?: string;
+        to?: string;
+        search?: string;
+        order?: "asc" | "desc";
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          events: Event[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+    /** Ingest a batch of 1 to 1000 events, atomically */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        events: ({
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "session_started";
+          payload: {
+            agentName?: string;
+            agentVersion?: string;
+            mcpClientInfo?: {
+              [key: string]: unknown;
+            };
+            tags?: string[];
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "session_ended";
+          payload: {
+            reason: "completed" | "error" | "timeout" | "manual";
+            summary?: string;
+            totalToolCalls?: number;
+            totalDurationMs?: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "tool_call";
+          payload: {
+            toolName: string;
+            callId: string;
+            arguments: unknown;
+            serverName?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "tool_response";
+          payload: {
+            callId: string;
+            toolName: string;
+            result: unknown;
+            durationMs: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "tool_error";
+          payload: {
+            callId: string;
+            toolName: string;
+            error: unknown;
+            errorCode?: string | number;
+            durationMs: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "approval_requested";
+          payload: {
+            requestId: string;
+            action: string;
+            params: unknown;
+            urgency: "low" | "normal" | "high" | "critical";
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "approval_granted";
+          payload: {
+            requestId: string;
+            action: string;
+            decidedBy: string;
+            reason?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "approval_denied";
+          payload: {
+            requestId: string;
+            action: string;
+            decidedBy: string;
+            reason?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "approval_expired";
+          payload: {
+            requestId: string;
+            action: string;
+            decidedBy: string;
+            reason?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "form_submitted";
+          payload: {
+            submissionId: string;
+            formId: string;
+            formName?: string;
+            fieldCount: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "form_completed";
+          payload: {
+            submissionId: string;
+            formId: string;
+            completedBy: string;
+            durationMs: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "form_expired";
+          payload: {
+            submissionId: string;
+            formId: string;
+            expiredAfterMs: number;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "llm_call";
+          payload: {
+            callId: string;
+            provider: string;
+            model: string;
+            messages: unknown[];
+            systemPrompt?: string;
+            parameters?: {
+              [key: string]: unknown;
+            };
+            tools?: unknown[];
+            redacted?: boolean;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "llm_response";
+          payload: {
+            callId: string;
+            provider: string;
+            model: string;
+            completion: unknown;
+            toolCalls?: unknown[];
+            finishReason: string;
+            usage: {
+              inputTokens: number;
+              outputTokens: number;
+              totalTokens?: number;
+              [key: string]: unknown;
+            };
+            costUsd: number;
+            latencyMs: number;
+            redacted?: boolean;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "cost_tracked";
+          payload: {
+            provider: string;
+            model: string;
+            inputTokens: number;
+            outputTokens: number;
+            totalTokens: number;
+            costUsd: number;
+            trigger?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "alert_triggered";
+          payload: {
+            alertRuleId: string;
+            alertName: string;
+            condition: string;
+            currentValue: number;
+            threshold: number;
+            message: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "alert_resolved";
+          payload: {
+            alertRuleId: string;
+            alertName: string;
+            resolvedBy?: string;
+            [key: string]: unknown;
+          };
+        } | {
+          sessionId: string;
+          agentId: string;
+          severity?: "debug" | "info" | "warn" | "error" | "critical";
+          metadata?: {
+            [key: string]: unknown;
+          };
+          timestamp?: string;
+          eventType: "custom";
+          payload: {
+            type: string;
+            data: unknown;
+            [key: string]: unknown;
+          };
+        })[];
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          ingested: number;
+          events: {
+            id: string;
+            hash: string;
+          }[];
+        };
+      };
+    };
+  };
+  "/api/events/ingest": {
+    /**
+     * Webhook ingestion: maps an approval_gate, form_service or generic webhook to one event
+     *
+     * approval_gate and form_service bodies are signed: X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret (no API key needed). generic needs an API key; data holds eventType plus the payload fields.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: WebhookIngestBodyInput;
+      bodyRequired: true;
+      responses: {
+        201: {
+          ok: true;
+          eventId: string;
+          eventType: string;
+          sessionId: string;
+        };
+      };
+    };
+  };
+  "/api/events/{id}": {
+    /** One event */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Event;
+      };
+    };
+  };
+  "/api/guardrails": {
+    /** List guardrail rules, newest first */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rules: GuardrailRule[];
+        };
+      };
+    };
+    /** Create a guardrail rule */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        agentId?: string | null;
+        conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
+        conditionConfig: {
+          [key: string]: unknown;
+        };
+        actionType: "pause_agent" | "notify_webhook" | "downgrade_model" | "approval_policy";
+        actionConfig?: {
+          [key: string]: unknown;
+        };
+        cooldownMinutes?: number;
+        enabled?: boolean;
+        dryRun?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        201: GuardrailRule;
+      };
+    };
+  };
+  "/api/guardrails/history": {
+    /** Trigger history of every rule (dry runs included), newest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        limit?: number;
+        offset?: number;
+        ruleId?: string;
+        agentId?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          triggers: GuardrailTrigger[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+  };
+  "/api/guardrails/{id}": {
+    /** One guardrail rule */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: GuardrailRule;
+      };
+    };
+    /** Change a guardrail rule; only the given fields change (each config is replaced whole) */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        agentId?: string | null;
+        conditionType?: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
+        conditionConfig?: {
+          [key: string]: unknown;
+        };
+        actionType?: "pause_agent" | "notify_webhook" | "downgrade_model" | "approval_policy";
+        actionConfig?: {
+          [key: string]: unknown;
+        };
+        cooldownMinutes?: number;
+        enabled?: boolean;
+        dryRun?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        200: GuardrailRule;
+      };
+    };
+    /** Delete a guardrail rule; its trigger history is kept */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+      };
+    };
+  };
+  "/api/guardrails/{id}/status": {
+    /** Rule status: ready, in cooldown (per agent) or disabled, with its recent triggers */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: GuardrailStatus;
+      };
+    };
+  };
+  "/api/health": {
+    /** Liveness, with a database round trip (no authentication) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          status: "ok";
+          version: string;
+          db: {
+            ok: boolean;
+            latencyMs: number;
+          };
+        };
+        503: {
+          status: "degraded";
+          version: string;
+          db: {
+            ok: boolean;
+            latencyMs: number | null;
+          };
+        };
+      };
+    };
+  };
+  "/api/health/history": {
+    /** Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        agentId: string;
+        /** Days back, today included (1 to 365) */
+        days?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          snapshots: HealthSnapshot[];
+          agentId: string;
+          days: number;
+        };
+      };
+    };
+  };
+  "/api/health/overview": {
+    /** Health of every agent with a session in the window, sickest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** Window in days (1 to 90) */
+        window?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          agents: AgentHealth[];
+          computedAt: string;
+        };
+      };
+    };
+  };
+  "/api/internal/eval/guardrail-breach": {
+    /** Record a denied action reported by the approval service (service token only) */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        sessionId: string;
+        agentId: string;
+        breach: {
+          ruleId: string;
+          ruleType?: string;
+          tool?: string;
+          reason?: string;
+          source: string;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          recorded: true;
+          eventId: string;
+        };
+      };
+    };
+  };
+  "/api/keys": {
+    /** List API keys (never the secrets) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          keys: ApiKey[];
+        };
+      };
+    };
+    /**
+     * Create an API key; the raw key is in this response only
+     *
+     * Without an Authorization header only while no active key exists (first start-up).
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          id: string;
+          name: string;
+          prefix: string;
+          createdAt: string;
+          lastUsedAt: string | null;
+          revokedAt: string | null;
+          key: string;
+        };
+      };
+    };
+  };
+  "/api/keys/{id}": {
+    /** Revoke an API key */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          revoked: true;
+        };
+      };
+    };
+  };
+  "/api/optimize/recommendations": {
+    /** Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings */
+    get: {
+      params: Record<string, never>;
+      query: {
+        agentId?: string;
+        period?: number;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          recommendations: OptimizeRecommendation[];
+          totalPotentialSavings: number;
+          period: number;
+          analyzedCalls: number;
+        };
+      };
+    };
+  };
+  "/api/recall": {
+    /** Semantic search over events and sessions, ranked by cosine similarity */
+    get: {
+      params: Record<string, never>;
+      query: {
+        query: string;
+        scope?: "all" | "events" | "sessions";
+        agentId?: string;
+        from?: string;
+        to?: string;
+        limit?: number;
+        minScore?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          results: RecallResult[];
+          query: string;
+          totalResults: number;
+        };
+      };
+    };
+  };
+  "/api/recall/status": {
+    /** Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          embedder: {
+            backend: "local" | "openai";
+            model: string;
+            dimensions: number;
+          };
+          queue: {
+            depth: number;
+            retrying: number;
+            oldestEnqueuedAt: string | null;
+          };
+          vectors: {
+            stored: number;
+            indexed: number;
+          };
+        };
+      };
+    };
+  };
+  "/api/reflect": {
+    /** Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend */
+    get: {
+      params: Record<string, never>;
+      query: {
+        analysis: "error_patterns" | "tool_sequences" | "cost_analysis" | "performance_trends";
+        agentId?: string;
+        from?: string;
+        to?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          analysis: "error_patterns" | "tool_sequences" | "cost_analysis" | "performance_trends";
+          insights: ReflectInsight[];
+          metadata: {
+            sessionsAnalyzed: number;
+            eventsAnalyzed: number;
+            timeRange: {
+              from: string;
+              to: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  "/api/runs/{id}": {
+    /** An evaluation run with the outcome of each case */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: EvalRun;
+      };
+    };
+  };
+  "/api/sessions": {
+    /** List sessions, newest first */
+    get: {
+      params: Record<string, never>;
+      query: {
+        agentId?: string;
+        status?: string;
+        from?: string;
+        to?: string;
+        tags?: string;
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          sessions: Session[];
+          total: number;
+          hasMore: boolean;
+        };
+      };
+    };
+  };
+  "/api/sessions/{id}": {
+    /** One session */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Session;
+      };
+    };
+  };
+  "/api/sessions/{id}/replay": {
+    /** Replay a session step by step, with the context reconstructed at every step */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        offset?: number;
+        limit?: number;
+        /** Comma-separated filter, any of: session_started, session_ended, llm_call, llm_response, tool_call, tool_response, error, decision, observation, custom */
+        eventTypes?: string;
+        /** true (default) or false: include the reconstructed context of every step */
+        includeContext?: "true" | "false";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          session: {
+            id: string;
+            agentId: string;
+            status: string;
+            startedAt: string;
+            endedAt?: string;
+          };
+          chainValid: boolean;
+          totalSteps: number;
+          steps: {
+            index: number;
+            event: {
+              id: string;
+              seq: number;
+              eventType: string;
+              timestamp: string;
+              payload: {
+                [key: string]: unknown;
+              };
+            };
+            pairedEvent: {
+              id: string;
+              seq: number;
+              eventType: string;
+              timestamp: string;
+              payload: {
+                [key: string]: unknown;
+              };
+            } | null;
+            pairDurationMs: number | null;
+            context?: {
+              eventIndex: number;
+              totalEvents: number;
+              cumulativeCostUsd: number;
+              elapsedMs: number;
+              eventCounts: {
+                [key: string]: number;
+              };
+              llmHistory: {
+                callId: string;
+                provider: string | null;
+                model: string | null;
+                messages: unknown;
+                response: unknown;
+                costUsd: number | null;
+                latencyMs: number | null;
+              }[];
+              toolResults: {
+                callId: string;
+                toolName: string | null;
+                ok: boolean;
+                result: unknown;
+                error: unknown;
+                durationMs: number | null;
+              }[];
+              pendingApprovals: {
+                requestId: string;
+                action: string | null;
+                urgency: string | null;
+                requestedAt: string;
+              }[];
+              errorCount: number;
+              warnings: {
+                eventIndex: number;
+                eventId: string;
+                code: string;
+                message: string;
+              }[];
+            };
+          }[];
+          pagination: {
+            offset: number;
+            limit: number;
+            hasMore: boolean;
+          };
+          summary: {
+            totalCost: number;
+            totalDurationMs: number;
+            totalLlmCalls: number;
+            totalToolCalls: number;
+            totalErrors: number;
+            models: string[];
+            tools: string[];
+          };
+        };
+      };
+    };
+  };
+  "/api/sessions/{id}/timeline": {
+    /** A session's events ascending by time, with the verdict of its hash chain */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          events: Event[];
+          chainValid: boolean;
+          brokenAt: {
+            seq: number;
+            eventId: string | null;
+            reason: string;
+          } | null;
+        };
+      };
+    };
+  };
+  "/api/stats": {
+    /** Storage statistics */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          totalEvents: number;
+          totalSessions: number;
+          totalAgents: number;
+          oldestEvent: string | null;
+          newestEvent: string | null;
+          storageSizeBytes: number;
+          judgeSpendUsd: number;
+        };
+      };
+    };
+  };
+}

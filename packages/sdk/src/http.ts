@@ -1,0 +1,205 @@
+/**
+ * The HTTP transport both clients share: bearer authentication, JSON bodies, a deadline per
+ * attempt, and retries with exponential backoff (and jitter) on 408, 429, 5xx and network errors,
+ * honouring Retry-After. Retries make delivery at-least-once: a request whose connection broke
+ * after the server committed it is sent again.
+ */
+import { apiError, VigilNetworkError, type ErrorDetail, type ServiceName, type VigilApiError } from './errors.ts';
+import type { CallOptions, RetryOptions } from './types.ts';
+
+export interface TransportOptions {
+  /** Base address, e.g. `http://localhost:3400` (a path prefix is kept). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Deadline of one attempt (default 10 s). */
+  timeoutMs?: number;
+  /** Retry policy (default: 3 retries from 250 ms); `false` disables retries. */
+  retry?: RetryOptions | false;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+export interface TransportRequest extends CallOptions {
+  params?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  body?: unknown;
+}
+
+const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+const DEFAULT_RETRY: Required<RetryOptions> = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 30_000 };
+
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Exponential backoff with "equal jitter": between half and all of base × 2^retry, capped. */
+export function backoffDelay(retry: number, policy: Required<RetryOptions>): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+function expandPath(template: string, params: Record<string, unknown> | undefined): string {
+  return template.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = params?.[name];
+    if (value === undefined || value === null || value === '') throw new TypeError(`path parameter "${name}" is required for ${template}`);
+    return encodeURIComponent(String(value));
+  });
+}
+
+function queryString(query: Record<string, unknown> | undefined): string {
+  if (!query) return '';
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value)) search.set(key, value.map(String).join(','));
+    else if (value instanceof Date) search.set(key, value.toISOString());
+    else search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+function errorParts(body: unknown): { message?: string; code?: string; details?: ErrorDetail[] } {
+  if (typeof body !== 'object' || body === null) return {};
+  const error = (body as { error?: unknown }).error;
+  // observe: { error: string, status, details? }
+  if (typeof error === 'string') {
+    const details = (body as { details?: unknown }).details;
+    return { message: error, details: Array.isArray(details) ? (details as ErrorDetail[]) : undefined };
+  }
+  // gate: { error: { code, message, details? } }
+  if (typeof error === 'object' && error !== null) {
+    const { code, message, details } = error as { code?: unknown; message?: unknown; details?: unknown };
+    return {
+      message: typeof message === 'string' ? message : undefined,
+      code: typeof code === 'string' ? code : undefined,
+      details: Array.isArray(details) ? (details as ErrorDetail[]) : undefined,
+    };
+  }
+  return {};
+}
+
+export class HttpTransport {
+  readonly baseUrl: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly retry: Required<RetryOptions> | false;
+  private readonly timeoutMs: number;
+
+  constructor(
+    readonly service: ServiceName,
+    private readonly options: TransportOptions,
+  ) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetchImpl = options.fetch ?? globalThis.fetch;
+    this.retry = options.retry === false ? false : { ...DEFAULT_RETRY, ...options.retry };
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** Sends one request (retrying as configured) and answers the parsed JSON body (undefined for an empty body). */
+  async request<T>(method: string, pathTemplate: string, init: TransportRequest = {}): Promise<T> {
+    const verb = method.toUpperCase();
+    const path = expandPath(pathTemplate, init.params);
+    const url = `${this.baseUrl}${path}${queryString(init.query)}`;
+    const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers, ...init.headers };
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    let body: string | undefined;
+    if (init.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.body);
+    }
+    const policy = init.retry === false ? false : init.retry === undefined ? this.retry : { ...DEFAULT_RETRY, ...init.retry };
+    const maxRetries = policy === false ? 0 : policy.maxRetries;
+
+    for (let retry = 0; ; retry++) {
+      const attempt = new AbortController();
+      const timer = setTimeout(() => attempt.abort(new Error('timeout')), this.timeoutMs);
+      const onAbort = (): void => attempt.abort(init.signal!.reason);
+      init.signal?.addEventListener('abort', onAbort, { once: true });
+      let response: Response;
+      let text: string;
+      try {
+        if (init.signal?.aborted) throw init.signal.reason;
+        response = await this.fetchImpl(url, { method: verb, headers, body, signal: attempt.signal });
+        text = await response.text();
+      } catch (error) {
+        if (init.signal?.aborted) throw init.signal.reason;
+        const timedOut = attempt.signal.aborted;
+        const failure = new VigilNetworkError(
+          timedOut
+            ? `${this.service}: ${verb} ${path} got no answer within ${this.timeoutMs} ms`
+            : `${this.service}: ${verb} ${path} failed: ${(error as Error).message}${causeText(error)}`,
+          this.service,
+          verb,
+          path,
+          timedOut,
+          error,
+        );
+        if (policy === false || retry >= maxRetries) throw failure;
+        await sleep(backoffDelay(retry, policy), init.signal);
+        continue;
+      } finally {
+        clearTimeout(timer);
+        init.signal?.removeEventListener('abort', onAbort);
+      }
+
+      let parsed: unknown = undefined;
+      if (text !== '') {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+      }
+      if (response.ok) return parsed as T;
+
+      const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+      const parts = errorParts(parsed);
+      const error: VigilApiError = apiError({
+        service: this.service,
+        status: response.status,
+        message: parts.message ?? `${this.service}: ${verb} ${path} answered ${response.status} ${response.statusText}`.trim(),
+        code: parts.code,
+        details: parts.details,
+        method: verb,
+        path,
+        body: parsed,
+        retryAfterMs,
+      });
+      if (policy === false || retry >= maxRetries || !RETRYABLE_STATUS.has(response.status)) throw error;
+      const delay = retryAfterMs ?? backoffDelay(retry, policy);
+      // A server asking for a longer pause than the policy allows: give up now rather than hang.
+      if (delay > policy.maxDelayMs) throw error;
+      await sleep(delay, init.signal);
+    }
+  }
+}
+
+function causeText(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  if (!cause) return '';
+  return typeof cause.code === 'string' ? ` (${cause.code})` : typeof cause.message === 'string' ? ` (${cause.message})` : '';
+}

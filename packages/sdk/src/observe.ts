@@ -1,0 +1,227 @@
+/**
+ * Client of the observe service (default http://localhost:3400): batched event tracking with
+ * background flush, session helpers, and typed methods for the query endpoints. Every request
+ * and answer type comes from src/generated/observe.ts.
+ */
+import { VigilDeprecationError } from './errors.ts';
+import { HttpTransport, type TransportRequest, type TransportOptions } from './http.ts';
+import { priceTable, type ModelPrice, type PriceTable } from './pricing.ts';
+import { EventQueue, type BatchingOptions } from './queue.ts';
+import { VigilSession, type EndSessionOptions, type SessionSink, type StartSessionOptions } from './session.ts';
+import type {
+  CallOptions,
+  IncomingEvent,
+  InitArgs,
+  Methods,
+  ObserveBody,
+  ObservePaths,
+  ObserveQuery,
+  ObserveResult,
+  Operation,
+  Success,
+} from './types.ts';
+
+export const DEFAULT_OBSERVE_URL = 'http://localhost:3400';
+
+export interface ObserveClientOptions extends Partial<TransportOptions>, BatchingOptions {
+  /** Default: VIGIL_URL, else http://localhost:3400. */
+  baseUrl?: string;
+  /** Default: VIGIL_API_KEY. */
+  apiKey?: string;
+  /** The price table for LLM costs: a PriceTable, or overrides of the built-in table (as in MODEL_PRICES). */
+  prices?: PriceTable | readonly ModelPrice[];
+}
+
+const LESSONS_REMOVED = '0.12.0';
+const LESSONS_REPLACEMENT = 'lesson management and community sharing moved to the external memory system (enable MEMORY_ENABLED and use /api/memory/*)';
+
+export class ObserveClient implements SessionSink {
+  readonly prices: PriceTable;
+  private readonly http: HttpTransport;
+  private readonly queue: EventQueue<IncomingEvent>;
+
+  constructor(options: ObserveClientOptions = {}) {
+    this.http = new HttpTransport('observe', {
+      ...options,
+      baseUrl: options.baseUrl ?? process.env.VIGIL_URL ?? DEFAULT_OBSERVE_URL,
+      apiKey: options.apiKey ?? process.env.VIGIL_API_KEY,
+    });
+    this.prices = priceTable(options.prices);
+    this.queue = new EventQueue((events) => this.ingest(events).then(() => undefined), options);
+  }
+
+  get baseUrl(): string {
+    return this.http.baseUrl;
+  }
+
+  /** Any observe operation, typed by its route schema: `call('get', '/api/sessions/{id}', { params: { id } })`. */
+  call<P extends keyof ObservePaths, M extends Methods<ObservePaths, P>>(
+    method: M,
+    path: P,
+    ...[init]: InitArgs<Operation<ObservePaths, P, M>>
+  ): Promise<Success<Operation<ObservePaths, P, M>>> {
+    return this.http.request(method, path as string, init as TransportRequest | undefined);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Events: batched
+
+  /** Queues one event; it is sent with the next batch. Timestamped now unless it has a timestamp. */
+  track(event: IncomingEvent): void {
+    this.queue.push(event.timestamp === undefined ? { ...event, timestamp: new Date().toISOString() } : event);
+  }
+
+  /** Sends everything queued and waits for it (see EventQueue.flush). */
+  flush(): Promise<void> {
+    return this.queue.flush();
+  }
+
+  /** Flushes and stops: later track() calls throw VigilClosedError. */
+  close(): Promise<void> {
+    return this.queue.close();
+  }
+
+  /** Events queued and not yet sent. */
+  get pendingEvents(): number {
+    return this.queue.size;
+  }
+
+  /** Sends events at once, as one atomic batch (1 to 1000), bypassing the queue. */
+  ingest(events: IncomingEvent[], options?: CallOptions): Promise<ObserveResult<'/api/events', 'post'>> {
+    return this.call('post', '/api/events', { body: { events }, ...options });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Sessions: one-line helpers
+
+  /** Starts a session (queues session_started) and answers its helper object. */
+  startSession(options: StartSessionOptions): VigilSession {
+    return new VigilSession(this, options);
+  }
+
+  /** Ends a session (queues session_ended) and flushes. */
+  endSession(session: VigilSession, options?: EndSessionOptions): Promise<void> {
+    return session.end(options);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Queries
+
+  listEvents(query?: ObserveQuery<'/api/events', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/events', { query, ...options });
+  }
+
+  getEvent(id: string, options?: CallOptions) {
+    return this.call('get', '/api/events/{id}', { params: { id }, ...options });
+  }
+
+  listSessions(query?: ObserveQuery<'/api/sessions'>, options?: CallOptions) {
+    return this.call('get', '/api/sessions', { query, ...options });
+  }
+
+  getSession(id: string, options?: CallOptions) {
+    return this.call('get', '/api/sessions/{id}', { params: { id }, ...options });
+  }
+
+  getTimeline(id: string, options?: CallOptions) {
+    return this.call('get', '/api/sessions/{id}/timeline', { params: { id }, ...options });
+  }
+
+  replaySession(id: string, query?: ObserveQuery<'/api/sessions/{id}/replay'>, options?: CallOptions) {
+    return this.call('get', '/api/sessions/{id}/replay', { params: { id }, query, ...options });
+  }
+
+  verifyChain(query: ObserveQuery<'/api/audit/verify'>, options?: CallOptions) {
+    return this.call('get', '/api/audit/verify', { query, ...options });
+  }
+
+  analytics(query?: ObserveQuery<'/api/analytics'>, options?: CallOptions) {
+    return this.call('get', '/api/analytics', { query, ...options });
+  }
+
+  llmAnalytics(query?: ObserveQuery<'/api/analytics/llm'>, options?: CallOptions) {
+    return this.call('get', '/api/analytics/llm', { query, ...options });
+  }
+
+  costAnalytics(query?: ObserveQuery<'/api/analytics/costs'>, options?: CallOptions) {
+    return this.call('get', '/api/analytics/costs', { query, ...options });
+  }
+
+  agentAnalytics(query?: ObserveQuery<'/api/analytics/agents'>, options?: CallOptions) {
+    return this.call('get', '/api/analytics/agents', { query, ...options });
+  }
+
+  toolAnalytics(query?: ObserveQuery<'/api/analytics/tools'>, options?: CallOptions) {
+    return this.call('get', '/api/analytics/tools', { query, ...options });
+  }
+
+  recall(query: ObserveQuery<'/api/recall'>, options?: CallOptions) {
+    return this.call('get', '/api/recall', { query, ...options });
+  }
+
+  reflect(query: ObserveQuery<'/api/reflect'>, options?: CallOptions) {
+    return this.call('get', '/api/reflect', { query, ...options });
+  }
+
+  context(query: ObserveQuery<'/api/context'>, options?: CallOptions) {
+    return this.call('get', '/api/context', { query, ...options });
+  }
+
+  listAgents(options?: CallOptions) {
+    return this.call('get', '/api/agents', { ...options });
+  }
+
+  getAgent(id: string, options?: CallOptions) {
+    return this.call('get', '/api/agents/{id}', { params: { id }, ...options });
+  }
+
+  agentHealth(id: string, query?: ObserveQuery<'/api/agents/{id}/health'>, options?: CallOptions) {
+    return this.call('get', '/api/agents/{id}/health', { params: { id }, query, ...options });
+  }
+
+  createAlertRule(rule: ObserveBody<'/api/alerts/rules', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/alerts/rules', { body: rule, ...options });
+  }
+
+  health(options?: CallOptions) {
+    return this.call('get', '/api/health', { ...options });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Lessons: removed in 0.12.0. Each throws VigilDeprecationError at once, without a request.
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  listLessons(..._args: unknown[]): never {
+    throw new VigilDeprecationError('listLessons', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  getLesson(..._args: unknown[]): never {
+    throw new VigilDeprecationError('getLesson', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  createLesson(..._args: unknown[]): never {
+    throw new VigilDeprecationError('createLesson', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  updateLesson(..._args: unknown[]): never {
+    throw new VigilDeprecationError('updateLesson', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  deleteLesson(..._args: unknown[]): never {
+    throw new VigilDeprecationError('deleteLesson', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0: lessons live in the external memory system. Always throws. */
+  searchLessons(..._args: unknown[]): never {
+    throw new VigilDeprecationError('searchLessons', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+
+  /** @deprecated Removed in 0.12.0 (community sharing). Always throws. */
+  shareLesson(..._args: unknown[]): never {
+    throw new VigilDeprecationError('shareLesson', LESSONS_REMOVED, LESSONS_REPLACEMENT);
+  }
+}

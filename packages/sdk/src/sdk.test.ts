@@ -1,0 +1,463 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { resolve } from 'node:path';
+import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import {
+  ApprovalTimeoutError,
+  GateClient,
+  ObserveClient,
+  PriceTable,
+  VigilApiError,
+  VigilAuthenticationError,
+  VigilClosedError,
+  VigilConflictError,
+  VigilDeliveryError,
+  VigilDeprecationError,
+  VigilError,
+  VigilNetworkError,
+  VigilNotFoundError,
+  VigilPermissionError,
+  VigilServerError,
+  VigilValidationError,
+  type IncomingEvent,
+} from './index.ts';
+import { eventually, forwardTo, startLiveServices, type LiveServices } from './testing.ts';
+
+let live: LiveServices;
+const servers: TestHttpServer[] = [];
+
+before(async () => {
+  live = await startLiveServices();
+});
+
+after(async () => {
+  for (const server of servers) await server.stop();
+  await live?.close();
+});
+
+type Intercept = (request: ReceivedRequest, index: number) => ((res: ServerResponse) => void) | undefined;
+
+/** A recording proxy in front of `target`; `intercept` may answer a request itself (fault injection). */
+async function proxy(target: string, intercept?: Intercept): Promise<TestHttpServer> {
+  let index = 0;
+  const server = new TestHttpServer((request, res) => {
+    const own = intercept?.(request, index++);
+    if (own) return own(res);
+    forwardTo(target, request, res).catch((error: unknown) => {
+      res.writeHead(502);
+      res.end(String(error));
+    });
+  });
+  servers.push(server);
+  return server.start();
+}
+
+function customEvent(sessionId: string, i: number): IncomingEvent {
+  return { sessionId, agentId: 'sdk-agent', eventType: 'custom', payload: { type: 'tick', data: { i } } };
+}
+
+function observeClient(baseUrl: string, options: ConstructorParameters<typeof ObserveClient>[0] = {}): ObserveClient {
+  return new ObserveClient({ baseUrl, apiKey: live.observeKey, flushOnExit: false, ...options });
+}
+
+async function storedEvents(sessionId: string) {
+  const direct = observeClient(live.observeUrl);
+  return (await direct.listEvents({ sessionId, order: 'asc', limit: 500 })).events;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('event batching', () => {
+  test('a full batch is sent at once, in order; the rest waits for flush()', async () => {
+    const recorder = await proxy(live.observeUrl);
+    const client = observeClient(recorder.url, { batchSize: 5, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 12; i++) client.track(customEvent('batch-size', i));
+    await eventually(async () => recorder.requests.length, (n) => n === 2, 10_000, 'two full batches');
+    await sleep(300);
+    assert.equal(recorder.requests.length, 2, 'the partial batch is not sent before the interval or a flush');
+    assert.equal(client.pendingEvents, 2);
+    await client.flush();
+    const sizes = recorder.requests.map((r) => (JSON.parse(r.body) as { events: unknown[] }).events.length);
+    assert.deepEqual(sizes, [5, 5, 2]);
+    assert.ok(recorder.requests.every((r) => r.method === 'POST' && r.url === '/api/events'));
+    const stored = await storedEvents('batch-size');
+    assert.deepEqual(
+      stored.map((e) => (e.payload.data as { i: number }).i),
+      [...Array(12).keys()],
+      'stored in the order tracked (chain seq order)',
+    );
+    assert.deepEqual(stored.map((e) => e.seq), [...Array(12).keys()]);
+    await client.close();
+  });
+
+  test('a partial batch is sent by the background timer after flushIntervalMs, without flush()', async () => {
+    const recorder = await proxy(live.observeUrl);
+    const client = observeClient(recorder.url, { batchSize: 100, flushIntervalMs: 150 });
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) client.track(customEvent('batch-interval', i));
+    assert.equal(recorder.requests.length, 0);
+    const stored = await eventually(() => storedEvents('batch-interval'), (events) => events.length === 3, 10_000, 'interval flush');
+    assert.ok(Date.now() - started >= 140, 'not before the interval');
+    assert.equal(recorder.requests.length, 1, 'one request for the three events');
+    assert.equal(stored.length, 3);
+    await client.close();
+  });
+
+  test('events get the time they were tracked, not the time of delivery', async () => {
+    const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000 });
+    const before = Date.now();
+    client.track(customEvent('batch-timestamp', 0));
+    await sleep(400);
+    await client.flush();
+    const [event] = await storedEvents('batch-timestamp');
+    assert.ok(Date.parse(event!.timestamp) - before < 300, `timestamp ${event!.timestamp} is the tracking time`);
+    await client.close();
+  });
+
+  test('an invalid event is dropped and reported; the rest of its batch is stored', async () => {
+    const reported: VigilError[] = [];
+    const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000, onError: (error) => reported.push(error) });
+    client.track(customEvent('batch-invalid', 0));
+    client.track({ sessionId: 'batch-invalid', agentId: 'sdk-agent', eventType: 'tool_call', payload: { toolName: 'x', arguments: {} } } as unknown as IncomingEvent);
+    client.track(customEvent('batch-invalid', 2));
+    await assert.rejects(client.flush(), (error: unknown) => {
+      assert.ok(error instanceof VigilDeliveryError);
+      assert.equal(error.events.length, 1);
+      assert.equal((error.events[0] as IncomingEvent).eventType, 'tool_call');
+      assert.ok(error.cause instanceof VigilValidationError);
+      return true;
+    });
+    assert.equal(reported.length, 1, 'reported to onError exactly once');
+    const stored = await storedEvents('batch-invalid');
+    assert.deepEqual(stored.map((e) => (e.payload.data as { i: number }).i), [0, 2]);
+    await client.close();
+  });
+
+  test('close() flushes, and the client refuses events afterwards', async () => {
+    const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000 });
+    client.track(customEvent('batch-close', 0));
+    await client.close();
+    assert.equal((await storedEvents('batch-close')).length, 1);
+    assert.throws(() => client.track(customEvent('batch-close', 1)), VigilClosedError);
+  });
+
+  test('queued events are flushed when the process exits normally (beforeExit)', async () => {
+    const script = `
+      import { ObserveClient } from '@vigil/sdk';
+      const client = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: process.env.KEY, flushIntervalMs: 600000 });
+      for (let i = 0; i < 3; i++) client.track({ sessionId: 'exit-flush', agentId: 'child', eventType: 'custom', payload: { type: 'tick', data: { i } } });
+      // No flush(), no close(): the program just ends.
+    `;
+    // Asynchronous spawn: the servers run in this process and must keep answering meanwhile.
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: resolve(import.meta.dirname, '../../..'),
+      env: { ...process.env, OBSERVE: live.observeUrl, KEY: live.observeKey },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.once('exit', done));
+    assert.equal(code, 0, stderr);
+    assert.equal((await storedEvents('exit-flush')).length, 3);
+  });
+});
+
+describe('retries', () => {
+  test('a 503 is retried after its Retry-After, and the batch is stored once', async () => {
+    const flaky = await proxy(live.observeUrl, (_request, index) =>
+      index === 0
+        ? (res) => {
+            res.setHeader('retry-after', '1');
+            sendJson(res, 503, { error: 'Database unavailable', status: 503 });
+          }
+        : undefined,
+    );
+    const client = observeClient(flaky.url);
+    const started = Date.now();
+    const answer = await client.ingest([customEvent('retry-503', 0), customEvent('retry-503', 1)]);
+    assert.equal(answer.ingested, 2);
+    assert.ok(Date.now() - started >= 1000, 'waited for Retry-After: 1');
+    assert.equal(flaky.requests.length, 2);
+    assert.equal((await storedEvents('retry-503')).length, 2);
+  });
+
+  test('a 429 with Retry-After is retried (gate)', async () => {
+    const limited = await proxy(live.gateUrl, (_request, index) =>
+      index === 0
+        ? (res) => {
+            res.setHeader('retry-after', '0');
+            sendJson(res, 429, { error: { code: 'rate_limited', message: 'Rate limit exceeded' } });
+          }
+        : undefined,
+    );
+    const gate = new GateClient({ baseUrl: limited.url, apiKey: live.gateAdminKey });
+    const created = await gate.createRequest({ action: 'retry_429' });
+    assert.equal(created.action, 'retry_429');
+    assert.equal(limited.requests.length, 2);
+  });
+
+  test('a connection reset is retried', async () => {
+    const dropping = await proxy(live.observeUrl, (_request, index) => (index === 0 ? (res) => res.socket?.destroy() : undefined));
+    const client = observeClient(dropping.url);
+    const answer = await client.listSessions({ limit: 1 });
+    assert.ok(Array.isArray(answer.sessions));
+    assert.equal(dropping.requests.length, 2);
+  });
+
+  test('after maxRetries the last error is thrown, typed', async () => {
+    const down = await proxy(live.observeUrl, () => (res) => sendJson(res, 503, { error: 'Database unavailable', status: 503 }));
+    const client = observeClient(down.url, { retry: { maxRetries: 2, baseDelayMs: 10 } });
+    await assert.rejects(client.listSessions(), (error: unknown) => {
+      assert.ok(error instanceof VigilServerError);
+      assert.equal(error.status, 503);
+      assert.equal(error.message, 'Database unavailable');
+      return true;
+    });
+    assert.equal(down.requests.length, 3, 'one attempt and two retries');
+  });
+
+  test('a 4xx is not retried', async () => {
+    const recorder = await proxy(live.observeUrl);
+    const client = observeClient(recorder.url);
+    await assert.rejects(client.getSession('no-such-session'), VigilNotFoundError);
+    assert.equal(recorder.requests.length, 1);
+  });
+
+  test('no server at all: a VigilNetworkError after the retries', async () => {
+    const gone = await proxy(live.observeUrl);
+    const url = gone.url;
+    await gone.stop();
+    servers.splice(servers.indexOf(gone), 1);
+    const client = observeClient(url, { retry: { maxRetries: 1, baseDelayMs: 10 } });
+    await assert.rejects(client.listSessions(), (error: unknown) => error instanceof VigilNetworkError && error.service === 'observe' && !error.timedOut);
+  });
+});
+
+describe('typed errors', () => {
+  test('observe: 400 with the server message and field details, 404, 401', async () => {
+    const client = observeClient(live.observeUrl);
+    await assert.rejects(
+      client.ingest([{ sessionId: 's', agentId: 'a', eventType: 'tool_call', payload: { toolName: 't', arguments: {} } } as unknown as IncomingEvent]),
+      (error: unknown) => {
+        assert.ok(error instanceof VigilValidationError && error instanceof VigilApiError);
+        assert.equal(error.status, 400);
+        assert.equal(error.service, 'observe');
+        assert.match(error.message, /callId/);
+        assert.ok(error.details.some((d) => d.path === 'events.0.payload.callId'), JSON.stringify(error.details));
+        assert.equal((error.body as { error: string }).error, error.message, 'the message is the body’s error field');
+        return true;
+      },
+    );
+    await assert.rejects(client.getSession('missing'), (error: unknown) => {
+      assert.ok(error instanceof VigilNotFoundError);
+      assert.equal(error.message, 'Session not found');
+      assert.equal(error.path, '/api/sessions/missing');
+      return true;
+    });
+    const anonymous = new ObserveClient({ baseUrl: live.observeUrl, apiKey: 'vk_wrong', flushOnExit: false });
+    await assert.rejects(anonymous.listSessions(), (error: unknown) => error instanceof VigilAuthenticationError && error.status === 401);
+  });
+
+  test('gate: 403 and 409 with the code and message of { error: { code, message } }', async () => {
+    const creator = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('creator', ['request:create', 'request:read']) });
+    const request = await creator.createRequest({ action: 'typed_errors' });
+    await assert.rejects(creator.decide(request.id, 'approved'), (error: unknown) => {
+      assert.ok(error instanceof VigilPermissionError);
+      assert.equal(error.service, 'gate');
+      assert.equal(error.code, 'forbidden');
+      assert.equal(error.message, 'This route needs the request:decide scope');
+      return true;
+    });
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    await admin.decide(request.id, 'denied', 'no');
+    await assert.rejects(admin.decide(request.id, 'approved'), (error: unknown) => {
+      assert.ok(error instanceof VigilConflictError);
+      assert.equal(error.code, 'conflict');
+      assert.equal(error.message, 'Request already decided');
+      return true;
+    });
+  });
+});
+
+describe('session helpers', () => {
+  test('start, wrapToolCall (result and error), LLM call with priced cost, end', async () => {
+    const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000 });
+    const session = client.startSession({ agentId: 'helper-agent', agentName: 'Helper', tags: ['sdk'] });
+
+    const hits = await session.wrapToolCall('web_search', { q: 'vigil' }, async () => {
+      await sleep(30);
+      return { hits: 3 };
+    });
+    assert.deepEqual(hits, { hits: 3 });
+    const failure = Object.assign(new Error('card declined'), { code: 'E_DECLINED' });
+    await assert.rejects(
+      session.wrapToolCall('charge', { amount: 5 }, () => {
+        throw failure;
+      }),
+      (error) => error === failure,
+    );
+
+    const call = session.recordLlmCall({ provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const priced = session.recordLlmResponse(call, { completion: 'hello', usage: { inputTokens: 12_000, outputTokens: 3_000 } });
+    const expected = PriceTable.fromDefaults().costUsd('gpt-4o-mini', 'openai', 12_000, 3_000)!;
+    assert.ok(expected > 0);
+    assert.equal(priced.costUsd, expected);
+    assert.equal(priced.priced, true);
+    const unknownCall = session.recordLlmCall({ provider: 'acme', model: 'acme-1', messages: [] });
+    const unpriced = session.recordLlmResponse(unknownCall, { completion: 'x', usage: { inputTokens: 10, outputTokens: 10 } });
+    assert.deepEqual([unpriced.costUsd, unpriced.priced], [0, false]);
+
+    await session.end({ summary: 'done' });
+    assert.equal(client.pendingEvents, 0, 'end() flushes');
+
+    const stored = await client.getSession(session.id);
+    assert.equal(stored.status, 'completed');
+    assert.equal(stored.agentName, 'Helper');
+    assert.deepEqual(stored.tags, ['sdk']);
+    assert.equal(stored.toolCallCount, 2);
+    assert.equal(stored.errorCount, 1);
+    assert.ok(Math.abs(stored.totalCostUsd - expected) < 1e-9, `${stored.totalCostUsd} vs ${expected}`);
+
+    const { events, chainValid } = await client.getTimeline(session.id);
+    assert.equal(chainValid, true);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      ['session_started', 'tool_call', 'tool_response', 'tool_call', 'tool_error', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'session_ended'],
+    );
+    const [toolCall, toolResponse, , toolError] = events.slice(1);
+    assert.equal(toolResponse!.payload.callId, toolCall!.payload.callId);
+    assert.deepEqual(toolResponse!.payload.result, { hits: 3 });
+    assert.ok((toolResponse!.payload.durationMs as number) >= 25, 'durationMs measures the call');
+    assert.equal(toolError!.severity, 'error');
+    assert.equal(toolError!.payload.error, 'card declined');
+    assert.equal(toolError!.payload.errorCode, 'E_DECLINED');
+    const responses = events.filter((e) => e.eventType === 'llm_response');
+    assert.equal(responses[0]!.payload.costUsd, expected);
+    assert.deepEqual(responses[0]!.payload.usage, { inputTokens: 12_000, outputTokens: 3_000, totalTokens: 15_000 });
+    assert.equal(responses[1]!.metadata.costUnpriced, true);
+    const ended = events.at(-1)!;
+    assert.equal(ended.payload.reason, 'completed');
+    assert.equal(ended.payload.totalToolCalls, 2);
+    await client.close();
+  });
+
+  test('price overrides apply (the MODEL_PRICES format)', async () => {
+    const client = observeClient(live.observeUrl, {
+      prices: [{ provider: 'acme', model: 'acme-1', inputPerMillionUsd: 1, outputPerMillionUsd: 2, source: 'test', asOf: '2026-01-01' }],
+    });
+    const session = client.startSession({ agentId: 'price-agent' });
+    const call = session.recordLlmCall({ provider: 'acme', model: 'acme-1', messages: [] });
+    const record = session.recordLlmResponse(call, { completion: '', usage: { inputTokens: 1_000_000, outputTokens: 500_000 } });
+    assert.equal(record.costUsd, 2);
+    await session.end();
+    await client.close();
+  });
+});
+
+describe('approvals', () => {
+  test('requestApproval waits while a human decides through the gate API, then confirm()', async () => {
+    const agent = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('agent', ['request:create', 'request:read']) });
+    const human = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('alice', ['request:read', 'request:decide']) });
+    let settled = false;
+    const announced: string[] = [];
+    const waiting = agent
+      .requestApproval(
+        { action: 'pay_invoice', params: { amount: 2500 }, urgency: 'high' },
+        { pollIntervalMs: 50, timeoutMs: 30_000, onPending: (request) => announced.push(`${request.id}:${request.status}`) },
+      )
+      .finally(() => (settled = true));
+    const [pending] = await eventually(
+      () => human.listRequests({ action: 'pay_invoice', status: 'pending' }),
+      (list) => list.length === 1,
+      10_000,
+      'the pending request',
+    );
+    await sleep(200);
+    assert.equal(settled, false, 'still waiting for the human');
+    assert.deepEqual(announced, [`${pending!.id}:pending`], 'onPending is told once, with the pending request');
+    await human.decide(pending!.id, 'approved', 'invoice checked');
+    const outcome = await waiting;
+    assert.equal(outcome.id, pending!.id);
+    assert.equal(outcome.approved, true);
+    assert.equal(outcome.status, 'approved');
+    assert.equal(outcome.decidedBy, 'api:alice');
+    assert.equal(outcome.decisionReason, 'invoice checked');
+
+    const confirmed = await agent.confirm(outcome.id, { paymentId: 'p_1' });
+    assert.equal(confirmed.status, 'approved');
+    const audit = await agent.getAudit(outcome.id);
+    assert.deepEqual(audit.map((entry) => entry.event), ['created', 'approved', 'confirmed']);
+    assert.equal(audit[1]!.actor, 'api:alice');
+  });
+
+  test('a policy decision answers at once; a denial is approved: false', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    await admin.createPolicy({ name: 'no deletes', priority: 1, rules: [{ match: { action: 'drop_database' }, decision: 'auto_deny' }] });
+    const started = Date.now();
+    let announced = false;
+    const outcome = await admin.requestApproval({ action: 'drop_database' }, { pollIntervalMs: 10_000, onPending: () => (announced = true) });
+    assert.equal(announced, false, 'a request decided by a policy is never pending');
+    assert.ok(Date.now() - started < 5000, 'no poll needed');
+    assert.equal(outcome.approved, false);
+    assert.equal(outcome.status, 'denied');
+    assert.match(outcome.decidedBy ?? '', /^policy:/);
+  });
+
+  test('no decision in time: ApprovalTimeoutError, and the request stays pending', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const started = Date.now();
+    let requestId = '';
+    await assert.rejects(admin.requestApproval({ action: 'wait_forever' }, { timeoutMs: 300, pollIntervalMs: 50 }), (error: unknown) => {
+      assert.ok(error instanceof ApprovalTimeoutError);
+      assert.equal(error.lastStatus, 'pending');
+      requestId = error.requestId;
+      return true;
+    });
+    const waited = Date.now() - started;
+    assert.ok(waited >= 300 && waited < 5000, `waited ${waited} ms`);
+    assert.equal((await admin.getRequest(requestId)).status, 'pending');
+  });
+});
+
+describe('typed call()', () => {
+  test('reaches any route by its OpenAPI path, with path parameters and query', async () => {
+    const client = observeClient(live.observeUrl);
+    await client.ingest([customEvent('call-replay', 0), customEvent('call-replay', 1), customEvent('call-replay', 2)]);
+    const replay = await client.call('get', '/api/sessions/{id}/replay', { params: { id: 'call-replay' }, query: { offset: 1, limit: 1, includeContext: 'false' } });
+    assert.equal(replay.totalSteps, 3);
+    assert.deepEqual(replay.steps.map((step) => step.index), [1]);
+    assert.equal(replay.pagination.hasMore, true);
+    const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const health = await gate.call('get', '/health', { query: { deep: 'true' } });
+    assert.equal(health.status, 'ok');
+  });
+
+  test('an AbortSignal stops requestApproval while it waits', async () => {
+    const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const controller = new AbortController();
+    const waiting = gate.requestApproval({ action: 'abort_me' }, { pollIntervalMs: 50, signal: controller.signal });
+    await sleep(150);
+    controller.abort(new Error('agent stopped'));
+    await assert.rejects(waiting, /agent stopped/);
+  });
+});
+
+describe('removed features', () => {
+  test('every lesson method throws VigilDeprecationError at once, without a request', async () => {
+    const recorder = new TestHttpServer((_request, res) => sendJson(res, 200, {}));
+    servers.push(await recorder.start());
+    const client = observeClient(recorder.url);
+    const methods = ['listLessons', 'getLesson', 'createLesson', 'updateLesson', 'deleteLesson', 'searchLessons', 'shareLesson'] as const;
+    for (const method of methods) {
+      assert.throws(
+        () => (client[method] as (...args: unknown[]) => unknown)({ title: 'x' }),
+        (error: unknown) => error instanceof VigilDeprecationError && error.method === method && error.removedIn === '0.12.0' && /memory/.test(error.message),
+        method,
+      );
+    }
+    await sleep(50);
+    assert.equal(recorder.requests.length, 0);
+  });
+});
