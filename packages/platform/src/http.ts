@@ -13,6 +13,7 @@ import Fastify, {
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
+  jsonSchemaTransformObject,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
@@ -202,6 +203,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
+    // Named schemas (`.meta({id})`) become components; zod's registry is process-wide, so under
+    // `vigil up` each service keeps only the schemas its own paths reference.
+    transformObject: (input) => onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument) as ReturnType<typeof jsonSchemaTransformObject>,
   });
 
   // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
@@ -246,4 +250,33 @@ export function bearerToken(header: string | undefined): string | null {
  */
 export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(json as never);
+}
+
+interface OpenApiDocument {
+  paths?: unknown;
+  components?: { schemas?: Record<string, unknown> } & Record<string, unknown>;
+}
+
+/** The document with `components.schemas` cut to the schemas reachable from its paths. */
+function onlyReferencedSchemas(document: OpenApiDocument): OpenApiDocument {
+  const schemas = document.components?.schemas;
+  if (!schemas) return document;
+  const PREFIX = '#/components/schemas/';
+  const kept = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    for (const [key, child] of Object.entries(value)) {
+      if (key === '$ref' && typeof child === 'string' && child.startsWith(PREFIX)) {
+        const name = child.slice(PREFIX.length);
+        if (!kept.has(name)) {
+          kept.add(name);
+          visit(schemas[name]);
+        }
+      } else visit(child);
+    }
+  };
+  visit(document.paths);
+  const referenced = Object.fromEntries(Object.keys(schemas).filter((name) => kept.has(name)).sort().map((name) => [name, schemas[name]]));
+  return { ...document, components: { ...document.components, schemas: referenced } };
 }

@@ -6,6 +6,7 @@ import { startTestObserve, type TestObserve } from '../testing.ts';
 interface OpenApiDocument {
   openapi: string;
   paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; security?: unknown[] }>>;
+  components: { schemas?: Record<string, unknown> };
 }
 
 await describeEachDatabase('GET /api/openapi.json', (backend) => {
@@ -55,5 +56,16 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
     assert.deepEqual(names, ['agentId', 'eventType', 'from', 'limit', 'offset', 'order', 'search', 'sessionId', 'severity', 'to']);
     assert.ok(doc.paths['/api/events']!.post!.requestBody, 'the ingest body schema is documented');
     assert.deepEqual(doc.paths['/api/health']!.get!.security, [], 'health is documented as unauthenticated');
+  });
+
+  test('every schema reference resolves to a component, and only referenced schemas are components', async () => {
+    const doc = (await observe.call({ method: 'GET', url: '/api/openapi.json' })).json() as OpenApiDocument;
+    const text = JSON.stringify(doc);
+    const referenced = new Set([...text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!));
+    const components = Object.keys(doc.components.schemas ?? {});
+    assert.ok(referenced.has('Event') && referenced.has('GuardrailRule'), [...referenced].join(', '));
+    for (const name of referenced) assert.ok(components.includes(name), `${name} is a component`);
+    assert.deepEqual(components.sort(), [...referenced].sort());
+    assert.ok(!components.includes('ApprovalRequest'), "the gate's schemas are not in observe's document");
   });
 });
