@@ -353,6 +353,7 @@ describe('PostgreSQL behind a failing proxy', { skip: pgUp ? false : 'PostgreSQL
       } finally {
         await load.stop();
       }
+      console.log(`observe under PostgreSQL faults: ${load.summary()}; slowest ${Math.round(Math.max(...load.outcomes.map((o) => o.ms)))} ms`);
       assertOnly2xxOr503(load, { error: 'The database is unavailable; retry shortly', status: 503 }, CONNECT_TIMEOUT_MS + SLACK_MS);
       for (const phase of ['cut-reset', 'cut-close', 'blackhole']) assert.ok(load.in(phase).some((o) => o.status === 503), `${phase} was felt`);
 
@@ -418,6 +419,7 @@ describe('PostgreSQL behind a failing proxy', { skip: pgUp ? false : 'PostgreSQL
       } finally {
         await load.stop();
       }
+      console.log(`gate under PostgreSQL faults: ${load.summary()}; slowest ${Math.round(Math.max(...load.outcomes.map((o) => o.ms)))} ms`);
       assertOnly2xxOr503(load, { error: { code: 'unavailable', message: 'A dependency is unavailable; retry shortly' } }, CONNECT_TIMEOUT_MS + SLACK_MS);
 
       const stored = await direct.query(`select id from "${schema}".requests where id = any($1)`, [acked]);

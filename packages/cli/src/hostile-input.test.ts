@@ -19,7 +19,7 @@ import { startTestObserve, type TestObserve } from '@vigil/observe/testing';
 import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '@vigil/gate/testing';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_122);
-const RUNS_PER_OPERATION = Number(process.env.FUZZ_RUNS ?? 10);
+const RUNS_PER_OPERATION = Number(process.env.FUZZ_RUNS ?? 20);
 /** Observe runs on a small body limit so bodies above it stay cheap to build; the gate's is fixed at 1 MiB. */
 const OBSERVE_BODY_LIMIT = 256 * 1024;
 const GATE_BODY_LIMIT = 1024 * 1024;
@@ -582,7 +582,9 @@ async function fuzzService(target: Target, doc: OpenApiDocument, sinkUrl: string
       const shown = `→ ${status} ${response.body.slice(0, 400)}`;
       const allowed5xx = status >= 500 && target.documented5xx(op, status, body);
       assert.ok(status < 500 || allowed5xx, `${where}\n${shown}\nexpected no 5xx`);
-      if (spec.body?.size && (spec.body.contentType ?? 'application/json') === 'application/json' && spec.auth === 'valid') {
+      // A URL refused by the router (broken percent-encoding, a parameter too long) is answered before the body is read.
+      const urlRefused = status === 414 || (status === 400 && /Malformed URL/.test(response.body));
+      if (spec.body?.size && (spec.body.contentType ?? 'application/json') === 'application/json' && spec.auth === 'valid' && !urlRefused) {
         if (spec.body.size.above) assert.equal(status, 413, `${where}\n${shown}\nexpected 413 above the body limit`);
         else assert.notEqual(status, 413, `${where}\n${shown}\nexpected no 413 below the body limit`);
       }
