@@ -95,9 +95,9 @@ export const gateMigrations: Record<string, MigrationStep> = {
   },
 
   /**
-   * Dashboard sessions (auth/sessions.ts): short-lived bearer tokens issued to a signed-in
-   * dashboard user for an API key. Only the token's SHA-256 is stored; requests made with it have
-   * the key's scopes and rate limit and are attributed `dashboard:<name>`.
+   * Client sessions (auth/sessions.ts): short-lived bearer tokens issued for an API key to a
+   * signed-in dashboard user or an MCP client. Only the token's SHA-256 is stored; requests made
+   * with it have the key's scopes and rate limit and are attributed `<kind>:<name>`.
    */
   async '0002_dashboard_sessions'(db) {
     await db.schema
@@ -106,6 +106,7 @@ export const gateMigrations: Record<string, MigrationStep> = {
       .addColumn('token_hash', 'text', (c) => c.notNull().unique())
       .addColumn('prefix', 'text', (c) => c.notNull())
       .addColumn('key_id', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('created_at', epochMsType, (c) => c.notNull())
       .addColumn('expires_at', epochMsType, (c) => c.notNull())

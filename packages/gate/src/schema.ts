@@ -50,12 +50,14 @@ export interface ApiKeyRow {
   revoked_at: number | null;
 }
 
-/** A dashboard sign-in: a short-lived token bound to an API key and a display name. */
+/** A dashboard or MCP sign-in: a short-lived token bound to an API key and a name. */
 export interface DashboardSessionRow {
   id: string;
   token_hash: string;
   prefix: string;
   key_id: string;
+  /** `dashboard` or `mcp`: the namespace of the actor (`dashboard:<name>`, `mcp:<name>`). */
+  kind: 'dashboard' | 'mcp';
   name: string;
   created_at: number;
   expires_at: number;

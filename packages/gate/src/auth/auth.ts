@@ -3,7 +3,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
 import { grants, ROUTE_SCOPES } from './scopes.ts';
-import { dashboardActor, isDashboardToken } from './sessions.ts';
+import { isDashboardToken, sessionActor } from './sessions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,7 +11,7 @@ declare module 'fastify' {
     gateKey: ApiKeyRow | null;
     /** The dashboard session of a request made with a session token, else null. */
     dashboardSession: DashboardSessionRow | null;
-    /** Who acts, derived from the credential only: `api:<key name>` or `dashboard:<session name>`. */
+    /** Who acts, derived from the credential only: `api:<key name>`, `dashboard:<name>` or `mcp:<name>`. */
     gateActor: string | null;
   }
 }
@@ -46,10 +46,10 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
     // A `gds_` token is a dashboard session (a GATE_ADMIN_KEY that happens to start so still works as a key).
     const session = isDashboardToken(token) ? await ctx.keys.findSession(hash) : undefined;
     if (session && constantTimeEqual(session.session.token_hash, hash)) {
-      if (session.session.expires_at <= now) throw gateError('unauthorized', 'The dashboard session has expired; sign in again');
+      if (session.session.expires_at <= now) throw gateError('unauthorized', 'The session has expired; sign in again');
       key = session.key;
       request.dashboardSession = session.session;
-      request.gateActor = dashboardActor(session.session.name);
+      request.gateActor = sessionActor(session.session);
     } else {
       const found = await ctx.keys.find(hash);
       if (!found || !constantTimeEqual(found.key_hash, hash)) throw gateError('unauthorized');

@@ -31,6 +31,7 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'POST /api/policies/simulate': 'admin',
   // Dashboard sign-in (auth/sessions.ts): any valid key; the session then has that key's scopes.
   'POST /api/dashboard/sessions': 'any',
+  'POST /api/mcp/sessions': 'any',
   'GET /api/dashboard/sessions/current': 'any',
   'DELETE /api/dashboard/sessions/current': 'any',
 };

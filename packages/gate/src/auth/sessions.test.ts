@@ -117,6 +117,25 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
     assert.equal((direct.json() as { decidedBy: string }).decidedBy, 'api:ops-key');
   });
 
+  test('an MCP client session is attributed mcp:<name> (answer, request, audit, who-am-I); it cannot open another session', async () => {
+    const key = await gate.createKey(['request:read', 'request:decide'], null, 'agent-key');
+    const opened = await gate.call({ method: 'POST', url: '/api/mcp/sessions', payload: { name: 'claude-desktop' } }, key);
+    assert.equal(opened.statusCode, 201, opened.body);
+    const session = opened.json() as SessionBody;
+    assert.equal(session.actor, 'mcp:claude-desktop');
+    const whoami = (await gate.call({ method: 'GET', url: '/api/dashboard/sessions/current' }, session.token)).json() as { kind: string; actor: string };
+    assert.deepEqual([whoami.kind, whoami.actor], ['mcp_session', 'mcp:claude-desktop']);
+
+    const id = await pending();
+    const decided = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'denied', reason: 'not now' } }, session.token);
+    assert.equal(decided.statusCode, 200, decided.body);
+    assert.equal((decided.json() as { decidedBy: string }).decidedBy, 'mcp:claude-desktop');
+    const audit = (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit` })).json() as { event: string; actor: string }[];
+    assert.deepEqual(audit.at(-1)?.actor, 'mcp:claude-desktop');
+    assertGateError(await gate.call({ method: 'POST', url: '/api/mcp/sessions', payload: { name: 'again' } }, session.token), 403, 'forbidden');
+    assertGateError(await gate.call({ method: 'POST', url: '/api/mcp/sessions', payload: { name: '' } }, key), 400, 'bad_request');
+  });
+
   test("a session has its key's scopes and rate limit, now: narrowing or revoking the key applies to the session at once", async () => {
     const key = await gate.createKey(['request:read', 'request:decide'], 3, 'narrowed');
     const { token, keyId } = await signIn(key, 'lin');

@@ -7,13 +7,13 @@ import type { Scope } from './scopes.ts';
 import { SCOPES } from './scopes.ts';
 
 /**
- * Dashboard sessions. The web dashboard signs a person in with an API key and a display name;
- * the gate answers a short-lived bearer token (prefix `gds_`) bound to that key and name. Only
- * the token's SHA-256 is stored. A request made with the token:
+ * Client sessions. The web dashboard signs a person in, and an MCP server its client, with an
+ * API key and a name; the gate answers a short-lived bearer token (prefix `gds_`) bound to that
+ * key, name and kind. Only the token's SHA-256 is stored. A request made with the token:
  *  - has the scopes and the rate limit of the key *now* (a key narrowed or revoked narrows or
  *    ends its sessions at once on this instance, within GATE_CACHE_REFRESH_MS on others);
- *  - is attributed `dashboard:<name>` (decidedBy, audit actor): the name comes from the stored
- *    session, never from the request body;
+ *  - is attributed `dashboard:<name>` or `mcp:<name>` (decidedBy, audit actor): kind and name
+ *    come from the stored session, never from the request body;
  *  - stops working at `expiresAt` (DASHBOARD_SESSION_TTL_MS after sign-in) or at sign-out.
  * A session token cannot open another session, so a session cannot outlive its TTL.
  */
@@ -26,8 +26,11 @@ export function isDashboardToken(token: string): boolean {
   return token.startsWith(`${DASHBOARD_TOKEN_PREFIX}_`);
 }
 
-export function dashboardActor(name: string): string {
-  return `dashboard:${name}`;
+export type SessionKind = DashboardSessionRow['kind'];
+
+/** The actor of a session: `dashboard:<name>` or `mcp:<name>`. */
+export function sessionActor(session: Pick<DashboardSessionRow, 'kind' | 'name'>): string {
+  return `${session.kind}:${session.name}`;
 }
 
 /** Letters, digits, spaces and . ' _ @ - ; starts with a letter or digit. */
@@ -54,7 +57,7 @@ const sessionSchema = z
   .meta({ id: 'DashboardSession' });
 
 const whoamiSchema = z.object({
-  kind: z.enum(['api_key', 'dashboard_session']),
+  kind: z.enum(['api_key', 'dashboard_session', 'mcp_session']),
   actor: z.string(),
   keyId: z.string(),
   keyName: z.string(),
@@ -66,57 +69,62 @@ const whoamiSchema = z.object({
 export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): void {
   const { db } = ctx.database;
 
-  app.post(
-    '/api/dashboard/sessions',
-    {
-      schema: {
-        summary: 'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token',
-        description:
-          'Authenticate with an API key (a session token cannot open another session). The token is in this response only; ' +
-          'requests made with it have the key’s scopes and rate limit and are attributed `dashboard:<name>`. ' +
-          `It expires ${DASHBOARD_SESSION_TTL_MS / 3_600_000} hours after sign-in.`,
-        tags: ['dashboard'],
-        body: z.object({ name: displayName }).strict(),
-        response: { 201: sessionSchema.extend({ token: z.string() }) },
+  const signIn = (kind: SessionKind, path: string, summary: string): void => {
+    app.post(
+      path,
+      {
+        schema: {
+          summary,
+          description:
+            'Authenticate with an API key (a session token cannot open another session). The token is in this response only; ' +
+            `requests made with it have the key’s scopes and rate limit and are attributed \`${kind}:<name>\`. ` +
+            `It expires ${DASHBOARD_SESSION_TTL_MS / 3_600_000} hours after sign-in.`,
+          tags: ['dashboard'],
+          body: z.object({ name: displayName }).strict(),
+          response: { 201: sessionSchema.extend({ token: z.string() }) },
+        },
       },
-    },
-    async (request, reply) => {
-      if (request.dashboardSession !== null) {
-        throw gateError('forbidden', 'A dashboard session cannot open another one; sign in with an API key');
-      }
-      const key = request.gateKey!;
-      const now = ctx.clock.now();
-      const secret = generateSecret(DASHBOARD_TOKEN_PREFIX);
-      const row: DashboardSessionRow = {
-        id: newId(),
-        token_hash: secret.hash,
-        prefix: secret.prefix,
-        key_id: key.id,
-        name: request.body.name,
-        created_at: now,
-        expires_at: now + DASHBOARD_SESSION_TTL_MS,
-        revoked_at: null,
-      };
-      await db.transaction().execute(async (trx) => {
-        // Housekeeping: sessions that ended a day ago are of no further use.
-        await trx.deleteFrom('dashboard_sessions').where('expires_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
-        await trx.deleteFrom('dashboard_sessions').where('revoked_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
-        await trx.insertInto('dashboard_sessions').values(row).execute();
-      });
-      return reply.status(201).send({
-        id: row.id,
-        name: row.name,
-        actor: dashboardActor(row.name),
-        keyId: key.id,
-        keyName: key.name,
-        scopes: JSON.parse(key.scopes) as Scope[],
-        rateLimit: key.rate_limit,
-        createdAt: toIso(row.created_at),
-        expiresAt: toIso(row.expires_at),
-        token: secret.raw,
-      });
-    },
-  );
+      async (request, reply) => {
+        if (request.dashboardSession !== null) {
+          throw gateError('forbidden', 'A session cannot open another one; sign in with an API key');
+        }
+        const key = request.gateKey!;
+        const now = ctx.clock.now();
+        const secret = generateSecret(DASHBOARD_TOKEN_PREFIX);
+        const row: DashboardSessionRow = {
+          id: newId(),
+          token_hash: secret.hash,
+          prefix: secret.prefix,
+          key_id: key.id,
+          kind,
+          name: request.body.name,
+          created_at: now,
+          expires_at: now + DASHBOARD_SESSION_TTL_MS,
+          revoked_at: null,
+        };
+        await db.transaction().execute(async (trx) => {
+          // Housekeeping: sessions that ended a day ago are of no further use.
+          await trx.deleteFrom('dashboard_sessions').where('expires_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
+          await trx.deleteFrom('dashboard_sessions').where('revoked_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
+          await trx.insertInto('dashboard_sessions').values(row).execute();
+        });
+        return reply.status(201).send({
+          id: row.id,
+          name: row.name,
+          actor: sessionActor(row),
+          keyId: key.id,
+          keyName: key.name,
+          scopes: JSON.parse(key.scopes) as Scope[],
+          rateLimit: key.rate_limit,
+          createdAt: toIso(row.created_at),
+          expiresAt: toIso(row.expires_at),
+          token: secret.raw,
+        });
+      },
+    );
+  };
+  signIn('dashboard', '/api/dashboard/sessions', 'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token');
+  signIn('mcp', '/api/mcp/sessions', 'Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>');
 
   app.get(
     '/api/dashboard/sessions/current',
@@ -131,7 +139,7 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
       const key = request.gateKey!;
       const session = request.dashboardSession;
       return {
-        kind: session === null ? ('api_key' as const) : ('dashboard_session' as const),
+        kind: session === null ? ('api_key' as const) : (`${session.kind}_session` as const),
         actor: request.gateActor!,
         keyId: key.id,
         keyName: key.name,

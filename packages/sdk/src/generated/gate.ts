@@ -190,7 +190,7 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: {
-          kind: "api_key" | "dashboard_session";
+          kind: "api_key" | "dashboard_session" | "mcp_session";
           actor: string;
           keyId: string;
           keyName: string;
@@ -215,6 +215,35 @@ export interface paths {
         200: {
           id: string;
           revoked: true;
+        };
+      };
+    };
+  };
+  "/api/mcp/sessions": {
+    /**
+     * Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>
+     *
+     * Authenticate with an API key (a session token cannot open another session). The token is in this response only; requests made with it have the key’s scopes and rate limit and are attributed `mcp:<name>`. It expires 8 hours after sign-in.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          id: string;
+          name: string;
+          actor: string;
+          keyId: string;
+          keyName: string;
+          scopes: ("admin" | "request:create" | "request:read" | "request:decide" | "webhook:manage")[];
+          rateLimit: number | null;
+          createdAt: string;
+          expiresAt: string;
+          token: string;
         };
       };
     };
