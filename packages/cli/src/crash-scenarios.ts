@@ -1,8 +1,8 @@
 /**
  * Crash scenarios: a real service process is killed with SIGKILL at a chosen moment, started
  * again on the same data, and what it had acknowledged or queued is checked. Each scenario
- * returns the problems it found (an empty list is a pass) and a few figures; crash.test.ts runs
- * each once and `npm run chaos` (scripts/chaos.mjs) loops them.
+ * returns the problems it found (an empty list is a pass) and a few figures; the crash-*.test.ts
+ * files run one variant of each once and `npm run chaos` (scripts/chaos.mjs) loops them all.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -173,13 +173,14 @@ export function ingestCrash(options: IngestCrashOptions): Promise<ScenarioResult
   return scenario(`ingest-${backend}`, async (problems, stats) => {
     const space = workspace(backend, 'OBSERVE_DB_SCHEMA', 'chaos_ingest');
     const observe = await ServiceProcess.create('observe', space.env, space.dataDir);
+    /** Set just before the kill: from then on a failed request is a batch in flight, and the clients stop. */
+    let killed = false;
     try {
       await observe.start();
       const key = await firstObserveKey(observe.base);
       const run = randomBytes(4).toString('hex');
       const sessionIds = Array.from({ length: sessions }, (_, k) => `crash-${run}-${k}`);
       const batches: BatchOutcome[] = [];
-      let killed = false;
       let acked = 0;
 
       const client = async (c: number): Promise<void> => {
@@ -208,10 +209,9 @@ export function ingestCrash(options: IngestCrashOptions): Promise<ScenarioResult
       };
 
       const load = Array.from({ length: clients }, (_, c) => client(c));
-      await waitFor('the first acknowledged batches', 30_000, async () => acked >= clients * 2);
-      const loadMs = random(100, 1500);
+      await waitFor('the first acknowledged batches', 60_000, async () => acked >= clients * 2);
+      const loadMs = random(200, 2500);
       await sleep(loadMs);
-      const ackedBeforeKill = acked;
       killed = true;
       await observe.kill();
       await Promise.all(load);
@@ -219,7 +219,6 @@ export function ingestCrash(options: IngestCrashOptions): Promise<ScenarioResult
       stats.batches = batches.length;
       stats.acked = batches.filter((b) => b.outcome === 'acked').length;
       stats.inFlight = batches.filter((b) => b.outcome === 'in_flight').length;
-      if (stats.acked < ackedBeforeKill) problems.push('acknowledgements went missing');
 
       const restartedAt = Date.now();
       await observe.start();
@@ -235,6 +234,7 @@ export function ingestCrash(options: IngestCrashOptions): Promise<ScenarioResult
       if (again.length !== stored.length + sessions) problems.push(`after the restart ${again.length} events, expected ${stored.length + sessions}`);
       await observe.stop();
     } finally {
+      killed = true;
       await cleanUp(space, observe);
     }
   });
@@ -405,7 +405,8 @@ export function embeddingCrash(options: { variant: EmbeddingCrashVariant; events
       await observe.start();
       const left = await expectStatus<{ queue: { depth: number } }>(200, observe.base, 'GET', '/api/recall/status', { key });
       stats.queuedAfterRestart = left.queue.depth;
-      const found = await waitFor(`all ${count} events to be searchable`, 60_000, async () => {
+      // Well within the minute a dead worker's claim would otherwise hold the rows (SQLite releases them at start).
+      const found = await waitFor(`all ${count} events to be searchable`, 30_000, async () => {
         const result = await expectStatus<{ totalResults: number; results: { sourceId: string; text: string }[] }>(
           200, observe.base, 'GET', `/api/recall?query=${marker}&scope=events&limit=100`, { key },
         );

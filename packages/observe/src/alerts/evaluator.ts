@@ -219,6 +219,10 @@ async function fire(ctx: ObserveContext, measured: AlertRule, value: number, now
     const rule = await lockRule(trx, database.dialect, measured.id);
     if (!rule || !rule.enabled || rule.updatedAt !== measured.updatedAt) return null;
     if (await findOpenEntry(trx, rule.id)) return null;
+    // A measurement older than the rule's last resolution (a slow tick overlapping a newer one on
+    // another instance) must not open the alert again.
+    const last = await trx.selectFrom('alert_history').select((eb) => eb.fn.max('resolved_at').as('resolvedAt')).where('rule_id', '=', rule.id).executeTakeFirst();
+    if (last?.resolvedAt !== null && last?.resolvedAt !== undefined && Number(last.resolvedAt) > now) return null;
     const summary = triggeredNotification(rule, value, now);
     const row: AlertHistoryRow = {
       id: newId(),
@@ -260,6 +264,9 @@ async function closeAndQueue(
 
 async function resolve(ctx: ObserveContext, measured: AlertRule, entry: AlertHistoryRow, now: number): Promise<boolean> {
   const { database } = ctx;
+  // The entry was opened by a tick that measured after this one (a slow tick overlapping a newer
+  // one on another instance): this measurement predates it and cannot clear it.
+  if (Number(entry.triggered_at) > now) return false;
   const closed = await database.db.transaction().execute(async (trx) => {
     const rule = await lockRule(trx, database.dialect, measured.id);
     if (!rule || !rule.enabled || rule.updatedAt !== measured.updatedAt) return false;
