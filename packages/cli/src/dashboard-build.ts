@@ -113,6 +113,10 @@ async function build(): Promise<BuildOutcome> {
   const release = await acquireLock();
   const out = join(DASHBOARD_DIR, `.dist-tmp-${process.pid}`);
   try {
+    // Scratch folders of builds whose process was killed (only the lock holder writes one).
+    for (const name of readdirSync(DASHBOARD_DIR)) {
+      if (/^\.dist-(tmp|old)-\d+$/.test(name)) rmSync(join(DASHBOARD_DIR, name), { recursive: true, force: true });
+    }
     // Another process may have built it while this one waited for the lock.
     if (dashboardBuildState() === 'fresh') return { result: 'fresh' };
     const started = Date.now();

@@ -1,21 +1,28 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
 import { ApiError, credentials, gate, onUnauthorized, setCredentials, type ApprovalSummary, type Credentials, type Service } from './api.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
-import { Badge, Empty, Page, timeAgo, useAsync } from './ui.tsx';
-import { AgentDetailPage, AgentsPage } from './pages/Agents.tsx';
-import { AlertsPage } from './pages/Alerts.tsx';
-import { ApprovalDetailPage, ApprovalsPage } from './pages/Approvals.tsx';
-import { BenchmarkDetailPage, BenchmarksPage } from './pages/Benchmarks.tsx';
-import { GuardrailsPage } from './pages/Guardrails.tsx';
-import { KeysPage } from './pages/Keys.tsx';
-import { OverviewPage } from './pages/Overview.tsx';
-import { PoliciesPage } from './pages/Policies.tsx';
-import { RecallPage } from './pages/Recall.tsx';
-import { ReplayPage } from './pages/Replay.tsx';
-import { SessionDetailPage } from './pages/SessionDetail.tsx';
-import { SessionsPage } from './pages/Sessions.tsx';
+import { Badge, Empty, Loading, Page, timeAgo, useAsync } from './ui.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
-import { WebhooksPage } from './pages/Webhooks.tsx';
+
+// Pages load on first visit (sign-in and the shell come first; each page is its own small file).
+const page = <K extends string>(load: () => Promise<Record<K, ComponentType<never>>>, name: K) =>
+  lazy(async () => ({ default: (await load())[name] as ComponentType<{ id?: string }> }));
+const OverviewPage = page(() => import('./pages/Overview.tsx'), 'OverviewPage');
+const SessionsPage = page(() => import('./pages/Sessions.tsx'), 'SessionsPage');
+const SessionDetailPage = page(() => import('./pages/SessionDetail.tsx'), 'SessionDetailPage');
+const ReplayPage = page(() => import('./pages/Replay.tsx'), 'ReplayPage');
+const AgentsPage = page(() => import('./pages/Agents.tsx'), 'AgentsPage');
+const AgentDetailPage = page(() => import('./pages/Agents.tsx'), 'AgentDetailPage');
+const AlertsPage = page(() => import('./pages/Alerts.tsx'), 'AlertsPage');
+const BenchmarksPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarksPage');
+const BenchmarkDetailPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarkDetailPage');
+const GuardrailsPage = page(() => import('./pages/Guardrails.tsx'), 'GuardrailsPage');
+const RecallPage = page(() => import('./pages/Recall.tsx'), 'RecallPage');
+const ApprovalsPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalsPage');
+const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalDetailPage');
+const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
+const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
+const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
 
 interface Route {
   pattern: string;
@@ -203,7 +210,7 @@ export function App() {
             </div>
           </header>
           <main id="main" tabIndex={-1}>
-            {content}
+            <Suspense fallback={<Loading label="Loading the page…" />}>{content}</Suspense>
           </main>
         </div>
       </div>

@@ -213,7 +213,7 @@ export function ReplayPage({ id }: { id: string }) {
               <Stat
                 label="Chain at load"
                 value={data.chainValid ? <Badge tone="good">valid</Badge> : <Badge tone="bad">broken</Badge>}
-                hint="The session page re-verifies now"
+                hint="re-verified on the session page"
               />
             </Stats>
             <div className="player" onKeyDown={onKeyDown} role="group" aria-label="Replay controls (arrow keys step, Home and End jump)">

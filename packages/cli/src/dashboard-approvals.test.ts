@@ -1,0 +1,130 @@
+/**
+ * The dashboard's approval pages in a real browser (see dashboard-harness.ts): the queue sorted by
+ * urgency and refreshing itself, approving a request and denying another with the reason its policy
+ * requires (recorded by the gate as dashboard:<name>, with the audit trail), the policy simulator,
+ * webhooks and keys.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, settled, shot, signIn, startStack, type Stack } from './dashboard-harness.ts';
+
+describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () => {
+  let stack: Stack;
+  let agentKey: string;
+  before(async () => {
+    stack = await startStack();
+    ({ agentKey } = await seedGate(stack));
+    await signIn(stack, { observe: stack.observeKey, gate: ADMIN_KEY });
+  });
+  after(() => stack?.close());
+
+  test('approves a pending request and denies another with the reason its policy requires; the gate records dashboard:Ada', async () => {
+    const { page } = stack;
+    const ask = (body: object) => api<{ id: string; status: string }>(stack.gateUrl, agentKey, 'POST', '/api/requests', body);
+    const small = await ask({ action: 'pay', params: { amount: 20, to: 'ACME' } });
+    assert.equal(small.status, 'approved', 'auto-approved by the policy: never in the queue');
+    const deploy = await ask({ action: 'deploy', params: { service: 'checkout', version: '2.4.1' }, urgency: 'normal', context: { sessionId: 'checkout-42' } });
+    const payment = await ask({ action: 'pay', params: { amount: 2500, to: 'ACME', invoice: '4411' }, urgency: 'critical', context: { sessionId: 'checkout-42', agentId: 'billing-agent' } });
+
+    await nav(page).getByRole('link', { name: /Approval queue/ }).click();
+    await page.getByRole('heading', { name: 'Approval queue' }).waitFor();
+    const rows = page.getByTestId('approval-queue').locator('tbody tr');
+    const rowCount = (n: number) => page.waitForFunction((count) => document.querySelectorAll('[data-testid="approval-queue"] tbody tr').length === count, n);
+    await rowCount(2);
+    // Most urgent first.
+    assert.match(await rows.nth(0).innerText(), /critical\s+pay/);
+    assert.match(await rows.nth(1).innerText(), /normal\s+deploy/);
+    // A new request shows up without a reload, in its place.
+    await ask({ action: 'rotate_keys', urgency: 'high' });
+    await rowCount(3);
+    assert.match(await rows.nth(1).innerText(), /high\s+rotate_keys/);
+    await shot(page, 'approvals');
+
+    // Approve the deploy, with an optional reason.
+    await page.getByRole('link', { name: new RegExp(`deploy request ${deploy.id}`) }).click();
+    await page.getByRole('heading', { name: 'Request: deploy' }).waitFor();
+    await page.getByText('"version": "2.4.1"').waitFor();
+    await page.getByText('route_to_human').first().waitFor();
+    await page.getByLabel('Reason (optional)').fill('release checked');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Approved as dashboard:Ada.').waitFor();
+    await page.getByTestId('decided-by').getByText('dashboard:Ada').waitFor();
+    const audit = page.getByTestId('audit-trail');
+    await audit.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'dashboard:Ada' }).waitFor();
+    await audit.getByRole('row').filter({ hasText: 'created' }).filter({ hasText: 'api:billing-agent' }).waitFor();
+    await shot(page, 'approval-decided');
+
+    // Deny the payment: its policy rule requires a reason, so the form asks before sending anything.
+    await page.goto(`/approvals/${payment.id}`);
+    await page.getByLabel('Reason (required by the policy)').waitFor();
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.getByText('The policy that routed this request requires a reason for the decision.').waitFor();
+    assert.equal((await api<{ status: string }>(stack.gateUrl, ADMIN_KEY, 'GET', `/api/requests/${payment.id}`)).status, 'pending');
+    await page.getByLabel('Reason (required by the policy)').fill('invoice 4411 was already paid');
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.getByText('Denied as dashboard:Ada.').waitFor();
+    await page.getByTestId('decision-reason').getByText('invoice 4411 was already paid').waitFor();
+    await audit.getByRole('row').filter({ hasText: 'denied' }).filter({ hasText: 'invoice 4411 was already paid' }).waitFor();
+
+    // The gate itself says who decided: the name comes from the dashboard session.
+    const denied = await api<{ status: string; decidedBy: string; decisionReason: string }>(stack.gateUrl, ADMIN_KEY, 'GET', `/api/requests/${payment.id}`);
+    assert.deepEqual([denied.status, denied.decidedBy, denied.decisionReason], ['denied', 'dashboard:Ada', 'invoice 4411 was already paid']);
+    const approved = await api<{ status: string; decidedBy: string; decisionReason: string }>(stack.gateUrl, ADMIN_KEY, 'GET', `/api/requests/${deploy.id}`);
+    assert.deepEqual([approved.status, approved.decidedBy, approved.decisionReason], ['approved', 'dashboard:Ada', 'release checked']);
+
+    // Back in the queue only the late request waits.
+    await nav(page).getByRole('link', { name: /Approval queue/ }).click();
+    await rowCount(1);
+    assert.match(await rows.nth(0).innerText(), /rotate_keys/);
+    stack.noProblems();
+  });
+
+  test('the policy simulator answers without creating a request, and says why input is wrong', async () => {
+    const { page } = stack;
+    const count = async () => (await api<unknown[]>(stack.gateUrl, ADMIN_KEY, 'GET', '/api/requests?limit=500')).length;
+    const before = await count();
+    await nav(page).getByRole('link', { name: 'Policies' }).click();
+    await page.getByRole('heading', { name: 'Policies', level: 1 }).waitFor();
+    await page.getByLabel('Action', { exact: true }).fill('pay');
+    const params = page.getByLabel('Parameters (JSON object)');
+    const tryIt = page.getByRole('button', { name: 'Try it' });
+    await params.fill('{"amount": 40}');
+    await tryIt.click();
+    await page.getByTestId('simulation').getByText('approved', { exact: true }).waitFor();
+    await params.fill('{"amount": ');
+    await tryIt.click();
+    await page.getByText(/Parameters is not valid JSON/).waitFor();
+    await params.fill('{"amount": 4000}');
+    await tryIt.click();
+    await page.getByTestId('simulation').getByText('A decision on it needs a reason.').waitFor();
+    await shot(page, 'policies');
+    // A draft policy standing in for the stored one.
+    await page.getByLabel('Also try a draft policy (not saved)').check();
+    await page.getByLabel('The draft stands in for').selectOption({ label: 'payments' });
+    await page.getByLabel('Draft rules (JSON array)').fill('[{"match": {"action": "pay"}, "decision": "auto_deny"}]');
+    await tryIt.click();
+    await page.getByTestId('simulation').getByText('(the draft)').waitFor();
+    assert.match(await page.getByTestId('simulation').innerText(), /denied/);
+    assert.equal(await count(), before, 'nothing was created');
+    stack.noProblems();
+  });
+
+  test('webhooks show their deliveries, and keys of both services are listed', async () => {
+    const { page } = stack;
+    await nav(page).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    await page.getByRole('button', { name: /Deliveries/ }).first().click();
+    await page.getByText('Deliveries to http://127.0.0.1:9/gate-events').waitFor();
+    await page.getByRole('cell', { name: 'request.created' }).first().waitFor();
+    await settled(page);
+    await shot(page, 'webhooks');
+
+    await nav(page).getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await page.getByRole('cell', { name: 'billing-agent' }).first().waitFor();
+    await page.getByRole('heading', { name: 'Observe keys' }).waitFor();
+    await settled(page);
+    await shot(page, 'keys');
+    stack.noProblems();
+  });
+});
