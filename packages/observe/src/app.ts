@@ -204,7 +204,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   );
 
   const guardrailEngine = new GuardrailEngine(context, app.log, options.evaluateGuardrails ?? runJobs);
-  context.events.afterCommit((appended) => guardrailEngine.agentsChanged(new Set(appended.map((event) => event.agentId))));
+  context.events.afterCommit((appended) => guardrailEngine.eventsCommitted(appended));
   const guardrails = startPeriodicJob(
     {
       name: GUARDRAIL_SWEEP_JOB,

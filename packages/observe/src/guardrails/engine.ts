@@ -105,25 +105,37 @@ export function sweepLookbackMs(rule: Pick<GuardrailRule, 'conditionType' | 'con
 
 // ---- measuring (SQL over the event store) ----
 
-/** The latest numeric value at the metric's dot path in payload.data or metadata of the agent's events. */
-async function latestMetric(database: ObserveDatabase, agentId: string, metricKey: string): Promise<number | null> {
+/**
+ * The latest numeric value at the metric's dot path in payload.data or metadata of the agent's
+ * events: among `eventIds` (the events just committed) when given, else among the events of the
+ * last `lookbackMs`. Both bounds keep the read to an index range, never the agent's whole history.
+ */
+async function latestMetric(database: ObserveDatabase, agentId: string, metricKey: string, within: MetricScope): Promise<number | null> {
   const path = metricKey.split('.');
   const inPayload = jsonNumberAt(database.dialect, 'payload', ['data', ...path]);
   const inMetadata = jsonNumberAt(database.dialect, 'metadata', path);
-  const row = await database.db
+  let query = database.db
     .selectFrom('events')
     .select((eb) => eb.fn.coalesce(inPayload, inMetadata).as('value'))
     .where('agent_id', '=', agentId)
-    .where((eb) => eb.or([eb(inPayload, 'is not', null), eb(inMetadata, 'is not', null)]))
-    .orderBy('ts', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+    .where((eb) => eb.or([eb(inPayload, 'is not', null), eb(inMetadata, 'is not', null)]));
+  query = 'eventIds' in within ? query.where('id', 'in', within.eventIds) : query.where('ts', '>=', within.since);
+  const row = await query.orderBy('ts', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
   return row?.value === null || row?.value === undefined ? null : Number(row.value);
 }
 
-/** The rule's current value for the agent, or null when there is nothing to judge yet (no events, no sessions, no metric). */
-export async function measure(ctx: ObserveContext, rule: GuardrailRule, agentId: string, now: number): Promise<number | null> {
+/** More committed events than this (coalesced batches) are searched by time instead of by id (bind-parameter limits). */
+const MAX_COMMITTED_IDS = 1000;
+
+/** Where a custom metric is looked for: the events just committed, or everything since a time. */
+export type MetricScope = { eventIds: readonly string[] } | { since: number };
+
+/**
+ * The rule's current value for the agent, or null when there is nothing to judge yet (no events,
+ * no sessions, no metric). `committed` (the agent's events of the batches just committed) limits a
+ * custom metric to the values they carry; without it the metric is looked for over the last day.
+ */
+export async function measure(ctx: ObserveContext, rule: GuardrailRule, agentId: string, now: number, committed?: readonly string[]): Promise<number | null> {
   switch (rule.conditionType) {
     case 'error_rate_threshold':
     case 'cost_limit': {
@@ -140,7 +152,12 @@ export async function measure(ctx: ObserveContext, rule: GuardrailRule, agentId:
       return dimension === undefined ? report.overallScore : (report.dimensions.find((d) => d.name === dimension)?.score ?? null);
     }
     case 'custom_metric':
-      return latestMetric(ctx.database, agentId, (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey);
+      return latestMetric(
+        ctx.database,
+        agentId,
+        (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey,
+        committed && committed.length <= MAX_COMMITTED_IDS ? { eventIds: committed } : { since: now - sweepLookbackMs(rule) },
+      );
   }
 }
 
@@ -249,7 +266,8 @@ export async function fire(ctx: ObserveContext, measured: GuardrailRule, agentId
  * evaluation is made good within one sweep interval.
  */
 export class GuardrailEngine {
-  private readonly pending = new Set<string>();
+  /** Agents waiting for evaluation, with the ids of their events committed since. */
+  private readonly pending = new Map<string, string[]>();
   private draining: Promise<void> | null = null;
   private readonly deliveries: DeliveryQueue<GuardrailDeliveryRow>;
 
@@ -261,9 +279,13 @@ export class GuardrailEngine {
     this.deliveries = notificationQueue<GuardrailDeliveryRow>(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
   }
 
-  /** After an ingest commit: the agents whose rules need a look. */
-  agentsChanged(agentIds: Iterable<string>): void {
-    for (const id of agentIds) this.pending.add(id);
+  /** After an ingest commit: the agents whose rules need a look, and their new events. */
+  eventsCommitted(events: readonly { id: string; agentId: string }[]): void {
+    for (const event of events) {
+      const ids = this.pending.get(event.agentId);
+      if (ids) ids.push(event.id);
+      else this.pending.set(event.agentId, [event.id]);
+    }
     if (this.evaluateAfterCommit && this.pending.size > 0) void this.drain();
   }
 
@@ -271,9 +293,9 @@ export class GuardrailEngine {
   drain(): Promise<void> {
     this.draining ??= (async () => {
       while (this.pending.size > 0) {
-        const agentIds = [...this.pending];
+        const committed = new Map(this.pending);
         this.pending.clear();
-        await this.evaluateAgents(agentIds, this.ctx.clock.now()).catch((error: unknown) =>
+        await this.evaluateAgents([...committed.keys()], this.ctx.clock.now(), committed).catch((error: unknown) =>
           this.log.error({ err: error }, 'guardrail evaluation failed; the sweep retries'),
         );
       }
@@ -284,13 +306,13 @@ export class GuardrailEngine {
   }
 
   /** Every enabled rule that applies to these agents, for each of them; returns the triggers recorded. */
-  async evaluateAgents(agentIds: readonly string[], now: number): Promise<Fired[]> {
+  async evaluateAgents(agentIds: readonly string[], now: number, committed?: ReadonlyMap<string, readonly string[]>): Promise<Fired[]> {
     if (agentIds.length === 0) return [];
     const rules = await listEnabledRules(this.ctx.database, agentIds);
     const fired: Fired[] = [];
     for (const rule of rules) {
       for (const agentId of rule.agentId === null ? agentIds : [rule.agentId]) {
-        const trigger = await this.evaluate(rule, agentId, now);
+        const trigger = await this.evaluate(rule, agentId, now, committed?.get(agentId));
         if (trigger) fired.push(trigger);
       }
     }
@@ -327,9 +349,9 @@ export class GuardrailEngine {
     return rows.map((row) => row.id);
   }
 
-  private async evaluate(rule: GuardrailRule, agentId: string, now: number): Promise<Fired | null> {
+  private async evaluate(rule: GuardrailRule, agentId: string, now: number, committed?: readonly string[]): Promise<Fired | null> {
     try {
-      const value = await measure(this.ctx, rule, agentId, now);
+      const value = await measure(this.ctx, rule, agentId, now, committed);
       if (value === null || !conditionMet(rule, value)) return null;
       const fired = await fire(this.ctx, rule, agentId, value, now);
       if (fired?.deliveryId) this.deliveries.dispatch([fired.deliveryId]);

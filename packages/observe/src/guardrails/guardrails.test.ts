@@ -439,6 +439,15 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
         actionType: 'notify_webhook',
       });
       assert.equal(trigger!.actionResult.status, 'queued');
+
+      // A batch without the metric brings no new value, so it fires nothing even with cooldown 0;
+      // the sweep re-reads the latest value of the last day and fires again.
+      clockOf(observe).advance(1000);
+      await ingest(observe, [{ ...custom(0.9, 'data'), payload: { type: 'note', data: { other: 1 } } }]);
+      await settle();
+      assert.equal((await history(observe)).total, 1);
+      assert.equal(await observe.service.jobs.guardrails.tick(), true);
+      assert.equal((await history(observe)).total, 2);
     } finally {
       await observe.close();
     }
