@@ -1,10 +1,10 @@
 import { DAY_MS, jsonNumberAt, MINUTE_MS, newId, toIso, type DeliveryQueue } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { COUNTED_EVENT_TYPES } from '../alerts/evaluator.ts';
-import { aggregate, emptySums, ratio } from '../analytics/aggregate.ts';
+import { aggregate, emptySums, ratio, type Sums } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
-import { agentHealth, DEFAULT_WINDOW_DAYS } from '../health/service.ts';
+import { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from '../health/service.ts';
 import type { GuardrailDeliveryRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNotification } from './schemas.ts';
 import {
@@ -131,33 +131,67 @@ const MAX_COMMITTED_IDS = 1000;
 export type MetricScope = { eventIds: readonly string[] } | { since: number };
 
 /**
- * The rule's current value for the agent, or null when there is nothing to judge yet (no events,
- * no sessions, no metric). `committed` (the agent's events of the batches just committed) limits a
- * custom metric to the values they carry; without it the metric is looked for over the last day.
+ * The figures one evaluation run reads, each at most once per agent: rules that need the same
+ * window's sums, the same health report or the same metric share one query. `committed` (each
+ * agent's events of the batches just committed) limits custom metrics to the values they carry;
+ * without it a metric is looked for over the rule's sweep lookback.
  */
-export async function measure(ctx: ObserveContext, rule: GuardrailRule, agentId: string, now: number, committed?: readonly string[]): Promise<number | null> {
+export class Readings {
+  private readonly cache = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly ctx: ObserveContext,
+    readonly now: number,
+    private readonly committed?: ReadonlyMap<string, readonly string[]>,
+  ) {}
+
+  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let reading = this.cache.get(key) as Promise<T> | undefined;
+    if (!reading) {
+      reading = read();
+      this.cache.set(key, reading);
+    }
+    return reading;
+  }
+
+  /** Sums of the agent's events over [now − length, now] (rollups plus edge events). */
+  sums(agentId: string, length: number): Promise<Sums> {
+    return this.once(`sums\u0000${agentId}\u0000${length}`, async () => {
+      const [sums = emptySums()] = await aggregate(this.ctx.database, { from: this.now - length, to: this.now, dimensions: [], agentId, eventTypes: COUNTED_EVENT_TYPES });
+      return sums;
+    });
+  }
+
+  health(agentId: string): Promise<HealthReport | null> {
+    return this.once(`health\u0000${agentId}`, () => agentHealth(this.ctx, agentId, DEFAULT_WINDOW_DAYS, this.now));
+  }
+
+  metric(agentId: string, metricKey: string, lookbackMs: number): Promise<number | null> {
+    const committed = this.committed?.get(agentId);
+    const scope: MetricScope = committed && committed.length <= MAX_COMMITTED_IDS ? { eventIds: committed } : { since: this.now - lookbackMs };
+    return this.once(`metric\u0000${agentId}\u0000${metricKey}\u0000${'since' in scope ? scope.since : ''}`, () =>
+      latestMetric(this.ctx.database, agentId, metricKey, scope),
+    );
+  }
+}
+
+/** The rule's current value for the agent, or null when there is nothing to judge yet (no events, no sessions, no metric). */
+export async function measure(readings: Readings, rule: GuardrailRule, agentId: string): Promise<number | null> {
   switch (rule.conditionType) {
-    case 'error_rate_threshold':
-    case 'cost_limit': {
-      const config = rule.conditionConfig as ConditionConfig<'error_rate_threshold'> & ConditionConfig<'cost_limit'>;
-      const length = rule.conditionType === 'error_rate_threshold' ? config.windowMs : config.periodMs;
-      const [sums = emptySums()] = await aggregate(ctx.database, { from: now - length, to: now, dimensions: [], agentId, eventTypes: COUNTED_EVENT_TYPES });
-      if (rule.conditionType === 'cost_limit') return sums.costUsd;
+    case 'error_rate_threshold': {
+      const sums = await readings.sums(agentId, (rule.conditionConfig as ConditionConfig<'error_rate_threshold'>).windowMs);
       return sums.eventCount === 0 ? null : 100 * ratio(sums.errorCount, sums.eventCount);
     }
+    case 'cost_limit':
+      return (await readings.sums(agentId, (rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs)).costUsd;
     case 'health_score_threshold': {
-      const report = await agentHealth(ctx, agentId, DEFAULT_WINDOW_DAYS, now);
+      const report = await readings.health(agentId);
       if (report === null) return null;
       const dimension = (rule.conditionConfig as ConditionConfig<'health_score_threshold'>).dimension;
       return dimension === undefined ? report.overallScore : (report.dimensions.find((d) => d.name === dimension)?.score ?? null);
     }
     case 'custom_metric':
-      return latestMetric(
-        ctx.database,
-        agentId,
-        (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey,
-        committed && committed.length <= MAX_COMMITTED_IDS ? { eventIds: committed } : { since: now - sweepLookbackMs(rule) },
-      );
+      return readings.metric(agentId, (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey, sweepLookbackMs(rule));
   }
 }
 
@@ -309,10 +343,11 @@ export class GuardrailEngine {
   async evaluateAgents(agentIds: readonly string[], now: number, committed?: ReadonlyMap<string, readonly string[]>): Promise<Fired[]> {
     if (agentIds.length === 0) return [];
     const rules = await listEnabledRules(this.ctx.database, agentIds);
+    const readings = new Readings(this.ctx, now, committed);
     const fired: Fired[] = [];
     for (const rule of rules) {
       for (const agentId of rule.agentId === null ? agentIds : [rule.agentId]) {
-        const trigger = await this.evaluate(rule, agentId, now, committed?.get(agentId));
+        const trigger = await this.evaluate(rule, agentId, readings);
         if (trigger) fired.push(trigger);
       }
     }
@@ -322,10 +357,11 @@ export class GuardrailEngine {
   /** One run of the sweep job: every enabled rule for its agent, or for every agent seen within its lookback. */
   async sweep(now: number): Promise<Fired[]> {
     const fired: Fired[] = [];
+    const readings = new Readings(this.ctx, now);
     for (const rule of await listEnabledRules(this.ctx.database)) {
       const agentIds = rule.agentId !== null ? [rule.agentId] : await this.recentAgents(now - sweepLookbackMs(rule));
       for (const agentId of agentIds) {
-        const trigger = await this.evaluate(rule, agentId, now);
+        const trigger = await this.evaluate(rule, agentId, readings);
         if (trigger) fired.push(trigger);
       }
     }
@@ -349,11 +385,11 @@ export class GuardrailEngine {
     return rows.map((row) => row.id);
   }
 
-  private async evaluate(rule: GuardrailRule, agentId: string, now: number, committed?: readonly string[]): Promise<Fired | null> {
+  private async evaluate(rule: GuardrailRule, agentId: string, readings: Readings): Promise<Fired | null> {
     try {
-      const value = await measure(this.ctx, rule, agentId, now, committed);
+      const value = await measure(readings, rule, agentId);
       if (value === null || !conditionMet(rule, value)) return null;
-      const fired = await fire(this.ctx, rule, agentId, value, now);
+      const fired = await fire(this.ctx, rule, agentId, value, readings.now);
       if (fired?.deliveryId) this.deliveries.dispatch([fired.deliveryId]);
       if (fired) this.log.info({ guardrailRuleId: rule.id, agentId, value, actionType: rule.actionType, dryRun: rule.dryRun }, 'guardrail triggered');
       return fired;

@@ -328,6 +328,43 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
     }
   });
 
+  test('the error-rate window and the cost period slide: events older than windowMs / periodMs do not count', async () => {
+    await fresh();
+    try {
+      await createRule(observe, { ...errorRatePause('agent-w'), conditionConfig: { threshold: 50, windowMs: 60_000 } });
+      await createRule(observe, {
+        name: 'hourly budget',
+        agentId: 'agent-w',
+        conditionType: 'cost_limit',
+        conditionConfig: { maxCostUsd: 1, periodMs: 3_600_000 },
+        actionType: 'downgrade_model',
+        actionConfig: { targetModel: 'small' },
+      });
+      // Errors and spend 61 minutes ago, stored by a batch with client timestamps.
+      const old = -61 * MINUTE;
+      await ingest(observe, [
+        ...toolEvents(observe, 'agent-w', 'w1', 0, 5).map((e) => ({ ...e, timestamp: iso(observe, old) })),
+        { ...llmResponse(observe, 'agent-w', 'w1', 0.9, 'old'), timestamp: iso(observe, old) },
+      ]);
+      // Now: no errors and 0.2 USD; a breach would need the old errors or the old spend.
+      await ingest(observe, [...toolEvents(observe, 'agent-w', 'w1', 1, 0), llmResponse(observe, 'agent-w', 'w1', 0.2, 'new')]);
+      await settle();
+      const agent = await agentOf(observe, 'agent-w');
+      assert.equal(agent.pausedAt, null, 'errors outside the 60 s window do not count');
+      assert.equal(agent.modelOverride, null, 'spend outside the hour does not count');
+      assert.equal((await history(observe)).total, 0);
+
+      // Inside the window they do: 4 errors of 7 events, 1.1 USD.
+      await ingest(observe, [...toolEvents(observe, 'agent-w', 'w1', 0, 4), llmResponse(observe, 'agent-w', 'w1', 0.9, 'now')]);
+      await settle();
+      const breached = await agentOf(observe, 'agent-w');
+      assert.notEqual(breached.pausedAt, null);
+      assert.equal(breached.modelOverride, 'small');
+    } finally {
+      await observe.close();
+    }
+  });
+
   test('cost_limit → downgrade_model sets modelOverride; resume keeps it unless clearModelOverride', async () => {
     await fresh();
     try {
