@@ -113,7 +113,7 @@ async function requireSession(ctx: ObserveContext, sessionId: string): Promise<S
 export async function evaluateCompliance(ctx: ObserveContext, sessionId: string, spec: ComplianceSpec): Promise<ComplianceResult> {
   const session = await requireSession(ctx, sessionId);
   const throughSeq = session.last_seq;
-  const facts = await sessionFacts(ctx.database.db, sessionId, throughSeq);
+  const facts = await sessionFacts(ctx.database.db, session);
   const verdict = evaluateRules(spec.rules, facts, spec.passThreshold);
   const payload: Record<string, unknown> = {
     method: 'deterministic',

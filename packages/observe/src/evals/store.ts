@@ -9,6 +9,7 @@ import type {
   JudgeCallRow,
   ObserveDatabase,
   ObserveSchema,
+  SessionRow,
 } from '../schema.ts';
 import type { SessionFacts } from './rules.ts';
 import { roundUsd } from './rules.ts';
@@ -35,13 +36,13 @@ const INSERT_CHUNK = 200;
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Aggregates the session's events with seq <= throughSeq: tool calls per tool name, events per
- * severity (eval_result excluded), and spend by the one definition (sum of cost_usd, which only
- * llm_response and cost_tracked events carry). Every event counts; nothing is sampled or capped.
+ * The facts of a session as of its row (head `last_seq`, spend `total_cost_usd`, both kept by the
+ * ingest transaction under the session lock): tool calls per tool name and events per severity
+ * (eval_result excluded) up to that head, in SQL. Every event counts; nothing is sampled or capped.
  */
-export async function sessionFacts(db: Executor, sessionId: string, throughSeq: number): Promise<SessionFacts> {
-  const scoped = db.selectFrom('events').where('session_id', '=', sessionId).where('seq', '<=', throughSeq);
-  const [tools, severities, spend] = await Promise.all([
+export async function sessionFacts(db: Executor, session: Pick<SessionRow, 'id' | 'last_seq' | 'total_cost_usd'>): Promise<SessionFacts> {
+  const scoped = db.selectFrom('events').where('session_id', '=', session.id).where('seq', '<=', session.last_seq);
+  const [tools, severities] = await Promise.all([
     scoped
       .select(['tool_name', (eb) => eb.fn.countAll<number>().as('calls')])
       .where('event_type', '=', 'tool_call')
@@ -54,7 +55,6 @@ export async function sessionFacts(db: Executor, sessionId: string, throughSeq: 
       .where('event_type', '<>', EVAL_RESULT)
       .groupBy('severity')
       .execute(),
-    scoped.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('cost_usd'), eb.lit(0)).as('spend')).executeTakeFirstOrThrow(),
   ]);
   const severityCounts: Partial<Record<Severity, number>> = {};
   for (const row of severities) severityCounts[row.severity as Severity] = Number(row.n);
@@ -62,7 +62,7 @@ export async function sessionFacts(db: Executor, sessionId: string, throughSeq: 
     // Sorted by UTF-16 code units in JS: both databases' collations may differ.
     toolCalls: tools.map((r) => ({ tool: r.tool_name!, calls: Number(r.calls) })).sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0)),
     severityCounts,
-    spendUsd: roundUsd(Number(spend.spend)),
+    spendUsd: roundUsd(Number(session.total_cost_usd)),
   };
 }
 
