@@ -193,6 +193,19 @@ export function Async<T>({
 
 export type Tone = 'neutral' | 'good' | 'bad' | 'warn' | 'info';
 
+/**
+ * A small button acting on one row of a table; screen readers hear the row it acts on
+ * ("Delete nightly-errors"), sighted users the short label.
+ */
+export function RowAction({ tone, label, subject, onClick, disabled }: { tone: 'secondary' | 'danger'; label: string; subject: string; onClick: () => void; disabled?: boolean }) {
+  return (
+    <button type="button" className={`${tone} small`} onClick={onClick} disabled={disabled}>
+      {label}
+      <span className="visually-hidden"> {subject}</span>
+    </button>
+  );
+}
+
 export function Badge({ tone = 'neutral', children, title }: { tone?: Tone; children: ReactNode; title?: string }) {
   return (
     <span className={`badge badge-${tone}`} title={title}>

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { observe } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, fmtNumber, Notice, Page, Pager, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, fmtDateTime, fmtNumber, Notice, Page, Pager, RowAction, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
 
 interface AlertRule {
   id: string;
@@ -150,13 +150,8 @@ export function AlertsPage() {
                     <td className="clip">{r.notifyChannels.length ? r.notifyChannels.join(', ') : <span className="muted">no channel</span>}</td>
                     <td>{r.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>}</td>
                     <td className="actions">
-                      <button type="button" className="secondary small" onClick={() => void toggle.run(r)} disabled={toggle.pending}>
-                        {r.enabled ? 'Disable' : 'Enable'}
-                        <span className="visually-hidden"> {r.name}</span>
-                      </button>
-                      <button type="button" className="danger small" onClick={() => void remove.run(r)} disabled={remove.pending}>
-                        Delete<span className="visually-hidden"> {r.name}</span>
-                      </button>
+                      <RowAction tone="secondary" label={r.enabled ? 'Disable' : 'Enable'} subject={r.name} onClick={() => void toggle.run(r)} disabled={toggle.pending} />
+                      <RowAction tone="danger" label="Delete" subject={r.name} onClick={() => void remove.run(r)} disabled={remove.pending} />
                     </td>
                   </tr>
                 ))}

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { observe } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, fmtNumber, Notice, Page, Pager, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, fmtDateTime, fmtNumber, Notice, Page, Pager, RowAction, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
 
 interface GuardrailRule {
   id: string;
@@ -243,17 +243,9 @@ export function GuardrailsPage() {
                       {!r.enabled ? <Badge>disabled</Badge> : r.dryRun ? <Badge tone="info">dry run</Badge> : <Badge tone="good">active</Badge>}
                     </td>
                     <td className="actions">
-                      <button type="button" className="secondary small" onClick={() => void update.run(r, { enabled: !r.enabled })} disabled={update.pending}>
-                        {r.enabled ? 'Disable' : 'Enable'}
-                        <span className="visually-hidden"> {r.name}</span>
-                      </button>
-                      <button type="button" className="secondary small" onClick={() => void update.run(r, { dryRun: !r.dryRun })} disabled={update.pending}>
-                        {r.dryRun ? 'Arm' : 'Dry run'}
-                        <span className="visually-hidden"> {r.name}</span>
-                      </button>
-                      <button type="button" className="danger small" onClick={() => void remove.run(r)} disabled={remove.pending}>
-                        Delete<span className="visually-hidden"> {r.name}</span>
-                      </button>
+                      <RowAction tone="secondary" label={r.enabled ? 'Disable' : 'Enable'} subject={r.name} onClick={() => void update.run(r, { enabled: !r.enabled })} disabled={update.pending} />
+                      <RowAction tone="secondary" label={r.dryRun ? 'Arm' : 'Dry run'} subject={r.name} onClick={() => void update.run(r, { dryRun: !r.dryRun })} disabled={update.pending} />
+                      <RowAction tone="danger" label="Delete" subject={r.name} onClick={() => void remove.run(r)} disabled={remove.pending} />
                     </td>
                   </tr>
                 ))}

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { credentials, gate, observe } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, Page, SecretOnce, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, fmtDateTime, Page, RowAction, SecretOnce, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
 
 interface GateKey {
   id: string;
@@ -88,9 +88,7 @@ function GateKeys() {
                   <td>{k.revokedAt ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>}</td>
                   <td>
                     {!k.revokedAt && (
-                      <button type="button" className="danger small" onClick={() => void revoke.run(k)} disabled={revoke.pending}>
-                        Revoke<span className="visually-hidden"> {k.name}</span>
-                      </button>
+                      <RowAction tone="danger" label="Revoke" subject={k.name} onClick={() => void revoke.run(k)} disabled={revoke.pending} />
                     )}
                   </td>
                 </tr>
@@ -179,9 +177,7 @@ function ObserveKeys() {
                   <td>{k.revokedAt ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>}</td>
                   <td>
                     {!k.revokedAt && (
-                      <button type="button" className="danger small" onClick={() => void revoke.run(k)} disabled={revoke.pending}>
-                        Revoke<span className="visually-hidden"> {k.name}</span>
-                      </button>
+                      <RowAction tone="danger" label="Revoke" subject={k.name} onClick={() => void revoke.run(k)} disabled={revoke.pending} />
                     )}
                   </td>
                 </tr>

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { gate } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, JsonView, Notice, Page, parseJsonObject, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, fmtDateTime, JsonView, Notice, Page, parseJsonObject, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 interface Rule {
   match: Record<string, unknown>;
@@ -225,13 +225,8 @@ export function PoliciesPage() {
                       <code>{p.id}</code> · updated {fmtDateTime(p.updatedAt)}
                     </span>
                     <span className="spacer" />
-                    <button type="button" className="secondary small" onClick={() => void toggle.run(p)} disabled={toggle.pending}>
-                      {p.enabled ? 'Disable' : 'Enable'}
-                      <span className="visually-hidden"> {p.name}</span>
-                    </button>
-                    <button type="button" className="danger small" onClick={() => void remove.run(p)} disabled={remove.pending}>
-                      Delete<span className="visually-hidden"> {p.name}</span>
-                    </button>
+                    <RowAction tone="secondary" label={p.enabled ? 'Disable' : 'Enable'} subject={p.name} onClick={() => void toggle.run(p)} disabled={toggle.pending} />
+                    <RowAction tone="danger" label="Delete" subject={p.name} onClick={() => void remove.run(p)} disabled={remove.pending} />
                   </header>
                   <table>
                     <thead>
