@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { acquireLease, createLeaseTable, ManualClock, observeConfigFromEnvironment, openDatabase, startPeriodicJob } from '@vigil/platform';
+import { acquireLease, createLeaseTable, ManualClock, observeConfigFromEnvironment, openDatabase, startPeriodicJob, systemClock } from '@vigil/platform';
 import { TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import { buildObserveService } from '@vigil/observe';
 import { evaluateRules } from '../../observe/src/alerts/evaluator.ts';
@@ -213,7 +213,7 @@ describe('the job lease', { skip }, () => {
     try {
       await createLeaseTable(first.db);
       const clock = new ManualClock(1_000_000);
-      const log = { error() {} } as never;
+      const log = { error() {}, warn() {} } as never;
       for (const intervalMs of [300, 1000, 1500, 60_000]) {
         const runs: string[] = [];
         const job = (db: typeof first.db, holder: string) =>
@@ -231,6 +231,22 @@ describe('the job lease', { skip }, () => {
         clock.advance(intervalMs * 0.4);
         assert.equal(await y.tick(), true, `interval ${intervalMs}: y takes the lapsed lease`);
         clock.advance(intervalMs);
+      }
+      // A tick that outlasts its lease keeps it: another instance's tick during it does not run.
+      {
+        let release: () => void = () => {};
+        const held = new Promise<void>((resolve) => (release = resolve));
+        const slow = startPeriodicJob({ name: 'lease-slow', intervalMs: 200, db: first.db, holder: 'x', clock: systemClock, log, run: () => held }, false);
+        const other = startPeriodicJob({ name: 'lease-slow', intervalMs: 200, db: second.db, holder: 'y', clock: systemClock, log, run: async () => {} }, false);
+        const slowTick = slow.tick();
+        for (let i = 0; i < 4; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          assert.equal(await other.tick(), false, `y must not run while x's tick lasts (${(i + 1) * 200} ms, lease 180 ms)`);
+        }
+        release();
+        assert.equal(await slowTick, true);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        assert.equal(await other.tick(), true, 'once the tick ended and its lease lapsed, y runs');
       }
       // The conditional UPDATE decides between two instances asking at the same moment.
       const results = await Promise.all([acquireLease(first.db, 'same-moment', 'x', clock.now(), 500), acquireLease(second.db, 'same-moment', 'y', clock.now(), 500)]);

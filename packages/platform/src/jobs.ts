@@ -59,8 +59,21 @@ export function startPeriodicJob(options: PeriodicJobOptions, autoStart = true):
   const tick = (): Promise<boolean> => {
     running ??= (async () => {
       const now = options.clock.now();
-      if (!(await acquireLease(options.db, options.name, options.holder, now, leaseTtlMs(options.intervalMs)))) return false;
-      await options.run(now);
+      const ttl = leaseTtlMs(options.intervalMs);
+      if (!(await acquireLease(options.db, options.name, options.holder, now, ttl))) return false;
+      // A tick that outlasts its lease keeps it (renewed every half lease), so no other instance's
+      // tick of the same job overlaps this one.
+      const renewal = setInterval(() => {
+        acquireLease(options.db, options.name, options.holder, options.clock.now(), ttl).catch((error: unknown) =>
+          options.log.warn({ err: error, job: options.name }, 'lease renewal failed'),
+        );
+      }, Math.max(1, Math.floor(ttl / 2)));
+      renewal.unref();
+      try {
+        await options.run(now);
+      } finally {
+        clearInterval(renewal);
+      }
       return true;
     })()
       .catch((error: unknown) => {
