@@ -5,6 +5,7 @@ export const observeErrors = {
   validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
   invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
+  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
   invalidSignature: { status: 401, code: 'invalid_signature', message: 'Invalid webhook signature' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },

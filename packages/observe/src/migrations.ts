@@ -438,4 +438,9 @@ export const observeMigrations: Record<string, MigrationStep> = {
     // The worker finds pending cases (of any run) in run and case order.
     await db.schema.createIndex('eval_run_cases_pending').on('eval_run_cases').columns(['status', 'run_id', 'position']).execute();
   },
+
+  async '0010_key_scopes'(db) {
+    // Existing keys keep null: full access, as before scopes existed (keys/scopes.ts).
+    await db.schema.alterTable('api_keys').addColumn('scopes', 'text').execute();
+  },
 };
