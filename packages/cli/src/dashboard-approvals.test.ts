@@ -2,7 +2,7 @@
  * The dashboard's approval pages in a real browser (see dashboard-harness.ts): the queue sorted by
  * urgency and refreshing itself, approving a request and denying another with the reason its policy
  * requires (recorded by the gate as dashboard:<name>, with the audit trail), the policy simulator,
- * webhooks and keys.
+ * webhooks and keys (an observe key created with chosen scopes).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -123,6 +123,14 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
     await page.getByRole('cell', { name: 'billing-agent' }).first().waitFor();
     await page.getByRole('heading', { name: 'Observe keys' }).waitFor();
+    // A key for an agent: ingest (the default) and read.
+    await page.getByLabel('New observe key name').fill('researcher');
+    await page.getByLabel('read — every query').check();
+    await page.getByRole('button', { name: 'Create observe key' }).click();
+    await page.getByText('New observe key.').waitFor();
+    await page.getByRole('row').filter({ hasText: 'researcher' }).getByRole('cell', { name: 'ingest, read' }).waitFor();
+    const observeKeys = await api<{ keys: { name: string; scopes: string[] }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/keys');
+    assert.deepEqual(observeKeys.keys.find((k) => k.name === 'researcher')?.scopes, ['ingest', 'read']);
     await settled(page);
     await shot(page, 'keys');
     stack.noProblems();

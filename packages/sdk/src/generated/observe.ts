@@ -75,6 +75,7 @@ export type ApiKey = {
   id: string;
   name: string;
   prefix: string;
+  scopes: ("ingest" | "read" | "admin")[];
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -1903,13 +1904,15 @@ export interface paths {
     /**
      * Create an API key; the raw key is in this response only
      *
-     * Without an Authorization header only while no active key exists (first start-up).
+     * Without an Authorization header only while no active key exists (first start-up); that key has full access. A key creates keys within its own scopes only (403 otherwise); without `scopes` the new key has those of the key creating it.
      */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
       body: {
         name: string;
+        /** ingest: send events and read its own agent record; read: every query; admin: everything */
+        scopes?: ("ingest" | "read" | "admin")[];
       };
       bodyRequired: true;
       responses: {
@@ -1917,6 +1920,7 @@ export interface paths {
           id: string;
           name: string;
           prefix: string;
+          scopes: ("ingest" | "read" | "admin")[];
           createdAt: string;
           lastUsedAt: string | null;
           revokedAt: string | null;
