@@ -7,7 +7,7 @@
 export const OBSERVE_SCOPES = ['ingest', 'read', 'admin'] as const;
 export type ObserveScope = (typeof OBSERVE_SCOPES)[number];
 
-/** The scopes of a key created without any, and of the first key. */
+/** Full access: the first key's scopes, and those of a key stored without any. */
 export const FULL_ACCESS: readonly ObserveScope[] = ['admin'];
 
 /** The memory forwarder and the removed lessons/community paths: reads are `read`, writes `admin`. */
