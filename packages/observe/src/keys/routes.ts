@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { FULL_ACCESS, grants, keyScopes, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
+import { FULL_ACCESS, keyScopes, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
 import { insertFirstKey, insertKey, listKeys, revokeKey } from './store.ts';
 
 const scopesSchema = z
@@ -38,26 +38,14 @@ function toKey(row: ApiKeyRow): z.infer<typeof keySchema> {
 }
 
 /**
- * The scopes of a key being created: those asked for, else the creator's. The first key has full
- * access (a narrower one would leave no key able to manage keys); any other creator grants only
- * scopes it holds itself.
+ * The scopes of a key being created: those asked for, else full access. The first key always has
+ * full access (a narrower one would leave no key able to manage keys); creating keys needs `admin`.
  */
-function newKeyScopes(creator: ApiKeyRow | null, asked: readonly ObserveScope[] | undefined, bootstrap: boolean): readonly ObserveScope[] {
-  if (bootstrap) {
-    if (asked !== undefined && !asked.includes('admin')) {
-      throw bodyValidationError([{ path: ['scopes'], message: 'the first key has full access: omit scopes or include admin' }]);
-    }
-    return FULL_ACCESS;
+function newKeyScopes(asked: readonly ObserveScope[] | undefined, bootstrap: boolean): readonly ObserveScope[] {
+  if (bootstrap && asked !== undefined && !asked.includes('admin')) {
+    throw bodyValidationError([{ path: ['scopes'], message: 'the first key has full access: omit scopes or include admin' }]);
   }
-  // AUTH_DISABLED: no creator, anything may be created.
-  if (creator === null) return asked ?? FULL_ACCESS;
-  const own = keyScopes(creator.scopes);
-  if (asked === undefined) return own;
-  const beyond = asked.find((scope) => !grants(own, scope));
-  if (beyond !== undefined) {
-    throw observeError('forbidden', `A key creates keys within its own scopes only: this key lacks the ${beyond} scope (it has ${own.join(', ')})`);
-  }
-  return asked;
+  return bootstrap ? FULL_ACCESS : (asked ?? FULL_ACCESS);
 }
 
 export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
@@ -69,7 +57,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
         summary: 'Create an API key; the raw key is in this response only',
         description:
           'Without an Authorization header only while no active key exists (first start-up); that key has full access. ' +
-          'A key creates keys within its own scopes only (403 otherwise); without `scopes` the new key has those of the key creating it.',
+          'Needs the admin scope; without `scopes` the new key has full access (admin).',
         tags: ['keys'],
         body: z.object({ name: z.string().trim().min(1).max(200), scopes: scopesSchema.optional() }),
         response: { 201: keySchema.extend({ key: z.string() }) },
@@ -78,7 +66,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request, reply) => {
       // Admitted without credentials (first start-up): re-checked atomically with the insert.
       const bootstrap = request.apiKey === null && !ctx.config.authDisabled;
-      const scopes = newKeyScopes(request.apiKey, request.body.scopes, bootstrap);
+      const scopes = newKeyScopes(request.body.scopes, bootstrap);
       const secret = generateSecret('vgl');
       const row: ApiKeyRow = {
         id: newId(),

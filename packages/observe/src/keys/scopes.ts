@@ -28,8 +28,8 @@ function forwardedRoutes(base: string): Record<string, ObserveScope> {
  */
 export const ROUTE_SCOPES: Record<string, ObserveScope | 'any'> = {
   'GET /api/openapi.json': 'any',
-  // A key creates keys within its own scopes (routes.ts), so any key may ask.
-  'POST /api/keys': 'any',
+  // Admin only: a leaked agent key must not mint keys that outlive its revocation.
+  'POST /api/keys': 'admin',
   'GET /api/keys': 'admin',
   'DELETE /api/keys/:id': 'admin',
 
