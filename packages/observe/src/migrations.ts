@@ -438,4 +438,10 @@ export const observeMigrations: Record<string, MigrationStep> = {
     // The worker finds pending cases (of any run) in run and case order.
     await db.schema.createIndex('eval_run_cases_pending').on('eval_run_cases').columns(['status', 'run_id', 'position']).execute();
   },
+
+  async '0009_rule_descriptions'(db) {
+    // An optional free-text description of alert and guardrail rules (null when unset).
+    await db.schema.alterTable('alert_rules').addColumn('description', 'text').execute();
+    await db.schema.alterTable('guardrail_rules').addColumn('description', 'text').execute();
+  },
 };
