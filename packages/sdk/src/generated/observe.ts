@@ -53,6 +53,7 @@ export type AlertHistoryEntry = {
 export type AlertRule = {
   id: string;
   name: string;
+  description: string | null;
   enabled: boolean;
   condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
   threshold: number;
@@ -319,6 +320,7 @@ export type Event = {
 export type GuardrailRule = {
   id: string;
   name: string;
+  description: string | null;
   agentId: string | null;
   conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
   conditionConfig: {
@@ -339,6 +341,7 @@ export type GuardrailRule = {
 
 export type GuardrailStatus = {
   ruleId: string;
+  rule: GuardrailRule;
   enabled: boolean;
   dryRun: boolean;
   state: "disabled" | "ready" | "cooldown";
@@ -630,6 +633,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         enabled?: boolean;
         condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold: number;
@@ -656,14 +660,21 @@ export interface paths {
         200: AlertRule;
       };
     };
-    /** Change an alert rule; only the given fields change (scope is replaced as a whole) */
+    /** Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         enabled?: boolean;
         condition?: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold?: number;
@@ -994,11 +1005,19 @@ export interface paths {
         200: Config;
       };
     };
-    /** Update retention and webhook secrets; a secret set to null falls back to the environment */
+    /** Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored */
     put: {
       params: Record<string, never>;
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        approvalGateSecretSet?: boolean;
+        /** Read-only: ignored */
+        formServiceSecretSet?: boolean;
+        /** Read-only: ignored */
+        authDisabled?: boolean;
+        /** Read-only: ignored */
+        memoryEnabled?: boolean;
         retentionDays?: number;
         approvalGateWebhookSecret?: string | null;
         formServiceWebhookSecret?: string | null;
@@ -1688,6 +1707,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig: {
@@ -1741,14 +1761,25 @@ export interface paths {
         200: GuardrailRule;
       };
     };
-    /** Change a guardrail rule; only the given fields change (each config is replaced whole) */
+    /** Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        triggerCount?: number;
+        /** Read-only: ignored */
+        lastTriggeredAt?: string | null;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType?: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig?: {
@@ -1779,12 +1810,13 @@ export interface paths {
         200: {
           id: string;
           deleted: true;
+          ok: true;
         };
       };
     };
   };
   "/api/guardrails/{id}/status": {
-    /** Rule status: ready, in cooldown (per agent) or disabled, with its recent triggers */
+    /** Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers */
     get: {
       params: {
         id: string;
