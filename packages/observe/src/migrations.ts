@@ -439,6 +439,12 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await db.schema.createIndex('eval_run_cases_pending').on('eval_run_cases').columns(['status', 'run_id', 'position']).execute();
   },
 
+  async '0009_rule_descriptions'(db) {
+    // An optional free-text description of alert and guardrail rules (null when unset).
+    await db.schema.alterTable('alert_rules').addColumn('description', 'text').execute();
+    await db.schema.alterTable('guardrail_rules').addColumn('description', 'text').execute();
+  },
+
   async '0010_key_scopes'(db) {
     // Existing keys keep null: full access, as before scopes existed (keys/scopes.ts).
     await db.schema.alterTable('api_keys').addColumn('scopes', 'text').execute();

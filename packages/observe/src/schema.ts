@@ -89,6 +89,7 @@ export interface SettingRow {
 export interface AlertRuleRow {
   id: string;
   name: string;
+  description: string | null;
   /** 1 or 0. */
   enabled: number;
   condition: string;
@@ -208,6 +209,7 @@ export interface ObserveSchema {
 export interface GuardrailRuleRow {
   id: string;
   name: string;
+  description: string | null;
   /** null: the rule applies to every agent. */
   agent_id: string | null;
   condition_type: string;

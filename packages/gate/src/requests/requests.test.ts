@@ -387,29 +387,29 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.deepEqual((await audit(created.id)).map((e) => [e.event, e.actor]).slice(1), [['denied', 'api:reviewer']]);
   });
 
-  test('decidedBy is derived from the key, never taken from the body', async () => {
+  test('a decidedBy in the body is accepted and ignored: the actor is derived from the key', async () => {
     const key = await gate.createKey(['request:decide', 'request:read'], null, 'honest-key');
     const created = await create({ action: 'deploy' });
-    const spoof = await decide(created.id, { decision: 'approved', decidedBy: 'dashboard:mallory' }, key);
-    if (spoof.statusCode === 400) {
-      // Strict body: refused, and nothing decided.
-      assertGateError(spoof, 400, 'bad_request');
-      const untouched = await storedRow(created.id);
-      assert.equal(untouched.status, 'pending');
-      assert.equal(untouched.decided_by, null);
-      const ok = await decide(created.id, { decision: 'approved' }, key);
-      assert.equal(ok.statusCode, 200, ok.body);
-    } else {
-      // Or the field is ignored.
-      assert.equal(spoof.statusCode, 200, spoof.body);
-      assert.equal((spoof.json() as { decidedBy: string }).decidedBy, 'api:honest-key');
-    }
+    const spoof = await decide(created.id, { decision: 'approved', reason: 'looks fine', decidedBy: 'dashboard:mallory' }, key);
+    assert.equal(spoof.statusCode, 200, spoof.body);
+    assert.equal((spoof.json() as { decidedBy: string }).decidedBy, 'api:honest-key');
     const row = await storedRow(created.id);
     assert.equal(row.status, 'approved');
     assert.equal(row.decided_by, 'api:honest-key');
+    assert.equal(row.decision_reason, 'looks fine');
     const trail = await audit(created.id);
     assert.ok(trail.every((e) => !e.actor.includes('mallory')));
     assert.equal(trail.at(-1)!.actor, 'api:honest-key');
+
+    // A null decidedBy too; an unknown field (a typo) is still refused and decides nothing.
+    const other = await create({ action: 'deploy' });
+    assert.equal((await decide(other.id, { decision: 'denied', decidedBy: null }, key)).statusCode, 200);
+    assert.equal((await storedRow(other.id)).decided_by, 'api:honest-key');
+    const third = await create({ action: 'deploy' });
+    const typo = await decide(third.id, { decision: 'approved', decidedby: 'slack:U1' }, key);
+    assertGateError(typo, 400, 'bad_request');
+    assert.match((typo.json() as { error: { message: string } }).error.message, /decidedby/);
+    assert.equal((await storedRow(third.id)).status, 'pending');
   });
 
   test('a second decision is 409 conflict and changes nothing', async () => {

@@ -113,7 +113,14 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
         tags: ['requests'],
         params: idParams,
-        body: z.object({ decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() }).strict(),
+        body: z
+          .object({
+            decision: z.enum(['approved', 'denied']),
+            reason: z.string().max(5000).optional(),
+            // Clients (CLIs, MCP servers, chat bots) send who they think decides; the server derives it.
+            decidedBy: z.string().nullable().optional().meta({ description: 'Ignored: decidedBy is derived from the credential' }),
+          })
+          .strict(),
         response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
       },
     },

@@ -12,6 +12,12 @@ const name = z
   .trim()
   .min(1, 'name must be 1 to 200 characters')
   .max(200, 'name must be 1 to 200 characters');
+/** A rule's optional free text (alert and guardrail rules); null clears it. */
+export const MAX_RULE_DESCRIPTION_LENGTH = 1000;
+export const ruleDescription = z
+  .string()
+  .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
+  .nullable();
 const condition = z.enum(ALERT_CONDITIONS, { error: `condition must be one of: ${ALERT_CONDITIONS.join(', ')}` });
 const threshold = z.number().finite().min(0, 'threshold must be >= 0');
 const windowMinutes = z
@@ -47,6 +53,7 @@ function checkRule(rule: { condition?: AlertCondition; threshold?: number; notif
 export const createRuleBodySchema = z
   .strictObject({
     name,
+    description: ruleDescription.default(null),
     enabled: z.boolean().default(true),
     condition,
     threshold,
@@ -60,6 +67,7 @@ export type CreateRuleBody = z.infer<typeof createRuleBodySchema>;
 /** PUT body: any subset of the creation fields; the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
   name: name.optional(),
+  description: ruleDescription.optional(),
   enabled: z.boolean().optional(),
   condition: condition.optional(),
   threshold: threshold.optional(),
@@ -71,7 +79,7 @@ export type UpdateRuleBody = z.infer<typeof updateRuleBodySchema>;
 
 /** A complete rule definition (what is stored); a PUT must leave the rule valid by this schema. */
 export const ruleDefinitionSchema = z
-  .strictObject({ name, enabled: z.boolean(), condition, threshold, windowMinutes, scope: scopeSchema, notifyChannels })
+  .strictObject({ name, description: ruleDescription, enabled: z.boolean(), condition, threshold, windowMinutes, scope: scopeSchema, notifyChannels })
   .superRefine(checkRule);
 export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
 
@@ -79,6 +87,7 @@ export const ruleSchema = z
   .object({
     id: z.string(),
     name: z.string(),
+    description: z.string().nullable(),
     enabled: z.boolean(),
     condition: z.enum(ALERT_CONDITIONS),
     threshold: z.number(),

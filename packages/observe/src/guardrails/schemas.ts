@@ -1,5 +1,6 @@
 import { DAY_MS } from '@vigil/platform';
 import { z } from 'zod';
+import { ruleDescription } from '../alerts/schemas.ts';
 import { identifier } from '../events/schemas.ts';
 import { DIMENSION_NAMES } from '../health/scores.ts';
 
@@ -82,6 +83,7 @@ function checkConfigs(rule: { conditionType: ConditionType; conditionConfig: unk
 
 const definitionFields = {
   name,
+  description: ruleDescription.optional(),
   agentId: identifier.nullable().optional(),
   conditionType,
   conditionConfig: config,
@@ -106,6 +108,7 @@ export const createRuleBodySchema = z
 /** PUT body: any subset; configs are replaced whole, and the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
   name: name.optional(),
+  description: ruleDescription.optional(),
   agentId: identifier.nullable().optional(),
   conditionType: conditionType.optional(),
   conditionConfig: config.optional(),
@@ -124,6 +127,7 @@ export const ruleSchema = z
   .object({
     id: z.string(),
     name: z.string(),
+    description: z.string().nullable(),
     agentId: z.string().nullable(),
     conditionType: z.enum(CONDITION_TYPES),
     conditionConfig: config,
@@ -164,6 +168,8 @@ export type TriggerOut = z.infer<typeof triggerSchema>;
 export const statusSchema = z
   .object({
     ruleId: z.string(),
+    /** The rule itself, as GET /api/guardrails/:id answers it. */
+    rule: ruleSchema,
     enabled: z.boolean(),
     dryRun: z.boolean(),
     /** disabled; cooldown while any agent is in cooldown; else ready. */

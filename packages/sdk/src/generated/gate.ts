@@ -538,6 +538,8 @@ export interface paths {
       body: {
         decision: "approved" | "denied";
         reason?: string;
+        /** Ignored: decidedBy is derived from the credential */
+        decidedBy?: string | null;
       };
       bodyRequired: true;
       responses: {

@@ -53,6 +53,7 @@ export type AlertHistoryEntry = {
 export type AlertRule = {
   id: string;
   name: string;
+  description: string | null;
   enabled: boolean;
   condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
   threshold: number;
@@ -320,6 +321,7 @@ export type Event = {
 export type GuardrailRule = {
   id: string;
   name: string;
+  description: string | null;
   agentId: string | null;
   conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
   conditionConfig: {
@@ -340,6 +342,7 @@ export type GuardrailRule = {
 
 export type GuardrailStatus = {
   ruleId: string;
+  rule: GuardrailRule;
   enabled: boolean;
   dryRun: boolean;
   state: "disabled" | "ready" | "cooldown";
@@ -631,6 +634,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         enabled?: boolean;
         condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold: number;
@@ -657,14 +661,21 @@ export interface paths {
         200: AlertRule;
       };
     };
-    /** Change an alert rule; only the given fields change (scope is replaced as a whole) */
+    /** Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         enabled?: boolean;
         condition?: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold?: number;
@@ -995,11 +1006,19 @@ export interface paths {
         200: Config;
       };
     };
-    /** Update retention and webhook secrets; a secret set to null falls back to the environment */
+    /** Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored */
     put: {
       params: Record<string, never>;
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        approvalGateSecretSet?: boolean;
+        /** Read-only: ignored */
+        formServiceSecretSet?: boolean;
+        /** Read-only: ignored */
+        authDisabled?: boolean;
+        /** Read-only: ignored */
+        memoryEnabled?: boolean;
         retentionDays?: number;
         approvalGateWebhookSecret?: string | null;
         formServiceWebhookSecret?: string | null;
@@ -1689,6 +1708,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig: {
@@ -1742,14 +1762,25 @@ export interface paths {
         200: GuardrailRule;
       };
     };
-    /** Change a guardrail rule; only the given fields change (each config is replaced whole) */
+    /** Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        triggerCount?: number;
+        /** Read-only: ignored */
+        lastTriggeredAt?: string | null;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType?: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig?: {
@@ -1780,12 +1811,13 @@ export interface paths {
         200: {
           id: string;
           deleted: true;
+          ok: true;
         };
       };
     };
   };
   "/api/guardrails/{id}/status": {
-    /** Rule status: ready, in cooldown (per agent) or disabled, with its recent triggers */
+    /** Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers */
     get: {
       params: {
         id: string;
@@ -1904,7 +1936,7 @@ export interface paths {
     /**
      * Create an API key; the raw key is in this response only
      *
-     * Without an Authorization header only while no active key exists (first start-up); that key has full access. A key creates keys within its own scopes only (403 otherwise); without `scopes` the new key has those of the key creating it.
+     * Without an Authorization header only while no active key exists (first start-up); that key has full access. Needs the admin scope; without `scopes` the new key has full access (admin).
      */
     post: {
       params: Record<string, never>;
