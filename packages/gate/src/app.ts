@@ -15,8 +15,10 @@ import {
   type ZodApp,
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
+import { registerAuditRoutes } from './audit/routes.ts';
 import { registerAuthentication } from './auth/auth.ts';
 import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';
+import { registerMcpAuthorizeRoute } from './auth/mcp.ts';
 import { registerKeyRoutes } from './auth/routes.ts';
 import { registerDashboardSessionRoutes } from './auth/sessions.ts';
 import type { GateContext } from './context.ts';
@@ -96,9 +98,11 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   registerAuthentication(app, context);
   registerHealthRoutes(app, context);
   registerRequestRoutes(app, context, requests);
+  registerAuditRoutes(app, context);
   registerPolicyRoutes(app, context);
   registerKeyRoutes(app, context);
   registerDashboardSessionRoutes(app, context);
+  registerMcpAuthorizeRoute(app);
   registerWebhookRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -42,6 +42,8 @@ interface AuditEntry {
   timestamp: string;
   event: string;
   actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
   details?: Record<string, unknown>;
 }
 
@@ -372,7 +374,14 @@ await describeEachDatabase('gate requests API', (backend) => {
 
     const trail = await audit(created.id);
     assert.deepEqual(trail.map((e) => e.event), ['created', 'approved']);
-    assert.deepEqual(trail[1], { timestamp: iso(T0 + 5000), event: 'approved', actor: 'api:ops-bot', details: { reason: 'Looks safe' } });
+    assert.deepEqual(trail[1], {
+      timestamp: iso(T0 + 5000),
+      event: 'approved',
+      actor: 'api:ops-bot',
+      actorKeyId: await gate.keyIdOf(key),
+      actorKeyName: 'ops-bot',
+      details: { reason: 'Looks safe' },
+    });
   });
 
   test('decide with denied: status denied, reason optional', async () => {
@@ -642,7 +651,7 @@ await describeEachDatabase('gate requests API', (backend) => {
 
   // ---------------------------------------------------------------- audit
 
-  test('GET /api/requests/:id/audit lists {timestamp, event, actor, details?} oldest first', async () => {
+  test('GET /api/requests/:id/audit lists {timestamp, event, actor, actorKeyId, actorKeyName, details?} oldest first', async () => {
     const agent = await gate.createKey(['request:create'], null, 'agent-7');
     const approver = await gate.createKey(['request:decide'], null, 'approver');
     const created = await create({ action: 'deploy', urgency: 'high' }, agent);
@@ -653,13 +662,14 @@ await describeEachDatabase('gate requests API', (backend) => {
 
     const trail = await audit(created.id);
     assert.equal(trail.length, 3);
-    assert.deepEqual(trail.map((e) => [e.timestamp, e.event, e.actor]), [
-      [iso(T0), 'created', 'api:agent-7'],
-      [iso(T0 + 1000), 'approved', 'api:approver'],
-      [iso(T0 + 2000), 'confirmed', 'api:agent-7'],
+    const [agentId, approverId] = [await gate.keyIdOf(agent), await gate.keyIdOf(approver)];
+    assert.deepEqual(trail.map((e) => [e.timestamp, e.event, e.actor, e.actorKeyId, e.actorKeyName]), [
+      [iso(T0), 'created', 'api:agent-7', agentId, 'agent-7'],
+      [iso(T0 + 1000), 'approved', 'api:approver', approverId, 'approver'],
+      [iso(T0 + 2000), 'confirmed', 'api:agent-7', agentId, 'agent-7'],
     ]);
     for (const entry of trail) {
-      for (const field of Object.keys(entry)) assert.ok(['timestamp', 'event', 'actor', 'details'].includes(field), field);
+      for (const field of Object.keys(entry)) assert.ok(['timestamp', 'event', 'actor', 'actorKeyId', 'actorKeyName', 'details'].includes(field), field);
       if (entry.details !== undefined) assert.equal(typeof entry.details, 'object');
     }
     assert.deepEqual(trail[1]!.details, { reason: 'ok by me' });

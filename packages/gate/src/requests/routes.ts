@@ -1,5 +1,7 @@
 import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { auditEntrySchema, toAuditEntry } from '../audit/routes.ts';
+import { auditActor } from '../auth/auth.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS } from '../policies/engine.ts';
@@ -60,7 +62,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
         throw gateError('validation', 'expiresAt must be in the future');
       }
-      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, request.gateActor!);
+      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, auditActor(request));
       return reply.status(201).send(toRequestDetail(row));
     },
   );
@@ -125,7 +127,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       },
     },
     async (request) => {
-      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, request.gateActor!);
+      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, auditActor(request));
       return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
     },
   );
@@ -142,7 +144,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       },
     },
     async (request) => {
-      const row = await requests.confirm(request.params.id, request.body.result, request.gateActor!);
+      const row = await requests.confirm(request.params.id, request.body.result, auditActor(request));
       return { id: row.id, status: row.status as 'approved', confirmedAt: toIso(row.confirmed_at!) };
     },
   );
@@ -151,24 +153,17 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     '/api/requests/:id/audit',
     {
       schema: {
-        summary: 'The audit trail of a request, oldest first',
+        summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
         tags: ['requests'],
         params: idParams,
-        response: {
-          200: z.array(z.object({ timestamp: z.string(), event: z.string(), actor: z.string(), details: jsonObject.optional() })),
-        },
+        response: { 200: z.array(auditEntrySchema) },
       },
     },
     async (request) => {
       // Reading the trail also settles a due expiry, so the trail shows it.
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return (await auditTrail(ctx.database, row.id)).map((entry) => ({
-        timestamp: toIso(entry.ts),
-        event: entry.event,
-        actor: entry.actor,
-        ...(entry.details !== null && { details: JSON.parse(entry.details) as Record<string, unknown> }),
-      }));
+      return (await auditTrail(ctx.database, row.id)).map(toAuditEntry);
     },
   );
 }

@@ -30,6 +30,31 @@ export type ApprovalRequest = {
   };
 };
 
+export type AuditEntry = {
+  timestamp: string;
+  event: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  details?: {
+    [key: string]: unknown;
+  };
+};
+
+export type AuditListEntry = {
+  id: string;
+  requestId: string;
+  action: string;
+  timestamp: string;
+  event: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  details?: {
+    [key: string]: unknown;
+  };
+};
+
 export type GateApiKey = {
   id: string;
   name: string;
@@ -39,6 +64,14 @@ export type GateApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+};
+
+export type McpToolVerdict = {
+  decision: "allow" | "deny";
+  status?: "denied";
+  toolName: string;
+  requiredScope: string | null;
+  reason: string | null;
 };
 
 export type Policy = {
@@ -152,6 +185,50 @@ export interface paths {
       };
     };
   };
+  "/api/audit": {
+    /**
+     * Audit entries of all requests, newest first, with the API key behind each actor
+     *
+     * Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400, so a misspelt filter never widens the answer.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        action?: string;
+        event?: "created" | "approved" | "denied" | "expired" | "confirmed";
+        actor?: string;
+        keyId?: string;
+        requestId?: string;
+        from?: string;
+        to?: string;
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entries: AuditListEntry[];
+          nextCursor: string | null;
+          hasMore: boolean;
+        };
+      };
+    };
+  };
+  "/api/audit/actors": {
+    /** Every actor that appears in the audit, sorted (for a filter list) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          actors: string[];
+        };
+      };
+    };
+  };
   "/api/dashboard/sessions": {
     /**
      * Sign in to the dashboard: exchange an API key and a display name for a short-lived session token
@@ -216,6 +293,30 @@ export interface paths {
           id: string;
           revoked: true;
         };
+      };
+    };
+  };
+  "/api/mcp/authorize": {
+    /**
+     * May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes
+     *
+     * Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted and not used: the verdict depends on the tool and the scopes of the key (or of the session’s key) only. An unknown tool is a deny, not an error.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        toolName: string;
+        params?: {
+          [key: string]: unknown;
+        };
+        context?: {
+          [key: string]: unknown;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        200: McpToolVerdict;
       };
     };
   };
@@ -486,7 +587,7 @@ export interface paths {
     };
   };
   "/api/requests/{id}/audit": {
-    /** The audit trail of a request, oldest first */
+    /** The audit trail of a request, oldest first; each entry names its actor and the API key behind it */
     get: {
       params: {
         id: string;
@@ -495,14 +596,7 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: {
-          timestamp: string;
-          event: string;
-          actor: string;
-          details?: {
-            [key: string]: unknown;
-          };
-        }[];
+        200: AuditEntry[];
       };
     };
   };
