@@ -138,9 +138,8 @@ async function toolFigures(ctx: ObserveContext, range: Range, agentId: string | 
 
 /**
  * Health of every agent with at least one session started in the window (or of one agent; the
- * system agent has none), sorted
- * sickest first: overallScore ascending, then agentId. All figures come from three queries,
- * whatever the number of agents.
+ * system agent has none), sorted sickest first: overallScore ascending, then agentId. All figures
+ * come from three queries, whatever the number of agents.
  */
 export async function computeHealth(ctx: ObserveContext, windowDays: number, now: number, agentId?: string): Promise<HealthReport[]> {
   const ranges = rangesOf(now, windowDays);
