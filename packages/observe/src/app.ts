@@ -103,7 +103,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     database,
     clock: options.clock ?? systemClock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
-    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4, config.sessionIdleTimeoutMs),
     prices,
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),

@@ -41,6 +41,12 @@ export interface SessionRow {
   started_at: number;
   ended_at: number | null;
   last_event_at: number;
+  /**
+   * Set once, by ingest: the last event before the first silence longer than the idle timeout
+   * that the session went through without having ended. Null while it never idled (see
+   * sessions/figures.ts).
+   */
+  idle_at: number | null;
   event_count: number;
   tool_call_count: number;
   error_count: number;
@@ -115,7 +121,7 @@ export interface AlertHistoryRow {
   threshold: number;
   /** 1 once every channel answered 2xx to the triggered notification. */
   notified: number;
-  /** agentId of the entry's events (scope.agentId or `system`). */
+  /** agentId of the entry's events: always the system agent (migration 0012 moved the older rows). */
   agent_id: string;
   /** JSON: the triggered notification body, a snapshot of the rule when it fired. */
   summary: string;

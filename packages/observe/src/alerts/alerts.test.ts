@@ -469,7 +469,7 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const triggered = (await timeline(observe, `alert:${rules.get('latency_exceeds')!.under.id}`)).events;
       assert.equal(triggered.length, 1);
       assert.equal(triggered[0]!.eventType, 'alert_triggered');
-      assert.equal(triggered[0]!.agentId, agent);
+      assert.equal(triggered[0]!.agentId, 'system', 'alert events belong to the system agent, not to the rule\'s');
       assert.equal(triggered[0]!.timestamp, new Date(NOW).toISOString());
       assert.deepEqual(triggered[0]!.payload, {
         alertRuleId: rules.get('latency_exceeds')!.under.id,
@@ -500,7 +500,7 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const [resolved] = await entriesOf(observe, rule.id);
       assert.equal(resolved?.resolvedAt, new Date(NOW + 12 * MINUTE).toISOString());
       const events = (await timeline(observe, `alert:${rule.id}`)).events;
-      assert.deepEqual(events.map((e) => [e.eventType, e.agentId]), [['alert_triggered', 'ghost'], ['alert_resolved', 'ghost']]);
+      assert.deepEqual(events.map((e) => [e.eventType, e.agentId]), [['alert_triggered', 'system'], ['alert_resolved', 'system']]);
     });
   });
 
@@ -609,8 +609,8 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         const line = await timeline(observe, sessionId);
         assert.equal(line.chainValid, true);
         assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]), [
-          ['alert_triggered', 0, 'life', new Date(NOW).toISOString()],
-          ['alert_resolved', 1, 'life', resolvedAt],
+          ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
+          ['alert_resolved', 1, 'system', resolvedAt],
         ]);
         assert.deepEqual(line.events[1]!.payload, { alertRuleId: rule.id, alertName: 'Busy agent', resolvedBy: 'condition_cleared' });
         const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });

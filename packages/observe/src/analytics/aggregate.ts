@@ -35,6 +35,8 @@ export interface AggregateQuery {
   granularity?: Granularity;
   dimensions: readonly Dimension[];
   agentId?: string;
+  /** Leaves this agent's events out (the system agent's bookkeeping, when no agentId is asked for). */
+  excludeAgentId?: string;
   eventTypes?: readonly string[];
   provider?: string;
   model?: string;
@@ -132,6 +134,7 @@ async function aggregateSource(
   let q = db.selectFrom(source.table).select(selections as never);
   q = q.where((eb) => eb.or(ranges.map(([start, end]) => eb.and([eb(time, '>=', start), eb(time, '<=', end)])) as Expression<SqlBool>[]));
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
+  if (query.excludeAgentId !== undefined) q = q.where('agent_id', '<>', query.excludeAgentId);
   if (query.eventTypes !== undefined) q = q.where('event_type', 'in', [...query.eventTypes]);
   if (query.provider !== undefined) q = q.where('provider', '=', query.provider);
   if (query.model !== undefined) q = q.where('model', '=', query.model);

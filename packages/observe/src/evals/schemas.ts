@@ -1,6 +1,6 @@
 import { canonicalJson } from '@vigil/platform';
 import { z } from 'zod';
-import { identifier, SEVERITIES } from '../events/schemas.ts';
+import { clientAgentId, identifier, SEVERITIES } from '../events/schemas.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Limits (README, "Compliance evaluations")
@@ -139,7 +139,7 @@ const shortText = (name: string, max: number) =>
 /** What the approval service sends (gate/src/requests/breach.ts). */
 export const breachBodySchema = z.strictObject({
   sessionId: identifier,
-  agentId: identifier,
+  agentId: clientAgentId,
   breach: z.strictObject({
     ruleId: shortText('ruleId', 500),
     ruleType: shortText('ruleType', 100).optional(),

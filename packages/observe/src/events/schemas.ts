@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 
 /** A JSON value that must be present (null allowed, undefined not). */
 const present = z.unknown().refine((v) => v !== undefined, { message: 'is required' });
@@ -94,9 +95,14 @@ export type EventType = IngestEventType | (typeof SERVER_EVENT_TYPES)[number];
 
 const identifier = z.string().min(1).max(256);
 
+/** The agentId a client may write under: the system agent's events are the service's own bookkeeping. */
+const clientAgentId = identifier.refine((id) => id !== SYSTEM_AGENT_ID, {
+  message: `agentId "${SYSTEM_AGENT_ID}" is reserved for Vigil's own bookkeeping (alert events)`,
+});
+
 const envelope = {
   sessionId: identifier,
-  agentId: identifier,
+  agentId: clientAgentId,
   severity: z.enum(SEVERITIES).optional(),
   metadata: jsonObject.optional(),
   timestamp: isoTimestampMs.optional(),
@@ -177,4 +183,4 @@ export const listEventsQuerySchema = z.object({
 
 export type ListEventsQuery = z.infer<typeof listEventsQuerySchema>;
 
-export { commaList, identifier };
+export { clientAgentId, commaList, identifier };
