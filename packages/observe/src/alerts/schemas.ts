@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
 import { identifier } from '../events/schemas.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
@@ -13,7 +14,7 @@ const name = z
   .min(1, 'name must be 1 to 200 characters')
   .max(200, 'name must be 1 to 200 characters');
 const condition = z.enum(ALERT_CONDITIONS, { error: `condition must be one of: ${ALERT_CONDITIONS.join(', ')}` });
-const threshold = z.number().finite().min(0, 'threshold must be >= 0');
+const threshold = boundedNumber(0, MAX_FIGURE, 'threshold');
 const windowMinutes = z
   .number()
   .int('windowMinutes must be a whole number of minutes')
@@ -109,6 +110,6 @@ export type HistoryEntryOut = z.infer<typeof historyEntrySchema>;
 export const historyQuerySchema = z.object({
   ruleId: identifier.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
 });
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;

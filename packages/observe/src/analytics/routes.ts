@@ -1,4 +1,5 @@
-import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -196,7 +197,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           .select((eb) => [
             'agent_id',
             eb.fn.countAll<number>().as('sessions'),
-            eb.fn.sum<number>(eb(eb.fn.coalesce('ended_at', 'last_event_at'), '-', eb.ref('started_at'))).as('duration'),
+            sumAsDouble(sql`coalesce(ended_at, last_event_at) - started_at`).as('duration'),
           ])
           .where('started_at', '>=', window.from)
           .where('started_at', '<=', window.to)

@@ -1,4 +1,4 @@
-import { DAY_MS, toIso } from '@vigil/platform';
+import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { aggregate } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
@@ -79,7 +79,7 @@ async function sessionFigures(ctx: ObserveContext, ranges: Ranges, agentId: stri
       sql`sum(case when ${inRange} and error_count > 0 then 1 else 0 end)`.as(`${name}_errored`) as never,
       sql`sum(case when ${inRange} and status = 'completed' then 1 else 0 end)`.as(`${name}_completed`) as never,
       sql`sum(case when ${inRange} then total_cost_usd else 0 end)`.as(`${name}_cost`) as never,
-      sql`sum(case when ${inRange} then coalesce(ended_at, last_event_at) - started_at else 0 end)`.as(`${name}_duration`) as never,
+      sumAsDouble(sql`case when ${inRange} then coalesce(ended_at, last_event_at) - started_at else 0 end`).as(`${name}_duration`) as never,
     );
   }
   let query = db
