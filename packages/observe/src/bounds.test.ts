@@ -158,10 +158,13 @@ await describeEachDatabase('numeric bounds: events at the largest accepted value
 
   before(async () => {
     observe = await startTestObserve(backend, { env: { FORM_SERVICE_WEBHOOK_SECRET: FORM_SECRET } });
-    for (const agentId of AGENTS) {
-      const batch = events.filter((e) => e.agentId === agentId);
+    // The first agents' events come in one batch each (their rollup cells are summed before the
+    // write); the last agent's one per request (the database adds each to its cell).
+    const last = AGENTS.at(-1);
+    const batches = [...AGENTS.slice(0, -1).map((agentId) => events.filter((e) => e.agentId === agentId)), ...events.filter((e) => e.agentId === last).map((e) => [e])];
+    for (const batch of batches) {
       const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: batch } });
-      assert.equal(response.statusCode, 201, response.body);
+      assert.equal(response.statusCode, 201, response.body.slice(0, 1000));
     }
     for (const body of [GENERIC_WEBHOOK, FORM_WEBHOOK]) {
       const response = await sendWebhook(observe, body);
