@@ -452,3 +452,51 @@ await describeEachDatabase('numeric bounds: a value just beyond a bound', (backe
     assert.equal(response.statusCode, 201, response.body);
   });
 });
+
+await describeEachDatabase('numeric bounds: session durations from the widest timestamps', (backend) => {
+  // Each session runs from an hour ago to the last millisecond of year 9999 (about 2.5e14 ms);
+  // SQLite's sum() of that many such integers overflows BIGINT, so durations are summed as doubles.
+  const start = NOW - HOUR;
+  const duration = Date.parse('9999-12-31T23:59:59.999Z') - start;
+  const sessions = Math.ceil(2 ** 63 / duration) + 100;
+  const agentId = 'long-runner';
+  let observe: TestObserve;
+
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const events = [
+      { sessionId: 'long-0', agentId, eventType: 'custom', timestamp: iso(start), payload: { type: 'begin', data: {} } },
+      { sessionId: 'long-0', agentId, eventType: 'custom', timestamp: '9999-12-31T23:59:59.999Z', payload: { type: 'end', data: {} } },
+    ];
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
+    assert.equal(response.statusCode, 201, response.body);
+    // The other sessions are copies of the row ingest made: tens of thousands of sessions through
+    // HTTP would take minutes, and the sums read only the sessions table.
+    const { db } = observe.service.context.database;
+    const template = await db.selectFrom('sessions').selectAll().where('id', '=', 'long-0').executeTakeFirstOrThrow();
+    for (let first = 1; first < sessions; first += 1000) {
+      const rows = Array.from({ length: Math.min(1000, sessions - first) }, (_, i) => ({ ...template, id: `long-${first + i}` }));
+      await db.insertInto('sessions').values(rows).execute();
+    }
+  });
+  after(() => observe.close());
+
+  test('analytics, health and reflect sum them without overflow', async () => {
+    const read = async <T>(url: string): Promise<T> => {
+      const response = await observe.call({ method: 'GET', url });
+      assert.equal(response.statusCode, 200, `${url}: ${response.body.slice(0, 1000)}`);
+      const body = response.json() as T;
+      assertFiniteNumbers(body, url);
+      return body;
+    };
+    const near = (value: number, expected: number, what: string) => assert.ok(Math.abs(value - expected) <= expected * 1e-9, `${what}: ${value} vs ${expected}`);
+    const { agents } = await read<{ agents: { agentId: string; sessionCount: number; avgDurationMs: number }[] }>('/api/analytics/agents');
+    assert.equal(agents[0]!.sessionCount, sessions);
+    near(agents[0]!.avgDurationMs, duration, 'mean session duration');
+    const health = await read<{ dimensions: { name: string; rawValue: number }[] }>(`/api/agents/${agentId}/health`);
+    near(health.dimensions.find((d) => d.name === 'latency')!.rawValue, duration, 'health latency (mean session duration)');
+    await read('/api/health/overview');
+    const trends = await read<{ insights: { data: { avgDuration?: number } }[] }>(`/api/reflect?analysis=performance_trends&agentId=${agentId}`);
+    near(trends.insights.find((i) => i.data.avgDuration !== undefined)!.data.avgDuration!, duration, 'reflect mean duration');
+  });
+});
