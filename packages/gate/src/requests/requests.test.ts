@@ -310,7 +310,7 @@ await describeEachDatabase('gate requests API', (backend) => {
     for (let offset = 0; offset < 55; offset += 20) pages.push(...(await listRequests(`?limit=20&offset=${offset}`)).map((r) => r.id));
     assert.deepEqual(pages, newestFirst);
 
-    for (const query of ['?limit=501', '?limit=0', '?limit=-1', '?limit=ten', '?offset=-1', '?limit=1.5']) {
+    for (const query of ['?limit=501', '?limit=0', '?limit=-1', '?limit=ten', '?offset=-1', '?limit=1.5', '?offset=10000001']) {
       assertGateError(await gate.call({ method: 'GET', url: `/api/requests${query}` }), 400, 'bad_request');
     }
   });

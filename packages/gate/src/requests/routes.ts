@@ -2,6 +2,7 @@ import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { auditEntrySchema, toAuditEntry } from '../audit/routes.ts';
 import { auditActor } from '../auth/auth.ts';
+import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS } from '../policies/engine.ts';
@@ -78,7 +79,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           action: z.string().min(1).max(200).optional(),
           urgency: z.enum(URGENCIES).optional(),
           limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).default(0),
+          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
         }),
         response: {
           200: z.array(z.object({ id: z.string(), action: z.string(), status: z.enum(STATUSES), urgency: z.enum(URGENCIES), createdAt: z.string() })),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
 import { identifier } from '../events/schemas.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
@@ -19,7 +20,7 @@ export const ruleDescription = z
   .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
   .nullable();
 const condition = z.enum(ALERT_CONDITIONS, { error: `condition must be one of: ${ALERT_CONDITIONS.join(', ')}` });
-const threshold = z.number().finite().min(0, 'threshold must be >= 0');
+const threshold = boundedNumber(0, MAX_FIGURE, 'threshold');
 const windowMinutes = z
   .number()
   .int('windowMinutes must be a whole number of minutes')
@@ -118,6 +119,6 @@ export type HistoryEntryOut = z.infer<typeof historyEntrySchema>;
 export const historyQuerySchema = z.object({
   ruleId: identifier.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
 });
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;

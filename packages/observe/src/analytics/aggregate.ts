@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase } from '../schema.ts';
 
@@ -71,6 +71,9 @@ export function addSums(target: Sums, source: Sums): Sums {
 
 const SUM_KEYS = Object.keys(emptySums()) as (keyof Sums)[];
 
+/** Token totals over long ranges may pass BIGINT (bounds.ts): summed as doubles. */
+const tokenSum = (column: string): RawBuilder<unknown> => sumAsDouble(sql.ref(column));
+
 /** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
 const SOURCES = {
   rollup: {
@@ -86,8 +89,8 @@ const SOURCES = {
       durationCount: sql`sum(duration_count)`,
       latencySum: sql`sum(latency_sum)`,
       latencyCount: sql`sum(latency_count)`,
-      inputTokens: sql`sum(input_tokens)`,
-      outputTokens: sql`sum(output_tokens)`,
+      inputTokens: tokenSum('input_tokens'),
+      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(failure_count)`,
     },
   },
@@ -105,8 +108,8 @@ const SOURCES = {
       durationCount: sql`count(duration_ms)`,
       latencySum: sql`sum(latency_ms)`,
       latencyCount: sql`count(latency_ms)`,
-      inputTokens: sql`sum(input_tokens)`,
-      outputTokens: sql`sum(output_tokens)`,
+      inputTokens: tokenSum('input_tokens'),
+      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(case when finish_reason = 'error' then 1 else 0 end)`,
     },
   },

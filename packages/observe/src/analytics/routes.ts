@@ -1,4 +1,5 @@
-import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';
@@ -202,7 +203,11 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
         database.db
           .selectFrom('sessions')
-          .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), eb.fn.sum<number>(sessionDurationSql()).as('duration')])
+          .select((eb) => [
+            'agent_id',
+            eb.fn.countAll<number>().as('sessions'),
+            sumAsDouble(sessionDurationSql()).as('duration'),
+          ])
           .where('started_at', '>=', window.from)
           .where('started_at', '<=', window.to)
           .where('agent_id', '<>', SYSTEM_AGENT_ID)

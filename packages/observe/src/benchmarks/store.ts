@@ -1,4 +1,4 @@
-import { forUpdate, newId, type DialectName } from '@vigil/platform';
+import { forUpdate, newId, sumAsDouble, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { BenchmarkRow, BenchmarkVariantRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql } from '../sessions/figures.ts';
@@ -239,7 +239,7 @@ export async function variantSessionValues(executor: Executor, benchmarkId: stri
         sum(case when event_type = 'tool_error' then 1 else 0 end) as tool_failed,
         sum(case when event_type in ('tool_response', 'tool_error') and duration_ms is not null then duration_ms else 0 end) as latency_sum,
         sum(case when event_type in ('tool_response', 'tool_error') and duration_ms is not null then 1 else 0 end) as latency_count,
-        sum(case when event_type in ('llm_response', 'cost_tracked') then coalesce(input_tokens, 0) + coalesce(output_tokens, 0) else 0 end) as tokens
+        ${sumAsDouble(sql`case when event_type in ('llm_response', 'cost_tracked') then coalesce(input_tokens, 0) + coalesce(output_tokens, 0) else 0 end`)} as tokens
       from events
       where event_type in ('tool_response', 'tool_error', 'llm_response', 'cost_tracked')
         and session_id in (

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
+import { MAX_TOKENS } from '../bounds.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/schemas.ts';
 import { JUDGE_SYSTEM_PROMPT } from './judge.ts';
@@ -304,6 +305,15 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     assert.equal((await timeline(observe, 's-judge')).length, before);
     // Six answers carried usage (100 + 10 tokens each): they were billed.
     assert.equal(await judgeSpend(observe), Math.round((spendBefore + 6 * cost('gpt-4o-mini', 100, 10)) * 1e9) / 1e9);
+  });
+
+  test('a usage beyond the token bound is no answer: 502, nothing chained, nothing billed', async () => {
+    const before = (await timeline(observe, 's-judge')).length;
+    const spendBefore = await judgeSpend(observe);
+    provider.next(openAiVerdict({ score: 0.5, reasoning: 'ok' }, MAX_TOKENS + 1, 10));
+    assertError(await score(observe, 's-judge', { rubric: 'r' }), 502);
+    assert.equal((await timeline(observe, 's-judge')).length, before);
+    assert.equal(await judgeSpend(observe), spendBefore);
   });
 
   test('evaluatorId: a saved llm_judge evaluator supplies rubric, model and threshold; a compliance evaluator is 400', async () => {

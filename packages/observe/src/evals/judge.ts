@@ -1,5 +1,6 @@
 import { fetchWithTimeout, isStorableText, type ObserveConfig } from '@vigil/platform';
 import { z } from 'zod';
+import { boundedCount, MAX_TOKENS } from '../bounds.ts';
 
 /**
  * The LLM judge: one call to the configured provider's public HTTP API, with a deadline and one
@@ -115,7 +116,8 @@ export interface Usage {
   outputTokens: number;
 }
 
-const tokens = z.number().int().nonnegative();
+/** A provider's usage beyond the ingest bound is not a verdict either (bounds.ts). */
+const tokens = boundedCount(MAX_TOKENS);
 const openAiAnswer = z.object({
   choices: z.array(z.object({ message: z.object({ content: z.string().nullable().optional() }) })).min(1),
   usage: z.object({ prompt_tokens: tokens, completion_tokens: tokens }),

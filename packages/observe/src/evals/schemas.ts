@@ -1,5 +1,6 @@
 import { canonicalJson } from '@vigil/platform';
 import { z } from 'zod';
+import { boundedNumber, MAX_FIGURE, showBound } from '../bounds.ts';
 import { clientAgentId, identifier, SEVERITIES } from '../events/schemas.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -59,7 +60,7 @@ export const complianceRuleSchema = z.discriminatedUnion(
     z.strictObject({
       id: ruleId,
       type: z.literal('max_cost'),
-      maxUsd: z.number({ error: 'maxUsd is required (a number of USD, >= 0)' }).finite().min(0, 'maxUsd must be >= 0'),
+      maxUsd: boundedNumber(0, MAX_FIGURE, 'maxUsd', `maxUsd is required (a number of USD, 0 to ${showBound(MAX_FIGURE)})`),
       description,
     }),
     z.strictObject({

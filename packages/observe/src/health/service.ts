@@ -1,4 +1,4 @@
-import { DAY_MS, toIso } from '@vigil/platform';
+import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import { aggregate } from '../analytics/aggregate.ts';
@@ -84,7 +84,7 @@ async function sessionFigures(ctx: ObserveContext, ranges: Ranges, now: number, 
       sql`sum(case when ${inRange} and ${over} then 1 else 0 end)`.as(`${name}_over`) as never,
       sql`sum(case when ${inRange} and status = 'completed' then 1 else 0 end)`.as(`${name}_completed`) as never,
       sql`sum(case when ${inRange} then total_cost_usd else 0 end)`.as(`${name}_cost`) as never,
-      sql`sum(case when ${inRange} then ${sessionDurationSql()} else 0 end)`.as(`${name}_duration`) as never,
+      sumAsDouble(sql`case when ${inRange} then ${sessionDurationSql()} else 0 end`).as(`${name}_duration`) as never,
     );
   }
   let query = db

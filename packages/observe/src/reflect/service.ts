@@ -1,4 +1,4 @@
-import { toIso } from '@vigil/platform';
+import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio, usd } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
@@ -440,7 +440,7 @@ async function performanceTrends(ctx: ObserveContext, query: ReflectQuery): Prom
       sql`count(*)`.as('sessions'),
       sql`sum(case when ${over} then 1 else 0 end)`.as('ended'),
       sql`sum(case when status = 'completed' then 1 else 0 end)`.as('completed'),
-      sql`sum(${sessionDurationSql()})`.as('duration'),
+      sumAsDouble(sessionDurationSql()).as('duration'),
       sql`sum(tool_call_count)`.as('tool_calls'),
       sql`sum(error_count)`.as('errors'),
       ...half(first, 'first'),
