@@ -466,7 +466,8 @@ await describeEachDatabase('numeric bounds: session durations from the widest ti
     observe = await startTestObserve(backend);
     const events = [
       { sessionId: 'long-0', agentId, eventType: 'custom', timestamp: iso(start), payload: { type: 'begin', data: {} } },
-      { sessionId: 'long-0', agentId, eventType: 'custom', timestamp: '9999-12-31T23:59:59.999Z', payload: { type: 'end', data: {} } },
+      // Ended, so the idle rule (a silence past SESSION_IDLE_TIMEOUT_MS) does not cut the duration.
+      { sessionId: 'long-0', agentId, eventType: 'session_ended', timestamp: '9999-12-31T23:59:59.999Z', payload: { reason: 'completed' } },
     ];
     const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
     assert.equal(response.statusCode, 201, response.body);
