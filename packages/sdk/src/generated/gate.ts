@@ -30,6 +30,12 @@ export type ApprovalRequest = {
   };
 };
 
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type GateApiKey = {
   id: string;
   name: string;
@@ -39,6 +45,16 @@ export type GateApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+};
+
+export type GateError = {
+  error: {
+    /** Stable, for programs to branch on */
+    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+    /** What went wrong, for a person to read */
+    message: string;
+    details?: ErrorDetail[];
+  };
 };
 
 export type Policy = {
@@ -88,6 +104,12 @@ export interface paths {
         200: {
           keys: GateApiKey[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /**
@@ -116,6 +138,14 @@ export interface paths {
           revokedAt: string | null;
           key: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -133,6 +163,14 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a key’s name, scopes or rate limit */
@@ -149,6 +187,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GateApiKey;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -178,6 +226,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -203,6 +259,11 @@ export interface paths {
             expiresAt: string;
           } | null;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Sign out: revoke the dashboard session token this request carries */
@@ -216,6 +277,11 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -245,6 +311,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -268,6 +342,12 @@ export interface paths {
             hasMore: boolean;
           };
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Create a policy */
@@ -298,6 +378,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -375,6 +463,14 @@ export interface paths {
           candidateMatched: boolean;
           policiesEvaluated: number;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -409,6 +505,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Delete a policy */
@@ -424,6 +530,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -448,6 +562,12 @@ export interface paths {
           urgency: "low" | "normal" | "high" | "critical";
           createdAt: string;
         }[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Ask for approval of an action; the policy engine may decide at once */
@@ -468,6 +588,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -482,6 +610,14 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -503,6 +639,14 @@ export interface paths {
             [key: string]: unknown;
           };
         }[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -525,6 +669,17 @@ export interface paths {
           status: "pending" | "approved" | "denied" | "expired";
           confirmedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -547,6 +702,17 @@ export interface paths {
           decidedBy: string;
           decidedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -561,6 +727,12 @@ export interface paths {
         200: {
           webhooks: Webhook[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Register a webhook; with a secret, deliveries are signed (X-Gate-Signature) */
@@ -575,6 +747,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -592,6 +772,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a webhook’s events, enabled flag, URL or secret */
@@ -609,6 +797,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -640,6 +838,14 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -661,6 +867,8 @@ export interface paths {
             redis?: "ok" | "error";
           };
         };
+        400: GateError;
+        500: GateError;
         503: {
           status: "degraded";
           timestamp: string;

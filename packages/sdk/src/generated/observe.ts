@@ -263,6 +263,12 @@ export type Dataset = {
   }[];
 };
 
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type EvalRun = {
   id: string;
   datasetId: string;
@@ -397,6 +403,14 @@ export type JudgeResult = {
   };
 };
 
+export type ObserveError = {
+  /** What went wrong, for a person to read */
+  error: string;
+  /** The HTTP status, repeated */
+  status: number;
+  details?: ErrorDetail[];
+};
+
 export type OptimizeRecommendation = {
   currentModel: string;
   recommendedModel: string;
@@ -524,6 +538,10 @@ export interface paths {
         200: {
           agents: Agent[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -538,6 +556,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -555,6 +579,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AgentHealth;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -571,6 +601,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -588,6 +626,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -608,6 +654,10 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -622,6 +672,10 @@ export interface paths {
         200: {
           rules: AlertRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an alert rule */
@@ -640,6 +694,12 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -654,6 +714,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Change an alert rule; only the given fields change (scope is replaced as a whole) */
@@ -674,6 +740,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an alert rule; its history is kept and an open entry is resolved */
@@ -689,6 +763,12 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -722,6 +802,10 @@ export interface paths {
             totalCostUsd: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -747,6 +831,10 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -783,6 +871,10 @@ export interface paths {
             totalTokens: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -828,6 +920,10 @@ export interface paths {
             bucket: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -851,6 +947,10 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -875,6 +975,11 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -896,6 +1001,10 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an A/B benchmark (status draft) */
@@ -922,6 +1031,12 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -936,6 +1051,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a draft or cancelled benchmark */
@@ -947,7 +1068,13 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -964,6 +1091,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: BenchmarkResults;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -980,6 +1113,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -992,6 +1134,10 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Update retention and webhook secrets; a secret set to null falls back to the environment */
@@ -1006,6 +1152,12 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1021,6 +1173,10 @@ export interface paths {
           memory: boolean;
           memoryUrl: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1039,6 +1195,10 @@ export interface paths {
           latency: number;
           completionRate: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Always 501: the weights are not customizable */
@@ -1048,7 +1208,13 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        501: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1072,6 +1238,10 @@ export interface paths {
           summary: string;
           totalSessions: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1091,6 +1261,10 @@ export interface paths {
             createdAt: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a dataset of 1 to 1000 cases */
@@ -1107,6 +1281,12 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1121,6 +1301,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1140,6 +1326,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         202: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1178,6 +1372,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ComplianceResult;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1197,6 +1399,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: JudgeResult;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        502: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1211,6 +1422,10 @@ export interface paths {
         200: {
           evaluators: Evaluator[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Save an evaluator */
@@ -1248,6 +1463,12 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1262,6 +1483,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an evaluator (runs already started keep their copy of it) */
@@ -1277,6 +1504,12 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1304,6 +1537,10 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Ingest a batch of 1 to 1000 events, atomically */
@@ -1631,6 +1868,12 @@ export interface paths {
             hash: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1652,6 +1895,12 @@ export interface paths {
           eventType: string;
           sessionId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1666,6 +1915,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Event;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1680,6 +1935,10 @@ export interface paths {
         200: {
           rules: GuardrailRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a guardrail rule */
@@ -1704,6 +1963,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1725,6 +1991,10 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1739,6 +2009,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Change a guardrail rule; only the given fields change (each config is replaced whole) */
@@ -1765,6 +2041,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a guardrail rule; its trigger history is kept */
@@ -1780,6 +2064,12 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1794,6 +2084,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailStatus;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1813,6 +2109,8 @@ export interface paths {
             latencyMs: number;
           };
         };
+        400: ObserveError;
+        500: ObserveError;
         503: {
           status: "degraded";
           version: string;
@@ -1841,6 +2139,10 @@ export interface paths {
           agentId: string;
           days: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1859,6 +2161,10 @@ export interface paths {
           agents: AgentHealth[];
           computedAt: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1884,6 +2190,12 @@ export interface paths {
           recorded: true;
           eventId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1898,6 +2210,10 @@ export interface paths {
         200: {
           keys: ApiKey[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /**
@@ -1922,6 +2238,12 @@ export interface paths {
           revokedAt: string | null;
           key: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1939,6 +2261,12 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1960,6 +2288,10 @@ export interface paths {
           period: number;
           analyzedCalls: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1984,6 +2316,10 @@ export interface paths {
           query: string;
           totalResults: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2011,6 +2347,10 @@ export interface paths {
             indexed: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2040,6 +2380,10 @@ export interface paths {
             };
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2054,6 +2398,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2078,6 +2428,10 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2092,6 +2446,12 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Session;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2198,6 +2558,12 @@ export interface paths {
             tools: string[];
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2220,6 +2586,12 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2240,6 +2612,10 @@ export interface paths {
           storageSizeBytes: number;
           judgeSpendUsd: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
