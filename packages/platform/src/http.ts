@@ -46,7 +46,7 @@ export interface HttpKitOptions {
 /**
  * One entry per documented route, keyed `METHOD /url` as in the route table: the operation's
  * `operationId` (a stable camelCase name typed clients call it by), or the name plus the error
- * statuses it answers beyond those the kit lists for every route of its kind (documentedErrors).
+ * statuses it answers beyond those the kit lists for every route of its kind (documentedOperation).
  */
 export type OperationTable = Record<string, string | { id: string; errors: number[] }>;
 
@@ -124,6 +124,7 @@ function toServiceError(error: unknown, options: HttpKitOptions, request: Fastif
   return errors('internal');
 }
 
+/** The route-table row of one method of a route. */
 function routeEntry(method: string, route: RouteOptions): RouteEntry {
   const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
   return { method, url: route.url, auth };
