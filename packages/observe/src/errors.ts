@@ -1,4 +1,5 @@
-import { errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { z } from 'zod';
 
 /** Every error the observe service answers with. Body: `{ error, status, details? }`. */
 export const observeErrors = {
@@ -67,7 +68,16 @@ export function bodyValidationError(issues: readonly { path: PropertyKey[]; mess
   return observeError('validation', `Validation failed in body: ${summary}`, details);
 }
 
-export function renderObserveError(error: ServiceError): { error: string; status: number; details?: unknown } {
+/** The observe error body; every error response of the OpenAPI document refers to it. */
+export const observeErrorSchema = z
+  .object({
+    error: z.string().meta({ description: 'What went wrong, for a person to read' }),
+    status: z.number().int().meta({ description: 'The HTTP status, repeated' }),
+    details: z.array(errorDetailSchema).optional(),
+  })
+  .meta({ id: 'ObserveError' });
+
+export function renderObserveError(error: ServiceError): z.infer<typeof observeErrorSchema> {
   return error.details && error.details.length > 0
     ? { error: error.message, status: error.status, details: error.details }
     : { error: error.message, status: error.status };

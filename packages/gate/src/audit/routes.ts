@@ -76,7 +76,6 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     '/api/audit',
     {
       schema: {
-        operationId: 'listAuditEntries',
         summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
         description:
           'Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` ' +
@@ -106,7 +105,6 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     '/api/audit/actors',
     {
       schema: {
-        operationId: 'listAuditActors',
         summary: 'Every actor that appears in the audit, sorted (for a filter list)',
         tags: ['audit'],
         response: { 200: z.object({ actors: z.array(z.string()) }) },

@@ -69,7 +69,6 @@ export function registerMcpAuthorizeRoute(app: ZodApp): void {
     '/api/mcp/authorize',
     {
       schema: {
-        operationId: 'authorizeMcpTool',
         summary: 'May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes',
         description:
           'Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted ' +

@@ -8,7 +8,8 @@ export type Scope = (typeof SCOPES)[number];
  */
 export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /health': 'public',
-  'GET /api/openapi.json': 'any',
+  // Public, like the schemas it describes: clients generate their types from it before holding a key.
+  'GET /api/openapi.json': 'public',
   'POST /api/requests': 'request:create',
   'GET /api/requests': 'request:read',
   'GET /api/requests/:id': 'request:read',

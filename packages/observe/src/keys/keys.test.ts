@@ -312,11 +312,11 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
 
   const isApi = (url: string): boolean => url === '/api' || url.startsWith('/api/');
 
-  test('the only public API route is GET /api/health and the only bootstrap route is POST /api/keys', () => {
+  test('the only public API routes are GET /api/health and the OpenAPI document; the only bootstrap route is POST /api/keys', () => {
     const table = observe.service.app.routeTable;
     assert.ok(table.length > 10, 'the route table lists the routes');
     const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
-    assert.deepEqual(publicRoutes, ['GET /api/health']);
+    assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
     // Outside /api: only the dashboard's files and its gate proxy (the gate authenticates those calls), all public.
     const dashboardRoutes = table.filter((r) => !isApi(r.url)).map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
     assert.deepEqual(dashboardRoutes, [

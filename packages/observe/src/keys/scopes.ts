@@ -1,3 +1,4 @@
+import type { RouteEntry } from '@vigil/platform';
 /**
  * Observe key scopes. `ingest`: what an agent process needs at run time (send events, read its own
  * agent record for pausedAt / modelOverride / approvalPolicyId). `read`: every query. `admin`:
@@ -22,12 +23,11 @@ function forwardedRoutes(base: string): Record<string, ObserveScope> {
 
 /**
  * The one table of which scope each route that takes an API key needs, keyed by "METHOD /url" as
- * in `app.routeTable` (HEAD is its GET). `any`: any valid key. Public, service-token and dashboard
+ * in `app.routeTable` (HEAD is its GET). Public, service-token and dashboard
  * routes take no API key and are not listed. A route missing here needs `admin` (auth.ts), and a
  * test walks this table against the app's routes.
  */
-export const ROUTE_SCOPES: Record<string, ObserveScope | 'any'> = {
-  'GET /api/openapi.json': 'any',
+export const ROUTE_SCOPES: Record<string, ObserveScope> = {
   // Admin only: a leaked agent key must not mint keys that outlive its revocation.
   'POST /api/keys': 'admin',
   'GET /api/keys': 'admin',
@@ -115,6 +115,12 @@ export function keyScopes(stored: string | null): readonly ObserveScope[] {
   return stored === null ? FULL_ACCESS : (JSON.parse(stored) as ObserveScope[]);
 }
 
-export function grants(scopes: readonly ObserveScope[], required: ObserveScope | 'any'): boolean {
-  return required === 'any' || scopes.includes('admin') || scopes.includes(required);
+export function grants(scopes: readonly ObserveScope[], required: ObserveScope): boolean {
+  return scopes.includes('admin') || scopes.includes(required);
+}
+
+/** The authentication failures a route documents: none when public, 401 for the service token, else 401 and 403 (scope). */
+export function observeAuthErrorStatuses(route: Pick<RouteEntry, 'auth'>): number[] {
+  if (route.auth === 'public') return [];
+  return route.auth === 'service' ? [401] : [401, 403];
 }

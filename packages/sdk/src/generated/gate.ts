@@ -55,6 +55,12 @@ export type AuditListEntry = {
   };
 };
 
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type GateApiKey = {
   id: string;
   name: string;
@@ -64,6 +70,16 @@ export type GateApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+};
+
+export type GateError = {
+  error: {
+    /** Stable, for programs to branch on */
+    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+    /** What went wrong, for a person to read */
+    message: string;
+    details?: ErrorDetail[];
+  };
 };
 
 export type McpToolVerdict = {
@@ -121,6 +137,12 @@ export interface paths {
         200: {
           keys: GateApiKey[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /**
@@ -149,6 +171,14 @@ export interface paths {
           revokedAt: string | null;
           key: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -166,6 +196,14 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a key’s name, scopes or rate limit */
@@ -182,6 +220,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GateApiKey;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -212,6 +260,12 @@ export interface paths {
           nextCursor: string | null;
           hasMore: boolean;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -226,6 +280,12 @@ export interface paths {
         200: {
           actors: string[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -255,6 +315,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -280,6 +348,11 @@ export interface paths {
             expiresAt: string;
           } | null;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Sign out: revoke the dashboard session token this request carries */
@@ -293,6 +366,11 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -317,6 +395,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: McpToolVerdict;
+        400: GateError;
+        401: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -346,6 +431,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -369,6 +462,12 @@ export interface paths {
             hasMore: boolean;
           };
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Create a policy */
@@ -399,6 +498,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -476,6 +583,14 @@ export interface paths {
           candidateMatched: boolean;
           policiesEvaluated: number;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -510,6 +625,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Delete a policy */
@@ -525,6 +650,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -549,6 +682,12 @@ export interface paths {
           urgency: "low" | "normal" | "high" | "critical";
           createdAt: string;
         }[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Ask for approval of an action; the policy engine may decide at once */
@@ -569,6 +708,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -583,6 +730,14 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -597,6 +752,14 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AuditEntry[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -619,6 +782,17 @@ export interface paths {
           status: "pending" | "approved" | "denied" | "expired";
           confirmedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -643,6 +817,17 @@ export interface paths {
           decidedBy: string;
           decidedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -657,6 +842,12 @@ export interface paths {
         200: {
           webhooks: Webhook[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Register a webhook; with a secret, deliveries are signed (X-Gate-Signature) */
@@ -671,6 +862,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -688,6 +887,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a webhook’s events, enabled flag, URL or secret */
@@ -705,6 +912,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -736,6 +953,14 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -757,6 +982,8 @@ export interface paths {
             redis?: "ok" | "error";
           };
         };
+        400: GateError;
+        500: GateError;
         503: {
           status: "degraded";
           timestamp: string;

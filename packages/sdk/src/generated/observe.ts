@@ -265,6 +265,12 @@ export type Dataset = {
   }[];
 };
 
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type EvalRun = {
   id: string;
   datasetId: string;
@@ -401,6 +407,14 @@ export type JudgeResult = {
   };
 };
 
+export type ObserveError = {
+  /** What went wrong, for a person to read */
+  error: string;
+  /** The HTTP status, repeated */
+  status: number;
+  details?: ErrorDetail[];
+};
+
 export type OptimizeRecommendation = {
   currentModel: string;
   recommendedModel: string;
@@ -528,6 +542,11 @@ export interface paths {
         200: {
           agents: Agent[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -542,6 +561,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -559,6 +585,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AgentHealth;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -575,6 +608,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -592,6 +634,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -612,6 +663,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -626,6 +682,11 @@ export interface paths {
         200: {
           rules: AlertRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an alert rule */
@@ -645,6 +706,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -659,6 +727,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored */
@@ -686,6 +761,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an alert rule; its history is kept and an open entry is resolved */
@@ -701,6 +785,13 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -734,6 +825,11 @@ export interface paths {
             totalCostUsd: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -759,6 +855,11 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -795,6 +896,11 @@ export interface paths {
             totalTokens: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -840,6 +946,11 @@ export interface paths {
             bucket: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -863,6 +974,11 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -887,6 +1003,12 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -908,6 +1030,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an A/B benchmark (status draft) */
@@ -934,6 +1061,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -948,6 +1082,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a draft or cancelled benchmark */
@@ -959,7 +1100,14 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -976,6 +1124,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: BenchmarkResults;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -992,6 +1147,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1004,6 +1169,11 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored */
@@ -1026,6 +1196,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1041,6 +1218,11 @@ export interface paths {
           memory: boolean;
           memoryUrl: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1059,6 +1241,11 @@ export interface paths {
           latency: number;
           completionRate: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Always 501: the weights are not customizable */
@@ -1068,7 +1255,14 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        501: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1092,6 +1286,11 @@ export interface paths {
           summary: string;
           totalSessions: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1111,6 +1310,11 @@ export interface paths {
             createdAt: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a dataset of 1 to 1000 cases */
@@ -1127,6 +1331,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1141,6 +1352,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1160,6 +1378,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         202: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1198,6 +1425,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ComplianceResult;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1217,6 +1453,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: JudgeResult;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        502: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1231,6 +1477,11 @@ export interface paths {
         200: {
           evaluators: Evaluator[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Save an evaluator */
@@ -1268,6 +1519,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1282,6 +1540,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an evaluator (runs already started keep their copy of it) */
@@ -1297,6 +1562,13 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1324,6 +1596,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Ingest a batch of 1 to 1000 events, atomically */
@@ -1651,6 +1928,13 @@ export interface paths {
             hash: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1672,6 +1956,13 @@ export interface paths {
           eventType: string;
           sessionId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1686,6 +1977,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Event;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1700,6 +1998,11 @@ export interface paths {
         200: {
           rules: GuardrailRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a guardrail rule */
@@ -1725,6 +2028,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1746,6 +2057,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1760,6 +2076,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored */
@@ -1797,6 +2120,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a guardrail rule; its trigger history is kept */
@@ -1813,6 +2145,13 @@ export interface paths {
           deleted: true;
           ok: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1827,6 +2166,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailStatus;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1846,6 +2192,8 @@ export interface paths {
             latencyMs: number;
           };
         };
+        400: ObserveError;
+        500: ObserveError;
         503: {
           status: "degraded";
           version: string;
@@ -1874,6 +2222,11 @@ export interface paths {
           agentId: string;
           days: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1892,6 +2245,11 @@ export interface paths {
           agents: AgentHealth[];
           computedAt: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1917,6 +2275,12 @@ export interface paths {
           recorded: true;
           eventId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1931,6 +2295,11 @@ export interface paths {
         200: {
           keys: ApiKey[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /**
@@ -1958,6 +2327,13 @@ export interface paths {
           revokedAt: string | null;
           key: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1975,6 +2351,13 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1996,6 +2379,11 @@ export interface paths {
           period: number;
           analyzedCalls: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2020,6 +2408,11 @@ export interface paths {
           query: string;
           totalResults: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2047,6 +2440,11 @@ export interface paths {
             indexed: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2076,6 +2474,11 @@ export interface paths {
             };
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2090,6 +2493,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2114,6 +2524,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2128,6 +2543,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Session;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2234,6 +2656,13 @@ export interface paths {
             tools: string[];
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2256,6 +2685,13 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2276,6 +2712,11 @@ export interface paths {
           storageSizeBytes: number;
           judgeSpendUsd: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
