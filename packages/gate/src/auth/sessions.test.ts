@@ -95,11 +95,8 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
     const key = await gate.createKey(['request:read', 'request:decide'], null, 'ops-key');
     const { token } = await signIn(key, 'grace');
     const id = await pending();
-    // The body cannot name the decider: unknown keys are refused.
-    const spoof = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved', decidedBy: 'dashboard:root' } }, token);
-    assertGateError(spoof, 400, 'bad_request', 'decidedBy in the body');
-
-    const decided = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved', reason: 'looks fine' } }, token);
+    // The body cannot name the decider: a decidedBy in it is ignored, the session names the actor.
+    const decided = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved', reason: 'looks fine', decidedBy: 'dashboard:root' } }, token);
     assert.equal(decided.statusCode, 200, decided.body);
     assert.equal((decided.json() as { decidedBy: string }).decidedBy, 'dashboard:grace');
     const detail = (await gate.call({ method: 'GET', url: `/api/requests/${id}` })).json() as { decidedBy: string; decisionReason: string };

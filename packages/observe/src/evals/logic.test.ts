@@ -160,10 +160,12 @@ describe('judge wire format', () => {
     assert.equal(judgeRequest(settings('anthropic'), 'm', 'p').headers['anthropic-version'], '2023-06-01');
   });
 
-  test('verdicts are parsed strictly', () => {
+  test('verdicts need a score in [0, 1]: extra keys are dropped, a missing reasoning is empty', () => {
     assert.deepEqual(parseVerdict('{"score":0.5,"reasoning":"ok"}'), { score: 0.5, reasoning: 'ok' });
     assert.deepEqual(parseVerdict('```json\n{"score":1,"reasoning":"fine"}\n```'), { score: 1, reasoning: 'fine' });
-    for (const bad of ['', 'score: 1', '{"score":1.2,"reasoning":"x"}', '{"score":"1","reasoning":"x"}', '{"score":1}', '{"score":1,"reasoning":"x","extra":true}', '[1]', '{"score":1,"reasoning":""}']) {
+    assert.deepEqual(parseVerdict('{"score":0.2,"reasoning":"x","passed":true,"confidence":0.9}'), { score: 0.2, reasoning: 'x' });
+    assert.deepEqual(parseVerdict('{"score":1}'), { score: 1, reasoning: '' });
+    for (const bad of ['', 'score: 1', '{"score":1.2,"reasoning":"x"}', '{"score":-0.1}', '{"score":"1","reasoning":"x"}', '{"reasoning":"x"}', '[1]', '{"score":1,"reasoning":7}']) {
       assert.throws(() => parseVerdict(bad), Error, bad);
     }
   });
