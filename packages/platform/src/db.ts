@@ -10,6 +10,7 @@ import {
   CompiledQuery,
   type Compilable,
   type RawBuilder,
+  type SelectQueryBuilder,
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
@@ -317,6 +318,56 @@ export async function pingDatabase(database: Database<any>): Promise<number> {
  */
 export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, dialect: DialectName): Query {
   return dialect === 'postgres' ? query.forUpdate() : query;
+}
+
+/**
+ * Runs `read` on one consistent view of the database, for a read of several statements that must
+ * agree with each other (a session's chain head and its events). PostgreSQL: a read-only
+ * REPEATABLE READ transaction, one snapshot for every statement. SQLite (one process, one
+ * connection): the connection is held for the whole read, so no write lands between its statements.
+ */
+export async function readSnapshot<Schema, T>(database: Database<Schema>, read: (db: Kysely<Schema>) => Promise<T>): Promise<T> {
+  if (database.dialect === 'sqlite') return database.db.connection().execute(read);
+  return database.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
+}
+
+/**
+ * Runs a select on `db` (inside `readSnapshot` or a transaction: PostgreSQL cursors live in one)
+ * and hands its rows to `onBatch` in order, `batchSize` at a time, so the whole result is never
+ * held at once. SQLite steps one prepared statement; PostgreSQL declares a cursor and fetches from it.
+ */
+export async function forEachRowBatch<Row>(
+  db: Kysely<any>,
+  dialect: DialectName,
+  query: SelectQueryBuilder<any, any, Row>,
+  batchSize: number,
+  onBatch: (rows: Row[]) => void | Promise<void>,
+): Promise<void> {
+  if (dialect === 'sqlite') {
+    let batch: Row[] = [];
+    // Stepping the statement on the connection directly: SelectQueryBuilder.stream() adds two
+    // async-generator layers per row, which cost more than the query over a few hundred thousand
+    // rows. Kysely runs no result plugins on this database, so the rows are the same.
+    const compiled = query.compile();
+    await db.getExecutor().provideConnection(async (connection) => {
+      for await (const result of connection.streamQuery<Row>(compiled, batchSize)) {
+        for (const row of result.rows) batch.push(row);
+        if (batch.length >= batchSize) {
+          await onBatch(batch);
+          batch = [];
+        }
+      }
+    });
+    if (batch.length > 0) await onBatch(batch);
+    return;
+  }
+  await sql`declare vigil_rows no scroll cursor for ${query}`.execute(db);
+  for (;;) {
+    const { rows } = await sql<Row>`fetch forward ${sql.lit(batchSize)} from vigil_rows`.execute(db);
+    if (rows.length > 0) await onBatch(rows);
+    if (rows.length < batchSize) break;
+  }
+  await sql`close vigil_rows`.execute(db);
 }
 
 const UNREACHABLE_CODES = new Set([
