@@ -10,7 +10,6 @@ import {
   CompiledQuery,
   type Compilable,
   type RawBuilder,
-  type SelectQueryBuilder,
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
@@ -329,45 +328,6 @@ export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, di
 export async function readSnapshot<Schema, T>(database: Database<Schema>, read: (db: Kysely<Schema>) => Promise<T>): Promise<T> {
   if (database.dialect === 'sqlite') return database.db.connection().execute(read);
   return database.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
-}
-
-/**
- * Runs a select on `db` (inside `readSnapshot` or a transaction: PostgreSQL cursors live in one)
- * and hands its rows to `onBatch` in order, `batchSize` at a time, so the whole result is never
- * held at once. SQLite steps one prepared statement; PostgreSQL declares a cursor and fetches from it.
- */
-export async function forEachRowBatch<Row>(
-  db: Kysely<any>,
-  dialect: DialectName,
-  query: SelectQueryBuilder<any, any, Row>,
-  batchSize: number,
-  onBatch: (rows: Row[]) => void | Promise<void>,
-): Promise<void> {
-  if (dialect === 'sqlite') {
-    let batch: Row[] = [];
-    // Stepping the statement on the connection directly: SelectQueryBuilder.stream() adds two
-    // async-generator layers per row, which cost more than the query over a few hundred thousand
-    // rows. Kysely runs no result plugins on this database, so the rows are the same.
-    const compiled = query.compile();
-    await db.getExecutor().provideConnection(async (connection) => {
-      for await (const result of connection.streamQuery<Row>(compiled, batchSize)) {
-        for (const row of result.rows) batch.push(row);
-        if (batch.length >= batchSize) {
-          await onBatch(batch);
-          batch = [];
-        }
-      }
-    });
-    if (batch.length > 0) await onBatch(batch);
-    return;
-  }
-  await sql`declare vigil_rows no scroll cursor for ${query}`.execute(db);
-  for (;;) {
-    const { rows } = await sql<Row>`fetch forward ${sql.lit(batchSize)} from vigil_rows`.execute(db);
-    if (rows.length > 0) await onBatch(rows);
-    if (rows.length < batchSize) break;
-  }
-  await sql`close vigil_rows`.execute(db);
 }
 
 const UNREACHABLE_CODES = new Set([

@@ -530,6 +530,17 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     assert.match(result.brokenAt!.reason, new RegExp(`seq 6 is missing: the next stored event, ${forgedEvent}, has seq 8`));
   });
 
+  test('verification reads long sessions in pages: a duplicate of the 1,000th event (same timestamp and seq) across the page boundary is found', async () => {
+    const events = Array.from({ length: 1000 }, (_, i) => ({ sessionId: 'paged', agentId: 'agent-paged', eventType: 'custom', timestamp: at(i), payload: { type: 'n', data: i } }));
+    const acks = await ingest(events);
+    assert.equal((await verify('paged')).valid, true);
+    const forgedEvent = forgedId(5);
+    await insertEventCopy(observe.service.context.database, acks[999]!.id, { id: forgedEvent });
+    const result = await expectBrokenAt('paged', 1000, forgedEvent);
+    assert.match(result.brokenAt!.reason, new RegExp(`${forgedEvent} repeats seq 999 of event ${acks[999]!.id}`));
+    assert.equal(result.eventCount, 1001);
+  });
+
   test('tampering one session leaves the others valid', async () => {
     const result = await verdict('chain-ok');
     assert.equal(result.chainValid, true);

@@ -132,3 +132,34 @@ export async function listEvents(database: ObserveDatabase, query: ListEventsQue
 export function sessionEventsQuery(db: Kysely<ObserveSchema>, sessionId: string) {
   return db.selectFrom('events').where('session_id', '=', sessionId).orderBy('ts', 'asc').orderBy('seq', 'asc');
 }
+
+/**
+ * Every stored event of a session (chain columns) in timeline order, `pageSize` at a time: keyset
+ * pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a long
+ * session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
+ * which only a row written outside ingest can make, are ordered and resumed by id.
+ */
+export async function forEachSessionEventPage(
+  db: Kysely<ObserveSchema>,
+  sessionId: string,
+  pageSize: number,
+  onPage: (rows: ChainRow[]) => void,
+): Promise<void> {
+  let last: ChainRow | undefined;
+  for (;;) {
+    let query = sessionEventsQuery(db, sessionId).select(CHAIN_COLUMNS).orderBy('id').limit(pageSize);
+    if (last !== undefined) {
+      const { ts, seq, id } = last;
+      query = query.where((eb) =>
+        eb.and([
+          eb(eb.refTuple('ts', 'seq'), '>=', eb.tuple(ts, seq)),
+          eb.or([eb(eb.refTuple('ts', 'seq'), '>', eb.tuple(ts, seq)), eb('id', '>', id)]),
+        ]),
+      );
+    }
+    const rows = await query.execute();
+    onPage(rows);
+    if (rows.length < pageSize) return;
+    last = rows[rows.length - 1];
+  }
+}

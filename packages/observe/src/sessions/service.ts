@@ -1,7 +1,7 @@
-import { forEachRowBatch, readSnapshot } from '@vigil/platform';
+import { readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import { ChainVerifier, verifyChain, type ChainHead, type ChainVerdict } from '../events/chain.ts';
-import { CHAIN_COLUMNS, sessionEventsQuery, toLink } from '../events/store.ts';
+import { forEachSessionEventPage, sessionEventsQuery, toLink } from '../events/store.ts';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {
@@ -15,8 +15,8 @@ export interface SessionChain {
   verdict: ChainVerdict;
 }
 
-/** Events verified per batch of a streamed verification. */
-const VERIFY_BATCH = 1000;
+/** Events read per page of a verification. */
+const VERIFY_PAGE = 1000;
 
 export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>): ChainHead {
   return { lastSeq: session.last_seq, lastHash: session.last_hash };
@@ -42,15 +42,15 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
 
 /**
  * The verdict over every stored event of a session, computed from the rows now: the events are
- * streamed from one snapshot with the session's row, in index order, and only their ids and hashes
- * are kept. Undefined when there is no such session.
+ * read in pages, in index order, from one snapshot with the session's row, and only their ids and
+ * hashes are kept. Undefined when there is no such session.
  */
 export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
   return readSnapshot(database, async (db) => {
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
     const verifier = new ChainVerifier(chainHeadOf(session));
-    await forEachRowBatch(db, database.dialect, sessionEventsQuery(db, sessionId).select(CHAIN_COLUMNS), VERIFY_BATCH, (rows) => {
+    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
       for (const row of rows) verifier.add(toLink(row));
     });
     return { session, verdict: verifier.finish() };
