@@ -2,7 +2,7 @@
  * The dashboard's approval pages in a real browser (see dashboard-harness.ts): the queue sorted by
  * urgency and refreshing itself, approving a request and denying another with the reason its policy
  * requires (recorded by the gate as dashboard:<name>, with the audit trail), the policy simulator,
- * webhooks and keys.
+ * webhooks and keys (an observe key created with chosen scopes).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -50,8 +50,9 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await page.getByText('Approved as dashboard:Ada.').waitFor();
     await page.getByTestId('decided-by').getByText('dashboard:Ada').waitFor();
     const audit = page.getByTestId('audit-trail');
-    await audit.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'dashboard:Ada' }).waitFor();
-    await audit.getByRole('row').filter({ hasText: 'created' }).filter({ hasText: 'api:billing-agent' }).waitFor();
+    // Each entry names the key behind the actor: Ada chose her name, the key is the admin key she signed in with.
+    await audit.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'dashboard:Ada (key admin (GATE_ADMIN_KEY) · …' }).waitFor();
+    await audit.getByRole('row').filter({ hasText: 'created' }).filter({ hasText: 'api:billing-agent (key billing-agent · …' }).waitFor();
     await shot(page, 'approval-decided');
 
     // Deny the payment: its policy rule requires a reason, so the form asks before sending anything.
@@ -76,6 +77,29 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await nav(page).getByRole('link', { name: /Approval queue/ }).click();
     await rowCount(1);
     assert.match(await rows.nth(0).innerText(), /rotate_keys/);
+    stack.noProblems();
+  });
+
+  test('the audit log lists the entries of all requests with actor and key, and filters them by actor', async () => {
+    const { page } = stack;
+    await nav(page).getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log', level: 1 }).waitFor();
+    const log = page.getByTestId('audit-log');
+    await log.getByRole('row').filter({ hasText: 'denied' }).filter({ hasText: 'dashboard:Ada (key admin (GATE_ADMIN_KEY) · …' }).waitFor();
+    // The payment approved by the policy: the gate decided, no key stands behind it.
+    const byPolicy = log.getByRole('row').filter({ hasText: 'policy:' });
+    await byPolicy.first().waitFor();
+    assert.doesNotMatch(await byPolicy.first().innerText(), /\(key /);
+    await shot(page, 'audit');
+
+    await page.getByLabel('Actor').selectOption('api:billing-agent');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="audit-log"] tbody tr')];
+      return rows.length > 0 && rows.every((row) => row.textContent?.includes('api:billing-agent (key billing-agent'));
+    });
+    assert.equal(await log.locator('tbody tr').count(), 4, 'the four requests billing-agent created');
+    await log.getByRole('link', { name: /rotate_keys request/ }).click();
+    await page.getByRole('heading', { name: 'Request: rotate_keys' }).waitFor();
     stack.noProblems();
   });
 
@@ -123,6 +147,14 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
     await page.getByRole('cell', { name: 'billing-agent' }).first().waitFor();
     await page.getByRole('heading', { name: 'Observe keys' }).waitFor();
+    // A key for an agent: ingest (the default) and read.
+    await page.getByLabel('New observe key name').fill('researcher');
+    await page.getByLabel('read — every query').check();
+    await page.getByRole('button', { name: 'Create observe key' }).click();
+    await page.getByText('New observe key.').waitFor();
+    await page.getByRole('row').filter({ hasText: 'researcher' }).getByRole('cell', { name: 'ingest, read' }).waitFor();
+    const observeKeys = await api<{ keys: { name: string; scopes: string[] }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/keys');
+    assert.deepEqual(observeKeys.keys.find((k) => k.name === 'researcher')?.scopes, ['ingest', 'read']);
     await settled(page);
     await shot(page, 'keys');
     stack.noProblems();

@@ -1,8 +1,9 @@
 // Hostile input, property-based: every operation of both services' OpenAPI documents is fuzzed
 // through the real apps (fastify inject) with bodies and queries generated from its own JSON schemas,
 // then mutated: deep nesting, bodies near and above the limit, lone surrogates and U+0000,
-// prototype-pollution keys, out-of-range numbers, wrong types, duplicated ids and elements,
-// malformed JSON and URLs. Every answer must be below 500 (except the documented 501/503 of
+// prototype-pollution keys, out-of-range numbers, numbers of every magnitude (±Number.MAX_VALUE,
+// subnormals, -0; values accepted at the bounds poison the figures later operations read), wrong
+// types, duplicated ids and elements, malformed JSON and URLs. Every answer must be below 500 (except the documented 501/503 of
 // unconfigured features), every error must be the service's own error body, and an answer of 4xx
 // (or an allowed 5xx) must have stored nothing: the row count of every table is compared.
 //
@@ -154,6 +155,14 @@ const edgeNumbers = fc.constantFrom(
   Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 2, -Number.MAX_SAFE_INTEGER - 2, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE,
   2 ** 31, -(2 ** 31) - 1, 2 ** 63, 0.5, -1, 0, 1e21,
 );
+/** Numbers of every magnitude JSON can carry: ±Number.MAX_VALUE, huge, tiny and subnormal, -0. */
+const anyMagnitude = fc.oneof(
+  { arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }), weight: 3 },
+  fc.constantFrom(
+    Number.MAX_VALUE, -Number.MAX_VALUE, 1.7e308, -1.7e308, 1e308, 1e300, 1e154, -1e200, Number.MIN_VALUE, -Number.MIN_VALUE, 2.2250738585072014e-308, 1e-300, -0,
+    1e21, 2 ** 63, -(2 ** 63), 2 ** 64, 9.3e18,
+  ),
+);
 const deepNesting = fc
   .tuple(fc.integer({ min: 60, max: 20_000 }), fc.boolean())
   .map(([depth, arrays]) => new Raw(arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
@@ -176,6 +185,7 @@ const hostileValue: fc.Arbitrary<Value> = fc.oneof(
   { arbitrary: hostileText, weight: 4 },
   { arbitrary: rawNumbers, weight: 2 },
   { arbitrary: edgeNumbers, weight: 2 },
+  { arbitrary: anyMagnitude, weight: 2 },
   { arbitrary: fc.constantFrom<Value>(null, true, false, [], {}, [null], [[]], 0, ''), weight: 2 },
   { arbitrary: deepNesting, weight: 1 },
   { arbitrary: pollution, weight: 2 },
@@ -235,12 +245,16 @@ function fromSchema(schema: JsonSchema | undefined, ctx: GenContext, depth: numb
     case 'integer': {
       const min = Math.max(schema.minimum ?? -1e6, -Number.MAX_SAFE_INTEGER);
       const max = Math.min(schema.maximum ?? 1e6, Number.MAX_SAFE_INTEGER);
-      return fc.oneof({ arbitrary: fc.integer({ min: Math.max(min, -1e6), max: Math.min(max, Math.max(min, -1e6) + 2e6) }), weight: 4 }, fc.constantFrom(min, max));
+      return fc.oneof(
+        { arbitrary: fc.integer({ min: Math.max(min, -1e6), max: Math.min(max, Math.max(min, -1e6) + 2e6) }), weight: 4 },
+        fc.constantFrom(min, max),
+        anyMagnitude.map(Math.trunc),
+      );
     }
     case 'number': {
       const min = schema.minimum ?? -1e6;
       const max = schema.maximum ?? 1e6;
-      return fc.oneof({ arbitrary: fc.double({ min, max, noNaN: true, noDefaultInfinity: true }), weight: 4 }, fc.constantFrom(min, max));
+      return fc.oneof({ arbitrary: fc.double({ min, max, noNaN: true, noDefaultInfinity: true }), weight: 4 }, fc.constantFrom(min, max), { arbitrary: anyMagnitude, weight: 2 });
     }
     case 'boolean':
       return fc.boolean();

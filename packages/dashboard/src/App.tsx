@@ -23,6 +23,7 @@ const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'Approval
 const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
 const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
 const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
+const AuditPage = page(() => import('./pages/Audit.tsx'), 'AuditPage');
 
 interface Route {
   pattern: string;
@@ -44,6 +45,7 @@ const ROUTES: Route[] = [
   { pattern: '/recall', service: 'observe', render: () => <RecallPage /> },
   { pattern: '/approvals', service: 'gate', render: () => <ApprovalsPage /> },
   { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
+  { pattern: '/audit', service: 'gate', render: () => <AuditPage /> },
   { pattern: '/policies', service: 'gate', render: () => <PoliciesPage /> },
   { pattern: '/webhooks', service: 'gate', render: () => <WebhooksPage /> },
   { pattern: '/keys', service: 'gate', render: () => <KeysPage /> },
@@ -68,6 +70,7 @@ const NAV: { title: string; service: Service; links: { to: string; label: string
     service: 'gate',
     links: [
       { to: '/approvals', label: 'Approval queue' },
+      { to: '/audit', label: 'Audit log' },
       { to: '/policies', label: 'Policies' },
       { to: '/webhooks', label: 'Webhooks' },
       { to: '/keys', label: 'API keys' },

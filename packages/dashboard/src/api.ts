@@ -268,5 +268,20 @@ export interface AuditEntry {
   timestamp: string;
   event: string;
   actor: string;
+  /** The API key behind the actor (its name as it was then); null for the gate's own actions. */
+  actorKeyId: string | null;
+  actorKeyName: string | null;
   details?: Record<string, unknown>;
+}
+
+export interface AuditListEntry extends AuditEntry {
+  id: string;
+  requestId: string;
+  action: string;
+}
+
+export interface AuditListPage {
+  entries: AuditListEntry[];
+  nextCursor: string | null;
+  hasMore: boolean;
 }

@@ -15,13 +15,17 @@ import {
   type ZodApp,
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
+import { registerAuditRoutes } from './audit/routes.ts';
 import { registerAuthentication } from './auth/auth.ts';
 import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';
+import { registerMcpAuthorizeRoute } from './auth/mcp.ts';
 import { registerKeyRoutes } from './auth/routes.ts';
+import { ROUTE_SCOPES, type Scope } from './auth/scopes.ts';
 import { registerDashboardSessionRoutes } from './auth/sessions.ts';
 import type { GateContext } from './context.ts';
-import { gateError, renderGateError } from './errors.ts';
+import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
+import { GATE_OPERATIONS } from './operations.ts';
 import { PolicyCache } from './policies/cache.ts';
 import { registerPolicyRoutes } from './policies/routes.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/limiter.ts';
@@ -56,6 +60,12 @@ function classifyDatabaseError(error: unknown): ServiceError | undefined {
   return databaseFailure(error) === 'unavailable' ? gateError('unavailable') : undefined;
 }
 
+/** What authentication can answer for a route of the scope (see auth/auth.ts); an unlisted route is refused with 403. */
+function authErrorStatuses(scope: Scope | 'public' | 'any' | undefined): number[] {
+  if (scope === 'public') return [];
+  return scope === 'any' ? [401, 429] : [401, 403, 429];
+}
+
 export async function buildGateService(config: GateConfig, options: GateOptions = {}): Promise<GateService> {
   const database = await openDatabase<GateSchema>(config.database);
   await migrateToLatest(database, gateMigrations);
@@ -69,6 +79,9 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     errors: gateError,
     renderError: renderGateError,
     classify: classifyDatabaseError,
+    errorSchema: gateErrorSchema,
+    operations: GATE_OPERATIONS,
+    authErrorStatuses: (route) => authErrorStatuses(ROUTE_SCOPES[`${route.method} ${route.url}`]),
   });
 
   let limiter: RateLimiter;
@@ -96,9 +109,11 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   registerAuthentication(app, context);
   registerHealthRoutes(app, context);
   registerRequestRoutes(app, context, requests);
+  registerAuditRoutes(app, context);
   registerPolicyRoutes(app, context);
   registerKeyRoutes(app, context);
   registerDashboardSessionRoutes(app, context);
+  registerMcpAuthorizeRoute(app);
   registerWebhookRoutes(app, context);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -1,4 +1,5 @@
-import { errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { z } from 'zod';
 
 /** Every error the gate answers with. Body: `{ error: { code, message } }`. */
 export const gateErrors = {
@@ -25,6 +26,19 @@ export const gateErrors = {
 export type GateErrorKey = keyof typeof gateErrors;
 
 export const gateError = errorFactory<GateErrorKey>(gateErrors);
+
+const gateErrorCodes = [...new Set(Object.values(gateErrors).map((spec) => spec.code))] as [string, ...string[]];
+
+/** The gate error body; every error response of the OpenAPI document refers to it. */
+export const gateErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.enum(gateErrorCodes).meta({ description: 'Stable, for programs to branch on' }),
+      message: z.string().meta({ description: 'What went wrong, for a person to read' }),
+      details: z.array(errorDetailSchema).optional(),
+    }),
+  })
+  .meta({ id: 'GateError' });
 
 export function renderGateError(error: ServiceError): { error: { code: string; message: string; details?: unknown } } {
   return error.details && error.details.length > 0

@@ -1,4 +1,5 @@
 import { createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import { sql } from 'kysely';
 
 export const gateMigrations: Record<string, MigrationStep> = {
   async '0001_gate'(db) {
@@ -114,5 +115,24 @@ export const gateMigrations: Record<string, MigrationStep> = {
       .execute();
     await db.schema.createIndex('dashboard_sessions_key').on('dashboard_sessions').columns(['key_id', 'created_at']).execute();
     await db.schema.createIndex('dashboard_sessions_expires').on('dashboard_sessions').columns(['expires_at']).execute();
+  },
+
+  /**
+   * Who decided (auth/actor.ts): every audit entry also records the API key behind the credential —
+   * its id and its name as it was then (a later rename or revocation does not rewrite history);
+   * null for the gate's own actions (policy decisions, expiry) and for entries written before this
+   * step. `action` copies the request's action (it never changes) so GET /api/audit filters by it
+   * through an index; every filter of that list has one, each ending in (ts, id) for its order.
+   */
+  async '0003_audit_key_actor'(db) {
+    await db.schema.alterTable('audit_entries').addColumn('actor_key_id', 'text').execute();
+    await db.schema.alterTable('audit_entries').addColumn('actor_key_name', 'text').execute();
+    await db.schema.alterTable('audit_entries').addColumn('action', 'text').execute();
+    await sql`update audit_entries set action = (select r.action from requests r where r.id = audit_entries.request_id)`.execute(db);
+    await db.schema.createIndex('audit_ts').on('audit_entries').columns(['ts', 'id']).execute();
+    await db.schema.createIndex('audit_actor_ts').on('audit_entries').columns(['actor', 'ts', 'id']).execute();
+    await db.schema.createIndex('audit_event_ts').on('audit_entries').columns(['event', 'ts', 'id']).execute();
+    await db.schema.createIndex('audit_action_ts').on('audit_entries').columns(['action', 'ts', 'id']).execute();
+    await db.schema.createIndex('audit_key_ts').on('audit_entries').columns(['actor_key_id', 'ts', 'id']).execute();
   },
 };

@@ -22,9 +22,14 @@ export interface RequestRow {
 export interface AuditRow {
   id: string;
   request_id: string;
+  /** The request's action, copied so the audit list filters by it through an index. */
+  action: string;
   ts: number;
   event: string;
   actor: string;
+  /** The API key behind the credential that acted, and its name at that time; null for policy and expiry. */
+  actor_key_id: string | null;
+  actor_key_name: string | null;
   details: string | null;
 }
 

@@ -13,6 +13,8 @@ export interface TestGate {
   call(options: InjectOptions, key?: string): Promise<LightMyRequestResponse>;
   /** Creates a key over HTTP and returns its raw value. */
   createKey(scopes: string[], rateLimit?: number | null, name?: string): Promise<string>;
+  /** The id of the API key behind a raw key or session token (asked of who-am-I). */
+  keyIdOf(credential: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,11 @@ export async function startTestGate(backend: TestBackend, options: TestGateOptio
       const response = await call({ method: 'POST', url: '/api/api-keys', payload: { name, scopes, rateLimit } });
       if (response.statusCode !== 201) throw new Error(`key creation failed: ${response.body}`);
       return (response.json() as { key: string }).key;
+    },
+    async keyIdOf(credential) {
+      const response = await call({ method: 'GET', url: '/api/dashboard/sessions/current' }, credential);
+      if (response.statusCode !== 200) throw new Error(`who-am-I failed: ${response.body}`);
+      return (response.json() as { keyId: string }).keyId;
     },
     close: () => service.app.close(),
   };

@@ -24,7 +24,7 @@ import { registerDashboardRoutes, type DashboardRouteOptions } from './dashboard
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './evals/runs.ts';
 import { registerEvalRoutes } from './evals/routes.ts';
 import type { ObserveContext } from './context.ts';
-import { observeError, renderObserveError } from './errors.ts';
+import { observeError, observeErrorSchema, renderObserveError } from './errors.ts';
 import { GUARDRAIL_SWEEP_INTERVAL_MS, GUARDRAIL_SWEEP_JOB, GuardrailEngine } from './guardrails/engine.ts';
 import { registerGuardrailRoutes } from './guardrails/routes.ts';
 import { registerHealthRoutes } from './health/routes.ts';
@@ -32,9 +32,11 @@ import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } fro
 import { EventAppender } from './events/ingest.ts';
 import { registerEventRoutes } from './events/routes.ts';
 import { registerAuthentication } from './keys/auth.ts';
+import { observeAuthErrorStatuses } from './keys/scopes.ts';
 import { registerKeyRoutes } from './keys/routes.ts';
 import { registerMemoryRoutes } from './memory/routes.ts';
 import { observeMigrations } from './migrations.ts';
+import { OBSERVE_OPERATIONS } from './operations.ts';
 import { registerOptimizeRoutes } from './optimize/routes.ts';
 import { registerReflectRoutes } from './reflect/routes.ts';
 import { registerContextRoutes } from './context-api/routes.ts';
@@ -103,7 +105,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     database,
     clock: options.clock ?? systemClock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
-    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4),
+    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4, config.sessionIdleTimeoutMs),
     prices,
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
@@ -117,6 +119,9 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,
+    errorSchema: observeErrorSchema,
+    operations: OBSERVE_OPERATIONS,
+    authErrorStatuses: observeAuthErrorStatuses,
   });
 
   registerAuthentication(app, context);
@@ -140,7 +145,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerReflectRoutes(app, context);
   registerRecallRoutes(app, context);
   registerContextRoutes(app, context);
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Public, like the schemas it describes: clients generate their types from it before holding a key.
+  app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
   registerDashboardRoutes(app, context, options.dashboard);
 
   const holder = `${hostname()}:${process.pid}:${newId()}`;

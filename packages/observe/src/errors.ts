@@ -1,4 +1,5 @@
-import { errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { z } from 'zod';
 import type { ChainBreak } from './events/chain.ts';
 
 /** Every error the observe service answers with. Body: `{ error, status, details? }`. */
@@ -6,6 +7,7 @@ export const observeErrors = {
   validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
   invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
+  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
   invalidSignature: { status: 401, code: 'invalid_signature', message: 'Invalid webhook signature' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
@@ -82,7 +84,16 @@ export function chainBrokenError(sessionId: string, brokenAt: ChainBreak): Servi
   );
 }
 
-export function renderObserveError(error: ServiceError): { error: string; status: number; details?: unknown } {
+/** The observe error body; every error response of the OpenAPI document refers to it. */
+export const observeErrorSchema = z
+  .object({
+    error: z.string().meta({ description: 'What went wrong, for a person to read' }),
+    status: z.number().int().meta({ description: 'The HTTP status, repeated' }),
+    details: z.array(errorDetailSchema).optional(),
+  })
+  .meta({ id: 'ObserveError' });
+
+export function renderObserveError(error: ServiceError): z.infer<typeof observeErrorSchema> {
   return error.details && error.details.length > 0
     ? { error: error.message, status: error.status, details: error.details }
     : { error: error.message, status: error.status };

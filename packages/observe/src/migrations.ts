@@ -1,5 +1,7 @@
 import { createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
+import { SYSTEM_AGENT_ID } from './agents/system.ts';
+import { ALERT_SESSION_PREFIX } from './alerts/evaluator.ts';
 import { backfillRollups, createRollupTable } from './analytics/rollups.ts';
 import { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/derive.ts';
 
@@ -437,5 +439,54 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
     // The worker finds pending cases (of any run) in run and case order.
     await db.schema.createIndex('eval_run_cases_pending').on('eval_run_cases').columns(['status', 'run_id', 'position']).execute();
+  },
+
+  async '0009_rule_descriptions'(db) {
+    // An optional free-text description of alert and guardrail rules (null when unset).
+    await db.schema.alterTable('alert_rules').addColumn('description', 'text').execute();
+    await db.schema.alterTable('guardrail_rules').addColumn('description', 'text').execute();
+  },
+
+  async '0010_key_scopes'(db) {
+    // Existing keys keep null: full access, as before scopes existed (keys/scopes.ts).
+    await db.schema.alterTable('api_keys').addColumn('scopes', 'text').execute();
+  },
+
+  async '0012_session_idle'(db) {
+    // Where a session that never ended first went idle (sessions/figures.ts); older sessions keep
+    // null and are measured up to their last event, as before.
+    await db.schema.alterTable('sessions').addColumn('idle_at', epochMsType).execute();
+
+    // Alert sessions created under the rule's agent move to the system agent. Only the session
+    // rows and counters change: the events keep their agentId, which their chain hashes cover.
+    const alertSessions = sql<boolean>`sessions.id in (select ${sql.lit(ALERT_SESSION_PREFIX)} || rule_id from alert_history) and sessions.agent_id <> ${SYSTEM_AGENT_ID}`;
+    const owners = await db
+      .selectFrom('sessions')
+      .select(['agent_id', sql<number>`count(*)`.as('n'), sql<number>`min(started_at)`.as('first'), sql<number>`max(last_event_at)`.as('last')])
+      .where(alertSessions)
+      .groupBy('agent_id')
+      .execute();
+    // Events appended from here on (an open entry's alert_resolved, a repair) go to the system agent too.
+    await db.updateTable('alert_history').set({ agent_id: SYSTEM_AGENT_ID }).where('agent_id', '<>', SYSTEM_AGENT_ID).execute();
+    if (owners.length === 0) return;
+    let moved = 0;
+    for (const owner of owners) {
+      moved += Number(owner.n);
+      await db.updateTable('agents').set({ session_count: sql`session_count - ${Number(owner.n)}` }).where('id', '=', owner.agent_id).execute();
+    }
+    const first = Math.min(...owners.map((o) => Number(o.first)));
+    const last = Math.max(...owners.map((o) => Number(o.last)));
+    await db
+      .insertInto('agents')
+      .values({ id: SYSTEM_AGENT_ID, name: SYSTEM_AGENT_ID, first_seen_at: first, last_seen_at: last, session_count: moved })
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet({
+          session_count: sql`agents.session_count + ${moved}`,
+          first_seen_at: sql`case when agents.first_seen_at < ${first} then agents.first_seen_at else ${first} end`,
+          last_seen_at: sql`case when agents.last_seen_at > ${last} then agents.last_seen_at else ${last} end`,
+        }),
+      )
+      .execute();
+    await db.updateTable('sessions').set({ agent_id: SYSTEM_AGENT_ID, agent_name: SYSTEM_AGENT_ID }).where(alertSessions).execute();
   },
 };

@@ -41,6 +41,12 @@ export interface SessionRow {
   started_at: number;
   ended_at: number | null;
   last_event_at: number;
+  /**
+   * Set once, by ingest: the last event before the first silence longer than the idle timeout
+   * that the session went through without having ended. Null while it never idled (see
+   * sessions/figures.ts).
+   */
+  idle_at: number | null;
   event_count: number;
   tool_call_count: number;
   error_count: number;
@@ -73,6 +79,8 @@ export interface ApiKeyRow {
   name: string;
   prefix: string;
   key_hash: string;
+  /** JSON array of scopes (keys/scopes.ts); null for a key created before scopes: full access. */
+  scopes: string | null;
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
@@ -87,6 +95,7 @@ export interface SettingRow {
 export interface AlertRuleRow {
   id: string;
   name: string;
+  description: string | null;
   /** 1 or 0. */
   enabled: number;
   condition: string;
@@ -112,7 +121,7 @@ export interface AlertHistoryRow {
   threshold: number;
   /** 1 once every channel answered 2xx to the triggered notification. */
   notified: number;
-  /** agentId of the entry's events (scope.agentId or `system`). */
+  /** agentId of the entry's events: always the system agent (migration 0012 moved the older rows). */
   agent_id: string;
   /** JSON: the triggered notification body, a snapshot of the rule when it fired. */
   summary: string;
@@ -206,6 +215,7 @@ export interface ObserveSchema {
 export interface GuardrailRuleRow {
   id: string;
   name: string;
+  description: string | null;
   /** null: the rule applies to every agent. */
   agent_id: string | null;
   condition_type: string;

@@ -40,6 +40,8 @@ export const environmentSchema = z.object({
   /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
   MODEL_PRICES: z.string().min(1).optional(),
   ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
+  /** Silence after which a session without session_ended counts as over in the figures (durations, completion rate). */
+  SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** Base address of an OpenAI-compatible embeddings API (`/v1/embeddings` is appended); unset: the built-in local embedder. */
   EMBEDDINGS_URL: httpUrl.optional(),
   EMBEDDINGS_MODEL: z.string().min(1).max(200).default('text-embedding-3-small'),
@@ -93,6 +95,11 @@ export interface ObserveConfig {
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
   alertEvalIntervalMs: number;
+  /**
+   * A session that has not ended and has had no event for this long is idle: the figures count it
+   * as over at its last event (sessions/figures.ts); its status stays `active`.
+   */
+  sessionIdleTimeoutMs: number;
   /** Embedding backend of recall and context: an OpenAI-compatible API when `url` is set, else the built-in local embedder. */
   embeddings: { url?: string; model: string; apiKey?: string; timeoutMs: number };
   /** The LLM judge; provider and apiKey both set enable it (evals/judge.ts). */
@@ -174,6 +181,7 @@ export function observeConfigFromEnvironment(
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
+    sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MS,
     embeddings: {
       url: e.EMBEDDINGS_URL,
       model: e.EMBEDDINGS_MODEL,

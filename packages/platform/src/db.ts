@@ -167,6 +167,15 @@ export const epochMsType = 'bigint' as const;
 export const floatType = 'double precision' as const;
 
 /**
+ * sum() of an integer expression (token counts, durations between timestamps) as double
+ * precision: SQLite's sum() of integers fails with "integer overflow" past 9.2e18 (PostgreSQL's
+ * answers numeric); as doubles both databases stay finite. Exact below 2^53.
+ */
+export function sumAsDouble(expression: RawBuilder<unknown>): RawBuilder<number | null> {
+  return sql<number | null>`sum(cast(${expression} as ${sql.raw(floatType)}))`;
+}
+
+/**
  * Full-text index over the string values of a JSON text column (keys and numbers are not words).
  * PostgreSQL: a GIN index on `to_tsvector('simple', column::jsonb)`, which reads string values
  * only. SQLite: an FTS5 contentless table fed by `BulkInserter` with the same words, computed in JS

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 export interface ErrorSpec {
   status: number;
   code: string;
@@ -8,6 +10,11 @@ export interface ErrorDetail {
   path: string;
   message: string;
 }
+
+/** ErrorDetail as both services' error bodies document it. */
+export const errorDetailSchema = z
+  .object({ path: z.string().meta({ description: 'Dotted path of the offending field; empty for the whole body' }), message: z.string() })
+  .meta({ id: 'ErrorDetail' });
 
 /** An error a service answers with; turned into the service's error body by its renderer. */
 export class ServiceError extends Error {

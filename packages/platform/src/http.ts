@@ -5,7 +5,10 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
+  type FastifySchema,
   type FastifyServerOptions,
+  type RouteOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
@@ -18,6 +21,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import secureJson from 'secure-json-parse';
+import type { z } from 'zod';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
@@ -31,7 +35,20 @@ export interface HttpKitOptions {
   renderError(error: ServiceError): unknown;
   /** The service's reading of errors the kit cannot classify (database down, storage failure). */
   classify?(error: unknown): ServiceError | undefined;
+  /** The service's error body as a zod schema named with `.meta({ id })`: the component every documented error response refers to. */
+  errorSchema: z.ZodType;
+  /** Name and route-specific error statuses of every documented operation (see OperationTable). */
+  operations: OperationTable;
+  /** The error statuses a route answers because of how it is authenticated (401, and 403/429 where scopes and rate limits apply); none for a public route. */
+  authErrorStatuses(route: RouteEntry): number[];
 }
+
+/**
+ * One entry per documented route, keyed `METHOD /url` as in the route table: the operation's
+ * `operationId` (a stable camelCase name typed clients call it by), or the name plus the error
+ * statuses it answers beyond those the kit lists for every route of its kind (documentedOperation).
+ */
+export type OperationTable = Record<string, string | { id: string; errors: number[] }>;
 
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<
@@ -72,12 +89,17 @@ function validationDetails(error: FastifyError): ErrorDetail[] {
 }
 
 /** Maps anything thrown in a request to the service's catalogue. */
-function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
+function toServiceError(error: unknown, options: HttpKitOptions, request: FastifyRequest): ServiceError {
   const { errors } = options;
   if (error instanceof ServiceError) return error;
   const classified = options.classify?.(error);
   if (classified) return classified;
   const fastifyError = error as FastifyError;
+  // No body at all (none sent, or an empty one) where the route needs one: said so, rather than
+  // as zod's "expected object, received null" (the framework validates a missing body as null).
+  if (hasZodFastifySchemaValidationErrors(fastifyError) && fastifyError.validationContext === 'body' && request.body === undefined) {
+    return errors('validation', 'Validation failed in body: this operation needs a JSON body', [{ path: '', message: 'a JSON body is required' }]);
+  }
   if (hasZodFastifySchemaValidationErrors(fastifyError)) {
     const details = validationDetails(fastifyError);
     const where = fastifyError.validationContext ? ` in ${fastifyError.validationContext}` : '';
@@ -89,8 +111,6 @@ function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
       return errors('payloadTooLarge', `Request body exceeds ${options.bodyLimitBytes} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return errors('unsupportedMediaType');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return errors('invalidJson', 'Request body is empty but Content-Type is application/json');
   }
   if (error instanceof SyntaxError || fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return errors('invalidJson', `Malformed JSON body: ${fastifyError.message}`);
@@ -102,6 +122,57 @@ function toServiceError(error: unknown, options: HttpKitOptions): ServiceError {
     return new ServiceError(status, errors(key).code, fastifyError.message);
   }
   return errors('internal');
+}
+
+/** The route-table row of one method of a route. */
+function routeEntry(method: string, route: RouteOptions): RouteEntry {
+  const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
+  return { method, url: route.url, auth };
+}
+
+/** What each error status means, as the documents describe it. */
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input: a validation error (details name each field), malformed JSON or a malformed URL',
+  401: 'Missing or invalid credentials',
+  403: 'The credential does not grant this operation',
+  404: 'Not found',
+  409: 'Conflicts with the current state',
+  413: 'Request body too large',
+  414: 'A path parameter is too long',
+  415: 'Content-Type is not application/json',
+  429: 'Rate limit exceeded; retry after Retry-After seconds',
+  500: 'Internal or storage error',
+  501: 'Not implemented',
+  502: 'An upstream service failed',
+  503: 'Unavailable (database or a dependency); retry shortly',
+};
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+type DocumentedSchema = FastifySchema & { hide?: boolean; response?: Record<string, unknown> };
+
+/**
+ * A route's schema as its OpenAPI operation shows it: the operationId from the service's table,
+ * and the service's error body for every status the route can answer that it does not document
+ * itself: 400 (any request), 404 and 414 (path parameters), 413 and 415 (a body), the service's
+ * authentication statuses, the route's own from the table, 500 and 503.
+ */
+function documentedOperation(route: RouteOptions, options: HttpKitOptions): DocumentedSchema {
+  const schema = route.schema as DocumentedSchema | undefined;
+  if (schema?.hide) return schema;
+  const methods = [route.method].flat();
+  // A route serving several methods cannot carry one name per method: the OpenAPI test reports it unnamed.
+  const entry = methods.length === 1 ? options.operations[`${methods[0]} ${route.url}`] : undefined;
+  const statuses = new Set([400, 500, 503, ...methods.flatMap((method) => options.authErrorStatuses(routeEntry(method, route)))]);
+  if (route.url.includes(':')) [404, 414].forEach((status) => statuses.add(status));
+  if (methods.some((method) => BODY_METHODS.has(method))) [413, 415].forEach((status) => statuses.add(status));
+  if (typeof entry === 'object') entry.errors.forEach((status) => statuses.add(status));
+  const response: Record<string, unknown> = { ...schema?.response };
+  for (const status of [...statuses].sort((a, b) => a - b)) {
+    response[status] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: { 'application/json': { schema: options.errorSchema } } };
+  }
+  const operationId = entry === undefined ? undefined : typeof entry === 'string' ? entry : entry.id;
+  return { ...schema, ...(operationId !== undefined && { operationId }), response };
 }
 
 /**
@@ -154,9 +225,8 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
-    const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
     for (const method of [route.method].flat()) {
-      if (method !== 'HEAD') routeTable.push({ method, url: route.url, auth });
+      if (method !== 'HEAD') routeTable.push(routeEntry(method, route));
     }
   });
   // JSON bodies: prototype-poisoning keys are refused, and so is anything no route could hash or
@@ -164,6 +234,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // than MAX_JSON_DEPTH), with the path of the offending value.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    // No bytes is no body, whatever the Content-Type says (clients send the header on every call,
+    // DELETE included); a route that needs a body then answers its own validation error.
+    if (body === '') return done(null, undefined);
     let parsed: unknown;
     try {
       parsed = secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' });
@@ -202,7 +275,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: (input) => jsonSchemaTransform({ ...input, schema: documentedOperation(input.route, options) }),
     // Named schemas (`.meta({id})`) become components; zod's registry is process-wide, so under
     // `vigil up` each service keeps only the schemas its own paths reference.
     transformObject: (input) => onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument) as ReturnType<typeof jsonSchemaTransformObject>,
@@ -221,7 +294,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const serviceError = toServiceError(error, options);
+    const serviceError = toServiceError(error, options, request);
     if (serviceError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
     }

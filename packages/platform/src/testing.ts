@@ -7,6 +7,8 @@ import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { InjectOptions } from 'fastify';
+import type { OperationTable, RouteEntry } from './http.ts';
 
 /** PostgreSQL used by the tests; trust auth on this machine and in CI. */
 export const TEST_POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -138,4 +140,78 @@ export class TestHttpServer {
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
+}
+
+/** The request as a client sends it that puts `Content-Type: application/json` on every call, body or not (the AgentGate SDK does). */
+export function withJsonContentType(request: InjectOptions): InjectOptions {
+  return { ...request, headers: { 'content-type': 'application/json', ...request.headers } };
+}
+
+interface DocumentedResponse {
+  content?: Record<string, { schema?: { $ref?: string } }>;
+}
+
+export interface OpenApiPaths {
+  paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, DocumentedResponse> }>>;
+}
+
+export interface OpenApiCoverage {
+  /** Where the service names its operations (quoted in the problems, so a new route's author knows where to go). */
+  operationsFile: string;
+  /** That table: an entry that is no route is a problem too. */
+  operations: OperationTable;
+  /** The component every error response refers to, e.g. `ObserveError`. */
+  errorSchema: string;
+  /** URLs left out of the document on purpose (every method), with the reason. */
+  undocumented: Record<string, string>;
+  /** The error statuses the route must list. */
+  requiredErrors(route: RouteEntry): number[];
+  /** `METHOD /url status` answered with a body of the route's own instead of the error body. */
+  ownErrorBodies?: string[];
+}
+
+const OPERATION_ID = /^[a-z][A-Za-z0-9]*$/;
+
+/**
+ * What a service's OpenAPI document gets wrong about its routes, one line per problem that says
+ * what to change: a route missing from the document, an operation without a camelCase operationId
+ * or with one another operation has, an error status not listed or not in the error schema.
+ */
+export function openApiCoverageProblems(routeTable: readonly RouteEntry[], document: OpenApiPaths, coverage: OpenApiCoverage): string[] {
+  const problems: string[] = [];
+  const owners = new Map<string, string[]>();
+  const errorRef = `#/components/schemas/${coverage.errorSchema}`;
+  const routeIds = new Set(routeTable.map((route) => `${route.method} ${route.url}`));
+  for (const route of routeTable) {
+    if (route.url in coverage.undocumented) continue;
+    const id = `${route.method} ${route.url}`;
+    const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const operation = document.paths[path]?.[route.method.toLowerCase()];
+    if (operation === undefined) {
+      problems.push(`${id} is not in the OpenAPI document: give it a schema (or list its URL as undocumented in the test, with why)`);
+      continue;
+    }
+    const name = operation.operationId;
+    if (name === undefined || !OPERATION_ID.test(name)) {
+      problems.push(`${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: add '${id}': '<camelCaseName>' to ${coverage.operationsFile} ({ id, errors } if it answers more errors than its kind)`);
+    } else {
+      owners.set(name, [...(owners.get(name) ?? []), id]);
+    }
+    const responses = operation.responses ?? {};
+    for (const status of coverage.requiredErrors(route)) {
+      if (responses[status] === undefined) problems.push(`${id} does not list its ${status} response`);
+    }
+    for (const [status, response] of Object.entries(responses)) {
+      if (Number(status) < 400 || coverage.ownErrorBodies?.includes(`${id} ${status}`)) continue;
+      const ref = response.content?.['application/json']?.schema?.$ref;
+      if (ref !== errorRef) problems.push(`${id} answers ${status} with ${ref ?? 'an inline schema'} instead of ${errorRef}`);
+    }
+  }
+  for (const [name, ids] of owners) {
+    if (ids.length > 1) problems.push(`operationId "${name}" is shared by ${ids.join(' and ')}: each needs its own in ${coverage.operationsFile}`);
+  }
+  for (const id of Object.keys(coverage.operations)) {
+    if (!routeIds.has(id)) problems.push(`${coverage.operationsFile} names ${id}, which is not a route of the app`);
+  }
+  return problems;
 }

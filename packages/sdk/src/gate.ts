@@ -89,6 +89,11 @@ export class GateClient {
     return this.call('get', '/api/requests/{id}/audit', { params: { id }, ...options });
   }
 
+  /** Audit entries of all requests, newest first; pass `nextCursor` back as `cursor` for the next page (request:read). */
+  listAudit(query?: GateQuery<'/api/audit', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/audit', { query, ...options });
+  }
+
   /**
    * Creates a request and waits until it is decided: answers at once when a policy decided it,
    * else polls GET /api/requests/:id with a growing interval. Answers the decided (approved,

@@ -1,6 +1,7 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
 import { Link, useLocation } from '../router.tsx';
+import { AuditActor, auditDetails } from './Audit.tsx';
 import {
   Async,
   Badge,
@@ -274,7 +275,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                 <tr>
                   <th scope="col">When</th>
                   <th scope="col">Event</th>
-                  <th scope="col">Actor</th>
+                  <th scope="col">Actor (key)</th>
                   <th scope="col">Details</th>
                 </tr>
               </thead>
@@ -286,9 +287,9 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                       <StatusBadge status={e.event} />
                     </td>
                     <td>
-                      <code>{e.actor}</code>
+                      <AuditActor entry={e} />
                     </td>
-                    <td className="clip">{e.details ? Object.entries(e.details).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ') : '—'}</td>
+                    <td className="clip">{auditDetails(e)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -17,10 +17,17 @@ interface ObserveKey {
   id: string;
   name: string;
   prefix: string;
+  scopes: string[];
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
 }
+
+const OBSERVE_SCOPES = [
+  { value: 'ingest', label: 'ingest — send events, read its agent’s state (for agents)' },
+  { value: 'read', label: 'read — every query (sessions, events, analytics, …)' },
+  { value: 'admin', label: 'admin — everything, also rules, configuration and keys' },
+];
 
 const SCOPES = [
   { value: 'admin', label: 'admin — everything' },
@@ -29,6 +36,32 @@ const SCOPES = [
   { value: 'request:decide', label: 'request:decide — approve and deny' },
   { value: 'webhook:manage', label: 'webhook:manage — webhooks and deliveries' },
 ];
+
+interface ScopeChoicesProps {
+  legend: string;
+  options: { value: string; label: string }[];
+  chosen: string[];
+  onChange: (next: string[]) => void;
+}
+
+/** One checkbox per scope of a new key. */
+function ScopeChoices({ legend, options, chosen, onChange }: ScopeChoicesProps) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map((s) => (
+        <label key={s.value} className="checkbox">
+          <input
+            type="checkbox"
+            checked={chosen.includes(s.value)}
+            onChange={(e) => onChange(e.target.checked ? [...chosen, s.value] : chosen.filter((x) => x !== s.value))}
+          />{' '}
+          {s.label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
 
 function GateKeys() {
   const keys = useAsync((signal) => gate<{ keys: GateKey[] }>('/api-keys', { signal }), []);
@@ -107,19 +140,7 @@ function GateKeys() {
             <input id="gate-key-rate" type="number" min={1} value={rateLimit} onChange={(e) => setRateLimit(e.target.value)} />
           </Field>
         </div>
-        <fieldset>
-          <legend>Scopes</legend>
-          {SCOPES.map((s) => (
-            <label key={s.value} className="checkbox">
-              <input
-                type="checkbox"
-                checked={scopes.includes(s.value)}
-                onChange={(e) => setScopes((list) => (e.target.checked ? [...list, s.value] : list.filter((x) => x !== s.value)))}
-              />{' '}
-              {s.label}
-            </label>
-          ))}
-        </fieldset>
+        <ScopeChoices legend="Scopes" options={SCOPES} chosen={scopes} onChange={setScopes} />
         <div>
           <button type="submit" disabled={create.pending}>
             {create.pending ? 'Creating…' : 'Create gate key'}
@@ -135,9 +156,11 @@ function GateKeys() {
 function ObserveKeys() {
   const keys = useAsync((signal) => observe<{ keys: ObserveKey[] }>('/keys', { signal }), []);
   const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<string[]>(['ingest']);
   const [created, setCreated] = useState<string | null>(null);
   const create = useAction(async () => {
-    const key = await observe<{ key: string }>('/keys', { method: 'POST', body: { name } });
+    if (scopes.length === 0) throw new Error('Choose at least one scope.');
+    const key = await observe<{ key: string }>('/keys', { method: 'POST', body: { name, scopes } });
     setCreated(key.key);
     setName('');
     keys.reload();
@@ -157,6 +180,7 @@ function ObserveKeys() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Key starts with</th>
+                <th scope="col">Scopes</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">State</th>
@@ -172,6 +196,7 @@ function ObserveKeys() {
                   <td>
                     <code>{k.prefix}…</code>
                   </td>
+                  <td>{k.scopes.join(', ')}</td>
                   <td>{fmtDateTime(k.createdAt)}</td>
                   <td>{k.lastUsedAt ? timeAgo(k.lastUsedAt) : 'never'}</td>
                   <td>{k.revokedAt ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>}</td>
@@ -187,7 +212,7 @@ function ObserveKeys() {
         )}
       </Async>
       <form
-        className="filters"
+        className="stack"
         onSubmit={(e) => {
           e.preventDefault();
           setCreated(null);
@@ -196,11 +221,14 @@ function ObserveKeys() {
       >
         <div className="field">
           <label htmlFor="observe-key-name">New observe key name</label>
-          <input id="observe-key-name" required value={name} onChange={(e) => setName(e.target.value)} />
+          <input id="observe-key-name" required value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
         </div>
-        <button type="submit" disabled={create.pending}>
-          Create observe key
-        </button>
+        <ScopeChoices legend="Scopes (a key grants only scopes it has itself)" options={OBSERVE_SCOPES} chosen={scopes} onChange={setScopes} />
+        <div>
+          <button type="submit" disabled={create.pending}>
+            Create observe key
+          </button>
+        </div>
       </form>
       {create.error && <ErrorMessage error={create.error} title="The key was not created" />}
       {created && <SecretOnce label="New observe key." value={created} onDone={() => setCreated(null)} />}

@@ -1,4 +1,5 @@
 import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
+import type { FastifyRequest } from 'fastify';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
@@ -21,6 +22,27 @@ const TOUCH_INTERVAL_MS = 60_000;
 /** `api:<key name>`: the server-derived identity of a decision taken with an API key. */
 export function apiActor(key: ApiKeyRow): string {
   return `api:${key.name}`;
+}
+
+/**
+ * Who acted, as the audit records it: the actor string (`decidedBy`), and the API key behind the
+ * credential (for a session token: the key it was opened with), with the key's name at that time.
+ * The gate's own actions (policy decisions, expiry) have no key.
+ */
+export interface AuditActor {
+  actor: string;
+  keyId: string | null;
+  keyName: string | null;
+}
+
+/** The audit actor of an authenticated request. */
+export function auditActor(request: FastifyRequest): AuditActor {
+  const key = request.gateKey!;
+  return { actor: request.gateActor!, keyId: key.id, keyName: key.name };
+}
+
+export function systemActor(actor: string): AuditActor {
+  return { actor, keyId: null, keyName: null };
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { MAX_RATE_LIMIT } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { newKeyRow, toApiKey } from './keys.ts';
 import { SCOPES } from './scopes.ts';
 
 const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
-const rateLimit = z.number().int().min(1).max(1_000_000).nullable();
+const rateLimit = z.number().int().min(1).max(MAX_RATE_LIMIT).nullable();
 
 const keySchema = z
   .object({

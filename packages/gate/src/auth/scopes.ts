@@ -8,13 +8,17 @@ export type Scope = (typeof SCOPES)[number];
  */
 export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /health': 'public',
-  'GET /api/openapi.json': 'any',
+  // Public, like the schemas it describes: clients generate their types from it before holding a key.
+  'GET /api/openapi.json': 'public',
   'POST /api/requests': 'request:create',
   'GET /api/requests': 'request:read',
   'GET /api/requests/:id': 'request:read',
   'POST /api/requests/:id/decide': 'request:decide',
   'POST /api/requests/:id/confirm': 'request:create',
   'GET /api/requests/:id/audit': 'request:read',
+  // The audit across requests shows what the per-request trails show, so the same scope reads it.
+  'GET /api/audit': 'request:read',
+  'GET /api/audit/actors': 'request:read',
   'GET /api/policies': 'admin',
   'POST /api/policies': 'admin',
   'PUT /api/policies/:id': 'admin',
@@ -32,6 +36,8 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   // Dashboard sign-in (auth/sessions.ts): any valid key; the session then has that key's scopes.
   'POST /api/dashboard/sessions': 'any',
   'POST /api/mcp/sessions': 'any',
+  // AgentGate's MCP server asks before each tool; the answer depends on the key's scopes (auth/mcp.ts).
+  'POST /api/mcp/authorize': 'any',
   'GET /api/dashboard/sessions/current': 'any',
   'DELETE /api/dashboard/sessions/current': 'any',
 };

@@ -190,7 +190,7 @@ await describeEachDatabase('gate policies API', (backend) => {
     assert.deepEqual(beyond.policies, []);
     assert.deepEqual(beyond.pagination, { total: 4, limit: 50, offset: 10, hasMore: false });
 
-    for (const query of ['?limit=0', '?limit=-1', '?offset=-1', '?limit=abc']) {
+    for (const query of ['?limit=0', '?limit=-1', '?offset=-1', '?limit=abc', '?offset=10000001']) {
       assertGateError(await gate.call({ method: 'GET', url: `/api/policies${query}` }), 400, 'bad_request');
     }
   });

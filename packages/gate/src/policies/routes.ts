@@ -1,6 +1,7 @@
 import { newId, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { Kysely } from 'kysely';
+import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import type { GateSchema } from '../schema.ts';
 import { gateError } from '../errors.ts';
@@ -12,7 +13,7 @@ import { allPolicies, bumpPolicyVersion, findPolicy, listPolicies, toDefinition,
 const policyBody = z
   .object({
     name: z.string().trim().min(1).max(200),
-    priority: z.number().int().min(-1_000_000).max(1_000_000).default(100),
+    priority: z.number().int().min(-MAX_PRIORITY).max(MAX_PRIORITY).default(100),
     enabled: z.boolean().default(true),
     rules: z.array(ruleSchema).max(100),
   })
@@ -21,7 +22,7 @@ const policyBody = z
 const policyPatch = z
   .object({
     name: z.string().trim().min(1).max(200),
-    priority: z.number().int().min(-1_000_000).max(1_000_000),
+    priority: z.number().int().min(-MAX_PRIORITY).max(MAX_PRIORITY),
     enabled: z.boolean(),
     rules: z.array(ruleSchema).max(100),
   })
@@ -113,7 +114,7 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
         tags: ['policies'],
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).default(0),
+          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
         }),
         response: {
           200: z.object({

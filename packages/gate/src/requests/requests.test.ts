@@ -42,6 +42,8 @@ interface AuditEntry {
   timestamp: string;
   event: string;
   actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
   details?: Record<string, unknown>;
 }
 
@@ -308,7 +310,7 @@ await describeEachDatabase('gate requests API', (backend) => {
     for (let offset = 0; offset < 55; offset += 20) pages.push(...(await listRequests(`?limit=20&offset=${offset}`)).map((r) => r.id));
     assert.deepEqual(pages, newestFirst);
 
-    for (const query of ['?limit=501', '?limit=0', '?limit=-1', '?limit=ten', '?offset=-1', '?limit=1.5']) {
+    for (const query of ['?limit=501', '?limit=0', '?limit=-1', '?limit=ten', '?offset=-1', '?limit=1.5', '?offset=10000001']) {
       assertGateError(await gate.call({ method: 'GET', url: `/api/requests${query}` }), 400, 'bad_request');
     }
   });
@@ -372,7 +374,14 @@ await describeEachDatabase('gate requests API', (backend) => {
 
     const trail = await audit(created.id);
     assert.deepEqual(trail.map((e) => e.event), ['created', 'approved']);
-    assert.deepEqual(trail[1], { timestamp: iso(T0 + 5000), event: 'approved', actor: 'api:ops-bot', details: { reason: 'Looks safe' } });
+    assert.deepEqual(trail[1], {
+      timestamp: iso(T0 + 5000),
+      event: 'approved',
+      actor: 'api:ops-bot',
+      actorKeyId: await gate.keyIdOf(key),
+      actorKeyName: 'ops-bot',
+      details: { reason: 'Looks safe' },
+    });
   });
 
   test('decide with denied: status denied, reason optional', async () => {
@@ -387,29 +396,29 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.deepEqual((await audit(created.id)).map((e) => [e.event, e.actor]).slice(1), [['denied', 'api:reviewer']]);
   });
 
-  test('decidedBy is derived from the key, never taken from the body', async () => {
+  test('a decidedBy in the body is accepted and ignored: the actor is derived from the key', async () => {
     const key = await gate.createKey(['request:decide', 'request:read'], null, 'honest-key');
     const created = await create({ action: 'deploy' });
-    const spoof = await decide(created.id, { decision: 'approved', decidedBy: 'dashboard:mallory' }, key);
-    if (spoof.statusCode === 400) {
-      // Strict body: refused, and nothing decided.
-      assertGateError(spoof, 400, 'bad_request');
-      const untouched = await storedRow(created.id);
-      assert.equal(untouched.status, 'pending');
-      assert.equal(untouched.decided_by, null);
-      const ok = await decide(created.id, { decision: 'approved' }, key);
-      assert.equal(ok.statusCode, 200, ok.body);
-    } else {
-      // Or the field is ignored.
-      assert.equal(spoof.statusCode, 200, spoof.body);
-      assert.equal((spoof.json() as { decidedBy: string }).decidedBy, 'api:honest-key');
-    }
+    const spoof = await decide(created.id, { decision: 'approved', reason: 'looks fine', decidedBy: 'dashboard:mallory' }, key);
+    assert.equal(spoof.statusCode, 200, spoof.body);
+    assert.equal((spoof.json() as { decidedBy: string }).decidedBy, 'api:honest-key');
     const row = await storedRow(created.id);
     assert.equal(row.status, 'approved');
     assert.equal(row.decided_by, 'api:honest-key');
+    assert.equal(row.decision_reason, 'looks fine');
     const trail = await audit(created.id);
     assert.ok(trail.every((e) => !e.actor.includes('mallory')));
     assert.equal(trail.at(-1)!.actor, 'api:honest-key');
+
+    // A null decidedBy too; an unknown field (a typo) is still refused and decides nothing.
+    const other = await create({ action: 'deploy' });
+    assert.equal((await decide(other.id, { decision: 'denied', decidedBy: null }, key)).statusCode, 200);
+    assert.equal((await storedRow(other.id)).decided_by, 'api:honest-key');
+    const third = await create({ action: 'deploy' });
+    const typo = await decide(third.id, { decision: 'approved', decidedby: 'slack:U1' }, key);
+    assertGateError(typo, 400, 'bad_request');
+    assert.match((typo.json() as { error: { message: string } }).error.message, /decidedby/);
+    assert.equal((await storedRow(third.id)).status, 'pending');
   });
 
   test('a second decision is 409 conflict and changes nothing', async () => {
@@ -642,7 +651,7 @@ await describeEachDatabase('gate requests API', (backend) => {
 
   // ---------------------------------------------------------------- audit
 
-  test('GET /api/requests/:id/audit lists {timestamp, event, actor, details?} oldest first', async () => {
+  test('GET /api/requests/:id/audit lists {timestamp, event, actor, actorKeyId, actorKeyName, details?} oldest first', async () => {
     const agent = await gate.createKey(['request:create'], null, 'agent-7');
     const approver = await gate.createKey(['request:decide'], null, 'approver');
     const created = await create({ action: 'deploy', urgency: 'high' }, agent);
@@ -653,13 +662,14 @@ await describeEachDatabase('gate requests API', (backend) => {
 
     const trail = await audit(created.id);
     assert.equal(trail.length, 3);
-    assert.deepEqual(trail.map((e) => [e.timestamp, e.event, e.actor]), [
-      [iso(T0), 'created', 'api:agent-7'],
-      [iso(T0 + 1000), 'approved', 'api:approver'],
-      [iso(T0 + 2000), 'confirmed', 'api:agent-7'],
+    const [agentId, approverId] = [await gate.keyIdOf(agent), await gate.keyIdOf(approver)];
+    assert.deepEqual(trail.map((e) => [e.timestamp, e.event, e.actor, e.actorKeyId, e.actorKeyName]), [
+      [iso(T0), 'created', 'api:agent-7', agentId, 'agent-7'],
+      [iso(T0 + 1000), 'approved', 'api:approver', approverId, 'approver'],
+      [iso(T0 + 2000), 'confirmed', 'api:agent-7', agentId, 'agent-7'],
     ]);
     for (const entry of trail) {
-      for (const field of Object.keys(entry)) assert.ok(['timestamp', 'event', 'actor', 'details'].includes(field), field);
+      for (const field of Object.keys(entry)) assert.ok(['timestamp', 'event', 'actor', 'actorKeyId', 'actorKeyName', 'details'].includes(field), field);
       if (entry.details !== undefined) assert.equal(typeof entry.details, 'object');
     }
     assert.deepEqual(trail[1]!.details, { reason: 'ok by me' });

@@ -1,5 +1,8 @@
 import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { auditEntrySchema, toAuditEntry } from '../audit/routes.ts';
+import { auditActor } from '../auth/auth.ts';
+import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS } from '../policies/engine.ts';
@@ -60,7 +63,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
         throw gateError('validation', 'expiresAt must be in the future');
       }
-      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, request.gateActor!);
+      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, auditActor(request));
       return reply.status(201).send(toRequestDetail(row));
     },
   );
@@ -76,7 +79,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           action: z.string().min(1).max(200).optional(),
           urgency: z.enum(URGENCIES).optional(),
           limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).default(0),
+          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
         }),
         response: {
           200: z.array(z.object({ id: z.string(), action: z.string(), status: z.enum(STATUSES), urgency: z.enum(URGENCIES), createdAt: z.string() })),
@@ -113,12 +116,19 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
         tags: ['requests'],
         params: idParams,
-        body: z.object({ decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() }).strict(),
+        body: z
+          .object({
+            decision: z.enum(['approved', 'denied']),
+            reason: z.string().max(5000).optional(),
+            // Clients (CLIs, MCP servers, chat bots) send who they think decides; the server derives it.
+            decidedBy: z.string().nullable().optional().meta({ description: 'Ignored: decidedBy is derived from the credential' }),
+          })
+          .strict(),
         response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
       },
     },
     async (request) => {
-      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, request.gateActor!);
+      const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, auditActor(request));
       return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
     },
   );
@@ -135,7 +145,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       },
     },
     async (request) => {
-      const row = await requests.confirm(request.params.id, request.body.result, request.gateActor!);
+      const row = await requests.confirm(request.params.id, request.body.result, auditActor(request));
       return { id: row.id, status: row.status as 'approved', confirmedAt: toIso(row.confirmed_at!) };
     },
   );
@@ -144,24 +154,17 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     '/api/requests/:id/audit',
     {
       schema: {
-        summary: 'The audit trail of a request, oldest first',
+        summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
         tags: ['requests'],
         params: idParams,
-        response: {
-          200: z.array(z.object({ timestamp: z.string(), event: z.string(), actor: z.string(), details: jsonObject.optional() })),
-        },
+        response: { 200: z.array(auditEntrySchema) },
       },
     },
     async (request) => {
       // Reading the trail also settles a due expiry, so the trail shows it.
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return (await auditTrail(ctx.database, row.id)).map((entry) => ({
-        timestamp: toIso(entry.ts),
-        event: entry.event,
-        actor: entry.actor,
-        ...(entry.details !== null && { details: JSON.parse(entry.details) as Record<string, unknown> }),
-      }));
+      return (await auditTrail(ctx.database, row.id)).map(toAuditEntry);
     },
   );
 }

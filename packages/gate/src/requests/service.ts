@@ -1,5 +1,6 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import type { Kysely } from 'kysely';
+import { systemActor, type AuditActor } from '../auth/auth.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { PolicyDecision } from '../policies/engine.ts';
@@ -9,6 +10,7 @@ import { reportPolicyDeny } from './breach.ts';
 import { addAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
+const expiryActor = systemActor(EXPIRY_ACTOR);
 
 export interface NewRequest {
   action: string;
@@ -31,15 +33,25 @@ const REQUEST_COLUMNS: (keyof RequestRow)[] = [
   'id', 'action', 'params', 'context', 'urgency', 'status', 'expires_at', 'created_at', 'decided_at', 'decided_by', 'decision_reason',
   'policy_decision', 'confirmed_at', 'execution_result',
 ];
-const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'ts', 'event', 'actor', 'details'];
+const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details'];
 const requestInserter = new BulkInserter<RequestRow>('requests', REQUEST_COLUMNS);
 const auditInserter = new BulkInserter<AuditRow>('audit_entries', AUDIT_COLUMNS);
 
 /** Requests created concurrently share one transaction; far more than this many are split. */
 const MAX_CREATIONS_PER_GROUP = 256;
 
-function auditRow(requestId: string, event: string, actor: string, at: number, details?: object): AuditRow {
-  return { id: newId(), request_id: requestId, ts: at, event, actor, details: details === undefined ? null : JSON.stringify(details) };
+function auditRow(request: RequestRow, event: string, by: AuditActor, at: number, details?: object): AuditRow {
+  return {
+    id: newId(),
+    request_id: request.id,
+    action: request.action,
+    ts: at,
+    event,
+    actor: by.actor,
+    actor_key_id: by.keyId,
+    actor_key_name: by.keyName,
+    details: details === undefined ? null : JSON.stringify(details),
+  };
 }
 
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction. */
@@ -65,8 +77,8 @@ export class RequestService {
     );
   }
 
-  private async audit(trx: Kysely<GateSchema>, requestId: string, event: string, actor: string, at: number, details?: object): Promise<void> {
-    await addAudit(trx, auditRow(requestId, event, actor, at, details));
+  private async audit(trx: Kysely<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
+    await addAudit(trx, auditRow(request, event, by, at, details));
   }
 
   private async transition(trx: Kysely<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
@@ -77,7 +89,7 @@ export class RequestService {
    * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). The row
    * is written in its final state, with the `created` and decision audit entries and webhooks.
    */
-  async create(input: NewRequest, actor: string): Promise<RequestRow> {
+  async create(input: NewRequest, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
     const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
@@ -99,14 +111,14 @@ export class RequestService {
     };
     const creation: Creation = {
       row: pending,
-      audits: [auditRow(pending.id, 'created', actor, now, { urgency: pending.urgency, policyDecision: decision.decision })],
+      audits: [auditRow(pending, 'created', by, now, { urgency: pending.urgency, policyDecision: decision.decision })],
       transitions: [{ event: 'request.created', request: pending }],
     };
     if (auto) {
       const policyActor = `policy:${decision.policyId}`;
       const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
       creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
-      creation.audits.push(auditRow(pending.id, auto, policyActor, now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
+      creation.audits.push(auditRow(pending, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
       creation.transitions.push({ event: 'request.decided', request: creation.row });
     }
     await this.creations.submit(creation);
@@ -125,7 +137,7 @@ export class RequestService {
       .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
       .where('id', '=', row.id)
       .execute();
-    await this.audit(trx, row.id, 'expired', EXPIRY_ACTOR, now, { expiresAt: row.expires_at });
+    await this.audit(trx, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
     return this.transition(trx, row, 'request.expired');
   }
 
@@ -162,7 +174,7 @@ export class RequestService {
     }
   }
 
-  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, actor: string): Promise<RequestRow> {
+  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);
@@ -172,14 +184,14 @@ export class RequestService {
       if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const, deliveries: [] };
       row.status = decision;
       row.decided_at = now;
-      row.decided_by = actor;
+      row.decided_by = by.actor;
       row.decision_reason = reason ?? null;
       await trx
         .updateTable('requests')
-        .set({ status: decision, decided_at: now, decided_by: actor, decision_reason: row.decision_reason })
+        .set({ status: decision, decided_at: now, decided_by: by.actor, decision_reason: row.decision_reason })
         .where('id', '=', id)
         .execute();
-      await this.audit(trx, id, decision, actor, now, reason === undefined ? undefined : { reason });
+      await this.audit(trx, row, decision, by, now, reason === undefined ? undefined : { reason });
       return { kind: 'decided-now' as const, row, deliveries: await this.transition(trx, row, 'request.decided') };
     });
     this.ctx.outbox.dispatch(outcome.deliveries);
@@ -197,7 +209,7 @@ export class RequestService {
     }
   }
 
-  async confirm(id: string, result: Record<string, unknown>, actor: string): Promise<RequestRow> {
+  async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);
@@ -206,7 +218,7 @@ export class RequestService {
       row.confirmed_at = now;
       row.execution_result = JSON.stringify(result);
       await trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
-      await this.audit(trx, id, 'confirmed', actor, now, { result });
+      await this.audit(trx, row, 'confirmed', by, now, { result });
       return { kind: 'confirmed' as const, row, deliveries: await this.transition(trx, row, 'request.confirmed') };
     });
     this.ctx.outbox.dispatch(outcome.deliveries);

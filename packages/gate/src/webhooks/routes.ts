@@ -1,5 +1,6 @@
 import { newId, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { DeliveryRow, WebhookRow } from '../schema.ts';
@@ -155,7 +156,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
         params: idParams,
         querystring: z.object({
           limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).default(0),
+          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
         }),
         response: { 200: z.object({ deliveries: z.array(deliverySchema), total: z.number().int(), hasMore: z.boolean() }) },
       },

@@ -1,7 +1,9 @@
 import type { AgentRow, ObserveDatabase } from '../schema.ts';
+import { SYSTEM_AGENT_ID } from './system.ts';
 
+/** The user's agents; the system agent (alert bookkeeping) is readable by id only. */
 export async function listAgents(database: ObserveDatabase): Promise<AgentRow[]> {
-  return database.db.selectFrom('agents').selectAll().orderBy('last_seen_at', 'desc').orderBy('id').execute();
+  return database.db.selectFrom('agents').selectAll().where('id', '<>', SYSTEM_AGENT_ID).orderBy('last_seen_at', 'desc').orderBy('id').execute();
 }
 
 export async function findAgent(database: ObserveDatabase, id: string): Promise<AgentRow | undefined> {

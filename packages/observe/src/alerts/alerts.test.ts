@@ -15,6 +15,7 @@ const MINUTE = 60_000;
 interface Rule {
   id: string;
   name: string;
+  description: string | null;
   enabled: boolean;
   condition: string;
   threshold: number;
@@ -46,7 +47,7 @@ type EventOut = Event;
 
 type EventInput = Record<string, unknown>;
 
-const RULE_FIELDS = ['condition', 'createdAt', 'enabled', 'id', 'name', 'notifyChannels', 'scope', 'threshold', 'updatedAt', 'windowMinutes'];
+const RULE_FIELDS = ['condition', 'createdAt', 'description', 'enabled', 'id', 'name', 'notifyChannels', 'scope', 'threshold', 'updatedAt', 'windowMinutes'];
 const BODY_FIELDS = ['alertName', 'alertRuleId', 'condition', 'currentValue', 'message', 'scope', 'threshold', 'triggeredAt', 'windowMinutes'];
 
 const clockOf = (observe: TestObserve): ManualClock => observe.clock as ManualClock;
@@ -169,6 +170,7 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
       {
         id: undefined,
         name: 'High error rate',
+        description: null,
         enabled: true,
         condition: 'error_rate_exceeds',
         threshold: 0.2,
@@ -312,6 +314,53 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
     assert.equal(both.statusCode, 200, both.body);
   });
 
+  test('description: optional text stored and answered by create, get, list and PUT; null clears it; over 1,000 characters is 400', async () => {
+    const text = 'Pages the on-call engineer.\nSee the runbook.';
+    const rule = await createRule(observe, { ...valid, description: text });
+    assert.equal(rule.description, text);
+    assert.equal(((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule).description, text);
+    assert.equal((await listRules(observe)).find((r) => r.id === rule.id)!.description, text);
+
+    const changed = await observe.call({ method: 'PUT', url: `/api/alerts/rules/${rule.id}`, payload: { description: 'x'.repeat(1000) } });
+    assert.equal(changed.statusCode, 200, changed.body);
+    assert.equal((changed.json() as Rule).description, 'x'.repeat(1000));
+    const kept = (await observe.call({ method: 'PUT', url: `/api/alerts/rules/${rule.id}`, payload: { threshold: 0.3 } })).json() as Rule;
+    assert.equal(kept.description, 'x'.repeat(1000), 'a PUT without description keeps it');
+    const cleared = (await observe.call({ method: 'PUT', url: `/api/alerts/rules/${rule.id}`, payload: { description: null } })).json() as Rule;
+    assert.equal(cleared.description, null);
+    assert.equal(((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule).description, null);
+
+    for (const [method, url] of [['POST', '/api/alerts/rules'], ['PUT', `/api/alerts/rules/${rule.id}`]] as const) {
+      const body = assertErrorBody(await observe.call({ method, url, payload: { ...valid, description: 'x'.repeat(1001) } }), 400);
+      assert.deepEqual(body.details?.map((d) => d.path), ['description']);
+      assertErrorBody(await observe.call({ method, url, payload: { ...valid, description: 5 } }), 400);
+    }
+    assert.equal(((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule).description, null);
+  });
+
+  test('PUT accepts the rule GET answered, with changes: id and times are ignored; a typo is still 400', async () => {
+    const rule = await createRule(observe, { ...valid, description: 'before', scope: { agentId: 'a' }, notifyChannels: ['https://hooks.example.com/w'] });
+    clockOf(observe).advance(MINUTE);
+    try {
+      const read = (await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule;
+      const response = await observe.call({
+        method: 'PUT',
+        url: `/api/alerts/rules/${rule.id}`,
+        payload: { ...read, threshold: 0.4, description: 'after', id: 'another-id', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z' },
+      });
+      assert.equal(response.statusCode, 200, response.body);
+      const expected = { ...rule, threshold: 0.4, description: 'after', updatedAt: new Date(NOW + MINUTE).toISOString() };
+      assert.deepEqual(response.json(), expected);
+      assert.deepEqual((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json(), expected);
+
+      const typo = assertErrorBody(await observe.call({ method: 'PUT', url: `/api/alerts/rules/${rule.id}`, payload: { ...read, treshold: 0.9 } }), 400);
+      assert.match(typo.error, /treshold/);
+      assert.deepEqual((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json(), expected);
+    } finally {
+      clockOf(observe).set(NOW);
+    }
+  });
+
   test('unknown ids are 404 in the catalogue body', async () => {
     const id = '0192a4e0-7c1d-7000-8000-000000000000';
     assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/rules/${id}` }), 404, 'Alert rule not found');
@@ -420,7 +469,7 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const triggered = (await timeline(observe, `alert:${rules.get('latency_exceeds')!.under.id}`)).events;
       assert.equal(triggered.length, 1);
       assert.equal(triggered[0]!.eventType, 'alert_triggered');
-      assert.equal(triggered[0]!.agentId, agent);
+      assert.equal(triggered[0]!.agentId, 'system', 'alert events belong to the system agent, not to the rule\'s');
       assert.equal(triggered[0]!.timestamp, new Date(NOW).toISOString());
       assert.deepEqual(triggered[0]!.payload, {
         alertRuleId: rules.get('latency_exceeds')!.under.id,
@@ -451,7 +500,7 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const [resolved] = await entriesOf(observe, rule.id);
       assert.equal(resolved?.resolvedAt, new Date(NOW + 12 * MINUTE).toISOString());
       const events = (await timeline(observe, `alert:${rule.id}`)).events;
-      assert.deepEqual(events.map((e) => [e.eventType, e.agentId]), [['alert_triggered', 'ghost'], ['alert_resolved', 'ghost']]);
+      assert.deepEqual(events.map((e) => [e.eventType, e.agentId]), [['alert_triggered', 'system'], ['alert_resolved', 'system']]);
     });
   });
 
@@ -560,8 +609,8 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         const line = await timeline(observe, sessionId);
         assert.equal(line.chainValid, true);
         assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]), [
-          ['alert_triggered', 0, 'life', new Date(NOW).toISOString()],
-          ['alert_resolved', 1, 'life', resolvedAt],
+          ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
+          ['alert_resolved', 1, 'system', resolvedAt],
         ]);
         assert.deepEqual(line.events[1]!.payload, { alertRuleId: rule.id, alertName: 'Busy agent', resolvedBy: 'condition_cleared' });
         const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });

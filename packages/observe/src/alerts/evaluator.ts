@@ -1,6 +1,7 @@
 import { MINUTE_MS, newId, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/aggregate.ts';
@@ -21,7 +22,11 @@ import {
   type AlertRule,
 } from './store.ts';
 
-/** The session of a rule's own events. Alert events never feed any rule. */
+/**
+ * The session of a rule's own events, under the system agent: bookkeeping that counts toward no
+ * agent's sessions, health or completion (the rule's scope is in its history entry and
+ * notifications). Alert events never feed any rule.
+ */
 export const ALERT_SESSION_PREFIX = 'alert:';
 export const ALERT_EVENT_TYPES = ['alert_triggered', 'alert_resolved'] as const;
 export const alertSessionId = (ruleId: string): string => `${ALERT_SESSION_PREFIX}${ruleId}`;
@@ -233,7 +238,7 @@ async function fire(ctx: ObserveContext, measured: AlertRule, value: number, now
       current_value: value,
       threshold: rule.threshold,
       notified: 0,
-      agent_id: rule.scope.agentId ?? 'system',
+      agent_id: SYSTEM_AGENT_ID,
       summary: JSON.stringify(summary),
       triggered_event_id: null,
       resolved_event_id: null,

@@ -1,4 +1,4 @@
-import { withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
@@ -17,8 +17,8 @@ import { findRule, insertRule, listHistory, listRules, lockRule, toHistoryOut, t
 
 /** The stored definition (without id and times), as a PUT's changes apply to it. */
 function definitionOf(stored: RuleDefinition): RuleDefinition {
-  const { name, enabled, condition, threshold, windowMinutes, scope, notifyChannels } = stored;
-  return { name, enabled, condition, threshold, windowMinutes, scope, notifyChannels };
+  const { name, description, enabled, condition, threshold, windowMinutes, scope, notifyChannels } = stored;
+  return { name, description, enabled, condition, threshold, windowMinutes, scope, notifyChannels };
 }
 
 export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
@@ -65,10 +65,10 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/alerts/rules/:id',
     {
       schema: {
-        summary: 'Change an alert rule; only the given fields change (scope is replaced as a whole)',
+        summary: 'Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored',
         tags: ['alerts'],
         params: ruleParams,
-        body: updateRuleBodySchema,
+        body: acceptingReadBack(updateRuleBodySchema, ruleSchema),
         response: { 200: ruleSchema },
       },
     },

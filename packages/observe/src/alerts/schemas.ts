@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
 import { identifier } from '../events/schemas.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
@@ -12,8 +13,14 @@ const name = z
   .trim()
   .min(1, 'name must be 1 to 200 characters')
   .max(200, 'name must be 1 to 200 characters');
+/** A rule's optional free text (alert and guardrail rules); null clears it. */
+export const MAX_RULE_DESCRIPTION_LENGTH = 1000;
+export const ruleDescription = z
+  .string()
+  .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
+  .nullable();
 const condition = z.enum(ALERT_CONDITIONS, { error: `condition must be one of: ${ALERT_CONDITIONS.join(', ')}` });
-const threshold = z.number().finite().min(0, 'threshold must be >= 0');
+const threshold = boundedNumber(0, MAX_FIGURE, 'threshold');
 const windowMinutes = z
   .number()
   .int('windowMinutes must be a whole number of minutes')
@@ -47,6 +54,7 @@ function checkRule(rule: { condition?: AlertCondition; threshold?: number; notif
 export const createRuleBodySchema = z
   .strictObject({
     name,
+    description: ruleDescription.default(null),
     enabled: z.boolean().default(true),
     condition,
     threshold,
@@ -60,6 +68,7 @@ export type CreateRuleBody = z.infer<typeof createRuleBodySchema>;
 /** PUT body: any subset of the creation fields; the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
   name: name.optional(),
+  description: ruleDescription.optional(),
   enabled: z.boolean().optional(),
   condition: condition.optional(),
   threshold: threshold.optional(),
@@ -71,7 +80,7 @@ export type UpdateRuleBody = z.infer<typeof updateRuleBodySchema>;
 
 /** A complete rule definition (what is stored); a PUT must leave the rule valid by this schema. */
 export const ruleDefinitionSchema = z
-  .strictObject({ name, enabled: z.boolean(), condition, threshold, windowMinutes, scope: scopeSchema, notifyChannels })
+  .strictObject({ name, description: ruleDescription, enabled: z.boolean(), condition, threshold, windowMinutes, scope: scopeSchema, notifyChannels })
   .superRefine(checkRule);
 export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
 
@@ -79,6 +88,7 @@ export const ruleSchema = z
   .object({
     id: z.string(),
     name: z.string(),
+    description: z.string().nullable(),
     enabled: z.boolean(),
     condition: z.enum(ALERT_CONDITIONS),
     threshold: z.number(),
@@ -109,6 +119,6 @@ export type HistoryEntryOut = z.infer<typeof historyEntrySchema>;
 export const historyQuerySchema = z.object({
   ruleId: identifier.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
 });
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;

@@ -17,6 +17,7 @@ export function decodeRule(row: AlertRuleRow): AlertRule {
   return {
     id: row.id,
     name: row.name,
+    description: row.description,
     enabled: row.enabled === 1,
     condition: row.condition as AlertCondition,
     threshold: row.threshold,
@@ -32,6 +33,7 @@ export function toRuleOut(rule: AlertRule): AlertRuleOut {
   return {
     id: rule.id,
     name: rule.name,
+    description: rule.description,
     enabled: rule.enabled,
     condition: rule.condition,
     threshold: rule.threshold,
@@ -46,6 +48,7 @@ export function toRuleOut(rule: AlertRule): AlertRuleOut {
 function definitionColumns(definition: RuleDefinition) {
   return {
     name: definition.name,
+    description: definition.description,
     enabled: definition.enabled ? 1 : 0,
     condition: definition.condition,
     threshold: definition.threshold,

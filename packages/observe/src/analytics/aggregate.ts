@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase } from '../schema.ts';
 
@@ -35,6 +35,8 @@ export interface AggregateQuery {
   granularity?: Granularity;
   dimensions: readonly Dimension[];
   agentId?: string;
+  /** Leaves this agent's events out (the system agent's bookkeeping, when no agentId is asked for). */
+  excludeAgentId?: string;
   eventTypes?: readonly string[];
   provider?: string;
   model?: string;
@@ -69,6 +71,9 @@ export function addSums(target: Sums, source: Sums): Sums {
 
 const SUM_KEYS = Object.keys(emptySums()) as (keyof Sums)[];
 
+/** Token totals over long ranges may pass BIGINT (bounds.ts): summed as doubles. */
+const tokenSum = (column: string): RawBuilder<unknown> => sumAsDouble(sql.ref(column));
+
 /** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
 const SOURCES = {
   rollup: {
@@ -84,8 +89,8 @@ const SOURCES = {
       durationCount: sql`sum(duration_count)`,
       latencySum: sql`sum(latency_sum)`,
       latencyCount: sql`sum(latency_count)`,
-      inputTokens: sql`sum(input_tokens)`,
-      outputTokens: sql`sum(output_tokens)`,
+      inputTokens: tokenSum('input_tokens'),
+      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(failure_count)`,
     },
   },
@@ -103,8 +108,8 @@ const SOURCES = {
       durationCount: sql`count(duration_ms)`,
       latencySum: sql`sum(latency_ms)`,
       latencyCount: sql`count(latency_ms)`,
-      inputTokens: sql`sum(input_tokens)`,
-      outputTokens: sql`sum(output_tokens)`,
+      inputTokens: tokenSum('input_tokens'),
+      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(case when finish_reason = 'error' then 1 else 0 end)`,
     },
   },
@@ -132,6 +137,7 @@ async function aggregateSource(
   let q = db.selectFrom(source.table).select(selections as never);
   q = q.where((eb) => eb.or(ranges.map(([start, end]) => eb.and([eb(time, '>=', start), eb(time, '<=', end)])) as Expression<SqlBool>[]));
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
+  if (query.excludeAgentId !== undefined) q = q.where('agent_id', '<>', query.excludeAgentId);
   if (query.eventTypes !== undefined) q = q.where('event_type', 'in', [...query.eventTypes]);
   if (query.provider !== undefined) q = q.where('provider', '=', query.provider);
   if (query.model !== undefined) q = q.where('model', '=', query.model);

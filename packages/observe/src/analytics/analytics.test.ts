@@ -131,9 +131,11 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('GET /api/analytics/agents and /api/analytics/tools', async () => {
     const agents = await get<{ agents: unknown[] }>('/api/analytics/agents');
+    // Neither session ended, so the idle rule (30 min) measures them: s1 went idle after 08:30 (45
+    // minutes of silence until 09:15), s2 right after its first event (almost 3 hours of silence).
     assert.deepEqual(agents.agents, [
-      { agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 90 * 60_000 },
-      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 10_499_999 },
+      { agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 20 * 60_000 },
+      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 0 },
     ]);
     const tools = await get<{ tools: unknown[] }>('/api/analytics/tools');
     assert.deepEqual(tools.tools, [

@@ -1,7 +1,10 @@
-import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
+import { sql } from 'kysely';
 import { z } from 'zod';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import { sessionDurationSql } from '../sessions/figures.ts';
 import { aggregate, bucketStarts, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
 
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */
@@ -19,6 +22,13 @@ function windowOf(ctx: ObserveContext, query: { from?: number; to?: number }): {
   if (from > to) throw observeError('validation', 'Validation failed: from must not be after to', [{ path: 'from', message: 'must not be after to' }]);
   return { from, to };
 }
+
+/**
+ * Analytics measure the agents: the system agent's bookkeeping (alert events) is left out unless
+ * it is asked for by name.
+ */
+const AGENTS_ONLY = { excludeAgentId: SYSTEM_AGENT_ID };
+const agentFilter = (agentId: string | undefined) => (agentId === undefined ? AGENTS_ONLY : { agentId });
 
 function seriesOf(window: { from: number; to: number }, g: Granularity, rows: readonly AggregateRow[]): { start: number; sums: Sums }[] {
   const starts = bucketStarts(window.from, window.to, g);
@@ -72,7 +82,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
-      const rows = await aggregate(database, { ...window, granularity: g, dimensions: ['bucket'], agentId: request.query.agentId });
+      const rows = await aggregate(database, { ...window, granularity: g, dimensions: ['bucket'], ...agentFilter(request.query.agentId) });
       const series = seriesOf(window, g, rows);
       return {
         buckets: series.map(({ start, sums }) => ({ bucket: toIso(start), ...overview(sums) })),
@@ -103,7 +113,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const window = windowOf(ctx, request.query);
       const { agentId, model, provider } = request.query;
       const g = request.query.granularity;
-      const filter = { ...window, granularity: g, agentId, model, provider, eventTypes: ['llm_response'] };
+      const filter = { ...window, granularity: g, ...agentFilter(agentId), model, provider, eventTypes: ['llm_response'] };
       const [byModel, byTime] = await Promise.all([
         aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
@@ -148,7 +158,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
-      const filter = { ...window, granularity: g, eventTypes: COST_EVENT_TYPES };
+      const filter = { ...window, granularity: g, ...AGENTS_ONLY, eventTypes: COST_EVENT_TYPES };
       const [byAgent, byTime] = await Promise.all([
         aggregate(database, { ...filter, dimensions: ['agent_id'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
@@ -190,16 +200,17 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const [events, sessions] = await Promise.all([
-        aggregate(database, { ...window, dimensions: ['agent_id'] }),
+        aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
         database.db
           .selectFrom('sessions')
           .select((eb) => [
             'agent_id',
             eb.fn.countAll<number>().as('sessions'),
-            eb.fn.sum<number>(eb(eb.fn.coalesce('ended_at', 'last_event_at'), '-', eb.ref('started_at'))).as('duration'),
+            sumAsDouble(sessionDurationSql()).as('duration'),
           ])
           .where('started_at', '>=', window.from)
           .where('started_at', '<=', window.to)
+          .where('agent_id', '<>', SYSTEM_AGENT_ID)
           .groupBy('agent_id')
           .execute(),
       ]);
@@ -241,7 +252,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     },
     async (request) => {
       const window = windowOf(ctx, request.query);
-      const rows = await aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], eventTypes: ['tool_call', 'tool_response', 'tool_error'] });
+      const rows = await aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], ...AGENTS_ONLY, eventTypes: ['tool_call', 'tool_response', 'tool_error'] });
       const tools = new Map<string, { calls: number; errors: number; durationSum: number; durationCount: number }>();
       for (const row of rows) {
         const name = String(row.tool_name);

@@ -1,5 +1,6 @@
 import { isoTimestampMs } from '@vigil/platform';
 import { z } from 'zod';
+import { MAX_OFFSET } from '../bounds.ts';
 import { identifier } from '../events/schemas.ts';
 import { BENCHMARK_METRICS, type BenchmarkMetric } from './statistics.ts';
 
@@ -106,7 +107,7 @@ export const listBenchmarksQuerySchema = z.object({
   status: z.enum(BENCHMARK_STATUSES, { error: `status must be one of: ${BENCHMARK_STATUSES.join(', ')}` }).optional(),
   agentId: identifier.optional(),
   limit: z.coerce.number().int().min(1, 'limit must be 1 to 100').max(100, 'limit must be 1 to 100').default(20),
-  offset: z.coerce.number().int().min(0, 'offset must be >= 0').max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0, 'offset must be >= 0').max(MAX_OFFSET).default(0),
 });
 export type ListBenchmarksQuery = z.infer<typeof listBenchmarksQuerySchema>;
 

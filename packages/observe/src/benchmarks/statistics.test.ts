@@ -529,10 +529,11 @@ suite('presentation helpers', () => {
     assert.equal(stars(1), '-');
   });
 
-  test('percentDiff is (B − A) / |A| × 100, null for a zero or missing base', () => {
+  test('percentDiff is (B − A) / |A| × 100, null for a zero or missing base and beyond the double range', () => {
     assert.equal(percentDiff(200, 250), 25);
     assert.equal(percentDiff(-4, -2), 50);
     assert.equal(percentDiff(0, 3), null);
+    assert.equal(percentDiff(Number.MIN_VALUE, 1e6), null, 'beyond the double range');
     assert.equal(percentDiff(null, 3), null);
   });
 

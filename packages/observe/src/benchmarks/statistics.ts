@@ -611,10 +611,14 @@ export function stars(pValue: number): Stars {
   return '-';
 }
 
-/** (value − base) / |base| × 100; null when base is 0 or either side is null. */
+/**
+ * (value − base) / |base| × 100; null when base is 0, either side is null, or the ratio passes the
+ * double range (a subnormal base).
+ */
 export function percentDiff(base: number | null, value: number | null): number | null {
   if (base === null || value === null || base === 0) return null;
-  return ((value - base) / Math.abs(base)) * 100;
+  const percent = ((value - base) / Math.abs(base)) * 100;
+  return Number.isFinite(percent) ? percent : null;
 }
 
 /** Anything with a significance flag and a B − A difference. */

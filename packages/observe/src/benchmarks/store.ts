@@ -1,6 +1,7 @@
-import { forUpdate, newId, type DialectName } from '@vigil/platform';
+import { forUpdate, newId, sumAsDouble, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { BenchmarkRow, BenchmarkVariantRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { sessionDurationSql } from '../sessions/figures.ts';
 import type { BenchmarkStatus, CreateBenchmarkBody, ListBenchmarksQuery } from './schemas.ts';
 import { BENCHMARK_METRICS, type BenchmarkMetric } from './statistics.ts';
 
@@ -196,7 +197,7 @@ export interface SessionValues {
   completed: number;
   /** The session's spend (llm_response and cost_tracked costUsd). */
   costUsd: number;
-  /** (endedAt ?? last event) − startedAt. */
+  /** Its duration by the idle rule (sessions/figures.ts). */
   durationMs: number;
   /** tool_response and tool_error events. */
   toolSuccesses: number;
@@ -225,7 +226,7 @@ export async function variantSessionValues(executor: Executor, benchmarkId: stri
       case when s.error_count > 0 then 1 else 0 end as errored,
       case when s.status = 'completed' then 1 else 0 end as completed,
       s.total_cost_usd as cost_usd,
-      coalesce(s.ended_at, s.last_event_at) - s.started_at as duration_ms,
+      ${sessionDurationSql('s')} as duration_ms,
       coalesce(e.tool_ok, 0) as tool_ok,
       coalesce(e.tool_failed, 0) as tool_failed,
       coalesce(e.latency_sum, 0) as latency_sum,
@@ -238,7 +239,7 @@ export async function variantSessionValues(executor: Executor, benchmarkId: stri
         sum(case when event_type = 'tool_error' then 1 else 0 end) as tool_failed,
         sum(case when event_type in ('tool_response', 'tool_error') and duration_ms is not null then duration_ms else 0 end) as latency_sum,
         sum(case when event_type in ('tool_response', 'tool_error') and duration_ms is not null then 1 else 0 end) as latency_count,
-        sum(case when event_type in ('llm_response', 'cost_tracked') then coalesce(input_tokens, 0) + coalesce(output_tokens, 0) else 0 end) as tokens
+        ${sumAsDouble(sql`case when event_type in ('llm_response', 'cost_tracked') then coalesce(input_tokens, 0) + coalesce(output_tokens, 0) else 0 end`)} as tokens
       from events
       where event_type in ('tool_response', 'tool_error', 'llm_response', 'cost_tracked')
         and session_id in (

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
+import { MAX_TOKENS } from '../bounds.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/schemas.ts';
 import { JUDGE_SYSTEM_PROMPT } from './judge.ts';
@@ -281,15 +282,35 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     assert.equal((await timeline(observe, 's-judge')).length, before, 'no verdict is chained after a failure');
   });
 
-  test('garbage, non-JSON, extra fields or an out-of-range score are 502 and chain nothing; billed garbage still counts as judge spend', async () => {
+  test('extra keys in the verdict are dropped: passed comes from the threshold, never from the model; a missing reasoning is empty', async () => {
+    const cases: [unknown, { score: number; passed: boolean; reasoning: string }][] = [
+      [{ score: 0.5, reasoning: 'Partly compliant.', passed: true, confidence: 0.99, verdict: 'pass' }, { score: 0.5, passed: false, reasoning: 'Partly compliant.' }],
+      [{ score: 0.9, passed: false, explanation: 'fine' }, { score: 0.9, passed: true, reasoning: '' }],
+      [{ score: 0.7, reasoning: null, passed: 'no' }, { score: 0.7, passed: true, reasoning: '' }],
+    ];
+    for (const [verdict, expected] of cases) {
+      provider.next(openAiVerdict(verdict));
+      const response = await score(observe, 's-judge', { rubric: 'r' });
+      assert.equal(response.statusCode, 201, response.body);
+      const body = response.json() as Json;
+      assert.deepEqual(Object.keys(body).sort(), RESULT_KEYS);
+      assert.deepEqual({ score: body.score, passed: body.passed, reasoning: body.reasoning }, expected, JSON.stringify(verdict));
+      const stored = (await timeline(observe, 's-judge')).find((e) => e.id === body.event.id)!;
+      assert.deepEqual({ score: stored.payload.score, passed: stored.payload.passed, reasoning: stored.payload.reasoning }, expected);
+      for (const key of ['confidence', 'verdict', 'explanation']) assert.equal(key in stored.payload, false, `${key} is not chained`);
+    }
+  });
+
+  test('garbage, non-JSON, a missing, non-numeric or out-of-range score are 502 and chain nothing; billed garbage still counts as judge spend', async () => {
     const before = (await timeline(observe, 's-judge')).length;
     const spendBefore = await judgeSpend(observe);
     const replies: Reply[] = [
       openAiVerdict('I think it is fine.', 100, 10),
       openAiVerdict({ score: 1.5, reasoning: 'too good' }, 100, 10),
       openAiVerdict({ score: '0.5', reasoning: 'string' }, 100, 10),
-      openAiVerdict({ score: 0.5, reasoning: 'x', verdict: 'pass' }, 100, 10),
-      openAiVerdict({ score: 0.5 }, 100, 10),
+      openAiVerdict({ reasoning: 'no score', passed: true }, 100, 10),
+      openAiVerdict([0.5, 'array'], 100, 10),
+      openAiVerdict({ score: 0.5, reasoning: ['not', 'text'] }, 100, 10),
       { raw: '<html>oops</html>' },
       { body: { choices: [] } },
     ];
@@ -299,8 +320,17 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
       assert.equal(provider.requests.length, 1, 'an unusable 200 is not retried');
     }
     assert.equal((await timeline(observe, 's-judge')).length, before);
-    // Five answers carried usage (100 + 10 tokens each): they were billed.
-    assert.equal(await judgeSpend(observe), Math.round((spendBefore + 5 * cost('gpt-4o-mini', 100, 10)) * 1e9) / 1e9);
+    // Six answers carried usage (100 + 10 tokens each): they were billed.
+    assert.equal(await judgeSpend(observe), Math.round((spendBefore + 6 * cost('gpt-4o-mini', 100, 10)) * 1e9) / 1e9);
+  });
+
+  test('a usage beyond the token bound is no answer: 502, nothing chained, nothing billed', async () => {
+    const before = (await timeline(observe, 's-judge')).length;
+    const spendBefore = await judgeSpend(observe);
+    provider.next(openAiVerdict({ score: 0.5, reasoning: 'ok' }, MAX_TOKENS + 1, 10));
+    assertError(await score(observe, 's-judge', { rubric: 'r' }), 502);
+    assert.equal((await timeline(observe, 's-judge')).length, before);
+    assert.equal(await judgeSpend(observe), spendBefore);
   });
 
   test('evaluatorId: a saved llm_judge evaluator supplies rubric, model and threshold; a compliance evaluator is 400', async () => {

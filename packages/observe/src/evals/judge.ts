@@ -1,10 +1,11 @@
 import { fetchWithTimeout, isStorableText, type ObserveConfig } from '@vigil/platform';
 import { z } from 'zod';
+import { boundedCount, MAX_TOKENS } from '../bounds.ts';
 
 /**
  * The LLM judge: one call to the configured provider's public HTTP API, with a deadline and one
- * retry, whose answer must be exactly `{score, reasoning}`. No SDK: the two request shapes are
- * small and this keeps every byte sent visible here.
+ * retry, whose answer must be a JSON verdict with a numeric `score` (`verdictSchema`). No SDK: the
+ * two request shapes are small and this keeps every byte sent visible here.
  *
  * - openai: `POST {base}/v1/chat/completions`, `Authorization: Bearer <key>`, JSON mode
  *   (`response_format: {type: "json_object"}`); usage from `usage.prompt_tokens` / `completion_tokens`.
@@ -115,7 +116,8 @@ export interface Usage {
   outputTokens: number;
 }
 
-const tokens = z.number().int().nonnegative();
+/** A provider's usage beyond the ingest bound is not a verdict either (bounds.ts). */
+const tokens = boundedCount(MAX_TOKENS);
 const openAiAnswer = z.object({
   choices: z.array(z.object({ message: z.object({ content: z.string().nullable().optional() }) })).min(1),
   usage: z.object({ prompt_tokens: tokens, completion_tokens: tokens }),
@@ -129,14 +131,20 @@ const usageOnly = {
   anthropic: z.object({ usage: z.object({ input_tokens: tokens, output_tokens: tokens }) }),
 };
 
-/** The verdict the judge must produce: exactly these two fields. */
-export const verdictSchema = z.strictObject({
+/**
+ * The verdict the judge must produce: a `score` from 0 to 1 and a `reasoning`. Other keys a model
+ * adds (`passed`, `confidence`, …) are dropped: `passed` is always computed from the threshold. A
+ * missing or null `reasoning` is an empty one (the score is the verdict; the answer and the event
+ * still carry `reasoning`); a reasoning that is not text is refused like a bad score.
+ */
+export const verdictSchema = z.object({
   score: z.number().finite().min(0).max(1),
   reasoning: z
     .string()
-    .min(1)
     .max(MAX_REASONING_LENGTH)
-    .refine(isStorableText, { message: 'must not contain U+0000 or unpaired surrogates' }),
+    .refine(isStorableText, { message: 'must not contain U+0000 or unpaired surrogates' })
+    .nullish()
+    .transform((reasoning) => reasoning ?? ''),
 });
 export type Verdict = z.infer<typeof verdictSchema>;
 
@@ -167,8 +175,8 @@ export function parseProviderAnswer(provider: JudgeProvider, answer: unknown): {
 }
 
 /**
- * The verdict in the model's text: one JSON object `{score, reasoning}` and nothing else (a single
- * surrounding Markdown code fence is tolerated). Anything else is refused.
+ * The verdict in the model's text: one JSON object and nothing else (a single surrounding Markdown
+ * code fence is tolerated). Anything else is refused.
  */
 export function parseVerdict(text: string): Verdict {
   let body = text.trim();
@@ -182,7 +190,7 @@ export function parseVerdict(text: string): Verdict {
   }
   const parsed = verdictSchema.safeParse(value);
   if (!parsed.success) {
-    throw new Error(`the verdict is not {score: 0..1, reasoning}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    throw new Error(`the verdict is not {score: 0..1, reasoning?}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   }
   return parsed.data;
 }

@@ -1,6 +1,7 @@
 import { canonicalJson } from '@vigil/platform';
 import { z } from 'zod';
-import { identifier, SEVERITIES } from '../events/schemas.ts';
+import { boundedNumber, MAX_FIGURE, showBound } from '../bounds.ts';
+import { clientAgentId, identifier, SEVERITIES } from '../events/schemas.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Limits (README, "Compliance evaluations")
@@ -59,7 +60,7 @@ export const complianceRuleSchema = z.discriminatedUnion(
     z.strictObject({
       id: ruleId,
       type: z.literal('max_cost'),
-      maxUsd: z.number({ error: 'maxUsd is required (a number of USD, >= 0)' }).finite().min(0, 'maxUsd must be >= 0'),
+      maxUsd: boundedNumber(0, MAX_FIGURE, 'maxUsd', `maxUsd is required (a number of USD, 0 to ${showBound(MAX_FIGURE)})`),
       description,
     }),
     z.strictObject({
@@ -139,7 +140,7 @@ const shortText = (name: string, max: number) =>
 /** What the approval service sends (gate/src/requests/breach.ts). */
 export const breachBodySchema = z.strictObject({
   sessionId: identifier,
-  agentId: identifier,
+  agentId: clientAgentId,
   breach: z.strictObject({
     ruleId: shortText('ruleId', 500),
     ruleType: shortText('ruleType', 100).optional(),

@@ -151,7 +151,7 @@ async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: Sess
  * event the next seq of its session, hash it onto the chain, insert, and update session counters
  * and agents. All events are stored or none.
  */
-async function appendPrepared(database: ObserveDatabase, prepared: readonly PreparedEvent[]): Promise<AppendedEvent[]> {
+async function appendPrepared(database: ObserveDatabase, prepared: readonly PreparedEvent[], sessionIdleTimeoutMs: number): Promise<AppendedEvent[]> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
     if (!firstBySession.has(event.row.session_id)) firstBySession.set(event.row.session_id, event);
@@ -212,7 +212,7 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
         isError: event.row.is_error === 1,
         costUsd: event.row.cost_usd,
         payload: event.payload,
-      });
+      }, sessionIdleTimeoutMs);
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
       event.row.prev_hash = prevHash;
@@ -260,10 +260,10 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
 export class EventAppender {
   private readonly committer: GroupCommitter<PreparedEvent[], AppendedEvent[]>;
 
-  constructor(database: ObserveDatabase, maxInFlight: number, maxGroupEvents = 5000) {
+  constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
       async (batches) => {
-        const appended = await appendPrepared(database, batches.flat());
+        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs);
         let offset = 0;
         return batches.map((batch) => appended.slice(offset, (offset += batch.length)));
       },

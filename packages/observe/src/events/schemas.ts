@@ -1,11 +1,19 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
+import { boundedCount, boundedNumber, MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_OFFSET, MAX_TOKENS } from '../bounds.ts';
 
 /** A JSON value that must be present (null allowed, undefined not). */
 const present = z.unknown().refine((v) => v !== undefined, { message: 'is required' });
 const text = z.string().min(1).max(10_000);
-const nonNegative = z.number().finite().nonnegative();
-const count = z.number().int().nonnegative();
+// Every quantity has a bound (bounds.ts): no sum of accepted values overflows either database.
+const costUsd = boundedNumber(0, MAX_COST_USD);
+const durationMs = boundedNumber(0, MAX_DURATION_MS);
+const tokens = boundedCount(MAX_TOKENS);
+/** Input plus output. */
+const totalTokens = boundedCount(2 * MAX_TOKENS);
+const count = boundedCount(MAX_COUNT);
+const figure = boundedNumber(-MAX_FIGURE, MAX_FIGURE);
 const jsonObject = z.record(z.string(), z.unknown());
 
 export const SEVERITIES = ['debug', 'info', 'warn', 'error', 'critical'] as const;
@@ -25,24 +33,25 @@ export const payloadSchemas = {
     reason: z.enum(['completed', 'error', 'timeout', 'manual']),
     summary: z.string().optional(),
     totalToolCalls: count.optional(),
-    totalDurationMs: nonNegative.optional(),
+    totalDurationMs: durationMs.optional(),
   }),
   tool_call: z.looseObject({ toolName: text, callId: text, arguments: present, serverName: z.string().optional() }),
-  tool_response: z.looseObject({ callId: text, toolName: text, result: present, durationMs: nonNegative }),
+  tool_response: z.looseObject({ callId: text, toolName: text, result: present, durationMs }),
   tool_error: z.looseObject({
     callId: text,
     toolName: text,
     error: present,
+    // A code, never a quantity: any finite number (nothing sums or compares it).
     errorCode: z.union([z.string(), z.number()]).optional(),
-    durationMs: nonNegative,
+    durationMs,
   }),
   approval_requested: z.looseObject({ requestId: text, action: text, params: present, urgency: z.enum(URGENCIES) }),
   approval_granted: approvalOutcome,
   approval_denied: approvalOutcome,
   approval_expired: approvalOutcome,
   form_submitted: z.looseObject({ submissionId: text, formId: text, formName: z.string().optional(), fieldCount: count }),
-  form_completed: z.looseObject({ submissionId: text, formId: text, completedBy: text, durationMs: nonNegative }),
-  form_expired: z.looseObject({ submissionId: text, formId: text, expiredAfterMs: nonNegative }),
+  form_completed: z.looseObject({ submissionId: text, formId: text, completedBy: text, durationMs }),
+  form_expired: z.looseObject({ submissionId: text, formId: text, expiredAfterMs: durationMs }),
   llm_call: z.looseObject({
     callId: text,
     provider: text,
@@ -60,26 +69,26 @@ export const payloadSchemas = {
     completion: present,
     toolCalls: z.array(z.unknown()).optional(),
     finishReason: text,
-    usage: z.looseObject({ inputTokens: count, outputTokens: count, totalTokens: count.optional() }),
-    costUsd: nonNegative,
-    latencyMs: nonNegative,
+    usage: z.looseObject({ inputTokens: tokens, outputTokens: tokens, totalTokens: totalTokens.optional() }),
+    costUsd,
+    latencyMs: durationMs,
     redacted: z.boolean().optional(),
   }),
   cost_tracked: z.looseObject({
     provider: text,
     model: text,
-    inputTokens: count,
-    outputTokens: count,
-    totalTokens: count,
-    costUsd: nonNegative,
+    inputTokens: tokens,
+    outputTokens: tokens,
+    totalTokens,
+    costUsd,
     trigger: z.string().optional(),
   }),
   alert_triggered: z.looseObject({
     alertRuleId: text,
     alertName: text,
     condition: text,
-    currentValue: z.number().finite(),
-    threshold: z.number().finite(),
+    currentValue: figure,
+    threshold: figure,
     message: z.string(),
   }),
   alert_resolved: z.looseObject({ alertRuleId: text, alertName: text, resolvedBy: z.string().optional() }),
@@ -94,9 +103,14 @@ export type EventType = IngestEventType | (typeof SERVER_EVENT_TYPES)[number];
 
 const identifier = z.string().min(1).max(256);
 
+/** The agentId a client may write under: the system agent's events are the service's own bookkeeping. */
+const clientAgentId = identifier.refine((id) => id !== SYSTEM_AGENT_ID, {
+  message: `agentId "${SYSTEM_AGENT_ID}" is reserved for Vigil's own bookkeeping (alert events)`,
+});
+
 const envelope = {
   sessionId: identifier,
-  agentId: identifier,
+  agentId: clientAgentId,
   severity: z.enum(SEVERITIES).optional(),
   metadata: jsonObject.optional(),
   timestamp: isoTimestampMs.optional(),
@@ -172,9 +186,9 @@ export const listEventsQuerySchema = z.object({
   search: z.string().min(1).max(500).optional(),
   order: z.enum(['asc', 'desc']).default('desc'),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
 });
 
 export type ListEventsQuery = z.infer<typeof listEventsQuerySchema>;
 
-export { commaList, identifier };
+export { clientAgentId, commaList, identifier };

@@ -1,5 +1,6 @@
 import { DAY_MS, jsonNumberAt, MINUTE_MS, newId, toIso, type DeliveryQueue } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import { COUNTED_EVENT_TYPES } from '../alerts/evaluator.ts';
 import { aggregate, emptySums, ratio, type Sums } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
@@ -313,9 +314,10 @@ export class GuardrailEngine {
     this.deliveries = notificationQueue<GuardrailDeliveryRow>(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
   }
 
-  /** After an ingest commit: the agents whose rules need a look, and their new events. */
+  /** After an ingest commit: the agents whose rules need a look, and their new events (the system agent's bookkeeping needs none). */
   eventsCommitted(events: readonly { id: string; agentId: string }[]): void {
     for (const event of events) {
+      if (event.agentId === SYSTEM_AGENT_ID) continue;
       const ids = this.pending.get(event.agentId);
       if (ids) ids.push(event.id);
       else this.pending.set(event.agentId, [event.id]);
@@ -354,7 +356,7 @@ export class GuardrailEngine {
     return fired;
   }
 
-  /** One run of the sweep job: every enabled rule for its agent, or for every agent seen within its lookback. */
+  /** One run of the sweep job: every enabled rule for its agent, or for every agent (not the system agent) seen within its lookback. */
   async sweep(now: number): Promise<Fired[]> {
     const fired: Fired[] = [];
     const readings = new Readings(this.ctx, now);
@@ -381,7 +383,13 @@ export class GuardrailEngine {
   }
 
   private async recentAgents(since: number): Promise<string[]> {
-    const rows = await this.ctx.database.db.selectFrom('agents').select('id').where('last_seen_at', '>=', since).orderBy('id').execute();
+    const rows = await this.ctx.database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('last_seen_at', '>=', since)
+      .where('id', '<>', SYSTEM_AGENT_ID)
+      .orderBy('id')
+      .execute();
     return rows.map((row) => row.id);
   }
 

@@ -11,6 +11,7 @@ const MINUTE = 60_000;
 interface Rule {
   id: string;
   name: string;
+  description: string | null;
   agentId: string | null;
   conditionType: string;
   conditionConfig: Record<string, unknown>;
@@ -171,12 +172,13 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
     try {
       const first = await createRule(observe, errorRatePause());
       assert.deepEqual(Object.keys(first).sort(), [
-        'actionConfig', 'actionType', 'agentId', 'conditionConfig', 'conditionType', 'cooldownMinutes', 'createdAt', 'dryRun', 'enabled', 'id', 'lastTriggeredAt', 'name', 'triggerCount', 'updatedAt',
+        'actionConfig', 'actionType', 'agentId', 'conditionConfig', 'conditionType', 'cooldownMinutes', 'createdAt', 'description', 'dryRun', 'enabled', 'id', 'lastTriggeredAt', 'name', 'triggerCount', 'updatedAt',
       ]);
       assert.equal(first.enabled, true);
       assert.equal(first.dryRun, false);
       assert.equal(first.cooldownMinutes, 15);
       assert.equal(first.agentId, null);
+      assert.equal(first.description, null);
       assert.deepEqual(first.conditionConfig, { threshold: 50, windowMs: 300_000 });
       assert.equal(first.triggerCount, 0);
       assert.equal(first.lastTriggeredAt, null);
@@ -220,11 +222,65 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
 
       const deleted = await observe.call({ method: 'DELETE', url: `/api/guardrails/${first.id}` });
       assert.equal(deleted.statusCode, 200);
-      assert.deepEqual(deleted.json(), { id: first.id, deleted: true });
+      assert.deepEqual(deleted.json(), { id: first.id, deleted: true, ok: true });
       assertErrorBody(await observe.call({ method: 'GET', url: `/api/guardrails/${first.id}` }), 404);
       assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/guardrails/${first.id}` }), 404);
       assertErrorBody(await observe.call({ method: 'PUT', url: `/api/guardrails/${first.id}`, payload: { enabled: true } }), 404);
       assertErrorBody(await observe.call({ method: 'GET', url: `/api/guardrails/${first.id}/status` }), 404);
+    } finally {
+      await observe.close();
+    }
+  });
+
+  test('description: optional text stored and answered by create, get, list, PUT and status; null clears it; over 1,000 characters is 400', async () => {
+    await fresh();
+    try {
+      const text = 'Stops a runaway agent.';
+      const rule = await createRule(observe, { ...errorRatePause(), description: text });
+      assert.equal(rule.description, text);
+      assert.equal((await getJson<Rule>(observe, `/api/guardrails/${rule.id}`)).description, text);
+      assert.equal((await getJson<{ rules: Rule[] }>(observe, '/api/guardrails')).rules[0]!.description, text);
+      assert.equal((await getJson<{ rule: Rule }>(observe, `/api/guardrails/${rule.id}/status`)).rule.description, text);
+
+      const put = (payload: Body) => observe.call({ method: 'PUT', url: `/api/guardrails/${rule.id}`, payload });
+      assert.equal(((await put({ description: 'y'.repeat(1000) })).json() as Rule).description, 'y'.repeat(1000));
+      assert.equal(((await put({ cooldownMinutes: 5 })).json() as Rule).description, 'y'.repeat(1000), 'a PUT without description keeps it');
+      assert.equal(((await put({ description: null })).json() as Rule).description, null);
+      assert.equal((await getJson<Rule>(observe, `/api/guardrails/${rule.id}`)).description, null);
+
+      for (const response of [
+        await observe.call({ method: 'POST', url: '/api/guardrails', payload: { ...errorRatePause(), description: 'x'.repeat(1001) } }),
+        await put({ description: 'x'.repeat(1001) }),
+      ]) {
+        assert.deepEqual(assertErrorBody(response, 400).details?.map((d) => d.path), ['description']);
+      }
+      assertErrorBody(await put({ description: ['not', 'text'] }), 400);
+      assert.equal((await getJson<{ rules: Rule[] }>(observe, '/api/guardrails')).rules.length, 1);
+      assert.equal((await getJson<Rule>(observe, `/api/guardrails/${rule.id}`)).description, null);
+    } finally {
+      await observe.close();
+    }
+  });
+
+  test('PUT accepts the rule GET answered, with changes: id, counters and times are ignored; a typo is still 400', async () => {
+    await fresh();
+    try {
+      const rule = await createRule(observe, { ...errorRatePause(), description: 'before' });
+      clockOf(observe).advance(1000);
+      const read = await getJson<Rule>(observe, `/api/guardrails/${rule.id}`);
+      const response = await observe.call({
+        method: 'PUT',
+        url: `/api/guardrails/${rule.id}`,
+        payload: { ...read, dryRun: true, description: 'after', id: 'other', triggerCount: 99, lastTriggeredAt: iso(observe), createdAt: iso(observe), updatedAt: iso(observe, -5000) },
+      });
+      assert.equal(response.statusCode, 200, response.body);
+      const expected = { ...rule, dryRun: true, description: 'after', updatedAt: iso(observe) };
+      assert.deepEqual(response.json(), expected);
+      assert.deepEqual(await getJson<Rule>(observe, `/api/guardrails/${rule.id}`), expected);
+
+      const typo = assertErrorBody(await observe.call({ method: 'PUT', url: `/api/guardrails/${rule.id}`, payload: { ...read, dryrun: false } }), 400);
+      assert.match(typo.error, /dryrun/);
+      assert.deepEqual(await getJson<Rule>(observe, `/api/guardrails/${rule.id}`), expected);
     } finally {
       await observe.close();
     }
@@ -305,10 +361,11 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
       const stored = await getJson<Rule>(observe, `/api/guardrails/${rule.id}`);
       assert.equal(stored.triggerCount, 1);
       assert.equal(stored.lastTriggeredAt, iso(observe));
-      const status = await getJson<{ state: string; cooldowns: { agentId: string; cooldownUntil: string }[]; recentTriggers: Trigger[]; triggerCount: number }>(
+      const status = await getJson<{ rule: Rule; state: string; cooldowns: { agentId: string; cooldownUntil: string }[]; recentTriggers: Trigger[]; triggerCount: number }>(
         observe,
         `/api/guardrails/${rule.id}/status`,
       );
+      assert.deepEqual(status.rule, stored, 'the status carries the rule as GET answers it');
       assert.equal(status.state, 'cooldown');
       assert.deepEqual(status.cooldowns, [{ agentId: 'agent-a', cooldownUntil: iso(observe, 15 * MINUTE) }]);
       assert.deepEqual(status.recentTriggers.map((t) => t.id), [trigger!.id]);

@@ -1,4 +1,4 @@
-import { toIso, withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, toIso, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
@@ -20,8 +20,8 @@ const RECENT_TRIGGERS = 20;
 
 /** The stored definition (without its counters and times), as a PUT's changes apply to it. */
 function definitionOf(stored: GuardrailRule): RuleDefinition {
-  const { name, agentId, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes, enabled, dryRun } = stored;
-  return { name, agentId, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes, enabled, dryRun };
+  const { name, description, agentId, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes, enabled, dryRun } = stored;
+  return { name, description, agentId, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes, enabled, dryRun };
 }
 
 export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void {
@@ -73,10 +73,10 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/guardrails/:id',
     {
       schema: {
-        summary: 'Change a guardrail rule; only the given fields change (each config is replaced whole)',
+        summary: 'Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored',
         tags: ['guardrails'],
         params: ruleParams,
-        body: updateRuleBodySchema,
+        body: acceptingReadBack(updateRuleBodySchema, ruleSchema),
         response: { 200: ruleSchema },
       },
     },
@@ -101,12 +101,12 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
         summary: 'Delete a guardrail rule; its trigger history is kept',
         tags: ['guardrails'],
         params: ruleParams,
-        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true), ok: z.literal(true) }) },
       },
     },
     async (request) => {
       if (!(await deleteRule(ctx.database, request.params.id))) throw observeError('guardrailRuleNotFound');
-      return { id: request.params.id, deleted: true as const };
+      return { id: request.params.id, deleted: true as const, ok: true as const };
     },
   );
 
@@ -114,7 +114,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/guardrails/:id/status',
     {
       schema: {
-        summary: 'Rule status: ready, in cooldown (per agent) or disabled, with its recent triggers',
+        summary: 'Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers',
         tags: ['guardrails'],
         params: ruleParams,
         response: { 200: statusSchema },
@@ -130,6 +130,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       ]);
       return {
         ruleId: rule.id,
+        rule: toRuleOut(rule),
         enabled: rule.enabled,
         dryRun: rule.dryRun,
         state: !rule.enabled ? ('disabled' as const) : cooldowns.length > 0 ? ('cooldown' as const) : ('ready' as const),

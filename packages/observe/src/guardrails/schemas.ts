@@ -1,5 +1,7 @@
 import { DAY_MS } from '@vigil/platform';
 import { z } from 'zod';
+import { ruleDescription } from '../alerts/schemas.ts';
+import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
 import { identifier } from '../events/schemas.ts';
 import { DIMENSION_NAMES } from '../health/scores.ts';
 
@@ -33,7 +35,7 @@ const METRIC_KEY = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,15}$/;
 export const conditionConfigSchemas = {
   error_rate_threshold: z.strictObject({ threshold: percent('threshold'), windowMs: lookback('windowMs', DEFAULT_WINDOW_MS) }),
   cost_limit: z.strictObject({
-    maxCostUsd: z.number().finite().min(0, 'maxCostUsd must be >= 0'),
+    maxCostUsd: boundedNumber(0, MAX_FIGURE, 'maxCostUsd'),
     periodMs: lookback('periodMs', DEFAULT_PERIOD_MS),
   }),
   health_score_threshold: z.strictObject({
@@ -43,7 +45,7 @@ export const conditionConfigSchemas = {
   custom_metric: z.strictObject({
     metricKey: z.string().max(200).regex(METRIC_KEY, 'metricKey must be a dot path of keys (letters, digits, _), e.g. quality.score'),
     operator: z.enum(OPERATORS, { error: `operator must be one of: ${OPERATORS.join(', ')}` }),
-    value: z.number().finite(),
+    value: boundedNumber(-MAX_FIGURE, MAX_FIGURE, 'value'),
   }),
 } satisfies Record<ConditionType, z.ZodType>;
 
@@ -82,6 +84,7 @@ function checkConfigs(rule: { conditionType: ConditionType; conditionConfig: unk
 
 const definitionFields = {
   name,
+  description: ruleDescription.optional(),
   agentId: identifier.nullable().optional(),
   conditionType,
   conditionConfig: config,
@@ -106,6 +109,7 @@ export const createRuleBodySchema = z
 /** PUT body: any subset; configs are replaced whole, and the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
   name: name.optional(),
+  description: ruleDescription.optional(),
   agentId: identifier.nullable().optional(),
   conditionType: conditionType.optional(),
   conditionConfig: config.optional(),
@@ -124,6 +128,7 @@ export const ruleSchema = z
   .object({
     id: z.string(),
     name: z.string(),
+    description: z.string().nullable(),
     agentId: z.string().nullable(),
     conditionType: z.enum(CONDITION_TYPES),
     conditionConfig: config,
@@ -164,6 +169,8 @@ export type TriggerOut = z.infer<typeof triggerSchema>;
 export const statusSchema = z
   .object({
     ruleId: z.string(),
+    /** The rule itself, as GET /api/guardrails/:id answers it. */
+    rule: ruleSchema,
     enabled: z.boolean(),
     dryRun: z.boolean(),
     /** disabled; cooldown while any agent is in cooldown; else ready. */
@@ -179,7 +186,7 @@ export const ruleParams = z.object({ id: identifier });
 
 export const historyQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
   ruleId: identifier.optional(),
   agentId: identifier.optional(),
 });

@@ -21,6 +21,7 @@ type Executor = Kysely<ObserveSchema>;
 export interface GuardrailRule {
   id: string;
   name: string;
+  description: string | null;
   agentId: string | null;
   conditionType: ConditionType;
   conditionConfig: ConditionConfig;
@@ -39,6 +40,7 @@ export function decodeRule(row: GuardrailRuleRow): GuardrailRule {
   return {
     id: row.id,
     name: row.name,
+    description: row.description,
     agentId: row.agent_id,
     conditionType: row.condition_type as ConditionType,
     conditionConfig: JSON.parse(row.condition_config) as ConditionConfig,
@@ -58,6 +60,7 @@ export function toRuleOut(rule: GuardrailRule): GuardrailRuleOut {
   return {
     id: rule.id,
     name: rule.name,
+    description: rule.description,
     agentId: rule.agentId,
     conditionType: rule.conditionType,
     conditionConfig: rule.conditionConfig,
@@ -77,6 +80,7 @@ export function toRuleOut(rule: GuardrailRule): GuardrailRuleOut {
 function definitionColumns(definition: RuleDefinition) {
   return {
     name: definition.name,
+    description: definition.description ?? null,
     agent_id: definition.agentId ?? null,
     condition_type: definition.conditionType,
     condition_config: JSON.stringify(conditionConfigSchemas[definition.conditionType].parse(definition.conditionConfig)),

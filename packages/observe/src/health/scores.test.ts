@@ -85,16 +85,19 @@ describe('health scores (pure)', () => {
     assert.equal(latencyScore(figures({ sessions: 1, durationSum: 600_000 }), figures({})).score, 100);
   });
 
-  test('completion_rate: 100 × share of completed sessions', () => {
-    const part = completionRateScore(figures({ sessions: 8, completed: 6 }));
+  test('completion_rate: 100 × share of completed sessions among those over; running ones are not judged yet', () => {
+    const part = completionRateScore(figures({ sessions: 8, over: 8, completed: 6 }));
     assert.deepEqual([part.score, part.rawValue, part.description], [75, 0.75, '6 of 8 sessions (75%) completed']);
-    assert.equal(completionRateScore(figures({ sessions: 3, completed: 0 })).score, 0);
+    assert.equal(completionRateScore(figures({ sessions: 3, over: 3, completed: 0 })).score, 0);
+    const running = completionRateScore(figures({ sessions: 10, over: 8, completed: 6 }));
+    assert.deepEqual([running.score, running.rawValue, running.description], [75, 0.75, '6 of 8 sessions (75%) completed; 2 still running, not judged yet']);
+    assert.deepEqual([completionRateScore(figures({ sessions: 2, over: 0 })).score, completionRateScore(figures({ sessions: 2, over: 0 })).rawValue], [100, 1]);
   });
 
   test('scoreWindow: dimensions in order with their weights; overall = Σ weight × score', () => {
     const scored = scoreWindow({
-      sessions: { sessions: 4, errored: 1, completed: 2, costSum: 0.06, durationSum: 300_000 },
-      baseline: { sessions: 3, errored: 0, completed: 3, costSum: 0.0375, durationSum: 187_500 },
+      sessions: { sessions: 4, errored: 1, over: 4, completed: 2, costSum: 0.06, durationSum: 300_000 },
+      baseline: { sessions: 3, errored: 0, over: 3, completed: 3, costSum: 0.0375, durationSum: 187_500 },
       tools: { calls: 5, responses: 4, errors: 1 },
     });
     assert.deepEqual(scored.dimensions.map((d) => d.name), [...DIMENSION_NAMES]);
@@ -106,10 +109,10 @@ describe('health scores (pure)', () => {
   });
 
   test('scoreWindow: all perfect is 100, all worst is 0', () => {
-    const perfect = scoreWindow({ sessions: figures({ sessions: 2, completed: 2 }), baseline: figures({}), tools: { calls: 0, responses: 0, errors: 0 } });
+    const perfect = scoreWindow({ sessions: figures({ sessions: 2, over: 2, completed: 2 }), baseline: figures({}), tools: { calls: 0, responses: 0, errors: 0 } });
     assert.equal(perfect.overallScore, 100);
     const worst = scoreWindow({
-      sessions: figures({ sessions: 2, errored: 2, completed: 0, costSum: 10, durationSum: 10_000_000 }),
+      sessions: figures({ sessions: 2, errored: 2, over: 2, completed: 0, costSum: 10, durationSum: 10_000_000 }),
       baseline: figures({ sessions: 1, costSum: 1, durationSum: 1000 }),
       tools: { calls: 3, responses: 0, errors: 3 },
     });

@@ -36,11 +36,13 @@ export interface SessionFigures {
   sessions: number;
   /** Sessions with at least one error event (error_count > 0). */
   errored: number;
+  /** Sessions that are over: ended, or idle (sessions/figures.ts); the ones a completion rate judges. */
+  over: number;
   /** Sessions with status `completed`. */
   completed: number;
   /** Sum of the sessions' total cost (USD). */
   costSum: number;
-  /** Sum of (ended_at ?? last_event_at) − started_at, in ms. */
+  /** Sum of the sessions' durations by the idle rule (sessions/figures.ts), in ms. */
   durationSum: number;
 }
 
@@ -71,7 +73,7 @@ export interface ScoredWindow {
   dimensions: DimensionScore[];
 }
 
-export const emptySessionFigures = (): SessionFigures => ({ sessions: 0, errored: 0, completed: 0, costSum: 0, durationSum: 0 });
+export const emptySessionFigures = (): SessionFigures => ({ sessions: 0, errored: 0, over: 0, completed: 0, costSum: 0, durationSum: 0 });
 export const emptyToolFigures = (): ToolFigures => ({ calls: 0, responses: 0, errors: 0 });
 
 /** Scores and deltas are reported to two decimals (hundredths of a point). */
@@ -145,13 +147,18 @@ export function latencyScore(s: SessionFigures, baseline: SessionFigures): Omit<
   };
 }
 
-/** 100 × share of sessions with status `completed`. */
+/**
+ * 100 × share of the sessions that are over (ended or idle) with status `completed`; sessions still
+ * running are not judged yet. 100 (rawValue 1) when none is over, like tool_success without calls.
+ */
 export function completionRateScore(s: SessionFigures): Omit<DimensionScore, 'name' | 'weight'> {
-  const rawValue = share(s.completed, s.sessions);
+  if (s.over === 0) return { score: 100, rawValue: 1, description: `No session over yet (${s.sessions} still running)` };
+  const rawValue = share(s.completed, s.over);
+  const running = s.sessions - s.over;
   return {
     score: round2(clampScore(100 * rawValue)),
     rawValue,
-    description: `${s.completed} of ${s.sessions} sessions (${percent(rawValue)}) completed`,
+    description: `${s.completed} of ${s.over} sessions (${percent(rawValue)}) completed${running > 0 ? `; ${running} still running, not judged yet` : ''}`,
   };
 }
 

@@ -1,8 +1,10 @@
-import { DAY_MS, toIso } from '@vigil/platform';
+import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import { aggregate } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import type { HealthSnapshotRow } from '../schema.ts';
+import { sessionDurationSql, sessionOverSql } from '../sessions/figures.ts';
 import {
   emptyToolFigures,
   scoreWindow,
@@ -66,10 +68,12 @@ type RangeName = (typeof RANGE_NAMES)[number];
 /**
  * Per agent, the session figures of the four ranges, in one pass over the sessions table with
  * conditional sums (a session belongs to a range by its started_at). Only agents with at least one
- * session in the current window are returned.
+ * session in the current window are returned; never the system agent (alert bookkeeping).
+ * Durations and completion follow the idle rule (sessions/figures.ts), judged at `now`.
  */
-async function sessionFigures(ctx: ObserveContext, ranges: Ranges, agentId: string | undefined): Promise<Map<string, Record<RangeName, SessionFigures>>> {
+async function sessionFigures(ctx: ObserveContext, ranges: Ranges, now: number, agentId: string | undefined): Promise<Map<string, Record<RangeName, SessionFigures>>> {
   const db = ctx.database.db as Kysely<any>;
+  const over = sessionOverSql(now, ctx.config.sessionIdleTimeoutMs);
   const selections: RawBuilder<unknown>[] = [];
   for (const name of RANGE_NAMES) {
     const [start, end] = ranges[name];
@@ -77,16 +81,18 @@ async function sessionFigures(ctx: ObserveContext, ranges: Ranges, agentId: stri
     selections.push(
       sql`sum(case when ${inRange} then 1 else 0 end)`.as(`${name}_sessions`) as never,
       sql`sum(case when ${inRange} and error_count > 0 then 1 else 0 end)`.as(`${name}_errored`) as never,
+      sql`sum(case when ${inRange} and ${over} then 1 else 0 end)`.as(`${name}_over`) as never,
       sql`sum(case when ${inRange} and status = 'completed' then 1 else 0 end)`.as(`${name}_completed`) as never,
       sql`sum(case when ${inRange} then total_cost_usd else 0 end)`.as(`${name}_cost`) as never,
-      sql`sum(case when ${inRange} then coalesce(ended_at, last_event_at) - started_at else 0 end)`.as(`${name}_duration`) as never,
+      sumAsDouble(sql`case when ${inRange} then ${sessionDurationSql()} else 0 end`).as(`${name}_duration`) as never,
     );
   }
   let query = db
     .selectFrom('sessions')
     .select(['agent_id', ...(selections as never[])])
     .where('started_at', '>=', ranges.previousBaseline[0])
-    .where('started_at', '<=', ranges.current[1]);
+    .where('started_at', '<=', ranges.current[1])
+    .where('agent_id', '<>', SYSTEM_AGENT_ID);
   if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
   const rows = (await query.groupBy('agent_id').execute()) as Record<string, unknown>[];
   const out = new Map<string, Record<RangeName, SessionFigures>>();
@@ -98,6 +104,7 @@ async function sessionFigures(ctx: ObserveContext, ranges: Ranges, agentId: stri
       figures[name] = {
         sessions: num(row[`${name}_sessions`]),
         errored: num(row[`${name}_errored`]),
+        over: num(row[`${name}_over`]),
         completed: num(row[`${name}_completed`]),
         costSum: num(row[`${name}_cost`]),
         durationSum: num(row[`${name}_duration`]),
@@ -130,14 +137,14 @@ async function toolFigures(ctx: ObserveContext, range: Range, agentId: string | 
 }
 
 /**
- * Health of every agent with at least one session started in the window (or of one agent), sorted
- * sickest first: overallScore ascending, then agentId. All figures come from three queries,
- * whatever the number of agents.
+ * Health of every agent with at least one session started in the window (or of one agent; the
+ * system agent has none), sorted sickest first: overallScore ascending, then agentId. All figures
+ * come from three queries, whatever the number of agents.
  */
 export async function computeHealth(ctx: ObserveContext, windowDays: number, now: number, agentId?: string): Promise<HealthReport[]> {
   const ranges = rangesOf(now, windowDays);
   const [sessions, currentTools, previousTools] = await Promise.all([
-    sessionFigures(ctx, ranges, agentId),
+    sessionFigures(ctx, ranges, now, agentId),
     toolFigures(ctx, ranges.current, agentId),
     toolFigures(ctx, ranges.previous, agentId),
   ]);
@@ -241,6 +248,7 @@ export async function ensureSnapshots(ctx: ObserveContext, now: number, reports?
           .distinct()
           .where('started_at', '>=', from)
           .where('started_at', '<=', to)
+          .where('agent_id', '<>', SYSTEM_AGENT_ID)
           .execute()
           .then((rows) => rows.map((r) => r.agent_id)),
     db

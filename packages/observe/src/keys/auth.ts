@@ -2,6 +2,7 @@ import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/p
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
+import { grants, keyScopes, ROUTE_SCOPES } from './scopes.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
 declare module 'fastify' {
@@ -37,10 +38,11 @@ function serviceTokenCheck(token: string | undefined): (header: string | undefin
 }
 
 /**
- * Bearer-key authentication for every route except those marked `auth: 'public'`. A route marked
- * `bootstrap` (key creation) also admits a request without an Authorization header while no active
- * key exists: the first start-up. Routes marked `service` take the service token only (also with
- * AUTH_DISABLED, which concerns API keys).
+ * Bearer-key authentication for every route except those marked `auth: 'public'`, then the key's
+ * scope for the route (ROUTE_SCOPES; 403 naming the scope). A route marked `bootstrap` (key
+ * creation) also admits a request without an Authorization header while no active key exists: the
+ * first start-up. Routes marked `service` take the service token only (also with AUTH_DISABLED,
+ * which concerns API keys).
  */
 export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
   app.decorateRequest('apiKey', null);
@@ -58,6 +60,13 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     if (policy === 'bootstrap' && header === undefined && !(await hasActiveKey(ctx.database))) return;
     const key = await authenticate(ctx, header);
     if (!key) throw observeError('unauthorized');
+    // HEAD is the GET route without a body. A route missing from the table is for admin keys only.
+    const method = request.method === 'HEAD' ? 'GET' : request.method;
+    const required = ROUTE_SCOPES[`${method} ${request.routeOptions.url}`] ?? 'admin';
+    const scopes = keyScopes(key.scopes);
+    if (!grants(scopes, required)) {
+      throw observeError('forbidden', `This route needs the ${required} scope; the key has ${scopes.join(', ')}`);
+    }
     request.apiKey = key;
     const now = ctx.clock.now();
     if (key.last_used_at === null || now - key.last_used_at >= TOUCH_INTERVAL_MS) {

@@ -13,6 +13,7 @@ interface CreatedKey {
   name: string;
   prefix: string;
   createdAt: string;
+  scopes: string[];
   key: string;
 }
 
@@ -81,6 +82,7 @@ await describeEachDatabase('API keys: first start-up', (backend) => {
     const created = first.json() as CreatedKey;
     assert.equal(first.body.includes(sha256(created.key)), false, 'the hash is not returned');
     for (const field of ['id', 'name', 'prefix', 'createdAt', 'key'] as const) assert.equal(typeof created[field], 'string', field);
+    assert.deepEqual(created.scopes, ['admin'], 'the first key has full access');
     assert.equal(created.name, 'first');
     assert.equal(created.createdAt, NOW_ISO);
     assert.ok(created.key.length >= 32, 'the raw key is long');
@@ -174,7 +176,7 @@ await describeEachDatabase('API keys: list, revoke, storage', (backend) => {
     assert.deepEqual(Object.keys(body), ['keys']);
     assert.equal(body.keys.length, 2);
     for (const key of body.keys) {
-      assert.deepEqual(Object.keys(key).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt']);
+      assert.deepEqual(Object.keys(key).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'scopes']);
       assert.match(key.createdAt, ISO_MS);
       assert.equal(key.revokedAt, null);
     }
@@ -310,11 +312,11 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
 
   const isApi = (url: string): boolean => url === '/api' || url.startsWith('/api/');
 
-  test('the only public API route is GET /api/health and the only bootstrap route is POST /api/keys', () => {
+  test('the only public API routes are GET /api/health and the OpenAPI document; the only bootstrap route is POST /api/keys', () => {
     const table = observe.service.app.routeTable;
     assert.ok(table.length > 10, 'the route table lists the routes');
     const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
-    assert.deepEqual(publicRoutes, ['GET /api/health']);
+    assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
     // Outside /api: only the dashboard's files and its gate proxy (the gate authenticates those calls), all public.
     const dashboardRoutes = table.filter((r) => !isApi(r.url)).map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
     assert.deepEqual(dashboardRoutes, [

@@ -1,15 +1,24 @@
 import { generateSecret, newId, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { observeError } from '../errors.ts';
+import { bodyValidationError, observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
+import { FULL_ACCESS, keyScopes, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
 import { insertFirstKey, insertKey, listKeys, revokeKey } from './store.ts';
+
+const scopesSchema = z
+  .array(z.enum(OBSERVE_SCOPES))
+  .min(1)
+  .max(OBSERVE_SCOPES.length)
+  .transform((list) => [...new Set(list)])
+  .meta({ description: 'ingest: send events and read its own agent record; read: every query; admin: everything' });
 
 const keySchema = z
   .object({
     id: z.string(),
     name: z.string(),
     prefix: z.string(),
+    scopes: z.array(z.enum(OBSERVE_SCOPES)),
     createdAt: z.string(),
     lastUsedAt: z.string().nullable(),
     revokedAt: z.string().nullable(),
@@ -21,10 +30,22 @@ function toKey(row: ApiKeyRow): z.infer<typeof keySchema> {
     id: row.id,
     name: row.name,
     prefix: row.prefix,
+    scopes: [...keyScopes(row.scopes)],
     createdAt: toIso(row.created_at),
     lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
     revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
   };
+}
+
+/**
+ * The scopes of a key being created: those asked for, else full access. The first key always has
+ * full access (a narrower one would leave no key able to manage keys); creating keys needs `admin`.
+ */
+function newKeyScopes(asked: readonly ObserveScope[] | undefined, bootstrap: boolean): readonly ObserveScope[] {
+  if (bootstrap && asked !== undefined && !asked.includes('admin')) {
+    throw bodyValidationError([{ path: ['scopes'], message: 'the first key has full access: omit scopes or include admin' }]);
+  }
+  return bootstrap ? FULL_ACCESS : (asked ?? FULL_ACCESS);
 }
 
 export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
@@ -34,25 +55,29 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
       config: { auth: 'bootstrap' },
       schema: {
         summary: 'Create an API key; the raw key is in this response only',
-        description: 'Without an Authorization header only while no active key exists (first start-up).',
+        description:
+          'Without an Authorization header only while no active key exists (first start-up); that key has full access. ' +
+          'Needs the admin scope; without `scopes` the new key has full access (admin).',
         tags: ['keys'],
-        body: z.object({ name: z.string().trim().min(1).max(200) }),
+        body: z.object({ name: z.string().trim().min(1).max(200), scopes: scopesSchema.optional() }),
         response: { 201: keySchema.extend({ key: z.string() }) },
       },
     },
     async (request, reply) => {
+      // Admitted without credentials (first start-up): re-checked atomically with the insert.
+      const bootstrap = request.apiKey === null && !ctx.config.authDisabled;
+      const scopes = newKeyScopes(request.body.scopes, bootstrap);
       const secret = generateSecret('vgl');
       const row: ApiKeyRow = {
         id: newId(),
         name: request.body.name,
         prefix: secret.prefix,
         key_hash: secret.hash,
+        scopes: JSON.stringify(scopes),
         created_at: ctx.clock.now(),
         last_used_at: null,
         revoked_at: null,
       };
-      // Admitted without credentials (first start-up): re-checked atomically with the insert.
-      const bootstrap = request.apiKey === null && !ctx.config.authDisabled;
       if (bootstrap) {
         if (!(await insertFirstKey(ctx.database, row))) throw observeError('unauthorized');
       } else {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedNumber, MAX_PRICE_PER_MILLION_USD } from '../bounds.ts';
 import { DEFAULT_PRICES, MODEL_ALIASES } from './prices.ts';
 
 export { DEFAULT_PRICES, MODEL_ALIASES };
@@ -97,8 +98,8 @@ const overridesSchema = z.array(
     provider: z.string().trim().min(1).toLowerCase(),
     model: z.string().trim().min(1),
     // z.number() rejects Infinity, which JSON.parse yields for literals such as 1e999.
-    inputPerMillionUsd: z.number().min(0),
-    outputPerMillionUsd: z.number().min(0),
+    inputPerMillionUsd: boundedNumber(0, MAX_PRICE_PER_MILLION_USD),
+    outputPerMillionUsd: boundedNumber(0, MAX_PRICE_PER_MILLION_USD),
     source: z.string().trim().min(1).default('configuration'),
     asOf: z.iso.date().optional(),
   }),

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { MAX_PRICE_PER_MILLION_USD } from '../bounds.ts';
 import { DEFAULT_PRICES, parsePriceOverrides, PriceTable, type ModelPrice } from './index.ts';
 
 const table = PriceTable.fromDefaults();
@@ -142,6 +143,12 @@ describe('price overrides', () => {
   test('reject a negative price, naming its path', () => {
     const json = JSON.stringify([valid, valid, { ...valid, inputPerMillionUsd: -1 }]);
     assert.throws(() => parsePriceOverrides(json), /MODEL_PRICES: \[2\]\.inputPerMillionUsd: /);
+  });
+
+  test('reject a price above MAX_PRICE_PER_MILLION_USD, naming its path', () => {
+    assert.doesNotThrow(() => parsePriceOverrides(JSON.stringify([{ ...valid, outputPerMillionUsd: MAX_PRICE_PER_MILLION_USD }])));
+    const json = JSON.stringify([valid, { ...valid, outputPerMillionUsd: MAX_PRICE_PER_MILLION_USD + 0.01 }]);
+    assert.throws(() => parsePriceOverrides(json), /MODEL_PRICES: \[1\]\.outputPerMillionUsd: must be 0 to 1e6/);
   });
 
   test('reject a non-finite price', () => {

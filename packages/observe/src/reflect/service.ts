@@ -1,8 +1,9 @@
-import { toIso } from '@vigil/platform';
+import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio, usd } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveDatabase } from '../schema.ts';
+import { sessionDurationSql, sessionOverSql } from '../sessions/figures.ts';
 import { NgramCounter } from './ngrams.ts';
 import { PatternCache } from './normalise.ts';
 import { forEachBatch, jsonString, STREAM_BATCH } from './stream.ts';
@@ -426,18 +427,20 @@ async function performanceTrends(ctx: ObserveContext, query: ReflectQuery): Prom
   // `from` belongs to the first half.
   const mid = query.from + Math.floor((query.to - query.from + 1) / 2);
   const first = sql`started_at < ${mid}`;
+  // "Ended" sessions are those that are over by the idle rule (sessions/figures.ts): ended, or idle now.
+  const over = sessionOverSql(ctx.clock.now(), ctx.config.sessionIdleTimeoutMs);
   const half = (cond: RawBuilder<unknown>, prefix: string) => [
     sql`sum(case when ${cond} then 1 else 0 end)`.as(`${prefix}_sessions`),
-    sql`sum(case when ${cond} and status in ('completed', 'error') then 1 else 0 end)`.as(`${prefix}_ended`),
+    sql`sum(case when ${cond} and ${over} then 1 else 0 end)`.as(`${prefix}_ended`),
     sql`sum(case when ${cond} and status = 'completed' then 1 else 0 end)`.as(`${prefix}_completed`),
     sql`sum(case when ${cond} and error_count = 0 then 1 else 0 end)`.as(`${prefix}_error_free`),
   ];
   const row = (await sessionsOfRange(ctx.database.db as Db, query)
     .select([
       sql`count(*)`.as('sessions'),
-      sql`sum(case when status in ('completed', 'error') then 1 else 0 end)`.as('ended'),
+      sql`sum(case when ${over} then 1 else 0 end)`.as('ended'),
       sql`sum(case when status = 'completed' then 1 else 0 end)`.as('completed'),
-      sql`sum(coalesce(ended_at, last_event_at) - started_at)`.as('duration'),
+      sumAsDouble(sessionDurationSql()).as('duration'),
       sql`sum(tool_call_count)`.as('tool_calls'),
       sql`sum(error_count)`.as('errors'),
       ...half(first, 'first'),

@@ -1,5 +1,6 @@
 import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { commaList, identifier } from '../events/schemas.ts';
@@ -11,7 +12,7 @@ export const REPLAY_LIMIT_DEFAULT = 1000;
 export const REPLAY_LIMIT_MAX = 5000;
 
 export const replayQuerySchema = z.object({
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
   limit: z.coerce.number().int().min(1).max(REPLAY_LIMIT_MAX).default(REPLAY_LIMIT_DEFAULT),
   eventTypes: commaList(REPLAY_EVENT_TYPES, 'eventTypes')
     .optional()

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
+import { MAX_OFFSET } from '../bounds.ts';
 import { commaList, identifier } from '../events/schemas.ts';
 import { SESSION_STATUSES } from './state.ts';
 
@@ -32,7 +33,7 @@ export const listSessionsQuerySchema = z.object({
     .transform((raw) => [...new Set(raw.split(',').map((t) => t.trim()).filter(Boolean))])
     .pipe(z.array(z.string().max(200)).min(1, 'tags must name at least one tag').max(50)),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(10_000_000).default(0),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
 }).partial({ tags: true });
 
 export type ListSessionsQuery = z.infer<typeof listSessionsQuerySchema>;

@@ -21,6 +21,7 @@ export function newSessionRow(id: string, agentId: string, ts: number): SessionR
     started_at: ts,
     ended_at: null,
     last_event_at: ts,
+    idle_at: null,
     event_count: 0,
     tool_call_count: 0,
     error_count: 0,
@@ -31,8 +32,15 @@ export function newSessionRow(id: string, agentId: string, ts: number): SessionR
   };
 }
 
-/** Applies one event to a session row in place (status transitions and counters). */
-export function applyEventToSession(session: SessionRow, event: SessionEventFacts): void {
+/**
+ * Applies one event to a session row in place (status transitions and counters). An event that
+ * comes more than `idleTimeoutMs` after the last one of a session that had not ended marks where
+ * the session went idle (once): its figures end there (sessions/figures.ts), whatever comes later.
+ */
+export function applyEventToSession(session: SessionRow, event: SessionEventFacts, idleTimeoutMs: number): void {
+  if (session.idle_at === null && session.status === 'active' && event.ts - session.last_event_at > idleTimeoutMs) {
+    session.idle_at = session.last_event_at;
+  }
   session.event_count += 1;
   if (event.eventType === 'tool_call') session.tool_call_count += 1;
   if (event.isError) session.error_count += 1;

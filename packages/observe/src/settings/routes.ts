@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { acceptingReadBack, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -42,15 +42,17 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/config',
     {
       schema: {
-        summary: 'Update retention and webhook secrets; a secret set to null falls back to the environment',
+        summary:
+          'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
         tags: ['config'],
-        body: z
-          .object({
+        body: acceptingReadBack(
+          z.object({
             retentionDays: z.number().int().min(0).max(36_500).optional(),
             approvalGateWebhookSecret: z.string().min(16).max(512).nullable().optional(),
             formServiceWebhookSecret: z.string().min(16).max(512).nullable().optional(),
-          })
-          .strict(),
+          }),
+          publicConfigSchema,
+        ),
         response: { 200: publicConfigSchema },
       },
     },

@@ -152,6 +152,30 @@ await describeEachDatabase('GET and PUT /api/config', (backend) => {
     assert.equal(settings.approvalGateWebhookSecret, ENV_APPROVAL_SECRET);
   });
 
+  test('the body GET returned can be sent back with a change: its read-only fields are ignored, a typo is still 400', async () => {
+    const read = (await getConfig(observe)).body as PublicConfig & Record<string, unknown>;
+    assert.deepEqual(Object.keys(read).sort(), ['approvalGateSecretSet', 'authDisabled', 'formServiceSecretSet', 'memoryEnabled', 'retentionDays']);
+    const response = await putConfig(observe, { ...read, retentionDays: 14 });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.deepEqual(response.json(), { ...read, retentionDays: 14 });
+
+    // Read-only values that disagree with the server change nothing.
+    const flipped = await putConfig(observe, { approvalGateSecretSet: false, formServiceSecretSet: true, authDisabled: true, memoryEnabled: true });
+    assert.equal(flipped.statusCode, 200, flipped.body);
+    assert.deepEqual(flipped.json(), { ...read, retentionDays: 14 });
+    const settings = await readSettings(observe.service.context);
+    assert.equal(settings.approvalGateWebhookSecret, ENV_APPROVAL_SECRET);
+    assert.equal(settings.formServiceWebhookSecret, null);
+    const keys = (await observe.service.context.database.db.selectFrom('settings').select('key').execute()).map((row) => row.key);
+    assert.deepEqual(keys, ['retentionDays'], 'only writable settings are stored');
+
+    const typo = await putConfig(observe, { ...read, retentionDayz: 3 });
+    assertErrorBody(typo, 400, 'typo');
+    assert.match((typo.json() as { error: string }).error, /retentionDayz/);
+    assert.equal((await getConfig(observe)).body.retentionDays, 14);
+    assert.equal((await putConfig(observe, { retentionDays: 7 })).statusCode, 200);
+  });
+
   test('malformed JSON is 400 in the service error body', async () => {
     const response = await observe.call({
       method: 'PUT',

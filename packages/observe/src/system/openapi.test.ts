@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
+import { observeErrorSchema } from '../errors.ts';
+import { OBSERVE_OPERATIONS } from '../operations.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 
 interface OpenApiDocument {
   openapi: string;
-  paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; security?: unknown[] }>>;
+  paths: Record<
+    string,
+    Record<string, { parameters?: { name: string; in: string }[]; requestBody?: unknown; security?: unknown[]; responses?: Record<string, unknown> }>
+  >;
   components: { schemas?: Record<string, unknown> };
 }
 
@@ -16,9 +21,51 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
   });
   after(() => observe.close());
 
-  test('needs a key', async () => {
+  test('is served without credentials', async () => {
     const response = await observe.service.app.inject({ method: 'GET', url: '/api/openapi.json' });
-    assert.equal(response.statusCode, 401);
+    assert.equal(response.statusCode, 200, response.body);
+    assert.ok((response.json() as OpenApiDocument).paths['/api/sessions'], 'the whole document');
+  });
+
+  test('every route is an operation with a unique operationId that lists its errors in the ObserveError body', async () => {
+    const doc = (await observe.service.app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as OpenApiDocument & OpenApiPaths;
+    const problems = openApiCoverageProblems(observe.service.app.routeTable, doc, {
+      operationsFile: 'packages/observe/src/operations.ts',
+      operations: OBSERVE_OPERATIONS,
+      errorSchema: 'ObserveError',
+      undocumented: {
+        '/api/openapi.json': 'the document itself',
+        '/api/memory': 'forwarded to the memory server as is',
+        '/api/memory/*': 'forwarded to the memory server as is',
+        '/api/lessons': 'removed in 0.12.0: always 404',
+        '/api/lessons/*': 'removed in 0.12.0: always 404',
+        '/api/community': 'removed in 0.12.0: always 404',
+        '/api/community/*': 'removed in 0.12.0: always 404',
+        '/': 'the dashboard',
+        '/assets/*': 'the dashboard',
+        '/*': 'the dashboard',
+        '/gate/api/*': "the dashboard's forwarder to the gate",
+      },
+      requiredErrors: (route) => [
+        400,
+        ...(route.auth === 'public' ? [] : route.auth === 'service' ? [401] : [401, 403]),
+        ...(route.url.includes(':') ? [404] : []),
+        ...(['POST', 'PUT', 'PATCH'].includes(route.method) ? [413, 415] : []),
+        500,
+        503,
+      ],
+      ownErrorBodies: ['GET /api/health 503'],
+    });
+    assert.deepEqual(problems, []);
+    assert.ok(doc.paths['/api/guardrails']!.post!.responses!['409'], 'route-specific errors (operations.ts) are listed too');
+  });
+
+  test('the ObserveError component is the body errors are answered with', async () => {
+    const response = await observe.call({ method: 'GET', url: '/api/events?limit=0' });
+    assert.equal(response.statusCode, 400);
+    const body = response.json() as { details?: unknown[] };
+    assert.ok(body.details && body.details.length > 0, response.body);
+    assert.deepEqual(observeErrorSchema.parse(body), body);
   });
 
   test('documents every public route from the same schemas that validate requests', async () => {

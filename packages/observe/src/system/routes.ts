@@ -1,5 +1,6 @@
 import { pingDatabase, toIso, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';
 import { judgeSpendUsd } from '../evals/service.ts';
 
@@ -48,7 +49,8 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
           .selectFrom('sessions')
           .select((eb) => [eb.fn.countAll<number>().as('sessions'), eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('events')])
           .executeTakeFirstOrThrow(),
-        db.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+        // Events and sessions are what is stored; agents are the user's (not the system agent of alert bookkeeping).
+        db.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).where('id', '<>', SYSTEM_AGENT_ID).executeTakeFirstOrThrow(),
         db.selectFrom('events').select('ts').orderBy('ts', 'asc').limit(1).executeTakeFirst(),
         db.selectFrom('events').select('ts').orderBy('ts', 'desc').limit(1).executeTakeFirst(),
         ctx.database.sizeBytes(),

@@ -30,6 +30,37 @@ export type ApprovalRequest = {
   };
 };
 
+export type AuditEntry = {
+  timestamp: string;
+  event: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  details?: {
+    [key: string]: unknown;
+  };
+};
+
+export type AuditListEntry = {
+  id: string;
+  requestId: string;
+  action: string;
+  timestamp: string;
+  event: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  details?: {
+    [key: string]: unknown;
+  };
+};
+
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type GateApiKey = {
   id: string;
   name: string;
@@ -39,6 +70,24 @@ export type GateApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+};
+
+export type GateError = {
+  error: {
+    /** Stable, for programs to branch on */
+    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+    /** What went wrong, for a person to read */
+    message: string;
+    details?: ErrorDetail[];
+  };
+};
+
+export type McpToolVerdict = {
+  decision: "allow" | "deny";
+  status?: "denied";
+  toolName: string;
+  requiredScope: string | null;
+  reason: string | null;
 };
 
 export type Policy = {
@@ -88,6 +137,12 @@ export interface paths {
         200: {
           keys: GateApiKey[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /**
@@ -116,6 +171,14 @@ export interface paths {
           revokedAt: string | null;
           key: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -133,6 +196,14 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a key’s name, scopes or rate limit */
@@ -149,6 +220,72 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GateApiKey;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit": {
+    /**
+     * Audit entries of all requests, newest first, with the API key behind each actor
+     *
+     * Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400, so a misspelt filter never widens the answer.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        action?: string;
+        event?: "created" | "approved" | "denied" | "expired" | "confirmed";
+        actor?: string;
+        keyId?: string;
+        requestId?: string;
+        from?: string;
+        to?: string;
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entries: AuditListEntry[];
+          nextCursor: string | null;
+          hasMore: boolean;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/actors": {
+    /** Every actor that appears in the audit, sorted (for a filter list) */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          actors: string[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -178,6 +315,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -203,6 +348,11 @@ export interface paths {
             expiresAt: string;
           } | null;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Sign out: revoke the dashboard session token this request carries */
@@ -216,6 +366,42 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: GateError;
+        401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/mcp/authorize": {
+    /**
+     * May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes
+     *
+     * Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted and not used: the verdict depends on the tool and the scopes of the key (or of the session’s key) only. An unknown tool is a deny, not an error.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        toolName: string;
+        params?: {
+          [key: string]: unknown;
+        };
+        context?: {
+          [key: string]: unknown;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        200: McpToolVerdict;
+        400: GateError;
+        401: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -245,6 +431,14 @@ export interface paths {
           expiresAt: string;
           token: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -268,6 +462,12 @@ export interface paths {
             hasMore: boolean;
           };
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Create a policy */
@@ -298,6 +498,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -375,6 +583,14 @@ export interface paths {
           candidateMatched: boolean;
           policiesEvaluated: number;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -409,6 +625,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Policy;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Delete a policy */
@@ -424,6 +650,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -448,6 +682,12 @@ export interface paths {
           urgency: "low" | "normal" | "high" | "critical";
           createdAt: string;
         }[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Ask for approval of an action; the policy engine may decide at once */
@@ -468,6 +708,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -482,11 +730,19 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: ApprovalRequest;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
   "/api/requests/{id}/audit": {
-    /** The audit trail of a request, oldest first */
+    /** The audit trail of a request, oldest first; each entry names its actor and the API key behind it */
     get: {
       params: {
         id: string;
@@ -495,14 +751,15 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: {
-          timestamp: string;
-          event: string;
-          actor: string;
-          details?: {
-            [key: string]: unknown;
-          };
-        }[];
+        200: AuditEntry[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -525,6 +782,17 @@ export interface paths {
           status: "pending" | "approved" | "denied" | "expired";
           confirmedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -538,6 +806,8 @@ export interface paths {
       body: {
         decision: "approved" | "denied";
         reason?: string;
+        /** Ignored: decidedBy is derived from the credential */
+        decidedBy?: string | null;
       };
       bodyRequired: true;
       responses: {
@@ -547,6 +817,17 @@ export interface paths {
           decidedBy: string;
           decidedAt: string;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -561,6 +842,12 @@ export interface paths {
         200: {
           webhooks: Webhook[];
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Register a webhook; with a secret, deliveries are signed (X-Gate-Signature) */
@@ -575,6 +862,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -592,6 +887,14 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
     /** Change a webhook’s events, enabled flag, URL or secret */
@@ -609,6 +912,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Webhook;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -640,6 +953,14 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
       };
     };
   };
@@ -661,6 +982,8 @@ export interface paths {
             redis?: "ok" | "error";
           };
         };
+        400: GateError;
+        500: GateError;
         503: {
           status: "degraded";
           timestamp: string;

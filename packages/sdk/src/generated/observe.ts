@@ -53,6 +53,7 @@ export type AlertHistoryEntry = {
 export type AlertRule = {
   id: string;
   name: string;
+  description: string | null;
   enabled: boolean;
   condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
   threshold: number;
@@ -75,6 +76,7 @@ export type ApiKey = {
   id: string;
   name: string;
   prefix: string;
+  scopes: ("ingest" | "read" | "admin")[];
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -263,6 +265,12 @@ export type Dataset = {
   }[];
 };
 
+export type ErrorDetail = {
+  /** Dotted path of the offending field; empty for the whole body */
+  path: string;
+  message: string;
+};
+
 export type EvalRun = {
   id: string;
   datasetId: string;
@@ -319,6 +327,7 @@ export type Event = {
 export type GuardrailRule = {
   id: string;
   name: string;
+  description: string | null;
   agentId: string | null;
   conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
   conditionConfig: {
@@ -339,6 +348,7 @@ export type GuardrailRule = {
 
 export type GuardrailStatus = {
   ruleId: string;
+  rule: GuardrailRule;
   enabled: boolean;
   dryRun: boolean;
   state: "disabled" | "ready" | "cooldown";
@@ -395,6 +405,14 @@ export type JudgeResult = {
     hash: string;
     prevHash: string | null;
   };
+};
+
+export type ObserveError = {
+  /** What went wrong, for a person to read */
+  error: string;
+  /** The HTTP status, repeated */
+  status: number;
+  details?: ErrorDetail[];
 };
 
 export type OptimizeRecommendation = {
@@ -524,6 +542,11 @@ export interface paths {
         200: {
           agents: Agent[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -538,6 +561,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -555,6 +585,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AgentHealth;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -571,6 +608,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -588,6 +634,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -608,6 +663,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -622,6 +682,11 @@ export interface paths {
         200: {
           rules: AlertRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an alert rule */
@@ -630,6 +695,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         enabled?: boolean;
         condition: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold: number;
@@ -640,6 +706,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -654,16 +727,30 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
-    /** Change an alert rule; only the given fields change (scope is replaced as a whole) */
+    /** Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         enabled?: boolean;
         condition?: "error_rate_exceeds" | "cost_exceeds" | "latency_exceeds" | "event_count_exceeds" | "no_events_for";
         threshold?: number;
@@ -674,6 +761,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: AlertRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an alert rule; its history is kept and an open entry is resolved */
@@ -689,6 +785,13 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -722,6 +825,11 @@ export interface paths {
             totalCostUsd: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -747,6 +855,11 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -783,6 +896,11 @@ export interface paths {
             totalTokens: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -828,6 +946,11 @@ export interface paths {
             bucket: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -851,6 +974,11 @@ export interface paths {
             avgDurationMs: number;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -875,6 +1003,12 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -896,6 +1030,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create an A/B benchmark (status draft) */
@@ -922,6 +1061,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -936,6 +1082,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a draft or cancelled benchmark */
@@ -947,7 +1100,14 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -964,6 +1124,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: BenchmarkResults;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -980,6 +1147,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Benchmark;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -992,13 +1169,26 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
-    /** Update retention and webhook secrets; a secret set to null falls back to the environment */
+    /** Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored */
     put: {
       params: Record<string, never>;
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        approvalGateSecretSet?: boolean;
+        /** Read-only: ignored */
+        formServiceSecretSet?: boolean;
+        /** Read-only: ignored */
+        authDisabled?: boolean;
+        /** Read-only: ignored */
+        memoryEnabled?: boolean;
         retentionDays?: number;
         approvalGateWebhookSecret?: string | null;
         formServiceWebhookSecret?: string | null;
@@ -1006,6 +1196,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: Config;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1021,6 +1218,11 @@ export interface paths {
           memory: boolean;
           memoryUrl: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1039,6 +1241,11 @@ export interface paths {
           latency: number;
           completionRate: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Always 501: the weights are not customizable */
@@ -1048,7 +1255,14 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
-        200: void;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        501: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1072,6 +1286,11 @@ export interface paths {
           summary: string;
           totalSessions: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1091,6 +1310,11 @@ export interface paths {
             createdAt: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a dataset of 1 to 1000 cases */
@@ -1107,6 +1331,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1121,6 +1352,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Dataset;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1140,6 +1378,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         202: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1178,6 +1425,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: ComplianceResult;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1197,6 +1453,16 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: JudgeResult;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        502: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1211,6 +1477,11 @@ export interface paths {
         200: {
           evaluators: Evaluator[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Save an evaluator */
@@ -1248,6 +1519,13 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1262,6 +1540,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Evaluator;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete an evaluator (runs already started keep their copy of it) */
@@ -1277,6 +1562,13 @@ export interface paths {
           id: string;
           deleted: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1304,6 +1596,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Ingest a batch of 1 to 1000 events, atomically */
@@ -1631,6 +1928,13 @@ export interface paths {
             hash: string;
           }[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1652,6 +1956,13 @@ export interface paths {
           eventType: string;
           sessionId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1666,6 +1977,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Event;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1680,6 +1998,11 @@ export interface paths {
         200: {
           rules: GuardrailRule[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Create a guardrail rule */
@@ -1688,6 +2011,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig: {
@@ -1704,6 +2028,14 @@ export interface paths {
       bodyRequired: true;
       responses: {
         201: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1725,6 +2057,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1739,16 +2076,34 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
-    /** Change a guardrail rule; only the given fields change (each config is replaced whole) */
+    /** Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored */
     put: {
       params: {
         id: string;
       };
       query: Record<string, never>;
       body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        triggerCount?: number;
+        /** Read-only: ignored */
+        lastTriggeredAt?: string | null;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
         name?: string;
+        description?: string | null;
         agentId?: string | null;
         conditionType?: "error_rate_threshold" | "cost_limit" | "health_score_threshold" | "custom_metric";
         conditionConfig?: {
@@ -1765,6 +2120,15 @@ export interface paths {
       bodyRequired: true;
       responses: {
         200: GuardrailRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /** Delete a guardrail rule; its trigger history is kept */
@@ -1779,12 +2143,20 @@ export interface paths {
         200: {
           id: string;
           deleted: true;
+          ok: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
   "/api/guardrails/{id}/status": {
-    /** Rule status: ready, in cooldown (per agent) or disabled, with its recent triggers */
+    /** Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers */
     get: {
       params: {
         id: string;
@@ -1794,6 +2166,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: GuardrailStatus;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1813,6 +2192,8 @@ export interface paths {
             latencyMs: number;
           };
         };
+        400: ObserveError;
+        500: ObserveError;
         503: {
           status: "degraded";
           version: string;
@@ -1841,6 +2222,11 @@ export interface paths {
           agentId: string;
           days: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1859,6 +2245,11 @@ export interface paths {
           agents: AgentHealth[];
           computedAt: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1884,6 +2275,12 @@ export interface paths {
           recorded: true;
           eventId: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1898,18 +2295,25 @@ export interface paths {
         200: {
           keys: ApiKey[];
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
     /**
      * Create an API key; the raw key is in this response only
      *
-     * Without an Authorization header only while no active key exists (first start-up).
+     * Without an Authorization header only while no active key exists (first start-up); that key has full access. Needs the admin scope; without `scopes` the new key has full access (admin).
      */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
       body: {
         name: string;
+        /** ingest: send events and read its own agent record; read: every query; admin: everything */
+        scopes?: ("ingest" | "read" | "admin")[];
       };
       bodyRequired: true;
       responses: {
@@ -1917,11 +2321,19 @@ export interface paths {
           id: string;
           name: string;
           prefix: string;
+          scopes: ("ingest" | "read" | "admin")[];
           createdAt: string;
           lastUsedAt: string | null;
           revokedAt: string | null;
           key: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1939,6 +2351,13 @@ export interface paths {
           id: string;
           revoked: true;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1960,6 +2379,11 @@ export interface paths {
           period: number;
           analyzedCalls: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -1984,6 +2408,11 @@ export interface paths {
           query: string;
           totalResults: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2011,6 +2440,11 @@ export interface paths {
             indexed: number;
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2040,6 +2474,11 @@ export interface paths {
             };
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2054,6 +2493,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: EvalRun;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2078,6 +2524,11 @@ export interface paths {
           total: number;
           hasMore: boolean;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2092,6 +2543,13 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Session;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2198,6 +2656,13 @@ export interface paths {
             tools: string[];
           };
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2220,6 +2685,13 @@ export interface paths {
             reason: string;
           } | null;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };
@@ -2240,6 +2712,11 @@ export interface paths {
           storageSizeBytes: number;
           judgeSpendUsd: number;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
       };
     };
   };

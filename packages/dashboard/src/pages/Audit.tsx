@@ -1,0 +1,168 @@
+import { useState, type FormEvent } from 'react';
+import { gate, type AuditEntry, type AuditListPage } from '../api.ts';
+import { Link, setQuery, useLocation } from '../router.tsx';
+import { Async, fmtDateTime, Page, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
+
+const PAGE_SIZE = 50;
+const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
+
+/**
+ * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API
+ * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key.
+ */
+export function AuditActor({ entry }: { entry: AuditEntry }) {
+  return (
+    <>
+      <code>{entry.actor}</code>
+      {entry.actorKeyId !== null && (
+        <span className="muted small" title={`API key “${entry.actorKeyName}” (id ${entry.actorKeyId}), named so at the time`}>
+          {' '}
+          (key {entry.actorKeyName} · …{entry.actorKeyId.slice(-8)})
+        </span>
+      )}
+    </>
+  );
+}
+
+export function auditDetails(entry: AuditEntry): string {
+  if (!entry.details) return '—';
+  return Object.entries(entry.details)
+    .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' · ');
+}
+
+export function AuditPage() {
+  const { query } = useLocation();
+  const event = query.get('event') ?? '';
+  const actor = query.get('actor') ?? '';
+  const action = query.get('action') ?? '';
+  const [actionDraft, setActionDraft] = useState(action);
+  // The cursors of the pages opened with "Older", for these filters; other filters start at the newest page.
+  const filters = JSON.stringify([event, actor, action]);
+  const [paging, setPaging] = useState<{ filters: string; cursors: string[] }>({ filters, cursors: [] });
+  const cursors = paging.filters === filters ? paging.cursors : [];
+  const cursor = cursors.at(-1);
+
+  const entries = useAsync(
+    (signal) => gate<AuditListPage>('/audit', { query: { event, actor, action, cursor, limit: PAGE_SIZE }, signal }),
+    [event, actor, action, cursor],
+    // The newest page follows new entries by itself; older pages stay put.
+    { pollMs: cursor === undefined ? 5000 : undefined },
+  );
+  const actors = useAsync((signal) => gate<{ actors: string[] }>('/audit/actors', { signal }), []);
+
+  const applyAction = (submitted: FormEvent) => {
+    submitted.preventDefault();
+    setQuery({ action: actionDraft.trim() || null });
+  };
+
+  return (
+    <Page title="Audit log" subtitle="Every recorded step of every approval request, newest first: who acted, and the API key behind them.">
+      <Section title="Filters">
+        <form className="filters" onSubmit={applyAction}>
+          <div className="field">
+            <label htmlFor="audit-event">Event</label>
+            <select id="audit-event" value={event} onChange={(e) => setQuery({ event: e.target.value || null })}>
+              <option value="">Any event</option>
+              {EVENTS.map((name) => (
+                <option key={name} value={name}>
+                  {name}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor="audit-actor">Actor</label>
+            <select id="audit-actor" value={actor} onChange={(e) => setQuery({ actor: e.target.value || null })}>
+              <option value="">Anyone</option>
+              {actors.data?.actors.map((name) => (
+                <option key={name} value={name}>
+                  {name}
+                </option>
+              ))}
+              {actor && !actors.data?.actors.includes(actor) && <option value={actor}>{actor}</option>}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor="audit-action">Request action</label>
+            <input id="audit-action" value={actionDraft} placeholder="deploy" onChange={(e) => setActionDraft(e.target.value)} />
+          </div>
+          <button type="submit" className="secondary">
+            Apply
+          </button>
+          {(event || actor || action) && (
+            <button
+              type="button"
+              className="link"
+              onClick={() => {
+                setActionDraft('');
+                setQuery({ event: null, actor: null, action: null });
+              }}
+            >
+              Clear filters
+            </button>
+          )}
+        </form>
+      </Section>
+      <Section title="Entries" actions={entries.refreshing ? <span className="muted small">refreshing…</span> : null}>
+        <Async
+          state={entries}
+          label="Loading the audit log…"
+          isEmpty={(d) => d.entries.length === 0}
+          empty={event || actor || action ? 'No audit entry matches these filters.' : 'No audit entries yet: they appear when agents ask for approval.'}
+        >
+          {(data) => (
+            <>
+              <table data-testid="audit-log">
+                <thead>
+                  <tr>
+                    <th scope="col">When</th>
+                    <th scope="col">Event</th>
+                    <th scope="col">Request</th>
+                    <th scope="col">Actor (key)</th>
+                    <th scope="col">Details</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.entries.map((e) => (
+                    <tr key={e.id}>
+                      <td title={fmtDateTime(e.timestamp)}>{timeAgo(e.timestamp)}</td>
+                      <td>
+                        <StatusBadge status={e.event} />
+                      </td>
+                      <td>
+                        <Link to={`/approvals/${e.requestId}`}>
+                          <code>{e.action}</code>
+                          <span className="visually-hidden"> request {e.requestId}</span>
+                        </Link>
+                      </td>
+                      <td>
+                        <AuditActor entry={e} />
+                      </td>
+                      <td className="clip">{auditDetails(e)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+              {(cursors.length > 0 || data.nextCursor !== null) && (
+                <nav className="pager" aria-label="Audit log pages">
+                  <button type="button" className="secondary small" disabled={cursors.length === 0} onClick={() => setPaging({ filters, cursors: cursors.slice(0, -1) })}>
+                    ← Newer
+                  </button>
+                  <button
+                    type="button"
+                    className="secondary small"
+                    disabled={data.nextCursor === null}
+                    onClick={() => data.nextCursor !== null && setPaging({ filters, cursors: [...cursors, data.nextCursor] })}
+                  >
+                    Older →
+                  </button>
+                </nav>
+              )}
+            </>
+          )}
+        </Async>
+      </Section>
+    </Page>
+  );
+}

@@ -1,0 +1,366 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, test } from 'node:test';
+import { migrateToLatest, openDatabase } from '@vigil/platform';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import type { LightMyRequestResponse } from 'fastify';
+import { CompiledQuery, sql } from 'kysely';
+import { gateMigrations } from '../migrations.ts';
+import type { GateSchema } from '../schema.ts';
+import { startTestGate, type TestGate } from '../testing.ts';
+import { auditListQuery, type AuditListFilter } from './store.ts';
+
+const T0 = Date.parse('2026-11-22T10:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const MINUTE = 60_000;
+
+interface TrailEntry {
+  timestamp: string;
+  event: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  details?: Record<string, unknown>;
+}
+
+interface ListEntry extends TrailEntry {
+  id: string;
+  requestId: string;
+  action: string;
+}
+
+interface AuditPage {
+  entries: ListEntry[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): string {
+  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
+  const body = response.json() as { error: { code: string; message: string } };
+  assert.equal(body.error.code, code, context);
+  assert.ok(body.error.message.length > 0, context);
+  return body.error.message;
+}
+
+test('the audit-key migration runs after the dashboard sessions', () => {
+  const names = Object.keys(gateMigrations);
+  assert.ok(names.indexOf('0003_audit_key_actor') > names.indexOf('0002_dashboard_sessions'));
+});
+
+await describeEachDatabase('gate audit: who decided, and the audit across requests', (backend) => {
+  let gate: TestGate;
+  beforeEach(async () => {
+    gate = await startTestGate(backend);
+  });
+  afterEach(() => gate.close());
+
+  const create = async (payload: object, key?: string): Promise<{ id: string; status: string }> => {
+    const response = await gate.call({ method: 'POST', url: '/api/requests', payload }, key);
+    assert.equal(response.statusCode, 201, response.body);
+    return response.json() as { id: string; status: string };
+  };
+  const decide = async (id: string, payload: object, credential?: string): Promise<void> => {
+    const response = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload }, credential);
+    assert.equal(response.statusCode, 200, response.body);
+  };
+  const trail = async (id: string): Promise<TrailEntry[]> => {
+    const response = await gate.call({ method: 'GET', url: `/api/requests/${id}/audit` });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as TrailEntry[];
+  };
+  const page = async (query = '', key?: string): Promise<AuditPage> => {
+    const response = await gate.call({ method: 'GET', url: `/api/audit${query}` }, key);
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as AuditPage;
+  };
+  const signIn = async (path: string, key: string, name: string): Promise<string> => {
+    const response = await gate.call({ method: 'POST', url: path, payload: { name } }, key);
+    assert.equal(response.statusCode, 201, response.body);
+    return (response.json() as { token: string }).token;
+  };
+  const keyId = (raw: string) => gate.keyIdOf(raw);
+  const createPolicy = async (payload: object): Promise<string> => {
+    const response = await gate.call({ method: 'POST', url: '/api/policies', payload });
+    assert.equal(response.statusCode, 201, response.body);
+    return (response.json() as { id: string }).id;
+  };
+
+  // ---------------------------------------------------------------- who decided
+
+  test('a session picks its own display name, but every entry also names the key behind it (dashboard, MCP and plain key)', async () => {
+    const opsBot = await gate.createKey(['request:create', 'request:decide'], null, 'ops-bot');
+    const opsBotId = await keyId(opsBot);
+    const dashboard = await signIn('/api/dashboard/sessions', opsBot, 'CFO Alice');
+    const mcp = await signIn('/api/mcp/sessions', opsBot, 'claude-desktop');
+
+    const first = await create({ action: 'wire_transfer' }, dashboard);
+    await decide(first.id, { decision: 'approved', reason: 'signed off' }, dashboard);
+    const second = await create({ action: 'wire_transfer' }, mcp);
+    await decide(second.id, { decision: 'denied' }, opsBot);
+
+    const key = { actorKeyId: opsBotId, actorKeyName: 'ops-bot' };
+    assert.deepEqual(
+      (await trail(first.id)).map((e) => ({ event: e.event, actor: e.actor, actorKeyId: e.actorKeyId, actorKeyName: e.actorKeyName })),
+      [
+        { event: 'created', actor: 'dashboard:CFO Alice', ...key },
+        { event: 'approved', actor: 'dashboard:CFO Alice', ...key },
+      ],
+    );
+    assert.deepEqual(
+      (await trail(second.id)).map((e) => [e.event, e.actor, e.actorKeyId, e.actorKeyName]),
+      [
+        ['created', 'mcp:claude-desktop', opsBotId, 'ops-bot'],
+        ['denied', 'api:ops-bot', opsBotId, 'ops-bot'],
+      ],
+    );
+    // The list across requests shows the same.
+    const listed = (await page()).entries.map((e) => [e.requestId, e.event, e.actor, e.actorKeyId, e.actorKeyName]);
+    assert.deepEqual(listed, [
+      [second.id, 'denied', 'api:ops-bot', opsBotId, 'ops-bot'],
+      [second.id, 'created', 'mcp:claude-desktop', opsBotId, 'ops-bot'],
+      [first.id, 'approved', 'dashboard:CFO Alice', opsBotId, 'ops-bot'],
+      [first.id, 'created', 'dashboard:CFO Alice', opsBotId, 'ops-bot'],
+    ]);
+  });
+
+  test('the key name is recorded as it was: renaming, then revoking the key leaves past entries unchanged', async () => {
+    const key = await gate.createKey(['request:create', 'request:decide'], null, 'ops-bot');
+    const id = await keyId(key);
+    const session = await signIn('/api/dashboard/sessions', key, 'Ada');
+    const request = await create({ action: 'deploy' }, key);
+    gate.clock.advance(1000);
+    await decide(request.id, { decision: 'approved' }, session);
+
+    const renamed = await gate.call({ method: 'PATCH', url: `/api/api-keys/${id}`, payload: { name: 'renamed-bot' } });
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    const later = await create({ action: 'deploy' }, key);
+    assert.deepEqual((await trail(later.id)).map((e) => [e.actor, e.actorKeyName]), [['api:renamed-bot', 'renamed-bot']]);
+    assert.equal((await gate.call({ method: 'DELETE', url: `/api/api-keys/${id}` })).statusCode, 200);
+
+    assert.deepEqual(
+      (await trail(request.id)).map((e) => [e.event, e.actor, e.actorKeyId, e.actorKeyName]),
+      [
+        ['created', 'api:ops-bot', id, 'ops-bot'],
+        ['approved', 'dashboard:Ada', id, 'ops-bot'],
+      ],
+    );
+  });
+
+  test('the gate’s own actions have no key: a policy decision and an expiry are recorded with actorKeyId and actorKeyName null', async () => {
+    const agent = await gate.createKey(['request:create'], null, 'agent-7');
+    const agentId = await keyId(agent);
+    const policyId = await createPolicy({ name: 'small payments', rules: [{ match: { action: 'pay' }, decision: 'auto_approve' }] });
+    const paid = await create({ action: 'pay' }, agent);
+    assert.equal(paid.status, 'approved');
+    assert.deepEqual(
+      (await trail(paid.id)).map((e) => [e.event, e.actor, e.actorKeyId, e.actorKeyName]),
+      [
+        ['created', 'api:agent-7', agentId, 'agent-7'],
+        ['approved', `policy:${policyId}`, null, null],
+      ],
+    );
+
+    const due = await create({ action: 'deploy', expiresAt: iso(T0 + MINUTE) }, agent);
+    gate.clock.advance(2 * MINUTE);
+    await gate.service.jobs.expiry.tick();
+    const expired = (await page(`?requestId=${due.id}&event=expired`)).entries;
+    assert.deepEqual(
+      expired.map((e) => [e.event, e.actor, e.actorKeyId, e.actorKeyName]),
+      [['expired', 'system:expiry', null, null]],
+    );
+  });
+
+  // ---------------------------------------------------------------- GET /api/audit
+
+  test('GET /api/audit lists the entries of all requests newest first, with request id, action and key', async () => {
+    const agent = await gate.createKey(['request:create'], null, 'agent-7');
+    const agentId = await keyId(agent);
+    const deploy = await create({ action: 'deploy', urgency: 'high' }, agent);
+    gate.clock.advance(1000);
+    const pay = await create({ action: 'pay' }, agent);
+    gate.clock.advance(1000);
+    await decide(deploy.id, { decision: 'approved', reason: 'ok' });
+
+    const body = await page();
+    assert.equal(body.nextCursor, null);
+    assert.equal(body.hasMore, false);
+    assert.equal(body.entries.length, 3);
+    const [approved, payCreated, deployCreated] = body.entries;
+    assert.deepEqual({ ...approved, id: undefined }, {
+      id: undefined,
+      requestId: deploy.id,
+      action: 'deploy',
+      timestamp: iso(T0 + 2000),
+      event: 'approved',
+      actor: 'api:admin (GATE_ADMIN_KEY)',
+      actorKeyId: await keyId(gate.config.adminKey!),
+      actorKeyName: 'admin (GATE_ADMIN_KEY)',
+      details: { reason: 'ok' },
+    });
+    assert.deepEqual(
+      [payCreated, deployCreated].map((e) => [e!.requestId, e!.action, e!.timestamp, e!.event, e!.actor, e!.actorKeyId]),
+      [
+        [pay.id, 'pay', iso(T0 + 1000), 'created', 'api:agent-7', agentId],
+        [deploy.id, 'deploy', iso(T0), 'created', 'api:agent-7', agentId],
+      ],
+    );
+    assert.equal(new Set(body.entries.map((e) => e.id)).size, 3, 'every entry has its own id');
+  });
+
+  test('GET /api/audit filters by action, event, actor, keyId, requestId and an inclusive from/to, combined with AND', async () => {
+    const alice = await gate.createKey(['request:create', 'request:decide'], null, 'alice-key');
+    const bob = await gate.createKey(['request:create', 'request:decide'], null, 'bob-key');
+    const session = await signIn('/api/dashboard/sessions', bob, 'Bob');
+    const a = await create({ action: 'deploy' }, alice); // T0
+    gate.clock.advance(MINUTE);
+    const b = await create({ action: 'pay' }, bob); // T0+1m
+    gate.clock.advance(MINUTE);
+    await decide(a.id, { decision: 'approved' }, session); // T0+2m
+    gate.clock.advance(MINUTE);
+    await decide(b.id, { decision: 'denied' }, alice); // T0+3m
+
+    const seen = async (query: string) => (await page(query)).entries.map((e) => `${e.event}:${e.action}:${e.actor}`);
+    assert.deepEqual(await seen('?action=deploy'), ['approved:deploy:dashboard:Bob', 'created:deploy:api:alice-key']);
+    assert.deepEqual(await seen('?event=created'), ['created:pay:api:bob-key', 'created:deploy:api:alice-key']);
+    assert.deepEqual(await seen(`?actor=${encodeURIComponent('dashboard:Bob')}`), ['approved:deploy:dashboard:Bob']);
+    assert.deepEqual(await seen(`?keyId=${await keyId(bob)}`), ['approved:deploy:dashboard:Bob', 'created:pay:api:bob-key']);
+    assert.deepEqual(await seen(`?requestId=${b.id}`), ['denied:pay:api:alice-key', 'created:pay:api:bob-key']);
+    assert.deepEqual(await seen(`?from=${iso(T0 + MINUTE)}&to=${iso(T0 + 2 * MINUTE)}`), ['approved:deploy:dashboard:Bob', 'created:pay:api:bob-key']);
+    assert.deepEqual(await seen(`?from=${iso(T0 + 3 * MINUTE)}`), ['denied:pay:api:alice-key']);
+    assert.deepEqual(await seen(`?to=${iso(T0)}`), ['created:deploy:api:alice-key']);
+    assert.deepEqual(await seen(`?keyId=${await keyId(alice)}&event=denied`), ['denied:pay:api:alice-key']);
+    assert.deepEqual(await seen('?action=deploy&event=denied'), []);
+    assert.deepEqual(await seen('?actor=nobody'), []);
+  });
+
+  test('GET /api/audit pages by cursor: every entry once, in order, ties in the same millisecond included; filters hold across pages', async () => {
+    const created: string[] = [];
+    for (let i = 0; i < 7; i += 1) {
+      created.push((await create({ action: i % 2 === 0 ? 'deploy' : 'pay' })).id);
+      // Two entries share each millisecond, so pages must break ties by id.
+      if (i % 2 === 1) gate.clock.advance(1);
+    }
+    const everything = (await page('?limit=500')).entries;
+    assert.equal(everything.length, 7);
+
+    const walk = async (filters: string, limit: number): Promise<{ ids: string[]; pages: number }> => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const body: AuditPage = await page(`?limit=${limit}${filters}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        pages += 1;
+        assert.ok(body.entries.length <= limit);
+        assert.equal(body.hasMore, body.nextCursor !== null);
+        ids.push(...body.entries.map((e) => e.id));
+        cursor = body.nextCursor;
+      } while (cursor !== null);
+      return { ids, pages };
+    };
+    const all = await walk('', 2);
+    assert.deepEqual(all.ids, everything.map((e) => e.id));
+    assert.equal(all.pages, 4);
+    const exact = await walk('', 7);
+    assert.deepEqual([exact.ids.length, exact.pages], [7, 1], 'a full last page has no next cursor');
+
+    const deploys = await walk('&action=deploy', 3);
+    assert.deepEqual(deploys.ids, everything.filter((e) => e.action === 'deploy').map((e) => e.id));
+    assert.equal(deploys.ids.length, 4);
+    assert.deepEqual((await page('?limit=500&action=deploy')).entries.map((e) => e.requestId), [created[6], created[4], created[2], created[0]]);
+  });
+
+  test('GET /api/audit: bad queries are 400 in the gate error body, never a 500', async () => {
+    await create({ action: 'deploy' });
+    const bad: Array<[string, RegExp]> = [
+      ['?limit=0', /limit/],
+      ['?limit=501', /limit/],
+      ['?limit=ten', /limit/],
+      ['?event=viewed', /event/],
+      ['?from=yesterday', /from/],
+      ['?to=2026-13-01T00:00:00Z', /to/],
+      [`?from=${iso(T0 + MINUTE)}&to=${iso(T0)}`, /from must not be after to/],
+      ['?cursor=not-a-cursor', /cursor/],
+      [`?cursor=${Buffer.from('{"ts":1}').toString('base64url')}`, /cursor/],
+      ['?status=pending', /status/],
+      ['?offset=10', /offset/],
+      ['?action=', /action/],
+    ];
+    for (const [query, message] of bad) {
+      const response = await gate.call({ method: 'GET', url: `/api/audit${query}` });
+      const text = assertGateError(response, 400, 'bad_request', query);
+      const details = JSON.stringify((response.json() as { error: { details?: unknown } }).error.details ?? '');
+      assert.match(`${text} ${details}`, message, query);
+    }
+  });
+
+  test('GET /api/audit and /api/audit/actors need request:read (the scope of the per-request trail)', async () => {
+    const reader = await gate.createKey(['request:read'], null, 'reader');
+    const creator = await gate.createKey(['request:create'], null, 'creator');
+    await create({ action: 'deploy' }, creator);
+    assert.equal((await page('', reader)).entries.length, 1);
+    assertGateError(await gate.call({ method: 'GET', url: '/api/audit' }, creator), 403, 'forbidden');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/audit/actors' }, creator), 403, 'forbidden');
+    assertGateError(await gate.service.app.inject({ method: 'GET', url: '/api/audit' }), 401, 'unauthorized');
+  });
+
+  test('GET /api/audit/actors lists each actor once, sorted', async () => {
+    const agent = await gate.createKey(['request:create', 'request:decide'], null, 'agent-7');
+    const session = await signIn('/api/dashboard/sessions', agent, 'Ada');
+    const policyId = await createPolicy({ name: 'auto', rules: [{ match: { action: 'pay' }, decision: 'auto_approve' }] });
+    await create({ action: 'pay' }, agent);
+    const pending = await create({ action: 'deploy' }, agent);
+    await decide(pending.id, { decision: 'approved' }, session);
+    const response = await gate.call({ method: 'GET', url: '/api/audit/actors' });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.deepEqual(response.json(), { actors: ['api:agent-7', 'dashboard:Ada', `policy:${policyId}`] });
+  });
+
+  test('every filter of the audit list reads its own index, never the whole table', async () => {
+    const { db, dialect } = gate.service.context.database;
+    const position = { ts: T0, id: '0190d6c4-0000-7000-8000-000000000000' };
+    const shapes: Array<[AuditListFilter, string]> = [
+      [{}, 'audit_ts'],
+      [{ from: T0, to: T0 + MINUTE }, 'audit_ts'],
+      [{ after: position }, 'audit_ts'],
+      [{ action: 'deploy' }, 'audit_action_ts'],
+      [{ event: 'approved', after: position }, 'audit_event_ts'],
+      [{ actor: 'dashboard:Ada', from: T0 }, 'audit_actor_ts'],
+      [{ keyId: 'k1' }, 'audit_key_ts'],
+      [{ requestId: 'r1' }, 'audit_request'],
+    ];
+    for (const [filter, index] of shapes) {
+      const compiled = auditListQuery(db, filter, 51).compile();
+      const plan = await db.transaction().execute(async (trx) => {
+        // PostgreSQL prefers a sequential or bitmap scan on a table this small; forbid them to see the index it can use.
+        if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
+        const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
+        const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
+        return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
+      });
+      const context = `${JSON.stringify(filter)}:\n${plan}`;
+      assert.ok(plan.includes(index), `expected ${index}; ${context}`);
+      assert.doesNotMatch(plan, /Seq Scan|SCAN audit_entries$|SCAN audit_entries\n|USE TEMP B-TREE|Sort/m, context);
+    }
+  });
+});
+
+await describeEachDatabase('gate audit migration', (backend) => {
+  test('entries written before 0003 get their request’s action; their key is unknown (null)', async () => {
+    const { dataDir: _dataDir, ...config } = backend.freshDatabase();
+    const database = await openDatabase<GateSchema>(config);
+    try {
+      const before = Object.fromEntries(Object.entries(gateMigrations).filter(([name]) => name < '0003'));
+      await migrateToLatest(database, before);
+      await sql`insert into requests (id, action, params, context, urgency, status, created_at, policy_decision)
+                values ('r1', 'deploy', '{}', '{}', 'normal', 'pending', ${T0}, '{}')`.execute(database.db);
+      await sql`insert into audit_entries (id, request_id, ts, event, actor, details) values ('a1', 'r1', ${T0}, 'created', 'api:old-key', null)`.execute(
+        database.db,
+      );
+      await migrateToLatest(database, gateMigrations);
+      const row = await database.db.selectFrom('audit_entries').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([row.action, row.actor, row.actor_key_id, row.actor_key_name], ['deploy', 'api:old-key', null, null]);
+    } finally {
+      await database.close();
+    }
+  });
+});

@@ -1,0 +1,115 @@
+import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { GateContext } from '../context.ts';
+import type { AuditRow } from '../schema.ts';
+import { auditActors, listAudit, type AuditPosition } from './store.ts';
+
+/** The events an audit entry records (service.ts writes them). */
+const AUDIT_EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
+
+const auditEntryFields = {
+  timestamp: z.string(),
+  event: z.string(),
+  actor: z.string(),
+  /** The API key behind the credential that acted (null for policy and expiry), and its name at that time. */
+  actorKeyId: z.string().nullable(),
+  actorKeyName: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()).optional(),
+};
+
+/** An entry of a request's audit trail (GET /api/requests/:id/audit). */
+export const auditEntrySchema = z.object(auditEntryFields).meta({ id: 'AuditEntry' });
+
+const auditListEntrySchema = z
+  .object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields })
+  .meta({ id: 'AuditListEntry' });
+
+export function toAuditEntry(row: AuditRow): z.infer<typeof auditEntrySchema> {
+  return {
+    timestamp: toIso(row.ts),
+    event: row.event,
+    actor: row.actor,
+    actorKeyId: row.actor_key_id,
+    actorKeyName: row.actor_key_name,
+    ...(row.details !== null && { details: JSON.parse(row.details) as Record<string, unknown> }),
+  };
+}
+
+/** The cursor is the (time, id) of the last entry of a page, base64url-encoded: opaque to clients. */
+function encodeCursor(position: AuditPosition): string {
+  return Buffer.from(JSON.stringify([position.ts, position.id])).toString('base64url');
+}
+
+const cursorSchema = z
+  .string()
+  .max(200)
+  .transform((text, ctx): AuditPosition => {
+    try {
+      const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+      if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string' && value[1].length <= 100) {
+        return { ts: value[0] as number, id: value[1] };
+      }
+    } catch {
+      // Not JSON: reported below like any other foreign cursor.
+    }
+    ctx.addIssue({ code: 'custom', message: 'cursor is not one this endpoint issued; pass nextCursor unchanged' });
+    return z.NEVER;
+  })
+  .meta({ type: 'string' });
+
+const listQuerySchema = z
+  .strictObject({
+    action: z.string().min(1).max(200).optional(),
+    event: z.enum(AUDIT_EVENTS).optional(),
+    actor: z.string().min(1).max(300).optional(),
+    keyId: z.string().min(1).max(100).optional(),
+    requestId: z.string().min(1).max(100).optional(),
+    from: isoTimestampMs.optional(),
+    to: isoTimestampMs.optional(),
+    cursor: cursorSchema.optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+
+export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
+  app.get(
+    '/api/audit',
+    {
+      schema: {
+        summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
+        description:
+          'Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` ' +
+          '(the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass ' +
+          '`nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. ' +
+          'Unknown query parameters are a 400, so a misspelt filter never widens the answer.',
+        tags: ['audit'],
+        querystring: listQuerySchema,
+        response: {
+          200: z.object({ entries: z.array(auditListEntrySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+        },
+      },
+    },
+    async (request) => {
+      const { cursor, limit, ...filters } = request.query;
+      const { rows, more } = await listAudit(ctx.database, { ...filters, after: cursor }, limit);
+      const last = rows.at(-1);
+      return {
+        entries: rows.map((row) => ({ id: row.id, requestId: row.request_id, action: row.action, ...toAuditEntry(row) })),
+        nextCursor: more && last ? encodeCursor(last) : null,
+        hasMore: more,
+      };
+    },
+  );
+
+  app.get(
+    '/api/audit/actors',
+    {
+      schema: {
+        summary: 'Every actor that appears in the audit, sorted (for a filter list)',
+        tags: ['audit'],
+        response: { 200: z.object({ actors: z.array(z.string()) }) },
+      },
+    },
+    async () => ({ actors: await auditActors(ctx.database) }),
+  );
+}

@@ -1,0 +1,51 @@
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { AuditRow, GateDatabase, GateSchema } from '../schema.ts';
+
+/** The position after which the next page of GET /api/audit starts (newest first: older than this). */
+export interface AuditPosition {
+  ts: number;
+  id: string;
+}
+
+export interface AuditListFilter {
+  action?: string;
+  event?: string;
+  actor?: string;
+  keyId?: string;
+  requestId?: string;
+  /** Inclusive bounds on the entry time, epoch ms. */
+  from?: number;
+  to?: number;
+  after?: AuditPosition;
+}
+
+/**
+ * Audit entries across requests, newest first (time, then id). Every filter has an index that
+ * leads with its column and ends in (ts, id) (migration 0003), so a filtered page reads an index
+ * range in order and stops after `limit` rows, whatever the size of the table.
+ */
+export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
+  let query = db.selectFrom('audit_entries').selectAll();
+  if (filter.action !== undefined) query = query.where('action', '=', filter.action);
+  if (filter.event !== undefined) query = query.where('event', '=', filter.event);
+  if (filter.actor !== undefined) query = query.where('actor', '=', filter.actor);
+  if (filter.keyId !== undefined) query = query.where('actor_key_id', '=', filter.keyId);
+  if (filter.requestId !== undefined) query = query.where('request_id', '=', filter.requestId);
+  if (filter.from !== undefined) query = query.where('ts', '>=', filter.from);
+  if (filter.to !== undefined) query = query.where('ts', '<=', filter.to);
+  const after = filter.after;
+  if (after !== undefined) query = query.where((eb) => eb(eb.refTuple('ts', 'id'), '<', eb.tuple(after.ts, after.id)));
+  return query.orderBy('ts', 'desc').orderBy('id', 'desc').limit(limit);
+}
+
+/** One page, and whether another follows (one row more is read to know). */
+export async function listAudit(database: GateDatabase, filter: AuditListFilter, limit: number): Promise<{ rows: AuditRow[]; more: boolean }> {
+  const rows = await auditListQuery(database.db, filter, limit + 1).execute();
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/** Every actor that appears in the audit, sorted (read from the actor index alone). */
+export async function auditActors(database: GateDatabase): Promise<string[]> {
+  const rows = await database.db.selectFrom('audit_entries').select('actor').distinct().orderBy('actor').execute();
+  return rows.map((r) => r.actor);
+}

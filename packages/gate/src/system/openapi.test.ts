@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
+import { ROUTE_SCOPES } from '../auth/scopes.ts';
+import { gateErrorSchema } from '../errors.ts';
+import { GATE_OPERATIONS } from '../operations.ts';
+import { startTestGate, type TestGate } from '../testing.ts';
+
+await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
+  let gate: TestGate;
+  before(async () => {
+    gate = await startTestGate(backend);
+  });
+  after(() => gate.close());
+
+  const document = async (): Promise<OpenApiPaths> => {
+    const response = await gate.service.app.inject({ method: 'GET', url: '/api/openapi.json' });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as OpenApiPaths;
+  };
+
+  test('is served without credentials', async () => {
+    assert.ok((await document()).paths['/api/requests'], 'the whole document');
+  });
+
+  test('every route is an operation with a unique operationId that lists its errors in the GateError body', async () => {
+    const doc = await document();
+    const problems = openApiCoverageProblems(gate.service.app.routeTable, doc, {
+      operationsFile: 'packages/gate/src/operations.ts',
+      operations: GATE_OPERATIONS,
+      errorSchema: 'GateError',
+      undocumented: { '/api/openapi.json': 'the document itself' },
+      requiredErrors: (route) => {
+        const scope = ROUTE_SCOPES[`${route.method} ${route.url}`];
+        return [
+          400,
+          // A key may carry a rate limit: every route that takes one can answer 429.
+          ...(scope === 'public' ? [] : scope === 'any' ? [401, 429] : [401, 403, 429]),
+          ...(route.url.includes(':') ? [404] : []),
+          ...(['POST', 'PUT', 'PATCH'].includes(route.method) ? [413, 415] : []),
+          500,
+          503,
+        ];
+      },
+      ownErrorBodies: ['GET /health 503'],
+    });
+    assert.deepEqual(problems, []);
+    const decide = doc.paths['/api/requests/{id}/decide']!.post!;
+    assert.equal(decide.operationId, 'decideRequest');
+    assert.ok(decide.responses!['409'], 'route-specific errors (operations.ts) are listed too');
+  });
+
+  test('the GateError component is the body errors are answered with', async () => {
+    const response = await gate.call({ method: 'POST', url: '/api/policies', payload: { name: '' } });
+    assert.equal(response.statusCode, 400);
+    const body = response.json() as { error: { details?: unknown[] } };
+    assert.ok(body.error.details && body.error.details.length > 0, response.body);
+    assert.deepEqual(gateErrorSchema.parse(body), body);
+  });
+});
