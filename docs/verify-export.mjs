@@ -38,10 +38,18 @@ function fail(position, reason) {
 
 let previous = null;
 events.forEach((event, position) => {
-  if (event.seq !== position) fail(position, `expected seq ${position}, found ${event.seq} (an event is missing)`);
+  if (event.seq !== position) {
+    if (position > 0 && event.seq === events[position - 1].seq) fail(position, `event ${event.id} repeats seq ${event.seq} (a duplicate)`);
+    fail(position, `expected seq ${position}, found ${event.seq} (an event is missing)`);
+  }
   if (event.prevHash !== previous) fail(position, 'prevHash is not the previous event\'s hash');
   if (linkHash(event) !== event.hash) fail(position, 'hash does not match the event content');
   previous = event.hash;
 });
-if (head !== undefined && head !== previous) fail(events.length, 'the last event is not the recorded head (events missing at the end)');
+if (head !== undefined && head !== previous) {
+  // The recorded head inside the export: what follows it was never part of the recorded chain.
+  const at = events.findIndex((event) => event.hash === head);
+  if (at >= 0) fail(at + 1, `event ${events[at + 1].id} is stored past the recorded head`);
+  fail(events.length, 'the last event is not the recorded head (events missing at the end)');
+}
 console.log(`VALID: ${events.length} events, head ${previous}`);

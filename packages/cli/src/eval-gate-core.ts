@@ -4,6 +4,7 @@
  */
 
 export const EXIT_PASS = 0;
+/** The pass rate is below the minimum, or a session's hash chain is broken. */
 export const EXIT_BELOW_THRESHOLD = 1;
 /** Usage errors, connection and HTTP errors, a dataset run that did not finish in time, nothing to evaluate. */
 export const EXIT_ERROR = 2;
@@ -255,6 +256,19 @@ export function formatRate(rate: number): string {
 
 export function verdictLine(v: Verdict): string {
   return `pass rate ${formatRate(v.passRate)} (${v.passed}/${v.total}), required ${formatRate(v.minPassRate)}: ${v.ok ? 'PASS' : 'FAIL'}`;
+}
+
+/** A session whose hash chain does not verify (GET /api/audit/verify): the gate fails on it whatever the pass rate. */
+export interface BrokenChain {
+  sessionId: string;
+  /** Where the chain breaks, as the server names it; null when it does not say. */
+  brokenAt: { seq: number; eventId: string | null; reason: string } | null;
+}
+
+export function brokenChainLine(broken: BrokenChain): string {
+  const at = broken.brokenAt;
+  const where = at === null ? '' : ` at seq ${at.seq}${at.eventId === null ? '' : ` (event ${at.eventId})`}: ${at.reason}`;
+  return `the hash chain of session ${broken.sessionId} is broken${where}`;
 }
 
 /** One line, at most `max` characters; longer text ends with an ellipsis. */

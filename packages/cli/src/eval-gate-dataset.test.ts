@@ -34,6 +34,8 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
           const sessionId = `case-${++calls}-${tool}`;
           if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
           await observe.ingestSession(sessionId, 'dataset-bot', [tool]);
+          // The case whose session is tampered with as soon as it is logged.
+          if (tool === 'tampered') await observe.tamperEvent(sessionId, 1);
           sendJson(res, 200, { sessionId, output: `used ${tool}` });
         })().catch((error: unknown) => sendJson(res, 500, { error: String(error) }));
       });
@@ -90,6 +92,17 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
     assert.equal(bad.score, 0);
     const run = await observe.api('GET', `/api/runs/${report.run.id}`);
     assert.equal(run.json.evaluatorId, complianceId, 'the CLI passed --evaluator-id to the run');
+  });
+
+  test('a case whose session has a broken hash chain fails the gate (exit 1) even at a full pass rate', async () => {
+    const datasetId = await createDataset(['search', 'tampered']);
+    const result = await runCli(['--dataset-id', datasetId, '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1'], observe.cliEnv());
+    assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /^pass rate 1\.00 \(2\/2\), required 1\.00: PASS$/m, 'without an evaluator both cases pass');
+    const broken = /^FAIL: the hash chain of session (case-\d+-tampered) is broken at seq 1 \(event \S+\): hash does not match the event content$/m.exec(result.stdout);
+    assert.ok(broken, result.stdout);
+    assert.match(result.stderr, new RegExp(`^vigil eval-gate: the hash chain of session ${broken[1]} is broken at seq 1 `, 'm'));
+    assert.doesNotMatch(result.stdout, /session case-\d+-search is broken/);
   });
 
   test('a run that outlasts --timeout-seconds exits 2', async () => {

@@ -1,14 +1,15 @@
 /**
  * Test fixture of the eval-gate suites: the real observe app listening on an ephemeral local port
  * over a fresh SQLite file, a first API key created over HTTP, and helpers that go through its
- * public HTTP API only (ingest, evaluators, timelines).
+ * public HTTP API only (ingest, evaluators, timelines), except `tamperEvent`, which edits a stored
+ * row as someone with access to the database would.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildObserveService } from '@vigil/observe';
+import { buildObserveService, type ObserveService } from '@vigil/observe';
 import { observeConfigFromEnvironment } from '@vigil/platform';
 
 export interface ApiAnswer {
@@ -23,6 +24,7 @@ export class ObserveFixture {
 
   private constructor(
     readonly base: string,
+    private readonly service: ObserveService,
     private readonly closeService: () => Promise<void>,
   ) {}
 
@@ -35,7 +37,7 @@ export class ObserveFixture {
     const service = await buildObserveService(config, { runJobs: false });
     await service.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = service.app.server.address() as AddressInfo;
-    const fixture = new ObserveFixture(`http://127.0.0.1:${port}`, async () => {
+    const fixture = new ObserveFixture(`http://127.0.0.1:${port}`, service, async () => {
       await service.app.close();
       rmSync(dataDir, { recursive: true, force: true });
     });
@@ -76,6 +78,14 @@ export class ObserveFixture {
     ];
     const response = await this.api('POST', '/api/events', { events });
     assert.equal(response.status, 201, JSON.stringify(response.json));
+  }
+
+  /** Edits the stored payload of the session's event at `seq` directly in the database: its chain no longer verifies. */
+  async tamperEvent(sessionId: string, seq: number): Promise<string> {
+    const { db } = this.service.context.database;
+    const row = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', sessionId).where('seq', '=', seq).executeTakeFirstOrThrow();
+    await db.updateTable('events').set({ payload: JSON.stringify({ ...JSON.parse(row.payload), tampered: true }) }).where('id', '=', row.id).execute();
+    return row.id;
   }
 
   /** A compliance evaluator that fails any session calling a `delete_*` tool. */

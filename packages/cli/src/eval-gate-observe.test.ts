@@ -64,6 +64,33 @@ describe('vigil eval-gate trace scoring (compliance) against the real observe se
     assert.match(result.stdout, /^pass rate 0\.75 \(3\/4\), required 0\.75: PASS$/m);
   });
 
+  test('a session whose hash chain is broken fails the gate (exit 1) whatever the pass rate, naming the session and the broken step', async () => {
+    await observe.ingestSession('chain-ok', 'chains', ['search']);
+    await observe.ingestSession('chain-tampered', 'chains', ['search']);
+    const tamperedId = await observe.tamperEvent('chain-tampered', 1);
+    const broken = new RegExp(`the hash chain of session chain-tampered is broken at seq 1 \\(event ${tamperedId}\\): hash does not match the event content`);
+
+    const result = await runCli(['--evaluator-id', complianceId, '--session-ids', 'chain-ok,chain-tampered', '--min-pass-rate', '0'], observe.cliEnv());
+    assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stderr, new RegExp(`^vigil eval-gate: ${broken.source}$`, 'm'));
+    assert.match(result.stderr, /^\[\d\/2\] chain-tampered: BROKEN CHAIN /m);
+    assert.match(result.stdout, /^chain-tampered\s+-\s+BROKEN\s+\S/m);
+    assert.match(result.stdout, /^pass rate 0\.50 \(1\/2\), required 0\.00: PASS$/m);
+    assert.match(result.stdout, new RegExp(`^FAIL: ${broken.source}$`, 'm'));
+    assert.equal((await observe.evalEvents('chain-ok')).length, 1, 'the intact session was scored');
+    const timeline = await observe.api('GET', '/api/sessions/chain-tampered/timeline');
+    assert.equal(timeline.json.chainValid, false);
+    assert.equal(timeline.json.events.filter((e: { eventType: string }) => e.eventType === 'eval_result').length, 0, 'no verdict chained onto the broken chain');
+
+    const json = await runCli(['--evaluator-id', complianceId, '--session-ids', 'chain-tampered', '--min-pass-rate', '0', '--json'], observe.cliEnv());
+    assert.equal(json.code, 1, json.stderr);
+    const report = JSON.parse(json.stdout);
+    assert.equal(report.result, 'fail');
+    assert.deepEqual(report.brokenChains, [
+      { sessionId: 'chain-tampered', brokenAt: { seq: 1, eventId: tamperedId, reason: 'hash does not match the event content' } },
+    ]);
+  });
+
   test('a bad option exits 2 and evaluates nothing', async () => {
     const result = await runCli(['--evaluator-id', complianceId, '--session-ids', 'spare-1', '--min-pass-rate', '80'], observe.cliEnv());
     assert.equal(result.code, 2);

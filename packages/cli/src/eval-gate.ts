@@ -3,8 +3,10 @@
  *
  * Trace scoring scores existing sessions with a saved evaluator; dataset mode has the server send
  * every case of a dataset to a live agent webhook and score the sessions it logs. Exit codes: 0 the
- * pass rate reaches --min-pass-rate, 1 it does not, 2 anything that prevents a verdict (usage,
- * connection or HTTP error, a dataset run that does not finish in time, nothing to evaluate).
+ * pass rate reaches --min-pass-rate, 1 it does not or a session's hash chain is broken (the server
+ * refuses to chain a verdict onto it; in dataset mode each case's session is verified), 2 anything
+ * that prevents a verdict (usage, connection or HTTP error, a dataset run that does not finish in
+ * time, nothing to evaluate).
  */
 import { Command, CommanderError } from 'commander';
 import {
@@ -20,6 +22,7 @@ import {
   MAX_CONCURRENCY,
   MAX_LIMIT,
   UsageError,
+  brokenChainLine,
   formatScore,
   liveProgressWanted,
   renderTable,
@@ -28,6 +31,7 @@ import {
   truncate,
   verdict,
   verdictLine,
+  type BrokenChain,
   type DatasetPlan,
   type GatePlan,
   type RawGateOptions,
@@ -77,6 +81,11 @@ interface DatasetRun {
   failedCases?: number;
   cases?: RunCase[];
   error?: string | null;
+}
+
+interface ChainVerification {
+  valid: boolean;
+  brokenAt?: BrokenChain['brokenAt'];
 }
 
 /** Statuses of a dataset run that is still working; `completed` ends it; anything else is a failed run. */
@@ -143,13 +152,29 @@ interface Row {
   cells: string[];
 }
 
-function finish(io: Io, plan: GatePlan, headers: string[], rows: Row[], v: Verdict, json: () => unknown): number {
+/**
+ * Prints the result and returns the exit code: 1 when the pass rate is below the minimum or any
+ * session's hash chain is broken (a verdict on a broken chain proves nothing, so the gate fails).
+ */
+function finish(io: Io, plan: GatePlan, headers: string[], rows: Row[], v: Verdict, broken: BrokenChain[], json: () => Record<string, unknown>): number {
+  const ok = v.ok && broken.length === 0;
+  for (const chain of broken) io.err(`vigil eval-gate: ${brokenChainLine(chain)}\n`);
   if (plan.json) {
-    io.out(`${JSON.stringify(json(), null, 2)}\n`);
+    const { mode, ...rest } = json();
+    io.out(`${JSON.stringify({ mode, result: ok ? 'pass' : 'fail', ...rest, brokenChains: broken }, null, 2)}\n`);
   } else {
-    io.out(`\n${renderTable(headers, rows.map((r) => r.cells))}\n\n${verdictLine(v)}\n`);
+    const failures = broken.map((chain) => `\nFAIL: ${brokenChainLine(chain)}`).join('');
+    io.out(`\n${renderTable(headers, rows.map((r) => r.cells))}\n\n${verdictLine(v)}${failures}\n`);
   }
-  return v.ok ? EXIT_PASS : EXIT_BELOW_THRESHOLD;
+  return ok ? EXIT_PASS : EXIT_BELOW_THRESHOLD;
+}
+
+/** The session's chain as the server verifies it now; undefined when it verifies. */
+async function brokenChainOf(api: ApiClient, sessionId: string): Promise<BrokenChain | undefined> {
+  const path = `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}`;
+  const verification = await api.get<ChainVerification>(path);
+  if (typeof verification.valid !== 'boolean') throw new ApiError(`GET ${path} answered without a valid flag`);
+  return verification.valid ? undefined : { sessionId, brokenAt: verification.brokenAt ?? null };
 }
 
 class GateError extends Error {
@@ -200,6 +225,7 @@ async function traceMode(plan: TracePlan, io: Io): Promise<number> {
   const progress = new Progress(io);
   progress.note(`Scoring ${ids.length} session${ids.length === 1 ? '' : 's'} with evaluator ${evaluatorName}(${evaluator.kind}, ${plan.evaluatorId}) on ${plan.url}`);
   const results: Array<EvalResult | undefined> = new Array(ids.length);
+  const brokenAt: Array<BrokenChain | undefined> = new Array(ids.length);
   let done = 0;
   let passedSoFar = 0;
   const status = (): string =>
@@ -224,9 +250,19 @@ async function traceMode(plan: TracePlan, io: Io): Promise<number> {
         );
         progress.update(status());
       } catch (error) {
-        if (failure === undefined) {
-          failure = error instanceof Error ? new GateError(`session ${sessionId}: ${error.message}`) : new GateError(String(error));
-          controller.abort();
+        try {
+          // 409: the server refuses to append a verdict to a broken chain; the gate records which and goes on.
+          const broken = error instanceof ApiError && error.status === 409 ? await brokenChainOf(api, sessionId) : undefined;
+          if (broken === undefined) throw error;
+          brokenAt[index] = broken;
+          done++;
+          progress.note(`[${done}/${ids.length}] ${sessionId}: BROKEN CHAIN ${truncate(brokenChainLine(broken), 160)}`);
+          progress.update(status());
+        } catch (failed) {
+          if (failure === undefined) {
+            failure = failed instanceof Error ? new GateError(`session ${sessionId}: ${failed.message}`) : new GateError(String(failed));
+            controller.abort();
+          }
         }
       }
     }
@@ -238,22 +274,28 @@ async function traceMode(plan: TracePlan, io: Io): Promise<number> {
   }
   if (failure) throw failure;
 
-  const scored = results as EvalResult[];
-  const passed = scored.filter((r) => r.passed).length;
-  const v = verdict(passed, scored.length, plan.minPassRate);
-  const rows = scored.map((r, i) => ({
-    cells: [truncate(ids[i]!, ID_WIDTH), formatScore(r.score), resultLabel(r.passed), truncate(reasonOf(r), REASON_WIDTH)],
-  }));
-  return finish(io, plan, ['session', 'score', 'result', 'reason'], rows, v, () => ({
+  const scored = results.flatMap((result, i) => (result === undefined ? [] : [{ sessionId: ids[i]!, result }]));
+  const broken = brokenAt.filter((chain): chain is BrokenChain => chain !== undefined);
+  // A session whose chain is broken got no verdict: it counts as not passed.
+  const passed = scored.filter(({ result }) => result.passed).length;
+  const v = verdict(passed, ids.length, plan.minPassRate);
+  const rows = ids.map((sessionId, i) => {
+    const result = results[i];
+    const cells =
+      result === undefined
+        ? [truncate(sessionId, ID_WIDTH), '-', 'BROKEN', truncate(brokenChainLine(brokenAt[i]!), REASON_WIDTH)]
+        : [truncate(sessionId, ID_WIDTH), formatScore(result.score), resultLabel(result.passed), truncate(reasonOf(result), REASON_WIDTH)];
+    return { cells };
+  });
+  return finish(io, plan, ['session', 'score', 'result', 'reason'], rows, v, broken, () => ({
     mode: 'trace',
-    result: v.ok ? 'pass' : 'fail',
     passRate: v.passRate,
     passed: v.passed,
     total: v.total,
     minPassRate: v.minPassRate,
     evaluator: { id: plan.evaluatorId, name: evaluator.name, kind: evaluator.kind },
-    sessions: scored.map((r, i) => ({
-      sessionId: ids[i],
+    sessions: scored.map(({ sessionId, result: r }) => ({
+      sessionId,
       method: r.method,
       score: r.score,
       passed: r.passed,
@@ -369,10 +411,21 @@ async function datasetMode(plan: DatasetPlan, io: Io): Promise<number> {
   }
 
   if (run.totalCases <= 0) throw new GateError(`dataset ${plan.datasetId} has no cases: nothing was evaluated, so no pass rate (exit 2)`);
+  // The sessions the agent logged are verified as stored now: a case passed on a broken chain proves nothing.
+  const broken: BrokenChain[] = [];
+  const sessionIds = [...new Set((run.cases ?? []).flatMap((c) => (typeof c.sessionId === 'string' && c.sessionId !== '' ? [c.sessionId] : [])))];
+  for (const sessionId of sessionIds) {
+    try {
+      const chain = await brokenChainOf(api, sessionId);
+      if (chain !== undefined) broken.push(chain);
+    } catch (error) {
+      // A case may name a session that was never logged (its case failed for that): nothing to verify.
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+    }
+  }
   const v = verdict(Math.min(run.passedCases, run.totalCases), run.totalCases, plan.minPassRate);
-  return finish(io, plan, CASE_HEADERS, caseRows(run), v, () => ({
+  return finish(io, plan, CASE_HEADERS, caseRows(run), v, broken, () => ({
     mode: 'dataset',
-    result: v.ok ? 'pass' : 'fail',
     passRate: v.passRate,
     passed: v.passed,
     total: v.total,
@@ -419,8 +472,8 @@ Environment:
   CI=true         plain log lines instead of a live progress line
 
 Exit codes:
-  0  pass rate >= --min-pass-rate
-  1  pass rate below --min-pass-rate
+  0  pass rate >= --min-pass-rate and every session's hash chain verifies
+  1  pass rate below --min-pass-rate, or a session's hash chain is broken (tampered events)
   2  usage error, connection or HTTP error, dataset run timed out or failed, nothing to evaluate
 
 Examples:

@@ -1,5 +1,6 @@
 import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
 import { z } from 'zod';
+import type { ChainBreak } from './events/chain.ts';
 
 /** Every error the observe service answers with. Body: `{ error, status, details? }`. */
 export const observeErrors = {
@@ -22,6 +23,11 @@ export const observeErrors = {
     status: 400,
     code: 'benchmark_draft',
     message: 'The benchmark is still a draft: set its status to running to see results',
+  },
+  chainBroken: {
+    status: 409,
+    code: 'chain_broken',
+    message: "The session's hash chain is broken: no verdict is appended to it",
   },
   benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
   invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
@@ -66,6 +72,16 @@ export function bodyValidationError(issues: readonly { path: PropertyKey[]; mess
   const details = issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
   const summary = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
   return observeError('validation', `Validation failed in body: ${summary}`, details);
+}
+
+/** 409 for a verdict refused because its session's chain does not verify, naming the broken step. */
+export function chainBrokenError(sessionId: string, brokenAt: ChainBreak): ServiceError {
+  const step = `seq ${brokenAt.seq}${brokenAt.eventId === null ? '' : ` (event ${brokenAt.eventId})`}`;
+  return observeError(
+    'chainBroken',
+    `The hash chain of session ${JSON.stringify(sessionId)} is broken at ${step}: ${brokenAt.reason}; no verdict is appended to a broken chain`,
+    [{ path: 'brokenAt', message: `${step}: ${brokenAt.reason}` }],
+  );
 }
 
 /** The observe error body; every error response of the OpenAPI document refers to it. */

@@ -2,6 +2,7 @@ import { ManualClock, observeConfigFromEnvironment, type Clock, type ObserveConf
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
+import type { EventRow, ObserveDatabase } from './schema.ts';
 
 export interface TestObserve {
   service: ObserveService;
@@ -46,4 +47,16 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
       service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } }),
     close: () => service.app.close(),
   };
+}
+
+/**
+ * Tampering for tests: stores a copy of the event `sourceId` straight into the database, never
+ * through ingest (so nothing links it into the chain or moves the session's head), with `changes`
+ * applied over it: at least a new id, e.g. also a seq past the head or an existing seq.
+ */
+export async function insertEventCopy(database: ObserveDatabase, sourceId: string, changes: Partial<EventRow> & Pick<EventRow, 'id'>): Promise<EventRow> {
+  const source = await database.db.selectFrom('events').selectAll().where('id', '=', sourceId).executeTakeFirstOrThrow();
+  const row = { ...source, ...changes };
+  await database.db.insertInto('events').values(row).execute();
+  return row;
 }

@@ -328,6 +328,17 @@ export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, di
   return dialect === 'postgres' ? query.forUpdate() : query;
 }
 
+/**
+ * Runs `read` on one consistent view of the database, for a read of several statements that must
+ * agree with each other (a session's chain head and its events). PostgreSQL: a read-only
+ * REPEATABLE READ transaction, one snapshot for every statement. SQLite (one process, one
+ * connection): the connection is held for the whole read, so no write lands between its statements.
+ */
+export async function readSnapshot<Schema, T>(database: Database<Schema>, read: (db: Kysely<Schema>) => Promise<T>): Promise<T> {
+  if (database.dialect === 'sqlite') return database.db.connection().execute(read);
+  return database.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
+}
+
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'SQLITE_BUSY',

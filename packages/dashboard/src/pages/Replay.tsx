@@ -211,9 +211,9 @@ export function ReplayPage({ id }: { id: string }) {
               <Stat label="Tool calls" value={fmtNumber(data.summary.totalToolCalls)} hint={data.summary.tools.join(', ') || undefined} />
               <Stat label="Errors" value={fmtNumber(data.summary.totalErrors)} />
               <Stat
-                label="Chain at load"
+                label="Hash chain"
                 value={data.chainValid ? <Badge tone="good">valid</Badge> : <Badge tone="bad">broken</Badge>}
-                hint="re-verified on the session page"
+                hint="verified from the stored events on this load; the session page shows where it breaks"
               />
             </Stats>
             <div className="player" onKeyDown={onKeyDown} role="group" aria-label="Replay controls (arrow keys step, Home and End jump)">

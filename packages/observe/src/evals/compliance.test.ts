@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/schemas.ts';
 
 type Json = Record<string, any>;
@@ -329,6 +329,30 @@ await describeEachDatabase('compliance evaluations', (backend) => {
       assert.ok(result.brokenAt, sessionId);
     }
   });
+
+  test('409 chain_broken: no verdict is appended to a session whose chain does not verify, naming the broken step', async () => {
+    await ingest(observe, session('s-broken-edit'));
+    const { db } = observe.service.context.database;
+    const edited = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 's-broken-edit').where('seq', '=', 3).executeTakeFirstOrThrow();
+    await db.updateTable('events').set({ payload: edited.payload.replace('db.delete', 'db.select') }).where('id', '=', edited.id).execute();
+    const before = await eventCount(observe);
+    const body = assertError(await comply(observe, 's-broken-edit', { rules: [{ id: 'deny', type: 'tool_denylist', tools: ['db.delete'] }] }), 409);
+    assert.match(body.error, new RegExp(`session "s-broken-edit" is broken at seq 3 \\(event ${edited.id}\\): hash does not match the event content`));
+    assert.deepEqual(body.details, [{ path: 'brokenAt', message: `seq 3 (event ${edited.id}): hash does not match the event content` }]);
+    assert.equal(await eventCount(observe), before, 'nothing appended');
+  });
+
+  test('409 chain_broken for a session with an event stored past its head (inserted directly, garbage hash)', async () => {
+    await ingest(observe, session('s-broken-past-head'));
+    const { database } = observe.service.context;
+    const last = await database.db.selectFrom('events').select('id').where('session_id', '=', 's-broken-past-head').where('seq', '=', 9).executeTakeFirstOrThrow();
+    const forgedId = 'ffffffff-ffff-7fff-bfff-ffffffffffff';
+    await insertEventCopy(database, last.id, { id: forgedId, seq: 10, hash: '0'.repeat(64) });
+    const before = await eventCount(observe);
+    const body = assertError(await comply(observe, 's-broken-past-head', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 409);
+    assert.match(body.error, new RegExp(`broken at seq 10 \\(event ${forgedId}\\): .*past the session head`));
+    assert.equal(await eventCount(observe), before);
+  });
 });
 
 await describeEachDatabase('evaluators', (backend) => {
@@ -496,6 +520,19 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
     const after = await verify(observe, 's-existing');
     assert.equal(after.valid, true);
     assert.equal(after.eventCount, 2);
+  });
+
+  test('a breach reported for a session whose chain is broken is refused with 409 and appends nothing', async () => {
+    await ingest(observe, [
+      { sessionId: 's-breach-broken', agentId: 'agent-e', eventType: 'custom', payload: { type: 't', data: 1 } },
+      { sessionId: 's-breach-broken', agentId: 'agent-e', eventType: 'custom', payload: { type: 't', data: 2 } },
+    ]);
+    const { db } = observe.service.context.database;
+    await db.updateTable('events').set({ prev_hash: 'e'.repeat(64) }).where('session_id', '=', 's-breach-broken').where('seq', '=', 1).execute();
+    const before = await eventCount(observe);
+    const body = assertError(await post(observe, gateBreach('s-breach-broken', 'agent-e'), `Bearer ${SERVICE_TOKEN}`), 409);
+    assert.match(body.error, /session "s-breach-broken" is broken at seq 1 .*prevHash does not match/);
+    assert.equal(await eventCount(observe), before);
   });
 
   test('AUTH_DISABLED does not open the service-token route', async () => {

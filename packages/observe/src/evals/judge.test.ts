@@ -34,7 +34,15 @@ function assertError(response: LightMyRequestResponse, status: number, label = '
 }
 
 /** What the fake provider answers next: one entry per request (the last one repeats). */
-type Reply = { status?: number; body?: unknown; raw?: string; hang?: boolean; headers?: Record<string, string> };
+type Reply = {
+  status?: number;
+  body?: unknown;
+  raw?: string;
+  hang?: boolean;
+  headers?: Record<string, string>;
+  /** Runs while the request is held, before the answer is sent. */
+  meanwhile?: () => Promise<void>;
+};
 
 class FakeProvider {
   readonly server: TestHttpServer;
@@ -49,6 +57,15 @@ class FakeProvider {
     const reply = this.replies[Math.min(this.served, this.replies.length - 1)] ?? { status: 500, body: { error: 'no reply set' } };
     this.served += 1;
     if (reply.hang) return;
+    if (reply.meanwhile) {
+      const { meanwhile, ...rest } = reply;
+      void meanwhile().then(() => this.send(rest, res));
+      return;
+    }
+    this.send(reply, res);
+  }
+
+  private send(reply: Reply, res: ServerResponse): void {
     if (reply.raw !== undefined) {
       res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
       res.end(reply.raw);
@@ -348,6 +365,36 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
       assertError(await score(observe, 's-judge', body), 400, JSON.stringify(body).slice(0, 60));
     }
     assert.equal(provider.requests.length, 0);
+  });
+
+  test('409 chain_broken on a session whose chain does not verify, before the provider is called', async () => {
+    await ingest(observe, judgedSession('s-judge-broken'));
+    const { db } = observe.service.context.database;
+    await db.updateTable('events').set({ severity: 'critical' }).where('session_id', '=', 's-judge-broken').where('seq', '=', 1).execute();
+    const spend = await judgeSpend(observe);
+    provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
+    const body = assertError(await score(observe, 's-judge-broken', { rubric: 'r' }), 409);
+    assert.match(body.error, /session "s-judge-broken" is broken at seq 1 .*hash does not match the event content/);
+    assert.equal(provider.requests.length, 0, 'no paid call for a broken chain');
+    assert.equal(await judgeSpend(observe), spend);
+    assert.equal((await timeline(observe, 's-judge-broken')).length, 3, 'nothing appended');
+  });
+
+  test('a chain broken while the judge answers is caught before the verdict is appended (409; the call is still billed)', async () => {
+    await ingest(observe, judgedSession('s-judge-broken-meanwhile'));
+    const { db } = observe.service.context.database;
+    const spend = await judgeSpend(observe);
+    provider.next({
+      ...openAiVerdict({ score: 1, reasoning: 'fine' }, 1000, 200),
+      meanwhile: async () => {
+        await db.updateTable('events').set({ hash: 'c'.repeat(64) }).where('session_id', '=', 's-judge-broken-meanwhile').where('seq', '=', 2).execute();
+      },
+    });
+    const body = assertError(await score(observe, 's-judge-broken-meanwhile', { rubric: 'r' }), 409);
+    assert.match(body.error, /broken at seq 2 /);
+    assert.equal(provider.requests.length, 1);
+    assert.ok(Math.abs((await judgeSpend(observe)) - spend - cost('gpt-4o-mini', 1000, 200)) < 1e-9, 'the judge was paid all the same');
+    assert.equal((await timeline(observe, 's-judge-broken-meanwhile')).length, 3, 'no verdict appended');
   });
 
   test('the transcript is bounded: long payloads and long sessions are cut in the prompt, never in the chain', async () => {

@@ -6,7 +6,8 @@ import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest, t
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';
 import type { Event } from '../events/schemas.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 
 type Json = Record<string, any>;
 type Call = (options: InjectOptions) => Promise<LightMyRequestResponse>;
@@ -41,6 +42,8 @@ class Agent {
   readonly server: TestHttpServer;
   /** The observe instance the agent logs to. */
   call: Call | null = null;
+  /** Its database, for the case that tampers with its own session. */
+  database: ObserveDatabase | null = null;
   private readonly seen = new Set<string>();
 
   constructor() {
@@ -69,6 +72,12 @@ class Agent {
       case 'error':
         await this.log([started, { sessionId, agentId, eventType: 'tool_error', payload: { toolName: 'lookup', callId: 'c1', error: 'boom', durationMs: 3 } }, ended]);
         return sendJson(res, 200, { sessionId, output: input.answer });
+      case 'tampered': {
+        await this.log([started, ended]);
+        const last = await this.database!.db.selectFrom('events').select('id').where('session_id', '=', sessionId).where('seq', '=', 1).executeTakeFirstOrThrow();
+        await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: 'f'.repeat(64) });
+        return sendJson(res, 200, { sessionId, output: input.answer });
+      }
       case 'fail':
         return sendJson(res, 500, { error: 'agent crashed' });
       case 'hang':
@@ -166,6 +175,7 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     await agent.server.start();
     observe = await startTestObserve(backend);
     agent.call = observe.call;
+    agent.database = observe.service.context.database;
   });
   after(async () => {
     await observe.close();
@@ -299,6 +309,30 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       const audit = (await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${c.sessionId}` })).json() as Json;
       assert.equal(audit.valid, true);
     }
+  });
+
+  test('with an evaluator, a session whose chain is broken gets no verdict: its case fails with the broken step', async () => {
+    const evaluator = (await observe.call({
+      method: 'POST',
+      url: '/api/evaluators',
+      payload: { name: 'budget', kind: 'compliance', rules: [{ id: 'budget', type: 'max_cost', maxUsd: 1 }] },
+    })).json() as Json;
+    const dataset = await createDataset([{ input: { task: 'ok' } }, { input: { task: 'tampered' } }]);
+    const response = await observe.call({
+      method: 'POST',
+      url: `/api/datasets/${dataset.id}/runs`,
+      payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook`, evaluatorId: evaluator.id },
+    });
+    assert.equal(response.statusCode, 202, response.body);
+    const run = await waitForRun(observe.call, (response.json() as Json).id);
+    const [ok, tampered] = run.cases as Json[];
+    assert.deepEqual([ok!.passed, ok!.error], [true, null]);
+    assert.equal(tampered!.passed, false);
+    assert.equal(tampered!.score, null);
+    const forged = `forged-${dataset.cases[1].id}`;
+    assert.match(tampered!.error, new RegExp(`^scoring failed: The hash chain of session "${tampered!.sessionId}" is broken at seq 2 \\(event ${forged}\\): .*past the session head`));
+    const events = ((await observe.call({ method: 'GET', url: `/api/sessions/${tampered!.sessionId}/timeline` })).json() as { events: Event[] }).events;
+    assert.equal(events.filter((e) => e.eventType === 'eval_result').length, 0, 'no verdict chained');
   });
 
   test('bad run requests are 400/404/503 and create no run', async () => {

@@ -1,10 +1,11 @@
 import { newId } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
-import { observeError } from '../errors.ts';
+import { chainBrokenError, observeError } from '../errors.ts';
+import { EMPTY_HEAD, type ChainHead } from '../events/chain.ts';
 import type { AppendedEvent } from '../events/ingest.ts';
 import type { ModelPrice } from '../pricing/index.ts';
 import type { SessionRow } from '../schema.ts';
-import { findSession } from '../sessions/store.ts';
+import { chainHeadOf, verifySessionChain } from '../sessions/service.ts';
 import { callJudge, JudgeError, judgeSettings, judgeUserPrompt, type JudgeProvider, type Usage } from './judge.ts';
 import { evaluateRules, roundUsd } from './rules.ts';
 import {
@@ -24,7 +25,8 @@ import { TranscriptBuilder } from './transcript.ts';
  * Compliance evaluations: a verdict is computed from the session as it stands (every event up to
  * its current head, `throughSeq` in the payload) and appended to the same session's chain as an
  * `eval_result` through the one write path. Passed verdicts are severity `info`, failed ones
- * `warn` (never an error event, so a verdict does not change the session's error count).
+ * `warn` (never an error event, so a verdict does not change the session's error count). A verdict
+ * is only appended to a chain that verifies over every stored event (409 chain_broken otherwise).
  */
 
 const TRANSCRIPT_PAGE = 500;
@@ -84,34 +86,51 @@ export async function judgeSpec(ctx: ObserveContext, body: ScoreBody): Promise<J
 // Appending a verdict
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The session's row, its chain verified over every stored event now (undefined: no such session).
+ * A verdict is never appended to a chain that does not verify: 409 chain_broken names the break.
+ */
+async function verifiedSession(ctx: ObserveContext, sessionId: string): Promise<SessionRow | undefined> {
+  const chain = await verifySessionChain(ctx.database, sessionId);
+  if (!chain) return undefined;
+  if (chain.verdict.brokenAt !== null) throw chainBrokenError(sessionId, chain.verdict.brokenAt);
+  return chain.session;
+}
+
+async function requireVerifiedSession(ctx: ObserveContext, sessionId: string): Promise<SessionRow> {
+  const session = await verifiedSession(ctx, sessionId);
+  if (!session) throw observeError('sessionNotFound');
+  return session;
+}
+
+/**
+ * Appends a verdict onto the head its session's chain was verified at (`verifiedHead`); events
+ * appended since are verified under the session lock before the verdict is chained after them.
+ */
 async function appendVerdict(
   ctx: ObserveContext,
   sessionId: string,
   agentId: string,
+  verifiedHead: ChainHead,
   passed: boolean,
   payload: Record<string, unknown>,
 ): Promise<AppendedEvent> {
   const [event] = await ctx.events.append(
     [{ sessionId, agentId, eventType: 'eval_result', severity: passed ? 'info' : 'warn', payload }],
     ctx.clock.now(),
+    { verifiedHead },
   );
   return event!;
 }
 
 const chained = (event: AppendedEvent) => ({ id: event.id, hash: event.hash, prevHash: event.prevHash });
 
-async function requireSession(ctx: ObserveContext, sessionId: string): Promise<SessionRow> {
-  const session = await findSession(ctx.database, sessionId);
-  if (!session) throw observeError('sessionNotFound');
-  return session;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Deterministic rules
 // ---------------------------------------------------------------------------------------------
 
 export async function evaluateCompliance(ctx: ObserveContext, sessionId: string, spec: ComplianceSpec): Promise<ComplianceResult> {
-  const session = await requireSession(ctx, sessionId);
+  const session = await requireVerifiedSession(ctx, sessionId);
   const throughSeq = session.last_seq;
   const facts = await sessionFacts(ctx.database.db, session);
   const verdict = evaluateRules(spec.rules, facts, spec.passThreshold);
@@ -127,7 +146,7 @@ export async function evaluateCompliance(ctx: ObserveContext, sessionId: string,
     throughSeq,
   };
   if (spec.evaluatorId !== null) payload.evaluatorId = spec.evaluatorId;
-  const event = await appendVerdict(ctx, sessionId, session.agent_id, verdict.passed, payload);
+  const event = await appendVerdict(ctx, sessionId, session.agent_id, chainHeadOf(session), verdict.passed, payload);
   return {
     sessionId,
     method: 'deterministic',
@@ -169,7 +188,8 @@ export function judgePlan(ctx: ObserveContext, spec: JudgeSpec) {
 
 export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, spec: JudgeSpec): Promise<JudgeResult> {
   const { settings, model, price } = judgePlan(ctx, spec);
-  const session = await requireSession(ctx, sessionId);
+  // Verified before the paid call, and again before the verdict is appended (the call takes seconds).
+  const session = await requireVerifiedSession(ctx, sessionId);
   const throughSeq = session.last_seq;
 
   const builder = new TranscriptBuilder();
@@ -242,7 +262,8 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
     transcriptEventsOmitted: transcript.omitted,
   };
   if (spec.evaluatorId !== null) payload.evaluatorId = spec.evaluatorId;
-  const event = await appendVerdict(ctx, sessionId, session.agent_id, passed, payload);
+  const current = await requireVerifiedSession(ctx, sessionId);
+  const event = await appendVerdict(ctx, sessionId, session.agent_id, chainHeadOf(current), passed, payload);
   await setJudgeCallEvent(ctx.database, callId, event.id);
   return {
     sessionId,
@@ -271,7 +292,7 @@ export const BREACH_RULE_TYPE = 'guardrail_breach';
 /**
  * A denied action reported by another service: a deterministic verdict (score 0, failed) with the
  * breach as its one violation, appended to the breaching session (created when missing, agent
- * `agentId`).
+ * `agentId`); refused like any verdict when that session's chain is broken.
  */
 export async function recordBreach(ctx: ObserveContext, body: BreachBody): Promise<{ eventId: string }> {
   const { breach } = body;
@@ -287,6 +308,7 @@ export async function recordBreach(ctx: ObserveContext, body: BreachBody): Promi
     rulesEvaluated: 1,
     breach: { ...breach },
   };
-  const event = await appendVerdict(ctx, body.sessionId, body.agentId, false, payload);
+  const session = await verifiedSession(ctx, body.sessionId);
+  const event = await appendVerdict(ctx, body.sessionId, body.agentId, session ? chainHeadOf(session) : EMPTY_HEAD, false, payload);
   return { eventId: event.id };
 }

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { canonicalJson } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import { chainHash, type ChainFields } from './chain.ts';
 import type { Event } from './schemas.ts';
 
@@ -456,6 +457,88 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     await db().updateTable('events').set({ seq: 1 }).where('id', '=', ids[3]!).execute();
     await db().updateTable('events').set({ seq: 3 }).where('id', '=', ids[1]!).execute();
     await expectBrokenAt('swap-seq', 1, ids[3]);
+  });
+
+  // Rows written straight into the database, never through ingest: the session's head does not
+  // move, yet /api/events serves them. Verification covers every row carrying the session's id.
+  // Sorts after every id the service generates (time-ordered), so a duplicate seq comes second.
+  const forgedId = (n: number) => `ffffffff-ffff-7fff-bfff-${String(n).padStart(12, '0')}`;
+
+  async function listed(sessionId: string): Promise<string[]> {
+    const response = await observe.call({ method: 'GET', url: `/api/events?sessionId=${encodeURIComponent(sessionId)}&limit=100` });
+    assert.equal(response.statusCode, 200, response.body);
+    return (response.json() as { events: EventOut[] }).events.map((e) => e.id);
+  }
+
+  test('an event stored past the head with a garbage hash is served by /api/events and breaks the chain at its seq', async () => {
+    const ids = await seed('past-head-garbage');
+    const forgedEvent = forgedId(1);
+    await insertEventCopy(observe.service.context.database, ids[5]!, { id: forgedEvent, seq: 6, prev_hash: 'a'.repeat(64), hash: 'b'.repeat(64) });
+    assert.ok((await listed('past-head-garbage')).includes(forgedEvent), 'the stored row is served');
+    const result = await expectBrokenAt('past-head-garbage', 6, forgedEvent);
+    assert.match(result.brokenAt!.reason, /stored past the session head \(seq 5\)/);
+    assert.match(result.brokenAt!.reason, new RegExp(forgedEvent));
+    assert.equal(result.eventCount, 7, 'every stored event is counted');
+    const line = await timeline('past-head-garbage');
+    assert.ok(line.events.some((e) => e.id === forgedEvent), 'the timeline shows what is stored');
+  });
+
+  test('an event past the head that links perfectly onto the last one still breaks the chain: it is not the recorded head', async () => {
+    const ids = await seed('past-head-linked');
+    const forgedEvent = forgedId(2);
+    const last = await storedRow(ids[5]!);
+    const forgedFields: ChainFields = {
+      id: forgedEvent,
+      seq: 6,
+      timestamp: new Date(Number(last.ts) + 1000).toISOString(),
+      sessionId: 'past-head-linked',
+      agentId: last.agent_id,
+      eventType: 'custom',
+      severity: 'info',
+      payload: { type: 'note', data: 'written past the head' },
+      metadata: {},
+      prevHash: last.hash,
+    };
+    await insertEventCopy(observe.service.context.database, ids[5]!, {
+      id: forgedEvent,
+      seq: 6,
+      ts: Date.parse(forgedFields.timestamp),
+      event_type: 'custom',
+      payload: canonicalJson(forgedFields.payload),
+      metadata: '{}',
+      prev_hash: last.hash,
+      hash: chainHash(forgedFields),
+    });
+    const result = await expectBrokenAt('past-head-linked', 6, forgedEvent);
+    assert.match(result.brokenAt!.reason, /past the session head/);
+  });
+
+  test('a second event with an existing seq (a duplicate) breaks the chain, naming both events', async () => {
+    const ids = await seed('duplicate-seq');
+    const forgedEvent = forgedId(3);
+    await insertEventCopy(observe.service.context.database, ids[3]!, { id: forgedEvent });
+    const result = await expectBrokenAt('duplicate-seq', 4, forgedEvent);
+    assert.match(result.brokenAt!.reason, new RegExp(`${forgedEvent} repeats seq 3 of event ${ids[3]}`));
+    assert.equal(result.eventCount, 7);
+  });
+
+  test('an event inserted beyond the next seq (a gap) breaks the chain at the missing seq', async () => {
+    const ids = await seed('gap-past-head');
+    const forgedEvent = forgedId(4);
+    await insertEventCopy(observe.service.context.database, ids[5]!, { id: forgedEvent, seq: 8 });
+    const result = await expectBrokenAt('gap-past-head', 6, forgedEvent);
+    assert.match(result.brokenAt!.reason, new RegExp(`seq 6 is missing: the next stored event, ${forgedEvent}, has seq 8`));
+  });
+
+  test('verification reads long sessions in pages: a duplicate of the 1,000th event (same timestamp and seq) across the page boundary is found', async () => {
+    const events = Array.from({ length: 1000 }, (_, i) => ({ sessionId: 'paged', agentId: 'agent-paged', eventType: 'custom', timestamp: at(i), payload: { type: 'n', data: i } }));
+    const acks = await ingest(events);
+    assert.equal((await verify('paged')).valid, true);
+    const forgedEvent = forgedId(5);
+    await insertEventCopy(observe.service.context.database, acks[999]!.id, { id: forgedEvent });
+    const result = await expectBrokenAt('paged', 1000, forgedEvent);
+    assert.match(result.brokenAt!.reason, new RegExp(`${forgedEvent} repeats seq 999 of event ${acks[999]!.id}`));
+    assert.equal(result.eventCount, 1001);
   });
 
   test('tampering one session leaves the others valid', async () => {

@@ -59,35 +59,82 @@ export interface ChainVerdict {
   brokenAt: ChainBreak | null;
 }
 
+/** The head of a session without events. */
+export const EMPTY_HEAD: ChainHead = { lastSeq: -1, lastHash: null };
+
+/** What the verifier keeps of a link once its own hash is checked. */
+interface CheckedLink {
+  id: string;
+  seq: number;
+  prevHash: string | null;
+  hash: string;
+  contentMatches: boolean;
+}
+
 /**
- * Verifies links given in any order: sorted by seq they must be gapless from 0, each prevHash the
- * hash of the one before, each hash the recomputed hash of its own fields, and the last one the
- * session's recorded head (so deleting trailing events is caught too).
+ * Verifies every stored event of a session against its recorded head, links fed in any order (a
+ * stream in timeline order needs no sort in the database). Each link's own hash is recomputed as it
+ * arrives; only ids and hashes are kept. `finish` then walks them in seq order (ties by id): seq
+ * must run gapless from 0 without duplicates, each prevHash be the hash before it, each hash match
+ * the event's content, and the chain end exactly at the recorded head: an event stored past the
+ * head is not part of the recorded chain, and one missing before it leaves a gap or a short chain.
+ *
+ * `from` is a head already verified: the links are then the events after it (ingest checks what
+ * was appended since a verdict's verification this way, under the session lock).
  */
-export function verifyChain(links: readonly StoredLink[], head: ChainHead): ChainVerdict {
-  const ordered = [...links].sort((a, b) => a.seq - b.seq);
-  const broken = (seq: number, eventId: string | null, reason: string): ChainVerdict => ({
-    valid: false,
-    eventCount: ordered.length,
-    brokenAt: { seq, eventId, reason },
-  });
-  let previous: string | null = null;
-  for (let position = 0; position < ordered.length; position++) {
-    const link = ordered[position]!;
-    if (link.seq !== position) {
-      return broken(position, link.id, `expected seq ${position} but found ${link.seq}: an event is missing`);
-    }
-    if (link.prevHash !== previous) {
-      return broken(position, link.id, 'prevHash does not match the hash of the previous event');
-    }
+export class ChainVerifier {
+  private readonly links: CheckedLink[] = [];
+
+  constructor(
+    private readonly head: ChainHead,
+    private readonly from: ChainHead = EMPTY_HEAD,
+  ) {}
+
+  add(link: StoredLink): void {
     // Stored text is hashed as stored: any byte changed in the row breaks the chain.
-    if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
-      return broken(position, link.id, 'hash does not match the event content');
+    const contentMatches = chainHashOfCanonical(link, link.payloadJson, link.metadataJson) === link.hash;
+    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches });
+  }
+
+  finish(): ChainVerdict {
+    const { head, from } = this;
+    const ordered = this.links.sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const eventCount = ordered.length;
+    const broken = (seq: number, eventId: string | null, reason: string): ChainVerdict => ({ valid: false, eventCount, brokenAt: { seq, eventId, reason } });
+    let previous: CheckedLink | null = null;
+    let previousHash = from.lastHash;
+    for (let index = 0; index < ordered.length; index++) {
+      const link = ordered[index]!;
+      const seq = from.lastSeq + 1 + index;
+      if (link.seq !== seq) {
+        if (previous !== null && link.seq === previous.seq) {
+          return broken(seq, link.id, `event ${link.id} repeats seq ${link.seq} of event ${previous.id}: a duplicate is not linked into the chain`);
+        }
+        if (link.seq > seq) return broken(seq, link.id, `seq ${seq} is missing: the next stored event, ${link.id}, has seq ${link.seq}`);
+        return broken(seq, link.id, `expected seq ${seq} but event ${link.id} has seq ${link.seq}`);
+      }
+      if (seq > head.lastSeq) {
+        return broken(seq, link.id, `event ${link.id} (seq ${seq}) is stored past the session head (seq ${head.lastSeq}): it is not part of the recorded chain`);
+      }
+      if (link.prevHash !== previousHash) return broken(seq, link.id, 'prevHash does not match the hash of the previous event');
+      if (!link.contentMatches) return broken(seq, link.id, 'hash does not match the event content');
+      previous = link;
+      previousHash = link.hash;
     }
-    previous = link.hash;
+    const lastSeq = from.lastSeq + ordered.length;
+    if (lastSeq < head.lastSeq) {
+      return broken(lastSeq + 1, null, `the session head records seq ${head.lastSeq}: events are missing at the end of the chain`);
+    }
+    if (previousHash !== head.lastHash) {
+      return broken(lastSeq, previous?.id ?? null, `the session head records another hash for seq ${lastSeq}`);
+    }
+    return { valid: true, eventCount, brokenAt: null };
   }
-  if (head.lastSeq !== ordered.length - 1 || head.lastHash !== previous) {
-    return broken(ordered.length, null, `the session head records seq ${head.lastSeq}: events are missing at the end of the chain`);
-  }
-  return { valid: true, eventCount: ordered.length, brokenAt: null };
+}
+
+/** Verifies a session's stored links (any order) against its recorded head; see ChainVerifier. */
+export function verifyChain(links: readonly StoredLink[], head: ChainHead): ChainVerdict {
+  const verifier = new ChainVerifier(head);
+  for (const link of links) verifier.add(link);
+  return verifier.finish();
 }

@@ -4,9 +4,11 @@ import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../sc
 import { applyRollupDeltas, rollupDeltas } from '../analytics/rollups.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
 import { enqueueEmbeddings } from '../recall/queue.ts';
-import { chainHashOfCanonical } from './chain.ts';
+import { chainBrokenError } from '../errors.ts';
+import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
+import { CHAIN_COLUMNS, toLink } from './store.ts';
 
 /** An event validated and stamped, ready to be chained. Built outside the transaction. */
 interface PreparedEvent {
@@ -17,6 +19,17 @@ interface PreparedEvent {
   canonicalPayload: string;
   canonicalMetadata: string;
   agentName: string | null;
+  /** Set on a verdict: the head its session's chain was verified at before it was computed. */
+  verifiedHead?: ChainHead;
+}
+
+export interface AppendOptions {
+  /**
+   * The head at which the caller verified the chain of the batch's session (a verdict is never
+   * appended to a broken chain). Under the session lock, events appended since then are verified
+   * too; the batch is refused with 409 chain_broken if they do not link up to the current head.
+   */
+  verifiedHead?: ChainHead;
 }
 
 export interface AppendedEvent {
@@ -111,8 +124,25 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
 }
 
 /** Validated events stamped with ids, defaults and canonical JSON: the work done before any lock. */
-export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number): PreparedEvent[] {
-  return events.map((event) => prepare(event, receivedAt));
+export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): PreparedEvent[] {
+  return events.map((event) => {
+    const prepared = prepare(event, receivedAt);
+    if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
+    return prepared;
+  });
+}
+
+/**
+ * Under the session lock: the events appended since `verified` (a head whose chain was verified)
+ * must link from it up to the session's current head. Nothing is read when the head has not moved.
+ */
+async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: SessionRow, verified: ChainHead): Promise<void> {
+  if (session.last_seq === verified.lastSeq && session.last_hash === verified.lastHash) return;
+  const verifier = new ChainVerifier({ lastSeq: session.last_seq, lastHash: session.last_hash }, verified);
+  const rows = await trx.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', session.id).where('seq', '>', verified.lastSeq).execute();
+  for (const row of rows) verifier.add(toLink(row));
+  const { brokenAt } = verifier.finish();
+  if (brokenAt !== null) throw chainBrokenError(session.id, brokenAt);
 }
 
 /**
@@ -144,6 +174,13 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     const sessions = new Map<string, SessionRow>();
     const locked = forUpdate(trx.selectFrom('sessions').selectAll().where('id', 'in', sessionIds).orderBy('id'), database.dialect);
     for (const row of await locked.execute()) sessions.set(row.id, row);
+    const verified = new Set<string>();
+    for (const event of prepared) {
+      const sessionId = event.row.session_id;
+      if (event.verifiedHead === undefined || verified.has(sessionId)) continue;
+      verified.add(sessionId);
+      await checkAppendedSince(trx, sessions.get(sessionId)!, event.verifiedHead);
+    }
 
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
@@ -241,8 +278,8 @@ export class EventAppender {
     this.committedListeners.push(listener);
   }
 
-  async append(events: readonly IncomingEvent[], receivedAt: number): Promise<AppendedEvent[]> {
-    const appended = await this.committer.submit(prepareBatch(events, receivedAt));
+  async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): Promise<AppendedEvent[]> {
+    const appended = await this.committer.submit(prepareBatch(events, receivedAt, options));
     for (const listener of this.committedListeners) listener(appended);
     return appended;
   }

@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
+import { chainHash } from './chain.ts';
+import type { Event } from './schemas.ts';
 
 const script = resolve(import.meta.dirname, '../../../../docs/verify-export.mjs');
 
@@ -60,5 +62,19 @@ await describeEachDatabase('docs/verify-export.mjs re-verifies an exported sessi
     const truncatedResult = runScript(join(dir, 'truncated.json'), join(dir, 'verify.json'));
     assert.equal(truncatedResult.code, 1);
     assert.match(truncatedResult.output, /INVALID at seq 2/);
+  });
+
+  test('an export with an event past the recorded head does not, even when that event links perfectly', async () => {
+    const timeline = (await observe.call({ method: 'GET', url: '/api/sessions/export/timeline' })).json() as { events: Event[] };
+    const verify = (await observe.call({ method: 'GET', url: '/api/audit/verify?sessionId=export' })).body;
+    writeFileSync(join(dir, 'verify.json'), verify);
+    const last = [...timeline.events].sort((a, b) => a.seq - b.seq).at(-1)!;
+    const fields = { ...last, id: 'appended-later', seq: last.seq + 1, eventType: 'custom', payload: { type: 'note', data: 'added' }, prevHash: last.hash };
+    const appended = { ...fields, hash: chainHash(fields) };
+    writeFileSync(join(dir, 'appended.json'), JSON.stringify({ events: [...timeline.events, appended] }));
+    assert.equal(runScript(join(dir, 'appended.json')).code, 0, 'without the recorded head the chain links up');
+    const result = runScript(join(dir, 'appended.json'), join(dir, 'verify.json'));
+    assert.equal(result.code, 1);
+    assert.match(result.output, /^INVALID at seq 3: event appended-later is stored past the recorded head/);
   });
 });

@@ -1,5 +1,6 @@
 import { fullTextMatch, toIso } from '@vigil/platform';
-import type { EventRow, ObserveDatabase } from '../schema.ts';
+import type { Kysely } from 'kysely';
+import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
 
@@ -19,7 +20,11 @@ export function toEvent(row: EventRow): Event {
   };
 }
 
-export function toLink(row: EventRow): StoredLink {
+/** The columns a chain link commits to (plus its own hash). */
+export const CHAIN_COLUMNS = ['id', 'seq', 'ts', 'session_id', 'agent_id', 'event_type', 'severity', 'payload', 'metadata', 'prev_hash', 'hash'] as const;
+export type ChainRow = Pick<EventRow, (typeof CHAIN_COLUMNS)[number]>;
+
+export function toLink(row: ChainRow): StoredLink {
   return {
     id: row.id,
     seq: row.seq,
@@ -119,13 +124,42 @@ export async function listEvents(database: ObserveDatabase, query: ListEventsQue
   return { rows, total };
 }
 
-/** Every event of a session, in timeline order (timestamp, then seq). */
-export async function sessionEvents(database: ObserveDatabase, sessionId: string): Promise<EventRow[]> {
-  return database.db
-    .selectFrom('events')
-    .selectAll()
-    .where('session_id', '=', sessionId)
-    .orderBy('ts', 'asc')
-    .orderBy('seq', 'asc')
-    .execute();
+/**
+ * Every stored event of a session in timeline order (timestamp, then seq): the order of the
+ * (session_id, ts, seq) index, so the database reads it without a sort. Any row carrying the
+ * session's id is here, whether or not it is linked into the chain.
+ */
+export function sessionEventsQuery(db: Kysely<ObserveSchema>, sessionId: string) {
+  return db.selectFrom('events').where('session_id', '=', sessionId).orderBy('ts', 'asc').orderBy('seq', 'asc');
+}
+
+/**
+ * Every stored event of a session (chain columns) in timeline order, `pageSize` at a time: keyset
+ * pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a long
+ * session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
+ * which only a row written outside ingest can make, are ordered and resumed by id.
+ */
+export async function forEachSessionEventPage(
+  db: Kysely<ObserveSchema>,
+  sessionId: string,
+  pageSize: number,
+  onPage: (rows: ChainRow[]) => void,
+): Promise<void> {
+  let last: ChainRow | undefined;
+  for (;;) {
+    let query = sessionEventsQuery(db, sessionId).select(CHAIN_COLUMNS).orderBy('id').limit(pageSize);
+    if (last !== undefined) {
+      const { ts, seq, id } = last;
+      query = query.where((eb) =>
+        eb.and([
+          eb(eb.refTuple('ts', 'seq'), '>=', eb.tuple(ts, seq)),
+          eb.or([eb(eb.refTuple('ts', 'seq'), '>', eb.tuple(ts, seq)), eb('id', '>', id)]),
+        ]),
+      );
+    }
+    const rows = await query.execute();
+    onPage(rows);
+    if (rows.length < pageSize) return;
+    last = rows[rows.length - 1];
+  }
 }

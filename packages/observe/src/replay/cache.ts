@@ -1,11 +1,17 @@
 /**
  * The replay state cache (spec, Limits: at most 100 entries, least recently used eviction, time to
- * live 10 minutes). One entry per session, valid for the session's chain head (last seq and hash)
- * it was loaded at: a new event changes the head, so the next request reloads. An entry holds the
- * session's events in timeline order, their pairing and summary, whether the chain verified, and
- * checkpoints of the replay state every CHECKPOINT_EVERY steps (plus the state where the last page
- * ended), so a page starting at step N resumes from the nearest checkpoint at or before N instead
- * of replaying from step 0.
+ * live 10 minutes). One entry per session, for the chain head (last seq and hash) it was loaded at.
+ * An entry holds the session's events in timeline order, their pairing and summary, and checkpoints
+ * of the replay state every CHECKPOINT_EVERY steps (plus the state where the last page ended), so a
+ * page starting at step N resumes from the nearest checkpoint at or before N instead of replaying
+ * from step 0.
+ *
+ * Only a session whose chain verified is cached, and every hit verifies the stored chain again
+ * first: the verdict a replay answers with is always computed from the rows at request time (an
+ * edit made directly in the database bumps no counter, so nothing cheaper would see it). A hit
+ * needs the chain valid and ending at the entry's head: the head hash commits to every event, so the
+ * cached events are then exactly the stored ones. Otherwise (a new event, or a broken chain) the
+ * entry is dropped and the session reloaded; a broken session is served uncached.
  *
  * The TTL counts from the load (a hit refreshes recency, not expiry). Besides the 100 entries, the
  * cache holds at most MAX_CACHED_EVENTS events in total (older entries are evicted first; a single
@@ -13,6 +19,7 @@
  */
 import { MINUTE_MS, type Clock } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
+import type { SessionRow } from '../schema.ts';
 import { matchesReplayFilter, pairEvents, ReplayState, summarize, type ReplayEvent, type ReplayEventType, type ReplaySummary } from './state.ts';
 
 export const REPLAY_CACHE_MAX_ENTRIES = 100;
@@ -24,13 +31,13 @@ export const MAX_CACHED_EVENTS = 500_000;
 export interface ReplayCacheStats {
   /** Requests served from a cached entry. */
   hits: number;
-  /** Requests that had to load the session from the database. */
+  /** Requests that had to load the session's events from the database. */
   misses: number;
   /** Entries dropped as least recently used (over 100 entries or the event budget). */
   evictions: number;
   /** Entries dropped because they were older than the TTL. */
   expirations: number;
-  /** Entries dropped because the session gained events. */
+  /** Entries dropped because the session gained events or its chain no longer verifies. */
   invalidations: number;
   /** Replay steps applied to a state, over all requests. */
   stepsAdvanced: number;
@@ -45,10 +52,27 @@ export interface ChainHeadKey {
   lastHash: string | null;
 }
 
-/** What a load produces: the events in timeline order and the chain verdict. */
-export interface LoadedReplay {
+/** The session now: its row and whether its stored chain verifies. */
+export interface CheckedSession {
+  session: SessionRow;
   chainValid: boolean;
+}
+
+/** What a load produces: the session, its chain verdict and its events in timeline order. */
+export interface LoadedReplay extends CheckedSession {
   events: ReplayEvent[];
+}
+
+/** How the cache reads a session (each undefined when there is no such session). */
+export interface ReplaySource {
+  /** The chain verified from the stored events, without building a replay. */
+  verify(): Promise<CheckedSession | undefined>;
+  load(): Promise<LoadedReplay | undefined>;
+}
+
+/** A replay to answer with: the session and verdict read for this request, the steps from the cache or the load. */
+export interface ServedReplay extends CheckedSession {
+  replay: ReplaySession;
 }
 
 /** One cached session. */
@@ -63,7 +87,6 @@ export class ReplaySession {
 
   constructor(
     readonly head: ChainHeadKey,
-    readonly chainValid: boolean,
     readonly events: ReplayEvent[],
     private readonly stats: ReplayCacheStats,
     private readonly checkpointEvery = CHECKPOINT_EVERY,
@@ -159,7 +182,7 @@ export class ReplayCache {
   /** Insertion order is recency order: the first key is the least recently used. */
   private readonly entries = new Map<string, Entry>();
   /** Loads in flight, so simultaneous misses of one session load it once. */
-  private readonly loading = new Map<string, Promise<ReplaySession>>();
+  private readonly loading = new Map<string, Promise<ServedReplay | undefined>>();
   private events = 0;
   private readonly maxEntries: number;
   private readonly ttlMs: number;
@@ -184,36 +207,50 @@ export class ReplayCache {
     return this.entries.has(sessionId);
   }
 
-  /** The session's cached replay for this chain head, or a fresh one from `load` (then cached). */
-  async get(sessionId: string, head: ChainHeadKey, load: () => Promise<LoadedReplay>): Promise<ReplaySession> {
+  /**
+   * The session's replay: the cached one when the session's chain verifies now and ends at the
+   * entry's head, else a fresh one from `source.load` (cached when its chain verified).
+   */
+  async get(sessionId: string, source: ReplaySource): Promise<ServedReplay | undefined> {
     const entry = this.entries.get(sessionId);
     if (entry !== undefined) {
-      if (entry.session.head.lastSeq !== head.lastSeq || entry.session.head.lastHash !== head.lastHash) {
-        this.remove(sessionId);
-        this.stats.invalidations += 1;
-      } else if (this.clock.now() - entry.loadedAt >= this.ttlMs) {
+      if (this.clock.now() - entry.loadedAt >= this.ttlMs) {
         this.remove(sessionId);
         this.stats.expirations += 1;
       } else {
-        this.entries.delete(sessionId);
-        this.entries.set(sessionId, entry);
-        this.stats.hits += 1;
-        return entry.session;
+        const checked = await source.verify();
+        const current = this.entries.get(sessionId) === entry;
+        if (checked === undefined) {
+          if (current) this.remove(sessionId);
+          return undefined;
+        }
+        const { head } = entry.session;
+        if (checked.chainValid && head.lastSeq === checked.session.last_seq && head.lastHash === checked.session.last_hash) {
+          if (current) {
+            this.entries.delete(sessionId);
+            this.entries.set(sessionId, entry);
+          }
+          this.stats.hits += 1;
+          return { ...checked, replay: entry.session };
+        }
+        if (current) this.remove(sessionId);
+        this.stats.invalidations += 1;
       }
     }
     this.stats.misses += 1;
-    const flightKey = `${sessionId}\u0000${head.lastSeq}\u0000${head.lastHash}`;
-    let flight = this.loading.get(flightKey);
+    let flight = this.loading.get(sessionId);
     if (flight === undefined) {
-      flight = load().then(({ chainValid, events }) => {
-        const session = new ReplaySession(head, chainValid, events, this.stats, this.checkpointEvery);
-        this.insert(sessionId, session);
-        return session;
+      flight = source.load().then((loaded) => {
+        if (loaded === undefined) return undefined;
+        const { session, chainValid, events } = loaded;
+        const replay = new ReplaySession({ lastSeq: session.last_seq, lastHash: session.last_hash }, events, this.stats, this.checkpointEvery);
+        if (chainValid) this.insert(sessionId, replay);
+        return { session, chainValid, replay };
       });
-      this.loading.set(flightKey, flight);
+      this.loading.set(sessionId, flight);
       void flight.then(
-        () => this.loading.delete(flightKey),
-        () => this.loading.delete(flightKey),
+        () => this.loading.delete(sessionId),
+        () => this.loading.delete(sessionId),
       );
     }
     return flight;

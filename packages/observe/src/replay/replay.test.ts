@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import { replayCacheOf, type ReplayCache, type ReplayCacheStats } from './cache.ts';
 import type { ReplayContext, ReplaySummary } from './state.ts';
 
@@ -428,19 +428,40 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     assert.equal(cache.size, 100);
   });
 
-  test('chainValid is false for a tampered session (a cached replay keeps the verdict of the events it shows until it reloads)', async () => {
+  test('chainValid is computed from the stored rows on every request: an edit made in the database shows at once, cached or not', async () => {
     await ingest(mainSession('tampered'));
     assert.equal((await replay('tampered')).chainValid, true);
+    let before = snapshot();
+    assert.equal((await replay('tampered')).chainValid, true);
+    assert.equal(delta(before, 'hits'), 1, 'an intact session is served from the cache');
+
     const db = observe.service.context.database.db;
     const row = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 'tampered').where('seq', '=', 4).executeTakeFirstOrThrow();
     await db.updateTable('events').set({ payload: row.payload.replace('0.002', '0.0001') }).where('id', '=', row.id).execute();
-    const cached = await replay('tampered');
-    assert.equal(cached.chainValid, true);
-    assert.equal(cached.summary.totalCost, 0.0025, 'the cached entry shows the events as verified');
-    clock.advance(10 * 60_000);
-    const reloaded = await replay('tampered');
-    assert.equal(reloaded.chainValid, false);
-    assert.equal(reloaded.summary.totalCost, 0.0006);
+    before = snapshot();
+    const edited = await replay('tampered');
+    assert.equal(edited.chainValid, false, 'no stale verdict from the cache');
+    assert.equal(edited.summary.totalCost, 0.0006, 'the steps are the stored events, not the cached ones');
+    assert.equal(delta(before, 'invalidations'), 1);
+    assert.equal(cache.has('tampered'), false, 'a broken session is not cached');
+    assert.equal((await replay('tampered')).chainValid, false);
+
+    await db.updateTable('events').set({ payload: row.payload }).where('id', '=', row.id).execute();
+    const restored = await replay('tampered');
+    assert.equal(restored.chainValid, true);
+    assert.equal(restored.summary.totalCost, 0.0025);
+  });
+
+  test('an event stored past the head directly in the database makes chainValid false even when the session was cached', async () => {
+    await ingest(mainSession('past-head'));
+    assert.equal((await replay('past-head')).chainValid, true);
+    assert.equal(cache.has('past-head'), true);
+    const db = observe.service.context.database.db;
+    const last = await db.selectFrom('events').select('id').where('session_id', '=', 'past-head').where('seq', '=', 15).executeTakeFirstOrThrow();
+    await insertEventCopy(observe.service.context.database, last.id, { id: 'ffffffff-ffff-7fff-bfff-ffffffffffff', seq: 16, hash: 'f'.repeat(64) });
+    const body = await replay('past-head');
+    assert.equal(body.chainValid, false);
+    assert.equal(body.totalSteps, 17, 'the replay shows every stored event');
   });
 
   test('paging a 5,000-event session resumes from checkpoints instead of replaying from step 0', async () => {

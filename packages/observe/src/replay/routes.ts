@@ -4,9 +4,8 @@ import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { commaList, identifier } from '../events/schemas.ts';
-import { findSession } from '../sessions/store.ts';
 import { replayCacheOf } from './cache.ts';
-import { loadReplay, replayPage, replaySessionJson } from './service.ts';
+import { replayPage, replaySessionJson, replaySource } from './service.ts';
 import { REPLAY_EVENT_TYPES } from './state.ts';
 
 export const REPLAY_LIMIT_DEFAULT = 1000;
@@ -106,16 +105,13 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request, reply) => {
-      const row = await findSession(ctx.database, request.params.id);
-      if (!row) {
-        cache.delete(request.params.id);
-        throw observeError('sessionNotFound');
-      }
-      const session = await cache.get(row.id, { lastSeq: row.last_seq, lastHash: row.last_hash }, () => loadReplay(ctx.database, row));
+      const served = await cache.get(request.params.id, replaySource(ctx.database, request.params.id));
+      if (!served) throw observeError('sessionNotFound');
+      const { session: row, chainValid, replay: session } = served;
       const { offset, limit, eventTypes, includeContext } = request.query;
       const page = replayPage(session, { offset, limit, eventTypes, includeContext });
       const body =
-        `{"session":${replaySessionJson(row)},"chainValid":${session.chainValid},"totalSteps":${page.totalSteps}` +
+        `{"session":${replaySessionJson(row)},"chainValid":${chainValid},"totalSteps":${page.totalSteps}` +
         `,"steps":${page.stepsJson},"pagination":{"offset":${offset},"limit":${limit},"hasMore":${page.hasMore}}` +
         `,"summary":${JSON.stringify(session.summary)}}`;
       return sendJsonText(reply, body);

@@ -1,15 +1,25 @@
 import { toIso } from '@vigil/platform';
-import { sessionTimeline } from '../sessions/service.ts';
+import { sessionTimeline, verifySessionChain } from '../sessions/service.ts';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
-import type { LoadedReplay, ReplaySession } from './cache.ts';
+import type { LoadedReplay, ReplaySession, ReplaySource } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';
 
-/**
- * The session's timeline (events up to the head in `session`, chain verified), as replay events:
- * events appended after that row was read belong to the next head (and the next cache entry).
- */
-export async function loadReplay(database: ObserveDatabase, session: SessionRow): Promise<LoadedReplay> {
-  const { rows, verdict } = await sessionTimeline(database, session);
+/** How the replay cache reads a session: its chain verified now, or its whole timeline. */
+export function replaySource(database: ObserveDatabase, sessionId: string): ReplaySource {
+  return {
+    async verify() {
+      const chain = await verifySessionChain(database, sessionId);
+      return chain && { session: chain.session, chainValid: chain.verdict.valid };
+    },
+    load: () => loadReplay(database, sessionId),
+  };
+}
+
+/** The session's timeline (every stored event, the chain verified over them, one snapshot) as replay events. */
+async function loadReplay(database: ObserveDatabase, sessionId: string): Promise<LoadedReplay | undefined> {
+  const timeline = await sessionTimeline(database, sessionId);
+  if (!timeline) return undefined;
+  const { session, rows, verdict } = timeline;
   const events = rows.map((row) =>
     toReplayEvent({
       id: row.id,
@@ -20,7 +30,7 @@ export async function loadReplay(database: ObserveDatabase, session: SessionRow)
       payloadJson: row.payload,
     }),
   );
-  return { chainValid: verdict.valid, events };
+  return { session, chainValid: verdict.valid, events };
 }
 
 export interface ReplayPageQuery {

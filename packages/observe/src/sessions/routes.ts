@@ -5,7 +5,7 @@ import { observeError } from '../errors.ts';
 import { eventSchema, identifier } from '../events/schemas.ts';
 import { eventsJson } from '../events/store.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
-import { sessionTimeline } from './service.ts';
+import { sessionTimeline, verifySessionChain } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
 
 const sessionParams = z.object({ id: identifier });
@@ -48,9 +48,9 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request, reply) => {
-      const row = await findSession(ctx.database, request.params.id);
-      if (!row) throw observeError('sessionNotFound');
-      const { rows, verdict } = await sessionTimeline(ctx.database, row);
+      const timeline = await sessionTimeline(ctx.database, request.params.id);
+      if (!timeline) throw observeError('sessionNotFound');
+      const { rows, verdict } = timeline;
       const body = `{"events":${eventsJson(rows)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
       return sendJsonText(reply, body);
     },
@@ -75,10 +75,10 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      const row = await findSession(ctx.database, request.query.sessionId);
-      if (!row) throw observeError('sessionNotFound');
-      const { verdict } = await sessionTimeline(ctx.database, row);
-      return { sessionId: row.id, valid: verdict.valid, eventCount: verdict.eventCount, headHash: row.last_hash, brokenAt: verdict.brokenAt };
+      const chain = await verifySessionChain(ctx.database, request.query.sessionId);
+      if (!chain) throw observeError('sessionNotFound');
+      const { session, verdict } = chain;
+      return { sessionId: session.id, valid: verdict.valid, eventCount: verdict.eventCount, headHash: session.last_hash, brokenAt: verdict.brokenAt };
     },
   );
 }

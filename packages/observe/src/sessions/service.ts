@@ -1,18 +1,58 @@
-import { verifyChain, type ChainVerdict } from '../events/chain.ts';
-import { sessionEvents, toLink } from '../events/store.ts';
-import type { EventRow, ObserveDatabase, SessionRow } from '../schema.ts';
+import { readSnapshot } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import { ChainVerifier, verifyChain, type ChainHead, type ChainVerdict } from '../events/chain.ts';
+import { forEachSessionEventPage, sessionEventsQuery, toLink } from '../events/store.ts';
+import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {
+  session: SessionRow;
   rows: EventRow[];
   verdict: ChainVerdict;
 }
 
+export interface SessionChain {
+  session: SessionRow;
+  verdict: ChainVerdict;
+}
+
+/** Events read per page of a verification. */
+const VERIFY_PAGE = 1000;
+
+export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>): ChainHead {
+  return { lastSeq: session.last_seq, lastHash: session.last_hash };
+}
+
+function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow | undefined> {
+  return db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /**
- * A session's events in timeline order, with the chain verified in seq order. Only events up to
- * the chain head read with the session count: one appended in between belongs to a later head.
+ * A session's row and every stored event of it in timeline order, read from one snapshot (so an
+ * event appended meanwhile is in both or in neither), with the chain verified over all of them in
+ * seq order. Undefined when there is no such session.
  */
-export async function sessionTimeline(database: ObserveDatabase, session: SessionRow): Promise<Timeline> {
-  const rows = (await sessionEvents(database, session.id)).filter((row) => row.seq <= session.last_seq);
-  const verdict = verifyChain(rows.map(toLink), { lastSeq: session.last_seq, lastHash: session.last_hash });
-  return { rows, verdict };
+export async function sessionTimeline(database: ObserveDatabase, sessionId: string): Promise<Timeline | undefined> {
+  return readSnapshot(database, async (db) => {
+    const session = await sessionRow(db, sessionId);
+    if (!session) return undefined;
+    const rows = await sessionEventsQuery(db, sessionId).selectAll().execute();
+    return { session, rows, verdict: verifyChain(rows.map(toLink), chainHeadOf(session)) };
+  });
+}
+
+/**
+ * The verdict over every stored event of a session, computed from the rows now: the events are
+ * read in pages, in index order, from one snapshot with the session's row, and only their ids and
+ * hashes are kept. Undefined when there is no such session.
+ */
+export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
+  return readSnapshot(database, async (db) => {
+    const session = await sessionRow(db, sessionId);
+    if (!session) return undefined;
+    const verifier = new ChainVerifier(chainHeadOf(session));
+    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
+      for (const row of rows) verifier.add(toLink(row));
+    });
+    return { session, verdict: verifier.finish() };
+  });
 }

@@ -1429,6 +1429,7 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         404: ObserveError;
+        409: ObserveError;
         413: ObserveError;
         414: ObserveError;
         415: ObserveError;
@@ -1457,6 +1458,7 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         404: ObserveError;
+        409: ObserveError;
         413: ObserveError;
         414: ObserveError;
         415: ObserveError;
@@ -2277,6 +2279,7 @@ export interface paths {
         };
         400: ObserveError;
         401: ObserveError;
+        409: ObserveError;
         413: ObserveError;
         415: ObserveError;
         500: ObserveError;
