@@ -40,6 +40,10 @@ export const environmentSchema = z.object({
   /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
   MODEL_PRICES: z.string().min(1).optional(),
   ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
+  /** GET /api/stream: a comment line (with the stream's cursor) every this many ms keeps idle connections and proxies open. */
+  STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Open event streams one instance serves at most; one more is answered 503. */
+  STREAM_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   /** Base address of an OpenAI-compatible embeddings API (`/v1/embeddings` is appended); unset: the built-in local embedder. */
   EMBEDDINGS_URL: httpUrl.optional(),
   EMBEDDINGS_MODEL: z.string().min(1).max(200).default('text-embedding-3-small'),
@@ -93,6 +97,8 @@ export interface ObserveConfig {
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
   alertEvalIntervalMs: number;
+  /** The live event stream (GET /api/stream): heartbeat interval and open streams per instance. */
+  stream: { heartbeatMs: number; maxConnections: number };
   /** Embedding backend of recall and context: an OpenAI-compatible API when `url` is set, else the built-in local embedder. */
   embeddings: { url?: string; model: string; apiKey?: string; timeoutMs: number };
   /** The LLM judge; provider and apiKey both set enable it (evals/judge.ts). */
@@ -174,6 +180,7 @@ export function observeConfigFromEnvironment(
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
+    stream: { heartbeatMs: e.STREAM_HEARTBEAT_MS, maxConnections: e.STREAM_MAX_CONNECTIONS },
     embeddings: {
       url: e.EMBEDDINGS_URL,
       model: e.EMBEDDINGS_MODEL,

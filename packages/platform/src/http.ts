@@ -45,7 +45,7 @@ export type ZodApp = FastifyInstance<
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service';
+  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
 }
 
 declare module 'fastify' {
@@ -57,9 +57,10 @@ declare module 'fastify' {
     /**
      * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
      * signed request without a key is verified by the route itself; `service`: only the shared
-     * service-to-service bearer token is accepted, never an API key. Default: required.
+     * service-to-service bearer token is accepted, never an API key; `stream`: an API key, or a
+     * short-lived stream token in `?token=` (browsers' EventSource cannot send headers). Default: required.
      */
-    auth?: 'public' | 'bootstrap' | 'signature' | 'service';
+    auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
   }
 }
 

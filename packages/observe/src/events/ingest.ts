@@ -4,6 +4,7 @@ import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../sc
 import { applyRollupDeltas, rollupDeltas } from '../analytics/rollups.ts';
 import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
 import { enqueueEmbeddings } from '../recall/queue.ts';
+import { appendToStreamLog, type SessionAppend } from '../stream/log.ts';
 import { chainHashOfCanonical } from './chain.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
@@ -17,6 +18,7 @@ interface PreparedEvent {
   canonicalPayload: string;
   canonicalMetadata: string;
   agentName: string | null;
+  receivedAt: number;
 }
 
 export interface AppendedEvent {
@@ -56,6 +58,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
     canonicalPayload,
     canonicalMetadata,
     agentName: agentName && agentName.length > 0 ? agentName : null,
+    receivedAt,
   };
 }
 
@@ -148,9 +151,20 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
     const appended: AppendedEvent[] = [];
+    const streamAppends = new Map<string, SessionAppend>();
+    let receivedAt = 0;
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
       const seq = session.last_seq + 1;
+      const streamAppend = streamAppends.get(session.id);
+      if (streamAppend === undefined) {
+        streamAppends.set(session.id, { sessionId: session.id, firstSeq: seq, lastSeq: seq, minTs: event.row.ts, maxTs: event.row.ts });
+      } else {
+        streamAppend.lastSeq = seq;
+        streamAppend.minTs = Math.min(streamAppend.minTs, event.row.ts);
+        streamAppend.maxTs = Math.max(streamAppend.maxTs, event.row.ts);
+      }
+      receivedAt = Math.max(receivedAt, event.receivedAt);
       const prevHash = session.last_hash;
       const hash = chainHashOfCanonical(
         {
@@ -214,6 +228,8 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     await applyRollupDeltas(trx, rollupDeltas(prepared.map((event) => event.row)), 1);
     // Embedding work is durable with the events; the worker drains it after commit.
     await enqueueEmbeddings(trx, database.dialect, prepared, sessionIds, Date.now());
+    // Last: from here to the commit, the stream head's row lock orders this transaction's commit.
+    await appendToStreamLog(trx, database.dialect, sessionIds.map((id) => streamAppends.get(id)!), receivedAt);
     return appended;
   });
 }

@@ -2,6 +2,7 @@ import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/p
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
+import { keyOfStreamToken } from '../stream/tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
 declare module 'fastify' {
@@ -40,7 +41,8 @@ function serviceTokenCheck(token: string | undefined): (header: string | undefin
  * Bearer-key authentication for every route except those marked `auth: 'public'`. A route marked
  * `bootstrap` (key creation) also admits a request without an Authorization header while no active
  * key exists: the first start-up. Routes marked `service` take the service token only (also with
- * AUTH_DISABLED, which concerns API keys).
+ * AUTH_DISABLED, which concerns API keys). Routes marked `stream` also take a stream token in
+ * `?token=` when no Authorization header is sent; the token then acts as the key that created it.
  */
 export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
   app.decorateRequest('apiKey', null);
@@ -56,7 +58,14 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     // and demands a key for unsigned sources. Without either credential: 401 here.
     if (policy === 'signature' && header === undefined && request.headers['x-webhook-signature'] !== undefined) return;
     if (policy === 'bootstrap' && header === undefined && !(await hasActiveKey(ctx.database))) return;
-    const key = await authenticate(ctx, header);
+    const streamToken = policy === 'stream' && header === undefined ? (request.query as { token?: unknown }).token : undefined;
+    let key: ApiKeyRow | null | undefined;
+    if (typeof streamToken === 'string') {
+      key = await keyOfStreamToken(ctx, streamToken);
+      if (!key) throw observeError('invalidStreamToken');
+    } else {
+      key = await authenticate(ctx, header);
+    }
     if (!key) throw observeError('unauthorized');
     request.apiKey = key;
     const now = ctx.clock.now();
