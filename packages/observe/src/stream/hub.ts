@@ -8,7 +8,7 @@ import { findSessions, toSession } from '../sessions/store.ts';
 import { formatCursor, readStreamPage, resumeVerdict, streamHead, type StreamCursor, type StreamFilters } from './log.ts';
 
 /** Events read at once: also the most one slow client holds in memory, since the next read waits for its socket to drain. */
-const PAGE_SIZE = 200;
+const PAGE_SIZE = 100;
 /** A stream reads the database at most this often; a burst of commits in between is read in one go. */
 const MIN_READ_INTERVAL_MS = 100;
 
@@ -218,8 +218,13 @@ class EventStream {
         let text = '';
         if (include.sessions && rows.length > 0) {
           // Before the events, with the cursor before them: a client cut off in between gets the sessions again.
-          const sessions = await findSessions(database, [...new Set(rows.map((row) => row.session_id))]);
-          for (const session of sessions) text += message('session', formatCursor(this.cursor), JSON.stringify(toSession(session)));
+          const ids = [...new Set(rows.map((row) => row.session_id))];
+          const sessions = new Map((await findSessions(database, ids)).map((session) => [session.id, session]));
+          for (const id of ids) {
+            const session = sessions.get(id);
+            // A session deleted by retention meanwhile has nothing to report.
+            if (session) text += message('session', formatCursor(this.cursor), JSON.stringify(toSession(session)));
+          }
         }
         if (include.events) {
           for (const row of rows) text += message('event', formatCursor({ pos: row.stream_pos, seq: row.seq }), eventJson(row));
