@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
@@ -121,6 +122,11 @@ function unstorableField(fields: unknown): string | null {
   return null;
 }
 
+/** A request URL as logged: a `token` query parameter (the event stream's credential for browsers) is blanked. */
+export function urlForLog(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+}
+
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
@@ -130,6 +136,16 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     logger: {
       level: options.logLevel,
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
+      // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
+      serializers: {
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: urlForLog(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          remotePort: request.socket?.remotePort,
+        }),
+      },
     },
     // Per-request lines only at debug and below: at info the hot path stays quiet.
     logController: new LogController({ disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace' }),
