@@ -56,7 +56,7 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', {
       events: session('checkout-42', 'billing-agent', 'Billing agent', 60_000, { tags: ['prod', 'checkout'], tool: 'stripe_charge' }),
     });
-    await page.getByRole('link', { name: 'checkout-42' }).waitFor(); // no reload: the list polls
+    await page.getByRole('link', { name: 'checkout-42' }).waitFor(); // no reload: the list follows the event stream
     await shot(page, 'sessions');
 
     await page.getByRole('link', { name: 'checkout-42' }).click();
@@ -97,6 +97,34 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     await page.getByText('Step 6: session_ended').waitFor();
     await page.getByRole('cell', { name: 'stripe_charge' }).first().waitFor();
     await shot(page, 'replay');
+    stack.noProblems();
+  });
+
+  test('the session list and a session page follow the event stream (a stream token, no key in the URL), not polling', async () => {
+    const { page } = stack;
+    const streams: string[] = [];
+    const onRequest = (request: { url(): string }) => {
+      if (request.url().includes('/api/stream?')) streams.push(request.url());
+    };
+    page.on('request', onRequest);
+    const [first, ...rest] = session('live-7', 'support-bot', 'Support bot', 30_000);
+    await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events: [first] });
+    await page.goto('/sessions/live-7');
+    await page.getByRole('heading', { name: 'Session live-7' }).waitFor();
+    await page.getByTestId('timeline-event').first().waitFor();
+
+    // Committed after the page loaded: the timeline, the counters and the chain check follow by themselves.
+    await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events: rest });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="timeline-event"]').length === 6);
+    await page.getByText('All 6 events verified').waitFor();
+    assert.ok(streams.some((url) => /\/api\/stream\?sessionId=live-7&token=vst_/.test(url)), streams.join('\n'));
+
+    const listStream = page.waitForRequest(/\/api\/stream\?include=sessions&token=vst_/);
+    await nav(page).getByRole('link', { name: 'Sessions' }).click();
+    await listStream;
+    await page.getByText(/Live updates/).waitFor();
+    assert.ok(!streams.some((url) => url.includes(stack.observeKey)), 'the API key never goes in a URL');
+    page.off('request', onRequest);
     stack.noProblems();
   });
 

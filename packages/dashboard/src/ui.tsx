@@ -13,6 +13,8 @@ export interface AsyncState<T> {
   loading: boolean;
   refreshing: boolean;
   reload: () => void;
+  /** Changes the loaded data in place (a live update), without a reload; nothing before the first answer. */
+  update: (change: (data: T) => T) => void;
 }
 
 /**
@@ -28,6 +30,7 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
   });
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
+  const update = useCallback((change: (data: T) => T) => setState((s) => (s.data === undefined ? s : { ...s, data: change(s.data) })), []);
   const loadRef = useRef(load);
   loadRef.current = load;
   const depsKey = JSON.stringify(deps);
@@ -58,7 +61,7 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
     return () => window.clearInterval(timer);
   }, [options.pollMs]);
 
-  return { ...state, reload };
+  return { ...state, reload, update };
 }
 
 /** Runs an action (approve, save, delete …) with a pending flag and its error in words. */

@@ -51,6 +51,10 @@ import type { ObserveSchema } from './schema.ts';
 import { registerReplayRoutes } from './replay/routes.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
 import { registerSettingsRoutes } from './settings/routes.ts';
+import { StreamHub } from './stream/hub.ts';
+import { pruneStreamLog } from './stream/log.ts';
+import { registerStreamRoutes } from './stream/routes.ts';
+import { deleteExpiredStreamTokens } from './stream/tokens.ts';
 import { registerSystemRoutes } from './system/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 
@@ -62,6 +66,8 @@ export interface ObserveService {
   jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
+  /** The live event streams of GET /api/stream. */
+  streams: StreamHub;
 }
 
 export interface ObserveOptions {
@@ -145,6 +151,11 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerReflectRoutes(app, context);
   registerRecallRoutes(app, context);
   registerContextRoutes(app, context);
+  const streams = new StreamHub(context, app.log);
+  context.events.afterCommit(() => streams.committed());
+  registerStreamRoutes(app, context, streams);
+  // Open streams end before the server stops listening (they would keep it open), then the LISTEN connection closes.
+  app.addHook('preClose', () => streams.close());
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
   registerDashboardRoutes(app, context, options.dashboard);
@@ -162,6 +173,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
       run: async (now) => {
         const deleted = await applyRetention(context, now);
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
+        await pruneStreamLog(database, now);
+        await deleteExpiredStreamTokens(context, now);
       },
     },
     runJobs,
@@ -248,5 +261,5 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     await Promise.all([evalRunsJob.stop(), evalRunWorker.stop()]);
   });
   await app.ready();
-  return { app, context, evalRuns: { worker: evalRunWorker, job: evalRunsJob }, jobs: { retention, alerts, healthSnapshots, embeddings, guardrails }, guardrails: guardrailEngine };
+  return { app, context, evalRuns: { worker: evalRunWorker, job: evalRunsJob }, jobs: { retention, alerts, healthSnapshots, embeddings, guardrails }, guardrails: guardrailEngine, streams };
 }

@@ -8,6 +8,7 @@ export const observeErrors = {
   invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
   forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
+  invalidStreamToken: { status: 401, code: 'unauthorized', message: 'Missing, invalid or expired stream token' },
   invalidSignature: { status: 401, code: 'invalid_signature', message: 'Invalid webhook signature' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
@@ -60,6 +61,11 @@ export const observeErrors = {
   embeddingBackend: { status: 500, code: 'embedding_error', message: 'Embedding backend error: the text could not be embedded' },
   healthWeightsFixed: { status: 501, code: 'not_implemented', message: 'Health weights are not customizable' },
   memoryUnreachable: { status: 502, code: 'bad_gateway', message: 'The memory server did not answer' },
+  streamLimit: {
+    status: 503,
+    code: 'too_many_streams',
+    message: 'This instance serves as many event streams as it may (STREAM_MAX_CONNECTIONS); retry shortly',
+  },
   unavailable: { status: 503, code: 'unavailable', message: 'The database is unavailable; retry shortly' },
 } satisfies ErrorCatalogue<string>;
 

@@ -489,4 +489,26 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
     await db.updateTable('sessions').set({ agent_id: SYSTEM_AGENT_ID, agent_name: SYSTEM_AGENT_ID }).where(alertSessions).execute();
   },
+
+  async '0011_stream'(db) {
+    await db.schema
+      .createTable('stream_log')
+      .addColumn('pos', 'bigint', (c) => c.primaryKey())
+      .addColumn('session_id', 'text', (c) => c.notNull())
+      .addColumn('first_seq', 'integer', (c) => c.notNull())
+      .addColumn('last_seq', 'integer', (c) => c.notNull())
+      .addColumn('min_ts', epochMsType, (c) => c.notNull())
+      .addColumn('max_ts', epochMsType, (c) => c.notNull())
+      .addColumn('created_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createTable('stream_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('last_pos', 'bigint', (c) => c.notNull()).execute();
+    await db.insertInto('stream_head').values({ id: 1, last_pos: 0 }).execute();
+    await db.schema
+      .createTable('stream_tokens')
+      .addColumn('token_hash', 'text', (c) => c.primaryKey())
+      .addColumn('key_id', 'text')
+      .addColumn('expires_at', epochMsType, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('stream_tokens_expires').on('stream_tokens').columns(['expires_at']).execute();
+  },
 };

@@ -74,4 +74,6 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'GET /api/recall': 'recallSimilar',
   'GET /api/recall/status': 'getRecallStatus',
   'GET /api/context': 'getContext',
+  'GET /api/stream': 'streamEvents',
+  'POST /api/stream/tokens': 'createStreamToken',
 };

@@ -210,6 +210,39 @@ export interface ObserveSchema {
   guardrail_rules: GuardrailRuleRow;
   guardrail_triggers: GuardrailTriggerRow;
   guardrail_deliveries: GuardrailDeliveryRow;
+  stream_log: StreamLogRow;
+  stream_head: StreamHeadRow;
+  stream_tokens: StreamTokenRow;
+}
+
+/**
+ * The live stream's commit log: one row per session per ingest transaction, numbered in commit
+ * order (stream/log.ts). The session's events of that transaction are seq first_seq..last_seq,
+ * with timestamps in min_ts..max_ts (so the events_session_ts index finds them).
+ */
+export interface StreamLogRow {
+  pos: number;
+  session_id: string;
+  first_seq: number;
+  last_seq: number;
+  min_ts: number;
+  max_ts: number;
+  /** When the transaction was received (the replay window is measured from it). */
+  created_at: number;
+}
+
+/** One row (id 1): the last log position handed out; its row lock orders ingest commits. */
+export interface StreamHeadRow {
+  id: number;
+  last_pos: number;
+}
+
+/** A short-lived token that opens GET /api/stream for a key (browsers' EventSource sends no headers). */
+export interface StreamTokenRow {
+  token_hash: string;
+  /** The key that created it; null when created with AUTH_DISABLED. */
+  key_id: string | null;
+  expires_at: number;
 }
 
 export interface GuardrailRuleRow {

@@ -42,6 +42,10 @@ export const environmentSchema = z.object({
   ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
   /** Silence after which a session without session_ended counts as over in the figures (durations, completion rate). */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
+  /** GET /api/stream: a comment line (with the stream's cursor) every this many ms keeps idle connections and proxies open. */
+  STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(15_000),
+  /** Open event streams one instance serves at most; one more is answered 503. */
+  STREAM_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
   /** Base address of an OpenAI-compatible embeddings API (`/v1/embeddings` is appended); unset: the built-in local embedder. */
   EMBEDDINGS_URL: httpUrl.optional(),
   EMBEDDINGS_MODEL: z.string().min(1).max(200).default('text-embedding-3-small'),
@@ -100,6 +104,8 @@ export interface ObserveConfig {
    * as over at its last event (sessions/figures.ts); its status stays `active`.
    */
   sessionIdleTimeoutMs: number;
+  /** The live event stream (GET /api/stream): heartbeat interval and open streams per instance. */
+  stream: { heartbeatMs: number; maxConnections: number };
   /** Embedding backend of recall and context: an OpenAI-compatible API when `url` is set, else the built-in local embedder. */
   embeddings: { url?: string; model: string; apiKey?: string; timeoutMs: number };
   /** The LLM judge; provider and apiKey both set enable it (evals/judge.ts). */
@@ -182,6 +188,7 @@ export function observeConfigFromEnvironment(
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MS,
+    stream: { heartbeatMs: e.STREAM_HEARTBEAT_MS, maxConnections: e.STREAM_MAX_CONNECTIONS },
     embeddings: {
       url: e.EMBEDDINGS_URL,
       model: e.EMBEDDINGS_MODEL,

@@ -28,6 +28,13 @@ export interface Database<Schema> {
   schema?: string;
   /** Bytes the service's tables occupy on disk. */
   sizeBytes(): Promise<number>;
+  /**
+   * PostgreSQL only (undefined on SQLite, where one process owns the file): LISTEN on `channel`
+   * over a dedicated connection, calling `onNotify` for each notification (`notify`). A lost
+   * connection is re-established with backoff, and `onNotify` is called once it is back, since
+   * notifications sent meanwhile are gone. Resolves to a function that stops listening.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -127,8 +134,67 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
         where n.nspname = ${config.schema} and c.relkind in ('r', 'm')`.execute(db);
       return result.rows[0]?.size ?? 0;
     },
+    listen: (channel, onNotify) => listenPostgres(config, channel, onNotify),
     close: () => db.destroy(),
   };
+}
+
+const LISTEN_RETRY_MAX_MS = 30_000;
+
+async function listenPostgres(
+  config: Extract<DatabaseConfig, { kind: 'postgres' }>,
+  channel: string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let client: pg.Client | null = null;
+  let stopped = false;
+  let retryMs = 500;
+  let retryTimer: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const candidate = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? 5000 });
+    // A lost connection ends the client ('end'), which schedules the reconnect; the error itself needs no handling.
+    candidate.on('error', () => undefined);
+    candidate.on('notification', (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    try {
+      await candidate.connect();
+      await candidate.query(`LISTEN "${channel.replaceAll('"', '""')}"`);
+    } catch {
+      await candidate.end().catch(() => undefined);
+      scheduleReconnect();
+      return;
+    }
+    if (stopped) {
+      await candidate.end().catch(() => undefined);
+      return;
+    }
+    candidate.on('end', () => {
+      if (client === candidate) client = null;
+      scheduleReconnect();
+    });
+    client = candidate;
+    retryMs = 500;
+    onNotify();
+  };
+  const scheduleReconnect = (): void => {
+    if (stopped) return;
+    retryTimer = setTimeout(() => void connect(), retryMs);
+    retryTimer.unref();
+    retryMs = Math.min(retryMs * 2, LISTEN_RETRY_MAX_MS);
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retryTimer);
+    await client?.end().catch(() => undefined);
+    client = null;
+  };
+}
+
+/** PostgreSQL: wakes every `listen`er of `channel` (on any instance) once the calling transaction, if any, commits. */
+export async function notifyListeners(database: Database<any>, channel: string): Promise<void> {
+  if (database.dialect === 'postgres') await sql`select pg_notify(${channel}, '')`.execute(database.db as Kysely<any>);
 }
 
 export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Database<Schema>> {

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { environmentSchema } from './config.ts';
 import { databaseFailure } from './db.ts';
 import { GroupCommitter } from './group-commit.ts';
+import { urlForLog } from './http.ts';
 import { jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 function nested(depth: number): unknown {
@@ -96,4 +97,10 @@ test('docs/deploy.md documents every environment variable of the one schema', ()
   const guide = readFileSync(new URL('../../../docs/deploy.md', import.meta.url), 'utf8');
   const missing = Object.keys(environmentSchema.shape).filter((name) => !guide.includes(`\`${name}\``));
   assert.deepEqual(missing, [], 'variables missing from docs/deploy.md');
+});
+
+test('urlForLog: a token in the query string never reaches the logs; the rest of the URL does', () => {
+  assert.equal(urlForLog('/api/stream?sessionId=s-1&token=vst_secret&include=events'), '/api/stream?sessionId=s-1&token=[redacted]&include=events');
+  assert.equal(urlForLog('/api/stream?TOKEN=vst_secret'), '/api/stream?TOKEN=[redacted]');
+  assert.equal(urlForLog('/api/sessions?tokens=2'), '/api/sessions?tokens=2');
 });

@@ -62,7 +62,7 @@ export type ZodApp = FastifyInstance<
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service';
+  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
 }
 
 declare module 'fastify' {
@@ -74,9 +74,10 @@ declare module 'fastify' {
     /**
      * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
      * signed request without a key is verified by the route itself; `service`: only the shared
-     * service-to-service bearer token is accepted, never an API key. Default: required.
+     * service-to-service bearer token is accepted, never an API key; `stream`: an API key, or a
+     * short-lived stream token in `?token=` (browsers' EventSource cannot send headers). Default: required.
      */
-    auth?: 'public' | 'bootstrap' | 'signature' | 'service';
+    auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
   }
 }
 
@@ -191,6 +192,11 @@ function unstorableField(fields: unknown): string | null {
   return null;
 }
 
+/** A request URL as logged: a `token` query parameter (the event stream's credential for browsers) is blanked. */
+export function urlForLog(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+}
+
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
@@ -200,6 +206,16 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     logger: {
       level: options.logLevel,
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
+      // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
+      serializers: {
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: urlForLog(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          remotePort: request.socket?.remotePort,
+        }),
+      },
     },
     // Per-request lines only at debug and below: at info the hot path stays quiet.
     logController: new LogController({ disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace' }),

@@ -90,6 +90,15 @@ describe('JSON Schema → TypeScript emitter', () => {
     assert.throws(() => renderModule(document, 'test'), /Missing: referenced but not defined/);
   });
 
+  test('a text/event-stream response is typed as its text; another non-JSON response stops generation', () => {
+    const document = (type: string): OpenApiDocument => ({
+      openapi: '3.1.0',
+      paths: { '/x': { get: { responses: { '200': { content: { [type]: { schema: { type: 'string' } } } } } } } },
+    });
+    assert.match(renderModule(document('text/event-stream'), 'test'), /responses: \{\n {8}200: string;/);
+    assert.throws(() => renderModule(document('text/csv'), 'test'), /no application\/json content \(has text\/csv\)/);
+  });
+
   test('an operation: path parameters, query, body and responses', () => {
     const document: OpenApiDocument = {
       openapi: '3.1.0',

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { observe, type Session, type Verification, type VigilEvent } from '../api.ts';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
+import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
 import {
   Async,
@@ -152,8 +153,9 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
 
 export function SessionDetailPage({ id }: { id: string }) {
   const path = `/sessions/${encodeURIComponent(id)}`;
-  const session = useAsync((signal) => observe<Session>(path, { signal }), [id], { pollMs: 5000 });
-  const timeline = useAsync((signal) => observe<{ events: VigilEvent[]; chainValid: boolean }>(`${path}/timeline`, { signal }), [id], { pollMs: 5000 });
+  const session = useAsync((signal) => observe<Session>(path, { signal }), [id]);
+  const timeline = useAsync((signal) => observe<{ events: VigilEvent[]; chainValid: boolean }>(`${path}/timeline`, { signal }), [id]);
+  // Also polled: a stored event altered behind the service's back shows without any new event.
   const verification = useAsync((signal) => observe<Verification>('/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
   const [typeFilter, setTypeFilter] = useState('');
 
@@ -162,6 +164,23 @@ export function SessionDetailPage({ id }: { id: string }) {
     timeline.reload();
     verification.reload();
   };
+  const reverify = useThrottled(verification.reload, 5000);
+  useLiveStream(
+    { sessionId: id },
+    {
+      onSession: (changed) => session.update(() => changed),
+      onEvent: (event) => {
+        // Timeline order: timestamp, then seq; an event already loaded is not added twice.
+        timeline.update((t) =>
+          t.events.some((e) => e.id === event.id)
+            ? t
+            : { ...t, events: [...t.events, event].sort((a, b) => a.timestamp.localeCompare(b.timestamp) || a.seq - b.seq) },
+        );
+        reverify();
+      },
+      onReset: reloadAll,
+    },
+  );
 
   return (
     <Page

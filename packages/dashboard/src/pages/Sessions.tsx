@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { observe, type Agent, type Session } from '../api.ts';
+import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, fmtDateTime, fmtDuration, fmtNumber, fmtUsd, Page, Pager, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
 
@@ -21,7 +22,23 @@ export function SessionsPage() {
         signal,
       }),
     [status, agentId, tags, offset],
-    { pollMs: live ? 3000 : undefined },
+  );
+  // Live: a session on this page changes in place; any other change reloads the page (at most once a second).
+  const reloadSessions = useThrottled(sessions.reload, 1000);
+  useLiveStream(
+    { agentId, include: 'sessions' },
+    {
+      onSession: (changed) => {
+        const shown = sessions.data?.sessions.some((s) => s.id === changed.id) ?? false;
+        if (shown && (!status || status.split(',').includes(changed.status))) {
+          sessions.update((data) => ({ ...data, sessions: data.sessions.map((s) => (s.id === changed.id ? changed : s)) }));
+        } else if (shown || offset === 0) {
+          reloadSessions();
+        }
+      },
+      onReset: sessions.reload,
+    },
+    live,
   );
   const agents = useAsync((signal) => observe<{ agents: Agent[] }>('/agents', { signal }), []);
 
@@ -36,7 +53,7 @@ export function SessionsPage() {
         title="Filters"
         actions={
           <label className="checkbox">
-            <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Live updates (every 3 s)
+            <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Live updates
           </label>
         }
       >

@@ -6,6 +6,7 @@ import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
 import { enqueueEmbeddings } from '../recall/queue.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
+import { appendToStreamLog, type SessionAppend } from '../stream/log.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
@@ -19,6 +20,7 @@ interface PreparedEvent {
   canonicalPayload: string;
   canonicalMetadata: string;
   agentName: string | null;
+  receivedAt: number;
   /** Set on a verdict: the head its session's chain was verified at before it was computed. */
   verifiedHead?: ChainHead;
 }
@@ -69,6 +71,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
     canonicalPayload,
     canonicalMetadata,
     agentName: agentName && agentName.length > 0 ? agentName : null,
+    receivedAt,
   };
 }
 
@@ -185,9 +188,20 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
     const appended: AppendedEvent[] = [];
+    const streamAppends = new Map<string, SessionAppend>();
+    let receivedAt = 0;
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
       const seq = session.last_seq + 1;
+      const streamAppend = streamAppends.get(session.id);
+      if (streamAppend === undefined) {
+        streamAppends.set(session.id, { sessionId: session.id, firstSeq: seq, lastSeq: seq, minTs: event.row.ts, maxTs: event.row.ts });
+      } else {
+        streamAppend.lastSeq = seq;
+        streamAppend.minTs = Math.min(streamAppend.minTs, event.row.ts);
+        streamAppend.maxTs = Math.max(streamAppend.maxTs, event.row.ts);
+      }
+      receivedAt = Math.max(receivedAt, event.receivedAt);
       const prevHash = session.last_hash;
       const hash = chainHashOfCanonical(
         {
@@ -251,6 +265,8 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     await applyRollupDeltas(trx, rollupDeltas(prepared.map((event) => event.row)), 1);
     // Embedding work is durable with the events; the worker drains it after commit.
     await enqueueEmbeddings(trx, database.dialect, prepared, sessionIds, Date.now());
+    // Last: from here to the commit, the stream head's row lock orders this transaction's commit.
+    await appendToStreamLog(trx, database.dialect, sessionIds.map((id) => streamAppends.get(id)!), receivedAt);
     return appended;
   });
 }

@@ -3,6 +3,7 @@ import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
 import { grants, keyScopes, ROUTE_SCOPES } from './scopes.ts';
+import { keyOfStreamToken } from '../stream/tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
 declare module 'fastify' {
@@ -42,7 +43,9 @@ function serviceTokenCheck(token: string | undefined): (header: string | undefin
  * scope for the route (ROUTE_SCOPES; 403 naming the scope). A route marked `bootstrap` (key
  * creation) also admits a request without an Authorization header while no active key exists: the
  * first start-up. Routes marked `service` take the service token only (also with AUTH_DISABLED,
- * which concerns API keys).
+ * which concerns API keys). Routes marked
+ * `stream` also take a stream token in `?token=` when no Authorization header is sent; the token
+ * then acts as the key that created it.
  */
 export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
   app.decorateRequest('apiKey', null);
@@ -58,7 +61,14 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     // and demands a key for unsigned sources. Without either credential: 401 here.
     if (policy === 'signature' && header === undefined && request.headers['x-webhook-signature'] !== undefined) return;
     if (policy === 'bootstrap' && header === undefined && !(await hasActiveKey(ctx.database))) return;
-    const key = await authenticate(ctx, header);
+    const streamToken = policy === 'stream' && header === undefined ? (request.query as { token?: unknown }).token : undefined;
+    let key: ApiKeyRow | null | undefined;
+    if (typeof streamToken === 'string') {
+      key = await keyOfStreamToken(ctx, streamToken);
+      if (!key) throw observeError('invalidStreamToken');
+    } else {
+      key = await authenticate(ctx, header);
+    }
     if (!key) throw observeError('unauthorized');
     // HEAD is the GET route without a body. A route missing from the table is for admin keys only.
     const method = request.method === 'HEAD' ? 'GET' : request.method;

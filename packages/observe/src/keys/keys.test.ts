@@ -329,7 +329,10 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     assert.deepEqual(signedRoutes, ['POST /api/events/ingest']);
     const serviceRoutes = table.filter((r) => r.auth === 'service').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(serviceRoutes, ['POST /api/internal/eval/guardrail-breach']);
-    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service'].includes(r.auth)));
+    // The event stream also takes a short-lived stream token (?token=), for browsers' EventSource.
+    const streamRoutes = table.filter((r) => r.auth === 'stream').map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(streamRoutes, ['GET /api/stream']);
+    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service', 'stream'].includes(r.auth)));
     // The table covers the routes the tests below rely on.
     for (const route of [
       'GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*',

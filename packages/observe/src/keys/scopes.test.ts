@@ -16,7 +16,7 @@ interface KeyBody {
 }
 
 /** The routes that take an API key: every route but the public, service-token and dashboard ones. */
-const KEYED_POLICIES = new Set(['required', 'bootstrap', 'signature']);
+const KEYED_POLICIES = new Set(['required', 'bootstrap', 'signature', 'stream']);
 
 function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): string {
   assert.equal(response.statusCode, status, `${context}: ${response.body}`);
@@ -34,7 +34,9 @@ function assertErrorBody(response: LightMyRequestResponse, status: number, conte
 function probe(method: string, url: string): InjectOptions {
   const concrete = url.replace(/:[A-Za-z]+/g, 'no-such-id-0000').replace(/\*/g, 'no-such-path');
   const withBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
-  return { method: method as InjectOptions['method'], url: concrete, ...(withBody && { payload: {} }) };
+  // An open event stream never ends an injected request: a malformed cursor answers 400 after the scope check.
+  const query = url === '/api/stream' ? '?lastEventId=not-a-cursor' : '';
+  return { method: method as InjectOptions['method'], url: concrete + query, ...(withBody && { payload: {} }) };
 }
 
 const withKey = (observe: TestObserve, key: string, request: InjectOptions): Promise<LightMyRequestResponse> =>
@@ -82,9 +84,11 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
     assert.equal(ROUTE_SCOPES['POST /api/keys'], 'admin');
     assert.equal(ROUTE_SCOPES['GET /api/keys'], 'admin');
     assert.equal(ROUTE_SCOPES['DELETE /api/keys/:id'], 'admin');
+    // A stream token only opens what its key may read.
+    assert.equal(ROUTE_SCOPES['POST /api/stream/tokens'], 'read');
     // Every other GET is a read, every other write is admin.
     for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
-      if (['POST /api/events', 'POST /api/events/ingest', 'GET /api/agents/:id', 'GET /api/keys'].includes(id)) continue;
+      if (['POST /api/events', 'POST /api/events/ingest', 'GET /api/agents/:id', 'GET /api/keys', 'POST /api/stream/tokens'].includes(id)) continue;
       assert.equal(scope, id.startsWith('GET ') ? 'read' : 'admin', id);
     }
   });

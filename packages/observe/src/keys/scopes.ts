@@ -108,6 +108,8 @@ export const ROUTE_SCOPES: Record<string, ObserveScope> = {
   'GET /api/recall': 'read',
   'GET /api/recall/status': 'read',
   'GET /api/context': 'read',
+  'GET /api/stream': 'read',
+  'POST /api/stream/tokens': 'read',
 };
 
 /** The scopes a stored key holds: its list, or full access for a key stored without one. */

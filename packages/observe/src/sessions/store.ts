@@ -25,6 +25,11 @@ export async function findSession(database: ObserveDatabase, id: string): Promis
   return database.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+export async function findSessions(database: ObserveDatabase, ids: readonly string[]): Promise<SessionRow[]> {
+  if (ids.length === 0) return [];
+  return database.db.selectFrom('sessions').selectAll().where('id', 'in', ids).execute();
+}
+
 /** Sessions newest first; `tags` keeps sessions that carry every listed tag. */
 export async function listSessions(database: ObserveDatabase, query: ListSessionsQuery): Promise<{ rows: SessionRow[]; total: number }> {
   let filtered = database.db.selectFrom('sessions');

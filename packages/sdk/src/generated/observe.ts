@@ -2723,4 +2723,61 @@ export interface paths {
       };
     };
   };
+  "/api/stream": {
+    /**
+     * A live stream of new events and session updates
+     *
+     * Server-Sent Events. Messages: `ready` first (data `{resumed, reset?}`), then `session` (the session summary, as GET /api/sessions/:id returns it, sent before the events of a batch that changed it) and `event` (the stored event, as GET /api/events returns it), in commit order. Every message's `id` is a cursor: reconnecting with it as `Last-Event-ID` (or `?lastEventId=`; the header wins) replays every matching event committed after it, exactly once. A cursor older than 24 hours or not from this database starts the stream at the current end, with `reset` set in `ready`. A comment line (with the cursor as `id`) comes every STREAM_HEARTBEAT_MS. Authenticate with a key, or with `?token=` from POST /api/stream/tokens.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        sessionId?: string;
+        agentId?: string;
+        eventType?: string;
+        /** Which messages to send: events, sessions or both (default) */
+        include?: string;
+        /** Where to resume, for clients that cannot set the Last-Event-ID header */
+        lastEventId?: string;
+        /** A stream token from POST /api/stream/tokens, instead of an Authorization header */
+        token?: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: string;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/stream/tokens": {
+    /**
+     * A token that opens GET /api/stream?token= for 60 seconds (for browsers' EventSource)
+     *
+     * The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        201: {
+          token: string;
+          expiresAt: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
 }
