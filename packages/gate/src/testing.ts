@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { gateConfigFromEnvironment, ManualClock, type GateConfig } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -49,4 +50,13 @@ export async function startTestGate(backend: TestBackend, options: TestGateOptio
     },
     close: () => service.app.close(),
   };
+}
+
+/** Asserts a gate error body `{error: {code, message}}` with this status and code; answers the message. */
+export function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): string {
+  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
+  const body = response.json() as { error: { code: string; message: string } };
+  assert.equal(body.error.code, code, context);
+  assert.ok(body.error.message.length > 0, context);
+  return body.error.message;
 }

@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import { migrateToLatest, openDatabase } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { CompiledQuery, sql } from 'kysely';
 import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 import { auditListQuery, type AuditListFilter } from './store.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -32,14 +31,6 @@ interface AuditPage {
   entries: ListEntry[];
   nextCursor: string | null;
   hasMore: boolean;
-}
-
-function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): string {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as { error: { code: string; message: string } };
-  assert.equal(body.error.code, code, context);
-  assert.ok(body.error.message.length > 0, context);
-  return body.error.message;
 }
 
 test('the audit-key migration runs after the dashboard sessions', () => {

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { gateMigrations } from '../migrations.ts';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 import { DASHBOARD_SESSION_TTL_MS } from './sessions.ts';
 
 const START = Date.parse('2026-11-22T10:00:00.000Z');
@@ -21,14 +20,6 @@ interface SessionBody {
   rateLimit: number | null;
   createdAt: string;
   expiresAt: string;
-}
-
-function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): string {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as { error: { code: string; message: string } };
-  assert.equal(body.error.code, code, context);
-  assert.ok(body.error.message.length > 0, context);
-  return body.error.message;
 }
 
 test('the dashboard-session migration comes after the initial schema, and steps are listed in the order they run', () => {
