@@ -47,3 +47,10 @@ export async function revokeKey(database: ObserveDatabase, id: string, at: numbe
 export async function touchKey(database: ObserveDatabase, id: string, at: number): Promise<void> {
   await database.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
 }
+
+/** Which of these key ids belong to keys that exist and are not revoked. */
+export async function activeKeyIds(database: ObserveDatabase, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await database.db.selectFrom('api_keys').select('id').where('id', 'in', ids).where('revoked_at', 'is', null).execute();
+  return new Set(rows.map((row) => row.id));
+}

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eventJson } from '../events/store.ts';
+import { activeKeyIds } from '../keys/store.ts';
 import { findSessions, toSession } from '../sessions/store.ts';
 import { formatCursor, readStreamPage, resumeVerdict, streamHead, type StreamCursor, type StreamFilters } from './log.ts';
 
@@ -17,6 +18,8 @@ export interface StreamRequest {
   include: { events: boolean; sessions: boolean };
   /** The Last-Event-ID to resume from; undefined starts at the current end. */
   resumeFrom?: StreamCursor;
+  /** The key the stream was opened with (directly or through a stream token); null with AUTH_DISABLED. */
+  keyId: string | null;
 }
 
 /** What the first message (`ready`) says about the start. */
@@ -119,6 +122,8 @@ export class StreamHub {
           ready.reset = verdict;
         }
       }
+      // close() may have run during the reads above: a stream opened now would hold the server open.
+      if (this.closed) throw observeError('unavailable', 'The service is shutting down; retry shortly');
       stream = new EventStream(this, reply.raw, request, cursor);
       reply.hijack();
       stream.start(ready);
@@ -139,8 +144,21 @@ export class StreamHub {
     });
     this.heartbeat ??= setInterval(() => {
       for (const s of this.streams) s.tick();
+      void this.endRevoked();
     }, this.ctx.config.stream.heartbeatMs);
     stream.wake();
+  }
+
+  /** A stream whose key was revoked (or deleted) since it opened ends at the next heartbeat. */
+  private async endRevoked(): Promise<void> {
+    const keyIds = [...new Set([...this.streams].map((s) => s.keyId).filter((id): id is string => id !== null))];
+    try {
+      const active = await activeKeyIds(this.ctx.database, keyIds);
+      for (const stream of this.streams) if (stream.keyId !== null && !active.has(stream.keyId)) stream.end();
+    } catch (error) {
+      // Database unavailable: the next heartbeat checks again.
+      this.log.warn({ err: error }, 'event stream key check failed');
+    }
   }
 
   private stopHeartbeat(): void {
@@ -279,6 +297,10 @@ class EventStream {
     this.stalledTicks = 0;
     this.res.write(`: heartbeat\nid: ${formatCursor(this.cursor)}\n\n`);
     this.wake();
+  }
+
+  get keyId(): string | null {
+    return this.request.keyId;
   }
 
   stop(): void {

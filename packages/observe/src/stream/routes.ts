@@ -20,7 +20,7 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
     {
       schema: {
         summary: `A token that opens GET /api/stream?token= for ${STREAM_TOKEN_TTL_MS / 1000} seconds (for browsers' EventSource)`,
-        description: 'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too.',
+        description: 'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
         tags: ['stream'],
         response: { 201: z.object({ token: z.string(), expiresAt: z.string() }) },
       },
@@ -51,6 +51,7 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
         filters: { sessionId, agentId, eventType },
         include: { events: include?.includes('events') ?? true, sessions: include?.includes('sessions') ?? true },
         resumeFrom: resumeFrom === undefined ? undefined : parseCursor(resumeFrom),
+        keyId: request.apiKey?.id ?? null,
       });
     },
   );

@@ -436,10 +436,10 @@ await describeEachDatabase('GET /api/stream: heartbeat, limits, slow clients, sh
   after(() => observe.close());
 
   /** Opens a stream once the instance has a free place (a closed stream frees its place when its socket closes). */
-  async function openWhenFree(): Promise<SseClient> {
+  async function openWhenFree(headers = auth()): Promise<SseClient> {
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const client = await SseClient.open(`${base}/api/stream`, auth());
+      const client = await SseClient.open(`${base}/api/stream`, headers);
       if (client.status === 200) return client;
       assert.equal(client.status, 503);
       if (Date.now() > deadline) throw new Error('no place freed');
@@ -458,6 +458,16 @@ await describeEachDatabase('GET /api/stream: heartbeat, limits, slow clients, sh
     assert.equal((await client.nextBlock(2000)).comment, 'heartbeat');
     assert.ok(Date.now() - started < 1500);
     client.close();
+  });
+
+  test('an open stream ends at the next heartbeat once its key is revoked', async () => {
+    const created = (await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'stream-viewer', scopes: ['read'] } })).json() as { id: string; key: string };
+    const client = await openWhenFree({ authorization: `Bearer ${created.key}` });
+    await client.next();
+    assert.equal((await client.nextBlock(2000)).comment, 'heartbeat', 'open while the key is valid');
+    assert.equal((await observe.call({ method: 'DELETE', url: `/api/keys/${created.id}` })).statusCode, 200);
+    // Heartbeats come every 200 ms: the stream ends well within a second.
+    await client.waitEnded(1500);
   });
 
   test('one stream more than STREAM_MAX_CONNECTIONS is a 503 with Retry-After; a closed stream frees its place', async () => {
