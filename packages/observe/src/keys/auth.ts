@@ -2,7 +2,7 @@ import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/p
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { grants, keyScopes, ROUTE_SCOPES } from './scopes.ts';
+import { grants, keyScopes, ROUTE_SCOPES, scopeText } from './scopes.ts';
 import { keyOfStreamToken } from '../stream/tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
@@ -75,7 +75,7 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     const required = ROUTE_SCOPES[`${method} ${request.routeOptions.url}`] ?? 'admin';
     const scopes = keyScopes(key.scopes);
     if (!grants(scopes, required)) {
-      throw observeError('forbidden', `This route needs the ${required} scope; the key has ${scopes.join(', ')}`);
+      throw observeError('forbidden', `This route needs the ${scopeText(required)} scope; the key has ${scopes.join(', ')}`);
     }
     request.apiKey = key;
     const now = ctx.clock.now();

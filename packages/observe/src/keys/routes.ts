@@ -11,7 +11,7 @@ const scopesSchema = z
   .min(1)
   .max(OBSERVE_SCOPES.length)
   .transform((list) => [...new Set(list)])
-  .meta({ description: 'ingest: send events and read its own agent record; read: every query; admin: everything' });
+  .meta({ description: 'ingest: send events and read agent records (pause, overrides); read: every query; admin: everything' });
 
 const keySchema = z
   .object({

@@ -1,7 +1,7 @@
 import type { RouteEntry } from '@vigil/platform';
 /**
- * Observe key scopes. `ingest`: what an agent process needs at run time (send events, read its own
- * agent record for pausedAt / modelOverride / approvalPolicyId). `read`: every query. `admin`:
+ * Observe key scopes. `ingest`: what an agent process needs at run time (send events, read an agent
+ * record for pausedAt / modelOverride / approvalPolicyId; keys are not bound to one agent). `read`: every query. `admin`:
  * everything, so it implies the other two. A key stored without scopes (created before scopes
  * existed) has full access, as `admin`.
  */
@@ -27,7 +27,7 @@ function forwardedRoutes(base: string): Record<string, ObserveScope> {
  * routes take no API key and are not listed. A route missing here needs `admin` (auth.ts), and a
  * test walks this table against the app's routes.
  */
-export const ROUTE_SCOPES: Record<string, ObserveScope> = {
+export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]> = {
   // Admin only: a leaked agent key must not mint keys that outlive its revocation.
   'POST /api/keys': 'admin',
   'GET /api/keys': 'admin',
@@ -36,8 +36,8 @@ export const ROUTE_SCOPES: Record<string, ObserveScope> = {
   'POST /api/events': 'ingest',
   // Only a request that presents a key (source generic) is checked; signed webhooks carry none.
   'POST /api/events/ingest': 'ingest',
-  // The agent reads its own state (pause, model override, approval policy) here while it runs.
-  'GET /api/agents/:id': 'ingest',
+  // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
+  'GET /api/agents/:id': ['ingest', 'read'],
 
   'GET /api/stats': 'read',
   'GET /api/events': 'read',
@@ -117,8 +117,14 @@ export function keyScopes(stored: string | null): readonly ObserveScope[] {
   return stored === null ? FULL_ACCESS : (JSON.parse(stored) as ObserveScope[]);
 }
 
-export function grants(scopes: readonly ObserveScope[], required: ObserveScope): boolean {
-  return scopes.includes('admin') || scopes.includes(required);
+/** Whether a key with these scopes may call a route that needs `required` (any one of a list). */
+export function grants(scopes: readonly ObserveScope[], required: ObserveScope | readonly ObserveScope[]): boolean {
+  return scopes.includes('admin') || [required].flat().some((scope) => scopes.includes(scope));
+}
+
+/** How a route's scope reads in a 403: `read`, or `ingest or read`. */
+export function scopeText(required: ObserveScope | readonly ObserveScope[]): string {
+  return [required].flat().join(' or ');
 }
 
 /** The authentication failures a route documents: none when public, 401 for the service token, else 401 and 403 (scope). */

@@ -2315,7 +2315,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         name: string;
-        /** ingest: send events and read its own agent record; read: every query; admin: everything */
+        /** ingest: send events and read agent records (pause, overrides); read: every query; admin: everything */
         scopes?: ("ingest" | "read" | "admin")[];
       };
       bodyRequired: true;
@@ -2758,7 +2758,7 @@ export interface paths {
     /**
      * A token that opens GET /api/stream?token= for 60 seconds (for browsers' EventSource)
      *
-     * The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too.
+     * The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.
      */
     post: {
       params: Record<string, never>;
