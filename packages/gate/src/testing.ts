@@ -3,6 +3,7 @@ import { gateConfigFromEnvironment, ManualClock, type GateConfig } from '@vigil/
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
+import { SCOPES, type Scope } from './auth/scopes.ts';
 
 export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
 
@@ -14,6 +15,8 @@ export interface TestGate {
   call(options: InjectOptions, key?: string): Promise<LightMyRequestResponse>;
   /** Creates a key over HTTP and returns its raw value. */
   createKey(scopes: string[], rateLimit?: number | null, name?: string): Promise<string>;
+  /** One key per scope, each holding that scope alone (named `only-<scope>`). */
+  keyPerScope(): Promise<Map<Scope, string>>;
   /** The id of the API key behind a raw key or session token (asked of who-am-I). */
   keyIdOf(credential: string): Promise<string>;
   close(): Promise<void>;
@@ -33,15 +36,21 @@ export async function startTestGate(backend: TestBackend, options: TestGateOptio
   const service = await buildGateService(config, { clock, runJobs: false });
   const call = (request: InjectOptions, key = TEST_ADMIN_KEY) =>
     service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } });
+  const createKey: TestGate['createKey'] = async (scopes, rateLimit = null, name = `key-${scopes.join('+')}`) => {
+    const response = await call({ method: 'POST', url: '/api/api-keys', payload: { name, scopes, rateLimit } });
+    if (response.statusCode !== 201) throw new Error(`key creation failed: ${response.body}`);
+    return (response.json() as { key: string }).key;
+  };
   return {
     service,
     config,
     clock,
     call,
-    async createKey(scopes, rateLimit = null, name = `key-${scopes.join('+')}`) {
-      const response = await call({ method: 'POST', url: '/api/api-keys', payload: { name, scopes, rateLimit } });
-      if (response.statusCode !== 201) throw new Error(`key creation failed: ${response.body}`);
-      return (response.json() as { key: string }).key;
+    createKey,
+    async keyPerScope() {
+      const keys = new Map<Scope, string>();
+      for (const scope of SCOPES) keys.set(scope, await createKey([scope], null, `only-${scope}`));
+      return keys;
     },
     async keyIdOf(credential) {
       const response = await call({ method: 'GET', url: '/api/dashboard/sessions/current' }, credential);

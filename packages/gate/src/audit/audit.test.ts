@@ -6,32 +6,13 @@ import { CompiledQuery, sql } from 'kysely';
 import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
+import type { AuditEntry, AuditPage } from './routes.ts';
 import { auditListQuery, type AuditListFilter } from './store.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const MINUTE = 60_000;
 
-interface TrailEntry {
-  timestamp: string;
-  event: string;
-  actor: string;
-  actorKeyId: string | null;
-  actorKeyName: string | null;
-  details?: Record<string, unknown>;
-}
-
-interface ListEntry extends TrailEntry {
-  id: string;
-  requestId: string;
-  action: string;
-}
-
-interface AuditPage {
-  entries: ListEntry[];
-  nextCursor: string | null;
-  hasMore: boolean;
-}
 
 test('the audit-key migration runs after the dashboard sessions', () => {
   const names = Object.keys(gateMigrations);
@@ -54,10 +35,10 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
     const response = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload }, credential);
     assert.equal(response.statusCode, 200, response.body);
   };
-  const trail = async (id: string): Promise<TrailEntry[]> => {
+  const trail = async (id: string): Promise<AuditEntry[]> => {
     const response = await gate.call({ method: 'GET', url: `/api/requests/${id}/audit` });
     assert.equal(response.statusCode, 200, response.body);
-    return response.json() as TrailEntry[];
+    return response.json() as AuditEntry[];
   };
   const page = async (query = '', key?: string): Promise<AuditPage> => {
     const response = await gate.call({ method: 'GET', url: `/api/audit${query}` }, key);

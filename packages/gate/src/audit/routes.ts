@@ -24,7 +24,12 @@ const auditListEntrySchema = z
   .object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields })
   .meta({ id: 'AuditListEntry' });
 
-export function toAuditEntry(row: AuditRow): z.infer<typeof auditEntrySchema> {
+const auditPageSchema = z.object({ entries: z.array(auditListEntrySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() });
+
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+export type AuditPage = z.infer<typeof auditPageSchema>;
+
+export function toAuditEntry(row: AuditRow): AuditEntry {
   return {
     timestamp: toIso(row.ts),
     event: row.event,
@@ -85,7 +90,7 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
         tags: ['audit'],
         querystring: listQuerySchema,
         response: {
-          200: z.object({ entries: z.array(auditListEntrySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+          200: auditPageSchema,
         },
       },
     },

@@ -60,11 +60,11 @@ const EXPECTED_SCOPES: Record<string, Scope | 'public' | 'any'> = {
 
 await describeEachDatabase('gate authentication and scopes', (backend) => {
   let gate: TestGate;
-  const keyOf = new Map<Scope, string>();
+  let keyOf: Map<Scope, string>;
 
   before(async () => {
     gate = await startTestGate(backend);
-    for (const scope of SCOPES) keyOf.set(scope, await gate.createKey([scope], null, `only-${scope}`));
+    keyOf = await gate.keyPerScope();
   });
   after(() => gate.close());
 

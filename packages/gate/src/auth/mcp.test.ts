@@ -35,10 +35,10 @@ test('every AgentGate tool maps to a route of the scope table, and nothing else 
 
 await describeEachDatabase('gate POST /api/mcp/authorize (AgentGate MCP server)', (backend) => {
   let gate: TestGate;
-  const keyOf = new Map<Scope, string>();
+  let keyOf: Map<Scope, string>;
   before(async () => {
     gate = await startTestGate(backend);
-    for (const scope of SCOPES) keyOf.set(scope, await gate.createKey([scope], null, `only-${scope}`));
+    keyOf = await gate.keyPerScope();
   });
   after(() => gate.close());
 

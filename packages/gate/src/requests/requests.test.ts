@@ -3,6 +3,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
+import type { AuditEntry } from '../audit/routes.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
 
 interface PolicyDecisionBody {
@@ -36,15 +37,6 @@ interface ListItem {
   status: string;
   urgency: string;
   createdAt: string;
-}
-
-interface AuditEntry {
-  timestamp: string;
-  event: string;
-  actor: string;
-  actorKeyId: string | null;
-  actorKeyName: string | null;
-  details?: Record<string, unknown>;
 }
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
