@@ -218,10 +218,15 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     return acks.map((a) => a.id);
   }
 
-  async function timeline(sessionId: string): Promise<{ events: EventOut[]; chainValid: boolean }> {
+  type TimelineBody = { events: EventOut[]; chainValid: boolean; brokenAt: VerifyBody['brokenAt'] };
+
+  async function timeline(sessionId: string): Promise<TimelineBody> {
     const response = await observe.call({ method: 'GET', url: `/api/sessions/${encodeURIComponent(sessionId)}/timeline` });
     assert.equal(response.statusCode, 200, response.body);
-    return response.json() as { events: EventOut[]; chainValid: boolean };
+    // The body is spliced from stored JSON, so its field names are checked here rather than by a serialiser.
+    const body = response.json() as TimelineBody;
+    assert.deepEqual(Object.keys(body).sort(), ['brokenAt', 'chainValid', 'events']);
+    return body;
   }
 
   async function verify(sessionId: string): Promise<VerifyBody> {
@@ -231,7 +236,11 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   }
 
   async function verdict(sessionId: string): Promise<{ chainValid: boolean; verify: VerifyBody }> {
-    return { chainValid: (await timeline(sessionId)).chainValid, verify: await verify(sessionId) };
+    const line = await timeline(sessionId);
+    const verified = await verify(sessionId);
+    // The timeline names the same break as /api/audit/verify (null when intact).
+    assert.deepEqual(line.brokenAt, verified.brokenAt, 'timeline brokenAt');
+    return { chainValid: line.chainValid, verify: verified };
   }
 
   async function expectBrokenAt(sessionId: string, seq: number, eventId?: string | null): Promise<VerifyBody> {
@@ -253,6 +262,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const ids = await ingest(sixEvents('chain-ok'));
     const line = await timeline('chain-ok');
     assert.equal(line.chainValid, true);
+    assert.equal(line.brokenAt, null);
     assert.deepEqual(line.events.map((e) => e.seq), [0, 1, 2, 3, 4, 5]);
     assert.deepEqual(line.events.map((e) => e.id), ids.map((a) => a.id));
     const result = await verify('chain-ok');
