@@ -711,7 +711,7 @@ await describeEachDatabase('hostile input against every route', (backend: TestBa
       errorBodyProblem: observeErrorBodyProblem,
       documented5xx: (op, status, body) => {
         const message = (body as { error?: unknown } | undefined)?.error;
-        // PUT /api/config/health-weights is 501 by the spec; the LLM judge is not configured in this run (503).
+        // PUT /api/config/health-weights is always 501 (fixed weights); the LLM judge is not configured in this run (503).
         return (status === 501 && op.path === '/api/config/health-weights') || (status === 503 && typeof message === 'string' && /judge is not configured/.test(message));
       },
       settle: () => evalRunsIdle(observe.service.evalRuns.worker),

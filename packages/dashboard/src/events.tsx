@@ -1,6 +1,6 @@
 import { Badge, fmtDuration, fmtUsd, type Tone } from './ui.tsx';
 
-/** One line that says what an event is about, per event type (payload fields from the observe spec). */
+/** One line that says what an event is about, per event type (payload fields: docs/api.md#event-types). */
 export function summarize(eventType: string, payload: Record<string, unknown>): string {
   const p = payload;
   const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));

@@ -36,7 +36,7 @@ import { registerHealthRoutes } from './system/routes.ts';
 import { Outbox } from './webhooks/outbox.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 
-/** The body limit is fixed by the specification: 1 MB for every endpoint with a body. */
+/** 1 MiB body limit for every route with a body, not configurable (docs/api.md#limits). */
 const BODY_LIMIT_BYTES = 1024 * 1024;
 const REDIS_CONNECT_TIMEOUT_MS = 2000;
 

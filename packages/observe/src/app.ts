@@ -84,7 +84,7 @@ export interface ObserveOptions {
   dashboard?: DashboardRouteOptions;
 }
 
-/** Database down: 503, so clients retry; any other database failure: the spec's 500 storage error. */
+/** Database down: 503, so clients retry; any other database failure: the 500 storage error (docs/api.md#errors). */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
   const failure = databaseFailure(error);
   return failure === undefined ? undefined : observeError(failure);

@@ -35,7 +35,7 @@ function probe(method: string, url: string): InjectOptions {
   return { method: method as InjectOptions['method'], url: concrete, ...(withBody && { payload: {} }) };
 }
 
-/** The scope the endpoint table (spec and DECISIONS) gives each route. */
+/** The scope docs/api.md (Gate) gives each route. */
 const EXPECTED_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /health': 'public',
   'POST /api/requests': 'request:create',
@@ -79,13 +79,13 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
     for (const id of Object.keys(ROUTE_SCOPES)) assert.ok(table.includes(id), `ROUTE_SCOPES entry ${id} is not a route of the app`);
   });
 
-  test('ROUTE_SCOPES gives every endpoint of the specification the scope the endpoint table names', () => {
+  test('ROUTE_SCOPES gives every endpoint the scope docs/api.md names', () => {
     for (const [id, scope] of Object.entries(EXPECTED_SCOPES)) {
       assert.equal(ROUTE_SCOPES[id], scope, id);
     }
-    // Anything beyond the specified endpoints still needs a key, but for the OpenAPI document (schemas only, no data).
+    // Anything beyond those endpoints still needs a key, but for the OpenAPI document (schemas only, no data).
     for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
-      if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json') assert.notEqual(scope, 'public', `${id} is public though the spec only opens /health`);
+      if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json') assert.notEqual(scope, 'public', `${id} is public though only /health is (docs/api.md)`);
     }
     assert.equal(ROUTE_SCOPES['GET /api/openapi.json'], 'public');
   });
@@ -390,7 +390,7 @@ await describeEachDatabase('gate admin key bootstrap', (backend) => {
 });
 
 describe('scope table shape', () => {
-  test('SCOPES are exactly the five of the specification', () => {
+  test('SCOPES are exactly the five of docs/api.md', () => {
     assert.deepEqual([...SCOPES].sort(), ['admin', 'request:create', 'request:decide', 'request:read', 'webhook:manage']);
   });
 });

@@ -200,7 +200,7 @@ interface SessionSpec {
   end?: { reason: 'completed' | 'error' | 'timeout'; offsetMs: number };
 }
 
-/** What the benchmark should see of a session, computed here from the spec (not by the server's code). */
+/** What the benchmark should see of a session, computed here from the documented rules (not by the server's code). */
 interface Expected {
   errored: number;
   completed: number;

@@ -32,7 +32,7 @@ import {
 /** Every benchmark belongs to the single tenant of this service. */
 export const TENANT_ID = 'default';
 
-/** The state table of the specification: the only moves a PUT /status may make. */
+/** The state table (docs/api.md#benchmarks): the only moves a PUT /status may make. */
 export const ALLOWED_TRANSITIONS: Readonly<Record<BenchmarkStatus, readonly BenchmarkStatus[]>> = {
   draft: ['running', 'cancelled'],
   running: ['completed', 'cancelled'],
@@ -162,7 +162,7 @@ interface VariantSample {
 const finite = (values: number[]): number[] => values.filter((v) => Number.isFinite(v));
 
 /**
- * The per-session values of every metric (DECISIONS.md, Benchmarks):
+ * The per-session values of every metric (docs/api.md#benchmarks; README, Benchmarks):
  * - error_rate: 1 when the session has an error event, else 0; counts: sessions with an error / sessions;
  * - completion_rate: 1 when the session is `completed`, else 0; counts: completed / sessions;
  * - tool_success_rate: the session's tool_response / (tool_response + tool_error), sessions without

@@ -518,7 +518,7 @@ suite('distribution tails and quantiles', () => {
 // ---------------------------------------------------------------------------------------------
 
 suite('presentation helpers', () => {
-  test('stars follow the specification: *** p < 0.01, ** p < 0.05, * p < 0.1, - otherwise', () => {
+  test('stars follow docs/api.md: *** p < 0.01, ** p < 0.05, * p < 0.1, - otherwise', () => {
     assert.equal(stars(1e-50), '***');
     assert.equal(stars(0.0099), '***');
     assert.equal(stars(0.01), '**');

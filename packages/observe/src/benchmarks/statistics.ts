@@ -600,7 +600,7 @@ export function chiSquared2x2(
 export type Stars = '***' | '**' | '*' | '-';
 
 /**
- * The `confidence` field of a comparison, as the specification words it: three stars when
+ * The `confidence` field of a comparison (docs/api.md#benchmarks): three stars when
  * p < 0.01, two when p < 0.05, one when p < 0.1, a dash otherwise. (Note: one star, for
  * 0.05 ≤ p < 0.1, is shown on a comparison that is not `significant`.)
  */
@@ -651,7 +651,7 @@ export function winner(comparison: Comparable, higherIsBetter: boolean, options:
   return bIsHigher === higherIsBetter ? 'B' : 'A';
 }
 
-/** The statistical fields of one results comparison (spec names), B compared with A. */
+/** The statistical fields of one results comparison, B compared with A. */
 export interface ComparisonStats {
   testType: TestType;
   /** t (Welch) or chi-squared; null when undefined (degenerate Welch input). */

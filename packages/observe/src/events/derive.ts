@@ -10,7 +10,7 @@ type DerivedColumns = Pick<
 
 export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;
 export type ComplexityTier = (typeof COMPLEXITY_TIERS)[number];
-/** Tier bounds (DECISIONS.md, Optimize): simple < 1,000 input tokens and no tools; complex > 10,000 or ≥ 6 tools. */
+/** Tier bounds (docs/api.md#optimize): simple < 1,000 input tokens and no tools; complex > 10,000 or ≥ 6 tools. */
 export const SIMPLE_MAX_INPUT_TOKENS = 1_000;
 export const COMPLEX_MIN_INPUT_TOKENS = 10_000;
 export const COMPLEX_MIN_TOOLS = 6;

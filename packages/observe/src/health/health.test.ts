@@ -190,7 +190,7 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
   });
   after(() => observe.close());
 
-  test('answers the specified shape: window, session count, dimensions in order with the weights in use', async () => {
+  test('answers the documented shape: window, session count, dimensions in order with the weights in use', async () => {
     const alpha = await health(observe, 'alpha');
     assert.deepEqual(Object.keys(alpha).sort(), ['agentId', 'computedAt', 'dimensions', 'overallScore', 'sessionCount', 'trend', 'trendDelta', 'window']);
     assert.equal(alpha.agentId, 'alpha');

@@ -18,7 +18,7 @@ import {
 const figures = (patch: Partial<SessionFigures>): SessionFigures => ({ ...emptySessionFigures(), ...patch });
 
 describe('health scores (pure)', () => {
-  test('the weights are the specification’s and sum to 1', () => {
+  test('the weights are those of docs/api.md and sum to 1', () => {
     assert.deepEqual({ ...HEALTH_WEIGHTS }, { errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15 });
     assert.equal(Math.round(Object.values(HEALTH_WEIGHTS).reduce((a, b) => a + b, 0) * 1e9) / 1e9, 1);
     assert.ok(Object.isFrozen(HEALTH_WEIGHTS));

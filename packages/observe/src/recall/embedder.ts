@@ -12,7 +12,7 @@ export interface Embedder {
   embed(texts: string[]): Promise<Float32Array[]>;
 }
 
-/** The embedding backend failed (unreachable, timeout, non-2xx, malformed answer): the spec's 500. */
+/** The embedding backend failed (unreachable, timeout, non-2xx, malformed answer): a 500 (docs/api.md#errors). */
 export class EmbeddingBackendError extends Error {
   override name = 'EmbeddingBackendError';
   constructor(

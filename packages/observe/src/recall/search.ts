@@ -76,7 +76,7 @@ export class TopK<T> {
   }
 }
 
-/** Embeds a query; a backend failure is the spec's 500 embedding error. */
+/** Embeds a query; a backend failure is the 500 embedding error (docs/api.md#errors). */
 export async function embedQuery(ctx: ObserveContext, text: string, log?: { warn(obj: unknown, msg: string): void }): Promise<Float32Array> {
   try {
     const [vector] = await ctx.embedder.embed([text]);

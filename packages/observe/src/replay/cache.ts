@@ -1,5 +1,5 @@
 /**
- * The replay state cache (spec, Limits: at most 100 entries, least recently used eviction, time to
+ * The replay state cache (docs/api.md#limits: at most 100 entries, least recently used eviction, time to
  * live 10 minutes). One entry per session, for the chain head (last seq and hash) it was loaded at.
  * An entry holds the session's events in timeline order, their pairing and summary, and checkpoints
  * of the replay state every CHECKPOINT_EVERY steps (plus the state where the last page ended), so a

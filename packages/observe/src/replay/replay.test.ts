@@ -110,7 +110,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   const delta = (before: ReplayCacheStats, key: 'hits' | 'misses' | 'evictions' | 'expirations' | 'invalidations' | 'stepsAdvanced' | 'checkpointsSaved'): number =>
     cache.stats[key] - before[key];
 
-  test('answers exactly the spec fields: session, chainValid, totalSteps, steps, pagination, summary', async () => {
+  test('answers exactly the documented fields: session, chainValid, totalSteps, steps, pagination, summary', async () => {
     const body = await replay('main');
     assert.deepEqual(Object.keys(body), ['session', 'chainValid', 'totalSteps', 'steps', 'pagination', 'summary']);
     assert.deepEqual(body.session, { id: 'main', agentId: AGENT, status: 'completed', startedAt: at(0), endedAt: at(8000) });

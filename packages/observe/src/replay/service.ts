@@ -84,7 +84,7 @@ export function replayPage(session: ReplaySession, query: ReplayPageQuery): Repl
   return { totalSteps, hasMore: to < totalSteps, stepsJson: `[${steps.join(',')}]` };
 }
 
-/** The spec's session object of a replay: id, agentId, status, startedAt, endedAt (present once ended). */
+/** The session object of a replay (docs/api.md#replay): id, agentId, status, startedAt, endedAt (present once ended). */
 export function replaySessionJson(row: SessionRow): string {
   const ended = row.ended_at === null ? '' : `,"endedAt":"${toIso(Number(row.ended_at))}"`;
   return `{"id":${quote(row.id)},"agentId":${quote(row.agent_id)},"status":${quote(row.status)},"startedAt":"${toIso(Number(row.started_at))}"${ended}}`;

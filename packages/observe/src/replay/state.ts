@@ -2,9 +2,9 @@
  * Session replay, pure: no database, no clock. A session's events (timeline order: timestamp, then
  * seq) are turned into `ReplayEvent`s once; `pairEvents` links requests with their outcomes over
  * the whole session; `ReplayState` is advanced one event at a time (O(1) amortised per step) and
- * rendered into the spec's per-step `context`; `summarize` gives the whole-session summary.
+ * rendered into the per-step `context` (docs/api.md#replay); `summarize` gives the whole-session summary.
  *
- * Decisions (also in README, "Behaviour where the specification leaves room"):
+ * Decisions (also in README, "Behaviour in detail", Replay):
  * - The context of step i describes the session right AFTER event i (event i counted).
  * - Pairs: tool_call ↔ tool_response | tool_error (callId), llm_call ↔ llm_response (callId),
  *   approval_requested ↔ approval_granted | denied | expired (requestId), form_submitted ↔
@@ -33,7 +33,7 @@ export const LLM_HISTORY_LIMIT = 50;
 export const TOOL_RESULTS_LIMIT = 50;
 export const WARNINGS_LIMIT = 50;
 
-/** Values of the replay `eventTypes` filter (spec, Replay; DECISIONS.md, Replay). */
+/** Values of the replay `eventTypes` filter (docs/api.md#replay). */
 export const REPLAY_EVENT_TYPES = [
   'session_started',
   'session_ended',
@@ -385,7 +385,7 @@ export interface ReplayContext {
 
 /**
  * The session as replayed so far. `advance` applies the next event in timeline order; `clone` is a
- * checkpoint (O(open requests + 50-entry windows)); `contextJson` renders the spec's context of the
+ * checkpoint (O(open requests + 50-entry windows)); `contextJson` renders the per-step context of the
  * last applied event, reusing the cached JSON of every part that did not change.
  */
 export class ReplayState {

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 
 /**
  * How the figures (health, analytics, reflect, benchmarks) measure a session, by the idle rule.
- * A session that never sends session_ended keeps the status `active` (the spec's value), but once
+ * A session that never sends session_ended keeps the status `active` (docs/api.md#sessions), but once
  * it has had no event for the idle timeout (SESSION_IDLE_TIMEOUT_MS) it is *idle*: the figures
  * count it as over at its last event before that silence.
  *

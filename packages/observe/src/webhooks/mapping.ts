@@ -8,7 +8,7 @@ export const WEBHOOK_SOURCES = ['approval_gate', 'form_service', 'generic'] as c
 export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 export type SignedSource = Exclude<WebhookSource, 'generic'>;
 
-/** The spec's mapping table: webhook event name → event type, per signed source. */
+/** Webhook event name → event type, per signed source (docs/api.md, Webhook ingestion). */
 export const SIGNED_MAPPINGS: Record<SignedSource, Readonly<Record<string, IngestEventType>>> = {
   approval_gate: {
     'request.created': 'approval_requested',
