@@ -12,4 +12,4 @@ export function Chart(props: ChartProps) {
   );
 }
 
-export type { ChartProps, Series } from './chart.tsx';
+export type { ChartProps } from './chart.tsx';

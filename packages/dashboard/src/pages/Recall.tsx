@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { observe } from '../api.ts';
 import { EventTypeBadge } from '../events.tsx';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Empty, Field, fmtDateTime, fmtNumber, Meter, Page, Section, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Badge, Empty, fmtDateTime, fmtNumber, Meter, Page, Section, timeAgo, useAsync } from '../ui.tsx';
 
 interface RecallResult {
   sourceType: 'event' | 'session';

@@ -63,7 +63,6 @@ export const createRuleBodySchema = z
     notifyChannels: notifyChannels.default([]),
   })
   .superRefine(checkRule);
-export type CreateRuleBody = z.infer<typeof createRuleBodySchema>;
 
 /** PUT body: any subset of the creation fields; the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
@@ -76,7 +75,6 @@ export const updateRuleBodySchema = z.strictObject({
   scope: scopeSchema.optional(),
   notifyChannels: notifyChannels.optional(),
 });
-export type UpdateRuleBody = z.infer<typeof updateRuleBodySchema>;
 
 /** A complete rule definition (what is stored); a PUT must leave the rule valid by this schema. */
 export const ruleDefinitionSchema = z

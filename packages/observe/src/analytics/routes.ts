@@ -1,5 +1,4 @@
 import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';

@@ -98,8 +98,6 @@ export async function benchmarkDetail(executor: Executor, benchmark: Benchmark):
 // Results
 // ---------------------------------------------------------------------------------------------
 
-export type MetricDescription = Description;
-
 /** A comparison side: the variant's description of the metric, plus the counts a rate test used. */
 export interface SideStats extends Description {
   /** Rates only: numerator / denominator, the proportion the chi-squared test compares (null without trials). */

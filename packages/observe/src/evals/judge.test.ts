@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import { describeEachDatabase, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { MAX_TOKENS } from '../bounds.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';

@@ -24,7 +24,6 @@ export const MAX_CASE_TIMEOUT_SECONDS = 600;
 export const DEFAULT_JUDGE_PASS_THRESHOLD = 0.7;
 
 export const RULE_TYPES = ['tool_denylist', 'tool_allowlist', 'max_cost', 'no_severity_above'] as const;
-export type RuleType = (typeof RULE_TYPES)[number];
 export type Severity = (typeof SEVERITIES)[number];
 
 export const EVALUATOR_KINDS = ['compliance', 'llm_judge'] as const;
@@ -222,7 +221,6 @@ export const createRunBodySchema = z.strictObject({
     .max(MAX_CASE_TIMEOUT_SECONDS, `caseTimeoutSeconds must be 1 to ${MAX_CASE_TIMEOUT_SECONDS}`)
     .default(DEFAULT_CASE_TIMEOUT_SECONDS),
 });
-export type CreateRunBody = z.infer<typeof createRunBodySchema>;
 
 /** What the agent webhook answers (extra fields are ignored). */
 export const webhookAnswerSchema = z.looseObject({ sessionId: identifier, output: z.unknown().optional() });

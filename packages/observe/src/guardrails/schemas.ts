@@ -119,7 +119,6 @@ export const updateRuleBodySchema = z.strictObject({
   enabled: z.boolean().optional(),
   dryRun: z.boolean().optional(),
 });
-export type UpdateRuleBody = z.infer<typeof updateRuleBodySchema>;
 
 export const ruleDefinitionSchema = z.strictObject(definitionFields).superRefine(checkConfigs);
 export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
