@@ -45,7 +45,7 @@ import { registerRecallRoutes } from './recall/routes.ts';
 import { VectorIndex } from './recall/vector-index.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './recall/worker.ts';
 import { releaseStaleClaims } from './recall/queue.ts';
-import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
+import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
 import { registerReplayRoutes } from './replay/routes.ts';

@@ -1,6 +1,6 @@
 import type { Clock, ObserveConfig } from '@vigil/platform';
 import type { EventAppender } from './events/ingest.ts';
-import type { PriceTable } from './pricing/index.ts';
+import type { PriceTable } from '@vigil/pricing';
 import type { Embedder } from './recall/embedder.ts';
 import type { VectorIndex } from './recall/vector-index.ts';
 import type { ObserveDatabase } from './schema.ts';
