@@ -10,11 +10,11 @@ import {
   systemClock,
   VIGIL_VERSION,
   type Clock,
-  type ObserveConfig,
   type PeriodicJob,
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
+import type { ObserveConfig } from './config.ts';
 import { registerAgentRoutes } from './agents/routes.ts';
 import { runAlertTick } from './alerts/evaluator.ts';
 import { registerAlertRoutes } from './alerts/routes.ts';

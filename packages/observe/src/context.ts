@@ -1,4 +1,5 @@
-import type { Clock, ObserveConfig } from '@vigil/platform';
+import type { Clock } from '@vigil/platform';
+import type { ObserveConfig } from './config.ts';
 import type { EventAppender } from './events/ingest.ts';
 import type { PriceTable } from '@vigil/pricing';
 import type { Embedder } from './recall/embedder.ts';
