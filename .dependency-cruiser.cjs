@@ -34,7 +34,8 @@ module.exports = {
       comment: "A package reaches another only through its name and `exports`, never into its src/ by a relative path.",
       severity: 'error',
       from: { path: '(^|/)packages/([^/]+)/' },
-      to: { dependencyTypes: ['local'], path: '(^|/)packages/[^/]+/', pathNot: '(^|/)packages/$2/' },
+      // A relative import is `local`; a package name that resolves through the workspace is `aliased` (or undetermined).
+      to: { dependencyTypes: ['local'], dependencyTypesNot: ['aliased'], path: '(^|/)packages/[^/]+/', pathNot: '(^|/)packages/$2/' },
     },
     {
       name: 'feature-through-index',
