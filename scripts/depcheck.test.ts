@@ -2,17 +2,17 @@
 // .dependency-cruiser.cjs, and the rules catch each kind of break (scripts/depcheck-fixtures/).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { depcheck, describe } from './depcheck.ts';
+import { depcheck, describeViolation } from './depcheck.ts';
 
 test('the packages keep every dependency rule', async () => {
-  const violations = (await depcheck(['packages'])).map(describe);
+  const violations = (await depcheck(['packages'])).map(describeViolation);
   assert.deepEqual(violations, [], `dependency rules broken (npm run depcheck lists them):\n${violations.join('\n')}`);
 });
 
 test('the rules catch a platform→service import, a cross-package src import, a feature-internal import, a runtime cycle and a test kit in product code', async () => {
   const fixture = 'scripts/depcheck-fixtures/packages';
   // The real packages a fixture imports by name are read, not followed.
-  const violations = (await depcheck([fixture], { doNotFollow: ['node_modules', '^packages/'] })).map(describe);
+  const violations = (await depcheck([fixture], { doNotFollow: ['node_modules', '^packages/'] })).map(describeViolation);
   const observe = `${fixture}/observe/src`;
   const policies = `${fixture}/gate/src/policies`;
   const expected = [

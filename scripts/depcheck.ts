@@ -25,7 +25,7 @@ export async function depcheck(paths: string[], options: { doNotFollow?: string[
     if (options.doNotFollow) cruiseOptions.doNotFollow = { path: options.doNotFollow };
     const result = await cruise(paths, cruiseOptions, undefined, { tsConfig: extractTSConfig('tsconfig.json') });
     if (typeof result.output === 'string') throw new Error('dependency-cruiser returned a report instead of its result');
-    return result.output.summary.violations.map(toViolation).sort((a, b) => describe(a).localeCompare(describe(b)));
+    return result.output.summary.violations.map(toViolation).sort((a, b) => describeViolation(a).localeCompare(describeViolation(b)));
   } finally {
     process.chdir(previous);
   }
@@ -36,14 +36,14 @@ function toViolation(violation: IViolation): Violation {
   return { rule: violation.rule.name, from: violation.from, to: violation.to, ...(cycle ? { cycle } : {}) };
 }
 
-export function describe(violation: Violation): string {
+export function describeViolation(violation: Violation): string {
   const path = violation.cycle ? [violation.from, ...violation.cycle].join(' -> ') : `${violation.from} -> ${violation.to}`;
   return `${violation.rule}: ${path}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const violations = await depcheck(['packages']);
-  for (const violation of violations) process.stdout.write(`${describe(violation)}\n`);
+  for (const violation of violations) process.stdout.write(`${describeViolation(violation)}\n`);
   process.stdout.write(`${violations.length} violation(s)\n`);
   process.exitCode = violations.length === 0 ? 0 : 1;
 }
