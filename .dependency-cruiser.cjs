@@ -44,7 +44,8 @@ module.exports = {
       from: { path: '(^|/)packages/(observe|gate)/src/([^/]+)/' },
       to: {
         path: '(^|/)packages/$2/src/[^/]+/',
-        pathNot: ['(^|/)packages/$2/src/$3/', '(^|/)packages/$2/src/[^/]+/index\\.ts$'],
+        // A feature's test kit is not part of its index.ts; test-kit-only-in-tests keeps it to tests.
+        pathNot: ['(^|/)packages/$2/src/$3/', '(^|/)packages/$2/src/[^/]+/index\\.ts$', TEST_KIT],
       },
     },
     {
