@@ -35,7 +35,7 @@ export function environmentSlice<Shape extends z.ZodRawShape>(
   return { shape, problems };
 }
 
-/** The variables and rules of both slices (a variable of both must not differ: the names are one namespace). */
+/** The variables and rules of both slices. Variable names are one namespace: slices must not share one (cli/config.test.ts checks). */
 export function mergeSlices<A extends z.ZodRawShape, B extends z.ZodRawShape>(a: EnvironmentSlice<A>, b: EnvironmentSlice<B>): EnvironmentSlice<A & B> {
   return {
     shape: { ...a.shape, ...b.shape },
