@@ -1,4 +1,4 @@
-// The boundaries of docs/architecture.md ("What each part may use"), checked on every `npm test`
+// The import rules of docs/architecture.md (Rules, "Checked boundaries"), checked on every `npm test`
 // by scripts/depcheck.test.ts, which also proves on scripts/depcheck-fixtures/ that each rule
 // catches what it names. Paths start with `(^|/)` so the same rules read the fixture tree.
 
