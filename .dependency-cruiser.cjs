@@ -82,6 +82,8 @@ module.exports = {
     },
   ],
   options: {
+    // Build output (the dashboard's bundle, and its scratch folders .dist-*) is not source.
+    exclude: { path: '(^|/)\\.?dist[^/]*/' },
     doNotFollow: { path: 'node_modules' },
     // Type-only imports are seen (and tagged `type-only`), so the feature rules cover them too.
     tsPreCompilationDeps: true,
