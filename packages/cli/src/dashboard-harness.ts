@@ -10,9 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { buildGateService, type GateService } from '@vigil/gate';
-import { buildObserveService, type ObserveService } from '@vigil/observe';
-import { gateConfigFromEnvironment, observeConfigFromEnvironment } from '@vigil/platform';
+import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
+import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { DASHBOARD_DIR, ensureDashboardBuilt } from './dashboard-build.ts';
 

@@ -20,10 +20,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { gateConfigFromEnvironment, ManualClock, observeConfigFromEnvironment } from '@vigil/platform';
+import { ManualClock } from '@vigil/platform';
 import { sendJson, TEST_POSTGRES_URL, TestHttpServer } from '@vigil/platform/testing';
-import { buildGateService, type GateService } from '@vigil/gate';
-import { buildObserveService, type ObserveService } from '@vigil/observe';
+import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
+import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 
 const REDIS_TEST_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const servicesRequired = process.env.REQUIRE_SERVICES === '1';

@@ -9,8 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildObserveService, type ObserveService } from '@vigil/observe';
-import { observeConfigFromEnvironment } from '@vigil/platform';
+import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 
 export interface ApiAnswer {
   status: number;

@@ -9,10 +9,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { acquireLease, createLeaseTable, ManualClock, observeConfigFromEnvironment, openDatabase, startPeriodicJob, systemClock } from '@vigil/platform';
+import { acquireLease, createLeaseTable, ManualClock, openDatabase, startPeriodicJob, systemClock } from '@vigil/platform';
 import { TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
-import { buildObserveService } from '@vigil/observe';
-import { evaluateRules } from '../../observe/src/alerts/evaluator.ts';
+import { buildObserveService, observeConfigFromEnvironment } from '@vigil/observe';
+import { evaluateRules } from '@vigil/observe/testing';
 import {
   call,
   dropSchemas,

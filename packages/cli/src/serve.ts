@@ -1,6 +1,7 @@
 import { buildGateService } from '@vigil/gate';
 import { buildObserveService, type ObserveService } from '@vigil/observe';
-import { ConfigError, gateConfigFromEnvironment, observeConfigFromEnvironment } from '@vigil/platform';
+import { ConfigError } from '@vigil/platform';
+import { loadGateConfig, loadObserveConfig } from './config.ts';
 import { dashboardBuildState, ensureDashboardBuilt } from './dashboard-build.ts';
 
 /**
@@ -33,7 +34,7 @@ export interface RunningService {
 }
 
 export async function startObserve(options: ServeOptions): Promise<RunningService> {
-  const config = observeConfigFromEnvironment(process.env, options);
+  const config = loadObserveConfig(process.env, options);
   const service: ObserveService = await buildObserveService(config);
   await service.app.listen({ host: config.host, port: config.port });
   const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
@@ -44,7 +45,7 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
 }
 
 export async function startGate(options: ServeOptions): Promise<RunningService> {
-  const config = gateConfigFromEnvironment(process.env, options);
+  const config = loadGateConfig(process.env, options);
   const service = await buildGateService(config);
   await service.app.listen({ host: config.host, port: config.port });
   if (service.generatedAdminKey !== null) {

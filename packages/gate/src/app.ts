@@ -9,12 +9,12 @@ import {
   systemClock,
   VIGIL_VERSION,
   type Clock,
-  type GateConfig,
   type PeriodicJob,
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
+import type { GateConfig } from './config.ts';
 import { registerAuditRoutes } from './audit/routes.ts';
 import { registerAuthentication } from './auth/auth.ts';
 import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';

@@ -1,4 +1,5 @@
-import type { Clock, GateConfig } from '@vigil/platform';
+import type { Clock } from '@vigil/platform';
+import type { GateConfig } from './config.ts';
 import type { KeyCache } from './auth/keys.ts';
 import type { PolicyCache } from './policies/cache.ts';
 import type { RateLimiter } from './ratelimit/limiter.ts';

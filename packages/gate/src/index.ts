@@ -1,2 +1,3 @@
 export { buildGateService, type GateOptions, type GateService } from './app.ts';
 export { verifyGateSignature, type VerifyDeliveryInput } from './webhooks/signature.ts';
+export { gateConfig, gateConfigFromEnvironment, gateEnvironment, type GateConfig, type GateEnvironment } from './config.ts';

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
-import { gateConfigFromEnvironment, ManualClock, type GateConfig } from '@vigil/platform';
+import { ManualClock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
 import { SCOPES, type Scope } from './auth/scopes.ts';
+import { gateConfigFromEnvironment, type GateConfig } from './config.ts';
+
+// Internals the cross-service tests of packages/cli drive directly (migrations and the first admin key under concurrency).
+export { bootstrapAdminKey } from './auth/keys.ts';
+export { gateMigrations } from './migrations.ts';
+export type { GateSchema } from './schema.ts';
 
 export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
 

@@ -10,11 +10,11 @@ import {
   systemClock,
   VIGIL_VERSION,
   type Clock,
-  type ObserveConfig,
   type PeriodicJob,
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
+import type { ObserveConfig } from './config.ts';
 import { registerAgentRoutes } from './agents/routes.ts';
 import { runAlertTick } from './alerts/evaluator.ts';
 import { registerAlertRoutes } from './alerts/routes.ts';
@@ -45,7 +45,7 @@ import { registerRecallRoutes } from './recall/routes.ts';
 import { VectorIndex } from './recall/vector-index.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './recall/worker.ts';
 import { releaseStaleClaims } from './recall/queue.ts';
-import { parsePriceOverrides, PriceTable } from './pricing/index.ts';
+import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { applyRetention } from './retention/service.ts';
 import type { ObserveSchema } from './schema.ts';
 import { registerReplayRoutes } from './replay/routes.ts';

@@ -21,8 +21,7 @@ export const MAX_COUNT = 1e9;
 export const MAX_FIGURE = 1e18;
 /** Rows a list request may skip (offset). */
 export const MAX_OFFSET = 10_000_000;
-/** USD per million tokens in MODEL_PRICES: a call at MAX_TOKENS costs at most 1e9 USD. */
-export const MAX_PRICE_PER_MILLION_USD = 1e6;
+// Prices in MODEL_PRICES are bounded by @vigil/pricing (MAX_PRICE_PER_MILLION_USD).
 
 /** 1e18 as "1e18", 100 as "100": bounds written as a JSON number a client could send. */
 export function showBound(n: number): string {

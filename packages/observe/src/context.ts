@@ -1,6 +1,7 @@
-import type { Clock, ObserveConfig } from '@vigil/platform';
+import type { Clock } from '@vigil/platform';
+import type { ObserveConfig } from './config.ts';
 import type { EventAppender } from './events/ingest.ts';
-import type { PriceTable } from './pricing/index.ts';
+import type { PriceTable } from '@vigil/pricing';
 import type { Embedder } from './recall/embedder.ts';
 import type { VectorIndex } from './recall/vector-index.ts';
 import type { ObserveDatabase } from './schema.ts';

@@ -1,8 +1,13 @@
-import { ManualClock, observeConfigFromEnvironment, type Clock, type ObserveConfig } from '@vigil/platform';
+import { ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
+import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import type { EventRow, ObserveDatabase } from './schema.ts';
+
+// Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).
+export { evaluateRules } from './alerts/evaluator.ts';
+export { observeMigrations } from './migrations.ts';
 
 export interface TestObserve {
   service: ObserveService;

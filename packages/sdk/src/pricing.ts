@@ -1,9 +1,9 @@
 /**
- * LLM prices: the same table observe uses (packages/observe/src/pricing), imported directly so
- * the SDK and the server never disagree on a model's price. Pass `prices` to the client to apply
- * the overrides you configured on the server with MODEL_PRICES.
+ * LLM prices: the same table observe uses (@vigil/pricing), so the SDK and the server never
+ * disagree on a model's price. Pass `prices` to the client to apply the overrides you configured
+ * on the server with MODEL_PRICES.
  */
-import { DEFAULT_PRICES, PriceTable, type ModelPrice } from '../../observe/src/pricing/index.ts';
+import { DEFAULT_PRICES, PriceTable, type ModelPrice } from '@vigil/pricing';
 
 export { DEFAULT_PRICES, PriceTable, type ModelPrice };
 

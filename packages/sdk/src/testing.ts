@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildGateService, type GateService } from '@vigil/gate';
-import { buildObserveService, type ObserveService } from '@vigil/observe';
-import { gateConfigFromEnvironment, observeConfigFromEnvironment, systemClock } from '@vigil/platform';
+import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
+import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
+import { systemClock } from '@vigil/platform';
 
 export const TEST_GATE_ADMIN_KEY = 'gk_sdk_test_admin_key_0123456789';
 

@@ -1,4 +1,5 @@
-import { fetchWithTimeout, joinUrl, type GateConfig } from '@vigil/platform';
+import { fetchWithTimeout, joinUrl } from '@vigil/platform';
+import type { GateConfig } from '../config.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RequestRow } from '../schema.ts';
 import type { PolicyDecision } from '../policies/engine.ts';

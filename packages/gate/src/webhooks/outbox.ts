@@ -8,10 +8,10 @@ import {
   toIso,
   type Clock,
   type DialectName,
-  type GateConfig,
 } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
+import type { GateConfig } from '../config.ts';
 import type { DeliveryRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import { signDelivery } from './signature.ts';
 

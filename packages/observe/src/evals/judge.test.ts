@@ -15,7 +15,7 @@ const OPENAI_KEY = 'sk-test-openai-key';
 const ANTHROPIC_KEY = 'sk-ant-test-key';
 const RESULT_KEYS = ['costUsd', 'event', 'judgeModel', 'method', 'passed', 'reasoning', 'score', 'sessionId', 'tokenCount'];
 
-/** USD per 1M tokens of the built-in price table (pricing/prices.ts). */
+/** USD per 1M tokens of the built-in price table (@vigil/pricing, prices.ts). */
 const PRICES: Record<string, [number, number]> = {
   'gpt-4o-mini': [0.15, 0.6],
   'gpt-4.1-nano': [0.1, 0.4],

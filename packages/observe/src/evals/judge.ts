@@ -1,4 +1,5 @@
-import { fetchWithTimeout, isStorableText, type ObserveConfig } from '@vigil/platform';
+import { fetchWithTimeout, isStorableText } from '@vigil/platform';
+import type { ObserveConfig } from '../config.ts';
 import { z } from 'zod';
 import { boundedCount, MAX_TOKENS } from '../bounds.ts';
 

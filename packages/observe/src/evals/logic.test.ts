@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { observeConfigFromEnvironment } from '@vigil/platform';
+import { observeConfigFromEnvironment } from '../config.ts';
 import { judgeRequest, judgeSettings, parseProviderAnswer, parseVerdict, providerEndpoint, JudgeError } from './judge.ts';
 import { checkRule, evaluateRules, toolMatcher, type SessionFacts } from './rules.ts';
 import { complianceBodySchema, createEvaluatorBodySchema, rulesSchema, scoreBodySchema } from './schemas.ts';

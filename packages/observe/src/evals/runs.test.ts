@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
-import { ManualClock, observeConfigFromEnvironment } from '@vigil/platform';
+import { ManualClock } from '@vigil/platform';
+import { observeConfigFromEnvironment } from '../config.ts';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest, type TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';

@@ -3,7 +3,7 @@ import type { ObserveContext } from '../context.ts';
 import { chainBrokenError, observeError } from '../errors.ts';
 import { EMPTY_HEAD, type ChainHead } from '../events/chain.ts';
 import type { AppendedEvent } from '../events/ingest.ts';
-import type { ModelPrice } from '../pricing/index.ts';
+import type { ModelPrice } from '@vigil/pricing';
 import type { SessionRow } from '../schema.ts';
 import { chainHeadOf, verifySessionChain } from '../sessions/service.ts';
 import { callJudge, JudgeError, judgeSettings, judgeUserPrompt, type JudgeProvider, type Usage } from './judge.ts';

@@ -1,7 +1,7 @@
 import { DAY_MS } from '@vigil/platform';
 import { aggregate, usd, type Dimension } from '../analytics/aggregate.ts';
 import type { ObserveContext } from '../context.ts';
-import type { ModelPrice, PriceTable } from '../pricing/index.ts';
+import type { ModelPrice, PriceTable } from '@vigil/pricing';
 import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/derive.ts';
 
 

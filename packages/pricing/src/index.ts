@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { boundedNumber, MAX_PRICE_PER_MILLION_USD } from '../bounds.ts';
 import { DEFAULT_PRICES, MODEL_ALIASES } from './prices.ts';
 
 export { DEFAULT_PRICES, MODEL_ALIASES };
+
+/** USD per million tokens in MODEL_PRICES: a call at observe's largest token count (1e9) costs at most 1e9 USD. */
+export const MAX_PRICE_PER_MILLION_USD = 1e6;
 
 /** A list price in USD per 1M tokens. */
 export interface ModelPrice {
@@ -92,14 +94,18 @@ export class PriceTable {
 
 const CONFIG_NAME = 'MODEL_PRICES';
 
+// Same wording as observe's other bounds (bounds.ts#boundedNumber): "must be 0 to 1e6".
+const priceMessage = `must be 0 to ${MAX_PRICE_PER_MILLION_USD.toExponential().replace('e+', 'e')}`;
+const price = z.number().min(0, priceMessage).max(MAX_PRICE_PER_MILLION_USD, priceMessage);
+
 const overridesSchema = z.array(
   // Strict, so a misspelt key ('inputPerMillion') is reported instead of silently ignored.
   z.strictObject({
     provider: z.string().trim().min(1).toLowerCase(),
     model: z.string().trim().min(1),
     // z.number() rejects Infinity, which JSON.parse yields for literals such as 1e999.
-    inputPerMillionUsd: boundedNumber(0, MAX_PRICE_PER_MILLION_USD),
-    outputPerMillionUsd: boundedNumber(0, MAX_PRICE_PER_MILLION_USD),
+    inputPerMillionUsd: price,
+    outputPerMillionUsd: price,
     source: z.string().trim().min(1).default('configuration'),
     asOf: z.iso.date().optional(),
   }),

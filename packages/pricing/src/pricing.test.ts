@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MAX_PRICE_PER_MILLION_USD } from '../bounds.ts';
-import { DEFAULT_PRICES, parsePriceOverrides, PriceTable, type ModelPrice } from './index.ts';
+import { DEFAULT_PRICES, MAX_PRICE_PER_MILLION_USD, parsePriceOverrides, PriceTable, type ModelPrice } from './index.ts';
 
 const table = PriceTable.fromDefaults();
 const blend = (price: ModelPrice): number => price.inputPerMillionUsd + price.outputPerMillionUsd;

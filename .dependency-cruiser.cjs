@@ -1,0 +1,97 @@
+// The import rules of docs/architecture.md (Rules, "Checked boundaries"), checked on every `npm test`
+// by scripts/depcheck.test.ts, which also proves on scripts/depcheck-fixtures/ that each rule
+// catches what it names. Paths start with `(^|/)` so the same rules read the fixture tree.
+
+/** Service packages: the kernel (platform) and the price table (pricing) use none of them. */
+const SERVICE = '(^|/)packages/(observe|gate|sdk|cli|dashboard)/';
+/** Files a feature of observe or gate may import from its service's src root. */
+const SRC_ROOT_SHARED = '(context|errors|schema|bounds|operations|migrations|config|notifications)\\.ts$';
+/** Test kits: shared test setup, harnesses and fixtures, meant for tests only. */
+const TEST_KIT = '(^|/)(testing|[^/]*-harness|[^/]*fixtures?|[^/]*testkit|[^/]*-scenarios)\\.ts$';
+/** Dev tooling that builds the real apps to write the SDK's generated OpenAPI types. */
+const CODEGEN = '(^|/)packages/sdk/(src/codegen|scripts)/';
+const TEST = '\\.test\\.tsx?$';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'platform-uses-no-service',
+      comment: 'The kernel knows no feature: packages/platform imports no service package.',
+      severity: 'error',
+      from: { path: '(^|/)packages/platform/' },
+      to: { path: SERVICE },
+    },
+    {
+      name: 'pricing-uses-no-package',
+      comment: 'The price table is shared by observe and the SDK, so it depends on neither (nor on the kernel).',
+      severity: 'error',
+      from: { path: '(^|/)packages/pricing/' },
+      to: { path: '(^|/)packages/', pathNot: '(^|/)packages/pricing/' },
+    },
+    {
+      name: 'no-cross-package-src',
+      comment: "A package reaches another only through its name and `exports`, never into its src/ by a relative path.",
+      severity: 'error',
+      from: { path: '(^|/)packages/([^/]+)/' },
+      // A relative import is `local`; a package name that resolves through the workspace is `aliased` (or undetermined).
+      to: { dependencyTypes: ['local'], dependencyTypesNot: ['aliased'], path: '(^|/)packages/[^/]+/', pathNot: '(^|/)packages/$2/' },
+    },
+    {
+      name: 'feature-through-index',
+      comment: "A feature uses another feature only through that feature's index.ts.",
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/([^/]+)/' },
+      to: {
+        path: '(^|/)packages/$2/src/[^/]+/',
+        // A feature's test kit is not part of its index.ts; test-kit-only-in-tests keeps it to tests.
+        pathNot: ['(^|/)packages/$2/src/$3/', '(^|/)packages/$2/src/[^/]+/index\\.ts$', TEST_KIT],
+      },
+    },
+    {
+      name: 'feature-uses-shared-src-root',
+      comment: 'Of its service src root, a feature uses only the shared files (context, errors, schema, bounds, operations, migrations, config, notifications); tests may use the test kit.',
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/[^/]+/', pathNot: [TEST, TEST_KIT] },
+      to: { path: '(^|/)packages/$2/src/[^/]+\\.tsx?$', pathNot: `(^|/)packages/$2/src/${SRC_ROOT_SHARED}` },
+    },
+    {
+      name: 'app-uses-feature-index',
+      comment: "A service's app.ts, which builds it from its features, uses each only through the feature's index.ts.",
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/app\\.ts$' },
+      to: { path: '(^|/)packages/$2/src/[^/]+/', pathNot: '(^|/)packages/$2/src/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'no-runtime-cycle',
+      comment: 'No cycle of imports that exist at run time (type-only imports are erased, so they may go both ways).',
+      severity: 'error',
+      from: {},
+      to: {
+        circular: true,
+        dependencyTypesNot: ['type-only'],
+        viaOnly: { dependencyTypesNot: ['type-only'] },
+      },
+    },
+    {
+      name: 'test-kit-only-in-tests',
+      comment: 'Test kits (testing.ts, *-harness.ts, fixtures, scenarios) are used by tests, other test kits and the SDK codegen only.',
+      severity: 'error',
+      from: { pathNot: [TEST, TEST_KIT, CODEGEN] },
+      to: { path: TEST_KIT },
+    },
+  ],
+  options: {
+    // Build output (the dashboard's bundle, and its scratch folders .dist-*) is not source.
+    exclude: { path: '(^|/)\\.?dist[^/]*/' },
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports are seen (and tagged `type-only`), so the feature rules cover them too.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'node', 'default'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs'],
+    },
+  },
+};

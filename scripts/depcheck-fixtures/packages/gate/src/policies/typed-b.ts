@@ -1,0 +1,6 @@
+import { origin } from './typed-a.ts';
+
+export interface Shape {
+  x: number;
+}
+export const copy = (): Shape => ({ ...origin });

@@ -1,0 +1,1 @@
+export const notFound = 'not_found';

@@ -1,0 +1,1 @@
+export const derive = (value: number): number => value + 1;

@@ -1,0 +1,2 @@
+// A feature's test kit.
+export const sampleEvent = { type: 'session_started' };

@@ -1,0 +1,2 @@
+// The service's public entry, which its features must not import.
+export const service = 'observe';

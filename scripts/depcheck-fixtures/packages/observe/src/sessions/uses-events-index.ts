@@ -1,0 +1,4 @@
+// Allowed: another feature through its index.ts.
+import { derive } from '../events/index.ts';
+
+export const next = derive(1);

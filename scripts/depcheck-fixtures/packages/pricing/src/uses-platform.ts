@@ -1,0 +1,4 @@
+// Breaks pricing-uses-no-package.
+import { newId } from '@vigil/platform';
+
+export const id = newId;

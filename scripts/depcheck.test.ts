@@ -1,0 +1,30 @@
+// The boundaries of docs/architecture.md, enforced: the packages break none of the rules of
+// .dependency-cruiser.cjs, and the rules catch each kind of break (scripts/depcheck-fixtures/).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { depcheck, describeViolation } from './depcheck.ts';
+
+test('the packages keep every dependency rule', async () => {
+  const violations = (await depcheck(['packages'])).map(describeViolation);
+  assert.deepEqual(violations, [], `dependency rules broken (npm run depcheck lists them):\n${violations.join('\n')}`);
+});
+
+test('the rules catch a platform→service import, a cross-package src import, a feature-internal import, a runtime cycle and a test kit in product code', async () => {
+  const fixture = 'scripts/depcheck-fixtures/packages';
+  // The real packages a fixture imports by name are read, not followed.
+  const violations = (await depcheck([fixture], { doNotFollow: ['node_modules', '^packages/'] })).map(describeViolation);
+  const observe = `${fixture}/observe/src`;
+  const policies = `${fixture}/gate/src/policies`;
+  const expected = [
+    `app-uses-feature-index: ${observe}/app.ts -> ${observe}/sessions/uses-errors.ts`,
+    `feature-through-index: ${observe}/sessions/uses-events-inside.ts -> ${observe}/events/derive.ts`,
+    `feature-uses-shared-src-root: ${observe}/sessions/uses-root-entry.ts -> ${observe}/index.ts`,
+    `feature-uses-shared-src-root: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
+    `no-cross-package-src: ${fixture}/sdk/src/reaches-into-observe.ts -> ${observe}/events/derive.ts`,
+    `no-runtime-cycle: ${policies}/cycle-a.ts -> ${policies}/cycle-b.ts -> ${policies}/cycle-a.ts`,
+    `platform-uses-no-service: ${fixture}/platform/src/uses-service.ts -> packages/observe/src/index.ts`,
+    `pricing-uses-no-package: ${fixture}/pricing/src/uses-platform.ts -> packages/platform/src/index.ts`,
+    `test-kit-only-in-tests: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
+  ];
+  assert.deepEqual(violations, expected.sort((a, b) => a.localeCompare(b)));
+});
