@@ -83,7 +83,7 @@ function isCurrent(to: string, path: string): boolean {
 }
 
 function PendingCount() {
-  const pending = useAsync((signal) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
+  const pending = useAsync((signal) => gate('GET /api/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (
@@ -121,7 +121,7 @@ export function App() {
   };
 
   const signOut = async () => {
-    if (creds.gate) await gate('/dashboard/sessions/current', { method: 'DELETE' }).catch(() => undefined);
+    if (creds.gate) await gate('DELETE /api/dashboard/sessions/current').catch(() => undefined);
     update({ observeKey: null, gate: null });
     navigate('/');
   };

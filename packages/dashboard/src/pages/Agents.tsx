@@ -36,8 +36,8 @@ function Trend({ health }: { health: Pick<AgentHealth, 'trend' | 'trendDelta'> }
 }
 
 export function AgentsPage() {
-  const agents = useAsync((signal) => observe<{ agents: Agent[] }>('/agents', { signal }), [], { pollMs: 15_000 });
-  const overview = useAsync((signal) => observe<{ agents: AgentHealth[] }>('/health/overview', { query: { window: 7 }, signal }), [], { pollMs: 60_000 });
+  const agents = useAsync((signal) => observe('GET /api/agents', { signal }), [], { pollMs: 15_000 });
+  const overview = useAsync((signal) => observe('GET /api/health/overview', { query: { window: 7 }, signal }), [], { pollMs: 60_000 });
   const healthOf = new Map(overview.data?.agents.map((h) => [h.agentId, h]) ?? []);
 
   return (
@@ -104,12 +104,6 @@ export function AgentsPage() {
   );
 }
 
-interface Snapshot {
-  date: string;
-  overallScore: number;
-  sessionCount: number;
-}
-
 const DIMENSION_LABELS: Record<string, string> = {
   error_rate: 'Error rate',
   cost_efficiency: 'Cost efficiency',
@@ -134,15 +128,15 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
   const [clearModel, setClearModel] = useState(false);
   const [clearPolicy, setClearPolicy] = useState(false);
   const [done, setDone] = useState<string | null>(null);
-  const path = `/agents/${encodeURIComponent(agent.id)}`;
+  const params = { id: agent.id };
   const pause = useAction(async () => {
-    await observe(`${path}/pause`, { method: 'POST', body: reason.trim() ? { reason: reason.trim() } : {} });
+    await observe('POST /api/agents/{id}/pause', { params, body: reason.trim() ? { reason: reason.trim() } : {} });
     setDone('Agent paused. It reads its pause from GET /api/agents/:id and should stop taking actions.');
     setReason('');
     onChanged();
   });
   const resume = useAction(async () => {
-    await observe(`${path}/resume`, { method: 'POST', body: { clearModelOverride: clearModel, clearApprovalPolicy: clearPolicy } });
+    await observe('POST /api/agents/{id}/resume', { params, body: { clearModelOverride: clearModel, clearApprovalPolicy: clearPolicy } });
     setDone('Agent resumed.');
     onChanged();
   });
@@ -193,19 +187,18 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
 }
 
 export function AgentDetailPage({ id }: { id: string }) {
-  const path = `/agents/${encodeURIComponent(id)}`;
   const [windowDays, setWindowDays] = useState(7);
-  const agent = useAsync((signal) => observe<Agent>(path, { signal }), [id]);
+  const agent = useAsync((signal) => observe('GET /api/agents/{id}', { params: { id }, signal }), [id]);
   const health = useAsync(
     (signal) =>
-      observe<AgentHealth>(`${path}/health`, { query: { window: windowDays }, signal }).catch((error: unknown) => {
+      observe('GET /api/agents/{id}/health', { params: { id }, query: { window: windowDays }, signal }).catch((error: unknown) => {
         if (error instanceof ApiError && error.status === 404) return null;
         throw error;
       }),
     [id, windowDays],
   );
-  const history = useAsync((signal) => observe<{ snapshots: Snapshot[] }>('/health/history', { query: { agentId: id, days: 30 }, signal }), [id]);
-  const sessions = useAsync((signal) => observe<{ sessions: Session[] }>('/sessions', { query: { agentId: id, limit: 10 }, signal }), [id]);
+  const history = useAsync((signal) => observe('GET /api/health/history', { query: { agentId: id, days: 30 }, signal }), [id]);
+  const sessions = useAsync((signal) => observe('GET /api/sessions', { query: { agentId: id, limit: 10 }, signal }), [id]);
 
   return (
     <Page title={agent.data?.name ?? id} subtitle={<Link to="/agents">← All agents</Link>}>

@@ -40,10 +40,10 @@ export function ApprovalsPage() {
   const tab = TABS.some((t) => t.value === query.get('status')) ? (query.get('status') as (typeof TABS)[number]['value']) : 'pending';
   const requests = useAsync(
     async (signal) => {
-      if (tab !== 'pending') return gate<ApprovalSummary[]>('/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
+      if (tab !== 'pending') return gate('GET /api/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
       // One list per urgency, so a flood of low-urgency requests cannot push a critical one off the page.
       const lists = await Promise.all(
-        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
+        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate('GET /api/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
       );
       return lists.flat();
     },
@@ -127,8 +127,8 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   const [missing, setMissing] = useState(false);
   const required = request.policyDecision.requireReason;
   const decide = useAction(async (decision: 'approved' | 'denied') => {
-    const result = await gate<{ status: string; decidedBy: string }>(`/requests/${request.id}/decide`, {
-      method: 'POST',
+    const result = await gate('POST /api/requests/{id}/decide', {
+      params: { id: request.id },
       body: reason.trim() ? { decision, reason: reason.trim() } : { decision },
     });
     onDecided(`${result.status === 'approved' ? 'Approved' : 'Denied'} as ${result.decidedBy}.`);
@@ -183,8 +183,8 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
 }
 
 export function ApprovalDetailPage({ id }: { id: string }) {
-  const request = useAsync((signal) => gate<Approval>(`/requests/${id}`, { signal }), [id], { pollMs: 5000 });
-  const audit = useAsync((signal) => gate<AuditEntry[]>(`/requests/${id}/audit`, { signal }), [id], { pollMs: 5000 });
+  const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
+  const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
   const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
   const onDecided = (message: string) => {
     setDecided({ id, message });

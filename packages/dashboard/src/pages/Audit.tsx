@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { gate, type AuditEntry, type AuditListPage } from '../api.ts';
+import { gate, type AuditEntry, type GateQuery } from '../api.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, fmtDateTime, Page, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
 
@@ -33,7 +33,8 @@ export function auditDetails(entry: AuditEntry): string {
 
 export function AuditPage() {
   const { query } = useLocation();
-  const event = query.get('event') ?? '';
+  // From the address: an unknown value is the gate's to refuse (400), shown as the page's error.
+  const event = (query.get('event') ?? '') as NonNullable<GateQuery<'GET /api/audit'>['event']> | '';
   const actor = query.get('actor') ?? '';
   const action = query.get('action') ?? '';
   const [actionDraft, setActionDraft] = useState(action);
@@ -44,12 +45,12 @@ export function AuditPage() {
   const cursor = cursors.at(-1);
 
   const entries = useAsync(
-    (signal) => gate<AuditListPage>('/audit', { query: { event, actor, action, cursor, limit: PAGE_SIZE }, signal }),
+    (signal) => gate('GET /api/audit', { query: { event: event || undefined, actor, action, cursor, limit: PAGE_SIZE }, signal }),
     [event, actor, action, cursor],
     // The newest page follows new entries by itself; older pages stay put.
     { pollMs: cursor === undefined ? 5000 : undefined },
   );
-  const actors = useAsync((signal) => gate<{ actors: string[] }>('/audit/actors', { signal }), []);
+  const actors = useAsync((signal) => gate('GET /api/audit/actors', { signal }), []);
 
   const applyAction = (submitted: FormEvent) => {
     submitted.preventDefault();

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
-import { observe } from '../api.ts';
+import type { ObserveSchemas } from '@vigil/sdk/types';
+import { observe, type ObserveQuery } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import {
   Async,
@@ -20,63 +21,9 @@ import {
   useAsync,
 } from '../ui.tsx';
 
-interface Variant {
-  id: string;
-  name: string;
-  tag: string;
-  description?: string | null;
-  agentId?: string | null;
-  sessionCount?: number;
-}
-
-interface Benchmark {
-  id: string;
-  name: string;
-  description: string | null;
-  agentId: string | null;
-  status: 'draft' | 'running' | 'completed' | 'cancelled';
-  variants: Variant[];
-  metrics: string[];
-  minSessionsPerVariant?: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Stats {
-  mean: number | null;
-  median: number | null;
-  stddev: number | null;
-  min: number | null;
-  max: number | null;
-  count: number;
-  rate?: number | null;
-  numerator?: number;
-  denominator?: number;
-}
-
-interface Results {
-  variants: { variantId: string; variantName: string; tag: string; sessionCount: number; belowMinimum: boolean; metrics: Record<string, Stats> }[];
-  comparisons: {
-    metric: string;
-    variantA: { id: string; name: string; stats: Stats };
-    variantB: { id: string; name: string; stats: Stats };
-    absoluteDiff: number | null;
-    percentDiff: number | null;
-    testType: 'welch_t' | 'chi_squared';
-    testStatistic: number | null;
-    pValue: number;
-    confidenceInterval: { lower: number; upper: number } | null;
-    significant: boolean;
-    winner?: string;
-    confidence: string;
-    belowMinimum: boolean;
-    degenerate: string | null;
-  }[];
-  summary: string;
-  computedAt: string;
-  belowMinimum: boolean;
-  minSessionsPerVariant: number;
-}
+type Benchmark = ObserveSchemas.Benchmark;
+type Results = ObserveSchemas.BenchmarkResults;
+type Stats = Results['comparisons'][number]['variantA']['stats'];
 
 const METRIC_LABELS: Record<string, string> = {
   error_rate: 'Error rate',
@@ -104,8 +51,7 @@ function NewBenchmark() {
     { name: 'B', tag: '' },
   ]);
   const create = useAction(async () => {
-    const created = await observe<Benchmark>('/benchmarks', {
-      method: 'POST',
+    const created = await observe('POST /api/benchmarks', {
       body: { name, ...(agentId.trim() && { agentId: agentId.trim() }), variants: variants.map((v) => ({ name: v.name.trim(), tag: v.tag.trim() })) },
     });
     navigate(`/benchmarks/${created.id}`);
@@ -159,8 +105,8 @@ function NewBenchmark() {
 }
 
 export function BenchmarksPage() {
-  const [status, setStatus] = useState('');
-  const list = useAsync((signal) => observe<{ benchmarks: Benchmark[]; total: number }>('/benchmarks', { query: { status, limit: 100 }, signal }), [status]);
+  const [status, setStatus] = useState<NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | ''>('');
+  const list = useAsync((signal) => observe('GET /api/benchmarks', { query: { status: status || undefined, limit: 100 }, signal }), [status]);
   return (
     <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
       <Section
@@ -168,7 +114,7 @@ export function BenchmarksPage() {
         actions={
           <div className="field inline">
             <label htmlFor="bench-status">Status</label>
-            <select id="bench-status" value={status} onChange={(e) => setStatus(e.target.value)}>
+            <select id="bench-status" value={status} onChange={(e) => setStatus(e.target.value as typeof status)}>
               <option value="">Any</option>
               {['draft', 'running', 'completed', 'cancelled'].map((s) => (
                 <option key={s} value={s}>
@@ -218,15 +164,15 @@ export function BenchmarksPage() {
 }
 
 export function BenchmarkDetailPage({ id }: { id: string }) {
-  const benchmark = useAsync((signal) => observe<Benchmark>(`/benchmarks/${id}`, { signal }), [id]);
+  const benchmark = useAsync((signal) => observe('GET /api/benchmarks/{id}', { params: { id }, signal }), [id]);
   const status = benchmark.data?.status;
   const results = useAsync(
-    (signal) => (status && status !== 'draft' ? observe<Results>(`/benchmarks/${id}/results`, { signal }) : Promise.resolve(null)),
+    (signal) => (status && status !== 'draft' ? observe('GET /api/benchmarks/{id}/results', { params: { id }, signal }) : Promise.resolve(null)),
     [id, status],
   );
   const [done, setDone] = useState<string | null>(null);
   const move = useAction(async (next: 'running' | 'completed' | 'cancelled') => {
-    await observe(`/benchmarks/${id}/status`, { method: 'PUT', body: { status: next } });
+    await observe('PUT /api/benchmarks/{id}/status', { params: { id }, body: { status: next } });
     setDone(next === 'running' ? 'Benchmark started: results are computed live until it completes.' : next === 'completed' ? 'Benchmark completed: its results are frozen.' : 'Benchmark cancelled.');
     benchmark.reload();
   });

@@ -3,38 +3,6 @@ import { Chart } from '../lazy-chart.tsx';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, fmtDuration, fmtNumber, fmtPercent, fmtUsd, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
-interface Bucket {
-  bucket: string;
-  eventCount: number;
-  toolCallCount: number;
-  errorCount: number;
-  avgLatencyMs: number | null;
-  totalCostUsd: number;
-}
-
-interface Analytics {
-  buckets: Bucket[];
-  totals: { eventCount: number; toolCallCount: number; errorCount: number; avgLatencyMs: number | null; totalCostUsd: number };
-}
-
-interface AgentRow {
-  agentId: string;
-  sessionCount: number;
-  totalEvents: number;
-  totalErrors: number;
-  errorRate: number;
-  totalCostUsd: number;
-  avgDurationMs: number | null;
-}
-
-interface ToolRow {
-  toolName: string;
-  callCount: number;
-  errorCount: number;
-  errorRate: number;
-  avgDurationMs: number | null;
-}
-
 const RANGES = {
   '24h': { label: 'Last 24 hours', ms: 24 * 3_600_000, granularity: 'hour' },
   '7d': { label: 'Last 7 days', ms: 7 * 86_400_000, granularity: 'day' },
@@ -59,11 +27,11 @@ export function OverviewPage() {
     return { from: new Date(to.getTime() - range.ms).toISOString(), to: to.toISOString() };
   };
 
-  const analytics = useAsync((signal) => observe<Analytics>('/analytics', { query: { ...windowNow(), granularity: range.granularity }, signal }), [rangeKey], {
+  const analytics = useAsync((signal) => observe('GET /api/analytics', { query: { ...windowNow(), granularity: range.granularity }, signal }), [rangeKey], {
     pollMs: 30_000,
   });
-  const agents = useAsync((signal) => observe<{ agents: AgentRow[] }>('/analytics/agents', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
-  const tools = useAsync((signal) => observe<{ tools: ToolRow[] }>('/analytics/tools', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+  const agents = useAsync((signal) => observe('GET /api/analytics/agents', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+  const tools = useAsync((signal) => observe('GET /api/analytics/tools', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
 
   return (
     <Page

@@ -17,7 +17,7 @@ export function SessionsPage() {
 
   const sessions = useAsync(
     (signal) =>
-      observe<{ sessions: Session[]; total: number; hasMore: boolean }>('/sessions', {
+      observe('GET /api/sessions', {
         query: { status, agentId, tags, limit: PAGE_SIZE, offset },
         signal,
       }),
@@ -40,7 +40,7 @@ export function SessionsPage() {
     },
     live,
   );
-  const agents = useAsync((signal) => observe<{ agents: Agent[] }>('/agents', { signal }), []);
+  const agents = useAsync((signal) => observe('GET /api/agents', { signal }), []);
 
   const applyTags = (event: FormEvent) => {
     event.preventDefault();

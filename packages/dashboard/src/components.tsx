@@ -1,0 +1,143 @@
+/**
+ * The pieces the rule, key and log pages are built from: a table described by its columns, a
+ * create form that owns its submit button, error and result, and a set of checkboxes. Each page
+ * then says only what differs: its columns, its fields, its call.
+ */
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { Async, ErrorMessage, Notice, useAction, type AsyncState } from './ui.tsx';
+
+export interface Column<T> {
+  header: ReactNode;
+  cell: (row: T) => ReactNode;
+  /** Right-aligned numbers. */
+  num?: boolean;
+  className?: string;
+  /** A tooltip for the cell, e.g. the exact time behind "5 min ago". */
+  title?: (row: T) => string | undefined;
+}
+
+export interface TableProps<T> {
+  rows: readonly T[];
+  columns: readonly Column<T>[];
+  rowKey: (row: T) => string;
+  /** Buttons at the end of each row, under a header only screen readers announce. */
+  actions?: (row: T) => ReactNode;
+  rowClassName?: (row: T) => string | undefined;
+  caption?: string;
+}
+
+export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption }: TableProps<T>) {
+  const classOf = (column: Column<T>) => [column.num ? 'num' : undefined, column.className].filter(Boolean).join(' ') || undefined;
+  return (
+    <table>
+      {caption && <caption className="visually-hidden">{caption}</caption>}
+      <thead>
+        <tr>
+          {columns.map((column, i) => (
+            <th key={i} scope="col" className={column.num ? 'num' : undefined}>
+              {column.header}
+            </th>
+          ))}
+          {actions && (
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={rowKey(row)} className={rowClassName?.(row)}>
+            {columns.map((column, i) => (
+              <td key={i} className={classOf(column)} title={column.title?.(row)}>
+                {column.cell(row)}
+              </td>
+            ))}
+            {actions && <td className="actions">{actions(row)}</td>}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** A table of what a request loads: loading, error with retry, empty sentence, then the rows. */
+export function AsyncTable<D, T>({
+  state,
+  rows,
+  empty,
+  label,
+  after,
+  ...table
+}: Omit<TableProps<T>, 'rows'> & { state: AsyncState<D>; rows: (data: D) => readonly T[]; empty: ReactNode; label?: string; after?: (data: D) => ReactNode }) {
+  return (
+    <Async state={state} label={label} isEmpty={(data) => rows(data).length === 0} empty={empty}>
+      {(data) => (
+        <>
+          <Table rows={rows(data)} {...table} />
+          {after?.(data)}
+        </>
+      )}
+    </Async>
+  );
+}
+
+export interface CreateFormProps {
+  /** Creates the thing; answers what to show afterwards (a sentence, or a secret shown once). */
+  create: () => Promise<string>;
+  submit: string;
+  /** The button's text while the call runs (default: unchanged). */
+  pending?: string;
+  /** The title of the error shown when the call fails. */
+  failure: string;
+  /** How to show `create`'s answer (default: a notice). */
+  result?: (value: string, clear: () => void) => ReactNode;
+  children: ReactNode;
+}
+
+export function CreateForm({ create, submit, pending, failure, result, children }: CreateFormProps) {
+  const [done, setDone] = useState<string | null>(null);
+  const action = useAction(async () => setDone(await create()));
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    setDone(null);
+    void action.run();
+  };
+  return (
+    <form onSubmit={onSubmit} className="stack">
+      {children}
+      <div>
+        <button type="submit" disabled={action.pending}>
+          {action.pending && pending ? pending : submit}
+        </button>
+      </div>
+      {action.error && <ErrorMessage error={action.error} title={failure} />}
+      {done !== null && (result ? result(done, () => setDone(null)) : <Notice>{done}</Notice>)}
+    </form>
+  );
+}
+
+/** One checkbox per choice; `chosen` keeps the order they were ticked in. */
+export function Choices<V extends string>({ legend, options, chosen, onChange }: { legend: string; options: readonly { value: V; label: string }[]; chosen: V[]; onChange: (next: V[]) => void }) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map((option) => (
+        <label key={option.value} className="checkbox">
+          <input
+            type="checkbox"
+            checked={chosen.includes(option.value)}
+            onChange={(e) => onChange(e.target.checked ? [...chosen, option.value] : chosen.filter((x) => x !== option.value))}
+          />{' '}
+          {option.label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** The first error of a page's row actions (enable, delete, …), if any. */
+export function ActionErrors({ actions }: { actions: readonly { error: Error | undefined }[] }) {
+  const error = actions.find((a) => a.error)?.error;
+  return error ? <ErrorMessage error={error} /> : null;
+}
