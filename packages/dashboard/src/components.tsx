@@ -19,17 +19,18 @@ export interface Column<T> {
 export interface TableProps<T> {
   rows: readonly T[];
   columns: readonly Column<T>[];
-  rowKey: (row: T) => string;
+  rowKey: (row: T, index: number) => string;
   /** Buttons at the end of each row, under a header only screen readers announce. */
   actions?: (row: T) => ReactNode;
   rowClassName?: (row: T) => string | undefined;
   caption?: string;
+  testId?: string;
 }
 
-export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption }: TableProps<T>) {
+export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption, testId }: TableProps<T>) {
   const classOf = (column: Column<T>) => [column.num ? 'num' : undefined, column.className].filter(Boolean).join(' ') || undefined;
   return (
-    <table>
+    <table data-testid={testId}>
       {caption && <caption className="visually-hidden">{caption}</caption>}
       <thead>
         <tr>
@@ -46,8 +47,8 @@ export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption
         </tr>
       </thead>
       <tbody>
-        {rows.map((row) => (
-          <tr key={rowKey(row)} className={rowClassName?.(row)}>
+        {rows.map((row, index) => (
+          <tr key={rowKey(row, index)} className={rowClassName?.(row)}>
             {columns.map((column, i) => (
               <td key={i} className={classOf(column)} title={column.title?.(row)}>
                 {column.cell(row)}

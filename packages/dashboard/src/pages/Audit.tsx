@@ -10,7 +10,7 @@ const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as cons
  * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API
  * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key.
  */
-export function AuditActor({ entry }: { entry: AuditEntry }) {
+export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> }) {
   return (
     <>
       <code>{entry.actor}</code>
