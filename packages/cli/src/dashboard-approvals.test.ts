@@ -189,7 +189,7 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     assert.match(await disabling.getByRole('row').filter({ hasText: 'enabled' }).innerText(), /enabled\s+true\s+false/);
     // The creation lists the fields the rule was created with.
     const creation = ruleRows.nth(1);
-    await creation.getByText(/fields? created with/).click();
+    await creation.getByText(/^created \(\d+ fields?\)$/).click();
     assert.match(await creation.getByRole('row').filter({ hasText: 'threshold' }).innerText(), /threshold\s+0\.3/);
     await shot(page, 'changes');
 

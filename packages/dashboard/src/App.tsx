@@ -1,7 +1,8 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, onUnauthorized, setCredentials, type ApprovalSummary, type Credentials, type Service } from './api.ts';
+import { ApiError, credentials, gate, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import { timeAgo } from './format.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
-import { Badge, Empty, Loading, Page, timeAgo, useAsync } from './ui.tsx';
+import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
 
 // Pages load on first visit (sign-in and the shell come first; each page is its own small file).

@@ -142,3 +142,19 @@ export function ActionErrors({ actions }: { actions: readonly { error: Error | u
   const error = actions.find((a) => a.error)?.error;
   return error ? <ErrorMessage error={error} /> : null;
 }
+
+/** A labelled select on one line, e.g. a section's time window; answers the chosen option's own value. */
+export function InlineSelect<V extends string | number>({ id, label, value, options, onChange }: { id: string; label: string; value: V; options: readonly { value: V; label: string }[]; onChange: (value: V) => void }) {
+  return (
+    <div className="field inline">
+      <label htmlFor={id}>{label}</label>
+      <select id={id} value={value} onChange={(e) => onChange(options.find((o) => String(o.value) === e.target.value)!.value)}>
+        {options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}

@@ -1,29 +1,10 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, observe, type Agent, type AgentHealth, type Session } from '../api.ts';
+import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  Empty,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtPercent,
-  fmtUsd,
-  Meter,
-  Notice,
-  Page,
-  Section,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
+import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 function Trend({ health }: { health: Pick<AgentHealth, 'trend' | 'trendDelta'> }) {
   const arrow = health.trend === 'improving' ? '▲' : health.trend === 'degrading' ? '▼' : '■';
@@ -111,6 +92,8 @@ const DIMENSION_LABELS: Record<string, string> = {
   latency: 'Latency',
   completion_rate: 'Completion rate',
 };
+
+const HEALTH_WINDOWS = [1, 7, 14, 30, 90].map((d) => ({ value: d, label: d === 1 ? 'Last day' : `Last ${d} days` }));
 
 function rawValue(name: string, value: number): string {
   switch (name) {
@@ -222,16 +205,7 @@ export function AgentDetailPage({ id }: { id: string }) {
       <Section
         title="Health"
         actions={
-          <div className="field inline">
-            <label htmlFor="health-window">Window</label>
-            <select id="health-window" value={windowDays} onChange={(e) => setWindowDays(Number(e.target.value))}>
-              {[1, 7, 14, 30, 90].map((d) => (
-                <option key={d} value={d}>
-                  {d === 1 ? 'Last day' : `Last ${d} days`}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect id="health-window" label="Window" value={windowDays} options={HEALTH_WINDOWS} onChange={setWindowDays} />
         }
       >
         <Async state={health} label="Computing health…">

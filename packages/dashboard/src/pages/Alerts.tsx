@@ -2,7 +2,8 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { ActionErrors, AsyncTable, CreateForm, type Column } from '../components.tsx';
-import { Badge, Field, fmtDateTime, fmtNumber, Page, Pager, RowAction, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
+import { Badge, Field, Page, Pager, RowAction, Section, useAction, useAsync } from '../ui.tsx';
 
 type AlertRule = ObserveSchemas.AlertRule;
 type Condition = AlertRule['condition'];

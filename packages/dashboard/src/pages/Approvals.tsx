@@ -1,25 +1,10 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
+import { Table, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
-import { AuditActor, auditDetails } from './Audit.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  JsonView,
-  Notice,
-  Page,
-  Section,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
+import { ENTRY_COLUMNS } from './Audit.tsx';
+import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
 const TABS = [
@@ -182,6 +167,8 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   );
 }
 
+const TRAIL_COLUMNS: Column<AuditEntry>[] = [{ header: 'When', cell: (e) => fmtDateTime(e.timestamp) }, ...ENTRY_COLUMNS];
+
 export function ApprovalDetailPage({ id }: { id: string }) {
   const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
   const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
@@ -270,30 +257,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
       <Section title="Audit trail">
         <Async state={audit} isEmpty={(d) => d.length === 0} empty="No audit entries.">
           {(entries) => (
-            <table data-testid="audit-trail">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Actor (key)</th>
-                  <th scope="col">Details</th>
-                </tr>
-              </thead>
-              <tbody>
-                {entries.map((e, i) => (
-                  <tr key={i}>
-                    <td>{fmtDateTime(e.timestamp)}</td>
-                    <td>
-                      <StatusBadge status={e.event} />
-                    </td>
-                    <td>
-                      <AuditActor entry={e} />
-                    </td>
-                    <td className="clip">{auditDetails(e)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table rows={entries} columns={TRAIL_COLUMNS} rowKey={(_, i) => String(i)} testId="audit-trail" />
           )}
         </Async>
       </Section>

@@ -1,7 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { gate, type AuditEntry, type GateQuery } from '../api.ts';
+import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
+import { Table, type Column } from '../components.tsx';
+import { fmtDateTime, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, fmtDateTime, Page, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
@@ -30,6 +32,28 @@ export function auditDetails(entry: AuditEntry): string {
     .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
     .join(' · ');
 }
+
+/** The columns every list of audit entries shows after its "When". */
+export const ENTRY_COLUMNS: Column<AuditEntry>[] = [
+  { header: 'Event', cell: (e) => <StatusBadge status={e.event} /> },
+  { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} /> },
+  { header: 'Details', className: 'clip', cell: auditDetails },
+];
+
+const LOG_COLUMNS: Column<AuditListEntry>[] = [
+  { header: 'When', title: (e) => fmtDateTime(e.timestamp), cell: (e) => timeAgo(e.timestamp) },
+  ENTRY_COLUMNS[0]!,
+  {
+    header: 'Request',
+    cell: (e) => (
+      <Link to={`/approvals/${e.requestId}`}>
+        <code>{e.action}</code>
+        <span className="visually-hidden"> request {e.requestId}</span>
+      </Link>
+    ),
+  },
+  ...ENTRY_COLUMNS.slice(1),
+];
 
 export function AuditPage() {
   const { query } = useLocation();
@@ -114,37 +138,7 @@ export function AuditPage() {
         >
           {(data) => (
             <>
-              <table data-testid="audit-log">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Request</th>
-                    <th scope="col">Actor (key)</th>
-                    <th scope="col">Details</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.entries.map((e) => (
-                    <tr key={e.id}>
-                      <td title={fmtDateTime(e.timestamp)}>{timeAgo(e.timestamp)}</td>
-                      <td>
-                        <StatusBadge status={e.event} />
-                      </td>
-                      <td>
-                        <Link to={`/approvals/${e.requestId}`}>
-                          <code>{e.action}</code>
-                          <span className="visually-hidden"> request {e.requestId}</span>
-                        </Link>
-                      </td>
-                      <td>
-                        <AuditActor entry={e} />
-                      </td>
-                      <td className="clip">{auditDetails(e)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <Table rows={data.entries} columns={LOG_COLUMNS} rowKey={(e) => e.id} testId="audit-log" />
               {(cursors.length > 0 || data.nextCursor !== null) && (
                 <nav className="pager" aria-label="Audit log pages">
                   <button type="button" className="secondary small" disabled={cursors.length === 0} onClick={() => setPaging({ filters, cursors: cursors.slice(0, -1) })}>

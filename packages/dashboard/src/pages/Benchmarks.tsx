@@ -1,29 +1,9 @@
-import { useState, type FormEvent } from 'react';
-import type { ObserveSchemas } from '@vigil/sdk/types';
+import { useState } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
+import { CreateForm, InlineSelect } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtPercent,
-  fmtUsd,
-  Notice,
-  Page,
-  Section,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
-
-type Benchmark = ObserveSchemas.Benchmark;
-type Results = ObserveSchemas.BenchmarkResults;
-type Stats = Results['comparisons'][number]['variantA']['stats'];
+import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 const METRIC_LABELS: Record<string, string> = {
   error_rate: 'Error rate',
@@ -43,6 +23,9 @@ function metricValue(metric: string, value: number | null | undefined): string {
   return fmtNumber(value, 1);
 }
 
+type StatusChoice = NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | '';
+const STATUS_CHOICES: { value: StatusChoice; label: string }[] = (['', 'draft', 'running', 'completed', 'cancelled'] as const).map((s) => ({ value: s, label: s || 'Any' }));
+
 function NewBenchmark() {
   const [name, setName] = useState('');
   const [agentId, setAgentId] = useState('');
@@ -50,19 +33,16 @@ function NewBenchmark() {
     { name: 'A', tag: '' },
     { name: 'B', tag: '' },
   ]);
-  const create = useAction(async () => {
+  const create = async () => {
     const created = await observe('POST /api/benchmarks', {
       body: { name, ...(agentId.trim() && { agentId: agentId.trim() }), variants: variants.map((v) => ({ name: v.name.trim(), tag: v.tag.trim() })) },
     });
     navigate(`/benchmarks/${created.id}`);
-  });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void create.run();
+    return `Benchmark “${created.name}” created.`;
   };
   const setVariant = (index: number, field: 'name' | 'tag', value: string) => setVariants((vs) => vs.map((v, i) => (i === index ? { ...v, [field]: value } : v)));
   return (
-    <form onSubmit={submit} className="stack">
+    <CreateForm create={create} submit="Create benchmark (draft)" pending="Creating…" failure="The benchmark was not created">
       <div className="form-grid">
         <Field label="Name" htmlFor="bench-name">
           <input id="bench-name" required value={name} onChange={(e) => setName(e.target.value)} />
@@ -94,35 +74,19 @@ function NewBenchmark() {
           )}
         </div>
       </fieldset>
-      <div>
-        <button type="submit" disabled={create.pending}>
-          {create.pending ? 'Creating…' : 'Create benchmark (draft)'}
-        </button>
-      </div>
-      {create.error && <ErrorMessage error={create.error} title="The benchmark was not created" />}
-    </form>
+    </CreateForm>
   );
 }
 
 export function BenchmarksPage() {
-  const [status, setStatus] = useState<NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | ''>('');
+  const [status, setStatus] = useState<StatusChoice>('');
   const list = useAsync((signal) => observe('GET /api/benchmarks', { query: { status: status || undefined, limit: 100 }, signal }), [status]);
   return (
     <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
       <Section
         title="Benchmarks"
         actions={
-          <div className="field inline">
-            <label htmlFor="bench-status">Status</label>
-            <select id="bench-status" value={status} onChange={(e) => setStatus(e.target.value as typeof status)}>
-              <option value="">Any</option>
-              {['draft', 'running', 'completed', 'cancelled'].map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect id="bench-status" label="Status" value={status} options={STATUS_CHOICES} onChange={setStatus} />
         }
       >
         <Async state={list} isEmpty={(d) => d.benchmarks.length === 0} empty="No benchmarks yet. Create one below.">

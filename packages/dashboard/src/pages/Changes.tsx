@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { adminChanges, credentials, type AdminChange, type AdminResource, type Service } from '../api.ts';
-import { AsyncTable, type Column } from '../components.tsx';
+import { AsyncTable, Table, type Column } from '../components.tsx';
+import { fmtDateTime, plural, timeAgo } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
-import { Badge, ErrorMessage, fmtDateTime, Page, plural, Section, timeAgo, useAsync } from '../ui.tsx';
+import { Badge, ErrorMessage, Page, Section, useAsync } from '../ui.tsx';
 import { AuditActor } from './Audit.tsx';
 
 const PAGE_SIZE = 50;
@@ -33,35 +34,26 @@ export function changedFields(before: Record<string, unknown> | null, after: Rec
     .map((field) => ({ field, before: before?.[field], after: after?.[field] }));
 }
 
+type FieldChange = ReturnType<typeof changedFields>[number];
+
+/** Field, before, after; a creation has no before and a deletion no after. */
+function diffColumns(change: AdminChange): Column<FieldChange>[] {
+  return [
+    { header: 'Field', cell: (f) => <code>{f.field}</code> },
+    { header: 'Before', className: 'diff-before', cell: (f) => change.before !== null && <code>{shown(f.before)}</code> },
+    { header: 'After', className: 'diff-after', cell: (f) => change.after !== null && <code>{shown(f.after)}</code> },
+  ];
+}
+
 function ChangeDiff({ change }: { change: AdminChange }) {
   const fields = changedFields(change.before, change.after);
   if (fields.length === 0) return <span className="muted">no field changed</span>;
-  const what = change.before === null ? 'created with' : change.after === null ? 'deleted with' : 'changed';
+  const count = plural(fields.length, 'field');
+  const summary = change.before === null ? `created (${count})` : change.after === null ? `deleted (${count})` : `${count} changed`;
   return (
     <details className="diff">
-      <summary>
-        {plural(fields.length, 'field')} {what}
-      </summary>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Before</th>
-            <th scope="col">After</th>
-          </tr>
-        </thead>
-        <tbody>
-          {fields.map((f) => (
-            <tr key={f.field}>
-              <th scope="row">
-                <code>{f.field}</code>
-              </th>
-              <td className="diff-before">{change.before === null ? '' : <code>{shown(f.before)}</code>}</td>
-              <td className="diff-after">{change.after === null ? '' : <code>{shown(f.after)}</code>}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <summary>{summary}</summary>
+      <Table rows={fields} columns={diffColumns(change)} rowKey={(f) => f.field} />
     </details>
   );
 }

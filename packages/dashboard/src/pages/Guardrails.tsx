@@ -2,8 +2,9 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { ActionErrors, AsyncTable, CreateForm, type Column } from '../components.tsx';
+import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
-import { Badge, Field, fmtDateTime, fmtNumber, Page, Pager, RowAction, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { Badge, Field, Page, Pager, RowAction, Section, useAction, useAsync } from '../ui.tsx';
 
 type GuardrailRule = ObserveSchemas.GuardrailRule;
 type ConditionType = GuardrailRule['conditionType'];

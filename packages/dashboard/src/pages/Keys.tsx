@@ -2,7 +2,8 @@ import type { GateSchemas, ObserveSchemas } from '@vigil/sdk/types';
 import { useState, type ReactNode } from 'react';
 import { credentials, gate, observe } from '../api.ts';
 import { AsyncTable, Choices, CreateForm, type Column } from '../components.tsx';
-import { Badge, ErrorMessage, Field, fmtDateTime, Page, RowAction, SecretOnce, Section, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { fmtDateTime, timeAgo } from '../format.ts';
+import { Badge, ErrorMessage, Field, Page, RowAction, SecretOnce, Section, useAction, useAsync } from '../ui.tsx';
 
 type GateKey = GateSchemas.GateApiKey;
 type ObserveKey = ObserveSchemas.ApiKey;

@@ -1,7 +1,9 @@
 import { observe } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
+import { fmtDuration, fmtNumber, fmtPercent, fmtUsd } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, fmtDuration, fmtNumber, fmtPercent, fmtUsd, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
 const RANGES = {
   '24h': { label: 'Last 24 hours', ms: 24 * 3_600_000, granularity: 'hour' },
@@ -9,6 +11,7 @@ const RANGES = {
   '30d': { label: 'Last 30 days', ms: 30 * 86_400_000, granularity: 'day' },
 } as const;
 type RangeKey = keyof typeof RANGES;
+const RANGE_CHOICES = (Object.keys(RANGES) as RangeKey[]).map((key) => ({ value: key, label: RANGES[key].label }));
 
 function bucketLabel(iso: string, granularity: string): string {
   const date = new Date(iso);
@@ -38,16 +41,7 @@ export function OverviewPage() {
       title="Overview"
       subtitle="What your agents did: events, errors, spend and tool latency over time."
       actions={
-        <div className="field inline">
-          <label htmlFor="overview-range">Time range</label>
-          <select id="overview-range" value={rangeKey} onChange={(e) => setQuery({ range: e.target.value === '24h' ? null : e.target.value })}>
-            {Object.entries(RANGES).map(([key, r]) => (
-              <option key={key} value={key}>
-                {r.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <InlineSelect id="overview-range" label="Time range" value={rangeKey} options={RANGE_CHOICES} onChange={(key) => setQuery({ range: key === '24h' ? null : key })} />
       }
     >
       <Async state={analytics} label="Loading analytics…">

@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import type { GateSchemas } from '@vigil/sdk/types';
 import { gate, type GateAnswer, type GateBody } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, JsonView, Notice, Page, parseJsonObject, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
+import { fmtDateTime, parseJsonObject } from '../format.ts';
+import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 type Policy = GateSchemas.Policy;
 type Rule = Policy['rules'][number];

@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
 import { EventTypeBadge } from '../events.tsx';
+import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Empty, Field, fmtDateTime, fmtNumber, Meter, Page, Section, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Badge, Empty, Meter, Page, Section, useAsync } from '../ui.tsx';
 
 export function RecallPage() {
   const { query } = useLocation();

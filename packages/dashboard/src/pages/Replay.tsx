@@ -1,8 +1,10 @@
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, summarize } from '../events.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Empty, fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, JsonView, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+import { Async, Badge, Empty, JsonView, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
 type ReplayAnswer = ObserveAnswer<'GET /api/sessions/{id}/replay'>;
 type ReplayStep = ReplayAnswer['steps'][number];
@@ -10,6 +12,7 @@ type ReplayContext = NonNullable<ReplayStep['context']>;
 
 const PAGE = 200;
 const SPEEDS = [0.5, 1, 2, 4] as const;
+const SPEED_CHOICES = SPEEDS.map((s) => ({ value: s, label: `${s} step${s === 1 ? '' : 's'}/s` }));
 
 function Messages({ messages }: { messages: unknown }) {
   if (!Array.isArray(messages)) return <JsonView value={messages} />;
@@ -199,16 +202,7 @@ export function ReplayPage({ id }: { id: string }) {
                 <button type="button" className="secondary" onClick={() => goTo(totalSteps - 1)} disabled={step >= totalSteps - 1} aria-label="Last step">
                   Last »
                 </button>
-                <div className="field inline">
-                  <label htmlFor="replay-speed">Speed</label>
-                  <select id="replay-speed" value={speed} onChange={(e) => setSpeed(Number(e.target.value) as (typeof SPEEDS)[number])}>
-                    {SPEEDS.map((s) => (
-                      <option key={s} value={s}>
-                        {s} step{s === 1 ? '' : 's'}/s
-                      </option>
-                    ))}
-                  </select>
-                </div>
+                <InlineSelect id="replay-speed" label="Speed" value={speed} options={SPEED_CHOICES} onChange={setSpeed} />
               </div>
               <div className="field slider">
                 <label htmlFor="replay-step">

@@ -1,30 +1,11 @@
 import { useState } from 'react';
-import { observe, type Session, type Verification, type VigilEvent } from '../api.ts';
+import { observe, type Verification, type VigilEvent } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, plural, shortHash, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtTime,
-  fmtUsd,
-  JsonView,
-  Notice,
-  plural,
-  Page,
-  Section,
-  shortHash,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
+import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
   const broken = verification.brokenAt;
@@ -230,17 +211,13 @@ export function SessionDetailPage({ id }: { id: string }) {
       <Section
         title="Timeline"
         actions={
-          <div className="field inline">
-            <label htmlFor="timeline-type">Show</label>
-            <select id="timeline-type" value={typeFilter} onChange={(e) => setTypeFilter(e.target.value)}>
-              <option value="">All events</option>
-              {[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => (
-                <option key={type} value={type}>
-                  {type}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect
+            id="timeline-type"
+            label="Show"
+            value={typeFilter}
+            options={[{ value: '', label: 'All events' }, ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type }))]}
+            onChange={setTypeFilter}
+          />
         }
       >
         <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">

@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { observe, type Agent, type Session } from '../api.ts';
+import { observe } from '../api.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, fmtDateTime, fmtDuration, fmtNumber, fmtUsd, Page, Pager, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
 

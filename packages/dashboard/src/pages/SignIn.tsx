@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, gate, observe, type Credentials, type GateSession } from '../api.ts';
+import { ApiError, gate, observe, type Credentials } from '../api.ts';
 import { usePageTitle } from '../router.tsx';
 import { ErrorMessage, Field, SecretOnce } from '../ui.tsx';
 

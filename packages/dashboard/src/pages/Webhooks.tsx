@@ -2,7 +2,8 @@ import type { GateSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { gate, type GateAnswer } from '../api.ts';
 import { ActionErrors, AsyncTable, Choices, CreateForm, type Column } from '../components.tsx';
-import { Badge, Field, fmtDateTime, Page, Section, StatusBadge, timeAgo, useAction, useAsync } from '../ui.tsx';
+import { fmtDateTime, timeAgo } from '../format.ts';
+import { Badge, Field, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 type Webhook = GateSchemas.Webhook;
 type WebhookEvent = Webhook['events'][number];
