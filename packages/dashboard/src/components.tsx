@@ -4,7 +4,7 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Notice, useAction, type AsyncState } from './ui.tsx';
+import { Async, ErrorMessage, Notice, RowAction, useAction, type AsyncState } from './ui.tsx';
 
 export interface Column<T> {
   header: ReactNode;
@@ -137,10 +137,51 @@ export function Choices<V extends string>({ legend, options, chosen, onChange }:
   );
 }
 
-/** The first error of a page's row actions (enable, delete, …), if any. */
-export function ActionErrors({ actions }: { actions: readonly { error: Error | undefined }[] }) {
+/** What `useAction` gives: a call to run, whether it runs, how it failed. */
+interface Action<A extends unknown[]> {
+  run: (...args: A) => Promise<unknown>;
+  pending: boolean;
+  error: Error | undefined;
+}
+
+export interface RowButton {
+  label: string;
+  run: () => void;
+  pending: boolean;
+  danger?: boolean;
+  /** A toggle (e.g. "show this row's deliveries"): announced as pressed or not. */
+  pressed?: boolean;
+}
+
+/** A row's button running `action` with `args`: `rowButton('Delete', remove, [rule], { danger: true })`. */
+export function rowButton<A extends unknown[]>(label: string, action: Action<A>, args: A, options: { danger?: boolean } = {}): RowButton {
+  return { label, run: () => void action.run(...args), pending: action.pending, ...options };
+}
+
+/**
+ * A table of things a page manages (rules, keys, webhooks): each row ends with its buttons, named
+ * for screen readers with the row's subject, and the first failure of those buttons shows above.
+ */
+export function ManagedTable<D, T>({
+  actions,
+  subject,
+  buttons,
+  ...table
+}: Omit<Parameters<typeof AsyncTable<D, T>>[0], 'actions'> & { actions: readonly { error: Error | undefined }[]; subject: (row: T) => string; buttons: (row: T) => RowButton[] }) {
   const error = actions.find((a) => a.error)?.error;
-  return error ? <ErrorMessage error={error} /> : null;
+  return (
+    <>
+      {error && <ErrorMessage error={error} />}
+      <AsyncTable
+        {...table}
+        actions={(row) =>
+          buttons(row).map((b) => (
+            <RowAction key={b.label} tone={b.danger ? 'danger' : 'secondary'} label={b.label} subject={subject(row)} onClick={b.run} disabled={b.pending} pressed={b.pressed} />
+          ))
+        }
+      />
+    </>
+  );
 }
 
 /** A labelled select on one line, e.g. a section's time window; answers the chosen option's own value. */
@@ -156,5 +197,41 @@ export function InlineSelect<V extends string | number>({ id, label, value, opti
         ))}
       </select>
     </div>
+  );
+}
+
+/** A log's filter bar: its fields, Apply (for the typed ones) and, once something is filtered, Clear filters. */
+export function Filters({ onApply, onClear, filtered, children }: { onApply: () => void; onClear: () => void; filtered: boolean; children: ReactNode }) {
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply();
+  };
+  return (
+    <form className="filters" onSubmit={submit}>
+      {children}
+      <button type="submit" className="secondary">
+        Apply
+      </button>
+      {filtered && (
+        <button type="button" className="link" onClick={onClear}>
+          Clear filters
+        </button>
+      )}
+    </form>
+  );
+}
+
+/** Newer and older pages of a log read with cursors; a missing callback means there is no such page. */
+export function CursorPager({ label, newer, older }: { label: string; newer?: () => void; older?: () => void }) {
+  if (!newer && !older) return null;
+  return (
+    <nav className="pager" aria-label={label}>
+      <button type="button" className="secondary small" disabled={!newer} onClick={newer}>
+        ← Newer
+      </button>
+      <button type="button" className="secondary small" disabled={!older} onClick={older}>
+        Older →
+      </button>
+    </nav>
   );
 }

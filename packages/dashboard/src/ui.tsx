@@ -200,9 +200,23 @@ export type Tone = 'neutral' | 'good' | 'bad' | 'warn' | 'info';
  * A small button acting on one row of a table; screen readers hear the row it acts on
  * ("Delete nightly-errors"), sighted users the short label.
  */
-export function RowAction({ tone, label, subject, onClick, disabled }: { tone: 'secondary' | 'danger'; label: string; subject: string; onClick: () => void; disabled?: boolean }) {
+export function RowAction({
+  tone,
+  label,
+  subject,
+  onClick,
+  disabled,
+  pressed,
+}: {
+  tone: 'secondary' | 'danger';
+  label: string;
+  subject: string;
+  onClick: () => void;
+  disabled?: boolean;
+  pressed?: boolean;
+}) {
   return (
-    <button type="button" className={`${tone} small`} onClick={onClick} disabled={disabled}>
+    <button type="button" className={`${tone} small`} onClick={onClick} disabled={disabled} aria-pressed={pressed}>
       {label}
       <span className="visually-hidden"> {subject}</span>
     </button>

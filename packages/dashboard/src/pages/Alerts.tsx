@@ -1,9 +1,9 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { ActionErrors, AsyncTable, CreateForm, type Column } from '../components.tsx';
+import { AsyncTable, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
 import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
-import { Badge, Field, Page, Pager, RowAction, Section, useAction, useAsync } from '../ui.tsx';
+import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
 type AlertRule = ObserveSchemas.AlertRule;
 type Condition = AlertRule['condition'];
@@ -116,19 +116,15 @@ export function AlertsPage() {
   return (
     <Page title="Alerts" subtitle="Rules measured every minute over a sliding window; a rule fires when its value goes above the threshold and resolves when it drops back.">
       <Section title="Rules">
-        <ActionErrors actions={[toggle, remove]} />
-        <AsyncTable
+        <ManagedTable
           state={rules}
           rows={(d) => d.rules}
           empty="No alert rules yet. Create one below."
           columns={RULE_COLUMNS}
           rowKey={(r) => r.id}
-          actions={(r) => (
-            <>
-              <RowAction tone="secondary" label={r.enabled ? 'Disable' : 'Enable'} subject={r.name} onClick={() => void toggle.run(r)} disabled={toggle.pending} />
-              <RowAction tone="danger" label="Delete" subject={r.name} onClick={() => void remove.run(r)} disabled={remove.pending} />
-            </>
-          )}
+          subject={(r) => r.name}
+          actions={[toggle, remove]}
+          buttons={(r) => [rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]), rowButton('Delete', remove, [r], { danger: true })]}
         />
       </Section>
       <Section title="New rule">

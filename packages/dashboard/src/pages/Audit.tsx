@@ -1,6 +1,6 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
-import { Table, type Column } from '../components.tsx';
+import { CursorPager, Filters, Table, type Column } from '../components.tsx';
 import { fmtDateTime, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
@@ -76,15 +76,18 @@ export function AuditPage() {
   );
   const actors = useAsync((signal) => gate('GET /api/audit/actors', { signal }), []);
 
-  const applyAction = (submitted: FormEvent) => {
-    submitted.preventDefault();
-    setQuery({ action: actionDraft.trim() || null });
-  };
 
   return (
     <Page title="Audit log" subtitle="Every recorded step of every approval request, newest first: who acted, and the API key behind them.">
       <Section title="Filters">
-        <form className="filters" onSubmit={applyAction}>
+        <Filters
+          onApply={() => setQuery({ action: actionDraft.trim() || null })}
+          onClear={() => {
+            setActionDraft('');
+            setQuery({ event: null, actor: null, action: null });
+          }}
+          filtered={Boolean(event || actor || action)}
+        >
           <div className="field">
             <label htmlFor="audit-event">Event</label>
             <select id="audit-event" value={event} onChange={(e) => setQuery({ event: e.target.value || null })}>
@@ -112,22 +115,7 @@ export function AuditPage() {
             <label htmlFor="audit-action">Request action</label>
             <input id="audit-action" value={actionDraft} placeholder="deploy" onChange={(e) => setActionDraft(e.target.value)} />
           </div>
-          <button type="submit" className="secondary">
-            Apply
-          </button>
-          {(event || actor || action) && (
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                setActionDraft('');
-                setQuery({ event: null, actor: null, action: null });
-              }}
-            >
-              Clear filters
-            </button>
-          )}
-        </form>
+        </Filters>
       </Section>
       <Section title="Entries" actions={entries.refreshing ? <span className="muted small">refreshing…</span> : null}>
         <Async
@@ -139,21 +127,11 @@ export function AuditPage() {
           {(data) => (
             <>
               <Table rows={data.entries} columns={LOG_COLUMNS} rowKey={(e) => e.id} testId="audit-log" />
-              {(cursors.length > 0 || data.nextCursor !== null) && (
-                <nav className="pager" aria-label="Audit log pages">
-                  <button type="button" className="secondary small" disabled={cursors.length === 0} onClick={() => setPaging({ filters, cursors: cursors.slice(0, -1) })}>
-                    ← Newer
-                  </button>
-                  <button
-                    type="button"
-                    className="secondary small"
-                    disabled={data.nextCursor === null}
-                    onClick={() => data.nextCursor !== null && setPaging({ filters, cursors: [...cursors, data.nextCursor] })}
-                  >
-                    Older →
-                  </button>
-                </nav>
-              )}
+              <CursorPager
+                label="Audit log pages"
+                newer={cursors.length > 0 ? () => setPaging({ filters, cursors: cursors.slice(0, -1) }) : undefined}
+                older={data.nextCursor !== null ? () => setPaging({ filters, cursors: [...cursors, data.nextCursor!] }) : undefined}
+              />
             </>
           )}
         </Async>

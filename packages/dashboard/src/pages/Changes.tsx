@@ -1,6 +1,6 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { adminChanges, credentials, type AdminChange, type AdminResource, type Service } from '../api.ts';
-import { AsyncTable, Table, type Column } from '../components.tsx';
+import { AsyncTable, CursorPager, Filters, Table, type Column } from '../components.tsx';
 import { fmtDateTime, plural, timeAgo } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
 import { Badge, ErrorMessage, Page, Section, useAsync } from '../ui.tsx';
@@ -119,16 +119,19 @@ export function ChangesPage() {
     { pollMs: pages.length === 0 ? 10_000 : undefined },
   );
 
-  const applyAction = (submitted: FormEvent) => {
-    submitted.preventDefault();
-    setQuery({ action: actionDraft.trim() || null });
-  };
-  const filtered = serviceFilter || resource || action;
+  const filtered = Boolean(serviceFilter || resource || action);
 
   return (
     <Page title="Change log" subtitle="Every change to policies, API keys, webhooks, alert rules, guardrails and settings, newest first: who made it, with which key, and what it changed.">
       <Section title="Filters">
-        <form className="filters" onSubmit={applyAction}>
+        <Filters
+          onApply={() => setQuery({ action: actionDraft.trim() || null })}
+          onClear={() => {
+            setActionDraft('');
+            setQuery({ service: null, resource: null, action: null });
+          }}
+          filtered={filtered}
+        >
           <div className="field">
             <label htmlFor="changes-service">Service</label>
             <select id="changes-service" value={serviceFilter} onChange={(e) => setQuery({ service: e.target.value || null })}>
@@ -155,22 +158,7 @@ export function ChangesPage() {
             <label htmlFor="changes-action">Change action</label>
             <input id="changes-action" value={actionDraft} placeholder="update" onChange={(e) => setActionDraft(e.target.value)} />
           </div>
-          <button type="submit" className="secondary">
-            Apply
-          </button>
-          {filtered && (
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                setActionDraft('');
-                setQuery({ service: null, resource: null, action: null });
-              }}
-            >
-              Clear filters
-            </button>
-          )}
-        </form>
+        </Filters>
       </Section>
       <Section title="Changes" actions={changes.refreshing ? <span className="muted small">refreshing…</span> : null}>
         {changes.data?.failures.map((f) => <ErrorMessage key={f.service} error={f.error} title={`${SERVICES[f.service]} changes could not be read`} />)}
@@ -182,18 +170,13 @@ export function ChangesPage() {
           columns={COLUMNS}
           rowKey={(c) => `${c.service}:${c.id}`}
           testId="change-log"
-          after={(d) =>
-            (pages.length > 0 || d.hasOlder) && (
-              <nav className="pager" aria-label="Change log pages">
-                <button type="button" className="secondary small" disabled={pages.length === 0} onClick={() => setPaging({ filters, pages: pages.slice(0, -1) })}>
-                  ← Newer
-                </button>
-                <button type="button" className="secondary small" disabled={!d.hasOlder} onClick={() => setPaging({ filters, pages: [...pages, d.next] })}>
-                  Older →
-                </button>
-              </nav>
-            )
-          }
+          after={(d) => (
+            <CursorPager
+              label="Change log pages"
+              newer={pages.length > 0 ? () => setPaging({ filters, pages: pages.slice(0, -1) }) : undefined}
+              older={d.hasOlder ? () => setPaging({ filters, pages: [...pages, d.next] }) : undefined}
+            />
+          )}
         />
       </Section>
     </Page>

@@ -1,10 +1,10 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { ActionErrors, AsyncTable, CreateForm, type Column } from '../components.tsx';
+import { AsyncTable, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
 import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
-import { Badge, Field, Page, Pager, RowAction, Section, useAction, useAsync } from '../ui.tsx';
+import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
 type GuardrailRule = ObserveSchemas.GuardrailRule;
 type ConditionType = GuardrailRule['conditionType'];
@@ -218,20 +218,19 @@ export function GuardrailsPage() {
   return (
     <Page title="Guardrails" subtitle="Rules that watch each agent after every batch of events (and every 30 s) and act when a condition is breached.">
       <Section title="Rules">
-        <ActionErrors actions={[update, remove]} />
-        <AsyncTable
+        <ManagedTable
           state={rules}
           rows={(d) => d.rules}
           empty="No guardrails yet. Create one below; start in dry-run mode to see what it would do."
           columns={RULE_COLUMNS}
           rowKey={(r) => r.id}
-          actions={(r) => (
-            <>
-              <RowAction tone="secondary" label={r.enabled ? 'Disable' : 'Enable'} subject={r.name} onClick={() => void update.run(r, { enabled: !r.enabled })} disabled={update.pending} />
-              <RowAction tone="secondary" label={r.dryRun ? 'Arm' : 'Dry run'} subject={r.name} onClick={() => void update.run(r, { dryRun: !r.dryRun })} disabled={update.pending} />
-              <RowAction tone="danger" label="Delete" subject={r.name} onClick={() => void remove.run(r)} disabled={remove.pending} />
-            </>
-          )}
+          subject={(r) => r.name}
+          actions={[update, remove]}
+          buttons={(r) => [
+            rowButton(r.enabled ? 'Disable' : 'Enable', update, [r, { enabled: !r.enabled }]),
+            rowButton(r.dryRun ? 'Arm' : 'Dry run', update, [r, { dryRun: !r.dryRun }]),
+            rowButton('Delete', remove, [r], { danger: true }),
+          ]}
         />
       </Section>
       <Section title="New guardrail">

@@ -1,9 +1,9 @@
 import type { GateSchemas, ObserveSchemas } from '@vigil/sdk/types';
 import { useState, type ReactNode } from 'react';
 import { credentials, gate, observe } from '../api.ts';
-import { AsyncTable, Choices, CreateForm, type Column } from '../components.tsx';
+import { Choices, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
 import { fmtDateTime, timeAgo } from '../format.ts';
-import { Badge, ErrorMessage, Field, Page, RowAction, SecretOnce, Section, useAction, useAsync } from '../ui.tsx';
+import { Badge, Field, Page, SecretOnce, Section, useAction, useAsync, type AsyncState } from '../ui.tsx';
 
 type GateKey = GateSchemas.GateApiKey;
 type ObserveKey = ObserveSchemas.ApiKey;
@@ -31,6 +31,29 @@ function keyColumns<K extends GateKey | ObserveKey>(middle: Column<K>[], name: (
     ...middle,
     { header: 'State', cell: (k) => (k.revokedAt ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>) },
   ];
+}
+
+/** A service's keys, each revocable until it is revoked. */
+function KeyTable<K extends GateKey | ObserveKey>({ state, label, empty, columns, revoke }: {
+  state: AsyncState<{ keys: K[] }>;
+  label: string;
+  empty: string;
+  columns: Column<K>[];
+  revoke: { run: (key: K) => Promise<unknown>; pending: boolean; error: Error | undefined };
+}) {
+  return (
+    <ManagedTable
+      state={state}
+      label={label}
+      rows={(d) => d.keys}
+      empty={empty}
+      columns={columns}
+      rowKey={(k) => k.id}
+      subject={(k) => k.name}
+      actions={[revoke]}
+      buttons={(k) => (k.revokedAt ? [] : [rowButton('Revoke', revoke, [k], { danger: true })])}
+    />
+  );
 }
 
 /** Shows a created key once, with a button to copy it. */
@@ -67,16 +90,7 @@ function GateKeys() {
   );
   return (
     <Section title="Gate keys">
-      {revoke.error && <ErrorMessage error={revoke.error} />}
-      <AsyncTable
-        state={keys}
-        label="Loading gate keys…"
-        rows={(d) => d.keys}
-        empty="No gate keys."
-        columns={columns}
-        rowKey={(k) => k.id}
-        actions={(k) => !k.revokedAt && <RowAction tone="danger" label="Revoke" subject={k.name} onClick={() => void revoke.run(k)} disabled={revoke.pending} />}
-      />
+      <KeyTable state={keys} label="Loading gate keys…" empty="No gate keys." columns={columns} revoke={revoke} />
       <h3>New gate key</h3>
       <CreateForm create={create} submit="Create gate key" pending="Creating…" failure="The key was not created" result={showKey('New gate key.')}>
         <div className="form-grid">
@@ -115,16 +129,7 @@ function ObserveKeys() {
   ]);
   return (
     <Section title="Observe keys">
-      {revoke.error && <ErrorMessage error={revoke.error} />}
-      <AsyncTable
-        state={keys}
-        label="Loading observe keys…"
-        rows={(d) => d.keys}
-        empty="No observe keys."
-        columns={columns}
-        rowKey={(k) => k.id}
-        actions={(k) => !k.revokedAt && <RowAction tone="danger" label="Revoke" subject={k.name} onClick={() => void revoke.run(k)} disabled={revoke.pending} />}
-      />
+      <KeyTable state={keys} label="Loading observe keys…" empty="No observe keys." columns={columns} revoke={revoke} />
       <CreateForm create={create} submit="Create observe key" failure="The key was not created" result={showKey('New observe key.')}>
         <div className="field">
           <label htmlFor="observe-key-name">New observe key name</label>

@@ -1,7 +1,7 @@
 import type { GateSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { gate, type GateAnswer } from '../api.ts';
-import { ActionErrors, AsyncTable, Choices, CreateForm, type Column } from '../components.tsx';
+import { AsyncTable, Choices, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
 import { fmtDateTime, timeAgo } from '../format.ts';
 import { Badge, Field, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -66,27 +66,20 @@ export function WebhooksPage() {
   return (
     <Page title="Webhooks" subtitle="The gate posts request events to these URLs, signed with X-Gate-Signature when a secret is set, and retries failed deliveries.">
       <Section title="Webhooks">
-        <ActionErrors actions={[toggle, remove]} />
-        <AsyncTable
+        <ManagedTable
           state={webhooks}
           rows={(d) => d.webhooks}
           empty="No webhooks registered."
           columns={WEBHOOK_COLUMNS}
           rowKey={(w) => w.id}
           rowClassName={(w) => (w.id === selected ? 'highlight' : undefined)}
-          actions={(w) => (
-            <>
-              <button type="button" className="secondary small" onClick={() => setSelected(w.id === selected ? null : w.id)} aria-pressed={w.id === selected}>
-                Deliveries<span className="visually-hidden"> of {w.url}</span>
-              </button>
-              <button type="button" className="secondary small" onClick={() => void toggle.run(w)} disabled={toggle.pending}>
-                {w.enabled ? 'Disable' : 'Enable'}
-              </button>
-              <button type="button" className="danger small" onClick={() => void remove.run(w)} disabled={remove.pending}>
-                Delete
-              </button>
-            </>
-          )}
+          subject={(w) => w.url}
+          actions={[toggle, remove]}
+          buttons={(w) => [
+            { label: 'Deliveries', run: () => setSelected(w.id === selected ? null : w.id), pending: false, pressed: w.id === selected },
+            rowButton(w.enabled ? 'Disable' : 'Enable', toggle, [w]),
+            rowButton('Delete', remove, [w], { danger: true }),
+          ]}
         />
       </Section>
       {chosen && <Deliveries webhook={chosen} />}
