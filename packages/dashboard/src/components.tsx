@@ -4,7 +4,7 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Notice, RowAction, useAction, type AsyncState } from './ui.tsx';
+import { Async, ErrorMessage, Field, Notice, RowAction, useAction, type AsyncState } from './ui.tsx';
 
 export interface Column<T> {
   header: ReactNode;
@@ -14,6 +14,8 @@ export interface Column<T> {
   className?: string;
   /** A tooltip for the cell, e.g. the exact time behind "5 min ago". */
   title?: (row: T) => string | undefined;
+  /** The cell names its row (`<th scope="row">`). */
+  rowHeader?: boolean;
 }
 
 export interface TableProps<T> {
@@ -49,11 +51,17 @@ export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption
       <tbody>
         {rows.map((row, index) => (
           <tr key={rowKey(row, index)} className={rowClassName?.(row)}>
-            {columns.map((column, i) => (
-              <td key={i} className={classOf(column)} title={column.title?.(row)}>
-                {column.cell(row)}
-              </td>
-            ))}
+            {columns.map((column, i) =>
+              column.rowHeader ? (
+                <th key={i} scope="row" className={classOf(column)} title={column.title?.(row)}>
+                  {column.cell(row)}
+                </th>
+              ) : (
+                <td key={i} className={classOf(column)} title={column.title?.(row)}>
+                  {column.cell(row)}
+                </td>
+              ),
+            )}
             {actions && <td className="actions">{actions(row)}</td>}
           </tr>
         ))}
@@ -233,5 +241,14 @@ export function CursorPager({ label, newer, older }: { label: string; newer?: ()
         Older →
       </button>
     </nav>
+  );
+}
+
+/** A labelled one-line text input. */
+export function TextField({ id, label, value, onChange, required, maxLength }: { id: string; label: string; value: string; onChange: (value: string) => void; required?: boolean; maxLength?: number }) {
+  return (
+    <Field label={label} htmlFor={id}>
+      <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
+    </Field>
   );
 }

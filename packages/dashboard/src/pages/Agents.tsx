@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
-import { InlineSelect } from '../components.tsx';
+import { InlineSelect, Table, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
@@ -105,6 +105,21 @@ function rawValue(name: string, value: number): string {
       return fmtPercent(value);
   }
 }
+
+const DIMENSION_COLUMNS: Column<AgentHealth['dimensions'][number]>[] = [
+  { header: 'Dimension', rowHeader: true, cell: (d) => DIMENSION_LABELS[d.name] ?? d.name },
+  {
+    header: 'Score',
+    cell: (d) => (
+      <span className="score">
+        <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {d.score.toFixed(1)}
+      </span>
+    ),
+  },
+  { header: 'Weight', num: true, cell: (d) => fmtPercent(d.weight, 0) },
+  { header: 'Measured', cell: (d) => rawValue(d.name, d.rawValue) },
+  { header: 'How it is scored', className: 'muted small', cell: (d) => d.description },
+];
 
 function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => void }) {
   const [reason, setReason] = useState('');
@@ -219,32 +234,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                   <Stat label="Trend" value={<Trend health={h} />} hint="against the window before" />
                   <Stat label="Sessions scored" value={fmtNumber(h.sessionCount)} />
                 </Stats>
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Dimension</th>
-                      <th scope="col">Score</th>
-                      <th scope="col" className="num">Weight</th>
-                      <th scope="col">Measured</th>
-                      <th scope="col">How it is scored</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {h.dimensions.map((d) => (
-                      <tr key={d.name}>
-                        <th scope="row">{DIMENSION_LABELS[d.name] ?? d.name}</th>
-                        <td>
-                          <span className="score">
-                            <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {d.score.toFixed(1)}
-                          </span>
-                        </td>
-                        <td className="num">{fmtPercent(d.weight, 0)}</td>
-                        <td>{rawValue(d.name, d.rawValue)}</td>
-                        <td className="muted small">{d.description}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <Table rows={h.dimensions} columns={DIMENSION_COLUMNS} rowKey={(d) => d.name} />
               </>
             )
           }

@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
+import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
 import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
@@ -47,9 +47,7 @@ function NewRule({ onCreated }: { onCreated: () => void }) {
   return (
     <CreateForm create={create} submit="Create rule" pending="Creating…" failure="The rule was not created">
       <div className="form-grid">
-        <Field label="Name" htmlFor="alert-name">
-          <input id="alert-name" required value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
-        </Field>
+        <TextField id="alert-name" label="Name" required maxLength={200} value={name} onChange={setName} />
         <Field label="Condition" htmlFor="alert-condition">
           <select id="alert-condition" value={condition} onChange={(e) => setCondition(e.target.value as Condition)}>
             {Object.entries(CONDITIONS).map(([value, c]) => (
@@ -65,9 +63,7 @@ function NewRule({ onCreated }: { onCreated: () => void }) {
         <Field label="Window (minutes)" htmlFor="alert-window">
           <input id="alert-window" type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
         </Field>
-        <Field label="Only this agent (optional)" htmlFor="alert-agent">
-          <input id="alert-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} />
-        </Field>
+        <TextField id="alert-agent" label="Only this agent (optional)" value={agentId} onChange={setAgentId} />
         <Field label="Notify URL (optional)" htmlFor="alert-channel">
           <input id="alert-channel" type="url" value={channel} placeholder="https://hooks.example.com/vigil" onChange={(e) => setChannel(e.target.value)} />
         </Field>

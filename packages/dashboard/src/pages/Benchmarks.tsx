@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
-import { CreateForm, InlineSelect } from '../components.tsx';
+import { CreateForm, InlineSelect, TextField } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -44,12 +44,8 @@ function NewBenchmark() {
   return (
     <CreateForm create={create} submit="Create benchmark (draft)" pending="Creating…" failure="The benchmark was not created">
       <div className="form-grid">
-        <Field label="Name" htmlFor="bench-name">
-          <input id="bench-name" required value={name} onChange={(e) => setName(e.target.value)} />
-        </Field>
-        <Field label="Agent (optional)" htmlFor="bench-agent">
-          <input id="bench-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} />
-        </Field>
+        <TextField id="bench-name" label="Name" required value={name} onChange={setName} />
+        <TextField id="bench-agent" label="Agent (optional)" value={agentId} onChange={setAgentId} />
       </div>
       <fieldset>
         <legend>Variants (a variant’s sessions carry its tag)</legend>

@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
+import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
 import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
@@ -98,12 +98,8 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
   return (
     <CreateForm create={create} submit="Create guardrail" pending="Creating…" failure="The guardrail was not created">
       <div className="form-grid">
-        <Field label="Name" htmlFor="gr-name">
-          <input id="gr-name" required value={name} onChange={(e) => setName(e.target.value)} />
-        </Field>
-        <Field label="Agent (empty: every agent)" htmlFor="gr-agent">
-          <input id="gr-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} />
-        </Field>
+        <TextField id="gr-name" label="Name" required value={name} onChange={setName} />
+        <TextField id="gr-agent" label="Agent (empty: every agent)" value={agentId} onChange={setAgentId} />
         <Field label="When" htmlFor="gr-condition">
           <select id="gr-condition" value={conditionType} onChange={(e) => setConditionType(e.target.value as ConditionType)}>
             <option value="error_rate_threshold">Error rate above a threshold</option>
