@@ -2,7 +2,7 @@
  * The dashboard's approval pages in a real browser (see dashboard-harness.ts): the queue sorted by
  * urgency and refreshing itself, approving a request and denying another with the reason its policy
  * requires (recorded by the gate as dashboard:<name>, with the audit trail), the policy simulator,
- * webhooks and keys (an observe key created with chosen scopes).
+ * webhooks and keys (an observe key created with chosen scopes), and the change log of both services.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -157,6 +157,60 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     assert.deepEqual(observeKeys.keys.find((k) => k.name === 'researcher')?.scopes, ['ingest', 'read']);
     await settled(page);
     await shot(page, 'keys');
+    stack.noProblems();
+  });
+
+  test('the change log lists both services’ administrative changes with actor, key and before/after, filtered by service and resource', async () => {
+    const { page } = stack;
+    const rule = await api<{ id: string }>(stack.observeUrl, stack.observeKey, 'POST', '/api/alerts/rules', {
+      name: 'Errors above 30%',
+      condition: 'error_rate_exceeds',
+      threshold: 0.3,
+      windowMinutes: 15,
+    });
+    await api(stack.observeUrl, stack.observeKey, 'PUT', `/api/alerts/rules/${rule.id}`, { enabled: false });
+
+    await nav(page).getByRole('link', { name: 'Change log' }).click();
+    await page.getByRole('heading', { name: 'Change log', level: 1 }).waitFor();
+    const log = page.getByTestId('change-log');
+    const rows = log.locator(':scope > tbody > tr');
+    // The seed's policy, created on the gate with its admin key; the rule, created and disabled on observe with the key "admin".
+    await rows.filter({ hasText: 'Policy' }).filter({ hasText: '(key admin (GATE_ADMIN_KEY) · …' }).first().waitFor();
+    const ruleRows = rows.filter({ hasText: 'Alert rule' }).filter({ hasText: rule.id });
+    await ruleRows.nth(1).waitFor();
+    assert.equal(await ruleRows.count(), 2, 'created, then disabled');
+    for (const text of await ruleRows.allInnerTexts()) {
+      assert.match(text, /Observe/);
+      assert.match(text, /\(key admin · …/);
+    }
+    // Newest first: the disabling, whose before/after shows `enabled` going from true to false.
+    const disabling = ruleRows.first();
+    await disabling.getByText(/fields? changed/).click();
+    assert.match(await disabling.getByRole('row').filter({ hasText: 'enabled' }).innerText(), /enabled\s+true\s+false/);
+    // The creation lists the fields the rule was created with.
+    const creation = ruleRows.nth(1);
+    await creation.getByText(/^created \(\d+ fields?\)$/).click();
+    assert.match(await creation.getByRole('row').filter({ hasText: 'threshold' }).innerText(), /threshold\s+0\.3/);
+    await shot(page, 'changes');
+
+    const serviceCells = () => page.$$eval('[data-testid="change-log"] > tbody > tr > td:nth-child(2)', (cells) => cells.map((c) => c.textContent));
+    await page.getByLabel('Service').selectOption('observe');
+    await page.getByLabel('Resource').selectOption('alert_rule');
+    await page.waitForFunction(() => {
+      const cells = [...document.querySelectorAll('[data-testid="change-log"] > tbody > tr > td:nth-child(3)')];
+      return cells.length === 2 && cells.every((c) => c.textContent?.startsWith('Alert rule'));
+    });
+    assert.deepEqual(await serviceCells(), ['Observe', 'Observe']);
+
+    await page.getByLabel('Service').selectOption('gate');
+    await page.getByLabel('Resource').selectOption('webhook');
+    await page.waitForFunction(() => {
+      const cells = [...document.querySelectorAll('[data-testid="change-log"] > tbody > tr > td:nth-child(3)')];
+      return cells.length === 1 && cells[0]!.textContent?.startsWith('Webhook');
+    });
+    assert.deepEqual(await serviceCells(), ['Gate'], 'the webhook the seed registered');
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await ruleRows.nth(1).waitFor();
     stack.noProblems();
   });
 });

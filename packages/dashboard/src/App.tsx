@@ -1,7 +1,8 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, onUnauthorized, setCredentials, type ApprovalSummary, type Credentials, type Service } from './api.ts';
+import { ApiError, credentials, gate, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import { timeAgo } from './format.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
-import { Badge, Empty, Loading, Page, timeAgo, useAsync } from './ui.tsx';
+import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
 
 // Pages load on first visit (sign-in and the shell come first; each page is its own small file).
@@ -24,66 +25,57 @@ const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
 const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
 const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
 const AuditPage = page(() => import('./pages/Audit.tsx'), 'AuditPage');
+const ChangesPage = page(() => import('./pages/Changes.tsx'), 'ChangesPage');
 
 interface Route {
   pattern: string;
-  service: Service;
+  /** The credential the page needs; `any`: it shows what the signed-in services give. */
+  service: Service | 'any';
+  /** The page's entry in the sidebar, under the group of that title. */
+  nav?: [group: string, label: string];
   render: (params: Record<string, string>) => ReactNode;
 }
 
 const ROUTES: Route[] = [
-  { pattern: '/', service: 'observe', render: () => <OverviewPage /> },
-  { pattern: '/sessions', service: 'observe', render: () => <SessionsPage /> },
+  { pattern: '/', service: 'observe', nav: ['Observe', 'Overview'], render: () => <OverviewPage /> },
+  { pattern: '/sessions', service: 'observe', nav: ['Observe', 'Sessions'], render: () => <SessionsPage /> },
   { pattern: '/sessions/:id', service: 'observe', render: (p) => <SessionDetailPage id={p.id!} /> },
   { pattern: '/sessions/:id/replay', service: 'observe', render: (p) => <ReplayPage id={p.id!} /> },
-  { pattern: '/agents', service: 'observe', render: () => <AgentsPage /> },
+  { pattern: '/agents', service: 'observe', nav: ['Observe', 'Agents'], render: () => <AgentsPage /> },
   { pattern: '/agents/:id', service: 'observe', render: (p) => <AgentDetailPage id={p.id!} /> },
-  { pattern: '/alerts', service: 'observe', render: () => <AlertsPage /> },
-  { pattern: '/benchmarks', service: 'observe', render: () => <BenchmarksPage /> },
+  { pattern: '/alerts', service: 'observe', nav: ['Observe', 'Alerts'], render: () => <AlertsPage /> },
+  { pattern: '/benchmarks', service: 'observe', nav: ['Observe', 'Benchmarks'], render: () => <BenchmarksPage /> },
   { pattern: '/benchmarks/:id', service: 'observe', render: (p) => <BenchmarkDetailPage id={p.id!} /> },
-  { pattern: '/guardrails', service: 'observe', render: () => <GuardrailsPage /> },
-  { pattern: '/recall', service: 'observe', render: () => <RecallPage /> },
-  { pattern: '/approvals', service: 'gate', render: () => <ApprovalsPage /> },
+  { pattern: '/guardrails', service: 'observe', nav: ['Observe', 'Guardrails'], render: () => <GuardrailsPage /> },
+  { pattern: '/recall', service: 'observe', nav: ['Observe', 'Recall search'], render: () => <RecallPage /> },
+  { pattern: '/approvals', service: 'gate', nav: ['Approvals', 'Approval queue'], render: () => <ApprovalsPage /> },
   { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
-  { pattern: '/audit', service: 'gate', render: () => <AuditPage /> },
-  { pattern: '/policies', service: 'gate', render: () => <PoliciesPage /> },
-  { pattern: '/webhooks', service: 'gate', render: () => <WebhooksPage /> },
-  { pattern: '/keys', service: 'gate', render: () => <KeysPage /> },
+  { pattern: '/audit', service: 'gate', nav: ['Approvals', 'Audit log'], render: () => <AuditPage /> },
+  { pattern: '/policies', service: 'gate', nav: ['Approvals', 'Policies'], render: () => <PoliciesPage /> },
+  { pattern: '/webhooks', service: 'gate', nav: ['Approvals', 'Webhooks'], render: () => <WebhooksPage /> },
+  { pattern: '/keys', service: 'gate', nav: ['Approvals', 'API keys'], render: () => <KeysPage /> },
+  { pattern: '/changes', service: 'any', nav: ['Administration', 'Change log'], render: () => <ChangesPage /> },
 ];
 
-const NAV: { title: string; service: Service; links: { to: string; label: string }[] }[] = [
-  {
-    title: 'Observe',
-    service: 'observe',
-    links: [
-      { to: '/', label: 'Overview' },
-      { to: '/sessions', label: 'Sessions' },
-      { to: '/agents', label: 'Agents' },
-      { to: '/alerts', label: 'Alerts' },
-      { to: '/benchmarks', label: 'Benchmarks' },
-      { to: '/guardrails', label: 'Guardrails' },
-      { to: '/recall', label: 'Recall search' },
-    ],
-  },
-  {
-    title: 'Approvals',
-    service: 'gate',
-    links: [
-      { to: '/approvals', label: 'Approval queue' },
-      { to: '/audit', label: 'Audit log' },
-      { to: '/policies', label: 'Policies' },
-      { to: '/webhooks', label: 'Webhooks' },
-      { to: '/keys', label: 'API keys' },
-    ],
-  },
-];
+/** The sidebar: each group in the order its first page comes in ROUTES. */
+const NAV = ROUTES.reduce<{ title: string; links: { to: string; label: string }[] }[]>((groups, route) => {
+  if (!route.nav) return groups;
+  const [title, label] = route.nav;
+  let group = groups.find((g) => g.title === title);
+  if (!group) {
+    group = { title, links: [] };
+    groups.push(group);
+  }
+  group.links.push({ to: route.pattern, label });
+  return groups;
+}, []);
 
 function isCurrent(to: string, path: string): boolean {
   return to === '/' ? path === '/' : path === to || path.startsWith(`${to}/`);
 }
 
 function PendingCount() {
-  const pending = useAsync((signal) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
+  const pending = useAsync((signal) => gate('GET /api/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (
@@ -121,7 +113,7 @@ export function App() {
   };
 
   const signOut = async () => {
-    if (creds.gate) await gate('/dashboard/sessions/current', { method: 'DELETE' }).catch(() => undefined);
+    if (creds.gate) await gate('DELETE /api/dashboard/sessions/current').catch(() => undefined);
     update({ observeKey: null, gate: null });
     navigate('/');
   };
@@ -138,7 +130,7 @@ export function App() {
   }
 
   let content: ReactNode = null;
-  let service: Service | null = null;
+  let service: Route['service'] | null = null;
   for (const route of ROUTES) {
     const params = match(route.pattern, location.path);
     if (params) {

@@ -5,16 +5,12 @@
  * short-lived dashboard session token the gate issued for it (decisions: `dashboard:<name>`).
  */
 
+import type { GatePaths, GateSchemas, Methods, ObservePaths, ObserveSchemas, OperationShape, Success } from '@vigil/sdk/types';
+
 export type Service = 'observe' | 'gate';
 
-export interface GateSession {
-  token: string;
-  name: string;
-  actor: string;
-  keyName: string;
-  scopes: string[];
-  expiresAt: string;
-}
+/** What the dashboard keeps of the gate's sign-in answer (the token is the credential). */
+export type GateSession = Pick<GateAnswer<'POST /api/dashboard/sessions'>, 'token' | 'name' | 'actor' | 'keyName' | 'scopes' | 'expiresAt'>;
 
 export interface Credentials {
   observeKey: string | null;
@@ -93,16 +89,60 @@ function errorFrom(service: Service, status: number, body: unknown): ApiError {
   return new ApiError(service, status, `${SERVICE_NAMES[service]} answered ${status} without an explanation`);
 }
 
-export interface RequestOptions {
-  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  body?: unknown;
-  query?: Record<string, string | number | boolean | undefined | null>;
+/**
+ * A route as the service's OpenAPI document lists it, method first: `'GET /api/agents/{id}'`.
+ * The types come from the SDK's generated modules (`@vigil/sdk/types`), so the path, its
+ * parameters, query, body and answer follow the route schemas: a schema change that breaks a
+ * page is a type error here.
+ */
+export type Route<Paths> = { [P in keyof Paths & string]: `${Uppercase<Methods<Paths, P>>} ${P}` }[keyof Paths & string];
+export type ObserveRoute = Route<ObservePaths>;
+export type GateRoute = Route<GatePaths>;
+
+type OperationOf<Paths, R> = R extends `${infer Verb} ${infer P}`
+  ? P extends keyof Paths
+    ? Lowercase<Verb> extends keyof Paths[P]
+      ? Paths[P][Lowercase<Verb>] extends OperationShape
+        ? Paths[P][Lowercase<Verb>]
+        : never
+      : never
+    : never
+  : never;
+
+/** The body of a route's success answer. */
+export type ObserveAnswer<R extends ObserveRoute> = Success<OperationOf<ObservePaths, R>>;
+export type GateAnswer<R extends GateRoute> = Success<OperationOf<GatePaths, R>>;
+/** A route's query and body, as its schema accepts them. */
+export type ObserveQuery<R extends ObserveRoute> = OperationOf<ObservePaths, R>['query'];
+export type ObserveBody<R extends ObserveRoute> = OperationOf<ObservePaths, R>['body'];
+export type GateQuery<R extends GateRoute> = OperationOf<GatePaths, R>['query'];
+export type GateBody<R extends GateRoute> = OperationOf<GatePaths, R>['body'];
+
+interface TransportOptions {
   signal?: AbortSignal;
   /** Use this bearer credential instead of the stored one (sign-in). `null`: send none. */
   token?: string | null;
 }
 
-function queryString(query: RequestOptions['query']): string {
+/** Operations without parameters of a kind have `Record<string, never>` there (an index signature). */
+type IsEmpty<T> = string extends keyof T ? true : false;
+
+/** What one route takes: its path parameters, query and body, typed by its schema. */
+export type RequestOptions<O extends OperationShape> = TransportOptions &
+  (IsEmpty<O['params']> extends true ? { params?: undefined } : { params: O['params'] }) &
+  (IsEmpty<O['query']> extends true ? { query?: undefined } : {} extends O['query'] ? { query?: O['query'] } : { query: O['query'] }) &
+  ([O['body']] extends [never] ? { body?: undefined } : O['bodyRequired'] extends true ? { body: O['body'] } : { body?: O['body'] });
+
+/** The options may be left out when nothing in them is required. */
+type OptionsArgs<O extends OperationShape> = {} extends RequestOptions<O> ? [options?: RequestOptions<O>] : [options: RequestOptions<O>];
+
+interface UntypedOptions extends TransportOptions {
+  params?: object;
+  query?: object;
+  body?: unknown;
+}
+
+function queryString(query: object | undefined): string {
   if (!query) return '';
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
@@ -112,8 +152,16 @@ function queryString(query: RequestOptions['query']): string {
   return text ? `?${text}` : '';
 }
 
-async function request<T>(service: Service, path: string, options: RequestOptions = {}): Promise<T> {
-  const base = service === 'observe' ? '/api' : '/gate/api';
+/** `/api/agents/{id}` with `{ id: 'a/b' }` → `/api/agents/a%2Fb`. */
+function fillPath(path: string, params: object | undefined): string {
+  const values = (params ?? {}) as Record<string, unknown>;
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(values[name])));
+}
+
+async function request(service: Service, route: string, options: UntypedOptions = {}): Promise<unknown> {
+  const [method, path] = route.split(' ') as [string, string];
+  // Observe serves the dashboard, so its /api is this origin's; the gate is forwarded at /gate/api.
+  const base = service === 'observe' ? '' : '/gate';
   const stored = service === 'observe' ? current.observeKey : (current.gate?.token ?? null);
   const token = options.token === undefined ? stored : options.token;
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -121,8 +169,8 @@ async function request<T>(service: Service, path: string, options: RequestOption
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {
-    response = await fetch(`${base}${path}${queryString(options.query)}`, {
-      method: options.method ?? 'GET',
+    response = await fetch(`${base}${fillPath(path, options.params)}${queryString(options.query)}`, {
+      method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       signal: options.signal,
@@ -148,140 +196,76 @@ async function request<T>(service: Service, path: string, options: RequestOption
     }
     throw error;
   }
-  return body as T;
+  return body;
 }
 
-export const observe = <T>(path: string, options?: RequestOptions): Promise<T> => request<T>('observe', path, options);
-export const gate = <T>(path: string, options?: RequestOptions): Promise<T> => request<T>('gate', path, options);
+/** Calls observe: `observe('GET /api/agents/{id}', { params: { id }, signal })`. */
+export function observe<R extends ObserveRoute>(route: R, ...[options]: OptionsArgs<OperationOf<ObservePaths, R>>): Promise<ObserveAnswer<R>> {
+  return request('observe', route, options) as Promise<ObserveAnswer<R>>;
+}
+
+/** Calls the gate (through observe's /gate forward): `gate('GET /api/requests/{id}', { params: { id } })`. */
+export function gate<R extends GateRoute>(route: R, ...[options]: OptionsArgs<OperationOf<GatePaths, R>>): Promise<GateAnswer<R>> {
+  return request('gate', route, options) as Promise<GateAnswer<R>>;
+}
 
 /** Whether the signed-in gate session has a scope (admin grants every scope). */
 export function hasGateScope(scope: string): boolean {
-  const scopes = current.gate?.scopes ?? [];
+  const scopes: readonly string[] = current.gate?.scopes ?? [];
   return scopes.includes('admin') || scopes.includes(scope);
 }
 
-// ---- Shapes of the answers the pages read (see the specs and each service's /api/openapi.json) ----
+// ---- Answers the pages read, named once: every one is a generated type (see @vigil/sdk/types) ----
 
-export interface Session {
-  id: string;
-  agentId: string;
-  agentName: string;
-  status: 'active' | 'completed' | 'error';
-  startedAt: string;
-  endedAt?: string;
-  lastEventAt: string;
-  eventCount: number;
-  toolCallCount: number;
-  errorCount: number;
-  totalCostUsd: number;
-  tags: string[];
-}
+export type Session = ObserveSchemas.Session;
+export type VigilEvent = ObserveSchemas.Event;
+export type Verification = ObserveAnswer<'GET /api/audit/verify'>;
+export type Agent = ObserveSchemas.Agent;
+export type AgentHealth = ObserveSchemas.AgentHealth;
+export type Approval = GateSchemas.ApprovalRequest;
+export type ApprovalSummary = GateAnswer<'GET /api/requests'>[number];
+export type AuditEntry = GateSchemas.AuditEntry;
+export type AuditListEntry = GateSchemas.AuditListEntry;
 
-export interface VigilEvent {
+// ---- HAND-WRITTEN UNTIL MERGE: the admin change log (GET /api/audit/changes, both services) ----
+// The route is added on another branch; when it is merged and `npm run generate -w @vigil/sdk`
+// has run, replace this block with the generated types (`ObserveAnswer<'GET /api/audit/changes'>`,
+// `GateSchemas.AdminChange`) and call it through `observe()` / `gate()` like every other route.
+
+export type AdminResource = 'policy' | 'api_key' | 'webhook' | 'alert_rule' | 'guardrail' | 'settings';
+
+export interface AdminChange {
   id: string;
-  seq: number;
   timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: 'debug' | 'info' | 'warn' | 'error' | 'critical';
-  payload: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  prevHash: string | null;
-  hash: string;
-}
-
-export interface ChainBreak {
-  seq: number;
-  eventId: string | null;
-  reason: string;
-}
-
-export interface Verification {
-  sessionId: string;
-  valid: boolean;
-  eventCount: number;
-  headHash: string | null;
-  brokenAt: ChainBreak | null;
-}
-
-export interface Agent {
-  id: string;
-  name: string;
-  firstSeenAt: string;
-  lastSeenAt: string;
-  sessionCount: number;
-  pausedAt: string | null;
-  pauseReason: string | null;
-  modelOverride: string | null;
-  approvalPolicyId: string | null;
-}
-
-export interface HealthDimension {
-  name: string;
-  score: number;
-  weight: number;
-  rawValue: number;
-  description: string;
-}
-
-export interface AgentHealth {
-  agentId: string;
-  overallScore: number;
-  trend: 'improving' | 'stable' | 'degrading';
-  trendDelta: number;
-  dimensions: HealthDimension[];
-  window: { from: string; to: string };
-  sessionCount: number;
-  computedAt: string;
-}
-
-export interface ApprovalSummary {
-  id: string;
+  resource: AdminResource;
+  resourceId: string | null;
   action: string;
-  status: 'pending' | 'approved' | 'denied' | 'expired';
-  urgency: 'low' | 'normal' | 'high' | 'critical';
-  createdAt: string;
-}
-
-export interface PolicyDecision {
-  decision: 'auto_approve' | 'auto_deny' | 'route_to_human' | 'route_to_agent';
-  policyId: string | null;
-  approvers: string[];
-  channels: string[];
-  requireReason: boolean;
-}
-
-export interface Approval extends ApprovalSummary {
-  params: Record<string, unknown>;
-  context: Record<string, unknown>;
-  decidedBy: string | null;
-  decisionReason: string | null;
-  decidedAt: string | null;
-  expiresAt: string | null;
-  confirmedAt: string | null;
-  executionResult: unknown;
-  policyDecision: PolicyDecision;
-}
-
-export interface AuditEntry {
-  timestamp: string;
-  event: string;
   actor: string;
-  /** The API key behind the actor (its name as it was then); null for the gate's own actions. */
   actorKeyId: string | null;
   actorKeyName: string | null;
-  details?: Record<string, unknown>;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
 }
 
-export interface AuditListEntry extends AuditEntry {
-  id: string;
-  requestId: string;
-  action: string;
-}
-
-export interface AuditListPage {
-  entries: AuditListEntry[];
+export interface AdminChangePage {
+  entries: AdminChange[];
   nextCursor: string | null;
   hasMore: boolean;
 }
+
+export interface AdminChangeQuery {
+  resource?: AdminResource;
+  resourceId?: string;
+  action?: string;
+  keyId?: string;
+  from?: string;
+  to?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+/** One page of a service's administrative changes, newest first (admin scope). */
+export function adminChanges(service: Service, query: AdminChangeQuery, signal?: AbortSignal): Promise<AdminChangePage> {
+  return request(service, 'GET /api/audit/changes', { query, signal }) as Promise<AdminChangePage>;
+}
+// ---- end of the hand-written block ----

@@ -1,4 +1,5 @@
-import { Badge, fmtDuration, fmtUsd, type Tone } from './ui.tsx';
+import { fmtDuration, fmtUsd } from './format.ts';
+import { Badge, type Tone } from './ui.tsx';
 
 /** One line that says what an event is about, per event type (payload fields: docs/api.md#event-types). */
 export function summarize(eventType: string, payload: Record<string, unknown>): string {

@@ -38,7 +38,7 @@ export function useLiveStream(query: Record<string, string | undefined>, handler
     const open = async () => {
       let token: string;
       try {
-        token = (await observe<{ token: string }>('/stream/tokens', { method: 'POST' })).token;
+        token = (await observe('POST /api/stream/tokens')).token;
       } catch {
         return reopenLater();
       }

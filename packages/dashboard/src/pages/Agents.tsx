@@ -1,29 +1,10 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, observe, type Agent, type AgentHealth, type Session } from '../api.ts';
+import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
+import { InlineSelect, Table, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  Empty,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtPercent,
-  fmtUsd,
-  Meter,
-  Notice,
-  Page,
-  Section,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
+import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 function Trend({ health }: { health: Pick<AgentHealth, 'trend' | 'trendDelta'> }) {
   const arrow = health.trend === 'improving' ? '▲' : health.trend === 'degrading' ? '▼' : '■';
@@ -36,8 +17,8 @@ function Trend({ health }: { health: Pick<AgentHealth, 'trend' | 'trendDelta'> }
 }
 
 export function AgentsPage() {
-  const agents = useAsync((signal) => observe<{ agents: Agent[] }>('/agents', { signal }), [], { pollMs: 15_000 });
-  const overview = useAsync((signal) => observe<{ agents: AgentHealth[] }>('/health/overview', { query: { window: 7 }, signal }), [], { pollMs: 60_000 });
+  const agents = useAsync((signal) => observe('GET /api/agents', { signal }), [], { pollMs: 15_000 });
+  const overview = useAsync((signal) => observe('GET /api/health/overview', { query: { window: 7 }, signal }), [], { pollMs: 60_000 });
   const healthOf = new Map(overview.data?.agents.map((h) => [h.agentId, h]) ?? []);
 
   return (
@@ -104,12 +85,6 @@ export function AgentsPage() {
   );
 }
 
-interface Snapshot {
-  date: string;
-  overallScore: number;
-  sessionCount: number;
-}
-
 const DIMENSION_LABELS: Record<string, string> = {
   error_rate: 'Error rate',
   cost_efficiency: 'Cost efficiency',
@@ -117,6 +92,8 @@ const DIMENSION_LABELS: Record<string, string> = {
   latency: 'Latency',
   completion_rate: 'Completion rate',
 };
+
+const HEALTH_WINDOWS = [1, 7, 14, 30, 90].map((d) => ({ value: d, label: d === 1 ? 'Last day' : `Last ${d} days` }));
 
 function rawValue(name: string, value: number): string {
   switch (name) {
@@ -129,20 +106,35 @@ function rawValue(name: string, value: number): string {
   }
 }
 
+const DIMENSION_COLUMNS: Column<AgentHealth['dimensions'][number]>[] = [
+  { header: 'Dimension', rowHeader: true, cell: (d) => DIMENSION_LABELS[d.name] ?? d.name },
+  {
+    header: 'Score',
+    cell: (d) => (
+      <span className="score">
+        <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {d.score.toFixed(1)}
+      </span>
+    ),
+  },
+  { header: 'Weight', num: true, cell: (d) => fmtPercent(d.weight, 0) },
+  { header: 'Measured', cell: (d) => rawValue(d.name, d.rawValue) },
+  { header: 'How it is scored', className: 'muted small', cell: (d) => d.description },
+];
+
 function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => void }) {
   const [reason, setReason] = useState('');
   const [clearModel, setClearModel] = useState(false);
   const [clearPolicy, setClearPolicy] = useState(false);
   const [done, setDone] = useState<string | null>(null);
-  const path = `/agents/${encodeURIComponent(agent.id)}`;
+  const params = { id: agent.id };
   const pause = useAction(async () => {
-    await observe(`${path}/pause`, { method: 'POST', body: reason.trim() ? { reason: reason.trim() } : {} });
+    await observe('POST /api/agents/{id}/pause', { params, body: reason.trim() ? { reason: reason.trim() } : {} });
     setDone('Agent paused. It reads its pause from GET /api/agents/:id and should stop taking actions.');
     setReason('');
     onChanged();
   });
   const resume = useAction(async () => {
-    await observe(`${path}/resume`, { method: 'POST', body: { clearModelOverride: clearModel, clearApprovalPolicy: clearPolicy } });
+    await observe('POST /api/agents/{id}/resume', { params, body: { clearModelOverride: clearModel, clearApprovalPolicy: clearPolicy } });
     setDone('Agent resumed.');
     onChanged();
   });
@@ -193,19 +185,18 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
 }
 
 export function AgentDetailPage({ id }: { id: string }) {
-  const path = `/agents/${encodeURIComponent(id)}`;
   const [windowDays, setWindowDays] = useState(7);
-  const agent = useAsync((signal) => observe<Agent>(path, { signal }), [id]);
+  const agent = useAsync((signal) => observe('GET /api/agents/{id}', { params: { id }, signal }), [id]);
   const health = useAsync(
     (signal) =>
-      observe<AgentHealth>(`${path}/health`, { query: { window: windowDays }, signal }).catch((error: unknown) => {
+      observe('GET /api/agents/{id}/health', { params: { id }, query: { window: windowDays }, signal }).catch((error: unknown) => {
         if (error instanceof ApiError && error.status === 404) return null;
         throw error;
       }),
     [id, windowDays],
   );
-  const history = useAsync((signal) => observe<{ snapshots: Snapshot[] }>('/health/history', { query: { agentId: id, days: 30 }, signal }), [id]);
-  const sessions = useAsync((signal) => observe<{ sessions: Session[] }>('/sessions', { query: { agentId: id, limit: 10 }, signal }), [id]);
+  const history = useAsync((signal) => observe('GET /api/health/history', { query: { agentId: id, days: 30 }, signal }), [id]);
+  const sessions = useAsync((signal) => observe('GET /api/sessions', { query: { agentId: id, limit: 10 }, signal }), [id]);
 
   return (
     <Page title={agent.data?.name ?? id} subtitle={<Link to="/agents">← All agents</Link>}>
@@ -229,16 +220,7 @@ export function AgentDetailPage({ id }: { id: string }) {
       <Section
         title="Health"
         actions={
-          <div className="field inline">
-            <label htmlFor="health-window">Window</label>
-            <select id="health-window" value={windowDays} onChange={(e) => setWindowDays(Number(e.target.value))}>
-              {[1, 7, 14, 30, 90].map((d) => (
-                <option key={d} value={d}>
-                  {d === 1 ? 'Last day' : `Last ${d} days`}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect id="health-window" label="Window" value={windowDays} options={HEALTH_WINDOWS} onChange={setWindowDays} />
         }
       >
         <Async state={health} label="Computing health…">
@@ -252,32 +234,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                   <Stat label="Trend" value={<Trend health={h} />} hint="against the window before" />
                   <Stat label="Sessions scored" value={fmtNumber(h.sessionCount)} />
                 </Stats>
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Dimension</th>
-                      <th scope="col">Score</th>
-                      <th scope="col" className="num">Weight</th>
-                      <th scope="col">Measured</th>
-                      <th scope="col">How it is scored</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {h.dimensions.map((d) => (
-                      <tr key={d.name}>
-                        <th scope="row">{DIMENSION_LABELS[d.name] ?? d.name}</th>
-                        <td>
-                          <span className="score">
-                            <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {d.score.toFixed(1)}
-                          </span>
-                        </td>
-                        <td className="num">{fmtPercent(d.weight, 0)}</td>
-                        <td>{rawValue(d.name, d.rawValue)}</td>
-                        <td className="muted small">{d.description}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <Table rows={h.dimensions} columns={DIMENSION_COLUMNS} rowKey={(d) => d.name} />
               </>
             )
           }

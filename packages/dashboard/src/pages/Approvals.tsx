@@ -1,25 +1,10 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
+import { Table, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
-import { AuditActor, auditDetails } from './Audit.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  JsonView,
-  Notice,
-  Page,
-  Section,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
+import { ENTRY_COLUMNS } from './Audit.tsx';
+import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
 const TABS = [
@@ -40,10 +25,10 @@ export function ApprovalsPage() {
   const tab = TABS.some((t) => t.value === query.get('status')) ? (query.get('status') as (typeof TABS)[number]['value']) : 'pending';
   const requests = useAsync(
     async (signal) => {
-      if (tab !== 'pending') return gate<ApprovalSummary[]>('/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
+      if (tab !== 'pending') return gate('GET /api/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
       // One list per urgency, so a flood of low-urgency requests cannot push a critical one off the page.
       const lists = await Promise.all(
-        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate<ApprovalSummary[]>('/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
+        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate('GET /api/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
       );
       return lists.flat();
     },
@@ -127,8 +112,8 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   const [missing, setMissing] = useState(false);
   const required = request.policyDecision.requireReason;
   const decide = useAction(async (decision: 'approved' | 'denied') => {
-    const result = await gate<{ status: string; decidedBy: string }>(`/requests/${request.id}/decide`, {
-      method: 'POST',
+    const result = await gate('POST /api/requests/{id}/decide', {
+      params: { id: request.id },
       body: reason.trim() ? { decision, reason: reason.trim() } : { decision },
     });
     onDecided(`${result.status === 'approved' ? 'Approved' : 'Denied'} as ${result.decidedBy}.`);
@@ -182,9 +167,11 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   );
 }
 
+const TRAIL_COLUMNS: Column<AuditEntry>[] = [{ header: 'When', cell: (e) => fmtDateTime(e.timestamp) }, ...ENTRY_COLUMNS];
+
 export function ApprovalDetailPage({ id }: { id: string }) {
-  const request = useAsync((signal) => gate<Approval>(`/requests/${id}`, { signal }), [id], { pollMs: 5000 });
-  const audit = useAsync((signal) => gate<AuditEntry[]>(`/requests/${id}/audit`, { signal }), [id], { pollMs: 5000 });
+  const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
+  const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
   const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
   const onDecided = (message: string) => {
     setDecided({ id, message });
@@ -270,30 +257,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
       <Section title="Audit trail">
         <Async state={audit} isEmpty={(d) => d.length === 0} empty="No audit entries.">
           {(entries) => (
-            <table data-testid="audit-trail">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Actor (key)</th>
-                  <th scope="col">Details</th>
-                </tr>
-              </thead>
-              <tbody>
-                {entries.map((e, i) => (
-                  <tr key={i}>
-                    <td>{fmtDateTime(e.timestamp)}</td>
-                    <td>
-                      <StatusBadge status={e.event} />
-                    </td>
-                    <td>
-                      <AuditActor entry={e} />
-                    </td>
-                    <td className="clip">{auditDetails(e)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table rows={entries} columns={TRAIL_COLUMNS} rowKey={(_, i) => String(i)} testId="audit-trail" />
           )}
         </Async>
       </Section>

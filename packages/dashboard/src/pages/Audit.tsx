@@ -1,7 +1,9 @@
-import { useState, type FormEvent } from 'react';
-import { gate, type AuditEntry, type AuditListPage } from '../api.ts';
+import { useState } from 'react';
+import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
+import { CursorPager, Filters, Table, type Column } from '../components.tsx';
+import { fmtDateTime, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, fmtDateTime, Page, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
@@ -10,7 +12,7 @@ const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as cons
  * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API
  * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key.
  */
-export function AuditActor({ entry }: { entry: AuditEntry }) {
+export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> }) {
   return (
     <>
       <code>{entry.actor}</code>
@@ -31,9 +33,32 @@ export function auditDetails(entry: AuditEntry): string {
     .join(' · ');
 }
 
+/** The columns every list of audit entries shows after its "When". */
+export const ENTRY_COLUMNS: Column<AuditEntry>[] = [
+  { header: 'Event', cell: (e) => <StatusBadge status={e.event} /> },
+  { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} /> },
+  { header: 'Details', className: 'clip', cell: auditDetails },
+];
+
+const LOG_COLUMNS: Column<AuditListEntry>[] = [
+  { header: 'When', title: (e) => fmtDateTime(e.timestamp), cell: (e) => timeAgo(e.timestamp) },
+  ENTRY_COLUMNS[0]!,
+  {
+    header: 'Request',
+    cell: (e) => (
+      <Link to={`/approvals/${e.requestId}`}>
+        <code>{e.action}</code>
+        <span className="visually-hidden"> request {e.requestId}</span>
+      </Link>
+    ),
+  },
+  ...ENTRY_COLUMNS.slice(1),
+];
+
 export function AuditPage() {
   const { query } = useLocation();
-  const event = query.get('event') ?? '';
+  // From the address: an unknown value is the gate's to refuse (400), shown as the page's error.
+  const event = (query.get('event') ?? '') as NonNullable<GateQuery<'GET /api/audit'>['event']> | '';
   const actor = query.get('actor') ?? '';
   const action = query.get('action') ?? '';
   const [actionDraft, setActionDraft] = useState(action);
@@ -44,22 +69,25 @@ export function AuditPage() {
   const cursor = cursors.at(-1);
 
   const entries = useAsync(
-    (signal) => gate<AuditListPage>('/audit', { query: { event, actor, action, cursor, limit: PAGE_SIZE }, signal }),
+    (signal) => gate('GET /api/audit', { query: { event: event || undefined, actor, action, cursor, limit: PAGE_SIZE }, signal }),
     [event, actor, action, cursor],
     // The newest page follows new entries by itself; older pages stay put.
     { pollMs: cursor === undefined ? 5000 : undefined },
   );
-  const actors = useAsync((signal) => gate<{ actors: string[] }>('/audit/actors', { signal }), []);
+  const actors = useAsync((signal) => gate('GET /api/audit/actors', { signal }), []);
 
-  const applyAction = (submitted: FormEvent) => {
-    submitted.preventDefault();
-    setQuery({ action: actionDraft.trim() || null });
-  };
 
   return (
     <Page title="Audit log" subtitle="Every recorded step of every approval request, newest first: who acted, and the API key behind them.">
       <Section title="Filters">
-        <form className="filters" onSubmit={applyAction}>
+        <Filters
+          onApply={() => setQuery({ action: actionDraft.trim() || null })}
+          onClear={() => {
+            setActionDraft('');
+            setQuery({ event: null, actor: null, action: null });
+          }}
+          filtered={Boolean(event || actor || action)}
+        >
           <div className="field">
             <label htmlFor="audit-event">Event</label>
             <select id="audit-event" value={event} onChange={(e) => setQuery({ event: e.target.value || null })}>
@@ -87,22 +115,7 @@ export function AuditPage() {
             <label htmlFor="audit-action">Request action</label>
             <input id="audit-action" value={actionDraft} placeholder="deploy" onChange={(e) => setActionDraft(e.target.value)} />
           </div>
-          <button type="submit" className="secondary">
-            Apply
-          </button>
-          {(event || actor || action) && (
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                setActionDraft('');
-                setQuery({ event: null, actor: null, action: null });
-              }}
-            >
-              Clear filters
-            </button>
-          )}
-        </form>
+        </Filters>
       </Section>
       <Section title="Entries" actions={entries.refreshing ? <span className="muted small">refreshing…</span> : null}>
         <Async
@@ -113,52 +126,12 @@ export function AuditPage() {
         >
           {(data) => (
             <>
-              <table data-testid="audit-log">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Request</th>
-                    <th scope="col">Actor (key)</th>
-                    <th scope="col">Details</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.entries.map((e) => (
-                    <tr key={e.id}>
-                      <td title={fmtDateTime(e.timestamp)}>{timeAgo(e.timestamp)}</td>
-                      <td>
-                        <StatusBadge status={e.event} />
-                      </td>
-                      <td>
-                        <Link to={`/approvals/${e.requestId}`}>
-                          <code>{e.action}</code>
-                          <span className="visually-hidden"> request {e.requestId}</span>
-                        </Link>
-                      </td>
-                      <td>
-                        <AuditActor entry={e} />
-                      </td>
-                      <td className="clip">{auditDetails(e)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-              {(cursors.length > 0 || data.nextCursor !== null) && (
-                <nav className="pager" aria-label="Audit log pages">
-                  <button type="button" className="secondary small" disabled={cursors.length === 0} onClick={() => setPaging({ filters, cursors: cursors.slice(0, -1) })}>
-                    ← Newer
-                  </button>
-                  <button
-                    type="button"
-                    className="secondary small"
-                    disabled={data.nextCursor === null}
-                    onClick={() => data.nextCursor !== null && setPaging({ filters, cursors: [...cursors, data.nextCursor] })}
-                  >
-                    Older →
-                  </button>
-                </nav>
-              )}
+              <Table rows={data.entries} columns={LOG_COLUMNS} rowKey={(e) => e.id} testId="audit-log" />
+              <CursorPager
+                label="Audit log pages"
+                newer={cursors.length > 0 ? () => setPaging({ filters, cursors: cursors.slice(0, -1) }) : undefined}
+                older={data.nextCursor !== null ? () => setPaging({ filters, cursors: [...cursors, data.nextCursor!] }) : undefined}
+              />
             </>
           )}
         </Async>

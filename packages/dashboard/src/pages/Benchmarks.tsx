@@ -1,82 +1,9 @@
-import { useState, type FormEvent } from 'react';
-import { observe } from '../api.ts';
+import { useState } from 'react';
+import { observe, type ObserveQuery } from '../api.ts';
+import { CreateForm, InlineSelect, TextField } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  Field,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtPercent,
-  fmtUsd,
-  Notice,
-  Page,
-  Section,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
-
-interface Variant {
-  id: string;
-  name: string;
-  tag: string;
-  description?: string | null;
-  agentId?: string | null;
-  sessionCount?: number;
-}
-
-interface Benchmark {
-  id: string;
-  name: string;
-  description: string | null;
-  agentId: string | null;
-  status: 'draft' | 'running' | 'completed' | 'cancelled';
-  variants: Variant[];
-  metrics: string[];
-  minSessionsPerVariant?: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Stats {
-  mean: number | null;
-  median: number | null;
-  stddev: number | null;
-  min: number | null;
-  max: number | null;
-  count: number;
-  rate?: number | null;
-  numerator?: number;
-  denominator?: number;
-}
-
-interface Results {
-  variants: { variantId: string; variantName: string; tag: string; sessionCount: number; belowMinimum: boolean; metrics: Record<string, Stats> }[];
-  comparisons: {
-    metric: string;
-    variantA: { id: string; name: string; stats: Stats };
-    variantB: { id: string; name: string; stats: Stats };
-    absoluteDiff: number | null;
-    percentDiff: number | null;
-    testType: 'welch_t' | 'chi_squared';
-    testStatistic: number | null;
-    pValue: number;
-    confidenceInterval: { lower: number; upper: number } | null;
-    significant: boolean;
-    winner?: string;
-    confidence: string;
-    belowMinimum: boolean;
-    degenerate: string | null;
-  }[];
-  summary: string;
-  computedAt: string;
-  belowMinimum: boolean;
-  minSessionsPerVariant: number;
-}
+import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 const METRIC_LABELS: Record<string, string> = {
   error_rate: 'Error rate',
@@ -96,6 +23,9 @@ function metricValue(metric: string, value: number | null | undefined): string {
   return fmtNumber(value, 1);
 }
 
+type StatusChoice = NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | '';
+const STATUS_CHOICES: { value: StatusChoice; label: string }[] = (['', 'draft', 'running', 'completed', 'cancelled'] as const).map((s) => ({ value: s, label: s || 'Any' }));
+
 function NewBenchmark() {
   const [name, setName] = useState('');
   const [agentId, setAgentId] = useState('');
@@ -103,27 +33,19 @@ function NewBenchmark() {
     { name: 'A', tag: '' },
     { name: 'B', tag: '' },
   ]);
-  const create = useAction(async () => {
-    const created = await observe<Benchmark>('/benchmarks', {
-      method: 'POST',
+  const create = async () => {
+    const created = await observe('POST /api/benchmarks', {
       body: { name, ...(agentId.trim() && { agentId: agentId.trim() }), variants: variants.map((v) => ({ name: v.name.trim(), tag: v.tag.trim() })) },
     });
     navigate(`/benchmarks/${created.id}`);
-  });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void create.run();
+    return `Benchmark “${created.name}” created.`;
   };
   const setVariant = (index: number, field: 'name' | 'tag', value: string) => setVariants((vs) => vs.map((v, i) => (i === index ? { ...v, [field]: value } : v)));
   return (
-    <form onSubmit={submit} className="stack">
+    <CreateForm create={create} submit="Create benchmark (draft)" pending="Creating…" failure="The benchmark was not created">
       <div className="form-grid">
-        <Field label="Name" htmlFor="bench-name">
-          <input id="bench-name" required value={name} onChange={(e) => setName(e.target.value)} />
-        </Field>
-        <Field label="Agent (optional)" htmlFor="bench-agent">
-          <input id="bench-agent" value={agentId} onChange={(e) => setAgentId(e.target.value)} />
-        </Field>
+        <TextField id="bench-name" label="Name" required value={name} onChange={setName} />
+        <TextField id="bench-agent" label="Agent (optional)" value={agentId} onChange={setAgentId} />
       </div>
       <fieldset>
         <legend>Variants (a variant’s sessions carry its tag)</legend>
@@ -148,35 +70,19 @@ function NewBenchmark() {
           )}
         </div>
       </fieldset>
-      <div>
-        <button type="submit" disabled={create.pending}>
-          {create.pending ? 'Creating…' : 'Create benchmark (draft)'}
-        </button>
-      </div>
-      {create.error && <ErrorMessage error={create.error} title="The benchmark was not created" />}
-    </form>
+    </CreateForm>
   );
 }
 
 export function BenchmarksPage() {
-  const [status, setStatus] = useState('');
-  const list = useAsync((signal) => observe<{ benchmarks: Benchmark[]; total: number }>('/benchmarks', { query: { status, limit: 100 }, signal }), [status]);
+  const [status, setStatus] = useState<StatusChoice>('');
+  const list = useAsync((signal) => observe('GET /api/benchmarks', { query: { status: status || undefined, limit: 100 }, signal }), [status]);
   return (
     <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
       <Section
         title="Benchmarks"
         actions={
-          <div className="field inline">
-            <label htmlFor="bench-status">Status</label>
-            <select id="bench-status" value={status} onChange={(e) => setStatus(e.target.value)}>
-              <option value="">Any</option>
-              {['draft', 'running', 'completed', 'cancelled'].map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect id="bench-status" label="Status" value={status} options={STATUS_CHOICES} onChange={setStatus} />
         }
       >
         <Async state={list} isEmpty={(d) => d.benchmarks.length === 0} empty="No benchmarks yet. Create one below.">
@@ -218,15 +124,15 @@ export function BenchmarksPage() {
 }
 
 export function BenchmarkDetailPage({ id }: { id: string }) {
-  const benchmark = useAsync((signal) => observe<Benchmark>(`/benchmarks/${id}`, { signal }), [id]);
+  const benchmark = useAsync((signal) => observe('GET /api/benchmarks/{id}', { params: { id }, signal }), [id]);
   const status = benchmark.data?.status;
   const results = useAsync(
-    (signal) => (status && status !== 'draft' ? observe<Results>(`/benchmarks/${id}/results`, { signal }) : Promise.resolve(null)),
+    (signal) => (status && status !== 'draft' ? observe('GET /api/benchmarks/{id}/results', { params: { id }, signal }) : Promise.resolve(null)),
     [id, status],
   );
   const [done, setDone] = useState<string | null>(null);
   const move = useAction(async (next: 'running' | 'completed' | 'cancelled') => {
-    await observe(`/benchmarks/${id}/status`, { method: 'PUT', body: { status: next } });
+    await observe('PUT /api/benchmarks/{id}/status', { params: { id }, body: { status: next } });
     setDone(next === 'running' ? 'Benchmark started: results are computed live until it completes.' : next === 'completed' ? 'Benchmark completed: its results are frozen.' : 'Benchmark cancelled.');
     benchmark.reload();
   });

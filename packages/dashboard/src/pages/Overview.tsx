@@ -1,39 +1,9 @@
 import { observe } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
+import { fmtDuration, fmtNumber, fmtPercent, fmtUsd } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, fmtDuration, fmtNumber, fmtPercent, fmtUsd, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
-
-interface Bucket {
-  bucket: string;
-  eventCount: number;
-  toolCallCount: number;
-  errorCount: number;
-  avgLatencyMs: number | null;
-  totalCostUsd: number;
-}
-
-interface Analytics {
-  buckets: Bucket[];
-  totals: { eventCount: number; toolCallCount: number; errorCount: number; avgLatencyMs: number | null; totalCostUsd: number };
-}
-
-interface AgentRow {
-  agentId: string;
-  sessionCount: number;
-  totalEvents: number;
-  totalErrors: number;
-  errorRate: number;
-  totalCostUsd: number;
-  avgDurationMs: number | null;
-}
-
-interface ToolRow {
-  toolName: string;
-  callCount: number;
-  errorCount: number;
-  errorRate: number;
-  avgDurationMs: number | null;
-}
+import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
 const RANGES = {
   '24h': { label: 'Last 24 hours', ms: 24 * 3_600_000, granularity: 'hour' },
@@ -41,6 +11,7 @@ const RANGES = {
   '30d': { label: 'Last 30 days', ms: 30 * 86_400_000, granularity: 'day' },
 } as const;
 type RangeKey = keyof typeof RANGES;
+const RANGE_CHOICES = (Object.keys(RANGES) as RangeKey[]).map((key) => ({ value: key, label: RANGES[key].label }));
 
 function bucketLabel(iso: string, granularity: string): string {
   const date = new Date(iso);
@@ -59,27 +30,18 @@ export function OverviewPage() {
     return { from: new Date(to.getTime() - range.ms).toISOString(), to: to.toISOString() };
   };
 
-  const analytics = useAsync((signal) => observe<Analytics>('/analytics', { query: { ...windowNow(), granularity: range.granularity }, signal }), [rangeKey], {
+  const analytics = useAsync((signal) => observe('GET /api/analytics', { query: { ...windowNow(), granularity: range.granularity }, signal }), [rangeKey], {
     pollMs: 30_000,
   });
-  const agents = useAsync((signal) => observe<{ agents: AgentRow[] }>('/analytics/agents', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
-  const tools = useAsync((signal) => observe<{ tools: ToolRow[] }>('/analytics/tools', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+  const agents = useAsync((signal) => observe('GET /api/analytics/agents', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
+  const tools = useAsync((signal) => observe('GET /api/analytics/tools', { query: windowNow(), signal }), [rangeKey], { pollMs: 60_000 });
 
   return (
     <Page
       title="Overview"
       subtitle="What your agents did: events, errors, spend and tool latency over time."
       actions={
-        <div className="field inline">
-          <label htmlFor="overview-range">Time range</label>
-          <select id="overview-range" value={rangeKey} onChange={(e) => setQuery({ range: e.target.value === '24h' ? null : e.target.value })}>
-            {Object.entries(RANGES).map(([key, r]) => (
-              <option key={key} value={key}>
-                {r.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <InlineSelect id="overview-range" label="Time range" value={rangeKey} options={RANGE_CHOICES} onChange={(key) => setQuery({ range: key === '24h' ? null : key })} />
       }
     >
       <Async state={analytics} label="Loading analytics…">

@@ -1,32 +1,12 @@
 import { useState, type FormEvent } from 'react';
-import { gate } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, JsonView, Notice, Page, parseJsonObject, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
+import type { GateSchemas } from '@vigil/sdk/types';
+import { gate, type GateAnswer, type GateBody } from '../api.ts';
+import { fmtDateTime, parseJsonObject } from '../format.ts';
+import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
-interface Rule {
-  match: Record<string, unknown>;
-  decision: string;
-  approvers?: string[];
-  channels?: string[];
-  requireReason?: boolean;
-}
-
-interface Policy {
-  id: string;
-  name: string;
-  priority: number;
-  enabled: boolean;
-  rules: Rule[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Simulation {
-  decision: { decision: string; policyId: string | null; policyName: string | null; ruleIndex: number | null; approvers: string[]; channels: string[]; requireReason: boolean };
-  status: 'approved' | 'denied' | 'pending';
-  matchedRule: Rule | null;
-  candidateMatched: boolean;
-  policiesEvaluated: number;
-}
+type Policy = GateSchemas.Policy;
+type Rule = Policy['rules'][number];
+type SimulationRequest = GateBody<'POST /api/policies/simulate'>;
 
 const EXAMPLE_RULES = `[
   {"match": {"action": {"$regex": "^delete_"}}, "decision": "auto_deny"},
@@ -57,15 +37,15 @@ function parseRules(text: string): Rule[] {
 
 function Simulator({ policies }: { policies: Policy[] }) {
   const [action, setAction] = useState('pay');
-  const [urgency, setUrgency] = useState('normal');
+  const [urgency, setUrgency] = useState<NonNullable<SimulationRequest['urgency']>>('normal');
   const [params, setParams] = useState('{"amount": 250}');
   const [context, setContext] = useState('{}');
   const [useDraft, setUseDraft] = useState(false);
   const [draftId, setDraftId] = useState('');
   const [draftRules, setDraftRules] = useState(EXAMPLE_RULES);
-  const [result, setResult] = useState<Simulation | null>(null);
+  const [result, setResult] = useState<GateAnswer<'POST /api/policies/simulate'> | null>(null);
   const simulate = useAction(async () => {
-    const body: Record<string, unknown> = { action, urgency, params: parseJsonObject(params, 'Parameters'), context: parseJsonObject(context, 'Context') };
+    const body: SimulationRequest = { action, urgency, params: parseJsonObject(params, 'Parameters'), context: parseJsonObject(context, 'Context') };
     if (useDraft) {
       const replaced = policies.find((p) => p.id === draftId);
       body.candidate = {
@@ -75,7 +55,7 @@ function Simulator({ policies }: { policies: Policy[] }) {
         rules: parseRules(draftRules),
       };
     }
-    setResult(await gate<Simulation>('/policies/simulate', { method: 'POST', body }));
+    setResult(await gate('POST /api/policies/simulate', { body }));
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -89,7 +69,7 @@ function Simulator({ policies }: { policies: Policy[] }) {
           <input id="sim-action" required value={action} onChange={(e) => setAction(e.target.value)} />
         </Field>
         <Field label="Urgency" htmlFor="sim-urgency">
-          <select id="sim-urgency" value={urgency} onChange={(e) => setUrgency(e.target.value)}>
+          <select id="sim-urgency" value={urgency} onChange={(e) => setUrgency(e.target.value as typeof urgency)}>
             {['low', 'normal', 'high', 'critical'].map((u) => (
               <option key={u}>{u}</option>
             ))}
@@ -152,7 +132,7 @@ function NewPolicy({ onCreated }: { onCreated: () => void }) {
   const [rules, setRules] = useState(EXAMPLE_RULES);
   const [done, setDone] = useState<string | null>(null);
   const create = useAction(async () => {
-    const policy = await gate<Policy>('/policies', { method: 'POST', body: { name, priority: Number(priority), rules: parseRules(rules) } });
+    const policy = await gate('POST /api/policies', { body: { name, priority: Number(priority), rules: parseRules(rules) } });
     setDone(`Policy “${policy.name}” saved; new requests are evaluated against it at once.`);
     setName('');
     onCreated();
@@ -193,14 +173,14 @@ function NewPolicy({ onCreated }: { onCreated: () => void }) {
 }
 
 export function PoliciesPage() {
-  const policies = useAsync((signal) => gate<{ policies: Policy[] }>('/policies', { query: { limit: 500 }, signal }), []);
+  const policies = useAsync((signal) => gate('GET /api/policies', { query: { limit: 500 }, signal }), []);
   const toggle = useAction(async (policy: Policy) => {
-    await gate(`/policies/${policy.id}`, { method: 'PUT', body: { enabled: !policy.enabled } });
+    await gate('PUT /api/policies/{id}', { params: { id: policy.id }, body: { enabled: !policy.enabled } });
     policies.reload();
   });
   const remove = useAction(async (policy: Policy) => {
     if (!window.confirm(`Delete the policy “${policy.name}”?`)) return;
-    await gate(`/policies/${policy.id}`, { method: 'DELETE' });
+    await gate('DELETE /api/policies/{id}', { params: { id: policy.id } });
     policies.reload();
   });
 

@@ -1,32 +1,20 @@
 import { useState, type FormEvent } from 'react';
-import { observe } from '../api.ts';
+import { observe, type ObserveQuery } from '../api.ts';
 import { EventTypeBadge } from '../events.tsx';
+import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Empty, fmtDateTime, fmtNumber, Meter, Page, Section, timeAgo, useAsync } from '../ui.tsx';
-
-interface RecallResult {
-  sourceType: 'event' | 'session';
-  sourceId: string;
-  score: number;
-  text: string;
-  metadata: Record<string, unknown>;
-}
-
-interface RecallStatus {
-  embedder: { backend: string; model: string; dimensions: number };
-  queue: { depth: number; retrying: number; oldestEnqueuedAt: string | null };
-  vectors: { stored: number; indexed: number };
-}
+import { Async, Badge, Empty, Meter, Page, Section, useAsync } from '../ui.tsx';
 
 export function RecallPage() {
   const { query } = useLocation();
   const q = query.get('q') ?? '';
-  const scope = query.get('scope') ?? 'all';
+  // From the address: an unknown scope is observe's to refuse (400), shown as the page's error.
+  const scope = (query.get('scope') ?? 'all') as NonNullable<ObserveQuery<'GET /api/recall'>['scope']>;
   const [draft, setDraft] = useState(q);
   const [scopeDraft, setScopeDraft] = useState(scope);
-  const status = useAsync((signal) => observe<RecallStatus>('/recall/status', { signal }), [], { pollMs: 10_000 });
+  const status = useAsync((signal) => observe('GET /api/recall/status', { signal }), [], { pollMs: 10_000 });
   const results = useAsync(
-    (signal) => (q ? observe<{ results: RecallResult[]; totalResults: number }>('/recall', { query: { query: q, scope, limit: 25 }, signal }) : Promise.resolve(null)),
+    (signal) => (q ? observe('GET /api/recall', { query: { query: q, scope, limit: 25 }, signal }) : Promise.resolve(null)),
     [q, scope],
   );
 
@@ -45,7 +33,7 @@ export function RecallPage() {
           </div>
           <div className="field">
             <label htmlFor="recall-scope">In</label>
-            <select id="recall-scope" value={scopeDraft} onChange={(e) => setScopeDraft(e.target.value)}>
+            <select id="recall-scope" value={scopeDraft} onChange={(e) => setScopeDraft(e.target.value as typeof scope)}>
               <option value="all">Events and sessions</option>
               <option value="events">Events only</option>
               <option value="sessions">Sessions only</option>

@@ -1,49 +1,18 @@
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
-import { observe } from '../api.ts';
+import { observe, type ObserveAnswer } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, summarize } from '../events.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Empty, fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, JsonView, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+import { Async, Badge, Empty, JsonView, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
-interface ReplayEvent {
-  id: string;
-  seq: number;
-  eventType: string;
-  timestamp: string;
-  payload: Record<string, unknown>;
-}
-
-interface ReplayContext {
-  eventIndex: number;
-  totalEvents: number;
-  cumulativeCostUsd: number;
-  elapsedMs: number;
-  eventCounts: Record<string, number>;
-  llmHistory: { callId: string; provider: string | null; model: string | null; messages: unknown; response: unknown; costUsd: number | null; latencyMs: number | null }[];
-  toolResults: { callId: string; toolName: string | null; ok: boolean; result: unknown; error: unknown; durationMs: number | null }[];
-  pendingApprovals: { requestId: string; action: string | null; urgency: string | null; requestedAt: string }[];
-  errorCount: number;
-  warnings: { eventIndex: number; eventId: string; code: string; message: string }[];
-}
-
-interface ReplayStep {
-  index: number;
-  event: ReplayEvent;
-  pairedEvent: ReplayEvent | null;
-  pairDurationMs: number | null;
-  context?: ReplayContext;
-}
-
-interface ReplayPage {
-  session: { id: string; agentId: string; status: string; startedAt: string; endedAt?: string };
-  chainValid: boolean;
-  totalSteps: number;
-  steps: ReplayStep[];
-  pagination: { offset: number; limit: number; hasMore: boolean };
-  summary: { totalCost: number; totalDurationMs: number; totalLlmCalls: number; totalToolCalls: number; totalErrors: number; models: string[]; tools: string[] };
-}
+type ReplayAnswer = ObserveAnswer<'GET /api/sessions/{id}/replay'>;
+type ReplayStep = ReplayAnswer['steps'][number];
+type ReplayContext = NonNullable<ReplayStep['context']>;
 
 const PAGE = 200;
 const SPEEDS = [0.5, 1, 2, 4] as const;
+const SPEED_CHOICES = SPEEDS.map((s) => ({ value: s, label: `${s} step${s === 1 ? '' : 's'}/s` }));
 
 function Messages({ messages }: { messages: unknown }) {
   if (!Array.isArray(messages)) return <JsonView value={messages} />;
@@ -159,13 +128,13 @@ export function ReplayPage({ id }: { id: string }) {
   const requested = Math.max(0, Number(query.get('step') ?? 0) || 0);
   const [playing, setPlaying] = useState(false);
   const [speed, setSpeed] = useState<(typeof SPEEDS)[number]>(1);
-  const pages = useRef(new Map<number, ReplayPage>());
+  const pages = useRef(new Map<number, ReplayAnswer>());
   const pageIndex = Math.floor(requested / PAGE);
   const page = useAsync(
     async (signal) => {
       const cached = pages.current.get(pageIndex);
       if (cached) return cached;
-      const loaded = await observe<ReplayPage>(`/sessions/${encodeURIComponent(id)}/replay`, { query: { offset: pageIndex * PAGE, limit: PAGE }, signal });
+      const loaded = await observe('GET /api/sessions/{id}/replay', { params: { id }, query: { offset: pageIndex * PAGE, limit: PAGE }, signal });
       pages.current.set(pageIndex, loaded);
       return loaded;
     },
@@ -233,16 +202,7 @@ export function ReplayPage({ id }: { id: string }) {
                 <button type="button" className="secondary" onClick={() => goTo(totalSteps - 1)} disabled={step >= totalSteps - 1} aria-label="Last step">
                   Last »
                 </button>
-                <div className="field inline">
-                  <label htmlFor="replay-speed">Speed</label>
-                  <select id="replay-speed" value={speed} onChange={(e) => setSpeed(Number(e.target.value) as (typeof SPEEDS)[number])}>
-                    {SPEEDS.map((s) => (
-                      <option key={s} value={s}>
-                        {s} step{s === 1 ? '' : 's'}/s
-                      </option>
-                    ))}
-                  </select>
-                </div>
+                <InlineSelect id="replay-speed" label="Speed" value={speed} options={SPEED_CHOICES} onChange={setSpeed} />
               </div>
               <div className="field slider">
                 <label htmlFor="replay-step">

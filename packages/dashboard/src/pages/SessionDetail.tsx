@@ -1,36 +1,11 @@
 import { useState } from 'react';
-import { observe, type Session, type Verification, type VigilEvent } from '../api.ts';
+import { observe, type Verification, type VigilEvent } from '../api.ts';
+import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, plural, shortHash, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
-import {
-  Async,
-  Badge,
-  ErrorMessage,
-  fmtDateTime,
-  fmtDuration,
-  fmtNumber,
-  fmtTime,
-  fmtUsd,
-  JsonView,
-  Notice,
-  plural,
-  Page,
-  Section,
-  shortHash,
-  Stat,
-  Stats,
-  StatusBadge,
-  timeAgo,
-  useAction,
-  useAsync,
-} from '../ui.tsx';
-
-interface Evaluator {
-  id: string;
-  name: string;
-  kind: 'compliance' | 'llm_judge';
-}
+import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
   const broken = verification.brokenAt;
@@ -104,14 +79,17 @@ function EvalCard({ event }: { event: VigilEvent }) {
 }
 
 function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => void }) {
-  const evaluators = useAsync((signal) => observe<{ evaluators: Evaluator[] }>('/evaluators', { signal }), []);
+  const evaluators = useAsync((signal) => observe('GET /api/evaluators', { signal }), []);
   const [chosen, setChosen] = useState('');
   const [done, setDone] = useState<string | null>(null);
   const action = useAction(async (id: string) => {
     const evaluator = evaluators.data?.evaluators.find((e) => e.id === id);
     if (!evaluator) throw new Error('Choose an evaluator first.');
-    const path = evaluator.kind === 'llm_judge' ? 'score' : 'compliance';
-    const result = await observe<{ passed: boolean; score: number }>(`/eval/sessions/${encodeURIComponent(sessionId)}/${path}`, { method: 'POST', body: { evaluatorId: id } });
+    const options = { params: { sessionId }, body: { evaluatorId: id } };
+    const result =
+      evaluator.kind === 'llm_judge'
+        ? await observe('POST /api/eval/sessions/{sessionId}/score', options)
+        : await observe('POST /api/eval/sessions/{sessionId}/compliance', options);
     setDone(`${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${result.score.toFixed(2)}). The verdict is chained into the session.`);
     onDone();
   });
@@ -152,11 +130,10 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
 }
 
 export function SessionDetailPage({ id }: { id: string }) {
-  const path = `/sessions/${encodeURIComponent(id)}`;
-  const session = useAsync((signal) => observe<Session>(path, { signal }), [id]);
-  const timeline = useAsync((signal) => observe<{ events: VigilEvent[]; chainValid: boolean }>(`${path}/timeline`, { signal }), [id]);
+  const session = useAsync((signal) => observe('GET /api/sessions/{id}', { params: { id }, signal }), [id]);
+  const timeline = useAsync((signal) => observe('GET /api/sessions/{id}/timeline', { params: { id }, signal }), [id]);
   // Also polled: a stored event altered behind the service's back shows without any new event.
-  const verification = useAsync((signal) => observe<Verification>('/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
+  const verification = useAsync((signal) => observe('GET /api/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
   const [typeFilter, setTypeFilter] = useState('');
 
   const reloadAll = () => {
@@ -187,7 +164,7 @@ export function SessionDetailPage({ id }: { id: string }) {
       title={`Session ${id}`}
       subtitle={<Link to="/sessions">← All sessions</Link>}
       actions={
-        <Link to={`${path}/replay`} className="button">
+        <Link to={`/sessions/${encodeURIComponent(id)}/replay`} className="button">
           Replay step by step
         </Link>
       }
@@ -234,17 +211,13 @@ export function SessionDetailPage({ id }: { id: string }) {
       <Section
         title="Timeline"
         actions={
-          <div className="field inline">
-            <label htmlFor="timeline-type">Show</label>
-            <select id="timeline-type" value={typeFilter} onChange={(e) => setTypeFilter(e.target.value)}>
-              <option value="">All events</option>
-              {[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => (
-                <option key={type} value={type}>
-                  {type}
-                </option>
-              ))}
-            </select>
-          </div>
+          <InlineSelect
+            id="timeline-type"
+            label="Show"
+            value={typeFilter}
+            options={[{ value: '', label: 'All events' }, ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type }))]}
+            onChange={setTypeFilter}
+          />
         }
       >
         <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">

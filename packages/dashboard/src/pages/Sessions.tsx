@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { observe, type Agent, type Session } from '../api.ts';
+import { observe } from '../api.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, fmtDateTime, fmtDuration, fmtNumber, fmtUsd, Page, Pager, Section, StatusBadge, timeAgo, useAsync } from '../ui.tsx';
+import { Async, Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
 
@@ -17,7 +18,7 @@ export function SessionsPage() {
 
   const sessions = useAsync(
     (signal) =>
-      observe<{ sessions: Session[]; total: number; hasMore: boolean }>('/sessions', {
+      observe('GET /api/sessions', {
         query: { status, agentId, tags, limit: PAGE_SIZE, offset },
         signal,
       }),
@@ -40,7 +41,7 @@ export function SessionsPage() {
     },
     live,
   );
-  const agents = useAsync((signal) => observe<{ agents: Agent[] }>('/agents', { signal }), []);
+  const agents = useAsync((signal) => observe('GET /api/agents', { signal }), []);
 
   const applyTags = (event: FormEvent) => {
     event.preventDefault();

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { ApiError, gate, observe, type Credentials, type GateSession } from '../api.ts';
+import { ApiError, gate, observe, type Credentials } from '../api.ts';
 import { usePageTitle } from '../router.tsx';
 import { ErrorMessage, Field, SecretOnce } from '../ui.tsx';
 
@@ -38,7 +38,7 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
     try {
       if (wantObserve) {
         try {
-          await observe('/sessions', { query: { limit: 1 }, token: observeKey.trim() });
+          await observe('GET /api/sessions', { query: { limit: 1 }, token: observeKey.trim() });
           next.observeKey = observeKey.trim();
         } catch (error) {
           found.push({
@@ -49,7 +49,7 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
       }
       if (wantGate) {
         try {
-          const session = await gate<GateSession & { id: string }>('/dashboard/sessions', { method: 'POST', body: { name: name.trim() }, token: gateKey.trim() });
+          const session = await gate('POST /api/dashboard/sessions', { body: { name: name.trim() }, token: gateKey.trim() });
           next.gate = { token: session.token, name: session.name, actor: session.actor, keyName: session.keyName, scopes: session.scopes, expiresAt: session.expiresAt };
           localStorage.setItem(NAME_KEY, session.name);
         } catch (error) {
@@ -69,7 +69,7 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
   const createFirstKey = async () => {
     setFirstKeyError(null);
     try {
-      const created = await observe<{ key: string }>('/keys', { method: 'POST', body: { name: 'dashboard (first key)' }, token: null });
+      const created = await observe('POST /api/keys', { body: { name: 'dashboard (first key)' }, token: null });
       setFirstKey(created.key);
       setObserveKey(created.key);
     } catch (error) {

@@ -1,149 +1,90 @@
-import { useState, type FormEvent } from 'react';
-import { gate } from '../api.ts';
-import { Async, Badge, ErrorMessage, Field, fmtDateTime, Notice, Page, Section, StatusBadge, timeAgo, useAction, useAsync } from '../ui.tsx';
+import type { GateSchemas } from '@vigil/sdk/types';
+import { useState } from 'react';
+import { gate, type GateAnswer } from '../api.ts';
+import { AsyncTable, Choices, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
+import { fmtDateTime, timeAgo } from '../format.ts';
+import { Badge, Field, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
-interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  enabled: boolean;
-  hasSecret: boolean;
-  createdAt: string;
-}
+type Webhook = GateSchemas.Webhook;
+type WebhookEvent = Webhook['events'][number];
+type Delivery = GateAnswer<'GET /api/webhooks/{id}/deliveries'>['deliveries'][number];
 
-interface Delivery {
-  id: string;
-  event: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  responseStatus: number | null;
-  lastError: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-}
+const EVENTS: { value: WebhookEvent; label: string }[] = (['request.created', 'request.decided', 'request.expired', 'request.confirmed'] as const).map((value) => ({ value, label: value }));
 
-const EVENTS = ['request.created', 'request.decided', 'request.expired', 'request.confirmed'];
+const DELIVERY_COLUMNS: Column<Delivery>[] = [
+  { header: 'Event', cell: (d) => <code>{d.event}</code> },
+  { header: 'Status', cell: (d) => <StatusBadge status={d.status} /> },
+  { header: 'Attempts', num: true, cell: (d) => d.attempts },
+  { header: 'Answer', className: 'clip', cell: (d) => `${d.responseStatus !== null ? `HTTP ${d.responseStatus}` : ''}${d.lastError ? ` ${d.lastError}` : d.responseStatus === null ? '—' : ''}` },
+  { header: 'Queued', title: (d) => fmtDateTime(d.createdAt), cell: (d) => timeAgo(d.createdAt) },
+  { header: 'Delivered / next try', cell: (d) => (d.deliveredAt ? fmtDateTime(d.deliveredAt) : d.nextAttemptAt ? `next try ${fmtDateTime(d.nextAttemptAt)}` : '—') },
+];
 
 function Deliveries({ webhook }: { webhook: Webhook }) {
-  const deliveries = useAsync((signal) => gate<{ deliveries: Delivery[]; total: number }>(`/webhooks/${webhook.id}/deliveries`, { query: { limit: 50 }, signal }), [webhook.id], {
+  const deliveries = useAsync((signal) => gate('GET /api/webhooks/{id}/deliveries', { params: { id: webhook.id }, query: { limit: 50 }, signal }), [webhook.id], {
     pollMs: 5000,
   });
   return (
     <Section title={`Deliveries to ${webhook.url}`}>
-      <Async state={deliveries} isEmpty={(d) => d.deliveries.length === 0} empty="Nothing was sent to this webhook yet.">
-        {(data) => (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">Attempts</th>
-                <th scope="col">Answer</th>
-                <th scope="col">Queued</th>
-                <th scope="col">Delivered / next try</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.deliveries.map((d) => (
-                <tr key={d.id}>
-                  <td>
-                    <code>{d.event}</code>
-                  </td>
-                  <td>
-                    <StatusBadge status={d.status} />
-                  </td>
-                  <td className="num">{d.attempts}</td>
-                  <td className="clip">{d.responseStatus !== null ? `HTTP ${d.responseStatus}` : ''}{d.lastError ? ` ${d.lastError}` : d.responseStatus === null ? '—' : ''}</td>
-                  <td title={fmtDateTime(d.createdAt)}>{timeAgo(d.createdAt)}</td>
-                  <td>{d.deliveredAt ? fmtDateTime(d.deliveredAt) : d.nextAttemptAt ? `next try ${fmtDateTime(d.nextAttemptAt)}` : '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Async>
+      <AsyncTable state={deliveries} rows={(d) => d.deliveries} empty="Nothing was sent to this webhook yet." columns={DELIVERY_COLUMNS} rowKey={(d) => d.id} />
     </Section>
   );
 }
 
+const WEBHOOK_COLUMNS: Column<Webhook>[] = [
+  { header: 'URL', className: 'clip', cell: (w) => w.url },
+  { header: 'Events', cell: (w) => w.events.join(', ') },
+  { header: 'Signed', cell: (w) => (w.hasSecret ? 'yes' : 'no') },
+  { header: 'State', cell: (w) => (w.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>) },
+];
+
 export function WebhooksPage() {
-  const webhooks = useAsync((signal) => gate<{ webhooks: Webhook[] }>('/webhooks', { signal }), []);
+  const webhooks = useAsync((signal) => gate('GET /api/webhooks', { signal }), []);
   const [selected, setSelected] = useState<string | null>(null);
   const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<string[]>(['request.created', 'request.decided']);
+  const [events, setEvents] = useState<WebhookEvent[]>(['request.created', 'request.decided']);
   const [secret, setSecret] = useState('');
-  const [done, setDone] = useState<string | null>(null);
-  const create = useAction(async () => {
-    const hook = await gate<Webhook>('/webhooks', { method: 'POST', body: { url, events, ...(secret && { secret }) } });
-    setDone(`Webhook to ${hook.url} registered${hook.hasSecret ? ' with a signing secret' : ''}.`);
+  const create = async () => {
+    const hook = await gate('POST /api/webhooks', { body: { url, events, ...(secret && { secret }) } });
     setUrl('');
     setSecret('');
     webhooks.reload();
-  });
+    return `Webhook to ${hook.url} registered${hook.hasSecret ? ' with a signing secret' : ''}.`;
+  };
   const toggle = useAction(async (hook: Webhook) => {
-    await gate(`/webhooks/${hook.id}`, { method: 'PATCH', body: { enabled: !hook.enabled } });
+    await gate('PATCH /api/webhooks/{id}', { params: { id: hook.id }, body: { enabled: !hook.enabled } });
     webhooks.reload();
   });
   const remove = useAction(async (hook: Webhook) => {
     if (!window.confirm(`Delete the webhook to ${hook.url}? Its pending deliveries are dropped.`)) return;
-    await gate(`/webhooks/${hook.id}`, { method: 'DELETE' });
+    await gate('DELETE /api/webhooks/{id}', { params: { id: hook.id } });
     if (selected === hook.id) setSelected(null);
     webhooks.reload();
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    setDone(null);
-    void create.run();
-  };
   const chosen = webhooks.data?.webhooks.find((w) => w.id === selected);
 
   return (
     <Page title="Webhooks" subtitle="The gate posts request events to these URLs, signed with X-Gate-Signature when a secret is set, and retries failed deliveries.">
       <Section title="Webhooks">
-        {(toggle.error ?? remove.error) && <ErrorMessage error={(toggle.error ?? remove.error)!} />}
-        <Async state={webhooks} isEmpty={(d) => d.webhooks.length === 0} empty="No webhooks registered.">
-          {(data) => (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Signed</th>
-                  <th scope="col">State</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.webhooks.map((w) => (
-                  <tr key={w.id} className={w.id === selected ? 'highlight' : undefined}>
-                    <td className="clip">{w.url}</td>
-                    <td>{w.events.join(', ')}</td>
-                    <td>{w.hasSecret ? 'yes' : 'no'}</td>
-                    <td>{w.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>}</td>
-                    <td className="actions">
-                      <button type="button" className="secondary small" onClick={() => setSelected(w.id === selected ? null : w.id)} aria-pressed={w.id === selected}>
-                        Deliveries<span className="visually-hidden"> of {w.url}</span>
-                      </button>
-                      <button type="button" className="secondary small" onClick={() => void toggle.run(w)} disabled={toggle.pending}>
-                        {w.enabled ? 'Disable' : 'Enable'}
-                      </button>
-                      <button type="button" className="danger small" onClick={() => void remove.run(w)} disabled={remove.pending}>
-                        Delete
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-        </Async>
+        <ManagedTable
+          state={webhooks}
+          rows={(d) => d.webhooks}
+          empty="No webhooks registered."
+          columns={WEBHOOK_COLUMNS}
+          rowKey={(w) => w.id}
+          rowClassName={(w) => (w.id === selected ? 'highlight' : undefined)}
+          subject={(w) => w.url}
+          actions={[toggle, remove]}
+          buttons={(w) => [
+            { label: 'Deliveries', run: () => setSelected(w.id === selected ? null : w.id), pending: false, pressed: w.id === selected },
+            rowButton(w.enabled ? 'Disable' : 'Enable', toggle, [w]),
+            rowButton('Delete', remove, [w], { danger: true }),
+          ]}
+        />
       </Section>
       {chosen && <Deliveries webhook={chosen} />}
       <Section title="New webhook">
-        <form onSubmit={submit} className="stack">
+        <CreateForm create={create} submit="Register webhook" pending="Registering…" failure="The webhook was not registered">
           <div className="form-grid">
             <Field label="URL" htmlFor="hook-url">
               <input id="hook-url" type="url" required value={url} placeholder="https://example.com/vigil-gate" onChange={(e) => setUrl(e.target.value)} />
@@ -152,22 +93,8 @@ export function WebhooksPage() {
               <input id="hook-secret" type="password" autoComplete="off" minLength={16} value={secret} onChange={(e) => setSecret(e.target.value)} />
             </Field>
           </div>
-          <fieldset>
-            <legend>Events</legend>
-            {EVENTS.map((e) => (
-              <label key={e} className="checkbox">
-                <input type="checkbox" checked={events.includes(e)} onChange={(x) => setEvents((list) => (x.target.checked ? [...list, e] : list.filter((v) => v !== e)))} /> {e}
-              </label>
-            ))}
-          </fieldset>
-          <div>
-            <button type="submit" disabled={create.pending}>
-              {create.pending ? 'Registering…' : 'Register webhook'}
-            </button>
-          </div>
-          {create.error && <ErrorMessage error={create.error} title="The webhook was not registered" />}
-          {done && <Notice>{done}</Notice>}
-        </form>
+          <Choices legend="Events" options={EVENTS} chosen={events} onChange={setEvents} />
+        </CreateForm>
       </Section>
     </Page>
   );

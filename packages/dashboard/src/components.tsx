@@ -1,0 +1,254 @@
+/**
+ * The pieces the rule, key and log pages are built from: a table described by its columns, a
+ * create form that owns its submit button, error and result, and a set of checkboxes. Each page
+ * then says only what differs: its columns, its fields, its call.
+ */
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { Async, ErrorMessage, Field, Notice, RowAction, useAction, type AsyncState } from './ui.tsx';
+
+export interface Column<T> {
+  header: ReactNode;
+  cell: (row: T) => ReactNode;
+  /** Right-aligned numbers. */
+  num?: boolean;
+  className?: string;
+  /** A tooltip for the cell, e.g. the exact time behind "5 min ago". */
+  title?: (row: T) => string | undefined;
+  /** The cell names its row (`<th scope="row">`). */
+  rowHeader?: boolean;
+}
+
+export interface TableProps<T> {
+  rows: readonly T[];
+  columns: readonly Column<T>[];
+  rowKey: (row: T, index: number) => string;
+  /** Buttons at the end of each row, under a header only screen readers announce. */
+  actions?: (row: T) => ReactNode;
+  rowClassName?: (row: T) => string | undefined;
+  caption?: string;
+  testId?: string;
+}
+
+export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption, testId }: TableProps<T>) {
+  const classOf = (column: Column<T>) => [column.num ? 'num' : undefined, column.className].filter(Boolean).join(' ') || undefined;
+  return (
+    <table data-testid={testId}>
+      {caption && <caption className="visually-hidden">{caption}</caption>}
+      <thead>
+        <tr>
+          {columns.map((column, i) => (
+            <th key={i} scope="col" className={column.num ? 'num' : undefined}>
+              {column.header}
+            </th>
+          ))}
+          {actions && (
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row, index) => (
+          <tr key={rowKey(row, index)} className={rowClassName?.(row)}>
+            {columns.map((column, i) =>
+              column.rowHeader ? (
+                <th key={i} scope="row" className={classOf(column)} title={column.title?.(row)}>
+                  {column.cell(row)}
+                </th>
+              ) : (
+                <td key={i} className={classOf(column)} title={column.title?.(row)}>
+                  {column.cell(row)}
+                </td>
+              ),
+            )}
+            {actions && <td className="actions">{actions(row)}</td>}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** A table of what a request loads: loading, error with retry, empty sentence, then the rows. */
+export function AsyncTable<D, T>({
+  state,
+  rows,
+  empty,
+  label,
+  after,
+  ...table
+}: Omit<TableProps<T>, 'rows'> & { state: AsyncState<D>; rows: (data: D) => readonly T[]; empty: ReactNode; label?: string; after?: (data: D) => ReactNode }) {
+  return (
+    <Async state={state} label={label} isEmpty={(data) => rows(data).length === 0} empty={empty}>
+      {(data) => (
+        <>
+          <Table rows={rows(data)} {...table} />
+          {after?.(data)}
+        </>
+      )}
+    </Async>
+  );
+}
+
+export interface CreateFormProps {
+  /** Creates the thing; answers what to show afterwards (a sentence, or a secret shown once). */
+  create: () => Promise<string>;
+  submit: string;
+  /** The button's text while the call runs (default: unchanged). */
+  pending?: string;
+  /** The title of the error shown when the call fails. */
+  failure: string;
+  /** How to show `create`'s answer (default: a notice). */
+  result?: (value: string, clear: () => void) => ReactNode;
+  children: ReactNode;
+}
+
+export function CreateForm({ create, submit, pending, failure, result, children }: CreateFormProps) {
+  const [done, setDone] = useState<string | null>(null);
+  const action = useAction(async () => setDone(await create()));
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    setDone(null);
+    void action.run();
+  };
+  return (
+    <form onSubmit={onSubmit} className="stack">
+      {children}
+      <div>
+        <button type="submit" disabled={action.pending}>
+          {action.pending && pending ? pending : submit}
+        </button>
+      </div>
+      {action.error && <ErrorMessage error={action.error} title={failure} />}
+      {done !== null && (result ? result(done, () => setDone(null)) : <Notice>{done}</Notice>)}
+    </form>
+  );
+}
+
+/** One checkbox per choice; `chosen` keeps the order they were ticked in. */
+export function Choices<V extends string>({ legend, options, chosen, onChange }: { legend: string; options: readonly { value: V; label: string }[]; chosen: V[]; onChange: (next: V[]) => void }) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {options.map((option) => (
+        <label key={option.value} className="checkbox">
+          <input
+            type="checkbox"
+            checked={chosen.includes(option.value)}
+            onChange={(e) => onChange(e.target.checked ? [...chosen, option.value] : chosen.filter((x) => x !== option.value))}
+          />{' '}
+          {option.label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** What `useAction` gives: a call to run, whether it runs, how it failed. */
+interface Action<A extends unknown[]> {
+  run: (...args: A) => Promise<unknown>;
+  pending: boolean;
+  error: Error | undefined;
+}
+
+export interface RowButton {
+  label: string;
+  run: () => void;
+  pending: boolean;
+  danger?: boolean;
+  /** A toggle (e.g. "show this row's deliveries"): announced as pressed or not. */
+  pressed?: boolean;
+}
+
+/** A row's button running `action` with `args`: `rowButton('Delete', remove, [rule], { danger: true })`. */
+export function rowButton<A extends unknown[]>(label: string, action: Action<A>, args: A, options: { danger?: boolean } = {}): RowButton {
+  return { label, run: () => void action.run(...args), pending: action.pending, ...options };
+}
+
+/**
+ * A table of things a page manages (rules, keys, webhooks): each row ends with its buttons, named
+ * for screen readers with the row's subject, and the first failure of those buttons shows above.
+ */
+export function ManagedTable<D, T>({
+  actions,
+  subject,
+  buttons,
+  ...table
+}: Omit<Parameters<typeof AsyncTable<D, T>>[0], 'actions'> & { actions: readonly { error: Error | undefined }[]; subject: (row: T) => string; buttons: (row: T) => RowButton[] }) {
+  const error = actions.find((a) => a.error)?.error;
+  return (
+    <>
+      {error && <ErrorMessage error={error} />}
+      <AsyncTable
+        {...table}
+        actions={(row) =>
+          buttons(row).map((b) => (
+            <RowAction key={b.label} tone={b.danger ? 'danger' : 'secondary'} label={b.label} subject={subject(row)} onClick={b.run} disabled={b.pending} pressed={b.pressed} />
+          ))
+        }
+      />
+    </>
+  );
+}
+
+/** A labelled select on one line, e.g. a section's time window; answers the chosen option's own value. */
+export function InlineSelect<V extends string | number>({ id, label, value, options, onChange }: { id: string; label: string; value: V; options: readonly { value: V; label: string }[]; onChange: (value: V) => void }) {
+  return (
+    <div className="field inline">
+      <label htmlFor={id}>{label}</label>
+      <select id={id} value={value} onChange={(e) => onChange(options.find((o) => String(o.value) === e.target.value)!.value)}>
+        {options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** A log's filter bar: its fields, Apply (for the typed ones) and, once something is filtered, Clear filters. */
+export function Filters({ onApply, onClear, filtered, children }: { onApply: () => void; onClear: () => void; filtered: boolean; children: ReactNode }) {
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onApply();
+  };
+  return (
+    <form className="filters" onSubmit={submit}>
+      {children}
+      <button type="submit" className="secondary">
+        Apply
+      </button>
+      {filtered && (
+        <button type="button" className="link" onClick={onClear}>
+          Clear filters
+        </button>
+      )}
+    </form>
+  );
+}
+
+/** Newer and older pages of a log read with cursors; a missing callback means there is no such page. */
+export function CursorPager({ label, newer, older }: { label: string; newer?: () => void; older?: () => void }) {
+  if (!newer && !older) return null;
+  return (
+    <nav className="pager" aria-label={label}>
+      <button type="button" className="secondary small" disabled={!newer} onClick={newer}>
+        ← Newer
+      </button>
+      <button type="button" className="secondary small" disabled={!older} onClick={older}>
+        Older →
+      </button>
+    </nav>
+  );
+}
+
+/** A labelled one-line text input. */
+export function TextField({ id, label, value, onChange, required, maxLength }: { id: string; label: string; value: string; onChange: (value: string) => void; required?: boolean; maxLength?: number }) {
+  return (
+    <Field label={label} htmlFor={id}>
+      <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
+    </Field>
+  );
+}
