@@ -2,6 +2,7 @@ import { acceptingReadBack, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import { changeActor } from '../keys/auth.ts';
 import { HEALTH_WEIGHTS } from '../health/scores.ts';
 import { readSettings, updateSettings, type Settings } from './service.ts';
 
@@ -56,7 +57,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
         response: { 200: publicConfigSchema },
       },
     },
-    async (request) => toPublic(await updateSettings(ctx, request.body)),
+    async (request) => toPublic(await updateSettings(ctx, request.body, changeActor(request))),
   );
 
   app.get(
