@@ -6,6 +6,7 @@ import {
   migrateToLatest,
   newId,
   openDatabase,
+  registerAdminChangeRoute,
   startPeriodicJob,
   systemClock,
   VIGIL_VERSION,
