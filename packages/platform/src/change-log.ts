@@ -72,6 +72,14 @@ export interface ChangeActor {
 
 export const SYSTEM_CHANGE_ACTOR: ChangeActor = { actor: 'system', keyId: null, keyName: null };
 
+/**
+ * The actor of a change made with an API key: `api:<key name>`, as both services name a key's
+ * holder, with the key's name at that time; `anonymous` without a key (authentication disabled).
+ */
+export function keyChangeActor(key: { id: string; name: string } | null): ChangeActor {
+  return key ? { actor: `api:${key.name}`, keyId: key.id, keyName: key.name } : { actor: 'anonymous', keyId: null, keyName: null };
+}
+
 /** A resource as its service shows it (its public shape, which holds no secret). */
 export type Snapshot = object;
 

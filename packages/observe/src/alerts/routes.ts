@@ -1,8 +1,7 @@
-import { acceptingReadBack, withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
-import { changeActor } from '../keys/auth.ts';
 import { deleteAlertRule } from './evaluator.ts';
 import {
   createRuleBodySchema,
@@ -35,7 +34,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
     async (request, reply) => {
       const body = request.body;
-      const rule = await insertRule(ctx.database, { ...body, scope: body.scope ?? {} }, changeActor(request), ctx.clock.now());
+      const rule = await insertRule(ctx.database, { ...body, scope: body.scope ?? {} }, keyChangeActor(request.apiKey), ctx.clock.now());
       return reply.status(201).send(toRuleOut(rule));
     },
   );
@@ -79,7 +78,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
         if (!checked.success) throw bodyValidationError(checked.error.issues);
         return checked.data;
       };
-      const rule = await changeRule(ctx.database, request.params.id, revise, changeActor(request), ctx.clock.now());
+      const rule = await changeRule(ctx.database, request.params.id, revise, keyChangeActor(request.apiKey), ctx.clock.now());
       if (!rule) throw observeError('alertRuleNotFound');
       return toRuleOut(rule);
     },
@@ -96,7 +95,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      if (!(await deleteAlertRule(ctx, request.params.id, changeActor(request), request.log))) throw observeError('alertRuleNotFound');
+      if (!(await deleteAlertRule(ctx, request.params.id, keyChangeActor(request.apiKey), request.log))) throw observeError('alertRuleNotFound');
       return { id: request.params.id, deleted: true as const };
     },
   );

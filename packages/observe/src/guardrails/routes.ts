@@ -1,8 +1,7 @@
-import { acceptingReadBack, toIso, withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, toIso, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
-import { changeActor } from '../keys/auth.ts';
 import {
   createRuleBodySchema,
   historyQuerySchema,
@@ -29,7 +28,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/guardrails',
     { schema: { summary: 'Create a guardrail rule', tags: ['guardrails'], body: createRuleBodySchema, response: { 201: ruleSchema } } },
     async (request, reply) => {
-      const rule = await insertRule(ctx.database, request.body, changeActor(request), ctx.clock.now());
+      const rule = await insertRule(ctx.database, request.body, keyChangeActor(request.apiKey), ctx.clock.now());
       if (!rule) throw observeError('guardrailRuleLimit');
       return reply.status(201).send(toRuleOut(rule));
     },
@@ -84,7 +83,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
         if (!checked.success) throw bodyValidationError(checked.error.issues);
         return checked.data;
       };
-      const rule = await changeRule(ctx.database, request.params.id, revise, changeActor(request), ctx.clock.now());
+      const rule = await changeRule(ctx.database, request.params.id, revise, keyChangeActor(request.apiKey), ctx.clock.now());
       if (!rule) throw observeError('guardrailRuleNotFound');
       return toRuleOut(rule);
     },
@@ -101,7 +100,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       },
     },
     async (request) => {
-      if (!(await deleteRule(ctx.database, request.params.id, changeActor(request), ctx.clock.now()))) throw observeError('guardrailRuleNotFound');
+      if (!(await deleteRule(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now()))) throw observeError('guardrailRuleNotFound');
       return { id: request.params.id, deleted: true as const, ok: true as const };
     },
   );

@@ -1,5 +1,4 @@
-import { bearerToken, constantTimeEqual, sha256Hex, type ChangeActor, type ZodApp } from '@vigil/platform';
-import type { FastifyRequest } from 'fastify';
+import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
@@ -11,15 +10,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     apiKey: ApiKeyRow | null;
   }
-}
-
-/**
- * Who makes an administrative change, as the change log records it: `api:<key name>` and the key
- * (its name at that time); `anonymous` when AUTH_DISABLED admits requests without a key.
- */
-export function changeActor(request: FastifyRequest): ChangeActor {
-  const key = request.apiKey;
-  return key ? { actor: `api:${key.name}`, keyId: key.id, keyName: key.name } : { actor: 'anonymous', keyId: null, keyName: null };
 }
 
 /** lastUsedAt is refreshed at most this often per key, after the response, never on the request path. */

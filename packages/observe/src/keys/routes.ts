@@ -1,9 +1,8 @@
-import { generateSecret, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
+import { generateSecret, keyChangeActor, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { changeActor } from './auth.ts';
 import { FULL_ACCESS, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
 import { insertFirstKey, insertKey, listKeys, revokeKey, toApiKey } from './store.ts';
 
@@ -73,7 +72,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
       if (bootstrap) {
         if (!(await insertFirstKey(ctx.database, row, BOOTSTRAP_ACTOR))) throw observeError('unauthorized');
       } else {
-        await insertKey(ctx.database, row, changeActor(request));
+        await insertKey(ctx.database, row, keyChangeActor(request.apiKey));
       }
       return reply.status(201).send({ ...toApiKey(row), key: secret.raw });
     },
@@ -96,7 +95,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      const row = await revokeKey(ctx.database, request.params.id, changeActor(request), ctx.clock.now());
+      const row = await revokeKey(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now());
       if (!row) throw observeError('keyNotFound');
       return { id: row.id, revoked: true as const };
     },

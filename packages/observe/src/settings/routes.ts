@@ -1,8 +1,7 @@
-import { acceptingReadBack, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { changeActor } from '../keys/auth.ts';
 import { HEALTH_WEIGHTS } from '../health/scores.ts';
 import { readSettings, updateSettings, type Settings } from './service.ts';
 
@@ -57,7 +56,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
         response: { 200: publicConfigSchema },
       },
     },
-    async (request) => toPublic(await updateSettings(ctx, request.body, changeActor(request))),
+    async (request) => toPublic(await updateSettings(ctx, request.body, keyChangeActor(request.apiKey))),
   );
 
   app.get(
