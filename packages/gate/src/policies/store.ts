@@ -36,10 +36,6 @@ export async function listPolicies(database: GateDatabase, limit: number, offset
   return { rows, total: Number(count.n) };
 }
 
-export async function findPolicy(database: GateDatabase, id: string): Promise<PolicyRow | undefined> {
-  return database.db.selectFrom('policies').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 /** A policy as given to create it (or, partially, to change it). */
 export interface PolicyInput {
   name: string;
