@@ -134,6 +134,20 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
     assert.ok(!JSON.stringify(entries).includes(secret), 'no secret in the change log');
   });
 
+  test('with AUTH_DISABLED a change is recorded as anonymous, without a key', async () => {
+    const open = await startTestObserve(backend, { env: { AUTH_DISABLED: 'true' }, createKey: false });
+    try {
+      const changed = await open.service.app.inject({ method: 'PUT', url: '/api/config', payload: { retentionDays: 7 } });
+      assert.equal(changed.statusCode, 200, changed.body);
+      const response = await open.service.app.inject({ method: 'GET', url: '/api/audit/changes' });
+      assert.equal(response.statusCode, 200, response.body);
+      const [entry] = (response.json() as AdminChangePage).entries;
+      assert.deepEqual([entry?.resource, entry?.actor, entry?.actorKeyId, entry?.actorKeyName], ['settings', 'anonymous', null, null]);
+    } finally {
+      await open.close();
+    }
+  });
+
   test('the change and its row are one transaction: when the row cannot be written, the change is not made', async () => {
     const { db } = observe.service.context.database;
     await sql`alter table admin_changes rename to admin_changes_away`.execute(db);
