@@ -1,4 +1,4 @@
-import { createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import { createAdminChangeTable, createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 
 export const gateMigrations: Record<string, MigrationStep> = {
@@ -134,5 +134,10 @@ export const gateMigrations: Record<string, MigrationStep> = {
     await db.schema.createIndex('audit_event_ts').on('audit_entries').columns(['event', 'ts', 'id']).execute();
     await db.schema.createIndex('audit_action_ts').on('audit_entries').columns(['action', 'ts', 'id']).execute();
     await db.schema.createIndex('audit_key_ts').on('audit_entries').columns(['actor_key_id', 'ts', 'id']).execute();
+  },
+
+  /** Every administrative change (policies, API keys, webhooks) with its actor, before and after (platform/change-log.ts). */
+  async '0004_admin_changes'(db) {
+    await createAdminChangeTable(db);
   },
 };

@@ -16,6 +16,7 @@ export const GATE_OPERATIONS: OperationTable = {
   'GET /api/requests/:id/audit': 'getRequestAudit',
   'GET /api/audit': 'listAuditEntries',
   'GET /api/audit/actors': 'listAuditActors',
+  'GET /api/audit/changes': 'listAdminChanges',
   'GET /api/policies': 'listPolicies',
   'POST /api/policies': 'createPolicy',
   'PUT /api/policies/:id': 'updatePolicy',

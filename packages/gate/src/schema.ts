@@ -1,4 +1,4 @@
-import type { Database, DeliveryColumns } from '@vigil/platform';
+import type { AdminChangeRow, Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the gate database (times are epoch milliseconds, JSON is stored as text). */
 export interface RequestRow {
@@ -108,6 +108,7 @@ export interface GateSchema {
   deliveries: DeliveryRow;
   counters: CounterRow;
   leases: LeaseRow;
+  admin_changes: AdminChangeRow;
 }
 
 export type GateDatabase = Database<GateSchema>;

@@ -6,6 +6,7 @@ import {
   migrateToLatest,
   newId,
   openDatabase,
+  registerAdminChangeRoute,
   startPeriodicJob,
   systemClock,
   VIGIL_VERSION,
@@ -133,6 +134,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerAuthentication(app, context);
   registerSystemRoutes(app, context);
   registerKeyRoutes(app, context);
+  // The log of administrative changes that keys, alert rules, guardrails and settings write (platform/change-log.ts).
+  registerAdminChangeRoute(app, context.database.db);
   registerEventRoutes(app, context);
   registerWebhookRoutes(app, context);
   registerSessionRoutes(app, context);

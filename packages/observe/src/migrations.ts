@@ -1,4 +1,4 @@
-import { createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import { createAdminChangeTable, createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 import { SYSTEM_AGENT_ID } from './agents/system.ts';
 import { ALERT_SESSION_PREFIX } from './alerts/evaluator.ts';
@@ -510,5 +510,10 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .addColumn('expires_at', epochMsType, (c) => c.notNull())
       .execute();
     await db.schema.createIndex('stream_tokens_expires').on('stream_tokens').columns(['expires_at']).execute();
+  },
+
+  /** Every administrative change (API keys, alert rules, guardrails, settings) with its actor, before and after (platform/change-log.ts). */
+  async '0013_admin_changes'(db) {
+    await createAdminChangeTable(db);
   },
 };

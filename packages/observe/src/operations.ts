@@ -20,6 +20,7 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'GET /api/sessions/:id': 'getSession',
   'GET /api/sessions/:id/timeline': 'getSessionTimeline',
   'GET /api/audit/verify': { id: 'verifySessionChain', errors: [404] },
+  'GET /api/audit/changes': 'listAdminChanges',
   'GET /api/sessions/:id/replay': 'replaySession',
   'GET /api/agents': 'listAgents',
   'GET /api/agents/:id': 'getAgent',

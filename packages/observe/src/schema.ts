@@ -1,4 +1,4 @@
-import type { Database, DeliveryColumns } from '@vigil/platform';
+import type { AdminChangeRow, Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the observe database (times are epoch milliseconds, JSON is stored as text). */
 export interface EventRow {
@@ -213,6 +213,7 @@ export interface ObserveSchema {
   stream_log: StreamLogRow;
   stream_head: StreamHeadRow;
   stream_tokens: StreamTokenRow;
+  admin_changes: AdminChangeRow;
 }
 
 /**

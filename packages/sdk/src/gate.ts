@@ -94,6 +94,11 @@ export class GateClient {
     return this.call('get', '/api/audit', { query, ...options });
   }
 
+  /** Who created, changed or deleted policies, keys and webhooks, newest first, cursor-paged like listAudit (admin). */
+  listAdminChanges(query?: GateQuery<'/api/audit/changes', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/audit/changes', { query, ...options });
+  }
+
   /**
    * Creates a request and waits until it is decided: answers at once when a policy decided it,
    * else polls GET /api/requests/:id with a growing interval. Answers the decided (approved,

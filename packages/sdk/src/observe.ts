@@ -135,6 +135,11 @@ export class ObserveClient implements SessionSink {
     return this.call('get', '/api/audit/verify', { query, ...options });
   }
 
+  /** Who created, changed or revoked keys, alert rules, guardrails and settings, newest first; pass `nextCursor` back as `cursor` (admin). */
+  listAdminChanges(query?: ObserveQuery<'/api/audit/changes'>, options?: CallOptions) {
+    return this.call('get', '/api/audit/changes', { query, ...options });
+  }
+
   analytics(query?: ObserveQuery<'/api/analytics'>, options?: CallOptions) {
     return this.call('get', '/api/analytics', { query, ...options });
   }

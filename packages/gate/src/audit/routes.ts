@@ -1,8 +1,8 @@
-import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { encodeTimeCursor, isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import type { AuditRow } from '../schema.ts';
-import { auditActors, listAudit, type AuditPosition } from './store.ts';
+import { auditActors, listAudit } from './store.ts';
 
 /** The events an audit entry records (service.ts writes them). */
 const AUDIT_EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
@@ -40,28 +40,6 @@ export function toAuditEntry(row: AuditRow): AuditEntry {
   };
 }
 
-/** The cursor is the (time, id) of the last entry of a page, base64url-encoded: opaque to clients. */
-function encodeCursor(position: AuditPosition): string {
-  return Buffer.from(JSON.stringify([position.ts, position.id])).toString('base64url');
-}
-
-const cursorSchema = z
-  .string()
-  .max(200)
-  .transform((text, ctx): AuditPosition => {
-    try {
-      const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-      if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string' && value[1].length <= 100) {
-        return { ts: value[0] as number, id: value[1] };
-      }
-    } catch {
-      // Not JSON: reported below like any other foreign cursor.
-    }
-    ctx.addIssue({ code: 'custom', message: 'cursor is not one this endpoint issued; pass nextCursor unchanged' });
-    return z.NEVER;
-  })
-  .meta({ type: 'string' });
-
 const listQuerySchema = z
   .strictObject({
     action: z.string().min(1).max(200).optional(),
@@ -71,7 +49,7 @@ const listQuerySchema = z
     requestId: z.string().min(1).max(100).optional(),
     from: isoTimestampMs.optional(),
     to: isoTimestampMs.optional(),
-    cursor: cursorSchema.optional(),
+    cursor: timeCursorSchema.optional(),
     limit: z.coerce.number().int().min(1).max(500).default(50),
   })
   .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
@@ -100,7 +78,7 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
       const last = rows.at(-1);
       return {
         entries: rows.map((row) => ({ id: row.id, requestId: row.request_id, action: row.action, ...toAuditEntry(row) })),
-        nextCursor: more && last ? encodeCursor(last) : null,
+        nextCursor: more && last ? encodeTimeCursor(last) : null,
         hasMore: more,
       };
     },
@@ -117,4 +95,6 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     },
     async () => ({ actors: await auditActors(ctx.database) }),
   );
+
+  registerAdminChangeRoute(app, ctx.database.db);
 }

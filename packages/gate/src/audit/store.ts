@@ -1,11 +1,6 @@
+import type { TimePosition } from '@vigil/platform';
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema } from '../schema.ts';
-
-/** The position after which the next page of GET /api/audit starts (newest first: older than this). */
-export interface AuditPosition {
-  ts: number;
-  id: string;
-}
 
 export interface AuditListFilter {
   action?: string;
@@ -16,7 +11,8 @@ export interface AuditListFilter {
   /** Inclusive bounds on the entry time, epoch ms. */
   from?: number;
   to?: number;
-  after?: AuditPosition;
+  /** The page starts after this entry (newest first: older than it). */
+  after?: TimePosition;
 }
 
 /**

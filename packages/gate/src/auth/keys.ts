@@ -1,5 +1,5 @@
-import { generateSecret, newId, PreparedQuery, sha256Hex, toIso } from '@vigil/platform';
-import { sql, type Kysely } from 'kysely';
+import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toIso, updateAction, type ChangeActor } from '@vigil/platform';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
 
@@ -74,6 +74,61 @@ export async function findActiveSessionByHash(database: GateDatabase, tokenHash:
   return key ? { session, key } : undefined;
 }
 
+/** The key and its admin-change row (the snapshot is the public shape: no hash). */
+async function insertKey(trx: Transaction<GateSchema>, row: ApiKeyRow, actor: ChangeActor, now: number): Promise<void> {
+  await trx.insertInto('api_keys').values(row).execute();
+  await recordChange(trx, { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row) }, now);
+}
+
+/** A new key; the raw secret is returned once and never stored. */
+export async function createApiKey(
+  database: GateDatabase,
+  input: { name: string; scopes: Scope[]; rateLimit: number | null },
+  actor: ChangeActor,
+  now: number,
+): Promise<{ row: ApiKeyRow; raw: string }> {
+  const created = newKeyRow(input.name, input.scopes, input.rateLimit, now);
+  await database.db.transaction().execute((trx) => insertKey(trx, created.row, actor, now));
+  return created;
+}
+
+/** Applies the given fields; undefined when no such key exists. */
+export async function updateApiKey(
+  database: GateDatabase,
+  id: string,
+  patch: { name?: string; scopes?: Scope[]; rateLimit?: number | null },
+  actor: ChangeActor,
+  now: number,
+): Promise<ApiKeyRow | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const before = await forUpdate(trx.selectFrom('api_keys').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+    if (!before) return undefined;
+    const changes = {
+      ...(patch.name !== undefined && { name: patch.name }),
+      ...(patch.scopes !== undefined && { scopes: JSON.stringify(patch.scopes) }),
+      ...(patch.rateLimit !== undefined && { rate_limit: patch.rateLimit }),
+    };
+    const after: ApiKeyRow = { ...before, ...changes };
+    const action = updateAction(toApiKey(before), toApiKey(after));
+    if (action === null) return before;
+    await trx.updateTable('api_keys').set(changes).where('id', '=', id).execute();
+    await recordChange(trx, { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after) }, now);
+    return after;
+  });
+}
+
+/** Revokes the key (once: revoking a revoked key changes and records nothing); false when no such key exists. */
+export async function revokeApiKey(database: GateDatabase, id: string, actor: ChangeActor, now: number): Promise<boolean> {
+  return database.db.transaction().execute(async (trx) => {
+    const before = await forUpdate(trx.selectFrom('api_keys').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+    if (!before) return false;
+    if (before.revoked_at !== null) return true;
+    await trx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).execute();
+    await recordChange(trx, { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey({ ...before, revoked_at: now }) }, now);
+    return true;
+  });
+}
+
 /**
  * First start: `GATE_ADMIN_KEY` is installed as an admin key (once); with no key at all and no
  * GATE_ADMIN_KEY, an admin key is generated and returned so the caller can print it once.
@@ -84,13 +139,13 @@ export async function bootstrapAdminKey(database: GateDatabase, adminKey: string
     if (database.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`gate-bootstrap:${database.schema}`}))`.execute(trx);
     if (adminKey !== undefined) {
       const exists = await trx.selectFrom('api_keys').select('id').where('key_hash', '=', sha256Hex(adminKey)).executeTakeFirst();
-      if (!exists) await trx.insertInto('api_keys').values(newKeyRow('admin (GATE_ADMIN_KEY)', ['admin'], null, now, adminKey).row).execute();
+      if (!exists) await insertKey(trx, newKeyRow('admin (GATE_ADMIN_KEY)', ['admin'], null, now, adminKey).row, SYSTEM_CHANGE_ACTOR, now);
       return null;
     }
     const any = await trx.selectFrom('api_keys').select('id').limit(1).executeTakeFirst();
     if (any) return null;
     const { row, raw } = newKeyRow('admin', ['admin'], null, now);
-    await trx.insertInto('api_keys').values(row).execute();
+    await insertKey(trx, row, SYSTEM_CHANGE_ACTOR, now);
     return raw;
   });
 }

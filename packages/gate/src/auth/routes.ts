@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { MAX_RATE_LIMIT } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { newKeyRow, toApiKey } from './keys.ts';
+import { auditActor } from './auth.ts';
+import { createApiKey, revokeApiKey, toApiKey, updateApiKey } from './keys.ts';
 import { SCOPES } from './scopes.ts';
 
 const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
@@ -39,8 +40,8 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request, reply) => {
-      const { row, raw } = newKeyRow(request.body.name, request.body.scopes, request.body.rateLimit ?? null, ctx.clock.now());
-      await db.insertInto('api_keys').values(row).execute();
+      const { name, scopes: keyScopes, rateLimit: limit } = request.body;
+      const { row, raw } = await createApiKey(ctx.database, { name, scopes: keyScopes, rateLimit: limit ?? null }, auditActor(request), ctx.clock.now());
       return reply.status(201).send({ ...toApiKey(row), key: raw });
     },
   );
@@ -63,18 +64,9 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const { name, scopes: newScopes, rateLimit: newLimit } = request.body;
-      const changes = {
-        ...(name !== undefined && { name }),
-        ...(newScopes !== undefined && { scopes: JSON.stringify(newScopes) }),
-        ...(newLimit !== undefined && { rate_limit: newLimit }),
-      };
-      if (Object.keys(changes).length > 0) {
-        await db.updateTable('api_keys').set(changes).where('id', '=', request.params.id).execute();
-        ctx.keys.invalidate();
-      }
-      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', request.params.id).executeTakeFirst();
+      const row = await updateApiKey(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
       if (!row) throw gateError('keyNotFound');
+      ctx.keys.invalidate();
       return toApiKey(row);
     },
   );
@@ -90,11 +82,9 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      await db.updateTable('api_keys').set({ revoked_at: ctx.clock.now() }).where('id', '=', request.params.id).where('revoked_at', 'is', null).execute();
+      if (!(await revokeApiKey(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('keyNotFound');
       ctx.keys.invalidate();
-      const row = await db.selectFrom('api_keys').select('id').where('id', '=', request.params.id).executeTakeFirst();
-      if (!row) throw gateError('keyNotFound');
-      return { id: row.id, revoked: true as const };
+      return { id: request.params.id, revoked: true as const };
     },
   );
 }

@@ -19,6 +19,8 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   // The audit across requests shows what the per-request trails show, so the same scope reads it.
   'GET /api/audit': 'request:read',
   'GET /api/audit/actors': 'request:read',
+  // Who changed policies, keys and webhooks: administrators only.
+  'GET /api/audit/changes': 'admin',
   'GET /api/policies': 'admin',
   'POST /api/policies': 'admin',
   'PUT /api/policies/:id': 'admin',

@@ -1,14 +1,13 @@
-import { newId, type ZodApp } from '@vigil/platform';
+import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import type { Kysely } from 'kysely';
 import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
-import type { GateSchema } from '../schema.ts';
+import { auditActor } from '../auth/auth.ts';
 import { gateError } from '../errors.ts';
 import { compilePolicySet, DECISIONS, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
 import { isSafePattern, judgePattern } from './regex-safety.ts';
 import { URGENCIES } from '../requests/store.ts';
-import { allPolicies, bumpPolicyVersion, findPolicy, listPolicies, toDefinition, toPolicy } from './store.ts';
+import { allPolicies, createPolicy, deletePolicy, listPolicies, toDefinition, toPolicy, updatePolicy } from './store.ts';
 
 const policyBody = z
   .object({
@@ -93,19 +92,6 @@ function assertSafePatterns(rules: readonly Rule[]): void {
 }
 
 export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
-
-  /** A policy change and the version bump in one transaction; this instance's cache drops at commit. */
-  const changePolicies = async (work: (trx: Kysely<GateSchema>) => Promise<boolean>): Promise<boolean> => {
-    const changed = await db.transaction().execute(async (trx) => {
-      if (!(await work(trx))) return false;
-      await bumpPolicyVersion(trx);
-      return true;
-    });
-    if (changed) ctx.policies.invalidate();
-    return changed;
-  };
-
   app.get(
     '/api/policies',
     {
@@ -136,20 +122,8 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
     { schema: { summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } } },
     async (request, reply) => {
       assertSafePatterns(request.body.rules);
-      const now = ctx.clock.now();
-      const row = {
-        id: newId(),
-        name: request.body.name,
-        priority: request.body.priority,
-        enabled: request.body.enabled ? 1 : 0,
-        rules: JSON.stringify(request.body.rules),
-        created_at: now,
-        updated_at: now,
-      };
-      await changePolicies(async (trx) => {
-        await trx.insertInto('policies').values(row).execute();
-        return true;
-      });
+      const row = await createPolicy(ctx.database, request.body, auditActor(request), ctx.clock.now());
+      ctx.policies.invalidate();
       return reply.status(201).send(toPolicy(row));
     },
   );
@@ -166,21 +140,11 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const patch = request.body;
-      if (patch.rules) assertSafePatterns(patch.rules);
-      const updated = await changePolicies(async (trx) => {
-        const changes = {
-          ...(patch.name !== undefined && { name: patch.name }),
-          ...(patch.priority !== undefined && { priority: patch.priority }),
-          ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
-          ...(patch.rules !== undefined && { rules: JSON.stringify(patch.rules) }),
-          updated_at: ctx.clock.now(),
-        };
-        const result = await trx.updateTable('policies').set(changes).where('id', '=', request.params.id).executeTakeFirst();
-        return Number(result.numUpdatedRows) > 0;
-      });
-      if (!updated) throw gateError('policyNotFound');
-      return toPolicy((await findPolicy(ctx.database, request.params.id))!);
+      if (request.body.rules) assertSafePatterns(request.body.rules);
+      const row = await updatePolicy(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
+      if (!row) throw gateError('policyNotFound');
+      ctx.policies.invalidate();
+      return toPolicy(row);
     },
   );
 
@@ -195,11 +159,8 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const deleted = await changePolicies(async (trx) => {
-        const result = await trx.deleteFrom('policies').where('id', '=', request.params.id).executeTakeFirst();
-        return Number(result.numDeletedRows) > 0;
-      });
-      if (!deleted) throw gateError('policyNotFound');
+      if (!(await deletePolicy(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('policyNotFound');
+      ctx.policies.invalidate();
       return { id: request.params.id, deleted: true as const };
     },
   );

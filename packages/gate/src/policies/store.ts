@@ -1,5 +1,5 @@
-import { PreparedQuery, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import { forUpdate, newId, PreparedQuery, recordChange, toIso, updateAction, type ChangeActor } from '@vigil/platform';
+import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema, PolicyRow } from '../schema.ts';
 import type { PolicyDefinition, Rule } from './engine.ts';
 
@@ -36,6 +36,68 @@ export async function listPolicies(database: GateDatabase, limit: number, offset
   return { rows, total: Number(count.n) };
 }
 
-export async function findPolicy(database: GateDatabase, id: string): Promise<PolicyRow | undefined> {
-  return database.db.selectFrom('policies').selectAll().where('id', '=', id).executeTakeFirst();
+/** A policy as given to create it (or, partially, to change it). */
+export interface PolicyInput {
+  name: string;
+  priority: number;
+  enabled: boolean;
+  rules: Rule[];
+}
+
+/** A policy change, its admin-change row and the version bump, in one transaction. */
+function changePolicies<T>(database: GateDatabase, work: (trx: Transaction<GateSchema>) => Promise<T | undefined>): Promise<T | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const outcome = await work(trx);
+    if (outcome !== undefined) await bumpPolicyVersion(trx);
+    return outcome;
+  });
+}
+
+export async function createPolicy(database: GateDatabase, input: PolicyInput, actor: ChangeActor, now: number): Promise<PolicyRow> {
+  const row: PolicyRow = {
+    id: newId(),
+    name: input.name,
+    priority: input.priority,
+    enabled: input.enabled ? 1 : 0,
+    rules: JSON.stringify(input.rules),
+    created_at: now,
+    updated_at: now,
+  };
+  await changePolicies(database, async (trx) => {
+    await trx.insertInto('policies').values(row).execute();
+    await recordChange(trx, { resource: 'policy', resourceId: row.id, action: 'created', actor, before: null, after: toPolicy(row) }, now);
+    return row;
+  });
+  return row;
+}
+
+/** Applies the given fields; undefined when no such policy exists. */
+export async function updatePolicy(database: GateDatabase, id: string, patch: Partial<PolicyInput>, actor: ChangeActor, now: number): Promise<PolicyRow | undefined> {
+  return changePolicies(database, async (trx) => {
+    const before = await forUpdate(trx.selectFrom('policies').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+    if (!before) return undefined;
+    const changes = {
+      ...(patch.name !== undefined && { name: patch.name }),
+      ...(patch.priority !== undefined && { priority: patch.priority }),
+      ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
+      ...(patch.rules !== undefined && { rules: JSON.stringify(patch.rules) }),
+      updated_at: now,
+    };
+    await trx.updateTable('policies').set(changes).where('id', '=', id).execute();
+    const after: PolicyRow = { ...before, ...changes };
+    const action = updateAction(toPolicy(before), toPolicy(after));
+    if (action !== null) await recordChange(trx, { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after) }, now);
+    return after;
+  });
+}
+
+/** False when no such policy exists. */
+export async function deletePolicy(database: GateDatabase, id: string, actor: ChangeActor, now: number): Promise<boolean> {
+  const deleted = await changePolicies(database, async (trx) => {
+    const before = await trx.deleteFrom('policies').where('id', '=', id).returningAll().executeTakeFirst();
+    if (!before) return undefined;
+    await recordChange(trx, { resource: 'policy', resourceId: id, action: 'deleted', actor, before: toPolicy(before), after: null }, now);
+    return true;
+  });
+  return deleted === true;
 }

@@ -1,10 +1,12 @@
-import { newId, toIso, type ZodApp } from '@vigil/platform';
+import { toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { DeliveryRow, WebhookRow } from '../schema.ts';
+import { auditActor } from '../auth/auth.ts';
+import type { DeliveryRow } from '../schema.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
+import { createWebhook, deleteWebhook, toWebhook, updateWebhook } from './store.ts';
 
 const events = z.array(z.enum(WEBHOOK_EVENTS)).min(1).transform((e) => [...new Set(e)]);
 const url = z.url({ protocol: /^https?$/ }).max(2000);
@@ -33,19 +35,6 @@ const deliverySchema = z.object({
   createdAt: z.string(),
   deliveredAt: z.string().nullable(),
 });
-
-/** The secret is write-only: responses say whether one is set. */
-function toWebhook(row: WebhookRow): z.infer<typeof webhookSchema> {
-  return {
-    id: row.id,
-    url: row.url,
-    events: JSON.parse(row.events) as z.infer<typeof webhookSchema>['events'],
-    enabled: row.enabled === 1,
-    hasSecret: row.secret !== null,
-    createdAt: toIso(row.created_at),
-    updatedAt: toIso(row.updated_at),
-  };
-}
 
 function toDelivery(row: DeliveryRow): z.infer<typeof deliverySchema> {
   return {
@@ -84,17 +73,8 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request, reply) => {
-      const now = ctx.clock.now();
-      const row: WebhookRow = {
-        id: newId(),
-        url: request.body.url,
-        events: JSON.stringify(request.body.events),
-        secret: request.body.secret ?? null,
-        enabled: 1,
-        created_at: now,
-        updated_at: now,
-      };
-      await db.insertInto('webhooks').values(row).execute();
+      const { url: hookUrl, events: hookEvents, secret: hookSecret } = request.body;
+      const row = await createWebhook(ctx.database, { url: hookUrl, events: hookEvents, secret: hookSecret ?? null }, auditActor(request), ctx.clock.now());
       return reply.status(201).send(toWebhook(row));
     },
   );
@@ -111,16 +91,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const { events: newEvents, enabled, url: newUrl, secret: newSecret } = request.body;
-      const changes = {
-        ...(newEvents !== undefined && { events: JSON.stringify(newEvents) }),
-        ...(enabled !== undefined && { enabled: enabled ? 1 : 0 }),
-        ...(newUrl !== undefined && { url: newUrl }),
-        ...(newSecret !== undefined && { secret: newSecret }),
-        updated_at: ctx.clock.now(),
-      };
-      await db.updateTable('webhooks').set(changes).where('id', '=', request.params.id).execute();
-      const row = await find(request.params.id);
+      const row = await updateWebhook(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
       if (!row) throw gateError('webhookNotFound');
       return toWebhook(row);
     },
@@ -137,12 +108,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const deleted = await db.transaction().execute(async (trx) => {
-        const result = await trx.deleteFrom('webhooks').where('id', '=', request.params.id).executeTakeFirst();
-        await trx.updateTable('deliveries').set({ status: 'failed', last_error: 'the webhook was deleted' }).where('webhook_id', '=', request.params.id).where('status', '=', 'pending').execute();
-        return Number(result.numDeletedRows) === 1;
-      });
-      if (!deleted) throw gateError('webhookNotFound');
+      if (!(await deleteWebhook(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('webhookNotFound');
       return { id: request.params.id, deleted: true as const };
     },
   );

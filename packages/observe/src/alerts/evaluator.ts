@@ -1,4 +1,4 @@
-import { MINUTE_MS, newId, toIso } from '@vigil/platform';
+import { MINUTE_MS, newId, recordChange, toIso, type ChangeActor } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import { SYSTEM_AGENT_ID } from '../agents/system.ts';
@@ -19,6 +19,7 @@ import {
   markNotifiedWhenComplete,
   queueDeliveries,
   setEventId,
+  toRuleOut,
   type AlertRule,
 } from './store.ts';
 
@@ -286,13 +287,14 @@ async function resolve(ctx: ObserveContext, measured: AlertRule, entry: AlertHis
  * time (`resolvedBy: rule_deleted`), gets its alert_resolved event, and its resolved notification
  * is queued for the next tick. Returns false for an unknown rule.
  */
-export async function deleteAlertRule(ctx: ObserveContext, id: string, log: FastifyBaseLogger): Promise<boolean> {
+export async function deleteAlertRule(ctx: ObserveContext, id: string, actor: ChangeActor, log: FastifyBaseLogger): Promise<boolean> {
   const { database } = ctx;
   const now = ctx.clock.now();
   const outcome = await database.db.transaction().execute(async (trx) => {
     const rule = await lockRule(trx, database.dialect, id);
     if (!rule) return null;
     await deleteRule(trx, id);
+    await recordChange(trx, { resource: 'alert_rule', resourceId: id, action: 'deleted', actor, before: toRuleOut(rule), after: null }, now);
     const open = await findOpenEntry(trx, id);
     const closed = open !== undefined && (await closeAndQueue(trx, open, rule.notifyChannels, now, 'rule_deleted'));
     return { closed: closed ? open : null };

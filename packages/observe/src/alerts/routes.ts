@@ -1,4 +1,4 @@
-import { acceptingReadBack, withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
@@ -13,10 +13,10 @@ import {
   updateRuleBodySchema,
   type RuleDefinition,
 } from './schemas.ts';
-import { findRule, insertRule, listHistory, listRules, lockRule, toHistoryOut, toRuleOut, updateRule } from './store.ts';
+import { changeRule, findRule, insertRule, listHistory, listRules, toHistoryOut, toRuleOut, type AlertRule } from './store.ts';
 
 /** The stored definition (without id and times), as a PUT's changes apply to it. */
-function definitionOf(stored: RuleDefinition): RuleDefinition {
+function definitionOf(stored: AlertRule): RuleDefinition {
   const { name, description, enabled, condition, threshold, windowMinutes, scope, notifyChannels } = stored;
   return { name, description, enabled, condition, threshold, windowMinutes, scope, notifyChannels };
 }
@@ -34,7 +34,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
     async (request, reply) => {
       const body = request.body;
-      const rule = await insertRule(ctx.database, { ...body, scope: body.scope ?? {} }, ctx.clock.now());
+      const rule = await insertRule(ctx.database, { ...body, scope: body.scope ?? {} }, keyChangeActor(request.apiKey), ctx.clock.now());
       return reply.status(201).send(toRuleOut(rule));
     },
   );
@@ -73,16 +73,14 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      const { database } = ctx;
-      const id = request.params.id;
-      await database.db.transaction().execute(async (trx) => {
-        const stored = await lockRule(trx, database.dialect, id);
-        if (!stored) throw observeError('alertRuleNotFound');
+      const revise = (stored: AlertRule): RuleDefinition => {
         const checked = ruleDefinitionSchema.safeParse(withChanges(definitionOf(stored), request.body));
         if (!checked.success) throw bodyValidationError(checked.error.issues);
-        await updateRule(trx, id, checked.data, ctx.clock.now());
-      });
-      return toRuleOut((await findRule(database, id))!);
+        return checked.data;
+      };
+      const rule = await changeRule(ctx.database, request.params.id, revise, keyChangeActor(request.apiKey), ctx.clock.now());
+      if (!rule) throw observeError('alertRuleNotFound');
+      return toRuleOut(rule);
     },
   );
 
@@ -97,7 +95,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      if (!(await deleteAlertRule(ctx, request.params.id, request.log))) throw observeError('alertRuleNotFound');
+      if (!(await deleteAlertRule(ctx, request.params.id, keyChangeActor(request.apiKey), request.log))) throw observeError('alertRuleNotFound');
       return { id: request.params.id, deleted: true as const };
     },
   );

@@ -1,4 +1,4 @@
-import { forUpdate, newDelivery, newId, toIso, type DialectName } from '@vigil/platform';
+import { forUpdate, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
 import { sql, type Kysely } from 'kysely';
 import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { AlertCondition, AlertRuleOut, AlertScope, HistoryEntryOut, HistoryQuery, RuleDefinition } from './schemas.ts';
@@ -58,10 +58,14 @@ function definitionColumns(definition: RuleDefinition) {
   };
 }
 
-export async function insertRule(database: ObserveDatabase, definition: RuleDefinition, now: number): Promise<AlertRule> {
+export async function insertRule(database: ObserveDatabase, definition: RuleDefinition, actor: ChangeActor, now: number): Promise<AlertRule> {
   const row: AlertRuleRow = { id: newId(), ...definitionColumns(definition), created_at: now, updated_at: now };
-  await database.db.insertInto('alert_rules').values(row).execute();
-  return decodeRule(row);
+  const rule = decodeRule(row);
+  await database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('alert_rules').values(row).execute();
+    await recordChange(trx, { resource: 'alert_rule', resourceId: row.id, action: 'created', actor, before: null, after: toRuleOut(rule) }, now);
+  });
+  return rule;
 }
 
 /** Newest first (ids are time-ordered, so ties on createdAt are stable). */
@@ -86,8 +90,28 @@ export async function lockRule(trx: Executor, dialect: DialectName, id: string):
   return row && decodeRule(row);
 }
 
-export async function updateRule(trx: Executor, id: string, definition: RuleDefinition, now: number): Promise<void> {
-  await trx.updateTable('alert_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
+/**
+ * Changes the rule under its row lock: `revise` turns the stored rule into its new definition (or
+ * throws, changing nothing). Undefined when no such rule exists.
+ */
+export async function changeRule(
+  database: ObserveDatabase,
+  id: string,
+  revise: (stored: AlertRule) => RuleDefinition,
+  actor: ChangeActor,
+  now: number,
+): Promise<AlertRule | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const stored = await lockRule(trx, database.dialect, id);
+    if (!stored) return undefined;
+    const definition = revise(stored);
+    await trx.updateTable('alert_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
+    // Read back: the stored form is what the snapshot and the answer show.
+    const changed = (await lockRule(trx, database.dialect, id))!;
+    const action = updateAction(toRuleOut(stored), toRuleOut(changed));
+    if (action !== null) await recordChange(trx, { resource: 'alert_rule', resourceId: id, action, actor, before: toRuleOut(stored), after: toRuleOut(changed) }, now);
+    return changed;
+  });
 }
 
 export async function deleteRule(trx: Executor, id: string): Promise<boolean> {

@@ -1,11 +1,10 @@
-import { acceptingReadBack, toIso, withChanges, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, toIso, withChanges, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
 import {
   createRuleBodySchema,
   historyQuerySchema,
-  MAX_GUARDRAIL_RULES,
   ruleDefinitionSchema,
   ruleParams,
   ruleSchema,
@@ -14,7 +13,7 @@ import {
   updateRuleBodySchema,
   type RuleDefinition,
 } from './schemas.ts';
-import { activeCooldowns, countRules, deleteRule, findRule, insertRule, listRules, listTriggers, lockRule, toRuleOut, toTriggerOut, updateRule, type GuardrailRule } from './store.ts';
+import { activeCooldowns, changeRule, deleteRule, findRule, insertRule, listRules, listTriggers, toRuleOut, toTriggerOut, type GuardrailRule } from './store.ts';
 
 const RECENT_TRIGGERS = 20;
 
@@ -29,10 +28,8 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/guardrails',
     { schema: { summary: 'Create a guardrail rule', tags: ['guardrails'], body: createRuleBodySchema, response: { 201: ruleSchema } } },
     async (request, reply) => {
-      const rule = await ctx.database.db.transaction().execute(async (trx) => {
-        if ((await countRules(trx)) >= MAX_GUARDRAIL_RULES) throw observeError('guardrailRuleLimit');
-        return insertRule(trx, request.body, ctx.clock.now());
-      });
+      const rule = await insertRule(ctx.database, request.body, keyChangeActor(request.apiKey), ctx.clock.now());
+      if (!rule) throw observeError('guardrailRuleLimit');
       return reply.status(201).send(toRuleOut(rule));
     },
   );
@@ -81,16 +78,14 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       },
     },
     async (request) => {
-      const { database } = ctx;
-      const id = request.params.id;
-      await database.db.transaction().execute(async (trx) => {
-        const stored = await lockRule(trx, database.dialect, id);
-        if (!stored) throw observeError('guardrailRuleNotFound');
+      const revise = (stored: GuardrailRule): RuleDefinition => {
         const checked = ruleDefinitionSchema.safeParse(withChanges(definitionOf(stored), request.body));
         if (!checked.success) throw bodyValidationError(checked.error.issues);
-        await updateRule(trx, id, checked.data, ctx.clock.now());
-      });
-      return toRuleOut((await findRule(database, id))!);
+        return checked.data;
+      };
+      const rule = await changeRule(ctx.database, request.params.id, revise, keyChangeActor(request.apiKey), ctx.clock.now());
+      if (!rule) throw observeError('guardrailRuleNotFound');
+      return toRuleOut(rule);
     },
   );
 
@@ -105,7 +100,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       },
     },
     async (request) => {
-      if (!(await deleteRule(ctx.database, request.params.id))) throw observeError('guardrailRuleNotFound');
+      if (!(await deleteRule(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now()))) throw observeError('guardrailRuleNotFound');
       return { id: request.params.id, deleted: true as const, ok: true as const };
     },
   );

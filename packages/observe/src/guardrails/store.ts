@@ -1,9 +1,10 @@
-import { forUpdate, MINUTE_MS, newDelivery, newId, toIso, type DialectName } from '@vigil/platform';
+import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { GuardrailRuleRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import {
   actionConfigSchemas,
   conditionConfigSchemas,
+  MAX_GUARDRAIL_RULES,
   type ActionConfig,
   type ActionResult,
   type ActionType,
@@ -92,12 +93,8 @@ function definitionColumns(definition: RuleDefinition) {
   };
 }
 
-export async function countRules(executor: Executor): Promise<number> {
-  const row = await executor.selectFrom('guardrail_rules').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-export async function insertRule(executor: Executor, definition: RuleDefinition, now: number): Promise<GuardrailRule> {
+/** A new rule and its admin-change row; null when MAX_GUARDRAIL_RULES rules exist already. */
+export async function insertRule(database: ObserveDatabase, definition: RuleDefinition, actor: ChangeActor, now: number): Promise<GuardrailRule | null> {
   const row: GuardrailRuleRow = {
     id: newId(),
     ...definitionColumns(definition),
@@ -106,8 +103,14 @@ export async function insertRule(executor: Executor, definition: RuleDefinition,
     created_at: now,
     updated_at: now,
   };
-  await executor.insertInto('guardrail_rules').values(row).execute();
-  return decodeRule(row);
+  const rule = decodeRule(row);
+  return database.db.transaction().execute(async (trx) => {
+    const count = await trx.selectFrom('guardrail_rules').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    if (Number(count.n) >= MAX_GUARDRAIL_RULES) return null;
+    await trx.insertInto('guardrail_rules').values(row).execute();
+    await recordChange(trx, { resource: 'guardrail', resourceId: row.id, action: 'created', actor, before: null, after: toRuleOut(rule) }, now);
+    return rule;
+  });
 }
 
 /** Newest first (ids are time-ordered, so ties on createdAt are stable). */
@@ -135,13 +138,37 @@ export async function lockRule(trx: Executor, dialect: DialectName, id: string):
   return row && decodeRule(row);
 }
 
-export async function updateRule(trx: Executor, id: string, definition: RuleDefinition, now: number): Promise<void> {
-  await trx.updateTable('guardrail_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
+/**
+ * Changes the rule under its row lock: `revise` turns the stored rule into its new definition (or
+ * throws, changing nothing). Undefined when no such rule exists.
+ */
+export async function changeRule(
+  database: ObserveDatabase,
+  id: string,
+  revise: (stored: GuardrailRule) => RuleDefinition,
+  actor: ChangeActor,
+  now: number,
+): Promise<GuardrailRule | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const stored = await lockRule(trx, database.dialect, id);
+    if (!stored) return undefined;
+    await trx.updateTable('guardrail_rules').set({ ...definitionColumns(revise(stored)), updated_at: now }).where('id', '=', id).execute();
+    // Read back: the stored form (configs with their defaults) is what the snapshot and the answer show.
+    const changed = (await lockRule(trx, database.dialect, id))!;
+    const action = updateAction(toRuleOut(stored), toRuleOut(changed));
+    if (action !== null) await recordChange(trx, { resource: 'guardrail', resourceId: id, action, actor, before: toRuleOut(stored), after: toRuleOut(changed) }, now);
+    return changed;
+  });
 }
 
-export async function deleteRule(database: ObserveDatabase, id: string): Promise<boolean> {
-  const result = await database.db.deleteFrom('guardrail_rules').where('id', '=', id).executeTakeFirst();
-  return Number(result.numDeletedRows) === 1;
+/** Deletes the rule (its trigger history stays); false when no such rule exists. */
+export async function deleteRule(database: ObserveDatabase, id: string, actor: ChangeActor, now: number): Promise<boolean> {
+  return database.db.transaction().execute(async (trx) => {
+    const row = await trx.deleteFrom('guardrail_rules').where('id', '=', id).returningAll().executeTakeFirst();
+    if (!row) return false;
+    await recordChange(trx, { resource: 'guardrail', resourceId: id, action: 'deleted', actor, before: toRuleOut(decodeRule(row)), after: null }, now);
+    return true;
+  });
 }
 
 // ---- triggers ----

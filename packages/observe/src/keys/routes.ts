@@ -1,10 +1,13 @@
-import { generateSecret, newId, toIso, type ZodApp } from '@vigil/platform';
+import { generateSecret, keyChangeActor, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { FULL_ACCESS, keyScopes, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
-import { insertFirstKey, insertKey, listKeys, revokeKey } from './store.ts';
+import { FULL_ACCESS, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
+import { insertFirstKey, insertKey, listKeys, revokeKey, toApiKey } from './store.ts';
+
+/** The first key, created without credentials at first start-up. */
+const BOOTSTRAP_ACTOR: ChangeActor = { actor: 'bootstrap', keyId: null, keyName: null };
 
 const scopesSchema = z
   .array(z.enum(OBSERVE_SCOPES))
@@ -24,18 +27,6 @@ const keySchema = z
     revokedAt: z.string().nullable(),
   })
   .meta({ id: 'ApiKey' });
-
-function toKey(row: ApiKeyRow): z.infer<typeof keySchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: [...keyScopes(row.scopes)],
-    createdAt: toIso(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
-  };
-}
 
 /**
  * The scopes of a key being created: those asked for, else full access. The first key always has
@@ -79,18 +70,18 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
         revoked_at: null,
       };
       if (bootstrap) {
-        if (!(await insertFirstKey(ctx.database, row))) throw observeError('unauthorized');
+        if (!(await insertFirstKey(ctx.database, row, BOOTSTRAP_ACTOR))) throw observeError('unauthorized');
       } else {
-        await insertKey(ctx.database, row);
+        await insertKey(ctx.database, row, keyChangeActor(request.apiKey));
       }
-      return reply.status(201).send({ ...toKey(row), key: secret.raw });
+      return reply.status(201).send({ ...toApiKey(row), key: secret.raw });
     },
   );
 
   app.get(
     '/api/keys',
     { schema: { summary: 'List API keys (never the secrets)', tags: ['keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
-    async () => ({ keys: (await listKeys(ctx.database)).map(toKey) }),
+    async () => ({ keys: (await listKeys(ctx.database)).map(toApiKey) }),
   );
 
   app.delete(
@@ -104,7 +95,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     },
     async (request) => {
-      const row = await revokeKey(ctx.database, request.params.id, ctx.clock.now());
+      const row = await revokeKey(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now());
       if (!row) throw observeError('keyNotFound');
       return { id: row.id, revoked: true as const };
     },

@@ -84,11 +84,13 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
     assert.equal(ROUTE_SCOPES['POST /api/keys'], 'admin');
     assert.equal(ROUTE_SCOPES['GET /api/keys'], 'admin');
     assert.equal(ROUTE_SCOPES['DELETE /api/keys/:id'], 'admin');
+    // Like the key list, the log of who changed keys, rules and settings is for administrators.
+    assert.equal(ROUTE_SCOPES['GET /api/audit/changes'], 'admin');
     // A stream token only opens what its key may read.
     assert.equal(ROUTE_SCOPES['POST /api/stream/tokens'], 'read');
     // Every other GET is a read, every other write is admin.
     for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
-      if (['POST /api/events', 'POST /api/events/ingest', 'GET /api/agents/:id', 'GET /api/keys', 'POST /api/stream/tokens'].includes(id)) continue;
+      if (['POST /api/events', 'POST /api/events/ingest', 'GET /api/agents/:id', 'GET /api/keys', 'GET /api/audit/changes', 'POST /api/stream/tokens'].includes(id)) continue;
       assert.equal(scope, id.startsWith('GET ') ? 'read' : 'admin', id);
     }
   });

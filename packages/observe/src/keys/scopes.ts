@@ -47,6 +47,8 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'GET /api/sessions/:id/timeline': 'read',
   'GET /api/sessions/:id/replay': 'read',
   'GET /api/audit/verify': 'read',
+  // Who changed keys, rules and settings: administrators only.
+  'GET /api/audit/changes': 'admin',
   'GET /api/agents': 'read',
   'POST /api/agents/:id/pause': 'admin',
   'POST /api/agents/:id/resume': 'admin',

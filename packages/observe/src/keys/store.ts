@@ -1,21 +1,51 @@
-import { forUpdate } from '@vigil/platform';
-import type { ApiKeyRow, ObserveDatabase } from '../schema.ts';
+import { forUpdate, recordChange, toIso, type ChangeActor } from '@vigil/platform';
+import type { Transaction } from 'kysely';
+import type { ApiKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { keyScopes, type ObserveScope } from './scopes.ts';
 
-export async function insertKey(database: ObserveDatabase, row: ApiKeyRow): Promise<void> {
-  await database.db.insertInto('api_keys').values(row).execute();
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: ObserveScope[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+/** The public shape of a key (responses, admin-change snapshots): never its hash. */
+export function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: [...keyScopes(row.scopes)],
+    createdAt: toIso(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+  };
+}
+
+async function insertRecorded(trx: Transaction<ObserveSchema>, row: ApiKeyRow, actor: ChangeActor): Promise<void> {
+  await trx.insertInto('api_keys').values(row).execute();
+  await recordChange(trx, { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row) }, row.created_at);
+}
+
+export async function insertKey(database: ObserveDatabase, row: ApiKeyRow, actor: ChangeActor): Promise<void> {
+  await database.db.transaction().execute((trx) => insertRecorded(trx, row, actor));
 }
 
 /**
  * First start-up: inserts the key only if no active key exists, atomically. Concurrent attempts
  * serialise on a lock row (PostgreSQL) or the write lock (SQLite), so exactly one wins.
  */
-export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow): Promise<boolean> {
+export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow, actor: ChangeActor): Promise<boolean> {
   return database.db.transaction().execute(async (trx) => {
     await trx.insertInto('leases').values({ name: 'keys.bootstrap', holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
     await forUpdate(trx.selectFrom('leases').select('name').where('name', '=', 'keys.bootstrap'), database.dialect).execute();
     const active = await trx.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).limit(1).executeTakeFirst();
     if (active) return false;
-    await trx.insertInto('api_keys').values(row).execute();
+    await insertRecorded(trx, row, actor);
     return true;
   });
 }
@@ -38,10 +68,16 @@ export async function listKeys(database: ObserveDatabase): Promise<ApiKeyRow[]> 
   return database.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
 }
 
-/** Marks the key revoked (once); undefined when no such key exists. */
-export async function revokeKey(database: ObserveDatabase, id: string, at: number): Promise<ApiKeyRow | undefined> {
-  await database.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-  return database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+/** Marks the key revoked, once (revoking a revoked key changes and records nothing); undefined when no such key exists. */
+export async function revokeKey(database: ObserveDatabase, id: string, actor: ChangeActor, at: number): Promise<ApiKeyRow | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const before = await forUpdate(trx.selectFrom('api_keys').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
+    if (!before || before.revoked_at !== null) return before;
+    const after: ApiKeyRow = { ...before, revoked_at: at };
+    await trx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute();
+    await recordChange(trx, { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey(after) }, at);
+    return after;
+  });
 }
 
 export async function touchKey(database: ObserveDatabase, id: string, at: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { acceptingReadBack, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -56,7 +56,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
         response: { 200: publicConfigSchema },
       },
     },
-    async (request) => toPublic(await updateSettings(ctx, request.body)),
+    async (request) => toPublic(await updateSettings(ctx, request.body, keyChangeActor(request.apiKey))),
   );
 
   app.get(

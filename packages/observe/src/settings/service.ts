@@ -1,4 +1,7 @@
+import { canonicalJson, recordChange, type ChangeActor } from '@vigil/platform';
+import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
+import type { ObserveSchema } from '../schema.ts';
 
 /** Runtime settings: stored values win over the environment defaults. */
 export interface Settings {
@@ -11,8 +14,8 @@ export type SettingsPatch = Partial<Settings>;
 
 type SettingKey = keyof Settings;
 
-export async function readSettings(ctx: ObserveContext): Promise<Settings> {
-  const stored = await ctx.database.db.selectFrom('settings').select(['key', 'value']).execute();
+async function readSettingsWith(ctx: ObserveContext, db: Kysely<ObserveSchema>): Promise<Settings> {
+  const stored = await db.selectFrom('settings').select(['key', 'value']).execute();
   const values = new Map(stored.map((row) => [row.key, JSON.parse(row.value) as unknown]));
   const pick = <T>(key: SettingKey, fallback: T): T => (values.has(key) ? (values.get(key) as T) : fallback);
   return {
@@ -22,10 +25,28 @@ export async function readSettings(ctx: ObserveContext): Promise<Settings> {
   };
 }
 
-/** Stores the given settings; a secret set to null is removed, so the environment value applies again. */
-export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch): Promise<Settings> {
+export function readSettings(ctx: ObserveContext): Promise<Settings> {
+  return readSettingsWith(ctx, ctx.database.db);
+}
+
+/** The settings as the change log shows them: whether each secret is set, never its value. */
+function settingsSnapshot(settings: Settings) {
+  return {
+    retentionDays: settings.retentionDays,
+    approvalGateSecretSet: settings.approvalGateWebhookSecret !== null,
+    formServiceSecretSet: settings.formServiceWebhookSecret !== null,
+  };
+}
+
+/**
+ * Stores the given settings; a secret set to null is removed, so the environment value applies
+ * again. A change is recorded (resource `settings`, no id; a new secret value shows in the snapshots
+ * only as set, so a rotation reads as an update with equal sides); a patch that changes nothing is not.
+ */
+export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, actor: ChangeActor): Promise<Settings> {
   const now = ctx.clock.now();
-  await ctx.database.db.transaction().execute(async (trx) => {
+  return ctx.database.db.transaction().execute(async (trx) => {
+    const before = await readSettingsWith(ctx, trx);
     for (const [key, value] of Object.entries(patch) as [SettingKey, unknown][]) {
       if (value === undefined) continue;
       if (value === null) {
@@ -38,6 +59,10 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch):
         .onConflict((oc) => oc.column('key').doUpdateSet({ value: JSON.stringify(value), updated_at: now }))
         .execute();
     }
+    const after = await readSettingsWith(ctx, trx);
+    if (canonicalJson(before) !== canonicalJson(after)) {
+      await recordChange(trx, { resource: 'settings', resourceId: null, action: 'updated', actor, before: settingsSnapshot(before), after: settingsSnapshot(after) }, now);
+    }
+    return after;
   });
-  return readSettings(ctx);
 }

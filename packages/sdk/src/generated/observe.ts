@@ -3,6 +3,23 @@
 // packages/sdk/src/generated.test.ts fails when this file and the served document differ.
 /* eslint-disable */
 
+export type AdminChange = {
+  id: string;
+  timestamp: string;
+  resource: "policy" | "api_key" | "webhook" | "alert_rule" | "guardrail" | "settings";
+  resourceId: string | null;
+  action: string;
+  actor: string;
+  actorKeyId: string | null;
+  actorKeyName: string | null;
+  before: {
+    [key: string]: unknown;
+  } | null;
+  after: {
+    [key: string]: unknown;
+  } | null;
+};
+
 export type Agent = {
   id: string;
   name: string;
@@ -973,6 +990,40 @@ export interface paths {
             errorRate: number;
             avgDurationMs: number;
           }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/changes": {
+    /**
+     * Administrative changes, newest first: who changed what, with the API key behind the actor, before and after
+     *
+     * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        resource?: "policy" | "api_key" | "webhook" | "alert_rule" | "guardrail" | "settings";
+        resourceId?: string;
+        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
+        keyId?: string;
+        from?: string;
+        to?: string;
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entries: AdminChange[];
+          nextCursor: string | null;
+          hasMore: boolean;
         };
         400: ObserveError;
         401: ObserveError;

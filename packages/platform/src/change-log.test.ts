@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, test } from 'node:test';
+import { createAdminChangeTable, keyChangeActor, listAdminChanges, recordChange, updateAction, type AdminChangeTables } from './change-log.ts';
+import { migrateToLatest, openDatabase, type Database } from './db.ts';
+import { describeEachDatabase } from './testing.ts';
+
+test('updateAction: enabled / disabled when the flag is all that changed, updated otherwise, null for no change', () => {
+  const base = { name: 'a', enabled: true, updatedAt: '2026-11-22T10:00:00.000Z' };
+  assert.equal(updateAction(base, { ...base, enabled: false, updatedAt: 'later' }), 'disabled');
+  assert.equal(updateAction({ ...base, enabled: false }, base), 'enabled');
+  assert.equal(updateAction(base, { ...base, name: 'b', enabled: false }), 'updated');
+  assert.equal(updateAction(base, { ...base, updatedAt: 'later' }), null);
+  assert.equal(updateAction({ rules: [1, 2] }, { rules: [1, 2] }), null);
+  assert.equal(updateAction({ rules: [1, 2] }, { rules: [2, 1] }), 'updated');
+});
+
+test('keyChangeActor: api:<key name> with the key, anonymous without', () => {
+  assert.deepEqual(keyChangeActor({ id: 'k1', name: 'ops' }), { actor: 'api:ops', keyId: 'k1', keyName: 'ops' });
+  assert.deepEqual(keyChangeActor(null), { actor: 'anonymous', keyId: null, keyName: null });
+});
+
+await describeEachDatabase('change log: the backstop keeps credentials out of snapshots', (backend) => {
+  let database: Database<AdminChangeTables>;
+  beforeEach(async () => {
+    database = await openDatabase<AdminChangeTables>(backend.freshDatabase());
+    await migrateToLatest(database, { '0001_admin_changes': createAdminChangeTable });
+  });
+  afterEach(() => database.close());
+
+  test('string values under secret, hash, token or password names are redacted, at any depth; flags stay', async () => {
+    const before = { name: 'hook', secret: 's3cret-value', hasSecret: true, nested: [{ keyHash: 'abc123', accessToken: 'tok' }] };
+    await database.db.transaction().execute((trx) =>
+      recordChange(trx, { resource: 'webhook', resourceId: 'w1', action: 'updated', actor: keyChangeActor({ id: 'k1', name: 'ops' }), before, after: { password: 'pw', count: 2 } }, 1_000),
+    );
+    const page = await listAdminChanges(database.db, { limit: 10 });
+    assert.equal(page.entries.length, 1);
+    const [entry] = page.entries;
+    assert.deepEqual(entry!.before, { name: 'hook', secret: '[redacted]', hasSecret: true, nested: [{ keyHash: '[redacted]', accessToken: '[redacted]' }] });
+    assert.deepEqual(entry!.after, { password: '[redacted]', count: 2 });
+    assert.equal(entry!.timestamp, new Date(1_000).toISOString());
+    const stored = JSON.stringify(await database.db.selectFrom('admin_changes').selectAll().execute());
+    for (const secret of ['s3cret-value', 'abc123', 'tok', 'pw']) assert.ok(!stored.includes(`"${secret}`), secret);
+  });
+});

@@ -1,0 +1,262 @@
+import type { Kysely, Transaction } from 'kysely';
+import { z } from 'zod';
+import { canonicalJson } from './crypto.ts';
+import { epochMsType } from './db.ts';
+import type { ZodApp } from './http.ts';
+import { newId } from './ids.ts';
+import { isoTimestampMs, toIso } from './time.ts';
+
+/**
+ * The log of administrative changes (who created, changed, enabled, disabled, deleted or revoked a
+ * policy, a key, a webhook, a rule or a setting). A service writes the row with `recordChange` in
+ * the transaction of the change itself, so a change is never without its row nor a row without its
+ * change. The kit knows no feature: each service names its resources and snapshots them.
+ */
+
+export const CHANGE_RESOURCES = ['policy', 'api_key', 'webhook', 'alert_rule', 'guardrail', 'settings'] as const;
+export type ChangeResource = (typeof CHANGE_RESOURCES)[number];
+
+export const CHANGE_ACTIONS = ['created', 'updated', 'enabled', 'disabled', 'deleted', 'revoked'] as const;
+export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
+
+export interface AdminChangeRow {
+  id: string;
+  ts: number;
+  resource: string;
+  resource_id: string | null;
+  action: string;
+  actor: string;
+  actor_key_id: string | null;
+  actor_key_name: string | null;
+  /** Canonical JSON of the resource before and after the change (null on the created / deleted side). */
+  before: string | null;
+  after: string | null;
+}
+
+/** The table a service's schema includes to record changes. */
+export interface AdminChangeTables {
+  admin_changes: AdminChangeRow;
+}
+
+/**
+ * Migration step body: the table and one index per filter of the list, each ending in (ts, id) so
+ * a filtered page reads an index range in order and stops after `limit` rows.
+ */
+export async function createAdminChangeTable(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('admin_changes')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('ts', epochMsType, (c) => c.notNull())
+    .addColumn('resource', 'text', (c) => c.notNull())
+    .addColumn('resource_id', 'text')
+    .addColumn('action', 'text', (c) => c.notNull())
+    .addColumn('actor', 'text', (c) => c.notNull())
+    .addColumn('actor_key_id', 'text')
+    .addColumn('actor_key_name', 'text')
+    .addColumn('before', 'text')
+    .addColumn('after', 'text')
+    .execute();
+  await db.schema.createIndex('admin_changes_ts').on('admin_changes').columns(['ts', 'id']).execute();
+  await db.schema.createIndex('admin_changes_resource_ts').on('admin_changes').columns(['resource', 'ts', 'id']).execute();
+  await db.schema.createIndex('admin_changes_resource_id_ts').on('admin_changes').columns(['resource_id', 'ts', 'id']).execute();
+  await db.schema.createIndex('admin_changes_action_ts').on('admin_changes').columns(['action', 'ts', 'id']).execute();
+  await db.schema.createIndex('admin_changes_key_ts').on('admin_changes').columns(['actor_key_id', 'ts', 'id']).execute();
+}
+
+/** Who made a change: the display name the service derives from the credential, and the API key behind it (null for the service itself). */
+export interface ChangeActor {
+  actor: string;
+  keyId: string | null;
+  keyName: string | null;
+}
+
+export const SYSTEM_CHANGE_ACTOR: ChangeActor = { actor: 'system', keyId: null, keyName: null };
+
+/**
+ * The actor of a change made with an API key: `api:<key name>`, as both services name a key's
+ * holder, with the key's name at that time; `anonymous` without a key (authentication disabled).
+ */
+export function keyChangeActor(key: { id: string; name: string } | null): ChangeActor {
+  return key ? { actor: `api:${key.name}`, keyId: key.id, keyName: key.name } : { actor: 'anonymous', keyId: null, keyName: null };
+}
+
+/** A resource as its service shows it (its public shape, which holds no secret). */
+export type Snapshot = object;
+
+export interface Change {
+  resource: ChangeResource;
+  resourceId: string | null;
+  action: ChangeAction;
+  actor: ChangeActor;
+  before: Snapshot | null;
+  after: Snapshot | null;
+}
+
+const REDACTED = '[redacted]';
+/** Property names whose string values are credentials; snapshots are built from public shapes, this is the backstop. */
+const SECRET_NAME = /(secret|hash|token|password)$/i;
+
+function redact(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redact);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, inner]) => [name, typeof inner === 'string' && SECRET_NAME.test(name) ? REDACTED : redact(inner)]),
+  );
+}
+
+/** Writes the change's row; `trx` is the transaction that makes the change. */
+export async function recordChange<Schema extends AdminChangeTables>(trx: Transaction<Schema>, change: Change, now: number): Promise<void> {
+  const row: AdminChangeRow = {
+    id: newId(),
+    ts: now,
+    resource: change.resource,
+    resource_id: change.resourceId,
+    action: change.action,
+    actor: change.actor.actor,
+    actor_key_id: change.actor.keyId,
+    actor_key_name: change.actor.keyName,
+    before: change.before === null ? null : canonicalJson(redact(change.before)),
+    after: change.after === null ? null : canonicalJson(redact(change.after)),
+  };
+  // The service's schema holds this table (Schema extends AdminChangeTables); Kysely cannot see
+  // that through a type parameter, so the transaction is viewed through the table alone.
+  await (trx as unknown as Transaction<AdminChangeTables>).insertInto('admin_changes').values(row).execute();
+}
+
+/**
+ * What an update did: `enabled` / `disabled` when the enabled flag is all that changed (besides
+ * `updatedAt`), `updated` otherwise, null when nothing changed (no row is written then).
+ */
+export function updateAction(before: Snapshot, after: Snapshot): ChangeAction | null {
+  const old = before as Record<string, unknown>;
+  const now = after as Record<string, unknown>;
+  const names = new Set([...Object.keys(old), ...Object.keys(now)]);
+  names.delete('updatedAt');
+  const changed = [...names].filter((name) => canonicalJson(old[name] ?? null) !== canonicalJson(now[name] ?? null));
+  if (changed.length === 0) return null;
+  if (changed.length === 1 && changed[0] === 'enabled') return now.enabled === true ? 'enabled' : 'disabled';
+  return 'updated';
+}
+
+// ---- the list (GET /api/audit/changes in each service) ----
+
+/** A position in a newest-first list: the (time, id) of an entry; the next page starts after it. */
+export interface TimePosition {
+  ts: number;
+  id: string;
+}
+
+/** A list cursor: the (time, id) of the last entry of a page, base64url-encoded, opaque to clients. */
+export function encodeTimeCursor(position: TimePosition): string {
+  return Buffer.from(JSON.stringify([position.ts, position.id])).toString('base64url');
+}
+
+/** The `cursor` query parameter of a list paged by `encodeTimeCursor`; a foreign cursor is a 400. */
+export const timeCursorSchema = z
+  .string()
+  .max(200)
+  .transform((text, ctx): TimePosition => {
+    try {
+      const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+      if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string' && value[1].length <= 100) {
+        return { ts: value[0] as number, id: value[1] };
+      }
+    } catch {
+      // Not JSON: reported below like any other foreign cursor.
+    }
+    ctx.addIssue({ code: 'custom', message: 'cursor is not one this endpoint issued; pass nextCursor unchanged' });
+    return z.NEVER;
+  })
+  .meta({ type: 'string' });
+
+export const adminChangeSchema = z
+  .object({
+    id: z.string(),
+    timestamp: z.string(),
+    resource: z.enum(CHANGE_RESOURCES),
+    resourceId: z.string().nullable(),
+    action: z.string(),
+    actor: z.string(),
+    actorKeyId: z.string().nullable(),
+    actorKeyName: z.string().nullable(),
+    before: z.record(z.string(), z.unknown()).nullable(),
+    after: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({ id: 'AdminChange' });
+
+export type AdminChange = z.infer<typeof adminChangeSchema>;
+
+export const adminChangePageSchema = z.object({ entries: z.array(adminChangeSchema), nextCursor: z.string().nullable(), hasMore: z.boolean() });
+
+export type AdminChangePage = z.infer<typeof adminChangePageSchema>;
+
+export const adminChangeQuerySchema = z
+  .strictObject({
+    resource: z.enum(CHANGE_RESOURCES).optional(),
+    resourceId: z.string().min(1).max(200).optional(),
+    action: z.enum(CHANGE_ACTIONS).optional(),
+    keyId: z.string().min(1).max(100).optional(),
+    from: isoTimestampMs.optional(),
+    to: isoTimestampMs.optional(),
+    cursor: timeCursorSchema.optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+
+export type AdminChangeQuery = z.output<typeof adminChangeQuerySchema>;
+
+function toAdminChange(row: AdminChangeRow): AdminChange {
+  return {
+    id: row.id,
+    timestamp: toIso(row.ts),
+    resource: row.resource as ChangeResource,
+    resourceId: row.resource_id,
+    action: row.action,
+    actor: row.actor,
+    actorKeyId: row.actor_key_id,
+    actorKeyName: row.actor_key_name,
+    before: row.before === null ? null : (JSON.parse(row.before) as Record<string, unknown>),
+    after: row.after === null ? null : (JSON.parse(row.after) as Record<string, unknown>),
+  };
+}
+
+/** One page of changes, newest first (time, then id); every filter reads its own index (createAdminChangeTable). */
+export async function listAdminChanges<Schema extends AdminChangeTables>(db: Kysely<Schema>, query: AdminChangeQuery): Promise<AdminChangePage> {
+  let select = (db as unknown as Kysely<AdminChangeTables>).selectFrom('admin_changes').selectAll();
+  if (query.resource !== undefined) select = select.where('resource', '=', query.resource);
+  if (query.resourceId !== undefined) select = select.where('resource_id', '=', query.resourceId);
+  if (query.action !== undefined) select = select.where('action', '=', query.action);
+  if (query.keyId !== undefined) select = select.where('actor_key_id', '=', query.keyId);
+  if (query.from !== undefined) select = select.where('ts', '>=', query.from);
+  if (query.to !== undefined) select = select.where('ts', '<=', query.to);
+  const after = query.cursor;
+  if (after !== undefined) select = select.where((eb) => eb(eb.refTuple('ts', 'id'), '<', eb.tuple(after.ts, after.id)));
+  // One row more than the page tells whether another follows.
+  const rows = await select.orderBy('ts', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const page = rows.slice(0, query.limit);
+  const more = rows.length > query.limit;
+  const last = page.at(-1);
+  return { entries: page.map(toAdminChange), nextCursor: more && last ? encodeTimeCursor(last) : null, hasMore: more };
+}
+
+/** GET /api/audit/changes of a service (its scope and operationId go in the service's tables like any route). */
+export function registerAdminChangeRoute<Schema extends AdminChangeTables>(app: ZodApp, db: Kysely<Schema>): void {
+  app.get(
+    '/api/audit/changes',
+    {
+      schema: {
+        summary: 'Administrative changes, newest first: who changed what, with the API key behind the actor, before and after',
+        description:
+          'Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in ' +
+          'the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. ' +
+          'Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the ' +
+          'actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of ' +
+          'the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.',
+        tags: ['audit'],
+        querystring: adminChangeQuerySchema,
+        response: { 200: adminChangePageSchema },
+      },
+    },
+    async (request) => listAdminChanges(db, request.query),
+  );
+}
