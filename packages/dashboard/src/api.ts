@@ -227,45 +227,12 @@ export type ApprovalSummary = GateAnswer<'GET /api/requests'>[number];
 export type AuditEntry = GateSchemas.AuditEntry;
 export type AuditListEntry = GateSchemas.AuditListEntry;
 
-// ---- HAND-WRITTEN UNTIL MERGE: the admin change log (GET /api/audit/changes, both services) ----
-// The route is added on another branch; when it is merged and `npm run generate -w @vigil/sdk`
-// has run, replace this block with the generated types (`ObserveAnswer<'GET /api/audit/changes'>`,
-// `GateSchemas.AdminChange`) and call it through `observe()` / `gate()` like every other route.
-
-export type AdminResource = 'policy' | 'api_key' | 'webhook' | 'alert_rule' | 'guardrail' | 'settings';
-
-export interface AdminChange {
-  id: string;
-  timestamp: string;
-  resource: AdminResource;
-  resourceId: string | null;
-  action: string;
-  actor: string;
-  actorKeyId: string | null;
-  actorKeyName: string | null;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-}
-
-export interface AdminChangePage {
-  entries: AdminChange[];
-  nextCursor: string | null;
-  hasMore: boolean;
-}
-
-export interface AdminChangeQuery {
-  resource?: AdminResource;
-  resourceId?: string;
-  action?: string;
-  keyId?: string;
-  from?: string;
-  to?: string;
-  cursor?: string;
-  limit?: number;
-}
+export type AdminChange = ObserveSchemas.AdminChange;
+export type AdminResource = AdminChange['resource'];
+/** The change log's query: the same in both services (the dashboard asks both). */
+export type AdminChangeQuery = ObserveQuery<'GET /api/audit/changes'>;
 
 /** One page of a service's administrative changes, newest first (admin scope). */
-export function adminChanges(service: Service, query: AdminChangeQuery, signal?: AbortSignal): Promise<AdminChangePage> {
-  return request(service, 'GET /api/audit/changes', { query, signal }) as Promise<AdminChangePage>;
+export function adminChanges(service: Service, query: AdminChangeQuery, signal?: AbortSignal): Promise<ObserveAnswer<'GET /api/audit/changes'>> {
+  return service === 'observe' ? observe('GET /api/audit/changes', { query, signal }) : gate('GET /api/audit/changes', { query, signal });
 }
-// ---- end of the hand-written block ----

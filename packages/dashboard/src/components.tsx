@@ -208,18 +208,20 @@ export function InlineSelect<V extends string | number>({ id, label, value, opti
   );
 }
 
-/** A log's filter bar: its fields, Apply (for the typed ones) and, once something is filtered, Clear filters. */
-export function Filters({ onApply, onClear, filtered, children }: { onApply: () => void; onClear: () => void; filtered: boolean; children: ReactNode }) {
+/** A log's filter bar: its fields, Apply (when some are typed: `onApply`) and, once something is filtered, Clear filters. */
+export function Filters({ onApply, onClear, filtered, children }: { onApply?: () => void; onClear: () => void; filtered: boolean; children: ReactNode }) {
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    onApply();
+    onApply?.();
   };
   return (
     <form className="filters" onSubmit={submit}>
       {children}
-      <button type="submit" className="secondary">
-        Apply
-      </button>
+      {onApply && (
+        <button type="submit" className="secondary">
+          Apply
+        </button>
+      )}
       {filtered && (
         <button type="button" className="link" onClick={onClear}>
           Clear filters

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { adminChanges, credentials, type AdminChange, type AdminResource, type Service } from '../api.ts';
+import { adminChanges, credentials, type AdminChange, type AdminChangeQuery, type AdminResource, type Service } from '../api.ts';
 import { AsyncTable, CursorPager, Filters, Table, type Column } from '../components.tsx';
 import { fmtDateTime, plural, timeAgo } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
@@ -8,6 +8,10 @@ import { AuditActor } from './Audit.tsx';
 
 const PAGE_SIZE = 50;
 const SERVICES: Record<Service, string> = { observe: 'Observe', gate: 'Gate' };
+type AdminAction = NonNullable<AdminChangeQuery['action']>;
+/** Every action the change log records, in the order a resource lives through them. */
+const ACTIONS: readonly AdminAction[] = ['created', 'updated', 'enabled', 'disabled', 'revoked', 'deleted'];
+
 const RESOURCES: Record<AdminResource, string> = {
   policy: 'Policy',
   api_key: 'API key',
@@ -87,8 +91,8 @@ export function ChangesPage() {
   const available = (Object.keys(SERVICES) as Service[]).filter((s) => (s === 'observe' ? signedIn.observeKey !== null : signedIn.gate !== null));
   const serviceFilter = query.get('service') ?? '';
   const resource = (query.get('resource') ?? '') as AdminResource | '';
-  const action = query.get('action') ?? '';
-  const [actionDraft, setActionDraft] = useState(action);
+  // From the address: an unknown value is the service's to refuse (400), shown as the page's error.
+  const action = (query.get('action') ?? '') as AdminAction | '';
   const services = available.filter((s) => serviceFilter === '' || s === serviceFilter);
 
   const filters = JSON.stringify([serviceFilter, resource, action]);
@@ -125,11 +129,7 @@ export function ChangesPage() {
     <Page title="Change log" subtitle="Every change to policies, API keys, webhooks, alert rules, guardrails and settings, newest first: who made it, with which key, and what it changed.">
       <Section title="Filters">
         <Filters
-          onApply={() => setQuery({ action: actionDraft.trim() || null })}
-          onClear={() => {
-            setActionDraft('');
-            setQuery({ service: null, resource: null, action: null });
-          }}
+          onClear={() => setQuery({ service: null, resource: null, action: null })}
           filtered={filtered}
         >
           <div className="field">
@@ -156,7 +156,14 @@ export function ChangesPage() {
           </div>
           <div className="field">
             <label htmlFor="changes-action">Change action</label>
-            <input id="changes-action" value={actionDraft} placeholder="update" onChange={(e) => setActionDraft(e.target.value)} />
+            <select id="changes-action" value={action} onChange={(e) => setQuery({ action: e.target.value || null })}>
+              <option value="">Any action</option>
+              {ACTIONS.map((value) => (
+                <option key={value} value={value}>
+                  {value}
+                </option>
+              ))}
+            </select>
           </div>
         </Filters>
       </Section>
