@@ -13,3 +13,4 @@ export * from './text.ts';
 export * from './group-commit.ts';
 export * from './deliveries.ts';
 export * from './patch.ts';
+export * from './feature.ts';
