@@ -1,8 +1,7 @@
-import type { Clock, ObserveConfig } from '@vigil/platform';
-import type { EventAppender } from './events/ingest.ts';
+import type { Clock, Feature, ObserveConfig } from '@vigil/platform';
+import type { EventAppender } from './events/index.ts';
 import type { PriceTable } from './pricing/index.ts';
-import type { Embedder } from './recall/embedder.ts';
-import type { VectorIndex } from './recall/vector-index.ts';
+import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase } from './schema.ts';
 
 /** What every feature of the observe service is built from. */
@@ -19,3 +18,6 @@ export interface ObserveContext {
   /** This process's in-memory index of the stored vectors (recall/vector-index.ts). */
   vectorIndex: VectorIndex;
 }
+
+/** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */
+export type ObserveFeature<Handle = void> = Feature<ObserveContext, Handle>;
