@@ -1,2 +1,2 @@
 export { buildGateService, type GateOptions, type GateService } from './app.ts';
-export { verifyGateSignature, type VerifyDeliveryInput } from './webhooks/signature.ts';
+export { verifyGateSignature, type VerifyDeliveryInput } from './webhooks/index.ts';

@@ -3,7 +3,7 @@ import { gateConfigFromEnvironment, ManualClock, type GateConfig } from '@vigil/
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
-import { SCOPES, type Scope } from './auth/scopes.ts';
+import { SCOPES, type Scope } from './auth/index.ts';
 
 export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
 

@@ -5,9 +5,8 @@ import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import type { GateSchema } from '../schema.ts';
 import { gateError } from '../errors.ts';
-import { compilePolicySet, DECISIONS, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
+import { compilePolicySet, DECISIONS, URGENCIES, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
 import { isSafePattern, judgePattern } from './regex-safety.ts';
-import { URGENCIES } from '../requests/store.ts';
 import { allPolicies, bumpPolicyVersion, findPolicy, listPolicies, toDefinition, toPolicy } from './store.ts';
 
 const policyBody = z
