@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
-import type { Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
 import type { ZodApp } from './http.ts';
 import { newId } from './ids.ts';
-import { startPeriodicJob, type PeriodicJob } from './jobs.ts';
+import { startPeriodicJob, type PeriodicJob, type PeriodicJobOptions } from './jobs.ts';
 
 /** A periodic job a feature runs: once per interval across the instances sharing the database. */
 export interface FeatureJob {
@@ -42,7 +41,7 @@ export interface FeatureHostOptions<Context> {
   app: ZodApp;
   context: Context;
   /** The lease table's database (platform/jobs.ts). */
-  db: Kysely<any>;
+  db: PeriodicJobOptions['db'];
   clock: Clock;
   runJobs: boolean;
   /** Closes what the service built before its features (the database, caches, connections): runs after every feature has stopped. */

@@ -32,11 +32,6 @@ export interface CommittingBatch {
 /** Writes another feature keeps in the ingest transaction (see events/index.ts for the list). */
 export type TransactionWriter = (batch: CommittingBatch) => Promise<void>;
 
-interface TransactionWriters {
-  writers: readonly TransactionWriter[];
-  last: TransactionWriter | null;
-}
-
 /** An event validated and stamped, ready to be chained. Built outside the transaction. */
 interface PreparedEvent {
   /** seq, prev_hash and hash are filled in under the session lock. */
@@ -178,13 +173,13 @@ async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: Sess
  * The one write path for events. In a single transaction: create missing sessions, lock every
  * session of the batch (row locks on PostgreSQL, the database write lock on SQLite), assign each
  * event the next seq of its session, hash it onto the chain, insert, and update session counters
- * and agents. All events are stored or none.
+ * and agents; then the writers other features keep in the transaction. All events are stored or none.
  */
 async function appendPrepared(
   database: ObserveDatabase,
   prepared: readonly PreparedEvent[],
   sessionIdleTimeoutMs: number,
-  writers: TransactionWriters,
+  writers: readonly TransactionWriter[],
 ): Promise<AppendedEvent[]> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
@@ -300,8 +295,7 @@ async function appendPrepared(
       sessions: sessionIds.map((id) => sessionAppends.get(id)!),
       receivedAt,
     };
-    for (const writer of writers.writers) await writer(batch);
-    if (writers.last !== null) await writers.last(batch);
+    for (const writer of writers) await writer(batch);
     return appended;
   });
 }
@@ -317,7 +311,8 @@ export class EventAppender {
   constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
       async (batches) => {
-        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, { writers: this.writers, last: this.lastWriter });
+        const writers = this.lastWriter === null ? this.writers : [...this.writers, this.lastWriter];
+        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, writers);
         let offset = 0;
         return batches.map((batch) => appended.slice(offset, (offset += batch.length)));
       },
