@@ -21,7 +21,7 @@ import type { ObserveContext } from './context.ts';
 import { contextApiFeature } from './context-api/index.ts';
 import { dashboardFeature, type DashboardRouteOptions } from './dashboard/index.ts';
 import { observeError, observeErrorSchema, renderObserveError } from './errors.ts';
-import { evalsFeature, type EvalRunWorker } from './evals/index.ts';
+import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { healthFeature } from './health/index.ts';
@@ -46,7 +46,7 @@ export interface ObserveService {
   app: ZodApp;
   context: ObserveContext;
   /** Dataset runs (evals/): the worker kicked by new runs and its periodic job (resumes unfinished cases). */
-  evalRuns: { worker: EvalRunWorker; job: PeriodicJob };
+  evalRuns: EvalRuns;
   jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
