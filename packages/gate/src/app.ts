@@ -1,11 +1,9 @@
-import { hostname } from 'node:os';
 import {
+  createFeatureHost,
   createHttpApp,
   databaseFailure,
   migrateToLatest,
-  newId,
   openDatabase,
-  startPeriodicJob,
   systemClock,
   VIGIL_VERSION,
   type Clock,
@@ -14,27 +12,19 @@ import {
   type ZodApp,
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
+import { auditFeature } from './audit/index.ts';
+import { authenticationFeature, KeyCache, keysFeature, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
-import { registerAuditRoutes } from './audit/routes.ts';
-import { registerAuthentication } from './auth/auth.ts';
-import { bootstrapAdminKey, KeyCache } from './auth/keys.ts';
-import { registerMcpAuthorizeRoute } from './auth/mcp.ts';
-import { registerKeyRoutes } from './auth/routes.ts';
-import { ROUTE_SCOPES, type Scope } from './auth/scopes.ts';
-import { registerDashboardSessionRoutes } from './auth/sessions.ts';
 import type { GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
 import { GATE_OPERATIONS } from './operations.ts';
-import { PolicyCache } from './policies/cache.ts';
-import { registerPolicyRoutes } from './policies/routes.ts';
-import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/limiter.ts';
-import { registerRequestRoutes } from './requests/routes.ts';
-import { RequestService } from './requests/service.ts';
+import { PolicyCache, policiesFeature } from './policies/index.ts';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
+import { requestsFeature, type RequestService } from './requests/index.ts';
 import type { GateSchema } from './schema.ts';
-import { registerHealthRoutes } from './system/routes.ts';
-import { Outbox } from './webhooks/outbox.ts';
-import { registerWebhookRoutes } from './webhooks/routes.ts';
+import { systemFeature } from './system/index.ts';
+import { Outbox, webhooksFeature } from './webhooks/index.ts';
 
 /** 1 MiB body limit for every route with a body, not configurable (docs/api.md#limits). */
 const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -104,36 +94,28 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     limiter,
     outbox: new Outbox(database, config, clock, app.log),
   };
-  const requests = new RequestService(context, app.log);
-
-  registerAuthentication(app, context);
-  registerHealthRoutes(app, context);
-  registerRequestRoutes(app, context, requests);
-  registerAuditRoutes(app, context);
-  registerPolicyRoutes(app, context);
-  registerKeyRoutes(app, context);
-  registerDashboardSessionRoutes(app, context);
-  registerMcpAuthorizeRoute(app);
-  registerWebhookRoutes(app, context);
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
-  const generatedAdminKey = await bootstrapAdminKey(database, config.adminKey, clock.now());
-
-  const holder = `${hostname()}:${process.pid}:${newId()}`;
-  const runJobs = options.runJobs ?? true;
-  const job = (name: string, intervalMs: number, run: () => Promise<unknown>): PeriodicJob =>
-    startPeriodicJob({ name, intervalMs, db: database.db, holder, clock, log: app.log, run: async () => void (await run()) }, runJobs);
-  const jobs = {
-    expiry: job('gate.expiry', config.expiryScanIntervalMs, () => requests.expireDue()),
-    webhooks: job('gate.webhooks', config.webhooks.scanIntervalMs, () => context.outbox.deliverDue()),
-  };
-
-  app.addHook('onClose', async () => {
-    await Promise.all([jobs.expiry.stop(), jobs.webhooks.stop()]);
-    await context.outbox.stop();
-    await limiter.close();
-    await database.close();
+  const features = createFeatureHost({
+    app,
+    context,
+    db: database.db,
+    clock,
+    runJobs: options.runJobs ?? true,
+    // After every feature has stopped (so no job writes to the outbox any more).
+    closeShared: async () => {
+      await context.outbox.stop();
+      await limiter.close();
+      await database.close();
+    },
   });
+  // In this order: authentication first; the routes (and so the OpenAPI document) follow the list.
+  await features.register(authenticationFeature);
+  await features.register(systemFeature);
+  const requests = await features.register(requestsFeature);
+  await features.register(auditFeature);
+  await features.register(policiesFeature);
+  const generatedAdminKey = await features.register(keysFeature);
+  const webhooks = await features.register(webhooksFeature);
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();
-  return { app, context, requests, jobs, generatedAdminKey };
+  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks }, generatedAdminKey };
 }

@@ -1,10 +1,10 @@
-import type { Clock } from '@vigil/platform';
+import type { Clock, Feature } from '@vigil/platform';
 import type { GateConfig } from './config.ts';
-import type { KeyCache } from './auth/keys.ts';
-import type { PolicyCache } from './policies/cache.ts';
-import type { RateLimiter } from './ratelimit/limiter.ts';
+import type { KeyCache } from './auth/index.ts';
+import type { PolicyCache } from './policies/index.ts';
+import type { RateLimiter } from './ratelimit/index.ts';
 import type { GateDatabase } from './schema.ts';
-import type { Outbox } from './webhooks/outbox.ts';
+import type { Outbox } from './webhooks/index.ts';
 
 /** What every feature of the gate is built from. */
 export interface GateContext {
@@ -16,3 +16,6 @@ export interface GateContext {
   limiter: RateLimiter;
   outbox: Outbox;
 }
+
+/** A feature of the gate (platform/feature.ts): its routes, jobs and shutdown. */
+export type GateFeature<Handle = void> = Feature<GateContext, Handle>;

@@ -3,7 +3,7 @@ import { ManualClock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
-import { SCOPES, type Scope } from './auth/scopes.ts';
+import { SCOPES, type Scope } from './auth/index.ts';
 import { gateConfigFromEnvironment, type GateConfig } from './config.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations and the first admin key under concurrency).

@@ -7,8 +7,8 @@ import { hmacSha256Hex } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_TOKENS } from './bounds.ts';
-import { isErrorEvent } from './events/derive.ts';
-import { ANALYSES } from './reflect/service.ts';
+import { isErrorEvent } from './events/index.ts';
+import { ANALYSES } from './reflect/index.ts';
 import { startTestObserve, type TestObserve } from './testing.ts';
 
 type Body = Record<string, unknown>;

@@ -1,9 +1,8 @@
-import type { Clock } from '@vigil/platform';
-import type { ObserveConfig } from './config.ts';
-import type { EventAppender } from './events/ingest.ts';
+import type { Clock, Feature } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
-import type { Embedder } from './recall/embedder.ts';
-import type { VectorIndex } from './recall/vector-index.ts';
+import type { ObserveConfig } from './config.ts';
+import type { EventAppender } from './events/index.ts';
+import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase } from './schema.ts';
 
 /** What every feature of the observe service is built from. */
@@ -20,3 +19,6 @@ export interface ObserveContext {
   /** This process's in-memory index of the stored vectors (recall/vector-index.ts). */
   vectorIndex: VectorIndex;
 }
+
+/** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */
+export type ObserveFeature<Handle = void> = Feature<ObserveContext, Handle>;

@@ -1,6 +1,6 @@
 import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
 import { z } from 'zod';
-import type { ChainBreak } from './events/chain.ts';
+import type { ChainBreak } from './events/index.ts';
 
 /** Every error the observe service answers with. Body: `{ error, status, details? }`. */
 export const observeErrors = {

@@ -1,9 +1,8 @@
 import { createAdminChangeTable, createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
-import { SYSTEM_AGENT_ID } from './agents/system.ts';
-import { ALERT_SESSION_PREFIX } from './alerts/evaluator.ts';
-import { backfillRollups, createRollupTable } from './analytics/rollups.ts';
-import { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/derive.ts';
+import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
+import { backfillRollups, createRollupTable } from './analytics/index.ts';
+import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {

@@ -14,3 +14,4 @@ export * from './group-commit.ts';
 export * from './deliveries.ts';
 export * from './patch.ts';
 export * from './change-log.ts';
+export * from './feature.ts';

@@ -46,6 +46,10 @@ export interface PolicyDefinition {
   rules: Rule[];
 }
 
+/** How urgent a request is: set by its creator, matched by policy conditions like any field. */
+export const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
+export type Urgency = (typeof URGENCIES)[number];
+
 /** What a request looks like to the engine. */
 export interface EvaluatedRequest {
   action: string;

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
-import type { AuditEntry } from '../audit/routes.ts';
+import type { AuditEntry } from '../audit/index.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
 
 interface PolicyDecisionBody {

@@ -1,13 +1,13 @@
 import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditEntrySchema, toAuditEntry } from '../audit/routes.ts';
-import { auditActor } from '../auth/auth.ts';
+import { auditEntrySchema, toAuditEntry } from '../audit/index.ts';
+import { auditActor } from '../auth/index.ts';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { DECISIONS } from '../policies/engine.ts';
+import { DECISIONS, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { auditTrail, listRequests, STATUSES, toRequestDetail, URGENCIES } from './store.ts';
+import { auditTrail, listRequests, STATUSES, toRequestDetail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });

@@ -1,11 +1,11 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { systemActor, type AuditActor } from '../auth/auth.ts';
+import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { PolicyDecision } from '../policies/engine.ts';
+import type { PolicyDecision } from '../policies/index.ts';
 import type { AuditRow, GateSchema, RequestRow } from '../schema.ts';
-import type { Transition, WebhookEvent } from '../webhooks/outbox.ts';
+import type { Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { addAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
 

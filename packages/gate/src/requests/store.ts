@@ -1,11 +1,9 @@
 import { forUpdate, PreparedQuery, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
-import type { PolicyDecision } from '../policies/engine.ts';
+import type { PolicyDecision, Urgency } from '../policies/index.ts';
 
-export const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
 export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-export type Urgency = (typeof URGENCIES)[number];
 export type RequestStatus = (typeof STATUSES)[number];
 
 export function storedDecision(row: RequestRow): PolicyDecision {

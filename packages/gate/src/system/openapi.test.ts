@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
-import { ROUTE_SCOPES } from '../auth/scopes.ts';
+import { ROUTE_SCOPES } from '../auth/index.ts';
 import { gateErrorSchema } from '../errors.ts';
 import { GATE_OPERATIONS } from '../operations.ts';
 import { startTestGate, type TestGate } from '../testing.ts';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { auditActor } from '../auth/auth.ts';
+import { auditActor } from '../auth/index.ts';
 import type { DeliveryRow } from '../schema.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
 import { createWebhook, deleteWebhook, toWebhook, updateWebhook } from './store.ts';

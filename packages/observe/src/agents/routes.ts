@@ -2,7 +2,7 @@ import { toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { identifier } from '../events/schemas.ts';
+import { identifier } from '../events/index.ts';
 import type { AgentRow } from '../schema.ts';
 import { clearPause, findAgent, listAgents, setPause } from './store.ts';
 

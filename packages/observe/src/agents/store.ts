@@ -1,5 +1,5 @@
 import type { AgentRow, ObserveDatabase } from '../schema.ts';
-import { SYSTEM_AGENT_ID } from './system.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
 
 /** The user's agents; the system agent (alert bookkeeping) is readable by id only. */
 export async function listAgents(database: ObserveDatabase): Promise<AgentRow[]> {

@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { evaluateRules } from './evaluator.ts';
-import type { Event } from '../events/schemas.ts';
+import type { Event } from '../events/index.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;

@@ -1,11 +1,10 @@
 import { MINUTE_MS, newId, recordChange, toIso, type ChangeActor } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
-import { aggregate, emptySums, mean, ratio } from '../analytics/aggregate.ts';
-import { INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/schemas.ts';
+import { aggregate, emptySums, mean, ratio } from '../analytics/index.ts';
+import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/index.ts';
 import type { AlertDeliveryRow, AlertHistoryRow, ObserveDatabase } from '../schema.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
 import {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
-import { identifier } from '../events/schemas.ts';
+import { identifier } from '../events/index.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
 export type AlertCondition = (typeof ALERT_CONDITIONS)[number];

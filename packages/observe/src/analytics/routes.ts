@@ -1,9 +1,9 @@
 import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { sessionDurationSql } from '../sessions/figures.ts';
+import { sessionDurationSql } from '../sessions/index.ts';
 import { aggregate, bucketStarts, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
 
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */

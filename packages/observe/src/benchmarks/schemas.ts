@@ -1,7 +1,7 @@
 import { isoTimestampMs } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
-import { identifier } from '../events/schemas.ts';
+import { identifier } from '../events/index.ts';
 import { BENCHMARK_METRICS, type BenchmarkMetric } from './statistics.ts';
 
 export const BENCHMARK_STATUSES = ['draft', 'running', 'completed', 'cancelled'] as const;

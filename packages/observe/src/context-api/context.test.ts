@@ -4,20 +4,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
-import {
-  ago,
-  DAY,
-  drain,
-  HOUR,
-  ingest,
-  llmCall,
-  llmResponse,
-  sessionEnded,
-  sessionStarted,
-  toolCall,
-  toolError,
-  toolResponse,
-} from '../recall/test-fixtures.ts';
+import { ago, DAY, drain, HOUR, ingest, llmCall, llmResponse, sessionEnded, sessionStarted, toolCall, toolError, toolResponse } from '../recall/test-fixtures.ts';
 import { RECENCY_SCALE_MS, RECENCY_WEIGHT, SIMILARITY_WEIGHT } from './service.ts';
 
 interface KeyEvent {

@@ -1,7 +1,7 @@
 import { fetchWithTimeout, joinUrl } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { similarity } from '../recall/embedder.ts';
+import { similarity } from '../recall/index.ts';
 
 export interface Lesson {
   id: string;

@@ -1,8 +1,8 @@
 import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { identifier } from '../events/schemas.ts';
-import { MAX_QUERY_CHARS } from '../recall/routes.ts';
+import { identifier } from '../events/index.ts';
+import { MAX_QUERY_CHARS } from '../recall/index.ts';
 import { buildContext } from './service.ts';
 
 const contextQuerySchema = z.object({

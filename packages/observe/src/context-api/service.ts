@@ -1,9 +1,7 @@
 import { DAY_MS, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { embedQuery, score, TopK } from '../recall/search.ts';
-import { readDetails } from '../recall/store.ts';
-import { describeEvent, truncate } from '../recall/text.ts';
+import { embedQuery, score, TopK, readDetails, describeEvent, truncate } from '../recall/index.ts';
 import type { EventRow } from '../schema.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
 

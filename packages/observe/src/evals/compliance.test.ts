@@ -4,7 +4,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
-import type { Event } from '../events/schemas.ts';
+import type { Event } from '../events/index.ts';
 
 type Json = Record<string, any>;
 

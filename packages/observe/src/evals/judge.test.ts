@@ -5,7 +5,7 @@ import { describeEachDatabase, TestHttpServer, type ReceivedRequest } from '@vig
 import type { LightMyRequestResponse } from 'fastify';
 import { MAX_TOKENS } from '../bounds.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
-import type { Event } from '../events/schemas.ts';
+import type { Event } from '../events/index.ts';
 import { JUDGE_SYSTEM_PROMPT } from './judge.ts';
 import { TRANSCRIPT_MAX } from './transcript.ts';
 

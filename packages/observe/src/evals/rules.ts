@@ -1,4 +1,4 @@
-import { SEVERITIES } from '../events/schemas.ts';
+import { SEVERITIES } from '../events/index.ts';
 import type { ComplianceRule, Severity, Violation } from './schemas.ts';
 
 /**

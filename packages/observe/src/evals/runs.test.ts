@@ -6,7 +6,7 @@ import { observeConfigFromEnvironment } from '../config.ts';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest, type TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';
-import type { Event } from '../events/schemas.ts';
+import type { Event } from '../events/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
 import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 

@@ -1,7 +1,7 @@
 import { canonicalJson, fetchWithTimeout, ServiceError } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { findSession } from '../sessions/store.ts';
+import { findSession } from '../sessions/index.ts';
 import { RETRY_AFTER_MAX_MS } from './judge.ts';
 import { webhookAnswerSchema } from './schemas.ts';
 import { complianceSpecOf, evaluateCompliance, evaluateWithJudge, judgeSpecOf } from './service.ts';

@@ -1,7 +1,7 @@
 import { canonicalJson } from '@vigil/platform';
 import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE, showBound } from '../bounds.ts';
-import { clientAgentId, identifier, SEVERITIES } from '../events/schemas.ts';
+import { clientAgentId, identifier, SEVERITIES } from '../events/index.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Limits (README, "Compliance evaluations")

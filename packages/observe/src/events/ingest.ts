@@ -1,15 +1,36 @@
-import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, jsonWords, newId, toIso } from '@vigil/platform';
+import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
-import { applyRollupDeltas, rollupDeltas } from '../analytics/rollups.ts';
-import { applyEventToSession, newSessionRow } from '../sessions/state.ts';
-import { enqueueEmbeddings } from '../recall/queue.ts';
+import { applyEventToSession, newSessionRow } from './session-state.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
-import { appendToStreamLog, type SessionAppend } from '../stream/log.ts';
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
+
+/** What one session received in a batch: the seqs it appended and the span of their timestamps. */
+export interface SessionAppend {
+  sessionId: string;
+  firstSeq: number;
+  lastSeq: number;
+  minTs: number;
+  maxTs: number;
+}
+
+/** A batch inside the ingest transaction, its events chained and inserted: what the other features' writers see. */
+export interface CommittingBatch {
+  trx: Transaction<ObserveSchema>;
+  dialect: DialectName;
+  /** The stored rows (seq and hash set) with their payloads, in batch order. */
+  events: readonly { row: EventRow; payload: Record<string, unknown> }[];
+  /** One per session of the batch, in lock order (sorted ids). */
+  sessions: readonly SessionAppend[];
+  /** When the batch's last request was received. */
+  receivedAt: number;
+}
+
+/** Writes another feature keeps in the ingest transaction (see events/index.ts for the list). */
+export type TransactionWriter = (batch: CommittingBatch) => Promise<void>;
 
 /** An event validated and stamped, ready to be chained. Built outside the transaction. */
 interface PreparedEvent {
@@ -152,9 +173,14 @@ async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: Sess
  * The one write path for events. In a single transaction: create missing sessions, lock every
  * session of the batch (row locks on PostgreSQL, the database write lock on SQLite), assign each
  * event the next seq of its session, hash it onto the chain, insert, and update session counters
- * and agents. All events are stored or none.
+ * and agents; then the writers other features keep in the transaction. All events are stored or none.
  */
-async function appendPrepared(database: ObserveDatabase, prepared: readonly PreparedEvent[], sessionIdleTimeoutMs: number): Promise<AppendedEvent[]> {
+async function appendPrepared(
+  database: ObserveDatabase,
+  prepared: readonly PreparedEvent[],
+  sessionIdleTimeoutMs: number,
+  writers: readonly TransactionWriter[],
+): Promise<AppendedEvent[]> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
     if (!firstBySession.has(event.row.session_id)) firstBySession.set(event.row.session_id, event);
@@ -188,18 +214,18 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
     const tagsChanged = new Set<string>();
     const agents = new Map<string, AgentTouch>();
     const appended: AppendedEvent[] = [];
-    const streamAppends = new Map<string, SessionAppend>();
+    const sessionAppends = new Map<string, SessionAppend>();
     let receivedAt = 0;
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
       const seq = session.last_seq + 1;
-      const streamAppend = streamAppends.get(session.id);
-      if (streamAppend === undefined) {
-        streamAppends.set(session.id, { sessionId: session.id, firstSeq: seq, lastSeq: seq, minTs: event.row.ts, maxTs: event.row.ts });
+      const sessionAppend = sessionAppends.get(session.id);
+      if (sessionAppend === undefined) {
+        sessionAppends.set(session.id, { sessionId: session.id, firstSeq: seq, lastSeq: seq, minTs: event.row.ts, maxTs: event.row.ts });
       } else {
-        streamAppend.lastSeq = seq;
-        streamAppend.minTs = Math.min(streamAppend.minTs, event.row.ts);
-        streamAppend.maxTs = Math.max(streamAppend.maxTs, event.row.ts);
+        sessionAppend.lastSeq = seq;
+        sessionAppend.minTs = Math.min(sessionAppend.minTs, event.row.ts);
+        sessionAppend.maxTs = Math.max(sessionAppend.maxTs, event.row.ts);
       }
       receivedAt = Math.max(receivedAt, event.receivedAt);
       const prevHash = session.last_hash;
@@ -262,11 +288,14 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
       if (tagsChanged.has(id)) await replaceTags(trx, sessions.get(id)!);
     }
     for (const agentId of [...agents.keys()].sort()) await upsertAgent(trx, agents.get(agentId)!);
-    await applyRollupDeltas(trx, rollupDeltas(prepared.map((event) => event.row)), 1);
-    // Embedding work is durable with the events; the worker drains it after commit.
-    await enqueueEmbeddings(trx, database.dialect, prepared, sessionIds, Date.now());
-    // Last: from here to the commit, the stream head's row lock orders this transaction's commit.
-    await appendToStreamLog(trx, database.dialect, sessionIds.map((id) => streamAppends.get(id)!), receivedAt);
+    const batch: CommittingBatch = {
+      trx,
+      dialect: database.dialect,
+      events: prepared,
+      sessions: sessionIds.map((id) => sessionAppends.get(id)!),
+      receivedAt,
+    };
+    for (const writer of writers) await writer(batch);
     return appended;
   });
 }
@@ -276,10 +305,14 @@ async function appendPrepared(database: ObserveDatabase, prepared: readonly Prep
 export class EventAppender {
   private readonly committer: GroupCommitter<PreparedEvent[], AppendedEvent[]>;
 
+  private readonly writers: TransactionWriter[] = [];
+  private lastWriter: TransactionWriter | null = null;
+
   constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
       async (batches) => {
-        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs);
+        const writers = this.lastWriter === null ? this.writers : [...this.writers, this.lastWriter];
+        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, writers);
         let offset = 0;
         return batches.map((batch) => appended.slice(offset, (offset += batch.length)));
       },
@@ -288,6 +321,20 @@ export class EventAppender {
   }
 
   private readonly committedListeners: ((appended: AppendedEvent[]) => void)[] = [];
+
+  /**
+   * A write kept in the ingest transaction, after the events, sessions and agents, in registration
+   * order. `last` is the one writer that must run right before the commit (the stream log, whose
+   * head row lock orders commits); there can be only one.
+   */
+  inTransaction(writer: TransactionWriter, position: { last?: boolean } = {}): void {
+    if (position.last !== true) {
+      this.writers.push(writer);
+      return;
+    }
+    if (this.lastWriter !== null) throw new Error('the ingest transaction already has its last writer');
+    this.lastWriter = writer;
+  }
 
   /** Work started after each acknowledged batch is durable; never awaited by the request. */
   afterCommit(listener: (appended: AppendedEvent[]) => void): void {

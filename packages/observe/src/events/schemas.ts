@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
+import { SYSTEM_AGENT_ID } from './system-agent.ts';
 import { boundedCount, boundedNumber, MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_OFFSET, MAX_TOKENS } from '../bounds.ts';
 
 /** A JSON value that must be present (null allowed, undefined not). */

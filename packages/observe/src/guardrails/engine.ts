@@ -1,11 +1,11 @@
 import { DAY_MS, jsonNumberAt, MINUTE_MS, newId, toIso, type DeliveryQueue } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
-import { COUNTED_EVENT_TYPES } from '../alerts/evaluator.ts';
-import { aggregate, emptySums, ratio, type Sums } from '../analytics/aggregate.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { COUNTED_EVENT_TYPES } from '../alerts/index.ts';
+import { aggregate, emptySums, ratio, type Sums } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
-import { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from '../health/service.ts';
+import { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from '../health/index.ts';
 import type { GuardrailDeliveryRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNotification } from './schemas.ts';
 import {

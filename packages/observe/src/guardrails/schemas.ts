@@ -1,9 +1,9 @@
 import { DAY_MS } from '@vigil/platform';
 import { z } from 'zod';
-import { ruleDescription } from '../alerts/schemas.ts';
+import { ruleDescription } from '../alerts/index.ts';
 import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
-import { identifier } from '../events/schemas.ts';
-import { DIMENSION_NAMES } from '../health/scores.ts';
+import { identifier } from '../events/index.ts';
+import { DIMENSION_NAMES } from '../health/index.ts';
 
 export const CONDITION_TYPES = ['error_rate_threshold', 'cost_limit', 'health_score_threshold', 'custom_metric'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];

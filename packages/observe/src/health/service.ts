@@ -1,10 +1,10 @@
 import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
-import { aggregate } from '../analytics/aggregate.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { aggregate } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { HealthSnapshotRow } from '../schema.ts';
-import { sessionDurationSql, sessionOverSql } from '../sessions/figures.ts';
+import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import {
   emptyToolFigures,
   scoreWindow,

@@ -3,7 +3,7 @@ import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
 import { grants, keyScopes, ROUTE_SCOPES, scopeText } from './scopes.ts';
-import { keyOfStreamToken } from '../stream/tokens.ts';
+import { keyOfStreamToken } from './stream-tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
 declare module 'fastify' {

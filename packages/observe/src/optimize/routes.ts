@@ -1,8 +1,7 @@
 import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { identifier } from '../events/schemas.ts';
-import { COMPLEXITY_TIERS } from '../events/derive.ts';
+import { identifier, COMPLEXITY_TIERS } from '../events/index.ts';
 import { CONFIDENCES, recommendations } from './service.ts';
 
 const recommendationsQuerySchema = z.object({

@@ -1,8 +1,8 @@
 import { DAY_MS } from '@vigil/platform';
-import { aggregate, usd, type Dimension } from '../analytics/aggregate.ts';
+import { aggregate, usd, type Dimension } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ModelPrice, PriceTable } from '@vigil/pricing';
-import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/derive.ts';
+import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/index.ts';
 
 
 export const CONFIDENCES = ['low', 'medium', 'high'] as const;

@@ -1,12 +1,10 @@
 import { isoTimestampMs, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { identifier } from '../events/schemas.ts';
+import { identifier } from '../events/index.ts';
 import { CachingEmbedder, OpenAIEmbedder } from './embedder.ts';
 import { queueDepth } from './queue.ts';
-import { recall } from './search.ts';
-
-export const MAX_QUERY_CHARS = 2000;
+import { MAX_QUERY_CHARS, recall } from './search.ts';
 
 const recallQuerySchema = z
   .object({

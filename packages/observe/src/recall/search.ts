@@ -3,6 +3,9 @@ import { observeError } from '../errors.ts';
 import { readDetails } from './store.ts';
 import type { ScanFilter } from './vector-index.ts';
 
+/** The longest text a search embeds: recall's query and the context API's topic. */
+export const MAX_QUERY_CHARS = 2000;
+
 /** Scores are cosines clamped to 0..1 and rounded to 6 decimals (what minScore compares with). */
 export function score(cosine: number): number {
   if (!(cosine > 0)) return 0;

@@ -2,7 +2,7 @@ import { DAY_MS, isoTimestampMs, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { identifier } from '../events/schemas.ts';
+import { identifier } from '../events/index.ts';
 import { ANALYSES, DEFAULT_LIMIT, DEFAULT_RANGE_DAYS, MAX_LIMIT, reflect } from './service.ts';
 
 const reflectQuerySchema = z.object({

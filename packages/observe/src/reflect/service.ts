@@ -1,9 +1,9 @@
 import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import { aggregate, mean, ratio, usd } from '../analytics/aggregate.ts';
+import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveDatabase } from '../schema.ts';
-import { sessionDurationSql, sessionOverSql } from '../sessions/figures.ts';
+import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import { NgramCounter } from './ngrams.ts';
 import { PatternCache } from './normalise.ts';
 import { forEachBatch, jsonString, STREAM_BATCH } from './stream.ts';

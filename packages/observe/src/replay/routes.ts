@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { commaList, identifier } from '../events/schemas.ts';
+import { commaList, identifier } from '../events/index.ts';
 import { replayCacheOf } from './cache.ts';
 import { replayPage, replaySessionJson, replaySource } from './service.ts';
 import { REPLAY_EVENT_TYPES } from './state.ts';

@@ -1,5 +1,5 @@
 import { toIso } from '@vigil/platform';
-import { sessionTimeline, verifySessionChain } from '../sessions/service.ts';
+import { sessionTimeline, verifySessionChain } from '../sessions/index.ts';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
 import type { LoadedReplay, ReplaySession, ReplaySource } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';

@@ -26,8 +26,8 @@
  *   or tool_error; costUsd of llm_response and cost_tracked. Money is reported to the nano-dollar.
  */
 import { toIso } from '@vigil/platform';
-import { usd } from '../analytics/aggregate.ts';
-import { deriveColumns, isErrorEvent } from '../events/derive.ts';
+import { usd } from '../analytics/index.ts';
+import { deriveColumns, isErrorEvent } from '../events/index.ts';
 
 export const LLM_HISTORY_LIMIT = 50;
 export const TOOL_RESULTS_LIMIT = 50;

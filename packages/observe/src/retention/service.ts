@@ -1,7 +1,7 @@
 import { DAY_MS, forUpdate } from '@vigil/platform';
-import { subtractSessionsFromRollups } from '../analytics/rollups.ts';
+import { subtractSessionsFromRollups } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { readSettings } from '../settings/service.ts';
+import { readSettings } from '../settings/index.ts';
 
 const SESSIONS_PER_TRANSACTION = 100;
 

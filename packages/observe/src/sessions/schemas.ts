@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
 import { MAX_OFFSET } from '../bounds.ts';
-import { commaList, identifier } from '../events/schemas.ts';
-import { SESSION_STATUSES } from './state.ts';
+import { commaList, identifier } from '../events/index.ts';
+import { SESSION_STATUSES } from '../events/index.ts';
 
 export const sessionSchema = z
   .object({

@@ -1,7 +1,6 @@
 import { readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { ChainVerifier, verifyChain, type ChainHead, type ChainVerdict } from '../events/chain.ts';
-import { forEachSessionEventPage, sessionEventsQuery, toLink } from '../events/store.ts';
+import { ChainVerifier, verifyChain, type ChainHead, type ChainVerdict, forEachSessionEventPage, sessionEventsQuery, toLink } from '../events/index.ts';
 import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {

@@ -1,7 +1,7 @@
 import { toIso } from '@vigil/platform';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
 import type { ListSessionsQuery, Session } from './schemas.ts';
-import type { SessionStatus } from './state.ts';
+import type { SessionStatus } from '../events/index.ts';
 
 export function toSession(row: SessionRow): Session {
   const session: Session = {

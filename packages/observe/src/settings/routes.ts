@@ -2,7 +2,7 @@ import { acceptingReadBack, keyChangeActor, type ZodApp } from '@vigil/platform'
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { HEALTH_WEIGHTS } from '../health/scores.ts';
+import { HEALTH_WEIGHTS } from '../health/index.ts';
 import { readSettings, updateSettings, type Settings } from './service.ts';
 
 const publicConfigSchema = z

@@ -3,9 +3,9 @@ import { notifyListeners, sha256Hex } from '@vigil/platform';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eventJson } from '../events/store.ts';
-import { activeKeyIds } from '../keys/store.ts';
-import { findSessions, toSession } from '../sessions/store.ts';
+import { eventJson } from '../events/index.ts';
+import { activeKeyIds } from '../keys/index.ts';
+import { findSessions, toSession } from '../sessions/index.ts';
 import { formatCursor, readStreamPage, resumeVerdict, streamHead, type StreamCursor, type StreamFilters } from './log.ts';
 
 /** Events read at once: also the most one slow client holds in memory, since the next read waits for its socket to drain. */

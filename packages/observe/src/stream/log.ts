@@ -1,7 +1,7 @@
 import { BulkInserter, DAY_MS, PreparedQuery, type DialectName } from '@vigil/platform';
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
-import type { EventType } from '../events/schemas.ts';
+import type { EventType, SessionAppend } from '../events/index.ts';
 import type { EventRow, ObserveDatabase, ObserveSchema, StreamLogRow } from '../schema.ts';
 
 /**
@@ -14,15 +14,6 @@ import type { EventRow, ObserveDatabase, ObserveSchema, StreamLogRow } from '../
 
 /** How long the log keeps a position: a stream resumes from a Last-Event-ID at most this old. */
 export const REPLAY_WINDOW_MS = DAY_MS;
-
-/** A session's share of one ingest transaction. */
-export interface SessionAppend {
-  sessionId: string;
-  firstSeq: number;
-  lastSeq: number;
-  minTs: number;
-  maxTs: number;
-}
 
 const advanceHead = new PreparedQuery((db: Kysely<ObserveSchema>, _dialect: DialectName, count: number) =>
   db

@@ -1,8 +1,8 @@
 import { pingDatabase, toIso, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { SYSTEM_AGENT_ID } from '../agents/system.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { judgeSpendUsd } from '../evals/service.ts';
+import { judgeSpendUsd } from '../evals/index.ts';
 
 const statsSchema = z.object({
   totalEvents: z.number().int(),

@@ -1,7 +1,7 @@
 import { isoTimestampMs } from '@vigil/platform';
 import { z } from 'zod';
-import { identifier, INGEST_EVENT_TYPES, type IngestEventType } from '../events/schemas.ts';
-import type { Settings } from '../settings/service.ts';
+import { identifier, INGEST_EVENT_TYPES, type IngestEventType } from '../events/index.ts';
+import type { Settings } from '../settings/index.ts';
 
 /** Sources of POST /api/events/ingest. The first two sign their bodies; `generic` needs an API key. */
 export const WEBHOOK_SOURCES = ['approval_gate', 'form_service', 'generic'] as const;

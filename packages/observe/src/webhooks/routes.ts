@@ -4,9 +4,9 @@ import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { identifier, incomingEventSchema, payloadSchemas, type IncomingEvent, type IngestEventType } from '../events/schemas.ts';
-import { findSession } from '../sessions/store.ts';
-import { readSettings } from '../settings/service.ts';
+import { identifier, incomingEventSchema, payloadSchemas, type IncomingEvent, type IngestEventType } from '../events/index.ts';
+import { findSession } from '../sessions/index.ts';
+import { readSettings } from '../settings/index.ts';
 import {
   correlationSessionId,
   EXTERNAL_AGENT,

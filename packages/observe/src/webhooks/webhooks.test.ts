@@ -6,7 +6,7 @@ import { startTestGate, type TestGate } from '@vigil/gate/testing';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { startTestObserve, type TestObserve } from '../testing.ts';
-import type { Event } from '../events/schemas.ts';
+import type { Event } from '../events/index.ts';
 
 const APPROVAL_SECRET = 'approval-gate-env-secret-0123456789';
 const FORM_SECRET = 'form-service-env-secret-0123456789';

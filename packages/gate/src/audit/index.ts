@@ -1,0 +1,8 @@
+// GET /api/audit: the audit entries of all requests.
+import { defineFeature } from '@vigil/platform';
+import type { GateFeature } from '../context.ts';
+import { registerAuditRoutes } from './routes.ts';
+
+export { type AuditEntry, auditEntrySchema, toAuditEntry } from './routes.ts';
+
+export const auditFeature: GateFeature = defineFeature('audit', ({ app, context }) => registerAuditRoutes(app, context));

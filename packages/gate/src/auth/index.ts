@@ -1,0 +1,23 @@
+// Authentication: the route→scope table, API keys (KeyCache), dashboard sessions and MCP authorization.
+import { defineFeature } from '@vigil/platform';
+import type { GateFeature } from '../context.ts';
+import { registerAuthentication } from './auth.ts';
+import { bootstrapAdminKey } from './keys.ts';
+import { registerMcpAuthorizeRoute } from './mcp.ts';
+import { registerKeyRoutes } from './routes.ts';
+import { registerDashboardSessionRoutes } from './sessions.ts';
+
+export { auditActor, type AuditActor, systemActor } from './auth.ts';
+export { KeyCache } from './keys.ts';
+export { ROUTE_SCOPES, type Scope, SCOPES } from './scopes.ts';
+
+/** The authentication hook every route passes; registered before any route. */
+export const authenticationFeature: GateFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));
+
+/** Key, dashboard session and MCP routes; resolves to the admin key generated at first start (no key yet, GATE_ADMIN_KEY unset), to print once. */
+export const keysFeature: GateFeature<string | null> = defineFeature('keys', async ({ app, context }) => {
+  registerKeyRoutes(app, context);
+  registerDashboardSessionRoutes(app, context);
+  registerMcpAuthorizeRoute(app);
+  return bootstrapAdminKey(context.database, context.config.adminKey, context.clock.now());
+});

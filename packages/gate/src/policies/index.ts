@@ -1,0 +1,9 @@
+// Policies: the pure engine (compile, index, evaluate), PolicyCache and the policy routes.
+import { defineFeature } from '@vigil/platform';
+import type { GateFeature } from '../context.ts';
+import { registerPolicyRoutes } from './routes.ts';
+
+export { PolicyCache } from './cache.ts';
+export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
+
+export const policiesFeature: GateFeature = defineFeature('policies', ({ app, context }) => registerPolicyRoutes(app, context));

@@ -1,0 +1,26 @@
+// Approval requests: create, decide, confirm, expire (a periodic job), with their audit and outbox rows.
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
+import type { GateFeature } from '../context.ts';
+import { registerRequestRoutes } from './routes.ts';
+import { RequestService } from './service.ts';
+
+export type { RequestService } from './service.ts';
+
+export interface Requests {
+  service: RequestService;
+  /** Expires pending requests past their deadline. */
+  expiry: PeriodicJob;
+}
+
+export const requestsFeature: GateFeature<Requests> = defineFeature('requests', ({ app, context, job }) => {
+  const service = new RequestService(context, app.log);
+  registerRequestRoutes(app, context, service);
+  const expiry = job({
+    name: 'gate.expiry',
+    intervalMs: context.config.expiryScanIntervalMs,
+    run: async () => {
+      await service.expireDue();
+    },
+  });
+  return { service, expiry };
+});

@@ -1,0 +1,19 @@
+// Outgoing webhooks: the Outbox (deliveries written with the change, claimed, retried) and its routes.
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
+import type { GateFeature } from '../context.ts';
+import { registerWebhookRoutes } from './routes.ts';
+
+export { Outbox, type Transition, type WebhookEvent } from './outbox.ts';
+export { verifyGateSignature, type VerifyDeliveryInput } from './signature.ts';
+
+/** Resolves to the delivery job. (The Outbox itself is in the context: requests write to it.) */
+export const webhooksFeature: GateFeature<PeriodicJob> = defineFeature('webhooks', ({ app, context, job }) => {
+  registerWebhookRoutes(app, context);
+  return job({
+    name: 'gate.webhooks',
+    intervalMs: context.config.webhooks.scanIntervalMs,
+    run: async () => {
+      await context.outbox.deliverDue();
+    },
+  });
+});

@@ -1,0 +1,14 @@
+// Alert rules and their periodic evaluation (ALERT_EVAL_INTERVAL_MS).
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { runAlertTick } from './evaluator.ts';
+import { registerAlertRoutes } from './routes.ts';
+
+export { ALERT_SESSION_PREFIX, COUNTED_EVENT_TYPES } from './evaluator.ts';
+export { ruleDescription } from './schemas.ts';
+
+/** Resolves to the evaluation job. */
+export const alertsFeature: ObserveFeature<PeriodicJob> = defineFeature('alerts', ({ app, context, job }) => {
+  registerAlertRoutes(app, context);
+  return job({ name: 'observe.alerts', intervalMs: context.config.alertEvalIntervalMs, run: (now) => runAlertTick(context, now, app.log) });
+});

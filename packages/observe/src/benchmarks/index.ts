@@ -1,0 +1,5 @@
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerBenchmarkRoutes } from './routes.ts';
+
+export const benchmarksFeature: ObserveFeature = defineFeature('benchmarks', ({ app, context }) => registerBenchmarkRoutes(app, context));

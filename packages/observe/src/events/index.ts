@@ -1,0 +1,23 @@
+// The event store and its one write path (ingest.ts). Every other feature builds on it; it uses none.
+//
+// The write path's other half lives with the features that keep it, registered from their plugins:
+// - in the ingest transaction (EventAppender.inTransaction), after events, sessions and agents:
+//   analytics (hourly rollups), recall (embedding queue), stream (stream log, last: it orders commits)
+// - after commit (EventAppender.afterCommit), never awaited by the request:
+//   guardrails (evaluation), recall (embedding drain), stream (wakes open streams)
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerEventRoutes } from './routes.ts';
+
+export { type ChainBreak, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, verifyChain } from './chain.ts';
+export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
+export { type AppendedEvent, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
+export {
+  clientAgentId, commaList, type Event, eventSchema, type EventType, identifier, type IncomingEvent, incomingEventSchema, INGEST_EVENT_TYPES,
+  type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,
+} from './schemas.ts';
+export { SESSION_STATUSES, type SessionStatus } from './session-state.ts';
+export { eventJson, eventsJson, forEachSessionEventPage, sessionEventsQuery, toLink } from './store.ts';
+export { SYSTEM_AGENT_ID } from './system-agent.ts';
+
+export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));

@@ -1,0 +1,17 @@
+// API keys and authentication: the route→scope table, bearer keys and short-lived stream tokens.
+import { defineFeature, registerAdminChangeRoute } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerAuthentication } from './auth.ts';
+import { registerKeyRoutes } from './routes.ts';
+
+export { observeAuthErrorStatuses } from './scopes.ts';
+export { activeKeyIds } from './store.ts';
+export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
+
+/** The authentication hook every route passes; registered before any route. */
+export const authenticationFeature: ObserveFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));
+/** Key routes, and the log of administrative changes that keys, alert rules, guardrails and settings write (platform/change-log.ts). */
+export const keysFeature: ObserveFeature = defineFeature('keys', ({ app, context }) => {
+  registerKeyRoutes(app, context);
+  registerAdminChangeRoute(app, context.database.db);
+});

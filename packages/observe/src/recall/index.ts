@@ -1,0 +1,31 @@
+// Recall: embeddings of events and sessions (queued in the ingest transaction, drained after commit
+// and by a periodic job), the in-memory vector index, and semantic search.
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { enqueueEmbeddings, releaseStaleClaims } from './queue.ts';
+import { registerRecallRoutes } from './routes.ts';
+import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './worker.ts';
+
+export { createEmbedder, type Embedder, similarity } from './embedder.ts';
+export { embedQuery, MAX_QUERY_CHARS, score, TopK } from './search.ts';
+export { readDetails } from './store.ts';
+export { describeEvent, truncate } from './text.ts';
+export { VectorIndex } from './vector-index.ts';
+
+/** Resolves to the embedding job. */
+export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFeature<PeriodicJob> {
+  return defineFeature('recall', async ({ app, context, job, onClose }) => {
+    // Claims left by a process that stopped mid-drain are free again.
+    await releaseStaleClaims(context.database);
+    registerRecallRoutes(app, context);
+    const worker = new EmbeddingWorker(context, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
+    // Embedding work is durable with the events; the worker drains it after commit.
+    context.events.inTransaction((batch) =>
+      enqueueEmbeddings(batch.trx, batch.dialect, batch.events, batch.sessions.map((session) => session.sessionId), Date.now()),
+    );
+    context.events.afterCommit(() => worker.kick());
+    const embeddings = job({ name: 'observe.embeddings', intervalMs: EMBEDDINGS_INTERVAL_MS, run: (now) => worker.runJob(now) });
+    onClose(() => worker.stop());
+    return embeddings;
+  });
+}

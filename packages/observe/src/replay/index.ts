@@ -1,0 +1,5 @@
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerReplayRoutes } from './routes.ts';
+
+export const replayFeature: ObserveFeature = defineFeature('replay', ({ app, context }) => registerReplayRoutes(app, context));

@@ -1,0 +1,7 @@
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerSettingsRoutes } from './routes.ts';
+
+export { readSettings, type Settings } from './service.ts';
+
+export const settingsFeature: ObserveFeature = defineFeature('settings', ({ app, context }) => registerSettingsRoutes(app, context));

@@ -1,0 +1,5 @@
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerSystemRoutes } from './routes.ts';
+
+export const systemFeature: ObserveFeature = defineFeature('system', ({ app, context }) => registerSystemRoutes(app, context));

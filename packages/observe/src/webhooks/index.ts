@@ -1,0 +1,6 @@
+// Inbound provider webhooks mapped to events.
+import { defineFeature } from '@vigil/platform';
+import type { ObserveFeature } from '../context.ts';
+import { registerWebhookRoutes } from './routes.ts';
+
+export const webhooksFeature: ObserveFeature = defineFeature('webhooks', ({ app, context }) => registerWebhookRoutes(app, context));
