@@ -4,7 +4,7 @@ import type { ObserveFeature } from '../context.ts';
 import { registerAuthentication } from './auth.ts';
 import { registerKeyRoutes } from './routes.ts';
 
-export { observeAuthErrorStatuses } from './scopes.ts';
+export { observeAuthErrorStatuses, ROUTE_SCOPES, scopeText } from './scopes.ts';
 export { activeKeyIds } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 
