@@ -30,6 +30,27 @@ module.exports = {
       to: { path: '(^|/)packages/', pathNot: '(^|/)packages/pricing/' },
     },
     {
+      name: 'services-use-not-each-other',
+      comment: 'observe and the gate talk over HTTP: neither imports the other, nor the SDK, the CLI or the dashboard (a test may start the other service through its test kit).',
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/', pathNot: [TEST, TEST_KIT] },
+      to: { path: '(^|/)packages/(observe|gate|sdk|cli|dashboard)/', pathNot: '(^|/)packages/$2/' },
+    },
+    {
+      name: 'sdk-runs-without-the-services',
+      comment: 'The SDK runs in any JavaScript runtime: its product code uses no service, kernel, CLI or dashboard (its tests and codegen may).',
+      severity: 'error',
+      from: { path: '(^|/)packages/sdk/', pathNot: [TEST, TEST_KIT, CODEGEN] },
+      to: { path: '(^|/)packages/(observe|gate|platform|cli|dashboard)/' },
+    },
+    {
+      name: 'dashboard-uses-types-only',
+      comment: "The dashboard takes only types from other packages (the SDK's generated API types), so no server or SDK code reaches its bundle.",
+      severity: 'error',
+      from: { path: '(^|/)packages/dashboard/' },
+      to: { path: '(^|/)packages/', pathNot: '(^|/)packages/dashboard/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-cross-package-src',
       comment: "A package reaches another only through its name and `exports`, never into its src/ by a relative path.",
       severity: 'error',

@@ -9,7 +9,7 @@ test('the packages keep every dependency rule', async () => {
   assert.deepEqual(violations, [], `dependency rules broken (npm run depcheck lists them):\n${violations.join('\n')}`);
 });
 
-test('the rules catch a platform→service import, a cross-package src import, a feature-internal import, a runtime cycle and a test kit in product code', async () => {
+test('the rules catch a platform→service import, a service→service import, SDK code in the SDK or dashboard that needs a server, a cross-package src import, a feature-internal import, a runtime cycle and a test kit in product code', async () => {
   const fixture = 'scripts/depcheck-fixtures/packages';
   // The real packages a fixture imports by name are read, not followed.
   const violations = (await depcheck([fixture], { doNotFollow: ['node_modules', '^packages/'] })).map(describeViolation);
@@ -17,6 +17,7 @@ test('the rules catch a platform→service import, a cross-package src import, a
   const policies = `${fixture}/gate/src/policies`;
   const expected = [
     `app-uses-feature-index: ${observe}/app.ts -> ${observe}/sessions/uses-errors.ts`,
+    `dashboard-uses-types-only: ${fixture}/dashboard/src/uses-sdk-code.ts -> packages/sdk/src/index.ts`,
     `feature-through-index: ${observe}/sessions/uses-events-inside.ts -> ${observe}/events/derive.ts`,
     `feature-uses-shared-src-root: ${observe}/sessions/uses-root-entry.ts -> ${observe}/index.ts`,
     `feature-uses-shared-src-root: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
@@ -24,6 +25,9 @@ test('the rules catch a platform→service import, a cross-package src import, a
     `no-runtime-cycle: ${policies}/cycle-a.ts -> ${policies}/cycle-b.ts -> ${policies}/cycle-a.ts`,
     `platform-uses-no-service: ${fixture}/platform/src/uses-service.ts -> packages/observe/src/index.ts`,
     `pricing-uses-no-package: ${fixture}/pricing/src/uses-platform.ts -> packages/platform/src/index.ts`,
+    `sdk-runs-without-the-services: ${fixture}/sdk/src/reaches-into-observe.ts -> ${observe}/events/derive.ts`,
+    `sdk-runs-without-the-services: ${fixture}/sdk/src/runs-observe.ts -> packages/observe/src/index.ts`,
+    `services-use-not-each-other: ${observe}/events/uses-gate.ts -> packages/gate/src/index.ts`,
     `test-kit-only-in-tests: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
   ];
   assert.deepEqual(violations, expected.sort((a, b) => a.localeCompare(b)));

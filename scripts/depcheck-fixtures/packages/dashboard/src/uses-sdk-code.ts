@@ -1,0 +1,4 @@
+// Breaks dashboard-uses-types-only: SDK code would reach the bundle.
+import { ObserveClient } from '@vigil/sdk';
+
+export const client = ObserveClient;
