@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { ManualClock, observeConfigFromEnvironment, type Clock, type ObserveConfig } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -59,4 +60,71 @@ export async function insertEventCopy(database: ObserveDatabase, sourceId: strin
   const row = { ...source, ...changes };
   await database.db.insertInto('events').values(row).execute();
   return row;
+}
+
+/** The manual clock the test instance was started with (the default). */
+export function clockOf(observe: TestObserve): ManualClock {
+  assert.ok(observe.clock instanceof ManualClock, 'this test needs the default manual clock');
+  return observe.clock;
+}
+
+/** An event as a client posts it (tests build them loosely, so invalid ones can be sent too). */
+export type EventInput = Record<string, unknown>;
+
+/** What POST /api/events acknowledges for each event, in the order sent. */
+export interface EventAck {
+  id: string;
+  hash: string;
+}
+
+/** The most events one POST /api/events takes. */
+const INGEST_BATCH = 1000;
+
+/** Ingests the events through POST /api/events (in batches of the most one request takes); each batch must be accepted whole. */
+export async function ingestEvents(observe: TestObserve, events: readonly unknown[]): Promise<EventAck[]> {
+  const acks: EventAck[] = [];
+  for (let i = 0; i < events.length; i += INGEST_BATCH) {
+    const batch = events.slice(i, i + INGEST_BATCH);
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: batch } });
+    assert.equal(response.statusCode, 201, response.body);
+    const body = response.json() as { ingested: number; events: EventAck[] };
+    assert.equal(body.ingested, batch.length);
+    acks.push(...body.events);
+  }
+  return acks;
+}
+
+/** ingestEvents, answering the new events' ids. */
+export async function ingest(observe: TestObserve, events: readonly unknown[]): Promise<string[]> {
+  return (await ingestEvents(observe, events)).map((ack) => ack.id);
+}
+
+/** The observe error body: `{ error, status, details? }` and nothing else. */
+export interface ObserveErrorBody {
+  error: string;
+  status: number;
+  details?: { path: string; message: string }[];
+}
+
+/** Asserts that a parsed body is the observe error body for this status (a message, no other keys). */
+export function assertErrorShape(body: unknown, status: number, context = ''): ObserveErrorBody {
+  const record = body as Record<string, unknown>;
+  assert.equal(record.status, status, context);
+  assert.equal(typeof record.error, 'string', context);
+  assert.ok((record.error as string).length > 0, `${context}: a human-readable message`);
+  if (record.details !== undefined) {
+    assert.ok(Array.isArray(record.details), context);
+    for (const detail of record.details as Record<string, unknown>[]) {
+      assert.equal(typeof detail.path, 'string', context);
+      assert.equal(typeof detail.message, 'string', context);
+    }
+  }
+  assert.deepEqual(Object.keys(record).filter((key) => !['error', 'status', 'details'].includes(key)), [], `${context}: only error, status, details`);
+  return record as unknown as ObserveErrorBody;
+}
+
+/** Asserts the response's status and that its body is the observe error body; answers the body. */
+export function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): ObserveErrorBody {
+  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
+  return assertErrorShape(response.json(), status, context);
 }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;
@@ -48,18 +47,6 @@ const toolCall = (sessionId: string, agentId: string, timestamp: string): EventI
   timestamp,
   payload: { toolName: 'search', callId: 'c1', arguments: {} },
 });
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number): void {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-}
 
 async function getAgent(observe: TestObserve, id: string): Promise<Agent> {
   const response = await observe.call({ method: 'GET', url: `/api/agents/${id}` });

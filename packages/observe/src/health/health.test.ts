@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { HEALTH_WEIGHTS } from './scores.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
@@ -109,11 +108,6 @@ const DATA: Record<string, Record<string, SessionPlan>> = {
   },
 };
 
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
 async function seed(observe: TestObserve): Promise<void> {
   const events: EventInput[] = [];
   for (const [agentId, sessions] of Object.entries(DATA)) {
@@ -151,14 +145,6 @@ interface Snapshot {
   latencyScore: number;
   completionRateScore: number;
   sessionCount: number;
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context} ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `unexpected key ${key}`);
 }
 
 async function health(observe: TestObserve, agentId: string, window?: number): Promise<Health> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;
@@ -70,11 +70,6 @@ const custom = (sessionId: string, agentId: string, timestamp: string, type: str
   payload: { type, data: {} },
 });
 
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
 async function list(observe: TestObserve, query: string): Promise<SessionList> {
   const response = await observe.call({ method: 'GET', url: `/api/sessions${query}` });
   assert.equal(response.statusCode, 200, response.body);
@@ -82,14 +77,6 @@ async function list(observe: TestObserve, query: string): Promise<SessionList> {
 }
 
 const ids = (body: SessionList): string[] => body.sessions.map((s) => s.id);
-
-function assertErrorBody(response: { statusCode: number; json(): unknown }, status: number): void {
-  assert.equal(response.statusCode, status);
-  const body = response.json() as { error: unknown; status: unknown };
-  assert.equal(typeof body.error, 'string');
-  assert.ok((body.error as string).length > 0);
-  assert.equal(body.status, status);
-}
 
 async function getSession(observe: TestObserve, id: string): Promise<SessionBody> {
   const response = await observe.call({ method: 'GET', url: `/api/sessions/${encodeURIComponent(id)}` });

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { ManualClock, VIGIL_VERSION } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { readSettings } from './service.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
@@ -32,18 +32,6 @@ const custom = (sessionId: string, agentId: string, timestamp: string, type = 's
   timestamp,
   payload: { type, data: {} },
 });
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.equal(body.status, status, context);
-}
 
 async function getConfig(observe: TestObserve): Promise<{ body: PublicConfig; raw: string }> {
   const response = await observe.call({ method: 'GET', url: '/api/config' });
