@@ -45,6 +45,40 @@ export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | nul
   };
 }
 
+export async function insertKey(database: GateDatabase, row: ApiKeyRow): Promise<void> {
+  await database.db.insertInto('api_keys').values(row).execute();
+}
+
+/** Every key, revoked ones too, newest first. */
+export async function listKeys(database: GateDatabase): Promise<ApiKeyRow[]> {
+  return database.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+export async function findKey(database: GateDatabase, id: string): Promise<ApiKeyRow | undefined> {
+  return database.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** A key's name, scopes or rate limit; the key as it is then, undefined when there is no such key. */
+export async function changeKey(
+  database: GateDatabase,
+  id: string,
+  changes: { name?: string; scopes?: Scope[]; rateLimit?: number | null },
+): Promise<ApiKeyRow | undefined> {
+  const columns = {
+    ...(changes.name !== undefined && { name: changes.name }),
+    ...(changes.scopes !== undefined && { scopes: JSON.stringify(changes.scopes) }),
+    ...(changes.rateLimit !== undefined && { rate_limit: changes.rateLimit }),
+  };
+  if (Object.keys(columns).length > 0) await database.db.updateTable('api_keys').set(columns).where('id', '=', id).execute();
+  return findKey(database, id);
+}
+
+/** Revokes the key unless it already is; false when there is no such key. */
+export async function revokeKey(database: GateDatabase, id: string, now: number): Promise<boolean> {
+  await database.db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  return (await database.db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
 const selectActiveKey = new PreparedQuery((db: Kysely<GateSchema>, _dialect, keyHash: string) =>
   db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null),
 );

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAX_RATE_LIMIT } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { newKeyRow, toApiKey } from './keys.ts';
+import { changeKey, insertKey, listKeys, newKeyRow, revokeKey, toApiKey } from './keys.ts';
 import { SCOPES } from './scopes.ts';
 
 const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
@@ -25,7 +25,7 @@ const keySchema = z
 const idParams = z.object({ id: z.string().min(1).max(100) });
 
 export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
+  const { database } = ctx;
 
   app.post(
     '/api/api-keys',
@@ -40,7 +40,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
     },
     async (request, reply) => {
       const { row, raw } = newKeyRow(request.body.name, request.body.scopes, request.body.rateLimit ?? null, ctx.clock.now());
-      await db.insertInto('api_keys').values(row).execute();
+      await insertKey(database, row);
       return reply.status(201).send({ ...toApiKey(row), key: raw });
     },
   );
@@ -48,7 +48,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/api-keys',
     { schema: { summary: 'List API keys (never the secrets)', tags: ['api-keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
-    async () => ({ keys: (await db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map(toApiKey) }),
+    async () => ({ keys: (await listKeys(database)).map(toApiKey) }),
   );
 
   app.patch(
@@ -63,17 +63,8 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const { name, scopes: newScopes, rateLimit: newLimit } = request.body;
-      const changes = {
-        ...(name !== undefined && { name }),
-        ...(newScopes !== undefined && { scopes: JSON.stringify(newScopes) }),
-        ...(newLimit !== undefined && { rate_limit: newLimit }),
-      };
-      if (Object.keys(changes).length > 0) {
-        await db.updateTable('api_keys').set(changes).where('id', '=', request.params.id).execute();
-        ctx.keys.invalidate();
-      }
-      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', request.params.id).executeTakeFirst();
+      const row = await changeKey(database, request.params.id, request.body);
+      ctx.keys.invalidate();
       if (!row) throw gateError('keyNotFound');
       return toApiKey(row);
     },
@@ -90,11 +81,10 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      await db.updateTable('api_keys').set({ revoked_at: ctx.clock.now() }).where('id', '=', request.params.id).where('revoked_at', 'is', null).execute();
+      const found = await revokeKey(database, request.params.id, ctx.clock.now());
       ctx.keys.invalidate();
-      const row = await db.selectFrom('api_keys').select('id').where('id', '=', request.params.id).executeTakeFirst();
-      if (!row) throw gateError('keyNotFound');
-      return { id: row.id, revoked: true as const };
+      if (!found) throw gateError('keyNotFound');
+      return { id: request.params.id, revoked: true as const };
     },
   );
 }

@@ -1,14 +1,12 @@
 import { newId, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import type { Kysely } from 'kysely';
 import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
-import type { GateSchema } from '../schema.ts';
 import { gateError } from '../errors.ts';
 import { compilePolicySet, DECISIONS, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
 import { isSafePattern, judgePattern } from './regex-safety.ts';
 import { URGENCIES } from '../requests/store.ts';
-import { allPolicies, bumpPolicyVersion, findPolicy, listPolicies, toDefinition, toPolicy } from './store.ts';
+import { allPolicies, deletePolicy, findPolicy, insertPolicy, listPolicies, toDefinition, toPolicy, updatePolicy } from './store.ts';
 
 const policyBody = z
   .object({
@@ -93,18 +91,7 @@ function assertSafePatterns(rules: readonly Rule[]): void {
 }
 
 export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
-
-  /** A policy change and the version bump in one transaction; this instance's cache drops at commit. */
-  const changePolicies = async (work: (trx: Kysely<GateSchema>) => Promise<boolean>): Promise<boolean> => {
-    const changed = await db.transaction().execute(async (trx) => {
-      if (!(await work(trx))) return false;
-      await bumpPolicyVersion(trx);
-      return true;
-    });
-    if (changed) ctx.policies.invalidate();
-    return changed;
-  };
+  const { database } = ctx;
 
   app.get(
     '/api/policies',
@@ -146,10 +133,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
         created_at: now,
         updated_at: now,
       };
-      await changePolicies(async (trx) => {
-        await trx.insertInto('policies').values(row).execute();
-        return true;
-      });
+      await insertPolicy(database, row);
+      // This instance's cache drops at once; other instances see the version bump.
+      ctx.policies.invalidate();
       return reply.status(201).send(toPolicy(row));
     },
   );
@@ -168,19 +154,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
     async (request) => {
       const patch = request.body;
       if (patch.rules) assertSafePatterns(patch.rules);
-      const updated = await changePolicies(async (trx) => {
-        const changes = {
-          ...(patch.name !== undefined && { name: patch.name }),
-          ...(patch.priority !== undefined && { priority: patch.priority }),
-          ...(patch.enabled !== undefined && { enabled: patch.enabled ? 1 : 0 }),
-          ...(patch.rules !== undefined && { rules: JSON.stringify(patch.rules) }),
-          updated_at: ctx.clock.now(),
-        };
-        const result = await trx.updateTable('policies').set(changes).where('id', '=', request.params.id).executeTakeFirst();
-        return Number(result.numUpdatedRows) > 0;
-      });
-      if (!updated) throw gateError('policyNotFound');
-      return toPolicy((await findPolicy(ctx.database, request.params.id))!);
+      if (!(await updatePolicy(database, request.params.id, patch, ctx.clock.now()))) throw gateError('policyNotFound');
+      ctx.policies.invalidate();
+      return toPolicy((await findPolicy(database, request.params.id))!);
     },
   );
 
@@ -195,11 +171,8 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const deleted = await changePolicies(async (trx) => {
-        const result = await trx.deleteFrom('policies').where('id', '=', request.params.id).executeTakeFirst();
-        return Number(result.numDeletedRows) > 0;
-      });
-      if (!deleted) throw gateError('policyNotFound');
+      if (!(await deletePolicy(database, request.params.id))) throw gateError('policyNotFound');
+      ctx.policies.invalidate();
       return { id: request.params.id, deleted: true as const };
     },
   );

@@ -1,5 +1,5 @@
 import { PreparedQuery, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema, PolicyRow } from '../schema.ts';
 import type { PolicyDefinition, Rule } from './engine.ts';
 
@@ -20,8 +20,54 @@ export async function policyVersion(database: GateDatabase): Promise<number> {
 }
 
 /** Every policy change bumps the version in the same transaction, so every instance's cache sees it. */
-export async function bumpPolicyVersion(trx: Kysely<GateSchema>): Promise<void> {
+async function bumpPolicyVersion(trx: Transaction<GateSchema>): Promise<void> {
   await trx.updateTable('counters').set((eb) => ({ value: eb('value', '+', 1) })).where('name', '=', 'policies').execute();
+}
+
+/** A policy change and the version bump in one transaction; nothing is bumped when `work` changed nothing. */
+async function changePolicies(database: GateDatabase, work: (trx: Transaction<GateSchema>) => Promise<boolean>): Promise<boolean> {
+  return database.db.transaction().execute(async (trx) => {
+    if (!(await work(trx))) return false;
+    await bumpPolicyVersion(trx);
+    return true;
+  });
+}
+
+export async function insertPolicy(database: GateDatabase, row: PolicyRow): Promise<void> {
+  await changePolicies(database, async (trx) => {
+    await trx.insertInto('policies').values(row).execute();
+    return true;
+  });
+}
+
+export interface PolicyChanges {
+  name?: string;
+  priority?: number;
+  enabled?: boolean;
+  rules?: Rule[];
+}
+
+/** false when there is no such policy. */
+export async function updatePolicy(database: GateDatabase, id: string, changes: PolicyChanges, now: number): Promise<boolean> {
+  const columns = {
+    ...(changes.name !== undefined && { name: changes.name }),
+    ...(changes.priority !== undefined && { priority: changes.priority }),
+    ...(changes.enabled !== undefined && { enabled: changes.enabled ? 1 : 0 }),
+    ...(changes.rules !== undefined && { rules: JSON.stringify(changes.rules) }),
+    updated_at: now,
+  };
+  return changePolicies(database, async (trx) => {
+    const result = await trx.updateTable('policies').set(columns).where('id', '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  });
+}
+
+/** false when there is no such policy. */
+export async function deletePolicy(database: GateDatabase, id: string): Promise<boolean> {
+  return changePolicies(database, async (trx) => {
+    const result = await trx.deleteFrom('policies').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  });
 }
 
 export async function allPolicies(database: GateDatabase): Promise<PolicyRow[]> {

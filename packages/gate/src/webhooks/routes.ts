@@ -5,6 +5,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { DeliveryRow, WebhookRow } from '../schema.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
+import { changeWebhook, deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks } from './store.ts';
 
 const events = z.array(z.enum(WEBHOOK_EVENTS)).min(1).transform((e) => [...new Set(e)]);
 const url = z.url({ protocol: /^https?$/ }).max(2000);
@@ -64,13 +65,12 @@ function toDelivery(row: DeliveryRow): z.infer<typeof deliverySchema> {
 const idParams = z.object({ id: z.string().min(1).max(100) });
 
 export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
-  const find = (id: string) => db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  const { database } = ctx;
 
   app.get(
     '/api/webhooks',
     { schema: { summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } } },
-    async () => ({ webhooks: (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute()).map(toWebhook) }),
+    async () => ({ webhooks: (await listWebhooks(database)).map(toWebhook) }),
   );
 
   app.post(
@@ -94,7 +94,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
         created_at: now,
         updated_at: now,
       };
-      await db.insertInto('webhooks').values(row).execute();
+      await insertWebhook(database, row);
       return reply.status(201).send(toWebhook(row));
     },
   );
@@ -111,16 +111,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const { events: newEvents, enabled, url: newUrl, secret: newSecret } = request.body;
-      const changes = {
-        ...(newEvents !== undefined && { events: JSON.stringify(newEvents) }),
-        ...(enabled !== undefined && { enabled: enabled ? 1 : 0 }),
-        ...(newUrl !== undefined && { url: newUrl }),
-        ...(newSecret !== undefined && { secret: newSecret }),
-        updated_at: ctx.clock.now(),
-      };
-      await db.updateTable('webhooks').set(changes).where('id', '=', request.params.id).execute();
-      const row = await find(request.params.id);
+      const row = await changeWebhook(database, request.params.id, request.body, ctx.clock.now());
       if (!row) throw gateError('webhookNotFound');
       return toWebhook(row);
     },
@@ -137,12 +128,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const deleted = await db.transaction().execute(async (trx) => {
-        const result = await trx.deleteFrom('webhooks').where('id', '=', request.params.id).executeTakeFirst();
-        await trx.updateTable('deliveries').set({ status: 'failed', last_error: 'the webhook was deleted' }).where('webhook_id', '=', request.params.id).where('status', '=', 'pending').execute();
-        return Number(result.numDeletedRows) === 1;
-      });
-      if (!deleted) throw gateError('webhookNotFound');
+      if (!(await deleteWebhook(database, request.params.id))) throw gateError('webhookNotFound');
       return { id: request.params.id, deleted: true as const };
     },
   );
@@ -162,13 +148,8 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      if (!(await find(request.params.id))) throw gateError('webhookNotFound');
-      const base = db.selectFrom('deliveries').where('webhook_id', '=', request.params.id);
-      const [rows, count] = await Promise.all([
-        base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(request.query.limit).offset(request.query.offset).execute(),
-        base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      const total = Number(count.n);
+      if (!(await findWebhook(database, request.params.id))) throw gateError('webhookNotFound');
+      const { rows, total } = await listDeliveries(database, request.params.id, request.query);
       return { deliveries: rows.map(toDelivery), total, hasMore: request.query.offset + rows.length < total };
     },
   );

@@ -1,6 +1,8 @@
 import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase } from '../schema.ts';
+import { SYSTEM_AGENT_ID } from '../agents/system.ts';
+import { sessionDurationSql } from '../sessions/figures.ts';
 
 export const GRANULARITIES = ['hour', 'day', 'week'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -184,3 +186,15 @@ export async function aggregate(database: ObserveDatabase, query: AggregateQuery
 export const usd = (value: number): number => Math.round(value * 1e9) / 1e9;
 export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
 export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);
+
+/** Sessions started in the window per agent (the system agent left out), with their summed duration. */
+export async function sessionsPerAgent(database: ObserveDatabase, window: { from: number; to: number }): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
+  return database.db
+    .selectFrom('sessions')
+    .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
+    .where('started_at', '>=', window.from)
+    .where('started_at', '<=', window.to)
+    .where('agent_id', '<>', SYSTEM_AGENT_ID)
+    .groupBy('agent_id')
+    .execute();
+}

@@ -231,3 +231,14 @@ export async function readDetails(
   }
   return details;
 }
+
+/** Live vectors stored for the model. */
+export async function countVectors(database: ObserveDatabase, model: string): Promise<number> {
+  const row = await database.db
+    .selectFrom('embeddings')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('model', '=', model)
+    .where('deleted', '=', 0)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
