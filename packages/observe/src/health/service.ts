@@ -72,7 +72,7 @@ type RangeName = (typeof RANGE_NAMES)[number];
  * Durations and completion follow the idle rule (sessions/figures.ts), judged at `now`.
  */
 async function sessionFigures(ctx: ObserveContext, ranges: Ranges, now: number, agentId: string | undefined): Promise<Map<string, Record<RangeName, SessionFigures>>> {
-  const db = ctx.database.db as Kysely<any>;
+  const { db } = ctx.database;
   const over = sessionOverSql(now, ctx.config.sessionIdleTimeoutMs);
   const selections: RawBuilder<unknown>[] = [];
   for (const name of RANGE_NAMES) {
