@@ -166,6 +166,30 @@ export class TestHttpServer {
   }
 }
 
+/**
+ * A webhook receiver that answers 503 to the first attempt of every delivery under `flakyPrefix`
+ * (attempts of one delivery share the value of `deliveryHeader`) and 200 to everything else, so
+ * each delivery there needs one retry. `received(prefix)` lists what arrived under a URL prefix,
+ * `succeeded(prefix)` what was answered 200.
+ */
+export function failingFirstReceiver(flakyPrefix: string, deliveryHeader: string) {
+  const answers = new Map<ReceivedRequest, number>();
+  const seen = new Set<string>();
+  const server = new TestHttpServer((request, res) => {
+    let status = 200;
+    if (request.url.startsWith(flakyPrefix)) {
+      const id = String(request.headers[deliveryHeader]);
+      if (!seen.has(id)) status = 503;
+      seen.add(id);
+    }
+    answers.set(request, status);
+    res.writeHead(status).end();
+  });
+  const received = (prefix: string) => server.requests.filter((r) => r.url.startsWith(prefix));
+  const succeeded = (prefix: string) => received(prefix).filter((r) => answers.get(r) === 200);
+  return { server, received, succeeded };
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
