@@ -5,6 +5,12 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
 import type { EventRow, ObserveDatabase } from './schema.ts';
 
+/** Where the test instance's manual clock starts. */
+export const TEST_NOW = Date.parse('2026-11-22T10:00:00.000Z');
+const MINUTE = 60_000;
+/** ISO timestamp `minutes` before TEST_NOW. */
+export const ago = (minutes: number): string => new Date(TEST_NOW - minutes * MINUTE).toISOString();
+
 export interface TestObserve {
   service: ObserveService;
   config: ObserveConfig;
@@ -31,7 +37,7 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
   const { dataDir, ...fresh } = backend.freshDatabase();
   const base = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.env }, { dataDir });
   const config: ObserveConfig = { ...base, database: options.database ?? fresh };
-  const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
+  const clock = options.clock ?? new ManualClock(TEST_NOW);
   const service = await buildObserveService(config, { clock, runJobs: false, evaluateGuardrails: options.evaluateGuardrails ?? false });
   let key = '';
   if (options.createKey ?? true) {
@@ -70,6 +76,36 @@ export function clockOf(observe: TestObserve): ManualClock {
 
 /** An event as a client posts it (tests build them loosely, so invalid ones can be sent too). */
 export type EventInput = Record<string, unknown>;
+
+export const started = (sessionId: string, agentId: string, timestamp: string, payload: Record<string, unknown> = {}): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'session_started',
+  timestamp,
+  payload,
+});
+export const ended = (sessionId: string, agentId: string, timestamp: string, reason: string): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'session_ended',
+  timestamp,
+  payload: { reason },
+});
+/** A call of the tool `search`. */
+export const toolCall = (sessionId: string, agentId: string, timestamp: string, callId = 'c1'): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'tool_call',
+  timestamp,
+  payload: { toolName: 'search', callId, arguments: {} },
+});
+export const custom = (sessionId: string, agentId: string, timestamp: string, type = 'step'): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'custom',
+  timestamp,
+  payload: { type, data: {} },
+});
 
 /** What POST /api/events acknowledges for each event, in the order sent. */
 export interface EventAck {
