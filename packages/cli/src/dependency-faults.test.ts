@@ -21,12 +21,10 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { ManualClock } from '@vigil/platform';
-import { sendJson, TEST_POSTGRES_URL, TestHttpServer } from '@vigil/platform/testing';
+import { postgresReachable, redisReachable, sendJson, serviceSkip, TEST_POSTGRES_URL, TEST_REDIS_URL, TestHttpServer } from '@vigil/platform/testing';
 import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
 import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 
-const REDIS_TEST_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const servicesRequired = process.env.REQUIRE_SERVICES === '1';
 /** A request that takes longer than this has hung (the services' own deadlines are far shorter). */
 const REQUEST_DEADLINE_MS = 15_000;
 /** The database connect timeout the services get here (DATABASE_CONNECT_TIMEOUT_MS). */
@@ -35,36 +33,8 @@ const CONNECT_TIMEOUT_MS = 1000;
 const SLACK_MS = 4000;
 const ADMIN_KEY = 'gk_faults_admin_key_0123456789abcdef';
 
-// ---------------------------------------------------------------- probes
-
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-async function redisReachable(): Promise<boolean> {
-  const client = new Redis(REDIS_TEST_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-
-const [pgUp, redisUp] = await Promise.all([postgresReachable(), redisReachable()]);
-if (servicesRequired && !pgUp) throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL is not reachable at ${TEST_POSTGRES_URL}`);
-if (servicesRequired && !redisUp) throw new Error(`REQUIRE_SERVICES=1 but Redis is not reachable at ${REDIS_TEST_URL}`);
+const postgresSkip = serviceSkip(`PostgreSQL at ${TEST_POSTGRES_URL}`, await postgresReachable());
+const redisSkip = serviceSkip(`Redis at ${TEST_REDIS_URL}`, await redisReachable());
 
 // ---------------------------------------------------------------- a TCP proxy that can fail
 
@@ -245,7 +215,7 @@ after(() => {
 
 // ---------------------------------------------------------------- PostgreSQL cut under load
 
-describe('PostgreSQL behind a failing proxy', { skip: pgUp ? false : 'PostgreSQL not reachable' }, () => {
+describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
   const direct = new pg.Client({ connectionString: TEST_POSTGRES_URL });
   const schemas: string[] = [];
   let proxy: TcpProxy;
@@ -441,16 +411,16 @@ describe('PostgreSQL behind a failing proxy', { skip: pgUp ? false : 'PostgreSQL
 
 // ---------------------------------------------------------------- Redis cut
 
-describe('Redis behind a failing proxy', { skip: redisUp ? false : 'Redis not reachable' }, () => {
+describe('Redis behind a failing proxy', { skip: redisSkip }, () => {
   let proxy: TcpProxy;
   let direct: Redis;
   let service: GateService;
   let base: string;
 
   before(async () => {
-    const target = new URL(REDIS_TEST_URL);
+    const target = new URL(TEST_REDIS_URL);
     proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port || 6379) }).start();
-    direct = new Redis(REDIS_TEST_URL);
+    direct = new Redis(TEST_REDIS_URL);
     const config = gateConfigFromEnvironment({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: ADMIN_KEY, REDIS_URL: `redis://${proxy.url}` }, { dataDir: dataDir() });
     service = await buildGateService(config, { runJobs: false });
     await service.app.listen({ port: 0, host: '127.0.0.1' });

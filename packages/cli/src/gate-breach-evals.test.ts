@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '@vigil/gate/testing';
 import { startTestObserve, type TestObserve } from '@vigil/observe/testing';
 import { describeEachDatabase } from '@vigil/platform/testing';
@@ -30,8 +31,6 @@ async function api(base: string, key: string, method: string, path: string, body
   const text = await response.text();
   return { status: response.status, json: text ? (JSON.parse(text) as Json) : {} };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 await describeEachDatabase('gate hard deny → observe guardrail breach (both services listening)', (backend) => {
   let observe: TestObserve;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import { failingFirstReceiver, type ReceivedRequest } from '@vigil/platform/testing';
 import {
   call,
   dropSchemas,
@@ -27,30 +27,12 @@ const skip = await servicesSkipReason(true);
 const ADMIN = `gk_multi_${randomBytes(12).toString('hex')}`;
 const run = randomBytes(4).toString('hex');
 
-/** Answers 503 to the first attempt of every delivery (by its delivery header), 200 afterwards. */
-function failFirstAttempt(header: string) {
-  const seen = new Set<string>();
-  return (request: ReceivedRequest): number => {
-    const id = String(request.headers[header]);
-    if (seen.has(id)) return 200;
-    seen.add(id);
-    return 503;
-  };
-}
 
 // In order: every request created reaches the webhook the first test counts.
 describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, () => {
   const schema = newSchemaName('multi_gate');
   const dataDir = tempDir();
-  const answers = new Map<ReceivedRequest, number>();
-  const gateAnswer = failFirstAttempt('x-gate-delivery');
-  const receiver = new TestHttpServer((request, res) => {
-    const status = request.url.startsWith('/gate/') ? gateAnswer(request) : 200;
-    answers.set(request, status);
-    res.writeHead(status).end();
-  });
-  const received = (prefix: string) => receiver.requests.filter((r) => r.url.startsWith(prefix));
-  const succeeded = (prefix: string) => received(prefix).filter((r) => answers.get(r) === 200);
+  const { server: receiver, received, succeeded } = failingFirstReceiver('/gate/', 'x-gate-delivery');
 
   let gate: ServiceProcess[] = [];
 

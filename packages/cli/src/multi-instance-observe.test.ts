@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { acquireLease, createLeaseTable, ManualClock, openDatabase, startPeriodicJob, systemClock } from '@vigil/platform';
-import { TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import { failingFirstReceiver } from '@vigil/platform/testing';
 import { buildObserveService, observeConfigFromEnvironment } from '@vigil/observe';
 import { evaluateRules } from '@vigil/observe/testing';
 import {
@@ -31,31 +31,13 @@ import { batchOf, checkBatches, verifyChains, type BatchOutcome } from './crash-
 const skip = await servicesSkipReason(false);
 const run = randomBytes(4).toString('hex');
 
-/** Answers 503 to the first attempt of every delivery (by its delivery header), 200 afterwards. */
-function failFirstAttempt(header: string) {
-  const seen = new Set<string>();
-  return (request: ReceivedRequest): number => {
-    const id = String(request.headers[header]);
-    if (seen.has(id)) return 200;
-    seen.add(id);
-    return 503;
-  };
-}
 
 // The tests use separate agents, sessions and receiver paths, and wait on retries and job ticks
 // more than on the CPU, so they run at once.
 describe('two observe instances on one PostgreSQL schema', { skip, concurrency: true }, () => {
   const schema = newSchemaName('multi_observe');
   const dataDir = tempDir();
-  const answers = new Map<ReceivedRequest, number>();
-  const alertAnswer = failFirstAttempt('x-vigil-delivery');
-  const receiver = new TestHttpServer((request, res) => {
-    const status = request.url.startsWith('/alert/') ? alertAnswer(request) : 200;
-    answers.set(request, status);
-    res.writeHead(status).end();
-  });
-  const received = (prefix: string) => receiver.requests.filter((r) => r.url.startsWith(prefix));
-  const succeeded = (prefix: string) => received(prefix).filter((r) => answers.get(r) === 200);
+  const { server: receiver, received, succeeded } = failingFirstReceiver('/alert/', 'x-vigil-delivery');
 
   let observe: ServiceProcess[] = [];
   let key = '';

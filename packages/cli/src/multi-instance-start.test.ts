@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { migrateToLatest, openDatabase } from '@vigil/platform';
-import { TEST_POSTGRES_URL } from '@vigil/platform/testing';
+import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from '@vigil/platform/testing';
 import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
 import { bootstrapAdminKey, gateMigrations, type GateSchema } from '@vigil/gate/testing';
 import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
@@ -19,22 +19,9 @@ import { observeMigrations } from '@vigil/observe/testing';
 const INSTANCES = 4;
 const ADMIN_KEY = 'gk_cluster_admin_key_0123456789';
 
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+const skip = serviceSkip(`PostgreSQL at ${TEST_POSTGRES_URL}`, await postgresReachable());
 
-const reachable = await postgresReachable();
-if (!reachable && process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL is not reachable at ${TEST_POSTGRES_URL}`);
-
-describe('several instances starting at once on a fresh PostgreSQL schema', { skip: reachable ? false : 'PostgreSQL not reachable' }, () => {
+describe('several instances starting at once on a fresh PostgreSQL schema', { skip }, () => {
   const schemas: string[] = [];
   const dirs: string[] = [];
   const running: { app: { close(): Promise<unknown> } }[] = [];

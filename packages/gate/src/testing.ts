@@ -69,9 +69,11 @@ export async function startTestGate(backend: TestBackend, options: TestGateOptio
 
 /** Asserts a gate error body `{error: {code, message}}` with this status and code; answers the message. */
 export function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): string {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
+  assert.equal(response.statusCode, status, `${context}: ${response.statusCode} ${response.body}`);
   const body = response.json() as { error: { code: string; message: string } };
+  assert.equal(typeof body.error, 'object', `${context}: ${response.body}`);
   assert.equal(body.error.code, code, context);
+  assert.equal(typeof body.error.message, 'string', context);
   assert.ok(body.error.message.length > 0, context);
   return body.error.message;
 }

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -8,6 +9,12 @@ import type { EventRow, ObserveDatabase } from './schema.ts';
 // Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).
 export { evaluateRules } from './alerts/evaluator.ts';
 export { observeMigrations } from './migrations.ts';
+
+/** Where the test instance's manual clock starts. */
+export const TEST_NOW = Date.parse('2026-11-22T10:00:00.000Z');
+const MINUTE = 60_000;
+/** ISO timestamp `minutes` before TEST_NOW. */
+export const ago = (minutes: number): string => new Date(TEST_NOW - minutes * MINUTE).toISOString();
 
 export interface TestObserve {
   service: ObserveService;
@@ -35,7 +42,7 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
   const { dataDir, ...fresh } = backend.freshDatabase();
   const base = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.env }, { dataDir });
   const config: ObserveConfig = { ...base, database: options.database ?? fresh };
-  const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
+  const clock = options.clock ?? new ManualClock(TEST_NOW);
   const service = await buildObserveService(config, { clock, runJobs: false, evaluateGuardrails: options.evaluateGuardrails ?? false });
   let key = '';
   if (options.createKey ?? true) {
@@ -64,4 +71,101 @@ export async function insertEventCopy(database: ObserveDatabase, sourceId: strin
   const row = { ...source, ...changes };
   await database.db.insertInto('events').values(row).execute();
   return row;
+}
+
+/** The manual clock the test instance was started with (the default). */
+export function clockOf(observe: TestObserve): ManualClock {
+  assert.ok(observe.clock instanceof ManualClock, 'this test needs the default manual clock');
+  return observe.clock;
+}
+
+/** An event as a client posts it (tests build them loosely, so invalid ones can be sent too). */
+export type EventInput = Record<string, unknown>;
+
+export const started = (sessionId: string, agentId: string, timestamp: string, payload: Record<string, unknown> = {}): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'session_started',
+  timestamp,
+  payload,
+});
+export const ended = (sessionId: string, agentId: string, timestamp: string, reason: string): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'session_ended',
+  timestamp,
+  payload: { reason },
+});
+/** A call of the tool `search`. */
+export const toolCall = (sessionId: string, agentId: string, timestamp: string, callId = 'c1'): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'tool_call',
+  timestamp,
+  payload: { toolName: 'search', callId, arguments: {} },
+});
+export const custom = (sessionId: string, agentId: string, timestamp: string, type = 'step'): EventInput => ({
+  sessionId,
+  agentId,
+  eventType: 'custom',
+  timestamp,
+  payload: { type, data: {} },
+});
+
+/** What POST /api/events acknowledges for each event, in the order sent. */
+export interface EventAck {
+  id: string;
+  hash: string;
+}
+
+/** The most events one POST /api/events takes. */
+const INGEST_BATCH = 1000;
+
+/** Ingests the events through POST /api/events (in batches of the most one request takes); each batch must be accepted whole. */
+export async function ingestEvents(observe: TestObserve, events: readonly unknown[]): Promise<EventAck[]> {
+  const acks: EventAck[] = [];
+  for (let i = 0; i < events.length; i += INGEST_BATCH) {
+    const batch = events.slice(i, i + INGEST_BATCH);
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: batch } });
+    assert.equal(response.statusCode, 201, response.body);
+    const body = response.json() as { ingested: number; events: EventAck[] };
+    assert.equal(body.ingested, batch.length);
+    acks.push(...body.events);
+  }
+  return acks;
+}
+
+/** ingestEvents, answering the new events' ids. */
+export async function ingest(observe: TestObserve, events: readonly unknown[]): Promise<string[]> {
+  return (await ingestEvents(observe, events)).map((ack) => ack.id);
+}
+
+/** The observe error body: `{ error, status, details? }` and nothing else. */
+export interface ObserveErrorBody {
+  error: string;
+  status: number;
+  details?: { path: string; message: string }[];
+}
+
+/** Asserts that a parsed body is the observe error body for this status (a message, no other keys). */
+export function assertErrorShape(body: unknown, status: number, context = ''): ObserveErrorBody {
+  const record = body as Record<string, unknown>;
+  assert.equal(record.status, status, context);
+  assert.equal(typeof record.error, 'string', context);
+  assert.ok((record.error as string).length > 0, `${context}: a human-readable message`);
+  if (record.details !== undefined) {
+    assert.ok(Array.isArray(record.details), context);
+    for (const detail of record.details as Record<string, unknown>[]) {
+      assert.equal(typeof detail.path, 'string', context);
+      assert.equal(typeof detail.message, 'string', context);
+    }
+  }
+  assert.deepEqual(Object.keys(record).filter((key) => !['error', 'status', 'details'].includes(key)), [], `${context}: only error, status, details`);
+  return record as unknown as ObserveErrorBody;
+}
+
+/** Asserts the response's status and that its body is the observe error body; answers the body. */
+export function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): ObserveErrorBody {
+  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
+  return assertErrorShape(response.json(), status, context);
 }

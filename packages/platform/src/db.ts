@@ -9,6 +9,7 @@ import {
   sql,
   CompiledQuery,
   type Compilable,
+  type QueryExecutorProvider,
   type RawBuilder,
   type SqliteDatabase,
   type SqliteStatement,
@@ -193,8 +194,14 @@ async function listenPostgres(
 }
 
 /** PostgreSQL: wakes every `listen`er of `channel` (on any instance) once the calling transaction, if any, commits. */
-export async function notifyListeners(database: Database<any>, channel: string): Promise<void> {
-  if (database.dialect === 'postgres') await sql`select pg_notify(${channel}, '')`.execute(database.db as Kysely<any>);
+export async function notifyListeners(database: RawSqlTarget, channel: string): Promise<void> {
+  if (database.dialect === 'postgres') await sql`select pg_notify(${channel}, '')`.execute(database.db);
+}
+
+/** What raw SQL needs of a database of any schema: its dialect and something that runs queries. */
+export interface RawSqlTarget {
+  dialect: DialectName;
+  db: QueryExecutorProvider;
 }
 
 export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Database<Schema>> {
@@ -380,9 +387,9 @@ export class BulkInserter<Row extends object> {
 }
 
 /** Round-trip time of a trivial query, in milliseconds. */
-export async function pingDatabase(database: Database<any>): Promise<number> {
+export async function pingDatabase(database: RawSqlTarget): Promise<number> {
   const started = performance.now();
-  await sql`select 1`.execute(database.db as Kysely<any>);
+  await sql`select 1`.execute(database.db);
   return performance.now() - started;
 }
 

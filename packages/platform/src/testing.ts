@@ -6,7 +6,7 @@ import { after, describe } from 'node:test';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import type { OperationTable, RouteEntry } from './http.ts';
 
@@ -14,7 +14,16 @@ import type { OperationTable, RouteEntry } from './http.ts';
 export const TEST_POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const servicesRequired = process.env.REQUIRE_SERVICES === '1';
 
-let postgresReachable: Promise<boolean> | null = null;
+/** Redis used by the tests (the rate limiter, the dependency faults). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+let postgresProbe: Promise<boolean> | null = null;
+
+/** Whether the test PostgreSQL answers (asked once per process). */
+export function postgresReachable(): Promise<boolean> {
+  postgresProbe ??= probePostgres();
+  return postgresProbe;
+}
 
 async function probePostgres(): Promise<boolean> {
   const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 2000 });
@@ -27,6 +36,32 @@ async function probePostgres(): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** PING over a raw socket: true when a Redis answers +PONG within a second. */
+export function redisReachable(url = TEST_REDIS_URL): Promise<boolean> {
+  const target = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: target.hostname, port: Number(target.port || 6379) });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
+  });
+}
+
+/**
+ * The skip reason of a suite that needs this service (false: it is reachable, run). With
+ * REQUIRE_SERVICES=1 (CI) an unreachable service fails the run instead of skipping.
+ */
+export function serviceSkip(service: string, reachable: boolean): string | false {
+  if (reachable) return false;
+  if (servicesRequired) throw new Error(`REQUIRE_SERVICES=1 but ${service} is not reachable`);
+  return `${service} not reachable`;
 }
 
 export interface TestBackend {
@@ -73,15 +108,9 @@ const postgresBackend: TestBackend = {
  * REQUIRE_SERVICES=1 (CI) an unreachable PostgreSQL fails the run instead of skipping.
  */
 export async function describeEachDatabase(title: string, suite: (backend: TestBackend) => void): Promise<void> {
-  postgresReachable ??= probePostgres();
-  const reachable = await postgresReachable;
-  if (!reachable && servicesRequired) {
-    throw new Error(`REQUIRE_SERVICES=1 but PostgreSQL is not reachable at ${TEST_POSTGRES_URL}`);
-  }
+  const skip = serviceSkip(`PostgreSQL at ${TEST_POSTGRES_URL}`, await postgresReachable());
   describe(`${title} [sqlite]`, () => suite(sqliteBackend));
-  describe(`${title} [postgres]`, { skip: reachable ? false : `PostgreSQL not reachable at ${TEST_POSTGRES_URL}` }, () =>
-    suite(postgresBackend),
-  );
+  describe(`${title} [postgres]`, { skip }, () => suite(postgresBackend));
 }
 
 
@@ -135,6 +164,30 @@ export class TestHttpServer {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * A webhook receiver that answers 503 to the first attempt of every delivery under `flakyPrefix`
+ * (attempts of one delivery share the value of `deliveryHeader`) and 200 to everything else, so
+ * each delivery there needs one retry. `received(prefix)` lists what arrived under a URL prefix,
+ * `succeeded(prefix)` what was answered 200.
+ */
+export function failingFirstReceiver(flakyPrefix: string, deliveryHeader: string) {
+  const answers = new Map<ReceivedRequest, number>();
+  const seen = new Set<string>();
+  const server = new TestHttpServer((request, res) => {
+    let status = 200;
+    if (request.url.startsWith(flakyPrefix)) {
+      const id = String(request.headers[deliveryHeader]);
+      if (!seen.has(id)) status = 503;
+      seen.add(id);
+    }
+    answers.set(request, status);
+    res.writeHead(status).end();
+  });
+  const received = (prefix: string) => server.requests.filter((r) => r.url.startsWith(prefix));
+  const succeeded = (prefix: string) => received(prefix).filter((r) => answers.get(r) === 200);
+  return { server, received, succeeded };
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {

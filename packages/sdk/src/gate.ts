@@ -4,8 +4,8 @@
  * human later) and answers the decided request, or throws ApprovalTimeoutError.
  */
 import { ApprovalTimeoutError } from './errors.ts';
-import { HttpTransport, sleep, type TransportRequest, type TransportOptions } from './http.ts';
-import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult, InitArgs, Methods, Operation, Success } from './types.ts';
+import { ServiceClient, sleep, type TransportOptions } from './http.ts';
+import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult } from './types.ts';
 
 export const DEFAULT_GATE_URL = 'http://localhost:3000';
 
@@ -35,28 +35,9 @@ export interface WaitOptions {
   onPending?: (request: ApprovalRequest) => void;
 }
 
-export class GateClient {
-  private readonly http: HttpTransport;
-
+export class GateClient extends ServiceClient<GatePaths> {
   constructor(options: GateClientOptions = {}) {
-    this.http = new HttpTransport('gate', {
-      ...options,
-      baseUrl: options.baseUrl ?? process.env.VIGIL_GATE_URL ?? DEFAULT_GATE_URL,
-      apiKey: options.apiKey ?? process.env.VIGIL_GATE_API_KEY,
-    });
-  }
-
-  get baseUrl(): string {
-    return this.http.baseUrl;
-  }
-
-  /** Any gate operation, typed by its route schema: `call('get', '/api/requests/{id}', { params: { id } })`. */
-  call<P extends keyof GatePaths, M extends Methods<GatePaths, P>>(
-    method: M,
-    path: P,
-    ...[init]: InitArgs<Operation<GatePaths, P, M>>
-  ): Promise<Success<Operation<GatePaths, P, M>>> {
-    return this.http.request(method, path as string, init as TransportRequest | undefined);
+    super('gate', options, { baseUrl: process.env.VIGIL_GATE_URL ?? DEFAULT_GATE_URL, apiKey: process.env.VIGIL_GATE_API_KEY });
   }
 
   // ------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  * after the server committed it is sent again.
  */
 import { apiError, VigilNetworkError, type ErrorDetail, type ServiceName, type VigilApiError } from './errors.ts';
-import type { CallOptions, RetryOptions } from './types.ts';
+import type { CallOptions, InitArgs, Methods, Operation, RetryOptions, Success } from './types.ts';
 
 export interface TransportOptions {
   /** Base address, e.g. `http://localhost:3400` (a path prefix is kept). */
@@ -202,4 +202,25 @@ function causeText(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
   if (!cause) return '';
   return typeof cause.code === 'string' ? ` (${cause.code})` : typeof cause.message === 'string' ? ` (${cause.message})` : '';
+}
+
+/**
+ * What both clients share: their transport (base URL and key from the options, else from the
+ * environment) and `call`, any operation of the service typed by its route schema, e.g.
+ * `call('get', '/api/sessions/{id}', { params: { id } })`.
+ */
+export abstract class ServiceClient<Paths> {
+  protected readonly http: HttpTransport;
+
+  protected constructor(service: ServiceName, options: Partial<TransportOptions>, defaults: { baseUrl: string; apiKey: string | undefined }) {
+    this.http = new HttpTransport(service, { ...options, baseUrl: options.baseUrl ?? defaults.baseUrl, apiKey: options.apiKey ?? defaults.apiKey });
+  }
+
+  get baseUrl(): string {
+    return this.http.baseUrl;
+  }
+
+  call<P extends keyof Paths, M extends Methods<Paths, P>>(method: M, path: P, ...[init]: InitArgs<Operation<Paths, P, M>>): Promise<Success<Operation<Paths, P, M>>> {
+    return this.http.request(method, path as string, init as TransportRequest | undefined);
+  }
 }

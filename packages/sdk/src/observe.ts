@@ -4,21 +4,17 @@
  * and answer type comes from src/generated/observe.ts.
  */
 import { VigilDeprecationError } from './errors.ts';
-import { HttpTransport, type TransportRequest, type TransportOptions } from './http.ts';
+import { ServiceClient, type TransportOptions } from './http.ts';
 import { priceTable, type ModelPrice, type PriceTable } from './pricing.ts';
 import { EventQueue, type BatchingOptions } from './queue.ts';
 import { VigilSession, type EndSessionOptions, type SessionSink, type StartSessionOptions } from './session.ts';
 import type {
   CallOptions,
   IncomingEvent,
-  InitArgs,
-  Methods,
   ObserveBody,
   ObservePaths,
   ObserveQuery,
   ObserveResult,
-  Operation,
-  Success,
 } from './types.ts';
 
 export const DEFAULT_OBSERVE_URL = 'http://localhost:3400';
@@ -35,32 +31,14 @@ export interface ObserveClientOptions extends Partial<TransportOptions>, Batchin
 const LESSONS_REMOVED = '0.12.0';
 const LESSONS_REPLACEMENT = 'lesson management and community sharing moved to the external memory system (enable MEMORY_ENABLED and use /api/memory/*)';
 
-export class ObserveClient implements SessionSink {
+export class ObserveClient extends ServiceClient<ObservePaths> implements SessionSink {
   readonly prices: PriceTable;
-  private readonly http: HttpTransport;
   private readonly queue: EventQueue<IncomingEvent>;
 
   constructor(options: ObserveClientOptions = {}) {
-    this.http = new HttpTransport('observe', {
-      ...options,
-      baseUrl: options.baseUrl ?? process.env.VIGIL_URL ?? DEFAULT_OBSERVE_URL,
-      apiKey: options.apiKey ?? process.env.VIGIL_API_KEY,
-    });
+    super('observe', options, { baseUrl: process.env.VIGIL_URL ?? DEFAULT_OBSERVE_URL, apiKey: process.env.VIGIL_API_KEY });
     this.prices = priceTable(options.prices);
     this.queue = new EventQueue((events) => this.ingest(events).then(() => undefined), options);
-  }
-
-  get baseUrl(): string {
-    return this.http.baseUrl;
-  }
-
-  /** Any observe operation, typed by its route schema: `call('get', '/api/sessions/{id}', { params: { id } })`. */
-  call<P extends keyof ObservePaths, M extends Methods<ObservePaths, P>>(
-    method: M,
-    path: P,
-    ...[init]: InitArgs<Operation<ObservePaths, P, M>>
-  ): Promise<Success<Operation<ObservePaths, P, M>>> {
-    return this.http.request(method, path as string, init as TransportRequest | undefined);
   }
 
   // ------------------------------------------------------------------------------------------

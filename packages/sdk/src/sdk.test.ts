@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import {
   ApprovalTimeoutError,
@@ -66,8 +67,6 @@ async function storedEvents(sessionId: string) {
   const direct = observeClient(live.observeUrl);
   return (await direct.listEvents({ sessionId, order: 'asc', limit: 500 })).events;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('event batching', () => {
   test('a full batch is sent at once, in order; the rest waits for flush()', async () => {

@@ -2,20 +2,12 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { InjectOptions } from 'fastify';
 import { buildGateService } from '../app.ts';
-import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { ROUTE_SCOPES, SCOPES, type Scope } from './scopes.ts';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-
-function assertError(response: LightMyRequestResponse, status: number, code: string, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.statusCode} ${response.body}`);
-  const body = response.json() as { error: { code: string; message: string } };
-  assert.equal(body.error.code, code, context);
-  assert.equal(typeof body.error.message, 'string', context);
-  assert.ok(body.error.message.length > 0, context);
-}
 
 interface KeyBody {
   id: string;
@@ -103,7 +95,7 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
           assert.ok(response.statusCode !== 401 && response.statusCode !== 403, `${context}: ${response.statusCode} ${response.body}`);
           assert.ok(response.statusCode < 500, `${context}: ${response.statusCode} ${response.body}`);
         } else {
-          assertError(response, 403, 'forbidden', context);
+          assertGateError(response, 403, 'forbidden', context);
         }
         checked += 1;
       }
@@ -116,11 +108,11 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
       if (ROUTE_SCOPES[route.id] === 'public') continue;
       const request = probe(route.method, route.url);
       const missing = await gate.service.app.inject(request);
-      assertError(missing, 401, 'unauthorized', `${route.id} without a key`);
+      assertGateError(missing, 401, 'unauthorized', `${route.id} without a key`);
       const wrong = await gate.call(request, 'gk_this_key_does_not_exist_0000000000');
-      assertError(wrong, 401, 'unauthorized', `${route.id} with a wrong key`);
+      assertGateError(wrong, 401, 'unauthorized', `${route.id} with a wrong key`);
       const malformed = await gate.service.app.inject({ ...request, headers: { authorization: `Basic ${TEST_ADMIN_KEY}` } });
-      assertError(malformed, 401, 'unauthorized', `${route.id} with a non-bearer header`);
+      assertGateError(malformed, 401, 'unauthorized', `${route.id} with a non-bearer header`);
     }
   });
 
@@ -138,7 +130,7 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
     assert.equal(created.statusCode, 201, created.body);
     const id = (created.json() as { id: string }).id;
     const decide = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved' } }, creator);
-    assertError(decide, 403, 'forbidden', 'request:create deciding');
+    assertGateError(decide, 403, 'forbidden', 'request:create deciding');
     const still = await gate.call({ method: 'GET', url: `/api/requests/${id}` });
     assert.equal((still.json() as { status: string }).status, 'pending');
 
@@ -151,9 +143,9 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
     const policyId = (policy.json() as { id: string }).id;
     for (const scope of SCOPES.filter((s) => s !== 'admin')) {
       const put = await gate.call({ method: 'PUT', url: `/api/policies/${policyId}`, payload: { name: 'renamed' } }, keyOf.get(scope)!);
-      assertError(put, 403, 'forbidden', `PUT with ${scope}`);
+      assertGateError(put, 403, 'forbidden', `PUT with ${scope}`);
       const del = await gate.call({ method: 'DELETE', url: `/api/policies/${policyId}` }, keyOf.get(scope)!);
-      assertError(del, 403, 'forbidden', `DELETE with ${scope}`);
+      assertGateError(del, 403, 'forbidden', `DELETE with ${scope}`);
     }
     const put = await gate.call({ method: 'PUT', url: `/api/policies/${policyId}`, payload: { name: 'renamed' } }, keyOf.get('admin')!);
     assert.equal(put.statusCode, 200, put.body);
@@ -240,7 +232,7 @@ await describeEachDatabase('gate API keys', (backend) => {
     const created = (await gate.call({ method: 'POST', url: '/api/api-keys', payload: { name: 'reader', scopes: ['request:read'] } })).json() as KeyBody;
     const key = created.key!;
     assert.equal((await gate.call({ method: 'GET', url: '/api/requests' }, key)).statusCode, 200);
-    assertError(await gate.call({ method: 'GET', url: '/api/webhooks' }, key), 403, 'forbidden', 'before the change');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/webhooks' }, key), 403, 'forbidden', 'before the change');
 
     const patched = await gate.call({
       method: 'PATCH',
@@ -257,7 +249,7 @@ await describeEachDatabase('gate API keys', (backend) => {
 
     // The very next requests see the new scopes.
     assert.equal((await gate.call({ method: 'GET', url: '/api/webhooks' }, key)).statusCode, 200);
-    assertError(await gate.call({ method: 'GET', url: '/api/requests' }, key), 403, 'forbidden', 'after the change');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/requests' }, key), 403, 'forbidden', 'after the change');
 
     // A subset: only the name.
     const renamed = await gate.call({ method: 'PATCH', url: `/api/api-keys/${created.id}`, payload: { name: 'renamed' } });
@@ -278,8 +270,8 @@ await describeEachDatabase('gate API keys', (backend) => {
     const revoked = await gate.call({ method: 'DELETE', url: `/api/api-keys/${created.id}` });
     assert.equal(revoked.statusCode, 200, revoked.body);
     assert.deepEqual(revoked.json(), { id: created.id, revoked: true });
-    assertError(await gate.call({ method: 'GET', url: '/api/api-keys' }, created.key), 401, 'unauthorized', 'revoked key');
-    assertError(await gate.call({ method: 'GET', url: '/api/requests' }, created.key), 401, 'unauthorized', 'revoked key on another route');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/api-keys' }, created.key), 401, 'unauthorized', 'revoked key');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/requests' }, created.key), 401, 'unauthorized', 'revoked key on another route');
     const listed = ((await gate.call({ method: 'GET', url: '/api/api-keys' })).json() as { keys: (KeyBody & { revokedAt: string | null })[] }).keys.find(
       (k) => k.id === created.id,
     );
@@ -296,14 +288,14 @@ await describeEachDatabase('gate API keys', (backend) => {
         assert.equal((await viaB({ method: 'GET', url: '/api/api-keys' }, created.key!)).statusCode, 200);
 
         assert.equal((await gate.call({ method: 'PATCH', url: `/api/api-keys/${created.id}`, payload: { scopes: ['request:read'] } })).statusCode, 200);
-        assertError(await gate.call({ method: 'GET', url: '/api/api-keys' }, created.key), 403, 'forbidden', 'narrowed key on A at once');
+        assertGateError(await gate.call({ method: 'GET', url: '/api/api-keys' }, created.key), 403, 'forbidden', 'narrowed key on A at once');
         gate.clock.advance(gate.config.cacheRefreshMs);
-        assertError(await viaB({ method: 'GET', url: '/api/api-keys' }, created.key!), 403, 'forbidden', 'narrowed key on B after the interval');
+        assertGateError(await viaB({ method: 'GET', url: '/api/api-keys' }, created.key!), 403, 'forbidden', 'narrowed key on B after the interval');
 
         assert.equal((await gate.call({ method: 'DELETE', url: `/api/api-keys/${created.id}` })).statusCode, 200);
-        assertError(await gate.call({ method: 'GET', url: '/api/requests' }, created.key), 401, 'unauthorized', 'revoked key on A at once');
+        assertGateError(await gate.call({ method: 'GET', url: '/api/requests' }, created.key), 401, 'unauthorized', 'revoked key on A at once');
         gate.clock.advance(gate.config.cacheRefreshMs);
-        assertError(await viaB({ method: 'GET', url: '/api/requests' }, created.key!), 401, 'unauthorized', 'revoked key on B after the interval');
+        assertGateError(await viaB({ method: 'GET', url: '/api/requests' }, created.key!), 401, 'unauthorized', 'revoked key on B after the interval');
       } finally {
         await other.app.close();
       }
@@ -311,8 +303,8 @@ await describeEachDatabase('gate API keys', (backend) => {
   }
 
   test('PATCH and DELETE of an unknown key are 404 not_found', async () => {
-    assertError(await gate.call({ method: 'PATCH', url: '/api/api-keys/no-such-key', payload: { name: 'x' } }), 404, 'not_found', 'PATCH');
-    assertError(await gate.call({ method: 'DELETE', url: '/api/api-keys/no-such-key' }), 404, 'not_found', 'DELETE');
+    assertGateError(await gate.call({ method: 'PATCH', url: '/api/api-keys/no-such-key', payload: { name: 'x' } }), 404, 'not_found', 'PATCH');
+    assertGateError(await gate.call({ method: 'DELETE', url: '/api/api-keys/no-such-key' }), 404, 'not_found', 'DELETE');
   });
 
   test('invalid bodies are 400 bad_request and store nothing', async () => {
@@ -328,13 +320,13 @@ await describeEachDatabase('gate API keys', (backend) => {
       { name: 'x' },
     ];
     for (const payload of invalid) {
-      assertError(await gate.call({ method: 'POST', url: '/api/api-keys', payload }), 400, 'bad_request', JSON.stringify(payload));
+      assertGateError(await gate.call({ method: 'POST', url: '/api/api-keys', payload }), 400, 'bad_request', JSON.stringify(payload));
     }
     assert.equal(await keyCount(), before, 'an invalid key was stored');
 
     const target = (await gate.call({ method: 'POST', url: '/api/api-keys', payload: { name: 'target', scopes: ['request:read'] } })).json() as KeyBody;
     for (const payload of [{ scopes: ['nope'] }, { scopes: [] }, { rateLimit: 0 }]) {
-      assertError(await gate.call({ method: 'PATCH', url: `/api/api-keys/${target.id}`, payload }), 400, 'bad_request', `PATCH ${JSON.stringify(payload)}`);
+      assertGateError(await gate.call({ method: 'PATCH', url: `/api/api-keys/${target.id}`, payload }), 400, 'bad_request', `PATCH ${JSON.stringify(payload)}`);
     }
     const unchanged = ((await gate.call({ method: 'GET', url: '/api/api-keys' })).json() as { keys: KeyBody[] }).keys.find((k) => k.id === target.id)!;
     assert.deepEqual(unchanged.scopes, ['request:read']);
@@ -366,7 +358,7 @@ await describeEachDatabase('gate admin key bootstrap', (backend) => {
       assert.equal(policies.statusCode, 200, policies.body);
       const hooks = await other.call({ method: 'GET', url: '/api/webhooks' }, adminKey);
       assert.equal(hooks.statusCode, 200, hooks.body);
-      assertError(await other.call({ method: 'GET', url: '/api/policies' }, TEST_ADMIN_KEY), 401, 'unauthorized', 'the default test key is not installed');
+      assertGateError(await other.call({ method: 'GET', url: '/api/policies' }, TEST_ADMIN_KEY), 401, 'unauthorized', 'the default test key is not installed');
     } finally {
       await other.close();
     }

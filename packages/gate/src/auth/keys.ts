@@ -45,6 +45,11 @@ export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | nul
   };
 }
 
+/** Every key, revoked ones too, newest first. */
+export async function listKeys(database: GateDatabase): Promise<ApiKeyRow[]> {
+  return database.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
 const selectActiveKey = new PreparedQuery((db: Kysely<GateSchema>, _dialect, keyHash: string) =>
   db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null),
 );

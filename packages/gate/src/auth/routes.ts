@@ -4,7 +4,7 @@ import { MAX_RATE_LIMIT } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { auditActor } from './auth.ts';
-import { createApiKey, revokeApiKey, toApiKey, updateApiKey } from './keys.ts';
+import { createApiKey, listKeys, revokeApiKey, toApiKey, updateApiKey } from './keys.ts';
 import { SCOPES } from './scopes.ts';
 
 const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
@@ -26,7 +26,7 @@ const keySchema = z
 const idParams = z.object({ id: z.string().min(1).max(100) });
 
 export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
+  const { database } = ctx;
 
   app.post(
     '/api/api-keys',
@@ -49,7 +49,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/api-keys',
     { schema: { summary: 'List API keys (never the secrets)', tags: ['api-keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
-    async () => ({ keys: (await db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map(toApiKey) }),
+    async () => ({ keys: (await listKeys(database)).map(toApiKey) }),
   );
 
   app.patch(

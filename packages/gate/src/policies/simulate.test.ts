@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 interface Simulation {
   decision: { decision: string; policyId: string | null; policyName: string | null; ruleIndex: number | null; approvers: string[]; channels: string[]; requireReason: boolean };
@@ -10,11 +9,6 @@ interface Simulation {
   matchedRule: unknown;
   candidateMatched: boolean;
   policiesEvaluated: number;
-}
-
-function assertGateError(response: LightMyRequestResponse, status: number, code: string, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  assert.equal((response.json() as { error: { code: string } }).error.code, code, context);
 }
 
 await describeEachDatabase('gate policy simulator (POST /api/policies/simulate)', (backend) => {

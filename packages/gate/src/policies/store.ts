@@ -20,7 +20,7 @@ export async function policyVersion(database: GateDatabase): Promise<number> {
 }
 
 /** Every policy change bumps the version in the same transaction, so every instance's cache sees it. */
-export async function bumpPolicyVersion(trx: Kysely<GateSchema>): Promise<void> {
+async function bumpPolicyVersion(trx: Transaction<GateSchema>): Promise<void> {
   await trx.updateTable('counters').set((eb) => ({ value: eb('value', '+', 1) })).where('name', '=', 'policies').execute();
 }
 

@@ -1,45 +1,18 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, redisReachable, serviceSkip } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildGateService, type GateService } from '../app.ts';
-import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { MemoryRateLimiter, RedisRateLimiter, WINDOW_MS, type RateLimiter } from './limiter.ts';
 
 /** The Redis the tests use: REDIS_URL of the environment, else the local default. */
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECOND = 1000;
 
-/** PING over a raw socket: true when a Redis answers +PONG within a second. */
-function probeRedis(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const target = new URL(REDIS_URL);
-    const socket = connect({ host: target.hostname, port: Number(target.port || 6379) });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
-  });
-}
-
-const redisReachable = await probeRedis();
-if (!redisReachable && process.env.REQUIRE_SERVICES === '1') {
-  throw new Error(`REQUIRE_SERVICES=1 but Redis is not reachable at ${REDIS_URL}`);
-}
-const redisSkip: string | false = redisReachable ? false : `Redis not reachable at ${REDIS_URL}`;
-
-function assertError(response: LightMyRequestResponse, status: number, code: string, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.statusCode} ${response.body}`);
-  assert.equal((response.json() as { error: { code: string } }).error.code, code, context);
-}
+const redisSkip = serviceSkip(`Redis at ${REDIS_URL}`, await redisReachable(REDIS_URL));
 
 function rateHeaders(response: LightMyRequestResponse): { limit?: string; remaining?: string; reset?: string; retryAfter?: string } {
   const h = response.headers;
@@ -60,7 +33,6 @@ async function waitForDeepHealth(service: GateService): Promise<void> {
   }
 }
 
-const clockOf = (gate: TestGate): ManualClock => gate.clock as ManualClock;
 const list = (gate: TestGate, key: string) => gate.call({ method: 'GET', url: '/api/requests' }, key);
 
 /** The behaviour every limiter must give through the HTTP API (memory and Redis alike). */
@@ -89,7 +61,7 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
     assert.equal(seen[2], '60');
 
     const limited = await list(gate, key);
-    assertError(limited, 429, 'rate_limited', '4th request');
+    assertGateError(limited, 429, 'rate_limited', '4th request');
     const h = rateHeaders(limited);
     assert.equal(h.limit, '3');
     assert.equal(h.remaining, '0');
@@ -97,11 +69,11 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
     assert.equal(h.retryAfter, '60');
 
     // A refused request does not use up budget: still limited 59.999 s later, free at 60 s.
-    clockOf(gate).advance(60 * SECOND - 1);
+    gate.clock.advance(60 * SECOND - 1);
     const almost = await list(gate, key);
-    assertError(almost, 429, 'rate_limited', 'just before the window frees');
+    assertGateError(almost, 429, 'rate_limited', 'just before the window frees');
     assert.equal(rateHeaders(almost).retryAfter, '1');
-    clockOf(gate).advance(1);
+    gate.clock.advance(1);
     const again = await list(gate, key);
     assert.equal(again.statusCode, 200, again.body);
     assert.equal(rateHeaders(again).remaining, '2');
@@ -110,7 +82,7 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
   test('the window slides: a hit 30 s old still counts and frees its slot at 60 s, not earlier and not all at once', async () => {
     const key = await gate.createKey(['request:read'], 3);
     assert.equal((await list(gate, key)).statusCode, 200); // t = 0
-    clockOf(gate).advance(30 * SECOND); // t = 30 s
+    gate.clock.advance(30 * SECOND); // t = 30 s
     assert.equal(rateHeaders(await list(gate, key)).remaining, '1');
     const third = await list(gate, key);
     assert.equal(third.statusCode, 200);
@@ -118,20 +90,20 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
     assert.equal(rateHeaders(third).reset, '30', 'the hit at t = 0 frees its slot in 30 s');
 
     const limited = await list(gate, key);
-    assertError(limited, 429, 'rate_limited', 'the hit 30 s old still counts');
+    assertGateError(limited, 429, 'rate_limited', 'the hit 30 s old still counts');
     assert.equal(rateHeaders(limited).retryAfter, '30');
 
-    clockOf(gate).advance(30 * SECOND - 1); // t = 59.999 s
-    assertError(await list(gate, key), 429, 'rate_limited', 'at 59.999 s');
-    clockOf(gate).advance(1); // t = 60 s: only the hit of t = 0 has left the window
+    gate.clock.advance(30 * SECOND - 1); // t = 59.999 s
+    assertGateError(await list(gate, key), 429, 'rate_limited', 'at 59.999 s');
+    gate.clock.advance(1); // t = 60 s: only the hit of t = 0 has left the window
     const freed = await list(gate, key);
     assert.equal(freed.statusCode, 200, freed.body);
     assert.equal(rateHeaders(freed).remaining, '0');
     const next = await list(gate, key);
-    assertError(next, 429, 'rate_limited', 'a fixed window would have reset every slot');
+    assertGateError(next, 429, 'rate_limited', 'a fixed window would have reset every slot');
     assert.equal(rateHeaders(next).retryAfter, '30', 'the two hits of t = 30 s free at t = 90 s');
 
-    clockOf(gate).advance(30 * SECOND); // t = 90 s
+    gate.clock.advance(30 * SECOND); // t = 90 s
     const later = await list(gate, key);
     assert.equal(later.statusCode, 200, later.body);
     assert.equal(rateHeaders(later).remaining, '1');
@@ -141,7 +113,7 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
     const a = await gate.createKey(['request:read'], 1);
     const b = await gate.createKey(['request:read'], 1);
     assert.equal((await list(gate, a)).statusCode, 200);
-    assertError(await list(gate, a), 429, 'rate_limited', 'key a');
+    assertGateError(await list(gate, a), 429, 'rate_limited', 'key a');
     const other = await list(gate, b);
     assert.equal(other.statusCode, 200, other.body);
     assert.equal(rateHeaders(other).remaining, '0');
@@ -170,7 +142,7 @@ function rateLimitBehaviour(start: () => Promise<TestGate>): void {
     const first = await list(gate, created.key);
     assert.equal(first.statusCode, 200);
     assert.equal(rateHeaders(first).limit, '1');
-    assertError(await list(gate, created.key), 429, 'rate_limited', 'after PATCH');
+    assertGateError(await list(gate, created.key), 429, 'rate_limited', 'after PATCH');
   });
 }
 
@@ -195,12 +167,12 @@ await describeEachDatabase('gate rate limits (Redis)', (backend) => {
         }
         const viaB = await second.app.inject({ method: 'GET', url: '/api/requests', headers: { authorization: `Bearer ${key}` } });
         // B serves from the moment buildGateService resolved: its very first request must already use the shared budget.
-        assertError(viaB, 429, 'rate_limited', 'instance B (just built) after 3 requests through A');
+        assertGateError(viaB, 429, 'rate_limited', 'instance B (just built) after 3 requests through A');
         assert.equal(viaB.headers['x-ratelimit-limit'], '3');
         assert.equal(viaB.headers['retry-after'], '60');
 
         // B also spends from the shared budget once the window frees.
-        clockOf(gate).advance(60 * SECOND);
+        gate.clock.advance(60 * SECOND);
         const b1 = await second.app.inject({ method: 'GET', url: '/api/requests', headers: { authorization: `Bearer ${key}` } });
         assert.equal(b1.statusCode, 200, b1.body);
         assert.equal(b1.headers['x-ratelimit-remaining'], '2');
@@ -250,7 +222,7 @@ await describeEachDatabase('gate health', (backend) => {
       const response = await gate.service.app.inject({ method: 'GET', url: '/health' });
       assert.equal(response.statusCode, 200, response.body);
       assert.deepEqual(response.json(), { status: 'ok', timestamp: '2026-11-22T10:00:00.000Z' });
-      clockOf(gate).advance(1500);
+      gate.clock.advance(1500);
       const later = await gate.service.app.inject({ method: 'GET', url: '/health?deep=false' });
       assert.deepEqual(later.json(), { status: 'ok', timestamp: '2026-11-22T10:00:01.500Z' });
     } finally {

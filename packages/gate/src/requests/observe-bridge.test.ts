@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import { startTestGate, type TestGate } from '../testing.ts';
 
@@ -61,8 +61,6 @@ class FakeObserve extends TestHttpServer {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function eventually<T>(what: string, read: () => T | undefined, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -97,8 +95,6 @@ async function createPolicy(gate: TestGate, action: string, decision: 'auto_deny
   assert.equal(response.statusCode, 201, response.body);
   return (response.json() as { id: string }).id;
 }
-
-const clockOf = (gate: TestGate): ManualClock => gate.clock as ManualClock;
 
 await describeEachDatabase('gate → observe forwarding', (backend) => {
   let observe: FakeObserve;
@@ -155,7 +151,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     const denied = await createRequest(gate, { action: 'drop.table', context });
     await eventually('both created', () => (observe.ingested(approved.id).length && observe.ingested(denied.id).length ? true : undefined));
 
-    clockOf(gate).advance(1000);
+    gate.clock.advance(1000);
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${approved.id}/decide`, payload: { decision: 'approved', reason: 'routine' } })).statusCode, 200);
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${denied.id}/decide`, payload: { decision: 'denied' } })).statusCode, 200);
 
@@ -182,7 +178,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
       expiresAt: new Date(gate.clock.now() + 60_000).toISOString(),
     });
     await eventually('created', () => (observe.ingested(expiring.id).length ? true : undefined));
-    clockOf(gate).advance(61_000);
+    gate.clock.advance(61_000);
     assert.equal(await gate.service.jobs.expiry.tick(), true);
     const expired = await eventually('request.expired', () => observe.ingested(expiring.id).find((e) => e.event === 'request.expired'));
     assert.equal(signed(expired.captured), true);

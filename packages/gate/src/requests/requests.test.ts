@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import type { AuditEntry } from '../audit/index.ts';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 interface PolicyDecisionBody {
   decision: string;
@@ -42,16 +41,6 @@ interface ListItem {
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const MINUTE = 60_000;
-
-function assertGateError(response: LightMyRequestResponse, status: number, code: string): { code: string; message: string } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as { error: { code: string; message: string } };
-  assert.equal(typeof body.error, 'object', response.body);
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-  assert.ok(body.error.message.length > 0);
-  return body.error;
-}
 
 await describeEachDatabase('gate requests API', (backend) => {
   let gate: TestGate;

@@ -1,5 +1,5 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import type { Transaction } from 'kysely';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
@@ -77,11 +77,11 @@ export class RequestService {
     );
   }
 
-  private async audit(trx: Kysely<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
+  private async audit(trx: Transaction<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
     await addAudit(trx, auditRow(request, event, by, at, details));
   }
 
-  private async transition(trx: Kysely<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
+  private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
     return this.ctx.outbox.enqueue(trx, this.ctx.database.dialect, [{ event, request: { ...row } }]);
   }
 
@@ -127,7 +127,7 @@ export class RequestService {
   }
 
   /** Marks a pending request past its deadline `expired` (inside the caller's transaction). */
-  private async expireLocked(trx: Kysely<GateSchema>, row: RequestRow, now: number): Promise<string[]> {
+  private async expireLocked(trx: Transaction<GateSchema>, row: RequestRow, now: number): Promise<string[]> {
     row.status = 'expired';
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;

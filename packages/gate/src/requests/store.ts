@@ -1,5 +1,5 @@
 import { forUpdate, PreparedQuery, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 
@@ -45,11 +45,11 @@ export async function findRequest(database: GateDatabase, id: string): Promise<R
   return selectRequest.first(database.db, database.dialect, id);
 }
 
-export async function lockRequest(trx: Kysely<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
+export async function lockRequest(trx: Transaction<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
   return selectRequestForUpdate.first(trx, database.dialect, id);
 }
 
-export async function addAudit(trx: Kysely<GateSchema>, entry: AuditRow): Promise<void> {
+export async function addAudit(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
 }
 

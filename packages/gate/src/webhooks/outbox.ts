@@ -10,7 +10,7 @@ import {
   type DialectName,
 } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { GateConfig } from '../config.ts';
 import type { DeliveryRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import { signDelivery } from './signature.ts';
@@ -98,7 +98,7 @@ export class Outbox {
    * delivery per enabled webhook subscribed to the event, plus observe's copy. Returns the ids to
    * `dispatch` after commit.
    */
-  async enqueue(trx: Kysely<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<string[]> {
+  async enqueue(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<string[]> {
     const now = this.clock.now();
     const hooks = (await selectEnabledWebhooks.execute(trx, dialect, 1)).map((h) => ({ ...h, events: JSON.parse(h.events) as string[] }));
     const observe = this.config.observe?.webhookSecret ? this.config.observe : undefined;

@@ -6,7 +6,7 @@ import { gateError } from '../errors.ts';
 import { auditActor } from '../auth/index.ts';
 import type { DeliveryRow } from '../schema.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
-import { createWebhook, deleteWebhook, toWebhook, updateWebhook } from './store.ts';
+import { createWebhook, deleteWebhook, findWebhook, listDeliveries, listWebhooks, toWebhook, updateWebhook } from './store.ts';
 
 const events = z.array(z.enum(WEBHOOK_EVENTS)).min(1).transform((e) => [...new Set(e)]);
 const url = z.url({ protocol: /^https?$/ }).max(2000);
@@ -53,13 +53,12 @@ function toDelivery(row: DeliveryRow): z.infer<typeof deliverySchema> {
 const idParams = z.object({ id: z.string().min(1).max(100) });
 
 export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
-  const { db } = ctx.database;
-  const find = (id: string) => db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  const { database } = ctx;
 
   app.get(
     '/api/webhooks',
     { schema: { summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } } },
-    async () => ({ webhooks: (await db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute()).map(toWebhook) }),
+    async () => ({ webhooks: (await listWebhooks(database)).map(toWebhook) }),
   );
 
   app.post(
@@ -128,13 +127,8 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      if (!(await find(request.params.id))) throw gateError('webhookNotFound');
-      const base = db.selectFrom('deliveries').where('webhook_id', '=', request.params.id);
-      const [rows, count] = await Promise.all([
-        base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(request.query.limit).offset(request.query.offset).execute(),
-        base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      const total = Number(count.n);
+      if (!(await findWebhook(database, request.params.id))) throw gateError('webhookNotFound');
+      const { rows, total } = await listDeliveries(database, request.params.id, request.query);
       return { deliveries: rows.map(toDelivery), total, hasMore: request.query.offset + rows.length < total };
     },
   );

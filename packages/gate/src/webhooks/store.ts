@@ -1,5 +1,5 @@
 import { forUpdate, newId, recordChange, toIso, updateAction, type ChangeActor } from '@vigil/platform';
-import type { GateDatabase, WebhookRow } from '../schema.ts';
+import type { DeliveryRow, GateDatabase, WebhookRow } from '../schema.ts';
 import type { WebhookEvent } from './outbox.ts';
 
 export interface Webhook {
@@ -23,6 +23,15 @@ export function toWebhook(row: WebhookRow): Webhook {
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
+}
+
+/** Oldest first. */
+export async function listWebhooks(database: GateDatabase): Promise<WebhookRow[]> {
+  return database.db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute();
+}
+
+export async function findWebhook(database: GateDatabase, id: string): Promise<WebhookRow | undefined> {
+  return database.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export interface WebhookChanges {
@@ -79,4 +88,14 @@ export async function deleteWebhook(database: GateDatabase, id: string, actor: C
     await recordChange(trx, { resource: 'webhook', resourceId: id, action: 'deleted', actor, before: toWebhook(before), after: null }, now);
     return true;
   });
+}
+
+/** A page of the webhook's deliveries, newest first; `total` counts them all. */
+export async function listDeliveries(database: GateDatabase, webhookId: string, page: { limit: number; offset: number }): Promise<{ rows: DeliveryRow[]; total: number }> {
+  const base = database.db.selectFrom('deliveries').where('webhook_id', '=', webhookId);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
 }

@@ -3,11 +3,10 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { buildGateService } from '../app.ts';
-import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
+import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { signDelivery, verifyGateSignature } from './signature.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -96,8 +95,6 @@ class Receiver {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function waitUntil<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -106,11 +103,6 @@ async function waitUntil<T>(what: string, read: () => Promise<T>, done: (value: 
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
     await sleep(10);
   }
-}
-
-function assertError(response: LightMyRequestResponse, status: number, code: string, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.statusCode} ${response.body}`);
-  assert.equal((response.json() as { error: { code: string } }).error.code, code, context);
 }
 
 interface Webhook {
@@ -167,7 +159,6 @@ async function createRequest(gate: TestGate, payload: object = { action: 'deploy
   return response.json() as { id: string };
 }
 
-const clockOf = (gate: TestGate): ManualClock => gate.clock as ManualClock;
 const nowSeconds = (gate: TestGate): number => Math.floor(gate.clock.now() / 1000);
 
 /** Checks the four gate headers and the signature, both with verifyGateSignature and by hand. */
@@ -265,10 +256,10 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
     const after = ((await gate.call({ method: 'GET', url: '/api/webhooks' })).json() as { webhooks: Webhook[] }).webhooks;
     assert.ok(!after.some((h) => h.id === hook.id));
 
-    assertError(await gate.call({ method: 'DELETE', url: `/api/webhooks/${hook.id}` }, hookKey), 404, 'not_found', 'DELETE twice');
-    assertError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH deleted');
-    assertError(await gate.call({ method: 'PATCH', url: '/api/webhooks/nope', payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH unknown');
-    assertError(await gate.call({ method: 'GET', url: '/api/webhooks/nope/deliveries' }, hookKey), 404, 'not_found', 'deliveries of unknown');
+    assertGateError(await gate.call({ method: 'DELETE', url: `/api/webhooks/${hook.id}` }, hookKey), 404, 'not_found', 'DELETE twice');
+    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH deleted');
+    assertGateError(await gate.call({ method: 'PATCH', url: '/api/webhooks/nope', payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH unknown');
+    assertGateError(await gate.call({ method: 'GET', url: '/api/webhooks/nope/deliveries' }, hookKey), 404, 'not_found', 'deliveries of unknown');
   });
 
   test('unknown event names, empty events and non-http URLs are 400 bad_request and store nothing', async () => {
@@ -285,13 +276,13 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
       { url: 'https://example.test/x' },
     ];
     for (const payload of invalid) {
-      assertError(await gate.call({ method: 'POST', url: '/api/webhooks', payload }, hookKey), 400, 'bad_request', JSON.stringify(payload));
+      assertGateError(await gate.call({ method: 'POST', url: '/api/webhooks', payload }, hookKey), 400, 'bad_request', JSON.stringify(payload));
     }
     assert.equal(await webhookCount(), before);
 
     const hook = await createHook(gate, { url: 'https://example.test/y', events: ['request.created'] });
-    assertError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['nope'] } }, hookKey), 400, 'bad_request', 'PATCH events');
-    assertError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: 'yes' } }, hookKey), 400, 'bad_request', 'PATCH enabled');
+    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['nope'] } }, hookKey), 400, 'bad_request', 'PATCH events');
+    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: 'yes' } }, hookKey), 400, 'bad_request', 'PATCH enabled');
     const listed = ((await gate.call({ method: 'GET', url: '/api/webhooks' })).json() as { webhooks: Webhook[] }).webhooks.find((h) => h.id === hook.id);
     assert.deepEqual(listed?.events, ['request.created']);
   });
@@ -324,7 +315,7 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
       });
 
       // request.decided (approved)
-      clockOf(gate).advance(5000);
+      gate.clock.advance(5000);
       const decide = await gate.call({ method: 'POST', url: `/api/requests/${created.id}/decide`, payload: { decision: 'approved', reason: 'looks fine' } });
       assert.equal(decide.statusCode, 200, decide.body);
       const decidedAll = (await receiver.waitFor(2, '/all'))[1]!;
@@ -344,7 +335,7 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
       assert.deepEqual(otherBody.data, decidedBody.data);
 
       // request.confirmed
-      clockOf(gate).advance(5000);
+      gate.clock.advance(5000);
       const confirm = await gate.call({ method: 'POST', url: `/api/requests/${created.id}/confirm`, payload: { result: { ok: true } } });
       assert.equal(confirm.statusCode, 200, confirm.body);
       const confirmedBody = assertSigned(gate, (await receiver.waitFor(3, '/all'))[2]!, 'request.confirmed');
@@ -356,7 +347,7 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
       const expiring = await createRequest(gate, { action: 'send.email', expiresAt: new Date(gate.clock.now() + 60_000).toISOString() });
       const createdAgain = assertSigned(gate, (await receiver.waitFor(4, '/all'))[3]!, 'request.created');
       assert.equal(createdAgain.data.id, expiring.id);
-      clockOf(gate).advance(61_000);
+      gate.clock.advance(61_000);
       assert.equal(await gate.service.jobs.expiry.tick(), true);
       const expiredBody = assertSigned(gate, (await receiver.waitFor(5, '/all'))[4]!, 'request.expired');
       assert.equal(expiredBody.data.id, expiring.id);
@@ -478,10 +469,10 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
       assert.equal(afterFirst.nextAttemptAt, new Date(T0 + 2000).toISOString());
 
       // Not before 2 s.
-      clockOf(gate).advance(1999);
+      gate.clock.advance(1999);
       assert.equal(await gate.service.jobs.webhooks.tick(), true);
       assert.equal(receiver.requests.length, 1, 'attempt 2 came before its 2 s delay');
-      clockOf(gate).advance(1);
+      gate.clock.advance(1);
       assert.equal(await gate.service.jobs.webhooks.tick(), true);
       assert.equal(receiver.requests.length, 2, 'attempt 2 is due at +2 s');
       const afterSecond = await settled(gate, hook.id, 2);
@@ -489,10 +480,10 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
       assert.equal(afterSecond.nextAttemptAt, new Date(T0 + 2000 + 4000).toISOString());
 
       // Not before 4 more seconds.
-      clockOf(gate).advance(3999);
+      gate.clock.advance(3999);
       assert.equal(await gate.service.jobs.webhooks.tick(), true);
       assert.equal(receiver.requests.length, 2, 'attempt 3 came before its 4 s delay');
-      clockOf(gate).advance(1);
+      gate.clock.advance(1);
       assert.equal(await gate.service.jobs.webhooks.tick(), true);
       assert.equal(receiver.requests.length, 3);
       const final = await settled(gate, hook.id, 3);
@@ -513,7 +504,7 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
       assertSigned(gate, c!, 'request.created', SECRET, T0);
 
       // Nothing more once delivered.
-      clockOf(gate).advance(60_000);
+      gate.clock.advance(60_000);
       await gate.service.jobs.webhooks.tick();
       assert.equal(receiver.requests.length, 3);
     } finally {
@@ -531,7 +522,7 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
         await createRequest(gate);
         await settled(gate, hook.id, 1);
         for (let n = 2; n <= attempts; n += 1) {
-          clockOf(gate).advance(2 ** (n - 1) * 1000);
+          gate.clock.advance(2 ** (n - 1) * 1000);
           assert.equal(await gate.service.jobs.webhooks.tick(), true);
           await settled(gate, hook.id, n);
         }
@@ -545,7 +536,7 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
 
         // A failed delivery is never tried again.
         for (let i = 0; i < 3; i += 1) {
-          clockOf(gate).advance(60 * 60 * 1000);
+          gate.clock.advance(60 * 60 * 1000);
           await gate.service.jobs.webhooks.tick();
         }
         assert.equal(receiver.requests.length, attempts);
@@ -598,7 +589,7 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
 
       await receiver.start(port);
       second = await buildGateService({ ...gate.config }, { runJobs: false, clock: gate.clock });
-      clockOf(gate).advance(30_000);
+      gate.clock.advance(30_000);
       assert.equal(await second.jobs.webhooks.tick(), true);
       const [captured] = await receiver.waitFor(1, '/durable');
       assertSigned(gate, captured!, 'request.created', SECRET, T0);
@@ -634,7 +625,7 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
       await settled(gate, hook.id, 1);
       const deleted = await gate.call({ method: 'DELETE', url: `/api/webhooks/${hook.id}` });
       assert.equal(deleted.statusCode, 200);
-      clockOf(gate).advance(60_000);
+      gate.clock.advance(60_000);
       await gate.service.jobs.webhooks.tick();
       assert.equal(receiver.requests.length, 1);
       const rows = await gate.service.context.database.db.selectFrom('deliveries').selectAll().where('webhook_id', '=', hook.id).execute();

@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
-
-const NOW = Date.parse('2026-11-22T10:00:00.000Z');
-const MINUTE = 60_000;
-const ago = (minutes: number): string => new Date(NOW - minutes * MINUTE).toISOString();
+import { ago, assertErrorBody, ingest, started, startTestObserve, type TestObserve, toolCall } from '../testing.ts';
 
 interface Agent {
   id: string;
@@ -31,35 +26,6 @@ const AGENT_FIELDS = [
   'pausedAt',
   'sessionCount',
 ];
-
-type EventInput = Record<string, unknown>;
-
-const started = (sessionId: string, agentId: string, timestamp: string, payload: Record<string, unknown> = {}): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'session_started',
-  timestamp,
-  payload,
-});
-const toolCall = (sessionId: string, agentId: string, timestamp: string): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'tool_call',
-  timestamp,
-  payload: { toolName: 'search', callId: 'c1', arguments: {} },
-});
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number): void {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-}
 
 async function getAgent(observe: TestObserve, id: string): Promise<Agent> {
   const response = await observe.call({ method: 'GET', url: `/api/agents/${id}` });
@@ -149,7 +115,7 @@ await describeEachDatabase('GET /api/agents', (backend) => {
 
 await describeEachDatabase('POST /api/agents/:id/resume', (backend) => {
   let observe: TestObserve;
-  const pausedAt = NOW - 5 * MINUTE;
+  const pausedAt = Date.parse(ago(5));
 
   async function pause(id: string, modelOverride: string | null): Promise<void> {
     await observe.service.context.database.db

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase, sendJson, TestHttpServer, type TestBackend } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, clockOf, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { evaluateRules } from './evaluator.ts';
 import type { Event } from '../events/index.ts';
 
@@ -50,24 +48,8 @@ type EventInput = Record<string, unknown>;
 const RULE_FIELDS = ['condition', 'createdAt', 'description', 'enabled', 'id', 'name', 'notifyChannels', 'scope', 'threshold', 'updatedAt', 'windowMinutes'];
 const BODY_FIELDS = ['alertName', 'alertRuleId', 'condition', 'currentValue', 'message', 'scope', 'threshold', 'triggeredAt', 'windowMinutes'];
 
-const clockOf = (observe: TestObserve): ManualClock => observe.clock as ManualClock;
 /** ISO time `minutes` from the observe instance's current clock. */
 const at = (observe: TestObserve, minutes: number): string => new Date(observe.clock.now() + minutes * MINUTE).toISOString();
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, message?: string): { error: string; status: number; details?: { path: string; message: string }[] } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as { error: string; status: number; details?: { path: string; message: string }[] };
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-  if (message !== undefined) assert.equal(body.error, message);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `unexpected key ${key}`);
-  return body;
-}
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
 
 async function createRule(observe: TestObserve, body: Record<string, unknown>): Promise<Rule> {
   const response = await observe.call({ method: 'POST', url: '/api/alerts/rules', payload: body });
@@ -363,9 +345,9 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
 
   test('unknown ids are 404 in the catalogue body', async () => {
     const id = '0192a4e0-7c1d-7000-8000-000000000000';
-    assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/rules/${id}` }), 404, 'Alert rule not found');
-    assertErrorBody(await observe.call({ method: 'PUT', url: `/api/alerts/rules/${id}`, payload: { threshold: 1 } }), 404, 'Alert rule not found');
-    assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/alerts/rules/${id}` }), 404, 'Alert rule not found');
+    assert.equal(assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/rules/${id}` }), 404).error, 'Alert rule not found');
+    assert.equal(assertErrorBody(await observe.call({ method: 'PUT', url: `/api/alerts/rules/${id}`, payload: { threshold: 1 } }), 404).error, 'Alert rule not found');
+    assert.equal(assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/alerts/rules/${id}` }), 404).error, 'Alert rule not found');
   });
 
   test('DELETE answers {id, deleted: true}; the rule is gone', async () => {

@@ -5,7 +5,6 @@ import { runAlertTick } from './evaluator.ts';
 import { registerAlertRoutes } from './routes.ts';
 
 export { ALERT_SESSION_PREFIX, COUNTED_EVENT_TYPES } from './evaluator.ts';
-export { ruleDescription } from './schemas.ts';
 
 /** Resolves to the evaluation job. */
 export const alertsFeature: ObserveFeature<PeriodicJob> = defineFeature('alerts', ({ app, context, job }) => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
+import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
+import { ruleDescription, ruleHistoryPage, ruleName as name } from '../rules/index.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
 export type AlertCondition = (typeof ALERT_CONDITIONS)[number];
@@ -8,17 +9,6 @@ export type AlertCondition = (typeof ALERT_CONDITIONS)[number];
 export const MAX_WINDOW_MINUTES = 43_200;
 export const MAX_NOTIFY_CHANNELS = 20;
 
-const name = z
-  .string()
-  .trim()
-  .min(1, 'name must be 1 to 200 characters')
-  .max(200, 'name must be 1 to 200 characters');
-/** A rule's optional free text (alert and guardrail rules); null clears it. */
-export const MAX_RULE_DESCRIPTION_LENGTH = 1000;
-export const ruleDescription = z
-  .string()
-  .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
-  .nullable();
 const condition = z.enum(ALERT_CONDITIONS, { error: `condition must be one of: ${ALERT_CONDITIONS.join(', ')}` });
 const threshold = boundedNumber(0, MAX_FIGURE, 'threshold');
 const windowMinutes = z
@@ -63,6 +53,7 @@ export const createRuleBodySchema = z
     notifyChannels: notifyChannels.default([]),
   })
   .superRefine(checkRule);
+export type CreateRuleBody = z.output<typeof createRuleBodySchema>;
 
 /** PUT body: any subset of the creation fields; the merged rule is checked with `ruleDefinitionSchema`. */
 export const updateRuleBodySchema = z.strictObject({
@@ -75,6 +66,7 @@ export const updateRuleBodySchema = z.strictObject({
   scope: scopeSchema.optional(),
   notifyChannels: notifyChannels.optional(),
 });
+export type UpdateRuleBody = z.output<typeof updateRuleBodySchema>;
 
 /** A complete rule definition (what is stored); a PUT must leave the rule valid by this schema. */
 export const ruleDefinitionSchema = z
@@ -99,8 +91,6 @@ export const ruleSchema = z
   .meta({ id: 'AlertRule' });
 export type AlertRuleOut = z.infer<typeof ruleSchema>;
 
-export const ruleParams = z.object({ id: identifier });
-
 export const historyEntrySchema = z
   .object({
     id: z.string(),
@@ -114,9 +104,5 @@ export const historyEntrySchema = z
   .meta({ id: 'AlertHistoryEntry' });
 export type HistoryEntryOut = z.infer<typeof historyEntrySchema>;
 
-export const historyQuerySchema = z.object({
-  ruleId: identifier.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-});
+export const historyQuerySchema = z.object(ruleHistoryPage);
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;

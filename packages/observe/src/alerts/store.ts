@@ -1,5 +1,5 @@
 import { forUpdate, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { AlertCondition, AlertRuleOut, AlertScope, HistoryEntryOut, HistoryQuery, RuleDefinition } from './schemas.ts';
 
@@ -85,7 +85,7 @@ export async function findRule(database: ObserveDatabase, id: string): Promise<A
 }
 
 /** The rule, row-locked for the rest of the transaction (PostgreSQL; SQLite holds the write lock). */
-export async function lockRule(trx: Executor, dialect: DialectName, id: string): Promise<AlertRule | undefined> {
+export async function lockRule(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<AlertRule | undefined> {
   const row = await forUpdate(trx.selectFrom('alert_rules').selectAll().where('id', '=', id), dialect).executeTakeFirst();
   return row && decodeRule(row);
 }
@@ -114,7 +114,7 @@ export async function changeRule(
   });
 }
 
-export async function deleteRule(trx: Executor, id: string): Promise<boolean> {
+export async function deleteRule(trx: Transaction<ObserveSchema>, id: string): Promise<boolean> {
   const result = await trx.deleteFrom('alert_rules').where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
@@ -153,13 +153,13 @@ export async function findOpenEntry(executor: Executor, ruleId: string): Promise
  * Opens an entry for the rule. The partial unique index `alert_history_open` makes this a no-op
  * (returns false) when the rule already has an open entry, whoever inserted it.
  */
-export async function insertOpenEntry(trx: Executor, row: AlertHistoryRow): Promise<boolean> {
+export async function insertOpenEntry(trx: Transaction<ObserveSchema>, row: AlertHistoryRow): Promise<boolean> {
   const inserted = await trx.insertInto('alert_history').values(row).onConflict((oc) => oc.doNothing()).returning('id').execute();
   return inserted.length === 1;
 }
 
 /** Closes the entry if it is still open; false when someone else closed it first. */
-export async function closeEntry(trx: Executor, id: string, now: number, resolvedBy: string): Promise<boolean> {
+export async function closeEntry(trx: Transaction<ObserveSchema>, id: string, now: number, resolvedBy: string): Promise<boolean> {
   const result = await trx
     .updateTable('alert_history')
     .set({ resolved_at: now, resolved_by: resolvedBy })
@@ -197,7 +197,7 @@ export async function entriesMissingEvents(database: ObserveDatabase, before: nu
 // ---- deliveries (the durable notify queue) ----
 
 export async function queueDeliveries(
-  trx: Executor,
+  trx: Transaction<ObserveSchema>,
   historyId: string,
   kind: AlertDeliveryRow['kind'],
   urls: readonly string[],

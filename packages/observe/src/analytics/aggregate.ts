@@ -1,6 +1,8 @@
 import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
-import type { ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { sessionDurationSql } from '../sessions/index.ts';
 
 export const GRANULARITIES = ['hour', 'day', 'week'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -77,7 +79,7 @@ const tokenSum = (column: string): RawBuilder<unknown> => sumAsDouble(sql.ref(co
 /** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
 const SOURCES = {
   rollup: {
-    table: 'event_rollups',
+    table: 'event_rollups' as const,
     time: 'hour',
     text: (column: string) => sql.ref(column),
     sums: {
@@ -95,7 +97,7 @@ const SOURCES = {
     },
   },
   events: {
-    table: 'events',
+    table: 'events' as const,
     time: 'ts',
     // The rollups' `tier` is the events' `complexity_tier`.
     text: (column: string) => sql`coalesce(${sql.ref(column === 'tier' ? 'complexity_tier' : column)}, '')`,
@@ -116,7 +118,7 @@ const SOURCES = {
 } satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
 
 async function aggregateSource(
-  db: Kysely<any>,
+  db: Kysely<ObserveSchema>,
   source: (typeof SOURCES)[keyof typeof SOURCES],
   query: AggregateQuery,
   ranges: readonly [number, number][],
@@ -159,7 +161,7 @@ async function aggregateSource(
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
   const firstWholeHour = Math.ceil(query.from / HOUR_MS) * HOUR_MS;
   const endOfWholeHours = Math.floor((query.to + 1) / HOUR_MS) * HOUR_MS;
-  const db = database.db as Kysely<any>;
+  const { db } = database;
   let rollupRanges: [number, number][] = [];
   let eventRanges: [number, number][] = [[query.from, query.to]];
   if (firstWholeHour < endOfWholeHours) {
@@ -184,3 +186,15 @@ export async function aggregate(database: ObserveDatabase, query: AggregateQuery
 export const usd = (value: number): number => Math.round(value * 1e9) / 1e9;
 export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
 export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);
+
+/** Sessions started in the window per agent (the system agent left out), with their summed duration. */
+export async function sessionsPerAgent(database: ObserveDatabase, window: { from: number; to: number }): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
+  return database.db
+    .selectFrom('sessions')
+    .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
+    .where('started_at', '>=', window.from)
+    .where('started_at', '<=', window.to)
+    .where('agent_id', '<>', SYSTEM_AGENT_ID)
+    .groupBy('agent_id')
+    .execute();
+}

@@ -1,6 +1,6 @@
 import { epochMsType, floatType, HOUR_MS } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { EventRow, RollupRow } from '../schema.ts';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
 
 
 const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
@@ -57,14 +57,14 @@ function normalised(rows: readonly Record<string, unknown>[]): RollupRow[] {
 }
 
 /** Subtracts the events of these sessions from the rollups (before they are deleted). */
-export async function subtractSessionsFromRollups(trx: Kysely<any>, sessionIds: readonly string[]): Promise<void> {
+export async function subtractSessionsFromRollups(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
   if (sessionIds.length === 0) return;
   const { rows } = await rollupsOfEvents(sql`session_id in (${sql.join(sessionIds)})`).execute(trx);
   await applyRollupDeltas(trx, normalised(rows as Record<string, unknown>[]), -1);
 }
 
 /** The stored rollups and the rollups recomputed from the events, both in key order: equal when exact. */
-export async function compareRollups(db: Kysely<any>): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
+export async function compareRollups(db: Kysely<ObserveSchema>): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
   const stored = await db.selectFrom('event_rollups').selectAll().orderBy(KEY.map((k) => sql.ref(k)) as never).execute();
   const { rows } = await rollupsOfEvents(sql`true`).execute(db);
   return { stored: normalised(stored as Record<string, unknown>[]), recomputed: normalised(rows as Record<string, unknown>[]) };
@@ -113,7 +113,7 @@ export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
 const ROWS_PER_STATEMENT = 500;
 
 /** Adds (`sign` 1) or subtracts (`sign` -1) deltas, in the caller's transaction. */
-export async function applyRollupDeltas(trx: Kysely<any>, deltas: readonly RollupRow[], sign: 1 | -1): Promise<void> {
+export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas: readonly RollupRow[], sign: 1 | -1): Promise<void> {
   for (let offset = 0; offset < deltas.length; offset += ROWS_PER_STATEMENT) {
     const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => {
       if (sign === 1) return row;

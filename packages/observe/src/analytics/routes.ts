@@ -1,10 +1,9 @@
-import { DAY_MS, isoTimestampMs, sumAsDouble, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { sessionDurationSql } from '../sessions/index.ts';
-import { aggregate, bucketStarts, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
+import { aggregate, bucketStarts, sessionsPerAgent, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
 
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */
 const MAX_BUCKETS = 10_000;
@@ -200,18 +199,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const window = windowOf(ctx, request.query);
       const [events, sessions] = await Promise.all([
         aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
-        database.db
-          .selectFrom('sessions')
-          .select((eb) => [
-            'agent_id',
-            eb.fn.countAll<number>().as('sessions'),
-            sumAsDouble(sessionDurationSql()).as('duration'),
-          ])
-          .where('started_at', '>=', window.from)
-          .where('started_at', '<=', window.to)
-          .where('agent_id', '<>', SYSTEM_AGENT_ID)
-          .groupBy('agent_id')
-          .execute(),
+        sessionsPerAgent(database, window),
       ]);
       const agents = new Map<string, { sessions: number; duration: number; sums: Sums }>();
       for (const row of events) agents.set(String(row.agent_id), { sessions: 0, duration: 0, sums: row });

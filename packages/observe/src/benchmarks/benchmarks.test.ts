@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import {
   BENCHMARK_METRICS,
   compareContinuous,
@@ -108,15 +108,6 @@ interface Results {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-function assertErrorBody(response: LightMyRequestResponse, status: number): { error: string; status: number; details?: { path: string; message: string }[] } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as { error: string; status: number; details?: { path: string; message: string }[] };
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `unexpected key ${key}`);
-  return body;
-}
-
 /** Deep equality where numbers may differ by a relative 1e-9 (sums over the same values in SQL and JS). */
 function assertClose(actual: unknown, expected: unknown, path = 'value'): void {
   if (typeof expected === 'number') {
@@ -141,11 +132,6 @@ function assertClose(actual: unknown, expected: unknown, path = 'value'): void {
   assert.ok(actual !== null && typeof actual === 'object', `${path}: expected an object, got ${JSON.stringify(actual)}`);
   assert.deepEqual(Object.keys(actual as object).sort(), Object.keys(expected).sort(), `${path}: keys`);
   for (const [key, value] of Object.entries(expected)) assertClose((actual as Json)[key], value, `${path}.${key}`);
-}
-
-async function ingest(observe: TestObserve, events: Json[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
 }
 
 async function create(observe: TestObserve, body: Json): Promise<Benchmark> {

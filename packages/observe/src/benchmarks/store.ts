@@ -1,5 +1,5 @@
 import { forUpdate, newId, sumAsDouble, type DialectName } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { BenchmarkRow, BenchmarkVariantRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
 import type { BenchmarkStatus, CreateBenchmarkBody, ListBenchmarksQuery } from './schemas.ts';
@@ -113,7 +113,7 @@ export async function findBenchmark(executor: Executor, id: string): Promise<Ben
 }
 
 /** The benchmark, row-locked for the rest of the transaction (PostgreSQL; SQLite holds the write lock). */
-export async function lockBenchmark(trx: Executor, dialect: DialectName, id: string): Promise<Benchmark | undefined> {
+export async function lockBenchmark(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<Benchmark | undefined> {
   const row = await forUpdate(trx.selectFrom('benchmarks').selectAll().where('id', '=', id), dialect).executeTakeFirst();
   if (!row) return undefined;
   return decode(row, (await variantsOf(trx, [id])).get(id) ?? []);
@@ -145,7 +145,7 @@ export async function listBenchmarks(database: ObserveDatabase, query: ListBench
 }
 
 /** Changes the status; `results` (JSON) is written when given, else left as is. */
-export async function updateStatus(trx: Executor, id: string, status: BenchmarkStatus, now: number, results?: string): Promise<void> {
+export async function updateStatus(trx: Transaction<ObserveSchema>, id: string, status: BenchmarkStatus, now: number, results?: string): Promise<void> {
   await trx
     .updateTable('benchmarks')
     .set(results === undefined ? { status, updated_at: now } : { status, updated_at: now, results })
@@ -153,7 +153,7 @@ export async function updateStatus(trx: Executor, id: string, status: BenchmarkS
     .execute();
 }
 
-export async function deleteBenchmark(trx: Executor, id: string): Promise<void> {
+export async function deleteBenchmark(trx: Transaction<ObserveSchema>, id: string): Promise<void> {
   await trx.deleteFrom('benchmark_variants').where('benchmark_id', '=', id).execute();
   await trx.deleteFrom('benchmarks').where('id', '=', id).execute();
 }

@@ -1,10 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
-import { ago, DAY, drain, HOUR, ingest, llmCall, llmResponse, sessionEnded, sessionStarted, toolCall, toolError, toolResponse } from '../recall/test-fixtures.ts';
+import {
+  ago,
+  DAY,
+  drain,
+  HOUR,
+  llmCall,
+  llmResponse,
+  sessionEnded,
+  sessionStarted,
+  toolCall,
+  toolError,
+  toolResponse,
+} from '../recall/test-fixtures.ts';
 import { RECENCY_SCALE_MS, RECENCY_WEIGHT, SIMILARITY_WEIGHT } from './service.ts';
 
 interface KeyEvent {
@@ -39,13 +50,6 @@ interface ContextAnswer {
   lessons: Lesson[];
   summary: string;
   totalSessions: number;
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.equal(body.status, status, context);
 }
 
 async function context(observe: TestObserve, params: Record<string, string | number>): Promise<ContextAnswer> {

@@ -3,25 +3,12 @@ import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
-import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/index.ts';
 
 type Json = Record<string, any>;
 
 const SERVICE_TOKEN = 'svc-token-for-breach-tests-0123456789';
-
-function assertError(response: LightMyRequestResponse, status: number, label = ''): Json {
-  assert.equal(response.statusCode, status, `${label} ${response.body}`);
-  const body = response.json() as Json;
-  assert.equal(body.status, status, label);
-  assert.equal(typeof body.error, 'string', label);
-  return body;
-}
-
-async function ingest(observe: TestObserve, events: Json[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
 
 async function timeline(observe: TestObserve, sessionId: string): Promise<Event[]> {
   const response = await observe.call({ method: 'GET', url: `/api/sessions/${encodeURIComponent(sessionId)}/timeline` });
@@ -213,7 +200,7 @@ await describeEachDatabase('compliance evaluations', (backend) => {
 
   test('an unknown session is 404 and stores nothing', async () => {
     const before = await eventCount(observe);
-    assertError(await comply(observe, 'no-such-session', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 404);
+    assertErrorBody(await comply(observe, 'no-such-session', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 404);
     assert.equal(await eventCount(observe), before);
     assert.equal((await observe.call({ method: 'GET', url: '/api/sessions/no-such-session' })).statusCode, 404);
   });
@@ -240,14 +227,14 @@ await describeEachDatabase('compliance evaluations', (backend) => {
       [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], evaluatorId: 'x' }, 'rules'],
     ];
     for (const [body, path] of bad) {
-      const error = assertError(await comply(observe, 's-comp', body), 400, JSON.stringify(body).slice(0, 80));
+      const error = assertErrorBody(await comply(observe, 's-comp', body), 400, JSON.stringify(body).slice(0, 80));
       assert.ok(Array.isArray(error.details), JSON.stringify(error));
       assert.ok(
         (error.details as Json[]).some((d) => d.path === path || (path !== '' && String(d.path).startsWith(path))),
         `${JSON.stringify(body).slice(0, 80)} → ${JSON.stringify(error.details)}`,
       );
     }
-    assertError(await observe.call({ method: 'POST', url: '/api/eval/sessions/s-comp/compliance', payload: '{"rules":', headers: { 'content-type': 'application/json' } }), 400);
+    assertErrorBody(await observe.call({ method: 'POST', url: '/api/eval/sessions/s-comp/compliance', payload: '{"rules":', headers: { 'content-type': 'application/json' } }), 400);
     assert.equal(await eventCount(observe), before);
   });
 
@@ -271,10 +258,10 @@ await describeEachDatabase('compliance evaluations', (backend) => {
 
     const judge = (await observe.call({ method: 'POST', url: '/api/evaluators', payload: { name: 'j', kind: 'llm_judge', rubric: 'be kind' } })).json() as Json;
     const before = await eventCount(observe);
-    const wrongKind = assertError(await comply(observe, 's-comp', { evaluatorId: judge.id }), 400);
+    const wrongKind = assertErrorBody(await comply(observe, 's-comp', { evaluatorId: judge.id }), 400);
     assert.match(wrongKind.error, /llm_judge/);
-    assertError(await comply(observe, 's-comp', { evaluatorId: 'no-such-evaluator' }), 400);
-    assertError(await comply(observe, 's-comp', { evaluatorId: evaluator.id, passThreshold: 0.9 }), 400);
+    assertErrorBody(await comply(observe, 's-comp', { evaluatorId: 'no-such-evaluator' }), 400);
+    assertErrorBody(await comply(observe, 's-comp', { evaluatorId: evaluator.id, passThreshold: 0.9 }), 400);
     assert.equal(await eventCount(observe), before);
   });
 
@@ -336,7 +323,7 @@ await describeEachDatabase('compliance evaluations', (backend) => {
     const edited = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 's-broken-edit').where('seq', '=', 3).executeTakeFirstOrThrow();
     await db.updateTable('events').set({ payload: edited.payload.replace('db.delete', 'db.select') }).where('id', '=', edited.id).execute();
     const before = await eventCount(observe);
-    const body = assertError(await comply(observe, 's-broken-edit', { rules: [{ id: 'deny', type: 'tool_denylist', tools: ['db.delete'] }] }), 409);
+    const body = assertErrorBody(await comply(observe, 's-broken-edit', { rules: [{ id: 'deny', type: 'tool_denylist', tools: ['db.delete'] }] }), 409);
     assert.match(body.error, new RegExp(`session "s-broken-edit" is broken at seq 3 \\(event ${edited.id}\\): hash does not match the event content`));
     assert.deepEqual(body.details, [{ path: 'brokenAt', message: `seq 3 (event ${edited.id}): hash does not match the event content` }]);
     assert.equal(await eventCount(observe), before, 'nothing appended');
@@ -349,7 +336,7 @@ await describeEachDatabase('compliance evaluations', (backend) => {
     const forgedId = 'ffffffff-ffff-7fff-bfff-ffffffffffff';
     await insertEventCopy(database, last.id, { id: forgedId, seq: 10, hash: '0'.repeat(64) });
     const before = await eventCount(observe);
-    const body = assertError(await comply(observe, 's-broken-past-head', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 409);
+    const body = assertErrorBody(await comply(observe, 's-broken-past-head', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 409);
     assert.match(body.error, new RegExp(`broken at seq 10 \\(event ${forgedId}\\): .*past the session head`));
     assert.equal(await eventCount(observe), before);
   });
@@ -408,8 +395,8 @@ await describeEachDatabase('evaluators', (backend) => {
     const deleted = await observe.call({ method: 'DELETE', url: `/api/evaluators/${c.id}` });
     assert.equal(deleted.statusCode, 200);
     assert.deepEqual(deleted.json(), { id: c.id, deleted: true });
-    assertError(await observe.call({ method: 'GET', url: `/api/evaluators/${c.id}` }), 404);
-    assertError(await observe.call({ method: 'DELETE', url: `/api/evaluators/${c.id}` }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/evaluators/${c.id}` }), 404);
+    assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/evaluators/${c.id}` }), 404);
     assert.deepEqual(((await observe.call({ method: 'GET', url: '/api/evaluators' })).json() as Json).evaluators.map((e: Json) => e.id), [j.id]);
   });
 
@@ -429,7 +416,7 @@ await describeEachDatabase('evaluators', (backend) => {
       { name: 'x', kind: 'compliance', rules, passThreshold: 2 },
       { name: 'x', kind: 'llm_judge', rubric: 'r', model: 'no-such-model-anywhere' },
     ]) {
-      assertError(await observe.call({ method: 'POST', url: '/api/evaluators', payload: body }), 400, JSON.stringify(body));
+      assertErrorBody(await observe.call({ method: 'POST', url: '/api/evaluators', payload: body }), 400, JSON.stringify(body));
     }
     assert.equal(((await observe.call({ method: 'GET', url: '/api/evaluators' })).json() as Json).evaluators.length, before);
   });
@@ -465,18 +452,18 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
     target.service.app.inject({ method: 'POST', url: BREACH, payload: body as object, headers: authorization === undefined ? {} : { authorization } });
 
   test('503 while INTERNAL_SERVICE_TOKEN is unset, whatever the credentials', async () => {
-    assertError(await post(unconfigured, gateBreach('s-x')), 503);
-    assertError(await post(unconfigured, gateBreach('s-x'), `Bearer ${SERVICE_TOKEN}`), 503);
-    assertError(await post(unconfigured, gateBreach('s-x'), `Bearer ${unconfigured.key}`), 503);
+    assertErrorBody(await post(unconfigured, gateBreach('s-x')), 503);
+    assertErrorBody(await post(unconfigured, gateBreach('s-x'), `Bearer ${SERVICE_TOKEN}`), 503);
+    assertErrorBody(await post(unconfigured, gateBreach('s-x'), `Bearer ${unconfigured.key}`), 503);
     assert.equal((await unconfigured.call({ method: 'GET', url: '/api/sessions/s-x' })).statusCode, 404);
   });
 
   test('401 without the token, with a wrong token, and with a valid API key', async () => {
-    assertError(await post(observe, gateBreach('s-401')), 401);
-    assertError(await post(observe, gateBreach('s-401'), `Bearer ${SERVICE_TOKEN}x`), 401);
-    assertError(await post(observe, gateBreach('s-401'), `Bearer ${SERVICE_TOKEN.slice(0, -1)}`), 401);
-    assertError(await post(observe, gateBreach('s-401'), SERVICE_TOKEN), 401);
-    assertError(await post(observe, gateBreach('s-401'), `Bearer ${observe.key}`), 401);
+    assertErrorBody(await post(observe, gateBreach('s-401')), 401);
+    assertErrorBody(await post(observe, gateBreach('s-401'), `Bearer ${SERVICE_TOKEN}x`), 401);
+    assertErrorBody(await post(observe, gateBreach('s-401'), `Bearer ${SERVICE_TOKEN.slice(0, -1)}`), 401);
+    assertErrorBody(await post(observe, gateBreach('s-401'), SERVICE_TOKEN), 401);
+    assertErrorBody(await post(observe, gateBreach('s-401'), `Bearer ${observe.key}`), 401);
     assert.equal((await observe.call({ method: 'GET', url: '/api/sessions/s-401' })).statusCode, 404);
   });
 
@@ -530,7 +517,7 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
     const { db } = observe.service.context.database;
     await db.updateTable('events').set({ prev_hash: 'e'.repeat(64) }).where('session_id', '=', 's-breach-broken').where('seq', '=', 1).execute();
     const before = await eventCount(observe);
-    const body = assertError(await post(observe, gateBreach('s-breach-broken', 'agent-e'), `Bearer ${SERVICE_TOKEN}`), 409);
+    const body = assertErrorBody(await post(observe, gateBreach('s-breach-broken', 'agent-e'), `Bearer ${SERVICE_TOKEN}`), 409);
     assert.match(body.error, /session "s-breach-broken" is broken at seq 1 .*prevHash does not match/);
     assert.equal(await eventCount(observe), before);
   });
@@ -538,7 +525,7 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
   test('AUTH_DISABLED does not open the service-token route', async () => {
     const open = await startTestObserve(backend, { env: { INTERNAL_SERVICE_TOKEN: SERVICE_TOKEN, AUTH_DISABLED: 'true' }, createKey: false });
     try {
-      assertError(await post(open, gateBreach('s-open')), 401);
+      assertErrorBody(await post(open, gateBreach('s-open')), 401);
       assert.equal((await post(open, gateBreach('s-open'), `Bearer ${SERVICE_TOKEN}`)).statusCode, 201);
     } finally {
       await open.close();
@@ -557,7 +544,7 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
       { sessionId: 's-bad', breach: { ruleId: 'r', source: 'x' } },
       { sessionId: 's-bad', agentId: 'a', breach: { ruleId: 'r', source: 'x', tool: 5 } },
     ]) {
-      assertError(await post(observe, body, `Bearer ${SERVICE_TOKEN}`), 400, JSON.stringify(body));
+      assertErrorBody(await post(observe, body, `Bearer ${SERVICE_TOKEN}`), 400, JSON.stringify(body));
     }
     assert.equal(await eventCount(observe), before);
   });

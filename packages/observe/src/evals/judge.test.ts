@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { MAX_TOKENS } from '../bounds.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/index.ts';
 import { JUDGE_SYSTEM_PROMPT } from './judge.ts';
 import { TRANSCRIPT_MAX } from './transcript.ts';
@@ -24,14 +23,6 @@ const PRICES: Record<string, [number, number]> = {
 };
 const cost = (model: string, input: number, output: number): number =>
   Math.round(((input * PRICES[model]![0] + output * PRICES[model]![1]) / 1_000_000) * 1e9) / 1e9;
-
-function assertError(response: LightMyRequestResponse, status: number, label = ''): Json {
-  assert.equal(response.statusCode, status, `${label} ${response.body}`);
-  const body = response.json() as Json;
-  assert.equal(body.status, status, label);
-  assert.equal(typeof body.error, 'string');
-  return body;
-}
 
 /** What the fake provider answers next: one entry per request (the last one repeats). */
 type Reply = {
@@ -110,11 +101,6 @@ const anthropicVerdict = (text: string, input: number, output: number): Reply =>
     usage: { input_tokens: input, output_tokens: output },
   },
 });
-
-async function ingest(observe: TestObserve, events: Json[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
 
 const judgedSession = (sessionId: string): Json[] => [
   { sessionId, agentId: 'agent-j', eventType: 'session_started', payload: { agentName: 'Support bot' } },
@@ -253,7 +239,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     assert.equal(JSON.parse(provider.requests[0]!.body).model, 'gpt-4.1-nano');
 
     provider.next(openAiVerdict({ score: 1, reasoning: 'fine' }));
-    const unpriced = assertError(await score(observe, 's-judge', { rubric: 'r', model: 'my-private-model' }), 400);
+    const unpriced = assertErrorBody(await score(observe, 's-judge', { rubric: 'r', model: 'my-private-model' }), 400);
     assert.match(unpriced.error, /my-private-model/);
     assert.equal(provider.requests.length, 0);
   });
@@ -271,13 +257,13 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
 
     const before = (await timeline(observe, 's-judge')).length;
     provider.next({ status: 500, body: {} }, { status: 503, body: {} });
-    const failed = assertError(await score(observe, 's-judge', { rubric: 'r' }), 502);
+    const failed = assertErrorBody(await score(observe, 's-judge', { rubric: 'r' }), 502);
     assert.match(failed.error, /HTTP 503/);
     assert.equal(provider.requests.length, 2);
 
     // A 4xx other than 429 is not retried.
     provider.next({ status: 401, body: { error: 'bad key' } }, openAiVerdict({ score: 1, reasoning: 'never sent' }));
-    assertError(await score(observe, 's-judge', { rubric: 'r' }), 502);
+    assertErrorBody(await score(observe, 's-judge', { rubric: 'r' }), 502);
     assert.equal(provider.requests.length, 1);
     assert.equal((await timeline(observe, 's-judge')).length, before, 'no verdict is chained after a failure');
   });
@@ -316,7 +302,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     ];
     for (const reply of replies) {
       provider.next(reply);
-      assertError(await score(observe, 's-judge', { rubric: 'r' }), 502, JSON.stringify(reply).slice(0, 80));
+      assertErrorBody(await score(observe, 's-judge', { rubric: 'r' }), 502, JSON.stringify(reply).slice(0, 80));
       assert.equal(provider.requests.length, 1, 'an unusable 200 is not retried');
     }
     assert.equal((await timeline(observe, 's-judge')).length, before);
@@ -328,7 +314,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     const before = (await timeline(observe, 's-judge')).length;
     const spendBefore = await judgeSpend(observe);
     provider.next(openAiVerdict({ score: 0.5, reasoning: 'ok' }, MAX_TOKENS + 1, 10));
-    assertError(await score(observe, 's-judge', { rubric: 'r' }), 502);
+    assertErrorBody(await score(observe, 's-judge', { rubric: 'r' }), 502);
     assert.equal((await timeline(observe, 's-judge')).length, before);
     assert.equal(await judgeSpend(observe), spendBefore);
   });
@@ -353,16 +339,16 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
 
     const compliance = (await observe.call({ method: 'POST', url: '/api/evaluators', payload: { name: 'c', kind: 'compliance', rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] } })).json() as Json;
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
-    assertError(await score(observe, 's-judge', { evaluatorId: compliance.id }), 400);
-    assertError(await score(observe, 's-judge', { evaluatorId: 'nope' }), 400);
+    assertErrorBody(await score(observe, 's-judge', { evaluatorId: compliance.id }), 400);
+    assertErrorBody(await score(observe, 's-judge', { evaluatorId: 'nope' }), 400);
     assert.equal(provider.requests.length, 0);
   });
 
   test('404 for an unknown session, 400 for bad bodies, neither calls the provider', async () => {
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
-    assertError(await score(observe, 'no-such-session', { rubric: 'r' }), 404);
+    assertErrorBody(await score(observe, 'no-such-session', { rubric: 'r' }), 404);
     for (const body of [{}, { rubric: '' }, { rubric: 'x'.repeat(10_001) }, { rubric: 'r', passThreshold: -0.1 }, { rubric: 'r', extra: 1 }, { evaluatorId: 'e', rubric: 'r' }, { rubric: 5 }]) {
-      assertError(await score(observe, 's-judge', body), 400, JSON.stringify(body).slice(0, 60));
+      assertErrorBody(await score(observe, 's-judge', body), 400, JSON.stringify(body).slice(0, 60));
     }
     assert.equal(provider.requests.length, 0);
   });
@@ -373,7 +359,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     await db.updateTable('events').set({ severity: 'critical' }).where('session_id', '=', 's-judge-broken').where('seq', '=', 1).execute();
     const spend = await judgeSpend(observe);
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
-    const body = assertError(await score(observe, 's-judge-broken', { rubric: 'r' }), 409);
+    const body = assertErrorBody(await score(observe, 's-judge-broken', { rubric: 'r' }), 409);
     assert.match(body.error, /session "s-judge-broken" is broken at seq 1 .*hash does not match the event content/);
     assert.equal(provider.requests.length, 0, 'no paid call for a broken chain');
     assert.equal(await judgeSpend(observe), spend);
@@ -390,7 +376,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
         await db.updateTable('events').set({ hash: 'c'.repeat(64) }).where('session_id', '=', 's-judge-broken-meanwhile').where('seq', '=', 2).execute();
       },
     });
-    const body = assertError(await score(observe, 's-judge-broken-meanwhile', { rubric: 'r' }), 409);
+    const body = assertErrorBody(await score(observe, 's-judge-broken-meanwhile', { rubric: 'r' }), 409);
     assert.match(body.error, /broken at seq 2 /);
     assert.equal(provider.requests.length, 1);
     assert.ok(Math.abs((await judgeSpend(observe)) - spend - cost('gpt-4o-mini', 1000, 200)) < 1e-9, 'the judge was paid all the same');
@@ -473,13 +459,13 @@ await describeEachDatabase('LLM judge: Anthropic messages, timeouts and configur
     provider.next(anthropicVerdict('```json\n{"score": 1, "reasoning": "ok"}\n```', 10, 10));
     assert.equal((await score(anthropic, 's-a', { rubric: 'r' })).statusCode, 201);
     provider.next(anthropicVerdict('Score: 1. Looks fine.', 10, 10));
-    assertError(await score(anthropic, 's-a', { rubric: 'r' }), 502);
+    assertErrorBody(await score(anthropic, 's-a', { rubric: 'r' }), 502);
   });
 
   test('a provider that does not answer within LLM_TIMEOUT_MS is 502 after one retry', async () => {
     provider.next({ hang: true });
     const started = Date.now();
-    const failed = assertError(await score(slow, 's-a', { rubric: 'r' }), 502);
+    const failed = assertErrorBody(await score(slow, 's-a', { rubric: 'r' }), 502);
     const elapsed = Date.now() - started;
     assert.match(failed.error, /within 200 ms/);
     assert.equal(provider.requests.length, 2);
@@ -492,9 +478,9 @@ await describeEachDatabase('LLM judge: Anthropic messages, timeouts and configur
   test('503 without LLM_PROVIDER and LLM_API_KEY (checked before anything else); judge spend stays 0', async () => {
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
     for (const observe of [unconfigured, keyOnly]) {
-      const error = assertError(await score(observe, 's-a', { rubric: 'r' }), 503);
+      const error = assertErrorBody(await score(observe, 's-a', { rubric: 'r' }), 503);
       assert.match(error.error, /LLM_PROVIDER and LLM_API_KEY/);
-      assertError(await score(observe, 'unknown-session', { rubric: 'r' }), 503);
+      assertErrorBody(await score(observe, 'unknown-session', { rubric: 'r' }), 503);
       assert.equal(await judgeSpend(observe), 0);
     }
     assert.equal(provider.requests.length, 0);

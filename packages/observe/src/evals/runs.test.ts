@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock } from '@vigil/platform';
 import { observeConfigFromEnvironment } from '../config.ts';
 import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest, type TestBackend } from '@vigil/platform/testing';
@@ -8,20 +9,10 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';
 import type { Event } from '../events/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
-import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 
 type Json = Record<string, any>;
 type Call = (options: InjectOptions) => Promise<LightMyRequestResponse>;
-
-function assertError(response: LightMyRequestResponse, status: number, label = ''): Json {
-  assert.equal(response.statusCode, status, `${label} ${response.body}`);
-  const body = response.json() as Json;
-  assert.equal(body.status, status, label);
-  assert.equal(typeof body.error, 'string');
-  return body;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitForRun(call: Call, id: string, timeoutMs = 20_000): Promise<Json> {
   const deadline = Date.now() + timeoutMs;
@@ -143,7 +134,7 @@ await describeEachDatabase('datasets', (backend) => {
       ],
     });
     assert.deepEqual((await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}` })).json(), dataset);
-    assertError(await observe.call({ method: 'GET', url: '/api/datasets/unknown' }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/datasets/unknown' }), 404);
   });
 
   test('1 to 1000 cases; bad datasets are 400 and store nothing', async () => {
@@ -163,7 +154,7 @@ await describeEachDatabase('datasets', (backend) => {
       { name: 'x', cases: [{ input: 'y'.repeat(100_001) }] },
       { name: 'x', cases: [{ input: 1 }], extra: true },
     ]) {
-      assertError(await observe.call({ method: 'POST', url: '/api/datasets', payload: body }), 400, JSON.stringify(body).slice(0, 60));
+      assertErrorBody(await observe.call({ method: 'POST', url: '/api/datasets', payload: body }), 400, JSON.stringify(body).slice(0, 60));
     }
     assert.equal(await count(), before + 1);
   });
@@ -353,12 +344,12 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       { ...ok, evaluatorId: 'no-such-evaluator' },
       { ...ok, extra: 1 },
     ]) {
-      assertError(await observe.call({ method: 'POST', url, payload: body }), 400, JSON.stringify(body));
+      assertErrorBody(await observe.call({ method: 'POST', url, payload: body }), 400, JSON.stringify(body));
     }
-    assertError(await observe.call({ method: 'POST', url: '/api/datasets/unknown/runs', payload: ok }), 404);
+    assertErrorBody(await observe.call({ method: 'POST', url: '/api/datasets/unknown/runs', payload: ok }), 404);
     // A judge evaluator needs a configured judge, checked when the run is created.
-    assertError(await observe.call({ method: 'POST', url, payload: { ...ok, evaluatorId: judge.id } }), 503);
-    assertError(await observe.call({ method: 'GET', url: '/api/runs/unknown' }), 404);
+    assertErrorBody(await observe.call({ method: 'POST', url, payload: { ...ok, evaluatorId: judge.id } }), 503);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/runs/unknown' }), 404);
     const runsAfter = await observe.service.context.database.db.selectFrom('eval_runs').select('id').execute();
     assert.equal(runsAfter.length, runsBefore.length);
   });

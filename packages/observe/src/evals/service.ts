@@ -247,14 +247,10 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
     created_at: ctx.clock.now(),
   });
 
+  // What the answer says of the verdict; the appended event records it with how it was reached.
+  const outcome = { method: 'llm_judge' as const, score: verdict.score, passed, reasoning: verdict.reasoning, judgeModel: model, costUsd, tokenCount };
   const payload: Record<string, unknown> = {
-    method: 'llm_judge',
-    score: verdict.score,
-    passed,
-    reasoning: verdict.reasoning,
-    judgeModel: model,
-    costUsd,
-    tokenCount,
+    ...outcome,
     rubric: spec.rubric,
     passThreshold: threshold,
     throughSeq,
@@ -264,17 +260,7 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
   const current = await requireVerifiedSession(ctx, sessionId);
   const event = await appendVerdict(ctx, sessionId, session.agent_id, chainHeadOf(current), passed, payload);
   await setJudgeCallEvent(ctx.database, callId, event.id);
-  return {
-    sessionId,
-    method: 'llm_judge',
-    score: verdict.score,
-    passed,
-    reasoning: verdict.reasoning,
-    judgeModel: model,
-    costUsd,
-    tokenCount,
-    event: chained(event),
-  };
+  return { sessionId, ...outcome, event: chained(event) };
 }
 
 export async function judgeSpendUsd(ctx: ObserveContext): Promise<number> {

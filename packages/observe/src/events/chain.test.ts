@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { canonicalJson } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
-import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { ingestEvents, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import { chainHash, type ChainFields } from './chain.ts';
 import type { Event } from './schemas.ts';
 
@@ -203,15 +203,9 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
 
   const db = () => observe.service.context.database.db;
 
-  async function ingest(events: unknown[]): Promise<{ id: string; hash: string }[]> {
-    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-    assert.equal(response.statusCode, 201, response.body);
-    return (response.json() as { events: { id: string; hash: string }[] }).events;
-  }
-
   /** Ingests the six-event session and returns its event ids by seq. */
   async function seed(sessionId: string): Promise<string[]> {
-    const acks = await ingest(sixEvents(sessionId));
+    const acks = await ingestEvents(observe, sixEvents(sessionId));
     const valid = await verdict(sessionId);
     assert.equal(valid.chainValid, true, 'valid before tampering');
     assert.equal(valid.verify.valid, true, 'valid before tampering');
@@ -259,7 +253,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   }
 
   test('a fresh session verifies: timeline chainValid true, audit valid true', async () => {
-    const ids = await ingest(sixEvents('chain-ok'));
+    const ids = await ingestEvents(observe, sixEvents('chain-ok'));
     const line = await timeline('chain-ok');
     assert.equal(line.chainValid, true);
     assert.equal(line.brokenAt, null);
@@ -300,7 +294,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
 
   test('client timestamps out of order do not break the chain; the timeline is ascending by time', async () => {
     const events = sixEvents('chain-late').map((event, i) => ({ ...event, timestamp: at(100 - i * 10) }));
-    const acks = await ingest(events);
+    const acks = await ingestEvents(observe, events);
     const line = await timeline('chain-late');
     assert.equal(line.chainValid, true);
     assert.deepEqual(line.events.map((e) => e.seq), [5, 4, 3, 2, 1, 0]);
@@ -309,8 +303,8 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   });
 
   test('batches appended later continue the chain from the head', async () => {
-    const [first] = await ingest([sixEvents('chain-continue')[0]]);
-    const [second, third] = await ingest(sixEvents('chain-continue').slice(1, 3));
+    const [first] = await ingestEvents(observe, [sixEvents('chain-continue')[0]]);
+    const [second, third] = await ingestEvents(observe, sixEvents('chain-continue').slice(1, 3));
     const line = await timeline('chain-continue');
     assert.equal(line.chainValid, true);
     const bySeq = [...line.events].sort((a, b) => a.seq - b.seq);
@@ -542,7 +536,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
 
   test('verification reads long sessions in pages: a duplicate of the 1,000th event (same timestamp and seq) across the page boundary is found', async () => {
     const events = Array.from({ length: 1000 }, (_, i) => ({ sessionId: 'paged', agentId: 'agent-paged', eventType: 'custom', timestamp: at(i), payload: { type: 'n', data: i } }));
-    const acks = await ingest(events);
+    const acks = await ingestEvents(observe, events);
     assert.equal((await verify('paged')).valid, true);
     const forgedEvent = forgedId(5);
     await insertEventCopy(observe.service.context.database, acks[999]!.id, { id: forgedEvent });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorShape, ingestEvents, startTestObserve, type TestObserve } from '../testing.ts';
 import { INGEST_EVENT_TYPES } from './schemas.ts';
 
 interface ErrorBody {
@@ -135,20 +135,6 @@ function event(sessionId: string, eventType: string, payload: Record<string, unk
   return { sessionId, agentId: 'agent-t', eventType, payload, ...extra };
 }
 
-function assertErrorBody(body: ErrorBody, status: number): void {
-  assert.equal(body.status, status);
-  assert.equal(typeof body.error, 'string');
-  assert.ok(body.error.length > 0, 'human-readable message');
-  if (body.details !== undefined) {
-    assert.ok(Array.isArray(body.details));
-    for (const detail of body.details) {
-      assert.equal(typeof detail.path, 'string');
-      assert.equal(typeof detail.message, 'string');
-    }
-  }
-  assert.deepEqual(Object.keys(body).filter((k) => !['error', 'status', 'details'].includes(k)), [], 'only error, status, details');
-}
-
 await describeEachDatabase('POST /api/events: event types and validation', (backend) => {
   let observe: TestObserve;
   before(async () => {
@@ -181,17 +167,9 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     assert.equal(response.statusCode, status, response.body);
     assert.match(String(response.headers['content-type']), /application\/json/);
     const body = response.json() as ErrorBody;
-    assertErrorBody(body, status);
+    assertErrorShape(body, status);
     assert.deepEqual(await storedCounts(), before, 'nothing stored');
     return body;
-  }
-
-  async function ingest(events: unknown[]): Promise<{ id: string; hash: string }[]> {
-    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-    assert.equal(response.statusCode, 201, response.body);
-    const body = response.json() as { ingested: number; events: { id: string; hash: string }[] };
-    assert.equal(body.ingested, events.length);
-    return body.events;
   }
 
   async function getEvent(id: string): Promise<EventOut> {
@@ -214,7 +192,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
   for (const type of TYPES) {
     test(`${type.eventType} is accepted with a minimal payload and returned as sent`, async () => {
       const sessionId = freshSession(`ok-${type.eventType}`);
-      const [ack] = await ingest([event(sessionId, type.eventType, type.payload)]);
+      const [ack] = await ingestEvents(observe, [event(sessionId, type.eventType, type.payload)]);
       const stored = await getEvent(ack!.id);
       assert.equal(stored.eventType, type.eventType);
       assert.equal(stored.sessionId, sessionId);
@@ -288,7 +266,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const sessionId = freshSession('thousand');
     const before = await storedCounts();
     const events = Array.from({ length: 1000 }, (_, i) => event(sessionId, 'custom', { type: 'n', data: i }));
-    const acks = await ingest(events);
+    const acks = await ingestEvents(observe, events);
     assert.equal(acks.length, 1000);
     assert.equal(new Set(acks.map((a) => a.id)).size, 1000);
     const after = await storedCounts();
@@ -357,7 +335,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
         assert.equal((await getEvent(ack!.id)).payload.data, (JSON.parse(json) as string), name);
       } else {
         assert.equal(response.statusCode, 400, `${name}: ${response.body}`);
-        assertErrorBody(response.json() as ErrorBody, 400);
+        assertErrorShape(response.json() as ErrorBody, 400);
         assert.deepEqual(await storedCounts(), before, 'nothing stored');
       }
     }
@@ -385,7 +363,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
       nested: { list: [1, 'two', { three: 3 }], empty: {}, nothing: null, flag: false },
       unicode: 'café ☕ 日本語',
     };
-    const [ack] = await ingest([event(freshSession('extra'), 'tool_call', payload, { metadata: { team: 'core', depth: { n: 1 } } })]);
+    const [ack] = await ingestEvents(observe, [event(freshSession('extra'), 'tool_call', payload, { metadata: { team: 'core', depth: { n: 1 } } })]);
     const stored = await getEvent(ack!.id);
     assert.deepEqual(stored.payload, payload);
     assert.deepEqual(stored.metadata, { team: 'core', depth: { n: 1 } });
@@ -393,13 +371,13 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
 
   test('extra fields inside a nested payload object (llm_response usage) are kept', async () => {
     const payload = { ...TYPES.find((t) => t.eventType === 'llm_response')!.payload, usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedTokens: 4 } };
-    const [ack] = await ingest([event(freshSession('extra-usage'), 'llm_response', payload)]);
+    const [ack] = await ingestEvents(observe, [event(freshSession('extra-usage'), 'llm_response', payload)]);
     assert.deepEqual((await getEvent(ack!.id)).payload, payload);
   });
 
   test('the first event of any type creates an active session named after the agent', async () => {
     const sessionId = freshSession('first');
-    await ingest([{ ...event(sessionId, 'tool_call', TYPES[2]!.payload), agentId: 'agent-first', timestamp: '2026-11-22T09:00:00.000Z' }]);
+    await ingestEvents(observe, [{ ...event(sessionId, 'tool_call', TYPES[2]!.payload), agentId: 'agent-first', timestamp: '2026-11-22T09:00:00.000Z' }]);
     const session = await getSession(sessionId);
     assert.equal(session.status, 'active');
     assert.equal(session.agentId, 'agent-first');
@@ -411,7 +389,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
 
   test('session_started sets agentName and tags', async () => {
     const sessionId = freshSession('started');
-    await ingest([
+    await ingestEvents(observe, [
       event(sessionId, 'custom', { type: 't', data: 1 }),
       event(sessionId, 'session_started', { agentName: 'Research Bot', agentVersion: '1.2.0', tags: ['prod', 'eu'] }),
     ]);
@@ -425,7 +403,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
 
   test('session_ended with reason error: status error with endedAt', async () => {
     const sessionId = freshSession('ended-error');
-    await ingest([
+    await ingestEvents(observe, [
       event(sessionId, 'session_started', {}, { timestamp: '2026-11-22T09:00:00.000Z' }),
       event(sessionId, 'session_ended', { reason: 'error' }, { timestamp: '2026-11-22T09:05:00.000Z' }),
     ]);
@@ -437,7 +415,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
   for (const reason of ['completed', 'timeout', 'manual']) {
     test(`session_ended with reason ${reason}: status completed with endedAt`, async () => {
       const sessionId = freshSession(`ended-${reason}`);
-      await ingest([
+      await ingestEvents(observe, [
         event(sessionId, 'session_started', {}, { timestamp: '2026-11-22T09:00:00.000Z' }),
         event(sessionId, 'session_ended', { reason }, { timestamp: '2026-11-22T09:10:00.250Z' }),
       ]);
@@ -449,9 +427,9 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
 
   test('session_started after session_ended re-activates the session', async () => {
     const sessionId = freshSession('reactivated');
-    await ingest([event(sessionId, 'session_started', {}), event(sessionId, 'session_ended', { reason: 'completed' })]);
+    await ingestEvents(observe, [event(sessionId, 'session_started', {}), event(sessionId, 'session_ended', { reason: 'completed' })]);
     assert.equal((await getSession(sessionId)).status, 'completed');
-    await ingest([event(sessionId, 'session_started', { agentName: 'Again' })]);
+    await ingestEvents(observe, [event(sessionId, 'session_started', { agentName: 'Again' })]);
     const session = await getSession(sessionId);
     assert.equal(session.status, 'active');
     assert.equal(session.agentName, 'Again');
@@ -462,7 +440,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const call = TYPES.find((t) => t.eventType === 'tool_call')!.payload;
     const response = TYPES.find((t) => t.eventType === 'tool_response')!.payload;
     const error = TYPES.find((t) => t.eventType === 'tool_error')!.payload;
-    await ingest([
+    await ingestEvents(observe, [
       event(sessionId, 'tool_call', call),
       event(sessionId, 'tool_response', response),
       event(sessionId, 'tool_call', { ...call, callId: 'c2' }),
@@ -470,7 +448,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
       event(sessionId, 'tool_call', { ...call, callId: 'c3' }),
       event(sessionId, 'custom', { type: 'tool_call', data: { toolName: 'x' } }),
     ]);
-    await ingest([event(sessionId, 'tool_call', { ...call, callId: 'c4' })]);
+    await ingestEvents(observe, [event(sessionId, 'tool_call', { ...call, callId: 'c4' })]);
     const session = await getSession(sessionId);
     assert.equal(session.toolCallCount, 4);
     assert.equal(session.eventCount, 7);
@@ -480,7 +458,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const sessionId = freshSession('errors');
     const custom = { type: 't', data: 1 };
     const toolError = TYPES.find((t) => t.eventType === 'tool_error')!.payload;
-    await ingest([
+    await ingestEvents(observe, [
       event(sessionId, 'custom', custom, { severity: 'debug' }),
       event(sessionId, 'custom', custom, { severity: 'info' }),
       event(sessionId, 'custom', custom, { severity: 'warn' }),
@@ -498,21 +476,21 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const sessionId = freshSession('cost');
     const llm = TYPES.find((t) => t.eventType === 'llm_response')!.payload;
     const tracked = TYPES.find((t) => t.eventType === 'cost_tracked')!.payload;
-    await ingest([
+    await ingestEvents(observe, [
       event(sessionId, 'llm_response', { ...llm, costUsd: 0.25 }),
       event(sessionId, 'cost_tracked', { ...tracked, costUsd: 0.125 }),
       event(sessionId, 'llm_call', { ...TYPES.find((t) => t.eventType === 'llm_call')!.payload, costUsd: 100 }),
       event(sessionId, 'tool_call', { ...TYPES[2]!.payload, costUsd: 100 }),
       event(sessionId, 'custom', { type: 'cost', data: { costUsd: 100 }, costUsd: 100 }),
     ]);
-    await ingest([event(sessionId, 'llm_response', { ...llm, callId: 'l2', costUsd: 0.5 })]);
+    await ingestEvents(observe, [event(sessionId, 'llm_response', { ...llm, callId: 'l2', costUsd: 0.5 })]);
     const session = await getSession(sessionId);
     assert.ok(Math.abs(session.totalCostUsd - 0.875) < 1e-9, `totalCostUsd ${session.totalCostUsd}`);
   });
 
   test('a session with no spend reports totalCostUsd 0, and counters start at 0', async () => {
     const sessionId = freshSession('zero');
-    await ingest([event(sessionId, 'custom', { type: 't', data: 1 })]);
+    await ingestEvents(observe, [event(sessionId, 'custom', { type: 't', data: 1 })]);
     const session = await getSession(sessionId);
     assert.equal(session.totalCostUsd, 0);
     assert.equal(session.toolCallCount, 0);
@@ -549,7 +527,7 @@ await describeEachDatabase('POST /api/events: body size limit', (backend) => {
     assert.ok(Buffer.byteLength(payload) > 2048);
     const response = await app().call({ method: 'POST', url: '/api/events', payload, headers: { 'content-type': 'application/json' } });
     assert.equal(response.statusCode, 413, response.body);
-    assertErrorBody(response.json() as ErrorBody, 413);
+    assertErrorShape(response.json() as ErrorBody, 413);
     assert.equal(await totalEvents(), before);
     assert.equal((await app().call({ method: 'GET', url: '/api/sessions/big' })).statusCode, 404);
   });

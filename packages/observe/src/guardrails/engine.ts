@@ -18,7 +18,7 @@ import {
   setAgentFields,
   type GuardrailRule,
 } from './store.ts';
-import type { Kysely } from 'kysely';
+import type { Transaction } from 'kysely';
 
 /** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
 export const GUARDRAIL_SWEEP_INTERVAL_MS = 30_000;
@@ -214,7 +214,7 @@ export function notificationOf(trigger: GuardrailTriggerRow): TriggerNotificatio
 }
 
 /** Runs the rule's action on the agent record in the caller's transaction (not for notify_webhook, which is queued). */
-async function applyAgentAction(trx: Kysely<ObserveSchema>, rule: GuardrailRule, agentId: string, reason: string, now: number): Promise<ActionResult> {
+async function applyAgentAction(trx: Transaction<ObserveSchema>, rule: GuardrailRule, agentId: string, reason: string, now: number): Promise<ActionResult> {
   switch (rule.actionType) {
     case 'pause_agent': {
       const outcome = await pauseAgent(trx, agentId, (rule.actionConfig as ActionConfig<'pause_agent'>).reason ?? reason, now);

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase, sendJson, TestHttpServer, type TestBackend } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, clockOf, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { compare, conditionMet } from './engine.ts';
 
 const MINUTE = 60_000;
@@ -50,22 +48,7 @@ interface Agent {
 
 type Body = Record<string, unknown>;
 
-const clockOf = (observe: TestObserve): ManualClock => observe.clock as ManualClock;
 const iso = (observe: TestObserve, offsetMs = 0): string => new Date(observe.clock.now() + offsetMs).toISOString();
-
-function assertErrorBody(response: LightMyRequestResponse, status: number): { error: string; details?: { path: string; message: string }[] } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as { error: string; status: number; details?: { path: string; message: string }[] };
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `unexpected key ${key}`);
-  return body;
-}
-
-async function ingest(observe: TestObserve, events: Body[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
 
 async function createRule(observe: TestObserve, body: Body): Promise<Rule> {
   const response = await observe.call({ method: 'POST', url: '/api/guardrails', payload: body });

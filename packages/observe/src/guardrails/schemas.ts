@@ -1,9 +1,9 @@
 import { DAY_MS } from '@vigil/platform';
 import { z } from 'zod';
-import { ruleDescription } from '../alerts/index.ts';
-import { boundedNumber, MAX_FIGURE, MAX_OFFSET } from '../bounds.ts';
+import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
 import { DIMENSION_NAMES } from '../health/index.ts';
+import { ruleDescription, ruleHistoryPage, ruleName as name } from '../rules/index.ts';
 
 export const CONDITION_TYPES = ['error_rate_threshold', 'cost_limit', 'health_score_threshold', 'custom_metric'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
@@ -60,7 +60,6 @@ export const actionConfigSchemas = {
 
 export type ActionConfig<T extends ActionType = ActionType> = z.output<(typeof actionConfigSchemas)[T]>;
 
-const name = z.string().trim().min(1, 'name must be 1 to 200 characters').max(200, 'name must be 1 to 200 characters');
 const conditionType = z.enum(CONDITION_TYPES, { error: `conditionType must be one of: ${CONDITION_TYPES.join(', ')}` });
 const actionType = z.enum(ACTION_TYPES, { error: `actionType must be one of: ${ACTION_TYPES.join(', ')}` });
 const config = z.record(z.string(), z.unknown());
@@ -119,6 +118,7 @@ export const updateRuleBodySchema = z.strictObject({
   enabled: z.boolean().optional(),
   dryRun: z.boolean().optional(),
 });
+export type UpdateRuleBody = z.output<typeof updateRuleBodySchema>;
 
 export const ruleDefinitionSchema = z.strictObject(definitionFields).superRefine(checkConfigs);
 export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
@@ -181,14 +181,7 @@ export const statusSchema = z
   })
   .meta({ id: 'GuardrailStatus' });
 
-export const ruleParams = z.object({ id: identifier });
-
-export const historyQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-  ruleId: identifier.optional(),
-  agentId: identifier.optional(),
-});
+export const historyQuerySchema = z.object({ ...ruleHistoryPage, agentId: identifier.optional() });
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;
 
 /** What notify_webhook POSTs (also for dry runs, with `dryRun: true`). */

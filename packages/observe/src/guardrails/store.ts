@@ -1,5 +1,5 @@
 import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { GuardrailRuleRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import {
   actionConfigSchemas,
@@ -16,7 +16,6 @@ import {
   type TriggerOut,
 } from './schemas.ts';
 
-type Executor = Kysely<ObserveSchema>;
 
 /** A stored rule, decoded, with its configs' defaults applied. */
 export interface GuardrailRule {
@@ -133,7 +132,7 @@ export async function findRule(database: ObserveDatabase, id: string): Promise<G
 }
 
 /** The rule, row-locked for the rest of the transaction (PostgreSQL; SQLite holds the write lock). */
-export async function lockRule(trx: Executor, dialect: DialectName, id: string): Promise<GuardrailRule | undefined> {
+export async function lockRule(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<GuardrailRule | undefined> {
   const row = await forUpdate(trx.selectFrom('guardrail_rules').selectAll().where('id', '=', id), dialect).executeTakeFirst();
   return row && decodeRule(row);
 }
@@ -190,7 +189,7 @@ export function toTriggerOut(row: GuardrailTriggerRow): TriggerOut {
 }
 
 /** When the rule last fired for the agent (its cooldown runs from there). */
-export async function lastTriggeredFor(trx: Executor, ruleId: string, agentId: string): Promise<number | null> {
+export async function lastTriggeredFor(trx: Transaction<ObserveSchema>, ruleId: string, agentId: string): Promise<number | null> {
   const row = await trx
     .selectFrom('guardrail_triggers')
     .select('triggered_at')
@@ -203,7 +202,7 @@ export async function lastTriggeredFor(trx: Executor, ruleId: string, agentId: s
 }
 
 /** Records the trigger and counts it on the rule, in the caller's transaction. */
-export async function insertTrigger(trx: Executor, row: GuardrailTriggerRow): Promise<void> {
+export async function insertTrigger(trx: Transaction<ObserveSchema>, row: GuardrailTriggerRow): Promise<void> {
   await trx.insertInto('guardrail_triggers').values(row).execute();
   await trx
     .updateTable('guardrail_rules')
@@ -212,7 +211,7 @@ export async function insertTrigger(trx: Executor, row: GuardrailTriggerRow): Pr
     .execute();
 }
 
-export async function queueDelivery(trx: Executor, triggerId: string, url: string, body: string, now: number): Promise<string> {
+export async function queueDelivery(trx: Transaction<ObserveSchema>, triggerId: string, url: string, body: string, now: number): Promise<string> {
   const delivery = { ...newDelivery(url, body, now), trigger_id: triggerId };
   await trx.insertInto('guardrail_deliveries').values(delivery).execute();
   return delivery.id;
@@ -248,7 +247,7 @@ export async function activeCooldowns(database: ObserveDatabase, rule: Guardrail
 // ---- the agent record (actions) ----
 
 /** Pauses the agent unless it is paused already; false when there is no such agent. */
-export async function pauseAgent(trx: Executor, agentId: string, reason: string, now: number): Promise<'paused' | 'already_paused' | 'unknown'> {
+export async function pauseAgent(trx: Transaction<ObserveSchema>, agentId: string, reason: string, now: number): Promise<'paused' | 'already_paused' | 'unknown'> {
   const paused = await trx
     .updateTable('agents')
     .set({ paused_at: now, pause_reason: reason })
@@ -261,7 +260,7 @@ export async function pauseAgent(trx: Executor, agentId: string, reason: string,
 }
 
 export async function setAgentFields(
-  trx: Executor,
+  trx: Transaction<ObserveSchema>,
   agentId: string,
   fields: { model_override: string } | { approval_policy_id: string },
 ): Promise<boolean> {

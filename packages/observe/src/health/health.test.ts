@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { HEALTH_WEIGHTS } from './scores.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
@@ -109,11 +108,6 @@ const DATA: Record<string, Record<string, SessionPlan>> = {
   },
 };
 
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
 async function seed(observe: TestObserve): Promise<void> {
   const events: EventInput[] = [];
   for (const [agentId, sessions] of Object.entries(DATA)) {
@@ -153,14 +147,6 @@ interface Snapshot {
   sessionCount: number;
 }
 
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context} ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `unexpected key ${key}`);
-}
-
 async function health(observe: TestObserve, agentId: string, window?: number): Promise<Health> {
   const url = `/api/agents/${agentId}/health${window === undefined ? '' : `?window=${window}`}`;
   const response = await observe.call({ method: 'GET', url });
@@ -171,6 +157,11 @@ async function health(observe: TestObserve, agentId: string, window?: number): P
 const scores = (h: Health): Record<string, number> => Object.fromEntries(h.dimensions.map((d) => [d.name, d.score]));
 const raws = (h: Health): Record<string, number> => Object.fromEntries(h.dimensions.map((d) => [d.name, d.rawValue]));
 const approx = (actual: number, expected: number, what: string): void => assert.ok(Math.abs(actual - expected) < 1e-9, `${what}: ${actual} ≠ ${expected}`);
+/** Each named dimension's raw value, to within rounding. */
+function assertRaws(h: Health, expected: Record<string, number>): void {
+  const raw = raws(h);
+  for (const [name, value] of Object.entries(expected)) approx(raw[name]!, value, `${name} raw`);
+}
 
 async function snapshotRows(observe: TestObserve): Promise<{ agent_id: string; date: string; overall_score: number; session_count: number; created_at: number }[]> {
   const rows = await observe.service.context.database.db
@@ -213,12 +204,7 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
     // 2 of 4 sessions with an error event; 2 of 4 completed; (4 responses − 1 error) / 5 calls;
     // avg cost 0.015 vs baseline 0.0125 (1.2×); avg duration 75 s vs baseline 62.5 s (1.2×).
     assert.deepEqual(scores(alpha), { error_rate: 50, cost_efficiency: 80, tool_success: 60, latency: 90, completion_rate: 50 });
-    const raw = raws(alpha);
-    approx(raw.error_rate!, 0.5, 'error_rate raw');
-    approx(raw.cost_efficiency!, 0.015, 'cost raw');
-    approx(raw.tool_success!, 0.6, 'tool raw');
-    approx(raw.latency!, 75_000, 'latency raw');
-    approx(raw.completion_rate!, 0.5, 'completion raw');
+    assertRaws(alpha, { error_rate: 0.5, cost_efficiency: 0.015, tool_success: 0.6, latency: 75_000, completion_rate: 0.5 });
     // 0.3×50 + 0.2×80 + 0.2×60 + 0.15×90 + 0.15×50
     assert.equal(alpha.overallScore, 64);
     // Previous window (p1, p2): error 0, cost 100, tool 0 (clamped from −1), latency 100, completion 0 → 35.
@@ -234,12 +220,7 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
     const beta = await health(observe, 'beta');
     // 5× the baseline cost: 100 − 400 → 0; 5× the baseline duration: 100 − 200 → 0.
     assert.deepEqual(scores(beta), { error_rate: 0, cost_efficiency: 0, tool_success: 100, latency: 0, completion_rate: 0 });
-    const raw = raws(beta);
-    approx(raw.error_rate!, 1, 'error raw');
-    approx(raw.cost_efficiency!, 0.05, 'cost raw');
-    approx(raw.tool_success!, 1, 'tool raw');
-    approx(raw.latency!, 300_000, 'latency raw');
-    approx(raw.completion_rate!, 0, 'completion raw');
+    assertRaws(beta, { error_rate: 1, cost_efficiency: 0.05, tool_success: 1, latency: 300_000, completion_rate: 0 });
     assert.equal(beta.overallScore, 20);
     assert.equal(beta.sessionCount, 1);
     // Previous window (q1) has no baseline: cost and latency 100 by the zero rule; all else 100 → 100.
@@ -250,9 +231,8 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
   test('gamma: no spend is 100, half the baseline duration clamps at 100, no previous window is stable with delta 0', async () => {
     const gamma = await health(observe, 'gamma');
     assert.deepEqual(scores(gamma), { error_rate: 100, cost_efficiency: 100, tool_success: 100, latency: 100, completion_rate: 100 });
-    approx(raws(gamma).cost_efficiency!, 0, 'cost raw');
     // 15 s vs 30 s: 100 − 50 × (0.5 − 1) = 125 → 100.
-    approx(raws(gamma).latency!, 15_000, 'latency raw');
+    assertRaws(gamma, { cost_efficiency: 0, latency: 15_000 });
     assert.equal(gamma.overallScore, 100);
     assert.equal(gamma.trend, 'stable');
     assert.equal(gamma.trendDelta, 0);
@@ -261,9 +241,7 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
   test('newbie: no baseline at all is 100 for cost and latency; clamping at 100', async () => {
     const newbie = await health(observe, 'newbie');
     assert.deepEqual(scores(newbie), { error_rate: 100, cost_efficiency: 100, tool_success: 100, latency: 100, completion_rate: 100 });
-    approx(raws(newbie).cost_efficiency!, 0.5, 'cost raw');
-    approx(raws(newbie).latency!, 90_000, 'latency raw');
-    approx(raws(newbie).tool_success!, 1, 'tool raw');
+    assertRaws(newbie, { cost_efficiency: 0.5, latency: 90_000, tool_success: 1 });
   });
 
   test('a wider window takes the older sessions in and moves the baseline', async () => {

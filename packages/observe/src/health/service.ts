@@ -1,5 +1,5 @@
 import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import { aggregate } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
@@ -72,7 +72,7 @@ type RangeName = (typeof RANGE_NAMES)[number];
  * Durations and completion follow the idle rule (sessions/figures.ts), judged at `now`.
  */
 async function sessionFigures(ctx: ObserveContext, ranges: Ranges, now: number, agentId: string | undefined): Promise<Map<string, Record<RangeName, SessionFigures>>> {
-  const db = ctx.database.db as Kysely<any>;
+  const { db } = ctx.database;
   const over = sessionOverSql(now, ctx.config.sessionIdleTimeoutMs);
   const selections: RawBuilder<unknown>[] = [];
   for (const name of RANGE_NAMES) {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const NOW_ISO = '2026-11-22T10:00:00.000Z';
@@ -27,14 +27,6 @@ interface ListedKey {
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.ok((body.error as string).length > 0, context);
-  assert.equal(body.status, status, context);
-}
 
 /** Unauthenticated request through the real app (headers given are the only ones sent). */
 const anonymous = (observe: TestObserve, options: InjectOptions): Promise<LightMyRequestResponse> => observe.service.app.inject(options);

@@ -5,7 +5,7 @@ import { migrateToLatest, openDatabase } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { observeMigrations } from '../migrations.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
 import { OBSERVE_SCOPES, ROUTE_SCOPES, type ObserveScope } from './scopes.ts';
 
 interface KeyBody {
@@ -17,15 +17,6 @@ interface KeyBody {
 
 /** The routes that take an API key: every route but the public, service-token and dashboard ones. */
 const KEYED_POLICIES = new Set(['required', 'bootstrap', 'signature', 'stream']);
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): string {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as { error: string; status: number };
-  assert.deepEqual(Object.keys(body).filter((k) => !['error', 'status', 'details'].includes(k)), [], context);
-  assert.equal(body.status, status, context);
-  assert.ok(body.error.length > 0, context);
-  return body.error;
-}
 
 /**
  * A request for the route that, once past authentication, ends in a validation error, a 404 for
@@ -108,7 +99,7 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
           // 501: PUT /api/config/health-weights, fixed weights by design.
           assert.ok(response.statusCode < 500 || response.statusCode === 501, `${context}: ${response.statusCode} ${response.body}`);
         } else {
-          const message = assertErrorBody(response, 403, context);
+          const message = assertErrorBody(response, 403, context).error;
           assert.match(message, new RegExp(`needs the ${[required].flat().join(' or ')} scope`), context);
         }
         checked += 1;
@@ -158,7 +149,7 @@ await describeEachDatabase('observe key scopes: creation', (backend) => {
     assert.deepEqual(listed.scopes, ['ingest', 'read']);
     assert.equal((await withKey(observe, created.key!, { method: 'POST', url: '/api/events', payload: anEvent('two-scopes') })).statusCode, 201);
     assert.equal((await withKey(observe, created.key!, { method: 'GET', url: '/api/sessions/two-scopes' })).statusCode, 200);
-    const refused = assertErrorBody(await withKey(observe, created.key!, { method: 'DELETE', url: `/api/keys/${created.id}` }), 403, 'revoking');
+    const refused = assertErrorBody(await withKey(observe, created.key!, { method: 'DELETE', url: `/api/keys/${created.id}` }), 403, 'revoking').error;
     assert.match(refused, /admin scope/);
   });
 
@@ -186,7 +177,7 @@ await describeEachDatabase('observe key scopes: creation', (backend) => {
       [ingester, undefined],
     ] as const) {
       const response = await withKey(observe, creator.key!, { method: 'POST', url: '/api/keys', payload: { name: 'minted', scopes } });
-      const message = assertErrorBody(response, 403, `${creator.name} creating ${JSON.stringify(scopes)}`);
+      const message = assertErrorBody(response, 403, `${creator.name} creating ${JSON.stringify(scopes)}`).error;
       assert.match(message, /needs the admin scope/);
     }
     assert.equal(await keyCount(observe), before);

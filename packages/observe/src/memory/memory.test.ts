@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import type { InjectOptions } from 'fastify';
+import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
 
 interface Captured {
   method: string;
@@ -54,14 +54,6 @@ class FakeMemoryServer {
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.ok((body.error as string).length > 0, context);
-  assert.equal(body.status, status, context);
 }
 
 const REMOVED_PATHS: Array<[InjectOptions['method'], string]> = [

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ConfigError, jsonArrayLength, jsonText } from '@vigil/platform';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const HOUR = 3_600_000;
@@ -83,24 +82,10 @@ function llmResponses(count: number, calls: Calls): Record<string, unknown>[] {
   }));
 }
 
-async function ingest(observe: TestObserve, events: Record<string, unknown>[]): Promise<void> {
-  for (let i = 0; i < events.length; i += 1000) {
-    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: events.slice(i, i + 1000) } });
-    assert.equal(response.statusCode, 201, response.body);
-  }
-}
-
 async function recommendations(observe: TestObserve, query = ''): Promise<Answer> {
   const response = await observe.call({ method: 'GET', url: `/api/optimize/recommendations${query}` });
   assert.equal(response.statusCode, 200, response.body);
   return response.json() as Answer;
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number): void {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string');
-  assert.equal(body.status, status);
 }
 
 const byAgent = (answer: Answer, agentId: string): Recommendation[] => answer.recommendations.filter((r) => r.agentId === agentId);

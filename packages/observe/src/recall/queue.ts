@@ -1,5 +1,5 @@
 import { BulkInserter, type DialectName } from '@vigil/platform';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { EmbeddingQueueRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { isEmbeddedEvent } from './text.ts';
 
@@ -84,7 +84,7 @@ export async function claimDue(
  * Removes finished rows, in the transaction that stored their vectors. A session row whose
  * generation moved on (new events since the claim) stays, unclaimed, for the next drain.
  */
-export async function completeRows(trx: Kysely<ObserveSchema>, rows: readonly EmbeddingQueueRow[]): Promise<void> {
+export async function completeRows(trx: Transaction<ObserveSchema>, rows: readonly EmbeddingQueueRow[]): Promise<void> {
   const events = rows.filter((r) => r.source_type === 'event').map((r) => r.source_id);
   for (let i = 0; i < events.length; i += 500) {
     await trx.deleteFrom('embedding_queue').where('source_type', '=', 'event').where('source_id', 'in', events.slice(i, i + 500)).execute();

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from '../app.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
@@ -12,7 +11,6 @@ import {
   customEvent,
   DAY,
   drain,
-  ingest,
   llmCall,
   llmResponse,
   queueRows,
@@ -38,14 +36,6 @@ interface RecallAnswer {
   results: RecallResult[];
   query: string;
   totalResults: number;
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.ok((body.error as string).length > 0, context);
-  assert.equal(body.status, status, context);
 }
 
 async function recall(observe: TestObserve, params: Record<string, string | number>): Promise<RecallAnswer> {

@@ -5,6 +5,7 @@ import { identifier } from '../events/index.ts';
 import { CachingEmbedder, OpenAIEmbedder } from './embedder.ts';
 import { queueDepth } from './queue.ts';
 import { MAX_QUERY_CHARS, recall } from './search.ts';
+import { countVectors } from './store.ts';
 
 const recallQuerySchema = z
   .object({
@@ -70,17 +71,12 @@ export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
       const { embedder, database } = ctx;
       const [queue, stored] = await Promise.all([
         queueDepth(database),
-        database.db
-          .selectFrom('embeddings')
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .where('model', '=', embedder.model)
-          .where('deleted', '=', 0)
-          .executeTakeFirstOrThrow(),
+        countVectors(database, embedder.model),
       ]);
       return {
         embedder: { backend: backendOf(embedder), model: embedder.model, dimensions: embedder.dimensions },
         queue: { depth: queue.depth, retrying: queue.retrying, oldestEnqueuedAt: queue.oldestEnqueuedAt === null ? null : new Date(queue.oldestEnqueuedAt).toISOString() },
-        vectors: { stored: Number(stored.n), indexed: ctx.vectorIndex.size },
+        vectors: { stored, indexed: ctx.vectorIndex.size },
       };
     },
   );

@@ -1,6 +1,6 @@
 import { endianness } from 'node:os';
 import { forUpdate, type DialectName } from '@vigil/platform';
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { EmbeddingRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 const LITTLE_ENDIAN = endianness() === 'LE';
@@ -35,7 +35,7 @@ export type NewEmbedding = Omit<EmbeddingRow, 'updated_seq' | 'deleted'>;
  * transaction commits, so writers are serialised and positions become visible in order: an index
  * that has read up to position p has seen every write numbered ≤ p (also across instances).
  */
-async function takeSeq(trx: Kysely<ObserveSchema>, count: number): Promise<number> {
+async function takeSeq(trx: Transaction<ObserveSchema>, count: number): Promise<number> {
   const row = await trx
     .updateTable('embedding_meta')
     .set((eb) => ({ last_seq: eb('last_seq', '+', count) }))
@@ -78,7 +78,7 @@ function upsertStatement(trx: Kysely<ObserveSchema>, dialect: DialectName, size:
 }
 
 /** Inserts or replaces vectors, in the caller's transaction. */
-export async function writeEmbeddings(trx: Kysely<ObserveSchema>, dialect: DialectName, rows: readonly NewEmbedding[]): Promise<void> {
+export async function writeEmbeddings(trx: Transaction<ObserveSchema>, dialect: DialectName, rows: readonly NewEmbedding[]): Promise<void> {
   if (rows.length === 0) return;
   const sorted = [...rows].sort(sortKey);
   let seq = await takeSeq(trx, sorted.length);
@@ -104,7 +104,7 @@ export const TOMBSTONE_TTL_MS = 24 * 3_600_000;
  * so every index drops them; `last_ts` becomes the time of deletion. Returns how many existed.
  */
 export async function tombstone(
-  trx: Kysely<ObserveSchema>,
+  trx: Transaction<ObserveSchema>,
   keys: readonly { source_type: EmbeddingRow['source_type']; source_id: string }[],
   now: number,
 ): Promise<number> {
@@ -230,4 +230,15 @@ export async function readDetails(
     for (const row of rows) details.set(`${type}:${row.source_id}`, { text: row.text, metadata: JSON.parse(row.metadata) as Record<string, unknown> });
   }
   return details;
+}
+
+/** Live vectors stored for the model. */
+export async function countVectors(database: ObserveDatabase, model: string): Promise<number> {
+  const row = await database.db
+    .selectFrom('embeddings')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('model', '=', model)
+    .where('deleted', '=', 0)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

@@ -85,12 +85,6 @@ export const sessionEnded = (sessionId: string, agentId: string, reason: string,
   payload: summary === undefined ? { reason } : { reason, summary },
 });
 
-export async function ingest(observe: TestObserve, events: EventInput[]): Promise<string[]> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-  return (response.json() as { events: { id: string }[] }).events.map((e) => e.id);
-}
-
 /** Runs the embeddings job once (asserting it took the lease). */
 export async function drain(observe: TestObserve): Promise<void> {
   assert.equal(await observe.service.jobs.embeddings.tick(), true, 'the embeddings job ran');

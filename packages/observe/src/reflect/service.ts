@@ -2,7 +2,7 @@ import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
-import type { ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import { NgramCounter } from './ngrams.ts';
 import { PatternCache } from './normalise.ts';
@@ -107,7 +107,6 @@ const percent = (share: number): string => `${(Math.round(share * 1000) / 10).to
 const dollars = (value: number): string => `$${Number(value.toPrecision(6)).toString()}`;
 const num = (value: unknown): number => Number(value ?? 0);
 
-type Db = Kysely<any>;
 type Eb = ExpressionBuilder<any, any>;
 
 /**
@@ -116,7 +115,7 @@ type Eb = ExpressionBuilder<any, any>;
  * session starting or ending inside the range qualifies at once; only one spanning the whole range
  * is checked for an event inside it (one index probe on events (session_id, ts)).
  */
-function sessionsOfRange(db: Db, query: ReflectQuery): SelectQueryBuilder<any, 'sessions', object> {
+function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'sessions', object> {
   const { from, to, agentId } = query;
   let q = db
     .selectFrom('sessions')
@@ -136,14 +135,14 @@ function sessionsOfRange(db: Db, query: ReflectQuery): SelectQueryBuilder<any, '
 }
 
 /** Events timestamped in the range (of the agent), optionally of some types. */
-function eventsOfRange(db: Db, query: ReflectQuery): SelectQueryBuilder<any, 'events', object> {
+function eventsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
   let q = db.selectFrom('events').where('ts', '>=', query.from).where('ts', '<=', query.to);
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
   return q;
 }
 
 async function countSessions(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
-  const row = await sessionsOfRange(database.db as Db, query).select((eb: Eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+  const row = await sessionsOfRange(database.db, query).select((eb: Eb) => eb.fn.countAll().as('n')).executeTakeFirst();
   return num((row as { n?: unknown } | undefined)?.n);
 }
 
@@ -189,7 +188,7 @@ const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<Insight[]> {
   const { database } = ctx;
-  const db = database.db as Db;
+  const db = database.db;
   const patterns = new PatternCache();
   const groups = new Map<string, PatternGroup>();
   /** Occurrences per session, kept for the preceding-tools pass (id, seq and group only). */
@@ -265,7 +264,7 @@ async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported
   }
   if (sessions.size === 0) return;
 
-  let calls = eventsOfRange(database.db as Db, query).select(['session_id', 'seq', 'tool_name']).orderBy('session_id').orderBy('seq');
+  let calls = eventsOfRange(database.db, query).select(['session_id', 'seq', 'tool_name']).orderBy('session_id').orderBy('seq');
   const filtered = sessions.size <= reflectTuning.sessionFilterMax;
   calls = filtered
     ? // `event_type || ''` keeps SQLite's planner off the (event_type, ts) index: reading the few
@@ -309,7 +308,7 @@ async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported
 
 async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<Insight[]> {
   const { database } = ctx;
-  const db = database.db as Db;
+  const db = database.db;
   // tool_error events are a small share: per session, callId → the last seq of a tool_error for it.
   const failures = new Map<string, Map<string, number>>();
   const toolErrors = eventsOfRange(db, query).select(['session_id', 'seq', 'call_id']).where('event_type', '=', 'tool_error').where('call_id', 'is not', null);
@@ -435,7 +434,7 @@ async function performanceTrends(ctx: ObserveContext, query: ReflectQuery): Prom
     sql`sum(case when ${cond} and status = 'completed' then 1 else 0 end)`.as(`${prefix}_completed`),
     sql`sum(case when ${cond} and error_count = 0 then 1 else 0 end)`.as(`${prefix}_error_free`),
   ];
-  const row = (await sessionsOfRange(ctx.database.db as Db, query)
+  const row = (await sessionsOfRange(ctx.database.db, query)
     .select([
       sql`count(*)`.as('sessions'),
       sql`sum(case when ${over} then 1 else 0 end)`.as('ended'),

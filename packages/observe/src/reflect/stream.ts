@@ -1,5 +1,5 @@
 import type { DialectName } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { ObserveDatabase } from '../schema.ts';
 
 /** Rows handed to the callback at a time; the whole result is never held at once. */
@@ -22,7 +22,7 @@ export async function forEachBatch<Row>(
     // Stepping the statement on the connection directly: SelectQueryBuilder.stream() adds two
     // async-generator layers per row, which cost more than the query over a few hundred thousand
     // rows. Kysely runs no result plugins on this database, so the rows are the same.
-    const executor = (database.db as Kysely<any>).getExecutor();
+    const executor = database.db.getExecutor();
     const compiled = query.compile();
     await executor.provideConnection(async (connection) => {
       for await (const result of connection.streamQuery<Row>(compiled, batchSize)) {
@@ -36,7 +36,7 @@ export async function forEachBatch<Row>(
     if (batch.length > 0) await onBatch(batch);
     return;
   }
-  const db = database.db as Kysely<any>;
+  const { db } = database;
   await db
     .transaction()
     .setAccessMode('read only')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { ingest, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 import { replayCacheOf, type ReplayCache, type ReplayCacheStats } from './cache.ts';
 import type { ReplayContext, ReplaySummary } from './state.ts';
 
@@ -91,14 +91,9 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     cache = replayCacheOf(observe.service.context);
     clock = observe.clock as ManualClock;
     const events = mainSession('main');
-    await ingest([events[0]!, events[2]!, events[1]!, ...events.slice(3)]);
+    await ingest(observe, [events[0]!, events[2]!, events[1]!, ...events.slice(3)]);
   });
   after(() => observe.close());
-
-  async function ingest(events: EventInput[]): Promise<void> {
-    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-    assert.equal(response.statusCode, 201, response.body);
-  }
 
   async function replay(sessionId: string, query = ''): Promise<ReplayBody> {
     const response = await observe.call({ method: 'GET', url: `/api/sessions/${encodeURIComponent(sessionId)}/replay${query}` });
@@ -259,7 +254,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
         }),
       );
     }
-    await ingest(events);
+    await ingest(observe, events);
     const body = await replay('llm-many');
     assert.equal(body.totalSteps, 120);
     assert.equal(body.session.status, 'active');
@@ -366,7 +361,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   });
 
   test('cache: a second identical call is a hit; a new event makes the next call a miss that includes it', async () => {
-    await ingest([simple('cached', 0, 0), simple('cached', 1, 1000)]);
+    await ingest(observe, [simple('cached', 0, 0), simple('cached', 1, 1000)]);
     let before = snapshot();
     const first = await replay('cached');
     assert.equal(delta(before, 'misses'), 1);
@@ -377,7 +372,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     assert.equal(delta(before, 'misses'), 0);
     assert.deepEqual(second, first);
 
-    await ingest([simple('cached', 2, 2000)]);
+    await ingest(observe, [simple('cached', 2, 2000)]);
     before = snapshot();
     const third = await replay('cached');
     assert.equal(delta(before, 'misses'), 1);
@@ -391,7 +386,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   });
 
   test('cache: entries expire 10 minutes after they were loaded', async () => {
-    await ingest([simple('ttl', 0, 0)]);
+    await ingest(observe, [simple('ttl', 0, 0)]);
     await replay('ttl');
     clock.advance(10 * 60_000 - 1);
     let before = snapshot();
@@ -409,7 +404,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
   test('cache: at most 100 sessions, the least recently used is evicted', async () => {
     const ids = Array.from({ length: 101 }, (_, i) => `lru-${i}`);
-    await ingest(ids.map((id, i) => simple(id, i, i)));
+    await ingest(observe, ids.map((id, i) => simple(id, i, i)));
     for (const id of ids) await replay(id, '?includeContext=false');
     assert.equal(cache.size, 100);
     assert.equal(cache.has('lru-0'), false, 'the least recently used went');
@@ -429,7 +424,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   });
 
   test('chainValid is computed from the stored rows on every request: an edit made in the database shows at once, cached or not', async () => {
-    await ingest(mainSession('tampered'));
+    await ingest(observe, mainSession('tampered'));
     assert.equal((await replay('tampered')).chainValid, true);
     let before = snapshot();
     assert.equal((await replay('tampered')).chainValid, true);
@@ -453,7 +448,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   });
 
   test('an event stored past the head directly in the database makes chainValid false even when the session was cached', async () => {
-    await ingest(mainSession('past-head'));
+    await ingest(observe, mainSession('past-head'));
     assert.equal((await replay('past-head')).chainValid, true);
     assert.equal(cache.has('past-head'), true);
     const db = observe.service.context.database.db;
@@ -466,7 +461,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
   test('paging a 5,000-event session resumes from checkpoints instead of replaying from step 0', async () => {
     for (let batch = 0; batch < 5; batch++) {
-      await ingest(Array.from({ length: 1000 }, (_, i) => simple('big', batch * 1000 + i, (batch * 1000 + i) * 10)));
+      await ingest(observe, Array.from({ length: 1000 }, (_, i) => simple('big', batch * 1000 + i, (batch * 1000 + i) * 10)));
     }
     let before = snapshot();
     const pages: ReplayBody[] = [];

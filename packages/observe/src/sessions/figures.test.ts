@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { migrateToLatest, type ManualClock } from '@vigil/platform';
+import { migrateToLatest } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { clockOf, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;
@@ -18,13 +18,6 @@ type EventInput = Record<string, unknown>;
 interface Dimension { name: string; score: number; rawValue: number; description: string }
 interface Health { agentId: string; overallScore: number; trend: string; trendDelta: number; dimensions: Dimension[]; sessionCount: number }
 interface AgentFigures { agentId: string; sessionCount: number; totalEvents: number; avgDurationMs: number }
-
-const clockOf = (observe: TestObserve): ManualClock => observe.clock as ManualClock;
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
 
 async function get<T>(observe: TestObserve, url: string): Promise<T> {
   const response = await observe.call({ method: 'GET', url });

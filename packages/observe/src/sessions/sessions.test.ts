@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
-
-const NOW = Date.parse('2026-11-22T10:00:00.000Z');
-const MINUTE = 60_000;
-/** ISO timestamp `minutes` before the test clock. */
-const ago = (minutes: number): string => new Date(NOW - minutes * MINUTE).toISOString();
+import { ago, assertErrorBody, custom, ended, ingest, started, startTestObserve, type TestObserve, toolCall } from '../testing.ts';
 
 interface SessionBody {
   id: string;
@@ -39,42 +34,6 @@ interface TimelineEvent {
   payload: Record<string, unknown>;
 }
 
-type EventInput = Record<string, unknown>;
-
-const started = (sessionId: string, agentId: string, timestamp: string, payload: Record<string, unknown> = {}): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'session_started',
-  timestamp,
-  payload,
-});
-const ended = (sessionId: string, agentId: string, timestamp: string, reason: string): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'session_ended',
-  timestamp,
-  payload: { reason },
-});
-const toolCall = (sessionId: string, agentId: string, timestamp: string, callId = 'c1'): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'tool_call',
-  timestamp,
-  payload: { toolName: 'search', callId, arguments: { q: 'x' } },
-});
-const custom = (sessionId: string, agentId: string, timestamp: string, type: string): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'custom',
-  timestamp,
-  payload: { type, data: {} },
-});
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
 async function list(observe: TestObserve, query: string): Promise<SessionList> {
   const response = await observe.call({ method: 'GET', url: `/api/sessions${query}` });
   assert.equal(response.statusCode, 200, response.body);
@@ -82,14 +41,6 @@ async function list(observe: TestObserve, query: string): Promise<SessionList> {
 }
 
 const ids = (body: SessionList): string[] => body.sessions.map((s) => s.id);
-
-function assertErrorBody(response: { statusCode: number; json(): unknown }, status: number): void {
-  assert.equal(response.statusCode, status);
-  const body = response.json() as { error: unknown; status: unknown };
-  assert.equal(typeof body.error, 'string');
-  assert.ok((body.error as string).length > 0);
-  assert.equal(body.status, status);
-}
 
 async function getSession(observe: TestObserve, id: string): Promise<SessionBody> {
   const response = await observe.call({ method: 'GET', url: `/api/sessions/${encodeURIComponent(id)}` });
@@ -449,7 +400,6 @@ await describeEachDatabase('GET /api/sessions/:id/timeline', (backend) => {
     assertErrorBody(response, 404);
   });
 });
-
 
 await describeEachDatabase('GET /api/sessions default page size', (backend) => {
   let observe: TestObserve;

@@ -5,13 +5,12 @@ import { after, before, test } from 'node:test';
 import { ManualClock, VIGIL_VERSION } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { ago, assertErrorBody, custom, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { readSettings } from './service.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
-const ago = (minutes: number): string => new Date(NOW - minutes * MINUTE).toISOString();
 
 const ENV_APPROVAL_SECRET = 'env-approval-gate-secret-0001';
 const STORED_APPROVAL_SECRET = 'stored-approval-gate-secret-0002';
@@ -21,28 +20,6 @@ interface PublicConfig {
   retentionDays: number;
   approvalGateSecretSet: boolean;
   formServiceSecretSet: boolean;
-}
-
-type EventInput = Record<string, unknown>;
-
-const custom = (sessionId: string, agentId: string, timestamp: string, type = 'step'): EventInput => ({
-  sessionId,
-  agentId,
-  eventType: 'custom',
-  timestamp,
-  payload: { type, data: {} },
-});
-
-async function ingest(observe: TestObserve, events: EventInput[]): Promise<void> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): void {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.equal(body.status, status, context);
 }
 
 async function getConfig(observe: TestObserve): Promise<{ body: PublicConfig; raw: string }> {

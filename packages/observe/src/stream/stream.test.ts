@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorShape, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 
 /** One Server-Sent Events block: a message (event, id, data) or a comment line (heartbeat). */
 interface SseMessage {
@@ -156,12 +156,6 @@ const toolCall = (sessionId: string, agentId: string) => ({
   payload: { toolName: 'search', callId: `c-${sessionId}`, arguments: {} },
 });
 
-async function ingest(observe: TestObserve, events: object[]): Promise<string[]> {
-  const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
-  assert.equal(response.statusCode, 201, response.body);
-  return (response.json() as { events: { id: string }[] }).events.map((e) => e.id);
-}
-
 const eventOf = (message: SseMessage): StreamedEvent => JSON.parse(message.data!) as StreamedEvent;
 const sessionOf = (message: SseMessage): StreamedSession => JSON.parse(message.data!) as StreamedSession;
 /** A message as `kind:value`, for comparing whole sequences. */
@@ -171,12 +165,6 @@ function describeMessage(message: SseMessage): string {
   return `${message.event}:${message.data}`;
 }
 const isEvent = (id: string) => (message: SseMessage) => message.event === 'event' && eventOf(message).id === id;
-
-function assertErrorBody(status: number, body: unknown, label: string): void {
-  const record = body as Record<string, unknown>;
-  assert.equal(record.status, status, label);
-  assert.equal(typeof record.error, 'string', label);
-}
 
 await describeEachDatabase('GET /api/stream', (backend) => {
   let observe: TestObserve;
@@ -264,7 +252,7 @@ await describeEachDatabase('GET /api/stream', (backend) => {
     for (const query of ['?eventType=nope', '?include=everything', '?sessionId=', '?lastEventId=abc']) {
       const client = await open(query);
       assert.equal(client.status, 400, query);
-      assertErrorBody(400, await client.json(), query);
+      assertErrorShape(await client.json(), 400, query);
     }
   });
 
@@ -365,13 +353,13 @@ await describeEachDatabase('GET /api/stream', (backend) => {
       const method = url === '/api/stream/tokens' ? 'POST' : 'GET';
       const response = await observe.service.app.inject({ method, url, headers });
       assert.equal(response.statusCode, 401, url);
-      assertErrorBody(401, response.json(), url);
+      assertErrorShape(response.json(), 401, url);
     }
 
     clock.advance(60_001);
     const late = await open(`?token=${token}`, {});
     assert.equal(late.status, 401);
-    assertErrorBody(401, await late.json(), 'expired token');
+    assertErrorShape(await late.json(), 401, 'expired token');
 
     const other = await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'soon revoked' } });
     const { id: otherId, key: otherKey } = other.json() as { id: string; key: string };
@@ -385,7 +373,7 @@ await describeEachDatabase('GET /api/stream', (backend) => {
     for (const headers of [{}, { authorization: 'Bearer vgl_wrong-key-0000000000000000000000000000' }] as Record<string, string>[]) {
       const client = await open('', headers);
       assert.equal(client.status, 401);
-      assertErrorBody(401, await client.json(), JSON.stringify(headers));
+      assertErrorShape(await client.json(), 401, JSON.stringify(headers));
     }
     const bogus = await open('?token=vst_not-a-token', {});
     assert.equal(bogus.status, 401);
@@ -476,7 +464,7 @@ await describeEachDatabase('GET /api/stream: heartbeat, limits, slow clients, sh
     assert.equal(refused.status, 503);
     assert.equal(refused.header('retry-after'), '5');
     const body = (await refused.json()) as { error: string; status: number };
-    assertErrorBody(503, body, 'limit');
+    assertErrorShape(body, 503, 'limit');
     assert.match(body.error, /STREAM_MAX_CONNECTIONS/);
     first.close();
     (await openWhenFree()).close();

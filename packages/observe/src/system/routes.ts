@@ -1,8 +1,8 @@
 import { pingDatabase, toIso, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { judgeSpendUsd } from '../evals/index.ts';
+import { storedCounts } from './store.ts';
 
 const statsSchema = z.object({
   totalEvents: z.number().int(),
@@ -43,25 +43,13 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/stats',
     { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
     async () => {
-      const { db } = ctx.database;
-      const [sessions, agents, oldest, newest, storageSizeBytes, judgeSpend] = await Promise.all([
-        db
-          .selectFrom('sessions')
-          .select((eb) => [eb.fn.countAll<number>().as('sessions'), eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('events')])
-          .executeTakeFirstOrThrow(),
-        // Events and sessions are what is stored; agents are the user's (not the system agent of alert bookkeeping).
-        db.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).where('id', '<>', SYSTEM_AGENT_ID).executeTakeFirstOrThrow(),
-        db.selectFrom('events').select('ts').orderBy('ts', 'asc').limit(1).executeTakeFirst(),
-        db.selectFrom('events').select('ts').orderBy('ts', 'desc').limit(1).executeTakeFirst(),
-        ctx.database.sizeBytes(),
-        judgeSpendUsd(ctx),
-      ]);
+      const [counts, storageSizeBytes, judgeSpend] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes(), judgeSpendUsd(ctx)]);
       return {
-        totalEvents: Number(sessions.events),
-        totalSessions: Number(sessions.sessions),
-        totalAgents: Number(agents.n),
-        oldestEvent: oldest ? toIso(oldest.ts) : null,
-        newestEvent: newest ? toIso(newest.ts) : null,
+        totalEvents: counts.events,
+        totalSessions: counts.sessions,
+        totalAgents: counts.agents,
+        oldestEvent: counts.oldestTs === null ? null : toIso(counts.oldestTs),
+        newestEvent: counts.newestTs === null ? null : toIso(counts.newestTs),
         storageSizeBytes: Math.round(storageSizeBytes),
         // USD spent on LLM-judge calls (evals/), never part of any session's spend.
         judgeSpendUsd: judgeSpend,

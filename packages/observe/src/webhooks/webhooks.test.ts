@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { startTestGate, type TestGate } from '@vigil/gate/testing';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/index.ts';
 
 const APPROVAL_SECRET = 'approval-gate-env-secret-0123456789';
@@ -43,16 +43,6 @@ function send(observe: TestObserve, body: object | string, options: SendOptions 
   if (options.signature !== undefined) headers['x-webhook-signature'] = options.signature;
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   return observe.service.app.inject({ method: 'POST', url: INGEST, payload: text, headers } satisfies InjectOptions);
-}
-
-function assertErrorBody(response: LightMyRequestResponse, status: number, context = ''): Record<string, unknown> {
-  assert.equal(response.statusCode, status, `${context}: ${response.body}`);
-  const body = response.json() as Record<string, unknown>;
-  assert.equal(typeof body.error, 'string', context);
-  assert.ok((body.error as string).length > 0, context);
-  assert.equal(body.status, status, context);
-  assert.deepEqual(Object.keys(body).filter((k) => !['error', 'status', 'details'].includes(k)), [], context);
-  return body;
 }
 
 function assertCreated(response: LightMyRequestResponse, eventType: string, sessionId: string): IngestAnswer {

@@ -2097,9 +2097,9 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
+        ruleId?: string;
         limit?: number;
         offset?: number;
-        ruleId?: string;
         agentId?: string;
       };
       body: never;

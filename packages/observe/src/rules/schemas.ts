@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { MAX_OFFSET } from '../bounds.ts';
+import { identifier } from '../events/index.ts';
+
+/** The fields every kind of rule (alert, guardrail) shares, in their bodies and in their history queries. */
+export const ruleName = z.string().trim().min(1, 'name must be 1 to 200 characters').max(200, 'name must be 1 to 200 characters');
+
+/** A rule's optional free text; null clears it. */
+const MAX_RULE_DESCRIPTION_LENGTH = 1000;
+export const ruleDescription = z
+  .string()
+  .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
+  .nullable();
+
+export const ruleParams = z.object({ id: identifier });
+
+/** The page and rule filter of a rule kind's history (its own filters are added beside). */
+export const ruleHistoryPage = {
+  ruleId: identifier.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+};
