@@ -208,16 +208,45 @@ export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Data
   return config.kind === 'sqlite' ? openSqlite<Schema>(config) : openPostgres<Schema>(config);
 }
 
+/**
+ * A database of any schema seen through tables that platform code owns (the job leases, the change
+ * log) or is handed by name (a delivery table): `Schema extends Tables` checks that the service's
+ * schema holds those tables with those columns, so a schema without them fails to compile. Kysely's
+ * types are invariant in the schema (a `Kysely<GateSchema>` is no `Kysely<LeaseTables>`), hence
+ * this cast, the only one: the view is the same object.
+ */
+export function tablesOf<Tables, Schema extends Tables>(db: Kysely<Schema>): Kysely<Tables> {
+  return db as unknown as Kysely<Tables>;
+}
+
+/**
+ * Tables whose name is data (a delivery table, a bulk-inserted table): any name reads as a table
+ * of `Row`. Code that queries `table` by name views the database as this, through `tablesOf` with
+ * `Schema extends Record<typeof table, Row>` checked where the name is given.
+ */
+export type TablesOfRow<Row> = Record<string, Row>;
+
+/**
+ * The database a migration step runs on: the schema as it was at that step, which no type of
+ * today describes (a later step may rename what an earlier one reads), so the query builder is
+ * untyped here and only here, as Kysely's migration docs advise.
+ */
+export type MigrationDb = Kysely<any>;
+
+/** What DDL needs of a database of any schema: the schema builder and something that runs raw SQL. */
+export type DdlTarget = Pick<Kysely<unknown>, 'schema'> & QueryExecutorProvider;
+
 /** A schema migration; DDL that differs between the two databases branches on `dialect`. */
-export type MigrationStep = (db: Kysely<any>, dialect: DialectName) => Promise<void>;
+export type MigrationStep = (db: MigrationDb, dialect: DialectName) => Promise<void>;
 
 /**
  * Applies the steps not yet recorded in `schema_migrations`, in name order, in one transaction.
  * Instances starting together serialise on an advisory lock (PostgreSQL) or the write lock
  * (SQLite). The bookkeeping reads only this schema's own table, never the catalogue of others.
  */
-export async function migrateToLatest(database: Database<any>, steps: Record<string, MigrationStep>): Promise<void> {
-  const { db, dialect } = database;
+export async function migrateToLatest<Schema>(database: Database<Schema>, steps: Record<string, MigrationStep>): Promise<void> {
+  const { dialect } = database;
+  const db: MigrationDb = database.db;
   await db.transaction().execute(async (trx) => {
     if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`migrate:${database.schema}`}))`.execute(trx);
     await trx.schema
@@ -254,7 +283,7 @@ export function sumAsDouble(expression: RawBuilder<unknown>): RawBuilder<number 
  * only. SQLite: an FTS5 contentless table fed by `BulkInserter` with the same words, computed in JS
  * (cheaper than a trigger walking the JSON). Queried with `fullTextMatch`.
  */
-export async function createFullTextIndex(db: Kysely<any>, dialect: DialectName, table: string, column: string): Promise<void> {
+export async function createFullTextIndex(db: DdlTarget, dialect: DialectName, table: string, column: string): Promise<void> {
   if (dialect === 'sqlite') {
     const fts = `${table}_fts`;
     await sql.raw(`create virtual table ${fts} using fts5(body, content='', contentless_delete=1)`).execute(db);
