@@ -210,20 +210,23 @@ export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Data
 
 /**
  * A database of any schema seen through tables that platform code owns (the job leases, the change
- * log) or is handed by name (a delivery table): `Schema extends Tables` checks that the service's
- * schema holds those tables with those columns, so a schema without them fails to compile. Kysely's
- * types are invariant in the schema (a `Kysely<GateSchema>` is no `Kysely<LeaseTables>`), hence
- * this cast, the only one: the view is the same object.
+ * log): `Schema extends Tables` checks that the service's schema holds those tables with those
+ * columns, so a schema without them fails to compile. Kysely's types are invariant in the schema
+ * (a `Kysely<GateSchema>` is no `Kysely<LeaseTables>`), hence this cast, the only one: the view is
+ * the same object.
  */
-export function tablesOf<Tables, Schema extends Tables>(db: Kysely<Schema>): Kysely<Tables> {
-  return db as unknown as Kysely<Tables>;
+export function tablesOf<Tables, Schema extends Tables>(db: Kysely<Schema>): Kysely<Tables>;
+/**
+ * The same for a table whose name is data (a delivery table, a bulk-inserted table): the schema
+ * must hold `table` with rows `Row`; the view reads any table name as rows of `Row`, which is what
+ * code querying `table` by name needs (Kysely cannot type a query on a generic table name).
+ */
+export function tablesOf<Row, Table extends string, Schema extends Record<Table, Row>>(db: Kysely<Schema>, table: Table): Kysely<TablesOfRow<Row>>;
+export function tablesOf(db: unknown): unknown {
+  return db;
 }
 
-/**
- * Tables whose name is data (a delivery table, a bulk-inserted table): any name reads as a table
- * of `Row`. Code that queries `table` by name views the database as this, through `tablesOf` with
- * `Schema extends Record<typeof table, Row>` checked where the name is given.
- */
+/** Tables whose name is data: every name reads as a table of `Row` (see `tablesOf`). */
 export type TablesOfRow<Row> = Record<string, Row>;
 
 /**

@@ -73,7 +73,7 @@ const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_CO
  * their secret (X-Gate-Signature); observe's copies with OBSERVE_WEBHOOK_SECRET (X-Webhook-Signature).
  */
 export class Outbox {
-  private readonly queue: DeliveryQueue<DeliveryRow>;
+  private readonly queue: DeliveryQueue<GateSchema, 'deliveries'>;
 
   constructor(
     private readonly database: GateDatabase,
@@ -81,7 +81,7 @@ export class Outbox {
     private readonly clock: Clock,
     log: FastifyBaseLogger,
   ) {
-    this.queue = new DeliveryQueue<DeliveryRow>({
+    this.queue = new DeliveryQueue({
       db: database.db,
       table: 'deliveries',
       clock,
