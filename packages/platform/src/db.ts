@@ -358,28 +358,30 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
 }
 
 /**
- * Multi-row INSERT for a hot table: the SQL text for each chunk size is compiled by Kysely once
- * and then reused (a prepared statement on SQLite), so a batch pays only for binding values.
- * Fixed chunk sizes keep the number of distinct statements small.
+ * Multi-row INSERT for a hot table `Table` of `Schema`: the SQL text for each chunk size is
+ * compiled once and then reused (a prepared statement on SQLite), so a batch pays only for binding
+ * values. Fixed chunk sizes keep the number of distinct statements small. The statement is built
+ * from the column list (Kysely cannot type an insert into a table whose name is a type parameter);
+ * the columns and rows are checked against the table's row type.
  */
-export class BulkInserter<Row extends object> {
+export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
   private static readonly CHUNKS = [100, 32, 8, 1];
   private readonly statements = new Map<string, string>();
 
   constructor(
-    private readonly table: string,
-    private readonly columns: readonly (keyof Row & string)[],
+    private readonly table: Table,
+    private readonly columns: readonly (keyof Schema[Table] & string)[],
     /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
-    private readonly fullTextKey?: keyof Row & string,
+    private readonly fullTextKey?: keyof Schema[Table] & string,
   ) {}
 
-  private statement(db: Kysely<any>, dialect: DialectName, size: number): string {
+  private statement(db: Kysely<Schema>, dialect: DialectName, size: number): string {
     let text = this.statements.get(`${dialect}:${size}`);
     if (text === undefined) {
-      const template = Object.fromEntries(this.columns.map((c) => [c, null]));
-      let query = db.insertInto(this.table).values(Array.from({ length: size }, () => template));
-      if (this.fullTextKey && dialect === 'sqlite') query = query.returning([sql`rowid`.as('rowid'), this.fullTextKey]) as typeof query;
-      text = query.compile().sql;
+      const row = sql`(${sql.join(this.columns.map(() => null))})`;
+      const values = sql.join(Array.from({ length: size }, () => row));
+      const returning = this.fullTextKey && dialect === 'sqlite' ? sql` returning rowid as "rowid", ${sql.ref(this.fullTextKey)}` : sql``;
+      text = sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) values ${values}${returning}`.compile(db).sql;
       this.statements.set(`${dialect}:${size}`, text);
     }
     return text;
@@ -389,7 +391,7 @@ export class BulkInserter<Row extends object> {
    * Inserts the rows; `words(i)` gives the full-text words of `rows[i]` (used on SQLite only, where
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
-  async insert(db: Kysely<any>, dialect: DialectName, rows: readonly Row[], words?: (index: number) => string): Promise<void> {
+  async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
     let offset = 0;
     for (const size of BulkInserter.CHUNKS) {
       while (rows.length - offset >= size) {
@@ -405,16 +407,16 @@ export class BulkInserter<Row extends object> {
 
   /** RETURNING order is unspecified, so rows are matched to their rowids by key. */
   private async indexWords(
-    db: Kysely<any>,
-    chunk: readonly Row[],
+    db: Kysely<Schema>,
+    chunk: readonly Schema[Table][],
     offset: number,
     inserted: readonly Record<string, unknown>[],
     words: (index: number) => string,
   ): Promise<void> {
     const key = this.fullTextKey!;
     const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
-    const values = chunk.map((row, i) => ({ rowid: rowids.get(row[key])!, body: words(offset + i) }));
-    await db.insertInto(`${this.table}_fts`).values(values).execute();
+    const values = chunk.map((row, i) => sql`(${rowids.get(row[key])!}, ${words(offset + i)})`);
+    await sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${sql.join(values)}`.execute(db);
   }
 }
 

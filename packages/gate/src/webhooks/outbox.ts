@@ -64,7 +64,7 @@ const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
   'id', 'webhook_id', 'kind', 'url', 'event', 'body', 'status', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error',
   'response_status', 'created_at', 'delivered_at',
 ];
-const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_COLUMNS);
+const deliveryInserter = new BulkInserter<GateSchema, 'deliveries'>('deliveries', DELIVERY_COLUMNS);
 
 /**
  * The webhook outbox: deliveries are rows of the platform's DeliveryQueue, written in the same
