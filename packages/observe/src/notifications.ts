@@ -1,6 +1,7 @@
-import { DeliveryQueue, VIGIL_VERSION, type DeliveryColumns } from '@vigil/platform';
+import { DeliveryQueue, VIGIL_VERSION, type DeliveryRowOf } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from './context.ts';
+import type { ObserveSchema } from './schema.ts';
 
 /** Deadline of one notification attempt (observe has no WEBHOOK_TIMEOUT_MS of its own). */
 export const NOTIFICATION_TIMEOUT_MS = 5000;
@@ -11,14 +12,14 @@ export const NOTIFICATION_MAX_ATTEMPTS = 3;
  * The durable queue of observe's outbound notifications (alert notifyChannels, guardrail
  * notify_webhook): 5 s per attempt, 3 attempts, headers naming the event and the delivery.
  */
-export function notificationQueue<Row extends DeliveryColumns>(
+export function notificationQueue<Table extends 'alert_deliveries' | 'guardrail_deliveries'>(
   ctx: ObserveContext,
   log: FastifyBaseLogger,
-  table: string,
-  eventOf: (row: Row) => string,
-  onSettled?: (row: Row, status: string) => Promise<void>,
-): DeliveryQueue<Row> {
-  return new DeliveryQueue<Row>({
+  table: Table,
+  eventOf: (row: DeliveryRowOf<ObserveSchema, Table>) => string,
+  onSettled?: (row: DeliveryRowOf<ObserveSchema, Table>, status: string) => Promise<void>,
+): DeliveryQueue<ObserveSchema, Table> {
+  return new DeliveryQueue<ObserveSchema, Table>({
     db: ctx.database.db,
     table,
     clock: ctx.clock,

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import { canonicalJson } from './crypto.ts';
-import { epochMsType } from './db.ts';
+import { epochMsType, tablesOf, type DdlTarget } from './db.ts';
 import type { ZodApp } from './http.ts';
 import { newId } from './ids.ts';
 import { isoTimestampMs, toIso } from './time.ts';
@@ -42,7 +42,7 @@ export interface AdminChangeTables {
  * Migration step body: the table and one index per filter of the list, each ending in (ts, id) so
  * a filtered page reads an index range in order and stops after `limit` rows.
  */
-export async function createAdminChangeTable(db: Kysely<any>): Promise<void> {
+export async function createAdminChangeTable(db: DdlTarget): Promise<void> {
   await db.schema
     .createTable('admin_changes')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -118,9 +118,7 @@ export async function recordChange<Schema extends AdminChangeTables>(trx: Transa
     before: change.before === null ? null : canonicalJson(redact(change.before)),
     after: change.after === null ? null : canonicalJson(redact(change.after)),
   };
-  // The service's schema holds this table (Schema extends AdminChangeTables); Kysely cannot see
-  // that through a type parameter, so the transaction is viewed through the table alone.
-  await (trx as unknown as Transaction<AdminChangeTables>).insertInto('admin_changes').values(row).execute();
+  await tablesOf<AdminChangeTables, Schema>(trx).insertInto('admin_changes').values(row).execute();
 }
 
 /**
@@ -222,7 +220,7 @@ function toAdminChange(row: AdminChangeRow): AdminChange {
 
 /** One page of changes, newest first (time, then id); every filter reads its own index (createAdminChangeTable). */
 export async function listAdminChanges<Schema extends AdminChangeTables>(db: Kysely<Schema>, query: AdminChangeQuery): Promise<AdminChangePage> {
-  let select = (db as unknown as Kysely<AdminChangeTables>).selectFrom('admin_changes').selectAll();
+  let select = tablesOf<AdminChangeTables, Schema>(db).selectFrom('admin_changes').selectAll();
   if (query.resource !== undefined) select = select.where('resource', '=', query.resource);
   if (query.resourceId !== undefined) select = select.where('resource_id', '=', query.resourceId);
   if (query.action !== undefined) select = select.where('action', '=', query.action);

@@ -208,16 +208,48 @@ export async function openDatabase<Schema>(config: DatabaseConfig): Promise<Data
   return config.kind === 'sqlite' ? openSqlite<Schema>(config) : openPostgres<Schema>(config);
 }
 
+/**
+ * A database of any schema seen through tables that platform code owns (the job leases, the change
+ * log): `Schema extends Tables` checks that the service's schema holds those tables with those
+ * columns, so a schema without them fails to compile. Kysely's types are invariant in the schema
+ * (a `Kysely<GateSchema>` is no `Kysely<LeaseTables>`), hence this cast, the only one: the view is
+ * the same object.
+ */
+export function tablesOf<Tables, Schema extends Tables>(db: Kysely<Schema>): Kysely<Tables>;
+/**
+ * The same for a table whose name is data (a delivery table, a bulk-inserted table): the schema
+ * must hold `table` with rows `Row`; the view reads any table name as rows of `Row`, which is what
+ * code querying `table` by name needs (Kysely cannot type a query on a generic table name).
+ */
+export function tablesOf<Row, Table extends string, Schema extends Record<Table, Row>>(db: Kysely<Schema>, table: Table): Kysely<TablesOfRow<Row>>;
+export function tablesOf(db: unknown): unknown {
+  return db;
+}
+
+/** Tables whose name is data: every name reads as a table of `Row` (see `tablesOf`). */
+export type TablesOfRow<Row> = Record<string, Row>;
+
+/**
+ * The database a migration step runs on: the schema as it was at that step, which no type of
+ * today describes (a later step may rename what an earlier one reads), so the query builder is
+ * untyped here and only here, as Kysely's migration docs advise.
+ */
+export type MigrationDb = Kysely<any>;
+
+/** What DDL needs of a database of any schema: the schema builder and something that runs raw SQL. */
+export type DdlTarget = Pick<Kysely<unknown>, 'schema'> & QueryExecutorProvider;
+
 /** A schema migration; DDL that differs between the two databases branches on `dialect`. */
-export type MigrationStep = (db: Kysely<any>, dialect: DialectName) => Promise<void>;
+export type MigrationStep = (db: MigrationDb, dialect: DialectName) => Promise<void>;
 
 /**
  * Applies the steps not yet recorded in `schema_migrations`, in name order, in one transaction.
  * Instances starting together serialise on an advisory lock (PostgreSQL) or the write lock
  * (SQLite). The bookkeeping reads only this schema's own table, never the catalogue of others.
  */
-export async function migrateToLatest(database: Database<any>, steps: Record<string, MigrationStep>): Promise<void> {
-  const { db, dialect } = database;
+export async function migrateToLatest<Schema>(database: Database<Schema>, steps: Record<string, MigrationStep>): Promise<void> {
+  const { dialect } = database;
+  const db: MigrationDb = database.db;
   await db.transaction().execute(async (trx) => {
     if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`migrate:${database.schema}`}))`.execute(trx);
     await trx.schema
@@ -254,7 +286,7 @@ export function sumAsDouble(expression: RawBuilder<unknown>): RawBuilder<number 
  * only. SQLite: an FTS5 contentless table fed by `BulkInserter` with the same words, computed in JS
  * (cheaper than a trigger walking the JSON). Queried with `fullTextMatch`.
  */
-export async function createFullTextIndex(db: Kysely<any>, dialect: DialectName, table: string, column: string): Promise<void> {
+export async function createFullTextIndex(db: DdlTarget, dialect: DialectName, table: string, column: string): Promise<void> {
   if (dialect === 'sqlite') {
     const fts = `${table}_fts`;
     await sql.raw(`create virtual table ${fts} using fts5(body, content='', contentless_delete=1)`).execute(db);
@@ -326,28 +358,30 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
 }
 
 /**
- * Multi-row INSERT for a hot table: the SQL text for each chunk size is compiled by Kysely once
- * and then reused (a prepared statement on SQLite), so a batch pays only for binding values.
- * Fixed chunk sizes keep the number of distinct statements small.
+ * Multi-row INSERT for a hot table `Table` of `Schema`: the SQL text for each chunk size is
+ * compiled once and then reused (a prepared statement on SQLite), so a batch pays only for binding
+ * values. Fixed chunk sizes keep the number of distinct statements small. The statement is built
+ * from the column list (Kysely cannot type an insert into a table whose name is a type parameter);
+ * the columns and rows are checked against the table's row type.
  */
-export class BulkInserter<Row extends object> {
+export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
   private static readonly CHUNKS = [100, 32, 8, 1];
   private readonly statements = new Map<string, string>();
 
   constructor(
-    private readonly table: string,
-    private readonly columns: readonly (keyof Row & string)[],
+    private readonly table: Table,
+    private readonly columns: readonly (keyof Schema[Table] & string)[],
     /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
-    private readonly fullTextKey?: keyof Row & string,
+    private readonly fullTextKey?: keyof Schema[Table] & string,
   ) {}
 
-  private statement(db: Kysely<any>, dialect: DialectName, size: number): string {
+  private statement(db: Kysely<Schema>, dialect: DialectName, size: number): string {
     let text = this.statements.get(`${dialect}:${size}`);
     if (text === undefined) {
-      const template = Object.fromEntries(this.columns.map((c) => [c, null]));
-      let query = db.insertInto(this.table).values(Array.from({ length: size }, () => template));
-      if (this.fullTextKey && dialect === 'sqlite') query = query.returning([sql`rowid`.as('rowid'), this.fullTextKey]) as typeof query;
-      text = query.compile().sql;
+      const row = sql`(${sql.join(this.columns.map(() => null))})`;
+      const values = sql.join(Array.from({ length: size }, () => row));
+      const returning = this.fullTextKey && dialect === 'sqlite' ? sql` returning rowid as "rowid", ${sql.ref(this.fullTextKey)}` : sql``;
+      text = sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) values ${values}${returning}`.compile(db).sql;
       this.statements.set(`${dialect}:${size}`, text);
     }
     return text;
@@ -357,7 +391,7 @@ export class BulkInserter<Row extends object> {
    * Inserts the rows; `words(i)` gives the full-text words of `rows[i]` (used on SQLite only, where
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
-  async insert(db: Kysely<any>, dialect: DialectName, rows: readonly Row[], words?: (index: number) => string): Promise<void> {
+  async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
     let offset = 0;
     for (const size of BulkInserter.CHUNKS) {
       while (rows.length - offset >= size) {
@@ -373,16 +407,16 @@ export class BulkInserter<Row extends object> {
 
   /** RETURNING order is unspecified, so rows are matched to their rowids by key. */
   private async indexWords(
-    db: Kysely<any>,
-    chunk: readonly Row[],
+    db: Kysely<Schema>,
+    chunk: readonly Schema[Table][],
     offset: number,
     inserted: readonly Record<string, unknown>[],
     words: (index: number) => string,
   ): Promise<void> {
     const key = this.fullTextKey!;
     const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
-    const values = chunk.map((row, i) => ({ rowid: rowids.get(row[key])!, body: words(offset + i) }));
-    await db.insertInto(`${this.table}_fts`).values(values).execute();
+    const values = chunk.map((row, i) => sql`(${rowids.get(row[key])!}, ${words(offset + i)})`);
+    await sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${sql.join(values)}`.execute(db);
   }
 }
 

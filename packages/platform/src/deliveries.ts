@@ -1,6 +1,6 @@
 import type { CreateTableBuilder, Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
-import { epochMsType } from './db.ts';
+import { epochMsType, tablesOf, type TablesOfRow } from './db.ts';
 import { newId } from './ids.ts';
 import { fetchWithTimeout } from './outbound.ts';
 
@@ -66,17 +66,21 @@ export interface DeliveryOutcome {
   error: string | null;
 }
 
-export interface DeliveryQueueOptions<Row extends DeliveryColumns> {
-  db: Kysely<any>;
-  table: string;
+/** The rows of delivery table `Table` of `Schema`. */
+export type DeliveryRowOf<Schema extends Record<Table, DeliveryColumns>, Table extends string> = Schema[Table];
+
+export interface DeliveryQueueOptions<Schema extends Record<Table, DeliveryColumns>, Table extends string> {
+  /** The service's database, which holds the delivery table `table`. */
+  db: Kysely<Schema>;
+  table: Table;
   clock: Clock;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
   timeoutMs: number;
   maxAttempts: number;
   /** Headers of one attempt (signatures are computed per attempt), or a reason not to send it at all. */
-  headers(row: Row): Promise<Record<string, string> | { refuse: string }>;
+  headers(row: DeliveryRowOf<Schema, Table>): Promise<Record<string, string> | { refuse: string }>;
   /** After an attempt settled the row (delivered, failed, or pending again). */
-  onSettled?(row: Row, status: string): Promise<void>;
+  onSettled?(row: DeliveryRowOf<Schema, Table>, status: string): Promise<void>;
   /** Retry in this process when the delay passes (the scanner picks retries up otherwise). */
   retryTimers?: boolean;
 }
@@ -85,12 +89,18 @@ const CLAIM_SLACK_MS = 5000;
 const DUE_PER_SCAN = 500;
 const CONCURRENCY = 16;
 
-export class DeliveryQueue<Row extends DeliveryColumns> {
+export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table extends string> {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
+  /** The delivery table, named by data: queried through a view that reads any name as delivery rows. */
+  private readonly db: Kysely<TablesOfRow<DeliveryColumns>>;
+  private readonly table: string;
 
-  constructor(private readonly options: DeliveryQueueOptions<Row>) {}
+  constructor(private readonly options: DeliveryQueueOptions<Schema, Table>) {
+    this.db = tablesOf<DeliveryColumns, Table, Schema>(options.db, options.table);
+    this.table = options.table;
+  }
 
   /** After commit: attempt these deliveries now, in the background. */
   dispatch(ids: readonly string[]): void {
@@ -99,7 +109,8 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
 
   /** Every due, unclaimed delivery, a few at a time; returns how many were due. */
   async deliverDue(): Promise<number> {
-    const { db, table, clock } = this.options;
+    const { clock } = this.options;
+    const { db, table } = this;
     const now = clock.now();
     const due = await db
       .selectFrom(table)
@@ -111,7 +122,7 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
       .orderBy('id')
       .limit(DUE_PER_SCAN)
       .execute();
-    const ids = due.map((row) => row.id as string);
+    const ids = due.map((row) => row.id);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < ids.length) await this.attempt(ids[next++]!);
@@ -147,7 +158,8 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
   }
 
   private async attemptOnce(id: string): Promise<void> {
-    const { db, table, clock, timeoutMs, maxAttempts } = this.options;
+    const { clock, timeoutMs, maxAttempts } = this.options;
+    const { db, table } = this;
     const now = clock.now();
     const claim = await db
       .updateTable(table)
@@ -158,7 +170,7 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
       .executeTakeFirst();
     if (Number(claim.numUpdatedRows) !== 1) return;
-    const row = (await db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as Row;
+    const row = (await db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as DeliveryRowOf<Schema, Table>;
 
     const outcome = await this.send(row);
     const attempts = row.attempts + 1;
@@ -166,7 +178,7 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
     const status = outcome.ok ? 'delivered' : attempts >= maxAttempts ? 'failed' : 'pending';
     // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...).
     const retryDelay = 2 ** attempts * 1000;
-    const settled: Row = {
+    const settled: DeliveryRowOf<Schema, Table> = {
       ...row,
       status,
       attempts,
@@ -190,7 +202,7 @@ export class DeliveryQueue<Row extends DeliveryColumns> {
     }
   }
 
-  private async send(row: Row): Promise<DeliveryOutcome> {
+  private async send(row: DeliveryRowOf<Schema, Table>): Promise<DeliveryOutcome> {
     const { timeoutMs } = this.options;
     const headers = await this.options.headers(row);
     if ('refuse' in headers) return { ok: false, status: null, error: headers.refuse as string };

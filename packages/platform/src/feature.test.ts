@@ -10,12 +10,12 @@ import { ManualClock } from './clock.ts';
 import { openDatabase } from './db.ts';
 import { createFeatureHost, defineFeature } from './feature.ts';
 import type { ZodApp } from './http.ts';
-import { createLeaseTable } from './jobs.ts';
+import { createLeaseTable, type LeaseTables } from './jobs.ts';
 
 test('features: hooks app-wide, and shutdown runs jobs, then onClose, per feature in reverse order, then the shared close', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-feature-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const database = await openDatabase<Record<string, never>>({ kind: 'sqlite', file: join(dir, 'leases.db'), synchronous: 'NORMAL' });
+  const database = await openDatabase<LeaseTables>({ kind: 'sqlite', file: join(dir, 'leases.db'), synchronous: 'NORMAL' });
   await createLeaseTable(database.db);
   const app = Fastify() as unknown as ZodApp;
   const order: string[] = [];

@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import type { ZodApp } from './http.ts';
 import { newId } from './ids.ts';
-import { startPeriodicJob, type PeriodicJob, type PeriodicJobOptions } from './jobs.ts';
+import { startPeriodicJob, type LeaseTables, type PeriodicJob } from './jobs.ts';
+import type { Kysely } from 'kysely';
 
 /** A periodic job a feature runs: once per interval across the instances sharing the database. */
 export interface FeatureJob {
@@ -37,11 +38,11 @@ export function defineFeature<Context, Handle = void>(name: string, setup: Featu
   return { name, setup };
 }
 
-export interface FeatureHostOptions<Context> {
+export interface FeatureHostOptions<Context, Schema extends LeaseTables> {
   app: ZodApp;
   context: Context;
-  /** The lease table's database (platform/jobs.ts). */
-  db: PeriodicJobOptions['db'];
+  /** The service's database, which holds the lease table (platform/jobs.ts). */
+  db: Kysely<Schema>;
   clock: Clock;
   runJobs: boolean;
   /** Closes what the service built before its features (the database, caches, connections): runs after every feature has stopped. */
@@ -59,7 +60,7 @@ export interface FeatureHost<Context> {
  * here before any feature, runs after every feature's, and features stop in reverse order of
  * registration, each one's jobs before its own onClose work.
  */
-export function createFeatureHost<Context>(options: FeatureHostOptions<Context>): FeatureHost<Context> {
+export function createFeatureHost<Context, Schema extends LeaseTables>(options: FeatureHostOptions<Context, Schema>): FeatureHost<Context> {
   const { app } = options;
   const holder = `${hostname()}:${process.pid}:${newId()}`;
   app.addHook('onClose', async () => {

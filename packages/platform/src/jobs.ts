@@ -1,9 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.ts';
+import { tablesOf, type DdlTarget } from './db.ts';
+
+/** The table of job leases, in every service's schema. */
+export interface LeaseTables {
+  leases: { name: string; holder: string; expires_at: number };
+}
 
 /** DDL for the lease table every service with background work needs. */
-export async function createLeaseTable(db: Kysely<any>): Promise<void> {
+export async function createLeaseTable(db: DdlTarget): Promise<void> {
   await db.schema
     .createTable('leases')
     .addColumn('name', 'text', (c) => c.primaryKey())
@@ -16,7 +22,14 @@ export async function createLeaseTable(db: Kysely<any>): Promise<void> {
  * Takes the named lease for `ttlMs` if it is free or expired. One conditional UPDATE decides, so
  * among instances sharing a database exactly one wins each period.
  */
-export async function acquireLease(db: Kysely<any>, name: string, holder: string, now: number, ttlMs: number): Promise<boolean> {
+export async function acquireLease<Schema extends LeaseTables>(
+  database: Kysely<Schema>,
+  name: string,
+  holder: string,
+  now: number,
+  ttlMs: number,
+): Promise<boolean> {
+  const db = tablesOf<LeaseTables, Schema>(database);
   await db.insertInto('leases').values({ name, holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
   const result = await db
     .updateTable('leases')
@@ -33,10 +46,10 @@ export interface PeriodicJob {
   stop(): Promise<void>;
 }
 
-export interface PeriodicJobOptions {
+export interface PeriodicJobOptions<Schema extends LeaseTables> {
   name: string;
   intervalMs: number;
-  db: Kysely<any>;
+  db: Kysely<Schema>;
   holder: string;
   clock: Clock;
   log: FastifyBaseLogger;
@@ -54,7 +67,7 @@ export function leaseTtlMs(intervalMs: number): number {
 }
 
 /** A background job that runs once per interval across every instance sharing the database. */
-export function startPeriodicJob(options: PeriodicJobOptions, autoStart = true): PeriodicJob {
+export function startPeriodicJob<Schema extends LeaseTables>(options: PeriodicJobOptions<Schema>, autoStart = true): PeriodicJob {
   let running: Promise<boolean> | null = null;
   const tick = (): Promise<boolean> => {
     running ??= (async () => {

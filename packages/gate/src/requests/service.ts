@@ -34,8 +34,8 @@ const REQUEST_COLUMNS: (keyof RequestRow)[] = [
   'policy_decision', 'confirmed_at', 'execution_result',
 ];
 const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details'];
-const requestInserter = new BulkInserter<RequestRow>('requests', REQUEST_COLUMNS);
-const auditInserter = new BulkInserter<AuditRow>('audit_entries', AUDIT_COLUMNS);
+const requestInserter = new BulkInserter<GateSchema, 'requests'>('requests', REQUEST_COLUMNS);
+const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entries', AUDIT_COLUMNS);
 
 /** Requests created concurrently share one transaction; far more than this many are split. */
 const MAX_CREATIONS_PER_GROUP = 256;

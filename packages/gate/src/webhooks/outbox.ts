@@ -64,7 +64,7 @@ const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
   'id', 'webhook_id', 'kind', 'url', 'event', 'body', 'status', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error',
   'response_status', 'created_at', 'delivered_at',
 ];
-const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_COLUMNS);
+const deliveryInserter = new BulkInserter<GateSchema, 'deliveries'>('deliveries', DELIVERY_COLUMNS);
 
 /**
  * The webhook outbox: deliveries are rows of the platform's DeliveryQueue, written in the same
@@ -73,7 +73,7 @@ const deliveryInserter = new BulkInserter<DeliveryRow>('deliveries', DELIVERY_CO
  * their secret (X-Gate-Signature); observe's copies with OBSERVE_WEBHOOK_SECRET (X-Webhook-Signature).
  */
 export class Outbox {
-  private readonly queue: DeliveryQueue<DeliveryRow>;
+  private readonly queue: DeliveryQueue<GateSchema, 'deliveries'>;
 
   constructor(
     private readonly database: GateDatabase,
@@ -81,7 +81,7 @@ export class Outbox {
     private readonly clock: Clock,
     log: FastifyBaseLogger,
   ) {
-    this.queue = new DeliveryQueue<DeliveryRow>({
+    this.queue = new DeliveryQueue({
       db: database.db,
       table: 'deliveries',
       clock,

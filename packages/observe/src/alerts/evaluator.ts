@@ -5,7 +5,7 @@ import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/index.ts';
 import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/index.ts';
-import type { AlertDeliveryRow, AlertHistoryRow, ObserveDatabase } from '../schema.ts';
+import type { AlertHistoryRow, ObserveDatabase } from '../schema.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
 import {
   closeEntry,
@@ -315,7 +315,7 @@ export async function deleteAlertRule(ctx: ObserveContext, id: string, actor: Ch
  * retries are picked up by later ticks.
  */
 export async function deliverDue(ctx: ObserveContext, log: FastifyBaseLogger): Promise<number> {
-  const queue = notificationQueue<AlertDeliveryRow>(ctx, log, 'alert_deliveries', (row) => `alert.${row.kind}`, async (row, status) => {
+  const queue = notificationQueue(ctx, log, 'alert_deliveries', (row) => `alert.${row.kind}`, async (row, status) => {
     if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
   });
   return queue.deliverDue();

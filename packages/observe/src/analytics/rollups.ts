@@ -1,4 +1,4 @@
-import { epochMsType, floatType, HOUR_MS } from '@vigil/platform';
+import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
 
@@ -9,7 +9,7 @@ const SUMS = [
   'failure_count',
 ] as const;
 
-export async function createRollupTable(db: Kysely<any>): Promise<void> {
+export async function createRollupTable(db: DdlTarget): Promise<void> {
   let table = db.schema
     .createTable('event_rollups')
     .addColumn('hour', epochMsType, (c) => c.notNull())
@@ -43,7 +43,7 @@ function rollupsOfEvents(where: RawBuilder<unknown>) {
 }
 
 /** Rebuilds the rollups of every stored event (migration of an existing database). */
-export async function backfillRollups(db: Kysely<any>): Promise<void> {
+export async function backfillRollups(db: DdlTarget): Promise<void> {
   await sql`insert into event_rollups (${sql.raw([...KEY, ...SUMS].join(', '))}) ${rollupsOfEvents(sql`true`)}`.execute(db);
 }
 

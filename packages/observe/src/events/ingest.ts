@@ -103,7 +103,7 @@ const EVENT_COLUMNS: (keyof EventRow)[] = [
 ];
 
 type InsertableEvent = EventRow & Record<string, unknown>;
-const eventInserter = new BulkInserter<InsertableEvent>('events', EVENT_COLUMNS, 'id');
+const eventInserter = new BulkInserter<ObserveSchema, 'events'>('events', EVENT_COLUMNS, 'id');
 
 
 interface AgentTouch {

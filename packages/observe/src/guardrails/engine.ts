@@ -6,7 +6,7 @@ import { aggregate, emptySums, ratio, type Sums } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from '../health/index.ts';
-import type { GuardrailDeliveryRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNotification } from './schemas.ts';
 import {
   insertTrigger,
@@ -304,14 +304,14 @@ export class GuardrailEngine {
   /** Agents waiting for evaluation, with the ids of their events committed since. */
   private readonly pending = new Map<string, string[]>();
   private draining: Promise<void> | null = null;
-  private readonly deliveries: DeliveryQueue<GuardrailDeliveryRow>;
+  private readonly deliveries: DeliveryQueue<ObserveSchema, 'guardrail_deliveries'>;
 
   constructor(
     private readonly ctx: ObserveContext,
     private readonly log: FastifyBaseLogger,
     private readonly evaluateAfterCommit: boolean,
   ) {
-    this.deliveries = notificationQueue<GuardrailDeliveryRow>(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
+    this.deliveries = notificationQueue(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
   }
 
   /** After an ingest commit: the agents whose rules need a look, and their new events (the system agent's bookkeeping needs none). */

@@ -7,7 +7,7 @@ type QueueInsert = EmbeddingQueueRow & Record<string, unknown>;
 const COLUMNS: (keyof EmbeddingQueueRow)[] = [
   'source_type', 'source_id', 'enqueued_at', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error', 'generation',
 ];
-const eventRows = new BulkInserter<QueueInsert>('embedding_queue', COLUMNS);
+const eventRows = new BulkInserter<ObserveSchema, 'embedding_queue'>('embedding_queue', COLUMNS);
 
 const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string, now: number): QueueInsert => ({
   source_type,

@@ -2,7 +2,7 @@ import { BulkInserter, DAY_MS, PreparedQuery, type DialectName } from '@vigil/pl
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import type { EventType, SessionAppend } from '../events/index.ts';
-import type { EventRow, ObserveDatabase, ObserveSchema, StreamLogRow } from '../schema.ts';
+import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 /**
  * The live stream's commit log. Each ingest transaction, as its last writes, takes the next
@@ -23,7 +23,7 @@ const advanceHead = new PreparedQuery((db: Kysely<ObserveSchema>, _dialect: Dial
     .returning('last_pos'),
 );
 
-const logInserter = new BulkInserter<StreamLogRow>('stream_log', ['pos', 'session_id', 'first_seq', 'last_seq', 'min_ts', 'max_ts', 'created_at']);
+const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', ['pos', 'session_id', 'first_seq', 'last_seq', 'min_ts', 'max_ts', 'created_at']);
 
 /** Records the transaction's appends at the next positions; called last in the ingest transaction, to hold the head's lock briefly. */
 export async function appendToStreamLog(
