@@ -7,7 +7,9 @@ import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { InjectOptions } from 'fastify';
+import assert from 'node:assert/strict';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { AdminChange, AdminChangePage } from './change-log.ts';
 import type { OperationTable, RouteEntry } from './http.ts';
 
 /** PostgreSQL used by the tests; trust auth on this machine and in CI. */
@@ -198,6 +200,28 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** The request as a client sends it that puts `Content-Type: application/json` on every call, body or not (the AgentGate SDK does). */
 export function withJsonContentType(request: InjectOptions): InjectOptions {
   return { ...request, headers: { 'content-type': 'application/json', ...request.headers } };
+}
+
+/** Reads a service's admin-change log through `call` (a request made as an admin key): one page, and one resource's history oldest first. */
+export function adminChangeReader(call: (request: InjectOptions) => Promise<LightMyRequestResponse>) {
+  const changes = async (query = ''): Promise<AdminChangePage> => {
+    const response = await call({ method: 'GET', url: `/api/audit/changes${query}` });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as AdminChangePage;
+  };
+  const historyOf = async (resourceId: string): Promise<AdminChange[]> => (await changes(`?resourceId=${resourceId}`)).entries.reverse();
+  return { changes, historyOf };
+}
+
+/** Asserts that `entry` records `action` on `resource`, made by the named API key `admin`, at a real time. */
+export function assertChangeBy(entry: AdminChange | undefined, resource: string, action: string, admin: { name: string; id: string }): asserts entry {
+  assert.ok(entry, `${resource} ${action}: no entry`);
+  assert.equal(entry.resource, resource);
+  assert.equal(entry.action, action);
+  assert.equal(entry.actor, `api:${admin.name}`);
+  assert.equal(entry.actorKeyId, admin.id);
+  assert.equal(entry.actorKeyName, admin.name);
+  assert.ok(Number.isFinite(Date.parse(entry.timestamp)));
 }
 
 interface DocumentedResponse {
