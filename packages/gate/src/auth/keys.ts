@@ -1,4 +1,4 @@
-import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toIso, updateAction, type ChangeActor } from '@vigil/platform';
+import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toIso, toIsoOrNull, updateAction, type ChangeActor } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
@@ -22,8 +22,8 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     scopes: JSON.parse(row.scopes) as Scope[],
     rateLimit: row.rate_limit,
     createdAt: toIso(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+    lastUsedAt: toIsoOrNull(row.last_used_at),
+    revokedAt: toIsoOrNull(row.revoked_at),
   };
 }
 

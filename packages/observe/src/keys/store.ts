@@ -1,4 +1,4 @@
-import { forUpdate, recordChange, toIso, type ChangeActor } from '@vigil/platform';
+import { forUpdate, recordChange, toIso, toIsoOrNull, type ChangeActor } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ApiKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { keyScopes, type ObserveScope } from './scopes.ts';
@@ -21,8 +21,8 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     prefix: row.prefix,
     scopes: [...keyScopes(row.scopes)],
     createdAt: toIso(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+    lastUsedAt: toIsoOrNull(row.last_used_at),
+    revokedAt: toIsoOrNull(row.revoked_at),
   };
 }
 
