@@ -15,3 +15,4 @@ export * from './deliveries.ts';
 export * from './patch.ts';
 export * from './change-log.ts';
 export * from './feature.ts';
+export * from './background-drain.ts';
