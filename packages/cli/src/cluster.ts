@@ -163,6 +163,20 @@ export class ServiceProcess {
   }
 }
 
+/** Two processes of one service on the same configuration (one schema), started at once: they race on creating and migrating it. */
+export async function startTwoInstances(kind: ServiceKind, env: Record<string, string>, dataDir: string): Promise<[ServiceProcess, ServiceProcess]> {
+  const instances = await Promise.all([ServiceProcess.create(kind, env, dataDir), ServiceProcess.create(kind, env, dataDir)]);
+  await Promise.all(instances.map((service) => service.start()));
+  return instances;
+}
+
+/** Stops the instances gracefully, then removes their data directory and PostgreSQL schema. */
+export async function stopInstances(instances: ServiceProcess[], dataDir: string, schema: string): Promise<void> {
+  await Promise.all(instances.map((service) => service.stop()));
+  removeDir(dataDir);
+  await dropSchemas(schema);
+}
+
 export interface Answer<T = any> {
   status: number;
   body: T;
