@@ -16,3 +16,4 @@ export * from './patch.ts';
 export * from './change-log.ts';
 export * from './feature.ts';
 export * from './background-drain.ts';
+export * from './api-keys.ts';
