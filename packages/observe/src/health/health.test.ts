@@ -4,6 +4,7 @@ import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { HEALTH_WEIGHTS } from './scores.ts';
+import type { HealthSnapshot } from './service.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const SECOND = 1000;
@@ -133,18 +134,6 @@ interface Health {
   window: { from: string; to: string };
   sessionCount: number;
   computedAt: string;
-}
-
-interface Snapshot {
-  agentId: string;
-  date: string;
-  overallScore: number;
-  errorRateScore: number;
-  costEfficiencyScore: number;
-  toolSuccessScore: number;
-  latencyScore: number;
-  completionRateScore: number;
-  sessionCount: number;
 }
 
 async function health(observe: TestObserve, agentId: string, window?: number): Promise<Health> {
@@ -349,10 +338,10 @@ await describeEachDatabase('health snapshots and GET /api/health/history', (back
   });
   after(() => observe.close());
 
-  const history = async (query: string): Promise<{ snapshots: Snapshot[]; agentId: string; days: number }> => {
+  const history = async (query: string): Promise<{ snapshots: HealthSnapshot[]; agentId: string; days: number }> => {
     const response = await observe.call({ method: 'GET', url: `/api/health/history?${query}` });
     assert.equal(response.statusCode, 200, response.body);
-    return response.json() as { snapshots: Snapshot[]; agentId: string; days: number };
+    return response.json() as { snapshots: HealthSnapshot[]; agentId: string; days: number };
   };
 
   test('the first query of the day saves a snapshot; later queries of the day do not duplicate or change it', async () => {
