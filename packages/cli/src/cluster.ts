@@ -6,11 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createNetServer, Socket } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { postgresReachable, redisReachable, TEST_POSTGRES_URL } from '@vigil/platform/test-services';
 
 const BIN = resolve(import.meta.dirname, '../bin/vigil.mjs');
 /**
@@ -22,7 +23,7 @@ const ORPHAN_WATCHDOG = `data:text/javascript,${encodeURIComponent(
 )}`;
 
 /** PostgreSQL and Redis of the test machine (trust auth), overridable like the other suites. */
-export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const POSTGRES_URL = TEST_POSTGRES_URL;
 /** A logical database of its own, so these processes never touch the keys of other suites sharing the server. */
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/7';
 
@@ -162,6 +163,20 @@ export class ServiceProcess {
   }
 }
 
+/** Two processes of one service on the same configuration (one schema), started at once: they race on creating and migrating it. */
+export async function startTwoInstances(kind: ServiceKind, env: Record<string, string>, dataDir: string): Promise<[ServiceProcess, ServiceProcess]> {
+  const instances = await Promise.all([ServiceProcess.create(kind, env, dataDir), ServiceProcess.create(kind, env, dataDir)]);
+  await Promise.all(instances.map((service) => service.start()));
+  return instances;
+}
+
+/** Stops the instances gracefully, then removes their data directory and PostgreSQL schema. */
+export async function stopInstances(instances: ServiceProcess[], dataDir: string, schema: string): Promise<void> {
+  await Promise.all(instances.map((service) => service.stop()));
+  removeDir(dataDir);
+  await dropSchemas(schema);
+}
+
 export interface Answer<T = any> {
   status: number;
   body: T;
@@ -203,19 +218,6 @@ export async function firstObserveKey(base: string): Promise<string> {
 
 // ---- PostgreSQL schemas and Redis ----
 
-export async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 /** A new schema name (the service creates the schema at start). */
 export function newSchemaName(prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -232,22 +234,6 @@ export async function dropSchemas(...schemas: string[]): Promise<void> {
   }
 }
 
-/** PING over a raw socket: true when a Redis answers +PONG within a second. */
-export function redisReachable(url = REDIS_URL): Promise<boolean> {
-  const target = new URL(url);
-  return new Promise((done) => {
-    const socket = new Socket();
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      done(ok);
-    };
-    socket.setTimeout(1000, () => finish(false));
-    socket.once('error', () => finish(false));
-    socket.connect(Number(target.port || 6379), target.hostname, () => socket.write('PING\r\n'));
-    socket.once('data', (data) => finish(data.toString().startsWith('+PONG')));
-  });
-}
-
 /**
  * Whether the tests that need PostgreSQL (and Redis) run: they are skipped when a service is
  * unreachable, except with REQUIRE_SERVICES=1 (CI), where that is an error.
@@ -255,7 +241,7 @@ export function redisReachable(url = REDIS_URL): Promise<boolean> {
 export async function servicesSkipReason(needRedis: boolean): Promise<string | false> {
   const missing: string[] = [];
   if (!(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL}`);
-  if (needRedis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL}`);
+  if (needRedis && !(await redisReachable(REDIS_URL))) missing.push(`Redis at ${REDIS_URL}`);
   if (missing.length === 0) return false;
   if (process.env.REQUIRE_SERVICES === '1') throw new Error(`REQUIRE_SERVICES=1 but ${missing.join(' and ')} not reachable`);
   return `${missing.join(' and ')} not reachable`;

@@ -11,14 +11,14 @@ import { after, before, describe, test } from 'node:test';
 import { failingFirstReceiver, type ReceivedRequest } from '@vigil/platform/testing';
 import {
   call,
-  dropSchemas,
   expectStatus,
   newSchemaName,
   POSTGRES_URL,
   REDIS_URL,
-  removeDir,
-  ServiceProcess,
+  type ServiceProcess,
   servicesSkipReason,
+  startTwoInstances,
+  stopInstances,
   tempDir,
   waitFor,
 } from './cluster.ts';
@@ -46,16 +46,13 @@ describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, 
       EXPIRY_SCAN_INTERVAL_MS: '300',
       WEBHOOK_SCAN_INTERVAL_MS: '300',
     };
-    gate = await Promise.all([ServiceProcess.create('gate', env, dataDir), ServiceProcess.create('gate', env, dataDir)]);
-    // Both start together: they race on creating their schema, migrating it and installing GATE_ADMIN_KEY.
-    await Promise.all(gate.map((service) => service.start()));
+    // Both start together: they also race on installing GATE_ADMIN_KEY.
+    gate = await startTwoInstances('gate', env, dataDir);
   });
 
   after(async () => {
-    await Promise.all(gate.map((service) => service.stop()));
+    await stopInstances(gate, dataDir, schema);
     await receiver.stop();
-    removeDir(dataDir);
-    await dropSchemas(schema);
   });
 
   test('gate webhooks are delivered once each, their retries taken by one instance, while both run the delivery scanner', async () => {

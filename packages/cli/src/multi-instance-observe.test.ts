@@ -21,8 +21,10 @@ import {
   newSchemaName,
   POSTGRES_URL,
   removeDir,
-  ServiceProcess,
+  type ServiceProcess,
   servicesSkipReason,
+  startTwoInstances,
+  stopInstances,
   tempDir,
   waitFor,
 } from './cluster.ts';
@@ -45,17 +47,13 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
   before(async () => {
     await receiver.start();
     const env = { DATABASE_URL: POSTGRES_URL, OBSERVE_DB_SCHEMA: schema, ALERT_EVAL_INTERVAL_MS: '500' };
-    observe = await Promise.all([ServiceProcess.create('observe', env, dataDir), ServiceProcess.create('observe', env, dataDir)]);
-    // Both start together: they race on creating their schema and migrating it.
-    await Promise.all(observe.map((service) => service.start()));
+    observe = await startTwoInstances('observe', env, dataDir);
     key = await firstObserveKey(observe[0]!.base);
   });
 
   after(async () => {
-    await Promise.all(observe.map((service) => service.stop()));
+    await stopInstances(observe, dataDir, schema);
     await receiver.stop();
-    removeDir(dataDir);
-    await dropSchemas(schema);
   });
 
   test('two observe instances ingesting into the same sessions at once keep every chain valid and gapless, every acknowledged event stored', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import { sha256Hex, type AdminChange, type AdminChangePage } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { adminChangeReader, assertChangeBy, describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { observeMigrations } from './migrations.ts';
@@ -39,21 +39,9 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
     assert.equal(response.statusCode, expected, response.body);
     return response.json() as { id: string; key?: string };
   };
-  const changes = async (query = ''): Promise<AdminChangePage> => {
-    const response = await as(admin, { method: 'GET', url: `/api/audit/changes${query}` });
-    assert.equal(response.statusCode, 200, response.body);
-    return response.json() as AdminChangePage;
-  };
-  /** The changes of one resource, oldest first. */
-  const historyOf = async (resourceId: string): Promise<AdminChange[]> => (await changes(`?resourceId=${resourceId}`)).entries.reverse();
-  const assertByAdmin = (entry: AdminChange | undefined, resource: string, action: string) => {
-    assert.ok(entry, `${resource} ${action}: no entry`);
-    assert.equal(entry.resource, resource);
-    assert.equal(entry.action, action);
-    assert.equal(entry.actor, 'api:ops-admin');
-    assert.equal(entry.actorKeyId, adminId);
-    assert.equal(entry.actorKeyName, 'ops-admin');
-  };
+  const { changes, historyOf } = adminChangeReader((request) => as(admin, request));
+  const assertByAdmin = (entry: AdminChange | undefined, resource: string, action: string) =>
+    assertChangeBy(entry, resource, action, { name: 'ops-admin', id: adminId });
 
   test('an API key: created and revoked (once), never with its hash or raw value; the first key by bootstrap', async () => {
     const { id, key } = await send('POST', '/api/keys', { name: 'ingester', scopes: ['ingest'] }, 201);

@@ -15,3 +15,5 @@ export * from './deliveries.ts';
 export * from './patch.ts';
 export * from './change-log.ts';
 export * from './feature.ts';
+export * from './background-drain.ts';
+export * from './api-keys.ts';

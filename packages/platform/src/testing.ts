@@ -6,63 +6,14 @@ import { after, describe } from 'node:test';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { InjectOptions } from 'fastify';
+import type { AddressInfo, Socket } from 'node:net';
+import assert from 'node:assert/strict';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { AdminChange, AdminChangePage } from './change-log.ts';
 import type { OperationTable, RouteEntry } from './http.ts';
+import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
 
-/** PostgreSQL used by the tests; trust auth on this machine and in CI. */
-export const TEST_POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const servicesRequired = process.env.REQUIRE_SERVICES === '1';
-
-/** Redis used by the tests (the rate limiter, the dependency faults). */
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-let postgresProbe: Promise<boolean> | null = null;
-
-/** Whether the test PostgreSQL answers (asked once per process). */
-export function postgresReachable(): Promise<boolean> {
-  postgresProbe ??= probePostgres();
-  return postgresProbe;
-}
-
-async function probePostgres(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/** PING over a raw socket: true when a Redis answers +PONG within a second. */
-export function redisReachable(url = TEST_REDIS_URL): Promise<boolean> {
-  const target = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: target.hostname, port: Number(target.port || 6379) });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
-  });
-}
-
-/**
- * The skip reason of a suite that needs this service (false: it is reachable, run). With
- * REQUIRE_SERVICES=1 (CI) an unreachable service fails the run instead of skipping.
- */
-export function serviceSkip(service: string, reachable: boolean): string | false {
-  if (reachable) return false;
-  if (servicesRequired) throw new Error(`REQUIRE_SERVICES=1 but ${service} is not reachable`);
-  return `${service} not reachable`;
-}
+export * from './test-services.ts';
 
 export interface TestBackend {
   kind: DatabaseConfig['kind'];
@@ -198,6 +149,28 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** The request as a client sends it that puts `Content-Type: application/json` on every call, body or not (the AgentGate SDK does). */
 export function withJsonContentType(request: InjectOptions): InjectOptions {
   return { ...request, headers: { 'content-type': 'application/json', ...request.headers } };
+}
+
+/** Reads a service's admin-change log through `call` (a request made as an admin key): one page, and one resource's history oldest first. */
+export function adminChangeReader(call: (request: InjectOptions) => Promise<LightMyRequestResponse>) {
+  const changes = async (query = ''): Promise<AdminChangePage> => {
+    const response = await call({ method: 'GET', url: `/api/audit/changes${query}` });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as AdminChangePage;
+  };
+  const historyOf = async (resourceId: string): Promise<AdminChange[]> => (await changes(`?resourceId=${resourceId}`)).entries.reverse();
+  return { changes, historyOf };
+}
+
+/** Asserts that `entry` records `action` on `resource`, made by the named API key `admin`, at a real time. */
+export function assertChangeBy(entry: AdminChange | undefined, resource: string, action: string, admin: { name: string; id: string }): asserts entry {
+  assert.ok(entry, `${resource} ${action}: no entry`);
+  assert.equal(entry.resource, resource);
+  assert.equal(entry.action, action);
+  assert.equal(entry.actor, `api:${admin.name}`);
+  assert.equal(entry.actorKeyId, admin.id);
+  assert.equal(entry.actorKeyName, admin.name);
+  assert.ok(Number.isFinite(Date.parse(entry.timestamp)));
 }
 
 interface DocumentedResponse {

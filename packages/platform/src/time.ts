@@ -5,6 +5,11 @@ export function toIso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/** `toIso` for a time that may not have happened yet (never used, not revoked): null stays null. */
+export function toIsoOrNull(ms: number | null): string | null {
+  return ms === null ? null : toIso(ms);
+}
+
 const isoDateTime = z.iso.datetime({ offset: true, local: true });
 const isoDate = z.iso.date();
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import { sha256Hex, type AdminChange, type AdminChangePage } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { adminChangeReader, assertChangeBy, describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { gateMigrations } from '../migrations.ts';
 import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
@@ -23,27 +23,14 @@ await describeEachDatabase('gate admin changes: every policy, key and webhook ch
   });
   afterEach(() => gate.close());
 
-  const changes = async (query = ''): Promise<AdminChangePage> => {
-    const response = await gate.call({ method: 'GET', url: `/api/audit/changes${query}` }, admin);
-    assert.equal(response.statusCode, 200, response.body);
-    return response.json() as AdminChangePage;
-  };
-  /** The changes of one resource, oldest first. */
-  const historyOf = async (resourceId: string): Promise<AdminChange[]> => (await changes(`?resourceId=${resourceId}`)).entries.reverse();
+  const { changes, historyOf } = adminChangeReader((request) => gate.call(request, admin));
   const send = async (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: object, expected = 200) => {
     const response = await gate.call({ method, url, ...(payload && { payload }) }, admin);
     assert.equal(response.statusCode, expected, response.body);
     return response.json() as { id: string; key?: string };
   };
-  const assertByAdmin = (entry: AdminChange | undefined, resource: string, action: string) => {
-    assert.ok(entry, `${resource} ${action}: no entry`);
-    assert.equal(entry.resource, resource);
-    assert.equal(entry.action, action);
-    assert.equal(entry.actor, 'api:ops-admin');
-    assert.equal(entry.actorKeyId, adminId);
-    assert.equal(entry.actorKeyName, 'ops-admin');
-    assert.ok(Number.isFinite(Date.parse(entry.timestamp)));
-  };
+  const assertByAdmin = (entry: AdminChange | undefined, resource: string, action: string) =>
+    assertChangeBy(entry, resource, action, { name: 'ops-admin', id: adminId });
 
   test('a policy: created, updated, disabled, enabled and deleted, each with its before and after', async () => {
     const rules = [{ match: { action: 'deploy' }, decision: 'auto_approve' }];

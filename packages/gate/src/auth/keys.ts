@@ -1,30 +1,15 @@
-import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toIso, updateAction, type ChangeActor } from '@vigil/platform';
+import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toApiKeyLifecycle, updateAction, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
+export interface ApiKey extends ApiKeyLifecycle {
   scopes: Scope[];
   rateLimit: number | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
 }
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: JSON.parse(row.scopes) as Scope[],
-    rateLimit: row.rate_limit,
-    createdAt: toIso(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
-  };
+  return { ...toApiKeyLifecycle(row), scopes: JSON.parse(row.scopes) as Scope[], rateLimit: row.rate_limit };
 }
 
 export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | null, now: number, raw?: string): { row: ApiKeyRow; raw: string } {

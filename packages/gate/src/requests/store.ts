@@ -1,4 +1,4 @@
-import { forUpdate, PreparedQuery, toIso } from '@vigil/platform';
+import { forUpdate, PreparedQuery, toIso, toIsoOrNull } from '@vigil/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
@@ -22,9 +22,9 @@ export function toRequestDetail(row: RequestRow) {
     decidedBy: row.decided_by,
     decisionReason: row.decision_reason,
     createdAt: toIso(row.created_at),
-    decidedAt: row.decided_at === null ? null : toIso(row.decided_at),
-    expiresAt: row.expires_at === null ? null : toIso(row.expires_at),
-    confirmedAt: row.confirmed_at === null ? null : toIso(row.confirmed_at),
+    decidedAt: toIsoOrNull(row.decided_at),
+    expiresAt: toIsoOrNull(row.expires_at),
+    confirmedAt: toIsoOrNull(row.confirmed_at),
     executionResult: row.execution_result === null ? null : (JSON.parse(row.execution_result) as unknown),
     policyDecision: {
       decision: decision.decision,

@@ -6,6 +6,7 @@ import {
   newDelivery,
   PreparedQuery,
   toIso,
+  toIsoOrNull,
   type Clock,
   type DialectName,
 } from '@vigil/platform';
@@ -28,7 +29,7 @@ export function deliveryData(request: RequestRow): Record<string, unknown> {
     decidedBy: request.decided_by,
     decisionReason: request.decision_reason,
     createdAt: toIso(request.created_at),
-    decidedAt: request.decided_at === null ? null : toIso(request.decided_at),
+    decidedAt: toIsoOrNull(request.decided_at),
   };
 }
 

@@ -1,4 +1,4 @@
-import { toIso, type ZodApp } from '@vigil/platform';
+import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -46,7 +46,7 @@ function toDelivery(row: DeliveryRow): z.infer<typeof deliverySchema> {
     lastError: row.last_error,
     nextAttemptAt: row.status === 'pending' ? toIso(row.next_attempt_at) : null,
     createdAt: toIso(row.created_at),
-    deliveredAt: row.delivered_at === null ? null : toIso(row.delivered_at),
+    deliveredAt: toIsoOrNull(row.delivered_at),
   };
 }
 

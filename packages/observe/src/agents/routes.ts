@@ -1,4 +1,4 @@
-import { toIso, type ZodApp } from '@vigil/platform';
+import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -27,7 +27,7 @@ function toAgent(row: AgentRow): z.infer<typeof agentSchema> {
     firstSeenAt: toIso(row.first_seen_at),
     lastSeenAt: toIso(row.last_seen_at),
     sessionCount: row.session_count,
-    pausedAt: row.paused_at === null ? null : toIso(row.paused_at),
+    pausedAt: toIsoOrNull(row.paused_at),
     pauseReason: row.pause_reason,
     modelOverride: row.model_override,
     approvalPolicyId: row.approval_policy_id,

@@ -126,6 +126,16 @@ async function withObserve(backend: TestBackend, run: (observe: TestObserve) => 
   }
 }
 
+/** withObserve with a webhook receiver that lives as long as the test. */
+async function withObserveAndReceiver(backend: TestBackend, run: (observe: TestObserve, receiver: Receiver) => Promise<void>): Promise<void> {
+  const receiver = await startReceiver();
+  try {
+    await withObserve(backend, (observe) => run(observe, receiver));
+  } finally {
+    await receiver.close();
+  }
+}
+
 const toolCall = (sessionId: string, agentId: string, timestamp: string): EventInput => ({
   sessionId,
   agentId,
@@ -527,130 +537,120 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
   });
 
   test('fires once while open, resolves when the condition clears, notifies every channel, retries a failed one', async () => {
-    const receiver = await startReceiver();
-    try {
-      await withObserve(backend, async (observe) => {
-        receiver.failNext('/flaky', 500);
-        const rule = await createRule(observe, {
-          name: 'Busy agent',
-          condition: 'event_count_exceeds',
-          threshold: 2,
-          windowMinutes: 5,
-          scope: { agentId: 'life' },
-          notifyChannels: [receiver.url('/ok'), receiver.url('/flaky')],
-        });
-        const events = (n: number) => Array.from({ length: n }, () => toolCall('s-life', 'life', at(observe, -1)));
-        await ingest(observe, events(3));
-        await tick(observe);
-
-        let entries = await entriesOf(observe, rule.id);
-        assert.equal(entries.length, 1);
-        assert.equal(entries[0]!.currentValue, 3);
-        assert.equal(entries[0]!.notified, false, 'one channel answered 500');
-        const expectedBody = {
-          alertRuleId: rule.id,
-          alertName: 'Busy agent',
-          condition: 'event_count_exceeds',
-          currentValue: 3,
-          threshold: 2,
-          message: 'Busy agent: 3 events exceed 2 over the last 5 minutes',
-          windowMinutes: 5,
-          scope: { agentId: 'life' },
-          triggeredAt: new Date(NOW).toISOString(),
-        };
-        assert.deepEqual(receiver.on('/ok').map((r) => r.body), [expectedBody]);
-        assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody]);
-        assert.deepEqual(Object.keys(receiver.on('/ok')[0]!.body).sort(), BODY_FIELDS);
-        assert.equal(receiver.on('/ok')[0]!.headers['content-type'], 'application/json');
-
-        // Still over the threshold a minute later: no second entry, no second notification to /ok,
-        // and the failed channel is retried and succeeds.
-        clockOf(observe).advance(MINUTE);
-        await ingest(observe, events(1));
-        await tick(observe);
-        entries = await entriesOf(observe, rule.id);
-        assert.equal(entries.length, 1, 'an open alert does not fire again');
-        assert.equal(entries[0]!.notified, true, 'every channel answered 2xx');
-        assert.equal(receiver.on('/ok').length, 1);
-        assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody, expectedBody]);
-
-        // Quiet for 10 minutes: the window is empty, the condition clears.
-        clockOf(observe).advance(10 * MINUTE);
-        await tick(observe);
-        entries = await entriesOf(observe, rule.id);
-        const resolvedAt = new Date(NOW + 11 * MINUTE).toISOString();
-        assert.deepEqual(entries, [{ ...entries[0]!, resolvedAt }]);
-        assert.equal(entries[0]!.notified, true);
-        for (const path of ['/ok', '/flaky']) {
-          const bodies = receiver.on(path).map((r) => r.body);
-          assert.deepEqual(bodies.at(-1), { ...expectedBody, resolvedAt }, path);
-        }
-
-        // The alert's session: triggered then resolved, chained, verifiable.
-        const sessionId = `alert:${rule.id}`;
-        const line = await timeline(observe, sessionId);
-        assert.equal(line.chainValid, true);
-        assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]), [
-          ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
-          ['alert_resolved', 1, 'system', resolvedAt],
-        ]);
-        assert.deepEqual(line.events[1]!.payload, { alertRuleId: rule.id, alertName: 'Busy agent', resolvedBy: 'condition_cleared' });
-        const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });
-        assert.equal(verify.statusCode, 200, verify.body);
-        assert.equal((verify.json() as { valid: boolean }).valid, true);
-        assert.equal((verify.json() as { eventCount: number }).eventCount, 2);
-
-        // Nothing more while it stays clear; busy again: a new entry.
-        const sent = receiver.received.length;
-        await tick(observe);
-        assert.equal(receiver.received.length, sent);
-        await ingest(observe, events(3));
-        await tick(observe);
-        entries = await entriesOf(observe, rule.id);
-        assert.equal(entries.length, 2);
-        assert.equal(entries[0]!.resolvedAt, undefined, 'newest first: the new open entry');
-        assert.equal(entries[1]!.resolvedAt, resolvedAt);
+    await withObserveAndReceiver(backend, async (observe, receiver) => {
+      receiver.failNext('/flaky', 500);
+      const rule = await createRule(observe, {
+        name: 'Busy agent',
+        condition: 'event_count_exceeds',
+        threshold: 2,
+        windowMinutes: 5,
+        scope: { agentId: 'life' },
+        notifyChannels: [receiver.url('/ok'), receiver.url('/flaky')],
       });
-    } finally {
-      await receiver.close();
-    }
+      const events = (n: number) => Array.from({ length: n }, () => toolCall('s-life', 'life', at(observe, -1)));
+      await ingest(observe, events(3));
+      await tick(observe);
+
+      let entries = await entriesOf(observe, rule.id);
+      assert.equal(entries.length, 1);
+      assert.equal(entries[0]!.currentValue, 3);
+      assert.equal(entries[0]!.notified, false, 'one channel answered 500');
+      const expectedBody = {
+        alertRuleId: rule.id,
+        alertName: 'Busy agent',
+        condition: 'event_count_exceeds',
+        currentValue: 3,
+        threshold: 2,
+        message: 'Busy agent: 3 events exceed 2 over the last 5 minutes',
+        windowMinutes: 5,
+        scope: { agentId: 'life' },
+        triggeredAt: new Date(NOW).toISOString(),
+      };
+      assert.deepEqual(receiver.on('/ok').map((r) => r.body), [expectedBody]);
+      assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody]);
+      assert.deepEqual(Object.keys(receiver.on('/ok')[0]!.body).sort(), BODY_FIELDS);
+      assert.equal(receiver.on('/ok')[0]!.headers['content-type'], 'application/json');
+
+      // Still over the threshold a minute later: no second entry, no second notification to /ok,
+      // and the failed channel is retried and succeeds.
+      clockOf(observe).advance(MINUTE);
+      await ingest(observe, events(1));
+      await tick(observe);
+      entries = await entriesOf(observe, rule.id);
+      assert.equal(entries.length, 1, 'an open alert does not fire again');
+      assert.equal(entries[0]!.notified, true, 'every channel answered 2xx');
+      assert.equal(receiver.on('/ok').length, 1);
+      assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody, expectedBody]);
+
+      // Quiet for 10 minutes: the window is empty, the condition clears.
+      clockOf(observe).advance(10 * MINUTE);
+      await tick(observe);
+      entries = await entriesOf(observe, rule.id);
+      const resolvedAt = new Date(NOW + 11 * MINUTE).toISOString();
+      assert.deepEqual(entries, [{ ...entries[0]!, resolvedAt }]);
+      assert.equal(entries[0]!.notified, true);
+      for (const path of ['/ok', '/flaky']) {
+        const bodies = receiver.on(path).map((r) => r.body);
+        assert.deepEqual(bodies.at(-1), { ...expectedBody, resolvedAt }, path);
+      }
+
+      // The alert's session: triggered then resolved, chained, verifiable.
+      const sessionId = `alert:${rule.id}`;
+      const line = await timeline(observe, sessionId);
+      assert.equal(line.chainValid, true);
+      assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]), [
+        ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
+        ['alert_resolved', 1, 'system', resolvedAt],
+      ]);
+      assert.deepEqual(line.events[1]!.payload, { alertRuleId: rule.id, alertName: 'Busy agent', resolvedBy: 'condition_cleared' });
+      const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });
+      assert.equal(verify.statusCode, 200, verify.body);
+      assert.equal((verify.json() as { valid: boolean }).valid, true);
+      assert.equal((verify.json() as { eventCount: number }).eventCount, 2);
+
+      // Nothing more while it stays clear; busy again: a new entry.
+      const sent = receiver.received.length;
+      await tick(observe);
+      assert.equal(receiver.received.length, sent);
+      await ingest(observe, events(3));
+      await tick(observe);
+      entries = await entriesOf(observe, rule.id);
+      assert.equal(entries.length, 2);
+      assert.equal(entries[0]!.resolvedAt, undefined, 'newest first: the new open entry');
+      assert.equal(entries[1]!.resolvedAt, resolvedAt);
+    });
   });
 
   test('a channel that keeps failing is tried 3 times, 2^n s apart; notified stays false', async () => {
-    const receiver = await startReceiver();
-    try {
-      await withObserve(backend, async (observe) => {
-        receiver.failNext('/down', 500, 502, 503, 500, 500);
-        const rule = await createRule(observe, {
-          name: 'Down',
-          condition: 'event_count_exceeds',
-          threshold: 0,
-          windowMinutes: 60,
-          notifyChannels: [receiver.url('/down')],
-        });
-        await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
-        await tick(observe); // attempt 1
-        assert.equal(receiver.on('/down').length, 1);
-        clockOf(observe).advance(1999);
-        await tick(observe); // attempt 2 is due 2 s after attempt 1: not yet
-        assert.equal(receiver.on('/down').length, 1);
-        clockOf(observe).advance(1);
-        await tick(observe);
-        assert.equal(receiver.on('/down').length, 2);
-        clockOf(observe).advance(3999);
-        await tick(observe);
-        assert.equal(receiver.on('/down').length, 2, 'attempt 3 is due 4 s after attempt 2');
-        clockOf(observe).advance(1);
-        await tick(observe);
-        assert.equal(receiver.on('/down').length, 3);
-        clockOf(observe).advance(10 * MINUTE);
-        await tick(observe);
-        assert.equal(receiver.on('/down').length, 3, 'no fourth attempt');
-        assert.equal((await entriesOf(observe, rule.id))[0]!.notified, false);
+    await withObserveAndReceiver(backend, async (observe, receiver) => {
+      receiver.failNext('/down', 500, 502, 503, 500, 500);
+      const rule = await createRule(observe, {
+        name: 'Down',
+        condition: 'event_count_exceeds',
+        threshold: 0,
+        windowMinutes: 60,
+        notifyChannels: [receiver.url('/down')],
       });
-    } finally {
-      await receiver.close();
-    }
+      await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
+      await tick(observe); // attempt 1
+      assert.equal(receiver.on('/down').length, 1);
+      clockOf(observe).advance(1999);
+      await tick(observe); // attempt 2 is due 2 s after attempt 1: not yet
+      assert.equal(receiver.on('/down').length, 1);
+      clockOf(observe).advance(1);
+      await tick(observe);
+      assert.equal(receiver.on('/down').length, 2);
+      clockOf(observe).advance(3999);
+      await tick(observe);
+      assert.equal(receiver.on('/down').length, 2, 'attempt 3 is due 4 s after attempt 2');
+      clockOf(observe).advance(1);
+      await tick(observe);
+      assert.equal(receiver.on('/down').length, 3);
+      clockOf(observe).advance(10 * MINUTE);
+      await tick(observe);
+      assert.equal(receiver.on('/down').length, 3, 'no fourth attempt');
+      assert.equal((await entriesOf(observe, rule.id))[0]!.notified, false);
+    });
   });
 
   test("the alerts' own events never count toward a rule", async () => {
@@ -696,40 +696,35 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
   });
 
   test('deleting a rule keeps its history, resolves an open entry and stops evaluation', async () => {
-    const receiver = await startReceiver();
-    try {
-      await withObserve(backend, async (observe) => {
-        const rule = await createRule(observe, {
-          name: 'Doomed',
-          condition: 'event_count_exceeds',
-          threshold: 0,
-          windowMinutes: 60,
-          notifyChannels: [receiver.url('/hook')],
-        });
-        await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
-        await tick(observe);
-        clockOf(observe).advance(MINUTE);
-        const deleted = await observe.call({ method: 'DELETE', url: `/api/alerts/rules/${rule.id}` });
-        assert.deepEqual(deleted.json(), { id: rule.id, deleted: true });
-        const resolvedAt = new Date(NOW + MINUTE).toISOString();
-        const [entry] = await entriesOf(observe, rule.id);
-        assert.equal(entry?.resolvedAt, resolvedAt);
-        const line = await timeline(observe, `alert:${rule.id}`);
-        assert.equal(line.chainValid, true);
-        assert.deepEqual(line.events.at(-1)!.payload, { alertRuleId: rule.id, alertName: 'Doomed', resolvedBy: 'rule_deleted' });
-        // The resolved notification goes out with the next tick, never from the DELETE request.
-        assert.equal(receiver.on('/hook').length, 1);
-        clockOf(observe).advance(MINUTE);
-        await tick(observe);
-        assert.deepEqual(receiver.on('/hook').map((r) => r.body.resolvedAt), [undefined, resolvedAt]);
-        await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
-        clockOf(observe).advance(MINUTE);
-        await tick(observe);
-        assert.equal((await entriesOf(observe, rule.id)).length, 1, 'no further evaluation');
+    await withObserveAndReceiver(backend, async (observe, receiver) => {
+      const rule = await createRule(observe, {
+        name: 'Doomed',
+        condition: 'event_count_exceeds',
+        threshold: 0,
+        windowMinutes: 60,
+        notifyChannels: [receiver.url('/hook')],
       });
-    } finally {
-      await receiver.close();
-    }
+      await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
+      await tick(observe);
+      clockOf(observe).advance(MINUTE);
+      const deleted = await observe.call({ method: 'DELETE', url: `/api/alerts/rules/${rule.id}` });
+      assert.deepEqual(deleted.json(), { id: rule.id, deleted: true });
+      const resolvedAt = new Date(NOW + MINUTE).toISOString();
+      const [entry] = await entriesOf(observe, rule.id);
+      assert.equal(entry?.resolvedAt, resolvedAt);
+      const line = await timeline(observe, `alert:${rule.id}`);
+      assert.equal(line.chainValid, true);
+      assert.deepEqual(line.events.at(-1)!.payload, { alertRuleId: rule.id, alertName: 'Doomed', resolvedBy: 'rule_deleted' });
+      // The resolved notification goes out with the next tick, never from the DELETE request.
+      assert.equal(receiver.on('/hook').length, 1);
+      clockOf(observe).advance(MINUTE);
+      await tick(observe);
+      assert.deepEqual(receiver.on('/hook').map((r) => r.body.resolvedAt), [undefined, resolvedAt]);
+      await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
+      clockOf(observe).advance(MINUTE);
+      await tick(observe);
+      assert.equal((await entriesOf(observe, rule.id)).length, 1, 'no further evaluation');
+    });
   });
 
   test('history pages newest first with total and hasMore', async () => {

@@ -1,4 +1,4 @@
-import { toIso } from '@vigil/platform';
+import { toIso, toIsoOrNull } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -67,8 +67,8 @@ export function toBenchmarkOut(benchmark: Benchmark, counts: ReadonlyMap<string,
       benchmark.timeFrom === null && benchmark.timeTo === null
         ? null
         : {
-            from: benchmark.timeFrom === null ? null : toIso(benchmark.timeFrom),
-            to: benchmark.timeTo === null ? null : toIso(benchmark.timeTo),
+            from: toIsoOrNull(benchmark.timeFrom),
+            to: toIsoOrNull(benchmark.timeTo),
           },
     createdAt: toIso(benchmark.createdAt),
     updatedAt: toIso(benchmark.updatedAt),

@@ -16,33 +16,8 @@ import {
   toolError,
   toolResponse,
 } from '../recall/test-fixtures.ts';
-import { RECENCY_SCALE_MS, RECENCY_WEIGHT, SIMILARITY_WEIGHT } from './service.ts';
-
-interface KeyEvent {
-  id: string;
-  eventType: string;
-  summary: string;
-  timestamp: string;
-}
-
-interface ContextSession {
-  sessionId: string;
-  agentId: string;
-  startedAt: string;
-  endedAt?: string;
-  summary: string;
-  relevanceScore: number;
-  keyEvents: KeyEvent[];
-}
-
-interface Lesson {
-  id: string;
-  title: string;
-  content: string;
-  category: string;
-  importance: number;
-  relevanceScore: number;
-}
+import type { Lesson } from './memory.ts';
+import { RECENCY_SCALE_MS, RECENCY_WEIGHT, SIMILARITY_WEIGHT, type ContextSession } from './service.ts';
 
 interface ContextAnswer {
   topic: string;

@@ -1,4 +1,4 @@
-import { canonicalJson, fetchWithTimeout, ServiceError } from '@vigil/platform';
+import { BackgroundDrain, canonicalJson, fetchWithTimeout, ServiceError } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { findSession } from '../sessions/index.ts';
@@ -37,9 +37,11 @@ class ShutdownAbort extends Error {
 }
 
 export class EvalRunWorker {
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly background = new BackgroundDrain(
+    () => this.drain(),
+    (error) => this.log.error({ err: error }, 'evaluation run drain failed'),
+  );
   /** Aborts webhook calls in flight on stop, so shutdown does not wait out a case timeout. */
   private readonly shutdown = new AbortController();
 
@@ -52,21 +54,7 @@ export class EvalRunWorker {
 
   /** After a run was committed: drain in the background (or ask the running drain to go again). Never awaited. */
   kick(): void {
-    if (!this.kickEnabled || this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.drain();
-      } while (this.again && !this.stopped);
-    })()
-      .catch((error: unknown) => this.log.error({ err: error }, 'evaluation run drain failed'))
-      .finally(() => {
-        this.running = null;
-      });
+    if (this.kickEnabled) this.background.kick();
   }
 
   /** One tick of the periodic job: whatever is due, including cases whose claim ran out. */
@@ -77,7 +65,7 @@ export class EvalRunWorker {
   async stop(): Promise<void> {
     this.stopped = true;
     this.shutdown.abort();
-    await this.running;
+    await this.background.stop();
   }
 
   /** Claims and works due cases, CASE_CONCURRENCY at a time, until none is due. Returns cases worked. */

@@ -133,29 +133,19 @@ export async function evaluateCompliance(ctx: ObserveContext, sessionId: string,
   const throughSeq = session.last_seq;
   const facts = await sessionFacts(ctx.database.db, session);
   const verdict = evaluateRules(spec.rules, facts, spec.passThreshold);
-  const payload: Record<string, unknown> = {
-    method: 'deterministic',
+  // What the answer says of the verdict; the appended event records it with the rules that reached it.
+  const outcome = {
+    method: 'deterministic' as const,
     score: verdict.score,
     passed: verdict.passed,
     reasoning: verdict.reasoning,
     violations: verdict.violations,
     rulesEvaluated: verdict.rulesEvaluated,
-    rules: spec.rules,
-    passThreshold: spec.passThreshold,
-    throughSeq,
   };
+  const payload: Record<string, unknown> = { ...outcome, rules: spec.rules, passThreshold: spec.passThreshold, throughSeq };
   if (spec.evaluatorId !== null) payload.evaluatorId = spec.evaluatorId;
   const event = await appendVerdict(ctx, sessionId, session.agent_id, chainHeadOf(session), verdict.passed, payload);
-  return {
-    sessionId,
-    method: 'deterministic',
-    score: verdict.score,
-    passed: verdict.passed,
-    reasoning: verdict.reasoning,
-    violations: verdict.violations,
-    rulesEvaluated: verdict.rulesEvaluated,
-    event: chained(event),
-  };
+  return { sessionId, ...outcome, event: chained(event) };
 }
 
 // ---------------------------------------------------------------------------------------------

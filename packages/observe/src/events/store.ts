@@ -4,19 +4,17 @@ import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
 
+/** An event as the API answers it: its chain link with payload and metadata parsed. */
 export function toEvent(row: EventRow): Event {
+  // Taken apart so the keys keep the order eventJson writes.
+  const { payloadJson, metadataJson, prevHash, hash, ...head } = toLink(row);
   return {
-    id: row.id,
-    seq: row.seq,
-    timestamp: toIso(row.ts),
-    sessionId: row.session_id,
-    agentId: row.agent_id,
-    eventType: row.event_type,
-    severity: row.severity as Event['severity'],
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-    prevHash: row.prev_hash,
-    hash: row.hash,
+    ...head,
+    severity: head.severity as Event['severity'],
+    payload: JSON.parse(payloadJson) as Record<string, unknown>,
+    metadata: JSON.parse(metadataJson) as Record<string, unknown>,
+    prevHash,
+    hash,
   };
 }
 

@@ -1,4 +1,4 @@
-import { toIso, type ZodApp } from '@vigil/platform';
+import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -73,7 +73,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
         state: !rule.enabled ? ('disabled' as const) : cooldowns.length > 0 ? ('cooldown' as const) : ('ready' as const),
         cooldowns: cooldowns.map((c) => ({ agentId: c.agentId, cooldownUntil: toIso(c.until) })),
         triggerCount: rule.triggerCount,
-        lastTriggeredAt: rule.lastTriggeredAt === null ? null : toIso(rule.lastTriggeredAt),
+        lastTriggeredAt: toIsoOrNull(rule.lastTriggeredAt),
         recentTriggers: recent.rows.map(toTriggerOut),
       };
     },

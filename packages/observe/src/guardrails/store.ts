@@ -1,4 +1,4 @@
-import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
+import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, toIsoOrNull, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { GuardrailRuleRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import {
@@ -70,7 +70,7 @@ export function toRuleOut(rule: GuardrailRule): GuardrailRuleOut {
     enabled: rule.enabled,
     dryRun: rule.dryRun,
     triggerCount: rule.triggerCount,
-    lastTriggeredAt: rule.lastTriggeredAt === null ? null : toIso(rule.lastTriggeredAt),
+    lastTriggeredAt: toIsoOrNull(rule.lastTriggeredAt),
     createdAt: toIso(rule.createdAt),
     updatedAt: toIso(rule.updatedAt),
   };

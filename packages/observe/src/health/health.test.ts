@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { HEALTH_WEIGHTS } from './scores.ts';
+import type { HealthSnapshot } from './service.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const SECOND = 1000;
@@ -108,12 +109,15 @@ const DATA: Record<string, Record<string, SessionPlan>> = {
   },
 };
 
-async function seed(observe: TestObserve): Promise<void> {
+/** A fresh observe holding the sessions of DATA. */
+async function startSeeded(backend: TestBackend): Promise<TestObserve> {
+  const observe = await startTestObserve(backend);
   const events: EventInput[] = [];
   for (const [agentId, sessions] of Object.entries(DATA)) {
     for (const [id, plan] of Object.entries(sessions)) events.push(...sessionEvents(`${agentId}-${id}`, agentId, plan));
   }
   await ingest(observe, events);
+  return observe;
 }
 
 interface Dimension {
@@ -133,18 +137,6 @@ interface Health {
   window: { from: string; to: string };
   sessionCount: number;
   computedAt: string;
-}
-
-interface Snapshot {
-  agentId: string;
-  date: string;
-  overallScore: number;
-  errorRateScore: number;
-  costEfficiencyScore: number;
-  toolSuccessScore: number;
-  latencyScore: number;
-  completionRateScore: number;
-  sessionCount: number;
 }
 
 async function health(observe: TestObserve, agentId: string, window?: number): Promise<Health> {
@@ -176,8 +168,7 @@ async function snapshotRows(observe: TestObserve): Promise<{ agent_id: string; d
 await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
   let observe: TestObserve;
   before(async () => {
-    observe = await startTestObserve(backend);
-    await seed(observe);
+    observe = await startSeeded(backend);
   });
   after(() => observe.close());
 
@@ -285,8 +276,7 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
 await describeEachDatabase('GET /api/health/overview', (backend) => {
   let observe: TestObserve;
   before(async () => {
-    observe = await startTestObserve(backend);
-    await seed(observe);
+    observe = await startSeeded(backend);
   });
   after(() => observe.close());
 
@@ -343,16 +333,15 @@ await describeEachDatabase('health snapshots and GET /api/health/history', (back
   let observe: TestObserve;
   let clock: ManualClock;
   before(async () => {
-    observe = await startTestObserve(backend);
+    observe = await startSeeded(backend);
     clock = observe.clock as ManualClock;
-    await seed(observe);
   });
   after(() => observe.close());
 
-  const history = async (query: string): Promise<{ snapshots: Snapshot[]; agentId: string; days: number }> => {
+  const history = async (query: string): Promise<{ snapshots: HealthSnapshot[]; agentId: string; days: number }> => {
     const response = await observe.call({ method: 'GET', url: `/api/health/history?${query}` });
     assert.equal(response.statusCode, 200, response.body);
-    return response.json() as { snapshots: Snapshot[]; agentId: string; days: number };
+    return response.json() as { snapshots: HealthSnapshot[]; agentId: string; days: number };
   };
 
   test('the first query of the day saves a snapshot; later queries of the day do not duplicate or change it', async () => {
@@ -443,9 +432,8 @@ await describeEachDatabase('health snapshot job', (backend) => {
   let observe: TestObserve;
   let clock: ManualClock;
   before(async () => {
-    observe = await startTestObserve(backend);
+    observe = await startSeeded(backend);
     clock = observe.clock as ManualClock;
-    await seed(observe);
   });
   after(() => observe.close());
 
@@ -482,9 +470,8 @@ await describeEachDatabase('health snapshot job', (backend) => {
   });
 
   test('the 7-day overview saves the snapshots of the agents it covers', async () => {
-    const fresh = await startTestObserve(backend);
+    const fresh = await startSeeded(backend);
     try {
-      await seed(fresh);
       const response = await fresh.call({ method: 'GET', url: '/api/health/overview?window=30' });
       assert.equal(response.statusCode, 200);
       const rows = await snapshotRows(fresh);
@@ -503,8 +490,7 @@ await describeEachDatabase('health snapshot job', (backend) => {
 await describeEachDatabase('health weights', (backend) => {
   let observe: TestObserve;
   before(async () => {
-    observe = await startTestObserve(backend);
-    await seed(observe);
+    observe = await startSeeded(backend);
   });
   after(() => observe.close());
 

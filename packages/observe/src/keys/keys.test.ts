@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
+import type { ApiKey } from './store.ts';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const NOW_ISO = '2026-11-22T10:00:00.000Z';
@@ -15,15 +16,6 @@ interface CreatedKey {
   createdAt: string;
   scopes: string[];
   key: string;
-}
-
-interface ListedKey {
-  id: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -42,10 +34,10 @@ async function createKey(observe: TestObserve, name: string, headers: Record<str
   return response.json() as CreatedKey;
 }
 
-async function listKeys(observe: TestObserve): Promise<{ body: { keys: ListedKey[] }; raw: string }> {
+async function listKeys(observe: TestObserve): Promise<{ body: { keys: ApiKey[] }; raw: string }> {
   const response = await observe.call({ method: 'GET', url: '/api/keys' });
   assert.equal(response.statusCode, 200, response.body);
-  return { body: response.json() as { keys: ListedKey[] }, raw: response.body };
+  return { body: response.json() as { keys: ApiKey[] }, raw: response.body };
 }
 
 async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {

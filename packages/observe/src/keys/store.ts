@@ -1,29 +1,15 @@
-import { forUpdate, recordChange, toIso, type ChangeActor } from '@vigil/platform';
+import { forUpdate, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ApiKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { keyScopes, type ObserveScope } from './scopes.ts';
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
+export interface ApiKey extends ApiKeyLifecycle {
   scopes: ObserveScope[];
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
 }
 
 /** The public shape of a key (responses, admin-change snapshots): never its hash. */
 export function toApiKey(row: ApiKeyRow): ApiKey {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: [...keyScopes(row.scopes)],
-    createdAt: toIso(row.created_at),
-    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
-  };
+  return { ...toApiKeyLifecycle(row), scopes: [...keyScopes(row.scopes)] };
 }
 
 async function insertRecorded(trx: Transaction<ObserveSchema>, row: ApiKeyRow, actor: ChangeActor): Promise<void> {

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { ConfigError, jsonArrayLength, jsonText } from '@vigil/platform';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
+import type { Recommendation, Recommendations } from './service.ts';
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
 const HOUR = 3_600_000;
@@ -22,27 +23,6 @@ const RECOMMENDATION_FIELDS = [
   'recommendedModel',
   'recommendedSuccessRate',
 ];
-
-interface Recommendation {
-  currentModel: string;
-  recommendedModel: string;
-  complexityTier: 'simple' | 'moderate' | 'complex';
-  currentCostPerCall: number;
-  recommendedCostPerCall: number;
-  monthlySavings: number;
-  callVolume: number;
-  currentSuccessRate: number;
-  recommendedSuccessRate: number;
-  confidence: 'low' | 'medium' | 'high';
-  agentId: string;
-}
-
-interface Answer {
-  recommendations: Recommendation[];
-  totalPotentialSavings: number;
-  period: number;
-  analyzedCalls: number;
-}
 
 interface Calls {
   agentId: string;
@@ -82,13 +62,13 @@ function llmResponses(count: number, calls: Calls): Record<string, unknown>[] {
   }));
 }
 
-async function recommendations(observe: TestObserve, query = ''): Promise<Answer> {
+async function recommendations(observe: TestObserve, query = ''): Promise<Recommendations> {
   const response = await observe.call({ method: 'GET', url: `/api/optimize/recommendations${query}` });
   assert.equal(response.statusCode, 200, response.body);
-  return response.json() as Answer;
+  return response.json() as Recommendations;
 }
 
-const byAgent = (answer: Answer, agentId: string): Recommendation[] => answer.recommendations.filter((r) => r.agentId === agentId);
+const byAgent = (answer: Recommendations, agentId: string): Recommendation[] => answer.recommendations.filter((r) => r.agentId === agentId);
 
 /** A fresh app holding `events`, closed after the suite. */
 function withData(backend: TestBackend, events: () => Record<string, unknown>[], env?: Record<string, string>): () => TestObserve {

@@ -1,4 +1,4 @@
-import { toIso } from '@vigil/platform';
+import { BackgroundDrain, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import type { EmbeddingQueueRow, EventRow, SessionRow } from '../schema.ts';
@@ -42,9 +42,11 @@ interface Job {
  * restart because rows leave the queue only in the transaction that stores their vectors.
  */
 export class EmbeddingWorker {
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly background = new BackgroundDrain(
+    () => this.drain(Infinity, ['event']),
+    (error) => this.log.error({ err: error }, 'embedding drain failed'),
+  );
   private lastPruneAt = -Infinity;
   private lastCommitAt = -Infinity;
 
@@ -63,21 +65,7 @@ export class EmbeddingWorker {
    */
   kick(): void {
     this.lastCommitAt = performance.now();
-    if (!this.kickEnabled || this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.drain(Infinity, ['event']);
-      } while (this.again && !this.stopped);
-    })()
-      .catch((error: unknown) => this.log.error({ err: error }, 'embedding drain failed'))
-      .finally(() => {
-        this.running = null;
-      });
+    if (this.kickEnabled) this.background.kick();
   }
 
   /** One run of the periodic job: drain what is due (bounded in time), then prune after retention. */
@@ -92,7 +80,7 @@ export class EmbeddingWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.running;
+    await this.background.stop();
   }
 
   /**

@@ -80,8 +80,8 @@ const UNMATCHED: Record<PairKind, string> = {
   form: 'unmatched_form_outcome',
 };
 
-/** What the replay keeps of one event: the stored payload text plus the few fields it reads. */
-export interface ReplayEvent {
+/** The stored columns of an event the replay starts from. */
+export interface ReplayEventInput {
   id: string;
   seq: number;
   eventType: string;
@@ -89,6 +89,10 @@ export interface ReplayEvent {
   ts: number;
   /** The stored payload JSON, spliced into responses as is. */
   payloadJson: string;
+}
+
+/** What the replay keeps of one event: the stored payload text plus the few fields it reads. */
+export interface ReplayEvent extends ReplayEventInput {
   isError: boolean;
   costUsd: number | null;
   kind: PairKind | null;
@@ -105,15 +109,6 @@ export interface ReplayEvent {
   latencyMs: number | null;
   action: string | null;
   urgency: string | null;
-}
-
-export interface ReplayEventInput {
-  id: string;
-  seq: number;
-  eventType: string;
-  severity: string;
-  ts: number;
-  payloadJson: string;
 }
 
 const asString = (v: unknown): string | null => (typeof v === 'string' ? v : null);

@@ -1,4 +1,4 @@
-import { pingDatabase, toIso, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
+import { pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { judgeSpendUsd } from '../evals/index.ts';
@@ -48,8 +48,8 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
         totalEvents: counts.events,
         totalSessions: counts.sessions,
         totalAgents: counts.agents,
-        oldestEvent: counts.oldestTs === null ? null : toIso(counts.oldestTs),
-        newestEvent: counts.newestTs === null ? null : toIso(counts.newestTs),
+        oldestEvent: toIsoOrNull(counts.oldestTs),
+        newestEvent: toIsoOrNull(counts.newestTs),
         storageSizeBytes: Math.round(storageSizeBytes),
         // USD spent on LLM-judge calls (evals/), never part of any session's spend.
         judgeSpendUsd: judgeSpend,
