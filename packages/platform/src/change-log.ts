@@ -5,6 +5,7 @@ import { epochMsType, tablesOf, type DdlTarget } from './db.ts';
 import type { ZodApp } from './http.ts';
 import { newId } from './ids.ts';
 import { isoTimestampMs, toIso } from './time.ts';
+import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
 
 /**
  * The log of administrative changes (who created, changed, enabled, disabled, deleted or revoked a
@@ -138,35 +139,6 @@ export function updateAction(before: Snapshot, after: Snapshot): ChangeAction | 
 
 // ---- the list (GET /api/audit/changes in each service) ----
 
-/** A position in a newest-first list: the (time, id) of an entry; the next page starts after it. */
-export interface TimePosition {
-  ts: number;
-  id: string;
-}
-
-/** A list cursor: the (time, id) of the last entry of a page, base64url-encoded, opaque to clients. */
-export function encodeTimeCursor(position: TimePosition): string {
-  return Buffer.from(JSON.stringify([position.ts, position.id])).toString('base64url');
-}
-
-/** The `cursor` query parameter of a list paged by `encodeTimeCursor`; a foreign cursor is a 400. */
-export const timeCursorSchema = z
-  .string()
-  .max(200)
-  .transform((text, ctx): TimePosition => {
-    try {
-      const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-      if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string' && value[1].length <= 100) {
-        return { ts: value[0] as number, id: value[1] };
-      }
-    } catch {
-      // Not JSON: reported below like any other foreign cursor.
-    }
-    ctx.addIssue({ code: 'custom', message: 'cursor is not one this endpoint issued; pass nextCursor unchanged' });
-    return z.NEVER;
-  })
-  .meta({ type: 'string' });
-
 export const adminChangeSchema = z
   .object({
     id: z.string(),
@@ -227,14 +199,8 @@ export async function listAdminChanges<Schema extends AdminChangeTables>(db: Kys
   if (query.keyId !== undefined) select = select.where('actor_key_id', '=', query.keyId);
   if (query.from !== undefined) select = select.where('ts', '>=', query.from);
   if (query.to !== undefined) select = select.where('ts', '<=', query.to);
-  const after = query.cursor;
-  if (after !== undefined) select = select.where((eb) => eb(eb.refTuple('ts', 'id'), '<', eb.tuple(after.ts, after.id)));
-  // One row more than the page tells whether another follows.
-  const rows = await select.orderBy('ts', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
-  const page = rows.slice(0, query.limit);
-  const more = rows.length > query.limit;
-  const last = page.at(-1);
-  return { entries: page.map(toAdminChange), nextCursor: more && last ? encodeTimeCursor(last) : null, hasMore: more };
+  const page = await readNewestFirstPage(select, query.cursor, query.limit);
+  return { entries: page.rows.map(toAdminChange), nextCursor: page.nextCursor, hasMore: page.hasMore };
 }
 
 /** GET /api/audit/changes of a service (its scope and operationId go in the service's tables like any route). */

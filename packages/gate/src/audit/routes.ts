@@ -1,4 +1,4 @@
-import { encodeTimeCursor, isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import type { AuditRow } from '../schema.ts';
@@ -74,13 +74,8 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     },
     async (request) => {
       const { cursor, limit, ...filters } = request.query;
-      const { rows, more } = await listAudit(ctx.database, { ...filters, after: cursor }, limit);
-      const last = rows.at(-1);
-      return {
-        entries: rows.map((row) => ({ id: row.id, requestId: row.request_id, action: row.action, ...toAuditEntry(row) })),
-        nextCursor: more && last ? encodeTimeCursor(last) : null,
-        hasMore: more,
-      };
+      const { rows, nextCursor, hasMore } = await listAudit(ctx.database, { ...filters, after: cursor }, limit);
+      return { entries: rows.map((row) => ({ id: row.id, requestId: row.request_id, action: row.action, ...toAuditEntry(row) })), nextCursor, hasMore };
     },
   );
 

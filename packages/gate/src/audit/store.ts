@@ -1,4 +1,4 @@
-import type { TimePosition } from '@vigil/platform';
+import { newestFirst, readNewestFirstPage, type TimePosition } from '@vigil/platform';
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema } from '../schema.ts';
 
@@ -20,7 +20,7 @@ export interface AuditListFilter {
  * leads with its column and ends in (ts, id) (migration 0003), so a filtered page reads an index
  * range in order and stops after `limit` rows, whatever the size of the table.
  */
-export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
+function filteredAudit(db: Kysely<GateSchema>, filter: AuditListFilter): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
   let query = db.selectFrom('audit_entries').selectAll();
   if (filter.action !== undefined) query = query.where('action', '=', filter.action);
   if (filter.event !== undefined) query = query.where('event', '=', filter.event);
@@ -29,15 +29,17 @@ export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, 
   if (filter.requestId !== undefined) query = query.where('request_id', '=', filter.requestId);
   if (filter.from !== undefined) query = query.where('ts', '>=', filter.from);
   if (filter.to !== undefined) query = query.where('ts', '<=', filter.to);
-  const after = filter.after;
-  if (after !== undefined) query = query.where((eb) => eb(eb.refTuple('ts', 'id'), '<', eb.tuple(after.ts, after.id)));
-  return query.orderBy('ts', 'desc').orderBy('id', 'desc').limit(limit);
+  return query;
 }
 
-/** One page, and whether another follows (one row more is read to know). */
-export async function listAudit(database: GateDatabase, filter: AuditListFilter, limit: number): Promise<{ rows: AuditRow[]; more: boolean }> {
-  const rows = await auditListQuery(database.db, filter, limit + 1).execute();
-  return { rows: rows.slice(0, limit), more: rows.length > limit };
+/** The list's query for one page (what the index test explains). */
+export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
+  return newestFirst(filteredAudit(db, filter), filter.after, limit);
+}
+
+/** One page and the cursor of the next. */
+export async function listAudit(database: GateDatabase, filter: AuditListFilter, limit: number): Promise<{ rows: AuditRow[]; nextCursor: string | null; hasMore: boolean }> {
+  return readNewestFirstPage(filteredAudit(database.db, filter), filter.after, limit);
 }
 
 /** Every actor that appears in the audit, sorted (read from the actor index alone). */
