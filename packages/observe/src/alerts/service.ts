@@ -1,8 +1,10 @@
 import type { ChangeActor } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
-import { changedDefinition } from '../rules/index.ts';
+import { changedDefinition, changeRuleRecorded, type RuleTable } from '../rules/index.ts';
 import { ruleDefinitionSchema, type CreateRuleBody, type RuleDefinition, type UpdateRuleBody } from './schemas.ts';
-import { changeRule, insertRule, type AlertRule } from './store.ts';
+import { insertRule, lockRule, toRuleOut, writeRule, type AlertRule } from './store.ts';
+
+const ALERT_RULES: RuleTable<AlertRule, RuleDefinition> = { resource: 'alert_rule', lock: lockRule, write: writeRule, toOut: toRuleOut };
 
 /** The stored definition (without id and times), as a PUT's changes apply to it. */
 function definitionOf(stored: RuleDefinition): RuleDefinition {
@@ -16,6 +18,5 @@ export async function createAlertRule(ctx: ObserveContext, body: CreateRuleBody,
 
 /** Applies a PUT's changes under the rule's row lock, with its admin-change row; false when there is no such rule. */
 export async function changeAlertRule(ctx: ObserveContext, id: string, changes: UpdateRuleBody, actor: ChangeActor): Promise<boolean> {
-  const revise = (stored: AlertRule) => changedDefinition(definitionOf(stored), changes, ruleDefinitionSchema);
-  return (await changeRule(ctx.database, id, revise, actor, ctx.clock.now())) !== undefined;
+  return changeRuleRecorded(ctx, ALERT_RULES, id, (stored) => changedDefinition(definitionOf(stored), changes, ruleDefinitionSchema), actor);
 }

@@ -1,4 +1,4 @@
-import { forUpdate, newDelivery, newId, recordChange, toIso, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
+import { forUpdate, newDelivery, newId, recordChange, toIso, type ChangeActor, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { AlertCondition, AlertRuleOut, AlertScope, HistoryEntryOut, HistoryQuery, RuleDefinition } from './schemas.ts';
@@ -90,28 +90,9 @@ export async function lockRule(trx: Transaction<ObserveSchema>, dialect: Dialect
   return row && decodeRule(row);
 }
 
-/**
- * Changes the rule under its row lock: `revise` turns the stored rule into its new definition (or
- * throws, changing nothing). Undefined when no such rule exists.
- */
-export async function changeRule(
-  database: ObserveDatabase,
-  id: string,
-  revise: (stored: AlertRule) => RuleDefinition,
-  actor: ChangeActor,
-  now: number,
-): Promise<AlertRule | undefined> {
-  return database.db.transaction().execute(async (trx) => {
-    const stored = await lockRule(trx, database.dialect, id);
-    if (!stored) return undefined;
-    const definition = revise(stored);
-    await trx.updateTable('alert_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
-    // Read back: the stored form is what the snapshot and the answer show.
-    const changed = (await lockRule(trx, database.dialect, id))!;
-    const action = updateAction(toRuleOut(stored), toRuleOut(changed));
-    if (action !== null) await recordChange(trx, { resource: 'alert_rule', resourceId: id, action, actor, before: toRuleOut(stored), after: toRuleOut(changed) }, now);
-    return changed;
-  });
+/** Stores a rule's new definition (the caller holds its row lock: lockRule). */
+export async function writeRule(trx: Transaction<ObserveSchema>, id: string, definition: RuleDefinition, now: number): Promise<void> {
+  await trx.updateTable('alert_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
 }
 
 export async function deleteRule(trx: Transaction<ObserveSchema>, id: string): Promise<boolean> {

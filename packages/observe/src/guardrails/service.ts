@@ -1,9 +1,11 @@
 import type { ChangeActor } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { changedDefinition } from '../rules/index.ts';
+import { changedDefinition, changeRuleRecorded, type RuleTable } from '../rules/index.ts';
 import { ruleDefinitionSchema, type RuleDefinition, type UpdateRuleBody } from './schemas.ts';
-import { changeRule, deleteRule, insertRule, type GuardrailRule } from './store.ts';
+import { deleteRule, insertRule, lockRule, toRuleOut, writeRule, type GuardrailRule } from './store.ts';
+
+const GUARDRAIL_RULES: RuleTable<GuardrailRule, RuleDefinition> = { resource: 'guardrail', lock: lockRule, write: writeRule, toOut: toRuleOut };
 
 /** The stored definition (without its counters and times), as a PUT's changes apply to it. */
 function definitionOf(stored: GuardrailRule): RuleDefinition {
@@ -20,8 +22,7 @@ export async function createGuardrailRule(ctx: ObserveContext, definition: RuleD
 
 /** Applies a PUT's changes under the rule's row lock, with its admin-change row; false when there is no such rule. */
 export async function changeGuardrailRule(ctx: ObserveContext, id: string, changes: UpdateRuleBody, actor: ChangeActor): Promise<boolean> {
-  const revise = (stored: GuardrailRule) => changedDefinition(definitionOf(stored), changes, ruleDefinitionSchema);
-  return (await changeRule(ctx.database, id, revise, actor, ctx.clock.now())) !== undefined;
+  return changeRuleRecorded(ctx, GUARDRAIL_RULES, id, (stored) => changedDefinition(definitionOf(stored), changes, ruleDefinitionSchema), actor);
 }
 
 /** Deletes the rule (its trigger history is kept), with its admin-change row; false when there is no such rule. */

@@ -1,4 +1,4 @@
-import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, toIsoOrNull, updateAction, type ChangeActor, type DialectName } from '@vigil/platform';
+import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, toIsoOrNull, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { GuardrailRuleRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import {
@@ -137,27 +137,9 @@ export async function lockRule(trx: Transaction<ObserveSchema>, dialect: Dialect
   return row && decodeRule(row);
 }
 
-/**
- * Changes the rule under its row lock: `revise` turns the stored rule into its new definition (or
- * throws, changing nothing). Undefined when no such rule exists.
- */
-export async function changeRule(
-  database: ObserveDatabase,
-  id: string,
-  revise: (stored: GuardrailRule) => RuleDefinition,
-  actor: ChangeActor,
-  now: number,
-): Promise<GuardrailRule | undefined> {
-  return database.db.transaction().execute(async (trx) => {
-    const stored = await lockRule(trx, database.dialect, id);
-    if (!stored) return undefined;
-    await trx.updateTable('guardrail_rules').set({ ...definitionColumns(revise(stored)), updated_at: now }).where('id', '=', id).execute();
-    // Read back: the stored form (configs with their defaults) is what the snapshot and the answer show.
-    const changed = (await lockRule(trx, database.dialect, id))!;
-    const action = updateAction(toRuleOut(stored), toRuleOut(changed));
-    if (action !== null) await recordChange(trx, { resource: 'guardrail', resourceId: id, action, actor, before: toRuleOut(stored), after: toRuleOut(changed) }, now);
-    return changed;
-  });
+/** Stores a rule's new definition (the caller holds its row lock: lockRule). */
+export async function writeRule(trx: Transaction<ObserveSchema>, id: string, definition: RuleDefinition, now: number): Promise<void> {
+  await trx.updateTable('guardrail_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
 }
 
 /** Deletes the rule (its trigger history stays); false when no such rule exists. */

@@ -1,6 +1,9 @@
-import { withChanges } from '@vigil/platform';
+import { recordChange, updateAction, withChanges, type ChangeActor, type ChangeResource, type DialectName } from '@vigil/platform';
+import type { Transaction } from 'kysely';
 import type { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
 import { bodyValidationError } from '../errors.ts';
+import type { ObserveSchema } from '../schema.ts';
 
 /**
  * A stored rule's definition with a PUT's changes applied, checked whole (a change may be valid
@@ -14,4 +17,38 @@ export function changedDefinition<Definition extends object>(
   const checked = schema.safeParse(withChanges(stored, changes));
   if (!checked.success) throw bodyValidationError(checked.error.issues);
   return checked.data;
+}
+
+/** What the kit needs of a kind of rule to change one: its row lock, how a definition is stored, its public shape. */
+export interface RuleTable<Rule, Definition> {
+  resource: ChangeResource;
+  lock(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<Rule | undefined>;
+  write(trx: Transaction<ObserveSchema>, id: string, definition: Definition, now: number): Promise<void>;
+  toOut(rule: Rule): object;
+}
+
+/**
+ * Changes a rule under its row lock with its admin-change row, in one transaction: `revise` turns
+ * the stored rule into its new definition (or throws, changing nothing). The rule is read back, so
+ * the snapshot shows the stored form (defaults filled in). False when no such rule exists.
+ */
+export async function changeRuleRecorded<Rule, Definition>(
+  ctx: ObserveContext,
+  table: RuleTable<Rule, Definition>,
+  id: string,
+  revise: (stored: Rule) => Definition,
+  actor: ChangeActor,
+): Promise<boolean> {
+  const { database } = ctx;
+  const now = ctx.clock.now();
+  return database.db.transaction().execute(async (trx) => {
+    const stored = await table.lock(trx, database.dialect, id);
+    if (stored === undefined) return false;
+    await table.write(trx, id, revise(stored), now);
+    const before = table.toOut(stored);
+    const after = table.toOut((await table.lock(trx, database.dialect, id))!);
+    const action = updateAction(before, after);
+    if (action !== null) await recordChange(trx, { resource: table.resource, resourceId: id, action, actor, before, after }, now);
+    return true;
+  });
 }
