@@ -17,7 +17,7 @@ test('the rules catch a platform→service import, a service→service import, S
   const policies = `${fixture}/gate/src/policies`;
   const expected = [
     `app-uses-feature-index: ${observe}/app.ts -> ${observe}/sessions/uses-errors.ts`,
-    `dashboard-uses-types-only: ${fixture}/dashboard/src/uses-sdk-code.ts -> packages/sdk/src/index.ts`,
+    `dashboard-uses-types-only: ${fixture}/dashboard/src/uses-sdk-code.ts -> packages/sdk/dist/index.js`,
     `feature-through-index: ${observe}/sessions/uses-events-inside.ts -> ${observe}/events/derive.ts`,
     `feature-uses-shared-src-root: ${observe}/sessions/uses-root-entry.ts -> ${observe}/index.ts`,
     `feature-uses-shared-src-root: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { GateClient } from '@vigil/sdk';
-import { eventually, forwardTo, startLiveServices, type LiveServices } from '@vigil/sdk/testing';
+import { eventually, forwardTo, startLiveServices, type LiveServices } from './testing.ts';
 import { GateIdentity, MCP_SESSIONS_PATH, sessionName } from './mcp-identity.ts';
 
 const bin = resolve(import.meta.dirname, '../bin/vigil.mjs');

@@ -112,7 +112,7 @@ function defined<T extends Record<string, unknown>>(object: T): T {
 /** The MCP server with every Vigil tool registered (not yet connected to a transport). */
 export function createMcpServer(config: McpConfig): McpServer {
   const server = new McpServer({ name: 'vigil', version: VIGIL_VERSION }, { capabilities: { tools: {} } });
-  const observe = new ObserveClient({ baseUrl: config.observeUrl, apiKey: config.observeKey, flushOnExit: false });
+  const observe = new ObserveClient({ baseUrl: config.observeUrl, apiKey: config.observeKey });
   const client = () => server.server.getClientVersion();
   const gate = new GateIdentity({ baseUrl: config.gateUrl, apiKey: config.gateKey }, () => client()?.name);
 

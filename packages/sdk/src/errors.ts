@@ -4,6 +4,8 @@
  * `{ error, status, details? }`, the gate `{ error: { code, message, details? } }`.
  */
 
+import type { ApprovalOutcome } from './gate.ts';
+
 export type ServiceName = 'observe' | 'gate';
 
 /** One field-level problem of a validation error (observe: `{ path, message }`). */
@@ -114,6 +116,19 @@ export class ApprovalTimeoutError extends VigilError {
     readonly lastStatus: string,
   ) {
     super(`No decision on approval request ${requestId} within ${waitedMs} ms (status ${lastStatus})`);
+  }
+}
+
+/** withApproval: the gate denied the action, or the request expired undecided; the action did not run. */
+export class ApprovalDeniedError extends VigilError {
+  readonly requestId: string;
+  constructor(readonly outcome: ApprovalOutcome) {
+    super(
+      `Approval request ${outcome.id} for "${outcome.action}" was ${outcome.status}` +
+        (outcome.decidedBy ? ` by ${outcome.decidedBy}` : '') +
+        (outcome.decisionReason ? `: ${outcome.decisionReason}` : ''),
+    );
+    this.requestId = outcome.id;
   }
 }
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GateClient, ObserveClient } from './index.ts';
-import { eventually, startLiveServices, type LiveServices } from './testing.ts';
+import { eventually, startLiveServices, type LiveServices } from '@vigil/cli/testing';
 
 const root = resolve(import.meta.dirname, '../../..');
 const example = resolve(root, 'examples/agent-loop.ts');
@@ -38,7 +38,7 @@ function sessionIdOf(stdout: string): string {
 }
 
 async function assertRecorded(sessionId: string, requestId: string, decidedBy: string): Promise<void> {
-  const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey, flushOnExit: false });
+  const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
   const session = await observe.getSession(sessionId);
   assert.equal(session.status, 'completed');
   assert.equal(session.agentId, 'refund-agent');

@@ -5,6 +5,7 @@
  */
 import { ApprovalTimeoutError } from './errors.ts';
 import { ServiceClient, sleep, type TransportOptions } from './http.ts';
+import { environment } from './runtime.ts';
 import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult } from './types.ts';
 
 export const DEFAULT_GATE_URL = 'http://localhost:3000';
@@ -37,7 +38,7 @@ export interface WaitOptions {
 
 export class GateClient extends ServiceClient<GatePaths> {
   constructor(options: GateClientOptions = {}) {
-    super('gate', options, { baseUrl: process.env.VIGIL_GATE_URL ?? DEFAULT_GATE_URL, apiKey: process.env.VIGIL_GATE_API_KEY });
+    super('gate', options, { baseUrl: environment('VIGIL_GATE_URL') ?? DEFAULT_GATE_URL, apiKey: environment('VIGIL_GATE_API_KEY') });
   }
 
   // ------------------------------------------------------------------------------------------

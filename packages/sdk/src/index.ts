@@ -1,7 +1,9 @@
 /**
  * @vigil/sdk: typed clients for Vigil's observe (events, sessions, analytics) and gate
- * (approvals) services. Request and answer types are generated from the services' OpenAPI
- * documents (src/generated/*.ts).
+ * (approvals) services, and capture of the agent's tools and approvals. Request and answer types
+ * are generated from the services' OpenAPI documents (src/generated/*.ts). This entry uses only
+ * web APIs (fetch, crypto, timers), so it runs in Node, Bun, Deno, edge workers and browsers;
+ * `@vigil/sdk/node` adds AsyncLocalStorage sessions and sending on process exit.
  */
 export { ObserveClient, DEFAULT_OBSERVE_URL, type ObserveClientOptions } from './observe.ts';
 export { GateClient, DEFAULT_GATE_URL, type ApprovalOutcome, type ApprovalRequest, type GateClientOptions, type NewApprovalRequest, type RequestStatus, type WaitOptions } from './gate.ts';
@@ -16,10 +18,13 @@ export {
   type StartSessionOptions,
   type ToolCallOptions,
 } from './session.ts';
+export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
+export { traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
 export type { BatchingOptions } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';
 export {
+  ApprovalDeniedError,
   ApprovalTimeoutError,
   VigilApiError,
   VigilAuthenticationError,

@@ -5,6 +5,7 @@
  */
 import { VigilDeprecationError } from './errors.ts';
 import { ServiceClient, type TransportOptions } from './http.ts';
+import { environment } from './runtime.ts';
 import { priceTable, type ModelPrice, type PriceTable } from './pricing.ts';
 import { EventQueue, type BatchingOptions } from './queue.ts';
 import { VigilSession, type EndSessionOptions, type SessionSink, type StartSessionOptions } from './session.ts';
@@ -33,10 +34,10 @@ const LESSONS_REPLACEMENT = 'lesson management and community sharing moved to th
 
 export class ObserveClient extends ServiceClient<ObservePaths> implements SessionSink {
   readonly prices: PriceTable;
-  private readonly queue: EventQueue<IncomingEvent>;
+  protected readonly queue: EventQueue<IncomingEvent>;
 
   constructor(options: ObserveClientOptions = {}) {
-    super('observe', options, { baseUrl: process.env.VIGIL_URL ?? DEFAULT_OBSERVE_URL, apiKey: process.env.VIGIL_API_KEY });
+    super('observe', options, { baseUrl: environment('VIGIL_URL') ?? DEFAULT_OBSERVE_URL, apiKey: environment('VIGIL_API_KEY') });
     this.prices = priceTable(options.prices);
     this.queue = new EventQueue((events) => this.ingest(events).then(() => undefined), options);
   }
@@ -59,6 +60,11 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.queue.close();
   }
 
+  /** Drops what is still queued, reporting it to onError as lost for `reason`. */
+  discardPending(reason: string): void {
+    this.queue.discard(reason);
+  }
+
   /** Events queued and not yet sent. */
   get pendingEvents(): number {
     return this.queue.size;
@@ -75,6 +81,26 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
   /** Starts a session (queues session_started) and answers its helper object. */
   startSession(options: StartSessionOptions): VigilSession {
     return new VigilSession(this, options);
+  }
+
+  /**
+   * Runs `fn` in a new session, ambient inside it (see VigilSession.run), and ends the session
+   * when fn settles: reason `completed`, or `error` (and fn's error rethrown) when it threw. The
+   * session's events are sent when it resolves; a delivery failure goes to `onError`.
+   */
+  async withSession<T>(options: StartSessionOptions, fn: (session: VigilSession) => T | Promise<T>): Promise<T> {
+    const session = this.startSession(options);
+    // A delivery failure is reported to onError already; it must not turn the agent's finished work into a failure.
+    const end = (ending?: EndSessionOptions): Promise<void> => session.end(ending).catch(() => undefined);
+    let result: T;
+    try {
+      result = await session.run(() => fn(session));
+    } catch (error) {
+      await end({ reason: 'error', summary: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+    await end();
+    return result;
   }
 
   /** Ends a session (queues session_ended) and flushes. */

@@ -1,10 +1,8 @@
 /**
  * Event batching: events are queued and sent in batches, one batch at a time and in order (so
  * each session's chain follows the order the agent emitted), when `batchSize` events are waiting
- * or `flushIntervalMs` after the first event of a batch was queued, on flush()/close(), and when
- * the process is about to exit normally (`beforeExit`). A process killed with SIGKILL (or ended
- * with process.exit()) cannot send what is still queued: call `await client.close()` in your own
- * SIGTERM/SIGINT handler.
+ * or `flushIntervalMs` after the first event of a batch was queued, and on flush()/close().
+ * Sending on process exit is Node's business: `@vigil/sdk/node` adds it.
  */
 import { VigilClosedError, VigilDeliveryError, VigilValidationError, type VigilError } from './errors.ts';
 
@@ -15,12 +13,10 @@ export interface BatchingOptions {
   flushIntervalMs?: number;
   /** Events held at most while the server is unreachable; further events are dropped and reported (default 10,000). */
   maxQueueSize?: number;
-  /** Flush on the process's `beforeExit` (default true). */
-  flushOnExit?: boolean;
   /**
    * Receives every delivery failure exactly once, whatever triggered the send: a batch that
    * could not be stored after the retries, events the server refused, events dropped because the
-   * queue was full or lost at exit. Default: a warning on stderr.
+   * queue was full or lost at exit. Default: console.warn.
    */
   onError?: (error: VigilError) => void;
 }
@@ -40,13 +36,17 @@ function refusedIndices(error: VigilValidationError, size: number): Set<number> 
 export class EventQueue<E> {
   private queue: E[] = [];
   private chain: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | undefined;
-  private hooked = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /**
+   * Whether a batch waiting for its interval keeps the process alive until it is sent (the safe
+   * default). Node's exit hook (@vigil/sdk/node) clears it and sends on `beforeExit` instead, so a
+   * finished script exits at once.
+   */
+  keepsProcessAlive = true;
   private readonly batchSize: number;
   private readonly flushIntervalMs: number;
   private readonly maxQueueSize: number;
-  private readonly flushOnExit: boolean;
   private readonly report: (error: VigilError) => void;
 
   constructor(
@@ -56,10 +56,9 @@ export class EventQueue<E> {
     this.batchSize = Math.min(1000, Math.max(1, Math.floor(options.batchSize ?? 100)));
     this.flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 1000);
     this.maxQueueSize = Math.max(this.batchSize, options.maxQueueSize ?? 10_000);
-    this.flushOnExit = options.flushOnExit ?? true;
     this.report = (error) => {
       try {
-        (options.onError ?? ((e: VigilError) => process.stderr.write(`vigil: ${e.message}\n`)))(error);
+        (options.onError ?? ((e: VigilError) => console.warn(`vigil: ${e.message}`)))(error);
       } catch {
         // A throwing handler must not break delivery.
       }
@@ -78,7 +77,6 @@ export class EventQueue<E> {
       return;
     }
     this.queue.push(event);
-    this.hookExit();
     if (this.queue.length >= this.batchSize) {
       void this.dispatch(true);
     } else if (this.timer === undefined) {
@@ -86,7 +84,7 @@ export class EventQueue<E> {
         this.timer = undefined;
         void this.dispatch(false);
       }, this.flushIntervalMs);
-      this.timer.unref();
+      if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
     }
   }
 
@@ -107,15 +105,19 @@ export class EventQueue<E> {
     }
   }
 
-  /** Flushes, then refuses further events and releases the exit hooks. */
+  /** Flushes, then refuses further events. */
   async close(): Promise<void> {
     if (this.closed) return this.chain.then(() => undefined);
     try {
       await this.flush();
     } finally {
       this.closed = true;
-      this.unhookExit();
     }
+  }
+
+  /** Drops what is still queued (reported as lost, with `reason`): the process is exiting. */
+  discard(reason: string): void {
+    if (this.queue.length > 0) this.report(new VigilDeliveryError(`${this.queue.length} events were lost: ${reason}`, this.queue.splice(0)));
   }
 
   /** Cuts the queue into batches (only full ones when `fullOnly`) and chains their delivery after the batches in flight. */
@@ -165,30 +167,5 @@ export class EventQueue<E> {
         return failure;
       }
     }
-  }
-
-  private readonly onBeforeExit = (): void => {
-    // Sending keeps the event loop alive; beforeExit fires again afterwards, with nothing left to send.
-    if (this.queue.length > 0) void this.flush().catch(() => undefined);
-  };
-
-  private readonly onExit = (): void => {
-    if (this.queue.length > 0) {
-      this.report(new VigilDeliveryError(`${this.queue.length} events were lost: the process exited before they were sent`, this.queue.splice(0)));
-    }
-  };
-
-  private hookExit(): void {
-    if (this.hooked || !this.flushOnExit) return;
-    this.hooked = true;
-    process.on('beforeExit', this.onBeforeExit);
-    process.on('exit', this.onExit);
-  }
-
-  private unhookExit(): void {
-    if (!this.hooked) return;
-    this.hooked = false;
-    process.off('beforeExit', this.onBeforeExit);
-    process.off('exit', this.onExit);
   }
 }

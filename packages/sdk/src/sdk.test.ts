@@ -24,7 +24,7 @@ import {
   VigilValidationError,
   type IncomingEvent,
 } from './index.ts';
-import { eventually, forwardTo, startLiveServices, type LiveServices } from './testing.ts';
+import { eventually, forwardTo, startLiveServices, type LiveServices } from '@vigil/cli/testing';
 
 let live: LiveServices;
 const servers: TestHttpServer[] = [];
@@ -60,7 +60,7 @@ function customEvent(sessionId: string, i: number): IncomingEvent {
 }
 
 function observeClient(baseUrl: string, options: ConstructorParameters<typeof ObserveClient>[0] = {}): ObserveClient {
-  return new ObserveClient({ baseUrl, apiKey: live.observeKey, flushOnExit: false, ...options });
+  return new ObserveClient({ baseUrl, apiKey: live.observeKey, ...options });
 }
 
 async function storedEvents(sessionId: string) {
@@ -142,15 +142,11 @@ describe('event batching', () => {
     assert.throws(() => client.track(customEvent('batch-close', 1)), VigilClosedError);
   });
 
-  test('queued events are flushed when the process exits normally (beforeExit)', async () => {
-    const script = `
-      import { ObserveClient } from '@vigil/sdk';
-      const client = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: process.env.KEY, flushIntervalMs: 600000 });
-      for (let i = 0; i < 3; i++) client.track({ sessionId: 'exit-flush', agentId: 'child', eventType: 'custom', payload: { type: 'tick', data: { i } } });
-      // No flush(), no close(): the program just ends.
-    `;
+  /** Runs `script` (ESM, with OBSERVE and KEY in its environment) as a plain program; answers its exit code and stderr. */
+  async function runScript(script: string): Promise<{ code: number | null; stderr: string; ms: number }> {
+    const started = Date.now();
     // Asynchronous spawn: the servers run in this process and must keep answering meanwhile.
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       cwd: resolve(import.meta.dirname, '../../..'),
       env: { ...process.env, OBSERVE: live.observeUrl, KEY: live.observeKey },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -158,8 +154,44 @@ describe('event batching', () => {
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((done) => child.once('exit', done));
+    return { code, stderr, ms: Date.now() - started };
+  }
+
+  const track3 = (sessionId: string) =>
+    `for (let i = 0; i < 3; i++) client.track({ sessionId: '${sessionId}', agentId: 'child', eventType: 'custom', payload: { type: 'tick', data: { i } } });`;
+
+  test('@vigil/sdk/node sends queued events when the process is about to exit (beforeExit), without waiting for the interval', async () => {
+    const { code, stderr, ms } = await runScript(`
+      import { ObserveClient } from '@vigil/sdk/node';
+      const client = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: process.env.KEY, flushIntervalMs: 600000 });
+      ${track3('exit-flush')}
+      // No flush(), no close(): the program just ends.
+    `);
     assert.equal(code, 0, stderr);
+    assert.ok(ms < 60_000, 'the 10-minute interval did not hold the process');
     assert.equal((await storedEvents('exit-flush')).length, 3);
+  });
+
+  test('the core entry keeps the process alive until a waiting batch is sent, so a plain script loses nothing', async () => {
+    const { code, stderr } = await runScript(`
+      import { ObserveClient } from '@vigil/sdk';
+      const client = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: process.env.KEY, flushIntervalMs: 300 });
+      ${track3('exit-core')}
+    `);
+    assert.equal(code, 0, stderr);
+    assert.equal((await storedEvents('exit-core')).length, 3);
+  });
+
+  test('@vigil/sdk/node reports events a process.exit() cut off to onError', async () => {
+    const { code, stderr } = await runScript(`
+      import { ObserveClient } from '@vigil/sdk/node';
+      const client = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: process.env.KEY, flushIntervalMs: 600000, onError: (e) => console.error('REPORTED ' + e.message) });
+      ${track3('exit-cut')}
+      process.exit(3);
+    `);
+    assert.equal(code, 3);
+    assert.match(stderr, /REPORTED 3 events were lost: the process exited before they were sent/);
+    assert.equal((await storedEvents('exit-cut')).length, 0);
   });
 });
 
@@ -255,7 +287,7 @@ describe('typed errors', () => {
       assert.equal(error.path, '/api/sessions/missing');
       return true;
     });
-    const anonymous = new ObserveClient({ baseUrl: live.observeUrl, apiKey: 'vk_wrong', flushOnExit: false });
+    const anonymous = new ObserveClient({ baseUrl: live.observeUrl, apiKey: 'vk_wrong' });
     await assert.rejects(anonymous.listSessions(), (error: unknown) => error instanceof VigilAuthenticationError && error.status === 401);
   });
 

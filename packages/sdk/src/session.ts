@@ -3,8 +3,9 @@
  * (session start and end, a tool call with its outcome and duration, an LLM call with its
  * response and cost). Events go through the client's batching queue.
  */
-import { randomUUID } from 'node:crypto';
+import { runInSession } from './ambient.ts';
 import type { PriceTable } from './pricing.ts';
+import { newId } from './runtime.ts';
 import type { EventType, IncomingEvent, PayloadOf, Severity } from './types.ts';
 
 export interface StartSessionOptions {
@@ -115,7 +116,7 @@ export class VigilSession {
     private readonly sink: SessionSink,
     options: StartSessionOptions,
   ) {
-    this.id = options.sessionId ?? randomUUID();
+    this.id = options.sessionId ?? newId();
     this.agentId = options.agentId;
     this.metadata = options.metadata;
     this.event('session_started', {
@@ -124,6 +125,14 @@ export class VigilSession {
       ...(options.agentVersion !== undefined && { agentVersion: options.agentVersion }),
       ...(options.tags !== undefined && { tags: options.tags }),
     });
+  }
+
+  /**
+   * Runs `fn` with this session as the ambient one: calls captured inside it (observeOpenAI,
+   * traceTool, withApproval, …) are recorded here without being handed the session.
+   */
+  run<T>(fn: () => T): T {
+    return runInSession(this, fn);
   }
 
   /** Queues one event of this session. */
@@ -152,7 +161,7 @@ export class VigilSession {
    * rethrows its error.
    */
   async wrapToolCall<T>(toolName: string, args: unknown, fn: () => T | Promise<T>, options: ToolCallOptions = {}): Promise<T> {
-    const callId = options.callId ?? randomUUID();
+    const callId = options.callId ?? newId();
     const { callId: _ignored, serverName, ...eventOptions } = options;
     this.toolCalls += 1;
     this.event('tool_call', { toolName, callId, arguments: storable(args), ...(serverName !== undefined && { serverName }) }, eventOptions);
@@ -174,7 +183,7 @@ export class VigilSession {
 
   /** Emits llm_call; pass the handle to recordLlmResponse. */
   recordLlmCall(input: LlmCallInput, options?: EventOptions): LlmCallHandle {
-    const callId = input.callId ?? randomUUID();
+    const callId = input.callId ?? newId();
     const { callId: _ignored, ...rest } = input;
     this.event('llm_call', { ...rest, callId }, options);
     return { callId, provider: input.provider, model: input.model, startedAt: performance.now() };

@@ -1,5 +1,5 @@
 /**
- * Test support (`@vigil/sdk/testing`): the real observe and gate services listening on ephemeral
+ * Test support (`@vigil/cli/testing`): the real observe and gate services listening on ephemeral
  * local ports, each on a fresh SQLite database in a temporary directory, on the system clock.
  * Used by the SDK, MCP and example tests; not part of the SDK's runtime.
  */

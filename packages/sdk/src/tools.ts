@@ -1,0 +1,91 @@
+/**
+ * Capture of the agent's own work: `traceTool` records a function as a tool, `withApproval` asks
+ * the gate before an action and records the request, the decision and the action in the session.
+ */
+import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
+import { ApprovalDeniedError } from './errors.ts';
+import type { ApprovalOutcome, GateClient, NewApprovalRequest, WaitOptions } from './gate.ts';
+
+export interface TraceToolOptions {
+  /** The session to record in (default: the ambient one). */
+  session?: SessionChoice;
+  /** The MCP server or toolbox the tool belongs to. */
+  serverName?: string;
+}
+
+/**
+ * `fn` as a recorded tool: each call emits tool_call (its arguments: the only argument, or the
+ * list), then tool_response with the result or tool_error with the error, with durationMs. The
+ * traced function is async; it returns fn's result and rethrows its error.
+ */
+export function traceTool<A extends unknown[], R>(
+  name: string,
+  fn: (...args: A) => R | Promise<R>,
+  options: TraceToolOptions = {},
+): (...args: A) => Promise<Awaited<R>> {
+  return async (...args: A): Promise<Awaited<R>> => {
+    const session = resolveSession(options.session);
+    if (!session) {
+      warnUnrecorded(`tool "${name}"`);
+      return await fn(...args);
+    }
+    const recorded = args.length === 1 ? args[0] : args;
+    return await session.wrapToolCall(name, recorded, () => fn(...args), options.serverName === undefined ? {} : { serverName: options.serverName });
+  };
+}
+
+export interface WithApprovalOptions {
+  session?: SessionChoice;
+  urgency?: NewApprovalRequest['urgency'];
+  /** Extra context for the approver (the session and agent ids are added). */
+  context?: Record<string, unknown>;
+  /** How long and how often to wait for a human (see GateClient.waitForDecision). */
+  wait?: WaitOptions;
+  /** Tell the gate the action ran, with its outcome, once it has (default true). */
+  confirm?: boolean;
+}
+
+const DECISION_EVENT = { approved: 'approval_granted', denied: 'approval_denied', expired: 'approval_expired' } as const;
+
+/**
+ * Asks the gate for `action` with `params` and runs `fn` only when approved. The session (given
+ * or ambient) records approval_requested, then approval_granted, _denied or _expired, and the
+ * action itself as a tool call; the gate is told the action ran (confirm). Throws
+ * ApprovalDeniedError when denied or expired, ApprovalTimeoutError when no decision came in time.
+ */
+export async function withApproval<R>(
+  gate: GateClient,
+  action: string,
+  params: Record<string, unknown>,
+  fn: (outcome: ApprovalOutcome) => R | Promise<R>,
+  options: WithApprovalOptions = {},
+): Promise<Awaited<R>> {
+  const session = resolveSession(options.session);
+  const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId }) };
+  const created = await gate.createRequest({ action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) }, { signal: options.wait?.signal });
+  session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });
+  const outcome = await gate.waitForDecision(created.id, options.wait, created);
+  if (outcome.status !== 'pending') {
+    session?.event(
+      DECISION_EVENT[outcome.status],
+      { requestId: outcome.id, action, decidedBy: outcome.decidedBy ?? 'system', ...(outcome.decisionReason !== null && { reason: outcome.decisionReason }) },
+      outcome.approved ? {} : { severity: 'warn' },
+    );
+  }
+  if (!outcome.approved) throw new ApprovalDeniedError(outcome);
+  if (!session) warnUnrecorded(`approved action "${action}"`);
+
+  const confirm = async (result: Record<string, unknown>): Promise<void> => {
+    if (options.confirm === false) return;
+    // The action has run: a failed confirmation must not make the caller believe it did not.
+    await gate.confirm(outcome.id, result).catch((error: unknown) => console.warn(`vigil: could not confirm approval request ${outcome.id}: ${(error as Error).message}`));
+  };
+  try {
+    const result = session ? await session.wrapToolCall(action, params, () => fn(outcome)) : await fn(outcome);
+    await confirm({ ok: true });
+    return result as Awaited<R>;
+  } catch (error) {
+    await confirm({ ok: false, error: error instanceof Error ? error.message : String(error) });
+    throw error;
+  }
+}
