@@ -217,6 +217,27 @@ export class VigilSession {
   }
 
   /**
+   * Records a failed LLM call (the provider answered an error, or the connection broke): a
+   * tool_error named `<provider>:<model>` with severity error, the call's id, the error text,
+   * its code (the provider's HTTP status when it has one) and the time since recordLlmCall.
+   */
+  recordLlmError(call: LlmCallHandle, error: unknown, options: EventOptions = {}): void {
+    const status = (error as { status?: unknown } | null)?.status;
+    const code = typeof status === 'number' ? status : errorCode(error);
+    this.event(
+      'tool_error',
+      {
+        toolName: `${call.provider}:${call.model}`,
+        callId: call.callId,
+        error: errorText(error),
+        durationMs: performance.now() - call.startedAt,
+        ...(code !== undefined && { errorCode: code }),
+      },
+      { ...options, severity: options.severity ?? 'error' },
+    );
+  }
+
+  /**
    * Emits session_ended (with totalToolCalls and totalDurationMs) and flushes the queue, so the
    * session is stored when the promise resolves. Ending twice is a no-op.
    */
