@@ -62,7 +62,7 @@ async function assertRecorded(sessionId: string, requestId: string, decidedBy: s
   assert.equal(request.decidedBy, decidedBy);
   assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent' });
   assert.notEqual(request.confirmedAt, null, 'the executed refund is confirmed');
-  assert.match(String((request.executionResult as { refundId?: string }).refundId), /^rf_1042_/);
+  assert.match(String((request.executionResult as { result?: { refundId?: string } }).result?.refundId), /^rf_1042_/);
 }
 
 describe('examples/agent-loop.ts', () => {
@@ -79,10 +79,23 @@ describe('examples/agent-loop.ts', () => {
     await assertRecorded(sessionIdOf(run.stdout()), pending!.id, 'api:supervisor');
   });
 
+  test('--auto-approve with an agent key that may not decide says so, without a stack trace, and keeps waiting for a human', async () => {
+    const agentKey = await live.gateKey('refund-agent-2', ['request:create', 'request:read']);
+    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey }, ['--auto-approve']);
+    await eventually(async () => run.stdout(), (out) => out.includes('needs a gate key with the request:decide scope'), 30_000, 'the explanation');
+    const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
+    assert.ok(id, run.stdout());
+    assert.doesNotMatch(run.stdout(), /Bearer \$|Bearer "/, 'the printed curl has no empty shell variable');
+    await new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey }).decide(id, 'approved', 'checked by hand');
+    assert.equal(await run.code, 0, run.stderr());
+    assert.equal(run.stderr(), '', 'no stack trace');
+    await assertRecorded(sessionIdOf(run.stdout()), id, 'api:admin (GATE_ADMIN_KEY)');
+  });
+
   test('--auto-approve decides its own request with the gate key', async () => {
     const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: live.gateAdminKey }, ['--auto-approve']);
     assert.equal(await run.code, 0, run.stderr());
-    const id = /approve refund request (\S+)\./.exec(run.stdout())?.[1];
+    const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
     assert.ok(id, run.stdout());
     await assertRecorded(sessionIdOf(run.stdout()), id, 'api:admin (GATE_ADMIN_KEY)');
   });

@@ -95,7 +95,7 @@ function errorCode(error: unknown): string | number | undefined {
 }
 
 /** A JSON-storable version of a tool result (undefined → null; cycles and bigints → a description). */
-function storable(value: unknown): unknown {
+export function storable(value: unknown): unknown {
   if (value === undefined) return null;
   try {
     return JSON.parse(JSON.stringify(value) ?? 'null');

@@ -151,7 +151,7 @@ describe('withApproval', () => {
     const request = await admin.getRequest(requestId);
     assert.deepEqual(request.context, { sessionId: id, agentId: 'approver' });
     assert.notEqual(request.confirmedAt, null);
-    assert.deepEqual(request.executionResult, { ok: true });
+    assert.deepEqual(request.executionResult, { ok: true, result: { refundId: 'rf_1' } });
   });
 
   test('a denied action does not run: approval_denied (warn) is recorded and ApprovalDeniedError thrown', async () => {

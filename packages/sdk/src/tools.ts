@@ -5,6 +5,7 @@
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
 import { ApprovalDeniedError } from './errors.ts';
 import type { ApprovalOutcome, GateClient, NewApprovalRequest, WaitOptions } from './gate.ts';
+import { storable } from './session.ts';
 
 export interface TraceToolOptions {
   /** The session to record in (default: the ambient one). */
@@ -43,6 +44,8 @@ export interface WithApprovalOptions {
   wait?: WaitOptions;
   /** Tell the gate the action ran, with its outcome, once it has (default true). */
   confirm?: boolean;
+  /** The name the action is recorded under as a tool call (default: the action). */
+  toolName?: string;
 }
 
 const DECISION_EVENT = { approved: 'approval_granted', denied: 'approval_denied', expired: 'approval_expired' } as const;
@@ -81,8 +84,8 @@ export async function withApproval<R>(
     await gate.confirm(outcome.id, result).catch((error: unknown) => console.warn(`vigil: could not confirm approval request ${outcome.id}: ${(error as Error).message}`));
   };
   try {
-    const result = session ? await session.wrapToolCall(action, params, () => fn(outcome)) : await fn(outcome);
-    await confirm({ ok: true });
+    const result = session ? await session.wrapToolCall(options.toolName ?? action, params, () => fn(outcome)) : await fn(outcome);
+    await confirm({ ok: true, result: storable(result) });
     return result as Awaited<R>;
   } catch (error) {
     await confirm({ ok: false, error: error instanceof Error ? error.message : String(error) });
