@@ -9,13 +9,22 @@ export function environment(name: string): string | undefined {
   return env?.[name];
 }
 
+/** 16 random bytes: Web Crypto where the runtime has it, else (Node 18 keeps it off the global object) Math.random. */
+function randomBytes(): Uint8Array {
+  const webCrypto = (globalThis as { crypto?: Crypto }).crypto;
+  if (webCrypto) return webCrypto.getRandomValues(new Uint8Array(16));
+  return Uint8Array.from({ length: 16 }, () => Math.floor(Math.random() * 256));
+}
+
 /**
- * A random UUIDv4 for session and call ids. `crypto.randomUUID` exists only in secure contexts:
- * a page served over plain http (a dev server on a LAN address) has just `getRandomValues`.
+ * A random UUIDv4 for session and call ids (identifiers, not secrets). `crypto.randomUUID` exists
+ * only in secure contexts: a page served over plain http (a dev server on a LAN address) has just
+ * `getRandomValues`.
  */
 export function newId(): string {
-  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  const webCrypto = (globalThis as { crypto?: Crypto }).crypto;
+  if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID();
+  const bytes = randomBytes();
   bytes[6] = (bytes[6]! & 0x0f) | 0x40;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
   const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
