@@ -34,12 +34,13 @@ class BatchingTest(unittest.TestCase):
         self.assertEqual(client.pending_events, 0)
 
     def test_a_partial_batch_goes_after_the_flush_interval(self) -> None:
-        client = vigil.ObserveClient(batch_size=100, flush_interval=0.2)
+        client = vigil.ObserveClient(batch_size=100, flush_interval=0.5)
         self.addCleanup(client.close)
         sid = session_id("interval")
         client.track({"sessionId": sid, "agentId": "py-agent", "eventType": "custom", "payload": {"type": "tick", "data": None}})
-        self.assertEqual(len(stored_events(sid)), 0)
+        self.assertEqual(client.pending_events, 1)
         eventually(lambda: len(stored_events(sid)), lambda n: n == 1, timeout=5)
+        self.assertEqual(client.pending_events, 0)
 
     def test_events_the_server_refuses_are_dropped_and_the_rest_stored(self) -> None:
         reported: List[vigil.VigilDeliveryError] = []

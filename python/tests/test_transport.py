@@ -45,7 +45,7 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

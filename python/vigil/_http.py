@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 from .errors import ErrorDetail, VigilNetworkError, api_error_class
 
@@ -43,8 +43,6 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Opti
         date = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    if date is None:
-        return None
     return max(0.0, date.timestamp() - (time.time() if now is None else now))
 
 
@@ -58,18 +56,18 @@ def _error_parts(body: Any) -> Tuple[Optional[str], Optional[str], Optional[List
     """(message, code, details) of an observe ``{error, status, details?}`` or gate ``{error: {code, message}}`` body."""
     if not isinstance(body, dict):
         return None, None, None
-    error = body.get("error")
+    fields = cast(Dict[str, Any], body)
+    error = fields.get("error")
     if isinstance(error, str):
-        details = body.get("details")
-        return error, None, details if isinstance(details, list) else None
+        details = fields.get("details")
+        return error, None, cast(List[ErrorDetail], details) if isinstance(details, list) else None
     if isinstance(error, dict):
-        message = error.get("message")
-        code = error.get("code")
-        details = error.get("details")
+        inner = cast(Dict[str, Any], error)
+        message, code, details = inner.get("message"), inner.get("code"), inner.get("details")
         return (
             message if isinstance(message, str) else None,
             code if isinstance(code, str) else None,
-            details if isinstance(details, list) else None,
+            cast(List[ErrorDetail], details) if isinstance(details, list) else None,
         )
     return None, None, None
 
@@ -108,7 +106,7 @@ class HttpTransport:
         verb = method.upper()
         url = self.base_url + path
         if query:
-            pairs = {k: (",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)) for k, v in query.items() if v is not None}
+            pairs = {k: _query_value(v) for k, v in query.items() if v is not None}
             if pairs:
                 url += "?" + urllib.parse.urlencode(pairs)
         headers: Dict[str, str] = {"accept": "application/json", **self.headers}
@@ -167,6 +165,13 @@ class HttpTransport:
                 delay = backoff_delay(retry_number, policy)
             time.sleep(delay)
             retry_number += 1
+
+
+def _query_value(value: Any) -> str:
+    """A query parameter: lists as comma lists, as the services read them."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in cast(Sequence[Any], value))
+    return str(value)
 
 
 def _parse(raw: bytes) -> Any:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 from .errors import VigilClosedError, VigilDeliveryError, VigilValidationError
 
 Event = Any
-Sender = Callable[[List[Event]], None]
+# What it answers is ignored: a return is success, an exception a failure.
+Sender = Callable[[List[Event]], object]
 ErrorHandler = Callable[[VigilDeliveryError], None]
 
 _EVENT_INDEX = re.compile(r"^events\.(\d+)(?:\.|$)")
