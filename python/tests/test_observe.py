@@ -185,6 +185,9 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(events[4]["payload"]["finishReason"], "length")
         self.assertIs(events[4]["metadata"]["costUnpriced"], True)
         self.assertEqual((events[6]["payload"]["costUsd"], events[6]["payload"]["latencyMs"]), (0.5, 42))
+        # The client's own query, snake_case keywords sent camelCase, lists as comma lists.
+        queried = self.client.list_events(session_id=sid, event_type=["llm_call", "session_ended"], order="asc")
+        self.assertEqual((queried["total"], [e["eventType"] for e in queried["events"]]), (4, ["llm_call"] * 3 + ["session_ended"]))
 
 
 @needs_vigil

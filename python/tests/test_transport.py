@@ -157,6 +157,10 @@ class RetryTest(unittest.TestCase):
 
 @needs_vigil
 class ServiceErrorsTest(unittest.TestCase):
+    def test_both_services_answer_health(self) -> None:
+        self.assertEqual(vigil.ObserveClient().health()["status"], "ok")
+        self.assertEqual(vigil.GateClient().health()["status"], "ok")
+
     def test_observe_errors_are_typed_with_the_server_message(self) -> None:
         client = vigil.ObserveClient(api_key="not-a-key", retry=FAST)
         with self.assertRaises(vigil.VigilAuthenticationError) as raised:

@@ -12,7 +12,6 @@ import re
 import sys
 import threading
 import time
-import weakref
 from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
 from .errors import VigilClosedError, VigilDeliveryError, VigilValidationError
@@ -68,7 +67,7 @@ class EventQueue:
         self._closed = False
         self._stopping = False
         self._worker: Optional[threading.Thread] = None
-        self._exit_hook: Optional[Callable[[], None]] = None
+        self._hooked = False
         self._flush_on_exit = flush_on_exit
 
     @property
@@ -141,21 +140,13 @@ class EventQueue:
         self._worker = threading.Thread(target=self._run, name="vigil-batcher", daemon=True)
         self._worker.start()
         if self._flush_on_exit:
-            # A weak reference, so registering the hook does not keep a dropped client alive.
-            this = weakref.ref(self)
-
-            def at_exit() -> None:
-                queue = this()
-                if queue is not None:
-                    queue._flush_at_exit()
-
-            self._exit_hook = at_exit
-            atexit.register(at_exit)
+            self._hooked = True
+            atexit.register(self._flush_at_exit)
 
     def _unhook_exit(self) -> None:
-        if self._exit_hook is not None:
-            atexit.unregister(self._exit_hook)
-            self._exit_hook = None
+        if self._hooked:
+            atexit.unregister(self._flush_at_exit)
+            self._hooked = False
 
     def _flush_at_exit(self) -> None:
         try:
