@@ -1,0 +1,221 @@
+"""Event batching on a background thread: events are queued and sent in batches, one batch at a
+time and in order (so each session's chain follows the order the agent emitted), when
+``batch_size`` events are waiting or ``flush_interval`` seconds after the first event of a batch
+was queued, on flush()/close(), and at interpreter exit (atexit). A process killed by a signal
+or ended with os._exit() cannot send what is still queued."""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import re
+import sys
+import threading
+import time
+from typing import Any, Callable, Deque, List, Optional, Set, Tuple
+
+from .errors import VigilClosedError, VigilDeliveryError, VigilValidationError
+
+Event = Any
+# What it answers is ignored: a return is success, an exception a failure.
+Sender = Callable[[List[Event]], object]
+ErrorHandler = Callable[[VigilDeliveryError], None]
+
+_EVENT_INDEX = re.compile(r"^events\.(\d+)(?:\.|$)")
+
+
+def _refused_indices(error: VigilValidationError, size: int) -> Set[int]:
+    """Indices of the batch's events a validation error names (``events.3.payload.callId`` -> 3)."""
+    indices: Set[int] = set()
+    for detail in error.details:
+        match = _EVENT_INDEX.match(str(detail.get("path", "")))
+        if match and int(match.group(1)) < size:
+            indices.add(int(match.group(1)))
+    return indices
+
+
+def _warn(error: VigilDeliveryError) -> None:
+    sys.stderr.write(f"vigil: {error}\n")
+
+
+class EventQueue:
+    def __init__(
+        self,
+        send: Sender,
+        *,
+        batch_size: int = 100,
+        flush_interval: float = 1.0,
+        max_queue_size: int = 10_000,
+        flush_on_exit: bool = True,
+        exit_timeout: float = 10.0,
+        on_error: Optional[ErrorHandler] = None,
+    ) -> None:
+        self._send = send
+        self.batch_size = min(1000, max(1, int(batch_size)))
+        self.flush_interval = max(0.0, flush_interval)
+        self.max_queue_size = max(self.batch_size, max_queue_size)
+        self.exit_timeout = exit_timeout
+        self._on_error = on_error or _warn
+        self._lock = threading.Condition()
+        # (sequence number, event): numbers tell flush() when what it waits for has been handled.
+        self._queue: Deque[Tuple[int, Event]] = collections.deque()
+        self._pushed = 0
+        self._handled = 0
+        self._flush_upto = 0
+        self._deadline: Optional[float] = None
+        self._failures: Deque[Tuple[int, VigilDeliveryError]] = collections.deque(maxlen=1000)
+        self._closed = False
+        self._stopping = False
+        self._worker: Optional[threading.Thread] = None
+        self._hooked = False
+        self._flush_on_exit = flush_on_exit
+
+    @property
+    def size(self) -> int:
+        """Events queued and not yet handed to a request."""
+        with self._lock:
+            return len(self._queue)
+
+    def push(self, event: Event) -> None:
+        with self._lock:
+            if self._closed:
+                raise VigilClosedError("The client is closed: no more events can be sent")
+            if len(self._queue) >= self.max_queue_size:
+                dropped = VigilDeliveryError(f"Event queue full ({self.max_queue_size} events): event dropped", [event])
+            else:
+                dropped = None
+                self._pushed += 1
+                self._queue.append((self._pushed, event))
+                if self._deadline is None:
+                    self._deadline = time.monotonic() + self.flush_interval
+                self._start()
+                self._lock.notify_all()
+        if dropped is not None:
+            self._report(dropped)
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Sends everything queued so far and waits until it, and every batch already in flight, is
+        stored or given up. Raises VigilDeliveryError when a batch of these events failed (the
+        failure was also reported to on_error), TimeoutError when ``timeout`` seconds pass first."""
+        with self._lock:
+            start = self._handled
+            target = self._pushed
+            self._flush_upto = max(self._flush_upto, target)
+            self._lock.notify_all()
+            if not self._lock.wait_for(lambda: self._handled >= target, timeout):
+                raise TimeoutError(f"vigil: flush did not finish within {timeout:g} s ({len(self._queue)} events still queued)")
+            failures = [f for last, f in self._failures if start < last <= target]
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            raise VigilDeliveryError(
+                f"{len(failures)} batches were not stored: " + "; ".join(str(f) for f in failures),
+                [e for f in failures for e in f.events],
+            )
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Flushes, then refuses further events and stops the thread."""
+        try:
+            self.flush(timeout)
+        finally:
+            with self._lock:
+                self._closed = True
+                self._stopping = True
+                self._lock.notify_all()
+            self._unhook_exit()
+
+    # ---------------------------------------------------------------------------------------------
+
+    def _report(self, error: VigilDeliveryError) -> None:
+        try:
+            self._on_error(error)
+        except Exception:  # noqa: BLE001 - a raising handler must not break delivery
+            pass
+
+    def _start(self) -> None:
+        """Starts the sending thread (and the exit hook) with the first event; called under the lock."""
+        if self._worker is not None:
+            return
+        # Daemon: a forgotten client never keeps the interpreter alive; the exit hook sends what is left.
+        self._worker = threading.Thread(target=self._run, name="vigil-batcher", daemon=True)
+        self._worker.start()
+        if self._flush_on_exit:
+            self._hooked = True
+            atexit.register(self._flush_at_exit)
+
+    def _unhook_exit(self) -> None:
+        if self._hooked:
+            atexit.unregister(self._flush_at_exit)
+            self._hooked = False
+
+    def _flush_at_exit(self) -> None:
+        try:
+            self.close(self.exit_timeout)
+        except VigilDeliveryError:
+            pass  # already reported
+        except TimeoutError:
+            with self._lock:
+                lost = [event for _, event in self._queue]
+                self._queue.clear()
+            if lost:
+                self._report(VigilDeliveryError(f"{len(lost)} events were lost: the interpreter exited before they were sent", lost))
+
+    def _next_batch(self) -> Optional[List[Tuple[int, Event]]]:
+        """Waits for a batch that is due; None when stopping with nothing left."""
+        with self._lock:
+            while True:
+                if self._queue:
+                    due = (
+                        len(self._queue) >= self.batch_size
+                        or self._queue[0][0] <= self._flush_upto
+                        or self._stopping
+                        or (self._deadline is not None and time.monotonic() >= self._deadline)
+                    )
+                    if due:
+                        count = min(self.batch_size, len(self._queue))
+                        batch = [self._queue.popleft() for _ in range(count)]
+                        if not self._queue:
+                            self._deadline = None
+                        return batch
+                elif self._stopping:
+                    return None
+                wait = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+                self._lock.wait(wait)
+
+    def _run(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            failure = self._deliver([event for _, event in batch])
+            with self._lock:
+                if failure is not None:
+                    self._failures.append((batch[-1][0], failure))
+                self._handled = batch[-1][0]
+                self._lock.notify_all()
+
+    def _deliver(self, batch: List[Event]) -> Optional[VigilDeliveryError]:
+        """Sends one batch; events the server names as invalid are dropped (and reported) and the rest sent again once."""
+        events = batch
+        refused: Optional[VigilDeliveryError] = None
+        round_number = 0
+        while True:
+            try:
+                self._send(events)
+                return refused
+            except Exception as error:  # noqa: BLE001 - every failure is reported, none kills the thread
+                if round_number == 0 and isinstance(error, VigilValidationError):
+                    bad = _refused_indices(error, len(events))
+                    if 0 < len(bad) < len(events):
+                        refused = VigilDeliveryError(
+                            f"observe refused {len(bad)} of {len(events)} events: {error}",
+                            [e for i, e in enumerate(events) if i in bad],
+                            error,
+                        )
+                        self._report(refused)
+                        events = [e for i, e in enumerate(events) if i not in bad]
+                        round_number += 1
+                        continue
+                failure = VigilDeliveryError(f"{len(events)} events were not stored: {error}", events, error)
+                self._report(failure)
+                return failure
