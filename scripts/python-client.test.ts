@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { PriceTable } from '@vigil/pricing';
-import { startLiveServices, type LiveServices } from '@vigil/sdk/testing';
+import { startLiveServices, type LiveServices } from '@vigil/cli/testing';
 import { PYTHON_PRICES_FILE, pythonPricesJson } from './python-prices.ts';
 
 const PYTHON_ROOT = fileURLToPath(new URL('../python/', import.meta.url));
