@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GateClient, ObserveClient } from './index.ts';
 import { eventually, startLiveServices, type LiveServices } from '@vigil/cli/testing';
 
 const root = resolve(import.meta.dirname, '../../..');
-const example = resolve(root, 'examples/agent-loop.ts');
 
 let live: LiveServices;
 before(async () => {
@@ -20,15 +19,20 @@ interface Run {
   stderr: () => string;
 }
 
-/** The example as a user runs it (asynchronously: the servers live in this process). */
-function runExample(env: Record<string, string>, args: string[] = []): Run {
+/** A program as a user runs it from the repository root (asynchronously: the servers live in this process). */
+function run(command: string, commandArgs: string[], env: Record<string, string>): Run {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VIGIL_'))) as Record<string, string>;
-  const child = spawn(process.execPath, ['--import', 'tsx', example, ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, commandArgs, { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { code: new Promise((done) => child.once('exit', done)), stdout: () => stdout, stderr: () => stderr };
+}
+
+/** examples/agent-loop.ts, run as the README says. */
+function runExample(env: Record<string, string>, args: string[] = []): Run {
+  return run(process.execPath, ['--import', 'tsx', resolve(root, 'examples/agent-loop.ts'), ...args], env);
 }
 
 function sessionIdOf(stdout: string): string {
@@ -98,5 +102,51 @@ describe('examples/agent-loop.ts', () => {
     const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
     assert.ok(id, run.stdout());
     await assertRecorded(sessionIdOf(run.stdout()), id, 'api:admin (GATE_ADMIN_KEY)');
+  });
+});
+
+describe('examples in other languages', () => {
+  test('examples/http.sh records a session with curl alone; observe summarises it and the chain verifies', async () => {
+    const shell = run('bash', ['examples/http.sh'], { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey });
+    assert.equal(await shell.code, 0, shell.stderr());
+    const sessionId = /Session (http-example-\S+):/.exec(shell.stdout())?.[1];
+    assert.ok(sessionId, shell.stdout());
+    assert.match(shell.stdout(), /"valid":true/);
+    const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+    const session = await observe.getSession(sessionId);
+    assert.deepEqual([session.status, session.eventCount, session.toolCallCount], ['completed', 6, 1]);
+  });
+
+  test('examples/python_agent.py records its session and gets the refund approved by the README policy', async (t) => {
+    if (spawnSync('python3', ['--version']).status !== 0) {
+      if (process.env.REQUIRE_SERVICES === '1') assert.fail('python3 is required (REQUIRE_SERVICES=1)');
+      return t.skip('python3 is not installed');
+    }
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const policy = await admin.createPolicy({ name: 'payments', priority: 10, rules: [{ match: { action: 'pay', amount: { $lt: 100 } }, decision: 'auto_approve' }] });
+    try {
+      const agentKey = await live.gateKey('python-agent', ['request:create', 'request:read']);
+      const python = run('python3', ['examples/python_agent.py'], {
+        PYTHONPATH: resolve(root, 'python'),
+        VIGIL_URL: live.observeUrl,
+        VIGIL_API_KEY: live.observeKey,
+        VIGIL_GATE_URL: live.gateUrl,
+        VIGIL_GATE_API_KEY: agentKey,
+      });
+      assert.equal(await python.code, 0, python.stderr());
+      assert.match(python.stdout(), /Refund approved by policy/);
+      const sessionId = /Stored session (\S+)/.exec(python.stdout())?.[1];
+      assert.ok(sessionId, python.stdout());
+      const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+      const { events, chainValid } = await observe.getTimeline(sessionId);
+      assert.equal(chainValid, true);
+      assert.deepEqual(
+        events.map((e) => e.eventType),
+        ['session_started', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended'],
+      );
+      assert.ok((events[4]!.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
+    } finally {
+      await admin.deletePolicy(policy.id);
+    }
   });
 });
