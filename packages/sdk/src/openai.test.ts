@@ -481,6 +481,25 @@ describe('observeOpenAI: sessions', () => {
     assert.match(warnings[0]!, /OpenAI chat completion ran outside any session/);
   });
 
+  test('a Vigil client that cannot record (closed) never fails the LLM call', async () => {
+    answer = (_request, _body, res) => sendJson(res, 200, chatCompletion({ content: 'still answered' }, 'stop'));
+    const closed = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+    const session = closed.startSession({ agentId: 'closed-agent' });
+    await closed.close();
+    const client = observeOpenAI(openai(), { session });
+    const warnings: string[] = [];
+    const warn = console.warn;
+    console.warn = (message: string) => warnings.push(message);
+    try {
+      const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(completion.choices[0]!.message.content, 'still answered');
+    } finally {
+      console.warn = warn;
+    }
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /could not record an LLM call/);
+  });
+
   test('withOptions() clients are recorded too; other methods pass through', async () => {
     answer = (request, _body, res) =>
       request.url.startsWith('/v1/models') ? sendJson(res, 200, { object: 'list', data: [{ id: MODEL, object: 'model', created: 1, owned_by: 'openai' }] }) : sendJson(res, 200, chatCompletion({ content: 'x' }, 'stop'));
