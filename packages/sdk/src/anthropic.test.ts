@@ -11,7 +11,7 @@ import { observeAnthropic } from './anthropic.ts';
 /** What the fake provider waits before answering: the recorded latency must include it. */
 const DELAY_MS = 60;
 const PRICES = PriceTable.fromDefaults();
-const MODEL = 'claude-sonnet-4-5-20250929';
+const MODEL = 'claude-haiku-4-5-20251001';
 
 let live: LiveServices;
 let vigil: ObserveClient;
@@ -177,6 +177,20 @@ describe('observeAnthropic', () => {
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
     assert.equal(events[2]!.payload.completion, 'Let me check.');
     assert.deepEqual(events[2]!.payload.usage, { inputTokens: 900, outputTokens: 64, totalTokens: 964 });
+  });
+
+  test('beta.messages.create and the messages.parse() helper are recorded too', async () => {
+    answer = (_request, _body, res) => sendJson(res, 200, message([{ type: 'text', text: 'Beta answer.' }], 'end_turn'));
+    const client = observeAnthropic(anthropic());
+    const { result, events } = await recorded(async () => {
+      const beta = await client.beta.messages.create({ model: MODEL, max_tokens: 64, betas: ['context-management-2025-06-27'], messages: [{ role: 'user', content: 'x' }] });
+      const parsed = await client.messages.parse({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'y' }] });
+      return [beta.content[0], parsed.content[0]];
+    });
+    assert.deepEqual(result.map((block) => (block as { text: string }).text), ['Beta answer.', 'Beta answer.']);
+    assert.equal(fake.requests.at(-2)!.headers['anthropic-beta'], 'context-management-2025-06-27', 'sent as a beta request');
+    assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(events[1]!.payload.parameters, { max_tokens: 64, betas: ['context-management-2025-06-27'] });
   });
 
   test('a stream the caller leaves early is recorded as an error, stream_abandoned', async () => {

@@ -1,6 +1,6 @@
 /**
  * `@vigil/sdk/anthropic`: records the messages an `@anthropic-ai/sdk` client creates — plain,
- * streamed (`stream: true`) and through the `messages.stream()` helper — as llm_call and
+ * streamed (`stream: true`) and through the `stream()` and `parse()` helpers — as llm_call and
  * llm_response (with usage, cost from the price table and latency) in the session given or the
  * ambient one; a failed call as an error-severity tool_error with the HTTP status. The client
  * works exactly as before.
@@ -14,7 +14,9 @@ import {
   StreamEndedError,
   toolArguments,
   type CapturedResponse,
+  type ClientPatch,
   type LlmCaptureOptions,
+  type MethodPatch,
   type StreamAccumulator,
 } from './capture.ts';
 
@@ -169,22 +171,28 @@ function messagesCreate(create: (...args: unknown[]) => unknown, owner: object, 
   };
 }
 
+/** A library helper (stream, parse) run on the wrapped resource: it creates its message through `this.create`, which is then recorded. */
+const onWrapped: MethodPatch = (helper) =>
+  function (this: unknown, ...args: unknown[]) {
+    return helper.apply(this, args);
+  };
+
 /**
- * `client` (an `Anthropic` from `@anthropic-ai/sdk`) with `messages.create` recorded, and so
- * `messages.stream()`, which creates its message through it; clients made from it with
- * `withOptions()` are recorded too. Everything else is the client's own.
+ * `client` (an `Anthropic` from `@anthropic-ai/sdk`) with `messages.create` and
+ * `beta.messages.create` recorded, and so the helpers that create through them (`stream()`,
+ * `parse()`); clients made from it with `withOptions()` are recorded too. Everything else is the
+ * client's own.
  */
 export function observeAnthropic<T extends object>(client: T, options: ObserveAnthropicOptions = {}): T {
   const provider = options.provider ?? 'anthropic';
+  const messages: ClientPatch = {
+    create: (create, owner) => messagesCreate(create, owner, options, provider),
+    stream: onWrapped,
+    parse: onWrapped,
+  };
   return patchClient(client, {
-    messages: {
-      create: (create, owner) => messagesCreate(create, owner, options, provider),
-      // The helper calls `this.create`: run it on the patched resource so its request is recorded.
-      stream: (stream) =>
-        function (this: unknown, ...args: unknown[]) {
-          return stream.apply(this, args);
-        },
-    },
+    messages,
+    beta: { messages },
     withOptions: (withOptions, owner) => (...args) => observeAnthropic(withOptions.apply(owner, args) as object, options),
   });
 }

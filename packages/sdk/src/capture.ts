@@ -128,14 +128,20 @@ export function startLlmCall(options: LlmCaptureOptions, kind: string, input: Ll
   }
 }
 
-/** The library's promise object (Stainless APIPromise): then/catch/finally/withResponse all go through parse(). */
-interface ParsingPromise {
-  parse(): Promise<unknown>;
-  then: unknown;
+/**
+ * The libraries' promise object (Stainless APIPromise, openai ≥ 4, @anthropic-ai/sdk ≥ 0.30): the
+ * HTTP exchange (`responsePromise`, rejected with the library's APIError on an error status) and
+ * the parser every way of reading the answer goes through (`parseResponse`: await, .withResponse(),
+ * and the promises helpers derive from it with _thenUnwrap).
+ */
+interface ApiPromise {
+  responsePromise: PromiseLike<unknown>;
+  parseResponse: AnyFunction;
 }
 
-function isParsingPromise(value: unknown): value is ParsingPromise {
-  return typeof (value as ParsingPromise | null)?.parse === 'function' && typeof (value as ParsingPromise).then === 'function';
+function isApiPromise(value: unknown): value is ApiPromise {
+  const candidate = value as Partial<ApiPromise> | null;
+  return typeof candidate?.parseResponse === 'function' && isPromiseLike(candidate.responsePromise);
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
@@ -144,11 +150,11 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
 
 /**
  * Runs the library's method (`invoke`) as `call` and answers what the method answered. For the
- * libraries' APIPromise the very same object is answered, with its parse() hooked, so awaiting it,
- * `.withResponse()` and the helpers built on them behave as without the wrapper; `.asResponse()`
- * hands over the unread HTTP response, so such a call records llm_call only. `onValue` sees the
- * parsed answer once; an error (the library's APIError carries the HTTP status) is recorded and
- * rethrown unchanged.
+ * libraries' APIPromise that is the very same object, with its parser hooked, so awaiting it,
+ * `.withResponse()` and the helpers built on it behave as without the wrapper; `.asResponse()`
+ * hands over the unread HTTP response, so a call read that way records llm_call (and its error)
+ * only. `onValue` sees the parsed answer; an error (the library's APIError carries the HTTP
+ * status) is recorded and reaches the caller unchanged.
  */
 export function observeCall<R>(call: CapturedLlmCall, invoke: () => R, onValue: (value: unknown) => void): R {
   let result: R;
@@ -166,19 +172,20 @@ export function observeCall<R>(call: CapturedLlmCall, invoke: () => R, onValue: 
     }
     return value;
   };
-  const observe = (promise: PromiseLike<unknown>): Promise<unknown> =>
-    Promise.resolve(promise).then(settle, (error: unknown) => {
-      call.fail(error);
-      throw error;
-    });
-  if (isParsingPromise(result)) {
-    const promise = result;
-    const parse = promise.parse;
-    let parsed: Promise<unknown> | undefined;
-    promise.parse = () => (parsed ??= observe(parse.call(promise)));
+  const fail = (error: unknown): never => {
+    call.fail(error);
+    throw error;
+  };
+  if (isApiPromise(result)) {
+    const parseResponse = result.parseResponse;
+    result.parseResponse = async function (this: unknown, ...args: unknown[]) {
+      return settle(await Promise.resolve(parseResponse.apply(this, args)).catch(fail));
+    };
+    // Recorded even when the caller reads only .asResponse(); the caller's own chain still rejects.
+    result.responsePromise.then(undefined, (error: unknown) => call.fail(error));
     return result;
   }
-  if (isPromiseLike(result)) return observe(result) as R;
+  if (isPromiseLike(result)) return Promise.resolve(result).then(settle, fail) as R;
   settle(result);
   return result;
 }

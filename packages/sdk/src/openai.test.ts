@@ -351,6 +351,19 @@ describe('observeOpenAI: Responses API and embeddings', () => {
   const message = { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Paris is sunny.', annotations: [] }] };
   const functionCall = { type: 'function_call', id: 'fc_1', call_id: 'call_9', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' };
 
+  /** A streamed response's events, as the Responses API sends them. */
+  function streamedResponseEvents() {
+    return [
+      { type: 'response.created', sequence_number: 0, response: { ...response('in_progress', []), usage: null } },
+      { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
+      { type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+      { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Paris is ' },
+      { type: 'response.output_text.delta', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'sunny.' },
+      { type: 'response.output_text.done', sequence_number: 5, item_id: 'msg_1', output_index: 0, content_index: 0, text: 'Paris is sunny.' },
+      { type: 'response.completed', sequence_number: 6, response: response('completed', [message]) },
+    ];
+  }
+
   test('responses.create: the output text, function calls, usage and cost', async () => {
     answer = (_request, _body, res) => sendJson(res, 200, response('completed', [message, functionCall]));
     const client = observeOpenAI(openai());
@@ -369,21 +382,14 @@ describe('observeOpenAI: Responses API and embeddings', () => {
   });
 
   test('responses.create streamed: recorded from the final response.completed event; the caller sees every event', async () => {
-    const events = [
-      { type: 'response.created', sequence_number: 0, response: { ...response('in_progress', []), usage: null } },
-      { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
-      { type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Paris is ' },
-      { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'sunny.' },
-      { type: 'response.output_text.done', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, text: 'Paris is sunny.' },
-      { type: 'response.completed', sequence_number: 5, response: { ...response('completed', [message]), status: 'completed' } },
-    ];
+    const events = streamedResponseEvents();
     answer = (_request, _body, res) => void sendSse(res, events, { named: true });
     const request = { model: 'gpt-4.1', input: [{ role: 'user' as const, content: 'Weather?' }], stream: true as const };
     const plain = await readAll(await openai().responses.create(request));
     const client = observeOpenAI(openai());
     const { result, events: stored } = await recorded(async () => readAll(await client.responses.create(request)));
     assert.deepEqual(result, plain);
-    assert.equal(result.length, 6);
+    assert.equal(result.length, 7);
     assert.deepEqual(types(stored), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
     assert.deepEqual(stored[1]!.payload.messages, [{ role: 'user', content: 'Weather?' }]);
     assert.equal(stored[2]!.payload.completion, 'Paris is sunny.');
@@ -399,6 +405,33 @@ describe('observeOpenAI: Responses API and embeddings', () => {
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
     assert.equal(events[2]!.payload.error, 'The model crashed');
     assert.equal(events[2]!.payload.errorCode, 'server_error');
+  });
+
+  test('the library helpers built on create are recorded: chat.completions.parse and .stream, responses.stream', async () => {
+    answer = (request, body, res) => {
+      if (request.url === '/v1/responses') void sendSse(res, streamedResponseEvents(), { named: true });
+      else if (body.stream === true) void streamedChat(body, res);
+      else sendJson(res, 200, chatCompletion({ content: '{"city":"Paris"}' }, 'stop'));
+    };
+    const client = observeOpenAI(openai());
+    const { result, events } = await recorded(async () => {
+      const parsed = await client.chat.completions.parse({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Which city?' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'city', strict: true, schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } } },
+      });
+      const final = await client.chat.completions.stream({ model: MODEL, messages: [{ role: 'user', content: 'Weather?' }] }).finalChatCompletion();
+      const streamedResponse = await client.responses.stream({ model: 'gpt-4.1', input: 'Weather?' }).finalResponse();
+      return { parsed: parsed.choices[0]!.message.parsed, streamed: final.choices[0]!.message.content, response: streamedResponse.output_text };
+    });
+    assert.deepEqual(result, { parsed: { city: 'Paris' }, streamed: 'Checking the weather.', response: 'Paris is sunny.' });
+    assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'session_ended']);
+    const responses = events.filter((e) => e.eventType === 'llm_response');
+    assert.deepEqual(
+      responses.map((e) => e.payload.completion),
+      ['{"city":"Paris"}', 'Checking the weather.', 'Paris is sunny.'],
+    );
+    assert.deepEqual(responses[1]!.payload.usage, { inputTokens: 800, outputTokens: 40, totalTokens: 840 }, 'the stream helper is priced too');
   });
 
   test('embeddings.create: input tokens, and a summary instead of the vectors', async () => {

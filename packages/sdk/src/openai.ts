@@ -15,6 +15,7 @@ import {
   type CapturedLlmCall,
   type CapturedResponse,
   type LlmCaptureOptions,
+  type MethodPatch,
   type StreamAccumulator,
 } from './capture.ts';
 import type { LlmCallInput } from './session.ts';
@@ -311,16 +312,38 @@ function embeddingsCreate(create: (...args: unknown[]) => unknown, owner: object
 }
 
 /**
+ * A library helper (parse, stream, runTools) run with the wrapped client as its `_client`: the
+ * helpers make their requests through `this._client.<resource>.create`, which is then recorded.
+ */
+function throughWrapped(wrapped: () => object): MethodPatch {
+  return (helper) =>
+    function (this: object, ...args: unknown[]) {
+      return helper.apply(Object.create(this, { _client: { value: wrapped() } }), args);
+    };
+}
+
+/**
  * `client` (an `OpenAI` or `AzureOpenAI` from the `openai` package, v4 or later) with
- * `chat.completions.create`, `responses.create` and `embeddings.create` recorded; clients made
- * from it with `withOptions()` are recorded too. Everything else is the client's own.
+ * `chat.completions.create`, `responses.create` and `embeddings.create` recorded, and so the
+ * helpers built on them (`chat.completions.parse`, `.stream`, `.runTools`, `responses.parse`,
+ * `.stream`); clients made from it with `withOptions()` are recorded too. Everything else is the
+ * client's own.
  */
 export function observeOpenAI<T extends object>(client: T, options: ObserveOpenAIOptions = {}): T {
   const provider = options.provider ?? 'openai';
-  return patchClient(client, {
-    chat: { completions: { create: (create, owner) => chatCompletionsCreate(create, owner, options, provider) } },
-    responses: { create: (create, owner) => responsesCreate(create, owner, options, provider) },
+  const helper = throughWrapped(() => wrapped);
+  const wrapped: T = patchClient(client, {
+    chat: {
+      completions: {
+        create: (create, owner) => chatCompletionsCreate(create, owner, options, provider),
+        parse: helper,
+        stream: helper,
+        runTools: helper,
+      },
+    },
+    responses: { create: (create, owner) => responsesCreate(create, owner, options, provider), parse: helper, stream: helper },
     embeddings: { create: (create, owner) => embeddingsCreate(create, owner, options, provider) },
     withOptions: (withOptions, owner) => (...args) => observeOpenAI(withOptions.apply(owner, args) as object, options),
   });
+  return wrapped;
 }
