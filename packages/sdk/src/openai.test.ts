@@ -434,6 +434,30 @@ describe('observeOpenAI: Responses API and embeddings', () => {
     assert.deepEqual(responses[1]!.payload.usage, { inputTokens: 800, outputTokens: 40, totalTokens: 840 }, 'the stream helper is priced too');
   });
 
+  test('chat.completions.runTools: each round trip of the tool loop is recorded', async () => {
+    answer = (_request, body, res) => {
+      const messages = body.messages as Array<{ role: string; content?: string }>;
+      const toolResult = messages.find((m) => m.role === 'tool');
+      if (toolResult) sendJson(res, 200, chatCompletion({ content: `It is ${toolResult.content}.` }, 'stop'));
+      else sendJson(res, 200, chatCompletion({ content: null, tool_calls: [{ id: 'call_rt', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] }, 'tool_calls'));
+    };
+    const client = observeOpenAI(openai());
+    const { result, events } = await recorded(() =>
+      client.chat.completions
+        .runTools({
+          model: MODEL,
+          messages: [{ role: 'user', content: 'Weather in Rome?' }],
+          tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, parse: JSON.parse, function: (args: { city: string }) => `sunny in ${args.city}` } }],
+        })
+        .finalContent(),
+    );
+    assert.equal(result, 'It is sunny in Rome.');
+    assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(events[2]!.payload.toolCalls, [{ id: 'call_rt', name: 'get_weather', arguments: { city: 'Rome' } }]);
+    assert.equal((events[3]!.payload.messages as unknown[]).length, 3, 'the second call carries the tool result');
+    assert.equal(events[4]!.payload.completion, 'It is sunny in Rome.');
+  });
+
   test('embeddings.create: input tokens, and a summary instead of the vectors', async () => {
     answer = (_request, body, res) => {
       const inputs = body.input as string[];
