@@ -147,8 +147,12 @@ export function TraceTree({ tree }: { tree: SessionTree }) {
                   data-testid="tree-bar"
                   style={{ left: `${Math.min(left, 100)}%`, width: `${Math.min(width, 100 - Math.min(left, 100))}%` }}
                 />
-                <span className="trace-duration" style={{ left: `${Math.min(left + width, 88)}%` }}>
-                  {fmtDuration(node.durationMs)}
+                {/* The label follows the bar, or precedes it when the bar ends near the right edge. */}
+                <span
+                  className={`trace-duration${left + width > 80 ? ' trace-duration-before' : ''}`}
+                  style={left + width > 80 ? { right: `${100 - Math.min(left, 100)}%` } : { left: `${left + width}%` }}
+                >
+                  {node.status === 'open' ? `${fmtDuration(node.durationMs)} so far` : fmtDuration(node.durationMs)}
                 </span>
               </div>
             </li>
