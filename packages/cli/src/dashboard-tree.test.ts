@@ -11,6 +11,9 @@ import { api, chromiumSkip, type EventInput, settled, shot, signIn, startStack, 
 const SESSION = 'ticket-981';
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 
+/** An event as posted, with the metadata that carries its span. */
+type TracedEventInput = EventInput & { metadata?: Record<string, unknown> };
+
 interface Span {
   id: string;
   parent: string | null;
@@ -32,10 +35,10 @@ const SPANS: Span[] = [
   { id: 'a000000000000007', parent: 'a000000000000001', name: 'summarize', kind: 'llm', start: 3300, end: 3900 },
 ];
 
-function seedEvents(origin: number): EventInput[] {
+function seedEvents(origin: number): TracedEventInput[] {
   const at = (offset: number) => new Date(origin + offset).toISOString();
   const base = { sessionId: SESSION, agentId: 'support-bot' };
-  const events: EventInput[] = [{ ...base, eventType: 'session_started', timestamp: at(0), payload: { agentName: 'Support bot' } }];
+  const events: TracedEventInput[] = [{ ...base, eventType: 'session_started', timestamp: at(0), payload: { agentName: 'Support bot' } }];
   for (const span of SPANS) {
     const metadata = {
       otel: {
