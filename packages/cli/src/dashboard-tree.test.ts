@@ -98,7 +98,7 @@ describe('dashboard in a real browser: trace tree', { skip: chromiumSkip() }, ()
     await signIn(stack, { observe: stack.observeKey });
     await page.goto(`/sessions/${SESSION}`);
     await page.getByRole('heading', { name: `Session ${SESSION}` }).waitFor();
-    const tree = page.getByRole('tree', { name: 'Trace tree of the session' });
+    const tree = page.getByRole('list', { name: 'Trace tree of the session' });
     await tree.waitFor();
     const rows = page.getByTestId('tree-row');
     const row = (name: string) => rows.filter({ has: page.getByRole('link', { name, exact: true }) });
@@ -136,7 +136,7 @@ describe('dashboard in a real browser: trace tree', { skip: chromiumSkip() }, ()
     // Collapse and expand, per node and all at once.
     await page.getByRole('button', { name: 'Collapse plan' }).click();
     assert.deepEqual(await names(), everything.filter((n) => n !== 'chat gpt-4o-mini' && n !== 'search_kb'));
-    assert.equal(await row('plan').getAttribute('aria-expanded'), 'false');
+    assert.equal(await page.getByRole('button', { name: 'Expand plan' }).getAttribute('aria-expanded'), 'false');
     await page.getByRole('button', { name: 'Collapse answer ticket' }).click();
     assert.deepEqual(await names(), ['session_started', 'answer ticket', 'send_email', 'anthropic/claude-3-5-haiku', 'wait_for_human']);
     await page.getByRole('button', { name: 'Expand answer ticket' }).click();
