@@ -40,6 +40,7 @@ import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { systemFeature } from './system/index.ts';
+import { treeFeature } from './tree/index.ts';
 import { webhooksFeature } from './webhooks/index.ts';
 
 export interface ObserveService {
@@ -123,6 +124,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(eventsFeature);
   await features.register(webhooksFeature);
   await features.register(sessionsFeature);
+  await features.register(treeFeature);
   await features.register(replayFeature);
   await features.register(agentsFeature);
   const healthSnapshots = await features.register(healthFeature);

@@ -371,6 +371,21 @@ describe('session helpers', () => {
     const ended = events.at(-1)!;
     assert.equal(ended.payload.reason, 'completed');
     assert.equal(ended.payload.totalToolCalls, 2);
+
+    // The same session as a tree: each callId pair the SDK wrote is one node.
+    const tree = await client.getTree(session.id);
+    assert.deepEqual(
+      tree.roots.map((node) => [node.kind, node.status, node.eventTypes.join('+')]),
+      [
+        ['event', 'ok', 'session_started'],
+        ['tool', 'ok', 'tool_call+tool_response'],
+        ['tool', 'error', 'tool_call+tool_error'],
+        ['llm', 'ok', 'llm_call+llm_response'],
+        ['llm', 'ok', 'llm_call+llm_response'],
+        ['event', 'ok', 'session_ended'],
+      ],
+    );
+    assert.deepEqual([tree.roots[3]!.model, tree.roots[3]!.inputTokens, tree.roots[3]!.costUsd], ['gpt-4o-mini', 12_000, expected]);
     await client.close();
   });
 

@@ -531,6 +531,32 @@ export type Session = {
   tags: string[];
 };
 
+export type TreeNode = {
+  /** The id of the node's first event */
+  id: string;
+  name: string;
+  kind: "llm" | "tool" | "agent" | "chain" | "retriever" | "embedding" | "other" | "event";
+  status: "ok" | "error" | "open";
+  startTime: string;
+  endTime: string;
+  durationMs: number;
+  eventIds: string[];
+  eventTypes: string[];
+  span: {
+    traceId: string;
+    spanId: string;
+    parentSpanId: string | null;
+  } | null;
+  model?: string;
+  provider?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  costUsd?: number;
+  toolName?: string;
+  error?: string;
+  children: TreeNode[];
+};
+
 export type WebhookIngestBodyInput = {
   source: "approval_gate" | "form_service" | "generic";
   event: string;
@@ -2738,6 +2764,38 @@ export interface paths {
             eventId: string | null;
             reason: string;
           } | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/sessions/{id}/tree": {
+    /** A session's spans and call pairs as nested nodes with timings */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          sessionId: string;
+          startTime: string | null;
+          endTime: string | null;
+          durationMs: number;
+          eventCount: number;
+          nodeCount: number;
+          /** True when the session has more than the 10,000 events a tree is built from */
+          truncated: boolean;
+          eventLimit: number;
+          roots: TreeNode[];
         };
         400: ObserveError;
         401: ObserveError;
