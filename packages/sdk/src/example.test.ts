@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GateClient, ObserveClient } from './index.ts';
 import { eventually, startLiveServices, type LiveServices } from '@vigil/cli/testing';
+import { FINAL_ANSWER, startScriptedProviders } from './provider-fixtures.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 
@@ -148,5 +149,53 @@ describe('examples in other languages', () => {
     } finally {
       await admin.deletePolicy(policy.id);
     }
+  });
+});
+
+describe('provider examples (against a local stand-in of the provider API)', () => {
+  /** Runs examples/<file> as the README says, answers what Vigil stored of its session. */
+  async function runProviderExample(file: string, env: Record<string, string>) {
+    const provider = await startScriptedProviders();
+    try {
+      const program = run(process.execPath, ['--import', 'tsx', resolve(root, 'examples', file)], {
+        VIGIL_URL: live.observeUrl,
+        VIGIL_API_KEY: live.observeKey,
+        ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace('$PROVIDER', provider.url)])),
+      });
+      assert.equal(await program.code, 0, program.stderr());
+      assert.match(program.stdout(), new RegExp(`Answer: ${FINAL_ANSWER}`));
+      const sessionId = /Session (\S+) started/.exec(program.stdout())?.[1];
+      assert.ok(sessionId, program.stdout());
+      const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+      const { events, chainValid } = await observe.getTimeline(sessionId);
+      assert.equal(chainValid, true);
+      assert.equal((await observe.getSession(sessionId)).status, 'completed');
+      return events;
+    } finally {
+      await provider.stop();
+    }
+  }
+
+  const TOOL_TURN = ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'session_ended'];
+
+  test('examples/openai.ts: both completions (tool call, then answer) priced, and the tool between them', async () => {
+    const events = await runProviderExample('openai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.equal(first!.payload.finishReason, 'tool_calls');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
+    assert.deepEqual(events[4]!.payload.result, { city: 'Oslo', celsius: -3, sky: 'snow' });
+  });
+
+  test('examples/anthropic.ts: tool use, the tool, then the answer, priced', async () => {
+    const events = await runProviderExample('anthropic.ts', { ANTHROPIC_API_KEY: 'sk-ant-stand-in', ANTHROPIC_BASE_URL: '$PROVIDER' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    assert.equal(events[1]!.payload.systemPrompt, 'You are a weather assistant.');
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.equal(first!.payload.finishReason, 'tool_use');
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'claude-sonnet-4-5 is priced');
   });
 });
