@@ -273,7 +273,8 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     assert.ok(run.plain.errors.length > 0, 'the caller sees the break');
     assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
     assert.equal(run.events[2]!.severity, 'error');
-    assert.equal(run.events[2]!.payload.errorCode, undefined, 'no HTTP status: the connection broke');
+    assert.equal(run.events[2]!.payload.errorCode, undefined, 'no error status: the provider answered 200, then the connection broke');
+    assert.match(String(run.events[2]!.payload.error), /Failed to process successful response/);
   });
 
   test('an explicit session records outside any run(); without one, calls outside a session run unrecorded', async () => {

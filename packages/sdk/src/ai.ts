@@ -96,10 +96,13 @@ function recordResponse(session: VigilSession, call: LlmCallHandle, answer: { te
   });
 }
 
-/** The AI SDK's APICallError carries the HTTP status as `statusCode`; recordLlmError reads `status`. */
+/**
+ * The AI SDK's APICallError carries the HTTP status as `statusCode`; recordLlmError reads `status`.
+ * A stream that breaks after a 200 is an APICallError with statusCode 200: no error status then.
+ */
 function recordError(session: VigilSession, call: LlmCallHandle, error: unknown): void {
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
-  session.recordLlmError(call, typeof statusCode === 'number' ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode }) : error);
+  session.recordLlmError(call, typeof statusCode === 'number' && statusCode >= 400 ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode }) : error);
 }
 
 /** The model's stream, passed through unchanged, with the answer assembled and recorded once it ends. */
