@@ -9,6 +9,7 @@
  */
 import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
+import { callRecord, recordSafely, responseRecord, toolArguments, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
 import type { LlmCallHandle, VigilSession } from './session.ts';
 
 type Middleware = Required<Pick<LanguageModelMiddleware, 'wrapGenerate' | 'wrapStream'>>;
@@ -20,9 +21,12 @@ type StreamResult = Awaited<ReturnType<CallArgs['doStream']>>;
 type StreamPart = StreamResult['stream'] extends ReadableStream<infer Part> ? Part : never;
 type Usage = GenerateResult['usage'];
 
-export interface VigilMiddlewareOptions {
-  /** The session to record in (default: the ambient one; outside any session calls run unrecorded). */
-  session?: SessionChoice;
+export type VigilMiddlewareOptions = FrameworkCaptureOptions;
+
+/** A session and what to record in it. */
+interface Recorder {
+  session: VigilSession;
+  captureContent: boolean;
 }
 
 /** The price table's provider for an AI SDK provider id: 'openai.chat' → 'openai', 'google.vertex.chat' → 'google'. */
@@ -45,7 +49,7 @@ function storablePart(part: unknown): unknown {
   return data instanceof Uint8Array ? { ...(part as object), data: `[${data.byteLength} bytes]` } : part;
 }
 
-function recordCall(session: VigilSession, model: ModelInfo, params: CallParams): LlmCallHandle {
+function recordCall({ session, captureContent }: Recorder, model: ModelInfo, params: CallParams): LlmCallHandle {
   const system = params.prompt.filter((message) => message.role === 'system').map((message) => message.content);
   const messages = params.prompt
     .filter((message) => message.role !== 'system')
@@ -54,13 +58,14 @@ function recordCall(session: VigilSession, model: ModelInfo, params: CallParams)
   const parameters = Object.fromEntries(
     Object.entries({ maxOutputTokens, temperature, topP, topK, presencePenalty, frequencyPenalty, stopSequences, seed, responseFormat, toolChoice }).filter(([, value]) => value !== undefined),
   );
-  return session.recordLlmCall({
+  const input = {
     ...priceTableModel(model),
     messages,
     ...(system.length > 0 && { systemPrompt: system.join('\n\n') }),
     ...(Object.keys(parameters).length > 0 && { parameters }),
     ...(params.tools !== undefined && params.tools.length > 0 && { tools: params.tools }),
-  });
+  };
+  return session.recordLlmCall(callRecord(input, captureContent));
 }
 
 interface ToolCallRecord {
@@ -70,18 +75,20 @@ interface ToolCallRecord {
 }
 
 function toolCallRecord(part: { toolCallId: string; toolName: string; input: string }): ToolCallRecord {
-  let args: unknown = part.input;
-  try {
-    args = JSON.parse(part.input);
-  } catch {
-    // A model can emit malformed JSON; it is recorded as the raw text it sent.
-  }
-  return { id: part.toolCallId, name: part.toolName, arguments: args };
+  return { id: part.toolCallId, name: part.toolName, arguments: toolArguments(part.input) };
 }
 
-function recordResponse(session: VigilSession, call: LlmCallHandle, answer: { text: string; toolCalls: ToolCallRecord[]; usage: Usage; finishReason: string; modelId?: string }): void {
+interface Answer {
+  text: string;
+  toolCalls: ToolCallRecord[];
+  usage: Usage;
+  finishReason: string;
+  modelId?: string;
+}
+
+function recordResponse({ session, captureContent }: Recorder, call: LlmCallHandle, answer: Answer): void {
   const { inputTokens, outputTokens } = answer.usage;
-  session.recordLlmResponse(call, {
+  const response = {
     completion: answer.text,
     usage: {
       inputTokens: inputTokens.total ?? 0,
@@ -93,20 +100,22 @@ function recordResponse(session: VigilSession, call: LlmCallHandle, answer: { te
     ...(answer.toolCalls.length > 0 && { toolCalls: answer.toolCalls }),
     // The model that answered (a dated snapshot of the one asked for, say) is the one billed.
     ...(answer.modelId !== undefined && { model: priceTableModel({ provider: call.provider, modelId: answer.modelId }).model }),
-  });
+  };
+  recordSafely(() => session.recordLlmResponse(call, responseRecord(response, captureContent)));
 }
 
 /**
  * The AI SDK's APICallError carries the HTTP status as `statusCode`; recordLlmError reads `status`.
  * A stream that breaks after a 200 is an APICallError with statusCode 200: no error status then.
  */
-function recordError(session: VigilSession, call: LlmCallHandle, error: unknown): void {
+function recordError({ session }: Recorder, call: LlmCallHandle, error: unknown, severity?: 'warn'): void {
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
-  session.recordLlmError(call, typeof statusCode === 'number' && statusCode >= 400 ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode }) : error);
+  const recorded = typeof statusCode === 'number' && statusCode >= 400 ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode }) : error;
+  recordSafely(() => session.recordLlmError(call, recorded, severity === undefined ? {} : { severity }));
 }
 
 /** The model's stream, passed through unchanged, with the answer assembled and recorded once it ends. */
-function recordedStream(session: VigilSession, call: LlmCallHandle, source: ReadableStream<StreamPart>): ReadableStream<StreamPart> {
+function recordedStream(recorder: Recorder, call: LlmCallHandle, source: ReadableStream<StreamPart>): ReadableStream<StreamPart> {
   const reader = source.getReader();
   let text = '';
   const toolCalls: ToolCallRecord[] = [];
@@ -121,9 +130,9 @@ function recordedStream(session: VigilSession, call: LlmCallHandle, source: Read
     if (part.type === 'text-delta') text += part.delta;
     else if (part.type === 'tool-call') toolCalls.push(toolCallRecord(part));
     else if (part.type === 'response-metadata' && part.modelId !== undefined) modelId = part.modelId;
-    else if (part.type === 'error') once(() => recordError(session, call, part.error));
+    else if (part.type === 'error') once(() => recordError(recorder, call, part.error));
     else if (part.type === 'finish') {
-      once(() => recordResponse(session, call, { text, toolCalls, usage: part.usage, finishReason: part.finishReason.unified, ...(modelId !== undefined && { modelId }) }));
+      once(() => recordResponse(recorder, call, { text, toolCalls, usage: part.usage, finishReason: part.finishReason.unified, ...(modelId !== undefined && { modelId }) }));
     }
   };
   return new ReadableStream<StreamPart>({
@@ -133,12 +142,12 @@ function recordedStream(session: VigilSession, call: LlmCallHandle, source: Read
         next = await reader.read();
       } catch (error) {
         // The connection broke mid-answer.
-        once(() => recordError(session, call, error));
+        once(() => recordError(recorder, call, error));
         controller.error(error);
         return;
       }
       if (next.done) {
-        once(() => recordError(session, call, new Error('the model stream ended without a finish part')));
+        once(() => recordError(recorder, call, new Error('the model stream ended without a finish part')));
         controller.close();
         return;
       }
@@ -146,7 +155,7 @@ function recordedStream(session: VigilSession, call: LlmCallHandle, source: Read
       controller.enqueue(next.value);
     },
     async cancel(reason) {
-      once(() => session.recordLlmError(call, new Error('the stream was cancelled before the answer finished'), { severity: 'warn' }));
+      once(() => recordError(recorder, call, new Error('the stream was cancelled before the answer finished'), 'warn'));
       await reader.cancel(reason);
     },
   });
@@ -163,42 +172,49 @@ function recordedStream(session: VigilSession, call: LlmCallHandle, source: Read
  * call's results and errors reach the caller unchanged.
  */
 export function vigilMiddleware(options: VigilMiddlewareOptions = {}): LanguageModelMiddleware {
-  const sessionFor = (model: ModelInfo): VigilSession | undefined => {
+  const captureContent = options.captureContent ?? true;
+  /** llm_call recorded, or undefined (outside any session, or recording failed): the call then runs unrecorded. */
+  const start = (model: ModelInfo, params: CallParams): { recorder: Recorder; call: LlmCallHandle } | undefined => {
     const session = resolveSession(options.session);
-    if (!session) warnUnrecorded(`AI SDK model "${model.modelId}"`);
-    return session;
+    if (!session) {
+      warnUnrecorded(`AI SDK model "${model.modelId}"`);
+      return undefined;
+    }
+    const recorder = { session, captureContent };
+    const call = recordSafely(() => recordCall(recorder, model, params));
+    return call && { recorder, call };
   };
   return {
     specificationVersion: 'v3',
     async wrapGenerate({ doGenerate, params, model }) {
-      const session = sessionFor(model);
-      if (!session) return doGenerate();
-      const call = recordCall(session, model, params);
+      const started = start(model, params);
+      if (!started) return doGenerate();
+      const { recorder, call } = started;
       let result: GenerateResult;
       try {
         result = await doGenerate();
       } catch (error) {
-        recordError(session, call, error);
+        recordError(recorder, call, error);
         throw error;
       }
       const text = result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
       const toolCalls = result.content.flatMap((part) => (part.type === 'tool-call' ? [toolCallRecord(part)] : []));
       const modelId = result.response?.modelId;
-      recordResponse(session, call, { text, toolCalls, usage: result.usage, finishReason: result.finishReason.unified, ...(modelId !== undefined && { modelId }) });
+      recordResponse(recorder, call, { text, toolCalls, usage: result.usage, finishReason: result.finishReason.unified, ...(modelId !== undefined && { modelId }) });
       return result;
     },
     async wrapStream({ doStream, params, model }) {
-      const session = sessionFor(model);
-      if (!session) return doStream();
-      const call = recordCall(session, model, params);
+      const started = start(model, params);
+      if (!started) return doStream();
+      const { recorder, call } = started;
       let result: StreamResult;
       try {
         result = await doStream();
       } catch (error) {
-        recordError(session, call, error);
+        recordError(recorder, call, error);
         throw error;
       }
-      return { ...result, stream: recordedStream(session, call, result.stream) };
+      return { ...result, stream: recordedStream(recorder, call, result.stream) };
     },
   };
 }
@@ -235,14 +251,16 @@ export function observeTools<TOOLS extends ToolSet>(tools: TOOLS, options: Obser
         warnUnrecorded(`AI SDK tool "${name}"`);
         return execute(input, execution);
       }
+      let ran = false;
       let output: unknown;
       let settle: ((last: unknown) => void) | undefined;
       let fail: ((error: unknown) => void) | undefined;
-      // wrapToolCall calls its function at once, so `output` is set when it returns.
+      // wrapToolCall emits tool_call and calls its function at once: `output` is set when it returns.
       const recorded = session.wrapToolCall(
         name,
         input,
         () => {
+          ran = true;
           output = execute(input, execution);
           if (!isAsyncIterable(output)) return output;
           return new Promise<unknown>((resolve, reject) => {
@@ -252,8 +270,14 @@ export function observeTools<TOOLS extends ToolSet>(tools: TOOLS, options: Obser
         },
         { callId: execution.toolCallId, ...(options.serverName !== undefined && { serverName: options.serverName }) },
       );
-      if (!isAsyncIterable(output)) return recorded;
+      if (!ran) {
+        // Recording failed before the tool ran: run it unrecorded.
+        recorded.catch(warnRecordingFailed);
+        return execute(input, execution);
+      }
+      // The caller gets the tool's own answer and error; the recording follows them.
       recorded.catch(() => undefined);
+      if (!isAsyncIterable(output)) return output;
       const source = output;
       return (async function* relay() {
         let last: unknown;
