@@ -277,6 +277,65 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     assert.match(String(run.events[2]!.payload.error), /Failed to process successful response/);
   });
 
+  test('captureContent: false records the calls’ shape without prompt, completion or tool arguments', async () => {
+    fake.script(
+      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_lookup_1', name: 'lookup', arguments: '{"key":"secret-key"}' }], promptTokens: 50, completionTokens: 7 },
+      { kind: 'message', model: 'gpt-4o-mini', content: 'The secret answer.', promptTokens: 70, completionTokens: 4 },
+    );
+    const tools = {
+      lookup: tool({
+        inputSchema: jsonSchema<{ key: string }>({ type: 'object', properties: { key: { type: 'string' } }, required: ['key'] }),
+        execute: async () => 'found',
+      }),
+    };
+    const model = wrapLanguageModel({ model: chatModel('gpt-4o-mini'), middleware: vigilMiddleware({ captureContent: false }) });
+    const result = await client.withSession({ agentId: 'ai-sdk-agent', sessionId: 'ai-redacted' }, () =>
+      generateText({ model, system: 'secret system prompt', prompt: 'secret question', tools: observeTools(tools), stopWhen: stepCountIs(2) }),
+    );
+    assert.equal(result.text, 'The secret answer.');
+    const events = await stored('ai-redacted');
+    const llmEvents = events.filter((e) => e.eventType.startsWith('llm_'));
+    assert.equal(llmEvents.length, 4);
+    assert.ok(!JSON.stringify(llmEvents).includes('secret'), 'no prompt, completion or tool arguments stored');
+    const [call, response] = llmEvents;
+    assert.deepEqual(call!.payload.messages, []);
+    assert.equal(call!.payload.redacted, true);
+    assert.deepEqual((call!.payload.tools as Array<{ name: string }>).map((t) => t.name), ['lookup'], 'tool definitions are shape');
+    assert.equal(response!.payload.redacted, true);
+    assert.equal(response!.payload.completion, null);
+    assert.deepEqual(response!.payload.toolCalls, [{ id: 'call_lookup_1', name: 'lookup' }]);
+    assert.deepEqual(response!.payload.usage, { inputTokens: 50, outputTokens: 7, totalTokens: 57 });
+    assert.equal(response!.payload.costUsd, prices.costUsd('gpt-4o-mini', 'openai', 50, 7));
+  });
+
+  test('a Vigil client that cannot record (closed) never fails the model call or the tool', async () => {
+    const closed = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+    const session = closed.startSession({ agentId: 'closed-agent' });
+    await closed.close();
+    fake.script(
+      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_add_1', name: 'add', arguments: '{"a":2,"b":3}' }], promptTokens: 10, completionTokens: 5 },
+      { kind: 'message', model: 'gpt-4o-mini', content: 'Five.', promptTokens: 20, completionTokens: 2 },
+    );
+    const tools = {
+      add: tool({
+        inputSchema: jsonSchema<{ a: number; b: number }>({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] }),
+        execute: async ({ a, b }) => a + b,
+      }),
+    };
+    const warnings: string[] = [];
+    const warn = console.warn;
+    console.warn = (message: string) => void warnings.push(message);
+    try {
+      const model = wrapLanguageModel({ model: chatModel('gpt-4o-mini'), middleware: vigilMiddleware({ session }) });
+      const result = await generateText({ model, prompt: 'Add 2 and 3.', tools: observeTools(tools, { session }), stopWhen: stepCountIs(2) });
+      assert.equal(result.text, 'Five.');
+      assert.deepEqual(result.steps[0]!.toolResults.map((r) => r.output), [5]);
+    } finally {
+      console.warn = warn;
+    }
+    assert.ok(warnings.length > 0 && warnings.every((w) => w.startsWith('vigil: could not record a call: The client is closed')), warnings.join('\n'));
+  });
+
   test('an explicit session records outside any run(); without one, calls outside a session run unrecorded', async () => {
     const session: VigilSession = client.startSession({ agentId: 'ai-sdk-agent', sessionId: 'ai-explicit' });
     fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'explicit', promptTokens: 3, completionTokens: 1 });

@@ -18,12 +18,15 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { ChatGeneration, LLMResult } from '@langchain/core/outputs';
 import type { ChainValues } from '@langchain/core/utils/types';
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
+import { callRecord, recordSafely, responseRecord, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
 import type { LlmCallHandle, VigilSession } from './session.ts';
 
-export interface VigilCallbackHandlerOptions {
-  /** The session to record in (default: the ambient one when a top-level run starts). */
-  session?: SessionChoice;
-}
+/**
+ * `session`: where to record (default: the ambient one when a top-level run starts; a run's
+ * children go to the run's session). `captureContent: false` also leaves out chain inputs and
+ * outputs; tool runs record their arguments and results as traceTool does.
+ */
+export type VigilCallbackHandlerOptions = FrameworkCaptureOptions;
 
 /** LangChain's provider ids (`ls_provider`) as the price table names them; others pass through. */
 const PROVIDER_NAMES: Record<string, string> = {
@@ -45,7 +48,7 @@ interface RunState {
   name: string;
   startedAt: number;
   llmCall?: LlmCallHandle;
-  /** A tool run: settles the wrapToolCall recording its outcome. */
+  /** A tool run: settles the wrapToolCall recording its outcome; `recorded` resolves once it is. */
   tool?: { finish(output: unknown): void; fail(error: unknown): void; recorded: Promise<unknown> };
 }
 
@@ -98,6 +101,7 @@ function numberOr(value: unknown, fallback: number): number {
 export class VigilCallbackHandler extends BaseCallbackHandler {
   name = 'vigil';
   private readonly session: SessionChoice;
+  private readonly captureContent: boolean;
   private readonly runs = new Map<string, RunState>();
 
   constructor(options: VigilCallbackHandlerOptions = {}) {
@@ -105,6 +109,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     // record each event before LangChain moves on (so events keep the order of the runs).
     super({ _awaitHandler: true });
     this.session = options.session;
+    this.captureContent = options.captureContent ?? true;
   }
 
   /** The run's session (its parent's, else the given or ambient one), its metadata, and its state. */
@@ -148,17 +153,15 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     const system = messages.filter((message) => message.role === 'system').map((message) => textOf(message.content));
     // `stream` says how the model was configured, not whether this call streamed: left out.
     const { tools, model: _model, model_name: _modelName, messages: _messages, stream: _stream, stream_options: _streamOptions, ...parameters } = invocation;
-    run.llmCall = run.session.recordLlmCall(
-      {
-        provider: PROVIDER_NAMES[lsProvider] ?? lsProvider,
-        model,
-        messages: messages.filter((message) => message.role !== 'system'),
-        ...(system.length > 0 && { systemPrompt: system.join('\n\n') }),
-        ...(Object.keys(parameters).length > 0 && { parameters: storable(parameters) as Record<string, unknown> }),
-        ...(Array.isArray(tools) && tools.length > 0 && { tools: storable(tools) as unknown[] }),
-      },
-      { metadata: run.metadata },
-    );
+    const input = {
+      provider: PROVIDER_NAMES[lsProvider] ?? lsProvider,
+      model,
+      messages: messages.filter((message) => message.role !== 'system'),
+      ...(system.length > 0 && { systemPrompt: system.join('\n\n') }),
+      ...(Object.keys(parameters).length > 0 && { parameters: storable(parameters) as Record<string, unknown> }),
+      ...(Array.isArray(tools) && tools.length > 0 && { tools: storable(tools) as unknown[] }),
+    };
+    run.llmCall = recordSafely(() => run.session.recordLlmCall(callRecord(input, this.captureContent), { metadata: run.metadata }));
   }
 
   override handleChatModelStart(
@@ -201,23 +204,22 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     const outputTokens = numberOr(message?.usage_metadata?.output_tokens, numberOr(tokenUsage.completionTokens, 0));
     const toolCalls = message?.tool_calls ?? [];
     const answeredBy = responseMetadata.model_name ?? responseMetadata.model ?? output.llmOutput?.model_name;
-    run.session.recordLlmResponse(
-      run.llmCall,
-      {
-        completion: generation?.text ?? '',
-        usage: { inputTokens, outputTokens },
-        finishReason: String(generation?.generationInfo?.finish_reason ?? responseMetadata.finish_reason ?? responseMetadata.stop_reason ?? 'stop'),
-        ...(toolCalls.length > 0 && { toolCalls: toolCalls.map(toolCallRecord) }),
-        // The model that answered (a dated snapshot of the one asked for, say) is the one billed.
-        ...(typeof answeredBy === 'string' && { model: answeredBy }),
-      },
-      { metadata: run.metadata },
-    );
+    const call = run.llmCall;
+    const response = {
+      completion: generation?.text ?? '',
+      usage: { inputTokens, outputTokens },
+      finishReason: String(generation?.generationInfo?.finish_reason ?? responseMetadata.finish_reason ?? responseMetadata.stop_reason ?? 'stop'),
+      ...(toolCalls.length > 0 && { toolCalls: toolCalls.map(toolCallRecord) }),
+      // The model that answered (a dated snapshot of the one asked for, say) is the one billed.
+      ...(typeof answeredBy === 'string' && { model: answeredBy }),
+    };
+    recordSafely(() => run.session.recordLlmResponse(call, responseRecord(response, this.captureContent), { metadata: run.metadata }));
   }
 
   override handleLLMError(error: unknown, runId: string): void {
     const run = this.end(runId);
-    if (run?.llmCall) run.session.recordLlmError(run.llmCall, error, { metadata: run.metadata });
+    const call = run?.llmCall;
+    if (call) recordSafely(() => run.session.recordLlmError(call, error, { metadata: run.metadata }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -249,9 +251,23 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
       fail = reject;
     });
     // wrapToolCall emits tool_call now, and tool_response / tool_error when the outcome settles.
-    const recorded = run.session.wrapToolCall(toolName, args, () => outcome, { callId: toolCallId ?? runId, metadata: run.metadata });
-    recorded.catch(() => undefined);
-    run.tool = { finish, fail, recorded };
+    // It rejects with the tool's error, or with a recording failure (then warned about once, here).
+    let ran = false;
+    const recorded = run.session.wrapToolCall(
+      toolName,
+      args,
+      () => {
+        ran = true;
+        return outcome;
+      },
+      { callId: toolCallId ?? runId, metadata: run.metadata },
+    );
+    if (!ran) {
+      recorded.catch(warnRecordingFailed);
+      this.runs.delete(runId);
+      return;
+    }
+    run.tool = { finish, fail, recorded: recorded.catch(() => undefined) };
   }
 
   override async handleToolEnd(output: unknown, runId: string): Promise<void> {
@@ -267,7 +283,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     const run = this.end(runId);
     if (!run?.tool) return;
     run.tool.fail(error);
-    await run.tool.recorded.catch(() => undefined);
+    await run.tool.recorded;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -286,20 +302,21 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     name?: string,
   ): void {
     const run = this.begin(runId, parentRunId, runName(chain, name), tags, 'chain');
-    run?.session.custom('chain_start', { name: run.name, inputs: storable(inputs) }, { metadata: run.metadata });
+    if (!run) return;
+    recordSafely(() => run.session.custom('chain_start', { name: run.name, ...(this.captureContent && { inputs: storable(inputs) }) }, { metadata: run.metadata }));
   }
 
   override handleChainEnd(outputs: ChainValues, runId: string): void {
     const run = this.end(runId);
-    run?.session.custom('chain_end', { name: run.name, outputs: storable(outputs), durationMs: performance.now() - run.startedAt }, { metadata: run.metadata });
+    if (!run) return;
+    const data = { name: run.name, ...(this.captureContent && { outputs: storable(outputs) }), durationMs: performance.now() - run.startedAt };
+    recordSafely(() => run.session.custom('chain_end', data, { metadata: run.metadata }));
   }
 
   override handleChainError(error: unknown, runId: string): void {
     const run = this.end(runId);
-    run?.session.custom(
-      'chain_error',
-      { name: run.name, error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - run.startedAt },
-      { metadata: run.metadata, severity: 'error' },
-    );
+    if (!run) return;
+    const data = { name: run.name, error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - run.startedAt };
+    recordSafely(() => run.session.custom('chain_error', data, { metadata: run.metadata, severity: 'error' }));
   }
 }
