@@ -249,6 +249,51 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     assert.equal(limited.events[2]!.payload.errorCode, 429);
   });
 
+  test('captureContent: false records the runs’ shape without prompts, completions, tool-call arguments or chain inputs and outputs', async () => {
+    const chain = ChatPromptTemplate.fromMessages([
+      ['system', 'secret system prompt'],
+      ['human', '{question}'],
+    ]).pipe(chatModel().bindTools([weather]));
+    fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'secret completion', toolCalls: [{ id: 'call_weather_9', name: 'weather', arguments: '{"city":"SecretCity"}' }], promptTokens: 60, completionTokens: 12 });
+    const answer = await client.withSession({ agentId: 'langchain-agent', sessionId: 'lc-redacted' }, () =>
+      chain.invoke({ question: 'secret question' }, { callbacks: [new VigilCallbackHandler({ captureContent: false })] }),
+    );
+    assert.equal(answer.content, 'secret completion');
+    const events = await stored('lc-redacted');
+    assert.deepEqual(events.map(kind), ['session_started', 'chain_start:RunnableSequence', 'chain_start:ChatPromptTemplate', 'chain_end:ChatPromptTemplate', 'llm_call', 'llm_response', 'chain_end:RunnableSequence', 'session_ended']);
+    assert.ok(!JSON.stringify(events).includes('ecret'), 'nothing of the prompt, the answer or the tool arguments is stored');
+    const call = events[4]!.payload;
+    assert.deepEqual(call.messages, []);
+    assert.equal(call.systemPrompt, undefined);
+    assert.equal(call.redacted, true);
+    assert.deepEqual((call.tools as Array<{ function: { name: string } }>).map((t) => t.function.name), ['weather']);
+    const response = events[5]!.payload;
+    assert.equal(response.completion, null);
+    assert.equal(response.redacted, true);
+    assert.deepEqual(response.toolCalls, [{ id: 'call_weather_9', name: 'weather' }]);
+    assert.equal(response.costUsd, prices.costUsd('gpt-4o-mini', 'openai', 60, 12));
+    assert.deepEqual(Object.keys(events[1]!.payload.data as object), ['name']);
+  });
+
+  test('a Vigil client that cannot record (closed) never fails the chain, the model or the tool', async () => {
+    const closed = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+    const session = closed.startSession({ agentId: 'closed-agent' });
+    await closed.close();
+    const callbacks = [new VigilCallbackHandler({ session })];
+    const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(chatModel()).pipe(new StringOutputParser());
+    fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'Still answered.', promptTokens: 5, completionTokens: 3 });
+    const warnings: string[] = [];
+    const warn = console.warn;
+    console.warn = (message: string) => void warnings.push(message);
+    try {
+      assert.equal(await chain.invoke({ question: 'Hi' }, { callbacks }), 'Still answered.');
+      assert.equal(await weather.invoke({ city: 'Oslo' }, { callbacks }), '21C in Oslo');
+    } finally {
+      console.warn = warn;
+    }
+    assert.ok(warnings.length > 0 && warnings.every((w) => w.startsWith('vigil: could not record a call: The client is closed')), warnings.join('\n'));
+  });
+
   test('an explicit session records outside any run(); without one, runs outside a session are not recorded', async () => {
     const session = client.startSession({ agentId: 'langchain-agent', sessionId: 'lc-explicit' });
     fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'explicit', promptTokens: 3, completionTokens: 1 });
