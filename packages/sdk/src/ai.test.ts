@@ -108,7 +108,7 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
   });
 
   test('streamText: the streamed text is recorded when the stream finishes, with usage and cost; the stream is unchanged', async () => {
-    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Streams arrive word by word here.', promptTokens: 40, completionTokens: 9 };
+    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Streams arrive word by word here.', promptTokens: 40, completionTokens: 9, cachedTokens: 16, reasoningTokens: 3 };
     const consume = async (model: LanguageModel) => {
       const result = streamText({ model, prompt: 'Stream something.' });
       const chunks: string[] = [];
@@ -125,7 +125,7 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const response = run.events[2]!.payload;
     assert.equal(response.callId, run.events[1]!.payload.callId);
     assert.equal(response.completion, 'Streams arrive word by word here.');
-    assert.deepEqual(response.usage, { inputTokens: 40, outputTokens: 9, totalTokens: 49 });
+    assert.deepEqual(response.usage, { inputTokens: 40, outputTokens: 9, totalTokens: 49, cacheReadInputTokens: 16, reasoningTokens: 3 });
     assert.equal(response.costUsd, prices.costUsd('gpt-4o-mini', 'openai', 40, 9));
     assert.equal(response.finishReason, 'stop');
     assert.ok((response.latencyMs as number) > 0);

@@ -93,7 +93,9 @@ function recordResponse({ session, captureContent }: Recorder, call: LlmCallHand
     usage: {
       inputTokens: inputTokens.total ?? 0,
       outputTokens: outputTokens.total ?? 0,
-      ...(inputTokens.cacheRead && { cachedInputTokens: inputTokens.cacheRead }),
+      // Kept beside the totals they are part of; the price table has no cache rates.
+      ...(inputTokens.cacheRead && { cacheReadInputTokens: inputTokens.cacheRead }),
+      ...(inputTokens.cacheWrite && { cacheCreationInputTokens: inputTokens.cacheWrite }),
       ...(outputTokens.reasoning && { reasoningTokens: outputTokens.reasoning }),
     } as { inputTokens: number; outputTokens: number },
     finishReason: answer.finishReason,
@@ -261,7 +263,12 @@ export function observeTools<TOOLS extends ToolSet>(tools: TOOLS, options: Obser
         input,
         () => {
           ran = true;
-          output = execute(input, execution);
+          try {
+            output = execute(input, execution);
+          } catch (error) {
+            // Thrown at once: the caller (which awaits the tool) gets it as a rejection instead.
+            output = Promise.reject(error);
+          }
           if (!isAsyncIterable(output)) return output;
           return new Promise<unknown>((resolve, reject) => {
             settle = resolve;

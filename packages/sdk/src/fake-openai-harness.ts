@@ -15,7 +15,19 @@ export interface FakeToolCall {
 }
 
 export type FakeAnswer =
-  | { kind: 'message'; model: string; content?: string; toolCalls?: FakeToolCall[]; promptTokens: number; completionTokens: number; delayMs?: number }
+  | {
+      kind: 'message';
+      model: string;
+      content?: string;
+      toolCalls?: FakeToolCall[];
+      promptTokens: number;
+      completionTokens: number;
+      /** Of promptTokens, read from the prompt cache. */
+      cachedTokens?: number;
+      /** Of completionTokens, spent reasoning. */
+      reasoningTokens?: number;
+      delayMs?: number;
+    }
   | { kind: 'error'; status: number; message: string }
   /** Streams `content` in words, then drops the connection before finishing. */
   | { kind: 'broken-stream'; model: string; content: string };
@@ -72,7 +84,13 @@ function answer(res: ServerResponse, reply: FakeAnswer, stream: boolean, id: str
   const content = reply.content ?? '';
   const toolCalls = reply.toolCalls ?? [];
   const finishReason = toolCalls.length > 0 ? 'tool_calls' : 'stop';
-  const usage = { prompt_tokens: reply.promptTokens, completion_tokens: reply.completionTokens, total_tokens: reply.promptTokens + reply.completionTokens };
+  const usage = {
+    prompt_tokens: reply.promptTokens,
+    completion_tokens: reply.completionTokens,
+    total_tokens: reply.promptTokens + reply.completionTokens,
+    ...(reply.cachedTokens !== undefined && { prompt_tokens_details: { cached_tokens: reply.cachedTokens } }),
+    ...(reply.reasoningTokens !== undefined && { completion_tokens_details: { reasoning_tokens: reply.reasoningTokens } }),
+  };
   if (stream) {
     const chunks = streamChunks(id, reply.model, content, toolCalls);
     const last = { id, object: 'chat.completion.chunk', created: CREATED, model: reply.model, choices: [{ index: 0, delta: {}, finish_reason: finishReason }] };

@@ -199,7 +199,7 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
   });
 
   test('streaming: the chunks reach the caller unchanged; the assembled text and the streamed usage are recorded', async () => {
-    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Tokens arrive one word at a time.', promptTokens: 30, completionTokens: 8 };
+    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Tokens arrive one word at a time.', promptTokens: 30, completionTokens: 8, cachedTokens: 12, reasoningTokens: 2 };
     const run = await plainAndCaptured('lc-stream', [answer], async (callbacks) => {
       const chunks: string[] = [];
       for await (const chunk of await chatModel().stream('Stream please.', { callbacks })) chunks.push(chunk.content as string);
@@ -213,7 +213,7 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     assert.deepEqual(run.events.map(kind), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
     const response = run.events[2]!.payload;
     assert.equal(response.completion, 'Tokens arrive one word at a time.');
-    assert.deepEqual(response.usage, { inputTokens: 30, outputTokens: 8, totalTokens: 38 });
+    assert.deepEqual(response.usage, { inputTokens: 30, outputTokens: 8, totalTokens: 38, cacheReadInputTokens: 12, reasoningTokens: 2 });
     assert.equal(response.costUsd, prices.costUsd('gpt-4o-mini', 'openai', 30, 8));
   });
 

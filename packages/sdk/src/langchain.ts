@@ -94,6 +94,21 @@ function textOf(content: unknown): string {
   return '';
 }
 
+interface UsageMetadata {
+  input_tokens?: number;
+  output_tokens?: number;
+  input_token_details?: { cache_read?: number; cache_creation?: number };
+  output_token_details?: { reasoning?: number };
+}
+
+/** Cache and reasoning counts, kept beside the totals they are part of (the price table has no cache rates). */
+function usageDetails(usage: UsageMetadata | undefined): Record<string, number> {
+  const read = usage?.input_token_details?.cache_read;
+  const created = usage?.input_token_details?.cache_creation;
+  const reasoning = usage?.output_token_details?.reasoning;
+  return { ...(read && { cacheReadInputTokens: read }), ...(created && { cacheCreationInputTokens: created }), ...(reasoning && { reasoningTokens: reasoning }) };
+}
+
 function numberOr(value: unknown, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 }
@@ -195,7 +210,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     if (!run?.llmCall) return;
     const generation = output.generations[0]?.[0] as Partial<ChatGeneration> | undefined;
     const message = generation?.message as
-      | (BaseMessage & { tool_calls?: Array<{ id?: string; name: string; args: unknown }>; usage_metadata?: { input_tokens?: number; output_tokens?: number; total_tokens?: number } })
+      | (BaseMessage & { tool_calls?: Array<{ id?: string; name: string; args: unknown }>; usage_metadata?: UsageMetadata })
       | undefined;
     const responseMetadata = (message?.response_metadata ?? {}) as Record<string, unknown>;
     // Chat models put usage on the message; completion LLMs (and older chat models) in llmOutput.
@@ -207,7 +222,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     const call = run.llmCall;
     const response = {
       completion: generation?.text ?? '',
-      usage: { inputTokens, outputTokens },
+      usage: { inputTokens, outputTokens, ...usageDetails(message?.usage_metadata) } as { inputTokens: number; outputTokens: number },
       finishReason: String(generation?.generationInfo?.finish_reason ?? responseMetadata.finish_reason ?? responseMetadata.stop_reason ?? 'stop'),
       ...(toolCalls.length > 0 && { toolCalls: toolCalls.map(toolCallRecord) }),
       // The model that answered (a dated snapshot of the one asked for, say) is the one billed.
