@@ -249,6 +249,15 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     assert.equal(limited.events[2]!.payload.errorCode, 429);
   });
 
+  test('runs tagged langsmith:hidden are left out; their siblings are recorded', async () => {
+    const hidden = RunnableLambda.from((text: string) => text.toUpperCase()).withConfig({ runName: 'internal-step', tags: ['langsmith:hidden'] });
+    const shown = RunnableLambda.from((text: string) => `${text}!`).withConfig({ runName: 'visible-step' });
+    const flow = hidden.pipe(shown);
+    const result = await client.withSession({ agentId: 'langchain-agent', sessionId: 'lc-hidden' }, () => flow.invoke('hi', { callbacks: [new VigilCallbackHandler()] }));
+    assert.equal(result, 'HI!');
+    assert.deepEqual((await stored('lc-hidden')).map(kind), ['session_started', 'chain_start:RunnableSequence', 'chain_start:visible-step', 'chain_end:visible-step', 'chain_end:RunnableSequence', 'session_ended']);
+  });
+
   test('captureContent: false records the runs’ shape without prompts, completions, tool-call arguments or chain inputs and outputs', async () => {
     const chain = ChatPromptTemplate.fromMessages([
       ['system', 'secret system prompt'],

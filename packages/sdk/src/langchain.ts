@@ -18,7 +18,7 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { ChatGeneration, LLMResult } from '@langchain/core/outputs';
 import type { ChainValues } from '@langchain/core/utils/types';
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
-import { callRecord, recordSafely, responseRecord, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
+import { callRecord, recordSafely, responseRecord, toolArguments, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
 import type { LlmCallHandle, VigilSession } from './session.ts';
 
 /**
@@ -40,6 +40,7 @@ const PROVIDER_NAMES: Record<string, string> = {
 
 const ROLES: Record<string, string> = { human: 'user', ai: 'assistant', system: 'system', tool: 'tool', generic: 'user' };
 
+/** The tag of runs kept out of traces (LangGraph's internal steps, for instance). */
 const HIDDEN = 'langsmith:hidden';
 
 interface RunState {
@@ -253,12 +254,8 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     const toolName = runName(tool, name);
     const run = this.begin(runId, parentRunId, toolName, tags, 'tool');
     if (!run) return;
-    let args: unknown = input;
-    try {
-      args = JSON.parse(input);
-    } catch {
-      // A tool called with a plain string.
-    }
+    // LangChain hands the input over as JSON text (a tool called with a plain string stays one).
+    const args = toolArguments(input);
     let finish!: (output: unknown) => void;
     let fail!: (error: unknown) => void;
     const outcome = new Promise<unknown>((resolve, reject) => {
