@@ -198,4 +198,23 @@ describe('provider examples (against a local stand-in of the provider API)', () 
     assert.equal(second!.payload.completion, FINAL_ANSWER);
     for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'claude-sonnet-4-5 is priced');
   });
+
+  test("examples/vercel-ai.ts: both model steps through the middleware, the AI SDK's tool run between them", async () => {
+    const events = await runProviderExample('vercel-ai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(events[3]!.payload.callId, 'call_1', "the tool run carries the model's tool-call id");
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
+  });
+
+  test('examples/langchain.ts: chat model runs and the tool run, priced', async () => {
+    const events = await runProviderExample('langchain.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType).filter((t) => t !== 'custom'), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
+  });
 });
