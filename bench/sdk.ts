@@ -1,20 +1,24 @@
 /**
  * `npm run bench` (third part): what @vigil/sdk costs the agent that uses it.
  *
- * 1. The batcher, against the real observe server (separate process, SQLite unless DATABASE_URL
- *    is set): one process calls `client.track()` BENCH_SDK_EVENTS times (default 50,000) with the
- *    client's default batching, and measures the time of each track() call and the events per
- *    second stored end to end (from the first track() until flush() resolves, i.e. every batch
- *    answered 201), then checks the server holds them all. Two callers: a burst (a synchronous loop,
- *    the worst case for the queue) and an agent-like one that yields to the event loop every 100
- *    events, so sending overlaps tracking. Beside them, the same events posted by hand as
- *    pre-serialised batches of the same size, one request at a time: the ceiling of a sender that,
- *    like the SDK's queue, keeps one request in flight so each session's events stay in order.
- *    BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
+ * 1. The batcher's own ceiling: one process calls `client.track()` BENCH_SDK_EVENTS times
+ *    (default 50,000) in a synchronous loop, with the client's default batching, against a fake
+ *    observe (another process) that answers 201 at once: events per second sent, and the time of
+ *    each track() call.
  * 2. LLM call capture: the client CPU of one LLM call against a fake provider (a child process, so
- *    its CPU is not counted), bare and recorded by hand with recordLlmCall/recordLlmResponse.
- *    `startFakeProvider` and `clientCpuPerCall` are exported for the rows of the provider wrappers
- *    (observeOpenAI beside the bare `openai` client, both pointed at the fake with `baseURL`).
+ *    its CPU is not counted), bare and recorded by hand with recordLlmCall/recordLlmResponse, the
+ *    two taken in turn. `startFakeProvider` and `clientCpuPerCall` are exported for the rows of
+ *    the provider wrappers (observeOpenAI beside the bare `openai` client, both pointed at the
+ *    fake with `baseURL`).
+ * 3. End to end against the real observe server (separate process, SQLite unless DATABASE_URL is
+ *    set): events per second stored (from the first track() until flush() resolves, i.e. every
+ *    batch answered 201; the server's count is checked afterwards) for a burst and for an
+ *    agent-like caller that yields to the event loop every 100 events, so sending overlaps
+ *    tracking; beside them, the same events posted by hand as pre-serialised batches of the same
+ *    size, one request at a time: the ceiling of a sender that, like the SDK's queue, keeps one
+ *    request in flight so that each session's events stay in order.
+ *
+ * BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -67,30 +71,33 @@ export const CHAT_COMPLETION = {
 };
 
 export interface FakeProvider {
-  /** Base URL, e.g. http://127.0.0.1:1234/v1 (what the provider libraries take as baseURL). */
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  /** origin + '/v1', what the provider libraries take as baseURL. */
   url: string;
   stop(): Promise<void>;
 }
 
 /**
  * A fake LLM provider in a child process, so its CPU is not counted as the client's: answers
- * every request under /v1 with `body` as JSON (200).
+ * every request, whatever its path, with `body` as JSON and `status`.
  */
-export async function startFakeProvider(body: object = CHAT_COMPLETION): Promise<FakeProvider> {
+export async function startFakeProvider(body: object = CHAT_COMPLETION, status = 200): Promise<FakeProvider> {
   const source = `
     const body = process.env.FAKE_BODY;
     const server = require('node:http').createServer((req, res) => {
       req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body));
+      req.on('end', () => res.writeHead(Number(process.env.FAKE_STATUS), { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body));
     });
     server.keepAliveTimeout = 60_000;
     server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
-  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body) } });
+  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body), FAKE_STATUS: String(status) } });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
     child.once('exit', (code) => reject(new Error(`fake provider exited with ${code}`)));
   });
   return {
+    origin: `http://127.0.0.1:${port}`,
     url: `http://127.0.0.1:${port}/v1`,
     async stop() {
       child.kill('SIGTERM');
@@ -119,9 +126,10 @@ export async function clientCpuPerCall<K extends string>(calls: number, variants
   return Object.fromEntries(entries.map(([name], v) => [name, percentiles(samples[v]!)])) as Record<K, Percentiles>;
 }
 
-async function benchLlmCapture(base: string, key: string, rows: Row[]): Promise<void> {
+/** Recording by hand; the events go to `observeUrl` (the fake observe: the client's CPU is the same, the real server's embedding work would not be). */
+async function benchLlmCapture(observeUrl: string, rows: Row[]): Promise<void> {
   const provider = await startFakeProvider();
-  const client = new ObserveClient({ baseUrl: base, apiKey: key });
+  const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vk_bench' });
   const session = client.startSession({ agentId: 'bench-sdk-llm' });
   const messages = [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }];
   const complete = async (): Promise<typeof CHAT_COMPLETION> => {
@@ -246,6 +254,22 @@ async function benchBatcher(base: string, key: string, rows: Row[], storage: str
   if (failures.length > 0) throw new Error(`delivery failures: ${failures.map((f) => f.message).join('; ')}`);
   const stored = await storedEvents(base, key);
   if (stored < sent) throw new Error(`observe holds ${stored} events, ${sent} were sent`);
+
+}
+
+/** The client's own ceiling: the burst against a fake observe (another process) that answers 201 at once. */
+async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise<void> {
+  const failures: VigilError[] = [];
+  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vk_bench', onError: (error) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) });
+  await runBatcher(client, WARMUP_EVENTS, 0);
+  const result = await runBatcher(client, EVENTS, 0);
+  await client.close();
+  if (failures.length > 0) throw new Error(`delivery failures: ${failures.map((f) => f.message).join('; ')}`);
+  rows.push([
+    `SDK batcher → a fake observe answering 201 at once (the client's own ceiling), ${EVENTS.toLocaleString('en-US')} events, burst, batchSize ${BATCH_SIZE ?? 100}`,
+    `${rate(result.delivered)} events/s sent · track() p99 ${result.track.p99.toFixed(1)} µs`,
+    verdict(result.delivered >= 10_000, '≥ 10,000 events/s'),
+  ]);
 }
 
 async function main(): Promise<void> {
@@ -257,14 +281,19 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
   });
+  const fakeObserve = await startFakeProvider({ accepted: 1 }, 201);
   const rows: Row[] = [];
   try {
     await waitForHealth(base, child);
     const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
     const { key } = (await keyResponse.json()) as { key: string };
+    // Client-only measurements first, while the real server is idle (its embedding worker
+    // catches up for a while after each load and would share this machine's CPU).
+    await benchBatcherCeiling(fakeObserve.origin, rows);
+    await benchLlmCapture(fakeObserve.origin, rows);
     await benchBatcher(base, key, rows, process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite');
-    await benchLlmCapture(base, key, rows);
   } finally {
+    await fakeObserve.stop();
     await stopServer(child, dataDir, schema);
   }
   const widths = HEADER.map((_, c) => Math.max(...[HEADER, ...rows].map((row) => row[c]!.length)));
