@@ -7,7 +7,7 @@
  *    each track() call.
  * 2. LLM call capture: the client CPU of one LLM call against a fake provider (a child process, so
  *    its CPU is not counted), bare and recorded by hand with recordLlmCall/recordLlmResponse, the
- *    two taken in turn. `startFakeProvider` and `clientCpuPerCall` are exported for the rows of
+ *    two taken in turn. `startFakeServer` and `clientCpuPerCall` are exported for the rows of
  *    the provider wrappers (observeOpenAI beside the bare `openai` client, both pointed at the
  *    fake with `baseURL`).
  * 3. End to end against the real observe server (separate process, SQLite unless DATABASE_URL is
@@ -57,7 +57,7 @@ export function percentiles(samples: ArrayLike<number>): Percentiles {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Client CPU of a call, against a provider faked in another process
+// Client CPU of a call, against a server faked in another process
 // ---------------------------------------------------------------------------------------------
 
 /** An OpenAI-shaped chat completion, what the fake provider answers by default. */
@@ -70,7 +70,7 @@ export const CHAT_COMPLETION = {
   usage: { prompt_tokens: 420, completion_tokens: 96, total_tokens: 516 },
 };
 
-export interface FakeProvider {
+export interface FakeServer {
   /** http://127.0.0.1:<port> */
   origin: string;
   /** origin + '/v1', what the provider libraries take as baseURL. */
@@ -79,10 +79,11 @@ export interface FakeProvider {
 }
 
 /**
- * A fake LLM provider in a child process, so its CPU is not counted as the client's: answers
- * every request, whatever its path, with `body` as JSON and `status`.
+ * A fake HTTP server in a child process, so its CPU is not counted as the client's: answers every
+ * request, whatever its path, with `body` as JSON and `status`. An LLM provider by default; with
+ * 201, an observe that stores nothing.
  */
-export async function startFakeProvider(body: object = CHAT_COMPLETION, status = 200): Promise<FakeProvider> {
+export async function startFakeServer(body: object = CHAT_COMPLETION, status = 200): Promise<FakeServer> {
   const source = `
     const body = process.env.FAKE_BODY;
     const server = require('node:http').createServer((req, res) => {
@@ -94,7 +95,7 @@ export async function startFakeProvider(body: object = CHAT_COMPLETION, status =
   const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body), FAKE_STATUS: String(status) } });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
-    child.once('exit', (code) => reject(new Error(`fake provider exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`fake server exited with ${code}`)));
   });
   return {
     origin: `http://127.0.0.1:${port}`,
@@ -128,7 +129,7 @@ export async function clientCpuPerCall<K extends string>(calls: number, variants
 
 /** Recording by hand; the events go to `observeUrl` (the fake observe: the client's CPU is the same, the real server's embedding work would not be). */
 async function benchLlmCapture(observeUrl: string, rows: Row[]): Promise<void> {
-  const provider = await startFakeProvider();
+  const provider = await startFakeServer();
   const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vk_bench' });
   const session = client.startSession({ agentId: 'bench-sdk-llm' });
   const messages = [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }];
@@ -281,7 +282,7 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
   });
-  const fakeObserve = await startFakeProvider({ accepted: 1 }, 201);
+  const fakeObserve = await startFakeServer({ accepted: 1 }, 201);
   const rows: Row[] = [];
   try {
     await waitForHealth(base, child);

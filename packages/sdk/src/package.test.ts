@@ -83,7 +83,8 @@ describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 120_
     assertPackagesBuilt();
     workDir = mkdtempSync(join(tmpdir(), 'vigil-pack-'));
     appDir = mkdtempSync(join(tmpdir(), 'vigil-install-'));
-    [live, packed.pricing, packed.sdk] = await Promise.all([startLiveServices(), pack(PRICING_DIR, workDir), pack(SDK_DIR, workDir), npm(['init', '-y'], appDir)]);
+    live = await startLiveServices();
+    [packed.pricing, packed.sdk] = await Promise.all([pack(PRICING_DIR, workDir), pack(SDK_DIR, workDir), npm(['init', '-y'], appDir)]);
     await npm(['install', join(workDir, packed.sdk.filename), join(workDir, packed.pricing.filename), '--no-audit', '--no-fund', '--prefer-offline'], appDir);
   });
 
