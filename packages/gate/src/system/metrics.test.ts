@@ -37,6 +37,18 @@ await describeEachDatabase('GET /metrics (gate) over real HTTP', (backend) => {
     if (backend.kind === 'postgres') assert.ok(sampleValue(samples, 'vigil_db_pool_connections', { state: 'idle' }) !== undefined);
   });
 
+  test('the webhook delivery queue: depth while a delivery waits, lag once it is overdue', async () => {
+    const hook = await gate.call({ method: 'POST', url: '/api/webhooks', payload: { url: 'https://example.test/hooks/metrics', events: ['request.created'] } });
+    assert.equal(hook.statusCode, 201, hook.body);
+    const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'deploy' } });
+    assert.equal(created.statusCode, 201, created.body);
+    // The first attempt (no such host) fails in the background and is retried later: pending either way.
+    assert.equal(sampleValue(await scrape(), 'vigil_queue_depth', { queue: 'webhook_deliveries' }), 1);
+    gate.clock.advance(10 * 60_000);
+    const lag = sampleValue(await scrape(), 'vigil_queue_lag_seconds', { queue: 'webhook_deliveries' })!;
+    assert.ok(lag > 590 && lag <= 600, `lag ${lag}`);
+  });
+
   test('refused 401 from another address without METRICS_TOKEN, even with the admin key', async () => {
     const outsider = { method: 'GET' as const, url: '/metrics', remoteAddress: '198.51.100.4' };
     assertGateError(await gate.service.app.inject(outsider), 401, 'unauthorized');
