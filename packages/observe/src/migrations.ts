@@ -1,7 +1,7 @@
 import { createAdminChangeTable, createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
-import { backfillRollups, createRollupTable } from './analytics/index.ts';
+import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
@@ -514,5 +514,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
   /** Every administrative change (API keys, alert rules, guardrails, settings) with its actor, before and after (platform/change-log.ts). */
   async '0013_admin_changes'(db) {
     await createAdminChangeTable(db);
+  },
+
+  /** Hourly DDSketch bins of tool and LLM latencies, for percentiles over any range (analytics/latency.ts). */
+  async '0015_latency_sketches'(db) {
+    await createLatencySketchTable(db);
+    await backfillSketches(db);
   },
 };

@@ -839,7 +839,7 @@ export interface paths {
     };
   };
   "/api/analytics": {
-    /** Event counts, errors, tool latency and cost per time bucket */
+    /** Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range */
     get: {
       params: Record<string, never>;
       query: {
@@ -866,6 +866,9 @@ export interface paths {
             errorCount: number;
             avgLatencyMs: number;
             totalCostUsd: number;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           };
         };
         400: ObserveError;
@@ -877,7 +880,7 @@ export interface paths {
     };
   };
   "/api/analytics/agents": {
-    /** Per agent: sessions started, events, errors, spend and mean session duration */
+    /** Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles */
     get: {
       params: Record<string, never>;
       query: {
@@ -896,6 +899,12 @@ export interface paths {
             errorRate: number;
             totalCostUsd: number;
             avgDurationMs: number;
+            p50ToolDurationMs: number | null;
+            p95ToolDurationMs: number | null;
+            p99ToolDurationMs: number | null;
+            p50LlmLatencyMs: number | null;
+            p95LlmLatencyMs: number | null;
+            p99LlmLatencyMs: number | null;
           }[];
         };
         400: ObserveError;
@@ -948,7 +957,7 @@ export interface paths {
     };
   };
   "/api/analytics/llm": {
-    /** LLM calls (llm_response events): cost, tokens and latency by model and over time */
+    /** LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time */
     get: {
       params: Record<string, never>;
       query: {
@@ -970,6 +979,9 @@ export interface paths {
             totalOutputTokens: number;
             avgLatencyMs: number;
             avgCostPerCall: number;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           };
           byModel: {
             calls: number;
@@ -979,6 +991,9 @@ export interface paths {
             avgLatencyMs: number;
             provider: string;
             model: string;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           }[];
           byTime: {
             calls: number;
@@ -998,7 +1013,7 @@ export interface paths {
     };
   };
   "/api/analytics/tools": {
-    /** Per tool: calls, errors (tool_error events), error rate and mean duration */
+    /** Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles */
     get: {
       params: Record<string, never>;
       query: {
@@ -1015,6 +1030,9 @@ export interface paths {
             errorCount: number;
             errorRate: number;
             avgDurationMs: number;
+            p50DurationMs: number | null;
+            p95DurationMs: number | null;
+            p99DurationMs: number | null;
           }[];
         };
         400: ObserveError;
