@@ -5,18 +5,15 @@
  *    (default 50,000) in a synchronous loop, with the client's default batching, against a fake
  *    observe (another process) that answers 201 at once: events per second sent, and the time of
  *    each track() call.
- * 2. LLM call capture: the client CPU of one LLM call against a fake provider (a child process, so
- *    its CPU is not counted), bare and recorded by hand with recordLlmCall/recordLlmResponse, the
- *    two taken in turn. `startFakeServer` and `clientCpuPerCall` are exported for the rows of
- *    the provider wrappers (observeOpenAI beside the bare `openai` client, both pointed at the
- *    fake with `baseURL`).
+ * 2. LLM call capture: the client CPU of one `openai` chat completion against a fake provider (a
+ *    child process, so its CPU is not counted), bare and through observeOpenAI, taken in turn.
  * 3. End to end against the real observe server (separate process, SQLite unless DATABASE_URL is
  *    set): events per second stored (from the first track() until flush() resolves, i.e. every
  *    batch answered 201; the server's count is checked afterwards) for a burst and for an
  *    agent-like caller that yields to the event loop every 100 events, so sending overlaps
- *    tracking; beside them, the same events posted by hand as pre-serialised batches of the same
- *    size, one request at a time: the ceiling of a sender that, like the SDK's queue, keeps one
- *    request in flight so that each session's events stay in order.
+ *    tracking; beside them, the same events posted by hand as pre-serialised batches of batchSize,
+ *    one request at a time (the SDK's queue also keeps one request in flight, so that each
+ *    session's events stay in order, but sends everything waiting in it, up to 1000 events).
  *
  * BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
  */
@@ -24,9 +21,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import OpenAI from 'openai';
 import { ObserveClient, type IncomingEvent, type VigilError } from '../packages/sdk/src/index.ts';
+import { observeOpenAI } from '../packages/sdk/src/openai.ts';
 import { freePort, stopServer, waitForHealth } from './server.ts';
 
 const EVENTS = Number(process.env.BENCH_SDK_EVENTS ?? 50_000);
@@ -42,7 +40,7 @@ const HEADER: Row = ['measurement', 'result', 'target'];
 const rate = (perSecond: number): string => Math.round(perSecond).toLocaleString('en-US');
 const verdict = (met: boolean, target: string): string => `${target} ${met ? '✓' : '✗'}`;
 
-export interface Percentiles {
+interface Percentiles {
   p50: number;
   p95: number;
   p99: number;
@@ -50,7 +48,7 @@ export interface Percentiles {
   mean: number;
 }
 
-export function percentiles(samples: ArrayLike<number>): Percentiles {
+function percentiles(samples: ArrayLike<number>): Percentiles {
   const sorted = Float64Array.from(samples).sort();
   const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
   return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1]!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
@@ -61,7 +59,7 @@ export function percentiles(samples: ArrayLike<number>): Percentiles {
 // ---------------------------------------------------------------------------------------------
 
 /** An OpenAI-shaped chat completion, what the fake provider answers by default. */
-export const CHAT_COMPLETION = {
+const CHAT_COMPLETION = {
   id: 'chatcmpl-bench',
   object: 'chat.completion',
   created: 1_700_000_000,
@@ -70,7 +68,7 @@ export const CHAT_COMPLETION = {
   usage: { prompt_tokens: 420, completion_tokens: 96, total_tokens: 516 },
 };
 
-export interface FakeServer {
+interface FakeServer {
   /** http://127.0.0.1:<port> */
   origin: string;
   /** origin + '/v1', what the provider libraries take as baseURL. */
@@ -83,7 +81,7 @@ export interface FakeServer {
  * request, whatever its path, with `body` as JSON and `status`. An LLM provider by default; with
  * 201, an observe that stores nothing.
  */
-export async function startFakeServer(body: object = CHAT_COMPLETION, status = 200): Promise<FakeServer> {
+async function startFakeServer(body: object = CHAT_COMPLETION, status = 200): Promise<FakeServer> {
   const source = `
     const body = process.env.FAKE_BODY;
     const server = require('node:http').createServer((req, res) => {
@@ -113,7 +111,7 @@ export async function startFakeServer(body: object = CHAT_COMPLETION, status = 2
  * alike, after `warmup` unmeasured rounds. Whatever else the process does meanwhile (the SDK
  * sending its batches) lands in the samples of the calls it overlaps, so it is counted too.
  */
-export async function clientCpuPerCall<K extends string>(calls: number, variants: Record<K, () => Promise<unknown>>, warmup = 200): Promise<Record<K, Percentiles>> {
+async function clientCpuPerCall<K extends string>(calls: number, variants: Record<K, () => Promise<unknown>>, warmup = 200): Promise<Record<K, Percentiles>> {
   const entries = Object.entries(variants) as [K, () => Promise<unknown>][];
   const samples = entries.map(() => new Float64Array(calls));
   for (let round = -warmup; round < calls; round++) {
@@ -127,41 +125,31 @@ export async function clientCpuPerCall<K extends string>(calls: number, variants
   return Object.fromEntries(entries.map(([name], v) => [name, percentiles(samples[v]!)])) as Record<K, Percentiles>;
 }
 
-/** Recording by hand; the events go to `observeUrl` (the fake observe: the client's CPU is the same, the real server's embedding work would not be). */
-async function benchLlmCapture(observeUrl: string, rows: Row[]): Promise<void> {
+/**
+ * The `openai` client bare beside the same client wrapped by observeOpenAI, both against the fake
+ * provider; the events go to `observeUrl` (the fake observe: the client's CPU is the same, the
+ * real server's embedding work would not be).
+ */
+async function benchOpenAICapture(observeUrl: string, rows: Row[]): Promise<void> {
   const provider = await startFakeServer();
   const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vk_bench' });
   const session = client.startSession({ agentId: 'bench-sdk-llm' });
-  const messages = [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }];
-  const complete = async (): Promise<typeof CHAT_COMPLETION> => {
-    const response = await fetch(`${provider.url}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages }),
-    });
-    return (await response.json()) as typeof CHAT_COMPLETION;
-  };
+  const bare = new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 });
+  const wrapped = observeOpenAI(new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 }), { session });
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Summarise the quarterly revenue report in three bullet points.' }] };
   try {
-    const { bare, recorded } = await clientCpuPerCall(LLM_CALLS, {
-      bare: complete,
-      recorded: async () => {
-        const call = session.recordLlmCall({ provider: 'openai', model: 'gpt-4o-mini', messages });
-        const answer = await complete();
-        session.recordLlmResponse(call, {
-          completion: answer.choices[0]!.message.content,
-          usage: { inputTokens: answer.usage.prompt_tokens, outputTokens: answer.usage.completion_tokens },
-          finishReason: answer.choices[0]!.finish_reason,
-        });
-      },
+    const cpuOf = await clientCpuPerCall(LLM_CALLS, {
+      bare: () => bare.chat.completions.create(request),
+      wrapped: () => wrapped.chat.completions.create(request),
     });
     await session.end();
     await client.close();
-    const label = `(${LLM_CALLS.toLocaleString('en-US')} calls, fetch to a fake provider)`;
+    const label = `(${LLM_CALLS.toLocaleString('en-US')} calls to a fake provider)`;
     const cpu = (p: Percentiles): string => `p50 ${p.p50} µs · p95 ${p.p95} µs · mean ${p.mean.toFixed(0)} µs`;
-    rows.push([`client CPU of an LLM call, bare ${label}`, cpu(bare), '']);
-    rows.push([`client CPU of the same call recorded with recordLlmCall/recordLlmResponse`, cpu(recorded), '']);
-    const added = recorded.p95 - bare.p95;
-    rows.push(['  CPU the recording adds at p95 (and on average)', `${added} µs (${(recorded.mean - bare.mean).toFixed(0)} µs)`, verdict(added <= 1000, '≤ 1 ms at p95')]);
+    rows.push([`client CPU of openai chat.completions.create, bare ${label}`, cpu(cpuOf.bare), '']);
+    rows.push([`client CPU of the same call through observeOpenAI (llm_call + llm_response, batched)`, cpu(cpuOf.wrapped), '']);
+    const added = cpuOf.wrapped.p95 - cpuOf.bare.p95;
+    rows.push(['  CPU the wrapper adds at p95 (and on average)', `${added} µs (${(cpuOf.wrapped.mean - cpuOf.bare.mean).toFixed(0)} µs)`, verdict(added <= 1000, '≤ 1 ms at p95')]);
   } finally {
     await provider.stop();
   }
@@ -227,9 +215,14 @@ async function storedEvents(base: string, key: string): Promise<number> {
   return ((await response.json()) as { totalEvents: number }).totalEvents;
 }
 
+/** Client options of the bench: a synchronous burst sends nothing until it yields, so the queue must hold all of it. */
+function benchClientOptions(failures: VigilError[]) {
+  return { maxQueueSize: EVENTS + WARMUP_EVENTS, onError: (error: VigilError) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) };
+}
+
 async function benchBatcher(base: string, key: string, rows: Row[], storage: string): Promise<void> {
   const failures: VigilError[] = [];
-  const client = new ObserveClient({ baseUrl: base, apiKey: key, onError: (error) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) });
+  const client = new ObserveClient({ baseUrl: base, apiKey: key, ...benchClientOptions(failures) });
   await runBatcher(client, WARMUP_EVENTS, 0, 100);
   let sent = WARMUP_EVENTS;
   const batchSize = BATCH_SIZE ?? 100;
@@ -261,7 +254,7 @@ async function benchBatcher(base: string, key: string, rows: Row[], storage: str
 /** The client's own ceiling: the burst against a fake observe (another process) that answers 201 at once. */
 async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise<void> {
   const failures: VigilError[] = [];
-  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vk_bench', onError: (error) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) });
+  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vk_bench', ...benchClientOptions(failures) });
   await runBatcher(client, WARMUP_EVENTS, 0);
   const result = await runBatcher(client, EVENTS, 0);
   await client.close();
@@ -291,7 +284,7 @@ async function main(): Promise<void> {
     // Client-only measurements first, while the real server is idle (its embedding worker
     // catches up for a while after each load and would share this machine's CPU).
     await benchBatcherCeiling(fakeObserve.origin, rows);
-    await benchLlmCapture(fakeObserve.origin, rows);
+    await benchOpenAICapture(fakeObserve.origin, rows);
     await benchBatcher(base, key, rows, process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite');
   } finally {
     await fakeObserve.stop();
@@ -303,5 +296,4 @@ async function main(): Promise<void> {
   for (const row of rows) console.log(line(row));
 }
 
-// Run, or imported for its helpers.
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main();
+await main();
