@@ -44,6 +44,15 @@ await describeEachDatabase('GET /metrics (gate) over real HTTP', (backend) => {
     assert.equal(created.statusCode, 201, created.body);
     // The first attempt (no such host) fails in the background and is retried later: pending either way.
     assert.equal(sampleValue(await scrape(), 'vigil_queue_depth', { queue: 'webhook_deliveries' }), 1);
+    // Wait for that attempt to be recorded: it schedules the retry from the clock's time when it fails.
+    const hookId = (JSON.parse(hook.body) as { id: string }).id;
+    for (let tries = 0; ; tries += 1) {
+      const listed = await gate.call({ method: 'GET', url: `/api/webhooks/${hookId}/deliveries` });
+      const [delivery] = (JSON.parse(listed.body) as { deliveries: Array<{ attempts: number }> }).deliveries;
+      if ((delivery?.attempts ?? 0) >= 1) break;
+      assert.ok(tries < 200, 'the first attempt is recorded');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
     gate.clock.advance(10 * 60_000);
     const lag = sampleValue(await scrape(), 'vigil_queue_lag_seconds', { queue: 'webhook_deliveries' })!;
     assert.ok(lag > 590 && lag <= 600, `lag ${lag}`);
