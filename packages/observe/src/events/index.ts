@@ -11,7 +11,7 @@ import { registerEventRoutes } from './routes.ts';
 
 export { type ChainBreak, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, verifyChain } from './chain.ts';
 export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
-export { type AppendedEvent, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
+export { type AppendedEvent, type BatchWriter, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
 export {
   clientAgentId, commaList, type Event, eventSchema, type EventType, identifier, type IncomingEvent, incomingEventSchema, INGEST_EVENT_TYPES,
   type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,
