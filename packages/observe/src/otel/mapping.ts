@@ -467,7 +467,7 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
       const finishReasons = span.attributes['gen_ai.response.finish_reasons'];
       const finishReason =
         result.finishReason ??
-        (Array.isArray(finishReasons) && typeof finishReasons[0] === 'string' ? finishReasons[0] : text(span.attributes, 'gen_ai.response.finish_reasons')) ??
+        (Array.isArray(finishReasons) && typeof finishReasons[0] === 'string' ? finishReasons[0] : text(span.attributes, 'gen_ai.response.finish_reasons', 'llm.finish_reason')) ??
         (result.toolCalls.length > 0 ? 'tool_calls' : 'stop');
       events = [
         call,
