@@ -35,7 +35,7 @@ const MESSAGES = JSON.stringify([{ role: 'user', parts: [{ type: 'text', content
 const OUTPUT = JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: 'Revenue grew 12% on cloud services.' }], finish_reason: 'stop' }]);
 
 /** Batch `b`: SPANS_PER_BATCH chat spans, SPANS_PER_TRACE per trace and conversation, ids unique in the run. */
-function otlpBatch(b: number, startMs: number): Uint8Array {
+function otlpBatch(b: number, startMs: number): Blob {
   const spans = Array.from({ length: SPANS_PER_BATCH }, (_, i) => {
     const n = b * SPANS_PER_BATCH + i;
     const trace = Math.floor(n / SPANS_PER_TRACE) + 1;
@@ -62,7 +62,7 @@ function otlpBatch(b: number, startMs: number): Uint8Array {
     };
   });
   const request = { resourceSpans: [{ resource: { attributes: [text('service.name', `agent-${b % 7}`)] }, scopeSpans: [{ scope: { name: 'bench' }, spans }] }] };
-  return RequestType.encode(RequestType.fromObject(request)).finish();
+  return new Blob([RequestType.encode(RequestType.fromObject(request)).finish() as Uint8Array<ArrayBuffer>]);
 }
 
 /** Batch `b` of native events: the same calls as llm_call + llm_response pairs, 4 calls per session. */
@@ -101,7 +101,7 @@ async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
 }
 
 /** Posts the bodies from CLIENTS concurrent clients; answers the seconds taken. */
-async function send(bodies: (() => { url: string; body: Uint8Array | string; type: string; ok: number })[]): Promise<number> {
+async function send(bodies: (() => { url: string; body: Blob | string; type: string; ok: number })[]): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
