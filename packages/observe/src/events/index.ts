@@ -5,6 +5,8 @@
 //   analytics (hourly rollups), recall (embedding queue), stream (stream log, last: it orders commits)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), stream (wakes open streams)
+// - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
+//   otel_spans rows that make a resent span a no-op)
 import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerEventRoutes } from './routes.ts';
