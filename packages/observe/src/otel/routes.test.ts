@@ -195,6 +195,19 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
     assert.equal(await eventCount('conv-bad'), 0);
   });
 
+  test('retention removes the spans of the sessions it deletes: the same span sent afterwards is stored anew', async () => {
+    const old = { ...chatSpan(170, 1, 'conv-old'), startTimeUnixNano: '1767225600000000000', endTimeUnixNano: '1767225601000000000' }; // 2026-01-01
+    assert.equal((await postJson(jsonRequest([old]))).statusCode, 200);
+    assert.equal((await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 30 } })).statusCode, 200);
+    await observe.service.jobs.retention.tick();
+    assert.equal(await eventCount('conv-old'), 0);
+    const rows = await observe.service.context.database.db.selectFrom('otel_spans').select('span_id').where('session_id', '=', 'conv-old').execute();
+    assert.deepEqual(rows, []);
+    assert.equal((await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 0 } })).statusCode, 200);
+    assert.equal((await postJson(jsonRequest([old]))).statusCode, 200);
+    assert.equal(await eventCount('conv-old'), 2);
+  });
+
   test('an empty protobuf request is a valid request with nothing in it', async () => {
     const response = await post(Buffer.alloc(0), { 'content-type': 'application/x-protobuf' });
     assert.equal(response.statusCode, 200, response.body);

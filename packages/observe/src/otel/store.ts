@@ -56,3 +56,8 @@ export async function claimSpans(trx: Transaction<ObserveSchema>, claims: readon
   }
   return taken;
 }
+
+/** Retention removes whole sessions: their spans go with them (a span sent after that is stored anew). */
+export async function deleteSessionSpans(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length > 0) await trx.deleteFrom('otel_spans').where('session_id', 'in', sessionIds).execute();
+}
