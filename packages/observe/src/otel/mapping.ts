@@ -278,15 +278,14 @@ const MESSAGE_EVENTS: Record<string, string> = {
   'gen_ai.tool.message': 'tool',
 };
 
+const CONTENT_EVENTS = new Set(['gen_ai.client.inference.operation.details', 'gen_ai.content.prompt', 'gen_ai.content.completion']);
+
 /** Span attributes, with those of the GenAI content events (operation details, prompt/completion) under them. */
 function contentAttributes(span: OtlpSpan): Attributes {
-  const merged: Attributes = {};
-  for (const event of span.events) {
-    if (event.name === 'gen_ai.client.inference.operation.details' || event.name === 'gen_ai.content.prompt' || event.name === 'gen_ai.content.completion') {
-      Object.assign(merged, event.attributes);
-    }
-  }
-  return Object.assign(merged, span.attributes);
+  const contentEvents = span.events.filter((event) => CONTENT_EVENTS.has(event.name));
+  // Most spans have none: their attributes are used as they are, not copied.
+  if (contentEvents.length === 0) return span.attributes;
+  return Object.assign({}, ...contentEvents.map((event) => event.attributes), span.attributes) as Attributes;
 }
 
 function inputMessages(span: OtlpSpan, attributes: Attributes): Message[] {
@@ -503,21 +502,24 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
     if (failed) data['otel.status_message'] = spanError(span).error;
     events = [event('custom', startMs, { type: span.name || kind, data }, failed ? { severity: 'error' } : {})];
   }
-  const problem = eventsProblem(events);
+  const problem = eventsProblem(events, otel);
   return problem === null ? { events } : { reason: problem };
 }
 
 /** Why ingest would refuse one of the events (its payload, agent id or text), or null. */
-function eventsProblem(events: readonly IncomingEvent[]): string | null {
+function eventsProblem(events: readonly IncomingEvent[], otel: OtelMetadata): string | null {
+  const agent = clientAgentId.safeParse(events[0]!.agentId);
+  if (!agent.success) return `agentId: ${agent.error.issues[0]!.message}`;
+  // The events of a span share their metadata.otel: its text is checked once.
+  const unstorableMetadata = jsonValueProblem(otel);
+  if (unstorableMetadata !== null) return `metadata.otel.${unstorableMetadata.path.join('.')}: ${unstorableMetadata.message}`;
   for (const event of events) {
-    const agent = clientAgentId.safeParse(event.agentId);
-    if (!agent.success) return `agentId: ${agent.error.issues[0]!.message}`;
     const payload = payloadSchemas[event.eventType as IngestEventType].safeParse(event.payload);
     if (!payload.success) {
       const issue = payload.error.issues[0]!;
       return `${event.eventType}.${issue.path.join('.')}: ${issue.message}`;
     }
-    const unstorable = jsonValueProblem(event.payload) ?? jsonValueProblem(event.metadata);
+    const unstorable = jsonValueProblem(event.payload);
     if (unstorable !== null) return `${event.eventType}.${unstorable.path.join('.')}: ${unstorable.message}`;
   }
   return null;
