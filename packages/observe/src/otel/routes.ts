@@ -89,9 +89,9 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
         if (body === undefined && !contentType.toLowerCase().startsWith(PROTOBUF)) {
           throw contentType.toLowerCase().startsWith(JSON_TYPE) ? observeError('otlpUndecodable', 'The body is empty') : unsupported('No Content-Type');
         }
-        const result = await ingestTraces(ctx, body?.request ?? {});
-        if (body?.encoding === 'json') return reply.status(200).send(jsonResponse(result.partialSuccess));
-        return reply.status(200).type(PROTOBUF).send(Buffer.from(encodeProtobufResponse(result.partialSuccess)) as never);
+        const partialSuccess = await ingestTraces(ctx, body?.request ?? {});
+        if (body?.encoding === 'json') return reply.status(200).send(jsonResponse(partialSuccess));
+        return reply.status(200).type(PROTOBUF).send(Buffer.from(encodeProtobufResponse(partialSuccess)) as never);
       },
     );
   });

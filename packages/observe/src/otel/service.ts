@@ -3,19 +3,9 @@
 import type { IncomingEvent } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { identityOf, mapSpan, resolveIdentities } from './mapping.ts';
-import type { PartialSuccess } from './proto.ts';
+import type { PartialSuccess, WireTraceRequest } from './proto.ts';
 import { spansOf, type OtlpSpan, type RefusedSpan } from './spans.ts';
-import type { WireTraceRequest } from './proto.ts';
 import { claimSpans, storedSpansOfTraces, type SpanClaim } from './store.ts';
-
-export interface TraceIngestResult {
-  /** Spans whose events were stored by this request. */
-  stored: number;
-  /** Spans already stored (sent before): acknowledged, not stored again. */
-  duplicates: number;
-  /** null when every span was accepted; else OTLP's partial success. */
-  partialSuccess: PartialSuccess | null;
-}
 
 /** How many refusals the partial-success message names (the count covers them all). */
 const NAMED_REFUSALS = 5;
@@ -39,19 +29,20 @@ const keyOf = (span: Pick<OtlpSpan, 'traceId' | 'spanId'>): string => `${span.tr
 /** Retries after a concurrent request stored some of the same spans; each round removes at least one span. */
 const MAX_ROUNDS = 5;
 
-export async function ingestTraces(ctx: ObserveContext, request: WireTraceRequest): Promise<TraceIngestResult> {
+/**
+ * Stores the request's new spans (a span already stored is acknowledged, not stored again) in one
+ * transaction; answers OTLP's partial success for the spans refused, or null when none was.
+ */
+export async function ingestTraces(ctx: ObserveContext, request: WireTraceRequest): Promise<PartialSuccess | null> {
   const { spans: decoded, refused } = spansOf(request);
   // A span twice in one request is one span.
   const unique = new Map<string, OtlpSpan>();
   for (const span of decoded) if (!unique.has(keyOf(span))) unique.set(keyOf(span), span);
-  let duplicates = decoded.length - unique.size;
 
   const traceIds = [...new Set([...unique.values()].map((span) => span.traceId))];
   const stored = await storedSpansOfTraces(ctx.database, traceIds);
   const storedSessions = new Map(stored.map((row) => [row.trace_id, row.session_id]));
-  for (const row of stored) {
-    if (unique.delete(`${row.trace_id}:${row.span_id}`)) duplicates += 1;
-  }
+  for (const row of stored) unique.delete(`${row.trace_id}:${row.span_id}`);
 
   // Identities are resolved over the whole request (parents name the session and agent of children).
   const identities = resolveIdentities(decoded, storedSessions);
@@ -78,9 +69,8 @@ export async function ingestTraces(ctx: ObserveContext, request: WireTraceReques
       break;
     } catch (error) {
       if (!(error instanceof SpansStoredMeanwhile) || round + 1 >= MAX_ROUNDS) throw error;
-      duplicates += error.keys.size;
       batch = batch.filter((entry) => !error.keys.has(keyOf(entry.span)));
     }
   }
-  return { stored: batch.length, duplicates, partialSuccess: partialSuccessOf(refused) };
+  return partialSuccessOf(refused);
 }

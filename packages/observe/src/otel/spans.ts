@@ -37,7 +37,7 @@ export interface RefusedSpan {
 
 const STATUS_CODES: Record<number, SpanStatus> = { 0: 'unset', 1: 'ok', 2: 'error' };
 
-export function longToBigInt(value: WireLong | null | undefined): bigint {
+function longToBigInt(value: WireLong | null | undefined): bigint {
   if (value === null || value === undefined) return 0n;
   if (typeof value === 'number') return BigInt(Math.trunc(value));
   return BigInt.asUintN(64, (BigInt(value.high >>> 0) << 32n) | BigInt(value.low >>> 0));
@@ -53,7 +53,7 @@ function longToNumber(value: WireLong): number | string {
 /** protobufjs puts proto3 defaults on the prototype: only an own property was set on the wire (the oneof's member). */
 const isSet = (value: object, field: string): boolean => Object.prototype.hasOwnProperty.call(value, field) && (value as Record<string, unknown>)[field] != null;
 
-export function anyValue(value: WireAnyValue | null | undefined): AttributeValue {
+function anyValue(value: WireAnyValue | null | undefined): AttributeValue {
   if (value === null || value === undefined) return null;
   if (isSet(value, 'stringValue')) return value.stringValue!;
   if (isSet(value, 'boolValue')) return value.boolValue!;
@@ -66,7 +66,7 @@ export function anyValue(value: WireAnyValue | null | undefined): AttributeValue
   return null;
 }
 
-export function attributesOf(list: readonly WireKeyValue[] | null | undefined): Attributes {
+function attributesOf(list: readonly WireKeyValue[] | null | undefined): Attributes {
   const attributes: Attributes = {};
   for (const { key, value } of list ?? []) attributes[key] = anyValue(value);
   return attributes;
