@@ -14,13 +14,13 @@
  * each commit, and the reaction time from a breaching batch's 201 to its notify_webhook arriving at
  * a local receiver.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, stopServer } from './server.ts';
+import { freePort, stopServer, waitForHealth } from './server.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const CLIENTS = 8;
@@ -39,19 +39,6 @@ const ANALYTICS: [string, string][] = [
   ['/api/analytics/tools', '/api/analytics/tools'],
 ];
 const TIMESTAMP_TOKEN = '__BENCH_TS__';
-
-async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${base}/api/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
-}
 
 const agentOf = (sessionId: string): string => `agent-${sessionId.length % 7}`;
 

@@ -1,4 +1,4 @@
-/** What both benchmark scripts need to run a real server in its own process. */
+/** What the benchmark scripts need to run a real server in its own process. */
 import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -27,4 +27,18 @@ export async function stopServer(child: ChildProcess, dataDir: string, schema: s
     await client.query(`drop schema if exists "${schema}" cascade`);
     await client.end();
   }
+}
+
+/** Waits until the server at `base` answers GET /api/health (fails when the process exits first). */
+export async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${base}/api/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not start');
 }

@@ -143,6 +143,43 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     stack.noProblems();
   });
 
+  test('the LLM page shows cost, tokens and latency percentiles per model; the overview shows tool latency percentiles', async () => {
+    const { page, observeUrl, observeKey } = stack;
+    // A second model with spread latencies (100 … 2,050 ms), so the percentiles differ.
+    const latencies = Array.from({ length: 40 }, (_, i) => 100 + i * 50);
+    const start = Date.now() - 2 * 3_600_000;
+    await api(observeUrl, observeKey, 'POST', '/api/events', {
+      events: latencies.map((latencyMs, i) => ({
+        sessionId: 'llm-latency-1', agentId: 'researcher', timestamp: new Date(start + i * 1000).toISOString(), eventType: 'llm_response',
+        payload: { callId: `lat-${i}`, provider: 'anthropic', model: 'claude-sonnet-4', completion: 'ok', finishReason: 'stop', usage: { inputTokens: 1000, outputTokens: 100 }, costUsd: 0.01, latencyMs },
+      })),
+    });
+    await page.goto('/');
+    await nav(page).getByRole('link', { name: 'LLM calls' }).click();
+    await page.getByRole('heading', { name: 'LLM calls', level: 1 }).waitFor();
+    const row = page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'claude-sonnet-4' });
+    await row.waitFor();
+    const cells = (await row.getByRole('cell').allInnerTexts()).map((t) => t.trim());
+    // Provider, model, calls, spend, input, output, avg, p50, p95, p99; the exact percentiles are
+    // the sorted latencies at ⌊q·(n−1)⌋, and the page shows the sketch's, within 1 %, in whole ms.
+    assert.deepEqual(cells.slice(0, 6), ['anthropic', 'claude-sonnet-4', '40', '$0.40', '40,000', '4,000']);
+    const ms = (text: string) => Number(text.replace(/[^0-9.]/g, '')) * (text.endsWith(' s') ? 1000 : 1);
+    for (const [cell, q] of [[cells[7]!, 0.5], [cells[8]!, 0.95], [cells[9]!, 0.99]] as const) {
+      const exact = latencies[Math.floor(q * (latencies.length - 1))]!;
+      assert.ok(Math.abs(ms(cell) - exact) <= exact * 0.01 + 10, `p${q * 100}: ${cell} vs exact ${exact}`);
+    }
+    const mini = (await page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'gpt-4o-mini' }).getByRole('cell').allInnerTexts()).map((t) => t.trim());
+    assert.ok(mini.slice(7).every((cell) => Math.abs(ms(cell) - 900) <= 9), `every seeded gpt-4o-mini call took 900 ms: ${mini.join(' | ')}`);
+    assert.equal(await page.locator('.error').count(), 0);
+    await shot(page, 'llm');
+    await page.goto('/');
+    const stat = page.locator('.stat').filter({ hasText: 'Tool latency p50 / p95 / p99' });
+    await stat.waitFor();
+    // The seeded tools took 450 ms (answered) or 1,200 ms (failed).
+    assert.match(await stat.innerText(), /\d+ ms \/ (\d+ ms|1\.\d\d s) \/ (\d+ ms|1\.\d\d s)/);
+    stack.noProblems();
+  });
+
   test('agents, alerts, benchmarks, guardrails and recall load their data, with labelled controls; an agent pauses and resumes', async () => {
     const { page } = stack;
     for (const [path, heading, name] of [

@@ -4,6 +4,10 @@ import {
   databaseFailure,
   migrateToLatest,
   openDatabase,
+  registerMetricsRoute,
+  ServiceMetrics,
+  deliveryQueueProbe,
+  tablesOf,
   systemClock,
   VIGIL_VERSION,
   type Clock,
@@ -93,7 +97,10 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     policies: new PolicyCache(database, clock, config.cacheRefreshMs),
     limiter,
     outbox: new Outbox(database, config, clock, app.log),
+    metrics: new ServiceMetrics(clock, database),
   };
+  registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });
+  context.metrics.queue(deliveryQueueProbe('webhook_deliveries', tablesOf(database.db) as never, 'deliveries'));
   const features = createFeatureHost({
     app,
     context,

@@ -1,4 +1,4 @@
-import type { Clock, Feature } from '@vigil/platform';
+import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
 import type { GateConfig } from './config.ts';
 import type { KeyCache } from './auth/index.ts';
 import type { PolicyCache } from './policies/index.ts';
@@ -15,6 +15,8 @@ export interface GateContext {
   policies: PolicyCache;
   limiter: RateLimiter;
   outbox: Outbox;
+  /** The Prometheus registry of GET /metrics; features add their counters and queues. */
+  metrics: ServiceMetrics;
 }
 
 /** A feature of the gate (platform/feature.ts): its routes, jobs and shutdown. */

@@ -5,6 +5,8 @@ import {
   databaseFailure,
   migrateToLatest,
   openDatabase,
+  registerMetricsRoute,
+  ServiceMetrics,
   systemClock,
   VIGIL_VERSION,
   type Clock,
@@ -40,7 +42,8 @@ import type { ObserveSchema } from './schema.ts';
 import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
-import { systemFeature } from './system/index.ts';
+import { registerObserveMetrics, systemFeature } from './system/index.ts';
+import { treeFeature } from './tree/index.ts';
 import { webhooksFeature } from './webhooks/index.ts';
 
 export interface ObserveService {
@@ -100,6 +103,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     prices,
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
+    metrics: new ServiceMetrics(clock, database),
   };
 
   const app = await createHttpApp({
@@ -114,6 +118,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     operations: OBSERVE_OPERATIONS,
     authErrorStatuses: observeAuthErrorStatuses,
   });
+  registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => observeError('unauthorized') });
+  registerObserveMetrics(context);
 
   const runJobs = options.runJobs ?? true;
   const features = createFeatureHost({ app, context, db: database.db, clock, runJobs, closeShared: () => database.close() });
@@ -125,6 +131,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(otelFeature);
   await features.register(webhooksFeature);
   await features.register(sessionsFeature);
+  await features.register(treeFeature);
   await features.register(replayFeature);
   await features.register(agentsFeature);
   const healthSnapshots = await features.register(healthFeature);

@@ -1,4 +1,4 @@
-import type { Clock, Feature } from '@vigil/platform';
+import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
 import type { ObserveConfig } from './config.ts';
 import type { EventAppender } from './events/index.ts';
@@ -18,6 +18,8 @@ export interface ObserveContext {
   embedder: Embedder;
   /** This process's in-memory index of the stored vectors (recall/vector-index.ts). */
   vectorIndex: VectorIndex;
+  /** The Prometheus registry of GET /metrics; features add their counters and queues. */
+  metrics: ServiceMetrics;
 }
 
 /** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */

@@ -1,7 +1,7 @@
 import { createAdminChangeTable, createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
-import { backfillRollups, createRollupTable } from './analytics/index.ts';
+import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 
@@ -520,5 +520,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
   /** Spans stored by OTLP ingest (otel/store.ts): a span sent twice is stored once. */
   async '0014_otel_spans'(db) {
     await createOtelSpanTable(db);
+  },
+
+  /** Hourly DDSketch bins of tool and LLM latencies, for percentiles over any range (analytics/latency.ts). */
+  async '0015_latency_sketches'(db) {
+    await createLatencySketchTable(db);
+    await backfillSketches(db);
   },
 };

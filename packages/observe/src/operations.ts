@@ -20,6 +20,7 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'GET /api/sessions': 'listSessions',
   'GET /api/sessions/:id': 'getSession',
   'GET /api/sessions/:id/timeline': 'getSessionTimeline',
+  'GET /api/sessions/:id/tree': 'getSessionTree',
   'GET /api/audit/verify': { id: 'verifySessionChain', errors: [404] },
   'GET /api/audit/changes': 'listAdminChanges',
   'GET /api/sessions/:id/replay': 'replaySession',

@@ -168,6 +168,22 @@ export interface RollupRow {
   failure_count: number;
 }
 
+/**
+ * Hourly DDSketch bins of tool durations (`metric` 'tool', by tool_name) and LLM latencies
+ * (`metric` 'llm', by provider and model), kept like the rollups (analytics/latency.ts).
+ */
+export interface LatencySketchRow {
+  hour: number;
+  agent_id: string;
+  metric: 'tool' | 'llm';
+  tool_name: string;
+  provider: string;
+  model: string;
+  /** The DDSketch logarithmic-mapping index of the values counted. */
+  bin: number;
+  count: number;
+}
+
 /** A day's health of an agent: the 7-day values at the first health query of that UTC day. */
 export interface HealthSnapshotRow {
   agent_id: string;
@@ -195,6 +211,7 @@ export interface ObserveSchema {
   alert_history: AlertHistoryRow;
   alert_deliveries: AlertDeliveryRow;
   event_rollups: RollupRow;
+  latency_sketches: LatencySketchRow;
   health_snapshots: HealthSnapshotRow;
   embedding_queue: EmbeddingQueueRow;
   embeddings: EmbeddingRow;

@@ -64,6 +64,13 @@ export const sharedEnvironment = environmentSlice({
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   /** Bearer token of service-to-service calls (the gate's guardrail-breach reports to observe). */
   INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Bearer token that admits a Prometheus scrape of GET /metrics from any address (metrics.ts). */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Client addresses admitted to GET /metrics without the token, comma-separated; `none` for none. */
+  METRICS_ALLOW_IPS: z
+    .string()
+    .default('127.0.0.1,::1')
+    .transform((value) => (value.trim() === 'none' ? [] : value.split(',').map((ip) => ip.trim()).filter((ip) => ip !== ''))),
 });
 
 export type SharedEnvironment = z.output<z.ZodObject<typeof sharedEnvironment.shape>>;
@@ -102,6 +109,8 @@ export interface ServiceBaseConfig {
   database: DatabaseConfig;
   logLevel: SharedEnvironment['LOG_LEVEL'];
   shutdownTimeoutMs: number;
+  /** Who may scrape GET /metrics: these client addresses, or anyone with the bearer token. */
+  metrics: { token?: string; allowIps: string[] };
 }
 
 /**
@@ -123,6 +132,7 @@ export function serviceBaseConfig(
       : { kind: 'sqlite', file: resolve(dataDir, service.sqliteFile), synchronous: e.SQLITE_SYNCHRONOUS },
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    metrics: { token: e.METRICS_TOKEN, allowIps: e.METRICS_ALLOW_IPS },
   };
 }
 

@@ -36,6 +36,8 @@ export interface Database<Schema> {
    * notifications sent meanwhile are gone. Resolves to a function that stops listening.
    */
   listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /** PostgreSQL only: the connection pool's clients (open, idle) and the requests waiting for one. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -136,6 +138,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
       return result.rows[0]?.size ?? 0;
     },
     listen: (channel, onNotify) => listenPostgres(config, channel, onNotify),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
 }

@@ -62,7 +62,7 @@ export type ZodApp = FastifyInstance<
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
+  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service' | 'stream' | 'metrics';
 }
 
 declare module 'fastify' {
@@ -75,9 +75,10 @@ declare module 'fastify' {
      * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
      * signed request without a key is verified by the route itself; `service`: only the shared
      * service-to-service bearer token is accepted, never an API key; `stream`: an API key, or a
-     * short-lived stream token in `?token=` (browsers' EventSource cannot send headers). Default: required.
+     * short-lived stream token in `?token=` (browsers' EventSource cannot send headers); `metrics`:
+     * the Prometheus scrape, admitted by client address or METRICS_TOKEN (metrics.ts), never an API key. Default: required.
      */
-    auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream';
+    auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream' | 'metrics';
   }
 }
 

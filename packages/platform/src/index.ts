@@ -18,3 +18,4 @@ export * from './time-pages.ts';
 export * from './feature.ts';
 export * from './background-drain.ts';
 export * from './api-keys.ts';
+export * from './metrics.ts';

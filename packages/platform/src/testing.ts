@@ -14,6 +14,7 @@ import type { OperationTable, RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
 
 export * from './test-services.ts';
+export * from './prometheus-text.ts';
 
 export interface TestBackend {
   kind: DatabaseConfig['kind'];

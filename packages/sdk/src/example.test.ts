@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GateClient, ObserveClient } from './index.ts';
 import { eventually, startLiveServices, type LiveServices } from '@vigil/cli/testing';
+import { FINAL_ANSWER, startScriptedProviders } from './provider-fixtures.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
-const example = resolve(root, 'examples/agent-loop.ts');
 
 let live: LiveServices;
 before(async () => {
@@ -20,15 +20,20 @@ interface Run {
   stderr: () => string;
 }
 
-/** The example as a user runs it (asynchronously: the servers live in this process). */
-function runExample(env: Record<string, string>, args: string[] = []): Run {
+/** A program as a user runs it from the repository root (asynchronously: the servers live in this process). */
+function run(command: string, commandArgs: string[], env: Record<string, string>): Run {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VIGIL_'))) as Record<string, string>;
-  const child = spawn(process.execPath, ['--import', 'tsx', example, ...args], { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, commandArgs, { cwd: root, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { code: new Promise((done) => child.once('exit', done)), stdout: () => stdout, stderr: () => stderr };
+}
+
+/** examples/agent-loop.ts, run as the README says. */
+function runExample(env: Record<string, string>, args: string[] = []): Run {
+  return run(process.execPath, ['--import', 'tsx', resolve(root, 'examples/agent-loop.ts'), ...args], env);
 }
 
 function sessionIdOf(stdout: string): string {
@@ -98,5 +103,118 @@ describe('examples/agent-loop.ts', () => {
     const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
     assert.ok(id, run.stdout());
     await assertRecorded(sessionIdOf(run.stdout()), id, 'api:admin (GATE_ADMIN_KEY)');
+  });
+});
+
+describe('examples in other languages', () => {
+  test('examples/http.sh records a session with curl alone; observe summarises it and the chain verifies', async () => {
+    const shell = run('bash', ['examples/http.sh'], { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey });
+    assert.equal(await shell.code, 0, shell.stderr());
+    const sessionId = /Session (http-example-\S+):/.exec(shell.stdout())?.[1];
+    assert.ok(sessionId, shell.stdout());
+    assert.match(shell.stdout(), /"valid":true/);
+    const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+    const session = await observe.getSession(sessionId);
+    assert.deepEqual([session.status, session.eventCount, session.toolCallCount], ['completed', 6, 1]);
+  });
+
+  test('examples/python_agent.py records its session and gets the refund approved by the README policy', async (t) => {
+    if (spawnSync('python3', ['--version']).status !== 0) {
+      if (process.env.REQUIRE_SERVICES === '1') assert.fail('python3 is required (REQUIRE_SERVICES=1)');
+      return t.skip('python3 is not installed');
+    }
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const policy = await admin.createPolicy({ name: 'payments', priority: 10, rules: [{ match: { action: 'pay', amount: { $lt: 100 } }, decision: 'auto_approve' }] });
+    try {
+      const agentKey = await live.gateKey('python-agent', ['request:create', 'request:read']);
+      const python = run('python3', ['examples/python_agent.py'], {
+        PYTHONPATH: resolve(root, 'python'),
+        VIGIL_URL: live.observeUrl,
+        VIGIL_API_KEY: live.observeKey,
+        VIGIL_GATE_URL: live.gateUrl,
+        VIGIL_GATE_API_KEY: agentKey,
+      });
+      assert.equal(await python.code, 0, python.stderr());
+      assert.match(python.stdout(), /Refund approved by policy/);
+      const sessionId = /Stored session (\S+)/.exec(python.stdout())?.[1];
+      assert.ok(sessionId, python.stdout());
+      const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+      const { events, chainValid } = await observe.getTimeline(sessionId);
+      assert.equal(chainValid, true);
+      assert.deepEqual(
+        events.map((e) => e.eventType),
+        ['session_started', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended'],
+      );
+      assert.ok((events[4]!.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
+    } finally {
+      await admin.deletePolicy(policy.id);
+    }
+  });
+});
+
+describe('provider examples (against a local stand-in of the provider API)', () => {
+  /** Runs examples/<file> as the README says, answers what Vigil stored of its session. */
+  async function runProviderExample(file: string, env: Record<string, string>) {
+    const provider = await startScriptedProviders();
+    try {
+      const program = run(process.execPath, ['--import', 'tsx', resolve(root, 'examples', file)], {
+        VIGIL_URL: live.observeUrl,
+        VIGIL_API_KEY: live.observeKey,
+        ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace('$PROVIDER', provider.url)])),
+      });
+      assert.equal(await program.code, 0, program.stderr());
+      assert.match(program.stdout(), new RegExp(`Answer: ${FINAL_ANSWER}`));
+      const sessionId = /Session (\S+) started/.exec(program.stdout())?.[1];
+      assert.ok(sessionId, program.stdout());
+      const observe = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
+      const { events, chainValid } = await observe.getTimeline(sessionId);
+      assert.equal(chainValid, true);
+      assert.equal((await observe.getSession(sessionId)).status, 'completed');
+      return events;
+    } finally {
+      await provider.stop();
+    }
+  }
+
+  const TOOL_TURN = ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'session_ended'];
+
+  test('examples/openai.ts: both completions (tool call, then answer) priced, and the tool between them', async () => {
+    const events = await runProviderExample('openai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.equal(first!.payload.finishReason, 'tool_calls');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
+    assert.deepEqual(events[4]!.payload.result, { city: 'Oslo', celsius: -3, sky: 'snow' });
+  });
+
+  test('examples/anthropic.ts: tool use, the tool, then the answer, priced', async () => {
+    const events = await runProviderExample('anthropic.ts', { ANTHROPIC_API_KEY: 'sk-ant-stand-in', ANTHROPIC_BASE_URL: '$PROVIDER' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    assert.equal(events[1]!.payload.systemPrompt, 'You are a weather assistant.');
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.equal(first!.payload.finishReason, 'tool_use');
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'claude-sonnet-4-5 is priced');
+  });
+
+  test("examples/vercel-ai.ts: both model steps through the middleware, the AI SDK's tool run between them", async () => {
+    const events = await runProviderExample('vercel-ai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(events[3]!.payload.callId, 'call_1', "the tool run carries the model's tool-call id");
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
+  });
+
+  test('examples/langchain.ts: chat model runs and the tool run, priced', async () => {
+    const events = await runProviderExample('langchain.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
+    assert.deepEqual(events.map((e) => e.eventType).filter((t) => t !== 'custom'), TOOL_TURN);
+    const [first, second] = events.filter((e) => e.eventType === 'llm_response');
+    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.equal(second!.payload.completion, FINAL_ANSWER);
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
   });
 });

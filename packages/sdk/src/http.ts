@@ -105,7 +105,7 @@ function errorParts(body: unknown): { message?: string; code?: string; details?:
 
 export class HttpTransport {
   readonly baseUrl: string;
-  private readonly fetchImpl: typeof fetch;
+  private readonly fetchImpl: (input: string, init: RequestInit) => Promise<Response>;
   private readonly retry: Required<RetryOptions> | false;
   private readonly timeoutMs: number;
 
@@ -114,7 +114,10 @@ export class HttpTransport {
     private readonly options: TransportOptions,
   ) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? globalThis.fetch;
+    // Called without a receiver: a browser's fetch invoked as a method of another object throws
+    // "Illegal invocation" (Node's does not care).
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    this.fetchImpl = (input, init) => fetchImpl(input, init);
     this.retry = options.retry === false ? false : { ...DEFAULT_RETRY, ...options.retry };
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }

@@ -131,6 +131,11 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.call('get', '/api/sessions/{id}/timeline', { params: { id }, ...options });
   }
 
+  /** The session's spans and call pairs as nested nodes with timings (GET /api/sessions/:id/tree). */
+  getTree(id: string, options?: CallOptions) {
+    return this.call('get', '/api/sessions/{id}/tree', { params: { id }, ...options });
+  }
+
   replaySession(id: string, query?: ObserveQuery<'/api/sessions/{id}/replay'>, options?: CallOptions) {
     return this.call('get', '/api/sessions/{id}/replay', { params: { id }, query, ...options });
   }

@@ -1,17 +1,22 @@
 /**
- * Event batching: events are queued and sent in batches, one batch at a time and in order (so
- * each session's chain follows the order the agent emitted), when `batchSize` events are waiting
- * or `flushIntervalMs` after the first event of a batch was queued, and on flush()/close().
+ * Event batching: events are queued and sent by one sender, one request at a time and in order
+ * (so each session's chain follows the order the agent emitted): at once when `batchSize` events
+ * are waiting, else `flushIntervalMs` after the first, and on flush()/close(). A request carries
+ * everything waiting, up to 1000 events (observe's batch limit): while one is in flight the next
+ * fills, so a slow server gets fewer, larger batches instead of a growing backlog of small ones.
  * Sending on process exit is Node's business: `@vigil/sdk/node` adds it.
  */
 import { VigilClosedError, VigilDeliveryError, VigilValidationError, type VigilError } from './errors.ts';
 
 export interface BatchingOptions {
-  /** Events per request: a full batch is sent at once (default 100, 1 to 1000). */
+  /** Events waiting that are sent at once (default 100, 1 to 1000); a request carries up to 1000. */
   batchSize?: number;
   /** Longest time an event waits in the queue (default 1000 ms). */
   flushIntervalMs?: number;
-  /** Events held at most while the server is unreachable; further events are dropped and reported (default 10,000). */
+  /**
+   * Events waiting at most (beside the up to 1000 of the request in flight) while the server is
+   * slow or unreachable; further events are dropped and reported (default 10,000).
+   */
   maxQueueSize?: number;
   /**
    * Receives every delivery failure exactly once, whatever triggered the send: a batch that
@@ -20,6 +25,9 @@ export interface BatchingOptions {
    */
   onError?: (error: VigilError) => void;
 }
+
+/** Observe's limit of events per POST /api/events. */
+const MAX_REQUEST_EVENTS = 1000;
 
 const EVENT_INDEX = /^events\.(\d+)(?:\.|$)/;
 
@@ -33,11 +41,35 @@ function refusedIndices(error: VigilValidationError, size: number): Set<number> 
   return new Set([...indices].filter((i) => i < size));
 }
 
+/** A delivery that failed, with the positions (in push order) of the events it carried. */
+interface FailedDelivery {
+  first: number;
+  last: number;
+  error: VigilDeliveryError;
+}
+
+/** A flush() waiting until every event pushed before it is settled. */
+interface FlushWaiter {
+  /** Events pushed before the flush: it resolves once that many are settled. */
+  target: number;
+  /** Events already handed to a request when the flush was called: their failures are not its own. */
+  from: number;
+  resolve: (failures: VigilDeliveryError[]) => void;
+}
+
 export class EventQueue<E> {
   private queue: E[] = [];
-  private chain: Promise<unknown> = Promise.resolve();
+  private sending = false;
+  /** A flush or the interval asked for what is waiting, however few. */
+  private due = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** Events accepted, handed to a request, and settled (stored or given up), since the start. */
+  private pushed = 0;
+  private taken = 0;
+  private settled = 0;
+  private failed: FailedDelivery[] = [];
+  private waiters: FlushWaiter[] = [];
   /**
    * Whether a batch waiting for its interval keeps the process alive until it is sent (the safe
    * default). Node's exit hook (@vigil/sdk/node) clears it and sends on `beforeExit` instead, so a
@@ -53,7 +85,7 @@ export class EventQueue<E> {
     private readonly send: (events: E[]) => Promise<void>,
     options: BatchingOptions = {},
   ) {
-    this.batchSize = Math.min(1000, Math.max(1, Math.floor(options.batchSize ?? 100)));
+    this.batchSize = Math.min(MAX_REQUEST_EVENTS, Math.max(1, Math.floor(options.batchSize ?? 100)));
     this.flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 1000);
     this.maxQueueSize = Math.max(this.batchSize, options.maxQueueSize ?? 10_000);
     this.report = (error) => {
@@ -77,24 +109,31 @@ export class EventQueue<E> {
       return;
     }
     this.queue.push(event);
+    this.pushed += 1;
     if (this.queue.length >= this.batchSize) {
-      void this.dispatch(true);
+      void this.pump();
     } else if (this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        void this.dispatch(false);
+        this.due = true;
+        void this.pump();
       }, this.flushIntervalMs);
       if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
     }
   }
 
   /**
-   * Sends everything queued so far and waits until it, and every batch already in flight, is
-   * stored or given up. Rejects with a VigilDeliveryError when a batch this call sent failed
-   * (the failure is also reported to onError).
+   * Sends everything queued so far and waits until it, and the request already in flight, is
+   * stored or given up. Rejects with a VigilDeliveryError when events queued before this call
+   * and sent after it failed (the failure is also reported to onError).
    */
   async flush(): Promise<void> {
-    const failures = await this.dispatch(false);
+    const failures = await new Promise<VigilDeliveryError[]>((resolve) => {
+      this.waiters.push({ target: this.pushed, from: this.taken, resolve });
+      this.due = true;
+      void this.pump();
+      this.settle();
+    });
     if (failures.length === 1) throw failures[0]!;
     if (failures.length > 1) {
       throw new VigilDeliveryError(
@@ -107,7 +146,6 @@ export class EventQueue<E> {
 
   /** Flushes, then refuses further events. */
   async close(): Promise<void> {
-    if (this.closed) return this.chain.then(() => undefined);
     try {
       await this.flush();
     } finally {
@@ -117,27 +155,59 @@ export class EventQueue<E> {
 
   /** Drops what is still queued (reported as lost, with `reason`): the process is exiting. */
   discard(reason: string): void {
-    if (this.queue.length > 0) this.report(new VigilDeliveryError(`${this.queue.length} events were lost: ${reason}`, this.queue.splice(0)));
+    if (this.queue.length === 0) return;
+    const lost = this.queue.splice(0);
+    this.taken += lost.length;
+    this.settled += lost.length;
+    this.report(new VigilDeliveryError(`${lost.length} events were lost: ${reason}`, lost));
+    this.settle();
   }
 
-  /** Cuts the queue into batches (only full ones when `fullOnly`) and chains their delivery after the batches in flight. */
-  private dispatch(fullOnly: boolean): Promise<VigilDeliveryError[]> {
-    const batches: E[][] = [];
-    while (this.queue.length >= this.batchSize || (!fullOnly && this.queue.length > 0)) batches.push(this.queue.splice(0, this.batchSize));
-    if (this.queue.length === 0 && this.timer !== undefined) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
-    const run = this.chain.then(async () => {
-      const failures: VigilDeliveryError[] = [];
-      for (const batch of batches) {
+  /** The one sender: requests go one at a time, each with everything waiting (up to 1000). */
+  private async pump(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      while (this.queue.length >= this.batchSize || (this.due && this.queue.length > 0)) {
+        if (this.timer !== undefined) {
+          clearTimeout(this.timer);
+          this.timer = undefined;
+        }
+        const batch = this.queue.splice(0, MAX_REQUEST_EVENTS);
+        const first = this.taken;
+        this.taken += batch.length;
         const failure = await this.deliver(batch);
-        if (failure) failures.push(failure);
+        if (failure) this.failed.push({ first, last: this.taken - 1, error: failure });
+        this.settled += batch.length;
+        this.settle();
       }
-      return failures;
-    });
-    this.chain = run.catch(() => undefined);
-    return run;
+      this.due = false;
+      // Events left below batchSize wait for the interval.
+      if (this.queue.length > 0 && this.timer === undefined) {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.due = true;
+          void this.pump();
+        }, this.flushIntervalMs);
+        if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  /** Resolves the flushes whose events are all settled, with the failures of what they sent. */
+  private settle(): void {
+    const waiting: FlushWaiter[] = [];
+    for (const waiter of this.waiters) {
+      if (this.settled < waiter.target) {
+        waiting.push(waiter);
+        continue;
+      }
+      waiter.resolve(this.failed.filter((f) => f.last >= waiter.from && f.first < waiter.target).map((f) => f.error));
+    }
+    this.waiters = waiting;
+    if (waiting.length === 0) this.failed = [];
   }
 
   /** Sends one batch; events the server names as invalid are dropped (and reported) and the rest sent again once. */

@@ -5,7 +5,7 @@ import { environment, newId } from './runtime.ts';
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Runs `fn` with globalThis.crypto replaced by `replacement` (undefined: removed), as runtimes without it have. */
-function withCrypto<T>(replacement: Partial<Crypto> | undefined, fn: () => T): T {
+function withCrypto<T>(replacement: object | undefined, fn: () => T): T {
   const original = Object.getOwnPropertyDescriptor(globalThis, 'crypto')!;
   Object.defineProperty(globalThis, 'crypto', { value: replacement, configurable: true, writable: true });
   try {
@@ -16,7 +16,7 @@ function withCrypto<T>(replacement: Partial<Crypto> | undefined, fn: () => T): T
 }
 
 test('newId answers distinct UUIDv4s with randomUUID, with only getRandomValues (insecure page), and without Web Crypto (Node 18)', () => {
-  const insecure = { getRandomValues: globalThis.crypto.getRandomValues.bind(globalThis.crypto) } as Partial<Crypto>;
+  const insecure = { getRandomValues: globalThis.crypto.getRandomValues.bind(globalThis.crypto) } as object;
   for (const make of [() => newId(), () => withCrypto(insecure, newId), () => withCrypto(undefined, newId)]) {
     const ids = new Set(Array.from({ length: 1000 }, make));
     assert.equal(ids.size, 1000);

@@ -9,9 +9,15 @@ export function environment(name: string): string | undefined {
   return env?.[name];
 }
 
+/** What the core uses of Web Crypto (typed here: Node's types have no global `Crypto`). */
+interface WebCrypto {
+  randomUUID?: () => string;
+  getRandomValues<T extends Uint8Array>(array: T): T;
+}
+
 /** 16 random bytes: Web Crypto where the runtime has it, else (Node 18 keeps it off the global object) Math.random. */
 function randomBytes(): Uint8Array {
-  const webCrypto = (globalThis as { crypto?: Crypto }).crypto;
+  const webCrypto = (globalThis as { crypto?: WebCrypto }).crypto;
   if (webCrypto) return webCrypto.getRandomValues(new Uint8Array(16));
   return Uint8Array.from({ length: 16 }, () => Math.floor(Math.random() * 256));
 }
@@ -22,7 +28,7 @@ function randomBytes(): Uint8Array {
  * `getRandomValues`.
  */
 export function newId(): string {
-  const webCrypto = (globalThis as { crypto?: Crypto }).crypto;
+  const webCrypto = (globalThis as { crypto?: WebCrypto }).crypto;
   if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID();
   const bytes = randomBytes();
   bytes[6] = (bytes[6]! & 0x0f) | 0x40;

@@ -69,25 +69,56 @@ async function storedEvents(sessionId: string) {
 }
 
 describe('event batching', () => {
-  test('a full batch is sent at once, in order; the rest waits for flush()', async () => {
-    const recorder = await proxy(live.observeUrl);
+  test('batchSize events are sent at once; what piles up meanwhile goes in one request; fewer wait for flush(); all in order', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first request is held until 7 more events are queued behind it.
+    const recorder = await proxy(live.observeUrl, (_request, index) =>
+      index === 0 ? (res) => void held.then(() => forwardTo(live.observeUrl, recorder.requests[0]!, res)) : undefined,
+    );
     const client = observeClient(recorder.url, { batchSize: 5, flushIntervalMs: 60_000 });
-    for (let i = 0; i < 12; i++) client.track(customEvent('batch-size', i));
-    await eventually(async () => recorder.requests.length, (n) => n === 2, 10_000, 'two full batches');
+    for (let i = 0; i < 5; i++) client.track(customEvent('batch-size', i));
+    await eventually(async () => recorder.requests.length, (n) => n === 1, 10_000, 'the first batch, at once');
+    for (let i = 5; i < 12; i++) client.track(customEvent('batch-size', i));
+    assert.equal(client.pendingEvents, 7, 'one request at a time: the rest waits behind it');
+    release();
+    await eventually(async () => recorder.requests.length, (n) => n === 2, 10_000, 'the backlog, in one request');
+    for (let i = 12; i < 14; i++) client.track(customEvent('batch-size', i));
     await sleep(300);
-    assert.equal(recorder.requests.length, 2, 'the partial batch is not sent before the interval or a flush');
+    assert.equal(recorder.requests.length, 2, 'fewer than batchSize wait for the interval or a flush');
     assert.equal(client.pendingEvents, 2);
     await client.flush();
     const sizes = recorder.requests.map((r) => (JSON.parse(r.body) as { events: unknown[] }).events.length);
-    assert.deepEqual(sizes, [5, 5, 2]);
+    assert.deepEqual(sizes, [5, 7, 2]);
     assert.ok(recorder.requests.every((r) => r.method === 'POST' && r.url === '/api/events'));
     const stored = await storedEvents('batch-size');
     assert.deepEqual(
       stored.map((e) => (e.payload.data as { i: number }).i),
-      [...Array(12).keys()],
+      [...Array(14).keys()],
       'stored in the order tracked (chain seq order)',
     );
-    assert.deepEqual(stored.map((e) => e.seq), [...Array(12).keys()]);
+    assert.deepEqual(stored.map((e) => e.seq), [...Array(14).keys()]);
+    await client.close();
+  });
+
+  test('a request carries at most 1000 events, and maxQueueSize bounds what waits while the server is down', async () => {
+    const reported: VigilError[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const recorder = await proxy(live.observeUrl, (_request, index) =>
+      index === 0 ? (res) => void held.then(() => forwardTo(live.observeUrl, recorder.requests[0]!, res)) : undefined,
+    );
+    const client = observeClient(recorder.url, { batchSize: 10, maxQueueSize: 1500, flushIntervalMs: 60_000, onError: (error) => reported.push(error) });
+    for (let i = 0; i < 10; i++) client.track(customEvent('batch-bound', i));
+    await eventually(async () => recorder.requests.length, (n) => n === 1, 10_000, 'the first request');
+    for (let i = 10; i < 1610; i++) client.track(customEvent('batch-bound', i));
+    assert.equal(client.pendingEvents, 1500, 'the queue holds maxQueueSize events');
+    assert.equal(reported.length, 100, 'each event beyond it is dropped and reported');
+    release();
+    await client.flush();
+    const sizes = recorder.requests.map((r) => (JSON.parse(r.body) as { events: unknown[] }).events.length);
+    assert.deepEqual(sizes, [10, 1000, 500]);
+    assert.equal((await observeClient(live.observeUrl).getSession('batch-bound')).eventCount, 1510, 'all but the dropped are stored');
     await client.close();
   });
 
@@ -371,6 +402,21 @@ describe('session helpers', () => {
     const ended = events.at(-1)!;
     assert.equal(ended.payload.reason, 'completed');
     assert.equal(ended.payload.totalToolCalls, 2);
+
+    // The same session as a tree: each callId pair the SDK wrote is one node.
+    const tree = await client.getTree(session.id);
+    assert.deepEqual(
+      tree.roots.map((node) => [node.kind, node.status, node.eventTypes.join('+')]),
+      [
+        ['event', 'ok', 'session_started'],
+        ['tool', 'ok', 'tool_call+tool_response'],
+        ['tool', 'error', 'tool_call+tool_error'],
+        ['llm', 'ok', 'llm_call+llm_response'],
+        ['llm', 'ok', 'llm_call+llm_response'],
+        ['event', 'ok', 'session_ended'],
+      ],
+    );
+    assert.deepEqual([tree.roots[3]!.model, tree.roots[3]!.inputTokens, tree.roots[3]!.costUsd], ['gpt-4o-mini', 12_000, expected]);
     await client.close();
   });
 

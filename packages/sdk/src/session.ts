@@ -46,6 +46,8 @@ export interface LlmCallInput {
   parameters?: Record<string, unknown>;
   tools?: unknown[];
   callId?: string;
+  /** The messages (and system prompt) were left out on purpose. */
+  redacted?: boolean;
 }
 
 /** What recordLlmCall returns and recordLlmResponse takes: the call's identity and start time. */
@@ -68,6 +70,8 @@ export interface LlmResponseInput {
   /** Default: the call's. */
   provider?: string;
   model?: string;
+  /** The completion (and tool call arguments) were left out on purpose. */
+  redacted?: boolean;
 }
 
 export interface LlmResponseRecord {
@@ -210,6 +214,7 @@ export class VigilSession {
         costUsd,
         latencyMs,
         ...(response.toolCalls !== undefined && { toolCalls: response.toolCalls }),
+        ...(response.redacted !== undefined && { redacted: response.redacted }),
       },
       priced ? options : { ...options, metadata: { ...options.metadata, costUnpriced: true } },
     );

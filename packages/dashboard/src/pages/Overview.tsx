@@ -56,6 +56,11 @@ export function OverviewPage() {
                 <Stat label="Errors" value={fmtNumber(t.errorCount)} hint={t.eventCount ? `${fmtPercent(t.errorCount / t.eventCount)} of events` : undefined} />
                 <Stat label="Spend" value={fmtUsd(t.totalCostUsd)} />
                 <Stat label="Avg tool latency" value={fmtDuration(t.avgLatencyMs)} />
+                <Stat
+                  label="Tool latency p50 / p95 / p99"
+                  value={t.p50LatencyMs === null ? '—' : `${fmtDuration(t.p50LatencyMs)} / ${fmtDuration(t.p95LatencyMs)} / ${fmtDuration(t.p99LatencyMs)}`}
+                  hint="within 1 %"
+                />
               </Stats>
               {t.eventCount === 0 ? (
                 <Section title="Activity">
@@ -153,6 +158,9 @@ export function OverviewPage() {
                     <th scope="col" className="num">Errors</th>
                     <th scope="col" className="num">Error rate</th>
                     <th scope="col" className="num">Avg duration</th>
+                    <th scope="col" className="num">p50</th>
+                    <th scope="col" className="num">p95</th>
+                    <th scope="col" className="num">p99</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -168,6 +176,9 @@ export function OverviewPage() {
                         <td className="num">{fmtNumber(t.errorCount)}</td>
                         <td className="num">{fmtPercent(t.errorRate)}</td>
                         <td className="num">{fmtDuration(t.avgDurationMs)}</td>
+                        <td className="num">{fmtDuration(t.p50DurationMs)}</td>
+                        <td className="num">{fmtDuration(t.p95DurationMs)}</td>
+                        <td className="num">{fmtDuration(t.p99DurationMs)}</td>
                       </tr>
                     ))}
                 </tbody>

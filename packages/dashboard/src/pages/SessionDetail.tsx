@@ -5,6 +5,7 @@ import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, plural, shortHash, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
+import { TraceTree } from '../trace-tree.tsx';
 import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
@@ -132,6 +133,7 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
 export function SessionDetailPage({ id }: { id: string }) {
   const session = useAsync((signal) => observe('GET /api/sessions/{id}', { params: { id }, signal }), [id]);
   const timeline = useAsync((signal) => observe('GET /api/sessions/{id}/timeline', { params: { id }, signal }), [id]);
+  const tree = useAsync((signal) => observe('GET /api/sessions/{id}/tree', { params: { id }, signal }), [id]);
   // Also polled: a stored event altered behind the service's back shows without any new event.
   const verification = useAsync((signal) => observe('GET /api/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
   const [typeFilter, setTypeFilter] = useState('');
@@ -139,9 +141,12 @@ export function SessionDetailPage({ id }: { id: string }) {
   const reloadAll = () => {
     session.reload();
     timeline.reload();
+    tree.reload();
     verification.reload();
   };
   const reverify = useThrottled(verification.reload, 5000);
+  // A new event may close a call or add a span anywhere in the tree: it is asked again, at most every 2 s.
+  const rebuildTree = useThrottled(tree.reload, 2000);
   useLiveStream(
     { sessionId: id },
     {
@@ -154,6 +159,7 @@ export function SessionDetailPage({ id }: { id: string }) {
             : { ...t, events: [...t.events, event].sort((a, b) => a.timestamp.localeCompare(b.timestamp) || a.seq - b.seq) },
         );
         reverify();
+        rebuildTree();
       },
       onReset: reloadAll,
     },
@@ -206,6 +212,12 @@ export function SessionDetailPage({ id }: { id: string }) {
           }}
         </Async>
         <RunEvaluator sessionId={id} onDone={reloadAll} />
+      </Section>
+
+      <Section title="Trace tree">
+        <Async state={tree} label="Building the trace tree…" isEmpty={(t) => t.roots.length === 0} empty="This session has no events.">
+          {(t) => <TraceTree tree={t} />}
+        </Async>
       </Section>
 
       <Section

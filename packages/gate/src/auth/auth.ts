@@ -51,6 +51,7 @@ export function systemActor(actor: string): AuditActor {
  * for its key —, check the scope (403), then apply the key's rate limit (429) and its headers.
  */
 export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
+  const rateLimitRefusals = ctx.metrics.counter('vigil_rate_limit_refusals_total', 'Requests refused 429 by a key\'s rate limit');
   app.decorateRequest('gateKey', null);
   app.decorateRequest('dashboardSession', null);
   app.decorateRequest('gateActor', null);
@@ -91,6 +92,7 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
       void reply.header('x-ratelimit-reset', resetSeconds);
       if (!rate.allowed) {
         void reply.header('retry-after', Math.max(1, resetSeconds));
+        rateLimitRefusals.inc();
         throw gateError('rateLimited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${Math.max(1, resetSeconds)} s`);
       }
     }

@@ -8,6 +8,8 @@ export type Scope = (typeof SCOPES)[number];
  */
 export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /health': 'public',
+  // No API key: the Prometheus scrape admits itself (a client address of METRICS_ALLOW_IPS, or METRICS_TOKEN; platform/metrics.ts).
+  'GET /metrics': 'public',
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   'GET /api/openapi.json': 'public',
   'POST /api/requests': 'request:create',

@@ -29,7 +29,7 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
       operationsFile: 'packages/gate/src/operations.ts',
       operations: GATE_OPERATIONS,
       errorSchema: 'GateError',
-      undocumented: { '/api/openapi.json': 'the document itself' },
+      undocumented: { '/api/openapi.json': 'the document itself', '/metrics': 'Prometheus text, not JSON (docs/api.md)' },
       requiredErrors: (route) => {
         const scope = ROUTE_SCOPES[`${route.method} ${route.url}`];
         return [

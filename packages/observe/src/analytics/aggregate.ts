@@ -158,19 +158,23 @@ async function aggregateSource(
  * Exact sums over every event with from ≤ ts ≤ to: whole hours come from the rollups, the partial
  * hours at either end from the events themselves (indexed by time), merged per dimension key.
  */
+/** The whole hours of [from, to] (read from the hourly tables) and the partial hours at either end (read from the events). */
+export function splitRange(from: number, to: number): { rollupRanges: [number, number][]; eventRanges: [number, number][] } {
+  const firstWholeHour = Math.ceil(from / HOUR_MS) * HOUR_MS;
+  const endOfWholeHours = Math.floor((to + 1) / HOUR_MS) * HOUR_MS;
+  if (firstWholeHour >= endOfWholeHours) return { rollupRanges: [], eventRanges: [[from, to]] };
+  return {
+    rollupRanges: [[firstWholeHour, endOfWholeHours - HOUR_MS]],
+    eventRanges: [
+      ...(from < firstWholeHour ? [[from, firstWholeHour - 1] as [number, number]] : []),
+      ...(endOfWholeHours <= to ? [[endOfWholeHours, to] as [number, number]] : []),
+    ],
+  };
+}
+
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
-  const firstWholeHour = Math.ceil(query.from / HOUR_MS) * HOUR_MS;
-  const endOfWholeHours = Math.floor((query.to + 1) / HOUR_MS) * HOUR_MS;
+  const { rollupRanges, eventRanges } = splitRange(query.from, query.to);
   const { db } = database;
-  let rollupRanges: [number, number][] = [];
-  let eventRanges: [number, number][] = [[query.from, query.to]];
-  if (firstWholeHour < endOfWholeHours) {
-    rollupRanges = [[firstWholeHour, endOfWholeHours - HOUR_MS]];
-    eventRanges = [
-      ...(query.from < firstWholeHour ? [[query.from, firstWholeHour - 1] as [number, number]] : []),
-      ...(endOfWholeHours <= query.to ? [[endOfWholeHours, query.to] as [number, number]] : []),
-    ];
-  }
   const parts = await Promise.all([aggregateSource(db, SOURCES.rollup, query, rollupRanges), aggregateSource(db, SOURCES.events, query, eventRanges)]);
   const merged = new Map<string, AggregateRow>();
   for (const row of parts.flat()) {

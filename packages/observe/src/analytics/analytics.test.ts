@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
+import { binOf, compareSketches, percentilesOfBins } from './latency.ts';
 import { compareRollups } from './rollups.ts';
 
 // The test clock stands at 2026-11-22T10:00:00.000Z, so the default window is
@@ -28,6 +29,12 @@ const DATASET = [
   // A day earlier: outside the default window.
   { sessionId: 's0', agentId: 'A', timestamp: '2026-11-21T09:00:00.000Z', ...llm('l0', 'gpt-4o', 5, 1, 1, 1) },
 ];
+
+/** What the sketch reports for one timed value: its bin's representative, within 1 % of it. */
+const sketched = (ms: number) => percentilesOfBins([[binOf(ms), 1]])!.p50;
+/** p50/p95/p99 fields (with this name) all equal to the sketch of one value, or null. */
+const all = (name: string, ms: number | null) =>
+  Object.fromEntries(['p50', 'p95', 'p99'].map((p) => [`${p}${name}Ms`, ms === null ? null : sketched(ms)]));
 
 interface Overview {
   eventCount: number;
@@ -57,7 +64,8 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.equal(body.buckets.length, 25, 'hourly buckets from 10:00 yesterday to 10:00 today, inclusive');
     assert.equal(body.buckets[0]!.bucket, '2026-11-21T10:00:00.000Z');
     assert.equal(body.buckets.at(-1)!.bucket, '2026-11-22T10:00:00.000Z');
-    assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6 });
+    // Two tool durations (100 and 300 ms): every percentile's rank ⌊q·(n−1)⌋ is the first.
+    assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6, ...all('Latency', 100) });
     const byBucket = new Map(body.buckets.map((b) => [b.bucket, b]));
     assert.deepEqual(byBucket.get(at('07:00:00.000')), { bucket: at('07:00:00.000'), eventCount: 1, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });
     assert.deepEqual(byBucket.get(at('08:00:00.000')), { bucket: at('08:00:00.000'), eventCount: 5, toolCallCount: 2, errorCount: 1, avgLatencyMs: 200, totalCostUsd: 0.1 });
@@ -67,9 +75,9 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('partial hours at both ends are counted exactly (whole hours from rollups, edges from events)', async () => {
     const mixed = await get<{ totals: Overview }>(`/api/analytics?from=${at('07:30:00.000')}&to=${at('09:50:00.000')}`);
-    assert.deepEqual(mixed.totals, { eventCount: 7, toolCallCount: 2, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.3 });
+    assert.deepEqual(mixed.totals, { eventCount: 7, toolCallCount: 2, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.3, ...all('Latency', 100) });
     const inside = await get<{ totals: Overview; buckets: unknown[] }>(`/api/analytics?from=${at('08:15:00.000')}&to=${at('09:20:00.000')}`);
-    assert.deepEqual(inside.totals, { eventCount: 4, toolCallCount: 1, errorCount: 1, avgLatencyMs: 300, totalCostUsd: 0.3 });
+    assert.deepEqual(inside.totals, { eventCount: 4, toolCallCount: 1, errorCount: 1, avgLatencyMs: 300, totalCostUsd: 0.3, ...all('Latency', 300) });
     assert.equal(inside.buckets.length, 2);
     const exactEdge = await get<{ totals: Overview }>(`/api/analytics?from=${at('09:59:59.999')}&to=${at('09:59:59.999')}`);
     assert.equal(exactEdge.totals.eventCount, 1, 'from and to are inclusive');
@@ -88,7 +96,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('agentId filter, day and week granularity (weeks start on Monday, UTC)', async () => {
     const b = await get<{ totals: Overview }>('/api/analytics?agentId=B');
-    assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });
+    assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3, ...all('Latency', null) });
     const days = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=day');
     assert.deepEqual(days.buckets.map((d) => [d.bucket, d.eventCount]), [['2026-11-21T00:00:00.000Z', 0], ['2026-11-22T00:00:00.000Z', 9]]);
     const weeks = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=week&from=2026-11-01T00:00:00.000Z');
@@ -101,13 +109,15 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
   test('GET /api/analytics/llm: summary, by model (highest cost first), by time, filters', async () => {
     const body = await get<{
       summary: Record<string, number>;
-      byModel: { provider: string; model: string; calls: number; costUsd: number; inputTokens: number; outputTokens: number; avgLatencyMs: number }[];
+      byModel: Record<string, unknown>[];
       byTime: { bucket: string; calls: number }[];
     }>('/api/analytics/llm');
-    assert.deepEqual(body.summary, { totalCalls: 2, totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, avgLatencyMs: 300, avgCostPerCall: 0.15 });
+    assert.deepEqual(body.summary, {
+      totalCalls: 2, totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, avgLatencyMs: 300, avgCostPerCall: 0.15, ...all('Latency', 200),
+    });
     assert.deepEqual(body.byModel, [
-      { provider: 'openai', model: 'gpt-4o-mini', calls: 1, costUsd: 0.2, inputTokens: 2000, outputTokens: 100, avgLatencyMs: 400 },
-      { provider: 'openai', model: 'gpt-4o', calls: 1, costUsd: 0.1, inputTokens: 1000, outputTokens: 500, avgLatencyMs: 200 },
+      { provider: 'openai', model: 'gpt-4o-mini', calls: 1, costUsd: 0.2, inputTokens: 2000, outputTokens: 100, avgLatencyMs: 400, ...all('Latency', 400) },
+      { provider: 'openai', model: 'gpt-4o', calls: 1, costUsd: 0.1, inputTokens: 1000, outputTokens: 500, avgLatencyMs: 200, ...all('Latency', 200) },
     ]);
     assert.equal(body.byTime.length, 25);
     assert.equal(body.byTime.find((b) => b.bucket === at('08:00:00.000'))!.calls, 1);
@@ -134,13 +144,16 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     // Neither session ended, so the idle rule (30 min) measures them: s1 went idle after 08:30 (45
     // minutes of silence until 09:15), s2 right after its first event (almost 3 hours of silence).
     assert.deepEqual(agents.agents, [
-      { agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 20 * 60_000 },
-      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 0 },
+      {
+        agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 20 * 60_000,
+        ...all('ToolDuration', 100), ...all('LlmLatency', 200),
+      },
+      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 0, ...all('ToolDuration', null), ...all('LlmLatency', null) },
     ]);
     const tools = await get<{ tools: unknown[] }>('/api/analytics/tools');
     assert.deepEqual(tools.tools, [
-      { toolName: 'search', callCount: 2, errorCount: 1, errorRate: 0.5, avgDurationMs: 200 },
-      { toolName: 'fetch', callCount: 1, errorCount: 0, errorRate: 0, avgDurationMs: 0 },
+      { toolName: 'search', callCount: 2, errorCount: 1, errorRate: 0.5, avgDurationMs: 200, ...all('Duration', 100) },
+      { toolName: 'fetch', callCount: 1, errorCount: 0, errorRate: 0, avgDurationMs: 0, ...all('Duration', null) },
     ]);
   });
 
@@ -148,6 +161,9 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
     assert.ok(stored.length >= 8, `one row per hour, agent, type, tool, provider and model (${stored.length})`);
     assert.deepEqual(stored, recomputed);
+    const sketches = await compareSketches(observe.service.context.database.db);
+    assert.equal(sketches.stored.length, 5, 'one bin each: two tool durations, three LLM latencies');
+    assert.deepEqual(sketches.stored, sketches.recomputed);
   });
 
   test('bad parameters are 400 in the observe error body', async () => {
@@ -172,10 +188,13 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.equal(put.statusCode, 200, put.body);
     await observe.service.jobs.retention.tick();
     assert.deepEqual((await get<{ totals: Overview }>(`/api/analytics?${window}`)).totals, {
-      eventCount: 0, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0,
+      eventCount: 0, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0, ...all('Latency', null),
     });
     assert.equal((await get<{ totals: Overview }>('/api/analytics')).totals.eventCount, 9, 'sessions inside the retention period stay');
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
     assert.deepEqual(stored, recomputed, 'no rollup row is left for the deleted session');
+    const sketches = await compareSketches(observe.service.context.database.db);
+    assert.deepEqual(sketches.stored, sketches.recomputed, 'nor any sketch bin');
+    assert.equal((await get<{ summary: Record<string, unknown> }>('/api/analytics/llm?from=2026-11-21T08:00:00.000Z&to=2026-11-21T10:30:00.000Z')).summary.p50LatencyMs, null);
   });
 });

@@ -1,13 +1,20 @@
-// Analytics: hourly rollups kept in the ingest transaction, and exact aggregates over any range.
+// Analytics: hourly rollups and latency sketches kept in the ingest transaction; exact aggregates and
+// percentiles within 1 % over any range.
 import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
+import { applySketchDeltas, sketchDeltas } from './latency.ts';
 import { applyRollupDeltas, rollupDeltas } from './rollups.ts';
 import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums, usd } from './aggregate.ts';
+export { backfillSketches, createLatencySketchTable, subtractSessionsFromSketches } from './latency.ts';
 export { backfillRollups, createRollupTable, subtractSessionsFromRollups } from './rollups.ts';
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {
   registerAnalyticsRoutes(app, context);
-  context.events.inTransaction((batch) => applyRollupDeltas(batch.trx, rollupDeltas(batch.events.map((event) => event.row)), 1));
+  context.events.inTransaction(async (batch) => {
+    const rows = batch.events.map((event) => event.row);
+    await applyRollupDeltas(batch.trx, rollupDeltas(rows), 1);
+    await applySketchDeltas(batch.trx, sketchDeltas(rows), 1);
+  });
 });

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import { latencyPercentiles, type LatencyRow, type Percentiles } from './latency.ts';
 import { aggregate, bucketStarts, sessionsPerAgent, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
 
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */
@@ -14,6 +15,8 @@ const granularity = (fallback: Granularity) => z.enum(GRANULARITIES).default(fal
 const text = z.string().min(1).max(200);
 
 /** The window of a request: default the last 24 h; from after to is a 400. */
+const number = z.number();
+
 function windowOf(ctx: ObserveContext, query: { from?: number; to?: number }): { from: number; to: number } {
   const to = query.to ?? ctx.clock.now();
   const from = query.from ?? to - DAY_MS;
@@ -60,7 +63,17 @@ const llmFigures = (s: Sums) => ({
   avgLatencyMs: mean(s.latencySum, s.latencyCount),
 });
 
-const number = z.number();
+/** `{ p50<Name>Ms, p95<Name>Ms, p99<Name>Ms }`, null when nothing was timed. */
+function percentileFields<Name extends string>(name: Name, p: Percentiles | null | undefined): Record<`p${50 | 95 | 99}${Name}Ms`, number | null> {
+  return { [`p50${name}Ms`]: p?.p50 ?? null, [`p95${name}Ms`]: p?.p95 ?? null, [`p99${name}Ms`]: p?.p99 ?? null } as Record<`p${50 | 95 | 99}${Name}Ms`, number | null>;
+}
+const percentileSchema = <Name extends string>(name: Name) => {
+  const p = number.nullable();
+  return { [`p50${name}Ms`]: p, [`p95${name}Ms`]: p, [`p99${name}Ms`]: p } as Record<`p${50 | 95 | 99}${Name}Ms`, typeof p>;
+};
+const byKey = (rows: readonly LatencyRow[], key: (row: LatencyRow) => string) => new Map(rows.map((row) => [key(row), row.percentiles]));
+
+
 const overviewSchema = z.object({ eventCount: number, toolCallCount: number, errorCount: number, avgLatencyMs: number, totalCostUsd: number });
 const llmFiguresSchema = z.object({ calls: number, costUsd: number, inputTokens: number, outputTokens: number, avgLatencyMs: number });
 
@@ -71,20 +84,24 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/analytics',
     {
       schema: {
-        summary: 'Event counts, errors, tool latency and cost per time bucket',
+        summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional() }),
-        response: { 200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema }) },
+        response: { 200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }) },
       },
     },
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
-      const rows = await aggregate(database, { ...window, granularity: g, dimensions: ['bucket'], ...agentFilter(request.query.agentId) });
+      const filter = { ...window, ...agentFilter(request.query.agentId) };
+      const [rows, [latency]] = await Promise.all([
+        aggregate(database, { ...filter, granularity: g, dimensions: ['bucket'] }),
+        latencyPercentiles(database, { ...filter, metric: 'tool', dimensions: [] }),
+      ]);
       const series = seriesOf(window, g, rows);
       return {
         buckets: series.map(({ start, sums }) => ({ bucket: toIso(start), ...overview(sums) })),
-        totals: overview(total(series.map((b) => b.sums))),
+        totals: { ...overview(total(series.map((b) => b.sums))), ...percentileFields('Latency', latency?.percentiles) },
       };
     },
   );
@@ -93,15 +110,16 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/analytics/llm',
     {
       schema: {
-        summary: 'LLM calls (llm_response events): cost, tokens and latency by model and over time',
+        summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional(), model: text.optional(), provider: text.optional() }),
         response: {
           200: z.object({
             summary: z.object({
               totalCalls: number, totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, avgLatencyMs: number, avgCostPerCall: number,
+              ...percentileSchema('Latency'),
             }),
-            byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string() })),
+            byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string(), ...percentileSchema('Latency') })),
             byTime: z.array(llmFiguresSchema.extend({ bucket: z.string() })),
           }),
         },
@@ -112,9 +130,12 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const { agentId, model, provider } = request.query;
       const g = request.query.granularity;
       const filter = { ...window, granularity: g, ...agentFilter(agentId), model, provider, eventTypes: ['llm_response'] };
-      const [byModel, byTime] = await Promise.all([
+      const latency = { ...window, ...agentFilter(agentId), model, provider, metric: 'llm' as const };
+      const [byModel, byTime, [overall], modelLatency] = await Promise.all([
         aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
+        latencyPercentiles(database, { ...latency, dimensions: [] }),
+        latencyPercentiles(database, { ...latency, dimensions: ['provider', 'model'] }).then((rows) => byKey(rows, (row) => JSON.stringify([row.provider, row.model]))),
       ]);
       const series = seriesOf(window, g, byTime);
       const sums = total(byModel);
@@ -126,9 +147,13 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           totalOutputTokens: sums.outputTokens,
           avgLatencyMs: mean(sums.latencySum, sums.latencyCount),
           avgCostPerCall: usd(mean(sums.costUsd, sums.eventCount)),
+          ...percentileFields('Latency', overall?.percentiles),
         },
         byModel: byModel
-          .map((row) => ({ provider: String(row.provider), model: String(row.model), ...llmFigures(row) }))
+          .map((row) => ({
+            provider: String(row.provider), model: String(row.model), ...llmFigures(row),
+            ...percentileFields('Latency', modelLatency.get(JSON.stringify([String(row.provider), String(row.model)]))),
+          }))
           .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model)),
         byTime: series.map(({ start, sums: s }) => ({ bucket: toIso(start), ...llmFigures(s) })),
       };
@@ -181,7 +206,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/analytics/agents',
     {
       schema: {
-        summary: 'Per agent: sessions started, events, errors, spend and mean session duration',
+        summary: 'Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles',
         tags: ['analytics'],
         querystring: z.object(range),
         response: {
@@ -189,6 +214,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             agents: z.array(
               z.object({
                 agentId: z.string(), sessionCount: number, totalEvents: number, totalErrors: number, errorRate: number, totalCostUsd: number, avgDurationMs: number,
+                ...percentileSchema('ToolDuration'), ...percentileSchema('LlmLatency'),
               }),
             ),
           }),
@@ -197,9 +223,13 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     },
     async (request) => {
       const window = windowOf(ctx, request.query);
-      const [events, sessions] = await Promise.all([
+      const perAgent = (metric: 'tool' | 'llm') =>
+        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric, dimensions: ['agent_id'] }).then((rows) => byKey(rows, (row) => String(row.agent_id)));
+      const [events, sessions, toolLatency, llmLatency] = await Promise.all([
         aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
         sessionsPerAgent(database, window),
+        perAgent('tool'),
+        perAgent('llm'),
       ]);
       const agents = new Map<string, { sessions: number; duration: number; sums: Sums }>();
       for (const row of events) agents.set(String(row.agent_id), { sessions: 0, duration: 0, sums: row });
@@ -219,6 +249,8 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             errorRate: ratio(sums.errorCount, sums.eventCount),
             totalCostUsd: usd(sums.costUsd),
             avgDurationMs: mean(duration, count),
+            ...percentileFields('ToolDuration', toolLatency.get(agentId)),
+            ...percentileFields('LlmLatency', llmLatency.get(agentId)),
           }))
           .sort((a, b) => b.totalEvents - a.totalEvents || a.agentId.localeCompare(b.agentId)),
       };
@@ -229,17 +261,22 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     '/api/analytics/tools',
     {
       schema: {
-        summary: 'Per tool: calls, errors (tool_error events), error rate and mean duration',
+        summary: 'Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles',
         tags: ['analytics'],
         querystring: z.object(range),
         response: {
-          200: z.object({ tools: z.array(z.object({ toolName: z.string(), callCount: number, errorCount: number, errorRate: number, avgDurationMs: number })) }),
+          200: z.object({
+            tools: z.array(z.object({ toolName: z.string(), callCount: number, errorCount: number, errorRate: number, avgDurationMs: number, ...percentileSchema('Duration') })),
+          }),
         },
       },
     },
     async (request) => {
       const window = windowOf(ctx, request.query);
-      const rows = await aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], ...AGENTS_ONLY, eventTypes: ['tool_call', 'tool_response', 'tool_error'] });
+      const [rows, latency] = await Promise.all([
+        aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], ...AGENTS_ONLY, eventTypes: ['tool_call', 'tool_response', 'tool_error'] }),
+        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric: 'tool', dimensions: ['tool_name'] }).then((found) => byKey(found, (row) => String(row.tool_name))),
+      ]);
       const tools = new Map<string, { calls: number; errors: number; durationSum: number; durationCount: number }>();
       for (const row of rows) {
         const name = String(row.tool_name);
@@ -253,7 +290,10 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       }
       return {
         tools: [...tools.entries()]
-          .map(([toolName, t]) => ({ toolName, callCount: t.calls, errorCount: t.errors, errorRate: ratio(t.errors, t.calls), avgDurationMs: mean(t.durationSum, t.durationCount) }))
+          .map(([toolName, t]) => ({
+            toolName, callCount: t.calls, errorCount: t.errors, errorRate: ratio(t.errors, t.calls), avgDurationMs: mean(t.durationSum, t.durationCount),
+            ...percentileFields('Duration', latency.get(toolName)),
+          }))
           .sort((a, b) => b.callCount - a.callCount || a.toolName.localeCompare(b.toolName)),
       };
     },

@@ -53,6 +53,8 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
   app.addHook('onRequest', async (request) => {
     if (request.is404) return;
     const policy = request.routeOptions.config.auth;
+    // The scrape admits itself (client address or METRICS_TOKEN, platform/metrics.ts), AUTH_DISABLED or not.
+    if (policy === 'metrics') return;
     if (policy === 'service') return checkServiceToken(request.headers.authorization);
     if (ctx.config.authDisabled) return;
     if (policy === 'public') return;

@@ -302,8 +302,8 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
     // Outside /api: the OTLP trace receiver (a key required, at the path OTLP exporters post to), and
-    // the dashboard's files and its gate proxy (the gate authenticates those calls), public.
-    const dashboardRoutes = table.filter((r) => !isApi(r.url)).map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
+    // the dashboard's files and its gate proxy (the gate authenticates those calls), public; /metrics checks its own access.
+    const dashboardRoutes = table.filter((r) => !isApi(r.url) && r.auth !== 'metrics').map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
     assert.deepEqual(dashboardRoutes, [
       'DELETE /gate/api/* public', 'GET / public', 'GET /* public', 'GET /assets/* public', 'GET /gate/api/* public',
       'PATCH /gate/api/* public', 'POST /gate/api/* public', 'POST /v1/traces required', 'PUT /gate/api/* public',
@@ -317,7 +317,10 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     // The event stream also takes a short-lived stream token (?token=), for browsers' EventSource.
     const streamRoutes = table.filter((r) => r.auth === 'stream').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(streamRoutes, ['GET /api/stream']);
-    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service', 'stream'].includes(r.auth)));
+    // The Prometheus scrape: admitted by client address or METRICS_TOKEN, never by an API key (system/metrics.test.ts).
+    const metricsRoutes = table.filter((r) => r.auth === 'metrics').map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(metricsRoutes, ['GET /metrics']);
+    assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service', 'stream', 'metrics'].includes(r.auth)));
     // The table covers the routes the tests below rely on.
     for (const route of [
       'GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*',
@@ -330,7 +333,8 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
   test('without Authorization every non-public route is 401 (key creation too, once a key exists)', async () => {
     for (const route of observe.service.app.routeTable) {
       const url = concrete(route.url);
-      const response = await anonymous(observe, { method: route.method as InjectOptions['method'], url, payload: bodyFor(route.method) });
+      // From outside the metrics allow-list (loopback by default), so the scrape needs its token too.
+      const response = await anonymous(observe, { method: route.method as InjectOptions['method'], url, payload: bodyFor(route.method), remoteAddress: '203.0.113.50' });
       const label = `${route.method} ${route.url}`;
       if (route.auth === 'public' && !isApi(route.url)) {
         // Dashboard files (200, 404 for an unknown asset, 503 while unbuilt) and the gate proxy (502: no gate here).
@@ -352,6 +356,7 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
         url: concrete(route.url),
         payload: bodyFor(route.method),
         headers: { authorization: 'Bearer vgl_wrong-key-0000000000000000000000000000' },
+        remoteAddress: '203.0.113.50',
       });
       assertErrorBody(response, 401, `${route.method} ${route.url}`);
     }

@@ -47,6 +47,7 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'GET /api/sessions': 'read',
   'GET /api/sessions/:id': 'read',
   'GET /api/sessions/:id/timeline': 'read',
+  'GET /api/sessions/:id/tree': 'read',
   'GET /api/sessions/:id/replay': 'read',
   'GET /api/audit/verify': 'read',
   // Who changed keys, rules and settings: administrators only.

@@ -1,5 +1,5 @@
 import { DAY_MS, forUpdate } from '@vigil/platform';
-import { subtractSessionsFromRollups } from '../analytics/index.ts';
+import { subtractSessionsFromRollups, subtractSessionsFromSketches } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
@@ -26,6 +26,7 @@ export async function applyRetention(ctx: ObserveContext, now: number): Promise<
       ).map((r) => r.id);
       if (ids.length === 0) return 0;
       await subtractSessionsFromRollups(trx, ids);
+      await subtractSessionsFromSketches(trx, ids);
       await trx.deleteFrom('events').where('session_id', 'in', ids).execute();
       await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
       await deleteSessionSpans(trx, ids);

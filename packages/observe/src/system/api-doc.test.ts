@@ -24,7 +24,9 @@ await describeEachDatabase('docs/api.md, observe', (backend) => {
         access: (route) =>
           route.auth === 'public' || route.auth === 'service' || route.auth === 'signature'
             ? route.auth
-            : scopeText(ROUTE_SCOPES[`${route.method} ${route.url}`] ?? 'admin'),
+            : route.auth === 'metrics'
+              ? 'no API key'
+              : scopeText(ROUTE_SCOPES[`${route.method} ${route.url}`] ?? 'admin'),
       },
       reference,
     );

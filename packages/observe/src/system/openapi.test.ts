@@ -35,6 +35,7 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       errorSchema: 'ObserveError',
       undocumented: {
         '/api/openapi.json': 'the document itself',
+        '/metrics': 'Prometheus text, not JSON (docs/api.md)',
         '/api/memory': 'forwarded to the memory server as is',
         '/api/memory/*': 'forwarded to the memory server as is',
         '/api/lessons': 'removed in 0.12.0: always 404',

@@ -540,6 +540,32 @@ export type Session = {
   tags: string[];
 };
 
+export type TreeNode = {
+  /** The id of the node's first event */
+  id: string;
+  name: string;
+  kind: "llm" | "tool" | "agent" | "chain" | "retriever" | "embedding" | "other" | "event";
+  status: "ok" | "error" | "open";
+  startTime: string;
+  endTime: string;
+  durationMs: number;
+  eventIds: string[];
+  eventTypes: string[];
+  span: {
+    traceId: string;
+    spanId: string;
+    parentSpanId: string | null;
+  } | null;
+  model?: string;
+  provider?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  costUsd?: number;
+  toolName?: string;
+  error?: string;
+  children: TreeNode[];
+};
+
 export type WebhookIngestBodyInput = {
   source: "approval_gate" | "form_service" | "generic";
   event: string;
@@ -822,7 +848,7 @@ export interface paths {
     };
   };
   "/api/analytics": {
-    /** Event counts, errors, tool latency and cost per time bucket */
+    /** Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range */
     get: {
       params: Record<string, never>;
       query: {
@@ -849,6 +875,9 @@ export interface paths {
             errorCount: number;
             avgLatencyMs: number;
             totalCostUsd: number;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           };
         };
         400: ObserveError;
@@ -860,7 +889,7 @@ export interface paths {
     };
   };
   "/api/analytics/agents": {
-    /** Per agent: sessions started, events, errors, spend and mean session duration */
+    /** Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles */
     get: {
       params: Record<string, never>;
       query: {
@@ -879,6 +908,12 @@ export interface paths {
             errorRate: number;
             totalCostUsd: number;
             avgDurationMs: number;
+            p50ToolDurationMs: number | null;
+            p95ToolDurationMs: number | null;
+            p99ToolDurationMs: number | null;
+            p50LlmLatencyMs: number | null;
+            p95LlmLatencyMs: number | null;
+            p99LlmLatencyMs: number | null;
           }[];
         };
         400: ObserveError;
@@ -931,7 +966,7 @@ export interface paths {
     };
   };
   "/api/analytics/llm": {
-    /** LLM calls (llm_response events): cost, tokens and latency by model and over time */
+    /** LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time */
     get: {
       params: Record<string, never>;
       query: {
@@ -953,6 +988,9 @@ export interface paths {
             totalOutputTokens: number;
             avgLatencyMs: number;
             avgCostPerCall: number;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           };
           byModel: {
             calls: number;
@@ -962,6 +1000,9 @@ export interface paths {
             avgLatencyMs: number;
             provider: string;
             model: string;
+            p50LatencyMs: number | null;
+            p95LatencyMs: number | null;
+            p99LatencyMs: number | null;
           }[];
           byTime: {
             calls: number;
@@ -981,7 +1022,7 @@ export interface paths {
     };
   };
   "/api/analytics/tools": {
-    /** Per tool: calls, errors (tool_error events), error rate and mean duration */
+    /** Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles */
     get: {
       params: Record<string, never>;
       query: {
@@ -998,6 +1039,9 @@ export interface paths {
             errorCount: number;
             errorRate: number;
             avgDurationMs: number;
+            p50DurationMs: number | null;
+            p95DurationMs: number | null;
+            p99DurationMs: number | null;
           }[];
         };
         400: ObserveError;
@@ -2747,6 +2791,38 @@ export interface paths {
             eventId: string | null;
             reason: string;
           } | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/sessions/{id}/tree": {
+    /** A session's spans and call pairs as nested nodes with timings */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          sessionId: string;
+          startTime: string | null;
+          endTime: string | null;
+          durationMs: number;
+          eventCount: number;
+          nodeCount: number;
+          /** True when the session has more than the 10,000 events a tree is built from */
+          truncated: boolean;
+          eventLimit: number;
+          roots: TreeNode[];
         };
         400: ObserveError;
         401: ObserveError;

@@ -1,0 +1,299 @@
+/**
+ * `npm run bench` (third part): what @vigil/sdk costs the agent that uses it.
+ *
+ * 1. The batcher's own ceiling: one process calls `client.track()` BENCH_SDK_EVENTS times
+ *    (default 50,000) in a synchronous loop, with the client's default batching, against a fake
+ *    observe (another process) that answers 201 at once: events per second sent, and the time of
+ *    each track() call.
+ * 2. LLM call capture: the client CPU of one `openai` chat completion against a fake provider (a
+ *    child process, so its CPU is not counted), bare and through observeOpenAI, taken in turn.
+ * 3. End to end against the real observe server (separate process, SQLite unless DATABASE_URL is
+ *    set): events per second stored (from the first track() until flush() resolves, i.e. every
+ *    batch answered 201; the server's count is checked afterwards) for a burst and for an
+ *    agent-like caller that yields to the event loop every 100 events, so sending overlaps
+ *    tracking; beside them, the same events posted by hand as pre-serialised batches of batchSize,
+ *    one request at a time (the SDK's queue also keeps one request in flight, so that each
+ *    session's events stay in order, but sends everything waiting in it, up to 1000 events).
+ *
+ * BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import OpenAI from 'openai';
+import { ObserveClient, type IncomingEvent, type VigilError } from '../packages/sdk/src/index.ts';
+import { observeOpenAI } from '../packages/sdk/src/openai.ts';
+import { freePort, stopServer, waitForHealth } from './server.ts';
+
+const EVENTS = Number(process.env.BENCH_SDK_EVENTS ?? 50_000);
+/** The client's batchSize; unset, the SDK's default (100), which the raw baseline uses too. */
+const BATCH_SIZE = process.env.BENCH_SDK_BATCH_SIZE ? Number(process.env.BENCH_SDK_BATCH_SIZE) : undefined;
+const WARMUP_EVENTS = 5000;
+const SESSIONS = 50;
+const LLM_CALLS = 2000;
+
+type Row = [measurement: string, result: string, target: string];
+const HEADER: Row = ['measurement', 'result', 'target'];
+
+const rate = (perSecond: number): string => Math.round(perSecond).toLocaleString('en-US');
+const verdict = (met: boolean, target: string): string => `${target} ${met ? '✓' : '✗'}`;
+
+interface Percentiles {
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+function percentiles(samples: ArrayLike<number>): Percentiles {
+  const sorted = Float64Array.from(samples).sort();
+  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1]!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client CPU of a call, against a server faked in another process
+// ---------------------------------------------------------------------------------------------
+
+/** An OpenAI-shaped chat completion, what the fake provider answers by default. */
+const CHAT_COMPLETION = {
+  id: 'chatcmpl-bench',
+  object: 'chat.completion',
+  created: 1_700_000_000,
+  model: 'gpt-4o-mini',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Revenue grew 12% on cloud services.', refusal: null }, finish_reason: 'stop', logprobs: null }],
+  usage: { prompt_tokens: 420, completion_tokens: 96, total_tokens: 516 },
+};
+
+interface FakeServer {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  /** origin + '/v1', what the provider libraries take as baseURL. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A fake HTTP server in a child process, so its CPU is not counted as the client's: answers every
+ * request, whatever its path, with `body` as JSON and `status`. An LLM provider by default; with
+ * 201, an observe that stores nothing.
+ */
+async function startFakeServer(body: object = CHAT_COMPLETION, status = 200): Promise<FakeServer> {
+  const source = `
+    const body = process.env.FAKE_BODY;
+    const server = require('node:http').createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(Number(process.env.FAKE_STATUS), { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body));
+    });
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body), FAKE_STATUS: String(status) } });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`fake server exited with ${code}`)));
+  });
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/v1`,
+    async stop() {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+/**
+ * Client CPU (user + system, µs) of each call of each variant: `calls` awaited calls per variant,
+ * taken in turn (bare, wrapped, bare, …) so that a slow patch of the machine hits every variant
+ * alike, after `warmup` unmeasured rounds. Whatever else the process does meanwhile (the SDK
+ * sending its batches) lands in the samples of the calls it overlaps, so it is counted too.
+ */
+async function clientCpuPerCall<K extends string>(calls: number, variants: Record<K, () => Promise<unknown>>, warmup = 200): Promise<Record<K, Percentiles>> {
+  const entries = Object.entries(variants) as [K, () => Promise<unknown>][];
+  const samples = entries.map(() => new Float64Array(calls));
+  for (let round = -warmup; round < calls; round++) {
+    for (const [v, [, call]] of entries.entries()) {
+      const before = process.cpuUsage();
+      await call();
+      const used = process.cpuUsage(before);
+      if (round >= 0) samples[v]![round] = used.user + used.system;
+    }
+  }
+  return Object.fromEntries(entries.map(([name], v) => [name, percentiles(samples[v]!)])) as Record<K, Percentiles>;
+}
+
+/**
+ * The `openai` client bare beside the same client wrapped by observeOpenAI, both against the fake
+ * provider; the events go to `observeUrl` (the fake observe: the client's CPU is the same, the
+ * real server's embedding work would not be).
+ */
+async function benchOpenAICapture(observeUrl: string, rows: Row[]): Promise<void> {
+  const provider = await startFakeServer();
+  const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vk_bench' });
+  const session = client.startSession({ agentId: 'bench-sdk-llm' });
+  const bare = new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 });
+  const wrapped = observeOpenAI(new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 }), { session });
+  const request = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Summarise the quarterly revenue report in three bullet points.' }] };
+  try {
+    const cpuOf = await clientCpuPerCall(LLM_CALLS, {
+      bare: () => bare.chat.completions.create(request),
+      wrapped: () => wrapped.chat.completions.create(request),
+    });
+    await session.end();
+    await client.close();
+    const label = `(${LLM_CALLS.toLocaleString('en-US')} calls to a fake provider)`;
+    const cpu = (p: Percentiles): string => `p50 ${p.p50} µs · p95 ${p.p95} µs · mean ${p.mean.toFixed(0)} µs`;
+    rows.push([`client CPU of openai chat.completions.create, bare ${label}`, cpu(cpuOf.bare), '']);
+    rows.push([`client CPU of the same call through observeOpenAI (llm_call + llm_response, batched)`, cpu(cpuOf.wrapped), '']);
+    const added = cpuOf.wrapped.p95 - cpuOf.bare.p95;
+    rows.push(['  CPU the wrapper adds at p95 (and on average)', `${added} µs (${(cpuOf.wrapped.mean - cpuOf.bare.mean).toFixed(0)} µs)`, verdict(added <= 1000, '≤ 1 ms at p95')]);
+  } finally {
+    await provider.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batcher
+// ---------------------------------------------------------------------------------------------
+
+function benchEvent(i: number): IncomingEvent {
+  return {
+    sessionId: `bench-sdk-${i % SESSIONS}`,
+    agentId: 'bench-sdk',
+    eventType: 'tool_call',
+    payload: { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue report ${i}`, maxResults: 10 } },
+  };
+}
+
+interface BatcherResult {
+  /** Per track() call, µs. */
+  track: Percentiles;
+  /** Time spent inside track() over the whole run, ms. */
+  callerMs: number;
+  /** Events per second from the first track() until flush() resolved. */
+  delivered: number;
+}
+
+/** Tracks `count` events (yielding to the event loop every `yieldEvery` events, if given) and flushes. */
+async function runBatcher(client: ObserveClient, count: number, offset: number, yieldEvery?: number): Promise<BatcherResult> {
+  const samples = new Float64Array(count);
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const before = performance.now();
+    client.track(benchEvent(offset + i));
+    samples[i] = (performance.now() - before) * 1000;
+    if (yieldEvery !== undefined && i % yieldEvery === yieldEvery - 1) await yieldToEventLoop();
+  }
+  await client.flush();
+  const seconds = (performance.now() - started) / 1000;
+  return { track: percentiles(samples), callerMs: samples.reduce((a, b) => a + b, 0) / 1000, delivered: count / seconds };
+}
+
+/** The same events as pre-serialised batches of `batchSize`, posted one request at a time; answers events/s. */
+async function rawSequential(base: string, key: string, count: number, offset: number, batchSize: number): Promise<number> {
+  const bodies: string[] = [];
+  for (let first = 0; first < count; first += batchSize) {
+    const timestamp = new Date().toISOString();
+    const events = Array.from({ length: Math.min(batchSize, count - first) }, (_, i) => ({ ...benchEvent(offset + first + i), timestamp }));
+    bodies.push(JSON.stringify({ events }));
+  }
+  const started = performance.now();
+  for (const body of bodies) {
+    const response = await fetch(`${base}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    if (response.status !== 201) throw new Error(`ingest failed: ${response.status} ${await response.text()}`);
+    await response.arrayBuffer();
+  }
+  return count / ((performance.now() - started) / 1000);
+}
+
+async function storedEvents(base: string, key: string): Promise<number> {
+  const response = await fetch(`${base}/api/stats`, { headers: { authorization: `Bearer ${key}` } });
+  if (!response.ok) throw new Error(`/api/stats: ${response.status}`);
+  return ((await response.json()) as { totalEvents: number }).totalEvents;
+}
+
+/** Client options of the bench: a synchronous burst sends nothing until it yields, so the queue must hold all of it. */
+function benchClientOptions(failures: VigilError[]) {
+  return { maxQueueSize: EVENTS + WARMUP_EVENTS, onError: (error: VigilError) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) };
+}
+
+async function benchBatcher(base: string, key: string, rows: Row[], storage: string): Promise<void> {
+  const failures: VigilError[] = [];
+  const client = new ObserveClient({ baseUrl: base, apiKey: key, ...benchClientOptions(failures) });
+  await runBatcher(client, WARMUP_EVENTS, 0, 100);
+  let sent = WARMUP_EVENTS;
+  const batchSize = BATCH_SIZE ?? 100;
+  const raw = await rawSequential(base, key, EVENTS, sent, batchSize);
+  sent += EVENTS;
+  rows.push([`raw POST /api/events (${storage}), ${EVENTS.toLocaleString('en-US')} events in ${batchSize}-event batches, one request at a time`, `${rate(raw)} events/s stored`, 'ceiling of one request in flight']);
+  for (const [caller, yieldEvery] of [
+    ['burst: one synchronous loop', undefined],
+    ['agent-like: yields to the event loop every 100 events', 100],
+  ] as const) {
+    const result = await runBatcher(client, EVENTS, sent, yieldEvery);
+    sent += EVENTS;
+    const label = `${EVENTS.toLocaleString('en-US')} events, batchSize ${batchSize}, ${caller}`;
+    rows.push([`SDK batcher → observe (${storage}), ${label}`, `${rate(result.delivered)} events/s stored`, verdict(result.delivered >= 10_000, '≥ 10,000 events/s')]);
+    rows.push([
+      `  track() per call`,
+      `p50 ${result.track.p50.toFixed(1)} µs · p99 ${result.track.p99.toFixed(1)} µs · max ${(result.track.max / 1000).toFixed(1)} ms`,
+      verdict(result.track.p99 <= 50, 'p99 ≤ 50 µs'),
+    ]);
+    rows.push([`  caller time inside track()`, `${result.callerMs.toFixed(0)} ms in all, ${((result.callerMs * 1000) / EVENTS).toFixed(2)} µs/event on average`, '']);
+  }
+  await client.close();
+  if (failures.length > 0) throw new Error(`delivery failures: ${failures.map((f) => f.message).join('; ')}`);
+  const stored = await storedEvents(base, key);
+  if (stored < sent) throw new Error(`observe holds ${stored} events, ${sent} were sent`);
+
+}
+
+/** The client's own ceiling: the burst against a fake observe (another process) that answers 201 at once. */
+async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise<void> {
+  const failures: VigilError[] = [];
+  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vk_bench', ...benchClientOptions(failures) });
+  await runBatcher(client, WARMUP_EVENTS, 0);
+  const result = await runBatcher(client, EVENTS, 0);
+  await client.close();
+  if (failures.length > 0) throw new Error(`delivery failures: ${failures.map((f) => f.message).join('; ')}`);
+  rows.push([
+    `SDK batcher → a fake observe answering 201 at once (the client's own ceiling), ${EVENTS.toLocaleString('en-US')} events, burst, batchSize ${BATCH_SIZE ?? 100}`,
+    `${rate(result.delivered)} events/s sent · track() p99 ${result.track.p99.toFixed(1)} µs`,
+    verdict(result.delivered >= 10_000, '≥ 10,000 events/s'),
+  ]);
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-sdk-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const schema = `bench_sdk_${process.pid}`;
+  const child: ChildProcess = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+  });
+  const fakeObserve = await startFakeServer({ accepted: 1 }, 201);
+  const rows: Row[] = [];
+  try {
+    await waitForHealth(base, child);
+    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const { key } = (await keyResponse.json()) as { key: string };
+    // Client-only measurements first, while the real server is idle (its embedding worker
+    // catches up for a while after each load and would share this machine's CPU).
+    await benchBatcherCeiling(fakeObserve.origin, rows);
+    await benchOpenAICapture(fakeObserve.origin, rows);
+    await benchBatcher(base, key, rows, process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite');
+  } finally {
+    await fakeObserve.stop();
+    await stopServer(child, dataDir, schema);
+  }
+  const widths = HEADER.map((_, c) => Math.max(...[HEADER, ...rows].map((row) => row[c]!.length)));
+  const line = (cells: readonly string[]): string => `| ${cells.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`;
+  console.log(`\n${line(HEADER)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const row of rows) console.log(line(row));
+}
+
+await main();

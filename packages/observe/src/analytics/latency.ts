@@ -1,0 +1,228 @@
+// Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
+import { DDSketch } from '@datadog/sketches-js';
+import { epochMsType, HOUR_MS, type DdlTarget } from '@vigil/platform';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
+import type { EventRow, LatencySketchRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { splitRange } from './aggregate.ts';
+
+/**
+ * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
+ * guarantee, with the rank definition of `exactQuantile`).
+ */
+export const RELATIVE_ACCURACY = 0.01;
+const QUANTILES = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
+
+/** DDSketch's logarithmic mapping: bin k holds the values in (γ^(k−1), γ^k], γ = (1+α)/(1−α). */
+const mapping = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY }).mapping;
+/** Zero (and the nonsensical negative) durations share one bin below every other. */
+const ZERO_BIN = -1_000_000;
+
+export const binOf = (ms: number): number => (ms < mapping.minPossible ? ZERO_BIN : mapping.key(ms));
+
+/** The two latencies measured: tool durations (tool_response/tool_error) and LLM latency (llm_response). */
+export type LatencyMetric = 'tool' | 'llm';
+const VALUE_COLUMN = { tool: 'duration_ms', llm: 'latency_ms' } as const;
+
+export type Percentiles = Record<keyof typeof QUANTILES, number>;
+
+/** p50/p95/p99 of bins given as [bin, count] pairs (counts of one bin may come in several pairs); null when empty. */
+export function percentilesOfBins(bins: Iterable<readonly [number, number]>): Percentiles | null {
+  const sketch = new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
+  for (const [bin, count] of bins) if (count > 0) sketch.accept(bin === ZERO_BIN ? 0 : mapping.value(bin), count);
+  if (sketch.count === 0) return null;
+  return { p50: sketch.getValueAtQuantile(QUANTILES.p50), p95: sketch.getValueAtQuantile(QUANTILES.p95), p99: sketch.getValueAtQuantile(QUANTILES.p99) };
+}
+
+/** The exact quantile the sketch approximates: the sorted value at index ⌊q·(n−1)⌋. */
+export function exactQuantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.floor(q * (sorted.length - 1))]!;
+}
+
+export async function createLatencySketchTable(db: DdlTarget): Promise<void> {
+  await db.schema
+    .createTable('latency_sketches')
+    .addColumn('hour', epochMsType, (c) => c.notNull())
+    .addColumn('agent_id', 'text', (c) => c.notNull())
+    .addColumn('metric', 'text', (c) => c.notNull())
+    .addColumn('tool_name', 'text', (c) => c.notNull())
+    .addColumn('provider', 'text', (c) => c.notNull())
+    .addColumn('model', 'text', (c) => c.notNull())
+    .addColumn('bin', 'integer', (c) => c.notNull())
+    .addColumn('count', epochMsType, (c) => c.notNull())
+    .addPrimaryKeyConstraint('latency_sketches_pk', ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'])
+    .execute();
+}
+
+export type SketchSource = Pick<EventRow, 'ts' | 'agent_id' | 'tool_name' | 'provider' | 'model' | 'duration_ms' | 'latency_ms'>;
+
+/** The sketch bins a set of events adds, one row per key, in key order (a fixed lock order). */
+export function sketchDeltas(events: readonly SketchSource[]): LatencySketchRow[] {
+  const byKey = new Map<string, LatencySketchRow>();
+  const add = (e: SketchSource, metric: LatencyMetric, value: number) => {
+    const row: LatencySketchRow = {
+      hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS, agent_id: e.agent_id, metric,
+      tool_name: metric === 'tool' ? (e.tool_name ?? '') : '', provider: metric === 'llm' ? (e.provider ?? '') : '', model: metric === 'llm' ? (e.model ?? '') : '',
+      bin: binOf(value), count: 0,
+    };
+    const key = JSON.stringify([row.hour, row.agent_id, row.metric, row.tool_name, row.provider, row.model, row.bin]);
+    const existing = byKey.get(key) ?? row;
+    existing.count += 1;
+    byKey.set(key, existing);
+  };
+  for (const e of events) {
+    if (e.duration_ms !== null) add(e, 'tool', e.duration_ms);
+    if (e.latency_ms !== null) add(e, 'llm', e.latency_ms);
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+}
+
+const ROWS_PER_STATEMENT = 500;
+const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
+
+/** Adds (`sign` 1) or subtracts (`sign` -1) bin counts, in the caller's transaction. */
+export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas: readonly LatencySketchRow[], sign: 1 | -1): Promise<void> {
+  for (let offset = 0; offset < deltas.length; offset += ROWS_PER_STATEMENT) {
+    const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => ({ ...row, count: sign * row.count }));
+    await trx
+      .insertInto('latency_sketches')
+      .values(chunk)
+      .onConflict((oc) => oc.columns([...KEY]).doUpdateSet({ count: sql`latency_sketches.count + excluded.count` }))
+      .execute();
+  }
+  if (sign === -1 && deltas.length > 0) {
+    const hours = [...new Set(deltas.map((d) => d.hour))];
+    await trx.deleteFrom('latency_sketches').where('hour', 'in', hours).where('count', '<=', 0).execute();
+  }
+}
+
+const SOURCE_COLUMNS = ['ts', 'agent_id', 'tool_name', 'provider', 'model', 'duration_ms', 'latency_ms'] as const;
+const timed = (db: Kysely<ObserveSchema>) =>
+  db.selectFrom('events').select([...SOURCE_COLUMNS]).where((eb) => eb.or([eb('duration_ms', 'is not', null), eb('latency_ms', 'is not', null)]));
+
+/** Subtracts the timings of these sessions' events from the sketches (before the events are deleted). */
+export async function subtractSessionsFromSketches(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  const rows = await timed(trx).where('session_id', 'in', [...sessionIds]).execute();
+  await applySketchDeltas(trx, sketchDeltas(rows.map(numeric)), -1);
+}
+
+const numeric = (row: SketchSource): SketchSource => ({
+  ...row, ts: Number(row.ts), duration_ms: row.duration_ms === null ? null : Number(row.duration_ms), latency_ms: row.latency_ms === null ? null : Number(row.latency_ms),
+});
+
+const BACKFILL_PAGE = 5_000;
+
+/** Builds the sketches of every stored event (migration of an existing database), a page of events at a time. */
+export async function backfillSketches(db: Kysely<ObserveSchema>): Promise<void> {
+  let after = '';
+  for (;;) {
+    const page = await timed(db).select('id').where('id', '>', after).orderBy('id').limit(BACKFILL_PAGE).execute();
+    if (page.length === 0) return;
+    await applySketchDeltas(db as Transaction<ObserveSchema>, sketchDeltas(page.map(numeric)), 1);
+    after = page.at(-1)!.id;
+  }
+}
+
+/** The stored sketch rows and the rows recomputed from the events, both in key order: equal when exact. */
+export async function compareSketches(db: Kysely<ObserveSchema>): Promise<{ stored: LatencySketchRow[]; recomputed: LatencySketchRow[] }> {
+  const stored = await db.selectFrom('latency_sketches').selectAll().execute();
+  const all = await timed(db).execute();
+  const asRow = (row: LatencySketchRow): LatencySketchRow => ({ ...row, hour: Number(row.hour), bin: Number(row.bin), count: Number(row.count) });
+  const order = (rows: LatencySketchRow[]) => rows.map(asRow).sort((a, b) => (JSON.stringify(KEY.map((k) => a[k])) < JSON.stringify(KEY.map((k) => b[k])) ? -1 : 1));
+  return { stored: order(stored), recomputed: order(sketchDeltas(all.map(numeric))) };
+}
+
+export type LatencyDimension = 'agent_id' | 'tool_name' | 'provider' | 'model';
+
+export interface LatencyQuery {
+  /** Inclusive bounds, epoch ms. */
+  from: number;
+  to: number;
+  metric: LatencyMetric;
+  dimensions: readonly LatencyDimension[];
+  agentId?: string;
+  excludeAgentId?: string;
+  provider?: string;
+  model?: string;
+}
+
+/** The query's time ranges and filters on a select from either table (both have these columns). */
+function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(
+  q: Q,
+  time: 'hour' | 'ts',
+  ranges: readonly [number, number][],
+  query: LatencyQuery,
+): Q {
+  const where = (builder: Q, ...args: unknown[]): Q => (builder.where as (...a: unknown[]) => Q)(...args);
+  let out = where(q, (eb: ExpressionBuilder<ObserveSchema, 'events'>) =>
+    eb.or(ranges.map(([start, end]) => eb.and([eb(sql.ref(time), '>=', start), eb(sql.ref(time), '<=', end)])) as Expression<SqlBool>[]),
+  );
+  if (query.agentId !== undefined) out = where(out, 'agent_id', '=', query.agentId);
+  if (query.excludeAgentId !== undefined) out = where(out, 'agent_id', '<>', query.excludeAgentId);
+  if (query.provider !== undefined) out = where(out, 'provider', '=', query.provider);
+  if (query.model !== undefined) out = where(out, 'model', '=', query.model);
+  return out;
+}
+
+export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentiles: Percentiles };
+
+/**
+ * Percentiles over every timed event with from ≤ ts ≤ to, per dimension key: whole hours merge the
+ * stored sketch bins, the partial hours at either end bin the events themselves (indexed by time,
+ * grouped by value in SQL), so the range is exact to the millisecond and only the 1 % of the
+ * sketch remains.
+ */
+export async function latencyPercentiles(database: ObserveDatabase, query: LatencyQuery): Promise<LatencyRow[]> {
+  const { db } = database;
+  const { rollupRanges, eventRanges } = splitRange(query.from, query.to);
+  const dims = query.dimensions;
+  const value = VALUE_COLUMN[query.metric];
+  const [fromSketches, fromEvents] = await Promise.all([
+    rollupRanges.length === 0
+      ? []
+      : filtered(
+          db
+            .selectFrom('latency_sketches')
+            .select([...dims.map((d) => sql.ref(d).as(d)), 'bin', sql<number>`sum(count)`.as('n')] as never)
+            .where('metric', '=', query.metric),
+          'hour',
+          rollupRanges,
+          query,
+        )
+          .groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never)
+          .execute(),
+    eventRanges.length === 0
+      ? []
+      : filtered(
+          db
+            .selectFrom('events')
+            .select([...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)), sql.ref(value).as('value'), sql<number>`count(*)`.as('n')] as never)
+            .where(value, 'is not', null),
+          'ts',
+          eventRanges,
+          query,
+        )
+          .groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never)
+          .execute(),
+  ]) as [Record<string, unknown>[], Record<string, unknown>[]];
+
+  const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; bins: [number, number][] }>();
+  const binsOf = (row: Record<string, unknown>) => {
+    const values = dims.map((d) => String(row[d]));
+    const key = JSON.stringify(values);
+    let group = groups.get(key);
+    if (!group) {
+      group = { dimensions: Object.fromEntries(dims.map((d, i) => [d, values[i]])), bins: [] };
+      groups.set(key, group);
+    }
+    return group.bins;
+  };
+  for (const row of fromSketches) binsOf(row).push([Number(row.bin), Number(row.n)]);
+  for (const row of fromEvents) binsOf(row).push([binOf(Number(row.value)), Number(row.n)]);
+  const out: LatencyRow[] = [];
+  for (const { dimensions, bins } of groups.values()) {
+    const percentiles = percentilesOfBins(bins);
+    if (percentiles) out.push({ ...dimensions, percentiles });
+  }
+  return out;
+}

@@ -1,0 +1,27 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { identifier } from '../events/index.ts';
+import { TREE_EVENT_LIMIT } from './build.ts';
+import { sessionTreeSchema } from './schemas.ts';
+import { sessionTree } from './service.ts';
+
+export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
+  app.get(
+    '/api/sessions/:id/tree',
+    {
+      schema: {
+        summary: "A session's spans and call pairs as nested nodes with timings",
+        tags: ['sessions'],
+        params: z.object({ id: identifier }),
+        response: { 200: sessionTreeSchema },
+      },
+    },
+    async (request) => {
+      const tree = await sessionTree(ctx.database, request.params.id);
+      if (!tree) throw observeError('sessionNotFound');
+      return { sessionId: request.params.id, ...tree, eventLimit: TREE_EVENT_LIMIT };
+    },
+  );
+}
