@@ -33,6 +33,7 @@ import { memoryFeature } from './memory/index.ts';
 import { observeMigrations } from './migrations.ts';
 import { OBSERVE_OPERATIONS } from './operations.ts';
 import { optimizeFeature } from './optimize/index.ts';
+import { otelFeature } from './otel/index.ts';
 import { createEmbedder, recallFeature, VectorIndex } from './recall/index.ts';
 import { reflectFeature } from './reflect/index.ts';
 import { replayFeature } from './replay/index.ts';
@@ -127,6 +128,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(systemFeature);
   await features.register(keysFeature);
   await features.register(eventsFeature);
+  await features.register(otelFeature);
   await features.register(webhooksFeature);
   await features.register(sessionsFeature);
   await features.register(treeFeature);

@@ -6,6 +6,7 @@ import type { ChainBreak } from './events/index.ts';
 export const observeErrors = {
   validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
   invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
+  otlpUndecodable: { status: 400, code: 'invalid_otlp', message: 'The body is not an OTLP ExportTraceServiceRequest' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
   forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
   invalidStreamToken: { status: 401, code: 'unauthorized', message: 'Missing, invalid or expired stream token' },

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
+import { createOtelSpanTable } from './otel/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -514,6 +515,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
   /** Every administrative change (API keys, alert rules, guardrails, settings) with its actor, before and after (platform/change-log.ts). */
   async '0013_admin_changes'(db) {
     await createAdminChangeTable(db);
+  },
+
+  /** Spans stored by OTLP ingest (otel/store.ts): a span sent twice is stored once. */
+  async '0014_otel_spans'(db) {
+    await createOtelSpanTable(db);
   },
 
   /** Hourly DDSketch bins of tool and LLM latencies, for percentiles over any range (analytics/latency.ts). */

@@ -231,6 +231,16 @@ export interface ObserveSchema {
   stream_head: StreamHeadRow;
   stream_tokens: StreamTokenRow;
   admin_changes: AdminChangeRow;
+  otel_spans: OtelSpanRow;
+}
+
+/** A span stored by OTLP ingest (otel/): its events are in `events`, metadata.otel; the row makes a resent span a no-op. */
+export interface OtelSpanRow {
+  trace_id: string;
+  span_id: string;
+  session_id: string;
+  /** The span's start, epoch ms. */
+  ts: number;
 }
 
 /**

@@ -5,13 +5,15 @@
 //   analytics (hourly rollups), recall (embedding queue), stream (stream log, last: it orders commits)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), stream (wakes open streams)
+// - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
+//   otel_spans rows that make a resent span a no-op)
 import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerEventRoutes } from './routes.ts';
 
 export { type ChainBreak, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, verifyChain } from './chain.ts';
 export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
-export { type AppendedEvent, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
+export { type AppendedEvent, type BatchWriter, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
 export {
   clientAgentId, commaList, type Event, eventSchema, type EventType, identifier, type IncomingEvent, incomingEventSchema, INGEST_EVENT_TYPES,
   type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,

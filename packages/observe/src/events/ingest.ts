@@ -44,7 +44,12 @@ interface PreparedEvent {
   receivedAt: number;
   /** Set on a verdict: the head its session's chain was verified at before it was computed. */
   verifiedHead?: ChainHead;
+  /** The batch's own write in its transaction (AppendOptions.inTransaction), shared by its events. */
+  batchWriter?: BatchWriter;
 }
+
+/** A caller's own write kept in its batch's transaction; throwing refuses the batch (only it, under group commit). */
+export type BatchWriter = (trx: Transaction<ObserveSchema>) => Promise<void>;
 
 export interface AppendOptions {
   /**
@@ -53,6 +58,11 @@ export interface AppendOptions {
    * too; the batch is refused with 409 chain_broken if they do not link up to the current head.
    */
   verifiedHead?: ChainHead;
+  /**
+   * Written first in the batch's transaction (before any lock), e.g. OTLP ingest's claim of its
+   * spans: what it writes commits with the events or not at all, and what it throws refuses the batch.
+   */
+  inTransaction?: BatchWriter;
 }
 
 export interface AppendedEvent {
@@ -152,6 +162,7 @@ export function prepareBatch(events: readonly IncomingEvent[], receivedAt: numbe
   return events.map((event) => {
     const prepared = prepare(event, receivedAt);
     if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
+    if (options.inTransaction !== undefined) prepared.batchWriter = options.inTransaction;
     return prepared;
   });
 }
@@ -188,7 +199,11 @@ async function appendPrepared(
   // A fixed lock order (sorted ids) means two batches over the same sessions cannot deadlock.
   const sessionIds = [...firstBySession.keys()].sort();
 
+  const batchWriters = new Set<BatchWriter>();
+  for (const event of prepared) if (event.batchWriter !== undefined) batchWriters.add(event.batchWriter);
+
   return database.db.transaction().execute(async (trx) => {
+    for (const writer of batchWriters) await writer(trx);
     const created = await trx
       .insertInto('sessions')
       .values(sessionIds.map((id) => {

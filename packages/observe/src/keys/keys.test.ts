@@ -301,11 +301,12 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     assert.ok(table.length > 10, 'the route table lists the routes');
     const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
-    // Outside /api: only the dashboard's files and its gate proxy (the gate authenticates those calls), all public.
+    // Outside /api: the OTLP trace receiver (a key required, at the path OTLP exporters post to), and
+    // the dashboard's files and its gate proxy (the gate authenticates those calls), public; /metrics checks its own access.
     const dashboardRoutes = table.filter((r) => !isApi(r.url) && r.auth !== 'metrics').map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
     assert.deepEqual(dashboardRoutes, [
       'DELETE /gate/api/* public', 'GET / public', 'GET /* public', 'GET /assets/* public', 'GET /gate/api/* public',
-      'PATCH /gate/api/* public', 'POST /gate/api/* public', 'PUT /gate/api/* public',
+      'PATCH /gate/api/* public', 'POST /gate/api/* public', 'POST /v1/traces required', 'PUT /gate/api/* public',
     ]);
     const bootstrapRoutes = table.filter((r) => r.auth === 'bootstrap').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(bootstrapRoutes, ['POST /api/keys']);

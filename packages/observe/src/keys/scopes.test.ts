@@ -71,6 +71,7 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
   test('the scopes of the agent-facing routes and of key management', () => {
     assert.equal(ROUTE_SCOPES['POST /api/events'], 'ingest');
     assert.equal(ROUTE_SCOPES['POST /api/events/ingest'], 'ingest');
+    assert.equal(ROUTE_SCOPES['POST /v1/traces'], 'ingest');
     assert.deepEqual(ROUTE_SCOPES['GET /api/agents/:id'], ['ingest', 'read']);
     assert.equal(ROUTE_SCOPES['POST /api/keys'], 'admin');
     assert.equal(ROUTE_SCOPES['GET /api/keys'], 'admin');
@@ -81,7 +82,7 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
     assert.equal(ROUTE_SCOPES['POST /api/stream/tokens'], 'read');
     // Every other GET is a read, every other write is admin.
     for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
-      if (['POST /api/events', 'POST /api/events/ingest', 'GET /api/agents/:id', 'GET /api/keys', 'GET /api/audit/changes', 'POST /api/stream/tokens'].includes(id)) continue;
+      if (['POST /api/events', 'POST /api/events/ingest', 'POST /v1/traces', 'GET /api/agents/:id', 'GET /api/keys', 'GET /api/audit/changes', 'POST /api/stream/tokens'].includes(id)) continue;
       assert.equal(scope, id.startsWith('GET ') ? 'read' : 'admin', id);
     }
   });

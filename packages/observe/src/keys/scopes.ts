@@ -36,6 +36,8 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'POST /api/events': 'ingest',
   // Only a request that presents a key (source generic) is checked; signed webhooks carry none.
   'POST /api/events/ingest': 'ingest',
+  // OTLP/HTTP trace export: the exporter's `headers` carry the key.
+  'POST /v1/traces': 'ingest',
   // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
   'GET /api/agents/:id': ['ingest', 'read'],
 

@@ -1,13 +1,14 @@
 import { DAY_MS, forUpdate } from '@vigil/platform';
 import { subtractSessionsFromRollups, subtractSessionsFromSketches } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
+import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
 
 const SESSIONS_PER_TRANSACTION = 100;
 
 /**
- * Deletes whole sessions (events, tags, the session row and their share of the analytics rollups
- * together) whose last event is older
+ * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of the
+ * analytics rollups together) whose last event is older
  * than the retention period; a chain is never cut in the middle. Returns the sessions deleted.
  */
 export async function applyRetention(ctx: ObserveContext, now: number): Promise<number> {
@@ -28,6 +29,7 @@ export async function applyRetention(ctx: ObserveContext, now: number): Promise<
       await subtractSessionsFromSketches(trx, ids);
       await trx.deleteFrom('events').where('session_id', 'in', ids).execute();
       await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
+      await deleteSessionSpans(trx, ids);
       await trx.deleteFrom('sessions').where('id', 'in', ids).execute();
       return ids.length;
     });

@@ -341,6 +341,15 @@ export type Event = {
   hash: string;
 };
 
+export type ExportTraceServiceResponse = {
+  /** Set when some spans were refused; the others are stored */
+  partialSuccess?: {
+    /** int64 as a decimal string */
+    rejectedSpans: string;
+    errorMessage: string;
+  };
+};
+
 export type GuardrailRule = {
   id: string;
   name: string;
@@ -2897,6 +2906,29 @@ export interface paths {
           token: string;
           expiresAt: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/v1/traces": {
+    /**
+     * OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)
+     *
+     * Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: ExportTraceServiceResponse;
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
