@@ -8,13 +8,13 @@
  *
  * BENCH_OTLP_SPANS (default 200,000) sets the spans sent; native sends twice as many events.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { freePort, stopServer } from './server.ts';
+import { freePort, stopServer, waitForHealth } from './server.ts';
 
 const TOTAL_SPANS = Number(process.env.BENCH_OTLP_SPANS ?? 200_000);
 const SPANS_PER_BATCH = 1000;
@@ -85,19 +85,6 @@ function nativeBatch(b: number, startMs: number): string {
     );
   }
   return JSON.stringify({ events });
-}
-
-async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${base}/api/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
 }
 
 /** Posts the bodies from CLIENTS concurrent clients; answers the seconds taken. */

@@ -9,7 +9,8 @@
  */
 import type { LanguageModelMiddleware, ToolExecutionOptions, ToolSet } from 'ai';
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
-import { callRecord, recordSafely, responseRecord, toolArguments, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
+import { toolArguments } from './capture.ts';
+import { callRecord, recordSafely, responseRecord, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
 import type { LlmCallHandle, VigilSession } from './session.ts';
 
 type Middleware = Required<Pick<LanguageModelMiddleware, 'wrapGenerate' | 'wrapStream'>>;

@@ -258,7 +258,7 @@ async function* recordChunks(source: AsyncIterator<unknown>, accumulator: Stream
   else call.succeed(outcome);
 }
 
-/** Tool call arguments as stored: the parsed object when they are JSON text, else as given. */
+/** Tool call arguments as stored: the parsed object when they are JSON text, else as given (a model may send malformed JSON: kept as text). */
 export function toolArguments(value: unknown): unknown {
   if (typeof value !== 'string') return value ?? null;
   try {

@@ -33,15 +33,6 @@ export function warnRecordingFailed(error: unknown): void {
   console.warn(`vigil: could not record a call: ${error instanceof Error ? error.message : String(error)}`);
 }
 
-/** Tool call arguments as stored: the parsed object when they are JSON text (a model may send malformed JSON: kept as text). */
-export function toolArguments(value: unknown): unknown {
-  if (typeof value !== 'string') return value ?? null;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value;
-  }
-}
 
 /** llm_call as recorded: without messages and system prompt when content is not captured. */
 export function callRecord(input: LlmCallInput, captureContent: boolean): LlmCallInput {

@@ -18,7 +18,8 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { ChatGeneration, LLMResult } from '@langchain/core/outputs';
 import type { ChainValues } from '@langchain/core/utils/types';
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
-import { callRecord, recordSafely, responseRecord, toolArguments, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
+import { toolArguments } from './capture.ts';
+import { callRecord, recordSafely, responseRecord, warnRecordingFailed, type FrameworkCaptureOptions } from './framework-capture.ts';
 import type { LlmCallHandle, VigilSession } from './session.ts';
 
 /**

@@ -112,13 +112,8 @@ export class EventQueue<E> {
     this.pushed += 1;
     if (this.queue.length >= this.batchSize) {
       void this.pump();
-    } else if (this.timer === undefined) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.due = true;
-        void this.pump();
-      }, this.flushIntervalMs);
-      if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
+    } else {
+      this.armTimer();
     }
   }
 
@@ -183,17 +178,21 @@ export class EventQueue<E> {
       }
       this.due = false;
       // Events left below batchSize wait for the interval.
-      if (this.queue.length > 0 && this.timer === undefined) {
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          this.due = true;
-          void this.pump();
-        }, this.flushIntervalMs);
-        if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
-      }
+      if (this.queue.length > 0) this.armTimer();
     } finally {
       this.sending = false;
     }
+  }
+
+  /** Sends what waits `flushIntervalMs` from now, unless a send is already timed. */
+  private armTimer(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.due = true;
+      void this.pump();
+    }, this.flushIntervalMs);
+    if (!this.keepsProcessAlive) (this.timer as { unref?: () => void }).unref?.();
   }
 
   /** Resolves the flushes whose events are all settled, with the failures of what they sent. */
