@@ -18,6 +18,7 @@ import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { agentsFeature } from './agents/index.ts';
 import { alertsFeature } from './alerts/index.ts';
 import { analyticsFeature } from './analytics/index.ts';
+import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
 import type { ObserveContext } from './context.ts';
@@ -146,6 +147,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
+  await features.register(auditLogFeature);
   const streams = await features.register(streamFeature);
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
