@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leafHash, rootOf, verifyConsistency, verifyInclusion } from '@vigil/platform';
+import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
+import { sql } from 'kysely';
+import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
 import { keyIdOf, loadSigningKey, verifyCheckpoint, type Checkpoint } from './checkpoints.ts';
 
@@ -144,6 +146,59 @@ await describeEachDatabase('audit log', (backend) => {
       assert.equal(checkpoint?.rootHash, rootOf(events.map(leafOf)).toString('hex'));
     } finally {
       await counted.close();
+    }
+  });
+});
+
+await describeEachDatabase('audit log: instances and migration', (backend) => {
+  test('two instances on one database append one log: every event once, each batch contiguous, one root', async () => {
+    const first = await startTestObserve(backend);
+    const second = await startTestObserve(backend, { database: first.config.database, createKey: false });
+    try {
+      // The second instance, called with the key created through the first.
+      const viaSecond: TestObserve = { ...second, key: first.key, call: (request) => second.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}` } }) };
+      const batches = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => ingestEvents(i % 2 === 0 ? first : viaSecond, [started(`mi-${i}`, 'agent', ago(5)), custom(`mi-${i}`, 'agent', ago(4)), custom(`mi-shared`, 'agent', ago(4))])),
+      );
+      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+      assert.deepEqual(leaves.map((l) => Number(l.idx)), leaves.map((_, i) => i));
+      assert.deepEqual(leaves.map((l) => l.event_id).sort(), batches.flat().map((ack) => ack.id).sort());
+      for (const batch of batches) {
+        const at = leaves.findIndex((l) => l.event_id === batch[0]!.id);
+        assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.event_id), batch.map((ack) => ack.id));
+      }
+      const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
+      const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      assert.equal(response.statusCode, 201, response.body);
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.event_id)!))).toString('hex'));
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  test('migration 0016 makes the events stored before it the first leaves, in (timestamp, session, seq) order', async () => {
+    const observe = await startTestObserve(backend);
+    try {
+      await ingestEvents(observe, [started('old-b', 'agent', ago(50)), started('old-a', 'agent', ago(50)), custom('old-a', 'agent', ago(60))]);
+      const database = observe.service.context.database;
+      const db = database.db;
+      // Back to a database from before 0016: its tables gone, its step not applied.
+      for (const table of ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys'] as const) await db.schema.dropTable(table).execute();
+      await sql`delete from schema_migrations where name = '0016_audit_log'`.execute(db);
+      await migrateToLatest(database, observeMigrations);
+      const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
+      events.sort((a, b) => a.ts - b.ts || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0) || a.seq - b.seq);
+      const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+      assert.deepEqual(leaves.map((l) => l.event_id), events.map((e) => e.id));
+      // The backfilled log goes on growing from there.
+      await ingestEvents(observe, [custom('old-b', 'agent', ago(1))]);
+      const all = [...events, await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).where('session_id', '=', 'old-b').where('seq', '=', 1).executeTakeFirstOrThrow()];
+      const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      assert.equal(response.statusCode, 201, response.body);
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(Buffer.from(e.hash, 'hex')))).toString('hex'));
+    } finally {
+      await observe.close();
     }
   });
 });
