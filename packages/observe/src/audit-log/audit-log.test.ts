@@ -9,7 +9,7 @@ import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion }
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
-import { ago, assertErrorBody, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
+import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
 import { keyIdOf, loadSigningKey, verifyCheckpoint, type Checkpoint } from './checkpoints.ts';
 
 const leafOf = (ack: EventAck): Buffer => leafHash(Buffer.from(ack.hash, 'hex'));
@@ -119,6 +119,19 @@ await describeEachDatabase('audit log', (backend) => {
     assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(3, checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
+  });
+
+  test('the checkpoint job signs one when the log grew since the last, and none otherwise', async () => {
+    const job = observe.service.jobs.auditCheckpoint;
+    const latest = await get<Checkpoint>('/api/audit/checkpoint');
+    assert.ok(await job.tick());
+    assert.deepEqual(await get('/api/audit/checkpoint'), latest, 'no new events: no new checkpoint');
+    acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(15))])));
+    clockOf(observe).advance(60_000);
+    assert.ok(await job.tick());
+    const signed = await get<Checkpoint>('/api/audit/checkpoint');
+    assert.equal(signed.treeSize, latest.treeSize + 1);
+    assert.ok(verifyCheckpoint(signed, publicKey));
   });
 
   test('errors: unknown event, missing checkpoint, sizes beyond the log', async () => {

@@ -1,6 +1,6 @@
 // The audit log: every event's hash a leaf of one Merkle tree (RFC 9162), appended in the ingest
 // transaction in commit order, and signed checkpoints of it (docs/audit.md).
-import { defineFeature } from '@vigil/platform';
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { loadSigningKey, makeCheckpoint, registerSigningKey } from './checkpoints.ts';
 import { registerAuditLogRoutes } from './routes.ts';
@@ -9,7 +9,8 @@ import { appendLeaves, logSize } from './store.ts';
 export { backfillAuditLog, createAuditLogTables } from './store.ts';
 export { checkpointMessage, type Checkpoint, keyIdOf, LOG_NAME, verifyCheckpoint } from './checkpoints.ts';
 
-export const auditLogFeature: ObserveFeature = defineFeature('audit-log', async ({ app, context, job, onClose }) => {
+/** Resolves to the checkpoint job. */
+export const auditLogFeature: ObserveFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job, onClose }) => {
   const key = loadSigningKey(context.config.audit.signingKey, context.config.dataDir);
   await registerSigningKey(context.database.db, key, context.clock.now());
 
@@ -32,7 +33,7 @@ export const auditLogFeature: ObserveFeature = defineFeature('audit-log', async 
   });
 
   // ...and every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown.
-  job({
+  const checkpointJob = job({
     name: 'observe.audit-checkpoint',
     intervalMs: context.config.audit.checkpointIntervalMs,
     run: async (now) => {
@@ -42,4 +43,5 @@ export const auditLogFeature: ObserveFeature = defineFeature('audit-log', async 
   });
 
   registerAuditLogRoutes(app, context, key);
+  return checkpointJob;
 });
