@@ -137,11 +137,6 @@ export function nodesNeeded(run: (read: NodeReader) => unknown): NodeRef[] {
   return [...seen.values()];
 }
 
-/** Whether a perfect subtree is complete in a tree of `size` leaves. */
-export function isComplete(node: NodeRef, size: number): boolean {
-  return (node.index + 1) * 2 ** node.level <= size;
-}
-
 /**
  * The perfect subtrees that become complete when leaf `index` is appended (level 0 is the leaf
  * itself), with how to compute each: the node at level l is nodeHash(its left sibling at l−1, the

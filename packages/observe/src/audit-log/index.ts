@@ -7,7 +7,6 @@ import { registerAuditLogRoutes } from './routes.ts';
 import { appendLeaves, logSize } from './store.ts';
 
 export { backfillAuditLog, createAuditLogTables } from './store.ts';
-export { checkpointMessage, type Checkpoint, keyIdOf, LOG_NAME, verifyCheckpoint } from './checkpoints.ts';
 
 /** Resolves to the checkpoint job. */
 export const auditLogFeature: ObserveFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job, onClose }) => {
