@@ -18,6 +18,7 @@ import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { agentsFeature } from './agents/index.ts';
 import { alertsFeature } from './alerts/index.ts';
 import { analyticsFeature } from './analytics/index.ts';
+import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
 import type { ObserveContext } from './context.ts';
@@ -51,7 +52,7 @@ export interface ObserveService {
   context: ObserveContext;
   /** Dataset runs (evals/): the worker kicked by new runs and its periodic job (resumes unfinished cases). */
   evalRuns: EvalRuns;
-  jobs: { retention: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
+  jobs: { retention: PeriodicJob; auditCheckpoint: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
   /** The live event streams of GET /api/stream. */
@@ -146,6 +147,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
+  const auditCheckpoint = await features.register(auditLogFeature);
   const streams = await features.register(streamFeature);
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
@@ -156,7 +158,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep },
+    jobs: { retention, auditCheckpoint, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep },
     guardrails: guardrails.engine,
     streams,
   };

@@ -12,6 +12,12 @@ export const observeErrors = {
   invalidStreamToken: { status: 401, code: 'unauthorized', message: 'Missing, invalid or expired stream token' },
   invalidSignature: { status: 401, code: 'invalid_signature', message: 'Invalid webhook signature' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
+  checkpointNotFound: { status: 404, code: 'not_found', message: 'No audit checkpoint (at that tree size)' },
+  auditTreeSize: {
+    status: 400,
+    code: 'validation_error',
+    message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
+  },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
   sessionNotFound: { status: 404, code: 'not_found', message: 'Session not found' },
   agentNotFound: { status: 404, code: 'not_found', message: 'Agent not found' },

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
+import { backfillAuditLog, createAuditLogTables } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
@@ -526,5 +527,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
   async '0015_latency_sketches'(db) {
     await createLatencySketchTable(db);
     await backfillSketches(db);
+  },
+
+  /** The audit log: a Merkle tree over every event's hash, and its signed checkpoints (audit-log/). */
+  async '0016_audit_log'(db, dialect) {
+    await createAuditLogTables(db);
+    await backfillAuditLog(db, dialect);
   },
 };

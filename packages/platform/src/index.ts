@@ -19,3 +19,4 @@ export * from './feature.ts';
 export * from './background-drain.ts';
 export * from './api-keys.ts';
 export * from './metrics.ts';
+export * from './merkle.ts';

@@ -2,9 +2,10 @@
 //
 // The write path's other half lives with the features that keep it, registered from their plugins:
 // - in the ingest transaction (EventAppender.inTransaction), after events, sessions and agents:
-//   analytics (hourly rollups), recall (embedding queue), stream (stream log, last: it orders commits)
+//   analytics (hourly rollups), recall (embedding queue), audit-log (Merkle leaves, under the
+//   audit_log_head row lock), stream (stream log, last: it orders commits)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
-//   guardrails (evaluation), recall (embedding drain), stream (wakes open streams)
+//   guardrails (evaluation), recall (embedding drain), audit-log (a checkpoint every N events), stream (wakes open streams)
 // - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
 //   otel_spans rows that make a resent span a no-op)
 import { defineFeature } from '@vigil/platform';

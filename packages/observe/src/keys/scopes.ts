@@ -52,6 +52,11 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'GET /api/audit/verify': 'read',
   // Who changed keys, rules and settings: administrators only.
   'GET /api/audit/changes': 'admin',
+  'GET /api/audit/public-key': 'read',
+  'GET /api/audit/checkpoint': 'read',
+  'POST /api/audit/checkpoint': 'admin',
+  'GET /api/audit/consistency': 'read',
+  'GET /api/audit/inclusion': 'read',
   'GET /api/agents': 'read',
   'POST /api/agents/:id/pause': 'admin',
   'POST /api/agents/:id/resume': 'admin',

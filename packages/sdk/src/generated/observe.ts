@@ -1086,6 +1086,156 @@ export interface paths {
       };
     };
   };
+  "/api/audit/checkpoint": {
+    /** The latest signed checkpoint of the audit log, or the one at a tree size */
+    get: {
+      params: Record<string, never>;
+      query: {
+        treeSize?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          treeSize: number;
+          /** MTH of the first treeSize leaves (RFC 9162), hex */
+          rootHash: string;
+          timestamp: string;
+          /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+          keyId: string;
+          /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-observe", rootHash, timestamp, treeSize} (docs/audit.md) */
+          signature: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Sign a checkpoint at the current tree size now
+     *
+     * Answers the existing checkpoint when one was already signed at the current size.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        201: {
+          treeSize: number;
+          /** MTH of the first treeSize leaves (RFC 9162), hex */
+          rootHash: string;
+          timestamp: string;
+          /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+          keyId: string;
+          /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-observe", rootHash, timestamp, treeSize} (docs/audit.md) */
+          signature: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/consistency": {
+    /**
+     * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
+     *
+     * Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: number;
+        to: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          from: number;
+          to: number;
+          proof: string[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/inclusion": {
+    /**
+     * An event's inclusion proof (RFC 9162 §2.1.3)
+     *
+     * The audit path of the event's leaf in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || the event's 32-byte hash).
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        eventId: string;
+        treeSize?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          eventId: string;
+          leafIndex: number;
+          leafHash: string;
+          treeSize: number;
+          proof: string[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/public-key": {
+    /**
+     * The audit log's checkpoint signing keys
+     *
+     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          algorithm: "Ed25519";
+          keyId: string;
+          /** Base64 of the raw 32-byte public key */
+          publicKey: string;
+          publicKeyPem: string;
+          keys: {
+            keyId: string;
+            publicKey: string;
+            createdAt: number;
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/verify": {
     /** Verify a session's hash chain */
     get: {

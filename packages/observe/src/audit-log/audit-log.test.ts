@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion } from '@vigil/platform';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import { sql } from 'kysely';
+import { observeMigrations } from '../migrations.ts';
+import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
+import { keyIdOf, loadSigningKey, verifyCheckpoint, type Checkpoint } from './checkpoints.ts';
+
+const leafOf = (ack: EventAck): Buffer => leafHash(Buffer.from(ack.hash, 'hex'));
+const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
+
+await describeEachDatabase('audit log', (backend) => {
+  let observe: TestObserve;
+  /** Every acknowledged event, in the order the test committed them (one request at a time). */
+  const acks: EventAck[] = [];
+  let publicKey: Buffer;
+
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const key = await observe.call({ method: 'GET', url: '/api/audit/public-key' });
+    assert.equal(key.statusCode, 200, key.body);
+    publicKey = Buffer.from((key.json() as { publicKey: string }).publicKey, 'base64');
+  });
+  after(() => observe.close());
+
+  const get = async <T>(url: string): Promise<T> => {
+    const response = await observe.call({ method: 'GET', url });
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+    return response.json() as T;
+  };
+  const checkpointNow = async (): Promise<Checkpoint> => {
+    const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
+    assert.equal(response.statusCode, 201, response.body);
+    return response.json() as Checkpoint;
+  };
+  const inclusion = (eventId: string, treeSize: number) =>
+    get<{ leafIndex: number; leafHash: string; treeSize: number; proof: string[] }>(`/api/audit/inclusion?eventId=${eventId}&treeSize=${treeSize}`);
+
+  test('leaves are the events in commit order, across batches and sessions; a signed checkpoint commits to them', async () => {
+    acks.push(...(await ingestEvents(observe, [started('log-a', 'agent', ago(30)), started('log-b', 'agent', ago(30)), custom('log-a', 'agent', ago(29))])));
+    acks.push(...(await ingestEvents(observe, [custom('log-b', 'agent', ago(28)), custom('log-c', 'agent', ago(28)), custom('log-a', 'agent', ago(27))])));
+    acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(26))])));
+    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id', 'leaf_hash']).orderBy('idx').execute();
+    assert.deepEqual(leaves.map((l) => [Number(l.idx), l.event_id]), acks.map((ack, i) => [i, ack.id]));
+    assert.deepEqual(leaves.map((l) => l.leaf_hash), acks.map((ack) => leafOf(ack).toString('hex')));
+
+    const checkpoint = await checkpointNow();
+    assert.equal(checkpoint.treeSize, acks.length);
+    // The root recomputed from the acknowledged hashes alone: nothing of the server's own bookkeeping is trusted.
+    assert.equal(checkpoint.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
+    assert.ok(verifyCheckpoint(checkpoint, publicKey));
+    assert.equal(checkpoint.keyId, keyIdOf(publicKey));
+    assert.ok(!verifyCheckpoint({ ...checkpoint, treeSize: checkpoint.treeSize - 1 }, publicKey), 'the signature covers the tree size');
+    assert.deepEqual(await get('/api/audit/checkpoint'), checkpoint);
+    // Signing again at the same size answers the same checkpoint.
+    assert.deepEqual(await checkpointNow(), checkpoint);
+  });
+
+  test('every event has an inclusion proof that verifies against the signed root', async () => {
+    const checkpoint = await get<Checkpoint>('/api/audit/checkpoint');
+    for (const [index, ack] of acks.entries()) {
+      const proof = await get<{ leafIndex: number; leafHash: string; treeSize: number; proof: string[] }>(`/api/audit/inclusion?eventId=${ack.id}`);
+      assert.equal(proof.leafIndex, index);
+      assert.equal(proof.treeSize, checkpoint.treeSize);
+      assert.ok(verifyInclusion(index, checkpoint.treeSize, leafOf(ack), buffers(proof.proof), Buffer.from(checkpoint.rootHash, 'hex')), `event ${index}`);
+    }
+  });
+
+  test('concurrent batches and a later checkpoint: consistency with the earlier one, proofs at either size', async () => {
+    const first = await get<Checkpoint>('/api/audit/checkpoint');
+    const batches = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => ingestEvents(observe, [custom(`log-p${i % 3}`, 'agent', ago(20)), custom(`log-q${i}`, 'agent', ago(20))])),
+    );
+    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+    assert.equal(leaves.length, first.treeSize + 12);
+    // Each request's events are contiguous leaves (one transaction), whatever order the requests committed in.
+    for (const batch of batches) {
+      const at = leaves.findIndex((l) => l.event_id === batch[0]!.id);
+      assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.event_id), batch.map((ack) => ack.id));
+    }
+    const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
+    for (const leaf of leaves.slice(first.treeSize)) acks.push(byId.get(leaf.event_id)!);
+
+    const second = await checkpointNow();
+    assert.equal(second.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
+    const { proof } = await get<{ proof: string[] }>(`/api/audit/consistency?from=${first.treeSize}&to=${second.treeSize}`);
+    assert.ok(verifyConsistency(first.treeSize, second.treeSize, Buffer.from(first.rootHash, 'hex'), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
+    assert.ok(!verifyConsistency(first.treeSize, second.treeSize, rootOf(acks.slice(1, first.treeSize + 1).map(leafOf)), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
+    assert.deepEqual(await get(`/api/audit/checkpoint?treeSize=${first.treeSize}`), first);
+
+    const old = await inclusion(acks[2]!.id, first.treeSize);
+    assert.ok(verifyInclusion(2, first.treeSize, leafOf(acks[2]!), buffers(old.proof), Buffer.from(first.rootHash, 'hex')));
+    const last = acks.at(-1)!;
+    const recent = await inclusion(last.id, second.treeSize);
+    assert.ok(verifyInclusion(acks.length - 1, second.treeSize, leafOf(last), buffers(recent.proof), Buffer.from(second.rootHash, 'hex')));
+  });
+
+  test('a tampered event, or a tampered leaf, fails its proof against the signed checkpoint', async () => {
+    const checkpoint = await get<Checkpoint>('/api/audit/checkpoint');
+    const root = Buffer.from(checkpoint.rootHash, 'hex');
+    const db = observe.service.context.database.db;
+    const victim = acks[3]!;
+    // An attacker with database access rewrites the event and its chain hash: the stored event no longer matches its leaf.
+    const forgedHash = 'f'.repeat(64);
+    await db.updateTable('events').set({ hash: forgedHash, payload: '{"type":"forged","data":{}}' }).where('id', '=', victim.id).execute();
+    const stored = await get<{ hash: string }>(`/api/events/${victim.id}`);
+    assert.equal(stored.hash, forgedHash);
+    const proof = await inclusion(victim.id, checkpoint.treeSize);
+    assert.ok(!verifyInclusion(3, checkpoint.treeSize, leafHash(Buffer.from(stored.hash, 'hex')), buffers(proof.proof), root));
+    // ...and rewrites the leaf too: the proofs of its neighbours, which carry it, no longer reach the signed root.
+    await db.updateTable('audit_log_leaves').set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') }).where('event_id', '=', victim.id).execute();
+    const neighbour = await inclusion(acks[2]!.id, checkpoint.treeSize);
+    assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
+    const own = await inclusion(victim.id, checkpoint.treeSize);
+    assert.ok(!verifyInclusion(3, checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
+  });
+
+  test('the checkpoint job signs one when the log grew since the last, and none otherwise', async () => {
+    const job = observe.service.jobs.auditCheckpoint;
+    const latest = await get<Checkpoint>('/api/audit/checkpoint');
+    assert.ok(await job.tick());
+    assert.deepEqual(await get('/api/audit/checkpoint'), latest, 'no new events: no new checkpoint');
+    acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(15))])));
+    clockOf(observe).advance(60_000);
+    assert.ok(await job.tick());
+    const signed = await get<Checkpoint>('/api/audit/checkpoint');
+    assert.equal(signed.treeSize, latest.treeSize + 1);
+    assert.ok(verifyCheckpoint(signed, publicKey));
+  });
+
+  test('errors: unknown event, missing checkpoint, sizes beyond the log', async () => {
+    const size = acks.length;
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/inclusion?eventId=nope&treeSize=${size}` }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/audit/checkpoint?treeSize=999999' }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/consistency?from=2&to=1` }), 400);
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/consistency?from=1&to=${size + 1}` }), 400);
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/inclusion?eventId=${acks.at(-1)!.id}&treeSize=2` }), 400);
+    const empty = await get<{ proof: string[] }>(`/api/audit/consistency?from=${size}&to=${size}`);
+    assert.deepEqual(empty.proof, []);
+  });
+
+  test('a checkpoint is signed after AUDIT_CHECKPOINT_EVENTS events', async () => {
+    const counted = await startTestObserve(backend, { env: { AUDIT_CHECKPOINT_EVENTS: '3' } });
+    try {
+      const events = await ingestEvents(counted, [started('cp-a', 'agent', ago(10)), custom('cp-a', 'agent', ago(9)), custom('cp-a', 'agent', ago(8))]);
+      let checkpoint: Checkpoint | undefined;
+      for (let i = 0; i < 100 && checkpoint === undefined; i += 1) {
+        const response = await counted.call({ method: 'GET', url: '/api/audit/checkpoint' });
+        if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
+        else await sleep(20);
+      }
+      assert.equal(checkpoint?.treeSize, 3);
+      assert.equal(checkpoint?.rootHash, rootOf(events.map(leafOf)).toString('hex'));
+    } finally {
+      await counted.close();
+    }
+  });
+});
+
+await describeEachDatabase('audit log: instances and migration', (backend) => {
+  test('two instances on one database append one log: every event once, each batch contiguous, one root', async () => {
+    const first = await startTestObserve(backend);
+    const second = await startTestObserve(backend, { database: first.config.database, createKey: false });
+    try {
+      // The second instance, called with the key created through the first.
+      const viaSecond: TestObserve = { ...second, key: first.key, call: (request) => second.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}` } }) };
+      const batches = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => ingestEvents(i % 2 === 0 ? first : viaSecond, [started(`mi-${i}`, 'agent', ago(5)), custom(`mi-${i}`, 'agent', ago(4)), custom(`mi-shared`, 'agent', ago(4))])),
+      );
+      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+      assert.deepEqual(leaves.map((l) => Number(l.idx)), leaves.map((_, i) => i));
+      assert.deepEqual(leaves.map((l) => l.event_id).sort(), batches.flat().map((ack) => ack.id).sort());
+      for (const batch of batches) {
+        const at = leaves.findIndex((l) => l.event_id === batch[0]!.id);
+        assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.event_id), batch.map((ack) => ack.id));
+      }
+      const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
+      const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      assert.equal(response.statusCode, 201, response.body);
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.event_id)!))).toString('hex'));
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  test('migration 0016 makes the events stored before it the first leaves, in (timestamp, session, seq) order', async () => {
+    const observe = await startTestObserve(backend);
+    try {
+      await ingestEvents(observe, [started('old-b', 'agent', ago(50)), started('old-a', 'agent', ago(50)), custom('old-a', 'agent', ago(60))]);
+      const database = observe.service.context.database;
+      const db = database.db;
+      // Back to a database from before 0016: its tables gone, its step not applied.
+      for (const table of ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys'] as const) await db.schema.dropTable(table).execute();
+      await sql`delete from schema_migrations where name = '0016_audit_log'`.execute(db);
+      await migrateToLatest(database, observeMigrations);
+      const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
+      events.sort((a, b) => a.ts - b.ts || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0) || a.seq - b.seq);
+      const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+      assert.deepEqual(leaves.map((l) => l.event_id), events.map((e) => e.id));
+      // The backfilled log goes on growing from there.
+      await ingestEvents(observe, [custom('old-b', 'agent', ago(1))]);
+      const all = [...events, await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).where('session_id', '=', 'old-b').where('seq', '=', 1).executeTakeFirstOrThrow()];
+      const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      assert.equal(response.statusCode, 201, response.body);
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(Buffer.from(e.hash, 'hex')))).toString('hex'));
+    } finally {
+      await observe.close();
+    }
+  });
+});
+
+test('the signing key: created once in the data directory, or given as PEM or base64 DER', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-audit-key-'));
+  const created = loadSigningKey(undefined, dir);
+  assert.equal(loadSigningKey(undefined, dir).keyId, created.keyId);
+  assert.equal(created.keyId, keyIdOf(created.publicKey));
+  assert.equal(created.keyId.length, 32);
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+  const der = (privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).toString('base64');
+  assert.equal(loadSigningKey(pem, dir).keyId, loadSigningKey(der, dir).keyId);
+  assert.notEqual(loadSigningKey(pem, dir).keyId, created.keyId);
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+  assert.throws(() => loadSigningKey(rsa, dir), /Ed25519/);
+});
