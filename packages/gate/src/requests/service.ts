@@ -1,6 +1,6 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import type { Transaction } from 'kysely';
-import { auditEntryHash, chainEntryOf } from '../audit/chain.ts';
+import { auditEntryHash, chainEntryOf } from '../audit/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';

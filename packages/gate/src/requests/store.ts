@@ -1,5 +1,5 @@
 import { forUpdate, PreparedQuery, readSnapshot, toIso, toIsoOrNull } from '@vigil/platform';
-import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/chain.ts';
+import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
