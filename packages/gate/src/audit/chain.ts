@@ -11,7 +11,7 @@ import { canonicalJson, sha256Hex, toIso } from '@vigil/platform';
  * details object (null when it has none) and `prevHash` the previous entry's hash (null for seq 0).
  * The request row records the head (last seq and hash), so a cut tail is seen too.
  */
-export const AUDIT_CHAIN_VERSION = 1;
+const AUDIT_CHAIN_VERSION = 1;
 
 /** What one link commits to, in the API's names. */
 export interface AuditChainEntry {
@@ -82,8 +82,6 @@ export interface AuditChainHead {
   seq: number;
   hash: string | null;
 }
-
-export const EMPTY_AUDIT_HEAD: AuditChainHead = { seq: -1, hash: null };
 
 export interface AuditChainVerdict {
   valid: boolean;
