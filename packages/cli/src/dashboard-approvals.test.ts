@@ -53,6 +53,8 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     // Each entry names the key behind the actor: Ada chose her name, the key is the admin key she signed in with.
     await audit.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'dashboard:Ada (key admin (GATE_ADMIN_KEY) · …' }).waitFor();
     await audit.getByRole('row').filter({ hasText: 'created' }).filter({ hasText: 'api:billing-agent (key billing-agent · …' }).waitFor();
+    // Both entries verify in the request's hash chain.
+    assert.equal(await audit.getByRole('row').filter({ hasText: /created|approved/ }).getByText('valid', { exact: true }).count(), 2);
     await shot(page, 'approval-decided');
 
     // Deny the payment: its policy rule requires a reason, so the form asks before sending anything.

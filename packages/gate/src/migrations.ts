@@ -1,3 +1,4 @@
+import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit/chain.ts';
 import { createAdminChangeTable, createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 
@@ -139,5 +140,38 @@ export const gateMigrations: Record<string, MigrationStep> = {
   /** Every administrative change (policies, API keys, webhooks) with its actor, before and after (platform/change-log.ts). */
   async '0004_admin_changes'(db) {
     await createAdminChangeTable(db);
+  },
+  /**
+   * The audit chain (audit/chain.ts): every audit entry gets its request's `seq`, `prev_hash` and
+   * `hash`, and the request row its chain's head. Existing trails are linked in the order they were
+   * shown (time, then id). The unique (request_id, seq) index means two writers can never fork a chain.
+   */
+  async '0005_audit_chain'(db) {
+    await db.schema.alterTable('audit_entries').addColumn('seq', 'integer', (c) => c.notNull().defaultTo(-1)).execute();
+    await db.schema.alterTable('audit_entries').addColumn('prev_hash', 'text').execute();
+    await db.schema.alterTable('audit_entries').addColumn('hash', 'text', (c) => c.notNull().defaultTo('')).execute();
+    await db.schema.alterTable('requests').addColumn('audit_head_seq', 'integer', (c) => c.notNull().defaultTo(-1)).execute();
+    await db.schema.alterTable('requests').addColumn('audit_head_hash', 'text').execute();
+    const rows = (await db.selectFrom('audit_entries').selectAll().orderBy('request_id').orderBy('ts').orderBy('id').execute()) as StoredAuditEntry[];
+    let requestId: string | null = null;
+    let seq = -1;
+    let prevHash: string | null = null;
+    const setHead = async () => {
+      if (requestId !== null) await db.updateTable('requests').set({ audit_head_seq: seq, audit_head_hash: prevHash }).where('id', '=', requestId).execute();
+    };
+    for (const row of rows) {
+      if (row.request_id !== requestId) {
+        await setHead();
+        requestId = row.request_id;
+        seq = -1;
+        prevHash = null;
+      }
+      seq += 1;
+      const hash = auditEntryHash(chainEntryOf({ ...row, ts: Number(row.ts), seq }), prevHash);
+      await db.updateTable('audit_entries').set({ seq, prev_hash: prevHash, hash }).where('id', '=', row.id).execute();
+      prevHash = hash;
+    }
+    await setHead();
+    await db.schema.createIndex('audit_request_seq').on('audit_entries').columns(['request_id', 'seq']).unique().execute();
   },
 };

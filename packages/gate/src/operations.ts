@@ -14,6 +14,7 @@ export const GATE_OPERATIONS: OperationTable = {
   'POST /api/requests/:id/decide': { id: 'decideRequest', errors: [409] },
   'POST /api/requests/:id/confirm': { id: 'confirmRequest', errors: [409] },
   'GET /api/requests/:id/audit': 'getRequestAudit',
+  'GET /api/requests/:id/audit/verify': 'verifyRequestAudit',
   'GET /api/audit': 'listAuditEntries',
   'GET /api/audit/actors': 'listAuditActors',
   'GET /api/audit/changes': 'listAdminChanges',

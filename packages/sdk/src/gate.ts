@@ -71,6 +71,11 @@ export class GateClient extends ServiceClient<GatePaths> {
     return this.call('get', '/api/requests/{id}/audit', { params: { id }, ...options });
   }
 
+  /** Verifies the hash chain of a request's audit trail: `{valid, brokenAt, reason, headSeq, headHash, entryCount}`. */
+  verifyAudit(id: string, options?: CallOptions) {
+    return this.call('get', '/api/requests/{id}/audit/verify', { params: { id }, ...options });
+  }
+
   /** Audit entries of all requests, newest first; pass `nextCursor` back as `cursor` for the next page (request:read). */
   listAudit(query?: GateQuery<'/api/audit', 'get'>, options?: CallOptions) {
     return this.call('get', '/api/audit', { query, ...options });

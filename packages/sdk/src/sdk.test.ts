@@ -467,6 +467,9 @@ describe('approvals', () => {
     const audit = await agent.getAudit(outcome.id);
     assert.deepEqual(audit.map((entry) => entry.event), ['created', 'approved', 'confirmed']);
     assert.equal(audit[1]!.actor, 'api:alice');
+    assert.deepEqual(audit.map((entry) => [entry.seq, entry.chainValid]), [[0, true], [1, true], [2, true]]);
+    const chain = await agent.verifyAudit(outcome.id);
+    assert.deepEqual([chain.valid, chain.entryCount, chain.headHash, chain.brokenAt], [true, 3, audit[2]!.hash, null]);
   });
 
   test('a policy decision answers at once; a denial is approved: false', async () => {

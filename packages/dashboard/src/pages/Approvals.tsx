@@ -167,7 +167,12 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   );
 }
 
-const TRAIL_COLUMNS: Column<AuditEntry>[] = [{ header: 'When', cell: (e) => fmtDateTime(e.timestamp) }, ...ENTRY_COLUMNS];
+const TRAIL_COLUMNS: Column<AuditEntry>[] = [
+  { header: 'When', cell: (e) => fmtDateTime(e.timestamp) },
+  ...ENTRY_COLUMNS,
+  // The request's hash chain (docs/audit.md "Gate audit chain"): this entry and every one before it verify.
+  { header: 'Chain', cell: (e) => (e.chainValid ? <Badge tone="good">valid</Badge> : <Badge tone="bad">broken</Badge>) },
+];
 
 export function ApprovalDetailPage({ id }: { id: string }) {
   const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });

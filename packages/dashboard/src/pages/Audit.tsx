@@ -26,7 +26,7 @@ export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actor
   );
 }
 
-export function auditDetails(entry: AuditEntry): string {
+export function auditDetails(entry: Pick<AuditEntry, 'details'>): string {
   if (!entry.details) return '—';
   return Object.entries(entry.details)
     .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
@@ -34,7 +34,7 @@ export function auditDetails(entry: AuditEntry): string {
 }
 
 /** The columns every list of audit entries shows after its "When". */
-export const ENTRY_COLUMNS: Column<AuditEntry>[] = [
+export const ENTRY_COLUMNS: Column<Omit<AuditEntry, 'chainValid'>>[] = [
   { header: 'Event', cell: (e) => <StatusBadge status={e.event} /> },
   { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} /> },
   { header: 'Details', className: 'clip', cell: auditDetails },

@@ -168,7 +168,11 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       actorKeyId: await keyId(gate.config.adminKey!),
       actorKeyName: 'admin (GATE_ADMIN_KEY)',
       details: { reason: 'ok' },
+      seq: 1,
+      prevHash: deployCreated!.hash,
+      hash: approved!.hash,
     });
+    assert.match(approved!.hash, /^[0-9a-f]{64}$/);
     assert.deepEqual(
       [payCreated, deployCreated].map((e) => [e!.requestId, e!.action, e!.timestamp, e!.event, e!.actor, e!.actorKeyId]),
       [

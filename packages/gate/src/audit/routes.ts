@@ -15,10 +15,36 @@ const auditEntryFields = {
   actorKeyId: z.string().nullable(),
   actorKeyName: z.string().nullable(),
   details: z.record(z.string(), z.unknown()).optional(),
+  /** The entry's link in its request's audit chain (audit/chain.ts; docs/audit.md "Gate audit chain"). */
+  seq: z.number().int(),
+  prevHash: z.string().nullable(),
+  hash: z.string(),
 };
 
 /** An entry of a request's audit trail (GET /api/requests/:id/audit). */
-export const auditEntrySchema = z.object(auditEntryFields).meta({ id: 'AuditEntry' });
+export const auditEntrySchema = z
+  .object({
+    id: z.string(),
+    ...auditEntryFields,
+    /** This entry and every one before it verify (the whole verdict, a cut tail included: GET /api/requests/:id/audit/verify). */
+    chainValid: z.boolean(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+/** A request's audit chain verdict (GET /api/requests/:id/audit/verify). */
+export const auditChainVerdictSchema = z
+  .object({
+    requestId: z.string(),
+    valid: z.boolean(),
+    entryCount: z.number().int(),
+    /** The head the request row records: its last seq (-1 before any entry) and hash. */
+    headSeq: z.number().int(),
+    headHash: z.string().nullable(),
+    /** The first seq that does not verify (a missing entry's seq when one is cut); null when valid. */
+    brokenAt: z.number().int().nullable(),
+    reason: z.string().nullable(),
+  })
+  .meta({ id: 'AuditChainVerdict' });
 
 const auditListEntrySchema = z
   .object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields })
@@ -29,7 +55,8 @@ const auditPageSchema = z.object({ entries: z.array(auditListEntrySchema), nextC
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 export type AuditPage = z.infer<typeof auditPageSchema>;
 
-export function toAuditEntry(row: AuditRow): AuditEntry {
+/** An entry's stored fields in the API's names (the trail adds `chainValid`). */
+export function toAuditEntry(row: AuditRow): Omit<AuditEntry, 'id' | 'chainValid'> {
   return {
     timestamp: toIso(row.ts),
     event: row.event,
@@ -37,6 +64,9 @@ export function toAuditEntry(row: AuditRow): AuditEntry {
     actorKeyId: row.actor_key_id,
     actorKeyName: row.actor_key_name,
     ...(row.details !== null && { details: JSON.parse(row.details) as Record<string, unknown> }),
+    seq: row.seq,
+    prevHash: row.prev_hash,
+    hash: row.hash,
   };
 }
 

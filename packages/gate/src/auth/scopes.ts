@@ -18,6 +18,7 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'POST /api/requests/:id/decide': 'request:decide',
   'POST /api/requests/:id/confirm': 'request:create',
   'GET /api/requests/:id/audit': 'request:read',
+  'GET /api/requests/:id/audit/verify': 'request:read',
   // The audit across requests shows what the per-request trails show, so the same scope reads it.
   'GET /api/audit': 'request:read',
   'GET /api/audit/actors': 'request:read',

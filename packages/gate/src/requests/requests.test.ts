@@ -356,12 +356,17 @@ await describeEachDatabase('gate requests API', (backend) => {
     const trail = await audit(created.id);
     assert.deepEqual(trail.map((e) => e.event), ['created', 'approved']);
     assert.deepEqual(trail[1], {
+      id: trail[1]!.id,
       timestamp: iso(T0 + 5000),
       event: 'approved',
       actor: 'api:ops-bot',
       actorKeyId: await gate.keyIdOf(key),
       actorKeyName: 'ops-bot',
       details: { reason: 'Looks safe' },
+      seq: 1,
+      prevHash: trail[0]!.hash,
+      hash: trail[1]!.hash,
+      chainValid: true,
     });
   });
 
@@ -632,7 +637,7 @@ await describeEachDatabase('gate requests API', (backend) => {
 
   // ---------------------------------------------------------------- audit
 
-  test('GET /api/requests/:id/audit lists {timestamp, event, actor, actorKeyId, actorKeyName, details?} oldest first', async () => {
+  test('GET /api/requests/:id/audit lists {id, timestamp, event, actor, actorKeyId, actorKeyName, details?, seq, prevHash, hash, chainValid} oldest first', async () => {
     const agent = await gate.createKey(['request:create'], null, 'agent-7');
     const approver = await gate.createKey(['request:decide'], null, 'approver');
     const created = await create({ action: 'deploy', urgency: 'high' }, agent);
@@ -650,11 +655,13 @@ await describeEachDatabase('gate requests API', (backend) => {
       [iso(T0 + 2000), 'confirmed', 'api:agent-7', agentId, 'agent-7'],
     ]);
     for (const entry of trail) {
-      for (const field of Object.keys(entry)) assert.ok(['timestamp', 'event', 'actor', 'actorKeyId', 'actorKeyName', 'details'].includes(field), field);
+      const fields = ['id', 'timestamp', 'event', 'actor', 'actorKeyId', 'actorKeyName', 'details', 'seq', 'prevHash', 'hash', 'chainValid'];
+      for (const field of Object.keys(entry)) assert.ok(fields.includes(field), field);
       if (entry.details !== undefined) assert.equal(typeof entry.details, 'object');
     }
     assert.deepEqual(trail[1]!.details, { reason: 'ok by me' });
     assert.deepEqual(trail[2]!.details?.result, { success: true });
+    assert.deepEqual(trail.map((e) => [e.seq, e.chainValid]), [[0, true], [1, true], [2, true]]);
   });
 
   test('audit of an unknown request is 404 not_found; audit needs request:read', async () => {

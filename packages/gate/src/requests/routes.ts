@@ -1,13 +1,13 @@
 import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditEntrySchema, toAuditEntry } from '../audit/index.ts';
+import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit/index.ts';
 import { auditActor } from '../auth/index.ts';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { auditTrail, listRequests, STATUSES, toRequestDetail } from './store.ts';
+import { listRequests, STATUSES, toRequestDetail, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });
@@ -155,6 +155,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     {
       schema: {
         summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
+        description:
+          'Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and ' +
+          '`chainValid`: whether it and every entry before it verify. GET /api/requests/:id/audit/verify gives the whole verdict.',
         tags: ['requests'],
         params: idParams,
         response: { 200: z.array(auditEntrySchema) },
@@ -164,7 +167,38 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       // Reading the trail also settles a due expiry, so the trail shows it.
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return (await auditTrail(ctx.database, row.id)).map(toAuditEntry);
+      const trail = await verifiedAuditTrail(ctx.database, row.id);
+      if (!trail) throw gateError('requestNotFound');
+      const { brokenAt } = trail.verdict;
+      return trail.rows.map((entry) => ({ id: entry.id, ...toAuditEntry(entry), chainValid: brokenAt === null || entry.seq < brokenAt }));
+    },
+  );
+
+  app.get(
+    '/api/requests/:id/audit/verify',
+    {
+      schema: {
+        summary: 'Verify the hash chain of a request’s audit trail against the head the request records',
+        tags: ['requests'],
+        params: idParams,
+        response: { 200: auditChainVerdictSchema },
+      },
+    },
+    async (request) => {
+      const row = await requests.get(request.params.id);
+      if (!row) throw gateError('requestNotFound');
+      const trail = await verifiedAuditTrail(ctx.database, row.id);
+      if (!trail) throw gateError('requestNotFound');
+      const { verdict } = trail;
+      return {
+        requestId: row.id,
+        valid: verdict.valid,
+        entryCount: trail.rows.length,
+        headSeq: trail.head.seq,
+        headHash: trail.head.hash,
+        brokenAt: verdict.brokenAt,
+        reason: verdict.reason,
+      };
     },
   );
 }

@@ -1,5 +1,6 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import type { Transaction } from 'kysely';
+import { auditEntryHash, chainEntryOf } from '../audit/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
@@ -7,7 +8,7 @@ import type { PolicyDecision } from '../policies/index.ts';
 import type { AuditRow, GateSchema, RequestRow } from '../schema.ts';
 import type { Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
-import { addAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
+import { appendAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -31,17 +32,21 @@ interface Creation {
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
   'id', 'action', 'params', 'context', 'urgency', 'status', 'expires_at', 'created_at', 'decided_at', 'decided_by', 'decision_reason',
-  'policy_decision', 'confirmed_at', 'execution_result',
+  'policy_decision', 'confirmed_at', 'execution_result', 'audit_head_seq', 'audit_head_hash',
 ];
-const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details'];
+const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'];
 const requestInserter = new BulkInserter<GateSchema, 'requests'>('requests', REQUEST_COLUMNS);
 const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entries', AUDIT_COLUMNS);
 
 /** Requests created concurrently share one transaction; far more than this many are split. */
 const MAX_CREATIONS_PER_GROUP = 256;
 
+/**
+ * The next entry of a request's audit chain (audit/chain.ts), linked after the head `request` holds;
+ * moves that head. The caller holds the request's row lock, or writes the row with the entry.
+ */
 function auditRow(request: RequestRow, event: string, by: AuditActor, at: number, details?: object): AuditRow {
-  return {
+  const entry = {
     id: newId(),
     request_id: request.id,
     action: request.action,
@@ -51,7 +56,13 @@ function auditRow(request: RequestRow, event: string, by: AuditActor, at: number
     actor_key_id: by.keyId,
     actor_key_name: by.keyName,
     details: details === undefined ? null : JSON.stringify(details),
+    seq: request.audit_head_seq + 1,
   };
+  const prevHash = request.audit_head_hash;
+  const hash = auditEntryHash(chainEntryOf(entry), prevHash);
+  request.audit_head_seq = entry.seq;
+  request.audit_head_hash = hash;
+  return { ...entry, prev_hash: prevHash, hash };
 }
 
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction. */
@@ -78,7 +89,7 @@ export class RequestService {
   }
 
   private async audit(trx: Transaction<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
-    await addAudit(trx, auditRow(request, event, by, at, details));
+    await appendAudit(trx, auditRow(request, event, by, at, details));
   }
 
   private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
@@ -108,6 +119,8 @@ export class RequestService {
       policy_decision: JSON.stringify(decision),
       confirmed_at: null,
       execution_result: null,
+      audit_head_seq: -1,
+      audit_head_hash: null,
     };
     const creation: Creation = {
       row: pending,
@@ -118,7 +131,7 @@ export class RequestService {
       const policyActor = `policy:${decision.policyId}`;
       const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
       creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
-      creation.audits.push(auditRow(pending, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
+      creation.audits.push(auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
       creation.transitions.push({ event: 'request.decided', request: creation.row });
     }
     await this.creations.submit(creation);

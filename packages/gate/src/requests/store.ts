@@ -1,4 +1,5 @@
-import { forUpdate, PreparedQuery, toIso, toIsoOrNull } from '@vigil/platform';
+import { forUpdate, PreparedQuery, readSnapshot, toIso, toIsoOrNull } from '@vigil/platform';
+import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
@@ -49,8 +50,10 @@ export async function lockRequest(trx: Transaction<GateSchema>, database: GateDa
   return selectRequestForUpdate.first(trx, database.dialect, id);
 }
 
-export async function addAudit(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
+/** Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, under the request's row lock. */
+export async function appendAudit(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
+  await trx.updateTable('requests').set({ audit_head_seq: entry.seq, audit_head_hash: entry.hash }).where('id', '=', entry.request_id).execute();
 }
 
 export interface ListRequestsQuery {
@@ -69,8 +72,18 @@ export async function listRequests(database: GateDatabase, query: ListRequestsQu
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
 }
 
-export async function auditTrail(database: GateDatabase, requestId: string): Promise<AuditRow[]> {
-  return database.db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('ts').orderBy('id').execute();
+/** A request's trail, oldest first, and its chain's verdict against the head the request row records (one snapshot). */
+export async function verifiedAuditTrail(
+  database: GateDatabase,
+  requestId: string,
+): Promise<{ rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
+  return readSnapshot(database, async (db) => {
+    const request = await db.selectFrom('requests').select(['audit_head_seq', 'audit_head_hash']).where('id', '=', requestId).executeTakeFirst();
+    if (!request) return undefined;
+    const rows = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
+    const head = { seq: request.audit_head_seq, hash: request.audit_head_hash };
+    return { rows, head, verdict: verifyAuditChain(rows, head) };
+  });
 }
 
 export async function dueForExpiry(database: GateDatabase, now: number, limit: number): Promise<string[]> {

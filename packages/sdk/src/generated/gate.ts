@@ -47,7 +47,18 @@ export type ApprovalRequest = {
   };
 };
 
+export type AuditChainVerdict = {
+  requestId: string;
+  valid: boolean;
+  entryCount: number;
+  headSeq: number;
+  headHash: string | null;
+  brokenAt: number | null;
+  reason: string | null;
+};
+
 export type AuditEntry = {
+  id: string;
   timestamp: string;
   event: string;
   actor: string;
@@ -56,6 +67,10 @@ export type AuditEntry = {
   details?: {
     [key: string]: unknown;
   };
+  seq: number;
+  prevHash: string | null;
+  hash: string;
+  chainValid: boolean;
 };
 
 export type AuditListEntry = {
@@ -70,6 +85,9 @@ export type AuditListEntry = {
   details?: {
     [key: string]: unknown;
   };
+  seq: number;
+  prevHash: string | null;
+  hash: string;
 };
 
 export type ErrorDetail = {
@@ -794,7 +812,11 @@ export interface paths {
     };
   };
   "/api/requests/{id}/audit": {
-    /** The audit trail of a request, oldest first; each entry names its actor and the API key behind it */
+    /**
+     * The audit trail of a request, oldest first; each entry names its actor and the API key behind it
+     *
+     * Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and `chainValid`: whether it and every entry before it verify. GET /api/requests/:id/audit/verify gives the whole verdict.
+     */
     get: {
       params: {
         id: string;
@@ -804,6 +826,28 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AuditEntry[];
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/requests/{id}/audit/verify": {
+    /** Verify the hash chain of a request’s audit trail against the head the request records */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: AuditChainVerdict;
         400: GateError;
         401: GateError;
         403: GateError;
