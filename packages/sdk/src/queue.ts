@@ -64,8 +64,7 @@ export class EventQueue<E> {
   private due = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
-  /** Events accepted, handed to a request, and settled (stored or given up), since the start. */
-  private pushed = 0;
+  /** Events handed to a request, and settled (stored or given up), since the start; accepted = taken + queued. */
   private taken = 0;
   private settled = 0;
   private failed: FailedDelivery[] = [];
@@ -109,7 +108,6 @@ export class EventQueue<E> {
       return;
     }
     this.queue.push(event);
-    this.pushed += 1;
     if (this.queue.length >= this.batchSize) {
       void this.pump();
     } else {
@@ -124,7 +122,7 @@ export class EventQueue<E> {
    */
   async flush(): Promise<void> {
     const failures = await new Promise<VigilDeliveryError[]>((resolve) => {
-      this.waiters.push({ target: this.pushed, from: this.taken, resolve });
+      this.waiters.push({ target: this.taken + this.queue.length, from: this.taken, resolve });
       this.due = true;
       void this.pump();
       this.settle();

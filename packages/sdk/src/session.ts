@@ -175,12 +175,7 @@ export class VigilSession {
       this.event('tool_response', { toolName, callId, result: storable(result), durationMs: performance.now() - started }, eventOptions);
       return result;
     } catch (error) {
-      const code = errorCode(error);
-      this.event(
-        'tool_error',
-        { toolName, callId, error: errorText(error), durationMs: performance.now() - started, ...(code !== undefined && { errorCode: code }) },
-        { ...eventOptions, severity: eventOptions.severity ?? 'error' },
-      );
+      this.toolError(toolName, callId, error, errorCode(error), performance.now() - started, eventOptions);
       throw error;
     }
   }
@@ -229,15 +224,14 @@ export class VigilSession {
   recordLlmError(call: LlmCallHandle, error: unknown, options: EventOptions = {}): void {
     const status = (error as { status?: unknown } | null)?.status;
     const code = typeof status === 'number' ? status : errorCode(error);
+    this.toolError(`${call.provider}:${call.model}`, call.callId, error, code, performance.now() - call.startedAt, options);
+  }
+
+  /** A tool_error event: severity error unless the options say otherwise. */
+  private toolError(toolName: string, callId: string, error: unknown, code: string | number | undefined, durationMs: number, options: EventOptions): void {
     this.event(
       'tool_error',
-      {
-        toolName: `${call.provider}:${call.model}`,
-        callId: call.callId,
-        error: errorText(error),
-        durationMs: performance.now() - call.startedAt,
-        ...(code !== undefined && { errorCode: code }),
-      },
+      { toolName, callId, error: errorText(error), durationMs, ...(code !== undefined && { errorCode: code }) },
       { ...options, severity: options.severity ?? 'error' },
     );
   }
