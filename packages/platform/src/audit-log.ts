@@ -249,6 +249,20 @@ async function withStoredNodes<T>(db: Kysely<AuditLogTables>, run: (read: NodeRe
   });
 }
 
+/** The leaves of several items (one query per 500 ids), by item id; `db` may be a snapshot or transaction of the service's schema. */
+export async function readLeavesOf<Schema extends AuditLogTables>(
+  db: Kysely<Schema>,
+  itemIds: readonly string[],
+): Promise<Map<string, { index: number; leafHash: string }>> {
+  const view = tablesOf<AuditLogTables, Schema>(db);
+  const found = new Map<string, { index: number; leafHash: string }>();
+  for (let i = 0; i < itemIds.length; i += 500) {
+    const rows = await view.selectFrom('audit_log_leaves').select(['item_id', 'idx', 'leaf_hash']).where('item_id', 'in', itemIds.slice(i, i + 500)).execute();
+    for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
+  }
+  return found;
+}
+
 function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
   return { treeSize: Number(row.tree_size), rootHash: row.root_hash, timestamp: toIso(Number(row.created_at)), keyId: row.key_id, signature: row.signature };
 }
@@ -354,18 +368,9 @@ export class AuditLog<Schema extends AuditLogTables> {
     return row === undefined ? undefined : { index: Number(row.idx), leafHash: row.leaf_hash };
   }
 
-  /** The leaves of several items (one query per 500), by item id. */
-  async leavesOf(itemIds: readonly string[]): Promise<Map<string, { index: number; leafHash: string }>> {
-    const found = new Map<string, { index: number; leafHash: string }>();
-    for (let i = 0; i < itemIds.length; i += 500) {
-      const rows = await this.db
-        .selectFrom('audit_log_leaves')
-        .select(['item_id', 'idx', 'leaf_hash'])
-        .where('item_id', 'in', itemIds.slice(i, i + 500))
-        .execute();
-      for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
-    }
-    return found;
+  /** The leaves of several items, by item id (readLeavesOf). */
+  leavesOf(itemIds: readonly string[]): Promise<Map<string, { index: number; leafHash: string }>> {
+    return readLeavesOf(this.db, itemIds);
   }
 
   /** Leaves `from`, `from + 1`, … (at most `limit`), in order: an index range, with the tombstones among them. */

@@ -141,7 +141,7 @@ export async function forEachSessionEventPage(
   db: Kysely<ObserveSchema>,
   sessionId: string,
   pageSize: number,
-  onPage: (rows: ChainRow[]) => void,
+  onPage: (rows: ChainRow[]) => void | Promise<void>,
 ): Promise<void> {
   let last: ChainRow | undefined;
   for (;;) {
@@ -156,7 +156,7 @@ export async function forEachSessionEventPage(
       );
     }
     const rows = await query.execute();
-    onPage(rows);
+    await onPage(rows);
     if (rows.length < pageSize) return;
     last = rows[rows.length - 1];
   }
