@@ -246,7 +246,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const database = observe.service.context.database;
       const db = database.db;
       // Back to a database from before 0016: its tables gone, its steps not applied.
-      const tables = ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
+      const tables = ['audit_log_head', 'audit_log_built', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
       for (const table of tables) await db.schema.dropTable(table).execute();
       await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses')`.execute(db);
       await migrateToLatest(database, observeMigrations);
