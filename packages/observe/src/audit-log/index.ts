@@ -3,6 +3,7 @@
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { loadSigningKey, makeCheckpoint, registerSigningKey } from './checkpoints.ts';
+import { registerDerivedDataRoutes } from './derived-routes.ts';
 import { registerAuditLogRoutes } from './routes.ts';
 import { appendLeaves, logSize } from './store.ts';
 
@@ -42,5 +43,6 @@ export const auditLogFeature: ObserveFeature<PeriodicJob> = defineFeature('audit
   });
 
   registerAuditLogRoutes(app, context, key);
+  registerDerivedDataRoutes(app, context);
   return checkpointJob;
 });
