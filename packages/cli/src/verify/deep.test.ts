@@ -48,6 +48,10 @@ const MIX: EventInput[] = [
   llmResponse('deep-3', 'agent-a', ago(95), { model: 'gpt-4o-mini', costUsd: 0.0004 }),
   toolCall('deep-3', 'agent-a', ago(100)),
   toolResult('deep-3', 'agent-a', ago(10), 'tool_error', 5),
+  // Ended, then started again under an earlier timestamp: by seq it is active again (by time it would look ended).
+  started('deep-4', 'agent-b', ago(60), { agentName: 'Beta' }),
+  ended('deep-4', 'agent-b', ago(50), 'completed'),
+  started('deep-4', 'agent-b', ago(70), { agentName: 'Beta again', tags: ['retry'] }),
 ];
 
 /** Retention material: an old session, and a kept one sharing its hour, agent, model and tier. */
@@ -75,7 +79,7 @@ test('sums of the same terms in another order are the same sum; a cent is not', 
 await describeEachDatabase('vigil verify --deep: derived data recomputed from chained events', (backend) => {
   let observe: TestObserve;
   let base: string;
-  const sessions = ['deep-1', 'deep-2', 'deep-3', 'deep-old', 'deep-kept'];
+  const sessions = ['deep-1', 'deep-2', 'deep-3', 'deep-4', 'deep-old', 'deep-kept'];
 
   before(async () => {
     observe = await startTestObserve(backend);
@@ -112,6 +116,8 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
     db().selectFrom('events').selectAll().where('session_id', '=', sessionId).where('seq', '=', seq).executeTakeFirstOrThrow();
 
   test('untouched, nothing differs', async () => {
+    const restarted = (await observe.call({ method: 'GET', url: '/api/sessions/deep-4' })).json() as { status: string; agentName: string };
+    assert.deepEqual([restarted.status, restarted.agentName], ['active', 'Beta again'], 'the session the walk lists out of seq order');
     assert.deepEqual(await audit(), []);
   });
 
