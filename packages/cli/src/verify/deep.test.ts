@@ -99,15 +99,16 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
   };
 
   /** The walk (built elsewhere) stands in as each session's timeline: every stored event, in timestamp order. */
-  const audit = async (): Promise<DerivedFinding[]> => {
+  const walk = async (): Promise<DerivedDataAudit> => {
     const deep = new DerivedDataAudit();
     for (const sessionId of sessions) {
       const response = await observe.call({ method: 'GET', url: `/api/sessions/${sessionId}/timeline` });
       if (response.statusCode === 404) continue;
       for (const event of (response.json() as { events: ChainedEvent[] }).events) deep.add(event);
     }
-    return deep.finish(get);
+    return deep;
   };
+  const audit = async (): Promise<DerivedFinding[]> => (await walk()).finish(get);
   const where = (findings: DerivedFinding[]) =>
     findings.map(({ sessionId, eventId, seq, hour, field }) => ({ sessionId, eventId, seq, hour, field })).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
 
@@ -209,6 +210,14 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
       { sessionId: undefined, eventId: undefined, seq: undefined, hour: new Date(Number(sketch.hour)).toISOString(), field: 'count' },
       { sessionId: 'deep-3', eventId: undefined, seq: undefined, hour: undefined, field: 'status' },
     ]);
+    assert.deepEqual(await audit(), []);
+  });
+
+  test('events appended after the walk are no difference: their session is left out, their rollups counted as stored', async () => {
+    const deep = await walk();
+    await ingestEvents(observe, [llmResponse('deep-2', 'agent-b', ago(1), { costUsd: 0.25 }), started('deep-5', 'agent-c', ago(1))]);
+    assert.deepEqual(await deep.finish(get), []);
+    assert.equal(deep.skippedSessions, 2, 'deep-2 moved on; deep-5 is new');
     assert.deepEqual(await audit(), []);
   });
 

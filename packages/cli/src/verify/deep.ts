@@ -86,8 +86,12 @@ export class DerivedDataAudit {
   private readonly events = new Map<string, string>();
   /** Session id → the highest seq walked: the head the recomputed row stands for. */
   private readonly heads = new Map<string, number>();
-  /** Sessions left out because their head moved since the walk (appends meanwhile). */
-  skippedSessions = 0;
+  private skipped = 0;
+
+  /** Sessions left out: their stored head is not the one walked (appends since, or the chain verification's finding). */
+  get skippedSessions(): number {
+    return this.skipped;
+  }
 
   add(event: ChainedEvent): void {
     const columns = this.recomputation.add(event);
@@ -144,7 +148,7 @@ export class DerivedDataAudit {
         // A row whose head names events is either newer than the walk or the chain audit's (missing
         // events); one without a head has no events, so any counter on it is forged.
         if (stored.last_seq >= 0) {
-          this.skippedSessions += 1;
+          this.skipped += 1;
           continue;
         }
         for (const [field, zero] of Object.entries(ZERO_SESSION) as [keyof SessionDerivedFields, unknown][]) {
@@ -158,7 +162,7 @@ export class DerivedDataAudit {
         continue;
       }
       if (stored.last_seq !== this.heads.get(stored.id)) {
-        this.skippedSessions += 1;
+        this.skipped += 1;
         continue;
       }
       const moved = movedToSystemAgent(stored.id, stored);
