@@ -213,6 +213,20 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
     assert.deepEqual(await audit(), []);
   });
 
+  test("an alert session moved to the system agent (migration 0012) is no difference; any other session's agent is", async () => {
+    await ingestEvents(observe, [started('alert:rule-9', 'agent-a', ago(3)), started('deep-6', 'agent-a', ago(3))]);
+    sessions.push('alert:rule-9', 'deep-6');
+    // What 0012_session_idle did to older alert sessions: the row moves, the events keep the agentId they were hashed with.
+    await db().updateTable('sessions').set({ agent_id: 'system', agent_name: 'system' }).where('id', 'in', ['alert:rule-9', 'deep-6']).execute();
+    const findings = await audit();
+    await db().updateTable('sessions').set({ agent_id: 'agent-a', agent_name: 'agent-a' }).where('id', '=', 'deep-6').execute();
+    assert.deepEqual(where(findings), [
+      { sessionId: 'deep-6', eventId: undefined, seq: undefined, hour: undefined, field: 'agent_id' },
+      { sessionId: 'deep-6', eventId: undefined, seq: undefined, hour: undefined, field: 'agent_name' },
+    ]);
+    assert.deepEqual(await audit(), []);
+  });
+
   test('events appended after the walk are no difference: their session is left out, their rollups counted as stored', async () => {
     const deep = await walk();
     await ingestEvents(observe, [llmResponse('deep-2', 'agent-b', ago(1), { costUsd: 0.25 }), started('deep-5', 'agent-c', ago(1))]);
