@@ -6,6 +6,7 @@ import type { ObserveFeature } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { registerDerivedDataRoutes } from './derived-routes.ts';
 
 export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
 
@@ -66,6 +67,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
     });
 
     registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
+    registerDerivedDataRoutes(app, context);
     return { log, checkpointJob };
   },
 );
