@@ -109,9 +109,10 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     db: database.db,
     clock,
     runJobs: options.runJobs ?? true,
-    // After every feature has stopped (so no job writes to the outbox any more).
+    // After every feature has stopped (so no job writes to the outbox or the audit log any more).
     closeShared: async () => {
       await context.outbox.stop();
+      await context.auditLog.stop();
       await limiter.close();
       await database.close();
     },

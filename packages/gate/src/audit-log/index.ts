@@ -8,12 +8,11 @@ import { gateError } from '../errors.ts';
 
 export { auditEntryLeaf, GATE_LOG, GateAuditLog } from './log.ts';
 
-/** Registers the log's key and routes; resolves to its checkpoint job. */
-export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job, onClose }) => {
+/** Registers the log's key and routes; resolves to its checkpoint job. (The log itself, shared by the requests feature, is stopped with the context.) */
+export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job }) => {
   const { auditLog, config } = context;
   const { log } = auditLog;
   await log.registerKey();
-  onClose(() => auditLog.stop());
 
   // Every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown; witness deliveries left due are retried.
   const checkpointJob = job({
