@@ -4,6 +4,7 @@ import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
+import { chainHashOfCanonical } from './events/chain.ts';
 import type { EventRow, ObserveDatabase } from './schema.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).
@@ -71,6 +72,24 @@ export async function insertEventCopy(database: ObserveDatabase, sourceId: strin
   const row = { ...source, ...changes };
   await database.db.insertInto('events').values(row).execute();
   return row;
+}
+
+/**
+ * Tampering for tests, as a forger who knows the published recipe: relinks every stored event of
+ * the session in seq order (each prevHash the hash before it, each hash recomputed from the row)
+ * and moves the session's recorded head to the last one, so that every check of the rows alone
+ * passes. Only the audit log still knows what was there.
+ */
+export async function relinkChain(database: ObserveDatabase, sessionId: string): Promise<void> {
+  const rows = await database.db.selectFrom('events').selectAll().where('session_id', '=', sessionId).orderBy('seq').execute();
+  let previous: string | null = null;
+  for (const row of rows) {
+    const link = { id: row.id, seq: row.seq, timestamp: new Date(row.ts).toISOString(), sessionId, agentId: row.agent_id, eventType: row.event_type, severity: row.severity, prevHash: previous };
+    const hash = chainHashOfCanonical(link, row.payload, row.metadata);
+    if (hash !== row.hash || row.prev_hash !== previous) await database.db.updateTable('events').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
+    previous = hash;
+  }
+  await database.db.updateTable('sessions').set({ last_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, last_hash: previous }).where('id', '=', sessionId).execute();
 }
 
 /** The manual clock the test instance was started with (the default). */

@@ -39,6 +39,33 @@ export function ChainStatus({ verification, onVerify, verifying }: { verificatio
   );
 }
 
+/**
+ * The session's audit bundle (GET /api/audit/export) as a file, for `vigil verify` offline: its
+ * events in canonical form, inclusion proofs and the signed checkpoint they lead to.
+ */
+function AuditBundleDownload({ sessionId, verification }: { sessionId: string; verification: Verification }) {
+  const download = useAction(async () => {
+    const bundle = await observe('GET /api/audit/export', { query: { sessionId } });
+    const url = URL.createObjectURL(new Blob([JSON.stringify(bundle, null, 2)], { type: 'application/json' }));
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = `${sessionId}.audit-bundle.json`;
+    link.click();
+    URL.revokeObjectURL(url);
+  });
+  return (
+    <div className="audit-bundle" data-testid="audit-bundle">
+      <button type="button" className="secondary small" onClick={() => void download.run()} disabled={download.pending}>
+        {download.pending ? 'Exporting…' : 'Download audit bundle'}
+      </button>{' '}
+      <span className="muted">
+        {verification.valid ? 'Chain valid here' : 'Chain broken here'}; check the file anywhere with <code>vigil verify {sessionId}.audit-bundle.json</code>
+      </span>
+      {download.error && <ErrorMessage error={download.error} />}
+    </div>
+  );
+}
+
 function EvalCard({ event }: { event: VigilEvent }) {
   const p = event.payload as {
     method?: string;
@@ -192,7 +219,12 @@ export function SessionDetailPage({ id }: { id: string }) {
 
       <Section title="Tamper evidence">
         <Async state={verification} label="Verifying the hash chain…">
-          {(v) => <ChainStatus verification={v} onVerify={verification.reload} verifying={verification.refreshing} />}
+          {(v) => (
+            <>
+              <ChainStatus verification={v} onVerify={verification.reload} verifying={verification.refreshing} />
+              <AuditBundleDownload sessionId={id} verification={v} />
+            </>
+          )}
         </Async>
       </Section>
 
