@@ -147,18 +147,18 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
-  const auditCheckpoint = await features.register(auditLogFeature);
+  const audit = await features.register(auditLogFeature);
   const streams = await features.register(streamFeature);
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
   await features.register(dashboardFeature(options.dashboard));
-  const retention = await features.register(retentionFeature);
+  const retention = await features.register(retentionFeature(audit.log));
   await app.ready();
   return {
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep },
+    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep },
     guardrails: guardrails.engine,
     streams,
   };

@@ -51,12 +51,6 @@ export const observeEnvironment = environmentSlice(
     LLM_TIMEOUT_MS: positiveInt.default(30_000),
     /** Where observe forwards the dashboard's `/gate/api/*` calls; unset: this host's gate at GATE_PORT. */
     GATE_URL: httpUrl.optional(),
-    /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
-    AUDIT_SIGNING_KEY: z.string().min(1).optional(),
-    /** A checkpoint is signed once this many events were logged since the last one... */
-    AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
-    /** ...and at least this often while events arrive (a leased job). */
-    AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
   },
   (e) => (e.MEMORY_ENABLED && !e.MEMORY_API_URL ? [{ variable: 'MEMORY_API_URL', message: 'required when MEMORY_ENABLED=true' }] : []),
 );
@@ -90,8 +84,6 @@ export interface ObserveConfig extends ServiceBaseConfig {
   internalServiceToken?: string;
   /** The gate the dashboard reaches through observe's `/gate/api/*` proxy (no trailing slash). */
   gateUrl: string;
-  /** Signed checkpoints of the audit log (audit-log/checkpoints.ts). */
-  audit: { signingKey?: string; checkpointEvents: number; checkpointIntervalMs: number };
 }
 
 /** Observe's configuration from an environment already checked (by the CLI's whole schema or observeConfigFromEnvironment). */
@@ -130,7 +122,6 @@ export function observeConfig(e: ObserveEnvironment, overrides: { port?: number;
       timeoutMs: e.LLM_TIMEOUT_MS,
     },
     internalServiceToken: e.INTERNAL_SERVICE_TOKEN,
-    audit: { signingKey: e.AUDIT_SIGNING_KEY, checkpointEvents: e.AUDIT_CHECKPOINT_EVENTS, checkpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_MS },
     gateUrl: (e.GATE_URL ?? `http://${localAddress(e.HOST)}:${e.GATE_PORT}`).replace(/\/+$/, ''),
   };
 }

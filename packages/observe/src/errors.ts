@@ -19,6 +19,7 @@ export const observeErrors = {
     message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
   },
   eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
+  auditItemNotFound: { status: 404, code: 'not_found', message: 'Event not found in the audit log' },
   sessionNotFound: { status: 404, code: 'not_found', message: 'Session not found' },
   agentNotFound: { status: 404, code: 'not_found', message: 'Agent not found' },
   keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },

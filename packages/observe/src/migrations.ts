@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
-import { backfillAuditLog, createAuditLogTables } from './audit-log/index.ts';
+import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
@@ -530,8 +530,15 @@ export const observeMigrations: Record<string, MigrationStep> = {
   },
 
   /** The audit log: a Merkle tree over every event's hash, and its signed checkpoints (audit-log/). */
-  async '0016_audit_log'(db, dialect) {
-    await createAuditLogTables(db);
-    await backfillAuditLog(db, dialect);
+  async '0016_audit_log'(db) {
+    await createAuditLogTablesV1(db);
+  },
+
+  /**
+   * The log in the platform's shape (leaves name their session), retention tombstones and witness
+   * deliveries; events without a leaf (all of them on a database that 0016 just created) become leaves.
+   */
+  async '0017_audit_log_witnesses'(db, dialect) {
+    await upgradeAuditLog(db, dialect);
   },
 };

@@ -1,4 +1,4 @@
-import type { AdminChangeRow, Database, DeliveryColumns } from '@vigil/platform';
+import type { AdminChangeRow, AuditLogTables, Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the observe database (times are epoch milliseconds, JSON is stored as text). */
 export interface EventRow {
@@ -199,7 +199,8 @@ export interface HealthSnapshotRow {
   created_at: number;
 }
 
-export interface ObserveSchema {
+/** The audit log's tables come from the platform (AuditLogTables). */
+export interface ObserveSchema extends AuditLogTables {
   events: EventRow;
   sessions: SessionRow;
   session_tags: SessionTagRow;
@@ -232,50 +233,6 @@ export interface ObserveSchema {
   stream_tokens: StreamTokenRow;
   admin_changes: AdminChangeRow;
   otel_spans: OtelSpanRow;
-  audit_log_head: AuditLogHeadRow;
-  audit_log_leaves: AuditLogLeafRow;
-  audit_log_nodes: AuditLogNodeRow;
-  audit_checkpoints: AuditCheckpointRow;
-  audit_keys: AuditKeyRow;
-}
-
-/** One row (id 1): how many leaves the audit log has; its row lock orders appends (audit-log/store.ts). */
-export interface AuditLogHeadRow {
-  id: number;
-  size: number;
-}
-
-/** A leaf of the audit log's Merkle tree: leaf_hash = SHA-256(0x00 || the event's 32-byte hash), hex. */
-export interface AuditLogLeafRow {
-  idx: number;
-  event_id: string;
-  leaf_hash: string;
-}
-
-/** The root of a complete perfect subtree above the leaves: 2^level leaves from idx·2^level (hex). */
-export interface AuditLogNodeRow {
-  level: number;
-  idx: number;
-  hash: string;
-}
-
-/** A signed tree head (audit-log/checkpoints.ts). */
-export interface AuditCheckpointRow {
-  tree_size: number;
-  root_hash: string;
-  /** Epoch ms; signed as its ISO form. */
-  created_at: number;
-  key_id: string;
-  /** Base64 Ed25519 signature over the checkpoint's canonical bytes. */
-  signature: string;
-}
-
-/** Every key that has signed checkpoints, so old checkpoints stay verifiable after a rotation. */
-export interface AuditKeyRow {
-  key_id: string;
-  /** Base64 of the raw 32-byte Ed25519 public key. */
-  public_key: string;
-  created_at: number;
 }
 
 /** A span stored by OTLP ingest (otel/): its events are in `events`, metadata.otel; the row makes a resent span a no-op. */

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
 
 // The parsing kit every service's configuration is written with.
@@ -71,6 +71,23 @@ export const sharedEnvironment = environmentSlice({
     .string()
     .default('127.0.0.1,::1')
     .transform((value) => (value.trim() === 'none' ? [] : value.split(',').map((ip) => ip.trim()).filter((ip) => ip !== ''))),
+  /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
+  AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+  /** A checkpoint is signed once this many items were logged through an instance since its last one... */
+  AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
+  /** ...and at least this often while the log grows (a leased job). */
+  AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
+  /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
+  AUDIT_WITNESS_URLS: z
+    .string()
+    .transform((value) => value.split(',').map((url) => url.trim()).filter((url) => url !== ''))
+    .pipe(z.array(httpUrl))
+    .default([]),
+  /** Signs the witness webhooks: X-Vigil-Signature = sha256=HMAC(secret, "<X-Vigil-Timestamp>.<body>"). */
+  AUDIT_WITNESS_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** A file outside DATA_DIR each checkpoint is appended to as one JSON line. */
+  AUDIT_WITNESS_FILE: z.string().min(1).optional(),
+  AUDIT_WITNESS_TIMEOUT_MS: positiveInt.default(5000),
 });
 
 export type SharedEnvironment = z.output<z.ZodObject<typeof sharedEnvironment.shape>>;
@@ -111,6 +128,15 @@ export interface ServiceBaseConfig {
   shutdownTimeoutMs: number;
   /** Who may scrape GET /metrics: these client addresses, or anyone with the bearer token. */
   metrics: { token?: string; allowIps: string[] };
+  /** The service's audit log (audit-log.ts): its key, how often it is checkpointed, where checkpoints are witnessed. */
+  audit: AuditLogConfig;
+}
+
+export interface AuditLogConfig {
+  signingKey?: string;
+  checkpointEvents: number;
+  checkpointIntervalMs: number;
+  witnesses: { urls: string[]; secret?: string; file?: string; timeoutMs: number };
 }
 
 /**
@@ -133,7 +159,24 @@ export function serviceBaseConfig(
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     metrics: { token: e.METRICS_TOKEN, allowIps: e.METRICS_ALLOW_IPS },
+    audit: {
+      signingKey: e.AUDIT_SIGNING_KEY,
+      checkpointEvents: e.AUDIT_CHECKPOINT_EVENTS,
+      checkpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_MS,
+      witnesses: { urls: e.AUDIT_WITNESS_URLS, secret: e.AUDIT_WITNESS_SECRET, file: witnessFile(e.AUDIT_WITNESS_FILE, dataDir), timeoutMs: e.AUDIT_WITNESS_TIMEOUT_MS },
+    },
   };
+}
+
+/** The witness file, which must live outside the data directory: a copy there falls with the database. */
+function witnessFile(file: string | undefined, dataDir: string): string | undefined {
+  if (file === undefined) return undefined;
+  const path = resolve(file);
+  const inside = relative(dataDir, path);
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+    throw new ConfigError(`Invalid configuration:\n  AUDIT_WITNESS_FILE: must be outside DATA_DIR (${dataDir}), so a copy survives whoever controls the data`);
+  }
+  return path;
 }
 
 /** An address this host's own services answer on: loopback when listening on every interface. */

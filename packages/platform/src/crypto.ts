@@ -16,6 +16,11 @@ export function hmacSha256Hex(secret: string, body: string | Buffer): string {
   return createHmac('sha256', secret).update(body).digest('hex');
 }
 
+/** A signed webhook's signature header value: `sha256=` + hex HMAC-SHA256 of `<timestamp>.<raw body>`, keyed with the secret. */
+export function signTimestampedBody(secret: string, timestampSeconds: number, rawBody: string): string {
+  return `sha256=${hmacSha256Hex(secret, `${timestampSeconds}.${rawBody}`)}`;
+}
+
 /** Constant-time string comparison; unequal lengths are compared against a dummy so timing stays flat. */
 export function constantTimeEqual(a: string, b: string): boolean {
   const left = Buffer.from(a);

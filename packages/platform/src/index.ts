@@ -20,3 +20,6 @@ export * from './background-drain.ts';
 export * from './api-keys.ts';
 export * from './metrics.ts';
 export * from './merkle.ts';
+export * from './audit-keys.ts';
+export * from './audit-log.ts';
+export * from './audit-routes.ts';

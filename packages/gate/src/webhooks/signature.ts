@@ -1,9 +1,7 @@
-import { constantTimeEqual, hmacSha256Hex } from '@vigil/platform';
+import { constantTimeEqual, signTimestampedBody } from '@vigil/platform';
 
 /** `X-Gate-Signature` value: `sha256=` + hex HMAC-SHA256 of `<timestamp>.<raw body>`, keyed with the webhook secret. */
-export function signDelivery(secret: string, timestampSeconds: number, rawBody: string): string {
-  return `sha256=${hmacSha256Hex(secret, `${timestampSeconds}.${rawBody}`)}`;
-}
+export const signDelivery = signTimestampedBody;
 
 export interface VerifyDeliveryInput {
   secret: string;

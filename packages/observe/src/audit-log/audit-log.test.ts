@@ -5,12 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion } from '@vigil/platform';
+import { keyIdOf, leafHash, loadSigningKey, migrateToLatest, rootOf, verifyCheckpoint as verifySigned, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
-import { keyIdOf, loadSigningKey, verifyCheckpoint, type Checkpoint } from './checkpoints.ts';
+import { OBSERVE_LOG } from './index.ts';
+
+const verifyCheckpoint = (checkpoint: Checkpoint, publicKey: Buffer): boolean => verifySigned(OBSERVE_LOG, checkpoint, publicKey);
 
 const leafOf = (ack: EventAck): Buffer => leafHash(Buffer.from(ack.hash, 'hex'));
 const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
@@ -46,8 +48,9 @@ await describeEachDatabase('audit log', (backend) => {
     acks.push(...(await ingestEvents(observe, [started('log-a', 'agent', ago(30)), started('log-b', 'agent', ago(30)), custom('log-a', 'agent', ago(29))])));
     acks.push(...(await ingestEvents(observe, [custom('log-b', 'agent', ago(28)), custom('log-c', 'agent', ago(28)), custom('log-a', 'agent', ago(27))])));
     acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(26))])));
-    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id', 'leaf_hash']).orderBy('idx').execute();
-    assert.deepEqual(leaves.map((l) => [Number(l.idx), l.event_id]), acks.map((ack, i) => [i, ack.id]));
+    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id', 'leaf_hash']).orderBy('idx').execute();
+    assert.deepEqual(leaves.map((l) => [Number(l.idx), l.item_id]), acks.map((ack, i) => [i, ack.id]));
+    assert.deepEqual(leaves.map((l) => l.scope_id), ['log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'], 'each leaf names its session');
     assert.deepEqual(leaves.map((l) => l.leaf_hash), acks.map((ack) => leafOf(ack).toString('hex')));
 
     const checkpoint = await checkpointNow();
@@ -77,15 +80,15 @@ await describeEachDatabase('audit log', (backend) => {
     const batches = await Promise.all(
       Array.from({ length: 6 }, (_, i) => ingestEvents(observe, [custom(`log-p${i % 3}`, 'agent', ago(20)), custom(`log-q${i}`, 'agent', ago(20))])),
     );
-    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id']).orderBy('idx').execute();
     assert.equal(leaves.length, first.treeSize + 12);
     // Each request's events are contiguous leaves (one transaction), whatever order the requests committed in.
     for (const batch of batches) {
-      const at = leaves.findIndex((l) => l.event_id === batch[0]!.id);
-      assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.event_id), batch.map((ack) => ack.id));
+      const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
+      assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.item_id), batch.map((ack) => ack.id));
     }
     const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
-    for (const leaf of leaves.slice(first.treeSize)) acks.push(byId.get(leaf.event_id)!);
+    for (const leaf of leaves.slice(first.treeSize)) acks.push(byId.get(leaf.item_id)!);
 
     const second = await checkpointNow();
     assert.equal(second.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
@@ -114,7 +117,7 @@ await describeEachDatabase('audit log', (backend) => {
     const proof = await inclusion(victim.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(3, checkpoint.treeSize, leafHash(Buffer.from(stored.hash, 'hex')), buffers(proof.proof), root));
     // ...and rewrites the leaf too: the proofs of its neighbours, which carry it, no longer reach the signed root.
-    await db.updateTable('audit_log_leaves').set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') }).where('event_id', '=', victim.id).execute();
+    await db.updateTable('audit_log_leaves').set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') }).where('item_id', '=', victim.id).execute();
     const neighbour = await inclusion(acks[2]!.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
@@ -173,37 +176,39 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const batches = await Promise.all(
         Array.from({ length: 10 }, (_, i) => ingestEvents(i % 2 === 0 ? first : viaSecond, [started(`mi-${i}`, 'agent', ago(5)), custom(`mi-${i}`, 'agent', ago(4)), custom(`mi-shared`, 'agent', ago(4))])),
       );
-      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
+      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id']).orderBy('idx').execute();
       assert.deepEqual(leaves.map((l) => Number(l.idx)), leaves.map((_, i) => i));
-      assert.deepEqual(leaves.map((l) => l.event_id).sort(), batches.flat().map((ack) => ack.id).sort());
+      assert.deepEqual(leaves.map((l) => l.item_id).sort(), batches.flat().map((ack) => ack.id).sort());
       for (const batch of batches) {
-        const at = leaves.findIndex((l) => l.event_id === batch[0]!.id);
-        assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.event_id), batch.map((ack) => ack.id));
+        const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
+        assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.item_id), batch.map((ack) => ack.id));
       }
       const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
       const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.event_id)!))).toString('hex'));
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.item_id)!))).toString('hex'));
     } finally {
       await second.close();
       await first.close();
     }
   });
 
-  test('migration 0016 makes the events stored before it the first leaves, in (timestamp, session, seq) order', async () => {
+  test('migrations 0016-0017 make the events stored before them the first leaves, in (timestamp, session, seq) order', async () => {
     const observe = await startTestObserve(backend);
     try {
       await ingestEvents(observe, [started('old-b', 'agent', ago(50)), started('old-a', 'agent', ago(50)), custom('old-a', 'agent', ago(60))]);
       const database = observe.service.context.database;
       const db = database.db;
-      // Back to a database from before 0016: its tables gone, its step not applied.
-      for (const table of ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys'] as const) await db.schema.dropTable(table).execute();
-      await sql`delete from schema_migrations where name = '0016_audit_log'`.execute(db);
+      // Back to a database from before 0016: its tables gone, its steps not applied.
+      const tables = ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
+      for (const table of tables) await db.schema.dropTable(table).execute();
+      await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses')`.execute(db);
       await migrateToLatest(database, observeMigrations);
       const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
       events.sort((a, b) => a.ts - b.ts || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0) || a.seq - b.seq);
-      const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'event_id']).orderBy('idx').execute();
-      assert.deepEqual(leaves.map((l) => l.event_id), events.map((e) => e.id));
+      const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id']).orderBy('idx').execute();
+      assert.deepEqual(leaves.map((l) => l.item_id), events.map((e) => e.id));
+      assert.deepEqual(leaves.map((l) => l.scope_id), events.map((e) => e.session_id));
       // The backfilled log goes on growing from there.
       await ingestEvents(observe, [custom('old-b', 'agent', ago(1))]);
       const all = [...events, await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).where('session_id', '=', 'old-b').where('seq', '=', 1).executeTakeFirstOrThrow()];

@@ -1,46 +1,69 @@
-// The audit log: every event's hash a leaf of one Merkle tree (RFC 9162), appended in the ingest
-// transaction in commit order, and signed checkpoints of it (docs/audit.md).
-import { defineFeature, type PeriodicJob } from '@vigil/platform';
+// The audit log: every event's hash a leaf of the platform's Merkle log (RFC 9162), appended in the
+// ingest transaction in commit order, retention tombstones, and signed checkpoints pushed to
+// witnesses (docs/audit.md).
+import { AuditLog, defineFeature, loadSigningKey, registerAuditLogRoutes, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
-import { loadSigningKey, makeCheckpoint, registerSigningKey } from './checkpoints.ts';
-import { registerAuditLogRoutes } from './routes.ts';
-import { appendLeaves, logSize } from './store.ts';
+import { observeError } from '../errors.ts';
+import { identifier } from '../events/index.ts';
+import type { ObserveSchema } from '../schema.ts';
 
-export { backfillAuditLog, createAuditLogTables } from './store.ts';
+export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
 
-/** Resolves to the checkpoint job. */
-export const auditLogFeature: ObserveFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job, onClose }) => {
-  const key = loadSigningKey(context.config.audit.signingKey, context.config.dataDir);
-  await registerSigningKey(context.database.db, key, context.clock.now());
+/** The log's name in what it signs. */
+export const OBSERVE_LOG = 'vigil-observe';
 
-  // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
-  context.events.inTransaction((batch) => appendLeaves(batch.trx, batch.dialect, batch.events.map(({ row }) => row)));
+export type ObserveAuditLog = AuditLog<ObserveSchema>;
 
-  // Every AUDIT_CHECKPOINT_EVENTS events committed through this instance (other instances count their own)...
-  let sinceCheckpoint = 0;
-  let signing: Promise<unknown> | null = null;
-  context.events.afterCommit((appended) => {
-    sinceCheckpoint += appended.length;
-    if (sinceCheckpoint < context.config.audit.checkpointEvents || signing !== null) return;
-    sinceCheckpoint = 0;
-    signing = makeCheckpoint(context.database.db, key, context.clock.now())
-      .catch((error: unknown) => app.log.error({ err: error }, 'audit checkpoint failed'))
-      .finally(() => (signing = null));
-  });
-  onClose(async () => {
-    await signing;
-  });
+/** Resolves to the log and its checkpoint job. */
+export const auditLogFeature: ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> = defineFeature(
+  'audit-log',
+  async ({ app, context, job, onClose }) => {
+    const { config, database, clock } = context;
+    const log = new AuditLog<ObserveSchema>({
+      name: OBSERVE_LOG,
+      db: database.db,
+      dialect: database.dialect,
+      key: loadSigningKey(config.audit.signingKey, config.dataDir),
+      clock,
+      witnesses: config.audit.witnesses,
+      log: app.log,
+    });
+    await log.registerKey();
 
-  // ...and every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown.
-  const checkpointJob = job({
-    name: 'observe.audit-checkpoint',
-    intervalMs: context.config.audit.checkpointIntervalMs,
-    run: async (now) => {
-      const latest = await context.database.db.selectFrom('audit_checkpoints').select('tree_size').orderBy('tree_size', 'desc').limit(1).executeTakeFirst();
-      if (Number(latest?.tree_size ?? -1) < (await logSize(context.database.db))) await makeCheckpoint(context.database.db, key, now);
-    },
-  });
+    // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
+    context.events.inTransaction(async (batch) => {
+      await log.append(batch.trx, batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
+    });
 
-  registerAuditLogRoutes(app, context, key);
-  return checkpointJob;
-});
+    // Every AUDIT_CHECKPOINT_EVENTS events committed through this instance (other instances count their own)...
+    let sinceCheckpoint = 0;
+    let signing: Promise<unknown> | null = null;
+    context.events.afterCommit((appended) => {
+      sinceCheckpoint += appended.length;
+      if (sinceCheckpoint < config.audit.checkpointEvents || signing !== null) return;
+      sinceCheckpoint = 0;
+      signing = log
+        .checkpoint()
+        .catch((error: unknown) => app.log.error({ err: error }, 'audit checkpoint failed'))
+        .finally(() => (signing = null));
+    });
+    onClose(async () => {
+      await signing;
+      await log.stop();
+    });
+
+    // ...and every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown; witness deliveries left due are retried.
+    const checkpointJob = job({
+      name: 'observe.audit-checkpoint',
+      intervalMs: config.audit.checkpointIntervalMs,
+      run: async () => {
+        const latest = await log.findCheckpoint();
+        if ((latest?.treeSize ?? -1) < (await log.size())) await log.checkpoint();
+        await log.deliverDue();
+      },
+    });
+
+    registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
+    return { log, checkpointJob };
+  },
+);

@@ -1,5 +1,6 @@
 import { DAY_MS, forUpdate } from '@vigil/platform';
 import { subtractSessionsFromRollups, subtractSessionsFromSketches } from '../analytics/index.ts';
+import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
@@ -9,22 +10,37 @@ const SESSIONS_PER_TRANSACTION = 100;
 /**
  * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of the
  * analytics rollups together) whose last event is older
- * than the retention period; a chain is never cut in the middle. Returns the sessions deleted.
+ * than the retention period; a chain is never cut in the middle. Each deleted session leaves a
+ * signed tombstone leaf in the audit log (its head and event count, reason `retention`), in the
+ * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted.
  */
-export async function applyRetention(ctx: ObserveContext, now: number): Promise<number> {
+export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number): Promise<number> {
   const { retentionDays } = await readSettings(ctx);
   if (retentionDays <= 0) return 0;
   const cutoff = now - retentionDays * DAY_MS;
   let deleted = 0;
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
-      const ids = (
-        await forUpdate(
-          trx.selectFrom('sessions').select('id').where('last_event_at', '<', cutoff).orderBy('last_event_at').limit(SESSIONS_PER_TRANSACTION),
-          ctx.database.dialect,
-        ).execute()
-      ).map((r) => r.id);
-      if (ids.length === 0) return 0;
+      const sessions = await forUpdate(
+        trx.selectFrom('sessions').select(['id', 'last_seq', 'last_hash']).where('last_event_at', '<', cutoff).orderBy('last_event_at').limit(SESSIONS_PER_TRANSACTION),
+        ctx.database.dialect,
+      ).execute();
+      if (sessions.length === 0) return 0;
+      const ids = sessions.map((r) => r.id);
+      const counts = await trx
+        .selectFrom('events')
+        .select(['session_id', (eb) => eb.fn.countAll<number>().as('count')])
+        .where('session_id', 'in', ids)
+        .groupBy('session_id')
+        .execute();
+      const eventCounts = new Map(counts.map((row) => [row.session_id, Number(row.count)]));
+      await log.appendTombstones(
+        trx,
+        sessions.map((session) => ({
+          scopeId: session.id,
+          body: { sessionId: session.id, headSeq: session.last_seq, headHash: session.last_hash, eventCount: eventCounts.get(session.id) ?? 0, reason: 'retention' },
+        })),
+      );
       await subtractSessionsFromRollups(trx, ids);
       await subtractSessionsFromSketches(trx, ids);
       await trx.deleteFrom('events').where('session_id', 'in', ids).execute();

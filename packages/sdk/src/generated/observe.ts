@@ -1175,9 +1175,9 @@ export interface paths {
   };
   "/api/audit/inclusion": {
     /**
-     * An event's inclusion proof (RFC 9162 §2.1.3)
+     * An inclusion proof (RFC 9162 §2.1.3) of an event
      *
-     * The audit path of the event's leaf in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || the event's 32-byte hash).
+     * The audit path of the leaf of an event in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).
      */
     get: {
       params: Record<string, never>;
@@ -1218,6 +1218,8 @@ export interface paths {
       responses: {
         200: {
           algorithm: "Ed25519";
+          /** The log name the signatures cover */
+          log: string;
           keyId: string;
           /** Base64 of the raw 32-byte public key */
           publicKey: string;

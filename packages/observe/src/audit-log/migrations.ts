@@ -1,0 +1,87 @@
+import { appendLeaves, createAuditLogWitnessTables, type DialectName, type MigrationDb } from '@vigil/platform';
+import { sql, type Kysely } from 'kysely';
+import type { ObserveSchema } from '../schema.ts';
+
+/** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id`. */
+export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
+  await db.schema.createTable('audit_log_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
+  await db.schema
+    .createTable('audit_log_leaves')
+    .addColumn('idx', 'bigint', (c) => c.primaryKey())
+    .addColumn('event_id', 'text', (c) => c.notNull())
+    .addColumn('leaf_hash', 'text', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('audit_log_leaves_event').unique().on('audit_log_leaves').columns(['event_id']).execute();
+  await db.schema
+    .createTable('audit_log_nodes')
+    .addColumn('level', 'integer', (c) => c.notNull())
+    .addColumn('idx', 'bigint', (c) => c.notNull())
+    .addColumn('hash', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('audit_log_nodes_pk', ['level', 'idx'])
+    .execute();
+  await db.schema
+    .createTable('audit_checkpoints')
+    .addColumn('tree_size', 'bigint', (c) => c.primaryKey())
+    .addColumn('root_hash', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('key_id', 'text', (c) => c.notNull())
+    .addColumn('signature', 'text', (c) => c.notNull())
+    .execute();
+  await db.schema
+    .createTable('audit_keys')
+    .addColumn('key_id', 'text', (c) => c.primaryKey())
+    .addColumn('public_key', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute();
+}
+
+/**
+ * Migration 0017: the platform's log shape (leaves name their item and its chain, the session),
+ * tombstones and witness deliveries; then every event without a leaf becomes one.
+ */
+export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
+  await db.schema.alterTable('audit_log_leaves').renameColumn('event_id', 'item_id').execute();
+  await db.schema.alterTable('audit_log_leaves').addColumn('scope_id', 'text').execute();
+  await db.schema.dropIndex('audit_log_leaves_event').execute();
+  await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
+  await sql`update audit_log_leaves set scope_id = (select e.session_id from events e where e.id = audit_log_leaves.item_id)`.execute(db);
+  await createAuditLogWitnessTables(db);
+  await backfillAuditLog(db, dialect);
+}
+
+/**
+ * Events without a leaf become the next leaves, in (ts, session, seq) order: the only order known
+ * for them (commit order is not recorded).
+ */
+async function backfillAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
+  const typed = db as Kysely<ObserveSchema>;
+  let after: { ts: number; session_id: string; seq: number } | null = null;
+  for (;;) {
+    let page = typed
+      .selectFrom('events as e')
+      .select(['e.id', 'e.hash', 'e.ts', 'e.session_id', 'e.seq'])
+      .orderBy('e.ts')
+      .orderBy('e.session_id')
+      .orderBy('e.seq')
+      .limit(1000);
+    if (after !== null) {
+      const { ts, session_id, seq } = after;
+      page = page.where((eb) =>
+        eb.or([
+          eb('e.ts', '>', ts),
+          eb.and([eb('e.ts', '=', ts), eb('e.session_id', '>', session_id)]),
+          eb.and([eb('e.ts', '=', ts), eb('e.session_id', '=', session_id), eb('e.seq', '>', seq)]),
+        ]),
+      );
+    }
+    const rows = await page.execute();
+    if (rows.length === 0) return;
+    const logged = new Set(
+      (await typed.selectFrom('audit_log_leaves').select('item_id').where('item_id', 'in', rows.map((row) => row.id)).execute()).map((row) => row.item_id),
+    );
+    const unlogged = rows.filter((row) => !logged.has(row.id));
+    await appendLeaves(typed, dialect, unlogged.map((row) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
+    after = rows[rows.length - 1]!;
+  }
+}

@@ -1,0 +1,102 @@
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson } from './crypto.ts';
+
+/**
+ * The signing side of an audit log (audit-log.ts): its Ed25519 key and the bytes it signs. A
+ * checkpoint's signature is Ed25519 over the UTF-8 bytes of the RFC 8785 canonical JSON of
+ *   {"keyId", "log", "rootHash", "timestamp", "treeSize"}
+ * (hashes lowercase hex, timestamp ISO 8601 UTC with milliseconds). `log` names the log
+ * (`vigil-observe`, `vigil-gate`), so a checkpoint of one log never passes for one of the other.
+ * Pure functions of node:crypto: `vigil verify` uses the same ones offline.
+ */
+
+/** The file in DATA_DIR holding the key created at first start (PKCS#8 PEM, mode 0600). */
+export const SIGNING_KEY_FILE = 'audit-signing-key.pem';
+
+export interface Checkpoint {
+  treeSize: number;
+  rootHash: string;
+  timestamp: string;
+  keyId: string;
+  signature: string;
+}
+
+export interface SigningKey {
+  privateKey: KeyObject;
+  /** The raw 32-byte Ed25519 public key. */
+  publicKey: Buffer;
+  /** Hex of the first 16 bytes of SHA-256(raw public key). */
+  keyId: string;
+}
+
+export function rawPublicKey(key: KeyObject): Buffer {
+  const jwk = createPublicKey(key).export({ format: 'jwk' });
+  return Buffer.from(jwk.x!, 'base64url');
+}
+
+export function keyIdOf(rawPublic: Buffer): string {
+  return createHash('sha256').update(rawPublic).digest().subarray(0, 16).toString('hex');
+}
+
+/** A raw Ed25519 public key as a KeyObject (for verify). */
+export function publicKeyFromRaw(rawPublic: Buffer): KeyObject {
+  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: rawPublic.toString('base64url') }, format: 'jwk' });
+}
+
+function signingKeyOf(privateKey: KeyObject): SigningKey {
+  if (privateKey.asymmetricKeyType !== 'ed25519') throw new Error('AUDIT_SIGNING_KEY must be an Ed25519 private key');
+  const publicKey = rawPublicKey(privateKey);
+  return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
+}
+
+/** The configured key (PEM or base64 PKCS#8 DER), else the one in the data directory, created there at first start. */
+export function loadSigningKey(configured: string | undefined, dataDir: string): SigningKey {
+  if (configured !== undefined) {
+    const text = configured.trim();
+    const key = text.startsWith('-----BEGIN')
+      ? createPrivateKey(text)
+      : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' });
+    return signingKeyOf(key);
+  }
+  const file = join(dataDir, SIGNING_KEY_FILE);
+  try {
+    return signingKeyOf(createPrivateKey(readFileSync(file, 'utf8')));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+  try {
+    // 'wx': a service or instance starting at the same moment on the same directory keeps the file written first.
+    writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  return signingKeyOf(createPrivateKey(readFileSync(file, 'utf8')));
+}
+
+/** The bytes a checkpoint's signature covers. */
+export function checkpointMessage(log: string, checkpoint: Omit<Checkpoint, 'signature'>): Buffer {
+  const { treeSize, rootHash, timestamp, keyId } = checkpoint;
+  return Buffer.from(canonicalJson({ keyId, log, rootHash, timestamp, treeSize }), 'utf8');
+}
+
+export function signBytes(key: SigningKey, message: Buffer): string {
+  return sign(null, message, key.privateKey).toString('base64');
+}
+
+/** Whether `signature` (base64) is the Ed25519 signature of `message` by the raw public key. */
+export function verifyBytes(message: Buffer, signature: string, rawPublic: Buffer): boolean {
+  try {
+    return verify(null, message, publicKeyFromRaw(rawPublic), Buffer.from(signature, 'base64'));
+  } catch {
+    return false;
+  }
+}
+
+export function verifyCheckpoint(log: string, checkpoint: Checkpoint, rawPublic: Buffer): boolean {
+  if (keyIdOf(rawPublic) !== checkpoint.keyId) return false;
+  return verifyBytes(checkpointMessage(log, checkpoint), checkpoint.signature, rawPublic);
+}

@@ -1,0 +1,448 @@
+import { appendFile } from 'node:fs/promises';
+import type { Kysely } from 'kysely';
+import { checkpointMessage, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
+import type { Clock } from './clock.ts';
+import { canonicalJson, signTimestampedBody } from './crypto.ts';
+import { BulkInserter, epochMsType, PreparedQuery, tablesOf, type DdlTarget, type DialectName, type MigrationDb } from './db.ts';
+import { DeliveryQueue, newDelivery, withDeliveryColumns, type DeliveryColumns } from './deliveries.ts';
+import { newId } from './ids.ts';
+import {
+  completedBy, consistencyProof, inclusionProof, leafHash, nodeHash, nodesNeeded, perfectRun, treeRoot, type NodeReader, type NodeRef,
+} from './merkle.ts';
+import { toIso } from './time.ts';
+import { VIGIL_VERSION } from './version.ts';
+
+/**
+ * A service's audit log: one append-only Merkle tree (RFC 9162 hashing, merkle.ts) whose leaves
+ * are the service's audited items (observe's events, the gate's audit entries) and tombstones, in
+ * commit order, with signed checkpoints (tree heads) pushed to witnesses. Stored are the leaves and
+ * the root of every complete perfect subtree (level ≥ 1, immutable once written), so a root or
+ * proof at any size reads O(log n) rows and nothing is ever recomputed from the leaves
+ * (docs/audit.md).
+ */
+
+/** One row (id 1): how many leaves the log has; its row lock orders appends. */
+export interface AuditLogHeadRow {
+  id: number;
+  size: number;
+}
+
+/** A leaf: leaf_hash = SHA-256(0x00 || leaf data), hex; the item it logs and the chain (session, request) the item belongs to. */
+export interface AuditLogLeafRow {
+  idx: number;
+  item_id: string;
+  scope_id: string | null;
+  leaf_hash: string;
+}
+
+/** The root (hex) of the complete perfect subtree `idx` at `level` (its 2^level leaves start at idx·2^level). */
+export interface AuditLogNodeRow {
+  level: number;
+  idx: number;
+  hash: string;
+}
+
+/** A signed tree head. */
+export interface AuditCheckpointRow {
+  tree_size: number;
+  root_hash: string;
+  created_at: number;
+  key_id: string;
+  signature: string;
+}
+
+/** A key that has signed checkpoints (base64 raw public key): kept after a rotation. */
+export interface AuditKeyRow {
+  key_id: string;
+  public_key: string;
+  created_at: number;
+}
+
+/** A tombstone leaf: `body` is its leaf data (canonical JSON), `signature` the audit key's over those bytes. */
+export interface AuditTombstoneRow {
+  leaf_idx: number;
+  scope_id: string;
+  body: string;
+  signature: string;
+}
+
+/** A checkpoint pushed to a witness webhook (the durable delivery queue). */
+export interface AuditWitnessDeliveryRow extends DeliveryColumns {
+  tree_size: number;
+}
+
+/** The tables a service's schema includes to keep an audit log. */
+export interface AuditLogTables {
+  audit_log_head: AuditLogHeadRow;
+  audit_log_leaves: AuditLogLeafRow;
+  audit_log_nodes: AuditLogNodeRow;
+  audit_checkpoints: AuditCheckpointRow;
+  audit_keys: AuditKeyRow;
+  audit_tombstones: AuditTombstoneRow;
+  audit_witness_deliveries: AuditWitnessDeliveryRow;
+}
+
+/** Migration step body: every table of a new log (observe's log came in two steps: its 0016 and 0017). */
+export async function createAuditLogTables(db: MigrationDb): Promise<void> {
+  await db.schema.createTable('audit_log_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
+  await db.schema
+    .createTable('audit_log_leaves')
+    .addColumn('idx', 'bigint', (c) => c.primaryKey())
+    .addColumn('item_id', 'text', (c) => c.notNull())
+    .addColumn('scope_id', 'text')
+    .addColumn('leaf_hash', 'text', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
+  await db.schema
+    .createTable('audit_log_nodes')
+    .addColumn('level', 'integer', (c) => c.notNull())
+    .addColumn('idx', 'bigint', (c) => c.notNull())
+    .addColumn('hash', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('audit_log_nodes_pk', ['level', 'idx'])
+    .execute();
+  await db.schema
+    .createTable('audit_checkpoints')
+    .addColumn('tree_size', 'bigint', (c) => c.primaryKey())
+    .addColumn('root_hash', 'text', (c) => c.notNull())
+    .addColumn('created_at', epochMsType, (c) => c.notNull())
+    .addColumn('key_id', 'text', (c) => c.notNull())
+    .addColumn('signature', 'text', (c) => c.notNull())
+    .execute();
+  await db.schema
+    .createTable('audit_keys')
+    .addColumn('key_id', 'text', (c) => c.primaryKey())
+    .addColumn('public_key', 'text', (c) => c.notNull())
+    .addColumn('created_at', epochMsType, (c) => c.notNull())
+    .execute();
+  await createAuditLogWitnessTables(db);
+}
+
+/** The tombstone and witness tables (observe's migration 0017 adds them to its earlier log). */
+export async function createAuditLogWitnessTables(db: DdlTarget): Promise<void> {
+  await db.schema
+    .createTable('audit_tombstones')
+    .addColumn('leaf_idx', 'bigint', (c) => c.primaryKey())
+    .addColumn('scope_id', 'text', (c) => c.notNull())
+    .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('signature', 'text', (c) => c.notNull())
+    .execute();
+  await withDeliveryColumns(
+    db.schema.createTable('audit_witness_deliveries').addColumn('id', 'text', (c) => c.primaryKey()).addColumn('tree_size', 'bigint', (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex('audit_witness_deliveries_due').on('audit_witness_deliveries').columns(['status', 'next_attempt_at']).execute();
+}
+
+/** What one leaf logs: the item, the chain it belongs to, and the leaf's data (hashed as SHA-256(0x00 || data)). */
+export interface LeafInput {
+  itemId: string;
+  scopeId: string;
+  data: Buffer;
+}
+
+/** A leaf as the audit walk shows it; `tombstone` set on tombstone leaves. */
+export interface StoredLeaf {
+  index: number;
+  itemId: string;
+  scopeId: string | null;
+  leafHash: string;
+  tombstone: { body: string; signature: string } | null;
+}
+
+/** Where checkpoints are pushed, so a copy survives whoever controls the database. */
+export interface AuditWitnessConfig {
+  /** Webhooks receiving every checkpoint (POST, JSON; durable, retried). */
+  urls: readonly string[];
+  /** With it, each POST carries X-Vigil-Signature: sha256=HMAC(secret, "<X-Vigil-Timestamp>.<body>"). */
+  secret?: string;
+  /** A file outside the data directory to which each checkpoint is appended as one JSON line. */
+  file?: string;
+  timeoutMs: number;
+}
+
+export interface AuditLogOptions<Schema extends AuditLogTables> {
+  /** The log's name in what is signed: `vigil-observe`, `vigil-gate`. */
+  name: string;
+  db: Kysely<Schema>;
+  dialect: DialectName;
+  key: SigningKey;
+  clock: Clock;
+  witnesses: AuditWitnessConfig;
+  log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+}
+
+const WITNESS_MAX_ATTEMPTS = 8;
+
+function key(level: number, index: number): string {
+  return `${level}:${index}`;
+}
+
+const advanceHead = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: DialectName, count: number) =>
+  db
+    .updateTable('audit_log_head')
+    .set((eb) => ({ size: eb('size', '+', count) }))
+    .where('id', '=', 1)
+    .returning('size'),
+);
+
+const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', ['idx', 'item_id', 'scope_id', 'leaf_hash']);
+const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', ['level', 'idx', 'hash']);
+
+/**
+ * Appends leaves with the perfect-subtree roots they complete; answers the first new index. Call
+ * it in the transaction that writes the items: advancing the head takes its row lock (PostgreSQL;
+ * SQLite has one writer), held to the commit, so leaf indices follow commit order across instances.
+ */
+export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Schema>, dialect: DialectName, leaves: readonly LeafInput[]): Promise<number> {
+  const db = tablesOf<AuditLogTables, Schema>(trx);
+  if (leaves.length === 0) return -1;
+  const head = await advanceHead.first(db, dialect, leaves.length);
+  const start = Number(head!.size) - leaves.length;
+  // The roots left of `start` that new nodes pair with: the perfect subtrees of the tree of `start` leaves.
+  const known = await readStoredNodes(db, perfectRun(0, start));
+  const rows = leaves.map((leaf, i) => {
+    const hash = leafHash(leaf.data);
+    known.set(key(0, start + i), hash);
+    return { idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: hash.toString('hex') };
+  });
+  const nodes: AuditLogNodeRow[] = [];
+  for (let i = 0; i < leaves.length; i += 1) {
+    for (const node of completedBy(start + i)) {
+      if (node.level === 0) continue;
+      const hash = nodeHash(known.get(key(node.level - 1, node.index * 2))!, known.get(key(node.level - 1, node.index * 2 + 1))!);
+      known.set(key(node.level, node.index), hash);
+      nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
+    }
+  }
+  await leafInserter.insert(db, dialect, rows);
+  await nodeInserter.insert(db, dialect, nodes);
+  return start;
+}
+
+async function readStoredNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): Promise<Map<string, Buffer>> {
+  const found = new Map<string, Buffer>();
+  if (refs.length === 0) return found;
+  const leafIndices = refs.filter((ref) => ref.level === 0).map((ref) => ref.index);
+  if (leafIndices.length > 0) {
+    const rows = await db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('idx', 'in', leafIndices).execute();
+    for (const row of rows) found.set(key(0, Number(row.idx)), Buffer.from(row.leaf_hash, 'hex'));
+  }
+  const inner = refs.filter((ref) => ref.level > 0);
+  if (inner.length > 0) {
+    const rows = await db
+      .selectFrom('audit_log_nodes')
+      .select(['level', 'idx', 'hash'])
+      .where((eb) => eb.or(inner.map((ref) => eb.and([eb('level', '=', ref.level), eb('idx', '=', ref.index)]))))
+      .execute();
+    for (const row of rows) found.set(key(row.level, Number(row.idx)), Buffer.from(row.hash, 'hex'));
+  }
+  return found;
+}
+
+/** Runs a proof function (merkle.ts) on the stored nodes it needs, read in at most two queries. */
+async function withStoredNodes<T>(db: Kysely<AuditLogTables>, run: (read: NodeReader) => T): Promise<T> {
+  const found = await readStoredNodes(db, nodesNeeded(run));
+  return run((level, index) => {
+    const hash = found.get(key(level, index));
+    if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
+    return hash;
+  });
+}
+
+function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
+  return { treeSize: Number(row.tree_size), rootHash: row.root_hash, timestamp: toIso(Number(row.created_at)), keyId: row.key_id, signature: row.signature };
+}
+
+/**
+ * One service's log: appends (in the caller's transaction), proofs, signed checkpoints and
+ * tombstones, and the pushing of checkpoints to witnesses.
+ */
+export class AuditLog<Schema extends AuditLogTables> {
+  readonly name: string;
+  readonly key: SigningKey;
+  private readonly db: Kysely<AuditLogTables>;
+  private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
+
+  constructor(private readonly options: AuditLogOptions<Schema>) {
+    this.name = options.name;
+    this.key = options.key;
+    this.db = tablesOf<AuditLogTables, Schema>(options.db);
+    const { witnesses } = options;
+    this.witnessQueue = new DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>({
+      db: this.db,
+      table: 'audit_witness_deliveries',
+      clock: options.clock,
+      log: options.log,
+      timeoutMs: witnesses.timeoutMs,
+      maxAttempts: WITNESS_MAX_ATTEMPTS,
+      retryTimers: true,
+      headers: async (row) => {
+        const timestamp = Math.floor(options.clock.now() / 1000);
+        return {
+          'user-agent': `${options.name}/${VIGIL_VERSION}`,
+          'x-vigil-event': 'audit.checkpoint',
+          'x-vigil-delivery': row.id,
+          ...(witnesses.secret !== undefined && {
+            'x-vigil-timestamp': String(timestamp),
+            'x-vigil-signature': signTimestampedBody(witnesses.secret, timestamp, row.body),
+          }),
+        };
+      },
+    });
+  }
+
+  /** Records the key's public half, so checkpoints it signed stay verifiable after a rotation. */
+  async registerKey(): Promise<void> {
+    await this.db
+      .insertInto('audit_keys')
+      .values({ key_id: this.key.keyId, public_key: this.key.publicKey.toString('base64'), created_at: this.options.clock.now() })
+      .onConflict((oc) => oc.column('key_id').doNothing())
+      .execute();
+  }
+
+  /** Every key that has signed, oldest first. */
+  async keys(): Promise<{ keyId: string; publicKey: string; createdAt: number }[]> {
+    const rows = await this.db.selectFrom('audit_keys').selectAll().orderBy('created_at').execute();
+    return rows.map((row) => ({ keyId: row.key_id, publicKey: row.public_key, createdAt: Number(row.created_at) }));
+  }
+
+  /** Appends leaves in the caller's transaction (appendLeaves). */
+  append(trx: Kysely<Schema>, leaves: readonly LeafInput[]): Promise<number> {
+    return appendLeaves(trx, this.options.dialect, leaves);
+  }
+
+  /**
+   * Appends one signed tombstone leaf per deleted chain, in the transaction that deletes it. Its
+   * data is the canonical JSON of `body` with {v: 1, kind: "tombstone", log, timestamp, keyId};
+   * its signature is the log key's over those bytes.
+   */
+  async appendTombstones(trx: Kysely<Schema>, tombstones: readonly { scopeId: string; body: Record<string, unknown> }[]): Promise<void> {
+    if (tombstones.length === 0) return;
+    const timestamp = toIso(this.options.clock.now());
+    const signed = tombstones.map(({ scopeId, body }) => {
+      const text = canonicalJson({ ...body, v: 1, kind: 'tombstone', log: this.name, timestamp, keyId: this.key.keyId });
+      return { scopeId, text, signature: signBytes(this.key, Buffer.from(text, 'utf8')) };
+    });
+    const start = await this.append(trx, signed.map((t) => ({ itemId: newId(), scopeId: t.scopeId, data: Buffer.from(t.text, 'utf8') })));
+    await tablesOf<AuditLogTables, Schema>(trx)
+      .insertInto('audit_tombstones')
+      .values(signed.map((t, i) => ({ leaf_idx: start + i, scope_id: t.scopeId, body: t.text, signature: t.signature })))
+      .execute();
+  }
+
+  /** How many leaves the log has (every one committed). */
+  async size(): Promise<number> {
+    const row = await this.db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow();
+    return Number(row.size);
+  }
+
+  rootAt(size: number): Promise<Buffer> {
+    return withStoredNodes(this.db, (read) => treeRoot(size, read));
+  }
+
+  inclusionPath(index: number, size: number): Promise<Buffer[]> {
+    return withStoredNodes(this.db, (read) => inclusionProof(index, size, read));
+  }
+
+  consistencyPath(from: number, to: number): Promise<Buffer[]> {
+    return from === 0 ? Promise.resolve([]) : withStoredNodes(this.db, (read) => consistencyProof(from, to, read));
+  }
+
+  /** The leaf of an item: its index and leaf hash; undefined when the item has none. */
+  async leafOf(itemId: string): Promise<{ index: number; leafHash: string } | undefined> {
+    const row = await this.db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('item_id', '=', itemId).executeTakeFirst();
+    return row === undefined ? undefined : { index: Number(row.idx), leafHash: row.leaf_hash };
+  }
+
+  /** The leaves of several items (one query per 500), by item id. */
+  async leavesOf(itemIds: readonly string[]): Promise<Map<string, { index: number; leafHash: string }>> {
+    const found = new Map<string, { index: number; leafHash: string }>();
+    for (let i = 0; i < itemIds.length; i += 500) {
+      const rows = await this.db
+        .selectFrom('audit_log_leaves')
+        .select(['item_id', 'idx', 'leaf_hash'])
+        .where('item_id', 'in', itemIds.slice(i, i + 500))
+        .execute();
+      for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
+    }
+    return found;
+  }
+
+  /** Leaves `from`, `from + 1`, … (at most `limit`), in order: an index range, with the tombstones among them. */
+  async leaves(from: number, limit: number): Promise<StoredLeaf[]> {
+    const rows = await this.db
+      .selectFrom('audit_log_leaves as l')
+      .leftJoin('audit_tombstones as t', 't.leaf_idx', 'l.idx')
+      .select(['l.idx', 'l.item_id', 'l.scope_id', 'l.leaf_hash', 't.body', 't.signature'])
+      .where('l.idx', '>=', from)
+      .where('l.idx', '<', from + limit)
+      .orderBy('l.idx')
+      .execute();
+    return rows.map((row) => ({
+      index: Number(row.idx),
+      itemId: row.item_id,
+      scopeId: row.scope_id,
+      leafHash: row.leaf_hash,
+      tombstone: row.body === null || row.signature === null ? null : { body: row.body, signature: row.signature },
+    }));
+  }
+
+  /** The latest checkpoint, or the one at `treeSize`. */
+  async findCheckpoint(treeSize?: number): Promise<Checkpoint | undefined> {
+    let query = this.db.selectFrom('audit_checkpoints').selectAll();
+    query = treeSize === undefined ? query.orderBy('tree_size', 'desc').limit(1) : query.where('tree_size', '=', treeSize);
+    const row = await query.executeTakeFirst();
+    return row === undefined ? undefined : checkpointOfRow(row);
+  }
+
+  /**
+   * Signs a checkpoint at the log's current size, unless one exists at that size (then that one is
+   * answered: two instances checkpointing together store one). A new checkpoint is queued to the
+   * witness webhooks in the transaction that stores it and appended to the witness file.
+   */
+  async checkpoint(): Promise<Checkpoint> {
+    const treeSize = await this.size();
+    const existing = await this.findCheckpoint(treeSize);
+    if (existing !== undefined) return existing;
+    const now = this.options.clock.now();
+    const unsigned = { treeSize, rootHash: (await this.rootAt(treeSize)).toString('hex'), timestamp: toIso(now), keyId: this.key.keyId };
+    const checkpoint: Checkpoint = { ...unsigned, signature: signBytes(this.key, checkpointMessage(this.name, unsigned)) };
+    const body = JSON.stringify({ type: 'audit.checkpoint', log: this.name, checkpoint, publicKey: this.key.publicKey.toString('base64') });
+    const { urls } = this.options.witnesses;
+    const deliveries = await this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('audit_checkpoints')
+        .values({ tree_size: treeSize, root_hash: unsigned.rootHash, created_at: now, key_id: this.key.keyId, signature: checkpoint.signature })
+        .onConflict((oc) => oc.column('tree_size').doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1 || urls.length === 0) return [];
+      const rows = urls.map((url) => ({ ...newDelivery(url, body, now), tree_size: treeSize }));
+      await trx.insertInto('audit_witness_deliveries').values(rows).execute();
+      return rows.map((row) => row.id);
+    });
+    const stored = (await this.findCheckpoint(treeSize))!;
+    if (stored.signature === checkpoint.signature) await this.witness(body, deliveries);
+    return stored;
+  }
+
+  private async witness(body: string, deliveries: readonly string[]): Promise<void> {
+    this.witnessQueue.dispatch(deliveries);
+    const { file } = this.options.witnesses;
+    if (file === undefined) return;
+    try {
+      await appendFile(file, `${body}\n`, 'utf8');
+    } catch (error) {
+      this.options.log.error({ err: error, file }, 'audit checkpoint could not be appended to the witness file');
+    }
+  }
+
+  /** Witness deliveries due (after a restart, or a retry another instance left); the periodic job calls it. */
+  deliverDue(): Promise<number> {
+    return this.witnessQueue.deliverDue();
+  }
+
+  /** Waits for witness deliveries in flight (shutdown, tests). */
+  stop(): Promise<void> {
+    return this.witnessQueue.stop();
+  }
+}

@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import { publicKeyFromRaw } from './audit-keys.ts';
+import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import type { ErrorFactory } from './errors.ts';
+import type { ZodApp } from './http.ts';
+
+/** The errors the log's routes raise; each service's catalogue defines them. */
+export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound';
+
+const hex = z.string().regex(/^[0-9a-f]{64}$/);
+const treeSize = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export function auditCheckpointSchema(log: string) {
+  return z
+    .object({
+      treeSize: z.number().int(),
+      rootHash: hex.describe('MTH of the first treeSize leaves (RFC 9162), hex'),
+      timestamp: z.string(),
+      keyId: z.string().describe('Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key'),
+      signature: z.string().describe(`Base64 Ed25519 signature over the canonical JSON of {keyId, log: "${log}", rootHash, timestamp, treeSize} (docs/audit.md)`),
+    })
+    .describe('A signed tree head of the audit log');
+}
+
+export interface AuditLogRouteOptions<Schema extends AuditLogTables> {
+  log: AuditLog<Schema>;
+  errors: ErrorFactory<AuditLogErrorKey>;
+  /** The query parameter naming an item of the inclusion proof (`eventId`, `entryId`) and what it is. */
+  item: { parameter: string; schema: z.ZodType<string>; describe: string };
+}
+
+/**
+ * GET /api/audit/public-key, GET|POST /api/audit/checkpoint, GET /api/audit/consistency and
+ * GET /api/audit/inclusion of a service's log (scopes and operationIds go in the service's tables
+ * like any route).
+ */
+export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {
+  const { log, errors, item } = options;
+  const checkpointSchema = auditCheckpointSchema(log.name);
+
+  app.get(
+    '/api/audit/public-key',
+    {
+      schema: {
+        summary: "The audit log's checkpoint signing keys",
+        description: '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.',
+        tags: ['audit'],
+        response: {
+          200: z.object({
+            algorithm: z.literal('Ed25519'),
+            log: z.string().describe('The log name the signatures cover'),
+            keyId: z.string(),
+            publicKey: z.string().describe('Base64 of the raw 32-byte public key'),
+            publicKeyPem: z.string(),
+            keys: z.array(z.object({ keyId: z.string(), publicKey: z.string(), createdAt: z.number().int() })),
+          }),
+        },
+      },
+    },
+    async () => ({
+      algorithm: 'Ed25519' as const,
+      log: log.name,
+      keyId: log.key.keyId,
+      publicKey: log.key.publicKey.toString('base64'),
+      publicKeyPem: publicKeyFromRaw(log.key.publicKey).export({ format: 'pem', type: 'spki' }) as string,
+      keys: await log.keys(),
+    }),
+  );
+
+  app.get(
+    '/api/audit/checkpoint',
+    {
+      schema: {
+        summary: 'The latest signed checkpoint of the audit log, or the one at a tree size',
+        tags: ['audit'],
+        querystring: z.object({ treeSize: treeSize.optional() }),
+        response: { 200: checkpointSchema },
+      },
+    },
+    async (request) => {
+      const checkpoint = await log.findCheckpoint(request.query.treeSize);
+      if (checkpoint === undefined) throw errors('checkpointNotFound');
+      return checkpoint;
+    },
+  );
+
+  app.post(
+    '/api/audit/checkpoint',
+    {
+      schema: {
+        summary: 'Sign a checkpoint at the current tree size now',
+        description: 'Answers the existing checkpoint when one was already signed at the current size.',
+        tags: ['audit'],
+        response: { 201: checkpointSchema },
+      },
+    },
+    async (_request, reply) => reply.status(201).send(await log.checkpoint()),
+  );
+
+  app.get(
+    '/api/audit/consistency',
+    {
+      schema: {
+        summary: 'A consistency proof between two tree sizes (RFC 9162 §2.1.4)',
+        description: 'Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.',
+        tags: ['audit'],
+        querystring: z.object({ from: treeSize, to: treeSize }),
+        response: { 200: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }) },
+      },
+    },
+    async (request) => {
+      const { from, to } = request.query;
+      if (from > to || to > (await log.size())) throw errors('auditTreeSize');
+      const proof = await log.consistencyPath(from, to);
+      return { from, to, proof: proof.map((hash) => hash.toString('hex')) };
+    },
+  );
+
+  app.get(
+    '/api/audit/inclusion',
+    {
+      schema: {
+        summary: `An inclusion proof (RFC 9162 §2.1.3) of ${item.describe}`,
+        description: `The audit path of the leaf of ${item.describe} in the tree of \`treeSize\` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).`,
+        tags: ['audit'],
+        querystring: z.object({ [item.parameter]: item.schema, treeSize: treeSize.optional() }),
+        response: {
+          200: z.object({
+            [item.parameter]: z.string(),
+            leafIndex: z.number().int(),
+            leafHash: hex,
+            treeSize: z.number().int(),
+            proof: z.array(hex),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const query = request.query as Record<string, unknown> & { treeSize?: number };
+      const itemId = query[item.parameter] as string;
+      let size = query.treeSize;
+      if (size === undefined) {
+        const latest = await log.findCheckpoint();
+        if (latest === undefined) throw errors('checkpointNotFound');
+        size = latest.treeSize;
+      }
+      const leaf = await log.leafOf(itemId);
+      if (leaf === undefined) throw errors('auditItemNotFound');
+      if (leaf.index >= size || size > (await log.size())) throw errors('auditTreeSize');
+      const proof = await log.inclusionPath(leaf.index, size);
+      return { [item.parameter]: itemId, leafIndex: leaf.index, leafHash: leaf.leafHash, treeSize: size, proof: proof.map((hash) => hash.toString('hex')) };
+    },
+  );
+}
