@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { leafHash, verifyConsistency } from '@vigil/platform';
 import { checkpointSigned, keyIdOf, OBSERVE_LOG, parseCheckpoint, type Checkpoint } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
@@ -33,7 +33,8 @@ export function parseBundle(value: unknown): Bundle {
   if (!Array.isArray(leaves) || leaves.length !== events.length) throw new InputError('the bundle must have one leaf entry per event');
   for (const leaf of leaves) {
     if (leaf === null) continue;
-    if (!isRecord(leaf) || !Number.isSafeInteger(leaf.index) || !Array.isArray(leaf.proof) || !leaf.proof.every(isHex64)) {
+    // Proof hashes are decoded when used (a malformed one fails its proof): validating them all up front would cost more than the check.
+    if (!isRecord(leaf) || !Number.isSafeInteger(leaf.index) || !Array.isArray(leaf.proof) || !leaf.proof.every((hash) => typeof hash === 'string')) {
       throw new InputError('each of the bundle\'s leaves must be null or {"index": integer, "proof": [hex, …]}');
     }
   }
@@ -91,43 +92,45 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   }
 
   const batch = new InclusionBatch(checkpoint.treeSize, Buffer.from(checkpoint.rootHash, 'hex'));
-  let previous: { seq: number; hash: string } | null = null;
-  bundle.events.forEach((text, position) => {
-    const digest = createHash('sha256').update(text, 'utf8').digest();
-    const hash = digest.toString('hex');
+  let previous = null as { seq: number; hash: string } | null;
+  for (let position = 0; position < bundle.events.length; position += 1) {
+    const text = bundle.events[position]!;
+    const digest = hash('sha256', text, 'buffer');
+    const eventHash = digest.toString('hex');
     const leaf = bundle.leaves[position]!;
     const event = parseChainEvent(text);
-    const at = { sessionId, ...(leaf === null ? {} : { leafIndex: leaf.index }) };
     if (event === undefined) {
-      findings.push({ check: 'event', ...at, message: `event #${position} of the bundle is not a chained event object (recipe v1)` });
-      previous = { seq: (previous?.seq ?? -1) + 1, hash };
-      return;
+      findings.push({ check: 'event', sessionId, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `event #${position} of the bundle is not a chained event object (recipe v1)` });
+      previous = { seq: (previous?.seq ?? -1) + 1, hash: eventHash };
+      continue;
     }
-    const where = { ...at, seq: event.seq, eventId: event.id };
+    // Where a finding points; built only when there is one.
+    const where = () => ({ sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) });
     const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
-    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where, message: `event ${event.id} belongs to session ${event.sessionId}, not ${sessionId}` });
+    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where(), message: `event ${event.id} belongs to session ${event.sessionId}, not ${sessionId}` });
     if (event.seq !== expectedSeq) {
       findings.push({
         check: 'seq',
-        ...where,
+        ...where(),
         message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next event, ${event.id}, has seq ${event.seq}` : `event ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
       });
     }
-    const expectedPrev: string | null = previous?.hash ?? null;
-    if (event.prevHash !== expectedPrev) findings.push({ check: 'prev-hash', ...where, message: `event ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous event` });
+    if (event.prevHash !== (previous === null ? null : previous.hash)) {
+      findings.push({ check: 'prev-hash', ...where(), message: `event ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous event` });
+    }
     if (leaf === null) {
-      findings.push({ check: 'not-logged', ...where, message: `event ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
+      findings.push({ check: 'not-logged', ...where(), message: `event ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
     } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
       findings.push({
         check: 'inclusion',
-        ...where,
+        ...where(),
         message: `event ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
       });
     }
-    previous = { seq: event.seq, hash };
-  });
+    previous = { seq: event.seq, hash: eventHash };
+  }
 
-  const last = previous as { seq: number; hash: string } | null;
+  const last = previous;
   const head = bundle.head;
   if (last === null ? head.seq !== -1 || head.hash !== null : last.seq !== head.seq || last.hash !== head.hash) {
     findings.push({

@@ -3,22 +3,23 @@
  * recipe v1, RFC 9162 leaves, Ed25519 checkpoints), so the verification core is tested without a
  * server. Not used by the command.
  */
-import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { canonicalJson, consistencyProof, inclusionProof, leafHash, nodeHash, treeRoot } from '@vigil/platform';
+import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { canonicalJson, checkpointMessage, consistencyProof, inclusionProof, keyIdOf, leafHash, nodeHash, signBytes, treeRoot, type Checkpoint } from '@vigil/platform';
 import type { Bundle } from './bundle.ts';
-import { keyIdOf, OBSERVE_LOG, type Checkpoint } from './checkpoint.ts';
+import { OBSERVE_LOG } from './checkpoint.ts';
 import type { WalkedLeaf } from './walk.ts';
 
 export interface TestKey {
   privateKey: KeyObject;
-  raw: Buffer;
+  /** The raw 32-byte public key. */
+  publicKey: Buffer;
   keyId: string;
 }
 
 export function testKey(): TestKey {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
-  return { privateKey, raw, keyId: keyIdOf(raw) };
+  return { privateKey, publicKey: raw, keyId: keyIdOf(raw) };
 }
 
 export function chainEvent(sessionId: string, seq: number, prevHash: string | null, payload: unknown = { n: seq }): string {
@@ -89,7 +90,7 @@ export class MemoryLog {
   retain(sessionId: string): void {
     const head = this.heads.get(sessionId)!;
     const body = canonicalJson({ v: 1, kind: 'tombstone', log: OBSERVE_LOG, sessionId, headSeq: head.seq, headHash: head.hash, eventCount: head.seq + 1, reason: 'retention', timestamp: '2026-11-23T00:00:00.000Z', keyId: this.key.keyId });
-    const signature = sign(null, Buffer.from(body, 'utf8'), this.key.privateKey).toString('base64');
+    const signature = signBytes(this.key, Buffer.from(body, 'utf8'));
     for (const leaf of this.leaves) if (leaf.sessionId === sessionId && leaf.tombstone === null) leaf.event = null;
     this.heads.delete(sessionId);
     this.push({ hash: leafHash(Buffer.from(body, 'utf8')), sessionId, eventId: null, event: null, tombstone: { body, signature } });
@@ -99,8 +100,7 @@ export class MemoryLog {
 
   checkpoint(size = this.leaves.length, key: TestKey = this.key): Checkpoint {
     const unsigned = { treeSize: size, rootHash: treeRoot(size, this.read).toString('hex'), timestamp: '2026-11-23T00:00:00.000Z', keyId: key.keyId };
-    const message = canonicalJson({ keyId: unsigned.keyId, log: OBSERVE_LOG, rootHash: unsigned.rootHash, timestamp: unsigned.timestamp, treeSize: unsigned.treeSize });
-    return { ...unsigned, signature: sign(null, Buffer.from(message, 'utf8'), key.privateKey).toString('base64') };
+    return { ...unsigned, signature: signBytes(key, checkpointMessage(OBSERVE_LOG, unsigned)) };
   }
 
   consistency(from: number, to: number): string[] {
@@ -123,7 +123,7 @@ export class MemoryLog {
       events,
       leaves,
       checkpoint,
-      publicKey: this.key.raw.toString('base64'),
+      publicKey: this.key.publicKey.toString('base64'),
       ...(since === undefined ? {} : { consistency: { from: since, to: checkpoint.treeSize, proof: this.consistency(since, checkpoint.treeSize) } }),
     };
   }

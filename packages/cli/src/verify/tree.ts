@@ -49,6 +49,11 @@ export class StreamingRoot {
 export class InclusionBatch {
   /** Node (start leaf · 64 + depth below the root) → its hash, proven to lead to the root. */
   private readonly proven = new Map<number, Buffer>();
+  // Scratch space reused by every call (a bundle checks thousands of paths).
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly learnedKeys: number[] = [];
+  private readonly learnedHashes: Buffer[] = [];
 
   constructor(
     readonly size: number,
@@ -59,51 +64,56 @@ export class InclusionBatch {
   verify(index: number, leaf: Buffer, path: readonly string[]): boolean {
     if (!Number.isSafeInteger(index) || index < 0 || index >= this.size) return false;
     // The subtrees from the root down to the leaf: [start, end) at each depth.
-    const starts: number[] = [];
-    const ends: number[] = [];
+    const { starts, ends, learnedKeys, learnedHashes } = this;
+    let depth = 0;
     let start = 0;
     let end = this.size;
     while (end - start > 1) {
-      starts.push(start);
-      ends.push(end);
+      starts[depth] = start;
+      ends[depth] = end;
+      depth += 1;
       const k = splitPoint(end - start);
       if (index < start + k) end = start + k;
       else start += k;
     }
-    const depth = starts.length; // the leaf's depth; the path has one sibling per level above it
+    // The leaf's depth: the path has one sibling per level above it.
     if (path.length !== depth) return false;
-    const learned: [number, Buffer][] = [];
+    learnedKeys.length = 0;
+    learnedHashes.length = 0;
     let hash = leaf;
     let nodeStart = index;
     for (let d = depth; d >= 0; d -= 1) {
       const known = this.proven.get(nodeStart * 64 + d);
       if (known !== undefined) {
         if (!known.equals(hash)) return false;
-        this.remember(learned);
+        this.remember();
         return true;
       }
       if (d === 0) break;
-      learned.push([nodeStart * 64 + d, hash]);
       const sibling = Buffer.from(path[depth - d]!, 'hex');
       if (sibling.length !== 32) return false;
       const parentStart = starts[d - 1]!;
-      const split = parentStart + splitPoint(ends[d - 1]! - parentStart);
+      learnedKeys.push(nodeStart * 64 + d);
+      learnedHashes.push(hash);
       if (nodeStart === parentStart) {
-        learned.push([split * 64 + d, sibling]);
+        learnedKeys.push((parentStart + splitPoint(ends[d - 1]! - parentStart)) * 64 + d);
+        learnedHashes.push(sibling);
         hash = nodeHash(hash, sibling);
       } else {
-        learned.push([parentStart * 64 + d, sibling]);
+        learnedKeys.push(parentStart * 64 + d);
+        learnedHashes.push(sibling);
         hash = nodeHash(sibling, hash);
       }
       nodeStart = parentStart;
     }
     if (!hash.equals(this.root)) return false;
-    learned.push([0, hash]);
-    this.remember(learned);
+    learnedKeys.push(0);
+    learnedHashes.push(hash);
+    this.remember();
     return true;
   }
 
-  private remember(nodes: readonly [number, Buffer][]): void {
-    for (const [key, hash] of nodes) this.proven.set(key, hash);
+  private remember(): void {
+    for (let i = 0; i < this.learnedKeys.length; i += 1) this.proven.set(this.learnedKeys[i]!, this.learnedHashes[i]!);
   }
 }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
-import { leafHash } from '@vigil/platform';
-import { OBSERVE_LOG, signedBy, type Checkpoint } from './checkpoint.ts';
+import { hash } from 'node:crypto';
+import { leafHash, verifyBytes } from '@vigil/platform';
+import { OBSERVE_LOG, type Checkpoint } from './checkpoint.ts';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
 import { StreamingRoot } from './tree.ts';
 
@@ -124,7 +124,7 @@ export class LogWalk {
       state.missing.push({ leafIndex: leaf.index, eventId: leaf.eventId });
       return;
     }
-    const digest = createHash('sha256').update(leaf.event, 'utf8').digest();
+    const digest = hash('sha256', leaf.event, 'buffer');
     const parsed = parseChainEvent(leaf.event);
     if (parsed === undefined) {
       this.findings.push({ check: 'event', sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its event is not a chained event object (recipe v1)` });
@@ -194,7 +194,7 @@ export class LogWalk {
       return;
     }
     const key = this.keys.get(parsed.keyId);
-    if (key === undefined || !signedBy(body, tombstone.signature, key)) {
+    if (key === undefined || !verifyBytes(body, tombstone.signature, key)) {
       this.findings.push({ check: 'tombstone', ...at, sessionId: parsed.sessionId, message: `tombstone leaf ${leaf.index} (session ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}` });
       return;
     }
