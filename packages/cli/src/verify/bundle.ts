@@ -100,8 +100,9 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
     const leaf = bundle.leaves[position]!;
     const event = parseChainEvent(text);
     if (event === undefined) {
-      findings.push({ check: 'event', sessionId, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `event #${position} of the bundle is not a chained event object (recipe v1)` });
-      previous = { seq: (previous?.seq ?? -1) + 1, hash: eventHash };
+      const seq = previous === null ? 0 : previous.seq + 1;
+      findings.push({ check: 'event', sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the event at seq ${seq} is not a chained event object (recipe v1)` });
+      previous = { seq, hash: eventHash };
       continue;
     }
     // Where a finding points; built only when there is one.
