@@ -237,6 +237,6 @@ await describeEachDatabase('vigil verify', (backend) => {
     assert.match(audit.stdout, /^session-deleted \[session v-c, leaf \d+\]: session v-c was deleted: its 3 logged events are gone/m);
     assert.match(audit.stdout, /^unlogged \[session v-a, seq 14, event forged-event-0001\]: .*no leaf in the audit log/m);
     assert.match(audit.stdout, /^TAMPERED: \d+ findings/m);
-    assert.doesNotMatch(audit.stdout, /retention|v-old/, 'the retention run stays retention');
+    assert.doesNotMatch(audit.stdout, /v-old/, 'the retention run stays retention');
   });
 });
