@@ -71,6 +71,12 @@ export interface ObserveOptions {
   evaluateGuardrails?: boolean;
   /** The web dashboard served at `/`: its built files (default packages/dashboard/dist) and the gate proxy's deadline. */
   dashboard?: DashboardRouteOptions;
+  /**
+   * Append each event's leaf to the audit log (default true). Only `npm run bench` turns it off, to
+   * measure what the log costs ingest: without leaves every chain verification reports the events
+   * as not appended through ingest.
+   */
+  auditLeaves?: boolean;
 }
 
 /** Database down: 503, so clients retry; any other database failure: the 500 storage error (docs/api.md#errors). */
@@ -147,7 +153,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
-  const audit = await features.register(auditLogFeature);
+  const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
   const streams = await features.register(streamFeature);
   // Public, like the schemas it describes: clients generate their types from it before holding a key.
   app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());

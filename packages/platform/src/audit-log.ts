@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { checkpointMessage, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
-import { BulkInserter, epochMsType, PreparedQuery, tablesOf, type DdlTarget, type DialectName, type MigrationDb } from './db.ts';
+import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type DialectName, type MigrationDb } from './db.ts';
 import { DeliveryQueue, newDelivery, withDeliveryColumns, type DeliveryColumns } from './deliveries.ts';
 import { newId } from './ids.ts';
 import {
@@ -18,11 +18,18 @@ import { VIGIL_VERSION } from './version.ts';
  * commit order, with signed checkpoints (tree heads) pushed to witnesses. Stored are the leaves and
  * the root of every complete perfect subtree (level ≥ 1, immutable once written), so a root or
  * proof at any size reads O(log n) rows and nothing is ever recomputed from the leaves
- * (docs/audit.md).
+ * (docs/audit.md). Leaves are written in the items' own transaction; the inner nodes are an index
+ * of them, built off the request path (buildNodes) before a checkpoint is signed or a proof read.
  */
 
 /** One row (id 1): how many leaves the log has; its row lock orders appends. */
 export interface AuditLogHeadRow {
+  id: number;
+  size: number;
+}
+
+/** One row (id 1): how many leaves the inner nodes are built for (buildNodes); its row lock serialises builders. */
+export interface AuditLogBuiltRow {
   id: number;
   size: number;
 }
@@ -74,6 +81,7 @@ export interface AuditWitnessDeliveryRow extends DeliveryColumns {
 /** The tables a service's schema includes to keep an audit log. */
 export interface AuditLogTables {
   audit_log_head: AuditLogHeadRow;
+  audit_log_built: AuditLogBuiltRow;
   audit_log_leaves: AuditLogLeafRow;
   audit_log_nodes: AuditLogNodeRow;
   audit_checkpoints: AuditCheckpointRow;
@@ -118,8 +126,10 @@ export async function createAuditLogTables(db: MigrationDb): Promise<void> {
   await createAuditLogWitnessTables(db);
 }
 
-/** The tombstone and witness tables (observe's migration 0017 adds them to its earlier log). */
-export async function createAuditLogWitnessTables(db: DdlTarget): Promise<void> {
+/** The built-nodes row, tombstone and witness tables (observe's migration 0017 adds them to its earlier log, whose nodes are built). */
+export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0): Promise<void> {
+  await db.schema.createTable('audit_log_built').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.insertInto('audit_log_built').values({ id: 1, size: builtSize }).execute();
   await db.schema
     .createTable('audit_tombstones')
     .addColumn('leaf_idx', 'bigint', (c) => c.primaryKey())
@@ -191,34 +201,59 @@ const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit
 const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', ['level', 'idx', 'hash']);
 
 /**
- * Appends leaves with the perfect-subtree roots they complete; answers the first new index. Call
- * it in the transaction that writes the items: advancing the head takes its row lock (PostgreSQL;
- * SQLite has one writer), held to the commit, so leaf indices follow commit order across instances.
+ * Appends leaves; answers the first new index. Call it in the transaction that writes the items:
+ * advancing the head takes its row lock (PostgreSQL; SQLite has one writer), held to the commit, so
+ * leaf indices follow commit order across instances. One hash and one row per leaf: the inner
+ * nodes are built later (buildNodes), off the ingest path.
  */
 export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Schema>, dialect: DialectName, leaves: readonly LeafInput[]): Promise<number> {
   const db = tablesOf<AuditLogTables, Schema>(trx);
   if (leaves.length === 0) return -1;
   const head = await advanceHead.first(db, dialect, leaves.length);
   const start = Number(head!.size) - leaves.length;
-  // The roots left of `start` that new nodes pair with: the perfect subtrees of the tree of `start` leaves.
-  const known = await readStoredNodes(db, perfectRun(0, start));
-  const rows = leaves.map((leaf, i) => {
-    const hash = leafHash(leaf.data);
-    known.set(key(0, start + i), hash);
-    return { idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: hash.toString('hex') };
-  });
-  const nodes: AuditLogNodeRow[] = [];
-  for (let i = 0; i < leaves.length; i += 1) {
-    for (const node of completedBy(start + i)) {
-      if (node.level === 0) continue;
-      const hash = nodeHash(known.get(key(node.level - 1, node.index * 2))!, known.get(key(node.level - 1, node.index * 2 + 1))!);
-      known.set(key(node.level, node.index), hash);
-      nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
-    }
-  }
+  const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data).toString('hex') }));
   await leafInserter.insert(db, dialect, rows);
-  await nodeInserter.insert(db, dialect, nodes);
   return start;
+}
+
+/** Leaves per transaction of buildNodes. */
+const BUILD_CHUNK = 10_000;
+
+/**
+ * Builds the inner nodes (roots of complete perfect subtrees) for the first `size` leaves, from
+ * where the last build stopped, in transactions of BUILD_CHUNK leaves that lock the built row (so
+ * two instances never build the same nodes). Each node pairs two children already known: stored
+ * nodes of the frontier, or nodes computed in this pass.
+ */
+export async function buildNodes<Schema extends AuditLogTables>(database: { db: Kysely<Schema>; dialect: DialectName }, size: number): Promise<void> {
+  const db = tablesOf<AuditLogTables, Schema>(database.db);
+  // Proofs and roots are read far more often than the log grows past them: no write transaction then.
+  const built = await db.selectFrom('audit_log_built').select('size').where('id', '=', 1).executeTakeFirstOrThrow();
+  if (Number(built.size) >= size) return;
+  for (;;) {
+    const done = await db.transaction().execute(async (trx) => {
+      const built = Number((await forUpdate(trx.selectFrom('audit_log_built').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
+      if (built >= size) return true;
+      const end = Math.min(size, built + BUILD_CHUNK);
+      const known = await readStoredNodes(trx, perfectRun(0, built));
+      const leaves = await trx.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('idx', '>=', built).where('idx', '<', end).orderBy('idx').execute();
+      if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
+      for (const leaf of leaves) known.set(key(0, Number(leaf.idx)), Buffer.from(leaf.leaf_hash, 'hex'));
+      const nodes: AuditLogNodeRow[] = [];
+      for (let index = built; index < end; index += 1) {
+        for (const node of completedBy(index)) {
+          if (node.level === 0) continue;
+          const hash = nodeHash(known.get(key(node.level - 1, node.index * 2))!, known.get(key(node.level - 1, node.index * 2 + 1))!);
+          known.set(key(node.level, node.index), hash);
+          nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
+        }
+      }
+      await nodeInserter.insert(trx, database.dialect, nodes);
+      await trx.updateTable('audit_log_built').set({ size: end }).where('id', '=', 1).execute();
+      return end >= size;
+    });
+    if (done) return;
+  }
 }
 
 async function readStoredNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): Promise<Map<string, Buffer>> {
@@ -249,6 +284,20 @@ async function withStoredNodes<T>(db: Kysely<AuditLogTables>, run: (read: NodeRe
     if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
     return hash;
   });
+}
+
+/** The leaves of several items (one query per 500 ids), by item id; `db` may be a snapshot or transaction of the service's schema. */
+export async function readLeavesOf<Schema extends AuditLogTables>(
+  db: Kysely<Schema>,
+  itemIds: readonly string[],
+): Promise<Map<string, { index: number; leafHash: string }>> {
+  const view = tablesOf<AuditLogTables, Schema>(db);
+  const found = new Map<string, { index: number; leafHash: string }>();
+  for (let i = 0; i < itemIds.length; i += 500) {
+    const rows = await view.selectFrom('audit_log_leaves').select(['item_id', 'idx', 'leaf_hash']).where('item_id', 'in', itemIds.slice(i, i + 500)).execute();
+    for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
+  }
+  return found;
 }
 
 function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
@@ -338,11 +387,18 @@ export class AuditLog<Schema extends AuditLogTables> {
     return Number(row.size);
   }
 
-  rootAt(size: number): Promise<Buffer> {
+  /** Builds the inner nodes up to `size` (buildNodes); roots and proofs call it first. */
+  build(size: number): Promise<void> {
+    return buildNodes({ db: this.db, dialect: this.options.dialect }, size);
+  }
+
+  async rootAt(size: number): Promise<Buffer> {
+    await this.build(size);
     return withStoredNodes(this.db, (read) => treeRoot(size, read));
   }
 
-  inclusionPath(index: number, size: number): Promise<Buffer[]> {
+  async inclusionPath(index: number, size: number): Promise<Buffer[]> {
+    await this.build(size);
     return withStoredNodes(this.db, (read) => inclusionProof(index, size, read));
   }
 
@@ -351,6 +407,7 @@ export class AuditLog<Schema extends AuditLogTables> {
    * nodes they share once, a few hundred per query, instead of two queries per proof.
    */
   async inclusionPaths(indices: readonly number[], size: number): Promise<Buffer[][]> {
+    await this.build(size);
     const needed = new Map<string, NodeRef>();
     for (const index of indices) for (const ref of nodesNeeded((read) => inclusionProof(index, size, read))) needed.set(key(ref.level, ref.index), ref);
     const refs = [...needed.values()];
@@ -366,8 +423,10 @@ export class AuditLog<Schema extends AuditLogTables> {
     return indices.map((index) => inclusionProof(index, size, read));
   }
 
-  consistencyPath(from: number, to: number): Promise<Buffer[]> {
-    return from === 0 ? Promise.resolve([]) : withStoredNodes(this.db, (read) => consistencyProof(from, to, read));
+  async consistencyPath(from: number, to: number): Promise<Buffer[]> {
+    if (from === 0) return [];
+    await this.build(to);
+    return withStoredNodes(this.db, (read) => consistencyProof(from, to, read));
   }
 
   /** The leaf of an item: its index and leaf hash; undefined when the item has none. */
@@ -376,18 +435,9 @@ export class AuditLog<Schema extends AuditLogTables> {
     return row === undefined ? undefined : { index: Number(row.idx), leafHash: row.leaf_hash };
   }
 
-  /** The leaves of several items (one query per 500), by item id. */
-  async leavesOf(itemIds: readonly string[]): Promise<Map<string, { index: number; leafHash: string }>> {
-    const found = new Map<string, { index: number; leafHash: string }>();
-    for (let i = 0; i < itemIds.length; i += 500) {
-      const rows = await this.db
-        .selectFrom('audit_log_leaves')
-        .select(['item_id', 'idx', 'leaf_hash'])
-        .where('item_id', 'in', itemIds.slice(i, i + 500))
-        .execute();
-      for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
-    }
-    return found;
+  /** The leaves of several items, by item id (readLeavesOf). */
+  leavesOf(itemIds: readonly string[]): Promise<Map<string, { index: number; leafHash: string }>> {
+    return readLeavesOf(this.db, itemIds);
   }
 
   /** Leaves `from`, `from + 1`, … (at most `limit`), in order: an index range, with the tombstones among them. */

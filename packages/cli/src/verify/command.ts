@@ -8,6 +8,7 @@ import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
 import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, type Checkpoint } from './checkpoint.ts';
 import { InputError, type Finding } from './input.ts';
+import type { ChainedEvent } from './deep.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf } from './walk.ts';
 
 export const EXIT_VALID = 0;
@@ -42,10 +43,7 @@ interface Report {
 
 export async function runVerify(bundleFile: string | undefined, options: VerifyOptions, env: NodeJS.ProcessEnv, io: VerifyIo): Promise<number> {
   try {
-    if (options.deep === true) {
-      // The derived-data audit (session counters and cost, per-event columns, rollups) is not in this build yet.
-      throw new InputError('--deep is not available yet in this version of vigil verify');
-    }
+    if (options.deep === true && bundleFile !== undefined) throw new InputError('--deep audits the whole log: use it with --url and no bundle');
     const client = options.url === undefined ? undefined : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
     const trustedKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
     const saved = options.checkpoint === undefined ? undefined : parseCheckpoint(readJson(options.checkpoint, 'the saved checkpoint'), `the saved checkpoint (${options.checkpoint})`);
@@ -54,7 +52,7 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
       report = await verifyBundleFile(bundleFile, trustedKey, saved, client);
     } else {
       if (client === undefined) throw new InputError('give a bundle file to verify, or --url to audit the whole log');
-      report = await auditLog(client, trustedKey, saved, io);
+      report = await auditLog(client, trustedKey, saved, options.deep === true, io);
     }
     print(report, options.json === true, io);
     return report.valid ? EXIT_VALID : EXIT_TAMPERED;
@@ -167,7 +165,7 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
 }
 
 /** The whole-log audit: checkpoints, every leaf, every session chain and head, no unlogged event. */
-async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved: Checkpoint | undefined, io: VerifyIo): Promise<Report> {
+async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved: Checkpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
   const findings: Finding[] = [];
   const notes: string[] = [];
   const keys = await fetchKeys(client);
@@ -206,7 +204,14 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
     (session) => heads.set(session.sessionId, { headSeq: session.headSeq, headHash: session.headHash }),
   );
 
-  const walk = new LogWalk(latest, heads, trustedKey === undefined ? keys : new Map([[keyIdOf(trustedKey), trustedKey]]));
+  // --deep: the derived data recomputed from every walked event (loads the observe package, so only then).
+  const derived = deep ? new (await import('./deep.ts')).DerivedDataAudit() : undefined;
+  const walk = new LogWalk(
+    latest,
+    heads,
+    trustedKey === undefined ? keys : new Map([[keyIdOf(trustedKey), trustedKey]]),
+    derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
+  );
   const progress = new ProgressLine(io);
   let from = 0;
   for (;;) {
@@ -236,6 +241,21 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
         message: `event ${event.eventId} (session ${event.sessionId}, seq ${event.seq}) is stored but has no leaf in the audit log: it was written outside the service`,
       }),
   );
+
+  if (derived !== undefined) {
+    progress.show('comparing the stored derived data');
+    for (const finding of await derived.finish((path) => client.get(path))) {
+      findings.push({
+        check: 'derived',
+        message: finding.message,
+        ...(finding.sessionId === undefined ? {} : { sessionId: finding.sessionId }),
+        ...(finding.seq === undefined ? {} : { seq: finding.seq }),
+        ...(finding.eventId === undefined ? {} : { eventId: finding.eventId }),
+      });
+    }
+    progress.done();
+    if (derived.skippedSessions > 0) notes.push(`--deep left out ${derived.skippedSessions} sessions whose head moved since the walk (or whose chain has a finding)`);
+  }
 
   if (summary.retained > 0) notes.push(`${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstones account for them)`);
   const text = findings.length === 0

@@ -32,11 +32,16 @@ export interface ChainEvent {
   hash: string;
 }
 
+/** An event's chain text parsed: the members the chain links by, and the whole object. */
+export interface ParsedChainEvent extends Omit<ChainEvent, 'hash'> {
+  fields: Record<string, unknown>;
+}
+
 /**
  * Reads the members the chain links by from an event's canonical string (docs/audit.md recipe);
  * undefined when the string is not such an object. The hash is of the string as given.
  */
-export function parseChainEvent(text: string): Omit<ChainEvent, 'hash'> | undefined {
+export function parseChainEvent(text: string): ParsedChainEvent | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -46,5 +51,5 @@ export function parseChainEvent(text: string): Omit<ChainEvent, 'hash'> | undefi
   if (!isRecord(value) || value.v !== 1) return undefined;
   const { id, seq, sessionId, prevHash } = value;
   if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isSafeInteger(seq) || (prevHash !== null && !isHex64(prevHash))) return undefined;
-  return { id, seq: seq as number, sessionId, prevHash: prevHash as string | null };
+  return { id, seq: seq as number, sessionId, prevHash: prevHash as string | null, fields: value };
 }

@@ -2,6 +2,9 @@ import { hash } from 'node:crypto';
 import { leafHash, verifyBytes } from '@vigil/platform';
 import { OBSERVE_LOG, type Checkpoint } from './checkpoint.ts';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
+
+/** Receives every present event the walk parsed, with all its chained fields (`vigil verify --deep`). */
+export type WalkedEventSink = (fields: Record<string, unknown>) => void;
 import { StreamingRoot } from './tree.ts';
 
 /** One leaf as GET /api/audit/leaves answers it. */
@@ -81,6 +84,7 @@ export class LogWalk {
     private readonly checkpoint: Checkpoint,
     private readonly heads: ReadonlyMap<string, RecordedHead>,
     private readonly keys: ReadonlyMap<string, Buffer>,
+    private readonly onEvent?: WalkedEventSink,
   ) {}
 
   get size(): number {
@@ -131,7 +135,8 @@ export class LogWalk {
       return;
     }
     this.events += 1;
-    const event: ChainEvent = { ...parsed, hash: digest.toString('hex') };
+    this.onEvent?.(parsed.fields);
+    const event: ChainEvent = { id: parsed.id, seq: parsed.seq, sessionId: parsed.sessionId, prevHash: parsed.prevHash, hash: digest.toString('hex') };
     const where = { sessionId: event.sessionId, seq: event.seq, eventId: event.id, leafIndex: leaf.index };
     const matched = leafHash(digest).toString('hex') === leaf.leafHash;
     if (!matched) {

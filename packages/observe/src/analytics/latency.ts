@@ -55,29 +55,51 @@ export async function createLatencySketchTable(db: DdlTarget): Promise<void> {
 
 export type SketchSource = Pick<EventRow, 'ts' | 'agent_id' | 'tool_name' | 'provider' | 'model' | 'duration_ms' | 'latency_ms'>;
 
-/** The sketch bins a set of events adds, one row per key, in key order (a fixed lock order). */
-export function sketchDeltas(events: readonly SketchSource[]): LatencySketchRow[] {
-  const byKey = new Map<string, LatencySketchRow>();
-  const add = (e: SketchSource, metric: LatencyMetric, value: number) => {
+const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
+
+/** A sketch row's key as one string: equal for rows of the same (hour, agent, metric, tool, provider, model, bin). */
+export function sketchKey(row: Pick<LatencySketchRow, (typeof KEY)[number]>): string {
+  return JSON.stringify(KEY.map((k) => row[k]));
+}
+
+/**
+ * Sketch bins counted event by event: the one definition of what an event adds to the latency
+ * sketches, used by ingest (its deltas) and by the audit's recomputation from chained events.
+ */
+export class SketchCounts {
+  private readonly byKey = new Map<string, LatencySketchRow>();
+
+  add(e: SketchSource): void {
+    if (e.duration_ms !== null) this.count(e, 'tool', e.duration_ms);
+    if (e.latency_ms !== null) this.count(e, 'llm', e.latency_ms);
+  }
+
+  private count(e: SketchSource, metric: LatencyMetric, value: number): void {
     const row: LatencySketchRow = {
       hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS, agent_id: e.agent_id, metric,
       tool_name: metric === 'tool' ? (e.tool_name ?? '') : '', provider: metric === 'llm' ? (e.provider ?? '') : '', model: metric === 'llm' ? (e.model ?? '') : '',
       bin: binOf(value), count: 0,
     };
-    const key = JSON.stringify([row.hour, row.agent_id, row.metric, row.tool_name, row.provider, row.model, row.bin]);
-    const existing = byKey.get(key) ?? row;
+    const key = sketchKey(row);
+    const existing = this.byKey.get(key) ?? row;
     existing.count += 1;
-    byKey.set(key, existing);
-  };
-  for (const e of events) {
-    if (e.duration_ms !== null) add(e, 'tool', e.duration_ms);
-    if (e.latency_ms !== null) add(e, 'llm', e.latency_ms);
+    this.byKey.set(key, existing);
   }
-  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+
+  /** One row per key, in key order (a fixed lock order). */
+  rows(): LatencySketchRow[] {
+    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+  }
+}
+
+/** The sketch bins a set of events adds, one row per key, in key order (a fixed lock order). */
+export function sketchDeltas(events: readonly SketchSource[]): LatencySketchRow[] {
+  const counts = new SketchCounts();
+  for (const e of events) counts.add(e);
+  return counts.rows();
 }
 
 const ROWS_PER_STATEMENT = 500;
-const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
 
 /** Adds (`sign` 1) or subtracts (`sign` -1) bin counts, in the caller's transaction. */
 export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas: readonly LatencySketchRow[], sign: 1 | -1): Promise<void> {

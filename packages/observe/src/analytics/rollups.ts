@@ -76,21 +76,30 @@ export type RollupSource = Pick<
   | 'output_tokens' | 'complexity_tier' | 'finish_reason'
 >;
 
-/** The rollup rows a set of events adds, one per key, in key order (a fixed lock order). */
-export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
-  const byKey = new Map<string, RollupRow>();
-  for (const e of events) {
+/** A rollup row's key as one string: equal for rows of the same (hour, agent, event type, tool, provider, model, tier). */
+export function rollupKey(row: Pick<RollupRow, (typeof KEY)[number]>): string {
+  return JSON.stringify(KEY.map((k) => row[k]));
+}
+
+/**
+ * Rollup rows summed event by event: the one definition of what an event adds to its hourly
+ * rollup, used by ingest (its deltas) and by the audit's recomputation from chained events.
+ */
+export class RollupSums {
+  private readonly byKey = new Map<string, RollupRow>();
+
+  add(e: RollupSource): void {
     const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
-    const key = JSON.stringify([hour, e.agent_id, e.event_type, e.tool_name ?? '', e.provider ?? '', e.model ?? '', e.complexity_tier ?? '']);
-    let row = byKey.get(key);
+    const keyed = { hour, agent_id: e.agent_id, event_type: e.event_type, tool_name: e.tool_name ?? '', provider: e.provider ?? '', model: e.model ?? '', tier: e.complexity_tier ?? '' };
+    const key = rollupKey(keyed);
+    let row = this.byKey.get(key);
     if (!row) {
       row = {
-        hour, agent_id: e.agent_id, event_type: e.event_type, tool_name: e.tool_name ?? '', provider: e.provider ?? '', model: e.model ?? '',
-        tier: e.complexity_tier ?? '',
+        ...keyed,
         event_count: 0, error_count: 0, cost_usd: 0, duration_sum: 0, duration_count: 0, latency_sum: 0, latency_count: 0, input_tokens: 0, output_tokens: 0,
         failure_count: 0,
       };
-      byKey.set(key, row);
+      this.byKey.set(key, row);
     }
     row.event_count += 1;
     row.error_count += e.is_error;
@@ -107,7 +116,18 @@ export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
     row.output_tokens += e.output_tokens ?? 0;
     if (e.finish_reason === 'error') row.failure_count += 1;
   }
-  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+
+  /** One row per key, in key order (a fixed lock order). */
+  rows(): RollupRow[] {
+    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+  }
+}
+
+/** The rollup rows a set of events adds, one per key, in key order (a fixed lock order). */
+export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
+  const sums = new RollupSums();
+  for (const e of events) sums.add(e);
+  return sums.rows();
 }
 
 const ROWS_PER_STATEMENT = 500;

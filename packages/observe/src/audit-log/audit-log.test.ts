@@ -10,6 +10,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
+import { chainHashOfCanonical } from '../events/chain.ts';
 import { OBSERVE_LOG } from './index.ts';
 
 const verifyCheckpoint = (checkpoint: Checkpoint, publicKey: Buffer): boolean => verifySigned(OBSERVE_LOG, checkpoint, publicKey);
@@ -166,6 +167,51 @@ await describeEachDatabase('audit log', (backend) => {
   });
 });
 
+await describeEachDatabase("audit log: the server's own checks", (backend) => {
+  test("the server's verification checks every event against its leaf: a forged append or a rewritten chain is reported without a saved checkpoint", async () => {
+    const observe = await startTestObserve(backend);
+    after(() => observe.close());
+    const db = observe.service.context.database.db;
+    const [first, second] = await ingestEvents(observe, [started('leaf-a', 'agent', ago(12)), custom('leaf-a', 'agent', ago(11))]);
+    const verify = () => observe.call({ method: 'GET', url: '/api/audit/verify?sessionId=leaf-a' }).then((r) => r.json() as { valid: boolean; brokenAt: { seq: number; eventId: string; reason: string } | null });
+    assert.equal((await verify()).valid, true);
+
+    // A forger who knows the recipe appends an event with a correct hash and moves the session's head: only the log lacks it.
+    const source = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
+    const forged = { ...source, id: 'forged-append', seq: 2, prev_hash: source.hash, ts: source.ts + 1 };
+    forged.hash = chainHashOfCanonical(
+      { id: forged.id, seq: 2, timestamp: new Date(forged.ts).toISOString(), sessionId: 'leaf-a', agentId: forged.agent_id, eventType: forged.event_type, severity: forged.severity, prevHash: forged.prev_hash },
+      forged.payload,
+      forged.metadata,
+    );
+    await db.insertInto('events').values(forged).execute();
+    await db.updateTable('sessions').set({ last_seq: 2, last_hash: forged.hash }).where('id', '=', 'leaf-a').execute();
+    let verdict = await verify();
+    assert.equal(verdict.valid, false);
+    assert.deepEqual([verdict.brokenAt?.seq, verdict.brokenAt?.eventId], [2, 'forged-append']);
+    assert.match(verdict.brokenAt!.reason, /no leaf in the audit log/);
+    await db.deleteFrom('events').where('id', '=', 'forged-append').execute();
+    await db.updateTable('sessions').set({ last_seq: 1, last_hash: second!.hash }).where('id', '=', 'leaf-a').execute();
+    assert.equal((await verify()).valid, true);
+
+    // The first event edited, and the chain and head rewritten after it: every hash links, but the leaves recorded others.
+    const row = await db.selectFrom('events').selectAll().where('id', '=', first!.id).executeTakeFirstOrThrow();
+    const payload = '{"forged":true}';
+    const link = { id: row.id, seq: 0, timestamp: new Date(row.ts).toISOString(), sessionId: 'leaf-a', agentId: row.agent_id, eventType: row.event_type, severity: row.severity, prevHash: null };
+    const newFirst = chainHashOfCanonical(link, payload, row.metadata);
+    await db.updateTable('events').set({ payload, hash: newFirst }).where('id', '=', first!.id).execute();
+    const next = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
+    const newSecond = chainHashOfCanonical({ ...link, id: next.id, seq: 1, timestamp: new Date(next.ts).toISOString(), eventType: next.event_type, severity: next.severity, prevHash: newFirst }, next.payload, next.metadata);
+    await db.updateTable('events').set({ prev_hash: newFirst, hash: newSecond }).where('id', '=', second!.id).execute();
+    await db.updateTable('sessions').set({ last_hash: newSecond }).where('id', '=', 'leaf-a').execute();
+    verdict = await verify();
+    assert.equal(verdict.valid, false);
+    assert.deepEqual([verdict.brokenAt?.seq, verdict.brokenAt?.eventId], [0, first!.id]);
+    assert.match(verdict.brokenAt!.reason, /does not match the leaf the audit log recorded/);
+  });
+
+});
+
 await describeEachDatabase('audit log: instances and migration', (backend) => {
   test('two instances on one database append one log: every event once, each batch contiguous, one root', async () => {
     const first = await startTestObserve(backend);
@@ -200,7 +246,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const database = observe.service.context.database;
       const db = database.db;
       // Back to a database from before 0016: its tables gone, its steps not applied.
-      const tables = ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
+      const tables = ['audit_log_head', 'audit_log_built', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
       for (const table of tables) await db.schema.dropTable(table).execute();
       await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses')`.execute(db);
       await migrateToLatest(database, observeMigrations);

@@ -7,6 +7,7 @@ import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { registerAuditWalkRoutes } from './walk-routes.ts';
+import { registerDerivedDataRoutes } from './derived-routes.ts';
 
 export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
 
@@ -15,8 +16,8 @@ export const OBSERVE_LOG = 'vigil-observe';
 
 export type ObserveAuditLog = AuditLog<ObserveSchema>;
 
-/** Resolves to the log and its checkpoint job. */
-export const auditLogFeature: ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> = defineFeature(
+/** Resolves to the log and its checkpoint job; `appendLeaves: false` only for the benchmark of what the log costs (ObserveOptions.auditLeaves). */
+export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> => defineFeature(
   'audit-log',
   async ({ app, context, job, onClose }) => {
     const { config, database, clock } = context;
@@ -32,9 +33,11 @@ export const auditLogFeature: ObserveFeature<{ log: ObserveAuditLog; checkpointJ
     await log.registerKey();
 
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
-    context.events.inTransaction(async (batch) => {
-      await log.append(batch.trx, batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
-    });
+    if (options.appendLeaves) {
+      context.events.inTransaction(async (batch) => {
+        await log.append(batch.trx, batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
+      });
+    }
 
     // Every AUDIT_CHECKPOINT_EVENTS events committed through this instance (other instances count their own)...
     let sinceCheckpoint = 0;
@@ -66,6 +69,7 @@ export const auditLogFeature: ObserveFeature<{ log: ObserveAuditLog; checkpointJ
 
     registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
     registerAuditWalkRoutes(app, context, log);
+    registerDerivedDataRoutes(app, context);
     return { log, checkpointJob };
   },
 );

@@ -38,7 +38,7 @@ export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
 
 /**
  * Migration 0017: the platform's log shape (leaves name their item and its chain, the session),
- * tombstones and witness deliveries; then every event without a leaf becomes one.
+ * the built-nodes row, tombstones and witness deliveries; then every event without a leaf becomes one.
  */
 export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
   await db.schema.alterTable('audit_log_leaves').renameColumn('event_id', 'item_id').execute();
@@ -46,7 +46,9 @@ export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Pr
   await db.schema.dropIndex('audit_log_leaves_event').execute();
   await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
   await sql`update audit_log_leaves set scope_id = (select e.session_id from events e where e.id = audit_log_leaves.item_id)`.execute(db);
-  await createAuditLogWitnessTables(db);
+  // 0016 built the inner nodes of every leaf it appended.
+  const head = await db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow();
+  await createAuditLogWitnessTables(db, Number(head.size));
   await backfillAuditLog(db, dialect);
 }
 

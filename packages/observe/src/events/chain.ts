@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from '@vigil/platform';
+import { canonicalJson, leafHash, sha256Hex } from '@vigil/platform';
 
 /** The fields one chain link commits to. `timestamp` is the ISO 8601 UTC form with milliseconds. */
 export interface ChainFields {
@@ -74,7 +74,15 @@ interface CheckedLink {
   prevHash: string | null;
   hash: string;
   contentMatches: boolean;
+  /** How the event stands in the audit log, when its leaf was read: none, or a leaf of another hash. */
+  logged: 'unchecked' | 'matches' | 'missing' | 'differs';
 }
+
+/**
+ * The audit-log leaf of each event read with its rows (item id → leaf hash, hex): an event without
+ * one was not appended through ingest, however well its hashes link up.
+ */
+export type StoredLeaves = ReadonlyMap<string, string>;
 
 /**
  * Verifies every stored event of a session against its recorded head, links fed in any order (a
@@ -95,10 +103,16 @@ export class ChainVerifier {
     private readonly from: ChainHead = EMPTY_HEAD,
   ) {}
 
-  add(link: StoredLink): void {
+  /** `leaves`: the audit-log leaves read with this link (StoredLeaves); without them the log is not checked. */
+  add(link: StoredLink, leaves?: StoredLeaves): void {
     // Stored text is hashed as stored: any byte changed in the row breaks the chain.
     const contentMatches = chainHashOfCanonical(link, link.payloadJson, link.metadataJson) === link.hash;
-    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches });
+    let logged: CheckedLink['logged'] = 'unchecked';
+    if (leaves !== undefined) {
+      const leaf = leaves.get(link.id);
+      logged = leaf === undefined ? 'missing' : leaf === leafHash(Buffer.from(link.hash, 'hex')).toString('hex') ? 'matches' : 'differs';
+    }
+    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches, logged });
   }
 
   finish(): ChainVerdict {
@@ -123,6 +137,8 @@ export class ChainVerifier {
       }
       if (link.prevHash !== previousHash) return broken(seq, link.id, 'prevHash does not match the hash of the previous event');
       if (!link.contentMatches) return broken(seq, link.id, 'hash does not match the event content');
+      if (link.logged === 'missing') return broken(seq, link.id, `event ${link.id} has no leaf in the audit log: it was not appended through ingest`);
+      if (link.logged === 'differs') return broken(seq, link.id, 'hash does not match the leaf the audit log recorded for the event');
       previous = link;
       previousHash = link.hash;
     }
@@ -137,9 +153,9 @@ export class ChainVerifier {
   }
 }
 
-/** Verifies a session's stored links (any order) against its recorded head; see ChainVerifier. */
-export function verifyChain(links: readonly StoredLink[], head: ChainHead): ChainVerdict {
+/** Verifies a session's stored links (any order) against its recorded head, and their leaves when given; see ChainVerifier. */
+export function verifyChain(links: readonly StoredLink[], head: ChainHead, leaves?: StoredLeaves): ChainVerdict {
   const verifier = new ChainVerifier(head);
-  for (const link of links) verifier.add(link);
+  for (const link of links) verifier.add(link, leaves);
   return verifier.finish();
 }

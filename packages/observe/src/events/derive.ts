@@ -2,7 +2,7 @@ import type { EventRow } from '../schema.ts';
 
 const ERROR_SEVERITIES = new Set(['error', 'critical']);
 
-type DerivedColumns = Pick<
+export type DerivedColumns = Pick<
   EventRow,
   | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'tool_name' | 'call_id' | 'provider' | 'model' | 'input_tokens' | 'output_tokens'
   | 'complexity_tier' | 'finish_reason'

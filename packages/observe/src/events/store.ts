@@ -147,7 +147,7 @@ export async function forEachSessionEventPage(
   db: Kysely<ObserveSchema>,
   sessionId: string,
   pageSize: number,
-  onPage: (rows: ChainRow[]) => void,
+  onPage: (rows: ChainRow[]) => void | Promise<void>,
 ): Promise<void> {
   let last: ChainRow | undefined;
   for (;;) {
@@ -162,7 +162,7 @@ export async function forEachSessionEventPage(
       );
     }
     const rows = await query.execute();
-    onPage(rows);
+    await onPage(rows);
     if (rows.length < pageSize) return;
     last = rows[rows.length - 1];
   }

@@ -1173,6 +1173,180 @@ export interface paths {
       };
     };
   };
+  "/api/audit/derived/events": {
+    /**
+     * Every stored event's columns derived at ingest, with its place
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            id: string;
+            session_id: string;
+            seq: number;
+            ts: number;
+            agent_id: string;
+            event_type: string;
+            is_error: number;
+            cost_usd: number | null;
+            duration_ms: number | null;
+            latency_ms: number | null;
+            tool_name: string | null;
+            call_id: string | null;
+            provider: string | null;
+            model: string | null;
+            input_tokens: number | null;
+            output_tokens: number | null;
+            complexity_tier: string | null;
+            finish_reason: string | null;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/derived/latency-sketches": {
+    /**
+     * Every latency sketch bin as stored
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            hour: number;
+            agent_id: string;
+            metric: "tool" | "llm";
+            tool_name: string;
+            provider: string;
+            model: string;
+            bin: number;
+            count: number;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/derived/rollups": {
+    /**
+     * Every hourly rollup row as stored
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            hour: number;
+            agent_id: string;
+            event_type: string;
+            tool_name: string;
+            provider: string;
+            model: string;
+            tier: string;
+            event_count: number;
+            error_count: number;
+            cost_usd: number;
+            duration_sum: number;
+            duration_count: number;
+            latency_sum: number;
+            latency_count: number;
+            input_tokens: number;
+            output_tokens: number;
+            failure_count: number;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/derived/sessions": {
+    /**
+     * Every session row's counters, cost, status and times as stored
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            id: string;
+            agent_id: string;
+            agent_name: string;
+            status: string;
+            started_at: number;
+            ended_at: number | null;
+            last_event_at: number;
+            event_count: number;
+            tool_call_count: number;
+            error_count: number;
+            total_cost_usd: number;
+            /** JSON array, as stored */
+            tags: string;
+            /** The chain head: seq of the last appended event, -1 when none */
+            last_seq: number;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/export": {
     /**
      * A session's self-contained audit bundle (verify it with `vigil verify`)

@@ -1,0 +1,173 @@
+/**
+ * `npm run bench` (part): what the audit log costs and how fast its proofs are.
+ *
+ * 1. Ingest with the log on and off: two observe servers (separate processes, SQLite unless
+ *    DATABASE_URL is set), one appending every event's leaf and one not (bench/observe-server.ts),
+ *    fed the same 1,000-event batches by 8 clients in alternating rounds so that both see the same
+ *    database sizes. Target: with the log, within 10 % of the throughput without it.
+ * 2. Inclusion proofs at a million leaves: a log of BENCH_AUDIT_LEAVES (default 1,000,000) leaves
+ *    appended in 10,000-leaf transactions straight through the platform's log on the server's
+ *    database, a checkpoint, then GET /api/audit/inclusion for random leaves over HTTP. Target:
+ *    p95 ≤ 5 ms.
+ * 3. Verifying an exported 10,000-event session bundle (`vigil verify BUNDLE`'s check, in process).
+ *    Target: ≤ 100 ms.
+ *
+ * BENCH_AUDIT_EVENTS (default 200,000) sets the events each ingest server receives.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { appendLeaves, openDatabase, type AuditLogTables } from '@vigil/platform';
+import { freePort, stopServer, waitForHealth } from './server.ts';
+
+const INGEST_EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 200_000);
+const PROOF_LEAVES = Number(process.env.BENCH_AUDIT_LEAVES ?? 1_000_000);
+const EVENTS_PER_BATCH = 1000;
+const CLIENTS = 8;
+const ROUNDS = 4;
+const PROOF_SAMPLES = 500;
+
+interface Server {
+  child: ChildProcess;
+  base: string;
+  key: string;
+  dataDir: string;
+  schema: string;
+}
+
+async function startServer(name: string, env: Record<string, string> = {}): Promise<Server> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
+  const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/observe-server.ts', String(port), dataDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn', OBSERVE_DB_SCHEMA: schema, ...env },
+  });
+  await waitForHealth(base, child);
+  const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+  const { key } = (await keyResponse.json()) as { key: string };
+  return { child, base, key, dataDir, schema };
+}
+
+function batch(prefix: string, b: number, startMs: number): string {
+  const events = [];
+  for (let i = 0; i < EVENTS_PER_BATCH; i++) {
+    const sessionId = `${prefix}-${b}-${i % 50}`;
+    events.push({
+      sessionId,
+      agentId: `agent-${b % 7}`,
+      eventType: i % 2 === 0 ? 'tool_call' : 'tool_response',
+      timestamp: new Date(startMs + i).toISOString(),
+      payload: i % 2 === 0
+        ? { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue ${i}` } }
+        : { toolName: 'web_search', callId: `c${i - 1}`, result: { hits: 10 }, durationMs: 120 },
+    });
+  }
+  return JSON.stringify({ events });
+}
+
+async function post(server: Server, path: string, body: string): Promise<unknown> {
+  const response = await fetch(`${server.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` }, body });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text.slice(0, 300)}`);
+  return text === '' ? null : JSON.parse(text);
+}
+
+async function send(server: Server, bodies: readonly string[]): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < bodies.length) await post(server, '/api/events', bodies[next++]!);
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function ingestOnOff(rows: [string, string, string][]): Promise<void> {
+  const on = await startServer('audit-on');
+  const off = await startServer('audit-off', { BENCH_AUDIT_LEAVES: 'off' });
+  try {
+    const batches = Math.max(ROUNDS, Math.round(INGEST_EVENTS / EVENTS_PER_BATCH));
+    const now = Date.now() - 3_600_000;
+    const bodies = Array.from({ length: batches }, (_, b) => batch('s', b, now + b));
+    let onSeconds = 0;
+    let offSeconds = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const slice = bodies.slice((round * batches) / ROUNDS, ((round + 1) * batches) / ROUNDS);
+      // Alternate which goes first, so neither always meets the other's leftover I/O.
+      if (round % 2 === 0) {
+        offSeconds += await send(off, slice);
+        onSeconds += await send(on, slice);
+      } else {
+        onSeconds += await send(on, slice);
+        offSeconds += await send(off, slice);
+      }
+    }
+    const events = batches * EVENTS_PER_BATCH;
+    const onRate = events / onSeconds;
+    const offRate = events / offSeconds;
+    rows.push([`ingest, audit log off (${events.toLocaleString('en-US')} events, 1,000-event batches, ${CLIENTS} clients)`, '', `${Math.round(offRate).toLocaleString('en-US')} events/s`]);
+    rows.push(['ingest, audit log on (same batches, alternating rounds)', '', `${Math.round(onRate).toLocaleString('en-US')} events/s`]);
+    rows.push(['ingest with the log, as a share of without', '≥ 90 %', `${((100 * onRate) / offRate).toFixed(1)} %`]);
+  } finally {
+    await stopServer(on.child, on.dataDir, on.schema);
+    await stopServer(off.child, off.dataDir, off.schema);
+  }
+}
+
+async function inclusionAtScale(rows: [string, string, string][]): Promise<void> {
+  const server = await startServer('audit-proofs');
+  try {
+    const database = await openDatabase<AuditLogTables>(
+      process.env.DATABASE_URL
+        ? { kind: 'postgres', url: process.env.DATABASE_URL, schema: server.schema, poolMax: 2 }
+        : { kind: 'sqlite', file: join(server.dataDir, 'observe.db'), synchronous: 'NORMAL' },
+    );
+    const loadStarted = performance.now();
+    const chunk = 10_000;
+    for (let start = 0; start < PROOF_LEAVES; start += chunk) {
+      const leaves = Array.from({ length: Math.min(chunk, PROOF_LEAVES - start) }, (_, i) => {
+        const n = start + i;
+        return { itemId: `leaf-${n}`, scopeId: `s-${Math.floor(n / 100)}`, data: Buffer.from(n.toString(16).padStart(64, '0'), 'hex') };
+      });
+      await database.db.transaction().execute((trx) => appendLeaves(trx, database.dialect, leaves));
+    }
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    await database.close();
+    await post(server, '/api/audit/checkpoint', '');
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const timings: number[] = [];
+    for (let i = 0; i < PROOF_SAMPLES; i++) {
+      const leaf = Math.floor(random() * PROOF_LEAVES);
+      const started = performance.now();
+      const response = await fetch(`${server.base}/api/audit/inclusion?eventId=leaf-${leaf}`, { headers: { authorization: `Bearer ${server.key}` } });
+      const body = (await response.json()) as { proof: string[] };
+      timings.push(performance.now() - started);
+      if (!response.ok || body.proof.length === 0) throw new Error(`inclusion of leaf ${leaf}: ${response.status}`);
+    }
+    timings.sort((a, b) => a - b);
+    rows.push([`audit log of ${PROOF_LEAVES.toLocaleString('en-US')} leaves appended in 10,000-leaf transactions`, '', `${Math.round(PROOF_LEAVES / loadSeconds).toLocaleString('en-US')} leaves/s`]);
+    rows.push([`GET /api/audit/inclusion at ${PROOF_LEAVES.toLocaleString('en-US')} leaves, p50 / p95 (${PROOF_SAMPLES} random leaves)`, 'p95 ≤ 5 ms', `${percentile(timings, 50).toFixed(2)} / ${percentile(timings, 95).toFixed(2)} ms`]);
+  } finally {
+    await stopServer(server.child, server.dataDir, server.schema);
+  }
+}
+
+async function main(): Promise<void> {
+  const rows: [string, string, string][] = [];
+  await ingestOnOff(rows);
+  await inclusionAtScale(rows);
+  const width = Math.max(...rows.map(([label]) => label.length));
+  console.log(`\n| ${'measurement'.padEnd(width)} | target | result |\n|${'-'.repeat(width + 2)}|--------|--------|`);
+  for (const [label, target, value] of rows) console.log(`| ${label.padEnd(width)} | ${target} | ${value} |`);
+}
+
+await main();
