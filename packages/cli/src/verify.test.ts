@@ -171,7 +171,7 @@ await describeEachDatabase('vigil verify', (backend) => {
       [['--bogus'], /unknown option/],
       [[], /give a bundle file to verify, or --url/],
       [[file('a3.json', '{}'), '--public-key', 'not a key'], /--public-key is neither base64/],
-      [['--url', url, '--deep'], /--deep is not available/],
+      [[file('a4.json', '{}'), '--deep'], /--deep audits the whole log/],
       [['--url', 'ftp://x'], /not an http\(s\) URL/],
       [['--api-key', 'x', '--url', url], /VIGIL_API_KEY/],
     ];
@@ -191,6 +191,8 @@ await describeEachDatabase('vigil verify', (backend) => {
     const intact = await verify(['--url', url, '--checkpoint', saved], env());
     assert.equal(intact.status, 0, intact.stdout + intact.stderr);
     assert.match(intact.stdout, /^VALID: \d+ leaves \(\d+ events in 4 sessions\) match the checkpoint at tree size \d+, consistent with the saved checkpoint/m);
+    const deep = await verify(['--url', url, '--checkpoint', saved, '--deep'], env());
+    assert.equal(deep.status, 0, deep.stdout + deep.stderr);
 
     assert.equal((await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 1 } })).statusCode, 200);
     await observe.service.jobs.retention.tick();
@@ -211,6 +213,9 @@ await describeEachDatabase('vigil verify', (backend) => {
     const editedBundle = await verify([file('b.json', await exportBundle('v-b'))]);
     assert.equal(editedBundle.status, 1);
     assert.match(editedBundle.stdout, new RegExp(`^inclusion \\[session v-b, seq 2, event ${target.id}, leaf \\d+\\]`, 'm'));
+
+    // A derived column edited: only --deep sees it.
+    await db().updateTable('events').set({ cost_usd: 12.5 }).where('session_id', '=', 'v-b').where('seq', '=', 1).execute();
 
     // A whole session removed, rows and all.
     await db().deleteFrom('events').where('session_id', '=', 'v-c').execute();
@@ -238,5 +243,9 @@ await describeEachDatabase('vigil verify', (backend) => {
     assert.match(audit.stdout, /^unlogged \[session v-a, seq 14, event forged-event-0001\]: .*no leaf in the audit log/m);
     assert.match(audit.stdout, /^TAMPERED: \d+ findings/m);
     assert.doesNotMatch(audit.stdout, /v-old/, 'the retention run stays retention');
+    assert.doesNotMatch(audit.stdout, /^derived/m);
+    const deep = await verify(['--url', url, '--checkpoint', saved, '--deep'], env());
+    assert.equal(deep.status, 1);
+    assert.match(deep.stdout, /^derived \[session v-b, seq 1, event [^\]]+\]: .*cost_usd is stored as 12\.5/m);
   });
 });
