@@ -17,6 +17,7 @@ import {
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
 import { auditFeature } from './audit/index.ts';
+import { auditLogFeature, GateAuditLog } from './audit-log/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import type { GateContext } from './context.ts';
@@ -38,7 +39,7 @@ export interface GateService {
   app: ZodApp;
   context: GateContext;
   requests: RequestService;
-  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob };
+  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob; auditCheckpoint: PeriodicJob };
   /** The admin key generated at first start (no key existed and GATE_ADMIN_KEY was unset), to print once. */
   generatedAdminKey: string | null;
 }
@@ -97,6 +98,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     policies: new PolicyCache(database, clock, config.cacheRefreshMs),
     limiter,
     outbox: new Outbox(database, config, clock, app.log),
+    auditLog: new GateAuditLog(config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });
@@ -107,9 +109,10 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     db: database.db,
     clock,
     runJobs: options.runJobs ?? true,
-    // After every feature has stopped (so no job writes to the outbox any more).
+    // After every feature has stopped (so no job writes to the outbox or the audit log any more).
     closeShared: async () => {
       await context.outbox.stop();
+      await context.auditLog.stop();
       await limiter.close();
       await database.close();
     },
@@ -119,10 +122,11 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(systemFeature);
   const requests = await features.register(requestsFeature);
   await features.register(auditFeature);
+  const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();
-  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks }, generatedAdminKey };
+  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };
 }

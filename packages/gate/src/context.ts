@@ -1,4 +1,5 @@
 import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
+import type { GateAuditLog } from './audit-log/index.ts';
 import type { GateConfig } from './config.ts';
 import type { KeyCache } from './auth/index.ts';
 import type { PolicyCache } from './policies/index.ts';
@@ -15,6 +16,8 @@ export interface GateContext {
   policies: PolicyCache;
   limiter: RateLimiter;
   outbox: Outbox;
+  /** The audit log every audit entry is a leaf of (audit-log/). */
+  auditLog: GateAuditLog;
   /** The Prometheus registry of GET /metrics; features add their counters and queues. */
   metrics: ServiceMetrics;
 }

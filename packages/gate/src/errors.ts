@@ -14,6 +14,13 @@ export const gateErrors = {
   policyNotFound: { status: 404, code: 'not_found', message: 'Policy not found' },
   keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },
   webhookNotFound: { status: 404, code: 'not_found', message: 'Webhook not found' },
+  checkpointNotFound: { status: 404, code: 'not_found', message: 'No audit checkpoint (at that tree size)' },
+  auditItemNotFound: { status: 404, code: 'not_found', message: 'Audit entry not found in the audit log' },
+  auditTreeSize: {
+    status: 400,
+    code: 'bad_request',
+    message: "The tree size is beyond the audit log, before the entry's leaf, or from is after to",
+  },
   alreadyDecided: { status: 409, code: 'conflict', message: 'Request already decided' },
   notConfirmable: { status: 409, code: 'conflict', message: 'Only an approved, unconfirmed request can be confirmed' },
   payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body larger than 1 MB' },

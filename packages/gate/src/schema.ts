@@ -1,4 +1,4 @@
-import type { AdminChangeRow, Database, DeliveryColumns } from '@vigil/platform';
+import type { AdminChangeRow, AuditLogTables, Database, DeliveryColumns } from '@vigil/platform';
 
 /** Row types of the gate database (times are epoch milliseconds, JSON is stored as text). */
 export interface RequestRow {
@@ -105,7 +105,8 @@ export interface LeaseRow {
   expires_at: number;
 }
 
-export interface GateSchema {
+/** With the audit log's tables (platform audit-log.ts): every audit entry is a leaf. */
+export interface GateSchema extends AuditLogTables {
   requests: RequestRow;
   audit_entries: AuditRow;
   policies: PolicyRow;

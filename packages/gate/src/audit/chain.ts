@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex, toIso } from '@vigil/platform';
+import { canonicalJson, leafHash, sha256Hex, toIso } from '@vigil/platform';
 
 /**
  * The gate's per-request audit chain (docs/audit.md, "Gate audit chain"). Each entry of a request's
@@ -93,11 +93,12 @@ export interface AuditChainVerdict {
 }
 
 /**
- * Verifies a request's stored entries (any order) and, given it, the head its request row records:
- * seq runs gapless from 0, each prevHash is the hash before it, each hash matches its entry's content,
- * and the chain ends exactly at the head.
+ * Verifies a request's stored entries (any order) and, given them, the head its request row records
+ * and the audit log's leaf hashes by entry id: seq runs gapless from 0, each prevHash is the hash
+ * before it, each hash matches its entry's content and its leaf (SHA-256(0x00 || hash)), and the
+ * chain ends exactly at the head.
  */
-export function verifyAuditChain(entries: readonly StoredAuditEntry[], head?: AuditChainHead): AuditChainVerdict {
+export function verifyAuditChain(entries: readonly StoredAuditEntry[], head?: AuditChainHead, leaves?: ReadonlyMap<string, string>): AuditChainVerdict {
   const ordered = [...entries].sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const headHash = ordered.at(-1)?.hash ?? null;
   const broken = (seq: number, reason: string): AuditChainVerdict => ({ valid: false, brokenAt: seq, reason, headHash });
@@ -109,6 +110,11 @@ export function verifyAuditChain(entries: readonly StoredAuditEntry[], head?: Au
     }
     if (entry.prev_hash !== previousHash) return broken(seq, 'prevHash does not match the hash of the previous entry');
     if (auditEntryHash(chainEntryOf(entry), entry.prev_hash) !== entry.hash) return broken(seq, 'hash does not match the entry content');
+    if (leaves !== undefined) {
+      const leaf = leaves.get(entry.id);
+      if (leaf === undefined) return broken(seq, `entry ${entry.id} has no leaf in the audit log: it was not written by the gate`);
+      if (leaf !== leafHash(Buffer.from(entry.hash, 'hex')).toString('hex')) return broken(seq, `the audit log's leaf of entry ${entry.id} is not its hash`);
+    }
     previousHash = entry.hash;
   }
   if (head !== undefined) {

@@ -24,6 +24,12 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /api/audit/actors': 'request:read',
   // Who changed policies, keys and webhooks: administrators only.
   'GET /api/audit/changes': 'admin',
+  // The audit log (audit-log/): its proofs and checkpoints are read like the entries; signing one on demand is for administrators.
+  'GET /api/audit/public-key': 'request:read',
+  'GET /api/audit/checkpoint': 'request:read',
+  'POST /api/audit/checkpoint': 'admin',
+  'GET /api/audit/consistency': 'request:read',
+  'GET /api/audit/inclusion': 'request:read',
   'GET /api/policies': 'admin',
   'POST /api/policies': 'admin',
   'PUT /api/policies/:id': 'admin',

@@ -78,10 +78,15 @@ export class RequestService {
       async (group) => {
         const deliveries = await database.db.transaction().execute(async (trx) => {
           await requestInserter.insert(trx, database.dialect, group.map((c) => c.row));
-          await auditInserter.insert(trx, database.dialect, group.flatMap((c) => c.audits));
-          return ctx.outbox.enqueue(trx, database.dialect, group.flatMap((c) => c.transitions));
+          const audits = group.flatMap((c) => c.audits);
+          await auditInserter.insert(trx, database.dialect, audits);
+          const ids = await ctx.outbox.enqueue(trx, database.dialect, group.flatMap((c) => c.transitions));
+          // Last: the log head's lock is held from here to the commit.
+          await ctx.auditLog.append(trx, audits);
+          return ids;
         });
         ctx.outbox.dispatch(deliveries);
+        ctx.auditLog.committed(group.reduce((count, c) => count + c.audits.length, 0));
         return group.map(() => undefined);
       },
       { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
@@ -89,7 +94,7 @@ export class RequestService {
   }
 
   private async audit(trx: Transaction<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
-    await appendAudit(trx, auditRow(request, event, by, at, details));
+    await appendAudit(trx, this.ctx.auditLog, auditRow(request, event, by, at, details));
   }
 
   private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
@@ -150,8 +155,10 @@ export class RequestService {
       .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
       .where('id', '=', row.id)
       .execute();
+    // The audit entry last: its leaf takes the log head's lock (appendAudit).
+    const deliveries = await this.transition(trx, row, 'request.expired');
     await this.audit(trx, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
-    return this.transition(trx, row, 'request.expired');
+    return deliveries;
   }
 
   private isDue(row: RequestRow, now: number): boolean {
@@ -168,12 +175,13 @@ export class RequestService {
   /** Expires one request if it is still pending and due; returns its current row. */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    const { row, deliveries } = await this.ctx.database.db.transaction().execute(async (trx) => {
+    const { row, deliveries, expired } = await this.ctx.database.db.transaction().execute(async (trx) => {
       const locked = await lockRequest(trx, this.ctx.database, id);
-      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: [] };
-      return { row: locked, deliveries: await this.expireLocked(trx, locked, now) };
+      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: [], expired: false };
+      return { row: locked, deliveries: await this.expireLocked(trx, locked, now), expired: true };
     });
     this.ctx.outbox.dispatch(deliveries);
+    if (expired) this.ctx.auditLog.committed(1);
     return row;
   }
 
@@ -204,10 +212,12 @@ export class RequestService {
         .set({ status: decision, decided_at: now, decided_by: by.actor, decision_reason: row.decision_reason })
         .where('id', '=', id)
         .execute();
+      const deliveries = await this.transition(trx, row, 'request.decided');
       await this.audit(trx, row, decision, by, now, reason === undefined ? undefined : { reason });
-      return { kind: 'decided-now' as const, row, deliveries: await this.transition(trx, row, 'request.decided') };
+      return { kind: 'decided-now' as const, row, deliveries };
     });
     this.ctx.outbox.dispatch(outcome.deliveries);
+    if (outcome.kind === 'expired' || outcome.kind === 'decided-now') this.ctx.auditLog.committed(1);
     switch (outcome.kind) {
       case 'missing':
         throw gateError('requestNotFound');
@@ -231,10 +241,12 @@ export class RequestService {
       row.confirmed_at = now;
       row.execution_result = JSON.stringify(result);
       await trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
+      const deliveries = await this.transition(trx, row, 'request.confirmed');
       await this.audit(trx, row, 'confirmed', by, now, { result });
-      return { kind: 'confirmed' as const, row, deliveries: await this.transition(trx, row, 'request.confirmed') };
+      return { kind: 'confirmed' as const, row, deliveries };
     });
     this.ctx.outbox.dispatch(outcome.deliveries);
+    if (outcome.kind === 'confirmed') this.ctx.auditLog.committed(1);
     if (outcome.kind === 'missing') throw gateError('requestNotFound');
     if (outcome.kind === 'conflict') throw gateError('notConfirmable');
     return outcome.row;

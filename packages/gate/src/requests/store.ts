@@ -1,5 +1,6 @@
 import { forUpdate, PreparedQuery, readSnapshot, toIso, toIsoOrNull } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
+import type { GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
@@ -50,10 +51,15 @@ export async function lockRequest(trx: Transaction<GateSchema>, database: GateDa
   return selectRequestForUpdate.first(trx, database.dialect, id);
 }
 
-/** Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, under the request's row lock. */
-export async function appendAudit(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
+/**
+ * Writes a linked audit entry (service.ts auditRow), moves its request's chain head to it and
+ * appends its leaf to the audit log, under the request's row lock. The last write of its
+ * transaction: the log head's lock is taken after the request's and held to the commit.
+ */
+export async function appendAudit(trx: Transaction<GateSchema>, auditLog: GateAuditLog, entry: AuditRow): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
   await trx.updateTable('requests').set({ audit_head_seq: entry.seq, audit_head_hash: entry.hash }).where('id', '=', entry.request_id).execute();
+  await auditLog.append(trx, [entry]);
 }
 
 export interface ListRequestsQuery {
@@ -72,7 +78,7 @@ export async function listRequests(database: GateDatabase, query: ListRequestsQu
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
 }
 
-/** A request's trail, oldest first, and its chain's verdict against the head the request row records (one snapshot). */
+/** A request's trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */
 export async function verifiedAuditTrail(
   database: GateDatabase,
   requestId: string,
@@ -82,7 +88,11 @@ export async function verifiedAuditTrail(
     if (!request) return undefined;
     const rows = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
     const head = { seq: request.audit_head_seq, hash: request.audit_head_hash };
-    return { rows, head, verdict: verifyAuditChain(rows, head) };
+    const leaves =
+      rows.length === 0
+        ? []
+        : await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).where('item_id', 'in', rows.map((row) => row.id)).execute();
+    return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, leaf.leaf_hash]))) };
   });
 }
 

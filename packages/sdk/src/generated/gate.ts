@@ -359,6 +359,163 @@ export interface paths {
       };
     };
   };
+  "/api/audit/checkpoint": {
+    /** The latest signed checkpoint of the audit log, or the one at a tree size */
+    get: {
+      params: Record<string, never>;
+      query: {
+        treeSize?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          treeSize: number;
+          /** MTH of the first treeSize leaves (RFC 9162), hex */
+          rootHash: string;
+          timestamp: string;
+          /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+          keyId: string;
+          /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-gate", rootHash, timestamp, treeSize} (docs/audit.md) */
+          signature: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Sign a checkpoint at the current tree size now
+     *
+     * Answers the existing checkpoint when one was already signed at the current size.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        201: {
+          treeSize: number;
+          /** MTH of the first treeSize leaves (RFC 9162), hex */
+          rootHash: string;
+          timestamp: string;
+          /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+          keyId: string;
+          /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-gate", rootHash, timestamp, treeSize} (docs/audit.md) */
+          signature: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/consistency": {
+    /**
+     * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
+     *
+     * Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: number;
+        to: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          from: number;
+          to: number;
+          proof: string[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/inclusion": {
+    /**
+     * An inclusion proof (RFC 9162 §2.1.3) of an audit entry
+     *
+     * The audit path of the leaf of an audit entry in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        entryId: string;
+        treeSize?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entryId: string;
+          leafIndex: number;
+          leafHash: string;
+          treeSize: number;
+          proof: string[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/public-key": {
+    /**
+     * The audit log's checkpoint signing keys
+     *
+     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          algorithm: "Ed25519";
+          /** The log name the signatures cover */
+          log: string;
+          keyId: string;
+          /** Base64 of the raw 32-byte public key */
+          publicKey: string;
+          publicKeyPem: string;
+          keys: {
+            keyId: string;
+            publicKey: string;
+            createdAt: number;
+          }[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/dashboard/sessions": {
     /**
      * Sign in to the dashboard: exchange an API key and a display name for a short-lived session token
