@@ -135,7 +135,9 @@ async function verifyBundleFile(file: string, trustedKey: Buffer | undefined, sa
 async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: Buffer | undefined, client: ApiClient | undefined): Promise<Finding[]> {
   const findings: Finding[] = [];
   const bundleKey = Buffer.from(bundle.publicKey, 'base64');
-  let key = [trustedKey ?? bundleKey].find((candidate) => keyIdOf(candidate) === saved.keyId);
+  const known = trustedKey ?? bundleKey;
+  let key = keyIdOf(known) === saved.keyId ? known : undefined;
+  // Signed by another key (a rotation): the log's keys, when it can be asked.
   if (key === undefined && client !== undefined) key = (await fetchKeys(client)).get(saved.keyId);
   if (key === undefined) throw new InputError(`the saved checkpoint was signed by key ${saved.keyId}, which is not ${trustedKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`);
   if (!checkpointSigned(saved, key)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
@@ -257,7 +259,9 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
     if (derived.skippedSessions > 0) notes.push(`--deep left out ${derived.skippedSessions} sessions whose head moved since the walk (or whose chain has a finding)`);
   }
 
-  if (summary.retained > 0) notes.push(`${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstones account for them)`);
+  if (summary.retained > 0) {
+    notes.push(`${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`);
+  }
   const text = findings.length === 0
     ? `VALID: ${summary.leaves} leaves (${summary.events} events in ${summary.sessions} sessions${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
     : `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`;
