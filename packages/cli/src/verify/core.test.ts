@@ -302,6 +302,12 @@ describe('log walk', () => {
     assert.deepEqual(checks(findings), ['session-deleted']);
     assert.equal(findings[0]!.sessionId, 'b');
 
+    // Heads read before a retention run that the walk then sees: still retention.
+    const racing = sample();
+    const headsBefore = heads(racing);
+    racing.retain('b');
+    assert.deepEqual(walk(racing, racing.walked(), headsBefore).findings, []);
+
     const retained = sample();
     retained.retain('b');
     retained.append('a', 1);

@@ -268,6 +268,8 @@ export class LogWalk {
     }
     for (const [sessionId, head] of this.heads) {
       const state = this.sessions.get(sessionId);
+      // Deleted by a retention run that committed after the heads were read.
+      if (state?.tombstoned === true) continue;
       const chainedTo = state === undefined ? -1 : state.nextSeq - 1;
       if (head.headSeq > chainedTo && !(state !== undefined && (state.missing.length > 0 || state.waiting.size > 0))) {
         this.findings.push({
