@@ -57,10 +57,7 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
     print(report, options.json === true, io);
     return report.valid ? EXIT_VALID : EXIT_TAMPERED;
   } catch (error) {
-    if (error instanceof InputError || error instanceof ApiError) {
-      io.err(`error: ${error.message}\n`);
-      return EXIT_USAGE;
-    }
+    // InputError and ApiError carry the whole story; anything else is still no verdict, never a stack trace.
     io.err(`error: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT_USAGE;
   }
