@@ -12,6 +12,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { AdminChange, AdminChangePage } from './change-log.ts';
 import type { OperationTable, RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
+import type { Kysely } from 'kysely';
 
 export * from './test-services.ts';
 export * from './prometheus-text.ts';
@@ -288,4 +289,10 @@ export function apiReferenceProblems(routeTable: readonly RouteEntry[], coverage
     if (!routeIds.has(id)) problems.push(`docs/api.md (section ${coverage.section}) lists ${id}, which is not a route of the app`);
   }
   return problems;
+}
+
+/** Back to a database from before its audit log: every table of the log dropped (migration tests re-run the step after). */
+export async function dropAuditLogTables(db: Pick<Kysely<unknown>, 'schema'>): Promise<void> {
+  const tables = ['audit_log_head', 'audit_log_built', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'];
+  for (const table of tables) await db.schema.dropTable(table).execute();
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { leafHash, migrateToLatest, rootOf, verifyCheckpoint, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
 import { buildGateService, type GateService } from '../app.ts';
@@ -270,9 +270,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const database = gate.service.context.database;
       const db = database.db;
       // Back to a database from before 0006: the log's tables gone, its step not applied.
-      for (const table of ['audit_log_head', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries']) {
-        await db.schema.dropTable(table).execute();
-      }
+      await dropAuditLogTables(db);
       await sql`delete from schema_migrations where name = '0006_audit_log'`.execute(db);
       await migrateToLatest(database, gateMigrations);
       await gate.service.context.auditLog.log.registerKey();

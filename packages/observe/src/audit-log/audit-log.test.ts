@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { keyIdOf, leafHash, loadSigningKey, migrateToLatest, rootOf, verifyCheckpoint as verifySigned, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
@@ -246,8 +246,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const database = observe.service.context.database;
       const db = database.db;
       // Back to a database from before 0016: its tables gone, its steps not applied.
-      const tables = ['audit_log_head', 'audit_log_built', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'] as const;
-      for (const table of tables) await db.schema.dropTable(table).execute();
+      await dropAuditLogTables(db);
       await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses')`.execute(db);
       await migrateToLatest(database, observeMigrations);
       const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
