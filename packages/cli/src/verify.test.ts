@@ -110,6 +110,14 @@ await describeEachDatabase('vigil verify', (backend) => {
     assert.match(offline.stdout, /consistent with the saved checkpoint/);
     const online = await verify([path, '--checkpoint', saved, '--url', url], env());
     assert.equal(online.status, 0, online.stdout + online.stderr);
+    // A checkpoint as a witness received it (webhook body, witness file line) serves as well.
+    const publicKeyB64 = (await observe.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string }>().publicKey;
+    const witnessed = file('witnessed.json', { type: 'audit.checkpoint', log: 'vigil-observe', checkpoint: savedCheckpoint, publicKey: publicKeyB64 });
+    const fromWitness = await verify([since, '--checkpoint', witnessed]);
+    assert.equal(fromWitness.status, 0, fromWitness.stdout + fromWitness.stderr);
+    const gateWitness = await verify([since, '--checkpoint', file('gate-witness.json', { type: 'audit.checkpoint', log: 'vigil-gate', checkpoint: savedCheckpoint })]);
+    assert.equal(gateWitness.status, 2);
+    assert.match(gateWitness.stderr, /checkpoint of the log "vigil-gate"/);
     const missingProof = await verify([path, '--checkpoint', saved]);
     assert.equal(missingProof.status, 2, 'no proof and no --url: not a verdict');
     assert.match(missingProof.stderr, /export the bundle with \?since=/);

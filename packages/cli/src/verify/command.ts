@@ -6,8 +6,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
-import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, type Checkpoint } from './checkpoint.ts';
-import { InputError, type Finding } from './input.ts';
+import { checkpointSigned, keyIdOf, OBSERVE_LOG, parseCheckpoint, parsePublicKey, type Checkpoint } from './checkpoint.ts';
+import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf } from './walk.ts';
 
@@ -46,7 +46,7 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
     if (options.deep === true && bundleFile !== undefined) throw new InputError('--deep audits the whole log: use it with --url and no bundle');
     const client = options.url === undefined ? undefined : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
     const trustedKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
-    const saved = options.checkpoint === undefined ? undefined : parseCheckpoint(readJson(options.checkpoint, 'the saved checkpoint'), `the saved checkpoint (${options.checkpoint})`);
+    const saved = options.checkpoint === undefined ? undefined : readSavedCheckpoint(options.checkpoint);
     let report: Report;
     if (bundleFile !== undefined) {
       report = await verifyBundleFile(bundleFile, trustedKey, saved, client);
@@ -89,6 +89,20 @@ function readJson(file: string, what: string): unknown {
   } catch {
     throw new InputError(`${what} ${file} is not JSON`);
   }
+}
+
+/**
+ * --checkpoint: what GET /api/audit/checkpoint answers, or what a witness received (a webhook body,
+ * or one line of the witness file: {type: "audit.checkpoint", log, checkpoint, publicKey}).
+ */
+function readSavedCheckpoint(file: string): Checkpoint {
+  const what = `the saved checkpoint (${file})`;
+  const value = readJson(file, 'the saved checkpoint');
+  if (isRecord(value) && value.type === 'audit.checkpoint') {
+    if (value.log !== OBSERVE_LOG) throw new InputError(`${what} is a checkpoint of the log "${String(value.log)}", not "${OBSERVE_LOG}"`);
+    return parseCheckpoint(value.checkpoint, what);
+  }
+  return parseCheckpoint(value, what);
 }
 
 /** --public-key: base64 of the raw key, a PEM, or a file holding either. */
