@@ -95,6 +95,12 @@ await describeEachDatabase('audit walk routes', (backend) => {
     const unlogged = await get<{ events: unknown[]; nextCursor: string | null }>('/api/audit/unlogged?limit=1');
     assert.deepEqual(unlogged, { events: [{ sessionId: 'w-3', seq: 1, eventId: 'zz-copy-1' }], nextCursor: 'zz-copy-1' });
     assert.deepEqual(await get(`/api/audit/unlogged?limit=1&cursor=zz-copy-1`), { events: [{ sessionId: 'w-3', seq: 2, eventId: 'zz-copy-2' }], nextCursor: 'zz-copy-2' });
+
+    // The export lists them too (every stored event), without a leaf: the verifier is the judge.
+    const bundle = await get<Bundle>('/api/audit/export?sessionId=w-3');
+    assert.equal(bundle.events.length, 3);
+    assert.deepEqual(bundle.leaves.map((leaf) => leaf?.index ?? null), [4, null, null]);
+    assert.deepEqual(bundle.head, { seq: 0, hash: acks[4]!.hash });
   });
 
   test('a read key reads them all, like GET /api/audit/verify', async () => {
