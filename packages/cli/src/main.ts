@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command, InvalidArgumentError, type CommanderError } from 'commander';
 import { registerEvalGate } from './eval-gate.ts';
+import { liveProgressWanted } from './eval-gate-core.ts';
 import type { RunningService, ServeOptions } from './serve.ts';
 import type { VerifyOptions } from './verify/command.ts';
 
@@ -78,7 +79,7 @@ program
     process.exitCode = await runVerify(bundle, options, process.env, {
       out: (text) => process.stdout.write(text),
       err: (text) => process.stderr.write(text),
-      live: process.stderr.isTTY === true,
+      live: liveProgressWanted(process.stderr.isTTY, process.env),
     });
   });
 program.command('mcp').description('MCP server on stdio: log to and query observe, create and decide gate approvals (env VIGIL_URL, VIGIL_API_KEY, VIGIL_GATE_URL, VIGIL_GATE_API_KEY)').action(async () => (await import('./mcp.ts')).runMcpServer());

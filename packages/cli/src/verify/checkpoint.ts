@@ -2,7 +2,7 @@ import { createPublicKey } from 'node:crypto';
 import { keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform';
 import { InputError, isHex64, isRecord } from './input.ts';
 
-/** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md). */
+/** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md); spelled out here so checking a bundle never loads the observe package. */
 export const OBSERVE_LOG = 'vigil-observe';
 
 /** A checkpoint as GET /api/audit/checkpoint answers it; `what` names it in the error. */
