@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, type CommanderError } from 'commander';
 import { registerEvalGate } from './eval-gate.ts';
+import { liveProgressWanted } from './eval-gate-core.ts';
 import type { RunningService, ServeOptions } from './serve.ts';
+import type { VerifyOptions } from './verify/command.ts';
 
 // The services (and @vigil/platform's database and HTTP stack) load on demand, so commands that
 // only talk HTTP, like eval-gate, start in a fraction of the time. The version is read from the
@@ -55,6 +57,31 @@ program
   });
 
 registerEvalGate(program);
+program
+  .command('verify')
+  .description('verify an audit export bundle offline, or audit the whole observe log with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input)')
+  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify')
+  .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it')
+  .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
+  .option('--url <url>', 'observe server: fetch consistency proofs, or audit the whole log when no bundle is given (API key: env VIGIL_API_KEY)')
+  .option('--deep', 'also recompute derived data from the chained events (whole-log audit)')
+  .option('--json', 'print the verdict as one JSON document')
+  .exitOverride((error: CommanderError) => {
+    // Commander's own errors (unknown option, missing value) are usage errors: exit 2.
+    if (error.exitCode === 0) process.exit(0);
+    if (error.code === 'commander.unknownOption' && /--api-key/.test(error.message)) {
+      process.stderr.write('the API key is read only from the VIGIL_API_KEY environment variable, never from a flag\n');
+    }
+    process.exit(2);
+  })
+  .action(async (bundle: string | undefined, options: VerifyOptions) => {
+    const { runVerify } = await import('./verify/command.ts');
+    process.exitCode = await runVerify(bundle, options, process.env, {
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+      live: liveProgressWanted(process.stderr.isTTY, process.env),
+    });
+  });
 program.command('mcp').description('MCP server on stdio: log to and query observe, create and decide gate approvals (env VIGIL_URL, VIGIL_API_KEY, VIGIL_GATE_URL, VIGIL_GATE_API_KEY)').action(async () => (await import('./mcp.ts')).runMcpServer());
 
 await program.parseAsync(process.argv);

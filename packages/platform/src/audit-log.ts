@@ -182,6 +182,8 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
 }
 
 const WITNESS_MAX_ATTEMPTS = 8;
+/** Stored nodes read per query by inclusionPaths (well under either database's bound on parameters). */
+const NODES_PER_QUERY = 400;
 
 function key(level: number, index: number): string {
   return `${level}:${index}`;
@@ -398,6 +400,27 @@ export class AuditLog<Schema extends AuditLogTables> {
   async inclusionPath(index: number, size: number): Promise<Buffer[]> {
     await this.build(size);
     return withStoredNodes(this.db, (read) => inclusionProof(index, size, read));
+  }
+
+  /**
+   * Inclusion proofs of many leaves in the tree of `size` leaves (an export's), reading the stored
+   * nodes they share once, a few hundred per query, instead of two queries per proof.
+   */
+  async inclusionPaths(indices: readonly number[], size: number): Promise<Buffer[][]> {
+    await this.build(size);
+    const needed = new Map<string, NodeRef>();
+    for (const index of indices) for (const ref of nodesNeeded((read) => inclusionProof(index, size, read))) needed.set(key(ref.level, ref.index), ref);
+    const refs = [...needed.values()];
+    const found = new Map<string, Buffer>();
+    for (let i = 0; i < refs.length; i += NODES_PER_QUERY) {
+      for (const [at, hash] of await readStoredNodes(this.db, refs.slice(i, i + NODES_PER_QUERY))) found.set(at, hash);
+    }
+    const read: NodeReader = (level, index) => {
+      const hash = found.get(key(level, index));
+      if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
+      return hash;
+    };
+    return indices.map((index) => inclusionProof(index, size, read));
   }
 
   async consistencyPath(from: number, to: number): Promise<Buffer[]> {

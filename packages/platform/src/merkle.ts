@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * RFC 9162 (Certificate Transparency v2) §2.1 Merkle tree: hashing, inclusion and consistency
@@ -21,20 +21,28 @@ export interface NodeRef {
 /** The root of a perfect subtree (level 0: the leaf hash). */
 export type NodeReader = (level: number, index: number) => Buffer;
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-const NODE_PREFIX = Buffer.from([0x01]);
-
 /** MTH({}) = SHA-256() */
-export const EMPTY_ROOT: Buffer = createHash('sha256').digest();
+export const EMPTY_ROOT: Buffer = hash('sha256', Buffer.alloc(0), 'buffer');
+
+// One-shot hashing of a reused input buffer: a verifier hashes tens of thousands of nodes, and a
+// Hash object per node costs about twice the hashing itself. hash() reads its input before it returns.
+let leafInput = Buffer.alloc(33);
+const nodeInput = Buffer.alloc(65, 0x01);
 
 /** SHA-256(0x00 || leaf) */
 export function leafHash(leaf: Buffer | string): Buffer {
-  return createHash('sha256').update(LEAF_PREFIX).update(leaf).digest();
+  const data = typeof leaf === 'string' ? Buffer.from(leaf, 'utf8') : leaf;
+  if (data.length + 1 > leafInput.length) leafInput = Buffer.alloc(data.length + 1);
+  data.copy(leafInput, 1);
+  return hash('sha256', leafInput.subarray(0, data.length + 1), 'buffer');
 }
 
-/** SHA-256(0x01 || left || right) */
+/** SHA-256(0x01 || left || right); both 32 bytes (the tree's hashes). */
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
-  return createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+  if (left.length !== 32 || right.length !== 32) return hash('sha256', Buffer.concat([nodeInput.subarray(0, 1), left, right]), 'buffer');
+  left.copy(nodeInput, 1);
+  right.copy(nodeInput, 33);
+  return hash('sha256', nodeInput, 'buffer');
 }
 
 /** The largest power of two strictly less than n (n ≥ 2): where the RFC splits a tree of n leaves. */

@@ -27,12 +27,17 @@ export function chainHash(fields: ChainFields): string {
  * sorted by UTF-16 code units); its strings and integers serialise exactly as JSON.stringify does.
  */
 export function chainHashOfCanonical(fields: Omit<ChainFields, 'payload' | 'metadata'>, payload: string, metadata: string): string {
-  const text =
+  return sha256Hex(chainText(fields, payload, metadata));
+}
+
+/** The canonical JSON text a link's hash is the SHA-256 of (what an export bundle carries). */
+export function chainText(fields: Omit<ChainFields, 'payload' | 'metadata'>, payload: string, metadata: string): string {
+  return (
     `{"agentId":${JSON.stringify(fields.agentId)},"eventType":${JSON.stringify(fields.eventType)},"id":${JSON.stringify(fields.id)}` +
     `,"metadata":${metadata},"payload":${payload},"prevHash":${fields.prevHash === null ? 'null' : JSON.stringify(fields.prevHash)}` +
     `,"seq":${fields.seq},"sessionId":${JSON.stringify(fields.sessionId)},"severity":${JSON.stringify(fields.severity)}` +
-    `,"timestamp":${JSON.stringify(fields.timestamp)},"v":${CHAIN_VERSION}}`;
-  return sha256Hex(text);
+    `,"timestamp":${JSON.stringify(fields.timestamp)},"v":${CHAIN_VERSION}}`
+  );
 }
 
 /** A stored event as the chain sees it: payload and metadata in their stored canonical text. */

@@ -20,7 +20,7 @@ export {
   type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,
 } from './schemas.ts';
 export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatus } from './session-state.ts';
-export { eventJson, eventsJson, forEachSessionEventPage, sessionEventsQuery, toLink } from './store.ts';
+export { CHAIN_COLUMNS, chainTextOf, type ChainRow, eventJson, eventsJson, forEachSessionEventPage, sessionEventsQuery, toLink } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
 
 export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));

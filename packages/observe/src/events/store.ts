@@ -1,7 +1,7 @@
 import { fullTextMatch, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
-import type { StoredLink } from './chain.ts';
+import { chainText, type StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
 
 /** An event as the API answers it: its chain link with payload and metadata parsed. */
@@ -36,6 +36,12 @@ export function toLink(row: ChainRow): StoredLink {
     prevHash: row.prev_hash,
     hash: row.hash,
   };
+}
+
+/** The canonical text the row's chain hash is computed over, from its stored columns (docs/audit.md). */
+export function chainTextOf(row: ChainRow): string {
+  const link = toLink(row);
+  return chainText(link, link.payloadJson, link.metadataJson);
 }
 
 const quote = JSON.stringify;

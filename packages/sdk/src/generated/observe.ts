@@ -1347,6 +1347,91 @@ export interface paths {
       };
     };
   };
+  "/api/audit/export": {
+    /**
+     * A session's self-contained audit bundle (verify it with `vigil verify`)
+     *
+     * Every stored event of the session as the canonical text its chain hash is computed over, in seq order, with the recorded head, each event's leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the session), the key that signed it and, with `since`, a consistency proof from that tree size. Format `vigil-audit-bundle/1` (docs/audit.md).
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        sessionId: string;
+        since?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          format: "vigil-audit-bundle/1";
+          log: string;
+          sessionId: string;
+          head: {
+            seq: number;
+            hash: string | null;
+          };
+          /** RFC 8785 canonical JSON of each event's chain object; its SHA-256 is the event hash */
+          events: string[];
+          leaves: ({
+            index: number;
+            proof: string[];
+          } | null)[];
+          checkpoint: {
+            treeSize: number;
+            rootHash: string;
+            timestamp: string;
+            keyId: string;
+            signature: string;
+          };
+          /** Base64 of the raw Ed25519 key that signed the checkpoint */
+          publicKey: string;
+          consistency?: {
+            from: number;
+            to: number;
+            proof: string[];
+          };
+          exportedAt: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/heads": {
+    /**
+     * Every session's recorded chain head
+     *
+     * Sessions by id after `after` (keyset pages); `headSeq` is −1 and `headHash` null for a session without events. `nextCursor` is null on the last page.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        after?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          sessions: {
+            sessionId: string;
+            headSeq: number;
+            headHash: string | null;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/inclusion": {
     /**
      * An inclusion proof (RFC 9162 §2.1.3) of an event
@@ -1378,6 +1463,43 @@ export interface paths {
       };
     };
   };
+  "/api/audit/leaves": {
+    /**
+     * The audit log's leaves from an index, in order, with their events
+     *
+     * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a retention tombstone, its signed body. `treeSize` is the log's size now.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: number;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          treeSize: number;
+          leaves: {
+            index: number;
+            leafHash: string;
+            sessionId: string | null;
+            eventId: string | null;
+            event: string | null;
+            tombstone: {
+              body: string;
+              signature: string;
+            } | null;
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/public-key": {
     /**
      * The audit log's checkpoint signing keys
@@ -1403,6 +1525,37 @@ export interface paths {
             publicKey: string;
             createdAt: number;
           }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/unlogged": {
+    /**
+     * Stored events that have no leaf in the audit log
+     *
+     * Events written outside the service's write path (every event it stores gets its leaf in the same transaction). Paged by event id; `nextCursor` is null on the last page. Scans the events table.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          events: {
+            sessionId: string;
+            seq: number;
+            eventId: string;
+          }[];
+          nextCursor: string | null;
         };
         400: ObserveError;
         401: ObserveError;

@@ -1,0 +1,173 @@
+import { hash } from 'node:crypto';
+import { leafHash, verifyConsistency } from '@vigil/platform';
+import { checkpointSigned, keyIdOf, OBSERVE_LOG, parseCheckpoint, type Checkpoint } from './checkpoint.ts';
+import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
+import { InclusionBatch } from './tree.ts';
+
+/** docs/audit.md, "Export bundle": what GET /api/audit/export answers. */
+export const BUNDLE_FORMAT = 'vigil-audit-bundle/1';
+
+export interface Bundle {
+  sessionId: string;
+  head: { seq: number; hash: string | null };
+  /** Canonical JSON of each event's chain object, in seq order. */
+  events: string[];
+  leaves: ({ index: number; proof: string[] } | null)[];
+  checkpoint: Checkpoint;
+  /** Base64 of the raw 32-byte key that signed the checkpoint. */
+  publicKey: string;
+  consistency?: { from: number; to: number; proof: string[] };
+}
+
+/** A parsed bundle file; InputError when it is not a v1 bundle of this log. */
+export function parseBundle(value: unknown): Bundle {
+  if (!isRecord(value)) throw new InputError('the bundle is not a JSON object');
+  if (value.format !== BUNDLE_FORMAT) throw new InputError(`the bundle's format is not "${BUNDLE_FORMAT}"`);
+  if (value.log !== OBSERVE_LOG) throw new InputError(`the bundle is not of the "${OBSERVE_LOG}" log`);
+  const { sessionId, head, events, leaves, publicKey, consistency } = value;
+  if (typeof sessionId !== 'string') throw new InputError('the bundle has no sessionId');
+  if (!isRecord(head) || !Number.isSafeInteger(head.seq) || (head.hash !== null && !isHex64(head.hash))) {
+    throw new InputError('the bundle\'s head must be {"seq": integer, "hash": hex or null}');
+  }
+  if (!Array.isArray(events) || !events.every((event) => typeof event === 'string')) throw new InputError('the bundle\'s events must be an array of strings');
+  if (!Array.isArray(leaves) || leaves.length !== events.length) throw new InputError('the bundle must have one leaf entry per event');
+  for (const leaf of leaves) {
+    if (leaf === null) continue;
+    // Proof hashes are decoded when used (a malformed one fails its proof): validating them all up front would cost more than the check.
+    if (!isRecord(leaf) || !Number.isSafeInteger(leaf.index) || !Array.isArray(leaf.proof) || !leaf.proof.every((hash) => typeof hash === 'string')) {
+      throw new InputError('each of the bundle\'s leaves must be null or {"index": integer, "proof": [hex, …]}');
+    }
+  }
+  if (typeof publicKey !== 'string') throw new InputError('the bundle has no publicKey');
+  let parsedConsistency: Bundle['consistency'];
+  if (consistency !== undefined) {
+    if (!isRecord(consistency) || !Number.isSafeInteger(consistency.from) || !Number.isSafeInteger(consistency.to) || !Array.isArray(consistency.proof) || !consistency.proof.every(isHex64)) {
+      throw new InputError('the bundle\'s consistency must be {"from", "to", "proof": [hex, …]}');
+    }
+    parsedConsistency = { from: consistency.from as number, to: consistency.to as number, proof: consistency.proof as string[] };
+  }
+  return {
+    sessionId,
+    head: { seq: head.seq as number, hash: head.hash as string | null },
+    events: events as string[],
+    leaves: leaves as Bundle['leaves'],
+    checkpoint: parseCheckpoint(value.checkpoint, "the bundle's checkpoint"),
+    publicKey,
+    ...(parsedConsistency === undefined ? {} : { consistency: parsedConsistency }),
+  };
+}
+
+export interface BundleVerdict {
+  findings: Finding[];
+  notes: string[];
+  eventCount: number;
+}
+
+/**
+ * Verifies a bundle on its own: the session chain (seq 0… without a gap, each prevHash the hash
+ * before it, ending at the recorded head), each event's inclusion in the bundle's checkpoint, and
+ * the checkpoint's signature — by `trustedKey` when given (the bundle's key must be it), else by the
+ * key the bundle carries (said in the notes).
+ */
+export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict {
+  const findings: Finding[] = [];
+  const notes: string[] = [];
+  const { sessionId, checkpoint } = bundle;
+
+  const bundleKey = Buffer.from(bundle.publicKey, 'base64');
+  let key: Buffer = bundleKey;
+  if (trustedKey === undefined) {
+    notes.push(`the checkpoint's key (${keyIdOf(bundleKey)}) was taken from the bundle: pass --public-key to check it against a key you trust`);
+  } else {
+    key = trustedKey;
+    if (!bundleKey.equals(trustedKey)) {
+      findings.push({ check: 'public-key', message: `the bundle's public key (${keyIdOf(bundleKey)}) is not the given key (${keyIdOf(trustedKey)})` });
+    }
+  }
+  if (!checkpointSigned(checkpoint, key)) {
+    findings.push({
+      check: 'checkpoint-signature',
+      message: `the checkpoint at tree size ${checkpoint.treeSize} is not signed by key ${keyIdOf(key)} (its keyId: ${checkpoint.keyId})`,
+    });
+  }
+
+  const batch = new InclusionBatch(checkpoint.treeSize, Buffer.from(checkpoint.rootHash, 'hex'));
+  let previous = null as { seq: number; hash: string } | null;
+  for (let position = 0; position < bundle.events.length; position += 1) {
+    const text = bundle.events[position]!;
+    const digest = hash('sha256', text, 'buffer');
+    const eventHash = digest.toString('hex');
+    const leaf = bundle.leaves[position]!;
+    const event = parseChainEvent(text);
+    if (event === undefined) {
+      const seq = previous === null ? 0 : previous.seq + 1;
+      findings.push({ check: 'event', sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the event at seq ${seq} is not a chained event object (recipe v1)` });
+      previous = { seq, hash: eventHash };
+      continue;
+    }
+    // Where a finding points; built only when there is one.
+    const where = () => ({ sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) });
+    const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
+    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where(), message: `event ${event.id} belongs to session ${event.sessionId}, not ${sessionId}` });
+    if (event.seq !== expectedSeq) {
+      findings.push({
+        check: 'seq',
+        ...where(),
+        message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next event, ${event.id}, has seq ${event.seq}` : `event ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
+      });
+    }
+    if (event.prevHash !== (previous === null ? null : previous.hash)) {
+      findings.push({ check: 'prev-hash', ...where(), message: `event ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous event` });
+    }
+    if (leaf === null) {
+      findings.push({ check: 'not-logged', ...where(), message: `event ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
+    } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
+      findings.push({
+        check: 'inclusion',
+        ...where(),
+        message: `event ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
+      });
+    }
+    previous = { seq: event.seq, hash: eventHash };
+  }
+
+  const last = previous;
+  const head = bundle.head;
+  if (last === null ? head.seq !== -1 || head.hash !== null : last.seq !== head.seq || last.hash !== head.hash) {
+    findings.push({
+      check: 'head',
+      sessionId,
+      seq: head.seq,
+      message:
+        last === null
+          ? `the session head records seq ${head.seq} but the bundle has no events`
+          : last.seq < head.seq
+            ? `the session head records seq ${head.seq}: events are missing at the end of the chain (the last is seq ${last.seq})`
+            : `the last event (seq ${last.seq}) is not the session's recorded head (seq ${head.seq}, ${head.hash ?? 'null'})`,
+    });
+  }
+  return { findings, notes, eventCount: bundle.events.length };
+}
+
+/**
+ * Whether two checkpoints are of one append-only log: the same root at the same size, else the
+ * smaller a prefix of the larger by the consistency proof between their sizes (RFC 9162 §2.1.4.2).
+ */
+export function checkConsistency(a: Checkpoint, b: Checkpoint, proof: readonly string[]): Finding | undefined {
+  const [older, newer] = a.treeSize <= b.treeSize ? [a, b] : [b, a];
+  const consistent = verifyConsistency(
+    older.treeSize,
+    newer.treeSize,
+    Buffer.from(older.rootHash, 'hex'),
+    Buffer.from(newer.rootHash, 'hex'),
+    proof.map((hash) => Buffer.from(hash, 'hex')),
+  );
+  if (consistent) return undefined;
+  return {
+    check: 'consistency',
+    message:
+      older.treeSize === newer.treeSize
+        ? `the checkpoints at tree size ${older.treeSize} have different roots: the log was rewritten`
+        : `the checkpoint at tree size ${older.treeSize} is not a prefix of the one at tree size ${newer.treeSize}: the log was rewritten`,
+  };
+}

@@ -1,0 +1,43 @@
+import { createPublicKey } from 'node:crypto';
+import { keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform';
+import { InputError, isHex64, isRecord } from './input.ts';
+
+/** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md); spelled out here so checking a bundle never loads the observe package. */
+export const OBSERVE_LOG = 'vigil-observe';
+
+/** A checkpoint as GET /api/audit/checkpoint answers it; `what` names it in the error. */
+export function parseCheckpoint(value: unknown, what: string): Checkpoint {
+  if (!isRecord(value)) throw new InputError(`${what} is not a checkpoint object`);
+  const { treeSize, rootHash, timestamp, keyId, signature } = value;
+  if (!Number.isSafeInteger(treeSize) || (treeSize as number) < 0) throw new InputError(`${what}: treeSize must be a non-negative integer`);
+  if (!isHex64(rootHash)) throw new InputError(`${what}: rootHash must be 64 lowercase hex digits`);
+  if (typeof timestamp !== 'string' || typeof keyId !== 'string' || typeof signature !== 'string') {
+    throw new InputError(`${what}: timestamp, keyId and signature must be strings`);
+  }
+  return { treeSize: treeSize as number, rootHash, timestamp, keyId, signature };
+}
+
+/** A public key as --public-key takes it: base64 of the raw 32 bytes, or a PEM (SPKI). */
+export function parsePublicKey(text: string, what: string): Buffer {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('-----BEGIN')) {
+    let key;
+    try {
+      key = createPublicKey(trimmed);
+    } catch {
+      throw new InputError(`${what} is not a readable PEM public key`);
+    }
+    if (key.asymmetricKeyType !== 'ed25519') throw new InputError(`${what} is not an Ed25519 key`);
+    return Buffer.from(key.export({ format: 'jwk' }).x!, 'base64url');
+  }
+  const raw = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
+  if (raw.length !== 32) throw new InputError(`${what} is neither base64 of a raw 32-byte Ed25519 key nor a PEM public key`);
+  return raw;
+}
+
+/** Whether the observe log's checkpoint is signed by `rawPublicKey` and names that key. */
+export function checkpointSigned(checkpoint: Checkpoint, rawPublicKey: Buffer): boolean {
+  return verifyCheckpoint(OBSERVE_LOG, checkpoint, rawPublicKey);
+}
+
+export { keyIdOf, type Checkpoint };

@@ -1,0 +1,300 @@
+import { hash } from 'node:crypto';
+import { leafHash, verifyBytes } from '@vigil/platform';
+import { OBSERVE_LOG, type Checkpoint } from './checkpoint.ts';
+import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
+
+/** Receives every present event the walk parsed, with all its chained fields (`vigil verify --deep`). */
+export type WalkedEventSink = (fields: Record<string, unknown>) => void;
+import { StreamingRoot } from './tree.ts';
+
+/** One leaf as GET /api/audit/leaves answers it. */
+export interface WalkedLeaf {
+  index: number;
+  leafHash: string;
+  sessionId: string;
+  eventId: string | null;
+  /** The event's canonical chain string; null when the event row is gone. */
+  event: string | null;
+  tombstone: { body: string; signature: string } | null;
+}
+
+/** A session's recorded head, as GET /api/audit/heads answers it. */
+export interface RecordedHead {
+  headSeq: number;
+  headHash: string | null;
+}
+
+/** The signed body of a retention tombstone leaf (docs/audit.md). */
+interface Tombstone {
+  sessionId: string;
+  headSeq: number;
+  headHash: string | null;
+  eventCount: number;
+  keyId: string;
+}
+
+interface SessionWalk {
+  /** Event leaves of the session so far (present or not). */
+  leafCount: number;
+  lastLeafHash: string | null;
+  /** The chain as linked so far: the next seq expected and the hash before it. */
+  nextSeq: number;
+  lastHash: string | null;
+  /** The last linked event did not match its leaf: the next prevHash is not compared with its hash. */
+  lastUnmatched: boolean;
+  /** Events that came in leaf order before the seq they follow (leaves backfilled by timestamp). */
+  waiting: Map<number, { event: ChainEvent; leafIndex: number; matched: boolean }>;
+  /** Leaves whose event row is gone, not (yet) covered by a tombstone. */
+  missing: { leafIndex: number; eventId: string | null }[];
+  retained: number;
+  tombstoned: boolean;
+}
+
+export interface WalkSummary {
+  leaves: number;
+  sessions: number;
+  events: number;
+  /** Leaves whose events a signed retention tombstone accounts for. */
+  retained: number;
+  tombstones: number;
+}
+
+/**
+ * The whole-log audit, fed every leaf in index order (the state machine behind `vigil verify
+ * --url`). It recomputes the root at the checkpoint's size, checks each present event's hash is
+ * its leaf, rebuilds every session's chain from its events (seq 0… linked by prevHash), checks the
+ * sessions' recorded heads against their chains, and accounts for leaves whose event is gone: a
+ * later signed tombstone of the session that matches them (count and head) makes them retention;
+ * otherwise they were deleted.
+ */
+export class LogWalk {
+  readonly findings: Finding[] = [];
+  private readonly root = new StreamingRoot();
+  private readonly sessions = new Map<string, SessionWalk>();
+  private rootChecked = false;
+  private events = 0;
+  private tombstones = 0;
+
+  /**
+   * @param heads every session's recorded head, read before the walk (a head read later could name
+   *   an event committed after the walk's last leaf)
+   * @param keys every audit key, keyId → raw public key, for tombstone signatures
+   */
+  constructor(
+    private readonly checkpoint: Checkpoint,
+    private readonly heads: ReadonlyMap<string, RecordedHead>,
+    private readonly keys: ReadonlyMap<string, Buffer>,
+    private readonly onEvent?: WalkedEventSink,
+  ) {}
+
+  get size(): number {
+    return this.root.size;
+  }
+
+  add(leaf: WalkedLeaf): void {
+    if (leaf.index !== this.root.size) {
+      this.findings.push({ check: 'leaf-order', leafIndex: this.root.size, message: `leaf ${this.root.size} is missing from the log: the next stored leaf is ${leaf.index}` });
+    }
+    this.root.add(Buffer.from(leaf.leafHash, 'hex'));
+    if (this.root.size === this.checkpoint.treeSize) this.checkRoot();
+    if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
+    else this.addEventLeaf(leaf);
+  }
+
+  private checkRoot(): void {
+    this.rootChecked = true;
+    if (this.root.root().toString('hex') !== this.checkpoint.rootHash) {
+      this.findings.push({
+        check: 'root',
+        message: `the root of the log's first ${this.checkpoint.treeSize} leaves is not the signed checkpoint's: leaves were changed, removed or reordered`,
+      });
+    }
+  }
+
+  private session(sessionId: string): SessionWalk {
+    let state = this.sessions.get(sessionId);
+    if (state === undefined) {
+      state = { leafCount: 0, lastLeafHash: null, nextSeq: 0, lastHash: null, lastUnmatched: false, waiting: new Map(), missing: [], retained: 0, tombstoned: false };
+      this.sessions.set(sessionId, state);
+    }
+    return state;
+  }
+
+  private addEventLeaf(leaf: WalkedLeaf): void {
+    if (leaf.event === null) {
+      const state = this.session(leaf.sessionId);
+      state.leafCount += 1;
+      state.lastLeafHash = leaf.leafHash;
+      state.missing.push({ leafIndex: leaf.index, eventId: leaf.eventId });
+      return;
+    }
+    const digest = hash('sha256', leaf.event, 'buffer');
+    const parsed = parseChainEvent(leaf.event);
+    if (parsed === undefined) {
+      this.findings.push({ check: 'event', sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its event is not a chained event object (recipe v1)` });
+      return;
+    }
+    this.events += 1;
+    this.onEvent?.(parsed.fields);
+    const event: ChainEvent = { id: parsed.id, seq: parsed.seq, sessionId: parsed.sessionId, prevHash: parsed.prevHash, hash: digest.toString('hex') };
+    const where = { sessionId: event.sessionId, seq: event.seq, eventId: event.id, leafIndex: leaf.index };
+    const matched = leafHash(digest).toString('hex') === leaf.leafHash;
+    if (!matched) {
+      this.findings.push({ check: 'leaf', ...where, message: `event ${event.id} (session ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the event was changed` });
+    }
+    const state = this.session(event.sessionId);
+    state.leafCount += 1;
+    state.lastLeafHash = leaf.leafHash;
+    if (event.seq < state.nextSeq || state.waiting.has(event.seq)) {
+      this.findings.push({ check: 'seq', ...where, message: `event ${event.id} repeats seq ${event.seq} of session ${event.sessionId}` });
+    } else if (event.seq > state.nextSeq) {
+      state.waiting.set(event.seq, { event, leafIndex: leaf.index, matched });
+    } else {
+      this.link(state, event, leaf.index, matched);
+    }
+  }
+
+  private link(state: SessionWalk, event: ChainEvent, leafIndex: number, matched: boolean): void {
+    for (let next: { event: ChainEvent; leafIndex: number; matched: boolean } | undefined = { event, leafIndex, matched }; next !== undefined; next = state.waiting.get(state.nextSeq)) {
+      state.waiting.delete(next.event.seq);
+      const { event: linked } = next;
+      if (!state.lastUnmatched && linked.prevHash !== state.lastHash) {
+        this.findings.push({
+          check: 'prev-hash',
+          sessionId: linked.sessionId,
+          seq: linked.seq,
+          eventId: linked.id,
+          leafIndex: next.leafIndex,
+          message: `event ${linked.id} (session ${linked.sessionId}, seq ${linked.seq}): prevHash does not match the hash of the previous event`,
+        });
+      }
+      const head = this.heads.get(linked.sessionId);
+      if (head !== undefined && head.headSeq === linked.seq && head.headHash !== linked.hash) {
+        this.findings.push({
+          check: 'head',
+          sessionId: linked.sessionId,
+          seq: linked.seq,
+          eventId: linked.id,
+          leafIndex: next.leafIndex,
+          message: `session ${linked.sessionId}: its recorded head (seq ${head.headSeq}) has another hash than the logged event ${linked.id}`,
+        });
+      }
+      state.nextSeq = linked.seq + 1;
+      state.lastHash = linked.hash;
+      state.lastUnmatched = !next.matched;
+    }
+  }
+
+  private addTombstone(leaf: WalkedLeaf, tombstone: { body: string; signature: string }): void {
+    this.tombstones += 1;
+    const at = { sessionId: leaf.sessionId, leafIndex: leaf.index };
+    const body = Buffer.from(tombstone.body, 'utf8');
+    if (leafHash(body).toString('hex') !== leaf.leafHash) {
+      this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} (session ${leaf.sessionId}) does not match its stored body` });
+      return;
+    }
+    const parsed = parseTombstone(tombstone.body);
+    if (parsed === undefined) {
+      this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} is not a retention tombstone of this log` });
+      return;
+    }
+    const key = this.keys.get(parsed.keyId);
+    if (key === undefined || !verifyBytes(body, tombstone.signature, key)) {
+      this.findings.push({ check: 'tombstone', ...at, sessionId: parsed.sessionId, message: `tombstone leaf ${leaf.index} (session ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}` });
+      return;
+    }
+    const state = this.session(parsed.sessionId);
+    const headLeaf = parsed.headHash === null ? null : leafHash(Buffer.from(parsed.headHash, 'hex')).toString('hex');
+    if (parsed.eventCount !== state.leafCount || parsed.headSeq !== parsed.eventCount - 1 || headLeaf !== state.lastLeafHash) {
+      this.findings.push({
+        check: 'tombstone',
+        ...at,
+        sessionId: parsed.sessionId,
+        message: `tombstone leaf ${leaf.index} records ${parsed.eventCount} events of session ${parsed.sessionId} up to seq ${parsed.headSeq}; the log holds ${state.leafCount} before it, or another head`,
+      });
+      return;
+    }
+    state.retained += state.missing.length;
+    state.missing = [];
+    state.tombstoned = true;
+  }
+
+  /** After the last leaf: what is still unaccounted for. */
+  finish(): WalkSummary {
+    if (!this.rootChecked && this.checkpoint.treeSize > 0) {
+      this.findings.push({ check: 'root', message: `the log has ${this.root.size} leaves, fewer than the ${this.checkpoint.treeSize} the checkpoint signs` });
+    }
+    if (this.checkpoint.treeSize === 0 && this.checkpoint.rootHash !== new StreamingRoot().root().toString('hex')) {
+      this.findings.push({ check: 'root', message: 'the checkpoint of the empty log does not have the empty root' });
+    }
+    let retained = 0;
+    for (const [sessionId, state] of this.sessions) {
+      retained += state.retained;
+      const head = this.heads.get(sessionId);
+      if (head === undefined && !state.tombstoned && state.missing.length === state.leafCount && state.leafCount > 0) {
+        const shown = state.missing.slice(0, 5).map((m) => m.leafIndex).join(', ');
+        this.findings.push({
+          check: 'session-deleted',
+          sessionId,
+          leafIndex: state.missing[0]!.leafIndex,
+          message: `session ${sessionId} was deleted: its ${state.leafCount} logged events are gone (leaves ${shown}${state.leafCount > 5 ? ', …' : ''}) and no retention tombstone records it`,
+        });
+        continue;
+      }
+      for (const missing of state.missing) {
+        this.findings.push({
+          check: 'event-deleted',
+          sessionId,
+          leafIndex: missing.leafIndex,
+          ...(missing.eventId === null ? {} : { eventId: missing.eventId }),
+          message: `leaf ${missing.leafIndex}: event ${missing.eventId ?? '(unknown id)'} of session ${sessionId} is gone and no retention tombstone records it`,
+        });
+      }
+      if (state.waiting.size > 0 && state.missing.length === 0) {
+        const next = Math.min(...state.waiting.keys());
+        const waiting = state.waiting.get(next)!;
+        this.findings.push({
+          check: 'seq',
+          sessionId,
+          seq: state.nextSeq,
+          eventId: waiting.event.id,
+          leafIndex: waiting.leafIndex,
+          message: `session ${sessionId}: seq ${state.nextSeq} is not in the log; the next logged event, ${waiting.event.id}, has seq ${next}`,
+        });
+      }
+      if (head === undefined && !state.tombstoned && state.missing.length < state.leafCount) {
+        this.findings.push({ check: 'head', sessionId, message: `session ${sessionId} has logged events but no recorded head: its session row was deleted` });
+      }
+    }
+    for (const [sessionId, head] of this.heads) {
+      const state = this.sessions.get(sessionId);
+      // Deleted by a retention run that committed after the heads were read.
+      if (state?.tombstoned === true) continue;
+      const chainedTo = state === undefined ? -1 : state.nextSeq - 1;
+      if (head.headSeq > chainedTo && !(state !== undefined && (state.missing.length > 0 || state.waiting.size > 0))) {
+        this.findings.push({
+          check: 'head',
+          sessionId,
+          seq: chainedTo + 1,
+          message: `session ${sessionId}: its recorded head is seq ${head.headSeq} but the log chains it only ${chainedTo < 0 ? 'to no event' : `to seq ${chainedTo}`}: events after it are not in the log`,
+        });
+      }
+    }
+    return { leaves: this.root.size, sessions: this.sessions.size, events: this.events, retained, tombstones: this.tombstones };
+  }
+}
+
+function parseTombstone(text: string): Tombstone | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value) || value.v !== 1 || value.kind !== 'tombstone' || value.log !== OBSERVE_LOG) return undefined;
+  const { sessionId, headSeq, headHash, eventCount, keyId } = value;
+  if (typeof sessionId !== 'string' || typeof keyId !== 'string' || !Number.isSafeInteger(headSeq) || !Number.isSafeInteger(eventCount) || (headHash !== null && !isHex64(headHash))) {
+    return undefined;
+  }
+  return { sessionId, headSeq: headSeq as number, headHash: headHash as string | null, eventCount: eventCount as number, keyId };
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { leafHash, sha256Hex, verifyInclusion, type Checkpoint } from '@vigil/platform';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import { ago, assertErrorBody, custom, ingestEvents, insertEventCopy, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
+
+interface Bundle {
+  format: string;
+  log: string;
+  sessionId: string;
+  head: { seq: number; hash: string | null };
+  events: string[];
+  leaves: ({ index: number; proof: string[] } | null)[];
+  checkpoint: Checkpoint;
+  publicKey: string;
+  consistency?: { from: number; to: number; proof: string[] };
+  exportedAt: string;
+}
+
+interface LeafPage {
+  treeSize: number;
+  leaves: { index: number; leafHash: string; sessionId: string | null; eventId: string | null; event: string | null; tombstone: unknown }[];
+}
+
+await describeEachDatabase('audit walk routes', (backend) => {
+  let observe: TestObserve;
+  let acks: EventAck[] = [];
+
+  before(async () => {
+    observe = await startTestObserve(backend);
+    acks = await ingestEvents(observe, [
+      started('w-1', 'agent', ago(9)), custom('w-2', 'agent', ago(8)), custom('w-1', 'agent', ago(7)), custom('w-1', 'agent', ago(6)), started('w-3', 'agent', ago(5)),
+    ]);
+  });
+  after(() => observe.close());
+
+  const get = async <T>(url: string): Promise<T> => {
+    const response = await observe.call({ method: 'GET', url });
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+    return response.json() as T;
+  };
+
+  test('the export is the session in seq order, each event text hashing to its chain hash, with proofs to a checkpoint signed for it', async () => {
+    const bundle = await get<Bundle>('/api/audit/export?sessionId=w-1');
+    assert.equal(bundle.format, 'vigil-audit-bundle/1');
+    assert.equal(bundle.log, 'vigil-observe');
+    const own = [acks[0]!, acks[2]!, acks[3]!];
+    assert.deepEqual(bundle.events.map((text) => sha256Hex(text)), own.map((ack) => ack.hash));
+    assert.deepEqual(bundle.events.map((text) => (JSON.parse(text) as { seq: number }).seq), [0, 1, 2]);
+    assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
+    // No checkpoint existed: the export signed one covering the session.
+    assert.equal(bundle.checkpoint.treeSize, 5);
+    const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
+    bundle.leaves.forEach((leaf, i) => {
+      assert.ok(leaf !== null);
+      assert.ok(verifyInclusion(leaf.index, bundle.checkpoint.treeSize, leafHash(Buffer.from(own[i]!.hash, 'hex')), leaf.proof.map((h) => Buffer.from(h, 'hex')), root));
+    });
+    const key = await get<{ publicKey: string; keyId: string }>('/api/audit/public-key');
+    assert.equal(bundle.publicKey, key.publicKey);
+    assert.equal(bundle.consistency, undefined);
+
+    const since = await get<Bundle>('/api/audit/export?sessionId=w-1&since=2');
+    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 5 });
+  });
+
+  test('an unknown session is a 404, a since past the checkpoint a 400', async () => {
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/audit/export?sessionId=nobody' }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/audit/export?sessionId=w-1&since=999' }), 400);
+  });
+
+  test('leaves come in index order, a page at a time, each with its session and event text', async () => {
+    const first = await get<LeafPage>('/api/audit/leaves?from=0&limit=2');
+    const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
+    assert.equal(first.treeSize, 5);
+    const leaves = [...first.leaves, ...second.leaves];
+    assert.deepEqual(leaves.map((leaf) => leaf.index), [0, 1, 2, 3, 4]);
+    assert.deepEqual(leaves.map((leaf) => leaf.sessionId), ['w-1', 'w-2', 'w-1', 'w-1', 'w-3']);
+    assert.deepEqual(leaves.map((leaf) => leaf.eventId), acks.map((ack) => ack.id));
+    assert.deepEqual(leaves.map((leaf) => sha256Hex(leaf.event!)), acks.map((ack) => ack.hash));
+    assert.deepEqual(leaves.map((leaf) => leaf.leafHash), acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex')).toString('hex')));
+    assert.ok(leaves.every((leaf) => leaf.tombstone === null));
+  });
+
+  test('heads page by session id; unlogged lists an event written around the service', async () => {
+    const page1 = await get<{ sessions: { sessionId: string; headSeq: number; headHash: string | null }[]; nextCursor: string | null }>('/api/audit/heads?limit=2');
+    assert.deepEqual(page1.sessions.map((s) => s.sessionId), ['w-1', 'w-2']);
+    assert.equal(page1.nextCursor, 'w-2');
+    const page2 = await get<typeof page1>(`/api/audit/heads?limit=2&after=${page1.nextCursor}`);
+    assert.deepEqual(page2, { sessions: [{ sessionId: 'w-3', headSeq: 0, headHash: acks[4]!.hash }], nextCursor: null });
+    assert.deepEqual(page1.sessions[0], { sessionId: 'w-1', headSeq: 2, headHash: acks[3]!.hash });
+
+    assert.deepEqual(await get('/api/audit/unlogged'), { events: [], nextCursor: null });
+    await insertEventCopy(observe.service.context.database, acks[4]!.id, { id: 'zz-copy-1', seq: 1 });
+    await insertEventCopy(observe.service.context.database, acks[4]!.id, { id: 'zz-copy-2', seq: 2 });
+    const unlogged = await get<{ events: unknown[]; nextCursor: string | null }>('/api/audit/unlogged?limit=1');
+    assert.deepEqual(unlogged, { events: [{ sessionId: 'w-3', seq: 1, eventId: 'zz-copy-1' }], nextCursor: 'zz-copy-1' });
+    assert.deepEqual(await get(`/api/audit/unlogged?limit=1&cursor=zz-copy-1`), { events: [{ sessionId: 'w-3', seq: 2, eventId: 'zz-copy-2' }], nextCursor: 'zz-copy-2' });
+
+    // The export lists them too (every stored event), without a leaf: the verifier is the judge.
+    const bundle = await get<Bundle>('/api/audit/export?sessionId=w-3');
+    assert.equal(bundle.events.length, 3);
+    assert.deepEqual(bundle.leaves.map((leaf) => leaf?.index ?? null), [4, null, null]);
+    assert.deepEqual(bundle.head, { seq: 0, hash: acks[4]!.hash });
+  });
+
+  test('a read key reads them all, like GET /api/audit/verify', async () => {
+    const created = await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'reader', scopes: ['read'] } });
+    assert.equal(created.statusCode, 201, created.body);
+    const reader = created.json<{ key: string }>().key;
+    for (const url of ['/api/audit/verify?sessionId=w-1', '/api/audit/export?sessionId=w-1', '/api/audit/leaves', '/api/audit/unlogged', '/api/audit/heads']) {
+      const response = await observe.service.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${reader}` } });
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+    }
+  });
+});
