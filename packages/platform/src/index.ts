@@ -23,3 +23,4 @@ export * from './merkle.ts';
 export * from './audit-keys.ts';
 export * from './audit-log.ts';
 export * from './audit-routes.ts';
+export * from './audit-walk.ts';

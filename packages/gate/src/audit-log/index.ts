@@ -5,6 +5,7 @@ import { defineFeature, registerAuditLogRoutes, type PeriodicJob } from '@vigil/
 import { z } from 'zod';
 import type { GateFeature } from '../context.ts';
 import { gateError } from '../errors.ts';
+import { registerGateAuditWalkRoutes } from './walk-routes.ts';
 
 export { auditEntryLeaf, GATE_LOG, GateAuditLog } from './log.ts';
 
@@ -26,5 +27,6 @@ export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-lo
   });
 
   registerAuditLogRoutes(app, { log, errors: gateError, item: { parameter: 'entryId', schema: z.string().min(1).max(100), describe: 'an audit entry' } });
+  registerGateAuditWalkRoutes(app, context, log);
   return checkpointJob;
 });

@@ -27,23 +27,26 @@ export interface AuditChainEntry {
   details: Record<string, unknown> | null;
 }
 
+/** The canonical text an entry's hash is computed over (what the audit export and walk answer). */
+export function auditEntryText(entry: AuditChainEntry, prevHash: string | null): string {
+  return canonicalJson({
+    v: AUDIT_CHAIN_VERSION,
+    id: entry.id,
+    requestId: entry.requestId,
+    action: entry.action,
+    seq: entry.seq,
+    timestamp: entry.timestamp,
+    event: entry.event,
+    actor: entry.actor,
+    actorKeyId: entry.actorKeyId,
+    actorKeyName: entry.actorKeyName,
+    details: entry.details,
+    prevHash,
+  });
+}
+
 export function auditEntryHash(entry: AuditChainEntry, prevHash: string | null): string {
-  return sha256Hex(
-    canonicalJson({
-      v: AUDIT_CHAIN_VERSION,
-      id: entry.id,
-      requestId: entry.requestId,
-      action: entry.action,
-      seq: entry.seq,
-      timestamp: entry.timestamp,
-      event: entry.event,
-      actor: entry.actor,
-      actorKeyId: entry.actorKeyId,
-      actorKeyName: entry.actorKeyName,
-      details: entry.details,
-      prevHash,
-    }),
-  );
+  return sha256Hex(auditEntryText(entry, prevHash));
 }
 
 /** The stored audit columns the chain reads (AuditRow's, without the schema import cycle). */

@@ -6,7 +6,7 @@ import type { ObserveFeature } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
-import { registerAuditWalkRoutes } from './walk-routes.ts';
+import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 
 export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
@@ -68,7 +68,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
     });
 
     registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
-    registerAuditWalkRoutes(app, context, log);
+    registerObserveAuditWalkRoutes(app, context, log);
     registerDerivedDataRoutes(app, context);
     return { log, checkpointJob };
   },

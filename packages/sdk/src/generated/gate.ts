@@ -449,6 +449,93 @@ export interface paths {
       };
     };
   };
+  "/api/audit/export": {
+    /**
+     * A request's self-contained audit bundle (verify it with `vigil verify`)
+     *
+     * Every stored entry of the request as the canonical text its chain hash is computed over, in seq order, with the recorded head, each entry's leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the request), the key that signed it and, with `since`, a consistency proof from that tree size. Format `vigil-audit-bundle/1` (docs/audit.md).
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        requestId: string;
+        since?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          format: "vigil-audit-bundle/1";
+          log: string;
+          requestId: string;
+          head: {
+            seq: number;
+            hash: string | null;
+          };
+          /** RFC 8785 canonical JSON of each entry's chain object; its SHA-256 is the entry hash */
+          entries: string[];
+          leaves: ({
+            index: number;
+            proof: string[];
+          } | null)[];
+          checkpoint: {
+            treeSize: number;
+            rootHash: string;
+            timestamp: string;
+            keyId: string;
+            signature: string;
+          };
+          /** Base64 of the raw Ed25519 key that signed the checkpoint */
+          publicKey: string;
+          consistency?: {
+            from: number;
+            to: number;
+            proof: string[];
+          };
+          exportedAt: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/heads": {
+    /**
+     * Every request's recorded chain head
+     *
+     * Requests by id after `after` (keyset pages); `headSeq` is −1 and `headHash` null for a request without entries. `nextCursor` is null on the last page.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        after?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          requests: {
+            requestId: string;
+            headSeq: number;
+            headHash: string | null;
+          }[];
+          nextCursor: string | null;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit/inclusion": {
     /**
      * An inclusion proof (RFC 9162 §2.1.3) of an audit entry
@@ -481,6 +568,44 @@ export interface paths {
       };
     };
   };
+  "/api/audit/leaves": {
+    /**
+     * The audit log's leaves from an index, in order, with their entries
+     *
+     * An index range of the log (at most `limit`), each leaf with its request, its entry as the canonical text its hash is computed over (null when the entry row is gone) and, for a retention tombstone, its signed body. `treeSize` is the log's size now.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from?: number;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          treeSize: number;
+          leaves: {
+            index: number;
+            leafHash: string;
+            requestId: string | null;
+            entryId: string | null;
+            entry: string | null;
+            tombstone: {
+              body: string;
+              signature: string;
+            } | null;
+          }[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit/public-key": {
     /**
      * The audit log's checkpoint signing keys
@@ -506,6 +631,38 @@ export interface paths {
             publicKey: string;
             createdAt: number;
           }[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/unlogged": {
+    /**
+     * Stored entries that have no leaf in the audit log
+     *
+     * Entries written outside the service's write path (every entry it stores gets its leaf in the same transaction). Paged by entry id; `nextCursor` is null on the last page. Scans the entries table.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          entries: {
+            requestId: string;
+            seq: number;
+            entryId: string;
+          }[];
+          nextCursor: string | null;
         };
         400: GateError;
         401: GateError;

@@ -1,0 +1,54 @@
+import { readSnapshot, registerAuditWalkRoutes, type AuditLog, type AuditWalkLoaders, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import { auditEntryText, chainEntryOf } from '../audit/index.ts';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import type { AuditRow, GateSchema } from '../schema.ts';
+
+/** An entry's canonical chain text: exactly what its hash is computed over (audit/chain.ts). */
+function entryText(row: AuditRow): string {
+  return auditEntryText(chainEntryOf(row), row.prev_hash);
+}
+
+/** The audit walk and export (platform audit-walk.ts) over the gate's requests and their audit entries (docs/audit.md). */
+export function registerGateAuditWalkRoutes(app: ZodApp, ctx: GateContext, log: AuditLog<GateSchema>): void {
+  const { db } = ctx.database;
+  const loaders: AuditWalkLoaders = {
+    scope: (requestId) =>
+      readSnapshot(ctx.database, async (snapshot) => {
+        const request = await snapshot.selectFrom('requests').select(['audit_head_seq', 'audit_head_hash']).where('id', '=', requestId).executeTakeFirst();
+        if (request === undefined) return undefined;
+        const rows = await snapshot.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
+        return { head: { seq: request.audit_head_seq, hash: request.audit_head_hash }, items: rows.map((row) => ({ id: row.id, text: entryText(row) })) };
+      }),
+    texts: async (ids) => {
+      const rows = await db.selectFrom('audit_entries').selectAll().where('id', 'in', ids).execute();
+      return new Map(rows.map((row) => [row.id, entryText(row)]));
+    },
+    unlogged: async (cursor, limit) => {
+      let query = db
+        .selectFrom('audit_entries as e')
+        .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+        .select(['e.id', 'e.request_id', 'e.seq'])
+        .where('l.idx', 'is', null)
+        .orderBy('e.id')
+        .limit(limit);
+      if (cursor !== undefined) query = query.where('e.id', '>', cursor);
+      return (await query.execute()).map((row) => ({ scopeId: row.request_id, seq: row.seq, itemId: row.id }));
+    },
+    heads: async (after, limit) => {
+      let query = db.selectFrom('requests').select(['id', 'audit_head_seq', 'audit_head_hash']).orderBy('id').limit(limit);
+      if (after !== undefined) query = query.where('id', '>', after);
+      return (await query.execute()).map((row) => ({ scopeId: row.id, headSeq: row.audit_head_seq, headHash: row.audit_head_hash }));
+    },
+  };
+  registerAuditWalkRoutes(app, {
+    log,
+    errors: gateError,
+    scopeNotFound: () => gateError('requestNotFound'),
+    scopeIdSchema: z.string().min(1).max(100),
+    clock: ctx.clock,
+    names: { scope: 'request', item: 'entry', items: 'entries' },
+    loaders,
+  });
+}

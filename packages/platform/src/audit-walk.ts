@@ -1,0 +1,222 @@
+import { z } from 'zod';
+import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import type { ErrorFactory } from './errors.ts';
+import { sendJsonText, type ZodApp } from './http.ts';
+import type { Clock } from './clock.ts';
+import { toIso } from './time.ts';
+
+/**
+ * What `vigil verify` reads of a service's audit log (docs/audit.md): one scope's export bundle
+ * (a session of observe, a request of the gate), and for the whole-log audit the leaves in order
+ * with their items, the items that have no leaf, and the scopes' recorded heads. Everything is
+ * answered as stored, tampered or not: the verifier is what judges it.
+ */
+
+export const BUNDLE_FORMAT = 'vigil-audit-bundle/1';
+
+/** How a service names what its chains link: observe `session`/`event`/`events`, the gate `request`/`entry`/`entries`. */
+export interface AuditWalkNames {
+  scope: string;
+  item: string;
+  items: string;
+}
+
+export interface AuditWalkLoaders {
+  /** One scope's recorded head and its stored items in seq order (ties by id) as their canonical chain texts, from one snapshot; undefined when the scope is unknown. */
+  scope(scopeId: string): Promise<{ head: { seq: number; hash: string | null }; items: { id: string; text: string }[] } | undefined>;
+  /** The canonical chain texts of the stored items among `ids`. */
+  texts(ids: string[]): Promise<Map<string, string>>;
+  /** Stored items with no leaf, by item id after `cursor`. */
+  unlogged(cursor: string | undefined, limit: number): Promise<{ scopeId: string; seq: number; itemId: string }[]>;
+  /** Every scope's recorded head, by scope id after `after`. */
+  heads(after: string | undefined, limit: number): Promise<{ scopeId: string; headSeq: number; headHash: string | null }[]>;
+}
+
+export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
+  log: AuditLog<Schema>;
+  errors: ErrorFactory<'auditTreeSize'>;
+  /** The service's error for an unknown scope (404). */
+  scopeNotFound(): Error;
+  scopeIdSchema: z.ZodType<string>;
+  clock: Clock;
+  names: AuditWalkNames;
+  loaders: AuditWalkLoaders;
+}
+
+const hex = z.string().regex(/^[0-9a-f]{64}$/);
+const treeSize = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const pageLimit = z.coerce.number().int().min(1).max(1000).default(1000);
+
+const checkpointSchema = z.object({ treeSize: z.number().int(), rootHash: hex, timestamp: z.string(), keyId: z.string(), signature: z.string() });
+
+/**
+ * GET /api/audit/export, /api/audit/leaves, /api/audit/unlogged and /api/audit/heads of a
+ * service's log, its fields named after what it chains (`sessionId`, `events`; `requestId`,
+ * `entries`). Scopes and operationIds go in the service's tables like any route.
+ */
+export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
+  const { log, errors, names, loaders, clock } = options;
+  const scopeId = `${names.scope}Id`;
+  const itemId = `${names.item}Id`;
+  const scopes = `${names.scope}s`;
+
+  app.get(
+    '/api/audit/export',
+    {
+      schema: {
+        summary: `A ${names.scope}'s self-contained audit bundle (verify it with \`vigil verify\`)`,
+        description: `Every stored ${names.item} of the ${names.scope} as the canonical text its chain hash is computed over, in seq order, with the recorded head, each ${names.item}'s leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the ${names.scope}), the key that signed it and, with \`since\`, a consistency proof from that tree size. Format \`vigil-audit-bundle/1\` (docs/audit.md).`,
+        tags: ['audit'],
+        querystring: z.object({ [scopeId]: options.scopeIdSchema, since: treeSize.optional() }),
+        response: {
+          200: z.object({
+            format: z.literal(BUNDLE_FORMAT),
+            log: z.string(),
+            [scopeId]: z.string(),
+            head: z.object({ seq: z.number().int(), hash: z.string().nullable() }),
+            [names.items]: z.array(z.string()).describe(`RFC 8785 canonical JSON of each ${names.item}'s chain object; its SHA-256 is the ${names.item} hash`),
+            leaves: z.array(z.object({ index: z.number().int(), proof: z.array(hex) }).nullable()),
+            checkpoint: checkpointSchema,
+            publicKey: z.string().describe('Base64 of the raw Ed25519 key that signed the checkpoint'),
+            consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
+            exportedAt: z.string(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query as Record<string, unknown>;
+      const id = query[scopeId] as string;
+      const since = query.since as number | undefined;
+      const stored = await loaders.scope(id);
+      if (stored === undefined) throw options.scopeNotFound();
+      const { head, items } = stored;
+      const leaves = await log.leavesOf(items.map((item) => item.id));
+      let lastLeaf = -1;
+      for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
+      let checkpoint = await log.findCheckpoint();
+      if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
+      if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
+      const indices = items.flatMap((item) => (leaves.has(item.id) ? [leaves.get(item.id)!.index] : []));
+      const proofs = await log.inclusionPaths(indices, checkpoint.treeSize);
+      let next = 0;
+      const bundleLeaves = items.map((item) => {
+        const leaf = leaves.get(item.id);
+        return leaf === undefined ? null : { index: leaf.index, proof: proofs[next++]!.map((hash) => hash.toString('hex')) };
+      });
+      const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
+      const consistency =
+        since === undefined ? undefined : { from: since, to: checkpoint.treeSize, proof: (await log.consistencyPath(since, checkpoint.treeSize)).map((hash) => hash.toString('hex')) };
+      const bundle = {
+        format: BUNDLE_FORMAT,
+        log: log.name,
+        [scopeId]: id,
+        head,
+        [names.items]: items.map((item) => item.text),
+        leaves: bundleLeaves,
+        checkpoint,
+        publicKey: signer?.publicKey ?? '',
+        ...(consistency === undefined ? {} : { consistency }),
+        exportedAt: toIso(clock.now()),
+      };
+      return sendJsonText(reply, JSON.stringify(bundle));
+    },
+  );
+
+  app.get(
+    '/api/audit/leaves',
+    {
+      schema: {
+        summary: `The audit log's leaves from an index, in order, with their ${names.items}`,
+        description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a retention tombstone, its signed body. \`treeSize\` is the log's size now.`,
+        tags: ['audit'],
+        querystring: z.object({ from: treeSize.default(0), limit: pageLimit }),
+        response: {
+          200: z.object({
+            treeSize: z.number().int(),
+            leaves: z.array(
+              z.object({
+                index: z.number().int(),
+                leafHash: z.string(),
+                [scopeId]: z.string().nullable(),
+                [itemId]: z.string().nullable(),
+                [names.item]: z.string().nullable(),
+                tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { from, limit } = request.query;
+      const [size, stored] = await Promise.all([log.size(), log.leaves(from, limit)]);
+      const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
+      const texts = ids.length === 0 ? new Map<string, string>() : await loaders.texts(ids);
+      const leaves = stored.map((leaf) => ({
+        index: leaf.index,
+        leafHash: leaf.leafHash,
+        [scopeId]: leaf.scopeId,
+        [itemId]: leaf.tombstone === null ? leaf.itemId : null,
+        [names.item]: leaf.tombstone === null ? (texts.get(leaf.itemId) ?? null) : null,
+        tombstone: leaf.tombstone,
+      }));
+      return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));
+    },
+  );
+
+  app.get(
+    '/api/audit/unlogged',
+    {
+      schema: {
+        summary: `Stored ${names.items} that have no leaf in the audit log`,
+        description: `${names.items[0]!.toUpperCase()}${names.items.slice(1)} written outside the service's write path (every ${names.item} it stores gets its leaf in the same transaction). Paged by ${names.item} id; \`nextCursor\` is null on the last page. Scans the ${names.items} table.`,
+        tags: ['audit'],
+        querystring: z.object({ cursor: z.string().optional(), limit: pageLimit }),
+        response: {
+          200: z.object({ [names.items]: z.array(z.object({ [scopeId]: z.string(), seq: z.number().int(), [itemId]: z.string() })), nextCursor: z.string().nullable() }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { cursor, limit } = request.query;
+      const rows = await loaders.unlogged(cursor, limit);
+      return sendJsonText(
+        reply,
+        JSON.stringify({
+          [names.items]: rows.map((row) => ({ [scopeId]: row.scopeId, seq: row.seq, [itemId]: row.itemId })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.itemId : null,
+        }),
+      );
+    },
+  );
+
+  app.get(
+    '/api/audit/heads',
+    {
+      schema: {
+        summary: `Every ${names.scope}'s recorded chain head`,
+        description: `${names.scope[0]!.toUpperCase()}${names.scope.slice(1)}s by id after \`after\` (keyset pages); \`headSeq\` is −1 and \`headHash\` null for a ${names.scope} without ${names.items}. \`nextCursor\` is null on the last page.`,
+        tags: ['audit'],
+        querystring: z.object({ after: z.string().optional(), limit: pageLimit }),
+        response: {
+          200: z.object({
+            [scopes]: z.array(z.object({ [scopeId]: z.string(), headSeq: z.number().int(), headHash: z.string().nullable() })),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { after, limit } = request.query;
+      const rows = await loaders.heads(after, limit);
+      return sendJsonText(
+        reply,
+        JSON.stringify({
+          [scopes]: rows.map((row) => ({ [scopeId]: row.scopeId, headSeq: row.headSeq, headHash: row.headHash })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.scopeId : null,
+        }),
+      );
+    },
+  );
+}
