@@ -3,8 +3,10 @@ import { ManualClock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
+import { auditEntryHash, chainEntryOf } from './audit/index.ts';
 import { SCOPES, type Scope } from './auth/index.ts';
 import { gateConfigFromEnvironment, type GateConfig } from './config.ts';
+import type { GateDatabase } from './schema.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations and the first admin key under concurrency).
 export { bootstrapAdminKey } from './auth/keys.ts';
@@ -76,4 +78,20 @@ export function assertGateError(response: LightMyRequestResponse, status: number
   assert.equal(typeof body.error.message, 'string', context);
   assert.ok(body.error.message.length > 0, context);
   return body.error.message;
+}
+
+/**
+ * What an attacker who knows the published recipe does after editing a request's audit entries in
+ * the database: recomputes every hash and prevHash of the request's chain and its recorded head, so
+ * the chain itself verifies again (only the audit log's leaves can tell).
+ */
+export async function relinkAuditChain(database: GateDatabase, requestId: string): Promise<void> {
+  const rows = await database.db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').execute();
+  let previous: string | null = null;
+  for (const row of rows) {
+    const hash = auditEntryHash(chainEntryOf(row), previous);
+    if (hash !== row.hash || row.prev_hash !== previous) await database.db.updateTable('audit_entries').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
+    previous = hash;
+  }
+  await database.db.updateTable('requests').set({ audit_head_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, audit_head_hash: previous }).where('id', '=', requestId).execute();
 }

@@ -1,13 +1,16 @@
 import { hash } from 'node:crypto';
 import { leafHash, verifyConsistency } from '@vigil/platform';
-import { checkpointSigned, keyIdOf, OBSERVE_LOG, parseCheckpoint, type Checkpoint } from './checkpoint.ts';
+import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';
 
 /** docs/audit.md, "Export bundle": what GET /api/audit/export answers. */
 export const BUNDLE_FORMAT = 'vigil-audit-bundle/1';
 
+/** A bundle of either log, its scope and items held under observe's names (LogProfile). */
 export interface Bundle {
+  /** The log it is of: `vigil-observe` (a session's events) or `vigil-gate` (a request's audit entries). */
+  log: string;
   sessionId: string;
   head: { seq: number; hash: string | null };
   /** Canonical JSON of each event's chain object, in seq order. */
@@ -19,18 +22,20 @@ export interface Bundle {
   consistency?: { from: number; to: number; proof: string[] };
 }
 
-/** A parsed bundle file; InputError when it is not a v1 bundle of this log. */
+/** A parsed bundle file; InputError when it is not a v1 bundle of a known log. */
 export function parseBundle(value: unknown): Bundle {
   if (!isRecord(value)) throw new InputError('the bundle is not a JSON object');
   if (value.format !== BUNDLE_FORMAT) throw new InputError(`the bundle's format is not "${BUNDLE_FORMAT}"`);
-  if (value.log !== OBSERVE_LOG) throw new InputError(`the bundle is not of the "${OBSERVE_LOG}" log`);
-  const { sessionId, head, events, leaves, publicKey, consistency } = value;
-  if (typeof sessionId !== 'string') throw new InputError('the bundle has no sessionId');
+  const profile = profileOf(value.log, 'the bundle');
+  const { head, leaves, publicKey, consistency } = value;
+  const sessionId = value[profile.scopeField];
+  const events = value[profile.items];
+  if (typeof sessionId !== 'string') throw new InputError(`the bundle has no ${profile.scopeField}`);
   if (!isRecord(head) || !Number.isSafeInteger(head.seq) || (head.hash !== null && !isHex64(head.hash))) {
     throw new InputError('the bundle\'s head must be {"seq": integer, "hash": hex or null}');
   }
-  if (!Array.isArray(events) || !events.every((event) => typeof event === 'string')) throw new InputError('the bundle\'s events must be an array of strings');
-  if (!Array.isArray(leaves) || leaves.length !== events.length) throw new InputError('the bundle must have one leaf entry per event');
+  if (!Array.isArray(events) || !events.every((event) => typeof event === 'string')) throw new InputError(`the bundle's ${profile.items} must be an array of strings`);
+  if (!Array.isArray(leaves) || leaves.length !== events.length) throw new InputError(`the bundle must have one leaf entry per ${profile.item}`);
   for (const leaf of leaves) {
     if (leaf === null) continue;
     // Proof hashes are decoded when used (a malformed one fails its proof): validating them all up front would cost more than the check.
@@ -47,6 +52,7 @@ export function parseBundle(value: unknown): Bundle {
     parsedConsistency = { from: consistency.from as number, to: consistency.to as number, proof: consistency.proof as string[] };
   }
   return {
+    log: profile.log,
     sessionId,
     head: { seq: head.seq as number, hash: head.hash as string | null },
     events: events as string[],
@@ -64,7 +70,7 @@ export interface BundleVerdict {
 }
 
 /**
- * Verifies a bundle on its own: the session chain (seq 0… without a gap, each prevHash the hash
+ * Verifies a bundle on its own: the session's (or request's) chain (seq 0… without a gap, each prevHash the hash
  * before it, ending at the recorded head), each event's inclusion in the bundle's checkpoint, and
  * the checkpoint's signature — by `trustedKey` when given (the bundle's key must be it), else by the
  * key the bundle carries (said in the notes).
@@ -73,6 +79,7 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   const findings: Finding[] = [];
   const notes: string[] = [];
   const { sessionId, checkpoint } = bundle;
+  const n: LogProfile = profileOf(bundle.log, 'the bundle');
 
   const bundleKey = Buffer.from(bundle.publicKey, 'base64');
   let key: Buffer = bundleKey;
@@ -84,7 +91,7 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
       findings.push({ check: 'public-key', message: `the bundle's public key (${keyIdOf(bundleKey)}) is not the given key (${keyIdOf(trustedKey)})` });
     }
   }
-  if (!checkpointSigned(checkpoint, key)) {
+  if (!checkpointSigned(n.log, checkpoint, key)) {
     findings.push({
       check: 'checkpoint-signature',
       message: `the checkpoint at tree size ${checkpoint.treeSize} is not signed by key ${keyIdOf(key)} (its keyId: ${checkpoint.keyId})`,
@@ -98,34 +105,34 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
     const digest = hash('sha256', text, 'buffer');
     const eventHash = digest.toString('hex');
     const leaf = bundle.leaves[position]!;
-    const event = parseChainEvent(text);
+    const event = parseChainEvent(text, n.scopeField);
     if (event === undefined) {
       const seq = previous === null ? 0 : previous.seq + 1;
-      findings.push({ check: 'event', sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the event at seq ${seq} is not a chained event object (recipe v1)` });
+      findings.push({ check: 'event', sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the ${n.item} at seq ${seq} is not a chained ${n.item} object (recipe v1)` });
       previous = { seq, hash: eventHash };
       continue;
     }
     // Where a finding points; built only when there is one.
     const where = () => ({ sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) });
     const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
-    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where(), message: `event ${event.id} belongs to session ${event.sessionId}, not ${sessionId}` });
+    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where(), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
     if (event.seq !== expectedSeq) {
       findings.push({
         check: 'seq',
         ...where(),
-        message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next event, ${event.id}, has seq ${event.seq}` : `event ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
+        message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next ${n.item}, ${event.id}, has seq ${event.seq}` : `${n.item} ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
       });
     }
     if (event.prevHash !== (previous === null ? null : previous.hash)) {
-      findings.push({ check: 'prev-hash', ...where(), message: `event ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous event` });
+      findings.push({ check: 'prev-hash', ...where(), message: `${n.item} ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous ${n.item}` });
     }
     if (leaf === null) {
-      findings.push({ check: 'not-logged', ...where(), message: `event ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
+      findings.push({ check: 'not-logged', ...where(), message: `${n.item} ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
     } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
       findings.push({
         check: 'inclusion',
         ...where(),
-        message: `event ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
+        message: `${n.item} ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
       });
     }
     previous = { seq: event.seq, hash: eventHash };
@@ -140,10 +147,10 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
       seq: head.seq,
       message:
         last === null
-          ? `the session head records seq ${head.seq} but the bundle has no events`
+          ? `the ${n.scope} head records seq ${head.seq} but the bundle has no ${n.items}`
           : last.seq < head.seq
-            ? `the session head records seq ${head.seq}: events are missing at the end of the chain (the last is seq ${last.seq})`
-            : `the last event (seq ${last.seq}) is not the session's recorded head (seq ${head.seq}, ${head.hash ?? 'null'})`,
+            ? `the ${n.scope} head records seq ${head.seq}: ${n.items} are missing at the end of the chain (the last is seq ${last.seq})`
+            : `the last ${n.item} (seq ${last.seq}) is not the ${n.scope}'s recorded head (seq ${head.seq}, ${head.hash ?? 'null'})`,
     });
   }
   return { findings, notes, eventCount: bundle.events.length };

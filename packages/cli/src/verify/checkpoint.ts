@@ -5,6 +5,58 @@ import { InputError, isHex64, isRecord } from './input.ts';
 /** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md); spelled out here so checking a bundle never loads the observe package. */
 export const OBSERVE_LOG = 'vigil-observe';
 
+/**
+ * What a log's chains link, and the names its bundle, walk and findings use for them (docs/audit.md):
+ * observe chains a session's events, the gate a request's audit entries. The verifier's checks are
+ * one code path; internally a scope and its items are held as `sessionId` / `eventId` (observe's
+ * names, which the bundle and finding formats were first published with).
+ */
+export interface LogProfile {
+  log: string;
+  scope: string;
+  scopes: string;
+  item: string;
+  items: string;
+  /** The wire names of a scope's id and an item's id: `sessionId`/`eventId`, `requestId`/`entryId`. */
+  scopeField: string;
+  itemField: string;
+  /** Retention tombstones (observe only). */
+  tombstones: boolean;
+  /** `--deep`: derived data to recompute (observe only). */
+  deep: boolean;
+}
+
+export const OBSERVE_PROFILE: LogProfile = {
+  log: OBSERVE_LOG,
+  scope: 'session',
+  scopes: 'sessions',
+  item: 'event',
+  items: 'events',
+  scopeField: 'sessionId',
+  itemField: 'eventId',
+  tombstones: true,
+  deep: true,
+};
+
+export const GATE_PROFILE: LogProfile = {
+  log: 'vigil-gate',
+  scope: 'request',
+  scopes: 'requests',
+  item: 'entry',
+  items: 'entries',
+  scopeField: 'requestId',
+  itemField: 'entryId',
+  tombstones: false,
+  deep: false,
+};
+
+/** The profile of a log by the name it signs; `what` names where the name was read. */
+export function profileOf(log: unknown, what: string): LogProfile {
+  const profile = [OBSERVE_PROFILE, GATE_PROFILE].find((known) => known.log === log);
+  if (profile === undefined) throw new InputError(`${what} is of the log "${String(log)}", which is neither "${OBSERVE_PROFILE.log}" nor "${GATE_PROFILE.log}"`);
+  return profile;
+}
+
 /** A checkpoint as GET /api/audit/checkpoint answers it; `what` names it in the error. */
 export function parseCheckpoint(value: unknown, what: string): Checkpoint {
   if (!isRecord(value)) throw new InputError(`${what} is not a checkpoint object`);
@@ -35,9 +87,9 @@ export function parsePublicKey(text: string, what: string): Buffer {
   return raw;
 }
 
-/** Whether the observe log's checkpoint is signed by `rawPublicKey` and names that key. */
-export function checkpointSigned(checkpoint: Checkpoint, rawPublicKey: Buffer): boolean {
-  return verifyCheckpoint(OBSERVE_LOG, checkpoint, rawPublicKey);
+/** Whether a checkpoint of the log `log` is signed by `rawPublicKey` and names that key. */
+export function checkpointSigned(log: string, checkpoint: Checkpoint, rawPublicKey: Buffer): boolean {
+  return verifyCheckpoint(log, checkpoint, rawPublicKey);
 }
 
 export { keyIdOf, type Checkpoint };

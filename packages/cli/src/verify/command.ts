@@ -1,12 +1,13 @@
 /**
- * `vigil verify`: checks an export bundle offline, or audits a whole observe log online
+ * `vigil verify`: checks an export bundle offline, or audits a whole audit log online — observe's
+ * (sessions' events) or the gate's (requests' audit entries), told apart by the log's name
  * (docs/audit.md). Exit 0 valid, 1 tampered (each finding says what and where), 2 usage or
  * unreadable input, or a server that cannot be asked.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
-import { checkpointSigned, keyIdOf, OBSERVE_LOG, parseCheckpoint, parsePublicKey, type Checkpoint } from './checkpoint.ts';
+import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf } from './walk.ts';
@@ -34,6 +35,7 @@ export interface VerifyIo {
 }
 
 interface Report {
+  profile: LogProfile;
   valid: boolean;
   mode: 'bundle' | 'log';
   findings: Finding[];
@@ -91,18 +93,29 @@ function readJson(file: string, what: string): unknown {
   }
 }
 
+/** A saved checkpoint, and the log a witness message names (a bare checkpoint names none). */
+interface SavedCheckpoint {
+  checkpoint: Checkpoint;
+  log: unknown;
+  file: string;
+}
+
 /**
  * --checkpoint: what GET /api/audit/checkpoint answers, or what a witness received (a webhook body,
  * or one line of the witness file: {type: "audit.checkpoint", log, checkpoint, publicKey}).
  */
-function readSavedCheckpoint(file: string): Checkpoint {
+function readSavedCheckpoint(file: string): SavedCheckpoint {
   const what = `the saved checkpoint (${file})`;
   const value = readJson(file, 'the saved checkpoint');
-  if (isRecord(value) && value.type === 'audit.checkpoint') {
-    if (value.log !== OBSERVE_LOG) throw new InputError(`${what} is a checkpoint of the log "${String(value.log)}", not "${OBSERVE_LOG}"`);
-    return parseCheckpoint(value.checkpoint, what);
-  }
-  return parseCheckpoint(value, what);
+  if (isRecord(value) && value.type === 'audit.checkpoint') return { checkpoint: parseCheckpoint(value.checkpoint, what), log: value.log, file };
+  return { checkpoint: parseCheckpoint(value, what), log: undefined, file };
+}
+
+/** The saved checkpoint, when it is one of the log being verified (a witness message says which). */
+function savedOf(saved: SavedCheckpoint | undefined, n: LogProfile): Checkpoint | undefined {
+  if (saved === undefined) return undefined;
+  if (saved.log !== undefined && saved.log !== n.log) throw new InputError(`the saved checkpoint (${saved.file}) is a checkpoint of the log "${String(saved.log)}", not "${n.log}"`);
+  return saved.checkpoint;
 }
 
 /** --public-key: base64 of the raw key, a PEM, or a file holding either. */
@@ -116,9 +129,10 @@ function at(checkpoint: Checkpoint): string {
   return `the checkpoint at tree size ${checkpoint.treeSize}`;
 }
 
-async function fetchKeys(client: ApiClient): Promise<Map<string, Buffer>> {
-  const answer = await client.get<{ keys?: { keyId: string; publicKey: string }[] }>('/api/audit/public-key');
-  return new Map((answer.keys ?? []).map((key) => [key.keyId, Buffer.from(key.publicKey, 'base64')]));
+/** The log's keys, keyId → raw key, and the log's name (which says whose log the server keeps). */
+async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer> }> {
+  const answer = await client.get<{ log?: unknown; keys?: { keyId: string; publicKey: string }[] }>('/api/audit/public-key');
+  return { log: answer.log, keys: new Map((answer.keys ?? []).map((key) => [key.keyId, Buffer.from(key.publicKey, 'base64')])) };
 }
 
 async function fetchConsistency(client: ApiClient, from: number, to: number): Promise<string[]> {
@@ -131,15 +145,17 @@ async function fetchConsistency(client: ApiClient, from: number, to: number): Pr
   }
 }
 
-async function verifyBundleFile(file: string, trustedKey: Buffer | undefined, saved: Checkpoint | undefined, client: ApiClient | undefined): Promise<Report> {
+async function verifyBundleFile(file: string, trustedKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, client: ApiClient | undefined): Promise<Report> {
   const bundle = parseBundle(readJson(file, 'the bundle'));
+  const n = profileOf(bundle.log, 'the bundle');
+  const saved = savedOf(savedFile, n);
   const { findings, notes, eventCount } = verifyBundle(bundle, trustedKey);
   if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trustedKey, client)));
   const { checkpoint } = bundle;
   const summary = findings.length === 0
-    ? `VALID: session ${bundle.sessionId}, ${eventCount} events chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
-    : `TAMPERED: session ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`;
-  return { valid: findings.length === 0, mode: 'bundle', findings, notes, summary };
+    ? `VALID: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
+    : `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`;
+  return { profile: n, valid: findings.length === 0, mode: 'bundle', findings, notes, summary };
 }
 
 /** The saved checkpoint's signature, and its consistency with the bundle's checkpoint. */
@@ -149,9 +165,9 @@ async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: B
   const known = trustedKey ?? bundleKey;
   let key = keyIdOf(known) === saved.keyId ? known : undefined;
   // Signed by another key (a rotation): the log's keys, when it can be asked.
-  if (key === undefined && client !== undefined) key = (await fetchKeys(client)).get(saved.keyId);
+  if (key === undefined && client !== undefined) key = (await fetchKeys(client)).keys.get(saved.keyId);
   if (key === undefined) throw new InputError(`the saved checkpoint was signed by key ${saved.keyId}, which is not ${trustedKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`);
-  if (!checkpointSigned(saved, key)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
+  if (!checkpointSigned(bundle.log, saved, key)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
 
   const ours = bundle.checkpoint;
   let proof: string[] = [];
@@ -177,11 +193,14 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
   }
 }
 
-/** The whole-log audit: checkpoints, every leaf, every session chain and head, no unlogged event. */
-async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved: Checkpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
+/** The whole-log audit: checkpoints, every leaf, every session's (request's) chain and head, no unlogged event (entry). */
+async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
   const findings: Finding[] = [];
   const notes: string[] = [];
-  const keys = await fetchKeys(client);
+  const { log, keys } = await fetchKeys(client);
+  const n = profileOf(log, 'the server\'s audit log (GET /api/audit/public-key)');
+  if (deep && !n.deep) throw new InputError(`--deep recomputes the data observe derives from its events; the ${n.log} log has none (its chains are all there is to check): leave --deep out`);
+  const saved = savedOf(savedFile, n);
   if (trustedKey === undefined) notes.push(`the audit keys (${[...keys.keys()].join(', ')}) were taken from the server: pass --public-key to check them against a key you trust`);
   const keyFor = (checkpoint: Checkpoint): Buffer | undefined => (trustedKey === undefined ? keys.get(checkpoint.keyId) : trustedKey);
 
@@ -193,10 +212,10 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
     throw error;
   }
   const latestKey = keyFor(latest);
-  if (latestKey === undefined || !checkpointSigned(latest, latestKey)) findings.push({ check: 'checkpoint-signature', message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}` });
+  if (latestKey === undefined || !checkpointSigned(n.log, latest, latestKey)) findings.push({ check: 'checkpoint-signature', message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}` });
   if (saved !== undefined) {
     const savedKey = keyFor(saved);
-    if (savedKey === undefined || !checkpointSigned(saved, savedKey)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${trustedKey === undefined ? `a key of the log (${saved.keyId})` : 'the given key'}` });
+    if (savedKey === undefined || !checkpointSigned(n.log, saved, savedKey)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${trustedKey === undefined ? `a key of the log (${saved.keyId})` : 'the given key'}` });
     if (saved.treeSize > latest.treeSize) findings.push({ check: 'consistency', message: `the saved checkpoint (tree size ${saved.treeSize}) is newer than the server's latest (${latest.treeSize}): the log lost checkpoints` });
     const proof = saved.treeSize === latest.treeSize ? [] : await fetchConsistency(client, Math.min(saved.treeSize, latest.treeSize), Math.max(saved.treeSize, latest.treeSize));
     const inconsistent = checkConsistency(saved, latest, proof);
@@ -209,12 +228,10 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   const heads = new Map<string, RecordedHead>();
   await pages(
     async (after) => {
-      const answer = await client.get<{ sessions: { sessionId: string; headSeq: number; headHash: string | null }[]; nextCursor: string | null }>(
-        `/api/audit/heads?limit=${PAGE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`,
-      );
-      return { items: answer.sessions, next: answer.nextCursor };
+      const answer = await client.get<Record<string, unknown>>(`/api/audit/heads?limit=${PAGE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`);
+      return { items: (answer[n.scopes] ?? []) as Record<string, unknown>[], next: answer.nextCursor as string | null };
     },
-    (session) => heads.set(session.sessionId, { headSeq: session.headSeq, headHash: session.headHash }),
+    (scope) => heads.set(scope[n.scopeField] as string, { headSeq: scope.headSeq as number, headHash: scope.headHash as string | null }),
   );
 
   // --deep: the derived data recomputed from every walked event (loads the observe package, so only then).
@@ -224,15 +241,16 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
     heads,
     trustedKey === undefined ? keys : new Map([[keyIdOf(trustedKey), trustedKey]]),
     derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
+    n,
   );
   const progress = new ProgressLine(io);
   let from = 0;
   for (;;) {
-    const answer = await client.get<{ treeSize: number; leaves: WalkedLeaf[] }>(`/api/audit/leaves?from=${from}&limit=${PAGE}`);
-    for (const leaf of answer.leaves) walk.add(leaf);
+    const answer = await client.get<{ treeSize: number; leaves: Record<string, unknown>[] }>(`/api/audit/leaves?from=${from}&limit=${PAGE}`);
+    for (const leaf of answer.leaves) walk.add(walkedLeaf(leaf, n));
     progress.show(`walked ${walk.size} of ${answer.treeSize} leaves`);
     if (answer.leaves.length === 0 || walk.size >= answer.treeSize) break;
-    from = answer.leaves[answer.leaves.length - 1]!.index + 1;
+    from = (answer.leaves[answer.leaves.length - 1]!.index as number) + 1;
   }
   progress.done();
   const summary = walk.finish();
@@ -240,19 +258,19 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
 
   await pages(
     async (cursor) => {
-      const answer = await client.get<{ events: { sessionId: string; seq: number; eventId: string }[]; nextCursor: string | null }>(
-        `/api/audit/unlogged?limit=${PAGE}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
-      );
-      return { items: answer.events, next: answer.nextCursor };
+      const answer = await client.get<Record<string, unknown>>(`/api/audit/unlogged?limit=${PAGE}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      return { items: (answer[n.items] ?? []) as Record<string, unknown>[], next: answer.nextCursor as string | null };
     },
-    (event) =>
+    (item) => {
+      const [sessionId, seq, eventId] = [item[n.scopeField] as string, item.seq as number, item[n.itemField] as string];
       findings.push({
         check: 'unlogged',
-        sessionId: event.sessionId,
-        seq: event.seq,
-        eventId: event.eventId,
-        message: `event ${event.eventId} (session ${event.sessionId}, seq ${event.seq}) is stored but has no leaf in the audit log: it was written outside the service`,
-      }),
+        sessionId,
+        seq,
+        eventId,
+        message: `${n.item} ${eventId} (${n.scope} ${sessionId}, seq ${seq}) is stored but has no leaf in the audit log: it was written outside the service`,
+      });
+    },
   );
 
   if (derived !== undefined) {
@@ -267,16 +285,28 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
       });
     }
     progress.done();
-    if (derived.skippedSessions > 0) notes.push(`--deep left out ${derived.skippedSessions} sessions whose head moved since the walk (or whose chain has a finding)`);
+    if (derived.skippedSessions > 0) notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
   }
 
   if (summary.retained > 0) {
-    notes.push(`${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`);
+    notes.push(`${summary.retained} logged ${n.items} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`);
   }
   const text = findings.length === 0
-    ? `VALID: ${summary.leaves} leaves (${summary.events} events in ${summary.sessions} sessions${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
+    ? `VALID: ${summary.leaves} leaves (${summary.events} ${n.items} in ${summary.sessions} ${n.scopes}${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
     : `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`;
-  return { valid: findings.length === 0, mode: 'log', findings, notes, summary: text };
+  return { profile: n, valid: findings.length === 0, mode: 'log', findings, notes, summary: text };
+}
+
+/** A leaf as GET /api/audit/leaves answers it, under the log's names (`requestId`, `entryId`, `entry` on the gate). */
+function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
+  return {
+    index: leaf.index as number,
+    leafHash: leaf.leafHash as string,
+    sessionId: leaf[n.scopeField] as string,
+    eventId: leaf[n.itemField] as string | null,
+    event: leaf[n.item] as string | null,
+    tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+  };
 }
 
 class ProgressLine {
@@ -294,22 +324,30 @@ class ProgressLine {
   }
 }
 
-export function findingLine(finding: Finding): string {
+export function findingLine(finding: Finding, n: LogProfile): string {
   const where = [
-    finding.sessionId === undefined ? undefined : `session ${finding.sessionId}`,
+    finding.sessionId === undefined ? undefined : `${n.scope} ${finding.sessionId}`,
     finding.seq === undefined ? undefined : `seq ${finding.seq}`,
-    finding.eventId === undefined ? undefined : `event ${finding.eventId}`,
+    finding.eventId === undefined ? undefined : `${n.item} ${finding.eventId}`,
     finding.leafIndex === undefined ? undefined : `leaf ${finding.leafIndex}`,
   ].filter((part) => part !== undefined);
   return `${finding.check}${where.length === 0 ? '' : ` [${where.join(', ')}]`}: ${finding.message}`;
 }
 
+/** A finding as --json prints it: where, under the log's names (`requestId`, `entryId` for the gate). */
+function findingJson(finding: Finding, n: LogProfile): Record<string, unknown> {
+  const { sessionId, eventId, ...rest } = finding;
+  return { ...rest, ...(sessionId === undefined ? {} : { [n.scopeField]: sessionId }), ...(eventId === undefined ? {} : { [n.itemField]: eventId }) };
+}
+
 function print(report: Report, json: boolean, io: VerifyIo): void {
+  const n = report.profile;
   if (json) {
-    io.out(`${JSON.stringify({ valid: report.valid, mode: report.mode, summary: report.summary, findings: report.findings, notes: report.notes }, null, 2)}\n`);
+    const findings = report.findings.map((finding) => findingJson(finding, n));
+    io.out(`${JSON.stringify({ valid: report.valid, mode: report.mode, summary: report.summary, findings, notes: report.notes }, null, 2)}\n`);
     return;
   }
   for (const note of report.notes) io.err(`note: ${note}\n`);
-  for (const finding of report.findings) io.out(`${findingLine(finding)}\n`);
+  for (const finding of report.findings) io.out(`${findingLine(finding, n)}\n`);
   io.out(`${report.summary}\n`);
 }

@@ -104,7 +104,7 @@ describe('bundle verification', () => {
 
   test('a genuine bundle has no findings, and says the key was taken from the bundle', () => {
     const log = logWithSession();
-    const bundle = parseBundle(json({ format: 'vigil-audit-bundle/1', log: 'vigil-observe', ...log.bundle('s1'), exportedAt: 'now' }));
+    const bundle = parseBundle(json({ format: 'vigil-audit-bundle/1', ...log.bundle('s1'), exportedAt: 'now' }));
     const verdict = verifyBundle(bundle);
     assert.deepEqual(verdict.findings, []);
     assert.equal(verdict.eventCount, 12);
@@ -194,7 +194,7 @@ describe('bundle verification', () => {
   });
 
   test('a file that is not a v1 bundle is an input error, not a finding', () => {
-    const good = json({ format: 'vigil-audit-bundle/1', log: 'vigil-observe', ...logWithSession().bundle('s1') });
+    const good = json({ format: 'vigil-audit-bundle/1', ...logWithSession().bundle('s1') });
     for (const broken of [null, [], { ...good, format: 'x' }, { ...good, log: 'vigil-gate' }, { ...good, leaves: [] }, { ...good, checkpoint: { treeSize: -1 } }, { ...good, head: { seq: 'x' } }]) {
       assert.throws(() => parseBundle(broken), InputError);
     }
@@ -207,7 +207,7 @@ describe('bundle verification', () => {
       if (i % 3 === 0) log.append(`other-${i % 17}`, 1);
     }
     // The file as read (its JSON.parse, ~12 MB of which nine are proofs, is reading, not verifying).
-    const bundle = parseBundle(json({ format: 'vigil-audit-bundle/1', log: 'vigil-observe', ...log.bundle('big') }));
+    const bundle = parseBundle(json({ format: 'vigil-audit-bundle/1', ...log.bundle('big') }));
     const best = (run: () => void): number =>
       Math.min(
         ...Array.from({ length: 7 }, () => {

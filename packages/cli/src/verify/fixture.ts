@@ -118,6 +118,7 @@ export class MemoryLog {
     });
     const head = this.heads.get(sessionId) ?? { seq: -1, hash: null };
     return {
+      log: OBSERVE_LOG,
       sessionId,
       head: { seq: head.seq, hash: head.hash },
       events,

@@ -16,8 +16,10 @@ export interface Finding {
   /** A stable name of the check that failed, for --json readers. */
   check: string;
   message: string;
+  /** The session (or the gate's request): printed under the log's own name (LogProfile.scopeField). */
   sessionId?: string;
   seq?: number;
+  /** The event (or the gate's audit entry): printed as LogProfile.itemField. */
   eventId?: string;
   leafIndex?: number;
 }
@@ -38,10 +40,11 @@ export interface ParsedChainEvent extends Omit<ChainEvent, 'hash'> {
 }
 
 /**
- * Reads the members the chain links by from an event's canonical string (docs/audit.md recipe);
+ * Reads the members the chain links by from an event's (or a gate entry's) canonical string
+ * (docs/audit.md recipes), its scope from the member `scopeField` (`sessionId`, `requestId`);
  * undefined when the string is not such an object. The hash is of the string as given.
  */
-export function parseChainEvent(text: string): ParsedChainEvent | undefined {
+export function parseChainEvent(text: string, scopeField: string): ParsedChainEvent | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -49,7 +52,8 @@ export function parseChainEvent(text: string): ParsedChainEvent | undefined {
     return undefined;
   }
   if (!isRecord(value) || value.v !== 1) return undefined;
-  const { id, seq, sessionId, prevHash } = value;
+  const { id, seq, prevHash } = value;
+  const sessionId = value[scopeField];
   // prevHash is only ever compared with a computed hash, so any string will do here.
   if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isSafeInteger(seq) || (prevHash !== null && typeof prevHash !== 'string')) return undefined;
   return { id, seq: seq as number, sessionId, prevHash: prevHash as string | null, fields: value };

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { leafHash, verifyBytes } from '@vigil/platform';
-import { OBSERVE_LOG, type Checkpoint } from './checkpoint.ts';
+import { OBSERVE_PROFILE, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
 
 /** Receives every present event the walk parsed, with all its chained fields (`vigil verify --deep`). */
@@ -85,6 +85,8 @@ export class LogWalk {
     private readonly heads: ReadonlyMap<string, RecordedHead>,
     private readonly keys: ReadonlyMap<string, Buffer>,
     private readonly onEvent?: WalkedEventSink,
+    /** The log walked: its items' scope member, its nouns in messages, whether it has tombstones. */
+    private readonly n: LogProfile = OBSERVE_PROFILE,
   ) {}
 
   get size(): number {
@@ -129,9 +131,9 @@ export class LogWalk {
       return;
     }
     const digest = hash('sha256', leaf.event, 'buffer');
-    const parsed = parseChainEvent(leaf.event);
+    const parsed = parseChainEvent(leaf.event, this.n.scopeField);
     if (parsed === undefined) {
-      this.findings.push({ check: 'event', sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its event is not a chained event object (recipe v1)` });
+      this.findings.push({ check: 'event', sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its ${this.n.item} is not a chained ${this.n.item} object (recipe v1)` });
       return;
     }
     this.events += 1;
@@ -140,13 +142,13 @@ export class LogWalk {
     const where = { sessionId: event.sessionId, seq: event.seq, eventId: event.id, leafIndex: leaf.index };
     const matched = leafHash(digest).toString('hex') === leaf.leafHash;
     if (!matched) {
-      this.findings.push({ check: 'leaf', ...where, message: `event ${event.id} (session ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the event was changed` });
+      this.findings.push({ check: 'leaf', ...where, message: `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed` });
     }
     const state = this.session(event.sessionId);
     state.leafCount += 1;
     state.lastLeafHash = leaf.leafHash;
     if (event.seq < state.nextSeq || state.waiting.has(event.seq)) {
-      this.findings.push({ check: 'seq', ...where, message: `event ${event.id} repeats seq ${event.seq} of session ${event.sessionId}` });
+      this.findings.push({ check: 'seq', ...where, message: `${this.n.item} ${event.id} repeats seq ${event.seq} of ${this.n.scope} ${event.sessionId}` });
     } else if (event.seq > state.nextSeq) {
       state.waiting.set(event.seq, { event, leafIndex: leaf.index, matched });
     } else {
@@ -165,7 +167,7 @@ export class LogWalk {
           seq: linked.seq,
           eventId: linked.id,
           leafIndex: next.leafIndex,
-          message: `event ${linked.id} (session ${linked.sessionId}, seq ${linked.seq}): prevHash does not match the hash of the previous event`,
+          message: `${this.n.item} ${linked.id} (${this.n.scope} ${linked.sessionId}, seq ${linked.seq}): prevHash does not match the hash of the previous ${this.n.item}`,
         });
       }
       const head = this.heads.get(linked.sessionId);
@@ -176,7 +178,7 @@ export class LogWalk {
           seq: linked.seq,
           eventId: linked.id,
           leafIndex: next.leafIndex,
-          message: `session ${linked.sessionId}: its recorded head (seq ${head.headSeq}) has another hash than the logged event ${linked.id}`,
+          message: `${this.n.scope} ${linked.sessionId}: its recorded head (seq ${head.headSeq}) has another hash than the logged ${this.n.item} ${linked.id}`,
         });
       }
       state.nextSeq = linked.seq + 1;
@@ -190,17 +192,17 @@ export class LogWalk {
     const at = { sessionId: leaf.sessionId, leafIndex: leaf.index };
     const body = Buffer.from(tombstone.body, 'utf8');
     if (leafHash(body).toString('hex') !== leaf.leafHash) {
-      this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} (session ${leaf.sessionId}) does not match its stored body` });
+      this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} (${this.n.scope} ${leaf.sessionId}) does not match its stored body` });
       return;
     }
-    const parsed = parseTombstone(tombstone.body);
+    const parsed = this.n.tombstones ? parseTombstone(tombstone.body, this.n.log) : undefined;
     if (parsed === undefined) {
       this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} is not a retention tombstone of this log` });
       return;
     }
     const key = this.keys.get(parsed.keyId);
     if (key === undefined || !verifyBytes(body, tombstone.signature, key)) {
-      this.findings.push({ check: 'tombstone', ...at, sessionId: parsed.sessionId, message: `tombstone leaf ${leaf.index} (session ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}` });
+      this.findings.push({ check: 'tombstone', ...at, sessionId: parsed.sessionId, message: `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}` });
       return;
     }
     const state = this.session(parsed.sessionId);
@@ -210,7 +212,7 @@ export class LogWalk {
         check: 'tombstone',
         ...at,
         sessionId: parsed.sessionId,
-        message: `tombstone leaf ${leaf.index} records ${parsed.eventCount} events of session ${parsed.sessionId} up to seq ${parsed.headSeq}; the log holds ${state.leafCount} before it, or another head`,
+        message: `tombstone leaf ${leaf.index} records ${parsed.eventCount} ${this.n.items} of ${this.n.scope} ${parsed.sessionId} up to seq ${parsed.headSeq}; the log holds ${state.leafCount} before it, or another head`,
       });
       return;
     }
@@ -237,7 +239,7 @@ export class LogWalk {
           check: 'session-deleted',
           sessionId,
           leafIndex: state.missing[0]!.leafIndex,
-          message: `session ${sessionId} was deleted: its ${state.leafCount} logged events are gone (leaves ${shown}${state.leafCount > 5 ? ', …' : ''}) and no retention tombstone records it`,
+          message: `${this.n.scope} ${sessionId} was deleted: its ${state.leafCount} logged ${this.n.items} are gone (leaves ${shown}${state.leafCount > 5 ? ', …' : ''}) and no retention tombstone records it`,
         });
         continue;
       }
@@ -247,7 +249,7 @@ export class LogWalk {
           sessionId,
           leafIndex: missing.leafIndex,
           ...(missing.eventId === null ? {} : { eventId: missing.eventId }),
-          message: `leaf ${missing.leafIndex}: event ${missing.eventId ?? '(unknown id)'} of session ${sessionId} is gone and no retention tombstone records it`,
+          message: `leaf ${missing.leafIndex}: ${this.n.item} ${missing.eventId ?? '(unknown id)'} of ${this.n.scope} ${sessionId} is gone and no retention tombstone records it`,
         });
       }
       if (state.waiting.size > 0 && state.missing.length === 0) {
@@ -259,11 +261,11 @@ export class LogWalk {
           seq: state.nextSeq,
           eventId: waiting.event.id,
           leafIndex: waiting.leafIndex,
-          message: `session ${sessionId}: seq ${state.nextSeq} is not in the log; the next logged event, ${waiting.event.id}, has seq ${next}`,
+          message: `${this.n.scope} ${sessionId}: seq ${state.nextSeq} is not in the log; the next logged ${this.n.item}, ${waiting.event.id}, has seq ${next}`,
         });
       }
       if (head === undefined && !state.tombstoned && state.missing.length < state.leafCount) {
-        this.findings.push({ check: 'head', sessionId, message: `session ${sessionId} has logged events but no recorded head: its session row was deleted` });
+        this.findings.push({ check: 'head', sessionId, message: `${this.n.scope} ${sessionId} has logged ${this.n.items} but no recorded head: its ${this.n.scope} row was deleted` });
       }
     }
     for (const [sessionId, head] of this.heads) {
@@ -276,7 +278,7 @@ export class LogWalk {
           check: 'head',
           sessionId,
           seq: chainedTo + 1,
-          message: `session ${sessionId}: its recorded head is seq ${head.headSeq} but the log chains it only ${chainedTo < 0 ? 'to no event' : `to seq ${chainedTo}`}: events after it are not in the log`,
+          message: `${this.n.scope} ${sessionId}: its recorded head is seq ${head.headSeq} but the log chains it only ${chainedTo < 0 ? `to no ${this.n.item}` : `to seq ${chainedTo}`}: ${this.n.items} after it are not in the log`,
         });
       }
     }
@@ -284,14 +286,14 @@ export class LogWalk {
   }
 }
 
-function parseTombstone(text: string): Tombstone | undefined {
+function parseTombstone(text: string, log: string): Tombstone | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (!isRecord(value) || value.v !== 1 || value.kind !== 'tombstone' || value.log !== OBSERVE_LOG) return undefined;
+  if (!isRecord(value) || value.v !== 1 || value.kind !== 'tombstone' || value.log !== log) return undefined;
   const { sessionId, headSeq, headHash, eventCount, keyId } = value;
   if (typeof sessionId !== 'string' || typeof keyId !== 'string' || !Number.isSafeInteger(headSeq) || !Number.isSafeInteger(eventCount) || (headHash !== null && !isHex64(headHash))) {
     return undefined;
