@@ -17,4 +17,4 @@ export {
   type SessionDerivedFields,
 } from './audit-log/derived.ts';
 export { rollupKey, sketchKey } from './analytics/index.ts';
-export type { LatencySketchRow, RollupRow } from './schema.ts';
+export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';
