@@ -4,6 +4,9 @@
  * event reported as a broken chain, and every other observe page without console errors.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, session, settled, shot, startStack, type Stack } from './dashboard-harness.ts';
 
@@ -63,6 +66,15 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     await page.getByRole('heading', { name: 'Session checkout-42' }).waitFor();
     await page.getByText('Hash chain valid.').waitFor();
     assert.match(await page.getByTestId('chain-status').innerText(), /All 6 events verified/);
+    // The audit bundle downloads beside the verdict, and verifies offline with the CLI.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download audit bundle' }).click()]);
+    assert.equal(download.suggestedFilename(), 'checkout-42.audit-bundle.json');
+    const bundleFile = await download.path();
+    const bundle = JSON.parse(readFileSync(bundleFile, 'utf8')) as { format: string; sessionId: string; events: string[] };
+    assert.deepEqual([bundle.format, bundle.sessionId, bundle.events.length], ['vigil-audit-bundle/1', 'checkout-42', 6]);
+    const verified = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/vigil.mjs', import.meta.url)), 'verify', bundleFile], { encoding: 'utf8' });
+    assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+    assert.match(verified.stdout, /VALID/);
     assert.equal(await page.getByTestId('timeline-event').count(), 6);
     // A payload opens with the keyboard.
     await page.getByTestId('timeline-event').filter({ has: page.locator('.badge', { hasText: /^tool_call$/ }) }).locator('summary').focus();
