@@ -1,3 +1,4 @@
+import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
 import type { ErrorFactory } from './errors.ts';
@@ -26,14 +27,23 @@ export interface AuditWalkLoaders {
   scope(scopeId: string): Promise<{ head: { seq: number; hash: string | null }; items: { id: string; text: string }[] } | undefined>;
   /** The canonical chain texts of the stored items among `ids`. */
   texts(ids: string[]): Promise<Map<string, string>>;
-  /** Stored items with no leaf, by item id after `cursor`. */
-  unlogged(cursor: string | undefined, limit: number): Promise<{ scopeId: string; seq: number; itemId: string }[]>;
-  /** Every scope's recorded head, by scope id after `after`. */
-  heads(after: string | undefined, limit: number): Promise<{ scopeId: string; headSeq: number; headHash: string | null }[]>;
+}
+
+/** Where the items and the scopes' heads are stored: observe `events.session_id`, `sessions.last_seq`/`last_hash`. */
+export interface AuditWalkTables {
+  /** The items' table (its `id` is a leaf's item id, `seq` the place in the chain) and the column naming their scope. */
+  items: string;
+  itemScope: string;
+  /** The scopes' table (by `id`) and the columns of its recorded head. */
+  scopes: string;
+  headSeq: string;
+  headHash: string;
 }
 
 export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
   log: AuditLog<Schema>;
+  db: Kysely<Schema>;
+  tables: AuditWalkTables;
   errors: ErrorFactory<'auditTreeSize'>;
   /** The service's error for an unknown scope (404). */
   scopeNotFound(): Error;
@@ -55,7 +65,7 @@ const checkpointSchema = z.object({ treeSize: z.number().int(), rootHash: hex, t
  * `entries`). Scopes and operationIds go in the service's tables like any route.
  */
 export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
-  const { log, errors, names, loaders, clock } = options;
+  const { log, db, tables, errors, names, loaders, clock } = options;
   const scopeId = `${names.scope}Id`;
   const itemId = `${names.item}Id`;
   const scopes = `${names.scope}s`;
@@ -180,12 +190,17 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
     },
     async (request, reply) => {
       const { cursor, limit } = request.query;
-      const rows = await loaders.unlogged(cursor, limit);
+      // Every item the service writes gets its leaf in the same transaction: one without was written around it.
+      const { rows } = await sql<{ id: string; scope_id: string; seq: number }>`
+        select e.id, ${sql.ref(`e.${tables.itemScope}`)} as scope_id, e.seq
+        from ${sql.table(tables.items)} e left join audit_log_leaves l on l.item_id = e.id
+        where l.idx is null ${cursor === undefined ? sql`` : sql`and e.id > ${cursor}`}
+        order by e.id limit ${limit}`.execute(db);
       return sendJsonText(
         reply,
         JSON.stringify({
-          [names.items]: rows.map((row) => ({ [scopeId]: row.scopeId, seq: row.seq, [itemId]: row.itemId })),
-          nextCursor: rows.length === limit ? rows[rows.length - 1]!.itemId : null,
+          [names.items]: rows.map((row) => ({ [scopeId]: row.scope_id, seq: Number(row.seq), [itemId]: row.id })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.id : null,
         }),
       );
     },
@@ -209,12 +224,15 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
     },
     async (request, reply) => {
       const { after, limit } = request.query;
-      const rows = await loaders.heads(after, limit);
+      const { rows } = await sql<{ id: string; head_seq: number; head_hash: string | null }>`
+        select id, ${sql.ref(tables.headSeq)} as head_seq, ${sql.ref(tables.headHash)} as head_hash
+        from ${sql.table(tables.scopes)} ${after === undefined ? sql`` : sql`where id > ${after}`}
+        order by id limit ${limit}`.execute(db);
       return sendJsonText(
         reply,
         JSON.stringify({
-          [scopes]: rows.map((row) => ({ [scopeId]: row.scopeId, headSeq: row.headSeq, headHash: row.headHash })),
-          nextCursor: rows.length === limit ? rows[rows.length - 1]!.scopeId : null,
+          [scopes]: rows.map((row) => ({ [scopeId]: row.id, headSeq: Number(row.head_seq), headHash: row.head_hash })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.id : null,
         }),
       );
     },

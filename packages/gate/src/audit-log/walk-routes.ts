@@ -25,25 +25,11 @@ export function registerGateAuditWalkRoutes(app: ZodApp, ctx: GateContext, log: 
       const rows = await db.selectFrom('audit_entries').selectAll().where('id', 'in', ids).execute();
       return new Map(rows.map((row) => [row.id, entryText(row)]));
     },
-    unlogged: async (cursor, limit) => {
-      let query = db
-        .selectFrom('audit_entries as e')
-        .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
-        .select(['e.id', 'e.request_id', 'e.seq'])
-        .where('l.idx', 'is', null)
-        .orderBy('e.id')
-        .limit(limit);
-      if (cursor !== undefined) query = query.where('e.id', '>', cursor);
-      return (await query.execute()).map((row) => ({ scopeId: row.request_id, seq: row.seq, itemId: row.id }));
-    },
-    heads: async (after, limit) => {
-      let query = db.selectFrom('requests').select(['id', 'audit_head_seq', 'audit_head_hash']).orderBy('id').limit(limit);
-      if (after !== undefined) query = query.where('id', '>', after);
-      return (await query.execute()).map((row) => ({ scopeId: row.id, headSeq: row.audit_head_seq, headHash: row.audit_head_hash }));
-    },
   };
   registerAuditWalkRoutes(app, {
     log,
+    db,
+    tables: { items: 'audit_entries', itemScope: 'request_id', scopes: 'requests', headSeq: 'audit_head_seq', headHash: 'audit_head_hash' },
     errors: gateError,
     scopeNotFound: () => gateError('requestNotFound'),
     scopeIdSchema: z.string().min(1).max(100),

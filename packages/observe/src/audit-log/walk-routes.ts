@@ -19,25 +19,11 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
       const rows = await db.selectFrom('events').select(CHAIN_COLUMNS).where('id', 'in', ids).execute();
       return new Map(rows.map((row) => [row.id, chainTextOf(row)]));
     },
-    unlogged: async (cursor, limit) => {
-      let query = db
-        .selectFrom('events as e')
-        .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
-        .select(['e.id', 'e.session_id', 'e.seq'])
-        .where('l.idx', 'is', null)
-        .orderBy('e.id')
-        .limit(limit);
-      if (cursor !== undefined) query = query.where('e.id', '>', cursor);
-      return (await query.execute()).map((row) => ({ scopeId: row.session_id, seq: row.seq, itemId: row.id }));
-    },
-    heads: async (after, limit) => {
-      let query = db.selectFrom('sessions').select(['id', 'last_seq', 'last_hash']).orderBy('id').limit(limit);
-      if (after !== undefined) query = query.where('id', '>', after);
-      return (await query.execute()).map((row) => ({ scopeId: row.id, headSeq: row.last_seq, headHash: row.last_hash }));
-    },
   };
   registerAuditWalkRoutes(app, {
     log,
+    db,
+    tables: { items: 'events', itemScope: 'session_id', scopes: 'sessions', headSeq: 'last_seq', headHash: 'last_hash' },
     errors: observeError,
     scopeNotFound: () => observeError('sessionNotFound'),
     scopeIdSchema: identifier,
