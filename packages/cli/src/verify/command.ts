@@ -276,7 +276,7 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   if (summary.retained > 0) {
     const sessions = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');
     notes.push(
-      `${summary.retained} logged events of ${summary.retainedSessions.length === 1 ? 'session' : 'sessions'} ${sessions} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`,
+      `${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? 'session' : 'sessions'} ${sessions}`,
     );
   }
   const text = findings.length === 0
