@@ -294,7 +294,7 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   if (summary.retained > 0) {
     const scopes = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');
     notes.push(
-      `${summary.retained} logged ${n.items} of ${summary.retainedSessions.length === 1 ? n.scope : n.scopes} ${scopes} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`,
+      `${summary.retained} logged ${n.items} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? n.scope : n.scopes} ${scopes}`,
     );
   }
   const text = findings.length === 0
