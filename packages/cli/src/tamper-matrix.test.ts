@@ -392,7 +392,7 @@ interface GateCase {
   name: string;
   tamper(w: GateWorld): Promise<void>;
   /** Where `vigil verify` must point: a finding naming this request (and seq / entry, when given). */
-  where: { request: 'a' | 'b' | 'c'; seq?: number; entryId?: (w: GateWorld) => string };
+  where: { request: 'a' | 'b' | 'c'; seq?: number; entryId?: (w: GateWorld) => string; check?: string };
   /** GET /api/requests/:id/audit/verify reports it too (the request row is still there). */
   online: boolean;
 }
@@ -413,7 +413,7 @@ const GATE_CASES: GateCase[] = [
     tamper: async (w) => {
       await gateDb(w).deleteFrom('audit_entries').where('id', '=', w.entries.a[1]!.id).execute();
     },
-    where: { request: 'a', entryId: (w) => w.entries.a[1]!.id },
+    where: { request: 'a', entryId: (w) => w.entries.a[1]!.id, check: 'entry-deleted' },
     online: true,
   },
   {
@@ -439,7 +439,7 @@ const GATE_CASES: GateCase[] = [
       await gateDb(w).deleteFrom('audit_entries').where('request_id', '=', w.ids.c).execute();
       await gateDb(w).deleteFrom('requests').where('id', '=', w.ids.c).execute();
     },
-    where: { request: 'c' },
+    where: { request: 'c', check: 'request-deleted' },
     online: false,
   },
   {
@@ -517,15 +517,16 @@ await describeEachDatabase('tamper matrix: vigil verify of the gate', (backend) 
         const result = await runVerify<GateReport>(['--url', w.url, '--checkpoint', w.saved], TEST_ADMIN_KEY);
         assert.equal(result.status, 1, `exit 1 (tampered): ${result.stderr}\n${JSON.stringify(result.report)}`);
         assert.equal(result.report.valid, false);
-        const { seq } = tamper.where;
+        const { seq, check } = tamper.where;
         const entryId = tamper.where.entryId?.(w);
         const pointed = result.report.findings.some(
           (finding) =>
+            (check === undefined || finding.check === check) &&
             (finding.requestId === requestId || finding.message.includes(requestId)) &&
             (seq === undefined || finding.seq === seq || finding.message.includes(`seq ${seq}`)) &&
             (entryId === undefined || finding.entryId === entryId || finding.message.includes(entryId)),
         );
-        assert.ok(pointed, `a finding names ${JSON.stringify({ requestId, seq, entryId })}: ${JSON.stringify(result.report.findings)}`);
+        assert.ok(pointed, `a finding names ${JSON.stringify({ requestId, seq, entryId, check })}: ${JSON.stringify(result.report.findings)}`);
       } finally {
         await w.gate.close();
         rmSync(w.dir, { recursive: true, force: true });

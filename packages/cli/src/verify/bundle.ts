@@ -108,14 +108,14 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
     const event = parseChainEvent(text, n.scopeField);
     if (event === undefined) {
       const seq = previous === null ? 0 : previous.seq + 1;
-      findings.push({ check: 'event', sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the ${n.item} at seq ${seq} is not a chained ${n.item} object (recipe v1)` });
+      findings.push({ check: n.item, sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the ${n.item} at seq ${seq} is not a chained ${n.item} object (recipe v1)` });
       previous = { seq, hash: eventHash };
       continue;
     }
     // Where a finding points; built only when there is one.
     const where = () => ({ sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) });
     const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
-    if (event.sessionId !== sessionId) findings.push({ check: 'session', ...where(), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
+    if (event.sessionId !== sessionId) findings.push({ check: n.scope, ...where(), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
     if (event.seq !== expectedSeq) {
       findings.push({
         check: 'seq',

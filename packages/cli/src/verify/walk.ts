@@ -139,7 +139,7 @@ export class LogWalk {
     const digest = hash('sha256', leaf.event, 'buffer');
     const parsed = parseChainEvent(leaf.event, this.n.scopeField);
     if (parsed === undefined) {
-      this.findings.push({ check: 'event', sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its ${this.n.item} is not a chained ${this.n.item} object (recipe v1)` });
+      this.findings.push({ check: this.n.item, sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its ${this.n.item} is not a chained ${this.n.item} object (recipe v1)` });
       return;
     }
     this.events += 1;
@@ -243,7 +243,7 @@ export class LogWalk {
       if (head === undefined && !state.tombstoned && state.missing.length === state.leafCount && state.leafCount > 0) {
         const shown = state.missing.slice(0, 5).map((m) => m.leafIndex).join(', ');
         this.findings.push({
-          check: 'session-deleted',
+          check: `${this.n.scope}-deleted`,
           sessionId,
           leafIndex: state.missing[0]!.leafIndex,
           message: `${this.n.scope} ${sessionId} was deleted: its ${state.leafCount} logged ${this.n.items} are gone (leaves ${shown}${state.leafCount > 5 ? ', …' : ''}) and no retention tombstone records it`,
@@ -254,7 +254,7 @@ export class LogWalk {
       state.missing.forEach((missing, i) => {
         const seq = seqs[i]!;
         this.findings.push({
-          check: 'event-deleted',
+          check: `${this.n.item}-deleted`,
           sessionId,
           seq,
           leafIndex: missing.leafIndex,
