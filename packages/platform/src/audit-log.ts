@@ -178,6 +178,8 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   key: SigningKey;
   clock: Clock;
   witnesses: AuditWitnessConfig;
+  /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
+  checkpointEvents: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
 }
 
@@ -313,6 +315,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   readonly key: SigningKey;
   private readonly db: Kysely<AuditLogTables>;
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
+  private sinceCheckpoint = 0;
+  private signing: Promise<unknown> | null = null;
 
   constructor(private readonly options: AuditLogOptions<Schema>) {
     this.name = options.name;
@@ -508,13 +512,30 @@ export class AuditLog<Schema extends AuditLogTables> {
     }
   }
 
-  /** Witness deliveries due (after a restart, or a retry another instance left); the periodic job calls it. */
-  deliverDue(): Promise<number> {
-    return this.witnessQueue.deliverDue();
+  /** After the commit of `count` leaves: a checkpoint, in the background, once `checkpointEvents` were committed through this instance. */
+  committed(count: number): void {
+    this.sinceCheckpoint += count;
+    if (this.sinceCheckpoint < this.options.checkpointEvents || this.signing !== null) return;
+    this.sinceCheckpoint = 0;
+    this.signing = this.checkpoint()
+      .catch((error: unknown) => this.options.log.error({ err: error }, 'audit checkpoint failed'))
+      .finally(() => (this.signing = null));
   }
 
-  /** Waits for witness deliveries in flight (shutdown, tests). */
-  stop(): Promise<void> {
-    return this.witnessQueue.stop();
+  /**
+   * The periodic job's work (AUDIT_CHECKPOINT_INTERVAL_MS, one instance at a time): a checkpoint
+   * when the log has grown since the latest, then the witness deliveries left due (after a
+   * restart, or retries another instance left).
+   */
+  async checkpointIfGrown(): Promise<void> {
+    const latest = await this.findCheckpoint();
+    if ((latest?.treeSize ?? -1) < (await this.size())) await this.checkpoint();
+    await this.witnessQueue.deliverDue();
+  }
+
+  /** Waits for a checkpoint being signed and witness deliveries in flight (shutdown, tests). */
+  async stop(): Promise<void> {
+    await this.signing;
+    await this.witnessQueue.stop();
   }
 }
