@@ -218,6 +218,34 @@ export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Sc
   return start;
 }
 
+/**
+ * Migration step body: every row of `table` (an audited item: id, hash, ts, seq, and its chain in
+ * `scopeColumn`) without a leaf becomes the next leaf, in (ts, scope, seq) order: the only order
+ * known for items stored before their log (commit order is not recorded), and each chain's own.
+ */
+export async function backfillLeaves(db: MigrationDb, dialect: DialectName, table: string, scopeColumn: string): Promise<void> {
+  let after: { ts: number; scope: string; seq: number } | null = null;
+  for (;;) {
+    let page = db.selectFrom(table).select(['id', 'hash', 'ts', 'seq', `${scopeColumn} as scope`]).orderBy('ts').orderBy(scopeColumn).orderBy('seq').limit(1000);
+    if (after !== null) {
+      const { ts, scope, seq } = after;
+      page = page.where((eb) =>
+        eb.or([
+          eb('ts', '>', ts),
+          eb.and([eb('ts', '=', ts), eb(scopeColumn, '>', scope)]),
+          eb.and([eb('ts', '=', ts), eb(scopeColumn, '=', scope), eb('seq', '>', seq)]),
+        ]),
+      );
+    }
+    const rows = (await page.execute()) as { id: string; hash: string; ts: number; scope: string; seq: number }[];
+    if (rows.length === 0) return;
+    const logged = new Set((await db.selectFrom('audit_log_leaves').select('item_id').where('item_id', 'in', rows.map((row) => row.id)).execute()).map((row) => row.item_id as string));
+    const leaves = rows.filter((row) => !logged.has(row.id)).map((row) => ({ itemId: row.id, scopeId: row.scope, data: Buffer.from(row.hash, 'hex') }));
+    await appendLeaves(db, dialect, leaves);
+    after = rows[rows.length - 1]!;
+  }
+}
+
 /** Leaves per transaction of buildNodes. */
 const BUILD_CHUNK = 10_000;
 
