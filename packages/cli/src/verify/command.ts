@@ -185,12 +185,15 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   if (trustedKey === undefined) notes.push(`the audit keys (${[...keys.keys()].join(', ')}) were taken from the server: pass --public-key to check them against a key you trust`);
   const keyFor = (checkpoint: Checkpoint): Buffer | undefined => (trustedKey === undefined ? keys.get(checkpoint.keyId) : trustedKey);
 
-  let latest: Checkpoint;
+  let latest: Checkpoint | undefined;
   try {
     latest = parseCheckpoint(await client.get('/api/audit/checkpoint'), "the server's latest checkpoint");
   } catch (error) {
-    if (error instanceof ApiError && error.status === 404) throw new InputError('the server has signed no checkpoint yet (POST /api/audit/checkpoint signs one)');
-    throw error;
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+    if (saved === undefined) throw new InputError('the server has signed no checkpoint yet (POST /api/audit/checkpoint signs one)');
+    // The log lost every checkpoint, while one was saved: walk it against the saved one.
+    findings.push({ check: 'consistency', message: `the server has no checkpoint, yet one at tree size ${saved.treeSize} was saved: the log lost its checkpoints` });
+    latest = saved;
   }
   const latestKey = keyFor(latest);
   if (latestKey === undefined || !checkpointSigned(latest, latestKey)) findings.push({ check: 'checkpoint-signature', message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}` });
@@ -220,7 +223,7 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   // --deep: the derived data recomputed from every walked event (loads the observe package, so only then).
   const derived = deep ? new (await import('./deep.ts')).DerivedDataAudit() : undefined;
   const walk = new LogWalk(
-    latest,
+    saved === undefined ? [latest] : [latest, saved],
     heads,
     trustedKey === undefined ? keys : new Map([[keyIdOf(trustedKey), trustedKey]]),
     derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
@@ -271,7 +274,10 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   }
 
   if (summary.retained > 0) {
-    notes.push(`${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them)`);
+    const sessions = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');
+    notes.push(
+      `${summary.retained} logged events were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? 'session' : 'sessions'} ${sessions}`,
+    );
   }
   const text = findings.length === 0
     ? `VALID: ${summary.leaves} leaves (${summary.events} events in ${summary.sessions} sessions${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`

@@ -207,7 +207,7 @@ describe('log walk', () => {
   }
 
   function walk(log: MemoryLog, leaves = log.walked(), recorded = heads(log), checkpoint = log.checkpoint()) {
-    const audit = new LogWalk(checkpoint, recorded, new Map([[log.key.keyId, log.key.publicKey]]));
+    const audit = new LogWalk([checkpoint], recorded, new Map([[log.key.keyId, log.key.publicKey]]));
     leaves.forEach((leaf) => audit.add(leaf));
     const summary = audit.finish();
     return { findings: audit.findings, summary };
@@ -257,6 +257,7 @@ describe('log walk', () => {
     );
     assert.equal(byCheck.get('event-deleted')?.leafIndex, deleted);
     assert.equal(byCheck.get('event-deleted')?.eventId, 'c-e2');
+    assert.equal(byCheck.get('event-deleted')?.seq, 2, 'the seq it had: where its chain stops');
     assert.match(byCheck.get('head')!.message, /session a: its recorded head is seq 99/);
     assert.ok(!byCheck.has('root'));
   });
@@ -283,6 +284,7 @@ describe('log walk', () => {
     const result = walk(retained);
     assert.deepEqual(result.findings, []);
     assert.equal(result.summary.retained, 15);
+    assert.deepEqual(result.summary.retainedSessions, ['b']);
     assert.equal(result.summary.tombstones, 1);
   });
 
@@ -310,6 +312,25 @@ describe('log walk', () => {
     const { findings } = walk(log, log.walked(), recorded);
     assert.deepEqual(checks(findings), ['head']);
     assert.equal(findings[0]!.seq, head.seq + 1);
+  });
+
+  test('the tail cut: the gone events are named by the seqs they had', () => {
+    const log = sample();
+    const walked = log.walked();
+    for (const leaf of walked) if (leaf.eventId === 'a-e13' || leaf.eventId === 'a-e14') leaf.event = null;
+    const recorded = heads(log);
+    recorded.set('a', { headSeq: 12, headHash: sha256(walked.find((leaf) => leaf.eventId === 'a-e12')!.event!).toString('hex') });
+    const { findings } = walk(log, walked, recorded);
+    assert.deepEqual(findings.map((f) => [f.check, f.seq, f.eventId]), [['event-deleted', 13, 'a-e13'], ['event-deleted', 14, 'a-e14']]);
+  });
+
+  test('the root is recomputed at every checkpoint given: a saved one of another log is caught', () => {
+    const log = sample();
+    const early = log.checkpoint(10);
+    const audit = new LogWalk([log.checkpoint(), { ...early, rootHash: sha256('another log').toString('hex') }], heads(log), new Map([[log.key.keyId, log.key.publicKey]]));
+    log.walked().forEach((leaf) => audit.add(leaf));
+    audit.finish();
+    assert.deepEqual(audit.findings.map((f) => f.message), ["the root of the log's first 10 leaves is not the signed checkpoint's: leaves were changed, removed or reordered"]);
   });
 
   test('a leaf removed or changed breaks the root', () => {

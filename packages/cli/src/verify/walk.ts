@@ -56,6 +56,8 @@ export interface WalkSummary {
   events: number;
   /** Leaves whose events a signed retention tombstone accounts for. */
   retained: number;
+  /** The sessions those events belonged to. */
+  retainedSessions: string[];
   tombstones: number;
 }
 
@@ -71,7 +73,8 @@ export class LogWalk {
   readonly findings: Finding[] = [];
   private readonly root = new StreamingRoot();
   private readonly sessions = new Map<string, SessionWalk>();
-  private rootChecked = false;
+  /** The signed checkpoints whose roots the walk recomputes (the latest, the saved one), by tree size. */
+  private readonly unchecked: Map<number, Checkpoint>;
   private events = 0;
   private tombstones = 0;
 
@@ -81,11 +84,13 @@ export class LogWalk {
    * @param keys every audit key, keyId → raw public key, for tombstone signatures
    */
   constructor(
-    private readonly checkpoint: Checkpoint,
+    checkpoints: readonly Checkpoint[],
     private readonly heads: ReadonlyMap<string, RecordedHead>,
     private readonly keys: ReadonlyMap<string, Buffer>,
     private readonly onEvent?: WalkedEventSink,
-  ) {}
+  ) {
+    this.unchecked = new Map(checkpoints.map((checkpoint) => [checkpoint.treeSize, checkpoint]));
+  }
 
   get size(): number {
     return this.root.size;
@@ -96,17 +101,18 @@ export class LogWalk {
       this.findings.push({ check: 'leaf-order', leafIndex: this.root.size, message: `leaf ${this.root.size} is missing from the log: the next stored leaf is ${leaf.index}` });
     }
     this.root.add(Buffer.from(leaf.leafHash, 'hex'));
-    if (this.root.size === this.checkpoint.treeSize) this.checkRoot();
+    const checkpoint = this.unchecked.get(this.root.size);
+    if (checkpoint !== undefined) this.checkRoot(checkpoint);
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
     else this.addEventLeaf(leaf);
   }
 
-  private checkRoot(): void {
-    this.rootChecked = true;
-    if (this.root.root().toString('hex') !== this.checkpoint.rootHash) {
+  private checkRoot(checkpoint: Checkpoint): void {
+    this.unchecked.delete(checkpoint.treeSize);
+    if (this.root.root().toString('hex') !== checkpoint.rootHash) {
       this.findings.push({
         check: 'root',
-        message: `the root of the log's first ${this.checkpoint.treeSize} leaves is not the signed checkpoint's: leaves were changed, removed or reordered`,
+        message: `the root of the log's first ${checkpoint.treeSize} leaves is not the signed checkpoint's: leaves were changed, removed or reordered`,
       });
     }
   }
@@ -221,11 +227,12 @@ export class LogWalk {
 
   /** After the last leaf: what is still unaccounted for. */
   finish(): WalkSummary {
-    if (!this.rootChecked && this.checkpoint.treeSize > 0) {
-      this.findings.push({ check: 'root', message: `the log has ${this.root.size} leaves, fewer than the ${this.checkpoint.treeSize} the checkpoint signs` });
-    }
-    if (this.checkpoint.treeSize === 0 && this.checkpoint.rootHash !== new StreamingRoot().root().toString('hex')) {
-      this.findings.push({ check: 'root', message: 'the checkpoint of the empty log does not have the empty root' });
+    for (const checkpoint of this.unchecked.values()) {
+      if (checkpoint.treeSize === 0) {
+        if (checkpoint.rootHash !== new StreamingRoot().root().toString('hex')) this.findings.push({ check: 'root', message: 'the checkpoint of the empty log does not have the empty root' });
+      } else {
+        this.findings.push({ check: 'root', message: `the log has ${this.root.size} leaves, fewer than the ${checkpoint.treeSize} the checkpoint signs` });
+      }
     }
     let retained = 0;
     for (const [sessionId, state] of this.sessions) {
@@ -241,15 +248,18 @@ export class LogWalk {
         });
         continue;
       }
-      for (const missing of state.missing) {
+      const seqs = this.missingSeqs(sessionId, state);
+      state.missing.forEach((missing, i) => {
+        const seq = seqs[i]!;
         this.findings.push({
           check: 'event-deleted',
           sessionId,
+          seq,
           leafIndex: missing.leafIndex,
           ...(missing.eventId === null ? {} : { eventId: missing.eventId }),
-          message: `leaf ${missing.leafIndex}: event ${missing.eventId ?? '(unknown id)'} of session ${sessionId} is gone and no retention tombstone records it`,
+          message: `leaf ${missing.leafIndex}: event ${missing.eventId ?? '(unknown id)'} of session ${sessionId} (seq ${seq}) is gone and no retention tombstone records it`,
         });
-      }
+      });
       if (state.waiting.size > 0 && state.missing.length === 0) {
         const next = Math.min(...state.waiting.keys());
         const waiting = state.waiting.get(next)!;
@@ -280,7 +290,20 @@ export class LogWalk {
         });
       }
     }
-    return { leaves: this.root.size, sessions: this.sessions.size, events: this.events, retained, tombstones: this.tombstones };
+    const retainedSessions = [...this.sessions].filter(([, state]) => state.retained > 0).map(([sessionId]) => sessionId);
+    return { leaves: this.root.size, sessions: this.sessions.size, events: this.events, retained, retainedSessions, tombstones: this.tombstones };
+  }
+
+  /**
+   * The seqs the session's gone events had: its chain stops at the first gap, so they fill, in leaf
+   * order, the seqs from there that no later event holds, up to the recorded head and past it.
+   */
+  private missingSeqs(sessionId: string, state: SessionWalk): number[] {
+    let upper = Math.max(state.nextSeq - 1, this.heads.get(sessionId)?.headSeq ?? -1);
+    for (const seq of state.waiting.keys()) upper = Math.max(upper, seq);
+    const seqs: number[] = [];
+    for (let seq = state.nextSeq; seqs.length < state.missing.length; seq += 1) if (seq > upper || !state.waiting.has(seq)) seqs.push(seq);
+    return seqs;
   }
 }
 
