@@ -1,11 +1,6 @@
 import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit/chain.ts';
-import { auditEntryLeaf } from './audit-log/log.ts';
-import {
-  appendLeaves, createAdminChangeTable, createAuditLogTables, createLeaseTable, epochMsType, withDeliveryColumns, type DialectName, type MigrationDb,
-  type MigrationStep,
-} from '@vigil/platform';
-import { sql, type Kysely } from 'kysely';
-import type { GateSchema } from './schema.ts';
+import { backfillLeaves, createAdminChangeTable, createAuditLogTables, createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import { sql } from 'kysely';
 
 export const gateMigrations: Record<string, MigrationStep> = {
   async '0001_gate'(db) {
@@ -185,32 +180,6 @@ export const gateMigrations: Record<string, MigrationStep> = {
    */
   async '0006_audit_log'(db, dialect) {
     await createAuditLogTables(db);
-    await backfillAuditLog(db, dialect);
+    await backfillLeaves(db, dialect, 'audit_entries', 'request_id');
   },
 };
-
-/**
- * The entries stored before the log, as its first leaves in (ts, request, seq) order: the only
- * order known for them (commit order is not recorded), and each chain's own order within a millisecond.
- */
-async function backfillAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
-  const typed = db as Kysely<GateSchema>;
-  let after: { ts: number; request_id: string; seq: number } | null = null;
-  for (;;) {
-    let page = typed.selectFrom('audit_entries').select(['id', 'request_id', 'hash', 'ts', 'seq']).orderBy('ts').orderBy('request_id').orderBy('seq').limit(1000);
-    if (after !== null) {
-      const { ts, request_id, seq } = after;
-      page = page.where((eb) =>
-        eb.or([
-          eb('ts', '>', ts),
-          eb.and([eb('ts', '=', ts), eb('request_id', '>', request_id)]),
-          eb.and([eb('ts', '=', ts), eb('request_id', '=', request_id), eb('seq', '>', seq)]),
-        ]),
-      );
-    }
-    const rows = await page.execute();
-    if (rows.length === 0) return;
-    await appendLeaves(typed, dialect, rows.map(auditEntryLeaf));
-    after = rows[rows.length - 1]!;
-  }
-}

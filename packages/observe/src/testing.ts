@@ -4,7 +4,7 @@ import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
-import { chainHashOfCanonical } from './events/chain.ts';
+import { chainHashOfCanonical } from './events/index.ts';
 import type { EventRow, ObserveDatabase } from './schema.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).

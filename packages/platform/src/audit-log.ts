@@ -178,6 +178,8 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   key: SigningKey;
   clock: Clock;
   witnesses: AuditWitnessConfig;
+  /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
+  checkpointEvents: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
 }
 
@@ -214,6 +216,34 @@ export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Sc
   const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data).toString('hex') }));
   await leafInserter.insert(db, dialect, rows);
   return start;
+}
+
+/**
+ * Migration step body: every row of `table` (an audited item: id, hash, ts, seq, and its chain in
+ * `scopeColumn`) without a leaf becomes the next leaf, in (ts, scope, seq) order: the only order
+ * known for items stored before their log (commit order is not recorded), and each chain's own.
+ */
+export async function backfillLeaves(db: MigrationDb, dialect: DialectName, table: string, scopeColumn: string): Promise<void> {
+  let after: { ts: number; scope: string; seq: number } | null = null;
+  for (;;) {
+    let page = db.selectFrom(table).select(['id', 'hash', 'ts', 'seq', `${scopeColumn} as scope`]).orderBy('ts').orderBy(scopeColumn).orderBy('seq').limit(1000);
+    if (after !== null) {
+      const { ts, scope, seq } = after;
+      page = page.where((eb) =>
+        eb.or([
+          eb('ts', '>', ts),
+          eb.and([eb('ts', '=', ts), eb(scopeColumn, '>', scope)]),
+          eb.and([eb('ts', '=', ts), eb(scopeColumn, '=', scope), eb('seq', '>', seq)]),
+        ]),
+      );
+    }
+    const rows = (await page.execute()) as { id: string; hash: string; ts: number; scope: string; seq: number }[];
+    if (rows.length === 0) return;
+    const logged = new Set((await db.selectFrom('audit_log_leaves').select('item_id').where('item_id', 'in', rows.map((row) => row.id)).execute()).map((row) => row.item_id as string));
+    const leaves = rows.filter((row) => !logged.has(row.id)).map((row) => ({ itemId: row.id, scopeId: row.scope, data: Buffer.from(row.hash, 'hex') }));
+    await appendLeaves(db, dialect, leaves);
+    after = rows[rows.length - 1]!;
+  }
 }
 
 /** Leaves per transaction of buildNodes. */
@@ -313,6 +343,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   readonly key: SigningKey;
   private readonly db: Kysely<AuditLogTables>;
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
+  private sinceCheckpoint = 0;
+  private signing: Promise<unknown> | null = null;
 
   constructor(private readonly options: AuditLogOptions<Schema>) {
     this.name = options.name;
@@ -508,13 +540,30 @@ export class AuditLog<Schema extends AuditLogTables> {
     }
   }
 
-  /** Witness deliveries due (after a restart, or a retry another instance left); the periodic job calls it. */
-  deliverDue(): Promise<number> {
-    return this.witnessQueue.deliverDue();
+  /** After the commit of `count` leaves: a checkpoint, in the background, once `checkpointEvents` were committed through this instance. */
+  committed(count: number): void {
+    this.sinceCheckpoint += count;
+    if (this.sinceCheckpoint < this.options.checkpointEvents || this.signing !== null) return;
+    this.sinceCheckpoint = 0;
+    this.signing = this.checkpoint()
+      .catch((error: unknown) => this.options.log.error({ err: error }, 'audit checkpoint failed'))
+      .finally(() => (this.signing = null));
   }
 
-  /** Waits for witness deliveries in flight (shutdown, tests). */
-  stop(): Promise<void> {
-    return this.witnessQueue.stop();
+  /**
+   * The periodic job's work (AUDIT_CHECKPOINT_INTERVAL_MS, one instance at a time): a checkpoint
+   * when the log has grown since the latest, then the witness deliveries left due (after a
+   * restart, or retries another instance left).
+   */
+  async checkpointIfGrown(): Promise<void> {
+    const latest = await this.findCheckpoint();
+    if ((latest?.treeSize ?? -1) < (await this.size())) await this.checkpoint();
+    await this.witnessQueue.deliverDue();
+  }
+
+  /** Waits for a checkpoint being signed and witness deliveries in flight (shutdown, tests). */
+  async stop(): Promise<void> {
+    await this.signing;
+    await this.witnessQueue.stop();
   }
 }

@@ -15,16 +15,8 @@ export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-lo
   const { log } = auditLog;
   await log.registerKey();
 
-  // Every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown; witness deliveries left due are retried.
-  const checkpointJob = job({
-    name: 'gate.audit-checkpoint',
-    intervalMs: config.audit.checkpointIntervalMs,
-    run: async () => {
-      const latest = await log.findCheckpoint();
-      if ((latest?.treeSize ?? -1) < (await log.size())) await log.checkpoint();
-      await log.deliverDue();
-    },
-  });
+  // A checkpoint every AUDIT_CHECKPOINT_INTERVAL_MS when the log grew (and every AUDIT_CHECKPOINT_EVENTS entries: GateAuditLog.committed).
+  const checkpointJob = job({ name: 'gate.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
   registerAuditLogRoutes(app, { log, errors: gateError, item: { parameter: 'entryId', schema: z.string().min(1).max(100), describe: 'an audit entry' } });
   registerGateAuditWalkRoutes(app, context, log);

@@ -18,17 +18,13 @@ export function auditEntryLeaf(entry: Pick<AuditRow, 'id' | 'request_id' | 'hash
  */
 export class GateAuditLog {
   readonly log: AuditLog<GateSchema>;
-  private sinceCheckpoint = 0;
-  private signing: Promise<unknown> | null = null;
-  private readonly checkpointEvents: number;
 
   constructor(
     config: GateConfig,
     database: GateDatabase,
     clock: Clock,
-    private readonly appLog: ZodApp['log'],
+    appLog: ZodApp['log'],
   ) {
-    this.checkpointEvents = config.audit.checkpointEvents;
     this.log = new AuditLog<GateSchema>({
       name: GATE_LOG,
       db: database.db,
@@ -36,6 +32,7 @@ export class GateAuditLog {
       key: loadSigningKey(config.audit.signingKey, config.dataDir),
       clock,
       witnesses: config.audit.witnesses,
+      checkpointEvents: config.audit.checkpointEvents,
       log: appLog,
     });
   }
@@ -48,20 +45,13 @@ export class GateAuditLog {
     await this.log.append(trx, entries.map(auditEntryLeaf));
   }
 
-  /** After the commit of `count` entries: a checkpoint once enough were committed through this instance. */
+  /** After the commit of `count` entries (AuditLog.committed). */
   committed(count: number): void {
-    this.sinceCheckpoint += count;
-    if (this.sinceCheckpoint < this.checkpointEvents || this.signing !== null) return;
-    this.sinceCheckpoint = 0;
-    this.signing = this.log
-      .checkpoint()
-      .catch((error: unknown) => this.appLog.error({ err: error }, 'audit checkpoint failed'))
-      .finally(() => (this.signing = null));
+    this.log.committed(count);
   }
 
   /** Waits for a checkpoint being signed and witness deliveries in flight (shutdown). */
-  async stop(): Promise<void> {
-    await this.signing;
-    await this.log.stop();
+  stop(): Promise<void> {
+    return this.log.stop();
   }
 }

@@ -10,7 +10,7 @@ import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testin
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
-import { chainHashOfCanonical } from '../events/chain.ts';
+import { chainHashOfCanonical } from '../events/index.ts';
 import { OBSERVE_LOG } from './index.ts';
 
 const verifyCheckpoint = (checkpoint: Checkpoint, publicKey: Buffer): boolean => verifySigned(OBSERVE_LOG, checkpoint, publicKey);

@@ -28,6 +28,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
       key: loadSigningKey(config.audit.signingKey, config.dataDir),
       clock,
       witnesses: config.audit.witnesses,
+      checkpointEvents: config.audit.checkpointEvents,
       log: app.log,
     });
     await log.registerKey();
@@ -39,33 +40,10 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
       });
     }
 
-    // Every AUDIT_CHECKPOINT_EVENTS events committed through this instance (other instances count their own)...
-    let sinceCheckpoint = 0;
-    let signing: Promise<unknown> | null = null;
-    context.events.afterCommit((appended) => {
-      sinceCheckpoint += appended.length;
-      if (sinceCheckpoint < config.audit.checkpointEvents || signing !== null) return;
-      sinceCheckpoint = 0;
-      signing = log
-        .checkpoint()
-        .catch((error: unknown) => app.log.error({ err: error }, 'audit checkpoint failed'))
-        .finally(() => (signing = null));
-    });
-    onClose(async () => {
-      await signing;
-      await log.stop();
-    });
-
-    // ...and every AUDIT_CHECKPOINT_INTERVAL_MS across the instances, when the log has grown; witness deliveries left due are retried.
-    const checkpointJob = job({
-      name: 'observe.audit-checkpoint',
-      intervalMs: config.audit.checkpointIntervalMs,
-      run: async () => {
-        const latest = await log.findCheckpoint();
-        if ((latest?.treeSize ?? -1) < (await log.size())) await log.checkpoint();
-        await log.deliverDue();
-      },
-    });
+    // A checkpoint every AUDIT_CHECKPOINT_EVENTS events committed through this instance, and every AUDIT_CHECKPOINT_INTERVAL_MS.
+    context.events.afterCommit((appended) => log.committed(appended.length));
+    onClose(() => log.stop());
+    const checkpointJob = job({ name: 'observe.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
     registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
     registerObserveAuditWalkRoutes(app, context, log);

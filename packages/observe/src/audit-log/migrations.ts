@@ -1,6 +1,5 @@
-import { appendLeaves, createAuditLogWitnessTables, type DialectName, type MigrationDb } from '@vigil/platform';
-import { sql, type Kysely } from 'kysely';
-import type { ObserveSchema } from '../schema.ts';
+import { backfillLeaves, createAuditLogWitnessTables, type DialectName, type MigrationDb } from '@vigil/platform';
+import { sql } from 'kysely';
 
 /** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id`. */
 export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
@@ -49,41 +48,5 @@ export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Pr
   // 0016 built the inner nodes of every leaf it appended.
   const head = await db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow();
   await createAuditLogWitnessTables(db, Number(head.size));
-  await backfillAuditLog(db, dialect);
-}
-
-/**
- * Events without a leaf become the next leaves, in (ts, session, seq) order: the only order known
- * for them (commit order is not recorded).
- */
-async function backfillAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
-  const typed = db as Kysely<ObserveSchema>;
-  let after: { ts: number; session_id: string; seq: number } | null = null;
-  for (;;) {
-    let page = typed
-      .selectFrom('events as e')
-      .select(['e.id', 'e.hash', 'e.ts', 'e.session_id', 'e.seq'])
-      .orderBy('e.ts')
-      .orderBy('e.session_id')
-      .orderBy('e.seq')
-      .limit(1000);
-    if (after !== null) {
-      const { ts, session_id, seq } = after;
-      page = page.where((eb) =>
-        eb.or([
-          eb('e.ts', '>', ts),
-          eb.and([eb('e.ts', '=', ts), eb('e.session_id', '>', session_id)]),
-          eb.and([eb('e.ts', '=', ts), eb('e.session_id', '=', session_id), eb('e.seq', '>', seq)]),
-        ]),
-      );
-    }
-    const rows = await page.execute();
-    if (rows.length === 0) return;
-    const logged = new Set(
-      (await typed.selectFrom('audit_log_leaves').select('item_id').where('item_id', 'in', rows.map((row) => row.id)).execute()).map((row) => row.item_id),
-    );
-    const unlogged = rows.filter((row) => !logged.has(row.id));
-    await appendLeaves(typed, dialect, unlogged.map((row) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
-    after = rows[rows.length - 1]!;
-  }
+  await backfillLeaves(db, dialect, 'events', 'session_id');
 }
