@@ -17,17 +17,10 @@ import { appendLeaves, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
 import type { ObserveSchema } from '@vigil/observe';
 import { ago, custom, ingestEvents, insertEventCopy, relinkChain, started, startTestObserve, type EventAck, type TestObserve } from '@vigil/observe/testing';
+import type { Finding } from './verify/input.ts';
 
 const bin = resolve(import.meta.dirname, '../bin/vigil.mjs');
 
-interface Finding {
-  check: string;
-  message: string;
-  sessionId?: string;
-  seq?: number;
-  eventId?: string;
-  leafIndex?: number;
-}
 
 interface Report {
   valid: boolean;

@@ -1,6 +1,7 @@
 import { appendFile } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
-import { checkpointMessage, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
+import { checkpointMessage, loadSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
+import type { AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
 import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type DialectName, type MigrationDb } from './db.ts';
@@ -345,6 +346,27 @@ export class AuditLog<Schema extends AuditLogTables> {
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
   private sinceCheckpoint = 0;
   private signing: Promise<unknown> | null = null;
+
+  /** A service's log as its configuration sets it up (AUDIT_* variables: key, cadence, witnesses). */
+  static ofService<Schema extends AuditLogTables>(
+    name: string,
+    config: { dataDir: string; audit: AuditLogConfig },
+    database: { db: Kysely<Schema>; dialect: DialectName },
+    clock: Clock,
+    log: AuditLogOptions<Schema>['log'],
+  ): AuditLog<Schema> {
+    const { audit } = config;
+    return new AuditLog<Schema>({
+      name,
+      db: database.db,
+      dialect: database.dialect,
+      key: loadSigningKey(audit.signingKey, config.dataDir),
+      clock,
+      witnesses: audit.witnesses,
+      checkpointEvents: audit.checkpointEvents,
+      log,
+    });
+  }
 
   constructor(private readonly options: AuditLogOptions<Schema>) {
     this.name = options.name;

@@ -1,4 +1,4 @@
-import { AuditLog, loadSigningKey, type Clock, type LeafInput, type ZodApp } from '@vigil/platform';
+import { AuditLog, type Clock, type LeafInput, type ZodApp } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { GateConfig } from '../config.ts';
 import type { AuditRow, GateDatabase, GateSchema } from '../schema.ts';
@@ -25,16 +25,7 @@ export class GateAuditLog {
     clock: Clock,
     appLog: ZodApp['log'],
   ) {
-    this.log = new AuditLog<GateSchema>({
-      name: GATE_LOG,
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(config.audit.signingKey, config.dataDir),
-      clock,
-      witnesses: config.audit.witnesses,
-      checkpointEvents: config.audit.checkpointEvents,
-      log: appLog,
-    });
+    this.log = AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, appLog);
   }
 
   /**

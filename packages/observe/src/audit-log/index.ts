@@ -1,7 +1,7 @@
 // The audit log: every event's hash a leaf of the platform's Merkle log (RFC 9162), appended in the
 // ingest transaction in commit order, retention tombstones, and signed checkpoints pushed to
 // witnesses (docs/audit.md).
-import { AuditLog, defineFeature, loadSigningKey, registerAuditLogRoutes, type PeriodicJob } from '@vigil/platform';
+import { AuditLog, defineFeature, registerAuditLogRoutes, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
@@ -21,16 +21,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
   'audit-log',
   async ({ app, context, job, onClose }) => {
     const { config, database, clock } = context;
-    const log = new AuditLog<ObserveSchema>({
-      name: OBSERVE_LOG,
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(config.audit.signingKey, config.dataDir),
-      clock,
-      witnesses: config.audit.witnesses,
-      checkpointEvents: config.audit.checkpointEvents,
-      log: app.log,
-    });
+    const log = AuditLog.ofService<ObserveSchema>(OBSERVE_LOG, config, database, clock, app.log);
     await log.registerKey();
 
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
