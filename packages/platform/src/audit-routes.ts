@@ -139,6 +139,8 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       const query = request.query as Record<string, unknown> & { treeSize?: number };
       const itemId = query[item.parameter] as string;
       let size = query.treeSize;
+      // The latest checkpoint's size is within the log and built: two reads fewer on the common path.
+      const checkpointed = size === undefined;
       if (size === undefined) {
         const latest = await log.findCheckpoint();
         if (latest === undefined) throw errors('checkpointNotFound');
@@ -146,8 +148,8 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       }
       const leaf = await log.leafOf(itemId);
       if (leaf === undefined) throw errors('auditItemNotFound');
-      if (leaf.index >= size || size > (await log.size())) throw errors('auditTreeSize');
-      const proof = await log.inclusionPath(leaf.index, size);
+      if (leaf.index >= size || (!checkpointed && size > (await log.size()))) throw errors('auditTreeSize');
+      const proof = await log.inclusionPath(leaf.index, size, checkpointed);
       return { [item.parameter]: itemId, leafIndex: leaf.index, leafHash: leaf.leafHash, treeSize: size, proof: proof.map((hash) => hash.toString('hex')) };
     },
   );
