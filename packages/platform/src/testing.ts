@@ -34,7 +34,8 @@ function tempDir(): string {
   return dir;
 }
 
-const sqliteBackend: TestBackend = {
+/** SQLite alone, for suites whose subject is not the database (each database would only repeat them). */
+export const sqliteBackend: TestBackend = {
   kind: 'sqlite',
   freshDatabase() {
     const dataDir = tempDir();

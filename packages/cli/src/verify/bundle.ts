@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { leafHash, verifyConsistency } from '@vigil/platform';
+import { leafHash, verifyConsistency } from '@vigil/platform/audit-verify';
 import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';

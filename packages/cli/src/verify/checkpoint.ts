@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform';
+import { keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform/audit-verify';
 import { InputError, isHex64, isRecord } from './input.ts';
 
 /** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md); spelled out here so checking a bundle never loads the observe package. */

@@ -1,4 +1,4 @@
-import { EMPTY_ROOT, nodeHash, splitPoint } from '@vigil/platform';
+import { EMPTY_ROOT, nodeHash, splitPoint } from '@vigil/platform/audit-verify';
 
 /**
  * Merkle computations a verifier repeats many times (RFC 9162 §2.1 hashing from

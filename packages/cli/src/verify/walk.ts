@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { leafHash, verifyBytes } from '@vigil/platform';
+import { leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { OBSERVE_PROFILE, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
 
