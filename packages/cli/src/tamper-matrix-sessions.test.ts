@@ -1,6 +1,6 @@
 /**
  * Issue 18's tamper matrix, whole sessions, the log itself and derived data (the cases in
- * tamper-observe-kit.ts from "a whole session deleted" on), and a retention run that must not be
+ * tamper-observe-testkit.ts from "a whole session deleted" on), and a retention run that must not be
  * reported as tampering.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ago, custom, ingestEvents, started } from '@vigil/observe/testing';
-import { CASES, registerCases, serverVerdict, world } from './tamper-observe-kit.ts';
+import { CASES, registerCases, serverVerdict, world } from './tamper-observe-testkit.ts';
 import { runVerify } from './verify-testkit.ts';
 
 const SESSION_CASES = CASES.slice(CASES.findIndex((c) => c.name === 'a whole session deleted'));

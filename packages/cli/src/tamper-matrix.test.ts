@@ -1,5 +1,5 @@
 /**
- * Issue 18's tamper matrix, events of a session (the cases in tamper-observe-kit.ts): an attacker
+ * Issue 18's tamper matrix, events of a session (the cases in tamper-observe-testkit.ts): an attacker
  * with write access to the database tampers after the auditor saved a checkpoint; `vigil verify`
  * and, where it can, the server's own check report it. Whole sessions, the rebuilt log, derived
  * data and retention: tamper-matrix-sessions.test.ts.
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { CASES, registerCases, world } from './tamper-observe-kit.ts';
+import { CASES, registerCases, world } from './tamper-observe-testkit.ts';
 import { runVerify } from './verify-testkit.ts';
 
 const EVENT_CASES = CASES.slice(0, CASES.findIndex((c) => c.name === 'a whole session deleted'));
