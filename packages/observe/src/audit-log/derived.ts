@@ -3,21 +3,11 @@
 // function ingest stores them with.
 import { ALERT_SESSION_PREFIX } from '../alerts/index.ts';
 import { RollupSums, SketchCounts } from '../analytics/index.ts';
-import { applyEventToSession, deriveColumns, newSessionRow, SYSTEM_AGENT_ID, type DerivedColumns } from '../events/index.ts';
+import { applyEventToSession, type ChainFields, deriveColumns, newSessionRow, SYSTEM_AGENT_ID, type DerivedColumns } from '../events/index.ts';
 import type { LatencySketchRow, RollupRow, SessionRow } from '../schema.ts';
 
 /** The fields of a chained event (as the chain recipe hashes it, docs/audit.md) that derived data comes from. */
-export interface ChainedEventFields {
-  id: string;
-  seq: number;
-  /** ISO 8601 UTC with milliseconds. */
-  timestamp: string;
-  sessionId: string;
-  agentId: string;
-  eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
-}
+export type ChainedEventFields = Omit<ChainFields, 'payload' | 'metadata' | 'prevHash'> & { payload: Record<string, unknown> };
 
 /** The per-event columns ingest derives from the payload, in the order the audit compares them. */
 export const EVENT_DERIVED_COLUMNS = [

@@ -12,7 +12,7 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerEventRoutes } from './routes.ts';
 
-export { type ChainBreak, chainHashOfCanonical, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, type StoredLeaves, verifyChain } from './chain.ts';
+export { type ChainBreak, type ChainFields, chainHashOfCanonical, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, type StoredLeaves, verifyChain } from './chain.ts';
 export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
 export { type AppendedEvent, type BatchWriter, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
 export {
