@@ -7,8 +7,12 @@ import type { ZodApp } from './http.ts';
 /** The errors the log's routes raise; each service's catalogue defines them. */
 export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound';
 
-const hex = z.string().regex(/^[0-9a-f]{64}$/);
-const treeSize = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** A SHA-256 hash as the audit routes answer it: lowercase hex. */
+export const auditHashSchema = z.string().regex(/^[0-9a-f]{64}$/);
+/** A tree size in a query string. */
+export const auditTreeSizeQuery = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const hex = auditHashSchema;
+const treeSize = auditTreeSizeQuery;
 
 export function auditCheckpointSchema(log: string) {
   return z

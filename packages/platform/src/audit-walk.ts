@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import { auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery } from './audit-routes.ts';
 import type { ErrorFactory } from './errors.ts';
 import { sendJsonText, type ZodApp } from './http.ts';
 import type { Clock } from './clock.ts';
@@ -53,11 +54,9 @@ export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
   loaders: AuditWalkLoaders;
 }
 
-const hex = z.string().regex(/^[0-9a-f]{64}$/);
-const treeSize = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const hex = auditHashSchema;
+const treeSize = auditTreeSizeQuery;
 const pageLimit = z.coerce.number().int().min(1).max(1000).default(1000);
-
-const checkpointSchema = z.object({ treeSize: z.number().int(), rootHash: hex, timestamp: z.string(), keyId: z.string(), signature: z.string() });
 
 /**
  * GET /api/audit/export, /api/audit/leaves, /api/audit/unlogged and /api/audit/heads of a
@@ -66,6 +65,7 @@ const checkpointSchema = z.object({ treeSize: z.number().int(), rootHash: hex, t
  */
 export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
   const { log, db, tables, errors, names, loaders, clock } = options;
+  const checkpointSchema = auditCheckpointSchema(log.name);
   const scopeId = `${names.scope}Id`;
   const itemId = `${names.item}Id`;
   const scopes = `${names.scope}s`;

@@ -1376,11 +1376,15 @@ export interface paths {
             index: number;
             proof: string[];
           } | null)[];
+          /** A signed tree head of the audit log */
           checkpoint: {
             treeSize: number;
+            /** MTH of the first treeSize leaves (RFC 9162), hex */
             rootHash: string;
             timestamp: string;
+            /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
             keyId: string;
+            /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-observe", rootHash, timestamp, treeSize} (docs/audit.md) */
             signature: string;
           };
           /** Base64 of the raw Ed25519 key that signed the checkpoint */
