@@ -1,4 +1,5 @@
 import {
+  AuditLog,
   createFeatureHost,
   createHttpApp,
   databaseFailure,
@@ -17,7 +18,7 @@ import {
 } from '@vigil/platform';
 import { Redis } from 'ioredis';
 import { auditFeature } from './audit/index.ts';
-import { auditLogFeature, GateAuditLog } from './audit-log/index.ts';
+import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import type { GateContext } from './context.ts';
@@ -98,7 +99,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     policies: new PolicyCache(database, clock, config.cacheRefreshMs),
     limiter,
     outbox: new Outbox(database, config, clock, app.log),
-    auditLog: new GateAuditLog(config, database, clock, app.log),
+    auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });

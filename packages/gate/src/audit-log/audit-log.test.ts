@@ -273,7 +273,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       await dropAuditLogTables(db);
       await sql`delete from schema_migrations where name = '0006_audit_log'`.execute(db);
       await migrateToLatest(database, gateMigrations);
-      await gate.service.context.auditLog.log.registerKey();
+      await gate.service.context.auditLog.registerKey();
 
       const entries = await db.selectFrom('audit_entries').select(['id', 'request_id', 'hash', 'ts', 'seq']).execute();
       entries.sort((a, b) => Number(a.ts) - Number(b.ts) || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0) || a.seq - b.seq);

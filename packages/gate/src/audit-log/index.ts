@@ -7,15 +7,14 @@ import type { GateFeature } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { registerGateAuditWalkRoutes } from './walk-routes.ts';
 
-export { auditEntryLeaf, GATE_LOG, GateAuditLog } from './log.ts';
+export { auditEntryLeaf, GATE_LOG, type GateAuditLog } from './log.ts';
 
 /** Registers the log's key and routes; resolves to its checkpoint job. (The log itself, shared by the requests feature, is stopped with the context.) */
 export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job }) => {
-  const { auditLog, config } = context;
-  const { log } = auditLog;
+  const { auditLog: log, config } = context;
   await log.registerKey();
 
-  // A checkpoint every AUDIT_CHECKPOINT_INTERVAL_MS when the log grew (and every AUDIT_CHECKPOINT_EVENTS entries: GateAuditLog.committed).
+  // A checkpoint every AUDIT_CHECKPOINT_INTERVAL_MS when the log grew (and every AUDIT_CHECKPOINT_EVENTS entries: AuditLog.committed).
   const checkpointJob = job({ name: 'gate.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
   registerAuditLogRoutes(app, { log, errors: gateError, item: { parameter: 'entryId', schema: z.string().min(1).max(100), describe: 'an audit entry' } });

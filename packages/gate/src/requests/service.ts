@@ -1,4 +1,5 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
+import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
 import { auditEntryHash, chainEntryOf } from '../audit/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
@@ -82,7 +83,7 @@ export class RequestService {
           await auditInserter.insert(trx, database.dialect, audits);
           const ids = await ctx.outbox.enqueue(trx, database.dialect, group.flatMap((c) => c.transitions));
           // Last: the log head's lock is held from here to the commit.
-          await ctx.auditLog.append(trx, audits);
+          await ctx.auditLog.append(trx, audits.map(auditEntryLeaf));
           return ids;
         });
         ctx.outbox.dispatch(deliveries);

@@ -1,6 +1,6 @@
 import { forUpdate, PreparedQuery, readSnapshot, toIso, toIsoOrNull } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
-import type { GateAuditLog } from '../audit-log/index.ts';
+import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
@@ -59,7 +59,7 @@ export async function lockRequest(trx: Transaction<GateSchema>, database: GateDa
 export async function appendAudit(trx: Transaction<GateSchema>, auditLog: GateAuditLog, entry: AuditRow): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
   await trx.updateTable('requests').set({ audit_head_seq: entry.seq, audit_head_hash: entry.hash }).where('id', '=', entry.request_id).execute();
-  await auditLog.append(trx, [entry]);
+  await auditLog.append(trx, [auditEntryLeaf(entry)]);
 }
 
 export interface ListRequestsQuery {
