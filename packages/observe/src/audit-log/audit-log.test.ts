@@ -175,6 +175,15 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     const [first, second] = await ingestEvents(observe, [started('leaf-a', 'agent', ago(12)), custom('leaf-a', 'agent', ago(11))]);
     const verify = () => observe.call({ method: 'GET', url: '/api/audit/verify?sessionId=leaf-a' }).then((r) => r.json() as { valid: boolean; brokenAt: { seq: number; eventId: string; reason: string } | null });
     assert.equal((await verify()).valid, true);
+    // The spec's chainValid of the timeline and the replay reports the same verdict.
+    const chainValid = async (): Promise<[boolean, boolean]> => {
+      const timeline = await observe.call({ method: 'GET', url: '/api/sessions/leaf-a/timeline' });
+      const replay = await observe.call({ method: 'GET', url: '/api/sessions/leaf-a/replay' });
+      assert.equal(timeline.statusCode, 200, timeline.body);
+      assert.equal(replay.statusCode, 200, replay.body);
+      return [timeline.json<{ chainValid: boolean }>().chainValid, replay.json<{ chainValid: boolean }>().chainValid];
+    };
+    assert.deepEqual(await chainValid(), [true, true]);
 
     // A forger who knows the recipe appends an event with a correct hash and moves the session's head: only the log lacks it.
     const source = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
@@ -190,6 +199,7 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     assert.equal(verdict.valid, false);
     assert.deepEqual([verdict.brokenAt?.seq, verdict.brokenAt?.eventId], [2, 'forged-append']);
     assert.match(verdict.brokenAt!.reason, /no leaf in the audit log/);
+    assert.deepEqual(await chainValid(), [false, false]);
     await db.deleteFrom('events').where('id', '=', 'forged-append').execute();
     await db.updateTable('sessions').set({ last_seq: 1, last_hash: second!.hash }).where('id', '=', 'leaf-a').execute();
     assert.equal((await verify()).valid, true);
@@ -208,6 +218,7 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     assert.equal(verdict.valid, false);
     assert.deepEqual([verdict.brokenAt?.seq, verdict.brokenAt?.eventId], [0, first!.id]);
     assert.match(verdict.brokenAt!.reason, /does not match the leaf the audit log recorded/);
+    assert.deepEqual(await chainValid(), [false, false]);
   });
 
 });
