@@ -536,20 +536,21 @@ export class AuditLog<Schema extends AuditLogTables> {
     const checkpoint: Checkpoint = { ...unsigned, signature: signBytes(this.key, checkpointMessage(this.name, unsigned)) };
     const body = JSON.stringify({ type: 'audit.checkpoint', log: this.name, checkpoint, publicKey: this.key.publicKey.toString('base64') });
     const { urls } = this.options.witnesses;
-    const deliveries = await this.db.transaction().execute(async (trx) => {
-      const inserted = await trx
+    const inserted = await this.db.transaction().execute(async (trx) => {
+      const result = await trx
         .insertInto('audit_checkpoints')
         .values({ tree_size: treeSize, root_hash: unsigned.rootHash, created_at: now, key_id: this.key.keyId, signature: checkpoint.signature })
         .onConflict((oc) => oc.column('tree_size').doNothing())
         .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1 || urls.length === 0) return [];
+      if (Number(result.numInsertedOrUpdatedRows ?? 0) !== 1) return null;
       const rows = urls.map((url) => ({ ...newDelivery(url, body, now), tree_size: treeSize }));
-      await trx.insertInto('audit_witness_deliveries').values(rows).execute();
+      if (rows.length > 0) await trx.insertInto('audit_witness_deliveries').values(rows).execute();
       return rows.map((row) => row.id);
     });
-    const stored = (await this.findCheckpoint(treeSize))!;
-    if (stored.signature === checkpoint.signature) await this.witness(body, deliveries);
-    return stored;
+    // Another instance stored one at this size first: that one is the checkpoint (and it witnessed it).
+    if (inserted === null) return (await this.findCheckpoint(treeSize))!;
+    await this.witness(body, inserted);
+    return checkpoint;
   }
 
   private async witness(body: string, deliveries: readonly string[]): Promise<void> {
