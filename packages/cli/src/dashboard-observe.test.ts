@@ -121,9 +121,12 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     page.on('request', onRequest);
     const [first, ...rest] = session('live-7', 'support-bot', 'Support bot', 30_000);
     await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events: [first] });
+    // The stream opens without a cursor, after the page's first reads: what commits before it is open is not streamed.
+    const streamOpen = page.waitForResponse((response) => /\/api\/stream\?sessionId=live-7&/.test(response.url()));
     await page.goto('/sessions/live-7');
     await page.getByRole('heading', { name: 'Session live-7' }).waitFor();
     await page.getByTestId('timeline-event').first().waitFor();
+    assert.equal((await streamOpen).status(), 200);
 
     // Committed after the page loaded: the timeline, the counters and the chain check follow by themselves.
     await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events: rest });
