@@ -12,7 +12,8 @@
  * 3. Verifying an exported 10,000-event session bundle (`vigil verify BUNDLE`'s check, in process,
  *    after the file is read). Target: ≤ 100 ms.
  *
- * BENCH_AUDIT_EVENTS (default 200,000) sets the events each ingest server receives.
+ * BENCH_AUDIT_EVENTS (default 200,000) sets the events each ingest server receives;
+ * BENCH_AUDIT_PARTS (default "ingest,inclusion,bundle") which of the three run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -210,9 +211,10 @@ async function bundleVerification(rows: [string, string, string][]): Promise<voi
 
 async function main(): Promise<void> {
   const rows: [string, string, string][] = [];
-  await ingestOnOff(rows);
-  await inclusionAtScale(rows);
-  await bundleVerification(rows);
+  const parts = new Set((process.env.BENCH_AUDIT_PARTS ?? 'ingest,inclusion,bundle').split(','));
+  if (parts.has('ingest')) await ingestOnOff(rows);
+  if (parts.has('inclusion')) await inclusionAtScale(rows);
+  if (parts.has('bundle')) await bundleVerification(rows);
   const width = Math.max(...rows.map(([label]) => label.length));
   console.log(`\n| ${'measurement'.padEnd(width)} | target | result |\n|${'-'.repeat(width + 2)}|--------|--------|`);
   for (const [label, target, value] of rows) console.log(`| ${label.padEnd(width)} | ${target} | ${value} |`);

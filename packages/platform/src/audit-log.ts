@@ -200,6 +200,17 @@ const advanceHead = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: Dia
     .returning('size'),
 );
 
+// The inclusion route's reads: prepared once, as they run on every proof request.
+const latestCheckpoint = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: DialectName) =>
+  db.selectFrom('audit_checkpoints').selectAll().orderBy('tree_size', 'desc').limit(1),
+);
+const checkpointAt = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: DialectName, treeSize: number) =>
+  db.selectFrom('audit_checkpoints').selectAll().where('tree_size', '=', treeSize),
+);
+const leafOfItem = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: DialectName, itemId: string) =>
+  db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('item_id', '=', itemId),
+);
+
 const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', ['idx', 'item_id', 'scope_id', 'leaf_hash']);
 const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', ['level', 'idx', 'hash']);
 
@@ -486,7 +497,7 @@ export class AuditLog<Schema extends AuditLogTables> {
 
   /** The leaf of an item: its index and leaf hash; undefined when the item has none. */
   async leafOf(itemId: string): Promise<{ index: number; leafHash: string } | undefined> {
-    const row = await this.db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('item_id', '=', itemId).executeTakeFirst();
+    const row = await leafOfItem.first(this.db, this.options.dialect, itemId);
     return row === undefined ? undefined : { index: Number(row.idx), leafHash: row.leaf_hash };
   }
 
@@ -516,9 +527,8 @@ export class AuditLog<Schema extends AuditLogTables> {
 
   /** The latest checkpoint, or the one at `treeSize`. */
   async findCheckpoint(treeSize?: number): Promise<Checkpoint | undefined> {
-    let query = this.db.selectFrom('audit_checkpoints').selectAll();
-    query = treeSize === undefined ? query.orderBy('tree_size', 'desc').limit(1) : query.where('tree_size', '=', treeSize);
-    const row = await query.executeTakeFirst();
+    const { dialect } = this.options;
+    const row = treeSize === undefined ? await latestCheckpoint.first(this.db, dialect) : await checkpointAt.first(this.db, dialect, treeSize);
     return row === undefined ? undefined : checkpointOfRow(row);
   }
 

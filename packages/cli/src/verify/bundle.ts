@@ -63,6 +63,11 @@ export function parseBundle(value: unknown): Bundle {
   };
 }
 
+/** Where a finding about an event points (built only when there is a finding: a bundle has thousands of events). */
+function findingAt(sessionId: string, event: { seq: number; id: string }, leaf: { index: number } | null) {
+  return { sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) };
+}
+
 export interface BundleVerdict {
   findings: Finding[];
   notes: string[];
@@ -112,26 +117,24 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
       previous = { seq, hash: eventHash };
       continue;
     }
-    // Where a finding points; built only when there is one.
-    const where = () => ({ sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) });
     const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
-    if (event.sessionId !== sessionId) findings.push({ check: n.scope, ...where(), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
+    if (event.sessionId !== sessionId) findings.push({ check: n.scope, ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
     if (event.seq !== expectedSeq) {
       findings.push({
         check: 'seq',
-        ...where(),
+        ...findingAt(sessionId, event, leaf),
         message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next ${n.item}, ${event.id}, has seq ${event.seq}` : `${n.item} ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
       });
     }
     if (event.prevHash !== (previous === null ? null : previous.hash)) {
-      findings.push({ check: 'prev-hash', ...where(), message: `${n.item} ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous ${n.item}` });
+      findings.push({ check: 'prev-hash', ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous ${n.item}` });
     }
     if (leaf === null) {
-      findings.push({ check: 'not-logged', ...where(), message: `${n.item} ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
+      findings.push({ check: 'not-logged', ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
     } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
       findings.push({
         check: 'inclusion',
-        ...where(),
+        ...findingAt(sessionId, event, leaf),
         message: `${n.item} ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
       });
     }
