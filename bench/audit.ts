@@ -45,7 +45,7 @@ async function startServer(name: string, env: Record<string, string> = {}): Prom
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
   const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/observe-server.ts', String(port), dataDir], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', 'bench/observe-server.ts', String(port), dataDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'warn', OBSERVE_DB_SCHEMA: schema, ...env },
   });

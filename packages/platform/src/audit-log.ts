@@ -17,8 +17,8 @@ import { VIGIL_VERSION } from './version.ts';
  * A service's audit log: one append-only Merkle tree (RFC 9162 hashing, merkle.ts) whose leaves
  * are the service's audited items (observe's events, the gate's audit entries) and tombstones, in
  * commit order, with signed checkpoints (tree heads) pushed to witnesses. Stored are the leaves and
- * the root of every complete perfect subtree (level ≥ 1, immutable once written), so a root or
- * proof at any size reads O(log n) rows and nothing is ever recomputed from the leaves
+ * the root of every complete perfect subtree of 16 leaves or more (level ≥ STORED_LEVEL, immutable
+ * once written), so a root or proof at any size reads O(log n) rows and at most 16 leaves
  * (docs/audit.md). Leaves are written in the items' own transaction; the inner nodes are an index
  * of them, built off the request path (buildNodes) before a checkpoint is signed or a proof read.
  */
@@ -185,11 +185,20 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
 }
 
 const WITNESS_MAX_ATTEMPTS = 8;
-/** Stored nodes read per query by inclusionPaths (well under either database's bound on parameters). */
+/** Stored nodes (or leaf ranges) read per query by readNodes (well under either database's bound on parameters). */
 const NODES_PER_QUERY = 400;
 
-function key(level: number, index: number): string {
-  return `${level}:${index}`;
+/**
+ * Inner nodes below this level are not stored: one is computed from its 2^level leaves when a proof
+ * or root needs it (readNodes). Storing levels ≥ 4 only writes an eighth of the rows a full index
+ * would (n/8 for n leaves), which is most of what building costs ingest, for at most 15 hashes and
+ * a 16-leaf range read per proof.
+ */
+const STORED_LEVEL = 4;
+
+/** A node's key in a map: its index and level in one number (indices stay far below 2^47). */
+function nodeKey(level: number, index: number): number {
+  return index * 64 + level;
 }
 
 const advanceHead = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: DialectName, count: number) =>
@@ -277,17 +286,20 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
       const built = Number((await forUpdate(trx.selectFrom('audit_log_built').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
       if (built >= size) return true;
       const end = Math.min(size, built + BUILD_CHUNK);
-      const known = await readStoredNodes(trx, perfectRun(0, built));
+      const frontier = perfectRun(0, built);
+      const readFrontier = await readNodes(trx, frontier);
+      const known = new Map<number, Buffer>();
+      for (const node of frontier) known.set(nodeKey(node.level, node.index), readFrontier(node.level, node.index));
       const leaves = await trx.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('idx', '>=', built).where('idx', '<', end).orderBy('idx').execute();
       if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
-      for (const leaf of leaves) known.set(key(0, Number(leaf.idx)), Buffer.from(leaf.leaf_hash, 'hex'));
+      for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), Buffer.from(leaf.leaf_hash, 'hex'));
       const nodes: AuditLogNodeRow[] = [];
       for (let index = built; index < end; index += 1) {
         for (const node of completedBy(index)) {
           if (node.level === 0) continue;
-          const hash = nodeHash(known.get(key(node.level - 1, node.index * 2))!, known.get(key(node.level - 1, node.index * 2 + 1))!);
-          known.set(key(node.level, node.index), hash);
-          nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
+          const hash = nodeHash(known.get(nodeKey(node.level - 1, node.index * 2))!, known.get(nodeKey(node.level - 1, node.index * 2 + 1))!);
+          known.set(nodeKey(node.level, node.index), hash);
+          if (node.level >= STORED_LEVEL) nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
         }
       }
       await nodeInserter.insert(trx, database.dialect, nodes);
@@ -298,34 +310,53 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
   }
 }
 
-async function readStoredNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): Promise<Map<string, Buffer>> {
-  const found = new Map<string, Buffer>();
-  if (refs.length === 0) return found;
-  const leafIndices = refs.filter((ref) => ref.level === 0).map((ref) => ref.index);
-  if (leafIndices.length > 0) {
-    const rows = await db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('idx', 'in', leafIndices).execute();
-    for (const row of rows) found.set(key(0, Number(row.idx)), Buffer.from(row.leaf_hash, 'hex'));
+/**
+ * A reader of the nodes `refs` (and of nothing else): stored nodes read a few hundred per query;
+ * a node below STORED_LEVEL computed from its leaves (at most 2^(STORED_LEVEL−1) − 1 hashes), read
+ * by index ranges. Throws on a node the store does not have.
+ */
+async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): Promise<NodeReader> {
+  const found = new Map<number, Buffer>();
+  const leafRanges: { from: number; to: number }[] = [];
+  const stored: NodeRef[] = [];
+  for (const ref of refs) {
+    if (ref.level >= STORED_LEVEL) stored.push(ref);
+    else leafRanges.push({ from: ref.index * 2 ** ref.level, to: (ref.index + 1) * 2 ** ref.level });
   }
-  const inner = refs.filter((ref) => ref.level > 0);
-  if (inner.length > 0) {
+  for (let i = 0; i < leafRanges.length; i += NODES_PER_QUERY) {
+    const ranges = leafRanges.slice(i, i + NODES_PER_QUERY);
+    const rows = await db
+      .selectFrom('audit_log_leaves')
+      .select(['idx', 'leaf_hash'])
+      .where((eb) => eb.or(ranges.map(({ from, to }) => (to - from === 1 ? eb('idx', '=', from) : eb.and([eb('idx', '>=', from), eb('idx', '<', to)])))))
+      .execute();
+    for (const row of rows) found.set(nodeKey(0, Number(row.idx)), Buffer.from(row.leaf_hash, 'hex'));
+  }
+  for (let i = 0; i < stored.length; i += NODES_PER_QUERY) {
+    const nodes = stored.slice(i, i + NODES_PER_QUERY);
     const rows = await db
       .selectFrom('audit_log_nodes')
       .select(['level', 'idx', 'hash'])
-      .where((eb) => eb.or(inner.map((ref) => eb.and([eb('level', '=', ref.level), eb('idx', '=', ref.index)]))))
+      .where((eb) => eb.or(nodes.map((ref) => eb.and([eb('level', '=', ref.level), eb('idx', '=', ref.index)]))))
       .execute();
-    for (const row of rows) found.set(key(row.level, Number(row.idx)), Buffer.from(row.hash, 'hex'));
+    for (const row of rows) found.set(nodeKey(row.level, Number(row.idx)), Buffer.from(row.hash, 'hex'));
   }
-  return found;
-}
-
-/** Runs a proof function (merkle.ts) on the stored nodes it needs, read in at most two queries. */
-async function withStoredNodes<T>(db: Kysely<AuditLogTables>, run: (read: NodeReader) => T): Promise<T> {
-  const found = await readStoredNodes(db, nodesNeeded(run));
-  return run((level, index) => {
-    const hash = found.get(key(level, index));
+  const read: NodeReader = (level, index) => {
+    const at = nodeKey(level, index);
+    let hash = found.get(at);
+    if (hash === undefined && level > 0 && level < STORED_LEVEL) {
+      hash = nodeHash(read(level - 1, index * 2), read(level - 1, index * 2 + 1));
+      found.set(at, hash);
+    }
     if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
     return hash;
-  });
+  };
+  return read;
+}
+
+/** Runs a proof function (merkle.ts) on the nodes it needs (readNodes). */
+async function withStoredNodes<T>(db: Kysely<AuditLogTables>, run: (read: NodeReader) => T): Promise<T> {
+  return run(await readNodes(db, nodesNeeded(run)));
 }
 
 /** The leaves of several items (one query per 500 ids), by item id; `db` may be a snapshot or transaction of the service's schema. */
@@ -474,18 +505,9 @@ export class AuditLog<Schema extends AuditLogTables> {
    */
   async inclusionPaths(indices: readonly number[], size: number): Promise<Buffer[][]> {
     await this.build(size);
-    const needed = new Map<string, NodeRef>();
-    for (const index of indices) for (const ref of nodesNeeded((read) => inclusionProof(index, size, read))) needed.set(key(ref.level, ref.index), ref);
-    const refs = [...needed.values()];
-    const found = new Map<string, Buffer>();
-    for (let i = 0; i < refs.length; i += NODES_PER_QUERY) {
-      for (const [at, hash] of await readStoredNodes(this.db, refs.slice(i, i + NODES_PER_QUERY))) found.set(at, hash);
-    }
-    const read: NodeReader = (level, index) => {
-      const hash = found.get(key(level, index));
-      if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
-      return hash;
-    };
+    const needed = new Map<number, NodeRef>();
+    for (const index of indices) for (const ref of nodesNeeded((read) => inclusionProof(index, size, read))) needed.set(nodeKey(ref.level, ref.index), ref);
+    const read = await readNodes(this.db, [...needed.values()]);
     return indices.map((index) => inclusionProof(index, size, read));
   }
 

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, test } from 'node:test';
+import { AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { loadSigningKey } from './audit-keys.ts';
+import { systemClock } from './clock.ts';
+import { migrateToLatest, openDatabase, type Database } from './db.ts';
+import { leafHash, rootOf, splitPoint, verifyConsistency, verifyInclusion } from './merkle.ts';
+import { describeEachDatabase } from './testing.ts';
+
+// The RFC's audit path applied literally to the leaf hashes: what the stored-node proofs must equal.
+function referencePath(m: number, leaves: readonly Buffer[]): Buffer[] {
+  if (leaves.length <= 1) return [];
+  const k = splitPoint(leaves.length);
+  return m < k ? [...referencePath(m, leaves.slice(0, k)), rootOf(leaves.slice(k))] : [...referencePath(m - k, leaves.slice(k)), rootOf(leaves.slice(0, k))];
+}
+
+const hex = (hashes: readonly Buffer[]) => hashes.map((hash) => hash.toString('hex'));
+
+await describeEachDatabase('audit log: roots and proofs from the stored nodes (levels ≥ 4) and the leaves below them', (backend) => {
+  let database: Database<AuditLogTables>;
+  let log: AuditLog<AuditLogTables>;
+  // Sizes around the 16-leaf blocks whose inner nodes are not stored, and odd build boundaries.
+  const appended = [1, 2, 13, 1, 16, 3, 31, 40, 1];
+  const leaves: Buffer[] = [];
+
+  beforeEach(async () => {
+    const config = backend.freshDatabase();
+    database = await openDatabase<AuditLogTables>(config);
+    await migrateToLatest(database, { '0001_audit_log': createAuditLogTables });
+    log = new AuditLog({
+      name: 'vigil-test',
+      db: database.db,
+      dialect: database.dialect,
+      key: loadSigningKey(undefined, config.dataDir),
+      clock: systemClock,
+      witnesses: { urls: [], timeoutMs: 1000 },
+      checkpointEvents: 1_000_000,
+      log: { warn() {}, error() {} },
+    });
+    leaves.length = 0;
+    let n = 0;
+    for (const count of appended) {
+      const batch = Array.from({ length: count }, () => ({ itemId: `item-${n}`, scopeId: 's', data: Buffer.from(`item ${n++}`) }));
+      await database.db.transaction().execute((trx) => log.append(trx, batch));
+      leaves.push(...batch.map((leaf) => leafHash(leaf.data)));
+      // Build after each append, so that builds stop mid-block and resume from a frontier of unstored nodes.
+      await buildNodes(database, leaves.length);
+    }
+  });
+  afterEach(async () => {
+    await log.stop();
+    await database.close();
+  });
+
+  test('only nodes of 16 leaves and more are stored', async () => {
+    const levels = await database.db.selectFrom('audit_log_nodes').select('level').distinct().orderBy('level').execute();
+    assert.deepEqual(levels.map((row) => row.level), [4, 5, 6]);
+  });
+
+  test('every root, inclusion proof and consistency proof equals the RFC computed from the leaves', async () => {
+    for (let size = 1; size <= leaves.length; size += 1) {
+      const root = rootOf(leaves.slice(0, size));
+      assert.equal((await log.rootAt(size)).toString('hex'), root.toString('hex'), `root at ${size}`);
+      for (const index of [0, 7, 15, 16, size - 1].filter((i) => i < size)) {
+        const path = await log.inclusionPath(index, size);
+        assert.deepEqual(hex(path), hex(referencePath(index, leaves.slice(0, size))), `path of ${index} at ${size}`);
+        assert.ok(verifyInclusion(index, size, leaves[index]!, path, root));
+      }
+      for (const from of [1, 5, 16, 17, size]) {
+        if (from > size) continue;
+        const proof = await log.consistencyPath(from, size);
+        assert.ok(verifyConsistency(from, size, rootOf(leaves.slice(0, from)), root, proof), `consistency ${from} → ${size}`);
+      }
+    }
+  });
+
+  test('inclusion proofs of many leaves at once equal the one-by-one proofs', async () => {
+    const size = leaves.length;
+    const indices = Array.from({ length: size }, (_, i) => i);
+    const paths = await log.inclusionPaths(indices, size);
+    for (const index of indices) assert.deepEqual(hex(paths[index]!), hex(referencePath(index, leaves)), `path of ${index}`);
+  });
+});
