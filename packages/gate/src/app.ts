@@ -19,6 +19,7 @@ import {
 import { Redis } from 'ioredis';
 import { auditFeature } from './audit/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
+import { chatFeature, chatNotifier } from './chat/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import type { GateContext } from './context.ts';
@@ -91,6 +92,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     limiter = new MemoryRateLimiter();
   }
 
+  const chat = chatNotifier(config, database, app.log);
   const context: GateContext = {
     config,
     database,
@@ -98,7 +100,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     keys: new KeyCache(database, clock, config.cacheRefreshMs),
     policies: new PolicyCache(database, clock, config.cacheRefreshMs),
     limiter,
-    outbox: new Outbox(database, config, clock, app.log),
+    outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
     auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
   };
@@ -127,6 +129,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(policiesFeature);
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
+  await features.register(chatFeature(chat, requests.service));
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.ready();
   return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };

@@ -8,6 +8,7 @@ export const gateErrors = {
   unsafePattern: { status: 400, code: 'bad_request', message: 'Unsafe regular expression' },
   reasonRequired: { status: 400, code: 'bad_request', message: 'The matching policy rule requires a reason for this decision' },
   unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
+  chatSignature: { status: 401, code: 'unauthorized', message: 'Missing, invalid or stale chat platform signature' },
   forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
   routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
   requestNotFound: { status: 404, code: 'not_found', message: 'Request not found' },

@@ -1,6 +1,7 @@
 import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit/chain.ts';
 import { backfillLeaves, createAdminChangeTable, createAuditLogTables, createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
+import { createChatMessageTable } from './chat/index.ts';
 
 export const gateMigrations: Record<string, MigrationStep> = {
   async '0001_gate'(db) {
@@ -182,4 +183,5 @@ export const gateMigrations: Record<string, MigrationStep> = {
     await createAuditLogTables(db);
     await backfillLeaves(db, dialect, 'audit_entries', 'request_id');
   },
+  '0007_chat_messages': createChatMessageTable,
 };

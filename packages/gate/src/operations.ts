@@ -47,4 +47,7 @@ export const GATE_OPERATIONS: OperationTable = {
   'PATCH /api/webhooks/:id': 'updateWebhook',
   'DELETE /api/webhooks/:id': 'deleteWebhook',
   'GET /api/webhooks/:id/deliveries': 'listWebhookDeliveries',
+  // Signed by the platform instead of a key: 401 for a bad signature.
+  'POST /api/chat/slack/interactions': { id: 'slackInteraction', errors: [401, 415] },
+  'POST /api/chat/discord/interactions': { id: 'discordInteraction', errors: [401, 415] },
 };

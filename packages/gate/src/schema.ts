@@ -89,9 +89,21 @@ export interface WebhookRow {
 /** The outbox: one row per (event, destination), delivered at least once. */
 export interface DeliveryRow extends DeliveryColumns {
   webhook_id: string | null;
-  /** `webhook` (signed X-Gate-Signature) or `observe` (signed X-Webhook-Signature). */
+  /** `webhook` (signed X-Gate-Signature), `observe` (signed X-Webhook-Signature), or a chat platform (`slack`, `discord`: chat/). */
   kind: string;
   event: string;
+}
+
+/** A request's message on a chat platform (chat/): posted once, then edited as the request changes. */
+export interface ChatMessageRow {
+  id: string;
+  request_id: string;
+  /** `slack` or `discord`. */
+  platform: string;
+  channel: string;
+  /** The platform's id of the message (Slack's ts, Discord's message id); null until it is posted. */
+  message_id: string | null;
+  created_at: number;
 }
 
 export interface CounterRow {
@@ -114,6 +126,7 @@ export interface GateSchema extends AuditLogTables {
   dashboard_sessions: DashboardSessionRow;
   webhooks: WebhookRow;
   deliveries: DeliveryRow;
+  chat_messages: ChatMessageRow;
   counters: CounterRow;
   leases: LeaseRow;
   admin_changes: AdminChangeRow;

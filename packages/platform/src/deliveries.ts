@@ -64,6 +64,17 @@ export interface DeliveryOutcome {
   ok: boolean;
   status: number | null;
   error: string | null;
+  /** The receiver asked to wait this long before the next attempt (a 429's or 503's Retry-After). */
+  retryAfterMs?: number;
+}
+
+/** Retry-After in milliseconds (delta-seconds or an HTTP date), or undefined when absent or unreadable. */
+export function retryAfterMs(header: string | null, now: number): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /** The rows of delivery table `Table` of `Schema`. */
@@ -79,6 +90,11 @@ export interface DeliveryQueueOptions<Schema extends Record<Table, DeliveryColum
   maxAttempts: number;
   /** Headers of one attempt (signatures are computed per attempt), or a reason not to send it at all. */
   headers(row: DeliveryRowOf<Schema, Table>): Promise<Record<string, string> | { refuse: string }>;
+  /**
+   * Sends one attempt itself (a chat platform's client), or undefined to POST the row's body to
+   * its url with `headers` (the default).
+   */
+  send?(row: DeliveryRowOf<Schema, Table>): Promise<DeliveryOutcome> | undefined;
   /** After an attempt settled the row (delivered, failed, or pending again). */
   onSettled?(row: DeliveryRowOf<Schema, Table>, status: string): Promise<void>;
   /** Retry in this process when the delay passes (the scanner picks retries up otherwise). */
@@ -86,6 +102,8 @@ export interface DeliveryQueueOptions<Schema extends Record<Table, DeliveryColum
 }
 
 const CLAIM_SLACK_MS = 5000;
+/** A receiver's Retry-After is honoured up to this long; beyond it the usual backoff applies. */
+const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const DUE_PER_SCAN = 500;
 const CONCURRENCY = 16;
 
@@ -176,8 +194,8 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     const attempts = row.attempts + 1;
     const finishedAt = clock.now();
     const status = outcome.ok ? 'delivered' : attempts >= maxAttempts ? 'failed' : 'pending';
-    // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...).
-    const retryDelay = 2 ** attempts * 1000;
+    // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...), or longer when the receiver asked (Retry-After).
+    const retryDelay = Math.max(2 ** attempts * 1000, Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
     const settled: DeliveryRowOf<Schema, Table> = {
       ...row,
       status,
@@ -203,6 +221,8 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
   }
 
   private async send(row: DeliveryRowOf<Schema, Table>): Promise<DeliveryOutcome> {
+    const own = this.options.send?.(row);
+    if (own !== undefined) return own;
     const { timeoutMs } = this.options;
     const headers = await this.options.headers(row);
     if ('refuse' in headers) return { ok: false, status: null, error: headers.refuse as string };
@@ -214,7 +234,9 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
         timeoutMs,
       });
       await response.arrayBuffer().catch(() => undefined);
-      return response.ok ? { ok: true, status: response.status, error: null } : { ok: false, status: response.status, error: `HTTP ${response.status}` };
+      if (response.ok) return { ok: true, status: response.status, error: null };
+      const wait = retryAfterMs(response.headers.get('retry-after'), this.options.clock.now());
+      return { ok: false, status: response.status, error: `HTTP ${response.status}`, ...(wait !== undefined && { retryAfterMs: wait }) };
     } catch (error) {
       const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error as Error).message;
       return { ok: false, status: null, error: reason };

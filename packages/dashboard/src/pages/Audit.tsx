@@ -6,7 +6,7 @@ import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
-const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed'] as const;
+const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decision_refused'] as const;
 
 /**
  * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API

@@ -54,6 +54,9 @@ export const ROUTE_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   // AgentGate's MCP server asks before each tool; the answer depends on the key's scopes (auth/mcp.ts).
   'POST /api/mcp/authorize': 'any',
   'GET /api/dashboard/sessions/current': 'any',
+  // Chat platforms call these without a key: each request carries the platform's signature instead (chat/routes.ts).
+  'POST /api/chat/slack/interactions': 'public',
+  'POST /api/chat/discord/interactions': 'public',
   'DELETE /api/dashboard/sessions/current': 'any',
 };
 

@@ -196,7 +196,11 @@ export class RequestService {
     }
   }
 
-  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, by: AuditActor): Promise<RequestRow> {
+  /**
+   * Decides a pending request: exactly one decision wins, whichever path it comes from (API,
+   * dashboard, MCP, chat). `details` joins the audit entry (chat: the platform's user name).
+   */
+  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, by: AuditActor, details: Record<string, unknown> = {}): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);
@@ -214,7 +218,8 @@ export class RequestService {
         .where('id', '=', id)
         .execute();
       const deliveries = await this.transition(trx, row, 'request.decided');
-      await this.audit(trx, row, decision, by, now, reason === undefined ? undefined : { reason });
+      const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
+      await this.audit(trx, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
       return { kind: 'decided-now' as const, row, deliveries };
     });
     this.ctx.outbox.dispatch(outcome.deliveries);
@@ -231,6 +236,21 @@ export class RequestService {
       case 'decided-now':
         return outcome.row;
     }
+  }
+
+  /**
+   * Records in a request's audit trail that someone without the right tried to decide it (a chat
+   * click from a user the deciders do not include); the request is unchanged. Undefined when absent.
+   */
+  async refuseDecision(id: string, by: AuditActor, details: Record<string, unknown>): Promise<RequestRow | undefined> {
+    const now = this.ctx.clock.now();
+    const row = await this.ctx.database.db.transaction().execute(async (trx) => {
+      const locked = await lockRequest(trx, this.ctx.database, id);
+      if (locked) await this.audit(trx, locked, 'decision_refused', by, now, details);
+      return locked;
+    });
+    if (row) this.ctx.auditLog.committed(1);
+    return row;
   }
 
   async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {

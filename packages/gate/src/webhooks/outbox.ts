@@ -8,6 +8,7 @@ import {
   toIso,
   toIsoOrNull,
   type Clock,
+  type DeliveryOutcome,
   type DialectName,
 } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
@@ -57,6 +58,21 @@ export interface Transition {
   request: RequestRow;
 }
 
+/**
+ * Another destination of the request transitions (chat/): its deliveries join the outbox in the
+ * transition's transaction, under its own delivery kinds, and it sends them itself.
+ */
+export interface OutboxChannel {
+  readonly kinds: readonly string[];
+  deliveriesFor(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[], now: number): Promise<DeliveryRow[]>;
+  send(row: DeliveryRow): Promise<DeliveryOutcome>;
+}
+
+/** An outbox row of `kind` for `event`, due now. */
+export function outboxRow(webhookId: string | null, kind: string, url: string, event: string, body: string, now: number): DeliveryRow {
+  return { ...newDelivery(url, body, now), webhook_id: webhookId, kind, event };
+}
+
 const selectEnabledWebhooks = new PreparedQuery((db: Kysely<GateSchema>, _dialect, enabled: number) =>
   db.selectFrom('webhooks').select(['id', 'url', 'events']).where('enabled', '=', enabled),
 );
@@ -81,6 +97,7 @@ export class Outbox {
     private readonly config: GateConfig,
     private readonly clock: Clock,
     log: FastifyBaseLogger,
+    private readonly channels: readonly OutboxChannel[] = [],
   ) {
     this.queue = new DeliveryQueue({
       db: database.db,
@@ -91,12 +108,13 @@ export class Outbox {
       maxAttempts: config.webhooks.maxAttempts,
       retryTimers: true,
       headers: (row) => this.headers(row),
+      send: (row) => this.channels.find((channel) => channel.kinds.includes(row.kind))?.send(row),
     });
   }
 
   /**
    * In the caller's transaction: for each transition (the request as it stood right after it), one
-   * delivery per enabled webhook subscribed to the event, plus observe's copy. Returns the ids to
+   * delivery per enabled webhook subscribed to the event, plus observe's copy and the channels'. Returns the ids to
    * `dispatch` after commit.
    */
   async enqueue(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<string[]> {
@@ -108,7 +126,7 @@ export class Outbox {
       const subscribed = hooks.filter((hook) => hook.events.includes(event));
       if (subscribed.length > 0) {
         const body = JSON.stringify({ event, timestamp: toIso(now), data: deliveryData(request) });
-        for (const hook of subscribed) rows.push(this.row(hook.id, 'webhook', hook.url, event, body, now));
+        for (const hook of subscribed) rows.push(outboxRow(hook.id, 'webhook', hook.url, event, body, now));
       }
       const forwarded = observe ? observeEvent(event, request) : null;
       if (observe && forwarded) {
@@ -118,15 +136,12 @@ export class Outbox {
           ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
         };
         const observeBody = JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation });
-        rows.push(this.row(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
+        rows.push(outboxRow(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
       }
     }
+    for (const channel of this.channels) rows.push(...(await channel.deliveriesFor(trx, dialect, transitions, now)));
     if (rows.length > 0) await deliveryInserter.insert(trx, dialect, rows);
     return rows.map((r) => r.id);
-  }
-
-  private row(webhookId: string | null, kind: string, url: string, event: string, body: string, now: number): DeliveryRow {
-    return { ...newDelivery(url, body, now), webhook_id: webhookId, kind, event };
   }
 
   private async headers(delivery: DeliveryRow): Promise<Record<string, string> | { refuse: string }> {

@@ -1,0 +1,96 @@
+import { newId, type DeliveryOutcome, type DialectName } from '@vigil/platform';
+import type { Transaction } from 'kysely';
+import type { PolicyDecision } from '../policies/index.ts';
+import { findRequest } from '../requests/store.ts';
+import type { ChatMessageRow, DeliveryRow, GateDatabase, GateSchema } from '../schema.ts';
+import { outboxRow, type OutboxChannel, type Transition } from '../webhooks/index.ts';
+import { chatTargets } from './deciders.ts';
+import { ChatApiError, type ChatPlatform } from './platforms.ts';
+import { requestView, type ChatPlatformName } from './render.ts';
+
+/** The delivery events: the first post of a request's message, and each edit after a transition. */
+const POST = 'chat.post';
+const UPDATE = 'chat.update';
+/** An edit that finds its message not posted yet waits this long (the post renders the latest state anyway). */
+const NOT_POSTED_RETRY_MS = 2000;
+
+/**
+ * Posts requests routed to a human to the chat platforms and edits the messages as the requests
+ * change. Every post and edit is a delivery of the gate's outbox (durable, retried with backoff,
+ * a platform's 429 Retry-After honoured), written with the transition: a platform that is down
+ * never blocks or fails a request. Messages are rendered when sent, from the request as it stands.
+ */
+export class ChatNotifier implements OutboxChannel {
+  readonly kinds: readonly string[];
+  private readonly platforms: Map<string, ChatPlatform>;
+
+  constructor(
+    private readonly database: GateDatabase,
+    platforms: readonly ChatPlatform[],
+  ) {
+    this.platforms = new Map(platforms.map((platform) => [platform.name, platform]));
+    this.kinds = platforms.map((platform) => platform.name);
+  }
+
+  platform(name: ChatPlatformName): ChatPlatform | undefined {
+    return this.platforms.get(name);
+  }
+
+  async deliveriesFor(trx: Transaction<GateSchema>, _dialect: DialectName, transitions: readonly Transition[], now: number): Promise<DeliveryRow[]> {
+    const defaults = Object.fromEntries([...this.platforms.values()].map((platform) => [platform.name, platform.defaultChannel]));
+    const messages: ChatMessageRow[] = [];
+    const rows: DeliveryRow[] = [];
+    const changed: string[] = [];
+    for (const { event, request } of transitions) {
+      if (event !== 'request.created') {
+        changed.push(request.id);
+        continue;
+      }
+      const decision = JSON.parse(request.policy_decision) as PolicyDecision;
+      if (request.status !== 'pending' || decision.decision !== 'route_to_human') continue;
+      for (const { platform, channel } of chatTargets(decision.channels, defaults)) {
+        const message = { id: newId(), request_id: request.id, platform, channel, message_id: null, created_at: now };
+        messages.push(message);
+        rows.push(outboxRow(null, platform, `${platform}:${channel}`, POST, JSON.stringify({ message: message.id }), now));
+      }
+    }
+    if (messages.length > 0) await trx.insertInto('chat_messages').values(messages).execute();
+    if (changed.length > 0) {
+      const posted = await trx.selectFrom('chat_messages').select(['id', 'platform', 'channel']).where('request_id', 'in', [...new Set(changed)]).execute();
+      for (const message of posted) {
+        if (this.platforms.has(message.platform)) rows.push(outboxRow(null, message.platform, `${message.platform}:${message.channel}`, UPDATE, JSON.stringify({ message: message.id }), now));
+      }
+    }
+    return rows;
+  }
+
+  async send(row: DeliveryRow): Promise<DeliveryOutcome> {
+    const { message: messageId } = JSON.parse(row.body) as { message: string };
+    const { db } = this.database;
+    const message = await db.selectFrom('chat_messages').selectAll().where('id', '=', messageId).executeTakeFirst();
+    const platform = message === undefined ? undefined : this.platforms.get(message.platform);
+    if (message === undefined || platform === undefined) return { ok: false, status: null, error: 'the chat message or its platform is no longer configured' };
+    const request = await findRequest(this.database, message.request_id);
+    if (request === undefined) return { ok: false, status: null, error: 'the request no longer exists' };
+    const view = requestView(request);
+    try {
+      if (message.message_id === null) {
+        if (row.event === UPDATE) return { ok: false, status: null, error: 'the message is not posted yet', retryAfterMs: NOT_POSTED_RETRY_MS };
+        const posted = await platform.post(message.channel, view);
+        await db.updateTable('chat_messages').set({ channel: posted.channel, message_id: posted.messageId }).where('id', '=', message.id).execute();
+      } else {
+        // A post retried after it went through (its answer was lost) edits what it posted instead.
+        await platform.update(message.channel, message.message_id, view);
+      }
+      return { ok: true, status: 200, error: null };
+    } catch (error) {
+      if (!(error instanceof ChatApiError)) throw error;
+      return { ok: false, status: error.status, error: error.message, ...(error.retryAfterMs !== undefined && { retryAfterMs: error.retryAfterMs }) };
+    }
+  }
+
+  /** The message of a request on a platform, once posted (to answer a click in its channel). */
+  async messageOf(requestId: string, platform: ChatPlatformName): Promise<ChatMessageRow | undefined> {
+    return this.database.db.selectFrom('chat_messages').selectAll().where('request_id', '=', requestId).where('platform', '=', platform).executeTakeFirst();
+  }
+}

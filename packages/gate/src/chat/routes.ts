@@ -1,0 +1,82 @@
+import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { GateContext } from '../context.ts';
+import { gateError } from '../errors.ts';
+import { discordSignatureValid, slackSignatureValid } from './platforms.ts';
+import type { ChatInteractions, DiscordInteraction, SlackInteraction } from './service.ts';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The chat platforms' interaction endpoints. They take no API key: each request is authenticated
+ * by its platform's signature over the raw body (checked before anything is parsed), so each
+ * route keeps the body as the bytes arrived, in its own encapsulated context.
+ */
+export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interactions: ChatInteractions): Promise<void> {
+  const { slack, discord } = ctx.config.chat;
+  if (slack !== undefined) {
+    await app.register(async (scope) => {
+      scope.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+      scope.post(
+        '/api/chat/slack/interactions',
+        {
+          schema: {
+            summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
+            description:
+              'Set as the Request URL of the Slack app\'s Interactivity. Body: Slack\'s form-encoded `payload`. ' +
+              'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.',
+            tags: ['chat'],
+            response: { 200: z.unknown() },
+          },
+        },
+        async (request, reply) => {
+          const raw = typeof request.body === 'string' ? request.body : '';
+          const signed = slackSignatureValid(slack.signingSecret, { timestamp: header(request.headers['x-slack-request-timestamp']), signature: header(request.headers['x-slack-signature']) }, raw, ctx.clock.now());
+          if (!signed) throw gateError('chatSignature');
+          let payload: SlackInteraction;
+          try {
+            payload = JSON.parse(new URLSearchParams(raw).get('payload') ?? '') as SlackInteraction;
+          } catch {
+            throw gateError('validation', 'The body has no JSON `payload` field');
+          }
+          const answer = await interactions.slack(payload);
+          return answer === undefined ? reply.status(200).send() : answer;
+        },
+      );
+    });
+  }
+  if (discord !== undefined) {
+    await app.register(async (scope) => {
+      scope.removeContentTypeParser('application/json');
+      scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+      scope.post(
+        '/api/chat/discord/interactions',
+        {
+          schema: {
+            summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
+            description:
+              "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.",
+            tags: ['chat'],
+            response: { 200: z.unknown() },
+          },
+        },
+        async (request) => {
+          const raw = typeof request.body === 'string' ? request.body : '';
+          const headers = { timestamp: header(request.headers['x-signature-timestamp']), signature: header(request.headers['x-signature-ed25519']) };
+          if (!(await discordSignatureValid(discord.publicKey, headers, raw, ctx.clock.now()))) throw gateError('chatSignature');
+          let interaction: DiscordInteraction;
+          try {
+            interaction = JSON.parse(raw) as DiscordInteraction;
+          } catch {
+            throw gateError('invalidJson');
+          }
+          return interactions.discord(interaction);
+        },
+      );
+    });
+  }
+}
