@@ -48,6 +48,8 @@ await describeEachDatabase('dashboard files served by observe', (backend) => {
     rmSync(dir, { recursive: true, force: true });
   });
   const get = (url: string) => observe.app.inject({ method: 'GET', url });
+  // What a browser sends when it navigates to a page.
+  const navigate = (url: string) => observe.app.inject({ method: 'GET', url, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
 
   test('GET / is the app: HTML, revalidated on every load, with a same-origin content security policy', async () => {
     const response = await get('/');
@@ -60,11 +62,25 @@ await describeEachDatabase('dashboard files served by observe', (backend) => {
     assert.equal(response.body, INDEX);
   });
 
-  test('client-side routes outside /api get the app too (deep links and reloads work)', async () => {
-    for (const url of ['/sessions', '/sessions/run-1?tab=replay', '/approvals/0190abcd', '/gate', '/assets']) {
-      const response = await get(url);
+  test('browser navigations to client-side routes get the app (deep links and reloads work)', async () => {
+    for (const url of ['/sessions', '/sessions/run-1?tab=replay', '/approvals/0190abcd', '/gate', '/assets', '/healthy', '/v1x']) {
+      const response = await navigate(url);
       assert.equal(response.statusCode, 200, url);
       assert.equal(response.body, INDEX, url);
+    }
+  });
+
+  test('a program (no text/html in Accept) gets the 404 error body, never the app', async () => {
+    for (const url of ['/sessions', '/nope']) {
+      assertObserveError(await get(url), 404, url);
+      assertObserveError(await observe.app.inject({ method: 'GET', url, headers: { accept: 'application/json' } }), 404, `${url} (JSON)`);
+    }
+  });
+
+  test('/health, /metrics and /v1 are the API’s paths: unknown ones are the 404 error body, even for a browser', async () => {
+    for (const url of ['/health', '/health/deep', '/metrics/x', '/v1', '/v1/logs', '/api/nope']) {
+      assertObserveError(await navigate(url), 404, url);
+      assertObserveError(await get(url), 404, url);
     }
   });
 
@@ -80,7 +96,7 @@ await describeEachDatabase('dashboard files served by observe', (backend) => {
     assert.equal(icon.headers['content-type'], 'image/svg+xml');
     assert.equal(icon.headers['cache-control'], 'public, max-age=3600');
     // Only known kinds of root files are served as files; anything else is the app.
-    assert.equal((await get('/secret.env')).body, INDEX);
+    assert.equal((await navigate('/secret.env')).body, INDEX);
     const head = await observe.app.inject({ method: 'HEAD', url: '/assets/app-3f2a1b.js' });
     assert.equal(head.statusCode, 200);
   });
@@ -91,7 +107,7 @@ await describeEachDatabase('dashboard files served by observe', (backend) => {
     }
     // Dot segments the router resolves itself land outside /assets: the app, never a file.
     for (const url of ['/assets/%2e%2e/secret.env', '/assets/../secret.env']) {
-      const response = await get(url);
+      const response = await navigate(url);
       assert.ok(response.statusCode === 404 || response.body === INDEX, `${url}: ${response.body}`);
       assert.ok(!response.body.includes('NOT=served'), url);
     }
@@ -112,7 +128,7 @@ await describeEachDatabase('dashboard not built yet', (backend) => {
     const observe = await startObserve(backend, empty, 'http://127.0.0.1:9');
     try {
       for (const url of ['/', '/sessions']) {
-        const response = await observe.app.inject({ method: 'GET', url });
+        const response = await observe.app.inject({ method: 'GET', url, headers: { accept: 'text/html' } });
         assert.equal(response.statusCode, 503, url);
         assert.equal(response.headers['content-type'], 'text/html; charset=utf-8');
         assert.match(response.body, /npm run build/);

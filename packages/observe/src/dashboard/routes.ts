@@ -125,11 +125,14 @@ export function registerDashboardRoutes(app: ZodApp, ctx: ObserveContext, option
     return reply;
   });
 
-  // Client-side routes of the single-page app; /api stays the API's, unknown routes included.
+  // Client-side routes of the single-page app, for browser navigations only: the API's prefixes
+  // stay the API's (unknown routes included), and a program asking for JSON gets the 404 it expects.
   app.get('/*', page, async (request, reply) => {
     const path = request.url.split('?')[0]!;
-    if (path === '/api' || path.startsWith('/api/')) throw observeError('routeNotFound', `Route GET ${path} not found`);
+    const notFound = () => observeError('routeNotFound', `Route GET ${path} not found`);
+    if (API_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) throw notFound();
     if (ROOT_FILE.test(path) && (await sendFile(reply, join(dir, path.slice(1)), 'public, max-age=3600'))) return reply;
+    if (!String(request.headers.accept ?? '').includes('text/html')) throw notFound();
     return sendIndex(reply);
   });
 
@@ -137,6 +140,9 @@ export function registerDashboardRoutes(app: ZodApp, ctx: ObserveContext, option
 }
 
 /** Request headers passed on to the gate, and response headers passed back. */
+/** Paths that belong to the services' APIs (and OTLP's /v1): never answered with the app. */
+const API_PREFIXES = ['/api', '/health', '/metrics', '/v1'];
+
 const FORWARDED_REQUEST_HEADERS = ['authorization', 'content-type', 'accept'] as const;
 const FORWARDED_RESPONSE_HEADERS = ['content-type', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'] as const;
 
