@@ -45,10 +45,12 @@ program
   .option('--data-dir <dir>', 'directory for the SQLite databases (env DATA_DIR)')
   .action(async (options: { dataDir?: string }) => {
     const { runUntilSignal, startGate, startObserve } = await serve();
+    const { linkedServicesEnvironment } = await import('./linked-services.ts');
     await runUntilSignal(async () => {
-      const observe = await startObserve({ dataDir: options.dataDir });
+      const env = linkedServicesEnvironment(process.env, options.dataDir ?? process.env.DATA_DIR ?? './data');
+      const observe = await startObserve({ dataDir: options.dataDir, env });
       try {
-        return [observe, await startGate({ dataDir: options.dataDir })];
+        return [observe, await startGate({ dataDir: options.dataDir, env })];
       } catch (error) {
         await observe.close();
         throw error;

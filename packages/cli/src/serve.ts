@@ -26,6 +26,8 @@ function buildDashboardInBackground(log: ObserveService['app']['log'], url: stri
 export interface ServeOptions {
   port?: number;
   dataDir?: string;
+  /** The environment to configure from (default: the process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface RunningService {
@@ -34,7 +36,7 @@ export interface RunningService {
 }
 
 export async function startObserve(options: ServeOptions): Promise<RunningService> {
-  const config = loadObserveConfig(process.env, options);
+  const config = loadObserveConfig(options.env ?? process.env, options);
   const service: ObserveService = await buildObserveService(config);
   await service.app.listen({ host: config.host, port: config.port });
   const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
@@ -45,7 +47,7 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
 }
 
 export async function startGate(options: ServeOptions): Promise<RunningService> {
-  const config = loadGateConfig(process.env, options);
+  const config = loadGateConfig(options.env ?? process.env, options);
   const service = await buildGateService(config);
   await service.app.listen({ host: config.host, port: config.port });
   if (service.generatedAdminKey !== null) {

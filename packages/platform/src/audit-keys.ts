@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from './crypto.ts';
+import { readOrCreateSecretFile } from './secret-file.ts';
 
 /**
  * The signing side of an audit log (audit-log.ts): its Ed25519 key and the bytes it signs. A
@@ -60,21 +60,8 @@ export function loadSigningKey(configured: string | undefined, dataDir: string):
       : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' });
     return signingKeyOf(key);
   }
-  const file = join(dataDir, SIGNING_KEY_FILE);
-  try {
-    return signingKeyOf(createPrivateKey(readFileSync(file, 'utf8')));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
-  try {
-    // 'wx': a service or instance starting at the same moment on the same directory keeps the file written first.
-    writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  return signingKeyOf(createPrivateKey(readFileSync(file, 'utf8')));
+  const pem = readOrCreateSecretFile(join(dataDir, SIGNING_KEY_FILE), () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string);
+  return signingKeyOf(createPrivateKey(pem));
 }
 
 /** The bytes a checkpoint's signature covers. */

@@ -21,6 +21,7 @@ export * from './api-keys.ts';
 export * from './metrics.ts';
 export * from './merkle.ts';
 export * from './audit-keys.ts';
+export * from './secret-file.ts';
 export * from './audit-log.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';
