@@ -188,6 +188,16 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const [expired] = await waitForCount('Slack edits', () => chat.slack.messagesOf(expiring.id, 'chat.update'));
     assert.match(text(expired!.blocks), /Expired before a decision/);
     assert.equal(hasButtons(expired!.blocks), false);
+
+    // A click past the deadline, before the expiry job has run, expires the request instead of deciding it.
+    const { request: late } = await postedRequest({ action: 'deploy', params: {}, expiresAt: new Date(chat.gate.clock.now() + 60_000).toISOString() });
+    chat.gate.clock.advance(61_000);
+    await chat.slackInteraction(slackClick('U1', 'vigil_approve', late.id));
+    assert.equal((await chat.getRequest(late.id)).status, 'expired');
+    const [note] = await waitForCount('ephemeral notes about the late click', () => chat.slack.calls('chat.postEphemeral').filter((call) => call.fields.text?.includes('expired')));
+    assert.equal(note!.fields.user, 'U1');
+    const [lateEdit] = await waitForCount('Slack edits', () => chat.slack.messagesOf(late.id, 'chat.update'));
+    assert.match(text(lateEdit!.blocks), /Expired before a decision/);
   });
 
   test('a click after the decision answers "already ..." and changes nothing; two concurrent clicks have exactly one winner', async () => {
