@@ -1,7 +1,7 @@
 import { newId, type DeliveryOutcome, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { PolicyDecision } from '../policies/index.ts';
-import { findRequest } from '../requests/store.ts';
+import { findRequest } from '../requests/index.ts';
 import type { ChatMessageRow, DeliveryRow, GateDatabase, GateSchema } from '../schema.ts';
 import { outboxRow, type OutboxChannel, type Transition } from '../webhooks/index.ts';
 import { chatTargets } from './deciders.ts';

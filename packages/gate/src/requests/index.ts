@@ -5,6 +5,8 @@ import { registerRequestRoutes } from './routes.ts';
 import { RequestService } from './service.ts';
 
 export type { RequestService } from './service.ts';
+/** A request's row as stored (no expiry on read): the chat notifier renders messages from it. */
+export { findRequest } from './store.ts';
 
 export interface Requests {
   service: RequestService;
