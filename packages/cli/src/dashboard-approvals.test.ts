@@ -2,21 +2,62 @@
  * The dashboard's approval pages in a real browser (see dashboard-harness.ts): the queue sorted by
  * urgency and refreshing itself, approving a request and denying another with the reason its policy
  * requires (recorded by the gate as dashboard:<name>, with the audit trail), the policy simulator,
- * webhooks and keys (an observe key created with chosen scopes), and the change log of both services.
+ * webhooks and keys (an observe key created with chosen scopes), the change log of both services,
+ * and a request decided from Slack (a signed interaction; the Web API is a local fake) shown with
+ * the platform and the user.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { TestHttpServer } from '@vigil/platform/testing';
 import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, settled, shot, signIn, startStack, type Stack } from './dashboard-harness.ts';
+
+const SLACK_SIGNING_SECRET = 'slack-signing-secret-for-the-dashboard-test';
+const SLACK_CHANNEL = 'C0APPROVALS';
+
+/** Slack's Web API as far as the gate calls it: every method answers ok, a post with its channel and ts. */
+function fakeSlack(): TestHttpServer {
+  return new TestHttpServer((request, res) => {
+    const body = request.url.endsWith('/chat.postMessage') ? { ok: true, channel: SLACK_CHANNEL, ts: '1764100000.000100' } : { ok: true };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+}
+
+/** A Slack user's click on a request's button, form-encoded and signed the way Slack signs it. */
+async function slackClick(gateUrl: string, user: { id: string; username: string }, action: 'vigil_approve' | 'vigil_deny', requestId: string): Promise<Response> {
+  const payload = { type: 'block_actions', user, channel: { id: SLACK_CHANNEL }, actions: [{ action_id: action, value: requestId }] };
+  const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = `v0=${createHmac('sha256', SLACK_SIGNING_SECRET).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+  return fetch(`${gateUrl}/api/chat/slack/interactions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature },
+    body,
+  });
+}
 
 describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () => {
   let stack: Stack;
   let agentKey: string;
+  let slack: TestHttpServer;
   before(async () => {
-    stack = await startStack();
+    slack = await fakeSlack().start();
+    stack = await startStack({
+      gateEnv: {
+        SLACK_BOT_TOKEN: 'xoxb-dashboard-test',
+        SLACK_SIGNING_SECRET,
+        SLACK_CHANNEL_ID: SLACK_CHANNEL,
+        SLACK_API_URL: `${slack.url}/api/`,
+        SLACK_DECIDERS: 'U0ALICE',
+      },
+    });
     ({ agentKey } = await seedGate(stack));
     await signIn(stack, { observe: stack.observeKey, gate: ADMIN_KEY });
   });
-  after(() => stack?.close());
+  after(async () => {
+    await stack?.close();
+    await slack?.stop();
+  });
 
   test('approves a pending request and denies another with the reason its policy requires; the gate records dashboard:Ada', async () => {
     const { page } = stack;
@@ -213,6 +254,37 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     assert.deepEqual(await serviceCells(), ['Gate'], 'the webhook the seed registered');
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await ruleRows.nth(1).waitFor();
+    stack.noProblems();
+  });
+  test('a request decided from Slack shows the platform and the user; a click by someone else is shown refused', async () => {
+    const { page } = stack;
+    const request = await api<{ id: string; status: string }>(stack.gateUrl, agentKey, 'POST', '/api/requests', { action: 'restart_service', params: { service: 'ledger' } });
+    assert.equal(request.status, 'pending', 'no rule matches: a person decides');
+    // Mallory is not among SLACK_DECIDERS: her click is refused and recorded; Alice's decides.
+    assert.equal((await slackClick(stack.gateUrl, { id: 'U0MALLORY', username: 'mallory' }, 'vigil_approve', request.id)).status, 200);
+    assert.equal((await api<{ status: string }>(stack.gateUrl, ADMIN_KEY, 'GET', `/api/requests/${request.id}`)).status, 'pending');
+    assert.equal((await slackClick(stack.gateUrl, { id: 'U0ALICE', username: 'alice' }, 'vigil_approve', request.id)).status, 200);
+    const decided = await api<{ status: string; decidedBy: string }>(stack.gateUrl, ADMIN_KEY, 'GET', `/api/requests/${request.id}`);
+    assert.deepEqual([decided.status, decided.decidedBy], ['approved', 'slack:U0ALICE']);
+
+    await page.goto(`/approvals/${request.id}`);
+    await page.getByRole('heading', { name: 'Request: restart_service' }).waitFor();
+    await page.getByTestId('decided-by').getByText('Slack · alice (U0ALICE)', { exact: true }).waitFor();
+    const trail = page.getByTestId('audit-trail');
+    await trail.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'Slack · alice (U0ALICE)' }).waitFor();
+    const refused = trail.getByRole('row').filter({ hasText: 'decision refused' });
+    await refused.filter({ hasText: 'Slack · mallory (U0MALLORY)' }).filter({ hasText: 'tried to approve: not among the deciders of this request' }).waitFor();
+    await shot(page, 'approval-from-slack');
+
+    // The audit log says the same, and lists the refusals by themselves.
+    await nav(page).getByRole('link', { name: 'Audit log' }).click();
+    const log = page.getByTestId('audit-log');
+    await log.getByRole('row').filter({ hasText: 'restart_service' }).filter({ hasText: 'Slack · alice (U0ALICE)' }).waitFor();
+    await page.getByLabel('Event').selectOption('decision_refused');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="audit-log"] tbody tr')];
+      return rows.length === 1 && rows[0]!.textContent?.includes('Slack · mallory (U0MALLORY)');
+    });
     stack.noProblems();
   });
 });

@@ -59,14 +59,15 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(): Promise<Stack> {
+/** `gateEnv`: more variables for the gate alone (chat platforms pointed at local fakes). */
+export async function startStack(options: { gateEnv?: Record<string, string> } = {}): Promise<Stack> {
   const build = await ensureDashboardBuilt();
   assert.ok(build.result === 'fresh' || build.result === 'built', `the dashboard could not be built: ${'reason' in build ? build.reason : ''}`);
   assert.ok(existsSync(join(DASHBOARD_DIR, 'dist', 'index.html')));
 
   const dir = mkdtempSync(join(tmpdir(), 'vigil-dashboard-e2e-'));
   const env = { LOG_LEVEL: 'silent', HOST: '127.0.0.1', GATE_ADMIN_KEY: ADMIN_KEY, DATABASE_URL: '' };
-  const gate = await buildGateService(gateConfigFromEnvironment(env, { dataDir: dir, port: 0 }), { runJobs: false });
+  const gate = await buildGateService(gateConfigFromEnvironment({ ...env, ...options.gateEnv }, { dataDir: dir, port: 0 }), { runJobs: false });
   const gateUrl = await gate.app.listen({ host: '127.0.0.1', port: 0 });
   const observe = await buildObserveService(observeConfigFromEnvironment({ ...env, GATE_URL: gateUrl }, { dataDir: dir, port: 0 }), {
     runJobs: false,

@@ -1,4 +1,4 @@
-import { fmtDuration, fmtUsd } from './format.ts';
+import { fmtActor, fmtDuration, fmtUsd } from './format.ts';
 import { Badge, type Tone } from './ui.tsx';
 
 /** One line that says what an event is about, per event type (payload fields: docs/api.md#event-types). */
@@ -28,7 +28,7 @@ export function summarize(eventType: string, payload: Record<string, unknown>): 
     case 'approval_granted':
     case 'approval_denied':
     case 'approval_expired':
-      return cut(`${str(p.action)} ${eventType.replace('approval_', '')} by ${str(p.decidedBy)}${p.reason ? `: ${str(p.reason)}` : ''}`);
+      return cut(`${str(p.action)} ${eventType.replace('approval_', '')} by ${fmtActor(str(p.decidedBy))}${p.reason ? `: ${str(p.reason)}` : ''}`);
     case 'form_submitted':
       return cut(`form ${str(p.formName) || str(p.formId)} submitted (${str(p.fieldCount)} fields)`);
     case 'form_completed':

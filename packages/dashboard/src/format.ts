@@ -72,3 +72,27 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count.toLocaleString()} ${count === 1 ? one : many}`;
 }
+
+/** The chat platforms a gate actor can name (`slack:U123`, `discord:42`: docs/chat.md). */
+const CHAT_PLATFORMS = new Map([
+  ['slack', 'Slack'],
+  ['discord', 'Discord'],
+]);
+
+/**
+ * Who acted, as people read it: a decision from chat, `slack:U123`, is "Slack · alice (U123)" with
+ * the user name its audit entry recorded (`details.userName`), else "Slack · U123"; any other
+ * actor (`dashboard:Ada`, `policy:…`) as it is.
+ */
+export function fmtActor(actor: string, userName?: unknown): string {
+  const colon = actor.indexOf(':');
+  const platform = CHAT_PLATFORMS.get(actor.slice(0, Math.max(colon, 0)));
+  if (platform === undefined) return actor;
+  const id = actor.slice(colon + 1);
+  return typeof userName === 'string' && userName.trim() !== '' ? `${platform} · ${userName} (${id})` : `${platform} · ${id}`;
+}
+
+/** Whether an actor is a chat user (its audit entries' `details` carry `platform` and `userName`). */
+export function isChatActor(actor: string): boolean {
+  return CHAT_PLATFORMS.has(actor.slice(0, Math.max(actor.indexOf(':'), 0)));
+}

@@ -1,7 +1,7 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
 import { Table, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, timeAgo } from '../format.ts';
+import { fmtActor, fmtDateTime, fmtDuration, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
 import { ENTRY_COLUMNS } from './Audit.tsx';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -178,6 +178,9 @@ export function ApprovalDetailPage({ id }: { id: string }) {
   const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
   const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
   const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
+  // The decision's audit entry names a chat user (details.userName), which the request does not.
+  const decider = (r: Approval) =>
+    fmtActor(r.decidedBy ?? 'unknown', audit.data?.find((e) => (e.event === 'approved' || e.event === 'denied') && e.actor === r.decidedBy)?.details?.userName);
   const onDecided = (message: string) => {
     setDecided({ id, message });
     request.reload();
@@ -200,7 +203,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                   label="Expires"
                   value={r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - Date.now())}` : fmtDateTime(r.expiresAt)) : 'never'}
                 />
-                <Stat label="Decided by" value={r.decidedBy ? <code data-testid="decided-by">{r.decidedBy}</code> : '—'} hint={r.decidedAt ? fmtDateTime(r.decidedAt) : undefined} />
+                <Stat label="Decided by" value={r.decidedBy ? <code data-testid="decided-by" title={r.decidedBy}>{decider(r)}</code> : '—'} hint={r.decidedAt ? fmtDateTime(r.decidedAt) : undefined} />
               </Stats>
               {r.status === 'pending' ? (
                 <Section title="Your decision">
@@ -209,7 +212,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
               ) : (
                 <Section title="Decision">
                   <p>
-                    <StatusBadge status={r.status} /> by <code>{r.decidedBy ?? 'unknown'}</code> {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
+                    <StatusBadge status={r.status} /> by <code title={r.decidedBy ?? undefined}>{decider(r)}</code> {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
                   </p>
                   {r.decisionReason && (
                     <p>

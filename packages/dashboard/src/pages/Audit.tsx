@@ -1,21 +1,22 @@
 import { useState } from 'react';
 import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
 import { CursorPager, Filters, Table, type Column } from '../components.tsx';
-import { fmtDateTime, timeAgo } from '../format.ts';
+import { fmtActor, fmtDateTime, isChatActor, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
+import { Async, Badge, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decision_refused'] as const;
 
 /**
  * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API
- * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key.
+ * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key; a chat
+ * user reads "Slack · alice (U123)", with the user name the entry recorded.
  */
-export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> }) {
+export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> & { details?: AuditEntry['details'] } }) {
   return (
     <>
-      <code>{entry.actor}</code>
+      {isChatActor(entry.actor) ? <span title={entry.actor}>{fmtActor(entry.actor, entry.details?.userName)}</span> : <code>{entry.actor}</code>}
       {entry.actorKeyId !== null && (
         <span className="muted small" title={`API key “${entry.actorKeyName}” (id ${entry.actorKeyId}), named so at the time`}>
           {' '}
@@ -26,16 +27,35 @@ export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actor
   );
 }
 
-export function auditDetails(entry: Pick<AuditEntry, 'details'>): string {
-  if (!entry.details) return '—';
-  return Object.entries(entry.details)
-    .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
-    .join(' · ');
+/**
+ * An entry's details as text. A chat user's platform and user name are already in the actor; a
+ * refused click reads "tried to approve: not among the deciders of this request".
+ */
+export function auditDetails(entry: Pick<AuditEntry, 'actor' | 'event' | 'details'>): string {
+  const details = { ...entry.details };
+  let refusal: string | null = null;
+  if (entry.event === 'decision_refused') {
+    refusal = `tried to ${details.attempted === 'denied' ? 'deny' : 'approve'}${typeof details.reason === 'string' ? `: ${details.reason}` : ''}`;
+    delete details.attempted;
+    delete details.reason;
+  }
+  if (isChatActor(entry.actor)) {
+    delete details.platform;
+    delete details.userName;
+  }
+  const parts = Object.entries(details).map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  if (refusal !== null) parts.unshift(refusal);
+  return parts.length === 0 ? '—' : parts.join(' · ');
+}
+
+/** The event of an entry; a refused chat click is spelled out. */
+export function AuditEvent({ event }: { event: string }) {
+  return event === 'decision_refused' ? <Badge tone="bad">decision refused</Badge> : <StatusBadge status={event} />;
 }
 
 /** The columns every list of audit entries shows after its "When". */
 export const ENTRY_COLUMNS: Column<Omit<AuditEntry, 'chainValid'>>[] = [
-  { header: 'Event', cell: (e) => <StatusBadge status={e.event} /> },
+  { header: 'Event', cell: (e) => <AuditEvent event={e.event} /> },
   { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} /> },
   { header: 'Details', className: 'clip', cell: auditDetails },
 ];
@@ -94,7 +114,7 @@ export function AuditPage() {
               <option value="">Any event</option>
               {EVENTS.map((name) => (
                 <option key={name} value={name}>
-                  {name}
+                  {name.replaceAll('_', ' ')}
                 </option>
               ))}
             </select>
@@ -105,10 +125,10 @@ export function AuditPage() {
               <option value="">Anyone</option>
               {actors.data?.actors.map((name) => (
                 <option key={name} value={name}>
-                  {name}
+                  {fmtActor(name)}
                 </option>
               ))}
-              {actor && !actors.data?.actors.includes(actor) && <option value={actor}>{actor}</option>}
+              {actor && !actors.data?.actors.includes(actor) && <option value={actor}>{fmtActor(actor)}</option>}
             </select>
           </div>
           <div className="field">

@@ -10,7 +10,17 @@ const reference = readFileSync(new URL('../../../../docs/api.md', import.meta.ur
 await describeEachDatabase('docs/api.md, gate', (backend) => {
   let gate: TestGate;
   before(async () => {
-    gate = await startTestGate(backend);
+    // Both chat platforms configured, so their interaction routes exist and must be listed too.
+    gate = await startTestGate(backend, {
+      env: {
+        SLACK_BOT_TOKEN: 'xoxb-test',
+        SLACK_SIGNING_SECRET: 'slack-signing-secret',
+        SLACK_CHANNEL_ID: 'C0APPROVALS',
+        DISCORD_BOT_TOKEN: 'discord-bot-token',
+        DISCORD_PUBLIC_KEY: 'a'.repeat(64),
+        DISCORD_CHANNEL_ID: '1100000000000000001',
+      },
+    });
   });
   after(() => gate.close());
 
