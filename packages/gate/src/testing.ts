@@ -15,6 +15,18 @@ export type { GateSchema } from './schema.ts';
 
 export const TEST_ADMIN_KEY = 'gk_test_admin_key_0123456789abcdef';
 
+/** Both chat platforms configured (APIs unreachable): their interaction routes exist, for tests that walk every route. */
+export const CHAT_CONFIGURED_ENV: Record<string, string> = {
+  SLACK_BOT_TOKEN: 'xoxb-test',
+  SLACK_SIGNING_SECRET: 'slack-signing-secret',
+  SLACK_CHANNEL_ID: 'C0APPROVALS',
+  SLACK_API_URL: 'http://127.0.0.1:9/api/',
+  DISCORD_BOT_TOKEN: 'discord-bot-token',
+  DISCORD_PUBLIC_KEY: 'a'.repeat(64),
+  DISCORD_CHANNEL_ID: '1100000000000000001',
+  DISCORD_API_URL: 'http://127.0.0.1:9/api/v10',
+};
+
 export interface TestGate {
   service: GateService;
   config: GateConfig;

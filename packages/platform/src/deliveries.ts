@@ -87,7 +87,8 @@ export interface DeliveryQueueOptions<Schema extends Record<Table, DeliveryColum
   clock: Clock;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
   timeoutMs: number;
-  maxAttempts: number;
+  /** Attempts before a delivery is given up: one number, or per row (a kind of delivery that should outlast a longer outage). */
+  maxAttempts: number | ((row: DeliveryRowOf<Schema, Table>) => number);
   /** Headers of one attempt (signatures are computed per attempt), or a reason not to send it at all. */
   headers(row: DeliveryRowOf<Schema, Table>): Promise<Record<string, string> | { refuse: string }>;
   /**
@@ -193,7 +194,8 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     const outcome = await this.send(row);
     const attempts = row.attempts + 1;
     const finishedAt = clock.now();
-    const status = outcome.ok ? 'delivered' : attempts >= maxAttempts ? 'failed' : 'pending';
+    const limit = typeof maxAttempts === 'number' ? maxAttempts : maxAttempts(row);
+    const status = outcome.ok ? 'delivered' : attempts >= limit ? 'failed' : 'pending';
     // Attempt n+1 waits 2^n seconds after attempt n (2 s, 4 s, ...), or longer when the receiver asked (Retry-After).
     const retryDelay = Math.max(2 ** attempts * 1000, Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
     const settled: DeliveryRowOf<Schema, Table> = {

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { buildGateService } from '../app.ts';
-import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
+import { assertGateError, CHAT_CONFIGURED_ENV, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { ROUTE_SCOPES, SCOPES, type Scope } from './scopes.ts';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -55,12 +55,16 @@ const EXPECTED_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'DELETE /api/webhooks/:id': 'webhook:manage',
 };
 
+/** Public routes authenticated by a chat platform's signature instead of a key (chat/routes.ts). */
+const SIGNED_BY_PLATFORM = new Set(['POST /api/chat/slack/interactions', 'POST /api/chat/discord/interactions']);
+
 await describeEachDatabase('gate authentication and scopes', (backend) => {
   let gate: TestGate;
   let keyOf: Map<Scope, string>;
 
   before(async () => {
-    gate = await startTestGate(backend);
+    // Both chat platforms configured, so their interaction routes are walked too.
+    gate = await startTestGate(backend, { env: CHAT_CONFIGURED_ENV });
     keyOf = await gate.keyPerScope();
   });
   after(() => gate.close());
@@ -82,7 +86,9 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
     }
     // Anything beyond those endpoints still needs a key, but for the OpenAPI document (schemas only, no data).
     for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
-      if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json' && id !== 'GET /metrics') assert.notEqual(scope, 'public', `${id} is public though only /health is (docs/api.md)`);
+      if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json' && id !== 'GET /metrics' && !SIGNED_BY_PLATFORM.has(id)) {
+        assert.notEqual(scope, 'public', `${id} is public though only /health is (docs/api.md)`);
+      }
     }
     assert.equal(ROUTE_SCOPES['GET /api/openapi.json'], 'public');
   });
@@ -96,7 +102,10 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
         const granted = required === 'public' || required === 'any' || scope === 'admin' || scope === required;
         const response = await gate.call(probe(route.method, route.url), keyOf.get(scope)!);
         const context = `${route.id} with a ${scope} key`;
-        if (granted) {
+        if (SIGNED_BY_PLATFORM.has(route.id)) {
+          // No key opens these: only the chat platform's signature, which the probe lacks.
+          assertGateError(response, 401, 'unauthorized', context);
+        } else if (granted) {
           assert.ok(response.statusCode !== 401 && response.statusCode !== 403, `${context}: ${response.statusCode} ${response.body}`);
           assert.ok(response.statusCode < 500, `${context}: ${response.statusCode} ${response.body}`);
         } else {

@@ -197,7 +197,7 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     assert.equal((await click('42', 'vigil_approve', request.id)).type, 7);
     const late = await click('43', 'vigil_deny', request.id);
     assert.equal(late.type, 4);
-    assert.match(late.data?.content ?? '', /already approved by discord:42/);
+    assert.match(late.data?.content ?? '', /already approved by <@42>/);
     assert.equal((await chat.getRequest(request.id)).decidedBy, 'discord:42');
 
     const { request: raced } = await postedRequest();

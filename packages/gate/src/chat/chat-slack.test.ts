@@ -205,7 +205,7 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     await chat.slackInteraction(slackClick('U1', 'vigil_approve', request.id));
     await chat.slackInteraction(slackClick('U2', 'vigil_deny', request.id));
     const [note] = await waitForCount('ephemeral notes to U2', () => chat.slack.calls('chat.postEphemeral').filter((call) => call.fields.user === 'U2'));
-    assert.match(note!.fields.text!, /already approved by slack:U1/);
+    assert.match(note!.fields.text!, /already approved by <@U1>/);
     const after = await chat.getRequest(request.id);
     assert.equal(after.status, 'approved');
     assert.equal(after.decidedBy, 'slack:U1');

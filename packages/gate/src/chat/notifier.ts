@@ -11,8 +11,11 @@ import { requestView, type ChatPlatformName } from './render.ts';
 /** The delivery events: the first post of a request's message, and each edit after a transition. */
 const POST = 'chat.post';
 const UPDATE = 'chat.update';
-/** An edit that finds its message not posted yet waits this long (the post renders the latest state anyway). */
-const NOT_POSTED_RETRY_MS = 2000;
+/**
+ * Attempts of a post or edit: with the queue's backoff (2^n s after attempt n) the last comes
+ * about 68 minutes after the first, so a platform's outage of up to an hour loses no message.
+ */
+const CHAT_MAX_ATTEMPTS = 12;
 
 /**
  * Posts requests routed to a human to the chat platforms and edits the messages as the requests
@@ -22,6 +25,7 @@ const NOT_POSTED_RETRY_MS = 2000;
  */
 export class ChatNotifier implements OutboxChannel {
   readonly kinds: readonly string[];
+  readonly maxAttempts = CHAT_MAX_ATTEMPTS;
   private readonly platforms: Map<string, ChatPlatform>;
 
   constructor(
@@ -75,11 +79,13 @@ export class ChatNotifier implements OutboxChannel {
     const view = requestView(request);
     try {
       if (message.message_id === null) {
-        if (row.event === UPDATE) return { ok: false, status: null, error: 'the message is not posted yet', retryAfterMs: NOT_POSTED_RETRY_MS };
+        // Retried with the backoff: the post, whenever it goes out, shows the request as it then stands.
+        if (row.event === UPDATE) return { ok: false, status: null, error: 'the message is not posted yet' };
         const posted = await platform.post(message.channel, view);
         await db.updateTable('chat_messages').set({ channel: posted.channel, message_id: posted.messageId }).where('id', '=', message.id).execute();
       } else {
-        // A post retried after it went through (its answer was lost) edits what it posted instead.
+        // A post retried after its message id was stored (the delivery's own settling was lost) edits it
+        // instead; a post whose answer never arrived cannot know it went through (docs/chat.md).
         await platform.update(message.channel, message.message_id, view);
       }
       return { ok: true, status: 200, error: null };

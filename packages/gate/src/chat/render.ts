@@ -62,7 +62,7 @@ export function requestView(row: RequestRow): RequestView {
 }
 
 /** `slack:U123` → the Slack mention `<@U123>`; `discord:42` → `<@42>` on Discord; anything else as it is. */
-function actorText(actor: string, platform: ChatPlatformName): string {
+export function actorText(actor: string, platform: ChatPlatformName): string {
   const [namespace, ...rest] = actor.split(':');
   return namespace === platform && rest.length > 0 ? `<@${rest.join(':')}>` : actor;
 }

@@ -7,7 +7,7 @@ import type { RequestRow } from '../schema.ts';
 import { decidersFor, discordMayDecide, slackGroups, slackListed } from './deciders.ts';
 import type { ChatNotifier } from './notifier.ts';
 import type { SlackPlatform } from './platforms.ts';
-import { APPROVE, DENY, discordMessage, discordReasonModal, REASON_INPUT, REASON_MODAL, requestView, type ChatPlatformName } from './render.ts';
+import { actorText, APPROVE, DENY, discordMessage, discordReasonModal, REASON_INPUT, REASON_MODAL, requestView, type ChatPlatformName } from './render.ts';
 
 type Decision = 'approved' | 'denied';
 type Log = ZodApp['log'];
@@ -44,8 +44,8 @@ function decisionOf(action: string | undefined): Decision | null {
   return action === APPROVE ? 'approved' : action === DENY ? 'denied' : null;
 }
 
-function pastTense(request: RequestRow): string {
-  return `This request was already ${request.status}${request.decided_by === null ? '' : ` by ${request.decided_by}`}.`;
+function pastTense(request: RequestRow, platform: ChatPlatformName): string {
+  return `This request was already ${request.status}${request.decided_by === null ? '' : ` by ${actorText(request.decided_by, platform)}`}.`;
 }
 
 /** The error code of a refused decision (already decided, reason required), or rethrows anything else. */
@@ -116,9 +116,10 @@ export class ChatInteractions {
         await this.refuse(request, 'slack', user, decision);
         return note('You may not decide this request: ask a decider, or an administrator to add you to SLACK_DECIDERS or the policy\'s approvers.');
       }
-      if (request.status !== 'pending') return note(pastTense(request));
+      if (request.status !== 'pending') return note(pastTense(request, 'slack'));
       if (this.requiresReason(request)) {
-        if (payload.trigger_id !== undefined) this.background('slack', slack.openReasonModal(payload.trigger_id, requestView(request), decision, channel));
+        if (payload.trigger_id === undefined) return note('This decision needs a reason: decide it in the dashboard.');
+        this.background('slack', slack.openReasonModal(payload.trigger_id, requestView(request), decision, channel));
         return undefined;
       }
       try {
@@ -181,7 +182,7 @@ export class ChatInteractions {
       await this.refuse(request, 'discord', user, decision);
       return ephemeral('You may not decide this request: ask a decider, or an administrator to add you (or your role) to DISCORD_DECIDERS or the policy\'s approvers.');
     }
-    if (request.status !== 'pending') return ephemeral(pastTense(request));
+    if (request.status !== 'pending') return ephemeral(pastTense(request, 'discord'));
     if (reason === undefined && this.requiresReason(request)) return { type: MODAL, data: discordReasonModal(requestView(request), decision) };
     try {
       const decided = await this.requests.decide(request.id, decision, reason, systemActor(`discord:${user.id}`), { platform: 'discord', userName: user.name });

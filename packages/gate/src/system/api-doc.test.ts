@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { apiReferenceProblems, describeEachDatabase } from '@vigil/platform/testing';
 import { ROUTE_SCOPES } from '../auth/index.ts';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { CHAT_CONFIGURED_ENV, startTestGate, type TestGate } from '../testing.ts';
 
 const reference = readFileSync(new URL('../../../../docs/api.md', import.meta.url), 'utf8');
 
@@ -11,16 +11,7 @@ await describeEachDatabase('docs/api.md, gate', (backend) => {
   let gate: TestGate;
   before(async () => {
     // Both chat platforms configured, so their interaction routes exist and must be listed too.
-    gate = await startTestGate(backend, {
-      env: {
-        SLACK_BOT_TOKEN: 'xoxb-test',
-        SLACK_SIGNING_SECRET: 'slack-signing-secret',
-        SLACK_CHANNEL_ID: 'C0APPROVALS',
-        DISCORD_BOT_TOKEN: 'discord-bot-token',
-        DISCORD_PUBLIC_KEY: 'a'.repeat(64),
-        DISCORD_CHANNEL_ID: '1100000000000000001',
-      },
-    });
+    gate = await startTestGate(backend, { env: CHAT_CONFIGURED_ENV });
   });
   after(() => gate.close());
 

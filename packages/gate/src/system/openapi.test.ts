@@ -4,12 +4,13 @@ import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from
 import { ROUTE_SCOPES } from '../auth/index.ts';
 import { gateErrorSchema } from '../errors.ts';
 import { GATE_OPERATIONS } from '../operations.ts';
-import { startTestGate, type TestGate } from '../testing.ts';
+import { CHAT_CONFIGURED_ENV, startTestGate, type TestGate } from '../testing.ts';
 
 await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
   let gate: TestGate;
   before(async () => {
-    gate = await startTestGate(backend);
+    // Both chat platforms configured, so their interaction routes are walked too.
+    gate = await startTestGate(backend, { env: CHAT_CONFIGURED_ENV });
   });
   after(() => gate.close());
 

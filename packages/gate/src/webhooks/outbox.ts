@@ -64,6 +64,8 @@ export interface Transition {
  */
 export interface OutboxChannel {
   readonly kinds: readonly string[];
+  /** Attempts before one of its deliveries is given up (its own budget, not WEBHOOK_MAX_RETRIES). */
+  readonly maxAttempts: number;
   deliveriesFor(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[], now: number): Promise<DeliveryRow[]>;
   send(row: DeliveryRow): Promise<DeliveryOutcome>;
 }
@@ -105,11 +107,15 @@ export class Outbox {
       clock,
       log,
       timeoutMs: config.webhooks.timeoutMs,
-      maxAttempts: config.webhooks.maxAttempts,
+      maxAttempts: (row) => this.channelOf(row)?.maxAttempts ?? config.webhooks.maxAttempts,
       retryTimers: true,
       headers: (row) => this.headers(row),
-      send: (row) => this.channels.find((channel) => channel.kinds.includes(row.kind))?.send(row),
+      send: (row) => this.channelOf(row)?.send(row),
     });
+  }
+
+  private channelOf(row: DeliveryRow): OutboxChannel | undefined {
+    return this.channels.find((channel) => channel.kinds.includes(row.kind));
   }
 
   /**
@@ -149,6 +155,8 @@ export class Outbox {
       const secret = this.config.observe?.webhookSecret;
       return secret ? { 'x-webhook-signature': hmacSha256Hex(secret, delivery.body) } : {};
     }
+    // A channel's delivery reaches here only when its channel is gone from the configuration.
+    if (delivery.kind !== 'webhook') return { refuse: `${delivery.kind} is no longer configured` };
     const hook = delivery.webhook_id
       ? await this.database.db.selectFrom('webhooks').select(['secret']).where('id', '=', delivery.webhook_id).executeTakeFirst()
       : undefined;
