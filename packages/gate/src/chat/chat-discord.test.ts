@@ -28,6 +28,8 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
   async function postedRequest(payload: object = { action: 'deploy', params: { env: 'prod' } }) {
     const request = await chat.createRequest(payload);
     const [post] = await waitForCount('Discord posts', () => chat.discord.messagesOf(request.id, 'POST'));
+    // The post's delivery settled (its message id stored), so an edit after it never finds the message unposted.
+    await waitUntil('the post delivered', async () => (await chat.deliveriesOf(request.id, 'discord')).find((row) => row.event === 'chat.post' && row.status === 'delivered'));
     return { request, post: post! };
   }
 

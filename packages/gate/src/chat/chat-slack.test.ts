@@ -18,6 +18,8 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
   async function postedRequest(payload: object = { action: 'deploy', params: { env: 'prod' } }) {
     const request = await chat.createRequest(payload);
     const [post] = await waitForCount('Slack posts', () => chat.slack.messagesOf(request.id, 'chat.postMessage'));
+    // The post's delivery settled (its message id stored), so an edit after it never finds the message unposted.
+    await waitUntil('the post delivered', async () => (await chat.deliveriesOf(request.id, 'slack')).find((row) => row.event === 'chat.post' && row.status === 'delivered'));
     return { request, post: post! };
   }
 
@@ -179,6 +181,15 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const [update] = await waitForCount('Slack edits', () => chat.slack.messagesOf(request.id, 'chat.update'));
     assert.match(text(update!.blocks), /Denied by api:admin.*not today/);
     assert.equal(hasButtons(update!.blocks), false);
+
+    // Approved, then confirmed through the API: the message says both.
+    const { request: approved } = await postedRequest();
+    await chat.slackInteraction(slackClick('U1', 'vigil_approve', approved.id));
+    await waitForCount('Slack edits', () => chat.slack.messagesOf(approved.id, 'chat.update'));
+    const confirm = await chat.gate.call({ method: 'POST', url: `/api/requests/${approved.id}/confirm`, payload: { result: { ok: true } } });
+    assert.equal(confirm.statusCode, 200, confirm.body);
+    const edits = await waitForCount('Slack edits', () => chat.slack.messagesOf(approved.id, 'chat.update'), 2);
+    assert.match(text(edits[1]!.blocks), /Approved by <@U1>.*executed \(confirmed\)/);
 
     const expiresAt = new Date(chat.gate.clock.now() + 60_000).toISOString();
     const { request: expiring } = await postedRequest({ action: 'deploy', params: {}, expiresAt });
