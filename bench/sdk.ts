@@ -132,7 +132,7 @@ async function clientCpuPerCall<K extends string>(calls: number, variants: Recor
  */
 async function benchOpenAICapture(observeUrl: string, rows: Row[]): Promise<void> {
   const provider = await startFakeServer();
-  const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vk_bench' });
+  const client = new ObserveClient({ baseUrl: observeUrl, apiKey: 'vgl_bench' });
   const session = client.startSession({ agentId: 'bench-sdk-llm' });
   const bare = new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 });
   const wrapped = observeOpenAI(new OpenAI({ baseURL: provider.url, apiKey: 'sk-bench', maxRetries: 0 }), { session });
@@ -254,7 +254,7 @@ async function benchBatcher(base: string, key: string, rows: Row[], storage: str
 /** The client's own ceiling: the burst against a fake observe (another process) that answers 201 at once. */
 async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise<void> {
   const failures: VigilError[] = [];
-  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vk_bench', ...benchClientOptions(failures) });
+  const client = new ObserveClient({ baseUrl: fakeObserveUrl, apiKey: 'vgl_bench', ...benchClientOptions(failures) });
   await runBatcher(client, WARMUP_EVENTS, 0);
   const result = await runBatcher(client, EVENTS, 0);
   await client.close();

@@ -477,8 +477,8 @@ Exit codes:
   2  usage error, connection or HTTP error, dataset run timed out or failed, nothing to evaluate
 
 Examples:
-  VIGIL_API_KEY=vk_... vigil eval-gate --evaluator-id ev_1 --agent-id support-bot --limit 50 --min-pass-rate 0.9
-  VIGIL_API_KEY=vk_... vigil eval-gate --dataset-id ds_1 --agent-id support-bot \\
+  VIGIL_API_KEY=vgl_... vigil eval-gate --evaluator-id ev_1 --agent-id support-bot --limit 50 --min-pass-rate 0.9
+  VIGIL_API_KEY=vgl_... vigil eval-gate --dataset-id ds_1 --agent-id support-bot \\
       --webhook-url http://localhost:8080/run --min-pass-rate 0.8 --timeout-seconds 600
 `;
 

@@ -71,7 +71,9 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   const app = await createHttpApp({
     title: 'Vigil gate',
     version: VIGIL_VERSION,
+    service: 'gate',
     logLevel: config.logLevel,
+    logFormat: config.logFormat,
     bodyLimitBytes: BODY_LIMIT_BYTES,
     errors: gateError,
     renderError: renderGateError,

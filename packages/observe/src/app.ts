@@ -116,7 +116,9 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const app = await createHttpApp({
     title: 'Vigil observe',
     version: VIGIL_VERSION,
+    service: 'observe',
     logLevel: config.logLevel,
+    logFormat: config.logFormat,
     bodyLimitBytes: config.bodyLimitBytes,
     errors: observeError,
     renderError: renderObserveError,

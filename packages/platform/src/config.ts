@@ -49,7 +49,8 @@ export function mergeSlices<A extends z.ZodRawShape, B extends z.ZodRawShape>(a:
  * each other with.
  */
 export const sharedEnvironment = environmentSlice({
-  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Loopback unless set: a fresh start is reachable from this machine only (0.0.0.0 in a container or behind a proxy). */
+  HOST: z.string().min(1).default('127.0.0.1'),
   OBSERVE_PORT: port.default(3400),
   GATE_PORT: port.default(3000),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -60,6 +61,8 @@ export const sharedEnvironment = environmentSlice({
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(5000),
   SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `pretty`: short lines for people; `json`: one JSON object per line. Unset: pretty on a terminal, JSON otherwise. */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   BODY_LIMIT_BYTES: positiveInt.default(10 * 1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   /** Bearer token of service-to-service calls (the gate's guardrail-breach reports to observe). */
@@ -125,6 +128,7 @@ export interface ServiceBaseConfig {
   dataDir: string;
   database: DatabaseConfig;
   logLevel: SharedEnvironment['LOG_LEVEL'];
+  logFormat: 'json' | 'pretty';
   shutdownTimeoutMs: number;
   /** Who may scrape GET /metrics: these client addresses, or anyone with the bearer token. */
   metrics: { token?: string; allowIps: string[] };
@@ -157,6 +161,7 @@ export function serviceBaseConfig(
       ? { kind: 'postgres', url: e.DATABASE_URL, schema: service.schema, poolMax: e.DATABASE_POOL_MAX, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS }
       : { kind: 'sqlite', file: resolve(dataDir, service.sqliteFile), synchronous: e.SQLITE_SYNCHRONOUS },
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     metrics: { token: e.METRICS_TOKEN, allowIps: e.METRICS_ALLOW_IPS },
     audit: {
@@ -177,6 +182,11 @@ function witnessFile(file: string | undefined, dataDir: string): string | undefi
     throw new ConfigError(`Invalid configuration:\n  AUDIT_WITNESS_FILE: must be outside DATA_DIR (${dataDir}), so a copy survives whoever controls the data`);
   }
   return path;
+}
+
+/** Whether a listening address is reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /** An address this host's own services answer on: loopback when listening on every interface. */

@@ -28,7 +28,11 @@ import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 export interface HttpKitOptions {
   title: string;
   version: string;
+  /** The service's name in its log lines (`observe`, `gate`): both share one console under `vigil up`. */
+  service: string;
   logLevel: string;
+  /** `pretty`: short coloured lines for a person at a terminal; `json`: one object per line for machines. */
+  logFormat?: 'json' | 'pretty';
   bodyLimitBytes: number;
   errors: ErrorFactory<never>;
   /** The service's error body. */
@@ -201,11 +205,29 @@ export function urlForLog(url: string): string {
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
+/**
+ * `10:42:01 INFO observe listening on http://127.0.0.1:3400`: the time, the level, the service and
+ * the message, other fields after it on the same line. Loaded only when wanted (pino-pretty, synchronous).
+ */
+async function prettyLogStream(): Promise<NodeJS.WritableStream> {
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname,service',
+    messageFormat: '{service} {msg}',
+    singleLine: true,
+    sync: true,
+  });
+}
+
 export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const serverOptions: FastifyServerOptions = {
     bodyLimit: options.bodyLimitBytes,
     logger: {
       level: options.logLevel,
+      base: { service: options.service },
+      ...(options.logFormat === 'pretty' && { stream: await prettyLogStream() }),
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
       // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
       serializers: {

@@ -23,6 +23,7 @@ test("the kit lists each route's error statuses; a route without an operationId,
   const app = await createHttpApp({
     title: 'kit',
     version: '0',
+    service: 'kit',
     logLevel: 'silent',
     bodyLimitBytes: 1024,
     errors: errorFactory(catalogue),

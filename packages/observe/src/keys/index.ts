@@ -5,7 +5,7 @@ import { registerAuthentication } from './auth.ts';
 import { registerKeyRoutes } from './routes.ts';
 
 export { observeAuthErrorStatuses, ROUTE_SCOPES, scopeText } from './scopes.ts';
-export { activeKeyIds } from './store.ts';
+export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 
 /** The authentication hook every route passes; registered before any route. */

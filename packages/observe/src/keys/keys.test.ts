@@ -362,6 +362,22 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     }
   });
 
+  test("GET /api/health says whether the open first-key bootstrap is closed, loopback-only or exposed", async () => {
+    const bootstrapOf = async (service: TestObserve) => ((await anonymous(service, { method: 'GET', url: '/api/health' })).json() as { firstKeyBootstrap: string }).firstKeyBootstrap;
+    const local = await startTestObserve(backend, { createKey: false, env: { HOST: '127.0.0.1' } });
+    const exposed = await startTestObserve(backend, { createKey: false, env: { HOST: '0.0.0.0' } });
+    try {
+      assert.equal(await bootstrapOf(local), 'loopback');
+      assert.equal(await bootstrapOf(exposed), 'exposed');
+      const first = await anonymous(exposed, { method: 'POST', url: '/api/keys', payload: { name: 'first' } });
+      assert.equal(first.statusCode, 201, first.body);
+      assert.equal(await bootstrapOf(exposed), 'closed', 'a key exists: the bootstrap is closed');
+    } finally {
+      await local.close();
+      await exposed.close();
+    }
+  });
+
   test('GET /api/health needs no key', async () => {
     const response = await anonymous(observe, { method: 'GET', url: '/api/health' });
     assert.equal(response.statusCode, 200);

@@ -1,8 +1,16 @@
-import { pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
+import { isLoopbackHost, pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { judgeSpendUsd } from '../evals/index.ts';
+import { hasActiveKey } from '../keys/index.ts';
 import { storedCounts } from './store.ts';
+
+/**
+ * The open first-key bootstrap (POST /api/keys without a key while none exists): `closed` once a
+ * key exists; `loopback` while open to this machine only; `exposed` while open beyond it, which the
+ * start and the dashboard warn about until a key exists.
+ */
+const firstKeyBootstrap = z.enum(['closed', 'loopback', 'exposed']);
 
 const statsSchema = z.object({
   totalEvents: z.number().int(),
@@ -24,7 +32,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
         tags: ['system'],
         security: [],
         response: {
-          200: z.object({ status: z.literal('ok'), version: z.string(), db: z.object({ ok: z.boolean(), latencyMs: z.number() }) }),
+          200: z.object({ status: z.literal('ok'), version: z.string(), db: z.object({ ok: z.boolean(), latencyMs: z.number() }), firstKeyBootstrap }),
           503: z.object({ status: z.literal('degraded'), version: z.string(), db: z.object({ ok: z.boolean(), latencyMs: z.number().nullable() }) }),
         },
       },
@@ -32,7 +40,8 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (_request, reply) => {
       try {
         const latencyMs = Math.round((await pingDatabase(ctx.database)) * 100) / 100;
-        return { status: 'ok' as const, version: VIGIL_VERSION, db: { ok: true, latencyMs } };
+        const bootstrap: z.output<typeof firstKeyBootstrap> = (await hasActiveKey(ctx.database)) ? 'closed' : isLoopbackHost(ctx.config.host) ? 'loopback' : 'exposed';
+        return { status: 'ok' as const, version: VIGIL_VERSION, db: { ok: true, latencyMs }, firstKeyBootstrap: bootstrap };
       } catch {
         return reply.status(503).send({ status: 'degraded' as const, version: VIGIL_VERSION, db: { ok: false, latencyMs: null } });
       }
