@@ -58,7 +58,7 @@ export function SettingsPage() {
       </Section>
       <Section title="Retention">
         <Async state={config} label="Loading the configuration…">
-          {(c) => <RetentionForm key={c.retentionDays} current={c.retentionDays} onSaved={config.reload} />}
+          {(c) => <RetentionForm current={c.retentionDays} onSaved={config.reload} />}
         </Async>
       </Section>
       <Section title="Health score weights">
