@@ -100,6 +100,7 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByRole('button', { name: 'Save evaluator' }).click();
     await page.getByText('Evaluator “Careful tools” saved').waitFor();
     const row = page.getByTestId('evaluators').getByRole('row').filter({ hasText: 'Careful tools' });
+    await row.waitFor(); // the list reloads after the save
     assert.deepEqual((await cellsOf(row)).slice(0, 4), ['Careful tools', 'Rules (deterministic)', '3 rules: no-shell (tool_denylist), cheap (max_cost), known-tools (tool_allowlist)', '0.90']);
     const saved = await api<{ evaluators: { name: string; passThreshold: number | null }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/evaluators');
     assert.equal(saved.evaluators.find((e) => e.name === 'Careful tools')?.passThreshold, 0.9);
@@ -275,8 +276,9 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.match(await stat('API keys').innerText(), /required/);
     assert.match(await stat('Approval gate webhook secret').innerText(), /not set/);
     assert.match(await stat('Agent memory').innerText(), /off/);
-    const weights = page.getByTestId('health-weights');
-    assert.deepEqual(await cellsOf(weights.getByRole('row').filter({ hasText: 'Error rate' })), ['Error rate', '30%']);
+    const errorWeight = page.getByTestId('health-weights').getByRole('row').filter({ hasText: 'Error rate' });
+    await errorWeight.waitFor();
+    assert.deepEqual(await cellsOf(errorWeight), ['Error rate', '30%']);
     await assertLabelled(stack, '/settings');
 
     await page.getByLabel('Keep sessions for (days)').fill('45');
