@@ -266,7 +266,7 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     stack.noProblems();
   });
 
-  test('retention and configuration: the settings as observe reports them; a new retention is saved', async () => {
+  test('retention and configuration: the settings as observe reports them; a new retention and a webhook secret are saved', async () => {
     const { page } = stack;
     await nav(page).getByRole('link', { name: 'Retention and configuration' }).click();
     await page.getByRole('heading', { name: 'Retention and configuration', level: 1 }).waitFor();
@@ -284,8 +284,21 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByLabel('Keep sessions for (days)').fill('45');
     await page.getByRole('button', { name: 'Save retention' }).click();
     await page.getByText('Saved: sessions are deleted 45 days after their last event.').waitFor();
-    await stat('Sessions kept').filter({ hasText: '45 days' }).waitFor();
+    await stat('Sessions kept').locator('.stat-value', { hasText: /^45 days$/ }).waitFor();
     assert.equal((await api<{ retentionDays: number }>(stack.observeUrl, stack.observeKey, 'GET', '/api/config')).retentionDays, 45);
+
+    // A webhook secret is saved (and never shown), then cleared back to the environment's (none here).
+    const gateSecret = () => api<{ approvalGateSecretSet: boolean }>(stack.observeUrl, stack.observeKey, 'GET', '/api/config').then((c) => c.approvalGateSecretSet);
+    await page.getByLabel('New approval gate webhook secret').fill('a-shared-secret-of-32-characters');
+    await page.getByRole('button', { name: 'Save secret' }).first().click();
+    await page.getByText('Approval gate webhook secret saved.').waitFor();
+    await stat('Approval gate webhook secret').locator('.stat-value', { hasText: /^set$/ }).waitFor();
+    assert.equal(await gateSecret(), true);
+    assert.equal(await page.getByText('a-shared-secret-of-32-characters').count(), 0);
+    await page.getByRole('button', { name: 'Clear the approval gate webhook secret' }).click();
+    await page.getByText('Approval gate webhook secret cleared: APPROVAL_GATE_WEBHOOK_SECRET applies, if set.').waitFor();
+    await stat('Approval gate webhook secret').locator('.stat-value', { hasText: /^not set$/ }).waitFor();
+    assert.equal(await gateSecret(), false);
     await shot(page, 'settings');
     stack.noProblems();
   });

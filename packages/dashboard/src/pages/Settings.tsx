@@ -1,8 +1,10 @@
 import { useState } from 'react';
-import { observe } from '../api.ts';
+import { observe, type ObserveAnswer } from '../api.ts';
 import { CreateForm, Table, type Column } from '../components.tsx';
 import { fmtPercent, plural } from '../format.ts';
-import { Async, Badge, Field, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, Stat, Stats, useAction, useAsync } from '../ui.tsx';
+
+type Config = ObserveAnswer<'GET /api/config'>;
 
 const WEIGHT_LABELS: Record<string, string> = {
   errorRate: 'Error rate',
@@ -31,6 +33,48 @@ function RetentionForm({ current, onSaved }: { current: number; onSaved: () => v
   );
 }
 
+/** The webhook secrets observe checks signatures with; each is set here or falls back to its environment variable. */
+const SECRETS = [
+  { field: 'approvalGateWebhookSecret', isSet: 'approvalGateSecretSet', label: 'Approval gate webhook secret', env: 'APPROVAL_GATE_WEBHOOK_SECRET' },
+  { field: 'formServiceWebhookSecret', isSet: 'formServiceSecretSet', label: 'Form service webhook secret', env: 'FORM_SERVICE_WEBHOOK_SECRET' },
+] as const;
+
+function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[number]; config: Config; onSaved: () => void }) {
+  const [value, setValue] = useState('');
+  const [done, setDone] = useState<string | null>(null);
+  const save = useAction(async (next: string | null) => {
+    await observe('PUT /api/config', { body: { [secret.field]: next } });
+    setValue('');
+    setDone(next === null ? `${secret.label} cleared: ${secret.env} applies, if set.` : `${secret.label} saved.`);
+    onSaved();
+  });
+  const id = `secret-${secret.field}`;
+  return (
+    <form
+      className="filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setDone(null);
+        void save.run(value);
+      }}
+    >
+      <Field label={`New ${secret.label.toLowerCase()}`} htmlFor={id}>
+        <input id={id} type="password" autoComplete="new-password" minLength={16} maxLength={512} required value={value} onChange={(e) => setValue(e.target.value)} />
+      </Field>
+      <button type="submit" className="secondary" disabled={save.pending}>
+        Save secret
+      </button>
+      {config[secret.isSet] && (
+        <button type="button" className="danger" disabled={save.pending} onClick={() => { setDone(null); void save.run(null); }}>
+          Clear<span className="visually-hidden"> the {secret.label.toLowerCase()}</span>
+        </button>
+      )}
+      {save.error && <ErrorMessage error={save.error} title="The secret was not changed" />}
+      {done && <Notice>{done}</Notice>}
+    </form>
+  );
+}
+
 type Weight = { name: string; weight: number };
 const WEIGHT_COLUMNS: Column<Weight>[] = [
   { header: 'Part of the health score', rowHeader: true, cell: (w) => WEIGHT_LABELS[w.name] ?? w.name },
@@ -49,8 +93,9 @@ export function SettingsPage() {
             <Stats>
               <Stat label="Sessions kept" value={retention(c.retentionDays)} />
               <Stat label="API keys" value={c.authDisabled ? <Badge tone="bad">not required</Badge> : <Badge tone="good">required</Badge>} />
-              <Stat label="Approval gate webhook secret" value={yesNo(c.approvalGateSecretSet, 'set', 'not set')} />
-              <Stat label="Form service webhook secret" value={yesNo(c.formServiceSecretSet, 'set', 'not set')} />
+              {SECRETS.map((secret) => (
+                <Stat key={secret.field} label={secret.label} value={yesNo(c[secret.isSet], 'set', 'not set')} />
+              ))}
               <Stat label="Agent memory" value={yesNo(c.memoryEnabled, 'on', 'off')} hint={features.data?.memoryUrl || undefined} />
             </Stats>
           )}
@@ -59,6 +104,18 @@ export function SettingsPage() {
       <Section title="Retention">
         <Async state={config} label="Loading the configuration…">
           {(c) => <RetentionForm current={c.retentionDays} onSaved={config.reload} />}
+        </Async>
+      </Section>
+      <Section title="Webhook secrets">
+        <p className="muted small">Observe checks the signature of webhooks from these services with them. They are never shown again once saved.</p>
+        <Async state={config} label="Loading the configuration…">
+          {(c) => (
+            <div className="stack">
+              {SECRETS.map((secret) => (
+                <SecretForm key={secret.field} secret={secret} config={c} onSaved={config.reload} />
+              ))}
+            </div>
+          )}
         </Async>
       </Section>
       <Section title="Health score weights">
