@@ -80,7 +80,7 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await agent.stop();
   });
 
-  test('an evaluator saved on the evaluators page is listed with its rules; one is deleted after confirming', async () => {
+  test('evaluators saved on the evaluators page (rules, AI judge) are listed with their definition; one is deleted after confirming', async () => {
     const { page } = stack;
     await nav(page).getByRole('link', { name: 'Evaluators' }).click();
     await page.getByRole('heading', { name: 'Evaluators', level: 1 }).waitFor();
@@ -105,7 +105,19 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     const saved = await api<{ evaluators: { name: string; passThreshold: number | null }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/evaluators');
     assert.equal(saved.evaluators.find((e) => e.name === 'Careful tools')?.passThreshold, 0.9);
 
-    // A rule the server refuses is reported in words, and nothing is saved.
+    // An AI judge: a rubric and a priced model instead of rules.
+    await page.getByLabel('Name', { exact: true }).fill('Polite answers');
+    await page.getByLabel('Kind').selectOption({ label: 'AI judge (rubric)' });
+    await page.getByLabel('Rubric').fill('The agent answers politely and cites the policy.');
+    await page.getByLabel('Judge model (optional)').fill('gpt-4o-mini');
+    await page.getByLabel('Pass threshold (optional)').fill('0.75');
+    await page.getByRole('button', { name: 'Save evaluator' }).click();
+    const judge = page.getByTestId('evaluators').getByRole('row').filter({ hasText: 'Polite answers' });
+    await judge.waitFor();
+    assert.deepEqual((await cellsOf(judge)).slice(0, 4), ['Polite answers', 'AI judge (rubric)', 'gpt-4o-mini: The agent answers politely and cites the policy.', '0.75']);
+
+    // A rule that is not JSON is reported in words, and nothing is saved.
+    await page.getByLabel('Kind').selectOption({ label: 'Rules (deterministic)' });
     await page.getByLabel('Name', { exact: true }).fill('Broken');
     await page.getByLabel('Rules, one JSON object a line').fill('{"id": "x", "type": "tool_denylist"');
     await page.getByRole('button', { name: 'Save evaluator' }).click();
@@ -116,7 +128,7 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByRole('button', { name: 'Delete No payments without approval' }).click();
     await page.getByRole('rowheader', { name: 'No payments without approval' }).waitFor({ state: 'detached' });
     const left = await api<{ evaluators: { name: string }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/evaluators');
-    assert.deepEqual(left.evaluators.map((e) => e.name), ['Careful tools']);
+    assert.deepEqual(left.evaluators.map((e) => e.name).sort(), ['Careful tools', 'Polite answers']);
     stack.noProblems();
   });
 

@@ -27,7 +27,7 @@ const COLUMNS: Column<Recommendation>[] = [
 
 export function OptimizePage() {
   const { query } = useLocation();
-  const period = Number(query.get('period') ?? 7);
+  const period = PERIODS.find((p) => String(p.value) === query.get('period'))?.value ?? 7;
   const agentId = query.get('agent') ?? '';
   const [agentText, setAgentText] = useState(agentId);
   const advice = useAsync((signal) => observe('GET /api/optimize/recommendations', { query: { period, agentId: agentId || undefined, limit: 50 }, signal }), [period, agentId]);

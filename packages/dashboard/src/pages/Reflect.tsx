@@ -103,8 +103,9 @@ function Insights({ insights }: { insights: readonly Insight[] }) {
 
 export function ReflectPage() {
   const { query } = useLocation();
-  const analysis = (ANALYSES.find((a) => a.value === query.get('analysis'))?.value ?? 'error_patterns') satisfies Analysis;
-  const days = Number(query.get('days') ?? 7);
+  // Unknown values in the URL fall back to the defaults rather than to a refused request.
+  const analysis = ANALYSES.find((a) => a.value === query.get('analysis'))?.value ?? 'error_patterns';
+  const days = RANGES.find((r) => String(r.value) === query.get('days'))?.value ?? 7;
   const agentId = query.get('agent') ?? '';
   const [agentText, setAgentText] = useState(agentId);
   const answer = useAsync(
