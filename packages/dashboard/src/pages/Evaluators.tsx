@@ -83,7 +83,7 @@ const COLUMNS: Column<Evaluator>[] = [
   { header: 'Name', rowHeader: true, cell: (e) => e.name },
   { header: 'Kind', cell: (e) => KINDS[e.kind] },
   { header: 'Definition', className: 'clip', title: definition, cell: definition },
-  { header: 'Pass threshold', num: true, cell: (e) => (e.passThreshold === null ? <span className="muted">default</span> : fmtScore(e.passThreshold)) },
+  { header: 'Pass threshold', num: true, cell: (e) => (e.passThreshold !== null ? fmtScore(e.passThreshold) : <span className="muted">{e.kind === 'compliance' ? 'no violation' : 'default'}</span>) },
   { header: 'Created', title: (e) => fmtDateTime(e.createdAt), cell: (e) => timeAgo(e.createdAt) },
 ];
 
