@@ -20,6 +20,14 @@ const BenchmarksPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarksP
 const BenchmarkDetailPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarkDetailPage');
 const GuardrailsPage = page(() => import('./pages/Guardrails.tsx'), 'GuardrailsPage');
 const RecallPage = page(() => import('./pages/Recall.tsx'), 'RecallPage');
+const ReflectPage = page(() => import('./pages/Reflect.tsx'), 'ReflectPage');
+const OptimizePage = page(() => import('./pages/Optimize.tsx'), 'OptimizePage');
+const DatasetsPage = page(() => import('./pages/Datasets.tsx'), 'DatasetsPage');
+const DatasetDetailPage = page(() => import('./pages/Datasets.tsx'), 'DatasetDetailPage');
+const EvalRunPage = page(() => import('./pages/Datasets.tsx'), 'EvalRunPage');
+const EvaluatorsPage = page(() => import('./pages/Evaluators.tsx'), 'EvaluatorsPage');
+const SettingsPage = page(() => import('./pages/Settings.tsx'), 'SettingsPage');
+const StatsPage = page(() => import('./pages/Stats.tsx'), 'StatsPage');
 const ApprovalsPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalsPage');
 const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalDetailPage');
 const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
@@ -50,6 +58,12 @@ const ROUTES: Route[] = [
   { pattern: '/benchmarks/:id', service: 'observe', render: (p) => <BenchmarkDetailPage id={p.id!} /> },
   { pattern: '/guardrails', service: 'observe', nav: ['Observe', 'Guardrails'], render: () => <GuardrailsPage /> },
   { pattern: '/recall', service: 'observe', nav: ['Observe', 'Recall search'], render: () => <RecallPage /> },
+  { pattern: '/insights', service: 'observe', nav: ['Observe', 'Insights'], render: () => <ReflectPage /> },
+  { pattern: '/cost-advice', service: 'observe', nav: ['Observe', 'Cost advice'], render: () => <OptimizePage /> },
+  { pattern: '/datasets', service: 'observe', nav: ['Evaluate', 'Datasets'], render: () => <DatasetsPage /> },
+  { pattern: '/datasets/:id', service: 'observe', render: (p) => <DatasetDetailPage id={p.id!} /> },
+  { pattern: '/runs/:id', service: 'observe', render: (p) => <EvalRunPage id={p.id!} /> },
+  { pattern: '/evaluators', service: 'observe', nav: ['Evaluate', 'Evaluators'], render: () => <EvaluatorsPage /> },
   { pattern: '/approvals', service: 'gate', nav: ['Approvals', 'Approval queue'], render: () => <ApprovalsPage /> },
   { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
   { pattern: '/audit', service: 'gate', nav: ['Approvals', 'Audit log'], render: () => <AuditPage /> },
@@ -57,6 +71,8 @@ const ROUTES: Route[] = [
   { pattern: '/webhooks', service: 'gate', nav: ['Approvals', 'Webhooks'], render: () => <WebhooksPage /> },
   { pattern: '/keys', service: 'gate', nav: ['Approvals', 'API keys'], render: () => <KeysPage /> },
   { pattern: '/changes', service: 'any', nav: ['Administration', 'Change log'], render: () => <ChangesPage /> },
+  { pattern: '/settings', service: 'observe', nav: ['Administration', 'Retention and configuration'], render: () => <SettingsPage /> },
+  { pattern: '/stats', service: 'observe', nav: ['Administration', 'Storage and spend'], render: () => <StatsPage /> },
 ];
 
 /** The sidebar: each group in the order its first page comes in ROUTES. */
