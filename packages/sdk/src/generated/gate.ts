@@ -278,7 +278,7 @@ export interface paths {
       params: Record<string, never>;
       query: {
         action?: string;
-        event?: "created" | "approved" | "denied" | "expired" | "confirmed";
+        event?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused";
         actor?: string;
         keyId?: string;
         requestId?: string;

@@ -2780,6 +2780,7 @@ export interface paths {
             ok: boolean;
             latencyMs: number;
           };
+          firstKeyBootstrap: "closed" | "loopback" | "exposed";
         };
         400: ObserveError;
         500: ObserveError;
