@@ -145,7 +145,7 @@ export function SessionsPage() {
                       <td title={fmtDateTime(s.startedAt)}>{timeAgo(s.startedAt)}</td>
                       <td className="num">{fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))}</td>
                       <td className="num">{fmtNumber(s.eventCount)}</td>
-                      <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{s.errorCount}</Badge> : 0}</td>
+                      <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{fmtNumber(s.errorCount)}</Badge> : 0}</td>
                       <td className="num">{fmtUsd(s.totalCostUsd)}</td>
                       <td>
                         {s.tags.map((t) => (
