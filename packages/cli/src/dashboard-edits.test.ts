@@ -45,6 +45,7 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     assert.equal(await form.getByLabel('Threshold').inputValue(), '0.2');
     assert.equal(await form.getByLabel('Window (minutes)').inputValue(), '60');
     assert.equal(await form.getByLabel('Only this agent (optional)').inputValue(), 'support-bot');
+    await shot(page, 'alert-edit');
 
     await form.getByLabel('Threshold').fill('5');
     await form.getByRole('button', { name: 'Save rule' }).click();
@@ -61,7 +62,6 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     await page.getByRole('cell', { name: 'Error rate exceeds 35.0% over 30 minutes' }).waitFor();
     const [rule] = await rules();
     assert.deepEqual([rule!.name, rule!.threshold, rule!.windowMinutes, rule!.scope.agentId], ['Support errors above 35%', 0.35, 30, 'support-bot']);
-    await shot(page, 'alerts');
     stack.noProblems();
   });
 
@@ -76,6 +76,7 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     assert.equal(await form.getByLabel('Period (ms)').inputValue(), '86400000');
     assert.equal(await form.getByLabel('Reason (optional)').inputValue(), 'daily budget exceeded');
     assert.equal(await form.getByLabel(/Dry run/).isChecked(), true);
+    await shot(page, 'guardrail-edit');
 
     await form.getByLabel('Spend above (USD)').fill('-1');
     await form.getByRole('button', { name: 'Save guardrail' }).click();
@@ -93,7 +94,6 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     await page.getByRole('cell', { name: /spend above \$12\.50/ }).waitFor();
     const [rule] = await guardrails();
     assert.deepEqual([rule!.conditionConfig.maxCostUsd, rule!.agentId, rule!.cooldownMinutes, rule!.dryRun], [12.5, 'billing-agent', 30, false]);
-    await shot(page, 'guardrails');
     stack.noProblems();
   });
 
@@ -109,6 +109,7 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     const rulesField = form.getByLabel('Rules (JSON array, first match wins)');
     const rules = JSON.parse(await rulesField.inputValue()) as Policy['rules'];
     assert.deepEqual(rules, policy!.rules);
+    await shot(page, 'policy-edit');
 
     await rulesField.fill('[{"match": ');
     await form.getByRole('button', { name: 'Save changes' }).click();
@@ -154,7 +155,7 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     };
     await page.reload();
     await keptFilters();
-    await shot(page, 'sessions');
+    await shot(page, 'sessions-filtered');
     await page.locator('tbody tr td:first-child a').first().click();
     await page.getByRole('heading', { name: /^Session / }).waitFor();
     await page.goBack();
@@ -213,7 +214,6 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     const deployRow = queue.getByRole('row').filter({ hasText: 'deploy' });
     await deployRow.getByRole('cell', { name: 'service: checkout' }).waitFor();
     await deployRow.getByRole('cell', { name: 'no rule matched' }).waitFor();
-    await shot(page, 'approvals');
 
     const badge = nav(page).locator('.badge');
     await page.waitForFunction(() => document.querySelector('nav[aria-label="Main"] .badge')?.textContent === '2 pending');

@@ -11,12 +11,15 @@ type ConditionType = GuardrailRule['conditionType'];
 type ActionType = GuardrailRule['actionType'];
 type Trigger = ObserveSchemas.GuardrailTrigger;
 
+/** A guardrail's window, "1 d" rather than "1 d 0 h". */
+const period = (ms: unknown): string => fmtDuration(Number(ms)).replace(/ 0 (s|min|h)$/, '');
+
 function describeCondition(type: string, c: Record<string, unknown>): string {
   switch (type) {
     case 'error_rate_threshold':
-      return `error rate above ${fmtNumber(Number(c.threshold), 2)}% over ${fmtDuration(Number(c.windowMs))}`;
+      return `error rate above ${fmtNumber(Number(c.threshold), 2)}% over ${period(c.windowMs)}`;
     case 'cost_limit':
-      return `spend above ${fmtUsd(Number(c.maxCostUsd))} over ${fmtDuration(Number(c.periodMs))}`;
+      return `spend above ${fmtUsd(Number(c.maxCostUsd))} over ${period(c.periodMs)}`;
     case 'health_score_threshold':
       return `${c.dimension ? `${String(c.dimension)} score` : 'health score'} below ${fmtScore(Number(c.minScore))}`;
     case 'custom_metric':

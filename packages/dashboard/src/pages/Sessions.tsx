@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
 import { Filters } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, plural, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
@@ -137,7 +137,7 @@ export function SessionsPage() {
           </div>
         </Filters>
       </Section>
-      <Section title="Sessions" actions={sessions.data && <span className="muted" aria-live="polite">{fmtNumber(sessions.data.total)} sessions</span>}>
+      <Section title="Sessions" actions={sessions.data && <span className="muted" aria-live="polite">{plural(sessions.data.total, 'session')}</span>}>
         <Async
           state={sessions}
           label="Loading sessions…"
