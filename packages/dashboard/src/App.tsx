@@ -1,5 +1,5 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import { ApiError, credentials, gate, onRequestsChanged, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
 import { timeAgo } from './format.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
@@ -94,6 +94,7 @@ function isCurrent(to: string, path: string): boolean {
 
 function PendingCount() {
   const pending = useAsync((signal) => gate('GET /api/requests', { query: { status: 'pending', limit: 500 }, signal }), [], { pollMs: 10_000 });
+  useEffect(() => onRequestsChanged(pending.reload), [pending.reload]);
   const count = pending.data?.length ?? 0;
   if (count === 0) return null;
   return (

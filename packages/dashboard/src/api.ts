@@ -60,6 +60,18 @@ export function onUnauthorized(listener: Listener): () => void {
   return () => unauthorizedListeners.delete(listener);
 }
 
+const requestListeners = new Set<() => void>();
+
+/** Called after this tab decided a request, so what counts requests (the navigation's pending badge) reloads at once. */
+export function onRequestsChanged(listener: () => void): () => void {
+  requestListeners.add(listener);
+  return () => requestListeners.delete(listener);
+}
+
+export function requestsChanged(): void {
+  for (const listener of requestListeners) listener();
+}
+
 let current: Credentials = loadCredentials();
 
 export function credentials(): Credentials {

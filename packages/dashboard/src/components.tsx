@@ -101,10 +101,15 @@ export interface CreateFormProps {
   failure: string;
   /** How to show `create`'s answer (default: a notice). */
   result?: (value: string, clear: () => void) => ReactNode;
+  /** A Cancel button beside the submit button (an edit form that leaves unsaved). */
+  cancel?: () => void;
+  /** The form's accessible name, e.g. “Edit rule nightly-errors”. */
+  label?: string;
   children: ReactNode;
 }
 
-export function CreateForm({ create, submit, pending, failure, result, children }: CreateFormProps) {
+/** A form that creates or saves one thing; the API's validation errors show under it, each naming its field. */
+export function CreateForm({ create, submit, pending, failure, result, cancel, label, children }: CreateFormProps) {
   const [done, setDone] = useState<string | null>(null);
   const action = useAction(async () => setDone(await create()));
   const onSubmit = (event: FormEvent) => {
@@ -113,12 +118,17 @@ export function CreateForm({ create, submit, pending, failure, result, children 
     void action.run();
   };
   return (
-    <form onSubmit={onSubmit} className="stack">
+    <form onSubmit={onSubmit} className="stack" aria-label={label}>
       {children}
-      <div>
+      <div className="row">
         <button type="submit" disabled={action.pending}>
           {action.pending && pending ? pending : submit}
         </button>
+        {cancel && (
+          <button type="button" className="secondary" onClick={cancel}>
+            Cancel
+          </button>
+        )}
       </div>
       {action.error && <ErrorMessage error={action.error} title={failure} />}
       {done !== null && (result ? result(done, () => setDone(null)) : <Notice>{done}</Notice>)}

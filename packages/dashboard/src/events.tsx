@@ -1,4 +1,4 @@
-import { fmtActor, fmtDuration, fmtUsd } from './format.ts';
+import { fmtActor, fmtDuration, fmtScore, fmtUsd } from './format.ts';
 import { Badge, type Tone } from './ui.tsx';
 
 /** One line that says what an event is about, per event type (payload fields: docs/api.md#event-types). */
@@ -40,7 +40,7 @@ export function summarize(eventType: string, payload: Record<string, unknown>): 
     case 'alert_resolved':
       return cut(`${str(p.alertName)} resolved${p.resolvedBy ? ` (${str(p.resolvedBy)})` : ''}`);
     case 'eval_result':
-      return cut(`${p.method === 'llm_judge' ? 'AI judgment' : 'compliance check'}: ${p.passed ? 'passed' : 'failed'} · score ${str(p.score)}`);
+      return cut(`${p.method === 'llm_judge' ? 'AI judgment' : 'compliance check'}: ${p.passed ? 'passed' : 'failed'} · score ${typeof p.score === 'number' ? fmtScore(p.score) : '—'}`);
     case 'custom':
       return cut(`${str(p.type)}: ${cut(str(p.data), 90)}`);
     default:

@@ -14,14 +14,23 @@ export function fmtTime(iso: string): string {
   return Number.isNaN(date.getTime()) ? iso : shortTime.format(date);
 }
 
+/**
+ * "850 ms", "4.25 s", "4 min 0 s", "2 h 5 min", "3 d 1 h": each unit from the value rounded to the
+ * smaller unit first, so 239.6 s is "4 min 0 s", never "3 min 60 s".
+ */
 export function fmtDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  const sign = ms < 0 ? '-' : '';
   const abs = Math.abs(ms);
-  if (abs < 1000) return `${Math.round(ms)} ms`;
-  if (abs < 60_000) return `${(ms / 1000).toFixed(abs < 10_000 ? 2 : 1)} s`;
-  if (abs < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
-  if (abs < 86_400_000) return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
-  return `${Math.floor(ms / 86_400_000)} d ${Math.round((ms % 86_400_000) / 3_600_000)} h`;
+  if (Math.round(abs) < 1000) return `${sign}${Math.round(abs)} ms`;
+  // Below 9.995 s two decimals, then one, until the value would read "60.0 s".
+  if (abs < 59_950) return `${sign}${(abs / 1000).toFixed(abs < 9_995 ? 2 : 1)} s`;
+  const seconds = Math.round(abs / 1000);
+  if (seconds < 3600) return `${sign}${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  const minutes = Math.round(abs / 60_000);
+  if (minutes < 1440) return `${sign}${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  const hours = Math.round(abs / 3_600_000);
+  return `${sign}${Math.floor(hours / 24)} d ${hours % 24} h`;
 }
 
 export function timeAgo(iso: string | null | undefined, now = Date.now()): string {
@@ -34,16 +43,31 @@ export function timeAgo(iso: string | null | undefined, now = Date.now()): strin
   return `${rough(ms)} ago`;
 }
 
+/** "$1,234.50", "-$0.03" (the sign before the dollar), "$0.0042" for amounts under a cent. */
 export function fmtUsd(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   if (value === 0) return '$0';
-  if (Math.abs(value) < 0.01) return `$${value.toPrecision(2)}`;
-  return `$${value.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  const sign = value < 0 ? '-' : '';
+  const abs = Math.abs(value);
+  if (abs < 0.01) return `${sign}$${abs.toPrecision(2)}`;
+  return `${sign}$${abs.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 }
 
 export function fmtNumber(value: number | null | undefined, digits = 0): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   return value.toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+}
+
+/** A score (an evaluation's 0–1, a health score's 0–100) with two decimals: 0.6666… → "0.67". */
+export function fmtScore(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return value.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+}
+
+/** A change with its sign: "+1.25", "-0.50", "0.00". */
+export function fmtSignedScore(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return `${value > 0 ? '+' : ''}${fmtScore(value)}`;
 }
 
 export function fmtPercent(ratio: number | null | undefined, digits = 1): string {

@@ -1,14 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
 import { InlineSelect, Table, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
 import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 function Trend({ health }: { health: Pick<AgentHealth, 'trend' | 'trendDelta'> }) {
   const arrow = health.trend === 'improving' ? '▲' : health.trend === 'degrading' ? '▼' : '■';
-  const delta = `${health.trendDelta > 0 ? '+' : ''}${health.trendDelta.toFixed(2)}`;
+  const delta = fmtSignedScore(health.trendDelta);
   return (
     <span className={`trend trend-${health.trend}`}>
       <span aria-hidden="true">{arrow}</span> {health.trend} ({delta})
@@ -64,7 +64,7 @@ export function AgentsPage() {
                       <td>
                         {health ? (
                           <span className="score">
-                            <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {health.overallScore.toFixed(1)}
+                            <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {fmtScore(health.overallScore)}
                           </span>
                         ) : (
                           <span className="muted">{overview.loading ? '…' : 'no sessions in 7 days'}</span>
@@ -112,7 +112,7 @@ const DIMENSION_COLUMNS: Column<AgentHealth['dimensions'][number]>[] = [
     header: 'Score',
     cell: (d) => (
       <span className="score">
-        <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {d.score.toFixed(1)}
+        <Meter value={d.score} label={`${DIMENSION_LABELS[d.name] ?? d.name} score`} /> {fmtScore(d.score)}
       </span>
     ),
   },
@@ -230,7 +230,7 @@ export function AgentDetailPage({ id }: { id: string }) {
             ) : (
               <>
                 <Stats>
-                  <Stat label="Overall score" value={`${h.overallScore.toFixed(1)} / 100`} />
+                  <Stat label="Overall score" value={`${fmtScore(h.overallScore)} / 100`} />
                   <Stat label="Trend" value={<Trend health={h} />} hint="against the window before" />
                   <Stat label="Sessions scored" value={fmtNumber(h.sessionCount)} />
                 </Stats>
@@ -249,7 +249,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                 labels={d.snapshots.map((s) => s.date.slice(5))}
                 series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '#2563eb' }]}
                 max={100}
-                description={`Daily overall health score over ${d.snapshots.length} days, latest ${d.snapshots.at(-1)?.overallScore.toFixed(1)}.`}
+                description={`Daily overall health score over ${d.snapshots.length} days, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
               />
             )}
           </Async>

@@ -2,8 +2,8 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
-import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
+import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
 type AlertRule = ObserveSchemas.AlertRule;
 type Condition = AlertRule['condition'];
@@ -17,39 +17,67 @@ const CONDITIONS: Record<Condition, { label: string; unit: string }> = {
   no_events_for: { label: 'No events for', unit: 'minutes' },
 };
 
-function describe(rule: Pick<AlertRule, 'condition' | 'threshold' | 'windowMinutes'>): string {
-  if (rule.condition === 'no_events_for') return `No events for ${rule.threshold} minutes`;
-  return `${CONDITIONS[rule.condition].label} ${rule.threshold} (${CONDITIONS[rule.condition].unit}) over ${rule.windowMinutes} min`;
+/** A threshold in its condition's unit: "10.0%", "$5.00", "1.50 s", "120 events", "30 minutes". */
+function thresholdText(condition: Condition, threshold: number): string {
+  switch (condition) {
+    case 'error_rate_exceeds':
+      return fmtPercent(threshold);
+    case 'cost_exceeds':
+      return fmtUsd(threshold);
+    case 'latency_exceeds':
+      return fmtDuration(threshold);
+    case 'event_count_exceeds':
+      return plural(threshold, 'event');
+    case 'no_events_for':
+      return plural(threshold, 'minute');
+  }
 }
 
-function NewRule({ onCreated }: { onCreated: () => void }) {
-  const [name, setName] = useState('');
-  const [condition, setCondition] = useState<Condition>('error_rate_exceeds');
-  const [threshold, setThreshold] = useState('0.1');
-  const [windowMinutes, setWindowMinutes] = useState('15');
-  const [agentId, setAgentId] = useState('');
-  const [channel, setChannel] = useState('');
-  const create = async () => {
-    const rule = await observe('POST /api/alerts/rules', {
-      body: {
-        name,
-        condition,
-        threshold: Number(threshold),
-        windowMinutes: Number(windowMinutes),
-        ...(agentId.trim() && { scope: { agentId: agentId.trim() } }),
-        ...(channel.trim() && { notifyChannels: [channel.trim()] }),
-      },
+function describe(rule: Pick<AlertRule, 'condition' | 'threshold' | 'windowMinutes'>): string {
+  if (rule.condition === 'no_events_for') return `No events for ${thresholdText(rule.condition, rule.threshold)}`;
+  return `${CONDITIONS[rule.condition].label} ${thresholdText(rule.condition, rule.threshold)} over ${plural(rule.windowMinutes, 'minute')}`;
+}
+
+/** Creates a rule, or with `rule` edits that one: the form starts with its values and saves them with PUT. */
+function RuleForm({ rule, onSaved, onCancel }: { rule?: AlertRule; onSaved: (message: string) => void; onCancel?: () => void }) {
+  const [name, setName] = useState(rule?.name ?? '');
+  const [condition, setCondition] = useState<Condition>(rule?.condition ?? 'error_rate_exceeds');
+  const [threshold, setThreshold] = useState(String(rule?.threshold ?? '0.1'));
+  const [windowMinutes, setWindowMinutes] = useState(String(rule?.windowMinutes ?? '15'));
+  const [agentId, setAgentId] = useState(rule?.scope.agentId ?? '');
+  const [channels, setChannels] = useState(rule?.notifyChannels.join('\n') ?? '');
+  const save = async () => {
+    const notifyChannels = channels.split(/\s+/).filter(Boolean);
+    const definition = { name, condition, threshold: Number(threshold), windowMinutes: Number(windowMinutes) };
+    if (rule) {
+      // The scope's tags (set through the API) are kept; only the agent is edited here.
+      const { agentId: _previous, ...rest } = rule.scope;
+      const scope = agentId.trim() ? { ...rest, agentId: agentId.trim() } : rest;
+      const saved = await observe('PUT /api/alerts/rules/{id}', { params: { id: rule.id }, body: { ...definition, scope, notifyChannels } });
+      onSaved(`Rule “${saved.name}” saved: ${describe(saved)}.`);
+      return '';
+    }
+    const created = await observe('POST /api/alerts/rules', {
+      body: { ...definition, ...(agentId.trim() && { scope: { agentId: agentId.trim() } }), notifyChannels },
     });
     setName('');
-    onCreated();
-    return `Rule “${rule.name}” created; it is evaluated every minute.`;
+    onSaved('');
+    return `Rule “${created.name}” created; it is evaluated every minute.`;
   };
+  const id = (field: string) => `alert-${rule ? 'edit-' : ''}${field}`;
   return (
-    <CreateForm create={create} submit="Create rule" pending="Creating…" failure="The rule was not created">
+    <CreateForm
+      create={save}
+      submit={rule ? 'Save rule' : 'Create rule'}
+      pending={rule ? 'Saving…' : 'Creating…'}
+      failure={rule ? 'The rule was not saved' : 'The rule was not created'}
+      cancel={onCancel}
+      label={rule ? `Edit rule ${rule.name}` : 'New rule'}
+    >
       <div className="form-grid">
-        <TextField id="alert-name" label="Name" required maxLength={200} value={name} onChange={setName} />
-        <Field label="Condition" htmlFor="alert-condition">
-          <select id="alert-condition" value={condition} onChange={(e) => setCondition(e.target.value as Condition)}>
+        <TextField id={id('name')} label="Name" required maxLength={200} value={name} onChange={setName} />
+        <Field label="Condition" htmlFor={id('condition')}>
+          <select id={id('condition')} value={condition} onChange={(e) => setCondition(e.target.value as Condition)}>
             {Object.entries(CONDITIONS).map(([value, c]) => (
               <option key={value} value={value}>
                 {c.label}
@@ -57,15 +85,15 @@ function NewRule({ onCreated }: { onCreated: () => void }) {
             ))}
           </select>
         </Field>
-        <Field label="Threshold" htmlFor="alert-threshold" hint={CONDITIONS[condition].unit}>
-          <input id="alert-threshold" type="number" step="any" min={0} required value={threshold} onChange={(e) => setThreshold(e.target.value)} aria-describedby="alert-threshold-hint" />
+        <Field label="Threshold" htmlFor={id('threshold')} hint={CONDITIONS[condition].unit}>
+          <input id={id('threshold')} type="number" step="any" min={0} required value={threshold} onChange={(e) => setThreshold(e.target.value)} aria-describedby={`${id('threshold')}-hint`} />
         </Field>
-        <Field label="Window (minutes)" htmlFor="alert-window">
-          <input id="alert-window" type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
+        <Field label="Window (minutes)" htmlFor={id('window')}>
+          <input id={id('window')} type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
         </Field>
-        <TextField id="alert-agent" label="Only this agent (optional)" value={agentId} onChange={setAgentId} />
-        <Field label="Notify URL (optional)" htmlFor="alert-channel">
-          <input id="alert-channel" type="url" value={channel} placeholder="https://hooks.example.com/vigil" onChange={(e) => setChannel(e.target.value)} />
+        <TextField id={id('agent')} label="Only this agent (optional)" value={agentId} onChange={setAgentId} />
+        <Field label="Notify URLs (optional, one a line)" htmlFor={id('channels')}>
+          <textarea id={id('channels')} rows={2} value={channels} placeholder="https://hooks.example.com/vigil" onChange={(e) => setChannels(e.target.value)} />
         </Field>
       </div>
     </CreateForm>
@@ -98,6 +126,14 @@ export function AlertsPage() {
     pollMs: 15_000,
   });
   const names = new Map(rules.data?.rules.map((r) => [r.id, r.name]) ?? []);
+  const [editing, setEditing] = useState<AlertRule | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const edit = (rule: AlertRule) => {
+    setSaved(null);
+    setEditing(rule);
+    // The form replaces "New rule" below the table; take the reader there.
+    requestAnimationFrame(() => document.getElementById('alert-edit-name')?.focus());
+  };
   const toggle = useAction(async (rule: AlertRule) => {
     await observe('PUT /api/alerts/rules/{id}', { params: { id: rule.id }, body: { enabled: !rule.enabled } });
     rules.reload();
@@ -112,6 +148,7 @@ export function AlertsPage() {
   return (
     <Page title="Alerts" subtitle="Rules measured every minute over a sliding window; a rule fires when its value goes above the threshold and resolves when it drops back.">
       <Section title="Rules">
+        {saved && <Notice>{saved}</Notice>}
         <ManagedTable
           state={rules}
           rows={(d) => d.rules}
@@ -120,12 +157,27 @@ export function AlertsPage() {
           rowKey={(r) => r.id}
           subject={(r) => r.name}
           actions={[toggle, remove]}
-          buttons={(r) => [rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]), rowButton('Delete', remove, [r], { danger: true })]}
+          buttons={(r) => [{ label: 'Edit', run: () => edit(r), pending: false }, rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]), rowButton('Delete', remove, [r], { danger: true })]}
         />
       </Section>
-      <Section title="New rule">
-        <NewRule onCreated={rules.reload} />
-      </Section>
+      {editing ? (
+        <Section title={`Edit “${editing.name}”`} id="section-edit-rule">
+          <RuleForm
+            key={editing.id}
+            rule={editing}
+            onSaved={(message) => {
+              setEditing(null);
+              setSaved(message);
+              rules.reload();
+            }}
+            onCancel={() => setEditing(null)}
+          />
+        </Section>
+      ) : (
+        <Section title="New rule">
+          <RuleForm onSaved={rules.reload} />
+        </Section>
+      )}
       <Section title="History">
         <AsyncTable
           state={history}

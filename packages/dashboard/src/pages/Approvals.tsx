@@ -1,7 +1,7 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
-import { credentials, gate, hasGateScope, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
+import { credentials, gate, hasGateScope, requestsChanged, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
 import { Table, type Column } from '../components.tsx';
-import { fmtActor, fmtDateTime, fmtDuration, timeAgo } from '../format.ts';
+import { fmtActor, fmtDateTime, fmtDuration, fmtNumber, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
 import { ENTRY_COLUMNS } from './Audit.tsx';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -18,6 +18,29 @@ const TABS = [
 /** Most urgent first; within an urgency, the longest waiting first. */
 export function byUrgencyAndAge(a: ApprovalSummary, b: ApprovalSummary): number {
   return (URGENCY_RANK[a.urgency] ?? 9) - (URGENCY_RANK[b.urgency] ?? 9) || Date.parse(a.createdAt) - Date.parse(b.createdAt) || (a.id < b.id ? -1 : 1);
+}
+
+const SHOWN_PARAMS = 3;
+
+/** The first few parameters as "amount: 250 · recipient: acme-ltd", each value cut short; "+2 more" for the rest. */
+function KeyParams({ params }: { params: Record<string, unknown> }) {
+  const entries = Object.entries(params);
+  if (entries.length === 0) return <span className="muted">none</span>;
+  const text = (value: unknown) => {
+    const raw = typeof value === 'number' ? fmtNumber(value, 6) : typeof value === 'string' ? value : JSON.stringify(value);
+    return raw.length > 40 ? `${raw.slice(0, 39)}…` : raw;
+  };
+  return (
+    <span className="params" title={JSON.stringify(params)}>
+      {entries.slice(0, SHOWN_PARAMS).map(([name, value], i) => (
+        <span key={name}>
+          {i > 0 && ' · '}
+          <span className="muted">{name}:</span> {text(value)}
+        </span>
+      ))}
+      {entries.length > SHOWN_PARAMS && <span className="muted"> +{entries.length - SHOWN_PARAMS} more</span>}
+    </span>
+  );
 }
 
 export function ApprovalsPage() {
@@ -60,6 +83,9 @@ export function ApprovalsPage() {
                 <tr>
                   <th scope="col">Urgency</th>
                   <th scope="col">Action</th>
+                  <th scope="col">Agent</th>
+                  <th scope="col">Parameters</th>
+                  <th scope="col">Policy</th>
                   <th scope="col">Status</th>
                   <th scope="col">{tab === 'pending' ? 'Waiting' : 'Created'}</th>
                   <th scope="col">
@@ -76,6 +102,11 @@ export function ApprovalsPage() {
                     <td>
                       <code>{r.action}</code>
                     </td>
+                    <td>{r.agentId ?? <span className="muted">—</span>}</td>
+                    <td>
+                      <KeyParams params={r.params} />
+                    </td>
+                    <td>{r.policyName ?? (r.policyId ? <span className="muted" title={r.policyId}>deleted policy</span> : <span className="muted">no rule matched</span>)}</td>
                     <td>
                       <StatusBadge status={r.status} />
                     </td>
@@ -116,6 +147,7 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
       params: { id: request.id },
       body: reason.trim() ? { decision, reason: reason.trim() } : { decision },
     });
+    requestsChanged();
     onDecided(`${result.status === 'approved' ? 'Approved' : 'Denied'} as ${result.decidedBy}.`);
   });
   const submit = (decision: 'approved' | 'denied') => (event: FormEvent | MouseEvent) => {

@@ -263,10 +263,10 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                             </td>
                             <td className="num">
                               {metricValue(c.metric, c.absoluteDiff)}
-                              {c.percentDiff !== null && <span className="muted"> ({c.percentDiff > 0 ? '+' : ''}{c.percentDiff.toFixed(1)}%)</span>}
+                              {c.percentDiff !== null && <span className="muted"> ({c.percentDiff > 0 ? '+' : ''}{fmtNumber(c.percentDiff, 1)}%)</span>}
                             </td>
-                            <td>{c.testType === 'welch_t' ? 'Welch t' : 'χ²'}{c.testStatistic !== null && <span className="muted"> = {c.testStatistic.toFixed(3)}</span>}</td>
-                            <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : c.pValue.toFixed(4)}</td>
+                            <td>{c.testType === 'welch_t' ? 'Welch t' : 'χ²'}{c.testStatistic !== null && <span className="muted"> = {fmtNumber(c.testStatistic, 3)}</span>}</td>
+                            <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : fmtNumber(c.pValue, 4)}</td>
                             <td>{c.confidenceInterval ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}` : '—'}</td>
                             <td>
                               {c.winner ? (

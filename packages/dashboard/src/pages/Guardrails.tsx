@@ -2,23 +2,26 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtUsd, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
-import { Badge, Field, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
+import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
 type GuardrailRule = ObserveSchemas.GuardrailRule;
 type ConditionType = GuardrailRule['conditionType'];
 type ActionType = GuardrailRule['actionType'];
 type Trigger = ObserveSchemas.GuardrailTrigger;
 
+/** A guardrail's window, "1 d" rather than "1 d 0 h". */
+const period = (ms: unknown): string => fmtDuration(Number(ms)).replace(/ 0 (s|min|h)$/, '');
+
 function describeCondition(type: string, c: Record<string, unknown>): string {
   switch (type) {
     case 'error_rate_threshold':
-      return `error rate above ${String(c.threshold)}% over ${Math.round(Number(c.windowMs) / 60_000)} min`;
+      return `error rate above ${fmtNumber(Number(c.threshold), 2)}% over ${period(c.windowMs)}`;
     case 'cost_limit':
-      return `spend above $${String(c.maxCostUsd)} over ${Math.round(Number(c.periodMs) / 3_600_000)} h`;
+      return `spend above ${fmtUsd(Number(c.maxCostUsd))} over ${period(c.periodMs)}`;
     case 'health_score_threshold':
-      return `${c.dimension ? `${String(c.dimension)} score` : 'health score'} below ${String(c.minScore)}`;
+      return `${c.dimension ? `${String(c.dimension)} score` : 'health score'} below ${fmtScore(Number(c.minScore))}`;
     case 'custom_metric':
       return `${String(c.metricKey)} ${String(c.operator)} ${String(c.value)}`;
     default:
@@ -68,15 +71,25 @@ const ACTION_FIELDS: Record<ActionType, { name: string; label: string; initial: 
   approval_policy: [{ name: 'policyId', label: 'Gate policy id', initial: '' }],
 };
 
-function NewGuardrail({ onCreated }: { onCreated: () => void }) {
-  const [name, setName] = useState('');
-  const [agentId, setAgentId] = useState('');
-  const [conditionType, setConditionType] = useState<ConditionType>('error_rate_threshold');
-  const [actionType, setActionType] = useState<ActionType>('pause_agent');
-  const [values, setValues] = useState<Record<string, string>>({});
-  const [dryRun, setDryRun] = useState(true);
+/** A rule's configs as the form's text values: `c.threshold`, `a.url` … */
+function formValues(rule: GuardrailRule): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const [key, v] of Object.entries(rule.conditionConfig)) values[`c.${key}`] = v === null || v === undefined ? '' : String(v);
+  for (const [key, v] of Object.entries(rule.actionConfig)) values[`a.${key}`] = v === null || v === undefined ? '' : String(v);
+  return values;
+}
+
+/** Creates a guardrail, or with `rule` edits that one: the form starts with its values and saves them with PUT. */
+function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSaved: (message: string) => void; onCancel?: () => void }) {
+  const [name, setName] = useState(rule?.name ?? '');
+  const [agentId, setAgentId] = useState(rule?.agentId ?? '');
+  const [conditionType, setConditionType] = useState<ConditionType>(rule?.conditionType ?? 'error_rate_threshold');
+  const [actionType, setActionType] = useState<ActionType>(rule?.actionType ?? 'pause_agent');
+  const [values, setValues] = useState<Record<string, string>>(rule ? formValues(rule) : {});
+  const [cooldown, setCooldown] = useState(String(rule?.cooldownMinutes ?? 15));
+  const [dryRun, setDryRun] = useState(rule?.dryRun ?? true);
   const value = (key: string, initial: string) => values[key] ?? initial;
-  const create = async () => {
+  const save = async () => {
     const conditionConfig: Record<string, unknown> = {};
     for (const f of CONDITION_FIELDS[conditionType]) {
       const v = value(`c.${f.name}`, f.initial);
@@ -88,20 +101,32 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
       const v = value(`a.${f.name}`, f.initial).trim();
       if (v !== '' || !f.optional) actionConfig[f.name] = v;
     }
-    const rule = await observe('POST /api/guardrails', {
-      body: { name, ...(agentId.trim() && { agentId: agentId.trim() }), conditionType, conditionConfig, actionType, actionConfig, dryRun },
-    });
+    const definition = { name, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes: Number(cooldown), dryRun };
+    if (rule) {
+      const saved = await observe('PUT /api/guardrails/{id}', { params: { id: rule.id }, body: { ...definition, agentId: agentId.trim() || null } });
+      onSaved(`Guardrail “${saved.name}” saved: when ${describeCondition(saved.conditionType, saved.conditionConfig)}, ${describeAction(saved.actionType, saved.actionConfig)}.`);
+      return '';
+    }
+    const created = await observe('POST /api/guardrails', { body: { ...definition, ...(agentId.trim() && { agentId: agentId.trim() }) } });
     setName('');
-    onCreated();
-    return `Guardrail “${rule.name}” created${rule.dryRun ? ' in dry-run mode: it records triggers without acting' : ''}.`;
+    onSaved('');
+    return `Guardrail “${created.name}” created${created.dryRun ? ' in dry-run mode: it records triggers without acting' : ''}.`;
   };
+  const id = (field: string) => `gr-${rule ? 'edit-' : ''}${field}`;
   return (
-    <CreateForm create={create} submit="Create guardrail" pending="Creating…" failure="The guardrail was not created">
+    <CreateForm
+      create={save}
+      submit={rule ? 'Save guardrail' : 'Create guardrail'}
+      pending={rule ? 'Saving…' : 'Creating…'}
+      failure={rule ? 'The guardrail was not saved' : 'The guardrail was not created'}
+      cancel={onCancel}
+      label={rule ? `Edit guardrail ${rule.name}` : 'New guardrail'}
+    >
       <div className="form-grid">
-        <TextField id="gr-name" label="Name" required value={name} onChange={setName} />
-        <TextField id="gr-agent" label="Agent (empty: every agent)" value={agentId} onChange={setAgentId} />
-        <Field label="When" htmlFor="gr-condition">
-          <select id="gr-condition" value={conditionType} onChange={(e) => setConditionType(e.target.value as ConditionType)}>
+        <TextField id={id('name')} label="Name" required value={name} onChange={setName} />
+        <TextField id={id('agent')} label="Agent (empty: every agent)" value={agentId} onChange={setAgentId} />
+        <Field label="When" htmlFor={id('condition')}>
+          <select id={id('condition')} value={conditionType} onChange={(e) => setConditionType(e.target.value as ConditionType)}>
             <option value="error_rate_threshold">Error rate above a threshold</option>
             <option value="cost_limit">Spend above a limit</option>
             <option value="health_score_threshold">Health score below a minimum</option>
@@ -109,9 +134,9 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
           </select>
         </Field>
         {CONDITION_FIELDS[conditionType].map((f) => (
-          <Field key={f.name} label={f.label} htmlFor={`gr-c-${f.name}`}>
+          <Field key={f.name} label={f.label} htmlFor={id(`c-${f.name}`)}>
             {f.type === 'select' ? (
-              <select id={`gr-c-${f.name}`} value={value(`c.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`c.${f.name}`]: e.target.value }))}>
+              <select id={id(`c-${f.name}`)} value={value(`c.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`c.${f.name}`]: e.target.value }))}>
                 {f.options!.map((o) => (
                   <option key={o} value={o}>
                     {o || 'overall'}
@@ -120,7 +145,7 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
               </select>
             ) : (
               <input
-                id={`gr-c-${f.name}`}
+                id={id(`c-${f.name}`)}
                 type={f.type}
                 step="any"
                 value={value(`c.${f.name}`, f.initial)}
@@ -129,8 +154,8 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
             )}
           </Field>
         ))}
-        <Field label="Then" htmlFor="gr-action">
-          <select id="gr-action" value={actionType} onChange={(e) => setActionType(e.target.value as ActionType)}>
+        <Field label="Then" htmlFor={id('action')}>
+          <select id={id('action')} value={actionType} onChange={(e) => setActionType(e.target.value as ActionType)}>
             <option value="pause_agent">Pause the agent</option>
             <option value="notify_webhook">Call a webhook</option>
             <option value="downgrade_model">Switch to a cheaper model</option>
@@ -138,10 +163,13 @@ function NewGuardrail({ onCreated }: { onCreated: () => void }) {
           </select>
         </Field>
         {ACTION_FIELDS[actionType].map((f) => (
-          <Field key={f.name} label={f.label} htmlFor={`gr-a-${f.name}`}>
-            <input id={`gr-a-${f.name}`} value={value(`a.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`a.${f.name}`]: e.target.value }))} />
+          <Field key={f.name} label={f.label} htmlFor={id(`a-${f.name}`)}>
+            <input id={id(`a-${f.name}`)} value={value(`a.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`a.${f.name}`]: e.target.value }))} />
           </Field>
         ))}
+        <Field label="Cooldown (minutes between actions)" htmlFor={id('cooldown')}>
+          <input id={id('cooldown')} type="number" min={0} required value={cooldown} onChange={(e) => setCooldown(e.target.value)} />
+        </Field>
       </div>
       <label className="checkbox">
         <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} /> Dry run: record triggers but take no action
@@ -205,6 +233,14 @@ export function GuardrailsPage() {
     await observe('PUT /api/guardrails/{id}', { params: { id: rule.id }, body: change });
     rules.reload();
   });
+  const [editing, setEditing] = useState<GuardrailRule | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const edit = (rule: GuardrailRule) => {
+    setSaved(null);
+    setEditing(rule);
+    // The form replaces "New guardrail" below the table; take the reader there.
+    requestAnimationFrame(() => document.getElementById('gr-edit-name')?.focus());
+  };
   const remove = useAction(async (rule: GuardrailRule) => {
     if (!window.confirm(`Delete the guardrail “${rule.name}”? Its triggers are kept.`)) return;
     await observe('DELETE /api/guardrails/{id}', { params: { id: rule.id } });
@@ -214,6 +250,7 @@ export function GuardrailsPage() {
   return (
     <Page title="Guardrails" subtitle="Rules that watch each agent after every batch of events (and every 30 s) and act when a condition is breached.">
       <Section title="Rules">
+        {saved && <Notice>{saved}</Notice>}
         <ManagedTable
           state={rules}
           rows={(d) => d.rules}
@@ -223,15 +260,31 @@ export function GuardrailsPage() {
           subject={(r) => r.name}
           actions={[update, remove]}
           buttons={(r) => [
+            { label: 'Edit', run: () => edit(r), pending: false },
             rowButton(r.enabled ? 'Disable' : 'Enable', update, [r, { enabled: !r.enabled }]),
             rowButton(r.dryRun ? 'Arm' : 'Dry run', update, [r, { dryRun: !r.dryRun }]),
             rowButton('Delete', remove, [r], { danger: true }),
           ]}
         />
       </Section>
-      <Section title="New guardrail">
-        <NewGuardrail onCreated={rules.reload} />
-      </Section>
+      {editing ? (
+        <Section title={`Edit “${editing.name}”`} id="section-edit-guardrail">
+          <GuardrailForm
+            key={editing.id}
+            rule={editing}
+            onSaved={(message) => {
+              setEditing(null);
+              setSaved(message);
+              rules.reload();
+            }}
+            onCancel={() => setEditing(null)}
+          />
+        </Section>
+      ) : (
+        <Section title="New guardrail">
+          <GuardrailForm onSaved={rules.reload} />
+        </Section>
+      )}
       <Section title="Triggers">
         <AsyncTable
           state={history}

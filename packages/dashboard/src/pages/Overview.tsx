@@ -78,7 +78,7 @@ export function OverviewPage() {
                         { label: 'Events', data: data.buckets.map((b) => b.eventCount), color: '#2563eb' },
                         { label: 'Errors', data: data.buckets.map((b) => b.errorCount), color: '#dc2626' },
                       ]}
-                      description={`Events and errors per ${range.granularity}: ${t.eventCount} events and ${t.errorCount} errors in total.`}
+                      description={`Events and errors per ${range.granularity}: ${fmtNumber(t.eventCount)} events and ${fmtNumber(t.errorCount)} errors in total.`}
                     />
                   </Section>
                   <Section title="Spend">
@@ -104,7 +104,7 @@ export function OverviewPage() {
                       kind="bar"
                       labels={labels}
                       series={[{ label: 'Tool calls', data: data.buckets.map((b) => b.toolCallCount), color: '#059669' }]}
-                      description={`Tool calls per ${range.granularity}; ${t.toolCallCount} in total.`}
+                      description={`Tool calls per ${range.granularity}; ${fmtNumber(t.toolCallCount)} in total.`}
                     />
                   </Section>
                 </div>

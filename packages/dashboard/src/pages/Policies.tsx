@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import type { GateSchemas } from '@vigil/sdk/types';
 import { gate, type GateAnswer, type GateBody } from '../api.ts';
-import { fmtDateTime, parseJsonObject } from '../format.ts';
+import { CreateForm } from '../components.tsx';
+import { fmtDateTime, parseJsonObject, plural } from '../format.ts';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
 type Policy = GateSchemas.Policy;
@@ -126,49 +127,49 @@ function Simulator({ policies }: { policies: Policy[] }) {
   );
 }
 
-function NewPolicy({ onCreated }: { onCreated: () => void }) {
-  const [name, setName] = useState('');
-  const [priority, setPriority] = useState('100');
-  const [rules, setRules] = useState(EXAMPLE_RULES);
-  const [done, setDone] = useState<string | null>(null);
-  const create = useAction(async () => {
-    const policy = await gate('POST /api/policies', { body: { name, priority: Number(priority), rules: parseRules(rules) } });
-    setDone(`Policy “${policy.name}” saved; new requests are evaluated against it at once.`);
+/** Creates a policy, or with `policy` edits that one: the form starts with its name, priority and rules, and saves them with PUT. */
+function PolicyForm({ policy, onSaved, onCancel }: { policy?: Policy; onSaved: (message: string) => void; onCancel?: () => void }) {
+  const [name, setName] = useState(policy?.name ?? '');
+  const [priority, setPriority] = useState(String(policy?.priority ?? 100));
+  const [rules, setRules] = useState(policy ? JSON.stringify(policy.rules, null, 2) : EXAMPLE_RULES);
+  const save = async () => {
+    const body = { name, priority: Number(priority), rules: parseRules(rules) };
+    if (policy) {
+      const saved = await gate('PUT /api/policies/{id}', { params: { id: policy.id }, body });
+      onSaved(`Policy “${saved.name}” saved; new requests are evaluated against its ${plural(saved.rules.length, 'rule')} at once.`);
+      return '';
+    }
+    const created = await gate('POST /api/policies', { body });
     setName('');
-    onCreated();
-  });
+    onSaved('');
+    return `Policy “${created.name}” saved; new requests are evaluated against it at once.`;
+  };
+  const id = (field: string) => `policy-${policy ? 'edit-' : ''}${field}`;
   return (
-    <form
-      className="stack"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setDone(null);
-        void create.run();
-      }}
+    <CreateForm
+      create={save}
+      submit={policy ? 'Save changes' : 'Save policy'}
+      pending="Saving…"
+      failure="The policy was not saved"
+      cancel={onCancel}
+      label={policy ? `Edit policy ${policy.name}` : 'New policy'}
     >
       <div className="form-grid">
-        <Field label="Name" htmlFor="policy-name">
-          <input id="policy-name" required value={name} onChange={(e) => setName(e.target.value)} />
+        <Field label="Name" htmlFor={id('name')}>
+          <input id={id('name')} required value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
-        <Field label="Priority (lower runs first)" htmlFor="policy-priority">
-          <input id="policy-priority" type="number" required value={priority} onChange={(e) => setPriority(e.target.value)} />
+        <Field label="Priority (lower runs first)" htmlFor={id('priority')}>
+          <input id={id('priority')} type="number" required value={priority} onChange={(e) => setPriority(e.target.value)} />
         </Field>
       </div>
       <Field
         label="Rules (JSON array, first match wins)"
-        htmlFor="policy-rules"
+        htmlFor={id('rules')}
         hint={<>Matchers: exact value, <code>$lt $gt $lte $gte</code>, <code>$in</code>, <code>$regex</code>; paths such as <code>action</code>, <code>params.amount</code> or just <code>amount</code>. Decisions: auto_approve, auto_deny, route_to_human, route_to_agent.</>}
       >
-        <textarea id="policy-rules" rows={7} className="mono" value={rules} onChange={(e) => setRules(e.target.value)} aria-describedby="policy-rules-hint" />
+        <textarea id={id('rules')} rows={policy ? Math.min(16, Math.max(7, rules.split('\n').length)) : 7} className="mono" value={rules} onChange={(e) => setRules(e.target.value)} aria-describedby={`${id('rules')}-hint`} />
       </Field>
-      <div>
-        <button type="submit" disabled={create.pending}>
-          {create.pending ? 'Saving…' : 'Save policy'}
-        </button>
-      </div>
-      {create.error && <ErrorMessage error={create.error} title="The policy was not saved" />}
-      {done && <Notice>{done}</Notice>}
-    </form>
+    </CreateForm>
   );
 }
 
@@ -178,6 +179,14 @@ export function PoliciesPage() {
     await gate('PUT /api/policies/{id}', { params: { id: policy.id }, body: { enabled: !policy.enabled } });
     policies.reload();
   });
+  const [editing, setEditing] = useState<Policy | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const edit = (policy: Policy) => {
+    setSaved(null);
+    setEditing(policy);
+    // The form replaces "New policy" below the list; take the reader there.
+    requestAnimationFrame(() => document.getElementById('policy-edit-name')?.focus());
+  };
   const remove = useAction(async (policy: Policy) => {
     if (!window.confirm(`Delete the policy “${policy.name}”?`)) return;
     await gate('DELETE /api/policies/{id}', { params: { id: policy.id } });
@@ -191,6 +200,7 @@ export function PoliciesPage() {
         <Simulator policies={policies.data?.policies ?? []} />
       </Section>
       <Section title="Policies in evaluation order">
+        {saved && <Notice>{saved}</Notice>}
         {(toggle.error ?? remove.error) && <ErrorMessage error={(toggle.error ?? remove.error)!} />}
         <Async state={policies} label="Loading policies…" isEmpty={(d) => d.policies.length === 0} empty="No policies: every request goes to a person. Add one below.">
           {(data) => (
@@ -205,6 +215,7 @@ export function PoliciesPage() {
                       <code>{p.id}</code> · updated {fmtDateTime(p.updatedAt)}
                     </span>
                     <span className="spacer" />
+                    <RowAction tone="secondary" label="Edit" subject={p.name} onClick={() => edit(p)} />
                     <RowAction tone="secondary" label={p.enabled ? 'Disable' : 'Enable'} subject={p.name} onClick={() => void toggle.run(p)} disabled={toggle.pending} />
                     <RowAction tone="danger" label="Delete" subject={p.name} onClick={() => void remove.run(p)} disabled={remove.pending} />
                   </header>
@@ -239,9 +250,24 @@ export function PoliciesPage() {
           )}
         </Async>
       </Section>
-      <Section title="New policy">
-        <NewPolicy onCreated={policies.reload} />
-      </Section>
+      {editing ? (
+        <Section title={`Edit “${editing.name}”`} id="section-edit-policy">
+          <PolicyForm
+            key={editing.id}
+            policy={editing}
+            onSaved={(message) => {
+              setEditing(null);
+              setSaved(message);
+              policies.reload();
+            }}
+            onCancel={() => setEditing(null)}
+          />
+        </Section>
+      ) : (
+        <Section title="New policy">
+          <PolicyForm onSaved={policies.reload} />
+        </Section>
+      )}
       <details className="card">
         <summary>Raw JSON of the policies</summary>
         <JsonView value={policies.data?.policies} />

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
 import { EventTypeBadge } from '../events.tsx';
-import { fmtDateTime, fmtNumber, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtNumber, fmtScore, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Empty, Meter, Page, Section, useAsync } from '../ui.tsx';
 
@@ -65,7 +65,7 @@ export function RecallPage() {
                         <li key={`${r.sourceType}-${r.sourceId}`}>
                           <div className="result-head">
                             <span className="score">
-                              <Meter value={r.score} max={1} label="Similarity" /> {r.score.toFixed(3)}
+                              <Meter value={r.score} max={1} label="Similarity" /> {fmtScore(r.score)}
                             </span>
                             {r.sourceType === 'session' ? <Badge tone="info">session</Badge> : <EventTypeBadge type={String(r.metadata.eventType ?? 'event')} />}
                             {sessionId && (

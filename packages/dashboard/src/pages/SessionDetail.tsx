@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { observe, type Verification, type VigilEvent } from '../api.ts';
 import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd, plural, shortHash, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtTime, fmtUsd, plural, shortHash, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
 import { TraceTree } from '../trace-tree.tsx';
@@ -84,7 +84,7 @@ function EvalCard({ event }: { event: VigilEvent }) {
         <strong>{judge ? 'AI judgment' : 'Deterministic compliance check'}</strong>
         <span className="muted">
           {' '}
-          · score {typeof p.score === 'number' ? p.score.toFixed(2) : '—'} · step {event.seq} · {fmtDateTime(event.timestamp)}
+          · score {typeof p.score === 'number' ? fmtScore(p.score) : '—'} · step {event.seq} · {fmtDateTime(event.timestamp)}
         </span>
       </header>
       {judge && (
@@ -118,7 +118,7 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
       evaluator.kind === 'llm_judge'
         ? await observe('POST /api/eval/sessions/{sessionId}/score', options)
         : await observe('POST /api/eval/sessions/{sessionId}/compliance', options);
-    setDone(`${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${result.score.toFixed(2)}). The verdict is chained into the session.`);
+    setDone(`${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${fmtScore(result.score)}). The verdict is chained into the session.`);
     onDone();
   });
   if (evaluators.data && evaluators.data.evaluators.length === 0) {

@@ -1,28 +1,64 @@
-import { useState, type FormEvent } from 'react';
-import { observe } from '../api.ts';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
+import { useEffect, useState } from 'react';
+import { observe, type ObserveAnswer } from '../api.ts';
+import { Filters } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, plural, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
+/** A search reads at most this many of the newest matching events (GET /api/events' limit) and as many sessions. */
+const SEARCH_LIMIT = 500;
+
+/** A day picked in a date input, as the ISO time its local start (or end) is. */
+function dayBound(day: string, end: boolean): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return undefined;
+  const time = new Date(`${day}T${end ? '23:59:59.999' : '00:00:00'}`);
+  return Number.isNaN(time.getTime()) ? undefined : time.toISOString();
+}
+
+type SessionList = ObserveAnswer<'GET /api/sessions'> & { searchCut?: boolean };
+
+/**
+ * Sessions by the URL's filters. With a search text: the sessions whose events mention it (the
+ * events' full-text search), among the sessions the other filters select, newest first.
+ */
+async function loadSessions(filters: { q: string; status: string; agentId: string; tags: string; from?: string; to?: string; offset: number }, signal: AbortSignal): Promise<SessionList> {
+  const { q, offset, ...rest } = filters;
+  if (!q) return observe('GET /api/sessions', { query: { ...rest, limit: PAGE_SIZE, offset }, signal });
+  const [events, candidates] = await Promise.all([
+    observe('GET /api/events', { query: { search: q, agentId: rest.agentId, from: rest.from, limit: SEARCH_LIMIT }, signal }),
+    observe('GET /api/sessions', { query: { ...rest, limit: SEARCH_LIMIT }, signal }),
+  ]);
+  const mentioned = new Set(events.events.map((e) => e.sessionId));
+  const matching = candidates.sessions.filter((session) => mentioned.has(session.id));
+  return {
+    sessions: matching.slice(offset, offset + PAGE_SIZE),
+    total: matching.length,
+    hasMore: offset + PAGE_SIZE < matching.length,
+    searchCut: events.hasMore || candidates.hasMore,
+  };
+}
 
 export function SessionsPage() {
   const { query } = useLocation();
+  const q = query.get('q') ?? '';
   const status = query.get('status') ?? '';
   const agentId = query.get('agent') ?? '';
   const tags = query.get('tags') ?? '';
+  const fromDay = query.get('from') ?? '';
+  const toDay = query.get('to') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [live, setLive] = useState(true);
-  const [tagsDraft, setTagsDraft] = useState(tags);
+  const [drafts, setDrafts] = useState({ q, tags, from: fromDay, to: toDay });
+  // Back and forward change the URL under the form: its fields follow.
+  useEffect(() => setDrafts({ q, tags, from: fromDay, to: toDay }), [q, tags, fromDay, toDay]);
+  const draft = (name: keyof typeof drafts) => (value: string) => setDrafts((d) => ({ ...d, [name]: value }));
+  const filtered = Boolean(q || status || agentId || tags || fromDay || toDay);
 
   const sessions = useAsync(
-    (signal) =>
-      observe('GET /api/sessions', {
-        query: { status, agentId, tags, limit: PAGE_SIZE, offset },
-        signal,
-      }),
-    [status, agentId, tags, offset],
+    (signal) => loadSessions({ q, status, agentId, tags, from: dayBound(fromDay, false), to: dayBound(toDay, true), offset }, signal),
+    [q, status, agentId, tags, fromDay, toDay, offset],
   );
   // Live: a session on this page changes in place; any other change reloads the page (at most once a second).
   const reloadSessions = useThrottled(sessions.reload, 1000);
@@ -43,9 +79,12 @@ export function SessionsPage() {
   );
   const agents = useAsync((signal) => observe('GET /api/agents', { signal }), []);
 
-  const applyTags = (event: FormEvent) => {
-    event.preventDefault();
-    setQuery({ tags: tagsDraft.trim() || null, offset: null });
+  const apply = () => {
+    setQuery({ q: drafts.q.trim() || null, tags: drafts.tags.trim() || null, from: drafts.from || null, to: drafts.to || null, offset: null });
+  };
+  const clear = () => {
+    setDrafts({ q: '', tags: '', from: '', to: '' });
+    setQuery({ q: null, status: null, agent: null, tags: null, from: null, to: null, offset: null });
   };
 
   return (
@@ -58,7 +97,11 @@ export function SessionsPage() {
           </label>
         }
       >
-        <form className="filters" onSubmit={applyTags}>
+        <Filters onApply={apply} onClear={clear} filtered={filtered}>
+          <div className="field">
+            <label htmlFor="sessions-search">Search (text in their events)</label>
+            <input id="sessions-search" type="search" value={drafts.q} maxLength={500} placeholder="refund, timeout, order 1234" onChange={(e) => draft('q')(e.target.value)} />
+          </div>
           <div className="field">
             <label htmlFor="sessions-status">Status</label>
             <select id="sessions-status" value={status} onChange={(e) => setQuery({ status: e.target.value || null, offset: null })}>
@@ -82,32 +125,25 @@ export function SessionsPage() {
           </div>
           <div className="field">
             <label htmlFor="sessions-tags">Tags (all of, comma-separated)</label>
-            <input id="sessions-tags" value={tagsDraft} placeholder="prod, variant-a" onChange={(e) => setTagsDraft(e.target.value)} />
+            <input id="sessions-tags" value={drafts.tags} placeholder="prod, variant-a" onChange={(e) => draft('tags')(e.target.value)} />
           </div>
-          <button type="submit" className="secondary">
-            Apply
-          </button>
-          {(status || agentId || tags) && (
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                setTagsDraft('');
-                setQuery({ status: null, agent: null, tags: null, offset: null });
-              }}
-            >
-              Clear filters
-            </button>
-          )}
-        </form>
+          <div className="field">
+            <label htmlFor="sessions-from">Started from</label>
+            <input id="sessions-from" type="date" value={drafts.from} max={drafts.to || undefined} onChange={(e) => draft('from')(e.target.value)} />
+          </div>
+          <div className="field">
+            <label htmlFor="sessions-to">Started until</label>
+            <input id="sessions-to" type="date" value={drafts.to} min={drafts.from || undefined} onChange={(e) => draft('to')(e.target.value)} />
+          </div>
+        </Filters>
       </Section>
-      <Section title="Sessions" actions={sessions.data && <span className="muted" aria-live="polite">{fmtNumber(sessions.data.total)} sessions</span>}>
+      <Section title="Sessions" actions={sessions.data && <span className="muted" aria-live="polite">{plural(sessions.data.total, 'session')}</span>}>
         <Async
           state={sessions}
           label="Loading sessions…"
           isEmpty={(d) => d.sessions.length === 0}
           empty={
-            status || agentId || tags ? (
+            filtered ? (
               'No session matches these filters.'
             ) : (
               <>
@@ -145,11 +181,11 @@ export function SessionsPage() {
                       <td title={fmtDateTime(s.startedAt)}>{timeAgo(s.startedAt)}</td>
                       <td className="num">{fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))}</td>
                       <td className="num">{fmtNumber(s.eventCount)}</td>
-                      <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{s.errorCount}</Badge> : 0}</td>
+                      <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{fmtNumber(s.errorCount)}</Badge> : 0}</td>
                       <td className="num">{fmtUsd(s.totalCostUsd)}</td>
                       <td>
                         {s.tags.map((t) => (
-                          <button key={t} type="button" className="tag" title={`Show sessions tagged ${t}`} onClick={() => { setTagsDraft(t); setQuery({ tags: t, offset: null }); }}>
+                          <button key={t} type="button" className="tag" title={`Show sessions tagged ${t}`} onClick={() => setQuery({ tags: t, offset: null })}>
                             {t}
                           </button>
                         ))}
@@ -158,6 +194,9 @@ export function SessionsPage() {
                   ))}
                 </tbody>
               </table>
+              {data.searchCut && (
+                <p className="muted small">The search read the {fmtNumber(SEARCH_LIMIT)} newest matching events and sessions; narrow it with the filters to see older ones.</p>
+              )}
               <Pager label="Sessions" offset={offset} limit={PAGE_SIZE} total={data.total} onChange={(next) => setQuery({ offset: next ? String(next) : null })} />
             </>
           )}

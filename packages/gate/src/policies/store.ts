@@ -28,6 +28,13 @@ export async function allPolicies(database: GateDatabase): Promise<PolicyRow[]> 
   return database.db.selectFrom('policies').selectAll().execute();
 }
 
+/** The names of those of `ids` that still exist (a deleted policy is missing from the map). */
+export async function policyNames(database: GateDatabase, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await database.db.selectFrom('policies').select(['id', 'name']).where('id', 'in', [...ids]).execute();
+  return new Map(rows.map((row) => [row.id, row.name]));
+}
+
 export async function listPolicies(database: GateDatabase, limit: number, offset: number): Promise<{ rows: PolicyRow[]; total: number }> {
   const [rows, count] = await Promise.all([
     database.db.selectFrom('policies').selectAll().orderBy('priority').orderBy('id').limit(limit).offset(offset).execute(),

@@ -36,6 +36,10 @@ interface ListItem {
   status: string;
   urgency: string;
   createdAt: string;
+  agentId: string | null;
+  params: Record<string, unknown>;
+  policyId: string | null;
+  policyName: string | null;
 }
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -220,18 +224,30 @@ await describeEachDatabase('gate requests API', (backend) => {
 
   // ---------------------------------------------------------------- GET /api/requests
 
-  test('GET /api/requests lists {id, action, status, urgency, createdAt}, newest first', async () => {
+  test('GET /api/requests lists {id, action, status, urgency, createdAt, agentId, params, policyId, policyName}, newest first', async () => {
     const a = await create({ action: 'a', urgency: 'low' });
     clock().advance(1000);
-    const b = await create({ action: 'b', urgency: 'high' });
+    const b = await create({ action: 'b', urgency: 'high', params: { amount: 12 }, context: { agentId: 'billing-bot' } });
     clock().advance(1000);
     const c = await create({ action: 'c' });
     const items = await listRequests();
+    const none = { agentId: null, params: {}, policyId: null, policyName: null };
     assert.deepEqual(items, [
-      { id: c.id, action: 'c', status: 'pending', urgency: 'normal', createdAt: iso(T0 + 2000) },
-      { id: b.id, action: 'b', status: 'pending', urgency: 'high', createdAt: iso(T0 + 1000) },
-      { id: a.id, action: 'a', status: 'pending', urgency: 'low', createdAt: iso(T0) },
+      { id: c.id, action: 'c', status: 'pending', urgency: 'normal', createdAt: iso(T0 + 2000), ...none },
+      { id: b.id, action: 'b', status: 'pending', urgency: 'high', createdAt: iso(T0 + 1000), ...none, agentId: 'billing-bot', params: { amount: 12 } },
+      { id: a.id, action: 'a', status: 'pending', urgency: 'low', createdAt: iso(T0), ...none },
     ]);
+  });
+
+  test('GET /api/requests names the routing policy as it is called now; a deleted policy leaves its id without a name', async () => {
+    const policy = await createPolicy({ name: 'Payments to people', rules: [{ match: { action: 'pay' }, decision: 'route_to_human' }] });
+    const paid = await create({ action: 'pay' });
+    const routed = async () => (await listRequests()).find((r) => r.id === paid.id)!;
+    assert.deepEqual([(await routed()).policyId, (await routed()).policyName], [policy.id, 'Payments to people']);
+    assert.equal((await gate.call({ method: 'PUT', url: `/api/policies/${policy.id}`, payload: { name: 'Payments (renamed)' } })).statusCode, 200);
+    assert.equal((await routed()).policyName, 'Payments (renamed)');
+    assert.equal((await gate.call({ method: 'DELETE', url: `/api/policies/${policy.id}` })).statusCode, 200);
+    assert.deepEqual([(await routed()).policyId, (await routed()).policyName], [policy.id, null]);
   });
 
   test('requests created in the same millisecond are still listed newest first', async () => {

@@ -5,9 +5,9 @@ import { auditActor } from '../auth/index.ts';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { DECISIONS, URGENCIES } from '../policies/index.ts';
+import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { listRequests, STATUSES, toRequestDetail, verifiedAuditTrail } from './store.ts';
+import { listRequests, STATUSES, storedDecision, toRequestDetail, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });
@@ -82,20 +82,43 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
         }),
         response: {
-          200: z.array(z.object({ id: z.string(), action: z.string(), status: z.enum(STATUSES), urgency: z.enum(URGENCIES), createdAt: z.string() })),
+          200: z.array(
+            z.object({
+              id: z.string(),
+              action: z.string(),
+              status: z.enum(STATUSES),
+              urgency: z.enum(URGENCIES),
+              createdAt: z.string(),
+              agentId: z.string().nullable().describe('context.agentId, when the request gave one'),
+              params: jsonObject,
+              policyId: z.string().nullable().describe('The policy whose rule routed the request; null when no rule matched'),
+              policyName: z.string().nullable().describe('That policy’s current name; null when no rule matched or the policy was deleted since'),
+            }),
+          ),
         },
       },
     },
     async (request) => {
       // Pending requests past their deadline are expired first, so the list never shows a stale status.
       if (request.query.status === undefined || request.query.status === 'pending') await requests.expireDue();
-      return (await listRequests(ctx.database, request.query)).map((row) => ({
-        id: row.id,
-        action: row.action,
-        status: row.status as (typeof STATUSES)[number],
-        urgency: row.urgency as (typeof URGENCIES)[number],
-        createdAt: toIso(row.created_at),
-      }));
+      const rows = await listRequests(ctx.database, request.query);
+      const policyIds = rows.map((row) => storedDecision(row).policyId);
+      const names = await policyNames(ctx.database, [...new Set(policyIds.filter((id) => id !== null))]);
+      return rows.map((row, index) => {
+        const context = JSON.parse(row.context) as Record<string, unknown>;
+        const policyId = policyIds[index] ?? null;
+        return {
+          id: row.id,
+          action: row.action,
+          status: row.status as (typeof STATUSES)[number],
+          urgency: row.urgency as (typeof URGENCIES)[number],
+          createdAt: toIso(row.created_at),
+          agentId: typeof context.agentId === 'string' ? context.agentId : null,
+          params: JSON.parse(row.params) as Record<string, unknown>,
+          policyId,
+          policyName: policyId === null ? null : (names.get(policyId) ?? null),
+        };
+      });
     },
   );
 

@@ -1069,6 +1069,15 @@ export interface paths {
           status: "pending" | "approved" | "denied" | "expired";
           urgency: "low" | "normal" | "high" | "critical";
           createdAt: string;
+          /** context.agentId, when the request gave one */
+          agentId: string | null;
+          params: {
+            [key: string]: unknown;
+          };
+          /** The policy whose rule routed the request; null when no rule matched */
+          policyId: string | null;
+          /** That policy’s current name; null when no rule matched or the policy was deleted since */
+          policyName: string | null;
         }[];
         400: GateError;
         401: GateError;
