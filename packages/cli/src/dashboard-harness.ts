@@ -49,6 +49,7 @@ export interface Stack {
   gate: GateService;
   observeUrl: string;
   gateUrl: string;
+  /** The first observe key (empty when the stack was started without one). */
   observeKey: string;
   browser: Browser;
   page: Page;
@@ -60,7 +61,7 @@ export interface Stack {
 }
 
 /** `gateEnv`: more variables for the gate alone (chat platforms pointed at local fakes). */
-export async function startStack(options: { gateEnv?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(options: { gateEnv?: Record<string, string>; observeEnv?: Record<string, string>; firstObserveKey?: boolean } = {}): Promise<Stack> {
   const build = await ensureDashboardBuilt();
   assert.ok(build.result === 'fresh' || build.result === 'built', `the dashboard could not be built: ${'reason' in build ? build.reason : ''}`);
   assert.ok(existsSync(join(DASHBOARD_DIR, 'dist', 'index.html')));
@@ -69,14 +70,17 @@ export async function startStack(options: { gateEnv?: Record<string, string> } =
   const env = { LOG_LEVEL: 'silent', HOST: '127.0.0.1', GATE_ADMIN_KEY: ADMIN_KEY, DATABASE_URL: '' };
   const gate = await buildGateService(gateConfigFromEnvironment({ ...env, ...options.gateEnv }, { dataDir: dir, port: 0 }), { runJobs: false });
   const gateUrl = await gate.app.listen({ host: '127.0.0.1', port: 0 });
-  const observe = await buildObserveService(observeConfigFromEnvironment({ ...env, GATE_URL: gateUrl }, { dataDir: dir, port: 0 }), {
+  const observe = await buildObserveService(observeConfigFromEnvironment({ ...env, GATE_URL: gateUrl, ...options.observeEnv }, { dataDir: dir, port: 0 }), {
     runJobs: false,
     kickEmbeddings: true,
   });
   const observeUrl = await observe.app.listen({ host: '127.0.0.1', port: 0 });
-  const first = await fetch(`${observeUrl}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'admin' }) });
-  assert.equal(first.status, 201);
-  const observeKey = ((await first.json()) as { key: string }).key;
+  let observeKey = '';
+  if (options.firstObserveKey ?? true) {
+    const first = await fetch(`${observeUrl}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'admin' }) });
+    assert.equal(first.status, 201);
+    observeKey = ((await first.json()) as { key: string }).key;
+  }
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, baseURL: observeUrl });

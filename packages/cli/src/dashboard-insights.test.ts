@@ -186,6 +186,15 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.equal(second[3], run.cases[1]!.sessionId);
     await shot(page, 'eval-run');
 
+    // The dataset's page lists both runs, newest first, each linking to its run.
+    await page.goto(datasetUrl);
+    const runRows = page.getByTestId('dataset-runs').locator('tbody tr');
+    await runRows.nth(1).waitFor();
+    assert.deepEqual((await cellsOf(runRows.nth(0))).slice(1), ['eval-agent', 'completed', '1 / 2', '50.0%']);
+    assert.deepEqual((await cellsOf(runRows.nth(1))).slice(1), ['eval-agent', 'completed', '1 / 2', '50.0%']);
+    await runRows.nth(0).getByRole('link').click();
+    await page.waitForURL(`**/runs/${runId}`);
+
     // A case's session opens from the run.
     await page.getByRole('link', { name: run.cases[1]!.sessionId }).click();
     await page.getByRole('heading', { name: `Session ${run.cases[1]!.sessionId}` }).waitFor();

@@ -1,5 +1,5 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, onRequestsChanged, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import { ApiError, credentials, gate, observe, onRequestsChanged, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
 import { timeAgo } from './format.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
@@ -105,6 +105,21 @@ function PendingCount() {
   );
 }
 
+/**
+ * Loud while observe's open first-key bootstrap is reachable beyond its machine (HOST not loopback,
+ * no key yet): anyone who reaches it could create the first admin key. Gone once a key exists.
+ */
+function ExposedBootstrapWarning() {
+  const health = useAsync((signal) => observe('GET /api/health', { token: null, signal }), [], { pollMs: 15_000 });
+  if (health.data?.firstKeyBootstrap !== 'exposed') return null;
+  return (
+    <p className="topbar-warning" role="alert">
+      Observe listens beyond this machine and has no API key yet: anyone who can reach it can create the first (admin) key. Create it now on the
+      sign-in page, or restart observe with <code>HOST=127.0.0.1</code>.
+    </p>
+  );
+}
+
 export function App() {
   const [creds, setCreds] = useState<Credentials>(credentials());
   const [ended, setEnded] = useState<string | null>(null);
@@ -142,6 +157,7 @@ export function App() {
     return (
       <div className="signin-layout">
         <main id="main">
+          <ExposedBootstrapWarning />
           <SignInPage current={creds} notice={ended} onSignedIn={(next) => { update(next); navigate(location.query.get('next') ?? (next.observeKey ? '/' : '/approvals'), { replace: true }); }} />
         </main>
       </div>
@@ -200,6 +216,7 @@ export function App() {
         </nav>
         <div className="content">
           <header className="topbar">
+            <ExposedBootstrapWarning />
             {ended && (
               <p className="topbar-warning" role="alert">
                 {ended}

@@ -67,6 +67,7 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'GET /api/datasets': 'listDatasets',
   'GET /api/datasets/:id': 'getDataset',
   'POST /api/datasets/:id/runs': 'startDatasetRun',
+  'GET /api/datasets/:id/runs': 'listDatasetRuns',
   'GET /api/runs/:id': 'getEvalRun',
   'POST /api/guardrails': { id: 'createGuardrailRule', errors: [409] },
   'GET /api/guardrails': 'listGuardrailRules',

@@ -2,14 +2,14 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe, type ObserveAnswer, type ObserveBody } from '../api.ts';
 import { AsyncTable, CreateForm, Table, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, plural, timeAgo } from '../format.ts';
-import { fmtScore, parseJsonLines } from '../format-more.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, parseJsonLines, plural, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, Field, Page, Section, Stat, Stats, StatusBadge, useAsync } from '../ui.tsx';
 
 type DatasetSummary = ObserveAnswer<'GET /api/datasets'>['datasets'][number];
 type DatasetCase = ObserveSchemas.Dataset['cases'][number];
 type EvalRun = ObserveSchemas.EvalRun;
+type EvalRunSummary = ObserveSchemas.EvalRunSummary;
 type RunCase = EvalRun['cases'][number];
 type DatasetCaseBody = ObserveBody<'POST /api/datasets'>['cases'][number];
 
@@ -114,8 +114,17 @@ function StartRun({ datasetId }: { datasetId: string }) {
   );
 }
 
+const RUN_COLUMNS: Column<EvalRunSummary>[] = [
+  { header: 'Started', rowHeader: true, title: (r) => fmtDateTime(r.createdAt), cell: (r) => <Link to={`/runs/${r.id}`}>{timeAgo(r.createdAt)}</Link> },
+  { header: 'Agent', cell: (r) => r.agentId },
+  { header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
+  { header: 'Passed', num: true, cell: (r) => `${fmtNumber(r.passedCases)} / ${fmtNumber(r.totalCases)}` },
+  { header: 'Pass rate', num: true, cell: (r) => (r.completedCases === 0 ? '—' : fmtPercent(r.passedCases / r.completedCases)) },
+];
+
 export function DatasetDetailPage({ id }: { id: string }) {
   const dataset = useAsync((signal) => observe('GET /api/datasets/{id}', { params: { id }, signal }), [id]);
+  const runs = useAsync((signal) => observe('GET /api/datasets/{id}/runs', { params: { id }, signal }), [id], { pollMs: 5_000 });
   return (
     <Page title={dataset.data?.name ?? 'Dataset'} subtitle={<Link to="/datasets">← All datasets</Link>}>
       <Section title="Cases">
@@ -129,6 +138,9 @@ export function DatasetDetailPage({ id }: { id: string }) {
             </>
           )}
         </Async>
+      </Section>
+      <Section title="Runs">
+        <AsyncTable state={runs} rows={(d) => d.runs} empty="No runs yet. Start one below." columns={RUN_COLUMNS} rowKey={(r) => r.id} testId="dataset-runs" />
       </Section>
       <Section title="Run the dataset">
         <StartRun datasetId={id} />

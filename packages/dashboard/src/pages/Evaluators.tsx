@@ -2,8 +2,7 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe, type ObserveBody } from '../api.ts';
 import { CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, plural, timeAgo } from '../format.ts';
-import { fmtScore, parseJsonLines } from '../format-more.ts';
+import { fmtDateTime, fmtScore, parseJsonLines, plural, timeAgo } from '../format.ts';
 import { Field, Page, Section, useAction, useAsync } from '../ui.tsx';
 
 type Evaluator = ObserveSchemas.Evaluator;

@@ -2,8 +2,7 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { AsyncTable, Filters, InlineSelect, type Column } from '../components.tsx';
-import { fmtNumber, fmtPercent, fmtUsd, plural } from '../format.ts';
-import { fmtUsdChange } from '../format-more.ts';
+import { fmtNumber, fmtPercent, fmtUsd, fmtUsdChange, plural } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Section, Stat, Stats, useAsync, type Tone } from '../ui.tsx';
 

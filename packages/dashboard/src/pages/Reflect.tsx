@@ -2,8 +2,7 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
 import { Filters, InlineSelect, Table, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
-import { fmtScore } from '../format-more.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Empty, Page, Section, Stat, Stats, StatusBadge, useAsync } from '../ui.tsx';
 

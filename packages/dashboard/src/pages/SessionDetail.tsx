@@ -124,7 +124,7 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
   if (evaluators.data && evaluators.data.evaluators.length === 0) {
     return (
       <p className="muted">
-        No saved evaluators yet. Create one with <code>POST /api/evaluators</code> to run it on sessions from here.
+        No saved evaluators yet. <Link to="/evaluators">Create one</Link> to run it on sessions from here.
       </p>
     );
   }

@@ -1,6 +1,5 @@
 import { observe } from '../api.ts';
-import { fmtDateTime, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
-import { fmtBytes } from '../format-more.ts';
+import { fmtBytes, fmtDateTime, fmtNumber, fmtUsd, timeAgo } from '../format.ts';
 import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 
 export function StatsPage() {

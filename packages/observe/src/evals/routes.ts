@@ -16,13 +16,16 @@ import {
   evaluatorSchema,
   idParams,
   judgeResultSchema,
+  runListQuerySchema,
   runSchema,
+  runSummarySchema,
   scoreBodySchema,
   sessionParams,
 } from './schemas.ts';
 import { complianceSpec, evaluateCompliance, evaluateWithJudge, judgePlan, judgeSpec, judgeSpecOf, recordBreach, resolveEvaluator } from './service.ts';
 import {
   datasetCases,
+  datasetRuns,
   deleteEvaluator,
   findDataset,
   findEvaluator,
@@ -37,6 +40,7 @@ import {
   toDatasetSummary,
   toEvaluatorOut,
   toRunOut,
+  toRunSummary,
 } from './store.ts';
 
 export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalRunWorker): void {
@@ -197,6 +201,23 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
       // Committed: the worker takes it from here, off the request path.
       runs.kick();
       return reply.status(202).send(answer);
+    },
+  );
+
+  app.get(
+    '/api/datasets/:id/runs',
+    {
+      schema: {
+        summary: "A dataset's runs, newest first, without their cases",
+        tags: ['evals'],
+        params: idParams,
+        querystring: runListQuerySchema,
+        response: { 200: z.object({ runs: z.array(runSummarySchema) }) },
+      },
+    },
+    async (request) => {
+      if (!(await findDataset(ctx.database.db, request.params.id))) throw observeError('datasetNotFound');
+      return { runs: (await datasetRuns(ctx.database.db, request.params.id, request.query.limit)).map(toRunSummary) };
     },
   );
 

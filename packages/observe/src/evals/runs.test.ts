@@ -253,6 +253,32 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.ok(timeline.events.every((e) => e.eventType !== 'eval_result'));
   });
 
+  test("GET /api/datasets/:id/runs lists a dataset's runs newest first, without cases; 404 for an unknown dataset", async () => {
+    const dataset = await createDataset([{ input: { task: 'ok', answer: 1 }, expected: 1 }]);
+    const other = await createDataset([{ input: { task: 'ok', answer: 2 } }]);
+    const start = async (id: string) => {
+      const response = await observe.call({ method: 'POST', url: `/api/datasets/${id}/runs`, payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook` } });
+      assert.equal(response.statusCode, 202, response.body);
+      return (response.json() as Json).id as string;
+    };
+    const first = await start(dataset.id);
+    (observe.clock as ManualClock).advance(1000);
+    const second = await start(dataset.id);
+    await start(other.id);
+    await waitForRun(observe.call, first);
+    const finished = await waitForRun(observe.call, second);
+    const listed = await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs` });
+    assert.equal(listed.statusCode, 200, listed.body);
+    const runs = (listed.json() as { runs: Json[] }).runs;
+    assert.deepEqual(runs.map((run) => run.id), [second, first]);
+    const { cases: _cases, ...summary } = finished;
+    assert.deepEqual(runs[0], summary);
+    const limited = (await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=1` })).json() as { runs: Json[] };
+    assert.deepEqual(limited.runs.map((run) => run.id), [second]);
+    assert.equal((await observe.call({ method: 'GET', url: '/api/datasets/nope/runs' })).statusCode, 404);
+    assert.equal((await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=0` })).statusCode, 400);
+  });
+
   test('a webhook that does not answer within caseTimeoutSeconds fails its case', async () => {
     const dataset = await createDataset([{ input: { task: 'hang' } }]);
     const response = await observe.call({

@@ -309,3 +309,6 @@ export const runSchema = z
   })
   .meta({ id: 'EvalRun' });
 export type RunOut = z.infer<typeof runSchema>;
+/** A run without its cases, as a dataset's list of runs shows it. */
+export const runSummarySchema = runSchema.omit({ cases: true }).meta({ id: 'EvalRunSummary' });
+export const runListQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) });

@@ -277,11 +277,16 @@ export async function findRun(db: Executor, id: string): Promise<EvalRunRow | un
   return db.selectFrom('eval_runs').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** A dataset's runs, newest first (index eval_runs_dataset). */
+export async function datasetRuns(db: Executor, datasetId: string, limit: number): Promise<EvalRunRow[]> {
+  return db.selectFrom('eval_runs').selectAll().where('dataset_id', '=', datasetId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
 export async function runCases(db: Executor, runId: string): Promise<EvalRunCaseRow[]> {
   return db.selectFrom('eval_run_cases').selectAll().where('run_id', '=', runId).orderBy('position').execute();
 }
 
-export function toRunOut(run: EvalRunRow, cases: readonly EvalRunCaseRow[]): RunOut {
+export function toRunSummary(run: EvalRunRow): Omit<RunOut, 'cases'> {
   return {
     id: run.id,
     datasetId: run.dataset_id,
@@ -294,6 +299,12 @@ export function toRunOut(run: EvalRunRow, cases: readonly EvalRunCaseRow[]): Run
     failedCases: run.failed_cases,
     createdAt: toIso(Number(run.created_at)),
     finishedAt: run.finished_at === null ? null : toIso(Number(run.finished_at)),
+  };
+}
+
+export function toRunOut(run: EvalRunRow, cases: readonly EvalRunCaseRow[]): RunOut {
+  return {
+    ...toRunSummary(run),
     cases: cases.map((c) => ({
       caseId: c.case_id,
       index: c.position,

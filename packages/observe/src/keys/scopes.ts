@@ -96,6 +96,7 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'GET /api/datasets': 'read',
   'GET /api/datasets/:id': 'read',
   'POST /api/datasets/:id/runs': 'admin',
+  'GET /api/datasets/:id/runs': 'read',
   'GET /api/runs/:id': 'read',
 
   'POST /api/guardrails': 'admin',

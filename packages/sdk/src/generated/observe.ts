@@ -310,6 +310,20 @@ export type EvalRun = {
   }[];
 };
 
+export type EvalRunSummary = {
+  id: string;
+  datasetId: string;
+  agentId: string;
+  evaluatorId: string | null;
+  status: "running" | "completed";
+  totalCases: number;
+  completedCases: number;
+  passedCases: number;
+  failedCases: number;
+  createdAt: string;
+  finishedAt: string | null;
+};
+
 export type Evaluator = {
   id: string;
   name: string;
@@ -1950,6 +1964,29 @@ export interface paths {
     };
   };
   "/api/datasets/{id}/runs": {
+    /** A dataset's runs, newest first, without their cases */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          runs: EvalRunSummary[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
     /** Run every case of a dataset against an agent webhook, in the background */
     post: {
       params: {
