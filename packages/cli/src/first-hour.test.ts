@@ -93,6 +93,21 @@ describe('vigil up: one product', () => {
       const gateKey = /^ {4}(gk_\S+)$/m.exec(banner)![1]!;
       assert.match(banner, /={20,}\n.*shown only this once:\n\n {4}gk_\S+\n\n.*\n={20,}/);
 
+      // Paths that mean what they say: the APIs' prefixes are 404 error bodies; only a browser navigation gets the dashboard.
+      for (const path of ['/health', '/metrics/nope', '/v1/nope', '/api/nope']) {
+        const response = await fetch(`${observe}${path}`, { headers: { accept: 'text/html' } });
+        assert.equal(response.status, 404, path);
+        assert.equal(((await response.json()) as { status: number }).status, 404, path);
+      }
+      const page = await fetch(`${observe}/sessions`, { headers: { accept: 'text/html,application/xhtml+xml' } });
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      await page.arrayBuffer();
+      assert.equal((await fetch(`${observe}/sessions`, { headers: { accept: 'application/json' } })).status, 404);
+      const gateUnknown = await fetch(`${gate}/api/nope`);
+      assert.equal(gateUnknown.status, 404);
+      assert.equal(((await gateUnknown.json()) as { error: { code: string } }).error.code, 'not_found');
+
       const { key: observeKey } = await json<{ key: string }>(`${observe}/api/keys`, { method: 'POST', body: JSON.stringify({ name: 'first' }) });
       await json(`${observe}/api/events`, { method: 'POST', key: observeKey, body: JSON.stringify({ events: [{ sessionId: 'run-1', agentId: 'billing-bot', eventType: 'tool_call', payload: { toolName: 'lookup', callId: 'c1', arguments: {} } }] }) });
 
