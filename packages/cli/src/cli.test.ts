@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { freePort } from './cluster.ts';
 
 const bin = resolve(import.meta.dirname, '../bin/vigil.mjs');
 const dataDirs: string[] = [];
@@ -15,15 +15,6 @@ function dataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-cli-'));
   dataDirs.push(dir);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 }
 
 interface Running {

@@ -1,6 +1,5 @@
 /** Test helpers shared by the eval-gate test files: the real CLI in a child process, free ports. */
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 
 export const vigilBin = resolve(import.meta.dirname, '../bin/vigil.mjs');
@@ -41,12 +40,4 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   });
 }
 
-/** A port nothing listens on (bound, then released). */
-export async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => done(port));
-    });
-  });
-}
+export { freePort } from './cluster.ts';

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { eventually } from './testing.ts';
+import { freePort } from './cluster.ts';
 
 const bin = resolve(import.meta.dirname, '../bin/vigil.mjs');
 const dirs: string[] = [];
@@ -20,15 +21,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-first-hour-'));
   dirs.push(dir);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
 }
 
 interface Run {

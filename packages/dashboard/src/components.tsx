@@ -3,8 +3,8 @@
  * create form that owns its submit button, error and result, and a set of checkboxes. Each page
  * then says only what differs: its columns, its fields, its call.
  */
-import { useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Field, Notice, RowAction, useAction, type AsyncState } from './ui.tsx';
+import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
+import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAction, type AsyncState } from './ui.tsx';
 
 export interface Column<T> {
   header: ReactNode;
@@ -262,5 +262,35 @@ export function TextField({ id, label, value, onChange, required, maxLength }: {
     <Field label={label} htmlFor={id}>
       <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
     </Field>
+  );
+}
+
+/**
+ * A list page's form: editing the row picked with its Edit button (prefilled, with Cancel), or
+ * creating a new one. `form` renders the page's own form for `item` (undefined: a new one).
+ */
+export function EditOrCreateSection<T extends { id: string; name: string }>({
+  editing,
+  sectionId,
+  newTitle,
+  onEdited,
+  onCreated,
+  onCancel,
+  form,
+}: {
+  editing: T | null;
+  sectionId: string;
+  newTitle: string;
+  onEdited(message: string): void;
+  onCreated(): void;
+  onCancel(): void;
+  form(props: { item?: T; onSaved: (message: string) => void; onCancel?: () => void }): ReactNode;
+}) {
+  return editing ? (
+    <Section title={`Edit “${editing.name}”`} id={sectionId}>
+      <Fragment key={editing.id}>{form({ item: editing, onSaved: onEdited, onCancel })}</Fragment>
+    </Section>
+  ) : (
+    <Section title={newTitle}>{form({ onSaved: onCreated })}</Section>
   );
 }

@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
+import { AsyncTable, type Column, CreateForm, EditOrCreateSection, ManagedTable, rowButton, TextField } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
@@ -160,24 +160,19 @@ export function AlertsPage() {
           buttons={(r) => [{ label: 'Edit', run: () => edit(r), pending: false }, rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]), rowButton('Delete', remove, [r], { danger: true })]}
         />
       </Section>
-      {editing ? (
-        <Section title={`Edit “${editing.name}”`} id="section-edit-rule">
-          <RuleForm
-            key={editing.id}
-            rule={editing}
-            onSaved={(message) => {
-              setEditing(null);
-              setSaved(message);
-              rules.reload();
-            }}
-            onCancel={() => setEditing(null)}
-          />
-        </Section>
-      ) : (
-        <Section title="New rule">
-          <RuleForm onSaved={rules.reload} />
-        </Section>
-      )}
+      <EditOrCreateSection
+        editing={editing}
+        sectionId="section-edit-rule"
+        newTitle="New rule"
+        onEdited={(message) => {
+          setEditing(null);
+          setSaved(message);
+          rules.reload();
+        }}
+        onCreated={rules.reload}
+        onCancel={() => setEditing(null)}
+        form={({ item, ...props }) => <RuleForm rule={item} {...props} />}
+      />
       <Section title="History">
         <AsyncTable
           state={history}

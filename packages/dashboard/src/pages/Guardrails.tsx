@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
+import { AsyncTable, type Column, CreateForm, EditOrCreateSection, ManagedTable, rowButton, TextField } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtUsd, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
@@ -267,24 +267,19 @@ export function GuardrailsPage() {
           ]}
         />
       </Section>
-      {editing ? (
-        <Section title={`Edit “${editing.name}”`} id="section-edit-guardrail">
-          <GuardrailForm
-            key={editing.id}
-            rule={editing}
-            onSaved={(message) => {
-              setEditing(null);
-              setSaved(message);
-              rules.reload();
-            }}
-            onCancel={() => setEditing(null)}
-          />
-        </Section>
-      ) : (
-        <Section title="New guardrail">
-          <GuardrailForm onSaved={rules.reload} />
-        </Section>
-      )}
+      <EditOrCreateSection
+        editing={editing}
+        sectionId="section-edit-guardrail"
+        newTitle="New guardrail"
+        onEdited={(message) => {
+          setEditing(null);
+          setSaved(message);
+          rules.reload();
+        }}
+        onCreated={rules.reload}
+        onCancel={() => setEditing(null)}
+        form={({ item, ...props }) => <GuardrailForm rule={item} {...props} />}
+      />
       <Section title="Triggers">
         <AsyncTable
           state={history}

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { GateSchemas } from '@vigil/sdk/types';
 import { gate, type GateAnswer, type GateBody } from '../api.ts';
-import { CreateForm } from '../components.tsx';
+import { CreateForm, EditOrCreateSection } from '../components.tsx';
 import { fmtDateTime, parseJsonObject, plural } from '../format.ts';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -250,24 +250,19 @@ export function PoliciesPage() {
           )}
         </Async>
       </Section>
-      {editing ? (
-        <Section title={`Edit “${editing.name}”`} id="section-edit-policy">
-          <PolicyForm
-            key={editing.id}
-            policy={editing}
-            onSaved={(message) => {
-              setEditing(null);
-              setSaved(message);
-              policies.reload();
-            }}
-            onCancel={() => setEditing(null)}
-          />
-        </Section>
-      ) : (
-        <Section title="New policy">
-          <PolicyForm onSaved={policies.reload} />
-        </Section>
-      )}
+      <EditOrCreateSection
+        editing={editing}
+        sectionId="section-edit-policy"
+        newTitle="New policy"
+        onEdited={(message) => {
+          setEditing(null);
+          setSaved(message);
+          policies.reload();
+        }}
+        onCreated={policies.reload}
+        onCancel={() => setEditing(null)}
+        form={({ item, ...props }) => <PolicyForm policy={item} {...props} />}
+      />
       <details className="card">
         <summary>Raw JSON of the policies</summary>
         <JsonView value={policies.data?.policies} />
