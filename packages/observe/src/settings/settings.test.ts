@@ -277,8 +277,10 @@ await describeEachDatabase('GET /api/stats and GET /api/health', (backend) => {
   test('GET /api/health needs no key and reports the database', async () => {
     const response = await observe.service.app.inject({ method: 'GET', url: '/api/health' });
     assert.equal(response.statusCode, 200, response.body);
-    const body = response.json() as { status: string; version: string; db: { ok: boolean; latencyMs: number } };
-    assert.deepEqual(Object.keys(body).sort(), ['db', 'status', 'version']);
+    const body = response.json() as { status: string; version: string; db: { ok: boolean; latencyMs: number }; firstKeyBootstrap: string };
+    assert.deepEqual(Object.keys(body).sort(), ['db', 'firstKeyBootstrap', 'status', 'version']);
+    // The test service created its first key and listens on loopback.
+    assert.equal(body.firstKeyBootstrap, 'closed');
     assert.equal(body.status, 'ok');
     assert.equal(body.version, VIGIL_VERSION);
     assert.match(body.version, /^\d+\.\d+\.\d+/);

@@ -1,0 +1,43 @@
+// typescript-eslint with type information: the mistakes the compiler lets through that an async
+// server cannot afford (a promise nobody awaits, a promise where a callback's result is ignored),
+// exhaustive switches and unused variables. Formatting is Prettier's (npm run format).
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist/**',
+      'packages/dashboard/.dist-*/**',
+      'packages/sdk/src/generated/**',
+      'scripts/depcheck-fixtures/**',
+      'python/**',
+      'data/**',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+    ],
+  },
+  {
+    files: ['**/*.ts', '**/*.tsx'],
+    extends: [tseslint.configs.base],
+    languageOptions: {
+      parserOptions: {
+        // Files outside both tsconfigs (examples, the dashboard's Vite config) get a default project.
+        projectService: { allowDefaultProject: ['examples/*.ts', 'packages/dashboard/vite.config.ts'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      // node:test's test() and describe() return promises the runner itself awaits.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+      ],
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+    },
+  },
+);
