@@ -31,7 +31,7 @@ async function connect(env: Record<string, string>, clientInfo = CLIENT): Promis
 interface ToolAnswer {
   isError: boolean;
   text: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: any;
 }
 
 async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<ToolAnswer> {

@@ -132,6 +132,9 @@ class MessageEvents implements StreamAccumulator {
       case 'message_stop':
         this.stopped = true;
         break;
+      default:
+        // ping, content_block_stop and events of newer API versions carry nothing the record keeps.
+        break;
     }
     return true;
   }

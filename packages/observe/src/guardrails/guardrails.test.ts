@@ -129,7 +129,7 @@ test('conditions: error rate and cost fire strictly above, health strictly below
   }
 });
 
-describeEachDatabase('guardrails', (backend: TestBackend) => {
+await describeEachDatabase('guardrails', (backend: TestBackend) => {
   let observe: TestObserve;
   let receiver: TestHttpServer;
 
