@@ -640,7 +640,7 @@ describeEachDatabase('guardrails', (backend: TestBackend) => {
       receiver.requests.length = 0;
       const now = first.clock.now();
       const rounds = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateAgents(['agent-x'], now)),
+        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateCommitted(new Map([['agent-x', []]]), now)),
       );
       assert.equal(rounds.flat().length, 1, 'exactly one evaluation fired');
       await first.service.guardrails.idle();
