@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { COUNTED_EVENT_TYPES } from '../alerts/index.ts';
+import { ratio } from '../analytics/index.ts';
 import type { LogPositions } from '../events/index.ts';
 import type { EventRow, ObserveDatabase } from '../schema.ts';
 
@@ -98,7 +99,8 @@ export class RollingWindow {
 export function maxErrorRate(bounds: WindowBounds): number | null {
   const errors = bounds.inside.errorCount + bounds.edges.errorCount;
   const events = bounds.inside.eventCount + bounds.edges.errorCount;
-  return events === 0 || errors === 0 ? null : (100 * errors) / events;
+  // The rule's own arithmetic (measure), so that a bound equal to the value rounds the same way.
+  return events === 0 || errors === 0 ? null : 100 * ratio(errors, events);
 }
 
 /** Costs are never negative, so every edge cost inside is the most the window can hold. */
