@@ -20,7 +20,6 @@ import {
 } from './store.ts';
 import type { Transaction } from 'kysely';
 import type { CommittedBatch } from '../events/index.ts';
-import { streamHead } from '../stream/log.ts';
 import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow } from './windows.ts';
 
 /** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
@@ -376,7 +375,7 @@ export class GuardrailEngine {
     if (agentIds.length === 0) return [];
     const rules = await listEnabledRules(this.ctx.database, agentIds);
     const readings = new Readings(this.ctx, now);
-    const head = rules.some((rule) => windowLength(rule) !== null) ? await streamHead(this.ctx.database) : 0;
+    const latest = this.seen.latest;
     const fired: Fired[] = [];
     for (const rule of rules) {
       for (const agentId of rule.agentId === null ? agentIds : [rule.agentId]) {
@@ -384,7 +383,7 @@ export class GuardrailEngine {
         if (!events) continue;
         const trigger = await this.evaluate(rule, agentId, readings, async () => {
           const length = windowLength(rule);
-          if (length !== null) return (await this.mightBreach(rule, agentId, length, head, now)) ? measure(readings, rule, agentId) : null;
+          if (length !== null) return (await this.mightBreach(rule, agentId, length, latest, now)) ? measure(readings, rule, agentId) : null;
           if (rule.conditionType === 'custom_metric') return latestMetricOf(events, (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey);
           return measure(readings, rule, agentId);
         });
@@ -394,10 +393,13 @@ export class GuardrailEngine {
     return fired;
   }
 
-  /** Whether the agent's window allows the rule's breach; the window is seeded when missing or when this instance may have missed commits since its seed. */
-  private async mightBreach(rule: GuardrailRule, agentId: string, length: number, head: number, now: number): Promise<boolean> {
+  /**
+   * Whether the agent's window allows the rule's breach; the window is seeded when missing or when
+   * another instance may have committed between its seed and `through` (this instance's latest commit).
+   */
+  private async mightBreach(rule: GuardrailRule, agentId: string, length: number, through: number, now: number): Promise<boolean> {
     let window = this.windows.get(agentId)?.get(length);
-    if (!(window instanceof RollingWindow) || !this.seen.covers(window.seededThrough, head)) window = await this.seed(agentId, length, now);
+    if (!(window instanceof RollingWindow) || !this.seen.covers(window.seededThrough, through)) window = await this.seed(agentId, length, now);
     const bounds = window.bounds(now);
     if (rule.conditionType === 'error_rate_threshold') {
       const rate = maxErrorRate(bounds);

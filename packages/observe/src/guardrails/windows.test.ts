@@ -54,7 +54,7 @@ test('the bounds never understate the exact error rate or cost over [now − len
       assert.ok(maxCost(bounds) >= cost - 1e-9, `cost ${cost} > bound ${maxCost(bounds)}`);
       const bound = maxErrorRate(bounds);
       if (errors === 0) return;
-      const rate = (100 * errors) / inWindow.length;
+      const rate = 100 * (errors / inWindow.length); // measure's arithmetic
       assert.ok(bound !== null && bound >= rate, `rate ${rate} > bound ${bound}`);
     }),
     { numRuns: 500 },
@@ -63,6 +63,7 @@ test('the bounds never understate the exact error rate or cost over [now − len
 
 test('seen positions: a window is complete only when every commit after its seed was seen here', () => {
   const seen = new SeenPositions();
+  assert.equal(seen.latest, 0);
   assert.equal(seen.covers(5, 5), true, 'nothing committed since the seed');
   assert.equal(seen.covers(5, 6), false);
   seen.add({ first: 6, last: 8 });
@@ -70,8 +71,10 @@ test('seen positions: a window is complete only when every commit after its seed
   assert.equal(seen.covers(5, 8), true);
   assert.equal(seen.covers(5, 11), false, 'the gap 9–10');
   assert.equal(seen.covers(10, 11), true, 'seeded after the gap');
+  assert.equal(seen.latest, 11);
   seen.add({ first: 9, last: 10 }); // reported late (out of order)
   assert.equal(seen.covers(5, 11), true);
+  assert.equal(seen.latest, 11);
   // Bounded: the oldest ranges go, and a window needing them is seeded again.
   const small = new SeenPositions(2);
   small.add({ first: 1, last: 1 });

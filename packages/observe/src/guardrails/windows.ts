@@ -113,8 +113,10 @@ export const COST_SLACK = 1e-9;
 
 /**
  * The commit log positions this instance saw committed. A window seeded at position S is complete
- * at head H when every position in (S, H] is among them; otherwise another instance (or a commit
- * not yet reported here) wrote events it lacks, and it is seeded again.
+ * through this instance's latest commit L when every position in (S, L] is among them; otherwise
+ * another instance (or a commit of this one not yet reported) wrote events it lacks, and it is
+ * seeded again. Commits after L are the business of the instance that made them: its own
+ * evaluation sees this instance's commits as gaps and seeds again.
  */
 export class SeenPositions {
   /** Disjoint, sorted, not adjacent. */
@@ -133,6 +135,11 @@ export class SeenPositions {
     merged.sort((x, y) => x[0] - y[0]);
     // The oldest ranges go first; a window needing them is seeded again.
     this.ranges = merged.slice(-this.maxRanges);
+  }
+
+  /** The highest position seen; 0 before any. */
+  get latest(): number {
+    return this.ranges.at(-1)?.[1] ?? 0;
   }
 
   /** Whether every position in (after, through] was seen. */
