@@ -20,7 +20,7 @@ import {
 } from './store.ts';
 import type { Transaction } from 'kysely';
 import type { CommittedBatch } from '../events/index.ts';
-import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow } from './windows.ts';
+import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow, WINDOW_RESEED_MS } from './windows.ts';
 
 /** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
 export const GUARDRAIL_SWEEP_INTERVAL_MS = 30_000;
@@ -427,8 +427,7 @@ export class GuardrailEngine {
   /** One run of the sweep job: every enabled rule for its agent, or for every agent (not the system agent) seen within its lookback. */
   async sweep(now: number): Promise<Fired[]> {
     const fired: Fired[] = [];
-    // Seeded again at the next commit: events deleted since (retention, erasure) leave them, and idle agents' windows go.
-    this.windows.clear();
+    this.retireWindows(now);
     const readings = new Readings(this.ctx, now);
     for (const rule of await listEnabledRules(this.ctx.database)) {
       const agentIds = rule.agentId !== null ? [rule.agentId] : await this.recentAgents(now - sweepLookbackMs(rule));
@@ -439,6 +438,18 @@ export class GuardrailEngine {
     }
     await this.deliveries.deliverDue();
     return fired;
+  }
+
+  /** Drops the windows that hold no events any more (idle agents) or were seeded WINDOW_RESEED_MS ago (seeded again when next needed). */
+  private retireWindows(now: number): void {
+    for (const [agentId, windows] of this.windows) {
+      for (const [length, window] of windows) {
+        if (!(window instanceof RollingWindow)) continue;
+        window.bounds(now);
+        if (window.bucketCount === 0 || now - window.seededAt >= WINDOW_RESEED_MS) windows.delete(length);
+      }
+      if (windows.size === 0) this.windows.delete(agentId);
+    }
   }
 
   /** Waits for the after-commit evaluation and the notifications it started. */

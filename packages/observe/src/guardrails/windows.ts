@@ -43,10 +43,11 @@ export class RollingWindow {
   readonly width: number;
   private readonly buckets = new Map<number, WindowSums>();
 
-  /** `seededThrough`: the commit log position its seed read; commits at or before it are in it already. */
+  /** `seededThrough`: the commit log position its seed read (commits at or before it are in it already); `seededAt`: when. */
   constructor(
     readonly length: number,
     readonly seededThrough: number,
+    readonly seededAt = 0,
   ) {
     this.width = bucketWidth(length);
   }
@@ -108,6 +109,12 @@ export function maxCost(bounds: WindowBounds): number {
   return bounds.inside.costUsd + bounds.edges.costUsd;
 }
 
+/**
+ * How long a window is trusted before it is seeded again: events deleted meanwhile (retention)
+ * leave it no later than this. Until then a deletion can only delay an error-rate breach to the sweep.
+ */
+export const WINDOW_RESEED_MS = 10 * 60_000;
+
 /** Floating sums in another order may differ in the last bits: a cost this close to its limit is read exactly. */
 export const COST_SLACK = 1e-9;
 
@@ -167,7 +174,7 @@ export async function seedWindow(database: ObserveDatabase, agentId: string, len
       group by ${bucket}
     ) w on 1 = 1
     where h.id = 1`.execute(database.db);
-  const window = new RollingWindow(length, Number(rows[0]?.last_pos ?? 0));
+  const window = new RollingWindow(length, Number(rows[0]?.last_pos ?? 0), now);
   for (const row of rows) {
     if (row.bucket === null) continue;
     window.add(Number(row.bucket) * width, { eventCount: Number(row.events), errorCount: Number(row.errors), costUsd: Number(row.cost) });
