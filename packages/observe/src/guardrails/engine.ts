@@ -107,7 +107,7 @@ export function sweepLookbackMs(rule: Pick<GuardrailRule, 'conditionType' | 'con
 }
 
 /** The length of the rolling window the rule measures (error rate, cost); null for the others. */
-export function windowLength(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>): number | null {
+function windowLength(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>): number | null {
   switch (rule.conditionType) {
     case 'error_rate_threshold':
       return (rule.conditionConfig as ConditionConfig<'error_rate_threshold'>).windowMs;
@@ -403,9 +403,9 @@ export class GuardrailEngine {
     const bounds = window.bounds(now);
     if (rule.conditionType === 'error_rate_threshold') {
       const rate = maxErrorRate(bounds);
-      return rate !== null && rate > thresholdOf(rule);
+      return rate !== null && conditionMet(rule, rate);
     }
-    return maxCost(bounds) * (1 + COST_SLACK) > thresholdOf(rule);
+    return conditionMet(rule, maxCost(bounds) * (1 + COST_SLACK));
   }
 
   private async seed(agentId: string, length: number, now: number): Promise<RollingWindow> {
