@@ -14,7 +14,7 @@ import { registerEventRoutes } from './routes.ts';
 
 export { type ChainBreak, type ChainFields, chainHashOfCanonical, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, type StoredLeaves, verifyChain } from './chain.ts';
 export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
-export { type AppendedEvent, type BatchWriter, type CommittingBatch, EventAppender, type SessionAppend, type TransactionWriter } from './ingest.ts';
+export { type AppendedEvent, type BatchWriter, type CommittedBatch, type CommittingBatch, EventAppender, type LogPositions, type SessionAppend, type TransactionWriter } from './ingest.ts';
 export {
   clientAgentId, commaList, type Event, eventSchema, type EventType, identifier, type IncomingEvent, incomingEventSchema, INGEST_EVENT_TYPES,
   type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,

@@ -27,10 +27,26 @@ export interface CommittingBatch {
   sessions: readonly SessionAppend[];
   /** When the batch's last request was received. */
   receivedAt: number;
+  /** Set by the commit log's writer (the last one): the log positions this transaction took, in commit order. */
+  logPositions: LogPositions | null;
 }
 
 /** Writes another feature keeps in the ingest transaction (see events/index.ts for the list). */
 export type TransactionWriter = (batch: CommittingBatch) => Promise<void>;
+
+/** Positions first..last of the commit log (stream_log), handed out in commit order. */
+export interface LogPositions {
+  first: number;
+  last: number;
+}
+
+/** What after-commit listeners learn of one acknowledged batch besides its appended events. */
+export interface CommittedBatch {
+  /** The batch's events as stored, with their payloads, in batch order. */
+  events: readonly { row: EventRow; payload: Record<string, unknown> }[];
+  /** The commit log positions of the batch's transaction (shared with the batches committed with it); null without the commit log. */
+  logPositions: LogPositions | null;
+}
 
 /** An event validated and stamped, ready to be chained. Built outside the transaction. */
 interface PreparedEvent {
@@ -191,7 +207,7 @@ async function appendPrepared(
   prepared: readonly PreparedEvent[],
   sessionIdleTimeoutMs: number,
   writers: readonly TransactionWriter[],
-): Promise<AppendedEvent[]> {
+): Promise<{ appended: AppendedEvent[]; logPositions: LogPositions | null }> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
     if (!firstBySession.has(event.row.session_id)) firstBySession.set(event.row.session_id, event);
@@ -309,16 +325,17 @@ async function appendPrepared(
       events: prepared,
       sessions: sessionIds.map((id) => sessionAppends.get(id)!),
       receivedAt,
+      logPositions: null,
     };
     for (const writer of writers) await writer(batch);
-    return appended;
+    return { appended, logPositions: batch.logPositions };
   });
 }
 
 
 /** The one entry to the event store: batches from concurrent requests share a transaction (group commit). */
 export class EventAppender {
-  private readonly committer: GroupCommitter<PreparedEvent[], AppendedEvent[]>;
+  private readonly committer: GroupCommitter<PreparedEvent[], { appended: AppendedEvent[]; logPositions: LogPositions | null }>;
 
   private readonly writers: TransactionWriter[] = [];
   private lastWriter: TransactionWriter | null = null;
@@ -327,15 +344,15 @@ export class EventAppender {
     this.committer = new GroupCommitter(
       async (batches) => {
         const writers = this.lastWriter === null ? this.writers : [...this.writers, this.lastWriter];
-        const appended = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, writers);
+        const { appended, logPositions } = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, writers);
         let offset = 0;
-        return batches.map((batch) => appended.slice(offset, (offset += batch.length)));
+        return batches.map((batch) => ({ appended: appended.slice(offset, (offset += batch.length)), logPositions }));
       },
       { maxInFlight, maxGroupSize: maxGroupEvents, sizeOf: (batch) => batch.length },
     );
   }
 
-  private readonly committedListeners: ((appended: AppendedEvent[]) => void)[] = [];
+  private readonly committedListeners: ((appended: AppendedEvent[], committed: CommittedBatch) => void)[] = [];
 
   /**
    * A write kept in the ingest transaction, after the events, sessions and agents, in registration
@@ -352,13 +369,15 @@ export class EventAppender {
   }
 
   /** Work started after each acknowledged batch is durable; never awaited by the request. */
-  afterCommit(listener: (appended: AppendedEvent[]) => void): void {
+  afterCommit(listener: (appended: AppendedEvent[], committed: CommittedBatch) => void): void {
     this.committedListeners.push(listener);
   }
 
   async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): Promise<AppendedEvent[]> {
-    const appended = await this.committer.submit(prepareBatch(events, receivedAt, options));
-    for (const listener of this.committedListeners) listener(appended);
+    const prepared = prepareBatch(events, receivedAt, options);
+    const { appended, logPositions } = await this.committer.submit(prepared);
+    const committed: CommittedBatch = { events: prepared, logPositions };
+    for (const listener of this.committedListeners) listener(appended, committed);
     return appended;
   }
 }

@@ -19,6 +19,8 @@ import {
   type GuardrailRule,
 } from './store.ts';
 import type { Transaction } from 'kysely';
+import type { CommittedBatch } from '../events/index.ts';
+import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow, WINDOW_RESEED_MS } from './windows.ts';
 
 /** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
 export const GUARDRAIL_SWEEP_INTERVAL_MS = 30_000;
@@ -104,38 +106,45 @@ export function sweepLookbackMs(rule: Pick<GuardrailRule, 'conditionType' | 'con
   }
 }
 
+/** The length of the rolling window the rule measures (error rate, cost); null for the others. */
+function windowLength(rule: Pick<GuardrailRule, 'conditionType' | 'conditionConfig'>): number | null {
+  switch (rule.conditionType) {
+    case 'error_rate_threshold':
+      return (rule.conditionConfig as ConditionConfig<'error_rate_threshold'>).windowMs;
+    case 'cost_limit':
+      return (rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs;
+    default:
+      return null;
+  }
+}
+
 // ---- measuring (SQL over the event store) ----
 
 /**
  * The latest numeric value at the metric's dot path in payload.data or metadata of the agent's
- * events: among `eventIds` (the events just committed) when given, else among the events of the
- * last `lookbackMs`. Both bounds keep the read to an index range, never the agent's whole history.
+ * events of the last `lookbackMs` (an index range, never the agent's whole history). After a
+ * commit the engine reads it from the committed events instead (latestMetricOf).
  */
-async function latestMetric(database: ObserveDatabase, agentId: string, metricKey: string, within: MetricScope): Promise<number | null> {
+async function latestMetric(database: ObserveDatabase, agentId: string, metricKey: string, since: number): Promise<number | null> {
   const path = metricKey.split('.');
   const inPayload = jsonNumberAt(database.dialect, 'payload', ['data', ...path]);
   const inMetadata = jsonNumberAt(database.dialect, 'metadata', path);
-  let query = database.db
+  const row = await database.db
     .selectFrom('events')
     .select((eb) => eb.fn.coalesce(inPayload, inMetadata).as('value'))
     .where('agent_id', '=', agentId)
-    .where((eb) => eb.or([eb(inPayload, 'is not', null), eb(inMetadata, 'is not', null)]));
-  query = 'eventIds' in within ? query.where('id', 'in', within.eventIds) : query.where('ts', '>=', within.since);
-  const row = await query.orderBy('ts', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    .where((eb) => eb.or([eb(inPayload, 'is not', null), eb(inMetadata, 'is not', null)]))
+    .where('ts', '>=', since)
+    .orderBy('ts', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return row?.value === null || row?.value === undefined ? null : Number(row.value);
 }
 
-/** More committed events than this (coalesced batches) are searched by time instead of by id (bind-parameter limits). */
-const MAX_COMMITTED_IDS = 1000;
-
-/** Where a custom metric is looked for: the events just committed, or everything since a time. */
-export type MetricScope = { eventIds: readonly string[] } | { since: number };
-
 /**
- * The figures one evaluation run reads, each at most once per agent: rules that need the same
- * window's sums, the same health report or the same metric share one query. `committed` (each
- * agent's events of the batches just committed) limits custom metrics to the values they carry;
- * without it a metric is looked for over the rule's sweep lookback.
+ * The figures one evaluation run reads from SQL, each at most once per agent: rules that need the
+ * same window's sums, the same health report or the same metric share one query.
  */
 export class Readings {
   private readonly cache = new Map<string, Promise<unknown>>();
@@ -143,7 +152,6 @@ export class Readings {
   constructor(
     private readonly ctx: ObserveContext,
     readonly now: number,
-    private readonly committed?: ReadonlyMap<string, readonly string[]>,
   ) {}
 
   private once<T>(key: string, read: () => Promise<T>): Promise<T> {
@@ -168,11 +176,7 @@ export class Readings {
   }
 
   metric(agentId: string, metricKey: string, lookbackMs: number): Promise<number | null> {
-    const committed = this.committed?.get(agentId);
-    const scope: MetricScope = committed && committed.length <= MAX_COMMITTED_IDS ? { eventIds: committed } : { since: this.now - lookbackMs };
-    return this.once(`metric\u0000${agentId}\u0000${metricKey}\u0000${'since' in scope ? scope.since : ''}`, () =>
-      latestMetric(this.ctx.database, agentId, metricKey, scope),
-    );
+    return this.once(`metric\u0000${agentId}\u0000${metricKey}\u0000${lookbackMs}`, () => latestMetric(this.ctx.database, agentId, metricKey, this.now - lookbackMs));
   }
 }
 
@@ -294,6 +298,14 @@ export async function fire(ctx: ObserveContext, measured: GuardrailRule, agentId
 
 // ---- the engine: after each ingest commit, and the sweep ----
 
+export type CommittedEvent = CommittedBatch['events'][number];
+
+/** Adds the agent's counted events of a commit the window's seed did not read (a later log position). */
+function addCommitted(window: RollingWindow, committed: CommittedBatch, agentId: string): void {
+  if (committed.logPositions !== null && committed.logPositions.last <= window.seededThrough) return;
+  for (const { row } of committed.events) if (row.agent_id === agentId && countedInWindows(row)) window.addEvent(row);
+}
+
 /**
  * Evaluates guardrails off the request path. After an ingest commit the batch's agents are queued
  * and drained in the background (batches arriving meanwhile coalesce); the periodic sweep
@@ -301,10 +313,13 @@ export async function fire(ctx: ObserveContext, measured: GuardrailRule, agentId
  * evaluation is made good within one sweep interval.
  */
 export class GuardrailEngine {
-  /** Agents waiting for evaluation, with the ids of their events committed since. */
-  private readonly pending = new Map<string, string[]>();
+  /** Agents waiting for evaluation, with their events committed since. */
+  private readonly pending = new Map<string, CommittedEvent[]>();
   private draining: Promise<void> | null = null;
   private readonly deliveries: DeliveryQueue<ObserveSchema, 'guardrail_deliveries'>;
+  /** Per agent, its rolling windows by length (windows.ts); a window being seeded holds the commits it must add once seeded. */
+  private readonly windows = new Map<string, Map<number, RollingWindow | CommittedBatch[]>>();
+  private readonly seen = new SeenPositions();
 
   constructor(
     private readonly ctx: ObserveContext,
@@ -314,13 +329,21 @@ export class GuardrailEngine {
     this.deliveries = notificationQueue(ctx, log, 'guardrail_deliveries', () => 'guardrail.triggered');
   }
 
-  /** After an ingest commit: the agents whose rules need a look, and their new events (the system agent's bookkeeping needs none). */
-  eventsCommitted(events: readonly { id: string; agentId: string }[]): void {
-    for (const event of events) {
-      if (event.agentId === SYSTEM_AGENT_ID) continue;
-      const ids = this.pending.get(event.agentId);
-      if (ids) ids.push(event.id);
-      else this.pending.set(event.agentId, [event.id]);
+  /** After an ingest commit: the batch's events go into the agents' windows and the agents are queued for a look (the system agent's bookkeeping needs none). */
+  eventsCommitted(committed: CommittedBatch): void {
+    if (committed.logPositions !== null) this.seen.add(committed.logPositions);
+    for (const event of committed.events) {
+      const agentId = event.row.agent_id;
+      if (agentId === SYSTEM_AGENT_ID) continue;
+      const events = this.pending.get(agentId);
+      if (events) events.push(event);
+      else this.pending.set(agentId, [event]);
+    }
+    for (const agentId of new Set(committed.events.map((event) => event.row.agent_id))) {
+      for (const window of this.windows.get(agentId)?.values() ?? []) {
+        if (Array.isArray(window)) window.push(committed);
+        else addCommitted(window, committed, agentId);
+      }
     }
     if (this.evaluateAfterCommit && this.pending.size > 0) void this.drain();
   }
@@ -331,7 +354,7 @@ export class GuardrailEngine {
       while (this.pending.size > 0) {
         const committed = new Map(this.pending);
         this.pending.clear();
-        await this.evaluateAgents([...committed.keys()], this.ctx.clock.now(), committed).catch((error: unknown) =>
+        await this.evaluateCommitted(committed, this.ctx.clock.now()).catch((error: unknown) =>
           this.log.error({ err: error }, 'guardrail evaluation failed; the sweep retries'),
         );
       }
@@ -341,24 +364,70 @@ export class GuardrailEngine {
     return this.draining;
   }
 
-  /** Every enabled rule that applies to these agents, for each of them; returns the triggers recorded. */
-  async evaluateAgents(agentIds: readonly string[], now: number, committed?: ReadonlyMap<string, readonly string[]>): Promise<Fired[]> {
+  /**
+   * Every enabled rule that applies to these agents, for each of them, after their events
+   * committed. Error rates and costs are bounded from the in-memory windows first (SQL only when
+   * a breach is possible), custom metrics are read from the committed events themselves, health
+   * scores from SQL. Returns the triggers recorded.
+   */
+  async evaluateCommitted(committed: ReadonlyMap<string, readonly CommittedEvent[]>, now: number): Promise<Fired[]> {
+    const agentIds = [...committed.keys()];
     if (agentIds.length === 0) return [];
     const rules = await listEnabledRules(this.ctx.database, agentIds);
-    const readings = new Readings(this.ctx, now, committed);
+    const readings = new Readings(this.ctx, now);
+    const latest = this.seen.latest;
     const fired: Fired[] = [];
     for (const rule of rules) {
       for (const agentId of rule.agentId === null ? agentIds : [rule.agentId]) {
-        const trigger = await this.evaluate(rule, agentId, readings);
+        const events = committed.get(agentId);
+        if (!events) continue;
+        const trigger = await this.evaluate(rule, agentId, readings, async () => {
+          const length = windowLength(rule);
+          if (length !== null) return (await this.mightBreach(rule, agentId, length, latest, now)) ? measure(readings, rule, agentId) : null;
+          if (rule.conditionType === 'custom_metric') return latestMetricOf(events, (rule.conditionConfig as ConditionConfig<'custom_metric'>).metricKey);
+          return measure(readings, rule, agentId);
+        });
         if (trigger) fired.push(trigger);
       }
     }
     return fired;
   }
 
+  /**
+   * Whether the agent's window allows the rule's breach; the window is seeded when missing or when
+   * another instance may have committed between its seed and `through` (this instance's latest commit).
+   */
+  private async mightBreach(rule: GuardrailRule, agentId: string, length: number, through: number, now: number): Promise<boolean> {
+    let window = this.windows.get(agentId)?.get(length);
+    if (!(window instanceof RollingWindow) || !this.seen.covers(window.seededThrough, through)) window = await this.seed(agentId, length, now);
+    const bounds = window.bounds(now);
+    if (rule.conditionType === 'error_rate_threshold') {
+      const rate = maxErrorRate(bounds);
+      return rate !== null && conditionMet(rule, rate);
+    }
+    return conditionMet(rule, maxCost(bounds) * (1 + COST_SLACK));
+  }
+
+  private async seed(agentId: string, length: number, now: number): Promise<RollingWindow> {
+    let windows = this.windows.get(agentId);
+    if (!windows) this.windows.set(agentId, (windows = new Map()));
+    const arriving: CommittedBatch[] = [];
+    windows.set(length, arriving);
+    try {
+      const window = await seedWindow(this.ctx.database, agentId, length, now);
+      for (const batch of arriving) addCommitted(window, batch, agentId);
+      windows.set(length, window);
+      return window;
+    } catch (error) {
+      windows.delete(length);
+      throw error;
+    }
+  }
+
   /** One run of the sweep job: every enabled rule for its agent, or for every agent (not the system agent) seen within its lookback. */
   async sweep(now: number): Promise<Fired[]> {
     const fired: Fired[] = [];
+    this.retireWindows(now);
     const readings = new Readings(this.ctx, now);
     for (const rule of await listEnabledRules(this.ctx.database)) {
       const agentIds = rule.agentId !== null ? [rule.agentId] : await this.recentAgents(now - sweepLookbackMs(rule));
@@ -369,6 +438,18 @@ export class GuardrailEngine {
     }
     await this.deliveries.deliverDue();
     return fired;
+  }
+
+  /** Drops the windows that hold no events any more (idle agents) or were seeded WINDOW_RESEED_MS ago (seeded again when next needed). */
+  private retireWindows(now: number): void {
+    for (const [agentId, windows] of this.windows) {
+      for (const [length, window] of windows) {
+        if (!(window instanceof RollingWindow)) continue;
+        window.bounds(now);
+        if (window.bucketCount === 0 || now - window.seededAt >= WINDOW_RESEED_MS) windows.delete(length);
+      }
+      if (windows.size === 0) this.windows.delete(agentId);
+    }
   }
 
   /** Waits for the after-commit evaluation and the notifications it started. */
@@ -393,9 +474,9 @@ export class GuardrailEngine {
     return rows.map((row) => row.id);
   }
 
-  private async evaluate(rule: GuardrailRule, agentId: string, readings: Readings): Promise<Fired | null> {
+  private async evaluate(rule: GuardrailRule, agentId: string, readings: Readings, valueOf = () => measure(readings, rule, agentId)): Promise<Fired | null> {
     try {
-      const value = await measure(readings, rule, agentId);
+      const value = await valueOf();
       if (value === null || !conditionMet(rule, value)) return null;
       const fired = await fire(this.ctx, rule, agentId, value, readings.now);
       if (fired?.deliveryId) this.deliveries.dispatch([fired.deliveryId]);

@@ -629,6 +629,66 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
     }
   });
 
+  /** Another instance on `first`'s database (a restart, or a second instance), calling with `first`'s key. */
+  async function sameDatabase(first: TestObserve, evaluateGuardrails: boolean): Promise<TestObserve> {
+    const other = await startTestObserve(backend, { evaluateGuardrails, database: first.config.database, createKey: false, clock: first.clock });
+    return { ...other, key: first.key, call: (request) => other.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}`, ...request.headers } }) };
+  }
+
+  const hourlyBudget = (agentId: string): Body => ({
+    name: 'hourly budget',
+    agentId,
+    conditionType: 'cost_limit',
+    conditionConfig: { maxCostUsd: 1, periodMs: 3_600_000 },
+    actionType: 'downgrade_model',
+    actionConfig: { targetModel: 'small' },
+  });
+
+  test('after a restart the cost window is seeded from the stored events: spend before and after it breaches right after ingest', async () => {
+    const first = await fresh();
+    let restarted: TestObserve | undefined;
+    try {
+      await createRule(first, hourlyBudget('agent-r'));
+      await ingest(first, [llmResponse(first, 'agent-r', 'r1', 0.4, 'a')]);
+      await first.service.guardrails.idle();
+      await ingest(first, [llmResponse(first, 'agent-r', 'r1', 0.3, 'b')]);
+      await first.service.guardrails.idle();
+      assert.equal((await agentOf(first, 'agent-r')).modelOverride, null, '0.7 USD is within the limit');
+      await first.close();
+
+      restarted = await sameDatabase(first, true);
+      clockOf(restarted).advance(1000);
+      await ingest(restarted, [llmResponse(restarted, 'agent-r', 'r1', 0.2, 'c')]);
+      await restarted.service.guardrails.idle();
+      assert.equal((await agentOf(restarted, 'agent-r')).modelOverride, null, '0.9 USD is within the limit');
+      await ingest(restarted, [llmResponse(restarted, 'agent-r', 'r1', 0.2, 'd')]);
+      await restarted.service.guardrails.idle();
+      assert.equal((await agentOf(restarted, 'agent-r')).modelOverride, 'small');
+      const [trigger] = (await history(restarted)).triggers;
+      assert.ok(Math.abs(trigger!.currentValue - 1.1) < 1e-9, `the exact spend of the hour: ${trigger!.currentValue}`);
+    } finally {
+      await (restarted ?? first).close();
+    }
+  });
+
+  test('a breach right after ingest is found from the window, and the value recorded is the exact one', async () => {
+    await fresh();
+    try {
+      await createRule(observe, { ...errorRatePause('agent-i'), conditionConfig: { threshold: 50, windowMs: 60_000 } });
+      await ingest(observe, toolEvents(observe, 'agent-i', 'i1', 3, 2));
+      await settle();
+      assert.equal((await agentOf(observe, 'agent-i')).pausedAt, null, '2 errors of 5');
+      clockOf(observe).advance(10_000);
+      await ingest(observe, toolEvents(observe, 'agent-i', 'i1', 0, 2));
+      await settle();
+      assert.notEqual((await agentOf(observe, 'agent-i')).pausedAt, null, '4 errors of 7');
+      const [trigger] = (await history(observe)).triggers;
+      assert.equal(trigger!.currentValue, 100 * (4 / 7));
+    } finally {
+      await observe.close();
+    }
+  });
+
   // Several instances share a database only on PostgreSQL (SQLite is the single-process mode).
   if (backend.kind === 'postgres') test('two instances on one PostgreSQL evaluating the same breach at once trigger once per cooldown', async () => {
     const first = await startTestObserve(backend, { evaluateGuardrails: false });
@@ -640,13 +700,33 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       receiver.requests.length = 0;
       const now = first.clock.now();
       const rounds = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateAgents(['agent-x'], now)),
+        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateCommitted(new Map([['agent-x', []]]), now)),
       );
       assert.equal(rounds.flat().length, 1, 'exactly one evaluation fired');
       await first.service.guardrails.idle();
       await second.service.guardrails.idle();
       assert.equal((await history(first)).total, 1);
       assert.equal(receiver.requests.length, 1);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+  if (backend.kind === 'postgres') test("two instances: a window is seeded again once the other instance committed events this one did not see", async () => {
+    const first = await startTestObserve(backend, { evaluateGuardrails: true });
+    const second = await sameDatabase(first, false);
+    observe = first;
+    try {
+      await createRule(first, hourlyBudget('agent-m'));
+      await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0.8, 'a')]);
+      await first.service.guardrails.idle();
+      // Only the second instance sees this spend commit.
+      await ingest(second, [llmResponse(second, 'agent-m', 'm2', 0.3, 'b')]);
+      assert.equal((await agentOf(first, 'agent-m')).modelOverride, null);
+      // The first instance's window (0.8 USD) misses it; the commit log tells it so.
+      await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0, 'c')]);
+      await first.service.guardrails.idle();
+      assert.equal((await agentOf(first, 'agent-m')).modelOverride, 'small');
     } finally {
       await second.close();
       await first.close();

@@ -16,7 +16,7 @@ export function guardrailsFeature(options: { evaluateAfterCommit: boolean }): Ob
   return defineFeature('guardrails', ({ app, context, job, onClose }) => {
     registerGuardrailRoutes(app, context);
     const engine = new GuardrailEngine(context, app.log, options.evaluateAfterCommit);
-    context.events.afterCommit((appended) => engine.eventsCommitted(appended));
+    context.events.afterCommit((_appended, committed) => engine.eventsCommitted(committed));
     const sweep = job({
       name: GUARDRAIL_SWEEP_JOB,
       intervalMs: GUARDRAIL_SWEEP_INTERVAL_MS,

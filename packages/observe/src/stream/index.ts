@@ -12,7 +12,12 @@ export { pruneStreamLog } from './log.ts';
 export const streamFeature: ObserveFeature<StreamHub> = defineFeature('stream', ({ app, context }) => {
   const hub = new StreamHub(context, app.log);
   // Last: from here to the commit, the stream head's row lock orders the ingest transaction's commit.
-  context.events.inTransaction((batch) => appendToStreamLog(batch.trx, batch.dialect, batch.sessions, batch.receivedAt), { last: true });
+  context.events.inTransaction(
+    async (batch) => {
+      batch.logPositions = await appendToStreamLog(batch.trx, batch.dialect, batch.sessions, batch.receivedAt);
+    },
+    { last: true },
+  );
   context.events.afterCommit(() => hub.committed());
   registerStreamRoutes(app, context, hub);
   // Open streams end before the server stops listening (they would keep it open), then the LISTEN connection closes.

@@ -25,13 +25,13 @@ const advanceHead = new PreparedQuery((db: Kysely<ObserveSchema>, _dialect: Dial
 
 const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', ['pos', 'session_id', 'first_seq', 'last_seq', 'min_ts', 'max_ts', 'created_at']);
 
-/** Records the transaction's appends at the next positions; called last in the ingest transaction, to hold the head's lock briefly. */
+/** Records the transaction's appends at the next positions (returned); called last in the ingest transaction, to hold the head's lock briefly. */
 export async function appendToStreamLog(
   trx: Transaction<ObserveSchema>,
   dialect: DialectName,
   appends: readonly SessionAppend[],
   receivedAt: number,
-): Promise<void> {
+): Promise<{ first: number; last: number }> {
   const head = await advanceHead.first(trx, dialect, appends.length);
   const first = head!.last_pos - appends.length + 1;
   await logInserter.insert(
@@ -47,6 +47,7 @@ export async function appendToStreamLog(
       created_at: receivedAt,
     })),
   );
+  return { first, last: head!.last_pos };
 }
 
 /** Where a stream stands: every event up to log position `pos` was read, or only up to `seq` within `pos`. */
