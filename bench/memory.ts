@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     await waitForHealth(observe, child);
-    await waitForHealth(`http://127.0.0.1:${gatePort}`, child);
+    await waitForHealth(`http://127.0.0.1:${gatePort}`, child, '/health');
     const afterStart = residentMegabytes(child.pid!);
     if (afterStart === null) throw new Error('no /proc/<pid>/status here: the memory part needs Linux');
     rows.push(['`npm start` (vigil up) RSS after start', '≤ 200 MB', checked(`${afterStart.toFixed(0)} MB`, afterStart <= 200)]);

@@ -29,12 +29,12 @@ export async function stopServer(child: ChildProcess, dataDir: string, schema: s
   }
 }
 
-/** Waits until the server at `base` answers GET /api/health (fails when the process exits first). */
-export async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
+/** Waits until the server at `base` answers GET `path` (fails when the process exits first). */
+export async function waitForHealth(base: string, child: ChildProcess, path = '/api/health'): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
-      if ((await fetch(`${base}/api/health`)).ok) return;
+      if ((await fetch(`${base}${path}`)).ok) return;
     } catch {
       // not listening yet
     }
