@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { appendLeaves, openDatabase, type AuditLogTables } from '@vigil/platform';
 import { parseBundle, verifyBundle } from '@vigil/cli/verify';
 import { freePort, stopServer, waitForHealth } from './server.ts';
+import { checked, printTable, rate, type Row } from './table.ts';
 
 const INGEST_EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 200_000);
 const PROOF_LEAVES = Number(process.env.BENCH_AUDIT_LEAVES ?? 1_000_000);
@@ -94,7 +95,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function ingestOnOff(rows: [string, string, string][]): Promise<void> {
+async function ingestOnOff(rows: Row[]): Promise<void> {
   const on = await startServer('audit-on');
   const off = await startServer('audit-off', { BENCH_AUDIT_LEAVES: 'off' });
   try {
@@ -117,16 +118,17 @@ async function ingestOnOff(rows: [string, string, string][]): Promise<void> {
     const events = batches * EVENTS_PER_BATCH;
     const onRate = events / onSeconds;
     const offRate = events / offSeconds;
-    rows.push([`ingest, audit log off (${events.toLocaleString('en-US')} events, 1,000-event batches, ${CLIENTS} clients)`, '', `${Math.round(offRate).toLocaleString('en-US')} events/s`]);
-    rows.push(['ingest, audit log on (same batches, alternating rounds)', '', `${Math.round(onRate).toLocaleString('en-US')} events/s`]);
-    rows.push(['ingest with the log, as a share of without', '≥ 90 %', `${((100 * onRate) / offRate).toFixed(1)} %`]);
+    rows.push([`ingest, audit log off (${events.toLocaleString('en-US')} events, 1,000-event batches, ${CLIENTS} clients)`, '', `${rate(offRate)} events/s`]);
+    rows.push(['ingest, audit log on (same batches, alternating rounds)', '', `${rate(onRate)} events/s`]);
+    const share = (100 * onRate) / offRate;
+    rows.push(['ingest with the log, as a share of without', '≥ 90 %', checked(`${share.toFixed(1)} %`, share >= 90)]);
   } finally {
     await stopServer(on.child, on.dataDir, on.schema);
     await stopServer(off.child, off.dataDir, off.schema);
   }
 }
 
-async function inclusionAtScale(rows: [string, string, string][]): Promise<void> {
+async function inclusionAtScale(rows: Row[]): Promise<void> {
   const server = await startServer('audit-proofs');
   try {
     const database = await openDatabase<AuditLogTables>(
@@ -168,14 +170,14 @@ async function inclusionAtScale(rows: [string, string, string][]): Promise<void>
     }
     floor.sort((a, b) => a - b);
     rows.push([`audit log of ${PROOF_LEAVES.toLocaleString('en-US')} leaves appended in 10,000-leaf transactions`, '', `${Math.round(PROOF_LEAVES / loadSeconds).toLocaleString('en-US')} leaves/s`]);
-    rows.push([`GET /api/audit/inclusion at ${PROOF_LEAVES.toLocaleString('en-US')} leaves, p50 / p95 (${PROOF_SAMPLES} random leaves)`, 'p95 ≤ 5 ms', `${percentile(timings, 50).toFixed(2)} / ${percentile(timings, 95).toFixed(2)} ms`]);
+    rows.push([`GET /api/audit/inclusion at ${PROOF_LEAVES.toLocaleString('en-US')} leaves, p50 / p95 (${PROOF_SAMPLES} random leaves)`, 'p95 ≤ 5 ms', checked(`${percentile(timings, 50).toFixed(2)} / ${percentile(timings, 95).toFixed(2)} ms`, percentile(timings, 95) <= 5)]);
     rows.push(['GET /api/audit/checkpoint on the same server (the floor of an authenticated GET), p50 / p95', '', `${percentile(floor, 50).toFixed(2)} / ${percentile(floor, 95).toFixed(2)} ms`]);
   } finally {
     await stopServer(server.child, server.dataDir, server.schema);
   }
 }
 
-async function bundleVerification(rows: [string, string, string][]): Promise<void> {
+async function bundleVerification(rows: Row[]): Promise<void> {
   const server = await startServer('audit-bundle');
   try {
     const now = Date.now() - 3_600_000;
@@ -203,21 +205,19 @@ async function bundleVerification(rows: [string, string, string][]): Promise<voi
       if (verdict.findings.length > 0) throw new Error(`bundle: ${verdict.findings[0]!.message}`);
     }
     timings.sort((a, b) => a - b);
-    rows.push([`verify a ${BUNDLE_EVENTS.toLocaleString('en-US')}-event session bundle (${(text.length / 1e6).toFixed(1)} MB; reading it: ${readMs.toFixed(0)} ms), median of ${BUNDLE_RUNS}`, '≤ 100 ms', `${percentile(timings, 50).toFixed(1)} ms`]);
+    rows.push([`verify a ${BUNDLE_EVENTS.toLocaleString('en-US')}-event session bundle (${(text.length / 1e6).toFixed(1)} MB; reading it: ${readMs.toFixed(0)} ms), median of ${BUNDLE_RUNS}`, '≤ 100 ms', checked(`${percentile(timings, 50).toFixed(1)} ms`, percentile(timings, 50) <= 100)]);
   } finally {
     await stopServer(server.child, server.dataDir, server.schema);
   }
 }
 
 async function main(): Promise<void> {
-  const rows: [string, string, string][] = [];
+  const rows: Row[] = [];
   const parts = new Set((process.env.BENCH_AUDIT_PARTS ?? 'ingest,inclusion,bundle').split(','));
   if (parts.has('ingest')) await ingestOnOff(rows);
   if (parts.has('inclusion')) await inclusionAtScale(rows);
   if (parts.has('bundle')) await bundleVerification(rows);
-  const width = Math.max(...rows.map(([label]) => label.length));
-  console.log(`\n| ${'measurement'.padEnd(width)} | target | result |\n|${'-'.repeat(width + 2)}|--------|--------|`);
-  for (const [label, target, value] of rows) console.log(`| ${label.padEnd(width)} | ${target} | ${value} |`);
+  printTable(rows);
 }
 
 await main();

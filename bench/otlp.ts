@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { freePort, stopServer, waitForHealth } from './server.ts';
+import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_SPANS = Number(process.env.BENCH_OTLP_SPANS ?? 200_000);
 const SPANS_PER_BATCH = 1000;
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
   });
-  const rows: [string, string][] = [];
+  const rows: Row[] = [];
   try {
     await waitForHealth(base, child);
     const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
@@ -138,18 +139,18 @@ async function main(): Promise<void> {
     const events = nativeBatches * EVENTS_PER_BATCH;
     const nativeRate = events / nativeSeconds;
     const otlpRate = (otlpBatches * SPANS_PER_BATCH * 2) / otlpSeconds;
-    rows.push([`native POST /api/events, 1,000-event batches, ${CLIENTS} clients (${events.toLocaleString('en-US')} events)`, `${Math.round(nativeRate).toLocaleString('en-US')} events/s`]);
+    rows.push([`native POST /api/events, 1,000-event batches, ${CLIENTS} clients (${events.toLocaleString('en-US')} events)`, '', `${rate(nativeRate)} events/s`]);
     rows.push([
       `OTLP POST /v1/traces, 1,000-span protobuf batches, ${CLIENTS} clients (${(otlpBatches * SPANS_PER_BATCH).toLocaleString('en-US')} GenAI spans)`,
+      '',
       `${Math.round(otlpRate).toLocaleString('en-US')} events/s (${Math.round(otlpRate / 2).toLocaleString('en-US')} spans/s)`,
     ]);
-    rows.push(['OTLP events/s as a share of native (target ≥ 70 %)', `${((100 * otlpRate) / nativeRate).toFixed(0)} %`]);
+    const share = (100 * otlpRate) / nativeRate;
+    rows.push(['OTLP events/s as a share of native', '≥ 70 %', checked(`${share.toFixed(0)} %`, share >= 70)]);
   } finally {
     await stopServer(child, dataDir, schema);
   }
-  const width = Math.max(...rows.map(([label]) => label.length));
-  console.log(`\n| ${'measurement'.padEnd(width)} | result |\n|${'-'.repeat(width + 2)}|--------|`);
-  for (const [label, value] of rows) console.log(`| ${label.padEnd(width)} | ${value} |`);
+  printTable(rows);
 }
 
 await main();

@@ -1,6 +1,6 @@
 /** What the benchmark scripts need to run a real server in its own process. */
 import type { ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pg from 'pg';
 
@@ -29,12 +29,12 @@ export async function stopServer(child: ChildProcess, dataDir: string, schema: s
   }
 }
 
-/** Waits until the server at `base` answers GET /api/health (fails when the process exits first). */
-export async function waitForHealth(base: string, child: ChildProcess): Promise<void> {
+/** Waits until the server at `base` answers GET `path` (fails when the process exits first). */
+export async function waitForHealth(base: string, child: ChildProcess, path = '/api/health'): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
-      if ((await fetch(`${base}/api/health`)).ok) return;
+      if ((await fetch(`${base}${path}`)).ok) return;
     } catch {
       // not listening yet
     }
@@ -42,3 +42,55 @@ export async function waitForHealth(base: string, child: ChildProcess): Promise<
   }
   throw new Error('server did not start');
 }
+
+/**
+ * Resident memory of a server process in MB (VmRSS of /proc/<pid>/status; Linux only), or null
+ * where /proc is not there.
+ */
+export function residentMegabytes(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in ms (/proc/<pid>/stat, 100 ticks per second), or null. */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after "pid (comm) ".
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The servers a part benchmarks when `npm run bench -- --url <observe> --key <key>` (and
+ * `--gate-url <gate> --gate-key <key>`) points it at servers that are already running, anywhere:
+ * the same workload then runs against them instead of against servers the bench starts.
+ */
+export interface RemoteTargets {
+  observe: { base: string; key: string } | null;
+  gate: { base: string; key: string } | null;
+}
+
+export function remoteTargets(argv: readonly string[] = process.argv.slice(2)): RemoteTargets {
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const pair = (urlFlag: string, keyFlag: string): { base: string; key: string } | null => {
+    const url = value(urlFlag);
+    if (url === undefined) return null;
+    const key = value(keyFlag);
+    if (!key) throw new Error(`${urlFlag} needs ${keyFlag} <api key>`);
+    return { base: url.replace(/\/+$/, ''), key };
+  };
+  return { observe: pair('--url', '--key'), gate: pair('--gate-url', '--gate-key') };
+}
+
+/** Whether any --url / --gate-url was given: parts that need a server of their own then do not run. */
+export const remoteMode = (targets: RemoteTargets): boolean => targets.observe !== null || targets.gate !== null;

@@ -1,4 +1,4 @@
-import { isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit/index.ts';
 import { auditActor } from '../auth/index.ts';
@@ -7,7 +7,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { listRequests, STATUSES, storedDecision, toRequestDetail, verifiedAuditTrail } from './store.ts';
+import { listRequests, requestDetailJson, STATUSES, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });
@@ -64,7 +64,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         throw gateError('validation', 'expiresAt must be in the future');
       }
       const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, auditActor(request));
-      return reply.status(201).send(toRequestDetail(row));
+      return sendJsonText(reply.status(201), requestDetailJson(row));
     },
   );
 
@@ -125,10 +125,10 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.get(
     '/api/requests/:id',
     { schema: { summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } } },
-    async (request) => {
+    async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return toRequestDetail(row);
+      return sendJsonText(reply, requestDetailJson(row));
     },
   );
 

@@ -1,4 +1,4 @@
-import { forUpdate, PreparedQuery, readSnapshot, toIso, toIsoOrNull } from '@vigil/platform';
+import { forUpdate, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
 import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
@@ -12,30 +12,30 @@ export function storedDecision(row: RequestRow): PolicyDecision {
   return JSON.parse(row.policy_decision) as PolicyDecision;
 }
 
-export function toRequestDetail(row: RequestRow) {
+const isoOrNullJson = (ms: number | null): string => (ms === null ? 'null' : `"${toIso(ms)}"`);
+
+/**
+ * The ApprovalRequest body (routes.ts requestDetailSchema) as JSON text. The stored params, context
+ * and execution result are JSON text already (written by JSON.stringify) and are spliced in as they
+ * are: parsing them only to serialise them again was most of the cost of a GET /api/requests/:id.
+ */
+export function requestDetailJson(row: RequestRow): string {
   const decision = storedDecision(row);
-  return {
-    id: row.id,
-    action: row.action,
-    params: JSON.parse(row.params) as Record<string, unknown>,
-    context: JSON.parse(row.context) as Record<string, unknown>,
-    status: row.status as RequestStatus,
-    urgency: row.urgency as Urgency,
-    decidedBy: row.decided_by,
-    decisionReason: row.decision_reason,
-    createdAt: toIso(row.created_at),
-    decidedAt: toIsoOrNull(row.decided_at),
-    expiresAt: toIsoOrNull(row.expires_at),
-    confirmedAt: toIsoOrNull(row.confirmed_at),
-    executionResult: row.execution_result === null ? null : (JSON.parse(row.execution_result) as unknown),
-    policyDecision: {
-      decision: decision.decision,
-      policyId: decision.policyId,
-      approvers: decision.approvers,
-      channels: decision.channels,
-      requireReason: decision.requireReason,
-    },
+  const policyDecision = {
+    decision: decision.decision,
+    policyId: decision.policyId,
+    approvers: decision.approvers,
+    channels: decision.channels,
+    requireReason: decision.requireReason,
   };
+  return (
+    `{"id":${JSON.stringify(row.id)},"action":${JSON.stringify(row.action)},"params":${row.params},"context":${row.context}` +
+    `,"status":${JSON.stringify(row.status as RequestStatus)},"urgency":${JSON.stringify(row.urgency as Urgency)}` +
+    `,"decidedBy":${JSON.stringify(row.decided_by)},"decisionReason":${JSON.stringify(row.decision_reason)}` +
+    `,"createdAt":"${toIso(row.created_at)}","decidedAt":${isoOrNullJson(row.decided_at)},"expiresAt":${isoOrNullJson(row.expires_at)}` +
+    `,"confirmedAt":${isoOrNullJson(row.confirmed_at)},"executionResult":${row.execution_result ?? 'null'}` +
+    `,"policyDecision":${JSON.stringify(policyDecision)}}`
+  );
 }
 
 const selectRequest = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => db.selectFrom('requests').selectAll().where('id', '=', id));
