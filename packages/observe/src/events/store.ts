@@ -55,11 +55,16 @@ const quote = JSON.stringify;
  * timeline responses splice rows straight into the body.
  */
 export function eventJson(row: ChainRow): string {
+  return linkJson(toLink(row));
+}
+
+/** eventJson of the row a link was read from (a timeline has the links already, timestamps formatted). */
+export function linkJson(link: StoredLink): string {
   return (
-    `{"id":${quote(row.id)},"seq":${row.seq},"timestamp":"${toIso(row.ts)}","sessionId":${quote(row.session_id)}` +
-    `,"agentId":${quote(row.agent_id)},"eventType":${quote(row.event_type)},"severity":${quote(row.severity)}` +
-    `,"payload":${row.payload},"metadata":${row.metadata},"prevHash":${row.prev_hash === null ? 'null' : quote(row.prev_hash)}` +
-    `,"hash":${quote(row.hash)}}`
+    `{"id":${quote(link.id)},"seq":${link.seq},"timestamp":"${link.timestamp}","sessionId":${quote(link.sessionId)}` +
+    `,"agentId":${quote(link.agentId)},"eventType":${quote(link.eventType)},"severity":${quote(link.severity)}` +
+    `,"payload":${link.payloadJson},"metadata":${link.metadataJson},"prevHash":${link.prevHash === null ? 'null' : quote(link.prevHash)}` +
+    `,"hash":${quote(link.hash)}}`
   );
 }
 

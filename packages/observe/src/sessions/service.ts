@@ -1,11 +1,13 @@
 import { readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { ChainVerifier, type ChainHead, type ChainVerdict, forEachSessionEventPage, type LoggedChainRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
+import { ChainVerifier, type ChainHead, type ChainVerdict, forEachSessionEventPage, type LoggedChainRow, sessionLoggedRowsQuery, type StoredLink, toLink } from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {
   session: SessionRow;
   rows: LoggedChainRow[];
+  /** The rows as chain links, in the same order. */
+  links: StoredLink[];
   verdict: ChainVerdict;
 }
 
@@ -36,8 +38,12 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     if (!session) return undefined;
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
     const verifier = new ChainVerifier(chainHeadOf(session));
-    for (const row of rows) verifier.add(toLink(row), row.leaf_hash);
-    return { session, rows, verdict: verifier.finish() };
+    const links = rows.map((row) => {
+      const link = toLink(row);
+      verifier.add(link, row.leaf_hash);
+      return link;
+    });
+    return { session, rows, links, verdict: verifier.finish() };
   });
 }
 
