@@ -82,17 +82,20 @@ class MatchedLinks {
 
   constructor(private readonly maxChars: number) {}
 
-  /** Whether the link's stored hash is the hash of its stored content. */
-  contentMatches(link: StoredLink): boolean {
+  /**
+   * Whether the link's stored hash is the hash of its stored content: null when not, else the
+   * remembered link with exactly the same fields (the link itself when it was just hashed).
+   */
+  matching(link: StoredLink): StoredLink | null {
     const known = this.links.get(link.hash);
     if (known !== undefined && sameContent(known.link, link)) {
       this.links.delete(link.hash);
       this.links.set(link.hash, known);
-      return true;
+      return known.link;
     }
-    if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return false;
+    if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return null;
     this.remember(link);
-    return true;
+    return link;
   }
 
   /** The audit-log leaf hash (hex) of a link's hash. */
@@ -165,14 +168,16 @@ export class ChainVerifier {
   /**
    * `leaf`: the audit-log leaf hash (hex) read with this link, null when the log has none for it
    * (an event not appended through ingest, however well its hashes link up); omitted, the log is
-   * not checked.
+   * not checked. Returns the link to go on with: one verified before with exactly the same fields
+   * when there is one (what is derived from it, such as its JSON, can stay with it), else `link`.
    */
-  add(link: StoredLink, leaf?: string | null): void {
+  add(link: StoredLink, leaf?: string | null): StoredLink {
     // Stored text is hashed as stored: any byte changed in the row breaks the chain.
-    const contentMatches = matchedLinks.contentMatches(link);
+    const matching = matchedLinks.matching(link);
     let logged: CheckedLink['logged'] = 'unchecked';
     if (leaf !== undefined) logged = leaf === null ? 'missing' : leaf === matchedLinks.leafOf(link.hash) ? 'matches' : 'differs';
-    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches, logged });
+    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches: matching !== null, logged });
+    return matching ?? link;
   }
 
   finish(): ChainVerdict {

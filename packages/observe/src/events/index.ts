@@ -21,7 +21,7 @@ export {
 } from './schemas.ts';
 export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatus } from './session-state.ts';
 export {
-  CHAIN_COLUMNS, chainTextOf, type ChainRow, eventJson, eventsJson, forEachSessionEventPage, linkJson, type LoggedChainRow, sessionEventsQuery, sessionLoggedRowsQuery, toLink,
+  CHAIN_COLUMNS, chainTextOf, type ChainRow, eventJson, eventsJson, forEachSessionEventPage, keptLinkJson, type LoggedChainRow, sessionEventsQuery, sessionLoggedRowsQuery, toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
 

@@ -68,6 +68,21 @@ export function linkJson(link: StoredLink): string {
   );
 }
 
+const jsonOfLink = new WeakMap<StoredLink, string>();
+
+/**
+ * linkJson, kept with the link object: a timeline serialises the links ChainVerifier.add hands
+ * back, which are the same objects from one read to the next while the rows are unchanged.
+ */
+export function keptLinkJson(link: StoredLink): string {
+  let json = jsonOfLink.get(link);
+  if (json === undefined) {
+    json = linkJson(link);
+    jsonOfLink.set(link, json);
+  }
+  return json;
+}
+
 export function eventsJson(rows: readonly ChainRow[]): string {
   return `[${rows.map(eventJson).join(',')}]`;
 }

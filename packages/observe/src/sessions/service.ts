@@ -6,7 +6,7 @@ import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 export interface Timeline {
   session: SessionRow;
   rows: LoggedChainRow[];
-  /** The rows as chain links, in the same order. */
+  /** The rows as chain links, in the same order (ChainVerifier.add's: equal to the rows' fields). */
   links: StoredLink[];
   verdict: ChainVerdict;
 }
@@ -38,11 +38,7 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     if (!session) return undefined;
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
     const verifier = new ChainVerifier(chainHeadOf(session));
-    const links = rows.map((row) => {
-      const link = toLink(row);
-      verifier.add(link, row.leaf_hash);
-      return link;
-    });
+    const links = rows.map((row) => verifier.add(toLink(row), row.leaf_hash));
     return { session, rows, links, verdict: verifier.finish() };
   });
 }
