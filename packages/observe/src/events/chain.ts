@@ -131,7 +131,10 @@ function sameContent(a: StoredLink, b: StoredLink): boolean {
   );
 }
 
-/** 32 Mi characters of stored text (32 to 64 MiB; some 50,000 events of 600 characters). */
+/**
+ * 32 Mi characters of stored text (32 to 64 MiB; some 50,000 events of 600 characters); the JSON
+ * a timeline keeps with a remembered link (store.ts keptLinkJson) about doubles it.
+ */
 const MATCHED_LINKS_MAX_CHARS = 32 * 1024 * 1024;
 const matchedLinks = new MatchedLinks(MATCHED_LINKS_MAX_CHARS);
 
