@@ -541,4 +541,14 @@ export const observeMigrations: Record<string, MigrationStep> = {
   async '0017_audit_log_witnesses'(db, dialect) {
     await upgradeAuditLog(db, dialect);
   },
+
+  /**
+   * Every session's tool calls in seq order with the columns reflect reads of them (tool_sequences,
+   * error_patterns' preceding tools): an index-only scan with no sort instead of a row lookup per
+   * tool call and a sort of them all. (A partial index on tool calls alone would be smaller, but
+   * SQLite's planner does not take it for these queries.)
+   */
+  async '0018_tool_call_order_index'(db) {
+    await db.schema.createIndex('events_type_session_seq').on('events').columns(['event_type', 'session_id', 'seq', 'ts', 'tool_name', 'call_id', 'agent_id']).execute();
+  },
 };

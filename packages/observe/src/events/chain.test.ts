@@ -5,7 +5,7 @@ import { canonicalJson } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
 import { ingestEvents, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
-import { chainHash, type ChainFields } from './chain.ts';
+import { chainHash, chainHashOfCanonical, ChainVerifier, type ChainFields, type StoredLink } from './chain.ts';
 import type { Event } from './schemas.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -192,6 +192,72 @@ function sixEvents(sessionId: string) {
     },
     { sessionId, agentId, eventType: 'session_ended', timestamp: at(5), payload: { reason: 'completed' } },
   ];
+}
+
+describe('ChainVerifier over links it has verified before', () => {
+  /** A valid three-link chain as stored rows read it (fresh strings, as each read makes them). */
+  function storedChain(): StoredLink[] {
+    const links: StoredLink[] = [];
+    let prevHash: string | null = null;
+    for (let seq = 0; seq < 3; seq++) {
+      const fields = { id: `memo-${seq}`, seq, timestamp: '2026-11-22T10:00:00.000Z', sessionId: 'memo', agentId: 'agent-memo', eventType: 'custom', severity: 'info', prevHash };
+      const payloadJson = canonicalJson({ type: 'step', data: { n: seq } });
+      const hash = chainHashOfCanonical(fields, payloadJson, '{}');
+      links.push({ ...fields, payloadJson: payloadJson.slice(0), metadataJson: '{}', hash });
+      prevHash = hash;
+    }
+    return links;
+  }
+  const head = (links: StoredLink[]) => ({ lastSeq: links.length - 1, lastHash: links.at(-1)!.hash });
+  const verdictOf = (links: StoredLink[]) => {
+    const verifier = new ChainVerifier(head(links));
+    for (const link of links) verifier.add(link);
+    return verifier.finish();
+  };
+
+  // The verifier remembers links whose hash matched; a changed field must miss that memory and be hashed as stored.
+  const changes: [string, (link: StoredLink) => StoredLink][] = [
+    ['payload', (link) => ({ ...link, payloadJson: link.payloadJson.replace('"n":1', '"n":7') })],
+    ['metadata', (link) => ({ ...link, metadataJson: '{"x":1}' })],
+    ['timestamp', (link) => ({ ...link, timestamp: '2026-11-22T10:00:00.001Z' })],
+    ['agentId', (link) => ({ ...link, agentId: 'agent-other' })],
+    ['eventType', (link) => ({ ...link, eventType: 'llm_call' })],
+    ['severity', (link) => ({ ...link, severity: 'error' })],
+    ['sessionId', (link) => ({ ...link, sessionId: 'other' })],
+    ['id', (link) => ({ ...link, id: 'memo-forged' })],
+  ];
+  for (const [field, change] of changes) {
+    test(`a link changed in ${field} after a valid read is still found not to match its content`, () => {
+      const links = storedChain();
+      assert.equal(verdictOf(links).valid, true);
+      assert.equal(verdictOf(storedChain()).valid, true, 'the same bytes read again verify');
+      const tampered = storedChain();
+      tampered[1] = change(tampered[1]!);
+      const verdict = verdictOf(tampered);
+      assert.equal(verdict.valid, false);
+      assert.equal(verdict.brokenAt?.seq, 1);
+      assert.equal(verdict.brokenAt?.reason, 'hash does not match the event content');
+    });
+  }
+
+  test('the audit-log leaf check answers the same for a remembered link', () => {
+    const links = storedChain();
+    const leafOf = (hash: string) => sha256Hex01(hash);
+    const withLeaves = (leaf: (link: StoredLink) => string | null) => {
+      const verifier = new ChainVerifier(head(links));
+      for (const link of links) verifier.add(link, leaf(link));
+      return verifier.finish();
+    };
+    assert.equal(withLeaves((link) => leafOf(link.hash)).valid, true);
+    assert.equal(withLeaves((link) => leafOf(link.hash)).valid, true, 'again, remembered');
+    assert.equal(withLeaves((link) => (link.seq === 2 ? leafOf('0'.repeat(64)) : leafOf(link.hash))).brokenAt?.reason, 'hash does not match the leaf the audit log recorded for the event');
+    assert.match(withLeaves((link) => (link.seq === 0 ? null : leafOf(link.hash))).brokenAt?.reason ?? '', /has no leaf in the audit log/);
+  });
+});
+
+/** RFC 9162 leaf hash of a hex hash, as the audit log records it: SHA-256(0x00 || bytes). */
+function sha256Hex01(hex: string): string {
+  return createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(hex, 'hex')])).digest('hex');
 }
 
 await describeEachDatabase('hash chain over HTTP', (backend) => {

@@ -67,6 +67,77 @@ export interface ChainVerdict {
 /** The head of a session without events. */
 export const EMPTY_HEAD: ChainHead = { lastSeq: -1, lastHash: null };
 
+/**
+ * Links whose hash was recomputed and matched, by hash, with every input of that hash as stored and
+ * the audit-log leaf hash it implies: a memo of a pure function. A link read again with every
+ * field identical (strings compared in full) matches for the same reason it did, so its SHA-256 is
+ * not recomputed; a link with any byte changed misses the memo and is hashed as stored. Nothing
+ * is trusted that the rows read now do not show: the memo only remembers what these exact bytes
+ * hash to, so it may be shared by every service in the process. Bounded by the text it holds
+ * (least recently used first out).
+ */
+class MatchedLinks {
+  private readonly links = new Map<string, { link: StoredLink; leaf: string | undefined; size: number }>();
+  private size = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  /**
+   * Whether the link's stored hash is the hash of its stored content: null when not, else the
+   * remembered link with exactly the same fields (the link itself when it was just hashed).
+   */
+  matching(link: StoredLink): StoredLink | null {
+    const known = this.links.get(link.hash);
+    if (known !== undefined && sameContent(known.link, link)) {
+      this.links.delete(link.hash);
+      this.links.set(link.hash, known);
+      return known.link;
+    }
+    if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return null;
+    this.remember(link);
+    return link;
+  }
+
+  /** The audit-log leaf hash (hex) of a link's hash. */
+  leafOf(hash: string): string {
+    const known = this.links.get(hash);
+    if (known?.leaf !== undefined) return known.leaf;
+    const leaf = leafHash(Buffer.from(hash, 'hex')).toString('hex');
+    if (known !== undefined) known.leaf = leaf;
+    return leaf;
+  }
+
+  private remember(link: StoredLink): void {
+    const size = link.payloadJson.length + link.metadataJson.length + link.id.length + 200;
+    const replaced = this.links.get(link.hash);
+    if (replaced !== undefined) this.size -= replaced.size;
+    this.links.delete(link.hash);
+    this.links.set(link.hash, { link, leaf: undefined, size });
+    this.size += size;
+    for (const [hash, entry] of this.links) {
+      if (this.size <= this.maxChars) break;
+      this.links.delete(hash);
+      this.size -= entry.size;
+    }
+  }
+}
+
+/** Every input of a link's hash equal (the hash itself is the memo's key). */
+function sameContent(a: StoredLink, b: StoredLink): boolean {
+  return (
+    a.id === b.id && a.seq === b.seq && a.timestamp === b.timestamp && a.sessionId === b.sessionId && a.agentId === b.agentId &&
+    a.eventType === b.eventType && a.severity === b.severity && a.prevHash === b.prevHash &&
+    a.payloadJson === b.payloadJson && a.metadataJson === b.metadataJson
+  );
+}
+
+/**
+ * 32 Mi characters of stored text (32 to 64 MiB; some 50,000 events of 600 characters); the JSON
+ * a timeline keeps with a remembered link (store.ts keptLinkJson) about doubles it.
+ */
+const MATCHED_LINKS_MAX_CHARS = 32 * 1024 * 1024;
+const matchedLinks = new MatchedLinks(MATCHED_LINKS_MAX_CHARS);
+
 /** What the verifier keeps of a link once its own hash is checked. */
 interface CheckedLink {
   id: string;
@@ -77,12 +148,6 @@ interface CheckedLink {
   /** How the event stands in the audit log, when its leaf was read: none, or a leaf of another hash. */
   logged: 'unchecked' | 'matches' | 'missing' | 'differs';
 }
-
-/**
- * The audit-log leaf of each event read with its rows (item id → leaf hash, hex): an event without
- * one was not appended through ingest, however well its hashes link up.
- */
-export type StoredLeaves = ReadonlyMap<string, string>;
 
 /**
  * Verifies every stored event of a session against its recorded head, links fed in any order (a
@@ -103,16 +168,19 @@ export class ChainVerifier {
     private readonly from: ChainHead = EMPTY_HEAD,
   ) {}
 
-  /** `leaves`: the audit-log leaves read with this link (StoredLeaves); without them the log is not checked. */
-  add(link: StoredLink, leaves?: StoredLeaves): void {
+  /**
+   * `leaf`: the audit-log leaf hash (hex) read with this link, null when the log has none for it
+   * (an event not appended through ingest, however well its hashes link up); omitted, the log is
+   * not checked. Returns the link to go on with: one verified before with exactly the same fields
+   * when there is one (what is derived from it, such as its JSON, can stay with it), else `link`.
+   */
+  add(link: StoredLink, leaf?: string | null): StoredLink {
     // Stored text is hashed as stored: any byte changed in the row breaks the chain.
-    const contentMatches = chainHashOfCanonical(link, link.payloadJson, link.metadataJson) === link.hash;
+    const matching = matchedLinks.matching(link);
     let logged: CheckedLink['logged'] = 'unchecked';
-    if (leaves !== undefined) {
-      const leaf = leaves.get(link.id);
-      logged = leaf === undefined ? 'missing' : leaf === leafHash(Buffer.from(link.hash, 'hex')).toString('hex') ? 'matches' : 'differs';
-    }
-    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches, logged });
+    if (leaf !== undefined) logged = leaf === null ? 'missing' : leaf === matchedLinks.leafOf(link.hash) ? 'matches' : 'differs';
+    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches: matching !== null, logged });
+    return matching ?? link;
   }
 
   finish(): ChainVerdict {
@@ -151,11 +219,4 @@ export class ChainVerifier {
     }
     return { valid: true, eventCount, brokenAt: null };
   }
-}
-
-/** Verifies a session's stored links (any order) against its recorded head, and their leaves when given; see ChainVerifier. */
-export function verifyChain(links: readonly StoredLink[], head: ChainHead, leaves?: StoredLeaves): ChainVerdict {
-  const verifier = new ChainVerifier(head);
-  for (const link of links) verifier.add(link, leaves);
-  return verifier.finish();
 }

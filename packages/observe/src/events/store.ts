@@ -21,6 +21,10 @@ export function toEvent(row: EventRow): Event {
 /** The columns a chain link commits to (plus its own hash). */
 export const CHAIN_COLUMNS = ['id', 'seq', 'ts', 'session_id', 'agent_id', 'event_type', 'severity', 'payload', 'metadata', 'prev_hash', 'hash'] as const;
 export type ChainRow = Pick<EventRow, (typeof CHAIN_COLUMNS)[number]>;
+const EVENTS_CHAIN_COLUMNS = CHAIN_COLUMNS.map((column) => `events.${column}` as const);
+
+/** A chain row with the audit-log leaf hash recorded for its event (null when the log has none). */
+export type LoggedChainRow = ChainRow & { leaf_hash: string | null };
 
 export function toLink(row: ChainRow): StoredLink {
   return {
@@ -50,16 +54,36 @@ const quote = JSON.stringify;
  * The JSON of `toEvent(row)`, built from the stored JSON text without parsing it again: list and
  * timeline responses splice rows straight into the body.
  */
-export function eventJson(row: EventRow): string {
+export function eventJson(row: ChainRow): string {
+  return linkJson(toLink(row));
+}
+
+/** eventJson of the row a link was read from (a timeline has the links already, timestamps formatted). */
+export function linkJson(link: StoredLink): string {
   return (
-    `{"id":${quote(row.id)},"seq":${row.seq},"timestamp":"${toIso(row.ts)}","sessionId":${quote(row.session_id)}` +
-    `,"agentId":${quote(row.agent_id)},"eventType":${quote(row.event_type)},"severity":${quote(row.severity)}` +
-    `,"payload":${row.payload},"metadata":${row.metadata},"prevHash":${row.prev_hash === null ? 'null' : quote(row.prev_hash)}` +
-    `,"hash":${quote(row.hash)}}`
+    `{"id":${quote(link.id)},"seq":${link.seq},"timestamp":"${link.timestamp}","sessionId":${quote(link.sessionId)}` +
+    `,"agentId":${quote(link.agentId)},"eventType":${quote(link.eventType)},"severity":${quote(link.severity)}` +
+    `,"payload":${link.payloadJson},"metadata":${link.metadataJson},"prevHash":${link.prevHash === null ? 'null' : quote(link.prevHash)}` +
+    `,"hash":${quote(link.hash)}}`
   );
 }
 
-export function eventsJson(rows: readonly EventRow[]): string {
+const jsonOfLink = new WeakMap<StoredLink, string>();
+
+/**
+ * linkJson, kept with the link object: a timeline serialises the links ChainVerifier.add hands
+ * back, which are the same objects from one read to the next while the rows are unchanged.
+ */
+export function keptLinkJson(link: StoredLink): string {
+  let json = jsonOfLink.get(link);
+  if (json === undefined) {
+    json = linkJson(link);
+    jsonOfLink.set(link, json);
+  }
+  return json;
+}
+
+export function eventsJson(rows: readonly ChainRow[]): string {
   return `[${rows.map(eventJson).join(',')}]`;
 }
 
@@ -138,26 +162,42 @@ export function sessionEventsQuery(db: Kysely<ObserveSchema>, sessionId: string)
 }
 
 /**
- * Every stored event of a session (chain columns) in timeline order, `pageSize` at a time: keyset
- * pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a long
- * session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
+ * Every stored event of a session in timeline order, its chain columns with the audit-log leaf
+ * recorded for it: the (session_id, ts, seq) index range joined to the leaves' unique item index,
+ * one statement instead of a second lookup by id.
+ */
+export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: string) {
+  return db
+    .selectFrom('events')
+    .leftJoin('audit_log_leaves', 'audit_log_leaves.item_id', 'events.id')
+    .where('events.session_id', '=', sessionId)
+    .select(EVENTS_CHAIN_COLUMNS)
+    .select('audit_log_leaves.leaf_hash')
+    .orderBy('events.ts', 'asc')
+    .orderBy('events.seq', 'asc');
+}
+
+/**
+ * Every stored event of a session (sessionLoggedRowsQuery) in timeline order, `pageSize` at a time:
+ * keyset pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a
+ * long session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
  * which only a row written outside ingest can make, are ordered and resumed by id.
  */
 export async function forEachSessionEventPage(
   db: Kysely<ObserveSchema>,
   sessionId: string,
   pageSize: number,
-  onPage: (rows: ChainRow[]) => void | Promise<void>,
+  onPage: (rows: LoggedChainRow[]) => void | Promise<void>,
 ): Promise<void> {
-  let last: ChainRow | undefined;
+  let last: LoggedChainRow | undefined;
   for (;;) {
-    let query = sessionEventsQuery(db, sessionId).select(CHAIN_COLUMNS).orderBy('id').limit(pageSize);
+    let query = sessionLoggedRowsQuery(db, sessionId).orderBy('events.id').limit(pageSize);
     if (last !== undefined) {
       const { ts, seq, id } = last;
       query = query.where((eb) =>
         eb.and([
-          eb(eb.refTuple('ts', 'seq'), '>=', eb.tuple(ts, seq)),
-          eb.or([eb(eb.refTuple('ts', 'seq'), '>', eb.tuple(ts, seq)), eb('id', '>', id)]),
+          eb(eb.refTuple('events.ts', 'events.seq'), '>=', eb.tuple(ts, seq)),
+          eb.or([eb(eb.refTuple('events.ts', 'events.seq'), '>', eb.tuple(ts, seq)), eb('events.id', '>', id)]),
         ]),
       );
     }

@@ -134,6 +134,19 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
   return q;
 }
 
+/**
+ * The range's tool calls (of the agent), for reading in (session_id, seq) order: the
+ * (event_type, session_id, seq, ts, tool_name, call_id, agent_id) index holds every column read, in
+ * that order. The range is written on `+ts` so that SQLite's planner, which keeps no statistics,
+ * does not take the (event_type, ts) index instead and sort every tool call of the range (PostgreSQL
+ * reads `+ts` as ts).
+ */
+function toolCallsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
+  let q = db.selectFrom('events').where('event_type', '=', 'tool_call').where(sql`+ts`, '>=', query.from).where(sql`+ts`, '<=', query.to);
+  if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
+  return q;
+}
+
 /** Events timestamped in the range (of the agent), optionally of some types. */
 function eventsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
   let q = db.selectFrom('events').where('ts', '>=', query.from).where('ts', '<=', query.to);
@@ -264,13 +277,9 @@ async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported
   }
   if (sessions.size === 0) return;
 
-  let calls = eventsOfRange(database.db, query).select(['session_id', 'seq', 'tool_name']).orderBy('session_id').orderBy('seq');
-  const filtered = sessions.size <= reflectTuning.sessionFilterMax;
-  calls = filtered
-    ? // `event_type || ''` keeps SQLite's planner off the (event_type, ts) index: reading the few
-      // sessions through (session_id, ts, seq) is the cheap way here.
-      calls.where('session_id', 'in', [...sessions.keys()]).where(sql`(event_type || '')`, '=', 'tool_call')
-    : calls.where('event_type', '=', 'tool_call');
+  // The few sessions' ranges of the tool-call index, or all of it.
+  let calls = toolCallsOfRange(database.db, query).select(['session_id', 'seq', 'tool_name']).orderBy('session_id').orderBy('seq');
+  if (sessions.size <= reflectTuning.sessionFilterMax) calls = calls.where('session_id', 'in', [...sessions.keys()]);
 
   let current: string | undefined;
   let pending: Occurrence[] = [];
@@ -324,9 +333,8 @@ async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<
   }, reflectTuning.batchSize);
 
   const counter = new NgramCounter(SEQUENCE_SIZES);
-  const calls = eventsOfRange(db, query)
+  const calls = toolCallsOfRange(db, query)
     .select(['session_id', 'seq', 'tool_name', 'call_id'])
-    .where('event_type', '=', 'tool_call')
     .orderBy('session_id')
     .orderBy('seq');
   await forEachBatch(database, calls, (rows) => {

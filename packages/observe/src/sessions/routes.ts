@@ -2,7 +2,7 @@ import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eventSchema, identifier, eventsJson } from '../events/index.ts';
+import { eventSchema, identifier, keptLinkJson } from '../events/index.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
 import { sessionTimeline, verifySessionChain } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
@@ -49,8 +49,8 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request, reply) => {
       const timeline = await sessionTimeline(ctx.database, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
-      const { rows, verdict } = timeline;
-      const body = `{"events":${eventsJson(rows)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
+      const { links, verdict } = timeline;
+      const body = `{"events":[${links.map(keptLinkJson).join(',')}],"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
       return sendJsonText(reply, body);
     },
   );

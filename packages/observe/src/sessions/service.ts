@@ -1,11 +1,13 @@
-import { readLeavesOf, readSnapshot } from '@vigil/platform';
+import { readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { ChainVerifier, verifyChain, type ChainHead, type ChainVerdict, forEachSessionEventPage, sessionEventsQuery, toLink, type StoredLeaves } from '../events/index.ts';
-import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import { ChainVerifier, type ChainHead, type ChainVerdict, forEachSessionEventPage, type LoggedChainRow, sessionLoggedRowsQuery, type StoredLink, toLink } from '../events/index.ts';
+import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {
   session: SessionRow;
-  rows: EventRow[];
+  rows: LoggedChainRow[];
+  /** The rows as chain links, in the same order (ChainVerifier.add's: equal to the rows' fields). */
+  links: StoredLink[];
   verdict: ChainVerdict;
 }
 
@@ -21,12 +23,6 @@ export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>)
   return { lastSeq: session.last_seq, lastHash: session.last_hash };
 }
 
-/** The audit-log leaf hash of each event, read in the caller's snapshot. */
-async function leavesOf(db: Kysely<ObserveSchema>, rows: readonly { id: string }[]): Promise<StoredLeaves> {
-  const leaves = await readLeavesOf(db, rows.map((row) => row.id));
-  return new Map([...leaves].map(([id, leaf]) => [id, leaf.leafHash]));
-}
-
 function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow | undefined> {
   return db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
 }
@@ -40,8 +36,10 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
   return readSnapshot(database, async (db) => {
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
-    const rows = await sessionEventsQuery(db, sessionId).selectAll().execute();
-    return { session, rows, verdict: verifyChain(rows.map(toLink), chainHeadOf(session), await leavesOf(db, rows)) };
+    const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
+    const verifier = new ChainVerifier(chainHeadOf(session));
+    const links = rows.map((row) => verifier.add(toLink(row), row.leaf_hash));
+    return { session, rows, links, verdict: verifier.finish() };
   });
 }
 
@@ -55,9 +53,8 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
     const verifier = new ChainVerifier(chainHeadOf(session));
-    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, async (rows) => {
-      const leaves = await leavesOf(db, rows);
-      for (const row of rows) verifier.add(toLink(row), leaves);
+    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
+      for (const row of rows) verifier.add(toLink(row), row.leaf_hash);
     });
     return { session, verdict: verifier.finish() };
   });
