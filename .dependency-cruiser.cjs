@@ -31,7 +31,8 @@ module.exports = {
     },
     {
       name: 'services-use-not-each-other',
-      comment: 'observe and the gate talk over HTTP: neither imports the other, nor the SDK, the CLI or the dashboard (a test may start the other service through its test kit).',
+      comment:
+        'observe and the gate talk over HTTP: neither imports the other, nor the SDK, the CLI or the dashboard (a test may start the other service through its test kit).',
       severity: 'error',
       from: { path: '(^|/)packages/(observe|gate)/', pathNot: [TEST, TEST_KIT] },
       to: { path: '(^|/)packages/(observe|gate|sdk|cli|dashboard)/', pathNot: '(^|/)packages/$2/' },
@@ -52,7 +53,7 @@ module.exports = {
     },
     {
       name: 'no-cross-package-src',
-      comment: "A package reaches another only through its name and `exports`, never into its src/ by a relative path.",
+      comment: 'A package reaches another only through its name and `exports`, never into its src/ by a relative path.',
       severity: 'error',
       from: { path: '(^|/)packages/([^/]+)/' },
       // A relative import is `local`; a package name that resolves through the workspace is `aliased` (or undetermined).
@@ -71,7 +72,8 @@ module.exports = {
     },
     {
       name: 'feature-uses-shared-src-root',
-      comment: 'Of its service src root, a feature uses only the shared files (context, errors, schema, bounds, operations, migrations, config, notifications); tests may use the test kit.',
+      comment:
+        'Of its service src root, a feature uses only the shared files (context, errors, schema, bounds, operations, migrations, config, notifications); tests may use the test kit.',
       severity: 'error',
       from: { path: '(^|/)packages/(observe|gate)/src/[^/]+/', pathNot: [TEST, TEST_KIT] },
       to: { path: '(^|/)packages/$2/src/[^/]+\\.tsx?$', pathNot: `(^|/)packages/$2/src/${SRC_ROOT_SHARED}` },

@@ -46,12 +46,27 @@ async function startServer(name: string, env: Record<string, string> = {}): Prom
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
   const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), '--import', 'tsx', 'bench/observe-server.ts', String(port), dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', OBSERVE_DB_SCHEMA: schema, ...env },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []),
+      '--import',
+      'tsx',
+      'bench/observe-server.ts',
+      String(port),
+      dataDir,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, LOG_LEVEL: 'warn', OBSERVE_DB_SCHEMA: schema, ...env },
+    },
+  );
   await waitForHealth(base, child);
-  const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+  const keyResponse = await fetch(`${base}/api/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
   const { key } = (await keyResponse.json()) as { key: string };
   return { child, base, key, dataDir, schema };
 }
@@ -65,16 +80,21 @@ function batch(prefix: string, b: number, startMs: number): string {
       agentId: `agent-${b % 7}`,
       eventType: i % 2 === 0 ? 'tool_call' : 'tool_response',
       timestamp: new Date(startMs + i).toISOString(),
-      payload: i % 2 === 0
-        ? { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue ${i}` } }
-        : { toolName: 'web_search', callId: `c${i - 1}`, result: { hits: 10 }, durationMs: 120 },
+      payload:
+        i % 2 === 0
+          ? { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue ${i}` } }
+          : { toolName: 'web_search', callId: `c${i - 1}`, result: { hits: 10 }, durationMs: 120 },
     });
   }
   return JSON.stringify({ events });
 }
 
 async function post(server: Server, path: string, body: string): Promise<unknown> {
-  const response = await fetch(`${server.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` }, body });
+  const response = await fetch(`${server.base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
+    body,
+  });
   const text = await response.text();
   if (!response.ok) throw new Error(`${path}: ${response.status} ${text.slice(0, 300)}`);
   return text === '' ? null : JSON.parse(text);
@@ -169,9 +189,21 @@ async function inclusionAtScale(rows: Row[]): Promise<void> {
       floor.push(performance.now() - started);
     }
     floor.sort((a, b) => a - b);
-    rows.push([`audit log of ${PROOF_LEAVES.toLocaleString('en-US')} leaves appended in 10,000-leaf transactions`, '', `${Math.round(PROOF_LEAVES / loadSeconds).toLocaleString('en-US')} leaves/s`]);
-    rows.push([`GET /api/audit/inclusion at ${PROOF_LEAVES.toLocaleString('en-US')} leaves, p50 / p95 (${PROOF_SAMPLES} random leaves)`, 'p95 ≤ 5 ms', checked(`${percentile(timings, 50).toFixed(2)} / ${percentile(timings, 95).toFixed(2)} ms`, percentile(timings, 95) <= 5)]);
-    rows.push(['GET /api/audit/checkpoint on the same server (the floor of an authenticated GET), p50 / p95', '', `${percentile(floor, 50).toFixed(2)} / ${percentile(floor, 95).toFixed(2)} ms`]);
+    rows.push([
+      `audit log of ${PROOF_LEAVES.toLocaleString('en-US')} leaves appended in 10,000-leaf transactions`,
+      '',
+      `${Math.round(PROOF_LEAVES / loadSeconds).toLocaleString('en-US')} leaves/s`,
+    ]);
+    rows.push([
+      `GET /api/audit/inclusion at ${PROOF_LEAVES.toLocaleString('en-US')} leaves, p50 / p95 (${PROOF_SAMPLES} random leaves)`,
+      'p95 ≤ 5 ms',
+      checked(`${percentile(timings, 50).toFixed(2)} / ${percentile(timings, 95).toFixed(2)} ms`, percentile(timings, 95) <= 5),
+    ]);
+    rows.push([
+      'GET /api/audit/checkpoint on the same server (the floor of an authenticated GET), p50 / p95',
+      '',
+      `${percentile(floor, 50).toFixed(2)} / ${percentile(floor, 95).toFixed(2)} ms`,
+    ]);
   } finally {
     await stopServer(server.child, server.dataDir, server.schema);
   }
@@ -205,7 +237,11 @@ async function bundleVerification(rows: Row[]): Promise<void> {
       if (verdict.findings.length > 0) throw new Error(`bundle: ${verdict.findings[0]!.message}`);
     }
     timings.sort((a, b) => a - b);
-    rows.push([`verify a ${BUNDLE_EVENTS.toLocaleString('en-US')}-event session bundle (${(text.length / 1e6).toFixed(1)} MB; reading it: ${readMs.toFixed(0)} ms), median of ${BUNDLE_RUNS}`, '≤ 100 ms', checked(`${percentile(timings, 50).toFixed(1)} ms`, percentile(timings, 50) <= 100)]);
+    rows.push([
+      `verify a ${BUNDLE_EVENTS.toLocaleString('en-US')}-event session bundle (${(text.length / 1e6).toFixed(1)} MB; reading it: ${readMs.toFixed(0)} ms), median of ${BUNDLE_RUNS}`,
+      '≤ 100 ms',
+      checked(`${percentile(timings, 50).toFixed(1)} ms`, percentile(timings, 50) <= 100),
+    ]);
   } finally {
     await stopServer(server.child, server.dataDir, server.schema);
   }

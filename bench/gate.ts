@@ -126,8 +126,21 @@ function deployProbe(k: number): EvaluatedRequest {
 }
 
 const ACTIONS = [
-  'delete_file', 'delete_record', 'delete_bucket', 'transfer_funds', 'send_email', 'send_sms', 'post_message', 'read_file',
-  'list_users', 'get_invoice', 'deploy_service', 'query_db', 'update_record', 'drop_table', 'create_ticket',
+  'delete_file',
+  'delete_record',
+  'delete_bucket',
+  'transfer_funds',
+  'send_email',
+  'send_sms',
+  'post_message',
+  'read_file',
+  'list_users',
+  'get_invoice',
+  'deploy_service',
+  'query_db',
+  'update_record',
+  'drop_table',
+  'create_ticket',
 ] as const;
 const URGENCY = ['low', 'normal', 'high', 'critical'] as const;
 
@@ -149,7 +162,8 @@ function requestMix(count: number, seed: number, spread: number): EvaluatedReque
       params.database = pick([`prod-db-${int(20)}`, `staging-db-${int(20)}`, 'analytics', `prod-db-${int(20)}-replica`]);
       params.rows = int(200_000);
     }
-    if (action === 'transfer_funds') Object.assign(params, { amount: int(1_000_000), currency: pick(['USD', 'EUR', 'GBP', 'JPY']), reference: `inv-${int(1e6)}` });
+    if (action === 'transfer_funds')
+      Object.assign(params, { amount: int(1_000_000), currency: pick(['USD', 'EUR', 'GBP', 'JPY']), reference: `inv-${int(1e6)}` });
     if (action.startsWith('send_') || action === 'post_message') Object.assign(params, { recipients: int(3000), subject: 'Quarterly report' });
     if (action === 'deploy_service') params.service = { name: `svc-${id()}`, replicas: 1 + int(8), image: `registry.example.com/app:${int(500)}` };
     if (action.endsWith('_file')) params.path = `/data/exports/${int(1e5)}.csv`;
@@ -395,7 +409,8 @@ async function benchServer(rows: Row[]): Promise<void> {
     const ids: string[] = [];
     const create = async (i: number): Promise<void> => {
       const created = detail(await client.expect(201, 'POST', '/api/requests', bodies[i % bodies.length]!));
-      if (created.status !== 'pending' || created.policyDecision.policyId !== null) throw new Error(`a policy decided a benchmark request: ${JSON.stringify(created)}`);
+      if (created.status !== 'pending' || created.policyDecision.policyId !== null)
+        throw new Error(`a policy decided a benchmark request: ${JSON.stringify(created)}`);
       ids.push(created.id);
     };
     const read = async (i: number): Promise<void> => {
@@ -407,7 +422,10 @@ async function benchServer(rows: Row[]): Promise<void> {
     rows.push([
       `POST /api/requests, ${CLIENTS} clients, ${SERVER_POLICIES} policies (${storage})`,
       '≥ 10,000 requests/s',
-      checked(`${rate(posted.perSecond)} requests/s · p50 ${posted.p50.toFixed(2)} ms · p95 ${posted.p95.toFixed(2)} ms${cpuNote(posted.cpuMicros)}`, posted.perSecond >= 10_000),
+      checked(
+        `${rate(posted.perSecond)} requests/s · p50 ${posted.p50.toFixed(2)} ms · p95 ${posted.p95.toFixed(2)} ms${cpuNote(posted.cpuMicros)}`,
+        posted.perSecond >= 10_000,
+      ),
     ]);
 
     await load(WARMUP_REQUESTS, read);
@@ -415,7 +433,10 @@ async function benchServer(rows: Row[]): Promise<void> {
     rows.push([
       `GET /api/requests/:id, ${CLIENTS} clients, ${ids.length.toLocaleString('en-US')} ids (${storage})`,
       '≥ 15,000 requests/s',
-      checked(`${rate(got.perSecond)} requests/s · p50 ${got.p50.toFixed(2)} ms · p95 ${got.p95.toFixed(2)} ms${cpuNote(got.cpuMicros)}`, got.perSecond >= 15_000),
+      checked(
+        `${rate(got.perSecond)} requests/s · p50 ${got.p50.toFixed(2)} ms · p95 ${got.p95.toFixed(2)} ms${cpuNote(got.cpuMicros)}`,
+        got.perSecond >= 15_000,
+      ),
     ]);
 
     // The floor on this machine: the same client against a route with no key and no database.

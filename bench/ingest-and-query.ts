@@ -109,7 +109,10 @@ const WORDS = (
   'image thumbnail video transcoding audio transcript upload storage bucket archive export spreadsheet import parser format ' +
   'flight hotel booking calendar meeting agenda invitation travel expense budget forecast revenue churn pricing experiment'
 ).split(' ');
-const VERBS = 'create update delete verify check send fetch analyse summarise translate schedule cancel approve reject retry restore export import migrate deploy'.split(' ');
+const VERBS =
+  'create update delete verify check send fetch analyse summarise translate schedule cancel approve reject retry restore export import migrate deploy'.split(
+    ' ',
+  );
 
 function sentence(next: () => number): string {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
@@ -127,13 +130,27 @@ function textualBatch(sessionId: string, agentId: string, size: number, next: ()
       case 0:
         return { sessionId, agentId, eventType: 'tool_call', payload: { toolName: 'task', callId: `t${i}`, arguments: { instruction: text } } };
       case 1:
-        return { sessionId, agentId, eventType: 'llm_call', payload: { callId: `l${i}`, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: text }] } };
+        return {
+          sessionId,
+          agentId,
+          eventType: 'llm_call',
+          payload: { callId: `l${i}`, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: text }] },
+        };
       case 2:
         return {
           sessionId,
           agentId,
           eventType: 'llm_response',
-          payload: { callId: `l${i - 1}`, provider: 'openai', model: 'gpt-4o-mini', completion: text, finishReason: 'stop', usage: { inputTokens: 200, outputTokens: 40 }, costUsd: 0.0001, latencyMs: 500 },
+          payload: {
+            callId: `l${i - 1}`,
+            provider: 'openai',
+            model: 'gpt-4o-mini',
+            completion: text,
+            finishReason: 'stop',
+            usage: { inputTokens: 200, outputTokens: 40 },
+            costUsd: 0.0001,
+            latencyMs: 500,
+          },
         };
       case 3:
         return { sessionId, agentId, eventType: 'tool_error', payload: { toolName: 'task', callId: `t${i - 3}`, error: text, durationMs: 40 } };
@@ -161,7 +178,11 @@ async function benchRecall(rows: Row[]): Promise<void> {
   });
   try {
     await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const keyResponse = await fetch(`${base}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
     const { key } = (await keyResponse.json()) as { key: string };
     const next = random(42);
     const batches = Math.max(1, Math.round(total / 100));
@@ -175,7 +196,11 @@ async function benchRecall(rows: Row[]): Promise<void> {
     );
     const { vectors } = await waitForEmbeddings(base, key);
     const seconds = (performance.now() - started) / 1000;
-    rows.push([`recall: ${(batches * 100).toLocaleString('en-US')} textual events ingested and embedded (local embedder)`, '', `${seconds.toFixed(1)} s, ${Math.round(vectors / seconds).toLocaleString('en-US')} vectors/s`]);
+    rows.push([
+      `recall: ${(batches * 100).toLocaleString('en-US')} textual events ingested and embedded (local embedder)`,
+      '',
+      `${seconds.toFixed(1)} s, ${Math.round(vectors / seconds).toLocaleString('en-US')} vectors/s`,
+    ]);
     const queries = Array.from({ length: 50 }, () => encodeURIComponent(sentence(next).split(' ').slice(2, 5).join(' ')));
     const label = `${vectors.toLocaleString('en-US')} vectors`;
     // The first query loads the vectors into the server's in-memory index; later ones read only what changed.
@@ -186,7 +211,10 @@ async function benchRecall(rows: Row[]): Promise<void> {
     rows.push([`GET /api/recall, first query (loads ${label} into memory)`, '', `${(performance.now() - coldStarted).toFixed(0)} ms (one sample)`]);
     for (const [name, paths] of [
       [`GET /api/recall p95 at ${label}`, queries.map((q) => `/api/recall?query=${q}`)],
-      [`GET /api/recall?scope=events&agentId=…&limit=50 at ${label}`, queries.map((q, i) => `/api/recall?query=${q}&scope=events&agentId=agent-${i % 10}&limit=50`)],
+      [
+        `GET /api/recall?scope=events&agentId=…&limit=50 at ${label}`,
+        queries.map((q, i) => `/api/recall?query=${q}&scope=events&agentId=agent-${i % 10}&limit=50`),
+      ],
       [`GET /api/context at ${label}`, queries.map((q) => `/api/context?topic=${q}`)],
     ] as const) {
       const { p50, p95 } = await latencyOver(base, key, [...paths]);
@@ -213,23 +241,64 @@ async function benchGuardrails(base: string, key: string, rows: Row[], now: numb
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
   const create = async (body: object): Promise<void> => {
-    const response = await fetch(`${base}/api/guardrails`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    const response = await fetch(`${base}/api/guardrails`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
     if (response.status !== 201) throw new Error(`guardrail create failed: ${response.status} ${await response.text()}`);
   };
   try {
-    for (let i = 0; i < 3; i++) await create({ name: `errors ${i}`, conditionType: 'error_rate_threshold', conditionConfig: { threshold: 90 + i }, actionType: 'pause_agent', dryRun: true });
-    for (let i = 0; i < 3; i++) await create({ name: `cost ${i}`, conditionType: 'cost_limit', conditionConfig: { maxCostUsd: 1000 + i }, actionType: 'downgrade_model', actionConfig: { targetModel: 'gpt-4o-mini' }, dryRun: true });
-    for (let i = 0; i < 3; i++) await create({ name: `metric ${i}`, conditionType: 'custom_metric', conditionConfig: { metricKey: `bench.m${i}`, operator: 'gt', value: 1 }, actionType: 'pause_agent', dryRun: true });
-    await create({ name: 'breach', conditionType: 'custom_metric', conditionConfig: { metricKey: 'quality', operator: 'lt', value: 0.5 }, actionType: 'notify_webhook', actionConfig: { url: receiverUrl }, cooldownMinutes: 0 });
+    for (let i = 0; i < 3; i++)
+      await create({
+        name: `errors ${i}`,
+        conditionType: 'error_rate_threshold',
+        conditionConfig: { threshold: 90 + i },
+        actionType: 'pause_agent',
+        dryRun: true,
+      });
+    for (let i = 0; i < 3; i++)
+      await create({
+        name: `cost ${i}`,
+        conditionType: 'cost_limit',
+        conditionConfig: { maxCostUsd: 1000 + i },
+        actionType: 'downgrade_model',
+        actionConfig: { targetModel: 'gpt-4o-mini' },
+        dryRun: true,
+      });
+    for (let i = 0; i < 3; i++)
+      await create({
+        name: `metric ${i}`,
+        conditionType: 'custom_metric',
+        conditionConfig: { metricKey: `bench.m${i}`, operator: 'gt', value: 1 },
+        actionType: 'pause_agent',
+        dryRun: true,
+      });
+    await create({
+      name: 'breach',
+      conditionType: 'custom_metric',
+      conditionConfig: { metricKey: 'quality', operator: 'lt', value: 0.5 },
+      actionType: 'notify_webhook',
+      actionConfig: { url: receiverUrl },
+      cooldownMinutes: 0,
+    });
 
     const bodies = Array.from({ length: 100 }, (_, s) => batchBody(`bench-guarded-${s}`, 100));
     const perSecond = await ingest(base, key, bodies, 100, 500, now - 3_600_000, 3_600_000);
-    rows.push([`ingest, 100-event batches, ${CLIENTS} clients, 10 guardrail rules for every agent`, '≥ 25,000 events/s', checked(`${rate(perSecond)} events/s`, perSecond >= 25_000)]);
+    rows.push([
+      `ingest, 100-event batches, ${CLIENTS} clients, 10 guardrail rules for every agent`,
+      '≥ 25,000 events/s',
+      checked(`${rate(perSecond)} events/s`, perSecond >= 25_000),
+    ]);
 
     const reactions: number[] = [];
     for (let i = 0; i < GUARDRAIL_REACTIONS; i++) {
       const agentId = `bench-breach-${i}`;
-      const body = JSON.stringify({ events: [{ sessionId: `breach-${i}`, agentId, eventType: 'custom', timestamp: new Date().toISOString(), payload: { type: 'score', data: { quality: 0.1 } } }] });
+      const body = JSON.stringify({
+        events: [
+          { sessionId: `breach-${i}`, agentId, eventType: 'custom', timestamp: new Date().toISOString(), payload: { type: 'score', data: { quality: 0.1 } } },
+        ],
+      });
       await post(base, key, body);
       const acked = performance.now();
       const deadline = acked + 10_000;
@@ -272,14 +341,30 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const schema = `bench_${process.pid}`;
-  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SERVER_PROFILE] : []), 'packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_SERVER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SERVER_PROFILE] : []),
+      'packages/cli/bin/vigil.mjs',
+      'observe',
+      '--port',
+      String(port),
+      '--data-dir',
+      dataDir,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+    },
+  );
   const stop = () => stopServer(child, dataDir, schema);
   try {
     await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const keyResponse = await fetch(`${base}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
     const { key } = (await keyResponse.json()) as { key: string };
     return { base, key, pid: child.pid!, stop };
   } catch (error) {
@@ -315,7 +400,11 @@ async function main(): Promise<void> {
       ingestTarget === 0 ? `${rate(smallRate)} events/s` : checked(`${rate(smallRate)} events/s`, smallRate >= ingestTarget),
     ]);
     if (cpuBefore !== null && cpuAfter !== null) {
-      rows.push(['observe CPU per 1,000 events in that ingest (user + system; steadier than events/s on a shared machine)', '', `${((cpuAfter - cpuBefore) / (smallBatches / 10)).toFixed(1)} ms`]);
+      rows.push([
+        'observe CPU per 1,000 events in that ingest (user + system; steadier than events/s on a shared machine)',
+        '',
+        `${((cpuAfter - cpuBefore) / (smallBatches / 10)).toFixed(1)} ms`,
+      ]);
     }
 
     const large = Array.from({ length: 100 }, (_, s) => batchBody(`bench-large-${s}`, 1000));
@@ -335,15 +424,23 @@ async function main(): Promise<void> {
     if (!cold.ok) throw new Error(`${REPLAY_PATH}: ${cold.status}`);
     await cold.arrayBuffer();
     const coldMs = performance.now() - coldStarted;
-    const stats = (await (await fetch(`${base}/api/stats`, { headers: { authorization: `Bearer ${key}` } })).json()) as { totalEvents: number; storageSizeBytes: number };
+    const stats = (await (await fetch(`${base}/api/stats`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      totalEvents: number;
+      storageSizeBytes: number;
+    };
     rows.push(['events stored before queries', '', stats.totalEvents.toLocaleString('en-US')]);
     rows.push(['database size', '', `${(stats.storageSizeBytes / 1024 / 1024).toFixed(0)} MiB`]);
     rows.push([`GET /api/sessions/:id/replay (5,000 events), first page cold`, '', `${coldMs.toFixed(1)} ms (one sample: first call after posting)`]);
     // Embeddings are computed after commit, off the request path; the queries below run once the
     // worker has caught up (GET /api/recall/status: queue depth 0).
     const embedded = await waitForEmbeddings(base, key);
-    rows.push(['embedding queue drained after the load', '', `${embedded.seconds.toFixed(1)} s after the last batch (${embedded.vectors.toLocaleString('en-US')} vectors)`]);
-    if (pid !== null) rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MB)`));
+    rows.push([
+      'embedding queue drained after the load',
+      '',
+      `${embedded.seconds.toFixed(1)} s after the last batch (${embedded.vectors.toLocaleString('en-US')} vectors)`,
+    ]);
+    if (pid !== null)
+      rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MB)`));
 
     for (const [label, path, target] of [
       ['GET /api/stats', '/api/stats', { p: 95, ms: 2 }],
@@ -367,7 +464,12 @@ async function main(): Promise<void> {
     // Reflect over the whole 30-day load. error_patterns and tool_sequences stream every error /
     // tool call of the range, so they take fewer samples.
     const reflectFrom = new Date(now - SPAN_MS).toISOString();
-    for (const [analysis, samples] of [['error_patterns', 20], ['tool_sequences', 20], ['cost_analysis', QUERY_SAMPLES], ['performance_trends', QUERY_SAMPLES]] as const) {
+    for (const [analysis, samples] of [
+      ['error_patterns', 20],
+      ['tool_sequences', 20],
+      ['cost_analysis', QUERY_SAMPLES],
+      ['performance_trends', QUERY_SAMPLES],
+    ] as const) {
       const measured = await latency(base, key, `/api/reflect?analysis=${analysis}&from=${reflectFrom}`, samples, 2);
       const target = analysis === 'error_patterns' || analysis === 'tool_sequences' ? ({ p: 95, ms: 100 } as const) : undefined;
       rows.push(latencyRow(`GET /api/reflect?analysis=${analysis}, last 30 days (${samples} samples)`, measured, target));

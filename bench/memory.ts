@@ -33,14 +33,20 @@ async function main(): Promise<void> {
     if (afterStart === null) throw new Error('no /proc/<pid>/status here: the memory part needs Linux');
     rows.push(['`npm start` (vigil up) RSS after start', '≤ 200 MB', checked(`${afterStart.toFixed(0)} MB`, afterStart <= 200)]);
 
-    const keyResponse = await fetch(`${observe}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const keyResponse = await fetch(`${observe}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
     const { key } = (await keyResponse.json()) as { key: string };
     const bodies = Array.from({ length: 400 }, (_, s) => batchBody(`bench-session-${s}`, 100));
     const batches = Math.max(1, Math.round(EVENTS / 100));
     const now = Date.now();
     await ingest(observe, key, bodies, 100, batches, now - 86_400_000, 86_400_000);
     for (;;) {
-      const status = (await (await fetch(`${observe}/api/recall/status`, { headers: { authorization: `Bearer ${key}` } })).json()) as { queue: { depth: number } };
+      const status = (await (await fetch(`${observe}/api/recall/status`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+        queue: { depth: number };
+      };
       if (status.queue.depth === 0) break;
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -12,18 +12,47 @@ function event(sessionId: string, i: number): object {
   const agentId = agentOf(sessionId);
   switch (i % 4) {
     case 0:
-      return { sessionId, agentId, eventType: 'tool_call', payload: { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue report ${i}`, maxResults: 10 } } };
+      return {
+        sessionId,
+        agentId,
+        eventType: 'tool_call',
+        payload: { toolName: 'web_search', callId: `c${i}`, arguments: { query: `quarterly revenue report ${i}`, maxResults: 10 } },
+      };
     case 1:
-      return { sessionId, agentId, eventType: 'tool_response', payload: { toolName: 'web_search', callId: `c${i - 1}`, result: { hits: 10, top: 'https://example.com/report' }, durationMs: 120 + (i % 50) } };
+      return {
+        sessionId,
+        agentId,
+        eventType: 'tool_response',
+        payload: { toolName: 'web_search', callId: `c${i - 1}`, result: { hits: 10, top: 'https://example.com/report' }, durationMs: 120 + (i % 50) },
+      };
     case 2:
-      return { sessionId, agentId, eventType: 'llm_call', payload: { callId: `l${i}`, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }] } };
+      return {
+        sessionId,
+        agentId,
+        eventType: 'llm_call',
+        payload: {
+          callId: `l${i}`,
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }],
+        },
+      };
     default:
       return {
         sessionId,
         agentId,
         eventType: 'llm_response',
         severity: i % 40 === 3 ? 'error' : 'info',
-        payload: { callId: `l${i - 1}`, provider: 'openai', model: 'gpt-4o-mini', completion: 'Revenue grew 12% on cloud services.', finishReason: 'stop', usage: { inputTokens: 420, outputTokens: 96 }, costUsd: 0.00012, latencyMs: 850 },
+        payload: {
+          callId: `l${i - 1}`,
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          completion: 'Revenue grew 12% on cloud services.',
+          finishReason: 'stop',
+          usage: { inputTokens: 420, outputTokens: 96 },
+          costUsd: 0.00012,
+          latencyMs: 850,
+        },
       };
   }
 }
@@ -60,4 +89,3 @@ export async function ingest(base: string, key: string, bodies: string[], batchS
   );
   return (batches * batchSize) / ((performance.now() - started) / 1000);
 }
-

@@ -62,7 +62,9 @@ function otlpBatch(b: number, startMs: number): Blob {
       status: { code: 1 },
     };
   });
-  const request = { resourceSpans: [{ resource: { attributes: [text('service.name', `agent-${b % 7}`)] }, scopeSpans: [{ scope: { name: 'bench' }, spans }] }] };
+  const request = {
+    resourceSpans: [{ resource: { attributes: [text('service.name', `agent-${b % 7}`)] }, scopeSpans: [{ scope: { name: 'bench' }, spans }] }],
+  };
   return new Blob([RequestType.encode(RequestType.fromObject(request)).finish() as Uint8Array<ArrayBuffer>]);
 }
 
@@ -75,13 +77,33 @@ function nativeBatch(b: number, startMs: number): string {
     const agentId = `agent-${b % 7}`;
     const callId = `l${n}`;
     events.push(
-      { sessionId, agentId, eventType: 'llm_call', timestamp: new Date(startMs + i).toISOString(), payload: { callId, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }] } },
+      {
+        sessionId,
+        agentId,
+        eventType: 'llm_call',
+        timestamp: new Date(startMs + i).toISOString(),
+        payload: {
+          callId,
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'Summarise the quarterly revenue report in three bullet points.' }],
+        },
+      },
       {
         sessionId,
         agentId,
         eventType: 'llm_response',
         timestamp: new Date(startMs + i + 850).toISOString(),
-        payload: { callId, provider: 'openai', model: 'gpt-4o-mini', completion: 'Revenue grew 12% on cloud services.', finishReason: 'stop', usage: { inputTokens: 420, outputTokens: 96, totalTokens: 516 }, costUsd: 0.0001206, latencyMs: 850 },
+        payload: {
+          callId,
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          completion: 'Revenue grew 12% on cloud services.',
+          finishReason: 'stop',
+          usage: { inputTokens: 420, outputTokens: 96, totalTokens: 516 },
+          costUsd: 0.0001206,
+          latencyMs: 850,
+        },
       },
     );
   }
@@ -121,7 +143,11 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const keyResponse = await fetch(`${base}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
     key = ((await keyResponse.json()) as { key: string }).key;
     const otlpBatches = Math.max(ROUNDS, Math.round(TOTAL_SPANS / SPANS_PER_BATCH));
     const nativeBatches = otlpBatches * 2; // the same number of events: two per span
@@ -139,7 +165,11 @@ async function main(): Promise<void> {
     const events = nativeBatches * EVENTS_PER_BATCH;
     const nativeRate = events / nativeSeconds;
     const otlpRate = (otlpBatches * SPANS_PER_BATCH * 2) / otlpSeconds;
-    rows.push([`native POST /api/events, 1,000-event batches, ${CLIENTS} clients (${events.toLocaleString('en-US')} events)`, '', `${rate(nativeRate)} events/s`]);
+    rows.push([
+      `native POST /api/events, 1,000-event batches, ${CLIENTS} clients (${events.toLocaleString('en-US')} events)`,
+      '',
+      `${rate(nativeRate)} events/s`,
+    ]);
     rows.push([
       `OTLP POST /v1/traces, 1,000-span protobuf batches, ${CLIENTS} clients (${(otlpBatches * SPANS_PER_BATCH).toLocaleString('en-US')} GenAI spans)`,
       '',

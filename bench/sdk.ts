@@ -35,7 +35,6 @@ const WARMUP_EVENTS = 5000;
 const SESSIONS = 50;
 const LLM_CALLS = 2000;
 
-
 interface Percentiles {
   p50: number;
   p95: number;
@@ -86,7 +85,10 @@ async function startFakeServer(body: object = CHAT_COMPLETION, status = 200): Pr
     });
     server.keepAliveTimeout = 60_000;
     server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
-  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body), FAKE_STATUS: String(status) } });
+  const child = spawn(process.execPath, ['-e', source], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_OPTIONS: '', FAKE_BODY: JSON.stringify(body), FAKE_STATUS: String(status) },
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
     child.once('exit', (code) => reject(new Error(`fake server exited with ${code}`)));
@@ -145,7 +147,11 @@ async function benchOpenAICapture(observeUrl: string, rows: Row[]): Promise<void
     rows.push([`client CPU of openai chat.completions.create, bare ${label}`, '', cpu(cpuOf.bare)]);
     rows.push([`client CPU of the same call through observeOpenAI (llm_call + llm_response, batched)`, '', cpu(cpuOf.wrapped)]);
     const added = cpuOf.wrapped.p95 - cpuOf.bare.p95;
-    rows.push(['  CPU the wrapper adds at p95 (and on average)', '≤ 1 ms at p95', checked(`${added} µs (${(cpuOf.wrapped.mean - cpuOf.bare.mean).toFixed(0)} µs)`, added <= 1000)]);
+    rows.push([
+      '  CPU the wrapper adds at p95 (and on average)',
+      '≤ 1 ms at p95',
+      checked(`${added} µs (${(cpuOf.wrapped.mean - cpuOf.bare.mean).toFixed(0)} µs)`, added <= 1000),
+    ]);
   } finally {
     await provider.stop();
   }
@@ -198,7 +204,11 @@ async function rawSequential(base: string, key: string, count: number, offset: n
   }
   const started = performance.now();
   for (const body of bodies) {
-    const response = await fetch(`${base}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    const response = await fetch(`${base}/api/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body,
+    });
     if (response.status !== 201) throw new Error(`ingest failed: ${response.status} ${await response.text()}`);
     await response.arrayBuffer();
   }
@@ -213,7 +223,11 @@ async function storedEvents(base: string, key: string): Promise<number> {
 
 /** Client options of the bench: a synchronous burst sends nothing until it yields, so the queue must hold all of it. */
 function benchClientOptions(failures: VigilError[]) {
-  return { maxQueueSize: EVENTS + WARMUP_EVENTS, onError: (error: VigilError) => failures.push(error), ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }) };
+  return {
+    maxQueueSize: EVENTS + WARMUP_EVENTS,
+    onError: (error: VigilError) => failures.push(error),
+    ...(BATCH_SIZE !== undefined && { batchSize: BATCH_SIZE }),
+  };
 }
 
 async function benchBatcher(base: string, key: string, rows: Row[], storage: string): Promise<void> {
@@ -224,7 +238,11 @@ async function benchBatcher(base: string, key: string, rows: Row[], storage: str
   const batchSize = BATCH_SIZE ?? 100;
   const raw = await rawSequential(base, key, EVENTS, sent, batchSize);
   sent += EVENTS;
-  rows.push([`raw POST /api/events (${storage}), ${EVENTS.toLocaleString('en-US')} events in ${batchSize}-event batches, one request at a time`, '', `${rate(raw)} events/s stored (the ceiling of one request in flight)`]);
+  rows.push([
+    `raw POST /api/events (${storage}), ${EVENTS.toLocaleString('en-US')} events in ${batchSize}-event batches, one request at a time`,
+    '',
+    `${rate(raw)} events/s stored (the ceiling of one request in flight)`,
+  ]);
   for (const [caller, yieldEvery] of [
     ['burst: one synchronous loop', undefined],
     ['agent-like: yields to the event loop every 100 events', 100],
@@ -232,19 +250,29 @@ async function benchBatcher(base: string, key: string, rows: Row[], storage: str
     const result = await runBatcher(client, EVENTS, sent, yieldEvery);
     sent += EVENTS;
     const label = `${EVENTS.toLocaleString('en-US')} events, batchSize ${batchSize}, ${caller}`;
-    rows.push([`SDK batcher → observe (${storage}), ${label}`, '≥ 10,000 events/s', checked(`${rate(result.delivered)} events/s stored`, result.delivered >= 10_000)]);
+    rows.push([
+      `SDK batcher → observe (${storage}), ${label}`,
+      '≥ 10,000 events/s',
+      checked(`${rate(result.delivered)} events/s stored`, result.delivered >= 10_000),
+    ]);
     rows.push([
       `  track() per call`,
       'p99 ≤ 50 µs',
-      checked(`p50 ${result.track.p50.toFixed(1)} µs · p99 ${result.track.p99.toFixed(1)} µs · max ${(result.track.max / 1000).toFixed(1)} ms`, result.track.p99 <= 50),
+      checked(
+        `p50 ${result.track.p50.toFixed(1)} µs · p99 ${result.track.p99.toFixed(1)} µs · max ${(result.track.max / 1000).toFixed(1)} ms`,
+        result.track.p99 <= 50,
+      ),
     ]);
-    rows.push([`  caller time inside track()`, '', `${result.callerMs.toFixed(0)} ms in all, ${((result.callerMs * 1000) / EVENTS).toFixed(2)} µs/event on average`]);
+    rows.push([
+      `  caller time inside track()`,
+      '',
+      `${result.callerMs.toFixed(0)} ms in all, ${((result.callerMs * 1000) / EVENTS).toFixed(2)} µs/event on average`,
+    ]);
   }
   await client.close();
   if (failures.length > 0) throw new Error(`delivery failures: ${failures.map((f) => f.message).join('; ')}`);
   const stored = await storedEvents(base, key);
   if (stored < sent) throw new Error(`observe holds ${stored} events, ${sent} were sent`);
-
 }
 
 /** The client's own ceiling: the burst against a fake observe (another process) that answers 201 at once. */
@@ -275,7 +303,11 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
+    const keyResponse = await fetch(`${base}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench' }),
+    });
     const { key } = (await keyResponse.json()) as { key: string };
     // Client-only measurements first, while the real server is idle (its embedding worker
     // catches up for a while after each load and would share this machine's CPU).

@@ -42,7 +42,7 @@ events.forEach((event, position) => {
     if (position > 0 && event.seq === events[position - 1].seq) fail(position, `event ${event.id} repeats seq ${event.seq} (a duplicate)`);
     fail(position, `expected seq ${position}, found ${event.seq} (an event is missing)`);
   }
-  if (event.prevHash !== previous) fail(position, 'prevHash is not the previous event\'s hash');
+  if (event.prevHash !== previous) fail(position, "prevHash is not the previous event's hash");
   if (linkHash(event) !== event.hash) fail(position, 'hash does not match the event content');
   previous = event.hash;
 });

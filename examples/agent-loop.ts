@@ -102,12 +102,14 @@ async function simulatedLlm(messages: Message[]): Promise<{ step: Step; completi
 async function observeKey(url: string): Promise<string> {
   if (process.env.VIGIL_API_KEY) return process.env.VIGIL_API_KEY;
   // A fresh observe accepts its first key without credentials.
-  const response = await fetch(`${url}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'example' }) }).catch(
-    () => {
-      console.error(`Cannot reach observe at ${url}: start Vigil with \`npm start\` (or set VIGIL_URL).`);
-      process.exit(2);
-    },
-  );
+  const response = await fetch(`${url}/api/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'example' }),
+  }).catch(() => {
+    console.error(`Cannot reach observe at ${url}: start Vigil with \`npm start\` (or set VIGIL_URL).`);
+    process.exit(2);
+  });
   if (response.status !== 201) {
     console.error('Set VIGIL_API_KEY to an observe API key (this observe already has keys).');
     process.exit(2);

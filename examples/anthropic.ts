@@ -17,7 +17,11 @@ const anthropic = observeAnthropic(new Anthropic()); // ANTHROPIC_API_KEY, ANTHR
 const getWeather = traceTool('get_weather', async ({ city }: { city: string }) => ({ city, celsius: -3, sky: 'snow' }));
 
 const tools: Anthropic.Tool[] = [
-  { name: 'get_weather', description: 'Current weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  {
+    name: 'get_weather',
+    description: 'Current weather in a city',
+    input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
 ];
 
 const answer = await vigil.withSession({ agentId: 'weather-agent', tags: ['example', 'anthropic'] }, async (session) => {

@@ -19,7 +19,11 @@ const getWeather = traceTool('get_weather', async ({ city }: { city: string }) =
 const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
   {
     type: 'function',
-    function: { name: 'get_weather', description: 'Current weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    function: {
+      name: 'get_weather',
+      description: 'Current weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
   },
 ];
 

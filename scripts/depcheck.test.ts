@@ -30,5 +30,8 @@ test('the rules catch a platform→service import, a service→service import, S
     `services-use-not-each-other: ${observe}/events/uses-gate.ts -> packages/gate/src/index.ts`,
     `test-kit-only-in-tests: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
   ];
-  assert.deepEqual(violations, expected.sort((a, b) => a.localeCompare(b)));
+  assert.deepEqual(
+    violations,
+    expected.sort((a, b) => a.localeCompare(b)),
+  );
 });

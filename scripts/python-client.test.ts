@@ -26,7 +26,11 @@ function pythonSkip(): string | false {
 }
 
 /** Runs a command without blocking the event loop (the services under test run in this process). */
-function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ code: number | null; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -104,10 +108,16 @@ describe('the Python client against a running Vigil', { skip: pythonSkip() }, ()
     assert.equal(llm[1]!.metadata.costUnpriced, true);
 
     // Sent by the atexit hook of an interpreter that never called close().
-    assert.deepEqual((await events(`${prefix}-exit`)).map((e) => e.eventType), ['session_started', 'custom']);
+    assert.deepEqual(
+      (await events(`${prefix}-exit`)).map((e) => e.eventType),
+      ['session_started', 'custom'],
+    );
     // Batching, and the refused event dropped while its batch's others were stored.
     assert.equal((await events(`${prefix}-batch`)).length, 12);
-    assert.deepEqual((await events(`${prefix}-refused`)).map((e) => e.payload.data), [1, 2]);
+    assert.deepEqual(
+      (await events(`${prefix}-refused`)).map((e) => e.payload.data),
+      [1, 2],
+    );
 
     // Gate decisions recorded in the ambient session.
     const decided = async (name: string) => (await events(`${prefix}-approval-${name}`)).map((e) => e.eventType).slice(1, 3);

@@ -21,9 +21,8 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', ...files],
-  { stdio: 'inherit', env: process.env },
-);
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+  stdio: 'inherit',
+  env: process.env,
+});
 process.exit(result.status ?? 1);

@@ -89,7 +89,13 @@ describe('vigil CLI', () => {
     const { port } = new URL(first.base);
     const response = new Promise<{ status: number; connection: string | undefined }>((done, fail) => {
       const req = request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/api/events', headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Bearer ${key}` } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/api/events',
+          headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Bearer ${key}` },
+        },
         (res) => {
           res.resume();
           res.on('end', () => done({ status: res.statusCode ?? 0, connection: res.headers.connection }));

@@ -31,10 +31,32 @@ export type ServiceKind = 'observe' | 'gate';
 
 /** Every variable a service reads that the test runner's environment could leak in; a test sets what it needs. */
 const VIGIL_VARIABLES = [
-  'DATABASE_URL', 'OBSERVE_DB_SCHEMA', 'GATE_DB_SCHEMA', 'REDIS_URL', 'DATA_DIR', 'OBSERVE_PORT', 'GATE_PORT', 'AUTH_DISABLED',
-  'EMBEDDINGS_URL', 'EMBEDDINGS_MODEL', 'EMBEDDINGS_API_KEY', 'EMBEDDINGS_TIMEOUT_MS', 'ALERT_EVAL_INTERVAL_MS', 'RETENTION_DAYS',
-  'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_MAX_RETRIES', 'WEBHOOK_SCAN_INTERVAL_MS', 'EXPIRY_SCAN_INTERVAL_MS', 'GATE_CACHE_REFRESH_MS',
-  'GATE_ADMIN_KEY', 'OBSERVE_URL', 'OBSERVE_WEBHOOK_SECRET', 'INTERNAL_SERVICE_TOKEN', 'MEMORY_ENABLED', 'LLM_PROVIDER', 'LLM_API_KEY',
+  'DATABASE_URL',
+  'OBSERVE_DB_SCHEMA',
+  'GATE_DB_SCHEMA',
+  'REDIS_URL',
+  'DATA_DIR',
+  'OBSERVE_PORT',
+  'GATE_PORT',
+  'AUTH_DISABLED',
+  'EMBEDDINGS_URL',
+  'EMBEDDINGS_MODEL',
+  'EMBEDDINGS_API_KEY',
+  'EMBEDDINGS_TIMEOUT_MS',
+  'ALERT_EVAL_INTERVAL_MS',
+  'RETENTION_DAYS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_MAX_RETRIES',
+  'WEBHOOK_SCAN_INTERVAL_MS',
+  'EXPIRY_SCAN_INTERVAL_MS',
+  'GATE_CACHE_REFRESH_MS',
+  'GATE_ADMIN_KEY',
+  'OBSERVE_URL',
+  'OBSERVE_WEBHOOK_SECRET',
+  'INTERNAL_SERVICE_TOKEN',
+  'MEMORY_ENABLED',
+  'LLM_PROVIDER',
+  'LLM_API_KEY',
 ];
 
 export async function freePort(): Promise<number> {
@@ -184,7 +206,12 @@ export interface Answer<T = any> {
 }
 
 /** One JSON request; network failures throw. */
-export async function call<T = any>(base: string, method: string, path: string, options: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<Answer<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; timeoutMs?: number } = {},
+): Promise<Answer<T>> {
   const headers: Record<string, string> = {};
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -205,7 +232,13 @@ export async function call<T = any>(base: string, method: string, path: string, 
 }
 
 /** Like `call`, but anything other than `expected` is an error naming the route and the answer. */
-export async function expectStatus<T = any>(expected: number, base: string, method: string, path: string, options: { key?: string; body?: unknown } = {}): Promise<T> {
+export async function expectStatus<T = any>(
+  expected: number,
+  base: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown } = {},
+): Promise<T> {
   const answer = await call<T>(base, method, path, options);
   if (answer.status !== expected) throw new Error(`${method} ${path}: expected ${expected}, got ${answer.status} ${JSON.stringify(answer.body).slice(0, 500)}`);
   return answer.body;

@@ -49,17 +49,29 @@ describe('the one configuration schema', () => {
       const lines = message.split('\n');
       assert.equal(lines[0], 'Invalid configuration:');
       assert.equal(lines.length, 6, message);
-      assert.ok(lines.some((line) => line.startsWith('  OBSERVE_PORT: ')), message);
+      assert.ok(
+        lines.some((line) => line.startsWith('  OBSERVE_PORT: ')),
+        message,
+      );
       assert.ok(lines.includes('  DATABASE_URL: must be a postgres:// or postgresql:// URL'), message);
-      assert.ok(lines.some((line) => line.startsWith('  LLM_PROVIDER: ')), message);
+      assert.ok(
+        lines.some((line) => line.startsWith('  LLM_PROVIDER: ')),
+        message,
+      );
       assert.ok(lines.includes('  GATE_ADMIN_KEY: must be at least 16 characters'), message);
       assert.ok(lines.includes('  REDIS_URL: must be a redis:// or rediss:// URL'), message);
     }
   });
 
   test('a rule across variables of a slice is checked once every variable is valid', () => {
-    assert.equal(configError(() => loadGateConfig({ MEMORY_ENABLED: 'true' })), 'Invalid configuration:\n  MEMORY_API_URL: required when MEMORY_ENABLED=true');
-    assert.equal(configError(() => observeConfigFromEnvironment({ MEMORY_ENABLED: 'yes' })), 'Invalid configuration:\n  MEMORY_API_URL: required when MEMORY_ENABLED=true');
+    assert.equal(
+      configError(() => loadGateConfig({ MEMORY_ENABLED: 'true' })),
+      'Invalid configuration:\n  MEMORY_API_URL: required when MEMORY_ENABLED=true',
+    );
+    assert.equal(
+      configError(() => observeConfigFromEnvironment({ MEMORY_ENABLED: 'yes' })),
+      'Invalid configuration:\n  MEMORY_API_URL: required when MEMORY_ENABLED=true',
+    );
     const both = configError(() => loadObserveConfig({ MEMORY_ENABLED: 'true', GATE_CACHE_REFRESH_MS: '-1' }));
     assert.match(both, /^Invalid configuration:\n {2}GATE_CACHE_REFRESH_MS: /);
     assert.doesNotMatch(both, /MEMORY_API_URL/);

@@ -81,7 +81,9 @@ interface TimelineEvent {
 export async function verifyChains(base: string, key: string, sessionIds: readonly string[], problems: string[]): Promise<TimelineEvent[]> {
   const all: TimelineEvent[] = [];
   for (const sessionId of sessionIds) {
-    const timeline = await call<{ events: TimelineEvent[]; chainValid: boolean }>(base, 'GET', `/api/sessions/${encodeURIComponent(sessionId)}/timeline`, { key });
+    const timeline = await call<{ events: TimelineEvent[]; chainValid: boolean }>(base, 'GET', `/api/sessions/${encodeURIComponent(sessionId)}/timeline`, {
+      key,
+    });
     if (timeline.status === 404) continue; // nothing of it was ever stored
     if (timeline.status !== 200) {
       problems.push(`timeline of ${sessionId}: HTTP ${timeline.status}`);
@@ -92,7 +94,12 @@ export async function verifyChains(base: string, key: string, sessionIds: readon
     const seqs = events.map((e) => e.seq).sort((a, b) => a - b);
     const gap = seqs.findIndex((seq, index) => seq !== index);
     if (gap !== -1) problems.push(`session ${sessionId}: seq not gapless 0..${seqs.length - 1} (position ${gap} holds ${seqs[gap]})`);
-    const verdict = await call<{ valid: boolean; eventCount: number; brokenAt: unknown }>(base, 'GET', `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}`, { key });
+    const verdict = await call<{ valid: boolean; eventCount: number; brokenAt: unknown }>(
+      base,
+      'GET',
+      `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}`,
+      { key },
+    );
     if (verdict.status !== 200 || !verdict.body.valid || verdict.body.eventCount !== events.length) {
       problems.push(`audit/verify of ${sessionId}: HTTP ${verdict.status} ${JSON.stringify(verdict.body)} (timeline has ${events.length} events)`);
     }
@@ -124,7 +131,12 @@ export function batchOf(marker: string, size: number, sessionIds: readonly strin
  * batch is stored under the id it was given, a batch in flight at the kill is stored whole or
  * not at all, a refused batch not at all, and nothing else is stored.
  */
-export function checkBatches(stored: readonly TimelineEvent[], batches: readonly BatchOutcome[], problems: string[], extraMarkers: ReadonlySet<string> = new Set()): { inFlightStored: number } {
+export function checkBatches(
+  stored: readonly TimelineEvent[],
+  batches: readonly BatchOutcome[],
+  problems: string[],
+  extraMarkers: ReadonlySet<string> = new Set(),
+): { inFlightStored: number } {
   const byMarker = new Map<string, TimelineEvent[]>();
   for (const event of stored) {
     const marker = event.payload.data?.marker ?? '(none)';
@@ -136,11 +148,13 @@ export function checkBatches(stored: readonly TimelineEvent[], batches: readonly
   const known = new Set(batches.map((b) => b.marker));
   for (const batch of batches) {
     const events = byMarker.get(batch.marker) ?? [];
-    if (events.length !== 0 && events.length !== batch.size) problems.push(`batch ${batch.marker} (${batch.outcome}) is half-stored: ${events.length} of ${batch.size} events`);
+    if (events.length !== 0 && events.length !== batch.size)
+      problems.push(`batch ${batch.marker} (${batch.outcome}) is half-stored: ${events.length} of ${batch.size} events`);
     if (batch.outcome === 'acked') {
       const ids = new Set(events.map((e) => e.id));
       const missing = batch.ids.filter((id) => !ids.has(id));
-      if (missing.length > 0 || events.length !== batch.size) problems.push(`acknowledged batch ${batch.marker}: ${missing.length} of its ${batch.size} events missing`);
+      if (missing.length > 0 || events.length !== batch.size)
+        problems.push(`acknowledged batch ${batch.marker}: ${missing.length} of its ${batch.size} events missing`);
     } else if (batch.outcome === 'refused' && events.length > 0) {
       problems.push(`refused batch ${batch.marker} (HTTP ${batch.status}) was stored`);
     } else if (batch.outcome === 'in_flight' && events.length === batch.size) {
@@ -190,7 +204,10 @@ export function ingestCrash(options: IngestCrashOptions): Promise<ScenarioResult
           const batch: BatchOutcome = { marker, size: batchSize, outcome: 'in_flight', ids: [] };
           batches.push(batch);
           try {
-            const answer = await call<{ events: { id: string }[] }>(observe.base, 'POST', '/api/events', { key, body: { events: batchOf(marker, batchSize, touched, `agent-${c}`) } });
+            const answer = await call<{ events: { id: string }[] }>(observe.base, 'POST', '/api/events', {
+              key,
+              body: { events: batchOf(marker, batchSize, touched, `agent-${c}`) },
+            });
             batch.status = answer.status;
             if (answer.status === 201) {
               batch.outcome = 'acked';
@@ -306,7 +323,11 @@ export function gateWebhookCrash(options: { backend?: Backend; variant: GateCras
       if (status.status !== 'approved') problems.push(`after the restart the request is ${status.status}, expected approved`);
       const delivery = await waitFor('the request.decided delivery to be delivered', 30_000, async () => {
         const { deliveries } = await expectStatus<{ deliveries: { id: string; status: string; attempts: number; event: string }[] }>(
-          200, gate.base, 'GET', `/api/webhooks/${hook.id}/deliveries`, { key: adminKey },
+          200,
+          gate.base,
+          'GET',
+          `/api/webhooks/${hook.id}/deliveries`,
+          { key: adminKey },
         );
         const decided = deliveries.filter((d) => d.event === 'request.decided');
         if (decided.length !== 1) return undefined;
@@ -406,22 +427,36 @@ export function embeddingCrash(options: { variant: EmbeddingCrashVariant; events
       const left = await expectStatus<{ queue: { depth: number } }>(200, observe.base, 'GET', '/api/recall/status', { key });
       stats.queuedAfterRestart = left.queue.depth;
       // Well within the minute a dead worker's claim would otherwise hold the rows (SQLite releases them at start).
-      const found = await waitFor(`all ${count} events to be searchable`, 30_000, async () => {
-        const result = await expectStatus<{ totalResults: number; results: { sourceId: string; text: string }[] }>(
-          200, observe.base, 'GET', `/api/recall?query=${marker}&scope=events&limit=100`, { key },
-        );
-        return result.totalResults >= count ? result : undefined;
-      }, 250);
+      const found = await waitFor(
+        `all ${count} events to be searchable`,
+        30_000,
+        async () => {
+          const result = await expectStatus<{ totalResults: number; results: { sourceId: string; text: string }[] }>(
+            200,
+            observe.base,
+            'GET',
+            `/api/recall?query=${marker}&scope=events&limit=100`,
+            { key },
+          );
+          return result.totalResults >= count ? result : undefined;
+        },
+        250,
+      );
       stats.recoverMs = Date.now() - restartedAt;
       if (found.totalResults !== count) problems.push(`recall found ${found.totalResults} events, expected ${count}`);
       for (const result of found.results) {
         if (!ids.has(result.sourceId)) problems.push(`recall returned ${result.sourceId}, not one of the acknowledged events`);
         if (!result.text.includes(marker)) problems.push(`recall result text ${JSON.stringify(result.text)} lacks the marker`);
       }
-      await waitFor('the embedding queue to drain', 30_000, async () => {
-        const status = await expectStatus<{ queue: { depth: number } }>(200, observe.base, 'GET', '/api/recall/status', { key });
-        return status.queue.depth === 0;
-      }, 250);
+      await waitFor(
+        'the embedding queue to drain',
+        30_000,
+        async () => {
+          const status = await expectStatus<{ queue: { depth: number } }>(200, observe.base, 'GET', '/api/recall/status', { key });
+          return status.queue.depth === 0;
+        },
+        250,
+      );
       await observe.stop();
     } finally {
       await cleanUp(space, observe);

@@ -24,7 +24,12 @@ function fakeSlack(): TestHttpServer {
 }
 
 /** A Slack user's click on a request's button, form-encoded and signed the way Slack signs it. */
-async function slackClick(gateUrl: string, user: { id: string; username: string }, action: 'vigil_approve' | 'vigil_deny', requestId: string): Promise<Response> {
+async function slackClick(
+  gateUrl: string,
+  user: { id: string; username: string },
+  action: 'vigil_approve' | 'vigil_deny',
+  requestId: string,
+): Promise<Response> {
   const payload = { type: 'block_actions', user, channel: { id: SLACK_CHANNEL }, actions: [{ action_id: action, value: requestId }] };
   const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
@@ -65,9 +70,16 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     const small = await ask({ action: 'pay', params: { amount: 20, to: 'ACME' } });
     assert.equal(small.status, 'approved', 'auto-approved by the policy: never in the queue');
     const deploy = await ask({ action: 'deploy', params: { service: 'checkout', version: '2.4.1' }, urgency: 'normal', context: { sessionId: 'checkout-42' } });
-    const payment = await ask({ action: 'pay', params: { amount: 2500, to: 'ACME', invoice: '4411' }, urgency: 'critical', context: { sessionId: 'checkout-42', agentId: 'billing-agent' } });
+    const payment = await ask({
+      action: 'pay',
+      params: { amount: 2500, to: 'ACME', invoice: '4411' },
+      urgency: 'critical',
+      context: { sessionId: 'checkout-42', agentId: 'billing-agent' },
+    });
 
-    await nav(page).getByRole('link', { name: /Approval queue/ }).click();
+    await nav(page)
+      .getByRole('link', { name: /Approval queue/ })
+      .click();
     await page.getByRole('heading', { name: 'Approval queue' }).waitFor();
     const rows = page.getByTestId('approval-queue').locator('tbody tr');
     const rowCount = (n: number) => page.waitForFunction((count) => document.querySelectorAll('[data-testid="approval-queue"] tbody tr').length === count, n);
@@ -95,7 +107,14 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await audit.getByRole('row').filter({ hasText: 'approved' }).filter({ hasText: 'dashboard:Ada (key admin (GATE_ADMIN_KEY) · …' }).waitFor();
     await audit.getByRole('row').filter({ hasText: 'created' }).filter({ hasText: 'api:billing-agent (key billing-agent · …' }).waitFor();
     // Both entries verify in the request's hash chain.
-    assert.equal(await audit.getByRole('row').filter({ hasText: /created|approved/ }).getByText('valid', { exact: true }).count(), 2);
+    assert.equal(
+      await audit
+        .getByRole('row')
+        .filter({ hasText: /created|approved/ })
+        .getByText('valid', { exact: true })
+        .count(),
+      2,
+    );
     await shot(page, 'approval-decided');
 
     // Deny the payment: its policy rule requires a reason, so the form asks before sending anything.
@@ -117,7 +136,9 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     assert.deepEqual([approved.status, approved.decidedBy, approved.decisionReason], ['approved', 'dashboard:Ada', 'release checked']);
 
     // Back in the queue only the late request waits.
-    await nav(page).getByRole('link', { name: /Approval queue/ }).click();
+    await nav(page)
+      .getByRole('link', { name: /Approval queue/ })
+      .click();
     await rowCount(1);
     assert.match(await rows.nth(0).innerText(), /rotate_keys/);
     stack.noProblems();
@@ -180,7 +201,10 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     const { page } = stack;
     await nav(page).getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
-    await page.getByRole('button', { name: /Deliveries/ }).first().click();
+    await page
+      .getByRole('button', { name: /Deliveries/ })
+      .first()
+      .click();
     await page.getByText('Deliveries to http://127.0.0.1:9/gate-events').waitFor();
     await page.getByRole('cell', { name: 'request.created' }).first().waitFor();
     await settled(page);
@@ -258,7 +282,10 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
   });
   test('a request decided from Slack shows the platform and the user; a click by someone else is shown refused', async () => {
     const { page } = stack;
-    const request = await api<{ id: string; status: string }>(stack.gateUrl, agentKey, 'POST', '/api/requests', { action: 'restart_service', params: { service: 'ledger' } });
+    const request = await api<{ id: string; status: string }>(stack.gateUrl, agentKey, 'POST', '/api/requests', {
+      action: 'restart_service',
+      params: { service: 'ledger' },
+    });
     assert.equal(request.status, 'pending', 'no rule matches: a person decides');
     // Mallory is not among SLACK_DECIDERS: her click is refused and recorded; Alice's decides.
     assert.equal((await slackClick(stack.gateUrl, { id: 'U0MALLORY', username: 'mallory' }, 'vigil_approve', request.id)).status, 200);

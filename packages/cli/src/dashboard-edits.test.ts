@@ -128,7 +128,12 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
 
   test('the sessions’ search, agent, status and date range live in the URL: a reload and back keep them', async () => {
     const { page } = stack;
-    const failed = await api<{ sessions: { id: string }[]; total: number }>(stack.observeUrl, stack.observeKey, 'GET', '/api/sessions?agentId=support-bot&status=error&limit=500');
+    const failed = await api<{ sessions: { id: string }[]; total: number }>(
+      stack.observeUrl,
+      stack.observeKey,
+      'GET',
+      '/api/sessions?agentId=support-bot&status=error&limit=500',
+    );
     assert.ok(failed.total > 0);
     const shownIds = () => page.locator('tbody tr td:first-child a').allInnerTexts();
     await page.goto('/sessions');
@@ -205,7 +210,9 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     const deploy = await ask({ action: 'deploy', params: { service: 'checkout' } });
     assert.deepEqual([payment.status, deploy.status], ['pending', 'pending']);
 
-    await nav(page).getByRole('link', { name: /Approval queue/ }).click();
+    await nav(page)
+      .getByRole('link', { name: /Approval queue/ })
+      .click();
     const queue = page.getByTestId('approval-queue');
     const paymentRow = queue.getByRole('row').filter({ hasText: 'pay' });
     await paymentRow.getByRole('cell', { name: 'billing-agent' }).waitFor();

@@ -39,7 +39,8 @@ const HOUR = 3_600_000;
 export function chromiumSkip(): string | false {
   if (existsSync(CHROMIUM)) return false;
   if (process.env.REQUIRE_SERVICES === '1') {
-    test('Chromium is installed for the browser tests', () => assert.fail(`REQUIRE_SERVICES=1 but there is no Chromium at ${CHROMIUM} (apt-get install chromium)`));
+    test('Chromium is installed for the browser tests', () =>
+      assert.fail(`REQUIRE_SERVICES=1 but there is no Chromium at ${CHROMIUM} (apt-get install chromium)`));
   }
   return `no Chromium at ${CHROMIUM} (apt-get install chromium)`;
 }
@@ -61,7 +62,9 @@ export interface Stack {
 }
 
 /** `gateEnv`: more variables for the gate alone (chat platforms pointed at local fakes). */
-export async function startStack(options: { gateEnv?: Record<string, string>; observeEnv?: Record<string, string>; firstObserveKey?: boolean } = {}): Promise<Stack> {
+export async function startStack(
+  options: { gateEnv?: Record<string, string>; observeEnv?: Record<string, string>; firstObserveKey?: boolean } = {},
+): Promise<Stack> {
   const build = await ensureDashboardBuilt();
   assert.ok(build.result === 'fresh' || build.result === 'built', `the dashboard could not be built: ${'reason' in build ? build.reason : ''}`);
   assert.ok(existsSync(join(DASHBOARD_DIR, 'dist', 'index.html')));
@@ -77,7 +80,11 @@ export async function startStack(options: { gateEnv?: Record<string, string>; ob
   const observeUrl = await observe.app.listen({ host: '127.0.0.1', port: 0 });
   let observeKey = '';
   if (options.firstObserveKey ?? true) {
-    const first = await fetch(`${observeUrl}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'admin' }) });
+    const first = await fetch(`${observeUrl}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'admin' }),
+    });
     assert.equal(first.status, 201);
     observeKey = ((await first.json()) as { key: string }).key;
   }
@@ -143,7 +150,12 @@ export function session(
       ...base,
       eventType: 'llm_call',
       timestamp: at(200),
-      payload: { callId: `${id}-l1`, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: `Find the refund policy for order ${id}` }] },
+      payload: {
+        callId: `${id}-l1`,
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: `Find the refund policy for order ${id}` }],
+      },
     },
     {
       ...base,
@@ -162,7 +174,12 @@ export function session(
     },
     { ...base, eventType: 'tool_call', timestamp: at(1200), payload: { toolName: tool, callId: `${id}-t1`, arguments: { q: `refund policy ${id}` } } },
     options.fail
-      ? { ...base, eventType: 'tool_error', timestamp: at(2400), payload: { toolName: tool, callId: `${id}-t1`, error: 'upstream timed out', errorCode: 'ETIMEDOUT', durationMs: 1200 } }
+      ? {
+          ...base,
+          eventType: 'tool_error',
+          timestamp: at(2400),
+          payload: { toolName: tool, callId: `${id}-t1`, error: 'upstream timed out', errorCode: 'ETIMEDOUT', durationMs: 1200 },
+        }
       : { ...base, eventType: 'tool_response', timestamp: at(1650), payload: { toolName: tool, callId: `${id}-t1`, result: { hits: 12 }, durationMs: 450 } },
     { ...base, eventType: 'session_ended', timestamp: at(2600), payload: { reason: options.fail ? 'error' : 'completed', summary: 'answered the customer' } },
   ];
@@ -238,7 +255,9 @@ export async function seedGate(stack: Stack): Promise<{ agentKey: string }> {
     ],
   });
   await api(stack.gateUrl, ADMIN_KEY, 'POST', '/api/webhooks', { url: 'http://127.0.0.1:9/gate-events', events: ['request.created', 'request.decided'] });
-  const agentKey = (await api<{ key: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/api-keys', { name: 'billing-agent', scopes: ['request:create', 'request:read'] })).key;
+  const agentKey = (
+    await api<{ key: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/api-keys', { name: 'billing-agent', scopes: ['request:create', 'request:read'] })
+  ).key;
   return { agentKey };
 }
 

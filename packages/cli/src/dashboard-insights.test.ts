@@ -16,7 +16,9 @@ async function assertLabelled(stack: Stack, path: string): Promise<void> {
   await settled(stack.page);
   assert.equal(await stack.page.locator('.error').count(), 0, `${path} shows an error: ${await stack.page.locator('.error').allInnerTexts()}`);
   const unlabelled = await stack.page.evaluate(() =>
-    [...document.querySelectorAll('input, select, textarea')].filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label')).map((el) => el.outerHTML.slice(0, 80)),
+    [...document.querySelectorAll('input, select, textarea')]
+      .filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label'))
+      .map((el) => el.outerHTML.slice(0, 80)),
   );
   assert.deepEqual(unlabelled, [], `${path}: controls without a label`);
 }
@@ -28,7 +30,12 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
   let stack: Stack;
   /** A real agent behind a webhook: it logs a session for each case, then answers {sessionId, output}. */
   const agent = new TestHttpServer((request, res) => {
-    const { runId, caseId, agentId, input } = JSON.parse(request.body) as { runId: string; caseId: string; agentId: string; input: { task: string; answer: string } };
+    const { runId, caseId, agentId, input } = JSON.parse(request.body) as {
+      runId: string;
+      caseId: string;
+      agentId: string;
+      input: { task: string; answer: string };
+    };
     const sessionId = `eval-${runId}-${caseId}`;
     const tool = input.task === 'shell' ? 'shell_exec' : 'lookup';
     const events: EventInput[] = [
@@ -55,7 +62,16 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
         agentId: 'writer',
         timestamp: new Date(start + i * 1000).toISOString(),
         eventType: 'llm_response',
-        payload: { callId: `w-${i}`, provider: 'openai', model: 'gpt-4o', completion: 'a draft', finishReason: 'stop', usage: { inputTokens: 1000, outputTokens: 100 }, costUsd: 0.03, latencyMs: 800 },
+        payload: {
+          callId: `w-${i}`,
+          provider: 'openai',
+          model: 'gpt-4o',
+          completion: 'a draft',
+          finishReason: 'stop',
+          usage: { inputTokens: 1000, outputTokens: 100 },
+          costUsd: 0.03,
+          latencyMs: 800,
+        },
       })),
     });
     // Sessions calling several tools in a row (one fails its fetch): tool sequences to find.
@@ -89,19 +105,26 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
 
     await page.getByLabel('Name', { exact: true }).fill('Careful tools');
     await page.getByLabel('Kind').selectOption('compliance');
-    await page.getByLabel('Rules, one JSON object a line').fill(
-      [
-        '{"id": "no-shell", "type": "tool_denylist", "tools": ["shell_*"]}',
-        '{"id": "cheap", "type": "max_cost", "maxUsd": 1}',
-        '{"id": "known-tools", "type": "tool_allowlist", "tools": ["lookup", "shell_exec"]}',
-      ].join('\n'),
-    );
+    await page
+      .getByLabel('Rules, one JSON object a line')
+      .fill(
+        [
+          '{"id": "no-shell", "type": "tool_denylist", "tools": ["shell_*"]}',
+          '{"id": "cheap", "type": "max_cost", "maxUsd": 1}',
+          '{"id": "known-tools", "type": "tool_allowlist", "tools": ["lookup", "shell_exec"]}',
+        ].join('\n'),
+      );
     await page.getByLabel('Pass threshold (optional)').fill('0.9');
     await page.getByRole('button', { name: 'Save evaluator' }).click();
     await page.getByText('Evaluator “Careful tools” saved').waitFor();
     const row = page.getByTestId('evaluators').getByRole('row').filter({ hasText: 'Careful tools' });
     await row.waitFor(); // the list reloads after the save
-    assert.deepEqual((await cellsOf(row)).slice(0, 4), ['Careful tools', 'Rules (deterministic)', '3 rules: no-shell (tool_denylist), cheap (max_cost), known-tools (tool_allowlist)', '0.90']);
+    assert.deepEqual((await cellsOf(row)).slice(0, 4), [
+      'Careful tools',
+      'Rules (deterministic)',
+      '3 rules: no-shell (tool_denylist), cheap (max_cost), known-tools (tool_allowlist)',
+      '0.90',
+    ]);
     const saved = await api<{ evaluators: { name: string; passThreshold: number | null }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/evaluators');
     assert.equal(saved.evaluators.find((e) => e.name === 'Careful tools')?.passThreshold, 0.9);
 
@@ -114,7 +137,12 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByRole('button', { name: 'Save evaluator' }).click();
     const judge = page.getByTestId('evaluators').getByRole('row').filter({ hasText: 'Polite answers' });
     await judge.waitFor();
-    assert.deepEqual((await cellsOf(judge)).slice(0, 4), ['Polite answers', 'AI judge (rubric)', 'gpt-4o-mini: The agent answers politely and cites the policy.', '0.75']);
+    assert.deepEqual((await cellsOf(judge)).slice(0, 4), [
+      'Polite answers',
+      'AI judge (rubric)',
+      'gpt-4o-mini: The agent answers politely and cites the policy.',
+      '0.75',
+    ]);
 
     // A rule that is not JSON is reported in words, and nothing is saved.
     await page.getByLabel('Kind').selectOption({ label: 'Rules (deterministic)' });
@@ -139,9 +167,15 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByText('No datasets yet.').waitFor();
     await assertLabelled(stack, '/datasets');
     await page.getByLabel('Name', { exact: true }).fill('Refund answers');
-    await page.getByLabel('Cases, one JSON object a line').fill(
-      ['{"input": {"task": "lookup", "answer": "30 days"}, "expected": "30 days"}', '', '{"input": {"task": "shell", "answer": "14 days"}, "expected": "30 days"}'].join('\n'),
-    );
+    await page
+      .getByLabel('Cases, one JSON object a line')
+      .fill(
+        [
+          '{"input": {"task": "lookup", "answer": "30 days"}, "expected": "30 days"}',
+          '',
+          '{"input": {"task": "shell", "answer": "14 days"}, "expected": "30 days"}',
+        ].join('\n'),
+      );
     await page.getByRole('button', { name: 'Create dataset' }).click();
     await page.getByRole('heading', { name: 'Refund answers', level: 1 }).waitFor();
     const cases = page.getByTestId('dataset-cases').locator('tbody tr');
@@ -182,7 +216,10 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.deepEqual(second.slice(0, 3), ['2', 'failed', '0.67']);
     const runId = page.url().split('/').pop()!;
     const run = await api<{ cases: { score: number | null; sessionId: string }[] }>(stack.observeUrl, stack.observeKey, 'GET', `/api/runs/${runId}`);
-    assert.deepEqual(run.cases.map((c) => c.score?.toFixed(2)), ['1.00', '0.67']);
+    assert.deepEqual(
+      run.cases.map((c) => c.score?.toFixed(2)),
+      ['1.00', '0.67'],
+    );
     assert.equal(second[3], run.cases[1]!.sessionId);
     await shot(page, 'eval-run');
 
@@ -213,12 +250,24 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     const advice = await api<{
       totalPotentialSavings: number;
       analyzedCalls: number;
-      recommendations: { agentId: string; currentModel: string; recommendedModel: string; currentCostPerCall: number; recommendedCostPerCall: number; monthlySavings: number; callVolume: number }[];
+      recommendations: {
+        agentId: string;
+        currentModel: string;
+        recommendedModel: string;
+        currentCostPerCall: number;
+        recommendedCostPerCall: number;
+        monthlySavings: number;
+        callVolume: number;
+      }[];
     }>(stack.observeUrl, stack.observeKey, 'GET', '/api/optimize/recommendations?period=7&limit=50');
     const writer = advice.recommendations.find((r) => r.agentId === 'writer');
     assert.ok(writer, JSON.stringify(advice));
     assert.equal(writer.currentModel, 'gpt-4o');
-    const row = page.getByTestId('recommendations').getByRole('row').filter({ hasText: 'gpt-4o' }).filter({ has: page.getByRole('link', { name: 'writer' }) });
+    const row = page
+      .getByTestId('recommendations')
+      .getByRole('row')
+      .filter({ hasText: 'gpt-4o' })
+      .filter({ has: page.getByRole('link', { name: 'writer' }) });
     await row.waitFor();
     const cells = await cellsOf(row);
     assert.equal(cells[2], 'gpt-4o');
@@ -230,7 +279,10 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.equal(cells[9], `$${writer.monthlySavings.toFixed(2)}`);
     const total = page.locator('.stat').filter({ hasText: 'Potential savings a month' });
     assert.match(await total.innerText(), new RegExp(`\\$${advice.totalPotentialSavings.toFixed(2).replace('.', '\\.')}`));
-    assert.match(await page.locator('.stat').filter({ hasText: 'LLM calls analysed' }).innerText(), new RegExp(`${advice.analyzedCalls}\\s+in the last 7 days`));
+    assert.match(
+      await page.locator('.stat').filter({ hasText: 'LLM calls analysed' }).innerText(),
+      new RegExp(`${advice.analyzedCalls}\\s+in the last 7 days`),
+    );
     await assertLabelled(stack, '/cost-advice');
     await shot(page, 'cost-advice');
 
@@ -246,7 +298,13 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
 
   test('insights show error patterns, tool sequences, spend by model and the performance trend as the API finds them', async () => {
     const { page } = stack;
-    const reflect = (analysis: string) => api<{ insights: { type: string; data: Json; confidence: number }[] }>(stack.observeUrl, stack.observeKey, 'GET', `/api/reflect?analysis=${analysis}&limit=20`);
+    const reflect = (analysis: string) =>
+      api<{ insights: { type: string; data: Json; confidence: number }[] }>(
+        stack.observeUrl,
+        stack.observeKey,
+        'GET',
+        `/api/reflect?analysis=${analysis}&limit=20`,
+      );
     await nav(page).getByRole('link', { name: 'Insights' }).click();
     await page.getByRole('heading', { name: 'Insights', level: 1 }).waitFor();
 
@@ -273,7 +331,10 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.equal(sequenceCells[3], percent(sequences[0]!.data.errorRate as number));
 
     await page.getByLabel('Analysis').selectOption({ label: 'Cost by model' });
-    const gpt4o = page.getByTestId('model-costs').getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'gpt-4o', exact: true }) });
+    const gpt4o = page
+      .getByTestId('model-costs')
+      .getByRole('row')
+      .filter({ has: page.getByRole('rowheader', { name: 'gpt-4o', exact: true }) });
     await gpt4o.waitFor();
     assert.deepEqual((await cellsOf(gpt4o)).slice(0, 4), ['gpt-4o', '30', '$0.90', '$0.03']);
 
@@ -282,8 +343,14 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     const stats = performance.find((i) => i.type === 'performance_stats')!;
     const assessment = performance.find((i) => i.type === 'performance_assessment')!;
     await page.locator('.stat').filter({ hasText: 'Success rate' }).waitFor();
-    assert.match(await page.locator('.stat').filter({ hasText: 'Success rate' }).innerText(), new RegExp(percent(stats.data.successRate as number).replace('.', '\\.')));
-    assert.match(await page.locator('.stat').filter({ hasText: 'Trend' }).innerText(), new RegExp(`${assessment.data.assessment as string}\\s+confidence ${assessment.confidence.toFixed(2)}`));
+    assert.match(
+      await page.locator('.stat').filter({ hasText: 'Success rate' }).innerText(),
+      new RegExp(percent(stats.data.successRate as number).replace('.', '\\.')),
+    );
+    assert.match(
+      await page.locator('.stat').filter({ hasText: 'Trend' }).innerText(),
+      new RegExp(`${assessment.data.assessment as string}\\s+confidence ${assessment.confidence.toFixed(2)}`),
+    );
     stack.noProblems();
   });
 
@@ -305,11 +372,14 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     await page.getByLabel('Keep sessions for (days)').fill('45');
     await page.getByRole('button', { name: 'Save retention' }).click();
     await page.getByText('Saved: sessions are deleted 45 days after their last event.').waitFor();
-    await stat('Sessions kept').locator('.stat-value', { hasText: /^45 days$/ }).waitFor();
+    await stat('Sessions kept')
+      .locator('.stat-value', { hasText: /^45 days$/ })
+      .waitFor();
     assert.equal((await api<{ retentionDays: number }>(stack.observeUrl, stack.observeKey, 'GET', '/api/config')).retentionDays, 45);
 
     // A webhook secret is saved (and never shown), then cleared back to the environment's (none here).
-    const gateSecret = () => api<{ approvalGateSecretSet: boolean }>(stack.observeUrl, stack.observeKey, 'GET', '/api/config').then((c) => c.approvalGateSecretSet);
+    const gateSecret = () =>
+      api<{ approvalGateSecretSet: boolean }>(stack.observeUrl, stack.observeKey, 'GET', '/api/config').then((c) => c.approvalGateSecretSet);
     await page.getByLabel('New approval gate webhook secret').fill('a-shared-secret-of-32-characters');
     await page.getByRole('button', { name: 'Save secret' }).first().click();
     await page.getByText('Approval gate webhook secret saved.').waitFor();
@@ -318,7 +388,9 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     assert.equal(await page.getByText('a-shared-secret-of-32-characters').count(), 0);
     await page.getByRole('button', { name: 'Clear the approval gate webhook secret' }).click();
     await page.getByText('Approval gate webhook secret cleared: APPROVAL_GATE_WEBHOOK_SECRET applies, if set.').waitFor();
-    await stat('Approval gate webhook secret').locator('.stat-value', { hasText: /^not set$/ }).waitFor();
+    await stat('Approval gate webhook secret')
+      .locator('.stat-value', { hasText: /^not set$/ })
+      .waitFor();
     assert.equal(await gateSecret(), false);
     await shot(page, 'settings');
     stack.noProblems();
@@ -328,7 +400,12 @@ describe('dashboard in a real browser: evaluations, advice and administration', 
     const { page } = stack;
     await nav(page).getByRole('link', { name: 'Storage and spend' }).click();
     await page.getByRole('heading', { name: 'Storage and spend', level: 1 }).waitFor();
-    const stats = await api<{ totalEvents: number; totalSessions: number; totalAgents: number; storageSizeBytes: number; judgeSpendUsd: number }>(stack.observeUrl, stack.observeKey, 'GET', '/api/stats');
+    const stats = await api<{ totalEvents: number; totalSessions: number; totalAgents: number; storageSizeBytes: number; judgeSpendUsd: number }>(
+      stack.observeUrl,
+      stack.observeKey,
+      'GET',
+      '/api/stats',
+    );
     const stat = (label: string) => page.locator('.stat').filter({ has: page.locator('.stat-label', { hasText: new RegExp(`^${label}$`) }) });
     await stat('Events').waitFor();
     const figure = async (label: string) => (await stat(label).locator('.stat-value').innerText()).trim();

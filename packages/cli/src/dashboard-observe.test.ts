@@ -77,7 +77,11 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     assert.match(verified.stdout, /VALID/);
     assert.equal(await page.getByTestId('timeline-event').count(), 6);
     // A payload opens with the keyboard.
-    await page.getByTestId('timeline-event').filter({ has: page.locator('.badge', { hasText: /^tool_call$/ }) }).locator('summary').focus();
+    await page
+      .getByTestId('timeline-event')
+      .filter({ has: page.locator('.badge', { hasText: /^tool_call$/ }) })
+      .locator('summary')
+      .focus();
     await page.keyboard.press('Enter');
     assert.match(await page.getByLabel('Payload of event 3').innerText(), /refund policy checkout-42/);
 
@@ -132,7 +136,10 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events: rest });
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="timeline-event"]').length === 6);
     await page.getByText('All 6 events verified').waitFor();
-    assert.ok(streams.some((url) => /\/api\/stream\?sessionId=live-7&token=vst_/.test(url)), streams.join('\n'));
+    assert.ok(
+      streams.some((url) => /\/api\/stream\?sessionId=live-7&token=vst_/.test(url)),
+      streams.join('\n'),
+    );
 
     const listStream = page.waitForRequest(/\/api\/stream\?include=sessions&token=vst_/);
     await nav(page).getByRole('link', { name: 'Sessions' }).click();
@@ -146,9 +153,18 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
   test('an event altered in the database is reported as a broken chain at its step', async () => {
     const { page } = stack;
     const { db } = stack.observe.context.database;
-    const target = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 'checkout-42').where('seq', '=', 3).executeTakeFirstOrThrow();
+    const target = await db
+      .selectFrom('events')
+      .select(['id', 'payload'])
+      .where('session_id', '=', 'checkout-42')
+      .where('seq', '=', 3)
+      .executeTakeFirstOrThrow();
     const payload = JSON.parse(target.payload) as Record<string, unknown>;
-    await db.updateTable('events').set({ payload: JSON.stringify({ ...payload, arguments: { q: 'refund everything' } }) }).where('id', '=', target.id).execute();
+    await db
+      .updateTable('events')
+      .set({ payload: JSON.stringify({ ...payload, arguments: { q: 'refund everything' } }) })
+      .where('id', '=', target.id)
+      .execute();
 
     await page.goto('/sessions/checkout-42');
     await page.getByText('Hash chain broken at step 3.').waitFor();
@@ -165,8 +181,20 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     const start = Date.now() - 2 * 3_600_000;
     await api(observeUrl, observeKey, 'POST', '/api/events', {
       events: latencies.map((latencyMs, i) => ({
-        sessionId: 'llm-latency-1', agentId: 'researcher', timestamp: new Date(start + i * 1000).toISOString(), eventType: 'llm_response',
-        payload: { callId: `lat-${i}`, provider: 'anthropic', model: 'claude-sonnet-4', completion: 'ok', finishReason: 'stop', usage: { inputTokens: 1000, outputTokens: 100 }, costUsd: 0.01, latencyMs },
+        sessionId: 'llm-latency-1',
+        agentId: 'researcher',
+        timestamp: new Date(start + i * 1000).toISOString(),
+        eventType: 'llm_response',
+        payload: {
+          callId: `lat-${i}`,
+          provider: 'anthropic',
+          model: 'claude-sonnet-4',
+          completion: 'ok',
+          finishReason: 'stop',
+          usage: { inputTokens: 1000, outputTokens: 100 },
+          costUsd: 0.01,
+          latencyMs,
+        },
       })),
     });
     await page.goto('/');
@@ -179,12 +207,21 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     // the sorted latencies at ⌊q·(n−1)⌋, and the page shows the sketch's, within 1 %, in whole ms.
     assert.deepEqual(cells.slice(0, 6), ['anthropic', 'claude-sonnet-4', '40', '$0.40', '40,000', '4,000']);
     const ms = (text: string) => Number(text.replace(/[^0-9.]/g, '')) * (text.endsWith(' s') ? 1000 : 1);
-    for (const [cell, q] of [[cells[7]!, 0.5], [cells[8]!, 0.95], [cells[9]!, 0.99]] as const) {
+    for (const [cell, q] of [
+      [cells[7]!, 0.5],
+      [cells[8]!, 0.95],
+      [cells[9]!, 0.99],
+    ] as const) {
       const exact = latencies[Math.floor(q * (latencies.length - 1))]!;
       assert.ok(Math.abs(ms(cell) - exact) <= exact * 0.01 + 10, `p${q * 100}: ${cell} vs exact ${exact}`);
     }
-    const mini = (await page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'gpt-4o-mini' }).getByRole('cell').allInnerTexts()).map((t) => t.trim());
-    assert.ok(mini.slice(7).every((cell) => Math.abs(ms(cell) - 900) <= 9), `every seeded gpt-4o-mini call took 900 ms: ${mini.join(' | ')}`);
+    const mini = (await page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'gpt-4o-mini' }).getByRole('cell').allInnerTexts()).map((t) =>
+      t.trim(),
+    );
+    assert.ok(
+      mini.slice(7).every((cell) => Math.abs(ms(cell) - 900) <= 9),
+      `every seeded gpt-4o-mini call took 900 ms: ${mini.join(' | ')}`,
+    );
     assert.equal(await page.locator('.error').count(), 0);
     await shot(page, 'llm');
     await page.goto('/');

@@ -42,18 +42,41 @@ function seedEvents(origin: number): TracedEventInput[] {
   for (const span of SPANS) {
     const metadata = {
       otel: {
-        traceId: TRACE, spanId: span.id, parentSpanId: span.parent, name: span.name, kind: span.kind,
-        startTime: at(span.start), endTime: at(span.end), durationMs: span.end - span.start, resource: { 'service.name': 'support-bot' },
+        traceId: TRACE,
+        spanId: span.id,
+        parentSpanId: span.parent,
+        name: span.name,
+        kind: span.kind,
+        startTime: at(span.start),
+        endTime: at(span.end),
+        durationMs: span.end - span.start,
+        resource: { 'service.name': 'support-bot' },
       },
     };
     const callId = `span-${span.id}`;
     const llm = { callId, provider: 'openai', model: 'gpt-4o-mini' };
     if (span.kind === 'llm') {
       events.push(
-        { ...base, metadata, eventType: 'llm_call', timestamp: at(span.start), payload: { ...llm, messages: [{ role: 'user', content: 'Where is my order?' }] } },
         {
-          ...base, metadata, eventType: 'llm_response', timestamp: at(span.end),
-          payload: { ...llm, completion: 'Let me look it up.', finishReason: 'stop', usage: { inputTokens: 812, outputTokens: 96 }, costUsd: 0.00018, latencyMs: span.end - span.start },
+          ...base,
+          metadata,
+          eventType: 'llm_call',
+          timestamp: at(span.start),
+          payload: { ...llm, messages: [{ role: 'user', content: 'Where is my order?' }] },
+        },
+        {
+          ...base,
+          metadata,
+          eventType: 'llm_response',
+          timestamp: at(span.end),
+          payload: {
+            ...llm,
+            completion: 'Let me look it up.',
+            finishReason: 'stop',
+            usage: { inputTokens: 812, outputTokens: 96 },
+            costUsd: 0.00018,
+            latencyMs: span.end - span.start,
+          },
         },
       );
     } else if (span.kind === 'tool') {
@@ -61,8 +84,20 @@ function seedEvents(origin: number): TracedEventInput[] {
       events.push(
         { ...base, metadata, eventType: 'tool_call', timestamp: at(span.start), payload: { callId, toolName: span.name, arguments: { order: 981 } } },
         span.fail
-          ? { ...base, metadata, eventType: 'tool_error', timestamp: at(span.end), payload: { callId, toolName: span.name, error: 'card declined', durationMs: ms } }
-          : { ...base, metadata, eventType: 'tool_response', timestamp: at(span.end), payload: { callId, toolName: span.name, result: { status: 'shipped' }, durationMs: ms } },
+          ? {
+              ...base,
+              metadata,
+              eventType: 'tool_error',
+              timestamp: at(span.end),
+              payload: { callId, toolName: span.name, error: 'card declined', durationMs: ms },
+            }
+          : {
+              ...base,
+              metadata,
+              eventType: 'tool_response',
+              timestamp: at(span.end),
+              payload: { callId, toolName: span.name, result: { status: 'shipped' }, durationMs: ms },
+            },
       );
     } else {
       events.push({ ...base, metadata, eventType: 'custom', timestamp: at(span.start), payload: { type: span.kind, data: { name: span.name } } });
@@ -74,8 +109,19 @@ function seedEvents(origin: number): TracedEventInput[] {
     { ...base, eventType: 'tool_response', timestamp: at(4500), payload: { callId: 'sdk-mail', toolName: 'send_email', result: 'sent', durationMs: 300 } },
     { ...base, eventType: 'llm_call', timestamp: at(4600), payload: { callId: 'sdk-llm', provider: 'anthropic', model: 'claude-3-5-haiku', messages: [] } },
     {
-      ...base, eventType: 'llm_response', timestamp: at(5400),
-      payload: { callId: 'sdk-llm', provider: 'anthropic', model: 'claude-3-5-haiku', completion: 'Done.', finishReason: 'stop', usage: { inputTokens: 300, outputTokens: 20 }, costUsd: 0.0003, latencyMs: 800 },
+      ...base,
+      eventType: 'llm_response',
+      timestamp: at(5400),
+      payload: {
+        callId: 'sdk-llm',
+        provider: 'anthropic',
+        model: 'claude-3-5-haiku',
+        completion: 'Done.',
+        finishReason: 'stop',
+        usage: { inputTokens: 300, outputTokens: 20 },
+        costUsd: 0.0003,
+        latencyMs: 800,
+      },
     },
     { ...base, eventType: 'tool_call', timestamp: at(5500), payload: { callId: 'sdk-wait', toolName: 'wait_for_human', arguments: {} } },
   );
@@ -104,15 +150,26 @@ describe('dashboard in a real browser: trace tree', { skip: chromiumSkip() }, ()
     const row = (name: string) => rows.filter({ has: page.getByRole('link', { name, exact: true }) });
     const names = async () => rows.locator('.trace-name').allInnerTexts();
     const everything = [
-      'session_started', 'answer ticket', 'plan', 'chat gpt-4o-mini', 'search_kb', 'lookup_order', 'charge_card', 'summarize',
-      'send_email', 'anthropic/claude-3-5-haiku', 'wait_for_human',
+      'session_started',
+      'answer ticket',
+      'plan',
+      'chat gpt-4o-mini',
+      'search_kb',
+      'lookup_order',
+      'charge_card',
+      'summarize',
+      'send_email',
+      'anthropic/claude-3-5-haiku',
+      'wait_for_human',
     ];
     assert.deepEqual(await names(), everything);
     assert.deepEqual(await rows.evaluateAll((els) => els.map((el) => Number(el.getAttribute('aria-level')))), [1, 1, 2, 3, 3, 2, 2, 2, 1, 1, 1]);
 
     // The waterfall: each bar starts and ends where its node does on the 0–5,500 ms span.
     const bar = async (name: string) =>
-      row(name).getByTestId('tree-bar').evaluate((el) => ({ left: parseFloat((el as HTMLElement).style.left), width: parseFloat((el as HTMLElement).style.width) }));
+      row(name)
+        .getByTestId('tree-bar')
+        .evaluate((el) => ({ left: parseFloat((el as HTMLElement).style.left), width: parseFloat((el as HTMLElement).style.width) }));
     for (const [name, start, duration] of [
       ['answer ticket', 0, 4000],
       ['chat gpt-4o-mini', 150, 950],
@@ -130,12 +187,21 @@ describe('dashboard in a real browser: trace tree', { skip: chromiumSkip() }, ()
     // A failed call is marked, and so is a call with no outcome yet.
     assert.match((await row('charge_card').getAttribute('class')) ?? '', /trace-error/);
     assert.match(await row('charge_card').innerText(), /error[\s\S]*card declined/);
-    assert.match(await row('wait_for_human').locator('.badge').allInnerTexts().then((b) => b.join(' ')), /open/);
+    assert.match(
+      await row('wait_for_human')
+        .locator('.badge')
+        .allInnerTexts()
+        .then((b) => b.join(' ')),
+      /open/,
+    );
     assert.match(await row('wait_for_human').innerText(), /0 ms so far/);
 
     // Collapse and expand, per node and all at once.
     await page.getByRole('button', { name: 'Collapse plan' }).click();
-    assert.deepEqual(await names(), everything.filter((n) => n !== 'chat gpt-4o-mini' && n !== 'search_kb'));
+    assert.deepEqual(
+      await names(),
+      everything.filter((n) => n !== 'chat gpt-4o-mini' && n !== 'search_kb'),
+    );
     assert.equal(await page.getByRole('button', { name: 'Expand plan' }).getAttribute('aria-expanded'), 'false');
     await page.getByRole('button', { name: 'Collapse answer ticket' }).click();
     assert.deepEqual(await names(), ['session_started', 'answer ticket', 'send_email', 'anthropic/claude-3-5-haiku', 'wait_for_human']);

@@ -195,12 +195,24 @@ function addressOf(service: { app: { server: { address(): unknown } } }): string
 function assertOnly2xxOr503(load: Load, expected503: unknown, boundMs: number): void {
   const context = load.summary();
   const unanswered = load.outcomes.filter((o) => o.status === null);
-  assert.deepEqual(unanswered.map((o) => `${o.phase} ${o.label}: ${o.body}`), [], `every request was answered (${context})`);
+  assert.deepEqual(
+    unanswered.map((o) => `${o.phase} ${o.label}: ${o.body}`),
+    [],
+    `every request was answered (${context})`,
+  );
   const wrong = load.outcomes.filter((o) => o.status !== null && !(o.status < 300 || o.status === 503));
-  assert.deepEqual(wrong.map((o) => `${o.phase} ${o.label} → ${o.status} ${o.body.slice(0, 200)}`), [], `only 2xx or 503 (${context})`);
+  assert.deepEqual(
+    wrong.map((o) => `${o.phase} ${o.label} → ${o.status} ${o.body.slice(0, 200)}`),
+    [],
+    `only 2xx or 503 (${context})`,
+  );
   for (const o of load.outcomes.filter((x) => x.status === 503)) assert.deepEqual(JSON.parse(o.body), expected503, `503 body of ${o.label}`);
   const slow = load.outcomes.filter((o) => o.ms > boundMs);
-  assert.deepEqual(slow.map((o) => `${o.phase} ${o.label} → ${o.status} in ${Math.round(o.ms)} ms`), [], `every answer within ${boundMs} ms`);
+  assert.deepEqual(
+    slow.map((o) => `${o.phase} ${o.label} → ${o.status} in ${Math.round(o.ms)} ms`),
+    [],
+    `every answer within ${boundMs} ms`,
+  );
 }
 
 const dirs: string[] = [];
@@ -291,7 +303,11 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
     try {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
-      const created = await http(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'faults' }) });
+      const created = await http(`${base}/api/keys`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'faults' }),
+      });
       assert.equal(created.status, 201);
       const key = ((await created.json()) as { key: string }).key;
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -326,14 +342,22 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
       }
       console.log(`observe under PostgreSQL faults: ${load.summary()}; slowest ${Math.round(Math.max(...load.outcomes.map((o) => o.ms)))} ms`);
       assertOnly2xxOr503(load, { error: 'The database is unavailable; retry shortly', status: 503 }, CONNECT_TIMEOUT_MS + SLACK_MS);
-      for (const phase of ['cut-reset', 'cut-close', 'blackhole']) assert.ok(load.in(phase).some((o) => o.status === 503), `${phase} was felt`);
+      for (const phase of ['cut-reset', 'cut-close', 'blackhole'])
+        assert.ok(
+          load.in(phase).some((o) => o.status === 503),
+          `${phase} was felt`,
+        );
 
       // Durability: every acknowledged event is stored; every chain is gapless and verifies.
       const stored = await direct.query(`select id from "${schema}".events where id = any($1)`, [acked.map((a) => a.id)]);
       assert.equal(stored.rowCount, acked.length, `all ${acked.length} acknowledged events are stored`);
       for (const sessionId of sessions) {
         const seqs = (await direct.query(`select seq from "${schema}".events where session_id = $1 order by seq`, [sessionId])).rows.map((r) => Number(r.seq));
-        assert.deepEqual(seqs, seqs.map((_, i) => i), `${sessionId}: seq is gapless`);
+        assert.deepEqual(
+          seqs,
+          seqs.map((_, i) => i),
+          `${sessionId}: seq is gapless`,
+        );
         const verify = await http(`${base}/api/audit/verify?sessionId=${sessionId}`, { headers });
         assert.equal(((await verify.json()) as { valid: boolean }).valid, true, `${sessionId}: chain verifies`);
       }
@@ -364,7 +388,11 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
       const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
-      const hook = await http(`${base}/api/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['request.created'] }) });
+      const hook = await http(`${base}/api/webhooks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['request.created'] }),
+      });
       assert.equal(hook.status, 201);
       const acked: string[] = [];
 
@@ -402,7 +430,11 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
       const delivered = () => new Set(receiver.requests.map((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id));
       const deadline = Date.now() + 30_000;
       while (acked.some((id) => !delivered().has(id)) && Date.now() < deadline) await sleep(100);
-      assert.deepEqual(acked.filter((id) => !delivered().has(id)), [], 'every acknowledged request.created was delivered');
+      assert.deepEqual(
+        acked.filter((id) => !delivered().has(id)),
+        [],
+        'every acknowledged request.created was delivered',
+      );
     } finally {
       await service.app.close();
       await receiver.stop();
@@ -459,7 +491,11 @@ describe('Redis behind a failing proxy', { skip: redisSkip }, () => {
     await sleep(1000);
     await load.stop();
     assert.ok(load.outcomes.length > 10, load.summary());
-    assert.deepEqual(load.outcomes.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.body}`), [], 'served during the Redis outage');
+    assert.deepEqual(
+      load.outcomes.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.body}`),
+      [],
+      'served during the Redis outage',
+    );
     assert.ok(Math.max(...load.outcomes.map((o) => o.ms)) < 1000 + SLACK_MS, 'promptly');
     assert.equal(await windowSize(shared.id), 3, 'not counted in Redis meanwhile');
 
@@ -544,12 +580,18 @@ describe('a webhook receiver that accepts and never answers', () => {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
       const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
-      const hook = await http(`${base}/api/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['request.created', 'request.decided'] }) });
+      const hook = await http(`${base}/api/webhooks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ url: `${receiver.url}/hook`, events: ['request.created', 'request.decided'] }),
+      });
       const hookId = ((await hook.json()) as { id: string }).id;
 
       // Every answer comes well before the first attempt could even time out.
       const answers = await Promise.all([
-        ...Array.from({ length: 10 }, (_, i) => timed(() => http(`${base}/api/requests`, { method: 'POST', headers, body: JSON.stringify({ action: `hang-${i}` }) }))),
+        ...Array.from({ length: 10 }, (_, i) =>
+          timed(() => http(`${base}/api/requests`, { method: 'POST', headers, body: JSON.stringify({ action: `hang-${i}` }) })),
+        ),
         ...Array.from({ length: 5 }, () => timed(() => http(`${base}/health?deep=true`))),
         ...Array.from({ length: 5 }, () => timed(() => http(`${base}/api/requests`, { headers }))),
       ]);
@@ -558,7 +600,8 @@ describe('a webhook receiver that accepts and never answers', () => {
       assert.ok(slowest < timeoutMs, `slowest answer ${Math.round(slowest)} ms, below the ${timeoutMs} ms delivery timeout`);
 
       type Delivery = { status: string; attempts: number; lastError: string | null };
-      const deliveries = async () => ((await (await http(`${base}/api/webhooks/${hookId}/deliveries?limit=100`, { headers })).json()) as { deliveries: Delivery[] }).deliveries;
+      const deliveries = async () =>
+        ((await (await http(`${base}/api/webhooks/${hookId}/deliveries?limit=100`, { headers })).json()) as { deliveries: Delivery[] }).deliveries;
       // Attempt 1 times out: the delivery waits for its retry (2 s later).
       let sawRetry = false;
       const deadline = Date.now() + 30_000;
@@ -587,7 +630,10 @@ describe('a webhook receiver that accepts and never answers', () => {
         await sleep(100);
       }
       const settled = await service.context.database.db.selectFrom('deliveries').select(['status', 'attempts']).where('kind', '=', 'observe').execute();
-      assert.ok(settled.every((r) => r.status === 'failed' && r.attempts === 2), 'and it failed the same way');
+      assert.ok(
+        settled.every((r) => r.status === 'failed' && r.attempts === 2),
+        'and it failed the same way',
+      );
       assert.ok(receiver.requests >= 40, `each of the 20 deliveries was attempted twice (${receiver.requests} requests received)`);
     } finally {
       const closing = timed(() => service.app.close());
@@ -599,7 +645,10 @@ describe('a webhook receiver that accepts and never answers', () => {
   test('observe: alert notifications to it time out off the request path, are retried and end failed', async () => {
     const receiver = await new HangingReceiver().start();
     const clock = new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
-    const service = await buildObserveService(observeConfigFromEnvironment({ LOG_LEVEL: 'silent', AUTH_DISABLED: 'true' }, { dataDir: dataDir() }), { clock, runJobs: false });
+    const service = await buildObserveService(observeConfigFromEnvironment({ LOG_LEVEL: 'silent', AUTH_DISABLED: 'true' }, { dataDir: dataDir() }), {
+      clock,
+      runJobs: false,
+    });
     try {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
@@ -611,11 +660,16 @@ describe('a webhook receiver that accepts and never answers', () => {
       });
       assert.equal(rule.status, 201, await rule.clone().text());
       const ingest = () =>
-        http(`${base}/api/events`, { method: 'POST', headers: json, body: JSON.stringify({ events: [{ sessionId: 'hang', agentId: 'a', eventType: 'custom', payload: { type: 't', data: 1 } }] }) });
+        http(`${base}/api/events`, {
+          method: 'POST',
+          headers: json,
+          body: JSON.stringify({ events: [{ sessionId: 'hang', agentId: 'a', eventType: 'custom', payload: { type: 't', data: 1 } }] }),
+        });
       assert.equal((await ingest()).status, 201);
 
       type Row = { status: string; attempts: number; last_error: string | null };
-      const row = async () => (await service.context.database.db.selectFrom('alert_deliveries').select(['status', 'attempts', 'last_error']).executeTakeFirstOrThrow()) as Row;
+      const row = async () =>
+        (await service.context.database.db.selectFrom('alert_deliveries').select(['status', 'attempts', 'last_error']).executeTakeFirstOrThrow()) as Row;
       const expectations: [number, string][] = [
         [1, 'pending'],
         [2, 'pending'],

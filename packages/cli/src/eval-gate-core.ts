@@ -140,7 +140,14 @@ export function webhookUrl(value: string, what: string): string {
 
 /** `a, b,,c,a` → `[a, b, c]`: trimmed, empties dropped, duplicates removed (first occurrence kept). */
 export function parseSessionIds(value: string): string[] {
-  const ids = [...new Set(value.split(',').map((id) => id.trim()).filter((id) => id !== ''))];
+  const ids = [
+    ...new Set(
+      value
+        .split(',')
+        .map((id) => id.trim())
+        .filter((id) => id !== ''),
+    ),
+  ];
   if (ids.length === 0) throw new UsageError('--session-ids must name at least one session (comma-separated)');
   for (const id of ids) identifier(id, `session id "${id.slice(0, 40)}…"`);
   return ids;
@@ -163,7 +170,10 @@ const DATASET_ONLY = [
  * an option of the other mode is refused rather than ignored.
  */
 export function resolveGateOptions(raw: RawGateOptions, env: NodeJS.ProcessEnv): GatePlan {
-  const url = baseUrl(raw.url ?? (env.VIGIL_URL?.trim() || DEFAULT_URL), raw.url !== undefined ? '--url' : env.VIGIL_URL?.trim() ? 'VIGIL_URL' : 'the default URL');
+  const url = baseUrl(
+    raw.url ?? (env.VIGIL_URL?.trim() || DEFAULT_URL),
+    raw.url !== undefined ? '--url' : env.VIGIL_URL?.trim() ? 'VIGIL_URL' : 'the default URL',
+  );
   const apiKey = env.VIGIL_API_KEY?.trim() || undefined;
   const requestTimeoutMs =
     1000 * (present(raw.requestTimeoutSeconds) ? secondsIn(raw.requestTimeoutSeconds, '--request-timeout-seconds', 3600) : DEFAULT_REQUEST_TIMEOUT_SECONDS);
@@ -295,7 +305,11 @@ export function resultLabel(passed: boolean | null | undefined, error?: string |
  */
 export function renderTable(headers: string[], rows: string[][]): string {
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 

@@ -61,10 +61,16 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
   test('every case passes (no evaluator: the outputs equal expected) → exit 0; one line per case and a case table', async () => {
     const datasetId = await createDataset(['search', 'lookup', 'search']);
     const before = received.length;
-    const result = await runCli(['--dataset-id', datasetId, '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1', '--timeout-seconds', '60'], observe.cliEnv());
+    const result = await runCli(
+      ['--dataset-id', datasetId, '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1', '--timeout-seconds', '60'],
+      observe.cliEnv(),
+    );
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
     assert.deepEqual(
-      received.slice(before).map((body) => body.input?.tool).sort(),
+      received
+        .slice(before)
+        .map((body) => body.input?.tool)
+        .sort(),
       ['lookup', 'search', 'search'],
       'the server sent each case to the agent webhook once',
     );
@@ -99,7 +105,9 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
     const result = await runCli(['--dataset-id', datasetId, '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1'], observe.cliEnv());
     assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`);
     assert.match(result.stdout, /^pass rate 1\.00 \(2\/2\), required 1\.00: PASS$/m, 'without an evaluator both cases pass');
-    const broken = /^FAIL: the hash chain of session (case-\d+-tampered) is broken at seq 1 \(event \S+\): hash does not match the event content$/m.exec(result.stdout);
+    const broken = /^FAIL: the hash chain of session (case-\d+-tampered) is broken at seq 1 \(event \S+\): hash does not match the event content$/m.exec(
+      result.stdout,
+    );
     assert.ok(broken, result.stdout);
     assert.match(result.stderr, new RegExp(`^vigil eval-gate: the hash chain of session ${broken[1]} is broken at seq 1 `, 'm'));
     assert.doesNotMatch(result.stdout, /session case-\d+-search is broken/);
@@ -111,7 +119,20 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
     try {
       const started = Date.now();
       const result = await runCli(
-        ['--dataset-id', datasetId, '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--evaluator-id', complianceId, '--min-pass-rate', '0', '--timeout-seconds', '1'],
+        [
+          '--dataset-id',
+          datasetId,
+          '--agent-id',
+          'dataset-bot',
+          '--webhook-url',
+          agentUrl,
+          '--evaluator-id',
+          complianceId,
+          '--min-pass-rate',
+          '0',
+          '--timeout-seconds',
+          '1',
+        ],
         observe.cliEnv(),
       );
       assert.equal(result.code, 2, `${result.stdout}\n${result.stderr}`);
@@ -132,7 +153,10 @@ describe('vigil eval-gate dataset mode against the real observe service and a li
   });
 
   test('an unknown dataset prints the server message and exits 2', async () => {
-    const result = await runCli(['--dataset-id', 'no-such-dataset', '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1'], observe.cliEnv());
+    const result = await runCli(
+      ['--dataset-id', 'no-such-dataset', '--agent-id', 'dataset-bot', '--webhook-url', agentUrl, '--min-pass-rate', '1'],
+      observe.cliEnv(),
+    );
     assert.equal(result.code, 2);
     assert.match(result.stderr, /POST \/api\/datasets\/no-such-dataset\/runs answered 404: \S/);
   });

@@ -30,14 +30,17 @@ export class ApiError extends Error {
 /** Detail lines the message does not already spell out (validation messages summarise their details). */
 function describeDetails(details: unknown, message: string): string {
   if (!Array.isArray(details) || details.length === 0) return '';
-  const lines = details.slice(0, 10).map((detail): string => {
-    if (detail && typeof detail === 'object') {
-      const { path, message } = detail as { path?: unknown; message?: unknown };
-      const where = Array.isArray(path) ? path.join('.') : typeof path === 'string' ? path : '';
-      if (typeof message === 'string') return where ? `${where}: ${message}` : message;
-    }
-    return JSON.stringify(detail);
-  }).filter((line) => !message.includes(line));
+  const lines = details
+    .slice(0, 10)
+    .map((detail): string => {
+      if (detail && typeof detail === 'object') {
+        const { path, message } = detail as { path?: unknown; message?: unknown };
+        const where = Array.isArray(path) ? path.join('.') : typeof path === 'string' ? path : '';
+        if (typeof message === 'string') return where ? `${where}: ${message}` : message;
+      }
+      return JSON.stringify(detail);
+    })
+    .filter((line) => !message.includes(line));
   if (lines.length === 0) return '';
   return `\n  ${lines.join('\n  ')}`;
 }

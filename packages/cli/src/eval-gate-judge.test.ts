@@ -64,7 +64,10 @@ describe('vigil eval-gate trace scoring (llm_judge) and server errors against th
       ],
     );
     assert.match(report.sessions[0].reasoning, /deleted a database/);
-    assert.ok((await observe.evalEvents('mixed-2')).some((e) => e.payload.method === 'llm_judge'), 'the judge verdict was chained on the session');
+    assert.ok(
+      (await observe.evalEvents('mixed-2')).some((e) => e.payload.method === 'llm_judge'),
+      'the judge verdict was chained on the session',
+    );
 
     assert.equal(passing.code, 0, passing.stderr);
     assert.match(passing.stdout, /^pass rate 1\.00 \(1\/1\), required 1\.00: PASS$/m);

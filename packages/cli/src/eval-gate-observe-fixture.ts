@@ -72,7 +72,13 @@ export class ObserveFixture {
     const at = (offset: number): string => new Date(start + offset).toISOString();
     const events = [
       { sessionId, agentId, eventType: 'session_started', timestamp: at(0), payload: { agentName: agentId } },
-      ...tools.map((toolName, i) => ({ sessionId, agentId, eventType: 'tool_call', timestamp: at(1000 + i), payload: { toolName, callId: `c${i}`, arguments: {} } })),
+      ...tools.map((toolName, i) => ({
+        sessionId,
+        agentId,
+        eventType: 'tool_call',
+        timestamp: at(1000 + i),
+        payload: { toolName, callId: `c${i}`, arguments: {} },
+      })),
       { sessionId, agentId, eventType: 'session_ended', timestamp: at(5000), payload: { reason: 'completed' } },
     ];
     const response = await this.api('POST', '/api/events', { events });
@@ -83,7 +89,11 @@ export class ObserveFixture {
   async tamperEvent(sessionId: string, seq: number): Promise<string> {
     const { db } = this.service.context.database;
     const row = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', sessionId).where('seq', '=', seq).executeTakeFirstOrThrow();
-    await db.updateTable('events').set({ payload: JSON.stringify({ ...JSON.parse(row.payload), tampered: true }) }).where('id', '=', row.id).execute();
+    await db
+      .updateTable('events')
+      .set({ payload: JSON.stringify({ ...JSON.parse(row.payload), tampered: true }) })
+      .where('id', '=', row.id)
+      .execute();
     return row.id;
   }
 

@@ -80,7 +80,11 @@ describe('vigil eval-gate trace scoring (compliance) against the real observe se
     assert.equal((await observe.evalEvents('chain-ok')).length, 1, 'the intact session was scored');
     const timeline = await observe.api('GET', '/api/sessions/chain-tampered/timeline');
     assert.equal(timeline.json.chainValid, false);
-    assert.equal(timeline.json.events.filter((e: { eventType: string }) => e.eventType === 'eval_result').length, 0, 'no verdict chained onto the broken chain');
+    assert.equal(
+      timeline.json.events.filter((e: { eventType: string }) => e.eventType === 'eval_result').length,
+      0,
+      'no verdict chained onto the broken chain',
+    );
 
     const json = await runCli(['--evaluator-id', complianceId, '--session-ids', 'chain-tampered', '--min-pass-rate', '0', '--json'], observe.cliEnv());
     assert.equal(json.code, 1, json.stderr);
@@ -100,7 +104,10 @@ describe('vigil eval-gate trace scoring (compliance) against the real observe se
 
   test('an unreachable URL exits 2', async () => {
     const port = await freePort();
-    const result = await runCli(['--url', `http://127.0.0.1:${port}`, '--evaluator-id', complianceId, '--session-ids', 'spare-1', '--min-pass-rate', '1'], observe.cliEnv());
+    const result = await runCli(
+      ['--url', `http://127.0.0.1:${port}`, '--evaluator-id', complianceId, '--session-ids', 'spare-1', '--min-pass-rate', '1'],
+      observe.cliEnv(),
+    );
     assert.equal(result.code, 2);
     assert.match(result.stderr, new RegExp(`cannot reach the Vigil server at http://127.0.0.1:${port} .*ECONNREFUSED`));
     assert.equal((await observe.evalEvents('spare-1')).length, 0);

@@ -54,7 +54,10 @@ describe('eval-gate option resolution', () => {
   });
 
   test('--url wins over VIGIL_URL; without either the default is http://localhost:3400; no key means no key', () => {
-    assert.equal(resolveOk({ url: 'http://127.0.0.1:9', evaluatorId: 'e', sessionIds: 's', minPassRate: '1' }, { VIGIL_URL: 'http://other:1' }).url, 'http://127.0.0.1:9');
+    assert.equal(
+      resolveOk({ url: 'http://127.0.0.1:9', evaluatorId: 'e', sessionIds: 's', minPassRate: '1' }, { VIGIL_URL: 'http://other:1' }).url,
+      'http://127.0.0.1:9',
+    );
     const plan = resolveOk({ evaluatorId: 'e', sessionIds: 's', minPassRate: '1' }, {});
     assert.equal(plan.url, 'http://localhost:3400');
     assert.equal(plan.apiKey, undefined);
@@ -76,7 +79,15 @@ describe('eval-gate option resolution', () => {
     assert.equal(plan.webhookUrl, 'http://127.0.0.1:8080/run?x=1', 'the webhook URL is passed on as typed');
     assert.equal(plan.evaluatorId, undefined);
     assert.equal(plan.caseTimeoutSeconds, undefined);
-    const timed = resolveOk({ datasetId: 'ds', agentId: 'bot', webhookUrl: 'http://h/x', minPassRate: '1', timeoutSeconds: '1.5', evaluatorId: 'ev', caseTimeoutSeconds: '45' }) as DatasetPlan;
+    const timed = resolveOk({
+      datasetId: 'ds',
+      agentId: 'bot',
+      webhookUrl: 'http://h/x',
+      minPassRate: '1',
+      timeoutSeconds: '1.5',
+      evaluatorId: 'ev',
+      caseTimeoutSeconds: '45',
+    }) as DatasetPlan;
     assert.equal(timed.timeoutMs, 1500);
     assert.equal(timed.evaluatorId, 'ev');
     assert.equal(timed.caseTimeoutSeconds, 45);
@@ -84,7 +95,10 @@ describe('eval-gate option resolution', () => {
     usageError({ datasetId: 'ds', agentId: 'bot', minPassRate: '1' }, /dataset mode needs --webhook-url/);
     usageError({ datasetId: 'ds', agentId: 'bot', webhookUrl: 'ftp://h/x', minPassRate: '1' }, /--webhook-url must be an http/);
     usageError({ datasetId: 'ds', agentId: 'bot', webhookUrl: 'http://h/x', minPassRate: '1', timeoutSeconds: '0' }, /--timeout-seconds must be more than 0/);
-    usageError({ datasetId: 'ds', agentId: 'bot', webhookUrl: 'http://h/x', minPassRate: '1', caseTimeoutSeconds: '601' }, /--case-timeout-seconds must be between 1 and 600/);
+    usageError(
+      { datasetId: 'ds', agentId: 'bot', webhookUrl: 'http://h/x', minPassRate: '1', caseTimeoutSeconds: '601' },
+      /--case-timeout-seconds must be between 1 and 600/,
+    );
   });
 
   test('mixing the two modes is refused, naming the option', () => {
@@ -197,7 +211,10 @@ describe('vigil eval-gate against a scripted server', () => {
   test('usage errors exit 2 before any request: mixed modes, rate out of range, stray argument', async () => {
     server.requests.length = 0;
     const cases: Array<[string[], RegExp]> = [
-      [['--evaluator-id', 'e', '--session-ids', 'a', '--dataset-id', 'ds', '--agent-id', 'x', '--webhook-url', 'http://h/', '--min-pass-rate', '1'], /--session-ids belongs to trace scoring mode/],
+      [
+        ['--evaluator-id', 'e', '--session-ids', 'a', '--dataset-id', 'ds', '--agent-id', 'x', '--webhook-url', 'http://h/', '--min-pass-rate', '1'],
+        /--session-ids belongs to trace scoring mode/,
+      ],
       [['--evaluator-id', 'e', '--session-ids', 'a', '--min-pass-rate', '1.5'], /between 0 and 1/],
       [['--evaluator-id', 'e', '--session-ids', 'a', '--min-pass-rate', '1', 'extra'], /too many arguments/],
     ];
@@ -242,7 +259,8 @@ describe('vigil eval-gate against a scripted server', () => {
     server.requests.length = 0;
     server.handler = (request, res) => {
       if (request.url.startsWith('/api/evaluators/')) return sendJson(res, 200, { id: 'e', name: 'rules', kind: 'compliance' });
-      if (request.url === '/api/eval/sessions/s1/compliance') return sendJson(res, 201, { sessionId: 's1', method: 'deterministic', score: 1, passed: true, reasoning: 'ok' });
+      if (request.url === '/api/eval/sessions/s1/compliance')
+        return sendJson(res, 201, { sessionId: 's1', method: 'deterministic', score: 1, passed: true, reasoning: 'ok' });
       return sendJson(res, 404, { error: 'Session not found', status: 404 });
     };
     const result = await runCli(['--url', server.url, '--evaluator-id', 'e', '--session-ids', 's1,missing,s3', '--concurrency', '1', '--min-pass-rate', '0']);
@@ -271,7 +289,22 @@ describe('vigil eval-gate against a scripted server', () => {
       return sendJson(res, 200, run);
     };
     const started = Date.now();
-    const result = await runCli(['--url', server.url, '--dataset-id', 'ds', '--agent-id', 'bot', '--webhook-url', 'http://127.0.0.1:9/hook', '--min-pass-rate', '1', '--timeout-seconds', '3', '--case-timeout-seconds', '5']);
+    const result = await runCli([
+      '--url',
+      server.url,
+      '--dataset-id',
+      'ds',
+      '--agent-id',
+      'bot',
+      '--webhook-url',
+      'http://127.0.0.1:9/hook',
+      '--min-pass-rate',
+      '1',
+      '--timeout-seconds',
+      '3',
+      '--case-timeout-seconds',
+      '5',
+    ]);
     const elapsed = Date.now() - started;
     assert.equal(result.code, 2, result.stderr);
     assert.match(result.stderr, /dataset run run1 did not complete within 3 s .*0\/2 cases done/);
@@ -287,8 +320,25 @@ describe('vigil eval-gate against a scripted server', () => {
 
   test('a dataset run that ends in a status other than completed exits 2', async () => {
     server.handler = (request, res) =>
-      sendJson(res, request.method === 'POST' ? 202 : 200, { id: 'r', status: request.method === 'POST' ? 'running' : 'cancelled', totalCases: 1, passedCases: 0, cases: [] });
-    const result = await runCli(['--url', server.url, '--dataset-id', 'ds', '--agent-id', 'bot', '--webhook-url', 'http://127.0.0.1:9/', '--min-pass-rate', '1']);
+      sendJson(res, request.method === 'POST' ? 202 : 200, {
+        id: 'r',
+        status: request.method === 'POST' ? 'running' : 'cancelled',
+        totalCases: 1,
+        passedCases: 0,
+        cases: [],
+      });
+    const result = await runCli([
+      '--url',
+      server.url,
+      '--dataset-id',
+      'ds',
+      '--agent-id',
+      'bot',
+      '--webhook-url',
+      'http://127.0.0.1:9/',
+      '--min-pass-rate',
+      '1',
+    ]);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /ended with status "cancelled"/);
   });

@@ -164,7 +164,12 @@ function finish(io: Io, plan: GatePlan, headers: string[], rows: Row[], v: Verdi
     io.out(`${JSON.stringify({ mode, result: ok ? 'pass' : 'fail', ...rest, brokenChains: broken }, null, 2)}\n`);
   } else {
     const failures = broken.map((chain) => `\nFAIL: ${brokenChainLine(chain)}`).join('');
-    io.out(`\n${renderTable(headers, rows.map((r) => r.cells))}\n\n${verdictLine(v)}${failures}\n`);
+    io.out(
+      `\n${renderTable(
+        headers,
+        rows.map((r) => r.cells),
+      )}\n\n${verdictLine(v)}${failures}\n`,
+    );
   }
   return ok ? EXIT_PASS : EXIT_BELOW_THRESHOLD;
 }
@@ -223,7 +228,9 @@ async function traceMode(plan: TracePlan, io: Io): Promise<number> {
 
   const evaluatorName = evaluator.name ? `"${evaluator.name}" ` : '';
   const progress = new Progress(io);
-  progress.note(`Scoring ${ids.length} session${ids.length === 1 ? '' : 's'} with evaluator ${evaluatorName}(${evaluator.kind}, ${plan.evaluatorId}) on ${plan.url}`);
+  progress.note(
+    `Scoring ${ids.length} session${ids.length === 1 ? '' : 's'} with evaluator ${evaluatorName}(${evaluator.kind}, ${plan.evaluatorId}) on ${plan.url}`,
+  );
   const results: Array<EvalResult | undefined> = new Array(ids.length);
   const brokenAt: Array<BrokenChain | undefined> = new Array(ids.length);
   let done = 0;
@@ -355,7 +362,9 @@ async function datasetMode(plan: DatasetPlan, io: Io): Promise<number> {
   });
   let run = checkRun(body, `POST ${startPath}`);
   const progress = new Progress(io);
-  progress.note(`Dataset run ${run.id} started: ${run.totalCases} case${run.totalCases === 1 ? '' : 's'} of dataset ${plan.datasetId} sent to ${plan.webhookUrl}`);
+  progress.note(
+    `Dataset run ${run.id} started: ${run.totalCases} case${run.totalCases === 1 ? '' : 's'} of dataset ${plan.datasetId} sent to ${plan.webhookUrl}`,
+  );
   const status = (): string => {
     const completed = run.completedCases ?? (run.cases ?? []).filter(caseFinished).length;
     const elapsed = Math.round((Date.now() - started) / 1000);
@@ -389,7 +398,13 @@ async function datasetMode(plan: DatasetPlan, io: Io): Promise<number> {
       if (left <= 0) {
         const completed = run.completedCases ?? (run.cases ?? []).filter(caseFinished).length;
         const rows = caseRows(run);
-        if (!plan.json && rows.length > 0) io.out(`\n${renderTable(CASE_HEADERS, rows.map((r) => r.cells))}\n\n`);
+        if (!plan.json && rows.length > 0)
+          io.out(
+            `\n${renderTable(
+              CASE_HEADERS,
+              rows.map((r) => r.cells),
+            )}\n\n`,
+          );
         throw new GateError(
           `dataset run ${run.id} did not complete within ${formatSeconds(plan.timeoutMs)} (--timeout-seconds): ${completed}/${run.totalCases} cases done, status "${run.status}"`,
         );

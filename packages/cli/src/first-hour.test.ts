@@ -49,7 +49,9 @@ async function healthy(base: string, running: Run, path = '/api/health'): Promis
   await eventually(
     async () => {
       if (running.child.exitCode !== null) throw new Error(`exited ${running.child.exitCode}: ${running.stderr()}`);
-      return fetch(`${base}${path}`).then((r) => r.ok).catch(() => false);
+      return fetch(`${base}${path}`)
+        .then((r) => r.ok)
+        .catch(() => false);
     },
     (ok) => ok,
     30_000,
@@ -63,7 +65,10 @@ async function stop(running: Run): Promise<void> {
 }
 
 async function json<T>(url: string, { key, ...init }: RequestInit & { key?: string } = {}): Promise<T> {
-  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) } });
+  const response = await fetch(url, {
+    ...init,
+    headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+  });
   const text = await response.text();
   assert.ok(response.ok, `${init.method ?? 'GET'} ${url}: ${response.status} ${text}`);
   return JSON.parse(text) as T;
@@ -81,7 +86,12 @@ describe('vigil up: one product', () => {
       await healthy(observe, up);
       await healthy(gate, up, '/health');
       // The once-only admin key stands alone on its line, between rules.
-      const banner = await eventually(async () => up.stdout(), (out) => /^ {4}gk_\S+$/m.test(out), 10_000, 'the admin key banner');
+      const banner = await eventually(
+        async () => up.stdout(),
+        (out) => /^ {4}gk_\S+$/m.test(out),
+        10_000,
+        'the admin key banner',
+      );
       const gateKey = /^ {4}(gk_\S+)$/m.exec(banner)![1]!;
       assert.match(banner, /={20,}\n.*shown only this once:\n\n {4}gk_\S+\n\n.*\n={20,}/);
 
@@ -101,7 +111,13 @@ describe('vigil up: one product', () => {
       assert.equal(((await gateUnknown.json()) as { error: { code: string } }).error.code, 'not_found');
 
       const { key: observeKey } = await json<{ key: string }>(`${observe}/api/keys`, { method: 'POST', body: JSON.stringify({ name: 'first' }) });
-      await json(`${observe}/api/events`, { method: 'POST', key: observeKey, body: JSON.stringify({ events: [{ sessionId: 'run-1', agentId: 'billing-bot', eventType: 'tool_call', payload: { toolName: 'lookup', callId: 'c1', arguments: {} } }] }) });
+      await json(`${observe}/api/events`, {
+        method: 'POST',
+        key: observeKey,
+        body: JSON.stringify({
+          events: [{ sessionId: 'run-1', agentId: 'billing-bot', eventType: 'tool_call', payload: { toolName: 'lookup', callId: 'c1', arguments: {} } }],
+        }),
+      });
 
       const request = await json<{ id: string }>(`${gate}/api/requests`, {
         method: 'POST',
@@ -109,7 +125,8 @@ describe('vigil up: one product', () => {
         body: JSON.stringify({ action: 'refund', params: { amount: 40 }, context: { sessionId: 'run-1', agentId: 'billing-bot' } }),
       });
       await json(`${gate}/api/requests/${request.id}/decide`, { method: 'POST', key: gateKey, body: JSON.stringify({ decision: 'approved' }) });
-      const timeline = () => json<{ events: { eventType: string; payload: Record<string, unknown> }[] }>(`${observe}/api/sessions/run-1/timeline`, { key: observeKey });
+      const timeline = () =>
+        json<{ events: { eventType: string; payload: Record<string, unknown> }[] }>(`${observe}/api/sessions/run-1/timeline`, { key: observeKey });
       const granted = await eventually(timeline, (t) => t.events.some((e) => e.eventType === 'approval_granted'), 15_000, 'the approval in the timeline');
       assert.equal(granted.events.find((e) => e.eventType === 'approval_granted')!.payload.requestId, request.id);
 
@@ -119,7 +136,11 @@ describe('vigil up: one product', () => {
         key: gateKey,
         body: JSON.stringify({ name: 'No wires', priority: 1, rules: [{ match: { action: 'wire_transfer' }, decision: 'auto_deny' }] }),
       });
-      await json(`${gate}/api/requests`, { method: 'POST', key: gateKey, body: JSON.stringify({ action: 'wire_transfer', context: { sessionId: 'run-1', agentId: 'billing-bot' } }) });
+      await json(`${gate}/api/requests`, {
+        method: 'POST',
+        key: gateKey,
+        body: JSON.stringify({ action: 'wire_transfer', context: { sessionId: 'run-1', agentId: 'billing-bot' } }),
+      });
       const breached = await eventually(timeline, (t) => JSON.stringify(t.events).includes('approval_policy'), 15_000, 'the policy breach in the timeline');
       assert.ok(breached.events.some((e) => e.eventType === 'approval_denied' || JSON.stringify(e.payload).includes('wire_transfer')));
 
@@ -143,7 +164,12 @@ describe('a console for humans, safe by default', () => {
     const plain = run(['observe', '--port', String(port), '--data-dir', tempDir()], {});
     try {
       await healthy(`http://127.0.0.1:${port}`, plain);
-      const line = await eventually(async () => plain.stdout(), (out) => out.includes('listening on'), 10_000, 'the listening line');
+      const line = await eventually(
+        async () => plain.stdout(),
+        (out) => out.includes('listening on'),
+        10_000,
+        'the listening line',
+      );
       const listening = line.split('\n').find((l) => l.includes('listening on'))!;
       const entry = JSON.parse(listening) as { msg: string; service: string };
       assert.equal(entry.service, 'observe');
@@ -156,7 +182,12 @@ describe('a console for humans, safe by default', () => {
     const pretty = run(['observe', '--port', String(prettyPort), '--data-dir', tempDir()], { LOG_FORMAT: 'pretty' });
     try {
       await healthy(`http://127.0.0.1:${prettyPort}`, pretty);
-      const out = await eventually(async () => pretty.stdout(), (text) => text.includes('listening on'), 10_000, 'the listening line');
+      const out = await eventually(
+        async () => pretty.stdout(),
+        (text) => text.includes('listening on'),
+        10_000,
+        'the listening line',
+      );
       const listening = out.split('\n').find((l) => l.includes('listening on'))!;
       assert.match(listening, /^\[\d\d:\d\d:\d\d\] INFO: observe listening on http:\/\/127\.0\.0\.1:\d+ /);
       assert.throws(() => JSON.parse(listening));
@@ -171,7 +202,12 @@ describe('a console for humans, safe by default', () => {
     const exposed = run(['observe', '--port', String(port), '--data-dir', dataDir], { HOST: '0.0.0.0' });
     try {
       await healthy(`http://127.0.0.1:${port}`, exposed);
-      const warning = await eventually(async () => exposed.stderr(), (err) => err.includes('!!'), 10_000, 'the warning');
+      const warning = await eventually(
+        async () => exposed.stderr(),
+        (err) => err.includes('!!'),
+        10_000,
+        'the warning',
+      );
       assert.match(warning, new RegExp(`!! observe listens on 0\\.0\\.0\\.0:${port} and has no API key yet`));
       assert.equal((await json<{ firstKeyBootstrap: string }>(`http://127.0.0.1:${port}/api/health`)).firstKeyBootstrap, 'exposed');
       await json(`http://127.0.0.1:${port}/api/keys`, { method: 'POST', body: JSON.stringify({ name: 'first' }) });
@@ -182,7 +218,12 @@ describe('a console for humans, safe by default', () => {
     const again = run(['observe', '--port', String(port), '--data-dir', dataDir], { HOST: '0.0.0.0' });
     try {
       await healthy(`http://127.0.0.1:${port}`, again);
-      await eventually(async () => again.stdout(), (out) => out.includes('listening on'), 10_000, 'the listening line');
+      await eventually(
+        async () => again.stdout(),
+        (out) => out.includes('listening on'),
+        10_000,
+        'the listening line',
+      );
       assert.equal(again.stderr().includes('!!'), false, 'a key exists: no warning');
     } finally {
       await stop(again);
@@ -205,7 +246,10 @@ describe('a start that cannot work: one clear line, exit 1', () => {
     });
     const { port } = blocker.address() as { port: number };
     try {
-      await oneLine(run(['observe', '--port', String(port), '--data-dir', tempDir()], {}), new RegExp(`^vigil observe: port ${port} on 127\\.0\\.0\\.1 is already in use: .*OBSERVE_PORT`));
+      await oneLine(
+        run(['observe', '--port', String(port), '--data-dir', tempDir()], {}),
+        new RegExp(`^vigil observe: port ${port} on 127\\.0\\.0\\.1 is already in use: .*OBSERVE_PORT`),
+      );
       await oneLine(run(['gate', '--port', String(port), '--data-dir', tempDir()], {}), new RegExp(`^vigil gate: port ${port} .* already in use: .*GATE_PORT`));
     } finally {
       blocker.close();
@@ -215,13 +259,19 @@ describe('a start that cannot work: one clear line, exit 1', () => {
   test('the data directory cannot be used', async () => {
     const notADirectory = join(tempDir(), 'a-file');
     writeFileSync(notADirectory, 'not a directory');
-    await oneLine(run(['observe', '--port', String(await freePort()), '--data-dir', notADirectory], {}), /^vigil observe: cannot use the data directory .*a-file: /);
+    await oneLine(
+      run(['observe', '--port', String(await freePort()), '--data-dir', notADirectory], {}),
+      /^vigil observe: cannot use the data directory .*a-file: /,
+    );
   });
 
   test('the database cannot be reached (and its password is not printed)', async () => {
     const closedPort = await freePort();
     await oneLine(
-      run(['gate', '--port', String(await freePort()), '--data-dir', tempDir()], { DATABASE_URL: `postgres://vigil:s3cret-pw@127.0.0.1:${closedPort}/test`, DATABASE_CONNECT_TIMEOUT_MS: '2000' }),
+      run(['gate', '--port', String(await freePort()), '--data-dir', tempDir()], {
+        DATABASE_URL: `postgres://vigil:s3cret-pw@127.0.0.1:${closedPort}/test`,
+        DATABASE_CONNECT_TIMEOUT_MS: '2000',
+      }),
       new RegExp(`^vigil gate: cannot reach PostgreSQL at postgres://vigil:\\*\\*\\*@127\\.0\\.0\\.1:${closedPort}/test: `),
     );
   });

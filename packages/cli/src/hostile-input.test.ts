@@ -145,9 +145,37 @@ const surrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fro
 /** Text with the characters storage and hashing choke on, mixed into ordinary text. */
 const hostileText = fc.oneof(
   fc.constantFrom(
-    '\ud800', 'a\udc00b', '\udbff\udbff', '\u0000', 'x\u0000y', '\ud83d\ude00', '\u202eevil', '\ufeff', '\u200b', '', ' ', '\n\t',
-    'NaN', 'Infinity', '-Infinity', '-0', '1e999', 'null', 'true', '[]', '{}', '__proto__', 'constructor', 'prototype',
-    "'; drop table events; --", '%00', '../../etc/passwd', '${jndi:ldap://x}', '<script>alert(1)</script>', 'ÿ', '𝕏'.repeat(300),
+    '\ud800',
+    'a\udc00b',
+    '\udbff\udbff',
+    '\u0000',
+    'x\u0000y',
+    '\ud83d\ude00',
+    '\u202eevil',
+    '\ufeff',
+    '\u200b',
+    '',
+    ' ',
+    '\n\t',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+    '-0',
+    '1e999',
+    'null',
+    'true',
+    '[]',
+    '{}',
+    '__proto__',
+    'constructor',
+    'prototype',
+    "'; drop table events; --",
+    '%00',
+    '../../etc/passwd',
+    '${jndi:ldap://x}',
+    '<script>alert(1)</script>',
+    'ÿ',
+    '𝕏'.repeat(300),
   ),
   fc.tuple(fc.string({ unit: 'binary', maxLength: 12 }), surrogate, fc.string({ unit: 'grapheme', maxLength: 12 })).map((parts) => parts.join('')),
   fc.string({ unit: 'binary', maxLength: 40 }),
@@ -156,15 +184,42 @@ const rawNumbers = fc
   .constantFrom('1e400', '-1e400', '1e-400', '-0', '9007199254740993', '123456789012345678901234567890', '0.1e1', '1E+2', '-0.0', '4.9e-324')
   .map((text) => new Raw(text));
 const edgeNumbers = fc.constantFrom(
-  Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 2, -Number.MAX_SAFE_INTEGER - 2, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE,
-  2 ** 31, -(2 ** 31) - 1, 2 ** 63, 0.5, -1, 0, 1e21,
+  Number.MAX_SAFE_INTEGER,
+  Number.MAX_SAFE_INTEGER + 2,
+  -Number.MAX_SAFE_INTEGER - 2,
+  Number.MAX_VALUE,
+  -Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  2 ** 31,
+  -(2 ** 31) - 1,
+  2 ** 63,
+  0.5,
+  -1,
+  0,
+  1e21,
 );
 /** Numbers of every magnitude JSON can carry: ±Number.MAX_VALUE, huge, tiny and subnormal, -0. */
 const anyMagnitude = fc.oneof(
   { arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }), weight: 3 },
   fc.constantFrom(
-    Number.MAX_VALUE, -Number.MAX_VALUE, 1.7e308, -1.7e308, 1e308, 1e300, 1e154, -1e200, Number.MIN_VALUE, -Number.MIN_VALUE, 2.2250738585072014e-308, 1e-300, -0,
-    1e21, 2 ** 63, -(2 ** 63), 2 ** 64, 9.3e18,
+    Number.MAX_VALUE,
+    -Number.MAX_VALUE,
+    1.7e308,
+    -1.7e308,
+    1e308,
+    1e300,
+    1e154,
+    -1e200,
+    Number.MIN_VALUE,
+    -Number.MIN_VALUE,
+    2.2250738585072014e-308,
+    1e-300,
+    -0,
+    1e21,
+    2 ** 63,
+    -(2 ** 63),
+    2 ** 64,
+    9.3e18,
   ),
 );
 const deepNesting = fc
@@ -203,9 +258,20 @@ const isoDates = fc.oneof(
   { arbitrary: fc.integer({ min: CLOCK - 40 * 86_400_000, max: CLOCK + 40 * 86_400_000 }).map((t) => new Date(t).toISOString()), weight: 6 },
   {
     arbitrary: fc.constantFrom(
-      '2026-11-22', '2026-11-22T10:00:00', '2026-11-22T10:00:00+05:30', '2026-11-22T10:00:00.123456789Z', '2026-02-30T00:00:00Z',
-      '9999-12-31T23:59:59.999Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', '1970-01-01T00:00:00Z', ' 2026-11-22T10:00:00Z',
-      '1700000000000', 'yesterday', '2026-13-01T00:00:00Z', '2026-11-22T25:61:61Z',
+      '2026-11-22',
+      '2026-11-22T10:00:00',
+      '2026-11-22T10:00:00+05:30',
+      '2026-11-22T10:00:00.123456789Z',
+      '2026-02-30T00:00:00Z',
+      '9999-12-31T23:59:59.999Z',
+      '0000-01-01T00:00:00Z',
+      '+275760-09-13T00:00:00.000Z',
+      '1970-01-01T00:00:00Z',
+      ' 2026-11-22T10:00:00Z',
+      '1700000000000',
+      'yesterday',
+      '2026-13-01T00:00:00Z',
+      '2026-11-22T25:61:61Z',
     ),
     weight: 2,
   },
@@ -235,7 +301,10 @@ function fromSchema(schema: JsonSchema | undefined, ctx: GenContext, depth: numb
     case 'string': {
       if (schema.format === 'date-time') return isoDates;
       if (schema.format === 'uri' || /url$/i.test(name)) {
-        return fc.oneof(fc.nat(1000).map((n) => `${ctx.sinkUrl}/hook/${n}`), fc.constantFrom('http://127.0.0.1:1/refused', 'ftp://x', 'not a url', 'javascript:alert(1)'));
+        return fc.oneof(
+          fc.nat(1000).map((n) => `${ctx.sinkUrl}/hook/${n}`),
+          fc.constantFrom('http://127.0.0.1:1/refused', 'ftp://x', 'not a url', 'javascript:alert(1)'),
+        );
       }
       const minLength = schema.minLength ?? 0;
       const maxLength = Math.min(cap(schema.maxLength, 40), minLength + 24);
@@ -244,7 +313,12 @@ function fromSchema(schema: JsonSchema | undefined, ctx: GenContext, depth: numb
         fc.string({ unit: 'grapheme', minLength, maxLength }),
         ...(schema.maxLength !== undefined ? [fc.constant('y'.repeat(schema.maxLength)), fc.constant('y'.repeat(schema.maxLength + 1))] : []),
       );
-      return ID_LIKE.test(name) ? fc.oneof(text, fc.nat().map((n) => new PoolRef(n))) : text;
+      return ID_LIKE.test(name)
+        ? fc.oneof(
+            text,
+            fc.nat().map((n) => new PoolRef(n)),
+          )
+        : text;
     }
     case 'integer': {
       const min = Math.max(schema.minimum ?? -1e6, -Number.MAX_SAFE_INTEGER);
@@ -258,7 +332,10 @@ function fromSchema(schema: JsonSchema | undefined, ctx: GenContext, depth: numb
     case 'number': {
       const min = schema.minimum ?? -1e6;
       const max = schema.maximum ?? 1e6;
-      return fc.oneof({ arbitrary: fc.double({ min, max, noNaN: true, noDefaultInfinity: true }), weight: 4 }, fc.constantFrom(min, max), { arbitrary: anyMagnitude, weight: 2 });
+      return fc.oneof({ arbitrary: fc.double({ min, max, noNaN: true, noDefaultInfinity: true }), weight: 4 }, fc.constantFrom(min, max), {
+        arbitrary: anyMagnitude,
+        weight: 2,
+      });
     }
     case 'boolean':
       return fc.boolean();
@@ -278,7 +355,9 @@ function fromSchema(schema: JsonSchema | undefined, ctx: GenContext, depth: numb
       const extra =
         typeof schema.additionalProperties === 'object' && depth < 4
           ? fc.dictionary(
-              schema.propertyNames ? (fromSchema({ type: 'string', ...schema.propertyNames }, ctx, depth + 1) as fc.Arbitrary<string>) : fc.string({ maxLength: 10 }),
+              schema.propertyNames
+                ? (fromSchema({ type: 'string', ...schema.propertyNames }, ctx, depth + 1) as fc.Arbitrary<string>)
+                : fc.string({ maxLength: 10 }),
               fromSchema(schema.additionalProperties, ctx, depth + 1),
               { maxKeys: 3 },
             )
@@ -361,21 +440,55 @@ function bodyArbitrary(schema: JsonSchema, ctx: GenContext): fc.Arbitrary<BodySp
     { arbitrary: valid.map((value): BodySpec => ({ kind: 'valid', value })), weight: 5 },
     {
       arbitrary: fc
-        .tuple(valid, fc.array(fc.nat(), { maxLength: 6 }), fc.constantFrom<Mutation>('replace', 'replace', 'delete', 'addKey', 'duplicate', 'wrap', 'stringify'), hostileValue, mutationKeys)
+        .tuple(
+          valid,
+          fc.array(fc.nat(), { maxLength: 6 }),
+          fc.constantFrom<Mutation>('replace', 'replace', 'delete', 'addKey', 'duplicate', 'wrap', 'stringify'),
+          hostileValue,
+          mutationKeys,
+        )
         .map(([value, steps, mutation, hostile, key]): BodySpec => ({ kind: `mutated:${mutation}`, value: mutate(value, steps, mutation, hostile, key) })),
       weight: 7,
     },
     {
       arbitrary: fc.oneof(
-        fc.constantFrom(
-          '', '{', '{"a":}', "{'a':1}", '{"a":1,}', 'NaN', '{"a":1} trailing', '\ufeff{}', '[]', '"text"', '123', 'null', 'true', '{}',
-          '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"polluted":true}}}', '{"a":"\\ud800"}', '{"a":"\\u0000"}', '{"a":1e400}',
-          '\u0000', '{"a":"\\x41"}', '{"a":01}', '{"a":.5}', '{"a":+1}', '{"a":Infinity}',
-        ).map((text): BodySpec => ({ kind: 'raw', text })),
+        fc
+          .constantFrom(
+            '',
+            '{',
+            '{"a":}',
+            "{'a':1}",
+            '{"a":1,}',
+            'NaN',
+            '{"a":1} trailing',
+            '\ufeff{}',
+            '[]',
+            '"text"',
+            '123',
+            'null',
+            'true',
+            '{}',
+            '{"__proto__":{"polluted":true}}',
+            '{"constructor":{"prototype":{"polluted":true}}}',
+            '{"a":"\\ud800"}',
+            '{"a":"\\u0000"}',
+            '{"a":1e400}',
+            '\u0000',
+            '{"a":"\\x41"}',
+            '{"a":01}',
+            '{"a":.5}',
+            '{"a":+1}',
+            '{"a":Infinity}',
+          )
+          .map((text): BodySpec => ({ kind: 'raw', text })),
         deepNesting.map((raw): BodySpec => ({ kind: 'deep', text: raw.text })),
-        fc.constantFrom([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d], [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d], [0xc0, 0x80]).map(
-          (bytes): BodySpec => ({ kind: 'bytes', bytes: [...bytes] }),
-        ),
+        fc
+          .constantFrom(
+            [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d],
+            [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d],
+            [0xc0, 0x80],
+          )
+          .map((bytes): BodySpec => ({ kind: 'bytes', bytes: [...bytes] })),
       ),
       weight: 2,
     },
@@ -387,7 +500,17 @@ function bodyArbitrary(schema: JsonSchema, ctx: GenContext): fc.Arbitrary<BodySp
     },
     {
       arbitrary: fc
-        .tuple(valid, fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'application/jsonx', ''))
+        .tuple(
+          valid,
+          fc.constantFrom(
+            'text/plain',
+            'application/x-www-form-urlencoded',
+            'multipart/form-data; boundary=x',
+            'application/json; charset=utf-16',
+            'application/jsonx',
+            '',
+          ),
+        )
         .map(([value, contentType]): BodySpec => ({ kind: `content-type:${contentType}`, value, contentType })),
       weight: 1,
     },
@@ -400,8 +523,28 @@ const pathSegment: fc.Arbitrary<string | PoolRef> = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }).map((s) => encodeURIComponent(s)), weight: 2 },
   {
     arbitrary: fc.constantFrom(
-      '%E0%A4%A', '%ED%A0%80', '%00', '%25', '..%2F..%2Fetc%2Fpasswd', '%2e%2e', '__proto__', 'constructor', 'prototype', 'null', 'undefined', '0', '-1',
-      '1e400', 'NaN', `${'x'.repeat(257)}`, `${'x'.repeat(1025)}`, `${'%F0%9D%95%8F'.repeat(300)}`, '%20', '%C0%80', 'a%2Fb', '%FF',
+      '%E0%A4%A',
+      '%ED%A0%80',
+      '%00',
+      '%25',
+      '..%2F..%2Fetc%2Fpasswd',
+      '%2e%2e',
+      '__proto__',
+      'constructor',
+      'prototype',
+      'null',
+      'undefined',
+      '0',
+      '-1',
+      '1e400',
+      'NaN',
+      `${'x'.repeat(257)}`,
+      `${'x'.repeat(1025)}`,
+      `${'%F0%9D%95%8F'.repeat(300)}`,
+      '%20',
+      '%C0%80',
+      'a%2Fb',
+      '%FF',
     ),
     weight: 2,
   },
@@ -410,26 +553,35 @@ const pathSegment: fc.Arbitrary<string | PoolRef> = fc.oneof(
 /** A query value: from the parameter's schema, hostile, or repeated. */
 function queryArbitrary(op: Operation, ctx: GenContext): fc.Arbitrary<[string, Value][]> {
   const perParam = op.query.map((param) =>
-    fc.option(
-      fc.oneof(
-        { arbitrary: fromSchema(param.schema, ctx, 0, param.name), weight: 6 },
-        { arbitrary: hostileValue, weight: 3 },
-        { arbitrary: fc.tuple(fromSchema(param.schema, ctx, 0, param.name), fromSchema(param.schema, ctx, 0, param.name)).map((pair) => new Repeated(pair)), weight: 1 },
-        {
-          arbitrary: fc.constantFrom('%E0%A4%A', '%ED%A0%80', '%00', '%', '%zz', '1e400', '-0', '0x10', '1_000', ' 1', '1.5', '9007199254740993').map((t) => new Raw(t)),
-          weight: 2,
-        },
-      ),
-      { freq: 2 },
-    ).map((value) => [param.name, value] as [string, Value]),
+    fc
+      .option(
+        fc.oneof(
+          { arbitrary: fromSchema(param.schema, ctx, 0, param.name), weight: 6 },
+          { arbitrary: hostileValue, weight: 3 },
+          {
+            arbitrary: fc.tuple(fromSchema(param.schema, ctx, 0, param.name), fromSchema(param.schema, ctx, 0, param.name)).map((pair) => new Repeated(pair)),
+            weight: 1,
+          },
+          {
+            arbitrary: fc
+              .constantFrom('%E0%A4%A', '%ED%A0%80', '%00', '%', '%zz', '1e400', '-0', '0x10', '1_000', ' 1', '1.5', '9007199254740993')
+              .map((t) => new Raw(t)),
+            weight: 2,
+          },
+        ),
+        { freq: 2 },
+      )
+      .map((value) => [param.name, value] as [string, Value]),
   );
   const extra = fc.option(
-    fc.tuple(fc.constantFrom('__proto__', 'constructor', 'prototype', 'unknown', 'limit[]', 'a[b]', ''), hostileText).map(([k, v]) => [k, v] as [string, Value]),
+    fc
+      .tuple(fc.constantFrom('__proto__', 'constructor', 'prototype', 'unknown', 'limit[]', 'a[b]', ''), hostileText)
+      .map(([k, v]) => [k, v] as [string, Value]),
     { freq: 4 },
   );
-  return fc.tuple(fc.tuple(...perParam), extra).map(([params, more]) =>
-    [...params, ...(more ? [more] : [])].filter((entry): entry is [string, Value] => entry[1] !== null && entry[1] !== undefined),
-  );
+  return fc
+    .tuple(fc.tuple(...perParam), extra)
+    .map(([params, more]) => [...params, ...(more ? [more] : [])].filter((entry): entry is [string, Value] => entry[1] !== null && entry[1] !== undefined));
 }
 
 /** Percent-encodes text the way a client would; a lone surrogate (not encodable) is sent as CESU bytes. */
@@ -437,7 +589,10 @@ function encodeText(text: string): string {
   let out = '';
   for (const char of text) {
     const code = char.codePointAt(0)!;
-    out += code >= 0xd800 && code <= 0xdfff ? `%${(0xe0 | (code >> 12)).toString(16)}%${(0x80 | ((code >> 6) & 0x3f)).toString(16)}%${(0x80 | (code & 0x3f)).toString(16)}` : encodeURIComponent(char);
+    out +=
+      code >= 0xd800 && code <= 0xdfff
+        ? `%${(0xe0 | (code >> 12)).toString(16)}%${(0x80 | ((code >> 6) & 0x3f)).toString(16)}%${(0x80 | (code & 0x3f)).toString(16)}`
+        : encodeURIComponent(char);
   }
   return out;
 }
@@ -463,11 +618,17 @@ function requestArbitrary(op: Operation, ctx: GenContext): fc.Arbitrary<RequestS
       segments: fc.tuple(...op.pathParams.map(() => pathSegment)),
       query: queryArbitrary(op, ctx),
       body: op.body ? bodyArbitrary(op.body, ctx) : fc.constant(undefined),
-      auth: fc.oneof({ arbitrary: fc.constant('valid' as const), weight: 30 }, fc.constantFrom('none' as const, 'garbage' as const, 'long' as const, 'basic' as const)),
+      auth: fc.oneof(
+        { arbitrary: fc.constant('valid' as const), weight: 30 },
+        fc.constantFrom('none' as const, 'garbage' as const, 'long' as const, 'basic' as const),
+      ),
     })
     .map((spec) =>
       // fast-check prints a counterexample with this: short, since bodies can be megabytes.
-      Object.assign(spec, { [fc.toStringMethod]: () => `${fc.stringify({ ...spec, body: spec.body && { ...spec.body, value: undefined, text: undefined } }).slice(0, 600)} (the request is in the message below)` }),
+      Object.assign(spec, {
+        [fc.toStringMethod]: () =>
+          `${fc.stringify({ ...spec, body: spec.body && { ...spec.body, value: undefined, text: undefined } }).slice(0, 600)} (the request is in the message below)`,
+      }),
     );
 }
 
@@ -493,7 +654,11 @@ interface Target {
   protectedIds: Set<string>;
 }
 
-function buildRequest(op: Operation, spec: RequestSpec, target: Target): { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer; label: string } {
+function buildRequest(
+  op: Operation,
+  spec: RequestSpec,
+  target: Target,
+): { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer; label: string } {
   let index = 0;
   const path = op.path.replace(/\{[^}]+\}/g, () => {
     const segment = spec.segments[index++]!;
@@ -531,16 +696,25 @@ function buildRequest(op: Operation, spec: RequestSpec, target: Target): { metho
       payload = text;
     }
   }
-  const bodyLabel = payload === undefined ? '' : ` body(${headers['content-type'] ?? 'no content-type'}, ${Buffer.byteLength(payload)} B, ${spec.body!.kind}): ${String(payload).slice(0, 400)}`;
+  const bodyLabel =
+    payload === undefined
+      ? ''
+      : ` body(${headers['content-type'] ?? 'no content-type'}, ${Buffer.byteLength(payload)} B, ${spec.body!.kind}): ${String(payload).slice(0, 400)}`;
   return { method: op.method, url, headers, payload, label: `${op.method} ${url.slice(0, 300)} auth=${spec.auth}${bodyLabel}` };
 }
 
 async function tableNames(target: Target): Promise<string[]> {
   if (target.dialect === 'sqlite') {
-    const rows = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and sql not like 'CREATE VIRTUAL%' order by name`.execute(target.db);
+    const rows = await sql<{
+      name: string;
+    }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and sql not like 'CREATE VIRTUAL%' order by name`.execute(target.db);
     return rows.rows.map((r) => r.name);
   }
-  const rows = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = ${target.schema!} and table_type = 'BASE TABLE' order by table_name`.execute(target.db);
+  const rows = await sql<{
+    name: string;
+  }>`select table_name as name from information_schema.tables where table_schema = ${target.schema!} and table_type = 'BASE TABLE' order by table_name`.execute(
+    target.db,
+  );
   return rows.rows.map((r) => r.name);
 }
 
@@ -712,14 +886,19 @@ await describeEachDatabase('hostile input against every route', (backend: TestBa
       documented5xx: (op, status, body) => {
         const message = (body as { error?: unknown } | undefined)?.error;
         // PUT /api/config/health-weights is always 501 (fixed weights); the LLM judge is not configured in this run (503).
-        return (status === 501 && op.path === '/api/config/health-weights') || (status === 503 && typeof message === 'string' && /judge is not configured/.test(message));
+        return (
+          (status === 501 && op.path === '/api/config/health-weights') ||
+          (status === 503 && typeof message === 'string' && /judge is not configured/.test(message))
+        );
       },
       settle: () => evalRunsIdle(observe.service.evalRuns.worker),
       pools: { ids: [] },
       protectedIds: new Set(keys.keys.map((k) => k.id)),
     };
     const { requests, statuses } = await fuzzService(target, doc, sink.url);
-    console.log(`observe [${backend.kind}]: ${requests} requests ${JSON.stringify(statuses)} in ${Math.round(performance.now() - started)} ms (FUZZ_SEED=${SEED})`);
+    console.log(
+      `observe [${backend.kind}]: ${requests} requests ${JSON.stringify(statuses)} in ${Math.round(performance.now() - started)} ms (FUZZ_SEED=${SEED})`,
+    );
     assert.ok((statuses['2xx'] ?? 0) > 20, 'a fair share of the generated requests were valid');
     assert.ok((statuses['4xx'] ?? 0) > 100, 'and many were refused');
   });
@@ -746,7 +925,9 @@ await describeEachDatabase('hostile input against every route', (backend: TestBa
       protectedIds: new Set(keyIds),
     };
     const { requests, statuses } = await fuzzService(target, doc, sink.url);
-    console.log(`gate [${backend.kind}]: ${requests} requests ${JSON.stringify(statuses)} in ${Math.round(performance.now() - started)} ms (FUZZ_SEED=${SEED})`);
+    console.log(
+      `gate [${backend.kind}]: ${requests} requests ${JSON.stringify(statuses)} in ${Math.round(performance.now() - started)} ms (FUZZ_SEED=${SEED})`,
+    );
     assert.ok((statuses['2xx'] ?? 0) > 20, 'a fair share of the generated requests were valid');
     assert.ok((statuses['4xx'] ?? 0) > 50, 'and many were refused');
   });

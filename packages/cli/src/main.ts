@@ -61,7 +61,9 @@ program
 registerEvalGate(program);
 program
   .command('verify')
-  .description('verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input)')
+  .description(
+    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input)',
+  )
   .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify')
   .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it')
   .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
@@ -84,6 +86,11 @@ program
       live: liveProgressWanted(process.stderr.isTTY, process.env),
     });
   });
-program.command('mcp').description('MCP server on stdio: log to and query observe, create and decide gate approvals (env VIGIL_URL, VIGIL_API_KEY, VIGIL_GATE_URL, VIGIL_GATE_API_KEY)').action(async () => (await import('./mcp.ts')).runMcpServer());
+program
+  .command('mcp')
+  .description(
+    'MCP server on stdio: log to and query observe, create and decide gate approvals (env VIGIL_URL, VIGIL_API_KEY, VIGIL_GATE_URL, VIGIL_GATE_API_KEY)',
+  )
+  .action(async () => (await import('./mcp.ts')).runMcpServer());
 
 await program.parseAsync(process.argv);

@@ -120,11 +120,17 @@ describe('vigil mcp over stdio', () => {
     assert.equal(ended.errorCount, 1);
 
     const listed = await ok(mcp.client, 'query_sessions', { agentId: 'mcp-agent', tags: ['mcp'] });
-    assert.deepEqual(listed.sessions.map((s: { id: string }) => s.id), [sessionId]);
+    assert.deepEqual(
+      listed.sessions.map((s: { id: string }) => s.id),
+      [sessionId],
+    );
 
     const detail = await ok(mcp.client, 'get_session', { sessionId, includeEvents: true });
     assert.equal(detail.chainValid, true);
-    assert.deepEqual(detail.events.map((e: { eventType: string }) => e.eventType), ['session_started', 'tool_call', 'tool_error', 'session_ended']);
+    assert.deepEqual(
+      detail.events.map((e: { eventType: string }) => e.eventType),
+      ['session_started', 'tool_call', 'tool_error', 'session_ended'],
+    );
     assert.deepEqual(detail.events[0].payload.mcpClientInfo, CLIENT, 'session_started names the MCP client');
 
     const found = await ok(mcp.client, 'query_events', { search: 'refund window expired', sessionId });
@@ -167,10 +173,18 @@ describe('vigil mcp over stdio', () => {
   });
 
   test('approval requests: create, list, get, decide — the decision is attributed to the MCP client', async () => {
-    const created = await ok(mcp.client, 'create_approval_request', { action: 'refund', params: { amount: 1200 }, urgency: 'high', context: { sessionId: 'x' } });
+    const created = await ok(mcp.client, 'create_approval_request', {
+      action: 'refund',
+      params: { amount: 1200 },
+      urgency: 'high',
+      context: { sessionId: 'x' },
+    });
     assert.equal(created.status, 'pending');
     const listed = await ok(mcp.client, 'list_approval_requests', { status: 'pending', action: 'refund' });
-    assert.deepEqual(listed.requests.map((r: { id: string }) => r.id), [created.id]);
+    assert.deepEqual(
+      listed.requests.map((r: { id: string }) => r.id),
+      [created.id],
+    );
     const fetched = await ok(mcp.client, 'get_approval_request', { requestId: created.id });
     assert.deepEqual(fetched.params, { amount: 1200 });
 
@@ -199,7 +213,10 @@ describe('vigil mcp over stdio', () => {
     }
     const audited = await ok(mcp.client, 'get_approval_request', { requestId: created.id, includeAudit: true });
     assert.equal(audited.decidedBy, decided.decidedBy);
-    assert.deepEqual(audited.audit.map((a: { event: string }) => a.event), ['created', 'approved']);
+    assert.deepEqual(
+      audited.audit.map((a: { event: string }) => a.event),
+      ['created', 'approved'],
+    );
     assert.equal(audited.audit[1].actor, decided.decidedBy);
 
     const again = await callTool(mcp.client, 'decide_approval_request', { requestId: created.id, decision: 'denied' });
@@ -210,10 +227,18 @@ describe('vigil mcp over stdio', () => {
   test('create_approval_request with waitSeconds returns the decision a human makes meanwhile', async () => {
     const human = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('bob', ['request:read', 'request:decide']) });
     const waiting = ok(mcp.client, 'create_approval_request', { action: 'wire_transfer', waitSeconds: 30 });
-    const [pending] = await eventually(() => human.listRequests({ action: 'wire_transfer', status: 'pending' }), (list) => list.length === 1, 15_000, 'the request');
+    const [pending] = await eventually(
+      () => human.listRequests({ action: 'wire_transfer', status: 'pending' }),
+      (list) => list.length === 1,
+      15_000,
+      'the request',
+    );
     await human.decide(pending!.id, 'denied', 'not today');
     const outcome = await waiting;
-    assert.deepEqual([outcome.id, outcome.status, outcome.approved, outcome.decidedBy, outcome.decisionReason], [pending!.id, 'denied', false, 'api:bob', 'not today']);
+    assert.deepEqual(
+      [outcome.id, outcome.status, outcome.approved, outcome.decidedBy, outcome.decisionReason],
+      [pending!.id, 'denied', false, 'api:bob', 'not today'],
+    );
   });
 
   test('without VIGIL_GATE_API_KEY, gate tools answer a 401 that names the variable', async () => {
@@ -283,10 +308,17 @@ describe('MCP gate identity (against a gate that serves MCP sessions)', () => {
   test('an answer with another actor is not used: the API key acts, with one warning', async () => {
     const gate = await fakeGate({ actor: (name) => `dashboard:${name}` });
     const warnings: string[] = [];
-    const identity = new GateIdentity({ baseUrl: gate.url, apiKey: 'gk_key' }, () => 'cursor', (m) => warnings.push(m));
+    const identity = new GateIdentity(
+      { baseUrl: gate.url, apiKey: 'gk_key' },
+      () => 'cursor',
+      (m) => warnings.push(m),
+    );
     await identity.run((client) => client.listRequests());
     await identity.run((client) => client.listRequests());
-    assert.deepEqual(gate.requests.slice(1).map((r) => r.headers.authorization), ['Bearer gk_key', 'Bearer gk_key']);
+    assert.deepEqual(
+      gate.requests.slice(1).map((r) => r.headers.authorization),
+      ['Bearer gk_key', 'Bearer gk_key'],
+    );
     assert.equal(identity.credential?.kind, 'api_key');
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /dashboard:cursor/);

@@ -123,17 +123,15 @@ export function createMcpServer(config: McpConfig): McpServer {
     readOnly: boolean,
     run: (args: z.infer<z.ZodObject<Shape>>) => Promise<unknown>,
   ): void => {
-    server.registerTool(
-      name,
-      { description, inputSchema: shape, annotations: { readOnlyHint: readOnly, openWorldHint: false } },
-      (async (args: z.infer<z.ZodObject<Shape>>) => {
-        try {
-          return result(await run(args));
-        } catch (error) {
-          return failure(error, config);
-        }
-      }) as never,
-    );
+    server.registerTool(name, { description, inputSchema: shape, annotations: { readOnlyHint: readOnly, openWorldHint: false } }, (async (
+      args: z.infer<z.ZodObject<Shape>>,
+    ) => {
+      try {
+        return result(await run(args));
+      } catch (error) {
+        return failure(error, config);
+      }
+    }) as never);
   };
 
   // --------------------------------------------------------------------------------------------
@@ -334,7 +332,13 @@ export function createMcpServer(config: McpConfig): McpServer {
   tool(
     'list_approval_requests',
     'List approval requests, newest first: filter by status (pending, approved, denied, expired), action and urgency.',
-    { status: z.enum(REQUEST_STATUSES).optional(), action: z.string().optional(), urgency: z.enum(URGENCIES).optional(), limit: limit(500), offset: z.number().int().min(0).optional() },
+    {
+      status: z.enum(REQUEST_STATUSES).optional(),
+      action: z.string().optional(),
+      urgency: z.enum(URGENCIES).optional(),
+      limit: limit(500),
+      offset: z.number().int().min(0).optional(),
+    },
     true,
     async (query) => gate.run(async (client) => ({ requests: await client.listRequests(defined(query)) })),
   );

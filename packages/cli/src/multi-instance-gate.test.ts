@@ -27,7 +27,6 @@ const skip = await servicesSkipReason(true);
 const ADMIN = `gk_multi_${randomBytes(12).toString('hex')}`;
 const run = randomBytes(4).toString('hex');
 
-
 // In order: every request created reaches the webhook the first test counts.
 describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, () => {
   const schema = newSchemaName('multi_gate');
@@ -64,9 +63,15 @@ describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, 
     const ids: string[] = [];
     await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
-        const created = await expectStatus<{ id: string }>(201, gate[i % 2]!.base, 'POST', '/api/requests', { key: ADMIN, body: { action: `multi_${run}`, params: { i } } });
+        const created = await expectStatus<{ id: string }>(201, gate[i % 2]!.base, 'POST', '/api/requests', {
+          key: ADMIN,
+          body: { action: `multi_${run}`, params: { i } },
+        });
         ids.push(created.id);
-        await expectStatus(200, gate[(i + 1) % 2]!.base, 'POST', `/api/requests/${created.id}/decide`, { key: ADMIN, body: { decision: i % 3 === 0 ? 'denied' : 'approved' } });
+        await expectStatus(200, gate[(i + 1) % 2]!.base, 'POST', `/api/requests/${created.id}/decide`, {
+          key: ADMIN,
+          body: { decision: i % 3 === 0 ? 'denied' : 'approved' },
+        });
       }),
     );
     // Other tests create requests meanwhile (their request.created reaches this hook too): only this test's action counts.
@@ -77,30 +82,52 @@ describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, 
         return body.event === event && body.data.id === requestId;
       });
     // Every first attempt is refused; the retry (2 s later) comes from a retry timer or either scanner.
-    await waitFor('every webhook delivered', 30_000, async () => ids.every((id) => delivered(id, 'request.created').length > 0 && delivered(id, 'request.decided').length > 0));
+    await waitFor('every webhook delivered', 30_000, async () =>
+      ids.every((id) => delivered(id, 'request.created').length > 0 && delivered(id, 'request.decided').length > 0),
+    );
     // A later request's retried delivery shows both scanners had their chance meanwhile.
-    const late = await expectStatus<{ id: string }>(201, b.base, 'POST', '/api/requests', { key: ADMIN, body: { action: `multi_${run}`, params: { late: true } } });
+    const late = await expectStatus<{ id: string }>(201, b.base, 'POST', '/api/requests', {
+      key: ADMIN,
+      body: { action: `multi_${run}`, params: { late: true } },
+    });
     await waitFor('the later delivery', 30_000, async () => delivered(late.id, 'request.created').length > 0);
 
     const attempts = new Map<string, number>();
-    for (const r of received('/gate/hook').filter(ours)) attempts.set(String(r.headers['x-gate-delivery']), (attempts.get(String(r.headers['x-gate-delivery'])) ?? 0) + 1);
+    for (const r of received('/gate/hook').filter(ours))
+      attempts.set(String(r.headers['x-gate-delivery']), (attempts.get(String(r.headers['x-gate-delivery'])) ?? 0) + 1);
     for (const id of ids) {
       assert.equal(delivered(id, 'request.created').length, 1, `request.created of ${id}`);
       assert.equal(delivered(id, 'request.decided').length, 1, `request.decided of ${id}`);
     }
     assert.equal(attempts.size, ids.length * 2 + 1, 'one delivery per request and event (and the later request)');
     for (const [delivery, count] of attempts) assert.equal(count, 2, `delivery ${delivery}: the refused attempt and one retry`);
-    const list = await expectStatus<{ deliveries: { status: string; attempts: number }[]; total: number }>(200, a.base, 'GET', `/api/webhooks/${hook.id}/deliveries?limit=500`, { key: ADMIN });
+    const list = await expectStatus<{ deliveries: { status: string; attempts: number }[]; total: number }>(
+      200,
+      a.base,
+      'GET',
+      `/api/webhooks/${hook.id}/deliveries?limit=500`,
+      { key: ADMIN },
+    );
     assert.equal(list.total, ids.length * 2 + 1);
-    assert.ok(list.deliveries.every((d) => d.status === 'delivered' && d.attempts === 2), JSON.stringify(list.deliveries.filter((d) => d.attempts !== 2)));
+    assert.ok(
+      list.deliveries.every((d) => d.status === 'delivered' && d.attempts === 2),
+      JSON.stringify(list.deliveries.filter((d) => d.attempts !== 2)),
+    );
   });
 
   test('pending requests past their deadline expire once, with one request.expired webhook, although both instances scan', async () => {
     await expectStatus(201, gate[0]!.base, 'POST', '/api/webhooks', { key: ADMIN, body: { url: `${receiver.url}/expired/hook`, events: ['request.expired'] } });
     const expiresAt = new Date(Date.now() + 3000).toISOString();
     const ids = await Promise.all(
-      Array.from({ length: 8 }, async (_, i) =>
-        (await expectStatus<{ id: string }>(201, gate[i % 2]!.base, 'POST', '/api/requests', { key: ADMIN, body: { action: `expiring_${run}`, params: { i }, expiresAt } })).id,
+      Array.from(
+        { length: 8 },
+        async (_, i) =>
+          (
+            await expectStatus<{ id: string }>(201, gate[i % 2]!.base, 'POST', '/api/requests', {
+              key: ADMIN,
+              body: { action: `expiring_${run}`, params: { i }, expiresAt },
+            })
+          ).id,
       ),
     );
     const expiredOf = (id: string) => received('/expired/').filter((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === id);
@@ -119,7 +146,10 @@ describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, 
   });
 
   test('two gate instances share each key’s rate-limit budget through Redis', async () => {
-    const limited = await expectStatus<{ key: string }>(201, gate[0]!.base, 'POST', '/api/api-keys', { key: ADMIN, body: { name: 'limited', scopes: ['request:read'], rateLimit: 10 } });
+    const limited = await expectStatus<{ key: string }>(201, gate[0]!.base, 'POST', '/api/api-keys', {
+      key: ADMIN,
+      body: { name: 'limited', scopes: ['request:read'], rateLimit: 10 },
+    });
     const statuses: number[] = [];
     for (let i = 0; i < 20; i++) statuses.push((await call(gate[i % 2]!.base, 'GET', '/api/requests?limit=1', { key: limited.key })).status);
     assert.deepEqual(statuses.slice(0, 10), Array(10).fill(200), 'the first ten requests, five on each instance, pass');
@@ -146,7 +176,10 @@ describe('two gate instances on one PostgreSQL schema and one Redis', { skip }, 
 
   test('a key revoked through one gate instance stops working there at once and on the other within one second', async () => {
     const [a, b] = gate as [ServiceProcess, ServiceProcess];
-    const created = await expectStatus<{ id: string; key: string }>(201, a.base, 'POST', '/api/api-keys', { key: ADMIN, body: { name: 'revoked', scopes: ['request:read'] } });
+    const created = await expectStatus<{ id: string; key: string }>(201, a.base, 'POST', '/api/api-keys', {
+      key: ADMIN,
+      body: { name: 'revoked', scopes: ['request:read'] },
+    });
     // Both instances have the key cached.
     assert.equal((await call(a.base, 'GET', '/api/requests?limit=1', { key: created.key })).status, 200);
     assert.equal((await call(b.base, 'GET', '/api/requests?limit=1', { key: created.key })).status, 200);

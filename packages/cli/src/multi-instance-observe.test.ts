@@ -33,7 +33,6 @@ import { batchOf, checkBatches, verifyChains, type BatchOutcome } from './crash-
 const skip = await servicesSkipReason(false);
 const run = randomBytes(4).toString('hex');
 
-
 // The tests use separate agents, sessions and receiver paths, and wait on retries and job ticks
 // more than on the CPU, so they run at once.
 describe('two observe instances on one PostgreSQL schema', { skip, concurrency: true }, () => {
@@ -65,7 +64,10 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
         const instance = observe[(c + n) % 2]!;
         const marker = `${run}-c${c}-b${n}`;
         const touched = [0, 1, 2].map((j) => sessionIds[(c + n + j) % sessionIds.length]!);
-        const answer = await call<{ events: { id: string }[] }>(instance.base, 'POST', '/api/events', { key, body: { events: batchOf(marker, 24, touched, `agent-${c}`) } });
+        const answer = await call<{ events: { id: string }[] }>(instance.base, 'POST', '/api/events', {
+          key,
+          body: { events: batchOf(marker, 24, touched, `agent-${c}`) },
+        });
         assert.equal(answer.status, 201, JSON.stringify(answer.body));
         batches.push({ marker, size: 24, outcome: 'acked', ids: answer.body.events.map((e) => e.id) });
       }
@@ -96,7 +98,10 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
         },
       });
       rules.push(rule);
-      await expectStatus(201, observe[(k + 1) % 2]!.base, 'POST', '/api/events', { key, body: { events: batchOf(`alert-${run}-${k}`, 1, [`alerting-${run}-${k}`], `alerting-${run}-${k}`) } });
+      await expectStatus(201, observe[(k + 1) % 2]!.base, 'POST', '/api/events', {
+        key,
+        body: { events: batchOf(`alert-${run}-${k}`, 1, [`alerting-${run}-${k}`], `alerting-${run}-${k}`) },
+      });
     }
     // Each channel refuses the first attempt: the retry is due 2 s later and taken by whichever instance evaluates next.
     await waitFor('a delivered notification for every rule', 30_000, async () => [0, 1, 2].every((k) => succeeded(`/alert/${k}`).length > 0));
@@ -105,7 +110,14 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
     // meantime proves further ticks ran before the counts are read.
     await expectStatus(201, observe[1]!.base, 'POST', '/api/alerts/rules', {
       key,
-      body: { name: 'sentinel', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 60, scope: { agentId: `alerting-${run}-0` }, notifyChannels: [`${receiver.url}/alert/sentinel`] },
+      body: {
+        name: 'sentinel',
+        condition: 'event_count_exceeds',
+        threshold: 0,
+        windowMinutes: 60,
+        scope: { agentId: `alerting-${run}-0` },
+        notifyChannels: [`${receiver.url}/alert/sentinel`],
+      },
     });
     await waitFor('the sentinel notification', 30_000, async () => succeeded('/alert/sentinel').length > 0);
 
@@ -117,7 +129,13 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
       assert.equal(succeeded(`/alert/${k}`).length, 1);
       const body = JSON.parse(succeeded(`/alert/${k}`)[0]!.body) as { alertRuleId: string; currentValue: number };
       assert.equal(body.alertRuleId, rule.id);
-      const history = await expectStatus<{ entries: { notified: boolean }[]; total: number }>(200, observe[0]!.base, 'GET', `/api/alerts/history?ruleId=${rule.id}`, { key });
+      const history = await expectStatus<{ entries: { notified: boolean }[]; total: number }>(
+        200,
+        observe[0]!.base,
+        'GET',
+        `/api/alerts/history?ruleId=${rule.id}`,
+        { key },
+      );
       assert.equal(history.total, 1, `rule ${k}: one history entry`);
       assert.equal(history.entries[0]!.notified, true);
     }
@@ -170,7 +188,16 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
       });
       await expectStatus(201, instance.base, 'POST', '/api/events', {
         key,
-        body: { events: [{ sessionId: `sentinel-${run}-${i}`, agentId: sentinelAgent, eventType: 'tool_error', payload: { toolName: 't', callId: 'c', error: 'x', durationMs: 1 } }] },
+        body: {
+          events: [
+            {
+              sessionId: `sentinel-${run}-${i}`,
+              agentId: sentinelAgent,
+              eventType: 'tool_error',
+              payload: { toolName: 't', callId: 'c', error: 'x', durationMs: 1 },
+            },
+          ],
+        },
       });
     }
     await waitFor('both sentinel notifications', 30_000, async () => succeeded('/guard/sentinel-0').length > 0 && succeeded('/guard/sentinel-1').length > 0);
@@ -183,7 +210,6 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
     assert.equal(history.total, 1, 'one trigger recorded');
   });
 });
-
 
 describe('the job lease', { skip }, () => {
   test('admits one holder per interval, also for intervals of a second or less', async () => {
@@ -217,7 +243,10 @@ describe('the job lease', { skip }, () => {
         let release: () => void = () => {};
         const held = new Promise<void>((resolve) => (release = resolve));
         const slow = startPeriodicJob({ name: 'lease-slow', intervalMs: 200, db: first.db, holder: 'x', clock: systemClock, log, run: () => held }, false);
-        const other = startPeriodicJob({ name: 'lease-slow', intervalMs: 200, db: second.db, holder: 'y', clock: systemClock, log, run: async () => {} }, false);
+        const other = startPeriodicJob(
+          { name: 'lease-slow', intervalMs: 200, db: second.db, holder: 'y', clock: systemClock, log, run: async () => {} },
+          false,
+        );
         const slowTick = slow.tick();
         for (let i = 0; i < 4; i++) {
           await new Promise((resolve) => setTimeout(resolve, 200));
@@ -229,7 +258,10 @@ describe('the job lease', { skip }, () => {
         assert.equal(await other.tick(), true, 'once the tick ended and its lease lapsed, y runs');
       }
       // The conditional UPDATE decides between two instances asking at the same moment.
-      const results = await Promise.all([acquireLease(first.db, 'same-moment', 'x', clock.now(), 500), acquireLease(second.db, 'same-moment', 'y', clock.now(), 500)]);
+      const results = await Promise.all([
+        acquireLease(first.db, 'same-moment', 'x', clock.now(), 500),
+        acquireLease(second.db, 'same-moment', 'y', clock.now(), 500),
+      ]);
       assert.deepEqual(results.filter(Boolean).length, 1);
     } finally {
       await first.close();
@@ -245,25 +277,37 @@ describe('alert ticks that overlap on two instances', { skip }, () => {
   test('a measurement older than the open alert does not resolve it, one older than its resolution does not reopen it', async () => {
     const schema = newSchemaName('multi_alerts');
     const dir = tempDir();
-    const config = { ...observeConfigFromEnvironment({ LOG_LEVEL: 'silent' }, { dataDir: dir }), database: { kind: 'postgres' as const, url: POSTGRES_URL, schema } };
+    const config = {
+      ...observeConfigFromEnvironment({ LOG_LEVEL: 'silent' }, { dataDir: dir }),
+      database: { kind: 'postgres' as const, url: POSTGRES_URL, schema },
+    };
     const T = Date.parse('2026-11-22T10:00:00.000Z');
     const first = await buildObserveService(config, { clock: new ManualClock(T), runJobs: false });
     const second = await buildObserveService(config, { clock: new ManualClock(T), runJobs: false });
     try {
       const { key: raw } = (await first.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'k' } })).json() as { key: string };
       const headers = { authorization: `Bearer ${raw}` };
-      const rule = (await first.app.inject({
+      const rule = (
+        await first.app.inject({
+          method: 'POST',
+          url: '/api/alerts/rules',
+          headers,
+          payload: { name: 'busy', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 60, scope: { agentId: 'overlap' } },
+        })
+      ).json() as { id: string };
+      const ingested = await first.app.inject({
         method: 'POST',
-        url: '/api/alerts/rules',
+        url: '/api/events',
         headers,
-        payload: { name: 'busy', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 60, scope: { agentId: 'overlap' } },
-      })).json() as { id: string };
-      const ingested = await first.app.inject({ method: 'POST', url: '/api/events', headers, payload: { events: [{ sessionId: 'o', agentId: 'overlap', eventType: 'custom', payload: { type: 't', data: 1 } }] } });
+        payload: { events: [{ sessionId: 'o', agentId: 'overlap', eventType: 'custom', payload: { type: 't', data: 1 } }] },
+      });
       assert.equal(ingested.statusCode, 201);
       const history = async () =>
-        ((await first.app.inject({ method: 'GET', url: `/api/alerts/history?ruleId=${rule.id}`, headers })).json() as { entries: { triggeredAt: string; resolvedAt?: string }[] }).entries.map(
-          ({ triggeredAt, resolvedAt }) => (resolvedAt === undefined ? { triggeredAt } : { triggeredAt, resolvedAt }),
-        );
+        (
+          (await first.app.inject({ method: 'GET', url: `/api/alerts/history?ruleId=${rule.id}`, headers })).json() as {
+            entries: { triggeredAt: string; resolvedAt?: string }[];
+          }
+        ).entries.map(({ triggeredAt, resolvedAt }) => (resolvedAt === undefined ? { triggeredAt } : { triggeredAt, resolvedAt }));
 
       assert.deepEqual(await evaluateRules(first.context, T, first.app.log), { fired: 1, resolved: 0 });
       // The other instance's tick began a millisecond before the event: it measures 0 but finds the entry open.

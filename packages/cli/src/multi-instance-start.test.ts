@@ -53,7 +53,13 @@ describe('several instances starting at once on a fresh PostgreSQL schema', { sk
     await admin.connect();
     const observeSchema = freshSchema('cluster_observe');
     const gateSchema = freshSchema('cluster_gate');
-    const env = { LOG_LEVEL: 'silent', DATABASE_URL: TEST_POSTGRES_URL, OBSERVE_DB_SCHEMA: observeSchema, GATE_DB_SCHEMA: gateSchema, GATE_ADMIN_KEY: ADMIN_KEY };
+    const env = {
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: TEST_POSTGRES_URL,
+      OBSERVE_DB_SCHEMA: observeSchema,
+      GATE_DB_SCHEMA: gateSchema,
+      GATE_ADMIN_KEY: ADMIN_KEY,
+    };
     // All at once: the schema, the migration table and every step are raced for.
     const started = await Promise.allSettled([
       ...Array.from({ length: INSTANCES }, () => buildObserveService(observeConfigFromEnvironment(env, { dataDir: dataDir() }), { runJobs: false })),
@@ -85,14 +91,26 @@ describe('several instances starting at once on a fresh PostgreSQL schema', { sk
         assert.equal(response.statusCode, 201, response.body);
       }),
     );
-    const verify = await observes[INSTANCES - 1]!.app.inject({ method: 'GET', url: '/api/audit/verify?sessionId=shared', headers: { authorization: `Bearer ${key}` } });
+    const verify = await observes[INSTANCES - 1]!.app.inject({
+      method: 'GET',
+      url: '/api/audit/verify?sessionId=shared',
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(verify.statusCode, 200, verify.body);
     assert.equal((verify.json() as { valid: boolean }).valid, true, verify.body);
     const seqs = await admin.query(`select seq from "${observeSchema}".events where session_id = 'shared' order by seq`);
-    assert.deepEqual(seqs.rows.map((r) => Number(r.seq)), Array.from({ length: INSTANCES }, (_, i) => i));
+    assert.deepEqual(
+      seqs.rows.map((r) => Number(r.seq)),
+      Array.from({ length: INSTANCES }, (_, i) => i),
+    );
 
     // A request created through one gate instance is read through every other.
-    const request = await gates[0]!.app.inject({ method: 'POST', url: '/api/requests', headers: { authorization: `Bearer ${ADMIN_KEY}` }, payload: { action: 'deploy' } });
+    const request = await gates[0]!.app.inject({
+      method: 'POST',
+      url: '/api/requests',
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+      payload: { action: 'deploy' },
+    });
     assert.equal(request.statusCode, 201, request.body);
     const id = (request.json() as { id: string }).id;
     for (const gate of gates) {
@@ -104,7 +122,9 @@ describe('several instances starting at once on a fresh PostgreSQL schema', { sk
   test(`${INSTANCES} gate instances without GATE_ADMIN_KEY generate exactly one admin key`, async () => {
     const gateSchema = freshSchema('cluster_gate_nokey');
     const env = { LOG_LEVEL: 'silent', DATABASE_URL: TEST_POSTGRES_URL, GATE_DB_SCHEMA: gateSchema };
-    const gates = await Promise.all(Array.from({ length: INSTANCES }, () => buildGateService(gateConfigFromEnvironment(env, { dataDir: dataDir() }), { runJobs: false })));
+    const gates = await Promise.all(
+      Array.from({ length: INSTANCES }, () => buildGateService(gateConfigFromEnvironment(env, { dataDir: dataDir() }), { runJobs: false })),
+    );
     running.push(...gates);
     const generated = gates.map((g) => g.generatedAdminKey).filter((k): k is string => k !== null);
     assert.equal(generated.length, 1, 'one instance generated (and prints) the admin key');

@@ -48,7 +48,18 @@ export class StartupError extends Error {
 }
 
 const DATA_DIR_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC', 'EISDIR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY', 'SQLITE_IOERR']);
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', '28P01', '28000', '3D000']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  '28P01',
+  '28000',
+  '3D000',
+]);
 
 function withoutPassword(url: string): string {
   try {
@@ -125,7 +136,17 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
 /** The once-only admin key, alone on its line between rules, so that it is seen and copied whole. */
 function adminKeyBanner(key: string): string {
   const rule = '='.repeat(78);
-  return ['', rule, '  vigil gate: no API key existed, so an admin key was created. It is shown only this once:', '', `    ${key}`, '', '  Keep it somewhere safe now: only its SHA-256 is stored.', rule, ''].join('\n');
+  return [
+    '',
+    rule,
+    '  vigil gate: no API key existed, so an admin key was created. It is shown only this once:',
+    '',
+    `    ${key}`,
+    '',
+    '  Keep it somewhere safe now: only its SHA-256 is stored.',
+    rule,
+    '',
+  ].join('\n');
 }
 
 export async function startGate(options: ServeOptions): Promise<RunningService> {
@@ -134,7 +155,11 @@ export async function startGate(options: ServeOptions): Promise<RunningService> 
   const service = await started('gate', config, async () => {
     const built = await buildGateService(config);
     try {
-      await built.app.listen({ host: config.host, port: config.port, listenTextResolver: (address) => `listening on ${address} (${storage}${config.redisUrl === undefined ? '' : ', Redis'})` });
+      await built.app.listen({
+        host: config.host,
+        port: config.port,
+        listenTextResolver: (address) => `listening on ${address} (${storage}${config.redisUrl === undefined ? '' : ', Redis'})`,
+      });
     } catch (error) {
       await built.app.close();
       throw error;

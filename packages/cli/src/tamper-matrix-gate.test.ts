@@ -56,7 +56,10 @@ async function gateWorld(backend: TestBackend): Promise<GateWorld> {
   const ids = { a: await request('deploy.a'), b: await request('deploy.b'), c: await request('deploy.c') };
   const trail = (id: string) => ok<GateEntry[]>('GET', `/api/requests/${id}/audit`);
   const entries = { a: await trail(ids.a), b: await trail(ids.b), c: await trail(ids.c) };
-  assert.deepEqual(entries.a.map((entry) => entry.seq), [0, 1, 2]);
+  assert.deepEqual(
+    entries.a.map((entry) => entry.seq),
+    [0, 1, 2],
+  );
   const checkpoint = await ok<Checkpoint>('POST', '/api/audit/checkpoint', undefined, 201);
   const dir = mkdtempSync(join(tmpdir(), 'vigil-gate-tamper-'));
   const saved = join(dir, 'saved-checkpoint.json');
@@ -122,7 +125,10 @@ const GATE_CASES: GateCase[] = [
     name: 'a forged entry appended with a correct hash and head',
     tamper: async (w) => {
       const last = await gateDb(w).selectFrom('audit_entries').selectAll().where('id', '=', w.entries.c[2]!.id).executeTakeFirstOrThrow();
-      await gateDb(w).insertInto('audit_entries').values({ ...last, id: 'forged-entry', seq: 3, ts: last.ts + 1, event: 'approved', details: '{"reason":"forged"}' }).execute();
+      await gateDb(w)
+        .insertInto('audit_entries')
+        .values({ ...last, id: 'forged-entry', seq: 3, ts: last.ts + 1, event: 'approved', details: '{"reason":"forged"}' })
+        .execute();
       await relinkAuditChain(w.gate.service.context.database, w.ids.c);
     },
     where: { request: 'c', seq: 3, entryId: () => 'forged-entry' },

@@ -11,7 +11,10 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { CASES, registerCases, world } from './tamper-observe-testkit.ts';
 import { runVerify } from './verify-testkit.ts';
 
-const EVENT_CASES = CASES.slice(0, CASES.findIndex((c) => c.name === 'a whole session deleted'));
+const EVENT_CASES = CASES.slice(
+  0,
+  CASES.findIndex((c) => c.name === 'a whole session deleted'),
+);
 
 await describeEachDatabase('tamper matrix: vigil verify with a saved checkpoint', (backend) => {
   test('untouched, the audit is valid (exit 0), with and without --deep', async () => {

@@ -23,7 +23,16 @@ const llmResponse = (sessionId: string, timestamp: string, costUsd: number) => (
   agentId: 'agent-t',
   eventType: 'llm_response',
   timestamp,
-  payload: { callId: `l-${timestamp}`, provider: 'openai', model: 'gpt-4o-mini', completion: 'ok', finishReason: 'stop', usage: { inputTokens: 420, outputTokens: 96 }, costUsd, latencyMs: 850 },
+  payload: {
+    callId: `l-${timestamp}`,
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    completion: 'ok',
+    finishReason: 'stop',
+    usage: { inputTokens: 420, outputTokens: 96 },
+    costUsd,
+    latencyMs: 850,
+  },
 });
 
 /** One world per case: three sessions, a checkpoint saved outside the service, then the tampering. */
@@ -59,7 +68,10 @@ export async function world(backend: TestBackend): Promise<World> {
   return { observe, url, saved, acks: { a, b, c }, dir };
 }
 
-export async function serverVerdict(observe: TestObserve, sessionId: string): Promise<{ valid: boolean; brokenAt: { seq: number; reason: string } | null } | 404> {
+export async function serverVerdict(
+  observe: TestObserve,
+  sessionId: string,
+): Promise<{ valid: boolean; brokenAt: { seq: number; reason: string } | null } | 404> {
   const response = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${sessionId}` });
   if (response.statusCode === 404) return 404;
   assert.equal(response.statusCode, 200, response.body);
@@ -81,14 +93,24 @@ const db = (w: World) => w.observe.service.context.database.db;
 export const CASES: Case[] = [
   {
     name: 'payload edited',
-    tamper: (w) => db(w).updateTable('events').set({ payload: '{"forged":true}' }).where('id', '=', w.acks.a[1]!.id).execute().then(() => undefined),
+    tamper: (w) =>
+      db(w)
+        .updateTable('events')
+        .set({ payload: '{"forged":true}' })
+        .where('id', '=', w.acks.a[1]!.id)
+        .execute()
+        .then(() => undefined),
     where: { sessionId: 't-a', seq: 1 },
     online: true,
   },
   {
     name: 'timestamp edited',
     tamper: async (w) => {
-      await db(w).updateTable('events').set({ ts: Date.parse(ago(200)) }).where('id', '=', w.acks.a[2]!.id).execute();
+      await db(w)
+        .updateTable('events')
+        .set({ ts: Date.parse(ago(200)) })
+        .where('id', '=', w.acks.a[2]!.id)
+        .execute();
     },
     where: { sessionId: 't-a', seq: 2 },
     online: true,
@@ -132,7 +154,12 @@ export const CASES: Case[] = [
     name: 'renumbered after a deletion',
     tamper: async (w) => {
       await db(w).deleteFrom('events').where('id', '=', w.acks.c[2]!.id).execute();
-      for (const ack of w.acks.c.slice(3)) await db(w).updateTable('events').set((eb) => ({ seq: eb('seq', '-', 1) })).where('id', '=', ack.id).execute();
+      for (const ack of w.acks.c.slice(3))
+        await db(w)
+          .updateTable('events')
+          .set((eb) => ({ seq: eb('seq', '-', 1) }))
+          .where('id', '=', ack.id)
+          .execute();
     },
     where: { sessionId: 't-c' },
     online: true,
@@ -168,7 +195,12 @@ export const CASES: Case[] = [
     tamper: async (w) => {
       const last = w.acks.c[5]!;
       const row = await db(w).selectFrom('events').selectAll().where('id', '=', last.id).executeTakeFirstOrThrow();
-      await insertEventCopy(w.observe.service.context.database, last.id, { id: 'forged-append', seq: 6, ts: row.ts + 1, payload: '{"data":{"forged":true},"type":"step"}' });
+      await insertEventCopy(w.observe.service.context.database, last.id, {
+        id: 'forged-append',
+        seq: 6,
+        ts: row.ts + 1,
+        payload: '{"data":{"forged":true},"type":"step"}',
+      });
       await relinkChain(w.observe.service.context.database, 't-c');
     },
     where: { sessionId: 't-c', seq: 6 },
@@ -205,7 +237,11 @@ export const CASES: Case[] = [
       await db(w).updateTable('audit_log_built').set({ size: 0 }).execute();
       const events = new Map((await db(w).selectFrom('events').select(['id', 'hash']).execute()).map((e) => [e.id, e.hash]));
       await database.db.transaction().execute((trx) =>
-        appendLeaves<ObserveSchema>(trx, database.dialect, kept.map((leaf) => ({ itemId: leaf.item_id, scopeId: leaf.scope_id!, data: Buffer.from(events.get(leaf.item_id)!, 'hex') }))),
+        appendLeaves<ObserveSchema>(
+          trx,
+          database.dialect,
+          kept.map((leaf) => ({ itemId: leaf.item_id, scopeId: leaf.scope_id!, data: Buffer.from(events.get(leaf.item_id)!, 'hex') })),
+        ),
       );
       // The service signs the rebuilt log, as its checkpoint job would.
       assert.equal((await w.observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).statusCode, 201);
@@ -274,5 +310,4 @@ export function registerCases(backend: TestBackend, cases: readonly Case[]): voi
       }
     });
   }
-
 }

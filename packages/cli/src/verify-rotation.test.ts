@@ -40,11 +40,16 @@ await describeEachDatabase('vigil verify across a signing-key rotation', (backen
       // The same database, restarted with a new key (AUDIT_SIGNING_KEY rotated).
       const rotated = await startTestObserve(backend, { env: { AUDIT_SIGNING_KEY: pem() }, database: before.config.database, createKey: false });
       after = rotated;
-      const call = (request: Parameters<typeof rotated.call>[0]) => rotated.service.app.inject({ ...request, headers: { authorization: `Bearer ${before.key}` } });
+      const call = (request: Parameters<typeof rotated.call>[0]) =>
+        rotated.service.app.inject({ ...request, headers: { authorization: `Bearer ${before.key}` } });
       const keys = (await call({ method: 'GET', url: '/api/audit/public-key' })).json<{ keyId: string; keys: { keyId: string }[] }>();
       assert.notEqual(keys.keyId, saved.keyId, 'a new key signs now');
       assert.deepEqual(keys.keys.map((k) => k.keyId).sort(), [saved.keyId, keys.keyId].sort(), 'both keys are published');
-      assert.equal((await call({ method: 'POST', url: '/api/events', payload: { events: [custom('rot-a', 'agent', ago(20)), started('rot-b', 'agent', ago(19))] } })).statusCode, 201);
+      assert.equal(
+        (await call({ method: 'POST', url: '/api/events', payload: { events: [custom('rot-a', 'agent', ago(20)), started('rot-b', 'agent', ago(19))] } }))
+          .statusCode,
+        201,
+      );
       const latest = (await call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
       assert.equal(latest.keyId, keys.keyId);
 

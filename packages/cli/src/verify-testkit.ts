@@ -14,12 +14,17 @@ export interface Report {
 /** Runs `vigil verify ARGS --json` with the API key; the parsed report (empty when the command printed none). */
 export function runVerify<R = Report>(args: readonly string[], apiKey: string): Promise<{ status: number | null; report: R; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [bin, 'verify', ...args, '--json'], { env: { ...process.env, VIGIL_API_KEY: apiKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, 'verify', ...args, '--json'], {
+      env: { ...process.env, VIGIL_API_KEY: apiKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('close', (status) => done({ status, report: (stdout.trim() === '' ? { valid: false, findings: [], notes: [] } : JSON.parse(stdout)) as R, stderr }));
+    child.on('close', (status) =>
+      done({ status, report: (stdout.trim() === '' ? { valid: false, findings: [], notes: [] } : JSON.parse(stdout)) as R, stderr }),
+    );
   });
 }
 

@@ -33,25 +33,24 @@ after(async () => {
 });
 
 test('unreadable input and bad flags: exit 2, a message and no stack trace', async () => {
-    const cases: [string[], RegExp][] = [
-      [[join(dir, 'nothing-here.json')], /cannot read the bundle/],
-      [[file('not-json.json', '{ nope')], /is not JSON/],
-      [[file('not-bundle.json', { format: 'other' })], /format is not "vigil-audit-bundle\/1"/],
-      [['--bogus'], /unknown option/],
-      [[], /give a bundle file to verify, or --url/],
-      [[file('a3.json', '{}'), '--public-key', 'not a key'], /--public-key is neither base64/],
-      [[file('a4.json', '{}'), '--deep'], /--deep audits the whole log/],
-      [['--url', 'ftp://x'], /not an http\(s\) URL/],
-      [['--api-key', 'x', '--url', url], /VIGIL_API_KEY/],
-    ];
-    for (const [args, message] of cases) {
-      const result = await verify(args);
-      assert.equal(result.status, 2, `${args.join(' ')}: ${result.stdout}${result.stderr}`);
-      assert.match(result.stderr, message);
-      noStackTrace(result);
-    }
-    const unauthorised = await verify(['--url', url]);
-    assert.equal(unauthorised.status, 2);
-    assert.match(unauthorised.stderr, /401/);
-  });
-
+  const cases: [string[], RegExp][] = [
+    [[join(dir, 'nothing-here.json')], /cannot read the bundle/],
+    [[file('not-json.json', '{ nope')], /is not JSON/],
+    [[file('not-bundle.json', { format: 'other' })], /format is not "vigil-audit-bundle\/1"/],
+    [['--bogus'], /unknown option/],
+    [[], /give a bundle file to verify, or --url/],
+    [[file('a3.json', '{}'), '--public-key', 'not a key'], /--public-key is neither base64/],
+    [[file('a4.json', '{}'), '--deep'], /--deep audits the whole log/],
+    [['--url', 'ftp://x'], /not an http\(s\) URL/],
+    [['--api-key', 'x', '--url', url], /VIGIL_API_KEY/],
+  ];
+  for (const [args, message] of cases) {
+    const result = await verify(args);
+    assert.equal(result.status, 2, `${args.join(' ')}: ${result.stdout}${result.stderr}`);
+    assert.match(result.stderr, message);
+    noStackTrace(result);
+  }
+  const unauthorised = await verify(['--url', url]);
+  assert.equal(unauthorised.status, 2);
+  assert.match(unauthorised.stderr, /401/);
+});

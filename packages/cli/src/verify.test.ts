@@ -10,7 +10,6 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { verifyText as verify } from './verify-testkit.ts';
 import { ago, clockOf, custom, ingestEvents, started, startTestObserve, type TestObserve } from '@vigil/observe/testing';
 
-
 interface BundleFile {
   sessionId: string;
   events: string[];
@@ -92,7 +91,11 @@ await describeEachDatabase('vigil verify', (backend) => {
     const witnessed = file('witnessed.json', { type: 'audit.checkpoint', log: 'vigil-observe', checkpoint: savedCheckpoint, publicKey: publicKeyB64 });
     const fromWitness = await verify([since, '--checkpoint', witnessed]);
     assert.equal(fromWitness.status, 0, fromWitness.stdout + fromWitness.stderr);
-    const gateWitness = await verify([since, '--checkpoint', file('gate-witness.json', { type: 'audit.checkpoint', log: 'vigil-gate', checkpoint: savedCheckpoint })]);
+    const gateWitness = await verify([
+      since,
+      '--checkpoint',
+      file('gate-witness.json', { type: 'audit.checkpoint', log: 'vigil-gate', checkpoint: savedCheckpoint }),
+    ]);
     assert.equal(gateWitness.status, 2);
     assert.match(gateWitness.stderr, /checkpoint of the log "vigil-gate"/);
     const missingProof = await verify([path, '--checkpoint', saved]);
@@ -101,7 +104,10 @@ await describeEachDatabase('vigil verify', (backend) => {
 
     const json = await verify([path, '--json']);
     assert.equal(json.status, 0);
-    assert.deepEqual({ ...JSON.parse(json.stdout), notes: [] }, { valid: true, mode: 'bundle', summary: JSON.parse(json.stdout).summary, findings: [], notes: [] });
+    assert.deepEqual(
+      { ...JSON.parse(json.stdout), notes: [] },
+      { valid: true, mode: 'bundle', summary: JSON.parse(json.stdout).summary, findings: [], notes: [] },
+    );
   });
 
   test('an edited event, swapped events, a missing leaf, a bad signature, a wrong key: exit 1 naming where', async () => {
@@ -165,13 +171,20 @@ await describeEachDatabase('vigil verify', (backend) => {
     const report = JSON.parse(retained.stdout) as { valid: boolean; findings: unknown[]; notes: string[]; summary: string };
     assert.deepEqual(report.findings, []);
     assert.match(report.summary, /4 removed by retention/);
-    assert.ok(report.notes.some((note) => /4 logged events were deleted by retention \(1 signed tombstone account for them\): session v-old/.test(note)), report.notes.join('\n'));
+    assert.ok(
+      report.notes.some((note) => /4 logged events were deleted by retention \(1 signed tombstone account for them\): session v-old/.test(note)),
+      report.notes.join('\n'),
+    );
   });
 
   test('tampering in the database: an edited event in its bundle, a deleted session and a forged event in the online audit', async () => {
     // An edited payload: the export still answers, the verifier names the event.
-    const target = (await db().selectFrom('events').select(['id', 'payload']).where('session_id', '=', 'v-b').where('seq', '=', 2).executeTakeFirstOrThrow());
-    await db().updateTable('events').set({ payload: target.payload.replace('{', '{"forged":true,') }).where('id', '=', target.id).execute();
+    const target = await db().selectFrom('events').select(['id', 'payload']).where('session_id', '=', 'v-b').where('seq', '=', 2).executeTakeFirstOrThrow();
+    await db()
+      .updateTable('events')
+      .set({ payload: target.payload.replace('{', '{"forged":true,') })
+      .where('id', '=', target.id)
+      .execute();
     const editedBundle = await verify([file('b.json', await exportBundle('v-b'))]);
     assert.equal(editedBundle.status, 1);
     assert.match(editedBundle.stdout, new RegExp(`^inclusion \\[session v-b, seq 2, event ${target.id}, leaf \\d+\\]`, 'm'));
@@ -190,8 +203,17 @@ await describeEachDatabase('vigil verify', (backend) => {
     const forged = { ...last, id: 'forged-event-0001', seq: head.last_seq + 1, prev_hash: head.last_hash, ts: last.ts + 1 };
     forged.hash = sha256Hex(
       canonicalJson({
-        v: 1, id: forged.id, seq: forged.seq, timestamp: new Date(forged.ts).toISOString(), sessionId: 'v-a', agentId: forged.agent_id, eventType: forged.event_type,
-        severity: forged.severity, payload: JSON.parse(forged.payload), metadata: JSON.parse(forged.metadata), prevHash: forged.prev_hash,
+        v: 1,
+        id: forged.id,
+        seq: forged.seq,
+        timestamp: new Date(forged.ts).toISOString(),
+        sessionId: 'v-a',
+        agentId: forged.agent_id,
+        eventType: forged.event_type,
+        severity: forged.severity,
+        payload: JSON.parse(forged.payload),
+        metadata: JSON.parse(forged.metadata),
+        prevHash: forged.prev_hash,
       }),
     );
     await db().insertInto('events').values(forged).execute();

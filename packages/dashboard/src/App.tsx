@@ -114,8 +114,8 @@ function ExposedBootstrapWarning() {
   if (health.data?.firstKeyBootstrap !== 'exposed') return null;
   return (
     <p className="topbar-warning" role="alert">
-      Observe listens beyond this machine and has no API key yet: anyone who can reach it can create the first (admin) key. Create it now on the
-      sign-in page, or restart observe with <code>HOST=127.0.0.1</code>.
+      Observe listens beyond this machine and has no API key yet: anyone who can reach it can create the first (admin) key. Create it now on the sign-in page,
+      or restart observe with <code>HOST=127.0.0.1</code>.
     </p>
   );
 }
@@ -158,7 +158,14 @@ export function App() {
       <div className="signin-layout">
         <main id="main">
           <ExposedBootstrapWarning />
-          <SignInPage current={creds} notice={ended} onSignedIn={(next) => { update(next); navigate(location.query.get('next') ?? (next.observeKey ? '/' : '/approvals'), { replace: true }); }} />
+          <SignInPage
+            current={creds}
+            notice={ended}
+            onSignedIn={(next) => {
+              update(next);
+              navigate(location.query.get('next') ?? (next.observeKey ? '/' : '/approvals'), { replace: true });
+            }}
+          />
         </main>
       </div>
     );
@@ -224,7 +231,9 @@ export function App() {
             )}
             <div className="whoami">
               {creds.gate ? (
-                <span title={`Gate key “${creds.gate.keyName}”, scopes: ${creds.gate.scopes.join(', ')}; session ends ${new Date(creds.gate.expiresAt).toLocaleTimeString()}`}>
+                <span
+                  title={`Gate key “${creds.gate.keyName}”, scopes: ${creds.gate.scopes.join(', ')}; session ends ${new Date(creds.gate.expiresAt).toLocaleTimeString()}`}
+                >
                   Deciding as <strong>{creds.gate.actor}</strong> · session ends {timeAgo(creds.gate.expiresAt)}
                 </span>
               ) : (

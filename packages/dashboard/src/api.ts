@@ -190,7 +190,11 @@ async function request(service: Service, route: string, options: UntypedOptions 
     });
   } catch (error) {
     if ((error as Error).name === 'AbortError') throw error;
-    throw new ApiError(service, 0, `Could not reach ${service === 'observe' ? 'observe' : 'the gate (through observe)'}: check that Vigil is running and the network is up.`);
+    throw new ApiError(
+      service,
+      0,
+      `Could not reach ${service === 'observe' ? 'observe' : 'the gate (through observe)'}: check that Vigil is running and the network is up.`,
+    );
   }
   const text = await response.text();
   let body: unknown = undefined;

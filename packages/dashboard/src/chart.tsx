@@ -83,7 +83,14 @@ export default function ChartView({ kind, labels, series, description, height = 
             title: { display: Boolean(yLabel), text: yLabel ?? '' },
             ticks: hasFormat ? { callback: (value) => formatRef.current!(Number(value)) } : {},
           },
-          ...(hasRight && { right: { position: 'right' as const, beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: Boolean(rightLabel), text: rightLabel ?? '' } } }),
+          ...(hasRight && {
+            right: {
+              position: 'right' as const,
+              beginAtZero: true,
+              grid: { drawOnChartArea: false },
+              title: { display: Boolean(rightLabel), text: rightLabel ?? '' },
+            },
+          }),
         },
       },
     };

@@ -137,7 +137,17 @@ export function CreateForm({ create, submit, pending, failure, result, cancel, l
 }
 
 /** One checkbox per choice; `chosen` keeps the order they were ticked in. */
-export function Choices<V extends string>({ legend, options, chosen, onChange }: { legend: string; options: readonly { value: V; label: string }[]; chosen: V[]; onChange: (next: V[]) => void }) {
+export function Choices<V extends string>({
+  legend,
+  options,
+  chosen,
+  onChange,
+}: {
+  legend: string;
+  options: readonly { value: V; label: string }[];
+  chosen: V[];
+  onChange: (next: V[]) => void;
+}) {
   return (
     <fieldset>
       <legend>{legend}</legend>
@@ -185,7 +195,11 @@ export function ManagedTable<D, T>({
   subject,
   buttons,
   ...table
-}: Omit<Parameters<typeof AsyncTable<D, T>>[0], 'actions'> & { actions: readonly { error: Error | undefined }[]; subject: (row: T) => string; buttons: (row: T) => RowButton[] }) {
+}: Omit<Parameters<typeof AsyncTable<D, T>>[0], 'actions'> & {
+  actions: readonly { error: Error | undefined }[];
+  subject: (row: T) => string;
+  buttons: (row: T) => RowButton[];
+}) {
   const error = actions.find((a) => a.error)?.error;
   return (
     <>
@@ -194,7 +208,15 @@ export function ManagedTable<D, T>({
         {...table}
         actions={(row) =>
           buttons(row).map((b) => (
-            <RowAction key={b.label} tone={b.danger ? 'danger' : 'secondary'} label={b.label} subject={subject(row)} onClick={b.run} disabled={b.pending} pressed={b.pressed} />
+            <RowAction
+              key={b.label}
+              tone={b.danger ? 'danger' : 'secondary'}
+              label={b.label}
+              subject={subject(row)}
+              onClick={b.run}
+              disabled={b.pending}
+              pressed={b.pressed}
+            />
           ))
         }
       />
@@ -203,7 +225,19 @@ export function ManagedTable<D, T>({
 }
 
 /** A labelled select on one line, e.g. a section's time window; answers the chosen option's own value. */
-export function InlineSelect<V extends string | number>({ id, label, value, options, onChange }: { id: string; label: string; value: V; options: readonly { value: V; label: string }[]; onChange: (value: V) => void }) {
+export function InlineSelect<V extends string | number>({
+  id,
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  value: V;
+  options: readonly { value: V; label: string }[];
+  onChange: (value: V) => void;
+}) {
   return (
     <div className="field inline">
       <label htmlFor={id}>{label}</label>
@@ -257,7 +291,21 @@ export function CursorPager({ label, newer, older }: { label: string; newer?: ()
 }
 
 /** A labelled one-line text input. */
-export function TextField({ id, label, value, onChange, required, maxLength }: { id: string; label: string; value: string; onChange: (value: string) => void; required?: boolean; maxLength?: number }) {
+export function TextField({
+  id,
+  label,
+  value,
+  onChange,
+  required,
+  maxLength,
+}: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  required?: boolean;
+  maxLength?: number;
+}) {
   return (
     <Field label={label} htmlFor={id}>
       <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />

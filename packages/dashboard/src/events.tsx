@@ -40,7 +40,9 @@ export function summarize(eventType: string, payload: Record<string, unknown>): 
     case 'alert_resolved':
       return cut(`${str(p.alertName)} resolved${p.resolvedBy ? ` (${str(p.resolvedBy)})` : ''}`);
     case 'eval_result':
-      return cut(`${p.method === 'llm_judge' ? 'AI judgment' : 'compliance check'}: ${p.passed ? 'passed' : 'failed'} · score ${typeof p.score === 'number' ? fmtScore(p.score) : '—'}`);
+      return cut(
+        `${p.method === 'llm_judge' ? 'AI judgment' : 'compliance check'}: ${p.passed ? 'passed' : 'failed'} · score ${typeof p.score === 'number' ? fmtScore(p.score) : '—'}`,
+      );
     case 'custom':
       return cut(`${str(p.type)}: ${cut(str(p.data), 90)}`);
     default:

@@ -93,7 +93,10 @@ export function fmtBytes(bytes: number | null | undefined): string {
 
 /** JSON objects typed one a line into a textarea (blank lines skipped); the error names the line. */
 export function parseJsonLines(text: string, what: string): Record<string, unknown>[] {
-  const lines = text.split('\n').map((line, index) => ({ line: line.trim(), number: index + 1 })).filter(({ line }) => line !== '');
+  const lines = text
+    .split('\n')
+    .map((line, index) => ({ line: line.trim(), number: index + 1 }))
+    .filter(({ line }) => line !== '');
   if (lines.length === 0) throw new Error(`Type at least one ${what}: a JSON object on its own line.`);
   return lines.map(({ line, number }) => parseJsonObject(line, `Line ${number}`));
 }

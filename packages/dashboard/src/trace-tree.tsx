@@ -105,13 +105,7 @@ export function TraceTree({ tree }: { tree: SessionTree }) {
           const left = ((Date.parse(node.startTime) - origin) / span) * 100;
           const width = (node.durationMs / span) * 100;
           return (
-            <li
-              key={node.id}
-              aria-level={depth + 1}
-              className={`trace-row trace-${node.status}`}
-              data-testid="tree-row"
-              data-depth={depth}
-            >
+            <li key={node.id} aria-level={depth + 1} className={`trace-row trace-${node.status}`} data-testid="tree-row" data-depth={depth}>
               <div className="trace-label" style={{ paddingLeft: `${depth * 1.1}rem` }}>
                 {hasChildren ? (
                   <button

@@ -65,7 +65,9 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
 }
 
 /** Runs an action (approve, save, delete …) with a pending flag and its error in words. */
-export function useAction<A extends unknown[], R>(action: (...args: A) => Promise<R>): {
+export function useAction<A extends unknown[], R>(
+  action: (...args: A) => Promise<R>,
+): {
   run: (...args: A) => Promise<R | undefined>;
   pending: boolean;
   error: Error | undefined;
@@ -303,7 +305,19 @@ export function Field({ label, hint, children, htmlFor }: { label: string; hint?
   );
 }
 
-export function Pager({ offset, limit, total, onChange, label }: { offset: number; limit: number; total: number; onChange: (offset: number) => void; label: string }) {
+export function Pager({
+  offset,
+  limit,
+  total,
+  onChange,
+  label,
+}: {
+  offset: number;
+  limit: number;
+  total: number;
+  onChange: (offset: number) => void;
+  label: string;
+}) {
   if (total <= limit && offset === 0) return null;
   const last = Math.min(offset + limit, total);
   return (

@@ -12,7 +12,12 @@ import {
 } from '@vigil/platform';
 import { z } from 'zod';
 
-const commaList = z.string().transform((value) => value.split(',').map((item) => item.trim()).filter((item) => item !== ''));
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+);
 
 /** Each chat platform is on when all of its required variables are set; some but not all is a configuration error. */
 const CHAT_REQUIRED = {
@@ -21,38 +26,46 @@ const CHAT_REQUIRED = {
 } as const;
 
 /** The variables only the gate reads; docs/deploy.md lists them with the shared ones (docs/chat.md the chat ones). */
-export const gateEnvironment = environmentSlice({
-  GATE_DB_SCHEMA: schemaName.default('gate'),
-  GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
-  WEBHOOK_TIMEOUT_MS: positiveInt.default(5000),
-  WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(1).max(20).default(3),
-  WEBHOOK_SCAN_INTERVAL_MS: positiveInt.default(30_000),
-  EXPIRY_SCAN_INTERVAL_MS: positiveInt.default(5000),
-  GATE_CACHE_REFRESH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
-  OBSERVE_URL: httpUrl.optional(),
-  OBSERVE_WEBHOOK_SECRET: z.string().min(1).optional(),
-  SLACK_BOT_TOKEN: z.string().min(1).optional(),
-  SLACK_SIGNING_SECRET: z.string().min(1).optional(),
-  SLACK_CHANNEL_ID: z.string().min(1).optional(),
-  /** The Slack Web API's base (tests point it at a local fake). */
-  SLACK_API_URL: httpUrl.default('https://slack.com/api/'),
-  /** Who may decide from Slack unless a policy rule names its own: user ids, user group ids (S…), or `*`. */
-  SLACK_DECIDERS: commaList.default([]),
-  DISCORD_BOT_TOKEN: z.string().min(1).optional(),
-  DISCORD_PUBLIC_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be the application\'s public key: 64 hex digits').optional(),
-  DISCORD_CHANNEL_ID: z.string().min(1).optional(),
-  /** The Discord REST API's base (tests point it at a local fake). */
-  DISCORD_API_URL: httpUrl.default('https://discord.com/api/v10'),
-  /** Who may decide from Discord unless a policy rule names its own: user ids, `role:<role id>`, or `*`. */
-  DISCORD_DECIDERS: commaList.default([]),
-}, (env) =>
-  Object.values(CHAT_REQUIRED).flatMap((names) => {
-    const missing = names.filter((name) => env[name] === undefined);
-    return missing.length > 0 && missing.length < names.length
-      ? missing.map((variable) => ({ variable, message: `is required with ${names.filter((name) => !missing.includes(name)).join(' and ')}` }))
-      : [];
-  }),
+export const gateEnvironment = environmentSlice(
+  {
+    GATE_DB_SCHEMA: schemaName.default('gate'),
+    GATE_ADMIN_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+      .optional(),
+    WEBHOOK_TIMEOUT_MS: positiveInt.default(5000),
+    WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(1).max(20).default(3),
+    WEBHOOK_SCAN_INTERVAL_MS: positiveInt.default(30_000),
+    EXPIRY_SCAN_INTERVAL_MS: positiveInt.default(5000),
+    GATE_CACHE_REFRESH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+    OBSERVE_URL: httpUrl.optional(),
+    OBSERVE_WEBHOOK_SECRET: z.string().min(1).optional(),
+    SLACK_BOT_TOKEN: z.string().min(1).optional(),
+    SLACK_SIGNING_SECRET: z.string().min(1).optional(),
+    SLACK_CHANNEL_ID: z.string().min(1).optional(),
+    /** The Slack Web API's base (tests point it at a local fake). */
+    SLACK_API_URL: httpUrl.default('https://slack.com/api/'),
+    /** Who may decide from Slack unless a policy rule names its own: user ids, user group ids (S…), or `*`. */
+    SLACK_DECIDERS: commaList.default([]),
+    DISCORD_BOT_TOKEN: z.string().min(1).optional(),
+    DISCORD_PUBLIC_KEY: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "must be the application's public key: 64 hex digits")
+      .optional(),
+    DISCORD_CHANNEL_ID: z.string().min(1).optional(),
+    /** The Discord REST API's base (tests point it at a local fake). */
+    DISCORD_API_URL: httpUrl.default('https://discord.com/api/v10'),
+    /** Who may decide from Discord unless a policy rule names its own: user ids, `role:<role id>`, or `*`. */
+    DISCORD_DECIDERS: commaList.default([]),
+  },
+  (env) =>
+    Object.values(CHAT_REQUIRED).flatMap((names) => {
+      const missing = names.filter((name) => env[name] === undefined);
+      return missing.length > 0 && missing.length < names.length
+        ? missing.map((variable) => ({ variable, message: `is required with ${names.filter((name) => !missing.includes(name)).join(' and ')}` }))
+        : [];
+    }),
 );
 
 export type GateEnvironment = SharedEnvironment & z.output<z.ZodObject<typeof gateEnvironment.shape>>;
@@ -95,15 +108,29 @@ export function gateConfig(e: GateEnvironment, overrides: { port?: number; dataD
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, maxAttempts: e.WEBHOOK_MAX_RETRIES, scanIntervalMs: e.WEBHOOK_SCAN_INTERVAL_MS },
     expiryScanIntervalMs: e.EXPIRY_SCAN_INTERVAL_MS,
     cacheRefreshMs: e.GATE_CACHE_REFRESH_MS,
-    observe: e.OBSERVE_URL
-      ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN }
-      : undefined,
+    observe: e.OBSERVE_URL ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN } : undefined,
     chat: {
       ...(e.SLACK_BOT_TOKEN && e.SLACK_SIGNING_SECRET && e.SLACK_CHANNEL_ID
-        ? { slack: { botToken: e.SLACK_BOT_TOKEN, signingSecret: e.SLACK_SIGNING_SECRET, channel: e.SLACK_CHANNEL_ID, apiUrl: e.SLACK_API_URL, deciders: e.SLACK_DECIDERS } }
+        ? {
+            slack: {
+              botToken: e.SLACK_BOT_TOKEN,
+              signingSecret: e.SLACK_SIGNING_SECRET,
+              channel: e.SLACK_CHANNEL_ID,
+              apiUrl: e.SLACK_API_URL,
+              deciders: e.SLACK_DECIDERS,
+            },
+          }
         : {}),
       ...(e.DISCORD_BOT_TOKEN && e.DISCORD_PUBLIC_KEY && e.DISCORD_CHANNEL_ID
-        ? { discord: { botToken: e.DISCORD_BOT_TOKEN, publicKey: e.DISCORD_PUBLIC_KEY.toLowerCase(), channel: e.DISCORD_CHANNEL_ID, apiUrl: e.DISCORD_API_URL, deciders: e.DISCORD_DECIDERS } }
+        ? {
+            discord: {
+              botToken: e.DISCORD_BOT_TOKEN,
+              publicKey: e.DISCORD_PUBLIC_KEY.toLowerCase(),
+              channel: e.DISCORD_CHANNEL_ID,
+              apiUrl: e.DISCORD_API_URL,
+              deciders: e.DISCORD_DECIDERS,
+            },
+          }
         : {}),
     },
   };

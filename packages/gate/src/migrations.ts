@@ -1,5 +1,13 @@
 import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit/chain.ts';
-import { backfillLeaves, createAdminChangeTable, createAuditLogTables, createLeaseTable, epochMsType, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import {
+  backfillLeaves,
+  createAdminChangeTable,
+  createAuditLogTables,
+  createLeaseTable,
+  epochMsType,
+  withDeliveryColumns,
+  type MigrationStep,
+} from '@vigil/platform';
 import { sql } from 'kysely';
 import { createChatMessageTable } from './chat/index.ts';
 
@@ -148,10 +156,19 @@ export const gateMigrations: Record<string, MigrationStep> = {
    * shown (time, then id). The unique (request_id, seq) index means two writers can never fork a chain.
    */
   async '0005_audit_chain'(db) {
-    await db.schema.alterTable('audit_entries').addColumn('seq', 'integer', (c) => c.notNull().defaultTo(-1)).execute();
+    await db.schema
+      .alterTable('audit_entries')
+      .addColumn('seq', 'integer', (c) => c.notNull().defaultTo(-1))
+      .execute();
     await db.schema.alterTable('audit_entries').addColumn('prev_hash', 'text').execute();
-    await db.schema.alterTable('audit_entries').addColumn('hash', 'text', (c) => c.notNull().defaultTo('')).execute();
-    await db.schema.alterTable('requests').addColumn('audit_head_seq', 'integer', (c) => c.notNull().defaultTo(-1)).execute();
+    await db.schema
+      .alterTable('audit_entries')
+      .addColumn('hash', 'text', (c) => c.notNull().defaultTo(''))
+      .execute();
+    await db.schema
+      .alterTable('requests')
+      .addColumn('audit_head_seq', 'integer', (c) => c.notNull().defaultTo(-1))
+      .execute();
     await db.schema.alterTable('requests').addColumn('audit_head_hash', 'text').execute();
     const rows = (await db.selectFrom('audit_entries').selectAll().orderBy('request_id').orderBy('ts').orderBy('id').execute()) as StoredAuditEntry[];
     let requestId: string | null = null;

@@ -102,8 +102,13 @@ export async function relinkAuditChain(database: GateDatabase, requestId: string
   let previous: string | null = null;
   for (const row of rows) {
     const hash = auditEntryHash(chainEntryOf(row), previous);
-    if (hash !== row.hash || row.prev_hash !== previous) await database.db.updateTable('audit_entries').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
+    if (hash !== row.hash || row.prev_hash !== previous)
+      await database.db.updateTable('audit_entries').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
     previous = hash;
   }
-  await database.db.updateTable('requests').set({ audit_head_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, audit_head_hash: previous }).where('id', '=', requestId).execute();
+  await database.db
+    .updateTable('requests')
+    .set({ audit_head_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, audit_head_hash: previous })
+    .where('id', '=', requestId)
+    .execute();
 }

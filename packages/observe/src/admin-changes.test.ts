@@ -89,10 +89,20 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
   });
 
   test('a guardrail: created, updated, disabled, deleted; a refused change writes nothing', async () => {
-    const body = { name: 'too many errors', conditionType: 'error_rate_threshold', conditionConfig: { threshold: 50 }, actionType: 'pause_agent', actionConfig: { reason: 'errors' } };
+    const body = {
+      name: 'too many errors',
+      conditionType: 'error_rate_threshold',
+      conditionConfig: { threshold: 50 },
+      actionType: 'pause_agent',
+      actionConfig: { reason: 'errors' },
+    };
     const { id } = await send('POST', '/api/guardrails', body, 201);
     await send('PUT', `/api/guardrails/${id}`, { cooldownMinutes: 30 });
-    assertObserveError(await as(admin, { method: 'PUT', url: `/api/guardrails/${id}`, payload: { actionType: 'notify_webhook' } }), 400, 'action without its config');
+    assertObserveError(
+      await as(admin, { method: 'PUT', url: `/api/guardrails/${id}`, payload: { actionType: 'notify_webhook' } }),
+      400,
+      'action without its config',
+    );
     await send('PUT', `/api/guardrails/${id}`, { enabled: false });
     await send('DELETE', `/api/guardrails/${id}`);
     const [created, updated, disabled, deleted, ...rest] = await historyOf(id);
@@ -140,7 +150,11 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
     const { db } = observe.service.context.database;
     await sql`alter table admin_changes rename to admin_changes_away`.execute(db);
     try {
-      const response = await as(admin, { method: 'POST', url: '/api/alerts/rules', payload: { name: 'orphan', condition: 'cost_exceeds', threshold: 1, windowMinutes: 5 } });
+      const response = await as(admin, {
+        method: 'POST',
+        url: '/api/alerts/rules',
+        payload: { name: 'orphan', condition: 'cost_exceeds', threshold: 1, windowMinutes: 5 },
+      });
       assert.ok(response.statusCode >= 500, response.body);
     } finally {
       await sql`alter table admin_changes_away rename to admin_changes`.execute(db);
@@ -156,13 +170,25 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
     const reader = await send('POST', '/api/keys', { name: 'reader', scopes: ['read'] }, 201);
     const ingester = await send('POST', '/api/keys', { name: 'ingester', scopes: ['ingest'] }, 201);
 
-    assert.deepEqual((await changes('?resource=alert_rule')).entries.map((e) => e.action), ['deleted', 'created']);
-    assert.deepEqual((await changes('?action=deleted')).entries.map((e) => e.resourceId), [rule.id]);
-    assert.deepEqual((await changes(`?resourceId=${reader.id}`)).entries.map((e) => e.action), ['created']);
+    assert.deepEqual(
+      (await changes('?resource=alert_rule')).entries.map((e) => e.action),
+      ['deleted', 'created'],
+    );
+    assert.deepEqual(
+      (await changes('?action=deleted')).entries.map((e) => e.resourceId),
+      [rule.id],
+    );
+    assert.deepEqual(
+      (await changes(`?resourceId=${reader.id}`)).entries.map((e) => e.action),
+      ['created'],
+    );
     const byAdmin = await changes(`?keyId=${adminId}`);
     assert.ok(byAdmin.entries.length === 4 && byAdmin.entries.every((e) => e.actorKeyId === adminId));
     const t0 = Date.parse('2026-11-22T10:00:00.000Z');
-    assert.deepEqual((await changes(`?to=${new Date(t0).toISOString()}`)).entries.map((e) => e.action), ['created', 'created', 'created']);
+    assert.deepEqual(
+      (await changes(`?to=${new Date(t0).toISOString()}`)).entries.map((e) => e.action),
+      ['created', 'created', 'created'],
+    );
     assert.equal((await changes(`?from=${new Date(t0 + 1).toISOString()}`)).entries.length, 3);
 
     const all = await changes();
@@ -174,7 +200,10 @@ await describeEachDatabase('observe admin changes: every key, rule, guardrail an
       seen.push(...page.entries.map((e) => e.id));
       cursor = page.nextCursor;
     } while (cursor !== null);
-    assert.deepEqual(seen, all.entries.map((e) => e.id));
+    assert.deepEqual(
+      seen,
+      all.entries.map((e) => e.id),
+    );
     assert.equal(seen.length, 6);
 
     for (const query of ['?resource=robot', '?action=exploded', '?limit=0', '?limit=501', '?cursor=not-ours', '?colour=red', '?to=tomorrow']) {

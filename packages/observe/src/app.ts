@@ -52,7 +52,14 @@ export interface ObserveService {
   context: ObserveContext;
   /** Dataset runs (evals/): the worker kicked by new runs and its periodic job (resumes unfinished cases). */
   evalRuns: EvalRuns;
-  jobs: { retention: PeriodicJob; auditCheckpoint: PeriodicJob; alerts: PeriodicJob; healthSnapshots: PeriodicJob; embeddings: PeriodicJob; guardrails: PeriodicJob };
+  jobs: {
+    retention: PeriodicJob;
+    auditCheckpoint: PeriodicJob;
+    alerts: PeriodicJob;
+    healthSnapshots: PeriodicJob;
+    embeddings: PeriodicJob;
+    guardrails: PeriodicJob;
+  };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
   /** The live event streams of GET /api/stream. */

@@ -45,9 +45,15 @@ interface Event {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const llmResponse = (callId: string, provider: string, model: string, finishReason: string): Body => ({
-  callId, provider, model, completion: 'ok', finishReason, toolCalls: [],
+  callId,
+  provider,
+  model,
+  completion: 'ok',
+  finishReason,
+  toolCalls: [],
   usage: { inputTokens: MAX_TOKENS, outputTokens: MAX_TOKENS, totalTokens: 2 * MAX_TOKENS },
-  costUsd: MAX_COST_USD, latencyMs: MAX_DURATION_MS,
+  costUsd: MAX_COST_USD,
+  latencyMs: MAX_DURATION_MS,
 });
 
 /** Every event type with a number, at its largest accepted value. */
@@ -62,7 +68,12 @@ function sessionEvents(agentId: string, index: number): Event[] {
     MODELS.forEach(({ provider, model }, m) => {
       for (let r = 0; r < REPEAT; r++) add(at, 'llm_response', llmResponse(`${sessionId}-${hoursBack}-${m}-${r}`, provider, model, r === 0 ? 'error' : 'stop'));
       add(at, 'cost_tracked', {
-        provider, model, inputTokens: MAX_TOKENS, outputTokens: MAX_TOKENS, totalTokens: 2 * MAX_TOKENS, costUsd: MAX_COST_USD,
+        provider,
+        model,
+        inputTokens: MAX_TOKENS,
+        outputTokens: MAX_TOKENS,
+        totalTokens: 2 * MAX_TOKENS,
+        costUsd: MAX_COST_USD,
       });
     });
     for (const toolName of TOOLS) {
@@ -137,7 +148,10 @@ async function rowCounts(observe: TestObserve): Promise<Record<string, number>> 
   const { db } = observe.service.context.database;
   const out: Record<string, number> = {};
   for (const table of ['events', 'sessions', 'agents', 'event_rollups', 'guardrail_rules', 'alert_rules', 'evaluators'] as const) {
-    const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     out[table] = Number(row.n);
   }
   return out;
@@ -161,7 +175,10 @@ await describeEachDatabase('numeric bounds: events at the largest accepted value
     // The first agents' events come in one batch each (their rollup cells are summed before the
     // write); the last agent's one per request (the database adds each to its cell).
     const last = AGENTS.at(-1);
-    const batches = [...AGENTS.slice(0, -1).map((agentId) => events.filter((e) => e.agentId === agentId)), ...events.filter((e) => e.agentId === last).map((e) => [e])];
+    const batches = [
+      ...AGENTS.slice(0, -1).map((agentId) => events.filter((e) => e.agentId === agentId)),
+      ...events.filter((e) => e.agentId === last).map((e) => [e]),
+    ];
     for (const batch of batches) {
       const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events: batch } });
       assert.equal(response.statusCode, 201, response.body.slice(0, 1000));
@@ -181,7 +198,8 @@ await describeEachDatabase('numeric bounds: events at the largest accepted value
     // Percentiles come from the latency sketches: within their 1 % of the one value timed.
     const withoutPercentiles = (body: Body): Body => {
       const { p50LatencyMs, p95LatencyMs, p99LatencyMs, ...rest } = body;
-      for (const p of [p50LatencyMs, p95LatencyMs, p99LatencyMs] as number[]) assert.ok(Math.abs(p - MAX_DURATION_MS) <= 0.01 * MAX_DURATION_MS, `percentile ${p}`);
+      for (const p of [p50LatencyMs, p95LatencyMs, p99LatencyMs] as number[])
+        assert.ok(Math.abs(p - MAX_DURATION_MS) <= 0.01 * MAX_DURATION_MS, `percentile ${p}`);
       return rest;
     };
     const overview = await get<{ totals: Body }>('/api/analytics');
@@ -218,7 +236,13 @@ await describeEachDatabase('numeric bounds: events at the largest accepted value
       assert.ok(response.statusCode === 200 || response.statusCode === 201, `${url}: ${response.body}`);
       return response.json() as Body;
     };
-    for (const [condition, threshold] of [['cost_exceeds', 0], ['latency_exceeds', 0], ['event_count_exceeds', 0], ['error_rate_exceeds', 0], ['cost_exceeds', MAX_FIGURE]] as const) {
+    for (const [condition, threshold] of [
+      ['cost_exceeds', 0],
+      ['latency_exceeds', 0],
+      ['event_count_exceeds', 0],
+      ['error_rate_exceeds', 0],
+      ['cost_exceeds', MAX_FIGURE],
+    ] as const) {
       await post('/api/alerts/rules', { name: `${condition} ${threshold}`, condition, threshold, windowMinutes: 43_200 });
     }
     const guardrails = [
@@ -265,27 +289,44 @@ await describeEachDatabase('numeric bounds: events at the largest accepted value
     const everything = 'from=0000-01-01T00:00:00.000Z&to=9999-12-31T23:59:59.999Z';
     const urls = [
       ...['hour', 'day', 'week'].map((g) => `/api/analytics?granularity=${g}&from=${iso(NOW - 7 * 24 * HOUR)}`),
-      '/api/analytics/llm', `/api/analytics/llm?granularity=day&from=${iso(NOW - 9 * 24 * HOUR)}`,
-      '/api/analytics/costs', `/api/analytics/costs?granularity=week&from=${iso(NOW - 9 * 24 * HOUR)}`,
-      '/api/analytics/agents', `/api/analytics/agents?${everything}`,
-      '/api/analytics/tools', `/api/analytics/tools?${everything}`,
+      '/api/analytics/llm',
+      `/api/analytics/llm?granularity=day&from=${iso(NOW - 9 * 24 * HOUR)}`,
+      '/api/analytics/costs',
+      `/api/analytics/costs?granularity=week&from=${iso(NOW - 9 * 24 * HOUR)}`,
+      '/api/analytics/agents',
+      `/api/analytics/agents?${everything}`,
+      '/api/analytics/tools',
+      `/api/analytics/tools?${everything}`,
       ...AGENTS.flatMap((id) => [`/api/agents/${id}/health`, `/api/agents/${id}/health?window=90`]),
-      '/api/health/overview', '/api/health/overview?window=90', `/api/health/history?agentId=${agentId}`,
+      '/api/health/overview',
+      '/api/health/overview?window=90',
+      `/api/health/history?agentId=${agentId}`,
       '/api/stats',
-      '/api/optimize/recommendations', '/api/optimize/recommendations?period=90',
+      '/api/optimize/recommendations',
+      '/api/optimize/recommendations?period=90',
       ...ANALYSES.map((analysis) => `/api/reflect?analysis=${analysis}`),
       ...ANALYSES.map((analysis) => `/api/reflect?analysis=${analysis}&agentId=${agentId}`),
-      '/api/sessions', `/api/sessions?agentId=${agentId}`, `/api/sessions/${sessionId}`, `/api/sessions/${sessionId}/timeline`,
-      `/api/sessions/${sessionId}/replay?limit=500`, `/api/sessions/${sessionId}/replay?offset=100&limit=10`,
-      '/api/agents', `/api/agents/${agentId}`,
+      '/api/sessions',
+      `/api/sessions?agentId=${agentId}`,
+      `/api/sessions/${sessionId}`,
+      `/api/sessions/${sessionId}/timeline`,
+      `/api/sessions/${sessionId}/replay?limit=500`,
+      `/api/sessions/${sessionId}/replay?offset=100&limit=10`,
+      '/api/agents',
+      `/api/agents/${agentId}`,
       `/api/benchmarks/${benchmark.id}/results`,
-      '/api/events?limit=500', `/api/audit/verify?sessionId=${sessionId}`,
+      '/api/events?limit=500',
+      `/api/audit/verify?sessionId=${sessionId}`,
     ];
     // Every route that reports figures is read above: a new one must be added here.
     const FIGURE_ROUTES = /^\/api\/(analytics|health\/|agents\/:id\/health|stats|optimize|reflect|benchmarks\/:id\/results)/;
     const routes = observe.service.app.routeTable.filter((r) => r.method === 'GET' && FIGURE_ROUTES.test(r.url)).map((r) => r.url);
     const read = new Set(urls.map((url) => url.split('?')[0]!.replace(new RegExp(`/(${[...AGENTS, sessionId, benchmark.id].join('|')})(?=/|$)`), '/:id')));
-    assert.deepEqual(routes.filter((url) => !read.has(url)), [], 'every figure route is read');
+    assert.deepEqual(
+      routes.filter((url) => !read.has(url)),
+      [],
+      'every figure route is read',
+    );
 
     for (const url of urls) await get(url);
 
@@ -400,7 +441,11 @@ const CASES: Beyond[] = [
     },
     {
       name: `guardrail maxCostUsd ${side}`,
-      request: { method: 'POST', url: '/api/guardrails', payload: { name: 'g', conditionType: 'cost_limit', conditionConfig: { maxCostUsd: value }, actionType: 'pause_agent' } },
+      request: {
+        method: 'POST',
+        url: '/api/guardrails',
+        payload: { name: 'g', conditionType: 'cost_limit', conditionConfig: { maxCostUsd: value }, actionType: 'pause_agent' },
+      },
       path: 'conditionConfig.maxCostUsd',
     },
     {
@@ -444,7 +489,10 @@ await describeEachDatabase('numeric bounds: a value just beyond a bound', (backe
       const before = await rowCounts(observe);
       const response = 'webhook' in c.request ? await sendWebhook(observe, c.request.webhook) : await observe.call(c.request);
       const details = errorDetails(response);
-      assert.ok(details.some((d) => d.path === c.path), `${c.name}: ${response.body}`);
+      assert.ok(
+        details.some((d) => d.path === c.path),
+        `${c.name}: ${response.body}`,
+      );
       assert.deepEqual(await rowCounts(observe), before, `${c.name}: nothing stored`);
     }
     assert.ok(CASES.length >= 50);
@@ -496,7 +544,8 @@ await describeEachDatabase('numeric bounds: session durations from the widest ti
       assertFiniteNumbers(body, url);
       return body;
     };
-    const near = (value: number, expected: number, what: string) => assert.ok(Math.abs(value - expected) <= expected * 1e-9, `${what}: ${value} vs ${expected}`);
+    const near = (value: number, expected: number, what: string) =>
+      assert.ok(Math.abs(value - expected) <= expected * 1e-9, `${what}: ${value} vs ${expected}`);
     const { agents } = await read<{ agents: { agentId: string; sessionCount: number; avgDurationMs: number }[] }>('/api/analytics/agents');
     assert.equal(agents[0]!.sessionCount, sessions);
     near(agents[0]!.avgDurationMs, duration, 'mean session duration');

@@ -34,7 +34,10 @@ export function showBound(n: number): string {
  */
 export function boundedNumber(min: number, max: number, field?: string, typeError?: string) {
   const message = `${field === undefined ? 'must be' : `${field} must be`} ${showBound(min)} to ${showBound(max)}`;
-  return z.number(typeError === undefined ? undefined : { error: typeError }).min(min, message).max(max, message);
+  return z
+    .number(typeError === undefined ? undefined : { error: typeError })
+    .min(min, message)
+    .max(max, message);
 }
 
 /** A whole number from 0 to `max`. */

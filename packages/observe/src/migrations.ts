@@ -1,4 +1,14 @@
-import { createAdminChangeTable, createFullTextIndex, createLeaseTable, epochMsType, floatType, jsonArrayLength, jsonText, withDeliveryColumns, type MigrationStep } from '@vigil/platform';
+import {
+  createAdminChangeTable,
+  createFullTextIndex,
+  createLeaseTable,
+  epochMsType,
+  floatType,
+  jsonArrayLength,
+  jsonText,
+  withDeliveryColumns,
+  type MigrationStep,
+} from '@vigil/platform';
 import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
@@ -139,13 +149,7 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await db.schema.createIndex('alert_history_rule_triggered').on('alert_history').columns(['rule_id', 'triggered_at']).execute();
     await db.schema.createIndex('alert_history_triggered').on('alert_history').columns(['triggered_at', 'id']).execute();
     // At most one open entry per rule, enforced by the database (and the index that finds it).
-    await db.schema
-      .createIndex('alert_history_open')
-      .on('alert_history')
-      .column('rule_id')
-      .unique()
-      .where(sql.ref('resolved_at'), 'is', null)
-      .execute();
+    await db.schema.createIndex('alert_history_open').on('alert_history').column('rule_id').unique().where(sql.ref('resolved_at'), 'is', null).execute();
 
     await withDeliveryColumns(
       db.schema
@@ -240,12 +244,7 @@ export const observeMigrations: Record<string, MigrationStep> = {
     // found by age for purging.
     await db.schema.createIndex('embeddings_model_seq').on('embeddings').columns(['model', 'updated_seq']).execute();
     await db.schema.createIndex('embeddings_session').on('embeddings').columns(['session_id', 'deleted']).execute();
-    await db.schema
-      .createIndex('embeddings_tombstones')
-      .on('embeddings')
-      .column('last_ts')
-      .where(sql.ref('deleted'), '=', 1)
-      .execute();
+    await db.schema.createIndex('embeddings_tombstones').on('embeddings').column('last_ts').where(sql.ref('deleted'), '=', 1).execute();
 
     await db.schema
       .createTable('embedding_meta')
@@ -257,8 +256,22 @@ export const observeMigrations: Record<string, MigrationStep> = {
 
     // History stored before this step is queued like new events (the worker drains it in the
     // background; it skips events without text, e.g. a session_ended without summary).
-    const embedded = sql.join(['tool_call', 'tool_error', 'llm_call', 'llm_response', 'session_ended', 'approval_requested',
-      'approval_granted', 'approval_denied', 'approval_expired', 'alert_triggered', 'custom', 'eval_result'].map((t) => sql.lit(t)));
+    const embedded = sql.join(
+      [
+        'tool_call',
+        'tool_error',
+        'llm_call',
+        'llm_response',
+        'session_ended',
+        'approval_requested',
+        'approval_granted',
+        'approval_denied',
+        'approval_expired',
+        'alert_triggered',
+        'custom',
+        'eval_result',
+      ].map((t) => sql.lit(t)),
+    );
     await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)
       select 'event', id, 0, 0, 0, null, null, 0 from events where event_type in (${embedded})`.execute(db);
     await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)
@@ -473,7 +486,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
     let moved = 0;
     for (const owner of owners) {
       moved += Number(owner.n);
-      await db.updateTable('agents').set({ session_count: sql`session_count - ${Number(owner.n)}` }).where('id', '=', owner.agent_id).execute();
+      await db
+        .updateTable('agents')
+        .set({ session_count: sql`session_count - ${Number(owner.n)}` })
+        .where('id', '=', owner.agent_id)
+        .execute();
     }
     const first = Math.min(...owners.map((o) => Number(o.first)));
     const last = Math.max(...owners.map((o) => Number(o.last)));
@@ -502,7 +519,11 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .addColumn('max_ts', epochMsType, (c) => c.notNull())
       .addColumn('created_at', epochMsType, (c) => c.notNull())
       .execute();
-    await db.schema.createTable('stream_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('last_pos', 'bigint', (c) => c.notNull()).execute();
+    await db.schema
+      .createTable('stream_head')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('last_pos', 'bigint', (c) => c.notNull())
+      .execute();
     await db.insertInto('stream_head').values({ id: 1, last_pos: 0 }).execute();
     await db.schema
       .createTable('stream_tokens')
@@ -549,6 +570,10 @@ export const observeMigrations: Record<string, MigrationStep> = {
    * SQLite's planner does not take it for these queries.)
    */
   async '0018_tool_call_order_index'(db) {
-    await db.schema.createIndex('events_type_session_seq').on('events').columns(['event_type', 'session_id', 'seq', 'ts', 'tool_name', 'call_id', 'agent_id']).execute();
+    await db.schema
+      .createIndex('events_type_session_seq')
+      .on('events')
+      .columns(['event_type', 'session_id', 'seq', 'ts', 'tool_name', 'call_id', 'agent_id'])
+      .execute();
   },
 };

@@ -56,8 +56,7 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
     config,
     clock,
     key,
-    call: (request) =>
-      service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } }),
+    call: (request) => service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } }),
     close: () => service.app.close(),
   };
 }
@@ -84,12 +83,26 @@ export async function relinkChain(database: ObserveDatabase, sessionId: string):
   const rows = await database.db.selectFrom('events').selectAll().where('session_id', '=', sessionId).orderBy('seq').execute();
   let previous: string | null = null;
   for (const row of rows) {
-    const link = { id: row.id, seq: row.seq, timestamp: new Date(row.ts).toISOString(), sessionId, agentId: row.agent_id, eventType: row.event_type, severity: row.severity, prevHash: previous };
+    const link = {
+      id: row.id,
+      seq: row.seq,
+      timestamp: new Date(row.ts).toISOString(),
+      sessionId,
+      agentId: row.agent_id,
+      eventType: row.event_type,
+      severity: row.severity,
+      prevHash: previous,
+    };
     const hash = chainHashOfCanonical(link, row.payload, row.metadata);
-    if (hash !== row.hash || row.prev_hash !== previous) await database.db.updateTable('events').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
+    if (hash !== row.hash || row.prev_hash !== previous)
+      await database.db.updateTable('events').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
     previous = hash;
   }
-  await database.db.updateTable('sessions').set({ last_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, last_hash: previous }).where('id', '=', sessionId).execute();
+  await database.db
+    .updateTable('sessions')
+    .set({ last_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, last_hash: previous })
+    .where('id', '=', sessionId)
+    .execute();
 }
 
 /** The manual clock the test instance was started with (the default). */
@@ -179,7 +192,11 @@ export function assertErrorShape(body: unknown, status: number, context = ''): O
       assert.equal(typeof detail.message, 'string', context);
     }
   }
-  assert.deepEqual(Object.keys(record).filter((key) => !['error', 'status', 'details'].includes(key)), [], `${context}: only error, status, details`);
+  assert.deepEqual(
+    Object.keys(record).filter((key) => !['error', 'status', 'details'].includes(key)),
+    [],
+    `${context}: only error, status, details`,
+  );
   return record as unknown as ObserveErrorBody;
 }
 

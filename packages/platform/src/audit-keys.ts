@@ -55,12 +55,13 @@ function signingKeyOf(privateKey: KeyObject): SigningKey {
 export function loadSigningKey(configured: string | undefined, dataDir: string): SigningKey {
   if (configured !== undefined) {
     const text = configured.trim();
-    const key = text.startsWith('-----BEGIN')
-      ? createPrivateKey(text)
-      : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' });
+    const key = text.startsWith('-----BEGIN') ? createPrivateKey(text) : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' });
     return signingKeyOf(key);
   }
-  const pem = readOrCreateSecretFile(join(dataDir, SIGNING_KEY_FILE), () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string);
+  const pem = readOrCreateSecretFile(
+    join(dataDir, SIGNING_KEY_FILE),
+    () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+  );
   return signingKeyOf(createPrivateKey(pem));
 }
 

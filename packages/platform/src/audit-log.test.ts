@@ -54,7 +54,10 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
 
   test('only nodes of 16 leaves and more are stored', async () => {
     const levels = await database.db.selectFrom('audit_log_nodes').select('level').distinct().orderBy('level').execute();
-    assert.deepEqual(levels.map((row) => row.level), [4, 5, 6]);
+    assert.deepEqual(
+      levels.map((row) => row.level),
+      [4, 5, 6],
+    );
   });
 
   test('every root, inclusion proof and consistency proof equals the RFC computed from the leaves', async () => {

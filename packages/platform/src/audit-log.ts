@@ -8,7 +8,16 @@ import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type Dia
 import { DeliveryQueue, newDelivery, withDeliveryColumns, type DeliveryColumns } from './deliveries.ts';
 import { newId } from './ids.ts';
 import {
-  completedBy, consistencyProof, inclusionProof, leafHash, nodeHash, nodesNeeded, perfectRun, treeRoot, type NodeReader, type NodeRef,
+  completedBy,
+  consistencyProof,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  nodesNeeded,
+  perfectRun,
+  treeRoot,
+  type NodeReader,
+  type NodeRef,
 } from './merkle.ts';
 import { toIso } from './time.ts';
 import { VIGIL_VERSION } from './version.ts';
@@ -93,7 +102,11 @@ export interface AuditLogTables {
 
 /** Migration step body: every table of a new log (observe's log came in two steps: its 0016 and 0017). */
 export async function createAuditLogTables(db: MigrationDb): Promise<void> {
-  await db.schema.createTable('audit_log_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.schema
+    .createTable('audit_log_head')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('size', 'bigint', (c) => c.notNull())
+    .execute();
   await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
   await db.schema
     .createTable('audit_log_leaves')
@@ -129,7 +142,11 @@ export async function createAuditLogTables(db: MigrationDb): Promise<void> {
 
 /** The built-nodes row, tombstone and witness tables (observe's migration 0017 adds them to its earlier log, whose nodes are built). */
 export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0): Promise<void> {
-  await db.schema.createTable('audit_log_built').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.schema
+    .createTable('audit_log_built')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('size', 'bigint', (c) => c.notNull())
+    .execute();
   await db.insertInto('audit_log_built').values({ id: 1, size: builtSize }).execute();
   await db.schema
     .createTable('audit_tombstones')
@@ -139,7 +156,10 @@ export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0
     .addColumn('signature', 'text', (c) => c.notNull())
     .execute();
   await withDeliveryColumns(
-    db.schema.createTable('audit_witness_deliveries').addColumn('id', 'text', (c) => c.primaryKey()).addColumn('tree_size', 'bigint', (c) => c.notNull()),
+    db.schema
+      .createTable('audit_witness_deliveries')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('tree_size', 'bigint', (c) => c.notNull()),
   ).execute();
   await db.schema.createIndex('audit_witness_deliveries_due').on('audit_witness_deliveries').columns(['status', 'next_attempt_at']).execute();
 }
@@ -247,7 +267,13 @@ export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Sc
 export async function backfillLeaves(db: MigrationDb, dialect: DialectName, table: string, scopeColumn: string): Promise<void> {
   let after: { ts: number; scope: string; seq: number } | null = null;
   for (;;) {
-    let page = db.selectFrom(table).select(['id', 'hash', 'ts', 'seq', `${scopeColumn} as scope`]).orderBy('ts').orderBy(scopeColumn).orderBy('seq').limit(1000);
+    let page = db
+      .selectFrom(table)
+      .select(['id', 'hash', 'ts', 'seq', `${scopeColumn} as scope`])
+      .orderBy('ts')
+      .orderBy(scopeColumn)
+      .orderBy('seq')
+      .limit(1000);
     if (after !== null) {
       const { ts, scope, seq } = after;
       page = page.where((eb) =>
@@ -260,7 +286,19 @@ export async function backfillLeaves(db: MigrationDb, dialect: DialectName, tabl
     }
     const rows = (await page.execute()) as { id: string; hash: string; ts: number; scope: string; seq: number }[];
     if (rows.length === 0) return;
-    const logged = new Set((await db.selectFrom('audit_log_leaves').select('item_id').where('item_id', 'in', rows.map((row) => row.id)).execute()).map((row) => row.item_id as string));
+    const logged = new Set(
+      (
+        await db
+          .selectFrom('audit_log_leaves')
+          .select('item_id')
+          .where(
+            'item_id',
+            'in',
+            rows.map((row) => row.id),
+          )
+          .execute()
+      ).map((row) => row.item_id as string),
+    );
     const leaves = rows.filter((row) => !logged.has(row.id)).map((row) => ({ itemId: row.id, scopeId: row.scope, data: Buffer.from(row.hash, 'hex') }));
     await appendLeaves(db, dialect, leaves);
     after = rows[rows.length - 1]!;
@@ -283,14 +321,22 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
   if (Number(built.size) >= size) return;
   for (;;) {
     const done = await db.transaction().execute(async (trx) => {
-      const built = Number((await forUpdate(trx.selectFrom('audit_log_built').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
+      const built = Number(
+        (await forUpdate(trx.selectFrom('audit_log_built').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size,
+      );
       if (built >= size) return true;
       const end = Math.min(size, built + BUILD_CHUNK);
       const frontier = perfectRun(0, built);
       const readFrontier = await readNodes(trx, frontier);
       const known = new Map<number, Buffer>();
       for (const node of frontier) known.set(nodeKey(node.level, node.index), readFrontier(node.level, node.index));
-      const leaves = await trx.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('idx', '>=', built).where('idx', '<', end).orderBy('idx').execute();
+      const leaves = await trx
+        .selectFrom('audit_log_leaves')
+        .select(['idx', 'leaf_hash'])
+        .where('idx', '>=', built)
+        .where('idx', '<', end)
+        .orderBy('idx')
+        .execute();
       if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
       for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), Buffer.from(leaf.leaf_hash, 'hex'));
       const nodes: AuditLogNodeRow[] = [];
@@ -367,7 +413,11 @@ export async function readLeavesOf<Schema extends AuditLogTables>(
   const view = tablesOf<AuditLogTables, Schema>(db);
   const found = new Map<string, { index: number; leafHash: string }>();
   for (let i = 0; i < itemIds.length; i += 500) {
-    const rows = await view.selectFrom('audit_log_leaves').select(['item_id', 'idx', 'leaf_hash']).where('item_id', 'in', itemIds.slice(i, i + 500)).execute();
+    const rows = await view
+      .selectFrom('audit_log_leaves')
+      .select(['item_id', 'idx', 'leaf_hash'])
+      .where('item_id', 'in', itemIds.slice(i, i + 500))
+      .execute();
     for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
   }
   return found;
@@ -470,7 +520,10 @@ export class AuditLog<Schema extends AuditLogTables> {
       const text = canonicalJson({ ...body, v: 1, kind: 'tombstone', log: this.name, timestamp, keyId: this.key.keyId });
       return { scopeId, text, signature: signBytes(this.key, Buffer.from(text, 'utf8')) };
     });
-    const start = await this.append(trx, signed.map((t) => ({ itemId: newId(), scopeId: t.scopeId, data: Buffer.from(t.text, 'utf8') })));
+    const start = await this.append(
+      trx,
+      signed.map((t) => ({ itemId: newId(), scopeId: t.scopeId, data: Buffer.from(t.text, 'utf8') })),
+    );
     await tablesOf<AuditLogTables, Schema>(trx)
       .insertInto('audit_tombstones')
       .values(signed.map((t, i) => ({ leaf_idx: start + i, scope_id: t.scopeId, body: t.text, signature: t.signature })))

@@ -21,7 +21,9 @@ export function auditCheckpointSchema(log: string) {
       rootHash: hex.describe('MTH of the first treeSize leaves (RFC 9162), hex'),
       timestamp: z.string(),
       keyId: z.string().describe('Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key'),
-      signature: z.string().describe(`Base64 Ed25519 signature over the canonical JSON of {keyId, log: "${log}", rootHash, timestamp, treeSize} (docs/audit.md)`),
+      signature: z
+        .string()
+        .describe(`Base64 Ed25519 signature over the canonical JSON of {keyId, log: "${log}", rootHash, timestamp, treeSize} (docs/audit.md)`),
     })
     .describe('A signed tree head of the audit log');
 }

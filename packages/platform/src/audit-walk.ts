@@ -116,7 +116,9 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
       });
       const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
       const consistency =
-        since === undefined ? undefined : { from: since, to: checkpoint.treeSize, proof: (await log.consistencyPath(since, checkpoint.treeSize)).map((hash) => hash.toString('hex')) };
+        since === undefined
+          ? undefined
+          : { from: since, to: checkpoint.treeSize, proof: (await log.consistencyPath(since, checkpoint.treeSize)).map((hash) => hash.toString('hex')) };
       const bundle = {
         format: BUNDLE_FORMAT,
         log: log.name,
@@ -184,7 +186,10 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
         tags: ['audit'],
         querystring: z.object({ cursor: z.string().optional(), limit: pageLimit }),
         response: {
-          200: z.object({ [names.items]: z.array(z.object({ [scopeId]: z.string(), seq: z.number().int(), [itemId]: z.string() })), nextCursor: z.string().nullable() }),
+          200: z.object({
+            [names.items]: z.array(z.object({ [scopeId]: z.string(), seq: z.number().int(), [itemId]: z.string() })),
+            nextCursor: z.string().nullable(),
+          }),
         },
       },
     },

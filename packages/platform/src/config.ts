@@ -2,9 +2,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
 
 // The parsing kit every service's configuration is written with.
-export const booleanFlag = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+export const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 export const port = z.coerce.number().int().min(0).max(65535);
 export const positiveInt = z.coerce.number().int().positive();
@@ -73,7 +71,14 @@ export const sharedEnvironment = environmentSlice({
   METRICS_ALLOW_IPS: z
     .string()
     .default('127.0.0.1,::1')
-    .transform((value) => (value.trim() === 'none' ? [] : value.split(',').map((ip) => ip.trim()).filter((ip) => ip !== ''))),
+    .transform((value) =>
+      value.trim() === 'none'
+        ? []
+        : value
+            .split(',')
+            .map((ip) => ip.trim())
+            .filter((ip) => ip !== ''),
+    ),
   /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
   AUDIT_SIGNING_KEY: z.string().min(1).optional(),
   /** A checkpoint is signed once this many items were logged through an instance since its last one... */
@@ -83,7 +88,12 @@ export const sharedEnvironment = environmentSlice({
   /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
   AUDIT_WITNESS_URLS: z
     .string()
-    .transform((value) => value.split(',').map((url) => url.trim()).filter((url) => url !== ''))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((url) => url.trim())
+        .filter((url) => url !== ''),
+    )
     .pipe(z.array(httpUrl))
     .default([]),
   /** Signs the witness webhooks: X-Vigil-Signature = sha256=HMAC(secret, "<X-Vigil-Timestamp>.<body>"). */
@@ -168,7 +178,12 @@ export function serviceBaseConfig(
       signingKey: e.AUDIT_SIGNING_KEY,
       checkpointEvents: e.AUDIT_CHECKPOINT_EVENTS,
       checkpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_MS,
-      witnesses: { urls: e.AUDIT_WITNESS_URLS, secret: e.AUDIT_WITNESS_SECRET, file: witnessFile(e.AUDIT_WITNESS_FILE, dataDir), timeoutMs: e.AUDIT_WITNESS_TIMEOUT_MS },
+      witnesses: {
+        urls: e.AUDIT_WITNESS_URLS,
+        secret: e.AUDIT_WITNESS_SECRET,
+        file: witnessFile(e.AUDIT_WITNESS_FILE, dataDir),
+        timeoutMs: e.AUDIT_WITNESS_TIMEOUT_MS,
+      },
     },
   };
 }

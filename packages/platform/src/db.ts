@@ -145,11 +145,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
 
 const LISTEN_RETRY_MAX_MS = 30_000;
 
-async function listenPostgres(
-  config: Extract<DatabaseConfig, { kind: 'postgres' }>,
-  channel: string,
-  onNotify: () => void,
-): Promise<() => Promise<void>> {
+async function listenPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, channel: string, onNotify: () => void): Promise<() => Promise<void>> {
   let client: pg.Client | null = null;
   let stopped = false;
   let retryMs = 500;
@@ -346,10 +342,14 @@ export function jsonNumberAt(dialect: DialectName, column: string, path: readonl
   const keys = path.map(jsonKey);
   if (dialect === 'sqlite') {
     const literal = sql.lit(`$.${keys.join('.')}`);
-    return sql<number | null>`(case when json_type(${sql.ref(column)}, ${literal}) in ('integer', 'real') then json_extract(${sql.ref(column)}, ${literal}) end)`;
+    return sql<
+      number | null
+    >`(case when json_type(${sql.ref(column)}, ${literal}) in ('integer', 'real') then json_extract(${sql.ref(column)}, ${literal}) end)`;
   }
   const literal = sql.lit(`{${keys.join(',')}}`);
-  return sql<number | null>`(case when jsonb_typeof(${sql.ref(column)}::jsonb #> ${literal}) = 'number' then (${sql.ref(column)}::jsonb #>> ${literal})::double precision end)`;
+  return sql<
+    number | null
+  >`(case when jsonb_typeof(${sql.ref(column)}::jsonb #> ${literal}) = 'number' then (${sql.ref(column)}::jsonb #>> ${literal})::double precision end)`;
 }
 
 /** The words of a JSON value: its string leaves, space-separated. */
@@ -450,8 +450,23 @@ export async function readSnapshot<Schema, T>(database: Database<Schema>, read: 
 }
 
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'SQLITE_BUSY',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  'SQLITE_BUSY',
 ]);
 /** node-postgres reports a lost or unobtainable connection with these messages and no code. */
 const UNREACHABLE_MESSAGE =

@@ -5,7 +5,12 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const guides = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const guides = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** Every source file of the repository, as a path from its root. */
 function sourceFiles(dir = ''): string[] {
@@ -19,7 +24,8 @@ function sourceFiles(dir = ''): string[] {
 test('every source file the docs name exists, and so does every `file.ts#name` and `Class.method` they point at', () => {
   const files = sourceFiles();
   // `events/ingest.ts` names packages/observe/src/events/ingest.ts: a path matches when it ends the file's path (src/ may be left out).
-  const resolve = (mention: string) => files.filter((file) => file.endsWith(`/${mention}`) || file === mention || file.replace('/src/', '/').endsWith(`/${mention}`));
+  const resolve = (mention: string) =>
+    files.filter((file) => file.endsWith(`/${mention}`) || file === mention || file.replace('/src/', '/').endsWith(`/${mention}`));
   const problems: string[] = [];
   for (const guide of guides) {
     const text = readFileSync(join(root, guide), 'utf8');

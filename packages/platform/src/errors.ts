@@ -31,22 +31,11 @@ export class ServiceError extends Error {
 
 /** The errors the HTTP kit itself raises; every service catalogue must define them. */
 export type KernelErrorKey =
-  | 'validation'
-  | 'invalidJson'
-  | 'routeNotFound'
-  | 'payloadTooLarge'
-  | 'unsupportedMediaType'
-  | 'unauthorized'
-  | 'unavailable'
-  | 'internal';
+  'validation' | 'invalidJson' | 'routeNotFound' | 'payloadTooLarge' | 'unsupportedMediaType' | 'unauthorized' | 'unavailable' | 'internal';
 
 export type ErrorCatalogue<Key extends string> = Record<Key | KernelErrorKey, ErrorSpec>;
 
-export type ErrorFactory<Key extends string> = (
-  key: Key | KernelErrorKey,
-  message?: string,
-  details?: ErrorDetail[],
-) => ServiceError;
+export type ErrorFactory<Key extends string> = (key: Key | KernelErrorKey, message?: string, details?: ErrorDetail[]) => ServiceError;
 
 /** One place per service defines every error code, message and status; this makes the thrower. */
 export function errorFactory<Key extends string>(catalogue: ErrorCatalogue<Key>): ErrorFactory<Key> {

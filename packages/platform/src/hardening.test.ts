@@ -88,7 +88,10 @@ test('GroupCommitter: a group that lost its connection fails as a whole and is n
     { maxInFlight: 1, maxGroupSize: 100 },
   );
   const mixed = await Promise.allSettled([isolated.submit(1), isolated.submit(2), isolated.submit(3)]);
-  assert.deepEqual(mixed.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.deepEqual(
+    mixed.map((o) => o.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
 });
 
 test('urlForLog: a token in the query string never reaches the logs; the rest of the URL does', () => {

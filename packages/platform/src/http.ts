@@ -55,13 +55,7 @@ export interface HttpKitOptions {
 export type OperationTable = Record<string, string | { id: string; errors: number[] }>;
 
 /** A Fastify instance whose route schemas are zod schemas. */
-export type ZodApp = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  FastifyBaseLogger,
-  ZodTypeProvider
->;
+export type ZodApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
 export interface RouteEntry {
   method: string;
@@ -389,6 +383,11 @@ function onlyReferencedSchemas(document: OpenApiDocument): OpenApiDocument {
     }
   };
   visit(document.paths);
-  const referenced = Object.fromEntries(Object.keys(schemas).filter((name) => kept.has(name)).sort().map((name) => [name, schemas[name]]));
+  const referenced = Object.fromEntries(
+    Object.keys(schemas)
+      .filter((name) => kept.has(name))
+      .sort()
+      .map((name) => [name, schemas[name]]),
+  );
   return { ...document, components: { ...document.components, schemas: referenced } };
 }

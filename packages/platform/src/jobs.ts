@@ -30,7 +30,11 @@ export async function acquireLease<Schema extends LeaseTables>(
   ttlMs: number,
 ): Promise<boolean> {
   const db = tablesOf<LeaseTables, Schema>(database);
-  await db.insertInto('leases').values({ name, holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
+  await db
+    .insertInto('leases')
+    .values({ name, holder: '', expires_at: 0 })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
   const result = await db
     .updateTable('leases')
     .set({ holder, expires_at: now + ttlMs })
@@ -76,11 +80,14 @@ export function startPeriodicJob<Schema extends LeaseTables>(options: PeriodicJo
       if (!(await acquireLease(options.db, options.name, options.holder, now, ttl))) return false;
       // A tick that outlasts its lease keeps it (renewed every half lease), so no other instance's
       // tick of the same job overlaps this one.
-      const renewal = setInterval(() => {
-        acquireLease(options.db, options.name, options.holder, options.clock.now(), ttl).catch((error: unknown) =>
-          options.log.warn({ err: error, job: options.name }, 'lease renewal failed'),
-        );
-      }, Math.max(1, Math.floor(ttl / 2)));
+      const renewal = setInterval(
+        () => {
+          acquireLease(options.db, options.name, options.holder, options.clock.now(), ttl).catch((error: unknown) =>
+            options.log.warn({ err: error, job: options.name }, 'lease renewal failed'),
+          );
+        },
+        Math.max(1, Math.floor(ttl / 2)),
+      );
       renewal.unref();
       try {
         await options.run(now);

@@ -2,17 +2,26 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import {
-  completedBy, consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, nodeHash, nodesNeeded, rootOf, splitPoint, treeRoot,
-  verifyConsistency, verifyInclusion, type NodeReader,
+  completedBy,
+  consistencyProof,
+  EMPTY_ROOT,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  nodesNeeded,
+  rootOf,
+  splitPoint,
+  treeRoot,
+  verifyConsistency,
+  verifyInclusion,
+  type NodeReader,
 } from './merkle.ts';
 
 // The RFC's definitions applied literally to the leaf hashes: the reference the stored-node versions must match.
 function naivePath(m: number, leaves: readonly Buffer[]): Buffer[] {
   if (leaves.length <= 1) return [];
   const k = splitPoint(leaves.length);
-  return m < k
-    ? [...naivePath(m, leaves.slice(0, k)), rootOf(leaves.slice(k))]
-    : [...naivePath(m - k, leaves.slice(k)), rootOf(leaves.slice(0, k))];
+  return m < k ? [...naivePath(m, leaves.slice(0, k)), rootOf(leaves.slice(k))] : [...naivePath(m - k, leaves.slice(k)), rootOf(leaves.slice(0, k))];
 }
 
 function naiveSubproof(m: number, leaves: readonly Buffer[], whole: boolean): Buffer[] {
@@ -143,7 +152,12 @@ test('a proof at a million leaves reads O(log n) stored nodes', () => {
 test('completedBy: the nodes one append completes', () => {
   assert.deepEqual(completedBy(0), [{ level: 0, index: 0 }]);
   assert.deepEqual(completedBy(6), [{ level: 0, index: 6 }]);
-  assert.deepEqual(completedBy(7), [{ level: 0, index: 7 }, { level: 1, index: 3 }, { level: 2, index: 1 }, { level: 3, index: 0 }]);
+  assert.deepEqual(completedBy(7), [
+    { level: 0, index: 7 },
+    { level: 1, index: 3 },
+    { level: 2, index: 1 },
+    { level: 3, index: 0 },
+  ]);
 });
 
 test('edge cases: empty and equal-size consistency, out-of-range requests', () => {

@@ -112,11 +112,19 @@ export function registerMetricsRoute(app: ZodApp, metrics: ServiceMetrics, optio
   const labelNames = ['method', 'route', 'status_class'];
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
   const duration = new Histogram({
-    name: 'http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames, buckets: HTTP_BUCKETS, registers: [registry],
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer an HTTP request',
+    labelNames,
+    buckets: HTTP_BUCKETS,
+    registers: [registry],
   });
   app.addHook('onResponse', (request, reply, done) => {
     // The route template, never the raw URL: ids would make every request a new series.
-    const labels = { method: request.method, route: request.is404 ? '(unmatched)' : (request.routeOptions.url ?? '(unmatched)'), status_class: `${Math.floor(reply.statusCode / 100)}xx` };
+    const labels = {
+      method: request.method,
+      route: request.is404 ? '(unmatched)' : (request.routeOptions.url ?? '(unmatched)'),
+      status_class: `${Math.floor(reply.statusCode / 100)}xx`,
+    };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
     done();

@@ -67,7 +67,6 @@ export async function describeEachDatabase(title: string, suite: (backend: TestB
   describe(`${title} [postgres]`, { skip }, () => suite(postgresBackend));
 }
 
-
 /** A request as a test HTTP server received it. */
 export interface ReceivedRequest {
   method: string;
@@ -222,7 +221,9 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
     }
     const name = operation.operationId;
     if (name === undefined || !OPERATION_ID.test(name)) {
-      problems.push(`${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: add '${id}': '<camelCaseName>' to ${coverage.operationsFile} ({ id, errors } if it answers more errors than its kind)`);
+      problems.push(
+        `${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: add '${id}': '<camelCaseName>' to ${coverage.operationsFile} ({ id, errors } if it answers more errors than its kind)`,
+      );
     } else {
       owners.set(name, [...(owners.get(name) ?? []), id]);
     }
@@ -294,6 +295,15 @@ export function apiReferenceProblems(routeTable: readonly RouteEntry[], coverage
 
 /** Back to a database from before its audit log: every table of the log dropped (migration tests re-run the step after). */
 export async function dropAuditLogTables(db: Pick<Kysely<unknown>, 'schema'>): Promise<void> {
-  const tables = ['audit_log_head', 'audit_log_built', 'audit_log_leaves', 'audit_log_nodes', 'audit_checkpoints', 'audit_keys', 'audit_tombstones', 'audit_witness_deliveries'];
+  const tables = [
+    'audit_log_head',
+    'audit_log_built',
+    'audit_log_leaves',
+    'audit_log_nodes',
+    'audit_checkpoints',
+    'audit_keys',
+    'audit_tombstones',
+    'audit_witness_deliveries',
+  ];
   for (const table of tables) await db.schema.dropTable(table).execute();
 }

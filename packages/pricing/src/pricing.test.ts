@@ -90,7 +90,10 @@ describe('PriceTable.cheaperAlternatives', () => {
   });
 
   test('is empty for the cheapest model and for an unknown one', () => {
-    const cheapest = table.all().filter((p) => p.provider === 'openai').sort((a, b) => blend(a) - blend(b))[0]!;
+    const cheapest = table
+      .all()
+      .filter((p) => p.provider === 'openai')
+      .sort((a, b) => blend(a) - blend(b))[0]!;
     assert.deepEqual(table.cheaperAlternatives(cheapest.model, 'openai'), []);
     assert.deepEqual(table.cheaperAlternatives('no-such-model', 'openai'), []);
   });
@@ -151,7 +154,10 @@ describe('price overrides', () => {
   });
 
   test('reject a non-finite price', () => {
-    assert.throws(() => parsePriceOverrides(`[{"provider":"openai","model":"x","inputPerMillionUsd":1,"outputPerMillionUsd":1e999}]`), /\[0\]\.outputPerMillionUsd: /);
+    assert.throws(
+      () => parsePriceOverrides(`[{"provider":"openai","model":"x","inputPerMillionUsd":1,"outputPerMillionUsd":1e999}]`),
+      /\[0\]\.outputPerMillionUsd: /,
+    );
   });
 
   test('reject a missing or empty field, naming its path', () => {

@@ -69,13 +69,23 @@ async function outcome(promise: Promise<unknown>) {
 describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
   test('provider ids map to the price table: openai.chat → openai, gateway creator/model → creator', () => {
     assert.deepEqual(priceTableModel({ provider: 'openai.chat', modelId: 'gpt-4o' }), { provider: 'openai', model: 'gpt-4o' });
-    assert.deepEqual(priceTableModel({ provider: 'anthropic.messages', modelId: 'claude-haiku-4-5-20251001' }), { provider: 'anthropic', model: 'claude-haiku-4-5-20251001' });
+    assert.deepEqual(priceTableModel({ provider: 'anthropic.messages', modelId: 'claude-haiku-4-5-20251001' }), {
+      provider: 'anthropic',
+      model: 'claude-haiku-4-5-20251001',
+    });
     assert.deepEqual(priceTableModel({ provider: 'google.vertex.chat', modelId: 'gemini-2.5-pro' }), { provider: 'google', model: 'gemini-2.5-pro' });
     assert.deepEqual(priceTableModel({ provider: 'gateway', modelId: 'xai/grok-4' }), { provider: 'xai', model: 'grok-4' });
   });
 
   test('generateText: llm_call then llm_response with text, tokens, price-table cost and latency; the result is unchanged', async () => {
-    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini-2024-07-18', content: 'Hello there, friend.', promptTokens: 1200, completionTokens: 300, delayMs: 60 };
+    const answer: FakeAnswer = {
+      kind: 'message',
+      model: 'gpt-4o-mini-2024-07-18',
+      content: 'Hello there, friend.',
+      promptTokens: 1200,
+      completionTokens: 300,
+      delayMs: 60,
+    };
     const run = await plainAndCaptured('ai-generate', [answer], (model) =>
       generateText({ model, system: 'Be brief.', prompt: 'Say hello.', temperature: 0.2, maxOutputTokens: 50 }),
     );
@@ -86,7 +96,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     );
     assert.deepEqual(run.capturedBodies, run.plainBodies, 'the provider receives the same request');
 
-    assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(
+      run.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'llm_response', 'session_ended'],
+    );
     const [, call, response] = run.events;
     assert.equal(call!.payload.provider, 'openai');
     assert.equal(call!.payload.model, 'gpt-4o-mini');
@@ -108,7 +121,15 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
   });
 
   test('streamText: the streamed text is recorded when the stream finishes, with usage and cost; the stream is unchanged', async () => {
-    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Streams arrive word by word here.', promptTokens: 40, completionTokens: 9, cachedTokens: 16, reasoningTokens: 3 };
+    const answer: FakeAnswer = {
+      kind: 'message',
+      model: 'gpt-4o-mini',
+      content: 'Streams arrive word by word here.',
+      promptTokens: 40,
+      completionTokens: 9,
+      cachedTokens: 16,
+      reasoningTokens: 3,
+    };
     const consume = async (model: LanguageModel) => {
       const result = streamText({ model, prompt: 'Stream something.' });
       const chunks: string[] = [];
@@ -121,7 +142,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     assert.ok(run.captured.chunks.length > 1, 'it really streamed');
     assert.deepEqual(run.capturedBodies, run.plainBodies);
 
-    assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(
+      run.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'llm_response', 'session_ended'],
+    );
     const response = run.events[2]!.payload;
     assert.equal(response.callId, run.events[1]!.payload.callId);
     assert.equal(response.completion, 'Streams arrive word by word here.');
@@ -133,27 +157,47 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
 
   test('tool calls: the model’s calls on llm_response, the observed tool’s run under the same callId, then the next step', async () => {
     const answers: FakeAnswer[] = [
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_weather_1', name: 'weather', arguments: '{"city":"Oslo"}' }], promptTokens: 80, completionTokens: 15 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_weather_1', name: 'weather', arguments: '{"city":"Oslo"}' }],
+        promptTokens: 80,
+        completionTokens: 15,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'It is 21 degrees in Oslo.', promptTokens: 120, completionTokens: 10 },
     ];
     const tools = {
       weather: tool({
         description: 'Current weather in a city',
-        inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }),
+        inputSchema: jsonSchema<{ city: string }>({
+          type: 'object',
+          properties: { city: { type: 'string' } },
+          required: ['city'],
+          additionalProperties: false,
+        }),
         execute: async ({ city }) => ({ city, tempC: 21 }),
       }),
     };
     const run = await plainAndCaptured('ai-tools', answers, (model, observed) =>
       generateText({ model, prompt: 'Weather in Oslo?', tools: observed ? observeTools(tools) : tools, stopWhen: stepCountIs(2) }),
     );
-    const visible = (result: typeof run.plain) => ({ text: result.text, steps: result.steps.map((step) => ({ content: step.content, finishReason: step.finishReason, usage: step.usage })) });
+    const visible = (result: typeof run.plain) => ({
+      text: result.text,
+      steps: result.steps.map((step) => ({ content: step.content, finishReason: step.finishReason, usage: step.usage })),
+    });
     assert.deepEqual(visible(run.captured), visible(run.plain));
     assert.equal(run.captured.text, 'It is 21 degrees in Oslo.');
     assert.deepEqual(run.capturedBodies, run.plainBodies);
 
-    assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(
+      run.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'session_ended'],
+    );
     const [, firstCall, firstResponse, toolCall, toolResponse, secondCall, secondResponse] = run.events.map((e) => e.payload);
-    assert.deepEqual((firstCall!.tools as Array<{ name: string }>).map((t) => t.name), ['weather']);
+    assert.deepEqual(
+      (firstCall!.tools as Array<{ name: string }>).map((t) => t.name),
+      ['weather'],
+    );
     assert.deepEqual(firstResponse!.toolCalls, [{ id: 'call_weather_1', name: 'weather', arguments: { city: 'Oslo' } }]);
     assert.equal(firstResponse!.finishReason, 'tool-calls');
     assert.equal(firstResponse!.completion, '');
@@ -169,7 +213,13 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
 
   test('a failing tool is recorded as tool_error; the model sees the same error either way', async () => {
     const answers: FakeAnswer[] = [
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_pay_1', name: 'pay', arguments: '{"amount":5}' }], promptTokens: 30, completionTokens: 8 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_pay_1', name: 'pay', arguments: '{"amount":5}' }],
+        promptTokens: 30,
+        completionTokens: 8,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'The payment failed.', promptTokens: 50, completionTokens: 5 },
     ];
     const tools = {
@@ -183,27 +233,43 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const consume = async (model: LanguageModel, observed: boolean) => {
       const result = streamText({ model, prompt: 'Pay 5.', tools: observed ? observeTools(tools) : tools, stopWhen: stepCountIs(2) });
       const parts: unknown[] = [];
-      for await (const part of result.fullStream) if (part.type === 'tool-error' || part.type === 'text-delta') parts.push({ type: part.type, ...(part.type === 'tool-error' ? { error: String(part.error) } : { text: part.text }) });
+      for await (const part of result.fullStream)
+        if (part.type === 'tool-error' || part.type === 'text-delta')
+          parts.push({ type: part.type, ...(part.type === 'tool-error' ? { error: String(part.error) } : { text: part.text }) });
       return parts;
     };
     fake.script(...answers);
     const plain = await consume(chatModel('gpt-4o-mini'), false);
     fake.script(...answers);
-    const withCapture = await client.withSession({ agentId: 'ai-sdk-agent', sessionId: 'ai-tool-error' }, () => consume(captured(chatModel('gpt-4o-mini')), true));
+    const withCapture = await client.withSession({ agentId: 'ai-sdk-agent', sessionId: 'ai-tool-error' }, () =>
+      consume(captured(chatModel('gpt-4o-mini')), true),
+    );
     assert.deepEqual(withCapture, plain);
     assert.deepEqual(plain[0], { type: 'tool-error', error: 'Error: card declined' });
 
     const events = await stored('ai-tool-error');
-    assert.deepEqual(events.map((e) => e.eventType), ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_error', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'llm_response', 'tool_call', 'tool_error', 'llm_call', 'llm_response', 'session_ended'],
+    );
     const toolError = events[4]!;
     assert.equal(toolError.severity, 'error');
-    assert.deepEqual({ toolName: toolError.payload.toolName, callId: toolError.payload.callId, error: toolError.payload.error }, { toolName: 'pay', callId: 'call_pay_1', error: 'card declined' });
+    assert.deepEqual(
+      { toolName: toolError.payload.toolName, callId: toolError.payload.callId, error: toolError.payload.error },
+      { toolName: 'pay', callId: 'call_pay_1', error: 'card declined' },
+    );
     assert.equal(events[6]!.payload.completion, 'The payment failed.');
   });
 
   test('a tool that streams its output (async generator) still streams, and is recorded with its last value', async () => {
     const answers: FakeAnswer[] = [
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_count_1', name: 'count', arguments: '{"to":3}' }], promptTokens: 20, completionTokens: 6 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_count_1', name: 'count', arguments: '{"to":3}' }],
+        promptTokens: 20,
+        completionTokens: 6,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'Counted.', promptTokens: 30, completionTokens: 2 },
     ];
     const tools = {
@@ -217,8 +283,14 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const run = await plainAndCaptured('ai-streaming-tool', answers, (model, observed) =>
       generateText({ model, prompt: 'Count to 3.', tools: observed ? observeTools(tools) : tools, stopWhen: stepCountIs(2) }),
     );
-    assert.deepEqual(run.captured.steps[0]!.toolResults.map((r) => r.output), [{ n: 3 }]);
-    assert.deepEqual(run.captured.steps[0]!.toolResults.map((r) => r.output), run.plain.steps[0]!.toolResults.map((r) => r.output));
+    assert.deepEqual(
+      run.captured.steps[0]!.toolResults.map((r) => r.output),
+      [{ n: 3 }],
+    );
+    assert.deepEqual(
+      run.captured.steps[0]!.toolResults.map((r) => r.output),
+      run.plain.steps[0]!.toolResults.map((r) => r.output),
+    );
     const toolResponse = run.events.find((e) => e.eventType === 'tool_response');
     assert.deepEqual(toolResponse?.payload.result, { n: 3 });
     assert.equal(toolResponse?.payload.callId, 'call_count_1');
@@ -229,7 +301,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const run = await plainAndCaptured('ai-error-500', [serverError], (model) => outcome(generateText({ model, prompt: 'Hi', maxRetries: 0 })));
     assert.deepEqual(run.captured, run.plain);
     assert.equal((run.plain.error as { statusCode: number }).statusCode, 500);
-    assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
+    assert.deepEqual(
+      run.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'tool_error', 'session_ended'],
+    );
     const failure = run.events[2]!;
     assert.equal(failure.severity, 'error');
     assert.equal(failure.payload.errorCode, 500);
@@ -248,7 +323,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const streamed = await plainAndCaptured('ai-error-429', [rateLimited], consume);
     assert.deepEqual(streamed.captured, streamed.plain);
     assert.deepEqual(streamed.plain.errors, [429]);
-    assert.deepEqual(streamed.events.map((e) => e.eventType), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
+    assert.deepEqual(
+      streamed.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'tool_error', 'session_ended'],
+    );
     assert.equal(streamed.events[2]!.severity, 'error');
     assert.equal(streamed.events[2]!.payload.errorCode, 429);
     assert.match(String(streamed.events[2]!.payload.error), /Rate limit reached/);
@@ -271,7 +349,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     assert.deepEqual(run.captured, run.plain);
     assert.equal(run.plain.text, 'This answer never');
     assert.ok(run.plain.errors.length > 0, 'the caller sees the break');
-    assert.deepEqual(run.events.map((e) => e.eventType), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
+    assert.deepEqual(
+      run.events.map((e) => e.eventType),
+      ['session_started', 'llm_call', 'tool_error', 'session_ended'],
+    );
     assert.equal(run.events[2]!.severity, 'error');
     assert.equal(run.events[2]!.payload.errorCode, undefined, 'no error status: the provider answered 200, then the connection broke');
     assert.match(String(run.events[2]!.payload.error), /Failed to process successful response/);
@@ -279,7 +360,13 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
 
   test('captureContent: false records the calls’ shape without prompt, completion or tool arguments', async () => {
     fake.script(
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_lookup_1', name: 'lookup', arguments: '{"key":"secret-key"}' }], promptTokens: 50, completionTokens: 7 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_lookup_1', name: 'lookup', arguments: '{"key":"secret-key"}' }],
+        promptTokens: 50,
+        completionTokens: 7,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'The secret answer.', promptTokens: 70, completionTokens: 4 },
     );
     const tools = {
@@ -300,7 +387,11 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const [call, response] = llmEvents;
     assert.deepEqual(call!.payload.messages, []);
     assert.equal(call!.payload.redacted, true);
-    assert.deepEqual((call!.payload.tools as Array<{ name: string }>).map((t) => t.name), ['lookup'], 'tool definitions are shape');
+    assert.deepEqual(
+      (call!.payload.tools as Array<{ name: string }>).map((t) => t.name),
+      ['lookup'],
+      'tool definitions are shape',
+    );
     assert.equal(response!.payload.redacted, true);
     assert.equal(response!.payload.completion, null);
     assert.deepEqual(response!.payload.toolCalls, [{ id: 'call_lookup_1', name: 'lookup' }]);
@@ -313,12 +404,22 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
     const session = closed.startSession({ agentId: 'closed-agent' });
     await closed.close();
     fake.script(
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_add_1', name: 'add', arguments: '{"a":2,"b":3}' }], promptTokens: 10, completionTokens: 5 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_add_1', name: 'add', arguments: '{"a":2,"b":3}' }],
+        promptTokens: 10,
+        completionTokens: 5,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'Five.', promptTokens: 20, completionTokens: 2 },
     );
     const tools = {
       add: tool({
-        inputSchema: jsonSchema<{ a: number; b: number }>({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] }),
+        inputSchema: jsonSchema<{ a: number; b: number }>({
+          type: 'object',
+          properties: { a: { type: 'number' }, b: { type: 'number' } },
+          required: ['a', 'b'],
+        }),
         execute: async ({ a, b }) => a + b,
       }),
     };
@@ -329,7 +430,10 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
       const model = wrapLanguageModel({ model: chatModel('gpt-4o-mini'), middleware: vigilMiddleware({ session }) });
       const result = await generateText({ model, prompt: 'Add 2 and 3.', tools: observeTools(tools, { session }), stopWhen: stepCountIs(2) });
       assert.equal(result.text, 'Five.');
-      assert.deepEqual(result.steps[0]!.toolResults.map((r) => r.output), [5]);
+      assert.deepEqual(
+        result.steps[0]!.toolResults.map((r) => r.output),
+        [5],
+      );
     } finally {
       console.warn = warn;
     }
@@ -339,10 +443,16 @@ describe('Vercel AI SDK capture (vigilMiddleware, observeTools)', () => {
   test('an explicit session records outside any run(); without one, calls outside a session run unrecorded', async () => {
     const session: VigilSession = client.startSession({ agentId: 'ai-sdk-agent', sessionId: 'ai-explicit' });
     fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'explicit', promptTokens: 3, completionTokens: 1 });
-    const explicit = await generateText({ model: wrapLanguageModel({ model: chatModel('gpt-4o-mini'), middleware: vigilMiddleware({ session }) }), prompt: 'Hi' });
+    const explicit = await generateText({
+      model: wrapLanguageModel({ model: chatModel('gpt-4o-mini'), middleware: vigilMiddleware({ session }) }),
+      prompt: 'Hi',
+    });
     assert.equal(explicit.text, 'explicit');
     await session.end();
-    assert.deepEqual((await stored('ai-explicit')).map((e) => e.eventType), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
+    assert.deepEqual(
+      (await stored('ai-explicit')).map((e) => e.eventType),
+      ['session_started', 'llm_call', 'llm_response', 'session_ended'],
+    );
 
     const warnings: string[] = [];
     const warn = console.warn;

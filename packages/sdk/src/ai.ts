@@ -57,7 +57,9 @@ function recordCall({ session, captureContent }: Recorder, model: ModelInfo, par
     .map((message) => ({ ...message, content: (message.content as unknown[]).map(storablePart) }));
   const { maxOutputTokens, temperature, topP, topK, presencePenalty, frequencyPenalty, stopSequences, seed, responseFormat, toolChoice } = params;
   const parameters = Object.fromEntries(
-    Object.entries({ maxOutputTokens, temperature, topP, topK, presencePenalty, frequencyPenalty, stopSequences, seed, responseFormat, toolChoice }).filter(([, value]) => value !== undefined),
+    Object.entries({ maxOutputTokens, temperature, topP, topK, presencePenalty, frequencyPenalty, stopSequences, seed, responseFormat, toolChoice }).filter(
+      ([, value]) => value !== undefined,
+    ),
   );
   const input = {
     ...priceTableModel(model),
@@ -113,7 +115,10 @@ function recordResponse({ session, captureContent }: Recorder, call: LlmCallHand
  */
 function recordError({ session }: Recorder, call: LlmCallHandle, error: unknown, severity?: 'warn'): void {
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
-  const recorded = typeof statusCode === 'number' && statusCode >= 400 ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode }) : error;
+  const recorded =
+    typeof statusCode === 'number' && statusCode >= 400
+      ? Object.assign(new Error(error instanceof Error ? error.message : String(error)), { status: statusCode })
+      : error;
   recordSafely(() => session.recordLlmError(call, recorded, severity === undefined ? {} : { severity }));
 }
 
@@ -135,7 +140,15 @@ function recordedStream(recorder: Recorder, call: LlmCallHandle, source: Readabl
     else if (part.type === 'response-metadata' && part.modelId !== undefined) modelId = part.modelId;
     else if (part.type === 'error') once(() => recordError(recorder, call, part.error));
     else if (part.type === 'finish') {
-      once(() => recordResponse(recorder, call, { text, toolCalls, usage: part.usage, finishReason: part.finishReason.unified, ...(modelId !== undefined && { modelId }) }));
+      once(() =>
+        recordResponse(recorder, call, {
+          text,
+          toolCalls,
+          usage: part.usage,
+          finishReason: part.finishReason.unified,
+          ...(modelId !== undefined && { modelId }),
+        }),
+      );
     }
   };
   return new ReadableStream<StreamPart>({
@@ -203,7 +216,13 @@ export function vigilMiddleware(options: VigilMiddlewareOptions = {}): LanguageM
       const text = result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
       const toolCalls = result.content.flatMap((part) => (part.type === 'tool-call' ? [toolCallRecord(part)] : []));
       const modelId = result.response?.modelId;
-      recordResponse(recorder, call, { text, toolCalls, usage: result.usage, finishReason: result.finishReason.unified, ...(modelId !== undefined && { modelId }) });
+      recordResponse(recorder, call, {
+        text,
+        toolCalls,
+        usage: result.usage,
+        finishReason: result.finishReason.unified,
+        ...(modelId !== undefined && { modelId }),
+      });
       return result;
     },
     async wrapStream({ doStream, params, model }) {

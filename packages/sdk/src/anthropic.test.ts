@@ -78,7 +78,14 @@ function message(content: unknown[], stopReason: string, usage = { input_tokens:
 
 /** A streamed message with text and a tool_use block, in the Messages API's event sequence. */
 const STREAM_EVENTS = [
-  { type: 'message_start', message: { ...message([], 'x'), stop_reason: null, usage: { input_tokens: 900, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } } },
+  {
+    type: 'message_start',
+    message: {
+      ...message([], 'x'),
+      stop_reason: null,
+      usage: { input_tokens: 900, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    },
+  },
   { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
   { type: 'ping' },
   { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Let me ' } },
@@ -128,11 +135,29 @@ describe('observeAnthropic', () => {
 
   test('tool use: tool_use blocks become toolCalls; a system prompt given as blocks is recorded as text', async () => {
     answer = (_request, _body, res) =>
-      sendJson(res, 200, message([{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_02', name: 'get_weather', input: { city: 'Oslo' } }], 'tool_use'));
-    const tools = [{ name: 'get_weather', description: 'Weather by city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+      sendJson(
+        res,
+        200,
+        message(
+          [
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'toolu_02', name: 'get_weather', input: { city: 'Oslo' } },
+          ],
+          'tool_use',
+        ),
+      );
+    const tools = [
+      { name: 'get_weather', description: 'Weather by city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } },
+    ];
     const client = observeAnthropic(anthropic());
     const { events } = await recorded(() =>
-      client.messages.create({ model: MODEL, max_tokens: 256, system: [{ type: 'text', text: 'Use tools.' }], tools, messages: [{ role: 'user', content: 'Oslo weather?' }] }),
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 256,
+        system: [{ type: 'text', text: 'Use tools.' }],
+        tools,
+        messages: [{ role: 'user', content: 'Oslo weather?' }],
+      }),
     );
     const [, call, response] = events;
     assert.equal(call!.payload.systemPrompt, 'Use tools.');
@@ -149,7 +174,7 @@ describe('observeAnthropic', () => {
     const client = observeAnthropic(anthropic());
     const { result, events } = await recorded(async () => {
       const stream = await client.messages.create(request);
-      assert.equal(stream.constructor.name, 'Stream', 'the library\'s own stream object');
+      assert.equal(stream.constructor.name, 'Stream', "the library's own stream object");
       return readAll(stream);
     });
     assert.deepEqual(result, plain);
@@ -183,11 +208,19 @@ describe('observeAnthropic', () => {
     answer = (_request, _body, res) => sendJson(res, 200, message([{ type: 'text', text: 'Beta answer.' }], 'end_turn'));
     const client = observeAnthropic(anthropic());
     const { result, events } = await recorded(async () => {
-      const beta = await client.beta.messages.create({ model: MODEL, max_tokens: 64, betas: ['context-management-2025-06-27'], messages: [{ role: 'user', content: 'x' }] });
+      const beta = await client.beta.messages.create({
+        model: MODEL,
+        max_tokens: 64,
+        betas: ['context-management-2025-06-27'],
+        messages: [{ role: 'user', content: 'x' }],
+      });
       const parsed = await client.messages.parse({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'y' }] });
       return [beta.content[0], parsed.content[0]];
     });
-    assert.deepEqual(result.map((block) => (block as { text: string }).text), ['Beta answer.', 'Beta answer.']);
+    assert.deepEqual(
+      result.map((block) => (block as { text: string }).text),
+      ['Beta answer.', 'Beta answer.'],
+    );
     assert.equal(fake.requests.at(-2)!.headers['anthropic-beta'], 'context-management-2025-06-27', 'sent as a beta request');
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'llm_call', 'llm_response', 'session_ended']);
     assert.deepEqual(events[1]!.payload.parameters, { max_tokens: 64, betas: ['context-management-2025-06-27'] });
@@ -208,11 +241,17 @@ describe('observeAnthropic', () => {
 
   test('an error event in the stream: the library throws it, and it is recorded', async () => {
     answer = (_request, _body, res) =>
-      void sendSse(res, [STREAM_EVENTS[0]!, STREAM_EVENTS[1]!, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } as { type: string }]);
+      void sendSse(res, [
+        STREAM_EVENTS[0]!,
+        STREAM_EVENTS[1]!,
+        { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } as { type: string },
+      ]);
     const client = observeAnthropic(anthropic());
     let thrown: unknown;
     const { events } = await recorded(async () => {
-      await readAll(await client.messages.create({ model: MODEL, max_tokens: 256, messages: [{ role: 'user', content: 'x' }], stream: true })).catch((error: unknown) => (thrown = error));
+      await readAll(await client.messages.create({ model: MODEL, max_tokens: 256, messages: [{ role: 'user', content: 'x' }], stream: true })).catch(
+        (error: unknown) => (thrown = error),
+      );
     });
     assert.ok(thrown instanceof Anthropic.APIError);
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
@@ -228,7 +267,9 @@ describe('observeAnthropic', () => {
     test(`an HTTP ${status}: the library's error is rethrown unchanged and stored as tool_error with errorCode ${status}`, async () => {
       answer = (_request, _body, res) => sendJson(res, status, { type: 'error', error: { type, message: `provider said ${status}` } });
       const request = { model: MODEL, max_tokens: 16, messages: [{ role: 'user' as const, content: 'x' }] };
-      const plain = await anthropic().messages.create(request).catch((error: unknown) => error);
+      const plain = await anthropic()
+        .messages.create(request)
+        .catch((error: unknown) => error);
       const client = observeAnthropic(anthropic());
       let thrown: unknown;
       const { events } = await recorded(() => client.messages.create(request).catch((error: unknown) => (thrown = error)));
@@ -246,9 +287,22 @@ describe('observeAnthropic', () => {
   }
 
   test('captureContent: false leaves out the system prompt, messages, text and tool input', async () => {
-    answer = (_request, _body, res) => sendJson(res, 200, message([{ type: 'text', text: 'secret answer' }, { type: 'tool_use', id: 'toolu_03', name: 'lookup', input: { ssn: '123' } }], 'tool_use'));
+    answer = (_request, _body, res) =>
+      sendJson(
+        res,
+        200,
+        message(
+          [
+            { type: 'text', text: 'secret answer' },
+            { type: 'tool_use', id: 'toolu_03', name: 'lookup', input: { ssn: '123' } },
+          ],
+          'tool_use',
+        ),
+      );
     const client = observeAnthropic(anthropic(), { captureContent: false });
-    const { events } = await recorded(() => client.messages.create({ model: MODEL, max_tokens: 64, system: 'secret prompt', messages: [{ role: 'user', content: 'secret question' }] }));
+    const { events } = await recorded(() =>
+      client.messages.create({ model: MODEL, max_tokens: 64, system: 'secret prompt', messages: [{ role: 'user', content: 'secret question' }] }),
+    );
     const [, call, response] = events;
     assert.deepEqual([call!.payload.messages, call!.payload.systemPrompt, call!.payload.redacted], [[], undefined, true]);
     assert.deepEqual([response!.payload.completion, response!.payload.redacted], [null, true]);
@@ -270,7 +324,10 @@ describe('observeAnthropic', () => {
         }
       });
     const [a, b] = await Promise.all([agent('alpha'), agent('beta')]);
-    for (const [name, { events }] of [['alpha', a], ['beta', b]] as const) {
+    for (const [name, { events }] of [
+      ['alpha', a],
+      ['beta', b],
+    ] as const) {
       assert.deepEqual(
         events.filter((e) => e.eventType === 'llm_response').map((e) => e.payload.completion),
         [0, 1, 2].map((i) => `echo ${name} ${i}`),

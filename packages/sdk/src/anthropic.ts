@@ -196,6 +196,9 @@ export function observeAnthropic<T extends object>(client: T, options: ObserveAn
   return patchClient(client, {
     messages,
     beta: { messages },
-    withOptions: (withOptions, owner) => (...args) => observeAnthropic(withOptions.apply(owner, args) as object, options),
+    withOptions:
+      (withOptions, owner) =>
+      (...args) =>
+        observeAnthropic(withOptions.apply(owner, args) as object, options),
   });
 }

@@ -101,7 +101,9 @@ describe('browser bundle of @vigil/sdk', () => {
   });
 
   test('the check catches a bare built-in name and an unguarded process.env read', async () => {
-    const bundle = await bundleForBrowser({ contents: "import { readFileSync } from 'fs'; export const key = process.env.VIGIL_API_KEY ?? readFileSync('key');" });
+    const bundle = await bundleForBrowser({
+      contents: "import { readFileSync } from 'fs'; export const key = process.env.VIGIL_API_KEY ?? readFileSync('key');",
+    });
     assert.deepEqual(bundle.builtins, ['fs (from stdin)']);
     assert.equal(bundle.globals.length, 1);
     assert.match(bundle.globals[0]!, /^process /);
@@ -115,7 +117,11 @@ describe('browser bundle of @vigil/sdk', () => {
     async () => {
       const bundle = await bundleForBrowser(join(SDK_DIR, 'dist', 'index.js'));
       const live = await startLiveServices();
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'], headless: true });
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+        headless: true,
+      });
       try {
         const page = await browser.newPage();
         const problems: string[] = [];
@@ -136,7 +142,9 @@ describe('browser bundle of @vigil/sdk', () => {
           window.recorded = { costUsd };
         </script>`;
         await page.route(`${live.observeUrl}/sdk-page/**`, (route) =>
-          route.fulfill(route.request().url().endsWith('sdk.js') ? { contentType: 'text/javascript', body: bundle.code } : { contentType: 'text/html', body: html }),
+          route.fulfill(
+            route.request().url().endsWith('sdk.js') ? { contentType: 'text/javascript', body: bundle.code } : { contentType: 'text/html', body: html },
+          ),
         );
         await page.goto(`${live.observeUrl}/sdk-page/index.html`);
         const recorded = await page

@@ -75,8 +75,18 @@ describe('examples/agent-loop.ts', () => {
     const agentKey = await live.gateKey('refund-agent', ['request:create', 'request:read']);
     const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey });
     const supervisor = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('supervisor', ['request:read', 'request:decide']) });
-    const [pending] = await eventually(() => supervisor.listRequests({ action: 'refund', status: 'pending' }), (list) => list.length === 1, 60_000, 'the refund request');
-    await eventually(async () => run.stdout(), (out) => out.includes(`/api/requests/${pending!.id}/decide`), 10_000, 'the printed approval command');
+    const [pending] = await eventually(
+      () => supervisor.listRequests({ action: 'refund', status: 'pending' }),
+      (list) => list.length === 1,
+      60_000,
+      'the refund request',
+    );
+    await eventually(
+      async () => run.stdout(),
+      (out) => out.includes(`/api/requests/${pending!.id}/decide`),
+      10_000,
+      'the printed approval command',
+    );
     await supervisor.decide(pending!.id, 'approved', 'damaged on delivery');
     assert.equal(await run.code, 0, run.stderr());
     assert.match(run.stdout(), /Refund approved by api:supervisor: damaged on delivery/);
@@ -86,8 +96,15 @@ describe('examples/agent-loop.ts', () => {
 
   test('--auto-approve with an agent key that may not decide says so, without a stack trace, and keeps waiting for a human', async () => {
     const agentKey = await live.gateKey('refund-agent-2', ['request:create', 'request:read']);
-    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey }, ['--auto-approve']);
-    await eventually(async () => run.stdout(), (out) => out.includes('needs a gate key with the request:decide scope'), 30_000, 'the explanation');
+    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey }, [
+      '--auto-approve',
+    ]);
+    await eventually(
+      async () => run.stdout(),
+      (out) => out.includes('needs a gate key with the request:decide scope'),
+      30_000,
+      'the explanation',
+    );
     const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
     assert.ok(id, run.stdout());
     assert.doesNotMatch(run.stdout(), /Bearer \$|Bearer "/, 'the printed curl has no empty shell variable');
@@ -98,7 +115,10 @@ describe('examples/agent-loop.ts', () => {
   });
 
   test('--auto-approve decides its own request with the gate key', async () => {
-    const run = runExample({ VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: live.gateAdminKey }, ['--auto-approve']);
+    const run = runExample(
+      { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: live.gateAdminKey },
+      ['--auto-approve'],
+    );
     assert.equal(await run.code, 0, run.stderr());
     const id = /approve refund request (\S+):/.exec(run.stdout())?.[1];
     assert.ok(id, run.stdout());
@@ -124,7 +144,11 @@ describe('examples in other languages', () => {
       return t.skip('python3 is not installed');
     }
     const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
-    const policy = await admin.createPolicy({ name: 'payments', priority: 10, rules: [{ match: { action: 'pay', amount: { $lt: 100 } }, decision: 'auto_approve' }] });
+    const policy = await admin.createPolicy({
+      name: 'payments',
+      priority: 10,
+      rules: [{ match: { action: 'pay', amount: { $lt: 100 } }, decision: 'auto_approve' }],
+    });
     try {
       const agentKey = await live.gateKey('python-agent', ['request:create', 'request:read']);
       const python = run('python3', ['examples/python_agent.py'], {
@@ -143,7 +167,18 @@ describe('examples in other languages', () => {
       assert.equal(chainValid, true);
       assert.deepEqual(
         events.map((e) => e.eventType),
-        ['session_started', 'tool_call', 'tool_response', 'llm_call', 'llm_response', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended'],
+        [
+          'session_started',
+          'tool_call',
+          'tool_response',
+          'llm_call',
+          'llm_response',
+          'approval_requested',
+          'approval_granted',
+          'tool_call',
+          'tool_response',
+          'session_ended',
+        ],
       );
       assert.ok((events[4]!.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
     } finally {
@@ -180,10 +215,16 @@ describe('provider examples (against a local stand-in of the provider API)', () 
 
   test('examples/openai.ts: both completions (tool call, then answer) priced, and the tool between them', async () => {
     const events = await runProviderExample('openai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
-    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      TOOL_TURN,
+    );
     const [first, second] = events.filter((e) => e.eventType === 'llm_response');
     assert.equal(first!.payload.finishReason, 'tool_calls');
-    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.deepEqual(
+      (first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name),
+      ['get_weather'],
+    );
     assert.equal(second!.payload.completion, FINAL_ANSWER);
     for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'gpt-4o-mini is priced');
     assert.deepEqual(events[4]!.payload.result, { city: 'Oslo', celsius: -3, sky: 'snow' });
@@ -191,7 +232,10 @@ describe('provider examples (against a local stand-in of the provider API)', () 
 
   test('examples/anthropic.ts: tool use, the tool, then the answer, priced', async () => {
     const events = await runProviderExample('anthropic.ts', { ANTHROPIC_API_KEY: 'sk-ant-stand-in', ANTHROPIC_BASE_URL: '$PROVIDER' });
-    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      TOOL_TURN,
+    );
     assert.equal(events[1]!.payload.systemPrompt, 'You are a weather assistant.');
     const [first, second] = events.filter((e) => e.eventType === 'llm_response');
     assert.equal(first!.payload.finishReason, 'tool_use');
@@ -201,9 +245,15 @@ describe('provider examples (against a local stand-in of the provider API)', () 
 
   test("examples/vercel-ai.ts: both model steps through the middleware, the AI SDK's tool run between them", async () => {
     const events = await runProviderExample('vercel-ai.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
-    assert.deepEqual(events.map((e) => e.eventType), TOOL_TURN);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      TOOL_TURN,
+    );
     const [first, second] = events.filter((e) => e.eventType === 'llm_response');
-    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.deepEqual(
+      (first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name),
+      ['get_weather'],
+    );
     assert.equal(events[3]!.payload.callId, 'call_1', "the tool run carries the model's tool-call id");
     assert.equal(second!.payload.completion, FINAL_ANSWER);
     for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
@@ -211,9 +261,15 @@ describe('provider examples (against a local stand-in of the provider API)', () 
 
   test('examples/langchain.ts: chat model runs and the tool run, priced', async () => {
     const events = await runProviderExample('langchain.ts', { OPENAI_API_KEY: 'sk-stand-in', OPENAI_BASE_URL: '$PROVIDER/v1' });
-    assert.deepEqual(events.map((e) => e.eventType).filter((t) => t !== 'custom'), TOOL_TURN);
+    assert.deepEqual(
+      events.map((e) => e.eventType).filter((t) => t !== 'custom'),
+      TOOL_TURN,
+    );
     const [first, second] = events.filter((e) => e.eventType === 'llm_response');
-    assert.deepEqual((first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name), ['get_weather']);
+    assert.deepEqual(
+      (first!.payload.toolCalls as Array<{ name: string }>).map((c) => c.name),
+      ['get_weather'],
+    );
     assert.equal(second!.payload.completion, FINAL_ANSWER);
     for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0);
   });

@@ -108,7 +108,9 @@ function answer(res: ServerResponse, reply: FakeAnswer, stream: boolean, id: str
         message: {
           role: 'assistant',
           content: toolCalls.length > 0 && content === '' ? null : content,
-          ...(toolCalls.length > 0 && { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }),
+          ...(toolCalls.length > 0 && {
+            tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+          }),
         },
         finish_reason: finishReason,
       },

@@ -33,7 +33,6 @@ export function warnRecordingFailed(error: unknown): void {
   console.warn(`vigil: could not record a call: ${error instanceof Error ? error.message : String(error)}`);
 }
 
-
 /** llm_call as recorded: without messages and system prompt when content is not captured. */
 export function callRecord(input: LlmCallInput, captureContent: boolean): LlmCallInput {
   if (captureContent) return input;

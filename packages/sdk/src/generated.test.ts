@@ -12,7 +12,11 @@ function firstDifference(actual: string, expected: string): string {
   const b = expected.split('\n');
   let line = 0;
   while (line < a.length && line < b.length && a[line] === b[line]) line++;
-  const show = (lines: string[]) => lines.slice(Math.max(0, line - 2), line + 4).map((l, i) => `    ${Math.max(0, line - 2) + i + 1}: ${l}`).join('\n');
+  const show = (lines: string[]) =>
+    lines
+      .slice(Math.max(0, line - 2), line + 4)
+      .map((l, i) => `    ${Math.max(0, line - 2) + i + 1}: ${l}`)
+      .join('\n');
   return `first difference at line ${line + 1}\n  committed:\n${show(a)}\n  served now:\n${show(b)}`;
 }
 
@@ -74,11 +78,14 @@ describe('JSON Schema → TypeScript emitter', () => {
   });
 
   test('an unsupported construct stops generation with its location', () => {
-    assert.throws(() => emit({ type: 'object', properties: { when: { type: 'string', if: {} } } }), (error: unknown) => {
-      assert.ok(error instanceof UnsupportedSchemaError);
-      assert.match(error.message, /test\.properties\.when: unsupported keyword "if"/);
-      return true;
-    });
+    assert.throws(
+      () => emit({ type: 'object', properties: { when: { type: 'string', if: {} } } }),
+      (error: unknown) => {
+        assert.ok(error instanceof UnsupportedSchemaError);
+        assert.match(error.message, /test\.properties\.when: unsupported keyword "if"/);
+        return true;
+      },
+    );
   });
 
   test('a dangling $ref is an error, not an unknown type', () => {
@@ -120,6 +127,9 @@ describe('JSON Schema → TypeScript emitter', () => {
     const module = renderModule(document, 'test');
     assert.match(module, /export type Thing = \{\n {2}name: string;\n\};/);
     assert.doesNotMatch(module, /Unused/, 'only components the paths reach');
-    assert.match(module, /\/\*\* Update a thing \*\/\n {4}post: \{\n {6}params: \{\n {8}id: string;\n {6}\};\n {6}query: \{\n {8}dryRun\?: boolean;\n {6}\};\n {6}body: Thing;\n {6}bodyRequired: true;\n {6}responses: \{\n {8}200: Thing;/);
+    assert.match(
+      module,
+      /\/\*\* Update a thing \*\/\n {4}post: \{\n {6}params: \{\n {8}id: string;\n {6}\};\n {6}query: \{\n {8}dryRun\?: boolean;\n {6}\};\n {6}body: Thing;\n {6}bodyRequired: true;\n {6}responses: \{\n {8}200: Thing;/,
+    );
   });
 });

@@ -223,7 +223,11 @@ export abstract class ServiceClient<Paths> {
     return this.http.baseUrl;
   }
 
-  call<P extends keyof Paths, M extends Methods<Paths, P>>(method: M, path: P, ...[init]: InitArgs<Operation<Paths, P, M>>): Promise<Success<Operation<Paths, P, M>>> {
+  call<P extends keyof Paths, M extends Methods<Paths, P>>(
+    method: M,
+    path: P,
+    ...[init]: InitArgs<Operation<Paths, P, M>>
+  ): Promise<Success<Operation<Paths, P, M>>> {
     return this.http.request(method, path as string, init as TransportRequest | undefined);
   }
 }

@@ -6,7 +6,16 @@
  * `@vigil/sdk/node` adds AsyncLocalStorage sessions and sending on process exit.
  */
 export { ObserveClient, DEFAULT_OBSERVE_URL, type ObserveClientOptions } from './observe.ts';
-export { GateClient, DEFAULT_GATE_URL, type ApprovalOutcome, type ApprovalRequest, type GateClientOptions, type NewApprovalRequest, type RequestStatus, type WaitOptions } from './gate.ts';
+export {
+  GateClient,
+  DEFAULT_GATE_URL,
+  type ApprovalOutcome,
+  type ApprovalRequest,
+  type GateClientOptions,
+  type NewApprovalRequest,
+  type RequestStatus,
+  type WaitOptions,
+} from './gate.ts';
 export {
   VigilSession,
   type EndSessionOptions,

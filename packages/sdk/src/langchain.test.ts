@@ -63,9 +63,17 @@ async function plainAndCaptured<T>(sessionId: string, answers: FakeAnswer[], cal
   const plain = await call(undefined);
   const capturedFrom = fake.requests.length;
   fake.script(...answers);
-  const captured = await client.withSession({ agentId: 'langchain-agent', sessionId }, () => call([new VigilCallbackHandler()])).catch((error: unknown) => ({ thrown: error }));
+  const captured = await client
+    .withSession({ agentId: 'langchain-agent', sessionId }, () => call([new VigilCallbackHandler()]))
+    .catch((error: unknown) => ({ thrown: error }));
   const bodies = (from: number, to: number) => fake.requests.slice(from, to).map((r) => r.json);
-  return { plain, captured, plainBodies: bodies(plainFrom, capturedFrom), capturedBodies: bodies(capturedFrom, fake.requests.length), events: await stored(sessionId) };
+  return {
+    plain,
+    captured,
+    plainBodies: bodies(plainFrom, capturedFrom),
+    capturedBodies: bodies(capturedFrom, fake.requests.length),
+    events: await stored(sessionId),
+  };
 }
 
 const weather = tool(async ({ city }: { city: string }) => `21C in ${city}`, {
@@ -107,7 +115,7 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     for (const nested of run.events.slice(2, 8)) assert.equal(nested.metadata.langchainParentRunId, sequenceRun, `${kind(nested)} is nested in the sequence`);
     assert.equal(run.events[8]!.metadata.langchainRunId, sequenceRun);
     assert.deepEqual((run.events[1]!.payload.data as { inputs: unknown }).inputs, { question: 'Capital of France?' });
-    assert.ok(((run.events[8]!.payload.data as { durationMs: number }).durationMs) >= 50, 'the sequence lasted as long as the model call');
+    assert.ok((run.events[8]!.payload.data as { durationMs: number }).durationMs >= 50, 'the sequence lasted as long as the model call');
 
     const call = run.events[4]!.payload;
     assert.equal(call.provider, 'openai');
@@ -138,7 +146,13 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
       return { toolResults: messages.slice(1).map((m) => m.content), answer: final.content };
     }).withConfig({ runName: 'agent' });
     const answers: FakeAnswer[] = [
-      { kind: 'message', model: 'gpt-4o-mini', toolCalls: [{ id: 'call_weather_1', name: 'weather', arguments: '{"city":"Oslo"}' }], promptTokens: 80, completionTokens: 15 },
+      {
+        kind: 'message',
+        model: 'gpt-4o-mini',
+        toolCalls: [{ id: 'call_weather_1', name: 'weather', arguments: '{"city":"Oslo"}' }],
+        promptTokens: 80,
+        completionTokens: 15,
+      },
       { kind: 'message', model: 'gpt-4o-mini', content: 'It is 21C in Oslo.', promptTokens: 120, completionTokens: 9 },
     ];
     const run = await plainAndCaptured('lc-agent', answers, (callbacks) => agent.invoke('Weather in Oslo?', { callbacks }));
@@ -161,10 +175,16 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     const agentRun = run.events[1]!.metadata.langchainRunId;
     for (const nested of run.events.slice(2, 8)) assert.equal(nested.metadata.langchainParentRunId, agentRun, `${kind(nested)} is nested in the agent run`);
     const [, , firstCall, firstResponse, toolCall, toolResponse, secondCall, secondResponse, , ended] = run.events.map((e) => e.payload);
-    assert.deepEqual((firstCall!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name), ['weather']);
+    assert.deepEqual(
+      (firstCall!.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
+      ['weather'],
+    );
     assert.deepEqual(firstResponse!.toolCalls, [{ id: 'call_weather_1', name: 'weather', arguments: { city: 'Oslo' } }]);
     assert.equal(firstResponse!.finishReason, 'tool_calls');
-    assert.deepEqual({ toolName: toolCall!.toolName, callId: toolCall!.callId, arguments: toolCall!.arguments }, { toolName: 'weather', callId: 'call_weather_1', arguments: { city: 'Oslo' } });
+    assert.deepEqual(
+      { toolName: toolCall!.toolName, callId: toolCall!.callId, arguments: toolCall!.arguments },
+      { toolName: 'weather', callId: 'call_weather_1', arguments: { city: 'Oslo' } },
+    );
     assert.equal(toolResponse!.callId, 'call_weather_1');
     assert.equal(toolResponse!.result, '21C in Oslo');
     assert.ok(typeof toolResponse!.durationMs === 'number' && toolResponse!.durationMs >= 0);
@@ -187,7 +207,14 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     assert.deepEqual(run.plain, { error: { message: 'refund of 12 refused', status: undefined } });
     assert.deepEqual(run.captured, run.plain);
 
-    assert.deepEqual(run.events.map(kind), ['session_started', 'chain_start:refund-flow', 'tool_call', 'tool_error', 'chain_error:refund-flow', 'session_ended']);
+    assert.deepEqual(run.events.map(kind), [
+      'session_started',
+      'chain_start:refund-flow',
+      'tool_call',
+      'tool_error',
+      'chain_error:refund-flow',
+      'session_ended',
+    ]);
     const failure = run.events[3]!;
     assert.equal(failure.severity, 'error');
     assert.equal(failure.payload.toolName, 'refund');
@@ -199,7 +226,15 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
   });
 
   test('streaming: the chunks reach the caller unchanged; the assembled text and the streamed usage are recorded', async () => {
-    const answer: FakeAnswer = { kind: 'message', model: 'gpt-4o-mini', content: 'Tokens arrive one word at a time.', promptTokens: 30, completionTokens: 8, cachedTokens: 12, reasoningTokens: 2 };
+    const answer: FakeAnswer = {
+      kind: 'message',
+      model: 'gpt-4o-mini',
+      content: 'Tokens arrive one word at a time.',
+      promptTokens: 30,
+      completionTokens: 8,
+      cachedTokens: 12,
+      reasoningTokens: 2,
+    };
     const run = await plainAndCaptured('lc-stream', [answer], async (callbacks) => {
       const chunks: string[] = [];
       for await (const chunk of await chatModel().stream('Stream please.', { callbacks })) chunks.push(chunk.content as string);
@@ -253,9 +288,18 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     const hidden = RunnableLambda.from((text: string) => text.toUpperCase()).withConfig({ runName: 'internal-step', tags: ['langsmith:hidden'] });
     const shown = RunnableLambda.from((text: string) => `${text}!`).withConfig({ runName: 'visible-step' });
     const flow = hidden.pipe(shown);
-    const result = await client.withSession({ agentId: 'langchain-agent', sessionId: 'lc-hidden' }, () => flow.invoke('hi', { callbacks: [new VigilCallbackHandler()] }));
+    const result = await client.withSession({ agentId: 'langchain-agent', sessionId: 'lc-hidden' }, () =>
+      flow.invoke('hi', { callbacks: [new VigilCallbackHandler()] }),
+    );
     assert.equal(result, 'HI!');
-    assert.deepEqual((await stored('lc-hidden')).map(kind), ['session_started', 'chain_start:RunnableSequence', 'chain_start:visible-step', 'chain_end:visible-step', 'chain_end:RunnableSequence', 'session_ended']);
+    assert.deepEqual((await stored('lc-hidden')).map(kind), [
+      'session_started',
+      'chain_start:RunnableSequence',
+      'chain_start:visible-step',
+      'chain_end:visible-step',
+      'chain_end:RunnableSequence',
+      'session_ended',
+    ]);
   });
 
   test('captureContent: false records the runs’ shape without prompts, completions, tool-call arguments or chain inputs and outputs', async () => {
@@ -263,19 +307,38 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
       ['system', 'secret system prompt'],
       ['human', '{question}'],
     ]).pipe(chatModel().bindTools([weather]));
-    fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'secret completion', toolCalls: [{ id: 'call_weather_9', name: 'weather', arguments: '{"city":"SecretCity"}' }], promptTokens: 60, completionTokens: 12 });
+    fake.script({
+      kind: 'message',
+      model: 'gpt-4o-mini',
+      content: 'secret completion',
+      toolCalls: [{ id: 'call_weather_9', name: 'weather', arguments: '{"city":"SecretCity"}' }],
+      promptTokens: 60,
+      completionTokens: 12,
+    });
     const answer = await client.withSession({ agentId: 'langchain-agent', sessionId: 'lc-redacted' }, () =>
       chain.invoke({ question: 'secret question' }, { callbacks: [new VigilCallbackHandler({ captureContent: false })] }),
     );
     assert.equal(answer.content, 'secret completion');
     const events = await stored('lc-redacted');
-    assert.deepEqual(events.map(kind), ['session_started', 'chain_start:RunnableSequence', 'chain_start:ChatPromptTemplate', 'chain_end:ChatPromptTemplate', 'llm_call', 'llm_response', 'chain_end:RunnableSequence', 'session_ended']);
+    assert.deepEqual(events.map(kind), [
+      'session_started',
+      'chain_start:RunnableSequence',
+      'chain_start:ChatPromptTemplate',
+      'chain_end:ChatPromptTemplate',
+      'llm_call',
+      'llm_response',
+      'chain_end:RunnableSequence',
+      'session_ended',
+    ]);
     assert.ok(!JSON.stringify(events).includes('ecret'), 'nothing of the prompt, the answer or the tool arguments is stored');
     const call = events[4]!.payload;
     assert.deepEqual(call.messages, []);
     assert.equal(call.systemPrompt, undefined);
     assert.equal(call.redacted, true);
-    assert.deepEqual((call.tools as Array<{ function: { name: string } }>).map((t) => t.function.name), ['weather']);
+    assert.deepEqual(
+      (call.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
+      ['weather'],
+    );
     const response = events[5]!.payload;
     assert.equal(response.completion, null);
     assert.equal(response.redacted, true);
@@ -289,7 +352,9 @@ describe('LangChain.js capture (VigilCallbackHandler)', () => {
     const session = closed.startSession({ agentId: 'closed-agent' });
     await closed.close();
     const callbacks = [new VigilCallbackHandler({ session })];
-    const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(chatModel()).pipe(new StringOutputParser());
+    const chain = ChatPromptTemplate.fromMessages([['human', '{question}']])
+      .pipe(chatModel())
+      .pipe(new StringOutputParser());
     fake.script({ kind: 'message', model: 'gpt-4o-mini', content: 'Still answered.', promptTokens: 5, completionTokens: 3 });
     const warnings: string[] = [];
     const warn = console.warn;

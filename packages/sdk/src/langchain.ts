@@ -108,7 +108,11 @@ function usageDetails(usage: UsageMetadata | undefined): Record<string, number> 
   const read = usage?.input_token_details?.cache_read;
   const created = usage?.input_token_details?.cache_creation;
   const reasoning = usage?.output_token_details?.reasoning;
-  return { ...(read && { cacheReadInputTokens: read }), ...(created && { cacheCreationInputTokens: created }), ...(reasoning && { reasoningTokens: reasoning }) };
+  return {
+    ...(read && { cacheReadInputTokens: read }),
+    ...(created && { cacheCreationInputTokens: created }),
+    ...(reasoning && { reasoningTokens: reasoning }),
+  };
 }
 
 function numberOr(value: unknown, fallback: number): number {
@@ -204,7 +208,16 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     metadata?: Record<string, unknown>,
     name?: string,
   ): void {
-    this.startModel(llm, prompts.map((prompt) => ({ role: 'user', content: prompt })), runId, parentRunId, extraParams, tags, metadata, name);
+    this.startModel(
+      llm,
+      prompts.map((prompt) => ({ role: 'user', content: prompt })),
+      runId,
+      parentRunId,
+      extraParams,
+      tags,
+      metadata,
+      name,
+    );
   }
 
   override handleLLMEnd(output: LLMResult, runId: string): void {
@@ -212,8 +225,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     if (!run?.llmCall) return;
     const generation = output.generations[0]?.[0] as Partial<ChatGeneration> | undefined;
     const message = generation?.message as
-      | (BaseMessage & { tool_calls?: Array<{ id?: string; name: string; args: unknown }>; usage_metadata?: UsageMetadata })
-      | undefined;
+      (BaseMessage & { tool_calls?: Array<{ id?: string; name: string; args: unknown }>; usage_metadata?: UsageMetadata }) | undefined;
     const responseMetadata = (message?.response_metadata ?? {}) as Record<string, unknown>;
     // Chat models put usage on the message; completion LLMs (and older chat models) in llmOutput.
     const tokenUsage = (output.llmOutput?.tokenUsage ?? output.llmOutput?.estimatedTokenUsage ?? {}) as Record<string, unknown>;
@@ -316,7 +328,9 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
   ): void {
     const run = this.begin(runId, parentRunId, runName(chain, name), tags, 'chain');
     if (!run) return;
-    recordSafely(() => run.session.custom('chain_start', { name: run.name, ...(this.captureContent && { inputs: storable(inputs) }) }, { metadata: run.metadata }));
+    recordSafely(() =>
+      run.session.custom('chain_start', { name: run.name, ...(this.captureContent && { inputs: storable(inputs) }) }, { metadata: run.metadata }),
+    );
   }
 
   override handleChainEnd(outputs: ChainValues, runId: string): void {

@@ -9,14 +9,7 @@ import { environment } from './runtime.ts';
 import { priceTable, type ModelPrice, type PriceTable } from './pricing.ts';
 import { EventQueue, type BatchingOptions } from './queue.ts';
 import { VigilSession, type EndSessionOptions, type SessionSink, type StartSessionOptions } from './session.ts';
-import type {
-  CallOptions,
-  IncomingEvent,
-  ObserveBody,
-  ObservePaths,
-  ObserveQuery,
-  ObserveResult,
-} from './types.ts';
+import type { CallOptions, IncomingEvent, ObserveBody, ObservePaths, ObserveQuery, ObserveResult } from './types.ts';
 
 export const DEFAULT_OBSERVE_URL = 'http://localhost:3400';
 

@@ -112,7 +112,15 @@ function streamedChat(body: Record<string, unknown>, res: ServerResponse): Promi
     chunk({}, 'tool_calls', usage),
   ];
   if (usage) {
-    chunks.push({ id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1_764_000_000, model: SERVED_MODEL, system_fingerprint: 'fp_1', choices: [], usage: { prompt_tokens: 800, completion_tokens: 40, total_tokens: 840 } });
+    chunks.push({
+      id: 'chatcmpl-2',
+      object: 'chat.completion.chunk',
+      created: 1_764_000_000,
+      model: SERVED_MODEL,
+      system_fingerprint: 'fp_1',
+      choices: [],
+      usage: { prompt_tokens: 800, completion_tokens: 40, total_tokens: 840 },
+    });
   }
   return sendSse(res, chunks);
 }
@@ -166,7 +174,9 @@ describe('observeOpenAI: chat completions', () => {
       sendJson(res, 200, chatCompletion({ content: 'ok' }, 'stop'));
     };
     const client = observeOpenAI(openai());
-    const { result, events } = await recorded(() => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).withResponse());
+    const { result, events } = await recorded(() =>
+      client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).withResponse(),
+    );
     assert.equal(result.data.choices[0]!.message.content, 'ok');
     assert.equal(result.request_id, 'req_42');
     assert.equal(result.response.status, 200);
@@ -178,7 +188,9 @@ describe('observeOpenAI: chat completions', () => {
     answer = (_request, _body, res) => sendJson(res, 200, chatCompletion({ content: null, tool_calls: [toolCall] }, 'tool_calls'));
     const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
     const client = observeOpenAI(openai());
-    const { result, events } = await recorded(() => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools }));
+    const { result, events } = await recorded(() =>
+      client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools }),
+    );
     assert.deepEqual(result.choices[0]!.message.tool_calls, [toolCall]);
     const [, call, response] = events;
     assert.deepEqual(call!.payload.tools, tools);
@@ -195,7 +207,7 @@ describe('observeOpenAI: chat completions', () => {
     const client = observeOpenAI(openai());
     const { result, events } = await recorded(async () => {
       const stream = await client.chat.completions.create(request);
-      assert.equal(stream.constructor.name, 'Stream', 'the library\'s own stream object');
+      assert.equal(stream.constructor.name, 'Stream', "the library's own stream object");
       assert.equal(typeof stream.toReadableStream, 'function');
       return readAll(stream);
     });
@@ -215,7 +227,12 @@ describe('observeOpenAI: chat completions', () => {
 
   test('streaming with include_usage asked by the caller: the caller sees the usage chunk, as without the wrapper', async () => {
     answer = (_request, body, res) => void streamedChat(body, res);
-    const request = { model: MODEL, messages: [{ role: 'user' as const, content: 'Weather?' }], stream: true as const, stream_options: { include_usage: true } };
+    const request = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'Weather?' }],
+      stream: true as const,
+      stream_options: { include_usage: true },
+    };
     const plain = await readAll(await openai().chat.completions.create(request));
     const client = observeOpenAI(openai());
     const { result, events } = await recorded(async () => readAll(await client.chat.completions.create(request)));
@@ -227,7 +244,9 @@ describe('observeOpenAI: chat completions', () => {
   test('streamUsage: false sends the request untouched and records usage 0, flagged usageUnknown', async () => {
     answer = (_request, body, res) => void streamedChat(body, res);
     const client = observeOpenAI(openai(), { streamUsage: false });
-    const { events } = await recorded(async () => readAll(await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], stream: true })));
+    const { events } = await recorded(async () =>
+      readAll(await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], stream: true })),
+    );
     assert.equal(JSON.parse(fake.requests[0]!.body).stream_options, undefined);
     const response = events[2]!;
     assert.equal(response.payload.completion, 'Checking the weather.');
@@ -256,7 +275,7 @@ describe('observeOpenAI: chat completions', () => {
     assert.equal(error.payload.toolName, `openai:${MODEL}`);
   });
 
-  test('a stream that breaks off mid-way: the caller gets the library\'s error, and it is recorded', async () => {
+  test("a stream that breaks off mid-way: the caller gets the library's error, and it is recorded", async () => {
     answer = (_request, _body, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Hal' }))}\n\n`);
@@ -279,9 +298,12 @@ describe('observeOpenAI: chat completions', () => {
 
   for (const status of [429, 500, 400]) {
     test(`an HTTP ${status}: the library's APIError is rethrown unchanged and stored as tool_error with errorCode ${status}`, async () => {
-      answer = (_request, _body, res) => sendJson(res, status, { error: { message: `provider said ${status}`, type: 'test_error', param: null, code: 'test_code' } });
+      answer = (_request, _body, res) =>
+        sendJson(res, status, { error: { message: `provider said ${status}`, type: 'test_error', param: null, code: 'test_code' } });
       const request = { model: MODEL, messages: [{ role: 'user' as const, content: 'x' }] };
-      const plain = await openai().chat.completions.create(request).catch((error: unknown) => error);
+      const plain = await openai()
+        .chat.completions.create(request)
+        .catch((error: unknown) => error);
       const client = observeOpenAI(openai());
       let thrown: unknown;
       const { events } = await recorded(() => client.chat.completions.create(request).catch((error: unknown) => (thrown = error)));
@@ -314,7 +336,14 @@ describe('observeOpenAI: chat completions', () => {
     answer = (_request, _body, res) => sendJson(res, 200, chatCompletion({ content: 'private answer', tool_calls: [toolCall] }, 'tool_calls'));
     const client = observeOpenAI(openai(), { captureContent: false });
     const { result, events } = await recorded(() =>
-      client.chat.completions.create({ model: MODEL, messages: [{ role: 'system', content: 'secret prompt' }, { role: 'user', content: 'my email is a@b.c' }], max_tokens: 50 }),
+      client.chat.completions.create({
+        model: MODEL,
+        messages: [
+          { role: 'system', content: 'secret prompt' },
+          { role: 'user', content: 'my email is a@b.c' },
+        ],
+        max_tokens: 50,
+      }),
     );
     assert.equal(result.choices[0]!.message.content, 'private answer');
     const [, call, response] = events;
@@ -345,10 +374,22 @@ describe('observeOpenAI: Responses API and embeddings', () => {
       error: null,
       parallel_tool_calls: true,
       tools: [],
-      usage: { input_tokens: 500, input_tokens_details: { cached_tokens: 0 }, output_tokens: 70, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 570 },
+      usage: {
+        input_tokens: 500,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 70,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 570,
+      },
     };
   }
-  const message = { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Paris is sunny.', annotations: [] }] };
+  const message = {
+    type: 'message',
+    id: 'msg_1',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'Paris is sunny.', annotations: [] }],
+  };
   const functionCall = { type: 'function_call', id: 'fc_1', call_id: 'call_9', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' };
 
   /** A streamed response's events, as the Responses API sends them. */
@@ -356,7 +397,14 @@ describe('observeOpenAI: Responses API and embeddings', () => {
     return [
       { type: 'response.created', sequence_number: 0, response: { ...response('in_progress', []), usage: null } },
       { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
-      { type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+      {
+        type: 'response.content_part.added',
+        sequence_number: 2,
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      },
       { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Paris is ' },
       { type: 'response.output_text.delta', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'sunny.' },
       { type: 'response.output_text.done', sequence_number: 5, item_id: 'msg_1', output_index: 0, content_index: 0, text: 'Paris is sunny.' },
@@ -368,7 +416,7 @@ describe('observeOpenAI: Responses API and embeddings', () => {
     answer = (_request, _body, res) => sendJson(res, 200, response('completed', [message, functionCall]));
     const client = observeOpenAI(openai());
     const { result, events } = await recorded(() => client.responses.create({ model: 'gpt-4.1', instructions: 'Be brief.', input: 'Weather in Paris?' }));
-    assert.equal(result.output_text, 'Paris is sunny.', 'the library\'s own convenience field is still there');
+    assert.equal(result.output_text, 'Paris is sunny.', "the library's own convenience field is still there");
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'llm_response', 'session_ended']);
     const [, call, recordedResponse] = events;
     assert.deepEqual(call!.payload.messages, [{ role: 'user', content: 'Weather in Paris?' }]);
@@ -399,7 +447,15 @@ describe('observeOpenAI: Responses API and embeddings', () => {
 
   test('a streamed response that fails (response.failed) is recorded as an error with its code', async () => {
     const failed = { ...response('failed', []), error: { code: 'server_error', message: 'The model crashed' }, usage: null };
-    answer = (_request, _body, res) => void sendSse(res, [{ type: 'response.created', sequence_number: 0, response: { ...failed, status: 'in_progress', error: null } }, { type: 'response.failed', sequence_number: 1, response: failed }], { named: true });
+    answer = (_request, _body, res) =>
+      void sendSse(
+        res,
+        [
+          { type: 'response.created', sequence_number: 0, response: { ...failed, status: 'in_progress', error: null } },
+          { type: 'response.failed', sequence_number: 1, response: failed },
+        ],
+        { named: true },
+      );
     const client = observeOpenAI(openai());
     const { events } = await recorded(async () => readAll(await client.responses.create({ model: 'gpt-4.1', input: 'x', stream: true })));
     assert.deepEqual(types(events), ['session_started', 'llm_call', 'tool_error', 'session_ended']);
@@ -418,7 +474,14 @@ describe('observeOpenAI: Responses API and embeddings', () => {
       const parsed = await client.chat.completions.parse({
         model: MODEL,
         messages: [{ role: 'user', content: 'Which city?' }],
-        response_format: { type: 'json_schema', json_schema: { name: 'city', strict: true, schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } } },
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'city',
+            strict: true,
+            schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+          },
+        },
       });
       const final = await client.chat.completions.stream({ model: MODEL, messages: [{ role: 'user', content: 'Weather?' }] }).finalChatCompletion();
       const streamedResponse = await client.responses.stream({ model: 'gpt-4.1', input: 'Weather?' }).finalResponse();
@@ -439,7 +502,15 @@ describe('observeOpenAI: Responses API and embeddings', () => {
       const messages = body.messages as Array<{ role: string; content?: string }>;
       const toolResult = messages.find((m) => m.role === 'tool');
       if (toolResult) sendJson(res, 200, chatCompletion({ content: `It is ${toolResult.content}.` }, 'stop'));
-      else sendJson(res, 200, chatCompletion({ content: null, tool_calls: [{ id: 'call_rt', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] }, 'tool_calls'));
+      else
+        sendJson(
+          res,
+          200,
+          chatCompletion(
+            { content: null, tool_calls: [{ id: 'call_rt', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] },
+            'tool_calls',
+          ),
+        );
     };
     const client = observeOpenAI(openai());
     const { result, events } = await recorded(() =>
@@ -447,7 +518,18 @@ describe('observeOpenAI: Responses API and embeddings', () => {
         .runTools({
           model: MODEL,
           messages: [{ role: 'user', content: 'Weather in Rome?' }],
-          tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, parse: JSON.parse, function: (args: { city: string }) => `sunny in ${args.city}` } }],
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'get_weather',
+                description: 'Weather by city',
+                parameters: { type: 'object', properties: { city: { type: 'string' } } },
+                parse: JSON.parse,
+                function: (args: { city: string }) => `sunny in ${args.city}`,
+              },
+            },
+          ],
         })
         .finalContent(),
     );
@@ -466,7 +548,11 @@ describe('observeOpenAI: Responses API and embeddings', () => {
       sendJson(res, 200, {
         object: 'list',
         model: 'text-embedding-3-small',
-        data: inputs.map((_, i) => ({ object: 'embedding', index: i, embedding: base64 ? Buffer.from(vector(i).buffer).toString('base64') : Array.from(vector(i)) })),
+        data: inputs.map((_, i) => ({
+          object: 'embedding',
+          index: i,
+          embedding: base64 ? Buffer.from(vector(i).buffer).toString('base64') : Array.from(vector(i)),
+        })),
         usage: { prompt_tokens: 12, total_tokens: 12 },
       });
     };
@@ -500,7 +586,10 @@ describe('observeOpenAI: sessions', () => {
         }
       });
     const [a, b] = await Promise.all([agent('alpha'), agent('beta')]);
-    for (const [name, { events }] of [['alpha', a], ['beta', b]] as const) {
+    for (const [name, { events }] of [
+      ['alpha', a],
+      ['beta', b],
+    ] as const) {
       const calls = events.filter((e) => e.eventType === 'llm_call');
       assert.equal(calls.length, 3);
       assert.deepEqual(
@@ -559,7 +648,9 @@ describe('observeOpenAI: sessions', () => {
 
   test('withOptions() clients are recorded too; other methods pass through', async () => {
     answer = (request, _body, res) =>
-      request.url.startsWith('/v1/models') ? sendJson(res, 200, { object: 'list', data: [{ id: MODEL, object: 'model', created: 1, owned_by: 'openai' }] }) : sendJson(res, 200, chatCompletion({ content: 'x' }, 'stop'));
+      request.url.startsWith('/v1/models')
+        ? sendJson(res, 200, { object: 'list', data: [{ id: MODEL, object: 'model', created: 1, owned_by: 'openai' }] })
+        : sendJson(res, 200, chatCompletion({ content: 'x' }, 'stop'));
     const client = observeOpenAI(openai());
     const { result, events } = await recorded(async () => {
       await client.withOptions({ timeout: 5000 }).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] });

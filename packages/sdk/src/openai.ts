@@ -221,7 +221,8 @@ function chatCompletionsCreate(create: (...args: unknown[]) => unknown, owner: o
 const RESPONSES_CONTENT = ['model', 'input', 'instructions', 'tools'] as const;
 
 function responseResult(response: OpenAIResponse): CapturedResponse | Error {
-  if (response.status === 'failed') return Object.assign(new Error(response.error?.message ?? 'the response failed'), { code: response.error?.code ?? 'response_failed' });
+  if (response.status === 'failed')
+    return Object.assign(new Error(response.error?.message ?? 'the response failed'), { code: response.error?.code ?? 'response_failed' });
   let text: string | null = null;
   const toolCalls: ReturnType<typeof chatToolCall>[] = [];
   for (const item of response.output ?? []) {
@@ -231,8 +232,7 @@ function responseResult(response: OpenAIResponse): CapturedResponse | Error {
       toolCalls.push({ id: item.call_id, name: item.name, arguments: toolArguments(item.arguments ?? item.input) });
     }
   }
-  const finishReason =
-    response.status === 'incomplete' ? (response.incomplete_details?.reason ?? 'incomplete') : toolCalls.length > 0 ? 'tool_calls' : 'stop';
+  const finishReason = response.status === 'incomplete' ? (response.incomplete_details?.reason ?? 'incomplete') : toolCalls.length > 0 ? 'tool_calls' : 'stop';
   return {
     completion: text,
     usage: usageOf(response.usage),
@@ -307,7 +307,11 @@ function embeddingsCreate(create: (...args: unknown[]) => unknown, owner: object
     const messages = Array.isArray(body.input) ? [...(body.input as unknown[])] : [body.input];
     const call = startLlmCall(options, 'OpenAI embeddings', callInput(provider, body, messages, undefined, EMBEDDINGS_CONTENT));
     if (!call) return create.apply(owner, args);
-    return observeCall(call, () => create.apply(owner, args), (value) => call.succeed(embeddingsResponse(value as Embeddings)));
+    return observeCall(
+      call,
+      () => create.apply(owner, args),
+      (value) => call.succeed(embeddingsResponse(value as Embeddings)),
+    );
   };
 }
 
@@ -343,7 +347,10 @@ export function observeOpenAI<T extends object>(client: T, options: ObserveOpenA
     },
     responses: { create: (create, owner) => responsesCreate(create, owner, options, provider), parse: helper, stream: helper },
     embeddings: { create: (create, owner) => embeddingsCreate(create, owner, options, provider) },
-    withOptions: (withOptions, owner) => (...args) => observeOpenAI(withOptions.apply(owner, args) as object, options),
+    withOptions:
+      (withOptions, owner) =>
+      (...args) =>
+        observeOpenAI(withOptions.apply(owner, args) as object, options),
   });
   return wrapped;
 }

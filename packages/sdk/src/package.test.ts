@@ -96,7 +96,8 @@ describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 120_
   test('each tarball holds its built JavaScript, type declarations, LICENSE and package.json, and no source or tests', () => {
     for (const [name, tarball] of Object.entries(packed)) {
       const paths = tarball.files.map((f) => f.path);
-      for (const required of ['package.json', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) assert.ok(paths.includes(required), `${name}: ${required} in ${paths.join(', ')}`);
+      for (const required of ['package.json', 'LICENSE', 'dist/index.js', 'dist/index.d.ts'])
+        assert.ok(paths.includes(required), `${name}: ${required} in ${paths.join(', ')}`);
       assert.deepEqual(
         paths.filter((path) => !/^dist\/.+\.(js|d\.ts)$/.test(path) && !['package.json', 'LICENSE', 'README.md'].includes(path)),
         [],
@@ -106,7 +107,11 @@ describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 120_
   });
 
   test('each tarball has its README', () => {
-    for (const [name, tarball] of Object.entries(packed)) assert.ok(tarball.files.some((f) => f.path === 'README.md'), `${name}'s tarball has README.md`);
+    for (const [name, tarball] of Object.entries(packed))
+      assert.ok(
+        tarball.files.some((f) => f.path === 'README.md'),
+        `${name}'s tarball has README.md`,
+      );
   });
 
   test("every entry of @vigil/sdk's exports map is in its tarball", () => {
@@ -123,7 +128,10 @@ describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 120_
   test('the install holds the SDK, the price table and zod, and no server package', async () => {
     const listed = (await npm(['ls', '--omit=dev', '--all', '--parseable'], appDir)).trim().split('\n').slice(1);
     const names = listed.map((path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)).sort();
-    assert.deepEqual(names.filter((name) => SERVER_PACKAGES.includes(name)), []);
+    assert.deepEqual(
+      names.filter((name) => SERVER_PACKAGES.includes(name)),
+      [],
+    );
     assert.deepEqual(names, ['@vigil/pricing', '@vigil/sdk', 'zod']);
   });
 
@@ -196,7 +204,13 @@ console.log(JSON.stringify({ ambientAfterSession: currentSession() === undefined
       events.map((e) => e.eventType),
       ['session_started', 'tool_call', 'tool_call', 'tool_response', 'tool_response', 'llm_call', 'llm_response', 'session_ended'],
     );
-    assert.deepEqual(events.filter((e) => e.eventType === 'tool_response').map((e) => e.payload.result).sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))), [{ hits: 3 }, { hits: 5 }]);
+    assert.deepEqual(
+      events
+        .filter((e) => e.eventType === 'tool_response')
+        .map((e) => e.payload.result)
+        .sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))),
+      [{ hits: 3 }, { hits: 5 }],
+    );
     assert.equal(events[6]!.payload.costUsd, expectedCost);
     assert.deepEqual(
       (await storedEvents(`${sessionId}-late`)).map((e) => [e.eventType, e.payload]),
@@ -239,7 +253,15 @@ export const asked = gate.createRequest({ action: 'send_email', params: {} }).th
 `,
     );
     // The installed .d.ts files are checked too (skipLibCheck off); TypeScript's own lib files are not.
-    const base = { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, skipDefaultLibCheck: true };
+    const base = {
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      target: 'ES2022',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      skipDefaultLibCheck: true,
+    };
     const projects = {
       'tsconfig.node.json': { compilerOptions: { ...base, lib: ['ES2022'], types: ['node'], typeRoots: [NODE_TYPES] }, files: ['check-node.mts'] },
       'tsconfig.browser.json': { compilerOptions: { ...base, lib: ['ES2022', 'DOM'], types: [] }, files: ['check-browser.mts'] },
@@ -251,6 +273,10 @@ export const asked = gate.createRequest({ action: 'send_email', params: {} }).th
         return [file, checked.stdout];
       }),
     );
-    assert.deepEqual(reports, Object.keys(projects).map((file) => [file, '']), 'tsc reports no error');
+    assert.deepEqual(
+      reports,
+      Object.keys(projects).map((file) => [file, '']),
+      'tsc reports no error',
+    );
   });
 });

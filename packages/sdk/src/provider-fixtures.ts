@@ -20,7 +20,12 @@ function openaiChat(body: Body, res: ServerResponse): void {
   const done = hasToolResult(body);
   const message = done
     ? { role: 'assistant', content: FINAL_ANSWER, refusal: null }
-    : { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] };
+    : {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+      };
   sendJson(res, 200, {
     id: 'chatcmpl-stand-in',
     object: 'chat.completion',

@@ -78,11 +78,21 @@ describe('event batching', () => {
     );
     const client = observeClient(recorder.url, { batchSize: 5, flushIntervalMs: 60_000 });
     for (let i = 0; i < 5; i++) client.track(customEvent('batch-size', i));
-    await eventually(async () => recorder.requests.length, (n) => n === 1, 10_000, 'the first batch, at once');
+    await eventually(
+      async () => recorder.requests.length,
+      (n) => n === 1,
+      10_000,
+      'the first batch, at once',
+    );
     for (let i = 5; i < 12; i++) client.track(customEvent('batch-size', i));
     assert.equal(client.pendingEvents, 7, 'one request at a time: the rest waits behind it');
     release();
-    await eventually(async () => recorder.requests.length, (n) => n === 2, 10_000, 'the backlog, in one request');
+    await eventually(
+      async () => recorder.requests.length,
+      (n) => n === 2,
+      10_000,
+      'the backlog, in one request',
+    );
     for (let i = 12; i < 14; i++) client.track(customEvent('batch-size', i));
     await sleep(300);
     assert.equal(recorder.requests.length, 2, 'fewer than batchSize wait for the interval or a flush');
@@ -97,7 +107,10 @@ describe('event batching', () => {
       [...Array(14).keys()],
       'stored in the order tracked (chain seq order)',
     );
-    assert.deepEqual(stored.map((e) => e.seq), [...Array(14).keys()]);
+    assert.deepEqual(
+      stored.map((e) => e.seq),
+      [...Array(14).keys()],
+    );
     await client.close();
   });
 
@@ -110,7 +123,12 @@ describe('event batching', () => {
     );
     const client = observeClient(recorder.url, { batchSize: 10, maxQueueSize: 1500, flushIntervalMs: 60_000, onError: (error) => reported.push(error) });
     for (let i = 0; i < 10; i++) client.track(customEvent('batch-bound', i));
-    await eventually(async () => recorder.requests.length, (n) => n === 1, 10_000, 'the first request');
+    await eventually(
+      async () => recorder.requests.length,
+      (n) => n === 1,
+      10_000,
+      'the first request',
+    );
     for (let i = 10; i < 1610; i++) client.track(customEvent('batch-bound', i));
     assert.equal(client.pendingEvents, 1500, 'the queue holds maxQueueSize events');
     assert.equal(reported.length, 100, 'each event beyond it is dropped and reported');
@@ -128,7 +146,12 @@ describe('event batching', () => {
     const started = Date.now();
     for (let i = 0; i < 3; i++) client.track(customEvent('batch-interval', i));
     assert.equal(recorder.requests.length, 0);
-    const stored = await eventually(() => storedEvents('batch-interval'), (events) => events.length === 3, 10_000, 'interval flush');
+    const stored = await eventually(
+      () => storedEvents('batch-interval'),
+      (events) => events.length === 3,
+      10_000,
+      'interval flush',
+    );
     assert.ok(Date.now() - started >= 140, 'not before the interval');
     assert.equal(recorder.requests.length, 1, 'one request for the three events');
     assert.equal(stored.length, 3);
@@ -150,7 +173,12 @@ describe('event batching', () => {
     const reported: VigilError[] = [];
     const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000, onError: (error) => reported.push(error) });
     client.track(customEvent('batch-invalid', 0));
-    client.track({ sessionId: 'batch-invalid', agentId: 'sdk-agent', eventType: 'tool_call', payload: { toolName: 'x', arguments: {} } } as unknown as IncomingEvent);
+    client.track({
+      sessionId: 'batch-invalid',
+      agentId: 'sdk-agent',
+      eventType: 'tool_call',
+      payload: { toolName: 'x', arguments: {} },
+    } as unknown as IncomingEvent);
     client.track(customEvent('batch-invalid', 2));
     await assert.rejects(client.flush(), (error: unknown) => {
       assert.ok(error instanceof VigilDeliveryError);
@@ -161,7 +189,10 @@ describe('event batching', () => {
     });
     assert.equal(reported.length, 1, 'reported to onError exactly once');
     const stored = await storedEvents('batch-invalid');
-    assert.deepEqual(stored.map((e) => (e.payload.data as { i: number }).i), [0, 2]);
+    assert.deepEqual(
+      stored.map((e) => (e.payload.data as { i: number }).i),
+      [0, 2],
+    );
     await client.close();
   });
 
@@ -307,7 +338,10 @@ describe('typed errors', () => {
         assert.equal(error.status, 400);
         assert.equal(error.service, 'observe');
         assert.match(error.message, /callId/);
-        assert.ok(error.details.some((d) => d.path === 'events.0.payload.callId'), JSON.stringify(error.details));
+        assert.ok(
+          error.details.some((d) => d.path === 'events.0.payload.callId'),
+          JSON.stringify(error.details),
+        );
         assert.equal((error.body as { error: string }).error, error.message, 'the message is the body’s error field');
         return true;
       },
@@ -465,9 +499,19 @@ describe('approvals', () => {
     const confirmed = await agent.confirm(outcome.id, { paymentId: 'p_1' });
     assert.equal(confirmed.status, 'approved');
     const audit = await agent.getAudit(outcome.id);
-    assert.deepEqual(audit.map((entry) => entry.event), ['created', 'approved', 'confirmed']);
+    assert.deepEqual(
+      audit.map((entry) => entry.event),
+      ['created', 'approved', 'confirmed'],
+    );
     assert.equal(audit[1]!.actor, 'api:alice');
-    assert.deepEqual(audit.map((entry) => [entry.seq, entry.chainValid]), [[0, true], [1, true], [2, true]]);
+    assert.deepEqual(
+      audit.map((entry) => [entry.seq, entry.chainValid]),
+      [
+        [0, true],
+        [1, true],
+        [2, true],
+      ],
+    );
     const chain = await agent.verifyAudit(outcome.id);
     assert.deepEqual([chain.valid, chain.entryCount, chain.headHash, chain.brokenAt], [true, 3, audit[2]!.hash, null]);
   });
@@ -505,9 +549,15 @@ describe('typed call()', () => {
   test('reaches any route by its OpenAPI path, with path parameters and query', async () => {
     const client = observeClient(live.observeUrl);
     await client.ingest([customEvent('call-replay', 0), customEvent('call-replay', 1), customEvent('call-replay', 2)]);
-    const replay = await client.call('get', '/api/sessions/{id}/replay', { params: { id: 'call-replay' }, query: { offset: 1, limit: 1, includeContext: 'false' } });
+    const replay = await client.call('get', '/api/sessions/{id}/replay', {
+      params: { id: 'call-replay' },
+      query: { offset: 1, limit: 1, includeContext: 'false' },
+    });
     assert.equal(replay.totalSteps, 3);
-    assert.deepEqual(replay.steps.map((step) => step.index), [1]);
+    assert.deepEqual(
+      replay.steps.map((step) => step.index),
+      [1],
+    );
     assert.equal(replay.pagination.hasMore, true);
     const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
     const health = await gate.call('get', '/health', { query: { deep: 'true' } });

@@ -90,7 +90,7 @@ export interface SessionSink {
 }
 
 function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  return error instanceof Error ? error.message : typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
 }
 
 function errorCode(error: unknown): string | number | undefined {
@@ -243,15 +243,12 @@ export class VigilSession {
   async end(options: EndSessionOptions = {}): Promise<void> {
     if (!this.ended) {
       this.ended = true;
-      this.event(
-        'session_ended',
-        {
-          reason: options.reason ?? 'completed',
-          totalToolCalls: this.toolCalls,
-          totalDurationMs: Date.now() - this.startedAt,
-          ...(options.summary !== undefined && { summary: options.summary }),
-        },
-      );
+      this.event('session_ended', {
+        reason: options.reason ?? 'completed',
+        totalToolCalls: this.toolCalls,
+        totalDurationMs: Date.now() - this.startedAt,
+        ...(options.summary !== undefined && { summary: options.summary }),
+      });
     }
     await this.sink.flush();
   }

@@ -80,7 +80,12 @@ describe('ambient sessions', () => {
       /planner crashed/,
     );
     const events = await stored(id);
-    assert.deepEqual(events.at(-1)!.payload, { reason: 'error', summary: 'planner crashed', totalToolCalls: 0, totalDurationMs: events.at(-1)!.payload.totalDurationMs });
+    assert.deepEqual(events.at(-1)!.payload, {
+      reason: 'error',
+      summary: 'planner crashed',
+      totalToolCalls: 0,
+      totalDurationMs: events.at(-1)!.payload.totalDurationMs,
+    });
   });
 
   test('traceTool records a failing tool as tool_error (severity error, its code) and rethrows; an explicit session wins over the ambient one', async () => {
@@ -106,7 +111,10 @@ describe('ambient sessions', () => {
     assert.equal(error.severity, 'error');
     assert.equal(error.payload.error, 'card declined');
     assert.equal(error.payload.errorCode, 'DECLINED');
-    assert.deepEqual((await stored(ambientId)).map((e) => e.eventType), ['session_started', 'session_ended']);
+    assert.deepEqual(
+      (await stored(ambientId)).map((e) => e.eventType),
+      ['session_started', 'session_ended'],
+    );
   });
 
   test('outside any session a traced tool still runs, unrecorded', async () => {
@@ -165,7 +173,10 @@ describe('withApproval', () => {
     assert.ok(result instanceof ApprovalDeniedError);
     assert.equal(result.outcome.status, 'denied');
     const events = await stored(id);
-    assert.deepEqual(events.map((e) => e.eventType), ['session_started', 'approval_requested', 'approval_denied', 'session_ended']);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      ['session_started', 'approval_requested', 'approval_denied', 'session_ended'],
+    );
     assert.equal(events[2]!.severity, 'warn');
     assert.equal(events[2]!.payload.requestId, result.requestId);
   });
@@ -200,7 +211,10 @@ describe('withApproval', () => {
       ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_error', 'session_ended'],
     );
     assert.equal(events[1]!.payload.urgency, 'high');
-    assert.deepEqual({ decidedBy: events[2]!.payload.decidedBy, reason: events[2]!.payload.reason }, { decidedBy: 'api:supervisor', reason: 'invoice checked' });
+    assert.deepEqual(
+      { decidedBy: events[2]!.payload.decidedBy, reason: events[2]!.payload.reason },
+      { decidedBy: 'api:supervisor', reason: 'invoice checked' },
+    );
     const request = await admin.getRequest(pendingId);
     assert.deepEqual(request.executionResult, { ok: false, error: 'bank offline' });
   });

@@ -65,7 +65,10 @@ export async function withApproval<R>(
 ): Promise<Awaited<R>> {
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId }) };
-  const created = await gate.createRequest({ action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) }, { signal: options.wait?.signal });
+  const created = await gate.createRequest(
+    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) },
+    { signal: options.wait?.signal },
+  );
   session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });
   const outcome = await gate.waitForDecision(created.id, options.wait, created);
   if (outcome.status !== 'pending') {
@@ -81,7 +84,9 @@ export async function withApproval<R>(
   const confirm = async (result: Record<string, unknown>): Promise<void> => {
     if (options.confirm === false) return;
     // The action has run: a failed confirmation must not make the caller believe it did not.
-    await gate.confirm(outcome.id, result).catch((error: unknown) => console.warn(`vigil: could not confirm approval request ${outcome.id}: ${(error as Error).message}`));
+    await gate
+      .confirm(outcome.id, result)
+      .catch((error: unknown) => console.warn(`vigil: could not confirm approval request ${outcome.id}: ${(error as Error).message}`));
   };
   try {
     const result = session ? await session.wrapToolCall(options.toolName ?? action, params, () => fn(outcome)) : await fn(outcome);

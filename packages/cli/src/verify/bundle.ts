@@ -34,7 +34,8 @@ export function parseBundle(value: unknown): Bundle {
   if (!isRecord(head) || !Number.isSafeInteger(head.seq) || (head.hash !== null && !isHex64(head.hash))) {
     throw new InputError('the bundle\'s head must be {"seq": integer, "hash": hex or null}');
   }
-  if (!Array.isArray(events) || !events.every((event) => typeof event === 'string')) throw new InputError(`the bundle's ${profile.items} must be an array of strings`);
+  if (!Array.isArray(events) || !events.every((event) => typeof event === 'string'))
+    throw new InputError(`the bundle's ${profile.items} must be an array of strings`);
   if (!Array.isArray(leaves) || leaves.length !== events.length) throw new InputError(`the bundle must have one leaf entry per ${profile.item}`);
   for (const leaf of leaves) {
     if (leaf === null) continue;
@@ -46,7 +47,13 @@ export function parseBundle(value: unknown): Bundle {
   if (typeof publicKey !== 'string') throw new InputError('the bundle has no publicKey');
   let parsedConsistency: Bundle['consistency'];
   if (consistency !== undefined) {
-    if (!isRecord(consistency) || !Number.isSafeInteger(consistency.from) || !Number.isSafeInteger(consistency.to) || !Array.isArray(consistency.proof) || !consistency.proof.every(isHex64)) {
+    if (
+      !isRecord(consistency) ||
+      !Number.isSafeInteger(consistency.from) ||
+      !Number.isSafeInteger(consistency.to) ||
+      !Array.isArray(consistency.proof) ||
+      !consistency.proof.every(isHex64)
+    ) {
       throw new InputError('the bundle\'s consistency must be {"from", "to", "proof": [hex, …]}');
     }
     parsedConsistency = { from: consistency.from as number, to: consistency.to as number, proof: consistency.proof as string[] };
@@ -113,24 +120,46 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
     const event = parseChainEvent(text, n.scopeField);
     if (event === undefined) {
       const seq = previous === null ? 0 : previous.seq + 1;
-      findings.push({ check: n.item, sessionId, seq, ...(leaf === null ? {} : { leafIndex: leaf.index }), message: `the ${n.item} at seq ${seq} is not a chained ${n.item} object (recipe v1)` });
+      findings.push({
+        check: n.item,
+        sessionId,
+        seq,
+        ...(leaf === null ? {} : { leafIndex: leaf.index }),
+        message: `the ${n.item} at seq ${seq} is not a chained ${n.item} object (recipe v1)`,
+      });
       previous = { seq, hash: eventHash };
       continue;
     }
     const expectedSeq: number = previous === null ? 0 : previous.seq + 1;
-    if (event.sessionId !== sessionId) findings.push({ check: n.scope, ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}` });
+    if (event.sessionId !== sessionId)
+      findings.push({
+        check: n.scope,
+        ...findingAt(sessionId, event, leaf),
+        message: `${n.item} ${event.id} belongs to ${n.scope} ${event.sessionId}, not ${sessionId}`,
+      });
     if (event.seq !== expectedSeq) {
       findings.push({
         check: 'seq',
         ...findingAt(sessionId, event, leaf),
-        message: event.seq > expectedSeq ? `seq ${expectedSeq} is missing: the next ${n.item}, ${event.id}, has seq ${event.seq}` : `${n.item} ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
+        message:
+          event.seq > expectedSeq
+            ? `seq ${expectedSeq} is missing: the next ${n.item}, ${event.id}, has seq ${event.seq}`
+            : `${n.item} ${event.id} has seq ${event.seq} where seq ${expectedSeq} was expected`,
       });
     }
     if (event.prevHash !== (previous === null ? null : previous.hash)) {
-      findings.push({ check: 'prev-hash', ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous ${n.item}` });
+      findings.push({
+        check: 'prev-hash',
+        ...findingAt(sessionId, event, leaf),
+        message: `${n.item} ${event.id} (seq ${event.seq}): prevHash does not match the hash of the previous ${n.item}`,
+      });
     }
     if (leaf === null) {
-      findings.push({ check: 'not-logged', ...findingAt(sessionId, event, leaf), message: `${n.item} ${event.id} (seq ${event.seq}) has no leaf in the audit log` });
+      findings.push({
+        check: 'not-logged',
+        ...findingAt(sessionId, event, leaf),
+        message: `${n.item} ${event.id} (seq ${event.seq}) has no leaf in the audit log`,
+      });
     } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
       findings.push({
         check: 'inclusion',

@@ -53,7 +53,8 @@ export const GATE_PROFILE: LogProfile = {
 /** The profile of a log by the name it signs; `what` names where the name was read. */
 export function profileOf(log: unknown, what: string): LogProfile {
   const profile = [OBSERVE_PROFILE, GATE_PROFILE].find((known) => known.log === log);
-  if (profile === undefined) throw new InputError(`${what} is of the log "${String(log)}", which is neither "${OBSERVE_PROFILE.log}" nor "${GATE_PROFILE.log}"`);
+  if (profile === undefined)
+    throw new InputError(`${what} is of the log "${String(log)}", which is neither "${OBSERVE_PROFILE.log}" nor "${GATE_PROFILE.log}"`);
   return profile;
 }
 

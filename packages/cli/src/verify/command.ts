@@ -46,7 +46,10 @@ interface Report {
 export async function runVerify(bundleFile: string | undefined, options: VerifyOptions, env: NodeJS.ProcessEnv, io: VerifyIo): Promise<number> {
   try {
     if (options.deep === true && bundleFile !== undefined) throw new InputError('--deep audits the whole log: use it with --url and no bundle');
-    const client = options.url === undefined ? undefined : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
+    const client =
+      options.url === undefined
+        ? undefined
+        : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
     const trustedKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
     const saved = options.checkpoint === undefined ? undefined : readSavedCheckpoint(options.checkpoint);
     let report: Report;
@@ -114,7 +117,8 @@ function readSavedCheckpoint(file: string): SavedCheckpoint {
 /** The saved checkpoint, when it is one of the log being verified (a witness message says which). */
 function savedOf(saved: SavedCheckpoint | undefined, n: LogProfile): Checkpoint | undefined {
   if (saved === undefined) return undefined;
-  if (saved.log !== undefined && saved.log !== n.log) throw new InputError(`the saved checkpoint (${saved.file}) is a checkpoint of the log "${String(saved.log)}", not "${n.log}"`);
+  if (saved.log !== undefined && saved.log !== n.log)
+    throw new InputError(`the saved checkpoint (${saved.file}) is a checkpoint of the log "${String(saved.log)}", not "${n.log}"`);
   return saved.checkpoint;
 }
 
@@ -140,21 +144,28 @@ async function fetchConsistency(client: ApiClient, from: number, to: number): Pr
     return (await client.get<{ proof: string[] }>(`/api/audit/consistency?from=${from}&to=${to}`)).proof;
   } catch (error) {
     // The server cannot prove a size it no longer has: that is the log's fault, not the input's.
-    if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403) return [];
+    if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403)
+      return [];
     throw error;
   }
 }
 
-async function verifyBundleFile(file: string, trustedKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, client: ApiClient | undefined): Promise<Report> {
+async function verifyBundleFile(
+  file: string,
+  trustedKey: Buffer | undefined,
+  savedFile: SavedCheckpoint | undefined,
+  client: ApiClient | undefined,
+): Promise<Report> {
   const bundle = parseBundle(readJson(file, 'the bundle'));
   const n = profileOf(bundle.log, 'the bundle');
   const saved = savedOf(savedFile, n);
   const { findings, notes, eventCount } = verifyBundle(bundle, trustedKey);
   if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trustedKey, client)));
   const { checkpoint } = bundle;
-  const summary = findings.length === 0
-    ? `VALID: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
-    : `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`;
+  const summary =
+    findings.length === 0
+      ? `VALID: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
+      : `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`;
   return { profile: n, valid: findings.length === 0, mode: 'bundle', findings, notes, summary };
 }
 
@@ -166,8 +177,12 @@ async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: B
   let key = keyIdOf(known) === saved.keyId ? known : undefined;
   // Signed by another key (a rotation): the log's keys, when it can be asked.
   if (key === undefined && client !== undefined) key = (await fetchKeys(client)).keys.get(saved.keyId);
-  if (key === undefined) throw new InputError(`the saved checkpoint was signed by key ${saved.keyId}, which is not ${trustedKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`);
-  if (!checkpointSigned(bundle.log, saved, key)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
+  if (key === undefined)
+    throw new InputError(
+      `the saved checkpoint was signed by key ${saved.keyId}, which is not ${trustedKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`,
+    );
+  if (!checkpointSigned(bundle.log, saved, key))
+    findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
 
   const ours = bundle.checkpoint;
   let proof: string[] = [];
@@ -194,14 +209,24 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
 }
 
 /** The whole-log audit: checkpoints, every leaf, every session's (request's) chain and head, no unlogged event (entry). */
-async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
+async function auditLog(
+  client: ApiClient,
+  trustedKey: Buffer | undefined,
+  savedFile: SavedCheckpoint | undefined,
+  deep: boolean,
+  io: VerifyIo,
+): Promise<Report> {
   const findings: Finding[] = [];
   const notes: string[] = [];
   const { log, keys } = await fetchKeys(client);
-  const n = profileOf(log, 'the server\'s audit log (GET /api/audit/public-key)');
-  if (deep && !n.deep) throw new InputError(`--deep recomputes the data observe derives from its events; the ${n.log} log has none (its chains are all there is to check): leave --deep out`);
+  const n = profileOf(log, "the server's audit log (GET /api/audit/public-key)");
+  if (deep && !n.deep)
+    throw new InputError(
+      `--deep recomputes the data observe derives from its events; the ${n.log} log has none (its chains are all there is to check): leave --deep out`,
+    );
   const saved = savedOf(savedFile, n);
-  if (trustedKey === undefined) notes.push(`the audit keys (${[...keys.keys()].join(', ')}) were taken from the server: pass --public-key to check them against a key you trust`);
+  if (trustedKey === undefined)
+    notes.push(`the audit keys (${[...keys.keys()].join(', ')}) were taken from the server: pass --public-key to check them against a key you trust`);
   const keyFor = (checkpoint: Checkpoint): Buffer | undefined => (trustedKey === undefined ? keys.get(checkpoint.keyId) : trustedKey);
 
   let latest: Checkpoint | undefined;
@@ -211,16 +236,34 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
     if (!(error instanceof ApiError && error.status === 404)) throw error;
     if (saved === undefined) throw new InputError('the server has signed no checkpoint yet (POST /api/audit/checkpoint signs one)');
     // The log lost every checkpoint, while one was saved: walk it against the saved one.
-    findings.push({ check: 'consistency', message: `the server has no checkpoint, yet one at tree size ${saved.treeSize} was saved: the log lost its checkpoints` });
+    findings.push({
+      check: 'consistency',
+      message: `the server has no checkpoint, yet one at tree size ${saved.treeSize} was saved: the log lost its checkpoints`,
+    });
     latest = saved;
   }
   const latestKey = keyFor(latest);
-  if (latestKey === undefined || !checkpointSigned(n.log, latest, latestKey)) findings.push({ check: 'checkpoint-signature', message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}` });
+  if (latestKey === undefined || !checkpointSigned(n.log, latest, latestKey))
+    findings.push({
+      check: 'checkpoint-signature',
+      message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}`,
+    });
   if (saved !== undefined) {
     const savedKey = keyFor(saved);
-    if (savedKey === undefined || !checkpointSigned(n.log, saved, savedKey)) findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${trustedKey === undefined ? `a key of the log (${saved.keyId})` : 'the given key'}` });
-    if (saved.treeSize > latest.treeSize) findings.push({ check: 'consistency', message: `the saved checkpoint (tree size ${saved.treeSize}) is newer than the server's latest (${latest.treeSize}): the log lost checkpoints` });
-    const proof = saved.treeSize === latest.treeSize ? [] : await fetchConsistency(client, Math.min(saved.treeSize, latest.treeSize), Math.max(saved.treeSize, latest.treeSize));
+    if (savedKey === undefined || !checkpointSigned(n.log, saved, savedKey))
+      findings.push({
+        check: 'saved-signature',
+        message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${trustedKey === undefined ? `a key of the log (${saved.keyId})` : 'the given key'}`,
+      });
+    if (saved.treeSize > latest.treeSize)
+      findings.push({
+        check: 'consistency',
+        message: `the saved checkpoint (tree size ${saved.treeSize}) is newer than the server's latest (${latest.treeSize}): the log lost checkpoints`,
+      });
+    const proof =
+      saved.treeSize === latest.treeSize
+        ? []
+        : await fetchConsistency(client, Math.min(saved.treeSize, latest.treeSize), Math.max(saved.treeSize, latest.treeSize));
     const inconsistent = checkConsistency(saved, latest, proof);
     if (inconsistent !== undefined) findings.push(inconsistent);
   } else {
@@ -231,7 +274,9 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
   const heads = new Map<string, RecordedHead>();
   await pages(
     async (after) => {
-      const answer = await client.get<Record<string, unknown>>(`/api/audit/heads?limit=${PAGE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`);
+      const answer = await client.get<Record<string, unknown>>(
+        `/api/audit/heads?limit=${PAGE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`,
+      );
       return { items: (answer[n.scopes] ?? []) as Record<string, unknown>[], next: answer.nextCursor as string | null };
     },
     (scope) => heads.set(scope[n.scopeField] as string, { headSeq: scope.headSeq as number, headHash: scope.headHash as string | null }),
@@ -261,7 +306,9 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
 
   await pages(
     async (cursor) => {
-      const answer = await client.get<Record<string, unknown>>(`/api/audit/unlogged?limit=${PAGE}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      const answer = await client.get<Record<string, unknown>>(
+        `/api/audit/unlogged?limit=${PAGE}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      );
       return { items: (answer[n.items] ?? []) as Record<string, unknown>[], next: answer.nextCursor as string | null };
     },
     (item) => {
@@ -288,7 +335,8 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
       });
     }
     progress.done();
-    if (derived.skippedSessions > 0) notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
+    if (derived.skippedSessions > 0)
+      notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
   }
 
   if (summary.retained > 0) {
@@ -297,9 +345,10 @@ async function auditLog(client: ApiClient, trustedKey: Buffer | undefined, saved
       `${summary.retained} logged ${n.items} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? n.scope : n.scopes} ${scopes}`,
     );
   }
-  const text = findings.length === 0
-    ? `VALID: ${summary.leaves} leaves (${summary.events} ${n.items} in ${summary.sessions} ${n.scopes}${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
-    : `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`;
+  const text =
+    findings.length === 0
+      ? `VALID: ${summary.leaves} leaves (${summary.events} ${n.items} in ${summary.sessions} ${n.scopes}${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
+      : `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`;
   return { profile: n, valid: findings.length === 0, mode: 'log', findings, notes, summary: text };
 }
 

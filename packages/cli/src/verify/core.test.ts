@@ -52,7 +52,10 @@ describe('batched inclusion proofs', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 300 }),
-        fc.array(fc.record({ at: fc.nat(), leafFlip: fc.boolean(), pathFlip: fc.option(fc.nat(), { nil: undefined }), truncate: fc.boolean() }), { minLength: 1, maxLength: 60 }),
+        fc.array(fc.record({ at: fc.nat(), leafFlip: fc.boolean(), pathFlip: fc.option(fc.nat(), { nil: undefined }), truncate: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 60,
+        }),
         (size, attempts) => {
           const all = leaves(size, size);
           const read = reader(all);
@@ -65,7 +68,11 @@ describe('batched inclusion proofs', () => {
             if (attempt.leafFlip) leaf = sha256(leaf);
             if (attempt.pathFlip !== undefined && proof.length > 0) proof[attempt.pathFlip % proof.length] = sha256(proof[attempt.pathFlip % proof.length]!);
             if (attempt.truncate && proof.length > 0) proof.pop();
-            const accepted = batch.verify(index, leaf, proof.map((hash) => hash.toString('hex')));
+            const accepted = batch.verify(
+              index,
+              leaf,
+              proof.map((hash) => hash.toString('hex')),
+            );
             const expected = verifyInclusion(index, size, leaf, proof, root);
             // Sound: never a leaf that is not there. Complete: every proof the RFC accepts.
             if (accepted && !leaf.equals(all[index]!)) return false;
@@ -143,7 +150,10 @@ describe('bundle verification', () => {
   test('an event without a leaf, a missing event and a truncated tail are each named', () => {
     const noLeaf = logWithSession().bundle('s1');
     noLeaf.leaves[7] = null;
-    assert.deepEqual(verifyBundle(noLeaf).findings.map((f) => [f.check, f.seq]), [['not-logged', 7]]);
+    assert.deepEqual(
+      verifyBundle(noLeaf).findings.map((f) => [f.check, f.seq]),
+      [['not-logged', 7]],
+    );
 
     const gap = logWithSession().bundle('s1');
     gap.events.splice(2, 1);
@@ -195,7 +205,15 @@ describe('bundle verification', () => {
 
   test('a file that is not a v1 bundle is an input error, not a finding', () => {
     const good = json({ format: 'vigil-audit-bundle/1', ...logWithSession().bundle('s1') });
-    for (const broken of [null, [], { ...good, format: 'x' }, { ...good, log: 'vigil-gate' }, { ...good, leaves: [] }, { ...good, checkpoint: { treeSize: -1 } }, { ...good, head: { seq: 'x' } }]) {
+    for (const broken of [
+      null,
+      [],
+      { ...good, format: 'x' },
+      { ...good, log: 'vigil-gate' },
+      { ...good, leaves: [] },
+      { ...good, checkpoint: { treeSize: -1 } },
+      { ...good, head: { seq: 'x' } },
+    ]) {
       assert.throws(() => parseBundle(broken), InputError);
     }
   });
@@ -251,10 +269,7 @@ describe('log walk', () => {
     recorded.set('a', { headSeq: 99, headHash: recorded.get('a')!.headHash });
     const { findings } = walk(log, walked, recorded);
     const byCheck = new Map(findings.map((finding) => [finding.check, finding]));
-    assert.deepEqual(
-      { ...byCheck.get('leaf') },
-      { ...byCheck.get('leaf'), sessionId: 'b', seq: 4, eventId: 'b-e4', leafIndex: edited },
-    );
+    assert.deepEqual({ ...byCheck.get('leaf') }, { ...byCheck.get('leaf'), sessionId: 'b', seq: 4, eventId: 'b-e4', leafIndex: edited });
     assert.equal(byCheck.get('event-deleted')?.leafIndex, deleted);
     assert.equal(byCheck.get('event-deleted')?.eventId, 'c-e2');
     assert.equal(byCheck.get('event-deleted')?.seq, 2, 'the seq it had: where its chain stops');
@@ -299,7 +314,10 @@ describe('log walk', () => {
     // A leaf of session b removed from the log: the tombstone's count no longer matches.
     const early = sample();
     early.retain('b');
-    const dropped = early.walked().filter((leaf) => leaf.eventId !== 'b-e0').map((leaf, index) => ({ ...leaf, index }));
+    const dropped = early
+      .walked()
+      .filter((leaf) => leaf.eventId !== 'b-e0')
+      .map((leaf, index) => ({ ...leaf, index }));
     assert.ok(checks(walk(early, dropped).findings).includes('tombstone'));
   });
 
@@ -321,16 +339,29 @@ describe('log walk', () => {
     const recorded = heads(log);
     recorded.set('a', { headSeq: 12, headHash: sha256(walked.find((leaf) => leaf.eventId === 'a-e12')!.event!).toString('hex') });
     const { findings } = walk(log, walked, recorded);
-    assert.deepEqual(findings.map((f) => [f.check, f.seq, f.eventId]), [['event-deleted', 13, 'a-e13'], ['event-deleted', 14, 'a-e14']]);
+    assert.deepEqual(
+      findings.map((f) => [f.check, f.seq, f.eventId]),
+      [
+        ['event-deleted', 13, 'a-e13'],
+        ['event-deleted', 14, 'a-e14'],
+      ],
+    );
   });
 
   test('the root is recomputed at every checkpoint given: a saved one of another log is caught', () => {
     const log = sample();
     const early = log.checkpoint(10);
-    const audit = new LogWalk([log.checkpoint(), { ...early, rootHash: sha256('another log').toString('hex') }], heads(log), new Map([[log.key.keyId, log.key.publicKey]]));
+    const audit = new LogWalk(
+      [log.checkpoint(), { ...early, rootHash: sha256('another log').toString('hex') }],
+      heads(log),
+      new Map([[log.key.keyId, log.key.publicKey]]),
+    );
     log.walked().forEach((leaf) => audit.add(leaf));
     audit.finish();
-    assert.deepEqual(audit.findings.map((f) => f.message), ["the root of the log's first 10 leaves is not the signed checkpoint's: leaves were changed, removed or reordered"]);
+    assert.deepEqual(
+      audit.findings.map((f) => f.message),
+      ["the root of the log's first 10 leaves is not the signed checkpoint's: leaves were changed, removed or reordered"],
+    );
   });
 
   test('a leaf removed or changed breaks the root', () => {

@@ -11,8 +11,15 @@ const llmResponse = (sessionId: string, agentId: string, timestamp: string, fiel
   eventType: 'llm_response',
   timestamp,
   payload: {
-    callId: `llm-${timestamp}`, provider: 'openai', model: 'gpt-4o', completion: 'ok', finishReason: 'stop',
-    usage: { inputTokens: 1200, outputTokens: 300 }, costUsd: 0.0123, latencyMs: 850, ...fields,
+    callId: `llm-${timestamp}`,
+    provider: 'openai',
+    model: 'gpt-4o',
+    completion: 'ok',
+    finishReason: 'stop',
+    usage: { inputTokens: 1200, outputTokens: 300 },
+    costUsd: 0.0123,
+    latencyMs: 850,
+    ...fields,
   },
 });
 const toolResult = (sessionId: string, agentId: string, timestamp: string, eventType: 'tool_response' | 'tool_error', durationMs: number): EventInput => ({
@@ -20,9 +27,10 @@ const toolResult = (sessionId: string, agentId: string, timestamp: string, event
   agentId,
   eventType,
   timestamp,
-  payload: eventType === 'tool_response'
-    ? { callId: 'c1', toolName: 'search', result: { hits: 3 }, durationMs }
-    : { callId: 'c2', toolName: 'search', error: 'timeout', durationMs },
+  payload:
+    eventType === 'tool_response'
+      ? { callId: 'c1', toolName: 'search', result: { hits: 3 }, durationMs }
+      : { callId: 'c2', toolName: 'search', error: 'timeout', durationMs },
 });
 
 /** A realistic mix: LLM calls with costs, tokens and tiers, tools that succeed and fail, ended and open sessions, several hours and agents. */
@@ -35,8 +43,13 @@ const MIX: EventInput[] = [
   // 0.1 + 0.2 is not 0.3 in doubles: sums must be compared as sums.
   llmResponse('deep-1', 'agent-a', ago(150), { costUsd: 0.1, usage: { inputTokens: 12_000, outputTokens: 10 } }),
   llmResponse('deep-1', 'agent-a', ago(149), { costUsd: 0.2, finishReason: 'length' }),
-  { sessionId: 'deep-1', agentId: 'agent-a', eventType: 'cost_tracked', timestamp: ago(148),
-    payload: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, outputTokens: 5, totalTokens: 15, costUsd: 0.0007 } },
+  {
+    sessionId: 'deep-1',
+    agentId: 'agent-a',
+    eventType: 'cost_tracked',
+    timestamp: ago(148),
+    payload: { provider: 'openai', model: 'gpt-4o', inputTokens: 10, outputTokens: 5, totalTokens: 15, costUsd: 0.0007 },
+  },
   { sessionId: 'deep-1', agentId: 'agent-a', eventType: 'custom', severity: 'error', timestamp: ago(147), payload: { type: 'step', data: {} } },
   ended('deep-1', 'agent-a', ago(140), 'completed'),
   started('deep-2', 'agent-b', ago(130)),
@@ -110,7 +123,9 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
   };
   const audit = async (): Promise<DerivedFinding[]> => (await walk()).finish(get);
   const where = (findings: DerivedFinding[]) =>
-    findings.map(({ sessionId, eventId, seq, hour, field }) => ({ sessionId, eventId, seq, hour, field })).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+    findings
+      .map(({ sessionId, eventId, seq, hour, field }) => ({ sessionId, eventId, seq, hour, field }))
+      .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
 
   const db = () => observe.service.context.database.db;
   const eventOf = (sessionId: string, seq: number) =>
@@ -126,7 +141,10 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
     const ids: string[] = [];
     let cursor: string | null = null;
     do {
-      const page = (await get(`/api/audit/derived/events?limit=4${cursor === null ? '' : `&cursor=${cursor}`}`)) as { rows: { id: string }[]; nextCursor: string | null };
+      const page = (await get(`/api/audit/derived/events?limit=4${cursor === null ? '' : `&cursor=${cursor}`}`)) as {
+        rows: { id: string }[];
+        nextCursor: string | null;
+      };
       assert.ok(page.rows.length <= 4);
       ids.push(...page.rows.map((r) => r.id));
       cursor = page.nextCursor;
@@ -153,7 +171,11 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
 
   test("the session row's error_count and total_cost_usd edited are reported at the session", async () => {
     const row = await db().selectFrom('sessions').selectAll().where('id', '=', 'deep-1').executeTakeFirstOrThrow();
-    await db().updateTable('sessions').set({ error_count: row.error_count - 1, total_cost_usd: Number(row.total_cost_usd) - 0.01 }).where('id', '=', 'deep-1').execute();
+    await db()
+      .updateTable('sessions')
+      .set({ error_count: row.error_count - 1, total_cost_usd: Number(row.total_cost_usd) - 0.01 })
+      .where('id', '=', 'deep-1')
+      .execute();
     const findings = await audit();
     await db().updateTable('sessions').set({ error_count: row.error_count, total_cost_usd: row.total_cost_usd }).where('id', '=', 'deep-1').execute();
     assert.deepEqual(where(findings), [
@@ -202,10 +224,22 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
   test("a session's status and a latency sketch bin edited are reported", async () => {
     await db().updateTable('sessions').set({ status: 'completed' }).where('id', '=', 'deep-3').execute();
     const sketch = await db().selectFrom('latency_sketches').selectAll().where('metric', '=', 'tool').orderBy('hour').orderBy('bin').executeTakeFirstOrThrow();
-    await db().updateTable('latency_sketches').set({ count: Number(sketch.count) + 5 }).where('hour', '=', sketch.hour).where('bin', '=', sketch.bin).where('metric', '=', 'tool').execute();
+    await db()
+      .updateTable('latency_sketches')
+      .set({ count: Number(sketch.count) + 5 })
+      .where('hour', '=', sketch.hour)
+      .where('bin', '=', sketch.bin)
+      .where('metric', '=', 'tool')
+      .execute();
     const findings = await audit();
     await db().updateTable('sessions').set({ status: 'active' }).where('id', '=', 'deep-3').execute();
-    await db().updateTable('latency_sketches').set({ count: sketch.count }).where('hour', '=', sketch.hour).where('bin', '=', sketch.bin).where('metric', '=', 'tool').execute();
+    await db()
+      .updateTable('latency_sketches')
+      .set({ count: sketch.count })
+      .where('hour', '=', sketch.hour)
+      .where('bin', '=', sketch.bin)
+      .where('metric', '=', 'tool')
+      .execute();
     assert.deepEqual(where(findings), [
       { sessionId: undefined, eventId: undefined, seq: undefined, hour: new Date(Number(sketch.hour)).toISOString(), field: 'count' },
       { sessionId: 'deep-3', eventId: undefined, seq: undefined, hour: undefined, field: 'status' },

@@ -64,11 +64,22 @@ type StoredEvent = { id: string; session_id: string; seq: number; ts: number; ag
 type StoredSession = { id: string; last_seq: number } & SessionDerivedFields;
 
 const ROLLUP_SUMS = [
-  'event_count', 'error_count', 'cost_usd', 'duration_sum', 'duration_count', 'latency_sum', 'latency_count', 'input_tokens', 'output_tokens', 'failure_count',
+  'event_count',
+  'error_count',
+  'cost_usd',
+  'duration_sum',
+  'duration_count',
+  'latency_sum',
+  'latency_count',
+  'input_tokens',
+  'output_tokens',
+  'failure_count',
 ] as const satisfies readonly (keyof RollupRow)[];
 /** Rollup sums of doubles, and the count of terms each adds up. */
 const ROLLUP_FLOAT_TERMS: Partial<Record<(typeof ROLLUP_SUMS)[number], keyof RollupRow>> = {
-  cost_usd: 'event_count', duration_sum: 'duration_count', latency_sum: 'latency_count',
+  cost_usd: 'event_count',
+  duration_sum: 'duration_count',
+  latency_sum: 'latency_count',
 };
 const ZERO_SESSION: Partial<SessionDerivedFields> = { event_count: 0, tool_call_count: 0, error_count: 0, total_cost_usd: 0 };
 
@@ -124,7 +135,13 @@ export class DerivedDataAudit {
         const recomputed = values[i] ?? null;
         if (stored[field] === recomputed) return;
         findings.push({
-          kind: 'derived', sessionId, eventId: stored.id, seq, field, stored: stored[field], recomputed,
+          kind: 'derived',
+          sessionId,
+          eventId: stored.id,
+          seq,
+          field,
+          stored: stored[field],
+          recomputed,
           message: `event ${stored.id} (session ${sessionId}, seq ${seq}): ${field} is stored as ${show(stored[field])}, its chained event gives ${show(recomputed)}`,
         });
       });
@@ -132,7 +149,13 @@ export class DerivedDataAudit {
     for (const [eventId, encoded] of this.events) {
       const [sessionId, seq] = JSON.parse(encoded) as [string, number];
       findings.push({
-        kind: 'derived', sessionId, eventId, seq, field: 'row', stored: null, recomputed: 'present',
+        kind: 'derived',
+        sessionId,
+        eventId,
+        seq,
+        field: 'row',
+        stored: null,
+        recomputed: 'present',
         message: `event ${eventId} (session ${sessionId}, seq ${seq}) was walked but has no stored row any more`,
       });
     }
@@ -154,7 +177,11 @@ export class DerivedDataAudit {
         for (const [field, zero] of Object.entries(ZERO_SESSION) as [keyof SessionDerivedFields, unknown][]) {
           if (stored[field] !== zero) {
             findings.push({
-              kind: 'derived', sessionId: stored.id, field, stored: stored[field], recomputed: zero,
+              kind: 'derived',
+              sessionId: stored.id,
+              field,
+              stored: stored[field],
+              recomputed: zero,
               message: `session ${stored.id} has no event, yet its ${field} is stored as ${show(stored[field])}`,
             });
           }
@@ -171,14 +198,22 @@ export class DerivedDataAudit {
         const same = field === 'total_cost_usd' ? sameSum(stored[field], row[field], row.event_count) : stored[field] === row[field];
         if (same) continue;
         findings.push({
-          kind: 'derived', sessionId: stored.id, field, stored: stored[field], recomputed: row[field],
+          kind: 'derived',
+          sessionId: stored.id,
+          field,
+          stored: stored[field],
+          recomputed: row[field],
           message: `session ${stored.id}: ${field} is stored as ${show(stored[field])}, its chained events give ${show(row[field])}`,
         });
       }
     }
     for (const [sessionId, row] of recomputed) {
       findings.push({
-        kind: 'derived', sessionId, field: 'row', stored: null, recomputed: row.event_count,
+        kind: 'derived',
+        sessionId,
+        field: 'row',
+        stored: null,
+        recomputed: row.event_count,
         message: `session ${sessionId} has ${row.event_count} chained events but no session row`,
       });
     }
@@ -196,7 +231,11 @@ export class DerivedDataAudit {
         const same = terms === undefined ? s === r : sameSum(s, r, Math.max(Number(stored?.[terms] ?? 0), Number(row?.[terms] ?? 0)));
         if (same) continue;
         findings.push({
-          kind: 'derived', hour: iso(keyed.hour), field, stored: stored === undefined ? null : s, recomputed: row === undefined ? null : r,
+          kind: 'derived',
+          hour: iso(keyed.hour),
+          field,
+          stored: stored === undefined ? null : s,
+          recomputed: row === undefined ? null : r,
           message: `hourly rollup ${iso(keyed.hour)} (${where}): ${field} is stored as ${stored === undefined ? 'no row' : show(s)}, the chained events give ${row === undefined ? 'no row' : show(r)}`,
         });
       }
@@ -218,7 +257,11 @@ export class DerivedDataAudit {
       const keyed = (stored ?? row)!;
       const what = keyed.metric === 'tool' ? `tool ${keyed.tool_name}` : `${keyed.provider}/${keyed.model}`;
       findings.push({
-        kind: 'derived', hour: iso(keyed.hour), field: 'count', stored: s, recomputed: r,
+        kind: 'derived',
+        hour: iso(keyed.hour),
+        field: 'count',
+        stored: s,
+        recomputed: r,
         message: `latency sketch ${iso(keyed.hour)} (agent ${keyed.agent_id}, ${keyed.metric} ${what}, bin ${keyed.bin}): count is stored as ${s}, the chained events give ${r}`,
       });
     };

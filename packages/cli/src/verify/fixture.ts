@@ -4,7 +4,18 @@
  * server. Not used by the command.
  */
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { canonicalJson, checkpointMessage, consistencyProof, inclusionProof, keyIdOf, leafHash, nodeHash, signBytes, treeRoot, type Checkpoint } from '@vigil/platform';
+import {
+  canonicalJson,
+  checkpointMessage,
+  consistencyProof,
+  inclusionProof,
+  keyIdOf,
+  leafHash,
+  nodeHash,
+  signBytes,
+  treeRoot,
+  type Checkpoint,
+} from '@vigil/platform';
 import type { Bundle } from './bundle.ts';
 import { OBSERVE_LOG } from './checkpoint.ts';
 import type { WalkedLeaf } from './walk.ts';
@@ -89,7 +100,18 @@ export class MemoryLog {
   /** Retention: the session's events are gone, a signed tombstone leaf records them. */
   retain(sessionId: string): void {
     const head = this.heads.get(sessionId)!;
-    const body = canonicalJson({ v: 1, kind: 'tombstone', log: OBSERVE_LOG, sessionId, headSeq: head.seq, headHash: head.hash, eventCount: head.seq + 1, reason: 'retention', timestamp: '2026-11-23T00:00:00.000Z', keyId: this.key.keyId });
+    const body = canonicalJson({
+      v: 1,
+      kind: 'tombstone',
+      log: OBSERVE_LOG,
+      sessionId,
+      headSeq: head.seq,
+      headHash: head.hash,
+      eventCount: head.seq + 1,
+      reason: 'retention',
+      timestamp: '2026-11-23T00:00:00.000Z',
+      keyId: this.key.keyId,
+    });
     const signature = signBytes(this.key, Buffer.from(body, 'utf8'));
     for (const leaf of this.leaves) if (leaf.sessionId === sessionId && leaf.tombstone === null) leaf.event = null;
     this.heads.delete(sessionId);
@@ -130,6 +152,13 @@ export class MemoryLog {
   }
 
   walked(): WalkedLeaf[] {
-    return this.leaves.map((leaf, index) => ({ index, leafHash: leaf.hash.toString('hex'), sessionId: leaf.sessionId, eventId: leaf.eventId, event: leaf.event, tombstone: leaf.tombstone }));
+    return this.leaves.map((leaf, index) => ({
+      index,
+      leafHash: leaf.hash.toString('hex'),
+      sessionId: leaf.sessionId,
+      eventId: leaf.eventId,
+      event: leaf.event,
+      tombstone: leaf.tombstone,
+    }));
   }
 }

@@ -55,6 +55,7 @@ export function parseChainEvent(text: string, scopeField: string): ParsedChainEv
   const { id, seq, prevHash } = value;
   const sessionId = value[scopeField];
   // prevHash is only ever compared with a computed hash, so any string will do here.
-  if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isSafeInteger(seq) || (prevHash !== null && typeof prevHash !== 'string')) return undefined;
+  if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isSafeInteger(seq) || (prevHash !== null && typeof prevHash !== 'string'))
+    return undefined;
   return { id, seq: seq as number, sessionId, prevHash: prevHash as string | null, fields: value };
 }

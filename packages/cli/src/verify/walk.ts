@@ -100,7 +100,11 @@ export class LogWalk {
 
   add(leaf: WalkedLeaf): void {
     if (leaf.index !== this.root.size) {
-      this.findings.push({ check: 'leaf-order', leafIndex: this.root.size, message: `leaf ${this.root.size} is missing from the log: the next stored leaf is ${leaf.index}` });
+      this.findings.push({
+        check: 'leaf-order',
+        leafIndex: this.root.size,
+        message: `leaf ${this.root.size} is missing from the log: the next stored leaf is ${leaf.index}`,
+      });
     }
     this.root.add(Buffer.from(leaf.leafHash, 'hex'));
     const checkpoint = this.unchecked.get(this.root.size);
@@ -122,7 +126,17 @@ export class LogWalk {
   private session(sessionId: string): SessionWalk {
     let state = this.sessions.get(sessionId);
     if (state === undefined) {
-      state = { leafCount: 0, lastLeafHash: null, nextSeq: 0, lastHash: null, lastUnmatched: false, waiting: new Map(), missing: [], retained: 0, tombstoned: false };
+      state = {
+        leafCount: 0,
+        lastLeafHash: null,
+        nextSeq: 0,
+        lastHash: null,
+        lastUnmatched: false,
+        waiting: new Map(),
+        missing: [],
+        retained: 0,
+        tombstoned: false,
+      };
       this.sessions.set(sessionId, state);
     }
     return state;
@@ -139,7 +153,12 @@ export class LogWalk {
     const digest = hash('sha256', leaf.event, 'buffer');
     const parsed = parseChainEvent(leaf.event, this.n.scopeField);
     if (parsed === undefined) {
-      this.findings.push({ check: this.n.item, sessionId: leaf.sessionId, leafIndex: leaf.index, message: `leaf ${leaf.index}: its ${this.n.item} is not a chained ${this.n.item} object (recipe v1)` });
+      this.findings.push({
+        check: this.n.item,
+        sessionId: leaf.sessionId,
+        leafIndex: leaf.index,
+        message: `leaf ${leaf.index}: its ${this.n.item} is not a chained ${this.n.item} object (recipe v1)`,
+      });
       return;
     }
     this.events += 1;
@@ -148,7 +167,11 @@ export class LogWalk {
     const where = { sessionId: event.sessionId, seq: event.seq, eventId: event.id, leafIndex: leaf.index };
     const matched = leafHash(digest).toString('hex') === leaf.leafHash;
     if (!matched) {
-      this.findings.push({ check: 'leaf', ...where, message: `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed` });
+      this.findings.push({
+        check: 'leaf',
+        ...where,
+        message: `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed`,
+      });
     }
     const state = this.session(event.sessionId);
     state.leafCount += 1;
@@ -163,7 +186,11 @@ export class LogWalk {
   }
 
   private link(state: SessionWalk, event: ChainEvent, leafIndex: number, matched: boolean): void {
-    for (let next: { event: ChainEvent; leafIndex: number; matched: boolean } | undefined = { event, leafIndex, matched }; next !== undefined; next = state.waiting.get(state.nextSeq)) {
+    for (
+      let next: { event: ChainEvent; leafIndex: number; matched: boolean } | undefined = { event, leafIndex, matched };
+      next !== undefined;
+      next = state.waiting.get(state.nextSeq)
+    ) {
       state.waiting.delete(next.event.seq);
       const { event: linked } = next;
       if (!state.lastUnmatched && linked.prevHash !== state.lastHash) {
@@ -198,7 +225,11 @@ export class LogWalk {
     const at = { sessionId: leaf.sessionId, leafIndex: leaf.index };
     const body = Buffer.from(tombstone.body, 'utf8');
     if (leafHash(body).toString('hex') !== leaf.leafHash) {
-      this.findings.push({ check: 'tombstone', ...at, message: `tombstone leaf ${leaf.index} (${this.n.scope} ${leaf.sessionId}) does not match its stored body` });
+      this.findings.push({
+        check: 'tombstone',
+        ...at,
+        message: `tombstone leaf ${leaf.index} (${this.n.scope} ${leaf.sessionId}) does not match its stored body`,
+      });
       return;
     }
     const parsed = this.n.tombstones ? parseTombstone(tombstone.body, this.n.log) : undefined;
@@ -208,7 +239,12 @@ export class LogWalk {
     }
     const key = this.keys.get(parsed.keyId);
     if (key === undefined || !verifyBytes(body, tombstone.signature, key)) {
-      this.findings.push({ check: 'tombstone', ...at, sessionId: parsed.sessionId, message: `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}` });
+      this.findings.push({
+        check: 'tombstone',
+        ...at,
+        sessionId: parsed.sessionId,
+        message: `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}`,
+      });
       return;
     }
     const state = this.session(parsed.sessionId);
@@ -231,7 +267,8 @@ export class LogWalk {
   finish(): WalkSummary {
     for (const checkpoint of this.unchecked.values()) {
       if (checkpoint.treeSize === 0) {
-        if (checkpoint.rootHash !== new StreamingRoot().root().toString('hex')) this.findings.push({ check: 'root', message: 'the checkpoint of the empty log does not have the empty root' });
+        if (checkpoint.rootHash !== new StreamingRoot().root().toString('hex'))
+          this.findings.push({ check: 'root', message: 'the checkpoint of the empty log does not have the empty root' });
       } else {
         this.findings.push({ check: 'root', message: `the log has ${this.root.size} leaves, fewer than the ${checkpoint.treeSize} the checkpoint signs` });
       }
@@ -241,7 +278,10 @@ export class LogWalk {
       retained += state.retained;
       const head = this.heads.get(sessionId);
       if (head === undefined && !state.tombstoned && state.missing.length === state.leafCount && state.leafCount > 0) {
-        const shown = state.missing.slice(0, 5).map((m) => m.leafIndex).join(', ');
+        const shown = state.missing
+          .slice(0, 5)
+          .map((m) => m.leafIndex)
+          .join(', ');
         this.findings.push({
           check: `${this.n.scope}-deleted`,
           sessionId,
@@ -275,7 +315,11 @@ export class LogWalk {
         });
       }
       if (head === undefined && !state.tombstoned && state.missing.length < state.leafCount) {
-        this.findings.push({ check: 'head', sessionId, message: `${this.n.scope} ${sessionId} has logged ${this.n.items} but no recorded head: its ${this.n.scope} row was deleted` });
+        this.findings.push({
+          check: 'head',
+          sessionId,
+          message: `${this.n.scope} ${sessionId} has logged ${this.n.items} but no recorded head: its ${this.n.scope} row was deleted`,
+        });
       }
     }
     for (const [sessionId, head] of this.heads) {
@@ -318,7 +362,13 @@ function parseTombstone(text: string, log: string): Tombstone | undefined {
   }
   if (!isRecord(value) || value.v !== 1 || value.kind !== 'tombstone' || value.log !== log) return undefined;
   const { sessionId, headSeq, headHash, eventCount, keyId } = value;
-  if (typeof sessionId !== 'string' || typeof keyId !== 'string' || !Number.isSafeInteger(headSeq) || !Number.isSafeInteger(eventCount) || (headHash !== null && !isHex64(headHash))) {
+  if (
+    typeof sessionId !== 'string' ||
+    typeof keyId !== 'string' ||
+    !Number.isSafeInteger(headSeq) ||
+    !Number.isSafeInteger(eventCount) ||
+    (headHash !== null && !isHex64(headHash))
+  ) {
     return undefined;
   }
   return { sessionId, headSeq: headSeq as number, headHash: headHash as string | null, eventCount: eventCount as number, keyId };

@@ -24,12 +24,7 @@ export function AgentsPage() {
   return (
     <Page title="Agents" subtitle="Health over the last 7 days (0–100, weighted dimensions), trend against the 7 days before, and pause state.">
       <Section title="Agents">
-        <Async
-          state={agents}
-          label="Loading agents…"
-          isEmpty={(d) => d.agents.length === 0}
-          empty="No agents yet: an agent appears with its first event."
-        >
+        <Async state={agents} label="Loading agents…" isEmpty={(d) => d.agents.length === 0} empty="No agents yet: an agent appears with its first event.">
           {(data) => (
             <table>
               <thead>
@@ -38,7 +33,9 @@ export function AgentsPage() {
                   <th scope="col">State</th>
                   <th scope="col">Health (7 days)</th>
                   <th scope="col">Trend</th>
-                  <th scope="col" className="num">Sessions</th>
+                  <th scope="col" className="num">
+                    Sessions
+                  </th>
                   <th scope="col">Last seen</th>
                 </tr>
               </thead>
@@ -59,7 +56,11 @@ export function AgentsPage() {
                         ) : (
                           <Badge tone="good">running</Badge>
                         )}
-                        {a.modelOverride && <Badge tone="warn" title="Model override set by a guardrail">→ {a.modelOverride}</Badge>}
+                        {a.modelOverride && (
+                          <Badge tone="warn" title="Model override set by a guardrail">
+                            → {a.modelOverride}
+                          </Badge>
+                        )}
                       </td>
                       <td>
                         {health ? (
@@ -152,12 +153,14 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
           </p>
           {agent.modelOverride && (
             <label className="checkbox">
-              <input type="checkbox" checked={clearModel} onChange={(e) => setClearModel(e.target.checked)} /> Also clear the model override ({agent.modelOverride})
+              <input type="checkbox" checked={clearModel} onChange={(e) => setClearModel(e.target.checked)} /> Also clear the model override (
+              {agent.modelOverride})
             </label>
           )}
           {agent.approvalPolicyId && (
             <label className="checkbox">
-              <input type="checkbox" checked={clearPolicy} onChange={(e) => setClearPolicy(e.target.checked)} /> Also clear the approval policy ({agent.approvalPolicyId})
+              <input type="checkbox" checked={clearPolicy} onChange={(e) => setClearPolicy(e.target.checked)} /> Also clear the approval policy (
+              {agent.approvalPolicyId})
             </label>
           )}
           <div>
@@ -217,12 +220,7 @@ export function AgentDetailPage({ id }: { id: string }) {
           </>
         )}
       </Async>
-      <Section
-        title="Health"
-        actions={
-          <InlineSelect id="health-window" label="Window" value={windowDays} options={HEALTH_WINDOWS} onChange={setWindowDays} />
-        }
-      >
+      <Section title="Health" actions={<InlineSelect id="health-window" label="Window" value={windowDays} options={HEALTH_WINDOWS} onChange={setWindowDays} />}>
         <Async state={health} label="Computing health…">
           {(h) =>
             h === null ? (

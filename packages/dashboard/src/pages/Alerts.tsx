@@ -86,7 +86,16 @@ function RuleForm({ rule, onSaved, onCancel }: { rule?: AlertRule; onSaved: (mes
           </select>
         </Field>
         <Field label="Threshold" htmlFor={id('threshold')} hint={CONDITIONS[condition].unit}>
-          <input id={id('threshold')} type="number" step="any" min={0} required value={threshold} onChange={(e) => setThreshold(e.target.value)} aria-describedby={`${id('threshold')}-hint`} />
+          <input
+            id={id('threshold')}
+            type="number"
+            step="any"
+            min={0}
+            required
+            value={threshold}
+            onChange={(e) => setThreshold(e.target.value)}
+            aria-describedby={`${id('threshold')}-hint`}
+          />
         </Field>
         <Field label="Window (minutes)" htmlFor={id('window')}>
           <input id={id('window')} type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
@@ -103,7 +112,10 @@ function RuleForm({ rule, onSaved, onCancel }: { rule?: AlertRule; onSaved: (mes
 const RULE_COLUMNS: Column<AlertRule>[] = [
   { header: 'Name', cell: (r) => r.name },
   { header: 'Condition', cell: describe },
-  { header: 'Scope', cell: (r) => `${r.scope.agentId ? `agent ${r.scope.agentId}` : 'all agents'}${r.scope.tags?.length ? ` · tags ${r.scope.tags.join(', ')}` : ''}` },
+  {
+    header: 'Scope',
+    cell: (r) => `${r.scope.agentId ? `agent ${r.scope.agentId}` : 'all agents'}${r.scope.tags?.length ? ` · tags ${r.scope.tags.join(', ')}` : ''}`,
+  },
   { header: 'Notifies', className: 'clip', cell: (r) => (r.notifyChannels.length ? r.notifyChannels.join(', ') : <span className="muted">no channel</span>) },
   { header: 'State', cell: (r) => (r.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>) },
 ];
@@ -146,7 +158,10 @@ export function AlertsPage() {
   });
 
   return (
-    <Page title="Alerts" subtitle="Rules measured every minute over a sliding window; a rule fires when its value goes above the threshold and resolves when it drops back.">
+    <Page
+      title="Alerts"
+      subtitle="Rules measured every minute over a sliding window; a rule fires when its value goes above the threshold and resolves when it drops back."
+    >
       <Section title="Rules">
         {saved && <Notice>{saved}</Notice>}
         <ManagedTable
@@ -157,7 +172,11 @@ export function AlertsPage() {
           rowKey={(r) => r.id}
           subject={(r) => r.name}
           actions={[toggle, remove]}
-          buttons={(r) => [{ label: 'Edit', run: () => edit(r), pending: false }, rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]), rowButton('Delete', remove, [r], { danger: true })]}
+          buttons={(r) => [
+            { label: 'Edit', run: () => edit(r), pending: false },
+            rowButton(r.enabled ? 'Disable' : 'Enable', toggle, [r]),
+            rowButton('Delete', remove, [r], { danger: true }),
+          ]}
         />
       </Section>
       <EditOrCreateSection

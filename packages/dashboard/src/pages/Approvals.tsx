@@ -51,7 +51,9 @@ export function ApprovalsPage() {
       if (tab !== 'pending') return gate('GET /api/requests', { query: { status: tab === 'all' ? undefined : tab, limit: 100 }, signal });
       // One list per urgency, so a flood of low-urgency requests cannot push a critical one off the page.
       const lists = await Promise.all(
-        (['critical', 'high', 'normal', 'low'] as const).map((urgency) => gate('GET /api/requests', { query: { status: 'pending', urgency, limit: 500 }, signal })),
+        (['critical', 'high', 'normal', 'low'] as const).map((urgency) =>
+          gate('GET /api/requests', { query: { status: 'pending', urgency, limit: 500 }, signal }),
+        ),
       );
       return lists.flat();
     },
@@ -70,7 +72,10 @@ export function ApprovalsPage() {
           </Link>
         ))}
       </nav>
-      <Section title={tab === 'pending' ? 'Waiting for a decision' : `${TABS.find((t) => t.value === tab)!.label} requests`} actions={requests.refreshing ? <span className="muted small">refreshing…</span> : null}>
+      <Section
+        title={tab === 'pending' ? 'Waiting for a decision' : `${TABS.find((t) => t.value === tab)!.label} requests`}
+        actions={requests.refreshing ? <span className="muted small">refreshing…</span> : null}
+      >
         <Async
           state={{ ...requests, data: requests.data === undefined ? undefined : rows }}
           label="Loading requests…"
@@ -106,7 +111,16 @@ export function ApprovalsPage() {
                     <td>
                       <KeyParams params={r.params} />
                     </td>
-                    <td>{r.policyName ?? (r.policyId ? <span className="muted" title={r.policyId}>deleted policy</span> : <span className="muted">no rule matched</span>)}</td>
+                    <td>
+                      {r.policyName ??
+                        (r.policyId ? (
+                          <span className="muted" title={r.policyId}>
+                            deleted policy
+                          </span>
+                        ) : (
+                          <span className="muted">no rule matched</span>
+                        ))}
+                    </td>
                     <td>
                       <StatusBadge status={r.status} />
                     </td>
@@ -114,7 +128,10 @@ export function ApprovalsPage() {
                     <td>
                       <Link to={`/approvals/${r.id}`} className="button small">
                         {r.status === 'pending' ? 'Review' : 'Open'}
-                        <span className="visually-hidden"> {r.action} request {r.id}</span>
+                        <span className="visually-hidden">
+                          {' '}
+                          {r.action} request {r.id}
+                        </span>
                       </Link>
                     </td>
                   </tr>
@@ -125,7 +142,10 @@ export function ApprovalsPage() {
         </Async>
       </Section>
       <p className="muted small">
-        Use the tabs to see decided requests. <button type="button" className="link" onClick={requests.reload}>Refresh now</button>
+        Use the tabs to see decided requests.{' '}
+        <button type="button" className="link" onClick={requests.reload}>
+          Refresh now
+        </button>
       </p>
     </Page>
   );
@@ -228,14 +248,35 @@ export function ApprovalDetailPage({ id }: { id: string }) {
             <>
               {decided?.id === r.id && <Notice>{decided.message}</Notice>}
               <Stats>
-                <Stat label="Status" value={<span data-testid="request-status"><StatusBadge status={r.status} /></span>} />
+                <Stat
+                  label="Status"
+                  value={
+                    <span data-testid="request-status">
+                      <StatusBadge status={r.status} />
+                    </span>
+                  }
+                />
                 <Stat label="Urgency" value={<StatusBadge status={r.urgency} />} />
                 <Stat label="Created" value={timeAgo(r.createdAt)} hint={fmtDateTime(r.createdAt)} />
                 <Stat
                   label="Expires"
-                  value={r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - Date.now())}` : fmtDateTime(r.expiresAt)) : 'never'}
+                  value={
+                    r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - Date.now())}` : fmtDateTime(r.expiresAt)) : 'never'
+                  }
                 />
-                <Stat label="Decided by" value={r.decidedBy ? <code data-testid="decided-by" title={r.decidedBy}>{decider(r)}</code> : '—'} hint={r.decidedAt ? fmtDateTime(r.decidedAt) : undefined} />
+                <Stat
+                  label="Decided by"
+                  value={
+                    r.decidedBy ? (
+                      <code data-testid="decided-by" title={r.decidedBy}>
+                        {decider(r)}
+                      </code>
+                    ) : (
+                      '—'
+                    )
+                  }
+                  hint={r.decidedAt ? fmtDateTime(r.decidedAt) : undefined}
+                />
               </Stats>
               {r.status === 'pending' ? (
                 <Section title="Your decision">
@@ -244,7 +285,8 @@ export function ApprovalDetailPage({ id }: { id: string }) {
               ) : (
                 <Section title="Decision">
                   <p>
-                    <StatusBadge status={r.status} /> by <code title={r.decidedBy ?? undefined}>{decider(r)}</code> {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
+                    <StatusBadge status={r.status} /> by <code title={r.decidedBy ?? undefined}>{decider(r)}</code>{' '}
+                    {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
                   </p>
                   {r.decisionReason && (
                     <p>
@@ -281,7 +323,13 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                     <code>{r.policyDecision.decision}</code> — {DECISION_WORDS[r.policyDecision.decision]}
                   </dd>
                   <dt>Policy</dt>
-                  <dd>{r.policyDecision.policyId ? <Link to={`/policies#policy-${r.policyDecision.policyId}`}>{r.policyDecision.policyId}</Link> : 'no rule matched (the default sends requests to a person)'}</dd>
+                  <dd>
+                    {r.policyDecision.policyId ? (
+                      <Link to={`/policies#policy-${r.policyDecision.policyId}`}>{r.policyDecision.policyId}</Link>
+                    ) : (
+                      'no rule matched (the default sends requests to a person)'
+                    )}
+                  </dd>
                   <dt>Approvers</dt>
                   <dd>{r.policyDecision.approvers.length ? r.policyDecision.approvers.join(', ') : '—'}</dd>
                   <dt>Channels</dt>
@@ -296,9 +344,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
       </Async>
       <Section title="Audit trail">
         <Async state={audit} isEmpty={(d) => d.length === 0} empty="No audit entries.">
-          {(entries) => (
-            <Table rows={entries} columns={TRAIL_COLUMNS} rowKey={(_, i) => String(i)} testId="audit-trail" />
-          )}
+          {(entries) => <Table rows={entries} columns={TRAIL_COLUMNS} rowKey={(_, i) => String(i)} testId="audit-trail" />}
         </Async>
       </Section>
     </Page>

@@ -96,7 +96,6 @@ export function AuditPage() {
   );
   const actors = useAsync((signal) => gate('GET /api/audit/actors', { signal }), []);
 
-
   return (
     <Page title="Audit log" subtitle="Every recorded step of every approval request, newest first: who acted, and the API key behind them.">
       <Section title="Filters">

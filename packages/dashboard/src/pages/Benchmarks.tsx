@@ -24,7 +24,10 @@ function metricValue(metric: string, value: number | null | undefined): string {
 }
 
 type StatusChoice = NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | '';
-const STATUS_CHOICES: { value: StatusChoice; label: string }[] = (['', 'draft', 'running', 'completed', 'cancelled'] as const).map((s) => ({ value: s, label: s || 'Any' }));
+const STATUS_CHOICES: { value: StatusChoice; label: string }[] = (['', 'draft', 'running', 'completed', 'cancelled'] as const).map((s) => ({
+  value: s,
+  label: s || 'Any',
+}));
 
 function NewBenchmark() {
   const [name, setName] = useState('');
@@ -40,7 +43,8 @@ function NewBenchmark() {
     navigate(`/benchmarks/${created.id}`);
     return `Benchmark “${created.name}” created.`;
   };
-  const setVariant = (index: number, field: 'name' | 'tag', value: string) => setVariants((vs) => vs.map((v, i) => (i === index ? { ...v, [field]: value } : v)));
+  const setVariant = (index: number, field: 'name' | 'tag', value: string) =>
+    setVariants((vs) => vs.map((v, i) => (i === index ? { ...v, [field]: value } : v)));
   return (
     <CreateForm create={create} submit="Create benchmark (draft)" pending="Creating…" failure="The benchmark was not created">
       <div className="form-grid">
@@ -60,7 +64,12 @@ function NewBenchmark() {
           </div>
         ))}
         <div className="row">
-          <button type="button" className="secondary small" disabled={variants.length >= 10} onClick={() => setVariants((vs) => [...vs, { name: String.fromCharCode(65 + vs.length), tag: '' }])}>
+          <button
+            type="button"
+            className="secondary small"
+            disabled={variants.length >= 10}
+            onClick={() => setVariants((vs) => [...vs, { name: String.fromCharCode(65 + vs.length), tag: '' }])}
+          >
             Add a variant
           </button>
           {variants.length > 2 && (
@@ -79,12 +88,7 @@ export function BenchmarksPage() {
   const list = useAsync((signal) => observe('GET /api/benchmarks', { query: { status: status || undefined, limit: 100 }, signal }), [status]);
   return (
     <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
-      <Section
-        title="Benchmarks"
-        actions={
-          <InlineSelect id="bench-status" label="Status" value={status} options={STATUS_CHOICES} onChange={setStatus} />
-        }
-      >
+      <Section title="Benchmarks" actions={<InlineSelect id="bench-status" label="Status" value={status} options={STATUS_CHOICES} onChange={setStatus} />}>
         <Async state={list} isEmpty={(d) => d.benchmarks.length === 0} empty="No benchmarks yet. Create one below.">
           {(data) => (
             <table>
@@ -133,7 +137,13 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
   const [done, setDone] = useState<string | null>(null);
   const move = useAction(async (next: 'running' | 'completed' | 'cancelled') => {
     await observe('PUT /api/benchmarks/{id}/status', { params: { id }, body: { status: next } });
-    setDone(next === 'running' ? 'Benchmark started: results are computed live until it completes.' : next === 'completed' ? 'Benchmark completed: its results are frozen.' : 'Benchmark cancelled.');
+    setDone(
+      next === 'running'
+        ? 'Benchmark started: results are computed live until it completes.'
+        : next === 'completed'
+          ? 'Benchmark completed: its results are frozen.'
+          : 'Benchmark cancelled.',
+    );
     benchmark.reload();
   });
 
@@ -173,7 +183,9 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                   <th scope="col">Variant</th>
                   <th scope="col">Session tag</th>
                   <th scope="col">Agent</th>
-                  <th scope="col" className="num">Sessions</th>
+                  <th scope="col" className="num">
+                    Sessions
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -211,7 +223,9 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                 r && (
                   <>
                     <p className="summary">{r.summary}</p>
-                    <p className="muted small">Computed {fmtDateTime(r.computedAt)}. Significant when p &lt; 0.05 (*** p &lt; 0.01, ** p &lt; 0.05, * p &lt; 0.1).</p>
+                    <p className="muted small">
+                      Computed {fmtDateTime(r.computedAt)}. Significant when p &lt; 0.05 (*** p &lt; 0.01, ** p &lt; 0.05, * p &lt; 0.1).
+                    </p>
                     <table>
                       <caption>Per-variant means (± standard deviation)</caption>
                       <thead>
@@ -233,7 +247,9 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                               return (
                                 <td key={v.variantId} className="num">
                                   {metricValue(metric, s?.mean)}
-                                  {s?.stddev !== null && s?.stddev !== undefined && !metric.endsWith('_rate') && <span className="muted"> ± {metricValue(metric, s.stddev)}</span>}
+                                  {s?.stddev !== null && s?.stddev !== undefined && !metric.endsWith('_rate') && (
+                                    <span className="muted"> ± {metricValue(metric, s.stddev)}</span>
+                                  )}
                                 </td>
                               );
                             })}
@@ -247,9 +263,13 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                         <tr>
                           <th scope="col">Metric</th>
                           <th scope="col">A vs B</th>
-                          <th scope="col" className="num">Difference</th>
+                          <th scope="col" className="num">
+                            Difference
+                          </th>
                           <th scope="col">Test</th>
-                          <th scope="col" className="num">p-value</th>
+                          <th scope="col" className="num">
+                            p-value
+                          </th>
                           <th scope="col">95% interval</th>
                           <th scope="col">Verdict</th>
                         </tr>
@@ -263,14 +283,29 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                             </td>
                             <td className="num">
                               {metricValue(c.metric, c.absoluteDiff)}
-                              {c.percentDiff !== null && <span className="muted"> ({c.percentDiff > 0 ? '+' : ''}{fmtNumber(c.percentDiff, 1)}%)</span>}
+                              {c.percentDiff !== null && (
+                                <span className="muted">
+                                  {' '}
+                                  ({c.percentDiff > 0 ? '+' : ''}
+                                  {fmtNumber(c.percentDiff, 1)}%)
+                                </span>
+                              )}
                             </td>
-                            <td>{c.testType === 'welch_t' ? 'Welch t' : 'χ²'}{c.testStatistic !== null && <span className="muted"> = {fmtNumber(c.testStatistic, 3)}</span>}</td>
+                            <td>
+                              {c.testType === 'welch_t' ? 'Welch t' : 'χ²'}
+                              {c.testStatistic !== null && <span className="muted"> = {fmtNumber(c.testStatistic, 3)}</span>}
+                            </td>
                             <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : fmtNumber(c.pValue, 4)}</td>
-                            <td>{c.confidenceInterval ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}` : '—'}</td>
+                            <td>
+                              {c.confidenceInterval
+                                ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}`
+                                : '—'}
+                            </td>
                             <td>
                               {c.winner ? (
-                                <Badge tone="good">{c.winner} wins {c.confidence}</Badge>
+                                <Badge tone="good">
+                                  {c.winner} wins {c.confidence}
+                                </Badge>
                               ) : c.significant && c.belowMinimum ? (
                                 <Badge tone="warn">significant, too few sessions</Badge>
                               ) : c.degenerate ? (

@@ -31,7 +31,10 @@ function shown(value: unknown): string {
 }
 
 /** The fields a change touched, each with its value before and after (all fields of a creation or a deletion). */
-export function changedFields(before: Record<string, unknown> | null, after: Record<string, unknown> | null): { field: string; before: unknown; after: unknown }[] {
+export function changedFields(
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown> | null,
+): { field: string; before: unknown; after: unknown }[] {
   const fields = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])];
   return fields
     .filter((field) => JSON.stringify(before?.[field]) !== JSON.stringify(after?.[field]))
@@ -126,12 +129,12 @@ export function ChangesPage() {
   const filtered = Boolean(serviceFilter || resource || action);
 
   return (
-    <Page title="Change log" subtitle="Every change to policies, API keys, webhooks, alert rules, guardrails and settings, newest first: who made it, with which key, and what it changed.">
+    <Page
+      title="Change log"
+      subtitle="Every change to policies, API keys, webhooks, alert rules, guardrails and settings, newest first: who made it, with which key, and what it changed."
+    >
       <Section title="Filters">
-        <Filters
-          onClear={() => setQuery({ service: null, resource: null, action: null })}
-          filtered={filtered}
-        >
+        <Filters onClear={() => setQuery({ service: null, resource: null, action: null })} filtered={filtered}>
           <div className="field">
             <label htmlFor="changes-service">Service</label>
             <select id="changes-service" value={serviceFilter} onChange={(e) => setQuery({ service: e.target.value || null })}>
@@ -168,7 +171,9 @@ export function ChangesPage() {
         </Filters>
       </Section>
       <Section title="Changes" actions={changes.refreshing ? <span className="muted small">refreshing…</span> : null}>
-        {changes.data?.failures.map((f) => <ErrorMessage key={f.service} error={f.error} title={`${SERVICES[f.service]} changes could not be read`} />)}
+        {changes.data?.failures.map((f) => (
+          <ErrorMessage key={f.service} error={f.error} title={`${SERVICES[f.service]} changes could not be read`} />
+        ))}
         <AsyncTable
           state={changes}
           label="Loading the change log…"

@@ -38,12 +38,21 @@ function NewDataset() {
         htmlFor="dataset-cases"
         hint={
           <>
-            Each line is <code>{'{"input": …, "expected": …}'}</code>: the agent gets the input; without an evaluator a case passes when its session has no error and the
-            agent’s output equals <code>expected</code> (optional). 1 to 1,000 cases.
+            Each line is <code>{'{"input": …, "expected": …}'}</code>: the agent gets the input; without an evaluator a case passes when its session has no
+            error and the agent’s output equals <code>expected</code> (optional). 1 to 1,000 cases.
           </>
         }
       >
-        <textarea id="dataset-cases" rows={5} className="mono" required value={cases} placeholder={CASES_EXAMPLE} onChange={(e) => setCases(e.target.value)} aria-describedby="dataset-cases-hint" />
+        <textarea
+          id="dataset-cases"
+          rows={5}
+          className="mono"
+          required
+          value={cases}
+          placeholder={CASES_EXAMPLE}
+          onChange={(e) => setCases(e.target.value)}
+          aria-describedby="dataset-cases-hint"
+        />
       </Field>
     </CreateForm>
   );
@@ -58,9 +67,19 @@ const DATASET_COLUMNS: Column<DatasetSummary>[] = [
 export function DatasetsPage() {
   const list = useAsync((signal) => observe('GET /api/datasets', { signal }), []);
   return (
-    <Page title="Datasets" subtitle="Cases to run an agent on: each case goes to the agent’s webhook, and the session it logs is scored by an evaluator or by its outcome.">
+    <Page
+      title="Datasets"
+      subtitle="Cases to run an agent on: each case goes to the agent’s webhook, and the session it logs is scored by an evaluator or by its outcome."
+    >
       <Section title="Datasets">
-        <AsyncTable state={list} rows={(d) => d.datasets} empty="No datasets yet. Create one below." columns={DATASET_COLUMNS} rowKey={(d) => d.id} testId="datasets" />
+        <AsyncTable
+          state={list}
+          rows={(d) => d.datasets}
+          empty="No datasets yet. Create one below."
+          columns={DATASET_COLUMNS}
+          rowKey={(d) => d.id}
+          testId="datasets"
+        />
       </Section>
       <Section title="New dataset">
         <NewDataset />
@@ -93,8 +112,20 @@ function StartRun({ datasetId }: { datasetId: string }) {
     <CreateForm create={start} submit="Run the dataset" pending="Starting…" failure="The run did not start">
       <div className="form-grid">
         <TextField id="run-agent" label="Agent" required value={agentId} onChange={setAgentId} />
-        <Field label="Agent webhook URL" htmlFor="run-webhook" hint="Gets each case as a POST; answers {sessionId, output} after logging the session to observe.">
-          <input id="run-webhook" type="url" required value={webhookUrl} placeholder="https://agent.example.com/eval" onChange={(e) => setWebhookUrl(e.target.value)} aria-describedby="run-webhook-hint" />
+        <Field
+          label="Agent webhook URL"
+          htmlFor="run-webhook"
+          hint="Gets each case as a POST; answers {sessionId, output} after logging the session to observe."
+        >
+          <input
+            id="run-webhook"
+            type="url"
+            required
+            value={webhookUrl}
+            placeholder="https://agent.example.com/eval"
+            onChange={(e) => setWebhookUrl(e.target.value)}
+            aria-describedby="run-webhook-hint"
+          />
         </Field>
         <Field label="Evaluator" htmlFor="run-evaluator">
           <select id="run-evaluator" value={evaluatorId} onChange={(e) => setEvaluatorId(e.target.value)}>
@@ -158,7 +189,10 @@ const RUN_CASE_COLUMNS: Column<RunCase>[] = [
   { header: 'Case', num: true, rowHeader: true, cell: (c) => c.index + 1 },
   { header: 'Result', cell: caseOutcome },
   { header: 'Score', num: true, cell: (c) => fmtScore(c.score) },
-  { header: 'Session', cell: (c) => (c.sessionId ? <Link to={`/sessions/${encodeURIComponent(c.sessionId)}`}>{c.sessionId}</Link> : <span className="muted">none</span>) },
+  {
+    header: 'Session',
+    cell: (c) => (c.sessionId ? <Link to={`/sessions/${encodeURIComponent(c.sessionId)}`}>{c.sessionId}</Link> : <span className="muted">none</span>),
+  },
   { header: 'Why it failed', cell: (c) => c.error ?? '' },
 ];
 
@@ -174,10 +208,15 @@ export function EvalRunPage({ id }: { id: string }) {
     [id],
     { pollMs: running ? 2_000 : undefined },
   );
-  const dataset = useAsync((signal) => (run.data ? observe('GET /api/datasets/{id}', { params: { id: run.data.datasetId }, signal }) : Promise.resolve(null)), [run.data?.datasetId]);
+  const dataset = useAsync(
+    (signal) => (run.data ? observe('GET /api/datasets/{id}', { params: { id: run.data.datasetId }, signal }) : Promise.resolve(null)),
+    [run.data?.datasetId],
+  );
   const evaluators = useAsync((signal) => observe('GET /api/evaluators', { signal }), []);
   const evaluatorName = (evaluatorId: string | null) =>
-    evaluatorId === null ? 'none (no error, output equals expected)' : (evaluators.data?.evaluators.find((e) => e.id === evaluatorId)?.name ?? `${evaluatorId} (deleted)`);
+    evaluatorId === null
+      ? 'none (no error, output equals expected)'
+      : (evaluators.data?.evaluators.find((e) => e.id === evaluatorId)?.name ?? `${evaluatorId} (deleted)`);
   return (
     <Page
       title={dataset.data ? `Run of ${dataset.data.name}` : 'Dataset run'}
@@ -188,10 +227,18 @@ export function EvalRunPage({ id }: { id: string }) {
           <>
             <Section title="Outcome" actions={<StatusBadge status={r.status} />}>
               <Stats>
-                <Stat label="Passed" value={`${fmtNumber(r.passedCases)} of ${fmtNumber(r.totalCases)}`} hint={r.completedCases > 0 ? `${fmtPercent(r.passedCases / r.completedCases)} of the cases run` : undefined} />
+                <Stat
+                  label="Passed"
+                  value={`${fmtNumber(r.passedCases)} of ${fmtNumber(r.totalCases)}`}
+                  hint={r.completedCases > 0 ? `${fmtPercent(r.passedCases / r.completedCases)} of the cases run` : undefined}
+                />
                 <Stat label="Failed" value={fmtNumber(r.failedCases)} />
                 <Stat label="Cases run" value={`${fmtNumber(r.completedCases)} of ${fmtNumber(r.totalCases)}`} />
-                <Stat label="Duration" value={r.finishedAt ? fmtDuration(Date.parse(r.finishedAt) - Date.parse(r.createdAt)) : 'running'} hint={`started ${fmtDateTime(r.createdAt)}`} />
+                <Stat
+                  label="Duration"
+                  value={r.finishedAt ? fmtDuration(Date.parse(r.finishedAt) - Date.parse(r.createdAt)) : 'running'}
+                  hint={`started ${fmtDateTime(r.createdAt)}`}
+                />
               </Stats>
               <p className="muted small">
                 Agent <code>{r.agentId}</code>; evaluator: {evaluatorName(r.evaluatorId)}.

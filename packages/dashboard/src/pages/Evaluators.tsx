@@ -46,7 +46,16 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
           </select>
         </Field>
         <Field label="Pass threshold (optional)" htmlFor="evaluator-threshold" hint="A score from 0 to 1; a session passes at or above it.">
-          <input id="evaluator-threshold" type="number" min={0} max={1} step="0.01" value={passThreshold} onChange={(e) => setPassThreshold(e.target.value)} aria-describedby="evaluator-threshold-hint" />
+          <input
+            id="evaluator-threshold"
+            type="number"
+            min={0}
+            max={1}
+            step="0.01"
+            value={passThreshold}
+            onChange={(e) => setPassThreshold(e.target.value)}
+            aria-describedby="evaluator-threshold-hint"
+          />
         </Field>
         {kind === 'llm_judge' && <TextField id="evaluator-model" label="Judge model (optional)" value={model} onChange={setModel} />}
       </div>
@@ -56,16 +65,32 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
           htmlFor="evaluator-rules"
           hint={
             <>
-              Types: <code>tool_denylist</code> and <code>tool_allowlist</code> (<code>tools</code>, a <code>*</code> at either end), <code>max_cost</code> (<code>maxUsd</code>),{' '}
-              <code>no_severity_above</code> (<code>severity</code>).
+              Types: <code>tool_denylist</code> and <code>tool_allowlist</code> (<code>tools</code>, a <code>*</code> at either end), <code>max_cost</code> (
+              <code>maxUsd</code>), <code>no_severity_above</code> (<code>severity</code>).
             </>
           }
         >
-          <textarea id="evaluator-rules" rows={4} className="mono" required value={rules} placeholder={RULES_EXAMPLE} onChange={(e) => setRules(e.target.value)} aria-describedby="evaluator-rules-hint" />
+          <textarea
+            id="evaluator-rules"
+            rows={4}
+            className="mono"
+            required
+            value={rules}
+            placeholder={RULES_EXAMPLE}
+            onChange={(e) => setRules(e.target.value)}
+            aria-describedby="evaluator-rules-hint"
+          />
         </Field>
       ) : (
         <Field label="Rubric" htmlFor="evaluator-rubric" hint="What the judge scores the session’s transcript against.">
-          <textarea id="evaluator-rubric" rows={4} required value={rubric} onChange={(e) => setRubric(e.target.value)} aria-describedby="evaluator-rubric-hint" />
+          <textarea
+            id="evaluator-rubric"
+            rows={4}
+            required
+            value={rubric}
+            onChange={(e) => setRubric(e.target.value)}
+            aria-describedby="evaluator-rubric-hint"
+          />
         </Field>
       )}
     </CreateForm>
@@ -82,7 +107,11 @@ const COLUMNS: Column<Evaluator>[] = [
   { header: 'Name', rowHeader: true, cell: (e) => e.name },
   { header: 'Kind', cell: (e) => KINDS[e.kind] },
   { header: 'Definition', className: 'clip', title: definition, cell: definition },
-  { header: 'Pass threshold', num: true, cell: (e) => (e.passThreshold !== null ? fmtScore(e.passThreshold) : <span className="muted">{e.kind === 'compliance' ? 'no violation' : 'default'}</span>) },
+  {
+    header: 'Pass threshold',
+    num: true,
+    cell: (e) => (e.passThreshold !== null ? fmtScore(e.passThreshold) : <span className="muted">{e.kind === 'compliance' ? 'no violation' : 'default'}</span>),
+  },
   { header: 'Created', title: (e) => fmtDateTime(e.createdAt), cell: (e) => timeAgo(e.createdAt) },
 ];
 
@@ -94,7 +123,10 @@ export function EvaluatorsPage() {
     list.reload();
   });
   return (
-    <Page title="Evaluators" subtitle="Saved ways to score a session: deterministic rules, or an AI judge with a rubric. Each verdict is chained into the session it scores.">
+    <Page
+      title="Evaluators"
+      subtitle="Saved ways to score a session: deterministic rules, or an AI judge with a rubric. Each verdict is chained into the session it scores."
+    >
       <Section title="Evaluators">
         <ManagedTable
           state={list}

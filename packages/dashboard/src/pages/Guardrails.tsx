@@ -55,7 +55,13 @@ const CONDITION_FIELDS: Record<ConditionType, { name: string; label: string; typ
   ],
   health_score_threshold: [
     { name: 'minScore', label: 'Score below', type: 'number', initial: '60' },
-    { name: 'dimension', label: 'Dimension', type: 'select', options: ['', 'error_rate', 'cost_efficiency', 'tool_success', 'latency', 'completion_rate'], initial: '' },
+    {
+      name: 'dimension',
+      label: 'Dimension',
+      type: 'select',
+      options: ['', 'error_rate', 'cost_efficiency', 'tool_success', 'latency', 'completion_rate'],
+      initial: '',
+    },
   ],
   custom_metric: [
     { name: 'metricKey', label: 'Metric key (dot path)', type: 'text', initial: 'quality.score' },
@@ -104,7 +110,9 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
     const definition = { name, conditionType, conditionConfig, actionType, actionConfig, cooldownMinutes: Number(cooldown), dryRun };
     if (rule) {
       const saved = await observe('PUT /api/guardrails/{id}', { params: { id: rule.id }, body: { ...definition, agentId: agentId.trim() || null } });
-      onSaved(`Guardrail “${saved.name}” saved: when ${describeCondition(saved.conditionType, saved.conditionConfig)}, ${describeAction(saved.actionType, saved.actionConfig)}.`);
+      onSaved(
+        `Guardrail “${saved.name}” saved: when ${describeCondition(saved.conditionType, saved.conditionConfig)}, ${describeAction(saved.actionType, saved.actionConfig)}.`,
+      );
       return '';
     }
     const created = await observe('POST /api/guardrails', { body: { ...definition, ...(agentId.trim() && { agentId: agentId.trim() }) } });
@@ -136,7 +144,11 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
         {CONDITION_FIELDS[conditionType].map((f) => (
           <Field key={f.name} label={f.label} htmlFor={id(`c-${f.name}`)}>
             {f.type === 'select' ? (
-              <select id={id(`c-${f.name}`)} value={value(`c.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`c.${f.name}`]: e.target.value }))}>
+              <select
+                id={id(`c-${f.name}`)}
+                value={value(`c.${f.name}`, f.initial)}
+                onChange={(e) => setValues((v) => ({ ...v, [`c.${f.name}`]: e.target.value }))}
+              >
                 {f.options!.map((o) => (
                   <option key={o} value={o}>
                     {o || 'overall'}
@@ -164,7 +176,11 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
         </Field>
         {ACTION_FIELDS[actionType].map((f) => (
           <Field key={f.name} label={f.label} htmlFor={id(`a-${f.name}`)}>
-            <input id={id(`a-${f.name}`)} value={value(`a.${f.name}`, f.initial)} onChange={(e) => setValues((v) => ({ ...v, [`a.${f.name}`]: e.target.value }))} />
+            <input
+              id={id(`a-${f.name}`)}
+              value={value(`a.${f.name}`, f.initial)}
+              onChange={(e) => setValues((v) => ({ ...v, [`a.${f.name}`]: e.target.value }))}
+            />
           </Field>
         ))}
         <Field label="Cooldown (minutes between actions)" htmlFor={id('cooldown')}>
@@ -180,7 +196,10 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
 
 const RULE_COLUMNS: Column<GuardrailRule>[] = [
   { header: 'Name', cell: (r) => r.name },
-  { header: 'Agent', cell: (r) => (r.agentId ? <Link to={`/agents/${encodeURIComponent(r.agentId)}`}>{r.agentId}</Link> : <span className="muted">every agent</span>) },
+  {
+    header: 'Agent',
+    cell: (r) => (r.agentId ? <Link to={`/agents/${encodeURIComponent(r.agentId)}`}>{r.agentId}</Link> : <span className="muted">every agent</span>),
+  },
   { header: 'When', cell: (r) => describeCondition(r.conditionType, r.conditionConfig) },
   {
     header: 'Then',
@@ -217,7 +236,8 @@ const TRIGGER_COLUMNS: Column<Trigger>[] = [
     header: 'Outcome',
     cell: (t) => (
       <>
-        <Badge tone={OUTCOME_TONES[t.actionResult.status]}>{t.actionResult.status.replace('_', ' ')}</Badge> <span className="muted small">{t.actionResult.detail}</span>
+        <Badge tone={OUTCOME_TONES[t.actionResult.status]}>{t.actionResult.status.replace('_', ' ')}</Badge>{' '}
+        <span className="muted small">{t.actionResult.detail}</span>
       </>
     ),
   },

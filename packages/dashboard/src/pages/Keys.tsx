@@ -34,7 +34,13 @@ function keyColumns<K extends GateKey | ObserveKey>(middle: Column<K>[], name: (
 }
 
 /** A service's keys, each revocable until it is revoked. */
-function KeyTable<K extends GateKey | ObserveKey>({ state, label, empty, columns, revoke }: {
+function KeyTable<K extends GateKey | ObserveKey>({
+  state,
+  label,
+  empty,
+  columns,
+  revoke,
+}: {
   state: AsyncState<{ keys: K[] }>;
   label: string;
   empty: string;

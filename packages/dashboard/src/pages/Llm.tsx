@@ -20,7 +20,10 @@ export function LlmPage() {
   const llm = useAsync(
     (signal) => {
       const to = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
-      return observe('GET /api/analytics/llm', { query: { from: new Date(to.getTime() - range.ms).toISOString(), to: to.toISOString(), granularity: 'day' }, signal });
+      return observe('GET /api/analytics/llm', {
+        query: { from: new Date(to.getTime() - range.ms).toISOString(), to: to.toISOString(), granularity: 'day' },
+        signal,
+      });
     },
     [rangeKey],
     { pollMs: 60_000 },
@@ -29,7 +32,15 @@ export function LlmPage() {
     <Page
       title="LLM calls"
       subtitle="Spend, tokens and latency per model. Latency percentiles are within 1 % of the exact values."
-      actions={<InlineSelect id="llm-range" label="Time range" value={rangeKey} options={RANGE_CHOICES} onChange={(key) => setQuery({ range: key === '24h' ? null : key })} />}
+      actions={
+        <InlineSelect
+          id="llm-range"
+          label="Time range"
+          value={rangeKey}
+          options={RANGE_CHOICES}
+          onChange={(key) => setQuery({ range: key === '24h' ? null : key })}
+        />
+      }
     >
       <Async state={llm} label="Loading LLM calls…">
         {(data) => {
@@ -41,7 +52,10 @@ export function LlmPage() {
                 <Stat label="Spend" value={fmtUsd(s.totalCostUsd)} hint={`${fmtUsd(s.avgCostPerCall)} per call`} />
                 <Stat label="Input tokens" value={fmtNumber(s.totalInputTokens)} />
                 <Stat label="Output tokens" value={fmtNumber(s.totalOutputTokens)} />
-                <Stat label="Latency p50 / p95 / p99" value={s.p50LatencyMs === null ? '—' : `${fmtDuration(s.p50LatencyMs)} / ${fmtDuration(s.p95LatencyMs)} / ${fmtDuration(s.p99LatencyMs)}`} />
+                <Stat
+                  label="Latency p50 / p95 / p99"
+                  value={s.p50LatencyMs === null ? '—' : `${fmtDuration(s.p50LatencyMs)} / ${fmtDuration(s.p95LatencyMs)} / ${fmtDuration(s.p99LatencyMs)}`}
+                />
               </Stats>
               <Section title="By model">
                 {data.byModel.length === 0 ? (
@@ -52,14 +66,30 @@ export function LlmPage() {
                       <tr>
                         <th scope="col">Provider</th>
                         <th scope="col">Model</th>
-                        <th scope="col" className="num">Calls</th>
-                        <th scope="col" className="num">Spend</th>
-                        <th scope="col" className="num">Input tokens</th>
-                        <th scope="col" className="num">Output tokens</th>
-                        <th scope="col" className="num">Avg latency</th>
-                        <th scope="col" className="num">p50</th>
-                        <th scope="col" className="num">p95</th>
-                        <th scope="col" className="num">p99</th>
+                        <th scope="col" className="num">
+                          Calls
+                        </th>
+                        <th scope="col" className="num">
+                          Spend
+                        </th>
+                        <th scope="col" className="num">
+                          Input tokens
+                        </th>
+                        <th scope="col" className="num">
+                          Output tokens
+                        </th>
+                        <th scope="col" className="num">
+                          Avg latency
+                        </th>
+                        <th scope="col" className="num">
+                          p50
+                        </th>
+                        <th scope="col" className="num">
+                          p95
+                        </th>
+                        <th scope="col" className="num">
+                          p99
+                        </th>
                       </tr>
                     </thead>
                     <tbody>

@@ -29,13 +29,23 @@ export function OptimizePage() {
   const period = PERIODS.find((p) => String(p.value) === query.get('period'))?.value ?? 7;
   const agentId = query.get('agent') ?? '';
   const [agentText, setAgentText] = useState(agentId);
-  const advice = useAsync((signal) => observe('GET /api/optimize/recommendations', { query: { period, agentId: agentId || undefined, limit: 50 }, signal }), [period, agentId]);
+  const advice = useAsync(
+    (signal) => observe('GET /api/optimize/recommendations', { query: { period, agentId: agentId || undefined, limit: 50 }, signal }),
+    [period, agentId],
+  );
   return (
     <Page
       title="Cost advice"
       subtitle="Cheaper models of the same provider for each agent, model and task complexity, when the cheaper model succeeds at least as often in that tier. Savings are estimated for 30 days at the period’s call volume."
     >
-      <Filters filtered={agentId !== ''} onApply={() => setQuery({ agent: agentText.trim() })} onClear={() => { setAgentText(''); setQuery({ agent: null }); }}>
+      <Filters
+        filtered={agentId !== ''}
+        onApply={() => setQuery({ agent: agentText.trim() })}
+        onClear={() => {
+          setAgentText('');
+          setQuery({ agent: null });
+        }}
+      >
         <InlineSelect id="optimize-period" label="Calls of the" value={period} options={PERIODS} onChange={(days) => setQuery({ period: String(days) })} />
         <div className="field inline">
           <label htmlFor="optimize-agent">Agent</label>

@@ -41,7 +41,13 @@ export function OverviewPage() {
       title="Overview"
       subtitle="What your agents did: events, errors, spend and tool latency over time."
       actions={
-        <InlineSelect id="overview-range" label="Time range" value={rangeKey} options={RANGE_CHOICES} onChange={(key) => setQuery({ range: key === '24h' ? null : key })} />
+        <InlineSelect
+          id="overview-range"
+          label="Time range"
+          value={rangeKey}
+          options={RANGE_CHOICES}
+          onChange={(key) => setQuery({ range: key === '24h' ? null : key })}
+        />
       }
     >
       <Async state={analytics} label="Loading analytics…">
@@ -121,10 +127,18 @@ export function OverviewPage() {
                 <thead>
                   <tr>
                     <th scope="col">Agent</th>
-                    <th scope="col" className="num">Sessions</th>
-                    <th scope="col" className="num">Events</th>
-                    <th scope="col" className="num">Error rate</th>
-                    <th scope="col" className="num">Spend</th>
+                    <th scope="col" className="num">
+                      Sessions
+                    </th>
+                    <th scope="col" className="num">
+                      Events
+                    </th>
+                    <th scope="col" className="num">
+                      Error rate
+                    </th>
+                    <th scope="col" className="num">
+                      Spend
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
@@ -154,13 +168,27 @@ export function OverviewPage() {
                 <thead>
                   <tr>
                     <th scope="col">Tool</th>
-                    <th scope="col" className="num">Calls</th>
-                    <th scope="col" className="num">Errors</th>
-                    <th scope="col" className="num">Error rate</th>
-                    <th scope="col" className="num">Avg duration</th>
-                    <th scope="col" className="num">p50</th>
-                    <th scope="col" className="num">p95</th>
-                    <th scope="col" className="num">p99</th>
+                    <th scope="col" className="num">
+                      Calls
+                    </th>
+                    <th scope="col" className="num">
+                      Errors
+                    </th>
+                    <th scope="col" className="num">
+                      Error rate
+                    </th>
+                    <th scope="col" className="num">
+                      Avg duration
+                    </th>
+                    <th scope="col" className="num">
+                      p50
+                    </th>
+                    <th scope="col" className="num">
+                      p95
+                    </th>
+                    <th scope="col" className="num">
+                      p99
+                    </th>
                   </tr>
                 </thead>
                 <tbody>

@@ -113,9 +113,16 @@ function Simulator({ policies }: { policies: Policy[] }) {
         <div className="simulation" role="status" data-testid="simulation">
           <p>
             This request would be <StatusBadge status={result.status} /> —{' '}
-            {result.decision.policyId
-              ? <>rule {result.decision.ruleIndex! + 1} of “{result.decision.policyName}”{result.candidateMatched && ' (the draft)'} decides <code>{result.decision.decision}</code>.</>
-              : <>no rule matched, so it goes to a person (<code>route_to_human</code>).</>}
+            {result.decision.policyId ? (
+              <>
+                rule {result.decision.ruleIndex! + 1} of “{result.decision.policyName}”{result.candidateMatched && ' (the draft)'} decides{' '}
+                <code>{result.decision.decision}</code>.
+              </>
+            ) : (
+              <>
+                no rule matched, so it goes to a person (<code>route_to_human</code>).
+              </>
+            )}
           </p>
           {result.matchedRule && <p className="muted">Matched: {matchText(result.matchedRule.match)}</p>}
           {result.decision.requireReason && <p>A decision on it needs a reason.</p>}
@@ -165,9 +172,21 @@ function PolicyForm({ policy, onSaved, onCancel }: { policy?: Policy; onSaved: (
       <Field
         label="Rules (JSON array, first match wins)"
         htmlFor={id('rules')}
-        hint={<>Matchers: exact value, <code>$lt $gt $lte $gte</code>, <code>$in</code>, <code>$regex</code>; paths such as <code>action</code>, <code>params.amount</code> or just <code>amount</code>. Decisions: auto_approve, auto_deny, route_to_human, route_to_agent.</>}
+        hint={
+          <>
+            Matchers: exact value, <code>$lt $gt $lte $gte</code>, <code>$in</code>, <code>$regex</code>; paths such as <code>action</code>,{' '}
+            <code>params.amount</code> or just <code>amount</code>. Decisions: auto_approve, auto_deny, route_to_human, route_to_agent.
+          </>
+        }
       >
-        <textarea id={id('rules')} rows={policy ? Math.min(16, Math.max(7, rules.split('\n').length)) : 7} className="mono" value={rules} onChange={(e) => setRules(e.target.value)} aria-describedby={`${id('rules')}-hint`} />
+        <textarea
+          id={id('rules')}
+          rows={policy ? Math.min(16, Math.max(7, rules.split('\n').length)) : 7}
+          className="mono"
+          value={rules}
+          onChange={(e) => setRules(e.target.value)}
+          aria-describedby={`${id('rules')}-hint`}
+        />
       </Field>
     </CreateForm>
   );
@@ -194,7 +213,10 @@ export function PoliciesPage() {
   });
 
   return (
-    <Page title="Policies" subtitle="Enabled policies are evaluated by priority, rules in order; the first matching rule decides. No match sends the request to a person.">
+    <Page
+      title="Policies"
+      subtitle="Enabled policies are evaluated by priority, rules in order; the first matching rule decides. No match sends the request to a person."
+    >
       <Section title="Simulator">
         <p className="muted">Try a request against the current policies — and optionally a draft — without creating it.</p>
         <Simulator policies={policies.data?.policies ?? []} />
@@ -202,7 +224,12 @@ export function PoliciesPage() {
       <Section title="Policies in evaluation order">
         {saved && <Notice>{saved}</Notice>}
         {(toggle.error ?? remove.error) && <ErrorMessage error={(toggle.error ?? remove.error)!} />}
-        <Async state={policies} label="Loading policies…" isEmpty={(d) => d.policies.length === 0} empty="No policies: every request goes to a person. Add one below.">
+        <Async
+          state={policies}
+          label="Loading policies…"
+          isEmpty={(d) => d.policies.length === 0}
+          empty="No policies: every request goes to a person. Add one below."
+        >
           {(data) => (
             <div className="stack">
               {data.policies.map((p) => (
@@ -216,13 +243,21 @@ export function PoliciesPage() {
                     </span>
                     <span className="spacer" />
                     <RowAction tone="secondary" label="Edit" subject={p.name} onClick={() => edit(p)} />
-                    <RowAction tone="secondary" label={p.enabled ? 'Disable' : 'Enable'} subject={p.name} onClick={() => void toggle.run(p)} disabled={toggle.pending} />
+                    <RowAction
+                      tone="secondary"
+                      label={p.enabled ? 'Disable' : 'Enable'}
+                      subject={p.name}
+                      onClick={() => void toggle.run(p)}
+                      disabled={toggle.pending}
+                    />
                     <RowAction tone="danger" label="Delete" subject={p.name} onClick={() => void remove.run(p)} disabled={remove.pending} />
                   </header>
                   <table>
                     <thead>
                       <tr>
-                        <th scope="col" className="num">#</th>
+                        <th scope="col" className="num">
+                          #
+                        </th>
                         <th scope="col">When</th>
                         <th scope="col">Decision</th>
                         <th scope="col">Approvers</th>

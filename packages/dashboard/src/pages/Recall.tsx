@@ -13,10 +13,7 @@ export function RecallPage() {
   const [draft, setDraft] = useState(q);
   const [scopeDraft, setScopeDraft] = useState(scope);
   const status = useAsync((signal) => observe('GET /api/recall/status', { signal }), [], { pollMs: 10_000 });
-  const results = useAsync(
-    (signal) => (q ? observe('GET /api/recall', { query: { query: q, scope, limit: 25 }, signal }) : Promise.resolve(null)),
-    [q, scope],
-  );
+  const results = useAsync((signal) => (q ? observe('GET /api/recall', { query: { query: q, scope, limit: 25 }, signal }) : Promise.resolve(null)), [q, scope]);
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -29,7 +26,14 @@ export function RecallPage() {
         <form className="filters" onSubmit={submit} role="search">
           <div className="field grow">
             <label htmlFor="recall-query">Search for</label>
-            <input id="recall-query" type="search" value={draft} maxLength={2000} placeholder="e.g. card declined during checkout" onChange={(e) => setDraft(e.target.value)} />
+            <input
+              id="recall-query"
+              type="search"
+              value={draft}
+              maxLength={2000}
+              placeholder="e.g. card declined during checkout"
+              onChange={(e) => setDraft(e.target.value)}
+            />
           </div>
           <div className="field">
             <label htmlFor="recall-scope">In</label>
@@ -60,19 +64,24 @@ export function RecallPage() {
                   <ol className="results">
                     {data.results.map((r) => {
                       const sessionId = typeof r.metadata.sessionId === 'string' ? r.metadata.sessionId : null;
-                      const timestamp = typeof r.metadata.timestamp === 'string' ? r.metadata.timestamp : typeof r.metadata.startedAt === 'string' ? r.metadata.startedAt : null;
+                      const timestamp =
+                        typeof r.metadata.timestamp === 'string'
+                          ? r.metadata.timestamp
+                          : typeof r.metadata.startedAt === 'string'
+                            ? r.metadata.startedAt
+                            : null;
                       return (
                         <li key={`${r.sourceType}-${r.sourceId}`}>
                           <div className="result-head">
                             <span className="score">
                               <Meter value={r.score} max={1} label="Similarity" /> {fmtScore(r.score)}
                             </span>
-                            {r.sourceType === 'session' ? <Badge tone="info">session</Badge> : <EventTypeBadge type={String(r.metadata.eventType ?? 'event')} />}
-                            {sessionId && (
-                              <Link to={`/sessions/${encodeURIComponent(sessionId)}`}>
-                                {sessionId}
-                              </Link>
+                            {r.sourceType === 'session' ? (
+                              <Badge tone="info">session</Badge>
+                            ) : (
+                              <EventTypeBadge type={String(r.metadata.eventType ?? 'event')} />
                             )}
+                            {sessionId && <Link to={`/sessions/${encodeURIComponent(sessionId)}`}>{sessionId}</Link>}
                             {typeof r.metadata.agentId === 'string' && <span className="muted">{r.metadata.agentId}</span>}
                             {timestamp && (
                               <span className="muted" title={fmtDateTime(timestamp)}>

@@ -31,7 +31,10 @@ const ERROR_COLUMNS: Column<InsightOf<'error_pattern'>>[] = [
   { header: 'Times', num: true, cell: (i) => fmtNumber(i.data.count) },
   { header: 'First seen', title: (i) => fmtDateTime(i.data.firstSeen), cell: (i) => timeAgo(i.data.firstSeen) },
   { header: 'Last seen', title: (i) => fmtDateTime(i.data.lastSeen), cell: (i) => timeAgo(i.data.lastSeen) },
-  { header: 'Most often after', cell: (i) => (i.data.precedingTools[0] ? i.data.precedingTools[0].join(' → ') : <span className="muted">no earlier tool call</span>) },
+  {
+    header: 'Most often after',
+    cell: (i) => (i.data.precedingTools[0] ? i.data.precedingTools[0].join(' → ') : <span className="muted">no earlier tool call</span>),
+  },
   {
     header: 'Sessions',
     cell: (i) => (
@@ -74,7 +77,9 @@ function Insights({ insights }: { insights: readonly Insight[] }) {
   return (
     <>
       {errors.length > 0 && <Table rows={errors} columns={ERROR_COLUMNS} rowKey={(i) => i.data.pattern} testId="error-patterns" caption="Error patterns" />}
-      {sequences.length > 0 && <Table rows={sequences} columns={SEQUENCE_COLUMNS} rowKey={(i) => i.data.tools.join('\n')} testId="tool-sequences" caption="Tool sequences" />}
+      {sequences.length > 0 && (
+        <Table rows={sequences} columns={SEQUENCE_COLUMNS} rowKey={(i) => i.data.tools.join('\n')} testId="tool-sequences" caption="Tool sequences" />
+      )}
       {cost && (
         <Stats>
           <Stat label="Spend" value={fmtUsd(cost.data.totalCost)} hint={plural(cost.data.totalSessions, 'session')} />
@@ -88,7 +93,9 @@ function Insights({ insights }: { insights: readonly Insight[] }) {
           <Stat label="Session duration" value={fmtDuration(performance.data.avgDuration)} hint="mean" />
           <Stat label="Tool calls per session" value={fmtNumber(performance.data.avgToolCalls, 1)} />
           <Stat label="Errors per session" value={fmtNumber(performance.data.avgErrors, 1)} />
-          {assessment && <Stat label="Trend" value={<StatusBadge status={assessment.data.assessment} />} hint={`confidence ${fmtScore(assessment.confidence)}`} />}
+          {assessment && (
+            <Stat label="Trend" value={<StatusBadge status={assessment.data.assessment} />} hint={`confidence ${fmtScore(assessment.confidence)}`} />
+          )}
         </Stats>
       )}
       <ul className="small" aria-label="In words">
@@ -110,14 +117,27 @@ export function ReflectPage() {
   const answer = useAsync(
     (signal) => {
       const to = Date.now();
-      return observe('GET /api/reflect', { query: { analysis, agentId: agentId || undefined, from: new Date(to - days * DAY_MS).toISOString(), to: new Date(to).toISOString(), limit: 20 }, signal });
+      return observe('GET /api/reflect', {
+        query: { analysis, agentId: agentId || undefined, from: new Date(to - days * DAY_MS).toISOString(), to: new Date(to).toISOString(), limit: 20 },
+        signal,
+      });
     },
     [analysis, days, agentId],
   );
   const label = ANALYSES.find((a) => a.value === analysis)!.label;
   return (
-    <Page title="Insights" subtitle="Patterns in the logged events: recurring errors and what came before them, tool sequences that fail, spend by model, and whether sessions are getting better.">
-      <Filters filtered={agentId !== ''} onApply={() => setQuery({ agent: agentText.trim() })} onClear={() => { setAgentText(''); setQuery({ agent: null }); }}>
+    <Page
+      title="Insights"
+      subtitle="Patterns in the logged events: recurring errors and what came before them, tool sequences that fail, spend by model, and whether sessions are getting better."
+    >
+      <Filters
+        filtered={agentId !== ''}
+        onApply={() => setQuery({ agent: agentText.trim() })}
+        onClear={() => {
+          setAgentText('');
+          setQuery({ agent: null });
+        }}
+      >
         <InlineSelect id="reflect-analysis" label="Analysis" value={analysis} options={ANALYSES} onChange={(value) => setQuery({ analysis: value })} />
         <InlineSelect id="reflect-range" label="Events of the" value={days} options={RANGES} onChange={(value) => setQuery({ days: String(value) })} />
         <div className="field inline">
@@ -130,7 +150,8 @@ export function ReflectPage() {
           {(a) => (
             <>
               <p className="muted small" data-testid="reflect-metadata">
-                {plural(a.metadata.eventsAnalyzed, 'event')} of {plural(a.metadata.sessionsAnalyzed, 'session')} from {fmtDateTime(a.metadata.timeRange.from)} to {fmtDateTime(a.metadata.timeRange.to)}.
+                {plural(a.metadata.eventsAnalyzed, 'event')} of {plural(a.metadata.sessionsAnalyzed, 'session')} from {fmtDateTime(a.metadata.timeRange.from)}{' '}
+                to {fmtDateTime(a.metadata.timeRange.to)}.
               </p>
               <Insights insights={a.insights} />
             </>

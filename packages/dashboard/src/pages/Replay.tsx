@@ -74,7 +74,13 @@ function ContextView({ context }: { context: ReplayContext }) {
             {call.messages !== null && <Messages messages={call.messages} />}
             <p>
               <span className="role">response</span>{' '}
-              {call.response === null ? <em>not yet answered at this step</em> : typeof call.response === 'string' ? call.response : JSON.stringify(call.response)}
+              {call.response === null ? (
+                <em>not yet answered at this step</em>
+              ) : typeof call.response === 'string' ? (
+                call.response
+              ) : (
+                JSON.stringify(call.response)
+              )}
             </p>
           </details>
         ))
@@ -88,7 +94,9 @@ function ContextView({ context }: { context: ReplayContext }) {
             <tr>
               <th scope="col">Tool</th>
               <th scope="col">Outcome</th>
-              <th scope="col" className="num">Duration</th>
+              <th scope="col" className="num">
+                Duration
+              </th>
               <th scope="col">Result or error</th>
             </tr>
           </thead>
@@ -236,16 +244,22 @@ export function ReplayPage({ id }: { id: string }) {
                   <>
                     <Section title={`Step ${current.index + 1}: ${current.event.eventType}`} id="replay-current">
                       <p aria-live="polite">
-                        <EventTypeBadge type={current.event.eventType} /> at {fmtDateTime(current.event.timestamp)} — {summarize(current.event.eventType, current.event.payload)}
+                        <EventTypeBadge type={current.event.eventType} /> at {fmtDateTime(current.event.timestamp)} —{' '}
+                        {summarize(current.event.eventType, current.event.payload)}
                       </p>
                       <JsonView value={current.event.payload} label="Payload of this step" />
                       {current.pairedEvent && (
                         <div className="paired">
                           <h3>
-                            Paired with <EventTypeBadge type={current.pairedEvent.eventType} /> (step {current.pairedEvent.seq + 1}, {fmtDuration(current.pairDurationMs)} apart)
+                            Paired with <EventTypeBadge type={current.pairedEvent.eventType} /> (step {current.pairedEvent.seq + 1},{' '}
+                            {fmtDuration(current.pairDurationMs)} apart)
                           </h3>
                           <p>{summarize(current.pairedEvent.eventType, current.pairedEvent.payload)}</p>
-                          <button type="button" className="link" onClick={() => goTo(data.steps.find((s) => s.event.id === current.pairedEvent!.id)?.index ?? current.pairedEvent!.seq)}>
+                          <button
+                            type="button"
+                            className="link"
+                            onClick={() => goTo(data.steps.find((s) => s.event.id === current.pairedEvent!.id)?.index ?? current.pairedEvent!.seq)}
+                          >
                             Go to the paired step
                           </button>
                         </div>

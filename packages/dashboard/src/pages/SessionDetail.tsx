@@ -206,9 +206,17 @@ export function SessionDetailPage({ id }: { id: string }) {
         {(s) => (
           <Stats>
             <Stat label="Status" value={<StatusBadge status={s.status} />} />
-            <Stat label="Agent" value={<Link to={`/agents/${encodeURIComponent(s.agentId)}`}>{s.agentName}</Link>} hint={s.agentName !== s.agentId ? s.agentId : undefined} />
+            <Stat
+              label="Agent"
+              value={<Link to={`/agents/${encodeURIComponent(s.agentId)}`}>{s.agentName}</Link>}
+              hint={s.agentName !== s.agentId ? s.agentId : undefined}
+            />
             <Stat label="Started" value={timeAgo(s.startedAt)} hint={fmtDateTime(s.startedAt)} />
-            <Stat label="Duration" value={fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))} hint={s.endedAt ? 'ended' : 'still active'} />
+            <Stat
+              label="Duration"
+              value={fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))}
+              hint={s.endedAt ? 'ended' : 'still active'}
+            />
             <Stat label="Events" value={fmtNumber(s.eventCount)} hint={plural(s.toolCallCount, 'tool call')} />
             <Stat label="Errors" value={fmtNumber(s.errorCount)} />
             <Stat label="Cost" value={fmtUsd(s.totalCostUsd)} />
@@ -259,7 +267,10 @@ export function SessionDetailPage({ id }: { id: string }) {
             id="timeline-type"
             label="Show"
             value={typeFilter}
-            options={[{ value: '', label: 'All events' }, ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type }))]}
+            options={[
+              { value: '', label: 'All events' },
+              ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type })),
+            ]}
             onChange={setTypeFilter}
           />
         }

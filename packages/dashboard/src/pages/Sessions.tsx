@@ -23,7 +23,10 @@ type SessionList = ObserveAnswer<'GET /api/sessions'> & { searchCut?: boolean };
  * Sessions by the URL's filters. With a search text: the sessions whose events mention it (the
  * events' full-text search), among the sessions the other filters select, newest first.
  */
-async function loadSessions(filters: { q: string; status: string; agentId: string; tags: string; from?: string; to?: string; offset: number }, signal: AbortSignal): Promise<SessionList> {
+async function loadSessions(
+  filters: { q: string; status: string; agentId: string; tags: string; from?: string; to?: string; offset: number },
+  signal: AbortSignal,
+): Promise<SessionList> {
   const { q, offset, ...rest } = filters;
   if (!q) return observe('GET /api/sessions', { query: { ...rest, limit: PAGE_SIZE, offset }, signal });
   const [events, candidates] = await Promise.all([
@@ -100,7 +103,14 @@ export function SessionsPage() {
         <Filters onApply={apply} onClear={clear} filtered={filtered}>
           <div className="field">
             <label htmlFor="sessions-search">Search (text in their events)</label>
-            <input id="sessions-search" type="search" value={drafts.q} maxLength={500} placeholder="refund, timeout, order 1234" onChange={(e) => draft('q')(e.target.value)} />
+            <input
+              id="sessions-search"
+              type="search"
+              value={drafts.q}
+              maxLength={500}
+              placeholder="refund, timeout, order 1234"
+              onChange={(e) => draft('q')(e.target.value)}
+            />
           </div>
           <div className="field">
             <label htmlFor="sessions-status">Status</label>
@@ -137,7 +147,16 @@ export function SessionsPage() {
           </div>
         </Filters>
       </Section>
-      <Section title="Sessions" actions={sessions.data && <span className="muted" aria-live="polite">{plural(sessions.data.total, 'session')}</span>}>
+      <Section
+        title="Sessions"
+        actions={
+          sessions.data && (
+            <span className="muted" aria-live="polite">
+              {plural(sessions.data.total, 'session')}
+            </span>
+          )
+        }
+      >
         <Async
           state={sessions}
           label="Loading sessions…"
@@ -161,10 +180,18 @@ export function SessionsPage() {
                     <th scope="col">Agent</th>
                     <th scope="col">Status</th>
                     <th scope="col">Started</th>
-                    <th scope="col" className="num">Duration</th>
-                    <th scope="col" className="num">Events</th>
-                    <th scope="col" className="num">Errors</th>
-                    <th scope="col" className="num">Cost</th>
+                    <th scope="col" className="num">
+                      Duration
+                    </th>
+                    <th scope="col" className="num">
+                      Events
+                    </th>
+                    <th scope="col" className="num">
+                      Errors
+                    </th>
+                    <th scope="col" className="num">
+                      Cost
+                    </th>
                     <th scope="col">Tags</th>
                   </tr>
                 </thead>
@@ -195,9 +222,17 @@ export function SessionsPage() {
                 </tbody>
               </table>
               {data.searchCut && (
-                <p className="muted small">The search read the {fmtNumber(SEARCH_LIMIT)} newest matching events and sessions; narrow it with the filters to see older ones.</p>
+                <p className="muted small">
+                  The search read the {fmtNumber(SEARCH_LIMIT)} newest matching events and sessions; narrow it with the filters to see older ones.
+                </p>
               )}
-              <Pager label="Sessions" offset={offset} limit={PAGE_SIZE} total={data.total} onChange={(next) => setQuery({ offset: next ? String(next) : null })} />
+              <Pager
+                label="Sessions"
+                offset={offset}
+                limit={PAGE_SIZE}
+                total={data.total}
+                onChange={(next) => setQuery({ offset: next ? String(next) : null })}
+              />
             </>
           )}
         </Async>

@@ -26,8 +26,21 @@ function RetentionForm({ current, onSaved }: { current: number; onSaved: () => v
   };
   return (
     <CreateForm create={save} submit="Save retention" pending="Saving…" failure="Retention was not changed">
-      <Field label="Keep sessions for (days)" htmlFor="retention-days" hint="A session is deleted whole once its last event is older; 0 keeps everything. Deletions are recorded in the audit log.">
-        <input id="retention-days" type="number" min={0} max={36500} required value={days} onChange={(e) => setDays(e.target.value)} aria-describedby="retention-days-hint" />
+      <Field
+        label="Keep sessions for (days)"
+        htmlFor="retention-days"
+        hint="A session is deleted whole once its last event is older; 0 keeps everything. Deletions are recorded in the audit log."
+      >
+        <input
+          id="retention-days"
+          type="number"
+          min={0}
+          max={36500}
+          required
+          value={days}
+          onChange={(e) => setDays(e.target.value)}
+          aria-describedby="retention-days-hint"
+        />
       </Field>
     </CreateForm>
   );
@@ -59,13 +72,30 @@ function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[numb
       }}
     >
       <Field label={`New ${secret.label.toLowerCase()}`} htmlFor={id}>
-        <input id={id} type="password" autoComplete="new-password" minLength={16} maxLength={512} required value={value} onChange={(e) => setValue(e.target.value)} />
+        <input
+          id={id}
+          type="password"
+          autoComplete="new-password"
+          minLength={16}
+          maxLength={512}
+          required
+          value={value}
+          onChange={(e) => setValue(e.target.value)}
+        />
       </Field>
       <button type="submit" className="secondary" disabled={save.pending}>
         Save secret
       </button>
       {config[secret.isSet] && (
-        <button type="button" className="danger" disabled={save.pending} onClick={() => { setDone(null); void save.run(null); }}>
+        <button
+          type="button"
+          className="danger"
+          disabled={save.pending}
+          onClick={() => {
+            setDone(null);
+            void save.run(null);
+          }}
+        >
           Clear<span className="visually-hidden"> the {secret.label.toLowerCase()}</span>
         </button>
       )}
@@ -86,7 +116,10 @@ export function SettingsPage() {
   const features = useAsync((signal) => observe('GET /api/config/features', { signal }), []);
   const weights = useAsync((signal) => observe('GET /api/config/health-weights', { signal }), []);
   return (
-    <Page title="Retention and configuration" subtitle="How long observe keeps sessions, and how it is set up. Secrets are shown as set or not, never read back.">
+    <Page
+      title="Retention and configuration"
+      subtitle="How long observe keeps sessions, and how it is set up. Secrets are shown as set or not, never read back."
+    >
       <Section title="Configuration">
         <Async state={config} label="Loading the configuration…">
           {(c) => (
@@ -121,7 +154,12 @@ export function SettingsPage() {
       <Section title="Health score weights">
         <Async state={weights} label="Loading the weights…">
           {(w) => (
-            <Table rows={Object.entries(w).map(([name, weight]) => ({ name, weight }))} columns={WEIGHT_COLUMNS} rowKey={(x) => x.name} testId="health-weights" />
+            <Table
+              rows={Object.entries(w).map(([name, weight]) => ({ name, weight }))}
+              columns={WEIGHT_COLUMNS}
+              rowKey={(x) => x.name}
+              testId="health-weights"
+            />
           )}
         </Async>
       </Section>

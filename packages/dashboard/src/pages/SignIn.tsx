@@ -29,7 +29,8 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
     const found: { field: string; error: Error }[] = [];
     const wantObserve = observeKey.trim() !== '';
     const wantGate = gateKey.trim() !== '';
-    if (!wantObserve && !wantGate && !keepObserve && !keepGate) found.push({ field: 'keys', error: new Error('Enter an observe API key, a gate API key, or both.') });
+    if (!wantObserve && !wantGate && !keepObserve && !keepGate)
+      found.push({ field: 'keys', error: new Error('Enter an observe API key, a gate API key, or both.') });
     if (wantGate && !name.trim()) found.push({ field: 'name', error: new Error('Enter your name: the gate records your decisions as dashboard:<name>.') });
     setErrors(found);
     if (found.length > 0) return;
@@ -50,7 +51,14 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
       if (wantGate) {
         try {
           const session = await gate('POST /api/dashboard/sessions', { body: { name: name.trim() }, token: gateKey.trim() });
-          next.gate = { token: session.token, name: session.name, actor: session.actor, keyName: session.keyName, scopes: session.scopes, expiresAt: session.expiresAt };
+          next.gate = {
+            token: session.token,
+            name: session.name,
+            actor: session.actor,
+            keyName: session.keyName,
+            scopes: session.scopes,
+            expiresAt: session.expiresAt,
+          };
           localStorage.setItem(NAME_KEY, session.name);
         } catch (error) {
           found.push({
@@ -75,7 +83,9 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
     } catch (error) {
       setFirstKeyError(
         error instanceof ApiError && error.status === 401
-          ? new Error('An observe API key already exists, so the first-key shortcut is closed. Use an existing key, or ask its holder to create one for you (POST /api/keys).')
+          ? new Error(
+              'An observe API key already exists, so the first-key shortcut is closed. Use an existing key, or ask its holder to create one for you (POST /api/keys).',
+            )
           : (error as Error),
       );
     }
@@ -88,9 +98,7 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
       <h1>
         <img src="/favicon.svg" alt="" width={32} height={32} /> Sign in to Vigil
       </h1>
-      <p className="subtitle">
-        Keys are kept in this browser tab only (session storage) and forgotten when it closes.
-      </p>
+      <p className="subtitle">Keys are kept in this browser tab only (session storage) and forgotten when it closes.</p>
       {notice && (
         <p className="topbar-warning" role="alert">
           {notice}
@@ -113,10 +121,16 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
 
         <fieldset>
           <legend>Observe (sessions, agents, analytics)</legend>
-          {keepObserve && !observeKey ? (
-            <p className="hint">You are signed in to observe. Enter another key to replace it.</p>
-          ) : null}
-          <Field label="Observe API key" htmlFor="signin-observe" hint={<>Starts with <code>vgl_</code>. Created with <code>POST /api/keys</code>.</>}>
+          {keepObserve && !observeKey ? <p className="hint">You are signed in to observe. Enter another key to replace it.</p> : null}
+          <Field
+            label="Observe API key"
+            htmlFor="signin-observe"
+            hint={
+              <>
+                Starts with <code>vgl_</code>. Created with <code>POST /api/keys</code>.
+              </>
+            }
+          >
             <input
               id="signin-observe"
               name="observeKey"

@@ -5,7 +5,10 @@ import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
 export function StatsPage() {
   const stats = useAsync((signal) => observe('GET /api/stats', { signal }), [], { pollMs: 30_000 });
   return (
-    <Page title="Storage and spend" subtitle="What observe holds, how much room it takes, and what the AI judge of evaluations has cost (never part of any session’s spend).">
+    <Page
+      title="Storage and spend"
+      subtitle="What observe holds, how much room it takes, and what the AI judge of evaluations has cost (never part of any session’s spend)."
+    >
       <Section title="Stored">
         <Async state={stats} label="Counting…">
           {(s) => (

@@ -9,21 +9,34 @@ type Webhook = GateSchemas.Webhook;
 type WebhookEvent = Webhook['events'][number];
 type Delivery = GateAnswer<'GET /api/webhooks/{id}/deliveries'>['deliveries'][number];
 
-const EVENTS: { value: WebhookEvent; label: string }[] = (['request.created', 'request.decided', 'request.expired', 'request.confirmed'] as const).map((value) => ({ value, label: value }));
+const EVENTS: { value: WebhookEvent; label: string }[] = (['request.created', 'request.decided', 'request.expired', 'request.confirmed'] as const).map(
+  (value) => ({ value, label: value }),
+);
 
 const DELIVERY_COLUMNS: Column<Delivery>[] = [
   { header: 'Event', cell: (d) => <code>{d.event}</code> },
   { header: 'Status', cell: (d) => <StatusBadge status={d.status} /> },
   { header: 'Attempts', num: true, cell: (d) => d.attempts },
-  { header: 'Answer', className: 'clip', cell: (d) => `${d.responseStatus !== null ? `HTTP ${d.responseStatus}` : ''}${d.lastError ? ` ${d.lastError}` : d.responseStatus === null ? '—' : ''}` },
+  {
+    header: 'Answer',
+    className: 'clip',
+    cell: (d) => `${d.responseStatus !== null ? `HTTP ${d.responseStatus}` : ''}${d.lastError ? ` ${d.lastError}` : d.responseStatus === null ? '—' : ''}`,
+  },
   { header: 'Queued', title: (d) => fmtDateTime(d.createdAt), cell: (d) => timeAgo(d.createdAt) },
-  { header: 'Delivered / next try', cell: (d) => (d.deliveredAt ? fmtDateTime(d.deliveredAt) : d.nextAttemptAt ? `next try ${fmtDateTime(d.nextAttemptAt)}` : '—') },
+  {
+    header: 'Delivered / next try',
+    cell: (d) => (d.deliveredAt ? fmtDateTime(d.deliveredAt) : d.nextAttemptAt ? `next try ${fmtDateTime(d.nextAttemptAt)}` : '—'),
+  },
 ];
 
 function Deliveries({ webhook }: { webhook: Webhook }) {
-  const deliveries = useAsync((signal) => gate('GET /api/webhooks/{id}/deliveries', { params: { id: webhook.id }, query: { limit: 50 }, signal }), [webhook.id], {
-    pollMs: 5000,
-  });
+  const deliveries = useAsync(
+    (signal) => gate('GET /api/webhooks/{id}/deliveries', { params: { id: webhook.id }, query: { limit: 50 }, signal }),
+    [webhook.id],
+    {
+      pollMs: 5000,
+    },
+  );
   return (
     <Section title={`Deliveries to ${webhook.url}`}>
       <AsyncTable state={deliveries} rows={(d) => d.deliveries} empty="Nothing was sent to this webhook yet." columns={DELIVERY_COLUMNS} rowKey={(d) => d.id} />
@@ -64,7 +77,10 @@ export function WebhooksPage() {
   const chosen = webhooks.data?.webhooks.find((w) => w.id === selected);
 
   return (
-    <Page title="Webhooks" subtitle="The gate posts request events to these URLs, signed with X-Gate-Signature when a secret is set, and retries failed deliveries.">
+    <Page
+      title="Webhooks"
+      subtitle="The gate posts request events to these URLs, signed with X-Gate-Signature when a secret is set, and retries failed deliveries."
+    >
       <Section title="Webhooks">
         <ManagedTable
           state={webhooks}

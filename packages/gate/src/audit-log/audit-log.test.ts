@@ -43,8 +43,10 @@ function helpers(gate: TestGate) {
   };
   return {
     ok,
-    create: async (action: string, extra: Record<string, unknown> = {}) => (await ok<{ id: string }>({ method: 'POST', url: '/api/requests', payload: { action, ...extra } }, 201)).id,
-    trail: async (id: string): Promise<LoggedEntry[]> => (await ok<AuditEntry[]>({ method: 'GET', url: `/api/requests/${id}/audit` })).map((e) => ({ ...e, requestId: id })),
+    create: async (action: string, extra: Record<string, unknown> = {}) =>
+      (await ok<{ id: string }>({ method: 'POST', url: '/api/requests', payload: { action, ...extra } }, 201)).id,
+    trail: async (id: string): Promise<LoggedEntry[]> =>
+      (await ok<AuditEntry[]>({ method: 'GET', url: `/api/requests/${id}/audit` })).map((e) => ({ ...e, requestId: id })),
     checkpointNow: () => ok<Checkpoint>({ method: 'POST', url: '/api/audit/checkpoint' }, 201),
     leaves: () => gate.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id', 'leaf_hash']).orderBy('idx').execute(),
   };
@@ -71,7 +73,10 @@ await describeEachDatabase('gate audit log', (backend) => {
   test('leaves are the entries in commit order across creation, policy decisions, decide, confirm and expiry; the signed root is recomputed from the API alone', async () => {
     const decided = await api.create('deploy');
     const expiring = await api.create('deploy', { expiresAt: new Date(gate.clock.now() + 5000).toISOString() });
-    await api.ok({ method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_approve' }] } }, 201);
+    await api.ok(
+      { method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_approve' }] } },
+      201,
+    );
     const auto = await api.create('read_logs');
     await api.ok({ method: 'POST', url: `/api/requests/${decided}/decide`, payload: { decision: 'approved' } });
     await api.ok({ method: 'POST', url: `/api/requests/${decided}/confirm`, payload: { result: { done: true } } });
@@ -91,8 +96,15 @@ await describeEachDatabase('gate audit log', (backend) => {
       entry(expiring, 'expired'),
     );
     const leaves = await api.leaves();
-    assert.deepEqual(leaves.map((l) => [Number(l.idx), l.item_id, l.scope_id]), logged.map((e, i) => [i, e.id, e.requestId]));
-    assert.deepEqual(leaves.map((l) => l.leaf_hash), logged.map((e) => leafOf(e).toString('hex')), 'each leaf is SHA-256(0x00 || entry hash)');
+    assert.deepEqual(
+      leaves.map((l) => [Number(l.idx), l.item_id, l.scope_id]),
+      logged.map((e, i) => [i, e.id, e.requestId]),
+    );
+    assert.deepEqual(
+      leaves.map((l) => l.leaf_hash),
+      logged.map((e) => leafOf(e).toString('hex')),
+      'each leaf is SHA-256(0x00 || entry hash)',
+    );
 
     const checkpoint = await api.checkpointNow();
     assert.equal(checkpoint.treeSize, logged.length);
@@ -145,8 +157,14 @@ await describeEachDatabase('gate audit log', (backend) => {
   });
 
   test("the witness file holds every one of the gate's checkpoints, in order", async () => {
-    const lines = readFileSync(witnessFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; log: string; checkpoint: Checkpoint; publicKey: string });
-    assert.deepEqual(lines.map((l) => l.checkpoint.treeSize), [7, 9, 10]);
+    const lines = readFileSync(witnessFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; log: string; checkpoint: Checkpoint; publicKey: string });
+    assert.deepEqual(
+      lines.map((l) => l.checkpoint.treeSize),
+      [7, 9, 10],
+    );
     for (const line of lines) {
       assert.deepEqual([line.type, line.log, line.publicKey], ['audit.checkpoint', GATE_LOG, publicKey.toString('base64')]);
       assert.deepEqual(line.checkpoint, await api.ok({ method: 'GET', url: `/api/audit/checkpoint?treeSize=${line.checkpoint.treeSize}` }));
@@ -162,7 +180,12 @@ await describeEachDatabase('gate audit log', (backend) => {
     assertGateError(await gate.call({ method: 'GET', url: '/api/audit/consistency?from=2&to=1' }), 400, 'bad_request', 'from after to');
     assertGateError(await gate.call({ method: 'GET', url: `/api/audit/consistency?from=1&to=${size + 1}` }), 400, 'bad_request', 'beyond the log');
     assertGateError(await gate.call({ method: 'GET', url: '/api/audit/consistency?from=-1&to=2' }), 400, 'bad_request', 'negative size');
-    assertGateError(await gate.call({ method: 'GET', url: `/api/audit/inclusion?entryId=${logged.at(-1)!.id}&treeSize=2` }), 400, 'bad_request', 'leaf past the size');
+    assertGateError(
+      await gate.call({ method: 'GET', url: `/api/audit/inclusion?entryId=${logged.at(-1)!.id}&treeSize=2` }),
+      400,
+      'bad_request',
+      'leaf past the size',
+    );
     assert.deepEqual((await api.ok<{ proof: string[] }>({ method: 'GET', url: `/api/audit/consistency?from=${size}&to=${size}` })).proof, []);
   });
 
@@ -170,7 +193,18 @@ await describeEachDatabase('gate audit log', (backend) => {
     const id = await api.create('deploy');
     const [created] = await api.trail(id);
     const db = gate.service.context.database.db;
-    const forged = { id: 'forged-entry', requestId: id, action: 'deploy', seq: 1, timestamp: new Date(T0 + 1).toISOString(), event: 'approved', actor: 'api:forger', actorKeyId: null, actorKeyName: null, details: null };
+    const forged = {
+      id: 'forged-entry',
+      requestId: id,
+      action: 'deploy',
+      seq: 1,
+      timestamp: new Date(T0 + 1).toISOString(),
+      event: 'approved',
+      actor: 'api:forger',
+      actorKeyId: null,
+      actorKeyName: null,
+      details: null,
+    };
     const hash = auditEntryHash(forged, created!.hash);
     await sql`insert into audit_entries (id, request_id, action, ts, event, actor, details, seq, prev_hash, hash)
               values (${forged.id}, ${id}, 'deploy', ${T0 + 1}, 'approved', 'api:forger', null, 1, ${created!.hash}, ${hash})`.execute(db);
@@ -179,7 +213,13 @@ await describeEachDatabase('gate audit log', (backend) => {
     assert.equal(verdict.valid, false);
     assert.equal(verdict.brokenAt, 1);
     assert.match(verdict.reason!, /no leaf in the audit log/);
-    assert.deepEqual((await api.trail(id)).map((e) => [e.seq, e.chainValid]), [[0, true], [1, false]]);
+    assert.deepEqual(
+      (await api.trail(id)).map((e) => [e.seq, e.chainValid]),
+      [
+        [0, true],
+        [1, false],
+      ],
+    );
   });
 
   test("verify reports a chain and head rewritten from an entry onward: the entry's leaf no longer matches its hash", async () => {
@@ -193,7 +233,10 @@ await describeEachDatabase('gate audit log', (backend) => {
     const verdict = await api.ok<Verdict>({ method: 'GET', url: `/api/requests/${id}/audit/verify` });
     assert.deepEqual([verdict.valid, verdict.brokenAt], [false, 1]);
     assert.match(verdict.reason!, /leaf .* is not its hash/);
-    assert.deepEqual((await api.trail(id)).map((e) => e.chainValid), [true, false]);
+    assert.deepEqual(
+      (await api.trail(id)).map((e) => e.chainValid),
+      [true, false],
+    );
   });
 });
 
@@ -226,11 +269,15 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const api = helpers(gate);
       const via = (index: number, options: InjectOptions) =>
         (other !== null && index % 2 === 1 ? other.app : gate.service.app).inject({ ...options, headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
-      const created = await Promise.all(Array.from({ length: 12 }, (_, i) => via(i, { method: 'POST', url: '/api/requests', payload: { action: `deploy-${i % 3}` } })));
+      const created = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => via(i, { method: 'POST', url: '/api/requests', payload: { action: `deploy-${i % 3}` } })),
+      );
       const ids = created.map((r) => (r.json() as { id: string }).id);
       // Every request decided twice at once (one wins), and new requests created meanwhile.
       const responses = await Promise.all([
-        ...ids.flatMap((id, i) => [0, 1].map((j) => via(i + j, { method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: j === 0 ? 'approved' : 'denied' } }))),
+        ...ids.flatMap((id, i) =>
+          [0, 1].map((j) => via(i + j, { method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: j === 0 ? 'approved' : 'denied' } })),
+        ),
         ...Array.from({ length: 6 }, (_, i) => via(i, { method: 'POST', url: '/api/requests', payload: { action: 'late' } })),
       ]);
       const decides = responses.slice(0, ids.length * 2).map((r) => r.statusCode);
@@ -240,7 +287,11 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       assert.equal(entries.length, ids.length * 2 + 6);
 
       const leaves = await api.leaves();
-      assert.deepEqual(leaves.map((l) => Number(l.idx)), entries.map((_, i) => i), 'contiguous from 0');
+      assert.deepEqual(
+        leaves.map((l) => Number(l.idx)),
+        entries.map((_, i) => i),
+        'contiguous from 0',
+      );
       assert.deepEqual(leaves.map((l) => l.item_id).sort(), entries.map((e) => e.id).sort(), 'every entry once');
       const byId = new Map(entries.map((e) => [e.id, e]));
       const position = new Map(leaves.map((l) => [l.item_id, Number(l.idx)]));
@@ -248,7 +299,9 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
         const previous = entries.find((e) => e.requestId === entry.requestId && e.seq === entry.seq - 1)!;
         assert.ok(position.get(previous.id)! < position.get(entry.id)!, 'a chain is in the log in its own order');
       }
-      const checkpoint = (await (other ?? gate.service).app.inject({ method: 'POST', url: '/api/audit/checkpoint', headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).json() as Checkpoint;
+      const checkpoint = (
+        await (other ?? gate.service).app.inject({ method: 'POST', url: '/api/audit/checkpoint', headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })
+      ).json() as Checkpoint;
       assert.equal(checkpoint.rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.item_id)!))).toString('hex'));
       for (const id of all) assert.equal((await api.ok<Verdict>({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).valid, true);
     } finally {
@@ -265,7 +318,10 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       gate.clock.advance(1000);
       const second = await api.create('deploy');
       await api.ok({ method: 'POST', url: `/api/requests/${first}/decide`, payload: { decision: 'approved' } });
-      await api.ok({ method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_deny' }] } }, 201);
+      await api.ok(
+        { method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_deny' }] } },
+        201,
+      );
       await api.create('read_logs');
       const database = gate.service.context.database;
       const db = database.db;
@@ -279,7 +335,10 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       entries.sort((a, b) => Number(a.ts) - Number(b.ts) || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0) || a.seq - b.seq);
       const leaves = await api.leaves();
       assert.equal(leaves.length, 5);
-      assert.deepEqual(leaves.map((l) => [l.item_id, l.scope_id, l.leaf_hash]), entries.map((e) => [e.id, e.request_id, leafOf(e).toString('hex')]));
+      assert.deepEqual(
+        leaves.map((l) => [l.item_id, l.scope_id, l.leaf_hash]),
+        entries.map((e) => [e.id, e.request_id, leafOf(e).toString('hex')]),
+      );
       for (const id of [first, second]) assert.equal((await api.ok<Verdict>({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).valid, true);
 
       // The backfilled log goes on growing from there.

@@ -13,7 +13,6 @@ const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const MINUTE = 60_000;
 
-
 test('the audit-key migration runs after the dashboard sessions', () => {
   const names = Object.keys(gateMigrations);
   assert.ok(names.indexOf('0003_audit_key_actor') > names.indexOf('0002_dashboard_sessions'));
@@ -106,7 +105,10 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
     const renamed = await gate.call({ method: 'PATCH', url: `/api/api-keys/${id}`, payload: { name: 'renamed-bot' } });
     assert.equal(renamed.statusCode, 200, renamed.body);
     const later = await create({ action: 'deploy' }, key);
-    assert.deepEqual((await trail(later.id)).map((e) => [e.actor, e.actorKeyName]), [['api:renamed-bot', 'renamed-bot']]);
+    assert.deepEqual(
+      (await trail(later.id)).map((e) => [e.actor, e.actorKeyName]),
+      [['api:renamed-bot', 'renamed-bot']],
+    );
     assert.equal((await gate.call({ method: 'DELETE', url: `/api/api-keys/${id}` })).statusCode, 200);
 
     assert.deepEqual(
@@ -158,20 +160,23 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
     assert.equal(body.hasMore, false);
     assert.equal(body.entries.length, 3);
     const [approved, payCreated, deployCreated] = body.entries;
-    assert.deepEqual({ ...approved, id: undefined }, {
-      id: undefined,
-      requestId: deploy.id,
-      action: 'deploy',
-      timestamp: iso(T0 + 2000),
-      event: 'approved',
-      actor: 'api:admin (GATE_ADMIN_KEY)',
-      actorKeyId: await keyId(gate.config.adminKey!),
-      actorKeyName: 'admin (GATE_ADMIN_KEY)',
-      details: { reason: 'ok' },
-      seq: 1,
-      prevHash: deployCreated!.hash,
-      hash: approved!.hash,
-    });
+    assert.deepEqual(
+      { ...approved, id: undefined },
+      {
+        id: undefined,
+        requestId: deploy.id,
+        action: 'deploy',
+        timestamp: iso(T0 + 2000),
+        event: 'approved',
+        actor: 'api:admin (GATE_ADMIN_KEY)',
+        actorKeyId: await keyId(gate.config.adminKey!),
+        actorKeyName: 'admin (GATE_ADMIN_KEY)',
+        details: { reason: 'ok' },
+        seq: 1,
+        prevHash: deployCreated!.hash,
+        hash: approved!.hash,
+      },
+    );
     assert.match(approved!.hash, /^[0-9a-f]{64}$/);
     assert.deepEqual(
       [payCreated, deployCreated].map((e) => [e!.requestId, e!.action, e!.timestamp, e!.event, e!.actor, e!.actorKeyId]),
@@ -234,15 +239,24 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       return { ids, pages };
     };
     const all = await walk('', 2);
-    assert.deepEqual(all.ids, everything.map((e) => e.id));
+    assert.deepEqual(
+      all.ids,
+      everything.map((e) => e.id),
+    );
     assert.equal(all.pages, 4);
     const exact = await walk('', 7);
     assert.deepEqual([exact.ids.length, exact.pages], [7, 1], 'a full last page has no next cursor');
 
     const deploys = await walk('&action=deploy', 3);
-    assert.deepEqual(deploys.ids, everything.filter((e) => e.action === 'deploy').map((e) => e.id));
+    assert.deepEqual(
+      deploys.ids,
+      everything.filter((e) => e.action === 'deploy').map((e) => e.id),
+    );
     assert.equal(deploys.ids.length, 4);
-    assert.deepEqual((await page('?limit=500&action=deploy')).entries.map((e) => e.requestId), [created[6], created[4], created[2], created[0]]);
+    assert.deepEqual(
+      (await page('?limit=500&action=deploy')).entries.map((e) => e.requestId),
+      [created[6], created[4], created[2], created[0]],
+    );
   });
 
   test('GET /api/audit: bad queries are 400 in the gate error body, never a 500', async () => {

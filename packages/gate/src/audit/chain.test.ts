@@ -39,7 +39,9 @@ test('auditEntryHash is sha256 hex of the RFC 8785 form of {v:1, …fields, prev
   };
   const text =
     '{"action":"deploy","actor":"api:ops","actorKeyId":"k1","actorKeyName":"ops","details":{"b":[1,2.5],"reason":"ok"},"event":"approved",' +
-    '"id":"e1","prevHash":"' + 'a'.repeat(64) + '","requestId":"r1","seq":1,"timestamp":"2026-11-22T10:00:00.000Z","v":1}';
+    '"id":"e1","prevHash":"' +
+    'a'.repeat(64) +
+    '","requestId":"r1","seq":1,"timestamp":"2026-11-22T10:00:00.000Z","v":1}';
   assert.equal(auditEntryHash(entry, 'a'.repeat(64)), createHash('sha256').update(text).digest('hex'));
   assert.notEqual(auditEntryHash(entry, null), auditEntryHash(entry, 'a'.repeat(64)));
 });
@@ -80,14 +82,18 @@ await describeEachDatabase('gate audit chain', (backend) => {
   test('a full lifecycle is a valid chain a third party re-verifies from the trail alone', async () => {
     const id = await lifecycle();
     const entries = await trail(id);
-    assert.deepEqual(entries.map((e) => [e.seq, e.event, e.chainValid]), [[0, 'created', true], [1, 'approved', true], [2, 'confirmed', true]]);
+    assert.deepEqual(
+      entries.map((e) => [e.seq, e.event, e.chainValid]),
+      [
+        [0, 'created', true],
+        [1, 'approved', true],
+        [2, 'confirmed', true],
+      ],
+    );
     let prevHash: string | null = null;
     for (const entry of entries) {
       assert.equal(entry.prevHash, prevHash);
-      const recomputed = auditEntryHash(
-        { ...entry, requestId: id, action: 'deploy', details: entry.details ?? null },
-        prevHash,
-      );
+      const recomputed = auditEntryHash({ ...entry, requestId: id, action: 'deploy', details: entry.details ?? null }, prevHash);
       assert.equal(entry.hash, recomputed, `seq ${entry.seq}`);
       prevHash = entry.hash;
     }
@@ -95,27 +101,77 @@ await describeEachDatabase('gate audit chain', (backend) => {
   });
 
   test('expiry and a policy decision at creation extend the chain like any other entry', async () => {
-    const { id: expiring } = (await ok({ method: 'POST', url: '/api/requests', payload: { action: 'deploy', expiresAt: new Date(T0 + 5000).toISOString() } }, 201)) as { id: string };
+    const { id: expiring } = (await ok(
+      { method: 'POST', url: '/api/requests', payload: { action: 'deploy', expiresAt: new Date(T0 + 5000).toISOString() } },
+      201,
+    )) as { id: string };
     gate.clock.advance(6000);
-    assert.deepEqual((await trail(expiring)).map((e) => [e.seq, e.event, e.actor]), [[0, 'created', 'api:admin (GATE_ADMIN_KEY)'], [1, 'expired', 'system:expiry']]);
+    assert.deepEqual(
+      (await trail(expiring)).map((e) => [e.seq, e.event, e.actor]),
+      [
+        [0, 'created', 'api:admin (GATE_ADMIN_KEY)'],
+        [1, 'expired', 'system:expiry'],
+      ],
+    );
     assert.equal((await verdict(expiring)).valid, true);
 
-    await ok({ method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_approve' }] } }, 201);
+    await ok(
+      { method: 'POST', url: '/api/policies', payload: { name: 'auto', priority: 1, rules: [{ match: { action: 'read_logs' }, decision: 'auto_approve' }] } },
+      201,
+    );
     const { id: auto } = (await ok({ method: 'POST', url: '/api/requests', payload: { action: 'read_logs' } }, 201)) as { id: string };
     const entries = await trail(auto);
-    assert.deepEqual(entries.map((e) => [e.seq, e.event]), [[0, 'created'], [1, 'approved']]);
+    assert.deepEqual(
+      entries.map((e) => [e.seq, e.event]),
+      [
+        [0, 'created'],
+        [1, 'approved'],
+      ],
+    );
     assert.equal(entries[1]!.prevHash, entries[0]!.hash);
-    assert.deepEqual(await verdict(auto), { requestId: auto, valid: true, entryCount: 2, headSeq: 1, headHash: entries[1]!.hash, brokenAt: null, reason: null });
+    assert.deepEqual(await verdict(auto), {
+      requestId: auto,
+      valid: true,
+      entryCount: 2,
+      headSeq: 1,
+      headHash: entries[1]!.hash,
+      brokenAt: null,
+      reason: null,
+    });
   });
 
   // Each tampering is done in the database directly, on a fresh three-entry chain; the verdict names the first seq that fails.
   const tamperings: { name: string; brokenAt: number; tamper: (id: string) => Promise<void> }[] = [
-    { name: 'details edited', brokenAt: 1, tamper: async (id) => void (await sql`update audit_entries set details = ${'{"reason":"forged"}'} where id = ${await entryId(id, 1)}`.execute(db())) },
-    { name: 'actor edited', brokenAt: 1, tamper: async (id) => void (await sql`update audit_entries set actor = 'api:someone-else' where id = ${await entryId(id, 1)}`.execute(db())) },
-    { name: 'key id edited', brokenAt: 0, tamper: async (id) => void (await sql`update audit_entries set actor_key_id = 'other-key' where id = ${await entryId(id, 0)}`.execute(db())) },
-    { name: 'timestamp edited', brokenAt: 2, tamper: async (id) => void (await sql`update audit_entries set ts = ts + 1 where id = ${await entryId(id, 2)}`.execute(db())) },
-    { name: 'middle entry deleted', brokenAt: 1, tamper: async (id) => void (await sql`delete from audit_entries where id = ${await entryId(id, 1)}`.execute(db())) },
-    { name: 'last entry deleted', brokenAt: 2, tamper: async (id) => void (await sql`delete from audit_entries where id = ${await entryId(id, 2)}`.execute(db())) },
+    {
+      name: 'details edited',
+      brokenAt: 1,
+      tamper: async (id) => void (await sql`update audit_entries set details = ${'{"reason":"forged"}'} where id = ${await entryId(id, 1)}`.execute(db())),
+    },
+    {
+      name: 'actor edited',
+      brokenAt: 1,
+      tamper: async (id) => void (await sql`update audit_entries set actor = 'api:someone-else' where id = ${await entryId(id, 1)}`.execute(db())),
+    },
+    {
+      name: 'key id edited',
+      brokenAt: 0,
+      tamper: async (id) => void (await sql`update audit_entries set actor_key_id = 'other-key' where id = ${await entryId(id, 0)}`.execute(db())),
+    },
+    {
+      name: 'timestamp edited',
+      brokenAt: 2,
+      tamper: async (id) => void (await sql`update audit_entries set ts = ts + 1 where id = ${await entryId(id, 2)}`.execute(db())),
+    },
+    {
+      name: 'middle entry deleted',
+      brokenAt: 1,
+      tamper: async (id) => void (await sql`delete from audit_entries where id = ${await entryId(id, 1)}`.execute(db())),
+    },
+    {
+      name: 'last entry deleted',
+      brokenAt: 2,
+      tamper: async (id) => void (await sql`delete from audit_entries where id = ${await entryId(id, 2)}`.execute(db())),
+    },
     {
       name: 'two entries swapped',
       brokenAt: 0,
@@ -126,15 +182,34 @@ await describeEachDatabase('gate audit chain', (backend) => {
         await sql`update audit_entries set seq = 1 where id = ${first}`.execute(db());
       },
     },
-    { name: 'one hash rewritten', brokenAt: 1, tamper: async (id) => void (await sql`update audit_entries set hash = ${'f'.repeat(64)} where id = ${await entryId(id, 1)}`.execute(db())) },
+    {
+      name: 'one hash rewritten',
+      brokenAt: 1,
+      tamper: async (id) => void (await sql`update audit_entries set hash = ${'f'.repeat(64)} where id = ${await entryId(id, 1)}`.execute(db())),
+    },
     {
       name: 'last entry edited with its hash recomputed',
       brokenAt: 2,
       tamper: async (id) => {
-        const row = await db().selectFrom('audit_entries').selectAll().where('id', '=', await entryId(id, 2)).executeTakeFirstOrThrow();
+        const row = await db()
+          .selectFrom('audit_entries')
+          .selectAll()
+          .where('id', '=', await entryId(id, 2))
+          .executeTakeFirstOrThrow();
         const forged = { ...row, ts: Number(row.ts), actor: 'api:forger' };
         const hash = auditEntryHash(
-          { id: forged.id, requestId: id, action: forged.action, seq: 2, timestamp: new Date(forged.ts).toISOString(), event: forged.event, actor: forged.actor, actorKeyId: forged.actor_key_id, actorKeyName: forged.actor_key_name, details: JSON.parse(forged.details!) as Record<string, unknown> },
+          {
+            id: forged.id,
+            requestId: id,
+            action: forged.action,
+            seq: 2,
+            timestamp: new Date(forged.ts).toISOString(),
+            event: forged.event,
+            actor: forged.actor,
+            actorKeyId: forged.actor_key_id,
+            actorKeyName: forged.actor_key_name,
+            details: JSON.parse(forged.details!) as Record<string, unknown>,
+          },
           forged.prev_hash,
         );
         await sql`update audit_entries set actor = ${forged.actor}, hash = ${hash} where id = ${row.id}`.execute(db());
@@ -172,7 +247,10 @@ await describeEachDatabase('gate audit chain', (backend) => {
       await other?.app.close();
     }
     const entries = await trail(id);
-    assert.deepEqual(entries.map((e) => e.seq), [0, 1]);
+    assert.deepEqual(
+      entries.map((e) => e.seq),
+      [0, 1],
+    );
     assert.equal((await verdict(id)).valid, true);
   });
 
@@ -191,13 +269,29 @@ await describeEachDatabase('gate audit chain', (backend) => {
                 ('c', 'r2', 'deploy', ${T0}, 'created', 'api:agent', null)`.execute(database.db);
       await migrateToLatest(database, gateMigrations);
       const rows = await database.db.selectFrom('audit_entries').selectAll().orderBy('request_id').orderBy('seq').execute();
-      assert.deepEqual(rows.map((r) => [r.request_id, r.id, r.seq]), [['r1', 'a', 0], ['r1', 'b', 1], ['r2', 'c', 0]]);
+      assert.deepEqual(
+        rows.map((r) => [r.request_id, r.id, r.seq]),
+        [
+          ['r1', 'a', 0],
+          ['r1', 'b', 1],
+          ['r2', 'c', 0],
+        ],
+      );
       const heads = await database.db.selectFrom('requests').select(['id', 'audit_head_seq', 'audit_head_hash']).orderBy('id').execute();
       for (const head of heads) {
-        const verdict = verifyAuditChain(rows.filter((r) => r.request_id === head.id).map((r) => ({ ...r, ts: Number(r.ts) })), { seq: head.audit_head_seq, hash: head.audit_head_hash });
+        const verdict = verifyAuditChain(
+          rows.filter((r) => r.request_id === head.id).map((r) => ({ ...r, ts: Number(r.ts) })),
+          { seq: head.audit_head_seq, hash: head.audit_head_hash },
+        );
         assert.equal(verdict.valid, true, `${head.id}: ${verdict.reason}`);
       }
-      assert.deepEqual(heads.map((h) => [h.id, h.audit_head_seq, h.audit_head_hash]), [['r1', 1, rows[1]!.hash], ['r2', 0, rows[2]!.hash]]);
+      assert.deepEqual(
+        heads.map((h) => [h.id, h.audit_head_seq, h.audit_head_hash]),
+        [
+          ['r1', 1, rows[1]!.hash],
+          ['r2', 0, rows[2]!.hash],
+        ],
+      );
     } finally {
       await database.close();
     }

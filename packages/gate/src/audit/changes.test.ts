@@ -60,14 +60,20 @@ await describeEachDatabase('gate admin changes: every policy, key and webhook ch
 
   test('a policy change refused (validation, unknown id) or changing nothing writes no row', async () => {
     const { id } = await send('POST', '/api/policies', { name: 'p', rules: [] }, 201);
-    const unsafe = await gate.call({ method: 'PUT', url: `/api/policies/${id}`, payload: { rules: [{ match: { 'params.command': { $regex: '^(a+)+$' } }, decision: 'auto_deny' }] } }, admin);
+    const unsafe = await gate.call(
+      { method: 'PUT', url: `/api/policies/${id}`, payload: { rules: [{ match: { 'params.command': { $regex: '^(a+)+$' } }, decision: 'auto_deny' }] } },
+      admin,
+    );
     assert.equal(unsafe.statusCode, 400, unsafe.body);
     assertGateError(await gate.call({ method: 'PUT', url: '/api/policies/nope', payload: { priority: 1 } }, admin), 404, 'not_found');
     assertGateError(await gate.call({ method: 'DELETE', url: '/api/policies/nope' }, admin), 404, 'not_found');
     assert.equal((await gate.call({ method: 'POST', url: '/api/policies', payload: { name: '', rules: [] } }, admin)).statusCode, 400);
     await send('PUT', `/api/policies/${id}`, { name: 'p' });
     const all = await changes('?resource=policy');
-    assert.deepEqual(all.entries.map((e) => e.action), ['created']);
+    assert.deepEqual(
+      all.entries.map((e) => e.action),
+      ['created'],
+    );
   });
 
   test('an API key: created, updated and revoked, never with its hash or raw value; the bootstrap key by system', async () => {
@@ -117,7 +123,10 @@ await describeEachDatabase('gate admin changes: every policy, key and webhook ch
 
   test('a webhook manager (not admin) is recorded as itself', async () => {
     const manager = await gate.createKey(['webhook:manage'], null, 'hooks');
-    const response = await gate.call({ method: 'POST', url: '/api/webhooks', payload: { url: 'https://hooks.example/b', events: ['request.decided'] } }, manager);
+    const response = await gate.call(
+      { method: 'POST', url: '/api/webhooks', payload: { url: 'https://hooks.example/b', events: ['request.decided'] } },
+      manager,
+    );
     assert.equal(response.statusCode, 201, response.body);
     const [entry] = (await changes('?resource=webhook')).entries;
     assert.deepEqual([entry?.actor, entry?.actorKeyId, entry?.actorKeyName], ['api:hooks', await gate.keyIdOf(manager), 'hooks']);
@@ -147,13 +156,28 @@ await describeEachDatabase('gate admin changes: every policy, key and webhook ch
     const hook = await gate.call({ method: 'POST', url: '/api/webhooks', payload: { url: 'https://hooks.example/c', events: ['request.created'] } }, other);
     assert.equal(hook.statusCode, 201);
 
-    assert.deepEqual((await changes('?resource=policy')).entries.map((e) => e.action), ['deleted', 'created', 'created']);
-    assert.deepEqual((await changes(`?resourceId=${second.id}`)).entries.map((e) => e.resourceId), [second.id]);
-    assert.deepEqual((await changes('?resource=policy&action=deleted')).entries.map((e) => e.resourceId), [first.id]);
-    assert.deepEqual((await changes(`?keyId=${otherId}`)).entries.map((e) => e.resource), ['webhook']);
+    assert.deepEqual(
+      (await changes('?resource=policy')).entries.map((e) => e.action),
+      ['deleted', 'created', 'created'],
+    );
+    assert.deepEqual(
+      (await changes(`?resourceId=${second.id}`)).entries.map((e) => e.resourceId),
+      [second.id],
+    );
+    assert.deepEqual(
+      (await changes('?resource=policy&action=deleted')).entries.map((e) => e.resourceId),
+      [first.id],
+    );
+    assert.deepEqual(
+      (await changes(`?keyId=${otherId}`)).entries.map((e) => e.resource),
+      ['webhook'],
+    );
     const t0 = Date.parse('2026-11-22T10:00:00.000Z');
     const window = await changes(`?from=${new Date(t0 + 60_000).toISOString()}&to=${new Date(t0 + 60_000).toISOString()}`);
-    assert.deepEqual(window.entries.map((e) => e.action), ['deleted', 'created']);
+    assert.deepEqual(
+      window.entries.map((e) => e.action),
+      ['deleted', 'created'],
+    );
 
     const all = await changes('?limit=500');
     const seen: string[] = [];
@@ -165,14 +189,30 @@ await describeEachDatabase('gate admin changes: every policy, key and webhook ch
       seen.push(...page.entries.map((e) => e.id));
       cursor = page.nextCursor;
     } while (cursor !== null);
-    assert.deepEqual(seen, all.entries.map((e) => e.id), 'the pages hold every entry once, newest first');
+    assert.deepEqual(
+      seen,
+      all.entries.map((e) => e.id),
+      'the pages hold every entry once, newest first',
+    );
     assert.ok(all.entries.length >= 6);
     const times = all.entries.map((e) => Date.parse(e.timestamp));
-    assert.deepEqual(times, [...times].sort((a, b) => b - a));
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => b - a),
+    );
   });
 
   test('a bad query is a 400 in the gate error body; a key without admin gets 403', async () => {
-    for (const query of ['?resource=robot', '?action=exploded', '?limit=0', '?limit=501', '?cursor=not-ours', '?colour=red', '?from=yesterday', '?from=2026-11-23T00:00:00Z&to=2026-11-22T00:00:00Z']) {
+    for (const query of [
+      '?resource=robot',
+      '?action=exploded',
+      '?limit=0',
+      '?limit=501',
+      '?cursor=not-ours',
+      '?colour=red',
+      '?from=yesterday',
+      '?from=2026-11-23T00:00:00Z&to=2026-11-22T00:00:00Z',
+    ]) {
       assertGateError(await gate.call({ method: 'GET', url: `/api/audit/changes${query}` }, admin), 400, 'bad_request', query);
     }
     for (const scope of ['request:create', 'request:read', 'request:decide', 'webhook:manage']) {

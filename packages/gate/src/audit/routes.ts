@@ -46,9 +46,7 @@ export const auditChainVerdictSchema = z
   })
   .meta({ id: 'AuditChainVerdict' });
 
-const auditListEntrySchema = z
-  .object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields })
-  .meta({ id: 'AuditListEntry' });
+const auditListEntrySchema = z.object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields }).meta({ id: 'AuditListEntry' });
 
 const auditPageSchema = z.object({ entries: z.array(auditListEntrySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() });
 

@@ -38,7 +38,11 @@ export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, 
 }
 
 /** One page and the cursor of the next. */
-export async function listAudit(database: GateDatabase, filter: AuditListFilter, limit: number): Promise<{ rows: AuditRow[]; nextCursor: string | null; hasMore: boolean }> {
+export async function listAudit(
+  database: GateDatabase,
+  filter: AuditListFilter,
+  limit: number,
+): Promise<{ rows: AuditRow[]; nextCursor: string | null; hasMore: boolean }> {
   return readNewestFirstPage(filteredAudit(database.db, filter), filter.after, limit);
 }
 

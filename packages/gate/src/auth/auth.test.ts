@@ -188,7 +188,14 @@ await describeEachDatabase('gate API keys', (backend) => {
   after(() => gate.close());
 
   const keyCount = async (): Promise<number> =>
-    Number((await gate.service.context.database.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await gate.service.context.database.db
+          .selectFrom('api_keys')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   test('POST /api/api-keys answers 201 {id, key, name, scopes, rateLimit}; the key is shown once and stored as SHA-256 only', async () => {
     const response = await gate.call({

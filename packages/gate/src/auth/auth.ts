@@ -65,7 +65,7 @@ export function systemActor(actor: string): AuditActor {
  * for its key —, check the scope (403), then apply the key's rate limit (429) and its headers.
  */
 export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
-  const rateLimitRefusals = ctx.metrics.counter('vigil_rate_limit_refusals_total', 'Requests refused 429 by a key\'s rate limit');
+  const rateLimitRefusals = ctx.metrics.counter('vigil_rate_limit_refusals_total', "Requests refused 429 by a key's rate limit");
   app.decorateRequest('gateKey', null);
   app.decorateRequest('dashboardSession', null);
   app.decorateRequest('gateActor', null);

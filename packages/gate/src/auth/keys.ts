@@ -1,4 +1,16 @@
-import { forUpdate, generateSecret, newId, PreparedQuery, recordChange, sha256Hex, SYSTEM_CHANGE_ACTOR, toApiKeyLifecycle, updateAction, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
+import {
+  forUpdate,
+  generateSecret,
+  newId,
+  PreparedQuery,
+  recordChange,
+  sha256Hex,
+  SYSTEM_CHANGE_ACTOR,
+  toApiKeyLifecycle,
+  updateAction,
+  type ApiKeyLifecycle,
+  type ChangeActor,
+} from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
 import type { Scope } from './scopes.ts';
@@ -114,7 +126,11 @@ export async function revokeApiKey(database: GateDatabase, id: string, actor: Ch
     if (!before) return false;
     if (before.revoked_at !== null) return true;
     await trx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).execute();
-    await recordChange(trx, { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey({ ...before, revoked_at: now }) }, now);
+    await recordChange(
+      trx,
+      { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey({ ...before, revoked_at: now }) },
+      now,
+    );
     return true;
   });
 }

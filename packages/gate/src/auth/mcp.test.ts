@@ -95,7 +95,14 @@ await describeEachDatabase('gate POST /api/mcp/authorize (AgentGate MCP server)'
       assert.equal(verdict.requiredScope, null, toolName);
       assert.match(verdict.reason ?? '', /Unknown tool/, toolName);
     }
-    for (const payload of [{}, { toolName: '' }, { toolName: '   ' }, { toolName: 7 }, { toolName: 'agentgate_get', params: 'x' }, { toolName: 'agentgate_get', extra: 1 }]) {
+    for (const payload of [
+      {},
+      { toolName: '' },
+      { toolName: '   ' },
+      { toolName: 7 },
+      { toolName: 'agentgate_get', params: 'x' },
+      { toolName: 'agentgate_get', extra: 1 },
+    ]) {
       const response = await gate.call({ method: 'POST', url: '/api/mcp/authorize', payload });
       assert.equal(response.statusCode, 400, `${JSON.stringify(payload)}: ${response.body}`);
       assert.equal((response.json() as { error: { code: string } }).error.code, 'bad_request');

@@ -7,7 +7,11 @@ import { auditActor } from './auth.ts';
 import { createApiKey, listKeys, revokeApiKey, toApiKey, updateApiKey } from './keys.ts';
 import { SCOPES } from './scopes.ts';
 
-const scopes = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).transform((s) => [...new Set(s)]);
+const scopes = z
+  .array(z.enum(SCOPES))
+  .min(1)
+  .max(SCOPES.length)
+  .transform((s) => [...new Set(s)]);
 const rateLimit = z.number().int().min(1).max(MAX_RATE_LIMIT).nullable();
 
 const keySchema = z
@@ -59,7 +63,10 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
         summary: 'Change a key’s name, scopes or rate limit',
         tags: ['api-keys'],
         params: idParams,
-        body: z.object({ name: z.string().trim().min(1).max(200), scopes, rateLimit }).partial().strict(),
+        body: z
+          .object({ name: z.string().trim().min(1).max(200), scopes, rateLimit })
+          .partial()
+          .strict(),
         response: { 200: keySchema },
       },
     },

@@ -87,17 +87,23 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
     const { token } = await signIn(key, 'grace');
     const id = await pending();
     // The body cannot name the decider: a decidedBy in it is ignored, the session names the actor.
-    const decided = await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved', reason: 'looks fine', decidedBy: 'dashboard:root' } }, token);
+    const decided = await gate.call(
+      { method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved', reason: 'looks fine', decidedBy: 'dashboard:root' } },
+      token,
+    );
     assert.equal(decided.statusCode, 200, decided.body);
     assert.equal((decided.json() as { decidedBy: string }).decidedBy, 'dashboard:grace');
     const detail = (await gate.call({ method: 'GET', url: `/api/requests/${id}` })).json() as { decidedBy: string; decisionReason: string };
     assert.equal(detail.decidedBy, 'dashboard:grace');
     assert.equal(detail.decisionReason, 'looks fine');
     const audit = (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit` })).json() as { event: string; actor: string }[];
-    assert.deepEqual(audit.map((e) => [e.event, e.actor]), [
-      ['created', 'api:admin (GATE_ADMIN_KEY)'],
-      ['approved', 'dashboard:grace'],
-    ]);
+    assert.deepEqual(
+      audit.map((e) => [e.event, e.actor]),
+      [
+        ['created', 'api:admin (GATE_ADMIN_KEY)'],
+        ['approved', 'dashboard:grace'],
+      ],
+    );
 
     // The same key used directly is still api:<key name>.
     const other = await pending();
@@ -153,7 +159,12 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
   test('sign-out revokes the token; an API key cannot sign out; a session cannot open another session', async () => {
     const key = await gate.createKey(['request:read'], null, 'reader');
     const { token, id } = await signIn(key, 'kim');
-    assertGateError(await gate.call({ method: 'POST', url: '/api/dashboard/sessions', payload: { name: 'kim2' } }, token), 403, 'forbidden', 'session → session');
+    assertGateError(
+      await gate.call({ method: 'POST', url: '/api/dashboard/sessions', payload: { name: 'kim2' } }, token),
+      403,
+      'forbidden',
+      'session → session',
+    );
     assertGateError(await gate.call({ method: 'DELETE', url: '/api/dashboard/sessions/current' }, key), 400, 'bad_request', 'sign-out with a key');
 
     const out = await gate.call({ method: 'DELETE', url: '/api/dashboard/sessions/current' }, token);
@@ -178,9 +189,22 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
   test('sign-in needs a valid key and a valid display name; nothing is stored otherwise', async () => {
     const anonymous = await gate.service.app.inject({ method: 'POST', url: '/api/dashboard/sessions', payload: { name: 'x' } });
     assertGateError(anonymous, 401, 'unauthorized', 'no key');
-    assertGateError(await gate.call({ method: 'POST', url: '/api/dashboard/sessions', payload: { name: 'x' } }, 'gk_wrong_key_000000000000000'), 401, 'unauthorized', 'wrong key');
+    assertGateError(
+      await gate.call({ method: 'POST', url: '/api/dashboard/sessions', payload: { name: 'x' } }, 'gk_wrong_key_000000000000000'),
+      401,
+      'unauthorized',
+      'wrong key',
+    );
     assertGateError(await gate.call({ method: 'GET', url: '/api/requests' }, 'gds_not_a_session_000000000000000000000'), 401, 'unauthorized', 'forged token');
-    for (const payload of [{}, { name: '' }, { name: '   ' }, { name: 'a'.repeat(101) }, { name: 'evil\u0007bell' }, { name: ':root' }, { name: 'ok', scopes: ['admin'] }]) {
+    for (const payload of [
+      {},
+      { name: '' },
+      { name: '   ' },
+      { name: 'a'.repeat(101) },
+      { name: 'evil\u0007bell' },
+      { name: ':root' },
+      { name: 'ok', scopes: ['admin'] },
+    ]) {
       assertGateError(await gate.call({ method: 'POST', url: '/api/dashboard/sessions', payload }), 400, 'bad_request', JSON.stringify(payload));
     }
     const rows = await gate.service.context.database.db.selectFrom('dashboard_sessions').select('id').execute();
@@ -193,6 +217,9 @@ await describeEachDatabase('gate dashboard sessions', (backend) => {
     gate.clock.advance(DASHBOARD_SESSION_TTL_MS + 24 * 60 * 60 * 1000 + 1);
     await signIn(key, 'second');
     const rows = await gate.service.context.database.db.selectFrom('dashboard_sessions').select('name').execute();
-    assert.deepEqual(rows.map((r) => r.name), ['second']);
+    assert.deepEqual(
+      rows.map((r) => r.name),
+      ['second'],
+    );
   });
 });

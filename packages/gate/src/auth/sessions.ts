@@ -104,8 +104,14 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
         };
         await db.transaction().execute(async (trx) => {
           // Housekeeping: sessions that ended a day ago are of no further use.
-          await trx.deleteFrom('dashboard_sessions').where('expires_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
-          await trx.deleteFrom('dashboard_sessions').where('revoked_at', '<', now - SESSION_PURGE_AFTER_MS).execute();
+          await trx
+            .deleteFrom('dashboard_sessions')
+            .where('expires_at', '<', now - SESSION_PURGE_AFTER_MS)
+            .execute();
+          await trx
+            .deleteFrom('dashboard_sessions')
+            .where('revoked_at', '<', now - SESSION_PURGE_AFTER_MS)
+            .execute();
           await trx.insertInto('dashboard_sessions').values(row).execute();
         });
         return reply.status(201).send({
@@ -145,8 +151,7 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
         keyName: key.name,
         scopes: JSON.parse(key.scopes) as Scope[],
         rateLimit: key.rate_limit,
-        session:
-          session === null ? null : { id: session.id, name: session.name, createdAt: toIso(session.created_at), expiresAt: toIso(session.expires_at) },
+        session: session === null ? null : { id: session.id, name: session.name, createdAt: toIso(session.created_at), expiresAt: toIso(session.expires_at) },
       };
     },
   );

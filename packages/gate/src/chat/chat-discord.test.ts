@@ -29,7 +29,9 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     const request = await chat.createRequest(payload);
     const [post] = await waitForCount('Discord posts', () => chat.discord.messagesOf(request.id, 'POST'));
     // The post's delivery settled (its message id stored), so an edit after it never finds the message unposted.
-    await waitUntil('the post delivered', async () => (await chat.deliveriesOf(request.id, 'discord')).find((row) => row.event === 'chat.post' && row.status === 'delivered'));
+    await waitUntil('the post delivered', async () =>
+      (await chat.deliveriesOf(request.id, 'discord')).find((row) => row.event === 'chat.post' && row.status === 'delivered'),
+    );
     return { request, post: post! };
   }
 
@@ -99,7 +101,14 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     assert.equal(entry?.actor, 'discord:42');
     assert.equal(entry?.details?.userName, 'member-42');
     const [patch] = await waitForCount('Discord edits', () => chat.discord.messagesOf(request.id, 'PATCH'));
-    const messageId = (await chat.gate.service.context.database.db.selectFrom('chat_messages').select('message_id').where('request_id', '=', request.id).where('platform', '=', 'discord').executeTakeFirstOrThrow()).message_id;
+    const messageId = (
+      await chat.gate.service.context.database.db
+        .selectFrom('chat_messages')
+        .select('message_id')
+        .where('request_id', '=', request.id)
+        .where('platform', '=', 'discord')
+        .executeTakeFirstOrThrow()
+    ).message_id;
     assert.equal(patch!.path, `/channels/${DISCORD_CHANNEL}/messages/${messageId}`);
     assert.ok(post.body.content !== patch!.body.content);
     assert.match(String(patch!.body.content), /Approved by <@42>/);
@@ -110,7 +119,12 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     const ping = await chat.discordInteraction({ type: 1, id: 'ping' });
     assert.equal(ping.statusCode, 200, ping.body);
     assert.deepEqual(ping.json(), { type: 1 });
-    assertGateError(await chat.discordInteraction({ type: 1 }, { 'x-signature-ed25519': undefined, 'x-signature-timestamp': undefined }), 401, 'unauthorized', 'unsigned PING');
+    assertGateError(
+      await chat.discordInteraction({ type: 1 }, { 'x-signature-ed25519': undefined, 'x-signature-timestamp': undefined }),
+      401,
+      'unauthorized',
+      'unsigned PING',
+    );
 
     const { request } = await postedRequest();
     const interaction = discordClick('42', `vigil_approve:${request.id}`);
@@ -122,9 +136,17 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     const other = discordClick('42', `vigil_deny:${request.id}`);
     const timestamp = String(Math.floor(chat.gate.clock.now() / 1000));
     const signatureOfOther = discordSignature(chat.discordKey, timestamp, JSON.stringify(other));
-    assertGateError(await chat.discordInteraction(interaction, { 'x-signature-timestamp': timestamp, 'x-signature-ed25519': signatureOfOther }), 401, 'unauthorized', 'another body');
+    assertGateError(
+      await chat.discordInteraction(interaction, { 'x-signature-timestamp': timestamp, 'x-signature-ed25519': signatureOfOther }),
+      401,
+      'unauthorized',
+      'another body',
+    );
     assert.equal((await chat.getRequest(request.id)).status, 'pending');
-    assert.deepEqual((await chat.audit(request.id)).map((e) => e.event), ['created']);
+    assert.deepEqual(
+      (await chat.audit(request.id)).map((e) => e.event),
+      ['created'],
+    );
   });
 
   test('a click by someone else is refused with an ephemeral type 4 answer and a decision_refused entry; the request stays pending', async () => {
@@ -135,11 +157,17 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     assert.match(answer.data?.content ?? '', /may not decide/);
     assert.equal((await chat.getRequest(request.id)).status, 'pending');
     const refused = (await chat.audit(request.id)).filter((e) => e.event === 'decision_refused');
-    assert.deepEqual(refused.map((e) => [e.actor, e.details?.attempted]), [['discord:99', 'denied']]);
+    assert.deepEqual(
+      refused.map((e) => [e.actor, e.details?.attempted]),
+      [['discord:99', 'denied']],
+    );
   });
 
   test("a rule's approvers (a role) override DISCORD_DECIDERS", async () => {
-    await chat.createPolicy({ name: 'Role 55 decides payouts', rules: [{ match: { action: 'payout' }, decision: 'route_to_human', approvers: ['discord:role:55'] }] });
+    await chat.createPolicy({
+      name: 'Role 55 decides payouts',
+      rules: [{ match: { action: 'payout' }, decision: 'route_to_human', approvers: ['discord:role:55'] }],
+    });
     const { request } = await postedRequest({ action: 'payout', params: { amount: 10 } });
     const refused = await click('42', 'vigil_approve', request.id, ['12']);
     assert.equal(refused.type, 4, 'user 42 is a configured decider, but the rule names its own');
@@ -211,7 +239,10 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     assert.equal(decided.status, winner === 'discord:42' ? 'approved' : 'denied');
     assert.match(answers.find((a) => a.type === 4)!.data?.content ?? '', /already/i);
     const decisions = (await chat.audit(raced.id)).filter((e) => e.event === 'approved' || e.event === 'denied');
-    assert.deepEqual(decisions.map((e) => e.actor), [winner]);
+    assert.deepEqual(
+      decisions.map((e) => e.actor),
+      [winner],
+    );
   });
 
   test('a 429 with Retry-After: 7 keeps the post pending at least 7 s, then the retry posts; a 500 is retried', async () => {
@@ -316,9 +347,19 @@ await describeEachDatabase('gate chat: unconfigured platforms', (backend) => {
     }
     const slackOnly = await startTestGate(backend, { env: { SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's', SLACK_CHANNEL_ID: 'C1' } });
     try {
-      const discord = await slackOnly.service.app.inject({ method: 'POST', url: '/api/chat/discord/interactions', payload: '{"type":1}', headers: { 'content-type': 'application/json' } });
+      const discord = await slackOnly.service.app.inject({
+        method: 'POST',
+        url: '/api/chat/discord/interactions',
+        payload: '{"type":1}',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(discord.statusCode, 404, discord.body);
-      const slack = await slackOnly.service.app.inject({ method: 'POST', url: '/api/chat/slack/interactions', payload: 'payload=%7B%7D', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const slack = await slackOnly.service.app.inject({
+        method: 'POST',
+        url: '/api/chat/slack/interactions',
+        payload: 'payload=%7B%7D',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       assertGateError(slack, 401, 'unauthorized', 'the configured platform has its route');
     } finally {
       await slackOnly.close();

@@ -100,7 +100,12 @@ export class DiscordFake {
   calls(method?: 'POST' | 'PATCH'): DiscordCall[] {
     return this.server.requests
       .filter((request) => method === undefined || request.method === method)
-      .map((request) => ({ method: request.method, path: request.url, body: JSON.parse(request.body) as Record<string, unknown>, authorization: request.headers.authorization }));
+      .map((request) => ({
+        method: request.method,
+        path: request.url,
+        body: JSON.parse(request.body) as Record<string, unknown>,
+        authorization: request.headers.authorization,
+      }));
   }
 
   messagesOf(requestId: string, method: 'POST' | 'PATCH'): DiscordCall[] {

@@ -19,7 +19,9 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const request = await chat.createRequest(payload);
     const [post] = await waitForCount('Slack posts', () => chat.slack.messagesOf(request.id, 'chat.postMessage'));
     // The post's delivery settled (its message id stored), so an edit after it never finds the message unposted.
-    await waitUntil('the post delivered', async () => (await chat.deliveriesOf(request.id, 'slack')).find((row) => row.event === 'chat.post' && row.status === 'delivered'));
+    await waitUntil('the post delivered', async () =>
+      (await chat.deliveriesOf(request.id, 'slack')).find((row) => row.event === 'chat.post' && row.status === 'delivered'),
+    );
     return { request, post: post! };
   }
 
@@ -97,7 +99,12 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const { request } = await postedRequest();
     await chat.slackInteraction(slackClick('U2', 'vigil_deny', request.id));
     const [update] = await waitForCount('Slack edits', () => chat.slack.messagesOf(request.id, 'chat.update'));
-    const row = await chat.gate.service.context.database.db.selectFrom('chat_messages').selectAll().where('request_id', '=', request.id).where('platform', '=', 'slack').executeTakeFirstOrThrow();
+    const row = await chat.gate.service.context.database.db
+      .selectFrom('chat_messages')
+      .selectAll()
+      .where('request_id', '=', request.id)
+      .where('platform', '=', 'slack')
+      .executeTakeFirstOrThrow();
     assert.equal(update!.fields.ts, row.message_id);
     assert.match(text(update!.blocks), /Denied by <@U2>/);
     assert.equal((await chat.getRequest(request.id)).status, 'denied');
@@ -110,9 +117,17 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const stale = String(Math.floor(chat.gate.clock.now() / 1000) - 301);
     assertGateError(await chat.slackInteraction(click, { 'x-slack-request-timestamp': stale }), 401, 'unauthorized', 'stale (signed, 301 s old)');
     assertGateError(await chat.slackInteraction(click, { 'x-slack-signature': undefined }), 401, 'unauthorized', 'missing signature');
-    assertGateError(await chat.slackInteraction(click, { 'x-slack-request-timestamp': undefined, 'x-slack-signature': undefined }), 401, 'unauthorized', 'no headers');
+    assertGateError(
+      await chat.slackInteraction(click, { 'x-slack-request-timestamp': undefined, 'x-slack-signature': undefined }),
+      401,
+      'unauthorized',
+      'no headers',
+    );
     assert.equal((await chat.getRequest(request.id)).status, 'pending');
-    assert.deepEqual((await chat.audit(request.id)).map((e) => e.event), ['created']);
+    assert.deepEqual(
+      (await chat.audit(request.id)).map((e) => e.event),
+      ['created'],
+    );
   });
 
   test('a click by someone else is refused: an ephemeral note to them, the request stays pending, a decision_refused audit entry', async () => {
@@ -134,7 +149,10 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const { request } = await postedRequest({ action: 'payout', params: { amount: 10 } });
     await chat.slackInteraction(slackClick('U1', 'vigil_approve', request.id));
     assert.equal((await chat.getRequest(request.id)).status, 'pending', 'U1 is a configured decider, but the rule names its own');
-    assert.deepEqual((await chat.audit(request.id)).filter((e) => e.event === 'decision_refused').map((e) => e.actor), ['slack:U1']);
+    assert.deepEqual(
+      (await chat.audit(request.id)).filter((e) => e.event === 'decision_refused').map((e) => e.actor),
+      ['slack:U1'],
+    );
     await chat.slackInteraction(slackClick('U7', 'vigil_approve', request.id));
     assert.equal((await chat.getRequest(request.id)).decidedBy, 'slack:U7');
 
@@ -152,14 +170,20 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     const click = await chat.slackInteraction(slackClick('U1', 'vigil_approve', request.id));
     assert.equal(click.statusCode, 200, click.body);
     assert.equal((await chat.getRequest(request.id)).status, 'pending', 'a click alone does not decide');
-    const [open] = await waitForCount('views.open calls', () => chat.slack.calls('views.open').filter((call) => call.view?.private_metadata?.toString().includes(request.id)));
+    const [open] = await waitForCount('views.open calls', () =>
+      chat.slack.calls('views.open').filter((call) => call.view?.private_metadata?.toString().includes(request.id)),
+    );
     assert.equal(open!.fields.trigger_id, 'trigger-U1');
     assert.equal(open!.view?.type, 'modal');
     assert.equal(open!.view?.callback_id, 'vigil_reason');
     const submission = (reason: string) => ({
       type: 'view_submission',
       user: { id: 'U1', username: 'user-u1' },
-      view: { callback_id: 'vigil_reason', private_metadata: open!.view!.private_metadata, state: { values: { reason: { reason: { type: 'plain_text_input', value: reason } } } } },
+      view: {
+        callback_id: 'vigil_reason',
+        private_metadata: open!.view!.private_metadata,
+        state: { values: { reason: { reason: { type: 'plain_text_input', value: reason } } } },
+      },
     });
     const empty = await chat.slackInteraction(submission('   '));
     assert.equal(empty.statusCode, 200);
@@ -205,7 +229,9 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     chat.gate.clock.advance(61_000);
     await chat.slackInteraction(slackClick('U1', 'vigil_approve', late.id));
     assert.equal((await chat.getRequest(late.id)).status, 'expired');
-    const [note] = await waitForCount('ephemeral notes about the late click', () => chat.slack.calls('chat.postEphemeral').filter((call) => call.fields.text?.includes('expired')));
+    const [note] = await waitForCount('ephemeral notes about the late click', () =>
+      chat.slack.calls('chat.postEphemeral').filter((call) => call.fields.text?.includes('expired')),
+    );
     assert.equal(note!.fields.user, 'U1');
     const [lateEdit] = await waitForCount('Slack edits', () => chat.slack.messagesOf(late.id, 'chat.update'));
     assert.match(text(lateEdit!.blocks), /Expired before a decision/);
@@ -227,7 +253,10 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
       chat.slackInteraction(slackClick('U1', 'vigil_approve', raced.id)),
       chat.slackInteraction(slackClick('U2', 'vigil_deny', raced.id)),
     ]);
-    assert.deepEqual(answers.map((a) => a.statusCode), [200, 200]);
+    assert.deepEqual(
+      answers.map((a) => a.statusCode),
+      [200, 200],
+    );
     const decided = await chat.getRequest(raced.id);
     assert.ok(['slack:U1', 'slack:U2'].includes(decided.decidedBy!), String(decided.decidedBy));
     assert.equal(decided.status, decided.decidedBy === 'slack:U1' ? 'approved' : 'denied');
@@ -235,7 +264,12 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     assert.equal(decisions.length, 1, 'one decision entry');
     assert.equal(decisions[0]!.actor, decided.decidedBy);
     const loser = decided.decidedBy === 'slack:U1' ? 'U2' : 'U1';
-    const [lost] = await waitForCount('a note to the loser', () => chat.slack.calls('chat.postEphemeral').slice(notesBefore).filter((call) => call.fields.user === loser));
+    const [lost] = await waitForCount('a note to the loser', () =>
+      chat.slack
+        .calls('chat.postEphemeral')
+        .slice(notesBefore)
+        .filter((call) => call.fields.user === loser),
+    );
     assert.match(lost!.fields.text!, /already/i);
   });
 

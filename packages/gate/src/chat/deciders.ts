@@ -32,7 +32,10 @@ export function discordMayDecide(deciders: readonly string[], userId: string, ro
  * configured platform (`slack`, `slack:<channel id>`, `discord`, `discord:<channel id>`); when
  * the rule names none, every configured platform's channel.
  */
-export function chatTargets(channels: readonly string[], defaults: Partial<Record<ChatPlatformName, string>>): { platform: ChatPlatformName; channel: string }[] {
+export function chatTargets(
+  channels: readonly string[],
+  defaults: Partial<Record<ChatPlatformName, string>>,
+): { platform: ChatPlatformName; channel: string }[] {
   const configured = (Object.keys(defaults) as ChatPlatformName[]).filter((platform) => defaults[platform] !== undefined);
   const named = channels.flatMap((entry) => {
     const [platform, ...rest] = entry.split(':') as [string, ...string[]];

@@ -28,8 +28,12 @@ export const chatFeature = (notifier: ChatNotifier | null, requests: RequestServ
   defineFeature('chat', async ({ app, context }) => {
     if (notifier === null) return;
     const { slack, discord } = context.config.chat;
-    for (const [name, deciders] of [['SLACK_DECIDERS', slack?.deciders], ['DISCORD_DECIDERS', discord?.deciders]] as const) {
-      if (deciders !== undefined && deciders.length === 0) app.log.warn(`${name} is empty: chat clicks are refused unless a policy rule names its approvers (docs/chat.md)`);
+    for (const [name, deciders] of [
+      ['SLACK_DECIDERS', slack?.deciders],
+      ['DISCORD_DECIDERS', discord?.deciders],
+    ] as const) {
+      if (deciders !== undefined && deciders.length === 0)
+        app.log.warn(`${name} is empty: chat clicks are refused unless a policy rule names its approvers (docs/chat.md)`);
     }
     await registerChatRoutes(app, context, new ChatInteractions(context.config, requests, notifier, app.log));
   });

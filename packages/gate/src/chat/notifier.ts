@@ -60,9 +60,14 @@ export class ChatNotifier implements OutboxChannel {
     }
     if (messages.length > 0) await trx.insertInto('chat_messages').values(messages).execute();
     if (changed.length > 0) {
-      const posted = await trx.selectFrom('chat_messages').select(['id', 'platform', 'channel']).where('request_id', 'in', [...new Set(changed)]).execute();
+      const posted = await trx
+        .selectFrom('chat_messages')
+        .select(['id', 'platform', 'channel'])
+        .where('request_id', 'in', [...new Set(changed)])
+        .execute();
       for (const message of posted) {
-        if (this.platforms.has(message.platform)) rows.push(outboxRow(null, message.platform, `${message.platform}:${message.channel}`, UPDATE, JSON.stringify({ message: message.id }), now));
+        if (this.platforms.has(message.platform))
+          rows.push(outboxRow(null, message.platform, `${message.platform}:${message.channel}`, UPDATE, JSON.stringify({ message: message.id }), now));
       }
     }
     return rows;

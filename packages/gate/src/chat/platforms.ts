@@ -45,7 +45,12 @@ export function slackSignatureValid(secret: string, headers: { timestamp?: strin
 }
 
 /** Discord's Ed25519 signature of timestamp + raw body (discord-interactions' verifyKey), the timestamp within SIGNATURE_WINDOW_S of now. */
-export async function discordSignatureValid(publicKey: string, headers: { timestamp?: string; signature?: string }, rawBody: string, nowMs: number): Promise<boolean> {
+export async function discordSignatureValid(
+  publicKey: string,
+  headers: { timestamp?: string; signature?: string },
+  rawBody: string,
+  nowMs: number,
+): Promise<boolean> {
   if (!fresh(headers.timestamp, nowMs) || headers.signature === undefined || !/^[0-9a-f]{128}$/i.test(headers.signature)) return false;
   return verifyKey(rawBody, headers.signature, headers.timestamp!, publicKey);
 }
@@ -158,7 +163,10 @@ export class DiscordPlatform implements ChatPlatform {
         timeoutMs: this.timeoutMs,
       });
     } catch (error) {
-      throw new ChatApiError(`Discord could not be reached: ${(error as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : (error as Error).message}`, null);
+      throw new ChatApiError(
+        `Discord could not be reached: ${(error as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : (error as Error).message}`,
+        null,
+      );
     }
     const text = await response.text().catch(() => '');
     let json: Record<string, unknown> = {};
@@ -168,10 +176,12 @@ export class DiscordPlatform implements ChatPlatform {
       // A non-JSON answer: the status says enough.
     }
     if (response.status === 429) {
-      const wait = retryAfterMs(response.headers.get('retry-after'), Date.now()) ?? (typeof json.retry_after === 'number' ? json.retry_after * 1000 : undefined);
+      const wait =
+        retryAfterMs(response.headers.get('retry-after'), Date.now()) ?? (typeof json.retry_after === 'number' ? json.retry_after * 1000 : undefined);
       throw new ChatApiError('Discord rate limited the call', 429, wait);
     }
-    if (!response.ok) throw new ChatApiError(`Discord answered HTTP ${response.status}${typeof json.message === 'string' ? `: ${json.message}` : ''}`, response.status);
+    if (!response.ok)
+      throw new ChatApiError(`Discord answered HTTP ${response.status}${typeof json.message === 'string' ? `: ${json.message}` : ''}`, response.status);
     return json;
   }
 

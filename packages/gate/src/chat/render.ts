@@ -37,7 +37,7 @@ const MAX_PARAMS = 8;
 const MAX_VALUE = 80;
 
 function shortValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? 'null';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
   return text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE - 1)}…` : text;
 }
 
@@ -53,7 +53,9 @@ export function requestView(row: RequestRow): RequestView {
     agent: typeof context.agentId === 'string' ? context.agentId : null,
     policy: decision.policyName,
     requireReason: decision.requireReason,
-    params: Object.entries(params).slice(0, MAX_PARAMS).map(([key, value]) => [key, shortValue(value)]),
+    params: Object.entries(params)
+      .slice(0, MAX_PARAMS)
+      .map(([key, value]) => [key, shortValue(value)]),
     expiresAt: row.expires_at === null ? null : toIso(row.expires_at),
     decidedBy: row.decided_by,
     decisionReason: row.decision_reason,
@@ -73,7 +75,13 @@ export function outcomeLine(view: RequestView, platform: ChatPlatformName): stri
   const by = view.decidedBy === null ? '' : ` by ${actorText(view.decidedBy, platform)}`;
   const reason = view.decisionReason ? ` — ${view.decisionReason}` : '';
   const outcome =
-    view.status === 'approved' ? `✅ Approved${by}${reason}` : view.status === 'denied' ? `⛔ Denied${by}${reason}` : view.status === 'expired' ? '⌛ Expired before a decision' : view.status;
+    view.status === 'approved'
+      ? `✅ Approved${by}${reason}`
+      : view.status === 'denied'
+        ? `⛔ Denied${by}${reason}`
+        : view.status === 'expired'
+          ? '⌛ Expired before a decision'
+          : view.status;
   return view.confirmed ? `${outcome} · executed (confirmed)` : outcome;
 }
 
@@ -128,7 +136,12 @@ export function slackReasonModal(view: RequestView, decision: 'approved' | 'deni
     close: { type: 'plain_text', text: 'Cancel' },
     blocks: [
       { type: 'section', text: { type: 'mrkdwn', text: `*${view.action}* — the policy requires a reason.` } },
-      { type: 'input', block_id: REASON_INPUT, label: { type: 'plain_text', text: 'Reason' }, element: { type: 'plain_text_input', action_id: REASON_INPUT, multiline: true } },
+      {
+        type: 'input',
+        block_id: REASON_INPUT,
+        label: { type: 'plain_text', text: 'Reason' },
+        element: { type: 'plain_text_input', action_id: REASON_INPUT, multiline: true },
+      },
     ],
   };
 }
@@ -185,7 +198,9 @@ export function discordReasonModal(view: RequestView, decision: 'approved' | 'de
     components: [
       {
         type: DISCORD_ACTION_ROW,
-        components: [{ type: DISCORD_TEXT_INPUT, custom_id: REASON_INPUT, style: DISCORD_PARAGRAPH, label: 'Reason (the policy requires one)', required: true }],
+        components: [
+          { type: DISCORD_TEXT_INPUT, custom_id: REASON_INPUT, style: DISCORD_PARAGRAPH, label: 'Reason (the policy requires one)', required: true },
+        ],
       },
     ],
   };

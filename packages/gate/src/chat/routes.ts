@@ -27,7 +27,7 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
           schema: {
             summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
             description:
-              'Set as the Request URL of the Slack app\'s Interactivity. Body: Slack\'s form-encoded `payload`. ' +
+              "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
               'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.',
             tags: ['chat'],
             response: { 200: z.unknown() },
@@ -35,7 +35,12 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
         },
         async (request, reply) => {
           const raw = typeof request.body === 'string' ? request.body : '';
-          const signed = slackSignatureValid(slack.signingSecret, { timestamp: header(request.headers['x-slack-request-timestamp']), signature: header(request.headers['x-slack-signature']) }, raw, ctx.clock.now());
+          const signed = slackSignatureValid(
+            slack.signingSecret,
+            { timestamp: header(request.headers['x-slack-request-timestamp']), signature: header(request.headers['x-slack-signature']) },
+            raw,
+            ctx.clock.now(),
+          );
           if (!signed) throw gateError('chatSignature');
           let payload: SlackInteraction;
           try {

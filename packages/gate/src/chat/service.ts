@@ -114,7 +114,7 @@ export class ChatInteractions {
       if (request === undefined) return note('This request no longer exists.');
       if (!(await this.slackMayDecide(slack, request, user.id))) {
         await this.refuse(request, 'slack', user, decision);
-        return note('You may not decide this request: ask a decider, or an administrator to add you to SLACK_DECIDERS or the policy\'s approvers.');
+        return note("You may not decide this request: ask a decider, or an administrator to add you to SLACK_DECIDERS or the policy's approvers.");
       }
       if (request.status !== 'pending') return note(pastTense(request, 'slack'));
       if (this.requiresReason(request)) {
@@ -134,7 +134,7 @@ export class ChatInteractions {
       const decision = meta.decision === 'approved' || meta.decision === 'denied' ? meta.decision : null;
       const reason = payload.view.state?.values?.[REASON_INPUT]?.[REASON_INPUT]?.value?.trim() ?? '';
       const fail = (message: string) => ({ response_action: 'errors', errors: { [REASON_INPUT]: message } });
-      if (decision === null || meta.requestId === undefined) return fail('This form is not one of Vigil\'s.');
+      if (decision === null || meta.requestId === undefined) return fail("This form is not one of Vigil's.");
       if (reason === '') return fail('A reason is required.');
       const request = await this.requests.get(meta.requestId);
       if (request === undefined) return fail('This request no longer exists.');
@@ -158,7 +158,8 @@ export class ChatInteractions {
     const ephemeral = (content: string) => ({ type: CHANNEL_MESSAGE, data: { content, flags: EPHEMERAL } });
     const author = interaction.member?.user ?? interaction.user;
     const customId = interaction.data?.custom_id ?? '';
-    if (author?.id === undefined || (interaction.type !== MESSAGE_COMPONENT && interaction.type !== MODAL_SUBMIT)) return ephemeral('Vigil does not handle this interaction.');
+    if (author?.id === undefined || (interaction.type !== MESSAGE_COMPONENT && interaction.type !== MODAL_SUBMIT))
+      return ephemeral('Vigil does not handle this interaction.');
     const user = { id: author.id, name: author.username ?? null };
     let decision: Decision | null;
     let requestId: string | undefined;
@@ -180,7 +181,9 @@ export class ChatInteractions {
     if (request === undefined) return ephemeral('This request no longer exists.');
     if (!discordMayDecide(this.decidersOf(request, 'discord'), user.id, interaction.member?.roles ?? [])) {
       await this.refuse(request, 'discord', user, decision);
-      return ephemeral('You may not decide this request: ask a decider, or an administrator to add you (or your role) to DISCORD_DECIDERS or the policy\'s approvers.');
+      return ephemeral(
+        "You may not decide this request: ask a decider, or an administrator to add you (or your role) to DISCORD_DECIDERS or the policy's approvers.",
+      );
     }
     if (request.status !== 'pending') return ephemeral(pastTense(request, 'discord'));
     if (reason === undefined && this.requiresReason(request)) return { type: MODAL, data: discordReasonModal(requestView(request), decision) };

@@ -61,7 +61,10 @@ describe('policy engine: which policies and in which order', () => {
 
   test('a disabled policy is skipped entirely, even with the lowest priority and a rule that matches everything', () => {
     const decision = decide(
-      [policy('off', [approveAll()], { priority: 0, enabled: false }), policy('on', [{ match: { action: 'deploy' }, decision: 'auto_deny' }], { priority: 50 })],
+      [
+        policy('off', [approveAll()], { priority: 0, enabled: false }),
+        policy('on', [{ match: { action: 'deploy' }, decision: 'auto_deny' }], { priority: 50 }),
+      ],
       request(),
     );
     assert.equal(decision.decision, 'auto_deny');
@@ -103,8 +106,22 @@ describe('policy engine: which policies and in which order', () => {
 
   test('the first matching rule across all policies wins: a later policy is used when earlier ones do not match', () => {
     const policies = [
-      policy('p1', [{ match: { action: 'delete' }, decision: 'auto_deny' }, { match: { urgency: 'low' }, decision: 'auto_deny' }], { priority: 1 }),
-      policy('p2', [{ match: { action: 'nope' }, decision: 'auto_deny' }, { match: { action: 'deploy' }, decision: 'auto_approve' }], { priority: 2 }),
+      policy(
+        'p1',
+        [
+          { match: { action: 'delete' }, decision: 'auto_deny' },
+          { match: { urgency: 'low' }, decision: 'auto_deny' },
+        ],
+        { priority: 1 },
+      ),
+      policy(
+        'p2',
+        [
+          { match: { action: 'nope' }, decision: 'auto_deny' },
+          { match: { action: 'deploy' }, decision: 'auto_approve' },
+        ],
+        { priority: 2 },
+      ),
       policy('p3', [approveAll({ decision: 'route_to_agent' })], { priority: 3 }),
     ];
     const decision = decide(policies, request());
@@ -303,7 +320,16 @@ describe('policy engine: matchers', () => {
   test('a path that does not exist never matches, whatever the matcher (exact null aside)', () => {
     const req = request({ params: { amount: 10, tags: ['a'], nested: { x: 'y' } }, context: {} });
     const notNull: Matcher[] = ['', 0, false, 'y', { $gte: 0 }, { $lte: 0 }, { $in: ['y', 0] }, { $regex: '.*' }, { $regex: '^$' }];
-    for (const path of ['params.nope', 'nope', 'context.user.role', 'params.amount.value', 'params.nested.x.y', 'params.toString', 'context.constructor', 'status.length']) {
+    for (const path of [
+      'params.nope',
+      'nope',
+      'context.user.role',
+      'params.amount.value',
+      'params.nested.x.y',
+      'params.toString',
+      'context.constructor',
+      'status.length',
+    ]) {
       for (const matcher of notNull) {
         assert.equal(matches({ [path]: matcher }, req), false, `${path} ${JSON.stringify(matcher)}`);
       }
@@ -355,7 +381,10 @@ describe('policy engine: matchers', () => {
     // Combined with operators that hold, the unsafe regex still makes the matcher fail.
     assert.equal(matches({ action: { $in: ['deploy'], $regex: '^deploy$' } }, request(), judge), false);
     // A rule whose only matcher is an unsafe regex never matches, even against a matching string.
-    assert.equal(matches({ action: { $regex: '^deploy$' } }, request(), () => false), false);
+    assert.equal(
+      matches({ action: { $regex: '^deploy$' } }, request(), () => false),
+      false,
+    );
   });
 
   test('with the real ReDoS judge, a catastrophic or invalid pattern never matches and never throws', () => {

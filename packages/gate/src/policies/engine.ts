@@ -18,7 +18,10 @@ const operatorMatcher = z
     $gt: z.number().finite().optional(),
     $lte: z.number().finite().optional(),
     $gte: z.number().finite().optional(),
-    $in: z.array(z.union([z.string(), z.number().finite()])).max(1000).optional(),
+    $in: z
+      .array(z.union([z.string(), z.number().finite()]))
+      .max(1000)
+      .optional(),
     $regex: z.string().min(1).max(1000).optional(),
   })
   .strict()

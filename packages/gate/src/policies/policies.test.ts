@@ -55,7 +55,15 @@ await describeEachDatabase('gate policies API', (backend) => {
   const createRequest = (action: string) => createRequestVia((o) => gate.call(o), action);
 
   test('POST /api/policies answers 201 with id, defaults enabled true and priority 100, and createdAt', async () => {
-    const rules = [{ match: { action: 'deploy', 'params.amount': { $gte: 1, $lte: 9 } }, decision: 'route_to_human', approvers: ['alice'], channels: ['#ops'], requireReason: true }];
+    const rules = [
+      {
+        match: { action: 'deploy', 'params.amount': { $gte: 1, $lte: 9 } },
+        decision: 'route_to_human',
+        approvers: ['alice'],
+        channels: ['#ops'],
+        requireReason: true,
+      },
+    ];
     const response = await gate.call({ method: 'POST', url: '/api/policies', payload: { name: 'Deploys', rules } });
     assert.equal(response.statusCode, 201, response.body);
     const policy = response.json() as Policy;
@@ -166,15 +174,24 @@ await describeEachDatabase('gate policies API', (backend) => {
     assert.deepEqual(all.pagination, { total: 4, limit: 50, offset: 0, hasMore: false });
 
     const first = await list('?limit=2');
-    assert.deepEqual(first.policies.map((p) => p.name), ['A', 'B']);
+    assert.deepEqual(
+      first.policies.map((p) => p.name),
+      ['A', 'B'],
+    );
     assert.deepEqual(first.pagination, { total: 4, limit: 2, offset: 0, hasMore: true });
 
     const second = await list('?limit=2&offset=2');
-    assert.deepEqual(second.policies.map((p) => p.name), ['C', 'D']);
+    assert.deepEqual(
+      second.policies.map((p) => p.name),
+      ['C', 'D'],
+    );
     assert.deepEqual(second.pagination, { total: 4, limit: 2, offset: 2, hasMore: false });
 
     const middle = await list('?limit=2&offset=1');
-    assert.deepEqual(middle.policies.map((p) => p.name), ['B', 'C']);
+    assert.deepEqual(
+      middle.policies.map((p) => p.name),
+      ['B', 'C'],
+    );
     assert.equal(middle.pagination.hasMore, true);
 
     const beyond = await list('?offset=10');
@@ -191,7 +208,10 @@ await describeEachDatabase('gate policies API', (backend) => {
     const second = await createPolicy({ name: 'second', priority: 5, rules: [] });
     const ids = (await list()).policies.map((p) => p.id);
     assert.deepEqual(ids, [first.id, second.id].sort());
-    assert.deepEqual((await list()).policies.map((p) => p.id), ids);
+    assert.deepEqual(
+      (await list()).policies.map((p) => p.id),
+      ids,
+    );
   });
 
   test('PUT /api/policies/:id changes only the given fields', async () => {
@@ -248,7 +268,10 @@ await describeEachDatabase('gate policies API', (backend) => {
     const response = await gate.call({ method: 'DELETE', url: `/api/policies/${gone.id}` });
     assert.equal(response.statusCode, 200, response.body);
     assert.deepEqual(response.json(), { id: gone.id, deleted: true });
-    assert.deepEqual((await list()).policies.map((p) => p.id), [keep.id]);
+    assert.deepEqual(
+      (await list()).policies.map((p) => p.id),
+      [keep.id],
+    );
     assertGateError(await gate.call({ method: 'DELETE', url: `/api/policies/${gone.id}` }), 404, 'not_found');
     assertGateError(await gate.call({ method: 'PUT', url: `/api/policies/${gone.id}`, payload: { name: 'back' } }), 404, 'not_found');
     assertGateError(await gate.call({ method: 'DELETE', url: '/api/policies/never-existed' }), 404, 'not_found');
@@ -318,8 +341,7 @@ await describeEachDatabase('gate policies API', (backend) => {
       assert.equal(refreshMs, 1000, 'the default GATE_CACHE_REFRESH_MS');
       const other: GateService = await buildGateService({ ...gate.config }, { runJobs: false, clock: gate.clock });
       try {
-        const callB = (options: InjectOptions) =>
-          other.app.inject({ ...options, headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, ...options.headers } });
+        const callB = (options: InjectOptions) => other.app.inject({ ...options, headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, ...options.headers } });
         // B evaluates (and caches) the empty policy set first.
         assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'pending');
 
@@ -334,7 +356,11 @@ await describeEachDatabase('gate policies API', (backend) => {
         assert.equal(throughB.decidedBy, `policy:${policy.id}`);
 
         // An update through A reaches B after the interval.
-        await gate.call({ method: 'PUT', url: `/api/policies/${policy.id}`, payload: { rules: [{ match: { action: 'wire_transfer' }, decision: 'auto_approve' }] } });
+        await gate.call({
+          method: 'PUT',
+          url: `/api/policies/${policy.id}`,
+          payload: { rules: [{ match: { action: 'wire_transfer' }, decision: 'auto_approve' }] },
+        });
         gate.clock.advance(refreshMs);
         assert.equal((await createRequestVia(callB, 'wire_transfer')).status, 'approved');
 
@@ -350,7 +376,7 @@ await describeEachDatabase('gate policies API', (backend) => {
       }
     });
 
-    test('GATE_CACHE_REFRESH_MS=0: every evaluation checks the policy version, so B sees A\'s change on the next request', async () => {
+    test("GATE_CACHE_REFRESH_MS=0: every evaluation checks the policy version, so B sees A's change on the next request", async () => {
       const strict = { ...gate.config, cacheRefreshMs: 0 };
       const a: GateService = await buildGateService(strict, { runJobs: false, clock: gate.clock });
       const b: GateService = await buildGateService(strict, { runJobs: false, clock: gate.clock });

@@ -185,7 +185,13 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
       if (candidate) {
         assertSafePatterns(candidate.rules);
         candidateId = candidate.id ?? CANDIDATE_POLICY_ID;
-        const definition: PolicyDefinition = { id: candidateId, name: candidate.name, priority: candidate.priority, enabled: candidate.enabled, rules: candidate.rules };
+        const definition: PolicyDefinition = {
+          id: candidateId,
+          name: candidate.name,
+          priority: candidate.priority,
+          enabled: candidate.enabled,
+          rules: candidate.rules,
+        };
         const replaced = definitions.findIndex((d) => d.id === candidateId);
         if (replaced >= 0) definitions[replaced] = definition;
         else definitions.push(definition);

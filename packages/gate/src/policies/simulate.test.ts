@@ -4,7 +4,15 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 interface Simulation {
-  decision: { decision: string; policyId: string | null; policyName: string | null; ruleIndex: number | null; approvers: string[]; channels: string[]; requireReason: boolean };
+  decision: {
+    decision: string;
+    policyId: string | null;
+    policyName: string | null;
+    ruleIndex: number | null;
+    approvers: string[];
+    channels: string[];
+    requireReason: boolean;
+  };
   status: string;
   matchedRule: unknown;
   candidateMatched: boolean;
@@ -66,7 +74,13 @@ await describeEachDatabase('gate policy simulator (POST /api/policies/simulate)'
 
     const unmatched = await simulate({ action: 'deploy' });
     assert.deepEqual(unmatched.decision, {
-      decision: 'route_to_human', policyId: null, policyName: null, ruleIndex: null, approvers: [], channels: [], requireReason: false,
+      decision: 'route_to_human',
+      policyId: null,
+      policyName: null,
+      ruleIndex: null,
+      approvers: [],
+      channels: [],
+      requireReason: false,
     });
     assert.equal(unmatched.matchedRule, null);
 

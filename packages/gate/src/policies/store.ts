@@ -21,7 +21,11 @@ export async function policyVersion(database: GateDatabase): Promise<number> {
 
 /** Every policy change bumps the version in the same transaction, so every instance's cache sees it. */
 async function bumpPolicyVersion(trx: Transaction<GateSchema>): Promise<void> {
-  await trx.updateTable('counters').set((eb) => ({ value: eb('value', '+', 1) })).where('name', '=', 'policies').execute();
+  await trx
+    .updateTable('counters')
+    .set((eb) => ({ value: eb('value', '+', 1) }))
+    .where('name', '=', 'policies')
+    .execute();
 }
 
 export async function allPolicies(database: GateDatabase): Promise<PolicyRow[]> {
@@ -31,14 +35,21 @@ export async function allPolicies(database: GateDatabase): Promise<PolicyRow[]> 
 /** The names of those of `ids` that still exist (a deleted policy is missing from the map). */
 export async function policyNames(database: GateDatabase, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = await database.db.selectFrom('policies').select(['id', 'name']).where('id', 'in', [...ids]).execute();
+  const rows = await database.db
+    .selectFrom('policies')
+    .select(['id', 'name'])
+    .where('id', 'in', [...ids])
+    .execute();
   return new Map(rows.map((row) => [row.id, row.name]));
 }
 
 export async function listPolicies(database: GateDatabase, limit: number, offset: number): Promise<{ rows: PolicyRow[]; total: number }> {
   const [rows, count] = await Promise.all([
     database.db.selectFrom('policies').selectAll().orderBy('priority').orderBy('id').limit(limit).offset(offset).execute(),
-    database.db.selectFrom('policies').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    database.db
+      .selectFrom('policies')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
 }
@@ -79,7 +90,13 @@ export async function createPolicy(database: GateDatabase, input: PolicyInput, a
 }
 
 /** Applies the given fields; undefined when no such policy exists. */
-export async function updatePolicy(database: GateDatabase, id: string, patch: Partial<PolicyInput>, actor: ChangeActor, now: number): Promise<PolicyRow | undefined> {
+export async function updatePolicy(
+  database: GateDatabase,
+  id: string,
+  patch: Partial<PolicyInput>,
+  actor: ChangeActor,
+  now: number,
+): Promise<PolicyRow | undefined> {
   return changePolicies(database, async (trx) => {
     const before = await forUpdate(trx.selectFrom('policies').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
     if (!before) return undefined;

@@ -78,9 +78,11 @@ export class RedisRateLimiter implements RateLimiter {
   async consume(keyId: string, limit: number, now: number): Promise<RateDecision> {
     const member = `${now}:${process.pid}:${this.sequence++}:${Math.random()}`;
     try {
-      const [allowed, count, reset] = (await (this.redis as unknown as {
-        vigilSlidingWindow(key: string, ...args: (string | number)[]): Promise<[number, number, number]>;
-      }).vigilSlidingWindow(`vigil:gate:rate:${keyId}`, now, WINDOW_MS, limit, member)) as [number, number, number];
+      const [allowed, count, reset] = (await (
+        this.redis as unknown as {
+          vigilSlidingWindow(key: string, ...args: (string | number)[]): Promise<[number, number, number]>;
+        }
+      ).vigilSlidingWindow(`vigil:gate:rate:${keyId}`, now, WINDOW_MS, limit, member)) as [number, number, number];
       return { allowed: allowed === 1, limit, remaining: Math.max(0, limit - count), resetMs: Math.max(0, reset) };
     } catch (error) {
       this.onFallback(error);

@@ -17,7 +17,12 @@ const redisSkip = serviceSkip(`Redis at ${REDIS_URL}`, await redisReachable(REDI
 function rateHeaders(response: LightMyRequestResponse): { limit?: string; remaining?: string; reset?: string; retryAfter?: string } {
   const h = response.headers;
   const text = (v: unknown) => (v === undefined ? undefined : String(v));
-  return { limit: text(h['x-ratelimit-limit']), remaining: text(h['x-ratelimit-remaining']), reset: text(h['x-ratelimit-reset']), retryAfter: text(h['retry-after']) };
+  return {
+    limit: text(h['x-ratelimit-limit']),
+    remaining: text(h['x-ratelimit-remaining']),
+    reset: text(h['x-ratelimit-reset']),
+    retryAfter: text(h['retry-after']),
+  };
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');

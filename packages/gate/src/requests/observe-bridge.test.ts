@@ -40,10 +40,14 @@ class FakeObserve extends TestHttpServer {
     super((request, res) => {
       if (mode === 'hang') return;
       if (request.url === INGEST) {
-        return signed(request) ? sendJson(res, 201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' }) : sendJson(res, 401, { error: 'invalid webhook signature' });
+        return signed(request)
+          ? sendJson(res, 201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' })
+          : sendJson(res, 401, { error: 'invalid webhook signature' });
       }
       if (request.url === BREACH) {
-        return request.headers.authorization === `Bearer ${SERVICE_TOKEN}` ? sendJson(res, 201, { recorded: true, eventId: 'e2' }) : sendJson(res, 401, { error: 'unauthorized' });
+        return request.headers.authorization === `Bearer ${SERVICE_TOKEN}`
+          ? sendJson(res, 201, { recorded: true, eventId: 'e2' })
+          : sendJson(res, 401, { error: 'unauthorized' });
       }
       sendJson(res, 404, { error: 'not found' });
     });
@@ -134,7 +138,11 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     // Observe answered 201: the outbox row is delivered after one attempt.
     const deadline = Date.now() + 5000;
     for (;;) {
-      const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['status', 'attempts', 'body']).where('kind', '=', 'observe').execute();
+      const rows = await gate.service.context.database.db
+        .selectFrom('deliveries')
+        .select(['status', 'attempts', 'body'])
+        .where('kind', '=', 'observe')
+        .execute();
       const mine = rows.filter((r) => (JSON.parse(r.body) as IngestBody).data.requestId === created.id);
       if (mine.length === 1 && mine[0]!.status === 'delivered') {
         assert.equal(mine[0]!.attempts, 1);
@@ -152,7 +160,10 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     await eventually('both created', () => (observe.ingested(approved.id).length && observe.ingested(denied.id).length ? true : undefined));
 
     gate.clock.advance(1000);
-    assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${approved.id}/decide`, payload: { decision: 'approved', reason: 'routine' } })).statusCode, 200);
+    assert.equal(
+      (await gate.call({ method: 'POST', url: `/api/requests/${approved.id}/decide`, payload: { decision: 'approved', reason: 'routine' } })).statusCode,
+      200,
+    );
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${denied.id}/decide`, payload: { decision: 'denied' } })).statusCode, 200);
 
     const approvedEvent = await eventually('request.approved', () => observe.ingested(approved.id).find((e) => e.event === 'request.approved'));
@@ -187,7 +198,10 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     assert.equal(expired.data.action, 'send.invoice');
     assert.equal(expired.data.decidedBy, 'system:expiry');
     if ('reason' in expired.data) assert.equal(typeof expired.data.reason, 'string');
-    assert.deepEqual(Object.keys(expired.data).filter((k) => !['requestId', 'action', 'decidedBy', 'reason'].includes(k)), []);
+    assert.deepEqual(
+      Object.keys(expired.data).filter((k) => !['requestId', 'action', 'decidedBy', 'reason'].includes(k)),
+      [],
+    );
     assert.deepEqual(expired.context, { service_session_id: 'sess-3', service_agent_id: 'agent-3' });
   });
 
@@ -198,7 +212,10 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     const confirm = await gate.call({ method: 'POST', url: `/api/requests/${created.id}/confirm`, payload: { result: { ok: true } } });
     assert.equal(confirm.statusCode, 200, confirm.body);
     await sleep(300);
-    assert.deepEqual(observe.ingested(created.id).map((e) => e.event), ['request.created', 'request.approved']);
+    assert.deepEqual(
+      observe.ingested(created.id).map((e) => e.event),
+      ['request.created', 'request.approved'],
+    );
     const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['event', 'body']).where('kind', '=', 'observe').execute();
     const mine = rows.filter((r) => (JSON.parse(r.body) as IngestBody).data.requestId === created.id);
     assert.deepEqual(mine.map((r) => r.event).sort(), ['request.approved', 'request.created'], 'no observe row queued for confirm');
@@ -224,7 +241,12 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     assert.equal(breach.captured.method, 'POST');
     assert.equal(breach.captured.headers.authorization, `Bearer ${SERVICE_TOKEN}`);
     assert.match(String(breach.captured.headers['content-type']), /^application\/json/);
-    assert.deepEqual(Object.keys(breach).filter((k) => k !== 'captured').sort(), ['agentId', 'breach', 'sessionId']);
+    assert.deepEqual(
+      Object.keys(breach)
+        .filter((k) => k !== 'captured')
+        .sort(),
+      ['agentId', 'breach', 'sessionId'],
+    );
     assert.equal(breach.sessionId, 'sess-9');
     assert.equal(breach.agentId, 'agent-9');
     assert.equal(typeof breach.breach.ruleId, 'string');
@@ -272,7 +294,10 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
       await sleep(20);
     }
     assert.ok(rows.length > 0);
-    assert.deepEqual(rows.filter((r) => r.status !== 'delivered'), []);
+    assert.deepEqual(
+      rows.filter((r) => r.status !== 'delivered'),
+      [],
+    );
     for (const r of observe.requests.filter((x) => x.url === INGEST)) assert.equal(signed(r), true);
   });
 });

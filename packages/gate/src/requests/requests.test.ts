@@ -75,20 +75,22 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.equal(response.statusCode, 200, response.body);
     return response.json() as AuditEntry[];
   };
-  const decide = (id: string, payload: object, key?: string) =>
-    gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload }, key);
-  const confirm = (id: string, payload: object, key?: string) =>
-    gate.call({ method: 'POST', url: `/api/requests/${id}/confirm`, payload }, key);
+  const decide = (id: string, payload: object, key?: string) => gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload }, key);
+  const confirm = (id: string, payload: object, key?: string) => gate.call({ method: 'POST', url: `/api/requests/${id}/confirm`, payload }, key);
   const createPolicy = async (payload: object): Promise<{ id: string; name: string }> => {
     const response = await gate.call({ method: 'POST', url: '/api/policies', payload });
     assert.equal(response.statusCode, 201, response.body);
     return response.json() as { id: string; name: string };
   };
-  const storedRow = (id: string) =>
-    gate.service.context.database.db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const storedRow = (id: string) => gate.service.context.database.db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   const requestCount = async () =>
     Number(
-      (await gate.service.context.database.db.selectFrom('requests').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n,
+      (
+        await gate.service.context.database.db
+          .selectFrom('requests')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
     );
 
   // ---------------------------------------------------------------- POST /api/requests
@@ -168,7 +170,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.deepEqual(body.policyDecision, { decision: 'auto_approve', policyId: policy.id, approvers: [], channels: ['log'], requireReason: false });
     assert.deepEqual(await get(body.id), body);
     const trail = await audit(body.id);
-    assert.deepEqual(trail.map((e) => e.event), ['created', 'approved']);
+    assert.deepEqual(
+      trail.map((e) => e.event),
+      ['created', 'approved'],
+    );
     assert.equal(trail[1]!.actor, `policy:${policy.id}`);
     assert.equal(trail[1]!.timestamp, iso(T0));
   });
@@ -182,10 +187,13 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.ok(body.decisionReason?.includes('Never drop tables'), body.decisionReason ?? 'null');
     assert.equal(body.policyDecision.decision, 'auto_deny');
     assert.equal(body.policyDecision.policyId, policy.id);
-    assert.deepEqual((await audit(body.id)).map((e) => [e.event, e.actor]), [
-      ['created', 'api:admin (GATE_ADMIN_KEY)'],
-      ['denied', `policy:${policy.id}`],
-    ]);
+    assert.deepEqual(
+      (await audit(body.id)).map((e) => [e.event, e.actor]),
+      [
+        ['created', 'api:admin (GATE_ADMIN_KEY)'],
+        ['denied', `policy:${policy.id}`],
+      ],
+    );
     assert.equal((await storedRow(body.id)).status, 'denied');
   });
 
@@ -194,18 +202,33 @@ await describeEachDatabase('gate requests API', (backend) => {
       name: 'Humans for payments',
       rules: [{ match: { action: 'pay' }, decision: 'route_to_human', approvers: ['alice', 'bob'], channels: ['#payments'], requireReason: true }],
     });
-    const agent = await createPolicy({ name: 'Agents for triage', rules: [{ match: { action: 'triage' }, decision: 'route_to_agent', approvers: ['triage-bot'] }] });
+    const agent = await createPolicy({
+      name: 'Agents for triage',
+      rules: [{ match: { action: 'triage' }, decision: 'route_to_agent', approvers: ['triage-bot'] }],
+    });
     const paid = await create({ action: 'pay' });
     assert.equal(paid.status, 'pending');
     assert.equal(paid.decidedBy, null);
     assert.equal(paid.decidedAt, null);
-    assert.deepEqual(paid.policyDecision, { decision: 'route_to_human', policyId: human.id, approvers: ['alice', 'bob'], channels: ['#payments'], requireReason: true });
+    assert.deepEqual(paid.policyDecision, {
+      decision: 'route_to_human',
+      policyId: human.id,
+      approvers: ['alice', 'bob'],
+      channels: ['#payments'],
+      requireReason: true,
+    });
     const triaged = await create({ action: 'triage' });
     assert.equal(triaged.status, 'pending');
     assert.equal(triaged.decidedBy, null);
     assert.deepEqual(triaged.policyDecision, { decision: 'route_to_agent', policyId: agent.id, approvers: ['triage-bot'], channels: [], requireReason: false });
-    assert.deepEqual((await audit(paid.id)).map((e) => e.event), ['created']);
-    assert.deepEqual((await audit(triaged.id)).map((e) => e.event), ['created']);
+    assert.deepEqual(
+      (await audit(paid.id)).map((e) => e.event),
+      ['created'],
+    );
+    assert.deepEqual(
+      (await audit(triaged.id)).map((e) => e.event),
+      ['created'],
+    );
   });
 
   test('policies see params, context and urgency of the new request', async () => {
@@ -253,7 +276,10 @@ await describeEachDatabase('gate requests API', (backend) => {
   test('requests created in the same millisecond are still listed newest first', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i += 1) ids.push((await create({ action: `same-${i}` })).id);
-    assert.deepEqual((await listRequests()).map((r) => r.id), ids.reverse());
+    assert.deepEqual(
+      (await listRequests()).map((r) => r.id),
+      ids.reverse(),
+    );
   });
 
   test('GET /api/requests filters by status, action and urgency', async () => {
@@ -295,11 +321,26 @@ await describeEachDatabase('gate requests API', (backend) => {
     }
     const newestFirst = [...created].reverse();
 
-    assert.deepEqual((await listRequests()).map((r) => r.id), newestFirst.slice(0, 50));
-    assert.deepEqual((await listRequests('?limit=500')).map((r) => r.id), newestFirst);
-    assert.deepEqual((await listRequests('?limit=10')).map((r) => r.id), newestFirst.slice(0, 10));
-    assert.deepEqual((await listRequests('?limit=10&offset=50')).map((r) => r.id), newestFirst.slice(50));
-    assert.deepEqual((await listRequests('?offset=50')).map((r) => r.id), newestFirst.slice(50));
+    assert.deepEqual(
+      (await listRequests()).map((r) => r.id),
+      newestFirst.slice(0, 50),
+    );
+    assert.deepEqual(
+      (await listRequests('?limit=500')).map((r) => r.id),
+      newestFirst,
+    );
+    assert.deepEqual(
+      (await listRequests('?limit=10')).map((r) => r.id),
+      newestFirst.slice(0, 10),
+    );
+    assert.deepEqual(
+      (await listRequests('?limit=10&offset=50')).map((r) => r.id),
+      newestFirst.slice(50),
+    );
+    assert.deepEqual(
+      (await listRequests('?offset=50')).map((r) => r.id),
+      newestFirst.slice(50),
+    );
     assert.deepEqual(await listRequests('?offset=55'), []);
 
     // Pages concatenate to the whole list, without gaps or repeats.
@@ -370,7 +411,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.equal(stored.decisionReason, 'Looks safe');
 
     const trail = await audit(created.id);
-    assert.deepEqual(trail.map((e) => e.event), ['created', 'approved']);
+    assert.deepEqual(
+      trail.map((e) => e.event),
+      ['created', 'approved'],
+    );
     assert.deepEqual(trail[1], {
       id: trail[1]!.id,
       timestamp: iso(T0 + 5000),
@@ -433,7 +477,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.equal(stored.status, 'approved');
     assert.equal(stored.decisionReason, 'first');
     assert.equal(stored.decidedAt, iso(T0));
-    assert.deepEqual((await audit(created.id)).map((e) => e.event), ['created', 'approved']);
+    assert.deepEqual(
+      (await audit(created.id)).map((e) => e.event),
+      ['created', 'approved'],
+    );
 
     // A denied request and a request decided by a policy are settled too.
     const denied = await create({ action: 'deploy' });
@@ -476,7 +523,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assertGateError(await decide(created.id, { decision: 'approved' }), 400, 'bad_request');
     assertGateError(await decide(created.id, { decision: 'denied', reason: '   ' }), 400, 'bad_request');
     assert.equal((await storedRow(created.id)).status, 'pending');
-    assert.deepEqual((await audit(created.id)).map((e) => e.event), ['created']);
+    assert.deepEqual(
+      (await audit(created.id)).map((e) => e.event),
+      ['created'],
+    );
 
     const response = await decide(created.id, { decision: 'approved', reason: 'Invoice checked' });
     assert.equal(response.statusCode, 200, response.body);
@@ -508,7 +558,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.deepEqual(stored.executionResult, result);
 
     const trail = await audit(created.id);
-    assert.deepEqual(trail.map((e) => e.event), ['created', 'approved', 'confirmed']);
+    assert.deepEqual(
+      trail.map((e) => e.event),
+      ['created', 'approved', 'confirmed'],
+    );
     const confirmed = trail[2]!;
     assert.equal(confirmed.actor, 'api:runner');
     assert.equal(confirmed.timestamp, iso(T0 + 2000));
@@ -573,7 +626,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.equal(stored.decidedAt, iso(T0 + 2 * MINUTE));
     assert.equal(stored.expiresAt, iso(T0 + MINUTE));
     const trail = await audit(created.id);
-    assert.deepEqual(trail.map((e) => e.event), ['created', 'expired']);
+    assert.deepEqual(
+      trail.map((e) => e.event),
+      ['created', 'expired'],
+    );
     assert.equal(trail[1]!.actor, 'system:expiry');
     // Stored, not only shown.
     const row = await storedRow(created.id);
@@ -625,7 +681,10 @@ await describeEachDatabase('gate requests API', (backend) => {
     assert.equal(row.status, 'expired');
     assert.equal(row.decided_by, 'system:expiry');
     const trail = await audit(created.id);
-    assert.deepEqual(trail.map((e) => e.event), ['created', 'expired']);
+    assert.deepEqual(
+      trail.map((e) => e.event),
+      ['created', 'expired'],
+    );
     // And it stays expired.
     assertGateError(await decide(created.id, { decision: 'denied' }), 409, 'conflict');
     assert.equal((await get(created.id)).status, 'expired');
@@ -645,10 +704,16 @@ await describeEachDatabase('gate requests API', (backend) => {
     const due = await create({ action: 'deploy', expiresAt: iso(T0 + MINUTE) });
     const open = await create({ action: 'deploy' });
     clock().advance(2 * MINUTE);
-    assert.deepEqual((await listRequests('?status=pending')).map((r) => r.id), [open.id]);
+    assert.deepEqual(
+      (await listRequests('?status=pending')).map((r) => r.id),
+      [open.id],
+    );
     const all = await listRequests();
     assert.equal(all.find((r) => r.id === due.id)?.status, 'expired');
-    assert.deepEqual((await listRequests('?status=expired')).map((r) => r.id), [due.id]);
+    assert.deepEqual(
+      (await listRequests('?status=expired')).map((r) => r.id),
+      [due.id],
+    );
   });
 
   // ---------------------------------------------------------------- audit
@@ -665,11 +730,14 @@ await describeEachDatabase('gate requests API', (backend) => {
     const trail = await audit(created.id);
     assert.equal(trail.length, 3);
     const [agentId, approverId] = [await gate.keyIdOf(agent), await gate.keyIdOf(approver)];
-    assert.deepEqual(trail.map((e) => [e.timestamp, e.event, e.actor, e.actorKeyId, e.actorKeyName]), [
-      [iso(T0), 'created', 'api:agent-7', agentId, 'agent-7'],
-      [iso(T0 + 1000), 'approved', 'api:approver', approverId, 'approver'],
-      [iso(T0 + 2000), 'confirmed', 'api:agent-7', agentId, 'agent-7'],
-    ]);
+    assert.deepEqual(
+      trail.map((e) => [e.timestamp, e.event, e.actor, e.actorKeyId, e.actorKeyName]),
+      [
+        [iso(T0), 'created', 'api:agent-7', agentId, 'agent-7'],
+        [iso(T0 + 1000), 'approved', 'api:approver', approverId, 'approver'],
+        [iso(T0 + 2000), 'confirmed', 'api:agent-7', agentId, 'agent-7'],
+      ],
+    );
     for (const entry of trail) {
       const fields = ['id', 'timestamp', 'event', 'actor', 'actorKeyId', 'actorKeyName', 'details', 'seq', 'prevHash', 'hash', 'chainValid'];
       for (const field of Object.keys(entry)) assert.ok(fields.includes(field), field);
@@ -677,7 +745,14 @@ await describeEachDatabase('gate requests API', (backend) => {
     }
     assert.deepEqual(trail[1]!.details, { reason: 'ok by me' });
     assert.deepEqual(trail[2]!.details?.result, { success: true });
-    assert.deepEqual(trail.map((e) => [e.seq, e.chainValid]), [[0, true], [1, true], [2, true]]);
+    assert.deepEqual(
+      trail.map((e) => [e.seq, e.chainValid]),
+      [
+        [0, true],
+        [1, true],
+        [2, true],
+      ],
+    );
   });
 
   test('audit of an unknown request is 404 not_found; audit needs request:read', async () => {

@@ -32,10 +32,37 @@ interface Creation {
 }
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
-  'id', 'action', 'params', 'context', 'urgency', 'status', 'expires_at', 'created_at', 'decided_at', 'decided_by', 'decision_reason',
-  'policy_decision', 'confirmed_at', 'execution_result', 'audit_head_seq', 'audit_head_hash',
+  'id',
+  'action',
+  'params',
+  'context',
+  'urgency',
+  'status',
+  'expires_at',
+  'created_at',
+  'decided_at',
+  'decided_by',
+  'decision_reason',
+  'policy_decision',
+  'confirmed_at',
+  'execution_result',
+  'audit_head_seq',
+  'audit_head_hash',
 ];
-const AUDIT_COLUMNS: (keyof AuditRow)[] = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'];
+const AUDIT_COLUMNS: (keyof AuditRow)[] = [
+  'id',
+  'request_id',
+  'action',
+  'ts',
+  'event',
+  'actor',
+  'actor_key_id',
+  'actor_key_name',
+  'details',
+  'seq',
+  'prev_hash',
+  'hash',
+];
 const requestInserter = new BulkInserter<GateSchema, 'requests'>('requests', REQUEST_COLUMNS);
 const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entries', AUDIT_COLUMNS);
 
@@ -78,10 +105,18 @@ export class RequestService {
     this.creations = new GroupCommitter(
       async (group) => {
         const deliveries = await database.db.transaction().execute(async (trx) => {
-          await requestInserter.insert(trx, database.dialect, group.map((c) => c.row));
+          await requestInserter.insert(
+            trx,
+            database.dialect,
+            group.map((c) => c.row),
+          );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(trx, database.dialect, audits);
-          const ids = await ctx.outbox.enqueue(trx, database.dialect, group.flatMap((c) => c.transitions));
+          const ids = await ctx.outbox.enqueue(
+            trx,
+            database.dialect,
+            group.flatMap((c) => c.transitions),
+          );
           // Last: the log head's lock is held from here to the commit.
           await ctx.auditLog.append(trx, audits.map(auditEntryLeaf));
           return ids;
@@ -200,7 +235,13 @@ export class RequestService {
    * Decides a pending request: exactly one decision wins, whichever path it comes from (API,
    * dashboard, MCP, chat). `details` joins the audit entry (chat: the platform's user name).
    */
-  async decide(id: string, decision: 'approved' | 'denied', reason: string | undefined, by: AuditActor, details: Record<string, unknown> = {}): Promise<RequestRow> {
+  async decide(
+    id: string,
+    decision: 'approved' | 'denied',
+    reason: string | undefined,
+    by: AuditActor,
+    details: Record<string, unknown> = {},
+  ): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);

@@ -91,7 +91,15 @@ export async function verifiedAuditTrail(
     const leaves =
       rows.length === 0
         ? []
-        : await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).where('item_id', 'in', rows.map((row) => row.id)).execute();
+        : await db
+            .selectFrom('audit_log_leaves')
+            .select(['item_id', 'leaf_hash'])
+            .where(
+              'item_id',
+              'in',
+              rows.map((row) => row.id),
+            )
+            .execute();
     return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, leaf.leaf_hash]))) };
   });
 }

@@ -56,7 +56,13 @@ await describeEachDatabase('gate: Content-Type: application/json on every reques
       assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
       assert.deepEqual(
         response.json(),
-        { error: { code: 'bad_request', message: 'Validation failed in body: this operation needs a JSON body', details: [{ path: '', message: 'a JSON body is required' }] } },
+        {
+          error: {
+            code: 'bad_request',
+            message: 'Validation failed in body: this operation needs a JSON body',
+            details: [{ path: '', message: 'a JSON body is required' }],
+          },
+        },
         `${method} ${url}`,
       );
     }

@@ -43,7 +43,10 @@ function observeEvent(event: WebhookEvent, request: RequestRow): { name: string;
     ...(request.decision_reason !== null && { reason: request.decision_reason }),
   };
   if (event === 'request.created') {
-    return { name: 'request.created', data: { requestId: request.id, action: request.action, params: JSON.parse(request.params) as unknown, urgency: request.urgency } };
+    return {
+      name: 'request.created',
+      data: { requestId: request.id, action: request.action, params: JSON.parse(request.params) as unknown, urgency: request.urgency },
+    };
   }
   if (event === 'request.decided' && (request.status === 'approved' || request.status === 'denied')) {
     return { name: `request.${request.status}`, data: outcome };
@@ -80,8 +83,20 @@ const selectEnabledWebhooks = new PreparedQuery((db: Kysely<GateSchema>, _dialec
 );
 
 const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
-  'id', 'webhook_id', 'kind', 'url', 'event', 'body', 'status', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error',
-  'response_status', 'created_at', 'delivered_at',
+  'id',
+  'webhook_id',
+  'kind',
+  'url',
+  'event',
+  'body',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'claimed_until',
+  'last_error',
+  'response_status',
+  'created_at',
+  'delivered_at',
 ];
 const deliveryInserter = new BulkInserter<GateSchema, 'deliveries'>('deliveries', DELIVERY_COLUMNS);
 
@@ -141,7 +156,13 @@ export class Outbox {
           ...(typeof context.sessionId === 'string' && { service_session_id: context.sessionId }),
           ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
         };
-        const observeBody = JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation });
+        const observeBody = JSON.stringify({
+          source: 'approval_gate',
+          event: forwarded.name,
+          data: forwarded.data,
+          timestamp: toIso(now),
+          context: correlation,
+        });
         rows.push(outboxRow(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
       }
     }

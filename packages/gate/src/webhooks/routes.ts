@@ -8,7 +8,10 @@ import type { DeliveryRow } from '../schema.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
 import { createWebhook, deleteWebhook, findWebhook, listDeliveries, listWebhooks, toWebhook, updateWebhook } from './store.ts';
 
-const events = z.array(z.enum(WEBHOOK_EVENTS)).min(1).transform((e) => [...new Set(e)]);
+const events = z
+  .array(z.enum(WEBHOOK_EVENTS))
+  .min(1)
+  .transform((e) => [...new Set(e)]);
 const url = z.url({ protocol: /^https?$/ }).max(2000);
 const secret = z.string().min(16).max(512);
 

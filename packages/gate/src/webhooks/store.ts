@@ -48,7 +48,15 @@ export async function createWebhook(
   actor: ChangeActor,
   now: number,
 ): Promise<WebhookRow> {
-  const row: WebhookRow = { id: newId(), url: input.url, events: JSON.stringify(input.events), secret: input.secret, enabled: 1, created_at: now, updated_at: now };
+  const row: WebhookRow = {
+    id: newId(),
+    url: input.url,
+    events: JSON.stringify(input.events),
+    secret: input.secret,
+    enabled: 1,
+    created_at: now,
+    updated_at: now,
+  };
   await database.db.transaction().execute(async (trx) => {
     await trx.insertInto('webhooks').values(row).execute();
     await recordChange(trx, { resource: 'webhook', resourceId: row.id, action: 'created', actor, before: null, after: toWebhook(row) }, now);
@@ -60,7 +68,13 @@ export async function createWebhook(
  * Applies the given fields; undefined when no such webhook exists. A new secret alone shows in the
  * snapshots as no difference (both say hasSecret), so it is recorded as `updated` all the same.
  */
-export async function updateWebhook(database: GateDatabase, id: string, patch: WebhookChanges, actor: ChangeActor, now: number): Promise<WebhookRow | undefined> {
+export async function updateWebhook(
+  database: GateDatabase,
+  id: string,
+  patch: WebhookChanges,
+  actor: ChangeActor,
+  now: number,
+): Promise<WebhookRow | undefined> {
   return database.db.transaction().execute(async (trx) => {
     const before = await forUpdate(trx.selectFrom('webhooks').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
     if (!before) return undefined;
@@ -74,7 +88,8 @@ export async function updateWebhook(database: GateDatabase, id: string, patch: W
     await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
     const after: WebhookRow = { ...before, ...changes };
     const action = after.secret !== before.secret ? 'updated' : updateAction(toWebhook(before), toWebhook(after));
-    if (action !== null) await recordChange(trx, { resource: 'webhook', resourceId: id, action, actor, before: toWebhook(before), after: toWebhook(after) }, now);
+    if (action !== null)
+      await recordChange(trx, { resource: 'webhook', resourceId: id, action, actor, before: toWebhook(before), after: toWebhook(after) }, now);
     return after;
   });
 }
@@ -84,14 +99,23 @@ export async function deleteWebhook(database: GateDatabase, id: string, actor: C
   return database.db.transaction().execute(async (trx) => {
     const before = await trx.deleteFrom('webhooks').where('id', '=', id).returningAll().executeTakeFirst();
     if (!before) return false;
-    await trx.updateTable('deliveries').set({ status: 'failed', last_error: 'the webhook was deleted' }).where('webhook_id', '=', id).where('status', '=', 'pending').execute();
+    await trx
+      .updateTable('deliveries')
+      .set({ status: 'failed', last_error: 'the webhook was deleted' })
+      .where('webhook_id', '=', id)
+      .where('status', '=', 'pending')
+      .execute();
     await recordChange(trx, { resource: 'webhook', resourceId: id, action: 'deleted', actor, before: toWebhook(before), after: null }, now);
     return true;
   });
 }
 
 /** A page of the webhook's deliveries, newest first; `total` counts them all. */
-export async function listDeliveries(database: GateDatabase, webhookId: string, page: { limit: number; offset: number }): Promise<{ rows: DeliveryRow[]; total: number }> {
+export async function listDeliveries(
+  database: GateDatabase,
+  webhookId: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: DeliveryRow[]; total: number }> {
   const base = database.db.selectFrom('deliveries').where('webhook_id', '=', webhookId);
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),

@@ -150,7 +150,12 @@ async function onlyDelivery(gate: TestGate, hookId: string): Promise<Delivery> {
 
 /** Waits until the hook's single delivery has recorded `attempts` attempts (the attempt has finished). */
 function settled(gate: TestGate, hookId: string, attempts: number, timeoutMs = 5000): Promise<Delivery> {
-  return waitUntil(`delivery with ${attempts} attempt(s)`, () => onlyDelivery(gate, hookId), (d) => d.attempts >= attempts, timeoutMs);
+  return waitUntil(
+    `delivery with ${attempts} attempt(s)`,
+    () => onlyDelivery(gate, hookId),
+    (d) => d.attempts >= attempts,
+    timeoutMs,
+  );
 }
 
 async function createRequest(gate: TestGate, payload: object = { action: 'deploy', params: { env: 'prod' } }): Promise<{ id: string }> {
@@ -198,11 +203,22 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
   after(() => gate.close());
 
   const webhookCount = async (): Promise<number> =>
-    Number((await gate.service.context.database.db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await gate.service.context.database.db
+          .selectFrom('webhooks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   test('POST /api/webhooks answers 201 with hasSecret and never the secret; GET lists it', async () => {
     const response = await gate.call(
-      { method: 'POST', url: '/api/webhooks', payload: { url: 'https://example.test/hooks/a', events: ['request.created', 'request.decided'], secret: SECRET } },
+      {
+        method: 'POST',
+        url: '/api/webhooks',
+        payload: { url: 'https://example.test/hooks/a', events: ['request.created', 'request.decided'], secret: SECRET },
+      },
       hookKey,
     );
     assert.equal(response.statusCode, 201, response.body);
@@ -232,7 +248,10 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
 
   test('PATCH changes events and enabled; DELETE removes; unknown ids are 404', async () => {
     const hook = await createHook(gate, { url: 'https://example.test/c', events: ['request.created'], secret: SECRET });
-    const patched = await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['request.confirmed', 'request.expired'], enabled: false } }, hookKey);
+    const patched = await gate.call(
+      { method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['request.confirmed', 'request.expired'], enabled: false } },
+      hookKey,
+    );
     assert.equal(patched.statusCode, 200, patched.body);
     const body = patched.json() as Webhook;
     assert.deepEqual([...body.events].sort(), ['request.confirmed', 'request.expired']);
@@ -257,7 +276,12 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
     assert.ok(!after.some((h) => h.id === hook.id));
 
     assertGateError(await gate.call({ method: 'DELETE', url: `/api/webhooks/${hook.id}` }, hookKey), 404, 'not_found', 'DELETE twice');
-    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH deleted');
+    assertGateError(
+      await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: false } }, hookKey),
+      404,
+      'not_found',
+      'PATCH deleted',
+    );
     assertGateError(await gate.call({ method: 'PATCH', url: '/api/webhooks/nope', payload: { enabled: false } }, hookKey), 404, 'not_found', 'PATCH unknown');
     assertGateError(await gate.call({ method: 'GET', url: '/api/webhooks/nope/deliveries' }, hookKey), 404, 'not_found', 'deliveries of unknown');
   });
@@ -281,8 +305,18 @@ await describeEachDatabase('gate webhooks: registration', (backend) => {
     assert.equal(await webhookCount(), before);
 
     const hook = await createHook(gate, { url: 'https://example.test/y', events: ['request.created'] });
-    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['nope'] } }, hookKey), 400, 'bad_request', 'PATCH events');
-    assertGateError(await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: 'yes' } }, hookKey), 400, 'bad_request', 'PATCH enabled');
+    assertGateError(
+      await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { events: ['nope'] } }, hookKey),
+      400,
+      'bad_request',
+      'PATCH events',
+    );
+    assertGateError(
+      await gate.call({ method: 'PATCH', url: `/api/webhooks/${hook.id}`, payload: { enabled: 'yes' } }, hookKey),
+      400,
+      'bad_request',
+      'PATCH enabled',
+    );
     const listed = ((await gate.call({ method: 'GET', url: '/api/webhooks' })).json() as { webhooks: Webhook[] }).webhooks.find((h) => h.id === hook.id);
     assert.deepEqual(listed?.events, ['request.created']);
   });
@@ -361,7 +395,11 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
         receiver.on('/all').map((r) => r.headers['x-gate-event']),
         ['request.created', 'request.decided', 'request.confirmed', 'request.created', 'request.expired'],
       );
-      assert.deepEqual(receiver.on('/decided').map((r) => r.headers['x-gate-event']), ['request.decided'], 'the decided-only hook got nothing else');
+      assert.deepEqual(
+        receiver.on('/decided').map((r) => r.headers['x-gate-event']),
+        ['request.decided'],
+        'the decided-only hook got nothing else',
+      );
       assert.equal(receiver.on('/disabled').length, 0, 'the disabled hook got something');
       assert.deepEqual(await deliveriesOf(gate, disabled.id), []);
       const ids = receiver.requests.map((r) => r.headers['x-gate-delivery']);
@@ -421,7 +459,12 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
       assert.equal(receiver.answered, 0, 'the API answered only after the receiver did');
       assert.ok(elapsed < 1500, `POST /api/requests took ${elapsed} ms`);
       // The delivery still completes in the background.
-      const delivered = await waitUntil('the slow delivery', () => onlyDelivery(gate, hook.id), (d) => d.status === 'delivered', 6000);
+      const delivered = await waitUntil(
+        'the slow delivery',
+        () => onlyDelivery(gate, hook.id),
+        (d) => d.status === 'delivered',
+        6000,
+      );
       assert.equal(delivered.attempts, 1);
       assert.equal(receiver.answered, 1);
       assert.ok(receiver.requests[0]!.receivedAt - started < 1500, 'attempt 1 started at once');
@@ -438,7 +481,11 @@ await describeEachDatabase('gate webhooks: delivery to a real receiver', (backen
       const hook = await createHook(gate, { url: receiver.url('/ok'), events: ['request.created'] });
       await createRequest(gate);
       await createRequest(gate);
-      const list = await waitUntil('two deliveries', () => deliveriesOf(gate, hook.id), (l) => l.length === 2 && l.every((d) => d.status === 'delivered'));
+      const list = await waitUntil(
+        'two deliveries',
+        () => deliveriesOf(gate, hook.id),
+        (l) => l.length === 2 && l.every((d) => d.status === 'delivered'),
+      );
       assert.deepEqual(list.map((d) => d.responseStatus).sort(), [202, 204]);
       // Without a secret there is no signature, but the other headers are there.
       const captured = receiver.requests[0]!;
@@ -513,7 +560,10 @@ await describeEachDatabase('gate webhooks: retries', (backend) => {
     }
   });
 
-  for (const [env, attempts] of [[undefined, 3], ['2', 2]] as const) {
+  for (const [env, attempts] of [
+    [undefined, 3],
+    ['2', 2],
+  ] as const) {
     test(`a receiver that always answers 500 fails permanently after ${attempts} attempts${env ? ` (WEBHOOK_MAX_RETRIES=${env})` : ''}`, async () => {
       const receiver = await new Receiver((_r, res) => res.writeHead(500).end('down')).start();
       const gate = await startTestGate(backend, env ? { env: { WEBHOOK_MAX_RETRIES: env } } : {});

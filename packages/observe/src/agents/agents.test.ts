@@ -15,17 +15,7 @@ interface Agent {
   approvalPolicyId: string | null;
 }
 
-const AGENT_FIELDS = [
-  'approvalPolicyId',
-  'firstSeenAt',
-  'id',
-  'lastSeenAt',
-  'modelOverride',
-  'name',
-  'pauseReason',
-  'pausedAt',
-  'sessionCount',
-];
+const AGENT_FIELDS = ['approvalPolicyId', 'firstSeenAt', 'id', 'lastSeenAt', 'modelOverride', 'name', 'pauseReason', 'pausedAt', 'sessionCount'];
 
 async function getAgent(observe: TestObserve, id: string): Promise<Agent> {
   const response = await observe.call({ method: 'GET', url: `/api/agents/${id}` });

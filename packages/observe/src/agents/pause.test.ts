@@ -22,8 +22,7 @@ await describeEachDatabase('POST /api/agents/:id/pause', (backend) => {
   });
   after(() => observe.close());
 
-  const pause = (id: string, payload?: object) =>
-    observe.call({ method: 'POST', url: `/api/agents/${id}/pause`, ...(payload !== undefined && { payload }) });
+  const pause = (id: string, payload?: object) => observe.call({ method: 'POST', url: `/api/agents/${id}/pause`, ...(payload !== undefined && { payload }) });
 
   test('pauses with the given reason; a second pause keeps the first; resume clears it', async () => {
     const first = await pause('a1', { reason: '  runaway spend ' });

@@ -103,8 +103,7 @@ interface Receiver {
 async function startReceiver(): Promise<Receiver> {
   const scripted = new Map<string, number[]>();
   const server = await new TestHttpServer((request, res) => sendJson(res, scripted.get(request.url)?.shift() ?? 200, {})).start();
-  const received = (): Received[] =>
-    server.requests.map((r) => ({ path: r.url, body: JSON.parse(r.body) as Record<string, unknown>, headers: r.headers }));
+  const received = (): Received[] => server.requests.map((r) => ({ path: r.url, body: JSON.parse(r.body) as Record<string, unknown>, headers: r.headers }));
   return {
     url: (path) => `${server.url}${path}`,
     get received() {
@@ -298,7 +297,10 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
       await observe.call({ method: 'PUT', url: `/api/alerts/rules/${rule.id}`, payload: { condition: 'error_rate_exceeds' } }),
       400,
     );
-    assert.deepEqual(merged.details?.map((d) => d.path), ['threshold']);
+    assert.deepEqual(
+      merged.details?.map((d) => d.path),
+      ['threshold'],
+    );
     assert.deepEqual((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json(), rule);
     assert.deepEqual((await observe.call({ method: 'GET', url: `/api/alerts/rules/${errorRule.id}` })).json(), errorRule);
     // Both changes together make a valid rule.
@@ -322,9 +324,15 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
     assert.equal(cleared.description, null);
     assert.equal(((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule).description, null);
 
-    for (const [method, url] of [['POST', '/api/alerts/rules'], ['PUT', `/api/alerts/rules/${rule.id}`]] as const) {
+    for (const [method, url] of [
+      ['POST', '/api/alerts/rules'],
+      ['PUT', `/api/alerts/rules/${rule.id}`],
+    ] as const) {
       const body = assertErrorBody(await observe.call({ method, url, payload: { ...valid, description: 'x'.repeat(1001) } }), 400);
-      assert.deepEqual(body.details?.map((d) => d.path), ['description']);
+      assert.deepEqual(
+        body.details?.map((d) => d.path),
+        ['description'],
+      );
       assertErrorBody(await observe.call({ method, url, payload: { ...valid, description: 5 } }), 400);
     }
     assert.equal(((await observe.call({ method: 'GET', url: `/api/alerts/rules/${rule.id}` })).json() as Rule).description, null);
@@ -338,7 +346,14 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
       const response = await observe.call({
         method: 'PUT',
         url: `/api/alerts/rules/${rule.id}`,
-        payload: { ...read, threshold: 0.4, description: 'after', id: 'another-id', createdAt: '2020-01-01T00:00:00.000Z', updatedAt: '2020-01-01T00:00:00.000Z' },
+        payload: {
+          ...read,
+          threshold: 0.4,
+          description: 'after',
+          id: 'another-id',
+          createdAt: '2020-01-01T00:00:00.000Z',
+          updatedAt: '2020-01-01T00:00:00.000Z',
+        },
       });
       assert.equal(response.statusCode, 200, response.body);
       const expected = { ...rule, threshold: 0.4, description: 'after', updatedAt: new Date(NOW + MINUTE).toISOString() };
@@ -356,7 +371,10 @@ await describeEachDatabase('alert rules: CRUD and validation', (backend) => {
   test('unknown ids are 404 in the catalogue body', async () => {
     const id = '0192a4e0-7c1d-7000-8000-000000000000';
     assert.equal(assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/rules/${id}` }), 404).error, 'Alert rule not found');
-    assert.equal(assertErrorBody(await observe.call({ method: 'PUT', url: `/api/alerts/rules/${id}`, payload: { threshold: 1 } }), 404).error, 'Alert rule not found');
+    assert.equal(
+      assertErrorBody(await observe.call({ method: 'PUT', url: `/api/alerts/rules/${id}`, payload: { threshold: 1 } }), 404).error,
+      'Alert rule not found',
+    );
     assert.equal(assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/alerts/rules/${id}` }), 404).error, 'Alert rule not found');
   });
 
@@ -402,10 +420,28 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         // Exactly at the window start (included) ...
         toolCall(s, agent, at(observe, -5)),
         // ... and 1 ms before it (excluded), with values that would change every figure.
-        { sessionId: s, agentId: agent, eventType: 'tool_error', timestamp: new Date(NOW - 5 * MINUTE - 1).toISOString(), payload: { callId: 'x', toolName: 't', error: 'boom', durationMs: 10_000 } },
+        {
+          sessionId: s,
+          agentId: agent,
+          eventType: 'tool_error',
+          timestamp: new Date(NOW - 5 * MINUTE - 1).toISOString(),
+          payload: { callId: 'x', toolName: 't', error: 'boom', durationMs: 10_000 },
+        },
         { sessionId: s, agentId: agent, eventType: 'llm_response', timestamp: at(observe, -10), payload: llmResponse(5) },
-        { sessionId: s, agentId: agent, eventType: 'tool_response', timestamp: at(observe, -4), payload: { callId: 'c1', toolName: 'search', result: 'ok', durationMs: 100 } },
-        { sessionId: s, agentId: agent, eventType: 'tool_error', timestamp: at(observe, -3), payload: { callId: 'c2', toolName: 'search', error: 'no', durationMs: 300 } },
+        {
+          sessionId: s,
+          agentId: agent,
+          eventType: 'tool_response',
+          timestamp: at(observe, -4),
+          payload: { callId: 'c1', toolName: 'search', result: 'ok', durationMs: 100 },
+        },
+        {
+          sessionId: s,
+          agentId: agent,
+          eventType: 'tool_error',
+          timestamp: at(observe, -3),
+          payload: { callId: 'c2', toolName: 'search', error: 'no', durationMs: 300 },
+        },
         { sessionId: s, agentId: agent, eventType: 'llm_response', timestamp: at(observe, -3), payload: llmResponse(0.25) },
         {
           sessionId: s,
@@ -418,7 +454,13 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         { sessionId: s, agentId: agent, eventType: 'custom', timestamp: at(observe, -1.5), payload: { type: 'x', data: 2 } },
         { sessionId: s, agentId: agent, eventType: 'custom', severity: 'warn', timestamp: at(observe, -1), payload: { type: 'x', data: 3 } },
         // Another agent in the window, outside the rules' scope.
-        { sessionId: 's-b', agentId: 'b', eventType: 'tool_error', timestamp: at(observe, -1), payload: { callId: 'y', toolName: 't', error: 'e', durationMs: 9999 } },
+        {
+          sessionId: 's-b',
+          agentId: 'b',
+          eventType: 'tool_error',
+          timestamp: at(observe, -1),
+          payload: { callId: 'y', toolName: 't', error: 'e', durationMs: 9999 },
+        },
         { sessionId: 's-b', agentId: 'b', eventType: 'llm_response', timestamp: at(observe, -1), payload: llmResponse(99) },
       ]);
       // In scope and window: 8 events, 2 of them errors (tool_error, critical); spend 0.25 + 0.5;
@@ -454,14 +496,21 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         assert.deepEqual(Object.keys(entry).sort(), ['currentValue', 'id', 'notified', 'ruleId', 'threshold', 'triggeredAt']);
         assert.deepEqual(
           { ...entry, id: undefined },
-          { id: undefined, ruleId: under.id, triggeredAt: new Date(NOW).toISOString(), currentValue: expected[condition], threshold: below[condition], notified: false },
+          {
+            id: undefined,
+            ruleId: under.id,
+            triggeredAt: new Date(NOW).toISOString(),
+            currentValue: expected[condition],
+            threshold: below[condition],
+            notified: false,
+          },
           condition,
         );
       }
       const triggered = (await timeline(observe, `alert:${rules.get('latency_exceeds')!.under.id}`)).events;
       assert.equal(triggered.length, 1);
       assert.equal(triggered[0]!.eventType, 'alert_triggered');
-      assert.equal(triggered[0]!.agentId, 'system', 'alert events belong to the system agent, not to the rule\'s');
+      assert.equal(triggered[0]!.agentId, 'system', "alert events belong to the system agent, not to the rule's");
       assert.equal(triggered[0]!.timestamp, new Date(NOW).toISOString());
       assert.deepEqual(triggered[0]!.payload, {
         alertRuleId: rules.get('latency_exceeds')!.under.id,
@@ -492,7 +541,13 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const [resolved] = await entriesOf(observe, rule.id);
       assert.equal(resolved?.resolvedAt, new Date(NOW + 12 * MINUTE).toISOString());
       const events = (await timeline(observe, `alert:${rule.id}`)).events;
-      assert.deepEqual(events.map((e) => [e.eventType, e.agentId]), [['alert_triggered', 'system'], ['alert_resolved', 'system']]);
+      assert.deepEqual(
+        events.map((e) => [e.eventType, e.agentId]),
+        [
+          ['alert_triggered', 'system'],
+          ['alert_resolved', 'system'],
+        ],
+      );
     });
   });
 
@@ -566,8 +621,14 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         scope: { agentId: 'life' },
         triggeredAt: new Date(NOW).toISOString(),
       };
-      assert.deepEqual(receiver.on('/ok').map((r) => r.body), [expectedBody]);
-      assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody]);
+      assert.deepEqual(
+        receiver.on('/ok').map((r) => r.body),
+        [expectedBody],
+      );
+      assert.deepEqual(
+        receiver.on('/flaky').map((r) => r.body),
+        [expectedBody],
+      );
       assert.deepEqual(Object.keys(receiver.on('/ok')[0]!.body).sort(), BODY_FIELDS);
       assert.equal(receiver.on('/ok')[0]!.headers['content-type'], 'application/json');
 
@@ -580,7 +641,10 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       assert.equal(entries.length, 1, 'an open alert does not fire again');
       assert.equal(entries[0]!.notified, true, 'every channel answered 2xx');
       assert.equal(receiver.on('/ok').length, 1);
-      assert.deepEqual(receiver.on('/flaky').map((r) => r.body), [expectedBody, expectedBody]);
+      assert.deepEqual(
+        receiver.on('/flaky').map((r) => r.body),
+        [expectedBody, expectedBody],
+      );
 
       // Quiet for 10 minutes: the window is empty, the condition clears.
       clockOf(observe).advance(10 * MINUTE);
@@ -598,10 +662,13 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       const sessionId = `alert:${rule.id}`;
       const line = await timeline(observe, sessionId);
       assert.equal(line.chainValid, true);
-      assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]), [
-        ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
-        ['alert_resolved', 1, 'system', resolvedAt],
-      ]);
+      assert.deepEqual(
+        line.events.map((e) => [e.eventType, e.seq, e.agentId, e.timestamp]),
+        [
+          ['alert_triggered', 0, 'system', new Date(NOW).toISOString()],
+          ['alert_resolved', 1, 'system', resolvedAt],
+        ],
+      );
       assert.deepEqual(line.events[1]!.payload, { alertRuleId: rule.id, alertName: 'Busy agent', resolvedBy: 'condition_cleared' });
       const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });
       assert.equal(verify.statusCode, 200, verify.body);
@@ -719,7 +786,10 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       assert.equal(receiver.on('/hook').length, 1);
       clockOf(observe).advance(MINUTE);
       await tick(observe);
-      assert.deepEqual(receiver.on('/hook').map((r) => r.body.resolvedAt), [undefined, resolvedAt]);
+      assert.deepEqual(
+        receiver.on('/hook').map((r) => r.body.resolvedAt),
+        [undefined, resolvedAt],
+      );
       await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
       clockOf(observe).advance(MINUTE);
       await tick(observe);
@@ -737,15 +807,24 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         clockOf(observe).advance(MINUTE);
       }
       const first = await history(observe, '?limit=2');
-      assert.deepEqual(first.entries.map((e) => e.ruleId), [rules[2]!.id, rules[1]!.id]);
+      assert.deepEqual(
+        first.entries.map((e) => e.ruleId),
+        [rules[2]!.id, rules[1]!.id],
+      );
       assert.equal(first.total, 3);
       assert.equal(first.hasMore, true);
       const second = await history(observe, '?limit=2&offset=2');
-      assert.deepEqual(second.entries.map((e) => e.ruleId), [rules[0]!.id]);
+      assert.deepEqual(
+        second.entries.map((e) => e.ruleId),
+        [rules[0]!.id],
+      );
       assert.equal(second.total, 3);
       assert.equal(second.hasMore, false);
       const all = await history(observe);
-      assert.deepEqual(all.entries.map((e) => e.triggeredAt), [2, 1, 0].map((m) => new Date(NOW + m * MINUTE).toISOString()));
+      assert.deepEqual(
+        all.entries.map((e) => e.triggeredAt),
+        [2, 1, 0].map((m) => new Date(NOW + m * MINUTE).toISOString()),
+      );
       const one = await history(observe, `?ruleId=${rules[1]!.id}`);
       assert.equal(one.total, 1);
       assert.equal(one.hasMore, false);

@@ -154,17 +154,13 @@ export async function measure(database: ObserveDatabase, rule: AlertRule, now: n
   let value;
   switch (rule.condition) {
     case 'error_rate_exceeds':
-      value = scoped.select(
-        sql<number>`case when count(*) = 0 then 0 else cast(sum(is_error) as double precision) / count(*) end`.as('value'),
-      );
+      value = scoped.select(sql<number>`case when count(*) = 0 then 0 else cast(sum(is_error) as double precision) / count(*) end`.as('value'));
       break;
     case 'cost_exceeds':
       value = scoped.select(sql<number>`coalesce(sum(cost_usd), 0)`.as('value'));
       break;
     case 'latency_exceeds':
-      value = scoped
-        .where('event_type', 'in', ['tool_response', 'tool_error'])
-        .select(sql<number>`coalesce(avg(duration_ms), 0)`.as('value'));
+      value = scoped.where('event_type', 'in', ['tool_response', 'tool_error']).select(sql<number>`coalesce(avg(duration_ms), 0)`.as('value'));
       break;
     case 'event_count_exceeds':
       value = scoped.select(sql<number>`count(*)`.as('value'));
@@ -226,7 +222,11 @@ async function fire(ctx: ObserveContext, measured: AlertRule, value: number, now
     if (await findOpenEntry(trx, rule.id)) return null;
     // A measurement older than the rule's last resolution (a slow tick overlapping a newer one on
     // another instance) must not open the alert again.
-    const last = await trx.selectFrom('alert_history').select((eb) => eb.fn.max('resolved_at').as('resolvedAt')).where('rule_id', '=', rule.id).executeTakeFirst();
+    const last = await trx
+      .selectFrom('alert_history')
+      .select((eb) => eb.fn.max('resolved_at').as('resolvedAt'))
+      .where('rule_id', '=', rule.id)
+      .executeTakeFirst();
     if (last?.resolvedAt !== null && last?.resolvedAt !== undefined && Number(last.resolvedAt) > now) return null;
     const summary = triggeredNotification(rule, value, now);
     const row: AlertHistoryRow = {
@@ -315,9 +315,15 @@ export async function deleteAlertRule(ctx: ObserveContext, id: string, actor: Ch
  * retries are picked up by later ticks.
  */
 export async function deliverDue(ctx: ObserveContext, log: FastifyBaseLogger): Promise<number> {
-  const queue = notificationQueue(ctx, log, 'alert_deliveries', (row) => `alert.${row.kind}`, async (row, status) => {
-    if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
-  });
+  const queue = notificationQueue(
+    ctx,
+    log,
+    'alert_deliveries',
+    (row) => `alert.${row.kind}`,
+    async (row, status) => {
+      if (status === 'delivered' && row.kind === 'triggered') await markNotifiedWhenComplete(ctx.database, row.history_id);
+    },
+  );
   return queue.deliverDue();
 }
 

@@ -16,7 +16,8 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       create: 'Create an alert rule',
       list: 'List alert rules, newest first',
       get: 'One alert rule',
-      update: 'Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored',
+      update:
+        'Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored',
       delete: 'Delete an alert rule; its history is kept and an open entry is resolved',
     },
     notFound: 'alertRuleNotFound',

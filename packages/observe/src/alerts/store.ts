@@ -92,7 +92,11 @@ export async function lockRule(trx: Transaction<ObserveSchema>, dialect: Dialect
 
 /** Stores a rule's new definition (the caller holds its row lock: lockRule). */
 export async function writeRule(trx: Transaction<ObserveSchema>, id: string, definition: RuleDefinition, now: number): Promise<void> {
-  await trx.updateTable('alert_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
+  await trx
+    .updateTable('alert_rules')
+    .set({ ...definitionColumns(definition), updated_at: now })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function deleteRule(trx: Transaction<ObserveSchema>, id: string): Promise<boolean> {
@@ -135,7 +139,12 @@ export async function findOpenEntry(executor: Executor, ruleId: string): Promise
  * (returns false) when the rule already has an open entry, whoever inserted it.
  */
 export async function insertOpenEntry(trx: Transaction<ObserveSchema>, row: AlertHistoryRow): Promise<boolean> {
-  const inserted = await trx.insertInto('alert_history').values(row).onConflict((oc) => oc.doNothing()).returning('id').execute();
+  const inserted = await trx
+    .insertInto('alert_history')
+    .values(row)
+    .onConflict((oc) => oc.doNothing())
+    .returning('id')
+    .execute();
   return inserted.length === 1;
 }
 
@@ -188,9 +197,7 @@ export async function queueDeliveries(
   if (urls.length === 0) return;
   await trx
     .insertInto('alert_deliveries')
-    .values(
-      urls.map((url) => ({ ...newDelivery(url, body, now), history_id: historyId, kind })),
-    )
+    .values(urls.map((url) => ({ ...newDelivery(url, body, now), history_id: historyId, kind })))
     .execute();
 }
 

@@ -61,7 +61,16 @@ export interface Sums {
 export type AggregateRow = Sums & Partial<Record<Dimension, string | number>>;
 
 export const emptySums = (): Sums => ({
-  eventCount: 0, errorCount: 0, toolCallCount: 0, costUsd: 0, durationSum: 0, durationCount: 0, latencySum: 0, latencyCount: 0, inputTokens: 0, outputTokens: 0,
+  eventCount: 0,
+  errorCount: 0,
+  toolCallCount: 0,
+  costUsd: 0,
+  durationSum: 0,
+  durationCount: 0,
+  latencySum: 0,
+  latencyCount: 0,
+  inputTokens: 0,
+  outputTokens: 0,
   failureCount: 0,
 });
 
@@ -192,7 +201,10 @@ export const mean = (sum: number, count: number): number => (count === 0 ? 0 : s
 export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);
 
 /** Sessions started in the window per agent (the system agent left out), with their summed duration. */
-export async function sessionsPerAgent(database: ObserveDatabase, window: { from: number; to: number }): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
+export async function sessionsPerAgent(
+  database: ObserveDatabase,
+  window: { from: number; to: number },
+): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
   return database.db
     .selectFrom('sessions')
     .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])

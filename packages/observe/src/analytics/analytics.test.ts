@@ -15,14 +15,29 @@ const llm = (callId: string, model: string, costUsd: number, inputTokens: number
 
 const DATASET = [
   { sessionId: 's1', agentId: 'A', timestamp: at('08:10:00.000'), eventType: 'tool_call', payload: { toolName: 'search', callId: 'c1', arguments: {} } },
-  { sessionId: 's1', agentId: 'A', timestamp: at('08:10:01.000'), eventType: 'tool_response', payload: { toolName: 'search', callId: 'c1', result: 1, durationMs: 100 } },
+  {
+    sessionId: 's1',
+    agentId: 'A',
+    timestamp: at('08:10:01.000'),
+    eventType: 'tool_response',
+    payload: { toolName: 'search', callId: 'c1', result: 1, durationMs: 100 },
+  },
   { sessionId: 's1', agentId: 'A', timestamp: at('08:20:00.000'), eventType: 'tool_call', payload: { toolName: 'search', callId: 'c2', arguments: {} } },
-  { sessionId: 's1', agentId: 'A', timestamp: at('08:20:00.000'), eventType: 'tool_error', payload: { toolName: 'search', callId: 'c2', error: 'x', durationMs: 300 } },
+  {
+    sessionId: 's1',
+    agentId: 'A',
+    timestamp: at('08:20:00.000'),
+    eventType: 'tool_error',
+    payload: { toolName: 'search', callId: 'c2', error: 'x', durationMs: 300 },
+  },
   { sessionId: 's1', agentId: 'A', timestamp: at('08:30:00.000'), ...llm('l1', 'gpt-4o', 0.1, 1000, 500, 200) },
   { sessionId: 's1', agentId: 'A', timestamp: at('09:15:00.000'), ...llm('l2', 'gpt-4o-mini', 0.2, 2000, 100, 400) },
   { sessionId: 's1', agentId: 'A', timestamp: at('09:40:00.000'), eventType: 'custom', severity: 'error', payload: { type: 'boom', data: {} } },
   {
-    sessionId: 's2', agentId: 'B', timestamp: at('07:05:00.000'), eventType: 'cost_tracked',
+    sessionId: 's2',
+    agentId: 'B',
+    timestamp: at('07:05:00.000'),
+    eventType: 'cost_tracked',
     payload: { provider: 'anthropic', model: 'claude-sonnet-4', inputTokens: 10, outputTokens: 20, totalTokens: 30, costUsd: 0.3 },
   },
   { sessionId: 's2', agentId: 'B', timestamp: at('09:59:59.999'), eventType: 'tool_call', payload: { toolName: 'fetch', callId: 'c3', arguments: {} } },
@@ -33,8 +48,7 @@ const DATASET = [
 /** What the sketch reports for one timed value: its bin's representative, within 1 % of it. */
 const sketched = (ms: number) => percentilesOfBins([[binOf(ms), 1]])!.p50;
 /** p50/p95/p99 fields (with this name) all equal to the sketch of one value, or null. */
-const all = (name: string, ms: number | null) =>
-  Object.fromEntries(['p50', 'p95', 'p99'].map((p) => [`${p}${name}Ms`, ms === null ? null : sketched(ms)]));
+const all = (name: string, ms: number | null) => Object.fromEntries(['p50', 'p95', 'p99'].map((p) => [`${p}${name}Ms`, ms === null ? null : sketched(ms)]));
 
 interface Overview {
   eventCount: number;
@@ -67,9 +81,30 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     // Two tool durations (100 and 300 ms): every percentile's rank ⌊q·(n−1)⌋ is the first.
     assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6, ...all('Latency', 100) });
     const byBucket = new Map(body.buckets.map((b) => [b.bucket, b]));
-    assert.deepEqual(byBucket.get(at('07:00:00.000')), { bucket: at('07:00:00.000'), eventCount: 1, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3 });
-    assert.deepEqual(byBucket.get(at('08:00:00.000')), { bucket: at('08:00:00.000'), eventCount: 5, toolCallCount: 2, errorCount: 1, avgLatencyMs: 200, totalCostUsd: 0.1 });
-    assert.deepEqual(byBucket.get(at('09:00:00.000')), { bucket: at('09:00:00.000'), eventCount: 3, toolCallCount: 1, errorCount: 1, avgLatencyMs: 0, totalCostUsd: 0.2 });
+    assert.deepEqual(byBucket.get(at('07:00:00.000')), {
+      bucket: at('07:00:00.000'),
+      eventCount: 1,
+      toolCallCount: 0,
+      errorCount: 0,
+      avgLatencyMs: 0,
+      totalCostUsd: 0.3,
+    });
+    assert.deepEqual(byBucket.get(at('08:00:00.000')), {
+      bucket: at('08:00:00.000'),
+      eventCount: 5,
+      toolCallCount: 2,
+      errorCount: 1,
+      avgLatencyMs: 200,
+      totalCostUsd: 0.1,
+    });
+    assert.deepEqual(byBucket.get(at('09:00:00.000')), {
+      bucket: at('09:00:00.000'),
+      eventCount: 3,
+      toolCallCount: 1,
+      errorCount: 1,
+      avgLatencyMs: 0,
+      totalCostUsd: 0.2,
+    });
     assert.equal(body.buckets.filter((b) => b.eventCount > 0).length, 3, 'empty buckets are present with zeros');
   });
 
@@ -87,23 +122,44 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     const from = at('07:30:00.000');
     const to = at('09:20:00.000');
     const llm = await get<{ byModel: { model: string; calls: number }[] }>(`/api/analytics/llm?from=${from}&to=${to}`);
-    assert.deepEqual(llm.byModel.map((m) => [m.model, m.calls]), [['gpt-4o-mini', 1], ['gpt-4o', 1]]);
+    assert.deepEqual(
+      llm.byModel.map((m) => [m.model, m.calls]),
+      [
+        ['gpt-4o-mini', 1],
+        ['gpt-4o', 1],
+      ],
+    );
     const days = await get<{ buckets: (Overview & { bucket: string })[] }>(`/api/analytics?granularity=day&from=${from}&to=${to}`);
-    assert.deepEqual(days.buckets.map((d) => [d.bucket, d.eventCount]), [['2026-11-22T00:00:00.000Z', 6]]);
+    assert.deepEqual(
+      days.buckets.map((d) => [d.bucket, d.eventCount]),
+      [['2026-11-22T00:00:00.000Z', 6]],
+    );
     const agents = await get<{ agents: { agentId: string; totalEvents: number }[] }>(`/api/analytics/agents?from=${from}&to=${to}`);
-    assert.deepEqual(agents.agents.map((a) => [a.agentId, a.totalEvents]), [['A', 6]]);
+    assert.deepEqual(
+      agents.agents.map((a) => [a.agentId, a.totalEvents]),
+      [['A', 6]],
+    );
   });
 
   test('agentId filter, day and week granularity (weeks start on Monday, UTC)', async () => {
     const b = await get<{ totals: Overview }>('/api/analytics?agentId=B');
     assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3, ...all('Latency', null) });
     const days = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=day');
-    assert.deepEqual(days.buckets.map((d) => [d.bucket, d.eventCount]), [['2026-11-21T00:00:00.000Z', 0], ['2026-11-22T00:00:00.000Z', 9]]);
+    assert.deepEqual(
+      days.buckets.map((d) => [d.bucket, d.eventCount]),
+      [
+        ['2026-11-21T00:00:00.000Z', 0],
+        ['2026-11-22T00:00:00.000Z', 9],
+      ],
+    );
     const weeks = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=week&from=2026-11-01T00:00:00.000Z');
     for (const week of weeks.buckets) assert.equal(new Date(week.bucket).getUTCDay(), 1, `${week.bucket} is a Monday`);
     assert.equal(weeks.buckets.at(-1)!.bucket, '2026-11-16T00:00:00.000Z');
     assert.equal(weeks.buckets.at(-1)!.eventCount, 10, 'the week holds today and yesterday');
-    assert.equal(weeks.buckets.reduce((n, w) => n + w.eventCount, 0), 10);
+    assert.equal(
+      weeks.buckets.reduce((n, w) => n + w.eventCount, 0),
+      10,
+    );
   });
 
   test('GET /api/analytics/llm: summary, by model (highest cost first), by time, filters', async () => {
@@ -113,7 +169,13 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       byTime: { bucket: string; calls: number }[];
     }>('/api/analytics/llm');
     assert.deepEqual(body.summary, {
-      totalCalls: 2, totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, avgLatencyMs: 300, avgCostPerCall: 0.15, ...all('Latency', 200),
+      totalCalls: 2,
+      totalCostUsd: 0.3,
+      totalInputTokens: 3000,
+      totalOutputTokens: 600,
+      avgLatencyMs: 300,
+      avgCostPerCall: 0.15,
+      ...all('Latency', 200),
     });
     assert.deepEqual(body.byModel, [
       { provider: 'openai', model: 'gpt-4o-mini', calls: 1, costUsd: 0.2, inputTokens: 2000, outputTokens: 100, avgLatencyMs: 400, ...all('Latency', 400) },
@@ -127,7 +189,9 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
   });
 
   test('GET /api/analytics/costs: spend events by agent, per day, totals', async () => {
-    const body = await get<{ byAgent: unknown[]; overTime: { bucket: string; totalCostUsd: number; eventCount: number }[]; totals: unknown }>('/api/analytics/costs');
+    const body = await get<{ byAgent: unknown[]; overTime: { bucket: string; totalCostUsd: number; eventCount: number }[]; totals: unknown }>(
+      '/api/analytics/costs',
+    );
     assert.deepEqual(body.byAgent, [
       { agentId: 'A', totalCostUsd: 0.3, totalInputTokens: 3000, totalOutputTokens: 600, totalTokens: 3600, eventCount: 2 },
       { agentId: 'B', totalCostUsd: 0.3, totalInputTokens: 10, totalOutputTokens: 20, totalTokens: 30, eventCount: 1 },
@@ -145,10 +209,27 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     // minutes of silence until 09:15), s2 right after its first event (almost 3 hours of silence).
     assert.deepEqual(agents.agents, [
       {
-        agentId: 'A', sessionCount: 1, totalEvents: 7, totalErrors: 2, errorRate: 2 / 7, totalCostUsd: 0.3, avgDurationMs: 20 * 60_000,
-        ...all('ToolDuration', 100), ...all('LlmLatency', 200),
+        agentId: 'A',
+        sessionCount: 1,
+        totalEvents: 7,
+        totalErrors: 2,
+        errorRate: 2 / 7,
+        totalCostUsd: 0.3,
+        avgDurationMs: 20 * 60_000,
+        ...all('ToolDuration', 100),
+        ...all('LlmLatency', 200),
       },
-      { agentId: 'B', sessionCount: 1, totalEvents: 2, totalErrors: 0, errorRate: 0, totalCostUsd: 0.3, avgDurationMs: 0, ...all('ToolDuration', null), ...all('LlmLatency', null) },
+      {
+        agentId: 'B',
+        sessionCount: 1,
+        totalEvents: 2,
+        totalErrors: 0,
+        errorRate: 0,
+        totalCostUsd: 0.3,
+        avgDurationMs: 0,
+        ...all('ToolDuration', null),
+        ...all('LlmLatency', null),
+      },
     ]);
     const tools = await get<{ tools: unknown[] }>('/api/analytics/tools');
     assert.deepEqual(tools.tools, [
@@ -167,12 +248,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
   });
 
   test('bad parameters are 400 in the observe error body', async () => {
-    for (const query of [
-      `from=${at('09:00:00.000')}&to=${at('08:00:00.000')}`,
-      'granularity=minute',
-      'from=yesterday',
-      'from=2000-01-01T00:00:00.000Z',
-    ]) {
+    for (const query of [`from=${at('09:00:00.000')}&to=${at('08:00:00.000')}`, 'granularity=minute', 'from=yesterday', 'from=2000-01-01T00:00:00.000Z']) {
       const response = await observe.call({ method: 'GET', url: `/api/analytics?${query}` });
       assert.equal(response.statusCode, 400, query);
       const body = response.json() as { error: string; status: number };
@@ -188,13 +264,21 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.equal(put.statusCode, 200, put.body);
     await observe.service.jobs.retention.tick();
     assert.deepEqual((await get<{ totals: Overview }>(`/api/analytics?${window}`)).totals, {
-      eventCount: 0, toolCallCount: 0, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0, ...all('Latency', null),
+      eventCount: 0,
+      toolCallCount: 0,
+      errorCount: 0,
+      avgLatencyMs: 0,
+      totalCostUsd: 0,
+      ...all('Latency', null),
     });
     assert.equal((await get<{ totals: Overview }>('/api/analytics')).totals.eventCount, 9, 'sessions inside the retention period stay');
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
     assert.deepEqual(stored, recomputed, 'no rollup row is left for the deleted session');
     const sketches = await compareSketches(observe.service.context.database.db);
     assert.deepEqual(sketches.stored, sketches.recomputed, 'nor any sketch bin');
-    assert.equal((await get<{ summary: Record<string, unknown> }>('/api/analytics/llm?from=2026-11-21T08:00:00.000Z&to=2026-11-21T10:30:00.000Z')).summary.p50LatencyMs, null);
+    assert.equal(
+      (await get<{ summary: Record<string, unknown> }>('/api/analytics/llm?from=2026-11-21T08:00:00.000Z&to=2026-11-21T10:30:00.000Z')).summary.p50LatencyMs,
+      null,
+    );
   });
 });

@@ -18,21 +18,30 @@ test('merged hourly sketches answer every percentile within 1 % of the exact one
     fc.integer({ min: 1, max: 5_000 }),
   );
   fc.assert(
-    fc.property(fc.array(fc.record({ ms: value, hour: fc.integer({ min: 0, max: 5 }), tool: fc.constantFrom('a', 'b') }), { minLength: 1, maxLength: 400 }), (samples) => {
-      const events: SketchSource[] = samples.map(({ ms, hour, tool }) => ({
-        ts: hour * HOUR_MS + 1, agent_id: 'A', tool_name: tool, provider: null, model: null, duration_ms: ms, latency_ms: null,
-      }));
-      // As the query merges them: the hourly rows of every tool and hour, each a [bin, count].
-      const rows = sketchDeltas(events);
-      const got = percentilesOfBins(rows.map((row) => [row.bin, row.count] as const))!;
-      const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
-      for (const [name, q] of Object.entries(QUANTILES)) {
-        const exact = exactQuantile(sorted, q);
-        const error = relativeError(got[name as keyof typeof QUANTILES], exact);
-        worst = Math.max(worst, error);
-        assert.ok(error <= RELATIVE_ACCURACY + 1e-12, `${name}: ${got[name as keyof typeof QUANTILES]} vs exact ${exact} (${samples.length} values)`);
-      }
-    }),
+    fc.property(
+      fc.array(fc.record({ ms: value, hour: fc.integer({ min: 0, max: 5 }), tool: fc.constantFrom('a', 'b') }), { minLength: 1, maxLength: 400 }),
+      (samples) => {
+        const events: SketchSource[] = samples.map(({ ms, hour, tool }) => ({
+          ts: hour * HOUR_MS + 1,
+          agent_id: 'A',
+          tool_name: tool,
+          provider: null,
+          model: null,
+          duration_ms: ms,
+          latency_ms: null,
+        }));
+        // As the query merges them: the hourly rows of every tool and hour, each a [bin, count].
+        const rows = sketchDeltas(events);
+        const got = percentilesOfBins(rows.map((row) => [row.bin, row.count] as const))!;
+        const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
+        for (const [name, q] of Object.entries(QUANTILES)) {
+          const exact = exactQuantile(sorted, q);
+          const error = relativeError(got[name as keyof typeof QUANTILES], exact);
+          worst = Math.max(worst, error);
+          assert.ok(error <= RELATIVE_ACCURACY + 1e-12, `${name}: ${got[name as keyof typeof QUANTILES]} vs exact ${exact} (${samples.length} values)`);
+        }
+      },
+    ),
     { numRuns: 500 },
   );
   t.diagnostic(`worst relative error seen: ${worst}`);
@@ -67,12 +76,27 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
     observe = await startTestObserve(backend);
     const events = samples.flatMap(({ ts, ms }, i) => [
       {
-        sessionId: `s${i % 3}`, agentId: i % 3 === 0 ? 'planner' : 'coder', timestamp: iso(ts), eventType: 'tool_response',
+        sessionId: `s${i % 3}`,
+        agentId: i % 3 === 0 ? 'planner' : 'coder',
+        timestamp: iso(ts),
+        eventType: 'tool_response',
         payload: { toolName: i % 2 === 0 ? 'search' : 'fetch', callId: `t${i}`, result: 1, durationMs: ms },
       },
       {
-        sessionId: `s${i % 3}`, agentId: i % 3 === 0 ? 'planner' : 'coder', timestamp: iso(ts), eventType: 'llm_response',
-        payload: { callId: `l${i}`, provider: 'openai', model: i % 2 === 0 ? 'gpt-4o' : 'gpt-4o-mini', completion: 'ok', finishReason: 'stop', costUsd: 0.001, usage: { inputTokens: 1, outputTokens: 1 }, latencyMs: ms * 3 },
+        sessionId: `s${i % 3}`,
+        agentId: i % 3 === 0 ? 'planner' : 'coder',
+        timestamp: iso(ts),
+        eventType: 'llm_response',
+        payload: {
+          callId: `l${i}`,
+          provider: 'openai',
+          model: i % 2 === 0 ? 'gpt-4o' : 'gpt-4o-mini',
+          completion: 'ok',
+          finishReason: 'stop',
+          costUsd: 0.001,
+          usage: { inputTokens: 1, outputTokens: 1 },
+          latencyMs: ms * 3,
+        },
       },
     ]);
     const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
@@ -93,7 +117,10 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
 
   test('per tool and overall (overview) tool durations, exact range edges', async () => {
     const { tools } = (await get(`/api/analytics/tools?from=${iso(from)}&to=${iso(to)}`)) as { tools: Record<string, unknown>[] };
-    for (const [toolName, parity] of [['search', 0], ['fetch', 1]] as const) {
+    for (const [toolName, parity] of [
+      ['search', 0],
+      ['fetch', 1],
+    ] as const) {
       const tool = tools.find((t) => t.toolName === toolName)!;
       within(tool, 'Duration', percentilesOf(inRange.filter((s) => s.i % 2 === parity).map((s) => s.ms)));
     }
@@ -104,8 +131,15 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
   test('per model and overall LLM latency', async () => {
     const body = (await get(`/api/analytics/llm?from=${iso(from)}&to=${iso(to)}`)) as { summary: Record<string, unknown>; byModel: Record<string, unknown>[] };
     within(body.summary, 'Latency', percentilesOf(inRange.map((s) => s.ms * 3)));
-    for (const [model, parity] of [['gpt-4o', 0], ['gpt-4o-mini', 1]] as const) {
-      within(body.byModel.find((m) => m.model === model)!, 'Latency', percentilesOf(inRange.filter((s) => s.i % 2 === parity).map((s) => s.ms * 3)));
+    for (const [model, parity] of [
+      ['gpt-4o', 0],
+      ['gpt-4o-mini', 1],
+    ] as const) {
+      within(
+        body.byModel.find((m) => m.model === model)!,
+        'Latency',
+        percentilesOf(inRange.filter((s) => s.i % 2 === parity).map((s) => s.ms * 3)),
+      );
     }
     const filtered = (await get(`/api/analytics/llm?from=${iso(from)}&to=${iso(to)}&model=gpt-4o-mini&agentId=coder`)) as { summary: Record<string, unknown> };
     within(filtered.summary, 'Latency', percentilesOf(inRange.filter((s) => s.i % 2 === 1 && s.i % 3 !== 0).map((s) => s.ms * 3)));
@@ -113,7 +147,10 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
 
   test('per agent, tool and LLM', async () => {
     const { agents } = (await get(`/api/analytics/agents?from=${iso(from)}&to=${iso(to)}`)) as { agents: Record<string, unknown>[] };
-    for (const [agentId, planner] of [['planner', true], ['coder', false]] as const) {
+    for (const [agentId, planner] of [
+      ['planner', true],
+      ['coder', false],
+    ] as const) {
       const agent = agents.find((a) => a.agentId === agentId)!;
       const mine = inRange.filter((s) => (s.i % 3 === 0) === planner);
       within(agent, 'ToolDuration', percentilesOf(mine.map((s) => s.ms)));
@@ -122,7 +159,10 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
   });
 
   test('a range inside one hour reads only events; a range of whole hours only sketches: both agree with exact', async () => {
-    for (const [start, end] of [[HOUR(7) + 5 * 60_000, HOUR(7) + 50 * 60_000], [HOUR(7), HOUR(9) - 1]]) {
+    for (const [start, end] of [
+      [HOUR(7) + 5 * 60_000, HOUR(7) + 50 * 60_000],
+      [HOUR(7), HOUR(9) - 1],
+    ]) {
       const { totals } = (await get(`/api/analytics?from=${iso(start!)}&to=${iso(end!)}`)) as { totals: Record<string, unknown> };
       within(totals, 'Latency', percentilesOf(samples.filter((s) => s.ts >= start! && s.ts <= end!).map((s) => s.ms)));
     }

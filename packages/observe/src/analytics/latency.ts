@@ -76,9 +76,14 @@ export class SketchCounts {
 
   private count(e: SketchSource, metric: LatencyMetric, value: number): void {
     const row: LatencySketchRow = {
-      hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS, agent_id: e.agent_id, metric,
-      tool_name: metric === 'tool' ? (e.tool_name ?? '') : '', provider: metric === 'llm' ? (e.provider ?? '') : '', model: metric === 'llm' ? (e.model ?? '') : '',
-      bin: binOf(value), count: 0,
+      hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS,
+      agent_id: e.agent_id,
+      metric,
+      tool_name: metric === 'tool' ? (e.tool_name ?? '') : '',
+      provider: metric === 'llm' ? (e.provider ?? '') : '',
+      model: metric === 'llm' ? (e.model ?? '') : '',
+      bin: binOf(value),
+      count: 0,
     };
     const key = sketchKey(row);
     const existing = this.byKey.get(key) ?? row;
@@ -119,17 +124,25 @@ export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas:
 
 const SOURCE_COLUMNS = ['ts', 'agent_id', 'tool_name', 'provider', 'model', 'duration_ms', 'latency_ms'] as const;
 const timed = (db: Kysely<ObserveSchema>) =>
-  db.selectFrom('events').select([...SOURCE_COLUMNS]).where((eb) => eb.or([eb('duration_ms', 'is not', null), eb('latency_ms', 'is not', null)]));
+  db
+    .selectFrom('events')
+    .select([...SOURCE_COLUMNS])
+    .where((eb) => eb.or([eb('duration_ms', 'is not', null), eb('latency_ms', 'is not', null)]));
 
 /** Subtracts the timings of these sessions' events from the sketches (before the events are deleted). */
 export async function subtractSessionsFromSketches(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
   if (sessionIds.length === 0) return;
-  const rows = await timed(trx).where('session_id', 'in', [...sessionIds]).execute();
+  const rows = await timed(trx)
+    .where('session_id', 'in', [...sessionIds])
+    .execute();
   await applySketchDeltas(trx, sketchDeltas(rows.map(numeric)), -1);
 }
 
 const numeric = (row: SketchSource): SketchSource => ({
-  ...row, ts: Number(row.ts), duration_ms: row.duration_ms === null ? null : Number(row.duration_ms), latency_ms: row.latency_ms === null ? null : Number(row.latency_ms),
+  ...row,
+  ts: Number(row.ts),
+  duration_ms: row.duration_ms === null ? null : Number(row.duration_ms),
+  latency_ms: row.latency_ms === null ? null : Number(row.latency_ms),
 });
 
 const BACKFILL_PAGE = 5_000;
@@ -150,7 +163,8 @@ export async function compareSketches(db: Kysely<ObserveSchema>): Promise<{ stor
   const stored = await db.selectFrom('latency_sketches').selectAll().execute();
   const all = await timed(db).execute();
   const asRow = (row: LatencySketchRow): LatencySketchRow => ({ ...row, hour: Number(row.hour), bin: Number(row.bin), count: Number(row.count) });
-  const order = (rows: LatencySketchRow[]) => rows.map(asRow).sort((a, b) => (JSON.stringify(KEY.map((k) => a[k])) < JSON.stringify(KEY.map((k) => b[k])) ? -1 : 1));
+  const order = (rows: LatencySketchRow[]) =>
+    rows.map(asRow).sort((a, b) => (JSON.stringify(KEY.map((k) => a[k])) < JSON.stringify(KEY.map((k) => b[k])) ? -1 : 1));
   return { stored: order(stored), recomputed: order(sketchDeltas(all.map(numeric))) };
 }
 
@@ -199,7 +213,7 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
   const { rollupRanges, eventRanges } = splitRange(query.from, query.to);
   const dims = query.dimensions;
   const value = VALUE_COLUMN[query.metric];
-  const [fromSketches, fromEvents] = await Promise.all([
+  const [fromSketches, fromEvents] = (await Promise.all([
     rollupRanges.length === 0
       ? []
       : filtered(
@@ -226,7 +240,7 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
         )
           .groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never)
           .execute(),
-  ]) as [Record<string, unknown>[], Record<string, unknown>[]];
+  ])) as [Record<string, unknown>[], Record<string, unknown>[]];
 
   const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; bins: [number, number][] }>();
   const binsOf = (row: Record<string, unknown>) => {

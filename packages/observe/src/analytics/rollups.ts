@@ -2,10 +2,17 @@ import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
 
-
 const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
 const SUMS = [
-  'event_count', 'error_count', 'cost_usd', 'duration_sum', 'duration_count', 'latency_sum', 'latency_count', 'input_tokens', 'output_tokens',
+  'event_count',
+  'error_count',
+  'cost_usd',
+  'duration_sum',
+  'duration_count',
+  'latency_sum',
+  'latency_count',
+  'input_tokens',
+  'output_tokens',
   'failure_count',
 ] as const;
 
@@ -65,15 +72,31 @@ export async function subtractSessionsFromRollups(trx: Transaction<ObserveSchema
 
 /** The stored rollups and the rollups recomputed from the events, both in key order: equal when exact. */
 export async function compareRollups(db: Kysely<ObserveSchema>): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
-  const stored = await db.selectFrom('event_rollups').selectAll().orderBy(KEY.map((k) => sql.ref(k)) as never).execute();
+  const stored = await db
+    .selectFrom('event_rollups')
+    .selectAll()
+    .orderBy(KEY.map((k) => sql.ref(k)) as never)
+    .execute();
   const { rows } = await rollupsOfEvents(sql`true`).execute(db);
   return { stored: normalised(stored as Record<string, unknown>[]), recomputed: normalised(rows as Record<string, unknown>[]) };
 }
 
 export type RollupSource = Pick<
   EventRow,
-  | 'ts' | 'agent_id' | 'event_type' | 'tool_name' | 'provider' | 'model' | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'input_tokens'
-  | 'output_tokens' | 'complexity_tier' | 'finish_reason'
+  | 'ts'
+  | 'agent_id'
+  | 'event_type'
+  | 'tool_name'
+  | 'provider'
+  | 'model'
+  | 'is_error'
+  | 'cost_usd'
+  | 'duration_ms'
+  | 'latency_ms'
+  | 'input_tokens'
+  | 'output_tokens'
+  | 'complexity_tier'
+  | 'finish_reason'
 >;
 
 /** A rollup row's key as one string: equal for rows of the same (hour, agent, event type, tool, provider, model, tier). */
@@ -90,13 +113,29 @@ export class RollupSums {
 
   add(e: RollupSource): void {
     const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
-    const keyed = { hour, agent_id: e.agent_id, event_type: e.event_type, tool_name: e.tool_name ?? '', provider: e.provider ?? '', model: e.model ?? '', tier: e.complexity_tier ?? '' };
+    const keyed = {
+      hour,
+      agent_id: e.agent_id,
+      event_type: e.event_type,
+      tool_name: e.tool_name ?? '',
+      provider: e.provider ?? '',
+      model: e.model ?? '',
+      tier: e.complexity_tier ?? '',
+    };
     const key = rollupKey(keyed);
     let row = this.byKey.get(key);
     if (!row) {
       row = {
         ...keyed,
-        event_count: 0, error_count: 0, cost_usd: 0, duration_sum: 0, duration_count: 0, latency_sum: 0, latency_count: 0, input_tokens: 0, output_tokens: 0,
+        event_count: 0,
+        error_count: 0,
+        cost_usd: 0,
+        duration_sum: 0,
+        duration_count: 0,
+        latency_sum: 0,
+        latency_count: 0,
+        input_tokens: 0,
+        output_tokens: 0,
         failure_count: 0,
       };
       this.byKey.set(key, row);
@@ -144,9 +183,7 @@ export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas:
     await trx
       .insertInto('event_rollups')
       .values(chunk)
-      .onConflict((oc) =>
-        oc.columns([...KEY]).doUpdateSet(Object.fromEntries(SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))),
-      )
+      .onConflict((oc) => oc.columns([...KEY]).doUpdateSet(Object.fromEntries(SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))))
       .execute();
   }
   if (sign === -1 && deltas.length > 0) {

@@ -4,7 +4,19 @@ import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { latencyPercentiles, type LatencyRow, type Percentiles } from './latency.ts';
-import { aggregate, bucketStarts, sessionsPerAgent, emptySums, GRANULARITIES, mean, ratio, usd, type AggregateRow, type Granularity, type Sums } from './aggregate.ts';
+import {
+  aggregate,
+  bucketStarts,
+  sessionsPerAgent,
+  emptySums,
+  GRANULARITIES,
+  mean,
+  ratio,
+  usd,
+  type AggregateRow,
+  type Granularity,
+  type Sums,
+} from './aggregate.ts';
 
 /** More buckets than this is a client mistake (an hourly series over years), answered 400. */
 const MAX_BUCKETS = 10_000;
@@ -42,10 +54,11 @@ function seriesOf(window: { from: number; to: number }, g: Granularity, rows: re
   return starts.map((start) => ({ start, sums: byStart.get(start) ?? emptySums() }));
 }
 
-const total = (rows: readonly Sums[]): Sums => rows.reduce((sum, row) => {
-  for (const key of Object.keys(sum) as (keyof Sums)[]) sum[key] += row[key];
-  return sum;
-}, emptySums());
+const total = (rows: readonly Sums[]): Sums =>
+  rows.reduce((sum, row) => {
+    for (const key of Object.keys(sum) as (keyof Sums)[]) sum[key] += row[key];
+    return sum;
+  }, emptySums());
 
 const overview = (s: Sums) => ({
   eventCount: s.eventCount,
@@ -65,14 +78,16 @@ const llmFigures = (s: Sums) => ({
 
 /** `{ p50<Name>Ms, p95<Name>Ms, p99<Name>Ms }`, null when nothing was timed. */
 function percentileFields<Name extends string>(name: Name, p: Percentiles | null | undefined): Record<`p${50 | 95 | 99}${Name}Ms`, number | null> {
-  return { [`p50${name}Ms`]: p?.p50 ?? null, [`p95${name}Ms`]: p?.p95 ?? null, [`p99${name}Ms`]: p?.p99 ?? null } as Record<`p${50 | 95 | 99}${Name}Ms`, number | null>;
+  return { [`p50${name}Ms`]: p?.p50 ?? null, [`p95${name}Ms`]: p?.p95 ?? null, [`p99${name}Ms`]: p?.p99 ?? null } as Record<
+    `p${50 | 95 | 99}${Name}Ms`,
+    number | null
+  >;
 }
 const percentileSchema = <Name extends string>(name: Name) => {
   const p = number.nullable();
   return { [`p50${name}Ms`]: p, [`p95${name}Ms`]: p, [`p99${name}Ms`]: p } as Record<`p${50 | 95 | 99}${Name}Ms`, typeof p>;
 };
 const byKey = (rows: readonly LatencyRow[], key: (row: LatencyRow) => string) => new Map(rows.map((row) => [key(row), row.percentiles]));
-
 
 const overviewSchema = z.object({ eventCount: number, toolCallCount: number, errorCount: number, avgLatencyMs: number, totalCostUsd: number });
 const llmFiguresSchema = z.object({ calls: number, costUsd: number, inputTokens: number, outputTokens: number, avgLatencyMs: number });
@@ -87,7 +102,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional() }),
-        response: { 200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }) },
+        response: {
+          200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }),
+        },
       },
     },
     async (request) => {
@@ -116,7 +133,12 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         response: {
           200: z.object({
             summary: z.object({
-              totalCalls: number, totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, avgLatencyMs: number, avgCostPerCall: number,
+              totalCalls: number,
+              totalCostUsd: number,
+              totalInputTokens: number,
+              totalOutputTokens: number,
+              avgLatencyMs: number,
+              avgCostPerCall: number,
               ...percentileSchema('Latency'),
             }),
             byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string(), ...percentileSchema('Latency') })),
@@ -135,7 +157,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
         latencyPercentiles(database, { ...latency, dimensions: [] }),
-        latencyPercentiles(database, { ...latency, dimensions: ['provider', 'model'] }).then((rows) => byKey(rows, (row) => JSON.stringify([row.provider, row.model]))),
+        latencyPercentiles(database, { ...latency, dimensions: ['provider', 'model'] }).then((rows) =>
+          byKey(rows, (row) => JSON.stringify([row.provider, row.model])),
+        ),
       ]);
       const series = seriesOf(window, g, byTime);
       const sums = total(byModel);
@@ -151,7 +175,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         },
         byModel: byModel
           .map((row) => ({
-            provider: String(row.provider), model: String(row.model), ...llmFigures(row),
+            provider: String(row.provider),
+            model: String(row.model),
+            ...llmFigures(row),
             ...percentileFields('Latency', modelLatency.get(JSON.stringify([String(row.provider), String(row.model)]))),
           }))
           .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model)),
@@ -170,7 +196,14 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         response: {
           200: z.object({
             byAgent: z.array(
-              z.object({ agentId: z.string(), totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number, eventCount: number }),
+              z.object({
+                agentId: z.string(),
+                totalCostUsd: number,
+                totalInputTokens: number,
+                totalOutputTokens: number,
+                totalTokens: number,
+                eventCount: number,
+              }),
             ),
             overTime: z.array(z.object({ bucket: z.string(), totalCostUsd: number, eventCount: number })),
             totals: z.object({ totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number }),
@@ -196,7 +229,11 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         byAgent: byAgent
           .map((row) => ({ agentId: String(row.agent_id), ...tokens(row), eventCount: row.eventCount }))
           .sort((a, b) => b.totalCostUsd - a.totalCostUsd || a.agentId.localeCompare(b.agentId)),
-        overTime: seriesOf(window, g, byTime).map(({ start, sums }) => ({ bucket: toIso(start), totalCostUsd: usd(sums.costUsd), eventCount: sums.eventCount })),
+        overTime: seriesOf(window, g, byTime).map(({ start, sums }) => ({
+          bucket: toIso(start),
+          totalCostUsd: usd(sums.costUsd),
+          eventCount: sums.eventCount,
+        })),
         totals: tokens(total(byAgent)),
       };
     },
@@ -213,8 +250,15 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           200: z.object({
             agents: z.array(
               z.object({
-                agentId: z.string(), sessionCount: number, totalEvents: number, totalErrors: number, errorRate: number, totalCostUsd: number, avgDurationMs: number,
-                ...percentileSchema('ToolDuration'), ...percentileSchema('LlmLatency'),
+                agentId: z.string(),
+                sessionCount: number,
+                totalEvents: number,
+                totalErrors: number,
+                errorRate: number,
+                totalCostUsd: number,
+                avgDurationMs: number,
+                ...percentileSchema('ToolDuration'),
+                ...percentileSchema('LlmLatency'),
               }),
             ),
           }),
@@ -224,7 +268,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const perAgent = (metric: 'tool' | 'llm') =>
-        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric, dimensions: ['agent_id'] }).then((rows) => byKey(rows, (row) => String(row.agent_id)));
+        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric, dimensions: ['agent_id'] }).then((rows) =>
+          byKey(rows, (row) => String(row.agent_id)),
+        );
       const [events, sessions, toolLatency, llmLatency] = await Promise.all([
         aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
         sessionsPerAgent(database, window),
@@ -266,7 +312,16 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         querystring: z.object(range),
         response: {
           200: z.object({
-            tools: z.array(z.object({ toolName: z.string(), callCount: number, errorCount: number, errorRate: number, avgDurationMs: number, ...percentileSchema('Duration') })),
+            tools: z.array(
+              z.object({
+                toolName: z.string(),
+                callCount: number,
+                errorCount: number,
+                errorRate: number,
+                avgDurationMs: number,
+                ...percentileSchema('Duration'),
+              }),
+            ),
           }),
         },
       },
@@ -275,7 +330,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const window = windowOf(ctx, request.query);
       const [rows, latency] = await Promise.all([
         aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], ...AGENTS_ONLY, eventTypes: ['tool_call', 'tool_response', 'tool_error'] }),
-        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric: 'tool', dimensions: ['tool_name'] }).then((found) => byKey(found, (row) => String(row.tool_name))),
+        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric: 'tool', dimensions: ['tool_name'] }).then((found) =>
+          byKey(found, (row) => String(row.tool_name)),
+        ),
       ]);
       const tools = new Map<string, { calls: number; errors: number; durationSum: number; durationCount: number }>();
       for (const row of rows) {
@@ -291,7 +348,11 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       return {
         tools: [...tools.entries()]
           .map(([toolName, t]) => ({
-            toolName, callCount: t.calls, errorCount: t.errors, errorRate: ratio(t.errors, t.calls), avgDurationMs: mean(t.durationSum, t.durationCount),
+            toolName,
+            callCount: t.calls,
+            errorCount: t.errors,
+            errorRate: ratio(t.errors, t.calls),
+            avgDurationMs: mean(t.durationSum, t.durationCount),
             ...percentileFields('Duration', latency.get(toolName)),
           }))
           .sort((a, b) => b.callCount - a.callCount || a.toolName.localeCompare(b.toolName)),

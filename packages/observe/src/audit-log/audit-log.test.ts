@@ -5,7 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { keyIdOf, leafHash, loadSigningKey, migrateToLatest, rootOf, verifyCheckpoint as verifySigned, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
+import {
+  keyIdOf,
+  leafHash,
+  loadSigningKey,
+  migrateToLatest,
+  rootOf,
+  verifyCheckpoint as verifySigned,
+  verifyConsistency,
+  verifyInclusion,
+  type Checkpoint,
+} from '@vigil/platform';
 import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
@@ -49,10 +59,24 @@ await describeEachDatabase('audit log', (backend) => {
     acks.push(...(await ingestEvents(observe, [started('log-a', 'agent', ago(30)), started('log-b', 'agent', ago(30)), custom('log-a', 'agent', ago(29))])));
     acks.push(...(await ingestEvents(observe, [custom('log-b', 'agent', ago(28)), custom('log-c', 'agent', ago(28)), custom('log-a', 'agent', ago(27))])));
     acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(26))])));
-    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id', 'leaf_hash']).orderBy('idx').execute();
-    assert.deepEqual(leaves.map((l) => [Number(l.idx), l.item_id]), acks.map((ack, i) => [i, ack.id]));
-    assert.deepEqual(leaves.map((l) => l.scope_id), ['log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'], 'each leaf names its session');
-    assert.deepEqual(leaves.map((l) => l.leaf_hash), acks.map((ack) => leafOf(ack).toString('hex')));
+    const leaves = await observe.service.context.database.db
+      .selectFrom('audit_log_leaves')
+      .select(['idx', 'item_id', 'scope_id', 'leaf_hash'])
+      .orderBy('idx')
+      .execute();
+    assert.deepEqual(
+      leaves.map((l) => [Number(l.idx), l.item_id]),
+      acks.map((ack, i) => [i, ack.id]),
+    );
+    assert.deepEqual(
+      leaves.map((l) => l.scope_id),
+      ['log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'],
+      'each leaf names its session',
+    );
+    assert.deepEqual(
+      leaves.map((l) => l.leaf_hash),
+      acks.map((ack) => leafOf(ack).toString('hex')),
+    );
 
     const checkpoint = await checkpointNow();
     assert.equal(checkpoint.treeSize, acks.length);
@@ -86,7 +110,10 @@ await describeEachDatabase('audit log', (backend) => {
     // Each request's events are contiguous leaves (one transaction), whatever order the requests committed in.
     for (const batch of batches) {
       const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
-      assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.item_id), batch.map((ack) => ack.id));
+      assert.deepEqual(
+        leaves.slice(at, at + batch.length).map((l) => l.item_id),
+        batch.map((ack) => ack.id),
+      );
     }
     const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
     for (const leaf of leaves.slice(first.treeSize)) acks.push(byId.get(leaf.item_id)!);
@@ -95,7 +122,15 @@ await describeEachDatabase('audit log', (backend) => {
     assert.equal(second.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
     const { proof } = await get<{ proof: string[] }>(`/api/audit/consistency?from=${first.treeSize}&to=${second.treeSize}`);
     assert.ok(verifyConsistency(first.treeSize, second.treeSize, Buffer.from(first.rootHash, 'hex'), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
-    assert.ok(!verifyConsistency(first.treeSize, second.treeSize, rootOf(acks.slice(1, first.treeSize + 1).map(leafOf)), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
+    assert.ok(
+      !verifyConsistency(
+        first.treeSize,
+        second.treeSize,
+        rootOf(acks.slice(1, first.treeSize + 1).map(leafOf)),
+        Buffer.from(second.rootHash, 'hex'),
+        buffers(proof),
+      ),
+    );
     assert.deepEqual(await get(`/api/audit/checkpoint?treeSize=${first.treeSize}`), first);
 
     const old = await inclusion(acks[2]!.id, first.treeSize);
@@ -118,7 +153,11 @@ await describeEachDatabase('audit log', (backend) => {
     const proof = await inclusion(victim.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(3, checkpoint.treeSize, leafHash(Buffer.from(stored.hash, 'hex')), buffers(proof.proof), root));
     // ...and rewrites the leaf too: the proofs of its neighbours, which carry it, no longer reach the signed root.
-    await db.updateTable('audit_log_leaves').set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') }).where('item_id', '=', victim.id).execute();
+    await db
+      .updateTable('audit_log_leaves')
+      .set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') })
+      .where('item_id', '=', victim.id)
+      .execute();
     const neighbour = await inclusion(acks[2]!.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
@@ -173,7 +212,10 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     after(() => observe.close());
     const db = observe.service.context.database.db;
     const [first, second] = await ingestEvents(observe, [started('leaf-a', 'agent', ago(12)), custom('leaf-a', 'agent', ago(11))]);
-    const verify = () => observe.call({ method: 'GET', url: '/api/audit/verify?sessionId=leaf-a' }).then((r) => r.json() as { valid: boolean; brokenAt: { seq: number; eventId: string; reason: string } | null });
+    const verify = () =>
+      observe
+        .call({ method: 'GET', url: '/api/audit/verify?sessionId=leaf-a' })
+        .then((r) => r.json() as { valid: boolean; brokenAt: { seq: number; eventId: string; reason: string } | null });
     assert.equal((await verify()).valid, true);
     // The spec's chainValid of the timeline and the replay reports the same verdict.
     const chainValid = async (): Promise<[boolean, boolean]> => {
@@ -189,7 +231,16 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     const source = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
     const forged = { ...source, id: 'forged-append', seq: 2, prev_hash: source.hash, ts: source.ts + 1 };
     forged.hash = chainHashOfCanonical(
-      { id: forged.id, seq: 2, timestamp: new Date(forged.ts).toISOString(), sessionId: 'leaf-a', agentId: forged.agent_id, eventType: forged.event_type, severity: forged.severity, prevHash: forged.prev_hash },
+      {
+        id: forged.id,
+        seq: 2,
+        timestamp: new Date(forged.ts).toISOString(),
+        sessionId: 'leaf-a',
+        agentId: forged.agent_id,
+        eventType: forged.event_type,
+        severity: forged.severity,
+        prevHash: forged.prev_hash,
+      },
       forged.payload,
       forged.metadata,
     );
@@ -207,11 +258,24 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     // The first event edited, and the chain and head rewritten after it: every hash links, but the leaves recorded others.
     const row = await db.selectFrom('events').selectAll().where('id', '=', first!.id).executeTakeFirstOrThrow();
     const payload = '{"forged":true}';
-    const link = { id: row.id, seq: 0, timestamp: new Date(row.ts).toISOString(), sessionId: 'leaf-a', agentId: row.agent_id, eventType: row.event_type, severity: row.severity, prevHash: null };
+    const link = {
+      id: row.id,
+      seq: 0,
+      timestamp: new Date(row.ts).toISOString(),
+      sessionId: 'leaf-a',
+      agentId: row.agent_id,
+      eventType: row.event_type,
+      severity: row.severity,
+      prevHash: null,
+    };
     const newFirst = chainHashOfCanonical(link, payload, row.metadata);
     await db.updateTable('events').set({ payload, hash: newFirst }).where('id', '=', first!.id).execute();
     const next = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
-    const newSecond = chainHashOfCanonical({ ...link, id: next.id, seq: 1, timestamp: new Date(next.ts).toISOString(), eventType: next.event_type, severity: next.severity, prevHash: newFirst }, next.payload, next.metadata);
+    const newSecond = chainHashOfCanonical(
+      { ...link, id: next.id, seq: 1, timestamp: new Date(next.ts).toISOString(), eventType: next.event_type, severity: next.severity, prevHash: newFirst },
+      next.payload,
+      next.metadata,
+    );
     await db.updateTable('events').set({ prev_hash: newFirst, hash: newSecond }).where('id', '=', second!.id).execute();
     await db.updateTable('sessions').set({ last_hash: newSecond }).where('id', '=', 'leaf-a').execute();
     verdict = await verify();
@@ -220,7 +284,6 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
     assert.match(verdict.brokenAt!.reason, /does not match the leaf the audit log recorded/);
     assert.deepEqual(await chainValid(), [false, false]);
   });
-
 });
 
 await describeEachDatabase('audit log: instances and migration', (backend) => {
@@ -229,16 +292,38 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
     const second = await startTestObserve(backend, { database: first.config.database, createKey: false });
     try {
       // The second instance, called with the key created through the first.
-      const viaSecond: TestObserve = { ...second, key: first.key, call: (request) => second.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}` } }) };
+      const viaSecond: TestObserve = {
+        ...second,
+        key: first.key,
+        call: (request) => second.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}` } }),
+      };
       const batches = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => ingestEvents(i % 2 === 0 ? first : viaSecond, [started(`mi-${i}`, 'agent', ago(5)), custom(`mi-${i}`, 'agent', ago(4)), custom(`mi-shared`, 'agent', ago(4))])),
+        Array.from({ length: 10 }, (_, i) =>
+          ingestEvents(i % 2 === 0 ? first : viaSecond, [
+            started(`mi-${i}`, 'agent', ago(5)),
+            custom(`mi-${i}`, 'agent', ago(4)),
+            custom(`mi-shared`, 'agent', ago(4)),
+          ]),
+        ),
       );
       const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id']).orderBy('idx').execute();
-      assert.deepEqual(leaves.map((l) => Number(l.idx)), leaves.map((_, i) => i));
-      assert.deepEqual(leaves.map((l) => l.item_id).sort(), batches.flat().map((ack) => ack.id).sort());
+      assert.deepEqual(
+        leaves.map((l) => Number(l.idx)),
+        leaves.map((_, i) => i),
+      );
+      assert.deepEqual(
+        leaves.map((l) => l.item_id).sort(),
+        batches
+          .flat()
+          .map((ack) => ack.id)
+          .sort(),
+      );
       for (const batch of batches) {
         const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
-        assert.deepEqual(leaves.slice(at, at + batch.length).map((l) => l.item_id), batch.map((ack) => ack.id));
+        assert.deepEqual(
+          leaves.slice(at, at + batch.length).map((l) => l.item_id),
+          batch.map((ack) => ack.id),
+        );
       }
       const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
       const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
@@ -263,11 +348,25 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
       events.sort((a, b) => a.ts - b.ts || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0) || a.seq - b.seq);
       const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id']).orderBy('idx').execute();
-      assert.deepEqual(leaves.map((l) => l.item_id), events.map((e) => e.id));
-      assert.deepEqual(leaves.map((l) => l.scope_id), events.map((e) => e.session_id));
+      assert.deepEqual(
+        leaves.map((l) => l.item_id),
+        events.map((e) => e.id),
+      );
+      assert.deepEqual(
+        leaves.map((l) => l.scope_id),
+        events.map((e) => e.session_id),
+      );
       // The backfilled log goes on growing from there.
       await ingestEvents(observe, [custom('old-b', 'agent', ago(1))]);
-      const all = [...events, await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).where('session_id', '=', 'old-b').where('seq', '=', 1).executeTakeFirstOrThrow()];
+      const all = [
+        ...events,
+        await db
+          .selectFrom('events')
+          .select(['id', 'hash', 'ts', 'session_id', 'seq'])
+          .where('session_id', '=', 'old-b')
+          .where('seq', '=', 1)
+          .executeTakeFirstOrThrow(),
+      ];
       const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
       assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(Buffer.from(e.hash, 'hex')))).toString('hex'));

@@ -11,8 +11,18 @@ export type ChainedEventFields = Omit<ChainFields, 'payload' | 'metadata' | 'pre
 
 /** The per-event columns ingest derives from the payload, in the order the audit compares them. */
 export const EVENT_DERIVED_COLUMNS = [
-  'is_error', 'cost_usd', 'duration_ms', 'latency_ms', 'tool_name', 'call_id', 'provider', 'model', 'input_tokens', 'output_tokens',
-  'complexity_tier', 'finish_reason',
+  'is_error',
+  'cost_usd',
+  'duration_ms',
+  'latency_ms',
+  'tool_name',
+  'call_id',
+  'provider',
+  'model',
+  'input_tokens',
+  'output_tokens',
+  'complexity_tier',
+  'finish_reason',
 ] as const satisfies readonly (keyof DerivedColumns)[];
 export type EventDerivedColumns = DerivedColumns;
 
@@ -22,7 +32,17 @@ export type EventDerivedColumns = DerivedColumns;
  * head `last_seq`/`last_hash` (the chain verification's), and the `session_tags` rows (an index of `tags`).
  */
 export const SESSION_DERIVED_FIELDS = [
-  'agent_id', 'agent_name', 'status', 'started_at', 'ended_at', 'last_event_at', 'event_count', 'tool_call_count', 'error_count', 'total_cost_usd', 'tags',
+  'agent_id',
+  'agent_name',
+  'status',
+  'started_at',
+  'ended_at',
+  'last_event_at',
+  'event_count',
+  'tool_call_count',
+  'error_count',
+  'total_cost_usd',
+  'tags',
 ] as const satisfies readonly (keyof SessionRow)[];
 export type SessionDerivedFields = Pick<SessionRow, (typeof SESSION_DERIVED_FIELDS)[number]>;
 

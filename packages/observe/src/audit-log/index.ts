@@ -17,9 +17,8 @@ export const OBSERVE_LOG = 'vigil-observe';
 export type ObserveAuditLog = AuditLog<ObserveSchema>;
 
 /** Resolves to the log and its checkpoint job; `appendLeaves: false` only for the benchmark of what the log costs (ObserveOptions.auditLeaves). */
-export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> => defineFeature(
-  'audit-log',
-  async ({ app, context, job, onClose }) => {
+export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> =>
+  defineFeature('audit-log', async ({ app, context, job, onClose }) => {
     const { config, database, clock } = context;
     const log = AuditLog.ofService<ObserveSchema>(OBSERVE_LOG, config, database, clock, app.log);
     await log.registerKey();
@@ -27,7 +26,10 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
     if (options.appendLeaves) {
       context.events.inTransaction(async (batch) => {
-        await log.append(batch.trx, batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })));
+        await log.append(
+          batch.trx,
+          batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })),
+        );
       });
     }
 
@@ -40,5 +42,4 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
     registerObserveAuditWalkRoutes(app, context, log);
     registerDerivedDataRoutes(app, context);
     return { log, checkpointJob };
-  },
-);
+  });

@@ -3,7 +3,11 @@ import { sql } from 'kysely';
 
 /** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id`. */
 export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
-  await db.schema.createTable('audit_log_head').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('size', 'bigint', (c) => c.notNull()).execute();
+  await db.schema
+    .createTable('audit_log_head')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('size', 'bigint', (c) => c.notNull())
+    .execute();
   await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
   await db.schema
     .createTable('audit_log_leaves')

@@ -29,7 +29,11 @@ await describeEachDatabase('audit walk routes', (backend) => {
   before(async () => {
     observe = await startTestObserve(backend);
     acks = await ingestEvents(observe, [
-      started('w-1', 'agent', ago(9)), custom('w-2', 'agent', ago(8)), custom('w-1', 'agent', ago(7)), custom('w-1', 'agent', ago(6)), started('w-3', 'agent', ago(5)),
+      started('w-1', 'agent', ago(9)),
+      custom('w-2', 'agent', ago(8)),
+      custom('w-1', 'agent', ago(7)),
+      custom('w-1', 'agent', ago(6)),
+      started('w-3', 'agent', ago(5)),
     ]);
   });
   after(() => observe.close());
@@ -45,15 +49,29 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.format, 'vigil-audit-bundle/1');
     assert.equal(bundle.log, 'vigil-observe');
     const own = [acks[0]!, acks[2]!, acks[3]!];
-    assert.deepEqual(bundle.events.map((text) => sha256Hex(text)), own.map((ack) => ack.hash));
-    assert.deepEqual(bundle.events.map((text) => (JSON.parse(text) as { seq: number }).seq), [0, 1, 2]);
+    assert.deepEqual(
+      bundle.events.map((text) => sha256Hex(text)),
+      own.map((ack) => ack.hash),
+    );
+    assert.deepEqual(
+      bundle.events.map((text) => (JSON.parse(text) as { seq: number }).seq),
+      [0, 1, 2],
+    );
     assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
     // No checkpoint existed: the export signed one covering the session.
     assert.equal(bundle.checkpoint.treeSize, 5);
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
     bundle.leaves.forEach((leaf, i) => {
       assert.ok(leaf !== null);
-      assert.ok(verifyInclusion(leaf.index, bundle.checkpoint.treeSize, leafHash(Buffer.from(own[i]!.hash, 'hex')), leaf.proof.map((h) => Buffer.from(h, 'hex')), root));
+      assert.ok(
+        verifyInclusion(
+          leaf.index,
+          bundle.checkpoint.treeSize,
+          leafHash(Buffer.from(own[i]!.hash, 'hex')),
+          leaf.proof.map((h) => Buffer.from(h, 'hex')),
+          root,
+        ),
+      );
     });
     const key = await get<{ publicKey: string; keyId: string }>('/api/audit/public-key');
     assert.equal(bundle.publicKey, key.publicKey);
@@ -73,17 +91,37 @@ await describeEachDatabase('audit walk routes', (backend) => {
     const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
     assert.equal(first.treeSize, 5);
     const leaves = [...first.leaves, ...second.leaves];
-    assert.deepEqual(leaves.map((leaf) => leaf.index), [0, 1, 2, 3, 4]);
-    assert.deepEqual(leaves.map((leaf) => leaf.sessionId), ['w-1', 'w-2', 'w-1', 'w-1', 'w-3']);
-    assert.deepEqual(leaves.map((leaf) => leaf.eventId), acks.map((ack) => ack.id));
-    assert.deepEqual(leaves.map((leaf) => sha256Hex(leaf.event!)), acks.map((ack) => ack.hash));
-    assert.deepEqual(leaves.map((leaf) => leaf.leafHash), acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex')).toString('hex')));
+    assert.deepEqual(
+      leaves.map((leaf) => leaf.index),
+      [0, 1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      leaves.map((leaf) => leaf.sessionId),
+      ['w-1', 'w-2', 'w-1', 'w-1', 'w-3'],
+    );
+    assert.deepEqual(
+      leaves.map((leaf) => leaf.eventId),
+      acks.map((ack) => ack.id),
+    );
+    assert.deepEqual(
+      leaves.map((leaf) => sha256Hex(leaf.event!)),
+      acks.map((ack) => ack.hash),
+    );
+    assert.deepEqual(
+      leaves.map((leaf) => leaf.leafHash),
+      acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex')).toString('hex')),
+    );
     assert.ok(leaves.every((leaf) => leaf.tombstone === null));
   });
 
   test('heads page by session id; unlogged lists an event written around the service', async () => {
-    const page1 = await get<{ sessions: { sessionId: string; headSeq: number; headHash: string | null }[]; nextCursor: string | null }>('/api/audit/heads?limit=2');
-    assert.deepEqual(page1.sessions.map((s) => s.sessionId), ['w-1', 'w-2']);
+    const page1 = await get<{ sessions: { sessionId: string; headSeq: number; headHash: string | null }[]; nextCursor: string | null }>(
+      '/api/audit/heads?limit=2',
+    );
+    assert.deepEqual(
+      page1.sessions.map((s) => s.sessionId),
+      ['w-1', 'w-2'],
+    );
     assert.equal(page1.nextCursor, 'w-2');
     const page2 = await get<typeof page1>(`/api/audit/heads?limit=2&after=${page1.nextCursor}`);
     assert.deepEqual(page2, { sessions: [{ sessionId: 'w-3', headSeq: 0, headHash: acks[4]!.hash }], nextCursor: null });
@@ -94,12 +132,18 @@ await describeEachDatabase('audit walk routes', (backend) => {
     await insertEventCopy(observe.service.context.database, acks[4]!.id, { id: 'zz-copy-2', seq: 2 });
     const unlogged = await get<{ events: unknown[]; nextCursor: string | null }>('/api/audit/unlogged?limit=1');
     assert.deepEqual(unlogged, { events: [{ sessionId: 'w-3', seq: 1, eventId: 'zz-copy-1' }], nextCursor: 'zz-copy-1' });
-    assert.deepEqual(await get(`/api/audit/unlogged?limit=1&cursor=zz-copy-1`), { events: [{ sessionId: 'w-3', seq: 2, eventId: 'zz-copy-2' }], nextCursor: 'zz-copy-2' });
+    assert.deepEqual(await get(`/api/audit/unlogged?limit=1&cursor=zz-copy-1`), {
+      events: [{ sessionId: 'w-3', seq: 2, eventId: 'zz-copy-2' }],
+      nextCursor: 'zz-copy-2',
+    });
 
     // The export lists them too (every stored event), without a leaf: the verifier is the judge.
     const bundle = await get<Bundle>('/api/audit/export?sessionId=w-3');
     assert.equal(bundle.events.length, 3);
-    assert.deepEqual(bundle.leaves.map((leaf) => leaf?.index ?? null), [4, null, null]);
+    assert.deepEqual(
+      bundle.leaves.map((leaf) => leaf?.index ?? null),
+      [4, null, null],
+    );
     assert.deepEqual(bundle.head, { seq: 0, hash: acks[4]!.hash });
   });
 

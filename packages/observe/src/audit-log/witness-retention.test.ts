@@ -91,10 +91,21 @@ await describeEachDatabase('audit log: witnesses and retention tombstones', (bac
     const tombstone = tombstones[0]!;
     assert.equal(Number(tombstone.leaf_idx), sizeBefore, 'the next leaf of the log');
     const body = JSON.parse(tombstone.body) as Record<string, unknown>;
-    const publicKey = Buffer.from((await observe.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string; keyId: string }>().publicKey, 'base64');
+    const publicKey = Buffer.from(
+      (await observe.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string; keyId: string }>().publicKey,
+      'base64',
+    );
     assert.deepEqual(body, {
-      v: 1, kind: 'tombstone', log: OBSERVE_LOG, sessionId: 'r-old', headSeq: 1, headHash: old[1]!.hash, eventCount: 2, reason: 'retention',
-      timestamp: new Date(clockOf(observe).now()).toISOString(), keyId: body.keyId,
+      v: 1,
+      kind: 'tombstone',
+      log: OBSERVE_LOG,
+      sessionId: 'r-old',
+      headSeq: 1,
+      headHash: old[1]!.hash,
+      eventCount: 2,
+      reason: 'retention',
+      timestamp: new Date(clockOf(observe).now()).toISOString(),
+      keyId: body.keyId,
     });
     assert.ok(verifyBytes(Buffer.from(tombstone.body, 'utf8'), tombstone.signature, publicKey), 'signed by the audit key');
     const leaf = await db.selectFrom('audit_log_leaves').selectAll().where('idx', '=', tombstone.leaf_idx).executeTakeFirstOrThrow();
@@ -107,10 +118,13 @@ await describeEachDatabase('audit log: witnesses and retention tombstones', (bac
 
 test('AUDIT_WITNESS_FILE inside DATA_DIR is refused at start', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-data-'));
-  assert.throws(() => observeConfigFromEnvironment({ AUDIT_WITNESS_FILE: join(dataDir, 'witness.jsonl') }, { dataDir }), (error: unknown) => {
-    assert.ok(error instanceof ConfigError);
-    assert.match(error.message, /AUDIT_WITNESS_FILE: must be outside DATA_DIR/);
-    return true;
-  });
+  assert.throws(
+    () => observeConfigFromEnvironment({ AUDIT_WITNESS_FILE: join(dataDir, 'witness.jsonl') }, { dataDir }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /AUDIT_WITNESS_FILE: must be outside DATA_DIR/);
+      return true;
+    },
+  );
   assert.doesNotThrow(() => observeConfigFromEnvironment({ AUDIT_WITNESS_FILE: join(tmpdir(), 'elsewhere.jsonl') }, { dataDir }));
 });

@@ -277,7 +277,10 @@ function sessionEvents(spec: SessionSpec): { events: Json[]; expected: Expected 
 
 async function ingestSessions(observe: TestObserve, specs: SessionSpec[]): Promise<Expected[]> {
   const built = specs.map(sessionEvents);
-  await ingest(observe, built.flatMap((b) => b.events));
+  await ingest(
+    observe,
+    built.flatMap((b) => b.events),
+  );
   return built.map((b) => b.expected);
 }
 
@@ -337,7 +340,19 @@ function expectedSide(metric: BenchmarkMetric, sessions: Expected[]): Side['stat
   return { ...description, rate: denominator > 0 ? numerator / denominator : null, numerator, denominator };
 }
 
-const BENCHMARK_FIELDS = ['agentId', 'createdAt', 'description', 'id', 'metrics', 'minSessionsPerVariant', 'name', 'status', 'timeRange', 'updatedAt', 'variants'];
+const BENCHMARK_FIELDS = [
+  'agentId',
+  'createdAt',
+  'description',
+  'id',
+  'metrics',
+  'minSessionsPerVariant',
+  'name',
+  'status',
+  'timeRange',
+  'updatedAt',
+  'variants',
+];
 const LIST_FIELDS = ['agentId', 'createdAt', 'description', 'id', 'metrics', 'name', 'status', 'updatedAt', 'variants'];
 
 // ---------------------------------------------------------------------------------------------
@@ -432,11 +447,61 @@ await describeEachDatabase('benchmarks: creation and validation', (backend) => {
       ['eleven variants', { ...valid, variants: many(11) }, 'variants'],
       ['variant without tag', { ...valid, variants: [{ name: 'A' }, { name: 'B', tag: 'b' }] }, 'variants.0.tag'],
       ['variant without name', { ...valid, variants: [{ tag: 'a' }, { name: 'B', tag: 'b' }] }, 'variants.0.name'],
-      ['empty tag', { ...valid, variants: [{ name: 'A', tag: '' }, { name: 'B', tag: 'b' }] }, 'variants.0.tag'],
-      ['tag of 201 characters', { ...valid, variants: [{ name: 'A', tag: 't'.repeat(201) }, { name: 'B', tag: 'b' }] }, 'variants.0.tag'],
-      ['same tag twice', { ...valid, variants: [{ name: 'A', tag: 'x' }, { name: 'B', tag: 'x' }] }, 'variants.1.tag'],
-      ['same name twice', { ...valid, variants: [{ name: 'A', tag: 'x' }, { name: 'A', tag: 'y' }] }, 'variants.1.name'],
-      ['unknown variant key', { ...valid, variants: [{ name: 'A', tag: 'x', weight: 1 }, { name: 'B', tag: 'y' }] }, 'variants.0'],
+      [
+        'empty tag',
+        {
+          ...valid,
+          variants: [
+            { name: 'A', tag: '' },
+            { name: 'B', tag: 'b' },
+          ],
+        },
+        'variants.0.tag',
+      ],
+      [
+        'tag of 201 characters',
+        {
+          ...valid,
+          variants: [
+            { name: 'A', tag: 't'.repeat(201) },
+            { name: 'B', tag: 'b' },
+          ],
+        },
+        'variants.0.tag',
+      ],
+      [
+        'same tag twice',
+        {
+          ...valid,
+          variants: [
+            { name: 'A', tag: 'x' },
+            { name: 'B', tag: 'x' },
+          ],
+        },
+        'variants.1.tag',
+      ],
+      [
+        'same name twice',
+        {
+          ...valid,
+          variants: [
+            { name: 'A', tag: 'x' },
+            { name: 'A', tag: 'y' },
+          ],
+        },
+        'variants.1.name',
+      ],
+      [
+        'unknown variant key',
+        {
+          ...valid,
+          variants: [
+            { name: 'A', tag: 'x', weight: 1 },
+            { name: 'B', tag: 'y' },
+          ],
+        },
+        'variants.0',
+      ],
       ['health_score', { ...valid, metrics: ['avg_cost', 'health_score'] }, 'metrics.1'],
       ['unknown metric', { ...valid, metrics: ['p99_latency'] }, 'metrics.0'],
       ['metric twice', { ...valid, metrics: ['avg_cost', 'avg_cost'] }, 'metrics.1'],
@@ -530,24 +595,36 @@ await describeEachDatabase('benchmarks: list, filters and paging', (backend) => 
 
     const cancelled = await list(observe, '?agentId=list-agent&status=cancelled');
     assert.equal(cancelled.total, 2);
-    assert.deepEqual(cancelled.benchmarks.map((b) => b.name), ['L3', 'L1']);
+    assert.deepEqual(
+      cancelled.benchmarks.map((b) => b.name),
+      ['L3', 'L1'],
+    );
     assert.ok(cancelled.benchmarks.every((b) => b.status === 'cancelled'));
     assert.equal((await list(observe, '?agentId=list-agent&status=draft')).total, 3);
     assert.equal((await list(observe, '?agentId=list-agent&status=running')).total, 0);
 
     const page1 = await list(observe, '?agentId=list-agent&limit=2');
-    assert.deepEqual(page1.benchmarks.map((b) => b.name), ['L4', 'L3']);
+    assert.deepEqual(
+      page1.benchmarks.map((b) => b.name),
+      ['L4', 'L3'],
+    );
     assert.equal(page1.total, 5);
     assert.equal(page1.hasMore, true);
     const page3 = await list(observe, '?agentId=list-agent&limit=2&offset=4');
-    assert.deepEqual(page3.benchmarks.map((b) => b.name), ['L0']);
+    assert.deepEqual(
+      page3.benchmarks.map((b) => b.name),
+      ['L0'],
+    );
     assert.equal(page3.hasMore, false);
     const beyond = await list(observe, '?agentId=list-agent&offset=10');
     assert.deepEqual(beyond.benchmarks, []);
     assert.equal(beyond.total, 5);
 
     const byOverride = await list(observe, '?agentId=list-agent-2');
-    assert.deepEqual(byOverride.benchmarks.map((b) => b.id), [overriding.id]);
+    assert.deepEqual(
+      byOverride.benchmarks.map((b) => b.id),
+      [overriding.id],
+    );
 
     const everything = await list(observe, '');
     assert.equal(everything.total, 7);
@@ -584,10 +661,7 @@ await describeEachDatabase('benchmarks: status transitions and deletion', (backe
     observe = await startTestObserve(backend);
     const prefix = unique('tr');
     tags = [`${prefix}:a`, `${prefix}:b`];
-    await ingestSessions(observe, [
-      simple(`${prefix}-s1`, 'agent-t', [tags[0]], NOW - DAY),
-      simple(`${prefix}-s2`, 'agent-t', [tags[1]], NOW - DAY + MINUTE),
-    ]);
+    await ingestSessions(observe, [simple(`${prefix}-s1`, 'agent-t', [tags[0]], NOW - DAY), simple(`${prefix}-s2`, 'agent-t', [tags[1]], NOW - DAY + MINUTE)]);
   });
   after(() => observe.close());
 
@@ -619,7 +693,10 @@ await describeEachDatabase('benchmarks: status transitions and deletion', (backe
     assert.equal(running.status, 'running');
     assert.equal(running.updatedAt, iso(clock.now()));
     assert.equal(running.createdAt, benchmark.createdAt);
-    assert.deepEqual(running.variants.map((v) => v.sessionCount), [1, 1]);
+    assert.deepEqual(
+      running.variants.map((v) => v.sessionCount),
+      [1, 1],
+    );
     clock.advance(5000);
     const completed = await moveTo(observe, benchmark.id, 'completed');
     assert.equal(completed.status, 'completed');
@@ -694,7 +771,10 @@ await describeEachDatabase('benchmarks: status transitions and deletion', (backe
     await moveTo(observe, benchmark.id, 'cancelled');
     const live = await results(observe, benchmark.id);
     assert.equal(live.status, 'cancelled');
-    assert.deepEqual(live.variants.map((v) => v.sessionCount), [1, 1]);
+    assert.deepEqual(
+      live.variants.map((v) => v.sessionCount),
+      [1, 1],
+    );
     assertErrorBody(await observe.call({ method: 'GET', url: `/api/benchmarks/${benchmark.id}/results?includeDistributions=yes` }), 400);
   });
 
@@ -767,7 +847,13 @@ await describeEachDatabase('benchmarks: results', (backend) => {
       start: base + i * 10 * MINUTE + 5 * MINUTE,
       llm: [{ input: 400 + 5 * i, output: 100, cost: 0.002 + 0.0002 * i }],
       costTracked: i % 4 === 0 ? [{ input: 10, output: 5, cost: 0.0001 }] : [],
-      tools: i === 0 ? [{ ok: true, durationMs: 50 }, { ok: false, durationMs: 70 }] : [{ ok: true, durationMs: 50 + 5 * i }],
+      tools:
+        i === 0
+          ? [
+              { ok: true, durationMs: 50 },
+              { ok: false, durationMs: 70 },
+            ]
+          : [{ ok: true, durationMs: 50 + 5 * i }],
       errorEvent: i === 5,
       end: { reason: 'completed', offsetMs: 30_000 + 500 * i },
     }));
@@ -801,12 +887,23 @@ await describeEachDatabase('benchmarks: results', (backend) => {
       ],
       timeRange: { from: iso(base), to: iso(base + 200 * MINUTE) },
     });
-    assert.deepEqual((await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount), [12, 12, 3]);
+    assert.deepEqual(
+      (await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount),
+      [12, 12, 3],
+    );
     await moveTo(observe, benchmark.id, 'running');
     const out = await results(observe, benchmark.id);
 
     assert.deepEqual(Object.keys(out).sort(), [
-      'belowMinimum', 'benchmarkId', 'comparisons', 'computedAt', 'minSessionsPerVariant', 'status', 'summary', 'tenantId', 'variants',
+      'belowMinimum',
+      'benchmarkId',
+      'comparisons',
+      'computedAt',
+      'minSessionsPerVariant',
+      'status',
+      'summary',
+      'tenantId',
+      'variants',
     ]);
     assert.equal(out.benchmarkId, benchmark.id);
     assert.equal(out.tenantId, 'default');
@@ -817,11 +914,14 @@ await describeEachDatabase('benchmarks: results', (backend) => {
 
     const groups = [expectedA, expectedB, expectedC];
     const names = ['Control', 'Candidate', 'Other agent'];
-    assert.deepEqual(out.variants.map((v) => [v.variantId, v.variantName, v.tag, v.sessionCount, v.belowMinimum]), [
-      [benchmark.variants[0]!.id, 'Control', tagA, 12, false],
-      [benchmark.variants[1]!.id, 'Candidate', tagB, 12, false],
-      [benchmark.variants[2]!.id, 'Other agent', tagC, 3, true],
-    ]);
+    assert.deepEqual(
+      out.variants.map((v) => [v.variantId, v.variantName, v.tag, v.sessionCount, v.belowMinimum]),
+      [
+        [benchmark.variants[0]!.id, 'Control', tagA, 12, false],
+        [benchmark.variants[1]!.id, 'Candidate', tagB, 12, false],
+        [benchmark.variants[2]!.id, 'Other agent', tagC, 3, true],
+      ],
+    );
     for (const [i, variant] of out.variants.entries()) {
       assert.equal(variant.distributions, undefined, 'no distributions unless asked');
       assert.deepEqual(Object.keys(variant.metrics).sort(), [...BENCHMARK_METRICS].sort());
@@ -946,7 +1046,10 @@ await describeEachDatabase('benchmarks: results', (backend) => {
     });
     await moveTo(observe, benchmark.id, 'running');
     const out = await results(observe, benchmark.id);
-    assert.deepEqual(out.comparisons.map((c) => c.metric), ['avg_tokens', 'completion_rate']);
+    assert.deepEqual(
+      out.comparisons.map((c) => c.metric),
+      ['avg_tokens', 'completion_rate'],
+    );
     assert.deepEqual(Object.keys(out.variants[0]!.metrics).sort(), ['avg_tokens', 'completion_rate']);
     // One session per variant: no test is possible, p = 1, nothing is significant.
     const tokens = out.comparisons[0]!;
@@ -969,9 +1072,15 @@ await describeEachDatabase('benchmarks: results', (backend) => {
         { name: 'B', tag: `${prefix}:b` },
       ],
     });
-    assert.deepEqual((await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount), [2, 1]);
+    assert.deepEqual(
+      (await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount),
+      [2, 1],
+    );
     await moveTo(observe, benchmark.id, 'running');
-    assert.deepEqual((await results(observe, benchmark.id)).variants.map((v) => v.sessionCount), [2, 1]);
+    assert.deepEqual(
+      (await results(observe, benchmark.id)).variants.map((v) => v.sessionCount),
+      [2, 1],
+    );
   });
 
   test('below minSessionsPerVariant the results are flagged and name no winner', async () => {
@@ -991,7 +1100,10 @@ await describeEachDatabase('benchmarks: results', (backend) => {
     await moveTo(observe, flagged.id, 'running');
     const preliminary = await results(observe, flagged.id);
     assert.equal(preliminary.belowMinimum, true);
-    assert.deepEqual(preliminary.variants.map((v) => v.belowMinimum), [true, true]);
+    assert.deepEqual(
+      preliminary.variants.map((v) => v.belowMinimum),
+      [true, true],
+    );
     const [comparison] = preliminary.comparisons;
     // Two constant groups with different means: the difference is certain (p = 0) …
     assert.equal(comparison!.significant, true);
@@ -1036,12 +1148,19 @@ await describeEachDatabase('benchmarks: results', (backend) => {
     });
     await moveTo(observe, benchmark.id, 'running');
     const first = await results(observe, benchmark.id);
-    assert.deepEqual(first.variants.map((v) => v.sessionCount), [2, 2]);
+    assert.deepEqual(
+      first.variants.map((v) => v.sessionCount),
+      [2, 2],
+    );
 
     await ingestSessions(observe, [session(tags[0]!, 0.011)]);
     clock.advance(1000);
     const live = await results(observe, benchmark.id);
-    assert.deepEqual(live.variants.map((v) => v.sessionCount), [3, 2], 'a running benchmark sees the new session');
+    assert.deepEqual(
+      live.variants.map((v) => v.sessionCount),
+      [3, 2],
+      'a running benchmark sees the new session',
+    );
     assert.notDeepEqual(live.variants[0]!.metrics.avg_cost, first.variants[0]!.metrics.avg_cost);
     assert.equal(live.computedAt, iso(clock.now()));
 
@@ -1051,15 +1170,24 @@ await describeEachDatabase('benchmarks: results', (backend) => {
     const cached = await results(observe, benchmark.id);
     assert.equal(cached.status, 'completed');
     assert.equal(cached.computedAt, iso(completedAt));
-    assert.deepEqual(cached.variants.map((v) => v.sessionCount), [3, 2]);
+    assert.deepEqual(
+      cached.variants.map((v) => v.sessionCount),
+      [3, 2],
+    );
     const cachedWithDistributions = await results(observe, benchmark.id, '?includeDistributions=true');
-    assert.deepEqual(cachedWithDistributions.variants.map((v) => v.distributions!.avg_cost!.length), [3, 2]);
+    assert.deepEqual(
+      cachedWithDistributions.variants.map((v) => v.distributions!.avg_cost!.length),
+      [3, 2],
+    );
 
     await ingestSessions(observe, [session(tags[0]!, 0.5), session(tags[1]!, 0.9), session(tags[1]!, 0.7)]);
     clock.advance(60_000);
     assert.deepEqual(await results(observe, benchmark.id), cached, 'served from the cache');
     assert.deepEqual(await results(observe, benchmark.id, '?includeDistributions=true'), cachedWithDistributions);
     // The detail still counts sessions now.
-    assert.deepEqual((await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount), [4, 4]);
+    assert.deepEqual(
+      (await detail(observe, benchmark.id)).variants.map((v) => v.sessionCount),
+      [4, 4],
+    );
   });
 });

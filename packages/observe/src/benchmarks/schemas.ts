@@ -49,15 +49,13 @@ export const variantInputSchema = z.strictObject({
   agentId: identifier.optional(),
 });
 
-export const timeRangeInputSchema = z
-  .strictObject({ from: isoTimestampMs.optional(), to: isoTimestampMs.optional() })
-  .superRefine((range, ctx) => {
-    if (range.from === undefined && range.to === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'timeRange needs from, to or both' });
-    } else if (range.from !== undefined && range.to !== undefined && range.from > range.to) {
-      ctx.addIssue({ code: 'custom', path: ['from'], message: 'timeRange.from must not be after timeRange.to' });
-    }
-  });
+export const timeRangeInputSchema = z.strictObject({ from: isoTimestampMs.optional(), to: isoTimestampMs.optional() }).superRefine((range, ctx) => {
+  if (range.from === undefined && range.to === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'timeRange needs from, to or both' });
+  } else if (range.from !== undefined && range.to !== undefined && range.from > range.to) {
+    ctx.addIssue({ code: 'custom', path: ['from'], message: 'timeRange.from must not be after timeRange.to' });
+  }
+});
 
 /** POST /api/benchmarks body; unknown keys are refused. */
 export const createBenchmarkBodySchema = z

@@ -422,10 +422,7 @@ export async function changeStatus(ctx: ObserveContext, id: string, to: Benchmar
       const empty = benchmark.variants.filter((v) => (counts.get(v.id) ?? 0) === 0);
       if (empty.length > 0) {
         const names = empty.map((v) => `"${v.name}" (tag ${JSON.stringify(v.tag)})`).join(', ');
-        throw observeError(
-          'benchmarkConflict',
-          `Cannot start the benchmark: every variant needs at least 1 session; none found for ${names}`,
-        );
+        throw observeError('benchmarkConflict', `Cannot start the benchmark: every variant needs at least 1 session; none found for ${names}`);
       }
     }
     if (to === 'completed') {

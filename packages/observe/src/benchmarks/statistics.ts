@@ -40,15 +40,7 @@ export const Z_975 = 1.959963984540054;
 // Metrics
 // ---------------------------------------------------------------------------------------------
 
-export const BENCHMARK_METRICS = [
-  'error_rate',
-  'avg_cost',
-  'avg_latency',
-  'tool_success_rate',
-  'completion_rate',
-  'avg_tokens',
-  'avg_duration',
-] as const;
+export const BENCHMARK_METRICS = ['error_rate', 'avg_cost', 'avg_latency', 'tool_success_rate', 'completion_rate', 'avg_tokens', 'avg_duration'] as const;
 export type BenchmarkMetric = (typeof BENCHMARK_METRICS)[number];
 
 export type TestType = 'welch_t' | 'chi_squared';
@@ -94,9 +86,7 @@ const MAX_ITERATIONS = 1_000_000;
 const HALF_LN_2PI = 0.9189385332046728; // ln(2π) / 2
 
 // Coefficients B_2k / (2k (2k − 1)) of Stirling's series for ln Γ, k = 1…8.
-const STIRLING = [
-  1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400,
-] as const;
+const STIRLING = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400] as const;
 
 /** Σ B_2k / (2k (2k − 1) x^(2k−1)); truncation error below 2e-18 for x ≥ 10. */
 function stirlingSeries(x: number): number {
@@ -539,13 +529,7 @@ function wilson(k: number, n: number): [number, number] {
  * - all trials succeeded or all failed in both groups (zero column): chi2 0, pValue 1, phi 0,
  *   difference 0 with its Newcombe CI, `no_variation`.
  */
-export function chiSquared2x2(
-  successesA: number,
-  totalA: number,
-  successesB: number,
-  totalB: number,
-  options: ChiSquaredOptions = {},
-): ChiSquaredResult {
+export function chiSquared2x2(successesA: number, totalA: number, successesB: number, totalB: number, options: ChiSquaredOptions = {}): ChiSquaredResult {
   assertCount(successesA, 'successesA');
   assertCount(totalA, 'totalA');
   assertCount(successesB, 'successesB');
@@ -640,12 +624,7 @@ export interface WinnerOptions {
  */
 export function winner(comparison: Comparable, higherIsBetter: boolean, options: WinnerOptions = {}): 'A' | 'B' | null {
   if (!comparison.significant || options.belowMinimum) return null;
-  const difference =
-    'meanDifference' in comparison
-      ? comparison.meanDifference
-      : 'difference' in comparison
-        ? comparison.difference
-        : comparison.absoluteDiff;
+  const difference = 'meanDifference' in comparison ? comparison.meanDifference : 'difference' in comparison ? comparison.difference : comparison.absoluteDiff;
   if (difference === null || difference === 0) return null;
   const bIsHigher = difference > 0;
   return bIsHigher === higherIsBetter ? 'B' : 'A';
@@ -687,13 +666,7 @@ export function compareContinuous(a: readonly number[], b: readonly number[]): C
 }
 
 /** Chi-squared comparison of two rates from counts, in the results' field names. */
-export function compareRates(
-  successesA: number,
-  totalA: number,
-  successesB: number,
-  totalB: number,
-  options: ChiSquaredOptions = {},
-): ComparisonStats {
+export function compareRates(successesA: number, totalA: number, successesB: number, totalB: number, options: ChiSquaredOptions = {}): ComparisonStats {
   const r = chiSquared2x2(successesA, totalA, successesB, totalB, options);
   return {
     testType: 'chi_squared',

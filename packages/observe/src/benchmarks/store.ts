@@ -130,17 +130,17 @@ export async function listBenchmarks(database: ObserveDatabase, query: ListBench
   const agentId = query.agentId;
   if (agentId !== undefined) {
     filtered = filtered.where((eb) =>
-      eb.or([
-        eb('agent_id', '=', agentId),
-        eb('id', 'in', eb.selectFrom('benchmark_variants').select('benchmark_id').where('agent_id', '=', agentId)),
-      ]),
+      eb.or([eb('agent_id', '=', agentId), eb('id', 'in', eb.selectFrom('benchmark_variants').select('benchmark_id').where('agent_id', '=', agentId))]),
     );
   }
   const [rows, count] = await Promise.all([
     filtered.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute(),
     filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  const variants = await variantsOf(db, rows.map((r) => r.id));
+  const variants = await variantsOf(
+    db,
+    rows.map((r) => r.id),
+  );
   return { rows: rows.map((row) => decode(row, variants.get(row.id) ?? [])), total: Number(count.n) };
 }
 

@@ -3,19 +3,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
-import {
-  ago,
-  DAY,
-  drain,
-  HOUR,
-  llmCall,
-  llmResponse,
-  sessionEnded,
-  sessionStarted,
-  toolCall,
-  toolError,
-  toolResponse,
-} from '../recall/test-fixtures.ts';
+import { ago, DAY, drain, HOUR, llmCall, llmResponse, sessionEnded, sessionStarted, toolCall, toolError, toolResponse } from '../recall/test-fixtures.ts';
 import type { Lesson } from './memory.ts';
 import { RECENCY_SCALE_MS, RECENCY_WEIGHT, SIMILARITY_WEIGHT, type ContextSession } from './service.ts';
 
@@ -102,7 +90,12 @@ await describeEachDatabase('GET /api/context', (backend) => {
     const times = top.keyEvents.map((e) => e.timestamp);
     assert.deepEqual(times, [...times].sort());
     const declined = top.keyEvents.find((e) => e.id === ids.pay![3])!;
-    assert.deepEqual(declined, { id: ids.pay![3], eventType: 'tool_error', summary: 'tool_error stripe_charge: card declined: insufficient funds', timestamp: ago(2 * DAY - 3000) });
+    assert.deepEqual(declined, {
+      id: ids.pay![3],
+      eventType: 'tool_error',
+      summary: 'tool_error stripe_charge: card declined: insufficient funds',
+      timestamp: ago(2 * DAY - 3000),
+    });
     assert.match(answer.summary, /relevant to "card declined payment failed"/);
     assert.match(answer.summary, /Most relevant: Session pay-1/);
 
@@ -116,7 +109,9 @@ await describeEachDatabase('GET /api/context', (backend) => {
     const recent = answer.sessions.find((s) => s.sessionId === 'pay-1')!;
     const old = answer.sessions.find((s) => s.sessionId === 'pay-old')!;
     assert.ok(recent.relevanceScore > old.relevanceScore);
-    const recall = (await (await observe.call({ method: 'GET', url: '/api/recall?query=annual%20subscription%20renewal%20insufficient%20funds&scope=sessions&limit=10' })).json()) as {
+    const recall = (await (
+      await observe.call({ method: 'GET', url: '/api/recall?query=annual%20subscription%20renewal%20insufficient%20funds&scope=sessions&limit=10' })
+    ).json()) as {
       results: { sourceId: string; score: number }[];
     };
     const similarityOf = (id: string): number => recall.results.find((r) => r.sourceId === id)!.score;
@@ -182,7 +177,13 @@ await describeEachDatabase('GET /api/context with the memory integration', (back
       sendJson(res, 200, {
         lessons: [
           { id: 'l1', title: 'Unrelated', content: 'Prefer tabs over spaces in Makefiles', category: 'style', importance: 0.2 },
-          { id: 'l2', title: 'Declined cards', content: 'When a card is declined, ask the customer to update the payment method before retrying the charge', category: 'billing', importance: 0.9 },
+          {
+            id: 'l2',
+            title: 'Declined cards',
+            content: 'When a card is declined, ask the customer to update the payment method before retrying the charge',
+            category: 'billing',
+            importance: 0.9,
+          },
           { id: 7, title: 'Scored by the server', content: 'x', relevanceScore: 0.5 },
           { title: 'no id: skipped' },
         ],
@@ -212,12 +213,22 @@ await describeEachDatabase('GET /api/context with the memory integration', (back
     assert.equal(request.headers.authorization, 'Bearer mem-secret');
     assert.equal(JSON.stringify(request.headers).includes(observe.key), false, 'the Vigil key is not forwarded');
 
-    assert.deepEqual(answer.lessons.map((l) => l.id), ['l2', '7', 'l1']);
+    assert.deepEqual(
+      answer.lessons.map((l) => l.id),
+      ['l2', '7', 'l1'],
+    );
     const [declined, scored, unrelated] = answer.lessons;
-    assert.deepEqual({ ...declined!, relevanceScore: 0 }, {
-      id: 'l2', title: 'Declined cards', content: 'When a card is declined, ask the customer to update the payment method before retrying the charge',
-      category: 'billing', importance: 0.9, relevanceScore: 0,
-    });
+    assert.deepEqual(
+      { ...declined!, relevanceScore: 0 },
+      {
+        id: 'l2',
+        title: 'Declined cards',
+        content: 'When a card is declined, ask the customer to update the payment method before retrying the charge',
+        category: 'billing',
+        importance: 0.9,
+        relevanceScore: 0,
+      },
+    );
     assert.ok(declined!.relevanceScore > 0.5, 'scored against the topic by the embedder');
     assert.equal(scored!.relevanceScore, 0.5, "the server's own score is kept");
     assert.equal(scored!.category, 'general');

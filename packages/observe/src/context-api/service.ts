@@ -62,7 +62,12 @@ type KeyEventRow = Pick<EventRow, 'id' | 'event_type' | 'ts' | 'seq' | 'payload'
 const toKeyEvent = (row: KeyEventRow): KeyEvent => ({
   id: row.id,
   eventType: row.event_type,
-  summary: truncate(describeEvent(row.event_type, JSON.parse(row.payload) as Record<string, unknown>).replace(/\s+/g, ' ').trim(), KEY_EVENT_CHARS),
+  summary: truncate(
+    describeEvent(row.event_type, JSON.parse(row.payload) as Record<string, unknown>)
+      .replace(/\s+/g, ' ')
+      .trim(),
+    KEY_EVENT_CHARS,
+  ),
   timestamp: toIso(Number(row.ts)),
 });
 
@@ -107,7 +112,11 @@ async function keyEvents(ctx: ObserveContext, sessionIds: readonly string[], top
   const allIds = [...chosen.values()].flat();
   const rows = new Map<string, KeyEventRow>();
   for (let i = 0; i < allIds.length; i += 500) {
-    const found = await db.selectFrom('events').select(['id', 'event_type', 'ts', 'seq', 'payload']).where('id', 'in', allIds.slice(i, i + 500)).execute();
+    const found = await db
+      .selectFrom('events')
+      .select(['id', 'event_type', 'ts', 'seq', 'payload'])
+      .where('id', 'in', allIds.slice(i, i + 500))
+      .execute();
     for (const row of found) rows.set(row.id, row);
   }
   const result = new Map<string, KeyEvent[]>();
@@ -127,11 +136,14 @@ function overview(query: ContextQuery, sessions: readonly ContextSession[], tota
   if (total === 0) {
     parts.push(`No recorded session is relevant to "${query.topic}"${scope}.`);
   } else {
-    parts.push(`${total} recorded session${total === 1 ? ' is' : 's are'} relevant to "${query.topic}"${scope}; the ${sessions.length} most relevant are listed.`);
+    parts.push(
+      `${total} recorded session${total === 1 ? ' is' : 's are'} relevant to "${query.topic}"${scope}; the ${sessions.length} most relevant are listed.`,
+    );
     if (errorSessions > 0) parts.push(`${errorSessions} of them had errors.`);
     parts.push(`Most relevant: ${truncate(sessions[0]!.summary, 300)}`);
   }
-  if (lessons.length > 0) parts.push(`${lessons.length} lesson${lessons.length === 1 ? '' : 's'} from memory: ${lessons.map((l) => l.title || l.id).join('; ')}.`);
+  if (lessons.length > 0)
+    parts.push(`${lessons.length} lesson${lessons.length === 1 ? '' : 's'} from memory: ${lessons.map((l) => l.title || l.id).join('; ')}.`);
   return parts.join(' ');
 }
 
@@ -159,8 +171,13 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   const ranked = top.sorted().map(({ score: relevanceScore, item }) => ({ relevanceScore, sessionId: index.slot(item).sourceId }));
   const ids = ranked.map((r) => r.sessionId);
   const [rows, details, events] = await Promise.all([
-    ids.length === 0 ? [] : ctx.database.db.selectFrom('sessions').select(['id', 'agent_id', 'started_at', 'ended_at', 'error_count']).where('id', 'in', ids).execute(),
-    readDetails(ctx.database, ids.map((sourceId) => ({ sourceType: 'session' as const, sourceId }))),
+    ids.length === 0
+      ? []
+      : ctx.database.db.selectFrom('sessions').select(['id', 'agent_id', 'started_at', 'ended_at', 'error_count']).where('id', 'in', ids).execute(),
+    readDetails(
+      ctx.database,
+      ids.map((sourceId) => ({ sourceType: 'session' as const, sourceId })),
+    ),
     keyEvents(ctx, ids, topic),
   ]);
   const byId = new Map(rows.map((row) => [row.id, row]));

@@ -27,7 +27,10 @@ async function comply(observe: TestObserve, sessionId: string, body: unknown): P
 }
 
 async function eventCount(observe: TestObserve): Promise<number> {
-  const row = await observe.service.context.database.db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await observe.service.context.database.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -51,9 +54,23 @@ function session(sessionId: string): Json[] {
       sessionId,
       agentId: 'agent-c',
       eventType: 'llm_response',
-      payload: { callId: 'l1', provider: 'openai', model: 'gpt-4o', completion: 'hi', finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 5 }, costUsd: 0.01, latencyMs: 20 },
+      payload: {
+        callId: 'l1',
+        provider: 'openai',
+        model: 'gpt-4o',
+        completion: 'hi',
+        finishReason: 'stop',
+        usage: { inputTokens: 10, outputTokens: 5 },
+        costUsd: 0.01,
+        latencyMs: 20,
+      },
     },
-    { sessionId, agentId: 'agent-c', eventType: 'cost_tracked', payload: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, outputTokens: 1, totalTokens: 2, costUsd: 0.02 } },
+    {
+      sessionId,
+      agentId: 'agent-c',
+      eventType: 'cost_tracked',
+      payload: { provider: 'openai', model: 'gpt-4o', inputTokens: 1, outputTokens: 1, totalTokens: 2, costUsd: 0.02 },
+    },
     { sessionId, agentId: 'agent-c', eventType: 'custom', severity: 'warn', payload: { type: 'note', data: 'careful' } },
     // Debug is below everything; a tool_call with severity debug is still a call.
     { sessionId, agentId: 'agent-c', eventType: 'custom', severity: 'debug', payload: { type: 'trace', data: 1 } },
@@ -178,7 +195,10 @@ await describeEachDatabase('compliance evaluations', (backend) => {
     assert.equal(absent.score, 0.75);
     assert.equal(absent.passed, false);
     assert.equal(absent.rulesEvaluated, 4);
-    assert.deepEqual(absent.violations.map((v: Json) => v.ruleId), ['r4']);
+    assert.deepEqual(
+      absent.violations.map((v: Json) => v.ruleId),
+      ['r4'],
+    );
     const inclusive = (await comply(observe, 's-comp', { rules, passThreshold: 0.75 })).json() as Json;
     assert.equal(inclusive.passed, true);
     assert.equal(inclusive.score, 0.75);
@@ -212,7 +232,15 @@ await describeEachDatabase('compliance evaluations', (backend) => {
       [{}, 'rules'],
       [{ rules: [] }, 'rules'],
       [{ rules: tooMany }, 'rules'],
-      [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }, { id: 'a', type: 'max_cost', maxUsd: 2 }] }, 'rules.1.id'],
+      [
+        {
+          rules: [
+            { id: 'a', type: 'max_cost', maxUsd: 1 },
+            { id: 'a', type: 'max_cost', maxUsd: 2 },
+          ],
+        },
+        'rules.1.id',
+      ],
       [{ rules: [{ id: 'a', type: 'tool_denylist' }] }, 'rules.0.tools'],
       [{ rules: [{ id: 'a', type: 'tool_allowlist', tools: [] }] }, 'rules.0.tools'],
       [{ rules: [{ id: 'a', type: 'tool_denylist', tools: ['a*b'] }] }, 'rules.0.tools.0'],
@@ -234,7 +262,15 @@ await describeEachDatabase('compliance evaluations', (backend) => {
         `${JSON.stringify(body).slice(0, 80)} → ${JSON.stringify(error.details)}`,
       );
     }
-    assertErrorBody(await observe.call({ method: 'POST', url: '/api/eval/sessions/s-comp/compliance', payload: '{"rules":', headers: { 'content-type': 'application/json' } }), 400);
+    assertErrorBody(
+      await observe.call({
+        method: 'POST',
+        url: '/api/eval/sessions/s-comp/compliance',
+        payload: '{"rules":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+    );
     assert.equal(await eventCount(observe), before);
   });
 
@@ -242,7 +278,15 @@ await describeEachDatabase('compliance evaluations', (backend) => {
     const created = await observe.call({
       method: 'POST',
       url: '/api/evaluators',
-      payload: { name: 'no shell', kind: 'compliance', rules: [{ id: 'no-shell', type: 'tool_denylist', tools: ['shell_*'] }, { id: 'cheap', type: 'max_cost', maxUsd: 1 }], passThreshold: 0.5 },
+      payload: {
+        name: 'no shell',
+        kind: 'compliance',
+        rules: [
+          { id: 'no-shell', type: 'tool_denylist', tools: ['shell_*'] },
+          { id: 'cheap', type: 'max_cost', maxUsd: 1 },
+        ],
+        passThreshold: 0.5,
+      },
     });
     assert.equal(created.statusCode, 201, created.body);
     const evaluator = created.json() as Json;
@@ -251,7 +295,10 @@ await describeEachDatabase('compliance evaluations', (backend) => {
     const body = response.json() as Json;
     assert.equal(body.score, 0.5);
     assert.equal(body.passed, true, 'passThreshold 0.5 of the evaluator, inclusive');
-    assert.deepEqual(body.violations.map((v: Json) => v.ruleId), ['no-shell']);
+    assert.deepEqual(
+      body.violations.map((v: Json) => v.ruleId),
+      ['no-shell'],
+    );
     const stored = (await timeline(observe, 's-comp')).find((e) => e.id === body.event.id)!;
     assert.equal(stored.payload.evaluatorId, evaluator.id);
     assert.equal(stored.payload.passThreshold, 0.5);
@@ -288,16 +335,25 @@ await describeEachDatabase('compliance evaluations', (backend) => {
 
   test('GET /api/audit/verify: invalid after a violation is removed from a stored eval_result', async () => {
     await ingest(observe, session('s-tamper-violation'));
-    const verdict = (await comply(observe, 's-tamper-violation', {
-      rules: [{ id: 'deny', type: 'tool_denylist', tools: ['shell_exec'] }, { id: 'budget', type: 'max_cost', maxUsd: 0.001 }],
-    })).json() as Json;
+    const verdict = (
+      await comply(observe, 's-tamper-violation', {
+        rules: [
+          { id: 'deny', type: 'tool_denylist', tools: ['shell_exec'] },
+          { id: 'budget', type: 'max_cost', maxUsd: 0.001 },
+        ],
+      })
+    ).json() as Json;
     assert.equal(verdict.violations.length, 2);
     assert.equal((await verify(observe, 's-tamper-violation')).valid, true);
     const { db } = observe.service.context.database;
     const row = await db.selectFrom('events').select(['payload']).where('id', '=', verdict.event.id).executeTakeFirstOrThrow();
     const payload = JSON.parse(row.payload) as Json;
     payload.violations = payload.violations.filter((v: Json) => v.ruleId !== 'budget');
-    await db.updateTable('events').set({ payload: JSON.stringify(payload) }).where('id', '=', verdict.event.id).execute();
+    await db
+      .updateTable('events')
+      .set({ payload: JSON.stringify(payload) })
+      .where('id', '=', verdict.event.id)
+      .execute();
     const result = await verify(observe, 's-tamper-violation');
     assert.equal(result.valid, false);
     assert.equal(result.brokenAt.eventId, verdict.event.id);
@@ -305,7 +361,10 @@ await describeEachDatabase('compliance evaluations', (backend) => {
 
   test('GET /api/audit/verify: invalid after an eval_result row is deleted (in the middle and at the end of the chain)', async () => {
     const { db } = observe.service.context.database;
-    for (const [sessionId, trailing] of [['s-delete-middle', true], ['s-delete-end', false]] as const) {
+    for (const [sessionId, trailing] of [
+      ['s-delete-middle', true],
+      ['s-delete-end', false],
+    ] as const) {
       await ingest(observe, session(sessionId));
       const verdict = (await comply(observe, sessionId, { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] })).json() as Json;
       if (trailing) await ingest(observe, [{ sessionId, agentId: 'agent-c', eventType: 'custom', payload: { type: 'after', data: 1 } }]);
@@ -320,8 +379,17 @@ await describeEachDatabase('compliance evaluations', (backend) => {
   test('409 chain_broken: no verdict is appended to a session whose chain does not verify, naming the broken step', async () => {
     await ingest(observe, session('s-broken-edit'));
     const { db } = observe.service.context.database;
-    const edited = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 's-broken-edit').where('seq', '=', 3).executeTakeFirstOrThrow();
-    await db.updateTable('events').set({ payload: edited.payload.replace('db.delete', 'db.select') }).where('id', '=', edited.id).execute();
+    const edited = await db
+      .selectFrom('events')
+      .select(['id', 'payload'])
+      .where('session_id', '=', 's-broken-edit')
+      .where('seq', '=', 3)
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable('events')
+      .set({ payload: edited.payload.replace('db.delete', 'db.select') })
+      .where('id', '=', edited.id)
+      .execute();
     const before = await eventCount(observe);
     const body = assertErrorBody(await comply(observe, 's-broken-edit', { rules: [{ id: 'deny', type: 'tool_denylist', tools: ['db.delete'] }] }), 409);
     assert.match(body.error, new RegExp(`session "s-broken-edit" is broken at seq 3 \\(event ${edited.id}\\): hash does not match the event content`));
@@ -332,7 +400,12 @@ await describeEachDatabase('compliance evaluations', (backend) => {
   test('409 chain_broken for a session with an event stored past its head (inserted directly, garbage hash)', async () => {
     await ingest(observe, session('s-broken-past-head'));
     const { database } = observe.service.context;
-    const last = await database.db.selectFrom('events').select('id').where('session_id', '=', 's-broken-past-head').where('seq', '=', 9).executeTakeFirstOrThrow();
+    const last = await database.db
+      .selectFrom('events')
+      .select('id')
+      .where('session_id', '=', 's-broken-past-head')
+      .where('seq', '=', 9)
+      .executeTakeFirstOrThrow();
     const forgedId = 'ffffffff-ffff-7fff-bfff-ffffffffffff';
     await insertEventCopy(database, last.id, { id: forgedId, seq: 10, hash: '0'.repeat(64) });
     const before = await eventCount(observe);
@@ -388,7 +461,10 @@ await describeEachDatabase('evaluators', (backend) => {
     });
 
     const list = (await observe.call({ method: 'GET', url: '/api/evaluators' })).json() as Json;
-    assert.deepEqual(list.evaluators.map((e: Json) => e.id), [j.id, c.id]);
+    assert.deepEqual(
+      list.evaluators.map((e: Json) => e.id),
+      [j.id, c.id],
+    );
     assert.deepEqual(list.evaluators[1], c);
     assert.deepEqual((await observe.call({ method: 'GET', url: `/api/evaluators/${c.id}` })).json(), c);
 
@@ -397,7 +473,10 @@ await describeEachDatabase('evaluators', (backend) => {
     assert.deepEqual(deleted.json(), { id: c.id, deleted: true });
     assertErrorBody(await observe.call({ method: 'GET', url: `/api/evaluators/${c.id}` }), 404);
     assertErrorBody(await observe.call({ method: 'DELETE', url: `/api/evaluators/${c.id}` }), 404);
-    assert.deepEqual(((await observe.call({ method: 'GET', url: '/api/evaluators' })).json() as Json).evaluators.map((e: Json) => e.id), [j.id]);
+    assert.deepEqual(
+      ((await observe.call({ method: 'GET', url: '/api/evaluators' })).json() as Json).evaluators.map((e: Json) => e.id),
+      [j.id],
+    );
   });
 
   test('invalid evaluators are 400 and not stored', async () => {
@@ -496,7 +575,11 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
   test('a breach in an existing session extends its chain; the minimal body works too', async () => {
     await ingest(observe, [{ sessionId: 's-existing', agentId: 'agent-e', eventType: 'custom', payload: { type: 't', data: 1 } }]);
     const head = await verify(observe, 's-existing');
-    const response = await post(observe, { sessionId: 's-existing', agentId: 'agent-e', breach: { ruleId: 'cost-cap', source: 'guardrail' } }, `Bearer ${SERVICE_TOKEN}`);
+    const response = await post(
+      observe,
+      { sessionId: 's-existing', agentId: 'agent-e', breach: { ruleId: 'cost-cap', source: 'guardrail' } },
+      `Bearer ${SERVICE_TOKEN}`,
+    );
     assert.equal(response.statusCode, 201, response.body);
     const events = await timeline(observe, 's-existing');
     const last = events.at(-1)!;
@@ -515,7 +598,12 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
       { sessionId: 's-breach-broken', agentId: 'agent-e', eventType: 'custom', payload: { type: 't', data: 2 } },
     ]);
     const { db } = observe.service.context.database;
-    await db.updateTable('events').set({ prev_hash: 'e'.repeat(64) }).where('session_id', '=', 's-breach-broken').where('seq', '=', 1).execute();
+    await db
+      .updateTable('events')
+      .set({ prev_hash: 'e'.repeat(64) })
+      .where('session_id', '=', 's-breach-broken')
+      .where('seq', '=', 1)
+      .execute();
     const before = await eventCount(observe);
     const body = assertErrorBody(await post(observe, gateBreach('s-breach-broken', 'agent-e'), `Bearer ${SERVICE_TOKEN}`), 409);
     assert.match(body.error, /session "s-breach-broken" is broken at seq 1 .*prevHash does not match/);

@@ -109,7 +109,16 @@ const judgedSession = (sessionId: string): Json[] => [
     sessionId,
     agentId: 'agent-j',
     eventType: 'llm_response',
-    payload: { callId: 'l1', provider: 'openai', model: 'gpt-4o', completion: 'Refund issued, sorry!', finishReason: 'stop', usage: { inputTokens: 100, outputTokens: 20 }, costUsd: 0.005, latencyMs: 10 },
+    payload: {
+      callId: 'l1',
+      provider: 'openai',
+      model: 'gpt-4o',
+      completion: 'Refund issued, sorry!',
+      finishReason: 'stop',
+      usage: { inputTokens: 100, outputTokens: 20 },
+      costUsd: 0.005,
+      latencyMs: 10,
+    },
   },
 ];
 
@@ -141,7 +150,11 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     const sessionBefore = (await observe.call({ method: 'GET', url: '/api/sessions/s-judge' })).json() as Json;
     assert.equal(await judgeSpend(observe), 0);
     // A previous verdict in the session is not shown to the judge.
-    const prior = await observe.call({ method: 'POST', url: '/api/eval/sessions/s-judge/compliance', payload: { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] } });
+    const prior = await observe.call({
+      method: 'POST',
+      url: '/api/eval/sessions/s-judge/compliance',
+      payload: { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] },
+    });
     assert.equal(prior.statusCode, 201);
     const head = ((await observe.call({ method: 'GET', url: '/api/audit/verify?sessionId=s-judge' })).json() as Json).headHash;
 
@@ -204,12 +217,25 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     assert.equal(sessionAfter.totalCostUsd, 0.005);
     assert.equal(sessionAfter.errorCount, 0);
     const { db } = observe.service.context.database;
-    const costs = await db.selectFrom('events').select(['event_type', 'cost_usd']).where('session_id', '=', 's-judge').where('event_type', '=', 'eval_result').execute();
-    assert.ok(costs.every((row) => row.cost_usd === null), 'eval_result rows carry no cost_usd');
-    const rollup = await db.selectFrom('event_rollups').select((eb) => eb.fn.sum<number>('cost_usd').as('c')).executeTakeFirstOrThrow();
+    const costs = await db
+      .selectFrom('events')
+      .select(['event_type', 'cost_usd'])
+      .where('session_id', '=', 's-judge')
+      .where('event_type', '=', 'eval_result')
+      .execute();
+    assert.ok(
+      costs.every((row) => row.cost_usd === null),
+      'eval_result rows carry no cost_usd',
+    );
+    const rollup = await db
+      .selectFrom('event_rollups')
+      .select((eb) => eb.fn.sum<number>('cost_usd').as('c'))
+      .executeTakeFirstOrThrow();
     assert.equal(Number(rollup.c), 0.005);
     // A compliance max_cost rule still sees only the session's own spend.
-    const budget = (await observe.call({ method: 'POST', url: '/api/eval/sessions/s-judge/compliance', payload: { rules: [{ id: 'b', type: 'max_cost', maxUsd: 0.005 }] } })).json() as Json;
+    const budget = (
+      await observe.call({ method: 'POST', url: '/api/eval/sessions/s-judge/compliance', payload: { rules: [{ id: 'b', type: 'max_cost', maxUsd: 0.005 }] } })
+    ).json() as Json;
     assert.equal(budget.passed, true);
   });
 
@@ -270,9 +296,18 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
 
   test('extra keys in the verdict are dropped: passed comes from the threshold, never from the model; a missing reasoning is empty', async () => {
     const cases: [unknown, { score: number; passed: boolean; reasoning: string }][] = [
-      [{ score: 0.5, reasoning: 'Partly compliant.', passed: true, confidence: 0.99, verdict: 'pass' }, { score: 0.5, passed: false, reasoning: 'Partly compliant.' }],
-      [{ score: 0.9, passed: false, explanation: 'fine' }, { score: 0.9, passed: true, reasoning: '' }],
-      [{ score: 0.7, reasoning: null, passed: 'no' }, { score: 0.7, passed: true, reasoning: '' }],
+      [
+        { score: 0.5, reasoning: 'Partly compliant.', passed: true, confidence: 0.99, verdict: 'pass' },
+        { score: 0.5, passed: false, reasoning: 'Partly compliant.' },
+      ],
+      [
+        { score: 0.9, passed: false, explanation: 'fine' },
+        { score: 0.9, passed: true, reasoning: '' },
+      ],
+      [
+        { score: 0.7, reasoning: null, passed: 'no' },
+        { score: 0.7, passed: true, reasoning: '' },
+      ],
     ];
     for (const [verdict, expected] of cases) {
       provider.next(openAiVerdict(verdict));
@@ -320,11 +355,13 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
   });
 
   test('evaluatorId: a saved llm_judge evaluator supplies rubric, model and threshold; a compliance evaluator is 400', async () => {
-    const evaluator = (await observe.call({
-      method: 'POST',
-      url: '/api/evaluators',
-      payload: { name: 'strict', kind: 'llm_judge', rubric: 'Never refund more than 100 EUR.', model: 'gpt-4.1-mini', passThreshold: 0.95 },
-    })).json() as Json;
+    const evaluator = (
+      await observe.call({
+        method: 'POST',
+        url: '/api/evaluators',
+        payload: { name: 'strict', kind: 'llm_judge', rubric: 'Never refund more than 100 EUR.', model: 'gpt-4.1-mini', passThreshold: 0.95 },
+      })
+    ).json() as Json;
     provider.next(openAiVerdict({ score: 0.9, reasoning: 'close' }, 2000, 100));
     const response = await score(observe, 's-judge', { evaluatorId: evaluator.id });
     assert.equal(response.statusCode, 201, response.body);
@@ -337,7 +374,13 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     const stored = (await timeline(observe, 's-judge')).find((e) => e.id === body.event.id)!;
     assert.equal(stored.payload.evaluatorId, evaluator.id);
 
-    const compliance = (await observe.call({ method: 'POST', url: '/api/evaluators', payload: { name: 'c', kind: 'compliance', rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] } })).json() as Json;
+    const compliance = (
+      await observe.call({
+        method: 'POST',
+        url: '/api/evaluators',
+        payload: { name: 'c', kind: 'compliance', rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] },
+      })
+    ).json() as Json;
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
     assertErrorBody(await score(observe, 's-judge', { evaluatorId: compliance.id }), 400);
     assertErrorBody(await score(observe, 's-judge', { evaluatorId: 'nope' }), 400);
@@ -347,7 +390,15 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
   test('404 for an unknown session, 400 for bad bodies, neither calls the provider', async () => {
     provider.next(openAiVerdict({ score: 1, reasoning: 'x' }));
     assertErrorBody(await score(observe, 'no-such-session', { rubric: 'r' }), 404);
-    for (const body of [{}, { rubric: '' }, { rubric: 'x'.repeat(10_001) }, { rubric: 'r', passThreshold: -0.1 }, { rubric: 'r', extra: 1 }, { evaluatorId: 'e', rubric: 'r' }, { rubric: 5 }]) {
+    for (const body of [
+      {},
+      { rubric: '' },
+      { rubric: 'x'.repeat(10_001) },
+      { rubric: 'r', passThreshold: -0.1 },
+      { rubric: 'r', extra: 1 },
+      { evaluatorId: 'e', rubric: 'r' },
+      { rubric: 5 },
+    ]) {
       assertErrorBody(await score(observe, 's-judge', body), 400, JSON.stringify(body).slice(0, 60));
     }
     assert.equal(provider.requests.length, 0);
@@ -373,7 +424,12 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
     provider.next({
       ...openAiVerdict({ score: 1, reasoning: 'fine' }, 1000, 200),
       meanwhile: async () => {
-        await db.updateTable('events').set({ hash: 'c'.repeat(64) }).where('session_id', '=', 's-judge-broken-meanwhile').where('seq', '=', 2).execute();
+        await db
+          .updateTable('events')
+          .set({ hash: 'c'.repeat(64) })
+          .where('session_id', '=', 's-judge-broken-meanwhile')
+          .where('seq', '=', 2)
+          .execute();
       },
     });
     const body = assertErrorBody(await score(observe, 's-judge-broken-meanwhile', { rubric: 'r' }), 409);
@@ -415,7 +471,9 @@ await describeEachDatabase('LLM judge: Anthropic messages, timeouts and configur
   before(async () => {
     await provider.server.start();
     anthropic = await startTestObserve(backend, { env: { LLM_PROVIDER: 'anthropic', LLM_API_KEY: ANTHROPIC_KEY, LLM_BASE_URL: `${provider.url}/v1` } });
-    slow = await startTestObserve(backend, { env: { LLM_PROVIDER: 'openai', LLM_API_KEY: OPENAI_KEY, LLM_BASE_URL: `${provider.url}/proxy`, LLM_TIMEOUT_MS: '200' } });
+    slow = await startTestObserve(backend, {
+      env: { LLM_PROVIDER: 'openai', LLM_API_KEY: OPENAI_KEY, LLM_BASE_URL: `${provider.url}/proxy`, LLM_TIMEOUT_MS: '200' },
+    });
     unconfigured = await startTestObserve(backend);
     keyOnly = await startTestObserve(backend, { env: { LLM_API_KEY: OPENAI_KEY } });
     for (const observe of [anthropic, slow, unconfigured, keyOnly]) await ingest(observe, judgedSession('s-a'));

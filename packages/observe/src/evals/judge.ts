@@ -171,7 +171,10 @@ export function parseProviderAnswer(provider: JudgeProvider, answer: unknown): {
   const parsed = anthropicAnswer.safeParse(answer);
   if (!parsed.success) throw new JudgeError('the provider answer is not a message with usage', usageOf(provider, answer));
   const usage = { inputTokens: parsed.data.usage.input_tokens, outputTokens: parsed.data.usage.output_tokens };
-  const text = parsed.data.content.filter((block) => block.type === 'text').map((block) => block.text ?? '').join('');
+  const text = parsed.data.content
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('');
   return { text, usage };
 }
 
@@ -191,7 +194,9 @@ export function parseVerdict(text: string): Verdict {
   }
   const parsed = verdictSchema.safeParse(value);
   if (!parsed.success) {
-    throw new Error(`the verdict is not {score: 0..1, reasoning?}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `the verdict is not {score: 0..1, reasoning?}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+    );
   }
   return parsed.data;
 }
@@ -215,7 +220,8 @@ async function attempt(request: JudgeRequest, timeoutMs: number): Promise<Attemp
   try {
     text = await response.text();
   } catch (error) {
-    const reason = (error as Error).name === 'TimeoutError' ? `no complete answer within ${timeoutMs} ms` : `reading the answer failed: ${(error as Error).message}`;
+    const reason =
+      (error as Error).name === 'TimeoutError' ? `no complete answer within ${timeoutMs} ms` : `reading the answer failed: ${(error as Error).message}`;
     return { ok: false, retryable: true, reason };
   }
   if (!response.ok) {

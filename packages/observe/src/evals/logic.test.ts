@@ -52,7 +52,10 @@ describe('rules', () => {
       detail: 'called denied tools: db.delete (1 call), db.query (3 calls)',
     });
     assert.equal(checkRule({ id: 'b', type: 'tool_allowlist', tools: ['db.*', 'shell_exec'] }, facts()), null);
-    assert.deepEqual(checkRule({ id: 'b', type: 'tool_allowlist', tools: ['db.query'] }, facts())?.detail, 'called tools outside the allowlist: db.delete (1 call), shell_exec (2 calls)');
+    assert.deepEqual(
+      checkRule({ id: 'b', type: 'tool_allowlist', tools: ['db.query'] }, facts())?.detail,
+      'called tools outside the allowlist: db.delete (1 call), shell_exec (2 calls)',
+    );
     assert.equal(checkRule({ id: 'c', type: 'max_cost', maxUsd: 0.03 }, facts()), null, 'spend equal to maxUsd complies');
     assert.match(checkRule({ id: 'c', type: 'max_cost', maxUsd: 0.0299 }, facts())!.detail, /0\.03 USD exceeds maxUsd 0\.0299/);
     assert.equal(checkRule({ id: 'd', type: 'no_severity_above', severity: 'warn' }, facts()), null);
@@ -75,7 +78,10 @@ describe('rules', () => {
     assert.equal(absent.score, 0.75);
     assert.equal(absent.passed, false);
     assert.equal(absent.rulesEvaluated, 4);
-    assert.deepEqual(absent.violations.map((v) => v.ruleId), ['4']);
+    assert.deepEqual(
+      absent.violations.map((v) => v.ruleId),
+      ['4'],
+    );
     assert.equal(evaluateRules(rules, facts(), 0.75).passed, true);
     assert.equal(evaluateRules(rules, facts(), 0.7501).passed, false);
     assert.equal(evaluateRules(rules.slice(0, 3), facts(), null).passed, true);
@@ -104,13 +110,25 @@ describe('request bodies', () => {
   test('evaluators: the fields of the kind are required, the other kind’s refused', () => {
     assert.equal(createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'compliance' }).success, false);
     assert.equal(createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'llm_judge' }).success, false);
-    assert.equal(createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'llm_judge', rubric: 'r', rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }] }).success, false);
-    assert.equal(createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'compliance', rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], model: 'gpt-4o' }).success, false);
+    assert.equal(
+      createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'llm_judge', rubric: 'r', rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }] }).success,
+      false,
+    );
+    assert.equal(
+      createEvaluatorBodySchema.safeParse({ name: 'n', kind: 'compliance', rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], model: 'gpt-4o' }).success,
+      false,
+    );
   });
 });
 
 describe('transcript', () => {
-  const event = (seq: number, size = 10) => ({ seq, timestamp: '2026-11-22T10:00:00.000Z', eventType: 'custom', severity: 'info', payload: `{"d":"${'x'.repeat(size)}"}` });
+  const event = (seq: number, size = 10) => ({
+    seq,
+    timestamp: '2026-11-22T10:00:00.000Z',
+    eventType: 'custom',
+    severity: 'info',
+    payload: `{"d":"${'x'.repeat(size)}"}`,
+  });
 
   test('a short session is every line in order', () => {
     const builder = new TranscriptBuilder();
@@ -118,7 +136,10 @@ describe('transcript', () => {
     const t = builder.finish();
     assert.equal(t.omitted, 0);
     assert.equal(t.events, 3);
-    assert.deepEqual(t.text.split('\n').map((l) => l.split(' ')[0]), ['#0', '#1', '#2']);
+    assert.deepEqual(
+      t.text.split('\n').map((l) => l.split(' ')[0]),
+      ['#0', '#1', '#2'],
+    );
   });
 
   test('lines are cut at TRANSCRIPT_LINE_MAX and the whole at TRANSCRIPT_MAX: head, marker, tail; deterministic', () => {
@@ -165,18 +186,33 @@ describe('judge wire format', () => {
     assert.deepEqual(parseVerdict('```json\n{"score":1,"reasoning":"fine"}\n```'), { score: 1, reasoning: 'fine' });
     assert.deepEqual(parseVerdict('{"score":0.2,"reasoning":"x","passed":true,"confidence":0.9}'), { score: 0.2, reasoning: 'x' });
     assert.deepEqual(parseVerdict('{"score":1}'), { score: 1, reasoning: '' });
-    for (const bad of ['', 'score: 1', '{"score":1.2,"reasoning":"x"}', '{"score":-0.1}', '{"score":"1","reasoning":"x"}', '{"reasoning":"x"}', '[1]', '{"score":1,"reasoning":7}']) {
+    for (const bad of [
+      '',
+      'score: 1',
+      '{"score":1.2,"reasoning":"x"}',
+      '{"score":-0.1}',
+      '{"score":"1","reasoning":"x"}',
+      '{"reasoning":"x"}',
+      '[1]',
+      '{"score":1,"reasoning":7}',
+    ]) {
       assert.throws(() => parseVerdict(bad), Error, bad);
     }
   });
 
   test('provider answers: text and usage, or a JudgeError that keeps the usage when billed', () => {
+    assert.deepEqual(parseProviderAnswer('openai', { choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: 3, completion_tokens: 4 } }), {
+      text: 'x',
+      usage: { inputTokens: 3, outputTokens: 4 },
+    });
     assert.deepEqual(
-      parseProviderAnswer('openai', { choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: 3, completion_tokens: 4 } }),
-      { text: 'x', usage: { inputTokens: 3, outputTokens: 4 } },
-    );
-    assert.deepEqual(
-      parseProviderAnswer('anthropic', { content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], usage: { input_tokens: 1, output_tokens: 2 } }),
+      parseProviderAnswer('anthropic', {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+        usage: { input_tokens: 1, output_tokens: 2 },
+      }),
       { text: 'ab', usage: { inputTokens: 1, outputTokens: 2 } },
     );
     try {
@@ -186,6 +222,9 @@ describe('judge wire format', () => {
       assert.ok(error instanceof JudgeError);
       assert.deepEqual(error.usage, { inputTokens: 3, outputTokens: 4 });
     }
-    assert.throws(() => parseProviderAnswer('anthropic', { content: 'x' }), (e: unknown) => e instanceof JudgeError && e.usage === null);
+    assert.throws(
+      () => parseProviderAnswer('anthropic', { content: 'x' }),
+      (e: unknown) => e instanceof JudgeError && e.usage === null,
+    );
   });
 });

@@ -47,8 +47,7 @@ export function toolMatcher(pattern: string): (tool: string) => boolean {
 }
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-const listTools = (entries: readonly { tool: string; calls: number }[]): string =>
-  entries.map((e) => `${e.tool} (${plural(e.calls, 'call')})`).join(', ');
+const listTools = (entries: readonly { tool: string; calls: number }[]): string => entries.map((e) => `${e.tool} (${plural(e.calls, 'call')})`).join(', ');
 
 /** The violation of one rule by the facts, or null when the rule holds. */
 export function checkRule(rule: ComplianceRule, facts: SessionFacts): Violation | null {

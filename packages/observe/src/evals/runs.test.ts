@@ -62,11 +62,19 @@ class Agent {
         await this.log([started, { sessionId, agentId, eventType: 'tool_call', payload: { toolName: 'shell_exec', callId: 'c1', arguments: {} } }, ended]);
         return sendJson(res, 200, { sessionId, output: input.answer });
       case 'error':
-        await this.log([started, { sessionId, agentId, eventType: 'tool_error', payload: { toolName: 'lookup', callId: 'c1', error: 'boom', durationMs: 3 } }, ended]);
+        await this.log([
+          started,
+          { sessionId, agentId, eventType: 'tool_error', payload: { toolName: 'lookup', callId: 'c1', error: 'boom', durationMs: 3 } },
+          ended,
+        ]);
         return sendJson(res, 200, { sessionId, output: input.answer });
       case 'tampered': {
         await this.log([started, ended]);
-        const last = await this.database!.db.selectFrom('events').select('id').where('session_id', '=', sessionId).where('seq', '=', 1).executeTakeFirstOrThrow();
+        const last = await this.database!.db.selectFrom('events')
+          .select('id')
+          .where('session_id', '=', sessionId)
+          .where('seq', '=', 1)
+          .executeTakeFirstOrThrow();
         await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: 'f'.repeat(64) });
         return sendJson(res, 200, { sessionId, output: input.answer });
       }
@@ -106,7 +114,10 @@ await describeEachDatabase('datasets', (backend) => {
     const created = await observe.call({
       method: 'POST',
       url: '/api/datasets',
-      payload: { name: ' refunds ', cases: [{ input: { q: 'refund A-1' }, expected: { ok: true } }, { input: 'plain text' }, { input: [1, 2], expected: null }] },
+      payload: {
+        name: ' refunds ',
+        cases: [{ input: { q: 'refund A-1' }, expected: { ok: true } }, { input: 'plain text' }, { input: [1, 2], expected: null }],
+      },
     });
     assert.equal(created.statusCode, 201, created.body);
     const dataset = created.json() as Json;
@@ -201,7 +212,18 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(response.statusCode, 202, response.body);
     const created = response.json() as Json;
     assert.deepEqual(Object.keys(created).sort(), [
-      'agentId', 'cases', 'completedCases', 'createdAt', 'datasetId', 'evaluatorId', 'failedCases', 'finishedAt', 'id', 'passedCases', 'status', 'totalCases',
+      'agentId',
+      'cases',
+      'completedCases',
+      'createdAt',
+      'datasetId',
+      'evaluatorId',
+      'failedCases',
+      'finishedAt',
+      'id',
+      'passedCases',
+      'status',
+      'totalCases',
     ]);
     assert.equal(created.status, 'running');
     assert.equal(created.datasetId, dataset.id);
@@ -221,8 +243,14 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(run.failedCases, 7);
     assert.equal(run.finishedAt, '2026-11-22T10:00:00.000Z');
     const byIndex = run.cases as Json[];
-    assert.deepEqual(byIndex.map((c) => c.index), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.deepEqual(byIndex.map((c) => c.passed), [true, true, false, false, false, false, false, true, false, false]);
+    assert.deepEqual(
+      byIndex.map((c) => c.index),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    );
+    assert.deepEqual(
+      byIndex.map((c) => c.passed),
+      [true, true, false, false, false, false, false, true, false, false],
+    );
     for (const c of byIndex) {
       assert.equal(c.caseId, dataset.cases[c.index].id);
       assert.equal(c.score, null, 'no evaluator, no score');
@@ -243,7 +271,13 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     const hooks = agent.server.requests.filter((r) => r.url === '/hook');
     assert.equal(hooks.length, 10);
     const first = hooks.map((r) => JSON.parse(r.body) as Json).find((b) => b.caseId === dataset.cases[0].id)!;
-    assert.deepEqual(first, { runId: created.id, caseId: dataset.cases[0].id, datasetId: dataset.id, agentId: 'eval-agent', input: { task: 'ok', answer: 42 } });
+    assert.deepEqual(first, {
+      runId: created.id,
+      caseId: dataset.cases[0].id,
+      datasetId: dataset.id,
+      agentId: 'eval-agent',
+      input: { task: 'ok', answer: 42 },
+    });
     assert.equal(hooks[0]!.method, 'POST');
     assert.equal(hooks[0]!.headers['x-vigil-run-id'], created.id);
     assert.equal(hooks[0]!.headers['x-vigil-case-id'], (JSON.parse(hooks[0]!.body) as Json).caseId);
@@ -257,7 +291,11 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     const dataset = await createDataset([{ input: { task: 'ok', answer: 1 }, expected: 1 }]);
     const other = await createDataset([{ input: { task: 'ok', answer: 2 } }]);
     const start = async (id: string) => {
-      const response = await observe.call({ method: 'POST', url: `/api/datasets/${id}/runs`, payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook` } });
+      const response = await observe.call({
+        method: 'POST',
+        url: `/api/datasets/${id}/runs`,
+        payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook` },
+      });
       assert.equal(response.statusCode, 202, response.body);
       return (response.json() as Json).id as string;
     };
@@ -270,11 +308,17 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     const listed = await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs` });
     assert.equal(listed.statusCode, 200, listed.body);
     const runs = (listed.json() as { runs: Json[] }).runs;
-    assert.deepEqual(runs.map((run) => run.id), [second, first]);
+    assert.deepEqual(
+      runs.map((run) => run.id),
+      [second, first],
+    );
     const { cases: _cases, ...summary } = finished;
     assert.deepEqual(runs[0], summary);
     const limited = (await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=1` })).json() as { runs: Json[] };
-    assert.deepEqual(limited.runs.map((run) => run.id), [second]);
+    assert.deepEqual(
+      limited.runs.map((run) => run.id),
+      [second],
+    );
     assert.equal((await observe.call({ method: 'GET', url: '/api/datasets/nope/runs' })).statusCode, 404);
     assert.equal((await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=0` })).statusCode, 400);
   });
@@ -291,15 +335,31 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     const run = await waitForRun(observe.call, (response.json() as Json).id);
     assert.ok(Date.now() - started >= 900, 'the case waited for its timeout');
     assert.equal(run.failedCases, 1);
-    assert.deepEqual(run.cases[0], { caseId: dataset.cases[0].id, index: 0, sessionId: null, passed: false, score: null, error: 'the webhook did not answer within 1 s' });
+    assert.deepEqual(run.cases[0], {
+      caseId: dataset.cases[0].id,
+      index: 0,
+      sessionId: null,
+      passed: false,
+      score: null,
+      error: 'the webhook did not answer within 1 s',
+    });
   });
 
   test('with a compliance evaluator each session is scored by the compliance code and gets a chained eval_result', async () => {
-    const evaluator = (await observe.call({
-      method: 'POST',
-      url: '/api/evaluators',
-      payload: { name: 'no shell', kind: 'compliance', rules: [{ id: 'no-shell', type: 'tool_denylist', tools: ['shell_*'] }, { id: 'free', type: 'max_cost', maxUsd: 0 }] },
-    })).json() as Json;
+    const evaluator = (
+      await observe.call({
+        method: 'POST',
+        url: '/api/evaluators',
+        payload: {
+          name: 'no shell',
+          kind: 'compliance',
+          rules: [
+            { id: 'no-shell', type: 'tool_denylist', tools: ['shell_*'] },
+            { id: 'free', type: 'max_cost', maxUsd: 0 },
+          ],
+        },
+      })
+    ).json() as Json;
     const dataset = await createDataset([{ input: { task: 'ok' } }, { input: { task: 'shell' } }, { input: { task: 'fail' } }]);
     const response = await observe.call({
       method: 'POST',
@@ -330,11 +390,13 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
   });
 
   test('with an evaluator, a session whose chain is broken gets no verdict: its case fails with the broken step', async () => {
-    const evaluator = (await observe.call({
-      method: 'POST',
-      url: '/api/evaluators',
-      payload: { name: 'budget', kind: 'compliance', rules: [{ id: 'budget', type: 'max_cost', maxUsd: 1 }] },
-    })).json() as Json;
+    const evaluator = (
+      await observe.call({
+        method: 'POST',
+        url: '/api/evaluators',
+        payload: { name: 'budget', kind: 'compliance', rules: [{ id: 'budget', type: 'max_cost', maxUsd: 1 }] },
+      })
+    ).json() as Json;
     const dataset = await createDataset([{ input: { task: 'ok' } }, { input: { task: 'tampered' } }]);
     const response = await observe.call({
       method: 'POST',
@@ -348,7 +410,10 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(tampered!.passed, false);
     assert.equal(tampered!.score, null);
     const forged = `forged-${dataset.cases[1].id}`;
-    assert.match(tampered!.error, new RegExp(`^scoring failed: The hash chain of session "${tampered!.sessionId}" is broken at seq 2 \\(event ${forged}\\): .*past the session head`));
+    assert.match(
+      tampered!.error,
+      new RegExp(`^scoring failed: The hash chain of session "${tampered!.sessionId}" is broken at seq 2 \\(event ${forged}\\): .*past the session head`),
+    );
     const events = ((await observe.call({ method: 'GET', url: `/api/sessions/${tampered!.sessionId}/timeline` })).json() as { events: Event[] }).events;
     assert.equal(events.filter((e) => e.eventType === 'eval_result').length, 0, 'no verdict chained');
   });
@@ -401,18 +466,43 @@ await describeEachDatabase('evaluation runs survive a restart', (backend) => {
     const { start } = await startOn(backend, clock);
     const first = await start();
     const raw = ((await first.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'k' } })).json() as Json).key as string;
-    const callOf = (service: Awaited<ReturnType<typeof start>>): Call => (options) =>
-      service.app.inject({ ...options, headers: { authorization: `Bearer ${raw}`, ...options.headers } });
+    const callOf =
+      (service: Awaited<ReturnType<typeof start>>): Call =>
+      (options) =>
+        service.app.inject({ ...options, headers: { authorization: `Bearer ${raw}`, ...options.headers } });
 
     const firstCall = callOf(first);
-    const dataset = (await firstCall({ method: 'POST', url: '/api/datasets', payload: { name: 'd', cases: [{ input: { task: 'ok', answer: 1 }, expected: 1 }, { input: { task: 'ok' } }, { input: { task: 'ok', answer: 2 }, expected: 2 }] } })).json() as Json;
-    const created = await firstCall({ method: 'POST', url: `/api/datasets/${dataset.id}/runs`, payload: { agentId: 'a', webhookUrl: `${agent.server.url}/hook` } });
+    const dataset = (
+      await firstCall({
+        method: 'POST',
+        url: '/api/datasets',
+        payload: {
+          name: 'd',
+          cases: [{ input: { task: 'ok', answer: 1 }, expected: 1 }, { input: { task: 'ok' } }, { input: { task: 'ok', answer: 2 }, expected: 2 }],
+        },
+      })
+    ).json() as Json;
+    const created = await firstCall({
+      method: 'POST',
+      url: `/api/datasets/${dataset.id}/runs`,
+      payload: { agentId: 'a', webhookUrl: `${agent.server.url}/hook` },
+    });
     assert.equal(created.statusCode, 202, created.body);
     const runId = (created.json() as Json).id as string;
     const { db } = first.context.database;
     // Case 0: held by a worker that died mid-case; case 1: already interrupted three times.
-    await db.updateTable('eval_run_cases').set({ claimed_until: clock.now() + 60_000, attempts: 1 }).where('run_id', '=', runId).where('position', '=', 0).execute();
-    await db.updateTable('eval_run_cases').set({ claimed_until: clock.now() - 1, attempts: 3 }).where('run_id', '=', runId).where('position', '=', 1).execute();
+    await db
+      .updateTable('eval_run_cases')
+      .set({ claimed_until: clock.now() + 60_000, attempts: 1 })
+      .where('run_id', '=', runId)
+      .where('position', '=', 0)
+      .execute();
+    await db
+      .updateTable('eval_run_cases')
+      .set({ claimed_until: clock.now() - 1, attempts: 3 })
+      .where('run_id', '=', runId)
+      .where('position', '=', 1)
+      .execute();
     await first.app.close();
     assert.equal(agent.server.requests.length, 0, 'nothing was worked before the restart');
 
@@ -425,7 +515,10 @@ await describeEachDatabase('evaluation runs survive a restart', (backend) => {
       let run = (await call({ method: 'GET', url: `/api/runs/${runId}` })).json() as Json;
       assert.equal(run.status, 'running');
       assert.equal(run.completedCases, 2);
-      assert.deepEqual(run.cases.map((c: Json) => c.passed), [null, false, true]);
+      assert.deepEqual(
+        run.cases.map((c: Json) => c.passed),
+        [null, false, true],
+      );
       assert.equal(run.cases[1].error, 'gave up after 3 interrupted attempts');
       assert.equal(agent.server.requests.length, 1, 'the given-up case did not call the webhook again');
 
@@ -434,7 +527,10 @@ await describeEachDatabase('evaluation runs survive a restart', (backend) => {
       run = (await call({ method: 'GET', url: `/api/runs/${runId}` })).json() as Json;
       assert.equal(run.status, 'completed');
       assert.equal(run.finishedAt, new Date(clock.now()).toISOString());
-      assert.deepEqual(run.cases.map((c: Json) => c.passed), [true, false, true]);
+      assert.deepEqual(
+        run.cases.map((c: Json) => c.passed),
+        [true, false, true],
+      );
       assert.equal(run.passedCases, 2);
       assert.equal(run.failedCases, 1);
       // Nothing is worked twice.
@@ -451,11 +547,15 @@ await describeEachDatabase('evaluation runs survive a restart', (backend) => {
     const { start } = await startOn(backend, clock);
     const first = await start(true);
     const raw = ((await first.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'k' } })).json() as Json).key as string;
-    const callOf = (service: Awaited<ReturnType<typeof start>>): Call => (options) =>
-      service.app.inject({ ...options, headers: { authorization: `Bearer ${raw}`, ...options.headers } });
+    const callOf =
+      (service: Awaited<ReturnType<typeof start>>): Call =>
+      (options) =>
+        service.app.inject({ ...options, headers: { authorization: `Bearer ${raw}`, ...options.headers } });
     agent.call = callOf(first);
     const requestsBefore = agent.server.requests.length;
-    const dataset = (await callOf(first)({ method: 'POST', url: '/api/datasets', payload: { name: 'd', cases: [{ input: { task: 'hang-once', answer: 7 }, expected: 7 }] } })).json() as Json;
+    const dataset = (
+      await callOf(first)({ method: 'POST', url: '/api/datasets', payload: { name: 'd', cases: [{ input: { task: 'hang-once', answer: 7 }, expected: 7 }] } })
+    ).json() as Json;
     const created = await callOf(first)({
       method: 'POST',
       url: `/api/datasets/${dataset.id}/runs`,

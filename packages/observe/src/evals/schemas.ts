@@ -134,7 +134,10 @@ export const sessionParams = z.object({ sessionId: identifier });
 // ---------------------------------------------------------------------------------------------
 
 const shortText = (name: string, max: number) =>
-  z.string({ error: `${name} must be a string of 1 to ${max} characters` }).min(1, `${name} must be 1 to ${max} characters`).max(max, `${name} must be 1 to ${max} characters`);
+  z
+    .string({ error: `${name} must be a string of 1 to ${max} characters` })
+    .min(1, `${name} must be 1 to ${max} characters`)
+    .max(max, `${name} must be 1 to ${max} characters`);
 
 /** What the approval service sends (gate/src/requests/breach.ts). */
 export const breachBodySchema = z.strictObject({

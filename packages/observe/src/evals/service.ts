@@ -114,11 +114,9 @@ async function appendVerdict(
   passed: boolean,
   payload: Record<string, unknown>,
 ): Promise<AppendedEvent> {
-  const [event] = await ctx.events.append(
-    [{ sessionId, agentId, eventType: 'eval_result', severity: passed ? 'info' : 'warn', payload }],
-    ctx.clock.now(),
-    { verifiedHead },
-  );
+  const [event] = await ctx.events.append([{ sessionId, agentId, eventType: 'eval_result', severity: passed ? 'info' : 'warn', payload }], ctx.clock.now(), {
+    verifiedHead,
+  });
   return event!;
 }
 
@@ -182,7 +180,7 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
   const throughSeq = session.last_seq;
 
   const builder = new TranscriptBuilder();
-  for (let after = -1; ; ) {
+  for (let after = -1; ;) {
     const page = await transcriptPage(ctx.database.db, sessionId, after, throughSeq, TRANSCRIPT_PAGE);
     for (const event of page) builder.add(event);
     if (page.length < TRANSCRIPT_PAGE) break;

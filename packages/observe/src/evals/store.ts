@@ -203,7 +203,11 @@ export async function insertDataset(database: ObserveDatabase, body: CreateDatas
   }));
   await database.db.transaction().execute(async (trx) => {
     await trx.insertInto('datasets').values(row).execute();
-    for (let i = 0; i < cases.length; i += INSERT_CHUNK) await trx.insertInto('dataset_cases').values(cases.slice(i, i + INSERT_CHUNK)).execute();
+    for (let i = 0; i < cases.length; i += INSERT_CHUNK)
+      await trx
+        .insertInto('dataset_cases')
+        .values(cases.slice(i, i + INSERT_CHUNK))
+        .execute();
   });
   return { row, cases };
 }
@@ -268,7 +272,11 @@ export async function insertRun(database: ObserveDatabase, run: NewRun, now: num
       error: null,
       finished_at: null,
     }));
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx.insertInto('eval_run_cases').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK)
+      await trx
+        .insertInto('eval_run_cases')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .execute();
     return row;
   });
 }

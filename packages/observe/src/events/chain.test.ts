@@ -200,7 +200,16 @@ describe('ChainVerifier over links it has verified before', () => {
     const links: StoredLink[] = [];
     let prevHash: string | null = null;
     for (let seq = 0; seq < 3; seq++) {
-      const fields = { id: `memo-${seq}`, seq, timestamp: '2026-11-22T10:00:00.000Z', sessionId: 'memo', agentId: 'agent-memo', eventType: 'custom', severity: 'info', prevHash };
+      const fields = {
+        id: `memo-${seq}`,
+        seq,
+        timestamp: '2026-11-22T10:00:00.000Z',
+        sessionId: 'memo',
+        agentId: 'agent-memo',
+        eventType: 'custom',
+        severity: 'info',
+        prevHash,
+      };
       const payloadJson = canonicalJson({ type: 'step', data: { n: seq } });
       const hash = chainHashOfCanonical(fields, payloadJson, '{}');
       links.push({ ...fields, payloadJson: payloadJson.slice(0), metadataJson: '{}', hash });
@@ -250,14 +259,19 @@ describe('ChainVerifier over links it has verified before', () => {
     };
     assert.equal(withLeaves((link) => leafOf(link.hash)).valid, true);
     assert.equal(withLeaves((link) => leafOf(link.hash)).valid, true, 'again, remembered');
-    assert.equal(withLeaves((link) => (link.seq === 2 ? leafOf('0'.repeat(64)) : leafOf(link.hash))).brokenAt?.reason, 'hash does not match the leaf the audit log recorded for the event');
+    assert.equal(
+      withLeaves((link) => (link.seq === 2 ? leafOf('0'.repeat(64)) : leafOf(link.hash))).brokenAt?.reason,
+      'hash does not match the leaf the audit log recorded for the event',
+    );
     assert.match(withLeaves((link) => (link.seq === 0 ? null : leafOf(link.hash))).brokenAt?.reason ?? '', /has no leaf in the audit log/);
   });
 });
 
 /** RFC 9162 leaf hash of a hex hash, as the audit log records it: SHA-256(0x00 || bytes). */
 function sha256Hex01(hex: string): string {
-  return createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(hex, 'hex')])).digest('hex');
+  return createHash('sha256')
+    .update(Buffer.concat([Buffer.from([0]), Buffer.from(hex, 'hex')]))
+    .digest('hex');
 }
 
 await describeEachDatabase('hash chain over HTTP', (backend) => {
@@ -323,8 +337,14 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const line = await timeline('chain-ok');
     assert.equal(line.chainValid, true);
     assert.equal(line.brokenAt, null);
-    assert.deepEqual(line.events.map((e) => e.seq), [0, 1, 2, 3, 4, 5]);
-    assert.deepEqual(line.events.map((e) => e.id), ids.map((a) => a.id));
+    assert.deepEqual(
+      line.events.map((e) => e.seq),
+      [0, 1, 2, 3, 4, 5],
+    );
+    assert.deepEqual(
+      line.events.map((e) => e.id),
+      ids.map((a) => a.id),
+    );
     const result = await verify('chain-ok');
     assert.equal(result.sessionId, 'chain-ok');
     assert.equal(result.valid, true);
@@ -363,8 +383,14 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const acks = await ingestEvents(observe, events);
     const line = await timeline('chain-late');
     assert.equal(line.chainValid, true);
-    assert.deepEqual(line.events.map((e) => e.seq), [5, 4, 3, 2, 1, 0]);
-    assert.deepEqual(line.events.map((e) => e.id), acks.map((a) => a.id).reverse());
+    assert.deepEqual(
+      line.events.map((e) => e.seq),
+      [5, 4, 3, 2, 1, 0],
+    );
+    assert.deepEqual(
+      line.events.map((e) => e.id),
+      acks.map((a) => a.id).reverse(),
+    );
     assert.equal((await verify('chain-late')).valid, true);
   });
 
@@ -374,7 +400,10 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const line = await timeline('chain-continue');
     assert.equal(line.chainValid, true);
     const bySeq = [...line.events].sort((a, b) => a.seq - b.seq);
-    assert.deepEqual(bySeq.map((e) => e.id), [first!.id, second!.id, third!.id]);
+    assert.deepEqual(
+      bySeq.map((e) => e.id),
+      [first!.id, second!.id, third!.id],
+    );
     assert.equal(bySeq[1]!.prevHash, first!.hash);
     assert.equal(bySeq[2]!.prevHash, second!.hash);
   });
@@ -383,19 +412,31 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const ids = await seed('tamper-payload');
     const row = await storedRow(ids[2]!);
     const payload = JSON.parse(row.payload) as Record<string, unknown>;
-    await db().updateTable('events').set({ payload: JSON.stringify({ ...payload, durationMs: 1 }) }).where('id', '=', ids[2]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ payload: JSON.stringify({ ...payload, durationMs: 1 }) })
+      .where('id', '=', ids[2]!)
+      .execute();
     await expectBrokenAt('tamper-payload', 2, ids[2]);
   });
 
   test('tampering the payload of the first event is detected at seq 0', async () => {
     const ids = await seed('tamper-payload-first');
-    await db().updateTable('events').set({ payload: JSON.stringify({ agentName: 'Other Bot', tags: ['audit'] }) }).where('id', '=', ids[0]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ payload: JSON.stringify({ agentName: 'Other Bot', tags: ['audit'] }) })
+      .where('id', '=', ids[0]!)
+      .execute();
     await expectBrokenAt('tamper-payload-first', 0, ids[0]);
   });
 
   test('tampering the payload of the last event is detected at seq 5', async () => {
     const ids = await seed('tamper-payload-last');
-    await db().updateTable('events').set({ payload: JSON.stringify({ reason: 'error' }) }).where('id', '=', ids[5]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ payload: JSON.stringify({ reason: 'error' }) })
+      .where('id', '=', ids[5]!)
+      .execute();
     await expectBrokenAt('tamper-payload-last', 5, ids[5]);
   });
 
@@ -451,7 +492,11 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   test('tampering ts by one millisecond is detected at that event', async () => {
     const ids = await seed('tamper-ts');
     const row = await storedRow(ids[2]!);
-    await db().updateTable('events').set({ ts: Number(row.ts) + 1 }).where('id', '=', ids[2]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ ts: Number(row.ts) + 1 })
+      .where('id', '=', ids[2]!)
+      .execute();
     await expectBrokenAt('tamper-ts', 2, ids[2]);
   });
 
@@ -459,25 +504,41 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   // hash: a rewritten hash fails its own recomputation at that seq, before the next link is read.
   test('tampering hash is detected at that event', async () => {
     const ids = await seed('tamper-hash');
-    await db().updateTable('events').set({ hash: 'f'.repeat(64) }).where('id', '=', ids[2]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ hash: 'f'.repeat(64) })
+      .where('id', '=', ids[2]!)
+      .execute();
     await expectBrokenAt('tamper-hash', 2, ids[2]);
   });
 
   test('tampering the hash of the last event is detected at seq 5', async () => {
     const ids = await seed('tamper-hash-last');
-    await db().updateTable('events').set({ hash: '0'.repeat(64) }).where('id', '=', ids[5]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ hash: '0'.repeat(64) })
+      .where('id', '=', ids[5]!)
+      .execute();
     await expectBrokenAt('tamper-hash-last', 5, ids[5]);
   });
 
   test('tampering prev_hash is detected at that event', async () => {
     const ids = await seed('tamper-prev');
-    await db().updateTable('events').set({ prev_hash: 'e'.repeat(64) }).where('id', '=', ids[3]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ prev_hash: 'e'.repeat(64) })
+      .where('id', '=', ids[3]!)
+      .execute();
     await expectBrokenAt('tamper-prev', 3, ids[3]);
   });
 
   test('giving the first event a prev_hash is detected at seq 0', async () => {
     const ids = await seed('tamper-prev-first');
-    await db().updateTable('events').set({ prev_hash: 'e'.repeat(64) }).where('id', '=', ids[0]!).execute();
+    await db()
+      .updateTable('events')
+      .set({ prev_hash: 'e'.repeat(64) })
+      .where('id', '=', ids[0]!)
+      .execute();
     await expectBrokenAt('tamper-prev-first', 0, ids[0]);
   });
 
@@ -550,7 +611,10 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     assert.match(result.brokenAt!.reason, new RegExp(forgedEvent));
     assert.equal(result.eventCount, 7, 'every stored event is counted');
     const line = await timeline('past-head-garbage');
-    assert.ok(line.events.some((e) => e.id === forgedEvent), 'the timeline shows what is stored');
+    assert.ok(
+      line.events.some((e) => e.id === forgedEvent),
+      'the timeline shows what is stored',
+    );
   });
 
   test('an event past the head that links perfectly onto the last one still breaks the chain: it is not the recorded head', async () => {
@@ -601,7 +665,13 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   });
 
   test('verification reads long sessions in pages: a duplicate of the 1,000th event (same timestamp and seq) across the page boundary is found', async () => {
-    const events = Array.from({ length: 1000 }, (_, i) => ({ sessionId: 'paged', agentId: 'agent-paged', eventType: 'custom', timestamp: at(i), payload: { type: 'n', data: i } }));
+    const events = Array.from({ length: 1000 }, (_, i) => ({
+      sessionId: 'paged',
+      agentId: 'agent-paged',
+      eventType: 'custom',
+      timestamp: at(i),
+      payload: { type: 'n', data: i },
+    }));
     const acks = await ingestEvents(observe, events);
     assert.equal((await verify('paged')).valid, true);
     const forgedEvent = forgedId(5);
@@ -649,7 +719,11 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
 
   function assertGapless(events: EventOut[], count: number, label: string): void {
     const seqs = events.map((e) => e.seq).sort((a, b) => a - b);
-    assert.deepEqual(seqs, Array.from({ length: count }, (_, i) => i), `${label}: seqs 0..${count - 1}, gapless, no duplicates`);
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: count }, (_, i) => i),
+      `${label}: seqs 0..${count - 1}, gapless, no duplicates`,
+    );
   }
 
   test('20 concurrent batches of 50 events into the same two sessions: valid, gapless, exact', async () => {
@@ -662,9 +736,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
         payload: { type: 'n', data: { batch: b, index: j } },
       })),
     );
-    const responses = await Promise.all(
-      batches.map((events) => observe.call({ method: 'POST', url: '/api/events', payload: { events } })),
-    );
+    const responses = await Promise.all(batches.map((events) => observe.call({ method: 'POST', url: '/api/events', payload: { events } })));
     const acknowledged = responses.map((response) => {
       assert.equal(response.statusCode, 201, response.body);
       return (response.json() as { events: { id: string; hash: string }[] }).events;
@@ -695,7 +767,11 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
       );
       // Within a batch, events of one session keep their input order on the chain.
       for (const [b, seqs] of seqOfBatch) {
-        assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), `batch ${b} order in ${sessionId}`);
+        assert.deepEqual(
+          seqs,
+          [...seqs].sort((x, y) => x - y),
+          `batch ${b} order in ${sessionId}`,
+        );
       }
     }
   });

@@ -125,9 +125,16 @@ class MatchedLinks {
 /** Every input of a link's hash equal (the hash itself is the memo's key). */
 function sameContent(a: StoredLink, b: StoredLink): boolean {
   return (
-    a.id === b.id && a.seq === b.seq && a.timestamp === b.timestamp && a.sessionId === b.sessionId && a.agentId === b.agentId &&
-    a.eventType === b.eventType && a.severity === b.severity && a.prevHash === b.prevHash &&
-    a.payloadJson === b.payloadJson && a.metadataJson === b.metadataJson
+    a.id === b.id &&
+    a.seq === b.seq &&
+    a.timestamp === b.timestamp &&
+    a.sessionId === b.sessionId &&
+    a.agentId === b.agentId &&
+    a.eventType === b.eventType &&
+    a.severity === b.severity &&
+    a.prevHash === b.prevHash &&
+    a.payloadJson === b.payloadJson &&
+    a.metadataJson === b.metadataJson
   );
 }
 
@@ -202,7 +209,11 @@ export class ChainVerifier {
         return broken(seq, link.id, `expected seq ${seq} but event ${link.id} has seq ${link.seq}`);
       }
       if (seq > head.lastSeq) {
-        return broken(seq, link.id, `event ${link.id} (seq ${seq}) is stored past the session head (seq ${head.lastSeq}): it is not part of the recorded chain`);
+        return broken(
+          seq,
+          link.id,
+          `event ${link.id} (seq ${seq}) is stored past the session head (seq ${head.lastSeq}): it is not part of the recorded chain`,
+        );
       }
       if (link.prevHash !== previousHash) return broken(seq, link.id, 'prevHash does not match the hash of the previous event');
       if (!link.contentMatches) return broken(seq, link.id, 'hash does not match the event content');

@@ -4,8 +4,18 @@ const ERROR_SEVERITIES = new Set(['error', 'critical']);
 
 export type DerivedColumns = Pick<
   EventRow,
-  | 'is_error' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'tool_name' | 'call_id' | 'provider' | 'model' | 'input_tokens' | 'output_tokens'
-  | 'complexity_tier' | 'finish_reason'
+  | 'is_error'
+  | 'cost_usd'
+  | 'duration_ms'
+  | 'latency_ms'
+  | 'tool_name'
+  | 'call_id'
+  | 'provider'
+  | 'model'
+  | 'input_tokens'
+  | 'output_tokens'
+  | 'complexity_tier'
+  | 'finish_reason'
 >;
 
 export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;

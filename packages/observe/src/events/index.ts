@@ -12,16 +12,65 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerEventRoutes } from './routes.ts';
 
-export { type ChainBreak, type ChainFields, chainHashOfCanonical, type ChainHead, type ChainVerdict, ChainVerifier, EMPTY_HEAD, type StoredLink } from './chain.ts';
-export { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, isErrorEvent, SIMPLE_MAX_INPUT_TOKENS } from './derive.ts';
-export { type AppendedEvent, type BatchWriter, type CommittedBatch, type CommittingBatch, EventAppender, type LogPositions, type SessionAppend, type TransactionWriter } from './ingest.ts';
 export {
-  clientAgentId, commaList, type Event, eventSchema, type EventType, identifier, type IncomingEvent, incomingEventSchema, INGEST_EVENT_TYPES,
-  type IngestEventType, listEventsQuerySchema, payloadSchemas, SERVER_EVENT_TYPES, SEVERITIES,
+  type ChainBreak,
+  type ChainFields,
+  chainHashOfCanonical,
+  type ChainHead,
+  type ChainVerdict,
+  ChainVerifier,
+  EMPTY_HEAD,
+  type StoredLink,
+} from './chain.ts';
+export {
+  COMPLEX_MIN_INPUT_TOKENS,
+  COMPLEX_MIN_TOOLS,
+  COMPLEXITY_TIERS,
+  type ComplexityTier,
+  deriveColumns,
+  type DerivedColumns,
+  isErrorEvent,
+  SIMPLE_MAX_INPUT_TOKENS,
+} from './derive.ts';
+export {
+  type AppendedEvent,
+  type BatchWriter,
+  type CommittedBatch,
+  type CommittingBatch,
+  EventAppender,
+  type LogPositions,
+  type SessionAppend,
+  type TransactionWriter,
+} from './ingest.ts';
+export {
+  clientAgentId,
+  commaList,
+  type Event,
+  eventSchema,
+  type EventType,
+  identifier,
+  type IncomingEvent,
+  incomingEventSchema,
+  INGEST_EVENT_TYPES,
+  type IngestEventType,
+  listEventsQuerySchema,
+  payloadSchemas,
+  SERVER_EVENT_TYPES,
+  SEVERITIES,
 } from './schemas.ts';
 export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatus } from './session-state.ts';
 export {
-  CHAIN_COLUMNS, chainTextOf, type ChainRow, eventJson, eventsJson, forEachSessionEventPage, keptLinkJson, type LoggedChainRow, sessionEventsQuery, sessionLoggedRowsQuery, toLink,
+  CHAIN_COLUMNS,
+  chainTextOf,
+  type ChainRow,
+  eventJson,
+  eventsJson,
+  forEachSessionEventPage,
+  keptLinkJson,
+  type LoggedChainRow,
+  sessionEventsQuery,
+  sessionLoggedRowsQuery,
+  toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
 

@@ -30,8 +30,14 @@ await describeEachDatabase('POST /api/events', (backend) => {
     const stored = (await observe.call({ method: 'GET', url: '/api/events?sessionId=s-201&order=asc' })).json() as {
       events: { id: string; hash: string; seq: number; prevHash: string | null; severity: string; metadata: object }[];
     };
-    assert.deepEqual(stored.events.map((e) => e.id), body.events.map((e) => e.id));
-    assert.deepEqual(stored.events.map((e) => e.seq), [0, 1]);
+    assert.deepEqual(
+      stored.events.map((e) => e.id),
+      body.events.map((e) => e.id),
+    );
+    assert.deepEqual(
+      stored.events.map((e) => e.seq),
+      [0, 1],
+    );
     assert.equal(stored.events[0]!.prevHash, null);
     assert.equal(stored.events[1]!.prevHash, body.events[0]!.hash);
     assert.equal(stored.events[0]!.severity, 'info');

@@ -123,14 +123,33 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
 }
 
 const EVENT_COLUMNS: (keyof EventRow)[] = [
-  'id', 'session_id', 'seq', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'metadata', 'prev_hash', 'hash',
-  'is_error', 'cost_usd', 'duration_ms', 'latency_ms', 'tool_name', 'call_id', 'provider', 'model', 'input_tokens', 'output_tokens',
-  'complexity_tier', 'finish_reason',
+  'id',
+  'session_id',
+  'seq',
+  'agent_id',
+  'event_type',
+  'severity',
+  'ts',
+  'payload',
+  'metadata',
+  'prev_hash',
+  'hash',
+  'is_error',
+  'cost_usd',
+  'duration_ms',
+  'latency_ms',
+  'tool_name',
+  'call_id',
+  'provider',
+  'model',
+  'input_tokens',
+  'output_tokens',
+  'complexity_tier',
+  'finish_reason',
 ];
 
 type InsertableEvent = EventRow & Record<string, unknown>;
 const eventInserter = new BulkInserter<ObserveSchema, 'events'>('events', EVENT_COLUMNS, 'id');
-
 
 interface AgentTouch {
   id: string;
@@ -169,7 +188,10 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
   await trx.deleteFrom('session_tags').where('session_id', '=', session.id).execute();
   const tags = JSON.parse(session.tags) as string[];
   if (tags.length > 0) {
-    await trx.insertInto('session_tags').values(tags.map((tag) => ({ tag, session_id: session.id }))).execute();
+    await trx
+      .insertInto('session_tags')
+      .values(tags.map((tag) => ({ tag, session_id: session.id })))
+      .execute();
   }
 }
 
@@ -222,10 +244,12 @@ async function appendPrepared(
     for (const writer of batchWriters) await writer(trx);
     const created = await trx
       .insertInto('sessions')
-      .values(sessionIds.map((id) => {
-        const first = firstBySession.get(id)!;
-        return newSessionRow(id, first.row.agent_id, first.row.ts);
-      }))
+      .values(
+        sessionIds.map((id) => {
+          const first = firstBySession.get(id)!;
+          return newSessionRow(id, first.row.agent_id, first.row.ts);
+        }),
+      )
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('id')
       .execute();
@@ -277,13 +301,17 @@ async function appendPrepared(
       session.last_seq = seq;
       session.last_hash = hash;
       const tagsBefore = session.tags;
-      applyEventToSession(session, {
-        eventType: event.row.event_type,
-        ts: event.row.ts,
-        isError: event.row.is_error === 1,
-        costUsd: event.row.cost_usd,
-        payload: event.payload,
-      }, sessionIdleTimeoutMs);
+      applyEventToSession(
+        session,
+        {
+          eventType: event.row.event_type,
+          ts: event.row.ts,
+          isError: event.row.is_error === 1,
+          costUsd: event.row.cost_usd,
+          payload: event.payload,
+        },
+        sessionIdleTimeoutMs,
+      );
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
       event.row.prev_hash = prevHash;
@@ -331,7 +359,6 @@ async function appendPrepared(
     return { appended, logPositions: batch.logPositions };
   });
 }
-
 
 /** The one entry to the event store: batches from concurrent requests share a transaction (group commit). */
 export class EventAppender {

@@ -27,7 +27,13 @@ await describeEachDatabase('docs/verify-export.mjs re-verifies an exported sessi
     observe = await startTestObserve(backend);
     const events = [
       { sessionId: 'export', agentId: 'a', eventType: 'session_started', payload: { agentName: 'Ünïcode “agent”', tags: ['z', 'a'] } },
-      { sessionId: 'export', agentId: 'a', eventType: 'custom', metadata: { b: 1, a: [1.5, -0, 1e21] }, payload: { type: 'note', data: { z: null, '\u00e9': 'x', a: true } } },
+      {
+        sessionId: 'export',
+        agentId: 'a',
+        eventType: 'custom',
+        metadata: { b: 1, a: [1.5, -0, 1e21] },
+        payload: { type: 'note', data: { z: null, '\u00e9': 'x', a: true } },
+      },
       { sessionId: 'export', agentId: 'a', eventType: 'session_ended', timestamp: '2026-11-22T12:00:00+02:00', payload: { reason: 'completed' } },
     ];
     const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });

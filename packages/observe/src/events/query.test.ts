@@ -211,9 +211,15 @@ await describeEachDatabase('GET /api/events', (backend) => {
     assert.equal(asc.events[0]!.timestamp, new Date(BASE).toISOString());
     const desc = await expectPage({ order: 'desc' }, known, { order: 'desc' });
     const byDefault = await list({});
-    assert.deepEqual(desc.events.map((e) => e.id), byDefault.events.map((e) => e.id));
+    assert.deepEqual(
+      desc.events.map((e) => e.id),
+      byDefault.events.map((e) => e.id),
+    );
     // Timestamp order, not insertion order: the dataset's slots are shuffled.
-    assert.notDeepEqual(asc.events.map((e) => e.id), known.slice(0, 50).map((k) => k.id));
+    assert.notDeepEqual(
+      asc.events.map((e) => e.id),
+      known.slice(0, 50).map((k) => k.id),
+    );
   });
 
   test('limit=500 (the maximum) returns 500 events and hasMore while more match', async () => {
@@ -236,7 +242,10 @@ await describeEachDatabase('GET /api/events', (backend) => {
       flags.push(body.hasMore);
     }
     assert.deepEqual(flags, [true, true, false]);
-    assert.deepEqual(seen, [...known].sort(byTsAsc).map((k) => k.id));
+    assert.deepEqual(
+      seen,
+      [...known].sort(byTsAsc).map((k) => k.id),
+    );
     assert.equal(new Set(seen).size, known.length);
   });
 
@@ -314,19 +323,26 @@ await describeEachDatabase('GET /api/events', (backend) => {
     const to = BASE + 160 * MINUTE;
     const matching = known.filter((k) => k.ts >= from && k.ts <= to);
     assert.equal(matching.length, 61, 'one event per minute, both ends included');
-    const body = await expectPage(
-      { from: new Date(from).toISOString(), to: new Date(to).toISOString(), order: 'asc', limit: 100 },
-      matching,
-      { order: 'asc', limit: 100 },
-    );
+    const body = await expectPage({ from: new Date(from).toISOString(), to: new Date(to).toISOString(), order: 'asc', limit: 100 }, matching, {
+      order: 'asc',
+      limit: 100,
+    });
     assert.equal(body.events[0]!.timestamp, new Date(from).toISOString());
     assert.equal(body.events.at(-1)!.timestamp, new Date(to).toISOString());
   });
 
   test('from alone and to alone are open-ended', async () => {
     const cut = BASE + 500 * MINUTE;
-    await expectPage({ from: new Date(cut).toISOString(), limit: 500 }, known.filter((k) => k.ts >= cut), { limit: 500 });
-    await expectPage({ to: new Date(cut).toISOString(), limit: 500 }, known.filter((k) => k.ts <= cut), { limit: 500 });
+    await expectPage(
+      { from: new Date(cut).toISOString(), limit: 500 },
+      known.filter((k) => k.ts >= cut),
+      { limit: 500 },
+    );
+    await expectPage(
+      { to: new Date(cut).toISOString(), limit: 500 },
+      known.filter((k) => k.ts <= cut),
+      { limit: 500 },
+    );
   });
 
   test('from/to with a UTC offset denote the same instants', async () => {
@@ -425,7 +441,10 @@ await describeEachDatabase('GET /api/events', (backend) => {
     assert.match(event.prevHash ?? '', /^[0-9a-f]{64}$/);
     // The same object as the list returns.
     const listed = await list({ sessionId: 'q-search', order: 'asc' });
-    assert.deepEqual(listed.events.find((e) => e.id === target.id), event);
+    assert.deepEqual(
+      listed.events.find((e) => e.id === target.id),
+      event,
+    );
     assert.equal(event.prevHash, listed.events.find((e) => e.seq === 1)!.hash);
   });
 
@@ -499,10 +518,12 @@ await describeEachDatabase('GET /api/events', (backend) => {
     assert.equal((await fetchEvent(minus!)).timestamp, '2026-11-21T10:30:15.250Z');
     assert.equal((await fetchEvent(noMs!)).timestamp, '2026-11-21T10:30:15.000Z');
     // And the list and range filter agree with the UTC instant.
-    const listed = (await observe.call({
-      method: 'GET',
-      url: `/api/events?from=${encodeURIComponent('2026-11-21T10:30:15.250Z')}&to=${encodeURIComponent('2026-11-21T12:30:15.250+02:00')}`,
-    })).json() as EventList;
+    const listed = (
+      await observe.call({
+        method: 'GET',
+        url: `/api/events?from=${encodeURIComponent('2026-11-21T10:30:15.250Z')}&to=${encodeURIComponent('2026-11-21T12:30:15.250+02:00')}`,
+      })
+    ).json() as EventList;
     assert.deepEqual(new Set(listed.events.map((e) => e.id)), new Set([plus, minus]));
     assert.ok(listed.events.every((e) => e.timestamp === '2026-11-21T10:30:15.250Z'));
   });
@@ -535,7 +556,10 @@ await describeEachDatabase('GET /api/events', (backend) => {
       assert.equal(response.statusCode, 400, timestamp);
       const body = response.json() as ErrorBody;
       assert.equal(body.status, 400);
-      assert.ok(body.details?.some((d) => d.path === 'events.0.timestamp'), JSON.stringify(body));
+      assert.ok(
+        body.details?.some((d) => d.path === 'events.0.timestamp'),
+        JSON.stringify(body),
+      );
     }
     assert.equal((await observe.call({ method: 'GET', url: '/api/sessions/ts-bad' })).statusCode, 404);
   });
@@ -543,6 +567,9 @@ await describeEachDatabase('GET /api/events', (backend) => {
   test('after further batches the unfiltered and per-session totals stay exact', async () => {
     await expectPage({}, known);
     await expectPage({ order: 'asc', limit: 500, offset: 100 }, known, { order: 'asc', limit: 500, offset: 100 });
-    await expectPage({ sessionId: 'ts-session' }, known.filter((k) => k.sessionId === 'ts-session'));
+    await expectPage(
+      { sessionId: 'ts-session' },
+      known.filter((k) => k.sessionId === 'ts-session'),
+    );
   });
 });

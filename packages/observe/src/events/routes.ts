@@ -2,7 +2,7 @@ import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema} from './schemas.ts';
+import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema } from './schemas.ts';
 import { eventsJson, findEvent, listEvents, toEvent } from './store.ts';
 
 export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {

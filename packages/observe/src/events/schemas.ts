@@ -116,13 +116,14 @@ const envelope = {
   timestamp: isoTimestampMs.optional(),
 };
 
-export const incomingEventSchema = (z.discriminatedUnion(
+export const incomingEventSchema = z.discriminatedUnion(
   'eventType',
-  INGEST_EVENT_TYPES.map((type) =>
-    z.object({ ...envelope, eventType: z.literal(type), payload: payloadSchemas[type] }),
-  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  INGEST_EVENT_TYPES.map((type) => z.object({ ...envelope, eventType: z.literal(type), payload: payloadSchemas[type] })) as unknown as [
+    z.ZodObject,
+    ...z.ZodObject[],
+  ],
   { error: (issue) => (issue.code === 'invalid_union' ? `eventType must be one of: ${INGEST_EVENT_TYPES.join(', ')}` : undefined) },
-) as unknown as z.ZodType<IncomingEvent>);
+) as unknown as z.ZodType<IncomingEvent>;
 
 export interface IncomingEvent {
   sessionId: string;
@@ -162,17 +163,18 @@ export const ingestResponseSchema = z.object({
 });
 
 const commaList = <T extends string>(values: readonly [T, ...T[]], name: string) =>
-  z
-    .string()
-    .transform((raw, ctx) => {
-      const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
-      const unknown = items.filter((item) => !(values as readonly string[]).includes(item));
-      if (unknown.length > 0 || items.length === 0) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be a comma-separated list of: ${values.join(', ')}` });
-        return z.NEVER;
-      }
-      return [...new Set(items)] as T[];
-    });
+  z.string().transform((raw, ctx) => {
+    const items = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const unknown = items.filter((item) => !(values as readonly string[]).includes(item));
+    if (unknown.length > 0 || items.length === 0) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be a comma-separated list of: ${values.join(', ')}` });
+      return z.NEVER;
+    }
+    return [...new Set(items)] as T[];
+  });
 
 export const eventTypeList = commaList([...INGEST_EVENT_TYPES, ...SERVER_EVENT_TYPES] as unknown as [EventType, ...EventType[]], 'eventType');
 

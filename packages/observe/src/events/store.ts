@@ -119,13 +119,7 @@ export async function listEvents(database: ObserveDatabase, query: ListEventsQue
   if (query.search !== undefined) filtered = filtered.where(fullTextMatch(dialect, 'events', 'payload', query.search));
 
   const tieBreak = query.sessionId !== undefined ? 'seq' : 'id';
-  const rowsPromise = filtered
-    .selectAll()
-    .orderBy('ts', query.order)
-    .orderBy(tieBreak, query.order)
-    .limit(query.limit)
-    .offset(query.offset)
-    .execute();
+  const rowsPromise = filtered.selectAll().orderBy('ts', query.order).orderBy(tieBreak, query.order).limit(query.limit).offset(query.offset).execute();
 
   const shape = onlyFilter(query);
   let totalPromise: Promise<number>;

@@ -125,8 +125,7 @@ const TYPES: { eventType: string; payload: Record<string, unknown>; required: st
   { eventType: 'custom', payload: { type: 'note', data: { anything: [1, 2] } }, required: ['type', 'data'] },
 ];
 
-const withoutField = (payload: Record<string, unknown>, field: string) =>
-  Object.fromEntries(Object.entries(payload).filter(([key]) => key !== field));
+const withoutField = (payload: Record<string, unknown>, field: string) => Object.fromEntries(Object.entries(payload).filter(([key]) => key !== field));
 
 let sessionCounter = 0;
 const freshSession = (prefix: string) => `${prefix}-${++sessionCounter}`;
@@ -147,15 +146,15 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     assert.equal(response.statusCode, 200);
     const stats = response.json() as { totalEvents: number; totalSessions: number };
     const { db } = observe.service.context.database;
-    const rows = await db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const rows = await db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return { stats: stats.totalEvents, rows: Number(rows.n), sessions: stats.totalSessions };
   }
 
   /** Sends the request and asserts it is rejected with `status` in the error body and nothing is stored. */
-  async function expectRejected(
-    request: { payload: unknown; headers?: Record<string, string> },
-    status: number,
-  ): Promise<ErrorBody> {
+  async function expectRejected(request: { payload: unknown; headers?: Record<string, string> }, status: number): Promise<ErrorBody> {
     const before = await storedCounts();
     const response = await observe.call({
       method: 'POST',
@@ -218,26 +217,32 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
 
   test('session_started (no required field) rejects a wrongly typed field, naming its path', async () => {
     const body = await expectRejected({ payload: { events: [event(freshSession('bad-start'), 'session_started', { tags: 'prod' })] } }, 400);
-    assert.ok(body.details?.some((d) => d.path === 'events.0.payload.tags'), JSON.stringify(body.details));
+    assert.ok(
+      body.details?.some((d) => d.path === 'events.0.payload.tags'),
+      JSON.stringify(body.details),
+    );
   });
 
   test('the path names the index of the offending event in the batch', async () => {
     const sessionId = freshSession('index');
     const ok = event(sessionId, 'custom', { type: 't', data: 1 });
     const body = await expectRejected({ payload: { events: [ok, ok, event(sessionId, 'tool_call', { toolName: 'x', arguments: {} })] } }, 400);
-    assert.ok(body.details?.some((d) => d.path === 'events.2.payload.callId'), JSON.stringify(body.details));
+    assert.ok(
+      body.details?.some((d) => d.path === 'events.2.payload.callId'),
+      JSON.stringify(body.details),
+    );
   });
 
   test('a missing payload is a 400 naming events.0.payload', async () => {
     const body = await expectRejected({ payload: { events: [{ sessionId: freshSession('nopayload'), agentId: 'a', eventType: 'custom' }] } }, 400);
-    assert.ok(body.details?.some((d) => d.path.startsWith('events.0.payload')), JSON.stringify(body.details));
+    assert.ok(
+      body.details?.some((d) => d.path.startsWith('events.0.payload')),
+      JSON.stringify(body.details),
+    );
   });
 
   test('eval_result is rejected with 400 (produced only by the service)', async () => {
-    await expectRejected(
-      { payload: { events: [event(freshSession('eval'), 'eval_result', { method: 'compliance', score: 1, passed: true })] } },
-      400,
-    );
+    await expectRejected({ payload: { events: [event(freshSession('eval'), 'eval_result', { method: 'compliance', score: 1, passed: true })] } }, 400);
   });
 
   test('an unknown eventType is rejected with 400', async () => {
@@ -248,9 +253,15 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const { sessionId: _s, ...noSession } = event('x', 'custom', { type: 't', data: 1 });
     const { agentId: _a, ...noAgent } = event(freshSession('noagent'), 'custom', { type: 't', data: 1 });
     const first = await expectRejected({ payload: { events: [noSession] } }, 400);
-    assert.ok(first.details?.some((d) => d.path === 'events.0.sessionId'), JSON.stringify(first.details));
+    assert.ok(
+      first.details?.some((d) => d.path === 'events.0.sessionId'),
+      JSON.stringify(first.details),
+    );
     const second = await expectRejected({ payload: { events: [noAgent] } }, 400);
-    assert.ok(second.details?.some((d) => d.path === 'events.0.agentId'), JSON.stringify(second.details));
+    assert.ok(
+      second.details?.some((d) => d.path === 'events.0.agentId'),
+      JSON.stringify(second.details),
+    );
   });
 
   test('0 events is a 400', async () => {
@@ -288,11 +299,11 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
   });
 
   test('an unknown severity is a 400 naming events.0.severity', async () => {
-    const body = await expectRejected(
-      { payload: { events: [event(freshSession('sev'), 'custom', { type: 't', data: 1 }, { severity: 'fatal' })] } },
-      400,
+    const body = await expectRejected({ payload: { events: [event(freshSession('sev'), 'custom', { type: 't', data: 1 }, { severity: 'fatal' })] } }, 400);
+    assert.ok(
+      body.details?.some((d) => d.path === 'events.0.severity'),
+      JSON.stringify(body.details),
     );
-    assert.ok(body.details?.some((d) => d.path === 'events.0.severity'), JSON.stringify(body.details));
   });
 
   test('metadata that is not an object is a 400', async () => {
@@ -332,7 +343,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
       const response = await observe.call({ method: 'POST', url: '/api/events', payload: raw, headers: { 'content-type': 'application/json' } });
       if (response.statusCode === 201) {
         const [ack] = (response.json() as { events: { id: string }[] }).events;
-        assert.equal((await getEvent(ack!.id)).payload.data, (JSON.parse(json) as string), name);
+        assert.equal((await getEvent(ack!.id)).payload.data, JSON.parse(json) as string, name);
       } else {
         assert.equal(response.statusCode, 400, `${name}: ${response.body}`);
         assertErrorShape(response.json() as ErrorBody, 400);
@@ -349,7 +360,10 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
       event(b, 'tool_response', { callId: 'c', toolName: 't', result: 1, durationMs: -5 }),
     ];
     const body = await expectRejected({ payload: { events: batch } }, 400);
-    assert.ok(body.details?.some((d) => d.path === 'events.10.payload.durationMs'), JSON.stringify(body.details));
+    assert.ok(
+      body.details?.some((d) => d.path === 'events.10.payload.durationMs'),
+      JSON.stringify(body.details),
+    );
     for (const id of [a, b]) assert.equal((await observe.call({ method: 'GET', url: `/api/sessions/${id}` })).statusCode, 404);
   });
 
@@ -370,7 +384,10 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
   });
 
   test('extra fields inside a nested payload object (llm_response usage) are kept', async () => {
-    const payload = { ...TYPES.find((t) => t.eventType === 'llm_response')!.payload, usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedTokens: 4 } };
+    const payload = {
+      ...TYPES.find((t) => t.eventType === 'llm_response')!.payload,
+      usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedTokens: 4 },
+    };
     const [ack] = await ingestEvents(observe, [event(freshSession('extra-usage'), 'llm_response', payload)]);
     assert.deepEqual((await getEvent(ack!.id)).payload, payload);
   });
@@ -516,8 +533,7 @@ await describeEachDatabase('POST /api/events: body size limit', (backend) => {
     if (!observe) assert.fail(`the app on a second fresh ${backend.kind} database did not start: ${String(startError)}`);
     return observe;
   };
-  const totalEvents = async () =>
-    ((await app().call({ method: 'GET', url: '/api/stats' })).json() as { totalEvents: number }).totalEvents;
+  const totalEvents = async () => ((await app().call({ method: 'GET', url: '/api/stats' })).json() as { totalEvents: number }).totalEvents;
 
   test('a body over BODY_LIMIT_BYTES is a 413 in the error body and stores nothing', async () => {
     const before = await totalEvents();

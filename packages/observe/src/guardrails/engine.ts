@@ -8,16 +8,7 @@ import { notificationQueue } from '../notifications.ts';
 import { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from '../health/index.ts';
 import type { GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNotification } from './schemas.ts';
-import {
-  insertTrigger,
-  lastTriggeredFor,
-  listEnabledRules,
-  lockRule,
-  pauseAgent,
-  queueDelivery,
-  setAgentFields,
-  type GuardrailRule,
-} from './store.ts';
+import { insertTrigger, lastTriggeredFor, listEnabledRules, lockRule, pauseAgent, queueDelivery, setAgentFields, type GuardrailRule } from './store.ts';
 import type { Transaction } from 'kysely';
 import type { CommittedBatch } from '../events/index.ts';
 import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow, WINDOW_RESEED_MS } from './windows.ts';
@@ -166,7 +157,13 @@ export class Readings {
   /** Sums of the agent's events over [now − length, now] (rollups plus edge events). */
   sums(agentId: string, length: number): Promise<Sums> {
     return this.once(`sums\u0000${agentId}\u0000${length}`, async () => {
-      const [sums = emptySums()] = await aggregate(this.ctx.database, { from: this.now - length, to: this.now, dimensions: [], agentId, eventTypes: COUNTED_EVENT_TYPES });
+      const [sums = emptySums()] = await aggregate(this.ctx.database, {
+        from: this.now - length,
+        to: this.now,
+        dimensions: [],
+        agentId,
+        eventTypes: COUNTED_EVENT_TYPES,
+      });
       return sums;
     });
   }
@@ -176,7 +173,9 @@ export class Readings {
   }
 
   metric(agentId: string, metricKey: string, lookbackMs: number): Promise<number | null> {
-    return this.once(`metric\u0000${agentId}\u0000${metricKey}\u0000${lookbackMs}`, () => latestMetric(this.ctx.database, agentId, metricKey, this.now - lookbackMs));
+    return this.once(`metric\u0000${agentId}\u0000${metricKey}\u0000${lookbackMs}`, () =>
+      latestMetric(this.ctx.database, agentId, metricKey, this.now - lookbackMs),
+    );
   }
 }
 

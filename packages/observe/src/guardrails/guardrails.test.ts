@@ -63,16 +63,29 @@ async function getJson<T>(observe: TestObserve, url: string): Promise<T> {
 }
 
 const agentOf = (observe: TestObserve, id: string) => getJson<Agent>(observe, `/api/agents/${id}`);
-const history = (observe: TestObserve, query = '') => getJson<{ triggers: Trigger[]; total: number; hasMore: boolean }>(observe, `/api/guardrails/history${query}`);
+const history = (observe: TestObserve, query = '') =>
+  getJson<{ triggers: Trigger[]; total: number; hasMore: boolean }>(observe, `/api/guardrails/history${query}`);
 
 /** `errors` tool errors and `ok` tool responses for the agent, now. */
 function toolEvents(observe: TestObserve, agentId: string, sessionId: string, ok: number, errors: number): Body[] {
   const events: Body[] = [];
   for (let i = 0; i < ok; i += 1) {
-    events.push({ sessionId, agentId, eventType: 'tool_response', timestamp: iso(observe), payload: { callId: `ok${i}`, toolName: 'search', result: 'fine', durationMs: 10 } });
+    events.push({
+      sessionId,
+      agentId,
+      eventType: 'tool_response',
+      timestamp: iso(observe),
+      payload: { callId: `ok${i}`, toolName: 'search', result: 'fine', durationMs: 10 },
+    });
   }
   for (let i = 0; i < errors; i += 1) {
-    events.push({ sessionId, agentId, eventType: 'tool_error', timestamp: iso(observe), payload: { callId: `e${i}`, toolName: 'search', error: 'boom', durationMs: 10 } });
+    events.push({
+      sessionId,
+      agentId,
+      eventType: 'tool_error',
+      timestamp: iso(observe),
+      payload: { callId: `e${i}`, toolName: 'search', error: 'boom', durationMs: 10 },
+    });
   }
   return events;
 }
@@ -116,11 +129,16 @@ test('conditions: error rate and cost fire strictly above, health strictly below
   assert.equal(conditionMet(health, 70), false);
   assert.equal(conditionMet(health, 69.99), true);
   const table: [string, number, boolean][] = [
-    ['gt', 5, false], ['gt', 6, true],
-    ['gte', 4, false], ['gte', 5, true],
-    ['lt', 5, false], ['lt', 4, true],
-    ['lte', 6, false], ['lte', 5, true],
-    ['eq', 5.5, false], ['eq', 5, true],
+    ['gt', 5, false],
+    ['gt', 6, true],
+    ['gte', 4, false],
+    ['gte', 5, true],
+    ['lt', 5, false],
+    ['lt', 4, true],
+    ['lte', 6, false],
+    ['lte', 5, true],
+    ['eq', 5.5, false],
+    ['eq', 5, true],
   ];
   for (const [operator, value, expected] of table) {
     assert.equal(compare(value, operator as 'gt', 5), expected, `${value} ${operator} 5`);
@@ -155,7 +173,21 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
     try {
       const first = await createRule(observe, errorRatePause());
       assert.deepEqual(Object.keys(first).sort(), [
-        'actionConfig', 'actionType', 'agentId', 'conditionConfig', 'conditionType', 'cooldownMinutes', 'createdAt', 'description', 'dryRun', 'enabled', 'id', 'lastTriggeredAt', 'name', 'triggerCount', 'updatedAt',
+        'actionConfig',
+        'actionType',
+        'agentId',
+        'conditionConfig',
+        'conditionType',
+        'cooldownMinutes',
+        'createdAt',
+        'description',
+        'dryRun',
+        'enabled',
+        'id',
+        'lastTriggeredAt',
+        'name',
+        'triggerCount',
+        'updatedAt',
       ]);
       assert.equal(first.enabled, true);
       assert.equal(first.dryRun, false);
@@ -184,11 +216,18 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       assert.equal(cost.dryRun, true);
       assert.equal(cost.enabled, false);
 
-      assert.deepEqual((await getJson<Rule>(observe, `/api/guardrails/${first.id}`)), first);
-      assert.deepEqual((await getJson<{ rules: Rule[] }>(observe, '/api/guardrails')).rules.map((r) => r.id), [cost.id, first.id]);
+      assert.deepEqual(await getJson<Rule>(observe, `/api/guardrails/${first.id}`), first);
+      assert.deepEqual(
+        (await getJson<{ rules: Rule[] }>(observe, '/api/guardrails')).rules.map((r) => r.id),
+        [cost.id, first.id],
+      );
 
       clockOf(observe).advance(1000);
-      const put = await observe.call({ method: 'PUT', url: `/api/guardrails/${first.id}`, payload: { conditionConfig: { threshold: 20, windowMs: 60_000 }, enabled: false } });
+      const put = await observe.call({
+        method: 'PUT',
+        url: `/api/guardrails/${first.id}`,
+        payload: { conditionConfig: { threshold: 20, windowMs: 60_000 }, enabled: false },
+      });
       assert.equal(put.statusCode, 200, put.body);
       const updated = put.json() as Rule;
       assert.deepEqual(updated.conditionConfig, { threshold: 20, windowMs: 60_000 });
@@ -200,7 +239,10 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       // A change of condition type without a config that fits it leaves the rule as it was.
       const mismatched = await observe.call({ method: 'PUT', url: `/api/guardrails/${first.id}`, payload: { conditionType: 'custom_metric' } });
       const body = assertErrorBody(mismatched, 400);
-      assert.ok(body.details?.some((d) => d.path.startsWith('conditionConfig')), mismatched.body);
+      assert.ok(
+        body.details?.some((d) => d.path.startsWith('conditionConfig')),
+        mismatched.body,
+      );
       assert.deepEqual(await getJson<Rule>(observe, `/api/guardrails/${first.id}`), updated);
 
       const deleted = await observe.call({ method: 'DELETE', url: `/api/guardrails/${first.id}` });
@@ -235,7 +277,10 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
         await observe.call({ method: 'POST', url: '/api/guardrails', payload: { ...errorRatePause(), description: 'x'.repeat(1001) } }),
         await put({ description: 'x'.repeat(1001) }),
       ]) {
-        assert.deepEqual(assertErrorBody(response, 400).details?.map((d) => d.path), ['description']);
+        assert.deepEqual(
+          assertErrorBody(response, 400).details?.map((d) => d.path),
+          ['description'],
+        );
       }
       assertErrorBody(await put({ description: ['not', 'text'] }), 400);
       assert.equal((await getJson<{ rules: Rule[] }>(observe, '/api/guardrails')).rules.length, 1);
@@ -254,7 +299,16 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       const response = await observe.call({
         method: 'PUT',
         url: `/api/guardrails/${rule.id}`,
-        payload: { ...read, dryRun: true, description: 'after', id: 'other', triggerCount: 99, lastTriggeredAt: iso(observe), createdAt: iso(observe), updatedAt: iso(observe, -5000) },
+        payload: {
+          ...read,
+          dryRun: true,
+          description: 'after',
+          id: 'other',
+          triggerCount: 99,
+          lastTriggeredAt: iso(observe),
+          createdAt: iso(observe),
+          updatedAt: iso(observe, -5000),
+        },
       });
       assert.equal(response.statusCode, 200, response.body);
       const expected = { ...rule, dryRun: true, description: 'after', updatedAt: iso(observe) };
@@ -282,10 +336,22 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
         ['windowMs not whole', { ...base, conditionConfig: { threshold: 5, windowMs: 1.5 } }, 'conditionConfig.windowMs'],
         ['unknown config key', { ...base, conditionConfig: { threshold: 5, thresold: 6 } }, 'conditionConfig'],
         ['minScore over 100', { ...base, conditionType: 'health_score_threshold', conditionConfig: { minScore: 101 } }, 'conditionConfig.minScore'],
-        ['unknown dimension', { ...base, conditionType: 'health_score_threshold', conditionConfig: { minScore: 50, dimension: 'vibes' } }, 'conditionConfig.dimension'],
+        [
+          'unknown dimension',
+          { ...base, conditionType: 'health_score_threshold', conditionConfig: { minScore: 50, dimension: 'vibes' } },
+          'conditionConfig.dimension',
+        ],
         ['negative cost', { ...base, conditionType: 'cost_limit', conditionConfig: { maxCostUsd: -1 } }, 'conditionConfig.maxCostUsd'],
-        ['bad operator', { ...base, conditionType: 'custom_metric', conditionConfig: { metricKey: 'a', operator: 'ne', value: 1 } }, 'conditionConfig.operator'],
-        ['bad metric key', { ...base, conditionType: 'custom_metric', conditionConfig: { metricKey: "a'); drop", operator: 'gt', value: 1 } }, 'conditionConfig.metricKey'],
+        [
+          'bad operator',
+          { ...base, conditionType: 'custom_metric', conditionConfig: { metricKey: 'a', operator: 'ne', value: 1 } },
+          'conditionConfig.operator',
+        ],
+        [
+          'bad metric key',
+          { ...base, conditionType: 'custom_metric', conditionConfig: { metricKey: "a'); drop", operator: 'gt', value: 1 } },
+          'conditionConfig.metricKey',
+        ],
         ['missing value', { ...base, conditionType: 'custom_metric', conditionConfig: { metricKey: 'a', operator: 'gt' } }, 'conditionConfig.value'],
         ['webhook not http', { ...base, actionType: 'notify_webhook', actionConfig: { url: 'ftp://example.com' } }, 'actionConfig.url'],
         ['missing targetModel', { ...base, actionType: 'downgrade_model', actionConfig: {} }, 'actionConfig.targetModel'],
@@ -298,7 +364,11 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       for (const [label, body, path] of cases) {
         const response = await observe.call({ method: 'POST', url: '/api/guardrails', payload: body });
         const error = assertErrorBody(response, 400);
-        if (path) assert.ok(error.details?.some((d) => d.path === path), `${label}: ${response.body}`);
+        if (path)
+          assert.ok(
+            error.details?.some((d) => d.path === path),
+            `${label}: ${response.body}`,
+          );
       }
       assertErrorBody(await observe.call({ method: 'GET', url: '/api/guardrails/history?limit=0' }), 400);
       assertErrorBody(await observe.call({ method: 'GET', url: '/api/guardrails/history?limit=501' }), 400);
@@ -328,7 +398,17 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       assert.equal(total, 1);
       const [trigger] = triggers;
       assert.deepEqual(Object.keys(trigger!).sort(), [
-        'actionResult', 'actionType', 'agentId', 'conditionType', 'currentValue', 'dryRun', 'id', 'ruleId', 'ruleName', 'threshold', 'triggeredAt',
+        'actionResult',
+        'actionType',
+        'agentId',
+        'conditionType',
+        'currentValue',
+        'dryRun',
+        'id',
+        'ruleId',
+        'ruleName',
+        'threshold',
+        'triggeredAt',
       ]);
       assert.equal(trigger!.ruleId, rule.id);
       assert.equal(trigger!.ruleName, 'too many errors');
@@ -344,14 +424,20 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       const stored = await getJson<Rule>(observe, `/api/guardrails/${rule.id}`);
       assert.equal(stored.triggerCount, 1);
       assert.equal(stored.lastTriggeredAt, iso(observe));
-      const status = await getJson<{ rule: Rule; state: string; cooldowns: { agentId: string; cooldownUntil: string }[]; recentTriggers: Trigger[]; triggerCount: number }>(
-        observe,
-        `/api/guardrails/${rule.id}/status`,
-      );
+      const status = await getJson<{
+        rule: Rule;
+        state: string;
+        cooldowns: { agentId: string; cooldownUntil: string }[];
+        recentTriggers: Trigger[];
+        triggerCount: number;
+      }>(observe, `/api/guardrails/${rule.id}/status`);
       assert.deepEqual(status.rule, stored, 'the status carries the rule as GET answers it');
       assert.equal(status.state, 'cooldown');
       assert.deepEqual(status.cooldowns, [{ agentId: 'agent-a', cooldownUntil: iso(observe, 15 * MINUTE) }]);
-      assert.deepEqual(status.recentTriggers.map((t) => t.id), [trigger!.id]);
+      assert.deepEqual(
+        status.recentTriggers.map((t) => t.id),
+        [trigger!.id],
+      );
       assert.equal(status.triggerCount, 1);
 
       // Events of a paused agent are still stored.
@@ -486,7 +572,9 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
         agentId: 'agent-q',
         eventType: 'custom',
         timestamp: iso(observe),
-        ...(where === 'metadata' ? { metadata: { quality: { score: value } }, payload: { type: 'eval', data: {} } } : { payload: { type: 'eval', data: { quality: { score: value } } } }),
+        ...(where === 'metadata'
+          ? { metadata: { quality: { score: value } }, payload: { type: 'eval', data: {} } }
+          : { payload: { type: 'eval', data: { quality: { score: value } } } }),
       });
       // The older low value is superseded by the later high one in the same batch.
       await ingest(observe, [custom(0.2, 'data'), { ...custom(0.9, 'data'), timestamp: iso(observe, 1) }]);
@@ -555,8 +643,19 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
   test('cooldown: no second trigger within it (per agent), again after it via the sweep; cooldown 0 triggers each time; disabled rules never', async () => {
     await fresh();
     try {
-      const rule = await createRule(observe, { ...errorRatePause(), cooldownMinutes: 10, actionType: 'downgrade_model', actionConfig: { targetModel: 'small' } });
-      const eager = await createRule(observe, { ...errorRatePause(), name: 'eager', cooldownMinutes: 0, actionType: 'notify_webhook', actionConfig: { url: receiver.url } });
+      const rule = await createRule(observe, {
+        ...errorRatePause(),
+        cooldownMinutes: 10,
+        actionType: 'downgrade_model',
+        actionConfig: { targetModel: 'small' },
+      });
+      const eager = await createRule(observe, {
+        ...errorRatePause(),
+        name: 'eager',
+        cooldownMinutes: 0,
+        actionType: 'notify_webhook',
+        actionConfig: { url: receiver.url },
+      });
       await createRule(observe, { ...errorRatePause(), name: 'off', enabled: false });
 
       await ingest(observe, toolEvents(observe, 'agent-a', 'a1', 0, 2));
@@ -567,8 +666,7 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       // Another agent breaching while agent-a is in cooldown still triggers.
       await ingest(observe, toolEvents(observe, 'agent-b', 'b1', 0, 2));
       await settle();
-      const count = async (ruleId: string, agentId?: string) =>
-        (await history(observe, `?ruleId=${ruleId}${agentId ? `&agentId=${agentId}` : ''}`)).total;
+      const count = async (ruleId: string, agentId?: string) => (await history(observe, `?ruleId=${ruleId}${agentId ? `&agentId=${agentId}` : ''}`)).total;
       assert.equal(await count(rule.id, 'agent-a'), 1);
       assert.equal(await count(rule.id, 'agent-b'), 1);
       assert.equal(await count(eager.id, 'agent-a'), 2);
@@ -632,7 +730,11 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
   /** Another instance on `first`'s database (a restart, or a second instance), calling with `first`'s key. */
   async function sameDatabase(first: TestObserve, evaluateGuardrails: boolean): Promise<TestObserve> {
     const other = await startTestObserve(backend, { evaluateGuardrails, database: first.config.database, createKey: false, clock: first.clock });
-    return { ...other, key: first.key, call: (request) => other.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}`, ...request.headers } }) };
+    return {
+      ...other,
+      key: first.key,
+      call: (request) => other.service.app.inject({ ...request, headers: { authorization: `Bearer ${first.key}`, ...request.headers } }),
+    };
   }
 
   const hourlyBudget = (agentId: string): Body => ({
@@ -690,46 +792,48 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
   });
 
   // Several instances share a database only on PostgreSQL (SQLite is the single-process mode).
-  if (backend.kind === 'postgres') test('two instances on one PostgreSQL evaluating the same breach at once trigger once per cooldown', async () => {
-    const first = await startTestObserve(backend, { evaluateGuardrails: false });
-    const second = await startTestObserve(backend, { evaluateGuardrails: false, database: first.config.database, createKey: false, clock: first.clock });
-    observe = first;
-    try {
-      await createRule(first, { ...errorRatePause(), actionType: 'notify_webhook', actionConfig: { url: receiver.url } });
-      await ingest(first, toolEvents(first, 'agent-x', 'x1', 0, 4));
-      receiver.requests.length = 0;
-      const now = first.clock.now();
-      const rounds = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateCommitted(new Map([['agent-x', []]]), now)),
-      );
-      assert.equal(rounds.flat().length, 1, 'exactly one evaluation fired');
-      await first.service.guardrails.idle();
-      await second.service.guardrails.idle();
-      assert.equal((await history(first)).total, 1);
-      assert.equal(receiver.requests.length, 1);
-    } finally {
-      await second.close();
-      await first.close();
-    }
-  });
-  if (backend.kind === 'postgres') test("two instances: a window is seeded again once the other instance committed events this one did not see", async () => {
-    const first = await startTestObserve(backend, { evaluateGuardrails: true });
-    const second = await sameDatabase(first, false);
-    observe = first;
-    try {
-      await createRule(first, hourlyBudget('agent-m'));
-      await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0.8, 'a')]);
-      await first.service.guardrails.idle();
-      // Only the second instance sees this spend commit.
-      await ingest(second, [llmResponse(second, 'agent-m', 'm2', 0.3, 'b')]);
-      assert.equal((await agentOf(first, 'agent-m')).modelOverride, null);
-      // The first instance's window (0.8 USD) misses it; the commit log tells it so.
-      await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0, 'c')]);
-      await first.service.guardrails.idle();
-      assert.equal((await agentOf(first, 'agent-m')).modelOverride, 'small');
-    } finally {
-      await second.close();
-      await first.close();
-    }
-  });
+  if (backend.kind === 'postgres')
+    test('two instances on one PostgreSQL evaluating the same breach at once trigger once per cooldown', async () => {
+      const first = await startTestObserve(backend, { evaluateGuardrails: false });
+      const second = await startTestObserve(backend, { evaluateGuardrails: false, database: first.config.database, createKey: false, clock: first.clock });
+      observe = first;
+      try {
+        await createRule(first, { ...errorRatePause(), actionType: 'notify_webhook', actionConfig: { url: receiver.url } });
+        await ingest(first, toolEvents(first, 'agent-x', 'x1', 0, 4));
+        receiver.requests.length = 0;
+        const now = first.clock.now();
+        const rounds = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? first : second).service.guardrails.evaluateCommitted(new Map([['agent-x', []]]), now)),
+        );
+        assert.equal(rounds.flat().length, 1, 'exactly one evaluation fired');
+        await first.service.guardrails.idle();
+        await second.service.guardrails.idle();
+        assert.equal((await history(first)).total, 1);
+        assert.equal(receiver.requests.length, 1);
+      } finally {
+        await second.close();
+        await first.close();
+      }
+    });
+  if (backend.kind === 'postgres')
+    test('two instances: a window is seeded again once the other instance committed events this one did not see', async () => {
+      const first = await startTestObserve(backend, { evaluateGuardrails: true });
+      const second = await sameDatabase(first, false);
+      observe = first;
+      try {
+        await createRule(first, hourlyBudget('agent-m'));
+        await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0.8, 'a')]);
+        await first.service.guardrails.idle();
+        // Only the second instance sees this spend commit.
+        await ingest(second, [llmResponse(second, 'agent-m', 'm2', 0.3, 'b')]);
+        assert.equal((await agentOf(first, 'agent-m')).modelOverride, null);
+        // The first instance's window (0.8 USD) misses it; the commit log tells it so.
+        await ingest(first, [llmResponse(first, 'agent-m', 'm1', 0, 'c')]);
+        await first.service.guardrails.idle();
+        assert.equal((await agentOf(first, 'agent-m')).modelOverride, 'small');
+      } finally {
+        await second.close();
+        await first.close();
+      }
+    });
 });

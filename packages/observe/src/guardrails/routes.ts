@@ -18,7 +18,8 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       create: 'Create a guardrail rule',
       list: 'List guardrail rules, newest first',
       get: 'One guardrail rule',
-      update: 'Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored',
+      update:
+        'Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored',
       delete: 'Delete a guardrail rule; its trigger history is kept',
     },
     notFound: 'guardrailRuleNotFound',

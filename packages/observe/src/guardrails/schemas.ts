@@ -70,7 +70,10 @@ const cooldownMinutes = z
   .max(MAX_COOLDOWN_MINUTES, `cooldownMinutes must be 0 to ${MAX_COOLDOWN_MINUTES}`);
 
 /** The configs must fit their types; the issues point into conditionConfig / actionConfig. */
-function checkConfigs(rule: { conditionType: ConditionType; conditionConfig: unknown; actionType: ActionType; actionConfig: unknown }, ctx: z.RefinementCtx): void {
+function checkConfigs(
+  rule: { conditionType: ConditionType; conditionConfig: unknown; actionType: ActionType; actionConfig: unknown },
+  ctx: z.RefinementCtx,
+): void {
   const parts = [
     ['conditionConfig', conditionConfigSchemas[rule.conditionType].safeParse(rule.conditionConfig)],
     ['actionConfig', actionConfigSchemas[rule.actionType].safeParse(rule.actionConfig)],

@@ -16,7 +16,6 @@ import {
   type TriggerOut,
 } from './schemas.ts';
 
-
 /** A stored rule, decoded, with its configs' defaults applied. */
 export interface GuardrailRule {
   id: string;
@@ -104,7 +103,10 @@ export async function insertRule(database: ObserveDatabase, definition: RuleDefi
   };
   const rule = decodeRule(row);
   return database.db.transaction().execute(async (trx) => {
-    const count = await trx.selectFrom('guardrail_rules').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const count = await trx
+      .selectFrom('guardrail_rules')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     if (Number(count.n) >= MAX_GUARDRAIL_RULES) return null;
     await trx.insertInto('guardrail_rules').values(row).execute();
     await recordChange(trx, { resource: 'guardrail', resourceId: row.id, action: 'created', actor, before: null, after: toRuleOut(rule) }, now);
@@ -139,7 +141,11 @@ export async function lockRule(trx: Transaction<ObserveSchema>, dialect: Dialect
 
 /** Stores a rule's new definition (the caller holds its row lock: lockRule). */
 export async function writeRule(trx: Transaction<ObserveSchema>, id: string, definition: RuleDefinition, now: number): Promise<void> {
-  await trx.updateTable('guardrail_rules').set({ ...definitionColumns(definition), updated_at: now }).where('id', '=', id).execute();
+  await trx
+    .updateTable('guardrail_rules')
+    .set({ ...definitionColumns(definition), updated_at: now })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** Deletes the rule (its trigger history stays); false when no such rule exists. */
@@ -229,7 +235,12 @@ export async function activeCooldowns(database: ObserveDatabase, rule: Guardrail
 // ---- the agent record (actions) ----
 
 /** Pauses the agent unless it is paused already; false when there is no such agent. */
-export async function pauseAgent(trx: Transaction<ObserveSchema>, agentId: string, reason: string, now: number): Promise<'paused' | 'already_paused' | 'unknown'> {
+export async function pauseAgent(
+  trx: Transaction<ObserveSchema>,
+  agentId: string,
+  reason: string,
+  now: number,
+): Promise<'paused' | 'already_paused' | 'unknown'> {
   const paused = await trx
     .updateTable('agents')
     .set({ paused_at: now, pause_reason: reason })

@@ -42,7 +42,14 @@ test('bucket width: about 60 buckets over any window, never below 1 ms', () => {
 });
 
 test('the bounds never understate the exact error rate or cost over [now − length, now] (property)', () => {
-  const events = fc.array(fc.record({ ts: fc.integer({ min: 0, max: 200_000 }), isError: fc.integer({ min: 0, max: 1 }), cost: fc.oneof(fc.constant(null), fc.double({ min: 0, max: 10, noNaN: true })) }), { maxLength: 80 });
+  const events = fc.array(
+    fc.record({
+      ts: fc.integer({ min: 0, max: 200_000 }),
+      isError: fc.integer({ min: 0, max: 1 }),
+      cost: fc.oneof(fc.constant(null), fc.double({ min: 0, max: 10, noNaN: true })),
+    }),
+    { maxLength: 80 },
+  );
   fc.assert(
     fc.property(events, fc.integer({ min: 1000, max: 150_000 }), fc.integer({ min: 0, max: 250_000 }), (list, length, now) => {
       const window = new RollingWindow(length, 0);
@@ -85,7 +92,10 @@ test('seen positions: a window is complete only when every commit after its seed
 });
 
 test('custom metrics from committed events: the latest by time then id, payload.data before metadata, numbers only', () => {
-  const committed = (id: string, ts: number, data: unknown, metadata: object = {}) => ({ row: { id, ts, metadata: JSON.stringify(metadata) }, payload: { type: 'score', data } });
+  const committed = (id: string, ts: number, data: unknown, metadata: object = {}) => ({
+    row: { id, ts, metadata: JSON.stringify(metadata) },
+    payload: { type: 'score', data },
+  });
   const events = [
     committed('b', 2000, { quality: { score: 0.4 } }),
     committed('a', 2000, { quality: { score: 0.9 } }),
@@ -94,7 +104,11 @@ test('custom metrics from committed events: the latest by time then id, payload.
     committed('e', 500, {}, { quality: { score: 0.7 } }),
   ];
   assert.equal(latestMetricOf(events, 'quality.score'), 0.4, "ts 2000 twice: id 'b' is the later; 'd' holds no number");
-  assert.equal(latestMetricOf([committed('f', 9000, { quality: 1 }, { quality: { score: 0.2 } }), ...events], 'quality.score'), 0.2, 'metadata when payload.data has no number');
+  assert.equal(
+    latestMetricOf([committed('f', 9000, { quality: 1 }, { quality: { score: 0.2 } }), ...events], 'quality.score'),
+    0.2,
+    'metadata when payload.data has no number',
+  );
   assert.equal(latestMetricOf([committed('g', 9000, { quality: { score: 0.3 } }, { quality: { score: 0.2 } })], 'quality.score'), 0.3, 'payload.data first');
   assert.equal(latestMetricOf(events, 'missing'), null);
 });

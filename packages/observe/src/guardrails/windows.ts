@@ -164,7 +164,13 @@ export async function seedWindow(database: ObserveDatabase, agentId: string, len
   const width = bucketWidth(length);
   const bucket = sql`ts / ${sql.lit(width)}`;
   const types = sql.join(COUNTED_EVENT_TYPES.map((t) => sql.lit(t)));
-  const { rows } = await sql<{ last_pos: number | string; bucket: number | string | null; events: number | string | null; errors: number | string | null; cost: number | string | null }>`
+  const { rows } = await sql<{
+    last_pos: number | string;
+    bucket: number | string | null;
+    events: number | string | null;
+    errors: number | string | null;
+    cost: number | string | null;
+  }>`
     select h.last_pos, w.bucket, w.events, w.errors, w.cost
     from stream_head h
     left join (
@@ -183,7 +189,10 @@ export async function seedWindow(database: ObserveDatabase, agentId: string, len
 }
 
 /** The latest number at the metric's path in payload.data, else metadata, of these events (latest by ts, then id), as SQL reads it. */
-export function latestMetricOf(events: readonly { row: Pick<EventRow, 'id' | 'ts' | 'metadata'>; payload: Record<string, unknown> }[], metricKey: string): number | null {
+export function latestMetricOf(
+  events: readonly { row: Pick<EventRow, 'id' | 'ts' | 'metadata'>; payload: Record<string, unknown> }[],
+  metricKey: string,
+): number | null {
   const path = metricKey.split('.');
   let latest: { ts: number; id: string; value: number } | null = null;
   for (const { row, payload } of events) {

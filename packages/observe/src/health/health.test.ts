@@ -155,7 +155,9 @@ function assertRaws(h: Health, expected: Record<string, number>): void {
   for (const [name, value] of Object.entries(expected)) approx(raw[name]!, value, `${name} raw`);
 }
 
-async function snapshotRows(observe: TestObserve): Promise<{ agent_id: string; date: string; overall_score: number; session_count: number; created_at: number }[]> {
+async function snapshotRows(
+  observe: TestObserve,
+): Promise<{ agent_id: string; date: string; overall_score: number; session_count: number; created_at: number }[]> {
   const rows = await observe.service.context.database.db
     .selectFrom('health_snapshots')
     .select(['agent_id', 'date', 'overall_score', 'session_count', 'created_at'])
@@ -179,7 +181,10 @@ await describeEachDatabase('GET /api/agents/:id/health', (backend) => {
     assert.deepEqual(alpha.window, { from: iso(NOW - 7 * DAY), to: iso(NOW) });
     assert.equal(alpha.computedAt, iso(NOW));
     assert.equal(alpha.sessionCount, 4);
-    assert.deepEqual(alpha.dimensions.map((d) => d.name), ['error_rate', 'cost_efficiency', 'tool_success', 'latency', 'completion_rate']);
+    assert.deepEqual(
+      alpha.dimensions.map((d) => d.name),
+      ['error_rate', 'cost_efficiency', 'tool_success', 'latency', 'completion_rate'],
+    );
     assert.deepEqual(
       alpha.dimensions.map((d) => d.weight),
       [HEALTH_WEIGHTS.errorRate, HEALTH_WEIGHTS.costEfficiency, HEALTH_WEIGHTS.toolSuccess, HEALTH_WEIGHTS.latency, HEALTH_WEIGHTS.completionRate],
@@ -305,7 +310,10 @@ await describeEachDatabase('GET /api/health/overview', (backend) => {
     const body = response.json() as { agents: Health[] };
     assert.deepEqual(body.agents.map((a) => a.agentId).sort(), ['alpha', 'beta', 'gamma', 'newbie', 'old']);
     const scoresInOrder = body.agents.map((a) => a.overallScore);
-    assert.deepEqual(scoresInOrder, [...scoresInOrder].sort((a, b) => a - b));
+    assert.deepEqual(
+      scoresInOrder,
+      [...scoresInOrder].sort((a, b) => a - b),
+    );
     for (const agent of body.agents) assert.deepEqual(agent, await health(observe, agent.agentId, 30));
   });
 
@@ -399,11 +407,23 @@ await describeEachDatabase('health snapshots and GET /api/health/history', (back
     const all = await history('agentId=alpha');
     assert.equal(all.agentId, 'alpha');
     assert.equal(all.days, 30);
-    assert.deepEqual(all.snapshots.map((s) => s.date), ['2026-11-22', '2026-11-23', '2026-11-25']);
+    assert.deepEqual(
+      all.snapshots.map((s) => s.date),
+      ['2026-11-22', '2026-11-23', '2026-11-25'],
+    );
     for (const s of all.snapshots) assert.equal(s.agentId, 'alpha');
-    assert.deepEqual((await history('agentId=alpha&days=1')).snapshots.map((s) => s.date), ['2026-11-25']);
-    assert.deepEqual((await history('agentId=alpha&days=3')).snapshots.map((s) => s.date), ['2026-11-23', '2026-11-25']);
-    assert.deepEqual((await history('agentId=alpha&days=4')).snapshots.map((s) => s.date), ['2026-11-22', '2026-11-23', '2026-11-25']);
+    assert.deepEqual(
+      (await history('agentId=alpha&days=1')).snapshots.map((s) => s.date),
+      ['2026-11-25'],
+    );
+    assert.deepEqual(
+      (await history('agentId=alpha&days=3')).snapshots.map((s) => s.date),
+      ['2026-11-23', '2026-11-25'],
+    );
+    assert.deepEqual(
+      (await history('agentId=alpha&days=4')).snapshots.map((s) => s.date),
+      ['2026-11-22', '2026-11-23', '2026-11-25'],
+    );
     assert.equal((await history('agentId=alpha&days=365')).snapshots.length, 3);
     // Each day's snapshot is that day's 7-day health.
     const today = await health(observe, 'alpha');
@@ -445,12 +465,15 @@ await describeEachDatabase('health snapshot job', (backend) => {
 
     assert.equal(await observe.service.jobs.healthSnapshots.tick(), true);
     let rows = await snapshotRows(observe);
-    assert.deepEqual(rows.map((r) => [r.agent_id, r.date]), [
-      ['alpha', '2026-11-22'],
-      ['beta', '2026-11-22'],
-      ['gamma', '2026-11-22'],
-      ['newbie', '2026-11-22'],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.agent_id, r.date]),
+      [
+        ['alpha', '2026-11-22'],
+        ['beta', '2026-11-22'],
+        ['gamma', '2026-11-22'],
+        ['newbie', '2026-11-22'],
+      ],
+    );
     assert.equal(rows[0]!.overall_score, alpha.overallScore);
     for (const row of rows.slice(1)) {
       const current = await health(observe, row.agent_id);
@@ -465,7 +488,10 @@ await describeEachDatabase('health snapshot job', (backend) => {
     await observe.service.jobs.healthSnapshots.tick();
     rows = await snapshotRows(observe);
     assert.equal(rows.length, 8);
-    assert.deepEqual(rows.filter((r) => r.date === '2026-11-23').map((r) => r.agent_id), ['alpha', 'beta', 'gamma', 'newbie']);
+    assert.deepEqual(
+      rows.filter((r) => r.date === '2026-11-23').map((r) => r.agent_id),
+      ['alpha', 'beta', 'gamma', 'newbie'],
+    );
     clock.set(NOW);
   });
 
@@ -475,12 +501,15 @@ await describeEachDatabase('health snapshot job', (backend) => {
       const response = await fresh.call({ method: 'GET', url: '/api/health/overview?window=30' });
       assert.equal(response.statusCode, 200);
       const rows = await snapshotRows(fresh);
-      assert.deepEqual(rows.map((r) => [r.agent_id, r.overall_score]), [
-        ['alpha', 64],
-        ['beta', 20],
-        ['gamma', 100],
-        ['newbie', 100],
-      ]);
+      assert.deepEqual(
+        rows.map((r) => [r.agent_id, r.overall_score]),
+        [
+          ['alpha', 64],
+          ['beta', 20],
+          ['gamma', 100],
+          ['newbie', 100],
+        ],
+      );
     } finally {
       await fresh.close();
     }

@@ -44,7 +44,13 @@ describe('health scores (pure)', () => {
 
   test('cost_efficiency: 100 − 100 × (avg / baseline avg − 1), clamped, 100 when either is 0', () => {
     const baseline = figures({ sessions: 2, costSum: 0.02 }); // avg 0.01
-    assert.deepEqual([costEfficiencyScore(figures({ sessions: 1, costSum: 0.012 }), baseline).score, costEfficiencyScore(figures({ sessions: 1, costSum: 0.012 }), baseline).rawValue], [80, 0.012]);
+    assert.deepEqual(
+      [
+        costEfficiencyScore(figures({ sessions: 1, costSum: 0.012 }), baseline).score,
+        costEfficiencyScore(figures({ sessions: 1, costSum: 0.012 }), baseline).rawValue,
+      ],
+      [80, 0.012],
+    );
     assert.equal(costEfficiencyScore(figures({ sessions: 1, costSum: 0.01 }), baseline).score, 100);
     assert.equal(costEfficiencyScore(figures({ sessions: 1, costSum: 0.015 }), baseline).score, 50);
     // Twice the baseline or more: 0; cheaper than the baseline: more than 100, clamped.
@@ -61,15 +67,18 @@ describe('health scores (pure)', () => {
   });
 
   test('tool_success: 100 × (responses − errors) / calls, 100 with no calls', () => {
-    assert.deepEqual(
-      { ...toolSuccessScore({ calls: 10, responses: 9, errors: 1 }), description: '' },
-      { score: 80, rawValue: 0.8, description: '' },
-    );
+    assert.deepEqual({ ...toolSuccessScore({ calls: 10, responses: 9, errors: 1 }), description: '' }, { score: 80, rawValue: 0.8, description: '' });
     assert.equal(toolSuccessScore({ calls: 4, responses: 4, errors: 0 }).score, 100);
     // More responses than calls (a call before the window): clamped at 100, rawValue unclamped.
-    assert.deepEqual([toolSuccessScore({ calls: 2, responses: 3, errors: 0 }).score, toolSuccessScore({ calls: 2, responses: 3, errors: 0 }).rawValue], [100, 1.5]);
+    assert.deepEqual(
+      [toolSuccessScore({ calls: 2, responses: 3, errors: 0 }).score, toolSuccessScore({ calls: 2, responses: 3, errors: 0 }).rawValue],
+      [100, 1.5],
+    );
     // Only errors: negative ratio, clamped at 0.
-    assert.deepEqual([toolSuccessScore({ calls: 1, responses: 0, errors: 1 }).score, toolSuccessScore({ calls: 1, responses: 0, errors: 1 }).rawValue], [0, -1]);
+    assert.deepEqual(
+      [toolSuccessScore({ calls: 1, responses: 0, errors: 1 }).score, toolSuccessScore({ calls: 1, responses: 0, errors: 1 }).rawValue],
+      [0, -1],
+    );
     const none = toolSuccessScore({ calls: 0, responses: 5, errors: 2 });
     assert.deepEqual([none.score, none.rawValue], [100, 1]);
     assert.equal(none.description, 'No tool calls in the window');
@@ -77,7 +86,13 @@ describe('health scores (pure)', () => {
 
   test('latency: 100 − 50 × (avg duration / baseline avg − 1), clamped, 100 when either is 0', () => {
     const baseline = figures({ sessions: 2, durationSum: 120_000 }); // avg 60 s
-    assert.deepEqual([latencyScore(figures({ sessions: 1, durationSum: 90_000 }), baseline).score, latencyScore(figures({ sessions: 1, durationSum: 90_000 }), baseline).rawValue], [75, 90_000]);
+    assert.deepEqual(
+      [
+        latencyScore(figures({ sessions: 1, durationSum: 90_000 }), baseline).score,
+        latencyScore(figures({ sessions: 1, durationSum: 90_000 }), baseline).rawValue,
+      ],
+      [75, 90_000],
+    );
     assert.equal(latencyScore(figures({ sessions: 1, durationSum: 180_000 }), baseline).score, 0);
     assert.equal(latencyScore(figures({ sessions: 1, durationSum: 600_000 }), baseline).score, 0);
     assert.equal(latencyScore(figures({ sessions: 1, durationSum: 30_000 }), baseline).score, 100);
@@ -100,16 +115,29 @@ describe('health scores (pure)', () => {
       baseline: { sessions: 3, errored: 0, over: 3, completed: 3, costSum: 0.0375, durationSum: 187_500 },
       tools: { calls: 5, responses: 4, errors: 1 },
     });
-    assert.deepEqual(scored.dimensions.map((d) => d.name), [...DIMENSION_NAMES]);
-    assert.deepEqual(scored.dimensions.map((d) => d.weight), [0.3, 0.2, 0.2, 0.15, 0.15]);
-    assert.deepEqual(scored.dimensions.map((d) => d.score), [75, 80, 60, 90, 50]);
+    assert.deepEqual(
+      scored.dimensions.map((d) => d.name),
+      [...DIMENSION_NAMES],
+    );
+    assert.deepEqual(
+      scored.dimensions.map((d) => d.weight),
+      [0.3, 0.2, 0.2, 0.15, 0.15],
+    );
+    assert.deepEqual(
+      scored.dimensions.map((d) => d.score),
+      [75, 80, 60, 90, 50],
+    );
     // 0.3×75 + 0.2×80 + 0.2×60 + 0.15×90 + 0.15×50
     assert.equal(scored.overallScore, 71.5);
     for (const d of scored.dimensions) assert.ok(d.description.length > 0);
   });
 
   test('scoreWindow: all perfect is 100, all worst is 0', () => {
-    const perfect = scoreWindow({ sessions: figures({ sessions: 2, over: 2, completed: 2 }), baseline: figures({}), tools: { calls: 0, responses: 0, errors: 0 } });
+    const perfect = scoreWindow({
+      sessions: figures({ sessions: 2, over: 2, completed: 2 }),
+      baseline: figures({}),
+      tools: { calls: 0, responses: 0, errors: 0 },
+    });
     assert.equal(perfect.overallScore, 100);
     const worst = scoreWindow({
       sessions: figures({ sessions: 2, errored: 2, over: 2, completed: 0, costSum: 10, durationSum: 10_000_000 }),
@@ -117,7 +145,10 @@ describe('health scores (pure)', () => {
       tools: { calls: 3, responses: 0, errors: 3 },
     });
     assert.equal(worst.overallScore, 0);
-    assert.deepEqual(worst.dimensions.map((d) => d.score), [0, 0, 0, 0, 0]);
+    assert.deepEqual(
+      worst.dimensions.map((d) => d.score),
+      [0, 0, 0, 0, 0],
+    );
   });
 
   test('trendOf: > +5 improving, < −5 degrading, else stable; no previous window: 0, stable', () => {

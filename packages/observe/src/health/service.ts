@@ -5,15 +5,7 @@ import { aggregate } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { HealthSnapshotRow } from '../schema.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
-import {
-  emptyToolFigures,
-  scoreWindow,
-  trendOf,
-  type DimensionScore,
-  type SessionFigures,
-  type ToolFigures,
-  type Trend,
-} from './scores.ts';
+import { emptyToolFigures, scoreWindow, trendOf, type DimensionScore, type SessionFigures, type ToolFigures, type Trend } from './scores.ts';
 
 /** The baseline of a window: the 30 days immediately before it. */
 export const BASELINE_DAYS = 30;
@@ -71,7 +63,12 @@ type RangeName = (typeof RANGE_NAMES)[number];
  * session in the current window are returned; never the system agent (alert bookkeeping).
  * Durations and completion follow the idle rule (sessions/figures.ts), judged at `now`.
  */
-async function sessionFigures(ctx: ObserveContext, ranges: Ranges, now: number, agentId: string | undefined): Promise<Map<string, Record<RangeName, SessionFigures>>> {
+async function sessionFigures(
+  ctx: ObserveContext,
+  ranges: Ranges,
+  now: number,
+  agentId: string | undefined,
+): Promise<Map<string, Record<RangeName, SessionFigures>>> {
   const { db } = ctx.database;
   const over = sessionOverSql(now, ctx.config.sessionIdleTimeoutMs);
   const selections: RawBuilder<unknown>[] = [];
@@ -261,7 +258,11 @@ export async function ensureSnapshots(ctx: ObserveContext, now: number, reports?
   const missing = new Set(candidates.filter((id) => !existing.has(id)));
   if (missing.size === 0) return 0;
   const all = reports ?? (await computeHealth(ctx, SNAPSHOT_WINDOW_DAYS, now));
-  return insertSnapshots(ctx, all.filter((r) => missing.has(r.agentId)), now);
+  return insertSnapshots(
+    ctx,
+    all.filter((r) => missing.has(r.agentId)),
+    now,
+  );
 }
 
 export interface HealthSnapshot {

@@ -101,10 +101,7 @@ await describeEachDatabase('API keys: first start-up', (backend) => {
   test('a wrong key is 401 even while no active key exists', async () => {
     const fresh = await startTestObserve(backend, { createKey: false });
     try {
-      assertErrorBody(
-        await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: 'x' }, headers: { authorization: 'Bearer nope' } }),
-        401,
-      );
+      assertErrorBody(await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: 'x' }, headers: { authorization: 'Bearer nope' } }), 401);
       // A bad body is still a 400 on the open bootstrap route, and creates nothing.
       assertErrorBody(await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: '' } }), 400);
       const ok = await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: 'first' } });
@@ -119,9 +116,7 @@ await describeEachDatabase('API keys: first start-up', (backend) => {
     // or several racing callers all get a key without credentials.
     const fresh = await startTestObserve(backend, { createKey: false });
     try {
-      const responses = await Promise.all(
-        [1, 2, 3, 4, 5].map((i) => anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: `racer-${i}` } })),
-      );
+      const responses = await Promise.all([1, 2, 3, 4, 5].map((i) => anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: `racer-${i}` } })));
       const statuses = responses.map((r) => r.statusCode).sort();
       assert.deepEqual(statuses, [201, 401, 401, 401, 401], `statuses: ${statuses.join(',')}`);
       const rows = await fresh.service.context.database.db.selectFrom('api_keys').select('id').execute();
@@ -235,11 +230,7 @@ await describeEachDatabase('API keys: list, revoke, storage', (backend) => {
 
   test('the key is stored only as its SHA-256 hex digest', async () => {
     const created = await createKey(observe, 'stored');
-    const row = await observe.service.context.database.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('id', '=', created.id)
-      .executeTakeFirstOrThrow();
+    const row = await observe.service.context.database.db.selectFrom('api_keys').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
     assert.equal(row.key_hash, sha256(created.key));
     assert.match(row.key_hash, /^[0-9a-f]{64}$/);
     assert.equal(JSON.stringify(row).includes(created.key), false, 'raw key stored in the row');
@@ -303,10 +294,20 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
     // Outside /api: the OTLP trace receiver (a key required, at the path OTLP exporters post to), and
     // the dashboard's files and its gate proxy (the gate authenticates those calls), public; /metrics checks its own access.
-    const dashboardRoutes = table.filter((r) => !isApi(r.url) && r.auth !== 'metrics').map((r) => `${r.method} ${r.url} ${r.auth}`).sort();
+    const dashboardRoutes = table
+      .filter((r) => !isApi(r.url) && r.auth !== 'metrics')
+      .map((r) => `${r.method} ${r.url} ${r.auth}`)
+      .sort();
     assert.deepEqual(dashboardRoutes, [
-      'DELETE /gate/api/* public', 'GET / public', 'GET /* public', 'GET /assets/* public', 'GET /gate/api/* public',
-      'PATCH /gate/api/* public', 'POST /gate/api/* public', 'POST /v1/traces required', 'PUT /gate/api/* public',
+      'DELETE /gate/api/* public',
+      'GET / public',
+      'GET /* public',
+      'GET /assets/* public',
+      'GET /gate/api/* public',
+      'PATCH /gate/api/* public',
+      'POST /gate/api/* public',
+      'POST /v1/traces required',
+      'PUT /gate/api/* public',
     ]);
     const bootstrapRoutes = table.filter((r) => r.auth === 'bootstrap').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(bootstrapRoutes, ['POST /api/keys']);
@@ -323,10 +324,20 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     assert.ok(table.every((r) => ['public', 'bootstrap', 'required', 'signature', 'service', 'stream', 'metrics'].includes(r.auth)));
     // The table covers the routes the tests below rely on.
     for (const route of [
-      'GET /api/sessions', 'DELETE /api/keys/:id', 'POST /api/agents/:id/resume', 'PUT /api/config', 'GET /api/memory/*',
-      'POST /api/eval/sessions/:sessionId/compliance', 'POST /api/eval/sessions/:sessionId/score', 'POST /api/datasets/:id/runs', 'GET /api/runs/:id',
+      'GET /api/sessions',
+      'DELETE /api/keys/:id',
+      'POST /api/agents/:id/resume',
+      'PUT /api/config',
+      'GET /api/memory/*',
+      'POST /api/eval/sessions/:sessionId/compliance',
+      'POST /api/eval/sessions/:sessionId/score',
+      'POST /api/datasets/:id/runs',
+      'GET /api/runs/:id',
     ]) {
-      assert.ok(table.some((r) => `${r.method} ${r.url}` === route), route);
+      assert.ok(
+        table.some((r) => `${r.method} ${r.url}` === route),
+        route,
+      );
     }
   });
 
@@ -334,7 +345,12 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     for (const route of observe.service.app.routeTable) {
       const url = concrete(route.url);
       // From outside the metrics allow-list (loopback by default), so the scrape needs its token too.
-      const response = await anonymous(observe, { method: route.method as InjectOptions['method'], url, payload: bodyFor(route.method), remoteAddress: '203.0.113.50' });
+      const response = await anonymous(observe, {
+        method: route.method as InjectOptions['method'],
+        url,
+        payload: bodyFor(route.method),
+        remoteAddress: '203.0.113.50',
+      });
       const label = `${route.method} ${route.url}`;
       if (route.auth === 'public' && !isApi(route.url)) {
         // Dashboard files (200, 404 for an unknown asset, 503 while unbuilt) and the gate proxy (502: no gate here).
@@ -362,8 +378,9 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     }
   });
 
-  test("GET /api/health says whether the open first-key bootstrap is closed, loopback-only or exposed", async () => {
-    const bootstrapOf = async (service: TestObserve) => ((await anonymous(service, { method: 'GET', url: '/api/health' })).json() as { firstKeyBootstrap: string }).firstKeyBootstrap;
+  test('GET /api/health says whether the open first-key bootstrap is closed, loopback-only or exposed', async () => {
+    const bootstrapOf = async (service: TestObserve) =>
+      ((await anonymous(service, { method: 'GET', url: '/api/health' })).json() as { firstKeyBootstrap: string }).firstKeyBootstrap;
     const local = await startTestObserve(backend, { createKey: false, env: { HOST: '127.0.0.1' } });
     const exposed = await startTestObserve(backend, { createKey: false, env: { HOST: '0.0.0.0' } });
     try {

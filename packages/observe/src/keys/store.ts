@@ -27,7 +27,11 @@ export async function insertKey(database: ObserveDatabase, row: ApiKeyRow, actor
  */
 export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow, actor: ChangeActor): Promise<boolean> {
   return database.db.transaction().execute(async (trx) => {
-    await trx.insertInto('leases').values({ name: 'keys.bootstrap', holder: '', expires_at: 0 }).onConflict((oc) => oc.column('name').doNothing()).execute();
+    await trx
+      .insertInto('leases')
+      .values({ name: 'keys.bootstrap', holder: '', expires_at: 0 })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
     await forUpdate(trx.selectFrom('leases').select('name').where('name', '=', 'keys.bootstrap'), database.dialect).execute();
     const active = await trx.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).limit(1).executeTakeFirst();
     if (active) return false;
@@ -37,12 +41,7 @@ export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow, 
 }
 
 export async function findActiveKeyByHash(database: ObserveDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return database.db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('key_hash', '=', keyHash)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
+  return database.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst();
 }
 
 export async function hasActiveKey(database: ObserveDatabase): Promise<boolean> {

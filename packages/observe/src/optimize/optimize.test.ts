@@ -278,11 +278,11 @@ await describeEachDatabase('optimize: providers, sorting and limit', (backend) =
   test('sorts by monthlySavings descending, then currentModel; limit cuts the list but not the total', async () => {
     const all = await recommendations(observe(), '?limit=50');
     const savings = all.recommendations.map((r) => r.monthlySavings);
-    assert.deepEqual(savings, [...savings].sort((a, b) => b - a));
     assert.deepEqual(
-      all.recommendations.map((r) => `${r.agentId}/${r.currentModel}`).slice(0, 3),
-      ['large/gpt-4o', 'twins/gpt-4o', 'twins/gpt-4o-2024-08-06'],
+      savings,
+      [...savings].sort((a, b) => b - a),
     );
+    assert.deepEqual(all.recommendations.map((r) => `${r.agentId}/${r.currentModel}`).slice(0, 3), ['large/gpt-4o', 'twins/gpt-4o', 'twins/gpt-4o-2024-08-06']);
     assert.equal(all.recommendations[1]!.monthlySavings, all.recommendations[2]!.monthlySavings);
     const total = usd(all.recommendations.reduce((sum, r) => sum + r.monthlySavings, 0));
     assert.equal(all.totalPotentialSavings, total);

@@ -4,7 +4,6 @@ import type { ObserveContext } from '../context.ts';
 import type { ModelPrice, PriceTable } from '@vigil/pricing';
 import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/index.ts';
 
-
 export const CONFIDENCES = ['low', 'medium', 'high'] as const;
 export type Confidence = (typeof CONFIDENCES)[number];
 
@@ -85,7 +84,11 @@ async function callGroups(ctx: ObserveContext, from: number, to: number, agentId
 }
 
 /** Outcomes per (provider, model, tier) of every agent in the window. */
-async function outcomeGroups(ctx: ObserveContext, from: number, to: number): Promise<{ provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]> {
+async function outcomeGroups(
+  ctx: ObserveContext,
+  from: number,
+  to: number,
+): Promise<{ provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]> {
   return (await llmCalls(ctx, from, to, undefined, ['provider', 'model', 'tier'])).map((row) => ({
     provider: String(row.provider),
     model: String(row.model),
@@ -101,7 +104,10 @@ const priceKey = (price: ModelPrice, tier: ComplexityTier): string => `${price.p
  * table (so 'gpt-4o-mini-2024-07-18' counts as 'gpt-4o-mini'); unpriced models are left out, as
  * they can never be recommended.
  */
-function outcomesByPrice(prices: PriceTable, groups: readonly { provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[]): Map<string, Outcomes> {
+function outcomesByPrice(
+  prices: PriceTable,
+  groups: readonly { provider: string; model: string; tier: ComplexityTier; outcomes: Outcomes }[],
+): Map<string, Outcomes> {
   const byPrice = new Map<string, Outcomes>();
   for (const group of groups) {
     const price = prices.find(group.model, group.provider);
@@ -125,12 +131,7 @@ const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const successRate = (o: Outcomes): number => (o.calls - o.failures) / o.calls;
 
 /** The recommendation for one group; undefined below MIN_CALLS or when no cheaper model qualifies. */
-function recommend(
-  prices: PriceTable,
-  outcomes: ReadonlyMap<string, Outcomes>,
-  group: CallGroup,
-  period: number,
-): Recommendation | undefined {
+function recommend(prices: PriceTable, outcomes: ReadonlyMap<string, Outcomes>, group: CallGroup, period: number): Recommendation | undefined {
   if (group.calls < MIN_CALLS) return undefined;
   const meanInput = group.inputTokens / group.calls;
   const meanOutput = group.outputTokens / group.calls;

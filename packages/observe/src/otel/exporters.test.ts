@@ -95,7 +95,10 @@ function genAiRun(provider: BasicTracerProvider, conversationId: string): { root
   failingTool.end(at(T0 + 8));
   const failingChat = tracer.startSpan(
     'chat claude-sonnet-4-5',
-    { startTime: at(T0 + 9), attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'error.type': '529' } },
+    {
+      startTime: at(T0 + 9),
+      attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'error.type': '529' },
+    },
     inRoot,
   );
   failingChat.setStatus({ code: SpanStatusCode.ERROR, message: 'overloaded' });
@@ -144,7 +147,7 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
   const eventsOf = async (sessionId: string): Promise<StoredEvent[]> => {
     const response = await observe.call({ method: 'GET', url: `/api/events?sessionId=${encodeURIComponent(sessionId)}&order=asc&limit=500` });
     assert.equal(response.statusCode, 200, response.body);
-    return ((response.json() as { events: StoredEvent[] }).events).sort((a, b) => a.seq - b.seq);
+    return (response.json() as { events: StoredEvent[] }).events.sort((a, b) => a.seq - b.seq);
   };
   const assertChainValid = async (sessionId: string, eventCount: number): Promise<void> => {
     const verify = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${encodeURIComponent(sessionId)}` });
@@ -175,7 +178,10 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
         ['custom', 'invoke_agent Researcher'],
       ],
     );
-    assert.ok(events.every((e) => e.agentId === 'researcher' && e.sessionId === 'conv-proto'), 'agent from gen_ai.agent.name of the parent');
+    assert.ok(
+      events.every((e) => e.agentId === 'researcher' && e.sessionId === 'conv-proto'),
+      'agent from gen_ai.agent.name of the parent',
+    );
 
     const [call, response] = events;
     assert.deepEqual(call!.payload.messages, [{ role: 'user', content: 'Find the population of Lyon' }]);
@@ -210,7 +216,10 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     assert.deepEqual(toolCall!.payload, { toolName: 'web_search', callId: 'call_1', arguments: { query: 'Lyon population' } });
     assert.deepEqual(toolResponse!.payload, { toolName: 'web_search', callId: 'call_1', result: { population: 522250 }, durationMs: 250 });
     assert.equal(toolCall!.metadata.otel.spanId, tool.spanContext().spanId);
-    assert.deepEqual({ ...toolError!.payload, callId: undefined }, { toolName: 'fetch_page', callId: undefined, error: 'page did not load in 5 s', errorCode: 'timeout', durationMs: 5000 });
+    assert.deepEqual(
+      { ...toolError!.payload, callId: undefined },
+      { toolName: 'fetch_page', callId: undefined, error: 'page did not load in 5 s', errorCode: 'timeout', durationMs: 5000 },
+    );
     assert.equal(toolError!.severity, 'error');
     assert.equal(llmError!.payload.toolName, 'anthropic:claude-sonnet-4-5', 'a failed LLM call is a tool_error named <provider>:<model>');
     assert.equal(llmError!.payload.errorCode, '529');
@@ -220,7 +229,11 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     assert.equal(agent!.metadata.otel.parentSpanId, null);
     await assertChainValid('conv-proto', 9);
 
-    const session = (await observe.call({ method: 'GET', url: '/api/sessions/conv-proto' })).json() as { totalCostUsd: number; errorCount: number; toolCallCount: number };
+    const session = (await observe.call({ method: 'GET', url: '/api/sessions/conv-proto' })).json() as {
+      totalCostUsd: number;
+      errorCount: number;
+      toolCallCount: number;
+    };
     assert.equal(session.totalCostUsd, response!.payload.costUsd);
     assert.equal(session.errorCount, 2);
     assert.equal(session.toolCallCount, 2);
@@ -256,7 +269,9 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     openAiInstrumentation.setTracerProvider(provider);
     const client = new openaiModule.OpenAI({ apiKey: 'sk-test', baseURL: `${fakeOpenAi.url}/v1`, maxRetries: 0 });
     const tracer = provider.getTracer('vigil-test-agent');
-    const root = tracer.startSpan('invoke_agent geographer', { attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.conversation.id': 'conv-openai' } });
+    const root = tracer.startSpan('invoke_agent geographer', {
+      attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.conversation.id': 'conv-openai' },
+    });
     await context.with(trace.setSpan(context.active(), root), async () => {
       const completion = await client.chat.completions.create({
         model: 'gpt-4o-mini',
@@ -271,7 +286,10 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     await provider.forceFlush();
 
     const events = await eventsOf('conv-openai');
-    assert.deepEqual(events.map((e) => e.eventType), ['llm_call', 'llm_response', 'custom']);
+    assert.deepEqual(
+      events.map((e) => e.eventType),
+      ['llm_call', 'llm_response', 'custom'],
+    );
     const [call, response, agent] = events;
     assert.equal(call!.metadata.otel.kind, 'llm');
     assert.equal(call!.metadata.otel.parentSpanId, root.spanContext().spanId);

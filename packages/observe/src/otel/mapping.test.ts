@@ -135,7 +135,9 @@ test('OpenLLMetry indexed prompts and completions, and the older GenAI message e
 });
 
 test('a model without a price costs 0 and is flagged costUnpriced, as the SDK does', () => {
-  const [, response] = eventsOf(mapSpan(span({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'in-house-7b', 'gen_ai.usage.input_tokens': 10 }), identity, prices));
+  const [, response] = eventsOf(
+    mapSpan(span({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'in-house-7b', 'gen_ai.usage.input_tokens': 10 }), identity, prices),
+  );
   assert.equal(response!.payload.costUsd, 0);
   assert.equal(response!.metadata!.costUnpriced, true);
   assert.equal(response!.payload.provider, 'unknown');
@@ -155,7 +157,10 @@ test('a failed tool span: tool_error with the exception event message and type',
     mapSpan(
       span(
         { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'fetch' },
-        { status: { code: 'error', message: '' }, events: [{ name: 'exception', timeNanos: START, attributes: { 'exception.type': 'TimeoutError', 'exception.message': 'timed out' } }] },
+        {
+          status: { code: 'error', message: '' },
+          events: [{ name: 'exception', timeNanos: START, attributes: { 'exception.type': 'TimeoutError', 'exception.message': 'timed out' } }],
+        },
       ),
       identity,
       prices,
@@ -167,7 +172,13 @@ test('a failed tool span: tool_error with the exception event message and type',
 });
 
 test('any other span is one custom event named after the span, with its attributes; an error span is severity error', () => {
-  const events = eventsOf(mapSpan(span({ 'openinference.span.kind': 'CHAIN', 'input.value': 'q' }, { name: 'plan', status: { code: 'error', message: 'no plan' } }), identity, prices));
+  const events = eventsOf(
+    mapSpan(
+      span({ 'openinference.span.kind': 'CHAIN', 'input.value': 'q' }, { name: 'plan', status: { code: 'error', message: 'no plan' } }),
+      identity,
+      prices,
+    ),
+  );
   assert.equal(events.length, 1);
   assert.equal(events[0]!.eventType, 'custom');
   assert.deepEqual(events[0]!.payload, { type: 'plan', data: { 'openinference.span.kind': 'CHAIN', 'input.value': 'q', 'otel.status_message': 'no plan' } });

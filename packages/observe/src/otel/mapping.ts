@@ -171,7 +171,7 @@ export function resolveIdentities(spans: readonly OtlpSpan[], storedSessions: Re
   }
   const nearest = (span: OtlpSpan, read: (span: OtlpSpan) => string | undefined): string | undefined => {
     const seen = new Set<string>();
-    for (let current: OtlpSpan | undefined = span; current !== undefined && !seen.has(current.spanId); ) {
+    for (let current: OtlpSpan | undefined = span; current !== undefined && !seen.has(current.spanId);) {
       seen.add(current.spanId);
       const value = read(current);
       if (value !== undefined) return value;
@@ -215,7 +215,10 @@ interface Output {
 
 /** The text parts of a GenAI structured message, joined; the parts themselves when none is text. */
 function partsText(parts: AttributeValue[]): AttributeValue {
-  const texts = parts.filter(isObject).filter((part) => part.type === 'text' && typeof part.content === 'string').map((part) => part.content as string);
+  const texts = parts
+    .filter(isObject)
+    .filter((part) => part.type === 'text' && typeof part.content === 'string')
+    .map((part) => part.content as string);
   return texts.length > 0 ? texts.join('') : null;
 }
 
@@ -223,11 +226,14 @@ function partsText(parts: AttributeValue[]): AttributeValue {
 function genAiMessage(value: AttributeValue): Message & { finishReason?: string } {
   if (!isObject(value)) return { role: 'user', content: value };
   const parts = Array.isArray(value.parts) ? value.parts : [];
-  const toolCalls = parts.filter(isObject).filter((part) => part.type === 'tool_call').map((part) => ({
-    ...(typeof part.id === 'string' && { id: part.id }),
-    name: typeof part.name === 'string' ? part.name : '',
-    arguments: parsedJson(part.arguments) ?? null,
-  }));
+  const toolCalls = parts
+    .filter(isObject)
+    .filter((part) => part.type === 'tool_call')
+    .map((part) => ({
+      ...(typeof part.id === 'string' && { id: part.id }),
+      name: typeof part.name === 'string' ? part.name : '',
+      arguments: parsedJson(part.arguments) ?? null,
+    }));
   const response = parts.filter(isObject).find((part) => part.type === 'tool_call_response');
   const content = Array.isArray(value.parts) ? (response ? (response.response ?? null) : partsText(parts)) : (value.content ?? null);
   return {
@@ -241,7 +247,9 @@ function genAiMessage(value: AttributeValue): Message & { finishReason?: string 
 
 /** A message flattened the OpenInference way (message.role, message.content, message.tool_calls.N.tool_call.*). */
 function openInferenceMessage(item: Record<string, AttributeValue>): Message {
-  const contents = indexed(item, 'message.contents').map((part) => part['message_content.text']).filter((t) => typeof t === 'string');
+  const contents = indexed(item, 'message.contents')
+    .map((part) => part['message_content.text'])
+    .filter((t) => typeof t === 'string');
   const toolCalls = indexed(item, 'message.tool_calls').map((call) => ({
     ...(typeof call['tool_call.id'] === 'string' && { id: call['tool_call.id'] }),
     name: typeof call['tool_call.function.name'] === 'string' ? call['tool_call.function.name'] : '',
@@ -362,7 +370,9 @@ function parameters(attributes: Attributes): Record<string, AttributeValue> | un
 function toolDefinitions(attributes: Attributes): AttributeValue[] | undefined {
   const definitions = parsedJson(attributes['gen_ai.tool.definitions']);
   if (Array.isArray(definitions) && definitions.length > 0) return definitions;
-  const openInference = indexed(attributes, 'llm.tools').map((tool) => parsedJson(tool['tool.json_schema']) ?? null).filter((tool) => tool !== null);
+  const openInference = indexed(attributes, 'llm.tools')
+    .map((tool) => parsedJson(tool['tool.json_schema']) ?? null)
+    .filter((tool) => tool !== null);
   return openInference.length > 0 ? openInference : undefined;
 }
 
@@ -375,7 +385,14 @@ function msOf(nanos: bigint): number {
 }
 
 /** The resource attributes kept on each event: those that say which service and deployment sent it. */
-const KEPT_RESOURCE_ATTRIBUTES = ['service.name', 'service.version', 'service.namespace', 'service.instance.id', 'deployment.environment', 'deployment.environment.name'];
+const KEPT_RESOURCE_ATTRIBUTES = [
+  'service.name',
+  'service.version',
+  'service.namespace',
+  'service.instance.id',
+  'deployment.environment',
+  'deployment.environment.name',
+];
 
 export function otelMetadata(span: OtlpSpan, kind: OtelSpanKind): OtelMetadata {
   const resource: Record<string, AttributeValue> = {};
@@ -423,7 +440,12 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
   const failed = span.status.code === 'error';
   const attributes = contentAttributes(span);
   const base = { sessionId: identity.sessionId, agentId: identity.agentId };
-  const event = (eventType: IngestEventType, timestamp: number, payload: Record<string, unknown>, extra: { severity?: 'error'; costUnpriced?: boolean } = {}): IncomingEvent => ({
+  const event = (
+    eventType: IngestEventType,
+    timestamp: number,
+    payload: Record<string, unknown>,
+    extra: { severity?: 'error'; costUnpriced?: boolean } = {},
+  ): IncomingEvent => ({
     ...base,
     eventType,
     timestamp,
@@ -455,18 +477,24 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
       ...(input !== undefined && messages.length === 0 && { input }),
     });
     if (failed) {
-      events = [call, event('tool_error', endMs, { callId, toolName: `${provider}:${requestModel}`, ...spanError(span), durationMs: otel.durationMs }, { severity: 'error' })];
+      events = [
+        call,
+        event('tool_error', endMs, { callId, toolName: `${provider}:${requestModel}`, ...spanError(span), durationMs: otel.durationMs }, { severity: 'error' }),
+      ];
     } else {
       const inputTokens = count(span.attributes, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt') ?? 0;
       const outputTokens = count(span.attributes, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion') ?? 0;
       const totalTokens = count(span.attributes, 'llm.token_count.total', 'gen_ai.usage.total_tokens', 'llm.usage.total_tokens') ?? inputTokens + outputTokens;
       const carried = count(span.attributes, 'llm.cost.total', 'gen_ai.usage.cost');
-      const priced = carried ?? prices.costUsd(responseModel, provider, inputTokens, outputTokens) ?? prices.costUsd(responseModel, undefined, inputTokens, outputTokens);
+      const priced =
+        carried ?? prices.costUsd(responseModel, provider, inputTokens, outputTokens) ?? prices.costUsd(responseModel, undefined, inputTokens, outputTokens);
       const result = output(span, attributes);
       const finishReasons = span.attributes['gen_ai.response.finish_reasons'];
       const finishReason =
         result.finishReason ??
-        (Array.isArray(finishReasons) && typeof finishReasons[0] === 'string' ? finishReasons[0] : text(span.attributes, 'gen_ai.response.finish_reasons', 'llm.finish_reason')) ??
+        (Array.isArray(finishReasons) && typeof finishReasons[0] === 'string'
+          ? finishReasons[0]
+          : text(span.attributes, 'gen_ai.response.finish_reasons', 'llm.finish_reason')) ??
         (result.toolCalls.length > 0 ? 'tool_calls' : 'stop');
       events = [
         call,
@@ -495,7 +523,12 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
     const call = event('tool_call', startMs, { toolName, callId, arguments: args });
     const outcome = failed
       ? event('tool_error', endMs, { toolName, callId, ...spanError(span), durationMs: otel.durationMs }, { severity: 'error' })
-      : event('tool_response', endMs, { toolName, callId, result: parsedJson(span.attributes['gen_ai.tool.call.result'] ?? span.attributes['output.value']) ?? null, durationMs: otel.durationMs });
+      : event('tool_response', endMs, {
+          toolName,
+          callId,
+          result: parsedJson(span.attributes['gen_ai.tool.call.result'] ?? span.attributes['output.value']) ?? null,
+          durationMs: otel.durationMs,
+        });
     events = [call, outcome];
   } else {
     const data: Record<string, unknown> = { ...span.attributes };

@@ -52,10 +52,12 @@ export interface WireSpan {
 
 /** ExportTraceServiceRequest as decoded (fields absent from the wire are defaults or missing). */
 export interface WireTraceRequest {
-  resourceSpans?: {
-    resource?: { attributes?: WireKeyValue[] | null } | null;
-    scopeSpans?: { scope?: { name?: string | null; version?: string | null } | null; spans?: WireSpan[] | null }[] | null;
-  }[] | null;
+  resourceSpans?:
+    | {
+        resource?: { attributes?: WireKeyValue[] | null } | null;
+        scopeSpans?: { scope?: { name?: string | null; version?: string | null } | null; spans?: WireSpan[] | null }[] | null;
+      }[]
+    | null;
 }
 
 /** Decodes a binary ExportTraceServiceRequest; throws on bytes that are not one. */

@@ -17,8 +17,7 @@ const RequestType = root.lookupType('opentelemetry.proto.collector.trace.v1.Expo
 const ResponseType = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse');
 
 const START = 1_795_600_000_000_000_000n;
-const attribute = (key: string, value: string | number) =>
-  ({ key, value: typeof value === 'string' ? { stringValue: value } : { intValue: value } });
+const attribute = (key: string, value: string | number) => ({ key, value: typeof value === 'string' ? { stringValue: value } : { intValue: value } });
 
 interface JsonSpan {
   traceId: string;
@@ -84,13 +83,22 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
   after(() => observe.close());
 
   const post = (body: string | Buffer, headers: Record<string, string>, key: string | null = ingestKey) =>
-    observe.service.app.inject({ method: 'POST', url: '/v1/traces', payload: body, headers: { ...(key !== null && { authorization: `Bearer ${key}` }), ...headers } });
-  const postJson = (request: unknown, headers: Record<string, string> = {}) => post(JSON.stringify(request), { 'content-type': 'application/json', ...headers });
+    observe.service.app.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: body,
+      headers: { ...(key !== null && { authorization: `Bearer ${key}` }), ...headers },
+    });
+  const postJson = (request: unknown, headers: Record<string, string> = {}) =>
+    post(JSON.stringify(request), { 'content-type': 'application/json', ...headers });
   const eventCount = async (sessionId: string): Promise<number> =>
     (await observe.call({ method: 'GET', url: `/api/events?sessionId=${sessionId}&limit=1` })).json().total as number;
 
   test('protobuf in, protobuf out; gzip or not; the answer is an empty ExportTraceServiceResponse when every span is stored', async () => {
-    for (const [n, gzip] of [[1, false], [2, true]] as const) {
+    for (const [n, gzip] of [
+      [1, false],
+      [2, true],
+    ] as const) {
       const body = protobufRequest([chatSpan(100 + n, 1, `conv-pb-${n}`)]);
       const response = await post(gzip ? gzipSync(body) : body, { 'content-type': 'application/x-protobuf', ...(gzip && { 'content-encoding': 'gzip' }) });
       assert.equal(response.statusCode, 200, response.body);
@@ -104,7 +112,10 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
     const plain = await postJson(jsonRequest([chatSpan(110, 1, 'conv-json-1')]));
     assert.equal(plain.statusCode, 200, plain.body);
     assert.deepEqual(plain.json(), {});
-    const gzipped = await post(gzipSync(JSON.stringify(jsonRequest([chatSpan(111, 1, 'conv-json-2')]))), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    const gzipped = await post(gzipSync(JSON.stringify(jsonRequest([chatSpan(111, 1, 'conv-json-2')]))), {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    });
     assert.equal(gzipped.statusCode, 200, gzipped.body);
     assert.equal(await eventCount('conv-json-2'), 2);
   });
@@ -112,7 +123,14 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
   test('refused spans are counted in partialSuccess, in the encoding of the request, and the others are stored', async () => {
     const badIds = { ...chatSpan(120, 2, 'conv-partial'), traceId: 'not-hex' };
     const endsBeforeStart = { ...chatSpan(120, 3, 'conv-partial'), endTimeUnixNano: '1' };
-    const hugeTokens = { ...chatSpan(120, 4, 'conv-partial'), attributes: [...chatSpan(120, 4, 'conv-partial').attributes.slice(0, 3), attribute('gen_ai.usage.input_tokens', 1e15), attribute('gen_ai.conversation.id', 'conv-partial')] };
+    const hugeTokens = {
+      ...chatSpan(120, 4, 'conv-partial'),
+      attributes: [
+        ...chatSpan(120, 4, 'conv-partial').attributes.slice(0, 3),
+        attribute('gen_ai.usage.input_tokens', 1e15),
+        attribute('gen_ai.conversation.id', 'conv-partial'),
+      ],
+    };
     const response = await postJson(jsonRequest([chatSpan(120, 1, 'conv-partial'), badIds, endsBeforeStart, hugeTokens]));
     assert.equal(response.statusCode, 200, response.body);
     const { partialSuccess } = response.json() as { partialSuccess: { rejectedSpans: string; errorMessage: string } };
@@ -122,9 +140,14 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
     assert.match(partialSuccess.errorMessage, /span 0000000000000004: llm_response\.usage\.inputTokens/);
     assert.equal(await eventCount('conv-partial'), 2, 'the good span is stored');
 
-    const protobufAnswer = await post(protobufRequest([chatSpan(121, 1, 'conv-partial-pb'), { ...chatSpan(121, 2, 'conv-partial-pb'), endTimeUnixNano: '1' }]), { 'content-type': 'application/x-protobuf' });
+    const protobufAnswer = await post(
+      protobufRequest([chatSpan(121, 1, 'conv-partial-pb'), { ...chatSpan(121, 2, 'conv-partial-pb'), endTimeUnixNano: '1' }]),
+      { 'content-type': 'application/x-protobuf' },
+    );
     assert.equal(protobufAnswer.statusCode, 200);
-    const decoded = ResponseType.toObject(ResponseType.decode(protobufAnswer.rawPayload), { longs: Number }) as { partialSuccess: { rejectedSpans: number; errorMessage: string } };
+    const decoded = ResponseType.toObject(ResponseType.decode(protobufAnswer.rawPayload), { longs: Number }) as {
+      partialSuccess: { rejectedSpans: number; errorMessage: string };
+    };
     assert.equal(decoded.partialSuccess.rejectedSpans, 1);
     assert.match(decoded.partialSuccess.errorMessage, /endTimeUnixNano/);
   });
@@ -149,7 +172,11 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
 
   test('spans without a session of their own join the session named by their trace, in the request or stored before', async () => {
     const named = chatSpan(140, 1, 'conv-trace');
-    const child = { ...chatSpan(140, 2, 'x'), parentSpanId: spanHex(1), attributes: chatSpan(140, 2, 'x').attributes.filter((a) => a.key !== 'gen_ai.conversation.id') };
+    const child = {
+      ...chatSpan(140, 2, 'x'),
+      parentSpanId: spanHex(1),
+      attributes: chatSpan(140, 2, 'x').attributes.filter((a) => a.key !== 'gen_ai.conversation.id'),
+    };
     assert.equal((await postJson(jsonRequest([child, named]))).statusCode, 200);
     const later = { ...child, spanId: spanHex(3) };
     assert.equal((await postJson(jsonRequest([later]))).statusCode, 200);

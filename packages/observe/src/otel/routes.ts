@@ -91,7 +91,10 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
         }
         const partialSuccess = await ingestTraces(ctx, body?.request ?? {});
         if (body?.encoding === 'json') return reply.status(200).send(jsonResponse(partialSuccess));
-        return reply.status(200).type(PROTOBUF).send(Buffer.from(encodeProtobufResponse(partialSuccess)) as never);
+        return reply
+          .status(200)
+          .type(PROTOBUF)
+          .send(Buffer.from(encodeProtobufResponse(partialSuccess)) as never);
       },
     );
   });

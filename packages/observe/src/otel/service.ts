@@ -54,7 +54,12 @@ export async function ingestTraces(ctx: ObserveContext, request: WireTraceReques
   }
 
   for (let round = 0; batch.length > 0; round++) {
-    const claims: SpanClaim[] = batch.map(({ span, events }) => ({ trace_id: span.traceId, span_id: span.spanId, session_id: events[0]!.sessionId, ts: events[0]!.timestamp! }));
+    const claims: SpanClaim[] = batch.map(({ span, events }) => ({
+      trace_id: span.traceId,
+      span_id: span.spanId,
+      session_id: events[0]!.sessionId,
+      ts: events[0]!.timestamp!,
+    }));
     try {
       await ctx.events.append(
         batch.flatMap((entry) => entry.events),

@@ -51,7 +51,8 @@ function longToNumber(value: WireLong): number | string {
 }
 
 /** protobufjs puts proto3 defaults on the prototype: only an own property was set on the wire (the oneof's member). */
-const isSet = (value: object, field: string): boolean => Object.prototype.hasOwnProperty.call(value, field) && (value as Record<string, unknown>)[field] != null;
+const isSet = (value: object, field: string): boolean =>
+  Object.prototype.hasOwnProperty.call(value, field) && (value as Record<string, unknown>)[field] != null;
 
 function anyValue(value: WireAnyValue | null | undefined): AttributeValue {
   if (value === null || value === undefined) return null;
@@ -100,7 +101,11 @@ function readSpan(wire: WireSpan, resource: Attributes, position: string): OtlpS
     startNanos,
     endNanos,
     attributes: attributesOf(wire.attributes),
-    events: (wire.events ?? []).map((event) => ({ name: event.name ?? '', timeNanos: longToBigInt(event.timeUnixNano), attributes: attributesOf(event.attributes) })),
+    events: (wire.events ?? []).map((event) => ({
+      name: event.name ?? '',
+      timeNanos: longToBigInt(event.timeUnixNano),
+      attributes: attributesOf(event.attributes),
+    })),
     status: { code: STATUS_CODES[wire.status?.code ?? 0] ?? 'unset', message: wire.status?.message ?? '' },
     resource,
   };

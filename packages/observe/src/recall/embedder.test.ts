@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { CachingEmbedder, createEmbedder, embeddingsEndpoint, EmbeddingBackendError, LocalEmbedder, OpenAIEmbedder, similarity, stem, tokenize, wordWeight } from './embedder.ts';
+import {
+  CachingEmbedder,
+  createEmbedder,
+  embeddingsEndpoint,
+  EmbeddingBackendError,
+  LocalEmbedder,
+  OpenAIEmbedder,
+  similarity,
+  stem,
+  tokenize,
+  wordWeight,
+} from './embedder.ts';
 import { decodeVector, encodeVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
@@ -53,7 +64,14 @@ describe('LocalEmbedder', () => {
     assert.ok(similarity(deploy!, deployment!) > 0.3);
     assert.ok(similarity(deployment!, employment!) < 0.15);
     assert.deepEqual(['migrate', 'migrating', 'migration', 'migrations', 'processes', 'process', 'charges', 'policies'].map(stem), [
-      'migrat', 'migrat', 'migrat', 'migrat', 'process', 'process', 'charg', 'policy',
+      'migrat',
+      'migrat',
+      'migrat',
+      'migrat',
+      'process',
+      'process',
+      'charg',
+      'policy',
     ]);
     const [a, b] = await embedder.embed(['the billing invoice', 'a billing invoice']);
     assert.ok(similarity(a!, b!) > 0.95, 'stop words change little');
@@ -89,11 +107,25 @@ describe('event texts', () => {
       'tool_call send_email: to: ops@acme.com, subject: Outage',
     );
     assert.equal(
-      eventText('llm_call', { model: 'gpt-4o', messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'x' }, { role: 'user', content: [{ type: 'text', text: 'second' }] }] }),
+      eventText('llm_call', {
+        model: 'gpt-4o',
+        messages: [
+          { role: 'user', content: 'first' },
+          { role: 'assistant', content: 'x' },
+          { role: 'user', content: [{ type: 'text', text: 'second' }] },
+        ],
+      }),
       'llm_call gpt-4o: second',
     );
     assert.equal(eventText('tool_response', { toolName: 'x', result: 1 }), null);
-    const loop = { model: 'm', messages: [{ role: 'user', content: 'book a flight' }, { role: 'assistant', content: '' }, { role: 'tool', content: '{}' }] };
+    const loop = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'book a flight' },
+        { role: 'assistant', content: '' },
+        { role: 'tool', content: '{}' },
+      ],
+    };
     assert.equal(isEmbeddedEvent('llm_call', loop), false, 'a tool-loop call repeats the user request');
     assert.equal(isEmbeddedEvent('llm_call', { model: 'm', messages: [] }), false);
     assert.match(describeEvent('tool_response', { toolName: 'x', result: { ok: true } }), /tool_response x: ok: true/);
@@ -127,8 +159,23 @@ test('the dot-product kernel (WebAssembly SIMD, JavaScript fallback) matches a p
 
 test('TopK keeps the k best, best first, with the tie-break', () => {
   const top = new TopK<number>(3, (a, b) => a < b);
-  for (const [score, item] of [[0.1, 1], [0.9, 2], [0.5, 3], [0.9, 0], [0.7, 4], [0.2, 5]] as const) top.push(score, item);
-  assert.deepEqual(top.sorted().map((e) => [e.score, e.item]), [[0.9, 0], [0.9, 2], [0.7, 4]]);
+  for (const [score, item] of [
+    [0.1, 1],
+    [0.9, 2],
+    [0.5, 3],
+    [0.9, 0],
+    [0.7, 4],
+    [0.2, 5],
+  ] as const)
+    top.push(score, item);
+  assert.deepEqual(
+    top.sorted().map((e) => [e.score, e.item]),
+    [
+      [0.9, 0],
+      [0.9, 2],
+      [0.7, 4],
+    ],
+  );
 });
 
 describe('OpenAIEmbedder against a local HTTP server', () => {
@@ -170,7 +217,10 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
     const vectors = await embedder.embed(texts);
     assert.equal(vectors.length, 10);
     assert.equal(embedder.dimensions, 64);
-    assert.deepEqual(server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input.length), [4, 4, 2]);
+    assert.deepEqual(
+      server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input.length),
+      [4, 4, 2],
+    );
     for (const request of server.requests) {
       assert.equal(request.method, 'POST');
       assert.equal(request.url, '/v1/embeddings');
@@ -187,7 +237,10 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
   test('CachingEmbedder sends each distinct text once and keeps the most recent ones', async () => {
     const cached = new CachingEmbedder(new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 2000 }), 2);
     const first = await cached.embed(['a', 'b', 'a']);
-    assert.deepEqual(server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input), [['a', 'b']]);
+    assert.deepEqual(
+      server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input),
+      [['a', 'b']],
+    );
     assert.equal(first[0], first[2]);
     const again = await cached.embed(['b', 'a', 'c']);
     assert.equal(again[0], first[1]);

@@ -21,7 +21,13 @@ export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFe
     const worker = new EmbeddingWorker(context, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
     // Embedding work is durable with the events; the worker drains it after commit.
     context.events.inTransaction((batch) =>
-      enqueueEmbeddings(batch.trx, batch.dialect, batch.events, batch.sessions.map((session) => session.sessionId), Date.now()),
+      enqueueEmbeddings(
+        batch.trx,
+        batch.dialect,
+        batch.events,
+        batch.sessions.map((session) => session.sessionId),
+        Date.now(),
+      ),
     );
     context.events.afterCommit(() => worker.kick());
     const embeddings = job({ name: 'observe.embeddings', intervalMs: EMBEDDINGS_INTERVAL_MS, run: (now) => worker.runJob(now) });

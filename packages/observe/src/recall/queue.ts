@@ -5,7 +5,14 @@ import { isEmbeddedEvent } from './text.ts';
 
 type QueueInsert = EmbeddingQueueRow & Record<string, unknown>;
 const COLUMNS: (keyof EmbeddingQueueRow)[] = [
-  'source_type', 'source_id', 'enqueued_at', 'attempts', 'next_attempt_at', 'claimed_until', 'last_error', 'generation',
+  'source_type',
+  'source_id',
+  'enqueued_at',
+  'attempts',
+  'next_attempt_at',
+  'claimed_until',
+  'last_error',
+  'generation',
 ];
 const eventRows = new BulkInserter<ObserveSchema, 'embedding_queue'>('embedding_queue', COLUMNS);
 
@@ -87,7 +94,11 @@ export async function claimDue(
 export async function completeRows(trx: Transaction<ObserveSchema>, rows: readonly EmbeddingQueueRow[]): Promise<void> {
   const events = rows.filter((r) => r.source_type === 'event').map((r) => r.source_id);
   for (let i = 0; i < events.length; i += 500) {
-    await trx.deleteFrom('embedding_queue').where('source_type', '=', 'event').where('source_id', 'in', events.slice(i, i + 500)).execute();
+    await trx
+      .deleteFrom('embedding_queue')
+      .where('source_type', '=', 'event')
+      .where('source_id', 'in', events.slice(i, i + 500))
+      .execute();
   }
   const sessions = rows.filter((r) => r.source_type === 'session');
   for (const row of sessions) {
@@ -103,7 +114,11 @@ export async function completeRows(trx: Transaction<ObserveSchema>, rows: readon
       .updateTable('embedding_queue')
       .set({ claimed_until: null })
       .where('source_type', '=', 'session')
-      .where('source_id', 'in', sessions.map((r) => r.source_id))
+      .where(
+        'source_id',
+        'in',
+        sessions.map((r) => r.source_id),
+      )
       .execute();
   }
 }

@@ -82,7 +82,13 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
     // A second batch on s1 does not queue s1 twice.
     await ingest(observe, [llmResponse('s1', 'billing-bot', 'The payment could not be completed.')]);
     const sessionRows = (await queueRows(observe)).filter((r) => r.source_type === 'session');
-    assert.deepEqual(sessionRows.map((r) => [r.source_id, r.generation]), [['s1', 1], ['s2', 0]]);
+    assert.deepEqual(
+      sessionRows.map((r) => [r.source_id, r.generation]),
+      [
+        ['s1', 1],
+        ['s2', 0],
+      ],
+    );
 
     await drain(observe);
     assert.deepEqual(await queueRows(observe), [], 'the queue is empty once embedded');
@@ -97,7 +103,11 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
     assert.match(s1.text, /Session s1 of agent Billing \(billing-bot\), active/);
     assert.match(s1.text, /tools: stripe_charge/);
     assert.match(s1.text, /errors: tool_error stripe_charge: card declined: insufficient funds/);
-    const vector = await observe.service.context.database.db.selectFrom('embeddings').select('vector').where('source_id', '=', ids[3]!).executeTakeFirstOrThrow();
+    const vector = await observe.service.context.database.db
+      .selectFrom('embeddings')
+      .select('vector')
+      .where('source_id', '=', ids[3]!)
+      .executeTakeFirstOrThrow();
     assert.equal(vector.vector.byteLength, 512 * 4);
     const expected = new LocalEmbedder().embedOne('tool_error stripe_charge: card declined: insufficient funds');
     assert.equal(Buffer.from(vector.vector).readFloatLE(0), expected[0], 'stored as Float32 little-endian');
@@ -107,7 +117,10 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
   test('a session is re-embedded when it changes', async () => {
     await ingest(observe, [sessionStarted('s1', 'a1'), llmCall('s1', 'a1', 'Plan the quarterly roadmap')]);
     await drain(observe);
-    await ingest(observe, [toolError('s1', 'a1', 'jira', 'project ROADMAP not found'), sessionEnded('s1', 'a1', 'error', 'Gave up: the Jira project is missing')]);
+    await ingest(observe, [
+      toolError('s1', 'a1', 'jira', 'project ROADMAP not found'),
+      sessionEnded('s1', 'a1', 'error', 'Gave up: the Jira project is missing'),
+    ]);
     assert.deepEqual((await queueRows(observe)).map((r) => r.source_type).sort(), ['event', 'event', 'session']);
     await drain(observe);
     const session = (await storedEmbeddings(observe)).find((r) => r.source_type === 'session')!;
@@ -148,7 +161,14 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
       });
       assert.equal(response.statusCode, 201, response.body);
       const depth = async (): Promise<number> =>
-        Number((await kicked.context.database.db.selectFrom('embedding_queue').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+        Number(
+          (
+            await kicked.context.database.db
+              .selectFrom('embedding_queue')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       for (let i = 0; i < 100 && (await depth()) > 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
       const status = async () => (await withKey(observe, kicked, '/api/recall/status')).json() as { queue: { depth: number }; vectors: { stored: number } };
       assert.deepEqual({ ...(await status()).queue, oldestEnqueuedAt: undefined }, { depth: 1, retrying: 0, oldestEnqueuedAt: undefined });
@@ -162,7 +182,10 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
   });
 
   test('retention: vectors of deleted sessions leave the index (tombstones) and stop being recalled', async () => {
-    await ingest(observe, [llmCall('old', 'a1', 'Archive the legacy billing ledger', ago(40 * DAY)), llmCall('new', 'a1', 'Archive the billing ledger of this year')]);
+    await ingest(observe, [
+      llmCall('old', 'a1', 'Archive the legacy billing ledger', ago(40 * DAY)),
+      llmCall('new', 'a1', 'Archive the billing ledger of this year'),
+    ]);
     await drain(observe);
     assert.equal((await recall(observe, { query: 'archive billing ledger' })).totalResults, 4);
     const config = await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 30 } });
@@ -179,7 +202,10 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
       assert.ok(answer.results.every((r) => r.metadata.sessionId === 'new'));
       const tombstones = (await storedEmbeddings(observe)).filter((r) => r.deleted === 1);
       assert.equal(tombstones.length, 2);
-      assert.ok(tombstones.every((t) => t.text === ''), 'no text of deleted sessions is kept');
+      assert.ok(
+        tombstones.every((t) => t.text === ''),
+        'no text of deleted sessions is kept',
+      );
     } finally {
       await fresh.app.close();
     }
@@ -285,12 +311,19 @@ await describeEachDatabase('GET /api/recall', (backend) => {
 
     const recent = await recall(observe, { query: 'invoice rollout', from: ago(2 * DAY), limit: 100 });
     assert.ok(recent.results.length > 0);
-    assert.ok(recent.results.every((r) => r.metadata.sessionId === 'dep-1'), 'only the last two days');
+    assert.ok(
+      recent.results.every((r) => r.metadata.sessionId === 'dep-1'),
+      'only the last two days',
+    );
     const older = await recall(observe, { query: 'invoice rollout', to: ago(2 * DAY), limit: 100 });
     assert.ok(older.results.length > 0);
     assert.ok(older.results.every((r) => r.metadata.sessionId === 'bill-1'));
     const exact = await recall(observe, { query: 'rollout', from: ago(DAY), to: ago(DAY), scope: 'events', limit: 100 });
-    assert.deepEqual(exact.results.map((r) => r.sourceId), [ids.rollout], 'both bounds are inclusive');
+    assert.deepEqual(
+      exact.results.map((r) => r.sourceId),
+      [ids.rollout],
+      'both bounds are inclusive',
+    );
   });
 
   test('limit cuts the results, not totalResults; minScore filters both', async () => {
@@ -311,9 +344,21 @@ await describeEachDatabase('GET /api/recall', (backend) => {
   });
 
   test('400 for a missing or empty query and out-of-range parameters; 401 without a key', async () => {
-    for (const query of ['', '?scope=all', '?query=', '?query=%20%20', '?query=x&limit=0', '?query=x&limit=101', '?query=x&limit=2.5', '?query=x&minScore=1.5',
-      '?query=x&minScore=-0.1', '?query=x&scope=bogus', '?query=x&from=yesterday', '?query=x&from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z',
-      `?query=${'a'.repeat(2001)}`]) {
+    for (const query of [
+      '',
+      '?scope=all',
+      '?query=',
+      '?query=%20%20',
+      '?query=x&limit=0',
+      '?query=x&limit=101',
+      '?query=x&limit=2.5',
+      '?query=x&minScore=1.5',
+      '?query=x&minScore=-0.1',
+      '?query=x&scope=bogus',
+      '?query=x&from=yesterday',
+      '?query=x&from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z',
+      `?query=${'a'.repeat(2001)}`,
+    ]) {
       assertErrorBody(await observe.call({ method: 'GET', url: `/api/recall${query}` }), 400, query);
     }
     const missing = await observe.call({ method: 'GET', url: '/api/recall' });
@@ -398,7 +443,9 @@ await describeEachDatabase('recall with an OpenAI-compatible backend', (backend)
   });
 
   test('the worker embeds through the backend in batches, with the model and the key', async () => {
-    const events = Array.from({ length: 100 }, (_, i) => toolCall('o1', 'a1', 'lookup', { sku: `SKU-${i}`, note: i === 42 ? 'discontinued espresso machine' : 'regular item' }));
+    const events = Array.from({ length: 100 }, (_, i) =>
+      toolCall('o1', 'a1', 'lookup', { sku: `SKU-${i}`, note: i === 42 ? 'discontinued espresso machine' : 'regular item' }),
+    );
     const ids = await ingest(observe, events);
     await drain(observe);
     const inputs = server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input.length);
@@ -433,9 +480,18 @@ await describeEachDatabase('recall with an OpenAI-compatible backend', (backend)
     const [id] = await ingest(observe, [llmCall('retry-1', 'a1', 'Compare the two espresso grinders')]);
     await drain(observe);
     let rows = await queueRows(observe);
-    assert.deepEqual(rows.map((r) => [r.source_type, r.attempts]), [['event', 1], ['session', 1]]);
+    assert.deepEqual(
+      rows.map((r) => [r.source_type, r.attempts]),
+      [
+        ['event', 1],
+        ['session', 1],
+      ],
+    );
     assert.match(rows[0]!.last_error!, /HTTP 500/);
-    assert.equal((await storedEmbeddings(observe)).some((r) => r.source_id === id), false);
+    assert.equal(
+      (await storedEmbeddings(observe)).some((r) => r.source_id === id),
+      false,
+    );
 
     // Recovered, but the rows are not due yet (1 s backoff after the first failure).
     mode = 'ok';
@@ -449,13 +505,19 @@ await describeEachDatabase('recall with an OpenAI-compatible backend', (backend)
     clock.advance(1000);
     await drain(observe);
     rows = await queueRows(observe);
-    assert.deepEqual(rows.map((r) => r.attempts), [2, 2]);
+    assert.deepEqual(
+      rows.map((r) => r.attempts),
+      [2, 2],
+    );
 
     mode = 'ok';
     clock.advance(2000);
     await drain(observe);
     assert.deepEqual(await queueRows(observe), []);
-    assert.equal((await storedEmbeddings(observe)).some((r) => r.source_id === id), true);
+    assert.equal(
+      (await storedEmbeddings(observe)).some((r) => r.source_id === id),
+      true,
+    );
     const answer = await recall(observe, { query: 'espresso grinders', scope: 'events' });
     assert.equal(answer.results[0]!.sourceId, id);
   });
@@ -467,9 +529,14 @@ await describeEachDatabase('recall with an OpenAI-compatible backend', (backend)
     );
     try {
       const before = await withKey(observe, localService, '/api/recall?query=espresso&limit=100');
-      assert.equal((before.json() as RecallAnswer).totalResults, 0, 'the remote model\'s vectors are not compared with local ones');
+      assert.equal((before.json() as RecallAnswer).totalResults, 0, "the remote model's vectors are not compared with local ones");
       const [id] = await localService.app
-        .inject({ method: 'POST', url: '/api/events', headers: { authorization: `Bearer ${observe.key}` }, payload: { events: [llmCall('switch-1', 'a1', 'Descale the espresso machine')] } })
+        .inject({
+          method: 'POST',
+          url: '/api/events',
+          headers: { authorization: `Bearer ${observe.key}` },
+          payload: { events: [llmCall('switch-1', 'a1', 'Descale the espresso machine')] },
+        })
         .then((r) => (r.json() as { events: { id: string }[] }).events.map((e) => e.id));
       (observe.clock as ManualClock).advance(10_000);
       assert.equal(await localService.jobs.embeddings.tick(), true);

@@ -69,13 +69,14 @@ export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
     async () => {
       const { embedder, database } = ctx;
-      const [queue, stored] = await Promise.all([
-        queueDepth(database),
-        countVectors(database, embedder.model),
-      ]);
+      const [queue, stored] = await Promise.all([queueDepth(database), countVectors(database, embedder.model)]);
       return {
         embedder: { backend: backendOf(embedder), model: embedder.model, dimensions: embedder.dimensions },
-        queue: { depth: queue.depth, retrying: queue.retrying, oldestEnqueuedAt: queue.oldestEnqueuedAt === null ? null : new Date(queue.oldestEnqueuedAt).toISOString() },
+        queue: {
+          depth: queue.depth,
+          retrying: queue.retrying,
+          oldestEnqueuedAt: queue.oldestEnqueuedAt === null ? null : new Date(queue.oldestEnqueuedAt).toISOString(),
+        },
         vectors: { stored, indexed: ctx.vectorIndex.size },
       };
     },

@@ -49,7 +49,20 @@ const sortKey = (a: { source_type: string; source_id: string }, b: { source_type
   a.source_type < b.source_type ? -1 : a.source_type > b.source_type ? 1 : a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : 0;
 
 const EMBEDDING_COLUMNS = [
-  'source_type', 'source_id', 'agent_id', 'session_id', 'user_id', 'ts', 'last_ts', 'model', 'dims', 'vector', 'text', 'metadata', 'updated_seq', 'deleted',
+  'source_type',
+  'source_id',
+  'agent_id',
+  'session_id',
+  'user_id',
+  'ts',
+  'last_ts',
+  'model',
+  'dims',
+  'vector',
+  'text',
+  'metadata',
+  'updated_seq',
+  'deleted',
 ] as const satisfies readonly (keyof EmbeddingRow)[];
 const UPSERT_CHUNKS = [64, 16, 4, 1];
 const upsertStatements = new Map<string, string>();
@@ -67,9 +80,9 @@ function upsertStatement(trx: Kysely<ObserveSchema>, dialect: DialectName, size:
       .insertInto('embeddings')
       .values(Array.from({ length: size }, () => template))
       .onConflict((oc) =>
-        oc.columns(['source_type', 'source_id']).doUpdateSet((eb) =>
-          Object.fromEntries(EMBEDDING_COLUMNS.slice(2).map((c) => [c, eb.ref(`excluded.${c}`)])) as never,
-        ),
+        oc
+          .columns(['source_type', 'source_id'])
+          .doUpdateSet((eb) => Object.fromEntries(EMBEDDING_COLUMNS.slice(2).map((c) => [c, eb.ref(`excluded.${c}`)])) as never),
       )
       .compile().sql;
     upsertStatements.set(key, text);
@@ -159,7 +172,11 @@ export async function pruneEmbeddings(database: ObserveDatabase, now: number): P
     const keys = await db
       .selectFrom('embeddings')
       .select(['source_type', 'source_id'])
-      .where('session_id', 'in', orphans.map((o) => o.session_id))
+      .where(
+        'session_id',
+        'in',
+        orphans.map((o) => o.session_id),
+      )
       .where('deleted', '=', 0)
       .execute();
     for (let i = 0; i < keys.length; i += 1000) {
@@ -181,7 +198,9 @@ export async function pruneEmbeddings(database: ObserveDatabase, now: number): P
     await trx.deleteFrom('embeddings').where('deleted', '=', 1).where('last_ts', '<', cutoff).execute();
     await trx
       .updateTable('embedding_meta')
-      .set((eb) => ({ purged_seq: sql<number>`case when ${eb.ref('purged_seq')} > ${Number(old.max)} then ${eb.ref('purged_seq')} else ${Number(old.max)} end` }))
+      .set((eb) => ({
+        purged_seq: sql<number>`case when ${eb.ref('purged_seq')} > ${Number(old.max)} then ${eb.ref('purged_seq')} else ${Number(old.max)} end`,
+      }))
       .where('id', '=', 1)
       .execute();
   });

@@ -32,7 +32,15 @@ export const llmCall = (sessionId: string, agentId: string, content: string, tim
   agentId,
   eventType: 'llm_call',
   timestamp,
-  payload: { callId: 'l1', provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content }] },
+  payload: {
+    callId: 'l1',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    messages: [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content },
+    ],
+  },
 });
 
 export const llmResponse = (sessionId: string, agentId: string, completion: string, timestamp?: string): EventInput => ({
@@ -68,7 +76,13 @@ export const toolResponse = (sessionId: string, agentId: string, toolName: strin
   payload: { toolName, callId: `c-${toolName}`, result: { ok: true }, durationMs: 20 },
 });
 
-export const sessionStarted = (sessionId: string, agentId: string, payload: Record<string, unknown> = {}, timestamp?: string, metadata?: Record<string, unknown>): EventInput => ({
+export const sessionStarted = (
+  sessionId: string,
+  agentId: string,
+  payload: Record<string, unknown> = {},
+  timestamp?: string,
+  metadata?: Record<string, unknown>,
+): EventInput => ({
   sessionId,
   agentId,
   eventType: 'session_started',
@@ -90,7 +104,9 @@ export async function drain(observe: TestObserve): Promise<void> {
   assert.equal(await observe.service.jobs.embeddings.tick(), true, 'the embeddings job ran');
 }
 
-export async function queueRows(observe: TestObserve): Promise<{ source_type: string; source_id: string; attempts: number; generation: number; last_error: string | null }[]> {
+export async function queueRows(
+  observe: TestObserve,
+): Promise<{ source_type: string; source_id: string; attempts: number; generation: number; last_error: string | null }[]> {
   return observe.service.context.database.db
     .selectFrom('embedding_queue')
     .select(['source_type', 'source_id', 'attempts', 'generation', 'last_error'])
@@ -99,7 +115,9 @@ export async function queueRows(observe: TestObserve): Promise<{ source_type: st
     .execute();
 }
 
-export async function storedEmbeddings(observe: TestObserve): Promise<{ source_type: string; source_id: string; model: string; dims: number; text: string; deleted: number }[]> {
+export async function storedEmbeddings(
+  observe: TestObserve,
+): Promise<{ source_type: string; source_id: string; model: string; dims: number; text: string; deleted: number }[]> {
   return observe.service.context.database.db
     .selectFrom('embeddings')
     .select(['source_type', 'source_id', 'model', 'dims', 'text', 'deleted'])

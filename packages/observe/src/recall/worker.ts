@@ -152,7 +152,10 @@ export class EmbeddingWorker {
     await database.db.transaction().execute(async (trx) => {
       await writeEmbeddings(trx, database.dialect, writes);
       await tombstone(trx, gone, now);
-      await completeRows(trx, jobs.map((job) => job.row));
+      await completeRows(
+        trx,
+        jobs.map((job) => job.row),
+      );
     });
   }
 
@@ -262,4 +265,3 @@ function sessionEmbeddingOf(session: SessionRow, events: readonly SummaryEvent[]
 export function storedText(text: string): string {
   return truncate(text, STORED_TEXT_CHARS);
 }
-

@@ -52,10 +52,15 @@ describe('NgramCounter', () => {
     const counter = new NgramCounter([2, 3]);
     // s1: a b a b ; s2: a b (b failed) ; s3: c
     for (const [session, tool, failed] of [
-      ['s1', 'a', false], ['s1', 'b', false], ['s1', 'a', false], ['s1', 'b', false],
-      ['s2', 'a', false], ['s2', 'b', true],
+      ['s1', 'a', false],
+      ['s1', 'b', false],
+      ['s1', 'a', false],
+      ['s1', 'b', false],
+      ['s2', 'a', false],
+      ['s2', 'b', true],
       ['s3', 'c', false],
-    ] as const) counter.add(session, tool, failed);
+    ] as const)
+      counter.add(session, tool, failed);
     assert.deepEqual(counter.results(), [
       { tools: ['a', 'b'], frequency: 3, sessions: 2, failed: 1 },
       { tools: ['a', 'b', 'a'], frequency: 1, sessions: 1, failed: 0 },
@@ -80,14 +85,13 @@ describe('confidence, trend rule and hour pieces', () => {
 
   test('half score and assessment thresholds (more than ±5 points)', () => {
     const clean = (sessions: number) => ({ sessions, ended: sessions, completed: sessions, errorFree: sessions });
-    assert.equal(halfScore({ sessions: 4, ended: 2, completed: 1, errorFree: 3 }, true), 100 * (0.5 + 0.75) / 2);
+    assert.equal(halfScore({ sessions: 4, ended: 2, completed: 1, errorFree: 3 }, true), (100 * (0.5 + 0.75)) / 2);
     assert.equal(halfScore({ sessions: 4, ended: 0, completed: 0, errorFree: 3 }, false), 75);
     assert.equal(assess(clean(10), { ...clean(10), errorFree: 9 })!.assessment, 'stable', 'exactly −5 is stable');
     assert.equal(assess(clean(10), { ...clean(10), errorFree: 8 })!.assessment, 'degrading');
     assert.equal(assess({ ...clean(10), errorFree: 8 }, clean(10))!.assessment, 'improving');
     assert.equal(assess(clean(0), clean(3)), null, 'an empty half gives no trend');
   });
-
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -96,18 +100,38 @@ describe('confidence, trend rule and hour pieces', () => {
 
 type Payload = Record<string, unknown>;
 const ev = (sessionId: string, agentId: string, timestamp: string, eventType: string, payload: Payload, severity?: string) => ({
-  sessionId, agentId, timestamp, eventType, payload, ...(severity ? { severity } : {}),
+  sessionId,
+  agentId,
+  timestamp,
+  eventType,
+  payload,
+  ...(severity ? { severity } : {}),
 });
 const call = (s: string, a: string, t: string, toolName: string, callId: string) => ev(s, a, t, 'tool_call', { toolName, callId, arguments: {} });
 const toolError = (s: string, a: string, t: string, toolName: string, callId: string, error: unknown) =>
   ev(s, a, t, 'tool_error', { toolName, callId, error, durationMs: 10 });
-const toolResponse = (s: string, a: string, t: string, toolName: string, callId: string) => ev(s, a, t, 'tool_response', { toolName, callId, result: 'ok', durationMs: 10 });
+const toolResponse = (s: string, a: string, t: string, toolName: string, callId: string) =>
+  ev(s, a, t, 'tool_response', { toolName, callId, result: 'ok', durationMs: 10 });
 const llm = (s: string, a: string, t: string, model: string, costUsd: number, severity?: string) =>
-  ev(s, a, t, 'llm_response', {
-    callId: `l-${t}`, provider: 'openai', model, completion: 'ok', finishReason: severity ? 'error' : 'stop',
-    usage: { inputTokens: 10, outputTokens: 5 }, costUsd, latencyMs: 100,
-  }, severity);
-const dbError = (s: string, a: string, t: string, message: string, severity: string) => ev(s, a, t, 'custom', { type: 'db_error', data: { message } }, severity);
+  ev(
+    s,
+    a,
+    t,
+    'llm_response',
+    {
+      callId: `l-${t}`,
+      provider: 'openai',
+      model,
+      completion: 'ok',
+      finishReason: severity ? 'error' : 'stop',
+      usage: { inputTokens: 10, outputTokens: 5 },
+      costUsd,
+      latencyMs: 100,
+    },
+    severity,
+  );
+const dbError = (s: string, a: string, t: string, message: string, severity: string) =>
+  ev(s, a, t, 'custom', { type: 'db_error', data: { message } }, severity);
 const ended = (s: string, a: string, t: string, reason: string) => ev(s, a, t, 'session_ended', { reason });
 
 const d20 = (time: string) => `2026-11-20T${time}Z`;
@@ -142,7 +166,14 @@ const MAIN = [
   call('s3', 'B', d21('10:00:00.000'), 'fetch', 'c1'),
   toolError('s3', 'B', d21('10:00:05.000'), 'fetch', 'c1', 'timeout after 100 ms calling /api/orders/9'),
   llm('s3', 'B', d21('10:01:00.000'), 'gpt-4o-mini', 0, 'error'),
-  ev('s3', 'B', d21('10:02:00.000'), 'cost_tracked', { provider: 'anthropic', model: 'claude-sonnet-4', inputTokens: 1, outputTokens: 1, totalTokens: 2, costUsd: 0.5 }),
+  ev('s3', 'B', d21('10:02:00.000'), 'cost_tracked', {
+    provider: 'anthropic',
+    model: 'claude-sonnet-4',
+    inputTokens: 1,
+    outputTokens: 1,
+    totalTokens: 2,
+    costUsd: 0.5,
+  }),
   // s0 (agent A): before the default range.
   toolError('s0', 'A', '2026-11-10T12:00:00.000Z', 'fetch', 'c9', 'timeout after 9 ms calling /api/a'),
 ];
@@ -221,7 +252,10 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
     firstSeen: d20('09:06:00.000'),
     lastSeen: d21('09:02:00.000'),
     affectedSessions: ['s2', 's1'],
-    precedingTools: [['fetch', 'search', 'fetch'], ['fetch', 'search', 'parse']],
+    precedingTools: [
+      ['fetch', 'search', 'fetch'],
+      ['fetch', 'search', 'parse'],
+    ],
   };
   const NO_MESSAGE = {
     pattern: 'llm_response (no message)',
@@ -235,9 +269,18 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
   test('error_patterns: normalised groups, exact counts, first/last seen, sessions, preceding tools', async () => {
     const body = await get('analysis=error_patterns');
     assert.equal(body.analysis, 'error_patterns');
-    assert.deepEqual(body.insights.map((i) => i.data), [TIMEOUT, REFUSED, NO_MESSAGE]);
-    assert.deepEqual(body.insights.map((i) => i.type), ['error_pattern', 'error_pattern', 'error_pattern']);
-    assert.deepEqual(body.insights.map((i) => i.confidence), [0.375, 0.286, 0.167]);
+    assert.deepEqual(
+      body.insights.map((i) => i.data),
+      [TIMEOUT, REFUSED, NO_MESSAGE],
+    );
+    assert.deepEqual(
+      body.insights.map((i) => i.type),
+      ['error_pattern', 'error_pattern', 'error_pattern'],
+    );
+    assert.deepEqual(
+      body.insights.map((i) => i.confidence),
+      [0.375, 0.286, 0.167],
+    );
     assert.match(body.insights[0]!.summary, /occurred 3 times in 3 sessions/);
     assert.deepEqual(body.metadata, {
       sessionsAnalyzed: 3,
@@ -263,27 +306,44 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
 
   test('error_patterns: range, agent and limit', async () => {
     const wide = await get('analysis=error_patterns&from=2026-11-01T00:00:00.000Z');
-    assert.deepEqual(wide.insights[0]!.data, {
-      ...TIMEOUT, count: 4, firstSeen: '2026-11-10T12:00:00.000Z', affectedSessions: ['s3', 's2', 's1', 's0'],
-    }, 's0 has no earlier tool call, so precedingTools is unchanged');
+    assert.deepEqual(
+      wide.insights[0]!.data,
+      {
+        ...TIMEOUT,
+        count: 4,
+        firstSeen: '2026-11-10T12:00:00.000Z',
+        affectedSessions: ['s3', 's2', 's1', 's0'],
+      },
+      's0 has no earlier tool call, so precedingTools is unchanged',
+    );
     assert.equal(wide.metadata.sessionsAnalyzed, 4);
     assert.equal(wide.metadata.eventsAnalyzed, 26);
 
     const b = await get('analysis=error_patterns&agentId=B');
-    assert.deepEqual(b.insights.map((i) => [i.data.pattern, i.data.count, i.data.affectedSessions]), [
-      [NO_MESSAGE.pattern, 1, ['s3']],
-      [TIMEOUT.pattern, 1, ['s3']],
-    ], 'equal counts: the most recently seen first');
+    assert.deepEqual(
+      b.insights.map((i) => [i.data.pattern, i.data.count, i.data.affectedSessions]),
+      [
+        [NO_MESSAGE.pattern, 1, ['s3']],
+        [TIMEOUT.pattern, 1, ['s3']],
+      ],
+      'equal counts: the most recently seen first',
+    );
     assert.deepEqual([b.metadata.sessionsAnalyzed, b.metadata.eventsAnalyzed], [1, 4]);
 
     const one = await get('analysis=error_patterns&limit=1');
-    assert.deepEqual(one.insights.map((i) => i.data), [TIMEOUT], 'limit cuts the list, never the figures');
+    assert.deepEqual(
+      one.insights.map((i) => i.data),
+      [TIMEOUT],
+      'limit cuts the list, never the figures',
+    );
     assert.equal(one.metadata.eventsAnalyzed, 25);
 
     const s1Only = await get(`analysis=error_patterns&from=${d20('09:05:00.000')}&to=${d20('09:06:30.000')}`);
-    assert.deepEqual(s1Only.insights.map((i) => i.data), [
-      { ...REFUSED, count: 1, lastSeen: REFUSED.firstSeen, affectedSessions: ['s1'], precedingTools: [['parse']] },
-    ], 'preceding tool calls come from the range too');
+    assert.deepEqual(
+      s1Only.insights.map((i) => i.data),
+      [{ ...REFUSED, count: 1, lastSeen: REFUSED.firstSeen, affectedSessions: ['s1'], precedingTools: [['parse']] }],
+      'preceding tool calls come from the range too',
+    );
     assert.deepEqual([s1Only.metadata.sessionsAnalyzed, s1Only.metadata.eventsAnalyzed], [1, 2]);
   });
 
@@ -306,69 +366,102 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
 
   test('tool_sequences: exact 2- and 3-gram frequencies, sessions and error rates', async () => {
     const body = await get('analysis=tool_sequences');
-    assert.deepEqual(body.insights.map((i) => i.data), [
-      { tools: ['search', 'fetch'], frequency: 3, sessions: 2, errorRate: 2 / 3 },
-      { tools: ['search', 'fetch', 'search'], frequency: 2, sessions: 2, errorRate: 1 },
-      { tools: ['fetch', 'search'], frequency: 2, sessions: 2, errorRate: 1 },
-      { tools: ['fetch', 'search', 'fetch'], frequency: 1, sessions: 1, errorRate: 1 },
-      { tools: ['fetch', 'search', 'parse'], frequency: 1, sessions: 1, errorRate: 1 },
-      { tools: ['search', 'parse'], frequency: 1, sessions: 1, errorRate: 0 },
-    ]);
+    assert.deepEqual(
+      body.insights.map((i) => i.data),
+      [
+        { tools: ['search', 'fetch'], frequency: 3, sessions: 2, errorRate: 2 / 3 },
+        { tools: ['search', 'fetch', 'search'], frequency: 2, sessions: 2, errorRate: 1 },
+        { tools: ['fetch', 'search'], frequency: 2, sessions: 2, errorRate: 1 },
+        { tools: ['fetch', 'search', 'fetch'], frequency: 1, sessions: 1, errorRate: 1 },
+        { tools: ['fetch', 'search', 'parse'], frequency: 1, sessions: 1, errorRate: 1 },
+        { tools: ['search', 'parse'], frequency: 1, sessions: 1, errorRate: 0 },
+      ],
+    );
     assert.equal(body.insights[0]!.type, 'tool_sequence');
     assert.equal(body.insights[0]!.confidence, evidence(2));
     assert.match(body.insights[0]!.summary, /search → fetch ran 3 times in 2 sessions; 66.7% of the runs hit a tool_error/);
     assert.deepEqual([body.metadata.sessionsAnalyzed, body.metadata.eventsAnalyzed], [3, 25]);
 
     const limited = await get('analysis=tool_sequences&limit=2');
-    assert.deepEqual(limited.insights.map((i) => i.data.tools), [['search', 'fetch'], ['search', 'fetch', 'search']]);
+    assert.deepEqual(
+      limited.insights.map((i) => i.data.tools),
+      [
+        ['search', 'fetch'],
+        ['search', 'fetch', 'search'],
+      ],
+    );
     const late = await get(`analysis=tool_sequences&from=${d20('09:04:00.000')}`);
-    assert.deepEqual(late.insights.map((i) => [i.data.tools, i.data.frequency, i.data.errorRate]), [
-      [['search', 'fetch'], 2, 0.5],
-      [['fetch', 'search', 'fetch'], 1, 1],
-      [['search', 'fetch', 'search'], 1, 1],
-      [['fetch', 'search'], 1, 1],
-      [['search', 'parse'], 1, 0],
-    ], 's1 contributes only search → parse from 09:04');
+    assert.deepEqual(
+      late.insights.map((i) => [i.data.tools, i.data.frequency, i.data.errorRate]),
+      [
+        [['search', 'fetch'], 2, 0.5],
+        [['fetch', 'search', 'fetch'], 1, 1],
+        [['search', 'fetch', 'search'], 1, 1],
+        [['fetch', 'search'], 1, 1],
+        [['search', 'parse'], 1, 0],
+      ],
+      's1 contributes only search → parse from 09:04',
+    );
     const b = await get('analysis=tool_sequences&agentId=B');
     assert.deepEqual(b.insights, [], 'a single call makes no sequence');
   });
 
   test('cost_analysis: summary and per-model figures from the spend events, highest cost first', async () => {
     const body = await get('analysis=cost_analysis');
-    assert.deepEqual(body.insights.map((i) => [i.type, i.data]), [
-      ['cost_summary', { totalCost: 0.7, avgPerSession: 0.233333333, totalSessions: 3 }],
-      ['model_cost', { model: 'claude-sonnet-4', callCount: 1, totalCost: 0.5, avgCostPerCall: 0.5 }],
-      ['model_cost', { model: 'gpt-4o', callCount: 3, totalCost: 0.18, avgCostPerCall: 0.06 }],
-      ['model_cost', { model: 'gpt-4o-mini', callCount: 2, totalCost: 0.02, avgCostPerCall: 0.01 }],
-    ]);
-    assert.deepEqual(body.insights.map((i) => i.confidence), [1, evidence(1), evidence(3), evidence(2)]);
+    assert.deepEqual(
+      body.insights.map((i) => [i.type, i.data]),
+      [
+        ['cost_summary', { totalCost: 0.7, avgPerSession: 0.233333333, totalSessions: 3 }],
+        ['model_cost', { model: 'claude-sonnet-4', callCount: 1, totalCost: 0.5, avgCostPerCall: 0.5 }],
+        ['model_cost', { model: 'gpt-4o', callCount: 3, totalCost: 0.18, avgCostPerCall: 0.06 }],
+        ['model_cost', { model: 'gpt-4o-mini', callCount: 2, totalCost: 0.02, avgCostPerCall: 0.01 }],
+      ],
+    );
+    assert.deepEqual(
+      body.insights.map((i) => i.confidence),
+      [1, evidence(1), evidence(3), evidence(2)],
+    );
 
     const a = await get('analysis=cost_analysis&agentId=A');
-    assert.deepEqual(a.insights.map((i) => i.data), [
-      { totalCost: 0.2, avgPerSession: 0.1, totalSessions: 2 },
-      { model: 'gpt-4o', callCount: 3, totalCost: 0.18, avgCostPerCall: 0.06 },
-      { model: 'gpt-4o-mini', callCount: 1, totalCost: 0.02, avgCostPerCall: 0.02 },
-    ]);
+    assert.deepEqual(
+      a.insights.map((i) => i.data),
+      [
+        { totalCost: 0.2, avgPerSession: 0.1, totalSessions: 2 },
+        { model: 'gpt-4o', callCount: 3, totalCost: 0.18, avgCostPerCall: 0.06 },
+        { model: 'gpt-4o-mini', callCount: 1, totalCost: 0.02, avgCostPerCall: 0.02 },
+      ],
+    );
 
     // Partial hours at both ends plus whole hours between: the same model in both is one row.
     const partial = await get(`analysis=cost_analysis&from=${d20('09:05:00.000')}&to=${d21('09:03:00.000')}`);
-    assert.deepEqual(partial.insights.map((i) => i.data), [
-      { totalCost: 0.08, avgPerSession: 0.04, totalSessions: 2 },
-      { model: 'gpt-4o', callCount: 2, totalCost: 0.08, avgCostPerCall: 0.04 },
-    ]);
+    assert.deepEqual(
+      partial.insights.map((i) => i.data),
+      [
+        { totalCost: 0.08, avgPerSession: 0.04, totalSessions: 2 },
+        { model: 'gpt-4o', callCount: 2, totalCost: 0.08, avgCostPerCall: 0.04 },
+      ],
+    );
 
     const summaryOnly = await get('analysis=cost_analysis&limit=1');
-    assert.deepEqual(summaryOnly.insights.map((i) => i.type), ['cost_summary']);
+    assert.deepEqual(
+      summaryOnly.insights.map((i) => i.type),
+      ['cost_summary'],
+    );
     const empty = await get('analysis=cost_analysis&agentId=nobody');
-    assert.deepEqual(empty.insights, [{ type: 'cost_summary', summary: empty.insights[0]!.summary, data: { totalCost: 0, avgPerSession: 0, totalSessions: 0 }, confidence: 0 }]);
+    assert.deepEqual(empty.insights, [
+      { type: 'cost_summary', summary: empty.insights[0]!.summary, data: { totalCost: 0, avgPerSession: 0, totalSessions: 0 }, confidence: 0 },
+    ]);
   });
 
   test('performance_trends: session stats and the assessment of each trend', async () => {
     const a = await get('analysis=performance_trends&agentId=A');
-    assert.deepEqual(a.insights.map((i) => [i.type, i.data]), [
-      ['performance_stats', { successRate: 0.5, avgDuration: 900_000, avgToolCalls: 4, avgErrors: 2 }],
-      ['performance_assessment', { assessment: 'stable' }],
-    ]);
+    assert.deepEqual(
+      a.insights.map((i) => [i.type, i.data]),
+      [
+        ['performance_stats', { successRate: 0.5, avgDuration: 900_000, avgToolCalls: 4, avgErrors: 2 }],
+        ['performance_assessment', { assessment: 'stable' }],
+      ],
+    );
     assert.equal(a.insights[1]!.confidence, 0, 'both sessions started in the second half: no trend');
     assert.match(a.insights[1]!.summary, /Not enough data/);
     assert.deepEqual([a.metadata.sessionsAnalyzed, a.metadata.eventsAnalyzed], [2, 21]);
@@ -387,7 +480,10 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
     assert.match(imp.insights[1]!.summary, /improving: score 0 in the first half of the range, 100 in the second \(\+100 points\)/);
 
     const statsOnly = await get('analysis=performance_trends&limit=1');
-    assert.deepEqual(statsOnly.insights.map((i) => i.type), ['performance_stats']);
+    assert.deepEqual(
+      statsOnly.insights.map((i) => i.type),
+      ['performance_stats'],
+    );
   });
 
   test('a session counts when it has an event in the range, not merely when it spans it', async () => {
@@ -416,7 +512,10 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
       assert.equal(typeof body.error, 'string');
     }
     const missing = (await observe.call({ method: 'GET', url: '/api/reflect' })).json() as { details: { path: string }[] };
-    assert.ok(missing.details.some((d) => d.path === 'analysis'), JSON.stringify(missing));
+    assert.ok(
+      missing.details.some((d) => d.path === 'analysis'),
+      JSON.stringify(missing),
+    );
     assert.equal((await get('analysis=tool_sequences&limit=100')).analysis, 'tool_sequences', 'limit 100 is allowed');
     const anonymous = await observe.service.app.inject({ method: 'GET', url: '/api/reflect?analysis=cost_analysis' });
     assert.equal(anonymous.statusCode, 401);

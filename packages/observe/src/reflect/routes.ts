@@ -18,8 +18,7 @@ const count = z.number().int().nonnegative();
 const share = z.number().min(0).max(1);
 const usdAmount = z.number();
 
-const insight = <T extends string, D extends z.ZodType>(type: T, data: D) =>
-  z.object({ type: z.literal(type), summary: z.string(), data, confidence: share });
+const insight = <T extends string, D extends z.ZodType>(type: T, data: D) => z.object({ type: z.literal(type), summary: z.string(), data, confidence: share });
 
 const insightSchema = z
   .union([

@@ -126,7 +126,12 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
         eb('started_at', '>=', from),
         eb('last_event_at', '<=', to),
         eb.exists(
-          eb.selectFrom('events as e').select(sql.lit(1).as('one')).whereRef('e.session_id', '=', 'sessions.id').where('e.ts', '>=', from).where('e.ts', '<=', to),
+          eb
+            .selectFrom('events as e')
+            .select(sql.lit(1).as('one'))
+            .whereRef('e.session_id', '=', 'sessions.id')
+            .where('e.ts', '>=', from)
+            .where('e.ts', '<=', to),
         ),
       ]),
     );
@@ -142,7 +147,11 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
  * reads `+ts` as ts).
  */
 function toolCallsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
-  let q = db.selectFrom('events').where('event_type', '=', 'tool_call').where(sql`+ts`, '>=', query.from).where(sql`+ts`, '<=', query.to);
+  let q = db
+    .selectFrom('events')
+    .where('event_type', '=', 'tool_call')
+    .where(sql`+ts`, '>=', query.from)
+    .where(sql`+ts`, '<=', query.to);
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
   return q;
 }
@@ -155,7 +164,9 @@ function eventsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQu
 }
 
 async function countSessions(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
-  const row = await sessionsOfRange(database.db, query).select((eb: Eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+  const row = await sessionsOfRange(database.db, query)
+    .select((eb: Eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirst();
   return num((row as { n?: unknown } | undefined)?.n);
 }
 
@@ -213,32 +224,35 @@ async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<
     .select(['session_id', 'seq', 'ts', 'event_type', errorText(database.dialect).as('message')])
     .where('is_error', '=', 1)
     .where((eb: Eb) => eb.or([eb('severity', 'in', ['error', 'critical']), eb('event_type', '=', 'tool_error')]));
-  await forEachBatch(database, errors, (rows) => {
-    for (const row of rows as { session_id: string; seq: number; ts: number; event_type: string; message: string | null }[]) {
-      const text = row.message === null ? `${row.event_type} (no message)` : patterns.pattern(String(row.message));
-      let group = groups.get(text);
-      if (group === undefined) {
-        group = { pattern: text, count: 0, firstSeen: Infinity, lastSeen: -Infinity, sessions: new Map(), preceding: new Map() };
-        groups.set(text, group);
+  await forEachBatch(
+    database,
+    errors,
+    (rows) => {
+      for (const row of rows as { session_id: string; seq: number; ts: number; event_type: string; message: string | null }[]) {
+        const text = row.message === null ? `${row.event_type} (no message)` : patterns.pattern(String(row.message));
+        let group = groups.get(text);
+        if (group === undefined) {
+          group = { pattern: text, count: 0, firstSeen: Infinity, lastSeen: -Infinity, sessions: new Map(), preceding: new Map() };
+          groups.set(text, group);
+        }
+        const ts = Number(row.ts);
+        group.count += 1;
+        if (ts < group.firstSeen) group.firstSeen = ts;
+        if (ts > group.lastSeen) group.lastSeen = ts;
+        const latest = group.sessions.get(row.session_id);
+        if (latest === undefined || ts > latest) group.sessions.set(row.session_id, ts);
+        let list = occurrences.get(row.session_id);
+        if (list === undefined) {
+          list = [];
+          occurrences.set(row.session_id, list);
+        }
+        list.push({ seq: Number(row.seq), group });
       }
-      const ts = Number(row.ts);
-      group.count += 1;
-      if (ts < group.firstSeen) group.firstSeen = ts;
-      if (ts > group.lastSeen) group.lastSeen = ts;
-      const latest = group.sessions.get(row.session_id);
-      if (latest === undefined || ts > latest) group.sessions.set(row.session_id, ts);
-      let list = occurrences.get(row.session_id);
-      if (list === undefined) {
-        list = [];
-        occurrences.set(row.session_id, list);
-      }
-      list.push({ seq: Number(row.seq), group });
-    }
-  }, reflectTuning.batchSize);
+    },
+    reflectTuning.batchSize,
+  );
 
-  const top = [...groups.values()]
-    .sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen || byText(a.pattern, b.pattern))
-    .slice(0, query.limit);
+  const top = [...groups.values()].sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen || byText(a.pattern, b.pattern)).slice(0, query.limit);
   await precedingTools(ctx, query, new Set(top), occurrences);
 
   return top.map((group) => {
@@ -273,7 +287,11 @@ async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported
   const sessions = new Map<string, Occurrence[]>();
   for (const [session, list] of all) {
     const kept = list.filter((o) => reported.has(o.group));
-    if (kept.length > 0) sessions.set(session, kept.sort((a, b) => a.seq - b.seq));
+    if (kept.length > 0)
+      sessions.set(
+        session,
+        kept.sort((a, b) => a.seq - b.seq),
+      );
   }
   if (sessions.size === 0) return;
 
@@ -293,22 +311,27 @@ async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported
   const flush = () => {
     for (; next < pending.length; next++) record(pending[next]!);
   };
-  await forEachBatch(database, calls, (rows) => {
-    for (const row of rows as { session_id: string; seq: number; tool_name: string | null }[]) {
-      if (row.session_id !== current) {
-        flush();
-        current = row.session_id;
-        pending = sessions.get(current) ?? [];
-        next = 0;
-        recent = [];
+  await forEachBatch(
+    database,
+    calls,
+    (rows) => {
+      for (const row of rows as { session_id: string; seq: number; tool_name: string | null }[]) {
+        if (row.session_id !== current) {
+          flush();
+          current = row.session_id;
+          pending = sessions.get(current) ?? [];
+          next = 0;
+          recent = [];
+        }
+        if (pending.length === 0) continue;
+        const seq = Number(row.seq);
+        for (; next < pending.length && pending[next]!.seq < seq; next++) record(pending[next]!);
+        recent.push(row.tool_name ?? '');
+        if (recent.length > PRECEDING_TOOLS) recent.shift();
       }
-      if (pending.length === 0) continue;
-      const seq = Number(row.seq);
-      for (; next < pending.length && pending[next]!.seq < seq; next++) record(pending[next]!);
-      recent.push(row.tool_name ?? '');
-      if (recent.length > PRECEDING_TOOLS) recent.shift();
-    }
-  }, reflectTuning.batchSize);
+    },
+    reflectTuning.batchSize,
+  );
   flush();
 }
 
@@ -321,28 +344,35 @@ async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<
   // tool_error events are a small share: per session, callId → the last seq of a tool_error for it.
   const failures = new Map<string, Map<string, number>>();
   const toolErrors = eventsOfRange(db, query).select(['session_id', 'seq', 'call_id']).where('event_type', '=', 'tool_error').where('call_id', 'is not', null);
-  await forEachBatch(database, toolErrors, (rows) => {
-    for (const row of rows as { session_id: string; seq: number; call_id: string }[]) {
-      let calls = failures.get(row.session_id);
-      if (calls === undefined) {
-        calls = new Map();
-        failures.set(row.session_id, calls);
+  await forEachBatch(
+    database,
+    toolErrors,
+    (rows) => {
+      for (const row of rows as { session_id: string; seq: number; call_id: string }[]) {
+        let calls = failures.get(row.session_id);
+        if (calls === undefined) {
+          calls = new Map();
+          failures.set(row.session_id, calls);
+        }
+        calls.set(row.call_id, Math.max(calls.get(row.call_id) ?? -1, Number(row.seq)));
       }
-      calls.set(row.call_id, Math.max(calls.get(row.call_id) ?? -1, Number(row.seq)));
-    }
-  }, reflectTuning.batchSize);
+    },
+    reflectTuning.batchSize,
+  );
 
   const counter = new NgramCounter(SEQUENCE_SIZES);
-  const calls = toolCallsOfRange(db, query)
-    .select(['session_id', 'seq', 'tool_name', 'call_id'])
-    .orderBy('session_id')
-    .orderBy('seq');
-  await forEachBatch(database, calls, (rows) => {
-    for (const row of rows as { session_id: string; seq: number; tool_name: string | null; call_id: string | null }[]) {
-      const failedAt = row.call_id === null ? undefined : failures.get(row.session_id)?.get(row.call_id);
-      counter.add(row.session_id, row.tool_name ?? '', failedAt !== undefined && failedAt > Number(row.seq));
-    }
-  }, reflectTuning.batchSize);
+  const calls = toolCallsOfRange(db, query).select(['session_id', 'seq', 'tool_name', 'call_id']).orderBy('session_id').orderBy('seq');
+  await forEachBatch(
+    database,
+    calls,
+    (rows) => {
+      for (const row of rows as { session_id: string; seq: number; tool_name: string | null; call_id: string | null }[]) {
+        const failedAt = row.call_id === null ? undefined : failures.get(row.session_id)?.get(row.call_id);
+        counter.add(row.session_id, row.tool_name ?? '', failedAt !== undefined && failedAt > Number(row.seq));
+      }
+    },
+    reflectTuning.batchSize,
+  );
 
   return counter
     .results()
@@ -387,7 +417,12 @@ async function costAnalysis(ctx: ObserveContext, query: ReflectQuery, sessions: 
     confidence: sessions > 0 || calls > 0 ? 1 : 0,
   };
   const models: Insight[] = rows
-    .map(([model, row]) => ({ model: model === '' ? 'unknown' : model, callCount: row.calls, totalCost: usd(row.cost), avgCostPerCall: usd(mean(row.cost, row.calls)) }))
+    .map(([model, row]) => ({
+      model: model === '' ? 'unknown' : model,
+      callCount: row.calls,
+      totalCost: usd(row.cost),
+      avgCostPerCall: usd(mean(row.cost, row.calls)),
+    }))
     .sort((a, b) => b.totalCost - a.totalCost || b.callCount - a.callCount || byText(a.model, b.model))
     .map((data) => ({
       type: 'model_cost' as const,

@@ -102,8 +102,10 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   }
 
   const snapshot = (): ReplayCacheStats => ({ ...cache.stats });
-  const delta = (before: ReplayCacheStats, key: 'hits' | 'misses' | 'evictions' | 'expirations' | 'invalidations' | 'stepsAdvanced' | 'checkpointsSaved'): number =>
-    cache.stats[key] - before[key];
+  const delta = (
+    before: ReplayCacheStats,
+    key: 'hits' | 'misses' | 'evictions' | 'expirations' | 'invalidations' | 'stepsAdvanced' | 'checkpointsSaved',
+  ): number => cache.stats[key] - before[key];
 
   test('answers exactly the documented fields: session, chainValid, totalSteps, steps, pagination, summary', async () => {
     const body = await replay('main');
@@ -141,12 +143,18 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
   test('steps follow the timeline (timestamp, then seq) with the events as stored', async () => {
     const body = await replay('main');
     const timeline = (await observe.call({ method: 'GET', url: '/api/sessions/main/timeline' })).json() as { events: (StepEvent & { hash: string })[] };
-    assert.deepEqual(body.steps.map((s) => s.index), Array.from({ length: 16 }, (_, i) => i));
+    assert.deepEqual(
+      body.steps.map((s) => s.index),
+      Array.from({ length: 16 }, (_, i) => i),
+    );
     assert.deepEqual(
       body.steps.map((s) => s.event),
       timeline.events.map(({ id, seq, eventType, timestamp, payload }) => ({ id, seq, eventType, timestamp, payload })),
     );
-    assert.deepEqual(body.steps.map((s) => s.event.eventType), mainSession('main').map((x) => x.eventType));
+    assert.deepEqual(
+      body.steps.map((s) => s.event.eventType),
+      mainSession('main').map((x) => x.eventType),
+    );
     assert.ok(body.steps[1]!.event.seq > body.steps[2]!.event.seq, 'the response arrived first, yet the call is replayed first');
   });
 
@@ -207,11 +215,16 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     assert.equal(ctx(8).errorCount, 1, 'tool_error is an error event');
     assert.equal(ctx(8).pendingApprovals.length, 1);
     assert.deepEqual(ctx(9).pendingApprovals, [], 'cleared by approval_granted');
-    assert.deepEqual(ctx(10).warnings, [{ eventIndex: 10, eventId: steps[10]!.event.id, code: 'unmatched_tool_result', message: ctx(10).warnings[0]!.message }]);
-    assert.deepEqual(ctx(11).warnings.map((w) => [w.eventIndex, w.code]), [
-      [10, 'unmatched_tool_result'],
-      [11, 'warn_event'],
+    assert.deepEqual(ctx(10).warnings, [
+      { eventIndex: 10, eventId: steps[10]!.event.id, code: 'unmatched_tool_result', message: ctx(10).warnings[0]!.message },
     ]);
+    assert.deepEqual(
+      ctx(11).warnings.map((w) => [w.eventIndex, w.code]),
+      [
+        [10, 'unmatched_tool_result'],
+        [11, 'warn_event'],
+      ],
+    );
     assert.equal(ctx(14).errorCount, 2, 'severity error counts');
     assert.deepEqual(ctx(15), {
       ...ctx(15),
@@ -262,8 +275,19 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     assert.equal(body.steps[99]!.context!.llmHistory.length, 50);
     const last = body.steps[119]!.context!.llmHistory;
     assert.equal(last.length, 50);
-    assert.deepEqual(last.map((h) => h.callId), Array.from({ length: 50 }, (_, i) => `l${i + 10}`));
-    assert.deepEqual(last[49], { callId: 'l59', provider: 'openai', model: 'gpt-4o', messages: [{ role: 'user', content: 'q59' }], response: 'a59', costUsd: 0.001, latencyMs: 50 });
+    assert.deepEqual(
+      last.map((h) => h.callId),
+      Array.from({ length: 50 }, (_, i) => `l${i + 10}`),
+    );
+    assert.deepEqual(last[49], {
+      callId: 'l59',
+      provider: 'openai',
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'q59' }],
+      response: 'a59',
+      costUsd: 0.001,
+      latencyMs: 50,
+    });
     assert.equal(body.steps[119]!.context!.cumulativeCostUsd, 0.06);
     assert.equal(body.summary.totalLlmCalls, 60);
     assert.equal(body.summary.totalCost, 0.06);
@@ -271,15 +295,24 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
   test('pagination: offset and limit over the steps, hasMore', async () => {
     const first = await replay('main', '?limit=5');
-    assert.deepEqual(first.steps.map((s) => s.index), [0, 1, 2, 3, 4]);
+    assert.deepEqual(
+      first.steps.map((s) => s.index),
+      [0, 1, 2, 3, 4],
+    );
     assert.deepEqual(first.pagination, { offset: 0, limit: 5, hasMore: true });
     assert.equal(first.totalSteps, 16);
     const middle = await replay('main', '?offset=5&limit=5');
-    assert.deepEqual(middle.steps.map((s) => s.index), [5, 6, 7, 8, 9]);
+    assert.deepEqual(
+      middle.steps.map((s) => s.index),
+      [5, 6, 7, 8, 9],
+    );
     assert.equal(middle.steps[0]!.context!.eventIndex, 5);
     assert.equal(middle.steps[0]!.context!.cumulativeCostUsd, 0.002, 'context of a later page covers the earlier events');
     const last = await replay('main', '?offset=15&limit=5');
-    assert.deepEqual(last.steps.map((s) => s.index), [15]);
+    assert.deepEqual(
+      last.steps.map((s) => s.index),
+      [15],
+    );
     assert.deepEqual(last.pagination, { offset: 15, limit: 5, hasMore: false });
     const past = await replay('main', '?offset=16');
     assert.deepEqual(past.steps, []);
@@ -303,7 +336,11 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     };
     for (const [value, indexes] of Object.entries(expected)) {
       const body = await replay('main', `?eventTypes=${value}`);
-      assert.deepEqual(body.steps.map((s) => s.index), indexes, value);
+      assert.deepEqual(
+        body.steps.map((s) => s.index),
+        indexes,
+        value,
+      );
       assert.equal(body.totalSteps, indexes.length, value);
       for (const step of body.steps) assert.equal(step.context!.eventIndex, step.index);
     }
@@ -315,10 +352,16 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     // Several values: union; offset and limit count the filtered steps.
     const union = await replay('main', '?eventTypes=tool_call,error&offset=1&limit=2');
     assert.equal(union.totalSteps, 4);
-    assert.deepEqual(union.steps.map((s) => s.index), [7, 8]);
+    assert.deepEqual(
+      union.steps.map((s) => s.index),
+      [7, 8],
+    );
     assert.deepEqual(union.pagination, { offset: 1, limit: 2, hasMore: true });
     const rest = await replay('main', '?eventTypes=error,tool_call&offset=3&limit=2');
-    assert.deepEqual(rest.steps.map((s) => s.index), [14]);
+    assert.deepEqual(
+      rest.steps.map((s) => s.index),
+      [14],
+    );
     assert.equal(rest.pagination.hasMore, false);
   });
 
@@ -404,7 +447,10 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
   test('cache: at most 100 sessions, the least recently used is evicted', async () => {
     const ids = Array.from({ length: 101 }, (_, i) => `lru-${i}`);
-    await ingest(observe, ids.map((id, i) => simple(id, i, i)));
+    await ingest(
+      observe,
+      ids.map((id, i) => simple(id, i, i)),
+    );
     for (const id of ids) await replay(id, '?includeContext=false');
     assert.equal(cache.size, 100);
     assert.equal(cache.has('lru-0'), false, 'the least recently used went');
@@ -432,7 +478,11 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
     const db = observe.service.context.database.db;
     const row = await db.selectFrom('events').select(['id', 'payload']).where('session_id', '=', 'tampered').where('seq', '=', 4).executeTakeFirstOrThrow();
-    await db.updateTable('events').set({ payload: row.payload.replace('0.002', '0.0001') }).where('id', '=', row.id).execute();
+    await db
+      .updateTable('events')
+      .set({ payload: row.payload.replace('0.002', '0.0001') })
+      .where('id', '=', row.id)
+      .execute();
     before = snapshot();
     const edited = await replay('tampered');
     assert.equal(edited.chainValid, false, 'no stale verdict from the cache');
@@ -461,7 +511,10 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
 
   test('paging a 5,000-event session resumes from checkpoints instead of replaying from step 0', async () => {
     for (let batch = 0; batch < 5; batch++) {
-      await ingest(observe, Array.from({ length: 1000 }, (_, i) => simple('big', batch * 1000 + i, (batch * 1000 + i) * 10)));
+      await ingest(
+        observe,
+        Array.from({ length: 1000 }, (_, i) => simple('big', batch * 1000 + i, (batch * 1000 + i) * 10)),
+      );
     }
     let before = snapshot();
     const pages: ReplayBody[] = [];

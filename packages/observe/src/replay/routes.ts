@@ -59,9 +59,7 @@ const replayContextSchema = z.object({
       durationMs: z.number().nullable(),
     }),
   ),
-  pendingApprovals: z.array(
-    z.object({ requestId: z.string(), action: z.string().nullable(), urgency: z.string().nullable(), requestedAt: z.string() }),
-  ),
+  pendingApprovals: z.array(z.object({ requestId: z.string(), action: z.string().nullable(), urgency: z.string().nullable(), requestedAt: z.string() })),
   errorCount: z.number().int(),
   warnings: z.array(z.object({ eventIndex: z.number().int(), eventId: z.string(), code: z.string(), message: z.string() })),
 });

@@ -32,14 +32,22 @@ function ev(eventType: string, payload: Record<string, unknown>, options: { at?:
 const toolCall = (callId: string, toolName = 'search', at?: number) => ev('tool_call', { callId, toolName, arguments: {} }, { at });
 const toolResponse = (callId: string, toolName = 'search', at?: number) =>
   ev('tool_response', { callId, toolName, result: { ok: callId }, durationMs: 10 }, { at });
-const toolError = (callId: string, toolName = 'search', at?: number) =>
-  ev('tool_error', { callId, toolName, error: 'boom', durationMs: 20 }, { at });
+const toolError = (callId: string, toolName = 'search', at?: number) => ev('tool_error', { callId, toolName, error: 'boom', durationMs: 20 }, { at });
 const llmCall = (callId: string, at?: number) =>
   ev('llm_call', { callId, provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: callId }] }, { at });
 const llmResponse = (callId: string, costUsd = 0.001, at?: number) =>
   ev(
     'llm_response',
-    { callId, provider: 'openai', model: 'gpt-4o-mini', completion: `re:${callId}`, finishReason: 'stop', usage: { inputTokens: 1, outputTokens: 1 }, costUsd, latencyMs: 50 },
+    {
+      callId,
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      completion: `re:${callId}`,
+      finishReason: 'stop',
+      usage: { inputTokens: 1, outputTokens: 1 },
+      costUsd,
+      latencyMs: 50,
+    },
     { at },
   );
 const approvalRequested = (requestId: string, at?: number) => ev('approval_requested', { requestId, action: 'pay', params: {}, urgency: 'high' }, { at });
@@ -97,7 +105,10 @@ describe('replay state (pure)', () => {
     assert.equal(contexts[7]!.elapsedMs, 7000);
     assert.deepEqual(contexts[4]!.eventCounts, { session_started: 1, llm_call: 1, llm_response: 1, cost_tracked: 1, custom: 1 });
     assert.deepEqual(contexts[7]!.eventCounts, { session_started: 1, llm_call: 1, llm_response: 1, cost_tracked: 1, custom: 2, tool_call: 1, tool_error: 1 });
-    assert.deepEqual(contexts.map((c) => c.errorCount), [0, 0, 0, 0, 0, 0, 1, 2]);
+    assert.deepEqual(
+      contexts.map((c) => c.errorCount),
+      [0, 0, 0, 0, 0, 0, 1, 2],
+    );
   });
 
   test('llmHistory: entry at the call, completed by the response, orphan responses, capped at the last 50', () => {
@@ -126,7 +137,10 @@ describe('replay state (pure)', () => {
     for (const e of many) state.advance(e);
     const history = state.context().llmHistory;
     assert.equal(history.length, LLM_HISTORY_LIMIT);
-    assert.deepEqual(history.map((h) => h.callId), Array.from({ length: 50 }, (_, i) => `l${i + 10}`));
+    assert.deepEqual(
+      history.map((h) => h.callId),
+      Array.from({ length: 50 }, (_, i) => `l${i + 10}`),
+    );
     assert.ok(history.every((h) => h.response !== null));
     assert.equal(state.context().warnings.length, 0, 'the late response still paired with its call');
   });
@@ -156,10 +170,19 @@ describe('replay state (pure)', () => {
       ev('approval_expired', { requestId: 'r3', action: 'pay', decidedBy: 'system:expiry' }, { at: 7000 }),
     ]);
     assert.deepEqual(contexts[0]!.pendingApprovals, [{ requestId: 'r1', action: 'pay', urgency: 'high', requestedAt: new Date(T0).toISOString() }]);
-    assert.deepEqual(contexts[1]!.pendingApprovals.map((a) => a.requestId), ['r1', 'r2']);
-    assert.deepEqual(contexts[2]!.pendingApprovals.map((a) => a.requestId), ['r2']);
+    assert.deepEqual(
+      contexts[1]!.pendingApprovals.map((a) => a.requestId),
+      ['r1', 'r2'],
+    );
+    assert.deepEqual(
+      contexts[2]!.pendingApprovals.map((a) => a.requestId),
+      ['r2'],
+    );
     assert.deepEqual(contexts[3]!.pendingApprovals, []);
-    assert.deepEqual(contexts[4]!.warnings.map((w) => w.code), ['unmatched_approval_outcome']);
+    assert.deepEqual(
+      contexts[4]!.warnings.map((w) => w.code),
+      ['unmatched_approval_outcome'],
+    );
   });
 
   test('warnings: warn severity, unmatched outcomes, duplicate open requests; capped at the last 50', () => {

@@ -343,7 +343,10 @@ class RecentLog<T extends object> {
   }
 
   toJson(): string {
-    if (this.json === null) this.json = `[${this.view().map((item) => memo(item, this.render)).join(',')}]`;
+    if (this.json === null)
+      this.json = `[${this.view()
+        .map((item) => memo(item, this.render))
+        .join(',')}]`;
     return this.json;
   }
 

@@ -8,15 +8,16 @@ import { pruneStreamLog } from '../stream/index.ts';
 import { applyRetention } from './service.ts';
 
 /** Resolves to the retention job; deletions are recorded in the audit log. */
-export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJob> => defineFeature('retention', ({ app, context, job }) =>
-  job({
-    name: 'observe.retention',
-    intervalMs: context.config.retentionIntervalMs,
-    run: async (now) => {
-      const deleted = await applyRetention(context, log, now);
-      if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
-      await pruneStreamLog(context.database, now);
-      await deleteExpiredStreamTokens(context, now);
-    },
-  }),
-);
+export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJob> =>
+  defineFeature('retention', ({ app, context, job }) =>
+    job({
+      name: 'observe.retention',
+      intervalMs: context.config.retentionIntervalMs,
+      run: async (now) => {
+        const deleted = await applyRetention(context, log, now);
+        if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
+        await pruneStreamLog(context.database, now);
+        await deleteExpiredStreamTokens(context, now);
+      },
+    }),
+  );

@@ -22,7 +22,12 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
       const sessions = await forUpdate(
-        trx.selectFrom('sessions').select(['id', 'last_seq', 'last_hash']).where('last_event_at', '<', cutoff).orderBy('last_event_at').limit(SESSIONS_PER_TRANSACTION),
+        trx
+          .selectFrom('sessions')
+          .select(['id', 'last_seq', 'last_hash'])
+          .where('last_event_at', '<', cutoff)
+          .orderBy('last_event_at')
+          .limit(SESSIONS_PER_TRANSACTION),
         ctx.database.dialect,
       ).execute();
       if (sessions.length === 0) return 0;
@@ -38,7 +43,13 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
         trx,
         sessions.map((session) => ({
           scopeId: session.id,
-          body: { sessionId: session.id, headSeq: session.last_seq, headHash: session.last_hash, eventCount: eventCounts.get(session.id) ?? 0, reason: 'retention' },
+          body: {
+            sessionId: session.id,
+            headSeq: session.last_seq,
+            headHash: session.last_hash,
+            eventCount: eventCounts.get(session.id) ?? 0,
+            reason: 'retention',
+          },
         })),
       );
       await subtractSessionsFromRollups(trx, ids);

@@ -47,22 +47,16 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     ? z.object({ id: z.string(), deleted: z.literal(true), ok: z.literal(true) })
     : z.object({ id: z.string(), deleted: z.literal(true) });
 
-  app.post(
-    path,
-    { schema: { summary: summaries.create, tags: [tag], body: schemas.create, response: { 201: schemas.rule } } },
-    async (request, reply) => reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
+  app.post(path, { schema: { summary: summaries.create, tags: [tag], body: schemas.create, response: { 201: schemas.rule } } }, async (request, reply) =>
+    reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
   );
 
-  app.get(
-    path,
-    { schema: { summary: summaries.list, tags: [tag], response: { 200: z.object({ rules: z.array(schemas.rule) }) } } },
-    async () => ({ rules: (await resource.list()).map(toOut) }),
-  );
+  app.get(path, { schema: { summary: summaries.list, tags: [tag], response: { 200: z.object({ rules: z.array(schemas.rule) }) } } }, async () => ({
+    rules: (await resource.list()).map(toOut),
+  }));
 
-  app.get(
-    item,
-    { schema: { summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } } },
-    async (request) => toOut(await found(request.params.id)),
+  app.get(item, { schema: { summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } } }, async (request) =>
+    toOut(await found(request.params.id)),
   );
 
   app.put(
@@ -83,13 +77,9 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     },
   );
 
-  app.delete(
-    item,
-    { schema: { summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } } },
-    async (request) => {
-      const { id } = request.params;
-      if (!(await resource.remove(id, keyChangeActor(request.apiKey), request.log))) throw observeError(resource.notFound);
-      return resource.deleteAnswersOk ? { id, deleted: true as const, ok: true as const } : { id, deleted: true as const };
-    },
-  );
+  app.delete(item, { schema: { summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } } }, async (request) => {
+    const { id } = request.params;
+    if (!(await resource.remove(id, keyChangeActor(request.apiKey), request.log))) throw observeError(resource.notFound);
+    return resource.deleteAnswersOk ? { id, deleted: true as const, ok: true as const } : { id, deleted: true as const };
+  });
 }

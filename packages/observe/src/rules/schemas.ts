@@ -7,10 +7,7 @@ export const ruleName = z.string().trim().min(1, 'name must be 1 to 200 characte
 
 /** A rule's optional free text; null clears it. */
 const MAX_RULE_DESCRIPTION_LENGTH = 1000;
-export const ruleDescription = z
-  .string()
-  .max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`)
-  .nullable();
+export const ruleDescription = z.string().max(MAX_RULE_DESCRIPTION_LENGTH, `description must be at most ${MAX_RULE_DESCRIPTION_LENGTH} characters`).nullable();
 
 export const ruleParams = z.object({ id: identifier });
 

@@ -15,9 +15,26 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 const SERVICE_TOKEN = 'figures-service-token-0123456789';
 
 type EventInput = Record<string, unknown>;
-interface Dimension { name: string; score: number; rawValue: number; description: string }
-interface Health { agentId: string; overallScore: number; trend: string; trendDelta: number; dimensions: Dimension[]; sessionCount: number }
-interface AgentFigures { agentId: string; sessionCount: number; totalEvents: number; avgDurationMs: number }
+interface Dimension {
+  name: string;
+  score: number;
+  rawValue: number;
+  description: string;
+}
+interface Health {
+  agentId: string;
+  overallScore: number;
+  trend: string;
+  trendDelta: number;
+  dimensions: Dimension[];
+  sessionCount: number;
+}
+interface AgentFigures {
+  agentId: string;
+  sessionCount: number;
+  totalEvents: number;
+  avgDurationMs: number;
+}
 
 async function get<T>(observe: TestObserve, url: string): Promise<T> {
   const response = await observe.call({ method: 'GET', url });
@@ -38,7 +55,10 @@ function assertRejected(response: LightMyRequestResponse, path: string): void {
   assert.equal(response.statusCode, 400, response.body);
   const body = response.json() as { error: string; status: number; details?: { path: string; message: string }[] };
   assert.equal(body.status, 400);
-  assert.ok(body.details?.some((d) => d.path === path && /reserved/.test(d.message)), response.body);
+  assert.ok(
+    body.details?.some((d) => d.path === path && /reserved/.test(d.message)),
+    response.body,
+  );
 }
 
 /** A completed session of `agentId`: started, one tool call, ended `minutes` later. */
@@ -78,16 +98,32 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
       assert.equal(dimension(await health(observe, 'bot'), 'completion_rate').rawValue, 1);
 
       // A rule scoped to bot fires now and resolves three hours later: its alert session spans 3 h.
-      const ruleId = await createRule(observe, { name: 'Bot busy', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 180, scope: { agentId: 'bot' } });
+      const ruleId = await createRule(observe, {
+        name: 'Bot busy',
+        condition: 'event_count_exceeds',
+        threshold: 0,
+        windowMinutes: 180,
+        scope: { agentId: 'bot' },
+      });
       await tick(observe);
       clockOf(observe).advance(3 * HOUR);
       await tick(observe);
-      const alertSession = await get<{ agentId: string; eventCount: number; status: string }>(observe, `/api/sessions/${encodeURIComponent(`alert:${ruleId}`)}`);
-      assert.deepEqual([alertSession.agentId, alertSession.eventCount, alertSession.status], ['system', 2, 'active'], 'fired and resolved, under the system agent');
+      const alertSession = await get<{ agentId: string; eventCount: number; status: string }>(
+        observe,
+        `/api/sessions/${encodeURIComponent(`alert:${ruleId}`)}`,
+      );
+      assert.deepEqual(
+        [alertSession.agentId, alertSession.eventCount, alertSession.status],
+        ['system', 2, 'active'],
+        'fired and resolved, under the system agent',
+      );
 
       assert.deepEqual(await figures(), before, "the alert's session counts toward none of bot's figures");
       const sessions = await get<{ sessions: { id: string }[] }>(observe, '/api/sessions?agentId=bot');
-      assert.deepEqual(sessions.sessions.map((s) => s.id), ['run-1']);
+      assert.deepEqual(
+        sessions.sessions.map((s) => s.id),
+        ['run-1'],
+      );
     } finally {
       await observe.close();
     }
@@ -100,24 +136,46 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
       const ruleId = await createRule(observe, { name: 'Any event', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 180 });
       await tick(observe);
 
-      assert.deepEqual((await get<{ agents: { id: string }[] }>(observe, '/api/agents')).agents.map((a) => a.id), ['bot']);
+      assert.deepEqual(
+        (await get<{ agents: { id: string }[] }>(observe, '/api/agents')).agents.map((a) => a.id),
+        ['bot'],
+      );
       assert.equal((await get<{ totalAgents: number }>(observe, '/api/stats')).totalAgents, 1);
-      assert.deepEqual((await get<{ agents: { agentId: string }[] }>(observe, '/api/health/overview')).agents.map((a) => a.agentId), ['bot']);
+      assert.deepEqual(
+        (await get<{ agents: { agentId: string }[] }>(observe, '/api/health/overview')).agents.map((a) => a.agentId),
+        ['bot'],
+      );
       const health404 = await observe.call({ method: 'GET', url: '/api/agents/system/health' });
       assert.equal(health404.statusCode, 404, 'the system agent has no health');
       const range = `from=${iso(NOW - DAY)}&to=${iso(NOW + HOUR)}`;
-      assert.deepEqual((await get<{ agents: AgentFigures[] }>(observe, `/api/analytics/agents?${range}`)).agents.map((a) => a.agentId), ['bot']);
+      assert.deepEqual(
+        (await get<{ agents: AgentFigures[] }>(observe, `/api/analytics/agents?${range}`)).agents.map((a) => a.agentId),
+        ['bot'],
+      );
       assert.equal((await get<{ totals: { eventCount: number } }>(observe, `/api/analytics?${range}`)).totals.eventCount, 3, "bot's events only");
-      assert.equal((await get<{ totals: { eventCount: number } }>(observe, `/api/analytics?${range}&agentId=system`)).totals.eventCount, 1, 'asked for by name');
+      assert.equal(
+        (await get<{ totals: { eventCount: number } }>(observe, `/api/analytics?${range}&agentId=system`)).totals.eventCount,
+        1,
+        'asked for by name',
+      );
       // No snapshot is ever due for it (the hourly job would otherwise recompute every agent's health each time).
       const snapshots = await observe.service.context.database.db.selectFrom('health_snapshots').select('agent_id').execute();
-      assert.deepEqual(snapshots.map((s) => s.agent_id), ['bot']);
+      assert.deepEqual(
+        snapshots.map((s) => s.agent_id),
+        ['bot'],
+      );
 
       assert.equal((await get<{ id: string }>(observe, '/api/agents/system')).id, 'system');
       const events = await get<{ events: { eventType: string; sessionId: string }[] }>(observe, '/api/events?agentId=system');
-      assert.deepEqual(events.events.map((e) => [e.eventType, e.sessionId]), [['alert_triggered', `alert:${ruleId}`]]);
+      assert.deepEqual(
+        events.events.map((e) => [e.eventType, e.sessionId]),
+        [['alert_triggered', `alert:${ruleId}`]],
+      );
       const listed = await get<{ sessions: { id: string; agentId: string }[] }>(observe, '/api/sessions?agentId=system');
-      assert.deepEqual(listed.sessions.map((s) => [s.id, s.agentId]), [[`alert:${ruleId}`, 'system']]);
+      assert.deepEqual(
+        listed.sessions.map((s) => [s.id, s.agentId]),
+        [[`alert:${ruleId}`, 'system']],
+      );
     } finally {
       await observe.close();
     }
@@ -128,14 +186,28 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
     try {
       const custom = { eventType: 'custom', payload: { type: 'x', data: 1 } };
       assertRejected(
-        await observe.call({ method: 'POST', url: '/api/events', payload: { events: [{ sessionId: 'ok', agentId: 'bot', ...custom }, { sessionId: 'mine', agentId: 'system', ...custom }] } }),
+        await observe.call({
+          method: 'POST',
+          url: '/api/events',
+          payload: {
+            events: [
+              { sessionId: 'ok', agentId: 'bot', ...custom },
+              { sessionId: 'mine', agentId: 'system', ...custom },
+            ],
+          },
+        }),
         'events.1.agentId',
       );
       assertRejected(
         await observe.call({
           method: 'POST',
           url: '/api/events/ingest',
-          payload: { source: 'generic', event: 'x', data: { eventType: 'custom', type: 'x', data: 1 }, context: { service_session_id: 'mine', service_agent_id: 'system' } },
+          payload: {
+            source: 'generic',
+            event: 'x',
+            data: { eventType: 'custom', type: 'x', data: 1 },
+            context: { service_session_id: 'mine', service_agent_id: 'system' },
+          },
         }),
         'agentId',
       );
@@ -158,7 +230,8 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
       const { database, events } = observe.service.context;
       await ingest(observe, completedSession('run-1', 'bot', NOW - 2 * HOUR, 2));
       // What the evaluator wrote before 0012: the rule's agent on the history entry and the events.
-      const alert = (eventType: string, at: number, payload: Record<string, unknown>) => ({ sessionId: 'alert:R1', agentId: 'bot', eventType, timestamp: at, payload }) as never;
+      const alert = (eventType: string, at: number, payload: Record<string, unknown>) =>
+        ({ sessionId: 'alert:R1', agentId: 'bot', eventType, timestamp: at, payload }) as never;
       const [triggered, resolved] = await events.append(
         [
           alert('alert_triggered', NOW, { alertRuleId: 'R1', alertName: 'Old', condition: 'event_count_exceeds', currentValue: 3, threshold: 0, message: 'm' }),
@@ -169,8 +242,18 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
       await database.db
         .insertInto('alert_history')
         .values({
-          id: 'H1', rule_id: 'R1', triggered_at: NOW, resolved_at: NOW + 3 * HOUR, resolved_by: 'condition_cleared', current_value: 3, threshold: 0, notified: 0,
-          agent_id: 'bot', summary: '{}', triggered_event_id: triggered!.id, resolved_event_id: resolved!.id,
+          id: 'H1',
+          rule_id: 'R1',
+          triggered_at: NOW,
+          resolved_at: NOW + 3 * HOUR,
+          resolved_by: 'condition_cleared',
+          current_value: 3,
+          threshold: 0,
+          notified: 0,
+          agent_id: 'bot',
+          summary: '{}',
+          triggered_event_id: triggered!.id,
+          resolved_event_id: resolved!.id,
         })
         .execute();
       // A client's own session that merely looks like one stays where it is.
@@ -195,7 +278,11 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
       assert.equal(chainAfter.chainValid, true);
       assert.deepEqual(chainAfter.events, chainBefore.events, 'events untouched: their agentId is part of the hash');
       assert.deepEqual((await health(observe, 'bot')).sessionCount, 2, "bot's own two sessions");
-      assert.equal(dimension(await health(observe, 'bot'), 'latency').rawValue, (2 * MINUTE + 0) / 2, 'the 3-hour alert session no longer drags the mean duration');
+      assert.equal(
+        dimension(await health(observe, 'bot'), 'latency').rawValue,
+        (2 * MINUTE + 0) / 2,
+        'the 3-hour alert session no longer drags the mean duration',
+      );
     } finally {
       await observe.close();
     }
@@ -211,7 +298,13 @@ await describeEachDatabase('figures: the idle rule for sessions that never end',
     const durations = async () => [(await agentFigures(observe, 'idler'))!.avgDurationMs, dimension(await health(observe, 'idler'), 'latency').rawValue];
     await ingest(observe, [
       { sessionId: 's-idle', agentId: 'idler', eventType: 'session_started', timestamp: iso(NOW), payload: {} },
-      { sessionId: 's-idle', agentId: 'idler', eventType: 'tool_call', timestamp: iso(NOW + 10 * MINUTE), payload: { toolName: 't', callId: 'c1', arguments: {} } },
+      {
+        sessionId: 's-idle',
+        agentId: 'idler',
+        eventType: 'tool_call',
+        timestamp: iso(NOW + 10 * MINUTE),
+        payload: { toolName: 't', callId: 'c1', arguments: {} },
+      },
     ]);
     clockOf(observe).advance(10 * MINUTE);
     const before = await durations();

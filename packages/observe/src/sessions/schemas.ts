@@ -23,18 +23,27 @@ export const sessionSchema = z
 
 export type Session = z.infer<typeof sessionSchema>;
 
-export const listSessionsQuerySchema = z.object({
-  agentId: identifier.optional(),
-  status: commaList(SESSION_STATUSES, 'status').optional(),
-  from: isoTimestampMs.optional(),
-  to: isoTimestampMs.optional(),
-  tags: z
-    .string()
-    .transform((raw) => [...new Set(raw.split(',').map((t) => t.trim()).filter(Boolean))])
-    .pipe(z.array(z.string().max(200)).min(1, 'tags must name at least one tag').max(50)),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-}).partial({ tags: true });
+export const listSessionsQuerySchema = z
+  .object({
+    agentId: identifier.optional(),
+    status: commaList(SESSION_STATUSES, 'status').optional(),
+    from: isoTimestampMs.optional(),
+    to: isoTimestampMs.optional(),
+    tags: z
+      .string()
+      .transform((raw) => [
+        ...new Set(
+          raw
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean),
+        ),
+      ])
+      .pipe(z.array(z.string().max(200)).min(1, 'tags must name at least one tag').max(50)),
+    limit: z.coerce.number().int().min(1).max(500).default(50),
+    offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+  })
+  .partial({ tags: true });
 
 export type ListSessionsQuery = z.infer<typeof listSessionsQuerySchema>;
 

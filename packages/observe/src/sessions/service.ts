@@ -1,6 +1,15 @@
 import { readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { ChainVerifier, type ChainHead, type ChainVerdict, forEachSessionEventPage, type LoggedChainRow, sessionLoggedRowsQuery, type StoredLink, toLink } from '../events/index.ts';
+import {
+  ChainVerifier,
+  type ChainHead,
+  type ChainVerdict,
+  forEachSessionEventPage,
+  type LoggedChainRow,
+  sessionLoggedRowsQuery,
+  type StoredLink,
+  toLink,
+} from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 
 export interface Timeline {

@@ -371,9 +371,15 @@ await describeEachDatabase('GET /api/sessions/:id/timeline', (backend) => {
       body.events.map((e) => e.payload.type),
       ['e6', 'e1', 'e2', 'e4', 'e3', 'e0', 'e5'],
     );
-    assert.deepEqual(body.events.map((e) => e.seq), [6, 1, 2, 4, 3, 0, 5]);
+    assert.deepEqual(
+      body.events.map((e) => e.seq),
+      [6, 1, 2, 4, 3, 0, 5],
+    );
     const timestamps = body.events.map((e) => Date.parse(e.timestamp));
-    assert.deepEqual([...timestamps].sort((a, b) => a - b), timestamps);
+    assert.deepEqual(
+      [...timestamps].sort((a, b) => a - b),
+      timestamps,
+    );
     assert.ok(body.events.every((e) => e.sessionId === 's-tl'));
     // The chain follows seq, not the timeline order.
     const bySeq = [...body.events].sort((a, b) => a.seq - b.seq);

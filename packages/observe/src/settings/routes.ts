@@ -77,11 +77,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 
-  app.put(
-    '/api/config/health-weights',
-    { schema: { summary: 'Always 501: the weights are not customizable', tags: ['config'] } },
-    async () => {
-      throw observeError('healthWeightsFixed');
-    },
-  );
+  app.put('/api/config/health-weights', { schema: { summary: 'Always 501: the weights are not customizable', tags: ['config'] } }, async () => {
+    throw observeError('healthWeightsFixed');
+  });
 }

@@ -61,7 +61,11 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, 
     }
     const after = await readSettingsWith(ctx, trx);
     if (canonicalJson(before) !== canonicalJson(after)) {
-      await recordChange(trx, { resource: 'settings', resourceId: null, action: 'updated', actor, before: settingsSnapshot(before), after: settingsSnapshot(after) }, now);
+      await recordChange(
+        trx,
+        { resource: 'settings', resourceId: null, action: 'updated', actor, before: settingsSnapshot(before), after: settingsSnapshot(after) },
+        now,
+      );
     }
     return after;
   });

@@ -350,7 +350,10 @@ await describeEachDatabase('retention', (backend) => {
 
     const mixed = await timeline('mixed');
     assert.equal(mixed.chainValid, true);
-    assert.deepEqual(mixed.events.map((e) => e.seq), [0, 1, 2]);
+    assert.deepEqual(
+      mixed.events.map((e) => e.seq),
+      [0, 1, 2],
+    );
     for (const id of ['recent', 'young']) {
       assert.equal(await sessionStatus(id), 200, id);
       assert.equal((await timeline(id)).chainValid, true, id);

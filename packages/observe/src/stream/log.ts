@@ -23,7 +23,15 @@ const advanceHead = new PreparedQuery((db: Kysely<ObserveSchema>, _dialect: Dial
     .returning('last_pos'),
 );
 
-const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', ['pos', 'session_id', 'first_seq', 'last_seq', 'min_ts', 'max_ts', 'created_at']);
+const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', [
+  'pos',
+  'session_id',
+  'first_seq',
+  'last_seq',
+  'min_ts',
+  'max_ts',
+  'created_at',
+]);
 
 /** Records the transaction's appends at the next positions (returned); called last in the ingest transaction, to hold the head's lock briefly. */
 export async function appendToStreamLog(
@@ -144,5 +152,8 @@ export async function pruneStreamLog(database: ObserveDatabase, now: number): Pr
     .orderBy('pos')
     .limit(1)
     .executeTakeFirst();
-  await database.db.deleteFrom('stream_log').where('pos', '<', firstKept?.pos ?? head + 1).execute();
+  await database.db
+    .deleteFrom('stream_log')
+    .where('pos', '<', firstKept?.pos ?? head + 1)
+    .execute();
 }

@@ -20,7 +20,8 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
     {
       schema: {
         summary: `A token that opens GET /api/stream?token= for ${STREAM_TOKEN_TTL_MS / 1000} seconds (for browsers' EventSource)`,
-        description: 'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
+        description:
+          'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
         tags: ['stream'],
         response: { 201: z.object({ token: z.string(), expiresAt: z.string() }) },
       },

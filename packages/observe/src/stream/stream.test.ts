@@ -201,7 +201,10 @@ await describeEachDatabase('GET /api/stream', (backend) => {
     const stored = (await observe.call({ method: 'GET', url: '/api/sessions/live-1' })).json();
     assert.deepEqual(sessionOf(session), stored);
     assert.equal(sessionOf(session).eventCount, 2);
-    for (const [message, id] of [[first, ids[0]], [second, ids[1]]] as const) {
+    for (const [message, id] of [
+      [first, ids[0]],
+      [second, ids[1]],
+    ] as const) {
       assert.equal(message.event, 'event');
       assert.deepEqual(JSON.parse(message.data!), (await observe.call({ method: 'GET', url: `/api/events/${id}` })).json());
     }
@@ -336,7 +339,10 @@ await describeEachDatabase('GET /api/stream', (backend) => {
     assert.match(token, /^vst_/);
     assert.equal(expiresAt, new Date(clock.now() + 60_000).toISOString());
     const stored = await observe.service.context.database.db.selectFrom('stream_tokens').selectAll().execute();
-    assert.ok(stored.some((row) => row.token_hash === createHash('sha256').update(token).digest('hex')), 'stored as its SHA-256');
+    assert.ok(
+      stored.some((row) => row.token_hash === createHash('sha256').update(token).digest('hex')),
+      'stored as its SHA-256',
+    );
     assert.ok(!JSON.stringify(stored).includes(token), 'never stored raw');
 
     const { client } = await openReady(`?token=${token}&sessionId=t-1`, {});
@@ -449,7 +455,10 @@ await describeEachDatabase('GET /api/stream: heartbeat, limits, slow clients, sh
   });
 
   test('an open stream ends at the next heartbeat once its key is revoked', async () => {
-    const created = (await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'stream-viewer', scopes: ['read'] } })).json() as { id: string; key: string };
+    const created = (await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'stream-viewer', scopes: ['read'] } })).json() as {
+      id: string;
+      key: string;
+    };
     const client = await openWhenFree({ authorization: `Bearer ${created.key}` });
     await client.next();
     assert.equal((await client.nextBlock(2000)).comment, 'heartbeat', 'open while the key is valid');

@@ -30,7 +30,15 @@ await describeEachDatabase('observe: Content-Type: application/json on every req
   });
 
   test('a POST whose body is optional works without one', async () => {
-    const events = [{ sessionId: 's-sdk', agentId: 'sdk-agent', eventType: 'tool_call', timestamp: '2026-11-22T09:00:00.000Z', payload: { toolName: 'search', callId: 'c1', arguments: {} } }];
+    const events = [
+      {
+        sessionId: 's-sdk',
+        agentId: 'sdk-agent',
+        eventType: 'tool_call',
+        timestamp: '2026-11-22T09:00:00.000Z',
+        payload: { toolName: 'search', callId: 'c1', arguments: {} },
+      },
+    ];
     assert.equal((await send({ method: 'POST', url: '/api/events', payload: { events } })).statusCode, 201);
     const paused = await send({ method: 'POST', url: '/api/agents/sdk-agent/pause' });
     assert.equal(paused.statusCode, 200, paused.body);

@@ -17,7 +17,11 @@ await describeEachDatabase('GET /metrics (observe) over real HTTP', (backend) =>
   after(() => observe.close());
 
   const post = (events: unknown[]) =>
-    fetch(`${base}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${observe.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ events }) });
+    fetch(`${base}/api/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${observe.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events }),
+    });
   const scrape = async (headers: Record<string, string> = {}) => {
     const response = await fetch(`${base}/metrics`, { headers });
     assert.equal(response.status, 200);
@@ -41,7 +45,10 @@ await describeEachDatabase('GET /metrics (observe) over real HTTP', (backend) =>
 
     const after = await scrape();
     assert.equal((sampleValue(after, 'http_requests_total', route) ?? 0) - (sampleValue(before, 'http_requests_total', route) ?? 0), 2);
-    assert.equal((sampleValue(after, 'http_request_duration_seconds_count', route) ?? 0) - (sampleValue(before, 'http_request_duration_seconds_count', route) ?? 0), 2);
+    assert.equal(
+      (sampleValue(after, 'http_request_duration_seconds_count', route) ?? 0) - (sampleValue(before, 'http_request_duration_seconds_count', route) ?? 0),
+      2,
+    );
     assert.ok(sampleValue(after, 'http_request_duration_seconds_bucket', { ...route, le: '+Inf' })! >= 2);
     // The route template, never the id in the URL.
     assert.equal(sampleValue(after, 'http_requests_total', { method: 'GET', route: '/api/sessions/:id', status_class: '2xx' }), 1);

@@ -100,7 +100,10 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       assert.ok(documented.has(route), `${route} is documented`);
     }
     const listEvents = doc.paths['/api/events']!.get!;
-    const names = (listEvents.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name).sort();
+    const names = (listEvents.parameters ?? [])
+      .filter((p) => p.in === 'query')
+      .map((p) => p.name)
+      .sort();
     assert.deepEqual(names, ['agentId', 'eventType', 'from', 'limit', 'offset', 'order', 'search', 'sessionId', 'severity', 'to']);
     assert.ok(doc.paths['/api/events']!.post!.requestBody, 'the ingest body schema is documented');
     assert.deepEqual(doc.paths['/api/health']!.get!.security, [], 'health is documented as unauthenticated');

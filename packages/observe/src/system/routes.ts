@@ -40,7 +40,11 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (_request, reply) => {
       try {
         const latencyMs = Math.round((await pingDatabase(ctx.database)) * 100) / 100;
-        const bootstrap: z.output<typeof firstKeyBootstrap> = (await hasActiveKey(ctx.database)) ? 'closed' : isLoopbackHost(ctx.config.host) ? 'loopback' : 'exposed';
+        const bootstrap: z.output<typeof firstKeyBootstrap> = (await hasActiveKey(ctx.database))
+          ? 'closed'
+          : isLoopbackHost(ctx.config.host)
+            ? 'loopback'
+            : 'exposed';
         return { status: 'ok' as const, version: VIGIL_VERSION, db: { ok: true, latencyMs }, firstKeyBootstrap: bootstrap };
       } catch {
         return reply.status(503).send({ status: 'degraded' as const, version: VIGIL_VERSION, db: { ok: false, latencyMs: null } });
@@ -48,21 +52,17 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
   );
 
-  app.get(
-    '/api/stats',
-    { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
-    async () => {
-      const [counts, storageSizeBytes, judgeSpend] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes(), judgeSpendUsd(ctx)]);
-      return {
-        totalEvents: counts.events,
-        totalSessions: counts.sessions,
-        totalAgents: counts.agents,
-        oldestEvent: toIsoOrNull(counts.oldestTs),
-        newestEvent: toIsoOrNull(counts.newestTs),
-        storageSizeBytes: Math.round(storageSizeBytes),
-        // USD spent on LLM-judge calls (evals/), never part of any session's spend.
-        judgeSpendUsd: judgeSpend,
-      };
-    },
-  );
+  app.get('/api/stats', { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } }, async () => {
+    const [counts, storageSizeBytes, judgeSpend] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes(), judgeSpendUsd(ctx)]);
+    return {
+      totalEvents: counts.events,
+      totalSessions: counts.sessions,
+      totalAgents: counts.agents,
+      oldestEvent: toIsoOrNull(counts.oldestTs),
+      newestEvent: toIsoOrNull(counts.newestTs),
+      storageSizeBytes: Math.round(storageSizeBytes),
+      // USD spent on LLM-judge calls (evals/), never part of any session's spend.
+      judgeSpendUsd: judgeSpend,
+    };
+  });
 }

@@ -18,7 +18,11 @@ export async function storedCounts(database: ObserveDatabase): Promise<StoredCou
       .selectFrom('sessions')
       .select((eb) => [eb.fn.countAll<number>().as('sessions'), eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('events')])
       .executeTakeFirstOrThrow(),
-    db.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).where('id', '<>', SYSTEM_AGENT_ID).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('agents')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('id', '<>', SYSTEM_AGENT_ID)
+      .executeTakeFirstOrThrow(),
     db.selectFrom('events').select('ts').orderBy('ts', 'asc').limit(1).executeTakeFirst(),
     db.selectFrom('events').select('ts').orderBy('ts', 'desc').limit(1).executeTakeFirst(),
   ]);

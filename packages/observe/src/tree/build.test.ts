@@ -50,8 +50,14 @@ function spanEvents(sessionId: string, span: SpanSpec, options: { fail?: boolean
         eventType: 'llm_response',
         timestamp: at(span.end),
         payload: {
-          callId, provider: 'openai', model: 'gpt-4o-mini', completion: 'ok', finishReason: 'stop',
-          usage: { inputTokens: 120, outputTokens: 30 }, costUsd: 0.0004, latencyMs: span.end - span.start,
+          callId,
+          provider: 'openai',
+          model: 'gpt-4o-mini',
+          completion: 'ok',
+          finishReason: 'stop',
+          usage: { inputTokens: 120, outputTokens: 30 },
+          costUsd: 0.0004,
+          latencyMs: span.end - span.start,
         },
       },
     ];
@@ -69,12 +75,24 @@ function spanEvents(sessionId: string, span: SpanSpec, options: { fail?: boolean
 }
 
 const sdk = (sessionId: string, eventType: string, ms: number, payload: Record<string, unknown>, severity?: string): EventInput => ({
-  sessionId, agentId: 'agent', eventType, timestamp: at(ms), payload, ...(severity && { severity }),
+  sessionId,
+  agentId: 'agent',
+  eventType,
+  timestamp: at(ms),
+  payload,
+  ...(severity && { severity }),
 });
 const llmCall = (s: string, ms: number, callId: string, model = 'gpt-4o') => sdk(s, 'llm_call', ms, { callId, provider: 'openai', model, messages: [] });
 const llmResponse = (s: string, ms: number, callId: string, latencyMs: number) =>
   sdk(s, 'llm_response', ms, {
-    callId, provider: 'openai', model: 'gpt-4o', completion: 'hi', finishReason: 'stop', usage: { inputTokens: 10, outputTokens: 5 }, costUsd: 0.001, latencyMs,
+    callId,
+    provider: 'openai',
+    model: 'gpt-4o',
+    completion: 'hi',
+    finishReason: 'stop',
+    usage: { inputTokens: 10, outputTokens: 5 },
+    costUsd: 0.001,
+    latencyMs,
   });
 const toolCall = (s: string, ms: number, callId: string, toolName = 'search') => sdk(s, 'tool_call', ms, { callId, toolName, arguments: {} });
 const toolResponse = (s: string, ms: number, callId: string, durationMs: number, toolName = 'search') =>
@@ -126,7 +144,19 @@ await describeEachDatabase('trace tree builder', (backend) => {
 
     const t = await tree(s);
     assert.deepEqual(shape(t.roots), [
-      ['agent', [['lookup', []], ['plan', [['chat', []], ['fetch', []]]]]],
+      [
+        'agent',
+        [
+          ['lookup', []],
+          [
+            'plan',
+            [
+              ['chat', []],
+              ['fetch', []],
+            ],
+          ],
+        ],
+      ],
       ['second', []],
       ['orphan', []],
     ]);
@@ -143,7 +173,16 @@ await describeEachDatabase('trace tree builder', (backend) => {
     assert.deepEqual(chat.eventTypes, ['llm_call', 'llm_response']);
     assert.equal(chat.eventIds.length, 2);
     assert.deepEqual(
-      { start: chat.startTime, end: chat.endTime, ms: chat.durationMs, model: chat.model, provider: chat.provider, in: chat.inputTokens, out: chat.outputTokens, cost: chat.costUsd },
+      {
+        start: chat.startTime,
+        end: chat.endTime,
+        ms: chat.durationMs,
+        model: chat.model,
+        provider: chat.provider,
+        in: chat.inputTokens,
+        out: chat.outputTokens,
+        cost: chat.costUsd,
+      },
       { start: at(150), end: at(450), ms: 300, model: 'gpt-4o-mini', provider: 'openai', in: 120, out: 30, cost: 0.0004 },
     );
     assert.deepEqual(chat.span, { traceId: traceId(1), spanId: spanId('chat'), parentSpanId: spanId('plan') });
@@ -206,7 +245,10 @@ await describeEachDatabase('trace tree builder', (backend) => {
       { ...toolResponse(s, 300, 'c1', 200), metadata: { otel: { traceId: traceId(3), name: 'no span id' } } },
     ]);
     const t = await tree(s);
-    assert.deepEqual(shape(t.roots), [['search', []], ['root', []]]);
+    assert.deepEqual(shape(t.roots), [
+      ['search', []],
+      ['root', []],
+    ]);
     assert.equal(t.roots[0]!.status, 'ok');
     assert.equal(t.roots[0]!.span, null);
   });
@@ -219,7 +261,10 @@ await describeEachDatabase('trace tree builder', (backend) => {
       ...spanEvents(s, { trace: 4, name: 'self', parent: 'self', kind: 'chain', start: 20, end: 30 }),
     ]);
     const t = await tree(s);
-    assert.deepEqual(shape(t.roots), [['a', [['b', []]]], ['self', []]]);
+    assert.deepEqual(shape(t.roots), [
+      ['a', [['b', []]]],
+      ['self', []],
+    ]);
     assert.equal(t.nodeCount, 3);
   });
 
@@ -239,7 +284,10 @@ await describeEachDatabase('trace tree builder', (backend) => {
       node = node.children[0]!;
     }
     assert.equal(node.name, `level-${TREE_MAX_DEPTH}`);
-    assert.deepEqual(shape(node.children), [41, 42, 43, 44, 45].map((n) => [`level-${n}`, []]));
+    assert.deepEqual(
+      shape(node.children),
+      [41, 42, 43, 44, 45].map((n) => [`level-${n}`, []]),
+    );
     assert.equal(t.nodeCount, depth);
   });
 
@@ -255,7 +303,10 @@ await describeEachDatabase('trace tree builder', (backend) => {
     ]);
     const cut = await tree(s, 4);
     assert.deepEqual([cut.truncated, cut.eventCount, cut.nodeCount], [true, 4, 3]);
-    assert.deepEqual(cut.roots.map((n) => n.status), ['ok', 'ok', 'open']);
+    assert.deepEqual(
+      cut.roots.map((n) => n.status),
+      ['ok', 'ok', 'open'],
+    );
     assert.equal(cut.endTime, at(30));
     const whole = await tree(s, 6);
     assert.deepEqual([whole.truncated, whole.eventCount, whole.nodeCount], [false, 6, 4]);

@@ -38,8 +38,21 @@ export type NodeStatus = (typeof NODE_STATUSES)[number];
 /** The columns the tree reads of an event; `detail` is the payload of custom and tool_error events only (their type, their error). */
 export type TreeEventRow = Pick<
   EventRow,
-  | 'id' | 'seq' | 'ts' | 'event_type' | 'is_error' | 'metadata' | 'cost_usd' | 'duration_ms' | 'latency_ms' | 'tool_name' | 'call_id'
-  | 'provider' | 'model' | 'input_tokens' | 'output_tokens'
+  | 'id'
+  | 'seq'
+  | 'ts'
+  | 'event_type'
+  | 'is_error'
+  | 'metadata'
+  | 'cost_usd'
+  | 'duration_ms'
+  | 'latency_ms'
+  | 'tool_name'
+  | 'call_id'
+  | 'provider'
+  | 'model'
+  | 'input_tokens'
+  | 'output_tokens'
 > & { detail: string | null };
 
 export interface SpanIds {
@@ -147,7 +160,7 @@ function detailOf(event: TreeEventRow): Record<string, unknown> {
 }
 
 function errorText(error: unknown): string {
-  const text = typeof error === 'string' ? error : JSON.stringify(error) ?? '';
+  const text = typeof error === 'string' ? error : (JSON.stringify(error) ?? '');
   return text.length > ERROR_TEXT_MAX ? `${text.slice(0, ERROR_TEXT_MAX - 1)}…` : text;
 }
 
@@ -185,7 +198,7 @@ function addEvent(node: Draft, event: TreeEventRow): void {
 }
 
 const callName = (event: TreeEventRow): string =>
-  event.event_type === 'llm_call' || event.event_type === 'llm_response' ? `${event.provider ?? '?'}/${event.model ?? '?'}` : event.tool_name ?? 'tool';
+  event.event_type === 'llm_call' || event.event_type === 'llm_response' ? `${event.provider ?? '?'}/${event.model ?? '?'}` : (event.tool_name ?? 'tool');
 
 const outcomeDuration = (event: TreeEventRow): number | null => (event.event_type === 'llm_response' ? event.latency_ms : event.duration_ms);
 
@@ -257,7 +270,7 @@ export function buildSessionTree(events: readonly TreeEventRow[], truncated: boo
         const call =
           event.event_type === 'llm_response'
             ? take(openLlms, callId)
-            : take(openTools, callId) ?? (event.event_type === 'tool_error' ? take(openLlms, callId) : undefined);
+            : (take(openTools, callId) ?? (event.event_type === 'tool_error' ? take(openLlms, callId) : undefined));
         if (call) {
           close(call, event);
           break;
@@ -360,7 +373,12 @@ function descendants(node: Draft): Draft[] {
 }
 
 function toNode(node: Draft, level: number): TreeNode {
-  const below = level < TREE_MAX_DEPTH ? node.children : descendants(node).sort(byStart).map((child) => ({ ...child, children: [] }));
+  const below =
+    level < TREE_MAX_DEPTH
+      ? node.children
+      : descendants(node)
+          .sort(byStart)
+          .map((child) => ({ ...child, children: [] }));
   return {
     id: node.id,
     name: node.name,

@@ -10,8 +10,21 @@ import type { TreeEventRow } from './build.ts';
 export function readTreeEvents(database: ObserveDatabase, sessionId: string, limit: number): Promise<TreeEventRow[]> {
   return sessionEventsQuery(database.db, sessionId)
     .select([
-      'id', 'seq', 'ts', 'event_type', 'is_error', 'metadata', 'cost_usd', 'duration_ms', 'latency_ms', 'tool_name', 'call_id',
-      'provider', 'model', 'input_tokens', 'output_tokens',
+      'id',
+      'seq',
+      'ts',
+      'event_type',
+      'is_error',
+      'metadata',
+      'cost_usd',
+      'duration_ms',
+      'latency_ms',
+      'tool_name',
+      'call_id',
+      'provider',
+      'model',
+      'input_tokens',
+      'output_tokens',
     ])
     .select((eb) => eb.case().when('event_type', 'in', ['custom', 'tool_error']).then(eb.ref('payload')).end().as('detail'))
     .limit(limit)

@@ -53,7 +53,13 @@ await describeEachDatabase('GET /api/sessions/:id/tree', (backend) => {
     ids = await ingest(observe, [
       { ...s, eventType: 'custom', timestamp: at(0), metadata: root, payload: { type: 'agent', data: {} } },
       { ...s, eventType: 'tool_call', timestamp: at(200), metadata: tool, payload: { callId: 't1', toolName: 'lookup_order', arguments: { id: 7 } } },
-      { ...s, eventType: 'tool_response', timestamp: at(700), metadata: tool, payload: { callId: 't1', toolName: 'lookup_order', result: {}, durationMs: 500 } },
+      {
+        ...s,
+        eventType: 'tool_response',
+        timestamp: at(700),
+        metadata: tool,
+        payload: { callId: 't1', toolName: 'lookup_order', result: {}, durationMs: 500 },
+      },
       { ...s, eventType: 'tool_call', timestamp: at(1200), payload: { callId: 'sdk-1', toolName: 'send_mail', arguments: {} } },
     ]);
   });
@@ -135,7 +141,8 @@ await describeEachDatabase('GET /api/sessions/:id/tree', (backend) => {
       assert.equal(created.statusCode, 201, created.body);
       return (created.json() as { key: string }).key;
     };
-    const asKey = async (key: string) => observe.service.app.inject({ method: 'GET', url: '/api/sessions/traced/tree', headers: { authorization: `Bearer ${key}` } });
+    const asKey = async (key: string) =>
+      observe.service.app.inject({ method: 'GET', url: '/api/sessions/traced/tree', headers: { authorization: `Bearer ${key}` } });
     assertErrorBody(await asKey(await keyWith(['ingest'])), 403);
     assert.equal((await asKey(await keyWith(['read']))).statusCode, 200);
   });

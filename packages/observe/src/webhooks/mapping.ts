@@ -40,7 +40,10 @@ const optionalId = identifier.nullish().transform((value) => value ?? undefined)
 export const webhookBodySchema = z
   .object({
     source: z.enum(WEBHOOK_SOURCES),
-    event: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') }).min(1).max(200),
+    event: z
+      .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+      .min(1)
+      .max(200),
     data: z.record(z.string(), z.unknown(), { error: (issue) => (issue.input === undefined ? 'is required' : 'must be an object') }),
     timestamp: isoTimestampMs.optional(),
     context: z

@@ -104,20 +104,61 @@ await describeEachDatabase('POST /api/events/ingest: the mapping table', (backen
   after(() => observe.close());
 
   const rows: { source: 'approval_gate' | 'form_service'; event: string; eventType: string; data: Record<string, unknown> }[] = [
-    { source: 'approval_gate', event: 'request.created', eventType: 'approval_requested', data: { requestId: 'r-1', action: 'payments.refund', params: { amount: 120 }, urgency: 'high' } },
-    { source: 'approval_gate', event: 'request.approved', eventType: 'approval_granted', data: { requestId: 'r-1', action: 'payments.refund', decidedBy: 'api:admin', reason: 'routine' } },
-    { source: 'approval_gate', event: 'request.denied', eventType: 'approval_denied', data: { requestId: 'r-2', action: 'drop.table', decidedBy: 'policy:p1' } },
-    { source: 'approval_gate', event: 'request.expired', eventType: 'approval_expired', data: { requestId: 'r-3', action: 'send.invoice', decidedBy: 'system:expiry' } },
-    { source: 'form_service', event: 'submission.created', eventType: 'form_submitted', data: { submissionId: 'f-1', formId: 'onboarding', formName: 'Onboarding', fieldCount: 4 } },
-    { source: 'form_service', event: 'submission.completed', eventType: 'form_completed', data: { submissionId: 'f-1', formId: 'onboarding', completedBy: 'user:ann', durationMs: 5400 } },
-    { source: 'form_service', event: 'submission.expired', eventType: 'form_expired', data: { submissionId: 'f-2', formId: 'survey', expiredAfterMs: 86_400_000 } },
+    {
+      source: 'approval_gate',
+      event: 'request.created',
+      eventType: 'approval_requested',
+      data: { requestId: 'r-1', action: 'payments.refund', params: { amount: 120 }, urgency: 'high' },
+    },
+    {
+      source: 'approval_gate',
+      event: 'request.approved',
+      eventType: 'approval_granted',
+      data: { requestId: 'r-1', action: 'payments.refund', decidedBy: 'api:admin', reason: 'routine' },
+    },
+    {
+      source: 'approval_gate',
+      event: 'request.denied',
+      eventType: 'approval_denied',
+      data: { requestId: 'r-2', action: 'drop.table', decidedBy: 'policy:p1' },
+    },
+    {
+      source: 'approval_gate',
+      event: 'request.expired',
+      eventType: 'approval_expired',
+      data: { requestId: 'r-3', action: 'send.invoice', decidedBy: 'system:expiry' },
+    },
+    {
+      source: 'form_service',
+      event: 'submission.created',
+      eventType: 'form_submitted',
+      data: { submissionId: 'f-1', formId: 'onboarding', formName: 'Onboarding', fieldCount: 4 },
+    },
+    {
+      source: 'form_service',
+      event: 'submission.completed',
+      eventType: 'form_completed',
+      data: { submissionId: 'f-1', formId: 'onboarding', completedBy: 'user:ann', durationMs: 5400 },
+    },
+    {
+      source: 'form_service',
+      event: 'submission.expired',
+      eventType: 'form_expired',
+      data: { submissionId: 'f-2', formId: 'survey', expiredAfterMs: 86_400_000 },
+    },
   ];
 
   for (const row of rows) {
     test(`${row.source} ${row.event} becomes ${row.eventType}, signed, without an API key`, async () => {
       const secret = row.source === 'approval_gate' ? APPROVAL_SECRET : FORM_SECRET;
       const timestamp = '2026-11-22T09:30:00.000Z';
-      const body = { source: row.source, event: row.event, data: row.data, timestamp, context: { service_session_id: `sess-${row.event}`, service_agent_id: 'agent-1' } };
+      const body = {
+        source: row.source,
+        event: row.event,
+        data: row.data,
+        timestamp,
+        context: { service_session_id: `sess-${row.event}`, service_agent_id: 'agent-1' },
+      };
       const answer = assertCreated(await send(observe, body, { secret }), row.eventType, `sess-${row.event}`);
       const stored = await getEvent(observe, answer.eventId);
       assert.equal(stored.eventType, row.eventType);
@@ -147,7 +188,7 @@ await describeEachDatabase('POST /api/events/ingest: the mapping table', (backen
     assert.deepEqual(stored.metadata, { webhook: { source: 'generic', event: 'deploy.finished' } });
   });
 
-  test('generic: any ingestible event type, validated by that type\'s payload schema', async () => {
+  test("generic: any ingestible event type, validated by that type's payload schema", async () => {
     const body = {
       source: 'generic',
       event: 'tool.used',
@@ -160,7 +201,10 @@ await describeEachDatabase('POST /api/events/ingest: the mapping table', (backen
     const before = await eventTotal(observe);
     const bad = await send(observe, { ...body, data: { eventType: 'tool_call', toolName: 'search' } }, { key: observe.key });
     const error = assertErrorBody(bad, 400, 'tool_call without callId');
-    assert.ok((error.details as { path: string }[]).some((d) => d.path === 'data.callId'), JSON.stringify(error.details));
+    assert.ok(
+      (error.details as { path: string }[]).some((d) => d.path === 'data.callId'),
+      JSON.stringify(error.details),
+    );
     for (const eventType of ['eval_result', 'nope', 42]) {
       const response = await send(observe, { ...body, data: { eventType, type: 't', data: 1 } }, { key: observe.key });
       const answerBody = assertErrorBody(response, 400, `generic eventType ${String(eventType)}`);
@@ -193,7 +237,11 @@ await describeEachDatabase('POST /api/events/ingest: the mapping table', (backen
     const before = await eventTotal(observe);
     const body = approval('request.created', { requestId: 'r-key', action: 'a', params: {}, urgency: 'low' });
     assertErrorBody(await send(observe, body, { key: observe.key }), 401, 'key, no signature');
-    assertErrorBody(await send(observe, body, { key: observe.key, signature: sign('other-secret-0123456789', JSON.stringify(body)) }), 401, 'key, bad signature');
+    assertErrorBody(
+      await send(observe, body, { key: observe.key, signature: sign('other-secret-0123456789', JSON.stringify(body)) }),
+      401,
+      'key, bad signature',
+    );
     assertCreated(await send(observe, body, { key: observe.key, secret: APPROVAL_SECRET }), 'approval_requested', 'approval:r-key');
     assert.equal(await eventTotal(observe), before + 1);
   });
@@ -222,20 +270,31 @@ await describeEachDatabase('POST /api/events/ingest: session correlation', (back
       payload: { events: [{ sessionId: 'sess-existing', agentId: 'agent-owner', eventType: 'session_started', payload: { agentName: 'Owner' } }] },
     });
     assert.equal(seeded.statusCode, 201, seeded.body);
-    const body = approval('request.created', { requestId: 'r-ex', action: 'deploy', params: { env: 'prod' }, urgency: 'normal' }, { service_session_id: 'sess-existing' });
+    const body = approval(
+      'request.created',
+      { requestId: 'r-ex', action: 'deploy', params: { env: 'prod' }, urgency: 'normal' },
+      { service_session_id: 'sess-existing' },
+    );
     const answer = assertCreated(await send(observe, body, { secret: APPROVAL_SECRET }), 'approval_requested', 'sess-existing');
     const stored = await getEvent(observe, answer.eventId);
     assert.equal(stored.agentId, 'agent-owner');
     assert.equal(stored.seq, 1);
     const line = await timeline(observe, 'sess-existing');
     assert.equal(line.chainValid, true);
-    assert.deepEqual(line.events.map((e) => e.eventType), ['session_started', 'approval_requested']);
+    assert.deepEqual(
+      line.events.map((e) => e.eventType),
+      ['session_started', 'approval_requested'],
+    );
     assert.equal(line.events[1]!.prevHash, line.events[0]!.hash);
     assert.equal((await sessionOf(observe, 'sess-existing'))!.eventCount, 2);
   });
 
   test('service_agent_id wins over the session agent', async () => {
-    const body = approval('request.denied', { requestId: 'r-ex', action: 'deploy', decidedBy: 'api:ops' }, { service_session_id: 'sess-existing', service_agent_id: 'agent-other' });
+    const body = approval(
+      'request.denied',
+      { requestId: 'r-ex', action: 'deploy', decidedBy: 'api:ops' },
+      { service_session_id: 'sess-existing', service_agent_id: 'agent-other' },
+    );
     const answer = assertCreated(await send(observe, body, { secret: APPROVAL_SECRET }), 'approval_denied', 'sess-existing');
     assert.equal((await getEvent(observe, answer.eventId)).agentId, 'agent-other');
     assert.equal((await timeline(observe, 'sess-existing')).chainValid, true);
@@ -243,7 +302,11 @@ await describeEachDatabase('POST /api/events/ingest: session correlation', (back
 
   test('service_session_id of an unknown session creates it, with service_agent_id as its agent, else external', async () => {
     assert.equal(await sessionOf(observe, 'sess-new'), null);
-    const withAgent = form('submission.created', { submissionId: 's-1', formId: 'f', fieldCount: 2 }, { service_session_id: 'sess-new', service_agent_id: 'agent-new' });
+    const withAgent = form(
+      'submission.created',
+      { submissionId: 's-1', formId: 'f', fieldCount: 2 },
+      { service_session_id: 'sess-new', service_agent_id: 'agent-new' },
+    );
     assertCreated(await send(observe, withAgent, { secret: FORM_SECRET }), 'form_submitted', 'sess-new');
     assert.equal((await sessionOf(observe, 'sess-new'))!.agentId, 'agent-new');
 
@@ -254,24 +317,41 @@ await describeEachDatabase('POST /api/events/ingest: session correlation', (back
   });
 
   test('null context fields count as absent; unknown context fields are ignored', async () => {
-    const body = form('submission.expired', { submissionId: 's-null', formId: 'f', expiredAfterMs: 1000 }, { service_session_id: null, service_agent_id: null, trace: 'abc' });
+    const body = form(
+      'submission.expired',
+      { submissionId: 's-null', formId: 'f', expiredAfterMs: 1000 },
+      { service_session_id: null, service_agent_id: null, trace: 'abc' },
+    );
     const answer = assertCreated(await send(observe, body, { secret: FORM_SECRET }), 'form_expired', 'form:s-null');
     assert.equal((await getEvent(observe, answer.eventId)).agentId, 'external');
   });
 
-  test('without a session id, an approval\'s lifecycle lands in session approval:<requestId>, agent carried by the session', async () => {
-    const created = approval('request.created', { requestId: 'r-life', action: 'payments.refund', params: { amount: 5 }, urgency: 'critical' }, { service_agent_id: 'agent-pay' }, { timestamp: '2026-11-22T09:00:00.000Z' });
-    const approved = approval('request.approved', { requestId: 'r-life', action: 'payments.refund', decidedBy: 'api:ann' }, {}, { timestamp: '2026-11-22T09:05:00.000Z' });
+  test("without a session id, an approval's lifecycle lands in session approval:<requestId>, agent carried by the session", async () => {
+    const created = approval(
+      'request.created',
+      { requestId: 'r-life', action: 'payments.refund', params: { amount: 5 }, urgency: 'critical' },
+      { service_agent_id: 'agent-pay' },
+      { timestamp: '2026-11-22T09:00:00.000Z' },
+    );
+    const approved = approval(
+      'request.approved',
+      { requestId: 'r-life', action: 'payments.refund', decidedBy: 'api:ann' },
+      {},
+      { timestamp: '2026-11-22T09:05:00.000Z' },
+    );
     const first = assertCreated(await send(observe, created, { secret: APPROVAL_SECRET }), 'approval_requested', 'approval:r-life');
     const second = assertCreated(await send(observe, approved, { secret: APPROVAL_SECRET }), 'approval_granted', 'approval:r-life');
     assert.equal((await getEvent(observe, first.eventId)).agentId, 'agent-pay');
     assert.equal((await getEvent(observe, second.eventId)).agentId, 'agent-pay', "no service_agent_id: the session's agent");
     const line = await timeline(observe, 'approval:r-life');
     assert.equal(line.chainValid, true);
-    assert.deepEqual(line.events.map((e) => [e.eventType, e.seq, e.payload.requestId]), [
-      ['approval_requested', 0, 'r-life'],
-      ['approval_granted', 1, 'r-life'],
-    ]);
+    assert.deepEqual(
+      line.events.map((e) => [e.eventType, e.seq, e.payload.requestId]),
+      [
+        ['approval_requested', 0, 'r-life'],
+        ['approval_granted', 1, 'r-life'],
+      ],
+    );
     assert.equal(line.events[0]!.prevHash, null);
     assert.equal(line.events[1]!.prevHash, line.events[0]!.hash);
 
@@ -282,12 +362,28 @@ await describeEachDatabase('POST /api/events/ingest: session correlation', (back
   });
 
   test("without a session id, a form's lifecycle lands in session form:<submissionId>", async () => {
-    assertCreated(await send(observe, form('submission.created', { submissionId: 'sub-9', formId: 'kyc', fieldCount: 7 }), { secret: FORM_SECRET }), 'form_submitted', 'form:sub-9');
-    assertCreated(await send(observe, form('submission.completed', { submissionId: 'sub-9', formId: 'kyc', completedBy: 'user:bo', durationMs: 12_000 }), { secret: FORM_SECRET }), 'form_completed', 'form:sub-9');
+    assertCreated(
+      await send(observe, form('submission.created', { submissionId: 'sub-9', formId: 'kyc', fieldCount: 7 }), { secret: FORM_SECRET }),
+      'form_submitted',
+      'form:sub-9',
+    );
+    assertCreated(
+      await send(observe, form('submission.completed', { submissionId: 'sub-9', formId: 'kyc', completedBy: 'user:bo', durationMs: 12_000 }), {
+        secret: FORM_SECRET,
+      }),
+      'form_completed',
+      'form:sub-9',
+    );
     const line = await timeline(observe, 'form:sub-9');
     assert.equal(line.chainValid, true);
-    assert.deepEqual(line.events.map((e) => e.eventType), ['form_submitted', 'form_completed']);
-    assert.deepEqual(line.events.map((e) => e.agentId), ['external', 'external']);
+    assert.deepEqual(
+      line.events.map((e) => e.eventType),
+      ['form_submitted', 'form_completed'],
+    );
+    assert.deepEqual(
+      line.events.map((e) => e.agentId),
+      ['external', 'external'],
+    );
   });
 });
 
@@ -335,7 +431,11 @@ await describeEachDatabase('POST /api/events/ingest: secrets and signatures', (b
   });
 
   test('multi-byte UTF-8 is signed over its bytes; the hex digest is accepted in either case', async () => {
-    const unicode = approval('request.created', { requestId: 'r-ü', action: 'überweisung 💶', params: { note: 'ça va' }, urgency: 'normal' }, { service_session_id: 'sess-sig' });
+    const unicode = approval(
+      'request.created',
+      { requestId: 'r-ü', action: 'überweisung 💶', params: { note: 'ça va' }, urgency: 'normal' },
+      { service_session_id: 'sess-sig' },
+    );
     const bytes = Buffer.from(JSON.stringify(unicode), 'utf8');
     const response = await observe.service.app.inject({
       method: 'POST',
@@ -413,14 +513,21 @@ await describeEachDatabase('POST /api/events/ingest: bad input is 400 and stores
       ['session id too long', JSON.stringify(approval('request.created', created, { service_session_id: 'x'.repeat(300) })), 'context.service_session_id'],
       ['request id too long for a session name', JSON.stringify(approval('request.created', { ...created, requestId: 'r'.repeat(300) })), 'data.requestId'],
       ['U+0000 in a string', JSON.stringify(approval('request.created', { ...created, action: 'a\u0000b' })), 'data.action'],
-      ['__proto__ key', '{"source":"approval_gate","event":"request.created","data":{"__proto__":{"x":1},"requestId":"r","action":"a","params":{},"urgency":"low"}}', null],
+      [
+        '__proto__ key',
+        '{"source":"approval_gate","event":"request.created","data":{"__proto__":{"x":1},"requestId":"r","action":"a","params":{},"urgency":"low"}}',
+        null,
+      ],
     ];
     for (const [label, text, path] of cases) {
       const response = await send(observe, text, { secret: APPROVAL_SECRET });
       const error = assertErrorBody(response, 400, label);
       if (path !== null) {
         const details = error.details as { path: string; message: string }[] | undefined;
-        assert.ok(details?.some((d) => d.path === path), `${label}: details ${JSON.stringify(details)} name ${path}`);
+        assert.ok(
+          details?.some((d) => d.path === path),
+          `${label}: details ${JSON.stringify(details)} name ${path}`,
+        );
       }
     }
     assert.equal(await eventTotal(observe), before, 'nothing stored');
@@ -528,13 +635,20 @@ await describeEachDatabase('approval gate → observe, end to end', (backend) =>
 
     // Every observe delivery of the gate was accepted with 201 (the gate records it just after the response).
     for (;;) {
-      const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['status', 'response_status']).where('kind', '=', 'observe').execute();
+      const rows = await gate.service.context.database.db
+        .selectFrom('deliveries')
+        .select(['status', 'response_status'])
+        .where('kind', '=', 'observe')
+        .execute();
       assert.equal(rows.length, 2);
       if (rows.every((row) => row.status === 'delivered')) {
         for (const row of rows) assert.equal(row.response_status, 201);
         break;
       }
-      assert.ok(rows.every((row) => row.status !== 'failed'), JSON.stringify(rows));
+      assert.ok(
+        rows.every((row) => row.status !== 'failed'),
+        JSON.stringify(rows),
+      );
       if (Date.now() > deadline) assert.fail(`gate deliveries not recorded as delivered: ${JSON.stringify(rows)}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }

@@ -182,7 +182,8 @@ function arrayType(schema: { [keyword: string]: unknown }, options: EmitOptions,
   if (schema.prefixItems !== undefined) {
     if (!Array.isArray(schema.prefixItems)) throw new UnsupportedSchemaError(where, 'prefixItems is not an array');
     const members = schema.prefixItems.map((item, i) => emitType(item as JsonSchema, options, `${where}.prefixItems[${i}]`));
-    const rest = schema.items === undefined || schema.items === false ? [] : [`...${wrapArrayItem(emitType(schema.items as JsonSchema, options, `${where}.items`))}[]`];
+    const rest =
+      schema.items === undefined || schema.items === false ? [] : [`...${wrapArrayItem(emitType(schema.items as JsonSchema, options, `${where}.items`))}[]`];
     return `[${[...members, ...rest].join(', ')}]`;
   }
   const item = emitType(schema.items as JsonSchema | undefined, options, `${where}.items`);
@@ -195,7 +196,8 @@ function wrapArrayItem(item: string): string {
 
 function objectType(schema: { [keyword: string]: unknown }, options: EmitOptions, where: string): string {
   const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
-  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) throw new UnsupportedSchemaError(where, 'properties is not an object');
+  if (typeof properties !== 'object' || properties === null || Array.isArray(properties))
+    throw new UnsupportedSchemaError(where, 'properties is not an object');
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const lines: string[] = [];
   for (const [name, property] of Object.entries(properties)) {

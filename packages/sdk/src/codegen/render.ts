@@ -52,7 +52,10 @@ function jsonContent(content: Record<string, { schema?: JsonSchema }> | undefine
 }
 
 function doc(lines: Array<string | undefined>, pad: string): string {
-  const text = lines.filter((l): l is string => typeof l === 'string' && l.trim() !== '').join('\n\n').replace(/\*\//g, '*\\/');
+  const text = lines
+    .filter((l): l is string => typeof l === 'string' && l.trim() !== '')
+    .join('\n\n')
+    .replace(/\*\//g, '*\\/');
   if (text === '') return '';
   const split = text.split('\n');
   return split.length === 1 ? `${pad}/** ${split[0]} */\n` : `${pad}/**\n${split.map((l) => `${pad} *${l === '' ? '' : ` ${l}`}`).join('\n')}\n${pad} */\n`;
@@ -82,8 +85,7 @@ function reachableComponents(document: OpenApiDocument): string[] {
 function objectOf(parameters: OpenApiParameter[], options: EmitOptions, where: string): string {
   if (parameters.length === 0) return 'Record<string, never>';
   const lines = parameters.map(
-    (p) =>
-      `${doc([p.description], '  ')}  ${propertyKey(p.name)}${p.required ? '' : '?'}: ${block(emitType(p.schema, options, `${where}.${p.name}`), '  ')};`,
+    (p) => `${doc([p.description], '  ')}  ${propertyKey(p.name)}${p.required ? '' : '?'}: ${block(emitType(p.schema, options, `${where}.${p.name}`), '  ')};`,
   );
   return `{\n${lines.join('\n')}\n}`;
 }
@@ -112,7 +114,14 @@ function renderOperation(path: string, method: string, operation: OpenApiOperati
   return [
     `${doc([operation.summary, operation.description], '')}${method}: {`,
     `  params: ${block(objectOf(pathParams, options, `${where} params`), '  ')};`,
-    `  query: ${block(objectOf(parameters.filter((p) => p.in === 'query'), options, `${where} query`), '  ')};`,
+    `  query: ${block(
+      objectOf(
+        parameters.filter((p) => p.in === 'query'),
+        options,
+        `${where} query`,
+      ),
+      '  ',
+    )};`,
     `  body: ${block(body, '  ')};`,
     `  bodyRequired: ${operation.requestBody === undefined ? 'false' : String(operation.requestBody.required ?? false)};`,
     `  responses: ${responses.length === 0 ? 'Record<string, never>' : `{\n${responses.join('\n')}\n  }`};`,
