@@ -29,22 +29,20 @@ await describeEachDatabase('change log: the backstop keeps credentials out of sn
 
   test('string values under secret, hash, token or password names are redacted, at any depth; flags stay', async () => {
     const before = { name: 'hook', secret: 's3cret-value', hasSecret: true, nested: [{ keyHash: 'abc123', accessToken: 'tok' }] };
-    await database.db
-      .transaction()
-      .execute((trx) =>
-        recordChange(
-          trx,
-          {
-            resource: 'webhook',
-            resourceId: 'w1',
-            action: 'updated',
-            actor: keyChangeActor({ id: 'k1', name: 'ops' }),
-            before,
-            after: { password: 'pw', count: 2 },
-          },
-          1_000,
-        ),
-      );
+    await database.db.transaction().execute((trx) =>
+      recordChange(
+        trx,
+        {
+          resource: 'webhook',
+          resourceId: 'w1',
+          action: 'updated',
+          actor: keyChangeActor({ id: 'k1', name: 'ops' }),
+          before,
+          after: { password: 'pw', count: 2 },
+        },
+        1_000,
+      ),
+    );
     const page = await listAdminChanges(database.db, { limit: 10 });
     assert.equal(page.entries.length, 1);
     const [entry] = page.entries;
