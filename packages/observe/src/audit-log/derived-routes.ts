@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { EVENT_DERIVED_COLUMNS } from '../events/index.ts';
 
 const DEFAULT_PAGE = 1000;
 const MAX_PAGE = 5000;
@@ -59,26 +60,7 @@ const sn = z.string().nullable();
 const EVENT_LISTING: Listing = {
   table: 'events',
   key: [{ column: 'id', kind: 'string' }],
-  columns: [
-    'id',
-    'session_id',
-    'seq',
-    'ts',
-    'agent_id',
-    'event_type',
-    'is_error',
-    'cost_usd',
-    'duration_ms',
-    'latency_ms',
-    'tool_name',
-    'call_id',
-    'provider',
-    'model',
-    'input_tokens',
-    'output_tokens',
-    'complexity_tier',
-    'finish_reason',
-  ],
+  columns: ['id', 'session_id', 'seq', 'ts', 'agent_id', 'event_type', ...EVENT_DERIVED_COLUMNS],
   numeric: new Set(['seq', 'ts', 'is_error', 'cost_usd', 'duration_ms', 'latency_ms', 'input_tokens', 'output_tokens']),
 };
 const eventRow = z.object({

@@ -9,21 +9,7 @@ import type { LatencySketchRow, RollupRow, SessionRow } from '../schema.ts';
 /** The fields of a chained event (as the chain recipe hashes it, docs/audit.md) that derived data comes from. */
 export type ChainedEventFields = Omit<ChainFields, 'payload' | 'metadata' | 'prevHash'> & { payload: Record<string, unknown> };
 
-/** The per-event columns ingest derives from the payload, in the order the audit compares them. */
-export const EVENT_DERIVED_COLUMNS = [
-  'is_error',
-  'cost_usd',
-  'duration_ms',
-  'latency_ms',
-  'tool_name',
-  'call_id',
-  'provider',
-  'model',
-  'input_tokens',
-  'output_tokens',
-  'complexity_tier',
-  'finish_reason',
-] as const satisfies readonly (keyof DerivedColumns)[];
+export { EVENT_DERIVED_COLUMNS } from '../events/index.ts';
 export type EventDerivedColumns = DerivedColumns;
 
 /**

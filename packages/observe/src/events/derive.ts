@@ -2,21 +2,23 @@ import type { EventRow } from '../schema.ts';
 
 const ERROR_SEVERITIES = new Set(['error', 'critical']);
 
-export type DerivedColumns = Pick<
-  EventRow,
-  | 'is_error'
-  | 'cost_usd'
-  | 'duration_ms'
-  | 'latency_ms'
-  | 'tool_name'
-  | 'call_id'
-  | 'provider'
-  | 'model'
-  | 'input_tokens'
-  | 'output_tokens'
-  | 'complexity_tier'
-  | 'finish_reason'
->;
+/** The per-event columns ingest derives from the payload, in the order `vigil verify --deep` compares them. */
+export const EVENT_DERIVED_COLUMNS = [
+  'is_error',
+  'cost_usd',
+  'duration_ms',
+  'latency_ms',
+  'tool_name',
+  'call_id',
+  'provider',
+  'model',
+  'input_tokens',
+  'output_tokens',
+  'complexity_tier',
+  'finish_reason',
+] as const satisfies readonly (keyof EventRow)[];
+
+export type DerivedColumns = Pick<EventRow, (typeof EVENT_DERIVED_COLUMNS)[number]>;
 
 export const COMPLEXITY_TIERS = ['simple', 'moderate', 'complex'] as const;
 export type ComplexityTier = (typeof COMPLEXITY_TIERS)[number];

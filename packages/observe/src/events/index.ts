@@ -29,6 +29,7 @@ export {
   type ComplexityTier,
   deriveColumns,
   type DerivedColumns,
+  EVENT_DERIVED_COLUMNS,
   isErrorEvent,
   SIMPLE_MAX_INPUT_TOKENS,
 } from './derive.ts';

@@ -4,7 +4,7 @@ import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../sc
 import { applyEventToSession, newSessionRow } from './session-state.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
-import { deriveColumns } from './derive.ts';
+import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
 
@@ -134,18 +134,7 @@ const EVENT_COLUMNS: (keyof EventRow)[] = [
   'metadata',
   'prev_hash',
   'hash',
-  'is_error',
-  'cost_usd',
-  'duration_ms',
-  'latency_ms',
-  'tool_name',
-  'call_id',
-  'provider',
-  'model',
-  'input_tokens',
-  'output_tokens',
-  'complexity_tier',
-  'finish_reason',
+  ...EVENT_DERIVED_COLUMNS,
 ];
 
 type InsertableEvent = EventRow & Record<string, unknown>;
