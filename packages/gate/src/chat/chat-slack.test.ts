@@ -95,6 +95,23 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     assert.equal(hasButtons(update!.blocks), false, 'the edited message has no buttons');
   });
 
+  test("the spec's decidedBy format reaches webhook payloads too: request.decided carries slack:<user id>", async () => {
+    const receiver = await new TestHttpServer((_request, res) => res.writeHead(200).end()).start();
+    try {
+      const hook = await chat.gate.call({ method: 'POST', url: '/api/webhooks', payload: { url: `${receiver.url}/hook`, events: ['request.decided'] } });
+      assert.equal(hook.statusCode, 201, hook.body);
+      const { request } = await postedRequest();
+      await chat.slackInteraction(slackClick('U1', 'vigil_deny', request.id));
+      const [delivery] = await waitForCount('webhook deliveries', () => receiver.requests.filter((r) => r.url === '/hook'));
+      const body = JSON.parse(delivery!.body) as { event: string; data: { id: string; status: string; decidedBy: string } };
+      assert.equal(body.event, 'request.decided');
+      assert.deepEqual([body.data.id, body.data.status, body.data.decidedBy], [request.id, 'denied', 'slack:U1']);
+      await chat.gate.call({ method: 'DELETE', url: `/api/webhooks/${(hook.json() as { id: string }).id}` });
+    } finally {
+      await receiver.stop();
+    }
+  });
+
   test('the edit names the posted message: chat.update carries the ts chat.postMessage answered', async () => {
     const { request } = await postedRequest();
     await chat.slackInteraction(slackClick('U2', 'vigil_deny', request.id));
