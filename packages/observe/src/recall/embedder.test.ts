@@ -16,6 +16,7 @@ import { decodeVector, encodeVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
 import { TopK } from './search.ts';
+import { TOPICS } from './test-fixtures.ts';
 import { simdAvailable, VectorBlock } from './dot-kernel.ts';
 
 const norm = (v: Float32Array): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
@@ -86,12 +87,23 @@ describe('LocalEmbedder', () => {
     assert.equal(wordWeight('01hf3k9z2x8c7v6b5n4m'), 0.3);
   });
 
-  test('vectors round-trip through the stored Float32 little-endian form', async () => {
-    const [v] = await embedder.embed(['round trip']);
+  test('vectors are stored as int8 with a Float32 scale: a quarter of the size, each value within half a step', async () => {
+    const [v] = await embedder.embed(['round trip of a vector through its stored form']);
     const stored = encodeVector(v!);
-    assert.equal(stored.byteLength, 512 * 4);
-    assert.equal(stored.readFloatLE(0), v![0]);
-    assert.deepEqual(Array.from(decodeVector(stored)), Array.from(v!));
+    assert.equal(stored.byteLength, 4 + 512);
+    const max = Math.max(...Array.from(v!, Math.abs));
+    assert.equal(stored.readFloatLE(0), Math.fround(max / 127), 'scale = max |value| / 127, little-endian');
+    const decoded = decodeVector(stored);
+    assert.equal(decoded.length, 512);
+    for (let i = 0; i < 512; i++) assert.ok(Math.abs(decoded[i]! - v![i]!) <= stored.readFloatLE(0) / 2 + 1e-9, `dimension ${i}`);
+    assert.deepEqual(Array.from(decodeVector(encodeVector(new Float32Array(512)))), new Array(512).fill(0), 'a zero vector stays zero');
+  });
+
+  test('int8 cosines stay within 0.005 of the exact ones', async () => {
+    const texts = TOPICS.slice(0, 20);
+    const vectors = await embedder.embed(texts);
+    const [query] = await embedder.embed(['deploy the billing service after the database migration']);
+    for (const vector of vectors) assert.ok(Math.abs(similarity(query!, decodeVector(encodeVector(vector))) - similarity(query!, vector)) < 0.005);
   });
 });
 

@@ -362,6 +362,15 @@ export class CachingEmbedder implements Embedder {
   }
 }
 
+/**
+ * Whether re-embedding texts is cheap and gives the very vectors stored: the local embedder is
+ * deterministic and runs in-process, so search re-scores its best candidates exactly; a remote
+ * backend is not asked again (cost, latency), its int8 scores stand.
+ */
+export function embedsLocally(embedder: Embedder): boolean {
+  return (embedder instanceof CachingEmbedder ? embedder.inner : embedder) instanceof LocalEmbedder;
+}
+
 export interface EmbedderConfig {
   url?: string;
   model: string;

@@ -6,9 +6,9 @@ import { enqueueEmbeddings, releaseStaleClaims } from './queue.ts';
 import { registerRecallRoutes } from './routes.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './worker.ts';
 
+export { compactEmbeddings } from './compact.ts';
 export { createEmbedder, type Embedder, similarity } from './embedder.ts';
-export { embedQuery, MAX_QUERY_CHARS, score, TopK } from './search.ts';
-export { readDetails } from './store.ts';
+export { embedQuery, MAX_QUERY_CHARS, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
 export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
 

@@ -5,6 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
+import { decodeVector, encodeVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,
@@ -105,12 +106,13 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
     assert.match(s1.text, /errors: tool_error stripe_charge: card declined: insufficient funds/);
     const vector = await observe.service.context.database.db
       .selectFrom('embeddings')
-      .select('vector')
+      .select(['vector', 'text', 'metadata'])
       .where('source_id', '=', ids[3]!)
       .executeTakeFirstOrThrow();
-    assert.equal(vector.vector.byteLength, 512 * 4);
+    assert.equal(vector.vector.byteLength, 4 + 512, 'a Float32 scale and one int8 code per dimension');
+    assert.deepEqual([vector.text, vector.metadata], ['', ''], "an event's text and metadata are not stored twice");
     const expected = new LocalEmbedder().embedOne('tool_error stripe_charge: card declined: insufficient funds');
-    assert.equal(Buffer.from(vector.vector).readFloatLE(0), expected[0], 'stored as Float32 little-endian');
+    assert.deepEqual(Array.from(decodeVector(vector.vector)), Array.from(decodeVector(encodeVector(expected))), 'the int8 form of the vector');
     await close();
   });
 

@@ -1,6 +1,7 @@
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { readDetails } from './store.ts';
+import { embedsLocally } from './embedder.ts';
+import { readDetails, type SourceDetails } from './store.ts';
 import type { ScanFilter } from './vector-index.ts';
 
 /** The longest text a search embeds: recall's query and the context API's topic. */
@@ -122,6 +123,57 @@ export function scopeFilter(query: Pick<RecallQuery, 'scope' | 'agentId' | 'from
 }
 
 /**
+ * Candidates scored beyond the ones asked for: stored vectors are int8 (store.ts), whose cosines
+ * differ from the exact ones by a few thousandths, enough to swap near-ties; the best
+ * `wanted + RESCORED_EXTRA` by int8 score are re-scored exactly.
+ */
+export const RESCORED_EXTRA = 32;
+/**
+ * How far below a threshold (minScore, context's MIN_SIMILARITY) an int8 score may lie and still
+ * be re-scored: well above the quantisation error of unit vectors seen in practice (< 0.005).
+ */
+export const RESCORE_MARGIN = 0.01;
+
+export interface Rescored {
+  slot: number;
+  /** The int8 score the scan saw. */
+  approximate: number;
+  /** Exact with the local embedder; the int8 score otherwise. */
+  score: number;
+  details: SourceDetails;
+}
+
+/**
+ * Reads the candidates' texts and metadata and, with the local embedder, embeds their texts again
+ * to score them exactly against `query`. Candidates whose source is gone (retention) are left out.
+ */
+export async function rescore(ctx: ObserveContext, query: Float32Array, candidates: readonly { score: number; item: number }[]): Promise<Rescored[]> {
+  const index = ctx.vectorIndex;
+  const details = await readDetails(
+    ctx.database,
+    candidates.map(({ item }) => {
+      const slot = index.slot(item);
+      return { sourceType: slot.sourceType, sourceId: slot.sourceId };
+    }),
+  );
+  const found: Rescored[] = [];
+  for (const { score: approximate, item } of candidates) {
+    const slot = index.slot(item);
+    const detail = details.get(`${slot.sourceType}:${slot.sourceId}`);
+    if (detail) found.push({ slot: item, approximate, score: approximate, details: detail });
+  }
+  if (!embedsLocally(ctx.embedder) || found.length === 0) return found;
+  const vectors = await ctx.embedder.embed(found.map((c) => c.details.embedded));
+  found.forEach((candidate, i) => {
+    const vector = vectors[i]!;
+    let dot = 0;
+    for (let d = 0; d < vector.length; d++) dot += vector[d]! * query[d]!;
+    candidate.score = score(dot);
+  });
+  return found;
+}
+
+/**
  * GET /api/recall: the query's vector against every stored vector of the current model that
  * passes the filters. A match has a score above 0 and at least minScore; `totalResults` counts
  * every match, `results` holds the best `limit` (ties: newer first, then by id).
@@ -134,25 +186,24 @@ export async function recall(
   const vector = await embedQuery(ctx, query.query, log);
   const index = ctx.vectorIndex;
   await index.refresh(ctx.embedder.model, vector.length);
-  const top = new TopK<number>(query.limit, (a, b) => index.ranksBefore(a, b));
+  const matches = (s: number): boolean => s > 0 && s >= query.minScore;
+  const candidates = new TopK<number>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a, b));
   let total = 0;
   index.scan(vector, scopeFilter(query), (slot, cosine) => {
     const s = score(cosine);
-    if (s <= 0 || s < query.minScore) return;
-    total += 1;
-    top.push(s, slot);
+    if (matches(s)) total += 1;
+    if (s > 0 && s >= query.minScore - RESCORE_MARGIN) candidates.push(s, slot);
   });
-  const ranked = top.sorted().map(({ score, item }) => ({ score, slot: index.slot(item) }));
-  const details = await readDetails(
-    ctx.database,
-    ranked.map(({ slot }) => ({ sourceType: slot.sourceType, sourceId: slot.sourceId })),
-  );
-  const results: RecallResult[] = [];
-  for (const { score, slot } of ranked) {
-    const detail = details.get(`${slot.sourceType}:${slot.sourceId}`);
-    // Deleted between the scan and this read (retention): left out.
-    if (!detail) continue;
-    results.push({ sourceType: slot.sourceType, sourceId: slot.sourceId, score, text: detail.text, metadata: detail.metadata });
-  }
+  const rescored = await rescore(ctx, vector, candidates.sorted());
+  // The candidates count by their exact score, the rest by their int8 one.
+  for (const candidate of rescored) total += Number(matches(candidate.score)) - Number(matches(candidate.approximate));
+  const results: RecallResult[] = rescored
+    .filter((c) => matches(c.score))
+    .sort((a, b) => b.score - a.score || (index.ranksBefore(a.slot, b.slot) ? -1 : 1))
+    .slice(0, query.limit)
+    .map((c) => {
+      const slot = index.slot(c.slot);
+      return { sourceType: slot.sourceType, sourceId: slot.sourceId, score: c.score, text: c.details.text, metadata: c.details.metadata };
+    });
   return { results, query: query.query, totalResults: total };
 }

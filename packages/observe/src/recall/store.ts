@@ -1,29 +1,54 @@
-import { endianness } from 'node:os';
 import { forUpdate, type DialectName } from '@vigil/platform';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { EmbeddingRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { MAX_EMBED_CHARS } from './embedder.ts';
+import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
 
-const LITTLE_ENDIAN = endianness() === 'LE';
+/** Bytes before the codes of a stored vector: the Float32 scale, little-endian. */
+const SCALE_BYTES = 4;
 
-/** A vector as stored: Float32, little-endian, whatever the machine's byte order. */
+/** Stored size of a vector of `dims` values. */
+export const storedVectorBytes = (dims: number): number => SCALE_BYTES + dims;
+
+/**
+ * A vector as stored: int8 scalar quantisation with one scale per vector (4 bytes, Float32
+ * little-endian) followed by one signed byte per dimension, value ≈ code × scale with scale =
+ * max |value| / 127. A quarter of the Float32 size; on unit vectors a cosine computed from the
+ * codes differs from the exact one by a few thousandths (docs/architecture.md#recall-vectors), so
+ * rankings and minScore behave as with the floats.
+ */
 export function encodeVector(vector: Float32Array): Buffer {
-  const bytes = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-  if (LITTLE_ENDIAN) return Buffer.from(bytes);
-  const copy = Buffer.from(bytes);
-  copy.swap32();
-  return copy;
+  let max = 0;
+  for (let i = 0; i < vector.length; i++) max = Math.max(max, Math.abs(vector[i]!));
+  const stored = Buffer.alloc(storedVectorBytes(vector.length));
+  stored.writeFloatLE(max / 127, 0);
+  // Rounded against the scale as stored (Float32), so decoding reproduces what was quantised.
+  const scale = stored.readFloatLE(0);
+  if (scale > 0) {
+    const codes = new Int8Array(stored.buffer, stored.byteOffset + SCALE_BYTES, vector.length);
+    for (let i = 0; i < vector.length; i++) codes[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! / scale)));
+  }
+  return stored;
 }
 
-/** Copies a stored vector into `target` (at float offset `offset`). */
+/** Dequantises a stored vector into `target` (at float offset `offset`). */
 export function decodeVectorInto(stored: Uint8Array, target: Float32Array, offset: number): void {
-  const bytes = new Uint8Array(target.buffer, target.byteOffset + offset * 4, stored.byteLength);
-  bytes.set(stored);
-  if (!LITTLE_ENDIAN) Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).swap32();
+  const scale = new DataView(stored.buffer, stored.byteOffset, SCALE_BYTES).getFloat32(0, true);
+  const codes = new Int8Array(stored.buffer, stored.byteOffset + SCALE_BYTES, stored.byteLength - SCALE_BYTES);
+  for (let i = 0; i < codes.length; i++) target[offset + i] = codes[i]! * scale;
 }
 
 export function decodeVector(stored: Uint8Array): Float32Array {
-  const vector = new Float32Array(stored.byteLength / 4);
+  const vector = new Float32Array(stored.byteLength - SCALE_BYTES);
   decodeVectorInto(stored, vector, 0);
+  return vector;
+}
+
+/** A vector stored before 0019_compact_embeddings: Float32 little-endian. */
+export function decodeFloatVector(stored: Uint8Array): Float32Array {
+  const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
+  const vector = new Float32Array(stored.byteLength / 4);
+  for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true);
   return vector;
 }
 
@@ -230,23 +255,53 @@ export async function readChanges(database: ObserveDatabase, model: string, afte
     .execute();
 }
 
-/** Text and metadata of the given sources (those still stored and not tombstones). */
+/** The columns eventDetails reads. */
+export const EMBEDDED_EVENT_COLUMNS = ['id', 'session_id', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'tool_name', 'model'] as const;
+
+export interface SourceDetails {
+  /** What a result shows (cut to STORED_TEXT_CHARS). */
+  text: string;
+  /** What the vector was computed from, as far as it is known (a session's summary is stored cut). */
+  embedded: string;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Text and metadata of the given sources: a session's as stored with its vector (its summary reads
+ * many events); an event's built from the event itself (eventDetails), which is stored once.
+ * Sources deleted since (retention) are missing from the answer.
+ */
 export async function readDetails(
   database: ObserveDatabase,
   keys: readonly { sourceType: EmbeddingRow['source_type']; sourceId: string }[],
-): Promise<Map<string, { text: string; metadata: Record<string, unknown> }>> {
-  const details = new Map<string, { text: string; metadata: Record<string, unknown> }>();
-  for (const type of ['event', 'session'] as const) {
-    const ids = keys.filter((k) => k.sourceType === type).map((k) => k.sourceId);
-    if (ids.length === 0) continue;
+): Promise<Map<string, SourceDetails>> {
+  const details = new Map<string, SourceDetails>();
+  const sessionIds = keys.filter((k) => k.sourceType === 'session').map((k) => k.sourceId);
+  if (sessionIds.length > 0) {
     const rows = await database.db
       .selectFrom('embeddings')
       .select(['source_id', 'text', 'metadata'])
-      .where('source_type', '=', type)
-      .where('source_id', 'in', ids)
+      .where('source_type', '=', 'session')
+      .where('source_id', 'in', sessionIds)
       .where('deleted', '=', 0)
       .execute();
-    for (const row of rows) details.set(`${type}:${row.source_id}`, { text: row.text, metadata: JSON.parse(row.metadata) as Record<string, unknown> });
+    for (const row of rows) {
+      details.set(`session:${row.source_id}`, { text: row.text, embedded: row.text, metadata: JSON.parse(row.metadata) as Record<string, unknown> });
+    }
+  }
+  const eventIds = keys.filter((k) => k.sourceType === 'event').map((k) => k.sourceId);
+  if (eventIds.length > 0) {
+    const events = await database.db.selectFrom('events').select(EMBEDDED_EVENT_COLUMNS).where('id', 'in', eventIds).execute();
+    for (const event of events) {
+      const detail = eventDetails(event);
+      if (detail) {
+        details.set(`event:${event.id}`, {
+          text: truncate(detail.text, STORED_TEXT_CHARS),
+          embedded: truncate(detail.text, MAX_EMBED_CHARS),
+          metadata: detail.metadata,
+        });
+      }
+    }
   }
   return details;
 }

@@ -1,6 +1,6 @@
 import type { ObserveDatabase } from '../schema.ts';
 import { VectorBlock } from './dot-kernel.ts';
-import { decodeVectorInto, readChanges, readMeta, type ChangedRow } from './store.ts';
+import { decodeVectorInto, readChanges, readMeta, storedVectorBytes, type ChangedRow } from './store.ts';
 
 /** Vectors per storage block: growth adds blocks, nothing is ever copied. */
 const BLOCK = 4096;
@@ -144,7 +144,7 @@ export class VectorIndex {
   private apply(row: ChangedRow): void {
     const key = `${row.source_type}:${row.source_id}`;
     let slot = this.slotOf.get(key);
-    if (row.deleted === 1 || Number(row.dims) !== this.dims || row.vector.byteLength !== this.dims * 4) {
+    if (row.deleted === 1 || Number(row.dims) !== this.dims || row.vector.byteLength !== storedVectorBytes(this.dims)) {
       // Tombstone (or a vector of another length: ignored, and any older one dropped).
       if (slot !== undefined && this.alive[slot] === 1) {
         this.alive[slot] = 0;

@@ -1,0 +1,79 @@
+import type { MigrationDb } from '@vigil/platform';
+import { decodeFloatVector, EMBEDDED_EVENT_COLUMNS, encodeVector, storedVectorBytes } from './store.ts';
+import { eventDetails, type EmbeddedEventSource } from './text.ts';
+
+/** Rows converted per read. */
+const PAGE = 500;
+
+export interface CompactionCounts {
+  converted: number;
+  dropped: number;
+}
+
+/**
+ * Migration 0019_compact_embeddings, on both databases, in the migration's transaction: every
+ * live vector stored as Float32 becomes int8 (store.ts encodeVector); an event's row loses its
+ * copy of the event's text and metadata (results build them from the event); the vectors of
+ * events that are no longer embedded (text.ts isEmbeddedEvent) or no longer stored are deleted.
+ * Deleting moves `purged_seq` up to `last_seq`, so every in-memory index reloads. Space freed in
+ * the file is left to the database to reuse (nothing is vacuumed here).
+ */
+export async function compactEmbeddings(db: MigrationDb): Promise<CompactionCounts> {
+  const counts: CompactionCounts = { converted: 0, dropped: 0 };
+  for (const type of ['event', 'session'] as const) {
+    let after = '';
+    for (;;) {
+      const rows = (await db
+        .selectFrom('embeddings')
+        .select(['source_id', 'dims', 'vector'])
+        .where('source_type', '=', type)
+        .where('source_id', '>', after)
+        .where('deleted', '=', 0)
+        .orderBy('source_id')
+        .limit(PAGE)
+        .execute()) as { source_id: string; dims: number; vector: Uint8Array }[];
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1]!.source_id;
+      const events = new Map<string, EmbeddedEventSource>();
+      if (type === 'event') {
+        const found = (await db
+          .selectFrom('events')
+          .select([...EMBEDDED_EVENT_COLUMNS])
+          .where(
+            'id',
+            'in',
+            rows.map((r) => r.source_id),
+          )
+          .execute()) as EmbeddedEventSource[];
+        for (const event of found) events.set(event.id, event);
+      }
+      const dropped: string[] = [];
+      for (const row of rows) {
+        if (type === 'event') {
+          const event = events.get(row.source_id);
+          if (event === undefined || eventDetails(event) === null) {
+            dropped.push(row.source_id);
+            continue;
+          }
+        }
+        // Already compact (written by this version): left as it is.
+        if (row.vector.byteLength === storedVectorBytes(Number(row.dims))) continue;
+        const set: Record<string, unknown> = { vector: encodeVector(decodeFloatVector(row.vector)) };
+        if (type === 'event') Object.assign(set, { text: '', metadata: '' });
+        await db.updateTable('embeddings').set(set).where('source_type', '=', type).where('source_id', '=', row.source_id).execute();
+        counts.converted += 1;
+      }
+      if (dropped.length > 0) {
+        await db.deleteFrom('embeddings').where('source_type', '=', type).where('source_id', 'in', dropped).execute();
+        counts.dropped += dropped.length;
+      }
+    }
+  }
+  if (counts.dropped > 0)
+    await db
+      .updateTable('embedding_meta')
+      .set((eb) => ({ purged_seq: eb.ref('last_seq') }))
+      .where('id', '=', 1)
+      .execute();
+  return counts;
+}
