@@ -114,6 +114,10 @@ describe('event texts', () => {
     assert.equal(isEmbeddedEvent('cost_tracked', {}), false);
     assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed' }), false);
     assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed', summary: 'done' }), true);
+    assert.equal(isEmbeddedEvent('approval_granted', { action: 'deploy', decidedBy: 'api:ops' }), false, 'a decision without a reason');
+    assert.equal(isEmbeddedEvent('approval_denied', { action: 'deploy', decidedBy: 'api:ops', reason: 'too risky on a Friday' }), true);
+    assert.equal(isEmbeddedEvent('llm_response', { model: 'm', completion: '', toolCalls: [{ name: 'search' }] }), false, 'an answer of tool calls only');
+    assert.equal(isEmbeddedEvent('llm_response', { model: 'm', completion: [{ type: 'text', text: 'Done.' }] }), true);
     assert.equal(
       eventText('tool_call', { toolName: 'send_email', callId: 'c1', arguments: { to: 'ops@acme.com', subject: 'Outage' } }),
       'tool_call send_email: to: ops@acme.com, subject: Outage',

@@ -64,6 +64,7 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
   };
 
   test('ingest queues events with text and one row per session, in the same transaction; the worker embeds them after commit', async () => {
+    const answer = llmResponse('s2', 'mail-bot', '');
     const ids = await ingest(observe, [
       sessionStarted('s1', 'billing-bot', { agentName: 'Billing' }),
       toolCall('s1', 'billing-bot', 'stripe_charge', { amount: 1200, currency: 'eur' }),
@@ -71,12 +72,14 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
       toolError('s1', 'billing-bot', 'stripe_charge', 'card declined: insufficient funds'),
       llmCall('s2', 'mail-bot', 'Write a reminder email about the unpaid invoice'),
       sessionEnded('s2', 'mail-bot', 'completed'),
+      { sessionId: 's2', agentId: 'mail-bot', eventType: 'approval_granted', payload: { requestId: 'r1', action: 'send_email', decidedBy: 'api:ops' } },
+      { ...answer, payload: { ...(answer.payload as object), finishReason: 'tool_calls' } },
     ]);
     const queued = await queueRows(observe);
     assert.deepEqual(
       queued.map((r) => `${r.source_type}:${r.source_id}`),
       [`event:${ids[1]}`, `event:${ids[3]}`, `event:${ids[4]}`, 'session:s1', 'session:s2'].sort(),
-      'session_started, tool_response and a session_ended without summary carry no text worth a vector',
+      'session_started, tool_response, a session_ended without summary, a decision without reason and an answer without completion carry no text worth a vector',
     );
     assert.deepEqual(await storedEmbeddings(observe), [], 'nothing is embedded on the request path');
 
