@@ -1,5 +1,5 @@
 import type { MigrationDb } from '@vigil/platform';
-import { decodeFloatVector, EMBEDDED_EVENT_COLUMNS, encodeVector, storedVectorBytes } from './store.ts';
+import { decodeFloatVector, EMBEDDED_EVENT_COLUMNS, encodeVector } from './store.ts';
 import { eventDetails, type EmbeddedEventSource } from './text.ts';
 
 /** Rows converted per read. */
@@ -56,8 +56,8 @@ export async function compactEmbeddings(db: MigrationDb): Promise<CompactionCoun
             continue;
           }
         }
-        // Already compact (written by this version): left as it is.
-        if (row.vector.byteLength === storedVectorBytes(Number(row.dims))) continue;
+        // Only Float32 vectors (4 bytes a dimension) are converted; a compact one is left as it is.
+        if (row.vector.byteLength !== Number(row.dims) * 4) continue;
         const set: Record<string, unknown> = { vector: encodeVector(decodeFloatVector(row.vector)) };
         if (type === 'event') Object.assign(set, { text: '', metadata: '' });
         await db.updateTable('embeddings').set(set).where('source_type', '=', type).where('source_id', '=', row.source_id).execute();

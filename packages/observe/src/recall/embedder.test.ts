@@ -12,7 +12,7 @@ import {
   tokenize,
   wordWeight,
 } from './embedder.ts';
-import { decodeVector, encodeVector } from './store.ts';
+import { decodeVector, encodeVector, isStoredVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
 import { TopK } from './search.ts';
@@ -87,23 +87,31 @@ describe('LocalEmbedder', () => {
     assert.equal(wordWeight('01hf3k9z2x8c7v6b5n4m'), 0.3);
   });
 
-  test('vectors are stored as int8 with a Float32 scale: a quarter of the size, each value within half a step', async () => {
-    const [v] = await embedder.embed(['round trip of a vector through its stored form']);
-    const stored = encodeVector(v!);
-    assert.equal(stored.byteLength, 4 + 512);
-    const max = Math.max(...Array.from(v!, Math.abs));
-    assert.equal(stored.readFloatLE(0), Math.fround(max / 127), 'scale = max |value| / 127, little-endian');
-    const decoded = decodeVector(stored);
-    assert.equal(decoded.length, 512);
-    for (let i = 0; i < 512; i++) assert.ok(Math.abs(decoded[i]! - v![i]!) <= stored.readFloatLE(0) / 2 + 1e-9, `dimension ${i}`);
-    assert.deepEqual(Array.from(decodeVector(encodeVector(new Float32Array(512)))), new Array(512).fill(0), 'a zero vector stays zero');
+  test('vectors are stored as int8 codes with a Float32 scale, each value within half a step; a short text in the sparse layout', async () => {
+    const [long, short] = await embedder.embed([TOPICS.join(' '), 'round trip of a short text']);
+    for (const [vector, layout] of [
+      [long!, 'dense'],
+      [short!, 'sparse'],
+    ] as const) {
+      const stored = encodeVector(vector);
+      const max = Math.max(...Array.from(vector, Math.abs));
+      assert.equal(stored.readFloatLE(0), Math.fround(max / 127), 'scale = max |value| / 127, little-endian');
+      const nonZero = Array.from(vector).filter((v) => Math.round(v / stored.readFloatLE(0)) !== 0).length;
+      assert.equal(stored.byteLength, layout === 'dense' ? 4 + 512 : 4 + 64 + nonZero, layout);
+      assert.ok(isStoredVector(stored, 512));
+      const decoded = decodeVector(stored, 512);
+      for (let i = 0; i < 512; i++) assert.ok(Math.abs(decoded[i]! - vector[i]!) <= stored.readFloatLE(0) / 2 + 1e-9, `${layout} dimension ${i}`);
+    }
+    const zero = encodeVector(new Float32Array(512));
+    assert.deepEqual(Array.from(decodeVector(zero, 512)), new Array(512).fill(0), 'a zero vector stays zero');
+    assert.equal(isStoredVector(new Uint8Array(512 * 4), 512), false, 'a Float32 vector is not one');
   });
 
   test('int8 cosines stay within 0.005 of the exact ones', async () => {
     const texts = TOPICS.slice(0, 20);
     const vectors = await embedder.embed(texts);
     const [query] = await embedder.embed(['deploy the billing service after the database migration']);
-    for (const vector of vectors) assert.ok(Math.abs(similarity(query!, decodeVector(encodeVector(vector))) - similarity(query!, vector)) < 0.005);
+    for (const vector of vectors) assert.ok(Math.abs(similarity(query!, decodeVector(encodeVector(vector), 512)) - similarity(query!, vector)) < 0.005);
   });
 });
 

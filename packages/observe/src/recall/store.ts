@@ -6,41 +6,76 @@ import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
 
 /** Bytes before the codes of a stored vector: the Float32 scale, little-endian. */
 const SCALE_BYTES = 4;
-
-/** Stored size of a vector of `dims` values. */
-export const storedVectorBytes = (dims: number): number => SCALE_BYTES + dims;
+const bitmapBytes = (dims: number): number => Math.ceil(dims / 8);
 
 /**
- * A vector as stored: int8 scalar quantisation with one scale per vector (4 bytes, Float32
- * little-endian) followed by one signed byte per dimension, value ≈ code × scale with scale =
- * max |value| / 127. A quarter of the Float32 size; on unit vectors a cosine computed from the
- * codes differs from the exact one by a few thousandths (docs/architecture.md#recall-vectors), so
- * rankings and minScore behave as with the floats.
+ * A vector as stored: int8 scalar quantisation with one scale per vector, value ≈ code × scale
+ * with scale = max |value| / 127. On unit vectors a cosine computed from the codes differs from
+ * the exact one by a few thousandths (search re-scores its best candidates exactly:
+ * search.ts rescore). Two layouts, whichever is shorter:
+ * - dense: the scale (Float32 little-endian), then one signed byte per dimension (4 + dims bytes);
+ * - sparse: the scale, a bitmap of the non-zero codes (bit i of byte i/8, dims/8 bytes), then the
+ *   non-zero codes in dimension order. The local embedder hashes a short text's features into
+ *   few of its 512 buckets (a one-line tool call or answer: about 80), so a short text's vector
+ *   takes ~150 bytes instead of 516.
+ * Either decodes to the same values; a dense vector is exactly 4 + dims bytes long.
  */
 export function encodeVector(vector: Float32Array): Buffer {
+  const dims = vector.length;
   let max = 0;
-  for (let i = 0; i < vector.length; i++) max = Math.max(max, Math.abs(vector[i]!));
-  const stored = Buffer.alloc(storedVectorBytes(vector.length));
-  stored.writeFloatLE(max / 127, 0);
+  for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(vector[i]!));
+  const scaleBytes = Buffer.alloc(SCALE_BYTES);
+  scaleBytes.writeFloatLE(max / 127, 0);
   // Rounded against the scale as stored (Float32), so decoding reproduces what was quantised.
-  const scale = stored.readFloatLE(0);
+  const scale = scaleBytes.readFloatLE(0);
+  const codes = new Int8Array(dims);
+  let nonZero = 0;
   if (scale > 0) {
-    const codes = new Int8Array(stored.buffer, stored.byteOffset + SCALE_BYTES, vector.length);
-    for (let i = 0; i < vector.length; i++) codes[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! / scale)));
+    for (let i = 0; i < dims; i++) {
+      codes[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! / scale)));
+      if (codes[i] !== 0) nonZero += 1;
+    }
+  }
+  const codeBytes = Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength);
+  if (bitmapBytes(dims) + nonZero >= dims) return Buffer.concat([scaleBytes, codeBytes]);
+  const stored = Buffer.alloc(SCALE_BYTES + bitmapBytes(dims) + nonZero);
+  scaleBytes.copy(stored, 0);
+  let at = SCALE_BYTES + bitmapBytes(dims);
+  for (let i = 0; i < dims; i++) {
+    if (codes[i] === 0) continue;
+    stored[SCALE_BYTES + (i >> 3)]! |= 1 << (i & 7);
+    stored[at++] = codeBytes[i]!;
   }
   return stored;
 }
 
-/** Dequantises a stored vector into `target` (at float offset `offset`). */
-export function decodeVectorInto(stored: Uint8Array, target: Float32Array, offset: number): void {
-  const scale = new DataView(stored.buffer, stored.byteOffset, SCALE_BYTES).getFloat32(0, true);
-  const codes = new Int8Array(stored.buffer, stored.byteOffset + SCALE_BYTES, stored.byteLength - SCALE_BYTES);
-  for (let i = 0; i < codes.length; i++) target[offset + i] = codes[i]! * scale;
+/** Whether `stored` is a vector of `dims` dimensions in one of encodeVector's layouts. */
+export function isStoredVector(stored: Uint8Array, dims: number): boolean {
+  if (stored.byteLength === SCALE_BYTES + dims) return true;
+  const codes = stored.byteLength - SCALE_BYTES - bitmapBytes(dims);
+  if (codes < 0 || codes >= dims) return false;
+  let set = 0;
+  for (let i = SCALE_BYTES; i < SCALE_BYTES + bitmapBytes(dims); i++) for (let byte = stored[i]!; byte !== 0; byte &= byte - 1) set += 1;
+  return set === codes;
 }
 
-export function decodeVector(stored: Uint8Array): Float32Array {
-  const vector = new Float32Array(stored.byteLength - SCALE_BYTES);
-  decodeVectorInto(stored, vector, 0);
+/** Dequantises a stored vector of `dims` dimensions into `target` (at float offset `offset`). */
+export function decodeVectorInto(stored: Uint8Array, dims: number, target: Float32Array, offset: number): void {
+  const scale = new DataView(stored.buffer, stored.byteOffset, SCALE_BYTES).getFloat32(0, true);
+  const codes = new Int8Array(stored.buffer, stored.byteOffset, stored.byteLength);
+  if (stored.byteLength === SCALE_BYTES + dims) {
+    for (let i = 0; i < dims; i++) target[offset + i] = codes[SCALE_BYTES + i]! * scale;
+    return;
+  }
+  let at = SCALE_BYTES + bitmapBytes(dims);
+  for (let i = 0; i < dims; i++) {
+    target[offset + i] = (stored[SCALE_BYTES + (i >> 3)]! >> (i & 7)) & 1 ? codes[at++]! * scale : 0;
+  }
+}
+
+export function decodeVector(stored: Uint8Array, dims: number): Float32Array {
+  const vector = new Float32Array(dims);
+  decodeVectorInto(stored, dims, vector, 0);
   return vector;
 }
 
