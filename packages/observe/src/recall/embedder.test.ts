@@ -13,6 +13,7 @@ import {
   wordWeight,
 } from './embedder.ts';
 import { decodeVector, encodeVector, isStoredVector } from './store.ts';
+import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
 import { TopK } from './search.ts';
@@ -290,5 +291,24 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
     await assert.rejects(embedder.embed(['a']), (error: unknown) => error instanceof EmbeddingBackendError && !error.retryable);
     const unreachable = new OpenAIEmbedder({ url: 'http://127.0.0.1:1', model: 'm', timeoutMs: 300 });
     await assert.rejects(unreachable.embed(['a']), EmbeddingBackendError);
+  });
+});
+
+describe('ThreadedLocalEmbedder', () => {
+  test('embeds on its worker thread the very vectors of LocalEmbedder, concurrent callers queued; closed, it refuses', async () => {
+    const threaded = new ThreadedLocalEmbedder();
+    const local = new LocalEmbedder();
+    try {
+      assert.equal(threaded.model, local.model);
+      const batches = Array.from({ length: 5 }, (_, b) => TOPICS.slice(b * 10, b * 10 + 10));
+      const answers = await Promise.all(batches.map((texts) => threaded.embed(texts)));
+      answers.forEach((vectors, b) => {
+        assert.equal(vectors.length, batches[b]!.length);
+        vectors.forEach((vector, i) => assert.deepEqual(Array.from(vector), Array.from(local.embedOne(batches[b]![i]!))));
+      });
+    } finally {
+      await threaded.close();
+    }
+    await assert.rejects(threaded.embed(['after close']), (error: Error) => error instanceof EmbeddingBackendError && error.retryable);
   });
 });

@@ -2,7 +2,7 @@ import { BackgroundDrain, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import type { EmbeddingQueueRow, SessionRow } from '../schema.ts';
-import { EmbeddingBackendError, MAX_EMBED_CHARS } from './embedder.ts';
+import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
 import { EMBEDDED_EVENT_COLUMNS, encodeVector, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
 import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
@@ -51,6 +51,8 @@ export class EmbeddingWorker {
 
   constructor(
     private readonly ctx: ObserveContext,
+    /** Embeds the drained texts (the local embedder on its thread, or the remote backend); same model as ctx.embedder. */
+    private readonly embedder: Embedder,
     private readonly log: FastifyBaseLogger,
     /** Whether commits start a drain (off in tests that drive the job's tick themselves). */
     private readonly kickEnabled: boolean,
@@ -116,7 +118,7 @@ export class EmbeddingWorker {
     const jobs = await this.buildJobs(rows);
     const work = jobs.filter((job) => job.embedding !== null);
     try {
-      const vectors = await this.ctx.embedder.embed(work.map((job) => job.embedding!.text));
+      const vectors = await this.embedder.embed(work.map((job) => job.embedding!.text));
       await this.store(jobs, vectors);
       return work.length;
     } catch (error) {
@@ -134,8 +136,8 @@ export class EmbeddingWorker {
   }
 
   private async store(jobs: Job[], vectors: Float32Array[]): Promise<void> {
-    const { embedder, database } = this.ctx;
-    const model = embedder.model;
+    const { database } = this.ctx;
+    const model = this.embedder.model;
     const writes: NewEmbedding[] = [];
     let v = 0;
     const gone: { source_type: EmbeddingQueueRow['source_type']; source_id: string }[] = [];
