@@ -19,10 +19,15 @@ import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import pg from 'pg';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
 import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, waitForHealth } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
+
+// The SQLite driver of the services (a dependency of @vigil/platform), to read page sizes from dbstat.
+const Sqlite = createRequire(new URL('../packages/platform/package.json', import.meta.url))('better-sqlite3') as typeof import('better-sqlite3');
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const QUERY_SAMPLES = 300;
@@ -69,6 +74,60 @@ async function waitForEmbeddings(base: string, key: string, timeoutMs = 30 * 60_
     if (performance.now() - started > timeoutMs) throw new Error(`embedding queue not drained after ${timeoutMs} ms (${status.queue.depth} left)`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** Where a server the bench started keeps its data: the SQLite file in dataDir, or its PostgreSQL schema. */
+interface ServerStorage {
+  dataDir: string;
+  schema: string;
+}
+
+/**
+ * Bytes of the `embeddings` table with its indexes, and of the whole database, read from the
+ * database itself (SQLite dbstat pages, PostgreSQL pg_total_relation_size), once the embedding
+ * queue is drained: what the vectors cost per vector and per stored event, and their share.
+ */
+async function embeddingFootprintRows(load: string, storage: ServerStorage, events: number): Promise<Row[]> {
+  let embeddings: number;
+  let total: number;
+  let vectors: number;
+  if (process.env.DATABASE_URL) {
+    const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    try {
+      const sizes = await client.query<{ embeddings: string; total: string; vectors: string }>(
+        `select pg_total_relation_size(format('%I.embeddings', $1::text)::regclass) as embeddings,
+           (select sum(pg_total_relation_size(c.oid)) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname = $1 and c.relkind in ('r', 'm')) as total,
+           (select count(*) from ${pg.escapeIdentifier(storage.schema)}.embeddings where deleted = 0) as vectors`,
+        [storage.schema],
+      );
+      ({ embeddings, total, vectors } = Object.fromEntries(Object.entries(sizes.rows[0]!).map(([k, v]) => [k, Number(v)])) as never);
+    } finally {
+      await client.end();
+    }
+  } else {
+    const database = new Sqlite(join(storage.dataDir, 'observe.db'), { readonly: true });
+    try {
+      const pages = database.prepare('select name, sum(pgsize) as bytes from dbstat group by name').all() as { name: string; bytes: number }[];
+      const indexes = new Set(
+        (database.prepare("select name from sqlite_schema where tbl_name = 'embeddings'").all() as { name: string }[]).map((r) => r.name),
+      );
+      embeddings = pages.filter((p) => indexes.has(p.name)).reduce((sum, p) => sum + p.bytes, 0);
+      total = pages.reduce((sum, p) => sum + p.bytes, 0);
+      vectors = (database.prepare('select count(*) as n from embeddings where deleted = 0').get() as { n: number }).n;
+    } finally {
+      database.close();
+    }
+  }
+  return [
+    [
+      `embeddings table + indexes after ${load} (worker caught up)`,
+      '',
+      `${Math.round(embeddings / Math.max(1, vectors))} B per vector (${vectors.toLocaleString('en-US')}), ${Math.round(embeddings / Math.max(1, events))} B per stored event`,
+    ],
+    [`embeddings share of the database after ${load}`, '', `${((100 * embeddings) / Math.max(1, total)).toFixed(1)} % of ${(total / 1024 / 1024).toFixed(0)} MiB`],
+  ];
 }
 
 /** Latency over several paths, taken in turn (so a query cache, if any, would not flatter the result). */
@@ -201,6 +260,7 @@ async function benchRecall(rows: Row[]): Promise<void> {
       '',
       `${seconds.toFixed(1)} s, ${Math.round(vectors / seconds).toLocaleString('en-US')} vectors/s`,
     ]);
+    rows.push(...(await embeddingFootprintRows('the textual load', { dataDir, schema }, batches * 100)));
     const queries = Array.from({ length: 50 }, () => encodeURIComponent(sentence(next).split(' ').slice(2, 5).join(' ')));
     const label = `${vectors.toLocaleString('en-US')} vectors`;
     // The first query loads the vectors into the server's in-memory index; later ones read only what changed.
@@ -334,9 +394,9 @@ function memoryRow(label: string, pid: number, limitMb: number, target: string):
 }
 
 /** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself. */
-async function observeUnderTest(): Promise<{ base: string; key: string; pid: number | null; stop(): Promise<void> }> {
+async function observeUnderTest(): Promise<{ base: string; key: string; pid: number | null; storage: ServerStorage | null; stop(): Promise<void> }> {
   const remote = remoteTargets().observe;
-  if (remote) return { ...remote, pid: null, stop: async () => {} };
+  if (remote) return { ...remote, pid: null, storage: null, stop: async () => {} };
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -366,7 +426,7 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
       body: JSON.stringify({ name: 'bench' }),
     });
     const { key } = (await keyResponse.json()) as { key: string };
-    return { base, key, pid: child.pid!, stop };
+    return { base, key, pid: child.pid!, storage: { dataDir, schema }, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -376,7 +436,7 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
 async function main(): Promise<void> {
   const remote = remoteMode(remoteTargets());
   if (remote && !remoteTargets().observe) return;
-  const { base, key, pid, stop } = await observeUnderTest();
+  const { base, key, pid, storage: serverStorage, stop } = await observeUnderTest();
   const rows: Row[] = [];
   try {
     const storage = remote ? base : process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
@@ -439,6 +499,7 @@ async function main(): Promise<void> {
       '',
       `${embedded.seconds.toFixed(1)} s after the last batch (${embedded.vectors.toLocaleString('en-US')} vectors)`,
     ]);
+    if (serverStorage) rows.push(...(await embeddingFootprintRows('the load', serverStorage, stats.totalEvents)));
     if (pid !== null)
       rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MB)`));
 
