@@ -418,6 +418,43 @@ await describeEachDatabase('recall quality', (backend) => {
       assert.equal(answer.results[0]?.sourceId, ids[topic], query);
     }
   });
+
+  test('with int8 vectors stored, the results and their scores are those of the exact Float32 ranking', async () => {
+    // 1,000 notes over one small vocabulary: many near-ties, where int8 scores alone would swap places.
+    const vocabulary = TOPICS.join(' ')
+      .toLowerCase()
+      .split(/\W+/)
+      .filter((w) => w.length > 3);
+    let seed = 7;
+    const pick = (): string => vocabulary[(seed = (seed * 48271) % 2147483647) % vocabulary.length]!;
+    const notes = Array.from({ length: 1000 }, () => Array.from({ length: 8 }, pick).join(' '));
+    const noteIds = await ingest(
+      observe,
+      notes.map((text, i) => customEvent(`notes-${i % 20}`, 'agent-n', 'note', { text })),
+    );
+    await drain(observe);
+    const local = new LocalEmbedder();
+    const vectors = notes.map((text) => local.embedOne(`note: text: ${text}`));
+    for (let q = 0; q < 10; q++) {
+      const query = Array.from({ length: 3 }, pick).join(' ');
+      const exact = local.embedOne(query);
+      const expected = vectors
+        .map((vector, i) => ({ id: noteIds[i]!, score: Math.round(vector.reduce((sum, v, d) => sum + v * exact[d]!, 0) * 1e6) / 1e6 }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 10);
+      const answer = await recall(observe, { query, scope: 'events', agentId: 'agent-n', limit: 10 });
+      assert.deepEqual(
+        answer.results.map((r) => r.score),
+        expected.map((e) => e.score),
+        query,
+      );
+      // Equal scores may list equal texts in another order; every distinct score names the same event.
+      for (const result of answer.results) {
+        const same = expected.filter((e) => e.score === result.score).map((e) => e.id);
+        if (same.length === 1) assert.equal(result.sourceId, same[0], query);
+      }
+    }
+  });
 });
 
 await describeEachDatabase('recall with an OpenAI-compatible backend', (backend) => {
