@@ -126,7 +126,11 @@ async function embeddingFootprintRows(load: string, storage: ServerStorage, even
       '',
       `${Math.round(embeddings / Math.max(1, vectors))} B per vector (${vectors.toLocaleString('en-US')}), ${Math.round(embeddings / Math.max(1, events))} B per stored event`,
     ],
-    [`embeddings share of the database after ${load}`, '', `${((100 * embeddings) / Math.max(1, total)).toFixed(1)} % of ${(total / 1024 / 1024).toFixed(0)} MiB`],
+    [
+      `embeddings share of the database after ${load}`,
+      '',
+      `${((100 * embeddings) / Math.max(1, total)).toFixed(1)} % of ${(total / 1024 / 1024).toFixed(0)} MiB`,
+    ],
   ];
 }
 
