@@ -578,9 +578,9 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
   },
 
-  async '0019_compact_embeddings'(db) {
+  async '0019_compact_embeddings'(db, dialect) {
     // Vectors as int8, events' rows without their copy of the event's text, no vectors for events
     // that are no longer embedded (recall/compact.ts).
-    await compactEmbeddings(db);
+    await compactEmbeddings(db, dialect);
   },
 };
