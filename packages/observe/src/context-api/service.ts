@@ -1,7 +1,7 @@
 import { DAY_MS, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { describeEvent, embedQuery, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
+import { contenders, describeEvent, embedQuery, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
 import type { EventRow } from '../schema.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
 
@@ -172,7 +172,7 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   const rescored = await rescore(
     ctx,
     topic,
-    candidates.sorted().map(({ item }) => ({ item: item.slot, score: item.similarity })),
+    contenders(candidates.sorted(), query.limit).map(({ item }) => ({ item: item.slot, score: item.similarity })),
   );
   for (const candidate of rescored) total += Number(relevant(candidate.score)) - Number(relevant(candidate.approximate));
   const ranked = rescored

@@ -123,16 +123,29 @@ export function scopeFilter(query: Pick<RecallQuery, 'scope' | 'agentId' | 'from
 }
 
 /**
- * Candidates scored beyond the ones asked for: stored vectors are int8 (store.ts), whose cosines
- * differ from the exact ones by a few thousandths, enough to swap near-ties; the best
- * `wanted + RESCORED_EXTRA` by int8 score are re-scored exactly.
+ * Most candidates a search keeps beyond the ones asked for. Stored vectors are int8 (store.ts),
+ * whose cosines differ from the exact ones by a few thousandths, enough to swap near-ties; the
+ * contenders among them are re-scored exactly.
  */
 export const RESCORED_EXTRA = 32;
 /**
- * How far below a threshold (minScore, context's MIN_SIMILARITY) an int8 score may lie and still
- * be re-scored: well above the quantisation error of unit vectors seen in practice (< 0.005).
+ * How far apart two int8 scores may be and still swap once scored exactly (or how far below a
+ * threshold, minScore or context's MIN_SIMILARITY, one may lie and still pass): twice the
+ * quantisation error of unit vectors seen in practice (< 0.005).
  */
 export const RESCORE_MARGIN = 0.01;
+
+/**
+ * The candidates (best first) that can end up among the best `wanted` once scored exactly: the
+ * best `wanted` and every other within RESCORE_MARGIN of the last of them.
+ */
+export function contenders<T>(sorted: readonly { score: number; item: T }[], wanted: number): { score: number; item: T }[] {
+  if (sorted.length <= wanted) return [...sorted];
+  const floor = sorted[wanted - 1]!.score - RESCORE_MARGIN;
+  let end = wanted;
+  while (end < sorted.length && sorted[end]!.score >= floor) end += 1;
+  return sorted.slice(0, end);
+}
 
 export interface Rescored {
   slot: number;
@@ -194,7 +207,7 @@ export async function recall(
     if (matches(s)) total += 1;
     if (s > 0 && s >= query.minScore - RESCORE_MARGIN) candidates.push(s, slot);
   });
-  const rescored = await rescore(ctx, vector, candidates.sorted());
+  const rescored = await rescore(ctx, vector, contenders(candidates.sorted(), query.limit));
   // The candidates count by their exact score, the rest by their int8 one.
   for (const candidate of rescored) total += Number(matches(candidate.score)) - Number(matches(candidate.approximate));
   const results: RecallResult[] = rescored
