@@ -10,6 +10,9 @@
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
  * GET /api/context p50/p95.
  *
+ * Once the embedding queue is drained (after each load), the bytes of the embeddings table with its
+ * indexes are read from the database itself: per vector, per stored event, and as a share of it.
+ *
  * Guardrails, on the loaded server: ingest throughput with 10 rules for every agent evaluated after
  * each commit, and the reaction time from a breaching batch's 201 to its notify_webhook arriving at
  * a local receiver.
