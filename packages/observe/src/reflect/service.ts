@@ -140,9 +140,9 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
 }
 
 /**
- * The range's tool calls (of the agent), for reading in (session_id, seq) order: the
- * (event_type, session_id, seq, ts, tool_name, call_id, agent_id) index holds every column read, in
- * that order. The range is written on `+ts` so that SQLite's planner, which keeps no statistics,
+ * The range's tool calls (of the agent), for reading in (session_id, seq) order: the tool-call
+ * index (event_type, session_id, seq, ts, tool_name, call_id, agent_id), partial on event_type
+ * 'tool_call' (migration 0020), holds every column read, in that order. The range is written on `+ts` so that SQLite's planner, which keeps no statistics,
  * does not take the (event_type, ts) index instead and sort every tool call of the range (PostgreSQL
  * reads `+ts` as ts).
  */
