@@ -4,7 +4,9 @@
  *
  * BENCH_EVENTS (default 1,000,000) sets how many events are loaded before the query measurements.
  * The batches are spread evenly over the last 30 days (every event of a batch carries the batch's
- * timestamp), so the analytics measurements see a month of history.
+ * timestamp), so the analytics measurements see a month of history. Once the embedding worker has
+ * caught up, the storage footprint is read from the database (bench/footprint.ts): bytes on disk
+ * per event with the embedder on and off, and per table. BENCH_QUERIES=0 stops there.
  *
  * Recall is measured on a second server of its own at a fixed size: BENCH_RECALL_EVENTS (default
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
