@@ -201,4 +201,14 @@ export const gateMigrations: Record<string, MigrationStep> = {
     await backfillLeaves(db, dialect, 'audit_entries', 'request_id');
   },
   '0007_chat_messages': createChatMessageTable,
+  /**
+   * The expiry scanner reads requests that have a deadline, so only those are indexed: a request
+   * created without `expiresAt`, the common case, no longer writes an entry that no query reads
+   * (docs/architecture.md, "Hot path"). The scan's `expires_at <= ?` implies the predicate on both
+   * databases.
+   */
+  async '0008_deadline_index'(db) {
+    await db.schema.dropIndex('requests_status_expires').execute();
+    await db.schema.createIndex('requests_deadline').on('requests').columns(['status', 'expires_at']).where('expires_at', 'is not', null).execute();
+  },
 };

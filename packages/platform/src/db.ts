@@ -368,7 +368,7 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
  * the columns and rows are checked against the table's row type.
  */
 export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
-  private static readonly CHUNKS = [100, 32, 8, 1];
+  private static readonly CHUNKS = [100, 32, 16, 8, 4, 2, 1];
   private readonly statements = new Map<string, string>();
 
   constructor(
