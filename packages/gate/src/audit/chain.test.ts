@@ -48,7 +48,18 @@ test('auditEntryHash is sha256 hex of the RFC 8785 form of {v:1, …fields, prev
 
 test('auditEntryText, written out field by field, is exactly canonicalJson of the entry object (strings well-formed, as the API admits)', () => {
   const entries = [
-    { id: 'e1', requestId: 'r1', action: 'deploy', seq: 0, timestamp: '2026-11-22T10:00:00.000Z', event: 'created', actor: 'api:ops', actorKeyId: null, actorKeyName: null, details: null },
+    {
+      id: 'e1',
+      requestId: 'r1',
+      action: 'deploy',
+      seq: 0,
+      timestamp: '2026-11-22T10:00:00.000Z',
+      event: 'created',
+      actor: 'api:ops',
+      actorKeyId: null,
+      actorKeyName: null,
+      details: null,
+    },
     {
       id: '0190d6c4-0000-7000-8000-000000000000',
       requestId: 'r"\\2',
