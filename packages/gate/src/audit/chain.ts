@@ -31,10 +31,11 @@ const json = JSON.stringify;
 
 /**
  * The canonical text an entry's hash is computed over (what the audit export and walk answer).
- * Written out by hand in RFC 8785 order (keys sorted by UTF-16 code units; strings and integers as
- * JSON.stringify writes them, which is what RFC 8785 prescribes for well-formed strings, all the API admits, and finite numbers), so only `details`, whose keys are
- * the caller's, goes through the general canonicaliser: this runs for every entry the gate writes.
- * chain.test.ts checks it against canonicalJson of the whole object.
+ * Written out by hand in RFC 8785 order (keys sorted by UTF-16 code units; strings and numbers as
+ * JSON.stringify writes them, which is what RFC 8785 prescribes for finite numbers and well-formed
+ * strings, the only ones the API admits), so only `details`, whose keys are the caller's, goes
+ * through the general canonicaliser: this runs for every entry the gate writes. chain.test.ts
+ * checks it against canonicalJson of the whole object.
  */
 export function auditEntryText(entry: AuditChainEntry, prevHash: string | null): string {
   return (
