@@ -460,12 +460,14 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
 /**
  * Multi-row INSERT for a hot table `Table` of `Schema`: the SQL text for each chunk size is
  * compiled once and then reused (a prepared statement on SQLite), so a batch pays only for binding
- * values. Fixed chunk sizes keep the number of distinct statements small. The statement is built
+ * values. Rows go in chunks of 100, then 32, then the rest in one statement of its own size, so a
+ * batch of n rows is at most n/100 + 3 statements and a table has at most 33 distinct ones (a
+ * group commit of a few rows is one statement, not one per row). The statement is built
  * from the column list (Kysely cannot type an insert into a table whose name is a type parameter);
  * the columns and rows are checked against the table's row type.
  */
 export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
-  private static readonly CHUNKS = [100, 32, 8, 1];
+  private static readonly CHUNKS = [100, 32];
   private readonly statements = new Map<string, string>();
 
   constructor(
@@ -492,16 +494,15 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
   async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
-    let offset = 0;
-    for (const size of BulkInserter.CHUNKS) {
-      while (rows.length - offset >= size) {
-        const chunk = rows.slice(offset, offset + size);
-        const parameters: unknown[] = [];
-        for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
-        const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
-        if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
-        offset += size;
-      }
+    for (let offset = 0; offset < rows.length;) {
+      const left = rows.length - offset;
+      const size = BulkInserter.CHUNKS.find((chunk) => left >= chunk) ?? left;
+      const chunk = rows.slice(offset, offset + size);
+      const parameters: unknown[] = [];
+      for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
+      const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
+      if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
+      offset += size;
     }
   }
 
