@@ -15,6 +15,7 @@ import { backfillRollups, backfillSketches, createLatencySketchTable, createRoll
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
+import { createReflectStateTables } from './reflect/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -575,5 +576,10 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .on('events')
       .columns(['event_type', 'session_id', 'seq', 'ts', 'tool_name', 'call_id', 'agent_id'])
       .execute();
+  },
+
+  /** Per-session reflect state (reflect/state.ts), filled by its job from the stored events. */
+  async '0021_reflect_state'(db) {
+    await createReflectStateTables(db);
   },
 };
