@@ -123,7 +123,8 @@ async function sessionsToRead(db: StateDb, range: StateRange): Promise<string[]>
             eb.and([
               eb('r.min_ts', '>=', from),
               eb('r.max_ts', '<=', to),
-              ...(agentId === undefined ? [] : [eb('r.agent_id', '=', agentId)]),
+              // (No term may be null here: `not` of an unknown would drop the session.)
+              ...(agentId === undefined ? [] : [eb('r.agent_id', 'is not', null), eb('r.agent_id', '=', agentId)]),
             ]),
           ]),
         ),
