@@ -578,8 +578,18 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .execute();
   },
 
-  /** Per-session reflect state (reflect/state.ts), filled by its job from the stored events. */
+  /**
+   * Per-session reflect state (reflect/state.ts), filled by its job from the stored events; the
+   * job reads a session's error events through a partial index of error events by session (2–3 %
+   * of the rows, so next to nothing on ingest) instead of every event of the session.
+   */
   async '0021_reflect_state'(db) {
     await createReflectStateTables(db);
+    await db.schema
+      .createIndex('events_session_errors')
+      .on('events')
+      .columns(['session_id', 'seq'])
+      .where(sql.ref('is_error'), '=', 1)
+      .execute();
   },
 };
