@@ -585,11 +585,6 @@ export const observeMigrations: Record<string, MigrationStep> = {
    */
   async '0021_reflect_state'(db) {
     await createReflectStateTables(db);
-    await db.schema
-      .createIndex('events_session_errors')
-      .on('events')
-      .columns(['session_id', 'seq'])
-      .where(sql.ref('is_error'), '=', 1)
-      .execute();
+    await db.schema.createIndex('events_session_errors').on('events').columns(['session_id', 'seq']).where(sql.ref('is_error'), '=', 1).execute();
   },
 };

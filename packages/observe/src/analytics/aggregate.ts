@@ -127,12 +127,7 @@ const SOURCES = {
 } satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
 
 /** Rows of one source for the query: the hourly table's rows where `hourly` holds, or the events where `raw` holds. */
-function aggregateSource(
-  db: Kysely<ObserveSchema>,
-  source: (typeof SOURCES)[keyof typeof SOURCES],
-  query: AggregateQuery,
-  condition: RawBuilder<SqlBool>,
-) {
+function aggregateSource(db: Kysely<ObserveSchema>, source: (typeof SOURCES)[keyof typeof SOURCES], query: AggregateQuery, condition: RawBuilder<SqlBool>) {
   const time = sql.ref(source.time);
   const selections: RawBuilder<unknown>[] = [];
   for (const dimension of query.dimensions) {
@@ -200,7 +195,12 @@ const eventsWithin = (ranges: readonly [number, number][]): RawBuilder<SqlBool> 
  * is stamped in the future), else from the events of its part inside. Both conditions go into one
  * statement, so that the test and the read it chooses see the same snapshot.
  */
-export function rangeConditions(from: number, to: number, timeOfHourly: string, timeOfEvents: string): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
+export function rangeConditions(
+  from: number,
+  to: number,
+  timeOfHourly: string,
+  timeOfEvents: string,
+): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
   const { wholeHours, cutHours } = splitRange(from, to);
   const hour = sql.ref(timeOfHourly);
   const ts = sql.ref(timeOfEvents);
@@ -223,10 +223,7 @@ export function rangeConditions(from: number, to: number, timeOfHourly: string, 
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
   const { hourly, raw } = rangeConditions(query.from, query.to, 'hour', 'ts');
   const { db } = database;
-  const parts = [
-    ...(hourly ? [aggregateSource(db, SOURCES.rollup, query, hourly)] : []),
-    ...(raw ? [aggregateSource(db, SOURCES.events, query, raw)] : []),
-  ];
+  const parts = [...(hourly ? [aggregateSource(db, SOURCES.rollup, query, hourly)] : []), ...(raw ? [aggregateSource(db, SOURCES.events, query, raw)] : [])];
   const rows = (await (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)).execute()) as Record<string, unknown>[];
   const merged = new Map<string, AggregateRow>();
   for (const row of rows) {

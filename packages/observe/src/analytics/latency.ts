@@ -183,7 +183,11 @@ export interface LatencyQuery {
 }
 
 /** The query's time condition and filters on a select from either table (both have these columns). */
-function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(q: Q, condition: RawBuilder<SqlBool>, query: LatencyQuery): Q {
+function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(
+  q: Q,
+  condition: RawBuilder<SqlBool>,
+  query: LatencyQuery,
+): Q {
   const where = (builder: Q, ...args: unknown[]): Q => (builder.where as (...a: unknown[]) => Q)(...args);
   let out = where(q, condition);
   if (query.agentId !== undefined) out = where(out, 'agent_id', '=', query.agentId);
@@ -225,7 +229,12 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
           filtered(
             db
               .selectFrom('events')
-              .select([...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)), sql.lit(1).as('is_value'), sql.ref(value).as('k'), sql<number>`count(*)`.as('n')] as never)
+              .select([
+                ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
+                sql.lit(1).as('is_value'),
+                sql.ref(value).as('k'),
+                sql<number>`count(*)`.as('n'),
+              ] as never)
               .where(value, 'is not', null),
             raw,
             query,

@@ -58,7 +58,8 @@ export async function recomputeReflection(database: ObserveDatabase, query: Refe
     const counts = new Map<string, { tools: string[]; frequency: number; sessions: Set<string>; failed: number }>();
     for (const [session, events] of sessions) {
       const calls = events.filter((e) => e.event_type === 'tool_call');
-      const failed = (call: Row) => events.some((e) => e.event_type === 'tool_error' && callId(e) !== undefined && callId(e) === callId(call) && e.seq > call.seq);
+      const failed = (call: Row) =>
+        events.some((e) => e.event_type === 'tool_error' && callId(e) !== undefined && callId(e) === callId(call) && e.seq > call.seq);
       for (const n of [2, 3])
         for (let i = 0; i + n <= calls.length; i++) {
           const run = calls.slice(i, i + n);
@@ -72,9 +73,7 @@ export async function recomputeReflection(database: ObserveDatabase, query: Refe
         }
     }
     return [...counts.entries()]
-      .sort(
-        ([ka, a], [kb, b]) => b.frequency - a.frequency || b.sessions.size - a.sessions.size || b.tools.length - a.tools.length || compare(ka, kb),
-      )
+      .sort(([ka, a], [kb, b]) => b.frequency - a.frequency || b.sessions.size - a.sessions.size || b.tools.length - a.tools.length || compare(ka, kb))
       .slice(0, query.limit)
       .map(([, c]) => ({ tools: c.tools, frequency: c.frequency, sessions: c.sessions.size, errorRate: c.failed / c.frequency }));
   }

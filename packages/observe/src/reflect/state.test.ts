@@ -44,7 +44,16 @@ const FIRST_LOAD = [
     'A',
     at(19, '13:10:00.000'),
     'llm_response',
-    { callId: 'l', provider: 'openai', model: 'm', completion: '', finishReason: 'error', usage: { inputTokens: 1, outputTokens: 1 }, costUsd: 0, latencyMs: 5 },
+    {
+      callId: 'l',
+      provider: 'openai',
+      model: 'm',
+      completion: '',
+      finishReason: 'error',
+      usage: { inputTokens: 1, outputTokens: 1 },
+      costUsd: 0,
+      latencyMs: 5,
+    },
     'critical',
   ),
   // r3: two agents.

@@ -101,10 +101,7 @@ async function sessionsToRead(db: StateDb, range: StateRange): Promise<string[]>
   const rows = await db
     .selectFrom('sessions as s')
     .leftJoin('reflect_sessions as r', (join) =>
-      join
-        .onRef('r.session_id', '=', 's.id')
-        .onRef('r.head_hash', '=', 's.last_hash')
-        .on('r.version', '=', REFLECT_STATE_VERSION),
+      join.onRef('r.session_id', '=', 's.id').onRef('r.head_hash', '=', 's.last_hash').on('r.version', '=', REFLECT_STATE_VERSION),
     )
     .select('s.id')
     .where('s.started_at', '<=', to)
@@ -240,7 +237,12 @@ export class ReflectStateKeeper {
       .select('r.session_id')
       .where('s.id', 'is', null)
       .execute();
-    if (orphans.length > 0) await this.write(orphans.map((row) => row.session_id), new Map(), new Map());
+    if (orphans.length > 0)
+      await this.write(
+        orphans.map((row) => row.session_id),
+        new Map(),
+        new Map(),
+      );
 
     const stale = (await db
       .selectFrom('sessions as s')
