@@ -4,7 +4,9 @@
  *
  * BENCH_EVENTS (default 1,000,000) sets how many events are loaded before the query measurements.
  * The batches are spread evenly over the last 30 days (every event of a batch carries the batch's
- * timestamp), so the analytics measurements see a month of history.
+ * timestamp), so the analytics measurements see a month of history. Once the embedding worker has
+ * caught up, the storage footprint is read from the database (bench/footprint.ts): bytes on disk
+ * per event with the embedder on and off, and per table. BENCH_QUERIES=0 stops there.
  *
  * Recall is measured on a second server of its own at a fixed size: BENCH_RECALL_EVENTS (default
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
@@ -20,11 +22,15 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DatabaseConfig } from '@vigil/platform';
+import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
 import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, waitForHealth } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+/** BENCH_QUERIES=0: only the load and the storage footprint (no query, guardrail or recall measurements). */
+const MEASURE_QUERIES = process.env.BENCH_QUERIES !== '0';
 const QUERY_SAMPLES = 300;
 const TIMELINE_EVENTS = 2000;
 /** A separate session for GET /api/sessions/:id/replay, posted in 5 batches of 1,000. */
@@ -349,9 +355,9 @@ function memoryRow(label: string, pid: number, limitMb: number, target: string):
 }
 
 /** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself. */
-async function observeUnderTest(): Promise<{ base: string; key: string; pid: number | null; stop(): Promise<void> }> {
+async function observeUnderTest(): Promise<{ base: string; key: string; pid: number | null; database: DatabaseConfig | null; stop(): Promise<void> }> {
   const remote = remoteTargets().observe;
-  if (remote) return { ...remote, pid: null, stop: async () => {} };
+  if (remote) return { ...remote, pid: null, database: null, stop: async () => {} };
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -381,7 +387,10 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
       body: JSON.stringify({ name: 'bench' }),
     });
     const { key } = (await keyResponse.json()) as { key: string };
-    return { base, key, pid: child.pid!, stop };
+    const database: DatabaseConfig = process.env.DATABASE_URL
+      ? { kind: 'postgres', url: process.env.DATABASE_URL, schema }
+      : { kind: 'sqlite', file: join(dataDir, 'observe.db'), synchronous: 'NORMAL' };
+    return { base, key, pid: child.pid!, database, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -391,7 +400,7 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
 async function main(): Promise<void> {
   const remote = remoteMode(remoteTargets());
   if (remote && !remoteTargets().observe) return;
-  const { base, key, pid, stop } = await observeUnderTest();
+  const { base, key, pid, database, stop } = await observeUnderTest();
   const rows: Row[] = [];
   try {
     const storage = remote ? base : process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
@@ -444,7 +453,7 @@ async function main(): Promise<void> {
       storageSizeBytes: number;
     };
     rows.push(['events stored before queries', '', stats.totalEvents.toLocaleString('en-US')]);
-    rows.push(['database size', '', `${(stats.storageSizeBytes / 1024 / 1024).toFixed(0)} MiB`]);
+    rows.push(['GET /api/stats storageSizeBytes right after the load (file + WAL)', '', `${(stats.storageSizeBytes / 1024 / 1024).toFixed(0)} MiB`]);
     rows.push([`GET /api/sessions/:id/replay (5,000 events), first page cold`, '', `${coldMs.toFixed(1)} ms (one sample: first call after posting)`]);
     // Embeddings are computed after commit, off the request path; the queries below run once the
     // worker has caught up (GET /api/recall/status: queue depth 0).
@@ -456,6 +465,13 @@ async function main(): Promise<void> {
     ]);
     if (pid !== null)
       rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MB)`));
+    // The footprint once the embedding worker has caught up (the rollups and the audit log's leaves
+    // are written by the ingest transaction itself), the WAL checkpointed into the file.
+    if (database !== null) rows.push(...(await footprintRows(database, stats.totalEvents)));
+    if (!MEASURE_QUERIES) {
+      printTable(rows);
+      return;
+    }
 
     for (const [label, path, target] of [
       ['GET /api/stats', '/api/stats', { p: 95, ms: 2 }],

@@ -198,8 +198,8 @@ export async function rawFigures(database: ObserveDatabase, scope: RawScope, wan
     if (withErrors.length <= reflectTuning.sessionFilterMax) callSessions = withErrors;
   }
   const callScope: RawScope = { ...scope, sessions: callSessions };
-  // The (event_type, session_id, seq, ts, tool_name, call_id, agent_id) index holds every column
-  // read, in that order. The range is written on `+ts` so that SQLite's planner, which keeps no
+  // The tool-call index (event_type, session_id, seq, ts, tool_name, call_id, agent_id), partial on
+  // tool calls (migrations 0018, 0020), holds every column read, in that order. The range is written on `+ts` so that SQLite's planner, which keeps no
   // statistics, does not take the (event_type, ts) index instead and sort every tool call of the
   // range (PostgreSQL reads `+ts` as ts).
   const calls = scoped(db.selectFrom('events'), callScope, callSessions !== undefined, sql<number>`+ts`)
