@@ -15,6 +15,7 @@ import { backfillRollups, backfillSketches, createLatencySketchTable, createRoll
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
+import { createReflectStateTables } from './reflect/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -604,5 +605,15 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await db.schema.dropTable('audit_log_leaves').execute();
     await sql`alter table audit_log_leaves_by_rowid rename to audit_log_leaves`.execute(db);
     await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
+  },
+
+  /**
+   * Per-session reflect state (reflect/state.ts), filled by its job from the stored events; the
+   * job reads a session's error events through a partial index of error events by session (2–3 %
+   * of the rows, so next to nothing on ingest) instead of every event of the session.
+   */
+  async '0021_reflect_state'(db) {
+    await createReflectStateTables(db);
+    await db.schema.createIndex('events_session_errors').on('events').columns(['session_id', 'seq']).where(sql.ref('is_error'), '=', 1).execute();
   },
 };
