@@ -359,7 +359,13 @@ async function observeUnderTest(databaseUrl?: string): Promise<{ base: string; k
     ],
     {
       stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema, ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }) },
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+        OBSERVE_DB_SCHEMA: schema,
+        ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
+      },
     },
   );
   const stop = () => stopServer(child, dataDir, schema, databaseUrl);

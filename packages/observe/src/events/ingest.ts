@@ -197,7 +197,10 @@ class KnownAgents {
     for (const [id, span] of written) {
       if (!this.spans.has(id) && this.spans.size >= KnownAgents.MAX_AGENTS) this.spans.delete(this.spans.keys().next().value as string);
       const known = this.spans.get(id);
-      this.spans.set(id, known === undefined ? span : { firstSeen: Math.min(known.firstSeen, span.firstSeen), lastSeen: Math.max(known.lastSeen, span.lastSeen) });
+      this.spans.set(
+        id,
+        known === undefined ? span : { firstSeen: Math.min(known.firstSeen, span.firstSeen), lastSeen: Math.max(known.lastSeen, span.lastSeen) },
+      );
     }
   }
 }
@@ -286,7 +289,7 @@ async function appendPrepared(
   const batchWriters = new Set<BatchWriter>();
   for (const event of prepared) if (event.batchWriter !== undefined) batchWriters.add(event.batchWriter);
 
-  return database.db.transaction().execute(async (trx) => {
+  const { appended, logPositions, written } = await database.db.transaction().execute(async (trx) => {
     for (const writer of batchWriters) await writer(trx);
     const created = await trx
       .insertInto('sessions')
@@ -410,10 +413,9 @@ async function appendPrepared(
     }
     for (const writer of writers.sharedRows) await writer(batch);
     return { appended, logPositions: batch.logPositions, written };
-  }).then(({ appended, logPositions, written }) => {
-    knownAgents.committed(written);
-    return { appended, logPositions };
   });
+  knownAgents.committed(written);
+  return { appended, logPositions };
 }
 
 interface TransactionWriters {
