@@ -15,6 +15,11 @@
  * Guardrails, on the loaded server: ingest throughput with 10 rules for every agent evaluated after
  * each commit, and the reaction time from a breaching batch's 201 to its notify_webhook arriving at
  * a local receiver.
+ *
+ * PostgreSQL: with DATABASE_URL set, the whole part runs on it. Otherwise the ingest row is also
+ * measured on a second server of its own on PostgreSQL (one instance), BENCH_POSTGRES_EVENTS
+ * (default 200,000) events, at BENCH_POSTGRES_URL (default: the test database,
+ * postgres://postgres@127.0.0.1:5432/test) when it answers; the row says so when it does not.
  */
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
@@ -25,7 +30,7 @@ import { join } from 'node:path';
 import type { DatabaseConfig } from '@vigil/platform';
 import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
-import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, waitForHealth } from './server.ts';
+import { freePort, postgresCpuMs, postgresReachable, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, waitForHealth } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -354,14 +359,14 @@ function memoryRow(label: string, pid: number, limitMb: number, target: string):
   return [label, target, mb === null ? 'no /proc here' : checked(`${mb.toFixed(0)} MB`, mb <= limitMb)];
 }
 
-/** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself. */
-async function observeUnderTest(): Promise<{ base: string; key: string; pid: number | null; database: DatabaseConfig | null; stop(): Promise<void> }> {
+/** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself (`databaseUrl`: on that PostgreSQL). */
+async function observeUnderTest(databaseUrl?: string): Promise<{ base: string; key: string; pid: number | null; database: DatabaseConfig | null; stop(): Promise<void> }> {
   const remote = remoteTargets().observe;
   if (remote) return { ...remote, pid: null, database: null, stop: async () => {} };
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const schema = `bench_${process.pid}`;
+  const schema = `bench_${process.pid}${databaseUrl === undefined ? '' : '_pg'}`;
   const child = spawn(
     process.execPath,
     [
@@ -375,10 +380,16 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
     ],
     {
       stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+        OBSERVE_DB_SCHEMA: schema,
+        ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
+      },
     },
   );
-  const stop = () => stopServer(child, dataDir, schema);
+  const stop = () => stopServer(child, dataDir, schema, databaseUrl);
   try {
     await waitForHealth(base, child);
     const keyResponse = await fetch(`${base}/api/keys`, {
@@ -387,13 +398,50 @@ async function observeUnderTest(): Promise<{ base: string; key: string; pid: num
       body: JSON.stringify({ name: 'bench' }),
     });
     const { key } = (await keyResponse.json()) as { key: string };
-    const database: DatabaseConfig = process.env.DATABASE_URL
-      ? { kind: 'postgres', url: process.env.DATABASE_URL, schema }
+    const postgresUrl = databaseUrl ?? process.env.DATABASE_URL;
+    const database: DatabaseConfig = postgresUrl
+      ? { kind: 'postgres', url: postgresUrl, schema }
       : { kind: 'sqlite', file: join(dataDir, 'observe.db'), synchronous: 'NORMAL' };
     return { base, key, pid: child.pid!, database, stop };
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/**
+ * The ingest row on PostgreSQL, one instance, when the part itself runs on SQLite: a server of its
+ * own on BENCH_POSTGRES_URL, the same 100-event batches, with observe's and PostgreSQL's CPU per
+ * 1,000 events (the database's work happens in its own processes).
+ */
+async function benchPostgresIngest(rows: Row[]): Promise<void> {
+  const label = `ingest, 100-event batches, ${CLIENTS} clients, rollups + full text + embeddings (PostgreSQL, one instance)`;
+  const url = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  if (!(await postgresReachable(url))) {
+    rows.push([label, '≥ 15,000 events/s', `not measured: no PostgreSQL answers at ${url} (BENCH_POSTGRES_URL) ✗`]);
+    return;
+  }
+  const { base, key, pid, stop } = await observeUnderTest(url);
+  try {
+    const batches = Math.max(1, Math.round(Number(process.env.BENCH_POSTGRES_EVENTS ?? 200_000) / 100));
+    const bodies = Array.from({ length: 400 }, (_, s) => batchBody(`bench-session-${s}`, 100));
+    const now = Date.now();
+    const cpuBefore = processCpuMs(pid!);
+    const databaseCpuBefore = postgresCpuMs();
+    const perSecond = await ingest(base, key, bodies, 100, batches, now - SPAN_MS, SPAN_MS / 2);
+    const cpuAfter = processCpuMs(pid!);
+    const databaseCpuAfter = postgresCpuMs();
+    rows.push([label, '≥ 15,000 events/s', checked(`${rate(perSecond)} events/s`, perSecond >= 15_000)]);
+    if (cpuBefore !== null && cpuAfter !== null && databaseCpuBefore !== null && databaseCpuAfter !== null) {
+      const per1k = (ms: number): string => `${(ms / (batches / 10)).toFixed(1)} ms`;
+      rows.push([
+        'CPU per 1,000 events in that ingest: observe · every postgres process of this machine',
+        '',
+        `${per1k(cpuAfter - cpuBefore)} · ${per1k(databaseCpuAfter - databaseCpuBefore)}`,
+      ]);
+    }
+  } finally {
+    await stop();
   }
 }
 
@@ -521,6 +569,7 @@ async function main(): Promise<void> {
   } finally {
     await stop();
   }
+  if (!remote && !process.env.DATABASE_URL) await benchPostgresIngest(rows);
   if (!remote) await benchRecall(rows);
   printTable(rows);
 }

@@ -516,8 +516,20 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
   ): Promise<void> {
     const key = this.fullTextKey!;
     const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
-    const values = chunk.map((row, i) => sql`(${rowids.get(row[key])!}, ${words(offset + i)})`);
-    await sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${sql.join(values)}`.execute(db);
+    const parameters: unknown[] = [];
+    chunk.forEach((row, i) => parameters.push(rowids.get(row[key])!, words(offset + i)));
+    await db.executeQuery(CompiledQuery.raw(this.fullTextStatement(db, chunk.length), parameters));
+  }
+
+  /** The full-text insert of `size` rows, compiled once per size like the row insert. */
+  private fullTextStatement(db: Kysely<Schema>, size: number): string {
+    let text = this.statements.get(`fts:${size}`);
+    if (text === undefined) {
+      const values = sql.join(Array.from({ length: size }, () => sql`(${null}, ${null})`));
+      text = sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${values}`.compile(db).sql;
+      this.statements.set(`fts:${size}`, text);
+    }
+    return text;
   }
 }
 

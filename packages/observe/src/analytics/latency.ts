@@ -59,7 +59,14 @@ const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bi
 
 /** A sketch row's key as one string: equal for rows of the same (hour, agent, metric, tool, provider, model, bin). */
 export function sketchKey(row: Pick<LatencySketchRow, (typeof KEY)[number]>): string {
-  return JSON.stringify(KEY.map((k) => row[k]));
+  return keyOf(row.hour, row.bin, row.agent_id, row.metric, row.tool_name, row.provider, row.model);
+}
+
+/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (ingest keys every timed event). */
+function keyOf(hour: number, bin: number, ...parts: string[]): string {
+  let key = `${hour}|${bin}`;
+  for (const part of parts) key += `|${part.length}:${part}`;
+  return key;
 }
 
 /**
@@ -75,20 +82,18 @@ export class SketchCounts {
   }
 
   private count(e: SketchSource, metric: LatencyMetric, value: number): void {
-    const row: LatencySketchRow = {
-      hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS,
-      agent_id: e.agent_id,
-      metric,
-      tool_name: metric === 'tool' ? (e.tool_name ?? '') : '',
-      provider: metric === 'llm' ? (e.provider ?? '') : '',
-      model: metric === 'llm' ? (e.model ?? '') : '',
-      bin: binOf(value),
-      count: 0,
-    };
-    const key = sketchKey(row);
-    const existing = this.byKey.get(key) ?? row;
-    existing.count += 1;
-    this.byKey.set(key, existing);
+    const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
+    const tool = metric === 'tool' ? (e.tool_name ?? '') : '';
+    const provider = metric === 'llm' ? (e.provider ?? '') : '';
+    const model = metric === 'llm' ? (e.model ?? '') : '';
+    const bin = binOf(value);
+    const key = keyOf(hour, bin, e.agent_id, metric, tool, provider, model);
+    let row = this.byKey.get(key);
+    if (row === undefined) {
+      row = { hour, agent_id: e.agent_id, metric, tool_name: tool, provider, model, bin, count: 0 };
+      this.byKey.set(key, row);
+    }
+    row.count += 1;
   }
 
   /** One row per key, in key order (a fixed lock order). */
