@@ -70,7 +70,10 @@ export {
   keptLinkJson,
   type LoggedChainRow,
   sessionEventsQuery,
+  joinStoredChainTexts,
   sessionLoggedRowsQuery,
+  storedChainText,
+  storedChainTextMatches,
   toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';

@@ -1,5 +1,5 @@
 import { fullTextMatch, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { chainText, type StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
@@ -172,10 +172,65 @@ export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: str
 }
 
 /**
+ * The stored text of a session's chain: every byte the chain verdict and the timeline are computed
+ * from (each row's chain columns and its audit-log leaf), rows in timeline order, fields joined by
+ * U+001F and rows by U+001E; a null prevHash or leaf is `-`, a present one `+` and its text.
+ * `storedChainText` builds it from rows read; `storedChainTextMatches` has the database build it
+ * from the rows stored now and compare. Neither separator occurs raw in canonical JSON, ids or
+ * hashes; rows where one does give no text (null), so a text always splits back into exactly the
+ * fields it was built from, and a stored row with a separator in a field cannot compare equal
+ * (it would carry one separator more than the text).
+ */
+const FIELD_SEPARATOR = '\u001f';
+const ROW_SEPARATOR = '\u001e';
+const SEPARATORS = /[\u001e\u001f]/;
+
+export function storedChainText(rows: readonly LoggedChainRow[]): string | null {
+  const texts = new Array<string>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const prevHash = row.prev_hash === null ? '-' : `+${row.prev_hash}`;
+    const leaf = row.leaf_hash === null ? '-' : `+${row.leaf_hash}`;
+    const fields = [row.id, row.session_id, row.agent_id, row.event_type, row.severity, row.payload, row.metadata, prevHash, row.hash, leaf];
+    if (fields.some((field) => SEPARATORS.test(field))) return null;
+    texts[i] = [row.id, row.seq, row.ts, row.session_id, row.agent_id, row.event_type, row.severity, row.payload, row.metadata, prevHash, row.hash, leaf].join(
+      FIELD_SEPARATOR,
+    );
+  }
+  return texts.join(ROW_SEPARATOR);
+}
+
+/** storedChainText of rows read in several pages, in order. */
+export function joinStoredChainTexts(pages: readonly string[]): string {
+  return pages.filter((text) => text.length > 0).join(ROW_SEPARATOR);
+}
+
+/**
+ * Whether the session's rows stored now give exactly `text` (storedChainText): the database reads
+ * every row's chain columns and leaf and compares the whole text, so no row crosses into
+ * JavaScript. Integers are written in decimal on both sides; a stored value of another type has
+ * another text. Rows tied on (ts, seq), which only a row written outside ingest can make, may come
+ * in another order than they were read in: the texts then differ, which costs a full read, never
+ * a wrong answer.
+ */
+export async function storedChainTextMatches(db: Kysely<ObserveSchema>, sessionId: string, text: string): Promise<boolean> {
+  const result = await sql<{ same: number | boolean | null }>`
+    select string_agg(t, ${ROW_SEPARATOR}) = ${text} as same from (
+      select concat_ws(${FIELD_SEPARATOR}, e.id, e.seq, e.ts, e.session_id, e.agent_id, e.event_type, e.severity, e.payload, e.metadata,
+        coalesce('+' || e.prev_hash, '-'), e.hash, coalesce('+' || l.leaf_hash, '-')) as t
+      from events e left join audit_log_leaves l on l.item_id = e.id
+      where e.session_id = ${sessionId}
+      order by e.ts, e.seq
+    ) as stored`.execute(db);
+  const same = result.rows[0]?.same;
+  return same === 1 || same === true;
+}
+
+/**
  * Every stored event of a session (sessionLoggedRowsQuery) in timeline order, `pageSize` at a time:
  * keyset pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a
- * long session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
- * which only a row written outside ingest can make, are ordered and resumed by id.
+ * long session is never held at once and no page reads the ones before it again (ties on (ts, seq)
+ * ordered and resumed by id).
  */
 export async function forEachSessionEventPage(
   db: Kysely<ObserveSchema>,
