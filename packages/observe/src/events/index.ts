@@ -67,7 +67,7 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
-  keptLinkJson,
+  keptLinksJson,
   type LoggedChainRow,
   sessionEventsQuery,
   joinStoredChainTexts,

@@ -83,6 +83,18 @@ export function keptLinkJson(link: StoredLink): string {
   return json;
 }
 
+const jsonOfLinks = new WeakMap<readonly StoredLink[], string>();
+
+/** The JSON array of keptLinkJson, kept with the array: a remembered timeline hands back the same array. */
+export function keptLinksJson(links: readonly StoredLink[]): string {
+  let json = jsonOfLinks.get(links);
+  if (json === undefined) {
+    json = `[${links.map(keptLinkJson).join(',')}]`;
+    jsonOfLinks.set(links, json);
+  }
+  return json;
+}
+
 export function eventsJson(rows: readonly ChainRow[]): string {
   return `[${rows.map(eventJson).join(',')}]`;
 }

@@ -2,7 +2,7 @@ import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eventSchema, identifier, keptLinkJson } from '../events/index.ts';
+import { eventSchema, identifier, keptLinksJson } from '../events/index.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
 import { sessionTimeline, verifySessionChain } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
@@ -50,7 +50,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       const timeline = await sessionTimeline(ctx.database, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
       const { links, verdict } = timeline;
-      const body = `{"events":[${links.map(keptLinkJson).join(',')}],"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
+      const body = `{"events":${keptLinksJson(links)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
       return sendJsonText(reply, body);
     },
   );
