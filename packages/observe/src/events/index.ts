@@ -67,7 +67,7 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
-  keptLinksJson,
+  linksJson,
   type LoggedChainRow,
   sessionEventsQuery,
   joinStoredChainTexts,

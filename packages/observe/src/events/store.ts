@@ -83,16 +83,9 @@ export function keptLinkJson(link: StoredLink): string {
   return json;
 }
 
-const jsonOfLinks = new WeakMap<readonly StoredLink[], string>();
-
-/** The JSON array of keptLinkJson, kept with the array: a remembered timeline hands back the same array. */
-export function keptLinksJson(links: readonly StoredLink[]): string {
-  let json = jsonOfLinks.get(links);
-  if (json === undefined) {
-    json = `[${links.map(keptLinkJson).join(',')}]`;
-    jsonOfLinks.set(links, json);
-  }
-  return json;
+/** The JSON array of a timeline's links (keptLinkJson each). */
+export function linksJson(links: readonly StoredLink[]): string {
+  return `[${links.map(keptLinkJson).join(',')}]`;
 }
 
 export function eventsJson(rows: readonly ChainRow[]): string {

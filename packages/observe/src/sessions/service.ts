@@ -6,6 +6,7 @@ import {
   type ChainVerdict,
   forEachSessionEventPage,
   joinStoredChainTexts,
+  linksJson,
   type LoggedChainRow,
   sessionLoggedRowsQuery,
   storedChainText,
@@ -70,6 +71,22 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
     return { session, rows, links, verdict };
   });
+}
+
+const bodyOfTimeline = new WeakMap<readonly StoredLink[], Buffer>();
+
+/**
+ * The timeline response, `{events, chainValid, brokenAt}`, as UTF-8 JSON. A timeline's links array
+ * is built once per full read, with its verdict, and handed back as is while the memo confirms it:
+ * the body is kept with the array.
+ */
+export function timelineBody({ links, verdict }: Pick<Timeline, 'links' | 'verdict'>): Buffer {
+  let body = bodyOfTimeline.get(links);
+  if (body === undefined) {
+    body = Buffer.from(`{"events":${linksJson(links)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`);
+    bodyOfTimeline.set(links, body);
+  }
+  return body;
 }
 
 /**
