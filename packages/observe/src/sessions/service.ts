@@ -34,10 +34,10 @@ export interface SessionChain {
 const VERIFY_PAGE = 1000;
 
 /**
- * 16 Mi characters of stored chain text (some 35,000 events of 450 characters, half that with
- * their timelines), sessions of up to 4 Mi characters (some 9,000 events) each.
+ * 24 Mi characters: some 18,000 events of 450 characters of stored text with their timelines, or
+ * 50,000 without; sessions of up to 4 Mi characters (some 9,000 events) each.
  */
-const verifiedSessions = new VerifiedSessions(16 * 1024 * 1024, 4 * 1024 * 1024);
+const verifiedSessions = new VerifiedSessions(24 * 1024 * 1024, 4 * 1024 * 1024);
 
 export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>): ChainHead {
   return { lastSeq: session.last_seq, lastHash: session.last_hash };

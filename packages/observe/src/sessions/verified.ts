@@ -26,7 +26,7 @@ export class VerifiedSessions {
 
   constructor(
     private readonly maxChars: number,
-    /** A larger session is not remembered: it is read and verified in full every time. */
+    /** A session with a longer stored text is not remembered: it is read and verified in full every time. */
     readonly maxSessionChars: number,
   ) {}
 
@@ -40,10 +40,10 @@ export class VerifiedSessions {
   }
 
   remember(sessionId: string, session: VerifiedSession): void {
-    // A timeline holds about as much again as the text (the links' strings are the rows').
-    const size = session.storedText.length * (session.timeline === undefined ? 1 : 2);
     this.forget(sessionId);
-    if (size > this.maxSessionChars) return;
+    if (session.storedText.length > this.maxSessionChars) return;
+    // A timeline holds about twice as much again: its rows' strings and its response body.
+    const size = session.storedText.length * (session.timeline === undefined ? 1 : 3);
     this.entries.set(sessionId, { session, size });
     this.size += size;
     for (const [id, entry] of this.entries) {
