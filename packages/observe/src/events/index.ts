@@ -70,7 +70,6 @@ export {
   linksJson,
   type LoggedChainRow,
   sessionEventsQuery,
-  joinStoredChainTexts,
   sessionLoggedRowsQuery,
   storedChainText,
   storedChainTextMatches,

@@ -30,7 +30,7 @@ await describeEachDatabase('stored chain text', (backend) => {
       custom(sessionId, 'agent-s', at(3)),
     ]);
     const text = storedChainText(await sessionLoggedRowsQuery(db(), sessionId).execute());
-    assert.ok(text !== null);
+    assert.ok(text !== null, 'rows written by ingest give a text');
     assert.equal(await storedChainTextMatches(db(), sessionId, text), true, 'the untouched rows give the same text');
     return { ids: acks.map((a) => a.id), text };
   }
@@ -88,22 +88,53 @@ await describeEachDatabase('stored chain text', (backend) => {
     assert.equal(await storedChainTextMatches(db(), 'text-leaf', unlogged.text), false);
   });
 
-  test('text moved across a field boundary with a separator in it does not match', async () => {
+  test('bytes moved across a field boundary, the fields still spelling the same text end to end, no longer match', async () => {
     const { ids, text } = await seed('text-shift');
     const row = await db().selectFrom('events').selectAll().where('id', '=', ids[1]!).executeTakeFirstOrThrow();
-    // The event type takes a separator and all of the severity but its last character: the two
-    // fields still spell event type, separator, severity, with one separator more than the text.
     await db()
       .updateTable('events')
-      .set({ event_type: `${row.event_type}\u001f${row.severity.slice(0, -1)}`, severity: row.severity.slice(-1) })
+      .set({ event_type: `${row.event_type}${row.severity.slice(0, 1)}`, severity: row.severity.slice(1) })
       .where('id', '=', ids[1]!)
       .execute();
     assert.equal(await storedChainTextMatches(db(), 'text-shift', text), false);
   });
 
-  test('rows holding a separator give no text to remember', async () => {
-    const { ids } = await seed('text-separator');
-    await db().updateTable('events').set({ agent_id: 'agent\u001es' }).where('id', '=', ids[1]!).execute();
+  test('a row merged into the one before it, its fields carried in that row leaf, no longer matches', async () => {
+    const { ids, text } = await seed('text-merge');
+    const [second, third] = await sessionLoggedRowsQuery(db(), 'text-merge').where('events.id', 'in', [ids[2]!, ids[3]!]).execute();
+    // Every field of every row, written end to end, reads exactly as before: only where the fields
+    // start and end has changed (and the third row is gone).
+    const carried = [third!.id, third!.seq, third!.ts, third!.session_id, third!.agent_id, third!.event_type, third!.severity, third!.payload]
+      .concat([third!.metadata, `+${third!.prev_hash}`, third!.hash, `+${third!.leaf_hash}`])
+      .join('');
+    await db().deleteFrom('events').where('id', '=', ids[3]!).execute();
+    await db()
+      .updateTable('audit_log_leaves')
+      .set({ leaf_hash: `${second!.leaf_hash}${carried}` })
+      .where('item_id', '=', ids[2]!)
+      .execute();
+    assert.equal(await storedChainTextMatches(db(), 'text-merge', text), false);
+  });
+
+  test('rows holding a separator or an empty field give no text to remember', async () => {
+    const separated = await seed('text-separator');
+    await db().updateTable('events').set({ agent_id: 'agent\u001fs' }).where('id', '=', separated.ids[1]!).execute();
     assert.equal(storedChainText(await sessionLoggedRowsQuery(db(), 'text-separator').execute()), null);
+    const emptied = await seed('text-empty');
+    await db().updateTable('events').set({ severity: '' }).where('id', '=', emptied.ids[1]!).execute();
+    assert.equal(storedChainText(await sessionLoggedRowsQuery(db(), 'text-empty').execute()), null);
+  });
+
+  test('a separator moved into a field, with the same row text end to end, no longer matches', async () => {
+    const { ids, text } = await seed('text-moved-separator');
+    const row = await db().selectFrom('events').selectAll().where('id', '=', ids[1]!).executeTakeFirstOrThrow();
+    // event_type takes the separator and the severity; severity keeps only what follows: the
+    // row's text, fields joined by separators, reads one separator longer.
+    await db()
+      .updateTable('events')
+      .set({ event_type: `${row.event_type}\u001f${row.severity}`, severity: 'x' })
+      .where('id', '=', ids[1]!)
+      .execute();
+    assert.equal(await storedChainTextMatches(db(), 'text-moved-separator', text), false);
   });
 });

@@ -5,7 +5,6 @@ import {
   type ChainHead,
   type ChainVerdict,
   forEachSessionEventPage,
-  joinStoredChainTexts,
   linksJson,
   type LoggedChainRow,
   sessionLoggedRowsQuery,
@@ -115,7 +114,7 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
       else texts.push(text);
     });
     const verdict = verifier.finish();
-    if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: joinStoredChainTexts(texts), verdict });
+    if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: texts.join(''), verdict });
     return { session, verdict };
   });
 }
