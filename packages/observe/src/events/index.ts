@@ -68,10 +68,12 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
-  keptLinkJson,
+  linksJson,
   type LoggedChainRow,
   sessionEventsQuery,
   sessionLoggedRowsQuery,
+  storedChainText,
+  storedChainTextMatches,
   toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
