@@ -119,7 +119,9 @@ export interface PartialSuccess {
 
 /** ExportTraceServiceResponse in protobuf; partial_success is left unset when every span was accepted. */
 export function encodeProtobufResponse(partial: PartialSuccess | null): Uint8Array {
-  return types().response.encode(types().response.fromObject(partial === null ? {} : { partialSuccess: partial })).finish();
+  return types()
+    .response.encode(types().response.fromObject(partial === null ? {} : { partialSuccess: partial }))
+    .finish();
 }
 
 /** ExportTraceServiceResponse in OTLP/JSON (int64 as a decimal string, as the proto3 JSON mapping has it). */
