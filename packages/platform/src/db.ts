@@ -123,9 +123,12 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${config.synchronous}`);
   raw.pragma('busy_timeout = 10000');
-  raw.pragma('cache_size = -65536');
+  // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a 16 MiB page
+  // cache, and no memory map, whose touched pages would count in the process's RSS up to the map's
+  // size; pages beyond the cache are read from the OS's file cache.
+  raw.pragma('cache_size = -16384');
   raw.pragma('temp_store = MEMORY');
-  raw.pragma('mmap_size = 268435456');
+  raw.pragma('mmap_size = 0');
   // Checkpoints run in a worker (see sqlite-checkpointer.mjs); the request thread checkpoints only
   // as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
