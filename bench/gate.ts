@@ -22,7 +22,7 @@ import { Agent, request } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer } from './server.ts';
+import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, vigilCommand } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 import {
   compilePolicySet,
@@ -360,7 +360,7 @@ async function benchServer(rows: Row[]): Promise<void> {
     const profile = process.env.BENCH_SERVER_PROFILE;
     child = spawn(
       process.execPath,
-      [...(profile ? ['--cpu-prof', '--cpu-prof-dir', profile] : []), 'packages/cli/bin/vigil.mjs', 'gate', '--port', String(port), '--data-dir', dataDir],
+      [...(profile ? ['--cpu-prof', '--cpu-prof-dir', profile] : []), ...vigilCommand('gate', '--port', String(port), '--data-dir', dataDir)],
       {
         stdio: ['ignore', 'ignore', 'inherit'],
         env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', GATE_DB_SCHEMA: schema, GATE_ADMIN_KEY: adminKey },
@@ -384,7 +384,11 @@ async function benchServer(rows: Row[]): Promise<void> {
     await waitForHealth(client, child);
     if (pid !== null) {
       const mb = residentMegabytes(pid);
-      rows.push(['gate RSS after start', '≤ 100 MB', mb === null ? 'no /proc here' : checked(`${mb.toFixed(0)} MB`, mb <= 100)]);
+      rows.push([
+        'gate RSS after start (compiled, `npm start` flags)',
+        '≤ 90 MiB (issue 22; issue 21: ≤ 100)',
+        mb === null ? 'no /proc here' : checked(`${mb.toFixed(0)} MiB`, mb <= 90),
+      ]);
     }
 
     // 20 policies, created through the API (the server judges each regex as it is saved).

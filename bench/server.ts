@@ -1,5 +1,5 @@
 /** What the benchmark scripts need to run a real server in its own process. */
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pg from 'pg';
@@ -12,6 +12,26 @@ export async function freePort(): Promise<number> {
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
+}
+
+let compiled = false;
+
+/**
+ * The arguments after `node` that run `vigil <args>` as `npm start` runs it: the root
+ * package.json's `start` script names the node flags (V8 heap settings) and the CLI entry, which
+ * runs the compiled build. The build is brought up to date here first, so a server's memory and
+ * start are measured without a build inside it.
+ */
+export function vigilCommand(...args: string[]): string[] {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+  const entry = start.findIndex((word) => word.endsWith('/vigil.mjs'));
+  if (start[0] !== 'node' || entry === -1) throw new Error(`the start script is not node <flags> …/vigil.mjs: ${start.join(' ')}`);
+  if (!compiled) {
+    const built = spawnSync(process.execPath, [start[entry]!, '--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (built.status !== 0) throw new Error('the CLI could not be built');
+    compiled = true;
+  }
+  return [...start.slice(1, entry + 1), ...args];
 }
 
 /** Stops a bench server and removes its data (its SQLite directory or its schema on `databaseUrl`, default DATABASE_URL). */
@@ -44,7 +64,7 @@ export async function waitForHealth(base: string, child: ChildProcess, path = '/
 }
 
 /**
- * Resident memory of a server process in MB (VmRSS of /proc/<pid>/status; Linux only), or null
+ * Resident memory of a server process in MiB (VmRSS of /proc/<pid>/status; Linux only), or null
  * where /proc is not there.
  */
 export function residentMegabytes(pid: number): number | null {

@@ -14,13 +14,22 @@ import {
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
-// BIGINT columns hold epoch milliseconds and counters, well inside 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+let pgModule: Promise<typeof pg> | undefined;
+
+/** The PostgreSQL driver, loaded with the first PostgreSQL database: a service on SQLite never holds it. */
+function loadPg(): Promise<typeof pg> {
+  pgModule ??= import('pg').then(({ default: driver }) => {
+    // BIGINT columns hold epoch milliseconds and counters, well inside 2^53.
+    driver.types.setTypeParser(driver.types.builtins.INT8, (value: string) => Number(value));
+    return driver;
+  });
+  return pgModule;
+}
 
 export interface Database<Schema> {
   db: Kysely<Schema>;
@@ -106,6 +115,49 @@ function preparedStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
+/**
+ * The worker thread that checkpoints every SQLite database of the process (sqlite-checkpointer.mjs):
+ * started with the first database, stopped when the last one closes, so `vigil up` runs one for
+ * both services' files.
+ */
+class SqliteCheckpointer {
+  private worker: Worker | null = null;
+  private nextId = 0;
+  private readonly open = new Set<number>();
+
+  /** Starts checkpointing `file`; resolves the returned function once its connection is closed. */
+  add(file: string): () => Promise<void> {
+    const id = this.nextId++;
+    if (this.worker === null) {
+      this.worker = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), { workerData: { intervalMs: 250 } });
+      this.worker.unref();
+    }
+    const worker = this.worker;
+    this.open.add(id);
+    worker.postMessage({ type: 'add', id, file });
+    return async () => {
+      if (!this.open.delete(id)) return;
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          worker.off('message', removed).off('exit', done);
+          resolve();
+        };
+        const removed = (message: { type: string; id: number }): void => {
+          if (message.type === 'removed' && message.id === id) done();
+        };
+        worker.on('message', removed).on('exit', done);
+        worker.postMessage({ type: 'remove', id });
+      });
+      if (this.open.size === 0 && this.worker === worker) {
+        this.worker = null;
+        await worker.terminate();
+      }
+    };
+  }
+}
+
+const checkpointer = new SqliteCheckpointer();
+
 function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
   mkdirSync(dirname(config.file), { recursive: true });
   const raw = new BetterSqlite3(config.file);
@@ -118,16 +170,16 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   raw.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   raw.pragma(`synchronous = ${config.synchronous}`);
   raw.pragma('busy_timeout = 10000');
-  raw.pragma('cache_size = -65536');
+  // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a 16 MiB page
+  // cache, and no memory map, whose touched pages would count in the process's RSS up to the map's
+  // size; pages beyond the cache are read from the OS's file cache.
+  raw.pragma('cache_size = -16384');
   raw.pragma('temp_store = MEMORY');
-  raw.pragma('mmap_size = 268435456');
+  raw.pragma('mmap_size = 0');
   // Checkpoints run in a worker (see sqlite-checkpointer.mjs); the request thread checkpoints only
   // as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
-  const checkpointer = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), {
-    workerData: { file: config.file, intervalMs: 250 },
-  });
-  checkpointer.unref();
+  const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });
   return {
     db,
@@ -175,18 +227,16 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
       return Math.max(0, before - size());
     },
     async close() {
-      const closed = new Promise((resolve) => checkpointer.once('message', resolve).once('exit', resolve));
-      checkpointer.postMessage('close');
-      await closed;
-      await checkpointer.terminate();
+      await stopCheckpoints();
       await db.destroy();
     },
   };
 }
 
 async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Promise<Database<Schema>> {
+  const driver = await loadPg();
   const connectTimeoutMs = config.connectTimeoutMs ?? 5000;
-  const bootstrap = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
+  const bootstrap = new driver.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
   await bootstrap.connect();
   try {
     await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
@@ -196,7 +246,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
   } finally {
     await bootstrap.end();
   }
-  const pool = new pg.Pool({
+  const pool = new driver.Pool({
     connectionString: config.url,
     max: config.poolMax ?? 10,
     // A request waits at most this long for a connection (database down or unreachable: then 503).
@@ -243,12 +293,13 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
 const LISTEN_RETRY_MAX_MS = 30_000;
 
 async function listenPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, channel: string, onNotify: () => void): Promise<() => Promise<void>> {
+  const driver = await loadPg();
   let client: pg.Client | null = null;
   let stopped = false;
   let retryMs = 500;
   let retryTimer: NodeJS.Timeout | undefined;
   const connect = async (): Promise<void> => {
-    const candidate = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? 5000 });
+    const candidate = new driver.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? 5000 });
     // A lost connection ends the client ('end'), which schedules the reconnect; the error itself needs no handling.
     candidate.on('error', () => undefined);
     candidate.on('notification', (message) => {
