@@ -105,9 +105,10 @@ module.exports = {
     },
   ],
   options: {
-    // The dashboard's bundle (and its scratch folders .dist-*) is not source. The SDK's and the
-    // price table's dist/ stay in: other packages import them through `exports`, so the rules see them.
-    exclude: { path: '(^|/)packages/dashboard/\\.?dist[^/]*/' },
+    // The dashboard's bundle (and its scratch folders .dist-*) and the compiled CLI are not source.
+    // The SDK's and the price table's dist/ stay in: other packages import them through `exports`,
+    // so the rules see them.
+    exclude: { path: '(^|/)packages/(dashboard|cli)/\\.?dist[^/]*/' },
     doNotFollow: { path: 'node_modules' },
     // Type-only imports are seen (and tagged `type-only`), so the feature rules cover them too.
     tsPreCompilationDeps: true,

@@ -1,6 +1,6 @@
 /** What the benchmark scripts need to run a real server in its own process. */
-import type { ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pg from 'pg';
 
@@ -14,15 +14,35 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Stops a bench server and removes its data (its SQLite directory or its PostgreSQL schema). */
-export async function stopServer(child: ChildProcess, dataDir: string, schema: string): Promise<void> {
+let compiled = false;
+
+/**
+ * The arguments after `node` that run `vigil <args>` as `npm start` runs it: the root
+ * package.json's `start` script names the node flags (V8 heap settings) and the CLI entry, which
+ * runs the compiled build. The build is brought up to date here first, so a server's memory and
+ * start are measured without a build inside it.
+ */
+export function vigilCommand(...args: string[]): string[] {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+  const entry = start.findIndex((word) => word.endsWith('/vigil.mjs'));
+  if (start[0] !== 'node' || entry === -1) throw new Error(`the start script is not node <flags> …/vigil.mjs: ${start.join(' ')}`);
+  if (!compiled) {
+    const built = spawnSync(process.execPath, [start[entry]!, '--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (built.status !== 0) throw new Error('the CLI could not be built');
+    compiled = true;
+  }
+  return [...start.slice(1, entry + 1), ...args];
+}
+
+/** Stops a bench server and removes its data (its SQLite directory or its schema on `databaseUrl`, default DATABASE_URL). */
+export async function stopServer(child: ChildProcess, dataDir: string, schema: string, databaseUrl = process.env.DATABASE_URL): Promise<void> {
   if (child.exitCode === null) {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   }
   rmSync(dataDir, { recursive: true, force: true });
-  if (process.env.DATABASE_URL) {
-    const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  if (databaseUrl) {
+    const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     await client.query(`drop schema if exists "${schema}" cascade`);
     await client.end();
@@ -44,7 +64,7 @@ export async function waitForHealth(base: string, child: ChildProcess, path = '/
 }
 
 /**
- * Resident memory of a server process in MB (VmRSS of /proc/<pid>/status; Linux only), or null
+ * Resident memory of a server process in MiB (VmRSS of /proc/<pid>/status; Linux only), or null
  * where /proc is not there.
  */
 export function residentMegabytes(pid: number): number | null {
@@ -65,6 +85,46 @@ export function processCpuMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** Whether a PostgreSQL answers at `url`. */
+export async function postgresReachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * CPU time (user + system, ms) used so far by every process named `postgres` on this machine (a
+ * local PostgreSQL's backends, writer and checkpointer), or null without /proc. Other clients of
+ * the same server count too: a figure for a quiet machine.
+ */
+export function postgresCpuMs(): number | null {
+  let total = 0;
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      } catch {
+        continue; // exited meanwhile
+      }
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.split(') ')[1]!.split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * 10;
+    }
+  } catch {
+    return null;
+  }
+  return total;
 }
 
 /**

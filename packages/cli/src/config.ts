@@ -1,5 +1,7 @@
-import { gateConfig, gateEnvironment, type GateConfig } from '@vigil/gate';
-import { observeConfig, observeEnvironment, type ObserveConfig } from '@vigil/observe';
+// The services' configuration alone (./config), not their entries: checking the environment of
+// `vigil gate` does not load observe's code, nor the reverse.
+import { gateConfig, gateEnvironment, type GateConfig } from '@vigil/gate/config';
+import { observeConfig, observeEnvironment, type ObserveConfig } from '@vigil/observe/config';
 import { mergeSlices, parseEnvironment, sharedEnvironment } from '@vigil/platform';
 
 /**

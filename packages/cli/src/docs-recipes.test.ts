@@ -1,6 +1,7 @@
 /**
- * Recipes the docs give users to copy, run as written: the SQLite backup of docs/deploy.md from
- * the repository's layout, and the webhook receiver's signature check of docs/webhooks.md.
+ * Recipes the docs give users to copy, run as written: the SQLite backup and the one-time
+ * auto_vacuum conversion of docs/deploy.md from the repository's layout, and the webhook
+ * receiver's signature check of docs/webhooks.md.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -58,6 +59,46 @@ test("docs/deploy.md's SQLite backup, run from a checkout's root while the datab
     }
   } finally {
     for (const db of open) db.close();
+  }
+});
+
+test("docs/deploy.md's one-time conversion of an older SQLite file to auto_vacuum=INCREMENTAL keeps the data and returns free pages", () => {
+  const checkout = mkdtempSync(join(tmpdir(), 'vigil-vacuum-'));
+  dirs.push(checkout);
+  mkdirSync(join(checkout, 'packages'));
+  symlinkSync(join(root, 'packages/platform'), join(checkout, 'packages/platform'));
+  mkdirSync(join(checkout, 'data'));
+  const Database = createRequire(join(root, 'packages/platform/package.json'))('better-sqlite3') as new (file: string) => {
+    pragma(text: string, options?: { simple: boolean }): unknown;
+    exec(sql: string): void;
+    prepare(sql: string): { get(): unknown };
+    close(): void;
+  };
+  // A file as an older version left it: auto_vacuum off, WAL mode, pages freed by deletes.
+  const file = join(checkout, 'data', 'observe.db');
+  const old = new Database(file);
+  old.pragma('journal_mode = WAL');
+  old.exec(`create table kept (name text); insert into kept values ('observe');
+    create table gone (body text); with recursive n(i) as (select 1 union all select i + 1 from n where i < 500) insert into gone select hex(randomblob(2000)) from n;
+    delete from gone`);
+  assert.equal(old.pragma('auto_vacuum', { simple: true }), 0);
+  assert.ok(Number(old.pragma('freelist_count', { simple: true })) > 0);
+  old.close();
+
+  const recipe = blockAfter('deploy.md', 'To convert it once', 'bash')
+    .split('\n')
+    .filter((line) => !line.startsWith('#') && !line.startsWith('sqlite3 '))
+    .join('\n');
+  const out = execFileSync('bash', ['-euc', recipe], { cwd: checkout, encoding: 'utf8' });
+  assert.match(out, /converted/);
+  assert.doesNotMatch(out, /not converted/);
+  const converted = new Database(file);
+  try {
+    assert.equal(converted.pragma('auto_vacuum', { simple: true }), 2);
+    assert.equal(converted.pragma('freelist_count', { simple: true }), 0);
+    assert.deepEqual(converted.prepare('select name from kept').get(), { name: 'observe' });
+  } finally {
+    converted.close();
   }
 });
 

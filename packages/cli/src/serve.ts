@@ -1,5 +1,4 @@
-import { buildGateService } from '@vigil/gate';
-import { buildObserveService, type ObserveService } from '@vigil/observe';
+import type { ObserveService } from '@vigil/observe';
 import { ConfigError, isLoopbackHost, localAddress, type ServiceBaseConfig } from '@vigil/platform';
 import { loadGateConfig, loadObserveConfig } from './config.ts';
 import { dashboardBuildState, ensureDashboardBuilt } from './dashboard-build.ts';
@@ -112,6 +111,8 @@ export async function startObserve(options: ServeOptions): Promise<RunningServic
   const config = loadObserveConfig(options.env ?? process.env, options);
   const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
   const service: ObserveService = await started('observe', config, async () => {
+    // Each service's code loads only when it starts: `vigil gate` does not hold observe's.
+    const { buildObserveService } = await import('@vigil/observe');
     const built = await buildObserveService(config);
     try {
       await built.app.listen({ host: config.host, port: config.port, listenTextResolver: (address) => `listening on ${address} (${storage})` });
@@ -153,6 +154,7 @@ export async function startGate(options: ServeOptions): Promise<RunningService> 
   const config = loadGateConfig(options.env ?? process.env, options);
   const storage = config.database.kind === 'sqlite' ? config.database.file : `PostgreSQL schema "${config.database.schema}"`;
   const service = await started('gate', config, async () => {
+    const { buildGateService } = await import('@vigil/gate');
     const built = await buildGateService(config);
     try {
       await built.app.listen({

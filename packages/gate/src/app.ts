@@ -16,7 +16,6 @@ import {
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
-import { Redis } from 'ioredis';
 import { auditFeature } from './audit/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
@@ -85,6 +84,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
 
   let limiter: RateLimiter;
   if (config.redisUrl) {
+    // Loaded only when configured: a gate without Redis does not hold the client.
+    const { Redis } = await import('ioredis');
     const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: REDIS_CONNECT_TIMEOUT_MS });
     redis.on('error', (error) => app.log.debug({ err: error }, 'redis connection error'));
     const redisLimiter = new RedisRateLimiter(redis, (error) => app.log.warn({ err: error }, 'Redis unavailable: rate limits fall back to this instance'));
@@ -94,7 +95,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     limiter = new MemoryRateLimiter();
   }
 
-  const chat = chatNotifier(config, database, app.log);
+  const chat = await chatNotifier(config, database, app.log);
   const context: GateContext = {
     config,
     database,

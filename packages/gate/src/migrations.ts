@@ -201,4 +201,17 @@ export const gateMigrations: Record<string, MigrationStep> = {
     await backfillLeaves(db, dialect, 'audit_entries', 'request_id');
   },
   '0007_chat_messages': createChatMessageTable,
+  /**
+   * Indexes every creation writes and no query needs (docs/architecture.md, "Hot path"). The expiry
+   * scanner reads requests that have a deadline, so only those are indexed: a request created
+   * without `expiresAt`, the common case, writes no entry there (the scan's `expires_at <= ?`
+   * implies the predicate on both databases). `audit_request` (request_id, ts, id) duplicated the
+   * unique (request_id, seq) index every trail is read by: the audit list's `requestId` filter now
+   * reads that one and sorts the request's own entries.
+   */
+  async '0008_hot_path_indexes'(db) {
+    await db.schema.dropIndex('requests_status_expires').execute();
+    await db.schema.createIndex('requests_deadline').on('requests').columns(['status', 'expires_at']).where('expires_at', 'is not', null).execute();
+    await db.schema.dropIndex('audit_request').execute();
+  },
 };

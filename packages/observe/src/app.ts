@@ -59,6 +59,8 @@ export interface ObserveService {
     healthSnapshots: PeriodicJob;
     embeddings: PeriodicJob;
     guardrails: PeriodicJob;
+    /** Keeps the per-session reflect state (reflect/state.ts). */
+    reflectState: PeriodicJob;
   };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
@@ -159,7 +161,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(memoryFeature);
   await features.register(analyticsFeature);
   await features.register(optimizeFeature);
-  await features.register(reflectFeature);
+  const reflectState = await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
@@ -173,7 +175,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep },
+    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState },
     guardrails: guardrails.engine,
     streams,
   };

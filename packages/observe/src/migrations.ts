@@ -16,6 +16,7 @@ import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MA
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 import { compactEmbeddings } from './recall/index.ts';
+import { createReflectStateTables } from './reflect/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
   async '0001_event_store'(db, dialect) {
@@ -582,5 +583,44 @@ export const observeMigrations: Record<string, MigrationStep> = {
     // Vectors as int8, events' rows without their copy of the event's text, no vectors for events
     // that are no longer embedded (recall/compact.ts).
     await compactEmbeddings(db, dialect);
+  },
+
+  /**
+   * Storage that carries no waste (docs/architecture.md#storage-footprint). Reflect's tool-call
+   * index (0018) holds tool calls only: every query it serves names event_type 'tool_call', and the
+   * other events' entries (three quarters of a typical mix, ~55 bytes per event) served none; the
+   * leading event_type stays so that the planner matches it as it did the full index, with the
+   * type bound as a parameter too. SQLite: the audit log's leaves are keyed by their index as the
+   * table's rowid (`integer primary key`): a `bigint` key is a second copy of the index beside the
+   * rowid, with a b-tree of its own (~18 bytes per event). PostgreSQL: retention deletes a day of
+   * events at a time, so autovacuum is asked to reclaim the events' dead rows after 2 % of the
+   * table changed (the default, 20 %, lets a 30-day retention pile up six days of dead rows).
+   */
+  async '0020_storage_footprint'(db, dialect) {
+    await db.schema.dropIndex('events_type_session_seq').execute();
+    await sql`create index events_tool_calls on events (event_type, session_id, seq, ts, tool_name, call_id, agent_id) where event_type = 'tool_call'`.execute(
+      db,
+    );
+    if (dialect === 'postgres') {
+      await sql`alter table events set (autovacuum_vacuum_scale_factor = 0.02)`.execute(db);
+      return;
+    }
+    await sql`create table audit_log_leaves_by_rowid (idx integer primary key, item_id text not null, scope_id text, leaf_hash text not null)`.execute(db);
+    await sql`insert into audit_log_leaves_by_rowid (idx, item_id, scope_id, leaf_hash) select idx, item_id, scope_id, leaf_hash from audit_log_leaves order by idx`.execute(
+      db,
+    );
+    await db.schema.dropTable('audit_log_leaves').execute();
+    await sql`alter table audit_log_leaves_by_rowid rename to audit_log_leaves`.execute(db);
+    await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
+  },
+
+  /**
+   * Per-session reflect state (reflect/state.ts), filled by its job from the stored events; the
+   * job reads a session's error events through a partial index of error events by session (2–3 %
+   * of the rows, so next to nothing on ingest) instead of every event of the session.
+   */
+  async '0021_reflect_state'(db) {
+    await createReflectStateTables(db);
+    await db.schema.createIndex('events_session_errors').on('events').columns(['session_id', 'seq']).where(sql.ref('is_error'), '=', 1).execute();
   },
 };

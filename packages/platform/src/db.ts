@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
@@ -14,21 +14,43 @@ import {
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
-// BIGINT columns hold epoch milliseconds and counters, well inside 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+let pgModule: Promise<typeof pg> | undefined;
+
+/** The PostgreSQL driver, loaded with the first PostgreSQL database: a service on SQLite never holds it. */
+function loadPg(): Promise<typeof pg> {
+  pgModule ??= import('pg').then(({ default: driver }) => {
+    // BIGINT columns hold epoch milliseconds and counters, well inside 2^53.
+    driver.types.setTypeParser(driver.types.builtins.INT8, (value: string) => Number(value));
+    return driver;
+  });
+  return pgModule;
+}
 
 export interface Database<Schema> {
   db: Kysely<Schema>;
   dialect: DialectName;
   /** PostgreSQL schema holding the service's tables (undefined on SQLite). */
   schema?: string;
-  /** Bytes the service's tables occupy on disk. */
+  /**
+   * Bytes the service's data occupies on disk. SQLite: the database file plus its WAL, as the file
+   * system has them. PostgreSQL: every table of the service's schema with its indexes and TOAST
+   * (pg_total_relation_size; not pg_database_size, which would count the other service's schema
+   * when both share a database).
+   */
   sizeBytes(): Promise<number>;
+  /** Bytes of each table and index (the full-text index as one), for footprint measurements: see `StoredObject`. */
+  storageBreakdown(): Promise<StoredObject[]>;
+  /**
+   * Gives space freed by large deletes back (retention): SQLite returns free pages to the file
+   * system (incremental vacuum, on databases created with auto_vacuum=INCREMENTAL) and truncates
+   * the WAL; PostgreSQL leaves it to autovacuum (a no-op here). Resolves to the bytes returned.
+   */
+  reclaimFreeSpace(): Promise<number>;
   /**
    * PostgreSQL only (undefined on SQLite, where one process owns the file): LISTEN on `channel`
    * over a dedicated connection, calling `onNotify` for each notification (`notify`). A lost
@@ -41,7 +63,35 @@ export interface Database<Schema> {
   close(): Promise<void>;
 }
 
+/** One table or index and the bytes it occupies; `table` is the table it belongs to (itself for a table). */
+export interface StoredObject {
+  name: string;
+  table: string;
+  kind: 'table' | 'index';
+  bytes: number;
+}
+
 const STATEMENT_CACHE_SIZE = 2000;
+
+/** The WAL is cut back to this size after a checkpoint empties it, so a burst of writes does not keep its high-water mark on disk. */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** Pages one step of reclaimFreeSpace returns to the file system (8 MiB of 4 KiB pages). */
+const VACUUM_PAGES_PER_STEP = 2048;
+
+/** Tries of the WAL truncation in reclaimFreeSpace, 20 ms apart. */
+const CHECKPOINT_ATTEMPTS = 50;
+
+/** FTS5 keeps an index in shadow tables `<name>_data`, `_idx`, `_docsize`, `_config`, `_content`: counted as the virtual table. */
+const FTS_SHADOW = /^(.+_fts)_(data|idx|docsize|config|content)$/;
+
+function fileBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
 
 /**
  * Wraps better-sqlite3 so Kysely reuses prepared statements (the hot path compiles each SQL text
@@ -65,44 +115,128 @@ function preparedStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
+/**
+ * The worker thread that checkpoints every SQLite database of the process (sqlite-checkpointer.mjs):
+ * started with the first database, stopped when the last one closes, so `vigil up` runs one for
+ * both services' files.
+ */
+class SqliteCheckpointer {
+  private worker: Worker | null = null;
+  private nextId = 0;
+  private readonly open = new Set<number>();
+
+  /** Starts checkpointing `file`; resolves the returned function once its connection is closed. */
+  add(file: string): () => Promise<void> {
+    const id = this.nextId++;
+    if (this.worker === null) {
+      this.worker = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), { workerData: { intervalMs: 250 } });
+      this.worker.unref();
+    }
+    const worker = this.worker;
+    this.open.add(id);
+    worker.postMessage({ type: 'add', id, file });
+    return async () => {
+      if (!this.open.delete(id)) return;
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          worker.off('message', removed).off('exit', done);
+          resolve();
+        };
+        const removed = (message: { type: string; id: number }): void => {
+          if (message.type === 'removed' && message.id === id) done();
+        };
+        worker.on('message', removed).on('exit', done);
+        worker.postMessage({ type: 'remove', id });
+      });
+      if (this.open.size === 0 && this.worker === worker) {
+        this.worker = null;
+        await worker.terminate();
+      }
+    };
+  }
+}
+
+const checkpointer = new SqliteCheckpointer();
+
 function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
   mkdirSync(dirname(config.file), { recursive: true });
   const raw = new BetterSqlite3(config.file);
+  // A new file frees pages to the file system on `incremental_vacuum` (reclaimFreeSpace, after
+  // retention); auto_vacuum can only be chosen before the first table exists. An older file keeps
+  // its mode until converted by a one-time VACUUM (docs/deploy.md#disk-space); its freed pages are
+  // still reused by later writes.
+  if ((raw.pragma('page_count', { simple: true }) as number) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
   raw.pragma('journal_mode = WAL');
+  raw.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   raw.pragma(`synchronous = ${config.synchronous}`);
   raw.pragma('busy_timeout = 10000');
-  raw.pragma('cache_size = -65536');
+  // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a 16 MiB page
+  // cache, and no memory map, whose touched pages would count in the process's RSS up to the map's
+  // size; pages beyond the cache are read from the OS's file cache.
+  raw.pragma('cache_size = -16384');
   raw.pragma('temp_store = MEMORY');
-  raw.pragma('mmap_size = 268435456');
+  raw.pragma('mmap_size = 0');
   // Checkpoints run in a worker (see sqlite-checkpointer.mjs); the request thread checkpoints only
   // as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
-  const checkpointer = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), {
-    workerData: { file: config.file, intervalMs: 250 },
-  });
-  checkpointer.unref();
+  const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });
   return {
     db,
     dialect: 'sqlite',
     async sizeBytes() {
-      const pages = raw.pragma('page_count', { simple: true }) as number;
-      const pageSize = raw.pragma('page_size', { simple: true }) as number;
-      return pages * pageSize;
+      return fileBytes(config.file) + fileBytes(`${config.file}-wal`);
+    },
+    async storageBreakdown() {
+      const rows = raw
+        .prepare(
+          `select s.name as name, coalesce(m.tbl_name, s.name) as tbl, coalesce(m.type, 'table') as type, sum(s.pgsize) as bytes
+           from dbstat s left join sqlite_schema m on m.name = s.name group by s.name`,
+        )
+        .all() as { name: string; tbl: string; type: string; bytes: number }[];
+      const objects = new Map<string, StoredObject>();
+      for (const row of rows) {
+        const fts = FTS_SHADOW.exec(row.name)?.[1];
+        const name = fts ?? row.name;
+        const object = objects.get(name) ?? { name, table: fts ?? row.tbl, kind: row.type === 'index' ? 'index' : 'table', bytes: 0 };
+        object.bytes += row.bytes;
+        objects.set(name, object);
+      }
+      return [...objects.values()].sort((a, b) => b.bytes - a.bytes);
+    },
+    async reclaimFreeSpace() {
+      const size = (): number => fileBytes(config.file) + fileBytes(`${config.file}-wal`);
+      const before = size();
+      // Each step holds Kysely's connection, so no transaction of the service is open meanwhile,
+      // and frees a bounded number of pages, so requests are served between steps. raw.pragma
+      // steps the statement to the end: incremental_vacuum frees one page per step of its
+      // statement, and Kysely's single step would free one page only.
+      const incremental = (raw.pragma('auto_vacuum', { simple: true }) as number) === 2;
+      while (incremental && (raw.pragma('freelist_count', { simple: true }) as number) > 0) {
+        await db.connection().execute(async () => raw.pragma(`incremental_vacuum(${VACUUM_PAGES_PER_STEP})`));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      // Copies the WAL into the file and cuts it to zero bytes. It answers busy at once while the
+      // checkpointer thread runs a checkpoint of its own (a few milliseconds), hence the retries;
+      // a WAL still busy after them is left for the next run.
+      for (let attempt = 0; attempt < CHECKPOINT_ATTEMPTS; attempt += 1) {
+        const [result] = await db.connection().execute(async () => raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]);
+        if (result?.busy === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return Math.max(0, before - size());
     },
     async close() {
-      const closed = new Promise((resolve) => checkpointer.once('message', resolve).once('exit', resolve));
-      checkpointer.postMessage('close');
-      await closed;
-      await checkpointer.terminate();
+      await stopCheckpoints();
       await db.destroy();
     },
   };
 }
 
 async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Promise<Database<Schema>> {
+  const driver = await loadPg();
   const connectTimeoutMs = config.connectTimeoutMs ?? 5000;
-  const bootstrap = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
+  const bootstrap = new driver.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
   await bootstrap.connect();
   try {
     await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
@@ -112,7 +246,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
   } finally {
     await bootstrap.end();
   }
-  const pool = new pg.Pool({
+  const pool = new driver.Pool({
     connectionString: config.url,
     max: config.poolMax ?? 10,
     // A request waits at most this long for a connection (database down or unreachable: then 503).
@@ -137,6 +271,19 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
         where n.nspname = ${config.schema} and c.relkind in ('r', 'm')`.execute(db);
       return result.rows[0]?.size ?? 0;
     },
+    async storageBreakdown() {
+      // pg_table_size: the heap with its TOAST, free-space and visibility maps; each index apart.
+      const result = await sql<{ name: string; tbl: string; kind: 'table' | 'index'; bytes: number }>`
+        select c.relname as name, coalesce(t.relname, c.relname) as tbl,
+          case when c.relkind = 'i' then 'index' else 'table' end as kind,
+          (case when c.relkind = 'i' then pg_relation_size(c.oid) else pg_table_size(c.oid) end)::bigint as bytes
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        left join pg_index i on i.indexrelid = c.oid left join pg_class t on t.oid = i.indrelid
+        where n.nspname = ${config.schema} and c.relkind in ('r', 'm', 'i')`.execute(db);
+      return result.rows.map((row) => ({ name: row.name, table: row.tbl, kind: row.kind, bytes: Number(row.bytes) })).sort((a, b) => b.bytes - a.bytes);
+    },
+    // Autovacuum reuses the space of deleted rows (retention deletes in bounded transactions so that it can).
+    reclaimFreeSpace: async () => 0,
     listen: (channel, onNotify) => listenPostgres(config, channel, onNotify),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
@@ -146,12 +293,13 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
 const LISTEN_RETRY_MAX_MS = 30_000;
 
 async function listenPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>, channel: string, onNotify: () => void): Promise<() => Promise<void>> {
+  const driver = await loadPg();
   let client: pg.Client | null = null;
   let stopped = false;
   let retryMs = 500;
   let retryTimer: NodeJS.Timeout | undefined;
   const connect = async (): Promise<void> => {
-    const candidate = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? 5000 });
+    const candidate = new driver.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? 5000 });
     // A lost connection ends the client ('end'), which schedules the reconnect; the error itself needs no handling.
     candidate.on('error', () => undefined);
     candidate.on('notification', (message) => {
@@ -363,12 +511,14 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
 /**
  * Multi-row INSERT for a hot table `Table` of `Schema`: the SQL text for each chunk size is
  * compiled once and then reused (a prepared statement on SQLite), so a batch pays only for binding
- * values. Fixed chunk sizes keep the number of distinct statements small. The statement is built
+ * values. Rows go in chunks of 100, then 32, then the rest in one statement of its own size, so a
+ * batch of n rows is at most n/100 + 3 statements and a table has at most 33 distinct ones (a
+ * group commit of a few rows is one statement, not one per row). The statement is built
  * from the column list (Kysely cannot type an insert into a table whose name is a type parameter);
  * the columns and rows are checked against the table's row type.
  */
 export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
-  private static readonly CHUNKS = [100, 32, 8, 1];
+  private static readonly CHUNKS = [100, 32];
   private readonly statements = new Map<string, string>();
 
   constructor(
@@ -395,16 +545,15 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
   async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
-    let offset = 0;
-    for (const size of BulkInserter.CHUNKS) {
-      while (rows.length - offset >= size) {
-        const chunk = rows.slice(offset, offset + size);
-        const parameters: unknown[] = [];
-        for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
-        const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
-        if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
-        offset += size;
-      }
+    for (let offset = 0; offset < rows.length;) {
+      const left = rows.length - offset;
+      const size = BulkInserter.CHUNKS.find((chunk) => left >= chunk) ?? left;
+      const chunk = rows.slice(offset, offset + size);
+      const parameters: unknown[] = [];
+      for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
+      const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
+      if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
+      offset += size;
     }
   }
 
@@ -418,8 +567,20 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
   ): Promise<void> {
     const key = this.fullTextKey!;
     const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
-    const values = chunk.map((row, i) => sql`(${rowids.get(row[key])!}, ${words(offset + i)})`);
-    await sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${sql.join(values)}`.execute(db);
+    const parameters: unknown[] = [];
+    chunk.forEach((row, i) => parameters.push(rowids.get(row[key])!, words(offset + i)));
+    await db.executeQuery(CompiledQuery.raw(this.fullTextStatement(db, chunk.length), parameters));
+  }
+
+  /** The full-text insert of `size` rows, compiled once per size like the row insert. */
+  private fullTextStatement(db: Kysely<Schema>, size: number): string {
+    let text = this.statements.get(`fts:${size}`);
+    if (text === undefined) {
+      const values = sql.join(Array.from({ length: size }, () => sql`(${null}, ${null})`));
+      text = sql`insert into ${sql.table(`${this.table}_fts`)} ("rowid", "body") values ${values}`.compile(db).sql;
+      this.statements.set(`fts:${size}`, text);
+    }
+    return text;
   }
 }
 

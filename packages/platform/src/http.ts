@@ -351,10 +351,10 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * Sends a body that is already JSON text (spliced from stored JSON), bypassing serialisation. The
- * route's response schema still documents its shape.
+ * Sends a body that is already JSON text or its UTF-8 bytes (spliced from stored JSON), bypassing
+ * serialisation. The route's response schema still documents its shape.
  */
-export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
+export function sendJsonText(reply: FastifyReply, json: string | Buffer): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(json as never);
 }
 

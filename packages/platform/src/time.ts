@@ -18,6 +18,16 @@ const isoDate = z.iso.date();
  * (midnight UTC). Returns epoch milliseconds, or null when the text is not ISO 8601.
  */
 export function parseIsoTimestamp(text: string): number | null {
+  // The events of a batch mostly carry one timestamp: the last answer is kept.
+  if (text === lastParsed.text) return lastParsed.ms;
+  const ms = parseUncached(text);
+  lastParsed = { text, ms };
+  return ms;
+}
+
+let lastParsed: { text: string; ms: number | null } = { text: '', ms: null };
+
+function parseUncached(text: string): number | null {
   let normalised: string;
   if (isoDateTime.safeParse(text).success) {
     normalised = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/.test(text) ? text : `${text}Z`;

@@ -305,7 +305,7 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
     assert.deepEqual(response.json(), { actors: ['api:agent-7', 'dashboard:Ada', `policy:${policyId}`] });
   });
 
-  test('every filter of the audit list reads its own index, never the whole table', async () => {
+  test('every filter of the audit list reads its own index, never the whole table (requestId: its trail index, sorted)', async () => {
     const { db, dialect } = gate.service.context.database;
     const position = { ts: T0, id: '0190d6c4-0000-7000-8000-000000000000' };
     const shapes: Array<[AuditListFilter, string]> = [
@@ -316,7 +316,7 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       [{ event: 'approved', after: position }, 'audit_event_ts'],
       [{ actor: 'dashboard:Ada', from: T0 }, 'audit_actor_ts'],
       [{ keyId: 'k1' }, 'audit_key_ts'],
-      [{ requestId: 'r1' }, 'audit_request'],
+      [{ requestId: 'r1' }, 'audit_request_seq'],
     ];
     for (const [filter, index] of shapes) {
       const compiled = auditListQuery(db, filter, 51).compile();
@@ -329,7 +329,9 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       });
       const context = `${JSON.stringify(filter)}:\n${plan}`;
       assert.ok(plan.includes(index), `expected ${index}; ${context}`);
-      assert.doesNotMatch(plan, /Seq Scan|SCAN audit_entries$|SCAN audit_entries\n|USE TEMP B-TREE|Sort/m, context);
+      assert.doesNotMatch(plan, /Seq Scan|SCAN audit_entries$|SCAN audit_entries\n/m, context);
+      // One request's entries are read through its trail index and sorted: a handful of rows, not a table.
+      if (filter.requestId === undefined) assert.doesNotMatch(plan, /USE TEMP B-TREE|Sort/m, context);
     }
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, test } from 'node:test';
-import { migrateToLatest, openDatabase } from '@vigil/platform';
+import { canonicalJson, migrateToLatest, openDatabase } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -9,7 +9,7 @@ import { buildGateService } from '../app.ts';
 import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
-import { auditEntryHash, verifyAuditChain } from './chain.ts';
+import { auditEntryHash, auditEntryText, verifyAuditChain } from './chain.ts';
 import type { AuditEntry } from './routes.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
@@ -44,6 +44,40 @@ test('auditEntryHash is sha256 hex of the RFC 8785 form of {v:1, …fields, prev
     '","requestId":"r1","seq":1,"timestamp":"2026-11-22T10:00:00.000Z","v":1}';
   assert.equal(auditEntryHash(entry, 'a'.repeat(64)), createHash('sha256').update(text).digest('hex'));
   assert.notEqual(auditEntryHash(entry, null), auditEntryHash(entry, 'a'.repeat(64)));
+});
+
+test('auditEntryText, written out field by field, is exactly canonicalJson of the entry object (strings well-formed, as the API admits)', () => {
+  const entries = [
+    {
+      id: 'e1',
+      requestId: 'r1',
+      action: 'deploy',
+      seq: 0,
+      timestamp: '2026-11-22T10:00:00.000Z',
+      event: 'created',
+      actor: 'api:ops',
+      actorKeyId: null,
+      actorKeyName: null,
+      details: null,
+    },
+    {
+      id: '0190d6c4-0000-7000-8000-000000000000',
+      requestId: 'r"\\2',
+      action: 'déployer \u2028 \u0000 😀 \n\t',
+      seq: 9_007_199_254_740_991,
+      timestamp: '2026-11-22T10:00:00.123Z',
+      event: 'decision_refused',
+      actor: 'slack:U1 "Ada"',
+      actorKeyId: 'k1',
+      actorKeyName: 'ops ✓',
+      details: { z: [1, 2.5, -0, 1e21, { b: null, a: 'x' }], a: { '\u00e9': true, e: false }, '': 'empty key', '😀': 1, '\ud7ff': 2 },
+    },
+  ];
+  for (const entry of entries) {
+    for (const prevHash of [null, 'f'.repeat(64)]) {
+      assert.equal(auditEntryText(entry, prevHash), canonicalJson({ v: 1, ...entry, prevHash }));
+    }
+  }
 });
 
 test('verifyAuditChain: no entries and no head is a valid empty chain; a head with no entries is broken at seq 0', () => {

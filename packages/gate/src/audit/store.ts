@@ -18,7 +18,8 @@ export interface AuditListFilter {
 /**
  * Audit entries across requests, newest first (time, then id). Every filter has an index that
  * leads with its column and ends in (ts, id) (migration 0003), so a filtered page reads an index
- * range in order and stops after `limit` rows, whatever the size of the table.
+ * range in order and stops after `limit` rows, whatever the size of the table; `requestId` reads
+ * that request's trail index (request_id, seq) and sorts its few entries (migration 0008).
  */
 function filteredAudit(db: Kysely<GateSchema>, filter: AuditListFilter): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
   let query = db.selectFrom('audit_entries').selectAll();

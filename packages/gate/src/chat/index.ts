@@ -14,11 +14,11 @@ export { ChatNotifier } from './notifier.ts';
 export { createChatMessageTable } from './migrations.ts';
 
 /** The notifier of the configured platforms (the outbox sends through it), or null when no platform is configured. */
-export function chatNotifier(config: GateConfig, database: GateDatabase, log: ConstructorParameters<typeof SlackPlatform>[2]): ChatNotifier | null {
+export async function chatNotifier(config: GateConfig, database: GateDatabase, log: Parameters<typeof SlackPlatform.create>[2]): Promise<ChatNotifier | null> {
   const { slack, discord } = config.chat;
   const timeoutMs = config.webhooks.timeoutMs;
   const platforms: ChatPlatform[] = [];
-  if (slack !== undefined) platforms.push(new SlackPlatform(slack, timeoutMs, log));
+  if (slack !== undefined) platforms.push(await SlackPlatform.create(slack, timeoutMs, log));
   if (discord !== undefined) platforms.push(new DiscordPlatform(discord, timeoutMs));
   return platforms.length === 0 ? null : new ChatNotifier(database, platforms);
 }

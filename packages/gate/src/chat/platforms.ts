@@ -1,6 +1,5 @@
 import { constantTimeEqual, fetchWithTimeout, hmacSha256Hex, joinUrl, retryAfterMs, VIGIL_VERSION } from '@vigil/platform';
-import { ErrorCode, LogLevel, WebClient, type Logger } from '@slack/web-api';
-import { verifyKey } from 'discord-interactions';
+import type { Logger, WebClient } from '@slack/web-api';
 import type { DiscordConfig, SlackConfig } from '../config.ts';
 import { discordMessage, slackMessage, slackReasonModal, type ChatPlatformName, type RequestView } from './render.ts';
 
@@ -52,11 +51,15 @@ export async function discordSignatureValid(
   nowMs: number,
 ): Promise<boolean> {
   if (!fresh(headers.timestamp, nowMs) || headers.signature === undefined || !/^[0-9a-f]{128}$/i.test(headers.signature)) return false;
+  // Loaded with the first interaction: a gate without Discord never holds it.
+  const { verifyKey } = await import('discord-interactions');
   return verifyKey(rawBody, headers.signature, headers.timestamp!, publicKey);
 }
 
+type SlackWebApi = typeof import('@slack/web-api');
+
 /** The Slack Web API client's log lines go to the service's log, never to the console. */
-function slackLogger(log: Log): Logger {
+function slackLogger({ LogLevel }: SlackWebApi, log: Log): Logger {
   let level = LogLevel.WARN;
   return {
     debug() {},
@@ -70,7 +73,7 @@ function slackLogger(log: Log): Logger {
 }
 
 /** The Web API client's errors as ChatApiError: rate limits with their Retry-After, HTTP statuses, Slack's own error codes. */
-function slackFailure(error: unknown): ChatApiError {
+function slackFailure({ ErrorCode }: SlackWebApi, error: unknown): ChatApiError {
   const failure = error as { code?: string; retryAfter?: number; statusCode?: number; data?: { error?: string }; message?: string };
   switch (failure.code) {
     case ErrorCode.RateLimitedError:
@@ -90,14 +93,25 @@ export class SlackPlatform implements ChatPlatform {
   readonly defaultChannel: string;
   private readonly client: WebClient;
 
-  constructor(config: SlackConfig, timeoutMs: number, log: Log) {
+  /** The Web API client (and its HTTP stack) is loaded only when Slack is configured. */
+  static async create(config: SlackConfig, timeoutMs: number, log: Log): Promise<SlackPlatform> {
+    return new SlackPlatform(await import('@slack/web-api'), config, timeoutMs, log);
+  }
+
+  private constructor(
+    private readonly slack: SlackWebApi,
+    config: SlackConfig,
+    timeoutMs: number,
+    log: Log,
+  ) {
+    const { LogLevel, WebClient } = slack;
     this.defaultChannel = config.channel;
     this.client = new WebClient(config.botToken, {
       slackApiUrl: config.apiUrl.endsWith('/') ? config.apiUrl : `${config.apiUrl}/`,
       timeout: timeoutMs,
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
-      logger: slackLogger(log),
+      logger: slackLogger(slack, log),
       logLevel: LogLevel.WARN,
     });
   }
@@ -106,7 +120,7 @@ export class SlackPlatform implements ChatPlatform {
     try {
       return await work();
     } catch (error) {
-      throw slackFailure(error);
+      throw slackFailure(this.slack, error);
     }
   }
 

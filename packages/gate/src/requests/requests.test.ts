@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
+import { CompiledQuery, sql } from 'kysely';
 import type { AuditEntry } from '../audit/index.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
+import { dueForExpiryQuery } from './store.ts';
 
 interface PolicyDecisionBody {
   decision: string;
@@ -671,6 +673,20 @@ await describeEachDatabase('gate requests API', (backend) => {
       .orderBy('id')
       .execute();
     assert.deepEqual(events.map((e) => [e.event, e.actor]).at(-1), ['expired', 'system:expiry']);
+  });
+
+  test('the expiry scanner reads the partial index of requests with a deadline', async () => {
+    const { db, dialect } = gate.service.context.database;
+    const compiled = dueForExpiryQuery(db, T0, 200).compile();
+    const plan = await db.transaction().execute(async (trx) => {
+      // PostgreSQL prefers a sequential scan on a table this small; forbid it to see the index it can use.
+      if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
+      const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
+      const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
+      return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
+    });
+    assert.ok(plan.includes('requests_deadline'), plan);
+    assert.doesNotMatch(plan, /Seq Scan|SCAN requests$|USE TEMP B-TREE|Sort/m, plan);
   });
 
   test('deciding a request past expiresAt is 409 and the request is now expired', async () => {

@@ -104,14 +104,12 @@ export async function verifiedAuditTrail(
   });
 }
 
+/** The expiry scanner's query: pending requests past their deadline, earliest first (the partial index requests_deadline, migration 0008). */
+export function dueForExpiryQuery(db: Kysely<GateSchema>, now: number, limit: number) {
+  return db.selectFrom('requests').select('id').where('status', '=', 'pending').where('expires_at', '<=', now).orderBy('expires_at').limit(limit);
+}
+
 export async function dueForExpiry(database: GateDatabase, now: number, limit: number): Promise<string[]> {
-  const rows = await database.db
-    .selectFrom('requests')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('expires_at', '<=', now)
-    .orderBy('expires_at')
-    .limit(limit)
-    .execute();
+  const rows = await dueForExpiryQuery(database.db, now, limit).execute();
   return rows.map((r) => r.id);
 }

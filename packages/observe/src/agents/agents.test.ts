@@ -101,6 +101,34 @@ await describeEachDatabase('GET /api/agents', (backend) => {
     assert.equal(gamma.firstSeenAt, ago(20));
     assert.equal(gamma.lastSeenAt, ago(4));
   });
+
+  test('batches inside the span already recorded (whose agents write ingest skips) leave the record equal to a recomputation from the events', async () => {
+    const steps: unknown[][] = [
+      [toolCall('s-d1', 'delta', ago(50)), toolCall('s-d1', 'delta', ago(40))],
+      // Inside the recorded span, known session: nothing to change.
+      [toolCall('s-d1', 'delta', ago(45))],
+      // Inside the span but a new session: counted.
+      [toolCall('s-d2', 'delta', ago(44))],
+      [toolCall('s-d1', 'delta', ago(43))],
+      // Before and after the span.
+      [toolCall('s-d1', 'delta', ago(60))],
+      [toolCall('s-d2', 'delta', ago(35))],
+      // A name inside the span.
+      [started('s-d1', 'delta', ago(42), { agentName: 'Delta' })],
+      [toolCall('s-d2', 'delta', ago(41))],
+    ];
+    const db = observe.service.context.database.db;
+    for (const step of steps) {
+      await ingest(observe, step);
+      const events = await db.selectFrom('events').select(['ts', 'session_id']).where('agent_id', '=', 'delta').execute();
+      const times = events.map((e) => Number(e.ts));
+      const agent = await getAgent(observe, 'delta');
+      assert.equal(agent.firstSeenAt, new Date(Math.min(...times)).toISOString());
+      assert.equal(agent.lastSeenAt, new Date(Math.max(...times)).toISOString());
+      assert.equal(agent.sessionCount, new Set(events.map((e) => e.session_id)).size);
+    }
+    assert.equal((await getAgent(observe, 'delta')).name, 'Delta');
+  });
 });
 
 await describeEachDatabase('POST /api/agents/:id/resume', (backend) => {

@@ -1,5 +1,5 @@
 import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
-import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
@@ -126,13 +126,8 @@ const SOURCES = {
   },
 } satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
 
-async function aggregateSource(
-  db: Kysely<ObserveSchema>,
-  source: (typeof SOURCES)[keyof typeof SOURCES],
-  query: AggregateQuery,
-  ranges: readonly [number, number][],
-): Promise<AggregateRow[]> {
-  if (ranges.length === 0) return [];
+/** Rows of one source for the query: the hourly table's rows where `hourly` holds, or the events where `raw` holds. */
+function aggregateSource(db: Kysely<ObserveSchema>, source: (typeof SOURCES)[keyof typeof SOURCES], query: AggregateQuery, condition: RawBuilder<SqlBool>) {
   const time = sql.ref(source.time);
   const selections: RawBuilder<unknown>[] = [];
   for (const dimension of query.dimensions) {
@@ -145,52 +140,101 @@ async function aggregateSource(
   }
   for (const key of SUM_KEYS) selections.push(source.sums[key].as(key) as never);
 
-  let q = db.selectFrom(source.table).select(selections as never);
-  q = q.where((eb) => eb.or(ranges.map(([start, end]) => eb.and([eb(time, '>=', start), eb(time, '<=', end)])) as Expression<SqlBool>[]));
+  let q = db
+    .selectFrom(source.table)
+    .select(selections as never)
+    .where(condition);
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
   if (query.excludeAgentId !== undefined) q = q.where('agent_id', '<>', query.excludeAgentId);
   if (query.eventTypes !== undefined) q = q.where('event_type', 'in', [...query.eventTypes]);
   if (query.provider !== undefined) q = q.where('provider', '=', query.provider);
   if (query.model !== undefined) q = q.where('model', '=', query.model);
   if (query.dimensions.length > 0) q = q.groupBy(query.dimensions.map((_, i) => sql.lit(i + 1)) as never);
-  const rows = (await q.execute()) as Record<string, unknown>[];
-  // PostgreSQL answers sum(bigint) as numeric text; empty sums are null.
-  return rows.map((row) => {
-    const out: AggregateRow = emptySums();
-    for (const key of SUM_KEYS) out[key] = Number(row[key] ?? 0);
-    for (const dimension of query.dimensions) out[dimension] = dimension === 'bucket' ? Number(row.bucket) : String(row[dimension]);
-    return out;
-  });
+  return q;
+}
+
+/** An hour that [from, to] cuts: the part of it inside the range and the parts outside. */
+export interface CutHour {
+  hour: number;
+  inside: [number, number];
+  outside: [number, number][];
+}
+
+/** The whole hours of [from, to] (first and last hour start, or null) and the hours it cuts (at most two). */
+export function splitRange(from: number, to: number): { wholeHours: [number, number] | null; cutHours: CutHour[] } {
+  const firstHour = Math.floor(from / HOUR_MS) * HOUR_MS;
+  const lastHour = Math.floor(to / HOUR_MS) * HOUR_MS;
+  const cut = (hour: number): CutHour => {
+    const end = hour + HOUR_MS - 1;
+    const inside: [number, number] = [Math.max(from, hour), Math.min(to, end)];
+    const outside: [number, number][] = [];
+    if (inside[0] > hour) outside.push([hour, inside[0] - 1]);
+    if (inside[1] < end) outside.push([inside[1] + 1, end]);
+    return { hour, inside, outside };
+  };
+  const firstCut = from > firstHour || to < firstHour + HOUR_MS - 1;
+  const lastCut = from > lastHour || to < lastHour + HOUR_MS - 1;
+  const cutHours = [...(firstCut ? [cut(firstHour)] : []), ...(lastCut && lastHour !== firstHour ? [cut(lastHour)] : [])];
+  const first = firstCut ? firstHour + HOUR_MS : firstHour;
+  const last = lastCut ? lastHour - HOUR_MS : lastHour;
+  return { wholeHours: first <= last ? [first, last] : null, cutHours };
+}
+
+/** Whether any event, of any agent or type, is timestamped in one of `ranges`. */
+const eventsWithin = (ranges: readonly [number, number][]): RawBuilder<SqlBool> =>
+  sql<SqlBool>`(${sql.join(
+    ranges.map(([start, end]) => sql`exists (select 1 from events as outside_events where outside_events.ts >= ${start} and outside_events.ts <= ${end})`),
+    sql` or `,
+  )})`;
+
+/**
+ * How [from, to] is read (`hourly`: a condition on an hourly table's `hour`; `raw`: on the events'
+ * `ts`; null: nothing to read there). Whole hours come from the hourly table. An hour the range
+ * cuts comes from the hourly table too when no event at all lies in its part outside the range
+ * (then the hour's row holds exactly the part inside; "now" cuts the current hour so, as no event
+ * is stamped in the future), else from the events of its part inside. Both conditions go into one
+ * statement, so that the test and the read it chooses see the same snapshot.
+ */
+export function rangeConditions(
+  from: number,
+  to: number,
+  timeOfHourly: string,
+  timeOfEvents: string,
+): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
+  const { wholeHours, cutHours } = splitRange(from, to);
+  const hour = sql.ref(timeOfHourly);
+  const ts = sql.ref(timeOfEvents);
+  const hourly: RawBuilder<SqlBool>[] = [];
+  const raw: RawBuilder<SqlBool>[] = [];
+  if (wholeHours) hourly.push(sql<SqlBool>`(${hour} >= ${wholeHours[0]} and ${hour} <= ${wholeHours[1]})`);
+  for (const cut of cutHours) {
+    const outsideHasEvents = eventsWithin(cut.outside);
+    hourly.push(sql<SqlBool>`(${hour} = ${cut.hour} and not ${outsideHasEvents})`);
+    raw.push(sql<SqlBool>`(${ts} >= ${cut.inside[0]} and ${ts} <= ${cut.inside[1]} and ${outsideHasEvents})`);
+  }
+  const any = (terms: RawBuilder<SqlBool>[]) => (terms.length === 0 ? null : sql<SqlBool>`(${sql.join(terms, sql` or `)})`);
+  return { hourly: any(hourly), raw: any(raw) };
 }
 
 /**
- * Exact sums over every event with from ≤ ts ≤ to: whole hours come from the rollups, the partial
- * hours at either end from the events themselves (indexed by time), merged per dimension key.
+ * Exact sums over every event with from ≤ ts ≤ to, per dimension key: the rollups where they hold
+ * exactly the range, the events elsewhere (rangeConditions), read in one statement and merged.
  */
-/** The whole hours of [from, to] (read from the hourly tables) and the partial hours at either end (read from the events). */
-export function splitRange(from: number, to: number): { rollupRanges: [number, number][]; eventRanges: [number, number][] } {
-  const firstWholeHour = Math.ceil(from / HOUR_MS) * HOUR_MS;
-  const endOfWholeHours = Math.floor((to + 1) / HOUR_MS) * HOUR_MS;
-  if (firstWholeHour >= endOfWholeHours) return { rollupRanges: [], eventRanges: [[from, to]] };
-  return {
-    rollupRanges: [[firstWholeHour, endOfWholeHours - HOUR_MS]],
-    eventRanges: [
-      ...(from < firstWholeHour ? [[from, firstWholeHour - 1] as [number, number]] : []),
-      ...(endOfWholeHours <= to ? [[endOfWholeHours, to] as [number, number]] : []),
-    ],
-  };
-}
-
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
-  const { rollupRanges, eventRanges } = splitRange(query.from, query.to);
+  const { hourly, raw } = rangeConditions(query.from, query.to, 'hour', 'ts');
   const { db } = database;
-  const parts = await Promise.all([aggregateSource(db, SOURCES.rollup, query, rollupRanges), aggregateSource(db, SOURCES.events, query, eventRanges)]);
+  const parts = [...(hourly ? [aggregateSource(db, SOURCES.rollup, query, hourly)] : []), ...(raw ? [aggregateSource(db, SOURCES.events, query, raw)] : [])];
+  const rows = (await (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)).execute()) as Record<string, unknown>[];
   const merged = new Map<string, AggregateRow>();
-  for (const row of parts.flat()) {
-    const key = JSON.stringify(query.dimensions.map((d) => row[d]));
+  for (const row of rows) {
+    // PostgreSQL answers sum(bigint) as numeric text; empty sums are null.
+    const out: AggregateRow = emptySums();
+    for (const key of SUM_KEYS) out[key] = Number(row[key] ?? 0);
+    for (const dimension of query.dimensions) out[dimension] = dimension === 'bucket' ? Number(row.bucket) : String(row[dimension]);
+    const key = JSON.stringify(query.dimensions.map((d) => out[d]));
     const existing = merged.get(key);
-    if (existing) addSums(existing, row);
-    else merged.set(key, row);
+    if (existing) addSums(existing, out);
+    else merged.set(key, out);
   }
   return [...merged.values()];
 }

@@ -238,6 +238,59 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     ]);
   });
 
+  test('an hour the range cuts comes from its rollup row when no event lies outside the range in it, else from events: equal to recomputation', async () => {
+    const { db } = observe.service.context.database;
+    /** Counts, errors and spend straight from the events of [from, to]. */
+    const recompute = async (from: string, to: string) => {
+      const rows = await db
+        .selectFrom('events')
+        .select(['event_type', 'is_error', 'cost_usd'])
+        .where('ts', '>=', Date.parse(from))
+        .where('ts', '<=', Date.parse(to))
+        .execute();
+      return {
+        eventCount: rows.length,
+        toolCallCount: rows.filter((r) => r.event_type === 'tool_call').length,
+        errorCount: rows.filter((r) => Number(r.is_error) === 1).length,
+        totalCostUsd: Math.round(rows.reduce((sum, r) => sum + Number(r.cost_usd ?? 0), 0) * 1e9) / 1e9,
+      };
+    };
+    const totals = async (from: string, to: string) => {
+      const { eventCount, toolCallCount, errorCount, totalCostUsd } = (await get<{ totals: Overview }>(`/api/analytics?from=${from}&to=${to}`)).totals;
+      return { eventCount, toolCallCount, errorCount, totalCostUsd };
+    };
+    // [08:05, 09:30]: nothing in 08:00–08:05 (rollup of 08), 09:40 and 09:59 lie after 09:30 (events of 09).
+    const cut = [at('08:05:00.000'), at('09:30:00.000')] as const;
+    // [07:01, 08:45]: 07:05 is inside, nothing before it in 07 (rollup); nothing after 08:45 in 08 (rollup).
+    const both = [at('07:01:00.000'), at('08:45:00.000')] as const;
+    // Inside one hour with events on neither side: its rollup row.
+    const within = [at('07:01:00.000'), at('07:59:00.000')] as const;
+    for (const [from, to] of [cut, both, within, [at('09:59:59.999'), at('09:59:59.999')]] as const)
+      assert.deepEqual(await totals(from, to), await recompute(from, to), `${from} – ${to}`);
+    assert.deepEqual(await totals(...both), { eventCount: 6, toolCallCount: 2, errorCount: 1, totalCostUsd: 0.4 });
+
+    // The rollup row of 08:00 is what [08:05, 09:30] reads for that hour: doubling its count shows.
+    const rollup08 = () =>
+      db
+        .updateTable('event_rollups')
+        .where('hour', '=', Date.parse(at('08:00:00.000')))
+        .where('event_type', '=', 'tool_call');
+    await rollup08()
+      .set((eb) => ({ event_count: eb('event_count', '*', 2) }))
+      .execute();
+    try {
+      assert.equal((await totals(...cut)).toolCallCount, (await recompute(...cut)).toolCallCount + 2);
+      // A range that leaves an event of 08:00 outside (08:10) reads that hour from its events.
+      const from = at('08:15:00.000');
+      const to = at('09:30:00.000');
+      assert.deepEqual(await totals(from, to), await recompute(from, to));
+    } finally {
+      await rollup08()
+        .set((eb) => ({ event_count: eb('event_count', '/', 2) }))
+        .execute();
+    }
+  });
+
   test('the rollups kept by ingest equal the rollups recomputed from the stored events', async () => {
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
     assert.ok(stored.length >= 8, `one row per hour, agent, type, tool, provider and model (${stored.length})`);

@@ -12,9 +12,13 @@ export { backfillRollups, createRollupTable, RollupSums, rollupKey, subtractSess
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {
   registerAnalyticsRoutes(app, context);
-  context.events.inTransaction(async (batch) => {
-    const rows = batch.events.map((event) => event.row);
-    await applyRollupDeltas(batch.trx, rollupDeltas(rows), 1);
-    await applySketchDeltas(batch.trx, sketchDeltas(rows), 1);
-  });
+  // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
+  context.events.inTransaction(
+    async (batch) => {
+      const rows = batch.events.map((event) => event.row);
+      await applyRollupDeltas(batch.trx, rollupDeltas(rows), 1);
+      await applySketchDeltas(batch.trx, sketchDeltas(rows), 1);
+    },
+    { sharedRows: true },
+  );
 });

@@ -1,9 +1,9 @@
 // Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
 import { epochMsType, HOUR_MS, type DdlTarget } from '@vigil/platform';
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { EventRow, LatencySketchRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
-import { splitRange } from './aggregate.ts';
+import { rangeConditions } from './aggregate.ts';
 
 /**
  * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
@@ -59,7 +59,14 @@ const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bi
 
 /** A sketch row's key as one string: equal for rows of the same (hour, agent, metric, tool, provider, model, bin). */
 export function sketchKey(row: Pick<LatencySketchRow, (typeof KEY)[number]>): string {
-  return JSON.stringify(KEY.map((k) => row[k]));
+  return keyOf(row.hour, row.bin, row.agent_id, row.metric, row.tool_name, row.provider, row.model);
+}
+
+/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (ingest keys every timed event). */
+function keyOf(hour: number, bin: number, ...parts: string[]): string {
+  let key = `${hour}|${bin}`;
+  for (const part of parts) key += `|${part.length}:${part}`;
+  return key;
 }
 
 /**
@@ -75,20 +82,18 @@ export class SketchCounts {
   }
 
   private count(e: SketchSource, metric: LatencyMetric, value: number): void {
-    const row: LatencySketchRow = {
-      hour: Math.floor(e.ts / HOUR_MS) * HOUR_MS,
-      agent_id: e.agent_id,
-      metric,
-      tool_name: metric === 'tool' ? (e.tool_name ?? '') : '',
-      provider: metric === 'llm' ? (e.provider ?? '') : '',
-      model: metric === 'llm' ? (e.model ?? '') : '',
-      bin: binOf(value),
-      count: 0,
-    };
-    const key = sketchKey(row);
-    const existing = this.byKey.get(key) ?? row;
-    existing.count += 1;
-    this.byKey.set(key, existing);
+    const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
+    const tool = metric === 'tool' ? (e.tool_name ?? '') : '';
+    const provider = metric === 'llm' ? (e.provider ?? '') : '';
+    const model = metric === 'llm' ? (e.model ?? '') : '';
+    const bin = binOf(value);
+    const key = keyOf(hour, bin, e.agent_id, metric, tool, provider, model);
+    let row = this.byKey.get(key);
+    if (row === undefined) {
+      row = { hour, agent_id: e.agent_id, metric, tool_name: tool, provider, model, bin, count: 0 };
+      this.byKey.set(key, row);
+    }
+    row.count += 1;
   }
 
   /** One row per key, in key order (a fixed lock order). */
@@ -182,17 +187,14 @@ export interface LatencyQuery {
   model?: string;
 }
 
-/** The query's time ranges and filters on a select from either table (both have these columns). */
+/** The query's time condition and filters on a select from either table (both have these columns). */
 function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(
   q: Q,
-  time: 'hour' | 'ts',
-  ranges: readonly [number, number][],
+  condition: RawBuilder<SqlBool>,
   query: LatencyQuery,
 ): Q {
   const where = (builder: Q, ...args: unknown[]): Q => (builder.where as (...a: unknown[]) => Q)(...args);
-  let out = where(q, (eb: ExpressionBuilder<ObserveSchema, 'events'>) =>
-    eb.or(ranges.map(([start, end]) => eb.and([eb(sql.ref(time), '>=', start), eb(sql.ref(time), '<=', end)])) as Expression<SqlBool>[]),
-  );
+  let out = where(q, condition);
   if (query.agentId !== undefined) out = where(out, 'agent_id', '=', query.agentId);
   if (query.excludeAgentId !== undefined) out = where(out, 'agent_id', '<>', query.excludeAgentId);
   if (query.provider !== undefined) out = where(out, 'provider', '=', query.provider);
@@ -210,37 +212,43 @@ export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentil
  */
 export async function latencyPercentiles(database: ObserveDatabase, query: LatencyQuery): Promise<LatencyRow[]> {
   const { db } = database;
-  const { rollupRanges, eventRanges } = splitRange(query.from, query.to);
+  const { hourly, raw } = rangeConditions(query.from, query.to, 'hour', 'ts');
   const dims = query.dimensions;
   const value = VALUE_COLUMN[query.metric];
-  const [fromSketches, fromEvents] = (await Promise.all([
-    rollupRanges.length === 0
-      ? []
-      : filtered(
-          db
-            .selectFrom('latency_sketches')
-            .select([...dims.map((d) => sql.ref(d).as(d)), 'bin', sql<number>`sum(count)`.as('n')] as never)
-            .where('metric', '=', query.metric),
-          'hour',
-          rollupRanges,
-          query,
-        )
-          .groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never)
-          .execute(),
-    eventRanges.length === 0
-      ? []
-      : filtered(
-          db
-            .selectFrom('events')
-            .select([...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)), sql.ref(value).as('value'), sql<number>`count(*)`.as('n')] as never)
-            .where(value, 'is not', null),
-          'ts',
-          eventRanges,
-          query,
-        )
-          .groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never)
-          .execute(),
-  ])) as [Record<string, unknown>[], Record<string, unknown>[]];
+  // One statement (so both parts see one snapshot): sketch bins (is_value 0) and timed values of the events (is_value 1).
+  const parts = [
+    ...(hourly
+      ? [
+          filtered(
+            db
+              .selectFrom('latency_sketches')
+              .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
+              .where('metric', '=', query.metric),
+            hourly,
+            query,
+          ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
+        ]
+      : []),
+    ...(raw
+      ? [
+          filtered(
+            db
+              .selectFrom('events')
+              .select([
+                ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
+                sql.lit(1).as('is_value'),
+                sql.ref(value).as('k'),
+                sql<number>`count(*)`.as('n'),
+              ] as never)
+              .where(value, 'is not', null),
+            raw,
+            query,
+          ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
+        ]
+      : []),
+  ];
+  const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
+  const rows = await (second === undefined ? first! : first!.unionAll(second)).execute();
 
   const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; bins: [number, number][] }>();
   const binsOf = (row: Record<string, unknown>) => {
@@ -253,8 +261,7 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
     }
     return group.bins;
   };
-  for (const row of fromSketches) binsOf(row).push([Number(row.bin), Number(row.n)]);
-  for (const row of fromEvents) binsOf(row).push([binOf(Number(row.value)), Number(row.n)]);
+  for (const row of rows) binsOf(row).push([Number(row.is_value) === 1 ? binOf(Number(row.k)) : Number(row.k), Number(row.n)]);
   const out: LatencyRow[] = [];
   for (const { dimensions, bins } of groups.values()) {
     const percentiles = percentilesOfBins(bins);

@@ -101,7 +101,14 @@ export type RollupSource = Pick<
 
 /** A rollup row's key as one string: equal for rows of the same (hour, agent, event type, tool, provider, model, tier). */
 export function rollupKey(row: Pick<RollupRow, (typeof KEY)[number]>): string {
-  return JSON.stringify(KEY.map((k) => row[k]));
+  return keyOf(row.hour, row.agent_id, row.event_type, row.tool_name, row.provider, row.model, row.tier);
+}
+
+/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (ingest keys every event). */
+function keyOf(hour: number, ...parts: string[]): string {
+  let key = String(hour);
+  for (const part of parts) key += `|${part.length}:${part}`;
+  return key;
 }
 
 /**
@@ -113,20 +120,21 @@ export class RollupSums {
 
   add(e: RollupSource): void {
     const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
-    const keyed = {
-      hour,
-      agent_id: e.agent_id,
-      event_type: e.event_type,
-      tool_name: e.tool_name ?? '',
-      provider: e.provider ?? '',
-      model: e.model ?? '',
-      tier: e.complexity_tier ?? '',
-    };
-    const key = rollupKey(keyed);
+    const tool = e.tool_name ?? '';
+    const provider = e.provider ?? '';
+    const model = e.model ?? '';
+    const tier = e.complexity_tier ?? '';
+    const key = keyOf(hour, e.agent_id, e.event_type, tool, provider, model, tier);
     let row = this.byKey.get(key);
     if (!row) {
       row = {
-        ...keyed,
+        hour,
+        agent_id: e.agent_id,
+        event_type: e.event_type,
+        tool_name: tool,
+        provider,
+        model,
+        tier,
         event_count: 0,
         error_count: 0,
         cost_usd: 0,

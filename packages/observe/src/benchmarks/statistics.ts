@@ -28,7 +28,12 @@
  * - No function ever returns NaN or ±Infinity: quantities that are undefined for degenerate input
  *   are `null`, and p-values of degenerate tests are defined (see `welch` and `chiSquared2x2`).
  */
-import jStat from 'jstat';
+import { createRequire } from 'node:module';
+import type jStatModule from 'jstat';
+
+// Loaded with the first quantile asked for (a benchmark comparison), not with the service.
+const require = createRequire(import.meta.url);
+let jStat: typeof jStatModule | undefined;
 
 /** Significance level: a comparison is significant when p < ALPHA (strict). */
 export const ALPHA = 0.05;
@@ -247,6 +252,7 @@ export function studentTQuantile(p: number, df: number): number {
   if (p === 0.5) return 0;
   if (p < 0.5) return -studentTQuantile(1 - p, df);
   const upper = 1 - p;
+  jStat ??= require('jstat') as typeof jStatModule;
   let q = jStat.studentt.inv(p, df);
   if (!Number.isFinite(q) || q <= 0) q = 1;
   for (let i = 0; i < 8; i++) {

@@ -1,9 +1,10 @@
 // The event store and its one write path (ingest.ts). Every other feature builds on it; it uses none.
 //
 // The write path's other half lives with the features that keep it, registered from their plugins:
-// - in the ingest transaction (EventAppender.inTransaction), after events, sessions and agents:
-//   analytics (hourly rollups), recall (embedding queue), audit-log (Merkle leaves, under the
-//   audit_log_head row lock), stream (stream log, last: it orders commits)
+// - in the ingest transaction (EventAppender.inTransaction), after events and sessions, in this
+//   order: recall (embedding queue), audit-log (Merkle leaves, under the audit_log_head row lock),
+//   stream (stream log, `ordersCommits`: its head lock orders commits); then the rows many batches
+//   share (`sharedRows`): ingest's agents rows, analytics (hourly rollups, latency sketches)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), audit-log (a checkpoint every N events), stream (wakes open streams)
 // - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
@@ -67,10 +68,12 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
-  keptLinkJson,
+  linksJson,
   type LoggedChainRow,
   sessionEventsQuery,
   sessionLoggedRowsQuery,
+  storedChainText,
+  storedChainTextMatches,
   toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';

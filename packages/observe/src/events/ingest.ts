@@ -27,12 +27,27 @@ export interface CommittingBatch {
   sessions: readonly SessionAppend[];
   /** When the batch's last request was received. */
   receivedAt: number;
-  /** Set by the commit log's writer (the last one): the log positions this transaction took, in commit order. */
+  /** Set by the commit log's writer (WriterPosition.ordersCommits): the log positions this transaction took, in commit order. */
   logPositions: LogPositions | null;
 }
 
 /** Writes another feature keeps in the ingest transaction (see events/index.ts for the list). */
 export type TransactionWriter = (batch: CommittingBatch) => Promise<void>;
+
+/**
+ * Where a writer runs in the ingest transaction. By default after the events and sessions, in
+ * registration order. `ordersCommits`: the one writer whose head row lock orders commits (the
+ * stream log); it runs after those. `sharedRows`: writes to rows that every batch of an agent or
+ * an hour updates (rollups, latency sketches; ingest's own agents rows go there too); they run
+ * after the commit-ordering lock, which every ingest transaction takes, so on PostgreSQL they never
+ * wait on another ingest transaction's row locks, and batches of the same agent do not queue
+ * behind each other before that point (they used to from the agents upsert on, for the whole rest
+ * of the transaction). The same lock order (head locks, then rollups) as retention's.
+ */
+export interface WriterPosition {
+  ordersCommits?: boolean;
+  sharedRows?: boolean;
+}
 
 /** Positions first..last of the commit log (stream_log), handed out in commit order. */
 export interface LogPositions {
@@ -91,6 +106,13 @@ export interface AppendedEvent {
   prevHash: string | null;
 }
 
+/** toIso of the last time formatted: the events of a batch mostly share their timestamp. */
+let lastIso = { ms: Number.NaN, iso: '' };
+function isoOf(ms: number): string {
+  if (ms !== lastIso.ms) lastIso = { ms, iso: toIso(ms) };
+  return lastIso.iso;
+}
+
 function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
@@ -113,7 +135,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
       hash: '',
       ...deriveColumns(event.eventType, severity, event.payload),
     },
-    timestamp: toIso(ts),
+    timestamp: isoOf(ts),
     payload: event.payload,
     canonicalPayload,
     canonicalMetadata,
@@ -148,8 +170,43 @@ interface AgentTouch {
   newSessions: number;
 }
 
-async function upsertAgent(trx: Transaction<ObserveSchema>, agent: AgentTouch): Promise<void> {
-  await trx
+/** The span of event times an agents row is known to hold already (committed): first_seen_at ≤ firstSeen, last_seen_at ≥ lastSeen. */
+interface AgentSpan {
+  firstSeen: number;
+  lastSeen: number;
+}
+
+/**
+ * Agents rows as committed through this instance. Ingest only ever widens a row's span (first_seen_at
+ * down, last_seen_at up) and counts sessions up, and nothing else writes those columns, so a batch
+ * that names no agent, starts no session and lies inside the known span would change nothing: its
+ * upsert is skipped, and with it a row lock that every batch of the agent would wait on.
+ */
+class KnownAgents {
+  private readonly spans = new Map<string, AgentSpan>();
+  private static readonly MAX_AGENTS = 10_000;
+
+  covers(agent: AgentTouch): boolean {
+    if (agent.name !== null || agent.newSessions > 0) return false;
+    const span = this.spans.get(agent.id);
+    return span !== undefined && span.firstSeen <= agent.firstSeen && span.lastSeen >= agent.lastSeen;
+  }
+
+  /** After the commit that wrote these spans (as returned by the upserts). */
+  committed(written: ReadonlyMap<string, AgentSpan>): void {
+    for (const [id, span] of written) {
+      if (!this.spans.has(id) && this.spans.size >= KnownAgents.MAX_AGENTS) this.spans.delete(this.spans.keys().next().value as string);
+      const known = this.spans.get(id);
+      this.spans.set(
+        id,
+        known === undefined ? span : { firstSeen: Math.min(known.firstSeen, span.firstSeen), lastSeen: Math.max(known.lastSeen, span.lastSeen) },
+      );
+    }
+  }
+}
+
+async function upsertAgent(trx: Transaction<ObserveSchema>, agent: AgentTouch): Promise<AgentSpan> {
+  const row = await trx
     .insertInto('agents')
     .values({
       id: agent.id,
@@ -170,7 +227,9 @@ async function upsertAgent(trx: Transaction<ObserveSchema>, agent: AgentTouch): 
         session_count: sql`agents.session_count + excluded.session_count`,
       }),
     )
-    .execute();
+    .returning(['first_seen_at', 'last_seen_at'])
+    .executeTakeFirstOrThrow();
+  return { firstSeen: Number(row.first_seen_at), lastSeen: Number(row.last_seen_at) };
 }
 
 async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow): Promise<void> {
@@ -217,7 +276,8 @@ async function appendPrepared(
   database: ObserveDatabase,
   prepared: readonly PreparedEvent[],
   sessionIdleTimeoutMs: number,
-  writers: readonly TransactionWriter[],
+  writers: TransactionWriters,
+  knownAgents: KnownAgents,
 ): Promise<{ appended: AppendedEvent[]; logPositions: LogPositions | null }> {
   const firstBySession = new Map<string, PreparedEvent>();
   for (const event of prepared) {
@@ -229,7 +289,7 @@ async function appendPrepared(
   const batchWriters = new Set<BatchWriter>();
   for (const event of prepared) if (event.batchWriter !== undefined) batchWriters.add(event.batchWriter);
 
-  return database.db.transaction().execute(async (trx) => {
+  const { appended, logPositions, written } = await database.db.transaction().execute(async (trx) => {
     for (const writer of batchWriters) await writer(trx);
     const created = await trx
       .insertInto('sessions')
@@ -335,7 +395,6 @@ async function appendPrepared(
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
       if (tagsChanged.has(id)) await replaceTags(trx, sessions.get(id)!);
     }
-    for (const agentId of [...agents.keys()].sort()) await upsertAgent(trx, agents.get(agentId)!);
     const batch: CommittingBatch = {
       trx,
       dialect: database.dialect,
@@ -344,23 +403,42 @@ async function appendPrepared(
       receivedAt,
       logPositions: null,
     };
-    for (const writer of writers) await writer(batch);
-    return { appended, logPositions: batch.logPositions };
+    for (const writer of writers.rows) await writer(batch);
+    if (writers.ordersCommits !== null) await writers.ordersCommits(batch);
+    // Shared rows last (WriterPosition), agents in sorted order.
+    const written = new Map<string, AgentSpan>();
+    for (const agentId of [...agents.keys()].sort()) {
+      const agent = agents.get(agentId)!;
+      if (!knownAgents.covers(agent)) written.set(agentId, await upsertAgent(trx, agent));
+    }
+    for (const writer of writers.sharedRows) await writer(batch);
+    return { appended, logPositions: batch.logPositions, written };
   });
+  knownAgents.committed(written);
+  return { appended, logPositions };
+}
+
+interface TransactionWriters {
+  rows: readonly TransactionWriter[];
+  ordersCommits: TransactionWriter | null;
+  sharedRows: readonly TransactionWriter[];
 }
 
 /** The one entry to the event store: batches from concurrent requests share a transaction (group commit). */
 export class EventAppender {
   private readonly committer: GroupCommitter<PreparedEvent[], { appended: AppendedEvent[]; logPositions: LogPositions | null }>;
 
-  private readonly writers: TransactionWriter[] = [];
-  private lastWriter: TransactionWriter | null = null;
+  private readonly writers: TransactionWriters & { rows: TransactionWriter[]; sharedRows: TransactionWriter[] } = {
+    rows: [],
+    ordersCommits: null,
+    sharedRows: [],
+  };
+  private readonly knownAgents = new KnownAgents();
 
   constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
       async (batches) => {
-        const writers = this.lastWriter === null ? this.writers : [...this.writers, this.lastWriter];
-        const { appended, logPositions } = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, writers);
+        const { appended, logPositions } = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, this.writers, this.knownAgents);
         let offset = 0;
         return batches.map((batch) => ({ appended: appended.slice(offset, (offset += batch.length)), logPositions }));
       },
@@ -371,17 +449,18 @@ export class EventAppender {
   private readonly committedListeners: ((appended: AppendedEvent[], committed: CommittedBatch) => void)[] = [];
 
   /**
-   * A write kept in the ingest transaction, after the events, sessions and agents, in registration
-   * order. `last` is the one writer that must run right before the commit (the stream log, whose
-   * head row lock orders commits); there can be only one.
+   * A write kept in the ingest transaction, after the events and sessions, in registration order
+   * within its position (WriterPosition). There can be only one `ordersCommits` writer.
    */
-  inTransaction(writer: TransactionWriter, position: { last?: boolean } = {}): void {
-    if (position.last !== true) {
-      this.writers.push(writer);
-      return;
+  inTransaction(writer: TransactionWriter, position: WriterPosition = {}): void {
+    if (position.sharedRows === true) {
+      this.writers.sharedRows.push(writer);
+    } else if (position.ordersCommits === true) {
+      if (this.writers.ordersCommits !== null) throw new Error('the ingest transaction already has its commit-ordering writer');
+      this.writers.ordersCommits = writer;
+    } else {
+      this.writers.rows.push(writer);
     }
-    if (this.lastWriter !== null) throw new Error('the ingest transaction already has its last writer');
-    this.lastWriter = writer;
   }
 
   /** Work started after each acknowledged batch is durable; never awaited by the request. */

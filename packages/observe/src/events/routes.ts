@@ -18,7 +18,10 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
     async (request, reply) => {
       const appended = await ctx.events.append(request.body.events, ctx.clock.now());
-      return reply.status(201).send({ ingested: appended.length, events: appended.map(({ id, hash }) => ({ id, hash })) });
+      // Written as text (the schema still documents it): ids and hashes are the server's own, and
+      // validating a thousand objects only to stringify them cost more than the rest of the reply.
+      const events = appended.map(({ id, hash }) => `{"id":${JSON.stringify(id)},"hash":"${hash}"}`).join(',');
+      return sendJsonText(reply.status(201), `{"ingested":${appended.length},"events":[${events}]}`);
     },
   );
 

@@ -1,5 +1,5 @@
 import { fullTextMatch, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { chainText, type StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
@@ -81,6 +81,11 @@ export function keptLinkJson(link: StoredLink): string {
     jsonOfLink.set(link, json);
   }
   return json;
+}
+
+/** The JSON array of a timeline's links (keptLinkJson each). */
+export function linksJson(links: readonly StoredLink[]): string {
+  return `[${links.map(keptLinkJson).join(',')}]`;
 }
 
 export function eventsJson(rows: readonly ChainRow[]): string {
@@ -172,10 +177,86 @@ export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: str
 }
 
 /**
+ * The stored text of a session's chain: every byte the chain verdict and the timeline are computed
+ * from (each row's chain columns and its audit-log leaf), rows in timeline order. A row is its
+ * fields joined by U+001F, written as its length in UTF-8 bytes, a colon and that text; a null
+ * prevHash or leaf is `-`, a present one `+` and its text. Rows whose fields hold U+001F or are
+ * empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
+ * exactly the rows and fields it was built from: the lengths delimit the rows, and a stored row
+ * giving the same row text has no separator inside a field (it would have one more than the 11
+ * between them) nor a null (written empty). `storedChainText` builds it from rows read;
+ * `storedChainTextMatches` has the database build it from the rows stored now and compare.
+ */
+const FIELD_SEPARATOR = '\u001f';
+
+export function storedChainText(rows: readonly LoggedChainRow[]): string | null {
+  const texts = new Array<string>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const fields = [
+      row.id,
+      String(row.seq),
+      String(row.ts),
+      row.session_id,
+      row.agent_id,
+      row.event_type,
+      row.severity,
+      row.payload,
+      row.metadata,
+      row.prev_hash === null ? '-' : `+${row.prev_hash}`,
+      row.hash,
+      row.leaf_hash === null ? '-' : `+${row.leaf_hash}`,
+    ];
+    if (fields.some((field) => field.length === 0 || field.includes(FIELD_SEPARATOR))) return null;
+    const text = fields.join(FIELD_SEPARATOR);
+    texts[i] = `${Buffer.byteLength(text)}:${text}`;
+  }
+  return texts.join('');
+}
+
+/** A row's text in SQL (both dialects: concat, octet_length, string_agg), the fields in the same order. */
+const STORED_ROW_SQL = sql.raw(
+  `concat(${[
+    'e.id',
+    'cast(e.seq as text)',
+    'cast(e.ts as text)',
+    'e.session_id',
+    'e.agent_id',
+    'e.event_type',
+    'e.severity',
+    'e.payload',
+    'e.metadata',
+    "coalesce('+' || e.prev_hash, '-')",
+    'e.hash',
+    "coalesce('+' || l.leaf_hash, '-')",
+  ].join(`, '${FIELD_SEPARATOR}', `)})`,
+);
+
+/**
+ * Whether the session's rows stored now give exactly `text` (storedChainText): the database reads
+ * every row's chain columns and leaf and compares the whole text, so no row crosses into
+ * JavaScript. Both sides write integers in decimal and measure UTF-8 (a PostgreSQL server in
+ * another encoding never matches: every read is then a full one). Rows tied on (ts, seq), which
+ * only a row written outside ingest can make, may come in another order than they were read in:
+ * the texts then differ, which costs a full read, never a wrong answer.
+ */
+export async function storedChainTextMatches(db: Kysely<ObserveSchema>, sessionId: string, text: string): Promise<boolean> {
+  const result = await sql<{ same: number | boolean | null }>`
+    select string_agg(concat(octet_length(t), ':', t), '') = ${text} as same from (
+      select ${STORED_ROW_SQL} as t
+      from events e left join audit_log_leaves l on l.item_id = e.id
+      where e.session_id = ${sessionId}
+      order by e.ts, e.seq
+    ) as stored`.execute(db);
+  const same = result.rows[0]?.same;
+  return same === 1 || same === true;
+}
+
+/**
  * Every stored event of a session (sessionLoggedRowsQuery) in timeline order, `pageSize` at a time:
  * keyset pages after the last (ts, seq, id), each one an index range on (session_id, ts, seq), so a
- * long session is never held at once and no page reads the ones before it again. Ties on (ts, seq),
- * which only a row written outside ingest can make, are ordered and resumed by id.
+ * long session is never held at once and no page reads the ones before it again (ties on (ts, seq)
+ * ordered and resumed by id).
  */
 export async function forEachSessionEventPage(
   db: Kysely<ObserveSchema>,

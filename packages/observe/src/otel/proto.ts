@@ -1,13 +1,31 @@
 // OTLP trace messages through protobufjs, from the official .proto files (proto/README.md): the
 // request decoded from protobuf or from OTLP/JSON, the response encoded in the request's format.
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import protobuf from 'protobufjs';
+import type protobuf from 'protobufjs';
 
 const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
+const require = createRequire(import.meta.url);
 
-function loadTypes(): { request: protobuf.Type; response: protobuf.Type } {
-  const root = new protobuf.Root();
+interface OtlpTypes {
+  request: protobuf.Type;
+  response: protobuf.Type;
+}
+
+/**
+ * protobufjs and the parsed .proto files are loaded with the first OTLP request, not at start: a
+ * service that receives no traces does not hold them.
+ */
+let loaded: OtlpTypes | undefined;
+
+function types(): OtlpTypes {
+  loaded ??= loadTypes(require('protobufjs') as typeof protobuf);
+  return loaded;
+}
+
+function loadTypes({ Root }: typeof protobuf): OtlpTypes {
+  const root = new Root();
   // Imports in the .proto files are relative to the folder they were published from.
   root.resolvePath = (_origin, target) => join(PROTO_DIR, target);
   root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
@@ -16,8 +34,6 @@ function loadTypes(): { request: protobuf.Type; response: protobuf.Type } {
     response: root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse'),
   };
 }
-
-const types = loadTypes();
 
 /** An int64/fixed64 as protobufjs gives it: a Long (the `long` package is installed) or a number. */
 export type WireLong = number | { low: number; high: number; unsigned?: boolean };
@@ -62,7 +78,7 @@ export interface WireTraceRequest {
 
 /** Decodes a binary ExportTraceServiceRequest; throws on bytes that are not one. */
 export function decodeProtobufRequest(body: Uint8Array): WireTraceRequest {
-  return types.request.decode(body) as unknown as WireTraceRequest;
+  return types().request.decode(body) as unknown as WireTraceRequest;
 }
 
 const HEX_ID = /^(?:[0-9a-f]{2})*$/i;
@@ -93,7 +109,7 @@ function hexIdsToBytes(request: unknown): void {
 export function decodeJsonRequest(json: unknown): WireTraceRequest {
   if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new TypeError('the body is not a JSON object');
   hexIdsToBytes(json);
-  return types.request.fromObject(json as Record<string, unknown>) as unknown as WireTraceRequest;
+  return types().request.fromObject(json as Record<string, unknown>) as unknown as WireTraceRequest;
 }
 
 export interface PartialSuccess {
@@ -103,7 +119,9 @@ export interface PartialSuccess {
 
 /** ExportTraceServiceResponse in protobuf; partial_success is left unset when every span was accepted. */
 export function encodeProtobufResponse(partial: PartialSuccess | null): Uint8Array {
-  return types.response.encode(types.response.fromObject(partial === null ? {} : { partialSuccess: partial })).finish();
+  return types()
+    .response.encode(types().response.fromObject(partial === null ? {} : { partialSuccess: partial }))
+    .finish();
 }
 
 /** ExportTraceServiceResponse in OTLP/JSON (int64 as a decimal string, as the proto3 JSON mapping has it). */

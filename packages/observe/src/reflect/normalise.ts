@@ -12,7 +12,8 @@ export const MAX_PATTERN_CHARS = 300;
 
 /**
  * Replacements in order: each later rule sees the placeholders of the earlier ones, which contain
- * no digits, quotes or slashes, so they are never rewritten again.
+ * no digits, quotes or slashes, so they are never rewritten again. Stored reflect states hold
+ * patterns: a change here bumps REFLECT_STATE_VERSION (state.ts).
  */
 const RULES: readonly [RegExp, string][] = [
   // URLs before paths, emails and numbers (they contain all three).

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
-import { NgramCounter } from './ngrams.ts';
 import { normaliseErrorMessage, PatternCache } from './normalise.ts';
 import { assess, evidence, halfScore, reflectTuning } from './service.ts';
 
@@ -44,37 +43,6 @@ describe('normaliseErrorMessage', () => {
     assert.equal(cache.pattern('a 1'), 'a <n>');
     assert.equal(cache.pattern('b 2'), 'b <n>', 'beyond capacity still normalises');
     assert.equal(cache.pattern('a 1'), 'a <n>');
-  });
-});
-
-describe('NgramCounter', () => {
-  test('2- and 3-grams per session, overlapping runs, sessions and failed runs', () => {
-    const counter = new NgramCounter([2, 3]);
-    // s1: a b a b ; s2: a b (b failed) ; s3: c
-    for (const [session, tool, failed] of [
-      ['s1', 'a', false],
-      ['s1', 'b', false],
-      ['s1', 'a', false],
-      ['s1', 'b', false],
-      ['s2', 'a', false],
-      ['s2', 'b', true],
-      ['s3', 'c', false],
-    ] as const)
-      counter.add(session, tool, failed);
-    assert.deepEqual(counter.results(), [
-      { tools: ['a', 'b'], frequency: 3, sessions: 2, failed: 1 },
-      { tools: ['a', 'b', 'a'], frequency: 1, sessions: 1, failed: 0 },
-      { tools: ['b', 'a', 'b'], frequency: 1, sessions: 1, failed: 0 },
-      { tools: ['b', 'a'], frequency: 1, sessions: 1, failed: 0 },
-    ]);
-    assert.equal(counter.size, 4);
-  });
-
-  test('a run never spans two sessions, and a repeated run counts its session once', () => {
-    const counter = new NgramCounter([2]);
-    for (const tool of ['x', 'x', 'x']) counter.add('s1', tool, false);
-    counter.add('s2', 'x', false);
-    assert.deepEqual(counter.results(), [{ tools: ['x', 'x'], frequency: 2, sessions: 1, failed: 0 }]);
   });
 });
 

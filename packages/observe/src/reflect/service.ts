@@ -4,9 +4,10 @@ import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
-import { NgramCounter } from './ngrams.ts';
-import { PatternCache } from './normalise.ts';
-import { forEachBatch, jsonString, STREAM_BATCH } from './stream.ts';
+import { rawFigures, reflectTuning, SEPARATOR, type RawScope } from './figures.ts';
+import { ngramSplit, patternSplit, type StateSplit } from './state.ts';
+
+export { reflectTuning } from './figures.ts';
 
 export const ANALYSES = ['error_patterns', 'tool_sequences', 'cost_analysis', 'performance_trends'] as const;
 export type Analysis = (typeof ANALYSES)[number];
@@ -18,24 +19,10 @@ export const MAX_LIMIT = 100;
 export const MAX_AFFECTED_SESSIONS = 20;
 /** precedingTools of an error pattern lists at most this many distinct sequences. */
 export const MAX_PRECEDING_SEQUENCES = 5;
-/** Tool calls looked back from an error occurrence. */
-export const PRECEDING_TOOLS = 3;
-/** n-gram sizes of tool_sequences. */
-export const SEQUENCE_SIZES = [2, 3] as const;
 /** Confidence n / (n + k): half-sure at k observations, 0.9 at 9k. */
 export const CONFIDENCE_K = 5;
 /** performance_trends: a change of the half score beyond ± this many points is a trend. */
 export const TREND_THRESHOLD_POINTS = 5;
-/** Knobs of the streaming passes, changed only by tests (to drive both paths and batch edges). */
-export const reflectTuning = {
-  /**
-   * error_patterns reads the tool calls of the affected sessions only (through the per-session
-   * index) when there are at most this many of them; otherwise it streams every tool call of the range.
-   */
-  sessionFilterMax: 500,
-  /** Rows per batch of a streamed query. */
-  batchSize: STREAM_BATCH,
-};
 const COST_EVENT_TYPES = ['llm_response', 'cost_tracked'];
 
 export interface ReflectQuery {
@@ -139,30 +126,6 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
   return q;
 }
 
-/**
- * The range's tool calls (of the agent), for reading in (session_id, seq) order: the
- * (event_type, session_id, seq, ts, tool_name, call_id, agent_id) index holds every column read, in
- * that order. The range is written on `+ts` so that SQLite's planner, which keeps no statistics,
- * does not take the (event_type, ts) index instead and sort every tool call of the range (PostgreSQL
- * reads `+ts` as ts).
- */
-function toolCallsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
-  let q = db
-    .selectFrom('events')
-    .where('event_type', '=', 'tool_call')
-    .where(sql`+ts`, '>=', query.from)
-    .where(sql`+ts`, '<=', query.to);
-  if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
-  return q;
-}
-
-/** Events timestamped in the range (of the agent), optionally of some types. */
-function eventsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'events', object> {
-  let q = db.selectFrom('events').where('ts', '>=', query.from).where('ts', '<=', query.to);
-  if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
-  return q;
-}
-
 async function countSessions(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
   const row = await sessionsOfRange(database.db, query)
     .select((eb: Eb) => eb.fn.countAll().as('n'))
@@ -176,20 +139,13 @@ async function countEvents(database: ObserveDatabase, query: ReflectQuery): Prom
 }
 
 // ---------------------------------------------------------------------------------------------
-// error_patterns
+// error_patterns and tool_sequences: sessions from their kept state where it covers them, the
+// others from their events (state.ts)
 
-/**
- * The text of an error event, in this order (first non-empty string): tool_error: payload.error,
- * payload.error.message, payload.message, payload.reason; any other error event: payload.message,
- * payload.error, payload.error.message, payload.reason, payload.data.message, payload.data.error.
- * Null when none (the pattern is then "<eventType> (no message)"). Cut to 2,000 characters.
- */
-function errorText(dialect: ObserveDatabase['dialect']) {
-  const field = (...path: string[]) => sql`nullif(${jsonString(dialect, 'payload', path)}, '')`;
-  return sql<string | null>`substr(case when event_type = 'tool_error'
-    then coalesce(${field('error')}, ${field('error', 'message')}, ${field('message')}, ${field('reason')})
-    else coalesce(${field('message')}, ${field('error')}, ${field('error', 'message')}, ${field('reason')}, ${field('data', 'message')}, ${field('data', 'error')})
-    end, 1, 2000)`;
+/** How the sessions not taken from their state are read: listed when few, else the whole range without the others. */
+function rawScope(query: ReflectQuery, split: StateSplit<unknown>): RawScope {
+  const range = { from: query.from, to: query.to, agentId: query.agentId };
+  return split.raw.length <= reflectTuning.sessionFilterMax ? { ...range, sessions: split.raw } : { ...range, skip: split.keptSessions };
 }
 
 interface PatternGroup {
@@ -203,65 +159,45 @@ interface PatternGroup {
   preceding: Map<string, number>;
 }
 
-interface Occurrence {
-  seq: number;
-  group: PatternGroup;
-}
-
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<Insight[]> {
-  const { database } = ctx;
-  const db = database.db;
-  const patterns = new PatternCache();
+  const split = await patternSplit(ctx, query);
   const groups = new Map<string, PatternGroup>();
-  /** Occurrences per session, kept for the preceding-tools pass (id, seq and group only). */
-  const occurrences = new Map<string, Occurrence[]>();
+  const groupOf = (pattern: string): PatternGroup => {
+    let group = groups.get(pattern);
+    if (group === undefined) {
+      group = { pattern, count: 0, firstSeen: Infinity, lastSeen: -Infinity, sessions: new Map(), preceding: new Map() };
+      groups.set(pattern, group);
+    }
+    return group;
+  };
+  const add = (session: string, pattern: string, count: number, first: number, last: number) => {
+    const group = groupOf(pattern);
+    group.count += count;
+    if (first < group.firstSeen) group.firstSeen = first;
+    if (last > group.lastSeen) group.lastSeen = last;
+    group.sessions.set(session, last);
+  };
+  const precede = (group: PatternGroup, key: string, count: number) => group.preceding.set(key, (group.preceding.get(key) ?? 0) + count);
 
-  // is_error = 1 is the one definition of an error event; the severity / tool_error disjunction
-  // states the same thing in indexed columns, so the database reads only the range's error events.
-  const errors = eventsOfRange(db, query)
-    .select(['session_id', 'seq', 'ts', 'event_type', errorText(database.dialect).as('message')])
-    .where('is_error', '=', 1)
-    .where((eb: Eb) => eb.or([eb('severity', 'in', ['error', 'critical']), eb('event_type', '=', 'tool_error')]));
-  await forEachBatch(
-    database,
-    errors,
-    (rows) => {
-      for (const row of rows as { session_id: string; seq: number; ts: number; event_type: string; message: string | null }[]) {
-        const text = row.message === null ? `${row.event_type} (no message)` : patterns.pattern(String(row.message));
-        let group = groups.get(text);
-        if (group === undefined) {
-          group = { pattern: text, count: 0, firstSeen: Infinity, lastSeen: -Infinity, sessions: new Map(), preceding: new Map() };
-          groups.set(text, group);
-        }
-        const ts = Number(row.ts);
-        group.count += 1;
-        if (ts < group.firstSeen) group.firstSeen = ts;
-        if (ts > group.lastSeen) group.lastSeen = ts;
-        const latest = group.sessions.get(row.session_id);
-        if (latest === undefined || ts > latest) group.sessions.set(row.session_id, ts);
-        let list = occurrences.get(row.session_id);
-        if (list === undefined) {
-          list = [];
-          occurrences.set(row.session_id, list);
-        }
-        list.push({ seq: Number(row.seq), group });
-      }
-    },
-    reflectTuning.batchSize,
-  );
+  for (const o of split.kept.occurrences) add(o.session, o.pattern, o.count, o.first, o.last);
+  for (const p of split.kept.preceding) precede(groupOf(p.pattern), p.key, p.count);
+  const raw = await rawFigures(ctx.database, rawScope(query, split), { ngrams: false, patterns: true });
+  for (const [session, figures] of raw)
+    for (const [pattern, p] of figures.patterns) {
+      add(session, pattern, p.count, p.first, p.last);
+      for (const [key, count] of p.preceding) precede(groupOf(pattern), key, count);
+    }
 
   const top = [...groups.values()].sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen || byText(a.pattern, b.pattern)).slice(0, query.limit);
-  await precedingTools(ctx, query, new Set(top), occurrences);
-
   return top.map((group) => {
     const sessions = [...group.sessions.entries()].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([id]) => id);
     const listed = sessions.slice(0, MAX_AFFECTED_SESSIONS);
     const preceding = [...group.preceding.entries()]
       .sort((a, b) => b[1] - a[1] || byText(a[0], b[0]))
       .slice(0, MAX_PRECEDING_SEQUENCES)
-      .map(([key]) => key.split('\u0000'));
+      .map(([key]) => key.split(SEPARATOR));
     const firstSeen = toIso(group.firstSeen);
     const lastSeen = toIso(group.lastSeen);
     let summary = `"${group.pattern}" occurred ${plural(group.count, 'time')} in ${plural(sessions.length, 'session')} between ${firstSeen} and ${lastSeen}`;
@@ -276,106 +212,24 @@ async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<
   });
 }
 
-/**
- * Fills `preceding` of the reported groups: for each of their occurrences, the tool names of the
- * (up to) 3 tool_call events of the same session with a lower seq, timestamped in the range. One
- * pass over the tool calls, ordered by (session, seq), merged with each session's occurrences sorted
- * by seq. An occurrence without an earlier tool call adds nothing.
- */
-async function precedingTools(ctx: ObserveContext, query: ReflectQuery, reported: Set<PatternGroup>, all: Map<string, Occurrence[]>): Promise<void> {
-  const { database } = ctx;
-  const sessions = new Map<string, Occurrence[]>();
-  for (const [session, list] of all) {
-    const kept = list.filter((o) => reported.has(o.group));
-    if (kept.length > 0)
-      sessions.set(
-        session,
-        kept.sort((a, b) => a.seq - b.seq),
-      );
-  }
-  if (sessions.size === 0) return;
-
-  // The few sessions' ranges of the tool-call index, or all of it.
-  let calls = toolCallsOfRange(database.db, query).select(['session_id', 'seq', 'tool_name']).orderBy('session_id').orderBy('seq');
-  if (sessions.size <= reflectTuning.sessionFilterMax) calls = calls.where('session_id', 'in', [...sessions.keys()]);
-
-  let current: string | undefined;
-  let pending: Occurrence[] = [];
-  let next = 0;
-  let recent: string[] = [];
-  const record = (occurrence: Occurrence) => {
-    if (recent.length === 0) return;
-    const key = recent.join('\u0000');
-    occurrence.group.preceding.set(key, (occurrence.group.preceding.get(key) ?? 0) + 1);
-  };
-  const flush = () => {
-    for (; next < pending.length; next++) record(pending[next]!);
-  };
-  await forEachBatch(
-    database,
-    calls,
-    (rows) => {
-      for (const row of rows as { session_id: string; seq: number; tool_name: string | null }[]) {
-        if (row.session_id !== current) {
-          flush();
-          current = row.session_id;
-          pending = sessions.get(current) ?? [];
-          next = 0;
-          recent = [];
-        }
-        if (pending.length === 0) continue;
-        const seq = Number(row.seq);
-        for (; next < pending.length && pending[next]!.seq < seq; next++) record(pending[next]!);
-        recent.push(row.tool_name ?? '');
-        if (recent.length > PRECEDING_TOOLS) recent.shift();
-      }
-    },
-    reflectTuning.batchSize,
-  );
-  flush();
-}
-
-// ---------------------------------------------------------------------------------------------
-// tool_sequences
-
 async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<Insight[]> {
-  const { database } = ctx;
-  const db = database.db;
-  // tool_error events are a small share: per session, callId → the last seq of a tool_error for it.
-  const failures = new Map<string, Map<string, number>>();
-  const toolErrors = eventsOfRange(db, query).select(['session_id', 'seq', 'call_id']).where('event_type', '=', 'tool_error').where('call_id', 'is not', null);
-  await forEachBatch(
-    database,
-    toolErrors,
-    (rows) => {
-      for (const row of rows as { session_id: string; seq: number; call_id: string }[]) {
-        let calls = failures.get(row.session_id);
-        if (calls === undefined) {
-          calls = new Map();
-          failures.set(row.session_id, calls);
-        }
-        calls.set(row.call_id, Math.max(calls.get(row.call_id) ?? -1, Number(row.seq)));
-      }
-    },
-    reflectTuning.batchSize,
-  );
+  const split = await ngramSplit(ctx, query);
+  const counts = new Map<string, { frequency: number; sessions: number; failed: number }>();
+  for (const kept of split.kept) counts.set(kept.key, { frequency: kept.frequency, sessions: kept.sessions, failed: kept.failed });
+  const raw = await rawFigures(ctx.database, rawScope(query, split), { ngrams: true, patterns: false });
+  for (const figures of raw.values())
+    for (const [key, n] of figures.ngrams) {
+      const c = counts.get(key) ?? { frequency: 0, sessions: 0, failed: 0 };
+      c.frequency += n.frequency;
+      c.sessions += 1;
+      c.failed += n.failed;
+      counts.set(key, c);
+    }
 
-  const counter = new NgramCounter(SEQUENCE_SIZES);
-  const calls = toolCallsOfRange(db, query).select(['session_id', 'seq', 'tool_name', 'call_id']).orderBy('session_id').orderBy('seq');
-  await forEachBatch(
-    database,
-    calls,
-    (rows) => {
-      for (const row of rows as { session_id: string; seq: number; tool_name: string | null; call_id: string | null }[]) {
-        const failedAt = row.call_id === null ? undefined : failures.get(row.session_id)?.get(row.call_id);
-        counter.add(row.session_id, row.tool_name ?? '', failedAt !== undefined && failedAt > Number(row.seq));
-      }
-    },
-    reflectTuning.batchSize,
-  );
-
-  return counter
-    .results()
+  // Most frequent first, then in more sessions, then longer, then by tool names.
+  return [...counts.entries()]
+    .map(([key, c]) => ({ key, tools: key.split(SEPARATOR), ...c }))
+    .sort((a, b) => b.frequency - a.frequency || b.sessions - a.sessions || b.tools.length - a.tools.length || byText(a.key, b.key))
     .slice(0, query.limit)
     .map(({ tools, frequency, sessions, failed }) => {
       const errorRate = ratio(failed, frequency);

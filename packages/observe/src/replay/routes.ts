@@ -1,11 +1,12 @@
-import { sendJsonText, type ZodApp } from '@vigil/platform';
+import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { commaList, identifier } from '../events/index.ts';
+import { sendWritten } from './bytes.ts';
 import { replayCacheOf } from './cache.ts';
-import { replayPage, replaySessionJson, replaySource } from './service.ts';
+import { replayBody, replaySource } from './service.ts';
 import { REPLAY_EVENT_TYPES } from './state.ts';
 
 export const REPLAY_LIMIT_DEFAULT = 1000;
@@ -105,14 +106,7 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request, reply) => {
       const served = await cache.get(request.params.id, replaySource(ctx.database, request.params.id));
       if (!served) throw observeError('sessionNotFound');
-      const { session: row, chainValid, replay: session } = served;
-      const { offset, limit, eventTypes, includeContext } = request.query;
-      const page = replayPage(session, { offset, limit, eventTypes, includeContext });
-      const body =
-        `{"session":${replaySessionJson(row)},"chainValid":${chainValid},"totalSteps":${page.totalSteps}` +
-        `,"steps":${page.stepsJson},"pagination":{"offset":${offset},"limit":${limit},"hasMore":${page.hasMore}}` +
-        `,"summary":${JSON.stringify(session.summary)}}`;
-      return sendJsonText(reply, body);
+      return sendWritten(reply, replayBody(served, request.query));
     },
   );
 }

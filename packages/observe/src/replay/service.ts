@@ -1,7 +1,8 @@
 import { toIso } from '@vigil/platform';
 import { sessionTimeline, verifySessionChain } from '../sessions/index.ts';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
-import type { LoadedReplay, ReplaySession, ReplaySource } from './cache.ts';
+import { ByteWriter } from './bytes.ts';
+import type { LoadedReplay, ReplaySource, ServedReplay } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';
 
 /** How the replay cache reads a session: its chain verified now, or its whole timeline. */
@@ -40,24 +41,21 @@ export interface ReplayPageQuery {
   includeContext: boolean;
 }
 
-export interface ReplayPage {
-  totalSteps: number;
-  hasMore: boolean;
-  /** JSON array of the page's steps. */
-  stepsJson: string;
-}
-
 const quote = JSON.stringify;
 
-function eventJson(event: ReplayEvent): string {
-  return `{"id":${quote(event.id)},"seq":${event.seq},"eventType":${quote(event.eventType)},"timestamp":"${toIso(event.ts)}","payload":${event.payloadJson}}`;
+function writeEvent(out: ByteWriter, event: ReplayEvent): void {
+  out.text(`{"id":${quote(event.id)},"seq":${event.seq},"eventType":${quote(event.eventType)},"timestamp":"${event.timestamp}","payload":`);
+  out.text(event.payloadJson);
+  out.text('}');
 }
 
 /**
- * One page of the replay. With `eventTypes`, offset and limit count the steps the filter keeps and
- * every step keeps its index in the full replay; the context is always rebuilt over every event.
+ * The replay response (docs/api.md#replay) for one page, as UTF-8 JSON. With `eventTypes`, offset
+ * and limit count the steps the filter keeps and every step keeps its index in the full replay;
+ * the context is always rebuilt over every event.
  */
-export function replayPage(session: ReplaySession, query: ReplayPageQuery): ReplayPage {
+export function replayBody(served: ServedReplay, query: ReplayPageQuery): ByteWriter {
+  const { session: row, chainValid, replay: session } = served;
   const { events, partner } = session;
   const indexes = query.eventTypes === undefined ? null : session.stepIndexes(query.eventTypes);
   const totalSteps = indexes === null ? events.length : indexes.length;
@@ -65,27 +63,33 @@ export function replayPage(session: ReplaySession, query: ReplayPageQuery): Repl
   const to = Math.min(query.offset + query.limit, totalSteps);
   const indexAt = (k: number): number => (indexes === null ? k : indexes[k]!);
   const state = query.includeContext && from < to ? session.stateAt(indexAt(from)) : null;
-  const steps: string[] = [];
+  const out = new ByteWriter();
+  out.text(`{"session":${replaySessionJson(row)},"chainValid":${chainValid},"totalSteps":${totalSteps},"steps":[`);
   for (let k = from; k < to; k++) {
     const i = indexAt(k);
     const event = events[i]!;
     const p = partner[i]!;
     const paired = p < 0 ? null : events[p]!;
-    let step =
-      `{"index":${i},"event":${eventJson(event)},"pairedEvent":${paired === null ? 'null' : eventJson(paired)}` +
-      `,"pairDurationMs":${paired === null ? 'null' : Math.abs(paired.ts - event.ts)}`;
+    out.text(k === from ? `{"index":${i},"event":` : `,{"index":${i},"event":`);
+    writeEvent(out, event);
+    out.text(',"pairedEvent":');
+    if (paired === null) out.text('null');
+    else writeEvent(out, paired);
+    out.text(`,"pairDurationMs":${paired === null ? 'null' : Math.abs(paired.ts - event.ts)}`);
     if (state !== null) {
       session.advanceTo(state, i + 1);
-      step += `,"context":${state.contextJson()}`;
+      out.text(',"context":');
+      state.writeContext(out);
     }
-    steps.push(`${step}}`);
+    out.text('}');
   }
   if (state !== null) session.release(state);
-  return { totalSteps, hasMore: to < totalSteps, stepsJson: `[${steps.join(',')}]` };
+  out.text(`],"pagination":{"offset":${query.offset},"limit":${query.limit},"hasMore":${to < totalSteps}},"summary":${JSON.stringify(session.summary)}}`);
+  return out;
 }
 
 /** The session object of a replay (docs/api.md#replay): id, agentId, status, startedAt, endedAt (present once ended). */
-export function replaySessionJson(row: SessionRow): string {
+function replaySessionJson(row: SessionRow): string {
   const ended = row.ended_at === null ? '' : `,"endedAt":"${toIso(Number(row.ended_at))}"`;
   return `{"id":${quote(row.id)},"agentId":${quote(row.agent_id)},"status":${quote(row.status)},"startedAt":"${toIso(Number(row.started_at))}"${ended}}`;
 }

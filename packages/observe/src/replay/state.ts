@@ -28,6 +28,7 @@
 import { toIso } from '@vigil/platform';
 import { usd } from '../analytics/index.ts';
 import { deriveColumns, isErrorEvent } from '../events/index.ts';
+import { ByteWriter } from './bytes.ts';
 
 export const LLM_HISTORY_LIMIT = 50;
 export const TOOL_RESULTS_LIMIT = 50;
@@ -93,6 +94,8 @@ export interface ReplayEventInput {
 
 /** What the replay keeps of one event: the stored payload text plus the few fields it reads. */
 export interface ReplayEvent extends ReplayEventInput {
+  /** `ts` in ISO 8601, formatted once. */
+  timestamp: string;
   isError: boolean;
   costUsd: number | null;
   kind: PairKind | null;
@@ -133,6 +136,7 @@ export function toReplayEvent(input: ReplayEventInput): ReplayEvent {
     eventType,
     severity: input.severity,
     ts: input.ts,
+    timestamp: toIso(input.ts),
     payloadJson: input.payloadJson,
     // From the hashed fields (severity, payload), not the stored derived columns: what the replay
     // counts is what the chain verifies and what the step shows.
@@ -275,16 +279,20 @@ interface OpenRequest {
 const quote = JSON.stringify;
 const num = (v: number | null): string => (v === null ? 'null' : String(v));
 
-/** Renders once per immutable item (entries are shared between a state and its clones). */
-const rendered = new WeakMap<object, string>();
-function memo<T extends object>(item: T, render: (item: T) => string): string {
+/** Renders and encodes once per immutable item (entries are shared between a state and its clones). */
+const rendered = new WeakMap<object, Buffer>();
+function memo<T extends object>(item: T, render: (item: T) => string): Buffer {
   let json = rendered.get(item);
   if (json === undefined) {
-    json = render(item);
+    json = Buffer.from(render(item));
     rendered.set(item, json);
   }
   return json;
 }
+
+const OPEN_BRACKET = 0x5b;
+const COMMA = 0x2c;
+const CLOSE_BRACKET = 0x5d;
 
 const renderLlm = (e: LlmEntry): string =>
   `{"callId":${quote(e.callId)},"provider":${e.provider === null ? 'null' : quote(e.provider)},"model":${e.model === null ? 'null' : quote(e.model)}` +
@@ -299,13 +307,18 @@ const renderApproval = (a: PendingApproval): string =>
 
 /**
  * The last `cap` items of an append-only log whose items can still be replaced while they are in
- * view. Push is O(1) amortised (the backing array is trimmed to `cap` when it reaches 2 × cap);
- * the rendered JSON array is cached until the next change.
+ * view. Push is O(1) amortised (the backing array is trimmed to `cap` when it reaches 2 × cap).
+ * The JSON array, encoded, is written into a buffer the log owns and reuses (a page copies it at
+ * every step and it changes at about every other one: allocating it anew each time is what made
+ * a page's garbage collection cost more than its rendering).
  */
 class RecentLog<T extends object> {
   private items: T[] = [];
   private dropped = 0;
-  private json: string | null = null;
+  private json: Buffer | null = null;
+  /** Bytes of `json` in use; the buffer is this log's alone, never a clone's. */
+  private jsonLength = 0;
+  private jsonCurrent = false;
 
   constructor(
     private readonly cap: number,
@@ -325,7 +338,7 @@ class RecentLog<T extends object> {
       this.items = this.items.slice(drop);
       this.dropped += drop;
     }
-    this.json = null;
+    this.jsonCurrent = false;
     return this.total - 1;
   }
 
@@ -334,7 +347,7 @@ class RecentLog<T extends object> {
     if (n < this.total - this.cap || n < this.dropped || n >= this.total) return false;
     const slot = n - this.dropped;
     this.items[slot] = change(this.items[slot]!);
-    this.json = null;
+    this.jsonCurrent = false;
     return true;
   }
 
@@ -342,19 +355,34 @@ class RecentLog<T extends object> {
     return this.items.slice(-this.cap);
   }
 
-  toJson(): string {
-    if (this.json === null)
-      this.json = `[${this.view()
-        .map((item) => memo(item, this.render))
-        .join(',')}]`;
-    return this.json;
+  /** Writes the JSON array of the items in view. */
+  writeJson(out: ByteWriter): void {
+    if (!this.jsonCurrent) this.renderJson();
+    out.bytes(this.json!, this.jsonLength);
+  }
+
+  private renderJson(): void {
+    const items = this.view().map((item) => memo(item, this.render));
+    let length = 1 + Math.max(items.length, 1);
+    for (const item of items) length += item.length;
+    if (this.json === null || this.json.length < length) this.json = Buffer.allocUnsafe(Math.max(length, 2 * (this.json?.length ?? 0)));
+    const json = this.json;
+    let at = 0;
+    json[at++] = OPEN_BRACKET;
+    for (let i = 0; i < items.length; i++) {
+      if (i > 0) json[at++] = COMMA;
+      json.set(items[i]!, at);
+      at += items[i]!.length;
+    }
+    json[at++] = CLOSE_BRACKET;
+    this.jsonLength = at;
+    this.jsonCurrent = true;
   }
 
   clone(): RecentLog<T> {
     const copy = new RecentLog<T>(this.cap, this.render);
     copy.items = this.view();
     copy.dropped = this.total - copy.items.length;
-    copy.json = this.json;
     return copy;
   }
 }
@@ -505,18 +533,31 @@ export class ReplayState {
     return copy;
   }
 
-  /** The context of the last applied event as JSON text (what the API sends). */
-  contextJson(): string {
+  /** Writes the context of the last applied event as JSON (what the API sends). */
+  writeContext(out: ByteWriter): void {
     if (this.countsJson === null) {
       this.countsJson = `{${[...this.counts].map(([type, n]) => `${quote(type)}:${n}`).join(',')}}`;
     }
     if (this.approvalsJson === null) this.approvalsJson = `[${[...this.approvals.values()].map(renderApproval).join(',')}]`;
-    return (
+    out.text(
       `{"eventIndex":${this.position - 1},"totalEvents":${this.totalEvents},"cumulativeCostUsd":${usd(this.cost)}` +
-      `,"elapsedMs":${this.firstTs === null ? 0 : this.lastTs - this.firstTs},"eventCounts":${this.countsJson}` +
-      `,"llmHistory":${this.llm.toJson()},"toolResults":${this.tools.toJson()},"pendingApprovals":${this.approvalsJson}` +
-      `,"errorCount":${this.errors},"warnings":${this.warnings.toJson()}}`
+        `,"elapsedMs":${this.firstTs === null ? 0 : this.lastTs - this.firstTs},"eventCounts":${this.countsJson},"llmHistory":`,
     );
+    this.llm.writeJson(out);
+    out.text(',"toolResults":');
+    this.tools.writeJson(out);
+    out.text(`,"pendingApprovals":${this.approvalsJson},"errorCount":${this.errors},"warnings":`);
+    this.warnings.writeJson(out);
+    out.text('}');
+  }
+
+  /** The context of the last applied event as JSON text. */
+  contextJson(): string {
+    const out = new ByteWriter();
+    this.writeContext(out);
+    const json = out.toString();
+    out.release();
+    return json;
   }
 
   /** The same context as an object. */

@@ -1,5 +1,5 @@
 // Retention: a periodic job removes expired sessions (RETENTION_DAYS, settings), old stream log
-// positions and expired stream tokens.
+// positions and expired stream tokens, then gives the space freed back (SQLite: to the file system).
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveFeature } from '../context.ts';
@@ -18,6 +18,8 @@ export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJ
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
         await pruneStreamLog(context.database, now);
         await deleteExpiredStreamTokens(context, now);
+        const returned = await context.database.reclaimFreeSpace();
+        if (returned > 0) app.log.info({ returnedBytes: returned }, 'retention gave freed space back to the file system');
       },
     }),
   );

@@ -5,7 +5,14 @@ import type { ObserveContext } from '../context.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
 
+/**
+ * A retention transaction deletes up to this many sessions, and stops taking more once it holds
+ * EVENTS_PER_TRANSACTION events (a longer session is still deleted whole, alone): bounded
+ * transactions keep ingest's wait for the write lock short, and on PostgreSQL let autovacuum
+ * reclaim one batch's dead rows while the next runs (docs/deploy.md#disk-space).
+ */
 const SESSIONS_PER_TRANSACTION = 100;
+const EVENTS_PER_TRANSACTION = 20_000;
 
 /**
  * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of the
@@ -21,16 +28,23 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
   let deleted = 0;
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
-      const sessions = await forUpdate(
+      const expired = await forUpdate(
         trx
           .selectFrom('sessions')
-          .select(['id', 'last_seq', 'last_hash'])
+          .select(['id', 'last_seq', 'last_hash', 'event_count'])
           .where('last_event_at', '<', cutoff)
           .orderBy('last_event_at')
           .limit(SESSIONS_PER_TRANSACTION),
         ctx.database.dialect,
       ).execute();
-      if (sessions.length === 0) return 0;
+      const sessions: typeof expired = [];
+      let events = 0;
+      for (const session of expired) {
+        if (sessions.length > 0 && events + session.event_count > EVENTS_PER_TRANSACTION) break;
+        sessions.push(session);
+        events += session.event_count;
+      }
+      if (sessions.length === 0) return { deleted: 0, more: false };
       const ids = sessions.map((r) => r.id);
       const counts = await trx
         .selectFrom('events')
@@ -58,9 +72,9 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
       await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
       await deleteSessionSpans(trx, ids);
       await trx.deleteFrom('sessions').where('id', 'in', ids).execute();
-      return ids.length;
+      return { deleted: ids.length, more: expired.length === SESSIONS_PER_TRANSACTION || sessions.length < expired.length };
     });
-    deleted += batch;
-    if (batch < SESSIONS_PER_TRANSACTION) return deleted;
+    deleted += batch.deleted;
+    if (!batch.more) return deleted;
   }
 }

@@ -2,9 +2,9 @@ import { sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eventSchema, identifier, keptLinkJson } from '../events/index.ts';
+import { eventSchema, identifier } from '../events/index.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
-import { sessionTimeline, verifySessionChain } from './service.ts';
+import { sessionTimeline, timelineBody, verifySessionChain } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
 
 const sessionParams = z.object({ id: identifier });
@@ -49,9 +49,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request, reply) => {
       const timeline = await sessionTimeline(ctx.database, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
-      const { links, verdict } = timeline;
-      const body = `{"events":[${links.map(keptLinkJson).join(',')}],"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`;
-      return sendJsonText(reply, body);
+      return sendJsonText(reply, timelineBody(timeline));
     },
   );
 

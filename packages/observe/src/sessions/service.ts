@@ -5,12 +5,16 @@ import {
   type ChainHead,
   type ChainVerdict,
   forEachSessionEventPage,
+  linksJson,
   type LoggedChainRow,
   sessionLoggedRowsQuery,
+  storedChainText,
+  storedChainTextMatches,
   type StoredLink,
   toLink,
 } from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import { VerifiedSessions } from './verified.ts';
 
 export interface Timeline {
   session: SessionRow;
@@ -28,6 +32,12 @@ export interface SessionChain {
 /** Events read per page of a verification. */
 const VERIFY_PAGE = 1000;
 
+/**
+ * 24 Mi characters: some 18,000 events of 450 characters of stored text with their timelines, or
+ * 50,000 without; sessions of up to 4 Mi characters (some 9,000 events) each.
+ */
+const verifiedSessions = new VerifiedSessions(24 * 1024 * 1024, 4 * 1024 * 1024);
+
 export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>): ChainHead {
   return { lastSeq: session.last_seq, lastHash: session.last_hash };
 }
@@ -39,32 +49,72 @@ function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow |
 /**
  * A session's row and every stored event of it in timeline order, read from one snapshot (so an
  * event appended meanwhile is in both or in neither), with the chain verified over all of them in
- * seq order. Undefined when there is no such session.
+ * seq order. When the rows stored now are byte for byte those of a timeline read before at the
+ * same head (the database compares them: sessions/verified.ts), that timeline and its verdict are
+ * the answer; otherwise the rows are read and verified. Undefined when there is no such session.
  */
 export async function sessionTimeline(database: ObserveDatabase, sessionId: string): Promise<Timeline | undefined> {
   return readSnapshot(database, async (db) => {
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
+    const head = chainHeadOf(session);
+    const known = verifiedSessions.recall(sessionId, head);
+    if (known?.timeline !== undefined && (await storedChainTextMatches(db, sessionId, known.storedText))) {
+      return { session, ...known.timeline, verdict: known.verdict };
+    }
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
-    const verifier = new ChainVerifier(chainHeadOf(session));
+    const verifier = new ChainVerifier(head);
     const links = rows.map((row) => verifier.add(toLink(row), row.leaf_hash));
-    return { session, rows, links, verdict: verifier.finish() };
+    const verdict = verifier.finish();
+    const storedText = storedChainText(rows);
+    if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
+    return { session, rows, links, verdict };
   });
 }
 
+const bodyOfTimeline = new WeakMap<readonly StoredLink[], Buffer>();
+
 /**
- * The verdict over every stored event of a session, computed from the rows now: the events are
- * read in pages, in index order, from one snapshot with the session's row, and only their ids and
- * hashes are kept. Undefined when there is no such session.
+ * The timeline response, `{events, chainValid, brokenAt}`, as UTF-8 JSON. A timeline's links array
+ * is built once per full read, with its verdict, and handed back as is while the memo confirms it:
+ * the body is kept with the array.
+ */
+export function timelineBody({ links, verdict }: Pick<Timeline, 'links' | 'verdict'>): Buffer {
+  let body = bodyOfTimeline.get(links);
+  if (body === undefined) {
+    body = Buffer.from(`{"events":${linksJson(links)},"chainValid":${verdict.valid},"brokenAt":${JSON.stringify(verdict.brokenAt)}}`);
+    bodyOfTimeline.set(links, body);
+  }
+  return body;
+}
+
+/**
+ * The verdict over every stored event of a session, computed from the rows now: the remembered
+ * one when the rows stored now are byte for byte those it was computed from (as for the timeline),
+ * else the events are read in pages, in index order, from one snapshot with the session's row, and
+ * only their ids and hashes (and, for a session small enough to remember, their stored text) are
+ * kept. Undefined when there is no such session.
  */
 export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
   return readSnapshot(database, async (db) => {
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
-    const verifier = new ChainVerifier(chainHeadOf(session));
+    const head = chainHeadOf(session);
+    const known = verifiedSessions.recall(sessionId, head);
+    if (known !== undefined && (await storedChainTextMatches(db, sessionId, known.storedText))) return { session, verdict: known.verdict };
+    const verifier = new ChainVerifier(head);
+    let texts: string[] | null = [];
+    let chars = 0;
     await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
       for (const row of rows) verifier.add(toLink(row), row.leaf_hash);
+      if (texts === null) return;
+      const text = storedChainText(rows);
+      chars += text?.length ?? 0;
+      if (text === null || chars > verifiedSessions.maxSessionChars) texts = null;
+      else texts.push(text);
     });
-    return { session, verdict: verifier.finish() };
+    const verdict = verifier.finish();
+    if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: texts.join(''), verdict });
+    return { session, verdict };
   });
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
@@ -272,6 +273,33 @@ await describeEachDatabase('GET /api/stats and GET /api/health', (backend) => {
     assert.equal(body.newestEvent, ago(5));
     assert.equal(body.judgeSpendUsd, 0);
     assert.ok(Number.isInteger(body.storageSizeBytes) && (body.storageSizeBytes as number) > 0);
+  });
+
+  test('storageSizeBytes is the data on disk: the SQLite file with its WAL; on PostgreSQL the schema tables with their indexes', async () => {
+    await ingest(
+      observe,
+      Array.from({ length: 200 }, (_, i) => custom('st-size', 'agent-a', ago(300 - i))),
+    );
+    const stats = async (): Promise<number> => (await observe.call({ method: 'GET', url: '/api/stats' })).json<{ storageSizeBytes: number }>().storageSizeBytes;
+    const { database } = observe.config;
+    if (database.kind === 'postgres') {
+      const objects = await observe.service.context.database.storageBreakdown();
+      assert.ok(objects.some((o) => o.name === 'events' && o.kind === 'table') && objects.some((o) => o.table === 'events' && o.kind === 'index'));
+      assert.equal(
+        await stats(),
+        objects.reduce((sum, o) => sum + o.bytes, 0),
+      );
+      return;
+    }
+    // The checkpointer thread copies the WAL into the file in the background: compare once both sizes hold still.
+    const onDisk = (): number => statSync(database.file).size + statSync(`${database.file}-wal`).size;
+    let previous = -1;
+    while (previous !== onDisk()) {
+      previous = onDisk();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    assert.ok(statSync(`${database.file}-wal`).size > 0, 'the WAL holds pages');
+    assert.equal(await stats(), onDisk());
   });
 
   test('GET /api/health needs no key and reports the database', async () => {

@@ -11,12 +11,12 @@ export { pruneStreamLog } from './log.ts';
 /** Resolves to the hub of the open streams. */
 export const streamFeature: ObserveFeature<StreamHub> = defineFeature('stream', ({ app, context }) => {
   const hub = new StreamHub(context, app.log);
-  // Last: from here to the commit, the stream head's row lock orders the ingest transaction's commit.
+  // From here to the commit, the stream head's row lock orders the ingest transaction's commit.
   context.events.inTransaction(
     async (batch) => {
       batch.logPositions = await appendToStreamLog(batch.trx, batch.dialect, batch.sessions, batch.receivedAt);
     },
-    { last: true },
+    { ordersCommits: true },
   );
   context.events.afterCommit(() => hub.committed());
   registerStreamRoutes(app, context, hub);

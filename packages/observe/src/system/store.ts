@@ -1,5 +1,6 @@
+import { PreparedQuery } from '@vigil/platform';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
-import type { ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 export interface StoredCounts {
   events: number;
@@ -10,27 +11,44 @@ export interface StoredCounts {
   newestTs: number | null;
 }
 
+/**
+ * One statement, compiled once: the session counters kept by ingest (one pass over `sessions`),
+ * the agents, and the oldest and newest event through the `ts` index (min/max read one end of it).
+ */
+const countsQuery = new PreparedQuery<ObserveSchema, [], Record<'events' | 'sessions' | 'agents' | 'oldest' | 'newest', unknown>>((db) =>
+  db.selectNoFrom((eb) => [
+    eb
+      .selectFrom('sessions')
+      .select((s) => s.fn.countAll().as('n'))
+      .as('sessions'),
+    eb
+      .selectFrom('sessions')
+      .select((s) => s.fn.coalesce(s.fn.sum('event_count'), s.lit(0)).as('n'))
+      .as('events'),
+    eb
+      .selectFrom('agents')
+      .select((a) => a.fn.countAll().as('n'))
+      .where('id', '<>', SYSTEM_AGENT_ID)
+      .as('agents'),
+    eb
+      .selectFrom('events')
+      .select((e) => e.fn.min('ts').as('ts'))
+      .as('oldest'),
+    eb
+      .selectFrom('events')
+      .select((e) => e.fn.max('ts').as('ts'))
+      .as('newest'),
+  ]),
+);
+
 /** What is stored: events (summed from the session counters), sessions, agents, and the time span of the events. */
 export async function storedCounts(database: ObserveDatabase): Promise<StoredCounts> {
-  const { db } = database;
-  const [sessions, agents, oldest, newest] = await Promise.all([
-    db
-      .selectFrom('sessions')
-      .select((eb) => [eb.fn.countAll<number>().as('sessions'), eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('events')])
-      .executeTakeFirstOrThrow(),
-    db
-      .selectFrom('agents')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('id', '<>', SYSTEM_AGENT_ID)
-      .executeTakeFirstOrThrow(),
-    db.selectFrom('events').select('ts').orderBy('ts', 'asc').limit(1).executeTakeFirst(),
-    db.selectFrom('events').select('ts').orderBy('ts', 'desc').limit(1).executeTakeFirst(),
-  ]);
+  const row = (await countsQuery.first(database.db, database.dialect))!;
   return {
-    events: Number(sessions.events),
-    sessions: Number(sessions.sessions),
-    agents: Number(agents.n),
-    oldestTs: oldest?.ts ?? null,
-    newestTs: newest?.ts ?? null,
+    events: Number(row.events),
+    sessions: Number(row.sessions),
+    agents: Number(row.agents),
+    oldestTs: row.oldest === null ? null : Number(row.oldest),
+    newestTs: row.newest === null ? null : Number(row.newest),
   };
 }

@@ -1,0 +1,213 @@
+// The compiled CLI and services: packages/cli/src/main.ts and everything it reaches in the
+// workspace (@vigil/platform, observe, gate) bundled by esbuild into packages/cli/dist/, with
+// npm packages left as imports. bin/vigil.mjs runs it, building it first when it is missing or
+// older than its sources, so production runs plain JavaScript (no run-time transpiler) and a
+// source edit is picked up by the next start. `node build.mjs` (npm run build) builds it by hand.
+// Plain JavaScript: it runs before anything is compiled. docs/architecture.md (Compiled services).
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const CLI_DIR = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(CLI_DIR, '..', '..');
+export const DIST_DIR = join(CLI_DIR, 'dist');
+const MANIFEST = 'manifest.json';
+const LOCK_WAIT_MS = 5 * 60_000;
+// Outputs of earlier builds stay this long: a process started from one may still import a chunk.
+const OLD_OUTPUT_MS = 24 * 3600_000;
+const WORKSPACE = /^@vigil\/(platform|observe|gate|cli)(\/|$)/;
+
+/**
+ * Files whose change makes a build stale besides the bundled sources: this script, the bundled
+ * packages' manifests (their `exports`), and npm's record of node_modules (the bundle names a few
+ * nested packages by path).
+ */
+function extraInputs(root) {
+  return [
+    'packages/cli/build.mjs',
+    ...['cli', 'platform', 'observe', 'gate'].map((name) => `packages/${name}/package.json`),
+    'package-lock.json',
+    'node_modules/.package-lock.json',
+  ].filter((path) => existsSync(join(root, path)));
+}
+
+/** `missing` (never built), `stale` (an input changed, appeared or went since) or `fresh`. */
+export function buildState(dist = DIST_DIR, root = ROOT) {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(dist, MANIFEST), 'utf8'));
+  } catch {
+    return 'missing';
+  }
+  if (!existsSync(join(dist, manifest.entry))) return 'missing';
+  for (const [path, mtimeMs] of Object.entries(manifest.inputs)) {
+    try {
+      if (statSync(join(root, path)).mtimeMs !== mtimeMs) return 'stale';
+    } catch {
+      return 'stale';
+    }
+  }
+  return extraInputs(root).every((path) => path in manifest.inputs) ? 'fresh' : 'stale';
+}
+
+/**
+ * Source files say where their assets are with `import.meta.url` (migrations, the OTLP .proto
+ * files, the dashboard's build, a worker's script). In the bundle each such URL is rewritten to
+ * the source file's own location, so assets are read from where they live in the repository.
+ */
+function sourceLocations(outdir) {
+  return {
+    name: 'vigil-source-locations',
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        const text = readFileSync(args.path, 'utf8');
+        if (/import\.meta\.(dirname|filename)/.test(text)) {
+          return { errors: [{ text: `${relative(ROOT, args.path)}: use import.meta.url (the build rewrites it), not import.meta.dirname/filename` }] };
+        }
+        const fromOutput = relative(outdir, args.path).split(sep).join('/');
+        return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromOutput)}, import.meta.url).href`), loader: 'ts' };
+      });
+    },
+  };
+}
+
+/**
+ * npm packages stay imports, resolved by Node at run time from dist/ as from their importer. A
+ * package npm installed under a workspace package (packages/platform/node_modules/better-sqlite3)
+ * cannot be found from dist/ by name, so it is imported by its path instead.
+ */
+function npmPackagesExternal(outdir) {
+  return {
+    name: 'vigil-npm-external',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (WORKSPACE.test(args.path) || args.pluginData === 'inner') return undefined;
+        const options = { kind: args.kind, pluginData: 'inner' };
+        const fromImporter = await build.resolve(args.path, { ...options, resolveDir: args.resolveDir });
+        if (fromImporter.errors.length > 0) return { errors: fromImporter.errors };
+        if (fromImporter.external) return { path: args.path, external: true };
+        const fromOutput = await build.resolve(args.path, { ...options, resolveDir: dirname(outdir) });
+        if (fromOutput.errors.length === 0 && fromOutput.path === fromImporter.path) return { path: args.path, external: true };
+        return { path: `./${relative(outdir, fromImporter.path).split(sep).join('/')}`, external: true };
+      });
+    },
+  };
+}
+
+/** Builds dist/ now: new outputs beside the old ones, then the manifest naming them, replaced at once. */
+export async function buildServices(dist = DIST_DIR) {
+  const esbuild = await import('esbuild');
+  const started = Date.now();
+  const result = await esbuild.build({
+    entryPoints: { vigil: join(CLI_DIR, 'src', 'main.ts') },
+    outdir: dist,
+    // Inputs in the metafile (and so in the manifest) are named relative to this.
+    absWorkingDir: ROOT,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // Node's own conditions only (esbuild would add `module`), so a package resolves as Node resolves it.
+    conditions: [],
+    // Class and function names stay as written (errors and logs show them).
+    keepNames: true,
+    // For `node --enable-source-maps`: stack traces then name the TypeScript sources.
+    sourcemap: 'linked',
+    // Every output is named by its content, so one build never overwrites a file another uses.
+    entryNames: '[name]-[hash]',
+    chunkNames: '[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
+    banner: { js: '// Built by packages/cli/build.mjs from packages/*/src: edit the sources, not this file.' },
+    metafile: true,
+    write: false,
+    // Compile errors are printed (and the build throws).
+    logLevel: 'error',
+    plugins: [sourceLocations(dist), npmPackagesExternal(dist)],
+  });
+  mkdirSync(dist, { recursive: true });
+  const names = new Set([MANIFEST]);
+  for (const file of result.outputFiles) {
+    const name = basename(file.path);
+    names.add(name);
+    if (existsSync(file.path)) continue;
+    const scratch = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(scratch, file.contents);
+    renameSync(scratch, file.path);
+  }
+  const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint !== undefined)[0];
+  const inputs = {};
+  for (const path of [...Object.keys(result.metafile.inputs), ...extraInputs(ROOT)]) inputs[path] = statSync(join(ROOT, path)).mtimeMs;
+  const scratch = join(dist, `${MANIFEST}.${process.pid}.tmp`);
+  writeFileSync(scratch, `${JSON.stringify({ entry: basename(entry), inputs }, null, 1)}\n`);
+  renameSync(scratch, join(dist, MANIFEST));
+  for (const name of readdirSync(dist)) {
+    const path = join(dist, name);
+    if (!names.has(name) && Date.now() - statSync(path).mtimeMs > OLD_OUTPUT_MS) rmSync(path, { force: true });
+  }
+  return { ms: Date.now() - started };
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+/** One build at a time across processes: a lock folder holding the builder's pid (taken over when that process is gone). */
+async function withLock(dist, work) {
+  const lock = join(dirname(dist), '.dist-building');
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+    } catch {
+      // The holder has not written its pid yet, or just released the lock.
+    }
+    const age = existsSync(lock) ? Date.now() - statSync(lock).mtimeMs : 0;
+    if ((holder > 0 && !alive(holder)) || age > LOCK_WAIT_MS) rmSync(lock, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error('another process has been building packages/cli/dist for too long');
+    else await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const release = () => rmSync(lock, { recursive: true, force: true });
+  process.once('exit', release);
+  try {
+    writeFileSync(join(lock, 'pid'), String(process.pid));
+    return await work();
+  } finally {
+    process.off('exit', release);
+    release();
+  }
+}
+
+/** Builds dist/ if it is missing or stale (waiting for another process's build), then returns the URL of its entry. */
+export async function compiledEntry(dist = DIST_DIR) {
+  if (buildState(dist) !== 'fresh') {
+    await withLock(dist, async () => {
+      // Another process may have built it while this one waited for the lock.
+      if (buildState(dist) !== 'fresh') await buildServices(dist);
+    });
+  }
+  const { entry } = JSON.parse(readFileSync(join(dist, MANIFEST), 'utf8'));
+  return pathToFileURL(join(dist, entry)).href;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    const { ms } = await withLock(DIST_DIR, () => buildServices());
+    process.stdout.write(`packages/cli/dist built in ${ms} ms\n`);
+  } catch (error) {
+    process.stderr.write(`${error.errors ? 'the build failed (see above)' : error.message}\n`);
+    process.exitCode = 1;
+  }
+}
