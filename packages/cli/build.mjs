@@ -94,12 +94,9 @@ function npmPackagesExternal(outdir) {
   };
 }
 
-/** Builds dist/ now: new outputs beside the old ones, then the manifest naming them, replaced at once. */
-export async function buildServices(dist = DIST_DIR) {
-  const esbuild = await import('esbuild');
-  const started = Date.now();
-  const result = await esbuild.build({
-    entryPoints: { vigil: join(CLI_DIR, 'src', 'main.ts') },
+/** What both builds share: the bundle's format, names, source locations and npm packages left as imports. */
+function bundleOptions(dist) {
+  return {
     outdir: dist,
     // Inputs in the metafile (and so in the manifest) are named relative to this.
     absWorkingDir: ROOT,
@@ -124,10 +121,50 @@ export async function buildServices(dist = DIST_DIR) {
     // Compile errors are printed (and the build throws).
     logLevel: 'error',
     plugins: [sourceLocations(dist), npmPackagesExternal(dist)],
+  };
+}
+
+/**
+ * Worker-thread scripts (`*-thread.ts` under a bundled package's src/, beside the module that starts
+ * the thread): each is an entry of its own, since a thread loads a file, not a chunk of the bundle.
+ */
+function threadScripts() {
+  const scripts = [];
+  for (const name of ['platform', 'observe', 'gate', 'cli']) {
+    const src = join(ROOT, 'packages', name, 'src');
+    for (const path of readdirSync(src, { recursive: true })) {
+      if (String(path).endsWith('-thread.ts')) scripts.push(join(src, String(path)));
+    }
+  }
+  return scripts;
+}
+
+/**
+ * Builds dist/ now: new outputs beside the old ones, then the manifest naming them, replaced at once.
+ * Thread scripts are built first; the bundle gets `VIGIL_COMPILED_THREADS` (a script's name → its
+ * compiled file, relative to the script's source folder, where the starting module's rewritten
+ * `import.meta.url` points), so a compiled process starts compiled threads.
+ */
+export async function buildServices(dist = DIST_DIR) {
+  const esbuild = await import('esbuild');
+  const started = Date.now();
+  const options = bundleOptions(dist);
+  const threads = await esbuild.build({ ...options, entryPoints: threadScripts(), splitting: false });
+  const compiledThreads = {};
+  for (const [output, { entryPoint }] of Object.entries(threads.metafile.outputs)) {
+    if (entryPoint === undefined) continue;
+    compiledThreads[basename(entryPoint, '.ts')] = relative(dirname(join(ROOT, entryPoint)), join(ROOT, output))
+      .split(sep)
+      .join('/');
+  }
+  const result = await esbuild.build({
+    ...options,
+    entryPoints: { vigil: join(CLI_DIR, 'src', 'main.ts') },
+    define: { VIGIL_COMPILED_THREADS: JSON.stringify(compiledThreads) },
   });
   mkdirSync(dist, { recursive: true });
   const names = new Set([MANIFEST]);
-  for (const file of result.outputFiles) {
+  for (const file of [...threads.outputFiles, ...result.outputFiles]) {
     const name = basename(file.path);
     names.add(name);
     if (existsSync(file.path)) continue;
@@ -137,7 +174,8 @@ export async function buildServices(dist = DIST_DIR) {
   }
   const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint !== undefined)[0];
   const inputs = {};
-  for (const path of [...Object.keys(result.metafile.inputs), ...extraInputs(ROOT)]) inputs[path] = statSync(join(ROOT, path)).mtimeMs;
+  const sources = [...Object.keys(threads.metafile.inputs), ...Object.keys(result.metafile.inputs)].filter((path) => !path.startsWith('<define:'));
+  for (const path of [...sources, ...extraInputs(ROOT)]) inputs[path] = statSync(join(ROOT, path)).mtimeMs;
   const scratch = join(dist, `${MANIFEST}.${process.pid}.tmp`);
   writeFileSync(scratch, `${JSON.stringify({ entry: basename(entry), inputs }, null, 1)}\n`);
   renameSync(scratch, join(dist, MANIFEST));

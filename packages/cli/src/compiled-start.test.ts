@@ -105,7 +105,30 @@ describe('compiled start', () => {
       });
       assert.equal(traces.status, 200, await traces.text());
 
+      // The embedding drain hashes on a worker thread: the thread runs its compiled script too
+      // (threads inherit the recorder's --import, so their imports are in the same list).
+      const ingested = await fetch(`${observe}/api/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${created.key}` },
+        body: JSON.stringify({
+          events: [
+            { sessionId: 'compiled-start', agentId: 'compiled', eventType: 'custom', payload: { type: 'note', data: { text: 'the invoice email bounced' } } },
+          ],
+        }),
+      });
+      assert.equal(ingested.status, 201, await ingested.text());
+      await eventually(
+        () => fetch(`${observe}/api/recall?query=invoice%20email&scope=events`, { headers: { authorization: `Bearer ${created.key}` } }).then((r) => r.json()),
+        (answer) => (answer as { results: unknown[] }).results.length > 0,
+        30_000,
+        'the event embedded',
+      );
+
       const imported = recorder.imported();
+      assert.ok(
+        imported.some((url) => /\/packages\/cli\/dist\/embed-thread-[^/]+\.mjs$/.test(url)),
+        'the embedding thread ran its compiled script',
+      );
       const fromDist = imported.filter((url) => url.includes('/packages/cli/dist/'));
       assert.ok(fromDist.length > 0, 'the CLI ran from packages/cli/dist');
       assert.deepEqual(

@@ -1,5 +1,3 @@
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { EmbedReply, EmbedRequest } from './embed-thread.ts';
 import { EmbeddingBackendError, LocalEmbedder, type Embedder } from './embedder.ts';
@@ -9,11 +7,15 @@ const IDLE_MS = 60_000;
 /** Requests handed to the thread at once; further callers wait their turn (the embedding drain sends one batch at a time). */
 const MAX_IN_FLIGHT = 2;
 
-/** The thread's module, beside this one: .ts when running from sources (tsx), .js once compiled. */
+/** In the compiled bundle (packages/cli/build.mjs): each thread script's compiled file, relative to its source folder. */
+declare const VIGIL_COMPILED_THREADS: Record<string, string> | undefined;
+
+/** The thread's module, beside this one: compiled in the bundle, else the TypeScript source run through tsx. */
 function startThread(dimensions: number): Worker {
-  const url = new URL(`./embed-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
   const options = { workerData: { dimensions } };
-  if (!url.pathname.endsWith('.ts')) return new Worker(url, options);
+  const compiled = typeof VIGIL_COMPILED_THREADS === 'undefined' ? undefined : VIGIL_COMPILED_THREADS['embed-thread'];
+  if (compiled !== undefined) return new Worker(new URL(compiled, import.meta.url), options);
+  const url = new URL('./embed-thread.ts', import.meta.url);
   // From TypeScript sources a thread does not inherit the loader this process registered: it registers tsx itself.
   const loader = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); })`;
