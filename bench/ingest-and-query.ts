@@ -31,20 +31,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type DatabaseConfig } from '@vigil/platform';
+import { postgresAnswers } from '@vigil/platform/test-services';
 import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
-import {
-  freePort,
-  postgresCpuMs,
-  postgresReachable,
-  processCpuMs,
-  remoteMode,
-  remoteTargets,
-  residentMegabytes,
-  stopServer,
-  vigilCommand,
-  waitForHealth,
-} from './server.ts';
+import { freePort, postgresCpuMs, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, vigilCommand, waitForHealth } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -466,7 +456,7 @@ async function observeUnderTest(
 async function benchPostgresIngest(rows: Row[]): Promise<void> {
   const label = `ingest, 100-event batches, ${CLIENTS} clients, rollups + full text + embeddings (PostgreSQL, one instance)`;
   const url = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  if (!(await postgresReachable(url))) {
+  if (!(await postgresAnswers(url))) {
     rows.push([label, '≥ 15,000 events/s', `not measured: no PostgreSQL answers at ${url} (BENCH_POSTGRES_URL) ✗`]);
     return;
   }

@@ -87,20 +87,6 @@ export function processCpuMs(pid: number): number | null {
   }
 }
 
-/** Whether a PostgreSQL answers at `url`. */
-export async function postgresReachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 /**
  * CPU time (user + system, ms) used so far by every process named `postgres` on this machine (a
  * local PostgreSQL's backends, writer and checkpointer), or null without /proc. Other clients of

@@ -16,12 +16,13 @@ let postgresProbe: Promise<boolean> | null = null;
 
 /** Whether the test PostgreSQL answers (asked once per process). */
 export function postgresReachable(): Promise<boolean> {
-  postgresProbe ??= probePostgres();
+  postgresProbe ??= postgresAnswers(TEST_POSTGRES_URL);
   return postgresProbe;
 }
 
-async function probePostgres(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 2000 });
+/** Whether a PostgreSQL answers at `url` (also the bench's check of its PostgreSQL). */
+export async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
     await client.query('select 1');

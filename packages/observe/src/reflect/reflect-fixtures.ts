@@ -115,3 +115,17 @@ export async function recomputeReflection(database: ObserveDatabase, query: Refe
         .map(([key]) => key.split('\u0000')),
     }));
 }
+
+export type Payload = Record<string, unknown>;
+/** An event as POST /api/events takes it, and the tool events the reflect tests are made of. */
+export const ev = (sessionId: string, agentId: string, timestamp: string, eventType: string, payload: Payload, severity?: string) => ({
+  sessionId,
+  agentId,
+  timestamp,
+  eventType,
+  payload,
+  ...(severity ? { severity } : {}),
+});
+export const call = (s: string, a: string, t: string, toolName: string, callId: string) => ev(s, a, t, 'tool_call', { toolName, callId, arguments: {} });
+export const toolError = (s: string, a: string, t: string, toolName: string, callId: string, error: unknown) =>
+  ev(s, a, t, 'tool_error', { toolName, callId, error, durationMs: 10 });

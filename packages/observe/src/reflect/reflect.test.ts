@@ -4,6 +4,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { normaliseErrorMessage, PatternCache } from './normalise.ts';
 import { assess, evidence, halfScore, reflectTuning } from './service.ts';
+import { call, ev, toolError } from './reflect-fixtures.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Pure parts
@@ -66,18 +67,6 @@ describe('confidence, trend rule and hour pieces', () => {
 // The endpoint over a controlled data set. The test clock stands at 2026-11-22T10:00:00.000Z, so
 // the default range is [2026-11-15T10:00:00.000Z, 2026-11-22T10:00:00.000Z].
 
-type Payload = Record<string, unknown>;
-const ev = (sessionId: string, agentId: string, timestamp: string, eventType: string, payload: Payload, severity?: string) => ({
-  sessionId,
-  agentId,
-  timestamp,
-  eventType,
-  payload,
-  ...(severity ? { severity } : {}),
-});
-const call = (s: string, a: string, t: string, toolName: string, callId: string) => ev(s, a, t, 'tool_call', { toolName, callId, arguments: {} });
-const toolError = (s: string, a: string, t: string, toolName: string, callId: string, error: unknown) =>
-  ev(s, a, t, 'tool_error', { toolName, callId, error, durationMs: 10 });
 const toolResponse = (s: string, a: string, t: string, toolName: string, callId: string) =>
   ev(s, a, t, 'tool_response', { toolName, callId, result: 'ok', durationMs: 10 });
 const llm = (s: string, a: string, t: string, model: string, costUsd: number, severity?: string) =>

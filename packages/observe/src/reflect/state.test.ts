@@ -3,20 +3,8 @@ import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 import { reflectTuning } from './figures.ts';
-import { recomputeReflection, type ReferenceQuery } from './reflect-fixtures.ts';
+import { call, ev, recomputeReflection, toolError, type ReferenceQuery } from './reflect-fixtures.ts';
 
-type Payload = Record<string, unknown>;
-const ev = (sessionId: string, agentId: string, timestamp: string, eventType: string, payload: Payload, severity?: string) => ({
-  sessionId,
-  agentId,
-  timestamp,
-  eventType,
-  payload,
-  ...(severity ? { severity } : {}),
-});
-const call = (s: string, a: string, t: string, toolName: string, callId: string) => ev(s, a, t, 'tool_call', { toolName, callId, arguments: {} });
-const toolError = (s: string, a: string, t: string, toolName: string, callId: string, error: unknown) =>
-  ev(s, a, t, 'tool_error', { toolName, callId, error, durationMs: 10 });
 const failure = (s: string, a: string, t: string, message: string) => ev(s, a, t, 'custom', { type: 'failure', data: { message } }, 'error');
 const at = (day: number, time: string) => `2026-11-${String(day).padStart(2, '0')}T${time}Z`;
 
