@@ -116,6 +116,8 @@ export async function buildServices(dist = DIST_DIR) {
     conditions: [],
     // Class and function names stay as written (errors and logs show them).
     keepNames: true,
+    minifyWhitespace: true,
+    minifySyntax: true,
     // For `node --enable-source-maps`: stack traces then name the TypeScript sources.
     sourcemap: 'linked',
     // Every output is named by its content, so one build never overwrites a file another uses.
