@@ -12,6 +12,9 @@
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
  * GET /api/context p50/p95.
  *
+ * Once the embedding queue is drained (after each load), the bytes of the embeddings table with its
+ * indexes are read from the database itself: per vector, per stored event, and as a share of it.
+ *
  * Guardrails, on the loaded server: ingest throughput with 10 rules for every agent evaluated after
  * each commit, and the reaction time from a breaching batch's 201 to its notify_webhook arriving at
  * a local receiver.
@@ -27,10 +30,21 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DatabaseConfig } from '@vigil/platform';
+import { openDatabase, type DatabaseConfig } from '@vigil/platform';
 import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
-import { freePort, postgresCpuMs, postgresReachable, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, vigilCommand, waitForHealth } from './server.ts';
+import {
+  freePort,
+  postgresCpuMs,
+  postgresReachable,
+  processCpuMs,
+  remoteMode,
+  remoteTargets,
+  residentMegabytes,
+  stopServer,
+  vigilCommand,
+  waitForHealth,
+} from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -93,6 +107,40 @@ async function waitForEmbeddings(base: string, key: string, timeoutMs = 30 * 60_
     if (status.queue.retrying > 0) throw new Error(`embedding failures: ${status.queue.retrying} queue rows are retrying`);
     if (performance.now() - started > timeoutMs) throw new Error(`embedding queue not drained after ${timeoutMs} ms (${status.queue.depth} left)`);
     await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * What recall's vectors cost once the embedding queue is drained, from the database's own page
+ * counts (footprint.ts gives every table; these rows put the vectors in their terms): bytes of the
+ * `embeddings` table with its indexes per vector and per stored event, and its share of the whole.
+ */
+async function embeddingFootprintRows(load: string, config: DatabaseConfig, events: number): Promise<Row[]> {
+  const database = await openDatabase<{ embeddings: { deleted: number } }>(config);
+  try {
+    const objects = await database.storageBreakdown();
+    const embeddings = objects.filter((o) => o.table === 'embeddings').reduce((sum, o) => sum + o.bytes, 0);
+    const total = objects.reduce((sum, o) => sum + o.bytes, 0);
+    const { n } = await database.db
+      .selectFrom('embeddings')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('deleted', '=', 0)
+      .executeTakeFirstOrThrow();
+    const vectors = Number(n);
+    return [
+      [
+        `embeddings table + indexes after ${load} (worker caught up)`,
+        '',
+        `${Math.round(embeddings / Math.max(1, vectors))} B per vector (${vectors.toLocaleString('en-US')}), ${Math.round(embeddings / Math.max(1, events))} B per stored event`,
+      ],
+      [
+        `embeddings share of the database after ${load}`,
+        '',
+        `${((100 * embeddings) / Math.max(1, total)).toFixed(1)} % of ${(total / 1024 / 1024).toFixed(0)} MiB`,
+      ],
+    ];
+  } finally {
+    await database.close();
   }
 }
 
@@ -226,6 +274,10 @@ async function benchRecall(rows: Row[]): Promise<void> {
       '',
       `${seconds.toFixed(1)} s, ${Math.round(vectors / seconds).toLocaleString('en-US')} vectors/s`,
     ]);
+    const recallDatabase: DatabaseConfig = process.env.DATABASE_URL
+      ? { kind: 'postgres', url: process.env.DATABASE_URL, schema }
+      : { kind: 'sqlite', file: join(dataDir, 'observe.db'), synchronous: 'NORMAL' };
+    rows.push(...(await embeddingFootprintRows('the textual load', recallDatabase, batches * 100)));
     const queries = Array.from({ length: 50 }, () => encodeURIComponent(sentence(next).split(' ').slice(2, 5).join(' ')));
     const label = `${vectors.toLocaleString('en-US')} vectors`;
     // The first query loads the vectors into the server's in-memory index; later ones read only what changed.
@@ -360,7 +412,9 @@ function memoryRow(label: string, pid: number, limitMb: number, target: string):
 }
 
 /** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself (`databaseUrl`: on that PostgreSQL). */
-async function observeUnderTest(databaseUrl?: string): Promise<{ base: string; key: string; pid: number | null; database: DatabaseConfig | null; stop(): Promise<void> }> {
+async function observeUnderTest(
+  databaseUrl?: string,
+): Promise<{ base: string; key: string; pid: number | null; database: DatabaseConfig | null; stop(): Promise<void> }> {
   const remote = remoteTargets().observe;
   if (remote) return { ...remote, pid: null, database: null, stop: async () => {} };
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
@@ -506,6 +560,7 @@ async function main(): Promise<void> {
       '',
       `${embedded.seconds.toFixed(1)} s after the last batch (${embedded.vectors.toLocaleString('en-US')} vectors)`,
     ]);
+    if (database !== null) rows.push(...(await embeddingFootprintRows('the load', database, stats.totalEvents)));
     if (pid !== null)
       rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MiB)`));
     // The footprint once the embedding worker has caught up (the rollups and the audit log's leaves

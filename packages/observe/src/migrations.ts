@@ -15,6 +15,7 @@ import { backfillRollups, backfillSketches, createLatencySketchTable, createRoll
 import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
+import { compactEmbeddings } from './recall/index.ts';
 import { createReflectStateTables } from './reflect/index.ts';
 
 export const observeMigrations: Record<string, MigrationStep> = {
@@ -576,6 +577,12 @@ export const observeMigrations: Record<string, MigrationStep> = {
       .on('events')
       .columns(['event_type', 'session_id', 'seq', 'ts', 'tool_name', 'call_id', 'agent_id'])
       .execute();
+  },
+
+  async '0019_compact_embeddings'(db, dialect) {
+    // Vectors as int8, events' rows without their copy of the event's text, no vectors for events
+    // that are no longer embedded (recall/compact.ts).
+    await compactEmbeddings(db, dialect);
   },
 
   /**

@@ -1,7 +1,7 @@
 import { DAY_MS, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { embedQuery, score, TopK, readDetails, describeEvent, truncate } from '../recall/index.ts';
+import { contenders, describeEvent, embedQuery, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
 import type { EventRow } from '../schema.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
 
@@ -160,40 +160,47 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   const index = ctx.vectorIndex;
   await index.refresh(ctx.embedder.model, topic.length);
   const now = ctx.clock.now();
-  const top = new TopK<number>(query.limit, (a, b) => index.ranksBefore(a, b));
+  const relevant = (similarity: number): boolean => similarity >= MIN_SIMILARITY;
+  // Ranked by int8 similarity first, then the best candidates by their exact one (recall/search.ts rescore).
+  const candidates = new TopK<{ slot: number; similarity: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
   index.scan(topic, { events: false, sessions: true, agentId: query.agentId, userId: query.userId }, (slot, cosine) => {
     const similarity = score(cosine);
-    if (similarity < MIN_SIMILARITY) return;
-    total += 1;
-    top.push(relevance(similarity, index.slot(slot).lastTs, now), slot);
+    if (relevant(similarity)) total += 1;
+    if (similarity >= MIN_SIMILARITY - RESCORE_MARGIN) candidates.push(relevance(similarity, index.slot(slot).lastTs, now), { slot, similarity });
   });
-  const ranked = top.sorted().map(({ score: relevanceScore, item }) => ({ relevanceScore, sessionId: index.slot(item).sourceId }));
+  const rescored = await rescore(
+    ctx,
+    topic,
+    contenders(candidates.sorted(), query.limit).map(({ item }) => ({ item: item.slot, score: item.similarity })),
+  );
+  for (const candidate of rescored) total += Number(relevant(candidate.score)) - Number(relevant(candidate.approximate));
+  const ranked = rescored
+    .filter((c) => relevant(c.score))
+    .map((c) => ({ slot: c.slot, relevanceScore: relevance(c.score, index.slot(c.slot).lastTs, now), summary: c.details.text }))
+    .sort((a, b) => b.relevanceScore - a.relevanceScore || (index.ranksBefore(a.slot, b.slot) ? -1 : 1))
+    .slice(0, query.limit)
+    .map(({ slot, relevanceScore, summary }) => ({ relevanceScore, summary, sessionId: index.slot(slot).sourceId }));
   const ids = ranked.map((r) => r.sessionId);
-  const [rows, details, events] = await Promise.all([
+  const [rows, events] = await Promise.all([
     ids.length === 0
       ? []
       : ctx.database.db.selectFrom('sessions').select(['id', 'agent_id', 'started_at', 'ended_at', 'error_count']).where('id', 'in', ids).execute(),
-    readDetails(
-      ctx.database,
-      ids.map((sourceId) => ({ sourceType: 'session' as const, sourceId })),
-    ),
     keyEvents(ctx, ids, topic),
   ]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   const sessions: ContextSession[] = [];
   let errorSessions = 0;
-  for (const { relevanceScore, sessionId } of ranked) {
+  for (const { relevanceScore, sessionId, summary } of ranked) {
     const row = byId.get(sessionId);
-    const detail = details.get(`session:${sessionId}`);
     // Deleted since the scan (retention): left out.
-    if (!row || !detail) continue;
+    if (!row) continue;
     if (Number(row.error_count) > 0) errorSessions += 1;
     const session: ContextSession = {
       sessionId,
       agentId: row.agent_id,
       startedAt: toIso(Number(row.started_at)),
-      summary: detail.text,
+      summary,
       relevanceScore,
       keyEvents: events.get(sessionId) ?? [],
     };

@@ -12,10 +12,12 @@ import {
   tokenize,
   wordWeight,
 } from './embedder.ts';
-import { decodeVector, encodeVector } from './store.ts';
+import { decodeVector, encodeVector, isStoredVector } from './store.ts';
+import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
 import { TopK } from './search.ts';
+import { TOPICS } from './test-fixtures.ts';
 import { simdAvailable, VectorBlock } from './dot-kernel.ts';
 
 const norm = (v: Float32Array): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
@@ -86,12 +88,31 @@ describe('LocalEmbedder', () => {
     assert.equal(wordWeight('01hf3k9z2x8c7v6b5n4m'), 0.3);
   });
 
-  test('vectors round-trip through the stored Float32 little-endian form', async () => {
-    const [v] = await embedder.embed(['round trip']);
-    const stored = encodeVector(v!);
-    assert.equal(stored.byteLength, 512 * 4);
-    assert.equal(stored.readFloatLE(0), v![0]);
-    assert.deepEqual(Array.from(decodeVector(stored)), Array.from(v!));
+  test('vectors are stored as int8 codes with a Float32 scale, each value within half a step; a short text in the sparse layout', async () => {
+    const [long, short] = await embedder.embed([TOPICS.join(' '), 'round trip of a short text']);
+    for (const [vector, layout] of [
+      [long!, 'dense'],
+      [short!, 'sparse'],
+    ] as const) {
+      const stored = encodeVector(vector);
+      const max = Math.max(...Array.from(vector, Math.abs));
+      assert.equal(stored.readFloatLE(0), Math.fround(max / 127), 'scale = max |value| / 127, little-endian');
+      const nonZero = Array.from(vector).filter((v) => Math.round(v / stored.readFloatLE(0)) !== 0).length;
+      assert.equal(stored.byteLength, layout === 'dense' ? 4 + 512 : 4 + 64 + nonZero, layout);
+      assert.ok(isStoredVector(stored, 512));
+      const decoded = decodeVector(stored, 512);
+      for (let i = 0; i < 512; i++) assert.ok(Math.abs(decoded[i]! - vector[i]!) <= stored.readFloatLE(0) / 2 + 1e-9, `${layout} dimension ${i}`);
+    }
+    const zero = encodeVector(new Float32Array(512));
+    assert.deepEqual(Array.from(decodeVector(zero, 512)), new Array(512).fill(0), 'a zero vector stays zero');
+    assert.equal(isStoredVector(new Uint8Array(512 * 4), 512), false, 'a Float32 vector is not one');
+  });
+
+  test('int8 cosines stay within 0.005 of the exact ones', async () => {
+    const texts = TOPICS.slice(0, 20);
+    const vectors = await embedder.embed(texts);
+    const [query] = await embedder.embed(['deploy the billing service after the database migration']);
+    for (const vector of vectors) assert.ok(Math.abs(similarity(query!, decodeVector(encodeVector(vector), 512)) - similarity(query!, vector)) < 0.005);
   });
 });
 
@@ -102,6 +123,10 @@ describe('event texts', () => {
     assert.equal(isEmbeddedEvent('cost_tracked', {}), false);
     assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed' }), false);
     assert.equal(isEmbeddedEvent('session_ended', { reason: 'completed', summary: 'done' }), true);
+    assert.equal(isEmbeddedEvent('approval_granted', { action: 'deploy', decidedBy: 'api:ops' }), false, 'a decision without a reason');
+    assert.equal(isEmbeddedEvent('approval_denied', { action: 'deploy', decidedBy: 'api:ops', reason: 'too risky on a Friday' }), true);
+    assert.equal(isEmbeddedEvent('llm_response', { model: 'm', completion: '', toolCalls: [{ name: 'search' }] }), false, 'an answer of tool calls only');
+    assert.equal(isEmbeddedEvent('llm_response', { model: 'm', completion: [{ type: 'text', text: 'Done.' }] }), true);
     assert.equal(
       eventText('tool_call', { toolName: 'send_email', callId: 'c1', arguments: { to: 'ops@acme.com', subject: 'Outage' } }),
       'tool_call send_email: to: ops@acme.com, subject: Outage',
@@ -266,5 +291,24 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
     await assert.rejects(embedder.embed(['a']), (error: unknown) => error instanceof EmbeddingBackendError && !error.retryable);
     const unreachable = new OpenAIEmbedder({ url: 'http://127.0.0.1:1', model: 'm', timeoutMs: 300 });
     await assert.rejects(unreachable.embed(['a']), EmbeddingBackendError);
+  });
+});
+
+describe('ThreadedLocalEmbedder', () => {
+  test('embeds on its worker thread the very vectors of LocalEmbedder, concurrent callers queued; closed, it refuses', async () => {
+    const threaded = new ThreadedLocalEmbedder();
+    const local = new LocalEmbedder();
+    try {
+      assert.equal(threaded.model, local.model);
+      const batches = Array.from({ length: 5 }, (_, b) => TOPICS.slice(b * 10, b * 10 + 10));
+      const answers = await Promise.all(batches.map((texts) => threaded.embed(texts)));
+      answers.forEach((vectors, b) => {
+        assert.equal(vectors.length, batches[b]!.length);
+        vectors.forEach((vector, i) => assert.deepEqual(Array.from(vector), Array.from(local.embedOne(batches[b]![i]!))));
+      });
+    } finally {
+      await threaded.close();
+    }
+    await assert.rejects(threaded.embed(['after close']), (error: Error) => error instanceof EmbeddingBackendError && error.retryable);
   });
 });

@@ -2,13 +2,15 @@
 // and by a periodic job), the in-memory vector index, and semantic search.
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
+import { CachingEmbedder, embedsLocally } from './embedder.ts';
 import { enqueueEmbeddings, releaseStaleClaims } from './queue.ts';
 import { registerRecallRoutes } from './routes.ts';
+import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './worker.ts';
 
+export { compactEmbeddings } from './compact.ts';
 export { createEmbedder, type Embedder, similarity } from './embedder.ts';
-export { embedQuery, MAX_QUERY_CHARS, score, TopK } from './search.ts';
-export { readDetails } from './store.ts';
+export { contenders, embedQuery, MAX_QUERY_CHARS, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
 export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
 
@@ -18,7 +20,10 @@ export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFe
     // Claims left by a process that stopped mid-drain are free again.
     await releaseStaleClaims(context.database);
     registerRecallRoutes(app, context);
-    const worker = new EmbeddingWorker(context, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
+    // The local embedder hashes on a thread of its own; a remote backend is awaited over the network anyway.
+    const thread = embedsLocally(context.embedder) ? new ThreadedLocalEmbedder(context.embedder.dimensions) : null;
+    const embedder = thread ? new CachingEmbedder(thread) : context.embedder;
+    const worker = new EmbeddingWorker(context, embedder, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
     // Embedding work is durable with the events; the worker drains it after commit.
     context.events.inTransaction((batch) =>
       enqueueEmbeddings(
@@ -31,7 +36,10 @@ export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFe
     );
     context.events.afterCommit(() => worker.kick());
     const embeddings = job({ name: 'observe.embeddings', intervalMs: EMBEDDINGS_INTERVAL_MS, run: (now) => worker.runJob(now) });
-    onClose(() => worker.stop());
+    onClose(async () => {
+      await worker.stop();
+      await thread?.close();
+    });
     return embeddings;
   });
 }

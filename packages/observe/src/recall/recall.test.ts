@@ -5,6 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
+import { encodeVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,
@@ -63,6 +64,7 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
   };
 
   test('ingest queues events with text and one row per session, in the same transaction; the worker embeds them after commit', async () => {
+    const answer = llmResponse('s2', 'mail-bot', '');
     const ids = await ingest(observe, [
       sessionStarted('s1', 'billing-bot', { agentName: 'Billing' }),
       toolCall('s1', 'billing-bot', 'stripe_charge', { amount: 1200, currency: 'eur' }),
@@ -70,12 +72,14 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
       toolError('s1', 'billing-bot', 'stripe_charge', 'card declined: insufficient funds'),
       llmCall('s2', 'mail-bot', 'Write a reminder email about the unpaid invoice'),
       sessionEnded('s2', 'mail-bot', 'completed'),
+      { sessionId: 's2', agentId: 'mail-bot', eventType: 'approval_granted', payload: { requestId: 'r1', action: 'send_email', decidedBy: 'api:ops' } },
+      { ...answer, payload: { ...(answer.payload as object), finishReason: 'tool_calls' } },
     ]);
     const queued = await queueRows(observe);
     assert.deepEqual(
       queued.map((r) => `${r.source_type}:${r.source_id}`),
       [`event:${ids[1]}`, `event:${ids[3]}`, `event:${ids[4]}`, 'session:s1', 'session:s2'].sort(),
-      'session_started, tool_response and a session_ended without summary carry no text worth a vector',
+      'session_started, tool_response, a session_ended without summary, a decision without reason and an answer without completion carry no text worth a vector',
     );
     assert.deepEqual(await storedEmbeddings(observe), [], 'nothing is embedded on the request path');
 
@@ -105,12 +109,13 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
     assert.match(s1.text, /errors: tool_error stripe_charge: card declined: insufficient funds/);
     const vector = await observe.service.context.database.db
       .selectFrom('embeddings')
-      .select('vector')
+      .select(['vector', 'text', 'metadata'])
       .where('source_id', '=', ids[3]!)
       .executeTakeFirstOrThrow();
-    assert.equal(vector.vector.byteLength, 512 * 4);
+    assert.deepEqual([vector.text, vector.metadata], ['', ''], "an event's text and metadata are not stored twice");
     const expected = new LocalEmbedder().embedOne('tool_error stripe_charge: card declined: insufficient funds');
-    assert.equal(Buffer.from(vector.vector).readFloatLE(0), expected[0], 'stored as Float32 little-endian');
+    assert.deepEqual(Buffer.from(vector.vector), encodeVector(expected), 'the int8 form of the vector');
+    assert.ok(vector.vector.byteLength < 200, `a short text's vector is sparse: ${vector.vector.byteLength} bytes`);
     await close();
   });
 
@@ -411,6 +416,43 @@ await describeEachDatabase('recall quality', (backend) => {
     ] as const) {
       const answer = await recall(observe, { query, scope: 'events', limit: 1 });
       assert.equal(answer.results[0]?.sourceId, ids[topic], query);
+    }
+  });
+
+  test('with int8 vectors stored, the results and their scores are those of the exact Float32 ranking', async () => {
+    // 1,000 notes over one small vocabulary: many near-ties, where int8 scores alone would swap places.
+    const vocabulary = TOPICS.join(' ')
+      .toLowerCase()
+      .split(/\W+/)
+      .filter((w) => w.length > 3);
+    let seed = 7;
+    const pick = (): string => vocabulary[(seed = (seed * 48271) % 2147483647) % vocabulary.length]!;
+    const notes = Array.from({ length: 1000 }, () => Array.from({ length: 8 }, pick).join(' '));
+    const noteIds = await ingest(
+      observe,
+      notes.map((text, i) => customEvent(`notes-${i % 20}`, 'agent-n', 'note', { text })),
+    );
+    await drain(observe);
+    const local = new LocalEmbedder();
+    const vectors = notes.map((text) => local.embedOne(`note: text: ${text}`));
+    for (let q = 0; q < 10; q++) {
+      const query = Array.from({ length: 3 }, pick).join(' ');
+      const exact = local.embedOne(query);
+      const expected = vectors
+        .map((vector, i) => ({ id: noteIds[i]!, score: Math.round(vector.reduce((sum, v, d) => sum + v * exact[d]!, 0) * 1e6) / 1e6 }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 10);
+      const answer = await recall(observe, { query, scope: 'events', agentId: 'agent-n', limit: 10 });
+      assert.deepEqual(
+        answer.results.map((r) => r.score),
+        expected.map((e) => e.score),
+        query,
+      );
+      // Equal scores may list equal texts in another order; every distinct score names the same event.
+      for (const result of answer.results) {
+        const same = expected.filter((e) => e.score === result.score).map((e) => e.id);
+        if (same.length === 1) assert.equal(result.sourceId, same[0], query);
+      }
     }
   });
 });

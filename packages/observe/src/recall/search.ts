@@ -1,6 +1,7 @@
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { readDetails } from './store.ts';
+import { embedsLocally } from './embedder.ts';
+import { readDetails, type SourceDetails } from './store.ts';
 import type { ScanFilter } from './vector-index.ts';
 
 /** The longest text a search embeds: recall's query and the context API's topic. */
@@ -122,6 +123,70 @@ export function scopeFilter(query: Pick<RecallQuery, 'scope' | 'agentId' | 'from
 }
 
 /**
+ * Most candidates a search keeps beyond the ones asked for. Stored vectors are int8 (store.ts),
+ * whose cosines differ from the exact ones by a few thousandths, enough to swap near-ties; the
+ * contenders among them are re-scored exactly.
+ */
+export const RESCORED_EXTRA = 32;
+/**
+ * How far apart two int8 scores may be and still swap once scored exactly (or how far below a
+ * threshold, minScore or context's MIN_SIMILARITY, one may lie and still pass): twice the
+ * quantisation error of unit vectors seen in practice (< 0.005).
+ */
+export const RESCORE_MARGIN = 0.01;
+
+/**
+ * The candidates (best first) that can end up among the best `wanted` once scored exactly: the
+ * best `wanted` and every other within RESCORE_MARGIN of the last of them.
+ */
+export function contenders<T>(sorted: readonly { score: number; item: T }[], wanted: number): { score: number; item: T }[] {
+  if (sorted.length <= wanted) return [...sorted];
+  const floor = sorted[wanted - 1]!.score - RESCORE_MARGIN;
+  let end = wanted;
+  while (end < sorted.length && sorted[end]!.score >= floor) end += 1;
+  return sorted.slice(0, end);
+}
+
+export interface Rescored {
+  slot: number;
+  /** The int8 score the scan saw. */
+  approximate: number;
+  /** Exact with the local embedder; the int8 score otherwise. */
+  score: number;
+  details: SourceDetails;
+}
+
+/**
+ * Reads the candidates' texts and metadata and, with the local embedder, embeds their texts again
+ * to score them exactly against `query`. Candidates whose source is gone (retention) are left out.
+ */
+export async function rescore(ctx: ObserveContext, query: Float32Array, candidates: readonly { score: number; item: number }[]): Promise<Rescored[]> {
+  const index = ctx.vectorIndex;
+  const details = await readDetails(
+    ctx.database,
+    candidates.map(({ item }) => {
+      const slot = index.slot(item);
+      return { sourceType: slot.sourceType, sourceId: slot.sourceId };
+    }),
+  );
+  const found: Rescored[] = [];
+  for (const { score: approximate, item } of candidates) {
+    const slot = index.slot(item);
+    const detail = details.get(`${slot.sourceType}:${slot.sourceId}`);
+    if (detail) found.push({ slot: item, approximate, score: approximate, details: detail });
+  }
+  if (!embedsLocally(ctx.embedder) || found.length === 0) return found;
+  const vectors = await ctx.embedder.embed(found.map((c) => c.details.embedded));
+  found.forEach((candidate, i) => {
+    const vector = vectors[i]!;
+    let dot = 0;
+    for (let d = 0; d < vector.length; d++) dot += vector[d]! * query[d]!;
+    candidate.score = score(dot);
+  });
+  return found;
+}
+
+/**
  * GET /api/recall: the query's vector against every stored vector of the current model that
  * passes the filters. A match has a score above 0 and at least minScore; `totalResults` counts
  * every match, `results` holds the best `limit` (ties: newer first, then by id).
@@ -134,25 +199,24 @@ export async function recall(
   const vector = await embedQuery(ctx, query.query, log);
   const index = ctx.vectorIndex;
   await index.refresh(ctx.embedder.model, vector.length);
-  const top = new TopK<number>(query.limit, (a, b) => index.ranksBefore(a, b));
+  const matches = (s: number): boolean => s > 0 && s >= query.minScore;
+  const candidates = new TopK<number>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a, b));
   let total = 0;
   index.scan(vector, scopeFilter(query), (slot, cosine) => {
     const s = score(cosine);
-    if (s <= 0 || s < query.minScore) return;
-    total += 1;
-    top.push(s, slot);
+    if (matches(s)) total += 1;
+    if (s > 0 && s >= query.minScore - RESCORE_MARGIN) candidates.push(s, slot);
   });
-  const ranked = top.sorted().map(({ score, item }) => ({ score, slot: index.slot(item) }));
-  const details = await readDetails(
-    ctx.database,
-    ranked.map(({ slot }) => ({ sourceType: slot.sourceType, sourceId: slot.sourceId })),
-  );
-  const results: RecallResult[] = [];
-  for (const { score, slot } of ranked) {
-    const detail = details.get(`${slot.sourceType}:${slot.sourceId}`);
-    // Deleted between the scan and this read (retention): left out.
-    if (!detail) continue;
-    results.push({ sourceType: slot.sourceType, sourceId: slot.sourceId, score, text: detail.text, metadata: detail.metadata });
-  }
+  const rescored = await rescore(ctx, vector, contenders(candidates.sorted(), query.limit));
+  // The candidates count by their exact score, the rest by their int8 one.
+  for (const candidate of rescored) total += Number(matches(candidate.score)) - Number(matches(candidate.approximate));
+  const results: RecallResult[] = rescored
+    .filter((c) => matches(c.score))
+    .sort((a, b) => b.score - a.score || (index.ranksBefore(a.slot, b.slot) ? -1 : 1))
+    .slice(0, query.limit)
+    .map((c) => {
+      const slot = index.slot(c.slot);
+      return { sourceType: slot.sourceType, sourceId: slot.sourceId, score: c.score, text: c.details.text, metadata: c.details.metadata };
+    });
   return { results, query: query.query, totalResults: total };
 }

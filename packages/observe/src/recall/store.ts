@@ -1,29 +1,89 @@
-import { endianness } from 'node:os';
 import { forUpdate, type DialectName } from '@vigil/platform';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { EmbeddingRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { MAX_EMBED_CHARS } from './embedder.ts';
+import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
 
-const LITTLE_ENDIAN = endianness() === 'LE';
+/** Bytes before the codes of a stored vector: the Float32 scale, little-endian. */
+const SCALE_BYTES = 4;
+const bitmapBytes = (dims: number): number => Math.ceil(dims / 8);
 
-/** A vector as stored: Float32, little-endian, whatever the machine's byte order. */
+/**
+ * A vector as stored: int8 scalar quantisation with one scale per vector, value ≈ code × scale
+ * with scale = max |value| / 127. On unit vectors a cosine computed from the codes differs from
+ * the exact one by a few thousandths (search re-scores its best candidates exactly:
+ * search.ts rescore). Two layouts, whichever is shorter:
+ * - dense: the scale (Float32 little-endian), then one signed byte per dimension (4 + dims bytes);
+ * - sparse: the scale, a bitmap of the non-zero codes (bit i of byte i/8, dims/8 bytes), then the
+ *   non-zero codes in dimension order. The local embedder hashes a short text's features into
+ *   few of its 512 buckets (a one-line tool call or answer: about 80), so a short text's vector
+ *   takes ~150 bytes instead of 516.
+ * Either decodes to the same values; a dense vector is exactly 4 + dims bytes long.
+ */
 export function encodeVector(vector: Float32Array): Buffer {
-  const bytes = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-  if (LITTLE_ENDIAN) return Buffer.from(bytes);
-  const copy = Buffer.from(bytes);
-  copy.swap32();
-  return copy;
+  const dims = vector.length;
+  let max = 0;
+  for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(vector[i]!));
+  const scaleBytes = Buffer.alloc(SCALE_BYTES);
+  scaleBytes.writeFloatLE(max / 127, 0);
+  // Rounded against the scale as stored (Float32), so decoding reproduces what was quantised.
+  const scale = scaleBytes.readFloatLE(0);
+  const codes = new Int8Array(dims);
+  let nonZero = 0;
+  if (scale > 0) {
+    for (let i = 0; i < dims; i++) {
+      codes[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! / scale)));
+      if (codes[i] !== 0) nonZero += 1;
+    }
+  }
+  const codeBytes = Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength);
+  if (bitmapBytes(dims) + nonZero >= dims) return Buffer.concat([scaleBytes, codeBytes]);
+  const stored = Buffer.alloc(SCALE_BYTES + bitmapBytes(dims) + nonZero);
+  scaleBytes.copy(stored, 0);
+  let at = SCALE_BYTES + bitmapBytes(dims);
+  for (let i = 0; i < dims; i++) {
+    if (codes[i] === 0) continue;
+    stored[SCALE_BYTES + (i >> 3)]! |= 1 << (i & 7);
+    stored[at++] = codeBytes[i]!;
+  }
+  return stored;
 }
 
-/** Copies a stored vector into `target` (at float offset `offset`). */
-export function decodeVectorInto(stored: Uint8Array, target: Float32Array, offset: number): void {
-  const bytes = new Uint8Array(target.buffer, target.byteOffset + offset * 4, stored.byteLength);
-  bytes.set(stored);
-  if (!LITTLE_ENDIAN) Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).swap32();
+/** Whether `stored` is a vector of `dims` dimensions in one of encodeVector's layouts. */
+export function isStoredVector(stored: Uint8Array, dims: number): boolean {
+  if (stored.byteLength === SCALE_BYTES + dims) return true;
+  const codes = stored.byteLength - SCALE_BYTES - bitmapBytes(dims);
+  if (codes < 0 || codes >= dims) return false;
+  let set = 0;
+  for (let i = SCALE_BYTES; i < SCALE_BYTES + bitmapBytes(dims); i++) for (let byte = stored[i]!; byte !== 0; byte &= byte - 1) set += 1;
+  return set === codes;
 }
 
-export function decodeVector(stored: Uint8Array): Float32Array {
+/** Dequantises a stored vector of `dims` dimensions into `target` (at float offset `offset`). */
+export function decodeVectorInto(stored: Uint8Array, dims: number, target: Float32Array, offset: number): void {
+  const scale = new DataView(stored.buffer, stored.byteOffset, SCALE_BYTES).getFloat32(0, true);
+  const codes = new Int8Array(stored.buffer, stored.byteOffset, stored.byteLength);
+  if (stored.byteLength === SCALE_BYTES + dims) {
+    for (let i = 0; i < dims; i++) target[offset + i] = codes[SCALE_BYTES + i]! * scale;
+    return;
+  }
+  let at = SCALE_BYTES + bitmapBytes(dims);
+  for (let i = 0; i < dims; i++) {
+    target[offset + i] = (stored[SCALE_BYTES + (i >> 3)]! >> (i & 7)) & 1 ? codes[at++]! * scale : 0;
+  }
+}
+
+export function decodeVector(stored: Uint8Array, dims: number): Float32Array {
+  const vector = new Float32Array(dims);
+  decodeVectorInto(stored, dims, vector, 0);
+  return vector;
+}
+
+/** A vector stored before 0019_compact_embeddings: Float32 little-endian. */
+export function decodeFloatVector(stored: Uint8Array): Float32Array {
+  const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
   const vector = new Float32Array(stored.byteLength / 4);
-  decodeVectorInto(stored, vector, 0);
+  for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true);
   return vector;
 }
 
@@ -230,23 +290,53 @@ export async function readChanges(database: ObserveDatabase, model: string, afte
     .execute();
 }
 
-/** Text and metadata of the given sources (those still stored and not tombstones). */
+/** The columns eventDetails reads. */
+export const EMBEDDED_EVENT_COLUMNS = ['id', 'session_id', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'tool_name', 'model'] as const;
+
+export interface SourceDetails {
+  /** What a result shows (cut to STORED_TEXT_CHARS). */
+  text: string;
+  /** What the vector was computed from, as far as it is known (a session's summary is stored cut). */
+  embedded: string;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Text and metadata of the given sources: a session's as stored with its vector (its summary reads
+ * many events); an event's built from the event itself (eventDetails), which is stored once.
+ * Sources deleted since (retention) are missing from the answer.
+ */
 export async function readDetails(
   database: ObserveDatabase,
   keys: readonly { sourceType: EmbeddingRow['source_type']; sourceId: string }[],
-): Promise<Map<string, { text: string; metadata: Record<string, unknown> }>> {
-  const details = new Map<string, { text: string; metadata: Record<string, unknown> }>();
-  for (const type of ['event', 'session'] as const) {
-    const ids = keys.filter((k) => k.sourceType === type).map((k) => k.sourceId);
-    if (ids.length === 0) continue;
+): Promise<Map<string, SourceDetails>> {
+  const details = new Map<string, SourceDetails>();
+  const sessionIds = keys.filter((k) => k.sourceType === 'session').map((k) => k.sourceId);
+  if (sessionIds.length > 0) {
     const rows = await database.db
       .selectFrom('embeddings')
       .select(['source_id', 'text', 'metadata'])
-      .where('source_type', '=', type)
-      .where('source_id', 'in', ids)
+      .where('source_type', '=', 'session')
+      .where('source_id', 'in', sessionIds)
       .where('deleted', '=', 0)
       .execute();
-    for (const row of rows) details.set(`${type}:${row.source_id}`, { text: row.text, metadata: JSON.parse(row.metadata) as Record<string, unknown> });
+    for (const row of rows) {
+      details.set(`session:${row.source_id}`, { text: row.text, embedded: row.text, metadata: JSON.parse(row.metadata) as Record<string, unknown> });
+    }
+  }
+  const eventIds = keys.filter((k) => k.sourceType === 'event').map((k) => k.sourceId);
+  if (eventIds.length > 0) {
+    const events = await database.db.selectFrom('events').select(EMBEDDED_EVENT_COLUMNS).where('id', 'in', eventIds).execute();
+    for (const event of events) {
+      const detail = eventDetails(event);
+      if (detail) {
+        details.set(`event:${event.id}`, {
+          text: truncate(detail.text, STORED_TEXT_CHARS),
+          embedded: truncate(detail.text, MAX_EMBED_CHARS),
+          metadata: detail.metadata,
+        });
+      }
+    }
   }
   return details;
 }

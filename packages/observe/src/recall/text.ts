@@ -1,4 +1,5 @@
-import type { SessionRow } from '../schema.ts';
+import { toIso } from '@vigil/platform';
+import type { EventRow, SessionRow } from '../schema.ts';
 
 /** Stored `text` of an embedding (what was embedded, cut to this many characters; the vector covers up to MAX_EMBED_CHARS). */
 export const STORED_TEXT_CHARS = 1000;
@@ -80,7 +81,7 @@ export function firstUserMessage(messages: unknown): string {
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : value === undefined || value === null ? '' : flatten(value, 500));
 
-/** Event types whose payload carries text worth a vector of its own (see eventText). */
+/** Event types whose payload can carry text worth a vector of its own (see isEmbeddedEvent). */
 export const EMBEDDED_EVENT_TYPES = new Set([
   'tool_call',
   'tool_error',
@@ -96,21 +97,37 @@ export const EMBEDDED_EVENT_TYPES = new Set([
   'eval_result',
 ]);
 
+const hasText = (value: unknown): boolean => typeof value === 'string' && value.trim().length > 0;
+
 /**
- * Whether an event gets a vector: a type with text; a session_ended only with a summary; an
+ * Whether an event gets a vector: only what recall and context search for meaning, i.e. an event
+ * whose payload carries words a person or a model wrote. A session_ended only with a summary; an
  * llm_call only when its last message is the user's (a new request: the calls of a tool loop end
- * with a tool result and would repeat the same user message).
+ * with a tool result and would repeat the same user message); an llm_response only with a
+ * completion (an answer made only of tool calls says nothing its tool_call events do not); an
+ * approval decision only with a reason (without one, the request's own vector already holds the
+ * action and its parameters). Decided from the payload alone, in the ingest transaction.
  */
 export function isEmbeddedEvent(eventType: string, payload: Record<string, unknown>): boolean {
   if (!EMBEDDED_EVENT_TYPES.has(eventType)) return false;
-  if (eventType === 'session_ended') return typeof payload.summary === 'string' && payload.summary.trim().length > 0;
-  if (eventType === 'llm_call') {
-    const messages = payload.messages;
-    if (!Array.isArray(messages) || messages.length === 0) return false;
-    const last = messages[messages.length - 1] as { role?: unknown } | string | null;
-    return typeof last === 'string' || (last !== null && typeof last === 'object' && last.role === 'user');
+  switch (eventType) {
+    case 'session_ended':
+      return hasText(payload.summary);
+    case 'llm_call': {
+      const messages = payload.messages;
+      if (!Array.isArray(messages) || messages.length === 0) return false;
+      const last = messages[messages.length - 1] as { role?: unknown } | string | null;
+      return typeof last === 'string' || (last !== null && typeof last === 'object' && last.role === 'user');
+    }
+    case 'llm_response':
+      return contentText(payload.completion).trim().length > 0;
+    case 'approval_granted':
+    case 'approval_denied':
+    case 'approval_expired':
+      return hasText(payload.reason);
+    default:
+      return true;
   }
-  return true;
 }
 
 /**
@@ -121,6 +138,29 @@ export function isEmbeddedEvent(eventType: string, payload: Record<string, unkno
 export function eventText(eventType: string, payload: Record<string, unknown>): string | null {
   if (!isEmbeddedEvent(eventType, payload)) return null;
   return collapse(describeEvent(eventType, payload));
+}
+
+/** What an event's vector and its recall result are built from. */
+export type EmbeddedEventSource = Pick<EventRow, 'id' | 'session_id' | 'agent_id' | 'event_type' | 'severity' | 'ts' | 'payload' | 'tool_name' | 'model'>;
+
+/**
+ * Text and metadata of an event's recall result, built from the event itself (never stored twice
+ * beside the vector); null when the event gets no vector. `text` is what the embedder receives;
+ * results show it cut to STORED_TEXT_CHARS.
+ */
+export function eventDetails(event: EmbeddedEventSource): { text: string; metadata: Record<string, unknown> } | null {
+  const text = eventText(event.event_type, JSON.parse(event.payload) as Record<string, unknown>);
+  if (text === null || text.length === 0) return null;
+  const metadata: Record<string, unknown> = {
+    sessionId: event.session_id,
+    eventType: event.event_type,
+    agentId: event.agent_id,
+    severity: event.severity,
+    timestamp: toIso(Number(event.ts)),
+  };
+  if (event.tool_name !== null) metadata.toolName = event.tool_name;
+  if (event.model !== null) metadata.model = event.model;
+  return { text, metadata };
 }
 
 /** A one-line description of any event (key events of context use it for every type). */

@@ -1,6 +1,6 @@
 import type { ObserveDatabase } from '../schema.ts';
 import { VectorBlock } from './dot-kernel.ts';
-import { decodeVectorInto, readChanges, readMeta, type ChangedRow } from './store.ts';
+import { decodeVectorInto, readChanges, readMeta, isStoredVector, type ChangedRow } from './store.ts';
 
 /** Vectors per storage block: growth adds blocks, nothing is ever copied. */
 const BLOCK = 4096;
@@ -144,7 +144,7 @@ export class VectorIndex {
   private apply(row: ChangedRow): void {
     const key = `${row.source_type}:${row.source_id}`;
     let slot = this.slotOf.get(key);
-    if (row.deleted === 1 || Number(row.dims) !== this.dims || row.vector.byteLength !== this.dims * 4) {
+    if (row.deleted === 1 || Number(row.dims) !== this.dims || !isStoredVector(row.vector, this.dims)) {
       // Tombstone (or a vector of another length: ignored, and any older one dropped).
       if (slot !== undefined && this.alive[slot] === 1) {
         this.alive[slot] = 0;
@@ -167,7 +167,7 @@ export class VectorIndex {
     this.user[slot] = this.code(row.user_id);
     this.ts[slot] = Number(row.ts);
     this.lastTs[slot] = Number(row.last_ts);
-    decodeVectorInto(row.vector, this.blocks[Math.floor(slot / BLOCK)]!.vectors, (slot % BLOCK) * this.dims);
+    decodeVectorInto(row.vector, this.dims, this.blocks[Math.floor(slot / BLOCK)]!.vectors, (slot % BLOCK) * this.dims);
   }
 
   /** Order of equal scores: newer first, then events before sessions, then by id. */

@@ -1,11 +1,11 @@
 import { BackgroundDrain, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import type { EmbeddingQueueRow, EventRow, SessionRow } from '../schema.ts';
-import { EmbeddingBackendError, MAX_EMBED_CHARS } from './embedder.ts';
+import type { EmbeddingQueueRow, SessionRow } from '../schema.ts';
+import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
-import { encodeVector, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
-import { eventText, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type SummaryEvent } from './text.ts';
+import { EMBEDDED_EVENT_COLUMNS, encodeVector, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
+import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
 
 /** How often the `observe.embeddings` job drains the queue (the backstop of the kick after each commit). */
 export const EMBEDDINGS_INTERVAL_MS = 5000;
@@ -24,13 +24,12 @@ const RUN_BUDGET_MS = 30_000;
 const INGEST_ACTIVE_MS = 250;
 const PAUSE_FACTOR = 4;
 
-type EventSource = Pick<EventRow, 'id' | 'session_id' | 'agent_id' | 'event_type' | 'severity' | 'ts' | 'payload' | 'tool_name' | 'model'>;
-
 interface Job {
   row: EmbeddingQueueRow;
   /**
-   * What to embed (`text` in full, up to MAX_EMBED_CHARS; stored cut to STORED_TEXT_CHARS). null:
-   * nothing to embed (source gone or without text): the row is completed and any old vector tombstoned.
+   * What to embed (`text` in full, up to MAX_EMBED_CHARS; a session's stored cut to
+   * STORED_TEXT_CHARS, an event's not stored: readDetails builds it from the event). null: nothing
+   * to embed (source gone or without text): the row is completed and any old vector tombstoned.
    */
   embedding: Omit<NewEmbedding, 'model' | 'dims' | 'vector'> | null;
 }
@@ -52,6 +51,8 @@ export class EmbeddingWorker {
 
   constructor(
     private readonly ctx: ObserveContext,
+    /** Embeds the drained texts (the local embedder on its thread, or the remote backend); same model as ctx.embedder. */
+    private readonly embedder: Embedder,
     private readonly log: FastifyBaseLogger,
     /** Whether commits start a drain (off in tests that drive the job's tick themselves). */
     private readonly kickEnabled: boolean,
@@ -117,7 +118,7 @@ export class EmbeddingWorker {
     const jobs = await this.buildJobs(rows);
     const work = jobs.filter((job) => job.embedding !== null);
     try {
-      const vectors = await this.ctx.embedder.embed(work.map((job) => job.embedding!.text));
+      const vectors = await this.embedder.embed(work.map((job) => job.embedding!.text));
       await this.store(jobs, vectors);
       return work.length;
     } catch (error) {
@@ -135,8 +136,8 @@ export class EmbeddingWorker {
   }
 
   private async store(jobs: Job[], vectors: Float32Array[]): Promise<void> {
-    const { embedder, database } = this.ctx;
-    const model = embedder.model;
+    const { database } = this.ctx;
+    const model = this.embedder.model;
     const writes: NewEmbedding[] = [];
     let v = 0;
     const gone: { source_type: EmbeddingQueueRow['source_type']; source_id: string }[] = [];
@@ -146,7 +147,9 @@ export class EmbeddingWorker {
         continue;
       }
       const vector = vectors[v++]!;
-      writes.push({ ...job.embedding, text: storedText(job.embedding.text), model, dims: vector.length, vector: encodeVector(vector) });
+      const stored =
+        job.row.source_type === 'session' ? { text: storedText(job.embedding.text), metadata: job.embedding.metadata } : { text: '', metadata: '' };
+      writes.push({ ...job.embedding, ...stored, model, dims: vector.length, vector: encodeVector(vector) });
     }
     const now = this.ctx.clock.now();
     await database.db.transaction().execute(async (trx) => {
@@ -162,11 +165,11 @@ export class EmbeddingWorker {
   private async buildJobs(rows: EmbeddingQueueRow[]): Promise<Job[]> {
     const { db } = this.ctx.database;
     const eventIds = rows.filter((r) => r.source_type === 'event').map((r) => r.source_id);
-    const events = new Map<string, EventSource>();
+    const events = new Map<string, EmbeddedEventSource>();
     for (let i = 0; i < eventIds.length; i += 500) {
       const found = await db
         .selectFrom('events')
-        .select(['id', 'session_id', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'tool_name', 'model'])
+        .select(EMBEDDED_EVENT_COLUMNS)
         .where('id', 'in', eventIds.slice(i, i + 500))
         .execute();
       for (const event of found) events.set(event.id, event);
@@ -206,19 +209,9 @@ export class EmbeddingWorker {
   }
 }
 
-function eventEmbedding(event: EventSource): Job['embedding'] {
-  const payload = JSON.parse(event.payload) as Record<string, unknown>;
-  const text = eventText(event.event_type, payload);
-  if (text === null || text.length === 0) return null;
-  const metadata: Record<string, unknown> = {
-    sessionId: event.session_id,
-    eventType: event.event_type,
-    agentId: event.agent_id,
-    severity: event.severity,
-    timestamp: toIso(Number(event.ts)),
-  };
-  if (event.tool_name !== null) metadata.toolName = event.tool_name;
-  if (event.model !== null) metadata.model = event.model;
+function eventEmbedding(event: EmbeddedEventSource): Job['embedding'] {
+  const details = eventDetails(event);
+  if (details === null) return null;
   return {
     source_type: 'event',
     source_id: event.id,
@@ -227,8 +220,8 @@ function eventEmbedding(event: EventSource): Job['embedding'] {
     user_id: null,
     ts: Number(event.ts),
     last_ts: Number(event.ts),
-    text: truncate(text, MAX_EMBED_CHARS),
-    metadata: JSON.stringify(metadata),
+    text: truncate(details.text, MAX_EMBED_CHARS),
+    metadata: '',
   };
 }
 
