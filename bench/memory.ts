@@ -4,13 +4,16 @@
  * 1. `vigil --help` and `vigil verify --help`, each a whole process: its CPU time (user + system,
  *    steady on a shared machine; checked against the target) and wall time, over BENCH_CLI_RUNS
  *    (default 9) runs after the compiled build is brought up to date, beside bare `node -e 0`.
- * 2. `npm start` as its script runs it (`vigil up`: observe and the gate in one process, SQLite,
+ * 2. Each service alone (`vigil observe`, `vigil gate`, SQLite, the start script's node flags):
+ *    VmRSS once it answers its health check, BENCH_SERVICE_STARTS (default 5) starts each,
+ *    alternating; the median is checked against the target, the range printed beside it.
+ * 3. `npm start` as its script runs it (`vigil up`: observe and the gate in one process, SQLite,
  *    the compiled build, its node flags): VmRSS right after both services answer; then after the
  *    ingest workload of bench/ingest-and-query.ts (100-event batches, 8 clients,
  *    BENCH_MEMORY_EVENTS events, default 200,000) once the embedding queue has drained, followed by
  *    the gate workload of bench/gate.ts (its server part, BENCH_GATE_REQUESTS POSTs and twice as
  *    many GETs) against the same process.
- * Targets: the CLI under 300 ms (issue 22); `npm start` ≤ 200 MiB after start (issue 21) and
+ * Targets: the CLI under 300 ms (issue 22); one service ≤ 90 MiB after start (issue 22); `npm start` ≤ 200 MiB after start (issue 21) and
  * ≤ 250 MiB after both workloads (issue 22; issue 21 asks ≤ 1.5 × after start).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -24,6 +27,7 @@ import { checked, printTable, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_MEMORY_EVENTS ?? 200_000);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 9);
+const SERVICE_STARTS = Number(process.env.BENCH_SERVICE_STARTS ?? 5);
 
 /** CPU time (user + system) of this process's finished children so far, in ms (/proc/self/stat, 100 ticks per second). */
 function childrenCpuMs(): number {
@@ -49,6 +53,27 @@ function processStart(args: string[]): { cpu: number; median: number; min: numbe
 const startFigures = ({ cpu, median, min }: { cpu: number; median: number; min: number }): string =>
   `CPU ${cpu.toFixed(0)} ms · wall median ${median.toFixed(0)} ms (fastest ${min.toFixed(0)} ms)`;
 
+/** VmRSS of `vigil <service>` on SQLite once its health check answers, in MiB; the process is stopped after. */
+async function serviceAfterStart(service: 'observe' | 'gate'): Promise<number> {
+  const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${service}-`));
+  const port = await freePort();
+  const { DATABASE_URL: _postgres, ...env } = process.env;
+  const child = spawn(process.execPath, vigilCommand(service, '--data-dir', dataDir), {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_PORT: String(port), GATE_PORT: String(port), GATE_ADMIN_KEY: randomBytes(24).toString('hex') },
+  });
+  try {
+    await waitForHealth(`http://127.0.0.1:${port}`, child, service === 'gate' ? '/health' : '/api/health');
+    const resident = residentMegabytes(child.pid!);
+    if (resident === null) throw new Error('no /proc/<pid>/status here: the memory part needs Linux');
+    return resident;
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const args of [['--help'], ['verify', '--help']]) {
@@ -56,6 +81,19 @@ async function main(): Promise<void> {
     rows.push([`\`vigil ${args.join(' ')}\`, whole process (${CLI_RUNS} runs)`, '< 300 ms', checked(startFigures(figures), figures.cpu < 300)]);
   }
   rows.push([`\`node -e 0\`: Node's own start here (${CLI_RUNS} runs)`, '', startFigures(processStart(['-e', '0']))]);
+
+  const starts: Record<'observe' | 'gate', number[]> = { observe: [], gate: [] };
+  for (let i = 0; i < SERVICE_STARTS; i++) for (const service of ['observe', 'gate'] as const) starts[service].push(await serviceAfterStart(service));
+  for (const service of ['observe', 'gate'] as const) {
+    const sorted = starts[service].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)]!;
+    const figures = `${median.toFixed(0)} MiB median (${sorted[0]!.toFixed(0)}–${sorted.at(-1)!.toFixed(0)})`;
+    rows.push([
+      `\`vigil ${service}\` alone (compiled, SQLite) RSS after start, ${SERVICE_STARTS} starts`,
+      '≤ 90 MiB (issue 22)',
+      checked(figures, median <= 90),
+    ]);
+  }
 
   const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-up-'));
   const [observePort, gatePort] = [await freePort(), await freePort()];

@@ -15,7 +15,11 @@ const MANIFEST = 'manifest.json';
 const LOCK_WAIT_MS = 5 * 60_000;
 // Outputs of earlier builds stay this long: a process started from one may still import a chunk.
 const OLD_OUTPUT_MS = 24 * 3600_000;
-const WORKSPACE = /^@vigil\/(platform|observe|gate|cli)(\/|$)/;
+const WORKSPACE = /^@vigil\/(platform|observe|gate|cli|pricing)(\/|$)/;
+// npm packages bundled in rather than imported: pure ESM loaded by every start, whose hundreds of
+// small modules (kysely ~260, zod ~95) each cost V8 a module record, its source and its scope;
+// bundled, they are a few chunks. docs/architecture.md (Compiled services and memory).
+const BUNDLED_NPM = /^(kysely|zod|fastify-type-provider-zod)(\/|$)/;
 
 /**
  * Files whose change makes a build stale besides the bundled sources: this script, the bundled
@@ -25,7 +29,7 @@ const WORKSPACE = /^@vigil\/(platform|observe|gate|cli)(\/|$)/;
 function extraInputs(root) {
   return [
     'packages/cli/build.mjs',
-    ...['cli', 'platform', 'observe', 'gate'].map((name) => `packages/${name}/package.json`),
+    ...['cli', 'platform', 'observe', 'gate', 'pricing'].map((name) => `packages/${name}/package.json`),
     'package-lock.json',
     'node_modules/.package-lock.json',
   ].filter((path) => existsSync(join(root, path)));
@@ -81,7 +85,7 @@ function npmPackagesExternal(outdir) {
     name: 'vigil-npm-external',
     setup(build) {
       build.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (WORKSPACE.test(args.path) || args.pluginData === 'inner') return undefined;
+        if (WORKSPACE.test(args.path) || BUNDLED_NPM.test(args.path) || args.pluginData === 'inner') return undefined;
         const options = { kind: args.kind, pluginData: 'inner' };
         const fromImporter = await build.resolve(args.path, { ...options, resolveDir: args.resolveDir });
         if (fromImporter.errors.length > 0) return { errors: fromImporter.errors };
@@ -109,6 +113,8 @@ function bundleOptions(dist) {
     conditions: [],
     // Class and function names stay as written (errors and logs show them).
     keepNames: true,
+    minifyWhitespace: true,
+    minifySyntax: true,
     // For `node --enable-source-maps`: stack traces then name the TypeScript sources.
     sourcemap: 'linked',
     // Every output is named by its content, so one build never overwrites a file another uses.

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, test } from 'node:test';
+import { readFileSync, rmSync, statSync } from 'node:fs';
+import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
 import { BulkInserter, openDatabase, type Database } from './db.ts';
-import { describeEachDatabase } from './testing.ts';
+import { describeEachDatabase, sqliteBackend } from './testing.ts';
 
 interface Row {
   id: number;
@@ -77,5 +78,53 @@ await describeEachDatabase('BulkInserter', (backend) => {
         `${size} rows`,
       );
     }
+  });
+});
+
+/** Threads of this process (the checkpointer is a worker thread of it). */
+function threads(): number {
+  return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+}
+
+describe('SQLite checkpoints', () => {
+  test('no checkpointer thread while the WAL is small; once it passes 4 MiB, a thread copies it into the database file', async () => {
+    const config = sqliteBackend.freshDatabase();
+    if (config.kind !== 'sqlite') throw new Error('a SQLite database was asked for');
+    const database = await openDatabase<Tables>(config);
+    const before = threads();
+    try {
+      await database.db.schema
+        .createTable('bulk_rows')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('name', 'text')
+        .addColumn('body', 'text')
+        .execute();
+      await inserter.insert(database.db, 'sqlite', [{ id: 0, name: 'small', body: 'x'.repeat(1000) }]);
+      // Longer than the watch interval: a small WAL is still not handed over.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal(threads(), before, 'no thread was started for a small WAL');
+      const fileBefore = statSync(config.file).size;
+      const rows = Array.from({ length: 3000 }, (_, i) => ({ id: i + 1, name: `row ${i}`, body: 'y'.repeat(2000) }));
+      await inserter.insert(database.db, 'sqlite', rows);
+      assert.ok(statSync(`${config.file}-wal`).size >= 4 * 1024 * 1024, 'the WAL holds the 6 MB written');
+      // The thread checkpoints on its own schedule: wait for the pages to reach the database file.
+      const deadline = Date.now() + 20_000;
+      while (statSync(config.file).size < fileBefore + 4 * 1024 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(statSync(config.file).size >= fileBefore + 4 * 1024 * 1024, 'the written pages were checkpointed into the database file');
+      assert.equal(threads(), before + 1, 'one checkpointer thread runs');
+      assert.equal(
+        (
+          await database.db
+            .selectFrom('bulk_rows')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+        3001,
+      );
+    } finally {
+      await database.close();
+      rmSync(config.dataDir, { recursive: true, force: true });
+    }
+    assert.equal(threads(), before, 'the thread stops with the last database');
   });
 });

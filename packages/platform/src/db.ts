@@ -116,27 +116,42 @@ function preparedStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
 }
 
 /**
+ * The WAL size at which a database is handed to the checkpointer thread. Until then nothing
+ * checkpoints it (its frames are as durable in the WAL as in the file), so a service that has not
+ * yet taken writes does not pay for the thread (~12 MiB, docs/architecture.md, Compiled services
+ * and memory); a start's migrations leave well under 1 MiB.
+ */
+const CHECKPOINT_FROM_WAL_BYTES = 4 * 1024 * 1024;
+
+/** How often the WAL size of a database not yet handed to the thread is read (one stat). */
+const WAL_WATCH_MS = 250;
+
+/**
  * The worker thread that checkpoints every SQLite database of the process (sqlite-checkpointer.mjs):
- * started with the first database, stopped when the last one closes, so `vigil up` runs one for
- * both services' files.
+ * started when the first database's WAL reaches CHECKPOINT_FROM_WAL_BYTES, stopped when the last
+ * one closes, so `vigil up` runs at most one for both services' files.
  */
 class SqliteCheckpointer {
   private worker: Worker | null = null;
   private nextId = 0;
-  private readonly open = new Set<number>();
+  /** Databases whose WAL is still below the threshold, by id: their file. */
+  private readonly watched = new Map<number, string>();
+  private watchTimer: NodeJS.Timeout | null = null;
+  /** Databases the thread checkpoints. */
+  private readonly handedOver = new Set<number>();
 
-  /** Starts checkpointing `file`; resolves the returned function once its connection is closed. */
+  /** Starts checkpointing `file` once its WAL grows; resolves the returned function once it no longer is. */
   add(file: string): () => Promise<void> {
     const id = this.nextId++;
-    if (this.worker === null) {
-      this.worker = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), { workerData: { intervalMs: 250 } });
-      this.worker.unref();
-    }
-    const worker = this.worker;
-    this.open.add(id);
-    worker.postMessage({ type: 'add', id, file });
+    this.watched.set(id, file);
+    this.watchTimer ??= setInterval(() => this.handOverGrownWals(), WAL_WATCH_MS).unref();
     return async () => {
-      if (!this.open.delete(id)) return;
+      if (this.watched.delete(id)) {
+        this.stopWatchingIfIdle();
+        return;
+      }
+      if (!this.handedOver.delete(id) || this.worker === null) return;
+      const worker = this.worker;
       await new Promise<void>((resolve) => {
         const done = (): void => {
           worker.off('message', removed).off('exit', done);
@@ -148,11 +163,31 @@ class SqliteCheckpointer {
         worker.on('message', removed).on('exit', done);
         worker.postMessage({ type: 'remove', id });
       });
-      if (this.open.size === 0 && this.worker === worker) {
+      if (this.handedOver.size === 0 && this.worker === worker) {
         this.worker = null;
         await worker.terminate();
       }
     };
+  }
+
+  private handOverGrownWals(): void {
+    for (const [id, file] of this.watched) {
+      if (fileBytes(`${file}-wal`) < CHECKPOINT_FROM_WAL_BYTES) continue;
+      this.watched.delete(id);
+      if (this.worker === null) {
+        this.worker = new Worker(new URL('./sqlite-checkpointer.mjs', import.meta.url), { workerData: { intervalMs: 250 } });
+        this.worker.unref();
+      }
+      this.handedOver.add(id);
+      this.worker.postMessage({ type: 'add', id, file });
+    }
+    this.stopWatchingIfIdle();
+  }
+
+  private stopWatchingIfIdle(): void {
+    if (this.watched.size > 0 || this.watchTimer === null) return;
+    clearInterval(this.watchTimer);
+    this.watchTimer = null;
   }
 }
 
@@ -176,8 +211,8 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   raw.pragma('cache_size = -16384');
   raw.pragma('temp_store = MEMORY');
   raw.pragma('mmap_size = 0');
-  // Checkpoints run in a worker (see sqlite-checkpointer.mjs); the request thread checkpoints only
-  // as a backstop, if the WAL ever reaches this many pages.
+  // Checkpoints run in a worker (see sqlite-checkpointer.mjs) once the WAL has grown; the request
+  // thread checkpoints only as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
   const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });

@@ -1,6 +1,7 @@
 // Worker thread: checkpoints the WAL of every SQLite database the process has open, each from its
 // own connection, so the thread that serves requests never stalls copying pages back into a
-// database file (or syncing it). One worker serves them all: a thread costs ~12 MB. Plain JS:
+// database file (or syncing it). One worker serves them all, started once a WAL has grown (db.ts):
+// a thread costs ~12 MB. Plain JS:
 // workers do not inherit the TypeScript loader.
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
