@@ -188,13 +188,13 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
           '`results` answers each element in order, so one bad element does not hold the others back.',
         tags: ['events'],
         body: webhookBatchBodySchema,
-        response: { 200: webhookBatchResponseSchema },
+        response: { 201: webhookBatchResponseSchema },
       },
       validatorCompiler: () => (value) => ({ value }),
       config: { auth: 'signature' },
       preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
     },
-    async (request) => {
+    async (request, reply) => {
       const raw: unknown = request.body;
       if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
         throw validationError([{ path: '', message: 'body must be a JSON object' }]);
@@ -228,7 +228,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
         const { eventType, sessionId } = events[i]!;
         results[positions[i]!] = { ok: true as const, eventId: row.id, eventType, sessionId };
       });
-      return { results };
+      return reply.status(201).send({ results });
     },
   );
 }
