@@ -184,7 +184,7 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     const order = new Map(ids.map((id, i) => [id, i]));
     const rows = (claimed as DeliveryRowOf<Schema, Table>[]).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
     const limit = this.options.batchBytes ?? DEFAULT_BATCH_BYTES;
-    for (let start = 0; start < rows.length; ) {
+    for (let start = 0; start < rows.length;) {
       let end = start + 1;
       for (let bytes = rows[start]!.body.length; end < rows.length && bytes + rows[end]!.body.length <= limit; end++) bytes += rows[end]!.body.length;
       const chunk = rows.slice(start, end);
@@ -217,7 +217,10 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
           .execute();
         if (this.options.onSettled) {
           for (const row of delivered) {
-            await this.options.onSettled({ ...row, status: 'delivered', attempts: row.attempts + 1, claimed_until: null, delivered_at: finishedAt }, 'delivered');
+            await this.options.onSettled(
+              { ...row, status: 'delivered', attempts: row.attempts + 1, claimed_until: null, delivered_at: finishedAt },
+              'delivered',
+            );
           }
         }
       }

@@ -442,7 +442,9 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
     const observe = await new FakeObserve().start();
     const gate = await startTestGate(backend, { env: observeEnv(observe) });
     try {
-      const created = await Promise.all(Array.from({ length: 40 }, (_, i) => createRequest(gate, { action: 'batch.me', context: { sessionId: `sess-b${i}` } })));
+      const created = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => createRequest(gate, { action: 'batch.me', context: { sessionId: `sess-b${i}` } })),
+      );
       await eventually('every creation ingested once', () => (created.every((c) => observe.ingested(c.id).length === 1) ? true : undefined));
       const batches = observe.requests.filter((r) => r.url === INGEST_BATCH);
       assert.ok(batches.length < created.length, `${batches.length} requests for ${created.length} events`);
@@ -480,7 +482,9 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
     const observe = await new FakeObserve('single-only').start();
     const gate = await startTestGate(backend, { env: observeEnv(observe) });
     try {
-      const created = await Promise.all(Array.from({ length: 3 }, (_, i) => createRequest(gate, { action: 'old.observe', context: { sessionId: `sess-o${i}` } })));
+      const created = await Promise.all(
+        Array.from({ length: 3 }, (_, i) => createRequest(gate, { action: 'old.observe', context: { sessionId: `sess-o${i}` } })),
+      );
       await observeRowsSettled(gate, (r) => r.attempts >= 1);
       assert.deepEqual(observe.ingested(), []);
       // Past the first backoff (2 s), the scanner sends each row to /api/events/ingest.

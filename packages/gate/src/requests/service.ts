@@ -248,7 +248,8 @@ export class RequestService {
       if (!row) return { kind: 'missing' as const, deliveries: NOTHING_ENQUEUED };
       if (this.isDue(row, now)) return { kind: 'expired' as const, deliveries: await this.expireLocked(trx, row, now) };
       if (row.status !== 'pending') return { kind: 'decided' as const, deliveries: NOTHING_ENQUEUED };
-      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const, deliveries: NOTHING_ENQUEUED };
+      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim())
+        return { kind: 'reason' as const, deliveries: NOTHING_ENQUEUED };
       row.status = decision;
       row.decided_at = now;
       row.decided_by = by.actor;

@@ -216,7 +216,9 @@ export class Outbox {
         return rows.map(() => ({ ok: false, status: response.status, error }));
       }
       return results.map((result) =>
-        result.ok ? { ok: true, status: response.status, error: null } : { ok: false, status: response.status, error: `observe refused the event: ${result.error}` },
+        result.ok
+          ? { ok: true, status: response.status, error: null }
+          : { ok: false, status: response.status, error: `observe refused the event: ${result.error}` },
       );
     } catch (error) {
       const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error as Error).message;

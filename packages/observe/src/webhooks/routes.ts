@@ -183,7 +183,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
       schema: {
         summary: 'Webhook ingestion in batches: many signed approval_gate or form_service webhooks in one request, one transaction',
         description:
-          'The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source\'s secret). Each ' +
+          "The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret). Each " +
           'element of `events` is a body POST /api/events/ingest accepts, of the same source. The valid ones are appended together; ' +
           '`results` answers each element in order, so one bad element does not hold the others back.',
         tags: ['events'],

@@ -655,12 +655,17 @@ await describeEachDatabase('POST /api/events/ingest/batch', (backend) => {
     assertErrorBody(await sendBatch(observe, { source: 'generic', events: [created('rb-8', 'sess-batch-8')] }), 400);
     assertErrorBody(await sendBatch(observe, { source: 'approval_gate', events: [] }), 400);
     assertErrorBody(await sendBatch(observe, { source: 'approval_gate', events: created('rb-8', 'sess-batch-8') }), 400);
-    assertErrorBody(await sendBatch(observe, { source: 'approval_gate', events: Array.from({ length: 501 }, (_, i) => created(`rb-x${i}`, 'sess-batch-8')) }), 400);
+    assertErrorBody(
+      await sendBatch(observe, { source: 'approval_gate', events: Array.from({ length: 501 }, (_, i) => created(`rb-x${i}`, 'sess-batch-8')) }),
+      400,
+    );
     assert.equal(await eventTotal(observe), before);
   });
 
   test('the route is documented and needs its signature', async () => {
-    const doc = (await observe.call({ method: 'GET', url: '/api/openapi.json' })).json() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
+    const doc = (await observe.call({ method: 'GET', url: '/api/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { requestBody?: unknown }>>;
+    };
     assert.ok(doc.paths[INGEST_BATCH]?.post?.requestBody, 'body documented');
     const entry = observe.service.app.routeTable.find((r) => r.method === 'POST' && r.url === INGEST_BATCH);
     assert.equal(entry?.auth, 'signature');
