@@ -186,7 +186,8 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     const limit = this.options.batchBytes ?? DEFAULT_BATCH_BYTES;
     for (let start = 0; start < rows.length;) {
       let end = start + 1;
-      for (let bytes = rows[start]!.body.length; end < rows.length && bytes + rows[end]!.body.length <= limit; end++) bytes += rows[end]!.body.length;
+      let bytes = Buffer.byteLength(rows[start]!.body);
+      for (; end < rows.length && bytes + Buffer.byteLength(rows[end]!.body) <= limit; end++) bytes += Buffer.byteLength(rows[end]!.body);
       const chunk = rows.slice(start, end);
       start = end;
       let outcomes: DeliveryOutcome[];

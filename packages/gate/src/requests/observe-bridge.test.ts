@@ -458,6 +458,24 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
     }
   });
 
+  test('a batch request carries at most 1 MiB of bodies: large events are split over several requests, none lost', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe) });
+    try {
+      const blob = 'x'.repeat(400_000);
+      const created = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => createRequest(gate, { action: 'big.one', params: { blob }, context: { sessionId: `sess-l${i}` } })),
+      );
+      await eventually('every large event ingested once', () => (created.every((c) => observe.ingested(c.id).length === 1) ? true : undefined));
+      for (const r of observe.requests.filter((x) => x.url === INGEST_BATCH))
+        assert.ok(Buffer.byteLength(r.body) < 1024 * 1024 + 1000, `${Buffer.byteLength(r.body)} bytes`);
+      assert.ok(observe.requests.filter((x) => x.url === INGEST_BATCH).length >= 2);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
   test('an element observe refuses stays queued for its own retry; the rest of its batch is delivered', async () => {
     const observe = await new FakeObserve().start();
     const gate = await startTestGate(backend, { env: observeEnv(observe) });
