@@ -16,6 +16,7 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'GET /api/events': 'listEvents',
   'GET /api/events/:id': 'getEvent',
   'POST /api/events/ingest': 'ingestWebhook',
+  'POST /api/events/ingest/batch': 'ingestWebhookBatch',
   'POST /v1/traces': 'exportTraces',
   'GET /api/sessions': 'listSessions',
   'GET /api/sessions/:id': 'getSession',

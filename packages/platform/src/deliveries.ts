@@ -96,6 +96,13 @@ export interface DeliveryQueueOptions<Schema extends Record<Table, DeliveryColum
    * its url with `headers` (the default).
    */
   send?(row: DeliveryRowOf<Schema, Table>): Promise<DeliveryOutcome> | undefined;
+  /**
+   * Sends several rows' first attempts as one request (`dispatchBatch`): an outcome per row, in
+   * order. A row it does not deliver is settled like any failed attempt; its retries go one by one.
+   */
+  sendBatch?(rows: DeliveryRowOf<Schema, Table>[]): Promise<DeliveryOutcome[]>;
+  /** Bodies per batch request, in bytes (a batch holds at least one row whatever its size). */
+  batchBytes?: number;
   /** After an attempt settled the row (delivered, failed, or pending again). */
   onSettled?(row: DeliveryRowOf<Schema, Table>, status: string): Promise<void>;
   /** Retry in this process when the delay passes (the scanner picks retries up otherwise). */
@@ -107,11 +114,17 @@ const CLAIM_SLACK_MS = 5000;
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const DUE_PER_SCAN = 500;
 const CONCURRENCY = 16;
+/** Rows claimed per batch round: what accumulates while the previous round is on the wire. */
+const BATCH_ROWS = 200;
+const DEFAULT_BATCH_BYTES = 1024 * 1024;
 
 export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table extends string> {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
+  /** Ids given to dispatchBatch not yet claimed, and whether a round of batches is under way. */
+  private readonly batchWaiting: string[] = [];
+  private batchDraining = false;
   /** The delivery table, named by data: queried through a view that reads any name as delivery rows. */
   private readonly db: Kysely<TablesOfRow<DeliveryColumns>>;
   private readonly table: string;
@@ -124,6 +137,96 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
   /** After commit: attempt these deliveries now, in the background. */
   dispatch(ids: readonly string[]): void {
     for (const id of ids) this.track(this.attempt(id));
+  }
+
+  /**
+   * After commit: attempt these deliveries now, in the background, together with others dispatched
+   * meanwhile: one round at a time claims up to BATCH_ROWS rows with one statement and hands them to
+   * `sendBatch`, so under load many deliveries share one request and one settling statement.
+   */
+  dispatchBatch(ids: readonly string[]): void {
+    this.batchWaiting.push(...ids);
+    if (this.batchDraining) return;
+    this.batchDraining = true;
+    this.track(this.drainBatches());
+  }
+
+  private async drainBatches(): Promise<void> {
+    try {
+      while (this.batchWaiting.length > 0 && !this.stopped) {
+        const ids = this.batchWaiting.splice(0, BATCH_ROWS);
+        try {
+          await this.attemptBatch(ids);
+        } catch (error) {
+          // The rows stay pending: their claim lapses and the scanner attempts them one by one.
+          this.options.log.error({ err: error, deliveries: ids.length }, 'batch delivery attempt failed');
+        }
+      }
+    } finally {
+      this.batchDraining = false;
+    }
+  }
+
+  private async attemptBatch(ids: readonly string[]): Promise<void> {
+    const { clock, timeoutMs, sendBatch } = this.options;
+    if (sendBatch === undefined) throw new Error('dispatchBatch needs the sendBatch option');
+    const { db, table } = this;
+    const now = clock.now();
+    const claimed = await db
+      .updateTable(table)
+      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
+      .where('id', 'in', ids)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .returningAll()
+      .execute();
+    const order = new Map(ids.map((id, i) => [id, i]));
+    const rows = (claimed as DeliveryRowOf<Schema, Table>[]).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    const limit = this.options.batchBytes ?? DEFAULT_BATCH_BYTES;
+    for (let start = 0; start < rows.length;) {
+      let end = start + 1;
+      let bytes = Buffer.byteLength(rows[start]!.body);
+      for (; end < rows.length && bytes + Buffer.byteLength(rows[end]!.body) <= limit; end++) bytes += Buffer.byteLength(rows[end]!.body);
+      const chunk = rows.slice(start, end);
+      start = end;
+      let outcomes: DeliveryOutcome[];
+      try {
+        outcomes = await sendBatch(chunk);
+        if (outcomes.length !== chunk.length) throw new Error(`${outcomes.length} outcomes for ${chunk.length} deliveries`);
+      } catch (error) {
+        outcomes = chunk.map(() => ({ ok: false, status: null, error: (error as Error).message }));
+      }
+      const delivered = chunk.filter((_, i) => outcomes[i]!.ok);
+      if (delivered.length > 0) {
+        const finishedAt = clock.now();
+        await db
+          .updateTable(table)
+          .set((eb) => ({
+            status: 'delivered',
+            attempts: eb('attempts', '+', 1),
+            claimed_until: null,
+            response_status: outcomes.find((o) => o.ok)!.status,
+            last_error: null,
+            delivered_at: finishedAt,
+          }))
+          .where(
+            'id',
+            'in',
+            delivered.map((row) => row.id),
+          )
+          .execute();
+        if (this.options.onSettled) {
+          for (const row of delivered) {
+            await this.options.onSettled(
+              { ...row, status: 'delivered', attempts: row.attempts + 1, claimed_until: null, delivered_at: finishedAt },
+              'delivered',
+            );
+          }
+        }
+      }
+      for (const [i, row] of chunk.entries()) if (!outcomes[i]!.ok) await this.record(row, outcomes[i]!);
+    }
   }
 
   /** Every due, unclaimed delivery, a few at a time; returns how many were due. */
@@ -177,7 +280,7 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
   }
 
   private async attemptOnce(id: string): Promise<void> {
-    const { clock, timeoutMs, maxAttempts } = this.options;
+    const { clock, timeoutMs } = this.options;
     const { db, table } = this;
     const now = clock.now();
     const claim = await db
@@ -191,7 +294,14 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     if (Number(claim.numUpdatedRows) !== 1) return;
     const row = (await db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as DeliveryRowOf<Schema, Table>;
 
-    const outcome = await this.send(row);
+    await this.record(row, await this.send(row));
+  }
+
+  /** Records one attempt's outcome: delivered, failed for good, or pending again after the backoff. */
+  private async record(row: DeliveryRowOf<Schema, Table>, outcome: DeliveryOutcome): Promise<void> {
+    const { clock, maxAttempts } = this.options;
+    const { db, table } = this;
+    const id = row.id;
     const attempts = row.attempts + 1;
     const finishedAt = clock.now();
     const limit = typeof maxAttempts === 'number' ? maxAttempts : maxAttempts(row);

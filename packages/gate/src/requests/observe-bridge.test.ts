@@ -8,6 +8,9 @@ import { startTestGate, type TestGate } from '../testing.ts';
 const OBSERVE_SECRET = 'observe-approval-gate-secret-01';
 const SERVICE_TOKEN = 'internal-service-token-0123456789';
 const INGEST = '/api/events/ingest';
+const INGEST_BATCH = '/api/events/ingest/batch';
+/** An action the stand-in observe refuses as a batch element (as observe refuses an invalid one). */
+const REFUSED_ACTION = 'refused.by.observe';
 const BREACH = '/api/internal/eval/guardrail-breach';
 const ADMIN_ACTOR = 'api:admin (GATE_ADMIN_KEY)';
 
@@ -34,11 +37,25 @@ function validSignature(header: string | string[] | undefined, body: string): bo
 /** Whether an ingest call carries the signature observe checks (hex HMAC-SHA256 of the raw body). */
 const signed = (r: ReceivedRequest): boolean => validSignature(r.headers['x-webhook-signature'], r.body);
 
-/** A stand-in for observe: a real HTTP server that checks ingest signatures and the service token as observe does. */
+/**
+ * A stand-in for observe: a real HTTP server that checks ingest signatures and the service token as
+ * observe does. `single-only` is an observe without the batch route (404 there).
+ */
 class FakeObserve extends TestHttpServer {
-  constructor(mode: 'ok' | 'hang' = 'ok') {
+  constructor(private readonly mode: 'ok' | 'hang' | 'single-only' = 'ok') {
     super((request, res) => {
       if (mode === 'hang') return;
+      if (request.url === INGEST_BATCH && mode !== 'single-only') {
+        if (!signed(request)) return sendJson(res, 401, { error: 'invalid webhook signature' });
+        const { events } = JSON.parse(request.body) as { events: IngestBody[] };
+        return sendJson(res, 200, {
+          results: events.map((e) =>
+            e.data.action === REFUSED_ACTION
+              ? { ok: false, error: 'Validation failed' }
+              : { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' },
+          ),
+        });
+      }
       if (request.url === INGEST) {
         return signed(request)
           ? sendJson(res, 201, { ok: true, eventId: 'e1', eventType: 'approval_requested', sessionId: 's1' })
@@ -53,10 +70,17 @@ class FakeObserve extends TestHttpServer {
     });
   }
 
+  /** Every event observe accepted, from single and batch requests alike, with the request that carried it. */
   ingested(requestId?: string): (IngestBody & { captured: ReceivedRequest })[] {
     return this.requests
-      .filter((r) => r.url === INGEST)
-      .map((r) => ({ ...(JSON.parse(r.body) as IngestBody), captured: r }))
+      .flatMap((r) => {
+        if (r.url === INGEST) return [{ ...(JSON.parse(r.body) as IngestBody), captured: r }];
+        if (r.url === INGEST_BATCH && this.mode !== 'single-only') {
+          const { events } = JSON.parse(r.body) as { events: IngestBody[] };
+          return events.filter((e) => e.data.action !== REFUSED_ACTION).map((e) => ({ ...e, captured: r }));
+        }
+        return [];
+      })
       .filter((b) => requestId === undefined || b.data.requestId === requestId);
   }
 
@@ -72,6 +96,28 @@ async function eventually<T>(what: string, read: () => T | undefined, timeoutMs 
     if (value !== undefined) return value;
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
     await sleep(10);
+  }
+}
+
+interface ObserveRow {
+  status: string;
+  attempts: number;
+  body: string;
+  last_error: string | null;
+}
+
+/** The observe outbox rows once every one satisfies `settled` (deliveries run in the background). */
+async function observeRowsSettled(gate: TestGate, settled: (row: ObserveRow) => boolean): Promise<ObserveRow[]> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const rows = await gate.service.context.database.db
+      .selectFrom('deliveries')
+      .select(['status', 'attempts', 'body', 'last_error'])
+      .where('kind', '=', 'observe')
+      .execute();
+    if (rows.length > 0 && rows.every(settled)) return rows;
+    if (Date.now() > deadline) assert.fail(`observe rows not settled: ${JSON.stringify(rows)}`);
+    await sleep(20);
   }
 }
 
@@ -112,7 +158,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     await observe.stop();
   });
 
-  test('request.created is POSTed to /api/events/ingest, signed with X-Webhook-Signature, with the session and agent from the context', async () => {
+  test('request.created is POSTed in a batch to /api/events/ingest/batch, signed with X-Webhook-Signature, with the session and agent from the context', async () => {
     const created = await createRequest(gate, {
       action: 'payments.refund',
       params: { amount: 120, currency: 'EUR' },
@@ -298,7 +344,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
       rows.filter((r) => r.status !== 'delivered'),
       [],
     );
-    for (const r of observe.requests.filter((x) => x.url === INGEST)) assert.equal(signed(r), true);
+    for (const r of observe.requests.filter((x) => x.url === INGEST || x.url === INGEST_BATCH)) assert.equal(signed(r), true);
   });
 });
 
@@ -355,17 +401,19 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
     }
   });
 
-  test('an OBSERVE_URL with a base path keeps it: POST {OBSERVE_URL}/api/events/ingest and {OBSERVE_URL}/api/internal/eval/guardrail-breach', async () => {
+  test('an OBSERVE_URL with a base path keeps it: POST {OBSERVE_URL}/api/events/ingest/batch and {OBSERVE_URL}/api/internal/eval/guardrail-breach', async () => {
     const observe = await new FakeObserve().start();
     const gate = await startTestGate(backend, { env: observeEnv(`${observe.url}/observe`) });
     try {
       await createPolicy(gate, 'rm.rf', 'auto_deny');
       await createRequest(gate, { action: 'rm.rf', context: { sessionId: 'sess-p', agentId: 'agent-p' } });
-      await eventually('created, denied and the breach report', () => (observe.requests.length >= 3 ? true : undefined));
+      // created and denied share one batch (one transaction), beside the breach report.
+      const sent = (path: string): boolean => observe.requests.some((r) => r.url === `/observe${path}`);
+      await eventually('the events and the breach report', () => (sent(INGEST_BATCH) && sent(BREACH) ? true : undefined));
       await sleep(100);
       assert.deepEqual(
         [...new Set(observe.requests.map((r) => r.url))].sort(),
-        [`/observe${BREACH}`, `/observe${INGEST}`].sort(),
+        [`/observe${BREACH}`, `/observe${INGEST_BATCH}`].sort(),
         'the base path of OBSERVE_URL was dropped',
       );
     } finally {
@@ -384,6 +432,86 @@ await describeEachDatabase('gate → observe when observe is down or slow', (bac
       await eventually('request.denied forwarded', () => observe.ingested(created.id).find((e) => e.event === 'request.denied'));
       await sleep(200);
       assert.equal(observe.breaches().length, 0);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
+  test('many creations share batch requests; each row is delivered after one attempt', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe) });
+    try {
+      const created = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => createRequest(gate, { action: 'batch.me', context: { sessionId: `sess-b${i}` } })),
+      );
+      await eventually('every creation ingested once', () => (created.every((c) => observe.ingested(c.id).length === 1) ? true : undefined));
+      const batches = observe.requests.filter((r) => r.url === INGEST_BATCH);
+      assert.ok(batches.length < created.length, `${batches.length} requests for ${created.length} events`);
+      for (const r of batches) assert.equal(signed(r), true);
+      const rows = await observeRowsSettled(gate, (r) => r.status === 'delivered');
+      assert.equal(rows.length, created.length);
+      for (const row of rows) assert.deepEqual([row.status, row.attempts], ['delivered', 1]);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
+  test('a batch request carries at most 1 MiB of bodies: large events are split over several requests, none lost', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe) });
+    try {
+      const blob = 'x'.repeat(400_000);
+      const created = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => createRequest(gate, { action: 'big.one', params: { blob }, context: { sessionId: `sess-l${i}` } })),
+      );
+      await eventually('every large event ingested once', () => (created.every((c) => observe.ingested(c.id).length === 1) ? true : undefined));
+      for (const r of observe.requests.filter((x) => x.url === INGEST_BATCH))
+        assert.ok(Buffer.byteLength(r.body) < 1024 * 1024 + 1000, `${Buffer.byteLength(r.body)} bytes`);
+      assert.ok(observe.requests.filter((x) => x.url === INGEST_BATCH).length >= 2);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
+  test('an element observe refuses stays queued for its own retry; the rest of its batch is delivered', async () => {
+    const observe = await new FakeObserve().start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe) });
+    try {
+      const [good, refused] = await Promise.all([
+        createRequest(gate, { action: 'fine', context: { sessionId: 'sess-r1' } }),
+        createRequest(gate, { action: REFUSED_ACTION, context: { sessionId: 'sess-r2' } }),
+      ]);
+      const rows = await observeRowsSettled(gate, (r) => r.attempts >= 1);
+      const byRequest = new Map(rows.map((r) => [(JSON.parse(r.body) as IngestBody).data.requestId, r]));
+      assert.deepEqual([byRequest.get(good.id)!.status, byRequest.get(good.id)!.attempts], ['delivered', 1]);
+      const left = byRequest.get(refused.id)!;
+      assert.deepEqual([left.status, left.attempts], ['pending', 1]);
+      assert.match(String(left.last_error), /observe refused the event/);
+    } finally {
+      await gate.close();
+      await observe.stop();
+    }
+  });
+
+  test('an observe without the batch route: the events reach it one by one on retry, none lost', async () => {
+    const observe = await new FakeObserve('single-only').start();
+    const gate = await startTestGate(backend, { env: observeEnv(observe) });
+    try {
+      const created = await Promise.all(
+        Array.from({ length: 3 }, (_, i) => createRequest(gate, { action: 'old.observe', context: { sessionId: `sess-o${i}` } })),
+      );
+      await observeRowsSettled(gate, (r) => r.attempts >= 1);
+      assert.deepEqual(observe.ingested(), []);
+      // Past the first backoff (2 s), the scanner sends each row to /api/events/ingest.
+      gate.clock.advance(3000);
+      await gate.service.context.outbox.deliverDue();
+      const rows = await observeRowsSettled(gate, (r) => r.status === 'delivered');
+      for (const row of rows) assert.deepEqual([row.status, row.attempts], ['delivered', 2]);
+      for (const c of created) assert.equal(observe.ingested(c.id).length, 1);
+      for (const r of observe.requests.filter((x) => x.url === INGEST)) assert.equal(signed(r), true);
     } finally {
       await gate.close();
       await observe.stop();

@@ -7,7 +7,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { AuditRow, GateSchema, RequestRow } from '../schema.ts';
-import type { Transition, WebhookEvent } from '../webhooks/index.ts';
+import { NOTHING_ENQUEUED, type Enqueued, type Transition, type WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { appendAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
 
@@ -133,7 +133,7 @@ export class RequestService {
     await appendAudit(trx, this.ctx.auditLog, auditRow(request, event, by, at, details));
   }
 
-  private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<string[]> {
+  private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<Enqueued> {
     return this.ctx.outbox.enqueue(trx, this.ctx.database.dialect, [{ event, request: { ...row } }]);
   }
 
@@ -181,7 +181,7 @@ export class RequestService {
   }
 
   /** Marks a pending request past its deadline `expired` (inside the caller's transaction). */
-  private async expireLocked(trx: Transaction<GateSchema>, row: RequestRow, now: number): Promise<string[]> {
+  private async expireLocked(trx: Transaction<GateSchema>, row: RequestRow, now: number): Promise<Enqueued> {
     row.status = 'expired';
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
@@ -213,7 +213,7 @@ export class RequestService {
     const now = this.ctx.clock.now();
     const { row, deliveries, expired } = await this.ctx.database.db.transaction().execute(async (trx) => {
       const locked = await lockRequest(trx, this.ctx.database, id);
-      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: [], expired: false };
+      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: NOTHING_ENQUEUED, expired: false };
       return { row: locked, deliveries: await this.expireLocked(trx, locked, now), expired: true };
     });
     this.ctx.outbox.dispatch(deliveries);
@@ -245,10 +245,11 @@ export class RequestService {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);
-      if (!row) return { kind: 'missing' as const, deliveries: [] };
+      if (!row) return { kind: 'missing' as const, deliveries: NOTHING_ENQUEUED };
       if (this.isDue(row, now)) return { kind: 'expired' as const, deliveries: await this.expireLocked(trx, row, now) };
-      if (row.status !== 'pending') return { kind: 'decided' as const, deliveries: [] };
-      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const, deliveries: [] };
+      if (row.status !== 'pending') return { kind: 'decided' as const, deliveries: NOTHING_ENQUEUED };
+      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim())
+        return { kind: 'reason' as const, deliveries: NOTHING_ENQUEUED };
       row.status = decision;
       row.decided_at = now;
       row.decided_by = by.actor;
@@ -298,8 +299,8 @@ export class RequestService {
     const now = this.ctx.clock.now();
     const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
       const row = await lockRequest(trx, this.ctx.database, id);
-      if (!row) return { kind: 'missing' as const, deliveries: [] };
-      if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const, deliveries: [] };
+      if (!row) return { kind: 'missing' as const, deliveries: NOTHING_ENQUEUED };
+      if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const, deliveries: NOTHING_ENQUEUED };
       row.confirmed_at = now;
       row.execution_result = JSON.stringify(result);
       await trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();

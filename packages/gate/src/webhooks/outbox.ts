@@ -1,6 +1,7 @@
 import {
   BulkInserter,
   DeliveryQueue,
+  fetchWithTimeout,
   hmacSha256Hex,
   joinUrl,
   newDelivery,
@@ -73,6 +74,22 @@ export interface OutboxChannel {
   send(row: DeliveryRow): Promise<DeliveryOutcome>;
 }
 
+/**
+ * What `enqueue` wrote, for `dispatch` after commit: observe's copies (`observe`) go out in batches,
+ * the other deliveries (`each`) one request apiece.
+ */
+export interface Enqueued {
+  each: string[];
+  observe: string[];
+}
+
+export const NOTHING_ENQUEUED: Enqueued = Object.freeze({ each: [], observe: [] }) as Enqueued;
+
+/** The outcome of each element of observe's batch answer (POST /api/events/ingest/batch). */
+interface ObserveBatchAnswer {
+  results?: ({ ok: true } | { ok: false; error: string })[];
+}
+
 /** An outbox row of `kind` for `event`, due now. */
 export function outboxRow(webhookId: string | null, kind: string, url: string, event: string, body: string, now: number): DeliveryRow {
   return { ...newDelivery(url, body, now), webhook_id: webhookId, kind, event };
@@ -126,6 +143,7 @@ export class Outbox {
       retryTimers: true,
       headers: (row) => this.headers(row),
       send: (row) => this.channelOf(row)?.send(row),
+      sendBatch: (rows) => this.sendObserveBatch(rows),
     });
   }
 
@@ -138,7 +156,7 @@ export class Outbox {
    * delivery per enabled webhook subscribed to the event, plus observe's copy and the channels'. Returns the ids to
    * `dispatch` after commit.
    */
-  async enqueue(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<string[]> {
+  async enqueue(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[]): Promise<Enqueued> {
     const now = this.clock.now();
     const hooks = (await selectEnabledWebhooks.execute(trx, dialect, 1)).map((h) => ({ ...h, events: JSON.parse(h.events) as string[] }));
     const observe = this.config.observe?.webhookSecret ? this.config.observe : undefined;
@@ -168,7 +186,44 @@ export class Outbox {
     }
     for (const channel of this.channels) rows.push(...(await channel.deliveriesFor(trx, dialect, transitions, now)));
     if (rows.length > 0) await deliveryInserter.insert(trx, dialect, rows);
-    return rows.map((r) => r.id);
+    const enqueued: Enqueued = { each: [], observe: [] };
+    for (const row of rows) (row.kind === 'observe' ? enqueued.observe : enqueued.each).push(row.id);
+    return enqueued;
+  }
+
+  /**
+   * First attempts of observe's copies, many per request: one signed POST /api/events/ingest/batch
+   * whose elements are the rows' bodies as stored (each what /api/events/ingest takes on a retry),
+   * and an outcome per row from observe's per-element answer.
+   */
+  private async sendObserveBatch(rows: DeliveryRow[]): Promise<DeliveryOutcome[]> {
+    const observe = this.config.observe;
+    const secret = observe?.webhookSecret;
+    if (!observe || !secret) return rows.map(() => ({ ok: false, status: null, error: 'observe forwarding is no longer configured' }));
+    const body = `{"source":"approval_gate","events":[${rows.map((row) => row.body).join(',')}]}`;
+    const { timeoutMs } = this.config.webhooks;
+    try {
+      const response = await fetchWithTimeout(joinUrl(observe.url, '/api/events/ingest/batch'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-webhook-signature': hmacSha256Hex(secret, body) },
+        body,
+        timeoutMs,
+      });
+      const answer = (await response.json().catch(() => ({}))) as ObserveBatchAnswer;
+      const results = answer.results;
+      if (!response.ok || !Array.isArray(results) || results.length !== rows.length) {
+        const error = response.ok ? 'observe answered the batch without a result per event' : `HTTP ${response.status}`;
+        return rows.map(() => ({ ok: false, status: response.status, error }));
+      }
+      return results.map((result) =>
+        result.ok
+          ? { ok: true, status: response.status, error: null }
+          : { ok: false, status: response.status, error: `observe refused the event: ${result.error}` },
+      );
+    } catch (error) {
+      const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (error as Error).message;
+      return rows.map(() => ({ ok: false, status: null, error: reason }));
+    }
   }
 
   private async headers(delivery: DeliveryRow): Promise<Record<string, string> | { refuse: string }> {
@@ -191,9 +246,10 @@ export class Outbox {
     };
   }
 
-  /** After commit: attempt these deliveries now, in the background. */
-  dispatch(ids: readonly string[]): void {
-    this.queue.dispatch(ids);
+  /** After commit: attempt these deliveries now, in the background (observe's copies batched with others of theirs). */
+  dispatch(enqueued: Enqueued): void {
+    this.queue.dispatch(enqueued.each);
+    if (enqueued.observe.length > 0) this.queue.dispatchBatch(enqueued.observe);
   }
 
   /** Scanner tick: every delivery due and unclaimed. */

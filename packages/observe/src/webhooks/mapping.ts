@@ -64,6 +64,41 @@ export const webhookResponseSchema = z.object({
   sessionId: z.string(),
 });
 
+/** The source of a batch: only signed sources batch (the signature covers the whole body). */
+export const signedSourceSchema = z.object({
+  source: z.enum(['approval_gate', 'form_service'] as const satisfies readonly SignedSource[], {
+    error: (issue) => (issue.input === undefined ? 'is required' : 'must be approval_gate or form_service (batches are signed)'),
+  }),
+});
+
+/** Elements per batch: what one sender's backlog round needs, far below the body limit at the gate's request sizes. */
+export const MAX_BATCH_EVENTS = 500;
+
+/** The batch's elements, each checked on its own afterwards (one bad element does not refuse the others). */
+export const batchItemsSchema = z.object({
+  events: z
+    .array(z.unknown(), { error: (issue) => (issue.input === undefined ? 'is required' : 'must be an array') })
+    .min(1)
+    .max(MAX_BATCH_EVENTS),
+});
+
+export const webhookBatchBodySchema = z
+  .object({
+    source: signedSourceSchema.shape.source,
+    events: z.array(webhookBodySchema).min(1).max(MAX_BATCH_EVENTS),
+  })
+  .meta({ id: 'WebhookIngestBatchBody' });
+
+const batchResultSchema = z.union([
+  webhookResponseSchema,
+  z.object({ ok: z.literal(false), error: z.string().describe('Why this element was refused (as the single route would answer it)') }),
+]);
+export type WebhookBatchResult = z.infer<typeof batchResultSchema>;
+
+export const webhookBatchResponseSchema = z.object({
+  results: z.array(batchResultSchema).describe('One per element of `events`, in order'),
+});
+
 /** Event types `generic` may name in `data.eventType`: every type POST /api/events accepts. */
 export const GENERIC_EVENT_TYPES: readonly IngestEventType[] = INGEST_EVENT_TYPES;
 

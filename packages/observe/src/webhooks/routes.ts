@@ -1,5 +1,5 @@
 import { Transform, pipeline, type Readable } from 'node:stream';
-import { constantTimeEqual, hmacSha256Hex, type ErrorDetail, type ZodApp } from '@vigil/platform';
+import { constantTimeEqual, hmacSha256Hex, ServiceError, type ErrorDetail, type ZodApp } from '@vigil/platform';
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
@@ -13,10 +13,15 @@ import {
   GENERIC_EVENT_TYPES,
   SECRET_SETTING,
   SIGNED_MAPPINGS,
+  batchItemsSchema,
+  signedSourceSchema,
   sourceSchema,
+  webhookBatchBodySchema,
+  webhookBatchResponseSchema,
   webhookBodySchema,
   webhookResponseSchema,
   type SignedSource,
+  type WebhookBatchResult,
   type WebhookBody,
 } from './mapping.ts';
 
@@ -93,6 +98,41 @@ function mapEvent(body: WebhookBody): { eventType: IngestEventType; payload: Rec
   return { eventType, payload };
 }
 
+/** Checks the signature of a signed source's body against its secret (stored setting, else environment). */
+async function verifySource(ctx: ObserveContext, request: FastifyRequest, source: SignedSource): Promise<void> {
+  const secret = (await readSettings(ctx))[SECRET_SETTING[source]];
+  if (secret === null || secret.length === 0) {
+    throw observeError('webhookSecretMissing', `Webhook secret not configured for source ${source}`);
+  }
+  verifySignature(request, secret);
+}
+
+/** The event one authenticated webhook body becomes, checked by the same envelope rules as POST /api/events. */
+async function webhookEvent(ctx: ObserveContext, body: WebhookBody): Promise<IncomingEvent> {
+  const { eventType, payload } = mapEvent(body);
+  const contextSession = body.context?.service_session_id;
+  const correlated = contextSession === undefined ? correlationSessionId(eventType, payload, body.event) : undefined;
+  const sessionId = contextSession ?? correlated!.id;
+  if (!identifier.safeParse(sessionId).success) {
+    throw validationError([{ path: correlated!.path, message: `too long to name the session ${sessionId.slice(0, 40)}…` }]);
+  }
+  const agentId = body.context?.service_agent_id ?? (await findSession(ctx.database, sessionId))?.agent_id ?? EXTERNAL_AGENT;
+
+  const candidate: Record<string, unknown> = {
+    sessionId,
+    agentId,
+    eventType,
+    payload,
+    metadata: { webhook: { source: body.source, event: body.event } },
+  };
+  // The same envelope rules as POST /api/events (timestamp is already decoded, so it joins after).
+  const checked = incomingEventSchema.safeParse(candidate);
+  if (!checked.success) {
+    throw validationError(zodDetails(checked.error, (path) => (path[0] === 'payload' ? joinPath(['data', ...path.slice(1)]) : joinPath(path))));
+  }
+  return { ...checked.data, ...(body.timestamp !== undefined && { timestamp: body.timestamp }) };
+}
+
 export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/events/ingest',
@@ -126,42 +166,69 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
           throw observeError('unauthorized', 'Source generic needs an API key (Authorization: Bearer <key>)');
         }
       } else {
-        const signed: SignedSource = source.data.source;
-        const secret = (await readSettings(ctx))[SECRET_SETTING[signed]];
-        if (secret === null || secret.length === 0) {
-          throw observeError('webhookSecretMissing', `Webhook secret not configured for source ${signed}`);
-        }
-        verifySignature(request, secret);
+        await verifySource(ctx, request, source.data.source);
       }
 
       const envelope = webhookBodySchema.safeParse(raw);
       if (!envelope.success) throw validationError(zodDetails(envelope.error, joinPath));
-      const body = envelope.data;
-      const { eventType, payload } = mapEvent(body);
-
-      const contextSession = body.context?.service_session_id;
-      const correlated = contextSession === undefined ? correlationSessionId(eventType, payload, body.event) : undefined;
-      const sessionId = contextSession ?? correlated!.id;
-      if (!identifier.safeParse(sessionId).success) {
-        throw validationError([{ path: correlated!.path, message: `too long to name the session ${sessionId.slice(0, 40)}…` }]);
-      }
-      const agentId = body.context?.service_agent_id ?? (await findSession(ctx.database, sessionId))?.agent_id ?? EXTERNAL_AGENT;
-
-      const candidate: Record<string, unknown> = {
-        sessionId,
-        agentId,
-        eventType,
-        payload,
-        metadata: { webhook: { source: body.source, event: body.event } },
-      };
-      // The same envelope rules as POST /api/events (timestamp is already decoded, so it joins after).
-      const checked = incomingEventSchema.safeParse(candidate);
-      if (!checked.success) {
-        throw validationError(zodDetails(checked.error, (path) => (path[0] === 'payload' ? joinPath(['data', ...path.slice(1)]) : joinPath(path))));
-      }
-      const event: IncomingEvent = { ...checked.data, ...(body.timestamp !== undefined && { timestamp: body.timestamp }) };
+      const event = await webhookEvent(ctx, envelope.data);
       const [appended] = await ctx.events.append([event], ctx.clock.now());
-      return reply.status(201).send({ ok: true as const, eventId: appended!.id, eventType, sessionId });
+      return reply.status(201).send({ ok: true as const, eventId: appended!.id, eventType: event.eventType, sessionId: event.sessionId });
+    },
+  );
+
+  app.post(
+    '/api/events/ingest/batch',
+    {
+      schema: {
+        summary: 'Webhook ingestion in batches: many signed approval_gate or form_service webhooks in one request, one transaction',
+        description:
+          "The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret). Each " +
+          'element of `events` is a body POST /api/events/ingest accepts, of the same source. The valid ones are appended together; ' +
+          '`results` answers each element in order, so one bad element does not hold the others back.',
+        tags: ['events'],
+        body: webhookBatchBodySchema,
+        response: { 201: webhookBatchResponseSchema },
+      },
+      validatorCompiler: () => (value) => ({ value }),
+      config: { auth: 'signature' },
+      preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
+    },
+    async (request, reply) => {
+      const raw: unknown = request.body;
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+        throw validationError([{ path: '', message: 'body must be a JSON object' }]);
+      }
+      const source = signedSourceSchema.safeParse(raw);
+      if (!source.success) throw validationError(zodDetails(source.error, joinPath));
+      await verifySource(ctx, request, source.data.source);
+      const items = batchItemsSchema.safeParse(raw);
+      if (!items.success) throw validationError(zodDetails(items.error, joinPath));
+
+      const results: WebhookBatchResult[] = [];
+      const events: IncomingEvent[] = [];
+      const positions: number[] = [];
+      for (const [index, item] of items.data.events.entries()) {
+        try {
+          const envelope = webhookBodySchema.safeParse(item);
+          if (!envelope.success) throw validationError(zodDetails(envelope.error, (path) => joinPath(['events', index, ...path])));
+          if (envelope.data.source !== source.data.source) {
+            throw validationError([{ path: `events.${index}.source`, message: `must be ${source.data.source}, the source the batch is signed for` }]);
+          }
+          events.push(await webhookEvent(ctx, envelope.data));
+          positions.push(index);
+        } catch (error) {
+          if (!(error instanceof ServiceError)) throw error;
+          results[index] = { ok: false as const, error: error.message };
+        }
+      }
+      // One append: one transaction for every valid element (it fails, and is retried, as a whole).
+      const appended = events.length === 0 ? [] : await ctx.events.append(events, ctx.clock.now());
+      appended.forEach((row, i) => {
+        const { eventType, sessionId } = events[i]!;
+        results[positions[i]!] = { ok: true as const, eventId: row.id, eventType, sessionId };
+      });
+      return reply.status(201).send({ results });
     },
   );
 }

@@ -575,6 +575,103 @@ await describeEachDatabase('POST /api/events/ingest with AUTH_DISABLED=true', (b
   });
 });
 
+const INGEST_BATCH = '/api/events/ingest/batch';
+
+/** POST /api/events/ingest/batch with exactly the given body text, signed with `secret` unless told otherwise. */
+function sendBatch(observe: TestObserve, body: object | string, secret: string | null = APPROVAL_SECRET): Promise<LightMyRequestResponse> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (secret !== null) headers['x-webhook-signature'] = sign(secret, text);
+  return observe.service.app.inject({ method: 'POST', url: INGEST_BATCH, payload: text, headers });
+}
+
+await describeEachDatabase('POST /api/events/ingest/batch', (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend, { env: { APPROVAL_GATE_WEBHOOK_SECRET: APPROVAL_SECRET, FORM_SERVICE_WEBHOOK_SECRET: FORM_SECRET } });
+  });
+  after(() => observe.close());
+
+  const created = (requestId: string, sessionId: string): object => ({
+    source: 'approval_gate',
+    event: 'request.created',
+    data: { requestId, action: 'deploy', params: {}, urgency: 'normal' },
+    timestamp: NOW_ISO,
+    context: { service_session_id: sessionId, service_agent_id: 'agent-b' },
+  });
+
+  test('each element becomes the event the single route makes; refused elements are answered in place and the rest stored', async () => {
+    const before = await eventTotal(observe);
+    const response = await sendBatch(observe, {
+      source: 'approval_gate',
+      events: [
+        created('rb-1', 'sess-batch-1'),
+        { ...created('rb-2', 'sess-batch-1'), event: 'request.unknown' },
+        { ...created('rb-3', 'sess-batch-2'), source: 'form_service' },
+        {
+          source: 'approval_gate',
+          event: 'request.approved',
+          data: { requestId: 'rb-1', action: 'deploy', decidedBy: 'api:admin' },
+          timestamp: NOW_ISO,
+          context: { service_session_id: 'sess-batch-1' },
+        },
+      ],
+    });
+    assert.equal(response.statusCode, 201, response.body);
+    const { results } = response.json() as { results: ({ ok: true; eventId: string; eventType: string; sessionId: string } | { ok: false; error: string })[] };
+    assert.equal(results.length, 4);
+    assert.deepEqual(
+      results.map((r) => r.ok),
+      [true, false, false, true],
+    );
+    assert.match((results[1] as { error: string }).error, /unknown event for source approval_gate/);
+    assert.match((results[2] as { error: string }).error, /events\.2\.source: must be approval_gate/);
+    const [first, , , approved] = results as { eventId: string; eventType: string; sessionId: string }[];
+    assert.deepEqual([first!.eventType, first!.sessionId], ['approval_requested', 'sess-batch-1']);
+    assert.deepEqual([approved!.eventType, approved!.sessionId], ['approval_granted', 'sess-batch-1']);
+    assert.equal(await eventTotal(observe), before + 2);
+    const stored = await getEvent(observe, first!.eventId);
+    assert.deepEqual(stored.payload, { requestId: 'rb-1', action: 'deploy', params: {}, urgency: 'normal' });
+    assert.equal(stored.agentId, 'agent-b');
+    assert.deepEqual((stored.metadata as { webhook: unknown }).webhook, { source: 'approval_gate', event: 'request.created' });
+    const line = await timeline(observe, 'sess-batch-1');
+    assert.equal(line.chainValid, true);
+    assert.deepEqual(
+      line.events.map((e) => e.eventType),
+      ['approval_requested', 'approval_granted'],
+    );
+  });
+
+  test('the signature covers the whole batch: missing or wrong is 401 and stores nothing', async () => {
+    const before = await eventTotal(observe);
+    const body = { source: 'approval_gate', events: [created('rb-9', 'sess-batch-9')] };
+    assertErrorBody(await sendBatch(observe, body, null), 401);
+    assertErrorBody(await sendBatch(observe, body, FORM_SECRET), 401);
+    assert.equal(await eventTotal(observe), before);
+  });
+
+  test('generic, an empty or over-long batch, or events that are not an array are 400', async () => {
+    const before = await eventTotal(observe);
+    assertErrorBody(await sendBatch(observe, { source: 'generic', events: [created('rb-8', 'sess-batch-8')] }), 400);
+    assertErrorBody(await sendBatch(observe, { source: 'approval_gate', events: [] }), 400);
+    assertErrorBody(await sendBatch(observe, { source: 'approval_gate', events: created('rb-8', 'sess-batch-8') }), 400);
+    assertErrorBody(
+      await sendBatch(observe, { source: 'approval_gate', events: Array.from({ length: 501 }, (_, i) => created(`rb-x${i}`, 'sess-batch-8')) }),
+      400,
+    );
+    assert.equal(await eventTotal(observe), before);
+  });
+
+  test('the route is documented and needs its signature', async () => {
+    const doc = (await observe.call({ method: 'GET', url: '/api/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { requestBody?: unknown }>>;
+    };
+    assert.ok(doc.paths[INGEST_BATCH]?.post?.requestBody, 'body documented');
+    const entry = observe.service.app.routeTable.find((r) => r.method === 'POST' && r.url === INGEST_BATCH);
+    assert.equal(entry?.auth, 'signature');
+  });
+});
+
 await describeEachDatabase('approval gate → observe, end to end', (backend) => {
   let observe: TestObserve;
   let gate: TestGate;

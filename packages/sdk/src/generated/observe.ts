@@ -580,6 +580,11 @@ export type TreeNode = {
   children: TreeNode[];
 };
 
+export type WebhookIngestBatchBodyInput = {
+  source: "approval_gate" | "form_service";
+  events: WebhookIngestBodyInput[];
+};
+
 export type WebhookIngestBodyInput = {
   source: "approval_gate" | "form_service" | "generic";
   event: string;
@@ -2581,6 +2586,41 @@ export interface paths {
           eventId: string;
           eventType: string;
           sessionId: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/events/ingest/batch": {
+    /**
+     * Webhook ingestion in batches: many signed approval_gate or form_service webhooks in one request, one transaction
+     *
+     * The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret). Each element of `events` is a body POST /api/events/ingest accepts, of the same source. The valid ones are appended together; `results` answers each element in order, so one bad element does not hold the others back.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: WebhookIngestBatchBodyInput;
+      bodyRequired: true;
+      responses: {
+        201: {
+          /** One per element of `events`, in order */
+          results: ({
+            ok: true;
+            eventId: string;
+            eventType: string;
+            sessionId: string;
+          } | {
+            ok: false;
+            /** Why this element was refused (as the single route would answer it) */
+            error: string;
+          })[];
         };
         400: ObserveError;
         401: ObserveError;
