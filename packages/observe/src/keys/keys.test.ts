@@ -312,7 +312,7 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     const bootstrapRoutes = table.filter((r) => r.auth === 'bootstrap').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(bootstrapRoutes, ['POST /api/keys']);
     const signedRoutes = table.filter((r) => r.auth === 'signature').map((r) => `${r.method} ${r.url}`);
-    assert.deepEqual(signedRoutes, ['POST /api/events/ingest']);
+    assert.deepEqual(signedRoutes, ['POST /api/events/ingest', 'POST /api/events/ingest/batch']);
     const serviceRoutes = table.filter((r) => r.auth === 'service').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(serviceRoutes, ['POST /api/internal/eval/guardrail-breach']);
     // The event stream also takes a short-lived stream token (?token=), for browsers' EventSource.

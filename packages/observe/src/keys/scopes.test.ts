@@ -71,6 +71,7 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
   test('the scopes of the agent-facing routes and of key management', () => {
     assert.equal(ROUTE_SCOPES['POST /api/events'], 'ingest');
     assert.equal(ROUTE_SCOPES['POST /api/events/ingest'], 'ingest');
+    assert.equal(ROUTE_SCOPES['POST /api/events/ingest/batch'], 'ingest');
     assert.equal(ROUTE_SCOPES['POST /v1/traces'], 'ingest');
     assert.deepEqual(ROUTE_SCOPES['GET /api/agents/:id'], ['ingest', 'read']);
     assert.equal(ROUTE_SCOPES['POST /api/keys'], 'admin');
@@ -86,6 +87,7 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
         [
           'POST /api/events',
           'POST /api/events/ingest',
+          'POST /api/events/ingest/batch',
           'POST /v1/traces',
           'GET /api/agents/:id',
           'GET /api/keys',

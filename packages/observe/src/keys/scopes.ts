@@ -36,6 +36,8 @@ export const ROUTE_SCOPES: Record<string, ObserveScope | readonly ObserveScope[]
   'POST /api/events': 'ingest',
   // Only a request that presents a key (source generic) is checked; signed webhooks carry none.
   'POST /api/events/ingest': 'ingest',
+  // The gate's forwarding in batches: signed by its source; a key, if one is presented, must ingest.
+  'POST /api/events/ingest/batch': 'ingest',
   // OTLP/HTTP trace export: the exporter's `headers` carry the key.
   'POST /v1/traces': 'ingest',
   // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
