@@ -167,20 +167,22 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     }
   }
 
+  /** Claims rows that are due and pending and not held by a live attempt, until this attempt's deadline. */
+  private claim(now: number, timeoutMs: number) {
+    return this.db
+      .updateTable(this.table)
+      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]));
+  }
+
   private async attemptBatch(ids: readonly string[]): Promise<void> {
     const { clock, timeoutMs, sendBatch } = this.options;
     if (sendBatch === undefined) throw new Error('dispatchBatch needs the sendBatch option');
     const { db, table } = this;
     const now = clock.now();
-    const claimed = await db
-      .updateTable(table)
-      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
-      .where('id', 'in', ids)
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .returningAll()
-      .execute();
+    const claimed = await this.claim(now, timeoutMs).where('id', 'in', ids).returningAll().execute();
     const order = new Map(ids.map((id, i) => [id, i]));
     const rows = (claimed as DeliveryRowOf<Schema, Table>[]).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
     const limit = this.options.batchBytes ?? DEFAULT_BATCH_BYTES;
@@ -283,14 +285,7 @@ export class DeliveryQueue<Schema extends Record<Table, DeliveryColumns>, Table 
     const { clock, timeoutMs } = this.options;
     const { db, table } = this;
     const now = clock.now();
-    const claim = await db
-      .updateTable(table)
-      .set({ claimed_until: now + timeoutMs + CLAIM_SLACK_MS })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .executeTakeFirst();
+    const claim = await this.claim(now, timeoutMs).where('id', '=', id).executeTakeFirst();
     if (Number(claim.numUpdatedRows) !== 1) return;
     const row = (await db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as DeliveryRowOf<Schema, Table>;
 
