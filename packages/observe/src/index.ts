@@ -10,5 +10,5 @@ export {
   SESSION_DERIVED_FIELDS,
   type SessionDerivedFields,
 } from './audit-log/derived.ts';
-export { rollupKey, sketchKey } from './analytics/index.ts';
+export { ROLLUP_SUMS, rollupKey, sketchKey } from './analytics/index.ts';
 export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';

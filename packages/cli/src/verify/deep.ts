@@ -8,6 +8,7 @@ import {
   type EventDerivedColumns,
   type LatencySketchRow,
   movedToSystemAgent,
+  ROLLUP_SUMS,
   rollupKey,
   type RollupRow,
   SESSION_DERIVED_FIELDS,
@@ -63,18 +64,6 @@ export function sameSum(stored: number, recomputed: number, terms: number): bool
 type StoredEvent = { id: string; session_id: string; seq: number; ts: number; agent_id: string; event_type: string } & EventDerivedColumns;
 type StoredSession = { id: string; last_seq: number } & SessionDerivedFields;
 
-const ROLLUP_SUMS = [
-  'event_count',
-  'error_count',
-  'cost_usd',
-  'duration_sum',
-  'duration_count',
-  'latency_sum',
-  'latency_count',
-  'input_tokens',
-  'output_tokens',
-  'failure_count',
-] as const satisfies readonly (keyof RollupRow)[];
 /** Rollup sums of doubles, and the count of terms each adds up. */
 const ROLLUP_FLOAT_TERMS: Partial<Record<(typeof ROLLUP_SUMS)[number], keyof RollupRow>> = {
   cost_usd: 'event_count',

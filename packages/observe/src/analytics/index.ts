@@ -8,7 +8,7 @@ import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums, usd } from './aggregate.ts';
 export { backfillSketches, createLatencySketchTable, SketchCounts, sketchKey, subtractSessionsFromSketches } from './latency.ts';
-export { backfillRollups, createRollupTable, RollupSums, rollupKey, subtractSessionsFromRollups } from './rollups.ts';
+export { backfillRollups, createRollupTable, ROLLUP_KEY, ROLLUP_SUMS, RollupSums, rollupKey, subtractSessionsFromRollups } from './rollups.ts';
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {
   registerAnalyticsRoutes(app, context);

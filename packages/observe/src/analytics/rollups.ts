@@ -2,8 +2,9 @@ import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
 
-const KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
-const SUMS = [
+/** An hourly rollup's key columns and its sums: the one list the table, ingest, retention and `verify --deep` share. */
+export const ROLLUP_KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
+export const ROLLUP_SUMS = [
   'event_count',
   'error_count',
   'cost_usd',
@@ -26,10 +27,10 @@ export async function createRollupTable(db: DdlTarget): Promise<void> {
     .addColumn('provider', 'text', (c) => c.notNull())
     .addColumn('model', 'text', (c) => c.notNull())
     .addColumn('tier', 'text', (c) => c.notNull());
-  for (const column of SUMS) {
+  for (const column of ROLLUP_SUMS) {
     table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
   }
-  await table.addPrimaryKeyConstraint('event_rollups_pk', [...KEY]).execute();
+  await table.addPrimaryKeyConstraint('event_rollups_pk', [...ROLLUP_KEY]).execute();
   await db.schema.createIndex('event_rollups_agent_hour').on('event_rollups').columns(['agent_id', 'hour']).execute();
 }
 
@@ -51,14 +52,14 @@ function rollupsOfEvents(where: RawBuilder<unknown>) {
 
 /** Rebuilds the rollups of every stored event (migration of an existing database). */
 export async function backfillRollups(db: DdlTarget): Promise<void> {
-  await sql`insert into event_rollups (${sql.raw([...KEY, ...SUMS].join(', '))}) ${rollupsOfEvents(sql`true`)}`.execute(db);
+  await sql`insert into event_rollups (${sql.raw([...ROLLUP_KEY, ...ROLLUP_SUMS].join(', '))}) ${rollupsOfEvents(sql`true`)}`.execute(db);
 }
 
 /** Rollup rows as numbers and strings (PostgreSQL answers sum(bigint) as numeric text). */
 function normalised(rows: readonly Record<string, unknown>[]): RollupRow[] {
   return rows.map((row) => {
-    const out = Object.fromEntries(KEY.map((k) => [k, k === 'hour' ? Number(row[k]) : String(row[k])]));
-    for (const column of SUMS) out[column] = Number(row[column]);
+    const out = Object.fromEntries(ROLLUP_KEY.map((k) => [k, k === 'hour' ? Number(row[k]) : String(row[k])]));
+    for (const column of ROLLUP_SUMS) out[column] = Number(row[column]);
     return out as unknown as RollupRow;
   });
 }
@@ -75,7 +76,7 @@ export async function compareRollups(db: Kysely<ObserveSchema>): Promise<{ store
   const stored = await db
     .selectFrom('event_rollups')
     .selectAll()
-    .orderBy(KEY.map((k) => sql.ref(k)) as never)
+    .orderBy(ROLLUP_KEY.map((k) => sql.ref(k)) as never)
     .execute();
   const { rows } = await rollupsOfEvents(sql`true`).execute(db);
   return { stored: normalised(stored as Record<string, unknown>[]), recomputed: normalised(rows as Record<string, unknown>[]) };
@@ -100,7 +101,7 @@ export type RollupSource = Pick<
 >;
 
 /** A rollup row's key as one string: equal for rows of the same (hour, agent, event type, tool, provider, model, tier). */
-export function rollupKey(row: Pick<RollupRow, (typeof KEY)[number]>): string {
+export function rollupKey(row: Pick<RollupRow, (typeof ROLLUP_KEY)[number]>): string {
   return keyOf(row.hour, row.agent_id, row.event_type, row.tool_name, row.provider, row.model, row.tier);
 }
 
@@ -185,13 +186,15 @@ export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas:
     const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => {
       if (sign === 1) return row;
       const negated: RollupRow = { ...row };
-      for (const column of SUMS) negated[column] = -row[column];
+      for (const column of ROLLUP_SUMS) negated[column] = -row[column];
       return negated;
     });
     await trx
       .insertInto('event_rollups')
       .values(chunk)
-      .onConflict((oc) => oc.columns([...KEY]).doUpdateSet(Object.fromEntries(SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))))
+      .onConflict((oc) =>
+        oc.columns([...ROLLUP_KEY]).doUpdateSet(Object.fromEntries(ROLLUP_SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))),
+      )
       .execute();
   }
   if (sign === -1 && deltas.length > 0) {

@@ -6,7 +6,9 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { ROLLUP_KEY, ROLLUP_SUMS } from '../analytics/index.ts';
 import { EVENT_DERIVED_COLUMNS } from '../events/index.ts';
+import { SESSION_DERIVED_FIELDS } from './derived.ts';
 
 const DEFAULT_PAGE = 1000;
 const MAX_PAGE = 5000;
@@ -87,21 +89,7 @@ const eventRow = z.object({
 const SESSION_LISTING: Listing = {
   table: 'sessions',
   key: [{ column: 'id', kind: 'string' }],
-  columns: [
-    'id',
-    'agent_id',
-    'agent_name',
-    'status',
-    'started_at',
-    'ended_at',
-    'last_event_at',
-    'event_count',
-    'tool_call_count',
-    'error_count',
-    'total_cost_usd',
-    'tags',
-    'last_seq',
-  ],
+  columns: ['id', ...SESSION_DERIVED_FIELDS, 'last_seq'],
   numeric: new Set(['started_at', 'ended_at', 'last_event_at', 'event_count', 'tool_call_count', 'error_count', 'total_cost_usd', 'last_seq']),
 };
 const sessionRow = z.object({
@@ -123,39 +111,9 @@ const sessionRow = z.object({
 const text = (column: string) => ({ column, kind: 'string' as const });
 const ROLLUP_LISTING: Listing = {
   table: 'event_rollups',
-  key: [{ column: 'hour', kind: 'number' }, text('agent_id'), text('event_type'), text('tool_name'), text('provider'), text('model'), text('tier')],
-  columns: [
-    'hour',
-    'agent_id',
-    'event_type',
-    'tool_name',
-    'provider',
-    'model',
-    'tier',
-    'event_count',
-    'error_count',
-    'cost_usd',
-    'duration_sum',
-    'duration_count',
-    'latency_sum',
-    'latency_count',
-    'input_tokens',
-    'output_tokens',
-    'failure_count',
-  ],
-  numeric: new Set([
-    'hour',
-    'event_count',
-    'error_count',
-    'cost_usd',
-    'duration_sum',
-    'duration_count',
-    'latency_sum',
-    'latency_count',
-    'input_tokens',
-    'output_tokens',
-    'failure_count',
-  ]),
+  key: ROLLUP_KEY.map((column) => (column === 'hour' ? { column, kind: 'number' as const } : text(column))),
+  columns: [...ROLLUP_KEY, ...ROLLUP_SUMS],
+  numeric: new Set(['hour', ...ROLLUP_SUMS]),
 };
 const rollupRow = z.object({
   hour: n,
