@@ -189,8 +189,10 @@ await describeEachDatabase('GET /api/context with the memory integration', (back
         ],
       });
     }).start();
+    // The timeout is what the silent server costs one test; shorter, a loaded machine (CI) can
+    // time out an answered call before the connection is even made.
     observe = await startTestObserve(backend, {
-      env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: memory.url, MEMORY_API_KEY: 'mem-secret', MEMORY_TIMEOUT_MS: '300' },
+      env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: memory.url, MEMORY_API_KEY: 'mem-secret', MEMORY_TIMEOUT_MS: '2000' },
     });
     await seed(observe);
   });
