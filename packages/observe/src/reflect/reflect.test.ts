@@ -479,3 +479,30 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
     assert.equal((anonymous.json() as { status: number }).status, 401);
   });
 });
+
+await describeEachDatabase('reflect: the default limit', (backend) => {
+  let observe: TestObserve;
+  // 21 distinct error messages (letters, so normalisation keeps them apart) in one session yesterday.
+  const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform'.split(
+    ' ',
+  );
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const events = WORDS.map((word, i) => toolError('many', 'A', `2026-11-21T10:00:${String(i).padStart(2, '0')}.000Z`, 'search', `c${i}`, `failure ${word}`));
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
+    assert.equal(response.statusCode, 201, response.body);
+  });
+  after(() => observe.close());
+
+  test('limit defaults to 20 insights', async () => {
+    const read = async (query: string) => {
+      const response = await observe.call({ method: 'GET', url: `/api/reflect?${query}` });
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { insights: unknown[] };
+    };
+    assert.equal((await read('analysis=error_patterns&limit=100')).insights.length, 21);
+    const byDefault = await read('analysis=error_patterns');
+    assert.equal(byDefault.insights.length, 20);
+    assert.deepEqual(byDefault.insights, (await read('analysis=error_patterns&limit=20')).insights);
+  });
+});
