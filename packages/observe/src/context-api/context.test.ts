@@ -261,3 +261,25 @@ await describeEachDatabase('GET /api/context with an unreachable embedding backe
     assertErrorBody(await observe.call({ method: 'GET', url: '/api/context?topic=anything' }), 500);
   });
 });
+
+await describeEachDatabase('GET /api/context: the default limit', (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend);
+    for (let s = 0; s < 6; s++) await ingest(observe, [llmCall(`refund-${s}`, 'support-bot', `Refund order ${s} to the customer`, ago((s + 1) * HOUR))]);
+    await drain(observe);
+  });
+  after(() => observe.close());
+
+  test('limit defaults to 5 sessions; totalSessions counts them all', async () => {
+    const all = await context(observe, { topic: 'refund order', limit: 50 });
+    assert.equal(all.totalSessions, 6);
+    const byDefault = await context(observe, { topic: 'refund order' });
+    assert.equal(byDefault.sessions.length, 5);
+    assert.equal(byDefault.totalSessions, 6);
+    assert.deepEqual(
+      byDefault.sessions.map((s) => s.sessionId),
+      all.sessions.slice(0, 5).map((s) => s.sessionId),
+    );
+  });
+});
