@@ -16,7 +16,7 @@ import { decodeVector, encodeVector, isStoredVector, readCodesInto } from './sto
 import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
-import { TopK } from './search.ts';
+import { contenders, TopK } from './search.ts';
 import { TOPICS } from './test-fixtures.ts';
 import { quantiseQuery, queryCodeLimit, scanError, simdAvailable, VectorBlock } from './dot-kernel.ts';
 
@@ -227,6 +227,26 @@ test('the i16 query: each value within half a step; the scan error bound holds f
     if (row < TOPICS.length) bounds += error;
   });
   assert.ok(bounds / TOPICS.length < 0.01, `the bound stays narrow on texts of a sentence (mean ${bounds / TOPICS.length})`);
+});
+
+test('contenders: every candidate whose upper bound reaches the wanted-th best lower bound, the rest left out', () => {
+  // [upper, lower]: best first by upper bound.
+  const candidates = (
+    [
+      [0.9, 0.88],
+      [0.85, 0.8],
+      [0.83, 0.81],
+      [0.81, -Infinity],
+      [0.8, 0.79],
+      [0.79, 0.78],
+    ] as const
+  ).map(([upper, lower], item) => ({ score: upper, item: { item, lower } }));
+  const kept = (wanted: number): number[] => contenders(candidates, wanted, (c) => c.lower).map((c) => c.item.item);
+  // Two wanted: the lower bounds 0.88 and 0.81 guarantee two candidates at 0.81 or above; 0.8 and 0.79 cannot reach it.
+  assert.deepEqual(kept(2), [0, 1, 2, 3]);
+  assert.deepEqual(kept(1), [0], 'nothing else reaches 0.88');
+  assert.deepEqual(kept(3), [0, 1, 2, 3, 4], 'the third lower bound is 0.8 (one that may fail a threshold does not count)');
+  assert.deepEqual(kept(6), [0, 1, 2, 3, 4, 5], 'no more candidates than wanted: all of them');
 });
 
 test('TopK keeps the k best, best first, with the tie-break', () => {
