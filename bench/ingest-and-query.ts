@@ -295,8 +295,11 @@ async function benchRecall(rows: Row[]): Promise<void> {
       ],
       [`GET /api/context at ${label}`, queries.map((q) => `/api/context?topic=${q}`)],
     ] as const) {
+      const cpuBefore = processCpuMs(child.pid!);
       const { p50, p95 } = await latencyOver(base, key, [...paths]);
-      rows.push([name, '', `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
+      const cpuAfter = processCpuMs(child.pid!);
+      const cpu = cpuBefore !== null && cpuAfter !== null ? ` · CPU ${((cpuAfter - cpuBefore) / (QUERY_SAMPLES + 20)).toFixed(1)} ms/request` : '';
+      rows.push([name, '', `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms${cpu}`]);
     }
   } finally {
     await stopServer(child, dataDir, schema);
