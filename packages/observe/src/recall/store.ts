@@ -70,8 +70,14 @@ export function readCodesInto(stored: Uint8Array, dims: number, target: Int8Arra
     target.set(codes.subarray(SCALE_BYTES), offset);
     return scale;
   }
+  // Only the set bits are visited, lowest first (dimension order), so a short text's ~80 codes cost ~80 steps.
+  target.fill(0, offset, offset + dims);
   let at = SCALE_BYTES + bitmapBytes(dims);
-  for (let i = 0; i < dims; i++) target[offset + i] = (stored[SCALE_BYTES + (i >> 3)]! >> (i & 7)) & 1 ? codes[at++]! : 0;
+  for (let byte = 0; byte < bitmapBytes(dims); byte++) {
+    for (let bits = stored[SCALE_BYTES + byte]!; bits !== 0; bits &= bits - 1) {
+      target[offset + byte * 8 + 31 - Math.clz32(bits & -bits)] = codes[at++]!;
+    }
+  }
   return scale;
 }
 
