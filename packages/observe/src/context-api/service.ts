@@ -164,9 +164,7 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   // Ranked by the upper bound of their relevance (from the int8 similarity plus the scan's error
   // bound), then the contenders by their exact one (recall/search.ts contenders, rescore).
   // Relevance grows with similarity, so the bounds of the similarity bound the relevance.
-  const candidates = new TopK<{ slot: number; similarity: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) =>
-    index.ranksBefore(a.slot, b.slot),
-  );
+  const candidates = new TopK<{ slot: number; similarity: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
   index.scan(topic, { events: false, sessions: true, agentId: query.agentId, userId: query.userId }, (slot, cosine, error) => {
     const similarity = score(cosine);

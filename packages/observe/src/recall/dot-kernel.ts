@@ -2,7 +2,7 @@
  * The inner loop of search: integer dot products of one quantised query with a block of int8
  * vectors (the codes as stored, store.ts encodeVector), in WebAssembly SIMD, with a plain
  * JavaScript fallback where SIMD is not available. Both compute the same integers exactly, so they
- * agree to the bit. The module is assembled here from its opcodes (about 150 bytes), so there is
+ * agree to the bit. The module is assembled here from its opcodes (about 260 bytes), so there is
  * no build step and no dependency.
  *
  * (func $dots (param $codes i32) (param $query i32) (param $stride i32) (param $count i32) (param $out i32)

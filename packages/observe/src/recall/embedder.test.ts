@@ -180,10 +180,7 @@ test('the int8 dot-product kernel (WebAssembly SIMD) and its JavaScript fallback
         plain.codes[row * plain.stride + d] = code;
       }
     }
-    for (const query of [
-      new Float32Array(dims).map((_, d) => (d % 2 === 0 ? -1 : 1)),
-      new Float32Array(dims).map((_, d) => Math.cos(d * 0.11)),
-    ]) {
+    for (const query of [new Float32Array(dims).map((_, d) => (d % 2 === 0 ? -1 : 1)), new Float32Array(dims).map((_, d) => Math.cos(d * 0.11))]) {
       const codes = quantiseQuery(query);
       assert.ok(Math.max(...Array.from(codes.codes, Math.abs)) <= queryCodeLimit(dims));
       const a = Array.from(simd.dots(codes, 50).subarray(0, 50));

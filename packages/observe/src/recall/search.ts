@@ -199,9 +199,7 @@ export async function recall(
   await index.refresh(ctx.embedder.model, vector.length);
   const matches = (s: number): boolean => s > 0 && s >= query.minScore;
   // Ranked by the upper bound of their exact score (the scan's int8 score plus its error bound).
-  const candidates = new TopK<{ slot: number; approximate: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) =>
-    index.ranksBefore(a.slot, b.slot),
-  );
+  const candidates = new TopK<{ slot: number; approximate: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
   index.scan(vector, scopeFilter(query), (slot, cosine, error) => {
     const s = score(cosine);
