@@ -1,6 +1,6 @@
 import type { ObserveDatabase } from '../schema.ts';
-import { VectorBlock } from './dot-kernel.ts';
-import { decodeVectorInto, readChanges, readMeta, isStoredVector, type ChangedRow } from './store.ts';
+import { quantiseQuery, scanError, VectorBlock } from './dot-kernel.ts';
+import { readChanges, readCodesInto, readMeta, isStoredVector, type ChangedRow } from './store.ts';
 
 /** Vectors per storage block: growth adds blocks, nothing is ever copied. */
 const BLOCK = 4096;
@@ -34,12 +34,14 @@ export interface Slot {
 }
 
 /**
- * The vectors of one model in memory, per process: blocks of 4,096 vectors (each in its own
- * WebAssembly memory, scored by the SIMD kernel of dot-kernel.ts), plus parallel arrays of what
- * the filters need. Loaded once, then brought up to date before each search by
+ * The vectors of one model in memory, per process: blocks of 4,096 vectors kept as their stored
+ * int8 codes (each block in its own WebAssembly memory, one byte a dimension, plus a Float32 scale
+ * a vector; scored by the SIMD kernel of dot-kernel.ts), plus parallel arrays of what the filters
+ * need. Loaded once, then brought up to date before each search by
  * reading only rows written after its watermark (the embeddings write-order counter), so it sees
- * vectors written by any instance sharing the database. Search is an exact linear scan; text and
- * metadata stay in the database and are read for the results only.
+ * vectors written by any instance sharing the database. Search is a linear scan of every vector
+ * (its scores carry a bound, see scan); text and metadata stay in the database and are read for
+ * the results only.
  */
 export class VectorIndex {
   private dims = 0;
@@ -167,7 +169,8 @@ export class VectorIndex {
     this.user[slot] = this.code(row.user_id);
     this.ts[slot] = Number(row.ts);
     this.lastTs[slot] = Number(row.last_ts);
-    decodeVectorInto(row.vector, this.dims, this.blocks[Math.floor(slot / BLOCK)]!.vectors, (slot % BLOCK) * this.dims);
+    const block = this.blocks[Math.floor(slot / BLOCK)]!;
+    block.scales[slot % BLOCK] = readCodesInto(row.vector, this.dims, block.codes, (slot % BLOCK) * block.stride);
   }
 
   /** Order of equal scores: newer first, then events before sessions, then by id. */
@@ -191,10 +194,12 @@ export class VectorIndex {
   }
 
   /**
-   * Calls `visit(slot, cosine)` for every live vector passing `filter` (cosine of unit vectors =
-   * dot product, not clamped). `query` must have this index's length.
+   * Calls `visit(slot, cosine, error)` for every live vector passing `filter`: `cosine` is the
+   * scan's score (int8 vector against the i16 query, not clamped) and `error` bounds how far the
+   * exact cosine of the Float32 vectors may lie from it (dot-kernel.ts scanError). `query` must
+   * have this index's length.
    */
-  scan(query: Float32Array, filter: ScanFilter, visit: (slot: number, cosine: number) => void): void {
+  scan(query: Float32Array, filter: ScanFilter, visit: (slot: number, cosine: number, error: number) => void): void {
     const dims = this.dims;
     if (query.length !== dims || this.count === 0) return;
     const { alive, kind, agent, session, user, ts } = this;
@@ -215,11 +220,14 @@ export class VectorIndex {
       }
       if (sessionCodes.size === 0) return;
     }
+    const codes = quantiseQuery(query);
     for (let b = 0; b < this.blocks.length; b++) {
       const first = b * BLOCK;
       const last = Math.min(this.count, first + BLOCK);
       // Dot products of the whole block at once (WebAssembly SIMD), then the filters.
-      const dots = this.blocks[b]!.dots(query, last - first);
+      const block = this.blocks[b]!;
+      const sums = block.dots(codes, last - first);
+      const scales = block.scales;
       for (let slot = first; slot < last; slot++) {
         if (alive[slot] !== 1) continue;
         if (kind[slot] === EVENT ? !wantEvents : !wantSessions) continue;
@@ -228,7 +236,8 @@ export class VectorIndex {
         if (t < from || t > to) continue;
         if (userCode !== -2 && user[slot] !== -1 && user[slot] !== userCode) continue;
         if (sessionCodes !== null && !sessionCodes.has(session[slot]!)) continue;
-        visit(slot, dots[slot - first]!);
+        const scale = scales[slot - first]!;
+        visit(slot, sums[slot - first]! * codes.scale * scale, scanError(codes, scale));
       }
     }
   }
