@@ -159,6 +159,40 @@ await describeEachDatabase('GET /api/context', (backend) => {
   });
 });
 
+await describeEachDatabase("GET /api/context: alert bookkeeping is no agent's experience", (backend) => {
+  let observe: TestObserve;
+  let alertSession = '';
+  before(async () => {
+    observe = await startTestObserve(backend);
+    await seed(observe);
+    // A firing rule writes alert_triggered into its session alert:<ruleId> of the system agent.
+    const rule = await observe.call({
+      method: 'POST',
+      url: '/api/alerts/rules',
+      payload: { name: 'card declined payment failed', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
+    });
+    assert.equal(rule.statusCode, 201, rule.body);
+    assert.equal(await observe.service.jobs.alerts.tick(), true);
+    alertSession = `alert:${(rule.json() as { id: string }).id}`;
+    await drain(observe);
+  });
+  after(() => observe.close());
+
+  test("the system agent's alert sessions are left out unless agentId=system asks for them", async () => {
+    // Close to the alert session's summary ("Session alert:… of agent system, active. 1 events, …").
+    const topic = 'session alert of agent system, active, 1 events';
+    const all = await context(observe, { topic, limit: 10 });
+    assert.ok(all.sessions.length > 0);
+    assert.ok(!all.sessions.some((s) => s.agentId === 'system'), JSON.stringify(all.sessions.map((s) => s.sessionId)));
+    assert.equal(all.totalSessions, all.sessions.length, 'and not counted');
+    const system = await context(observe, { topic, agentId: 'system', limit: 10 });
+    assert.deepEqual(
+      system.sessions.map((s) => s.sessionId),
+      [alertSession],
+    );
+  });
+});
+
 await describeEachDatabase('GET /api/context with the memory integration', (backend) => {
   let memory: TestHttpServer;
   let observe: TestObserve;

@@ -15,6 +15,8 @@ export interface ScanFilter {
   events: boolean;
   sessions: boolean;
   agentId?: string;
+  /** Leave out this agent's vectors (context leaves out the system agent's alert sessions). */
+  excludeAgentId?: string;
   /** Inclusive bounds on `ts` (event time; a session's startedAt). */
   from?: number;
   to?: number;
@@ -208,6 +210,7 @@ export class VectorIndex {
     // An unknown agent or user can match nothing (agent) or only unattributed sessions (user).
     const agentCode = filter.agentId === undefined ? -2 : (this.codes.get(filter.agentId) ?? -3);
     if (agentCode === -3) return;
+    const excludedCode = filter.excludeAgentId === undefined ? -2 : (this.codes.get(filter.excludeAgentId) ?? -2);
     const userCode = filter.userId === undefined ? -2 : (this.codes.get(filter.userId) ?? -3);
     const from = filter.from ?? -Infinity;
     const to = filter.to ?? Infinity;
@@ -232,6 +235,7 @@ export class VectorIndex {
         if (alive[slot] !== 1) continue;
         if (kind[slot] === EVENT ? !wantEvents : !wantSessions) continue;
         if (agentCode !== -2 && agent[slot] !== agentCode) continue;
+        if (agent[slot] === excludedCode) continue;
         const t = ts[slot]!;
         if (t < from || t > to) continue;
         if (userCode !== -2 && user[slot] !== -1 && user[slot] !== userCode) continue;
