@@ -19,7 +19,7 @@ import {
   type NodeReader,
   type NodeRef,
 } from './merkle.ts';
-import { hashHex } from './stored-hash.ts';
+import { hashHex, hashOf } from './stored-hash.ts';
 import { toIso } from './time.ts';
 import { VIGIL_VERSION } from './version.ts';
 
@@ -362,7 +362,7 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
         .orderBy('idx')
         .execute();
       if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
-      for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), leaf.leaf_hash);
+      for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), hashOf(leaf.leaf_hash));
       const nodes: AuditLogNodeRow[] = [];
       for (let index = built; index < end; index += 1) {
         for (const node of completedBy(index)) {
@@ -400,7 +400,7 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       .select(['idx', 'leaf_hash'])
       .where((eb) => eb.or(ranges.map(({ from, to }) => (to - from === 1 ? eb('idx', '=', from) : eb.and([eb('idx', '>=', from), eb('idx', '<', to)])))))
       .execute();
-    for (const row of rows) found.set(nodeKey(0, Number(row.idx)), row.leaf_hash);
+    for (const row of rows) found.set(nodeKey(0, Number(row.idx)), hashOf(row.leaf_hash));
   }
   for (let i = 0; i < stored.length; i += NODES_PER_QUERY) {
     const nodes = stored.slice(i, i + NODES_PER_QUERY);
@@ -409,7 +409,7 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       .select(['level', 'idx', 'hash'])
       .where((eb) => eb.or(nodes.map((ref) => eb.and([eb('level', '=', ref.level), eb('idx', '=', ref.index)]))))
       .execute();
-    for (const row of rows) found.set(nodeKey(row.level, Number(row.idx)), row.hash);
+    for (const row of rows) found.set(nodeKey(row.level, Number(row.idx)), hashOf(row.hash));
   }
   const read: NodeReader = (level, index) => {
     const at = nodeKey(level, index);

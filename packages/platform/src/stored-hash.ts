@@ -23,6 +23,15 @@ export function hashHex(stored: Buffer): string {
   return Buffer.isBuffer(stored) ? stored.toString('hex') : `(not a stored hash: ${typeof stored})`;
 }
 
+/**
+ * The bytes of a stored hash, for the tree's arithmetic: a value of another type (as above) gives
+ * its text's bytes, so the roots and proofs computed from it are wrong (and say so) rather than
+ * failing.
+ */
+export function hashOf(stored: Buffer): Buffer {
+  return Buffer.isBuffer(stored) ? stored : Buffer.from(String(stored), 'utf8');
+}
+
 /** hashHex in SQL, of the column or expression `column` (lower-case hex; null stays null). */
 export function hashHexSql(dialect: DialectName, column: string): RawBuilder<string> {
   const value = sql.raw(column);

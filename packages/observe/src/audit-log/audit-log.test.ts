@@ -169,6 +169,14 @@ await describeEachDatabase('audit log', (backend) => {
     assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(3, checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
+    // ...or writes a leaf back as its hex text (SQLite columns take any type): proofs are still answered, and still fail.
+    await db
+      .updateTable('audit_log_leaves')
+      .set({ leaf_hash: leafOf(acks[2]!).toString('hex') as unknown as Buffer })
+      .where('item_id', '=', acks[2]!.id)
+      .execute();
+    const beside = await inclusion(acks[1]!.id, checkpoint.treeSize);
+    assert.ok(!verifyInclusion(1, checkpoint.treeSize, leafOf(acks[1]!), buffers(beside.proof), root));
   });
 
   test('the checkpoint job signs one when the log grew since the last, and none otherwise', async () => {

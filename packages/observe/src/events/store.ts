@@ -185,9 +185,9 @@ export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: str
  * The stored text of a session's chain: every byte the chain verdict and the timeline are computed
  * from (each row's chain columns and its audit-log leaf), rows in timeline order. A row is its
  * fields joined by U+001F, written as its length in UTF-8 bytes, a colon and that text; hashes are
- * written in hex (hashHex: a stored value that is no 32-byte string gives text SQL's hex never
- * does); a null prevHash or leaf is `-`, a present one `+` and its hex. Rows whose fields hold U+001F or are
- * empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
+ * written in hex (hashHex: a stored value that is not bytes gives text SQL's hex never does); a
+ * null prevHash or leaf is `-`, a present one `+` and its hex. Rows whose fields hold U+001F or
+ * are empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
  * exactly the rows and fields it was built from: the lengths delimit the rows, and a stored row
  * giving the same row text has no separator inside a field (it would have one more than the 11
  * between them) nor a null (written empty). `storedChainText` builds it from rows read;
