@@ -68,6 +68,7 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
+  leafOfRow,
   linksJson,
   type LoggedChainRow,
   sessionEventsQuery,
