@@ -409,10 +409,18 @@ function latencyRow(label: string, { p50, p95, cpuMs }: Latency, target?: { p: 5
   return [label, `p${target.p} ≤ ${target.ms} ms`, checked(result, (target.p === 50 ? p50 : p95) <= target.ms)];
 }
 
-/** Observe's resident memory as a row (targets: ≤ 90 MiB after start, ≤ 1.5 × that after the ingest bench). */
-function memoryRow(label: string, pid: number, limitMb: number, target: string): Row {
+/**
+ * Issue 21's targets for observe's RSS: 150 MB after start and, after the ingest bench, 1.5 × that
+ * target (225 MiB), not 1.5 × whatever the start measured.
+ */
+const ISSUE_21_AFTER_START_MB = 150;
+
+/** Observe's resident memory as a row; `startMb`, when given, adds the ratio to the RSS measured after start. */
+function memoryRow(label: string, pid: number, limitMb: number, target: string, startMb?: number): Row {
   const mb = residentMegabytes(pid);
-  return [label, target, mb === null ? 'no /proc here' : checked(`${mb.toFixed(0)} MiB`, mb <= limitMb)];
+  if (mb === null) return [label, target, 'no /proc here'];
+  const ratio = startMb ? ` (${(mb / startMb).toFixed(2)} × after start)` : '';
+  return [label, target, checked(`${mb.toFixed(0)} MiB${ratio}`, mb <= limitMb)];
 }
 
 /** The server to load: the one given by --url/--key, else an observe the bench starts (and stops) itself (`databaseUrl`: on that PostgreSQL). */
@@ -515,7 +523,7 @@ async function main(): Promise<void> {
     let afterStartMb = 0;
     if (pid !== null) {
       afterStartMb = residentMegabytes(pid) ?? 0;
-      rows.push(memoryRow('observe RSS after start (compiled, `npm start` flags)', pid, 90, '≤ 90 MiB (issue 22; issue 21: ≤ 150)'));
+      rows.push(memoryRow('observe RSS after start (compiled, `npm start` flags)', pid, 90, `≤ 90 MiB (issue 22; issue 21: ≤ ${ISSUE_21_AFTER_START_MB})`));
     }
 
     const small = Array.from({ length: 400 }, (_, s) => batchBody(`bench-session-${s}`, 100));
@@ -572,7 +580,15 @@ async function main(): Promise<void> {
     ]);
     if (database !== null) rows.push(...(await embeddingFootprintRows('the load', database, stats.totalEvents)));
     if (pid !== null)
-      rows.push(memoryRow('observe RSS after the ingest bench', pid, 1.5 * afterStartMb, `≤ 1.5 × after start (${(1.5 * afterStartMb).toFixed(0)} MiB)`));
+      rows.push(
+        memoryRow(
+          'observe RSS after the ingest bench',
+          pid,
+          1.5 * ISSUE_21_AFTER_START_MB,
+          `≤ ${1.5 * ISSUE_21_AFTER_START_MB} MiB (issue 21: 1.5 × its ${ISSUE_21_AFTER_START_MB} MB after-start target)`,
+          afterStartMb,
+        ),
+      );
     // The footprint once the embedding worker has caught up (the rollups and the audit log's leaves
     // are written by the ingest transaction itself), the WAL checkpointed into the file.
     if (database !== null) rows.push(...(await footprintRows(database, stats.totalEvents)));

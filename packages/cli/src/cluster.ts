@@ -5,7 +5,7 @@
  * the same port and the same database.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -112,10 +112,12 @@ export class ServiceProcess {
     readonly port: number,
     readonly dataDir: string,
     readonly env: Record<string, string>,
+    /** Node's own flags, before the CLI entry (e.g. `npm start`'s, startScriptNodeFlags). */
+    readonly nodeFlags: readonly string[] = [],
   ) {}
 
-  static async create(kind: ServiceKind, env: Record<string, string>, dataDir: string): Promise<ServiceProcess> {
-    return new ServiceProcess(kind, await freePort(), dataDir, env);
+  static async create(kind: ServiceKind, env: Record<string, string>, dataDir: string, nodeFlags: readonly string[] = []): Promise<ServiceProcess> {
+    return new ServiceProcess(kind, await freePort(), dataDir, env, nodeFlags);
   }
 
   get base(): string {
@@ -130,10 +132,14 @@ export class ServiceProcess {
   async start(timeoutMs = 90_000): Promise<this> {
     if (this.running) throw new Error(`${this.kind} on ${this.port} is already running`);
     const blanks = Object.fromEntries(VIGIL_VARIABLES.map((name) => [name, '']));
-    const child = spawn(process.execPath, ['--import', ORPHAN_WATCHDOG, BIN, this.kind, '--port', String(this.port), '--data-dir', this.dataDir], {
-      env: { ...process.env, ...blanks, HOST: '127.0.0.1', LOG_LEVEL: 'warn', SHUTDOWN_TIMEOUT_MS: '5000', ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...this.nodeFlags, '--import', ORPHAN_WATCHDOG, BIN, this.kind, '--port', String(this.port), '--data-dir', this.dataDir],
+      {
+        env: { ...process.env, ...blanks, HOST: '127.0.0.1', LOG_LEVEL: 'warn', SHUTDOWN_TIMEOUT_MS: '5000', ...this.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child = child;
     this.starts += 1;
     const keep = (chunk: Buffer) => {
@@ -183,6 +189,15 @@ export class ServiceProcess {
     await this.kill();
     return this.start();
   }
+}
+
+/** The node flags of the root package.json's `start` script (`node <flags> packages/cli/bin/vigil.mjs up`). */
+export function startScriptNodeFlags(): string[] {
+  const root = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../../package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = root.scripts.start.split(/\s+/);
+  const entry = words.findIndex((word) => word.endsWith('/vigil.mjs'));
+  if (words[0] !== 'node' || entry === -1) throw new Error(`the start script is not node <flags> …/vigil.mjs: ${root.scripts.start}`);
+  return words.slice(1, entry);
 }
 
 /** Two processes of one service on the same configuration (one schema), started at once: they race on creating and migrating it. */

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import type { KyselyPlugin } from 'kysely';
-import { BulkInserter, openDatabase, type Database } from './db.ts';
+import { BulkInserter, openDatabase, PreparedStatementCache, type Database } from './db.ts';
 import { describeEachDatabase, sqliteBackend } from './testing.ts';
 
 interface Row {
@@ -77,6 +78,39 @@ await describeEachDatabase('BulkInserter', (backend) => {
         rows,
         `${size} rows`,
       );
+    }
+  });
+});
+
+describe('PreparedStatementCache', () => {
+  test('keeps the most recently used statements within its budget of SQL characters, and compiles a text again only once it was dropped', () => {
+    const raw = new BetterSqlite3(':memory:');
+    const compiled: string[] = [];
+    const counting = { prepare: (text: string) => (compiled.push(text), raw.prepare(text)), close: () => raw.close() };
+    // Statements of 100 characters each (`select 1 as c, …` padded with spaces), a budget of three.
+    const text = (n: number): string => `select ${n} as c`.padEnd(100, ' ');
+    const cache = new PreparedStatementCache(counting, 300);
+    try {
+      for (const n of [1, 2, 3]) cache.prepare(text(n));
+      assert.deepEqual(cache.held, { statements: 3, chars: 300 });
+      // 1 is used again, so 2 is now the least recently used: the fourth statement drops it.
+      assert.deepEqual(cache.prepare(text(1)).all([]), [{ c: 1 }]);
+      cache.prepare(text(4));
+      assert.deepEqual(cache.held, { statements: 3, chars: 300 });
+      compiled.length = 0;
+      for (const n of [1, 3, 4]) assert.deepEqual(cache.prepare(text(n)).all([]), [{ c: n }]);
+      assert.deepEqual(compiled, [], 'the three kept statements are served without compiling');
+      assert.deepEqual(cache.prepare(text(2)).all([]), [{ c: 2 }]);
+      assert.deepEqual(compiled, [text(2)], 'the dropped one is compiled again');
+      // A statement longer than the whole budget is still served, and held alone.
+      const long = `select 5 as c`.padEnd(1000, ' ');
+      assert.deepEqual(cache.prepare(long).all([]), [{ c: 5 }]);
+      assert.deepEqual(cache.held, { statements: 1, chars: 1000 });
+      // Transactions take the write lock up front.
+      cache.prepare('begin');
+      assert.equal(compiled.at(-1), 'begin immediate');
+    } finally {
+      cache.close();
     }
   });
 });

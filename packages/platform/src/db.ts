@@ -71,7 +71,15 @@ export interface StoredObject {
   bytes: number;
 }
 
-const STATEMENT_CACHE_SIZE = 2000;
+/**
+ * What the prepared statements of one SQLite connection may hold, counted in characters of their
+ * SQL: a compiled statement costs SQLite ~50 bytes of native memory per character (measured for
+ * multi-row inserts; `in (…)` lists cost more), which V8 does not see. Statements whose text varies
+ * with a batch's size (bulk inserts, `in` lists) once filled a 2,000-statement cache with ~800,000
+ * characters, ~40 MiB (docs/architecture.md, Memory after load). 256 Ki characters is ~12 MiB,
+ * about twice what the ingest path's hot statements use, so those stay and rarer sizes come and go.
+ */
+const STATEMENT_CACHE_CHARS = 256 * 1024;
 
 /** The WAL is cut back to this size after a checkpoint empties it, so a burst of writes does not keep its high-water mark on disk. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -96,23 +104,47 @@ function fileBytes(path: string): number {
 /**
  * Wraps better-sqlite3 so Kysely reuses prepared statements (the hot path compiles each SQL text
  * once) and so every transaction takes the write lock up front (`BEGIN IMMEDIATE`): a transaction
- * that reads the chain head and then appends can never fail on lock upgrade.
+ * that reads the chain head and then appends can never fail on lock upgrade. The cache keeps the
+ * most recently used statements within `maxChars` characters of SQL (STATEMENT_CACHE_CHARS); a
+ * statement dropped from it is finalised by SQLite when V8 collects it.
  */
-function preparedStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
-  const cache = new Map<string, SqliteStatement>();
-  return {
-    close: () => raw.close(),
-    prepare(text: string): SqliteStatement {
-      const effective = text === 'begin' ? 'begin immediate' : text;
-      let statement = cache.get(effective);
-      if (statement === undefined) {
-        statement = raw.prepare(effective) as unknown as SqliteStatement;
-        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-        cache.set(effective, statement);
-      }
+export class PreparedStatementCache implements SqliteDatabase {
+  private readonly statements = new Map<string, SqliteStatement>();
+  private chars = 0;
+
+  constructor(
+    private readonly raw: { prepare(text: string): unknown; close(): unknown },
+    private readonly maxChars = STATEMENT_CACHE_CHARS,
+  ) {}
+
+  /** Statements cached and the characters of their SQL. */
+  get held(): { statements: number; chars: number } {
+    return { statements: this.statements.size, chars: this.chars };
+  }
+
+  close(): void {
+    this.raw.close();
+  }
+
+  prepare(text: string): SqliteStatement {
+    const effective = text === 'begin' ? 'begin immediate' : text;
+    let statement = this.statements.get(effective);
+    if (statement !== undefined) {
+      // Most recently used last: eviction takes from the front.
+      this.statements.delete(effective);
+      this.statements.set(effective, statement);
       return statement;
-    },
-  };
+    }
+    statement = this.raw.prepare(effective) as unknown as SqliteStatement;
+    this.statements.set(effective, statement);
+    this.chars += effective.length;
+    for (const cached of this.statements.keys()) {
+      if (this.chars <= this.maxChars || cached === effective) break;
+      this.statements.delete(cached);
+      this.chars -= cached.length;
+    }
+    return statement;
+  }
 }
 
 /**
@@ -215,7 +247,7 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   // thread checkpoints only as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
   const stopCheckpoints = checkpointer.add(config.file);
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: preparedStatementCache(raw) }) });
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
   return {
     db,
     dialect: 'sqlite',
