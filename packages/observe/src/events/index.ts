@@ -77,5 +77,6 @@ export {
   toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
+export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
 
 export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));
