@@ -126,11 +126,17 @@ await describeEachDatabase('GET /api/stats: totals kept by every write, exact at
     fail = false;
     await ingest(observe, [custom('tot-fail', 'agent-fail', ago(5))]);
     const afterRetry = await assertExact(observe, 'after the batch went through');
-    assert.deepEqual([afterRetry.totalEvents, afterRetry.totalSessions, afterRetry.totalAgents], [before.totalEvents + 1, before.totalSessions + 1, before.totalAgents + 1]);
+    assert.deepEqual(
+      [afterRetry.totalEvents, afterRetry.totalSessions, afterRetry.totalAgents],
+      [before.totalEvents + 1, before.totalSessions + 1, before.totalAgents + 1],
+    );
   });
 
   test('retention subtracts the sessions it deletes, in their transaction; a later instance on the same database reads the same totals', async () => {
-    await ingest(observe, [custom('tot-old', 'agent-old', new Date(TEST_NOW - 3 * DAY).toISOString()), custom('tot-old', 'agent-old', new Date(TEST_NOW - 3 * DAY + 1).toISOString())]);
+    await ingest(observe, [
+      custom('tot-old', 'agent-old', new Date(TEST_NOW - 3 * DAY).toISOString()),
+      custom('tot-old', 'agent-old', new Date(TEST_NOW - 3 * DAY + 1).toISOString()),
+    ]);
     const before = await assertExact(observe, 'before retention');
     const put = await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 1 } });
     assert.equal(put.statusCode, 200, put.body);
@@ -165,7 +171,10 @@ await describeEachDatabase('GET /api/stats: totals kept by every write, exact at
       const responses = await Promise.all(Array.from({ length: 16 }, (_, i) => post(i % 2 === 0 ? observe : second, i)));
       for (const response of responses) assert.equal(response.statusCode, 201, response.body);
       const figures = await assertExact(observe, 'after two instances');
-      assert.deepEqual([figures.totalEvents - before.totalEvents, figures.totalSessions - before.totalSessions, figures.totalAgents - before.totalAgents], [32, 3, 5]);
+      assert.deepEqual(
+        [figures.totalEvents - before.totalEvents, figures.totalSessions - before.totalSessions, figures.totalAgents - before.totalAgents],
+        [32, 3, 5],
+      );
     } finally {
       await second.close();
     }
@@ -189,7 +198,17 @@ await describeEachDatabase('migration 0023: the totals filled from the rows of a
       // The system agent's row, as alert bookkeeping leaves it, is not a user's agent.
       await db
         .insertInto('agents')
-        .values({ id: SYSTEM_AGENT_ID, name: SYSTEM_AGENT_ID, first_seen_at: TEST_NOW, last_seen_at: TEST_NOW, session_count: 0, paused_at: null, pause_reason: null, model_override: null, approval_policy_id: null })
+        .values({
+          id: SYSTEM_AGENT_ID,
+          name: SYSTEM_AGENT_ID,
+          first_seen_at: TEST_NOW,
+          last_seen_at: TEST_NOW,
+          session_count: 0,
+          paused_at: null,
+          pause_reason: null,
+          model_override: null,
+          approval_policy_id: null,
+        })
         .execute();
 
       // The database as it was before 0023 (the judge call above went in without a spend row to keep).
@@ -199,10 +218,7 @@ await describeEachDatabase('migration 0023: the totals filled from the rows of a
       await migrateToLatest(database, observeMigrations);
 
       const migrated = await assertExact(observe, 'right after the migration');
-      assert.deepEqual(
-        [migrated.totalEvents, migrated.totalSessions, migrated.totalAgents, migrated.judgeSpendUsd],
-        [4, 3, 3, 0.0125003],
-      );
+      assert.deepEqual([migrated.totalEvents, migrated.totalSessions, migrated.totalAgents, migrated.judgeSpendUsd], [4, 3, 3, 0.0125003]);
       await ingest(observe, [custom('mig-2', 'agent-d', ago(50)), custom('mig-3', 'agent-a', ago(40))]);
       await assertExact(observe, 'after ingest');
       const put = await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 1 } });
