@@ -10,7 +10,8 @@
  *
  * Recall is measured on a second server of its own at a fixed size: BENCH_RECALL_EVENTS (default
  * 100,000) events with varied text, embedded by the worker after commit, then GET /api/recall and
- * GET /api/context p50/p95.
+ * GET /api/context p50/p95, and the server's RSS growth over the first query (which loads every
+ * vector into the in-memory index). BENCH_RECALL_ONLY=1 runs this part alone.
  *
  * Once the embedding queue is drained (after each load), the bytes of the embeddings table with its
  * indexes are read from the database itself: per vector, per stored event, and as a share of it.
@@ -271,11 +272,21 @@ async function benchRecall(rows: Row[]): Promise<void> {
     const queries = Array.from({ length: 50 }, () => encodeURIComponent(sentence(next).split(' ').slice(2, 5).join(' ')));
     const label = `${vectors.toLocaleString('en-US')} vectors`;
     // The first query loads the vectors into the server's in-memory index; later ones read only what changed.
+    const rssBefore = residentMegabytes(child.pid!);
     const coldStarted = performance.now();
     const cold = await fetch(`${base}/api/recall?query=${queries[0]}`, { headers: { authorization: `Bearer ${key}` } });
     if (!cold.ok) throw new Error(`/api/recall: ${cold.status}`);
     await cold.arrayBuffer();
     rows.push([`GET /api/recall, first query (loads ${label} into memory)`, '', `${(performance.now() - coldStarted).toFixed(0)} ms (one sample)`]);
+    const rssAfter = residentMegabytes(child.pid!);
+    if (rssBefore !== null && rssAfter !== null && vectors > 0) {
+      const grown = rssAfter - rssBefore;
+      rows.push([
+        `observe RSS growth over that first query (the index of ${label})`,
+        '',
+        `${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB: +${grown.toFixed(0)} MiB, ${Math.round((grown * 1024 * 1024) / vectors).toLocaleString('en-US')} B/vector`,
+      ]);
+    }
     for (const [name, paths] of [
       [`GET /api/recall p95 at ${label}`, queries.map((q) => `/api/recall?query=${q}`)],
       [
@@ -284,8 +295,11 @@ async function benchRecall(rows: Row[]): Promise<void> {
       ],
       [`GET /api/context at ${label}`, queries.map((q) => `/api/context?topic=${q}`)],
     ] as const) {
+      const cpuBefore = processCpuMs(child.pid!);
       const { p50, p95 } = await latencyOver(base, key, [...paths]);
-      rows.push([name, '', `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms`]);
+      const cpuAfter = processCpuMs(child.pid!);
+      const cpu = cpuBefore !== null && cpuAfter !== null ? ` · CPU ${((cpuAfter - cpuBefore) / (QUERY_SAMPLES + 20)).toFixed(1)} ms/request` : '';
+      rows.push([name, '', `p50 ${p50.toFixed(1)} ms · p95 ${p95.toFixed(1)} ms${cpu}`]);
     }
   } finally {
     await stopServer(child, dataDir, schema);
@@ -486,6 +500,12 @@ async function benchPostgresIngest(rows: Row[]): Promise<void> {
 
 async function main(): Promise<void> {
   const remote = remoteMode(remoteTargets());
+  if (process.env.BENCH_RECALL_ONLY === '1' && !remote) {
+    const rows: Row[] = [];
+    await benchRecall(rows);
+    printTable(rows);
+    return;
+  }
   if (remote && !remoteTargets().observe) return;
   const { base, key, pid, database, stop } = await observeUnderTest();
   const rows: Row[] = [];

@@ -21,7 +21,9 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+// The timeout bounds each file's process as a whole too: the slowest files (npm pack and install,
+// browsers) take about a minute on a quiet 2-core machine, so a loaded one gets room before a hang fails.
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...files], {
   stdio: 'inherit',
   env: process.env,
 });

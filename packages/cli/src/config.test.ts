@@ -102,3 +102,15 @@ describe('the one configuration schema', () => {
     assert.deepEqual(gate.observe, { url: 'http://127.0.0.1:3400', webhookSecret: undefined, serviceToken: 'a-service-token-0123' });
   });
 });
+
+describe('the documented defaults', () => {
+  test('ports 3400 and 3000; webhooks 5000 ms, 3 attempts, scanned every 30 s; expiry every 5 s; alerts every 60 s', () => {
+    const observe = loadObserveConfig({});
+    assert.equal(observe.port, 3400);
+    assert.equal(observe.alertEvalIntervalMs, 60_000);
+    const gate = loadGateConfig({});
+    assert.equal(gate.port, 3000);
+    assert.deepEqual(gate.webhooks, { timeoutMs: 5000, maxAttempts: 3, scanIntervalMs: 30_000 });
+    assert.equal(gate.expiryScanIntervalMs, 5000);
+  });
+});

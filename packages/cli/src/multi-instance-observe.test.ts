@@ -68,7 +68,7 @@ describe('two observe instances on one PostgreSQL schema', { skip, concurrency: 
           key,
           body: { events: batchOf(marker, 24, touched, `agent-${c}`) },
         });
-        assert.equal(answer.status, 201, JSON.stringify(answer.body));
+        assert.equal(answer.status, 201, `${JSON.stringify(answer.body)}\n${instance.output}`);
         batches.push({ marker, size: 24, outcome: 'acked', ids: answer.body.events.map((e) => e.id) });
       }
     };

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { canonicalJson, sha256Hex, type Checkpoint } from '@vigil/platform';
+import { canonicalJson, hashBytes, sha256Hex, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { verifyText as verify } from './verify-testkit.ts';
 import { ago, clockOf, custom, ingestEvents, started, startTestObserve, type TestObserve } from '@vigil/observe/testing';
@@ -201,7 +201,7 @@ await describeEachDatabase('vigil verify', (backend) => {
     const last = await db().selectFrom('events').selectAll().where('session_id', '=', 'v-a').where('seq', '=', head.last_seq).executeTakeFirstOrThrow();
     // The attacker knows the published recipe (docs/audit.md).
     const forged = { ...last, id: 'forged-event-0001', seq: head.last_seq + 1, prev_hash: head.last_hash, ts: last.ts + 1 };
-    forged.hash = sha256Hex(
+    const forgedHash = sha256Hex(
       canonicalJson({
         v: 1,
         id: forged.id,
@@ -216,8 +216,11 @@ await describeEachDatabase('vigil verify', (backend) => {
         prevHash: forged.prev_hash,
       }),
     );
-    await db().insertInto('events').values(forged).execute();
-    await db().updateTable('sessions').set({ last_seq: forged.seq, last_hash: forged.hash }).where('id', '=', 'v-a').execute();
+    await db()
+      .insertInto('events')
+      .values({ ...forged, prev_hash: hashBytes(forged.prev_hash!), hash: hashBytes(forgedHash) })
+      .execute();
+    await db().updateTable('sessions').set({ last_seq: forged.seq, last_hash: forgedHash }).where('id', '=', 'v-a').execute();
     clockOf(observe).advance(1000);
 
     const audit = await verify(['--url', url, '--checkpoint', saved], env());

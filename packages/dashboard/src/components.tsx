@@ -5,6 +5,7 @@
  */
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
 import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAction, type AsyncState } from './ui.tsx';
+import { fmtDuration } from './format.ts';
 
 export interface Column<T> {
   header: ReactNode;
@@ -68,6 +69,14 @@ export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption
       </tbody>
     </table>
   );
+}
+
+/** Four right-aligned duration columns: the mean (headed `averageHeader`), p50, p95 and p99, as `pick` gives them. */
+export function durationColumns<T>(
+  averageHeader: string,
+  pick: (row: T) => readonly [number | null, number | null, number | null, number | null],
+): Column<T>[] {
+  return [averageHeader, 'p50', 'p95', 'p99'].map((header, i) => ({ header, num: true, cell: (row: T) => fmtDuration(pick(row)[i]) }));
 }
 
 /** A table of what a request loads: loading, error with retry, empty sentence, then the rows. */

@@ -5,6 +5,7 @@ import {
   createAuditLogTables,
   createLeaseTable,
   epochMsType,
+  storeHashesAsBytes,
   withDeliveryColumns,
   type MigrationStep,
 } from '@vigil/platform';
@@ -196,9 +197,9 @@ export const gateMigrations: Record<string, MigrationStep> = {
    * The audit log (audit-log/): its tables, then every existing audit entry becomes a leaf (its
    * chain hash, under its request).
    */
-  async '0006_audit_log'(db, dialect) {
+  async '0006_audit_log'(db) {
     await createAuditLogTables(db);
-    await backfillLeaves(db, dialect, 'audit_entries', 'request_id');
+    await backfillLeaves(db, 'audit_entries', 'request_id');
   },
   '0007_chat_messages': createChatMessageTable,
   /**
@@ -213,5 +214,11 @@ export const gateMigrations: Record<string, MigrationStep> = {
     await db.schema.dropIndex('requests_status_expires').execute();
     await db.schema.createIndex('requests_deadline').on('requests').columns(['status', 'expires_at']).where('expires_at', 'is not', null).execute();
     await db.schema.dropIndex('audit_request').execute();
+  },
+
+  /** The audit log's leaves and stored nodes as their 32 bytes instead of hex text (platform stored-hash.ts), as observe's 0022 stores them. */
+  async '0009_binary_audit_log_hashes'(db, dialect) {
+    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
   },
 };

@@ -6,6 +6,7 @@ import {
   floatType,
   jsonArrayLength,
   jsonText,
+  storeHashesAsBytes,
   withDeliveryColumns,
   type MigrationStep,
 } from '@vigil/platform';
@@ -562,8 +563,8 @@ export const observeMigrations: Record<string, MigrationStep> = {
    * The log in the platform's shape (leaves name their session), retention tombstones and witness
    * deliveries; events without a leaf (all of them on a database that 0016 just created) become leaves.
    */
-  async '0017_audit_log_witnesses'(db, dialect) {
-    await upgradeAuditLog(db, dialect);
+  async '0017_audit_log_witnesses'(db) {
+    await upgradeAuditLog(db);
   },
 
   /**
@@ -623,6 +624,18 @@ export const observeMigrations: Record<string, MigrationStep> = {
   async '0021_reflect_state'(db) {
     await createReflectStateTables(db);
     await db.schema.createIndex('events_session_errors').on('events').columns(['session_id', 'seq']).where(sql.ref('is_error'), '=', 1).execute();
+  },
+
+  /**
+   * SHA-256 values stored as their 32 bytes instead of 64 hex characters (platform stored-hash.ts):
+   * the events' hash and prev_hash and the audit log's leaves and stored nodes, 96 bytes less per
+   * event (docs/architecture.md, "Storage footprint"). Every API, export and proof shows them in hex
+   * as before; a value that was not a hash's hex keeps its own bytes, so a tampered row stays broken.
+   */
+  async '0022_binary_hashes'(db, dialect) {
+    await storeHashesAsBytes(db, dialect, 'events', ['hash', 'prev_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
   },
 
   /**

@@ -11,8 +11,9 @@ export interface EventRow {
   ts: number;
   payload: string;
   metadata: string;
-  prev_hash: string | null;
-  hash: string;
+  /** SHA-256 values as their 32 bytes (platform stored-hash.ts); the API shows them in hex. */
+  prev_hash: Buffer | null;
+  hash: Buffer;
   /** 1 when this is an error event (severity error/critical or tool_error), the one definition used everywhere. */
   is_error: number;
   /** costUsd of llm_response and cost_tracked events: the one definition of spend. */

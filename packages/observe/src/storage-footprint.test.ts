@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { leafHash, migrateToLatest, rootOf, type Checkpoint } from '@vigil/platform';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
+import { describeEachDatabase, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from './migrations.ts';
-import { ago, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
+import { ago, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
 
 /** The schema as it was before 0020: reflect's full tool-call index and, on SQLite, the leaves keyed by a bigint column beside the rowid. */
 async function backToBefore0020(observe: TestObserve): Promise<void> {
@@ -73,10 +73,119 @@ await describeEachDatabase('migration 0020: storage footprint', (backend) => {
       const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'leaf_hash']).orderBy('idx').execute();
       assert.equal(leaves.at(-1)!.item_id, appended!.id);
       assert.equal(Number(leaves.at(-1)!.idx), leavesBefore.length);
-      assert.equal(leaves.at(-1)!.leaf_hash, leafHash(Buffer.from(appended!.hash, 'hex')).toString('hex'));
+      assert.deepEqual(leaves.at(-1)!.leaf_hash, leafHash(Buffer.from(appended!.hash, 'hex')));
       const checkpoint = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(checkpoint.statusCode, 201, checkpoint.body);
-      assert.equal((checkpoint.json() as Checkpoint).rootHash, rootOf(leaves.map((leaf) => Buffer.from(leaf.leaf_hash, 'hex'))).toString('hex'));
+      assert.equal((checkpoint.json() as Checkpoint).rootHash, rootOf(leaves.map((leaf) => leaf.leaf_hash)).toString('hex'));
+    } finally {
+      await observe.close();
+    }
+  });
+});
+
+/** The hash columns 0022 converts, as they were before it: hex text. */
+async function backToBefore0022(observe: TestObserve): Promise<void> {
+  const { db, dialect } = observe.service.context.database;
+  await storeHashesAsHex(db, dialect, 'events', ['hash', 'prev_hash']);
+  await storeHashesAsHex(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+  await storeHashesAsHex(db, dialect, 'audit_log_nodes', ['hash']);
+  await sql`delete from schema_migrations where name = '0022_binary_hashes'`.execute(db);
+}
+
+interface Proof {
+  leafIndex: number;
+  treeSize: number;
+  leafHash: string;
+  proof: string[];
+}
+
+await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) => {
+  test('an older database is migrated in place: every answer as before, chains and proofs verify, a tampered row stays broken', async () => {
+    const observe = await startTestObserve(backend);
+    try {
+      const events = [];
+      for (const session of ['bin-a', 'bin-b', 'bin-tampered']) {
+        events.push(started(session, 'agent', ago(40)));
+        for (let i = 0; i < 12; i += 1) events.push(i % 2 === 0 ? toolCall(session, 'agent', ago(30 - i), `c${i}`) : custom(session, 'agent', ago(30 - i)));
+      }
+      const acks = await ingestEvents(observe, events);
+      const database = observe.service.context.database;
+      const { db } = database;
+      const body = async (url: string): Promise<string> => {
+        const response = await observe.call({ method: 'GET', url });
+        assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+        return response.body;
+      };
+      const checkpoint = (await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
+      assert.equal(checkpoint.treeSize, acks.length);
+      // Read before: bin-a's timeline and export, the event listing, one proof. bin-b is first read after the migration.
+      // 13 events per session, in batch order: bin-b's seq 5, bin-tampered's seq 4.
+      const victim = acks[13 + 5]!;
+      const urls = [
+        '/api/sessions/bin-a/timeline',
+        '/api/audit/export?sessionId=bin-a',
+        '/api/events?sessionId=bin-a&limit=100',
+        `/api/events/${victim.id}`,
+        `/api/audit/inclusion?eventId=${victim.id}&treeSize=${checkpoint.treeSize}`,
+      ];
+      const before = await Promise.all(urls.map(body));
+
+      await backToBefore0022(observe);
+      // An edit of the old form: bin-tampered's seq-4 hash in upper case, the same digits.
+      const tampered = acks[26 + 4]!;
+      await sql`update events set hash = ${tampered.hash.toUpperCase()} where id = ${tampered.id}`.execute(db);
+      const text = await sql<{ hash: unknown }>`select hash from events where id = ${victim.id}`.execute(db);
+      assert.equal(text.rows[0]!.hash, victim.hash, 'the old form: hex text');
+
+      await migrateToLatest(database, observeMigrations);
+
+      const stored = await db.selectFrom('events').select(['id', 'hash', 'prev_hash']).where('session_id', '=', 'bin-b').orderBy('seq').execute();
+      for (const row of stored) assert.ok(Buffer.isBuffer(row.hash) && row.hash.length === 32, 'each hash is its 32 bytes');
+      assert.deepEqual(stored.find((row) => row.id === victim.id)!.hash, Buffer.from(victim.hash, 'hex'));
+      const leaves = await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).orderBy('idx').execute();
+      assert.deepEqual(
+        leaves.map((leaf) => leaf.leaf_hash),
+        acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex'))),
+      );
+      const nodes = await db.selectFrom('audit_log_nodes').select('hash').execute();
+      assert.ok(nodes.length > 0 && nodes.every((node) => Buffer.isBuffer(node.hash) && node.hash.length === 32));
+
+      assert.deepEqual(await Promise.all(urls.map(body)), before, 'the same answers, byte for byte');
+      const verdict = async (sessionId: string) =>
+        JSON.parse(await body(`/api/audit/verify?sessionId=${sessionId}`)) as { valid: boolean; brokenAt: { seq: number } | null };
+      assert.equal((await verdict('bin-a')).valid, true);
+      assert.equal((await verdict('bin-b')).valid, true);
+      const broken = await verdict('bin-tampered');
+      assert.equal(broken.valid, false);
+      assert.equal(broken.brokenAt?.seq, 4, 'the old edit is still found where it was made');
+
+      // The proof of an event read only now reaches the checkpoint signed before the migration.
+      const proof = JSON.parse(await body(`/api/audit/inclusion?eventId=${victim.id}&treeSize=${checkpoint.treeSize}`)) as Proof;
+      const root = Buffer.from(checkpoint.rootHash, 'hex');
+      assert.ok(
+        verifyInclusion(
+          proof.leafIndex,
+          proof.treeSize,
+          leafHash(Buffer.from(victim.hash, 'hex')),
+          proof.proof.map((h) => Buffer.from(h, 'hex')),
+          root,
+        ),
+      );
+      // The log and the chains go on from the migrated rows.
+      const [next] = await ingestEvents(observe, [custom('bin-b', 'agent', ago(1))]);
+      assert.equal((JSON.parse(await body(`/api/events/${next!.id}`)) as { prevHash: string }).prevHash, acks[13 + 12]!.hash);
+      assert.equal((await verdict('bin-b')).valid, true);
+      const later = (await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
+      const consistency = JSON.parse(await body(`/api/audit/consistency?from=${checkpoint.treeSize}&to=${later.treeSize}`)) as { proof: string[] };
+      assert.ok(
+        verifyConsistency(
+          checkpoint.treeSize,
+          later.treeSize,
+          root,
+          Buffer.from(later.rootHash, 'hex'),
+          consistency.proof.map((h) => Buffer.from(h, 'hex')),
+        ),
+      );
     } finally {
       await observe.close();
     }

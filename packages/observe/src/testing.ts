@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ManualClock, type Clock } from '@vigil/platform';
+import { hashBytes, hashHex, ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
@@ -94,8 +94,13 @@ export async function relinkChain(database: ObserveDatabase, sessionId: string):
       prevHash: previous,
     };
     const hash = chainHashOfCanonical(link, row.payload, row.metadata);
-    if (hash !== row.hash || row.prev_hash !== previous)
-      await database.db.updateTable('events').set({ hash, prev_hash: previous }).where('id', '=', row.id).execute();
+    if (hash !== hashHex(row.hash) || (row.prev_hash === null ? null : hashHex(row.prev_hash)) !== previous) {
+      await database.db
+        .updateTable('events')
+        .set({ hash: hashBytes(hash), prev_hash: previous === null ? null : hashBytes(previous) })
+        .where('id', '=', row.id)
+        .execute();
+    }
     previous = hash;
   }
   await database.db

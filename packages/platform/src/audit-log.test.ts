@@ -5,6 +5,7 @@ import { loadSigningKey } from './audit-keys.ts';
 import { systemClock } from './clock.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
 import { leafHash, rootOf, splitPoint, verifyConsistency, verifyInclusion } from './merkle.ts';
+import { storeHashesAsBytes } from './stored-hash.ts';
 import { describeEachDatabase } from './testing.ts';
 
 // The RFC's audit path applied literally to the leaf hashes: what the stored-node proofs must equal.
@@ -26,7 +27,14 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
   beforeEach(async () => {
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
-    await migrateToLatest(database, { '0001_audit_log': createAuditLogTables });
+    // As a service's migrations make it: the log's tables, then its hashes stored as bytes.
+    await migrateToLatest(database, {
+      '0001_audit_log': createAuditLogTables,
+      async '0002_binary_hashes'(db, dialect) {
+        await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+        await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+      },
+    });
     log = new AuditLog({
       name: 'vigil-test',
       db: database.db,

@@ -19,6 +19,7 @@ import {
   type NodeReader,
   type NodeRef,
 } from './merkle.ts';
+import { hashHex, hashOf } from './stored-hash.ts';
 import { toIso } from './time.ts';
 import { VIGIL_VERSION } from './version.ts';
 
@@ -44,19 +45,22 @@ export interface AuditLogBuiltRow {
   size: number;
 }
 
-/** A leaf: leaf_hash = SHA-256(0x00 || leaf data), hex; the item it logs and the chain (session, request) the item belongs to. */
+/**
+ * A leaf: leaf_hash = SHA-256(0x00 || leaf data), its 32 bytes (stored-hash.ts); the item it logs
+ * and the chain (session, request) the item belongs to.
+ */
 export interface AuditLogLeafRow {
   idx: number;
   item_id: string;
   scope_id: string | null;
-  leaf_hash: string;
+  leaf_hash: Buffer;
 }
 
-/** The root (hex) of the complete perfect subtree `idx` at `level` (its 2^level leaves start at idx·2^level). */
+/** The root (32 bytes) of the complete perfect subtree `idx` at `level` (its 2^level leaves start at idx·2^level). */
 export interface AuditLogNodeRow {
   level: number;
   idx: number;
-  hash: string;
+  hash: Buffer;
 }
 
 /** A signed tree head. */
@@ -254,17 +258,17 @@ export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Sc
   if (leaves.length === 0) return -1;
   const head = await advanceHead.first(db, dialect, leaves.length);
   const start = Number(head!.size) - leaves.length;
-  const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data).toString('hex') }));
+  const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data) }));
   await leafInserter.insert(db, dialect, rows);
   return start;
 }
 
 /**
- * Migration step body: every row of `table` (an audited item: id, hash, ts, seq, and its chain in
- * `scopeColumn`) without a leaf becomes the next leaf, in (ts, scope, seq) order: the only order
+ * Migration step body: every row of `table` (an audited item: id, hex hash, ts, seq, and its chain
+ * in `scopeColumn`) without a leaf becomes the next leaf, in (ts, scope, seq) order: the only order
  * known for items stored before their log (commit order is not recorded), and each chain's own.
  */
-export async function backfillLeaves(db: MigrationDb, dialect: DialectName, table: string, scopeColumn: string): Promise<void> {
+export async function backfillLeaves(db: MigrationDb, table: string, scopeColumn: string): Promise<void> {
   let after: { ts: number; scope: string; seq: number } | null = null;
   for (;;) {
     let page = db
@@ -299,8 +303,28 @@ export async function backfillLeaves(db: MigrationDb, dialect: DialectName, tabl
           .execute()
       ).map((row) => row.item_id as string),
     );
-    const leaves = rows.filter((row) => !logged.has(row.id)).map((row) => ({ itemId: row.id, scopeId: row.scope, data: Buffer.from(row.hash, 'hex') }));
-    await appendLeaves(db, dialect, leaves);
+    const unlogged = rows.filter((row) => !logged.has(row.id));
+    if (unlogged.length > 0) {
+      const head = await db
+        .updateTable('audit_log_head')
+        .set((eb) => ({ size: eb('size', '+', unlogged.length) }))
+        .where('id', '=', 1)
+        .returning('size')
+        .executeTakeFirstOrThrow();
+      const start = Number(head.size) - unlogged.length;
+      // The leaves as the table stored them then: hex text (storeHashesAsBytes converts them later).
+      await db
+        .insertInto('audit_log_leaves')
+        .values(
+          unlogged.map((row, i) => ({
+            idx: start + i,
+            item_id: row.id,
+            scope_id: row.scope,
+            leaf_hash: leafHash(Buffer.from(row.hash, 'hex')).toString('hex'),
+          })),
+        )
+        .execute();
+    }
     after = rows[rows.length - 1]!;
   }
 }
@@ -338,14 +362,14 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
         .orderBy('idx')
         .execute();
       if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
-      for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), Buffer.from(leaf.leaf_hash, 'hex'));
+      for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), hashOf(leaf.leaf_hash));
       const nodes: AuditLogNodeRow[] = [];
       for (let index = built; index < end; index += 1) {
         for (const node of completedBy(index)) {
           if (node.level === 0) continue;
           const hash = nodeHash(known.get(nodeKey(node.level - 1, node.index * 2))!, known.get(nodeKey(node.level - 1, node.index * 2 + 1))!);
           known.set(nodeKey(node.level, node.index), hash);
-          if (node.level >= STORED_LEVEL) nodes.push({ level: node.level, idx: node.index, hash: hash.toString('hex') });
+          if (node.level >= STORED_LEVEL) nodes.push({ level: node.level, idx: node.index, hash });
         }
       }
       await nodeInserter.insert(trx, database.dialect, nodes);
@@ -376,7 +400,7 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       .select(['idx', 'leaf_hash'])
       .where((eb) => eb.or(ranges.map(({ from, to }) => (to - from === 1 ? eb('idx', '=', from) : eb.and([eb('idx', '>=', from), eb('idx', '<', to)])))))
       .execute();
-    for (const row of rows) found.set(nodeKey(0, Number(row.idx)), Buffer.from(row.leaf_hash, 'hex'));
+    for (const row of rows) found.set(nodeKey(0, Number(row.idx)), hashOf(row.leaf_hash));
   }
   for (let i = 0; i < stored.length; i += NODES_PER_QUERY) {
     const nodes = stored.slice(i, i + NODES_PER_QUERY);
@@ -385,7 +409,7 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       .select(['level', 'idx', 'hash'])
       .where((eb) => eb.or(nodes.map((ref) => eb.and([eb('level', '=', ref.level), eb('idx', '=', ref.index)]))))
       .execute();
-    for (const row of rows) found.set(nodeKey(row.level, Number(row.idx)), Buffer.from(row.hash, 'hex'));
+    for (const row of rows) found.set(nodeKey(row.level, Number(row.idx)), hashOf(row.hash));
   }
   const read: NodeReader = (level, index) => {
     const at = nodeKey(level, index);
@@ -418,7 +442,7 @@ export async function readLeavesOf<Schema extends AuditLogTables>(
       .select(['item_id', 'idx', 'leaf_hash'])
       .where('item_id', 'in', itemIds.slice(i, i + 500))
       .execute();
-    for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: row.leaf_hash });
+    for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: hashHex(row.leaf_hash) });
   }
   return found;
 }
@@ -573,7 +597,7 @@ export class AuditLog<Schema extends AuditLogTables> {
   /** The leaf of an item: its index and leaf hash; undefined when the item has none. */
   async leafOf(itemId: string): Promise<{ index: number; leafHash: string } | undefined> {
     const row = await leafOfItem.first(this.db, this.options.dialect, itemId);
-    return row === undefined ? undefined : { index: Number(row.idx), leafHash: row.leaf_hash };
+    return row === undefined ? undefined : { index: Number(row.idx), leafHash: hashHex(row.leaf_hash) };
   }
 
   /** The leaves of several items, by item id (readLeavesOf). */
@@ -595,7 +619,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       index: Number(row.idx),
       itemId: row.item_id,
       scopeId: row.scope_id,
-      leafHash: row.leaf_hash,
+      leafHash: hashHex(row.leaf_hash),
       tombstone: row.body === null || row.signature === null ? null : { body: row.body, signature: row.signature },
     }));
   }

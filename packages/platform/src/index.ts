@@ -23,5 +23,6 @@ export * from './merkle.ts';
 export * from './audit-keys.ts';
 export * from './secret-file.ts';
 export * from './audit-log.ts';
+export * from './stored-hash.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';

@@ -12,7 +12,9 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { AdminChange, AdminChangePage } from './change-log.ts';
 import type { OperationTable, RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { DialectName, MigrationDb } from './db.ts';
+import { hashHexSql } from './stored-hash.ts';
 
 export * from './test-services.ts';
 export * from './prometheus-text.ts';
@@ -306,4 +308,13 @@ export async function dropAuditLogTables(db: Pick<Kysely<unknown>, 'schema'>): P
     'audit_witness_deliveries',
   ];
   for (const table of tables) await db.schema.dropTable(table).execute();
+}
+
+/** Back to hashes stored as hex text (before storeHashesAsBytes): migration tests then re-run the conversion. */
+export async function storeHashesAsHex(db: MigrationDb, dialect: DialectName, table: string, columns: readonly string[]): Promise<void> {
+  if (dialect === 'postgres') {
+    await sql.raw(`alter table ${table} ${columns.map((column) => `alter column ${column} type text using encode(${column}, 'hex')`).join(', ')}`).execute(db);
+    return;
+  }
+  await sql`update ${sql.table(table)} set ${sql.join(columns.map((column) => sql`${sql.ref(column)} = ${hashHexSql(dialect, column)}`))}`.execute(db);
 }

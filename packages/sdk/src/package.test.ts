@@ -78,7 +78,7 @@ async function storedEvents(sessionId: string) {
 
 const expectedCost = PriceTable.fromDefaults().costUsd('gpt-4o-mini', 'openai', 1200, 300)!;
 
-describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 120_000 }, () => {
+describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 300_000 }, () => {
   before(async () => {
     assertPackagesBuilt();
     workDir = mkdtempSync(join(tmpdir(), 'vigil-pack-'));

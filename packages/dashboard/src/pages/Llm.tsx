@@ -1,5 +1,5 @@
-import { observe } from '../api.ts';
-import { InlineSelect } from '../components.tsx';
+import { observe, type ObserveAnswer } from '../api.ts';
+import { durationColumns, InlineSelect, Table, type Column } from '../components.tsx';
 import { fmtDuration, fmtNumber, fmtUsd } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
 import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
@@ -11,6 +11,18 @@ const RANGES = {
 } as const;
 type RangeKey = keyof typeof RANGES;
 const RANGE_CHOICES = (Object.keys(RANGES) as RangeKey[]).map((key) => ({ value: key, label: RANGES[key].label }));
+
+type ModelRow = ObserveAnswer<'GET /api/analytics/llm'>['byModel'][number];
+
+const MODEL_COLUMNS: Column<ModelRow>[] = [
+  { header: 'Provider', cell: (m) => m.provider || '—' },
+  { header: 'Model', cell: (m) => <code>{m.model || '—'}</code> },
+  { header: 'Calls', num: true, cell: (m) => fmtNumber(m.calls) },
+  { header: 'Spend', num: true, cell: (m) => fmtUsd(m.costUsd) },
+  { header: 'Input tokens', num: true, cell: (m) => fmtNumber(m.inputTokens) },
+  { header: 'Output tokens', num: true, cell: (m) => fmtNumber(m.outputTokens) },
+  ...durationColumns<ModelRow>('Avg latency', (m) => [m.avgLatencyMs, m.p50LatencyMs, m.p95LatencyMs, m.p99LatencyMs]),
+];
 
 /** LLM calls (llm_response events): spend, tokens and latency percentiles per model. */
 export function LlmPage() {
@@ -61,56 +73,7 @@ export function LlmPage() {
                 {data.byModel.length === 0 ? (
                   <p className="empty">No LLM calls in this range.</p>
                 ) : (
-                  <table data-testid="llm-models">
-                    <thead>
-                      <tr>
-                        <th scope="col">Provider</th>
-                        <th scope="col">Model</th>
-                        <th scope="col" className="num">
-                          Calls
-                        </th>
-                        <th scope="col" className="num">
-                          Spend
-                        </th>
-                        <th scope="col" className="num">
-                          Input tokens
-                        </th>
-                        <th scope="col" className="num">
-                          Output tokens
-                        </th>
-                        <th scope="col" className="num">
-                          Avg latency
-                        </th>
-                        <th scope="col" className="num">
-                          p50
-                        </th>
-                        <th scope="col" className="num">
-                          p95
-                        </th>
-                        <th scope="col" className="num">
-                          p99
-                        </th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {data.byModel.map((m) => (
-                        <tr key={`${m.provider}/${m.model}`}>
-                          <td>{m.provider || '—'}</td>
-                          <td>
-                            <code>{m.model || '—'}</code>
-                          </td>
-                          <td className="num">{fmtNumber(m.calls)}</td>
-                          <td className="num">{fmtUsd(m.costUsd)}</td>
-                          <td className="num">{fmtNumber(m.inputTokens)}</td>
-                          <td className="num">{fmtNumber(m.outputTokens)}</td>
-                          <td className="num">{fmtDuration(m.avgLatencyMs)}</td>
-                          <td className="num">{fmtDuration(m.p50LatencyMs)}</td>
-                          <td className="num">{fmtDuration(m.p95LatencyMs)}</td>
-                          <td className="num">{fmtDuration(m.p99LatencyMs)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
+                  <Table rows={data.byModel} columns={MODEL_COLUMNS} rowKey={(m) => `${m.provider}/${m.model}`} testId="llm-models" />
                 )}
               </Section>
             </>

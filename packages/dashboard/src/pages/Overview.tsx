@@ -1,5 +1,5 @@
-import { observe } from '../api.ts';
-import { InlineSelect } from '../components.tsx';
+import { observe, type ObserveAnswer } from '../api.ts';
+import { durationColumns, InlineSelect, Table, type Column } from '../components.tsx';
 import { fmtDuration, fmtNumber, fmtPercent, fmtUsd } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link, setQuery, useLocation } from '../router.tsx';
@@ -19,6 +19,24 @@ function bucketLabel(iso: string, granularity: string): string {
     ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
     : date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
 }
+
+const AGENT_COLUMNS: Column<ObserveAnswer<'GET /api/analytics/agents'>['agents'][number]>[] = [
+  { header: 'Agent', cell: (a) => <Link to={`/agents/${encodeURIComponent(a.agentId)}`}>{a.agentId}</Link> },
+  { header: 'Sessions', num: true, cell: (a) => fmtNumber(a.sessionCount) },
+  { header: 'Events', num: true, cell: (a) => fmtNumber(a.totalEvents) },
+  { header: 'Error rate', num: true, cell: (a) => fmtPercent(a.errorRate) },
+  { header: 'Spend', num: true, cell: (a) => fmtUsd(a.totalCostUsd) },
+];
+
+type ToolRow = ObserveAnswer<'GET /api/analytics/tools'>['tools'][number];
+
+const TOOL_COLUMNS: Column<ToolRow>[] = [
+  { header: 'Tool', cell: (t) => <code>{t.toolName}</code> },
+  { header: 'Calls', num: true, cell: (t) => fmtNumber(t.callCount) },
+  { header: 'Errors', num: true, cell: (t) => fmtNumber(t.errorCount) },
+  { header: 'Error rate', num: true, cell: (t) => fmtPercent(t.errorRate) },
+  ...durationColumns<ToolRow>('Avg duration', (t) => [t.avgDurationMs, t.p50DurationMs, t.p95DurationMs, t.p99DurationMs]),
+];
 
 export function OverviewPage() {
   const { query } = useLocation();
@@ -123,95 +141,13 @@ export function OverviewPage() {
         <Section title="Top agents">
           <Async state={agents} isEmpty={(d) => d.agents.length === 0} empty="No agent started a session in this range.">
             {(data) => (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Agent</th>
-                    <th scope="col" className="num">
-                      Sessions
-                    </th>
-                    <th scope="col" className="num">
-                      Events
-                    </th>
-                    <th scope="col" className="num">
-                      Error rate
-                    </th>
-                    <th scope="col" className="num">
-                      Spend
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {[...data.agents]
-                    .sort((a, b) => b.totalEvents - a.totalEvents)
-                    .slice(0, 8)
-                    .map((a) => (
-                      <tr key={a.agentId}>
-                        <td>
-                          <Link to={`/agents/${encodeURIComponent(a.agentId)}`}>{a.agentId}</Link>
-                        </td>
-                        <td className="num">{fmtNumber(a.sessionCount)}</td>
-                        <td className="num">{fmtNumber(a.totalEvents)}</td>
-                        <td className="num">{fmtPercent(a.errorRate)}</td>
-                        <td className="num">{fmtUsd(a.totalCostUsd)}</td>
-                      </tr>
-                    ))}
-                </tbody>
-              </table>
+              <Table rows={[...data.agents].sort((x, y) => y.totalEvents - x.totalEvents).slice(0, 8)} columns={AGENT_COLUMNS} rowKey={(a) => a.agentId} />
             )}
           </Async>
         </Section>
         <Section title="Top tools">
           <Async state={tools} isEmpty={(d) => d.tools.length === 0} empty="No tool calls in this range.">
-            {(data) => (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Tool</th>
-                    <th scope="col" className="num">
-                      Calls
-                    </th>
-                    <th scope="col" className="num">
-                      Errors
-                    </th>
-                    <th scope="col" className="num">
-                      Error rate
-                    </th>
-                    <th scope="col" className="num">
-                      Avg duration
-                    </th>
-                    <th scope="col" className="num">
-                      p50
-                    </th>
-                    <th scope="col" className="num">
-                      p95
-                    </th>
-                    <th scope="col" className="num">
-                      p99
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {[...data.tools]
-                    .sort((a, b) => b.callCount - a.callCount)
-                    .slice(0, 8)
-                    .map((t) => (
-                      <tr key={t.toolName}>
-                        <td>
-                          <code>{t.toolName}</code>
-                        </td>
-                        <td className="num">{fmtNumber(t.callCount)}</td>
-                        <td className="num">{fmtNumber(t.errorCount)}</td>
-                        <td className="num">{fmtPercent(t.errorRate)}</td>
-                        <td className="num">{fmtDuration(t.avgDurationMs)}</td>
-                        <td className="num">{fmtDuration(t.p50DurationMs)}</td>
-                        <td className="num">{fmtDuration(t.p95DurationMs)}</td>
-                        <td className="num">{fmtDuration(t.p99DurationMs)}</td>
-                      </tr>
-                    ))}
-                </tbody>
-              </table>
-            )}
+            {(data) => <Table rows={[...data.tools].sort((x, y) => y.callCount - x.callCount).slice(0, 8)} columns={TOOL_COLUMNS} rowKey={(t) => t.toolName} />}
           </Async>
         </Section>
       </div>

@@ -101,7 +101,7 @@ await describeEachDatabase('gate audit log', (backend) => {
       logged.map((e, i) => [i, e.id, e.requestId]),
     );
     assert.deepEqual(
-      leaves.map((l) => l.leaf_hash),
+      leaves.map((l) => l.leaf_hash.toString('hex')),
       logged.map((e) => leafOf(e).toString('hex')),
       'each leaf is SHA-256(0x00 || entry hash)',
     );
@@ -256,7 +256,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
         else await sleep(20);
       }
       assert.equal(checkpoint?.treeSize, 3);
-      assert.equal(checkpoint?.rootHash, rootOf((await api.leaves()).map((l) => Buffer.from(l.leaf_hash, 'hex'))).toString('hex'));
+      assert.equal(checkpoint?.rootHash, rootOf((await api.leaves()).map((l) => l.leaf_hash)).toString('hex'));
     } finally {
       await gate.close();
     }
@@ -310,7 +310,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
     }
   });
 
-  test('migration 0006 makes the entries stored before it the first leaves, in (timestamp, request, seq) order', async () => {
+  test('migrations 0006 and 0009 make the entries stored before them the first leaves (as bytes), in (timestamp, request, seq) order', async () => {
     const gate = await startTestGate(backend);
     try {
       const api = helpers(gate);
@@ -325,9 +325,9 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       await api.create('read_logs');
       const database = gate.service.context.database;
       const db = database.db;
-      // Back to a database from before 0006: the log's tables gone, its step not applied.
+      // Back to a database from before 0006: the log's tables gone, its steps (and the conversion of its hashes to bytes) not applied.
       await dropAuditLogTables(db);
-      await sql`delete from schema_migrations where name = '0006_audit_log'`.execute(db);
+      await sql`delete from schema_migrations where name in ('0006_audit_log', '0009_binary_audit_log_hashes')`.execute(db);
       await migrateToLatest(database, gateMigrations);
       await gate.service.context.auditLog.registerKey();
 
@@ -336,7 +336,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const leaves = await api.leaves();
       assert.equal(leaves.length, 5);
       assert.deepEqual(
-        leaves.map((l) => [l.item_id, l.scope_id, l.leaf_hash]),
+        leaves.map((l) => [l.item_id, l.scope_id, l.leaf_hash.toString('hex')]),
         entries.map((e) => [e.id, e.request_id, leafOf(e).toString('hex')]),
       );
       for (const id of [first, second]) assert.equal((await api.ok<Verdict>({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).valid, true);

@@ -1,4 +1,4 @@
-import { forUpdate, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
+import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
 import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
@@ -100,7 +100,7 @@ export async function verifiedAuditTrail(
               rows.map((row) => row.id),
             )
             .execute();
-    return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, leaf.leaf_hash]))) };
+    return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
   });
 }
 

@@ -832,6 +832,19 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
     });
   });
 
+  test('history limit defaults to 50 and offset to 0', async () => {
+    await withObserve(backend, async (observe) => {
+      for (let i = 0; i < 51; i++) await createRule(observe, { name: `r${i}`, condition: 'event_count_exceeds', threshold: 0, windowMinutes: 60 });
+      await ingest(observe, [toolCall('s', 'a', at(observe, 0))]);
+      await tick(observe);
+      const page = await history(observe);
+      assert.equal(page.entries.length, 50);
+      assert.equal(page.total, 51);
+      assert.equal(page.hasMore, true);
+      assert.deepEqual(page, await history(observe, '?limit=50&offset=0'));
+    });
+  });
+
   if (backend.kind === 'postgres') {
     test('two instances on one database ticking together open one history entry', async () => {
       await withObserve(backend, async (observe) => {

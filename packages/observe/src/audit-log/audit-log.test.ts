@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  hashBytes,
+  hashHex,
   keyIdOf,
   leafHash,
   loadSigningKey,
@@ -16,7 +18,7 @@ import {
   verifyInclusion,
   type Checkpoint,
 } from '@vigil/platform';
-import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
+import { describeEachDatabase, dropAuditLogTables, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
@@ -75,7 +77,8 @@ await describeEachDatabase('audit log', (backend) => {
     );
     assert.deepEqual(
       leaves.map((l) => l.leaf_hash),
-      acks.map((ack) => leafOf(ack).toString('hex')),
+      acks.map((ack) => leafOf(ack)),
+      'each leaf is SHA-256(0x00 || event hash), stored as its 32 bytes',
     );
 
     const checkpoint = await checkpointNow();
@@ -147,7 +150,11 @@ await describeEachDatabase('audit log', (backend) => {
     const victim = acks[3]!;
     // An attacker with database access rewrites the event and its chain hash: the stored event no longer matches its leaf.
     const forgedHash = 'f'.repeat(64);
-    await db.updateTable('events').set({ hash: forgedHash, payload: '{"type":"forged","data":{}}' }).where('id', '=', victim.id).execute();
+    await db
+      .updateTable('events')
+      .set({ hash: hashBytes(forgedHash), payload: '{"type":"forged","data":{}}' })
+      .where('id', '=', victim.id)
+      .execute();
     const stored = await get<{ hash: string }>(`/api/events/${victim.id}`);
     assert.equal(stored.hash, forgedHash);
     const proof = await inclusion(victim.id, checkpoint.treeSize);
@@ -155,13 +162,21 @@ await describeEachDatabase('audit log', (backend) => {
     // ...and rewrites the leaf too: the proofs of its neighbours, which carry it, no longer reach the signed root.
     await db
       .updateTable('audit_log_leaves')
-      .set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')).toString('hex') })
+      .set({ leaf_hash: leafHash(Buffer.from(forgedHash, 'hex')) })
       .where('item_id', '=', victim.id)
       .execute();
     const neighbour = await inclusion(acks[2]!.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
     assert.ok(!verifyInclusion(3, checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
+    // ...or writes a leaf back as its hex text (SQLite columns take any type): proofs are still answered, and still fail.
+    await db
+      .updateTable('audit_log_leaves')
+      .set({ leaf_hash: leafOf(acks[2]!).toString('hex') as unknown as Buffer })
+      .where('item_id', '=', acks[2]!.id)
+      .execute();
+    const beside = await inclusion(acks[1]!.id, checkpoint.treeSize);
+    assert.ok(!verifyInclusion(1, checkpoint.treeSize, leafOf(acks[1]!), buffers(beside.proof), root));
   });
 
   test('the checkpoint job signs one when the log grew since the last, and none otherwise', async () => {
@@ -229,8 +244,8 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
 
     // A forger who knows the recipe appends an event with a correct hash and moves the session's head: only the log lacks it.
     const source = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
-    const forged = { ...source, id: 'forged-append', seq: 2, prev_hash: source.hash, ts: source.ts + 1 };
-    forged.hash = chainHashOfCanonical(
+    const forged = { ...source, id: 'forged-append', seq: 2, prev_hash: hashHex(source.hash), ts: source.ts + 1 };
+    const forgedHash = chainHashOfCanonical(
       {
         id: forged.id,
         seq: 2,
@@ -244,8 +259,11 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
       forged.payload,
       forged.metadata,
     );
-    await db.insertInto('events').values(forged).execute();
-    await db.updateTable('sessions').set({ last_seq: 2, last_hash: forged.hash }).where('id', '=', 'leaf-a').execute();
+    await db
+      .insertInto('events')
+      .values({ ...forged, prev_hash: source.hash, hash: hashBytes(forgedHash) })
+      .execute();
+    await db.updateTable('sessions').set({ last_seq: 2, last_hash: forgedHash }).where('id', '=', 'leaf-a').execute();
     let verdict = await verify();
     assert.equal(verdict.valid, false);
     assert.deepEqual([verdict.brokenAt?.seq, verdict.brokenAt?.eventId], [2, 'forged-append']);
@@ -269,14 +287,22 @@ await describeEachDatabase("audit log: the server's own checks", (backend) => {
       prevHash: null,
     };
     const newFirst = chainHashOfCanonical(link, payload, row.metadata);
-    await db.updateTable('events').set({ payload, hash: newFirst }).where('id', '=', first!.id).execute();
+    await db
+      .updateTable('events')
+      .set({ payload, hash: hashBytes(newFirst) })
+      .where('id', '=', first!.id)
+      .execute();
     const next = await db.selectFrom('events').selectAll().where('id', '=', second!.id).executeTakeFirstOrThrow();
     const newSecond = chainHashOfCanonical(
       { ...link, id: next.id, seq: 1, timestamp: new Date(next.ts).toISOString(), eventType: next.event_type, severity: next.severity, prevHash: newFirst },
       next.payload,
       next.metadata,
     );
-    await db.updateTable('events').set({ prev_hash: newFirst, hash: newSecond }).where('id', '=', second!.id).execute();
+    await db
+      .updateTable('events')
+      .set({ prev_hash: hashBytes(newFirst), hash: hashBytes(newSecond) })
+      .where('id', '=', second!.id)
+      .execute();
     await db.updateTable('sessions').set({ last_hash: newSecond }).where('id', '=', 'leaf-a').execute();
     verdict = await verify();
     assert.equal(verdict.valid, false);
@@ -335,15 +361,16 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
     }
   });
 
-  test('migrations 0016-0017 make the events stored before them the first leaves, in (timestamp, session, seq) order', async () => {
+  test('migrations 0016-0017 (and 0022) make the events stored before them the first leaves, in (timestamp, session, seq) order', async () => {
     const observe = await startTestObserve(backend);
     try {
       await ingestEvents(observe, [started('old-b', 'agent', ago(50)), started('old-a', 'agent', ago(50)), custom('old-a', 'agent', ago(60))]);
       const database = observe.service.context.database;
       const db = database.db;
-      // Back to a database from before 0016: its tables gone, its steps not applied.
+      // Back to a database from before 0016: its tables gone, its steps not applied, the events' hashes hex text (before 0022).
       await dropAuditLogTables(db);
-      await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses')`.execute(db);
+      await storeHashesAsHex(db, database.dialect, 'events', ['hash', 'prev_hash']);
+      await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses', '0022_binary_hashes')`.execute(db);
       await migrateToLatest(database, observeMigrations);
       const events = await db.selectFrom('events').select(['id', 'hash', 'ts', 'session_id', 'seq']).execute();
       events.sort((a, b) => a.ts - b.ts || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0) || a.seq - b.seq);
@@ -369,7 +396,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       ];
       const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(Buffer.from(e.hash, 'hex')))).toString('hex'));
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(e.hash))).toString('hex'));
     } finally {
       await observe.close();
     }

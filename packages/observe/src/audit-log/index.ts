@@ -28,7 +28,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
       context.events.inTransaction(async (batch) => {
         await log.append(
           batch.trx,
-          batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: Buffer.from(row.hash, 'hex') })),
+          batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: row.hash })),
         );
       });
     }

@@ -1,4 +1,4 @@
-import { backfillLeaves, createAuditLogWitnessTables, type DialectName, type MigrationDb } from '@vigil/platform';
+import { backfillLeaves, createAuditLogWitnessTables, type MigrationDb } from '@vigil/platform';
 import { sql } from 'kysely';
 
 /** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id`. */
@@ -43,7 +43,7 @@ export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
  * Migration 0017: the platform's log shape (leaves name their item and its chain, the session),
  * the built-nodes row, tombstones and witness deliveries; then every event without a leaf becomes one.
  */
-export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Promise<void> {
+export async function upgradeAuditLog(db: MigrationDb): Promise<void> {
   await db.schema.alterTable('audit_log_leaves').renameColumn('event_id', 'item_id').execute();
   await db.schema.alterTable('audit_log_leaves').addColumn('scope_id', 'text').execute();
   await db.schema.dropIndex('audit_log_leaves_event').execute();
@@ -52,5 +52,5 @@ export async function upgradeAuditLog(db: MigrationDb, dialect: DialectName): Pr
   // 0016 built the inner nodes of every leaf it appended.
   const head = await db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow();
   await createAuditLogWitnessTables(db, Number(head.size));
-  await backfillLeaves(db, dialect, 'events', 'session_id');
+  await backfillLeaves(db, 'events', 'session_id');
 }

@@ -109,7 +109,7 @@ await describeEachDatabase('audit log: witnesses and retention tombstones', (bac
     });
     assert.ok(verifyBytes(Buffer.from(tombstone.body, 'utf8'), tombstone.signature, publicKey), 'signed by the audit key');
     const leaf = await db.selectFrom('audit_log_leaves').selectAll().where('idx', '=', tombstone.leaf_idx).executeTakeFirstOrThrow();
-    assert.equal(leaf.leaf_hash, leafHash(Buffer.from(tombstone.body, 'utf8')).toString('hex'));
+    assert.deepEqual(leaf.leaf_hash, leafHash(Buffer.from(tombstone.body, 'utf8')));
     assert.equal(leaf.scope_id, 'r-old');
     // The deleted events' leaves stay: the log never shrinks.
     assert.equal((await db.selectFrom('audit_log_leaves').select('idx').where('scope_id', '=', 'r-old').execute()).length, 3);

@@ -159,6 +159,40 @@ await describeEachDatabase('GET /api/context', (backend) => {
   });
 });
 
+await describeEachDatabase("GET /api/context: alert bookkeeping is no agent's experience", (backend) => {
+  let observe: TestObserve;
+  let alertSession = '';
+  before(async () => {
+    observe = await startTestObserve(backend);
+    await seed(observe);
+    // A firing rule writes alert_triggered into its session alert:<ruleId> of the system agent.
+    const rule = await observe.call({
+      method: 'POST',
+      url: '/api/alerts/rules',
+      payload: { name: 'card declined payment failed', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
+    });
+    assert.equal(rule.statusCode, 201, rule.body);
+    assert.equal(await observe.service.jobs.alerts.tick(), true);
+    alertSession = `alert:${(rule.json() as { id: string }).id}`;
+    await drain(observe);
+  });
+  after(() => observe.close());
+
+  test("the system agent's alert sessions are left out unless agentId=system asks for them", async () => {
+    // Close to the alert session's summary ("Session alert:… of agent system, active. 1 events, …").
+    const topic = 'session alert of agent system, active, 1 events';
+    const all = await context(observe, { topic, limit: 10 });
+    assert.ok(all.sessions.length > 0);
+    assert.ok(!all.sessions.some((s) => s.agentId === 'system'), JSON.stringify(all.sessions.map((s) => s.sessionId)));
+    assert.equal(all.totalSessions, all.sessions.length, 'and not counted');
+    const system = await context(observe, { topic, agentId: 'system', limit: 10 });
+    assert.deepEqual(
+      system.sessions.map((s) => s.sessionId),
+      [alertSession],
+    );
+  });
+});
+
 await describeEachDatabase('GET /api/context with the memory integration', (backend) => {
   let memory: TestHttpServer;
   let observe: TestObserve;
@@ -189,8 +223,10 @@ await describeEachDatabase('GET /api/context with the memory integration', (back
         ],
       });
     }).start();
+    // The timeout is what the silent server costs one test; shorter, a loaded machine (CI) can
+    // time out an answered call before the connection is even made.
     observe = await startTestObserve(backend, {
-      env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: memory.url, MEMORY_API_KEY: 'mem-secret', MEMORY_TIMEOUT_MS: '300' },
+      env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: memory.url, MEMORY_API_KEY: 'mem-secret', MEMORY_TIMEOUT_MS: '2000' },
     });
     await seed(observe);
   });
@@ -257,5 +293,27 @@ await describeEachDatabase('GET /api/context with an unreachable embedding backe
 
   test('500 in the observe error body (the topic cannot be embedded)', async () => {
     assertErrorBody(await observe.call({ method: 'GET', url: '/api/context?topic=anything' }), 500);
+  });
+});
+
+await describeEachDatabase('GET /api/context: the default limit', (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend);
+    for (let s = 0; s < 6; s++) await ingest(observe, [llmCall(`refund-${s}`, 'support-bot', `Refund order ${s} to the customer`, ago((s + 1) * HOUR))]);
+    await drain(observe);
+  });
+  after(() => observe.close());
+
+  test('limit defaults to 5 sessions; totalSessions counts them all', async () => {
+    const all = await context(observe, { topic: 'refund order', limit: 50 });
+    assert.equal(all.totalSessions, 6);
+    const byDefault = await context(observe, { topic: 'refund order' });
+    assert.equal(byDefault.sessions.length, 5);
+    assert.equal(byDefault.totalSessions, 6);
+    assert.deepEqual(
+      byDefault.sessions.map((s) => s.sessionId),
+      all.sessions.slice(0, 5).map((s) => s.sessionId),
+    );
   });
 });

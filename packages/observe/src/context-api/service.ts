@@ -1,7 +1,8 @@
 import { DAY_MS, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { contenders, describeEvent, embedQuery, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { contenders, describeEvent, embedQuery, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
 import type { EventRow } from '../schema.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
 
@@ -161,18 +162,26 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   await index.refresh(ctx.embedder.model, topic.length);
   const now = ctx.clock.now();
   const relevant = (similarity: number): boolean => similarity >= MIN_SIMILARITY;
-  // Ranked by int8 similarity first, then the best candidates by their exact one (recall/search.ts rescore).
-  const candidates = new TopK<{ slot: number; similarity: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
+  // Ranked by the upper bound of their relevance (from the int8 similarity plus the scan's error
+  // bound), then the contenders by their exact one (recall/search.ts contenders, rescore).
+  // Relevance grows with similarity, so the bounds of the similarity bound the relevance.
+  const candidates = new TopK<{ slot: number; similarity: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
-  index.scan(topic, { events: false, sessions: true, agentId: query.agentId, userId: query.userId }, (slot, cosine) => {
+  // The system agent's alert sessions are bookkeeping, no agent's experience: left out unless asked for.
+  const agent = query.agentId === undefined ? { excludeAgentId: SYSTEM_AGENT_ID } : { agentId: query.agentId };
+  index.scan(topic, { events: false, sessions: true, ...agent, userId: query.userId }, (slot, cosine, error) => {
     const similarity = score(cosine);
     if (relevant(similarity)) total += 1;
-    if (similarity >= MIN_SIMILARITY - RESCORE_MARGIN) candidates.push(relevance(similarity, index.slot(slot).lastTs, now), { slot, similarity });
+    const upper = score(cosine + error);
+    if (!relevant(upper)) return;
+    const lower = score(cosine - error);
+    const lastTs = index.slot(slot).lastTs;
+    candidates.push(relevance(upper, lastTs, now), { slot, similarity, lower: relevant(lower) ? relevance(lower, lastTs, now) : -Infinity });
   });
   const rescored = await rescore(
     ctx,
     topic,
-    contenders(candidates.sorted(), query.limit).map(({ item }) => ({ item: item.slot, score: item.similarity })),
+    contenders(candidates.sorted(), query.limit, (c) => c.lower).map(({ item }) => ({ item: item.slot, score: item.similarity })),
   );
   for (const candidate of rescored) total += Number(relevant(candidate.score)) - Number(relevant(candidate.approximate));
   const ranked = rescored

@@ -407,7 +407,7 @@ await describeEachDatabase('compliance evaluations', (backend) => {
       .where('seq', '=', 9)
       .executeTakeFirstOrThrow();
     const forgedId = 'ffffffff-ffff-7fff-bfff-ffffffffffff';
-    await insertEventCopy(database, last.id, { id: forgedId, seq: 10, hash: '0'.repeat(64) });
+    await insertEventCopy(database, last.id, { id: forgedId, seq: 10, hash: Buffer.alloc(32) });
     const before = await eventCount(observe);
     const body = assertErrorBody(await comply(observe, 's-broken-past-head', { rules: [{ id: 'r', type: 'max_cost', maxUsd: 1 }] }), 409);
     assert.match(body.error, new RegExp(`broken at seq 10 \\(event ${forgedId}\\): .*past the session head`));
@@ -600,7 +600,7 @@ await describeEachDatabase('guardrail-breach endpoint', (backend) => {
     const { db } = observe.service.context.database;
     await db
       .updateTable('events')
-      .set({ prev_hash: 'e'.repeat(64) })
+      .set({ prev_hash: Buffer.alloc(32, 0xee) })
       .where('session_id', '=', 's-breach-broken')
       .where('seq', '=', 1)
       .execute();

@@ -426,7 +426,7 @@ await describeEachDatabase('LLM judge: OpenAI chat completions', (backend) => {
       meanwhile: async () => {
         await db
           .updateTable('events')
-          .set({ hash: 'c'.repeat(64) })
+          .set({ hash: Buffer.alloc(32, 0xcc) })
           .where('session_id', '=', 's-judge-broken-meanwhile')
           .where('seq', '=', 2)
           .execute();

@@ -75,7 +75,7 @@ class Agent {
           .where('session_id', '=', sessionId)
           .where('seq', '=', 1)
           .executeTakeFirstOrThrow();
-        await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: 'f'.repeat(64) });
+        await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: Buffer.alloc(32, 0xff) });
         return sendJson(res, 200, { sessionId, output: input.answer });
       }
       case 'fail':

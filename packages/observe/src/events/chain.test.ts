@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { canonicalJson } from '@vigil/platform';
+import { canonicalJson, hashBytes, hashHex } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
 import { ingestEvents, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
@@ -506,17 +506,29 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const ids = await seed('tamper-hash');
     await db()
       .updateTable('events')
-      .set({ hash: 'f'.repeat(64) })
+      .set({ hash: hashBytes('f'.repeat(64)) })
       .where('id', '=', ids[2]!)
       .execute();
     await expectBrokenAt('tamper-hash', 2, ids[2]);
+  });
+
+  // SQLite columns take any type: the right hash written back as its hex text is not what ingest stores.
+  test('a hash written back as its hex text instead of its bytes is detected at that event', async () => {
+    const ids = await seed('tamper-hash-text');
+    const row = await storedRow(ids[2]!);
+    await db()
+      .updateTable('events')
+      .set({ hash: hashHex(row.hash) as unknown as Buffer })
+      .where('id', '=', ids[2]!)
+      .execute();
+    await expectBrokenAt('tamper-hash-text', 2, ids[2]);
   });
 
   test('tampering the hash of the last event is detected at seq 5', async () => {
     const ids = await seed('tamper-hash-last');
     await db()
       .updateTable('events')
-      .set({ hash: '0'.repeat(64) })
+      .set({ hash: hashBytes('0'.repeat(64)) })
       .where('id', '=', ids[5]!)
       .execute();
     await expectBrokenAt('tamper-hash-last', 5, ids[5]);
@@ -526,7 +538,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const ids = await seed('tamper-prev');
     await db()
       .updateTable('events')
-      .set({ prev_hash: 'e'.repeat(64) })
+      .set({ prev_hash: hashBytes('e'.repeat(64)) })
       .where('id', '=', ids[3]!)
       .execute();
     await expectBrokenAt('tamper-prev', 3, ids[3]);
@@ -536,7 +548,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
     const ids = await seed('tamper-prev-first');
     await db()
       .updateTable('events')
-      .set({ prev_hash: 'e'.repeat(64) })
+      .set({ prev_hash: hashBytes('e'.repeat(64)) })
       .where('id', '=', ids[0]!)
       .execute();
     await expectBrokenAt('tamper-prev-first', 0, ids[0]);
@@ -604,7 +616,12 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
   test('an event stored past the head with a garbage hash is served by /api/events and breaks the chain at its seq', async () => {
     const ids = await seed('past-head-garbage');
     const forgedEvent = forgedId(1);
-    await insertEventCopy(observe.service.context.database, ids[5]!, { id: forgedEvent, seq: 6, prev_hash: 'a'.repeat(64), hash: 'b'.repeat(64) });
+    await insertEventCopy(observe.service.context.database, ids[5]!, {
+      id: forgedEvent,
+      seq: 6,
+      prev_hash: hashBytes('a'.repeat(64)),
+      hash: hashBytes('b'.repeat(64)),
+    });
     assert.ok((await listed('past-head-garbage')).includes(forgedEvent), 'the stored row is served');
     const result = await expectBrokenAt('past-head-garbage', 6, forgedEvent);
     assert.match(result.brokenAt!.reason, /stored past the session head \(seq 5\)/);
@@ -631,7 +648,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
       severity: 'info',
       payload: { type: 'note', data: 'written past the head' },
       metadata: {},
-      prevHash: last.hash,
+      prevHash: hashHex(last.hash),
     };
     await insertEventCopy(observe.service.context.database, ids[5]!, {
       id: forgedEvent,
@@ -641,7 +658,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
       payload: canonicalJson(forgedFields.payload),
       metadata: '{}',
       prev_hash: last.hash,
-      hash: chainHash(forgedFields),
+      hash: hashBytes(chainHash(forgedFields)),
     });
     const result = await expectBrokenAt('past-head-linked', 6, forgedEvent);
     assert.match(result.brokenAt!.reason, /past the session head/);
@@ -824,7 +841,7 @@ await describeEachDatabase('hash chain over HTTP', (backend) => {
         }
         const rows = await db().selectFrom('events').select(['id', 'hash']).where('session_id', 'in', sessions).execute();
         assert.equal(rows.length, acknowledged.length);
-        const storedHashes = new Map(rows.map((r) => [r.id, r.hash]));
+        const storedHashes = new Map(rows.map((r) => [r.id, hashHex(r.hash)]));
         for (const ack of acknowledged) assert.equal(storedHashes.get(ack.id), ack.hash, `acknowledged ${ack.id} stored`);
       } finally {
         await second.app.close();

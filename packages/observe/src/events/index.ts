@@ -69,6 +69,7 @@ export {
   eventJson,
   eventsJson,
   forEachSessionEventPage,
+  leafOfRow,
   linksJson,
   type LoggedChainRow,
   sessionEventsQuery,

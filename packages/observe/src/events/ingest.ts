@@ -1,4 +1,4 @@
-import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
+import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, hashBytes, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { AgentRow, EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 import { applyEventToSession, newSessionRow } from './session-state.ts';
@@ -134,7 +134,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
       metadata: canonicalMetadata,
       seq: -1,
       prev_hash: null,
-      hash: '',
+      hash: Buffer.alloc(0),
       ...deriveColumns(event.eventType, severity, event.payload),
     },
     timestamp: isoOf(ts),
@@ -387,8 +387,8 @@ async function appendPrepared(
       );
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
-      event.row.prev_hash = prevHash;
-      event.row.hash = hash;
+      event.row.prev_hash = prevHash === null ? null : hashBytes(prevHash);
+      event.row.hash = hashBytes(hash);
       appended.push({ id: event.row.id, hash, seq, sessionId: session.id, agentId: event.row.agent_id, prevHash });
 
       const agent = agents.get(event.row.agent_id) ?? {

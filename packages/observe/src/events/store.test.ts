@@ -14,7 +14,7 @@ const row: EventRow = {
   payload: '{"data":{"a":[1,2.5,null],"s":"x\\"y"},"type":"t"}',
   metadata: '{}',
   prev_hash: null,
-  hash: 'ab'.repeat(32),
+  hash: Buffer.from('ab'.repeat(32), 'hex'),
   is_error: 0,
   cost_usd: null,
   duration_ms: null,
@@ -31,6 +31,9 @@ const row: EventRow = {
 
 test('eventJson splices stored JSON into exactly the object toEvent builds', () => {
   assert.deepEqual(JSON.parse(eventJson(row)), toEvent(row));
-  const chained = { ...row, prev_hash: 'cd'.repeat(32) };
+  const chained = { ...row, prev_hash: Buffer.from('cd'.repeat(32), 'hex') };
   assert.deepEqual(JSON.parse(eventJson(chained)), toEvent(chained));
+  // Hashes are stored as bytes and shown in hex.
+  assert.equal(toEvent(chained).hash, 'ab'.repeat(32));
+  assert.equal(toEvent(chained).prevHash, 'cd'.repeat(32));
 });

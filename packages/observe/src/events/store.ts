@@ -1,4 +1,4 @@
-import { fullTextMatch, toIso } from '@vigil/platform';
+import { fullTextMatch, hashHex, hashHexSql, toIso, type DialectName } from '@vigil/platform';
 import { type Kysely, sql } from 'kysely';
 import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { chainText, type StoredLink } from './chain.ts';
@@ -24,7 +24,7 @@ export type ChainRow = Pick<EventRow, (typeof CHAIN_COLUMNS)[number]>;
 const EVENTS_CHAIN_COLUMNS = CHAIN_COLUMNS.map((column) => `events.${column}` as const);
 
 /** A chain row with the audit-log leaf hash recorded for its event (null when the log has none). */
-export type LoggedChainRow = ChainRow & { leaf_hash: string | null };
+export type LoggedChainRow = ChainRow & { leaf_hash: Buffer | null };
 
 export function toLink(row: ChainRow): StoredLink {
   return {
@@ -37,9 +37,14 @@ export function toLink(row: ChainRow): StoredLink {
     severity: row.severity,
     payloadJson: row.payload,
     metadataJson: row.metadata,
-    prevHash: row.prev_hash,
-    hash: row.hash,
+    prevHash: row.prev_hash === null ? null : hashHex(row.prev_hash),
+    hash: hashHex(row.hash),
   };
+}
+
+/** The leaf hash (hex) a logged row read, null when the audit log has none for its event. */
+export function leafOfRow(row: LoggedChainRow): string | null {
+  return row.leaf_hash === null ? null : hashHex(row.leaf_hash);
 }
 
 /** The canonical text the row's chain hash is computed over, from its stored columns (docs/audit.md). */
@@ -179,9 +184,10 @@ export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: str
 /**
  * The stored text of a session's chain: every byte the chain verdict and the timeline are computed
  * from (each row's chain columns and its audit-log leaf), rows in timeline order. A row is its
- * fields joined by U+001F, written as its length in UTF-8 bytes, a colon and that text; a null
- * prevHash or leaf is `-`, a present one `+` and its text. Rows whose fields hold U+001F or are
- * empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
+ * fields joined by U+001F, written as its length in UTF-8 bytes, a colon and that text; hashes are
+ * written in hex (hashHex: a stored value that is not bytes gives text SQL's hex never does); a
+ * null prevHash or leaf is `-`, a present one `+` and its hex. Rows whose fields hold U+001F or
+ * are empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
  * exactly the rows and fields it was built from: the lengths delimit the rows, and a stored row
  * giving the same row text has no separator inside a field (it would have one more than the 11
  * between them) nor a null (written empty). `storedChainText` builds it from rows read;
@@ -203,9 +209,9 @@ export function storedChainText(rows: readonly LoggedChainRow[]): string | null 
       row.severity,
       row.payload,
       row.metadata,
-      row.prev_hash === null ? '-' : `+${row.prev_hash}`,
-      row.hash,
-      row.leaf_hash === null ? '-' : `+${row.leaf_hash}`,
+      row.prev_hash === null ? '-' : `+${hashHex(row.prev_hash)}`,
+      hashHex(row.hash),
+      row.leaf_hash === null ? '-' : `+${hashHex(row.leaf_hash)}`,
     ];
     if (fields.some((field) => field.length === 0 || field.includes(FIELD_SEPARATOR))) return null;
     const text = fields.join(FIELD_SEPARATOR);
@@ -214,23 +220,32 @@ export function storedChainText(rows: readonly LoggedChainRow[]): string | null 
   return texts.join('');
 }
 
-/** A row's text in SQL (both dialects: concat, octet_length, string_agg), the fields in the same order. */
-const STORED_ROW_SQL = sql.raw(
-  `concat(${[
-    'e.id',
-    'cast(e.seq as text)',
-    'cast(e.ts as text)',
-    'e.session_id',
-    'e.agent_id',
-    'e.event_type',
-    'e.severity',
-    'e.payload',
-    'e.metadata',
-    "coalesce('+' || e.prev_hash, '-')",
-    'e.hash',
-    "coalesce('+' || l.leaf_hash, '-')",
-  ].join(`, '${FIELD_SEPARATOR}', `)})`,
-);
+/** A row's text in SQL (both dialects: concat, octet_length, string_agg, hashHexSql), the fields in the same order. */
+const storedRowSql = {
+  sqlite: storedRowSqlOf('sqlite'),
+  postgres: storedRowSqlOf('postgres'),
+};
+
+function storedRowSqlOf(dialect: DialectName) {
+  const hex = (column: string) => hashHexSql(dialect, column);
+  return sql`concat(${sql.join(
+    [
+      sql.ref('e.id'),
+      sql`cast(e.seq as text)`,
+      sql`cast(e.ts as text)`,
+      sql.ref('e.session_id'),
+      sql.ref('e.agent_id'),
+      sql.ref('e.event_type'),
+      sql.ref('e.severity'),
+      sql.ref('e.payload'),
+      sql.ref('e.metadata'),
+      sql`coalesce('+' || ${hex('e.prev_hash')}, '-')`,
+      hex('e.hash'),
+      sql`coalesce('+' || ${hex('l.leaf_hash')}, '-')`,
+    ],
+    sql.raw(`, '${FIELD_SEPARATOR}', `),
+  )})`;
+}
 
 /**
  * Whether the session's rows stored now give exactly `text` (storedChainText): the database reads
@@ -240,10 +255,10 @@ const STORED_ROW_SQL = sql.raw(
  * only a row written outside ingest can make, may come in another order than they were read in:
  * the texts then differ, which costs a full read, never a wrong answer.
  */
-export async function storedChainTextMatches(db: Kysely<ObserveSchema>, sessionId: string, text: string): Promise<boolean> {
+export async function storedChainTextMatches(db: Kysely<ObserveSchema>, dialect: DialectName, sessionId: string, text: string): Promise<boolean> {
   const result = await sql<{ same: number | boolean | null }>`
     select string_agg(concat(octet_length(t), ':', t), '') = ${text} as same from (
-      select ${STORED_ROW_SQL} as t
+      select ${storedRowSql[dialect]} as t
       from events e left join audit_log_leaves l on l.item_id = e.id
       where e.session_id = ${sessionId}
       order by e.ts, e.seq

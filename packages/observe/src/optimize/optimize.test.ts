@@ -350,3 +350,22 @@ await describeEachDatabase('optimize: MODEL_PRICES', (backend) => {
     });
   });
 });
+
+await describeEachDatabase('optimize: confidence boundaries', (backend) => {
+  const volumes = [49, 50, 200, 201];
+  const observe = withData(backend, () => [
+    ...volumes.flatMap((n) => llmResponses(n, { agentId: `calls-${n}`, model: 'gpt-4o' })),
+    ...llmResponses(10, { agentId: 'helper', model: 'gpt-4o-mini', inputTokens: 400, outputTokens: 100, costUsd: 0.00012 }),
+  ]);
+
+  test('with a proven candidate: high above 200 calls, medium from 50, else low', async () => {
+    const answer = await recommendations(observe(), '?limit=50');
+    const confidence = Object.fromEntries(volumes.map((n) => [n, byAgent(answer, `calls-${n}`).map((r) => [r.recommendedModel, r.confidence])]));
+    assert.deepEqual(confidence, {
+      49: [['gpt-4o-mini', 'low']],
+      50: [['gpt-4o-mini', 'medium']],
+      200: [['gpt-4o-mini', 'medium']],
+      201: [['gpt-4o-mini', 'high']],
+    });
+  });
+});

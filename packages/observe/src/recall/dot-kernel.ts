@@ -1,11 +1,13 @@
 /**
- * The inner loop of search: dot products of one query with a block of vectors, in WebAssembly
- * SIMD (four float lanes, two accumulators), with a plain JavaScript fallback where SIMD is not
- * available or the length is not a multiple of 4. The module is assembled here from its opcodes
- * (about 150 bytes), so there is no build step and no dependency.
+ * The inner loop of search: integer dot products of one quantised query with a block of int8
+ * vectors (the codes as stored, store.ts encodeVector), in WebAssembly SIMD, with a plain
+ * JavaScript fallback where SIMD is not available. Both compute the same integers exactly, so they
+ * agree to the bit. The module is assembled here from its opcodes (about 260 bytes), so there is
+ * no build step and no dependency.
  *
- * (func $dots (param $vec i32) (param $query i32) (param $dims i32) (param $count i32) (param $out i32)
- *   ;; out[i] = Σ_d vec[i·dims + d] · query[d] for i < count
+ * (func $dots (param $codes i32) (param $query i32) (param $stride i32) (param $count i32) (param $out i32)
+ *   ;; out[i] = Σ_d codes[i·stride + d] · query[d] for i < count (i8 codes, i16 query, i32 sums):
+ *   ;; per 16 codes, i16x8.extend_low/high_i8x16_s, then i32x4.dot_i16x8_s with 8 query values each
  * )
  */
 
@@ -26,12 +28,12 @@ const section = (id: number, content: number[]): number[] => [id, ...uleb(conten
 // Opcodes.
 const LOCAL_GET = 0x20;
 const LOCAL_SET = 0x21;
+const LOCAL_TEE = 0x22;
 const I32_CONST = 0x41;
 const I32_ADD = 0x6a;
 const I32_SHL = 0x74;
 const I32_GE_U = 0x4f;
-const F32_ADD = 0x92;
-const F32_STORE = 0x38;
+const I32_STORE = [0x36, 0x02, 0x00]; // align 2^2, offset 0
 const BLOCK = 0x02;
 const LOOP = 0x03;
 const VOID = 0x40;
@@ -39,27 +41,27 @@ const BR = 0x0c;
 const BR_IF = 0x0d;
 const END = 0x0b;
 const SIMD = 0xfd;
-const V128_LOAD = [SIMD, 0x00, 0x04, 0x00]; // align 2^4, offset 0
+const V128_LOAD = (offset: number): number[] => [SIMD, 0x00, 0x04, ...uleb(offset)]; // align 2^4
 const V128_ZERO = [SIMD, 0x0c, ...new Array<number>(16).fill(0)];
-const F32X4_ADD = [SIMD, ...uleb(0xe4)];
-const F32X4_MUL = [SIMD, ...uleb(0xe6)];
-const F32X4_EXTRACT = (lane: number): number[] => [SIMD, 0x1f, lane];
+const I16X8_EXTEND_LOW_I8X16_S = [SIMD, ...uleb(0x87)];
+const I16X8_EXTEND_HIGH_I8X16_S = [SIMD, ...uleb(0x88)];
+const I32X4_ADD = [SIMD, ...uleb(0xae)];
+const I32X4_DOT_I16X8_S = [SIMD, ...uleb(0xba)];
+const I32X4_EXTRACT = (lane: number): number[] => [SIMD, 0x1b, lane];
 const I32 = 0x7f;
 const V128 = 0x7b;
 
-// Parameters 0..4, then locals: 5 i, 6 j, 7 rowBytes, 8 acc, 9 acc2.
-const [VEC, QUERY, DIMS, COUNT, OUT, I, J, ROW_BYTES, ACC, ACC2] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+/** Codes per SIMD step: rows are padded with zeros to a multiple of this. */
+const STEP = 16;
+
+// Parameters 0..4, then locals: 5 i, 6 j, 7 queryAt, 8 v, 9 acc, 10 acc2.
+const [CODES, QUERY, STRIDE, COUNT, OUT, I, J, QUERY_AT, V, ACC, ACC2] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
 function assemble(): Uint8Array<ArrayBuffer> {
   const get = (local: number): number[] => [LOCAL_GET, local];
   const set = (local: number): number[] => [LOCAL_SET, local];
-  const load = (base: number, extra: number): number[] => [...get(base), ...get(J), I32_ADD, ...V128_LOAD.slice(0, 2), 0x04, ...uleb(extra)];
+  const increment = (local: number, by: number): number[] => [...get(local), I32_CONST, ...uleb(by), I32_ADD, ...set(local)];
   const body = [
-    ...get(DIMS),
-    I32_CONST,
-    2,
-    I32_SHL,
-    ...set(ROW_BYTES),
     BLOCK,
     VOID,
     LOOP,
@@ -76,43 +78,41 @@ function assemble(): Uint8Array<ArrayBuffer> {
     I32_CONST,
     0,
     ...set(J),
+    ...get(QUERY),
+    ...set(QUERY_AT),
     BLOCK,
     VOID,
     LOOP,
     VOID,
     ...get(J),
-    ...get(ROW_BYTES),
+    ...get(STRIDE),
     I32_GE_U,
     BR_IF,
     1,
-    // acc += vec[j..j+4) * query[j..j+4); acc2 += the next four (rows are a multiple of 8 floats, or the tail is handled below).
+    // v = 16 codes; acc += dot(low 8 codes as i16, query[j..j+8)); acc2 += dot(high 8, query[j+8..j+16)).
+    ...get(CODES),
+    ...get(J),
+    I32_ADD,
+    ...V128_LOAD(0),
+    LOCAL_TEE,
+    V,
+    ...I16X8_EXTEND_LOW_I8X16_S,
+    ...get(QUERY_AT),
+    ...V128_LOAD(0),
+    ...I32X4_DOT_I16X8_S,
     ...get(ACC),
-    ...load(VEC, 0),
-    ...load(QUERY, 0),
-    ...F32X4_MUL,
-    ...F32X4_ADD,
+    ...I32X4_ADD,
     ...set(ACC),
-    ...get(J),
-    I32_CONST,
-    16,
-    I32_ADD,
-    ...set(J),
-    ...get(J),
-    ...get(ROW_BYTES),
-    I32_GE_U,
-    BR_IF,
-    1,
+    ...get(V),
+    ...I16X8_EXTEND_HIGH_I8X16_S,
+    ...get(QUERY_AT),
+    ...V128_LOAD(16),
+    ...I32X4_DOT_I16X8_S,
     ...get(ACC2),
-    ...load(VEC, 0),
-    ...load(QUERY, 0),
-    ...F32X4_MUL,
-    ...F32X4_ADD,
+    ...I32X4_ADD,
     ...set(ACC2),
-    ...get(J),
-    I32_CONST,
-    16,
-    I32_ADD,
-    ...set(J),
+    ...increment(J, STEP),
+    ...increment(QUERY_AT, STEP * 2),
     BR,
     0,
     END,
@@ -126,38 +126,32 @@ function assemble(): Uint8Array<ArrayBuffer> {
     I32_ADD,
     ...get(ACC),
     ...get(ACC2),
-    ...F32X4_ADD,
+    ...I32X4_ADD,
     ...set(ACC),
     ...get(ACC),
-    ...F32X4_EXTRACT(0),
+    ...I32X4_EXTRACT(0),
     ...get(ACC),
-    ...F32X4_EXTRACT(1),
-    F32_ADD,
-    ...get(ACC),
-    ...F32X4_EXTRACT(2),
-    F32_ADD,
-    ...get(ACC),
-    ...F32X4_EXTRACT(3),
-    F32_ADD,
-    F32_STORE,
-    0x02,
-    0x00,
-    ...get(VEC),
-    ...get(ROW_BYTES),
+    ...I32X4_EXTRACT(1),
     I32_ADD,
-    ...set(VEC),
-    ...get(I),
-    I32_CONST,
-    1,
+    ...get(ACC),
+    ...I32X4_EXTRACT(2),
     I32_ADD,
-    ...set(I),
+    ...get(ACC),
+    ...I32X4_EXTRACT(3),
+    I32_ADD,
+    ...I32_STORE,
+    ...get(CODES),
+    ...get(STRIDE),
+    I32_ADD,
+    ...set(CODES),
+    ...increment(I, 1),
     BR,
     0,
     END,
     END,
     END,
   ];
-  const locals = [2, 3, I32, 2, V128];
+  const locals = [2, 3, I32, 3, V128];
   const code = [...uleb(locals.length + body.length), ...locals, ...body];
   return new Uint8Array([
     0x00,
@@ -191,29 +185,92 @@ function simdModule(): WebAssembly.Module | null {
   return compiled;
 }
 
-/** Whether blocks of this length use the SIMD kernel. */
-export function simdAvailable(dims: number): boolean {
-  return dims % 4 === 0 && simdModule() !== null;
+/** Whether blocks use the SIMD kernel (any length: rows are padded to a multiple of 16). */
+export function simdAvailable(): boolean {
+  return simdModule() !== null;
 }
 
 /**
- * Storage for `capacity` vectors of `dims` floats plus what a scan needs: `vectors` is written by
- * the index, `dots(query, count)` returns the dot products of the first `count` vectors with
- * `query` (valid until the next call).
+ * A query as the kernel takes it: query ≈ codes × scale, with codes in i16 (each value within
+ * scale / 2). Kept at 16 bits rather than quantised to int8 like the vectors: the kernel costs
+ * the same (the vector's codes are widened to i16 anyway), and the query's own rounding becomes
+ * about 258 times smaller than the vector's, so the scan's scores are those of the stored int8
+ * vectors against the Float32 query within that (scanError). The largest code keeps every sum
+ * within i32: |Σ code·query| ≤ dims · 128 · limit < 2^31, so no lane and no total can wrap.
+ */
+export interface QueryCodes {
+  codes: Int16Array;
+  scale: number;
+  /** Σ |codes| × scale: the L1 norm of the quantised query. */
+  l1: number;
+  /** ‖codes × scale − query‖₂: how far the quantised query lies from the query. */
+  rounding: number;
+}
+
+/** The largest |code| of a query of `dims` dimensions (32,767 up to 512 dimensions; 10,922 at 1,536). */
+export function queryCodeLimit(dims: number): number {
+  return Math.min(32767, Math.floor(0x7fffffff / (128 * Math.max(1, dims))));
+}
+
+export function quantiseQuery(query: Float32Array): QueryCodes {
+  const limit = queryCodeLimit(query.length);
+  let max = 0;
+  for (let d = 0; d < query.length; d++) max = Math.max(max, Math.abs(query[d]!));
+  const scale = max / limit;
+  const codes = new Int16Array(query.length);
+  let l1 = 0;
+  let rounding = 0;
+  if (scale > 0) {
+    for (let d = 0; d < query.length; d++) {
+      const code = Math.max(-limit, Math.min(limit, Math.round(query[d]! / scale)));
+      codes[d] = code;
+      l1 += Math.abs(code);
+      rounding += (code * scale - query[d]!) ** 2;
+    }
+  }
+  return { codes, scale, l1: l1 * scale, rounding: Math.sqrt(rounding) };
+}
+
+/** Slack for the Float32 arithmetic of the vectors themselves (normalised; the scale as stored). */
+const FLOAT_SLACK = 1e-6;
+
+/**
+ * How far the exact cosine q·v of two unit vectors (as every embedder returns) may lie from the
+ * scan's score q̃·v̂, where q̃ = the query's codes × its scale and v̂ = the vector's codes × `scale`
+ * (each code v_d / scale rounded to the nearest, so |v̂_d − v_d| ≤ scale / 2):
+ *   q̃·v̂ − q·v = q̃·(v̂ − v) + (q̃ − q)·v, at most ‖q̃‖₁ · scale / 2 + ‖q̃ − q‖₂ · ‖v‖₂.
+ * A bound, not an estimate. The first term is the vector's rounding (about 0.004 for a three-word
+ * query against a vector of the local embedder), the second the query's (i16: under 0.0001).
+ */
+export function scanError(query: QueryCodes, scale: number): number {
+  return (query.l1 * scale) / 2 + query.rounding + FLOAT_SLACK;
+}
+
+/**
+ * Storage for `capacity` vectors of `dims` int8 codes (one WebAssembly memory, rows of `stride`
+ * bytes, zero-padded) and their Float32 scales, plus what a scan needs: `dots(query, count)`
+ * returns Σ code·queryCode for the first `count` rows (valid until the next call); a row's cosine
+ * is that × its scale × the query's scale.
  */
 export class VectorBlock {
-  readonly vectors: Float32Array;
-  private readonly query: Float32Array;
-  private readonly scores: Float32Array;
+  readonly codes: Int8Array;
+  readonly scales: Float32Array;
+  readonly stride: number;
+  private readonly query: Int16Array;
+  private readonly sums: Int32Array;
   private readonly kernel: ((count: number) => void) | null;
 
   constructor(
     private readonly dims: number,
     readonly capacity: number,
+    /** false: the JavaScript loop even where SIMD is available (the test compares the two). */
+    simd = true,
   ) {
-    const module = simdAvailable(dims) ? simdModule() : null;
-    const queryOffset = capacity * dims * 4;
-    const outOffset = queryOffset + dims * 4;
+    this.stride = Math.ceil(dims / STEP) * STEP;
+    this.scales = new Float32Array(capacity);
+    const module = simd ? simdModule() : null;
+    const queryOffset = capacity * this.stride;
+    const outOffset = queryOffset + this.stride * 2;
     let memory: WebAssembly.Memory | null = null;
     try {
       // Each memory reserves address space; where that is refused (a tight ulimit -v) the block is plain JavaScript.
@@ -223,44 +280,35 @@ export class VectorBlock {
     }
     if (module && memory) {
       const instance = new WebAssembly.Instance(module, { env: { memory } });
-      const dots = instance.exports.dots as (vec: number, query: number, dims: number, count: number, out: number) => void;
-      this.vectors = new Float32Array(memory.buffer, 0, capacity * dims);
-      this.query = new Float32Array(memory.buffer, queryOffset, dims);
-      this.scores = new Float32Array(memory.buffer, outOffset, capacity);
-      this.kernel = (count) => dots(0, queryOffset, dims, count, outOffset);
+      const dots = instance.exports.dots as (codes: number, query: number, stride: number, count: number, out: number) => void;
+      this.codes = new Int8Array(memory.buffer, 0, capacity * this.stride);
+      this.query = new Int16Array(memory.buffer, queryOffset, this.stride);
+      this.sums = new Int32Array(memory.buffer, outOffset, capacity);
+      const stride = this.stride;
+      this.kernel = (count) => dots(0, queryOffset, stride, count, outOffset);
     } else {
-      this.vectors = new Float32Array(capacity * dims);
-      this.query = new Float32Array(dims);
-      this.scores = new Float32Array(capacity);
+      this.codes = new Int8Array(capacity * this.stride);
+      this.query = new Int16Array(this.stride);
+      this.sums = new Int32Array(capacity);
       this.kernel = null;
     }
   }
 
-  dots(query: Float32Array, count: number): Float32Array {
-    this.query.set(query);
+  dots(query: QueryCodes, count: number): Int32Array {
+    this.query.set(query.codes);
     if (this.kernel) {
       this.kernel(count);
-      return this.scores;
+      return this.sums;
     }
-    const { vectors, dims, scores } = this;
+    const { codes, dims, stride, sums } = this;
     const q = this.query;
     for (let slot = 0; slot < count; slot++) {
-      let offset = slot * dims;
-      const end = offset + dims;
-      let a = 0;
-      let b = 0;
-      let c = 0;
-      let d = 0;
-      let k = 0;
-      for (; offset + 3 < end; offset += 4, k += 4) {
-        a += vectors[offset]! * q[k]!;
-        b += vectors[offset + 1]! * q[k + 1]!;
-        c += vectors[offset + 2]! * q[k + 2]!;
-        d += vectors[offset + 3]! * q[k + 3]!;
-      }
-      for (; offset < end; offset++, k++) a += vectors[offset]! * q[k]!;
-      scores[slot] = a + b + c + d;
+      const row = slot * stride;
+      // Integers below 2^31 (queryCodeLimit): exact in a double, the same sum as the kernel's.
+      let sum = 0;
+      for (let d = 0; d < dims; d++) sum += codes[row + d]! * q[d]!;
+      sums[slot] = sum;
     }
-    return scores;
+    return sums;
   }
 }

@@ -12,13 +12,13 @@ import {
   tokenize,
   wordWeight,
 } from './embedder.ts';
-import { decodeVector, encodeVector, isStoredVector } from './store.ts';
+import { decodeVector, encodeVector, isStoredVector, readCodesInto } from './store.ts';
 import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';
-import { TopK } from './search.ts';
+import { contenders, TopK } from './search.ts';
 import { TOPICS } from './test-fixtures.ts';
-import { simdAvailable, VectorBlock } from './dot-kernel.ts';
+import { quantiseQuery, queryCodeLimit, scanError, simdAvailable, VectorBlock } from './dot-kernel.ts';
 
 const norm = (v: Float32Array): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
@@ -166,20 +166,84 @@ describe('event texts', () => {
   });
 });
 
-test('the dot-product kernel (WebAssembly SIMD, JavaScript fallback) matches a plain loop', () => {
-  assert.equal(simdAvailable(512), true, 'Node 20 has WebAssembly SIMD');
-  assert.equal(simdAvailable(6), false, 'lengths that are not a multiple of 4 use the fallback');
-  for (const dims of [4, 12, 512, 6, 1536]) {
-    const block = new VectorBlock(dims, 64);
-    for (let i = 0; i < block.vectors.length; i++) block.vectors[i] = Math.sin(i * 0.37);
-    const query = new Float32Array(dims).map((_, i) => Math.cos(i * 0.11));
-    const dots = block.dots(query, 50);
-    for (let row = 0; row < 50; row++) {
-      let expected = 0;
-      for (let d = 0; d < dims; d++) expected += block.vectors[row * dims + d]! * query[d]!;
-      assert.ok(Math.abs(dots[row]! - expected) <= 1e-5 * Math.max(1, Math.abs(expected)), `dims ${dims} row ${row}`);
+test('the int8 dot-product kernel (WebAssembly SIMD) and its JavaScript fallback give the same sums as a plain loop, without overflow', () => {
+  assert.equal(simdAvailable(), true, 'Node 20 has WebAssembly SIMD');
+  for (const dims of [4, 6, 12, 64, 512, 1536]) {
+    const simd = new VectorBlock(dims, 64);
+    const plain = new VectorBlock(dims, 64, false);
+    assert.equal(simd.stride % 16, 0, 'rows are padded to a multiple of 16');
+    for (let row = 0; row < 64; row++) {
+      for (let d = 0; d < dims; d++) {
+        // Row 0: the largest magnitudes with alternating signs, against an alternating query (the widest sum).
+        const code = row === 0 ? (d % 2 === 0 ? -128 : 127) : Math.round(127 * Math.sin(row * 31 + d * 0.37));
+        simd.codes[row * simd.stride + d] = code;
+        plain.codes[row * plain.stride + d] = code;
+      }
+    }
+    for (const query of [new Float32Array(dims).map((_, d) => (d % 2 === 0 ? -1 : 1)), new Float32Array(dims).map((_, d) => Math.cos(d * 0.11))]) {
+      const codes = quantiseQuery(query);
+      assert.ok(Math.max(...Array.from(codes.codes, Math.abs)) <= queryCodeLimit(dims));
+      const a = Array.from(simd.dots(codes, 50).subarray(0, 50));
+      const b = Array.from(plain.dots(codes, 50).subarray(0, 50));
+      assert.deepEqual(a, b, `dims ${dims}: SIMD and JavaScript agree to the bit`);
+      for (let row = 0; row < 50; row++) {
+        let expected = 0;
+        for (let d = 0; d < dims; d++) expected += simd.codes[row * simd.stride + d]! * codes.codes[d]!;
+        assert.equal(a[row], expected, `dims ${dims} row ${row}`);
+      }
     }
   }
+});
+
+test('the i16 query: each value within half a step; the scan error bound holds for stored vectors', async () => {
+  const embedder = new LocalEmbedder();
+  const [query] = await embedder.embed(['deploy the billing service after the database migration']);
+  const codes = quantiseQuery(query!);
+  assert.equal(queryCodeLimit(512), 32767);
+  assert.equal(queryCodeLimit(1536), 10922);
+  let l1 = 0;
+  let rounding = 0;
+  for (let d = 0; d < 512; d++) {
+    const value = codes.codes[d]! * codes.scale;
+    assert.ok(Math.abs(value - query![d]!) <= codes.scale / 2 + 1e-12, `dimension ${d}`);
+    l1 += Math.abs(value);
+    rounding += (value - query![d]!) ** 2;
+  }
+  assert.ok(Math.abs(codes.l1 - l1) < 1e-9 && Math.abs(codes.rounding - Math.sqrt(rounding)) < 1e-12);
+  assert.ok(codes.rounding < 1e-4, `the query's own rounding is small: ${codes.rounding}`);
+  const vectors = await embedder.embed([...TOPICS, 'a', TOPICS.join(' ')]);
+  const block = new VectorBlock(512, vectors.length);
+  vectors.forEach((vector, row) => (block.scales[row] = readCodesInto(encodeVector(vector), 512, block.codes, row * block.stride)));
+  const sums = block.dots(codes, vectors.length);
+  let bounds = 0;
+  vectors.forEach((vector, row) => {
+    const scanned = sums[row]! * codes.scale * block.scales[row]!;
+    const error = scanError(codes, block.scales[row]!);
+    const exact = vector.reduce((sum, v, d) => sum + v * query![d]!, 0);
+    assert.ok(Math.abs(scanned - exact) <= error, `row ${row}: ${scanned} vs ${exact} ± ${error}`);
+    if (row < TOPICS.length) bounds += error;
+  });
+  assert.ok(bounds / TOPICS.length < 0.01, `the bound stays narrow on texts of a sentence (mean ${bounds / TOPICS.length})`);
+});
+
+test('contenders: every candidate whose upper bound reaches the wanted-th best lower bound, the rest left out', () => {
+  // [upper, lower]: best first by upper bound.
+  const candidates = (
+    [
+      [0.9, 0.88],
+      [0.85, 0.8],
+      [0.83, 0.81],
+      [0.81, -Infinity],
+      [0.8, 0.79],
+      [0.79, 0.78],
+    ] as const
+  ).map(([upper, lower], item) => ({ score: upper, item: { item, lower } }));
+  const kept = (wanted: number): number[] => contenders(candidates, wanted, (c) => c.lower).map((c) => c.item.item);
+  // Two wanted: the lower bounds 0.88 and 0.81 guarantee two candidates at 0.81 or above; 0.8 and 0.79 cannot reach it.
+  assert.deepEqual(kept(2), [0, 1, 2, 3]);
+  assert.deepEqual(kept(1), [0], 'nothing else reaches 0.88');
+  assert.deepEqual(kept(3), [0, 1, 2, 3, 4], 'the third lower bound is 0.8 (one that may fail a threshold does not count)');
+  assert.deepEqual(kept(6), [0, 1, 2, 3, 4, 5], 'no more candidates than wanted: all of them');
 });
 
 test('TopK keeps the k best, best first, with the tie-break', () => {

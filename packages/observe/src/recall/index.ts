@@ -10,7 +10,7 @@ import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './worker.ts';
 
 export { compactEmbeddings } from './compact.ts';
 export { createEmbedder, type Embedder, similarity } from './embedder.ts';
-export { contenders, embedQuery, MAX_QUERY_CHARS, RESCORE_MARGIN, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
+export { contenders, embedQuery, MAX_QUERY_CHARS, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
 export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
 

@@ -88,6 +88,17 @@ export async function claimDue(
 }
 
 /**
+ * Session rows in the order ingest upserts them (`enqueueEmbeddings`: the batch's sorted session
+ * ids). A drain that completes session rows while an ingest transaction re-queues some of
+ * the same sessions takes their row locks in that order too, so on PostgreSQL the two cannot
+ * deadlock (one waits for the other's commit instead). Event rows need no order: ingest only ever
+ * inserts new ones.
+ */
+function sessionRowsInIngestOrder<R extends Pick<EmbeddingQueueRow, 'source_type' | 'source_id'>>(rows: readonly R[]): R[] {
+  return rows.filter((r) => r.source_type === 'session').sort((a, b) => (a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : 0));
+}
+
+/**
  * Removes finished rows, in the transaction that stored their vectors. A session row whose
  * generation moved on (new events since the claim) stays, unclaimed, for the next drain.
  */
@@ -100,26 +111,21 @@ export async function completeRows(trx: Transaction<ObserveSchema>, rows: readon
       .where('source_id', 'in', events.slice(i, i + 500))
       .execute();
   }
-  const sessions = rows.filter((r) => r.source_type === 'session');
-  for (const row of sessions) {
-    await trx
+  for (const row of sessionRowsInIngestOrder(rows)) {
+    const { numDeletedRows } = await trx
       .deleteFrom('embedding_queue')
       .where('source_type', '=', 'session')
       .where('source_id', '=', row.source_id)
       .where('generation', '=', row.generation)
-      .execute();
-  }
-  if (sessions.length > 0) {
-    await trx
-      .updateTable('embedding_queue')
-      .set({ claimed_until: null })
-      .where('source_type', '=', 'session')
-      .where(
-        'source_id',
-        'in',
-        sessions.map((r) => r.source_id),
-      )
-      .execute();
+      .executeTakeFirst();
+    if (numDeletedRows === 0n) {
+      await trx
+        .updateTable('embedding_queue')
+        .set({ claimed_until: null })
+        .where('source_type', '=', 'session')
+        .where('source_id', '=', row.source_id)
+        .execute();
+    }
   }
 }
 
@@ -145,21 +151,21 @@ export function backoffMs(attempts: number): number {
 
 /** Records a failed attempt: the rows go back to the queue, due after their backoff. */
 export async function failRows(database: ObserveDatabase, rows: readonly EmbeddingQueueRow[], now: number, error: string): Promise<void> {
-  const message = error.slice(0, 500);
-  const groups = new Map<string, { type: EmbeddingQueueRow['source_type']; attempts: number; ids: string[] }>();
-  for (const row of rows) {
-    const key = `${row.source_type}:${row.attempts + 1}`;
-    const group = groups.get(key) ?? { type: row.source_type, attempts: row.attempts + 1, ids: [] };
-    group.ids.push(row.source_id);
-    groups.set(key, group);
-  }
-  for (const { type, attempts, ids } of groups.values()) {
-    await database.db
+  const failed = (attempts: number) =>
+    database.db
       .updateTable('embedding_queue')
-      .set({ attempts, next_attempt_at: now + backoffMs(attempts), claimed_until: null, last_error: message })
-      .where('source_type', '=', type)
-      .where('source_id', 'in', ids)
-      .execute();
+      .set({ attempts, next_attempt_at: now + backoffMs(attempts), claimed_until: null, last_error: error.slice(0, 500) });
+  const events = new Map<number, string[]>();
+  for (const row of rows) if (row.source_type === 'event') events.set(row.attempts + 1, [...(events.get(row.attempts + 1) ?? []), row.source_id]);
+  for (const [attempts, ids] of events) await failed(attempts).where('source_type', '=', 'event').where('source_id', 'in', ids).execute();
+  // A statement of its own per session row: it holds one row lock at a time, so an ingest
+  // transaction re-queuing the same sessions never waits on it while holding another.
+  for (const row of rows) {
+    if (row.source_type === 'session')
+      await failed(row.attempts + 1)
+        .where('source_type', '=', 'session')
+        .where('source_id', '=', row.source_id)
+        .execute();
   }
 }
 

@@ -123,28 +123,26 @@ export function scopeFilter(query: Pick<RecallQuery, 'scope' | 'agentId' | 'from
 }
 
 /**
- * Most candidates a search keeps beyond the ones asked for. Stored vectors are int8 (store.ts),
- * whose cosines differ from the exact ones by a few thousandths, enough to swap near-ties; the
- * contenders among them are re-scored exactly.
+ * Most candidates a search keeps beyond the ones asked for (with the local embedder each contender
+ * is embedded again: this bounds a query's work whatever the ties).
  */
 export const RESCORED_EXTRA = 32;
-/**
- * How far apart two int8 scores may be and still swap once scored exactly (or how far below a
- * threshold, minScore or context's MIN_SIMILARITY, one may lie and still pass): twice the
- * quantisation error of unit vectors seen in practice (< 0.005).
- */
-export const RESCORE_MARGIN = 0.01;
 
 /**
- * The candidates (best first) that can end up among the best `wanted` once scored exactly: the
- * best `wanted` and every other within RESCORE_MARGIN of the last of them.
+ * The candidates (best first) that can end up among the best `wanted` once scored exactly. Each
+ * candidate's `score` is the upper bound of its exact ranking value (the scan's score plus the
+ * scan's error bound, vector-index.ts scan) and `lower(item)` the lower bound, or -Infinity when
+ * the candidate may fail a threshold once scored exactly. With L the `wanted`-th largest lower
+ * bound, at least `wanted` candidates rank at L or above exactly, so a candidate whose upper bound
+ * lies below L cannot be among the best `wanted`: every other one is kept. (Candidates beyond the
+ * scan's TopK of `wanted` + RESCORED_EXTRA by upper bound are not seen here: the guarantee holds
+ * while fewer than RESCORED_EXTRA others reach L, e.g. not among hundreds of copies of one text.)
  */
-export function contenders<T>(sorted: readonly { score: number; item: T }[], wanted: number): { score: number; item: T }[] {
+export function contenders<T>(sorted: readonly { score: number; item: T }[], wanted: number, lower: (item: T) => number): { score: number; item: T }[] {
   if (sorted.length <= wanted) return [...sorted];
-  const floor = sorted[wanted - 1]!.score - RESCORE_MARGIN;
-  let end = wanted;
-  while (end < sorted.length && sorted[end]!.score >= floor) end += 1;
-  return sorted.slice(0, end);
+  const lowers = sorted.map(({ item }) => lower(item)).sort((a, b) => b - a);
+  const cut = lowers[wanted - 1]!;
+  return sorted.filter(({ score }) => score >= cut);
 }
 
 export interface Rescored {
@@ -200,14 +198,21 @@ export async function recall(
   const index = ctx.vectorIndex;
   await index.refresh(ctx.embedder.model, vector.length);
   const matches = (s: number): boolean => s > 0 && s >= query.minScore;
-  const candidates = new TopK<number>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a, b));
+  // Ranked by the upper bound of their exact score (the scan's int8 score plus its error bound).
+  const candidates = new TopK<{ slot: number; approximate: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
-  index.scan(vector, scopeFilter(query), (slot, cosine) => {
+  index.scan(vector, scopeFilter(query), (slot, cosine, error) => {
     const s = score(cosine);
     if (matches(s)) total += 1;
-    if (s > 0 && s >= query.minScore - RESCORE_MARGIN) candidates.push(s, slot);
+    const upper = score(cosine + error);
+    const lower = score(cosine - error);
+    if (matches(upper)) candidates.push(upper, { slot, approximate: s, lower: matches(lower) ? lower : -Infinity });
   });
-  const rescored = await rescore(ctx, vector, contenders(candidates.sorted(), query.limit));
+  const rescored = await rescore(
+    ctx,
+    vector,
+    contenders(candidates.sorted(), query.limit, (c) => c.lower).map(({ item }) => ({ score: item.approximate, item: item.slot })),
+  );
   // The candidates count by their exact score, the rest by their int8 one.
   for (const candidate of rescored) total += Number(matches(candidate.score)) - Number(matches(candidate.approximate));
   const results: RecallResult[] = rescored

@@ -59,24 +59,33 @@ export function isStoredVector(stored: Uint8Array, dims: number): boolean {
   return set === codes;
 }
 
-/** Dequantises a stored vector of `dims` dimensions into `target` (at float offset `offset`). */
-export function decodeVectorInto(stored: Uint8Array, dims: number, target: Float32Array, offset: number): void {
+/**
+ * Copies the int8 codes of a stored vector of `dims` dimensions into `target` (at `offset`; a
+ * sparse vector's zeros are written too) and returns its scale: value ≈ code × scale.
+ */
+export function readCodesInto(stored: Uint8Array, dims: number, target: Int8Array, offset: number): number {
   const scale = new DataView(stored.buffer, stored.byteOffset, SCALE_BYTES).getFloat32(0, true);
   const codes = new Int8Array(stored.buffer, stored.byteOffset, stored.byteLength);
   if (stored.byteLength === SCALE_BYTES + dims) {
-    for (let i = 0; i < dims; i++) target[offset + i] = codes[SCALE_BYTES + i]! * scale;
-    return;
+    target.set(codes.subarray(SCALE_BYTES), offset);
+    return scale;
   }
+  // Only the set bits are visited, lowest first (dimension order), so a short text's ~80 codes cost ~80 steps.
+  target.fill(0, offset, offset + dims);
   let at = SCALE_BYTES + bitmapBytes(dims);
-  for (let i = 0; i < dims; i++) {
-    target[offset + i] = (stored[SCALE_BYTES + (i >> 3)]! >> (i & 7)) & 1 ? codes[at++]! * scale : 0;
+  for (let byte = 0; byte < bitmapBytes(dims); byte++) {
+    for (let bits = stored[SCALE_BYTES + byte]!; bits !== 0; bits &= bits - 1) {
+      target[offset + byte * 8 + 31 - Math.clz32(bits & -bits)] = codes[at++]!;
+    }
   }
+  return scale;
 }
 
+/** Dequantises a stored vector of `dims` dimensions. */
 export function decodeVector(stored: Uint8Array, dims: number): Float32Array {
-  const vector = new Float32Array(dims);
-  decodeVectorInto(stored, dims, vector, 0);
-  return vector;
+  const codes = new Int8Array(dims);
+  const scale = readCodesInto(stored, dims, codes, 0);
+  return Float32Array.from(codes, (code) => code * scale);
 }
 
 /** A vector stored before 0019_compact_embeddings: Float32 little-endian. */

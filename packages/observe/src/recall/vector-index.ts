@@ -1,6 +1,6 @@
 import type { ObserveDatabase } from '../schema.ts';
-import { VectorBlock } from './dot-kernel.ts';
-import { decodeVectorInto, readChanges, readMeta, isStoredVector, type ChangedRow } from './store.ts';
+import { quantiseQuery, scanError, VectorBlock } from './dot-kernel.ts';
+import { readChanges, readCodesInto, readMeta, isStoredVector, type ChangedRow } from './store.ts';
 
 /** Vectors per storage block: growth adds blocks, nothing is ever copied. */
 const BLOCK = 4096;
@@ -15,6 +15,8 @@ export interface ScanFilter {
   events: boolean;
   sessions: boolean;
   agentId?: string;
+  /** Leave out this agent's vectors (context leaves out the system agent's alert sessions). */
+  excludeAgentId?: string;
   /** Inclusive bounds on `ts` (event time; a session's startedAt). */
   from?: number;
   to?: number;
@@ -34,12 +36,14 @@ export interface Slot {
 }
 
 /**
- * The vectors of one model in memory, per process: blocks of 4,096 vectors (each in its own
- * WebAssembly memory, scored by the SIMD kernel of dot-kernel.ts), plus parallel arrays of what
- * the filters need. Loaded once, then brought up to date before each search by
+ * The vectors of one model in memory, per process: blocks of 4,096 vectors kept as their stored
+ * int8 codes (each block in its own WebAssembly memory, one byte a dimension, plus a Float32 scale
+ * a vector; scored by the SIMD kernel of dot-kernel.ts), plus parallel arrays of what the filters
+ * need. Loaded once, then brought up to date before each search by
  * reading only rows written after its watermark (the embeddings write-order counter), so it sees
- * vectors written by any instance sharing the database. Search is an exact linear scan; text and
- * metadata stay in the database and are read for the results only.
+ * vectors written by any instance sharing the database. Search is a linear scan of every vector
+ * (its scores carry a bound, see scan); text and metadata stay in the database and are read for
+ * the results only.
  */
 export class VectorIndex {
   private dims = 0;
@@ -167,7 +171,8 @@ export class VectorIndex {
     this.user[slot] = this.code(row.user_id);
     this.ts[slot] = Number(row.ts);
     this.lastTs[slot] = Number(row.last_ts);
-    decodeVectorInto(row.vector, this.dims, this.blocks[Math.floor(slot / BLOCK)]!.vectors, (slot % BLOCK) * this.dims);
+    const block = this.blocks[Math.floor(slot / BLOCK)]!;
+    block.scales[slot % BLOCK] = readCodesInto(row.vector, this.dims, block.codes, (slot % BLOCK) * block.stride);
   }
 
   /** Order of equal scores: newer first, then events before sessions, then by id. */
@@ -191,10 +196,12 @@ export class VectorIndex {
   }
 
   /**
-   * Calls `visit(slot, cosine)` for every live vector passing `filter` (cosine of unit vectors =
-   * dot product, not clamped). `query` must have this index's length.
+   * Calls `visit(slot, cosine, error)` for every live vector passing `filter`: `cosine` is the
+   * scan's score (int8 vector against the i16 query, not clamped) and `error` bounds how far the
+   * exact cosine of the Float32 vectors may lie from it (dot-kernel.ts scanError). `query` must
+   * have this index's length.
    */
-  scan(query: Float32Array, filter: ScanFilter, visit: (slot: number, cosine: number) => void): void {
+  scan(query: Float32Array, filter: ScanFilter, visit: (slot: number, cosine: number, error: number) => void): void {
     const dims = this.dims;
     if (query.length !== dims || this.count === 0) return;
     const { alive, kind, agent, session, user, ts } = this;
@@ -203,6 +210,7 @@ export class VectorIndex {
     // An unknown agent or user can match nothing (agent) or only unattributed sessions (user).
     const agentCode = filter.agentId === undefined ? -2 : (this.codes.get(filter.agentId) ?? -3);
     if (agentCode === -3) return;
+    const excludedCode = filter.excludeAgentId === undefined ? -2 : (this.codes.get(filter.excludeAgentId) ?? -2);
     const userCode = filter.userId === undefined ? -2 : (this.codes.get(filter.userId) ?? -3);
     const from = filter.from ?? -Infinity;
     const to = filter.to ?? Infinity;
@@ -215,20 +223,25 @@ export class VectorIndex {
       }
       if (sessionCodes.size === 0) return;
     }
+    const codes = quantiseQuery(query);
     for (let b = 0; b < this.blocks.length; b++) {
       const first = b * BLOCK;
       const last = Math.min(this.count, first + BLOCK);
       // Dot products of the whole block at once (WebAssembly SIMD), then the filters.
-      const dots = this.blocks[b]!.dots(query, last - first);
+      const block = this.blocks[b]!;
+      const sums = block.dots(codes, last - first);
+      const scales = block.scales;
       for (let slot = first; slot < last; slot++) {
         if (alive[slot] !== 1) continue;
         if (kind[slot] === EVENT ? !wantEvents : !wantSessions) continue;
         if (agentCode !== -2 && agent[slot] !== agentCode) continue;
+        if (agent[slot] === excludedCode) continue;
         const t = ts[slot]!;
         if (t < from || t > to) continue;
         if (userCode !== -2 && user[slot] !== -1 && user[slot] !== userCode) continue;
         if (sessionCodes !== null && !sessionCodes.has(session[slot]!)) continue;
-        visit(slot, dots[slot - first]!);
+        const scale = scales[slot - first]!;
+        visit(slot, sums[slot - first]! * codes.scale * scale, scanError(codes, scale));
       }
     }
   }

@@ -479,3 +479,83 @@ await describeEachDatabase('GET /api/reflect', (backend) => {
     assert.equal((anonymous.json() as { status: number }).status, 401);
   });
 });
+
+await describeEachDatabase('reflect: the default limit', (backend) => {
+  let observe: TestObserve;
+  // 21 distinct error messages (letters, so normalisation keeps them apart) in one session yesterday.
+  const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform'.split(
+    ' ',
+  );
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const events = WORDS.map((word, i) => toolError('many', 'A', `2026-11-21T10:00:${String(i).padStart(2, '0')}.000Z`, 'search', `c${i}`, `failure ${word}`));
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
+    assert.equal(response.statusCode, 201, response.body);
+  });
+  after(() => observe.close());
+
+  test('limit defaults to 20 insights', async () => {
+    const read = async (query: string) => {
+      const response = await observe.call({ method: 'GET', url: `/api/reflect?${query}` });
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { insights: unknown[] };
+    };
+    assert.equal((await read('analysis=error_patterns&limit=100')).insights.length, 21);
+    const byDefault = await read('analysis=error_patterns');
+    assert.equal(byDefault.insights.length, 20);
+    assert.deepEqual(byDefault.insights, (await read('analysis=error_patterns&limit=20')).insights);
+  });
+});
+
+await describeEachDatabase("reflect: alert bookkeeping is no agent's session", (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend);
+    const events = [
+      ev('work', 'A', '2026-11-21T10:00:00.000Z', 'session_started', {}),
+      ev('work', 'A', '2026-11-21T10:01:00.000Z', 'llm_response', {
+        callId: 'l1',
+        provider: 'openai',
+        model: 'gpt-4o',
+        completion: 'ok',
+        finishReason: 'stop',
+        usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+        costUsd: 0.5,
+        latencyMs: 10,
+      }),
+      ev('work', 'A', '2026-11-21T10:02:00.000Z', 'session_ended', { reason: 'completed' }),
+    ];
+    const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
+    assert.equal(response.statusCode, 201, response.body);
+    // A firing alert rule writes alert_triggered into its own session alert:<ruleId> of the system agent.
+    const rule = await observe.call({
+      method: 'POST',
+      url: '/api/alerts/rules',
+      payload: { name: 'any', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
+    });
+    assert.equal(rule.statusCode, 201, rule.body);
+    assert.equal(await observe.service.jobs.alerts.tick(), true);
+    const stored = await observe.call({ method: 'GET', url: `/api/sessions/alert:${(rule.json() as { id: string }).id}` });
+    assert.equal(stored.statusCode, 200, 'the alert session exists');
+  });
+  after(() => observe.close());
+
+  test('sessions, events, cost per session and completion leave the system agent out', async () => {
+    const read = async (query: string) => {
+      const response = await observe.call({ method: 'GET', url: `/api/reflect?${query}` });
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { insights: { type: string; data: Record<string, unknown> }[]; metadata: { sessionsAnalyzed: number; eventsAnalyzed: number } };
+    };
+    const costs = await read('analysis=cost_analysis');
+    assert.deepEqual(costs.metadata, { ...costs.metadata, sessionsAnalyzed: 1, eventsAnalyzed: 3 });
+    assert.deepEqual(costs.insights[0]!.data, { totalCost: 0.5, avgPerSession: 0.5, totalSessions: 1 });
+    const trends = await read('analysis=performance_trends');
+    assert.equal(trends.metadata.sessionsAnalyzed, 1);
+    assert.deepEqual(trends.insights[0]!.data, { successRate: 1, avgDuration: 120_000, avgToolCalls: 0, avgErrors: 0 });
+    for (const analysis of ['error_patterns', 'tool_sequences']) assert.equal((await read(`analysis=${analysis}`)).metadata.sessionsAnalyzed, 1, analysis);
+    // Asked for by name, the system agent's bookkeeping is what is analysed.
+    const system = await read('analysis=cost_analysis&agentId=system');
+    assert.equal(system.metadata.sessionsAnalyzed, 1);
+    assert.equal(system.metadata.eventsAnalyzed, 1);
+  });
+});

@@ -2,6 +2,7 @@ import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
+import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import { rawFigures, reflectTuning, SEPARATOR, type RawScope } from './figures.ts';
@@ -104,7 +105,7 @@ type Eb = ExpressionBuilder<any, any>;
  */
 function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): SelectQueryBuilder<ObserveSchema, 'sessions', object> {
   const { from, to, agentId } = query;
-  let q = db
+  const q = db
     .selectFrom('sessions')
     .where('started_at', '<=', to)
     .where('last_event_at', '>=', from)
@@ -122,8 +123,8 @@ function sessionsOfRange(db: Kysely<ObserveSchema>, query: ReflectQuery): Select
         ),
       ]),
     );
-  if (agentId !== undefined) q = q.where('agent_id', '=', agentId);
-  return q;
+  // Unless asked for by name, the system agent's alert sessions are bookkeeping, not an agent's sessions.
+  return q.where('agent_id', agentId === undefined ? '<>' : '=', agentId ?? SYSTEM_AGENT_ID);
 }
 
 async function countSessions(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
@@ -134,7 +135,8 @@ async function countSessions(database: ObserveDatabase, query: ReflectQuery): Pr
 }
 
 async function countEvents(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
-  const rows = await aggregate(database, { from: query.from, to: query.to, agentId: query.agentId, dimensions: [] });
+  const agent = query.agentId === undefined ? { excludeAgentId: SYSTEM_AGENT_ID } : { agentId: query.agentId };
+  const rows = await aggregate(database, { from: query.from, to: query.to, ...agent, dimensions: [] });
   return rows.reduce((n, row) => n + row.eventCount, 0);
 }
 

@@ -503,7 +503,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     assert.equal(cache.has('past-head'), true);
     const db = observe.service.context.database.db;
     const last = await db.selectFrom('events').select('id').where('session_id', '=', 'past-head').where('seq', '=', 15).executeTakeFirstOrThrow();
-    await insertEventCopy(observe.service.context.database, last.id, { id: 'ffffffff-ffff-7fff-bfff-ffffffffffff', seq: 16, hash: 'f'.repeat(64) });
+    await insertEventCopy(observe.service.context.database, last.id, { id: 'ffffffff-ffff-7fff-bfff-ffffffffffff', seq: 16, hash: Buffer.alloc(32, 0xff) });
     const body = await replay('past-head');
     assert.equal(body.chainValid, false);
     assert.equal(body.totalSteps, 17, 'the replay shows every stored event');

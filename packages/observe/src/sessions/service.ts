@@ -6,6 +6,7 @@ import {
   type ChainVerdict,
   forEachSessionEventPage,
   linksJson,
+  leafOfRow,
   type LoggedChainRow,
   sessionLoggedRowsQuery,
   storedChainText,
@@ -59,12 +60,12 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     if (!session) return undefined;
     const head = chainHeadOf(session);
     const known = verifiedSessions.recall(sessionId, head);
-    if (known?.timeline !== undefined && (await storedChainTextMatches(db, sessionId, known.storedText))) {
+    if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) {
       return { session, ...known.timeline, verdict: known.verdict };
     }
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
     const verifier = new ChainVerifier(head);
-    const links = rows.map((row) => verifier.add(toLink(row), row.leaf_hash));
+    const links = rows.map((row) => verifier.add(toLink(row), leafOfRow(row)));
     const verdict = verifier.finish();
     const storedText = storedChainText(rows);
     if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
@@ -101,12 +102,12 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     if (!session) return undefined;
     const head = chainHeadOf(session);
     const known = verifiedSessions.recall(sessionId, head);
-    if (known !== undefined && (await storedChainTextMatches(db, sessionId, known.storedText))) return { session, verdict: known.verdict };
+    if (known !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) return { session, verdict: known.verdict };
     const verifier = new ChainVerifier(head);
     let texts: string[] | null = [];
     let chars = 0;
     await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
-      for (const row of rows) verifier.add(toLink(row), row.leaf_hash);
+      for (const row of rows) verifier.add(toLink(row), leafOfRow(row));
       if (texts === null) return;
       const text = storedChainText(rows);
       chars += text?.length ?? 0;

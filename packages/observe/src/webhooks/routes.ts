@@ -1,6 +1,6 @@
 import { Transform, pipeline, type Readable } from 'node:stream';
 import { constantTimeEqual, hmacSha256Hex, ServiceError, type ErrorDetail, type ZodApp } from '@vigil/platform';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyRequest, preParsingHookHandler } from 'fastify';
 import type { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -133,6 +133,22 @@ async function webhookEvent(ctx: ObserveContext, body: WebhookBody): Promise<Inc
   return { ...checked.data, ...(body.timestamp !== undefined && { timestamp: body.timestamp }) };
 }
 
+/**
+ * Options of the signed routes: the raw bytes are kept for the signature, and the handler
+ * validates the body itself, in order: source, credentials, then the rest (an unsigned caller
+ * learns nothing about the payload rules). The route's schema documents the body.
+ */
+const signedRawBody = {
+  validatorCompiler: () => (value: unknown) => ({ value }),
+  config: { auth: 'signature' as const },
+  preParsing: ((request, _reply, payload, done) => done(null, captureRawBody(request, payload))) satisfies preParsingHookHandler,
+};
+
+function jsonObject(body: unknown): object {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw validationError([{ path: '', message: 'body must be a JSON object' }]);
+  return body;
+}
+
 export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/events/ingest',
@@ -146,17 +162,10 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
         body: webhookBodySchema,
         response: { 201: webhookResponseSchema },
       },
-      // The body is validated by the handler, in order: source, credentials, then the rest (an
-      // unsigned caller learns nothing about the payload rules). The schema above documents it.
-      validatorCompiler: () => (value) => ({ value }),
-      config: { auth: 'signature' },
-      preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
+      ...signedRawBody,
     },
     async (request, reply) => {
-      const raw: unknown = request.body;
-      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-        throw validationError([{ path: '', message: 'body must be a JSON object' }]);
-      }
+      const raw = jsonObject(request.body);
       const source = sourceSchema.safeParse(raw);
       if (!source.success) throw validationError(zodDetails(source.error, joinPath));
 
@@ -190,15 +199,10 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
         body: webhookBatchBodySchema,
         response: { 201: webhookBatchResponseSchema },
       },
-      validatorCompiler: () => (value) => ({ value }),
-      config: { auth: 'signature' },
-      preParsing: (request, _reply, payload, done) => done(null, captureRawBody(request, payload)),
+      ...signedRawBody,
     },
     async (request, reply) => {
-      const raw: unknown = request.body;
-      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-        throw validationError([{ path: '', message: 'body must be a JSON object' }]);
-      }
+      const raw = jsonObject(request.body);
       const source = signedSourceSchema.safeParse(raw);
       if (!source.success) throw validationError(zodDetails(source.error, joinPath));
       await verifySource(ctx, request, source.data.source);
