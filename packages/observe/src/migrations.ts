@@ -13,7 +13,8 @@ import {
 import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
-import { SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
+import { createJudgeSpend } from './evals/index.ts';
+import { createStoreTotals, SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 import { compactEmbeddings } from './recall/index.ts';
@@ -635,5 +636,15 @@ export const observeMigrations: Record<string, MigrationStep> = {
     await storeHashesAsBytes(db, dialect, 'events', ['hash', 'prev_hash']);
     await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
     await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+  },
+
+  /**
+   * GET /api/stats reads one row instead of counting (docs/architecture.md#read-paths): the event
+   * store's totals, kept by ingest and retention, and the judge spend, kept with each judge call;
+   * both filled here from the rows stored.
+   */
+  async '0023_stats_totals'(db) {
+    await createStoreTotals(db);
+    await createJudgeSpend(db);
   },
 };

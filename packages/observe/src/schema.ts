@@ -75,6 +75,19 @@ export interface AgentRow {
   approval_policy_id: string | null;
 }
 
+/**
+ * One row (id 1): what the event store holds, kept by every write that changes it in that write's
+ * transaction (ingest, retention; migration 0023 filled it from the rows), so GET /api/stats reads
+ * one row: `events` is the sum of the sessions' event_count, `sessions` their number, `agents` the
+ * agents rows but the system agent's.
+ */
+export interface StoreTotalsRow {
+  id: number;
+  events: number;
+  sessions: number;
+  agents: number;
+}
+
 export interface ApiKeyRow {
   id: string;
   name: string;
@@ -245,6 +258,7 @@ export interface ObserveSchema extends AuditLogTables {
   sessions: SessionRow;
   session_tags: SessionTagRow;
   agents: AgentRow;
+  store_totals: StoreTotalsRow;
   api_keys: ApiKeyRow;
   settings: SettingRow;
   leases: LeaseRow;
@@ -261,6 +275,7 @@ export interface ObserveSchema extends AuditLogTables {
   benchmark_variants: BenchmarkVariantRow;
   evaluators: EvaluatorRow;
   judge_calls: JudgeCallRow;
+  judge_spend: JudgeSpendRow;
   datasets: DatasetRow;
   dataset_cases: DatasetCaseRow;
   eval_runs: EvalRunRow;
@@ -476,6 +491,12 @@ export interface JudgeCallRow {
   event_id: string | null;
   error: string | null;
   created_at: number;
+}
+
+/** One row (id 1): the sum of judge_calls' cost_usd, kept in the transaction that inserts each call (migration 0023 filled it). */
+export interface JudgeSpendRow {
+  id: number;
+  usd: number;
 }
 
 /** A dataset of cases for evaluation runs (evals/). */

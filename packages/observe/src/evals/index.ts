@@ -4,7 +4,8 @@ import type { ObserveFeature } from '../context.ts';
 import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
-export { judgeSpendUsd } from './service.ts';
+export { roundUsd } from './rules.ts';
+export { createJudgeSpend } from './store.ts';
 
 export interface EvalRuns {
   /** Works a run's cases; kicked by each new run when `kickRuns`. */

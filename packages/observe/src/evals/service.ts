@@ -17,7 +17,7 @@ import {
   type JudgeResult,
   type ScoreBody,
 } from './schemas.ts';
-import { findEvaluator, insertJudgeCall, sessionFacts, setJudgeCallEvent, sumJudgeSpend, transcriptPage, type Evaluator } from './store.ts';
+import { findEvaluator, insertJudgeCall, sessionFacts, setJudgeCallEvent, transcriptPage, type Evaluator } from './store.ts';
 import { TranscriptBuilder } from './transcript.ts';
 
 /**
@@ -249,10 +249,6 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
   const event = await appendVerdict(ctx, sessionId, session.agent_id, chainHeadOf(current), passed, payload);
   await setJudgeCallEvent(ctx.database, callId, event.id);
   return { sessionId, ...outcome, event: chained(event) };
-}
-
-export async function judgeSpendUsd(ctx: ObserveContext): Promise<number> {
-  return sumJudgeSpend(ctx.database);
 }
 
 // ---------------------------------------------------------------------------------------------

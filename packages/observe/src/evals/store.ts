@@ -1,4 +1,4 @@
-import { canonicalJson, newId, toIso } from '@vigil/platform';
+import { canonicalJson, floatType, newId, toIso } from '@vigil/platform';
 import { sql, type Kysely } from 'kysely';
 import type {
   DatasetCaseRow,
@@ -157,21 +157,42 @@ export async function deleteEvaluator(database: ObserveDatabase, id: string): Pr
 // Judge calls (judge spend)
 // ---------------------------------------------------------------------------------------------
 
+/** The call and its cost in the spend total (judge_spend), in one transaction: the total counts exactly the calls stored. */
 export async function insertJudgeCall(database: ObserveDatabase, row: JudgeCallRow): Promise<void> {
-  await database.db.insertInto('judge_calls').values(row).execute();
+  await database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('judge_calls').values(row).execute();
+    await trx
+      .updateTable('judge_spend')
+      .set({ usd: sql`usd + ${row.cost_usd}` })
+      .where('id', '=', 1)
+      .execute();
+  });
 }
 
 export async function setJudgeCallEvent(database: ObserveDatabase, id: string, eventId: string): Promise<void> {
   await database.db.updateTable('judge_calls').set({ event_id: eventId }).where('id', '=', id).execute();
 }
 
-/** Every USD spent on judge calls (summed in SQL), to the nano-dollar; never part of any session's spend. */
-export async function sumJudgeSpend(database: ObserveDatabase): Promise<number> {
-  const row = await database.db
-    .selectFrom('judge_calls')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('cost_usd'), eb.lit(0)).as('spend'))
-    .executeTakeFirstOrThrow();
-  return roundUsd(Number(row.spend));
+/** Migration 0023: the spend total, summed from the calls stored. */
+export async function createJudgeSpend(db: Executor): Promise<void> {
+  await db.schema
+    .createTable('judge_spend')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('usd', floatType, (c) => c.notNull())
+    .execute();
+  await db
+    .insertInto('judge_spend')
+    .columns(['id', 'usd'])
+    .expression(
+      db.selectNoFrom((eb) => [
+        eb.lit(1).as('id'),
+        eb
+          .selectFrom('judge_calls')
+          .select((j) => j.fn.coalesce(j.fn.sum<number>('cost_usd'), j.lit(0)).as('usd'))
+          .as('usd'),
+      ]),
+    )
+    .execute();
 }
 
 // ---------------------------------------------------------------------------------------------

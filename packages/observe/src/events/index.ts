@@ -4,7 +4,8 @@
 // - in the ingest transaction (EventAppender.inTransaction), after events and sessions, in this
 //   order: recall (embedding queue), audit-log (Merkle leaves, under the audit_log_head row lock),
 //   stream (stream log, `ordersCommits`: its head lock orders commits); then the rows many batches
-//   share (`sharedRows`): ingest's agents rows, analytics (hourly rollups, latency sketches)
+//   share (`sharedRows`): ingest's agents rows and store totals (totals.ts), analytics (hourly
+//   rollups, latency sketches)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), audit-log (a checkpoint every N events), stream (wakes open streams)
 // - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
@@ -78,5 +79,6 @@ export {
   toLink,
 } from './store.ts';
 export { SYSTEM_AGENT_ID } from './system-agent.ts';
+export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
 
 export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));

@@ -1,12 +1,14 @@
 import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, hashBytes, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
-import type { EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import type { AgentRow, EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
 import { applyEventToSession, newSessionRow } from './session-state.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
 import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
+import { SYSTEM_AGENT_ID } from './system-agent.ts';
+import { addToStoreTotals } from './totals.ts';
 
 /** What one session received in a batch: the seqs it appended and the span of their timestamps. */
 export interface SessionAppend {
@@ -180,11 +182,18 @@ interface AgentSpan {
  * Agents rows as committed through this instance. Ingest only ever widens a row's span (first_seen_at
  * down, last_seen_at up) and counts sessions up, and nothing else writes those columns, so a batch
  * that names no agent, starts no session and lies inside the known span would change nothing: its
- * upsert is skipped, and with it a row lock that every batch of the agent would wait on.
+ * upsert is skipped, and with it a row lock that every batch of the agent would wait on. Nothing
+ * deletes agents rows either, so a known agent's row exists: its upsert cannot insert one, which
+ * the store totals' agent count relies on.
  */
 class KnownAgents {
   private readonly spans = new Map<string, AgentSpan>();
   private static readonly MAX_AGENTS = 10_000;
+
+  /** True when this agent's row was committed through this instance (and so exists). */
+  has(agentId: string): boolean {
+    return this.spans.has(agentId);
+  }
 
   covers(agent: AgentTouch): boolean {
     if (agent.name !== null || agent.newSessions > 0) return false;
@@ -205,20 +214,35 @@ class KnownAgents {
   }
 }
 
+function newAgentRow(agent: AgentTouch): AgentRow {
+  return {
+    id: agent.id,
+    name: agent.name ?? agent.id,
+    first_seen_at: agent.firstSeen,
+    last_seen_at: agent.lastSeen,
+    session_count: agent.newSessions,
+    paused_at: null,
+    pause_reason: null,
+    model_override: null,
+    approval_policy_id: null,
+  };
+}
+
+/** The agent's row when it has none yet; false (nothing written) when it has one. */
+async function insertAgentIfNew(trx: Transaction<ObserveSchema>, agent: AgentTouch): Promise<boolean> {
+  const inserted = await trx
+    .insertInto('agents')
+    .values(newAgentRow(agent))
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
 async function upsertAgent(trx: Transaction<ObserveSchema>, agent: AgentTouch): Promise<AgentSpan> {
   const row = await trx
     .insertInto('agents')
-    .values({
-      id: agent.id,
-      name: agent.name ?? agent.id,
-      first_seen_at: agent.firstSeen,
-      last_seen_at: agent.lastSeen,
-      session_count: agent.newSessions,
-      paused_at: null,
-      pause_reason: null,
-      model_override: null,
-      approval_policy_id: null,
-    })
+    .values(newAgentRow(agent))
     .onConflict((oc) =>
       oc.column('id').doUpdateSet({
         name: agent.name === null ? sql.ref('agents.name') : sql.ref('excluded.name'),
@@ -405,12 +429,22 @@ async function appendPrepared(
     };
     for (const writer of writers.rows) await writer(batch);
     if (writers.ordersCommits !== null) await writers.ordersCommits(batch);
-    // Shared rows last (WriterPosition), agents in sorted order.
+    // Shared rows last (WriterPosition), agents in sorted order, then the store totals.
     const written = new Map<string, AgentSpan>();
+    let newAgents = 0;
     for (const agentId of [...agents.keys()].sort()) {
       const agent = agents.get(agentId)!;
-      if (!knownAgents.covers(agent)) written.set(agentId, await upsertAgent(trx, agent));
+      if (knownAgents.covers(agent)) continue;
+      // An agent this instance has not committed may have no row yet: whether this batch creates
+      // it is what the totals count (an upsert does not tell), so its row is inserted apart.
+      if (!knownAgents.has(agentId) && (await insertAgentIfNew(trx, agent))) {
+        written.set(agentId, { firstSeen: agent.firstSeen, lastSeen: agent.lastSeen });
+        if (agentId !== SYSTEM_AGENT_ID) newAgents += 1;
+      } else {
+        written.set(agentId, await upsertAgent(trx, agent));
+      }
     }
+    await addToStoreTotals(trx, database.dialect, { events: prepared.length, sessions: createdIds.size, agents: newAgents });
     for (const writer of writers.sharedRows) await writer(batch);
     return { appended, logPositions: batch.logPositions, written };
   });

@@ -1,4 +1,4 @@
-import { forUpdate, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
+import { forUpdate, PreparedQuery, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ApiKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { keyScopes, type ObserveScope } from './scopes.ts';
@@ -40,8 +40,13 @@ export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow, 
   });
 }
 
+/** Compiled once: every authenticated request runs it (building the statement anew cost more than running it). */
+const activeKeyByHashQuery = new PreparedQuery<ObserveSchema, [string], ApiKeyRow>((db, _dialect, keyHash: string) =>
+  db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null),
+);
+
 export async function findActiveKeyByHash(database: ObserveDatabase, keyHash: string): Promise<ApiKeyRow | undefined> {
-  return database.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).where('revoked_at', 'is', null).executeTakeFirst();
+  return activeKeyByHashQuery.first(database.db, database.dialect, keyHash);
 }
 
 export async function hasActiveKey(database: ObserveDatabase): Promise<boolean> {

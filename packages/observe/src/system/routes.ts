@@ -1,7 +1,6 @@
 import { isLoopbackHost, pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { judgeSpendUsd } from '../evals/index.ts';
 import { hasActiveKey } from '../keys/index.ts';
 import { storedCounts } from './store.ts';
 
@@ -53,7 +52,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
   );
 
   app.get('/api/stats', { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } }, async () => {
-    const [counts, storageSizeBytes, judgeSpend] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes(), judgeSpendUsd(ctx)]);
+    const [counts, storageSizeBytes] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes()]);
     return {
       totalEvents: counts.events,
       totalSessions: counts.sessions,
@@ -62,7 +61,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
       newestEvent: toIsoOrNull(counts.newestTs),
       storageSizeBytes: Math.round(storageSizeBytes),
       // USD spent on LLM-judge calls (evals/), never part of any session's spend.
-      judgeSpendUsd: judgeSpend,
+      judgeSpendUsd: counts.judgeSpendUsd,
     };
   });
 }

@@ -1,5 +1,5 @@
 import { PreparedQuery } from '@vigil/platform';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { roundUsd } from '../evals/index.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 export interface StoredCounts {
@@ -9,39 +9,37 @@ export interface StoredCounts {
   agents: number;
   oldestTs: number | null;
   newestTs: number | null;
+  /** USD spent on LLM-judge calls (evals/), to the nano-dollar. */
+  judgeSpendUsd: number;
 }
 
 /**
- * One statement, compiled once: the session counters kept by ingest (one pass over `sessions`),
- * the agents, and the oldest and newest event through the `ts` index (min/max read one end of it).
+ * One statement, compiled once, whose cost depends on no count of rows: the store's totals and the
+ * judge spend are one row each, kept by the writes that change them (events/totals.ts,
+ * evals/store.ts); the oldest and newest event are min/max over the `ts` index, each one end of it.
  */
-const countsQuery = new PreparedQuery<ObserveSchema, [], Record<'events' | 'sessions' | 'agents' | 'oldest' | 'newest', unknown>>((db) =>
-  db.selectNoFrom((eb) => [
-    eb
-      .selectFrom('sessions')
-      .select((s) => s.fn.countAll().as('n'))
-      .as('sessions'),
-    eb
-      .selectFrom('sessions')
-      .select((s) => s.fn.coalesce(s.fn.sum('event_count'), s.lit(0)).as('n'))
-      .as('events'),
-    eb
-      .selectFrom('agents')
-      .select((a) => a.fn.countAll().as('n'))
-      .where('id', '<>', SYSTEM_AGENT_ID)
-      .as('agents'),
-    eb
-      .selectFrom('events')
-      .select((e) => e.fn.min('ts').as('ts'))
-      .as('oldest'),
-    eb
-      .selectFrom('events')
-      .select((e) => e.fn.max('ts').as('ts'))
-      .as('newest'),
-  ]),
+const countsQuery = new PreparedQuery<ObserveSchema, [], Record<'events' | 'sessions' | 'agents' | 'judge_usd' | 'oldest' | 'newest', unknown>>((db) =>
+  db
+    .selectFrom('store_totals as t')
+    .innerJoin('judge_spend as j', 'j.id', 't.id')
+    .select((eb) => [
+      't.events',
+      't.sessions',
+      't.agents',
+      'j.usd as judge_usd',
+      eb
+        .selectFrom('events')
+        .select((e) => e.fn.min('ts').as('ts'))
+        .as('oldest'),
+      eb
+        .selectFrom('events')
+        .select((e) => e.fn.max('ts').as('ts'))
+        .as('newest'),
+    ])
+    .where('t.id', '=', 1),
 );
 
-/** What is stored: events (summed from the session counters), sessions, agents, and the time span of the events. */
+/** What is stored: events, sessions, agents, the time span of the events, and the judge spend. */
 export async function storedCounts(database: ObserveDatabase): Promise<StoredCounts> {
   const row = (await countsQuery.first(database.db, database.dialect))!;
   return {
@@ -50,5 +48,6 @@ export async function storedCounts(database: ObserveDatabase): Promise<StoredCou
     agents: Number(row.agents),
     oldestTs: row.oldest === null ? null : Number(row.oldest),
     newestTs: row.newest === null ? null : Number(row.newest),
+    judgeSpendUsd: roundUsd(Number(row.judge_usd)),
   };
 }
