@@ -210,3 +210,18 @@ export function assertErrorBody(response: LightMyRequestResponse, status: number
   assert.equal(response.statusCode, status, `${context}: ${response.body}`);
   return assertErrorShape(response.json(), status, context);
 }
+
+/**
+ * Creates an alert rule that fires on any event of the last 30 days and runs one alert tick: its
+ * alert_triggered event lands in the system agent's session `alert:<ruleId>`, whose id is returned.
+ */
+export async function fireAlertRule(observe: TestObserve, name: string): Promise<string> {
+  const rule = await observe.call({
+    method: 'POST',
+    url: '/api/alerts/rules',
+    payload: { name, condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
+  });
+  assert.equal(rule.statusCode, 201, rule.body);
+  assert.equal(await observe.service.jobs.alerts.tick(), true);
+  return `alert:${(rule.json() as { id: string }).id}`;
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, fireAlertRule, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { ago, DAY, drain, HOUR, llmCall, llmResponse, sessionEnded, sessionStarted, toolCall, toolError, toolResponse } from '../recall/test-fixtures.ts';
 import type { Lesson } from './memory.ts';
@@ -165,15 +165,7 @@ await describeEachDatabase("GET /api/context: alert bookkeeping is no agent's ex
   before(async () => {
     observe = await startTestObserve(backend);
     await seed(observe);
-    // A firing rule writes alert_triggered into its session alert:<ruleId> of the system agent.
-    const rule = await observe.call({
-      method: 'POST',
-      url: '/api/alerts/rules',
-      payload: { name: 'card declined payment failed', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
-    });
-    assert.equal(rule.statusCode, 201, rule.body);
-    assert.equal(await observe.service.jobs.alerts.tick(), true);
-    alertSession = `alert:${(rule.json() as { id: string }).id}`;
+    alertSession = await fireAlertRule(observe, 'card declined payment failed');
     await drain(observe);
   });
   after(() => observe.close());

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { fireAlertRule, startTestObserve, type TestObserve } from '../testing.ts';
 import { normaliseErrorMessage, PatternCache } from './normalise.ts';
 import { assess, evidence, halfScore, reflectTuning } from './service.ts';
 import { call, ev, toolError } from './reflect-fixtures.ts';
@@ -527,15 +527,7 @@ await describeEachDatabase("reflect: alert bookkeeping is no agent's session", (
     ];
     const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
     assert.equal(response.statusCode, 201, response.body);
-    // A firing alert rule writes alert_triggered into its own session alert:<ruleId> of the system agent.
-    const rule = await observe.call({
-      method: 'POST',
-      url: '/api/alerts/rules',
-      payload: { name: 'any', condition: 'event_count_exceeds', threshold: 0, windowMinutes: 43_200 },
-    });
-    assert.equal(rule.statusCode, 201, rule.body);
-    assert.equal(await observe.service.jobs.alerts.tick(), true);
-    const stored = await observe.call({ method: 'GET', url: `/api/sessions/alert:${(rule.json() as { id: string }).id}` });
+    const stored = await observe.call({ method: 'GET', url: `/api/sessions/${await fireAlertRule(observe, 'any')}` });
     assert.equal(stored.statusCode, 200, 'the alert session exists');
   });
   after(() => observe.close());
