@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { acquireBuildLock } from './build-lock.mjs';
 
 const CLI_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(CLI_DIR, '..', '..');
@@ -192,44 +193,12 @@ export async function buildServices(dist = DIST_DIR) {
   return { ms: Date.now() - started };
 }
 
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === 'EPERM';
-  }
-}
-
-/** One build at a time across processes: a lock folder holding the builder's pid (taken over when that process is gone). */
+/** One build at a time across processes (build-lock.mjs). */
 async function withLock(dist, work) {
-  const lock = join(dirname(dist), '.dist-building');
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch (error) {
-      if (error.code !== 'EEXIST') throw error;
-    }
-    let holder = 0;
-    try {
-      holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-    } catch {
-      // The holder has not written its pid yet, or just released the lock.
-    }
-    const age = existsSync(lock) ? Date.now() - statSync(lock).mtimeMs : 0;
-    if ((holder > 0 && !alive(holder)) || age > LOCK_WAIT_MS) rmSync(lock, { recursive: true, force: true });
-    else if (Date.now() > deadline) throw new Error('another process has been building packages/cli/dist for too long');
-    else await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const release = () => rmSync(lock, { recursive: true, force: true });
-  process.once('exit', release);
+  const release = await acquireBuildLock(join(dirname(dist), '.dist-building'), { waitMs: LOCK_WAIT_MS, pollMs: 100, what: 'packages/cli/dist' });
   try {
-    writeFileSync(join(lock, 'pid'), String(process.pid));
     return await work();
   } finally {
-    process.off('exit', release);
     release();
   }
 }

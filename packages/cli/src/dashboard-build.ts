@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { acquireBuildLock } from '../build-lock.mjs';
 
 /**
  * The web dashboard's build, done by `vigil up` / `vigil observe` when it is missing or older
@@ -48,49 +49,11 @@ function viteBin(): string | null {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function acquireLock(): Promise<() => void> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      mkdirSync(LOCK);
-      writeFileSync(join(LOCK, 'pid'), String(process.pid));
-      holdingLock = true;
-      return () => {
-        holdingLock = false;
-        rmSync(LOCK, { recursive: true, force: true });
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    let holder = 0;
-    try {
-      holder = Number(readFileSync(join(LOCK, 'pid'), 'utf8'));
-    } catch {
-      // The holder has not written its pid yet, or just released the lock.
-    }
-    const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
-    if ((holder > 0 && !alive(holder)) || age > LOCK_WAIT_MS) rmSync(LOCK, { recursive: true, force: true });
-    else if (Date.now() > deadline) throw new Error('another process has been building the dashboard for too long');
-    else await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 let running: Promise<BuildOutcome> | null = null;
-let holdingLock = false;
 const children = new Set<ChildProcess>();
-// A process that exits mid-build (Ctrl-C during the first start) stops its vite and frees the lock.
+// A process that exits mid-build (Ctrl-C during the first start) stops its vite (the lock frees itself).
 process.once('exit', () => {
   for (const child of children) child.kill('SIGTERM');
-  if (holdingLock) rmSync(LOCK, { recursive: true, force: true });
 });
 
 export type BuildOutcome = { result: 'fresh' } | { result: 'built'; ms: number } | { result: 'unavailable' | 'failed'; reason: string };
@@ -110,7 +73,7 @@ async function build(): Promise<BuildOutcome> {
   if (dashboardBuildState() === 'fresh') return { result: 'fresh' };
   const vite = viteBin();
   if (vite === null) return { result: 'unavailable', reason: 'vite is not installed (run npm install, without --omit=dev, to build the dashboard)' };
-  const release = await acquireLock();
+  const release = await acquireBuildLock(LOCK, { waitMs: LOCK_WAIT_MS, pollMs: 250, what: 'the dashboard' });
   const out = join(DASHBOARD_DIR, `.dist-tmp-${process.pid}`);
   try {
     // Scratch folders of builds whose process was killed (only the lock holder writes one).
