@@ -1,6 +1,7 @@
 import { BulkInserter, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { EmbeddingQueueRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import { sortKey } from './store.ts';
 import { isEmbeddedEvent } from './text.ts';
 
 type QueueInsert = EmbeddingQueueRow & Record<string, unknown>;
@@ -94,8 +95,8 @@ export async function claimDue(
  * deadlock (one waits for the other's commit instead). Event rows need no order: ingest only ever
  * inserts new ones.
  */
-function sessionRowsInIngestOrder<R extends Pick<EmbeddingQueueRow, 'source_type' | 'source_id'>>(rows: readonly R[]): R[] {
-  return rows.filter((r) => r.source_type === 'session').sort((a, b) => (a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : 0));
+function sessionRowsInIngestOrder(rows: readonly EmbeddingQueueRow[]): EmbeddingQueueRow[] {
+  return rows.filter((r) => r.source_type === 'session').sort(sortKey);
 }
 
 /**

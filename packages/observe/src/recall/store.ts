@@ -114,7 +114,8 @@ async function takeSeq(trx: Transaction<ObserveSchema>, count: number): Promise<
   return Number(row.last_seq) - count + 1;
 }
 
-const sortKey = (a: { source_type: string; source_id: string }, b: { source_type: string; source_id: string }): number =>
+/** Source order (type, then id by UTF-16 code units, as ingest sorts session ids): every writer of these keys takes row locks in it. */
+export const sortKey = (a: { source_type: string; source_id: string }, b: { source_type: string; source_id: string }): number =>
   a.source_type < b.source_type ? -1 : a.source_type > b.source_type ? 1 : a.source_id < b.source_id ? -1 : a.source_id > b.source_id ? 1 : 0;
 
 const EMBEDDING_COLUMNS = [
