@@ -1,6 +1,6 @@
 import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { agentScope } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { latencyPercentiles, type LatencyRow, type Percentiles } from './latency.ts';
@@ -40,8 +40,7 @@ function windowOf(ctx: ObserveContext, query: { from?: number; to?: number }): {
  * Analytics measure the agents: the system agent's bookkeeping (alert events) is left out unless
  * it is asked for by name.
  */
-const AGENTS_ONLY = { excludeAgentId: SYSTEM_AGENT_ID };
-const agentFilter = (agentId: string | undefined) => (agentId === undefined ? AGENTS_ONLY : { agentId });
+const AGENTS_ONLY = agentScope(undefined);
 
 function seriesOf(window: { from: number; to: number }, g: Granularity, rows: readonly AggregateRow[]): { start: number; sums: Sums }[] {
   const starts = bucketStarts(window.from, window.to, g);
@@ -110,7 +109,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
-      const filter = { ...window, ...agentFilter(request.query.agentId) };
+      const filter = { ...window, ...agentScope(request.query.agentId) };
       const [rows, [latency]] = await Promise.all([
         aggregate(database, { ...filter, granularity: g, dimensions: ['bucket'] }),
         latencyPercentiles(database, { ...filter, metric: 'tool', dimensions: [] }),
@@ -151,8 +150,8 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const window = windowOf(ctx, request.query);
       const { agentId, model, provider } = request.query;
       const g = request.query.granularity;
-      const filter = { ...window, granularity: g, ...agentFilter(agentId), model, provider, eventTypes: ['llm_response'] };
-      const latency = { ...window, ...agentFilter(agentId), model, provider, metric: 'llm' as const };
+      const filter = { ...window, granularity: g, ...agentScope(agentId), model, provider, eventTypes: ['llm_response'] };
+      const latency = { ...window, ...agentScope(agentId), model, provider, metric: 'llm' as const };
       const [byModel, byTime, [overall], modelLatency] = await Promise.all([
         aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),

@@ -1,7 +1,7 @@
 import { DAY_MS, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { agentScope } from '../events/index.ts';
 import { contenders, describeEvent, embedQuery, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
 import type { EventRow } from '../schema.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
@@ -167,9 +167,8 @@ export async function buildContext(ctx: ObserveContext, query: ContextQuery, log
   // Relevance grows with similarity, so the bounds of the similarity bound the relevance.
   const candidates = new TopK<{ slot: number; similarity: number; lower: number }>(query.limit + RESCORED_EXTRA, (a, b) => index.ranksBefore(a.slot, b.slot));
   let total = 0;
-  // The system agent's alert sessions are bookkeeping, no agent's experience: left out unless asked for.
-  const agent = query.agentId === undefined ? { excludeAgentId: SYSTEM_AGENT_ID } : { agentId: query.agentId };
-  index.scan(topic, { events: false, sessions: true, ...agent, userId: query.userId }, (slot, cosine, error) => {
+  // The system agent's alert sessions are bookkeeping, no agent's experience (agentScope).
+  index.scan(topic, { events: false, sessions: true, ...agentScope(query.agentId), userId: query.userId }, (slot, cosine, error) => {
     const similarity = score(cosine);
     if (relevant(similarity)) total += 1;
     const upper = score(cosine + error);

@@ -78,7 +78,7 @@ export {
   storedChainTextMatches,
   toLink,
 } from './store.ts';
-export { SYSTEM_AGENT_ID } from './system-agent.ts';
+export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
 
 export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));

@@ -6,3 +6,8 @@
  * readable like any other.
  */
 export const SYSTEM_AGENT_ID = 'system';
+
+/** The agents an answer about agents covers: the one asked for by name, else every agent but the system agent. */
+export function agentScope(agentId: string | undefined): { agentId: string } | { excludeAgentId: string } {
+  return agentId === undefined ? { excludeAgentId: SYSTEM_AGENT_ID } : { agentId };
+}

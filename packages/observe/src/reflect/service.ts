@@ -2,7 +2,7 @@ import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { agentScope, SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import { rawFigures, reflectTuning, SEPARATOR, type RawScope } from './figures.ts';
@@ -135,8 +135,7 @@ async function countSessions(database: ObserveDatabase, query: ReflectQuery): Pr
 }
 
 async function countEvents(database: ObserveDatabase, query: ReflectQuery): Promise<number> {
-  const agent = query.agentId === undefined ? { excludeAgentId: SYSTEM_AGENT_ID } : { agentId: query.agentId };
-  const rows = await aggregate(database, { from: query.from, to: query.to, ...agent, dimensions: [] });
+  const rows = await aggregate(database, { from: query.from, to: query.to, ...agentScope(query.agentId), dimensions: [] });
   return rows.reduce((n, row) => n + row.eventCount, 0);
 }
 
