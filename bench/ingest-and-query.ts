@@ -35,7 +35,18 @@ import { openDatabase, type DatabaseConfig } from '@vigil/platform';
 import { postgresAnswers } from '@vigil/platform/test-services';
 import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
-import { freePort, postgresCpuMs, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, vigilCommand, waitForHealth } from './server.ts';
+import {
+  freePort,
+  postgresCpuMs,
+  processCpuMs,
+  remoteMode,
+  remoteTargets,
+  residentMegabytes,
+  stopServer,
+  vigilCommand,
+  waitForHealth,
+  waitForIdle,
+} from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -596,6 +607,10 @@ async function main(): Promise<void> {
       printTable(rows);
       return;
     }
+    // Each read below is measured on a server that has finished the load's background work, so a
+    // row is what that read costs; the ingest rows above carry the load's own cost.
+    const settled = pid === null ? null : await waitForIdle(pid);
+    if (settled !== null) rows.push(['observe idle (under 2 % CPU for 1 s) before the reads', '', `${settled.toFixed(1)} s after the footprint rows`]);
 
     for (const [label, path, target] of [
       ['GET /api/stats', '/api/stats', { p: 95, ms: 2 }],

@@ -88,6 +88,26 @@ export function processCpuMs(pid: number): number | null {
 }
 
 /**
+ * Waits until a process has been idle (under 2 % of a core over one second) after a load: its
+ * background work (the reflect state job's first pass, WAL checkpoints) done, so that a read
+ * measured next is the read's cost, not the load's tail. Returns the seconds waited (at most
+ * `limitMs`), or null without /proc.
+ */
+export async function waitForIdle(pid: number, limitMs = 120_000): Promise<number | null> {
+  const started = performance.now();
+  let before = processCpuMs(pid);
+  if (before === null) return null;
+  while (performance.now() - started < limitMs) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = processCpuMs(pid);
+    if (now === null) return null;
+    if (now - before < 20) break;
+    before = now;
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/**
  * CPU time (user + system, ms) used so far by every process named `postgres` on this machine (a
  * local PostgreSQL's backends, writer and checkpointer), or null without /proc. Other clients of
  * the same server count too: a figure for a quiet machine.
