@@ -24,11 +24,15 @@
  * measured on a second server of its own on PostgreSQL (one instance), BENCH_POSTGRES_EVENTS
  * (default 200,000) events, at BENCH_POSTGRES_URL (default: the test database,
  * postgres://postgres@127.0.0.1:5432/test) when it answers; the row says so when it does not.
+ *
+ * Profiling the server it starts: BENCH_SERVER_PROFILE=<dir> (--cpu-prof), BENCH_SERVER_HEAP_PROFILE=<dir>
+ * (every allocation sampled, freed ones included: bench/heap-sampling.mjs; read it with
+ * `node bench/heap-top.mjs <file>`), BENCH_SERVER_TRACE_GC=<file> (its --trace-gc lines).
  */
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type DatabaseConfig } from '@vigil/platform';
@@ -448,10 +452,13 @@ async function observeUnderTest(
     process.execPath,
     [
       ...(process.env.BENCH_SERVER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SERVER_PROFILE] : []),
+      ...(process.env.BENCH_SERVER_HEAP_PROFILE ? ['--import', new URL('./heap-sampling.mjs', import.meta.url).href] : []),
+      ...(process.env.BENCH_SERVER_TRACE_GC ? ['--trace-gc'] : []),
       ...vigilCommand('observe', '--port', String(port), '--data-dir', dataDir),
     ],
     {
-      stdio: ['ignore', 'ignore', 'inherit'],
+      // BENCH_SERVER_TRACE_GC=<file>: the server's --trace-gc lines (its stdout) go there.
+      stdio: ['ignore', process.env.BENCH_SERVER_TRACE_GC ? openSync(process.env.BENCH_SERVER_TRACE_GC, 'w') : 'ignore', 'inherit'],
       env: {
         ...process.env,
         LOG_LEVEL: 'warn',

@@ -34,6 +34,10 @@ const VALUES: unknown[] = [
   { nested: { deeper: { deepest: [{ z: 1, y: [null, { x: 'v' }] }] } } },
   { date: new Date(0) },
   { toolName: 'web_search', callId: 'c1', arguments: { query: 'quarterly revenue report 1', maxResults: 10 } },
+  // The same keys again (remembered quoted now), more keys than are sorted by insertion, a long key.
+  { toolName: 'web_search', callId: 'c2', arguments: { maxResults: 5, query: 'q' } },
+  Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7919) % 40}`, i])),
+  { ['x'.repeat(100)]: 1, ['x'.repeat(99)]: 2, '\u20ac': [{ '\r': 1, '\ufb33': 2 }] },
 ];
 
 describe('canonicalJson', () => {

@@ -17,7 +17,41 @@ function checkWellFormed(text: string): void {
   }
 }
 
-function canonical(value: unknown, open: Set<object>): string | undefined {
+/** Keys this short are remembered quoted (a payload's keys repeat from event to event); at most QUOTED_KEYS of them. */
+const QUOTED_KEY_MAX_CHARS = 64;
+const QUOTED_KEYS = 4096;
+const quotedKeys = new Map<string, string>();
+
+/** `"key":` as JSON writes it; the key is checked well-formed first (a remembered one was). */
+function quotedKey(key: string): string {
+  let quoted = quotedKeys.get(key);
+  if (quoted === undefined) {
+    checkWellFormed(key);
+    quoted = `${JSON.stringify(key)}:`;
+    if (key.length <= QUOTED_KEY_MAX_CHARS && quotedKeys.size < QUOTED_KEYS) quotedKeys.set(key, quoted);
+  }
+  return quoted;
+}
+
+/** Below this many keys an object's keys are sorted in place by insertion (Array#sort allocates its own work space). */
+const INSERTION_SORT_MAX = 16;
+
+/** Sorts by UTF-16 code units (what `<` compares, and the default sort's order for strings). */
+function sortKeys(keys: string[]): void {
+  if (keys.length > INSERTION_SORT_MAX) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    for (; j >= 0 && keys[j]! > key; j--) keys[j + 1] = keys[j]!;
+    keys[j + 1] = key;
+  }
+}
+
+/** `open`: the objects and arrays being written, outermost first (a value found among them is a cycle). */
+function canonical(value: unknown, open: object[]): string | undefined {
   switch (typeof value) {
     case 'string':
       checkWellFormed(value);
@@ -31,8 +65,8 @@ function canonical(value: unknown, open: Set<object>): string | undefined {
       return JSON.stringify(value) as string | undefined;
   }
   if (value === null) return 'null';
-  if (open.has(value)) throw new Error('Circular reference detected');
-  open.add(value);
+  if (open.includes(value)) throw new Error('Circular reference detected');
+  open.push(value);
   let out: string | undefined;
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     out = canonical((value as { toJSON(): unknown }).toJSON(), open);
@@ -46,19 +80,21 @@ function canonical(value: unknown, open: Set<object>): string | undefined {
     out += ']';
   } else {
     const record = value as Record<string, unknown>;
+    const keys = Object.keys(record);
+    // RFC 8785's order: UTF-16 code units.
+    sortKeys(keys);
     out = '{';
-    let first = true;
-    // Default sort: UTF-16 code units, the order RFC 8785 prescribes.
-    for (const key of Object.keys(record).sort()) {
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
       const item = record[key];
       if (item === undefined || typeof item === 'symbol') continue;
-      checkWellFormed(key);
-      out += `${first ? '' : ','}${JSON.stringify(key)}:${canonical(item, open)}`;
-      first = false;
+      if (out.length > 1) out += ',';
+      out += quotedKey(key);
+      out += canonical(item, open);
     }
     out += '}';
   }
-  open.delete(value);
+  open.pop();
   return out;
 }
 
@@ -69,7 +105,7 @@ function canonical(value: unknown, open: Set<object>): string | undefined {
  * `canonicalize` package, kept as the test oracle, costs about twice as much).
  */
 export function canonicalJson(value: unknown): string {
-  const text = canonical(value, new Set());
+  const text = canonical(value, []);
   if (text === undefined) throw new TypeError('value has no JSON representation');
   return text;
 }

@@ -612,14 +612,20 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
   async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
+    const columns = this.columns;
     for (let offset = 0; offset < rows.length;) {
       const left = rows.length - offset;
       const size = BulkInserter.CHUNKS.find((chunk) => left >= chunk) ?? left;
-      const chunk = rows.slice(offset, offset + size);
-      const parameters: unknown[] = [];
-      for (const row of chunk) for (const column of this.columns) parameters.push(row[column]);
+      // Sized once and filled in place (no chunk copy, no growth by push): the parameters of a
+      // 100-row chunk are a few thousand values.
+      const parameters: unknown[] = new Array(size * columns.length);
+      let p = 0;
+      for (let r = offset; r < offset + size; r++) {
+        const row = rows[r]!;
+        for (let c = 0; c < columns.length; c++) parameters[p++] = row[columns[c]!];
+      }
       const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
-      if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, chunk, offset, result.rows, words);
+      if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, rows, offset, size, result.rows, words);
       offset += size;
     }
   }
@@ -627,16 +633,21 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
   /** RETURNING order is unspecified, so rows are matched to their rowids by key. */
   private async indexWords(
     db: Kysely<Schema>,
-    chunk: readonly Schema[Table][],
+    rows: readonly Schema[Table][],
     offset: number,
+    size: number,
     inserted: readonly Record<string, unknown>[],
     words: (index: number) => string,
   ): Promise<void> {
     const key = this.fullTextKey!;
-    const rowids = new Map(inserted.map((r) => [r[key], r.rowid as number]));
-    const parameters: unknown[] = [];
-    chunk.forEach((row, i) => parameters.push(rowids.get(row[key])!, words(offset + i)));
-    await db.executeQuery(CompiledQuery.raw(this.fullTextStatement(db, chunk.length), parameters));
+    const rowids = new Map<unknown, number>();
+    for (const r of inserted) rowids.set(r[key], r.rowid as number);
+    const parameters: unknown[] = new Array(size * 2);
+    for (let i = 0; i < size; i++) {
+      parameters[2 * i] = rowids.get(rows[offset + i]![key])!;
+      parameters[2 * i + 1] = words(offset + i);
+    }
+    await db.executeQuery(CompiledQuery.raw(this.fullTextStatement(db, size), parameters));
   }
 
   /** The full-text insert of `size` rows, compiled once per size like the row insert. */

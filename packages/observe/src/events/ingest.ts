@@ -115,6 +115,9 @@ function isoOf(ms: number): string {
   return lastIso.iso;
 }
 
+/** A prepared row's hash until the chain sets it under the session lock (shared: zero bytes cannot be written to). */
+const NO_HASH_YET = Buffer.alloc(0);
+
 function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
@@ -122,7 +125,9 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const canonicalPayload = canonicalJson(event.payload);
   const canonicalMetadata = event.metadata === undefined ? '{}' : canonicalJson(event.metadata);
   const agentName = event.eventType === 'session_started' && typeof event.payload.agentName === 'string' ? event.payload.agentName : null;
+  const derived = deriveColumns(event.eventType, severity, event.payload);
   return {
+    // Every column written out (no spread of `derived`, which built the row a second time).
     row: {
       id: newId(),
       session_id: event.sessionId,
@@ -134,8 +139,19 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
       metadata: canonicalMetadata,
       seq: -1,
       prev_hash: null,
-      hash: Buffer.alloc(0),
-      ...deriveColumns(event.eventType, severity, event.payload),
+      hash: NO_HASH_YET,
+      is_error: derived.is_error,
+      cost_usd: derived.cost_usd,
+      duration_ms: derived.duration_ms,
+      latency_ms: derived.latency_ms,
+      tool_name: derived.tool_name,
+      call_id: derived.call_id,
+      provider: derived.provider,
+      model: derived.model,
+      input_tokens: derived.input_tokens,
+      output_tokens: derived.output_tokens,
+      complexity_tier: derived.complexity_tier,
+      finish_reason: derived.finish_reason,
     },
     timestamp: isoOf(ts),
     payload: event.payload,
@@ -343,6 +359,8 @@ async function appendPrepared(
     const agents = new Map<string, AgentTouch>();
     const appended: AppendedEvent[] = [];
     const sessionAppends = new Map<string, SessionAppend>();
+    // The stored bytes of each session's latest hash in this batch: the next event's prev_hash.
+    const lastHashBytes = new Map<string, Buffer>();
     let receivedAt = 0;
     for (const event of prepared) {
       const session = sessions.get(event.row.session_id)!;
@@ -387,8 +405,9 @@ async function appendPrepared(
       );
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
-      event.row.prev_hash = prevHash === null ? null : hashBytes(prevHash);
+      event.row.prev_hash = prevHash === null ? null : (lastHashBytes.get(session.id) ?? hashBytes(prevHash));
       event.row.hash = hashBytes(hash);
+      lastHashBytes.set(session.id, event.row.hash);
       appended.push({ id: event.row.id, hash, seq, sessionId: session.id, agentId: event.row.agent_id, prevHash });
 
       const agent = agents.get(event.row.agent_id) ?? {

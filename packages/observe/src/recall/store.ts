@@ -24,30 +24,35 @@ export function encodeVector(vector: Float32Array): Buffer {
   const dims = vector.length;
   let max = 0;
   for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(vector[i]!));
-  const scaleBytes = Buffer.alloc(SCALE_BYTES);
-  scaleBytes.writeFloatLE(max / 127, 0);
-  // Rounded against the scale as stored (Float32), so decoding reproduces what was quantised.
-  const scale = scaleBytes.readFloatLE(0);
-  const codes = new Int8Array(dims);
+  // The scale as stored (Float32): codes are rounded against it, so decoding reproduces what was quantised.
+  const scale = Math.fround(max / 127);
+  if (codeScratch.length < dims) codeScratch = new Int8Array(dims);
+  const codes = codeScratch;
   let nonZero = 0;
-  if (scale > 0) {
-    for (let i = 0; i < dims; i++) {
-      codes[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! / scale)));
-      if (codes[i] !== 0) nonZero += 1;
-    }
+  for (let i = 0; i < dims; i++) {
+    const code = scale > 0 ? Math.max(-127, Math.min(127, Math.round(vector[i]! / scale))) : 0;
+    codes[i] = code;
+    if (code !== 0) nonZero += 1;
   }
-  const codeBytes = Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength);
-  if (bitmapBytes(dims) + nonZero >= dims) return Buffer.concat([scaleBytes, codeBytes]);
+  if (bitmapBytes(dims) + nonZero >= dims) {
+    const stored = Buffer.alloc(SCALE_BYTES + dims);
+    stored.writeFloatLE(scale, 0);
+    stored.set(codes.subarray(0, dims), SCALE_BYTES);
+    return stored;
+  }
   const stored = Buffer.alloc(SCALE_BYTES + bitmapBytes(dims) + nonZero);
-  scaleBytes.copy(stored, 0);
+  stored.writeFloatLE(scale, 0);
   let at = SCALE_BYTES + bitmapBytes(dims);
   for (let i = 0; i < dims; i++) {
     if (codes[i] === 0) continue;
     stored[SCALE_BYTES + (i >> 3)]! |= 1 << (i & 7);
-    stored[at++] = codeBytes[i]!;
+    stored[at++] = codes[i]! & 0xff;
   }
   return stored;
 }
+
+/** encodeVector's codes before they are laid out (it never awaits, so one buffer serves every call). */
+let codeScratch = new Int8Array(512);
 
 /** Whether `stored` is a vector of `dims` dimensions in one of encodeVector's layouts. */
 export function isStoredVector(stored: Uint8Array, dims: number): boolean {
@@ -168,10 +173,14 @@ export async function writeEmbeddings(trx: Transaction<ObserveSchema>, dialect: 
   let offset = 0;
   for (const size of UPSERT_CHUNKS) {
     while (sorted.length - offset >= size) {
-      const parameters: unknown[] = [];
-      for (const row of sorted.slice(offset, offset + size)) {
-        const full: EmbeddingRow = { ...row, updated_seq: seq++, deleted: 0 };
-        for (const column of EMBEDDING_COLUMNS) parameters.push(full[column]);
+      // Filled in place: no chunk copy, no row copy with its updated_seq.
+      const parameters: unknown[] = new Array(size * EMBEDDING_COLUMNS.length);
+      let p = 0;
+      for (let r = offset; r < offset + size; r++) {
+        const row = sorted[r]!;
+        for (const column of EMBEDDING_COLUMNS) {
+          parameters[p++] = column === 'updated_seq' ? seq++ : column === 'deleted' ? 0 : row[column];
+        }
       }
       await trx.executeQuery(CompiledQuery.raw(upsertStatement(trx, dialect, size), parameters));
       offset += size;

@@ -147,9 +147,23 @@ export class EmbeddingWorker {
         continue;
       }
       const vector = vectors[v++]!;
-      const stored =
-        job.row.source_type === 'session' ? { text: storedText(job.embedding.text), metadata: job.embedding.metadata } : { text: '', metadata: '' };
-      writes.push({ ...job.embedding, ...stored, model, dims: vector.length, vector: encodeVector(vector) });
+      const { embedding } = job;
+      // A session's text and metadata are stored (text cut to STORED_TEXT_CHARS); an event's are not.
+      const session = job.row.source_type === 'session';
+      writes.push({
+        source_type: embedding.source_type,
+        source_id: embedding.source_id,
+        agent_id: embedding.agent_id,
+        session_id: embedding.session_id,
+        user_id: embedding.user_id,
+        ts: embedding.ts,
+        last_ts: embedding.last_ts,
+        text: session ? storedText(embedding.text) : '',
+        metadata: session ? embedding.metadata : '',
+        model,
+        dims: vector.length,
+        vector: encodeVector(vector),
+      });
     }
     const now = this.ctx.clock.now();
     await database.db.transaction().execute(async (trx) => {
