@@ -30,13 +30,27 @@ export function chainHashOfCanonical(fields: Omit<ChainFields, 'payload' | 'meta
   return sha256Hex(chainText(fields, payload, metadata));
 }
 
+/**
+ * The envelope's text before the id and after the seq, for the last fields they were written for:
+ * consecutive links (a batch, a session read back) mostly share agent, type, session, severity
+ * and timestamp, so these parts are not serialised and joined again for each link.
+ */
+let lastHead = { agentId: '', eventType: '', text: '{"agentId":"","eventType":"","id":' };
+let lastTail = { sessionId: '', severity: '', timestamp: '', text: `,"sessionId":"","severity":"","timestamp":"","v":${CHAIN_VERSION}}` };
+
 /** The canonical JSON text a link's hash is the SHA-256 of (what an export bundle carries). */
 export function chainText(fields: Omit<ChainFields, 'payload' | 'metadata'>, payload: string, metadata: string): string {
+  if (fields.agentId !== lastHead.agentId || fields.eventType !== lastHead.eventType) {
+    const text = `{"agentId":${JSON.stringify(fields.agentId)},"eventType":${JSON.stringify(fields.eventType)},"id":`;
+    lastHead = { agentId: fields.agentId, eventType: fields.eventType, text };
+  }
+  if (fields.sessionId !== lastTail.sessionId || fields.severity !== lastTail.severity || fields.timestamp !== lastTail.timestamp) {
+    const text = `,"sessionId":${JSON.stringify(fields.sessionId)},"severity":${JSON.stringify(fields.severity)},"timestamp":${JSON.stringify(fields.timestamp)},"v":${CHAIN_VERSION}}`;
+    lastTail = { sessionId: fields.sessionId, severity: fields.severity, timestamp: fields.timestamp, text };
+  }
   return (
-    `{"agentId":${JSON.stringify(fields.agentId)},"eventType":${JSON.stringify(fields.eventType)},"id":${JSON.stringify(fields.id)}` +
-    `,"metadata":${metadata},"payload":${payload},"prevHash":${fields.prevHash === null ? 'null' : JSON.stringify(fields.prevHash)}` +
-    `,"seq":${fields.seq},"sessionId":${JSON.stringify(fields.sessionId)},"severity":${JSON.stringify(fields.severity)}` +
-    `,"timestamp":${JSON.stringify(fields.timestamp)},"v":${CHAIN_VERSION}}`
+    `${lastHead.text}${JSON.stringify(fields.id)},"metadata":${metadata},"payload":${payload}` +
+    `,"prevHash":${fields.prevHash === null ? 'null' : JSON.stringify(fields.prevHash)},"seq":${fields.seq}${lastTail.text}`
   );
 }
 

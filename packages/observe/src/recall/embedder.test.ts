@@ -143,6 +143,16 @@ describe('event texts', () => {
       'llm_call gpt-4o: second',
     );
     assert.equal(eventText('tool_response', { toolName: 'x', result: 1 }), null);
+    // Whitespace runs, tabs, newlines and other spaces become one space; single spaces stay; the ends are trimmed.
+    for (const [subject, expected] of [
+      ['two  spaces', 'two spaces'],
+      ['tab\there', 'tab here'],
+      ['line\nbreak \r\n end', 'line break end'],
+      ['no\u00a0break', 'no break'],
+      ['plain words only', 'plain words only'],
+    ] as const) {
+      assert.equal(eventText('tool_call', { toolName: 'mail', arguments: { subject: `${subject} ` } }), `tool_call mail: subject: ${expected}`, subject);
+    }
     const loop = {
       model: 'm',
       messages: [

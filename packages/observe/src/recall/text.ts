@@ -13,7 +13,9 @@ export function truncate(text: string, max: number): string {
   return `${text.slice(0, end)}…`;
 }
 
-const collapse = (text: string): string => text.replace(/\s+/g, ' ').trim();
+/** Whitespace that `collapse` would rewrite: any but a single space. Most texts have none, and are then not copied. */
+const UNCOLLAPSED = /[^\S ]|\s{2}/;
+const collapse = (text: string): string => (UNCOLLAPSED.test(text) ? text.replace(/\s+/g, ' ') : text).trim();
 
 /**
  * A JSON value as readable text: strings as they are, objects as `key: value` pairs, arrays as
