@@ -5,7 +5,7 @@ import { canonicalJson, hashBytes, hashHex } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService } from '../app.ts';
 import { ingestEvents, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
-import { chainHash, chainHashOfCanonical, ChainVerifier, type ChainFields, type StoredLink } from './chain.ts';
+import { chainHash, chainHashOfCanonical, chainText, ChainVerifier, type ChainFields, type StoredLink } from './chain.ts';
 import type { Event } from './schemas.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -110,6 +110,33 @@ describe('chainHash', () => {
       '"payload":{},"prevHash":null,"seq":0,"sessionId":"s","severity":"info","timestamp":"2026-11-22T10:00:00.000Z","v":1}';
     assert.equal(chainHash(first), sha256(text));
     assert.match(chainHash(first), /^[0-9a-f]{64}$/);
+  });
+
+  test('hashes the UTF-8 of chainText, however long the text and whatever stored text holds, its envelope parts kept right from link to link', () => {
+    const link = { ...example, payload: undefined, metadata: undefined };
+    for (const [payload, metadata] of [
+      ['{"q":"café ☕ 日本語 😀"}', '{}'],
+      // Stored text edited outside Vigil: lone surrogates at the edges of a part, text that is no JSON.
+      ['\ud83d', '\udc00x'],
+      ['not json \ud800', ''],
+      [`{"long":"${'ü'.repeat(20_000)}"}`, '{}'],
+    ]) {
+      assert.equal(chainHashOfCanonical(link, payload!, metadata!), sha256(chainText(link, payload!, metadata!)), payload!.slice(0, 20));
+    }
+    // Consecutive links that share or change agent, type, session, severity and timestamp.
+    for (const change of [
+      {},
+      { agentId: 'other' },
+      { eventType: 'llm_call' },
+      { sessionId: 's2' },
+      { severity: 'info' },
+      { timestamp: '2026-11-22T10:00:01.000Z' },
+      {},
+    ]) {
+      const next = { ...link, ...change };
+      assert.equal(chainHashOfCanonical(next, '{}', '{}'), sha256(chainText(next, '{}', '{}')));
+      assert.equal(chainText(next, '{}', '{}'), jcs({ v: 1, ...next, payload: {}, metadata: {} }));
+    }
   });
 
   test('does not depend on the key order of payload and metadata', () => {
