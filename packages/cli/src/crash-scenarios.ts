@@ -441,7 +441,11 @@ export function embeddingCrash(options: { variant: EmbeddingCrashVariant; events
           return result.totalResults >= count ? result : undefined;
         },
         250,
-      );
+      ).catch(async (error: unknown) => {
+        // What the queue and the index held, and what the service logged: a slow recovery is told apart from a lost row.
+        const status = await expectStatus(200, observe.base, 'GET', '/api/recall/status', { key }).catch((failed: unknown) => String(failed));
+        throw new Error(`${(error as Error).message}; recall status ${JSON.stringify(status)}; observe's output:\n${observe.output.slice(-4000)}`);
+      });
       stats.recoverMs = Date.now() - restartedAt;
       if (found.totalResults !== count) problems.push(`recall found ${found.totalResults} events, expected ${count}`);
       for (const result of found.results) {
