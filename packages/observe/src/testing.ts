@@ -4,6 +4,7 @@ import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
+import { alertSessionId } from './alerts/index.ts';
 import { chainHashOfCanonical } from './events/index.ts';
 import type { EventRow, ObserveDatabase } from './schema.ts';
 
@@ -223,5 +224,5 @@ export async function fireAlertRule(observe: TestObserve, name: string): Promise
   });
   assert.equal(rule.statusCode, 201, rule.body);
   assert.equal(await observe.service.jobs.alerts.tick(), true);
-  return `alert:${(rule.json() as { id: string }).id}`;
+  return alertSessionId((rule.json() as { id: string }).id);
 }

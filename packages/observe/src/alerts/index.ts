@@ -4,7 +4,7 @@ import type { ObserveFeature } from '../context.ts';
 import { runAlertTick } from './evaluator.ts';
 import { registerAlertRoutes } from './routes.ts';
 
-export { ALERT_SESSION_PREFIX, COUNTED_EVENT_TYPES } from './evaluator.ts';
+export { ALERT_SESSION_PREFIX, alertSessionId, COUNTED_EVENT_TYPES } from './evaluator.ts';
 
 /** Resolves to the evaluation job. */
 export const alertsFeature: ObserveFeature<PeriodicJob> = defineFeature('alerts', ({ app, context, job }) => {
