@@ -125,34 +125,24 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const canonicalPayload = canonicalJson(event.payload);
   const canonicalMetadata = event.metadata === undefined ? '{}' : canonicalJson(event.metadata);
   const agentName = event.eventType === 'session_started' && typeof event.payload.agentName === 'string' ? event.payload.agentName : null;
-  const derived = deriveColumns(event.eventType, severity, event.payload);
   return {
-    // Every column written out (no spread of `derived`, which built the row a second time).
-    row: {
-      id: newId(),
-      session_id: event.sessionId,
-      agent_id: event.agentId,
-      event_type: event.eventType,
-      severity,
-      ts,
-      payload: canonicalPayload,
-      metadata: canonicalMetadata,
-      seq: -1,
-      prev_hash: null,
-      hash: NO_HASH_YET,
-      is_error: derived.is_error,
-      cost_usd: derived.cost_usd,
-      duration_ms: derived.duration_ms,
-      latency_ms: derived.latency_ms,
-      tool_name: derived.tool_name,
-      call_id: derived.call_id,
-      provider: derived.provider,
-      model: derived.model,
-      input_tokens: derived.input_tokens,
-      output_tokens: derived.output_tokens,
-      complexity_tier: derived.complexity_tier,
-      finish_reason: derived.finish_reason,
-    },
+    // The derived columns copied into the row (a spread would build the row a second time).
+    row: Object.assign(
+      {
+        id: newId(),
+        session_id: event.sessionId,
+        agent_id: event.agentId,
+        event_type: event.eventType,
+        severity,
+        ts,
+        payload: canonicalPayload,
+        metadata: canonicalMetadata,
+        seq: -1,
+        prev_hash: null,
+        hash: NO_HASH_YET,
+      },
+      deriveColumns(event.eventType, severity, event.payload),
+    ),
     timestamp: isoOf(ts),
     payload: event.payload,
     canonicalPayload,
