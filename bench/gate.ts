@@ -13,7 +13,7 @@
  *    check as the request routes, no database): what the HTTP stack and authentication cost alone.
  *
  * BENCH_GATE_REQUESTS (default 20,000) sets the number of POSTs; twice as many GETs are sent.
- * BENCH_SERVER_PROFILE=<dir> runs the server with --cpu-prof and writes its profile there.
+ * BENCH_SERVER_PROFILE, BENCH_SERVER_HEAP_PROFILE and BENCH_SERVER_TRACE_GC profile the server (server.ts serverProfiling).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,7 +22,7 @@ import { Agent, request } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, stopServer, vigilCommand } from './server.ts';
+import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, serverProfiling, stopServer, vigilCommand } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 import {
   compilePolicySet,
@@ -357,15 +357,11 @@ async function benchServer(rows: Row[]): Promise<void> {
   } else {
     const port = await freePort();
     const adminKey = `bench-${randomBytes(16).toString('hex')}`;
-    const profile = process.env.BENCH_SERVER_PROFILE;
-    child = spawn(
-      process.execPath,
-      [...(profile ? ['--cpu-prof', '--cpu-prof-dir', profile] : []), ...vigilCommand('gate', '--port', String(port), '--data-dir', dataDir)],
-      {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', GATE_DB_SCHEMA: schema, GATE_ADMIN_KEY: adminKey },
-      },
-    );
+    const profiling = serverProfiling();
+    child = spawn(process.execPath, [...profiling.nodeFlags, ...vigilCommand('gate', '--port', String(port), '--data-dir', dataDir)], {
+      stdio: ['ignore', profiling.stdout, 'inherit'],
+      env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', GATE_DB_SCHEMA: schema, GATE_ADMIN_KEY: adminKey },
+    });
     client = new Client(`http://127.0.0.1:${port}`, adminKey);
   }
   const storage = remote ? remote.base : process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';

@@ -1,4 +1,4 @@
-// Preloaded into a bench server by BENCH_SERVER_HEAP_PROFILE=<dir> (node --import): samples every
+// Preloaded into a bench server by BENCH_SERVER_HEAP_PROFILE=<dir> (server.ts serverProfiling): samples every
 // allocation of the process's life, including objects the young and old generation collections
 // freed (node --heap-prof keeps only the objects still alive at exit, which says nothing about
 // allocation rate), and writes <dir>/heap-<pid>.heapprofile at exit (DevTools' Memory tab or

@@ -25,14 +25,13 @@
  * (default 200,000) events, at BENCH_POSTGRES_URL (default: the test database,
  * postgres://postgres@127.0.0.1:5432/test) when it answers; the row says so when it does not.
  *
- * Profiling the server it starts: BENCH_SERVER_PROFILE=<dir> (--cpu-prof), BENCH_SERVER_HEAP_PROFILE=<dir>
- * (every allocation sampled, freed ones included: bench/heap-sampling.mjs; read it with
- * `node bench/heap-top.mjs <file>`), BENCH_SERVER_TRACE_GC=<file> (its --trace-gc lines).
+ * Profiling the server it starts: BENCH_SERVER_PROFILE, BENCH_SERVER_HEAP_PROFILE and
+ * BENCH_SERVER_TRACE_GC (server.ts serverProfiling).
  */
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, openSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type DatabaseConfig } from '@vigil/platform';
@@ -46,6 +45,7 @@ import {
   remoteMode,
   remoteTargets,
   residentMegabytes,
+  serverProfiling,
   stopServer,
   vigilCommand,
   waitForHealth,
@@ -448,26 +448,17 @@ async function observeUnderTest(
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const schema = `bench_${process.pid}${databaseUrl === undefined ? '' : '_pg'}`;
-  const child = spawn(
-    process.execPath,
-    [
-      ...(process.env.BENCH_SERVER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_SERVER_PROFILE] : []),
-      ...(process.env.BENCH_SERVER_HEAP_PROFILE ? ['--import', new URL('./heap-sampling.mjs', import.meta.url).href] : []),
-      ...(process.env.BENCH_SERVER_TRACE_GC ? ['--trace-gc'] : []),
-      ...vigilCommand('observe', '--port', String(port), '--data-dir', dataDir),
-    ],
-    {
-      // BENCH_SERVER_TRACE_GC=<file>: the server's --trace-gc lines (its stdout) go there.
-      stdio: ['ignore', process.env.BENCH_SERVER_TRACE_GC ? openSync(process.env.BENCH_SERVER_TRACE_GC, 'w') : 'ignore', 'inherit'],
-      env: {
-        ...process.env,
-        LOG_LEVEL: 'warn',
-        HOST: '127.0.0.1',
-        OBSERVE_DB_SCHEMA: schema,
-        ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
-      },
+  const profiling = serverProfiling();
+  const child = spawn(process.execPath, [...profiling.nodeFlags, ...vigilCommand('observe', '--port', String(port), '--data-dir', dataDir)], {
+    stdio: ['ignore', profiling.stdout, 'inherit'],
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      OBSERVE_DB_SCHEMA: schema,
+      ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
     },
-  );
+  });
   const stop = () => stopServer(child, dataDir, schema, databaseUrl);
   try {
     await waitForHealth(base, child);

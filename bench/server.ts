@@ -1,6 +1,6 @@
 /** What the benchmark scripts need to run a real server in its own process. */
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pg from 'pg';
 
@@ -32,6 +32,25 @@ export function vigilCommand(...args: string[]): string[] {
     compiled = true;
   }
   return [...start.slice(1, entry + 1), ...args];
+}
+
+/**
+ * How a bench server is profiled, from the environment: its node flags (before vigilCommand's) and
+ * its stdout. BENCH_SERVER_PROFILE=<dir>: --cpu-prof into that folder; BENCH_SERVER_HEAP_PROFILE=<dir>:
+ * every allocation sampled, freed ones included (bench/heap-sampling.mjs; read it with
+ * `node bench/heap-top.mjs <file>`); BENCH_SERVER_TRACE_GC=<file>: the --trace-gc lines, which node
+ * prints on stdout, go to that file.
+ */
+export function serverProfiling(): { nodeFlags: string[]; stdout: 'ignore' | number } {
+  const { BENCH_SERVER_PROFILE: cpu, BENCH_SERVER_HEAP_PROFILE: heap, BENCH_SERVER_TRACE_GC: gc } = process.env;
+  return {
+    nodeFlags: [
+      ...(cpu ? ['--cpu-prof', '--cpu-prof-dir', cpu] : []),
+      ...(heap ? ['--import', new URL('./heap-sampling.mjs', import.meta.url).href] : []),
+      ...(gc ? ['--trace-gc'] : []),
+    ],
+    stdout: gc ? openSync(gc, 'w') : 'ignore',
+  };
 }
 
 /** Stops a bench server and removes its data (its SQLite directory or its schema on `databaseUrl`, default DATABASE_URL). */
