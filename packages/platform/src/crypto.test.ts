@@ -38,6 +38,11 @@ const VALUES: unknown[] = [
   { toolName: 'web_search', callId: 'c2', arguments: { maxResults: 5, query: 'q' } },
   Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7919) % 40}`, i])),
   { ['x'.repeat(100)]: 1, ['x'.repeat(99)]: 2, '\u20ac': [{ '\r': 1, '\ufb33': 2 }] },
+  // One object reached twice, as siblings and nested: shared, not circular.
+  (() => {
+    const shared = { b: 1, a: [2] };
+    return { first: shared, second: shared, list: [shared, { again: shared }] };
+  })(),
 ];
 
 describe('canonicalJson', () => {
@@ -57,6 +62,8 @@ describe('canonicalJson', () => {
       [circular, /Circular reference/],
       [undefined, /no JSON representation/],
     ] as const) {
+      // Twice: what was refused once (a key among them) is not remembered as written.
+      assert.throws(() => canonicalJson(value), reason);
       assert.throws(() => canonicalJson(value), reason);
     }
   });
