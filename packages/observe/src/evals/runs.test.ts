@@ -14,14 +14,22 @@ import { assertErrorBody, insertEventCopy, startTestObserve, type TestObserve } 
 type Json = Record<string, any>;
 type Call = (options: InjectOptions) => Promise<LightMyRequestResponse>;
 
-async function waitForRun(call: Call, id: string, timeoutMs = 20_000): Promise<Json> {
+async function waitForRun(observe: TestObserve, id: string, timeoutMs = 20_000): Promise<Json> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const response = await call({ method: 'GET', url: `/api/runs/${id}` });
+    const response = await observe.call({ method: 'GET', url: `/api/runs/${id}` });
     assert.equal(response.statusCode, 200, response.body);
     const run = response.json() as Json;
     if (run.status === 'completed') return run;
-    if (Date.now() > deadline) assert.fail(`run ${id} did not complete: ${JSON.stringify(run)}`);
+    if (Date.now() > deadline) {
+      // The claims and attempts the API does not show: a case claimed and never finished is told apart from one never taken.
+      const claims = await observe.service.context.database.db
+        .selectFrom('eval_run_cases')
+        .select(['position', 'status', 'claimed_until', 'attempts'])
+        .where('run_id', '=', id)
+        .execute();
+      assert.fail(`run ${id} did not complete: ${JSON.stringify(run)}; its cases: ${JSON.stringify(claims)}`);
+    }
     await sleep(20);
   }
 }
@@ -236,7 +244,7 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(created.finishedAt, null);
     assert.deepEqual(created.cases[0], { caseId: dataset.cases[0].id, index: 0, sessionId: null, passed: null, score: null, error: null });
 
-    const run = await waitForRun(observe.call, created.id);
+    const run = await waitForRun(observe, created.id);
     assert.equal(run.totalCases, 10);
     assert.equal(run.completedCases, 10);
     assert.equal(run.passedCases, 3);
@@ -303,8 +311,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     (observe.clock as ManualClock).advance(1000);
     const second = await start(dataset.id);
     await start(other.id);
-    await waitForRun(observe.call, first);
-    const finished = await waitForRun(observe.call, second);
+    await waitForRun(observe, first);
+    const finished = await waitForRun(observe, second);
     const listed = await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs` });
     assert.equal(listed.statusCode, 200, listed.body);
     const runs = (listed.json() as { runs: Json[] }).runs;
@@ -332,7 +340,7 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     });
     assert.equal(response.statusCode, 202, response.body);
     const started = Date.now();
-    const run = await waitForRun(observe.call, (response.json() as Json).id);
+    const run = await waitForRun(observe, (response.json() as Json).id);
     assert.ok(Date.now() - started >= 900, 'the case waited for its timeout');
     assert.equal(run.failedCases, 1);
     assert.deepEqual(run.cases[0], {
@@ -370,7 +378,7 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal((response.json() as Json).evaluatorId, evaluator.id);
     // Deleting the evaluator does not change a run already started.
     assert.equal((await observe.call({ method: 'DELETE', url: `/api/evaluators/${evaluator.id}` })).statusCode, 200);
-    const run = await waitForRun(observe.call, (response.json() as Json).id);
+    const run = await waitForRun(observe, (response.json() as Json).id);
     assert.equal(run.passedCases, 1);
     assert.equal(run.failedCases, 2);
     const [ok, shell, failed] = run.cases as Json[];
@@ -404,7 +412,7 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook`, evaluatorId: evaluator.id },
     });
     assert.equal(response.statusCode, 202, response.body);
-    const run = await waitForRun(observe.call, (response.json() as Json).id);
+    const run = await waitForRun(observe, (response.json() as Json).id);
     const [ok, tampered] = run.cases as Json[];
     assert.deepEqual([ok!.passed, ok!.error], [true, null]);
     assert.equal(tampered!.passed, false);
