@@ -4,8 +4,12 @@
  */
 export async function fetchWithTimeout(url: string | URL, init: RequestInit & { timeoutMs: number }): Promise<Response> {
   const { timeoutMs, signal, ...rest } = init;
-  const deadline = AbortSignal.timeout(timeoutMs);
-  return fetch(url, { ...rest, signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
+  // Not AbortSignal.timeout(): AbortSignal.any() holds its sources weakly on Node 20, so a timeout
+  // signal nothing else references can be collected before it fires, and the call then waits
+  // forever (outbound.test.ts). The timer holds this controller until the deadline.
+  const deadline = new AbortController();
+  setTimeout(() => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), timeoutMs).unref();
+  return fetch(url, { ...rest, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
 }
 
 /** Appends an API path to a configured base URL, keeping any base path (`http://host/observe` + `/api/x`). */
