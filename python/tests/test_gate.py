@@ -45,7 +45,7 @@ class ApprovalTest(unittest.TestCase):
         self.assertEqual(outcome.status, "approved")
         self.assertEqual(outcome.decided_by, f"policy:{self.policy_id}")
         stored = self.gate.get_request(outcome.id)
-        self.assertEqual(stored["context"], {"sessionId": session.id, "agentId": "py-agent"})
+        self.assertEqual(stored["context"], {"sessionId": session.id, "agentId": "py-agent", "recordedByAgent": True})
         events = stored_events(sid)
         self.assertEqual([e["eventType"] for e in events], ["session_started", "approval_requested", "approval_granted", "session_ended"])
         self.assertEqual(events[1]["payload"], {"requestId": outcome.id, "action": self.actions["auto"], "params": {"amount": 5}, "urgency": "high"})

@@ -136,14 +136,17 @@ class GateClient:
 
         Inside an observe session (``with client.session(...)``), the request carries the session's
         ``sessionId``/``agentId`` in its context and, with ``record``, the session gets
-        approval_requested and then approval_granted, approval_denied or approval_expired. Pass
-        ``record=False`` when the gate itself forwards its events to observe (OBSERVE_URL), or they
-        would be recorded twice."""
+        approval_requested and then approval_granted, approval_denied or approval_expired, and the
+        context says ``recordedByAgent: true`` so that a gate forwarding its events to observe
+        (OBSERVE_URL) sends no second copy. With ``record=False`` the session records nothing and
+        such a gate records the request in the session instead."""
         session = current_session()
         merged_context: Json = dict(context or {})
         if session is not None:
             merged_context.setdefault("sessionId", session.id)
             merged_context.setdefault("agentId", session.agent_id)
+            if record:
+                merged_context["recordedByAgent"] = True
         created = self.create_request(
             action,
             params,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
 import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 import { systemClock } from '@vigil/platform';
+import { linkedServicesEnvironment } from './linked-services.ts';
 
 export const TEST_GATE_ADMIN_KEY = 'gk_sdk_test_admin_key_0123456789';
 
@@ -30,6 +31,13 @@ export interface LiveServices {
 export interface LiveServicesOptions {
   observeEnv?: Record<string, string>;
   gateEnv?: Record<string, string>;
+  /** Link the two as `vigil up` (`npm start`) does: the gate forwards request events to this observe, signed. */
+  linked?: boolean;
+}
+
+/** `vigil up`'s environment for one service (the link secrets are kept in `dataDir`, so both get the same). */
+function linkedEnvironment(env: Record<string, string>, dataDir: string): Record<string, string> {
+  return linkedServicesEnvironment(env, dataDir) as Record<string, string>;
 }
 
 async function listen(app: ObserveService['app'] | GateService['app']): Promise<string> {
@@ -44,7 +52,9 @@ export async function startLiveServices(options: LiveServicesOptions = {}): Prom
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   };
   try {
-    const observeConfig = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.observeEnv }, { dataDir });
+    const link = (env: Record<string, string>, observeUrl?: string) =>
+      options.linked ? linkedEnvironment({ ...(observeUrl !== undefined && { OBSERVE_URL: observeUrl }), ...env }, dataDir) : env;
+    const observeConfig = observeConfigFromEnvironment(link({ LOG_LEVEL: 'silent', ...options.observeEnv }), { dataDir });
     const observe = await buildObserveService(observeConfig, { clock: systemClock, runJobs: false });
     cleanups.push(() => observe.app.close());
     const observeUrl = await listen(observe.app);
@@ -56,7 +66,9 @@ export async function startLiveServices(options: LiveServicesOptions = {}): Prom
     if (keyResponse.status !== 201) throw new Error(`observe key creation failed: ${keyResponse.status} ${await keyResponse.text()}`);
     const observeKey = ((await keyResponse.json()) as { key: string }).key;
 
-    const gateConfig = gateConfigFromEnvironment({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_GATE_ADMIN_KEY, ...options.gateEnv }, { dataDir });
+    const gateConfig = gateConfigFromEnvironment(link({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_GATE_ADMIN_KEY, ...options.gateEnv }, observeUrl), {
+      dataDir,
+    });
     const gate = await buildGateService(gateConfig, { clock: systemClock, runJobs: false });
     cleanups.push(() => gate.app.close());
     const gateUrl = await listen(gate.app);

@@ -10,7 +10,8 @@ const root = resolve(import.meta.dirname, '../../..');
 
 let live: LiveServices;
 before(async () => {
-  live = await startLiveServices();
+  // Linked as under `npm start`: the gate forwards request events to observe.
+  live = await startLiveServices({ linked: true });
 });
 after(() => live?.close());
 
@@ -52,6 +53,15 @@ async function assertRecorded(sessionId: string, requestId: string, decidedBy: s
   assert.equal(chainValid, true);
   const types = events.map((e) => e.eventType);
   assert.equal(types.filter((t) => t === 'llm_call').length, 4);
+  // Each approval fact once (the agent records them; the gate forwards no copy), in seq order.
+  assert.deepEqual(
+    types.filter((t) => t.startsWith('approval_')),
+    ['approval_requested', 'approval_granted'],
+  );
+  assert.deepEqual(
+    events.map((e) => e.seq),
+    events.map((_, i) => i),
+  );
   assert.equal(types.filter((t) => t === 'llm_response').length, 4);
   assert.deepEqual(
     events.filter((e) => e.eventType === 'tool_response').map((e) => e.payload.toolName),
@@ -65,7 +75,7 @@ async function assertRecorded(sessionId: string, requestId: string, decidedBy: s
   const request = await gate.getRequest(requestId);
   assert.equal(request.status, 'approved');
   assert.equal(request.decidedBy, decidedBy);
-  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent' });
+  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent', recordedByAgent: true });
   assert.notEqual(request.confirmedAt, null, 'the executed refund is confirmed');
   assert.match(String((request.executionResult as { result?: { refundId?: string } }).result?.refundId), /^rf_1042_/);
 }

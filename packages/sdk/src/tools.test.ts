@@ -157,7 +157,7 @@ describe('withApproval', () => {
     assert.match(String(events[2]!.payload.decidedBy), /policy/);
     assert.equal(events[3]!.payload.toolName, 'small_refund');
     const request = await admin.getRequest(requestId);
-    assert.deepEqual(request.context, { sessionId: id, agentId: 'approver' });
+    assert.deepEqual(request.context, { sessionId: id, agentId: 'approver', recordedByAgent: true });
     assert.notEqual(request.confirmedAt, null);
     assert.deepEqual(request.executionResult, { ok: true, result: { refundId: 'rf_1' } });
   });

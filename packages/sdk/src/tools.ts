@@ -38,7 +38,11 @@ export function traceTool<A extends unknown[], R>(
 export interface WithApprovalOptions {
   session?: SessionChoice;
   urgency?: NewApprovalRequest['urgency'];
-  /** Extra context for the approver (the session and agent ids are added). */
+  /**
+   * Extra context for the approver. In a session, the session and agent ids are added, and
+   * `recordedByAgent: true`: this call records the request's events in the session, so a gate
+   * linked to observe does not forward copies of them.
+   */
   context?: Record<string, unknown>;
   /** How long and how often to wait for a human (see GateClient.waitForDecision). */
   wait?: WaitOptions;
@@ -53,7 +57,8 @@ const DECISION_EVENT = { approved: 'approval_granted', denied: 'approval_denied'
 /**
  * Asks the gate for `action` with `params` and runs `fn` only when approved. The session (given
  * or ambient) records approval_requested, then approval_granted, _denied or _expired, and the
- * action itself as a tool call; the gate is told the action ran (confirm). Throws
+ * action itself as a tool call, in order with its other events (the request says so, and the gate
+ * forwards no copies); the gate is told the action ran (confirm). Throws
  * ApprovalDeniedError when denied or expired, ApprovalTimeoutError when no decision came in time.
  */
 export async function withApproval<R>(
@@ -64,7 +69,7 @@ export async function withApproval<R>(
   options: WithApprovalOptions = {},
 ): Promise<Awaited<R>> {
   const session = resolveSession(options.session);
-  const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId }) };
+  const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
     { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) },
     { signal: options.wait?.signal },

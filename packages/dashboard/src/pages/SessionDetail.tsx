@@ -212,11 +212,7 @@ export function SessionDetailPage({ id }: { id: string }) {
               hint={s.agentName !== s.agentId ? s.agentId : undefined}
             />
             <Stat label="Started" value={timeAgo(s.startedAt)} hint={fmtDateTime(s.startedAt)} />
-            <Stat
-              label="Duration"
-              value={fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))}
-              hint={s.endedAt ? 'ended' : 'still active'}
-            />
+            <Stat label="Duration" value={fmtDuration(s.durationMs)} hint={s.endedAt ? 'ended' : 'still active'} />
             <Stat label="Events" value={fmtNumber(s.eventCount)} hint={plural(s.toolCallCount, 'tool call')} />
             <Stat label="Errors" value={fmtNumber(s.errorCount)} />
             <Stat label="Cost" value={fmtUsd(s.totalCostUsd)} />

@@ -206,7 +206,7 @@ export function SessionsPage() {
                         <StatusBadge status={s.status} />
                       </td>
                       <td title={fmtDateTime(s.startedAt)}>{timeAgo(s.startedAt)}</td>
-                      <td className="num">{fmtDuration(Date.parse(s.endedAt ?? s.lastEventAt) - Date.parse(s.startedAt))}</td>
+                      <td className="num">{fmtDuration(s.durationMs)}</td>
                       <td className="num">{fmtNumber(s.eventCount)}</td>
                       <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{fmtNumber(s.errorCount)}</Badge> : 0}</td>
                       <td className="num">{fmtUsd(s.totalCostUsd)}</td>

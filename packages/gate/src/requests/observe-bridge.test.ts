@@ -267,6 +267,23 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
     assert.deepEqual(mine.map((r) => r.event).sort(), ['request.approved', 'request.created'], 'no observe row queued for confirm');
   });
 
+  test('a request whose agent records its events in its session (context.recordedByAgent) is not forwarded; without a session id it is', async () => {
+    const recorded = await createRequest(gate, { action: 'agent.records', context: { sessionId: 'sess-sdk', agentId: 'agent-sdk', recordedByAgent: true } });
+    const sessionless = await createRequest(gate, { action: 'agent.records', context: { recordedByAgent: true } });
+    for (const id of [recorded.id, sessionless.id]) {
+      assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'approved' } })).statusCode, 200);
+    }
+    await eventually('the sessionless request forwarded', () => observe.ingested(sessionless.id).find((e) => e.event === 'request.approved'));
+    await sleep(300);
+    assert.deepEqual(observe.ingested(recorded.id), []);
+    const rows = await gate.service.context.database.db.selectFrom('deliveries').select(['body']).where('kind', '=', 'observe').execute();
+    assert.equal(rows.filter((r) => (JSON.parse(r.body) as IngestBody).data.requestId === recorded.id).length, 0, 'no observe row queued');
+    assert.deepEqual(
+      observe.ingested(sessionless.id).map((e) => e.event),
+      ['request.created', 'request.approved'],
+    );
+  });
+
   test('without a session id in the context, no correlation is invented', async () => {
     const created = await createRequest(gate, { action: 'noop', context: { note: 'x' } });
     const [event] = await eventually('created', () => {

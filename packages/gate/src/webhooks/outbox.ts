@@ -56,6 +56,32 @@ function observeEvent(event: WebhookEvent, request: RequestRow): { name: string;
   return null;
 }
 
+/**
+ * Whether the agent records this request's approval events in its own session (the SDK's
+ * withApproval does: `context.recordedByAgent` with the `context.sessionId` it records in). The
+ * gate then forwards none of them, so the session holds each fact once, in the order the agent
+ * recorded it; without a session to record in, the gate's copy is the only one and is forwarded.
+ */
+function agentRecordsEvents(context: Record<string, unknown>): boolean {
+  return context.recordedByAgent === true && typeof context.sessionId === 'string';
+}
+
+/** Observe's copy of a transition (the body `/api/events/ingest` takes), or null when observe gets none. */
+function observeCopy(event: WebhookEvent, request: RequestRow, now: number): { event: string; body: string } | null {
+  const forwarded = observeEvent(event, request);
+  if (!forwarded) return null;
+  const context = JSON.parse(request.context) as Record<string, unknown>;
+  if (agentRecordsEvents(context)) return null;
+  const correlation = {
+    ...(typeof context.sessionId === 'string' && { service_session_id: context.sessionId }),
+    ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
+  };
+  return {
+    event: forwarded.name,
+    body: JSON.stringify({ source: 'approval_gate', event: forwarded.name, data: forwarded.data, timestamp: toIso(now), context: correlation }),
+  };
+}
+
 /** A state change to report: the event and the request as it stood right after it. */
 export interface Transition {
   event: WebhookEvent;
@@ -167,22 +193,8 @@ export class Outbox {
         const body = JSON.stringify({ event, timestamp: toIso(now), data: deliveryData(request) });
         for (const hook of subscribed) rows.push(outboxRow(hook.id, 'webhook', hook.url, event, body, now));
       }
-      const forwarded = observe ? observeEvent(event, request) : null;
-      if (observe && forwarded) {
-        const context = JSON.parse(request.context) as Record<string, unknown>;
-        const correlation = {
-          ...(typeof context.sessionId === 'string' && { service_session_id: context.sessionId }),
-          ...(typeof context.agentId === 'string' && { service_agent_id: context.agentId }),
-        };
-        const observeBody = JSON.stringify({
-          source: 'approval_gate',
-          event: forwarded.name,
-          data: forwarded.data,
-          timestamp: toIso(now),
-          context: correlation,
-        });
-        rows.push(outboxRow(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), forwarded.name, observeBody, now));
-      }
+      const copy = observe ? observeCopy(event, request, now) : null;
+      if (observe && copy) rows.push(outboxRow(null, 'observe', joinUrl(observe.url, '/api/events/ingest'), copy.event, copy.body, now));
     }
     for (const channel of this.channels) rows.push(...(await channel.deliveriesFor(trx, dialect, transitions, now)));
     if (rows.length > 0) await deliveryInserter.insert(trx, dialect, rows);

@@ -166,7 +166,7 @@ const finite = (values: number[]): number[] => values.filter((v) => Number.isFin
  * - tool_success_rate: the session's tool_response / (tool_response + tool_error), sessions without
  *   tool results have no value; counts: every tool_response / every tool result of the variant;
  * - avg_cost: the session's spend; avg_tokens: its input + output tokens of llm_response and
- *   cost_tracked events; avg_duration: (endedAt ?? last event) − startedAt in ms;
+ *   cost_tracked events; avg_duration: the session's duration in ms (sessions/figures.ts);
  * - avg_latency: mean durationMs of the session's tool_response and tool_error events (no value
  *   without any).
  */

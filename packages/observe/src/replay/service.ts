@@ -1,5 +1,5 @@
 import { toIso } from '@vigil/platform';
-import { sessionTimeline, verifySessionChain } from '../sessions/index.ts';
+import { sessionDurationMs, sessionTimeline, verifySessionChain } from '../sessions/index.ts';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
 import { ByteWriter } from './bytes.ts';
 import type { LoadedReplay, ReplaySource, ServedReplay } from './cache.ts';
@@ -84,7 +84,10 @@ export function replayBody(served: ServedReplay, query: ReplayPageQuery): ByteWr
     out.text('}');
   }
   if (state !== null) session.release(state);
-  out.text(`],"pagination":{"offset":${query.offset},"limit":${query.limit},"hasMore":${to < totalSteps}},"summary":${JSON.stringify(session.summary)}}`);
+  // The session's duration, the one every figure shows (not the span of its events: a late event does not stretch it).
+  const { totalCost, ...counts } = session.summary;
+  const summary = { totalCost, totalDurationMs: sessionDurationMs(row), ...counts };
+  out.text(`],"pagination":{"offset":${query.offset},"limit":${query.limit},"hasMore":${to < totalSteps}},"summary":${JSON.stringify(summary)}}`);
   return out;
 }
 

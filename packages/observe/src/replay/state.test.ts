@@ -259,7 +259,6 @@ describe('replay state (pure)', () => {
     ];
     assert.deepEqual(summarize(events, pairEvents(events)), {
       totalCost: 0.6,
-      totalDurationMs: 9000,
       totalLlmCalls: 2,
       totalToolCalls: 2,
       totalErrors: 1,
@@ -268,7 +267,6 @@ describe('replay state (pure)', () => {
     });
     assert.deepEqual(summarize([], new Int32Array(0)), {
       totalCost: 0,
-      totalDurationMs: 0,
       totalLlmCalls: 0,
       totalToolCalls: 0,
       totalErrors: 0,

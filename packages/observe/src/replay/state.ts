@@ -189,9 +189,9 @@ export function pairEvents(events: readonly ReplayEvent[]): Int32Array {
   return partner;
 }
 
+/** The summary of the session's events; the response adds totalDurationMs, the session's duration (sessions/figures.ts). */
 export interface ReplaySummary {
   totalCost: number;
-  totalDurationMs: number;
   totalLlmCalls: number;
   totalToolCalls: number;
   totalErrors: number;
@@ -200,7 +200,7 @@ export interface ReplaySummary {
 }
 
 /**
- * The whole session: totalDurationMs = last − first timestamp; totalLlmCalls = llm_call events plus
+ * The whole session: totalLlmCalls = llm_call events plus
  * llm_response events without an llm_call; totalToolCalls = tool_call events (the session's
  * toolCallCount); models of llm_call, llm_response and cost_tracked and tools of tool_* events,
  * distinct and sorted.
@@ -221,11 +221,8 @@ export function summarize(events: readonly ReplayEvent[], partner: Int32Array): 
     if (e.model !== null && (e.eventType === 'llm_call' || e.eventType === 'llm_response' || e.eventType === 'cost_tracked')) models.add(e.model);
     if (e.toolName !== null && (e.eventType === 'tool_call' || e.eventType === 'tool_response' || e.eventType === 'tool_error')) tools.add(e.toolName);
   }
-  const first = events[0];
-  const last = events[events.length - 1];
   return {
     totalCost: usd(cost),
-    totalDurationMs: first && last ? last.ts - first.ts : 0,
     totalLlmCalls: llmCalls,
     totalToolCalls: toolCalls,
     totalErrors: errors,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { migrateToLatest } from '@vigil/platform';
+import { hmacSha256Hex, migrateToLatest } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
@@ -367,6 +367,78 @@ await describeEachDatabase('figures: the idle rule for sessions that never end',
       assert.deepEqual([idle.score, idle.rawValue], [50, 0.5], idle.description);
       assert.equal((await health(observe, 'runner')).sessionCount, 2);
       assert.equal((await get<{ status: string }>(observe, '/api/sessions/live')).status, 'active');
+    } finally {
+      await observe.close();
+    }
+  });
+});
+
+await describeEachDatabase('figures: one session duration, wherever it is shown', (backend) => {
+  const SECRET = 'figures-approval-gate-secret-01';
+
+  /** The gate's forwarded copy of an event (POST /api/events/ingest, source approval_gate, signed). */
+  async function forwarded(observe: TestObserve, body: Record<string, unknown>): Promise<void> {
+    const text = JSON.stringify({ source: 'approval_gate', ...body });
+    const response = await observe.call({
+      method: 'POST',
+      url: '/api/events/ingest',
+      headers: { 'content-type': 'application/json', 'x-webhook-signature': hmacSha256Hex(SECRET, text) },
+      payload: text,
+    });
+    assert.equal(response.statusCode, 201, response.body);
+  }
+
+  /** Every figure of the session's duration: the session page's (the sessions API), the list's, replay's and the agent's mean. */
+  async function durations(observe: TestObserve, sessionId: string, agentId: string) {
+    const session = await get<{ durationMs: number }>(observe, `/api/sessions/${sessionId}`);
+    const list = await get<{ sessions: { id: string; durationMs: number }[] }>(observe, `/api/sessions?agentId=${agentId}`);
+    const replay = await get<{ summary: { totalDurationMs: number } }>(observe, `/api/sessions/${sessionId}/replay`);
+    return {
+      session: session.durationMs,
+      list: list.sessions.find((s) => s.id === sessionId)?.durationMs,
+      replay: replay.summary.totalDurationMs,
+      analytics: (await agentFigures(observe, agentId))?.avgDurationMs,
+    };
+  }
+
+  test('a session that ended after 2 min 13 s, with the gate forwarding an expiry 9 min 5 s in, lasted 2 min 13 s everywhere', async () => {
+    const observe = await startTestObserve(backend, { env: { APPROVAL_GATE_WEBHOOK_SECRET: SECRET } });
+    try {
+      const start = NOW - HOUR;
+      await ingest(observe, [
+        { sessionId: 'refund-1', agentId: 'refunder', eventType: 'session_started', timestamp: iso(start), payload: {} },
+        {
+          sessionId: 'refund-1',
+          agentId: 'refunder',
+          eventType: 'approval_requested',
+          timestamp: iso(start + 5_000),
+          payload: { requestId: 'r1', action: 'refund', params: {}, urgency: 'normal' },
+        },
+        // The agent stopped waiting for a human and ended its session.
+        { sessionId: 'refund-1', agentId: 'refunder', eventType: 'session_ended', timestamp: iso(start + 133_000), payload: { reason: 'error' } },
+      ]);
+      // Later the request expires at the gate, which forwards the expiry into the session.
+      await forwarded(observe, {
+        event: 'request.expired',
+        data: { requestId: 'r1', action: 'refund', decidedBy: 'system:expiry', reason: 'Expired before a decision' },
+        timestamp: iso(start + 545_000),
+        context: { service_session_id: 'refund-1', service_agent_id: 'refunder' },
+      });
+      assert.deepEqual(await durations(observe, 'refund-1', 'refunder'), { session: 133_000, list: 133_000, replay: 133_000, analytics: 133_000 });
+    } finally {
+      await observe.close();
+    }
+  });
+
+  test('a session that never ended and went idle measures to its last event before the silence, everywhere', async () => {
+    const observe = await startTestObserve(backend);
+    try {
+      await ingest(observe, [
+        { sessionId: 'idle-1', agentId: 'idler', eventType: 'session_started', timestamp: iso(NOW - 3 * HOUR), payload: {} },
+        { sessionId: 'idle-1', agentId: 'idler', eventType: 'custom', timestamp: iso(NOW - 3 * HOUR + 4 * MINUTE), payload: { type: 'step', data: 1 } },
+      ]);
+      await ingest(observe, [{ sessionId: 'idle-1', agentId: 'idler', eventType: 'custom', timestamp: iso(NOW), payload: { type: 'late', data: 2 } }]);
+      assert.deepEqual(await durations(observe, 'idle-1', 'idler'), { session: 4 * MINUTE, list: 4 * MINUTE, replay: 4 * MINUTE, analytics: 4 * MINUTE });
     } finally {
       await observe.close();
     }

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { SessionRow } from '../schema.ts';
 
 /**
  * How the figures (health, analytics, reflect, benchmarks) measure a session, by the idle rule.
@@ -14,13 +15,25 @@ import { sql, type RawBuilder } from 'kysely';
  *   or goes idle.
  *
  * Both are expressions over the session row's own columns, evaluated on the rows the caller's
- * index range already reads: no extra scan.
+ * index range already reads: no extra scan. The duration is also every other figure of one
+ * session (the sessions API's `durationMs`, replay's `totalDurationMs`): `sessionDurationMs`
+ * evaluates the same rule on a row already read.
  */
 const column = (alias: string | undefined, name: string) => sql.ref(alias === undefined ? name : `${alias}.${name}`);
 
+/** The session's measured end: the first of these columns that is set (last_event_at always is). */
+const MEASURED_END = ['ended_at', 'idle_at', 'last_event_at'] as const satisfies readonly (keyof SessionRow)[];
+
 /** Milliseconds from start to the session's measured end. */
 export function sessionDurationSql(alias?: string): RawBuilder<number> {
-  return sql<number>`coalesce(${column(alias, 'ended_at')}, ${column(alias, 'idle_at')}, ${column(alias, 'last_event_at')}) - ${column(alias, 'started_at')}`;
+  const end = sql.join(MEASURED_END.map((name) => column(alias, name)));
+  return sql<number>`coalesce(${end}) - ${column(alias, 'started_at')}`;
+}
+
+/** sessionDurationSql of a session row already read (PostgreSQL answers its BIGINT columns as text). */
+export function sessionDurationMs(row: Pick<SessionRow, (typeof MEASURED_END)[number] | 'started_at'>): number {
+  const end = MEASURED_END.map((name) => row[name]).find((value) => value !== null);
+  return Number(end) - Number(row.started_at);
 }
 
 /** True for a session that is over at `now`: ended, or active without an event for the idle timeout. */

@@ -3,7 +3,7 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerSessionRoutes } from './routes.ts';
 
-export { sessionDurationSql, sessionOverSql } from './figures.ts';
+export { sessionDurationMs, sessionDurationSql, sessionOverSql } from './figures.ts';
 export { chainHeadOf, sessionTimeline, verifySessionChain } from './service.ts';
 export { findSession, findSessions, toSession } from './store.ts';
 

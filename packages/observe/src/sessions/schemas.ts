@@ -13,6 +13,9 @@ export const sessionSchema = z
     startedAt: z.string(),
     endedAt: z.string().optional(),
     lastEventAt: z.string(),
+    durationMs: z
+      .number()
+      .describe('endedAt, else the last event before its first silence longer than SESSION_IDLE_TIMEOUT_MS, else lastEventAt; minus startedAt'),
     eventCount: z.number().int(),
     toolCallCount: z.number().int(),
     errorCount: z.number().int(),

@@ -1,5 +1,6 @@
 import { toIso } from '@vigil/platform';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
+import { sessionDurationMs } from './figures.ts';
 import type { ListSessionsQuery, Session } from './schemas.ts';
 import type { SessionStatus } from '../events/index.ts';
 
@@ -11,6 +12,7 @@ export function toSession(row: SessionRow): Session {
     status: row.status as SessionStatus,
     startedAt: toIso(row.started_at),
     lastEventAt: toIso(row.last_event_at),
+    durationMs: sessionDurationMs(row),
     eventCount: row.event_count,
     toolCallCount: row.tool_call_count,
     errorCount: row.error_count,

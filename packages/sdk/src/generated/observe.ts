@@ -547,6 +547,8 @@ export type Session = {
   startedAt: string;
   endedAt?: string;
   lastEventAt: string;
+  /** endedAt, else the last event before its first silence longer than SESSION_IDLE_TIMEOUT_MS, else lastEventAt; minus startedAt */
+  durationMs: number;
   eventCount: number;
   toolCallCount: number;
   errorCount: number;
