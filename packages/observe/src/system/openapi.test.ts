@@ -106,6 +106,8 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       .sort();
     assert.deepEqual(names, ['agentId', 'eventType', 'from', 'limit', 'offset', 'order', 'search', 'sessionId', 'severity', 'to']);
     assert.ok(doc.paths['/api/events']!.post!.requestBody, 'the ingest body schema is documented');
+    const traces = doc.paths['/v1/traces']!.post! as { requestBody?: { content: Record<string, unknown> } };
+    assert.deepEqual(Object.keys(traces.requestBody?.content ?? {}), ['application/x-protobuf', 'application/json'], 'the OTLP body, in both encodings');
     assert.deepEqual(doc.paths['/api/health']!.get!.security, [], 'health is documented as unauthenticated');
   });
 
