@@ -19,7 +19,7 @@ import {
 import { auditFeature } from './audit/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
-import { authenticationFeature, KeyCache, keysFeature, ROUTE_SCOPES, type Scope } from './auth/index.ts';
+import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import type { GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
@@ -69,6 +69,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
 
   const app = await createHttpApp({
     title: 'Vigil gate',
+    description:
+      'Decides what AI agents may do: approval requests are auto-approved, denied or routed to a human by policies, every step is audited and pushed to signed webhooks.',
     version: VIGIL_VERSION,
     service: 'gate',
     logLevel: config.logLevel,
@@ -80,6 +82,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     errorSchema: gateErrorSchema,
     operations: GATE_OPERATIONS,
     authErrorStatuses: (route) => authErrorStatuses(ROUTE_SCOPES[`${route.method} ${route.url}`]),
+    rateLimitHeaders: RATE_LIMIT_HEADERS,
   });
 
   let limiter: RateLimiter;

@@ -124,6 +124,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
 
   const app = await createHttpApp({
     title: 'Vigil observe',
+    description:
+      'Records what AI agents do (events, sessions, LLM and tool calls, OTLP traces) into SHA-256 hash-chained sessions, and answers queries, analytics, alerts, guardrails and evaluations over them.',
     version: VIGIL_VERSION,
     service: 'observe',
     logLevel: config.logLevel,

@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import { STATUS_CODES } from 'node:http';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -27,6 +28,8 @@ import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 export interface HttpKitOptions {
   title: string;
+  /** What the service is, in a sentence or two: the OpenAPI document's `info.description`. */
+  description: string;
   version: string;
   /** The service's name in its log lines (`observe`, `gate`): both share one console under `vigil up`. */
   service: string;
@@ -45,6 +48,12 @@ export interface HttpKitOptions {
   operations: OperationTable;
   /** The error statuses a route answers because of how it is authenticated (401, and 403/429 where scopes and rate limits apply); none for a public route. */
   authErrorStatuses(route: RouteEntry): number[];
+  /**
+   * The headers, by name (JSON Schemas with a description), that a route which can answer 429
+   * sets on its answers once the caller is authenticated: documented on its 2xx and 4xx
+   * responses but 401 and 403. None where nothing is rate limited.
+   */
+  rateLimitHeaders?: Record<string, Record<string, unknown>>;
 }
 
 /**
@@ -77,6 +86,14 @@ declare module 'fastify' {
      * the Prometheus scrape, admitted by client address or METRICS_TOKEN (metrics.ts), never an API key. Default: required.
      */
     auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream' | 'metrics';
+  }
+  interface FastifySchema {
+    /**
+     * The request body of a route that decodes its own (a content-type parser of its own, e.g.
+     * protobuf), as the OpenAPI document shows it per content type: documentation only, never
+     * validated (a zod `body` would be).
+     */
+    documentedBody?: Record<string, { schema: Record<string, unknown> }>;
   }
 }
 
@@ -149,7 +166,13 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** The header every 429 carries (the kit's 429 description refers to it). */
+const RETRY_AFTER = { 'Retry-After': { type: 'integer', minimum: 1, maximum: 86_400, description: 'Seconds to wait before retrying' } };
+
 type DocumentedSchema = FastifySchema & { hide?: boolean; response?: Record<string, unknown> };
+
+/** Where the documents say the API is: relative, so the server a document was fetched from (docs/api.md). */
+const SERVERS = [{ url: '/', description: 'The server this document was fetched from: every path is relative to its root' }];
 
 /**
  * A route's schema as its OpenAPI operation shows it: the operationId from the service's table,
@@ -173,6 +196,21 @@ function documentedOperation(route: RouteOptions, options: HttpKitOptions): Docu
   }
   const operationId = entry === undefined ? undefined : typeof entry === 'string' ? entry : entry.id;
   return { ...schema, ...(operationId !== undefined && { operationId }), response };
+}
+
+/**
+ * The rate-limit headers on the responses of an operation that lists 429 (the swagger plugin
+ * reads a response schema's `headers`): Retry-After on the 429, the service's own on every 2xx and
+ * 4xx answered after authentication (401 and 403 come before the limiter is asked).
+ */
+function withRateLimitHeaders(schema: DocumentedSchema, headers: Record<string, Record<string, unknown>>): void {
+  const response = schema.response;
+  if (response?.['429'] === undefined) return;
+  for (const [status, documented] of Object.entries(response)) {
+    const code = Number(status);
+    if (code === 401 || code === 403 || code >= 500 || code < 200 || (code >= 300 && code < 400)) continue;
+    response[status] = { ...(documented as object), headers: { ...headers, ...(code === 429 && RETRY_AFTER) } };
+  }
 }
 
 /**
@@ -309,14 +347,23 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: options.title, version: options.version },
+      info: { title: options.title, description: options.description, version: options.version },
+      servers: SERVERS,
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
-    transform: (input) => jsonSchemaTransform({ ...input, schema: documentedOperation(input.route, options) }),
+    transform: (input) => {
+      const { documentedBody, ...schema } = documentedOperation(input.route, options);
+      const transformed = jsonSchemaTransform({ ...input, schema });
+      // Per content type, as the swagger plugin reads a body's `content` (a requestBody of those types).
+      if (documentedBody !== undefined) (transformed.schema as FastifySchema).body = { content: documentedBody };
+      withRateLimitHeaders(transformed.schema as DocumentedSchema, options.rateLimitHeaders ?? {});
+      return transformed;
+    },
     // Named schemas (`.meta({id})`) become components; zod's registry is process-wide, so under
     // `vigil up` each service keeps only the schemas its own paths reference.
-    transformObject: (input) => onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument) as ReturnType<typeof jsonSchemaTransformObject>,
+    transformObject: (input) =>
+      describedOperations(onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument)) as ReturnType<typeof jsonSchemaTransformObject>,
   });
 
   // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
@@ -363,9 +410,37 @@ export function sendJsonText(reply: FastifyReply, json: string | Buffer): Fastif
   return reply.type('application/json; charset=utf-8').send(json as never);
 }
 
+interface OpenApiOperation {
+  summary?: string;
+  tags?: string[];
+  responses?: Record<string, { description?: string }>;
+}
+
 interface OpenApiDocument {
-  paths?: unknown;
+  paths?: Record<string, Record<string, OpenApiOperation>>;
+  tags?: { name: string }[];
   components?: { schemas?: Record<string, unknown> } & Record<string, unknown>;
+}
+
+/** What the swagger plugin calls a response whose schema carries no description. */
+const PLUGIN_PLACEHOLDER = 'Default Response';
+
+/**
+ * The document with every tag its operations use declared at the top, and every success response
+ * described: a route's own description wins, otherwise the status and the operation's summary
+ * (`Created: Create an API key`) instead of the plugin's placeholder.
+ */
+function describedOperations(document: OpenApiDocument): OpenApiDocument {
+  const tags = new Set<string>();
+  for (const operation of Object.values(document.paths ?? {}).flatMap((methods) => Object.values(methods))) {
+    operation.tags?.forEach((tag) => tags.add(tag));
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      if (response.description !== PLUGIN_PLACEHOLDER) continue;
+      const outcome = STATUS_CODES[status] ?? status;
+      response.description = operation.summary === undefined ? outcome : `${outcome}: ${operation.summary}`;
+    }
+  }
+  return { ...document, tags: [...tags].sort().map((name) => ({ name })) };
 }
 
 /** The document with `components.schemas` cut to the schemas reachable from its paths. */

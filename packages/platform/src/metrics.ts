@@ -23,6 +23,13 @@ export interface QueueProbe {
   measure(now: number): Promise<{ depth: number; oldestDueAt: number | null }>;
 }
 
+/**
+ * prom-client's default gauges whose names end in `_total`, the suffix Prometheus keeps for
+ * counters (`promtool check metrics` fails on them). Each is the sum of the per-type gauge of the
+ * same name without the suffix (`sum(nodejs_active_handles)`), so nothing is lost by dropping them.
+ */
+const TOTAL_NAMED_DEFAULT_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 // Latency buckets in seconds: from a cached read to a slow LLM-backed route.
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -42,6 +49,7 @@ export class ServiceMetrics {
     database: Pick<Database<unknown>, 'poolStats'>,
   ) {
     collectDefaultMetrics({ register: this.registry });
+    for (const name of TOTAL_NAMED_DEFAULT_GAUGES) this.registry.removeSingleMetric(name);
     const { poolStats } = database;
     if (poolStats) {
       new Gauge({

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
 import { errorFactory, type ErrorCatalogue } from './errors.ts';
-import { createHttpApp } from './http.ts';
+import { createHttpApp, type OperationTable } from './http.ts';
 import { openApiCoverageProblems, type OpenApiPaths } from './testing.ts';
 
 const catalogue: ErrorCatalogue<never> = {
@@ -18,10 +18,10 @@ const catalogue: ErrorCatalogue<never> = {
   unavailable: { status: 503, code: 'unavailable', message: 'Unavailable' },
 };
 
-test("the kit lists each route's error statuses; a route without an operationId, two with the same one and a stale table entry are each reported with the fix", async () => {
-  const operations = { 'GET /things': 'listThings', 'GET /things/:id': 'listThings', 'DELETE /gone': 'removeGone' };
-  const app = await createHttpApp({
+const kitApp = (operations: OperationTable) =>
+  createHttpApp({
     title: 'kit',
+    description: 'A service of the HTTP kit',
     version: '0',
     service: 'kit',
     logLevel: 'silent',
@@ -32,6 +32,10 @@ test("the kit lists each route's error statuses; a route without an operationId,
     operations,
     authErrorStatuses: () => [401],
   });
+
+test("the kit lists each route's error statuses; a route without an operationId, two with the same one and a stale table entry are each reported with the fix", async () => {
+  const operations = { 'GET /things': 'listThings', 'GET /things/:id': 'listThings', 'DELETE /gone': 'removeGone' };
+  const app = await kitApp(operations);
   const params = z.object({ id: z.string() });
   app.get('/things', { schema: { response: { 200: z.array(z.string()) } } }, async () => []);
   app.get('/things/:id', { schema: { params } }, async () => 'x');
@@ -55,6 +59,59 @@ test("the kit lists each route's error statuses; a route without an operationId,
       'operationId "listThings" is shared by GET /things and GET /things/:id: each needs its own in kit/operations.ts',
       'kit/operations.ts names DELETE /gone, which is not a route of the app',
     ]);
+  } finally {
+    await app.close();
+  }
+});
+
+test('the document says where the API is, declares its tags, describes every success response and shows a body a route decodes itself', async () => {
+  const app = await kitApp({ 'GET /things': 'listThings', 'POST /things': 'createThing', 'POST /v1/blobs': 'uploadBlob' });
+  app.get('/things', { schema: { summary: 'List things', tags: ['things'], response: { 200: z.array(z.string()) } } }, async () => []);
+  app.post(
+    '/things',
+    {
+      schema: {
+        summary: 'Create a thing',
+        tags: ['things'],
+        body: z.object({ name: z.string() }),
+        response: { 201: { description: 'The thing as stored', content: { 'application/json': { schema: z.object({ id: z.string() }) } } } },
+      },
+    },
+    async () => ({ id: 'x' }),
+  );
+  const documentedBody = { 'application/x-protobuf': { schema: { type: 'string', format: 'binary' } }, 'application/json': { schema: { type: 'object' } } };
+  app.post('/v1/blobs', { schema: { summary: 'Upload a blob', tags: ['blobs'], documentedBody } }, async (_request, reply) => reply.status(204).send());
+  await app.ready();
+  try {
+    interface Operation {
+      requestBody?: { required?: boolean; content: Record<string, unknown> };
+      responses: Record<string, { description: string }>;
+    }
+    const document = app.swagger() as unknown as {
+      info: { description?: string };
+      servers?: { url: string }[];
+      tags?: { name: string }[];
+      paths: Record<string, Record<string, Operation>>;
+    };
+    assert.equal(document.info.description, 'A service of the HTTP kit');
+    assert.deepEqual(
+      document.servers?.map((server) => server.url),
+      ['/'],
+    );
+    assert.deepEqual(document.tags, [{ name: 'blobs' }, { name: 'things' }]);
+    assert.equal(document.paths['/things']!.get!.responses['200']!.description, 'OK: List things');
+    assert.equal(document.paths['/things']!.post!.responses['201']!.description, 'The thing as stored', "a route's own description wins");
+    const upload = document.paths['/v1/blobs']!.post!;
+    assert.deepEqual(Object.keys(upload.requestBody?.content ?? {}), ['application/x-protobuf', 'application/json']);
+    assert.deepEqual(upload.requestBody?.content['application/x-protobuf'], { schema: { type: 'string', format: 'binary' } });
+    const placeholders = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([method, operation]) =>
+        Object.entries(operation.responses)
+          .filter(([, response]) => response.description === 'Default Response')
+          .map(([status]) => `${method} ${path} ${status}`),
+      ),
+    );
+    assert.deepEqual(placeholders, []);
   } finally {
     await app.close();
   }

@@ -192,7 +192,7 @@ export interface OpenApiCoverage {
   operations: OperationTable;
   /** The component every error response refers to, e.g. `ObserveError`. */
   errorSchema: string;
-  /** URLs left out of the document on purpose (every method), with the reason. */
+  /** URLs (every method) or `METHOD /url`s left out of the document on purpose, with the reason. */
   undocumented: Record<string, string>;
   /** The error statuses the route must list. */
   requiredErrors(route: RouteEntry): number[];
@@ -213,8 +213,8 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
   const errorRef = `#/components/schemas/${coverage.errorSchema}`;
   const routeIds = new Set(routeTable.map((route) => `${route.method} ${route.url}`));
   for (const route of routeTable) {
-    if (route.url in coverage.undocumented) continue;
     const id = `${route.method} ${route.url}`;
+    if (route.url in coverage.undocumented || id in coverage.undocumented) continue;
     const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const operation = document.paths[path]?.[route.method.toLowerCase()];
     if (operation === undefined) {

@@ -1,6 +1,7 @@
 import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
 import type { FastifyRequest } from 'fastify';
 import type { GateContext } from '../context.ts';
+import { MAX_RATE_LIMIT } from '../bounds.ts';
 import { gateError } from '../errors.ts';
 import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
 import { grants, ROUTE_SCOPES } from './scopes.ts';
@@ -16,6 +17,13 @@ declare module 'fastify' {
     gateActor: string | null;
   }
 }
+
+/** What the hook sets on the answers to a key that has a rate limit (requests per minute), as the OpenAPI documents show it. */
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { type: 'integer', minimum: 1, maximum: MAX_RATE_LIMIT, description: "The key's limit, requests per minute; set when the key has one" },
+  'X-RateLimit-Remaining': { type: 'integer', minimum: 0, maximum: MAX_RATE_LIMIT, description: 'Requests the key may still make in the current window' },
+  'X-RateLimit-Reset': { type: 'integer', minimum: 0, maximum: 60, description: 'Seconds until the window frees a slot' },
+};
 
 const TOUCH_INTERVAL_MS = 60_000;
 

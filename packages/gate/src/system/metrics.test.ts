@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, parsePrometheusText, sampleValue } from '@vigil/platform/testing';
+import { describeEachDatabase, parsePrometheusText, promtoolCheckMetrics, promtoolSkip, sampleValue } from '@vigil/platform/testing';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -35,6 +35,13 @@ await describeEachDatabase('GET /metrics (gate) over real HTTP', (backend) => {
     assert.equal(sampleValue(samples, 'vigil_queue_lag_seconds', { queue: 'webhook_deliveries' }), 0);
     assert.ok(sampleValue(samples, 'process_resident_memory_bytes')! > 0);
     if (backend.kind === 'postgres') assert.ok(sampleValue(samples, 'vigil_db_pool_connections', { state: 'idle' }) !== undefined);
+  });
+
+  test('the scrape passes `promtool check metrics`: no lint finding on any name, type or help text', { skip: promtoolSkip() }, async () => {
+    const response = await fetch(`${base}/metrics`);
+    assert.equal(response.status, 200);
+    const lint = promtoolCheckMetrics(await response.text());
+    assert.deepEqual(lint, { status: 0, output: '' });
   });
 
   test('the webhook delivery queue: depth while a delivery waits, lag once it is overdue', async () => {

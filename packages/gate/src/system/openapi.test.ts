@@ -51,6 +51,22 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
     assert.ok(decide.responses!['409'], 'route-specific errors (operations.ts) are listed too');
   });
 
+  test("a key's rate-limit headers are documented on the answers that carry them: not on 401 and 403, which come before the limiter", async () => {
+    const list = (await document()).paths['/api/requests']!.get! as { responses: Record<string, { headers?: Record<string, unknown> }> };
+    const headersOf = (status: string) => Object.keys(list.responses[status]?.headers ?? {}).sort();
+    const limits = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+    assert.deepEqual(headersOf('200'), limits);
+    assert.deepEqual(headersOf('400'), limits);
+    assert.deepEqual(headersOf('429'), ['Retry-After', ...limits]);
+    assert.deepEqual(headersOf('401'), []);
+    assert.deepEqual(headersOf('403'), []);
+    assert.deepEqual(headersOf('500'), []);
+    const limited = await gate.createKey(['request:read'], 1, 'documented-limit');
+    const answered = await gate.service.app.inject({ method: 'GET', url: '/api/requests', headers: { authorization: `Bearer ${limited}` } });
+    assert.equal(answered.statusCode, 200);
+    for (const name of limits) assert.ok(answered.headers[name.toLowerCase()] !== undefined, `${name} is sent`);
+  });
+
   test('the GateError component is the body errors are answered with', async () => {
     const response = await gate.call({ method: 'POST', url: '/api/policies', payload: { name: '' } });
     assert.equal(response.statusCode, 400);

@@ -1,4 +1,5 @@
 import type { ZodApp } from '@vigil/platform';
+import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import {
@@ -99,11 +100,12 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
         summary: 'Delete a draft or cancelled benchmark',
         tags: ['benchmarks'],
         params: benchmarkParams,
+        response: { 204: z.null().describe('Deleted: no body') },
       },
     },
     async (request, reply) => {
       await removeBenchmark(ctx, request.params.id);
-      return reply.status(204).send();
+      return reply.status(204).send(null);
     },
   );
 }

@@ -79,7 +79,19 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
             'Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. ' +
             'The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction.',
           tags: ['otel'],
-          response: { 200: exportResponseSchema },
+          documentedBody: {
+            [PROTOBUF]: { schema: { type: 'string', contentMediaType: PROTOBUF, description: 'An ExportTraceServiceRequest, protobuf-encoded' } },
+            [JSON_TYPE]: { schema: { type: 'object', additionalProperties: {}, description: 'An ExportTraceServiceRequest in the OTLP/JSON encoding' } },
+          },
+          response: {
+            200: {
+              description: 'The export result, in the encoding of the request',
+              content: {
+                [PROTOBUF]: { schema: z.string().describe('An ExportTraceServiceResponse, protobuf-encoded') },
+                [JSON_TYPE]: { schema: exportResponseSchema },
+              },
+            },
+          },
         },
       },
       async (request, reply) => {

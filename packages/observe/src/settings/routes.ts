@@ -77,7 +77,8 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 
-  app.put('/api/config/health-weights', { schema: { summary: 'Always 501: the weights are not customizable', tags: ['config'] } }, async () => {
+  // Not in the OpenAPI document: an operation that cannot succeed has nothing to offer a client.
+  app.put('/api/config/health-weights', { schema: { hide: true } }, async () => {
     throw observeError('healthWeightsFixed');
   });
 }

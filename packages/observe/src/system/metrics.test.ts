@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, parsePrometheusText, sampleValue } from '@vigil/platform/testing';
+import { describeEachDatabase, parsePrometheusText, promtoolCheckMetrics, promtoolSkip, sampleValue } from '@vigil/platform/testing';
 import { assertErrorShape, startTestObserve, type TestObserve } from '../testing.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
@@ -63,6 +63,13 @@ await describeEachDatabase('GET /metrics (observe) over real HTTP', (backend) =>
     assert.ok(sampleValue(after, 'process_cpu_user_seconds_total') !== undefined, 'default process metrics');
     if (backend.kind === 'postgres') assert.ok(sampleValue(after, 'vigil_db_pool_connections', { state: 'total' })! >= 1);
     else assert.equal(sampleValue(after, 'vigil_db_pool_connections', { state: 'total' }), undefined, 'SQLite has no pool');
+  });
+
+  test('the scrape passes `promtool check metrics`: no lint finding on any name, type or help text', { skip: promtoolSkip() }, async () => {
+    const response = await fetch(`${base}/metrics`);
+    assert.equal(response.status, 200);
+    const lint = promtoolCheckMetrics(await response.text());
+    assert.deepEqual(lint, { status: 0, output: '' });
   });
 
   test('admitted from an allowed address or with METRICS_TOKEN; refused 401 otherwise, API keys included', async () => {

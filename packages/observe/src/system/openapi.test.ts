@@ -46,6 +46,7 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
         '/assets/*': 'the dashboard',
         '/*': 'the dashboard',
         '/gate/api/*': "the dashboard's forwarder to the gate",
+        'PUT /api/config/health-weights': 'always 501 (the weights are fixed): no operation to offer',
       },
       requiredErrors: (route) => [
         400,
@@ -94,7 +95,6 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       'PUT /api/config',
       'GET /api/config/features',
       'GET /api/config/health-weights',
-      'PUT /api/config/health-weights',
       'GET /api/health',
     ]) {
       assert.ok(documented.has(route), `${route} is documented`);
@@ -106,6 +106,8 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       .sort();
     assert.deepEqual(names, ['agentId', 'eventType', 'from', 'limit', 'offset', 'order', 'search', 'sessionId', 'severity', 'to']);
     assert.ok(doc.paths['/api/events']!.post!.requestBody, 'the ingest body schema is documented');
+    const traces = doc.paths['/v1/traces']!.post! as { requestBody?: { content: Record<string, unknown> } };
+    assert.deepEqual(Object.keys(traces.requestBody?.content ?? {}), ['application/x-protobuf', 'application/json'], 'the OTLP body, in both encodings');
     assert.deepEqual(doc.paths['/api/health']!.get!.security, [], 'health is documented as unauthenticated');
   });
 

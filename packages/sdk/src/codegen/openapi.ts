@@ -54,8 +54,11 @@ async function fetchDocument(call: (path: string) => Promise<{ statusCode: numbe
   return withReferencedComponents(JSON.parse(response.body) as OpenApiDocument);
 }
 
-/** Both services' OpenAPI documents, as GET /api/openapi.json serves them (components completed, see above). */
-export async function loadOpenApiDocuments(): Promise<Record<ServiceName, OpenApiDocument>> {
+/**
+ * Both services' OpenAPI documents, as GET /api/openapi.json serves them (components completed, see
+ * above); `gateEnv` configures the gate (its chat routes exist only with a chat platform configured).
+ */
+export async function loadOpenApiDocuments(gateEnv: Record<string, string> = {}): Promise<Record<ServiceName, OpenApiDocument>> {
   const { backend, cleanup } = temporarySqlite();
   try {
     const observe = await startTestObserve(backend);
@@ -65,7 +68,7 @@ export async function loadOpenApiDocuments(): Promise<Record<ServiceName, OpenAp
     } finally {
       await observe.close();
     }
-    const gate = await startTestGate(backend);
+    const gate = await startTestGate(backend, { env: gateEnv });
     try {
       return { observe: observeDoc, gate: await fetchDocument((url) => gate.call({ method: 'GET', url }), 'gate') };
     } finally {

@@ -1708,6 +1708,7 @@ export interface paths {
       body: never;
       bodyRequired: false;
       responses: {
+        204: void;
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
@@ -1853,23 +1854,6 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         500: ObserveError;
-        503: ObserveError;
-      };
-    };
-    /** Always 501: the weights are not customizable */
-    put: {
-      params: Record<string, never>;
-      query: Record<string, never>;
-      body: never;
-      bodyRequired: false;
-      responses: {
-        400: ObserveError;
-        401: ObserveError;
-        403: ObserveError;
-        413: ObserveError;
-        415: ObserveError;
-        500: ObserveError;
-        501: ObserveError;
         503: ObserveError;
       };
     };
@@ -3488,8 +3472,10 @@ export interface paths {
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
-      body: never;
-      bodyRequired: false;
+      body: {
+        [key: string]: unknown;
+      };
+      bodyRequired: true;
       responses: {
         200: ExportTraceServiceResponse;
         400: ObserveError;
