@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import unittest
@@ -17,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import vigil
 from vigil._http import encode_json
-from _support import needs_vigil, session_id, stored_events
+from _support import PACKAGE_ROOT, needs_vigil, session_id, stored_events
 
 #: Retries as the default policy makes them (10 minutes of them), with shorter pauses for the test.
 QUICK = vigil.RetryPolicy(base_delay=0.05, max_delay=0.5)
@@ -251,6 +255,25 @@ class DeliveryTest(unittest.TestCase):
         self.assertIs(raised.exception, reported[0])
         with self.assertRaises(vigil.VigilClosedError):
             client.track(event(2))
+
+    def test_at_exit_the_batch_still_being_retried_is_reported_with_the_queue(self) -> None:
+        server = self.serve(refuse=lambda n: (503, {}))
+        script = textwrap.dedent(
+            f"""
+            import time, vigil
+            def report(error):
+                print(error.reason, error.count, flush=True)
+            client = vigil.ObserveClient({server.url!r}, "k", batch_size=2, flush_interval=0, exit_timeout=0.5, on_error=report)
+            for n in range(2):
+                client.track({{"sessionId": "s", "agentId": "a", "eventType": "custom", "payload": {{"type": "t", "data": n}}}})
+            time.sleep(0.3)  # the first batch is being retried
+            client.track({{"sessionId": "s", "agentId": "a", "eventType": "custom", "payload": {{"type": "t", "data": 2}}}})
+            """
+        )
+        env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["exit", "3"])
 
 
 @needs_vigil

@@ -100,6 +100,8 @@ class EventQueue:
         self._lock = threading.Condition()
         self._queue: Deque[_Queued] = collections.deque()
         self._queued_bytes = 0
+        #: The batch being sent (and maybe retried), until it is stored or given up.
+        self._sending: List[_Queued] = []
         self._pushed = 0
         self._handled = 0
         self._flush_upto = 0
@@ -216,11 +218,14 @@ class EventQueue:
             pass  # already reported
         except TimeoutError:
             with self._lock:
-                lost = [queued.event for queued in self._queue]
+                # The batch still being retried dies with the interpreter too (its daemon thread).
+                lost = [queued.event for queued in self._sending] + [queued.event for queued in self._queue]
                 self._queue.clear()
                 self._queued_bytes = 0
             if lost:
-                self._report(VigilDeliveryError(f"{len(lost)} events were not stored: the interpreter exited before they were sent", lost, reason=EXIT))
+                self._report(
+                    VigilDeliveryError(f"{len(lost)} events were not stored: the interpreter exited before they were delivered", lost, reason=EXIT)
+                )
 
     def _next_batch(self) -> Optional[List[_Queued]]:
         """Waits for a batch that is due; None when stopping with nothing left."""
@@ -237,6 +242,7 @@ class EventQueue:
                         count = min(self.batch_size, len(self._queue))
                         batch = [self._queue.popleft() for _ in range(count)]
                         self._queued_bytes -= sum(len(queued.text) for queued in batch)
+                        self._sending = batch
                         if not self._queue:
                             self._deadline = None
                         return batch
@@ -254,6 +260,7 @@ class EventQueue:
             with self._lock:
                 if failure is not None:
                     self._failures.append((batch[-1].seq, failure))
+                self._sending = []
                 self._handled = batch[-1].seq
                 self._lock.notify_all()
 
