@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { IdempotencyKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 /** How long a key is answered from its stored row (the IETF draft leaves it to the server; a day covers any client's retry window). */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60_000;
+const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60_000;
 /** How often the sweep runs, and how many rows one of its DELETEs removes. */
 export const IDEMPOTENCY_SWEEP_INTERVAL_MS = 10 * 60_000;
 const SWEEP_BATCH = 1000;
