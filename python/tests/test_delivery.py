@@ -16,12 +16,11 @@ import threading
 import time
 import unittest
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import vigil
 from vigil._http import encode_json
-from _support import PACKAGE_ROOT, needs_vigil, session_id, stored_events
+from _support import PACKAGE_ROOT, LocalServer, QuietHandler, needs_vigil, reply_json, session_id, stored_events
 
 #: Retries as the default policy makes them (10 minutes of them), with shorter pauses for the test.
 QUICK = vigil.RetryPolicy(base_delay=0.05, max_delay=0.5)
@@ -30,7 +29,7 @@ QUICK = vigil.RetryPolicy(base_delay=0.05, max_delay=0.5)
 Refusal = Optional[Tuple[int, Dict[str, str]]]
 
 
-class FakeObserve:
+class FakeObserve(LocalServer):
     """POST /api/events as observe answers it: a batch is stored once per Idempotency-Key (a repeat
     answers the first answer). ``refuse(n)`` may answer request n (from 0) otherwise; ``drop_answer(n)``
     stores request n and then closes the connection without answering."""
@@ -49,7 +48,7 @@ class FakeObserve:
         lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
@@ -71,34 +70,18 @@ class FakeObserve:
                                 fake.answers[key] = answer
                 if refusal is not None:
                     status, headers = refusal
-                    self.reply(status, headers, json.dumps({"error": "refused", "status": status}).encode())
+                    reply_json(self, status, {"error": "refused", "status": status}, headers)
                 elif drop_answer(n):
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                 else:
-                    self.reply(201, {"idempotent-replayed": "true"} if replayed else {}, answer)
+                    reply_json(self, 201, answer, {"idempotent-replayed": "true"} if replayed else {})
 
-            def reply(self, status: int, headers: Dict[str, str], body: bytes) -> None:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        super().__init__(Handler, port)
 
     def close(self) -> None:
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().close()
 
     def stored_data(self) -> List[Any]:
         return sorted(event["payload"]["data"] for event in self.stored)

@@ -4,17 +4,14 @@ small real HTTP server standing in for observe and the gate."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import threading
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Tuple
 
 import vigil
-from _support import PACKAGE_ROOT
+from _support import PACKAGE_ROOT, LocalServer, QuietHandler, reply_json
 
 EXAMPLE = os.path.join(os.path.dirname(PACKAGE_ROOT), "examples", "python_agent.py")
 
@@ -25,32 +22,17 @@ ROUTES: Dict[str, Tuple[int, Any]] = {
 }
 
 
-class StandIn:
+class StandIn(LocalServer):
     """observe and the gate on one port, answering ROUTES, or 401 to a request without a key."""
 
     def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 status, body = ROUTES[self.path] if self.headers.get("authorization") else (401, {"error": "Missing or invalid API key", "status": 401})
-                raw = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                reply_json(self, status, body)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 class ExampleTest(unittest.TestCase):
