@@ -138,6 +138,33 @@ await describeEachDatabase('POST /api/events with Idempotency-Key', (backend) =>
     assert.equal((await post(observe, 'key-expiry', body)).headers['idempotent-replayed'], undefined);
     assert.equal(await storedEvents(observe, 's-expiry'), 3);
   });
+
+  test('the sweep deletes every expired key, a batch of rows at a time, and keeps the live ones', async () => {
+    const clock = clockOf(observe);
+    const db = observe.service.context.database.db;
+    await db.deleteFrom('idempotency_keys').execute();
+    const row = (key: string, createdAt: number) => ({
+      scope: 'sweep',
+      idempotency_key: key,
+      fingerprint: 'f',
+      status: 201,
+      body: '{}',
+      created_at: createdAt,
+    });
+    const expired = Array.from({ length: 2500 }, (_, i) => row(`old-${i}`, clock.now() - DAY_MS - i));
+    for (let i = 0; i < expired.length; i += 500)
+      await db
+        .insertInto('idempotency_keys')
+        .values(expired.slice(i, i + 500))
+        .execute();
+    await db
+      .insertInto('idempotency_keys')
+      .values(row('live', clock.now() - DAY_MS + 1))
+      .execute();
+    assert.equal(await observe.service.jobs.idempotencyKeys.tick(), true);
+    const left = await db.selectFrom('idempotency_keys').select('idempotency_key').execute();
+    assert.deepEqual(left, [{ idempotency_key: 'live' }]);
+  });
 });
 
 await describeEachDatabase('Idempotency-Key across two instances on one database', (backend) => {
