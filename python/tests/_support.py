@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import unittest
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,3 +59,36 @@ def eventually(probe: Callable[[], T], accept: Callable[[T], bool], timeout: flo
 
 def session_id(name: str, suffix: Optional[str] = None) -> str:
     return f"{PREFIX}-{name}" + (f"-{suffix}" if suffix else "")
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing (the test output stays the tests')."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class LocalServer:
+    """A real HTTP server on 127.0.0.1 (``port`` 0: an ephemeral one) serving ``handler`` from a thread."""
+
+    def __init__(self, handler: Type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def reply_json(handler: BaseHTTPRequestHandler, status: int, body: Any, headers: Optional[Mapping[str, str]] = None) -> None:
+    """Answers the handler's request with ``body`` as JSON (bytes: already encoded)."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
