@@ -10,11 +10,20 @@ import {
   withDeliveryColumns,
   type MigrationStep,
 } from '@vigil/platform';
-import { sql } from 'kysely';
+import { NANOS_PER_USD } from '@vigil/pricing';
+import { sql, type RawBuilder } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { createJudgeSpend } from './evals/index.ts';
-import { createStoreTotals, SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
+import {
+  createStoreTotals,
+  nanosSql,
+  sumNanosSql,
+  SYSTEM_AGENT_ID,
+  COMPLEX_MIN_INPUT_TOKENS,
+  COMPLEX_MIN_TOOLS,
+  SIMPLE_MAX_INPUT_TOKENS,
+} from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 import { compactEmbeddings } from './recall/index.ts';
@@ -646,5 +655,20 @@ export const observeMigrations: Record<string, MigrationStep> = {
   async '0023_stats_totals'(db) {
     await createStoreTotals(db);
     await createJudgeSpend(db);
+  },
+
+  /**
+   * Money summed exactly (whole nano-dollars, @vigil/pricing money.ts): the stored totals were sums
+   * of doubles (0.1 + 0.2 gave 0.30000000000000004); each is summed again from its rows. Events
+   * and their chain are untouched: only totals derived from them change.
+   */
+  async '0024_exact_money'(db) {
+    const usdOfNanos = (nanos: RawBuilder<unknown>) => sql`${nanos} / ${sql.lit(NANOS_PER_USD)}`;
+    await sql`update sessions set total_cost_usd = ${usdOfNanos(
+      sql`coalesce((select sum(${nanosSql(sql.ref('events.cost_usd'))}) from events where events.session_id = sessions.id), 0)`,
+    )} where total_cost_usd <> 0`.execute(db);
+    await sql`delete from event_rollups`.execute(db);
+    await backfillRollups(db);
+    await sql`update judge_spend set usd = ${usdOfNanos(sql`(select ${sumNanosSql('cost_usd')} from judge_calls)`)}`.execute(db);
   },
 };
