@@ -28,7 +28,7 @@ await describeEachDatabase('money answered exactly', (backend) => {
   before(async () => {
     observe = await startTestObserve(backend);
     await ingest(observe, [
-      started('m1', 'spender', ago(50)),
+      started('m1', 'spender', ago(50), { tags: ['money'] }),
       llm('m1', 40, 'a', 'gpt-4o', 0.1),
       llm('m1', 30, 'b', 'gpt-4o', 0.2),
       {
@@ -95,16 +95,18 @@ await describeEachDatabase('money answered exactly', (backend) => {
     assert.equal(health.dimensions.find((d) => d.name === 'cost_efficiency')?.rawValue, TOTAL);
   });
 
-  test('alerts: the spend a cost_exceeds rule measured', async () => {
-    const rule = await observe.call({
-      method: 'POST',
-      url: '/api/alerts/rules',
-      payload: { name: 'spend', condition: 'cost_exceeds', threshold: 0.3, windowMinutes: 120 },
-    });
-    assert.equal(rule.statusCode, 201, rule.body);
-    assert.equal(await observe.service.jobs.alerts.tick(), true);
-    const { entries } = await get<{ entries: { currentValue: number }[] }>(`/api/alerts/history?ruleId=${(rule.json() as { id: string }).id}`);
-    assert.equal(entries[0]?.currentValue, TOTAL);
+  test('alerts: the spend a cost_exceeds rule measured, from the rollups and (tag scope) from the events', async () => {
+    for (const scope of [{}, { tags: ['money'] }]) {
+      const rule = await observe.call({
+        method: 'POST',
+        url: '/api/alerts/rules',
+        payload: { name: `spend ${JSON.stringify(scope)}`, condition: 'cost_exceeds', threshold: 0.3, windowMinutes: 120, scope },
+      });
+      assert.equal(rule.statusCode, 201, rule.body);
+      assert.equal(await observe.service.jobs.alerts.tick(), true);
+      const { entries } = await get<{ entries: { currentValue: number }[] }>(`/api/alerts/history?ruleId=${(rule.json() as { id: string }).id}`);
+      assert.equal(entries[0]?.currentValue, TOTAL, JSON.stringify(scope));
+    }
   });
 });
 
