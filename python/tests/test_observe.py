@@ -61,6 +61,13 @@ class BatchingTest(unittest.TestCase):
         self.assertEqual([e["payload"]["data"] for e in stored_events(sid)], [1, 2])
 
 
+class PricingTest(unittest.TestCase):
+    def test_a_computed_cost_is_exact_to_the_nano_dollar(self) -> None:
+        # gpt-4o-mini, $0.15 in and $0.60 out per 1M tokens: (3 × 0.15 + 24 × 0.6) / 1e6 is 0.000014849999999999998 in doubles.
+        cost = vigil.pricing.PriceTable.default().cost_usd("gpt-4o-mini", "openai", 3, 24)
+        self.assertEqual(repr(cost), "1.485e-05")
+
+
 @needs_vigil
 class SessionTest(unittest.TestCase):
     def setUp(self) -> None:

@@ -5,9 +5,14 @@ server never disagree on a model's price."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+
+# Money is exact to the nano-dollar (packages/pricing/src/money.ts); ties round up.
+NANOS_PER_USD = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,13 @@ class PriceTable:
         return best
 
     def cost_usd(self, model: str, provider: Optional[str], input_tokens: int, output_tokens: int) -> Optional[float]:
-        """Cost in USD of one call, or None when the model has no price (unknown is not free)."""
+        """Cost in USD of one call, to the nano-dollar as observe sums money (no float noise such as
+        0.000014849999999999998), or None when the model has no price (unknown is not free)."""
         price = self.find(model, provider)
         if price is None:
             return None
-        return (input_tokens * price.input_per_million_usd + output_tokens * price.output_per_million_usd) / 1_000_000
+        cost = (input_tokens * price.input_per_million_usd + output_tokens * price.output_per_million_usd) / 1_000_000
+        return math.floor(cost * NANOS_PER_USD + 0.5) / NANOS_PER_USD
 
     def all(self) -> List[ModelPrice]:
         return list(self._entries)

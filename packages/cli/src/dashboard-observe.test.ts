@@ -203,8 +203,8 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     const row = page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'claude-sonnet-4' });
     await row.waitFor();
     const cells = (await row.getByRole('cell').allInnerTexts()).map((t) => t.trim());
-    // Provider, model, calls, spend, input, output, avg, p50, p95, p99; the exact percentiles are
-    // the sorted latencies at ⌊q·(n−1)⌋, and the page shows the sketch's, within 1 %, in whole ms.
+    // Provider, model, calls, spend, input, output, avg, p50, p95, p99; the exact percentiles
+    // interpolate the sorted latencies at rank q·(n−1), and the page shows the sketch's, within 1 %, in whole ms.
     assert.deepEqual(cells.slice(0, 6), ['anthropic', 'claude-sonnet-4', '40', '$0.40', '40,000', '4,000']);
     const ms = (text: string) => Number(text.replace(/[^0-9.]/g, '')) * (text.endsWith(' s') ? 1000 : 1);
     for (const [cell, q] of [
@@ -212,7 +212,9 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
       [cells[8]!, 0.95],
       [cells[9]!, 0.99],
     ] as const) {
-      const exact = latencies[Math.floor(q * (latencies.length - 1))]!;
+      const rank = q * (latencies.length - 1);
+      const below = latencies[Math.floor(rank)]!;
+      const exact = below + (rank - Math.floor(rank)) * ((latencies[Math.ceil(rank)] ?? below) - below);
       assert.ok(Math.abs(ms(cell) - exact) <= exact * 0.01 + 10, `p${q * 100}: ${cell} vs exact ${exact}`);
     }
     const mini = (await page.getByTestId('llm-models').getByRole('row').filter({ hasText: 'gpt-4o-mini' }).getByRole('cell').allInnerTexts()).map((t) =>

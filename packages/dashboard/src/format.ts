@@ -43,13 +43,17 @@ export function timeAgo(iso: string | null | undefined, now = Date.now()): strin
   return `${rough(ms)} ago`;
 }
 
-/** "$1,234.50", "-$0.03" (the sign before the dollar), "$0.0042" for amounts under a cent. */
+/**
+ * Money, the one way every page writes it: "$1,234.50", "-$0.03" (the sign before the dollar),
+ * "$0.0042" and "$0.000015" for amounts under a cent (two significant digits, never an exponent,
+ * never the float noise of 0.000014849999999999998).
+ */
 export function fmtUsd(value: number | null | undefined): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   if (value === 0) return '$0';
   const sign = value < 0 ? '-' : '';
   const abs = Math.abs(value);
-  if (abs < 0.01) return `${sign}$${abs.toPrecision(2)}`;
+  if (abs < 0.01) return `${sign}$${abs.toLocaleString('en-US', { maximumSignificantDigits: 2, useGrouping: false })}`;
   return `${sign}$${abs.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 }
 

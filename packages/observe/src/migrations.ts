@@ -10,13 +10,16 @@ import {
   withDeliveryColumns,
   type MigrationStep,
 } from '@vigil/platform';
-import { sql } from 'kysely';
+import { NANOS_PER_USD } from '@vigil/pricing';
+import { sql, type RawBuilder } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { createJudgeSpend } from './evals/index.ts';
 import {
   createIdempotencyKeyTable,
   createStoreTotals,
+  nanosSql,
+  sumNanosSql,
   SYSTEM_AGENT_ID,
   COMPLEX_MIN_INPUT_TOKENS,
   COMPLEX_MIN_TOOLS,
@@ -658,5 +661,20 @@ export const observeMigrations: Record<string, MigrationStep> = {
   /** Idempotent ingest: the Idempotency-Key rows of POST /api/events (events/idempotency.ts), kept 24 hours. */
   async '0024_idempotency_keys'(db) {
     await createIdempotencyKeyTable(db);
+  },
+
+  /**
+   * Money summed exactly (whole nano-dollars, @vigil/pricing money.ts): the stored totals were sums
+   * of doubles (0.1 + 0.2 gave 0.30000000000000004); each is summed again from its rows. Events
+   * and their chain are untouched: only totals derived from them change.
+   */
+  async '0025_exact_money'(db) {
+    const usdOfNanos = (nanos: RawBuilder<unknown>) => sql`${nanos} / ${sql.lit(NANOS_PER_USD)}`;
+    await sql`update sessions set total_cost_usd = ${usdOfNanos(
+      sql`coalesce((select sum(${nanosSql(sql.ref('events.cost_usd'))}) from events where events.session_id = sessions.id), 0)`,
+    )} where total_cost_usd <> 0`.execute(db);
+    await sql`delete from event_rollups`.execute(db);
+    await backfillRollups(db);
+    await sql`update judge_spend set usd = ${usdOfNanos(sql`(select ${sumNanosSql('cost_usd')} from judge_calls)`)}`.execute(db);
   },
 };

@@ -1,9 +1,11 @@
+import { roundUsd } from './money.ts';
 import { DEFAULT_PRICES, MODEL_ALIASES } from './prices.ts';
 
 export { DEFAULT_PRICES, MODEL_ALIASES };
 // The MODEL_PRICES parser lives in a module of its own: it needs zod, and a bundler drops the
 // module (and zod with it) from code that only prices calls, such as @vigil/sdk in a browser.
 export { MAX_PRICE_PER_MILLION_USD, parsePriceOverrides } from './overrides.ts';
+export { addUsd, NANOS_PER_USD, nanosOf, roundUsd, usdOf } from './money.ts';
 
 /** A list price in USD per 1M tokens. */
 export interface ModelPrice {
@@ -68,11 +70,11 @@ export class PriceTable {
     return best;
   }
 
-  /** Cost in USD of one call, or undefined when the model has no price (unknown is not free). */
+  /** Cost in USD of one call, to the nano-dollar, or undefined when the model has no price (unknown is not free). */
   costUsd(model: string, provider: string | undefined, inputTokens: number, outputTokens: number): number | undefined {
     const price = this.find(model, provider);
     if (!price) return undefined;
-    return (inputTokens * price.inputPerMillionUsd + outputTokens * price.outputPerMillionUsd) / 1_000_000;
+    return roundUsd((inputTokens * price.inputPerMillionUsd + outputTokens * price.outputPerMillionUsd) / 1_000_000);
   }
 
   /** Models of the same provider with a strictly lower blended price (input + output per 1M), cheapest first. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_PRICES, MAX_PRICE_PER_MILLION_USD, parsePriceOverrides, PriceTable, type ModelPrice } from './index.ts';
+import { addUsd, DEFAULT_PRICES, MAX_PRICE_PER_MILLION_USD, nanosOf, parsePriceOverrides, PriceTable, roundUsd, usdOf, type ModelPrice } from './index.ts';
 
 const table = PriceTable.fromDefaults();
 const blend = (price: ModelPrice): number => price.inputPerMillionUsd + price.outputPerMillionUsd;
@@ -68,6 +68,12 @@ describe('PriceTable.costUsd', () => {
     // gpt-4o: $2.50 in, $10 out per 1M tokens.
     assert.equal(table.costUsd('gpt-4o', 'openai', 1_000_000, 500_000), 7.5);
     assert.equal(table.costUsd('gpt-4o-2024-08-06', undefined, 0, 0), 0);
+  });
+
+  test('is exact to the nano-dollar, without float noise', () => {
+    // gpt-4o-mini: $0.15 in, $0.60 out per 1M tokens; (3 × 0.15 + 24 × 0.6) / 1e6 is 0.000014849999999999998 in doubles.
+    assert.equal(table.costUsd('gpt-4o-mini', 'openai', 3, 24), 0.00001485);
+    assert.equal(String(table.costUsd('gpt-4o-mini', 'openai', 3, 24)), '0.00001485');
   });
 
   test('is undefined when the model is unpriced', () => {
@@ -169,5 +175,23 @@ describe('price overrides', () => {
   test('reject a malformed asOf and an unknown key', () => {
     assert.throws(() => parsePriceOverrides(JSON.stringify([{ ...valid, asOf: 'June 2025' }])), /\[0\]\.asOf: /);
     assert.throws(() => parsePriceOverrides(JSON.stringify([{ ...valid, inputPerMillion: 1 }])), /MODEL_PRICES: \[0\]: .*inputPerMillion/);
+  });
+});
+
+describe('money', () => {
+  test('sums are exact to the nano-dollar and answered without float noise', () => {
+    assert.equal(addUsd(0.1, 0.2), 0.3);
+    assert.equal(roundUsd(0.1 + 0.2), 0.3);
+    assert.equal(roundUsd(0.000014849999999999998), 0.00001485);
+    assert.equal(usdOf(nanosOf(0.1) + nanosOf(0.2) + nanosOf(0.3)), 0.6);
+    let total = 0;
+    for (let i = 0; i < 1000; i += 1) total = addUsd(total, 0.001);
+    assert.equal(total, 1);
+  });
+
+  test('ties round up, as the databases are asked to (floor(x·1e9 + 0.5))', () => {
+    assert.equal(nanosOf(2.5e-9), 3);
+    assert.equal(usdOf(2.5), 3e-9);
+    assert.equal(roundUsd(1e6), 1e6);
   });
 });

@@ -120,13 +120,16 @@ const RULE_COLUMNS: Column<AlertRule>[] = [
   { header: 'State', cell: (r) => (r.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>) },
 ];
 
-function historyColumns(names: Map<string, string>): Column<HistoryEntry>[] {
+/** A measured value or threshold in its rule's unit (as thresholdText), or a plain number once the rule is deleted. */
+const valueText = (rule: AlertRule | undefined, value: number): string => (rule ? thresholdText(rule.condition, value) : fmtNumber(value, 4));
+
+function historyColumns(rules: Map<string, AlertRule>): Column<HistoryEntry>[] {
   return [
-    { header: 'Rule', cell: (e) => names.get(e.ruleId) ?? <span className="muted">deleted rule</span> },
+    { header: 'Rule', cell: (e) => rules.get(e.ruleId)?.name ?? <span className="muted">deleted rule</span> },
     { header: 'Fired', title: (e) => fmtDateTime(e.triggeredAt), cell: (e) => timeAgo(e.triggeredAt) },
     { header: 'Resolved', cell: (e) => (e.resolvedAt ? fmtDateTime(e.resolvedAt) : <Badge tone="bad">open</Badge>) },
-    { header: 'Value', num: true, cell: (e) => fmtNumber(e.currentValue, 4) },
-    { header: 'Threshold', num: true, cell: (e) => fmtNumber(e.threshold, 4) },
+    { header: 'Value', num: true, cell: (e) => valueText(rules.get(e.ruleId), e.currentValue) },
+    { header: 'Threshold', num: true, cell: (e) => valueText(rules.get(e.ruleId), e.threshold) },
     { header: 'Notified', cell: (e) => (e.notified ? 'yes' : 'no') },
   ];
 }
@@ -137,7 +140,7 @@ export function AlertsPage() {
   const history = useAsync((signal) => observe('GET /api/alerts/history', { query: { limit: 25, offset }, signal }), [offset], {
     pollMs: 15_000,
   });
-  const names = new Map(rules.data?.rules.map((r) => [r.id, r.name]) ?? []);
+  const byId = new Map(rules.data?.rules.map((r) => [r.id, r]) ?? []);
   const [editing, setEditing] = useState<AlertRule | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
   const edit = (rule: AlertRule) => {
@@ -197,7 +200,7 @@ export function AlertsPage() {
           state={history}
           rows={(d) => d.entries}
           empty="No alert has fired yet."
-          columns={historyColumns(names)}
+          columns={historyColumns(byId)}
           rowKey={(e) => e.id}
           after={(d) => <Pager label="Alert history" offset={offset} limit={25} total={d.total} onChange={setOffset} />}
         />

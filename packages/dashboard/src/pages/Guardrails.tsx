@@ -223,14 +223,17 @@ const RULE_COLUMNS: Column<GuardrailRule>[] = [
   { header: 'Mode', cell: (r) => (!r.enabled ? <Badge>disabled</Badge> : r.dryRun ? <Badge tone="info">dry run</Badge> : <Badge tone="good">active</Badge>) },
 ];
 
+/** A trigger's measured value or threshold: money for a spend limit, else a number. */
+const triggerValue = (t: Trigger, value: number): string => (t.conditionType === 'cost_limit' ? fmtUsd(value) : fmtNumber(value, 4));
+
 const OUTCOME_TONES = { applied: 'good', dry_run: 'info', queued: 'warn' } as const;
 
 const TRIGGER_COLUMNS: Column<Trigger>[] = [
   { header: 'When', title: (t) => fmtDateTime(t.triggeredAt), cell: (t) => timeAgo(t.triggeredAt) },
   { header: 'Rule', cell: (t) => t.ruleName },
   { header: 'Agent', cell: (t) => <Link to={`/agents/${encodeURIComponent(t.agentId)}`}>{t.agentId}</Link> },
-  { header: 'Value', num: true, cell: (t) => fmtNumber(t.currentValue, 4) },
-  { header: 'Threshold', num: true, cell: (t) => fmtNumber(t.threshold, 4) },
+  { header: 'Value', num: true, cell: (t) => triggerValue(t, t.currentValue) },
+  { header: 'Threshold', num: true, cell: (t) => triggerValue(t, t.threshold) },
   { header: 'Action', cell: (t) => t.actionType },
   {
     header: 'Outcome',

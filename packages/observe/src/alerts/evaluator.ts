@@ -1,10 +1,11 @@
 import { MINUTE_MS, newId, recordChange, toIso, type ChangeActor } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
+import { usdOf } from '@vigil/pricing';
 import { sql } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/index.ts';
-import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, type IncomingEvent } from '../events/index.ts';
+import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, sumNanosSql, type IncomingEvent } from '../events/index.ts';
 import type { AlertHistoryRow, ObserveDatabase } from '../schema.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
 import {
@@ -131,7 +132,7 @@ async function measureFromRollups(database: ObserveDatabase, rule: AlertRule, fr
     case 'error_rate_exceeds':
       return ratio(sums.errorCount, sums.eventCount);
     case 'cost_exceeds':
-      return sums.costUsd;
+      return usdOf(sums.costNanos);
     case 'latency_exceeds':
       return mean(sums.durationSum, sums.durationCount);
     default:
@@ -157,8 +158,7 @@ export async function measure(database: ObserveDatabase, rule: AlertRule, now: n
       value = scoped.select(sql<number>`case when count(*) = 0 then 0 else cast(sum(is_error) as double precision) / count(*) end`.as('value'));
       break;
     case 'cost_exceeds':
-      value = scoped.select(sql<number>`coalesce(sum(cost_usd), 0)`.as('value'));
-      break;
+      return usdOf(Number((await scoped.select(sumNanosSql('cost_usd').as('nanos')).executeTakeFirst())?.nanos ?? 0));
     case 'latency_exceeds':
       value = scoped.where('event_type', 'in', ['tool_response', 'tool_error']).select(sql<number>`coalesce(avg(duration_ms), 0)`.as('value'));
       break;

@@ -1,7 +1,7 @@
 import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { sumNanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
 
 export const GRANULARITIES = ['hour', 'day', 'week'] as const;
@@ -48,7 +48,8 @@ export interface Sums {
   eventCount: number;
   errorCount: number;
   toolCallCount: number;
-  costUsd: number;
+  /** Spend in whole nano-dollars (exact; usdOf answers it). */
+  costNanos: number;
   durationSum: number;
   durationCount: number;
   latencySum: number;
@@ -64,7 +65,7 @@ export const emptySums = (): Sums => ({
   eventCount: 0,
   errorCount: 0,
   toolCallCount: 0,
-  costUsd: 0,
+  costNanos: 0,
   durationSum: 0,
   durationCount: 0,
   latencySum: 0,
@@ -95,7 +96,7 @@ const SOURCES = {
       eventCount: sql`sum(event_count)`,
       errorCount: sql`sum(error_count)`,
       toolCallCount: sql`sum(case when event_type = 'tool_call' then event_count else 0 end)`,
-      costUsd: sql`sum(cost_usd)`,
+      costNanos: sumNanosSql('cost_usd') as RawBuilder<unknown>,
       durationSum: sql`sum(duration_sum)`,
       durationCount: sql`sum(duration_count)`,
       latencySum: sql`sum(latency_sum)`,
@@ -114,7 +115,7 @@ const SOURCES = {
       eventCount: sql`count(*)`,
       errorCount: sql`sum(is_error)`,
       toolCallCount: sql`sum(case when event_type = 'tool_call' then 1 else 0 end)`,
-      costUsd: sql`sum(cost_usd)`,
+      costNanos: sumNanosSql('cost_usd') as RawBuilder<unknown>,
       durationSum: sql`sum(duration_ms)`,
       durationCount: sql`count(duration_ms)`,
       latencySum: sql`sum(latency_ms)`,
@@ -239,8 +240,6 @@ export async function aggregate(database: ObserveDatabase, query: AggregateQuery
   return [...merged.values()];
 }
 
-/** Money is reported to the nano-dollar: sums of the same costs in another order agree. */
-export const usd = (value: number): number => Math.round(value * 1e9) / 1e9;
 export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
 export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);
 

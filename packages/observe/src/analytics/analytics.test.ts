@@ -45,10 +45,11 @@ const DATASET = [
   { sessionId: 's0', agentId: 'A', timestamp: '2026-11-21T09:00:00.000Z', ...llm('l0', 'gpt-4o', 5, 1, 1, 1) },
 ];
 
-/** What the sketch reports for one timed value: its bin's representative, within 1 % of it. */
-const sketched = (ms: number) => percentilesOfBins([[binOf(ms), 1]])!.p50;
-/** p50/p95/p99 fields (with this name) all equal to the sketch of one value, or null. */
-const all = (name: string, ms: number | null) => Object.fromEntries(['p50', 'p95', 'p99'].map((p) => [`${p}${name}Ms`, ms === null ? null : sketched(ms)]));
+/** p50/p95/p99 fields (with this name) as the sketch reports them for these timed values, or null for none. */
+const all = (name: string, ...values: number[]) => {
+  const percentiles = percentilesOfBins(values.map((ms) => [binOf(ms), 1] as const));
+  return Object.fromEntries((['p50', 'p95', 'p99'] as const).map((p) => [`${p}${name}Ms`, percentiles?.[p] ?? null]));
+};
 
 interface Overview {
   eventCount: number;
@@ -79,7 +80,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.equal(body.buckets[0]!.bucket, '2026-11-21T10:00:00.000Z');
     assert.equal(body.buckets.at(-1)!.bucket, '2026-11-22T10:00:00.000Z');
     // Two tool durations (100 and 300 ms): every percentile's rank ⌊q·(n−1)⌋ is the first.
-    assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6, ...all('Latency', 100) });
+    assert.deepEqual(body.totals, { eventCount: 9, toolCallCount: 3, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.6, ...all('Latency', 100, 300) });
     const byBucket = new Map(body.buckets.map((b) => [b.bucket, b]));
     assert.deepEqual(byBucket.get(at('07:00:00.000')), {
       bucket: at('07:00:00.000'),
@@ -110,7 +111,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('partial hours at both ends are counted exactly (whole hours from rollups, edges from events)', async () => {
     const mixed = await get<{ totals: Overview }>(`/api/analytics?from=${at('07:30:00.000')}&to=${at('09:50:00.000')}`);
-    assert.deepEqual(mixed.totals, { eventCount: 7, toolCallCount: 2, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.3, ...all('Latency', 100) });
+    assert.deepEqual(mixed.totals, { eventCount: 7, toolCallCount: 2, errorCount: 2, avgLatencyMs: 200, totalCostUsd: 0.3, ...all('Latency', 100, 300) });
     const inside = await get<{ totals: Overview; buckets: unknown[] }>(`/api/analytics?from=${at('08:15:00.000')}&to=${at('09:20:00.000')}`);
     assert.deepEqual(inside.totals, { eventCount: 4, toolCallCount: 1, errorCount: 1, avgLatencyMs: 300, totalCostUsd: 0.3, ...all('Latency', 300) });
     assert.equal(inside.buckets.length, 2);
@@ -143,7 +144,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('agentId filter, day and week granularity (weeks start on Monday, UTC)', async () => {
     const b = await get<{ totals: Overview }>('/api/analytics?agentId=B');
-    assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3, ...all('Latency', null) });
+    assert.deepEqual(b.totals, { eventCount: 2, toolCallCount: 1, errorCount: 0, avgLatencyMs: 0, totalCostUsd: 0.3, ...all('Latency') });
     const days = await get<{ buckets: (Overview & { bucket: string })[] }>('/api/analytics?granularity=day');
     assert.deepEqual(
       days.buckets.map((d) => [d.bucket, d.eventCount]),
@@ -175,7 +176,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       totalOutputTokens: 600,
       avgLatencyMs: 300,
       avgCostPerCall: 0.15,
-      ...all('Latency', 200),
+      ...all('Latency', 200, 400),
     });
     assert.deepEqual(body.byModel, [
       { provider: 'openai', model: 'gpt-4o-mini', calls: 1, costUsd: 0.2, inputTokens: 2000, outputTokens: 100, avgLatencyMs: 400, ...all('Latency', 400) },
@@ -216,8 +217,8 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
         errorRate: 2 / 7,
         totalCostUsd: 0.3,
         avgDurationMs: 20 * 60_000,
-        ...all('ToolDuration', 100),
-        ...all('LlmLatency', 200),
+        ...all('ToolDuration', 100, 300),
+        ...all('LlmLatency', 200, 400),
       },
       {
         agentId: 'B',
@@ -227,14 +228,14 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
         errorRate: 0,
         totalCostUsd: 0.3,
         avgDurationMs: 0,
-        ...all('ToolDuration', null),
-        ...all('LlmLatency', null),
+        ...all('ToolDuration'),
+        ...all('LlmLatency'),
       },
     ]);
     const tools = await get<{ tools: unknown[] }>('/api/analytics/tools');
     assert.deepEqual(tools.tools, [
-      { toolName: 'search', callCount: 2, errorCount: 1, errorRate: 0.5, avgDurationMs: 200, ...all('Duration', 100) },
-      { toolName: 'fetch', callCount: 1, errorCount: 0, errorRate: 0, avgDurationMs: 0, ...all('Duration', null) },
+      { toolName: 'search', callCount: 2, errorCount: 1, errorRate: 0.5, avgDurationMs: 200, ...all('Duration', 100, 300) },
+      { toolName: 'fetch', callCount: 1, errorCount: 0, errorRate: 0, avgDurationMs: 0, ...all('Duration') },
     ]);
   });
 
@@ -322,7 +323,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       errorCount: 0,
       avgLatencyMs: 0,
       totalCostUsd: 0,
-      ...all('Latency', null),
+      ...all('Latency'),
     });
     assert.equal((await get<{ totals: Overview }>('/api/analytics')).totals.eventCount, 9, 'sessions inside the retention period stay');
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);

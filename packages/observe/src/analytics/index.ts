@@ -6,7 +6,7 @@ import { applySketchDeltas, sketchDeltas } from './latency.ts';
 import { applyRollupDeltas, rollupDeltas } from './rollups.ts';
 import { registerAnalyticsRoutes } from './routes.ts';
 
-export { aggregate, type Dimension, emptySums, mean, ratio, type Sums, usd } from './aggregate.ts';
+export { aggregate, type Dimension, emptySums, mean, ratio, type Sums } from './aggregate.ts';
 export { backfillSketches, createLatencySketchTable, SketchCounts, sketchKey, subtractSessionsFromSketches } from './latency.ts';
 export { backfillRollups, createRollupTable, ROLLUP_KEY, ROLLUP_SUMS, RollupSums, rollupKey, subtractSessionsFromRollups } from './rollups.ts';
 

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { HOUR_MS } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { startTestObserve, type TestObserve } from '../testing.ts';
+import { ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { exactQuantile, percentilesOfBins, RELATIVE_ACCURACY, sketchDeltas, type SketchSource } from './latency.ts';
 
 const QUANTILES = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
@@ -51,6 +51,47 @@ test('merged hourly sketches answer every percentile within 1 % of the exact one
 test('no timed value, no percentiles', () => {
   assert.equal(percentilesOfBins([]), null);
   assert.deepEqual(sketchDeltas([{ ts: 0, agent_id: 'A', tool_name: 't', provider: null, model: null, duration_ms: null, latency_ms: null }]), []);
+});
+
+test('the exact percentile interpolates between the closest ranks (PostgreSQL percentile_cont, numpy and Excel PERCENTILE.INC)', () => {
+  assert.equal(exactQuantile([42], 0.99), 42);
+  assert.equal(exactQuantile([0, 76], 0.5), 38);
+  assert.ok(Math.abs(exactQuantile([0, 76], 0.95) - 72.2) < 1e-9);
+  assert.equal(exactQuantile([10, 20, 424], 0.5), 20);
+  assert.ok(Math.abs(exactQuantile([10, 20, 424], 0.99) - 415.92) < 1e-9);
+});
+
+const sketchOf = (values: readonly number[], hourOf: (i: number) => number = () => 0) =>
+  percentilesOfBins(
+    sketchDeltas(
+      values.map((ms, i) => ({ ts: hourOf(i) * HOUR_MS, agent_id: 'A', tool_name: 't', provider: null, model: null, duration_ms: ms, latency_ms: null })),
+    ).map((row) => [row.bin, row.count] as const),
+  )!;
+
+test('one, two and three values: every percentile within 1 % of the exact one, whatever hours the values fall in', () => {
+  // Two calls of a tool, 0.3 and 75.7 ms (mean 38 ms): p50/p95/p99 were all the smaller one, shown as 0 ms.
+  for (const values of [[424], [0.3, 75.7], [0, 76], [86, 424], [12, 86, 424], [0, 0, 5], [7, 7, 7]]) {
+    for (const hourOf of [() => 0, (i: number) => i]) {
+      const got = sketchOf(values, hourOf);
+      const sorted = [...values].sort((a, b) => a - b);
+      for (const [name, q] of Object.entries(QUANTILES)) {
+        const exact = exactQuantile(sorted, q);
+        const value = got[name as keyof typeof QUANTILES];
+        assert.ok(relativeError(value, exact) <= RELATIVE_ACCURACY, `${name} of ${JSON.stringify(values)}: ${value} vs exact ${exact}`);
+      }
+    }
+  }
+});
+
+test('p99 of fewer than 100 calls lies between the two largest, so one slow call shows (86 ms vs a 424 ms call)', () => {
+  const values = [...Array.from({ length: 29 }, (_, i) => 20 + i * 2), 424];
+  const { p99 } = sketchOf(values, (i) => i % 3);
+  const exact = exactQuantile(
+    [...values].sort((a, b) => a - b),
+    0.99,
+  );
+  assert.ok(exact > 300, `exact p99 ${exact}`);
+  assert.ok(relativeError(p99, exact) <= RELATIVE_ACCURACY, `p99 ${p99} vs exact ${exact}`);
 });
 
 // The test clock stands at 2026-11-22T10:00:00.000Z.
@@ -155,6 +196,42 @@ await describeEachDatabase('latency percentiles over the API', (backend) => {
       const mine = inRange.filter((s) => (s.i % 3 === 0) === planner);
       within(agent, 'ToolDuration', percentilesOf(mine.map((s) => s.ms)));
       within(agent, 'LlmLatency', percentilesOf(mine.map((s) => s.ms * 3)));
+    }
+  });
+
+  test('few calls across an hour edge (2 calls of one tool, one slow call among 30): percentiles within 1 % of the exact ones, from sketches and from events', async () => {
+    // 04:00–05:59, before the other samples: two issue_refund calls either side of 05:00, one slow web_search among lookups.
+    const calls = [
+      { tool: 'issue_refund', ts: HOUR(5) - 1, ms: 0.3 },
+      { tool: 'issue_refund', ts: HOUR(5), ms: 75.7 },
+      { tool: 'web_search', ts: HOUR(5) + 10 * 60_000, ms: 424 },
+      ...Array.from({ length: 29 }, (_, i) => ({ tool: 'lookup', ts: HOUR(4) + 30 * 60_000 + i * 150_000, ms: 20 + i * 2 })),
+    ];
+    await ingest(
+      observe,
+      calls.map(({ tool, ts, ms }, i) => ({
+        sessionId: 'edge',
+        agentId: 'coder',
+        timestamp: iso(ts),
+        eventType: 'tool_response',
+        payload: { toolName: tool, callId: `e${i}`, result: 1, durationMs: ms },
+      })),
+    );
+    for (const [start, end] of [
+      [HOUR(4), HOUR(6) - 1],
+      [HOUR(4) + 20 * 60_000, HOUR(5) + 50 * 60_000],
+    ] as const) {
+      const inside = calls.filter((c) => c.ts >= start && c.ts <= end);
+      const { tools } = (await get(`/api/analytics/tools?from=${iso(start)}&to=${iso(end)}`)) as { tools: Record<string, unknown>[] };
+      for (const toolName of ['issue_refund', 'web_search', 'lookup']) {
+        within(
+          tools.find((t) => t.toolName === toolName)!,
+          'Duration',
+          percentilesOf(inside.filter((c) => c.tool === toolName).map((c) => c.ms)),
+        );
+      }
+      const { totals } = (await get(`/api/analytics?from=${iso(start)}&to=${iso(end)}`)) as { totals: Record<string, unknown> };
+      within(totals, 'Latency', percentilesOf(inside.map((c) => c.ms)));
     }
   });
 

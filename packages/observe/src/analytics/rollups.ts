@@ -1,6 +1,8 @@
 import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform';
+import { addUsd, NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
+import { addUsdSql, sumNanosSql } from '../events/index.ts';
 
 /** An hourly rollup's key columns and its sums: the one list the table, ingest, retention and `verify --deep` share. */
 export const ROLLUP_KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
@@ -34,12 +36,12 @@ export async function createRollupTable(db: DdlTarget): Promise<void> {
   await db.schema.createIndex('event_rollups_agent_hour').on('event_rollups').columns(['agent_id', 'hour']).execute();
 }
 
-/** The rollup rows of the stored events that `where` selects, computed in SQL. */
+/** The rollup rows of the stored events that `where` selects, computed in SQL (spend summed in whole nano-dollars, as ingest adds it). */
 function rollupsOfEvents(where: RawBuilder<unknown>) {
   return sql`
     select (ts / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, event_type, coalesce(tool_name, '') as tool_name,
       coalesce(provider, '') as provider, coalesce(model, '') as model, coalesce(complexity_tier, '') as tier,
-      count(*) as event_count, sum(is_error) as error_count, coalesce(sum(cost_usd), 0) as cost_usd,
+      count(*) as event_count, sum(is_error) as error_count, ${sumNanosSql('cost_usd')} / ${sql.lit(NANOS_PER_USD)} as cost_usd,
       coalesce(sum(duration_ms), 0) as duration_sum, count(duration_ms) as duration_count,
       coalesce(sum(latency_ms), 0) as latency_sum, count(latency_ms) as latency_count,
       coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens,
@@ -151,7 +153,7 @@ export class RollupSums {
     }
     row.event_count += 1;
     row.error_count += e.is_error;
-    row.cost_usd += e.cost_usd ?? 0;
+    if (e.cost_usd !== null) row.cost_usd = addUsd(row.cost_usd, e.cost_usd);
     if (e.duration_ms !== null) {
       row.duration_sum += e.duration_ms;
       row.duration_count += 1;
@@ -193,7 +195,14 @@ export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas:
       .insertInto('event_rollups')
       .values(chunk)
       .onConflict((oc) =>
-        oc.columns([...ROLLUP_KEY]).doUpdateSet(Object.fromEntries(ROLLUP_SUMS.map((c) => [c, sql`event_rollups.${sql.ref(c)} + excluded.${sql.ref(c)}`]))),
+        oc.columns([...ROLLUP_KEY]).doUpdateSet(
+          Object.fromEntries(
+            ROLLUP_SUMS.map((c) => {
+              const [stored, added] = [sql.ref(`event_rollups.${c}`), sql.ref(`excluded.${c}`)];
+              return [c, c === 'cost_usd' ? addUsdSql(stored, added) : sql`${stored} + ${added}`];
+            }),
+          ),
+        ),
       )
       .execute();
   }

@@ -1,4 +1,5 @@
 import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { usdOf } from '@vigil/pricing';
 import { z } from 'zod';
 import { agentScope } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
@@ -12,7 +13,6 @@ import {
   GRANULARITIES,
   mean,
   ratio,
-  usd,
   type AggregateRow,
   type Granularity,
   type Sums,
@@ -64,12 +64,12 @@ const overview = (s: Sums) => ({
   toolCallCount: s.toolCallCount,
   errorCount: s.errorCount,
   avgLatencyMs: mean(s.durationSum, s.durationCount),
-  totalCostUsd: usd(s.costUsd),
+  totalCostUsd: usdOf(s.costNanos),
 });
 
 const llmFigures = (s: Sums) => ({
   calls: s.eventCount,
-  costUsd: usd(s.costUsd),
+  costUsd: usdOf(s.costNanos),
   inputTokens: s.inputTokens,
   outputTokens: s.outputTokens,
   avgLatencyMs: mean(s.latencySum, s.latencyCount),
@@ -165,11 +165,11 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       return {
         summary: {
           totalCalls: sums.eventCount,
-          totalCostUsd: usd(sums.costUsd),
+          totalCostUsd: usdOf(sums.costNanos),
           totalInputTokens: sums.inputTokens,
           totalOutputTokens: sums.outputTokens,
           avgLatencyMs: mean(sums.latencySum, sums.latencyCount),
-          avgCostPerCall: usd(mean(sums.costUsd, sums.eventCount)),
+          avgCostPerCall: usdOf(mean(sums.costNanos, sums.eventCount)),
           ...percentileFields('Latency', overall?.percentiles),
         },
         byModel: byModel
@@ -219,7 +219,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
       ]);
       const tokens = (s: Sums) => ({
-        totalCostUsd: usd(s.costUsd),
+        totalCostUsd: usdOf(s.costNanos),
         totalInputTokens: s.inputTokens,
         totalOutputTokens: s.outputTokens,
         totalTokens: s.inputTokens + s.outputTokens,
@@ -230,7 +230,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           .sort((a, b) => b.totalCostUsd - a.totalCostUsd || a.agentId.localeCompare(b.agentId)),
         overTime: seriesOf(window, g, byTime).map(({ start, sums }) => ({
           bucket: toIso(start),
-          totalCostUsd: usd(sums.costUsd),
+          totalCostUsd: usdOf(sums.costNanos),
           eventCount: sums.eventCount,
         })),
         totals: tokens(total(byAgent)),
@@ -292,7 +292,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             totalEvents: sums.eventCount,
             totalErrors: sums.errorCount,
             errorRate: ratio(sums.errorCount, sums.eventCount),
-            totalCostUsd: usd(sums.costUsd),
+            totalCostUsd: usdOf(sums.costNanos),
             avgDurationMs: mean(duration, count),
             ...percentileFields('ToolDuration', toolLatency.get(agentId)),
             ...percentileFields('LlmLatency', llmLatency.get(agentId)),

@@ -4,7 +4,6 @@ import type { ObserveFeature } from '../context.ts';
 import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
-export { roundUsd } from './rules.ts';
 export { createJudgeSpend } from './store.ts';
 
 export interface EvalRuns {

@@ -28,9 +28,6 @@ export interface ComplianceVerdict {
 /** debug < info < warn < error < critical. */
 export const severityRank = (severity: Severity): number => SEVERITIES.indexOf(severity);
 
-/** Money to the nano-dollar, as every cost the service reports. */
-export const roundUsd = (usd: number): number => Math.round(usd * 1e9) / 1e9;
-
 /**
  * A tool pattern as a predicate. A leading `*` matches any prefix and a trailing `*` any suffix
  * (`db.*`, `*_delete`, `*shell*`; `*` alone matches every tool); otherwise the name must be equal.

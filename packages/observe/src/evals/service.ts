@@ -2,11 +2,11 @@ import { newId } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { chainBrokenError, observeError } from '../errors.ts';
 import { EMPTY_HEAD, type ChainHead, type AppendedEvent } from '../events/index.ts';
-import type { ModelPrice } from '@vigil/pricing';
+import { roundUsd, type ModelPrice } from '@vigil/pricing';
 import type { SessionRow } from '../schema.ts';
 import { chainHeadOf, verifySessionChain } from '../sessions/index.ts';
 import { callJudge, JudgeError, judgeSettings, judgeUserPrompt, type JudgeProvider, type Usage } from './judge.ts';
-import { evaluateRules, roundUsd } from './rules.ts';
+import { evaluateRules } from './rules.ts';
 import {
   DEFAULT_JUDGE_PASS_THRESHOLD,
   type BreachBody,

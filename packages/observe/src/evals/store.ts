@@ -1,4 +1,5 @@
 import { canonicalJson, floatType, newId, toIso } from '@vigil/platform';
+import { roundUsd } from '@vigil/pricing';
 import { sql, type Kysely } from 'kysely';
 import type {
   DatasetCaseRow,
@@ -11,8 +12,8 @@ import type {
   ObserveSchema,
   SessionRow,
 } from '../schema.ts';
+import { addUsdSql } from '../events/index.ts';
 import type { SessionFacts } from './rules.ts';
-import { roundUsd } from './rules.ts';
 import type {
   ComplianceRule,
   CreateDatasetBody,
@@ -163,7 +164,7 @@ export async function insertJudgeCall(database: ObserveDatabase, row: JudgeCallR
     await trx.insertInto('judge_calls').values(row).execute();
     await trx
       .updateTable('judge_spend')
-      .set({ usd: sql`usd + ${row.cost_usd}` })
+      .set({ usd: addUsdSql(sql.ref('usd'), sql`cast(${row.cost_usd} as ${sql.raw(floatType)})`) })
       .where('id', '=', 1)
       .execute();
   });

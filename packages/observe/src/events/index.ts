@@ -63,6 +63,7 @@ export {
   SERVER_EVENT_TYPES,
   SEVERITIES,
 } from './schemas.ts';
+export { addUsdSql, nanosSql, sumNanosSql } from './money.ts';
 export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatus } from './session-state.ts';
 export {
   CHAIN_COLUMNS,

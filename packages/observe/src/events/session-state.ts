@@ -1,3 +1,4 @@
+import { addUsd } from '@vigil/pricing';
 import type { SessionRow } from '../schema.ts';
 
 export const SESSION_STATUSES = ['active', 'completed', 'error'] as const;
@@ -44,7 +45,7 @@ export function applyEventToSession(session: SessionRow, event: SessionEventFact
   session.event_count += 1;
   if (event.eventType === 'tool_call') session.tool_call_count += 1;
   if (event.isError) session.error_count += 1;
-  if (event.costUsd !== null) session.total_cost_usd += event.costUsd;
+  if (event.costUsd !== null) session.total_cost_usd = addUsd(session.total_cost_usd, event.costUsd);
   if (event.ts < session.started_at) session.started_at = event.ts;
   if (event.ts > session.last_event_at) session.last_event_at = event.ts;
   if (event.eventType === 'session_started') {

@@ -1,4 +1,5 @@
 import { DAY_MS, jsonNumberAt, MINUTE_MS, newId, toIso, type DeliveryQueue } from '@vigil/platform';
+import { usdOf } from '@vigil/pricing';
 import type { FastifyBaseLogger } from 'fastify';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import { COUNTED_EVENT_TYPES } from '../alerts/index.ts';
@@ -11,7 +12,7 @@ import type { ActionConfig, ActionResult, ConditionConfig, Operator, TriggerNoti
 import { insertTrigger, lastTriggeredFor, listEnabledRules, lockRule, pauseAgent, queueDelivery, setAgentFields, type GuardrailRule } from './store.ts';
 import type { Transaction } from 'kysely';
 import type { CommittedBatch } from '../events/index.ts';
-import { COST_SLACK, countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow, WINDOW_RESEED_MS } from './windows.ts';
+import { countedInWindows, latestMetricOf, maxCost, maxErrorRate, RollingWindow, SeenPositions, seedWindow, WINDOW_RESEED_MS } from './windows.ts';
 
 /** How often the sweep re-evaluates every rule (time-based conditions, cooldowns that ended, missed batches). */
 export const GUARDRAIL_SWEEP_INTERVAL_MS = 30_000;
@@ -187,7 +188,7 @@ export async function measure(readings: Readings, rule: GuardrailRule, agentId: 
       return sums.eventCount === 0 ? null : 100 * ratio(sums.errorCount, sums.eventCount);
     }
     case 'cost_limit':
-      return (await readings.sums(agentId, (rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs)).costUsd;
+      return usdOf((await readings.sums(agentId, (rule.conditionConfig as ConditionConfig<'cost_limit'>).periodMs)).costNanos);
     case 'health_score_threshold': {
       const report = await readings.health(agentId);
       if (report === null) return null;
@@ -404,7 +405,7 @@ export class GuardrailEngine {
       const rate = maxErrorRate(bounds);
       return rate !== null && conditionMet(rule, rate);
     }
-    return conditionMet(rule, maxCost(bounds) * (1 + COST_SLACK));
+    return conditionMet(rule, maxCost(bounds));
   }
 
   private async seed(agentId: string, length: number, now: number): Promise<RollingWindow> {

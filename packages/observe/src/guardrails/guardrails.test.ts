@@ -523,6 +523,31 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
     }
   });
 
+  test('cost_limit sums money exactly: 0.1 + 0.2 spent is the 0.3 limit, not above it; one nano-dollar more is', async () => {
+    await fresh();
+    try {
+      await createRule(observe, {
+        name: 'exact budget',
+        agentId: 'agent-x',
+        conditionType: 'cost_limit',
+        conditionConfig: { maxCostUsd: 0.3, periodMs: 3_600_000 },
+        actionType: 'downgrade_model',
+        actionConfig: { targetModel: 'small' },
+      });
+      await ingest(observe, [llmResponse(observe, 'agent-x', 'x1', 0.1, 'x-a'), llmResponse(observe, 'agent-x', 'x1', 0.2, 'x-b')]);
+      await settle();
+      assert.equal((await agentOf(observe, 'agent-x')).modelOverride, null, '0.1 + 0.2 USD is exactly the limit');
+      assert.equal((await history(observe)).total, 0);
+
+      await ingest(observe, [llmResponse(observe, 'agent-x', 'x1', 1e-9, 'x-c')]);
+      await settle();
+      assert.equal((await agentOf(observe, 'agent-x')).modelOverride, 'small');
+      assert.equal((await history(observe)).triggers[0]!.currentValue, 0.300000001);
+    } finally {
+      await observe.close();
+    }
+  });
+
   test('health_score_threshold (overall and per dimension) → approval_policy; resume with clearApprovalPolicy clears it', async () => {
     await fresh();
     try {

@@ -13,15 +13,21 @@ test('a window rolls: buckets wholly inside are exact, the edge buckets are boun
   window.addEvent(event(59_999, 1)); // bucket [59 000, 59 999]
 
   // now = 60 000: [0, 60 000] holds every bucket wholly.
-  assert.deepEqual(window.bounds(60_000), { inside: { eventCount: 3, errorCount: 2, costUsd: 0.75 }, edges: { eventCount: 0, errorCount: 0, costUsd: 0 } });
+  assert.deepEqual(window.bounds(60_000), {
+    inside: { eventCount: 3, errorCount: 2, costNanos: 750_000_000 },
+    edges: { eventCount: 0, errorCount: 0, costNanos: 0 },
+  });
   // now = 60 500: [500, 60 500]: the first bucket straddles the edge.
-  assert.deepEqual(window.bounds(60_500), { inside: { eventCount: 2, errorCount: 1, costUsd: 0.25 }, edges: { eventCount: 1, errorCount: 1, costUsd: 0.5 } });
+  assert.deepEqual(window.bounds(60_500), {
+    inside: { eventCount: 2, errorCount: 1, costNanos: 250_000_000 },
+    edges: { eventCount: 1, errorCount: 1, costNanos: 500_000_000 },
+  });
   assert.equal(window.bucketCount, 3);
   // now = 61 000: [1000, 61 000]: the first bucket is behind the window for good.
-  assert.deepEqual(window.bounds(61_000).edges, { eventCount: 0, errorCount: 0, costUsd: 0 });
+  assert.deepEqual(window.bounds(61_000).edges, { eventCount: 0, errorCount: 0, costNanos: 0 });
   assert.equal(window.bucketCount, 2);
   // Far later every bucket is gone.
-  assert.deepEqual(window.bounds(1_000_000), { inside: { eventCount: 0, errorCount: 0, costUsd: 0 }, edges: { eventCount: 0, errorCount: 0, costUsd: 0 } });
+  assert.deepEqual(window.bounds(1_000_000), { inside: { eventCount: 0, errorCount: 0, costNanos: 0 }, edges: { eventCount: 0, errorCount: 0, costNanos: 0 } });
   assert.equal(window.bucketCount, 0);
 });
 

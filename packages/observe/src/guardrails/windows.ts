@@ -1,7 +1,8 @@
+import { nanosOf, usdOf } from '@vigil/pricing';
 import { sql } from 'kysely';
 import { COUNTED_EVENT_TYPES } from '../alerts/index.ts';
 import { ratio } from '../analytics/index.ts';
-import type { LogPositions } from '../events/index.ts';
+import { sumNanosSql, type LogPositions } from '../events/index.ts';
 import type { EventRow, ObserveDatabase } from '../schema.ts';
 
 /**
@@ -17,10 +18,11 @@ const BUCKETS_PER_WINDOW = 60;
 export interface WindowSums {
   eventCount: number;
   errorCount: number;
-  costUsd: number;
+  /** Spend in whole nano-dollars (exact). */
+  costNanos: number;
 }
 
-const emptyWindowSums = (): WindowSums => ({ eventCount: 0, errorCount: 0, costUsd: 0 });
+const emptyWindowSums = (): WindowSums => ({ eventCount: 0, errorCount: 0, costNanos: 0 });
 
 /** The sums of the buckets wholly inside [now − length, now] (exact) and of those across its edges. */
 export interface WindowBounds {
@@ -58,14 +60,14 @@ export class RollingWindow {
     if (bucket) {
       bucket.eventCount += sums.eventCount;
       bucket.errorCount += sums.errorCount;
-      bucket.costUsd += sums.costUsd;
+      bucket.costNanos += sums.costNanos;
     } else {
       this.buckets.set(index, { ...sums });
     }
   }
 
   addEvent(row: Pick<EventRow, 'ts' | 'is_error' | 'cost_usd'>): void {
-    this.add(row.ts, { eventCount: 1, errorCount: row.is_error, costUsd: row.cost_usd ?? 0 });
+    this.add(row.ts, { eventCount: 1, errorCount: row.is_error, costNanos: nanosOf(row.cost_usd ?? 0) });
   }
 
   /** Bounds over [now − length, now]; drops the buckets that ended before it (time only moves on). */
@@ -83,7 +85,7 @@ export class RollingWindow {
       const target = start >= from && end <= now ? result.inside : result.edges;
       target.eventCount += sums.eventCount;
       target.errorCount += sums.errorCount;
-      target.costUsd += sums.costUsd;
+      target.costNanos += sums.costNanos;
     }
     return result;
   }
@@ -106,7 +108,7 @@ export function maxErrorRate(bounds: WindowBounds): number | null {
 
 /** Costs are never negative, so every edge cost inside is the most the window can hold. */
 export function maxCost(bounds: WindowBounds): number {
-  return bounds.inside.costUsd + bounds.edges.costUsd;
+  return usdOf(bounds.inside.costNanos + bounds.edges.costNanos);
 }
 
 /**
@@ -114,9 +116,6 @@ export function maxCost(bounds: WindowBounds): number {
  * leave it no later than this. Until then a deletion can only delay an error-rate breach to the sweep.
  */
 export const WINDOW_RESEED_MS = 10 * 60_000;
-
-/** Floating sums in another order may differ in the last bits: a cost this close to its limit is read exactly. */
-export const COST_SLACK = 1e-9;
 
 /**
  * The commit log positions this instance saw committed. A window seeded at position S is complete
@@ -174,7 +173,7 @@ export async function seedWindow(database: ObserveDatabase, agentId: string, len
     select h.last_pos, w.bucket, w.events, w.errors, w.cost
     from stream_head h
     left join (
-      select ${bucket} as bucket, count(*) as events, sum(is_error) as errors, coalesce(sum(cost_usd), 0) as cost
+      select ${bucket} as bucket, count(*) as events, sum(is_error) as errors, ${sumNanosSql('cost_usd')} as cost
       from events
       where agent_id = ${agentId} and event_type in (${types}) and ts >= ${now - length}
       group by ${bucket}
@@ -183,7 +182,7 @@ export async function seedWindow(database: ObserveDatabase, agentId: string, len
   const window = new RollingWindow(length, Number(rows[0]?.last_pos ?? 0), now);
   for (const row of rows) {
     if (row.bucket === null) continue;
-    window.add(Number(row.bucket) * width, { eventCount: Number(row.events), errorCount: Number(row.errors), costUsd: Number(row.cost) });
+    window.add(Number(row.bucket) * width, { eventCount: Number(row.events), errorCount: Number(row.errors), costNanos: Number(row.cost) });
   }
   return window;
 }

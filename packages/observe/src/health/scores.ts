@@ -1,3 +1,4 @@
+import { roundUsd } from '@vigil/pricing';
 /**
  * Agent health scores: pure arithmetic over figures measured in SQL (see service.ts). Every
  * dimension is 0–100 (clamped); the overall score is the weighted sum of the five.
@@ -40,7 +41,7 @@ export interface SessionFigures {
   over: number;
   /** Sessions with status `completed`. */
   completed: number;
-  /** Sum of the sessions' total cost (USD). */
+  /** Sum of the sessions' total cost (USD), exact to the nano-dollar. */
   costSum: number;
   /** Sum of the sessions' durations by the idle rule (sessions/figures.ts), in ms. */
   durationSum: number;
@@ -89,8 +90,6 @@ const share = (part: number, whole: number): number => (whole === 0 ? 0 : part /
 const percent = (value: number): string => `${round2(value * 100)}%`;
 const dollars = (value: number): string => `$${Number(value.toPrecision(6))}`;
 const seconds = (ms: number): string => `${round2(ms / 1000)} s`;
-/** Money to the nano-dollar, as analytics reports it. */
-const usd = (value: number): number => Math.round(value * 1e9) / 1e9;
 
 /** 100 × (1 − share of sessions with an error event). */
 export function errorRateScore(s: SessionFigures): Omit<DimensionScore, 'name' | 'weight'> {
@@ -106,7 +105,7 @@ export function errorRateScore(s: SessionFigures): Omit<DimensionScore, 'name' |
 export function costEfficiencyScore(s: SessionFigures, baseline: SessionFigures): Omit<DimensionScore, 'name' | 'weight'> {
   const average = share(s.costSum, s.sessions);
   const baselineAverage = share(baseline.costSum, baseline.sessions);
-  const rawValue = usd(average);
+  const rawValue = roundUsd(average);
   if (average === 0 || baselineAverage === 0) {
     const why = average === 0 ? 'no spend in the window' : 'no spend in the 30-day baseline';
     return { score: 100, rawValue, description: `Average session cost ${dollars(average)} (${why})` };

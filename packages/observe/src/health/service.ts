@@ -1,6 +1,7 @@
 import { DAY_MS, sumAsDouble, toIso } from '@vigil/platform';
+import { usdOf } from '@vigil/pricing';
 import { sql, type RawBuilder } from 'kysely';
-import { SYSTEM_AGENT_ID } from '../events/index.ts';
+import { nanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { aggregate } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import type { HealthSnapshotRow } from '../schema.ts';
@@ -80,7 +81,7 @@ async function sessionFigures(
       sql`sum(case when ${inRange} and error_count > 0 then 1 else 0 end)`.as(`${name}_errored`) as never,
       sql`sum(case when ${inRange} and ${over} then 1 else 0 end)`.as(`${name}_over`) as never,
       sql`sum(case when ${inRange} and status = 'completed' then 1 else 0 end)`.as(`${name}_completed`) as never,
-      sql`sum(case when ${inRange} then total_cost_usd else 0 end)`.as(`${name}_cost`) as never,
+      sql`sum(case when ${inRange} then ${nanosSql(sql.ref('total_cost_usd'))} else 0 end)`.as(`${name}_nanos`) as never,
       sumAsDouble(sql`case when ${inRange} then ${sessionDurationSql()} else 0 end`).as(`${name}_duration`) as never,
     );
   }
@@ -103,7 +104,7 @@ async function sessionFigures(
         errored: num(row[`${name}_errored`]),
         over: num(row[`${name}_over`]),
         completed: num(row[`${name}_completed`]),
-        costSum: num(row[`${name}_cost`]),
+        costSum: usdOf(num(row[`${name}_nanos`])),
         durationSum: num(row[`${name}_duration`]),
       };
     }

@@ -1,7 +1,7 @@
 import { DAY_MS } from '@vigil/platform';
-import { aggregate, usd, type Dimension } from '../analytics/index.ts';
+import { aggregate, type Dimension } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
-import type { ModelPrice, PriceTable } from '@vigil/pricing';
+import { NANOS_PER_USD, nanosOf, roundUsd, usdOf, type ModelPrice, type PriceTable } from '@vigil/pricing';
 import { COMPLEXITY_TIERS, type ComplexityTier } from '../events/index.ts';
 
 export const CONFIDENCES = ['low', 'medium', 'high'] as const;
@@ -51,8 +51,8 @@ interface CallGroup {
   tier: ComplexityTier;
   calls: number;
   failures: number;
-  /** Sum of costUsd (every llm_response carries one). */
-  costSum: number;
+  /** Sum of costUsd (every llm_response carries one), in whole nano-dollars. */
+  costNanos: number;
   inputTokens: number;
   outputTokens: number;
 }
@@ -77,7 +77,7 @@ async function callGroups(ctx: ObserveContext, from: number, to: number, agentId
     tier: row.tier as ComplexityTier,
     calls: row.eventCount,
     failures: row.failureCount,
-    costSum: row.costUsd,
+    costNanos: row.costNanos,
     inputTokens: row.inputTokens,
     outputTokens: row.outputTokens,
   }));
@@ -135,7 +135,7 @@ function recommend(prices: PriceTable, outcomes: ReadonlyMap<string, Outcomes>, 
   if (group.calls < MIN_CALLS) return undefined;
   const meanInput = group.inputTokens / group.calls;
   const meanOutput = group.outputTokens / group.calls;
-  const currentCost = group.costSum / group.calls;
+  const currentCost = group.costNanos / group.calls / NANOS_PER_USD;
 
   // Candidates that save money at this group's token mix and are not observed to fail too often.
   const qualifying: { price: ModelPrice; cost: number; observed?: Outcomes }[] = [];
@@ -157,9 +157,9 @@ function recommend(prices: PriceTable, outcomes: ReadonlyMap<string, Outcomes>, 
     currentModel: group.model,
     recommendedModel: best.price.model,
     complexityTier: group.tier,
-    currentCostPerCall: usd(currentCost),
-    recommendedCostPerCall: usd(best.cost),
-    monthlySavings: usd(savings),
+    currentCostPerCall: roundUsd(currentCost),
+    recommendedCostPerCall: roundUsd(best.cost),
+    monthlySavings: roundUsd(savings),
     callVolume: group.calls,
     currentSuccessRate,
     // Unknown (no call of the candidate in this tier): assumed equal to the current model's, and confidence is low.
@@ -199,7 +199,7 @@ export async function recommendations(ctx: ObserveContext, query: Recommendation
         tierOrder(a.complexityTier) - tierOrder(b.complexityTier) ||
         byText(a.recommendedModel, b.recommendedModel),
     );
-  const totalPotentialSavings = usd(all.reduce((sum, r) => sum + r.monthlySavings, 0));
+  const totalPotentialSavings = usdOf(all.reduce((sum, r) => sum + nanosOf(r.monthlySavings), 0));
   return {
     recommendations: all.slice(0, query.limit),
     totalPotentialSavings,

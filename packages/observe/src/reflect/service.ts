@@ -1,6 +1,7 @@
+import { usdOf } from '@vigil/pricing';
 import { sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import { aggregate, mean, ratio, usd } from '../analytics/index.ts';
+import { aggregate, mean, ratio } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { agentScope, SYSTEM_AGENT_ID } from '../events/index.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
@@ -246,15 +247,15 @@ async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<
 // ---------------------------------------------------------------------------------------------
 // cost_analysis
 
-/** Spend events (llm_response, cost_tracked) of the range per model: count and cost, exact. */
-async function spendByModel(database: ObserveDatabase, query: ReflectQuery): Promise<Map<string, { calls: number; cost: number }>> {
+/** Spend events (llm_response, cost_tracked) of the range per model: count and cost in whole nano-dollars, exact. */
+async function spendByModel(database: ObserveDatabase, query: ReflectQuery): Promise<Map<string, { calls: number; nanos: number }>> {
   const rows = await aggregate(database, { from: query.from, to: query.to, agentId: query.agentId, eventTypes: COST_EVENT_TYPES, dimensions: ['model'] });
-  const models = new Map<string, { calls: number; cost: number }>();
+  const models = new Map<string, { calls: number; nanos: number }>();
   for (const row of rows) {
     const model = String(row.model);
-    const entry = models.get(model) ?? { calls: 0, cost: 0 };
+    const entry = models.get(model) ?? { calls: 0, nanos: 0 };
     entry.calls += row.eventCount;
-    entry.cost += row.costUsd;
+    entry.nanos += row.costNanos;
     models.set(model, entry);
   }
   return models;
@@ -262,26 +263,27 @@ async function spendByModel(database: ObserveDatabase, query: ReflectQuery): Pro
 
 async function costAnalysis(ctx: ObserveContext, query: ReflectQuery, sessions: number): Promise<Insight[]> {
   const rows = [...(await spendByModel(ctx.database, query)).entries()];
-  const total = rows.reduce((sum, [, row]) => sum + row.cost, 0);
+  const totalNanos = rows.reduce((sum, [, row]) => sum + row.nanos, 0);
+  const total = usdOf(totalNanos);
   const calls = rows.reduce((n, [, row]) => n + row.calls, 0);
-  const avgPerSession = usd(mean(total, sessions));
+  const avgPerSession = usdOf(mean(totalNanos, sessions));
   const summary: Insight = {
     type: 'cost_summary',
-    summary: `${dollars(usd(total))} spent over ${plural(sessions, 'session')} (${dollars(avgPerSession)} per session) in ${plural(calls, 'priced call')}`,
-    data: { totalCost: usd(total), avgPerSession, totalSessions: sessions },
+    summary: `${dollars(total)} spent over ${plural(sessions, 'session')} (${dollars(avgPerSession)} per session) in ${plural(calls, 'priced call')}`,
+    data: { totalCost: total, avgPerSession, totalSessions: sessions },
     confidence: sessions > 0 || calls > 0 ? 1 : 0,
   };
   const models: Insight[] = rows
     .map(([model, row]) => ({
       model: model === '' ? 'unknown' : model,
       callCount: row.calls,
-      totalCost: usd(row.cost),
-      avgCostPerCall: usd(mean(row.cost, row.calls)),
+      totalCost: usdOf(row.nanos),
+      avgCostPerCall: usdOf(mean(row.nanos, row.calls)),
     }))
     .sort((a, b) => b.totalCost - a.totalCost || b.callCount - a.callCount || byText(a.model, b.model))
     .map((data) => ({
       type: 'model_cost' as const,
-      summary: `${data.model}: ${plural(data.callCount, 'call')} cost ${dollars(data.totalCost)} (${percent(ratio(data.totalCost, usd(total)))} of the spend, ${dollars(data.avgCostPerCall)} per call)`,
+      summary: `${data.model}: ${plural(data.callCount, 'call')} cost ${dollars(data.totalCost)} (${percent(ratio(data.totalCost, total))} of the spend, ${dollars(data.avgCostPerCall)} per call)`,
       data,
       confidence: evidence(data.callCount),
     }));

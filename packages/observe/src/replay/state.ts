@@ -26,7 +26,7 @@
  *   or tool_error; costUsd of llm_response and cost_tracked. Money is reported to the nano-dollar.
  */
 import { toIso } from '@vigil/platform';
-import { usd } from '../analytics/index.ts';
+import { nanosOf, roundUsd, usdOf } from '@vigil/pricing';
 import { deriveColumns, isErrorEvent } from '../events/index.ts';
 import { ByteWriter } from './bytes.ts';
 
@@ -117,6 +117,8 @@ export interface ReplayEvent extends ReplayEventInput {
 const asString = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const asNumber = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const jsonOf = (v: unknown): string => (v === undefined ? 'null' : JSON.stringify(v));
+/** An event's spend as every answer gives money: to the nano-dollar. */
+const roundedUsd = (usd: number | null): number | null => (usd === null ? null : roundUsd(usd));
 
 export function toReplayEvent(input: ReplayEventInput): ReplayEvent {
   const payload = JSON.parse(input.payloadJson) as Record<string, unknown>;
@@ -141,7 +143,7 @@ export function toReplayEvent(input: ReplayEventInput): ReplayEvent {
     // From the hashed fields (severity, payload), not the stored derived columns: what the replay
     // counts is what the chain verifies and what the step shows.
     isError: isErrorEvent(eventType, input.severity),
-    costUsd: deriveColumns(eventType, input.severity, payload).cost_usd,
+    costUsd: roundedUsd(deriveColumns(eventType, input.severity, payload).cost_usd),
     kind: pairId === null ? null : kind,
     side: pairId === null ? null : requestKind ? 'request' : 'outcome',
     pairKey: pairId === null ? null : `${kind}:${pairId}`,
@@ -206,7 +208,7 @@ export interface ReplaySummary {
  * distinct and sorted.
  */
 export function summarize(events: readonly ReplayEvent[], partner: Int32Array): ReplaySummary {
-  let cost = 0;
+  let costNanos = 0;
   let llmCalls = 0;
   let toolCalls = 0;
   let errors = 0;
@@ -214,7 +216,7 @@ export function summarize(events: readonly ReplayEvent[], partner: Int32Array): 
   const tools = new Set<string>();
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    if (e.costUsd !== null) cost += e.costUsd;
+    if (e.costUsd !== null) costNanos += nanosOf(e.costUsd);
     if (e.isError) errors += 1;
     if (e.eventType === 'llm_call' || (e.eventType === 'llm_response' && partner[i] === -1)) llmCalls += 1;
     if (e.eventType === 'tool_call') toolCalls += 1;
@@ -222,7 +224,7 @@ export function summarize(events: readonly ReplayEvent[], partner: Int32Array): 
     if (e.toolName !== null && (e.eventType === 'tool_call' || e.eventType === 'tool_response' || e.eventType === 'tool_error')) tools.add(e.toolName);
   }
   return {
-    totalCost: usd(cost),
+    totalCost: usdOf(costNanos),
     totalLlmCalls: llmCalls,
     totalToolCalls: toolCalls,
     totalErrors: errors,
@@ -416,7 +418,7 @@ export class ReplayState {
   position = 0;
   private firstTs: number | null = null;
   private lastTs = 0;
-  private cost = 0;
+  private costNanos = 0;
   private errors = 0;
   private counts = new Map<string, number>();
   private countsJson: string | null = null;
@@ -437,7 +439,7 @@ export class ReplayState {
     this.counts.set(event.eventType, (this.counts.get(event.eventType) ?? 0) + 1);
     this.countsJson = null;
     if (event.isError) this.errors += 1;
-    if (event.costUsd !== null) this.cost += event.costUsd;
+    if (event.costUsd !== null) this.costNanos += nanosOf(event.costUsd);
     if (event.severity === 'warn') this.warn(index, event, 'warn_event', `${event.eventType} logged with severity warn`);
     if (event.side === 'request') this.request(index, event);
     else if (event.side === 'outcome') this.outcome(index, event);
@@ -517,7 +519,7 @@ export class ReplayState {
     copy.position = this.position;
     copy.firstTs = this.firstTs;
     copy.lastTs = this.lastTs;
-    copy.cost = this.cost;
+    copy.costNanos = this.costNanos;
     copy.errors = this.errors;
     copy.counts = new Map(this.counts);
     copy.countsJson = this.countsJson;
@@ -537,7 +539,7 @@ export class ReplayState {
     }
     if (this.approvalsJson === null) this.approvalsJson = `[${[...this.approvals.values()].map(renderApproval).join(',')}]`;
     out.text(
-      `{"eventIndex":${this.position - 1},"totalEvents":${this.totalEvents},"cumulativeCostUsd":${usd(this.cost)}` +
+      `{"eventIndex":${this.position - 1},"totalEvents":${this.totalEvents},"cumulativeCostUsd":${usdOf(this.costNanos)}` +
         `,"elapsedMs":${this.firstTs === null ? 0 : this.lastTs - this.firstTs},"eventCounts":${this.countsJson},"llmHistory":`,
     );
     this.llm.writeJson(out);

@@ -1,4 +1,5 @@
 import { toIso } from '@vigil/platform';
+import { roundUsd } from '@vigil/pricing';
 import type { ObserveDatabase, SessionRow } from '../schema.ts';
 import { sessionDurationMs } from './figures.ts';
 import type { ListSessionsQuery, Session } from './schemas.ts';
@@ -16,7 +17,7 @@ export function toSession(row: SessionRow): Session {
     eventCount: row.event_count,
     toolCallCount: row.tool_call_count,
     errorCount: row.error_count,
-    totalCostUsd: row.total_cost_usd,
+    totalCostUsd: roundUsd(Number(row.total_cost_usd)),
     tags: JSON.parse(row.tags) as string[],
   };
   if (row.ended_at !== null) session.endedAt = toIso(row.ended_at);

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { migrateToLatest, newId } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
-import { roundUsd } from '../evals/index.ts';
+import { roundUsd } from '@vigil/pricing';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import { observeMigrations } from '../migrations.ts';
 import { ago, custom, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';

@@ -1,5 +1,5 @@
 import { PreparedQuery } from '@vigil/platform';
-import { roundUsd } from '../evals/index.ts';
+import { roundUsd } from '@vigil/pricing';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 
 export interface StoredCounts {

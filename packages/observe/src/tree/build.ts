@@ -19,6 +19,7 @@
  *   depth, so the answer stays within the 100 levels of JSON nesting every client can read.
  */
 import { toIso } from '@vigil/platform';
+import { addUsd } from '@vigil/pricing';
 import type { EventRow } from '../schema.ts';
 
 /** The most events one tree is built from; beyond it the answer says `truncated: true`. */
@@ -192,7 +193,7 @@ function addEvent(node: Draft, event: TreeEventRow): void {
   if (event.provider !== null) node.provider ??= event.provider;
   if (event.input_tokens !== null) node.inputTokens = (node.inputTokens ?? 0) + event.input_tokens;
   if (event.output_tokens !== null) node.outputTokens = (node.outputTokens ?? 0) + event.output_tokens;
-  if (event.cost_usd !== null) node.costUsd = (node.costUsd ?? 0) + event.cost_usd;
+  if (event.cost_usd !== null) node.costUsd = addUsd(node.costUsd ?? 0, event.cost_usd);
   if (node.kind === 'tool' && event.tool_name !== null) node.toolName ??= event.tool_name;
   if (event.event_type === 'tool_error') node.error ??= errorText(detailOf(event).error);
 }
