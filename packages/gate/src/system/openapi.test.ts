@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
+import { describeEachDatabase, openApiCoverageProblems, unknownQueryProblems, type OpenApiPaths } from '@vigil/platform/testing';
 import { ROUTE_SCOPES } from '../auth/index.ts';
 import { gateErrorSchema } from '../errors.ts';
 import { GATE_OPERATIONS } from '../operations.ts';
@@ -49,6 +49,10 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
     const decide = doc.paths['/api/requests/{id}/decide']!.post!;
     assert.equal(decide.operationId, 'decideRequest');
     assert.ok(decide.responses!['409'], 'route-specific errors (operations.ts) are listed too');
+  });
+
+  test('every GET operation answers an unknown query parameter with a 400 naming it', async () => {
+    assert.deepEqual(await unknownQueryProblems(await document(), (request) => gate.call(request)), []);
   });
 
   test('the GateError component is the body errors are answered with', async () => {

@@ -873,8 +873,9 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
-        granularity?: "hour" | "day" | "week";
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
         agentId?: string;
+        granularity?: "hour" | "day" | "week";
       };
       body: never;
       bodyRequired: false;
@@ -914,6 +915,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
       };
       body: never;
       bodyRequired: false;
@@ -950,6 +953,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
         granularity?: "hour" | "day" | "week";
       };
       body: never;
@@ -991,8 +996,9 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
-        granularity?: "hour" | "day" | "week";
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
         agentId?: string;
+        granularity?: "hour" | "day" | "week";
         model?: string;
         provider?: string;
       };
@@ -1047,6 +1053,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
       };
       body: never;
       bodyRequired: false;
@@ -2654,10 +2662,12 @@ export interface paths {
     };
   };
   "/api/guardrails": {
-    /** List guardrail rules, newest first */
+    /** List guardrail rules, newest first; `agentId`: the rules that apply to that agent (its own and those of every agent) */
     get: {
       params: Record<string, never>;
-      query: Record<string, never>;
+      query: {
+        agentId?: string;
+      };
       body: never;
       bodyRequired: false;
       responses: {
