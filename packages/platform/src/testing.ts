@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { after, describe } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -262,9 +263,9 @@ export async function unknownQueryProblems(document: OpenApiPaths, call: (reques
     if (methods.get === undefined) continue;
     const url = `${path.replace(/\{[^}]+\}/g, 'x')}?${UNKNOWN_QUERY_PARAMETER}=1`;
     // A route that takes the request (the event stream) would never answer: it is reported instead of awaited.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const response = await Promise.race([call({ method: 'GET', url }), new Promise<undefined>((resolve) => (timer = setTimeout(resolve, 5000)))]).finally(() =>
-      clearTimeout(timer),
+    const deadline = new AbortController();
+    const response = await Promise.race([call({ method: 'GET', url }), delay(5000, undefined, { signal: deadline.signal }).catch(() => undefined)]).finally(
+      () => deadline.abort(),
     );
     if (response === undefined) problems.push(`GET ${path} did not answer ${UNKNOWN_QUERY_PARAMETER} within 5 s`);
     else if (response.statusCode !== 400) problems.push(`GET ${path} answered ${response.statusCode} to ${UNKNOWN_QUERY_PARAMETER}, not 400`);
