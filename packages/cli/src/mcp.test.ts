@@ -165,6 +165,36 @@ describe('vigil mcp over stdio', () => {
     assert.equal(context.topic, 'stripe refund failures');
   });
 
+  test('get_analytics: agentId narrows every report; a parameter a report cannot honour is refused by name, never dropped', async () => {
+    const cost = { provider: 'openai', model: 'gpt-4o', inputTokens: 10, outputTokens: 5, totalTokens: 15 };
+    for (const [agentId, toolName, costUsd] of [
+      ['analytics-a', 'lookup_a', 1.5],
+      ['analytics-b', 'lookup_b', 2.25],
+    ] as const) {
+      await ok(mcp.client, 'log_event', { sessionId: `s-${agentId}`, agentId, eventType: 'tool_call', payload: { toolName, callId: 'c1', arguments: {} } });
+      await ok(mcp.client, 'log_event', { sessionId: `s-${agentId}`, agentId, eventType: 'cost_tracked', payload: { ...cost, costUsd } });
+    }
+    const tools = await ok(mcp.client, 'get_analytics', { report: 'tools', agentId: 'analytics-a' });
+    assert.deepEqual(
+      tools.tools.map((t: { toolName: string }) => t.toolName),
+      ['lookup_a'],
+    );
+    const agents = await ok(mcp.client, 'get_analytics', { report: 'agents', agentId: 'analytics-b' });
+    assert.deepEqual(
+      agents.agents.map((a: { agentId: string; sessionCount: number }) => [a.agentId, a.sessionCount]),
+      [['analytics-b', 1]],
+    );
+    const costs = await ok(mcp.client, 'get_analytics', { report: 'costs', agentId: 'analytics-a' });
+    assert.deepEqual(
+      costs.byAgent.map((a: { agentId: string; totalCostUsd: number }) => [a.agentId, a.totalCostUsd]),
+      [['analytics-a', 1.5]],
+    );
+
+    const refused = await callTool(mcp.client, 'get_analytics', { report: 'agents', agentId: 'analytics-a', granularity: 'day', model: 'gpt-4o' });
+    assert.equal(refused.isError, true);
+    assert.match(refused.text, /The agents report does not take granularity, model; it takes from, to, agentId/);
+  });
+
   test('a refused event answers a tool error with the server message and the field', async () => {
     const answer = await callTool(mcp.client, 'log_event', { sessionId: 's', agentId: 'a', eventType: 'tool_call', payload: { toolName: 'x', arguments: {} } });
     assert.equal(answer.isError, true);

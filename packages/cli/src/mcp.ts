@@ -76,6 +76,15 @@ const jsonObject = z.record(z.string(), z.unknown());
 const identifier = z.string().min(1).max(256);
 const limit = (max: number) => z.number().int().min(1).max(max).optional();
 
+/** What each get_analytics report takes besides from and to (its route's query parameters). */
+const ANALYTICS_REPORT_PARAMETERS = {
+  overview: ['granularity', 'agentId'],
+  llm: ['granularity', 'agentId', 'model', 'provider'],
+  costs: ['granularity', 'agentId'],
+  agents: ['agentId'],
+  tools: ['agentId'],
+} as const;
+
 function result(value: unknown): CallToolResult {
   const structured = Array.isArray(value) ? { items: value } : (value as Record<string, unknown>);
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: structured };
@@ -250,7 +259,7 @@ export function createMcpServer(config: McpConfig): McpServer {
 
   tool(
     'get_analytics',
-    'Analytics over a time range (default the last 24 h): overview (events, tool calls, errors, latency, cost per bucket), llm (calls, tokens, cost by model), costs (by agent), agents or tools.',
+    'Analytics over a time range (default the last 24 h), all of one agent with agentId: overview (events, tool calls, errors, latency, cost per bucket), llm (calls, tokens, cost by model; also model and provider filters), costs (by agent), agents or tools (these two without granularity).',
     {
       report: z.enum(['overview', 'llm', 'costs', 'agents', 'tools']).optional().describe('Default overview'),
       from: isoTime.optional(),
@@ -261,18 +270,23 @@ export function createMcpServer(config: McpConfig): McpServer {
       provider: z.string().optional(),
     },
     true,
-    async ({ report, from, to, granularity, agentId, model, provider }) => {
-      switch (report ?? 'overview') {
+    async ({ report = 'overview', ...given }) => {
+      const query = defined(given);
+      // A filter the report cannot honour is refused by name, never dropped (the answer would look filtered).
+      const takes: readonly string[] = ['from', 'to', ...ANALYTICS_REPORT_PARAMETERS[report]];
+      const refused = Object.keys(query).filter((name) => !takes.includes(name));
+      if (refused.length > 0) throw new VigilError(`The ${report} report does not take ${refused.join(', ')}; it takes ${takes.join(', ')}.`);
+      switch (report) {
         case 'llm':
-          return observe.llmAnalytics(defined({ from, to, granularity, agentId, model, provider }));
+          return observe.llmAnalytics(query);
         case 'costs':
-          return observe.costAnalytics(defined({ from, to, granularity }));
+          return observe.costAnalytics(query);
         case 'agents':
-          return observe.agentAnalytics(defined({ from, to }));
+          return observe.agentAnalytics(query);
         case 'tools':
-          return observe.toolAnalytics(defined({ from, to }));
+          return observe.toolAnalytics(query);
         default:
-          return observe.analytics(defined({ from, to, granularity, agentId }));
+          return observe.analytics(query);
       }
     },
   );

@@ -1,5 +1,9 @@
 import type { AdminChangeRow, AuditLogTables, Database, DeliveryColumns } from '@vigil/platform';
 
+/** A request's statuses (the requests list and the audit list filter on them). */
+export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+export type RequestStatus = (typeof STATUSES)[number];
+
 /** Row types of the gate database (times are epoch milliseconds, JSON is stored as text). */
 export interface RequestRow {
   id: string;

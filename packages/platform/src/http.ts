@@ -22,7 +22,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import secureJson from 'secure-json-parse';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
@@ -99,10 +99,35 @@ declare module 'fastify' {
 
 function validationDetails(error: FastifyError): ErrorDetail[] {
   if (!hasZodFastifySchemaValidationErrors(error)) return [];
-  return error.validation.map((issue) => {
+  return error.validation.flatMap((issue) => {
     const path = issue.instancePath.split('/').filter(Boolean).join('.');
-    return { path, message: issue.message ?? 'invalid value' };
+    // An unknown key is named as the path of its own detail (`agnetId: unknown parameter`), one per key.
+    if (issue.keyword === 'unrecognized_keys' && Array.isArray(issue.params.keys)) {
+      const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
+      return (issue.params.keys as string[]).map((key) => ({ path: path ? `${path}.${key}` : key, message: `unknown ${where}` }));
+    }
+    return [{ path, message: issue.message ?? 'invalid value' }];
   });
+}
+
+/**
+ * A GET route's query schema with unknown keys refused: a misspelt or unsupported filter is a 400
+ * naming it, never an answer the filter did not narrow. A documented GET route without a query
+ * schema takes no query parameter at all. Hidden routes (the dashboard's pages, the gate proxy,
+ * /metrics) keep theirs as they are.
+ */
+function strictQuery(route: RouteOptions): void {
+  const schema = route.schema as DocumentedSchema | undefined;
+  if (![route.method].flat().includes('GET') || schema?.hide) return;
+  const query = schema?.querystring;
+  route.schema = { ...schema, querystring: query === undefined ? z.strictObject({}) : strictQuerySchema(query, route.url) };
+}
+
+function strictQuerySchema(schema: unknown, url: string): z.ZodType {
+  if (schema instanceof z.ZodObject) return schema.strict();
+  // A query refined or transformed as a whole: the object it starts from is made strict.
+  if (schema instanceof z.ZodPipe) return strictQuerySchema(schema.in, url).pipe(schema.out);
+  throw new Error(`GET ${url}: its querystring schema must be a zod object (or one piped on), so unknown parameters can be refused`);
 }
 
 /** Maps anything thrown in a request to the service's catalogue. */
@@ -304,6 +329,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
+    strictQuery(route);
     for (const method of [route.method].flat()) {
       if (method !== 'HEAD') routeTable.push(routeEntry(method, route));
     }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { after, describe } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -244,6 +245,31 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
   }
   for (const id of Object.keys(coverage.operations)) {
     if (!routeIds.has(id)) problems.push(`${coverage.operationsFile} names ${id}, which is not a route of the app`);
+  }
+  return problems;
+}
+
+/** A query parameter no route takes: what the walk of unknownQueryProblems sends. */
+export const UNKNOWN_QUERY_PARAMETER = 'vigilNoSuchFilter';
+
+/**
+ * Every documented GET operation called with a query parameter it does not take: each that does
+ * not answer 400 naming the parameter is a problem (a misspelt filter must never widen an answer).
+ * Path parameters are filled with `x`; `call` authenticates (an admin credential).
+ */
+export async function unknownQueryProblems(document: OpenApiPaths, call: (request: InjectOptions) => Promise<LightMyRequestResponse>): Promise<string[]> {
+  const problems: string[] = [];
+  for (const [path, methods] of Object.entries(document.paths)) {
+    if (methods.get === undefined) continue;
+    const url = `${path.replace(/\{[^}]+\}/g, 'x')}?${UNKNOWN_QUERY_PARAMETER}=1`;
+    // A route that takes the request (the event stream) would never answer: it is reported instead of awaited.
+    const deadline = new AbortController();
+    const response = await Promise.race([call({ method: 'GET', url }), delay(5000, undefined, { signal: deadline.signal }).catch(() => undefined)]).finally(
+      () => deadline.abort(),
+    );
+    if (response === undefined) problems.push(`GET ${path} did not answer ${UNKNOWN_QUERY_PARAMETER} within 5 s`);
+    else if (response.statusCode !== 400) problems.push(`GET ${path} answered ${response.statusCode} to ${UNKNOWN_QUERY_PARAMETER}, not 400`);
+    else if (!response.body.includes(UNKNOWN_QUERY_PARAMETER)) problems.push(`GET ${path}: the 400 does not name ${UNKNOWN_QUERY_PARAMETER}: ${response.body}`);
   }
   return problems;
 }

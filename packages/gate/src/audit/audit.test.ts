@@ -175,6 +175,8 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
         seq: 1,
         prevHash: deployCreated!.hash,
         hash: approved!.hash,
+        eventType: 'approved',
+        createdAt: iso(T0 + 2000),
       },
     );
     assert.match(approved!.hash, /^[0-9a-f]{64}$/);
@@ -271,8 +273,12 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       [`?from=${iso(T0 + MINUTE)}&to=${iso(T0)}`, /from must not be after to/],
       ['?cursor=not-a-cursor', /cursor/],
       [`?cursor=${Buffer.from('{"ts":1}').toString('base64url')}`, /cursor/],
-      ['?status=pending', /status/],
-      ['?offset=10', /offset/],
+      ['?status=open', /status/],
+      ['?offset=-1', /offset/],
+      ['?eventType=viewed', /eventType/],
+      ['?event=approved&eventType=denied', /give one/],
+      [`?offset=0&cursor=${Buffer.from(JSON.stringify([T0, 'x'])).toString('base64url')}`, /cursor or by offset/],
+      ['?page=2', /page: unknown query parameter/],
       ['?action=', /action/],
     ];
     for (const [query, message] of bad) {
@@ -281,6 +287,84 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
       const details = JSON.stringify((response.json() as { error: { details?: unknown } }).error.details ?? '');
       assert.match(`${text} ${details}`, message, query);
     }
+  });
+
+  test("AgentGate's listAuditLogs and list_audit_logs: eventType, status, offset and limit filter and page; entries carry eventType and createdAt, the page its pagination; Vigil's fields stay", async () => {
+    // Written from what AgentGate's SDK and MCP tool send and read (query keys; entries[].eventType, createdAt; pagination).
+    const decider = await gate.createKey(['request:create', 'request:decide'], null, 'ops');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      gate.clock.advance(MINUTE);
+      ids.push((await create({ action: 'deploy' }, decider)).id);
+    }
+    gate.clock.advance(MINUTE);
+    await decide(ids[0]!, { decision: 'approved' }, decider);
+    await decide(ids[1]!, { decision: 'denied' }, decider);
+    gate.clock.advance(MINUTE);
+    await decide(ids[2]!, { decision: 'approved' }, decider);
+    type AgentGatePage = AuditPage & {
+      entries: (AuditPage['entries'][number] & { eventType: string; createdAt: string })[];
+      pagination: { total: number; limit: number; offset: number; hasMore: boolean };
+    };
+    const read = async (query: string) => (await page(query)) as AgentGatePage;
+
+    const all = await read('');
+    assert.equal(all.entries.length, 8);
+    for (const entry of all.entries) {
+      assert.equal(entry.eventType, entry.event);
+      assert.equal(entry.createdAt, entry.timestamp);
+    }
+    assert.deepEqual(all.pagination, { total: 8, limit: 50, offset: 0, hasMore: false });
+
+    const approved = await read('?actor=api%3Aops&eventType=approved&limit=10');
+    assert.deepEqual(
+      approved.entries.map((e) => [e.requestId, e.eventType]),
+      [
+        [ids[2], 'approved'],
+        [ids[0], 'approved'],
+      ],
+    );
+    assert.deepEqual(approved.pagination, { total: 2, limit: 10, offset: 0, hasMore: false });
+
+    // Offset pages: the same entries as the whole list, in order.
+    const first = await read('?offset=0&limit=3');
+    const second = await read('?offset=3&limit=3');
+    const last = await read('?offset=6&limit=3');
+    assert.deepEqual(
+      [...first.entries, ...second.entries, ...last.entries].map((e) => e.id),
+      all.entries.map((e) => e.id),
+    );
+    assert.deepEqual(
+      [first.pagination, second.pagination, last.pagination],
+      [
+        { total: 8, limit: 3, offset: 0, hasMore: true },
+        { total: 8, limit: 3, offset: 3, hasMore: true },
+        { total: 8, limit: 3, offset: 6, hasMore: false },
+      ],
+    );
+    assert.equal(first.hasMore, true, "Vigil's own paging fields stay");
+    // A cursor page says where it stands too, and continues where the offset page ended.
+    const byCursor = await read(`?limit=3&cursor=${first.nextCursor}`);
+    assert.deepEqual(
+      byCursor.entries.map((e) => e.id),
+      second.entries.map((e) => e.id),
+    );
+    assert.deepEqual(byCursor.pagination, { total: 8, limit: 3, offset: 3, hasMore: true });
+
+    // status: the request's current status (ids 3 and 4 are still pending).
+    const pending = await read('?status=pending&offset=0&limit=50');
+    assert.deepEqual(
+      pending.entries.map((e) => [e.requestId, e.eventType]),
+      [
+        [ids[4], 'created'],
+        [ids[3], 'created'],
+      ],
+    );
+    assert.equal(pending.pagination.total, 2);
+    assert.deepEqual(
+      (await read('?status=denied&eventType=created')).entries.map((e) => e.requestId),
+      [ids[1]],
+    );
   });
 
   test('GET /api/audit and /api/audit/actors need request:read (the scope of the per-request trail)', async () => {

@@ -1,7 +1,8 @@
 import { isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
-import type { AuditRow } from '../schema.ts';
+import { MAX_OFFSET } from '../bounds.ts';
+import { STATUSES, type AuditRow } from '../schema.ts';
 import { auditActors, listAudit } from './store.ts';
 
 /** The events an audit entry records (service.ts writes them). */
@@ -46,9 +47,25 @@ export const auditChainVerdictSchema = z
   })
   .meta({ id: 'AuditChainVerdict' });
 
-const auditListEntrySchema = z.object({ id: z.string(), requestId: z.string(), action: z.string(), ...auditEntryFields }).meta({ id: 'AuditListEntry' });
+const auditListEntrySchema = z
+  .object({
+    id: z.string(),
+    requestId: z.string(),
+    action: z.string(),
+    ...auditEntryFields,
+    /** `event` and `timestamp` again under the names AgentGate's clients read. */
+    eventType: z.string(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'AuditListEntry' });
 
-const auditPageSchema = z.object({ entries: z.array(auditListEntrySchema), nextCursor: z.string().nullable(), hasMore: z.boolean() });
+const auditPageSchema = z.object({
+  entries: z.array(auditListEntrySchema),
+  nextCursor: z.string().nullable(),
+  hasMore: z.boolean(),
+  /** AgentGate's page figures: entries the filters match, this page's limit, how many come before it, whether more follow. */
+  pagination: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
+});
 
 export type AuditEntry = z.infer<typeof auditEntrySchema>;
 export type AuditPage = z.infer<typeof auditPageSchema>;
@@ -72,15 +89,26 @@ const listQuerySchema = z
   .strictObject({
     action: z.string().min(1).max(200).optional(),
     event: z.enum(AUDIT_EVENTS).optional(),
+    /** AgentGate's name for `event`. */
+    eventType: z.enum(AUDIT_EVENTS).optional(),
+    /** The current status of the entry's request (AgentGate's filter). */
+    status: z.enum(STATUSES).optional(),
     actor: z.string().min(1).max(300).optional(),
     keyId: z.string().min(1).max(100).optional(),
     requestId: z.string().min(1).max(100).optional(),
     from: isoTimestampMs.optional(),
     to: isoTimestampMs.optional(),
     cursor: timeCursorSchema.optional(),
+    /** AgentGate's paging: skip this many entries (the cursor pages without a cost that grows with the offset). */
+    offset: z.coerce.number().int().min(0).max(MAX_OFFSET).optional(),
     limit: z.coerce.number().int().min(1).max(500).default(50),
   })
-  .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+  .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] })
+  .refine((q) => q.event === undefined || q.eventType === undefined || q.event === q.eventType, {
+    message: 'event and eventType name the same filter: give one',
+    path: ['eventType'],
+  })
+  .refine((q) => q.cursor === undefined || q.offset === undefined, { message: 'page by cursor or by offset, not both', path: ['offset'] });
 
 export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
@@ -89,10 +117,11 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
       schema: {
         summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
         description:
-          'Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` ' +
-          '(the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass ' +
-          '`nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. ' +
-          'Unknown query parameters are a 400, so a misspelt filter never widens the answer.',
+          'Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` ' +
+          '(the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and ' +
+          '`to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the ' +
+          'same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); ' +
+          '`pagination` gives the total either way. Unknown query parameters are a 400, so a misspelt filter never widens the answer.',
         tags: ['audit'],
         querystring: listQuerySchema,
         response: {
@@ -101,9 +130,17 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
       },
     },
     async (request) => {
-      const { cursor, limit, ...filters } = request.query;
-      const { rows, nextCursor, hasMore } = await listAudit(ctx.database, { ...filters, after: cursor }, limit);
-      return { entries: rows.map((row) => ({ id: row.id, requestId: row.request_id, action: row.action, ...toAuditEntry(row) })), nextCursor, hasMore };
+      const { cursor, limit, offset = 0, event, eventType, ...filters } = request.query;
+      const page = await listAudit(ctx.database, { ...filters, event: event ?? eventType, after: cursor }, { limit, offset });
+      return {
+        entries: page.rows.map((row) => {
+          const entry = toAuditEntry(row);
+          return { id: row.id, requestId: row.request_id, action: row.action, ...entry, eventType: entry.event, createdAt: entry.timestamp };
+        }),
+        nextCursor: page.nextCursor,
+        hasMore: page.hasMore,
+        pagination: { total: page.total, limit, offset: page.offset, hasMore: page.hasMore },
+      };
     },
   );
 

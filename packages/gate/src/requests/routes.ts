@@ -7,7 +7,8 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { listRequests, requestDetailJson, STATUSES, storedDecision, verifiedAuditTrail } from './store.ts';
+import { STATUSES } from '../schema.ts';
+import { listRequests, requestDetailJson, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });

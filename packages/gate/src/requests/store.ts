@@ -2,11 +2,8 @@ import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/p
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
 import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
-import type { AuditRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
+import type { AuditRow, GateDatabase, GateSchema, RequestRow, RequestStatus } from '../schema.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
-
-export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-export type RequestStatus = (typeof STATUSES)[number];
 
 export function storedDecision(row: RequestRow): PolicyDecision {
   return JSON.parse(row.policy_decision) as PolicyDecision;

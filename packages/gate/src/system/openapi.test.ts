@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
+import { describeEachDatabase, openApiCoverageProblems, unknownQueryProblems, type OpenApiPaths } from '@vigil/platform/testing';
 import { ROUTE_SCOPES } from '../auth/index.ts';
 import { gateErrorSchema } from '../errors.ts';
 import { GATE_OPERATIONS } from '../operations.ts';
@@ -65,6 +65,10 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
     const answered = await gate.service.app.inject({ method: 'GET', url: '/api/requests', headers: { authorization: `Bearer ${limited}` } });
     assert.equal(answered.statusCode, 200);
     for (const name of limits) assert.ok(answered.headers[name.toLowerCase()] !== undefined, `${name} is sent`);
+  });
+
+  test('every GET operation answers an unknown query parameter with a 400 naming it', async () => {
+    assert.deepEqual(await unknownQueryProblems(await document(), (request) => gate.call(request)), []);
   });
 
   test('the GateError component is the body errors are answered with', async () => {

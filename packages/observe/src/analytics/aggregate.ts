@@ -247,13 +247,14 @@ export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 :
 export async function sessionsPerAgent(
   database: ObserveDatabase,
   window: { from: number; to: number },
+  agentId?: string,
 ): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
   return database.db
     .selectFrom('sessions')
     .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
     .where('started_at', '>=', window.from)
     .where('started_at', '<=', window.to)
-    .where('agent_id', '<>', SYSTEM_AGENT_ID)
+    .where('agent_id', agentId === undefined ? '<>' : '=', agentId ?? SYSTEM_AGENT_ID)
     .groupBy('agent_id')
     .execute();
 }

@@ -301,6 +301,36 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     assert.deepEqual(sketches.stored, sketches.recomputed);
   });
 
+  test('agentId narrows every report (costs, agents, tools too); range is the window back from to; a misspelt filter is a 400 naming it', async () => {
+    const agents = await get<{ agents: { agentId: string }[] }>('/api/analytics/agents');
+    assert.deepEqual(await get('/api/analytics/agents?agentId=B'), { agents: agents.agents.filter((a) => a.agentId === 'B') });
+    const tools = await get<{ tools: { toolName: string }[] }>('/api/analytics/tools');
+    assert.deepEqual(await get('/api/analytics/tools?agentId=B'), { tools: tools.tools.filter((t) => t.toolName === 'fetch') });
+    const costs = await get<{ byAgent: { agentId: string }[]; totals: { totalCostUsd: number } }>('/api/analytics/costs?agentId=B');
+    assert.deepEqual(
+      costs.byAgent.map((a) => a.agentId),
+      ['B'],
+    );
+    assert.equal(costs.totals.totalCostUsd, 0.3);
+
+    // The last hour (09:00 to 10:00): of the spend, only l2 (0.2) at 09:15.
+    const lastHour = await get<{ totals: { totalCostUsd: number } }>('/api/analytics/costs?range=1h');
+    assert.equal(lastHour.totals.totalCostUsd, 0.2);
+    const both = await get<{ error: string }>(`/api/analytics/costs?range=1h&from=${at('08:00:00.000')}`, 400);
+    assert.match(both.error, /range or from/);
+
+    for (const url of ['/api/analytics/agents?agnetId=B', '/api/analytics/agents?granularity=day', '/api/events?agnetId=B']) {
+      const refused = await get<{ error: string; details: { path: string }[] }>(url, 400);
+      const name = url.slice(url.indexOf('?') + 1, url.indexOf('='));
+      assert.match(refused.error, new RegExp(`${name}: unknown query parameter`), url);
+      assert.deepEqual(
+        refused.details.map((d) => d.path),
+        [name],
+        url,
+      );
+    }
+  });
+
   test('bad parameters are 400 in the observe error body', async () => {
     for (const query of [`from=${at('09:00:00.000')}&to=${at('08:00:00.000')}`, 'granularity=minute', 'from=yesterday', 'from=2000-01-01T00:00:00.000Z']) {
       const response = await observe.call({ method: 'GET', url: `/api/analytics?${query}` });

@@ -1,4 +1,4 @@
-import { DAY_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
 import { usdOf } from '@vigil/pricing';
 import { z } from 'zod';
 import { agentScope } from '../events/index.ts';
@@ -22,25 +22,33 @@ import {
 const MAX_BUCKETS = 10_000;
 const COST_EVENT_TYPES = ['llm_response', 'cost_tracked'];
 
-const range = { from: isoTimestampMs.optional(), to: isoTimestampMs.optional() };
-const granularity = (fallback: Granularity) => z.enum(GRANULARITIES).default(fallback);
+/** `range`: the window's length back from `to` (AgentLens's shorthand), instead of `from`. */
+const RANGES = { '1h': HOUR_MS, '6h': 6 * HOUR_MS, '24h': DAY_MS, '3d': 3 * DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
 const text = z.string().min(1).max(200);
+/**
+ * Every report's window and agent filter. Analytics measure the agents: the system agent's
+ * bookkeeping (alert events) is left out unless it is asked for by name (agentScope).
+ */
+const range = {
+  from: isoTimestampMs.optional(),
+  to: isoTimestampMs.optional(),
+  range: z.enum(Object.keys(RANGES) as [keyof typeof RANGES, ...(keyof typeof RANGES)[]]).optional(),
+  agentId: text.optional(),
+};
+const granularity = (fallback: Granularity) => z.enum(GRANULARITIES).default(fallback);
 
 /** The window of a request: default the last 24 h; from after to is a 400. */
 const number = z.number();
 
-function windowOf(ctx: ObserveContext, query: { from?: number; to?: number }): { from: number; to: number } {
+function windowOf(ctx: ObserveContext, query: { from?: number; to?: number; range?: keyof typeof RANGES }): { from: number; to: number } {
+  if (query.range !== undefined && query.from !== undefined) {
+    throw observeError('validation', 'Validation failed: give range or from, not both', [{ path: 'range', message: 'not with from' }]);
+  }
   const to = query.to ?? ctx.clock.now();
-  const from = query.from ?? to - DAY_MS;
+  const from = query.from ?? to - (query.range === undefined ? DAY_MS : RANGES[query.range]);
   if (from > to) throw observeError('validation', 'Validation failed: from must not be after to', [{ path: 'from', message: 'must not be after to' }]);
   return { from, to };
 }
-
-/**
- * Analytics measure the agents: the system agent's bookkeeping (alert events) is left out unless
- * it is asked for by name.
- */
-const AGENTS_ONLY = agentScope(undefined);
 
 function seriesOf(window: { from: number; to: number }, g: Granularity, rows: readonly AggregateRow[]): { start: number; sums: Sums }[] {
   const starts = bucketStarts(window.from, window.to, g);
@@ -100,7 +108,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       schema: {
         summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
         tags: ['analytics'],
-        querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional() }),
+        querystring: z.object({ ...range, granularity: granularity('hour') }),
         response: {
           200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }),
         },
@@ -128,7 +136,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       schema: {
         summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
         tags: ['analytics'],
-        querystring: z.object({ ...range, granularity: granularity('hour'), agentId: text.optional(), model: text.optional(), provider: text.optional() }),
+        querystring: z.object({ ...range, granularity: granularity('hour'), model: text.optional(), provider: text.optional() }),
         response: {
           200: z.object({
             summary: z.object({
@@ -213,7 +221,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
-      const filter = { ...window, granularity: g, ...AGENTS_ONLY, eventTypes: COST_EVENT_TYPES };
+      const filter = { ...window, granularity: g, ...agentScope(request.query.agentId), eventTypes: COST_EVENT_TYPES };
       const [byAgent, byTime] = await Promise.all([
         aggregate(database, { ...filter, dimensions: ['agent_id'] }),
         aggregate(database, { ...filter, dimensions: ['bucket'] }),
@@ -266,13 +274,13 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     },
     async (request) => {
       const window = windowOf(ctx, request.query);
+      const { agentId } = request.query;
+      const scope = agentScope(agentId);
       const perAgent = (metric: 'tool' | 'llm') =>
-        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric, dimensions: ['agent_id'] }).then((rows) =>
-          byKey(rows, (row) => String(row.agent_id)),
-        );
+        latencyPercentiles(database, { ...window, ...scope, metric, dimensions: ['agent_id'] }).then((rows) => byKey(rows, (row) => String(row.agent_id)));
       const [events, sessions, toolLatency, llmLatency] = await Promise.all([
-        aggregate(database, { ...window, dimensions: ['agent_id'], ...AGENTS_ONLY }),
-        sessionsPerAgent(database, window),
+        aggregate(database, { ...window, dimensions: ['agent_id'], ...scope }),
+        sessionsPerAgent(database, window, agentId),
         perAgent('tool'),
         perAgent('llm'),
       ]);
@@ -328,8 +336,13 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     async (request) => {
       const window = windowOf(ctx, request.query);
       const [rows, latency] = await Promise.all([
-        aggregate(database, { ...window, dimensions: ['tool_name', 'event_type'], ...AGENTS_ONLY, eventTypes: ['tool_call', 'tool_response', 'tool_error'] }),
-        latencyPercentiles(database, { ...window, ...AGENTS_ONLY, metric: 'tool', dimensions: ['tool_name'] }).then((found) =>
+        aggregate(database, {
+          ...window,
+          dimensions: ['tool_name', 'event_type'],
+          ...agentScope(request.query.agentId),
+          eventTypes: ['tool_call', 'tool_response', 'tool_error'],
+        }),
+        latencyPercentiles(database, { ...window, ...agentScope(request.query.agentId), metric: 'tool', dimensions: ['tool_name'] }).then((found) =>
           byKey(found, (row) => String(row.tool_name)),
         ),
       ]);

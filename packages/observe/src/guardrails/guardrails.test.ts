@@ -257,6 +257,24 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
     }
   });
 
+  test("GET /api/guardrails?agentId=: the rules that apply to that agent (its own and every agent's), never another agent's", async () => {
+    await fresh();
+    try {
+      const everyAgent = await createRule(observe, errorRatePause());
+      const mine = await createRule(observe, errorRatePause('agent-a'));
+      const theirs = await createRule(observe, errorRatePause('agent-b'));
+      const ids = async (query: string) => (await getJson<{ rules: Rule[] }>(observe, `/api/guardrails${query}`)).rules.map((rule) => rule.id);
+      assert.deepEqual(await ids(''), [theirs.id, mine.id, everyAgent.id]);
+      assert.deepEqual(await ids('?agentId=agent-a'), [mine.id, everyAgent.id]);
+      assert.deepEqual(await ids('?agentId=zzz'), [everyAgent.id]);
+      const misspelt = await observe.call({ method: 'GET', url: '/api/guardrails?agent=agent-a' });
+      assert.equal(misspelt.statusCode, 400, misspelt.body);
+      assert.match((misspelt.json() as { error: string }).error, /agent: unknown query parameter/);
+    } finally {
+      await observe.close();
+    }
+  });
+
   test('description: optional text stored and answered by create, get, list, PUT and status; null clears it; over 1,000 characters is 400', async () => {
     await fresh();
     try {

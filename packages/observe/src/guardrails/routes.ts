@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { registerRuleRoutes, ruleParams } from '../rules/index.ts';
-import { createRuleBodySchema, historyQuerySchema, ruleSchema, statusSchema, triggerSchema, updateRuleBodySchema } from './schemas.ts';
+import { createRuleBodySchema, historyQuerySchema, listQuerySchema, ruleSchema, statusSchema, triggerSchema, updateRuleBodySchema } from './schemas.ts';
 import { changeGuardrailRule, createGuardrailRule, deleteGuardrailRule } from './service.ts';
 import { activeCooldowns, findRule, listRules, listTriggers, toRuleOut, toTriggerOut } from './store.ts';
 
@@ -16,7 +16,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     schemas: { rule: ruleSchema, create: createRuleBodySchema, update: updateRuleBodySchema },
     summaries: {
       create: 'Create a guardrail rule',
-      list: 'List guardrail rules, newest first',
+      list: 'List guardrail rules, newest first; `agentId`: the rules that apply to that agent (its own and those of every agent)',
       get: 'One guardrail rule',
       update:
         'Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored',
@@ -25,7 +25,8 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
     notFound: 'guardrailRuleNotFound',
     deleteAnswersOk: true,
     toOut: toRuleOut,
-    list: () => listRules(ctx.database),
+    listQuery: listQuerySchema,
+    list: (query) => listRules(ctx.database, query),
     find: (id) => findRule(ctx.database, id),
     create: (body, actor) => createGuardrailRule(ctx, body, actor),
     update: (id, changes, actor) => changeGuardrailRule(ctx, id, changes, actor),

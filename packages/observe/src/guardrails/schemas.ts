@@ -184,6 +184,9 @@ export const statusSchema = z
   })
   .meta({ id: 'GuardrailStatus' });
 
+/** GET /api/guardrails: `agentId` keeps the rules that apply to that agent, its own and those of every agent. */
+export const listQuerySchema = z.object({ agentId: identifier.optional() });
+
 export const historyQuerySchema = z.object({ ...ruleHistoryPage, agentId: identifier.optional() });
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;
 

@@ -115,8 +115,11 @@ export async function insertRule(database: ObserveDatabase, definition: RuleDefi
 }
 
 /** Newest first (ids are time-ordered, so ties on createdAt are stable). */
-export async function listRules(database: ObserveDatabase): Promise<GuardrailRule[]> {
-  const rows = await database.db.selectFrom('guardrail_rules').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+export async function listRules(database: ObserveDatabase, filter: { agentId?: string } = {}): Promise<GuardrailRule[]> {
+  let query = database.db.selectFrom('guardrail_rules').selectAll();
+  const { agentId } = filter;
+  if (agentId !== undefined) query = query.where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', agentId)]));
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
   return rows.map(decodeRule);
 }
 

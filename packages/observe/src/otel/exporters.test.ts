@@ -2,6 +2,7 @@
 // instrumentation of the `openai` package calling a local fake OpenAI server, against observe
 // listening on a port: the stored sessions, their events, tokens, cost, tree fields and chain.
 import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
 import { OpenAIInstrumentation } from '@arizeai/openinference-instrumentation-openai';
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
@@ -30,7 +31,7 @@ interface StoredEvent {
   eventType: string;
   severity: string;
   payload: Record<string, any>;
-  metadata: { otel: Record<string, any>; costUnpriced?: boolean };
+  metadata: { otel: Record<string, any>; costUnpriced?: boolean; usageUnknown?: boolean };
 }
 
 /** [seconds, nanoseconds]: span times with nanosecond precision. */
@@ -114,6 +115,58 @@ function providerWith(exporter: SpanExporter, captured?: InMemorySpanExporter): 
   });
 }
 
+/** A streamed chat completion as OpenAI sends it when `stream_options.include_usage` is not asked for: no usage anywhere. */
+function streamWithoutUsage(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = (delta: object, finishReason: string | null) =>
+    `data: ${JSON.stringify({
+      id: 'chatcmpl-Str3am',
+      object: 'chat.completion.chunk',
+      created: 1_795_600_000,
+      model: 'gpt-4o-mini-2024-07-18',
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    })}\n\n`;
+  res.write(chunk({ role: 'assistant', content: 'Par' }, null));
+  res.write(chunk({ content: 'is.' }, null));
+  res.write(chunk({}, 'stop'));
+  res.end('data: [DONE]\n\n');
+}
+
+/**
+ * An OpenLLMetry (Traceloop) run: a workflow with the session as an association property, an
+ * agent, a task and a tool under it, and an LLM call without token counts.
+ */
+function openLlmetryRun(provider: BasicTracerProvider, sessionId: string): void {
+  const tracer = provider.getTracer('traceloop.tracer');
+  const session = { 'traceloop.association.properties.session_id': sessionId };
+  const span = (name: string, attributes: Record<string, string>, parent: Span | undefined, start: number): Span =>
+    tracer.startSpan(
+      name,
+      { startTime: at(T0 + start), attributes: { ...session, ...attributes } },
+      parent ? trace.setSpan(context.active(), parent) : undefined,
+    );
+  const workflow = span('support.workflow', { 'traceloop.span.kind': 'workflow', 'traceloop.entity.name': 'support' }, undefined, 0);
+  const agent = span('triage.agent', { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': 'triage' }, workflow, 1);
+  const task = span('classify.task', { 'traceloop.span.kind': 'task', 'traceloop.entity.name': 'classify' }, agent, 2);
+  task.end(at(T0 + 3));
+  const tool = span(
+    'lookup_order.tool',
+    {
+      'traceloop.span.kind': 'tool',
+      'traceloop.entity.name': 'lookup_order',
+      'traceloop.entity.input': JSON.stringify({ args: [], kwargs: { orderId: 'A-17' } }),
+      'traceloop.entity.output': JSON.stringify({ status: 'shipped' }),
+    },
+    agent,
+    4,
+  );
+  tool.end(at(T0 + 5));
+  const chat = span('openai.chat', { 'llm.request.type': 'chat', 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-4o-mini' }, agent, 6);
+  chat.end(at(T0 + 7));
+  agent.end(at(T0 + 8));
+  workflow.end(at(T0 + 9));
+}
+
 await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters', (backend) => {
   let observe: TestObserve;
   let base: string;
@@ -126,7 +179,8 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     const created = await observe.call({ method: 'POST', url: '/api/keys', payload: { name: 'otel-exporter', scopes: ['ingest'] } });
     assert.equal(created.statusCode, 201, created.body);
     ingestKey = (created.json() as { key: string }).key;
-    fakeOpenAi = await new TestHttpServer((_request, res) => {
+    fakeOpenAi = await new TestHttpServer((request, res) => {
+      if ((JSON.parse(request.body) as { stream?: boolean }).stream === true) return streamWithoutUsage(res);
       sendJson(res, 200, {
         id: 'chatcmpl-AbC123',
         object: 'chat.completion',
@@ -312,4 +366,66 @@ await describeEachDatabase('OTLP/HTTP from the OpenTelemetry SDK and exporters',
     await assertChainValid('conv-openai', 3);
     await provider.shutdown();
   });
+
+  test('OpenInference instrumentation of a streamed chat completion without usage: 0 tokens and $0, flagged usageUnknown as the SDK flags it', async () => {
+    const provider = providerWith(new JsonExporter({ url: `${base}/v1/traces`, headers: headers() }));
+    openAiInstrumentation.setTracerProvider(provider);
+    const client = new openaiModule.OpenAI({ apiKey: 'sk-test', baseURL: `${fakeOpenAi.url}/v1`, maxRetries: 0 });
+    const root = provider.getTracer('vigil-test-agent').startSpan('invoke_agent streamer', { attributes: { 'gen_ai.conversation.id': 'conv-stream' } });
+    await context.with(trace.setSpan(context.active(), root), async () => {
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Capital of France?' }] });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      assert.equal(text, 'Paris.');
+    });
+    root.end();
+    await provider.forceFlush();
+
+    const response = (await eventsOf('conv-stream')).find((e) => e.eventType === 'llm_response');
+    assert.ok(response, 'the streamed call is stored');
+    assert.deepEqual(response.payload.usage, { inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+    assert.equal(response.payload.costUsd, 0);
+    assert.equal(response.metadata.usageUnknown, true);
+    assert.equal(response.payload.completion, 'Paris.');
+    await provider.shutdown();
+  });
+
+  for (const [format, exporter] of [
+    ['protobuf', (url: string, headers: Record<string, string>) => new ProtobufExporter({ url, headers })],
+    ['JSON', (url: string, headers: Record<string, string>) => new JsonExporter({ url, headers })],
+  ] as const) {
+    test(`OpenLLMetry spans (${format}): the session_id association property names the session; traceloop.span.kind tool, task, agent, workflow map as their OpenInference kinds`, async () => {
+      const sessionId = `traceloop-${format}`;
+      const provider = providerWith(exporter(`${base}/v1/traces`, headers()));
+      openLlmetryRun(provider, sessionId);
+      await provider.forceFlush();
+
+      const events = await eventsOf(sessionId);
+      assert.deepEqual(
+        events.map((e) => [e.eventType, e.metadata.otel.name, e.metadata.otel.kind]),
+        [
+          ['custom', 'classify.task', 'chain'],
+          ['tool_call', 'lookup_order.tool', 'tool'],
+          ['tool_response', 'lookup_order.tool', 'tool'],
+          ['llm_call', 'openai.chat', 'llm'],
+          ['llm_response', 'openai.chat', 'llm'],
+          ['custom', 'triage.agent', 'agent'],
+          ['custom', 'support.workflow', 'chain'],
+        ],
+      );
+      const [, toolCall, toolResponse, , llmResponse] = events;
+      assert.deepEqual(toolCall!.payload, {
+        toolName: 'lookup_order',
+        callId: toolCall!.metadata.otel.spanId,
+        arguments: { args: [], kwargs: { orderId: 'A-17' } },
+      });
+      assert.deepEqual(toolResponse!.payload.result, { status: 'shipped' });
+      assert.equal(llmResponse!.metadata.usageUnknown, true, 'no token counts on the span');
+      assert.equal(llmResponse!.payload.costUsd, 0);
+      const session = await observe.call({ method: 'GET', url: `/api/sessions/${sessionId}` });
+      assert.equal(session.statusCode, 200, 'the session is the association property, not the trace id');
+      await assertChainValid(sessionId, 7);
+      await provider.shutdown();
+    });
+  }
 });

@@ -113,11 +113,24 @@ const GENAI_OPERATIONS: Record<string, OtelSpanKind> = {
   retrieval: 'retriever',
 };
 
-/** The span's kind: openinference.span.kind, else gen_ai.operation.name (or OpenLLMetry's llm.request.type), else other. */
+/** OpenLLMetry's traceloop.span.kind, as its OpenInference counterpart (TOOL, CHAIN, AGENT). */
+const TRACELOOP_KINDS: Record<string, OtelSpanKind> = {
+  tool: 'tool',
+  task: 'chain',
+  workflow: 'chain',
+  agent: 'agent',
+};
+
+/**
+ * The span's kind: openinference.span.kind, else OpenLLMetry's traceloop.span.kind, else
+ * gen_ai.operation.name (or OpenLLMetry's llm.request.type), else other.
+ */
 export function spanKind(span: OtlpSpan): OtelSpanKind {
   const attributes = span.attributes;
   const openInference = text(attributes, 'openinference.span.kind');
   if (openInference !== undefined) return OPENINFERENCE_KINDS[openInference.toUpperCase()] ?? 'other';
+  const traceloop = TRACELOOP_KINDS[text(attributes, 'traceloop.span.kind')?.toLowerCase() ?? ''];
+  if (traceloop !== undefined) return traceloop;
   const operation = text(attributes, 'gen_ai.operation.name', 'llm.request.type');
   if (operation !== undefined) return GENAI_OPERATIONS[operation.toLowerCase()] ?? 'other';
   return 'other';
@@ -132,9 +145,12 @@ export function boundedId(id: string): string {
   return `${id.slice(0, MAX_ID_LENGTH - digest.length - 1)}~${digest}`;
 }
 
-/** The session a span names itself: gen_ai.conversation.id, else session.id (OpenInference). */
+/**
+ * The session a span names itself: gen_ai.conversation.id, else session.id (OpenInference), else
+ * the session_id association property (OpenLLMetry's Traceloop.set_association_properties).
+ */
 export function spanSessionId(span: OtlpSpan): string | undefined {
-  return text(span.attributes, 'gen_ai.conversation.id', 'session.id');
+  return text(span.attributes, 'gen_ai.conversation.id', 'session.id', 'traceloop.association.properties.session_id');
 }
 
 /** The agent a span names itself (gen_ai.agent.name). */
@@ -444,13 +460,13 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
     eventType: IngestEventType,
     timestamp: number,
     payload: Record<string, unknown>,
-    extra: { severity?: 'error'; costUnpriced?: boolean } = {},
+    extra: { severity?: 'error'; costUnpriced?: boolean; usageUnknown?: boolean } = {},
   ): IncomingEvent => ({
     ...base,
     eventType,
     timestamp,
     ...(extra.severity !== undefined && { severity: extra.severity }),
-    metadata: { otel, ...(extra.costUnpriced === true && { costUnpriced: true }) },
+    metadata: { otel, ...(extra.costUnpriced === true && { costUnpriced: true }), ...(extra.usageUnknown === true && { usageUnknown: true }) },
     payload,
   });
 
@@ -482,9 +498,14 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
         event('tool_error', endMs, { callId, toolName: `${provider}:${requestModel}`, ...spanError(span), durationMs: otel.durationMs }, { severity: 'error' }),
       ];
     } else {
-      const inputTokens = count(span.attributes, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt') ?? 0;
-      const outputTokens = count(span.attributes, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion') ?? 0;
-      const totalTokens = count(span.attributes, 'llm.token_count.total', 'gen_ai.usage.total_tokens', 'llm.usage.total_tokens') ?? inputTokens + outputTokens;
+      const reportedInput = count(span.attributes, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt');
+      const reportedOutput = count(span.attributes, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion');
+      const reportedTotal = count(span.attributes, 'llm.token_count.total', 'gen_ai.usage.total_tokens', 'llm.usage.total_tokens');
+      // No count at all (a streamed call whose provider sent no usage): 0, flagged as the SDK flags it.
+      const usageUnknown = reportedInput === undefined && reportedOutput === undefined && reportedTotal === undefined;
+      const inputTokens = reportedInput ?? 0;
+      const outputTokens = reportedOutput ?? 0;
+      const totalTokens = reportedTotal ?? inputTokens + outputTokens;
       const carried = count(span.attributes, 'llm.cost.total', 'gen_ai.usage.cost');
       const priced =
         carried ?? prices.costUsd(responseModel, provider, inputTokens, outputTokens) ?? prices.costUsd(responseModel, undefined, inputTokens, outputTokens);
@@ -512,21 +533,28 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
             costUsd: priced ?? 0,
             latencyMs: otel.durationMs,
           },
-          { costUnpriced: priced === undefined },
+          { costUnpriced: priced === undefined, usageUnknown },
         ),
       ];
     }
   } else if (kind === 'tool') {
-    const toolName = text(span.attributes, 'gen_ai.tool.name', 'tool.name') ?? (span.name || 'tool');
+    const toolName = text(span.attributes, 'gen_ai.tool.name', 'tool.name', 'traceloop.entity.name') ?? (span.name || 'tool');
     const callId = text(span.attributes, 'gen_ai.tool.call.id', 'tool_call.id') ?? span.spanId;
-    const args = parsedJson(span.attributes['gen_ai.tool.call.arguments'] ?? span.attributes['input.value'] ?? span.attributes['tool.parameters']) ?? {};
+    const args =
+      parsedJson(
+        span.attributes['gen_ai.tool.call.arguments'] ??
+          span.attributes['input.value'] ??
+          span.attributes['tool.parameters'] ??
+          span.attributes['traceloop.entity.input'],
+      ) ?? {};
     const call = event('tool_call', startMs, { toolName, callId, arguments: args });
     const outcome = failed
       ? event('tool_error', endMs, { toolName, callId, ...spanError(span), durationMs: otel.durationMs }, { severity: 'error' })
       : event('tool_response', endMs, {
           toolName,
           callId,
-          result: parsedJson(span.attributes['gen_ai.tool.call.result'] ?? span.attributes['output.value']) ?? null,
+          result:
+            parsedJson(span.attributes['gen_ai.tool.call.result'] ?? span.attributes['output.value'] ?? span.attributes['traceloop.entity.output']) ?? null,
           durationMs: otel.durationMs,
         });
     events = [call, outcome];

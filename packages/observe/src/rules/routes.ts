@@ -10,7 +10,13 @@ import { ruleParams } from './schemas.ts';
  * runs in its own function so whatever it must do in its transaction (its admin-change row, with
  * the actor given here) stays in one place.
  */
-export interface RuleResource<Rule, Out extends z.ZodObject, Create extends z.ZodType, Update extends z.ZodObject> {
+export interface RuleResource<
+  Rule,
+  Out extends z.ZodObject,
+  Create extends z.ZodType,
+  Update extends z.ZodObject,
+  ListQuery extends z.ZodObject = z.ZodObject,
+> {
   /** The collection's URL; one rule is at `${path}/:id`. */
   path: string;
   tag: string;
@@ -20,7 +26,9 @@ export interface RuleResource<Rule, Out extends z.ZodObject, Create extends z.Zo
   /** The answer to a delete carries `ok: true` too (guardrails keep it for their clients). */
   deleteAnswersOk?: boolean;
   toOut(rule: Rule): z.output<Out>;
-  list(): Promise<Rule[]>;
+  /** The list's filters; without them the list takes no query parameter. */
+  listQuery?: ListQuery;
+  list(query: z.output<ListQuery>): Promise<Rule[]>;
   find(id: string): Promise<Rule | undefined>;
   create(body: z.output<Create>, actor: ChangeActor): Promise<Rule>;
   /** Applies the changes; false when there is no such rule. */
@@ -29,9 +37,9 @@ export interface RuleResource<Rule, Out extends z.ZodObject, Create extends z.Zo
   remove(id: string, actor: ChangeActor, log: FastifyBaseLogger): Promise<boolean>;
 }
 
-export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends z.ZodType, Update extends z.ZodObject>(
+export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends z.ZodType, Update extends z.ZodObject, ListQuery extends z.ZodObject>(
   app: ZodApp,
-  resource: RuleResource<Rule, Out, Create, Update>,
+  resource: RuleResource<Rule, Out, Create, Update, ListQuery>,
 ): void {
   const { path, tag, summaries } = resource;
   // The routes see the schemas as plain objects: each kind's types are checked where it fills in `resource`.
@@ -51,9 +59,18 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
   );
 
-  app.get(path, { schema: { summary: summaries.list, tags: [tag], response: { 200: z.object({ rules: z.array(schemas.rule) }) } } }, async () => ({
-    rules: (await resource.list()).map(toOut),
-  }));
+  app.get(
+    path,
+    {
+      schema: {
+        summary: summaries.list,
+        tags: [tag],
+        querystring: resource.listQuery ?? z.object({}),
+        response: { 200: z.object({ rules: z.array(schemas.rule) }) },
+      },
+    },
+    async (request) => ({ rules: (await resource.list(request.query as z.output<ListQuery>)).map(toOut) }),
+  );
 
   app.get(item, { schema: { summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } } }, async (request) =>
     toOut(await found(request.params.id)),

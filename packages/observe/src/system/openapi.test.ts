@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, openApiCoverageProblems, type OpenApiPaths } from '@vigil/platform/testing';
+import { describeEachDatabase, openApiCoverageProblems, unknownQueryProblems, type OpenApiPaths } from '@vigil/platform/testing';
 import { observeErrorSchema } from '../errors.ts';
 import { OBSERVE_OPERATIONS } from '../operations.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
@@ -60,6 +60,11 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
     });
     assert.deepEqual(problems, []);
     assert.ok(doc.paths['/api/guardrails']!.post!.responses!['409'], 'route-specific errors (operations.ts) are listed too');
+  });
+
+  test('every GET operation answers an unknown query parameter with a 400 naming it', async () => {
+    const doc = (await observe.service.app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as OpenApiPaths;
+    assert.deepEqual(await unknownQueryProblems(doc, (request) => observe.call(request)), []);
   });
 
   test('the ObserveError component is the body errors are answered with', async () => {

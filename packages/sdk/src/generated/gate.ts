@@ -88,6 +88,8 @@ export type AuditListEntry = {
   seq: number;
   prevHash: string | null;
   hash: string;
+  eventType: string;
+  createdAt: string;
 };
 
 export type ErrorDetail = {
@@ -272,19 +274,22 @@ export interface paths {
     /**
      * Audit entries of all requests, newest first, with the API key behind each actor
      *
-     * Filters (all optional, combined with AND): `action` (the request’s action), `event`, `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400, so a misspelt filter never widens the answer.
+     * Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` (the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); `pagination` gives the total either way. Unknown query parameters are a 400, so a misspelt filter never widens the answer.
      */
     get: {
       params: Record<string, never>;
       query: {
         action?: string;
         event?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused";
+        eventType?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused";
+        status?: "pending" | "approved" | "denied" | "expired";
         actor?: string;
         keyId?: string;
         requestId?: string;
         from?: string;
         to?: string;
         cursor?: string;
+        offset?: number;
         limit?: number;
       };
       body: never;
@@ -294,6 +299,12 @@ export interface paths {
           entries: AuditListEntry[];
           nextCursor: string | null;
           hasMore: boolean;
+          pagination: {
+            total: number;
+            limit: number;
+            offset: number;
+            hasMore: boolean;
+          };
         };
         400: GateError;
         401: GateError;

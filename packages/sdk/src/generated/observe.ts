@@ -875,8 +875,9 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
-        granularity?: "hour" | "day" | "week";
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
         agentId?: string;
+        granularity?: "hour" | "day" | "week";
       };
       body: never;
       bodyRequired: false;
@@ -916,6 +917,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
       };
       body: never;
       bodyRequired: false;
@@ -952,6 +955,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
         granularity?: "hour" | "day" | "week";
       };
       body: never;
@@ -993,8 +998,9 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
-        granularity?: "hour" | "day" | "week";
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
         agentId?: string;
+        granularity?: "hour" | "day" | "week";
         model?: string;
         provider?: string;
       };
@@ -1049,6 +1055,8 @@ export interface paths {
       query: {
         from?: string;
         to?: string;
+        range?: "1h" | "6h" | "24h" | "3d" | "7d" | "30d";
+        agentId?: string;
       };
       body: never;
       bodyRequired: false;
@@ -2642,10 +2650,12 @@ export interface paths {
     };
   };
   "/api/guardrails": {
-    /** List guardrail rules, newest first */
+    /** List guardrail rules, newest first; `agentId`: the rules that apply to that agent (its own and those of every agent) */
     get: {
       params: Record<string, never>;
-      query: Record<string, never>;
+      query: {
+        agentId?: string;
+      };
       body: never;
       bodyRequired: false;
       responses: {
