@@ -146,12 +146,41 @@ export class VigilDeprecationError extends VigilError {
 /** The client was closed; it sends nothing more. */
 export class VigilClosedError extends VigilError {}
 
-/** Events that could not be delivered (after retries, or refused by the server), reported to `onError`. */
+/**
+ * Why events were not stored:
+ * - `refused`: observe named them invalid (400 with per-event details); the rest of their batch was sent;
+ * - `rejected`: observe answered a final 4xx for the whole batch (e.g. 401, 403, 413, 422);
+ * - `retries_exhausted`: no answer that stored them within `maxRetryTimeMs` (or a Retry-After beyond it);
+ * - `queue_full`: pushed while `maxQueueSize` events or `maxQueueBytes` were waiting;
+ * - `closed`: still unsent when `close({ timeoutMs })` gave up waiting;
+ * - `exit`: the process exited (process.exit()) before they were sent;
+ * - `spool_full`: the disk spool held `maxSpoolBytes` (`@vigil/sdk/node`).
+ */
+export type DeliveryFailureReason = 'refused' | 'rejected' | 'retries_exhausted' | 'queue_full' | 'closed' | 'exit' | 'spool_full';
+
+/**
+ * Events that were not stored and never will be (dropped), reported to `onError` exactly once:
+ * `count` of them, for `reason`; `cause` is the last error of the delivery, when there was one.
+ */
 export class VigilDeliveryError extends VigilError {
+  readonly count: number;
   constructor(
     message: string,
     /** The events that were not stored. */
     readonly events: readonly unknown[],
+    readonly reason: DeliveryFailureReason,
+    cause?: unknown,
+  ) {
+    super(message, { cause });
+    this.count = events.length;
+  }
+}
+
+/** `@vigil/sdk/node`: the disk spool could not be opened (another process holds its lock, or the directory is unusable). */
+export class VigilSpoolError extends VigilError {
+  constructor(
+    message: string,
+    readonly directory: string,
     cause?: unknown,
   ) {
     super(message, { cause });
