@@ -147,16 +147,17 @@ export class VigilDeprecationError extends VigilError {
 export class VigilClosedError extends VigilError {}
 
 /**
- * Why events were not stored:
- * - `refused`: observe named them invalid (400 with per-event details); the rest of their batch was sent;
- * - `rejected`: observe answered a final 4xx for the whole batch (e.g. 401, 403, 413, 422);
+ * Why events were not stored (the same names as the Python client's):
+ * - `refused`: observe answered a final 4xx (400 naming invalid events: only those; else the batch, e.g. 401, 413, 422);
  * - `retries_exhausted`: no answer that stored them within `maxRetryTimeMs` (or a Retry-After beyond it);
  * - `queue_full`: pushed while `maxQueueSize` events or `maxQueueBytes` were waiting;
+ * - `unserializable`: the event is not JSON (a BigInt, a cycle);
  * - `closed`: still unsent when `close({ timeoutMs })` gave up waiting;
  * - `exit`: the process exited (process.exit()) before they were sent;
- * - `spool_full`: the disk spool held `maxSpoolBytes` (`@vigil/sdk/node`).
+ * - `spool_full`: the disk spool held `maxSpoolBytes` or could not be written (`@vigil/sdk/node`);
+ * - `several`: a flush() whose batches failed for different reasons (each was reported on its own).
  */
-export type DeliveryFailureReason = 'refused' | 'rejected' | 'retries_exhausted' | 'queue_full' | 'closed' | 'exit' | 'spool_full';
+export type DeliveryFailureReason = 'refused' | 'retries_exhausted' | 'queue_full' | 'unserializable' | 'closed' | 'exit' | 'spool_full' | 'several';
 
 /**
  * Events that were not stored and never will be (dropped), reported to `onError` exactly once:

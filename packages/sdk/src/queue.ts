@@ -23,7 +23,7 @@ export interface BatchingOptions {
   flushIntervalMs?: number;
   /**
    * Events waiting at most (beside the up to 1000 of the request in flight) while the server is
-   * slow or unreachable; further events are dropped and reported (default 10,000).
+   * slow or unreachable; further events are dropped and reported (default 100,000: the byte bound is the real limit).
    */
   maxQueueSize?: number;
   /** Serialized bytes (JSON characters) of the events waiting at most, beside maxQueueSize (default 64 MiB). */
@@ -252,7 +252,7 @@ export class EventQueue<E> {
   ) {
     this.batchSize = Math.min(MAX_REQUEST_EVENTS, Math.max(1, Math.floor(options.batchSize ?? 100)));
     this.flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 1000);
-    this.maxQueueSize = Math.max(this.batchSize, options.maxQueueSize ?? 10_000);
+    this.maxQueueSize = Math.max(this.batchSize, options.maxQueueSize ?? 100_000);
     this.maxQueueBytes = Math.max(1, options.maxQueueBytes ?? DEFAULT_MAX_QUEUE_BYTES);
     this.journal = options.journal;
     const onError = options.onError ?? defaultErrorReporter();
@@ -273,7 +273,13 @@ export class EventQueue<E> {
 
   push(event: E): void {
     if (this.closed) throw new VigilClosedError('The client is closed: no more events can be sent');
-    const json = JSON.stringify(event);
+    let json: string;
+    try {
+      json = JSON.stringify(event);
+    } catch (error) {
+      this.drop(new VigilDeliveryError(`The event is not JSON (${(error as Error).message}): 1 event dropped`, [event], 'unserializable', error));
+      return;
+    }
     const bytes = json.length;
     if (this.queue.length >= this.maxQueueSize || this.queuedBytes + bytes > this.maxQueueBytes) {
       const bound = this.queue.length >= this.maxQueueSize ? `${this.maxQueueSize} events` : `${this.maxQueueBytes} bytes`;
@@ -311,7 +317,7 @@ export class EventQueue<E> {
       throw new VigilDeliveryError(
         `${failures.length} batches were not stored: ${truncate(failures.map((f) => f.message).join('; '), 2 * MESSAGE_LIMIT)}`,
         failures.flatMap((f) => [...f.events]),
-        failures[0]!.reason,
+        failures.every((f) => f.reason === failures[0]!.reason) ? failures[0]!.reason : 'several',
         failures,
       );
     }
@@ -502,8 +508,8 @@ export class EventQueue<E> {
             continue;
           }
         }
-        const reason: DeliveryFailureReason =
-          error instanceof VigilValidationError ? 'refused' : error instanceof VigilApiError && !retryableAnswer(error) ? 'rejected' : 'retries_exhausted';
+        // A final answer (a 4xx not worth repeating) refuses the batch; anything else ran out of retry time.
+        const reason: DeliveryFailureReason = error instanceof VigilApiError && error.status < 500 && !retryableAnswer(error) ? 'refused' : 'retries_exhausted';
         const cause = error instanceof VigilValidationError ? summariseDetails(error) : truncate((error as Error).message);
         const failure = new VigilDeliveryError(`${events.length} events were not stored (${reason}): ${cause}`, events, reason, error);
         this.settleInJournal(current.entries);

@@ -771,7 +771,7 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     const lines: string[] = [];
     const report = defaultErrorReporter((line) => lines.push(line), 200);
     for (let i = 0; i < 50; i++) report(new VigilDeliveryError(`Event queue full (10 events waiting): 1 event dropped`, [i], 'queue_full'));
-    report(new VigilDeliveryError('3 events were not stored (rejected): Missing or invalid API key', [1, 2, 3], 'rejected'));
+    report(new VigilDeliveryError('3 events were not stored (refused): Missing or invalid API key', [1, 2, 3], 'refused'));
     assert.equal(lines.length, 1);
     await eventually(
       async () => lines.length,
