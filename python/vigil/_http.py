@@ -1,7 +1,8 @@
 """The HTTP transport both clients share: bearer authentication, JSON bodies, a timeout on every
-attempt, and retries with exponential backoff (and jitter) on 408, 429, 5xx and network errors,
-honouring Retry-After. Retries make delivery at-least-once: a request whose connection broke after
-the server committed it is sent again."""
+attempt, and retries for up to ``max_retry_time`` seconds with exponential backoff and full jitter
+on 408, 425, 429, 500, 502, 503, 504 and network errors, honouring Retry-After. A request sent with
+an Idempotency-Key (observe's event batches) repeats it on every retry, so a batch whose answer
+was lost is stored once; it also retries observe's 409 for a key still in flight."""
 
 from __future__ import annotations
 
@@ -18,17 +19,20 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 from .errors import ErrorDetail, VigilNetworkError, api_error_class
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retries after the first attempt; delays in seconds."""
+    """How a failed request is retried; times in seconds. The n-th retry waits a random time between
+    0 and ``min(max_delay, base_delay * 2**n)`` (full jitter), or at least what Retry-After says.
+    Retries go on until ``max_retry_time`` after the first attempt (0: no retries); a Retry-After
+    reaching beyond that gives up at once. ``max_retries`` also bounds their number (None: only the time)."""
 
-    max_retries: int = 3
+    max_retries: Optional[int] = None
     base_delay: float = 0.25
-    #: A Retry-After longer than this gives up at once rather than hang.
     max_delay: float = 30.0
+    max_retry_time: float = 600.0
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
@@ -47,9 +51,16 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Opti
 
 
 def backoff_delay(retry: int, policy: RetryPolicy) -> float:
-    """Exponential backoff with "equal jitter": between half and all of base * 2**retry, capped."""
-    ceiling = min(policy.max_delay, policy.base_delay * 2**retry)
-    return ceiling / 2 + random.random() * (ceiling / 2)
+    """Exponential backoff with full jitter: anywhere between 0 and base * 2**retry, capped at max_delay
+    (clients that failed together do not retry together)."""
+    ceiling = min(policy.max_delay, policy.base_delay * 2 ** min(retry, 64))
+    return random.random() * ceiling
+
+
+def encode_json(value: Any) -> str:
+    """JSON as sent: compact; NaN refused (ValueError: it is not JSON and the server would refuse the
+    whole body); values JSON cannot hold as their repr."""
+    return json.dumps(value, allow_nan=False, default=repr, separators=(",", ":"))
 
 
 def _error_parts(body: Any) -> Tuple[Optional[str], Optional[str], Optional[List[ErrorDetail]]]:
@@ -82,10 +93,13 @@ class HttpTransport:
         timeout: float = 10.0,
         retry: Optional[RetryPolicy] = None,
         headers: Optional[Mapping[str, str]] = None,
+        key_variable: Optional[str] = None,
     ) -> None:
         self.service = service
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
+        #: The environment variable the key comes from, named when a request without one is refused.
+        self.key_variable = key_variable
         self.timeout = timeout
         #: None disables retries.
         self.retry = retry
@@ -99,10 +113,13 @@ class HttpTransport:
         body: Any = None,
         query: Optional[Mapping[str, Any]] = None,
         idempotent: bool = True,
+        raw_body: Optional[bytes] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Any:
         """Sends one request (retrying as configured) and answers the parsed JSON body (None when empty).
         A request that is not ``idempotent`` is retried only on an answer that stored nothing (408,
-        429, 5xx), never after a network error, which may have come after the server stored it."""
+        425, 429, 5xx), never after a network error, which may have come after the server stored it;
+        one with an ``idempotency_key`` is idempotent. ``raw_body``: JSON already encoded."""
         verb = method.upper()
         url = self.base_url + path
         if query:
@@ -112,13 +129,30 @@ class HttpTransport:
         headers: Dict[str, str] = {"accept": "application/json", **self.headers}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        data: Optional[bytes] = None
+        data: Optional[bytes] = raw_body
         if body is not None:
+            data = encode_json(body).encode("utf-8")
+        if data is not None:
             headers["content-type"] = "application/json"
-            # allow_nan=False: NaN is not JSON and the server would refuse the whole body.
-            data = json.dumps(body, allow_nan=False, default=repr, separators=(",", ":")).encode("utf-8")
+        if idempotency_key is not None:
+            headers["idempotency-key"] = idempotency_key
+            idempotent = True
         policy = self.retry
-        max_retries = policy.max_retries if policy else 0
+        deadline = time.monotonic() + (policy.max_retry_time if policy else 0.0)
+
+        def pause(retry_number: int, retry_after: Optional[float]) -> bool:
+            """Sleeps before the next retry; False when the policy's time or count is spent."""
+            if policy is None or (policy.max_retries is not None and retry_number >= policy.max_retries):
+                return False
+            left = deadline - time.monotonic()
+            # A server asking for a pause beyond the time left: give up now rather than wait to give up.
+            if left <= 0 or (retry_after is not None and retry_after > left):
+                return False
+            delay = backoff_delay(retry_number, policy)
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            time.sleep(min(delay, left))
+            return True
 
         retry_number = 0
         while True:
@@ -135,8 +169,11 @@ class HttpTransport:
                 retry_after = parse_retry_after(answer.headers.get("retry-after") if answer.headers else None)
                 message, code, details = _error_parts(parsed)
                 reason = f"{answer.reason}" if answer.reason else ""
+                message = message or f"{self.service}: {verb} {path} answered {status} {reason}".strip()
+                if status == 401 and not self.api_key and self.key_variable:
+                    message = f"{self.service}: no API key was given: pass api_key= or set {self.key_variable} ({message})"
                 error = api_error_class(status)(
-                    message or f"{self.service}: {verb} {path} answered {status} {reason}".strip(),
+                    message,
                     service=self.service,
                     status=status,
                     method=verb,
@@ -146,11 +183,9 @@ class HttpTransport:
                     body=parsed,
                     retry_after=retry_after,
                 )
-                if policy is None or retry_number >= max_retries or status not in RETRYABLE_STATUS:
-                    raise error from None
-                delay = retry_after if retry_after is not None else backoff_delay(retry_number, policy)
-                # A server asking for a longer pause than the policy allows: give up now rather than hang.
-                if delay > policy.max_delay:
+                # 409 to a request with a key: observe is still storing that key's first request.
+                retryable = status in RETRYABLE_STATUS or (status == 409 and idempotency_key is not None)
+                if not retryable or not pause(retry_number, retry_after):
                     raise error from None
             except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as failure:
                 reason_obj = getattr(failure, "reason", failure)
@@ -160,10 +195,8 @@ class HttpTransport:
                     if timed_out
                     else f"{self.service}: {verb} {path} failed: {reason_obj}"
                 )
-                if policy is None or retry_number >= max_retries or not idempotent:
+                if not idempotent or not pause(retry_number, None):
                     raise VigilNetworkError(text, service=self.service, method=verb, path=path, timed_out=timed_out) from failure
-                delay = backoff_delay(retry_number, policy)
-            time.sleep(delay)
             retry_number += 1
 
 

@@ -122,11 +122,34 @@ class VigilClosedError(VigilError):
     """The client was closed; it sends nothing more."""
 
 
-class VigilDeliveryError(VigilError):
-    """Events that could not be delivered (after retries, or refused by the server), reported to ``on_error``."""
+#: Why events were dropped (VigilDeliveryError.reason).
+QUEUE_FULL = "queue_full"
+UNSERIALIZABLE = "unserializable"
+REFUSED = "refused"
+RETRIES_EXHAUSTED = "retries_exhausted"
+EXIT = "exit"
+SEVERAL = "several"
 
-    def __init__(self, message: str, events: Sequence[Any], cause: Optional[BaseException] = None) -> None:
+
+class VigilDeliveryError(VigilError):
+    """Events that were not stored, reported to ``on_error``: ``count`` of them, and why (``reason``):
+
+    - ``queue_full``: the queue held ``max_queue_size`` events or ``max_queue_bytes`` of them;
+    - ``unserializable``: the event is not JSON (NaN or infinity);
+    - ``refused``: observe refused them (invalid events, a missing or wrong key: a 4xx not retried);
+    - ``retries_exhausted``: no success within ``max_retry_time`` (server down, network errors, 5xx);
+    - ``exit``: the interpreter exited before they were sent;
+    - ``several``: flush() raising for batches that failed for different reasons.
+    """
+
+    def __init__(self, message: str, events: Sequence[Any], cause: Optional[BaseException] = None, *, reason: str) -> None:
         super().__init__(message)
         #: The events that were not stored.
         self.events = list(events)
+        self.reason = reason
         self.__cause__ = cause
+
+    @property
+    def count(self) -> int:
+        """How many events were not stored."""
+        return len(self.events)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
 from ._http import HttpTransport, RetryPolicy, quote
 from .errors import ApprovalTimeoutError
-from .observe import current_session
+from .observe import current_session, retry_policy
 
 DEFAULT_GATE_URL = "http://localhost:3000"
 
@@ -60,6 +60,7 @@ class GateClient:
         *,
         timeout: float = 10.0,
         retry: Optional[RetryPolicy] = None,
+        max_retry_time: Optional[float] = None,
         headers: Optional[Mapping[str, str]] = None,
     ) -> None:
         self._http = HttpTransport(
@@ -67,8 +68,9 @@ class GateClient:
             base_url or os.environ.get("VIGIL_GATE_URL") or DEFAULT_GATE_URL,
             api_key if api_key is not None else os.environ.get("VIGIL_GATE_API_KEY"),
             timeout=timeout,
-            retry=retry or RetryPolicy(),
+            retry=retry_policy(retry, max_retry_time),
             headers=headers,
+            key_variable="VIGIL_GATE_API_KEY",
         )
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import datetime
 import functools
 import inspect
@@ -18,7 +19,7 @@ from types import TracebackType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, cast, overload
 
 from ._http import HttpTransport, RetryPolicy, quote
-from ._queue import EventQueue, ErrorHandler
+from ._queue import DEFAULT_MAX_QUEUE_BYTES, EventQueue, ErrorHandler
 from .errors import VigilDeliveryError, VigilError
 from .pricing import ModelPrice, PriceTable
 
@@ -87,8 +88,10 @@ class ObserveClient:
     """Sends events to observe in batches from a background thread.
 
     ``base_url`` and ``api_key`` default to VIGIL_URL (else http://localhost:3400) and VIGIL_API_KEY.
-    Every request has a ``timeout`` (seconds) and is retried on 408, 429, 5xx and network errors
-    (``retry``; ``None`` for the default policy), honouring Retry-After.
+    Every request has a ``timeout`` (seconds) and is retried on 408, 425, 429, 500, 502, 503, 504
+    and network errors for up to ``max_retry_time`` seconds (default 600; 0: no retries) with
+    exponential backoff and full jitter, honouring Retry-After (``retry`` tunes the policy). Each
+    batch carries one Idempotency-Key that its retries repeat, so it is stored once.
     """
 
     def __init__(
@@ -98,9 +101,11 @@ class ObserveClient:
         *,
         timeout: float = 10.0,
         retry: Optional[RetryPolicy] = None,
+        max_retry_time: Optional[float] = None,
         batch_size: int = 100,
         flush_interval: float = 1.0,
         max_queue_size: int = 10_000,
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         flush_on_exit: bool = True,
         exit_timeout: float = 10.0,
         on_error: Optional[ErrorHandler] = None,
@@ -112,16 +117,18 @@ class ObserveClient:
             base_url or os.environ.get("VIGIL_URL") or DEFAULT_OBSERVE_URL,
             api_key if api_key is not None else os.environ.get("VIGIL_API_KEY"),
             timeout=timeout,
-            retry=retry or RetryPolicy(),
+            retry=retry_policy(retry, max_retry_time),
             headers=headers,
+            key_variable="VIGIL_API_KEY",
         )
         #: The price table for LLM costs: the built-in one with ``prices`` (e.g. your MODEL_PRICES) applied.
         self.prices = PriceTable.default(prices)
         self._queue = EventQueue(
-            lambda events: self.ingest(events),
+            self._send_batch,
             batch_size=batch_size,
             flush_interval=flush_interval,
             max_queue_size=max_queue_size,
+            max_queue_bytes=max_queue_bytes,
             flush_on_exit=flush_on_exit,
             exit_timeout=exit_timeout,
             on_error=on_error,
@@ -144,7 +151,9 @@ class ObserveClient:
         self._queue.flush(timeout)
 
     def close(self, timeout: Optional[float] = None) -> None:
-        """Flushes and stops: later track() calls raise VigilClosedError."""
+        """Flushes and stops: later track() calls raise VigilClosedError. Raises VigilDeliveryError when
+        some of what it flushed was not stored (already reported to on_error), TimeoutError when
+        ``timeout`` seconds pass first; nothing else."""
         self._queue.close(timeout)
 
     @property
@@ -152,9 +161,18 @@ class ObserveClient:
         """Events queued and not yet sent."""
         return self._queue.size
 
-    def ingest(self, events: List[Mapping[str, Any]]) -> Json:
-        """Sends events at once, as one atomic batch (1 to 1000), bypassing the queue."""
-        return cast(Json, self._http.request("POST", "/api/events", body={"events": events}))
+    def ingest(self, events: List[Mapping[str, Any]], *, idempotency_key: Optional[str] = None) -> Json:
+        """Sends events at once, as one atomic batch (1 to 1000), bypassing the queue. Its retries repeat
+        one Idempotency-Key (``idempotency_key``, else a random UUID), so the batch is stored once."""
+        return cast(
+            Json,
+            self._http.request("POST", "/api/events", body={"events": events}, idempotency_key=idempotency_key or str(uuid.uuid4())),
+        )
+
+    def _send_batch(self, texts: List[str], idempotency_key: str) -> None:
+        """The queue's sender: the events' JSON texts as one batch body, under the batch's key."""
+        body = ('{"events":[' + ",".join(texts) + "]}").encode("utf-8")
+        self._http.request("POST", "/api/events", raw_body=body, idempotency_key=idempotency_key)
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -195,6 +213,12 @@ class ObserveClient:
 
     def health(self) -> Json:
         return cast(Json, self._http.request("GET", "/api/health"))
+
+
+def retry_policy(retry: Optional[RetryPolicy], max_retry_time: Optional[float]) -> RetryPolicy:
+    """The client's policy: ``retry`` (default RetryPolicy()) with ``max_retry_time`` when given."""
+    policy = retry or RetryPolicy()
+    return policy if max_retry_time is None else dataclasses.replace(policy, max_retry_time=max_retry_time)
 
 
 def _camel(name: str) -> str:

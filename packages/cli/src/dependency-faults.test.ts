@@ -45,6 +45,8 @@ interface Outcome {
   /** HTTP status, or null when the server never answered within REQUEST_DEADLINE_MS. */
   status: number | null;
   body: string;
+  /** The Retry-After header, if any. */
+  retryAfter: string | null;
   ms: number;
 }
 
@@ -72,11 +74,11 @@ class Load {
       try {
         const { label, response } = await this.step(client, i);
         const body = await response.text();
-        this.outcomes.push({ phase, label, status: response.status, body, ms: performance.now() - started });
+        this.outcomes.push({ phase, label, status: response.status, body, retryAfter: response.headers.get('retry-after'), ms: performance.now() - started });
         // A refusing dependency answers at once; do not spin the CPU the service needs.
         if (response.status >= 500) await sleep(20);
       } catch (error) {
-        this.outcomes.push({ phase, label: 'request', status: null, body: String(error), ms: performance.now() - started });
+        this.outcomes.push({ phase, label: 'request', status: null, body: String(error), retryAfter: null, ms: performance.now() - started });
         await sleep(20);
       }
     }
@@ -121,7 +123,7 @@ function addressOf(service: { app: { server: { address(): unknown } } }): string
   return `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
 }
 
-/** Every outcome is a 2xx or the service's 503; none hung, none took longer than `boundMs`. */
+/** Every outcome is a 2xx or the service's 503 with Retry-After (clients back off by it); none hung, none took longer than `boundMs`. */
 function assertOnly2xxOr503(load: Load, expected503: unknown, boundMs: number): void {
   const context = load.summary();
   const unanswered = load.outcomes.filter((o) => o.status === null);
@@ -136,7 +138,10 @@ function assertOnly2xxOr503(load: Load, expected503: unknown, boundMs: number): 
     [],
     `only 2xx or 503 (${context})`,
   );
-  for (const o of load.outcomes.filter((x) => x.status === 503)) assert.deepEqual(JSON.parse(o.body), expected503, `503 body of ${o.label}`);
+  for (const o of load.outcomes.filter((x) => x.status === 503)) {
+    assert.deepEqual(JSON.parse(o.body), expected503, `503 body of ${o.label}`);
+    assert.equal(o.retryAfter, '1', `Retry-After of ${o.label}'s 503`);
+  }
   const slow = load.outcomes.filter((o) => o.ms > boundMs);
   assert.deepEqual(
     slow.map((o) => `${o.phase} ${o.label} → ${o.status} in ${Math.round(o.ms)} ms`),

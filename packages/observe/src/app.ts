@@ -61,6 +61,8 @@ export interface ObserveService {
     guardrails: PeriodicJob;
     /** Keeps the per-session reflect state (reflect/state.ts). */
     reflectState: PeriodicJob;
+    /** Deletes Idempotency-Key rows older than 24 hours (events/idempotency.ts). */
+    idempotencyKeys: PeriodicJob;
   };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
@@ -145,7 +147,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(authenticationFeature);
   await features.register(systemFeature);
   await features.register(keysFeature);
-  await features.register(eventsFeature);
+  const idempotencyKeys = await features.register(eventsFeature);
   await features.register(otelFeature);
   await features.register(webhooksFeature);
   await features.register(sessionsFeature);
@@ -175,7 +177,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState },
+    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState, idempotencyKeys },
     guardrails: guardrails.engine,
     streams,
   };

@@ -38,6 +38,16 @@ export const observeErrors = {
     code: 'chain_broken',
     message: "The session's hash chain is broken: no verdict is appended to it",
   },
+  idempotencyInFlight: {
+    status: 409,
+    code: 'idempotency_in_flight',
+    message: 'A request with this Idempotency-Key is still being stored; retry after Retry-After seconds',
+  },
+  idempotencyKeyReused: {
+    status: 422,
+    code: 'idempotency_key_reused',
+    message: 'This Idempotency-Key was used with a different request body in the last 24 hours',
+  },
   benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
   invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
   evaluatorNotFound: { status: 404, code: 'not_found', message: 'Evaluator not found' },

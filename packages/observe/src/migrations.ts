@@ -14,7 +14,14 @@ import { sql } from 'kysely';
 import { ALERT_SESSION_PREFIX } from './alerts/index.ts';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics/index.ts';
 import { createJudgeSpend } from './evals/index.ts';
-import { createStoreTotals, SYSTEM_AGENT_ID, COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, SIMPLE_MAX_INPUT_TOKENS } from './events/index.ts';
+import {
+  createIdempotencyKeyTable,
+  createStoreTotals,
+  SYSTEM_AGENT_ID,
+  COMPLEX_MIN_INPUT_TOKENS,
+  COMPLEX_MIN_TOOLS,
+  SIMPLE_MAX_INPUT_TOKENS,
+} from './events/index.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log/index.ts';
 import { createOtelSpanTable } from './otel/index.ts';
 import { compactEmbeddings } from './recall/index.ts';
@@ -646,5 +653,10 @@ export const observeMigrations: Record<string, MigrationStep> = {
   async '0023_stats_totals'(db) {
     await createStoreTotals(db);
     await createJudgeSpend(db);
+  },
+
+  /** Idempotent ingest: the Idempotency-Key rows of POST /api/events (events/idempotency.ts), kept 24 hours. */
+  async '0024_idempotency_keys'(db) {
+    await createIdempotencyKeyTable(db);
   },
 };

@@ -12,7 +12,7 @@ export const OBSERVE_OPERATIONS: OperationTable = {
   'POST /api/keys': 'createApiKey',
   'GET /api/keys': 'listApiKeys',
   'DELETE /api/keys/:id': 'revokeApiKey',
-  'POST /api/events': 'ingestEvents',
+  'POST /api/events': { id: 'ingestEvents', errors: [409, 422] },
   'GET /api/events': 'listEvents',
   'GET /api/events/:id': 'getEvent',
   'POST /api/events/ingest': 'ingestWebhook',

@@ -288,10 +288,27 @@ export interface ObserveSchema extends AuditLogTables {
   stream_tokens: StreamTokenRow;
   admin_changes: AdminChangeRow;
   otel_spans: OtelSpanRow;
+  idempotency_keys: IdempotencyKeyRow;
   reflect_sessions: ReflectSessionRow;
   reflect_ngrams: ReflectNgramRow;
   reflect_errors: ReflectErrorRow;
   reflect_preceding: ReflectPrecedingRow;
+}
+
+/**
+ * An Idempotency-Key of POST /api/events (events/idempotency.ts), written in its batch's ingest
+ * transaction; answered for 24 hours from created_at, then deleted by the sweep.
+ */
+export interface IdempotencyKeyRow {
+  /** The API key's id ('' with AUTH_DISABLED): keys are per API key. */
+  scope: string;
+  idempotency_key: string;
+  /** SHA-256 (hex) of the request's body bytes. */
+  fingerprint: string;
+  /** The answer given, replayed as it was. */
+  status: number;
+  body: string;
+  created_at: number;
 }
 
 /** A span stored by OTLP ingest (otel/): its events are in `events`, metadata.otel; the row makes a resent span a no-op. */

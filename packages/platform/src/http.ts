@@ -144,7 +144,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal or storage error',
   501: 'Not implemented',
   502: 'An upstream service failed',
-  503: 'Unavailable (database or a dependency); retry shortly',
+  503: 'Unavailable (database or a dependency); retry after Retry-After seconds',
 };
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -336,6 +336,8 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     if (serviceError.status >= 500) {
       request.log.error({ err: error }, 'request failed');
     }
+    // A 503 is passing (a database outage, a dependency): clients wait at least this before retrying, then back off.
+    if (serviceError.status === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_SECONDS);
     void reply.status(serviceError.status).send(options.renderError(serviceError));
   });
 
@@ -348,6 +350,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
 }
 
 export type { ZodTypeProvider };
+
+/** The Retry-After of every 503 error answer that names none itself (docs/api.md#errors). */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = '1';
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;

@@ -9,9 +9,11 @@
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), audit-log (a checkpoint every N events), stream (wakes open streams)
 // - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
-//   otel_spans rows that make a resent span a no-op)
-import { defineFeature } from '@vigil/platform';
+//   otel_spans rows that make a resent span a no-op); or once its events are chained
+//   (AppendOptions.afterAppend): ingest's Idempotency-Key row with the answer (idempotency.ts)
+import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
+import { deleteExpiredKeys, IDEMPOTENCY_SWEEP_INTERVAL_MS } from './idempotency.ts';
 import { registerEventRoutes } from './routes.ts';
 
 export {
@@ -79,6 +81,17 @@ export {
   toLink,
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
+export { createIdempotencyKeyTable } from './idempotency.ts';
 export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
 
-export const eventsFeature: ObserveFeature = defineFeature('events', ({ app, context }) => registerEventRoutes(app, context));
+/** Resolves to the job that deletes expired Idempotency-Key rows. */
+export const eventsFeature: ObserveFeature<PeriodicJob> = defineFeature('events', ({ app, context, job }) => {
+  registerEventRoutes(app, context);
+  return job({
+    name: 'observe.idempotency-keys',
+    intervalMs: IDEMPOTENCY_SWEEP_INTERVAL_MS,
+    run: async (now) => {
+      await deleteExpiredKeys(context.database, now);
+    },
+  });
+});

@@ -79,10 +79,15 @@ interface PreparedEvent {
   verifiedHead?: ChainHead;
   /** The batch's own write in its transaction (AppendOptions.inTransaction), shared by its events. */
   batchWriter?: BatchWriter;
+  /** The batch's own write once its events are chained (AppendOptions.afterAppend), shared by its events. */
+  batchCompletion?: BatchCompletion;
 }
 
 /** A caller's own write kept in its batch's transaction; throwing refuses the batch (only it, under group commit). */
 export type BatchWriter = (trx: Transaction<ObserveSchema>) => Promise<void>;
+
+/** A caller's own write in its batch's transaction that needs the batch's events as appended (ids, hashes), in batch order. */
+export type BatchCompletion = (trx: Transaction<ObserveSchema>, appended: readonly AppendedEvent[]) => Promise<void>;
 
 export interface AppendOptions {
   /**
@@ -96,6 +101,11 @@ export interface AppendOptions {
    * spans: what it writes commits with the events or not at all, and what it throws refuses the batch.
    */
   inTransaction?: BatchWriter;
+  /**
+   * Written in the batch's transaction after its events are chained and inserted, before the other
+   * features' writers, e.g. the Idempotency-Key row holding the answer; throwing refuses the batch.
+   */
+  afterAppend?: BatchCompletion;
 }
 
 export interface AppendedEvent {
@@ -279,6 +289,7 @@ export function prepareBatch(events: readonly IncomingEvent[], receivedAt: numbe
     const prepared = prepare(event, receivedAt);
     if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
     if (options.inTransaction !== undefined) prepared.batchWriter = options.inTransaction;
+    if (options.afterAppend !== undefined) prepared.batchCompletion = options.afterAppend;
     return prepared;
   });
 }
@@ -428,6 +439,14 @@ async function appendPrepared(
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
       if (tagsChanged.has(id)) await replaceTags(trx, sessions.get(id)!);
     }
+    const completions = new Map<BatchCompletion, AppendedEvent[]>();
+    prepared.forEach((event, index) => {
+      if (event.batchCompletion === undefined) return;
+      const own = completions.get(event.batchCompletion);
+      if (own === undefined) completions.set(event.batchCompletion, [appended[index]!]);
+      else own.push(appended[index]!);
+    });
+    for (const [completion, own] of completions) await completion(trx, own);
     const batch: CommittingBatch = {
       trx,
       dialect: database.dialect,

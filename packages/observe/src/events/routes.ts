@@ -1,27 +1,86 @@
 import { sendJsonText, type ZodApp } from '@vigil/platform';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import {
+  bodyDigestOf,
+  digestKeyedBody,
+  findStoredAnswer,
+  IDEMPOTENCY_KEY_HEADER,
+  idempotencyKeyHeaderSchema,
+  KeysInFlight,
+  KeyStoredMeanwhile,
+  REPLAYED_HEADER,
+  storeKey,
+  type IdempotencyClaim,
+  type StoredAnswer,
+} from './idempotency.ts';
+import type { AppendedEvent } from './ingest.ts';
 import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema } from './schemas.ts';
 import { eventsJson, findEvent, listEvents, toEvent } from './store.ts';
 
+/**
+ * The 201 answer, written as text (the schema still documents it): ids and hashes are the server's
+ * own, and validating a thousand objects only to stringify them cost more than the rest of the reply.
+ */
+function ingestAnswer(appended: readonly AppendedEvent[]): string {
+  const events = appended.map(({ id, hash }) => `{"id":${JSON.stringify(id)},"hash":"${hash}"}`).join(',');
+  return `{"ingested":${appended.length},"events":[${events}]}`;
+}
+
+/** A repeat of a stored key: its answer again when the body is the same, else 422. */
+function replay(reply: FastifyReply, claim: IdempotencyClaim, stored: StoredAnswer): FastifyReply {
+  if (stored.fingerprint !== claim.fingerprint) throw observeError('idempotencyKeyReused');
+  return sendJsonText(reply.status(stored.status).header(REPLAYED_HEADER, 'true'), stored.body);
+}
+
+function inFlightError(reply: FastifyReply): Error {
+  void reply.header('retry-after', '1');
+  return observeError('idempotencyInFlight');
+}
+
 export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
+  const keysInFlight = new KeysInFlight();
   app.post(
     '/api/events',
     {
+      preParsing: digestKeyedBody,
       schema: {
         summary: 'Ingest a batch of 1 to 1000 events, atomically',
         tags: ['events'],
+        headers: z.object({ [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeaderSchema.optional() }),
         body: ingestBodySchema,
         response: { 201: ingestResponseSchema },
       },
     },
     async (request, reply) => {
-      const appended = await ctx.events.append(request.body.events, ctx.clock.now());
-      // Written as text (the schema still documents it): ids and hashes are the server's own, and
-      // validating a thousand objects only to stringify them cost more than the rest of the reply.
-      const events = appended.map(({ id, hash }) => `{"id":${JSON.stringify(id)},"hash":"${hash}"}`).join(',');
-      return sendJsonText(reply.status(201), `{"ingested":${appended.length},"events":[${events}]}`);
+      const key = request.headers[IDEMPOTENCY_KEY_HEADER];
+      const now = ctx.clock.now();
+      if (key === undefined) return sendJsonText(reply.status(201), ingestAnswer(await ctx.events.append(request.body.events, now)));
+
+      const claim: IdempotencyClaim = { scope: request.apiKey?.id ?? '', key, fingerprint: bodyDigestOf(request) };
+      const stored = await findStoredAnswer(ctx.database, claim, now);
+      if (stored !== undefined) return replay(reply, claim, stored);
+      if (!keysInFlight.take(claim)) throw inFlightError(reply);
+      try {
+        let answer = '';
+        await ctx.events.append(request.body.events, now, {
+          afterAppend: async (trx, appended) => {
+            answer = ingestAnswer(appended);
+            await storeKey(trx, claim, { status: 201, body: answer }, now);
+          },
+        });
+        return sendJsonText(reply.status(201), answer);
+      } catch (error) {
+        if (!(error instanceof KeyStoredMeanwhile)) throw error;
+        // Another instance stored the key first: its answer (or 422), as if this were the repeat.
+        const winner = await findStoredAnswer(ctx.database, claim, ctx.clock.now());
+        if (winner === undefined) throw inFlightError(reply);
+        return replay(reply, claim, winner);
+      } finally {
+        keysInFlight.release(claim);
+      }
     },
   );
 

@@ -2562,8 +2562,10 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        409: ObserveError;
         413: ObserveError;
         415: ObserveError;
+        422: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
