@@ -156,12 +156,14 @@ export class HttpTransport {
     }
     const policy = init.retry === false ? false : init.retry === undefined ? this.retry : retryPolicy(DEFAULT_RETRY, init.retry);
     const deadline = Date.now() + (policy === false ? 0 : policy.maxRetryTimeMs);
-    /** The wait before retry number `retry + 1`, or undefined when the policy gives up (count, or the wait would end past the deadline). */
+    /** The wait before retry number `retry + 1`, or undefined when the policy gives up (count, or no time left). */
     const pause = (retry: number, retryAfterMs?: number): number | undefined => {
-      if (policy === false || retry >= policy.maxRetries) return undefined;
-      // Never sooner than the server asked; a Retry-After beyond the time left ends the retries now rather than after a useless wait.
-      const delay = retryAfterMs ?? backoffDelay(retry, policy);
-      return Date.now() + delay > deadline ? undefined : delay;
+      const timeLeft = deadline - Date.now();
+      if (policy === false || retry >= policy.maxRetries || timeLeft <= 0) return undefined;
+      // Never sooner than the server asked: a Retry-After beyond the time left ends the retries now rather than after a useless wait.
+      if (retryAfterMs !== undefined) return retryAfterMs > timeLeft ? undefined : retryAfterMs;
+      // A backoff ends by the deadline at the latest, for one last attempt there.
+      return Math.min(backoffDelay(retry, policy), timeLeft);
     };
 
     for (let retry = 0; ; retry++) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
@@ -704,7 +705,8 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     for (let i = 0; i < 4; i++) client.track(customEvent('retry-budget', i));
     await assert.rejects(client.flush(), (error: unknown) => error instanceof VigilDeliveryError && error.count === 4 && error.reason === 'retries_exhausted');
     assert.equal(reported.length, 1);
-    assert.ok(down.times.at(-1)! - down.times[0]! <= 1500, 'no attempt after the budget');
+    // The last attempt comes by the deadline (a backoff is cut short to it), none after; 100 ms for timers and the local hop.
+    assert.ok(down.times.at(-1)! - down.times[0]! <= 1600, `no attempt after the budget: ${down.times.map((t) => t - down.times[0]!).join(', ')} ms`);
     assert.deepEqual(await client.close(), { stored: 0, dropped: 4, spooled: 0 });
   });
 
@@ -779,10 +781,14 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
       5000,
       'the summary line',
     );
-    assert.match(lines[1]!, /^vigil: 50 more delivery failures since the last report, 52 events not stored \(queue_full 49, rejected 3\)/);
+    assert.match(lines[1]!, /^vigil: 50 more delivery failures since the last report, 52 events not stored \(queue_full 49, refused 3\)/);
   });
 
   test('close() in a SIGINT handler, as the README shows, exits cleanly while observe is unreachable', async () => {
+    const readme = readFileSync(resolve(import.meta.dirname, '../../../README.md'), 'utf8');
+    const open = readme.indexOf('```ts', readme.indexOf('In a signal handler:'));
+    const handler = readme.slice(readme.indexOf('\n', open) + 1, readme.indexOf('```', open + 5));
+    assert.match(handler, /process\.once\('SIGINT'[\s\S]*vigil\.close\(/);
     const gone = await proxy(live.observeUrl);
     const url = gone.url;
     await gone.stop();
@@ -795,26 +801,19 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
         `
         import { ObserveClient } from '@vigil/sdk/node';
         const vigil = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: 'k', onError: (e) => console.error('REPORTED ' + e.reason + ' ' + e.count) });
-        process.once('SIGINT', async () => {
-          const { stored, dropped } = await vigil.close({ timeoutMs: 2000 });
-          console.log(JSON.stringify({ stored, dropped }));
-          process.exit(130);
-        });
+        ${handler}
         for (let i = 0; i < 5; i++) vigil.track({ sessionId: 'sigint', agentId: 'child', eventType: 'custom', payload: { type: 'tick', data: { i } } });
         await vigil.flush().catch(() => undefined); // never settles while observe is down: retries go on
         `,
       ],
-      { cwd: resolve(import.meta.dirname, '../../..'), env: { ...process.env, OBSERVE: url }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: resolve(import.meta.dirname, '../../..'), env: { ...process.env, OBSERVE: url }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
-    let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((done) => child.once('exit', done));
     await sleep(1500); // past the old 1 s of retries
     child.kill('SIGINT');
     assert.equal(await exited, 130, stderr);
-    assert.deepEqual(JSON.parse(stdout), { stored: 0, dropped: 5 });
-    assert.equal(stderr.trim(), 'REPORTED closed 5');
+    assert.equal(stderr.trim(), 'REPORTED closed 5', 'the README’s close({ timeoutMs: 5000 }) dropped the unsent events and said so');
   });
 });
