@@ -167,12 +167,13 @@ describe('the packed SDK rides out outages: every event stored exactly once', { 
         const key = await firstObserveKey(observe.base);
         const prefix = `agent-kill-${Date.now()}`;
         const crashed = startAgent(observe.base, key, prefix, { SPOOL: spool, PRINT_PUSHED: '1', RATE: '1000' });
-        await someStored(observe.base, key, prefix, 3000);
+        // Some batches stored before the crash (the last may be stored without its settle record: resent, stored once), most to come.
+        await someStored(observe.base, key, prefix, 1000);
         crashed.child.kill('SIGKILL');
         await crashed.exited;
         // track(i) returned for every printed i; the one after the last printed may have returned too.
         const printed = Number(crashed.lastLine('pushed '));
-        assert.ok(printed > 3000 && printed < EVENTS - 1, `killed mid-stream, after ${printed + 1} events`);
+        assert.ok(printed >= 1000 && printed < EVENTS - 1, `killed mid-stream, after ${printed + 1} events`);
 
         const restarted = startAgent(observe.base, key, prefix, { SPOOL: spool, COUNT: '0' });
         const { dropped, spooled } = await finished(restarted);
