@@ -20,7 +20,6 @@ import {
   firstObserveKey,
   newSchemaName,
   POSTGRES_URL,
-  removeDir,
   servicesSkipReason,
   ServiceProcess,
   TcpProxy,
@@ -100,22 +99,33 @@ async function someStored(observeUrl: string, apiKey: string, prefix: string, co
   );
 }
 
+/** A real observe process on a data directory of its own (SQLite unless `env` names PostgreSQL), started. */
+async function startObserve(env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const dataDir = tempDir('vigil-durability-');
+  dirs.push(dataDir);
+  return (await ServiceProcess.create('observe', env, dataDir)).start();
+}
+
+/** The agent streams its 20,000 events into `observe`; `outage` strikes once some are stored; then every event must be stored exactly once. */
+async function streamThrough(observe: ServiceProcess, name: string, outage: () => Promise<void>): Promise<void> {
+  const key = await firstObserveKey(observe.base);
+  const prefix = `${name}-${Date.now()}`;
+  const agent = startAgent(observe.base, key, prefix);
+  await someStored(observe.base, key, prefix, 300);
+  await outage();
+  assert.deepEqual(await finished(agent), { stored: EVENTS, dropped: 0, spooled: 0 });
+  await assertStoredExactlyOnce(observe.base, key, prefix, EVENTS);
+}
+
 describe('the packed SDK rides out outages: every event stored exactly once', { timeout: 600_000 }, () => {
   test('observe (SQLite) stopped for 60 s while the agent streams 20,000 events, then started again on the same data', { timeout: 180_000 }, async () => {
-    const dataDir = tempDir('vigil-durability-');
-    dirs.push(dataDir);
-    const observe = await ServiceProcess.create('observe', {}, dataDir);
-    await observe.start();
+    const observe = await startObserve();
     try {
-      const key = await firstObserveKey(observe.base);
-      const prefix = `restart-${Date.now()}`;
-      const agent = startAgent(observe.base, key, prefix);
-      await someStored(observe.base, key, prefix, 300);
-      await observe.stop();
-      await sleep(60_000);
-      await observe.start();
-      assert.deepEqual(await finished(agent), { stored: EVENTS, dropped: 0, spooled: 0 });
-      await assertStoredExactlyOnce(observe.base, key, prefix, EVENTS);
+      await streamThrough(observe, 'restart', async () => {
+        await observe.stop();
+        await sleep(60_000);
+        await observe.start();
+      });
     } finally {
       await observe.kill();
     }
@@ -129,24 +139,13 @@ describe('the packed SDK rides out outages: every event stored exactly once', { 
     const proxied = new URL(POSTGRES_URL);
     proxied.host = proxy.url;
     const schema = newSchemaName('durability');
-    const dataDir = tempDir('vigil-durability-');
-    dirs.push(dataDir);
-    const observe = await ServiceProcess.create(
-      'observe',
-      { DATABASE_URL: proxied.toString(), OBSERVE_DB_SCHEMA: schema, DATABASE_CONNECT_TIMEOUT_MS: '1000' },
-      dataDir,
-    );
-    await observe.start();
+    const observe = await startObserve({ DATABASE_URL: proxied.toString(), OBSERVE_DB_SCHEMA: schema, DATABASE_CONNECT_TIMEOUT_MS: '1000' });
     try {
-      const key = await firstObserveKey(observe.base);
-      const prefix = `pg-outage-${Date.now()}`;
-      const agent = startAgent(observe.base, key, prefix);
-      await someStored(observe.base, key, prefix, 300);
-      await proxy.cut('reset');
-      await sleep(30_000);
-      await proxy.restore();
-      assert.deepEqual(await finished(agent), { stored: EVENTS, dropped: 0, spooled: 0 });
-      await assertStoredExactlyOnce(observe.base, key, prefix, EVENTS);
+      await streamThrough(observe, 'pg-outage', async () => {
+        await proxy.cut('reset');
+        await sleep(30_000);
+        await proxy.restore();
+      });
     } finally {
       await observe.kill();
       await proxy.stop();
@@ -158,11 +157,9 @@ describe('the packed SDK rides out outages: every event stored exactly once', { 
     'the agent killed with SIGKILL mid-stream and started again on its disk spool: every event it pushed is stored exactly once',
     { timeout: 180_000 },
     async () => {
-      const dataDir = tempDir('vigil-durability-');
       const spool = mkdtempSync(join(tmpdir(), 'vigil-durability-spool-'));
-      dirs.push(dataDir, spool);
-      const observe = await ServiceProcess.create('observe', {}, dataDir);
-      await observe.start();
+      dirs.push(spool);
+      const observe = await startObserve();
       try {
         const key = await firstObserveKey(observe.base);
         const prefix = `agent-kill-${Date.now()}`;
@@ -184,7 +181,6 @@ describe('the packed SDK rides out outages: every event stored exactly once', { 
         assert.equal(indices.length, pushed);
       } finally {
         await observe.kill();
-        removeDir(spool);
       }
     },
   );
