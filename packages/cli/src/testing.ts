@@ -12,6 +12,10 @@ import { buildObserveService, observeConfigFromEnvironment, type ObserveService 
 import { systemClock } from '@vigil/platform';
 import { linkedServicesEnvironment } from './linked-services.ts';
 
+// Real service processes and a failing TCP proxy, for the SDK's outage tests.
+export { dropSchemas, firstObserveKey, newSchemaName, POSTGRES_URL, servicesSkipReason, ServiceProcess, tempDir } from './cluster.ts';
+export { TcpProxy } from './tcp-proxy.ts';
+
 export const TEST_GATE_ADMIN_KEY = 'gk_sdk_test_admin_key_0123456789';
 
 export interface LiveServices {

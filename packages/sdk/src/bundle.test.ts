@@ -86,9 +86,14 @@ describe('browser bundle of @vigil/sdk', () => {
     assert.match(bundle.code, /\/api\/events/);
   });
 
-  test('the check catches Node code: @vigil/sdk/node imports node:async_hooks and reads process', async () => {
+  test('the check catches Node code: @vigil/sdk/node imports node:async_hooks, node:fs (the disk spool) and reads process', async () => {
     const bundle = await bundleForBrowser(join(SDK_DIR, 'dist', 'node.js'));
-    assert.deepEqual(bundle.builtins, ['node:async_hooks (from dist/node.js)']);
+    assert.deepEqual(bundle.builtins, [
+      'node:async_hooks (from dist/node.js)',
+      'node:path (from dist/node.js)',
+      'node:fs (from dist/spool.js)',
+      'node:path (from dist/spool.js)',
+    ]);
     assert.ok(
       bundle.globals.some((found) => found.startsWith('process ')),
       `process.on(...) found: ${JSON.stringify(bundle.globals)}`,

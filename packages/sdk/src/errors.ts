@@ -146,12 +146,42 @@ export class VigilDeprecationError extends VigilError {
 /** The client was closed; it sends nothing more. */
 export class VigilClosedError extends VigilError {}
 
-/** Events that could not be delivered (after retries, or refused by the server), reported to `onError`. */
+/**
+ * Why events were not stored (the same names as the Python client's):
+ * - `refused`: observe answered a final 4xx (400 naming invalid events: only those; else the batch, e.g. 401, 413, 422);
+ * - `retries_exhausted`: no answer that stored them within `maxRetryTimeMs` (or a Retry-After beyond it);
+ * - `queue_full`: pushed while `maxQueueSize` events or `maxQueueBytes` were waiting;
+ * - `unserializable`: the event is not JSON (a BigInt, a cycle);
+ * - `closed`: still unsent when `close({ timeoutMs })` gave up waiting;
+ * - `exit`: the process exited (process.exit()) before they were sent;
+ * - `spool_full`: the disk spool held `maxSpoolBytes` or could not be written (`@vigil/sdk/node`);
+ * - `several`: a flush() whose batches failed for different reasons (each was reported on its own).
+ */
+export type DeliveryFailureReason = 'refused' | 'retries_exhausted' | 'queue_full' | 'unserializable' | 'closed' | 'exit' | 'spool_full' | 'several';
+
+/**
+ * Events that were not stored and never will be (dropped), reported to `onError` exactly once:
+ * `count` of them, for `reason`; `cause` is the last error of the delivery, when there was one.
+ */
 export class VigilDeliveryError extends VigilError {
+  readonly count: number;
   constructor(
     message: string,
     /** The events that were not stored. */
     readonly events: readonly unknown[],
+    readonly reason: DeliveryFailureReason,
+    cause?: unknown,
+  ) {
+    super(message, { cause });
+    this.count = events.length;
+  }
+}
+
+/** `@vigil/sdk/node`: the disk spool could not be opened (another process holds its lock, or the directory is unusable). */
+export class VigilSpoolError extends VigilError {
+  constructor(
+    message: string,
+    readonly directory: string,
     cause?: unknown,
   ) {
     super(message, { cause });

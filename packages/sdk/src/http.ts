@@ -1,8 +1,9 @@
 /**
  * The HTTP transport both clients share: bearer authentication, JSON bodies, a deadline per
- * attempt, and retries with exponential backoff (and jitter) on 408, 429, 5xx and network errors,
- * honouring Retry-After. Retries make delivery at-least-once: a request whose connection broke
- * after the server committed it is sent again.
+ * attempt, and retries with exponential backoff (full jitter) on network errors, timeouts, 408,
+ * 409 idempotency_in_flight, 425, 429, 500, 502, 503 and 504, honouring Retry-After, for at most
+ * `maxRetries` retries and `maxRetryTimeMs`. A retried request may reach the server twice (its
+ * first answer was lost): POST /api/events carries an Idempotency-Key, so observe stores it once.
  */
 import { apiError, VigilNetworkError, type ErrorDetail, type ServiceName, type VigilApiError } from './errors.ts';
 import type { CallOptions, InitArgs, Methods, Operation, RetryOptions, Success } from './types.ts';
@@ -16,7 +17,7 @@ export interface TransportOptions {
   headers?: Record<string, string>;
   /** Deadline of one attempt (default 10 s). */
   timeoutMs?: number;
-  /** Retry policy (default: 3 retries from 250 ms); `false` disables retries. */
+  /** Retry policy of the calls you await (default: 3 retries from 250 ms, within 30 s); `false` disables retries. */
   retry?: RetryOptions | false;
   /** A fetch implementation (default: the global one). */
   fetch?: typeof fetch;
@@ -28,8 +29,25 @@ export interface TransportRequest extends CallOptions {
   body?: unknown;
 }
 
-const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
-const DEFAULT_RETRY: Required<RetryOptions> = { maxRetries: 3, baseDelayMs: 250, maxDelayMs: 30_000 };
+const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+export const DEFAULT_RETRY: Required<RetryOptions> = { maxRetries: 3, maxRetryTimeMs: 30_000, baseDelayMs: 250, maxDelayMs: 30_000 };
+
+/** `base` with the options `overrides` sets (an option given as undefined keeps the base's value). */
+export function retryPolicy(base: Required<RetryOptions>, overrides: RetryOptions | undefined): Required<RetryOptions> {
+  const policy = { ...base };
+  for (const [name, value] of Object.entries(overrides ?? {}) as [keyof RetryOptions, number | undefined][]) if (value !== undefined) policy[name] = value;
+  return policy;
+}
+
+/**
+ * Whether a failed answer is worth repeating. A 409 is, only when it is observe's "the same
+ * Idempotency-Key is still being processed" (idempotency_in_flight, which carries Retry-After): a
+ * gate conflict is final.
+ */
+export function retryableAnswer(error: VigilApiError): boolean {
+  if (RETRYABLE_STATUS.has(error.status)) return true;
+  return error.status === 409 && (error.code === 'idempotency_in_flight' || /idempotency_in_flight/.test(error.message) || error.retryAfterMs !== undefined);
+}
 
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -56,10 +74,12 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Exponential backoff with "equal jitter": between half and all of base × 2^retry, capped. */
-export function backoffDelay(retry: number, policy: Required<RetryOptions>): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
+/**
+ * Exponential backoff with "full jitter": anywhere between 0 and base × 2^retry, capped at
+ * maxDelayMs, so clients that failed together do not come back together.
+ */
+export function backoffDelay(retry: number, policy: Pick<Required<RetryOptions>, 'baseDelayMs' | 'maxDelayMs'>): number {
+  return Math.random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
 }
 
 function expandPath(template: string, params: Record<string, unknown> | undefined): string {
@@ -118,7 +138,7 @@ export class HttpTransport {
     // "Illegal invocation" (Node's does not care).
     const fetchImpl = options.fetch ?? globalThis.fetch;
     this.fetchImpl = (input, init) => fetchImpl(input, init);
-    this.retry = options.retry === false ? false : { ...DEFAULT_RETRY, ...options.retry };
+    this.retry = options.retry === false ? false : retryPolicy(DEFAULT_RETRY, options.retry);
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
 
@@ -134,8 +154,17 @@ export class HttpTransport {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(init.body);
     }
-    const policy = init.retry === false ? false : init.retry === undefined ? this.retry : { ...DEFAULT_RETRY, ...init.retry };
-    const maxRetries = policy === false ? 0 : policy.maxRetries;
+    const policy = init.retry === false ? false : init.retry === undefined ? this.retry : retryPolicy(DEFAULT_RETRY, init.retry);
+    const deadline = Date.now() + (policy === false ? 0 : policy.maxRetryTimeMs);
+    /** The wait before retry number `retry + 1`, or undefined when the policy gives up (count, or no time left). */
+    const pause = (retry: number, retryAfterMs?: number): number | undefined => {
+      const timeLeft = deadline - Date.now();
+      if (policy === false || retry >= policy.maxRetries || timeLeft <= 0) return undefined;
+      // Never sooner than the server asked: a Retry-After beyond the time left ends the retries now rather than after a useless wait.
+      if (retryAfterMs !== undefined) return retryAfterMs > timeLeft ? undefined : retryAfterMs;
+      // A backoff ends by the deadline at the latest, for one last attempt there.
+      return Math.min(backoffDelay(retry, policy), timeLeft);
+    };
 
     for (let retry = 0; ; retry++) {
       const attempt = new AbortController();
@@ -161,8 +190,9 @@ export class HttpTransport {
           timedOut,
           error,
         );
-        if (policy === false || retry >= maxRetries) throw failure;
-        await sleep(backoffDelay(retry, policy), init.signal);
+        const delay = pause(retry);
+        if (delay === undefined) throw failure;
+        await sleep(delay, init.signal);
         continue;
       } finally {
         clearTimeout(timer);
@@ -192,10 +222,8 @@ export class HttpTransport {
         body: parsed,
         retryAfterMs,
       });
-      if (policy === false || retry >= maxRetries || !RETRYABLE_STATUS.has(response.status)) throw error;
-      const delay = retryAfterMs ?? backoffDelay(retry, policy);
-      // A server asking for a longer pause than the policy allows: give up now rather than hang.
-      if (delay > policy.maxDelayMs) throw error;
+      const delay = retryableAnswer(error) ? pause(retry, retryAfterMs) : undefined;
+      if (delay === undefined) throw error;
       await sleep(delay, init.signal);
     }
   }

@@ -29,7 +29,7 @@ export {
 } from './session.ts';
 export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
 export { traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
-export type { BatchingOptions } from './queue.ts';
+export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';
 export {
@@ -47,7 +47,9 @@ export {
   VigilPermissionError,
   VigilRateLimitError,
   VigilServerError,
+  VigilSpoolError,
   VigilValidationError,
+  type DeliveryFailureReason,
   type ErrorDetail,
   type ServiceName,
 } from './errors.ts';

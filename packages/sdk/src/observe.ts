@@ -4,12 +4,12 @@
  * and answer type comes from src/generated/observe.ts.
  */
 import { VigilDeprecationError } from './errors.ts';
-import { ServiceClient, type TransportOptions } from './http.ts';
-import { environment } from './runtime.ts';
+import { DEFAULT_RETRY, retryPolicy, ServiceClient, type TransportOptions } from './http.ts';
+import { environment, newId } from './runtime.ts';
 import { priceTable, type ModelPrice, type PriceTable } from './pricing.ts';
-import { EventQueue, type BatchingOptions } from './queue.ts';
+import { DEFAULT_MAX_RETRY_TIME_MS, EventQueue, type BatchingOptions, type CloseOptions, type CloseResult, type QueueJournal } from './queue.ts';
 import { VigilSession, type EndSessionOptions, type SessionSink, type StartSessionOptions } from './session.ts';
-import type { CallOptions, IncomingEvent, ObserveBody, ObservePaths, ObserveQuery, ObserveResult } from './types.ts';
+import type { CallOptions, IncomingEvent, ObserveBody, ObservePaths, ObserveQuery, ObserveResult, RetryOptions } from './types.ts';
 
 export const DEFAULT_OBSERVE_URL = 'http://localhost:3400';
 
@@ -22,6 +22,9 @@ export interface ObserveClientOptions extends Partial<TransportOptions>, Batchin
   prices?: PriceTable | readonly ModelPrice[];
 }
 
+/** The request header (IETF httpapi idempotency-key draft) observe stores a batch once by. */
+const IDEMPOTENCY_KEY = 'idempotency-key';
+
 const LESSONS_REMOVED = '0.12.0';
 const LESSONS_REPLACEMENT = 'lesson management and community sharing moved to the external memory system (enable MEMORY_ENABLED and use /api/memory/*)';
 
@@ -29,10 +32,19 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
   readonly prices: PriceTable;
   protected readonly queue: EventQueue<IncomingEvent>;
 
-  constructor(options: ObserveClientOptions = {}) {
+  /** @param journal where queued events outlive the process (`@vigil/sdk/node`'s disk spool). */
+  constructor(options: ObserveClientOptions = {}, journal?: QueueJournal<IncomingEvent>) {
     super('observe', options, { baseUrl: environment('VIGIL_URL') ?? DEFAULT_OBSERVE_URL, apiKey: environment('VIGIL_API_KEY') });
     this.prices = priceTable(options.prices);
-    this.queue = new EventQueue((events) => this.ingest(events).then(() => undefined), options);
+    // Queued events are retried for maxRetryTimeMs, however many attempts that takes; the backoff delays follow `retry`.
+    const retry: RetryOptions = retryPolicy(
+      { ...DEFAULT_RETRY, maxRetries: Number.POSITIVE_INFINITY, maxRetryTimeMs: options.maxRetryTimeMs ?? DEFAULT_MAX_RETRY_TIME_MS },
+      options.retry === false ? undefined : { baseDelayMs: options.retry?.baseDelayMs, maxDelayMs: options.retry?.maxDelayMs },
+    );
+    this.queue = new EventQueue((events, key, signal) => this.ingest(events, { headers: { [IDEMPOTENCY_KEY]: key }, signal, retry }).then(() => undefined), {
+      ...options,
+      journal,
+    });
   }
 
   // ------------------------------------------------------------------------------------------
@@ -48,14 +60,18 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.queue.flush();
   }
 
-  /** Flushes and stops: later track() calls throw VigilClosedError. */
-  close(): Promise<void> {
-    return this.queue.close();
+  /**
+   * Stops: later track() calls throw VigilClosedError. Sends what is queued and waits for it (at
+   * most `timeoutMs`; default: as long as the retries go on). Never rejects: what was not stored
+   * was reported to onError; it resolves with the counts (see CloseResult).
+   */
+  close(options?: CloseOptions): Promise<CloseResult> {
+    return this.queue.close(options);
   }
 
-  /** Drops what is still queued, reporting it to onError as lost for `reason`. */
-  discardPending(reason: string): void {
-    this.queue.discard(reason);
+  /** Drops what is still queued, reporting it to onError as lost (reason `exit`, message `why`); with a disk spool it stays there. */
+  discardPending(why: string): void {
+    this.queue.discard(why, 'exit');
   }
 
   /** Events queued and not yet sent. */
@@ -63,9 +79,14 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.queue.size;
   }
 
-  /** Sends events at once, as one atomic batch (1 to 1000), bypassing the queue. */
+  /**
+   * Sends events at once, as one atomic batch (1 to 1000), bypassing the queue. Its retries carry
+   * one Idempotency-Key (a new UUID, unless `options.headers` has one), so observe stores it once.
+   */
   ingest(events: IncomingEvent[], options?: CallOptions): Promise<ObserveResult<'/api/events', 'post'>> {
-    return this.call('post', '/api/events', { body: { events }, ...options });
+    const given = Object.keys(options?.headers ?? {}).some((name) => name.toLowerCase() === IDEMPOTENCY_KEY);
+    const headers = given ? options?.headers : { [IDEMPOTENCY_KEY]: newId(), ...options?.headers };
+    return this.call('post', '/api/events', { body: { events }, ...options, headers });
   }
 
   // ------------------------------------------------------------------------------------------

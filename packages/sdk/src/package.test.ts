@@ -3,22 +3,20 @@
  * @vigil/pricing, the two tarballs installed with npm into an empty folder under the system's
  * temporary directory, then plain `node` (no tsx) runs scripts there that record sessions against
  * a real observe service listening in this process, and the repository's TypeScript checks a file
- * that imports the installed package with `moduleResolution: NodeNext`.
- *
- * The tarballs are packed with --ignore-scripts: `prepack` would rebuild dist/ (deleting it first)
- * under the feet of tests running at the same time; `npm test` builds both packages beforehand.
+ * that imports the installed package with `moduleResolution: NodeNext` (packing and installing:
+ * packed-harness.ts).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { PriceTable } from '@vigil/pricing';
 import { startLiveServices, type LiveServices } from '@vigil/cli/testing';
-import { assertPackagesBuilt, PRICING_DIR, SDK_DIR } from '../scripts/built.ts';
+import { assertPackagesBuilt, SDK_DIR } from '../scripts/built.ts';
 import { ObserveClient } from './index.ts';
+import { cleanEnvironment, installPackedSdk, npm, type Packed } from './packed-harness.ts';
 
 const run = promisify(execFile);
 const TSC = resolve(SDK_DIR, '../../node_modules/typescript/bin/tsc');
@@ -27,40 +25,10 @@ const NODE_TYPES = resolve(SDK_DIR, '../../node_modules/@types');
 /** Packages of the server side; none may reach a user's install. */
 const SERVER_PACKAGES = ['better-sqlite3', 'pg', 'fastify', 'kysely', 'ioredis', 'pino', '@vigil/observe', '@vigil/gate', '@vigil/platform', '@vigil/cli'];
 
-/** What `npm pack --json` says about one tarball. */
-interface Packed {
-  filename: string;
-  size: number;
-  unpackedSize: number;
-  files: { path: string }[];
-}
-
-/**
- * The environment for npm and node in the install folder: none of the npm_* settings of an
- * enclosing `npm test` (they name this workspace) and no NODE_OPTIONS (so no tsx loader).
- */
-function cleanEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!/^npm_/i.test(name) && name !== 'NODE_OPTIONS' && !name.startsWith('VIGIL_')) env[name] = value;
-  }
-  return { ...env, ...extra };
-}
-
-async function npm(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, env: cleanEnvironment(), maxBuffer: 16 * 1024 * 1024 });
-  return stdout;
-}
-
-async function pack(packageDir: string, destination: string): Promise<Packed> {
-  const [packed] = JSON.parse(await npm(['pack', '--json', '--ignore-scripts', '--pack-destination', destination], packageDir)) as Packed[];
-  return packed!;
-}
-
 let live: LiveServices;
 let workDir: string;
 let appDir: string;
-const packed: Record<'sdk' | 'pricing', Packed> = {} as Record<'sdk' | 'pricing', Packed>;
+let packed: Record<'sdk' | 'pricing', Packed>;
 
 /** Runs a plain-node script of the install folder against the live observe; answers its JSON output. */
 async function runScript(file: string, source: string, ...args: string[]): Promise<Record<string, unknown>> {
@@ -81,11 +49,8 @@ const expectedCost = PriceTable.fromDefaults().costUsd('gpt-4o-mini', 'openai', 
 describe('@vigil/sdk packed and installed outside the monorepo', { timeout: 300_000 }, () => {
   before(async () => {
     assertPackagesBuilt();
-    workDir = mkdtempSync(join(tmpdir(), 'vigil-pack-'));
-    appDir = mkdtempSync(join(tmpdir(), 'vigil-install-'));
     live = await startLiveServices();
-    [packed.pricing, packed.sdk] = await Promise.all([pack(PRICING_DIR, workDir), pack(SDK_DIR, workDir), npm(['init', '-y'], appDir)]);
-    await npm(['install', join(workDir, packed.sdk.filename), join(workDir, packed.pricing.filename), '--no-audit', '--no-fund', '--prefer-offline'], appDir);
+    ({ workDir, appDir, packed } = await installPackedSdk());
   });
 
   after(async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
@@ -22,6 +23,7 @@ import {
   VigilPermissionError,
   VigilServerError,
   VigilValidationError,
+  defaultErrorReporter,
   type IncomingEvent,
 } from './index.ts';
 import { eventually, forwardTo, startLiveServices, type LiveServices } from '@vigil/cli/testing';
@@ -589,5 +591,229 @@ describe('removed features', () => {
     }
     await sleep(50);
     assert.equal(recorder.requests.length, 0);
+  });
+});
+
+describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bounds, close()', () => {
+  /** Answers 503 (optionally with Retry-After) to the first `failures` requests, then forwards; records when each request came. */
+  async function failingFirst(
+    failures: number,
+    answer: (res: ServerResponse) => void = (res) => sendJson(res, 503, { error: 'Database unavailable', status: 503 }),
+  ) {
+    const times: number[] = [];
+    const server = await proxy(live.observeUrl, (_request, index) => {
+      times.push(Date.now());
+      return index < failures ? answer : undefined;
+    });
+    return { server, times, keys: () => server.requests.map((r) => r.headers['idempotency-key']) };
+  }
+
+  test('queued events ride out an outage longer than the old 1 s budget (3 retries from 250 ms)', async () => {
+    const outage = await failingFirst(Number.POSITIVE_INFINITY);
+    const reported: VigilError[] = [];
+    const client = observeClient(outage.server.url, { flushIntervalMs: 60_000, onError: (error) => reported.push(error) });
+    for (let i = 0; i < 3; i++) client.track(customEvent('ride-out', i));
+    const flushed = client.flush();
+    await eventually(
+      async () => Date.now() - outage.times[0]!,
+      (ms) => ms > 2500,
+      10_000,
+      'an outage of 2.5 s',
+    );
+    assert.ok(outage.server.requests.length >= 2, 'retried meanwhile');
+    // observe is back: the next retry stores the batch.
+    outage.server.handler = (request, res) => void forwardTo(live.observeUrl, request, res);
+    await flushed;
+    assert.deepEqual(reported, []);
+    assert.equal((await storedEvents('ride-out')).length, 3);
+    await client.close();
+  });
+
+  test('a Retry-After beyond the backoff cap is honoured: the retry comes no sooner', async () => {
+    const slow = await failingFirst(1, (res) => {
+      res.setHeader('retry-after', '2');
+      sendJson(res, 503, { error: 'Database unavailable', status: 503 });
+    });
+    const client = observeClient(slow.server.url, { flushIntervalMs: 60_000, retry: { maxDelayMs: 300 } });
+    client.track(customEvent('retry-after-cap', 0));
+    await client.flush();
+    assert.equal(slow.times.length, 2);
+    assert.ok(slow.times[1]! - slow.times[0]! >= 1990, `waited ${slow.times[1]! - slow.times[0]!} ms`);
+    await client.close();
+  });
+
+  test('409 idempotency_in_flight and 425 are retried; a batch keeps its Idempotency-Key and body on every retry; later events go to a later batch', async () => {
+    const answers = [
+      (res: ServerResponse) => {
+        res.setHeader('retry-after', '1');
+        sendJson(res, 409, { error: 'idempotency_in_flight: a request with this Idempotency-Key is being processed', status: 409 });
+      },
+      (res: ServerResponse) => sendJson(res, 425, { error: 'Too early', status: 425 }),
+    ];
+    const flaky = await failingFirst(2);
+    flaky.server.handler = (request, res) => {
+      const own = answers[flaky.server.requests.length - 1];
+      if (own) return own(res);
+      void forwardTo(live.observeUrl, request, res);
+    };
+    const client = observeClient(flaky.server.url, { flushIntervalMs: 60_000 });
+    for (let i = 0; i < 3; i++) client.track(customEvent('frozen-batch', i));
+    const first = client.flush();
+    await eventually(
+      async () => flaky.server.requests.length,
+      (n) => n >= 1,
+      10_000,
+      'the first attempt',
+    );
+    for (let i = 3; i < 5; i++) client.track(customEvent('frozen-batch', i));
+    await first;
+    await client.flush();
+    const [a, b, c, d] = flaky.server.requests;
+    assert.equal(flaky.server.requests.length, 4, 'three attempts of the first batch, one of the second');
+    assert.match(String(a!.headers['idempotency-key']), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(
+      [b, c].map((r) => [r!.headers['idempotency-key'], r!.body]),
+      [
+        [a!.headers['idempotency-key'], a!.body],
+        [a!.headers['idempotency-key'], a!.body],
+      ],
+    );
+    assert.notEqual(d!.headers['idempotency-key'], a!.headers['idempotency-key']);
+    assert.deepEqual(
+      (JSON.parse(d!.body) as { events: IncomingEvent[] }).events.map((e) => (e.payload as { data: { i: number } }).data.i),
+      [3, 4],
+    );
+    assert.deepEqual(
+      (await storedEvents('frozen-batch')).map((e) => (e.payload.data as { i: number }).i),
+      [0, 1, 2, 3, 4],
+    );
+    await client.close();
+  });
+
+  test('ingest() sends one Idempotency-Key on all its retries', async () => {
+    const flaky = await failingFirst(1);
+    await observeClient(flaky.server.url).ingest([customEvent('ingest-key', 0)]);
+    const [first, retry] = flaky.keys();
+    assert.match(String(first), /^[0-9a-f-]{36}$/);
+    assert.equal(retry, first);
+  });
+
+  test('after maxRetryTimeMs the batch is dropped and reported once, with its count and reason', async () => {
+    const down = await failingFirst(Number.POSITIVE_INFINITY);
+    const reported: VigilError[] = [];
+    const client = observeClient(down.server.url, { flushIntervalMs: 60_000, maxRetryTimeMs: 1500, onError: (error) => reported.push(error) });
+    for (let i = 0; i < 4; i++) client.track(customEvent('retry-budget', i));
+    await assert.rejects(client.flush(), (error: unknown) => error instanceof VigilDeliveryError && error.count === 4 && error.reason === 'retries_exhausted');
+    assert.equal(reported.length, 1);
+    // The last attempt comes by the deadline (a backoff is cut short to it), none after; 100 ms for timers and the local hop.
+    assert.ok(down.times.at(-1)! - down.times[0]! <= 1600, `no attempt after the budget: ${down.times.map((t) => t - down.times[0]!).join(', ')} ms`);
+    assert.deepEqual(await client.close(), { stored: 0, dropped: 4, spooled: 0 });
+  });
+
+  test('maxQueueBytes bounds what waits: events beyond it are dropped and reported with count and reason', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const recorder = await proxy(live.observeUrl, (_request, index) =>
+      index === 0 ? (res) => void held.then(() => forwardTo(live.observeUrl, recorder.requests[0]!, res)) : undefined,
+    );
+    const reported: VigilDeliveryError[] = [];
+    const big = (i: number): IncomingEvent => ({
+      sessionId: 'queue-bytes',
+      agentId: 'sdk-agent',
+      eventType: 'custom',
+      payload: { type: 'tick', data: { i, pad: 'x'.repeat(10_000) } },
+    });
+    const client = observeClient(recorder.url, {
+      batchSize: 1,
+      maxQueueBytes: 50_000,
+      flushIntervalMs: 60_000,
+      onError: (error) => reported.push(error as VigilDeliveryError),
+    });
+    client.track(big(0)); // in flight, held
+    for (let i = 1; i <= 8; i++) client.track(big(i));
+    assert.equal(client.pendingEvents, 4, 'four events of about 10 KB fit in 50,000 bytes');
+    assert.deepEqual(
+      reported.map((e) => [e.reason, e.count]),
+      [...Array(4)].map(() => ['queue_full', 1]),
+    );
+    release();
+    await client.flush();
+    assert.deepEqual(await client.close(), { stored: 5, dropped: 4, spooled: 0 });
+    assert.equal((await storedEvents('queue-bytes')).length, 5);
+  });
+
+  test('the default error handler writes one short line per failure, at most one line per 10 s, never the whole validation text', async () => {
+    const written: string[] = [];
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => void written.push(args.join(' '));
+    try {
+      const client = observeClient(live.observeUrl, { batchSize: 1000, flushIntervalMs: 60_000 });
+      const invalid = (i: number) =>
+        ({
+          sessionId: `refused-${i}`,
+          agentId: 'sdk-agent',
+          eventType: 'tool_call',
+          payload: { toolName: 'x'.repeat(50), arguments: {} },
+        }) as unknown as IncomingEvent;
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 1000; i++) client.track(invalid(i));
+        await client.flush().catch(() => undefined);
+      }
+      await client.close();
+    } finally {
+      console.warn = warn;
+    }
+    const bytes = written.join('\n').length;
+    assert.equal(written.length, 1, written.join('\n'));
+    assert.ok(bytes < 500, `${bytes} characters written`);
+    assert.match(written[0]!, /^vigil: 1000 events were not stored \(refused\): .*callId.*\(×1000\)/);
+  });
+
+  test('defaultErrorReporter adds up the failures of a window into one line', async () => {
+    const lines: string[] = [];
+    const report = defaultErrorReporter((line) => lines.push(line), 200);
+    for (let i = 0; i < 50; i++) report(new VigilDeliveryError(`Event queue full (10 events waiting): 1 event dropped`, [i], 'queue_full'));
+    report(new VigilDeliveryError('3 events were not stored (refused): Missing or invalid API key', [1, 2, 3], 'refused'));
+    assert.equal(lines.length, 1);
+    await eventually(
+      async () => lines.length,
+      (n) => n === 2,
+      5000,
+      'the summary line',
+    );
+    assert.match(lines[1]!, /^vigil: 50 more delivery failures since the last report, 52 events not stored \(queue_full 49, refused 3\)/);
+  });
+
+  test('close() in a SIGINT handler, as the README shows, exits cleanly while observe is unreachable', async () => {
+    const readme = readFileSync(resolve(import.meta.dirname, '../../../README.md'), 'utf8');
+    const open = readme.indexOf('```ts', readme.indexOf('In a signal handler:'));
+    const handler = readme.slice(readme.indexOf('\n', open) + 1, readme.indexOf('```', open + 5));
+    assert.match(handler, /process\.once\('SIGINT'[\s\S]*vigil\.close\(/);
+    const gone = await proxy(live.observeUrl);
+    const url = gone.url;
+    await gone.stop();
+    servers.splice(servers.indexOf(gone), 1);
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
+        import { ObserveClient } from '@vigil/sdk/node';
+        const vigil = new ObserveClient({ baseUrl: process.env.OBSERVE, apiKey: 'k', onError: (e) => console.error('REPORTED ' + e.reason + ' ' + e.count) });
+        ${handler}
+        for (let i = 0; i < 5; i++) vigil.track({ sessionId: 'sigint', agentId: 'child', eventType: 'custom', payload: { type: 'tick', data: { i } } });
+        await vigil.flush().catch(() => undefined); // never settles while observe is down: retries go on
+        `,
+      ],
+      { cwd: resolve(import.meta.dirname, '../../..'), env: { ...process.env, OBSERVE: url }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.once('exit', done));
+    await sleep(1500); // past the old 1 s of retries
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    assert.equal(stderr.trim(), 'REPORTED closed 5', 'the README’s close({ timeoutMs: 5000 }) dropped the unsent events and said so');
   });
 });

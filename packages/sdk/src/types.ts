@@ -38,11 +38,17 @@ export interface CallOptions {
 }
 
 export interface RetryOptions {
-  /** Retries after the first attempt (default 3). */
+  /** Retries after the first attempt (default 3; queued events: unlimited, within maxRetryTimeMs). */
   maxRetries?: number;
-  /** First backoff delay; doubled per retry, with jitter (default 250 ms). */
+  /**
+   * Time after the first attempt within which retries are made (default 30 s; queued events: the
+   * client's `maxRetryTimeMs`, 10 minutes). A wait that would end later (a long Retry-After) ends
+   * the retries at once; 0 disables them.
+   */
+  maxRetryTimeMs?: number;
+  /** Ceiling of the first backoff delay; doubled per retry, full jitter (default 250 ms). */
   baseDelayMs?: number;
-  /** Longest single wait (default 30 s). A Retry-After longer than this ends the retries. */
+  /** Ceiling of any backoff delay (default 30 s). A Retry-After is honoured beyond it, within maxRetryTimeMs. */
   maxDelayMs?: number;
 }
 
