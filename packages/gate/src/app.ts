@@ -74,6 +74,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     logLevel: config.logLevel,
     logFormat: config.logFormat,
     bodyLimitBytes: BODY_LIMIT_BYTES,
+    timeouts: config.http,
     errors: gateError,
     renderError: renderGateError,
     classify: classifyDatabaseError,

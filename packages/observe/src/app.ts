@@ -129,6 +129,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     logLevel: config.logLevel,
     logFormat: config.logFormat,
     bodyLimitBytes: config.bodyLimitBytes,
+    timeouts: config.http,
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,

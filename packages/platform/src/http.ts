@@ -1,8 +1,11 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyError,
+  type FastifyHttpOptions,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -22,6 +25,7 @@ import {
 } from 'fastify-type-provider-zod';
 import secureJson from 'secure-json-parse';
 import type { z } from 'zod';
+import type { ServiceBaseConfig } from './config.ts';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
@@ -34,6 +38,8 @@ export interface HttpKitOptions {
   /** `pretty`: short coloured lines for a person at a terminal; `json`: one object per line for machines. */
   logFormat?: 'json' | 'pretty';
   bodyLimitBytes: number;
+  /** How long a client may take to send its request (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS). */
+  timeouts: ServiceBaseConfig['http'];
   errors: ErrorFactory<never>;
   /** The service's error body. */
   renderError(error: ServiceError): unknown;
@@ -196,6 +202,45 @@ export function urlForLog(url: string): string {
   return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
 }
 
+/**
+ * Node checks its header and request deadlines on a timer, every 30 s by default, so a slow
+ * client could stay twice the bound: checked every second (a quarter of a smaller bound) instead.
+ */
+function deadlineCheckInterval(timeouts: ServiceBaseConfig['http']): number {
+  return Math.max(50, Math.min(1000, Math.floor(timeouts.headersTimeoutMs / 4)));
+}
+
+/**
+ * A connection the HTTP parser gave up on, answered in the service's error body before it is
+ * closed: 408 when the client was too slow (headers or body past their deadline), 431 for headers
+ * too large, else 400. A reset connection has no one to answer.
+ */
+function clientErrorHandler(options: HttpKitOptions) {
+  const { headersTimeoutMs, requestTimeoutMs } = options.timeouts;
+  return function (this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const code = options.errors('validation').code;
+    const serviceError =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ServiceError(
+            408,
+            code,
+            `The request was not received in time: headers within ${headersTimeoutMs} ms, the whole request within ${requestTimeoutMs} ms (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS)`,
+          )
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? new ServiceError(431, code, 'The request headers are too large')
+          : new ServiceError(400, code, 'Malformed HTTP request');
+    this.log.debug({ err: error }, 'client error');
+    if (socket.writable) {
+      const body = JSON.stringify(options.renderError(serviceError));
+      socket.write(
+        `HTTP/1.1 ${serviceError.status} ${STATUS_CODES[serviceError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+}
+
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
@@ -220,8 +265,17 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // any schema compiler, with `{ schema, method, url, httpPart }`, which is zod's compiler's input.
   type ValidatorFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator'];
   const zodValidatorFactory = (() => validatorCompiler) as unknown as ValidatorFactory;
-  const serverOptions: FastifyServerOptions = {
+  const serverOptions: FastifyHttpOptions<RawServerDefault> = {
     bodyLimit: options.bodyLimitBytes,
+    // Slow clients (a body or headers trickling in) are cut at a bound, key or not: each holds a connection.
+    http: {
+      headersTimeout: options.timeouts.headersTimeoutMs,
+      requestTimeout: options.timeouts.requestTimeoutMs,
+      connectionsCheckingInterval: deadlineCheckInterval(options.timeouts),
+    },
+    // Fastify sets the server's request timeout from its own option (0, none, by default).
+    requestTimeout: options.timeouts.requestTimeoutMs,
+    clientErrorHandler: clientErrorHandler(options),
     logger: {
       level: options.logLevel,
       base: { service: options.service },
