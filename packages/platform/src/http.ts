@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
@@ -244,6 +245,75 @@ function clientErrorHandler(options: HttpKitOptions) {
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
+/** The 414 of a path segment (a path parameter) longer than MAX_PATH_PARAM_LENGTH. */
+function pathTooLong(errors: ErrorFactory<never>): ServiceError {
+  return new ServiceError(414, errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`);
+}
+
+/**
+ * Whether a path has a segment longer than a path parameter may be. The router answers 414 for
+ * one only when no other route matches: under observe's dashboard catch-all (`/*`) it was a 404.
+ */
+function hasOverlongSegment(url: string): boolean {
+  if (url.length <= MAX_PATH_PARAM_LENGTH) return false;
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.split('/').some((segment) => segment.length > MAX_PATH_PARAM_LENGTH);
+}
+
+/** The charset a Content-Type names, lowercased and unquoted; undefined when it names none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const match = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '');
+  return match?.[1]?.toLowerCase();
+}
+
+/**
+ * A JSON body's text, read strictly: UTF-8 only (RFC 8259 §8.1), as sent. Another charset is 415;
+ * a byte order mark or bytes that are not UTF-8 are 400 (they were skipped or replaced by U+FFFD,
+ * so the stored text was not what the client sent). For routes that read JSON bodies themselves
+ * (OTLP/JSON) as for the kit's own parser.
+ */
+export function jsonBodyText(bytes: Buffer, contentType: string | undefined, errors: ErrorFactory<never>): string {
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw errors('unsupportedMediaType', `Content-Type charset ${charset} is not accepted: JSON bodies are UTF-8`);
+  }
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    throw errors('invalidJson', 'Malformed JSON body: it starts with a byte order mark (U+FEFF); send UTF-8 without one');
+  }
+  if (!isUtf8(bytes)) throw errors('invalidJson', 'Malformed JSON body: the bytes are not valid UTF-8');
+  return bytes.toString('utf8');
+}
+
+/**
+ * A JSON body as a value, every refusal a ServiceError: the text read strictly (jsonBodyText),
+ * prototype-poisoning keys refused, and anything no route could hash or store (text with U+0000 or
+ * unpaired surrogates, numbers beyond the double range, nesting deeper than MAX_JSON_DEPTH) named
+ * with the path of the offending value.
+ */
+export function readJsonBody(bytes: Buffer, contentType: string | undefined, errors: ErrorFactory<never>): unknown {
+  const text = jsonBodyText(bytes, contentType, errors);
+  let parsed: unknown;
+  try {
+    parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? error.message : 'forbidden key (__proto__ or constructor.prototype)';
+    throw errors('invalidJson', `Malformed JSON body: ${reason}`);
+  }
+  const problem = jsonValueProblem(parsed, MAX_JSON_DEPTH);
+  if (problem) {
+    const detail = { path: problem.path.join('.'), message: problem.message };
+    throw errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]);
+  }
+  return parsed;
+}
+
+/** A Content-Encoding other than identity, which no route but OTLP's decodes; null when there is none. */
+function undecodedEncoding(header: string | undefined): string | null {
+  const encoding = header?.trim().toLowerCase();
+  return encoding === undefined || encoding === '' || encoding === 'identity' ? null : encoding;
+}
+
 /**
  * `10:42:01 INFO observe listening on http://127.0.0.1:3400`: the time, the level, the service and
  * the message, other fields after it on the same line. Loaded only when wanted (pino-pretty, synchronous).
@@ -309,7 +379,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     frameworkErrors: (error, _request, reply) => {
       const serviceError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-          ? new ServiceError(414, options.errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`)
+          ? pathTooLong(options.errors)
           : error.code === 'FST_ERR_BAD_URL'
             ? options.errors('validation', 'Malformed URL: invalid percent-encoding in the path')
             : options.errors('internal');
@@ -328,28 +398,25 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // store (text with U+0000 or unpaired surrogates, numbers beyond the double range, nesting deeper
   // than MAX_JSON_DEPTH), with the path of the offending value.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const encoding = undecodedEncoding(request.headers['content-encoding']);
+    if (encoding !== null) {
+      return done(options.errors('unsupportedMediaType', `Content-Encoding ${encoding} is not accepted here: send the JSON body uncompressed`), undefined);
+    }
     // No bytes is no body, whatever the Content-Type says (clients send the header on every call,
     // DELETE included); a route that needs a body then answers its own validation error.
-    if (body === '') return done(null, undefined);
-    let parsed: unknown;
+    if ((body as Buffer).length === 0) return done(null, undefined);
     try {
-      parsed = secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' });
+      done(null, readJsonBody(body as Buffer, request.headers['content-type'], options.errors));
     } catch (error) {
-      const reason = error instanceof SyntaxError ? error.message : 'forbidden key (__proto__ or constructor.prototype)';
-      done(options.errors('invalidJson', `Malformed JSON body: ${reason}`), undefined);
-      return;
+      done(error as ServiceError, undefined);
     }
-    const problem = jsonValueProblem(parsed, MAX_JSON_DEPTH);
-    if (problem) {
-      const detail = { path: problem.path.join('.'), message: problem.message };
-      done(options.errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]), undefined);
-      return;
-    }
-    done(null, parsed);
+  });
+  // Callback-style hooks: no promise per request on the hot path.
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(hasOverlongSegment(request.url) ? pathTooLong(options.errors) : undefined);
   });
   // Query strings and path parameters go through the same rule.
-  // Callback-style hooks: no promise per request on the hot path.
   app.addHook('preValidation', (request, _reply, done) => {
     const name = unstorableField(request.query) ?? unstorableField(request.params);
     if (name === null) return done();
