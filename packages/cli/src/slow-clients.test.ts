@@ -134,3 +134,31 @@ for (const service of services) {
     }
   });
 }
+
+for (const service of services) {
+  test(`${service.name}: a request finished while the service shuts down is answered 503 with Retry-After in its error body`, async () => {
+    const started = await service.start();
+    await started.service.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = started.service.app.server.address() as { port: number };
+    const target = service.target(started);
+    const socket = connect(port, '127.0.0.1');
+    openSockets.push(socket);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    const closedSocket = new Promise((resolve) => socket.on('close', resolve));
+    // Half a request: the connection is busy, so closing the app waits for it rather than dropping it.
+    socket.write(`GET ${target.health} HTTP/1.1\r\nHost: localhost\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = started.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.write('\r\n');
+    await closedSocket;
+    await closed;
+    assert.match(answer, /^HTTP\/1\.1 503 /, answer);
+    assert.match(answer, /\r\nretry-after: 5\r\n/i, answer);
+    assert.match(answer, /\r\nconnection: close\r\n/i, answer);
+    assert.match(answer, /shutting down; retry shortly/, answer);
+  });
+}

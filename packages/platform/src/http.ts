@@ -27,7 +27,9 @@ import {
 import secureJson from 'secure-json-parse';
 import type { z } from 'zod';
 import type { ServiceBaseConfig } from './config.ts';
+import { databaseFailure } from './db.ts';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
+import { OutageLog } from './outage.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 export interface HttpKitOptions {
@@ -44,6 +46,10 @@ export interface HttpKitOptions {
   errors: ErrorFactory<never>;
   /** The service's error body. */
   renderError(error: ServiceError): unknown;
+  /** Resolves when the database answers: probed after requests failed for it, to log the outage's end. */
+  databaseProbe(): Promise<unknown>;
+  /** Where log lines go (tests read them); stdout by default. */
+  logStream?: NodeJS.WritableStream;
   /** The service's reading of errors the kit cannot classify (database down, storage failure). */
   classify?(error: unknown): ServiceError | undefined;
   /** The service's error body as a zod schema named with `.meta({ id })`: the component every documented error response refers to. */
@@ -64,6 +70,12 @@ export type OperationTable = Record<string, string | { id: string; errors: numbe
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
+/** Why a request was answered 5xx (`vigil_http_failed_requests_total`'s `cause`). */
+export type FailureCause = 'database_unavailable' | 'shutting_down' | 'internal' | 'other';
+
+/** Seconds every 503 tells a client to wait before retrying (Retry-After): the database back, or another instance serving. */
+export const RETRY_AFTER_SECONDS = 5;
+
 export interface RouteEntry {
   method: string;
   url: string;
@@ -74,6 +86,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, with its authentication policy: what the route-walking auth test iterates. */
     routeTable: RouteEntry[];
+  }
+  interface FastifyRequest {
+    /** Why the request failed (5xx), for the failed-request counter of /metrics; null if it did not. */
+    failureCause: FailureCause | null;
   }
   interface FastifyContextConfig {
     /**
@@ -350,6 +366,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       level: options.logLevel,
       base: { service: options.service },
       ...(options.logFormat === 'pretty' && { stream: await prettyLogStream() }),
+      ...(options.logStream !== undefined && { stream: options.logStream }),
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
       // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
       serializers: {
@@ -364,7 +381,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     },
     // Per-request lines only at debug and below: at info the hot path stays quiet.
     logController: new LogController({ disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace' }),
-    return503OnClosing: true,
+    // Requests arriving while the app closes are answered by the kit (below): 503 in the service's
+    // error body with Retry-After, where Fastify's own answer had neither.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -387,6 +406,10 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     },
   };
   const app = Fastify(serverOptions);
+  app.decorateRequest('failureCause', null);
+  // Set by preClose: requests that still arrive are answered 503 (onRequest below).
+  let closing = false;
+  const outage = new OutageLog(app.log, 'database', options.databaseProbe);
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
@@ -413,7 +436,12 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     }
   });
   // Callback-style hooks: no promise per request on the hot path.
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (closing) {
+      request.failureCause = 'shutting_down';
+      void reply.status(503).send(options.renderError(options.errors('unavailable', 'The service is shutting down; retry shortly')));
+      return;
+    }
     done(hasOverlongSegment(request.url) ? pathTooLong(options.errors) : undefined);
   });
   // Query strings and path parameters go through the same rule.
@@ -443,19 +471,27 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
   // 'idle'); a connection busy with a request is told to close after its response, so close()
   // never waits out a client's keep-alive timeout.
-  let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    outage.stop();
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
+    if (reply.statusCode === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     done(null, payload);
   });
 
   app.setErrorHandler((error, request, reply) => {
     const serviceError = toServiceError(error, options, request);
     if (serviceError.status >= 500) {
-      request.log.error({ err: error }, 'request failed');
+      if (serviceError.status === 503 && databaseFailure(error) === 'unavailable') {
+        // Logged once per outage (OutageLog), not once per request.
+        request.failureCause = 'database_unavailable';
+        outage.failed(error);
+      } else {
+        request.failureCause = serviceError.status === 500 ? 'internal' : 'other';
+        request.log.error({ err: error }, 'request failed');
+      }
     }
     void reply.status(serviceError.status).send(options.renderError(serviceError));
   });
