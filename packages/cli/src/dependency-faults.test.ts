@@ -192,6 +192,13 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
   return { value, ms: performance.now() - started };
 }
 
+/** Observe's first key, created over HTTP (no key exists yet). */
+async function firstObserveKey(base: string, name: string): Promise<string> {
+  const created = await http(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+  assert.equal(created.status, 201);
+  return ((await created.json()) as { key: string }).key;
+}
+
 function addressOf(service: { app: { server: { address(): unknown } } }): string {
   return `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
 }
@@ -308,13 +315,7 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
     try {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
-      const created = await http(`${base}/api/keys`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'faults' }),
-      });
-      assert.equal(created.status, 201);
-      const key = ((await created.json()) as { key: string }).key;
+      const key = await firstObserveKey(base, 'faults');
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
       const acked: { id: string; sessionId: string }[] = [];
       const sessions = Array.from({ length: 6 }, (_, c) => `faults-session-${c}`);
@@ -388,12 +389,7 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
     try {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
-      const created = await http(`${base}/api/keys`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'logs' }),
-      });
-      const key = ((await created.json()) as { key: string }).key;
+      const key = await firstObserveKey(base, 'logs');
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
       const post = () =>
         http(`${base}/api/events`, {
