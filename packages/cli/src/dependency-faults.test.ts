@@ -16,6 +16,7 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
@@ -48,6 +49,15 @@ interface Outcome {
   /** The Retry-After header, if any. */
   retryAfter: string | null;
   ms: number;
+}
+
+/** Waits until `done()` holds, checking every 50 ms; fails after `timeoutMs`. */
+async function waitFor(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
 }
 
 /** Clients sending requests in a loop; every outcome is recorded with the phase it started in. */
@@ -88,13 +98,8 @@ class Load {
     return this.outcomes.filter((o) => o.phase === phase);
   }
 
-  /** Waits until `done()` holds, checking every 50 ms; fails after `timeoutMs`. */
-  async until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done()) {
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-      await sleep(50);
-    }
+  until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    return waitFor(done, timeoutMs, what);
   }
 
   async stop(): Promise<void> {
@@ -117,6 +122,13 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
   const started = performance.now();
   const value = await work();
   return { value, ms: performance.now() - started };
+}
+
+/** Observe's first key, created over HTTP (no key exists yet). */
+async function firstObserveKey(base: string, name: string): Promise<string> {
+  const created = await http(`${base}/api/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+  assert.equal(created.status, 201);
+  return ((await created.json()) as { key: string }).key;
 }
 
 function addressOf(service: { app: { server: { address(): unknown } } }): string {
@@ -238,13 +250,7 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
     try {
       await service.app.listen({ port: 0, host: '127.0.0.1' });
       const base = addressOf(service);
-      const created = await http(`${base}/api/keys`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'faults' }),
-      });
-      assert.equal(created.status, 201);
-      const key = ((await created.json()) as { key: string }).key;
+      const key = await firstObserveKey(base, 'faults');
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
       const acked: { id: string; sessionId: string }[] = [];
       const sessions = Array.from({ length: 6 }, (_, c) => `faults-session-${c}`);
@@ -296,6 +302,64 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
         const verify = await http(`${base}/api/audit/verify?sessionId=${sessionId}`, { headers });
         assert.equal(((await verify.json()) as { valid: boolean }).valid, true, `${sessionId}: chain verifies`);
       }
+    } finally {
+      await service.app.close();
+    }
+  });
+
+  test('observe: an outage is logged once when it starts (with its cause) and once when it ends; 503s carry Retry-After and are counted in /metrics', async () => {
+    const schema = freshSchema('faults_logs');
+    const config = observeConfigFromEnvironment(
+      { LOG_LEVEL: 'info', DATABASE_URL: proxiedUrl(), OBSERVE_DB_SCHEMA: schema, DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS) },
+      { dataDir: dataDir() },
+    );
+    const lines: { level: number; msg: string; cause?: string }[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as (typeof lines)[number]);
+        done();
+      },
+    });
+    const service = await buildObserveService(config, { runJobs: false, logStream });
+    try {
+      await service.app.listen({ port: 0, host: '127.0.0.1' });
+      const base = addressOf(service);
+      const key = await firstObserveKey(base, 'logs');
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const post = () =>
+        http(`${base}/api/events`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ events: [{ sessionId: 'logs-session', agentId: 'logs-agent', eventType: 'custom', payload: { type: 'n', data: {} } }] }),
+        });
+      assert.equal((await post()).status, 201);
+      const before = lines.length;
+
+      await proxy.cut('close');
+      const failures = 40;
+      for (let i = 0; i < failures; i += 10) {
+        const answers = await Promise.all(Array.from({ length: 10 }, post));
+        for (const answer of answers) {
+          const body = await answer.text();
+          assert.equal(answer.status, 503, body);
+          assert.equal(answer.headers.get('retry-after'), '1', body);
+        }
+      }
+      const metrics = await (await http(`${base}/metrics`)).text();
+      assert.match(metrics, new RegExp(`^vigil_http_failed_requests_total\\{status="503",cause="database_unavailable"\\} ${failures}$`, 'm'));
+
+      await proxy.restore();
+      await waitFor(() => lines.some((line) => /available again/.test(line.msg)), 15_000, 'the outage logged as over');
+      assert.equal((await post()).status, 201);
+      // The event stream's cross-instance notifier reports its own lost connection once (it is not a request).
+      const outageLines = lines.slice(before).filter((line) => line.msg !== 'could not notify other instances of new events');
+      assert.deepEqual(
+        outageLines.map((line) => line.msg.replace(/ \(.*\)|\b\d+(\.\d+)?\b(?= s;| requests)/g, '#')),
+        ['database unavailable#: requests that need it are answered 503 until it is back', 'database available again after # s; # requests failed meanwhile'],
+        JSON.stringify(outageLines),
+      );
+      assert.match(outageLines[0]!.cause!, /ECONNREFUSED|Connection terminated|ECONNRESET/);
+      assert.match(outageLines[1]!.msg, new RegExp(`; ${failures} requests failed`));
     } finally {
       await service.app.close();
     }

@@ -5,6 +5,7 @@ import {
   databaseFailure,
   migrateToLatest,
   openDatabase,
+  pingDatabase,
   registerMetricsRoute,
   ServiceMetrics,
   deliveryQueueProbe,
@@ -47,6 +48,8 @@ export interface GateService {
 
 export interface GateOptions {
   clock?: Clock;
+  /** Where log lines go (default stdout): tests read them. */
+  logStream?: NodeJS.WritableStream;
   /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
   runJobs?: boolean;
 }
@@ -76,6 +79,9 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     logLevel: config.logLevel,
     logFormat: config.logFormat,
     bodyLimitBytes: BODY_LIMIT_BYTES,
+    timeouts: config.http,
+    databaseProbe: () => pingDatabase(database),
+    ...(options.logStream !== undefined && { logStream: options.logStream }),
     errors: gateError,
     renderError: renderGateError,
     classify: classifyDatabaseError,

@@ -5,6 +5,7 @@ import {
   databaseFailure,
   migrateToLatest,
   openDatabase,
+  pingDatabase,
   registerMetricsRoute,
   ServiceMetrics,
   systemClock,
@@ -72,6 +73,8 @@ export interface ObserveService {
 
 export interface ObserveOptions {
   clock?: Clock;
+  /** Where log lines go (default stdout): tests read them. */
+  logStream?: NodeJS.WritableStream;
   /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
   runJobs?: boolean;
   /** Start an embedding drain after each ingest commit (default: runJobs). */
@@ -133,6 +136,9 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     logLevel: config.logLevel,
     logFormat: config.logFormat,
     bodyLimitBytes: config.bodyLimitBytes,
+    timeouts: config.http,
+    databaseProbe: () => pingDatabase(database),
+    ...(options.logStream !== undefined && { logStream: options.logStream }),
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,

@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
-import { canonicalJson } from './crypto.ts';
+import { canonicalJson, decodeBase64 } from './crypto.ts';
 import { readOrCreateSecretFile } from './secret-file.ts';
 
 /**
@@ -75,10 +75,19 @@ export function signBytes(key: SigningKey, message: Buffer): string {
   return sign(null, message, key.privateKey).toString('base64');
 }
 
-/** Whether `signature` (base64) is the Ed25519 signature of `message` by the raw public key. */
+/** Ed25519: 64-byte signatures, 32-byte public keys. */
+const SIGNATURE_BYTES = 64;
+const PUBLIC_KEY_BYTES = 32;
+
+/**
+ * Whether `signature` (canonical standard base64, decodeBase64) is the Ed25519 signature of
+ * `message` by the raw public key: one spelling per signature, so a re-spelled one is not a second valid copy.
+ */
 export function verifyBytes(message: Buffer, signature: string, rawPublic: Buffer): boolean {
+  const signatureBytes = decodeBase64(signature);
+  if (signatureBytes?.length !== SIGNATURE_BYTES || rawPublic.length !== PUBLIC_KEY_BYTES) return false;
   try {
-    return verify(null, message, publicKeyFromRaw(rawPublic), Buffer.from(signature, 'base64'));
+    return verify(null, message, publicKeyFromRaw(rawPublic), signatureBytes);
   } catch {
     return false;
   }

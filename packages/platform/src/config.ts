@@ -46,62 +46,77 @@ export function mergeSlices<A extends z.ZodRawShape, B extends z.ZodRawShape>(a:
  * on this host), its data directory, database and limits, its logs and the token services call
  * each other with.
  */
-export const sharedEnvironment = environmentSlice({
-  /** Loopback unless set: a fresh start is reachable from this machine only (0.0.0.0 in a container or behind a proxy). */
-  HOST: z.string().min(1).default('127.0.0.1'),
-  OBSERVE_PORT: port.default(3400),
-  GATE_PORT: port.default(3000),
-  DATA_DIR: z.string().min(1).default('./data'),
-  DATABASE_URL: postgresUrl.optional(),
-  /** PostgreSQL only: connections each service instance keeps at most (instances × services × this must stay below max_connections). */
-  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
-  /** PostgreSQL only: how long a request waits for a new connection before it is answered 503. */
-  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(5000),
-  SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** `pretty`: short lines for people; `json`: one JSON object per line. Unset: pretty on a terminal, JSON otherwise. */
-  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
-  BODY_LIMIT_BYTES: positiveInt.default(10 * 1024 * 1024),
-  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
-  /** Bearer token of service-to-service calls (the gate's guardrail-breach reports to observe). */
-  INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** Bearer token that admits a Prometheus scrape of GET /metrics from any address (metrics.ts). */
-  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** Client addresses admitted to GET /metrics without the token, comma-separated; `none` for none. */
-  METRICS_ALLOW_IPS: z
-    .string()
-    .default('127.0.0.1,::1')
-    .transform((value) =>
-      value.trim() === 'none'
-        ? []
-        : value
-            .split(',')
-            .map((ip) => ip.trim())
-            .filter((ip) => ip !== ''),
-    ),
-  /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
-  AUDIT_SIGNING_KEY: z.string().min(1).optional(),
-  /** A checkpoint is signed once this many items were logged through an instance since its last one... */
-  AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
-  /** ...and at least this often while the log grows (a leased job). */
-  AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
-  /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
-  AUDIT_WITNESS_URLS: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((url) => url.trim())
-        .filter((url) => url !== ''),
-    )
-    .pipe(z.array(httpUrl))
-    .default([]),
-  /** Signs the witness webhooks: X-Vigil-Signature = sha256=HMAC(secret, "<X-Vigil-Timestamp>.<body>"). */
-  AUDIT_WITNESS_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** A file outside DATA_DIR each checkpoint is appended to as one JSON line. */
-  AUDIT_WITNESS_FILE: z.string().min(1).optional(),
-  AUDIT_WITNESS_TIMEOUT_MS: positiveInt.default(5000),
-});
+export const sharedEnvironment = environmentSlice(
+  {
+    /** Loopback unless set: a fresh start is reachable from this machine only (0.0.0.0 in a container or behind a proxy). */
+    HOST: z.string().min(1).default('127.0.0.1'),
+    OBSERVE_PORT: port.default(3400),
+    GATE_PORT: port.default(3000),
+    DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: postgresUrl.optional(),
+    /** PostgreSQL only: connections each service instance keeps at most (instances × services × this must stay below max_connections). */
+    DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+    /** PostgreSQL only: how long a request waits for a new connection before it is answered 503. */
+    DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(5000),
+    SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** `pretty`: short lines for people; `json`: one JSON object per line. Unset: pretty on a terminal, JSON otherwise. */
+    LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+    BODY_LIMIT_BYTES: positiveInt.default(10 * 1024 * 1024),
+    /** Longest a client may take to send a request's headers: then it is answered 408 and its connection closed (a slow client holds a connection). */
+    HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(10_000),
+    /** Longest a client may take to send a whole request, headers and body, with or without a key: then 408 and closed. */
+    HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+    SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+    /** Bearer token of service-to-service calls (the gate's guardrail-breach reports to observe). */
+    INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** Bearer token that admits a Prometheus scrape of GET /metrics from any address (metrics.ts). */
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** Client addresses admitted to GET /metrics without the token, comma-separated; `none` for none. */
+    METRICS_ALLOW_IPS: z
+      .string()
+      .default('127.0.0.1,::1')
+      .transform((value) =>
+        value.trim() === 'none'
+          ? []
+          : value
+              .split(',')
+              .map((ip) => ip.trim())
+              .filter((ip) => ip !== ''),
+      ),
+    /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
+    AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+    /** A checkpoint is signed once this many items were logged through an instance since its last one... */
+    AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
+    /** ...and at least this often while the log grows (a leased job). */
+    AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
+    /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
+    AUDIT_WITNESS_URLS: z
+      .string()
+      .transform((value) =>
+        value
+          .split(',')
+          .map((url) => url.trim())
+          .filter((url) => url !== ''),
+      )
+      .pipe(z.array(httpUrl))
+      .default([]),
+    /** Signs the witness webhooks: X-Vigil-Signature = sha256=HMAC(secret, "<X-Vigil-Timestamp>.<body>"). */
+    AUDIT_WITNESS_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** A file outside DATA_DIR each checkpoint is appended to as one JSON line. */
+    AUDIT_WITNESS_FILE: z.string().min(1).optional(),
+    AUDIT_WITNESS_TIMEOUT_MS: positiveInt.default(5000),
+  },
+  (env) =>
+    env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS
+      ? [
+          {
+            variable: 'HTTP_HEADERS_TIMEOUT_MS',
+            message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${env.HTTP_REQUEST_TIMEOUT_MS}): the headers are part of the request`,
+          },
+        ]
+      : [],
+);
 
 export type SharedEnvironment = z.output<z.ZodObject<typeof sharedEnvironment.shape>>;
 
@@ -140,6 +155,8 @@ export interface ServiceBaseConfig {
   logLevel: SharedEnvironment['LOG_LEVEL'];
   logFormat: 'json' | 'pretty';
   shutdownTimeoutMs: number;
+  /** How long a client may take to send a request (HttpTimeouts, http.ts). */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number };
   /** Who may scrape GET /metrics: these client addresses, or anyone with the bearer token. */
   metrics: { token?: string; allowIps: string[] };
   /** The service's audit log (audit-log.ts): its key, how often it is checkpointed, where checkpoints are witnessed. */
@@ -173,6 +190,7 @@ export function serviceBaseConfig(
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    http: { headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS },
     metrics: { token: e.METRICS_TOKEN, allowIps: e.METRICS_ALLOW_IPS },
     audit: {
       signingKey: e.AUDIT_SIGNING_KEY,

@@ -116,6 +116,20 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/** Standard base64 (RFC 4648 §4) with its padding: groups of four, the last one padded. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The bytes of standard, padded base64 in its one canonical spelling, else null: no whitespace,
+ * no url-safe letters, no missing or extra padding, and the unused bits of the last character zero
+ * (Buffer.from alone accepts all of these, so one signature or key had many spellings).
+ */
+export function decodeBase64(text: string): Buffer | null {
+  if (!BASE64.test(text)) return null;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : null;
+}
+
 /** One-shot `crypto.hash` (Node ≥ 20.12): no Hash object per call, a third of createHash's cost; every event, API key check and audit entry is hashed. */
 export function sha256Hex(input: string | Buffer): string {
   return hash('sha256', input, 'hex');

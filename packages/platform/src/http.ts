@@ -1,9 +1,12 @@
-import swagger from '@fastify/swagger';
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyError,
+  type FastifyHttpOptions,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -23,7 +26,10 @@ import {
 } from 'fastify-type-provider-zod';
 import secureJson from 'secure-json-parse';
 import { z } from 'zod';
+import type { ServiceBaseConfig } from './config.ts';
+import { databaseFailure } from './db.ts';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
+import { OutageLog } from './outage.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 export interface HttpKitOptions {
@@ -37,9 +43,15 @@ export interface HttpKitOptions {
   /** `pretty`: short coloured lines for a person at a terminal; `json`: one object per line for machines. */
   logFormat?: 'json' | 'pretty';
   bodyLimitBytes: number;
+  /** How long a client may take to send its request (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS). */
+  timeouts: ServiceBaseConfig['http'];
   errors: ErrorFactory<never>;
   /** The service's error body. */
   renderError(error: ServiceError): unknown;
+  /** Resolves when the database answers: probed after requests failed for it, to log the outage's end. */
+  databaseProbe(): Promise<unknown>;
+  /** Where log lines go (tests read them); stdout by default. */
+  logStream?: NodeJS.WritableStream;
   /** The service's reading of errors the kit cannot classify (database down, storage failure). */
   classify?(error: unknown): ServiceError | undefined;
   /** The service's error body as a zod schema named with `.meta({ id })`: the component every documented error response refers to. */
@@ -66,6 +78,12 @@ export type OperationTable = Record<string, string | { id: string; errors: numbe
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
+/** Why a request was answered 5xx (`vigil_http_failed_requests_total`'s `cause`). */
+export type FailureCause = 'database_unavailable' | 'shutting_down' | 'internal' | 'other';
+
+/** Seconds every 503 tells a client to wait before retrying (Retry-After): the database back, or another instance serving. */
+export const RETRY_AFTER_SECONDS = 1;
+
 export interface RouteEntry {
   method: string;
   url: string;
@@ -76,6 +94,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, with its authentication policy: what the route-walking auth test iterates. */
     routeTable: RouteEntry[];
+  }
+  interface FastifyRequest {
+    /** Why the request failed (5xx), for the failed-request counter of /metrics; null if it did not. */
+    failureCause: FailureCause | null;
   }
   interface FastifyContextConfig {
     /**
@@ -259,8 +281,116 @@ export function urlForLog(url: string): string {
   return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
 }
 
+/**
+ * Node checks its header and request deadlines on a timer, every 30 s by default, so a slow
+ * client could stay twice the bound: checked every second (a quarter of a smaller bound) instead.
+ */
+function deadlineCheckInterval(timeouts: ServiceBaseConfig['http']): number {
+  return Math.max(50, Math.min(1000, Math.floor(timeouts.headersTimeoutMs / 4)));
+}
+
+/**
+ * A connection the HTTP parser gave up on, answered in the service's error body before it is
+ * closed: 408 when the client was too slow (headers or body past their deadline), 431 for headers
+ * too large, else 400. A reset connection has no one to answer.
+ */
+function clientErrorHandler(options: HttpKitOptions) {
+  const { headersTimeoutMs, requestTimeoutMs } = options.timeouts;
+  return function (this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const code = options.errors('validation').code;
+    const serviceError =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ServiceError(
+            408,
+            code,
+            `The request was not received in time: headers within ${headersTimeoutMs} ms, the whole request within ${requestTimeoutMs} ms (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS)`,
+          )
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? new ServiceError(431, code, 'The request headers are too large')
+          : new ServiceError(400, code, 'Malformed HTTP request');
+    this.log.debug({ err: error }, 'client error');
+    if (socket.writable) {
+      const body = JSON.stringify(options.renderError(serviceError));
+      socket.write(
+        `HTTP/1.1 ${serviceError.status} ${STATUS_CODES[serviceError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+}
+
 /** Longest path parameter the router accepts (ids are at most 256 characters). */
 const MAX_PATH_PARAM_LENGTH = 1024;
+
+/** The 414 of a path segment (a path parameter) longer than MAX_PATH_PARAM_LENGTH. */
+function pathTooLong(errors: ErrorFactory<never>): ServiceError {
+  return new ServiceError(414, errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`);
+}
+
+/**
+ * Whether a path has a segment longer than a path parameter may be. The router answers 414 for
+ * one only when no other route matches: under observe's dashboard catch-all (`/*`) it was a 404.
+ */
+function hasOverlongSegment(url: string): boolean {
+  if (url.length <= MAX_PATH_PARAM_LENGTH) return false;
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.split('/').some((segment) => segment.length > MAX_PATH_PARAM_LENGTH);
+}
+
+/** The charset a Content-Type names, lowercased and unquoted; undefined when it names none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const match = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '');
+  return match?.[1]?.toLowerCase();
+}
+
+/**
+ * A JSON body's text, read strictly: UTF-8 only (RFC 8259 §8.1), as sent. Another charset is 415;
+ * a byte order mark or bytes that are not UTF-8 are 400 (they were skipped or replaced by U+FFFD,
+ * so the stored text was not what the client sent). For routes that read JSON bodies themselves
+ * (OTLP/JSON) as for the kit's own parser.
+ */
+export function jsonBodyText(bytes: Buffer, contentType: string | undefined, errors: ErrorFactory<never>): string {
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw errors('unsupportedMediaType', `Content-Type charset ${charset} is not accepted: JSON bodies are UTF-8`);
+  }
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    throw errors('invalidJson', 'Malformed JSON body: it starts with a byte order mark (U+FEFF); send UTF-8 without one');
+  }
+  if (!isUtf8(bytes)) throw errors('invalidJson', 'Malformed JSON body: the bytes are not valid UTF-8');
+  return bytes.toString('utf8');
+}
+
+/**
+ * A JSON body as a value, every refusal a ServiceError: the text read strictly (jsonBodyText),
+ * prototype-poisoning keys refused, and anything no route could hash or store (text with U+0000 or
+ * unpaired surrogates, numbers beyond the double range, nesting deeper than MAX_JSON_DEPTH) named
+ * with the path of the offending value.
+ */
+export function readJsonBody(bytes: Buffer, contentType: string | undefined, errors: ErrorFactory<never>): unknown {
+  const text = jsonBodyText(bytes, contentType, errors);
+  let parsed: unknown;
+  try {
+    parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? error.message : 'forbidden key (__proto__ or constructor.prototype)';
+    throw errors('invalidJson', `Malformed JSON body: ${reason}`);
+  }
+  const problem = jsonValueProblem(parsed, MAX_JSON_DEPTH);
+  if (problem) {
+    const detail = { path: problem.path.join('.'), message: problem.message };
+    throw errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]);
+  }
+  return parsed;
+}
+
+/** A Content-Encoding other than identity, which no route but OTLP's decodes; null when there is none. */
+function undecodedEncoding(header: string | undefined): string | null {
+  const encoding = header?.trim().toLowerCase();
+  return encoding === undefined || encoding === '' || encoding === 'identity' ? null : encoding;
+}
 
 /**
  * `10:42:01 INFO observe listening on http://127.0.0.1:3400`: the time, the level, the service and
@@ -283,12 +413,22 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // any schema compiler, with `{ schema, method, url, httpPart }`, which is zod's compiler's input.
   type ValidatorFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator'];
   const zodValidatorFactory = (() => validatorCompiler) as unknown as ValidatorFactory;
-  const serverOptions: FastifyServerOptions = {
+  const serverOptions: FastifyHttpOptions<RawServerDefault> = {
     bodyLimit: options.bodyLimitBytes,
+    // Slow clients (a body or headers trickling in) are cut at a bound, key or not: each holds a connection.
+    http: {
+      headersTimeout: options.timeouts.headersTimeoutMs,
+      requestTimeout: options.timeouts.requestTimeoutMs,
+      connectionsCheckingInterval: deadlineCheckInterval(options.timeouts),
+    },
+    // Fastify sets the server's request timeout from its own option (0, none, by default).
+    requestTimeout: options.timeouts.requestTimeoutMs,
+    clientErrorHandler: clientErrorHandler(options),
     logger: {
       level: options.logLevel,
       base: { service: options.service },
       ...(options.logFormat === 'pretty' && { stream: await prettyLogStream() }),
+      ...(options.logStream !== undefined && { stream: options.logStream }),
       redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
       // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
       serializers: {
@@ -303,7 +443,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     },
     // Per-request lines only at debug and below: at info the hot path stays quiet.
     logController: new LogController({ disableRequestLogging: options.logLevel !== 'debug' && options.logLevel !== 'trace' }),
-    return503OnClosing: true,
+    // Requests arriving while the app closes are answered by the kit (below): 503 in the service's
+    // error body with Retry-After, where Fastify's own answer had neither.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -318,7 +460,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     frameworkErrors: (error, _request, reply) => {
       const serviceError =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-          ? new ServiceError(414, options.errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`)
+          ? pathTooLong(options.errors)
           : error.code === 'FST_ERR_BAD_URL'
             ? options.errors('validation', 'Malformed URL: invalid percent-encoding in the path')
             : options.errors('internal');
@@ -326,6 +468,10 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     },
   };
   const app = Fastify(serverOptions);
+  app.decorateRequest('failureCause', null);
+  // Set by preClose: requests that still arrive are answered 503 (onRequest below).
+  let closing = false;
+  const outage = new OutageLog(app.log, 'database', options.databaseProbe);
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
@@ -338,28 +484,30 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // store (text with U+0000 or unpaired surrogates, numbers beyond the double range, nesting deeper
   // than MAX_JSON_DEPTH), with the path of the offending value.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const encoding = undecodedEncoding(request.headers['content-encoding']);
+    if (encoding !== null) {
+      return done(options.errors('unsupportedMediaType', `Content-Encoding ${encoding} is not accepted here: send the JSON body uncompressed`), undefined);
+    }
     // No bytes is no body, whatever the Content-Type says (clients send the header on every call,
     // DELETE included); a route that needs a body then answers its own validation error.
-    if (body === '') return done(null, undefined);
-    let parsed: unknown;
+    if ((body as Buffer).length === 0) return done(null, undefined);
     try {
-      parsed = secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' });
+      done(null, readJsonBody(body as Buffer, request.headers['content-type'], options.errors));
     } catch (error) {
-      const reason = error instanceof SyntaxError ? error.message : 'forbidden key (__proto__ or constructor.prototype)';
-      done(options.errors('invalidJson', `Malformed JSON body: ${reason}`), undefined);
+      done(error as ServiceError, undefined);
+    }
+  });
+  // Callback-style hooks: no promise per request on the hot path.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (closing) {
+      request.failureCause = 'shutting_down';
+      void reply.status(503).send(options.renderError(options.errors('unavailable', 'The service is shutting down; retry shortly')));
       return;
     }
-    const problem = jsonValueProblem(parsed, MAX_JSON_DEPTH);
-    if (problem) {
-      const detail = { path: problem.path.join('.'), message: problem.message };
-      done(options.errors('validation', `Validation failed in body: ${detail.path}: ${detail.message}`, [detail]), undefined);
-      return;
-    }
-    done(null, parsed);
+    done(hasOverlongSegment(request.url) ? pathTooLong(options.errors) : undefined);
   });
   // Query strings and path parameters go through the same rule.
-  // Callback-style hooks: no promise per request on the hot path.
   app.addHook('preValidation', (request, _reply, done) => {
     const name = unstorableField(request.query) ?? unstorableField(request.params);
     if (name === null) return done();
@@ -395,22 +543,28 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
   // 'idle'); a connection busy with a request is told to close after its response, so close()
   // never waits out a client's keep-alive timeout.
-  let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    outage.stop();
   });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
+    if (reply.statusCode === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     done(null, payload);
   });
 
   app.setErrorHandler((error, request, reply) => {
     const serviceError = toServiceError(error, options, request);
     if (serviceError.status >= 500) {
-      request.log.error({ err: error }, 'request failed');
+      if (serviceError.status === 503 && databaseFailure(error) === 'unavailable') {
+        // Logged once per outage (OutageLog), not once per request.
+        request.failureCause = 'database_unavailable';
+        outage.failed(error);
+      } else {
+        request.failureCause = serviceError.status === 500 ? 'internal' : 'other';
+        request.log.error({ err: error }, 'request failed');
+      }
     }
-    // A 503 is passing (a database outage, a dependency): clients wait at least this before retrying, then back off.
-    if (serviceError.status === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_SECONDS);
     void reply.status(serviceError.status).send(options.renderError(serviceError));
   });
 
@@ -423,9 +577,6 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
 }
 
 export type { ZodTypeProvider };
-
-/** The Retry-After of every 503 error answer that names none itself (docs/api.md#errors). */
-const UNAVAILABLE_RETRY_AFTER_SECONDS = '1';
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;

@@ -174,3 +174,25 @@ test('edge cases: empty and equal-size consistency, out-of-range requests', () =
   assert.throws(() => consistencyProof(0, 5, read), RangeError);
   assert.throws(() => consistencyProof(6, 5, read), RangeError);
 });
+
+test('hashes of any length but 32 bytes prove nothing, and (0, 0) needs both roots empty', () => {
+  const leaves = leavesOf(5);
+  const { read } = storedReader(leaves);
+  const root = treeRoot(5, read);
+  const path = inclusionProof(2, 5, read);
+  assert.ok(verifyInclusion(2, 5, leaves[2]!, path, root));
+  const empty = Buffer.alloc(0);
+  // One leaf is its own root: an empty leaf "matched" an empty root.
+  assert.ok(!verifyInclusion(0, 1, empty, [], empty));
+  assert.ok(!verifyInclusion(0, 1, Buffer.alloc(31), [], Buffer.alloc(31)));
+  assert.ok(!verifyInclusion(2, 5, leaves[2]!, path, Buffer.concat([root, Buffer.alloc(1)])));
+  assert.ok(!verifyInclusion(2, 5, leaves[2]!, [...path.slice(0, -1), Buffer.alloc(0)], root));
+  assert.ok(!verifyConsistency(1, 1, empty, empty, []));
+  assert.ok(!verifyConsistency(5, 5, Buffer.alloc(33), Buffer.alloc(33), []));
+  assert.ok(!verifyConsistency(0, 5, EMPTY_ROOT, Buffer.alloc(12), []));
+  assert.ok(verifyConsistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, []));
+  assert.ok(!verifyConsistency(0, 0, EMPTY_ROOT, root, []));
+  const proof = consistencyProof(3, 5, read);
+  assert.ok(verifyConsistency(3, 5, treeRoot(3, read), root, proof));
+  assert.ok(!verifyConsistency(3, 5, treeRoot(3, read), root, [...proof, Buffer.alloc(0)]));
+});

@@ -162,13 +162,17 @@ export function completedBy(index: number): NodeRef[] {
   return nodes;
 }
 
-function equal(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && a.equals(b);
+/** The tree's hashes are SHA-256: anything else proves nothing (an empty leaf once "matched" an empty root). */
+const HASH_BYTES = 32;
+
+function isHash(value: Buffer): boolean {
+  return value.length === HASH_BYTES;
 }
 
 /** RFC 9162 §2.1.3.2: whether `path` proves leaf `index` (hash `leaf`) is in the tree of `size` leaves with `root`. */
 export function verifyInclusion(index: number, size: number, leaf: Buffer, path: readonly Buffer[], root: Buffer): boolean {
   if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return false;
+  if (!isHash(leaf) || !isHash(root) || !path.every(isHash)) return false;
   let fn = index;
   let sn = size - 1;
   let r = leaf;
@@ -188,18 +192,20 @@ export function verifyInclusion(index: number, size: number, leaf: Buffer, path:
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 && equal(r, root);
+  return sn === 0 && r.equals(root);
 }
 
 /**
  * RFC 9162 §2.1.4.2: whether `proof` shows the tree of `first` leaves with `firstRoot` is a prefix
  * of the tree of `second` leaves with `secondRoot`. Beyond the RFC (which needs 0 < first < second):
- * first = second holds with an empty proof and equal roots; first = 0 with an empty proof.
+ * first = second holds with an empty proof and equal roots; first = 0 with an empty proof and the
+ * empty tree's root (both roots, when second = 0 too). Every hash must be 32 bytes.
  */
 export function verifyConsistency(first: number, second: number, firstRoot: Buffer, secondRoot: Buffer, proof: readonly Buffer[]): boolean {
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(second) || first < 0 || first > second) return false;
-  if (first === 0) return proof.length === 0 && equal(firstRoot, EMPTY_ROOT);
-  if (first === second) return proof.length === 0 && equal(firstRoot, secondRoot);
+  if (!isHash(firstRoot) || !isHash(secondRoot) || !proof.every(isHash)) return false;
+  if (first === 0) return proof.length === 0 && firstRoot.equals(EMPTY_ROOT) && (second > 0 || secondRoot.equals(EMPTY_ROOT));
+  if (first === second) return proof.length === 0 && firstRoot.equals(secondRoot);
   if (proof.length === 0) return false;
   // Step 2: a power-of-two old tree is a subtree of the new one, so its root starts the path.
   const path = isPowerOfTwo(first) ? [firstRoot, ...proof] : [...proof];
@@ -228,7 +234,7 @@ export function verifyConsistency(first: number, second: number, firstRoot: Buff
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return equal(fr, firstRoot) && equal(sr, secondRoot) && sn === 0;
+  return fr.equals(firstRoot) && sr.equals(secondRoot) && sn === 0;
 }
 
 function isPowerOfTwo(n: number): boolean {

@@ -80,15 +80,20 @@ export class ServiceMetrics {
     const queues = this.queues;
     const clock = this.clock;
     let last: Promise<{ name: string; depth: number; lag: number }[]> | null = null;
-    // Both gauges read one measurement per scrape.
+    // Both gauges read one measurement per scrape. A queue that cannot be measured (the database
+    // down) is left out of this scrape: the rest, the failed-request counter first, still answers.
     const measure = () =>
       (last ??= Promise.all(
         queues.map(async (q) => {
           const now = clock.now();
-          const { depth, oldestDueAt } = await q.measure(now);
-          return { name: q.name, depth, lag: oldestDueAt === null ? 0 : Math.max(0, (now - oldestDueAt) / 1000) };
+          const measured = await q.measure(now).catch(() => null);
+          if (measured === null) return [];
+          const { depth, oldestDueAt } = measured;
+          return [{ name: q.name, depth, lag: oldestDueAt === null ? 0 : Math.max(0, (now - oldestDueAt) / 1000) }];
         }),
-      ).finally(() => setImmediate(() => (last = null))));
+      )
+        .then((measured) => measured.flat())
+        .finally(() => setImmediate(() => (last = null))));
     new Gauge({
       name: 'vigil_queue_depth',
       help: 'Pending items in a durable queue (webhook and alert deliveries, embeddings)',
@@ -126,7 +131,14 @@ export function registerMetricsRoute(app: ZodApp, metrics: ServiceMetrics, optio
     buckets: HTTP_BUCKETS,
     registers: [registry],
   });
+  const failed = new Counter({
+    name: 'vigil_http_failed_requests_total',
+    help: 'HTTP requests answered 5xx, by status and cause (database_unavailable, shutting_down, internal, other)',
+    labelNames: ['status', 'cause'],
+    registers: [registry],
+  });
   app.addHook('onResponse', (request, reply, done) => {
+    if (reply.statusCode >= 500) failed.inc({ status: String(reply.statusCode), cause: request.failureCause ?? 'other' });
     // The route template, never the raw URL: ids would make every request a new series.
     const labels = {
       method: request.method,

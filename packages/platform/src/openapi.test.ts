@@ -26,6 +26,8 @@ const kitApp = (operations: OperationTable) =>
     service: 'kit',
     logLevel: 'silent',
     bodyLimitBytes: 1024,
+    timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 },
+    databaseProbe: async () => undefined,
     errors: errorFactory(catalogue),
     renderError: (error) => ({ message: error.message }),
     errorSchema: z.object({ message: z.string() }).meta({ id: 'KitError' }),

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { leafHash, verifyConsistency } from '@vigil/platform/audit-verify';
-import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
+import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, rawKeyOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';
 
@@ -45,6 +45,7 @@ export function parseBundle(value: unknown): Bundle {
     }
   }
   if (typeof publicKey !== 'string') throw new InputError('the bundle has no publicKey');
+  bundleKeyOf({ publicKey });
   let parsedConsistency: Bundle['consistency'];
   if (consistency !== undefined) {
     if (
@@ -70,6 +71,11 @@ export function parseBundle(value: unknown): Bundle {
   };
 }
 
+/** The raw key a bundle carries; InputError unless canonical base64 of 32 bytes. */
+export function bundleKeyOf(bundle: Pick<Bundle, 'publicKey'>): Buffer {
+  return rawKeyOf(bundle.publicKey, "the bundle's publicKey is not canonical base64 of a raw 32-byte Ed25519 key");
+}
+
 /** Where a finding about an event points (built only when there is a finding: a bundle has thousands of events). */
 function findingAt(sessionId: string, event: { seq: number; id: string }, leaf: { index: number } | null) {
   return { sessionId, seq: event.seq, eventId: event.id, ...(leaf === null ? {} : { leafIndex: leaf.index }) };
@@ -93,7 +99,7 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   const { sessionId, checkpoint } = bundle;
   const n: LogProfile = profileOf(bundle.log, 'the bundle');
 
-  const bundleKey = Buffer.from(bundle.publicKey, 'base64');
+  const bundleKey = bundleKeyOf(bundle);
   let key: Buffer = bundleKey;
   if (trustedKey === undefined) {
     notes.push(`the checkpoint's key (${keyIdOf(bundleKey)}) was taken from the bundle: pass --public-key to check it against a key you trust`);
@@ -194,13 +200,16 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
  */
 export function checkConsistency(a: Checkpoint, b: Checkpoint, proof: readonly string[]): Finding | undefined {
   const [older, newer] = a.treeSize <= b.treeSize ? [a, b] : [b, a];
-  const consistent = verifyConsistency(
-    older.treeSize,
-    newer.treeSize,
-    Buffer.from(older.rootHash, 'hex'),
-    Buffer.from(newer.rootHash, 'hex'),
-    proof.map((hash) => Buffer.from(hash, 'hex')),
-  );
+  // Hashes are lowercase hex (docs/audit.md); Buffer.from would read other spellings, or stop at the first stray character.
+  const consistent =
+    proof.every(isHex64) &&
+    verifyConsistency(
+      older.treeSize,
+      newer.treeSize,
+      Buffer.from(older.rootHash, 'hex'),
+      Buffer.from(newer.rootHash, 'hex'),
+      proof.map((hash) => Buffer.from(hash, 'hex')),
+    );
   if (consistent) return undefined;
   return {
     check: 'consistency',

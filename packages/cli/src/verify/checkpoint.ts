@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform/audit-verify';
+import { decodeBase64, keyIdOf, verifyCheckpoint, type Checkpoint } from '@vigil/platform/audit-verify';
 import { InputError, isHex64, isRecord } from './input.ts';
 
 /** The observe log's name inside every checkpoint and tombstone signature (docs/audit.md); spelled out here so checking a bundle never loads the observe package. */
@@ -83,8 +83,13 @@ export function parsePublicKey(text: string, what: string): Buffer {
     if (key.asymmetricKeyType !== 'ed25519') throw new InputError(`${what} is not an Ed25519 key`);
     return Buffer.from(key.export({ format: 'jwk' }).x!, 'base64url');
   }
-  const raw = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
-  if (raw.length !== 32) throw new InputError(`${what} is neither base64 of a raw 32-byte Ed25519 key nor a PEM public key`);
+  return rawKeyOf(trimmed, `${what} is neither base64 of a raw 32-byte Ed25519 key nor a PEM public key`);
+}
+
+/** A raw Ed25519 public key in canonical standard base64 (decodeBase64), else an InputError saying `problem`. */
+export function rawKeyOf(base64: string, problem: string): Buffer {
+  const raw = decodeBase64(base64);
+  if (raw?.length !== 32) throw new InputError(problem);
   return raw;
 }
 

@@ -5,8 +5,9 @@
  * unreadable input, or a server that cannot be asked.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { decodeBase64 } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
-import { checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
+import { bundleKeyOf, checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
 import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
@@ -136,7 +137,12 @@ function at(checkpoint: Checkpoint): string {
 /** The log's keys, keyId → raw key, and the log's name (which says whose log the server keeps). */
 async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer> }> {
   const answer = await client.get<{ log?: unknown; keys?: { keyId: string; publicKey: string }[] }>('/api/audit/public-key');
-  return { log: answer.log, keys: new Map((answer.keys ?? []).map((key) => [key.keyId, Buffer.from(key.publicKey, 'base64')])) };
+  // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
+  const keys = (answer.keys ?? []).flatMap((key) => {
+    const raw = decodeBase64(key.publicKey);
+    return raw?.length === 32 ? [[key.keyId, raw] as const] : [];
+  });
+  return { log: answer.log, keys: new Map(keys) };
 }
 
 async function fetchConsistency(client: ApiClient, from: number, to: number): Promise<string[]> {
@@ -172,7 +178,7 @@ async function verifyBundleFile(
 /** The saved checkpoint's signature, and its consistency with the bundle's checkpoint. */
 async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: Buffer | undefined, client: ApiClient | undefined): Promise<Finding[]> {
   const findings: Finding[] = [];
-  const bundleKey = Buffer.from(bundle.publicKey, 'base64');
+  const bundleKey = bundleKeyOf(bundle);
   const known = trustedKey ?? bundleKey;
   let key = keyIdOf(known) === saved.keyId ? known : undefined;
   // Signed by another key (a rotation): the log's keys, when it can be asked.

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { inclusionProof, leafHash, nodeHash, rootOf, verifyInclusion } from '@vigil/platform';
 import { checkConsistency, parseBundle, verifyBundle } from './bundle.ts';
 import { chainEvent, MemoryLog, sha256, testKey } from './fixture.ts';
+import { parsePublicKey } from './checkpoint.ts';
 import { InputError } from './input.ts';
 import { LogWalk, type RecordedHead } from './walk.ts';
 import { InclusionBatch, StreamingRoot } from './tree.ts';
@@ -216,6 +217,43 @@ describe('bundle verification', () => {
     ]) {
       assert.throws(() => parseBundle(broken), InputError);
     }
+  });
+});
+
+describe('one spelling of every key, signature and hash', () => {
+  test("a bundle's key, a --public-key and a checkpoint's signature in any other base64 spelling are refused", () => {
+    const log = new MemoryLog();
+    log.append('s1', 3);
+    const good = json({ format: 'vigil-audit-bundle/1', ...log.bundle('s1') });
+    const key = log.key.publicKey.toString('base64');
+    // 32 bytes end in 2 spare bits: the next letter up decodes to the same key.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const sloppy = `${key.slice(0, 42)}${alphabet[alphabet.indexOf(key[42]!) ^ 1]!}=`;
+    assert.ok(Buffer.from(sloppy, 'base64').equals(log.key.publicKey));
+    const respelled = [key.slice(0, -1), log.key.publicKey.toString('base64url'), `${key.slice(0, 20)}\n${key.slice(20)}`, sloppy];
+    for (const spelling of [...respelled, ` ${key}`]) assert.throws(() => parseBundle({ ...good, publicKey: spelling }), InputError, JSON.stringify(spelling));
+    for (const spelling of respelled) assert.throws(() => parsePublicKey(spelling, '--public-key'), InputError, JSON.stringify(spelling));
+    // A key file ends in a new line: the text around the key is not part of it.
+    assert.ok(parsePublicKey(`${key}\n`, 'a key file').equals(log.key.publicKey));
+    const unpadded = json(good);
+    unpadded.checkpoint.signature = unpadded.checkpoint.signature.replace(/=+$/, '');
+    assert.deepEqual(checks(verifyBundle(parseBundle(unpadded)).findings), ['checkpoint-signature']);
+  });
+
+  test('an inclusion or consistency proof hash in uppercase or with trailing text proves nothing', () => {
+    const log = new MemoryLog();
+    log.append('s1', 9);
+    const saved = log.checkpoint();
+    log.append('s1', 4);
+    const bundle = log.bundle('s1', saved.treeSize);
+    const upper = json(bundle);
+    // The first leaf: later ones stop at nodes an earlier proof established.
+    upper.leaves[0]!.proof[0] = upper.leaves[0]!.proof[0]!.toUpperCase();
+    assert.deepEqual(checks(verifyBundle(upper).findings), ['inclusion']);
+    const proof = bundle.consistency!.proof;
+    assert.equal(checkConsistency(saved, bundle.checkpoint, proof), undefined);
+    assert.equal(checkConsistency(saved, bundle.checkpoint, [proof[0]!.toUpperCase(), ...proof.slice(1)])?.check, 'consistency');
+    assert.equal(checkConsistency(saved, bundle.checkpoint, [`${proof[0]!}zz`, ...proof.slice(1)])?.check, 'consistency');
   });
 });
 

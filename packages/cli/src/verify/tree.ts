@@ -1,4 +1,5 @@
 import { EMPTY_ROOT, nodeHash, splitPoint } from '@vigil/platform/audit-verify';
+import { isHex64 } from './input.ts';
 
 /**
  * Merkle computations a verifier repeats many times (RFC 9162 §2.1 hashing from
@@ -90,8 +91,10 @@ export class InclusionBatch {
         return true;
       }
       if (d === 0) break;
-      const sibling = Buffer.from(path[depth - d]!, 'hex');
-      if (sibling.length !== 32) return false;
+      // Lowercase hex only: Buffer.from reads uppercase too, and stops quietly at a stray character.
+      const siblingHex = path[depth - d]!;
+      if (!isHex64(siblingHex)) return false;
+      const sibling = Buffer.from(siblingHex, 'hex');
       const parentStart = starts[d - 1]!;
       learnedKeys.push(nodeStart * 64 + d);
       learnedHashes.push(hash);

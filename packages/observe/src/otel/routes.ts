@@ -1,6 +1,6 @@
 import { gunzip } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import type { ZodApp } from '@vigil/platform';
+import { readJsonBody, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -61,8 +61,15 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
     otlp.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (request, body, done) => {
       inflated(request, body as Buffer, limit, (error, bytes) => {
         if (error !== null) return done(error);
+        let value: unknown;
         try {
-          done(null, { encoding: 'json', request: decodeJsonRequest(JSON.parse(bytes!.toString('utf8'))) } satisfies OtlpBody);
+          // The kit's strict reading of every JSON body: UTF-8 as sent, nesting within 100 levels.
+          value = readJsonBody(bytes!, request.headers['content-type'], observeError);
+        } catch (readError) {
+          return done(readError as Error);
+        }
+        try {
+          done(null, { encoding: 'json', request: decodeJsonRequest(value) } satisfies OtlpBody);
         } catch (decodeError) {
           done(observeError('otlpUndecodable', `The body is not an OTLP/JSON ExportTraceServiceRequest: ${(decodeError as Error).message}`));
         }
