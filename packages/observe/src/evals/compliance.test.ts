@@ -251,7 +251,7 @@ await describeEachDatabase('compliance evaluations', (backend) => {
       [{ rules: [{ type: 'max_cost', maxUsd: 1 }] }, 'rules.0.id'],
       [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1, tools: ['x'] }] }, 'rules.0'],
       [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], passThreshold: 1.5 }, 'passThreshold'],
-      [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], extra: true }, ''],
+      [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], extra: true }, 'extra'],
       [{ rules: [{ id: 'a', type: 'max_cost', maxUsd: 1 }], evaluatorId: 'x' }, 'rules'],
     ];
     for (const [body, path] of bad) {
