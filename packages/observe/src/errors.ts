@@ -38,6 +38,12 @@ export const observeErrors = {
     code: 'chain_broken',
     message: "The session's hash chain is broken: no verdict is appended to it",
   },
+  lastKeyExposed: {
+    status: 409,
+    code: 'last_key',
+    message:
+      'This is the last active API key and observe listens beyond this machine: revoking it would let anyone who reaches the port create an admin key without credentials. Create another key first, or add ?force=true',
+  },
   benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
   invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
   evaluatorNotFound: { status: 404, code: 'not_found', message: 'Evaluator not found' },
