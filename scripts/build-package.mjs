@@ -13,19 +13,11 @@ import { createRequire } from 'node:module';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireBuildLock } from '../packages/cli/build-lock.mjs';
-import { replaceBuildOutput } from '../packages/cli/build-output.mjs';
+import { filesUnder, replaceBuildOutput } from '../packages/cli/build-output.mjs';
 
 const ROOT = resolve(fileURLToPath(import.meta.url), '..', '..');
 const STAMP = '.dist-inputs.json';
 const LOCK_WAIT_MS = 5 * 60_000;
-
-function filesUnder(dir) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name))
-    .sort();
-}
 
 /**
  * The SHA-256 of everything the build reads: the package's src/, package.json and tsconfig files,
@@ -41,7 +33,7 @@ function buildInputsHash(packageDir) {
       .update('\0');
   const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
   for (const name of readdirSync(packageDir).sort()) if (name === 'package.json' || /^tsconfig.*\.json$/.test(name)) add(join(packageDir, name));
-  for (const path of filesUnder(join(packageDir, 'src'))) add(path);
+  for (const file of filesUnder(join(packageDir, 'src')).sort()) add(join(packageDir, 'src', file));
   add(join(ROOT, 'tsconfig.json'));
   hash.update(`typescript ${createRequire(join(packageDir, 'package.json'))('typescript/package.json').version}\0`);
   for (const name of Object.keys(manifest.dependencies ?? {}).filter((dependency) => dependency.startsWith('@vigil/'))) {
