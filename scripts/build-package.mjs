@@ -4,7 +4,7 @@
 // tsc compiles into a scratch folder beside dist/, whose files then replace dist/'s one rename at a
 // time (packages/cli/build-output.mjs). It builds nothing when its inputs are the
 // ones of the last build (their SHA-256 is kept in .dist-inputs.json beside dist/), so `npm start`
-// on an unchanged checkout runs no tsc.
+// on an unchanged checkout runs no tsc. `--force` builds anyway (the old build stays recorded until then).
 // Plain JavaScript: it runs before anything is compiled. docs/architecture.md (Package builds).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -81,15 +81,16 @@ function build(packageDir, tsconfigs) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const packageDir = process.cwd();
-  const tsconfigs = process.argv.slice(2);
+  const force = process.argv.includes('--force');
+  const tsconfigs = process.argv.slice(2).filter((arg) => arg !== '--force');
   const name = relative(ROOT, packageDir);
-  if (packageBuildState(packageDir) === 'fresh') {
+  if (!force && packageBuildState(packageDir) === 'fresh') {
     process.stdout.write(`${name}: dist/ is up to date\n`);
   } else {
     const release = await acquireBuildLock(join(packageDir, '.dist-building'), { waitMs: LOCK_WAIT_MS, pollMs: 100, what: `${name}/dist` });
     try {
       // Another process may have built it while this one waited for the lock.
-      if (packageBuildState(packageDir) !== 'fresh') {
+      if (force || packageBuildState(packageDir) !== 'fresh') {
         const started = Date.now();
         build(packageDir, tsconfigs);
         process.stdout.write(`${name}/dist built in ${Date.now() - started} ms\n`);
