@@ -8,7 +8,7 @@ export default tseslint.config(
     ignores: [
       '**/node_modules/**',
       '**/dist/**',
-      'packages/dashboard/.dist-*/**',
+      'packages/*/.dist-*/**',
       'packages/sdk/src/generated/**',
       'scripts/depcheck-fixtures/**',
       'python/**',

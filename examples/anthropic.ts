@@ -28,7 +28,7 @@ const answer = await vigil.withSession({ agentId: 'weather-agent', tags: ['examp
   console.log(`Session ${session.id} started`);
   const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'What is the weather in Oslo?' }];
   for (let turn = 0; turn < 5; turn++) {
-    const reply = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 1024, system: 'You are a weather assistant.', messages, tools });
+    const reply = await anthropic.messages.create({ model: 'claude-haiku-4-5', max_tokens: 1024, system: 'You are a weather assistant.', messages, tools });
     messages.push({ role: 'assistant', content: reply.content });
     const uses = reply.content.filter((block) => block.type === 'tool_use');
     if (uses.length === 0) return reply.content.map((block) => (block.type === 'text' ? block.text : '')).join('');

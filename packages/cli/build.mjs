@@ -2,7 +2,7 @@
 // workspace (@vigil/platform, observe, gate) bundled by esbuild into packages/cli/dist/, with
 // npm packages left as imports. bin/vigil.mjs runs it, building it first when it is missing or
 // older than its sources, so production runs plain JavaScript (no run-time transpiler) and a
-// source edit is picked up by the next start. `node build.mjs` (npm run build) builds it by hand.
+// source edit is picked up by the next start. `node build.mjs` (npm run build) builds it when stale.
 // Plain JavaScript: it runs before anything is compiled. docs/architecture.md (Compiled services).
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
@@ -217,8 +217,9 @@ export async function compiledEntry(dist = DIST_DIR) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
-    const { ms } = await withLock(DIST_DIR, () => buildServices());
-    process.stdout.write(`packages/cli/dist built in ${ms} ms\n`);
+    // As bin/vigil.mjs does: nothing to do while every input is the one of the last build.
+    const outcome = await withLock(DIST_DIR, async () => (buildState() === 'fresh' ? null : await buildServices()));
+    process.stdout.write(outcome === null ? 'packages/cli/dist is up to date\n' : `packages/cli/dist built in ${outcome.ms} ms\n`);
   } catch (error) {
     process.stderr.write(`${error.errors ? 'the build failed (see above)' : error.message}\n`);
     process.exitCode = 1;

@@ -1,16 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireBuildLock } from '../build-lock.mjs';
+import { replaceBuildOutput } from '../build-output.mjs';
 
 /**
  * The web dashboard's build, done by `vigil up` / `vigil observe` when it is missing or older
  * than its sources, so `npm install && npm start` on a fresh clone serves it without a separate
- * step (dist/ is not committed). Vite builds into a temporary folder that then replaces dist/, so
- * observe never serves a half-written build, and a lock folder keeps two processes from building
- * at once (a lock whose process is gone is taken over).
+ * step (dist/ is not committed). Vite builds into a temporary folder whose files then replace
+ * dist/'s one rename at a time, index.html last (build-output.mjs), so observe never serves a
+ * half-written build nor finds dist/ missing; assets of earlier builds stay a day for pages still
+ * open. A lock folder keeps two processes from building at once (a lock whose process is gone is
+ * taken over).
  */
 
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../dashboard/', import.meta.url));
@@ -18,6 +21,8 @@ const DIST = join(DASHBOARD_DIR, 'dist');
 const LOCK = join(DASHBOARD_DIR, '.dist-building');
 const SOURCES = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'];
 const LOCK_WAIT_MS = 5 * 60_000;
+// A page loaded from an earlier build still asks for that build's assets (their names are hashed).
+const OLD_ASSETS_MS = 24 * 3600_000;
 
 export type BuildState = 'missing' | 'stale' | 'fresh';
 
@@ -78,7 +83,7 @@ async function build(): Promise<BuildOutcome> {
   try {
     // Scratch folders of builds whose process was killed (only the lock holder writes one).
     for (const name of readdirSync(DASHBOARD_DIR)) {
-      if (/^\.dist-(tmp|old)-\d+$/.test(name)) rmSync(join(DASHBOARD_DIR, name), { recursive: true, force: true });
+      if (/^\.dist-tmp-\d+$/.test(name)) rmSync(join(DASHBOARD_DIR, name), { recursive: true, force: true });
     }
     // Another process may have built it while this one waited for the lock.
     if (dashboardBuildState() === 'fresh') return { result: 'fresh' };
@@ -100,10 +105,7 @@ async function build(): Promise<BuildOutcome> {
       });
     });
     void stderr;
-    const old = join(DASHBOARD_DIR, `.dist-old-${process.pid}`);
-    if (existsSync(DIST)) renameSync(DIST, old);
-    renameSync(out, DIST);
-    rmSync(old, { recursive: true, force: true });
+    replaceBuildOutput(out, DIST, { last: ['index.html'], keepObsoleteMs: OLD_ASSETS_MS });
     return { result: 'built', ms: Date.now() - started };
   } catch (error) {
     return { result: 'failed', reason: (error as Error).message };

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { sql, type Kysely } from 'kysely';
-import type { LightMyRequestResponse } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { describeEachDatabase, sendJson, TestHttpServer, type TestBackend } from '@vigil/platform/testing';
 import type { DialectName } from '@vigil/platform';
 import { startTestObserve, type TestObserve } from '@vigil/observe/testing';
@@ -60,8 +60,11 @@ interface OpenApiDocument {
   components?: { schemas?: Record<string, JsonSchema> };
 }
 
+/** A method as fastify's inject takes it. */
+type InjectMethod = NonNullable<InjectOptions['method']>;
+
 interface Operation {
-  method: string;
+  method: InjectMethod;
   path: string;
   pathParams: string[];
   query: { name: string; schema: JsonSchema }[];
@@ -77,7 +80,7 @@ function operationsOf(doc: OpenApiDocument): Operation[] {
       if (Object.values(operation.responses ?? {}).some((response) => response.content?.['text/event-stream'])) continue;
       const parameters = operation.parameters ?? [];
       operations.push({
-        method: method.toUpperCase(),
+        method: method.toUpperCase() as InjectMethod,
         path,
         pathParams: [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
         query: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema })),
@@ -636,7 +639,7 @@ function requestArbitrary(op: Operation, ctx: GenContext): fc.Arbitrary<RequestS
 
 interface Target {
   name: string;
-  inject(options: { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer }): Promise<LightMyRequestResponse>;
+  inject(options: { method: InjectMethod; url: string; headers: Record<string, string>; payload?: string | Buffer }): Promise<LightMyRequestResponse>;
   /** Authorization for a route of this path (the service token for service-to-service routes). */
   authorization(path: string, method: string): string;
   bodyLimit: number;
@@ -658,7 +661,7 @@ function buildRequest(
   op: Operation,
   spec: RequestSpec,
   target: Target,
-): { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer; label: string } {
+): { method: InjectMethod; url: string; headers: Record<string, string>; payload?: string | Buffer; label: string } {
   let index = 0;
   const path = op.path.replace(/\{[^}]+\}/g, () => {
     const segment = spec.segments[index++]!;

@@ -48,6 +48,12 @@ export const observeErrors = {
     code: 'idempotency_key_reused',
     message: 'This Idempotency-Key was used with a different request body in the last 24 hours',
   },
+  lastKeyExposed: {
+    status: 409,
+    code: 'last_key',
+    message:
+      'This is the last active API key and observe listens beyond this machine: revoking it would let anyone who reaches the port create an admin key without credentials. Create another key first, or add ?force=true',
+  },
   benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
   invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
   evaluatorNotFound: { status: 404, code: 'not_found', message: 'Evaluator not found' },

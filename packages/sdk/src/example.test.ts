@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { GateClient, ObserveClient } from './index.ts';
 import { eventually, startLiveServices, type LiveServices } from '@vigil/cli/testing';
@@ -208,6 +210,8 @@ describe('provider examples (against a local stand-in of the provider API)', () 
         ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace('$PROVIDER', provider.url)])),
       });
       assert.equal(await program.code, 0, program.stderr());
+      // A provider SDK's warning (a deprecated model, say) would greet everyone who copies the example.
+      assert.equal(program.stderr(), '', `examples/${file} wrote to stderr`);
       assert.match(program.stdout(), new RegExp(`Answer: ${FINAL_ANSWER}`));
       const sessionId = /Session (\S+) started/.exec(program.stdout())?.[1];
       assert.ok(sessionId, program.stdout());
@@ -250,7 +254,22 @@ describe('provider examples (against a local stand-in of the provider API)', () 
     const [first, second] = events.filter((e) => e.eventType === 'llm_response');
     assert.equal(first!.payload.finishReason, 'tool_use');
     assert.equal(second!.payload.completion, FINAL_ANSWER);
-    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, 'claude-sonnet-4-5 is priced');
+    for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, "the example's model is priced");
+  });
+
+  test('the Anthropic model the READMEs and examples/anthropic.ts name is not one @anthropic-ai/sdk calls deprecated', () => {
+    // The SDK warns on every call with a model of this list (resources/messages/messages.js).
+    const anthropicSdk = dirname(createRequire(import.meta.url).resolve('@anthropic-ai/sdk'));
+    const { DEPRECATED_MODELS } = createRequire(import.meta.url)(join(anthropicSdk, 'internal/data/deprecated-models.js')) as {
+      DEPRECATED_MODELS: Record<string, string>;
+    };
+    assert.ok(Object.keys(DEPRECATED_MODELS).length > 0, 'the list was found');
+    for (const file of ['README.md', 'packages/sdk/README.md', 'examples/anthropic.ts']) {
+      const models = [...readFileSync(join(root, file), 'utf8').matchAll(/model: '(claude-[^']+)'/g)].map((match) => match[1]!);
+      assert.ok(models.length > 0, `${file} names a Claude model`);
+      for (const model of models)
+        assert.equal(DEPRECATED_MODELS[model], undefined, `${file}: ${model} is deprecated (end of life ${DEPRECATED_MODELS[model]})`);
+    }
   });
 
   test("examples/vercel-ai.ts: both model steps through the middleware, the AI SDK's tool run between them", async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, test } from 'node:test';
+import { after, before, mock, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
@@ -126,18 +126,49 @@ await describeEachDatabase('API keys: first start-up', (backend) => {
     }
   });
 
-  test('once every key is revoked, key creation without Authorization is open again', async () => {
+  test('once every key is revoked, key creation without Authorization is open again, which the answer and the log say', async () => {
     const fresh = await startTestObserve(backend);
     try {
       const { body } = await listKeys(fresh);
       assert.equal(body.keys.length, 1);
+      const warn = mock.method(fresh.service.app.log, 'warn');
       const revoked = await fresh.call({ method: 'DELETE', url: `/api/keys/${body.keys[0]!.id}` });
       assert.equal(revoked.statusCode, 200, revoked.body);
+      const { warning } = revoked.json() as { warning?: string };
+      assert.match(warning ?? '', /no active API key is left.*POST \/api\/keys without credentials/);
+      assert.deepEqual(
+        warn.mock.calls.map((call) => call.arguments[1]),
+        [warning],
+      );
       const reopened = await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: 'recovery' } });
       assert.equal(reopened.statusCode, 201, reopened.body);
       assertErrorBody(await anonymous(fresh, { method: 'POST', url: '/api/keys', payload: { name: 'again' } }), 401);
     } finally {
       await fresh.close();
+    }
+  });
+
+  test('while observe listens beyond loopback, revoking the last key is refused (409 last_key) unless forced', async () => {
+    const exposed = await startTestObserve(backend, { env: { HOST: '0.0.0.0' } });
+    try {
+      const first = (await listKeys(exposed)).body.keys[0]!;
+      const second = await createKey(exposed, 'second');
+      // Another key stays active: no warning.
+      const revokedSecond = await exposed.call({ method: 'DELETE', url: `/api/keys/${second.id}` });
+      assert.deepEqual(revokedSecond.json(), { id: second.id, revoked: true });
+
+      const refused = assertErrorBody(await exposed.call({ method: 'DELETE', url: `/api/keys/${first.id}` }), 409, 'revoking the last key');
+      assert.match(refused.error, /last active API key.*\?force=true/);
+      assertErrorBody(await exposed.call({ method: 'DELETE', url: `/api/keys/${first.id}?force=yes` }), 400, 'force=yes');
+      // Nothing changed: the key works and the bootstrap stays closed.
+      assert.equal((await listKeys(exposed)).body.keys.find((key) => key.id === first.id)!.revokedAt, null);
+      assertErrorBody(await anonymous(exposed, { method: 'POST', url: '/api/keys', payload: { name: 'intruder' } }), 401);
+
+      const forced = await exposed.call({ method: 'DELETE', url: `/api/keys/${first.id}?force=true` });
+      assert.equal(forced.statusCode, 200, forced.body);
+      assert.match((forced.json() as { warning?: string }).warning ?? '', /listens beyond this machine \(0\.0\.0\.0\)/);
+    } finally {
+      await exposed.close();
     }
   });
 });

@@ -1,4 +1,4 @@
-import { generateSecret, keyChangeActor, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
+import { generateSecret, isLoopbackHost, keyChangeActor, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
@@ -89,15 +89,34 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
     {
       schema: {
         summary: 'Revoke an API key',
+        description:
+          'Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. ' +
+          'While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`.',
         tags: ['keys'],
         params: z.object({ id: z.string().min(1).max(256) }),
-        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
+        querystring: z.object({
+          force: z
+            .enum(['true', 'false'])
+            .default('false')
+            .transform((value) => value === 'true')
+            .meta({ description: 'Revoke the last active key even while observe listens beyond loopback' }),
+        }),
+        response: { 200: z.object({ id: z.string(), revoked: z.literal(true), warning: z.string().optional() }) },
       },
     },
     async (request) => {
-      const row = await revokeKey(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now());
-      if (!row) throw observeError('keyNotFound');
-      return { id: row.id, revoked: true as const };
+      const exposed = !isLoopbackHost(ctx.config.host);
+      const outcome = await revokeKey(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now(), {
+        allowLast: !exposed || request.query.force,
+      });
+      if (outcome.result === 'notFound') throw observeError('keyNotFound');
+      if (outcome.result === 'refused') throw observeError('lastKeyExposed');
+      if (outcome.result === 'revoked' && outcome.lastKey) {
+        const warning = `no active API key is left: until one is created, POST /api/keys without credentials creates an admin key${exposed ? `, and observe listens beyond this machine (${ctx.config.host})` : ''}`;
+        app.log.warn({ keyId: outcome.row.id }, warning);
+        return { id: outcome.row.id, revoked: true as const, warning };
+      }
+      return { id: outcome.row.id, revoked: true as const };
     },
   );
 }

@@ -27,17 +27,26 @@ export async function insertKey(database: ObserveDatabase, row: ApiKeyRow, actor
  */
 export async function insertFirstKey(database: ObserveDatabase, row: ApiKeyRow, actor: ChangeActor): Promise<boolean> {
   return database.db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('leases')
-      .values({ name: 'keys.bootstrap', holder: '', expires_at: 0 })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
-    await forUpdate(trx.selectFrom('leases').select('name').where('name', '=', 'keys.bootstrap'), database.dialect).execute();
+    await lockKeySet(trx, database);
     const active = await trx.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).limit(1).executeTakeFirst();
     if (active) return false;
     await insertRecorded(trx, row, actor);
     return true;
   });
+}
+
+/**
+ * Serialises the changes that open or close the first-key bootstrap (the first key's creation, a
+ * revocation) on a lock row (PostgreSQL) or the write lock (SQLite), so two revocations at once
+ * cannot each leave the other as the last key.
+ */
+async function lockKeySet(trx: Transaction<ObserveSchema>, database: ObserveDatabase): Promise<void> {
+  await trx
+    .insertInto('leases')
+    .values({ name: 'keys.bootstrap', holder: '', expires_at: 0 })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  await forUpdate(trx.selectFrom('leases').select('name').where('name', '=', 'keys.bootstrap'), database.dialect).execute();
 }
 
 /** Compiled once: every authenticated request runs it (building the statement anew cost more than running it). */
@@ -58,15 +67,34 @@ export async function listKeys(database: ObserveDatabase): Promise<ApiKeyRow[]> 
   return database.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
 }
 
-/** Marks the key revoked, once (revoking a revoked key changes and records nothing); undefined when no such key exists. */
-export async function revokeKey(database: ObserveDatabase, id: string, actor: ChangeActor, at: number): Promise<ApiKeyRow | undefined> {
-  return database.db.transaction().execute(async (trx) => {
-    const before = await forUpdate(trx.selectFrom('api_keys').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
-    if (!before || before.revoked_at !== null) return before;
+/**
+ * What a revocation did: `revoked` (with `lastKey` when no active key is left, which reopens the
+ * first-key bootstrap), `unchanged` (the key was revoked already), `refused` (it is the last active
+ * key and `allowLast` is false) or `notFound`.
+ */
+export type RevokeOutcome =
+  { result: 'revoked'; row: ApiKeyRow; lastKey: boolean } | { result: 'unchanged'; row: ApiKeyRow } | { result: 'refused' } | { result: 'notFound' };
+
+/** Marks the key revoked, once (revoking a revoked key changes and records nothing). */
+export async function revokeKey(
+  database: ObserveDatabase,
+  id: string,
+  actor: ChangeActor,
+  at: number,
+  { allowLast }: { allowLast: boolean },
+): Promise<RevokeOutcome> {
+  return database.db.transaction().execute(async (trx): Promise<RevokeOutcome> => {
+    await lockKeySet(trx, database);
+    const before = await trx.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!before) return { result: 'notFound' };
+    if (before.revoked_at !== null) return { result: 'unchanged', row: before };
+    const other = await trx.selectFrom('api_keys').select('id').where('revoked_at', 'is', null).where('id', '!=', id).limit(1).executeTakeFirst();
+    const lastKey = other === undefined;
+    if (lastKey && !allowLast) return { result: 'refused' };
     const after: ApiKeyRow = { ...before, revoked_at: at };
     await trx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute();
     await recordChange(trx, { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey(after) }, at);
-    return after;
+    return { result: 'revoked', row: after, lastKey };
   });
 }
 

@@ -3004,18 +3004,26 @@ export interface paths {
     };
   };
   "/api/keys/{id}": {
-    /** Revoke an API key */
+    /**
+     * Revoke an API key
+     *
+     * Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`.
+     */
     delete: {
       params: {
         id: string;
       };
-      query: Record<string, never>;
+      query: {
+        /** Revoke the last active key even while observe listens beyond loopback */
+        force?: "true" | "false";
+      };
       body: never;
       bodyRequired: false;
       responses: {
         200: {
           id: string;
           revoked: true;
+          warning?: string;
         };
         400: ObserveError;
         401: ObserveError;
