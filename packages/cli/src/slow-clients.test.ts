@@ -157,7 +157,7 @@ for (const service of services) {
     await closedSocket;
     await closed;
     assert.match(answer, /^HTTP\/1\.1 503 /, answer);
-    assert.match(answer, /\r\nretry-after: 5\r\n/i, answer);
+    assert.match(answer, /\r\nretry-after: 1\r\n/i, answer);
     assert.match(answer, /\r\nconnection: close\r\n/i, answer);
     assert.match(answer, /shutting down; retry shortly/, answer);
   });
