@@ -17,7 +17,7 @@ import {
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
-import { auditFeature } from './audit/index.ts';
+import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, ROUTE_SCOPES, type Scope } from './auth/index.ts';
@@ -136,7 +136,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(authenticationFeature);
   await features.register(systemFeature);
   const requests = await features.register(requestsFeature);
-  await features.register(auditFeature);
+  await features.register(auditTrailFeature);
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);
   const generatedAdminKey = await features.register(keysFeature);

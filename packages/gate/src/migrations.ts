@@ -1,4 +1,4 @@
-import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit/chain.ts';
+import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from './audit-trail/chain.ts';
 import {
   backfillLeaves,
   createAdminChangeTable,

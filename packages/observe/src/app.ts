@@ -30,7 +30,7 @@ import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { healthFeature } from './health/index.ts';
-import { authenticationFeature, keysFeature, observeAuthErrorStatuses } from './keys/index.ts';
+import { authenticationFeature, keysFeature, observeAuthErrorStatuses } from './auth/index.ts';
 import { memoryFeature } from './memory/index.ts';
 import { observeMigrations } from './migrations.ts';
 import { OBSERVE_OPERATIONS } from './operations.ts';
@@ -46,7 +46,7 @@ import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
-import { webhooksFeature } from './webhooks/index.ts';
+import { webhookIngestFeature } from './webhook-ingest/index.ts';
 
 export interface ObserveService {
   app: ZodApp;
@@ -157,7 +157,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(keysFeature);
   const idempotencyKeys = await features.register(eventsFeature);
   await features.register(otelFeature);
-  await features.register(webhooksFeature);
+  await features.register(webhookIngestFeature);
   await features.register(sessionsFeature);
   await features.register(treeFeature);
   await features.register(replayFeature);

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import type { ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql } from 'kysely';
-import type { AuditEntry } from '../audit/index.ts';
+import type { AuditEntry } from '../audit-trail/index.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 import { dueForExpiryQuery } from './store.ts';
 

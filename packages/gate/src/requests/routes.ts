@@ -1,6 +1,6 @@
 import { isoTimestampMs, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit/index.ts';
+import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit-trail/index.ts';
 import { auditActor } from '../auth/index.ts';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';

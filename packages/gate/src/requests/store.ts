@@ -1,5 +1,5 @@
 import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
-import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit/index.ts';
+import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { AuditRow, GateDatabase, GateSchema, RequestRow, RequestStatus } from '../schema.ts';

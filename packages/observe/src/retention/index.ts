@@ -3,7 +3,7 @@
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveFeature } from '../context.ts';
-import { deleteExpiredStreamTokens } from '../keys/index.ts';
+import { deleteExpiredStreamTokens } from '../auth/index.ts';
 import { pruneStreamLog } from '../stream/index.ts';
 import { applyRetention } from './service.ts';
 

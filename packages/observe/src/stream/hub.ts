@@ -4,7 +4,7 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eventJson } from '../events/index.ts';
-import { activeKeyIds } from '../keys/index.ts';
+import { activeKeyIds } from '../auth/index.ts';
 import { findSessions, toSession } from '../sessions/index.ts';
 import { formatCursor, readStreamPage, resumeVerdict, streamHead, type StreamCursor, type StreamFilters } from './log.ts';
 

@@ -4,7 +4,7 @@ import type { ObserveContext } from '../context.ts';
 import { commaList, listEventsQuerySchema } from '../events/index.ts';
 import type { StreamHub } from './hub.ts';
 import { cursorText, parseCursor, REPLAY_WINDOW_MS } from './log.ts';
-import { createStreamToken, STREAM_TOKEN_TTL_MS } from '../keys/index.ts';
+import { createStreamToken, STREAM_TOKEN_TTL_MS } from '../auth/index.ts';
 
 const STREAM_DESCRIPTION = `Server-Sent Events. Messages: \`ready\` first (data \`{resumed, reset?}\`), then \`session\` (the session summary, as GET /api/sessions/:id returns it, sent before the events of a batch that changed it) and \`event\` (the stored event, as GET /api/events returns it), in commit order. Every message's \`id\` is a cursor: reconnecting with it as \`Last-Event-ID\` (or \`?lastEventId=\`; the header wins) replays every matching event committed after it, exactly once. A cursor older than ${REPLAY_WINDOW_MS / 3_600_000} hours or not from this database starts the stream at the current end, with \`reset\` set in \`ready\`. A comment line (with the cursor as \`id\`) comes every STREAM_HEARTBEAT_MS. Authenticate with a key, or with \`?token=\` from POST /api/stream/tokens.`;
 

@@ -1,7 +1,7 @@
 import { isLoopbackHost, pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
-import { hasActiveKey } from '../keys/index.ts';
+import { hasActiveKey } from '../auth/index.ts';
 import { storedCounts } from './store.ts';
 
 /**

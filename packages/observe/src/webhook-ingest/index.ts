@@ -3,4 +3,4 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerWebhookRoutes } from './routes.ts';
 
-export const webhooksFeature: ObserveFeature = defineFeature('webhooks', ({ app, context }) => registerWebhookRoutes(app, context));
+export const webhookIngestFeature: ObserveFeature = defineFeature('webhook-ingest', ({ app, context }) => registerWebhookRoutes(app, context));

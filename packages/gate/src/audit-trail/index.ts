@@ -6,4 +6,4 @@ import { registerAuditRoutes } from './routes.ts';
 export { auditEntryHash, auditEntryText, chainEntryOf, verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from './chain.ts';
 export { type AuditEntry, auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from './routes.ts';
 
-export const auditFeature: GateFeature = defineFeature('audit', ({ app, context }) => registerAuditRoutes(app, context));
+export const auditTrailFeature: GateFeature = defineFeature('audit-trail', ({ app, context }) => registerAuditRoutes(app, context));
