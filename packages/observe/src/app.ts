@@ -18,7 +18,7 @@ import {
 import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { agentsFeature } from './agents/index.ts';
 import { alertsFeature } from './alerts/index.ts';
-import { analyticsFeature } from './analytics/index.ts';
+import { ANALYTICS_DERIVED_TABLES, analyticsFeature } from './analytics/index.ts';
 import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
@@ -27,7 +27,7 @@ import { contextApiFeature } from './context-api/index.ts';
 import { dashboardFeature, type DashboardRouteOptions } from './dashboard/index.ts';
 import { observeError, observeErrorSchema, renderObserveError } from './errors.ts';
 import { evalsFeature, type EvalRuns } from './evals/index.ts';
-import { EventAppender, eventsFeature } from './events/index.ts';
+import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { healthFeature } from './health/index.ts';
 import { authenticationFeature, keysFeature, observeAuthErrorStatuses } from './auth/index.ts';
@@ -93,6 +93,13 @@ export interface ObserveOptions {
   auditLeaves?: boolean;
 }
 
+/**
+ * The tables derived from events, as their features declare them, in the order ingest keeps them
+ * (the store totals first, right after the agents rows): what retention subtracts from, what the
+ * derived listings page and what `vigil verify --deep` recomputes.
+ */
+export const OBSERVE_DERIVED_TABLES: readonly DerivedTable[] = [...EVENTS_DERIVED_TABLES, ...ANALYTICS_DERIVED_TABLES];
+
 /** Database down: 503, so clients retry; any other database failure: the 500 storage error (docs/api.md#errors). */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
   const failure = databaseFailure(error);
@@ -121,11 +128,14 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     clock,
     // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
     events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4, config.sessionIdleTimeoutMs),
+    derivedTables: OBSERVE_DERIVED_TABLES,
     prices,
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
     metrics: new ServiceMetrics(clock, database),
   };
+  // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
+  for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });
 
   const app = await createHttpApp({
     title: 'Vigil observe',

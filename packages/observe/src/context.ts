@@ -1,7 +1,7 @@
 import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
 import type { ObserveConfig } from './config.ts';
-import type { EventAppender } from './events/index.ts';
+import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase } from './schema.ts';
 
@@ -12,6 +12,12 @@ export interface ObserveContext {
   clock: Clock;
   /** The one write path for events (group commit). */
   events: EventAppender;
+  /**
+   * The tables derived from events (events/derived-tables.ts), as the owning features declare them
+   * and the service registers them: ingest keeps them, retention subtracts from them, the
+   * /api/audit/derived/* listings page them for `vigil verify --deep`.
+   */
+  derivedTables: readonly DerivedTable[];
   /** Model prices (built-in table plus MODEL_PRICES), built once at start. */
   prices: PriceTable;
   /** Embedding backend of recall and context (local unless EMBEDDINGS_URL is set). */

@@ -1,14 +1,20 @@
 export { buildObserveService, type ObserveOptions, type ObserveService } from './app.ts';
 export { observeConfig, observeConfigFromEnvironment, observeEnvironment, type ObserveConfig, type ObserveEnvironment } from './config.ts';
 // Derived data recomputed from chained events, for `vigil verify --deep` (the audit-log feature's; docs/audit.md#--deep).
+export { OBSERVE_DERIVED_TABLES } from './app.ts';
+export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './audit-log/derived.ts';
 export {
-  type ChainedEventFields,
-  DerivedDataRecomputation,
+  type AuditedTable,
+  type DerivedTable,
+  EVENT_COLUMNS_TABLE,
   EVENT_DERIVED_COLUMNS,
-  type EventDerivedColumns,
-  movedToSystemAgent,
+  type EventDerivedRow,
+  SESSION_COUNTERS_TABLE,
   SESSION_DERIVED_FIELDS,
   type SessionDerivedFields,
-} from './audit-log/derived.ts';
-export { ROLLUP_SUMS, rollupKey, sketchKey } from './analytics/index.ts';
+  type SessionDerivedRow,
+  type StoredEventDerivedRow,
+  type StoredSessionDerivedRow,
+} from './events/index.ts';
+export { LATENCY_SKETCHES_TABLE, ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
 export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';

@@ -2,18 +2,23 @@
 // hourly rollups, latency sketches) recomputed from the chained events and compared, field by
 // field (docs/audit.md#--deep).
 import {
+  type AuditedTable,
   type ChainedEventFields,
   DerivedDataRecomputation,
+  type DerivedTable,
   EVENT_DERIVED_COLUMNS,
   type EventDerivedColumns,
+  type EventDerivedRow,
   type LatencySketchRow,
   movedToSystemAgent,
+  OBSERVE_DERIVED_TABLES,
   ROLLUP_SUMS,
-  rollupKey,
   type RollupRow,
   SESSION_DERIVED_FIELDS,
   type SessionDerivedFields,
-  sketchKey,
+  type SessionDerivedRow,
+  type StoredEventDerivedRow,
+  type StoredSessionDerivedRow,
 } from '@vigil/observe';
 
 /** A chained event as the walk parses it (the chain recipe's fields; others are ignored). */
@@ -39,8 +44,9 @@ export type ApiGet = (path: string) => Promise<unknown>;
 
 const PAGE = 5000;
 
-/** Every row of one of the server's /api/audit/derived/* listings, page by page. */
-async function* storedRows<Row>(get: ApiGet, path: string): AsyncGenerator<Row> {
+/** Every row of a derived table's /api/audit/derived/* listing, page by page. */
+async function* storedRows<Row>(get: ApiGet, table: AuditedTable): AsyncGenerator<Row> {
+  const path = `/api/audit/derived/${table.audit.path}`;
   let cursor: string | null = null;
   do {
     const query: string = cursor === null ? `?limit=${PAGE}` : `?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`;
@@ -61,9 +67,6 @@ export function sameSum(stored: number, recomputed: number, terms: number): bool
   return Math.abs(stored - recomputed) <= 1e-9 + Math.max(terms, 1) * Number.EPSILON * Math.max(Math.abs(stored), Math.abs(recomputed));
 }
 
-type StoredEvent = { id: string; session_id: string; seq: number; ts: number; agent_id: string; event_type: string } & EventDerivedColumns;
-type StoredSession = { id: string; last_seq: number } & SessionDerivedFields;
-
 /** Rollup sums of doubles, and the count of terms each adds up. */
 const ROLLUP_FLOAT_TERMS: Partial<Record<(typeof ROLLUP_SUMS)[number], keyof RollupRow>> = {
   cost_usd: 'event_count',
@@ -75,18 +78,35 @@ const ZERO_SESSION: Partial<SessionDerivedFields> = { event_count: 0, tool_call_
 const iso = (ms: number) => new Date(ms).toISOString();
 const show = (value: unknown) => JSON.stringify(value);
 
+/** How one audited derived table's stored rows are compared with the recomputed ones. */
+type Comparison = (table: AuditedTable, get: ApiGet, findings: DerivedFinding[]) => Promise<void>;
+
 /**
- * Fed every walked event once (`add`), then `finish` reads the stored derived data through the
- * API and answers every difference. Memory: per walked event, its recomputed columns as one short
- * string (until its stored row is read); per session, one row; per rollup and sketch key, one row.
+ * Fed every walked event once (`add`), then `finish` reads every audited derived table the server
+ * registers through its listing and answers every difference. Memory: per walked event, its
+ * recomputed columns as one short string (until its stored row is read); per session, one row;
+ * per rollup and sketch key, one row.
  */
 export class DerivedDataAudit {
-  private readonly recomputation = new DerivedDataRecomputation();
-  /** Event id → JSON of [sessionId, seq, ...the columns of EVENT_DERIVED_COLUMNS]. */
-  private readonly events = new Map<string, string>();
+  private readonly recomputation: DerivedDataRecomputation;
   /** Session id → the highest seq walked: the head the recomputed row stands for. */
   private readonly heads = new Map<string, number>();
   private skipped = 0;
+  /** By table name; the events come first (their unwalked rows count in the rollups and sketches). */
+  private readonly comparisons: Record<string, Comparison> = {
+    events: (table, get, findings) => this.compareEvents(table, get, findings),
+    sessions: (table, get, findings) => this.compareSessions(table, get, findings),
+    event_rollups: (table, get, findings) => this.compareRollups(table, get, findings),
+    latency_sketches: (table, get, findings) => this.compareSketches(table, get, findings),
+  };
+
+  /** Refuses a derived table it has no comparison for: each audited table must be checked, none silently passed over. */
+  constructor(tables: readonly DerivedTable[] = OBSERVE_DERIVED_TABLES) {
+    this.recomputation = new DerivedDataRecomputation(tables);
+    for (const table of this.recomputation.tables) {
+      if (!Object.hasOwn(this.comparisons, table.table)) throw new Error(`verify --deep has no comparison for the derived table ${table.table}`);
+    }
+  }
 
   /** Sessions left out: their stored head is not the one walked (appends since, or the chain verification's finding). */
   get skippedSessions(): number {
@@ -94,34 +114,30 @@ export class DerivedDataAudit {
   }
 
   add(event: ChainedEvent): void {
-    const columns = this.recomputation.add(event);
-    this.events.set(event.id, JSON.stringify([event.sessionId, event.seq, ...EVENT_DERIVED_COLUMNS.map((c) => columns[c])]));
+    this.recomputation.add(event);
     this.heads.set(event.sessionId, Math.max(this.heads.get(event.sessionId) ?? -1, event.seq));
   }
 
   async finish(get: ApiGet): Promise<DerivedFinding[]> {
     const findings: DerivedFinding[] = [];
-    await this.compareEvents(get, findings);
-    await this.compareSessions(get, findings);
-    await this.compareRollups(get, findings);
-    await this.compareSketches(get, findings);
+    for (const table of this.recomputation.tables) await this.comparisons[table.table]!(table, get, findings);
     return findings;
   }
 
-  private async compareEvents(get: ApiGet, findings: DerivedFinding[]): Promise<void> {
-    for await (const stored of storedRows<StoredEvent>(get, '/api/audit/derived/events')) {
-      const encoded = this.events.get(stored.id);
-      if (encoded === undefined) {
+  private async compareEvents(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+    const walked = this.recomputation.rowsOf<EventDerivedRow>(table);
+    for await (const stored of storedRows<StoredEventDerivedRow>(get, table)) {
+      const row = walked.take(table.audit.keyOf(stored));
+      if (row === undefined) {
         // Not walked: appended since, or stored outside any chain (the chain audit's finding). Its
         // stored columns still count in the rollups, so that they differ only where derivation does.
         const columns = Object.fromEntries(EVENT_DERIVED_COLUMNS.map((c) => [c, stored[c]])) as EventDerivedColumns;
-        this.recomputation.addStored({ ts: stored.ts, agentId: stored.agent_id, eventType: stored.event_type, columns });
+        this.recomputation.addUnwalked({ ts: stored.ts, agentId: stored.agent_id, eventType: stored.event_type, columns });
         continue;
       }
-      this.events.delete(stored.id);
-      const [sessionId, seq, ...values] = JSON.parse(encoded) as [string, number, ...unknown[]];
-      EVENT_DERIVED_COLUMNS.forEach((field, i) => {
-        const recomputed = values[i] ?? null;
+      const { session_id: sessionId, seq } = row;
+      EVENT_DERIVED_COLUMNS.forEach((field) => {
+        const recomputed = row[field];
         if (stored[field] === recomputed) return;
         findings.push({
           kind: 'derived',
@@ -135,8 +151,7 @@ export class DerivedDataAudit {
         });
       });
     }
-    for (const [eventId, encoded] of this.events) {
-      const [sessionId, seq] = JSON.parse(encoded) as [string, number];
+    for (const { id: eventId, session_id: sessionId, seq } of walked.remaining()) {
       findings.push({
         kind: 'derived',
         sessionId,
@@ -148,14 +163,12 @@ export class DerivedDataAudit {
         message: `event ${eventId} (session ${sessionId}, seq ${seq}) was walked but has no stored row any more`,
       });
     }
-    this.events.clear();
   }
 
-  private async compareSessions(get: ApiGet, findings: DerivedFinding[]): Promise<void> {
-    const recomputed = this.recomputation.sessionRows();
-    for await (const stored of storedRows<StoredSession>(get, '/api/audit/derived/sessions')) {
-      const row = recomputed.get(stored.id);
-      recomputed.delete(stored.id);
+  private async compareSessions(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+    const recomputed = this.recomputation.rowsOf<SessionDerivedRow>(table);
+    for await (const stored of storedRows<StoredSessionDerivedRow>(get, table)) {
+      const row = recomputed.take(table.audit.keyOf(stored));
       if (row === undefined) {
         // A row whose head names events is either newer than the walk or the chain audit's (missing
         // events); one without a head has no events, so any counter on it is forged.
@@ -196,7 +209,8 @@ export class DerivedDataAudit {
         });
       }
     }
-    for (const [sessionId, row] of recomputed) {
+    for (const row of recomputed.remaining()) {
+      const sessionId = row.id;
       findings.push({
         kind: 'derived',
         sessionId,
@@ -208,8 +222,8 @@ export class DerivedDataAudit {
     }
   }
 
-  private async compareRollups(get: ApiGet, findings: DerivedFinding[]): Promise<void> {
-    const recomputed = new Map(this.recomputation.rollupRows().map((row) => [rollupKey(row), row]));
+  private async compareRollups(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+    const recomputed = this.recomputation.rowsOf<RollupRow>(table);
     const compare = (stored: RollupRow | undefined, row: RollupRow | undefined) => {
       const keyed = (stored ?? row)!;
       const where = `agent ${keyed.agent_id}, ${keyed.event_type}${keyed.tool_name ? `, tool ${keyed.tool_name}` : ''}${keyed.model ? `, ${keyed.provider}/${keyed.model}` : ''}${keyed.tier ? `, tier ${keyed.tier}` : ''}`;
@@ -229,16 +243,12 @@ export class DerivedDataAudit {
         });
       }
     };
-    for await (const stored of storedRows<RollupRow>(get, '/api/audit/derived/rollups')) {
-      const key = rollupKey(stored);
-      compare(stored, recomputed.get(key));
-      recomputed.delete(key);
-    }
-    for (const row of recomputed.values()) compare(undefined, row);
+    for await (const stored of storedRows<RollupRow>(get, table)) compare(stored, recomputed.take(table.audit.keyOf(stored)));
+    for (const row of recomputed.remaining()) compare(undefined, row);
   }
 
-  private async compareSketches(get: ApiGet, findings: DerivedFinding[]): Promise<void> {
-    const recomputed = new Map(this.recomputation.sketchRows().map((row) => [sketchKey(row), row]));
+  private async compareSketches(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+    const recomputed = this.recomputation.rowsOf<LatencySketchRow>(table);
     const compare = (stored: LatencySketchRow | undefined, row: LatencySketchRow | undefined) => {
       const s = stored?.count ?? 0;
       const r = row?.count ?? 0;
@@ -254,11 +264,7 @@ export class DerivedDataAudit {
         message: `latency sketch ${iso(keyed.hour)} (agent ${keyed.agent_id}, ${keyed.metric} ${what}, bin ${keyed.bin}): count is stored as ${s}, the chained events give ${r}`,
       });
     };
-    for await (const stored of storedRows<LatencySketchRow>(get, '/api/audit/derived/latency-sketches')) {
-      const key = sketchKey(stored);
-      compare(stored, recomputed.get(key));
-      recomputed.delete(key);
-    }
-    for (const row of recomputed.values()) compare(undefined, row);
+    for await (const stored of storedRows<LatencySketchRow>(get, table)) compare(stored, recomputed.take(table.audit.keyOf(stored)));
+    for (const row of recomputed.remaining()) compare(undefined, row);
   }
 }

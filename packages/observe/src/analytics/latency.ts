@@ -89,10 +89,11 @@ export async function createLatencySketchTable(db: DdlTarget): Promise<void> {
 
 export type SketchSource = Pick<EventRow, 'ts' | 'agent_id' | 'tool_name' | 'provider' | 'model' | 'duration_ms' | 'latency_ms'>;
 
-const KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
+/** A sketch row's primary key, in index order. */
+export const SKETCH_KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
 
 /** A sketch row's key as one string: equal for rows of the same (hour, agent, metric, tool, provider, model, bin). */
-export function sketchKey(row: Pick<LatencySketchRow, (typeof KEY)[number]>): string {
+export function sketchKey(row: Pick<LatencySketchRow, (typeof SKETCH_KEY)[number]>): string {
   return keyOf(row.hour, row.bin, row.agent_id, row.metric, row.tool_name, row.provider, row.model);
 }
 
@@ -152,7 +153,7 @@ export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas:
     await trx
       .insertInto('latency_sketches')
       .values(chunk)
-      .onConflict((oc) => oc.columns([...KEY]).doUpdateSet({ count: sql`latency_sketches.count + excluded.count` }))
+      .onConflict((oc) => oc.columns([...SKETCH_KEY]).doUpdateSet({ count: sql`latency_sketches.count + excluded.count` }))
       .execute();
   }
   if (sign === -1 && deltas.length > 0) {
@@ -203,7 +204,7 @@ export async function compareSketches(db: Kysely<ObserveSchema>): Promise<{ stor
   const all = await timed(db).execute();
   const asRow = (row: LatencySketchRow): LatencySketchRow => ({ ...row, hour: Number(row.hour), bin: Number(row.bin), count: Number(row.count) });
   const order = (rows: LatencySketchRow[]) =>
-    rows.map(asRow).sort((a, b) => (JSON.stringify(KEY.map((k) => a[k])) < JSON.stringify(KEY.map((k) => b[k])) ? -1 : 1));
+    rows.map(asRow).sort((a, b) => (JSON.stringify(SKETCH_KEY.map((k) => a[k])) < JSON.stringify(SKETCH_KEY.map((k) => b[k])) ? -1 : 1));
   return { stored: order(stored), recomputed: order(sketchDeltas(all.map(numeric))) };
 }
 

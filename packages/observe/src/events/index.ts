@@ -4,7 +4,8 @@
 // - in the ingest transaction (EventAppender.inTransaction), after events and sessions, in this
 //   order: recall (embedding queue), audit-log (Merkle leaves, under the audit_log_head row lock),
 //   stream (stream log, `ordersCommits`: its head lock orders commits); then the rows many batches
-//   share (`sharedRows`): ingest's agents rows and store totals (totals.ts), analytics (hourly
+//   share (`sharedRows`): ingest's agents rows, then the derived tables that have an `apply`, in
+//   the order the service registers them (app.ts): store totals (derived.ts), analytics (hourly
 //   rollups, latency sketches)
 // - after commit (EventAppender.afterCommit), never awaited by the request:
 //   guardrails (evaluation), recall (embedding drain), audit-log (a checkpoint every N events), stream (wakes open streams)
@@ -83,7 +84,32 @@ export {
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { createIdempotencyKeyTable } from './idempotency.ts';
-export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
+export { createStoreTotals } from './totals.ts';
+export {
+  EVENT_COLUMNS_TABLE,
+  type EventDerivedRow,
+  EVENTS_DERIVED_TABLES,
+  SESSION_COUNTERS_TABLE,
+  SESSION_DERIVED_FIELDS,
+  type SessionDerivedFields,
+  type SessionDerivedRow,
+  STORE_TOTALS_TABLE,
+  type StoredEventDerivedRow,
+  type StoredSessionDerivedRow,
+} from './derived.ts';
+export {
+  type AuditedTable,
+  type DerivedAudit,
+  type DerivedTable,
+  type ExpiringSessions,
+  isAudited,
+  KeyedRows,
+  readDerivedPage,
+  type Recomputation,
+  type RecomputedEvent,
+  type RecomputedRows,
+  type UnwalkedEvent,
+} from './derived-tables.ts';
 
 /** Resolves to the job that deletes expired Idempotency-Key rows. */
 export const eventsFeature: ObserveFeature<PeriodicJob> = defineFeature('events', ({ app, context, job }) => {

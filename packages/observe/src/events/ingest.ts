@@ -8,7 +8,6 @@ import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
-import { addToStoreTotals } from './totals.ts';
 
 /** What one session received in a batch: the seqs it appended and the span of their timestamps. */
 export interface SessionAppend {
@@ -31,6 +30,8 @@ export interface CommittingBatch {
   receivedAt: number;
   /** Set by the commit log's writer (WriterPosition.ordersCommits): the log positions this transaction took, in commit order. */
   logPositions: LogPositions | null;
+  /** Set before the shared rows' writers: the sessions and agents rows (the system agent's apart) the batch created. */
+  created: { sessions: number; agents: number };
 }
 
 /** Writes another feature keeps in the ingest transaction (see events/index.ts for the list). */
@@ -454,10 +455,11 @@ async function appendPrepared(
       sessions: sessionIds.map((id) => sessionAppends.get(id)!),
       receivedAt,
       logPositions: null,
+      created: { sessions: createdIds.size, agents: 0 },
     };
     for (const writer of writers.rows) await writer(batch);
     if (writers.ordersCommits !== null) await writers.ordersCommits(batch);
-    // Shared rows last (WriterPosition), agents in sorted order, then the store totals.
+    // Shared rows last (WriterPosition): agents in sorted order, then the derived tables (the store totals first).
     const written = new Map<string, AgentSpan>();
     let newAgents = 0;
     for (const agentId of [...agents.keys()].sort()) {
@@ -472,7 +474,7 @@ async function appendPrepared(
         written.set(agentId, await upsertAgent(trx, agent));
       }
     }
-    await addToStoreTotals(trx, database.dialect, { events: prepared.length, sessions: createdIds.size, agents: newAgents });
+    batch.created.agents = newAgents;
     for (const writer of writers.sharedRows) await writer(batch);
     return { appended, logPositions: batch.logPositions, written };
   });

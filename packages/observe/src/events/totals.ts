@@ -43,6 +43,11 @@ export async function createStoreTotals(db: Kysely<ObserveSchema>): Promise<void
     .addColumn('sessions', 'bigint', (c) => c.notNull())
     .addColumn('agents', 'bigint', (c) => c.notNull())
     .execute();
+  await countStoreTotals(db);
+}
+
+/** The totals row counted from the rows stored, into an empty table (the derived table's backfill). */
+export async function countStoreTotals(db: Kysely<ObserveSchema>): Promise<void> {
   await db
     .insertInto('store_totals')
     .columns(['id', 'events', 'sessions', 'agents'])

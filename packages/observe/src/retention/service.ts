@@ -1,8 +1,6 @@
 import { DAY_MS, forUpdate } from '@vigil/platform';
-import { subtractSessionsFromRollups, subtractSessionsFromSketches } from '../analytics/index.ts';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { addToStoreTotals } from '../events/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
 
@@ -16,8 +14,8 @@ const SESSIONS_PER_TRANSACTION = 100;
 const EVENTS_PER_TRANSACTION = 20_000;
 
 /**
- * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of the
- * analytics rollups and of the store totals together) whose last event is older
+ * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of every
+ * derived table: rollups, sketches, store totals) together whose last event is older
  * than the retention period; a chain is never cut in the middle. Each deleted session leaves a
  * signed tombstone leaf in the audit log (its head and event count, reason `retention`), in the
  * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted.
@@ -67,9 +65,8 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
           },
         })),
       );
-      await subtractSessionsFromRollups(trx, ids);
-      await subtractSessionsFromSketches(trx, ids);
-      await addToStoreTotals(trx, ctx.database.dialect, { events: -events, sessions: -ids.length, agents: 0 });
+      // Their share of the derived tables first, while their events are still there to say what it is.
+      for (const table of ctx.derivedTables) await table.subtract?.(trx, ctx.database.dialect, { ids, events });
       await trx.deleteFrom('events').where('session_id', 'in', ids).execute();
       await trx.deleteFrom('session_tags').where('session_id', 'in', ids).execute();
       await deleteSessionSpans(trx, ids);
