@@ -2,7 +2,7 @@ export { buildObserveService, type ObserveOptions, type ObserveService } from '.
 export { observeConfig, observeConfigFromEnvironment, observeEnvironment, type ObserveConfig, type ObserveEnvironment } from './config.ts';
 // Derived data recomputed from chained events, for `vigil verify --deep` (the audit-log feature's; docs/audit.md#--deep).
 export { OBSERVE_DERIVED_TABLES } from './app.ts';
-export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './audit-log/derived.ts';
+export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './audit-log/index.ts';
 export {
   type AuditedTable,
   type DerivedTable,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { OBSERVE_DERIVED_TABLES, ROLLUPS_TABLE } from '@vigil/observe';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ago, ended, ingestEvents, started, startTestObserve, toolCall, type EventInput, type TestObserve } from '@vigil/observe/testing';
 import { DerivedDataAudit, sameSum, type ChainedEvent, type DerivedFinding } from './deep.ts';
@@ -87,6 +88,15 @@ test('sums of the same terms in another order are the same sum; a cent is not', 
   assert.ok(sameSum(forward, backward, terms.length));
   assert.ok(!sameSum(forward, forward + 0.01, terms.length));
   assert.ok(!sameSum(0, 1e-6, 1));
+});
+
+test('--deep compares every audited derived table the service registers, and refuses one it has no comparison for', () => {
+  assert.doesNotThrow(() => new DerivedDataAudit(OBSERVE_DERIVED_TABLES));
+  const unhandled = { ...ROLLUPS_TABLE, table: 'agents' as const };
+  assert.throws(() => new DerivedDataAudit([...OBSERVE_DERIVED_TABLES, unhandled]), /no comparison for the derived table agents/);
+  // A table without an audit is not listed, so --deep has nothing to compare.
+  const { audit: _audit, ...unaudited } = unhandled;
+  assert.doesNotThrow(() => new DerivedDataAudit([...OBSERVE_DERIVED_TABLES, unaudited]));
 });
 
 await describeEachDatabase('vigil verify --deep: derived data recomputed from chained events', (backend) => {

@@ -10,6 +10,7 @@ import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 
 export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
+export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './derived.ts';
 
 /** The log's name in what it signs. */
 export const OBSERVE_LOG = 'vigil-observe';
