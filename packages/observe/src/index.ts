@@ -6,15 +6,13 @@ export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedCol
 export {
   type AuditedTable,
   type DerivedTable,
-  EVENT_COLUMNS_TABLE,
   EVENT_DERIVED_COLUMNS,
   type EventDerivedRow,
-  SESSION_COUNTERS_TABLE,
   SESSION_DERIVED_FIELDS,
   type SessionDerivedFields,
   type SessionDerivedRow,
   type StoredEventDerivedRow,
   type StoredSessionDerivedRow,
 } from './events/index.ts';
-export { LATENCY_SKETCHES_TABLE, ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
+export { ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
 export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';

@@ -5,9 +5,9 @@ import type { ObserveFeature } from '../context.ts';
 import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums } from './aggregate.ts';
-export { ANALYTICS_DERIVED_TABLES, LATENCY_SKETCHES_TABLE, ROLLUPS_TABLE } from './derived.ts';
-export { backfillSketches, createLatencySketchTable, sketchKey } from './latency.ts';
-export { backfillRollups, createRollupTable, ROLLUP_SUMS, rollupKey } from './rollups.ts';
+export { ANALYTICS_DERIVED_TABLES, ROLLUPS_TABLE } from './derived.ts';
+export { backfillSketches, createLatencySketchTable } from './latency.ts';
+export { backfillRollups, createRollupTable, ROLLUP_SUMS } from './rollups.ts';
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {
   registerAnalyticsRoutes(app, context);

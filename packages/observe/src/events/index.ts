@@ -65,7 +65,7 @@ export {
   SEVERITIES,
 } from './schemas.ts';
 export { addUsdSql, nanosSql, sumNanosSql } from './money.ts';
-export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatus } from './session-state.ts';
+export { SESSION_STATUSES, type SessionStatus } from './session-state.ts';
 export {
   CHAIN_COLUMNS,
   chainTextOf,
@@ -86,22 +86,17 @@ export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { createIdempotencyKeyTable } from './idempotency.ts';
 export { createStoreTotals } from './totals.ts';
 export {
-  EVENT_COLUMNS_TABLE,
   type EventDerivedRow,
   EVENTS_DERIVED_TABLES,
-  SESSION_COUNTERS_TABLE,
   SESSION_DERIVED_FIELDS,
   type SessionDerivedFields,
   type SessionDerivedRow,
-  STORE_TOTALS_TABLE,
   type StoredEventDerivedRow,
   type StoredSessionDerivedRow,
 } from './derived.ts';
 export {
   type AuditedTable,
-  type DerivedAudit,
   type DerivedTable,
-  type ExpiringSessions,
   isAudited,
   KeyedRows,
   readDerivedPage,
