@@ -66,17 +66,24 @@ export function schemaType(schema: JsonSchema | undefined, components: Record<st
     if (Array.isArray(options)) return [...new Set(options.map((option) => schemaType(option as JsonSchema, components)))].join(' | ');
   }
   const type = Array.isArray(schema.type) ? (schema.type as string[]).join(' | ') : (schema.type as string | undefined);
-  if (type === 'array') return `${schemaType(schema.items as JsonSchema | undefined, components)}[]`;
+  if (type === 'array') {
+    const item = schemaType(schema.items as JsonSchema | undefined, components);
+    return item.includes(' | ') ? `(${item})[]` : `${item}[]`;
+  }
   const bounds = (low: unknown, high: unknown) =>
     low === undefined && high === undefined
       ? ''
       : ` ${low === undefined ? '…' : String(low)}–${high === undefined || high === Number.MAX_SAFE_INTEGER ? '…' : String(high)}`;
   if (type === 'string') return `string${bounds(schema.minLength, schema.maxLength)}${schema.format === undefined ? '' : ` (${String(schema.format)})`}`;
   if (type === 'integer' || type === 'number') {
-    if ((typeof schema.exclusiveMinimum === 'number' && schema.maximum === undefined) || schema.maximum === Number.MAX_SAFE_INTEGER) {
-      return `${type}${schema.exclusiveMinimum === undefined ? bounds(schema.minimum, undefined) : ` > ${String(schema.exclusiveMinimum)}`}`;
-    }
-    return `${type}${bounds(schema.minimum ?? schema.exclusiveMinimum, schema.maximum)}`;
+    const high = schema.maximum === Number.MAX_SAFE_INTEGER ? undefined : schema.maximum;
+    const exclusive = schema.exclusiveMinimum;
+    // `integer > 0` is `integer 1–…`: written as the smallest value taken.
+    if (typeof exclusive === 'number')
+      return type === 'integer'
+        ? `integer${bounds(Math.floor(exclusive) + 1, high)}`
+        : `number > ${exclusive}${high === undefined ? '' : `, ≤ ${String(high)}`}`;
+    return `${type}${bounds(schema.minimum, high)}`;
   }
   return type ?? 'any';
 }
@@ -175,7 +182,12 @@ function deployGuideMeanings(): Map<string, string> {
   const meanings = new Map<string, string>();
   for (const [, names, meaning] of guide.matchAll(/^\| ((?:`[A-Z0-9_]+`(?:, )?)+) \| [^|]* \| (.*) \|$/gm)) {
     // The first row wins: the shared table says what a variable is; a service's table may restate it shortly.
-    for (const [, name] of names!.matchAll(/`([A-Z0-9_]+)`/g)) if (!meanings.has(name!)) meanings.set(name!, meaning!);
+    // The page lives in docs/reference/: the guide's relative links are rebased onto docs/.
+    const rebased = meaning!.replace(
+      /\]\((?![a-z]+:)(#?)([^)]*)\)/g,
+      (_, hash: string, target: string) => `](../${hash === '#' ? 'deploy.md#' : ''}${target})`,
+    );
+    for (const [, name] of names!.matchAll(/`([A-Z0-9_]+)`/g)) if (!meanings.has(name!)) meanings.set(name!, rebased);
   }
   return meanings;
 }

@@ -1,11 +1,14 @@
 // The docs site (`npm run docs:build`): VitePress over docs/. Dead links fail the build (VitePress's
 // default, kept); search is VitePress's local index, so the build needs no network.
 import { defineConfig } from 'vitepress';
+import { githubSlug } from '../../scripts/docs-slug.ts';
 
 export default defineConfig({
   title: 'Vigil',
   description: 'Self-hostable observability and approval gate for AI agents',
   cleanUrls: true,
+  // Anchors as GitHub makes them, so one link works on both (code comments cite `docs/audit.md#--deep`).
+  markdown: { anchor: { slugify: githubSlug } },
   lastUpdated: false,
   ignoreDeadLinks: [
     // The services on this machine (http://localhost:3400/ …), which the guides tell the reader to open.
