@@ -6,7 +6,7 @@
  *
  * No LLM is needed: `plan()` below stands in for the model, deterministically.
  *
- * Run it against `npm start` (observe on :3400, gate on :3000) with the keys the README creates:
+ * Run it against `npm start` (observe on :3400, gate on :3000) with the keys docs/guide/curl.md creates:
  *
  *   VIGIL_API_KEY=<observe key> VIGIL_GATE_API_KEY=<gate agent key> npm run example -w @vigil/sdk
  *

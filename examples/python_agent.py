@@ -6,7 +6,7 @@ Run it against `npm start`, from the repository root:
     VIGIL_API_KEY=<observe key> VIGIL_GATE_API_KEY=<gate agent key> PYTHONPATH=python python3 examples/python_agent.py
 
 (or `pip install ./python` once and drop PYTHONPATH). The gate key needs request:create and
-request:read; the refund of 20 is small, and the README's policy approves payments under 100 at once —
+request:read; the refund of 20 is small, and the policy of docs/guide/curl.md approves payments under 100 at once —
 without a policy the request waits for a human (the dashboard's Approvals page).
 
 It says "Stored session ..." only when every event was stored; otherwise it names how many were

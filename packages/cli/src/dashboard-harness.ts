@@ -27,7 +27,7 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 export const ADMIN_KEY = 'gk_dashboard_test_admin_key_0123456789';
-/** VIGIL_SCREENSHOTS=1: the tests also save the main pages under docs/screenshots/ (shown in the README). */
+/** VIGIL_SCREENSHOTS=1: the tests also save the main pages under docs/screenshots/ (shown in the README and docs/guide/dashboard.md). */
 const SCREENSHOTS = process.env.VIGIL_SCREENSHOTS === '1' ? resolve(import.meta.dirname, '../../../docs/screenshots') : null;
 export const WAIT_MS = 20_000;
 const HOUR = 3_600_000;
@@ -243,7 +243,7 @@ export async function seedObserve(stack: Stack): Promise<void> {
   });
 }
 
-/** The README's payments policy, a webhook that cannot be reached (so deliveries show failures) and an agent key. */
+/** The payments policy of docs/guide/curl.md, a webhook that cannot be reached (so deliveries show failures) and an agent key. */
 export async function seedGate(stack: Stack): Promise<{ agentKey: string }> {
   await api(stack.gateUrl, ADMIN_KEY, 'POST', '/api/policies', {
     name: 'payments',

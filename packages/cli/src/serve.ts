@@ -18,7 +18,7 @@ function buildDashboardInBackground(log: ObserveService['app']['log'], url: stri
   void ensureDashboardBuilt().then((outcome) => {
     if (outcome.result === 'built') log.info(`dashboard built in ${(outcome.ms / 1000).toFixed(1)} s: ${url}`);
     else if (outcome.result === 'fresh') log.info(`dashboard on ${url}`);
-    else log.warn(`the dashboard could not be built: ${outcome.reason}. The API works; see README (Dashboard).`);
+    else log.warn(`the dashboard could not be built: ${outcome.reason}. The API works; see docs/guide/dashboard.md.`);
   });
 }
 

@@ -1,4 +1,4 @@
-// Bounds of the numbers the gate accepts (README, "Numeric bounds"). The gate sums none of them;
+// Bounds of the numbers the gate accepts (docs/reference/numeric-bounds.md). The gate sums none of them;
 // numbers in policy conditions and request params may be any finite JSON number (they are only
 // compared).
 

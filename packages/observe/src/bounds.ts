@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Bounds of the numbers observe accepts (README, "Numeric bounds"). Each is far beyond any real
+// Bounds of the numbers observe accepts (docs/reference/numeric-bounds.md). Each is far beyond any real
 // figure and chosen so that no sum can overflow either database: the largest accepted value times
 // 10^12 events stays far below the double-precision limit (1.8e308), and a token count times the
 // events of one hourly rollup cell stays far below BIGINT (9.2e18); token totals over longer

@@ -5,10 +5,11 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
+/** The README and every page of docs/, its folders included (guide/, reference/, decisions/). */
 const guides = [
   'README.md',
-  ...readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
+  ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md') && !name.split('/').some((part) => part.startsWith('.')))
     .map((name) => `docs/${name}`),
 ];
 

@@ -34,7 +34,7 @@ function run(command: string, commandArgs: string[], env: Record<string, string>
   return { code: new Promise((done) => child.once('exit', done)), stdout: () => stdout, stderr: () => stderr };
 }
 
-/** examples/agent-loop.ts, run as the README says. */
+/** examples/agent-loop.ts, run as the quick start (docs/guide/quick-start.md) says. */
 function runExample(env: Record<string, string>, args: string[] = []): Run {
   return run(process.execPath, ['--import', 'tsx', resolve(root, 'examples/agent-loop.ts'), ...args], env);
 }
@@ -150,7 +150,7 @@ describe('examples in other languages', () => {
     assert.deepEqual([session.status, session.eventCount, session.toolCallCount], ['completed', 6, 1]);
   });
 
-  test('examples/python_agent.py records its session and gets the refund approved by the README policy', async (t) => {
+  test('examples/python_agent.py records its session and gets the refund approved by the policy of docs/guide/curl.md', async (t) => {
     if (spawnSync('python3', ['--version']).status !== 0) {
       if (process.env.REQUIRE_SERVICES === '1') assert.fail('python3 is required (REQUIRE_SERVICES=1)');
       return t.skip('python3 is not installed');
@@ -200,7 +200,7 @@ describe('examples in other languages', () => {
 });
 
 describe('provider examples (against a local stand-in of the provider API)', () => {
-  /** Runs examples/<file> as the README says, answers what Vigil stored of its session. */
+  /** Runs examples/<file> as the quick start says, answers what Vigil stored of its session. */
   async function runProviderExample(file: string, env: Record<string, string>) {
     const provider = await startScriptedProviders();
     try {
@@ -257,14 +257,14 @@ describe('provider examples (against a local stand-in of the provider API)', () 
     for (const response of [first!, second!]) assert.ok((response.payload.costUsd as number) > 0, "the example's model is priced");
   });
 
-  test('the Anthropic model the READMEs and examples/anthropic.ts name is not one @anthropic-ai/sdk calls deprecated', () => {
+  test('the Anthropic model the quick start, the SDK README and examples/anthropic.ts name is not one @anthropic-ai/sdk calls deprecated', () => {
     // The SDK warns on every call with a model of this list (resources/messages/messages.js).
     const anthropicSdk = dirname(createRequire(import.meta.url).resolve('@anthropic-ai/sdk'));
     const { DEPRECATED_MODELS } = createRequire(import.meta.url)(join(anthropicSdk, 'internal/data/deprecated-models.js')) as {
       DEPRECATED_MODELS: Record<string, string>;
     };
     assert.ok(Object.keys(DEPRECATED_MODELS).length > 0, 'the list was found');
-    for (const file of ['README.md', 'packages/sdk/README.md', 'examples/anthropic.ts']) {
+    for (const file of ['docs/guide/quick-start.md', 'packages/sdk/README.md', 'examples/anthropic.ts']) {
       const models = [...readFileSync(join(root, file), 'utf8').matchAll(/model: '(claude-[^']+)'/g)].map((match) => match[1]!);
       assert.ok(models.length > 0, `${file} names a Claude model`);
       for (const model of models)

@@ -784,8 +784,8 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     assert.match(lines[1]!, /^vigil: 50 more delivery failures since the last report, 52 events not stored \(queue_full 49, refused 3\)/);
   });
 
-  test('close() in a SIGINT handler, as the README shows, exits cleanly while observe is unreachable', async () => {
-    const readme = readFileSync(resolve(import.meta.dirname, '../../../README.md'), 'utf8');
+  test('close() in a SIGINT handler, as the SDK guide (docs/guide/sdk.md) shows, exits cleanly while observe is unreachable', async () => {
+    const readme = readFileSync(resolve(import.meta.dirname, '../../../docs/guide/sdk.md'), 'utf8');
     const open = readme.indexOf('```ts', readme.indexOf('In a signal handler:'));
     const handler = readme.slice(readme.indexOf('\n', open) + 1, readme.indexOf('```', open + 5));
     assert.match(handler, /process\.once\('SIGINT'[\s\S]*vigil\.close\(/);
@@ -814,6 +814,6 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     await sleep(1500); // past the old 1 s of retries
     child.kill('SIGINT');
     assert.equal(await exited, 130, stderr);
-    assert.equal(stderr.trim(), 'REPORTED closed 5', 'the README’s close({ timeoutMs: 5000 }) dropped the unsent events and said so');
+    assert.equal(stderr.trim(), 'REPORTED closed 5', 'the guide’s close({ timeoutMs: 5000 }) dropped the unsent events and said so');
   });
 });

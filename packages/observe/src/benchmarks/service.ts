@@ -160,7 +160,7 @@ interface VariantSample {
 const finite = (values: number[]): number[] => values.filter((v) => Number.isFinite(v));
 
 /**
- * The per-session values of every metric (docs/api.md#benchmarks; README, Benchmarks):
+ * The per-session values of every metric (docs/api.md#benchmarks; docs/guide/behaviour.md, *Benchmarks*):
  * - error_rate: 1 when the session has an error event, else 0; counts: sessions with an error / sessions;
  * - completion_rate: 1 when the session is `completed`, else 0; counts: completed / sessions;
  * - tool_success_rate: the session's tool_response / (tool_response + tool_error), sessions without

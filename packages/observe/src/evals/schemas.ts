@@ -4,7 +4,7 @@ import { boundedNumber, MAX_FIGURE, showBound } from '../bounds.ts';
 import { clientAgentId, identifier, SEVERITIES } from '../events/index.ts';
 
 // ---------------------------------------------------------------------------------------------
-// Limits (README, "Compliance evaluations")
+// Limits (docs/guide/behaviour.md, *Compliance evaluations*)
 // ---------------------------------------------------------------------------------------------
 
 export const MAX_RULES = 100;

@@ -1,6 +1,6 @@
 // Spans → Vigil events, pure. Reads the OpenTelemetry GenAI semantic conventions (gen_ai.*, the
 // structured messages and the older indexed and event forms), OpenInference (openinference.span.kind,
-// llm.*, tool.*, input/output.value) and OpenLLMetry's indexed prompts. README "OpenTelemetry (OTLP)"
+// llm.*, tool.*, input/output.value) and OpenLLMetry's indexed prompts. docs/guide/opentelemetry.md
 // has the table; the tree contract (metadata.otel) is in otelMetadata.
 import { createHash } from 'node:crypto';
 import { jsonValueProblem, toIso } from '@vigil/platform';

@@ -4,7 +4,7 @@
  * the whole session; `ReplayState` is advanced one event at a time (O(1) amortised per step) and
  * rendered into the per-step `context` (docs/api.md#replay); `summarize` gives the whole-session summary.
  *
- * Decisions (also in README, "Behaviour in detail", Replay):
+ * Decisions (also in docs/guide/behaviour.md, *Replay*):
  * - The context of step i describes the session right AFTER event i (event i counted).
  * - Pairs: tool_call ↔ tool_response | tool_error (callId), llm_call ↔ llm_response (callId),
  *   approval_requested ↔ approval_granted | denied | expired (requestId), form_submitted ↔

@@ -1,6 +1,6 @@
 /**
- * A session's events as a tree of timed nodes, pure: no database, no clock (docs/api.md, README
- * "Trace trees").
+ * A session's events as a tree of timed nodes, pure: no database, no clock (docs/api.md, docs/guide/behaviour.md
+ * *Trace trees*).
  *
  * - An event whose metadata carries `otel` (what OTLP ingest stores: traceId, spanId,
  *   parentSpanId, name, kind, startTime, endTime, durationMs) belongs to the node of its span; a
