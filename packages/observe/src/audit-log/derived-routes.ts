@@ -183,11 +183,13 @@ const PAGING =
   'Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.';
 
 export function registerDerivedDataRoutes(app: ZodApp, ctx: ObserveContext): void {
-  const list = <Row extends z.ZodType>(url: string, summary: string, listing: Listing, row: Row) =>
+  const list = <Row extends z.ZodType>(url: string, operationId: string, summary: string, listing: Listing, row: Row) =>
     app.get(
       url,
       {
+        config: { scope: 'read' },
         schema: {
+          operationId,
           summary,
           description: PAGING,
           tags: ['audit'],
@@ -198,8 +200,8 @@ export function registerDerivedDataRoutes(app: ZodApp, ctx: ObserveContext): voi
       // The rows are the listing's columns, which its response schema describes.
       async (request) => (await readPage(ctx, listing, request.query.cursor, request.query.limit)) as { rows: z.infer<Row>[]; nextCursor: string | null },
     );
-  list('/api/audit/derived/events', "Every stored event's columns derived at ingest, with its place", EVENT_LISTING, eventRow);
-  list('/api/audit/derived/sessions', "Every session row's counters, cost, status and times as stored", SESSION_LISTING, sessionRow);
-  list('/api/audit/derived/rollups', 'Every hourly rollup row as stored', ROLLUP_LISTING, rollupRow);
-  list('/api/audit/derived/latency-sketches', 'Every latency sketch bin as stored', SKETCH_LISTING, sketchRow);
+  list('/api/audit/derived/events', 'listStoredEventDerivedColumns', "Every stored event's columns derived at ingest, with its place", EVENT_LISTING, eventRow);
+  list('/api/audit/derived/sessions', 'listStoredSessionCounters', "Every session row's counters, cost, status and times as stored", SESSION_LISTING, sessionRow);
+  list('/api/audit/derived/rollups', 'listStoredRollups', 'Every hourly rollup row as stored', ROLLUP_LISTING, rollupRow);
+  list('/api/audit/derived/latency-sketches', 'listStoredLatencySketches', 'Every latency sketch bin as stored', SKETCH_LISTING, sketchRow);
 }
