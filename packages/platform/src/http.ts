@@ -99,7 +99,6 @@ export type RouteAuth = keyof RouteAuthModes;
  * What a route's `config.scope` may hold, one member per service (`observe: ObserveScope`), added by
  * augmenting this interface; each service checks at registration that a route names its own scopes.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by the services' augmentations
 export interface RouteScopes {}
 export type RouteScope = RouteScopes[keyof RouteScopes];
 

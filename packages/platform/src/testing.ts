@@ -220,9 +220,13 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
     }
     const name = operation.operationId;
     if (name === undefined || !OPERATION_ID.test(name)) {
-      problems.push(`${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: give it schema.operationId (camelCase) where it is registered`);
+      problems.push(
+        `${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: give it schema.operationId (camelCase) where it is registered`,
+      );
     } else if (name !== route.operationId) {
-      problems.push(`${id}: the document names it "${name}", its route declares ${route.operationId === undefined ? 'no operationId' : `"${route.operationId}"`}`);
+      problems.push(
+        `${id}: the document names it "${name}", its route declares ${route.operationId === undefined ? 'no operationId' : `"${route.operationId}"`}`,
+      );
     } else {
       owners.set(name, [...(owners.get(name) ?? []), id]);
     }

@@ -114,6 +114,7 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/audit',
     {
+      // The audit across requests shows what the per-request trails show, so the same scope reads it.
       config: { scope: 'request:read' },
       schema: {
         operationId: 'listAuditEntries',

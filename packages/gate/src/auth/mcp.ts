@@ -70,6 +70,7 @@ export function registerMcpAuthorizeRoute(app: ZodApp): void {
   app.post(
     '/api/mcp/authorize',
     {
+      // Any key: the answer depends on its scopes.
       config: { scope: 'any' },
       schema: {
         operationId: 'authorizeMcpTool',

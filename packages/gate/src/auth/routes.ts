@@ -54,7 +54,15 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/api-keys',
-    { config: { scope: 'admin' }, schema: { operationId: 'listApiKeys', summary: 'List API keys (never the secrets)', tags: ['api-keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: 'List API keys (never the secrets)',
+        tags: ['api-keys'],
+        response: { 200: z.object({ keys: z.array(keySchema) }) },
+      },
+    },
     async () => ({ keys: (await listKeys(database)).map(toApiKey) }),
   );
 

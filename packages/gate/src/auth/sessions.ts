@@ -134,8 +134,18 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
       },
     );
   };
-  signIn('dashboard', '/api/dashboard/sessions', 'createDashboardSession', 'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token');
-  signIn('mcp', '/api/mcp/sessions', 'createMcpSession', 'Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>');
+  signIn(
+    'dashboard',
+    '/api/dashboard/sessions',
+    'createDashboardSession',
+    'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token',
+  );
+  signIn(
+    'mcp',
+    '/api/mcp/sessions',
+    'createMcpSession',
+    'Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>',
+  );
 
   app.get(
     '/api/dashboard/sessions/current',

@@ -24,6 +24,7 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.post(
         '/api/chat/slack/interactions',
         {
+          // No key: the platform's signature instead, 401 when it does not verify.
           config: { auth: 'public' },
           schema: {
             operationId: 'slackInteraction',
@@ -64,6 +65,7 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.post(
         '/api/chat/discord/interactions',
         {
+          // No key: the platform's signature instead, 401 when it does not verify.
           config: { auth: 'public' },
           schema: {
             operationId: 'discordInteraction',

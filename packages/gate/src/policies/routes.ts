@@ -120,7 +120,10 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.post(
     '/api/policies',
-    { config: { scope: 'admin' }, schema: { operationId: 'createPolicy', summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } } },
+    {
+      config: { scope: 'admin' },
+      schema: { operationId: 'createPolicy', summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } },
+    },
     async (request, reply) => {
       assertSafePatterns(request.body.rules);
       const row = await createPolicy(ctx.database, request.body, auditActor(request), ctx.clock.now());

@@ -129,7 +129,10 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests/:id',
-    { config: { scope: 'request:read' }, schema: { operationId: 'getRequest', summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } } },
+    {
+      config: { scope: 'request:read' },
+      schema: { operationId: 'getRequest', summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } },
+    },
     async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');

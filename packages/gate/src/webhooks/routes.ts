@@ -60,7 +60,10 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/webhooks',
-    { config: { scope: 'webhook:manage' }, schema: { operationId: 'listWebhooks', summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } } },
+    {
+      config: { scope: 'webhook:manage' },
+      schema: { operationId: 'listWebhooks', summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } },
+    },
     async () => ({ webhooks: (await listWebhooks(database)).map(toWebhook) }),
   );
 

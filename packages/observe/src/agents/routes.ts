@@ -39,13 +39,31 @@ const agentParams = z.object({ id: identifier });
 export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/agents',
-    { config: { scope: 'read' }, schema: { operationId: 'listAgents', summary: 'List agents, most recently seen first', tags: ['agents'], response: { 200: z.object({ agents: z.array(agentSchema) }) } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'listAgents',
+        summary: 'List agents, most recently seen first',
+        tags: ['agents'],
+        response: { 200: z.object({ agents: z.array(agentSchema) }) },
+      },
+    },
     async () => ({ agents: (await listAgents(ctx.database)).map(toAgent) }),
   );
 
   app.get(
     '/api/agents/:id',
-    { config: { scope: ['ingest', 'read'] }, schema: { operationId: 'getAgent', summary: 'Agent detail, including pause state and model override', tags: ['agents'], params: agentParams, response: { 200: agentSchema } } },
+    {
+      // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
+      config: { scope: ['ingest', 'read'] },
+      schema: {
+        operationId: 'getAgent',
+        summary: 'Agent detail, including pause state and model override',
+        tags: ['agents'],
+        params: agentParams,
+        response: { 200: agentSchema },
+      },
+    },
     async (request) => {
       const row = await findAgent(ctx.database, request.params.id);
       if (!row) throw observeError('agentNotFound');

@@ -201,7 +201,13 @@ export function registerDerivedDataRoutes(app: ZodApp, ctx: ObserveContext): voi
       async (request) => (await readPage(ctx, listing, request.query.cursor, request.query.limit)) as { rows: z.infer<Row>[]; nextCursor: string | null },
     );
   list('/api/audit/derived/events', 'listStoredEventDerivedColumns', "Every stored event's columns derived at ingest, with its place", EVENT_LISTING, eventRow);
-  list('/api/audit/derived/sessions', 'listStoredSessionCounters', "Every session row's counters, cost, status and times as stored", SESSION_LISTING, sessionRow);
+  list(
+    '/api/audit/derived/sessions',
+    'listStoredSessionCounters',
+    "Every session row's counters, cost, status and times as stored",
+    SESSION_LISTING,
+    sessionRow,
+  );
   list('/api/audit/derived/rollups', 'listStoredRollups', 'Every hourly rollup row as stored', ROLLUP_LISTING, rollupRow);
   list('/api/audit/derived/latency-sketches', 'listStoredLatencySketches', 'Every latency sketch bin as stored', SKETCH_LISTING, sketchRow);
 }

@@ -43,6 +43,7 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/keys',
     {
+      // Admin only: a leaked agent key must not mint keys that outlive its revocation.
       config: { auth: 'bootstrap', scope: 'admin' },
       schema: {
         operationId: 'createApiKey',
@@ -81,7 +82,15 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/keys',
-    { config: { scope: 'admin' }, schema: { operationId: 'listApiKeys', summary: 'List API keys (never the secrets)', tags: ['keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: 'List API keys (never the secrets)',
+        tags: ['keys'],
+        response: { 200: z.object({ keys: z.array(keySchema) }) },
+      },
+    },
     async () => ({ keys: (await listKeys(ctx.database)).map(toApiKey) }),
   );
 

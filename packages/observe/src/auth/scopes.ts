@@ -63,5 +63,7 @@ export function observeAuthErrorStatuses(route: Pick<RouteEntry, 'auth'>): numbe
 
 /** Which scope each route that takes an API key needs, keyed `METHOD /url`: derived from what the routes declare (what tests and docs walk). */
 export function routeScopes(routeTable: readonly RouteEntry[]): Record<string, ObserveScope | readonly ObserveScope[]> {
-  return Object.fromEntries(routeTable.filter((route) => route.takesKey).map((route) => [`${route.method} ${route.url}`, route.scope as ObserveScope | readonly ObserveScope[]]));
+  return Object.fromEntries(
+    routeTable.filter((route) => route.takesKey).map((route) => [`${route.method} ${route.url}`, route.scope as ObserveScope | readonly ObserveScope[]]),
+  );
 }

@@ -109,7 +109,13 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
     '/api/evaluators',
     {
       config: { scope: 'admin' },
-      schema: { operationId: 'createEvaluator', summary: 'Save an evaluator', tags: ['evals'], body: createEvaluatorBodySchema, response: { 201: evaluatorSchema } },
+      schema: {
+        operationId: 'createEvaluator',
+        summary: 'Save an evaluator',
+        tags: ['evals'],
+        body: createEvaluatorBodySchema,
+        response: { 201: evaluatorSchema },
+      },
     },
     async (request, reply) => {
       const body = request.body;
@@ -126,13 +132,24 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/evaluators',
-    { config: { scope: 'read' }, schema: { operationId: 'listEvaluators', summary: 'List evaluators, newest first', tags: ['evals'], response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'listEvaluators',
+        summary: 'List evaluators, newest first',
+        tags: ['evals'],
+        response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) },
+      },
+    },
     async () => ({ evaluators: (await listEvaluators(ctx.database)).map(toEvaluatorOut) }),
   );
 
   app.get(
     '/api/evaluators/:id',
-    { config: { scope: 'read' }, schema: { operationId: 'getEvaluator', summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getEvaluator', summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } },
+    },
     async (request) => {
       const evaluator = await findEvaluator(ctx.database, request.params.id);
       if (!evaluator) throw observeError('evaluatorNotFound');
@@ -162,7 +179,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/datasets',
-    { config: { scope: 'admin' }, schema: { operationId: 'createDataset', summary: 'Create a dataset of 1 to 1000 cases', tags: ['evals'], body: createDatasetBodySchema, response: { 201: datasetSchema } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'createDataset',
+        summary: 'Create a dataset of 1 to 1000 cases',
+        tags: ['evals'],
+        body: createDatasetBodySchema,
+        response: { 201: datasetSchema },
+      },
+    },
     async (request, reply) => {
       const { row, cases } = await insertDataset(ctx.database, request.body, ctx.clock.now());
       return reply.status(201).send(toDatasetOut(row, cases));
@@ -173,14 +199,22 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
     '/api/datasets',
     {
       config: { scope: 'read' },
-      schema: { operationId: 'listDatasets', summary: 'List datasets, newest first', tags: ['evals'], response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) } },
+      schema: {
+        operationId: 'listDatasets',
+        summary: 'List datasets, newest first',
+        tags: ['evals'],
+        response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) },
+      },
     },
     async () => ({ datasets: (await listDatasets(ctx.database)).map(toDatasetSummary) }),
   );
 
   app.get(
     '/api/datasets/:id',
-    { config: { scope: 'read' }, schema: { operationId: 'getDataset', summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getDataset', summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } },
+    },
     async (request) => {
       const dataset = await findDataset(ctx.database.db, request.params.id);
       if (!dataset) throw observeError('datasetNotFound');
@@ -239,7 +273,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/runs/:id',
-    { config: { scope: 'read' }, schema: { operationId: 'getEvalRun', summary: 'An evaluation run with the outcome of each case', tags: ['evals'], params: idParams, response: { 200: runSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'getEvalRun',
+        summary: 'An evaluation run with the outcome of each case',
+        tags: ['evals'],
+        params: idParams,
+        response: { 200: runSchema },
+      },
+    },
     async (request) => {
       const run = await findRun(ctx.database.db, request.params.id);
       if (!run) throw observeError('evalRunNotFound');

@@ -80,6 +80,7 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
     otlp.post(
       '/v1/traces',
       {
+        // The exporter's `headers` carry the key.
         config: { scope: 'ingest' },
         schema: {
           operationId: 'exportTraces',

@@ -30,7 +30,10 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/sessions/:id',
-    { config: { scope: 'read' }, schema: { operationId: 'getSession', summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getSession', summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } },
+    },
     async (request) => {
       const row = await findSession(ctx.database, request.params.id);
       if (!row) throw observeError('sessionNotFound');

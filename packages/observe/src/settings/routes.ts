@@ -34,7 +34,15 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config',
-    { config: { scope: 'read' }, schema: { operationId: 'getConfig', summary: 'Configuration (secrets are reported as set or not, never returned)', tags: ['config'], response: { 200: publicConfigSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'getConfig',
+        summary: 'Configuration (secrets are reported as set or not, never returned)',
+        tags: ['config'],
+        response: { 200: publicConfigSchema },
+      },
+    },
     async () => toPublic(await readSettings(ctx)),
   );
 
@@ -77,12 +85,19 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config/health-weights',
-    { config: { scope: 'read' }, schema: { operationId: 'getHealthWeights', summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getHealthWeights', summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } },
+    },
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 
   // Not in the OpenAPI document: an operation that cannot succeed has nothing to offer a client.
-  app.put('/api/config/health-weights', { config: { scope: 'admin' }, schema: { operationId: 'updateHealthWeights', errorStatuses: [501], hide: true } }, async () => {
-    throw observeError('healthWeightsFixed');
-  });
+  app.put(
+    '/api/config/health-weights',
+    { config: { scope: 'admin' }, schema: { operationId: 'updateHealthWeights', errorStatuses: [501], hide: true } },
+    async () => {
+      throw observeError('healthWeightsFixed');
+    },
+  );
 }
