@@ -97,7 +97,8 @@ export type RouteAuth = keyof RouteAuthModes;
 
 /**
  * What a route's `config.scope` may hold, one member per service (`observe: ObserveScope`), added by
- * augmenting this interface; each service checks at registration that a route names its own scopes.
+ * augmenting this interface; at registration the kit checks that a route names its own service's
+ * scopes (HttpKitOptions.scopes).
  */
 export interface RouteScopes {}
 export type RouteScope = RouteScopes[keyof RouteScopes];
