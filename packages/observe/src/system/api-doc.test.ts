@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { apiReferenceProblems, describeEachDatabase } from '@vigil/platform/testing';
-import { scopeText } from '../auth/index.ts';
-import type { ObserveScope } from '../auth/scopes.ts';
+import { scopeText, type ObserveScope } from '../auth/index.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 
 const reference = readFileSync(new URL('../../../../docs/api.md', import.meta.url), 'utf8');
