@@ -14,18 +14,18 @@ import {
   VIGIL_VERSION,
   type Clock,
   type PeriodicJob,
+  type RouteEntry,
   type ServiceError,
   type ZodApp,
 } from '@vigil/platform';
 import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
-import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, ROUTE_SCOPES, type Scope } from './auth/index.ts';
+import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, SCOPES } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import type { GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
-import { GATE_OPERATIONS } from './operations.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
 import { requestsFeature, type RequestService } from './requests/index.ts';
@@ -59,10 +59,10 @@ function classifyDatabaseError(error: unknown): ServiceError | undefined {
   return databaseFailure(error) === 'unavailable' ? gateError('unavailable') : undefined;
 }
 
-/** What authentication can answer for a route of the scope (see auth/auth.ts); an unlisted route is refused with 403. */
-function authErrorStatuses(scope: Scope | 'public' | 'any' | undefined): number[] {
-  if (scope === 'public') return [];
-  return scope === 'any' ? [401, 429] : [401, 403, 429];
+/** What authentication can answer for a route (see auth/auth.ts): nothing without a key; 401 and 429 (a key's rate limit), and 403 where a scope is needed. */
+function authErrorStatuses(route: RouteEntry): number[] {
+  if (!route.takesKey) return [];
+  return route.scope === 'any' ? [401, 429] : [401, 403, 429];
 }
 
 export async function buildGateService(config: GateConfig, options: GateOptions = {}): Promise<GateService> {
@@ -86,8 +86,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     renderError: renderGateError,
     classify: classifyDatabaseError,
     errorSchema: gateErrorSchema,
-    operations: GATE_OPERATIONS,
-    authErrorStatuses: (route) => authErrorStatuses(ROUTE_SCOPES[`${route.method} ${route.url}`]),
+    scopes: [...SCOPES, 'any'],
+    authErrorStatuses,
     rateLimitHeaders: RATE_LIMIT_HEADERS,
   });
 
@@ -142,7 +142,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
   await features.register(chatFeature(chat, requests.service));
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
   await app.ready();
   return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };
 }

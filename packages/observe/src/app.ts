@@ -30,10 +30,9 @@ import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { healthFeature } from './health/index.ts';
-import { authenticationFeature, keysFeature, observeAuthErrorStatuses } from './auth/index.ts';
+import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
 import { memoryFeature } from './memory/index.ts';
 import { observeMigrations } from './migrations.ts';
-import { OBSERVE_OPERATIONS } from './operations.ts';
 import { optimizeFeature } from './optimize/index.ts';
 import { otelFeature } from './otel/index.ts';
 import { createEmbedder, recallFeature, VectorIndex } from './recall/index.ts';
@@ -153,7 +152,8 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     renderError: renderObserveError,
     classify: classifyDatabaseError,
     errorSchema: observeErrorSchema,
-    operations: OBSERVE_OPERATIONS,
+    authModes: OBSERVE_AUTH_MODES,
+    scopes: OBSERVE_SCOPES,
     authErrorStatuses: observeAuthErrorStatuses,
   });
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => observeError('unauthorized') });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { publicKeyFromRaw } from './audit-keys.ts';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
 import type { ErrorFactory } from './errors.ts';
-import type { ZodApp } from './http.ts';
+import type { RouteScope, ZodApp } from './http.ts';
 
 /** The errors the log's routes raise; each service's catalogue defines them. */
 export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound';
@@ -33,21 +33,24 @@ export interface AuditLogRouteOptions<Schema extends AuditLogTables> {
   errors: ErrorFactory<AuditLogErrorKey>;
   /** The query parameter naming an item of the inclusion proof (`eventId`, `entryId`) and what it is. */
   item: { parameter: string; schema: z.ZodType<string>; describe: string };
+  /** The service's scopes: reading the log and its proofs, and signing a checkpoint on demand. */
+  scopes: { read: RouteScope; sign: RouteScope };
 }
 
 /**
  * GET /api/audit/public-key, GET|POST /api/audit/checkpoint, GET /api/audit/consistency and
- * GET /api/audit/inclusion of a service's log (scopes and operationIds go in the service's tables
- * like any route).
+ * GET /api/audit/inclusion of a service's log, named alike in both services' documents.
  */
 export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {
-  const { log, errors, item } = options;
+  const { log, errors, item, scopes } = options;
   const checkpointSchema = auditCheckpointSchema(log.name);
 
   app.get(
     '/api/audit/public-key',
     {
+      config: { scope: scopes.read },
       schema: {
+        operationId: 'getAuditPublicKey',
         summary: "The audit log's checkpoint signing keys",
         description: '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.',
         tags: ['audit'],
@@ -76,7 +79,10 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
   app.get(
     '/api/audit/checkpoint',
     {
+      config: { scope: scopes.read },
       schema: {
+        operationId: 'getAuditCheckpoint',
+        errorStatuses: [404],
         summary: 'The latest signed checkpoint of the audit log, or the one at a tree size',
         tags: ['audit'],
         querystring: z.object({ treeSize: treeSize.optional() }),
@@ -93,7 +99,9 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
   app.post(
     '/api/audit/checkpoint',
     {
+      config: { scope: scopes.sign },
       schema: {
+        operationId: 'createAuditCheckpoint',
         summary: 'Sign a checkpoint at the current tree size now',
         description: 'Answers the existing checkpoint when one was already signed at the current size.',
         tags: ['audit'],
@@ -106,7 +114,9 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
   app.get(
     '/api/audit/consistency',
     {
+      config: { scope: scopes.read },
       schema: {
+        operationId: 'getAuditConsistencyProof',
         summary: 'A consistency proof between two tree sizes (RFC 9162 §2.1.4)',
         description: 'Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.',
         tags: ['audit'],
@@ -125,7 +135,10 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
   app.get(
     '/api/audit/inclusion',
     {
+      config: { scope: scopes.read },
       schema: {
+        operationId: 'getAuditInclusionProof',
+        errorStatuses: [404],
         summary: `An inclusion proof (RFC 9162 §2.1.3) of ${item.describe}`,
         description: `The audit path of the leaf of ${item.describe} in the tree of \`treeSize\` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).`,
         tags: ['audit'],

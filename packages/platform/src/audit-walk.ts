@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
 import { auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery } from './audit-routes.ts';
 import type { ErrorFactory } from './errors.ts';
-import { sendJsonText, type ZodApp } from './http.ts';
+import { sendJsonText, type RouteScope, type ZodApp } from './http.ts';
 import type { Clock } from './clock.ts';
 import { toIso } from './time.ts';
 
@@ -52,6 +52,10 @@ export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
   clock: Clock;
   names: AuditWalkNames;
   loaders: AuditWalkLoaders;
+  /** The service's scope that reads the log. */
+  readScope: RouteScope;
+  /** The names of the operations that differ by service (what they list is named after the service's items). */
+  operationIds: { unlogged: string; heads: string };
 }
 
 const hex = auditHashSchema;
@@ -61,10 +65,10 @@ const pageLimit = z.coerce.number().int().min(1).max(1000).default(1000);
 /**
  * GET /api/audit/export, /api/audit/leaves, /api/audit/unlogged and /api/audit/heads of a
  * service's log, its fields named after what it chains (`sessionId`, `events`; `requestId`,
- * `entries`). Scopes and operationIds go in the service's tables like any route.
+ * `entries`).
  */
 export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
-  const { log, db, tables, errors, names, loaders, clock } = options;
+  const { log, db, tables, errors, names, loaders, clock, readScope, operationIds } = options;
   const checkpointSchema = auditCheckpointSchema(log.name);
   const scopeId = `${names.scope}Id`;
   const itemId = `${names.item}Id`;
@@ -73,7 +77,10 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
   app.get(
     '/api/audit/export',
     {
+      config: { scope: readScope },
       schema: {
+        operationId: 'exportAuditBundle',
+        errorStatuses: [404],
         summary: `A ${names.scope}'s self-contained audit bundle (verify it with \`vigil verify\`)`,
         description: `Every stored ${names.item} of the ${names.scope} as the canonical text its chain hash is computed over, in seq order, with the recorded head, each ${names.item}'s leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the ${names.scope}), the key that signed it and, with \`since\`, a consistency proof from that tree size. Format \`vigil-audit-bundle/1\` (docs/audit.md).`,
         tags: ['audit'],
@@ -138,7 +145,9 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
   app.get(
     '/api/audit/leaves',
     {
+      config: { scope: readScope },
       schema: {
+        operationId: 'listAuditLeaves',
         summary: `The audit log's leaves from an index, in order, with their ${names.items}`,
         description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a retention tombstone, its signed body. \`treeSize\` is the log's size now.`,
         tags: ['audit'],
@@ -180,7 +189,9 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
   app.get(
     '/api/audit/unlogged',
     {
+      config: { scope: readScope },
       schema: {
+        operationId: operationIds.unlogged,
         summary: `Stored ${names.items} that have no leaf in the audit log`,
         description: `${names.items[0]!.toUpperCase()}${names.items.slice(1)} written outside the service's write path (every ${names.item} it stores gets its leaf in the same transaction). Paged by ${names.item} id; \`nextCursor\` is null on the last page. Scans the ${names.items} table.`,
         tags: ['audit'],
@@ -214,7 +225,9 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
   app.get(
     '/api/audit/heads',
     {
+      config: { scope: readScope },
       schema: {
+        operationId: operationIds.heads,
         summary: `Every ${names.scope}'s recorded chain head`,
         description: `${names.scope[0]!.toUpperCase()}${names.scope.slice(1)}s by id after \`after\` (keyset pages); \`headSeq\` is −1 and \`headHash\` null for a ${names.scope} without ${names.items}. \`nextCursor\` is null on the last page.`,
         tags: ['audit'],

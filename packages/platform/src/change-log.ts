@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import { canonicalJson } from './crypto.ts';
 import { epochMsType, tablesOf, type DdlTarget } from './db.ts';
-import type { ZodApp } from './http.ts';
+import type { RouteScope, ZodApp } from './http.ts';
 import { newId } from './ids.ts';
 import { isoTimestampMs, toIso } from './time.ts';
 import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
@@ -203,12 +203,14 @@ export async function listAdminChanges<Schema extends AdminChangeTables>(db: Kys
   return { entries: page.rows.map(toAdminChange), nextCursor: page.nextCursor, hasMore: page.hasMore };
 }
 
-/** GET /api/audit/changes of a service (its scope and operationId go in the service's tables like any route). */
-export function registerAdminChangeRoute<Schema extends AdminChangeTables>(app: ZodApp, db: Kysely<Schema>): void {
+/** GET /api/audit/changes of a service, readable with `scope` (the service's administrators). */
+export function registerAdminChangeRoute<Schema extends AdminChangeTables>(app: ZodApp, db: Kysely<Schema>, scope: RouteScope): void {
   app.get(
     '/api/audit/changes',
     {
+      config: { scope },
       schema: {
+        operationId: 'listAdminChanges',
         summary: 'Administrative changes, newest first: who changed what, with the API key behind the actor, before and after',
         description:
           'Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in ' +

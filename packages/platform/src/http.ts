@@ -56,8 +56,13 @@ export interface HttpKitOptions {
   classify?(error: unknown): ServiceError | undefined;
   /** The service's error body as a zod schema named with `.meta({ id })`: the component every documented error response refers to. */
   errorSchema: z.ZodType;
-  /** Name and route-specific error statuses of every documented operation (see OperationTable). */
-  operations: OperationTable;
+  /**
+   * The service's authentication modes beyond the kit's `required` (an API key with the route's
+   * scope), `public` and `metrics` (see RouteAuthModes), and whether each takes an API key too.
+   */
+  authModes?: Record<string, { takesKey: boolean }>;
+  /** Every scope a route may declare: a route that takes a key declares one of these (or several), checked at registration. */
+  scopes: readonly string[];
   /** The error statuses a route answers because of how it is authenticated (401, and 403/429 where scopes and rate limits apply); none for a public route. */
   authErrorStatuses(route: RouteEntry): number[];
   /**
@@ -68,13 +73,6 @@ export interface HttpKitOptions {
   rateLimitHeaders?: Record<string, Record<string, unknown>>;
 }
 
-/**
- * One entry per documented route, keyed `METHOD /url` as in the route table: the operation's
- * `operationId` (a stable camelCase name typed clients call it by), or the name plus the error
- * statuses it answers beyond those the kit lists for every route of its kind (documentedOperation).
- */
-export type OperationTable = Record<string, string | { id: string; errors: number[] }>;
-
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
@@ -84,10 +82,40 @@ export type FailureCause = 'database_unavailable' | 'shutting_down' | 'internal'
 /** Seconds every 503 tells a client to wait before retrying (Retry-After): the database back, or another instance serving. */
 export const RETRY_AFTER_SECONDS = 1;
 
+/**
+ * How a route authenticates, named by its `config.auth`. The kit knows `required` (an API key with
+ * the route's `scope`: the default), `public` (no credentials) and `metrics` (its Prometheus route,
+ * which admits the scrape itself: metrics.ts). A service adds modes of its own by augmenting this
+ * interface (`declare module '@vigil/platform'`) and listing them in HttpKitOptions.authModes.
+ */
+export interface RouteAuthModes {
+  required: true;
+  public: true;
+  metrics: true;
+}
+export type RouteAuth = keyof RouteAuthModes;
+
+/**
+ * What a route's `config.scope` may hold, one member per service (`observe: ObserveScope`), added by
+ * augmenting this interface; at registration the kit checks that a route names its own service's
+ * scopes (HttpKitOptions.scopes).
+ */
+export interface RouteScopes {}
+export type RouteScope = RouteScopes[keyof RouteScopes];
+
+/** One method of a registered route, with what it declares where it is registered. */
 export interface RouteEntry {
   method: string;
   url: string;
-  auth: 'required' | 'public' | 'bootstrap' | 'signature' | 'service' | 'stream' | 'metrics';
+  auth: RouteAuth;
+  /** Whether the route takes an API key (auth `required`, or a service mode that does): then it declares a scope. */
+  takesKey: boolean;
+  /** The scope a key needs for the route (`config.scope`); none for a route that takes no key. */
+  scope?: RouteScope;
+  /** In the OpenAPI document (its schema is not `hide`): then it has an operationId. */
+  documented: boolean;
+  /** The OpenAPI operation's name (`schema.operationId`): what typed clients call it by. */
+  operationId?: string;
 }
 
 declare module 'fastify' {
@@ -100,16 +128,17 @@ declare module 'fastify' {
     failureCause: FailureCause | null;
   }
   interface FastifyContextConfig {
-    /**
-     * `public`: no credentials; `bootstrap`: service decides (first key creation); `signature`: a
-     * signed request without a key is verified by the route itself; `service`: only the shared
-     * service-to-service bearer token is accepted, never an API key; `stream`: an API key, or a
-     * short-lived stream token in `?token=` (browsers' EventSource cannot send headers); `metrics`:
-     * the Prometheus scrape, admitted by client address or METRICS_TOKEN (metrics.ts), never an API key. Default: required.
-     */
-    auth?: 'public' | 'bootstrap' | 'signature' | 'service' | 'stream' | 'metrics';
+    /** How the route authenticates (RouteAuthModes). Default: `required`, an API key with `scope`. */
+    auth?: RouteAuth;
+    /** The scope an API key needs for the route: required of every route that takes a key (the app does not build without it). */
+    scope?: RouteScope;
   }
   interface FastifySchema {
+    /**
+     * The error statuses the operation answers beyond those the kit documents for every route of
+     * its kind (documentedOperation): documentation only, as the OpenAPI document lists them.
+     */
+    errorStatuses?: readonly number[];
     /**
      * The request body of a route that decodes its own (a content-type parser of its own, e.g.
      * protobuf), as the OpenAPI document shows it per content type: documentation only, never
@@ -188,10 +217,42 @@ function toServiceError(error: unknown, options: HttpKitOptions, request: Fastif
   return errors('internal');
 }
 
-/** The route-table row of one method of a route. */
-function routeEntry(method: string, route: RouteOptions): RouteEntry {
-  const auth = (route.config as { auth?: RouteEntry['auth'] } | undefined)?.auth ?? 'required';
-  return { method, url: route.url, auth };
+/** The kit's own authentication modes; `required` alone takes a key. */
+const KIT_AUTH_MODES: Record<string, { takesKey: boolean }> = { required: { takesKey: true }, public: { takesKey: false }, metrics: { takesKey: false } };
+
+/**
+ * The route-table row of one method of a route, from what the route declares where it is
+ * registered. What would leave a route unguarded or unnamed fails the app's build instead: a route
+ * that takes a key without a scope (or naming one the service does not have), a scope on a route
+ * that takes no key, an authentication mode the service does not declare, a documented route
+ * without an operationId.
+ */
+function routeEntry(method: string, route: RouteOptions, options: HttpKitOptions): RouteEntry {
+  const config = route.config as { auth?: RouteAuth; scope?: RouteScope } | undefined;
+  const auth = config?.auth ?? 'required';
+  const scope = config?.scope;
+  const schema = route.schema as DocumentedSchema | undefined;
+  const where = `${method} ${route.url}`;
+  const mode = Object.hasOwn(KIT_AUTH_MODES, auth) ? KIT_AUTH_MODES[auth] : options.authModes?.[auth];
+  if (mode === undefined) throw new Error(`${where}: authentication mode "${auth}" is not one of the service's (HttpKitOptions.authModes)`);
+  if (mode.takesKey && scope === undefined) throw new Error(`${where} takes an API key but declares no scope: add config: { scope } where it is registered`);
+  if (!mode.takesKey && scope !== undefined) throw new Error(`${where} takes no API key (auth "${auth}") but declares a scope`);
+  for (const name of [scope ?? []].flat() as string[]) {
+    if (!options.scopes.includes(name)) throw new Error(`${where}: scope "${name}" is not one of the service's (${options.scopes.join(', ')})`);
+  }
+  const documented = schema?.hide !== true;
+  if (documented && schema?.operationId === undefined) {
+    throw new Error(`${where} is documented but has no operationId: add schema.operationId (camelCase) where it is registered, or hide it`);
+  }
+  return {
+    method,
+    url: route.url,
+    auth,
+    takesKey: mode.takesKey,
+    ...(scope !== undefined && { scope }),
+    documented,
+    ...(documented && { operationId: schema!.operationId! }),
+  };
 }
 
 /** What each error status means, as the documents describe it. */
@@ -222,27 +283,25 @@ type DocumentedSchema = FastifySchema & { hide?: boolean; response?: Record<stri
 const SERVERS = [{ url: '/', description: 'The server this document was fetched from: every path is relative to its root' }];
 
 /**
- * A route's schema as its OpenAPI operation shows it: the operationId from the service's table,
- * and the service's error body for every status the route can answer that it does not document
- * itself: 400 (any request), 404 and 414 (path parameters), 413 and 415 (a body), the service's
- * authentication statuses, the route's own from the table, 500 and 503.
+ * A route's schema as its OpenAPI operation shows it: its operationId, and the service's error body
+ * for every status the route can answer that it does not document itself: 400 (any request), 404
+ * and 414 (path parameters), 413 and 415 (a body), the service's authentication statuses, the
+ * route's own (`errorStatuses`), 500 and 503.
  */
 function documentedOperation(route: RouteOptions, options: HttpKitOptions): DocumentedSchema {
   const schema = route.schema as DocumentedSchema | undefined;
   if (schema?.hide) return schema;
+  const { operationId, errorStatuses, ...rest } = schema ?? {};
   const methods = [route.method].flat();
-  // A route serving several methods cannot carry one name per method: the OpenAPI test reports it unnamed.
-  const entry = methods.length === 1 ? options.operations[`${methods[0]} ${route.url}`] : undefined;
-  const statuses = new Set([400, 500, 503, ...methods.flatMap((method) => options.authErrorStatuses(routeEntry(method, route)))]);
+  const statuses = new Set([400, 500, 503, ...methods.flatMap((method) => options.authErrorStatuses(routeEntry(method, route, options)))]);
   if (route.url.includes(':')) [404, 414].forEach((status) => statuses.add(status));
   if (methods.some((method) => BODY_METHODS.has(method))) [413, 415].forEach((status) => statuses.add(status));
-  if (typeof entry === 'object') entry.errors.forEach((status) => statuses.add(status));
-  const response: Record<string, unknown> = { ...schema?.response };
+  errorStatuses?.forEach((status) => statuses.add(status));
+  const response: Record<string, unknown> = { ...rest.response };
   for (const status of [...statuses].sort((a, b) => a - b)) {
     response[status] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: { 'application/json': { schema: options.errorSchema } } };
   }
-  const operationId = entry === undefined ? undefined : typeof entry === 'string' ? entry : entry.id;
-  return { ...schema, ...(operationId !== undefined && { operationId }), response };
+  return { ...rest, ...(operationId !== undefined && { operationId }), response };
 }
 
 /**
@@ -477,7 +536,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   app.addHook('onRoute', (route) => {
     strictQuery(route);
     for (const method of [route.method].flat()) {
-      if (method !== 'HEAD') routeTable.push(routeEntry(method, route));
+      if (method !== 'HEAD') routeTable.push(routeEntry(method, route, options));
     }
   });
   // JSON bodies: prototype-poisoning keys are refused, and so is anything no route could hash or

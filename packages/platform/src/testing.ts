@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import assert from 'node:assert/strict';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { AdminChange, AdminChangePage } from './change-log.ts';
-import type { OperationTable, RouteEntry } from './http.ts';
+import type { RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, MigrationDb } from './db.ts';
@@ -187,10 +187,6 @@ export interface OpenApiPaths {
 }
 
 export interface OpenApiCoverage {
-  /** Where the service names its operations (quoted in the problems, so a new route's author knows where to go). */
-  operationsFile: string;
-  /** That table: an entry that is no route is a problem too. */
-  operations: OperationTable;
   /** The component every error response refers to, e.g. `ObserveError`. */
   errorSchema: string;
   /** URLs (every method) or `METHOD /url`s left out of the document on purpose, with the reason. */
@@ -206,13 +202,13 @@ const OPERATION_ID = /^[a-z][A-Za-z0-9]*$/;
 /**
  * What a service's OpenAPI document gets wrong about its routes, one line per problem that says
  * what to change: a route missing from the document, an operation without a camelCase operationId
- * or with one another operation has, an error status not listed or not in the error schema.
+ * or with one another operation has, or whose name is not the one its route declares, an error
+ * status not listed or not in the error schema.
  */
 export function openApiCoverageProblems(routeTable: readonly RouteEntry[], document: OpenApiPaths, coverage: OpenApiCoverage): string[] {
   const problems: string[] = [];
   const owners = new Map<string, string[]>();
   const errorRef = `#/components/schemas/${coverage.errorSchema}`;
-  const routeIds = new Set(routeTable.map((route) => `${route.method} ${route.url}`));
   for (const route of routeTable) {
     const id = `${route.method} ${route.url}`;
     if (route.url in coverage.undocumented || id in coverage.undocumented) continue;
@@ -225,7 +221,11 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
     const name = operation.operationId;
     if (name === undefined || !OPERATION_ID.test(name)) {
       problems.push(
-        `${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: add '${id}': '<camelCaseName>' to ${coverage.operationsFile} ({ id, errors } if it answers more errors than its kind)`,
+        `${id} has ${name === undefined ? 'no operationId' : `operationId "${name}", not camelCase`}: give it schema.operationId (camelCase) where it is registered`,
+      );
+    } else if (name !== route.operationId) {
+      problems.push(
+        `${id}: the document names it "${name}", its route declares ${route.operationId === undefined ? 'no operationId' : `"${route.operationId}"`}`,
       );
     } else {
       owners.set(name, [...(owners.get(name) ?? []), id]);
@@ -241,10 +241,28 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
     }
   }
   for (const [name, ids] of owners) {
-    if (ids.length > 1) problems.push(`operationId "${name}" is shared by ${ids.join(' and ')}: each needs its own in ${coverage.operationsFile}`);
+    if (ids.length > 1) problems.push(`operationId "${name}" is shared by ${ids.join(' and ')}: each needs its own`);
   }
-  for (const id of Object.keys(coverage.operations)) {
-    if (!routeIds.has(id)) problems.push(`${coverage.operationsFile} names ${id}, which is not a route of the app`);
+  return problems;
+}
+
+/**
+ * What the routes of an app fail to declare where they are registered, one line per route: a
+ * documented route without a camelCase operationId (or with one another route has), a route that
+ * takes an API key without a scope. The HTTP kit refuses such routes at registration; this walk is
+ * what each service's tests assert over its whole route table.
+ */
+export function routeDeclarationProblems(routeTable: readonly RouteEntry[]): string[] {
+  const problems: string[] = [];
+  const owners = new Map<string, string>();
+  for (const route of routeTable) {
+    const id = `${route.method} ${route.url}`;
+    if (route.takesKey && route.scope === undefined) problems.push(`${id} takes an API key but declares no scope`);
+    if (!route.documented) continue;
+    const name = route.operationId;
+    if (name === undefined || !OPERATION_ID.test(name)) problems.push(`${id} is documented without a camelCase operationId (${name ?? 'none'})`);
+    else if (owners.has(name)) problems.push(`${id} and ${owners.get(name)} are both named "${name}"`);
+    else owners.set(name, id);
   }
   return problems;
 }

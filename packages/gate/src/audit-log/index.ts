@@ -17,7 +17,13 @@ export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-lo
   // A checkpoint every AUDIT_CHECKPOINT_INTERVAL_MS when the log grew (and every AUDIT_CHECKPOINT_EVENTS entries: AuditLog.committed).
   const checkpointJob = job({ name: 'gate.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
-  registerAuditLogRoutes(app, { log, errors: gateError, item: { parameter: 'entryId', schema: z.string().min(1).max(100), describe: 'an audit entry' } });
+  registerAuditLogRoutes(app, {
+    log,
+    errors: gateError,
+    item: { parameter: 'entryId', schema: z.string().min(1).max(100), describe: 'an audit entry' },
+    // Proofs and checkpoints are read like the entries; signing one on demand is for administrators.
+    scopes: { read: 'request:read', sign: 'admin' },
+  });
   registerGateAuditWalkRoutes(app, context, log);
   return checkpointJob;
 });

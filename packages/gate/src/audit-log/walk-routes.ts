@@ -36,5 +36,7 @@ export function registerGateAuditWalkRoutes(app: ZodApp, ctx: GateContext, log: 
     clock: ctx.clock,
     names: { scope: 'request', item: 'entry', items: 'entries' },
     loaders,
+    readScope: 'request:read',
+    operationIds: { unlogged: 'listUnloggedAuditEntries', heads: 'listRequestAuditHeads' },
   });
 }

@@ -114,7 +114,10 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/audit',
     {
+      // The audit across requests shows what the per-request trails show, so the same scope reads it.
+      config: { scope: 'request:read' },
       schema: {
+        operationId: 'listAuditEntries',
         summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
         description:
           'Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` ' +
@@ -147,7 +150,9 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/audit/actors',
     {
+      config: { scope: 'request:read' },
       schema: {
+        operationId: 'listAuditActors',
         summary: 'Every actor that appears in the audit, sorted (for a filter list)',
         tags: ['audit'],
         response: { 200: z.object({ actors: z.array(z.string()) }) },
@@ -156,5 +161,6 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     async () => ({ actors: await auditActors(ctx.database) }),
   );
 
-  registerAdminChangeRoute(app, ctx.database.db);
+  // Who changed policies, keys and webhooks: administrators only.
+  registerAdminChangeRoute(app, ctx.database.db, 'admin');
 }

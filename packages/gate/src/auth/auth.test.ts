@@ -5,7 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { buildGateService } from '../app.ts';
 import { assertGateError, CHAT_CONFIGURED_ENV, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
-import { ROUTE_SCOPES, SCOPES, type Scope } from './scopes.ts';
+import { routeScopes, SCOPES, type Scope } from './scopes.ts';
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -61,10 +61,13 @@ const SIGNED_BY_PLATFORM = new Set(['POST /api/chat/slack/interactions', 'POST /
 await describeEachDatabase('gate authentication and scopes', (backend) => {
   let gate: TestGate;
   let keyOf: Map<Scope, string>;
+  /** The scope each route declares where it is registered (`public`: it takes no key), by `METHOD /url`. */
+  let scopeOf: Record<string, Scope | 'public' | 'any'>;
 
   before(async () => {
     // Both chat platforms configured, so their interaction routes are walked too.
     gate = await startTestGate(backend, { env: CHAT_CONFIGURED_ENV });
+    scopeOf = routeScopes(gate.service.app.routeTable);
     keyOf = await gate.keyPerScope();
   });
   after(() => gate.close());
@@ -72,31 +75,35 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
   const routes = (): { method: string; url: string; id: string }[] =>
     gate.service.app.routeTable.map((r) => ({ method: r.method, url: r.url, id: `${r.method} ${r.url}` }));
 
-  test('every route of the app has exactly one entry in ROUTE_SCOPES, and every entry is a route', () => {
+  test('every route of the app that takes a key declares its scope, and every other route none', () => {
     const table = routes().map((r) => r.id);
     assert.ok(table.length >= Object.keys(EXPECTED_SCOPES).length, `route table too short: ${table.join(', ')}`);
     assert.equal(new Set(table).size, table.length, 'a route is registered twice');
-    for (const id of table) assert.ok(id in ROUTE_SCOPES, `route ${id} has no entry in ROUTE_SCOPES`);
-    for (const id of Object.keys(ROUTE_SCOPES)) assert.ok(table.includes(id), `ROUTE_SCOPES entry ${id} is not a route of the app`);
+    for (const route of gate.service.app.routeTable) {
+      const id = `${route.method} ${route.url}`;
+      assert.equal(route.takesKey, route.auth === 'required', id);
+      if (route.takesKey) assert.ok(route.scope !== undefined, `route ${id} declares no scope`);
+      else assert.equal(route.scope, undefined, `route ${id} takes no key but declares a scope`);
+    }
   });
 
-  test('ROUTE_SCOPES gives every endpoint the scope docs/api.md names', () => {
+  test('the routes declare every endpoint the scope docs/api.md names', () => {
     for (const [id, scope] of Object.entries(EXPECTED_SCOPES)) {
-      assert.equal(ROUTE_SCOPES[id], scope, id);
+      assert.equal(scopeOf[id], scope, id);
     }
     // Anything beyond those endpoints still needs a key, but for the OpenAPI document (schemas only, no data).
-    for (const [id, scope] of Object.entries(ROUTE_SCOPES)) {
+    for (const [id, scope] of Object.entries(scopeOf)) {
       if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json' && id !== 'GET /metrics' && !SIGNED_BY_PLATFORM.has(id)) {
         assert.notEqual(scope, 'public', `${id} is public though only /health is (docs/api.md)`);
       }
     }
-    assert.equal(ROUTE_SCOPES['GET /api/openapi.json'], 'public');
+    assert.equal(scopeOf['GET /api/openapi.json'], 'public');
   });
 
   test('every route × every scope: 403 forbidden exactly when the scope does not grant the route', async () => {
     let checked = 0;
     for (const route of routes()) {
-      const required = ROUTE_SCOPES[route.id];
+      const required = scopeOf[route.id];
       assert.ok(required !== undefined, route.id);
       for (const scope of SCOPES) {
         const granted = required === 'public' || required === 'any' || scope === 'admin' || scope === required;
@@ -119,7 +126,7 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
 
   test('every non-public route answers 401 unauthorized without a key, with a wrong key and with a malformed header', async () => {
     for (const route of routes()) {
-      if (ROUTE_SCOPES[route.id] === 'public') continue;
+      if (scopeOf[route.id] === 'public') continue;
       const request = probe(route.method, route.url);
       const missing = await gate.service.app.inject(request);
       assertGateError(missing, 401, 'unauthorized', `${route.id} without a key`);

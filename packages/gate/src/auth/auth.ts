@@ -4,7 +4,7 @@ import type { GateContext } from '../context.ts';
 import { MAX_RATE_LIMIT } from '../bounds.ts';
 import { gateError } from '../errors.ts';
 import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
-import { grants, ROUTE_SCOPES } from './scopes.ts';
+import { grants, type Scope } from './scopes.ts';
 import { isDashboardToken, sessionActor } from './sessions.ts';
 
 declare module 'fastify' {
@@ -68,9 +68,9 @@ export function systemActor(actor: string): AuditActor {
 }
 
 /**
- * Every route: find its scope in ROUTE_SCOPES (unlisted routes are refused), authenticate the
+ * Every route that takes a key (all but `public` ones and the metrics scrape): authenticate the
  * bearer credential (401) — an API key, or a dashboard session token (auth/sessions.ts) standing
- * for its key —, check the scope (403), then apply the key's rate limit (429) and its headers.
+ * for its key —, check the route's `config.scope` (403), then apply the key's rate limit (429) and its headers.
  */
 export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
   const rateLimitRefusals = ctx.metrics.counter('vigil_rate_limit_refusals_total', "Requests refused 429 by a key's rate limit");
@@ -79,10 +79,11 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
   app.decorateRequest('gateActor', null);
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404) return;
-    // HEAD is the GET route without a body: same scope.
-    const method = request.method === 'HEAD' ? 'GET' : request.method;
-    const required = ROUTE_SCOPES[`${method} ${request.routeOptions.url}`];
-    if (required === 'public') return;
+    const { auth, scope } = request.routeOptions.config;
+    // The scrape admits itself (client address or METRICS_TOKEN, platform/metrics.ts).
+    if (auth === 'public' || auth === 'metrics') return;
+    // Every route that takes a key declares its scope (the app does not build otherwise); HEAD is its GET's route.
+    const required = scope as Scope | 'any';
     const token = bearerToken(request.headers.authorization);
     if (token === null) throw gateError('unauthorized');
     const hash = sha256Hex(token);
@@ -101,9 +102,7 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
       key = found;
       request.gateActor = apiActor(key);
     }
-    if (required === undefined || !grants(scopesOf(key), required)) {
-      throw gateError('forbidden', required === undefined ? 'This route is not open to API keys' : `This route needs the ${required} scope`);
-    }
+    if (!grants(scopesOf(key), required)) throw gateError('forbidden', `This route needs the ${required} scope`);
     request.gateKey = key;
 
     if (key.rate_limit !== null) {

@@ -1,4 +1,4 @@
-// Authentication: the route→scope table, API keys (KeyCache), dashboard sessions and MCP authorization.
+// Authentication: scopes, API keys (KeyCache), dashboard sessions and MCP authorization.
 import { defineFeature } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerAuthentication } from './auth.ts';
@@ -9,7 +9,7 @@ import { registerDashboardSessionRoutes } from './sessions.ts';
 
 export { auditActor, type AuditActor, RATE_LIMIT_HEADERS, systemActor } from './auth.ts';
 export { KeyCache } from './keys.ts';
-export { ROUTE_SCOPES, type Scope, SCOPES } from './scopes.ts';
+export { routeScopes, type Scope, SCOPES } from './scopes.ts';
 
 /** The authentication hook every route passes; registered before any route. */
 export const authenticationFeature: GateFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));

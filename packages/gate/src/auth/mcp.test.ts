@@ -4,7 +4,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { startTestGate, type TestGate } from '../testing.ts';
 import { MCP_TOOL_ROUTES } from './mcp.ts';
-import { ROUTE_SCOPES, SCOPES, type Scope } from './scopes.ts';
+import { routeScopes, SCOPES, type Scope } from './scopes.ts';
 
 /** The ten tools of AgentGate's MCP server (packages/mcp/src/tools.ts), each asked about before it runs. */
 const AGENTGATE_TOOLS = [
@@ -28,11 +28,6 @@ interface Verdict {
   reason: string | null;
 }
 
-test('every AgentGate tool maps to a route of the scope table, and nothing else is mapped', () => {
-  assert.deepEqual(Object.keys(MCP_TOOL_ROUTES).sort(), [...AGENTGATE_TOOLS].sort());
-  for (const [tool, route] of Object.entries(MCP_TOOL_ROUTES)) assert.ok(route in ROUTE_SCOPES, `${tool} → ${route}`);
-});
-
 await describeEachDatabase('gate POST /api/mcp/authorize (AgentGate MCP server)', (backend) => {
   let gate: TestGate;
   let keyOf: Map<Scope, string>;
@@ -41,6 +36,12 @@ await describeEachDatabase('gate POST /api/mcp/authorize (AgentGate MCP server)'
     keyOf = await gate.keyPerScope();
   });
   after(() => gate.close());
+
+  test('every AgentGate tool maps to a route of the app, and nothing else is mapped', () => {
+    const scopeOf = routeScopes(gate.service.app.routeTable);
+    assert.deepEqual(Object.keys(MCP_TOOL_ROUTES).sort(), [...AGENTGATE_TOOLS].sort());
+    for (const [tool, route] of Object.entries(MCP_TOOL_ROUTES)) assert.ok(route in scopeOf, `${tool} → ${route}`);
+  });
 
   const authorize = async (payload: object, credential?: string): Promise<Verdict> => {
     const response = await gate.call({ method: 'POST', url: '/api/mcp/authorize', payload }, credential);
@@ -65,7 +66,7 @@ await describeEachDatabase('gate POST /api/mcp/authorize (AgentGate MCP server)'
         assert.ok(call.statusCode < 500 && call.statusCode !== 401, context);
         assert.equal(verdict.decision, call.statusCode === 403 ? 'deny' : 'allow', context);
         assert.equal(verdict.toolName, tool);
-        assert.equal(verdict.requiredScope, ROUTE_SCOPES[MCP_TOOL_ROUTES[tool]!]);
+        assert.equal(verdict.requiredScope, routeScopes(gate.service.app.routeTable)[MCP_TOOL_ROUTES[tool]!]);
       }
     }
   });

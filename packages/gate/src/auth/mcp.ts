@@ -1,11 +1,11 @@
 import type { ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { grants, ROUTE_SCOPES, type Scope } from './scopes.ts';
+import { grants, routeScopes, type Scope } from './scopes.ts';
 
 /**
  * AgentGate's MCP server asks `POST /api/mcp/authorize` before every tool call and runs the tool
  * only on `decision: "allow"`. Each of its tools calls one gate route; the tool is allowed when
- * the calling key's scopes grant that route's scope in ROUTE_SCOPES (so the answer can never
+ * the calling key's scopes grant the scope that route declares (so the answer can never
  * disagree with what the call itself would meet). A tool not listed here is refused.
  */
 export const MCP_TOOL_ROUTES: Readonly<Record<string, string>> = {
@@ -31,10 +31,10 @@ export interface ToolVerdict {
   reason: string | null;
 }
 
-/** Pure: the verdict for one tool and the scopes of the key asking. */
-export function authorizeTool(toolName: string, scopes: readonly string[]): ToolVerdict {
+/** Pure: the verdict for one tool and the scopes of the key asking, given the scope each route needs (routeScopes). */
+export function authorizeTool(toolName: string, scopes: readonly string[], scopeOfRoute: Readonly<Record<string, Scope | 'public' | 'any'>>): ToolVerdict {
   const route = Object.hasOwn(MCP_TOOL_ROUTES, toolName) ? MCP_TOOL_ROUTES[toolName]! : undefined;
-  const required = route === undefined ? undefined : ROUTE_SCOPES[route];
+  const required = route === undefined ? undefined : scopeOfRoute[route];
   if (required === undefined) {
     return {
       decision: 'deny',
@@ -65,10 +65,15 @@ const verdictSchema = z
   .meta({ id: 'McpToolVerdict' });
 
 export function registerMcpAuthorizeRoute(app: ZodApp): void {
+  // Read from the route table on the first call, when every route is registered.
+  let scopeOfRoute: Record<string, Scope | 'public' | 'any'> | undefined;
   app.post(
     '/api/mcp/authorize',
     {
+      // Any key: the answer depends on its scopes.
+      config: { scope: 'any' },
       schema: {
+        operationId: 'authorizeMcpTool',
         summary: 'May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes',
         description:
           'Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted ' +
@@ -83,6 +88,6 @@ export function registerMcpAuthorizeRoute(app: ZodApp): void {
         response: { 200: verdictSchema },
       },
     },
-    async (request) => authorizeTool(request.body.toolName, JSON.parse(request.gateKey!.scopes) as string[]),
+    async (request) => authorizeTool(request.body.toolName, JSON.parse(request.gateKey!.scopes) as string[], (scopeOfRoute ??= routeScopes(app.routeTable))),
   );
 }

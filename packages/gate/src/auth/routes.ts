@@ -35,7 +35,9 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
   app.post(
     '/api/api-keys',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'createApiKey',
         summary: 'Create an API key; the raw key is in this response only',
         description: 'rateLimit is requests per minute; omitted or null means unlimited.',
         tags: ['api-keys'],
@@ -52,14 +54,24 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/api-keys',
-    { schema: { summary: 'List API keys (never the secrets)', tags: ['api-keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: 'List API keys (never the secrets)',
+        tags: ['api-keys'],
+        response: { 200: z.object({ keys: z.array(keySchema) }) },
+      },
+    },
     async () => ({ keys: (await listKeys(database)).map(toApiKey) }),
   );
 
   app.patch(
     '/api/api-keys/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'updateApiKey',
         summary: 'Change a key’s name, scopes or rate limit',
         tags: ['api-keys'],
         params: idParams,
@@ -81,7 +93,9 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
   app.delete(
     '/api/api-keys/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key (it stops working at once)',
         tags: ['api-keys'],
         params: idParams,

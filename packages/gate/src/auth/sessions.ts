@@ -69,11 +69,16 @@ const whoamiSchema = z.object({
 export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): void {
   const { db } = ctx.database;
 
-  const signIn = (kind: SessionKind, path: string, summary: string): void => {
+  const signIn = (kind: SessionKind, path: string, operationId: string, summary: string): void => {
     app.post(
       path,
       {
+        // Any valid key; the session then has that key's scopes.
+        config: { scope: 'any' },
         schema: {
+          operationId,
+          // A session token cannot open another session: 403 although any key may.
+          errorStatuses: [403],
           summary,
           description:
             'Authenticate with an API key (a session token cannot open another session). The token is in this response only; ' +
@@ -129,13 +134,25 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
       },
     );
   };
-  signIn('dashboard', '/api/dashboard/sessions', 'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token');
-  signIn('mcp', '/api/mcp/sessions', 'Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>');
+  signIn(
+    'dashboard',
+    '/api/dashboard/sessions',
+    'createDashboardSession',
+    'Sign in to the dashboard: exchange an API key and a display name for a short-lived session token',
+  );
+  signIn(
+    'mcp',
+    '/api/mcp/sessions',
+    'createMcpSession',
+    'Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>',
+  );
 
   app.get(
     '/api/dashboard/sessions/current',
     {
+      config: { scope: 'any' },
       schema: {
+        operationId: 'getCurrentSession',
         summary: 'Who the credential of this request is: its actor, key, scopes and (for a session token) expiry',
         tags: ['dashboard'],
         response: { 200: whoamiSchema },
@@ -159,7 +176,9 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
   app.delete(
     '/api/dashboard/sessions/current',
     {
+      config: { scope: 'any' },
       schema: {
+        operationId: 'endCurrentSession',
         summary: 'Sign out: revoke the dashboard session token this request carries',
         tags: ['dashboard'],
         response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },

@@ -24,7 +24,11 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.post(
         '/api/chat/slack/interactions',
         {
+          // No key: the platform's signature instead, 401 when it does not verify.
+          config: { auth: 'public' },
           schema: {
+            operationId: 'slackInteraction',
+            errorStatuses: [401, 415],
             summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
             description:
               "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
@@ -61,7 +65,11 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.post(
         '/api/chat/discord/interactions',
         {
+          // No key: the platform's signature instead, 401 when it does not verify.
+          config: { auth: 'public' },
           schema: {
+            operationId: 'discordInteraction',
+            errorStatuses: [401, 415],
             summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
             description:
               "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.",

@@ -94,7 +94,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/policies',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'listPolicies',
         summary: 'List policies in evaluation order',
         tags: ['policies'],
         querystring: z.object({
@@ -118,7 +120,10 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.post(
     '/api/policies',
-    { schema: { summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } } },
+    {
+      config: { scope: 'admin' },
+      schema: { operationId: 'createPolicy', summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } },
+    },
     async (request, reply) => {
       assertSafePatterns(request.body.rules);
       const row = await createPolicy(ctx.database, request.body, auditActor(request), ctx.clock.now());
@@ -130,7 +135,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   app.put(
     '/api/policies/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'updatePolicy',
         summary: 'Update a policy (fields not given stay as they are)',
         tags: ['policies'],
         params: idParams,
@@ -150,7 +157,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   app.delete(
     '/api/policies/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'deletePolicy',
         summary: 'Delete a policy',
         tags: ['policies'],
         params: idParams,
@@ -167,7 +176,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   app.post(
     '/api/policies/simulate',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'simulatePolicies',
         summary: 'Try a request against the policies without creating it (nothing is stored, no webhook is sent)',
         description:
           'Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now ' +

@@ -44,7 +44,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.post(
     '/api/requests',
     {
+      config: { scope: 'request:create' },
       schema: {
+        operationId: 'createRequest',
         summary: 'Ask for approval of an action; the policy engine may decide at once',
         tags: ['requests'],
         body: z
@@ -72,7 +74,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.get(
     '/api/requests',
     {
+      config: { scope: 'request:read' },
       schema: {
+        operationId: 'listRequests',
         summary: 'List requests, newest first',
         tags: ['requests'],
         querystring: z.object({
@@ -125,7 +129,10 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests/:id',
-    { schema: { summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } } },
+    {
+      config: { scope: 'request:read' },
+      schema: { operationId: 'getRequest', summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } },
+    },
     async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
@@ -136,7 +143,10 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.post(
     '/api/requests/:id/decide',
     {
+      config: { scope: 'request:decide' },
       schema: {
+        operationId: 'decideRequest',
+        errorStatuses: [409],
         summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
         tags: ['requests'],
         params: idParams,
@@ -160,7 +170,10 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.post(
     '/api/requests/:id/confirm',
     {
+      config: { scope: 'request:create' },
       schema: {
+        operationId: 'confirmRequest',
+        errorStatuses: [409],
         summary: 'Confirm execution of an approved action (once); the status stays approved',
         tags: ['requests'],
         params: idParams,
@@ -177,7 +190,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.get(
     '/api/requests/:id/audit',
     {
+      config: { scope: 'request:read' },
       schema: {
+        operationId: 'getRequestAudit',
         summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
         description:
           'Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and ' +
@@ -201,7 +216,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
   app.get(
     '/api/requests/:id/audit/verify',
     {
+      config: { scope: 'request:read' },
       schema: {
+        operationId: 'verifyRequestAudit',
         summary: 'Verify the hash chain of a request’s audit trail against the head the request records',
         tags: ['requests'],
         params: idParams,

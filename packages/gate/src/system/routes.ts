@@ -8,7 +8,9 @@ export function registerHealthRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/health',
     {
+      config: { auth: 'public' },
       schema: {
+        operationId: 'checkHealth',
         summary: 'Health; with ?deep=true also the database (a real query) and Redis (PING) when configured',
         tags: ['system'],
         security: [],

@@ -60,14 +60,19 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/webhooks',
-    { schema: { summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } } },
+    {
+      config: { scope: 'webhook:manage' },
+      schema: { operationId: 'listWebhooks', summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } },
+    },
     async () => ({ webhooks: (await listWebhooks(database)).map(toWebhook) }),
   );
 
   app.post(
     '/api/webhooks',
     {
+      config: { scope: 'webhook:manage' },
       schema: {
+        operationId: 'createWebhook',
         summary: 'Register a webhook; with a secret, deliveries are signed (X-Gate-Signature)',
         tags: ['webhooks'],
         body: z.object({ url, events, secret: secret.optional() }).strict(),
@@ -84,7 +89,9 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
   app.patch(
     '/api/webhooks/:id',
     {
+      config: { scope: 'webhook:manage' },
       schema: {
+        operationId: 'updateWebhook',
         summary: 'Change a webhook’s events, enabled flag, URL or secret',
         tags: ['webhooks'],
         params: idParams,
@@ -102,7 +109,9 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
   app.delete(
     '/api/webhooks/:id',
     {
+      config: { scope: 'webhook:manage' },
       schema: {
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook (its pending deliveries are dropped)',
         tags: ['webhooks'],
         params: idParams,
@@ -118,7 +127,9 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/webhooks/:id/deliveries',
     {
+      config: { scope: 'webhook:manage' },
       schema: {
+        operationId: 'listWebhookDeliveries',
         summary: 'Deliveries of a webhook, newest first, with their status and last error',
         tags: ['webhooks'],
         params: idParams,

@@ -39,13 +39,31 @@ const agentParams = z.object({ id: identifier });
 export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/agents',
-    { schema: { summary: 'List agents, most recently seen first', tags: ['agents'], response: { 200: z.object({ agents: z.array(agentSchema) }) } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'listAgents',
+        summary: 'List agents, most recently seen first',
+        tags: ['agents'],
+        response: { 200: z.object({ agents: z.array(agentSchema) }) },
+      },
+    },
     async () => ({ agents: (await listAgents(ctx.database)).map(toAgent) }),
   );
 
   app.get(
     '/api/agents/:id',
-    { schema: { summary: 'Agent detail, including pause state and model override', tags: ['agents'], params: agentParams, response: { 200: agentSchema } } },
+    {
+      // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
+      config: { scope: ['ingest', 'read'] },
+      schema: {
+        operationId: 'getAgent',
+        summary: 'Agent detail, including pause state and model override',
+        tags: ['agents'],
+        params: agentParams,
+        response: { 200: agentSchema },
+      },
+    },
     async (request) => {
       const row = await findAgent(ctx.database, request.params.id);
       if (!row) throw observeError('agentNotFound');
@@ -56,7 +74,9 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/agents/:id/pause',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'pauseAgent',
         summary: 'Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause',
         tags: ['agents'],
         params: agentParams,
@@ -76,7 +96,9 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/agents/:id/resume',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'resumeAgent',
         summary: 'Clear a pause (and optionally the model override and the approval policy a guardrail set)',
         tags: ['agents'],
         params: agentParams,

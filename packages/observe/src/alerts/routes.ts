@@ -20,6 +20,7 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
         'Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored',
       delete: 'Delete an alert rule; its history is kept and an open entry is resolved',
     },
+    operationIds: { create: 'createAlertRule', list: 'listAlertRules', get: 'getAlertRule', update: 'updateAlertRule', delete: 'deleteAlertRule' },
     notFound: 'alertRuleNotFound',
     toOut: toRuleOut,
     list: () => listRules(ctx.database),
@@ -32,7 +33,9 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/alerts/history',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listAlertHistory',
         summary: 'Alert history, newest first',
         tags: ['alerts'],
         querystring: historyQuerySchema,

@@ -36,6 +36,7 @@ export const ROLLUPS_TABLE: DerivedTable<RollupRow> = {
   backfill: backfillRollups,
   audit: {
     path: 'rollups',
+    operationId: 'listStoredRollups',
     summary: 'Every hourly rollup row as stored',
     key: ROLLUP_KEY.map((column) => (column === 'hour' ? number(column) : string(column))),
     columns: [...ROLLUP_KEY, ...ROLLUP_SUMS],
@@ -78,6 +79,7 @@ export const LATENCY_SKETCHES_TABLE: DerivedTable<LatencySketchRow> = {
   backfill: backfillSketches,
   audit: {
     path: 'latency-sketches',
+    operationId: 'listStoredLatencySketches',
     summary: 'Every latency sketch bin as stored',
     key: SKETCH_KEY.map((column) => (column === 'hour' || column === 'bin' ? number(column) : string(column))),
     columns: [...SKETCH_KEY, 'count'],

@@ -105,7 +105,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/analytics',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getAnalytics',
         summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('hour') }),
@@ -133,7 +135,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/analytics/llm',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getLlmAnalytics',
         summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('hour'), model: text.optional(), provider: text.optional() }),
@@ -196,7 +200,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/analytics/costs',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getCostAnalytics',
         summary: 'Spend (llm_response and cost_tracked events) by agent and over time',
         tags: ['analytics'],
         querystring: z.object({ ...range, granularity: granularity('day') }),
@@ -249,7 +255,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/analytics/agents',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getAgentAnalytics',
         summary: 'Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles',
         tags: ['analytics'],
         querystring: z.object(range),
@@ -313,7 +321,9 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/analytics/tools',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getToolAnalytics',
         summary: 'Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles',
         tags: ['analytics'],
         querystring: z.object(range),

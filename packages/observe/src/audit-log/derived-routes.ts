@@ -45,11 +45,13 @@ const PAGING =
 /** One listing per audited derived table the service registers, in registration order. */
 export function registerDerivedDataRoutes(app: ZodApp, ctx: ObserveContext): void {
   for (const table of ctx.derivedTables.filter(isAudited)) {
-    const { path, summary, key, row } = table.audit;
+    const { path, operationId, summary, key, row } = table.audit;
     app.get(
       `/api/audit/derived/${path}`,
       {
+        config: { scope: 'read' },
         schema: {
+          operationId,
           summary,
           description: PAGING,
           tags: ['audit'],

@@ -39,7 +39,12 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
     onClose(() => log.stop());
     const checkpointJob = job({ name: 'observe.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
-    registerAuditLogRoutes(app, { log, errors: observeError, item: { parameter: 'eventId', schema: identifier, describe: 'an event' } });
+    registerAuditLogRoutes(app, {
+      log,
+      errors: observeError,
+      item: { parameter: 'eventId', schema: identifier, describe: 'an event' },
+      scopes: { read: 'read', sign: 'admin' },
+    });
     registerObserveAuditWalkRoutes(app, context, log);
     registerDerivedDataRoutes(app, context);
     return { log, checkpointJob };

@@ -30,5 +30,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
     clock: ctx.clock,
     names: { scope: 'session', item: 'event', items: 'events' },
     loaders,
+    readScope: 'read',
+    operationIds: { unlogged: 'listUnloggedEvents', heads: 'listSessionHeads' },
   });
 }

@@ -2,7 +2,7 @@ import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/p
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from '../schema.ts';
-import { grants, keyScopes, ROUTE_SCOPES, scopeText } from './scopes.ts';
+import { grants, keyScopes, scopeText, type ObserveScope } from './scopes.ts';
 import { keyOfStreamToken } from './stream-tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
 
@@ -40,7 +40,7 @@ function serviceTokenCheck(token: string | undefined): (header: string | undefin
 
 /**
  * Bearer-key authentication for every route except those marked `auth: 'public'`, then the key's
- * scope for the route (ROUTE_SCOPES; 403 naming the scope). A route marked `bootstrap` (key
+ * scope for the route (its `config.scope`; 403 naming the scope). A route marked `bootstrap` (key
  * creation) also admits a request without an Authorization header while no active key exists: the
  * first start-up. Routes marked `service` take the service token only (also with AUTH_DISABLED,
  * which concerns API keys). Routes marked
@@ -72,9 +72,8 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
       key = await authenticate(ctx, header);
     }
     if (!key) throw observeError('unauthorized');
-    // HEAD is the GET route without a body. A route missing from the table is for admin keys only.
-    const method = request.method === 'HEAD' ? 'GET' : request.method;
-    const required = ROUTE_SCOPES[`${method} ${request.routeOptions.url}`] ?? 'admin';
+    // Every route that takes a key declares its scope (the app does not build otherwise); HEAD is its GET's route.
+    const required = request.routeOptions.config.scope as ObserveScope | readonly ObserveScope[];
     const scopes = keyScopes(key.scopes);
     if (!grants(scopes, required)) {
       throw observeError('forbidden', `This route needs the ${scopeText(required)} scope; the key has ${scopes.join(', ')}`);

@@ -1,10 +1,10 @@
-// API keys and authentication: the route→scope table, bearer keys and short-lived stream tokens.
+// API keys and authentication: scopes and authentication modes, bearer keys and short-lived stream tokens.
 import { defineFeature, registerAdminChangeRoute } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerAuthentication } from './auth.ts';
 import { registerKeyRoutes } from './routes.ts';
 
-export { observeAuthErrorStatuses, ROUTE_SCOPES, scopeText } from './scopes.ts';
+export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses, routeScopes, scopeText, type ObserveScope } from './scopes.ts';
 export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 
@@ -13,5 +13,6 @@ export const authenticationFeature: ObserveFeature = defineFeature('authenticati
 /** Key routes, and the log of administrative changes that keys, alert rules, guardrails and settings write (platform/change-log.ts). */
 export const keysFeature: ObserveFeature = defineFeature('keys', ({ app, context }) => {
   registerKeyRoutes(app, context);
-  registerAdminChangeRoute(app, context.database.db);
+  // Who changed keys, rules and settings: administrators only.
+  registerAdminChangeRoute(app, context.database.db, 'admin');
 });

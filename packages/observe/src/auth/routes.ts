@@ -43,8 +43,10 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.post(
     '/api/keys',
     {
-      config: { auth: 'bootstrap' },
+      // Admin only: a leaked agent key must not mint keys that outlive its revocation.
+      config: { auth: 'bootstrap', scope: 'admin' },
       schema: {
+        operationId: 'createApiKey',
         summary: 'Create an API key; the raw key is in this response only',
         description:
           'Without an Authorization header only while no active key exists (first start-up); that key has full access. ' +
@@ -80,14 +82,24 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/keys',
-    { schema: { summary: 'List API keys (never the secrets)', tags: ['keys'], response: { 200: z.object({ keys: z.array(keySchema) }) } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: 'List API keys (never the secrets)',
+        tags: ['keys'],
+        response: { 200: z.object({ keys: z.array(keySchema) }) },
+      },
+    },
     async () => ({ keys: (await listKeys(ctx.database)).map(toApiKey) }),
   );
 
   app.delete(
     '/api/keys/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
         description:
           'Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. ' +

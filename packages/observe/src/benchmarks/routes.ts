@@ -19,7 +19,9 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.post(
     '/api/benchmarks',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'createBenchmark',
         summary: 'Create an A/B benchmark (status draft)',
         tags: ['benchmarks'],
         body: createBenchmarkBodySchema,
@@ -35,7 +37,9 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/benchmarks',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listBenchmarks',
         summary: 'List benchmarks, newest first',
         tags: ['benchmarks'],
         querystring: listBenchmarksQuerySchema,
@@ -51,7 +55,9 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/benchmarks/:id',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getBenchmark',
         summary: 'One benchmark, with the number of sessions of each variant',
         tags: ['benchmarks'],
         params: benchmarkParams,
@@ -68,7 +74,10 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.put(
     '/api/benchmarks/:id/status',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'setBenchmarkStatus',
+        errorStatuses: [409],
         summary: 'Move a benchmark through draft → running → completed (or cancelled)',
         tags: ['benchmarks'],
         params: benchmarkParams,
@@ -82,7 +91,9 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/benchmarks/:id/results',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getBenchmarkResults',
         summary: 'Statistical comparison of the variants (cached once completed)',
         tags: ['benchmarks'],
         params: benchmarkParams,
@@ -96,7 +107,10 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.delete(
     '/api/benchmarks/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'deleteBenchmark',
+        errorStatuses: [409],
         summary: 'Delete a draft or cancelled benchmark',
         tags: ['benchmarks'],
         params: benchmarkParams,

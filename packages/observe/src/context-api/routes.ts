@@ -45,7 +45,9 @@ export function registerContextRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/context',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getContext',
         summary: 'Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server',
         tags: ['context'],
         querystring: contextQuerySchema,

@@ -47,7 +47,10 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.post(
     '/api/eval/sessions/:sessionId/compliance',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'scoreSessionCompliance',
+        errorStatuses: [409],
         summary: 'Score a session against deterministic rules and chain the verdict as an eval_result',
         tags: ['evals'],
         params: sessionParams,
@@ -64,7 +67,10 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.post(
     '/api/eval/sessions/:sessionId/score',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'scoreSessionWithJudge',
+        errorStatuses: [409, 502],
         summary: 'Score a session with an LLM judge against a rubric and chain the verdict as an eval_result',
         tags: ['evals'],
         params: sessionParams,
@@ -83,6 +89,8 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
     {
       config: { auth: 'service' },
       schema: {
+        operationId: 'recordGuardrailBreach',
+        errorStatuses: [409],
         summary: 'Record a denied action reported by the approval service (service token only)',
         tags: ['evals'],
         body: breachBodySchema,
@@ -100,7 +108,14 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.post(
     '/api/evaluators',
     {
-      schema: { summary: 'Save an evaluator', tags: ['evals'], body: createEvaluatorBodySchema, response: { 201: evaluatorSchema } },
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'createEvaluator',
+        summary: 'Save an evaluator',
+        tags: ['evals'],
+        body: createEvaluatorBodySchema,
+        response: { 201: evaluatorSchema },
+      },
     },
     async (request, reply) => {
       const body = request.body;
@@ -117,13 +132,24 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/evaluators',
-    { schema: { summary: 'List evaluators, newest first', tags: ['evals'], response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'listEvaluators',
+        summary: 'List evaluators, newest first',
+        tags: ['evals'],
+        response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) },
+      },
+    },
     async () => ({ evaluators: (await listEvaluators(ctx.database)).map(toEvaluatorOut) }),
   );
 
   app.get(
     '/api/evaluators/:id',
-    { schema: { summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getEvaluator', summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } },
+    },
     async (request) => {
       const evaluator = await findEvaluator(ctx.database, request.params.id);
       if (!evaluator) throw observeError('evaluatorNotFound');
@@ -134,7 +160,9 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.delete(
     '/api/evaluators/:id',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'deleteEvaluator',
         summary: 'Delete an evaluator (runs already started keep their copy of it)',
         tags: ['evals'],
         params: idParams,
@@ -151,7 +179,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/datasets',
-    { schema: { summary: 'Create a dataset of 1 to 1000 cases', tags: ['evals'], body: createDatasetBodySchema, response: { 201: datasetSchema } } },
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: 'createDataset',
+        summary: 'Create a dataset of 1 to 1000 cases',
+        tags: ['evals'],
+        body: createDatasetBodySchema,
+        response: { 201: datasetSchema },
+      },
+    },
     async (request, reply) => {
       const { row, cases } = await insertDataset(ctx.database, request.body, ctx.clock.now());
       return reply.status(201).send(toDatasetOut(row, cases));
@@ -161,14 +198,23 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.get(
     '/api/datasets',
     {
-      schema: { summary: 'List datasets, newest first', tags: ['evals'], response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) } },
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'listDatasets',
+        summary: 'List datasets, newest first',
+        tags: ['evals'],
+        response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) },
+      },
     },
     async () => ({ datasets: (await listDatasets(ctx.database)).map(toDatasetSummary) }),
   );
 
   app.get(
     '/api/datasets/:id',
-    { schema: { summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getDataset', summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } },
+    },
     async (request) => {
       const dataset = await findDataset(ctx.database.db, request.params.id);
       if (!dataset) throw observeError('datasetNotFound');
@@ -179,7 +225,9 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.post(
     '/api/datasets/:id/runs',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'startDatasetRun',
         summary: 'Run every case of a dataset against an agent webhook, in the background',
         tags: ['evals'],
         params: idParams,
@@ -207,7 +255,9 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
   app.get(
     '/api/datasets/:id/runs',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listDatasetRuns',
         summary: "A dataset's runs, newest first, without their cases",
         tags: ['evals'],
         params: idParams,
@@ -223,7 +273,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/runs/:id',
-    { schema: { summary: 'An evaluation run with the outcome of each case', tags: ['evals'], params: idParams, response: { 200: runSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'getEvalRun',
+        summary: 'An evaluation run with the outcome of each case',
+        tags: ['evals'],
+        params: idParams,
+        response: { 200: runSchema },
+      },
+    },
     async (request) => {
       const run = await findRun(ctx.database.db, request.params.id);
       if (!run) throw observeError('evalRunNotFound');

@@ -59,6 +59,8 @@ export interface Recomputation<Row> {
 /** How a derived table is listed as stored (GET /api/audit/derived/{path}) and recomputed for `vigil verify --deep`. */
 export interface DerivedAudit<Stored extends object, Recomputed extends object = Stored> {
   path: string;
+  /** The listing's OpenAPI operationId (what typed clients call it). */
+  operationId: string;
   summary: string;
   /** The primary key, in keyset order. */
   key: readonly { column: string; kind: 'string' | 'number' }[];

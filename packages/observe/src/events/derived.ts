@@ -64,6 +64,7 @@ export const EVENT_COLUMNS_TABLE: DerivedTable<StoredEventDerivedRow, EventDeriv
   table: 'events',
   audit: {
     path: 'events',
+    operationId: 'listStoredEventDerivedColumns',
     summary: "Every stored event's columns derived at ingest, with its place",
     key: [{ column: 'id', kind: 'string' }],
     columns: ['id', 'session_id', 'seq', 'ts', 'agent_id', 'event_type', ...EVENT_DERIVED_COLUMNS],
@@ -195,6 +196,7 @@ export const SESSION_COUNTERS_TABLE: DerivedTable<StoredSessionDerivedRow, Sessi
   table: 'sessions',
   audit: {
     path: 'sessions',
+    operationId: 'listStoredSessionCounters',
     summary: "Every session row's counters, cost, status and times as stored",
     key: [{ column: 'id', kind: 'string' }],
     columns: ['id', ...SESSION_DERIVED_FIELDS, 'last_seq'],

@@ -46,7 +46,10 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/events',
     {
       preParsing: digestKeyedBody,
+      config: { scope: 'ingest' },
       schema: {
+        operationId: 'ingestEvents',
+        errorStatuses: [409, 422],
         summary: 'Ingest a batch of 1 to 1000 events, atomically',
         tags: ['events'],
         headers: z.object({ [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeaderSchema.optional() }),
@@ -87,7 +90,9 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/events',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listEvents',
         summary: 'Query events',
         tags: ['events'],
         querystring: listEventsQuerySchema,
@@ -104,7 +109,9 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/events/:id',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getEvent',
         summary: 'One event',
         tags: ['events'],
         params: z.object({ id: z.string().min(1).max(256) }),

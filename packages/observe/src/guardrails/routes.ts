@@ -22,6 +22,14 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
         'Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored',
       delete: 'Delete a guardrail rule; its trigger history is kept',
     },
+    operationIds: {
+      create: 'createGuardrailRule',
+      list: 'listGuardrailRules',
+      get: 'getGuardrailRule',
+      update: 'updateGuardrailRule',
+      delete: 'deleteGuardrailRule',
+    },
+    createErrorStatuses: [409],
     notFound: 'guardrailRuleNotFound',
     deleteAnswersOk: true,
     toOut: toRuleOut,
@@ -36,7 +44,9 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/guardrails/history',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listGuardrailHistory',
         summary: 'Trigger history of every rule (dry runs included), newest first',
         tags: ['guardrails'],
         querystring: historyQuerySchema,
@@ -52,7 +62,9 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
   app.get(
     '/api/guardrails/:id/status',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getGuardrailRuleStatus',
         summary: 'Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers',
         tags: ['guardrails'],
         params: ruleParams,

@@ -47,7 +47,9 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/agents/:id/health',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getAgentHealth',
         summary: 'Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query',
         tags: ['health'],
         params: z.object({ id: identifier }),
@@ -72,7 +74,9 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/health/overview',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getHealthOverview',
         summary: 'Health of every agent with a session in the window, sickest first',
         tags: ['health'],
         querystring: z.object({ window: windowDays }),
@@ -91,7 +95,9 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/health/history',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getHealthHistory',
         summary: 'Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first',
         tags: ['health'],
         querystring: z.object({

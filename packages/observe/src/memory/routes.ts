@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 
-const FORWARDED_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** Forwarded writes: they need `admin` where a forwarded read (GET) needs `read`. */
+const WRITE_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
 const PASSED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'etag', 'location'];
 
 /**
@@ -45,14 +46,18 @@ export function registerMemoryRoutes(app: ZodApp, ctx: ObserveContext): void {
   };
 
   const hidden = { hide: true } as const;
-  app.route({ method: [...FORWARDED_METHODS], url: '/api/memory', schema: hidden, handler: forward });
-  app.route({ method: [...FORWARDED_METHODS], url: '/api/memory/*', schema: hidden, handler: forward });
+  const forwarded = (url: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void => {
+    app.route({ method: 'GET', url, config: { scope: 'read' }, schema: hidden, handler });
+    app.route({ method: WRITE_METHODS, url, config: { scope: 'admin' }, schema: hidden, handler });
+  };
+  forwarded('/api/memory', forward);
+  forwarded('/api/memory/*', forward);
 
   const removed = async (): Promise<never> => {
     throw observeError('lessonsRemoved');
   };
   for (const url of ['/api/lessons', '/api/lessons/*', '/api/community', '/api/community/*']) {
-    app.route({ method: [...FORWARDED_METHODS], url, schema: hidden, handler: removed });
+    forwarded(url, removed);
   }
 }
 

@@ -33,7 +33,9 @@ export function registerOptimizeRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/optimize/recommendations',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listModelRecommendations',
         summary: 'Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings',
         tags: ['optimize'],
         querystring: recommendationsQuerySchema,

@@ -80,7 +80,10 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
     otlp.post(
       '/v1/traces',
       {
+        // The exporter's `headers` carry the key.
+        config: { scope: 'ingest' },
         schema: {
+          operationId: 'exportTraces',
           summary: 'OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)',
           description:
             'Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. ' +

@@ -46,7 +46,9 @@ export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/recall',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'recallSimilar',
         summary: 'Semantic search over events and sessions, ranked by cosine similarity',
         tags: ['recall'],
         querystring: recallQuerySchema,
@@ -61,7 +63,9 @@ export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/recall/status',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getRecallStatus',
         summary: 'Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts',
         tags: ['recall'],
         response: { 200: statusSchema },

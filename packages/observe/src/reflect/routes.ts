@@ -45,7 +45,9 @@ export function registerReflectRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/reflect',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'reflectOnEvents',
         summary: 'Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend',
         tags: ['reflect'],
         querystring: reflectQuerySchema,

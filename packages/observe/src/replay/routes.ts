@@ -95,7 +95,9 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions/:id/replay',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'replaySession',
         summary: 'Replay a session step by step, with the context reconstructed at every step',
         tags: ['sessions'],
         params: z.object({ id: identifier }),

@@ -22,6 +22,9 @@ export interface RuleResource<
   tag: string;
   schemas: { rule: Out; create: Create; update: Update };
   summaries: { create: string; list: string; get: string; update: string; delete: string };
+  /** The operations' names in the OpenAPI document, and the statuses creating one answers beyond its kind's (a conflict). */
+  operationIds: { create: string; list: string; get: string; update: string; delete: string };
+  createErrorStatuses?: readonly number[];
   notFound: ObserveErrorKey;
   /** The answer to a delete carries `ok: true` too (guardrails keep it for their clients). */
   deleteAnswersOk?: boolean;
@@ -41,7 +44,7 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
   app: ZodApp,
   resource: RuleResource<Rule, Out, Create, Update, ListQuery>,
 ): void {
-  const { path, tag, summaries } = resource;
+  const { path, tag, summaries, operationIds } = resource;
   // The routes see the schemas as plain objects: each kind's types are checked where it fills in `resource`.
   const schemas = resource.schemas as { rule: z.ZodObject; create: z.ZodType; update: z.ZodObject };
   const toOut = (rule: Rule) => resource.toOut(rule) as Record<string, unknown>;
@@ -55,14 +58,29 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     ? z.object({ id: z.string(), deleted: z.literal(true), ok: z.literal(true) })
     : z.object({ id: z.string(), deleted: z.literal(true) });
 
-  app.post(path, { schema: { summary: summaries.create, tags: [tag], body: schemas.create, response: { 201: schemas.rule } } }, async (request, reply) =>
-    reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
+  // Rules are read with `read` and changed by administrators only.
+  app.post(
+    path,
+    {
+      config: { scope: 'admin' },
+      schema: {
+        operationId: operationIds.create,
+        errorStatuses: resource.createErrorStatuses,
+        summary: summaries.create,
+        tags: [tag],
+        body: schemas.create,
+        response: { 201: schemas.rule },
+      },
+    },
+    async (request, reply) => reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
   );
 
   app.get(
     path,
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: operationIds.list,
         summary: summaries.list,
         tags: [tag],
         querystring: resource.listQuery ?? z.object({}),
@@ -72,14 +90,21 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     async (request) => ({ rules: (await resource.list(request.query as z.output<ListQuery>)).map(toOut) }),
   );
 
-  app.get(item, { schema: { summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } } }, async (request) =>
-    toOut(await found(request.params.id)),
+  app.get(
+    item,
+    {
+      config: { scope: 'read' },
+      schema: { operationId: operationIds.get, summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } },
+    },
+    async (request) => toOut(await found(request.params.id)),
   );
 
   app.put(
     item,
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: operationIds.update,
         summary: summaries.update,
         tags: [tag],
         params: ruleParams,
@@ -94,9 +119,16 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     },
   );
 
-  app.delete(item, { schema: { summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } } }, async (request) => {
-    const { id } = request.params;
-    if (!(await resource.remove(id, keyChangeActor(request.apiKey), request.log))) throw observeError(resource.notFound);
-    return resource.deleteAnswersOk ? { id, deleted: true as const, ok: true as const } : { id, deleted: true as const };
-  });
+  app.delete(
+    item,
+    {
+      config: { scope: 'admin' },
+      schema: { operationId: operationIds.delete, summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!(await resource.remove(id, keyChangeActor(request.apiKey), request.log))) throw observeError(resource.notFound);
+      return resource.deleteAnswersOk ? { id, deleted: true as const, ok: true as const } : { id, deleted: true as const };
+    },
+  );
 }

@@ -13,7 +13,9 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'listSessions',
         summary: 'List sessions, newest first',
         tags: ['sessions'],
         querystring: listSessionsQuerySchema,
@@ -28,7 +30,10 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/sessions/:id',
-    { schema: { summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getSession', summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } },
+    },
     async (request) => {
       const row = await findSession(ctx.database, request.params.id);
       if (!row) throw observeError('sessionNotFound');
@@ -39,7 +44,9 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions/:id/timeline',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getSessionTimeline',
         summary: "A session's events ascending by time, with the verdict of its hash chain",
         tags: ['sessions'],
         params: sessionParams,
@@ -56,7 +63,10 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/audit/verify',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'verifySessionChain',
+        errorStatuses: [404],
         summary: "Verify a session's hash chain",
         tags: ['audit'],
         querystring: z.object({ sessionId: identifier }),

@@ -34,14 +34,24 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config',
-    { schema: { summary: 'Configuration (secrets are reported as set or not, never returned)', tags: ['config'], response: { 200: publicConfigSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'getConfig',
+        summary: 'Configuration (secrets are reported as set or not, never returned)',
+        tags: ['config'],
+        response: { 200: publicConfigSchema },
+      },
+    },
     async () => toPublic(await readSettings(ctx)),
   );
 
   app.put(
     '/api/config',
     {
+      config: { scope: 'admin' },
       schema: {
+        operationId: 'updateConfig',
         summary:
           'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
         tags: ['config'],
@@ -62,7 +72,9 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/config/features',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getFeatureFlags',
         summary: 'Feature flags',
         tags: ['config'],
         response: { 200: z.object({ memory: z.boolean(), memoryUrl: z.string() }) },
@@ -73,12 +85,19 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config/health-weights',
-    { schema: { summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } } },
+    {
+      config: { scope: 'read' },
+      schema: { operationId: 'getHealthWeights', summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } },
+    },
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 
   // Not in the OpenAPI document: an operation that cannot succeed has nothing to offer a client.
-  app.put('/api/config/health-weights', { schema: { hide: true } }, async () => {
-    throw observeError('healthWeightsFixed');
-  });
+  app.put(
+    '/api/config/health-weights',
+    { config: { scope: 'admin' }, schema: { operationId: 'updateHealthWeights', errorStatuses: [501], hide: true } },
+    async () => {
+      throw observeError('healthWeightsFixed');
+    },
+  );
 }

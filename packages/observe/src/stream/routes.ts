@@ -18,7 +18,9 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
   app.post(
     '/api/stream/tokens',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'createStreamToken',
         summary: `A token that opens GET /api/stream?token= for ${STREAM_TOKEN_TTL_MS / 1000} seconds (for browsers' EventSource)`,
         description:
           'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
@@ -35,8 +37,9 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
   app.get(
     '/api/stream',
     {
-      config: { auth: 'stream' },
+      config: { auth: 'stream', scope: 'read' },
       schema: {
+        operationId: 'streamEvents',
         summary: 'A live stream of new events and session updates',
         description: STREAM_DESCRIPTION,
         tags: ['stream'],

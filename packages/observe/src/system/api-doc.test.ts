@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { apiReferenceProblems, describeEachDatabase } from '@vigil/platform/testing';
-import { ROUTE_SCOPES, scopeText } from '../auth/index.ts';
+import { scopeText, type ObserveScope } from '../auth/index.ts';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 
 const reference = readFileSync(new URL('../../../../docs/api.md', import.meta.url), 'utf8');
@@ -26,7 +26,7 @@ await describeEachDatabase('docs/api.md, observe', (backend) => {
             ? route.auth
             : route.auth === 'metrics'
               ? 'no API key'
-              : scopeText(ROUTE_SCOPES[`${route.method} ${route.url}`] ?? 'admin'),
+              : scopeText(route.scope as ObserveScope | readonly ObserveScope[]),
       },
       reference,
     );

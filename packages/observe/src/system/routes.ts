@@ -27,6 +27,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     {
       config: { auth: 'public' },
       schema: {
+        operationId: 'checkHealth',
         summary: 'Liveness, with a database round trip (no authentication)',
         tags: ['system'],
         security: [],
@@ -51,17 +52,21 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
     },
   );
 
-  app.get('/api/stats', { schema: { summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } }, async () => {
-    const [counts, storageSizeBytes] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes()]);
-    return {
-      totalEvents: counts.events,
-      totalSessions: counts.sessions,
-      totalAgents: counts.agents,
-      oldestEvent: toIsoOrNull(counts.oldestTs),
-      newestEvent: toIsoOrNull(counts.newestTs),
-      storageSizeBytes: Math.round(storageSizeBytes),
-      // USD spent on LLM-judge calls (evals/), never part of any session's spend.
-      judgeSpendUsd: counts.judgeSpendUsd,
-    };
-  });
+  app.get(
+    '/api/stats',
+    { config: { scope: 'read' }, schema: { operationId: 'getStats', summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
+    async () => {
+      const [counts, storageSizeBytes] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes()]);
+      return {
+        totalEvents: counts.events,
+        totalSessions: counts.sessions,
+        totalAgents: counts.agents,
+        oldestEvent: toIsoOrNull(counts.oldestTs),
+        newestEvent: toIsoOrNull(counts.newestTs),
+        storageSizeBytes: Math.round(storageSizeBytes),
+        // USD spent on LLM-judge calls (evals/), never part of any session's spend.
+        judgeSpendUsd: counts.judgeSpendUsd,
+      };
+    },
+  );
 }

@@ -11,7 +11,9 @@ export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions/:id/tree',
     {
+      config: { scope: 'read' },
       schema: {
+        operationId: 'getSessionTree',
         summary: "A session's spans and call pairs as nested nodes with timings",
         tags: ['sessions'],
         params: z.object({ id: identifier }),

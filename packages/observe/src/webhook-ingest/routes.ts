@@ -140,7 +140,7 @@ async function webhookEvent(ctx: ObserveContext, body: WebhookBody): Promise<Inc
  */
 const signedRawBody = {
   validatorCompiler: () => (value: unknown) => ({ value }),
-  config: { auth: 'signature' as const },
+  config: { auth: 'signature' as const, scope: 'ingest' as const },
   preParsing: ((request, _reply, payload, done) => done(null, captureRawBody(request, payload))) satisfies preParsingHookHandler,
 };
 
@@ -154,6 +154,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/events/ingest',
     {
       schema: {
+        operationId: 'ingestWebhook',
         summary: 'Webhook ingestion: maps an approval_gate, form_service or generic webhook to one event',
         description:
           'approval_gate and form_service bodies are signed: X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the ' +
@@ -190,6 +191,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/events/ingest/batch',
     {
       schema: {
+        operationId: 'ingestWebhookBatch',
         summary: 'Webhook ingestion in batches: many signed approval_gate or form_service webhooks in one request, one transaction',
         description:
           "The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret). Each " +
