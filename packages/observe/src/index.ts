@@ -11,4 +11,5 @@ export {
   type SessionDerivedFields,
 } from './audit-log/derived.ts';
 export { ROLLUP_SUMS, rollupKey, sketchKey } from './analytics/index.ts';
-export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';
+export type { ObserveSchema } from './schema.ts';
+export type { LatencySketchRow, RollupRow } from './analytics/index.ts';

@@ -2,7 +2,9 @@
 import { DDSketch } from '@datadog/sketches-js';
 import { epochMsType, HOUR_MS, type DdlTarget } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
-import type { EventRow, LatencySketchRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { LatencySketchRow } from './tables.ts';
+import type { EventRow } from '../events/index.ts';
 import { rangeConditions } from './aggregate.ts';
 
 /**

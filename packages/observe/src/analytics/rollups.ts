@@ -1,7 +1,9 @@
 import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform';
 import { addUsd, NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
+import type { ObserveSchema } from '../schema.ts';
+import type { RollupRow } from './tables.ts';
+import type { EventRow } from '../events/index.ts';
 import { addUsdSql, sumNanosSql } from '../events/index.ts';
 
 /** An hourly rollup's key columns and its sums: the one list the table, ingest, retention and `verify --deep` share. */

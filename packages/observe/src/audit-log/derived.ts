@@ -4,7 +4,8 @@
 import { ALERT_SESSION_PREFIX } from '../alerts/index.ts';
 import { RollupSums, SketchCounts } from '../analytics/index.ts';
 import { applyEventToSession, type ChainFields, deriveColumns, newSessionRow, SYSTEM_AGENT_ID, type DerivedColumns } from '../events/index.ts';
-import type { LatencySketchRow, RollupRow, SessionRow } from '../schema.ts';
+import type { LatencySketchRow, RollupRow } from '../analytics/index.ts';
+import type { SessionRow } from '../events/index.ts';
 
 /** The fields of a chained event (as the chain recipe hashes it, docs/audit.md) that derived data comes from. */
 export type ChainedEventFields = Omit<ChainFields, 'payload' | 'metadata' | 'prevHash'> & { payload: Record<string, unknown> };

@@ -1,17 +1,9 @@
 import { canonicalJson, floatType, newId, toIso } from '@vigil/platform';
 import { roundUsd } from '@vigil/pricing';
 import { sql, type Kysely } from 'kysely';
-import type {
-  DatasetCaseRow,
-  DatasetRow,
-  EvalRunCaseRow,
-  EvalRunRow,
-  EvaluatorRow,
-  JudgeCallRow,
-  ObserveDatabase,
-  ObserveSchema,
-  SessionRow,
-} from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { DatasetCaseRow, DatasetRow, EvalRunCaseRow, EvalRunRow, EvaluatorRow, JudgeCallRow } from './tables.ts';
+import type { SessionRow } from '../events/index.ts';
 import { addUsdSql } from '../events/index.ts';
 import type { SessionFacts } from './rules.ts';
 import type {

@@ -8,7 +8,8 @@ import { epochMsType, type MigrationDb } from '@vigil/platform';
 import type { FastifyRequest, preParsingHookHandler } from 'fastify';
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import type { IdempotencyKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { IdempotencyKeyRow } from './tables.ts';
 
 /** How long a key is answered from its stored row (the IETF draft leaves it to the server; a day covers any client's retry window). */
 const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60_000;

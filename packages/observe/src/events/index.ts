@@ -84,6 +84,7 @@ export {
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { createIdempotencyKeyTable } from './idempotency.ts';
 export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
+export type { AgentRow, EventRow, EventsTables, IdempotencyKeyRow, SessionRow, SessionTagRow, StoreTotalsRow } from './tables.ts';
 
 /** Resolves to the job that deletes expired Idempotency-Key rows. */
 export const eventsFeature: ObserveFeature<PeriodicJob> = defineFeature('events', ({ app, context, job }) => {

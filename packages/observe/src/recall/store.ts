@@ -1,6 +1,7 @@
 import { forUpdate, type DialectName } from '@vigil/platform';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
-import type { EmbeddingRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { EmbeddingRow } from './tables.ts';
 import { MAX_EMBED_CHARS } from './embedder.ts';
 import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
 
