@@ -9,8 +9,6 @@ import type { ObserveSchema } from '../schema.ts';
 import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 
-export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
-
 /** The log's name in what it signs. */
 export const OBSERVE_LOG = 'vigil-observe';
 

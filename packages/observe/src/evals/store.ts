@@ -166,28 +166,6 @@ export async function setJudgeCallEvent(database: ObserveDatabase, id: string, e
   await database.db.updateTable('judge_calls').set({ event_id: eventId }).where('id', '=', id).execute();
 }
 
-/** Migration 0023: the spend total, summed from the calls stored. */
-export async function createJudgeSpend(db: Executor): Promise<void> {
-  await db.schema
-    .createTable('judge_spend')
-    .addColumn('id', 'integer', (c) => c.primaryKey())
-    .addColumn('usd', floatType, (c) => c.notNull())
-    .execute();
-  await db
-    .insertInto('judge_spend')
-    .columns(['id', 'usd'])
-    .expression(
-      db.selectNoFrom((eb) => [
-        eb.lit(1).as('id'),
-        eb
-          .selectFrom('judge_calls')
-          .select((j) => j.fn.coalesce(j.fn.sum<number>('cost_usd'), j.lit(0)).as('usd'))
-          .as('usd'),
-      ]),
-    )
-    .execute();
-}
-
 // ---------------------------------------------------------------------------------------------
 // Datasets
 // ---------------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ export {
   toLink,
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
-export { createIdempotencyKeyTable } from './idempotency.ts';
+export { eventsMigrations } from './migrations.ts';
 export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
 export type { AgentRow, EventRow, EventsTables, IdempotencyKeyRow, SessionRow, SessionTagRow, StoreTotalsRow } from './tables.ts';
 

@@ -94,14 +94,6 @@ export function decodeVector(stored: Uint8Array, dims: number): Float32Array {
   return Float32Array.from(codes, (code) => code * scale);
 }
 
-/** A vector stored before 0019_compact_embeddings: Float32 little-endian. */
-export function decodeFloatVector(stored: Uint8Array): Float32Array {
-  const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
-  const vector = new Float32Array(stored.byteLength / 4);
-  for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true);
-  return vector;
-}
-
 /** An embedding to store (the write assigns updated_seq). */
 export type NewEmbedding = Omit<EmbeddingRow, 'updated_seq' | 'deleted'>;
 
