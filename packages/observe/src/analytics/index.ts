@@ -7,8 +7,8 @@ import { applyRollupDeltas, rollupDeltas } from './rollups.ts';
 import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums } from './aggregate.ts';
-export { backfillSketches, createLatencySketchTable, SketchCounts, sketchKey, subtractSessionsFromSketches } from './latency.ts';
-export { backfillRollups, createRollupTable, ROLLUP_KEY, ROLLUP_SUMS, RollupSums, rollupKey, subtractSessionsFromRollups } from './rollups.ts';
+export { backfillSketches, SketchCounts, sketchKey, subtractSessionsFromSketches } from './latency.ts';
+export { backfillRollups, ROLLUP_KEY, ROLLUP_SUMS, RollupSums, rollupKey, subtractSessionsFromRollups } from './rollups.ts';
 export type { AnalyticsTables, LatencySketchRow, RollupRow } from './tables.ts';
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {
