@@ -188,7 +188,7 @@ export const gateHistory: Record<string, MigrationStep> = {
     await createAdminChangeTable(db);
   },
   /**
-   * The audit chain (audit/chain.ts): every audit entry gets its request's `seq`, `prev_hash` and
+   * The audit chain (audit-trail/chain.ts): every audit entry gets its request's `seq`, `prev_hash` and
    * `hash`, and the request row its chain's head. Existing trails are linked in the order they were
    * shown (time, then id). The unique (request_id, seq) index means two writers can never fork a chain.
    */

@@ -17,7 +17,7 @@ export interface RequestRow {
   policy_decision: string;
   confirmed_at: number | null;
   execution_result: string | null;
-  /** The head of the request's audit chain (audit/chain.ts): its last seq (-1 before any entry) and hash. */
+  /** The head of the request's audit chain (audit-trail/chain.ts): its last seq (-1 before any entry) and hash. */
   audit_head_seq: number;
   audit_head_hash: string | null;
 }
@@ -34,7 +34,7 @@ export interface AuditRow {
   actor_key_id: string | null;
   actor_key_name: string | null;
   details: string | null;
-  /** The entry's link in its request's audit chain (audit/chain.ts): 0, 1, 2, … per request. */
+  /** The entry's link in its request's audit chain (audit-trail/chain.ts): 0, 1, 2, … per request. */
   seq: number;
   prev_hash: string | null;
   hash: string;

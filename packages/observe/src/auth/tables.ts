@@ -6,7 +6,7 @@ export interface ApiKeyRow {
   name: string;
   prefix: string;
   key_hash: string;
-  /** JSON array of scopes (keys/scopes.ts); null for a key created before scopes: full access. */
+  /** JSON array of scopes (auth/scopes.ts); null for a key created before scopes: full access. */
   scopes: string | null;
   created_at: number;
   last_used_at: number | null;

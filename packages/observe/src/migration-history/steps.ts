@@ -470,7 +470,7 @@ export const observeHistory: Record<string, MigrationStep> = {
   },
 
   async '0010_key_scopes'(db) {
-    // Existing keys keep null: full access, as before scopes existed (keys/scopes.ts).
+    // Existing keys keep null: full access, as before scopes existed (auth/scopes.ts).
     await db.schema.alterTable('api_keys').addColumn('scopes', 'text').execute();
   },
 
@@ -596,7 +596,7 @@ export const observeHistory: Record<string, MigrationStep> = {
 
   async '0019_compact_embeddings'(db, dialect) {
     // Vectors as int8, events' rows without their copy of the event's text, no vectors for events
-    // that are no longer embedded (recall/compact.ts).
+    // that are no longer embedded (recall.ts).
     await compactEmbeddings(db, dialect);
   },
 
