@@ -86,6 +86,36 @@ module.exports = {
       to: { path: '(^|/)packages/$2/src/[^/]+/', pathNot: '(^|/)packages/$2/src/[^/]+/index\\.ts$' },
     },
     {
+      name: 'migration-history-imports-no-feature',
+      comment:
+        "A service's frozen migration history (src/migration-history/) imports nothing of its service, no feature and not today's schema: only the platform, kysely, libraries and its own frozen copies, so a step keeps doing what it did when it shipped.",
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/migration-history/' },
+      to: { path: '(^|/)packages/$2/src/', pathNot: '(^|/)packages/$2/src/migration-history/' },
+    },
+    {
+      name: 'feature-migrations-use-no-other-feature',
+      comment:
+        "A feature's migration steps (<feature>/migrations.ts) import no other feature's code, nor the service's src root: only their own feature, the frozen history's index.ts, the platform and libraries.",
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/([^/]+)/migrations\\.ts$' },
+      to: { path: '(^|/)packages/$2/src/', pathNot: ['(^|/)packages/$2/src/$3/', '(^|/)packages/$2/src/migration-history/index\\.ts$'] },
+    },
+    {
+      name: 'migration-history-only-in-migrations',
+      comment: "The frozen copies in the migration history serve migration steps only: live code runs the feature's own code.",
+      severity: 'error',
+      from: {
+        path: '(^|/)packages/(observe|gate)/src/',
+        pathNot: [
+          '(^|/)packages/(observe|gate)/src/migrations\\.ts$',
+          '(^|/)packages/(observe|gate)/src/[^/]+/migrations\\.ts$',
+          '(^|/)packages/(observe|gate)/src/migration-history/',
+        ],
+      },
+      to: { path: '(^|/)packages/$2/src/migration-history/' },
+    },
+    {
       name: 'no-runtime-cycle',
       comment: 'No cycle of imports that exist at run time (type-only imports are erased, so they may go both ways).',
       severity: 'error',

@@ -15,4 +15,5 @@ export {
   type StoredSessionDerivedRow,
 } from './events/index.ts';
 export { ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
-export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';
+export type { ObserveSchema } from './schema.ts';
+export type { LatencySketchRow, RollupRow } from './analytics/index.ts';

@@ -6,7 +6,8 @@ import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import { alertSessionId } from './alerts/index.ts';
 import { chainHashOfCanonical } from './events/index.ts';
-import type { EventRow, ObserveDatabase } from './schema.ts';
+import type { ObserveDatabase } from './schema.ts';
+import type { EventRow } from './events/index.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).
 export { evaluateRules } from './alerts/evaluator.ts';

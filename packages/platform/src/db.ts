@@ -481,6 +481,40 @@ export async function migrateToLatest<Schema>(database: Database<Schema>, steps:
   });
 }
 
+/** A step's name: four digits, then words (`0024_idempotency_keys`). */
+const STEP_NAME = /^(\d{4})_[a-z0-9_]+$/;
+
+/**
+ * A service's migration steps, collected from its frozen history and its features' step files,
+ * in name order. Steps run in name order and an applied name is never run again, so names are
+ * numbered 0001, 0002, … without a repeat or a gap: a duplicate name or number (two branches took
+ * the same one) or a missing number (a step lost in a merge) fails here, at startup, before any
+ * step runs.
+ */
+export function collectMigrations(...sources: readonly Readonly<Record<string, MigrationStep>>[]): Record<string, MigrationStep> {
+  const steps = new Map<string, MigrationStep>();
+  for (const source of sources) {
+    for (const [name, step] of Object.entries(source)) {
+      if (!STEP_NAME.test(name)) throw new Error(`migration step ${name}: a step's name is four digits, an underscore and words (0024_idempotency_keys)`);
+      if (steps.has(name)) throw new Error(`migration step ${name} is declared twice`);
+      steps.set(name, step);
+    }
+  }
+  const names = [...steps.keys()].sort();
+  names.forEach((name, i) => {
+    const expected = String(i + 1).padStart(4, '0');
+    if (!name.startsWith(`${expected}_`)) {
+      const previous = names[i - 1];
+      throw new Error(
+        previous !== undefined && name.slice(0, 4) === previous.slice(0, 4)
+          ? `migration steps ${previous} and ${name} share the number ${name.slice(0, 4)}`
+          : `migration step ${name} comes after ${previous ?? 'nothing'}: step ${expected} is missing`,
+      );
+    }
+  });
+  return Object.fromEntries(names.map((name) => [name, steps.get(name)!]));
+}
+
 /** Epoch milliseconds type for DDL: both databases store times as 64-bit integers. */
 export const epochMsType = 'bigint' as const;
 export const floatType = 'double precision' as const;

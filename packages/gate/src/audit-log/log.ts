@@ -1,5 +1,6 @@
 import type { AuditLog, LeafInput } from '@vigil/platform';
-import type { AuditRow, GateSchema } from '../schema.ts';
+import type { GateSchema } from '../schema.ts';
+import type { AuditRow } from '../requests/index.ts';
 
 /** The log's name in what it signs. */
 export const GATE_LOG = 'vigil-gate';

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { auditEntryText, chainEntryOf } from '../audit-trail/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { AuditRow, GateSchema } from '../schema.ts';
+import type { GateSchema } from '../schema.ts';
+import type { AuditRow } from '../requests/index.ts';
 
 /** An entry's canonical chain text: exactly what its hash is computed over (audit/chain.ts). */
 function entryText(row: AuditRow): string {

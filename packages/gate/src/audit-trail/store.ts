@@ -1,6 +1,7 @@
 import { newestFirst, readNewestFirstPage, readSnapshot, type TimePosition } from '@vigil/platform';
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import type { AuditRow, GateDatabase, GateSchema, RequestStatus } from '../schema.ts';
+import type { GateDatabase, GateSchema, RequestStatus } from '../schema.ts';
+import type { AuditRow } from '../requests/index.ts';
 
 export interface AuditListFilter {
   action?: string;

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { GateContext } from '../context.ts';
 import { MAX_RATE_LIMIT } from '../bounds.ts';
 import { gateError } from '../errors.ts';
-import type { ApiKeyRow, DashboardSessionRow } from '../schema.ts';
+import type { ApiKeyRow, DashboardSessionRow } from './tables.ts';
 import { grants, type Scope } from './scopes.ts';
 import { isDashboardToken, sessionActor } from './sessions.ts';
 

@@ -10,6 +10,7 @@ import { registerDashboardSessionRoutes } from './sessions.ts';
 export { auditActor, type AuditActor, RATE_LIMIT_HEADERS, systemActor } from './auth.ts';
 export { KeyCache } from './keys.ts';
 export { routeScopes, type Scope, SCOPES } from './scopes.ts';
+export type { ApiKeyRow, AuthTables, DashboardSessionRow } from './tables.ts';
 
 /** The authentication hook every route passes; registered before any route. */
 export const authenticationFeature: GateFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));

@@ -12,7 +12,8 @@ import {
   type ChangeActor,
 } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { ApiKeyRow, DashboardSessionRow, GateDatabase, GateSchema } from '../schema.ts';
+import type { GateDatabase, GateSchema } from '../schema.ts';
+import type { ApiKeyRow, DashboardSessionRow } from './tables.ts';
 import type { Scope } from './scopes.ts';
 
 export interface ApiKey extends ApiKeyLifecycle {

@@ -2,7 +2,7 @@ import { generateSecret, newId, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { DashboardSessionRow } from '../schema.ts';
+import type { DashboardSessionRow } from './tables.ts';
 import type { Scope } from './scopes.ts';
 import { SCOPES } from './scopes.ts';
 

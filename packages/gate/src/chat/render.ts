@@ -1,6 +1,6 @@
 import { toIso } from '@vigil/platform';
 import type { PolicyDecision } from '../policies/index.ts';
-import type { RequestRow } from '../schema.ts';
+import type { RequestRow } from '../requests/index.ts';
 
 /**
  * What a chat message shows of a request, and how it looks on each platform. Pure functions: the

@@ -3,7 +3,7 @@ import { systemActor } from '../auth/index.ts';
 import type { GateConfig } from '../config.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestService } from '../requests/index.ts';
-import type { RequestRow } from '../schema.ts';
+import type { RequestRow } from '../requests/index.ts';
 import { decidersFor, discordMayDecide, slackGroups, slackListed } from './deciders.ts';
 import type { ChatNotifier } from './notifier.ts';
 import type { SlackPlatform } from './platforms.ts';

@@ -6,5 +6,6 @@ import { registerPolicyRoutes } from './routes.ts';
 export { PolicyCache } from './cache.ts';
 export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
 export { policyNames } from './store.ts';
+export type { CounterRow, PoliciesTables, PolicyRow } from './tables.ts';
 
 export const policiesFeature: GateFeature = defineFeature('policies', ({ app, context }) => registerPolicyRoutes(app, context));

@@ -1,6 +1,7 @@
 import { forUpdate, newId, PreparedQuery, recordChange, toIso, updateAction, type ChangeActor } from '@vigil/platform';
 import type { Kysely, Transaction } from 'kysely';
-import type { GateDatabase, GateSchema, PolicyRow } from '../schema.ts';
+import type { GateDatabase, GateSchema } from '../schema.ts';
+import type { PolicyRow } from './tables.ts';
 import type { PolicyDefinition, Rule } from './engine.ts';
 
 export function toDefinition(row: PolicyRow): PolicyDefinition {

@@ -1,7 +1,7 @@
 import { fetchWithTimeout, joinUrl } from '@vigil/platform';
 import type { GateConfig } from '../config.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import type { RequestRow } from '../schema.ts';
+import type { RequestRow } from './tables.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 
 const BREACH_TIMEOUT_MS = 3000;

@@ -7,6 +7,7 @@ import { RequestService } from './service.ts';
 export type { RequestService } from './service.ts';
 /** A request's row as stored (no expiry on read): the chat notifier renders messages from it. */
 export { findRequest } from './store.ts';
+export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export interface Requests {
   service: RequestService;

@@ -2,7 +2,8 @@ import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/p
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
-import type { AuditRow, GateDatabase, GateSchema, RequestRow, RequestStatus } from '../schema.ts';
+import type { GateDatabase, GateSchema, RequestStatus } from '../schema.ts';
+import type { AuditRow, RequestRow } from './tables.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 
 export function storedDecision(row: RequestRow): PolicyDecision {

@@ -5,6 +5,7 @@ import { registerWebhookRoutes } from './routes.ts';
 
 export { NOTHING_ENQUEUED, Outbox, outboxRow, type Enqueued, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
 export { verifyGateSignature, type VerifyDeliveryInput } from './signature.ts';
+export type { DeliveryRow, WebhookRow, WebhooksTables } from './tables.ts';
 
 /** Resolves to the delivery job. (The Outbox itself is in the context: requests write to it.) */
 export const webhooksFeature: GateFeature<PeriodicJob> = defineFeature('webhooks', ({ app, context, job }) => {

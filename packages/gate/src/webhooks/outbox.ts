@@ -15,7 +15,9 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateConfig } from '../config.ts';
-import type { DeliveryRow, GateDatabase, GateSchema, RequestRow } from '../schema.ts';
+import type { GateDatabase, GateSchema } from '../schema.ts';
+import type { RequestRow } from '../requests/index.ts';
+import type { DeliveryRow } from './tables.ts';
 import { signDelivery } from './signature.ts';
 
 export const WEBHOOK_EVENTS = ['request.created', 'request.decided', 'request.expired', 'request.confirmed'] as const;

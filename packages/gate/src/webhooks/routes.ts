@@ -4,7 +4,7 @@ import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { auditActor } from '../auth/index.ts';
-import type { DeliveryRow } from '../schema.ts';
+import type { DeliveryRow } from './tables.ts';
 import { WEBHOOK_EVENTS } from './outbox.ts';
 import { createWebhook, deleteWebhook, findWebhook, listDeliveries, listWebhooks, toWebhook, updateWebhook } from './store.ts';
 

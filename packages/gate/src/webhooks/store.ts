@@ -1,5 +1,6 @@
 import { forUpdate, newId, recordChange, toIso, updateAction, type ChangeActor } from '@vigil/platform';
-import type { DeliveryRow, GateDatabase, WebhookRow } from '../schema.ts';
+import type { GateDatabase } from '../schema.ts';
+import type { DeliveryRow, WebhookRow } from './tables.ts';
 import type { WebhookEvent } from './outbox.ts';
 
 export interface Webhook {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
-import type { AgentRow } from '../schema.ts';
+import type { AgentRow } from '../events/index.ts';
 import { clearPause, findAgent, listAgents, setPause } from './store.ts';
 
 const agentSchema = z

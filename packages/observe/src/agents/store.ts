@@ -1,4 +1,5 @@
-import type { AgentRow, ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import type { AgentRow } from '../events/index.ts';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 
 /** The user's agents; the system agent (alert bookkeeping) is readable by id only. */

@@ -6,7 +6,8 @@ import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/index.ts';
 import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, sumNanosSql, type IncomingEvent } from '../events/index.ts';
-import type { AlertHistoryRow, ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import type { AlertHistoryRow } from './tables.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
 import {
   closeEntry,

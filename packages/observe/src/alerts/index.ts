@@ -5,6 +5,7 @@ import { runAlertTick } from './evaluator.ts';
 import { registerAlertRoutes } from './routes.ts';
 
 export { ALERT_SESSION_PREFIX, alertSessionId, COUNTED_EVENT_TYPES } from './evaluator.ts';
+export type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, AlertsTables } from './tables.ts';
 
 /** Resolves to the evaluation job. */
 export const alertsFeature: ObserveFeature<PeriodicJob> = defineFeature('alerts', ({ app, context, job }) => {

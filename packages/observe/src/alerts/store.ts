@@ -1,6 +1,7 @@
 import { forUpdate, newDelivery, newId, recordChange, toIso, type ChangeActor, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow } from './tables.ts';
 import type { AlertCondition, AlertRuleOut, AlertScope, HistoryEntryOut, HistoryQuery, RuleDefinition } from './schemas.ts';
 
 /** A stored rule, decoded. */

@@ -3,7 +3,7 @@
 // through the very functions ingest adds with (RollupSums, SketchCounts).
 import { z } from 'zod';
 import { KeyedRows, type DerivedTable, type RecomputedEvent, type UnwalkedEvent } from '../events/index.ts';
-import type { LatencySketchRow, RollupRow } from '../schema.ts';
+import type { LatencySketchRow, RollupRow } from './tables.ts';
 import { applySketchDeltas, backfillSketches, SKETCH_KEY, SketchCounts, sketchDeltas, sketchKey, subtractSessionsFromSketches } from './latency.ts';
 import {
   applyRollupDeltas,

@@ -1,8 +1,10 @@
 // Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
-import { epochMsType, HOUR_MS, type DdlTarget } from '@vigil/platform';
+import { HOUR_MS } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
-import type { EventRow, LatencySketchRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { LatencySketchRow } from './tables.ts';
+import type { EventRow } from '../events/index.ts';
 import { rangeConditions } from './aggregate.ts';
 
 /**
@@ -70,21 +72,6 @@ function interpolated(h: number, valueAt: (rank: number) => number): number {
   const below = Math.floor(h);
   const lower = valueAt(below);
   return h === below ? lower : lower + (h - below) * (valueAt(below + 1) - lower);
-}
-
-export async function createLatencySketchTable(db: DdlTarget): Promise<void> {
-  await db.schema
-    .createTable('latency_sketches')
-    .addColumn('hour', epochMsType, (c) => c.notNull())
-    .addColumn('agent_id', 'text', (c) => c.notNull())
-    .addColumn('metric', 'text', (c) => c.notNull())
-    .addColumn('tool_name', 'text', (c) => c.notNull())
-    .addColumn('provider', 'text', (c) => c.notNull())
-    .addColumn('model', 'text', (c) => c.notNull())
-    .addColumn('bin', 'integer', (c) => c.notNull())
-    .addColumn('count', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('latency_sketches_pk', ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'])
-    .execute();
 }
 
 export type SketchSource = Pick<EventRow, 'ts' | 'agent_id' | 'tool_name' | 'provider' | 'model' | 'duration_ms' | 'latency_ms'>;

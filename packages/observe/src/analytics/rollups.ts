@@ -1,7 +1,9 @@
-import { epochMsType, floatType, HOUR_MS, type DdlTarget } from '@vigil/platform';
+import { HOUR_MS, type DdlTarget } from '@vigil/platform';
 import { addUsd, NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { EventRow, ObserveSchema, RollupRow } from '../schema.ts';
+import type { ObserveSchema } from '../schema.ts';
+import type { RollupRow } from './tables.ts';
+import type { EventRow } from '../events/index.ts';
 import { addUsdSql, sumNanosSql } from '../events/index.ts';
 
 /** An hourly rollup's key columns and its sums: the one list the table, ingest, retention and `verify --deep` share. */
@@ -18,23 +20,6 @@ export const ROLLUP_SUMS = [
   'output_tokens',
   'failure_count',
 ] as const;
-
-export async function createRollupTable(db: DdlTarget): Promise<void> {
-  let table = db.schema
-    .createTable('event_rollups')
-    .addColumn('hour', epochMsType, (c) => c.notNull())
-    .addColumn('agent_id', 'text', (c) => c.notNull())
-    .addColumn('event_type', 'text', (c) => c.notNull())
-    .addColumn('tool_name', 'text', (c) => c.notNull())
-    .addColumn('provider', 'text', (c) => c.notNull())
-    .addColumn('model', 'text', (c) => c.notNull())
-    .addColumn('tier', 'text', (c) => c.notNull());
-  for (const column of ROLLUP_SUMS) {
-    table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
-  }
-  await table.addPrimaryKeyConstraint('event_rollups_pk', [...ROLLUP_KEY]).execute();
-  await db.schema.createIndex('event_rollups_agent_hour').on('event_rollups').columns(['agent_id', 'hour']).execute();
-}
 
 /** The rollup rows of the stored events that `where` selects, computed in SQL (spend summed in whole nano-dollars, as ingest adds it). */
 function rollupsOfEvents(where: RawBuilder<unknown>) {

@@ -14,7 +14,7 @@ import {
   type RecomputedRows,
   SYSTEM_AGENT_ID,
 } from '../events/index.ts';
-import type { SessionRow } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 
 /** The fields of a chained event (as the chain recipe hashes it, docs/audit.md) that derived data comes from. */
 export type ChainedEventFields = Omit<ChainFields, 'payload' | 'metadata' | 'prevHash'> & { payload: Record<string, unknown> };

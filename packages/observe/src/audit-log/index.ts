@@ -9,7 +9,6 @@ import type { ObserveSchema } from '../schema.ts';
 import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 
-export { createAuditLogTablesV1, upgradeAuditLog } from './migrations.ts';
 export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './derived.ts';
 
 /** The log's name in what it signs. */

@@ -1,7 +1,7 @@
 import { bearerToken, constantTimeEqual, sha256Hex, type ZodApp } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import type { ApiKeyRow } from '../schema.ts';
+import type { ApiKeyRow } from './tables.ts';
 import { grants, keyScopes, scopeText, type ObserveScope } from './scopes.ts';
 import { keyOfStreamToken } from './stream-tokens.ts';
 import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';

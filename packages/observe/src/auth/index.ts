@@ -7,6 +7,7 @@ import { registerKeyRoutes } from './routes.ts';
 export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses, routeScopes, scopeText, type ObserveScope } from './scopes.ts';
 export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
+export type { ApiKeyRow, AuthTables, StreamTokenRow } from './tables.ts';
 
 /** The authentication hook every route passes; registered before any route. */
 export const authenticationFeature: ObserveFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));

@@ -2,7 +2,7 @@ import { generateSecret, isLoopbackHost, keyChangeActor, newId, type ChangeActor
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
-import type { ApiKeyRow } from '../schema.ts';
+import type { ApiKeyRow } from './tables.ts';
 import { FULL_ACCESS, OBSERVE_SCOPES, type ObserveScope } from './scopes.ts';
 import { insertFirstKey, insertKey, listKeys, revokeKey, toApiKey } from './store.ts';
 

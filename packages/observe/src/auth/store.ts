@@ -1,6 +1,7 @@
 import { forUpdate, PreparedQuery, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
 import type { Transaction } from 'kysely';
-import type { ApiKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ApiKeyRow } from './tables.ts';
 import { keyScopes, type ObserveScope } from './scopes.ts';
 
 export interface ApiKey extends ApiKeyLifecycle {

@@ -1,6 +1,6 @@
 import { constantTimeEqual, generateSecret, sha256Hex } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
-import type { ApiKeyRow } from '../schema.ts';
+import type { ApiKeyRow } from './tables.ts';
 
 /** How long a stream token opens GET /api/stream (an EventSource reconnecting meanwhile reuses it). */
 export const STREAM_TOKEN_TTL_MS = 60_000;

@@ -1,6 +1,7 @@
 import { forUpdate, newId, sumAsDouble, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import type { BenchmarkRow, BenchmarkVariantRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { BenchmarkRow, BenchmarkVariantRow } from './tables.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
 import type { BenchmarkStatus, CreateBenchmarkBody, ListBenchmarksQuery } from './schemas.ts';
 import { BENCHMARK_METRICS, type BenchmarkMetric } from './statistics.ts';

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import { agentScope } from '../events/index.ts';
 import { contenders, describeEvent, embedQuery, RESCORED_EXTRA, rescore, score, TopK, truncate } from '../recall/index.ts';
-import type { EventRow } from '../schema.ts';
+import type { EventRow } from '../events/index.ts';
 import { fetchLessons, type Lesson } from './memory.ts';
 
 /** relevance = SIMILARITY_WEIGHT × similarity + RECENCY_WEIGHT × exp(−age / RECENCY_SCALE_MS). */

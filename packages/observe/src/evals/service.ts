@@ -3,7 +3,7 @@ import type { ObserveContext } from '../context.ts';
 import { chainBrokenError, observeError } from '../errors.ts';
 import { EMPTY_HEAD, type ChainHead, type AppendedEvent } from '../events/index.ts';
 import { roundUsd, type ModelPrice } from '@vigil/pricing';
-import type { SessionRow } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 import { chainHeadOf, verifySessionChain } from '../sessions/index.ts';
 import { callJudge, JudgeError, judgeSettings, judgeUserPrompt, type JudgeProvider, type Usage } from './judge.ts';
 import { evaluateRules } from './rules.ts';

@@ -1,17 +1,9 @@
 import { canonicalJson, floatType, newId, toIso } from '@vigil/platform';
 import { roundUsd } from '@vigil/pricing';
 import { sql, type Kysely } from 'kysely';
-import type {
-  DatasetCaseRow,
-  DatasetRow,
-  EvalRunCaseRow,
-  EvalRunRow,
-  EvaluatorRow,
-  JudgeCallRow,
-  ObserveDatabase,
-  ObserveSchema,
-  SessionRow,
-} from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { DatasetCaseRow, DatasetRow, EvalRunCaseRow, EvalRunRow, EvaluatorRow, JudgeCallRow } from './tables.ts';
+import type { SessionRow } from '../events/index.ts';
 import { addUsdSql } from '../events/index.ts';
 import type { SessionFacts } from './rules.ts';
 import type {
@@ -172,28 +164,6 @@ export async function insertJudgeCall(database: ObserveDatabase, row: JudgeCallR
 
 export async function setJudgeCallEvent(database: ObserveDatabase, id: string, eventId: string): Promise<void> {
   await database.db.updateTable('judge_calls').set({ event_id: eventId }).where('id', '=', id).execute();
-}
-
-/** Migration 0023: the spend total, summed from the calls stored. */
-export async function createJudgeSpend(db: Executor): Promise<void> {
-  await db.schema
-    .createTable('judge_spend')
-    .addColumn('id', 'integer', (c) => c.primaryKey())
-    .addColumn('usd', floatType, (c) => c.notNull())
-    .execute();
-  await db
-    .insertInto('judge_spend')
-    .columns(['id', 'usd'])
-    .expression(
-      db.selectNoFrom((eb) => [
-        eb.lit(1).as('id'),
-        eb
-          .selectFrom('judge_calls')
-          .select((j) => j.fn.coalesce(j.fn.sum<number>('cost_usd'), j.lit(0)).as('usd'))
-          .as('usd'),
-      ]),
-    )
-    .execute();
 }
 
 // ---------------------------------------------------------------------------------------------

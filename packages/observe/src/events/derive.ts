@@ -1,4 +1,4 @@
-import type { EventRow } from '../schema.ts';
+import type { EventRow } from './tables.ts';
 
 const ERROR_SEVERITIES = new Set(['error', 'critical']);
 

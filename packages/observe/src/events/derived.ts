@@ -1,7 +1,7 @@
 // The events feature's derived tables: the columns ingest derives into each event row, the session
 // rows' counters (both written with the chained rows themselves) and the store totals.
 import { z } from 'zod';
-import type { EventRow, SessionRow } from '../schema.ts';
+import type { EventRow, SessionRow } from './tables.ts';
 import { EVENT_DERIVED_COLUMNS, type DerivedColumns } from './derive.ts';
 import { KeyedRows, type DerivedTable, type RecomputedEvent, type RecomputedRows } from './derived-tables.ts';
 import { applyEventToSession, newSessionRow } from './session-state.ts';

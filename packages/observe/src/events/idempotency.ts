@@ -4,11 +4,11 @@
 // within IDEMPOTENCY_KEY_TTL_MS answers the stored answer. A leased job deletes expired rows.
 import { createHash } from 'node:crypto';
 import { Transform, pipeline, type Readable } from 'node:stream';
-import { epochMsType, type MigrationDb } from '@vigil/platform';
 import type { FastifyRequest, preParsingHookHandler } from 'fastify';
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import type { IdempotencyKeyRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { IdempotencyKeyRow } from './tables.ts';
 
 /** How long a key is answered from its stored row (the IETF draft leaves it to the server; a day covers any client's retry window). */
 const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60_000;
@@ -29,21 +29,6 @@ export const idempotencyKeyHeaderSchema = z
     description:
       'Makes the batch idempotent for 24 hours: a repeat with the same key and the same body bytes stores nothing and answers the first answer (with `Idempotent-Replayed: true`); the same key with another body is a 422; a repeat while the first is still being stored is a 409 with `Retry-After`. Keys are per API key.',
   });
-
-export async function createIdempotencyKeyTable(db: MigrationDb): Promise<void> {
-  await db.schema
-    .createTable('idempotency_keys')
-    .addColumn('scope', 'text', (c) => c.notNull())
-    .addColumn('idempotency_key', 'text', (c) => c.notNull())
-    .addColumn('fingerprint', 'text', (c) => c.notNull())
-    .addColumn('status', 'integer', (c) => c.notNull())
-    .addColumn('body', 'text', (c) => c.notNull())
-    .addColumn('created_at', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'idempotency_key'])
-    .execute();
-  // The expiry sweep reads the oldest rows first.
-  await db.schema.createIndex('idempotency_keys_created').on('idempotency_keys').columns(['created_at']).execute();
-}
 
 /** The SHA-256 of each keyed request's body bytes, taken while the body streams to the JSON parser. */
 const bodyDigests = new WeakMap<FastifyRequest, string>();

@@ -27,17 +27,7 @@ export {
   EMPTY_HEAD,
   type StoredLink,
 } from './chain.ts';
-export {
-  COMPLEX_MIN_INPUT_TOKENS,
-  COMPLEX_MIN_TOOLS,
-  COMPLEXITY_TIERS,
-  type ComplexityTier,
-  deriveColumns,
-  type DerivedColumns,
-  EVENT_DERIVED_COLUMNS,
-  isErrorEvent,
-  SIMPLE_MAX_INPUT_TOKENS,
-} from './derive.ts';
+export { COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, EVENT_DERIVED_COLUMNS, isErrorEvent } from './derive.ts';
 export {
   type AppendedEvent,
   type BatchWriter,
@@ -83,8 +73,8 @@ export {
   toLink,
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
-export { createIdempotencyKeyTable } from './idempotency.ts';
-export { createStoreTotals } from './totals.ts';
+export { eventsMigrations } from './migrations.ts';
+export type { AgentRow, EventRow, EventsTables, IdempotencyKeyRow, SessionRow, SessionTagRow, StoreTotalsRow } from './tables.ts';
 export {
   type EventDerivedRow,
   EVENTS_DERIVED_TABLES,

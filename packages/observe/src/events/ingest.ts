@@ -1,6 +1,7 @@
 import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, hashBytes, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
-import type { AgentRow, EventRow, ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { AgentRow, EventRow, SessionRow } from './tables.ts';
 import { applyEventToSession, newSessionRow } from './session-state.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';

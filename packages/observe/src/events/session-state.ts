@@ -1,5 +1,5 @@
 import { addUsd } from '@vigil/pricing';
-import type { SessionRow } from '../schema.ts';
+import type { SessionRow } from './tables.ts';
 
 export const SESSION_STATUSES = ['active', 'completed', 'error'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];

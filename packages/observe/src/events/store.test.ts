@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { EventRow } from '../schema.ts';
+import type { EventRow } from './tables.ts';
 import { eventJson, toEvent } from './store.ts';
 
 const row: EventRow = {

@@ -1,6 +1,7 @@
 import { fullTextMatch, hashHex, hashHexSql, toIso, type DialectName } from '@vigil/platform';
 import { type Kysely, sql } from 'kysely';
-import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { EventRow } from './tables.ts';
 import { chainText, type StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { hashBytes, hashHex } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { EventRow } from '../schema.ts';
+import type { EventRow } from './tables.ts';
 import { custom, ingestEvents, insertEventCopy, started, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 import { sessionLoggedRowsQuery, storedChainText, storedChainTextMatches } from './store.ts';
 

@@ -2,8 +2,8 @@
 // own transaction: GET /api/stats reads it instead of counting sessions and agents.
 import { PreparedQuery, type DialectName } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { ObserveSchema } from '../schema.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
+import type { ObserveSchema } from '../schema.ts';
 
 /** What one write adds to the totals (negative for deletions): events (session event_counts), sessions, agents (the system agent's row apart). */
 export interface TotalsChange {
@@ -32,18 +32,6 @@ const addQuery = new PreparedQuery<ObserveSchema, [number, number, number], neve
 export async function addToStoreTotals(trx: Transaction<ObserveSchema>, dialect: DialectName, change: TotalsChange): Promise<void> {
   if (change.events === 0 && change.sessions === 0 && change.agents === 0) return;
   await addQuery.execute(trx, dialect, change.events, change.sessions, change.agents);
-}
-
-/** Migration 0023: the totals row, counted from the rows stored. */
-export async function createStoreTotals(db: Kysely<ObserveSchema>): Promise<void> {
-  await db.schema
-    .createTable('store_totals')
-    .addColumn('id', 'integer', (c) => c.primaryKey())
-    .addColumn('events', 'bigint', (c) => c.notNull())
-    .addColumn('sessions', 'bigint', (c) => c.notNull())
-    .addColumn('agents', 'bigint', (c) => c.notNull())
-    .execute();
-  await countStoreTotals(db);
 }
 
 /** The totals row counted from the rows stored, into an empty table (the derived table's backfill). */

@@ -5,6 +5,7 @@ import { GUARDRAIL_SWEEP_INTERVAL_MS, GUARDRAIL_SWEEP_JOB, GuardrailEngine } fro
 import { registerGuardrailRoutes } from './routes.ts';
 
 export type { GuardrailEngine } from './engine.ts';
+export type { GuardrailDeliveryRow, GuardrailRuleRow, GuardrailTriggerRow, GuardrailsTables } from './tables.ts';
 
 export interface Guardrails {
   /** Evaluation after ingest commits (tests await `engine.idle()`). */

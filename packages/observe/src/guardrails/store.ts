@@ -1,6 +1,7 @@
 import { forUpdate, MINUTE_MS, newDelivery, newId, recordChange, toIso, toIsoOrNull, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
-import type { GuardrailRuleRow, GuardrailTriggerRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { GuardrailRuleRow, GuardrailTriggerRow } from './tables.ts';
 import {
   actionConfigSchemas,
   conditionConfigSchemas,

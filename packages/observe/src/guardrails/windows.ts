@@ -3,7 +3,8 @@ import { sql } from 'kysely';
 import { COUNTED_EVENT_TYPES } from '../alerts/index.ts';
 import { ratio } from '../analytics/index.ts';
 import { sumNanosSql, type LogPositions } from '../events/index.ts';
-import type { EventRow, ObserveDatabase } from '../schema.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import type { EventRow } from '../events/index.ts';
 
 /**
  * Rolling windows of each agent's counted events, kept in memory from the batches this instance

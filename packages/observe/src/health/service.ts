@@ -4,7 +4,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { nanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { aggregate } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
-import type { HealthSnapshotRow } from '../schema.ts';
+import type { HealthSnapshotRow } from './tables.ts';
 import { sessionDurationSql, sessionOverSql } from '../sessions/index.ts';
 import { emptyToolFigures, scoreWindow, trendOf, type DimensionScore, type SessionFigures, type ToolFigures, type Trend } from './scores.ts';
 

@@ -5,6 +5,7 @@ import type { ObserveFeature } from '../context.ts';
 import { registerOtelRoutes } from './routes.ts';
 
 export { OTEL_SPAN_KINDS, type OtelMetadata, type OtelSpanKind } from './mapping.ts';
-export { createOtelSpanTable, deleteSessionSpans } from './store.ts';
+export { deleteSessionSpans } from './store.ts';
+export type { OtelSpanRow, OtelTables } from './tables.ts';
 
 export const otelFeature: ObserveFeature = defineFeature('otel', ({ app, context }) => registerOtelRoutes(app, context));

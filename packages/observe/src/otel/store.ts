@@ -1,21 +1,7 @@
 // otel_spans: one row per stored span (trace_id, span_id), written in the ingest transaction of
 // its events, so a span sent again (an exporter's retry) is recognised and stored once.
-import { epochMsType, type MigrationDb } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
-
-export async function createOtelSpanTable(db: MigrationDb): Promise<void> {
-  await db.schema
-    .createTable('otel_spans')
-    .addColumn('trace_id', 'text', (c) => c.notNull())
-    .addColumn('span_id', 'text', (c) => c.notNull())
-    .addColumn('session_id', 'text', (c) => c.notNull())
-    .addColumn('ts', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('otel_spans_pk', ['trace_id', 'span_id'])
-    .execute();
-  // The spans of a session (the tree, retention).
-  await db.schema.createIndex('otel_spans_session').on('otel_spans').columns(['session_id', 'ts']).execute();
-}
 
 export interface StoredSpan {
   trace_id: string;

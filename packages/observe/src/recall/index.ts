@@ -8,11 +8,11 @@ import { registerRecallRoutes } from './routes.ts';
 import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { EMBEDDINGS_INTERVAL_MS, EmbeddingWorker } from './worker.ts';
 
-export { compactEmbeddings } from './compact.ts';
 export { createEmbedder, type Embedder, similarity } from './embedder.ts';
 export { contenders, embedQuery, MAX_QUERY_CHARS, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
 export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
+export type { EmbeddingMetaRow, EmbeddingQueueRow, EmbeddingRow, RecallTables } from './tables.ts';
 
 /** Resolves to the embedding job. */
 export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFeature<PeriodicJob> {

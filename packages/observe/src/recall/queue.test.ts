@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import type { EmbeddingQueueRow } from '../schema.ts';
+import type { EmbeddingQueueRow } from './tables.ts';
 import { startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 import { completeRows, enqueueEmbeddings } from './queue.ts';
 

@@ -1,6 +1,7 @@
 import { BulkInserter, type DialectName } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
-import type { EmbeddingQueueRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { EmbeddingQueueRow } from './tables.ts';
 import { sortKey } from './store.ts';
 import { isEmbeddedEvent } from './text.ts';
 

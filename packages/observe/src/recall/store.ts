@@ -1,6 +1,7 @@
 import { forUpdate, type DialectName } from '@vigil/platform';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
-import type { EmbeddingRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { EmbeddingRow } from './tables.ts';
 import { MAX_EMBED_CHARS } from './embedder.ts';
 import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
 
@@ -91,14 +92,6 @@ export function decodeVector(stored: Uint8Array, dims: number): Float32Array {
   const codes = new Int8Array(dims);
   const scale = readCodesInto(stored, dims, codes, 0);
   return Float32Array.from(codes, (code) => code * scale);
-}
-
-/** A vector stored before 0019_compact_embeddings: Float32 little-endian. */
-export function decodeFloatVector(stored: Uint8Array): Float32Array {
-  const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
-  const vector = new Float32Array(stored.byteLength / 4);
-  for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true);
-  return vector;
 }
 
 /** An embedding to store (the write assigns updated_seq). */

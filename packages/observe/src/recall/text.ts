@@ -1,5 +1,5 @@
 import { toIso } from '@vigil/platform';
-import type { EventRow, SessionRow } from '../schema.ts';
+import type { EventRow, SessionRow } from '../events/index.ts';
 
 /** Stored `text` of an embedding (what was embedded, cut to this many characters; the vector covers up to MAX_EMBED_CHARS). */
 export const STORED_TEXT_CHARS = 1000;

@@ -1,7 +1,8 @@
 import { BackgroundDrain, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
-import type { EmbeddingQueueRow, SessionRow } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
+import type { EmbeddingQueueRow } from './tables.ts';
 import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
 import { EMBEDDED_EVENT_COLUMNS, encodeVector, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';

@@ -8,7 +8,7 @@
  * agent), skips it when none can, and reads every other session (cut by the range, stale, or
  * mixing agents) from its events.
  */
-import { epochMsType, readSnapshot, type DdlTarget } from '@vigil/platform';
+import { readSnapshot } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
@@ -27,43 +27,6 @@ export const MAX_STALE_MS = 60_000;
 /** Events read per recomputation statement (sessions are grouped up to this many). */
 const EVENTS_PER_PASS = 20_000;
 const ROWS_PER_INSERT = 200;
-
-export async function createReflectStateTables(db: DdlTarget): Promise<void> {
-  await db.schema
-    .createTable('reflect_sessions')
-    .addColumn('session_id', 'text', (c) => c.primaryKey())
-    .addColumn('head_hash', 'text', (c) => c.notNull())
-    .addColumn('version', 'integer', (c) => c.notNull())
-    .addColumn('agent_id', 'text')
-    .addColumn('min_ts', epochMsType)
-    .addColumn('max_ts', epochMsType)
-    .execute();
-  await db.schema
-    .createTable('reflect_ngrams')
-    .addColumn('session_id', 'text', (c) => c.notNull())
-    .addColumn('tools', 'text', (c) => c.notNull())
-    .addColumn('frequency', 'integer', (c) => c.notNull())
-    .addColumn('failed', 'integer', (c) => c.notNull())
-    .addPrimaryKeyConstraint('reflect_ngrams_pk', ['session_id', 'tools'])
-    .execute();
-  await db.schema
-    .createTable('reflect_errors')
-    .addColumn('session_id', 'text', (c) => c.notNull())
-    .addColumn('pattern', 'text', (c) => c.notNull())
-    .addColumn('count', 'integer', (c) => c.notNull())
-    .addColumn('first_ts', epochMsType, (c) => c.notNull())
-    .addColumn('last_ts', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('reflect_errors_pk', ['session_id', 'pattern'])
-    .execute();
-  await db.schema
-    .createTable('reflect_preceding')
-    .addColumn('session_id', 'text', (c) => c.notNull())
-    .addColumn('pattern', 'text', (c) => c.notNull())
-    .addColumn('tools', 'text', (c) => c.notNull())
-    .addColumn('count', 'integer', (c) => c.notNull())
-    .addPrimaryKeyConstraint('reflect_preceding_pk', ['session_id', 'pattern', 'tools'])
-    .execute();
-}
 
 // Stored text is JSON (a pattern may hold any character, PostgreSQL text no NUL): tool names as an
 // array, a pattern as a string.

@@ -19,7 +19,7 @@
  */
 import { MINUTE_MS, type Clock } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
-import type { SessionRow } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 import { matchesReplayFilter, pairEvents, ReplayState, summarize, type ReplayEvent, type ReplayEventType, type ReplaySummary } from './state.ts';
 
 export const REPLAY_CACHE_MAX_ENTRIES = 100;

@@ -1,6 +1,7 @@
 import { toIso } from '@vigil/platform';
 import { sessionDurationMs, sessionTimeline, verifySessionChain } from '../sessions/index.ts';
-import type { ObserveDatabase, SessionRow } from '../schema.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 import { ByteWriter } from './bytes.ts';
 import type { LoadedReplay, ReplaySource, ServedReplay } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { SessionRow } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 
 /**
  * How the figures (health, analytics, reflect, benchmarks) measure a session, by the idle rule.

@@ -14,7 +14,8 @@ import {
   type StoredLink,
   toLink,
 } from '../events/index.ts';
-import type { ObserveDatabase, ObserveSchema, SessionRow } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 import { VerifiedSessions } from './verified.ts';
 
 export interface Timeline {

@@ -1,6 +1,7 @@
 import { toIso } from '@vigil/platform';
 import { roundUsd } from '@vigil/pricing';
-import type { ObserveDatabase, SessionRow } from '../schema.ts';
+import type { ObserveDatabase } from '../schema.ts';
+import type { SessionRow } from '../events/index.ts';
 import { sessionDurationMs } from './figures.ts';
 import type { ListSessionsQuery, Session } from './schemas.ts';
 import type { SessionStatus } from '../events/index.ts';

@@ -2,7 +2,8 @@ import { BulkInserter, DAY_MS, PreparedQuery, type DialectName } from '@vigil/pl
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import type { EventType, SessionAppend } from '../events/index.ts';
-import type { EventRow, ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { EventRow } from '../events/index.ts';
 
 /**
  * The live stream's commit log. Each ingest transaction, as its last writes, takes the next

@@ -20,7 +20,7 @@
  */
 import { toIso } from '@vigil/platform';
 import { addUsd } from '@vigil/pricing';
-import type { EventRow } from '../schema.ts';
+import type { EventRow } from '../events/index.ts';
 
 /** The most events one tree is built from; beyond it the answer says `truncated: true`. */
 export const TREE_EVENT_LIMIT = 10_000;

@@ -1,0 +1,51 @@
+// The tables analytics/ owns (times are epoch milliseconds, JSON is stored as text); the service's schema
+// (schema.ts) is composed of every feature's tables.
+
+/**
+ * Hourly pre-aggregates of events, kept exact by the ingest transaction (and by retention, which
+ * subtracts what it deletes). One row per hour × agent × event type × tool × provider × model × complexity tier;
+ * missing text dimensions are stored as '' so the key is a plain primary key on both databases.
+ */
+export interface RollupRow {
+  hour: number;
+  agent_id: string;
+  event_type: string;
+  tool_name: string;
+  provider: string;
+  model: string;
+  /** complexity tier of llm_response events, '' for other events. */
+  tier: string;
+  event_count: number;
+  error_count: number;
+  cost_usd: number;
+  duration_sum: number;
+  duration_count: number;
+  latency_sum: number;
+  latency_count: number;
+  input_tokens: number;
+  output_tokens: number;
+  /** llm_response events whose finishReason is `error`. */
+  failure_count: number;
+}
+
+/**
+ * Hourly DDSketch bins of tool durations (`metric` 'tool', by tool_name) and LLM latencies
+ * (`metric` 'llm', by provider and model), kept like the rollups (analytics/latency.ts).
+ */
+export interface LatencySketchRow {
+  hour: number;
+  agent_id: string;
+  metric: 'tool' | 'llm';
+  tool_name: string;
+  provider: string;
+  model: string;
+  /** The DDSketch logarithmic-mapping index of the values counted. */
+  bin: number;
+  count: number;
+}
+
+/** Hourly rollups and latency sketches, kept by the ingest transaction and by retention. */
+export interface AnalyticsTables {
+  event_rollups: RollupRow;
+  latency_sketches: LatencySketchRow;
+}

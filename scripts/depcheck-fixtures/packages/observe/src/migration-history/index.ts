@@ -1,0 +1,1 @@
+export { history } from './steps.ts';
