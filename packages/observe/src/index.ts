@@ -12,3 +12,4 @@ export {
 } from './audit-log/derived.ts';
 export { ROLLUP_SUMS, rollupKey, sketchKey } from './analytics/index.ts';
 export type { LatencySketchRow, ObserveSchema, RollupRow } from './schema.ts';
+export { observeErrors } from './errors.ts';
