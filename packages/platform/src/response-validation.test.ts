@@ -61,7 +61,8 @@ test('under the test kits a handler answering a field its schema lacks, or missi
     assert.equal(extra.statusCode, 500);
     assert.deepEqual(extra.json(), {
       code: 'internal',
-      message: 'Response contract broken: GET /extra answered 200 against its schema: tags[0].colour: not in the response schema; secret: not in the response schema',
+      message:
+        'Response contract broken: GET /extra answered 200 against its schema: tags[0].colour: not in the response schema; secret: not in the response schema',
     });
     const missing = await app.inject({ method: 'GET', url: '/missing' });
     assert.equal(missing.statusCode, 500);

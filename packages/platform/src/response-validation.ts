@@ -65,6 +65,11 @@ export function validateResponses(app: FastifyInstance, errors: ErrorFactory<nev
     if (schema === undefined || text === undefined) return done(null, payload);
     const problems = responseProblems(schema, JSON.parse(text));
     if (problems.length === 0) return done(null, payload);
-    done(errors('internal', `Response contract broken: ${request.method} ${request.routeOptions.url} answered ${status} against its schema: ${problems.join('; ')}`));
+    done(
+      errors(
+        'internal',
+        `Response contract broken: ${request.method} ${request.routeOptions.url} answered ${status} against its schema: ${problems.join('; ')}`,
+      ),
+    );
   });
 }
