@@ -148,10 +148,11 @@ class ServiceErrorsTest(unittest.TestCase):
         with self.assertRaises(vigil.VigilAuthenticationError) as raised:
             client.ingest([EVENT])
         self.assertEqual(raised.exception.status, 401)
-        self.assertIsNone(raised.exception.code)
+        self.assertEqual(raised.exception.code, "unauthorized")
         self.assertEqual(str(raised.exception), raised.exception.body["error"])
-        with self.assertRaises(vigil.VigilNotFoundError):
+        with self.assertRaises(vigil.VigilNotFoundError) as missing:
             vigil.ObserveClient().get_session("no-such-session-anywhere")
+        self.assertEqual(missing.exception.code, "session_not_found")
 
     def test_gate_errors_are_typed_with_their_code(self) -> None:
         agent = vigil.GateClient(api_key=GATE_KEY)

@@ -64,14 +64,18 @@ def encode_json(value: Any) -> str:
 
 
 def _error_parts(body: Any) -> Tuple[Optional[str], Optional[str], Optional[List[ErrorDetail]]]:
-    """(message, code, details) of an observe ``{error, status, details?}`` or gate ``{error: {code, message}}`` body."""
+    """(message, code, details) of an observe ``{error, code, status, details?}`` or gate ``{error: {code, message}}`` body."""
     if not isinstance(body, dict):
         return None, None, None
     fields = cast(Dict[str, Any], body)
     error = fields.get("error")
     if isinstance(error, str):
-        details = fields.get("details")
-        return error, None, cast(List[ErrorDetail], details) if isinstance(details, list) else None
+        code, details = fields.get("code"), fields.get("details")
+        return (
+            error,
+            code if isinstance(code, str) else None,
+            cast(List[ErrorDetail], details) if isinstance(details, list) else None,
+        )
     if isinstance(error, dict):
         inner = cast(Dict[str, Any], error)
         message, code, details = inner.get("message"), inner.get("code"), inner.get("details")
@@ -183,8 +187,10 @@ class HttpTransport:
                     body=parsed,
                     retry_after=retry_after,
                 )
-                # 409 to a request with a key: observe is still storing that key's first request.
-                retryable = status in RETRYABLE_STATUS or (status == 409 and idempotency_key is not None)
+                # observe is still storing the key's first request; an observe older than its error
+                # codes sends none, so there a 409 to a request with a key means the same.
+                in_flight = code == "idempotency_in_flight" or (code is None and idempotency_key is not None)
+                retryable = status in RETRYABLE_STATUS or (status == 409 and in_flight)
                 if not retryable or not pause(retry_number, retry_after):
                     raise error from None
             except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as failure:

@@ -43,7 +43,8 @@ class VigilApiError(VigilError):
         self.status = status
         self.method = method
         self.path = path
-        #: The gate's ``error.code`` (``bad_request``, ``conflict``, ...); observe's bodies carry none.
+        #: The error's code: the gate's ``error.code`` (``bad_request``, ``conflict``, ...), observe's
+        #: ``code`` (``session_not_found``, ...; None from servers older than observe's codes).
         self.code = code
         self.details: List[ErrorDetail] = details or []
         #: The parsed response body (or its text when it was not JSON).

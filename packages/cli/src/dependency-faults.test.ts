@@ -282,7 +282,7 @@ describe('PostgreSQL behind a failing proxy', { skip: postgresSkip }, () => {
         await load.stop();
       }
       console.log(`observe under PostgreSQL faults: ${load.summary()}; slowest ${Math.round(Math.max(...load.outcomes.map((o) => o.ms)))} ms`);
-      assertOnly2xxOr503(load, { error: 'The database is unavailable; retry shortly', status: 503 }, CONNECT_TIMEOUT_MS + SLACK_MS);
+      assertOnly2xxOr503(load, { error: 'The database is unavailable; retry shortly', code: 'unavailable', status: 503 }, CONNECT_TIMEOUT_MS + SLACK_MS);
       for (const phase of ['cut-reset', 'cut-close', 'blackhole'])
         assert.ok(
           load.in(phase).some((o) => o.status === 503),

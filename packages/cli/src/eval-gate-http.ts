@@ -3,7 +3,7 @@
  * timeout on every call, and errors that carry the server's own message.
  */
 
-/** The observe service's error body (`{ error, status, details? }`). */
+/** The observe service's error body (`{ error, code, status, details? }`). */
 interface ErrorBody {
   error?: unknown;
   status?: unknown;

@@ -804,7 +804,7 @@ async function fuzzService(target: Target, doc: OpenApiDocument, sinkUrl: string
 
 // ---------------------------------------------------------------- the services
 
-const OBSERVE_ERROR_KEYS = new Set(['error', 'status', 'details']);
+const OBSERVE_ERROR_KEYS = new Set(['error', 'code', 'status', 'details']);
 
 /** Waits for the dataset-run drain a POST /api/datasets/:id/runs kicked (its writes are not the request's). */
 async function evalRunsIdle(worker: object): Promise<void> {
@@ -830,6 +830,7 @@ function observeErrorBodyProblem(body: unknown, status: number): string | null {
   const unexpected = Object.keys(record).filter((k) => !OBSERVE_ERROR_KEYS.has(k));
   if (unexpected.length > 0) return `unexpected keys ${unexpected.join(', ')}`;
   if (typeof record.error !== 'string' || record.error.length === 0) return 'error is not a message';
+  if (typeof record.code !== 'string' || !/^[a-z_]+$/.test(record.code)) return 'code is not a code';
   if (record.status !== status) return `status ${String(record.status)} differs from the HTTP status`;
   return detailsProblem(record.details);
 }

@@ -59,7 +59,7 @@ export async function startLiveServices(options: LiveServicesOptions = {}): Prom
     const link = (env: Record<string, string>, observeUrl?: string) =>
       options.linked ? linkedEnvironment({ ...(observeUrl !== undefined && { OBSERVE_URL: observeUrl }), ...env }, dataDir) : env;
     const observeConfig = observeConfigFromEnvironment(link({ LOG_LEVEL: 'silent', ...options.observeEnv }), { dataDir });
-    const observe = await buildObserveService(observeConfig, { clock: systemClock, runJobs: false });
+    const observe = await buildObserveService(observeConfig, { clock: systemClock, runJobs: false, validateResponses: true });
     cleanups.push(() => observe.app.close());
     const observeUrl = await listen(observe.app);
     const keyResponse = await fetch(`${observeUrl}/api/keys`, {
@@ -73,7 +73,7 @@ export async function startLiveServices(options: LiveServicesOptions = {}): Prom
     const gateConfig = gateConfigFromEnvironment(link({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_GATE_ADMIN_KEY, ...options.gateEnv }, observeUrl), {
       dataDir,
     });
-    const gate = await buildGateService(gateConfig, { clock: systemClock, runJobs: false });
+    const gate = await buildGateService(gateConfig, { clock: systemClock, runJobs: false, validateResponses: true });
     cleanups.push(() => gate.app.close());
     const gateUrl = await listen(gate.app);
 

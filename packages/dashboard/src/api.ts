@@ -85,7 +85,7 @@ export function setCredentials(next: Credentials): void {
 
 const SERVICE_NAMES: Record<Service, string> = { observe: 'Observe', gate: 'The gate' };
 
-/** Reads either error body: observe `{error, status, details?}`, gate `{error: {code, message, details?}}`. */
+/** Reads either error body: observe `{error, code, status, details?}`, gate `{error: {code, message, details?}}`. */
 function detailsOf(value: unknown): { path: string; message: string }[] {
   return Array.isArray(value) ? (value as { path: string; message: string }[]) : [];
 }

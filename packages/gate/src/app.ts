@@ -52,6 +52,8 @@ export interface GateOptions {
   logStream?: NodeJS.WritableStream;
   /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
   runJobs?: boolean;
+  /** Check every 2xx JSON answer against its route's response schema (test kits; default false). */
+  validateResponses?: boolean;
 }
 
 /** Database down: 503, so clients retry; other database failures stay the catalogue's 500 internal_error. */
@@ -89,6 +91,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     scopes: [...SCOPES, 'any'],
     authErrorStatuses,
     rateLimitHeaders: RATE_LIMIT_HEADERS,
+    validateResponses: options.validateResponses ?? false,
   });
 
   let limiter: RateLimiter;

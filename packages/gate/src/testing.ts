@@ -53,7 +53,7 @@ export async function startTestGate(backend: TestBackend, options: TestGateOptio
   const base = gateConfigFromEnvironment({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_ADMIN_KEY, ...options.env }, { dataDir });
   const config: GateConfig = { ...base, database };
   const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
-  const service = await buildGateService(config, { clock, runJobs: false });
+  const service = await buildGateService(config, { clock, runJobs: false, validateResponses: true });
   const call = (request: InjectOptions, key = TEST_ADMIN_KEY) =>
     service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } });
   const createKey: TestGate['createKey'] = async (scopes, rateLimit = null, name = `key-${scopes.join('+')}`) => {

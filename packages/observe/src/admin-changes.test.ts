@@ -12,7 +12,7 @@ function assertObserveError(response: LightMyRequestResponse, status: number, co
   const body = response.json() as Record<string, unknown>;
   assert.equal(typeof body.error, 'string', context);
   assert.equal(body.status, status, context);
-  for (const key of Object.keys(body)) assert.ok(['error', 'status', 'details'].includes(key), `${context}: unexpected key ${key}`);
+  for (const key of Object.keys(body)) assert.ok(['error', 'code', 'status', 'details'].includes(key), `${context}: unexpected key ${key}`);
 }
 
 test('the admin-changes migration follows every step before it', () => {

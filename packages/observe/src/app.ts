@@ -76,6 +76,8 @@ export interface ObserveOptions {
   logStream?: NodeJS.WritableStream;
   /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
   runJobs?: boolean;
+  /** Check every 2xx JSON answer against its route's response schema (test kits; default false). */
+  validateResponses?: boolean;
   /** Start an embedding drain after each ingest commit (default: runJobs). */
   kickEmbeddings?: boolean;
   /** Start working a dataset run as soon as it is created (default true; the periodic job runs only with runJobs). */
@@ -155,6 +157,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     authModes: OBSERVE_AUTH_MODES,
     scopes: OBSERVE_SCOPES,
     authErrorStatuses: observeAuthErrorStatuses,
+    validateResponses: options.validateResponses ?? false,
   });
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => observeError('unauthorized') });
   registerObserveMetrics(context);

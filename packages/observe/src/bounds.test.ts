@@ -138,7 +138,7 @@ function assertFiniteNumbers(value: unknown, where: string, path = ''): number {
 function errorDetails(response: LightMyRequestResponse): { path: string; message: string }[] {
   assert.equal(response.statusCode, 400, response.body);
   const body = response.json() as { error: string; status: number; details?: { path: string; message: string }[] };
-  assert.deepEqual(Object.keys(body).sort(), ['details', 'error', 'status'], response.body);
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'details', 'error', 'status'], response.body);
   assert.equal(body.status, 400);
   return body.details!;
 }

@@ -2,95 +2,203 @@ import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } fr
 import { z } from 'zod';
 import type { ChainBreak } from './events/index.ts';
 
-/** Every error the observe service answers with. Body: `{ error, status, details? }`. */
+/**
+ * Every error the observe service answers with, each with its own code (errors.test.ts checks that
+ * and docs/reference/errors.md lists them). Body: `{ error, code, status, details? }`.
+ */
 export const observeErrors = {
-  validation: { status: 400, code: 'validation_error', message: 'Validation failed' },
-  invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
-  otlpUndecodable: { status: 400, code: 'invalid_otlp', message: 'The body is not an OTLP ExportTraceServiceRequest' },
-  unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
-  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs' },
-  invalidStreamToken: { status: 401, code: 'unauthorized', message: 'Missing, invalid or expired stream token' },
-  invalidSignature: { status: 401, code: 'invalid_signature', message: 'Invalid webhook signature' },
-  routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
-  checkpointNotFound: { status: 404, code: 'not_found', message: 'No audit checkpoint (at that tree size)' },
-  auditTreeSize: {
+  validation: {
     status: 400,
     code: 'validation_error',
-    message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
+    message: 'Validation failed',
+    when: 'A body, query or path parameter fails its schema (details name each field), or an unknown query parameter is sent',
   },
-  eventNotFound: { status: 404, code: 'not_found', message: 'Event not found' },
-  auditItemNotFound: { status: 404, code: 'not_found', message: 'Event not found in the audit log' },
-  sessionNotFound: { status: 404, code: 'not_found', message: 'Session not found' },
-  agentNotFound: { status: 404, code: 'not_found', message: 'Agent not found' },
-  keyNotFound: { status: 404, code: 'not_found', message: 'API key not found' },
-  healthNoSessions: { status: 404, code: 'not_found', message: 'No sessions for the agent in the window' },
-  alertRuleNotFound: { status: 404, code: 'not_found', message: 'Alert rule not found' },
-  guardrailRuleNotFound: { status: 404, code: 'not_found', message: 'Guardrail rule not found' },
-  guardrailRuleLimit: { status: 409, code: 'limit_exceeded', message: 'At most 500 guardrail rules may exist; delete one first' },
-  benchmarkNotFound: { status: 404, code: 'not_found', message: 'Benchmark not found' },
+  invalidJson: {
+    status: 400,
+    code: 'invalid_json',
+    message: 'Malformed JSON body',
+    when: 'The body is not JSON: malformed, with a byte order mark, not UTF-8, or with a prototype-poisoning key',
+  },
+  otlpUndecodable: {
+    status: 400,
+    code: 'invalid_otlp',
+    message: 'The body is not an OTLP ExportTraceServiceRequest',
+    when: 'POST /v1/traces gets a body that does not decode as an OTLP export request (protobuf, JSON or gzip)',
+  },
+  unauthorized: {
+    status: 401,
+    code: 'unauthorized',
+    message: 'Missing or invalid API key',
+    when: 'No API key, or one that is unknown or revoked; also the first-key bootstrap once a key exists',
+  },
+  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs', when: 'The API key lacks the scope the route needs' },
+  invalidStreamToken: {
+    status: 401,
+    code: 'stream_token_invalid',
+    message: 'Missing, invalid or expired stream token',
+    when: 'GET /api/stream with a `?token=` that is unknown or expired',
+  },
+  invalidSignature: {
+    status: 401,
+    code: 'invalid_signature',
+    message: 'Invalid webhook signature',
+    when: 'An inbound webhook whose X-Webhook-Signature is missing or does not match its source secret',
+  },
+  routeNotFound: { status: 404, code: 'route_not_found', message: 'Route not found', when: 'No route has this method and path' },
+  checkpointNotFound: {
+    status: 404,
+    code: 'checkpoint_not_found',
+    message: 'No audit checkpoint (at that tree size)',
+    when: 'No signed audit checkpoint exists yet, or none at the tree size asked for',
+  },
+  auditTreeSize: {
+    status: 400,
+    code: 'audit_tree_size_invalid',
+    message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
+    when: 'An audit proof asks for a tree size beyond the log, before the leaf, or a range whose from is after its to',
+  },
+  eventNotFound: { status: 404, code: 'event_not_found', message: 'Event not found', when: 'No event has this id' },
+  auditItemNotFound: { status: 404, code: 'audit_item_not_found', message: 'Event not found in the audit log', when: 'The event has no leaf in the audit log' },
+  sessionNotFound: { status: 404, code: 'session_not_found', message: 'Session not found', when: 'No session has this id' },
+  agentNotFound: { status: 404, code: 'agent_not_found', message: 'Agent not found', when: 'No agent has this id' },
+  keyNotFound: { status: 404, code: 'key_not_found', message: 'API key not found', when: 'No API key has this id' },
+  healthNoSessions: {
+    status: 404,
+    code: 'health_no_sessions',
+    message: 'No sessions for the agent in the window',
+    when: 'The agent has no session in the health window',
+  },
+  alertRuleNotFound: { status: 404, code: 'alert_rule_not_found', message: 'Alert rule not found', when: 'No alert rule has this id' },
+  guardrailRuleNotFound: { status: 404, code: 'guardrail_rule_not_found', message: 'Guardrail rule not found', when: 'No guardrail rule has this id' },
+  guardrailRuleLimit: {
+    status: 409,
+    code: 'limit_exceeded',
+    message: 'At most 500 guardrail rules may exist; delete one first',
+    when: 'Creating a guardrail rule when 500 exist',
+  },
+  benchmarkNotFound: { status: 404, code: 'benchmark_not_found', message: 'Benchmark not found', when: 'No benchmark has this id' },
   benchmarkDraft: {
     status: 400,
     code: 'benchmark_draft',
     message: 'The benchmark is still a draft: set its status to running to see results',
+    when: 'Results of a benchmark still in draft',
   },
   chainBroken: {
     status: 409,
     code: 'chain_broken',
     message: "The session's hash chain is broken: no verdict is appended to it",
+    when: 'An evaluation verdict for a session whose hash chain does not verify',
   },
   idempotencyInFlight: {
     status: 409,
     code: 'idempotency_in_flight',
     message: 'A request with this Idempotency-Key is still being stored; retry after Retry-After seconds',
+    when: 'POST /api/events with an Idempotency-Key whose first request is still being stored (retry after Retry-After)',
   },
   idempotencyKeyReused: {
     status: 422,
     code: 'idempotency_key_reused',
     message: 'This Idempotency-Key was used with a different request body in the last 24 hours',
+    when: 'POST /api/events with an Idempotency-Key used in the last 24 hours for a different body',
   },
   lastKeyExposed: {
     status: 409,
     code: 'last_key',
     message:
       'This is the last active API key and observe listens beyond this machine: revoking it would let anyone who reaches the port create an admin key without credentials. Create another key first, or add ?force=true',
+    when: 'Revoking the last active key while observe listens beyond loopback, without ?force=true',
   },
-  benchmarkConflict: { status: 409, code: 'conflict', message: 'The benchmark cannot make this change in its current status' },
-  invalidServiceToken: { status: 401, code: 'unauthorized', message: 'Missing or invalid service token' },
-  evaluatorNotFound: { status: 404, code: 'not_found', message: 'Evaluator not found' },
-  datasetNotFound: { status: 404, code: 'not_found', message: 'Dataset not found' },
-  evalRunNotFound: { status: 404, code: 'not_found', message: 'Evaluation run not found' },
-  judgeModelUnpriced: { status: 400, code: 'unpriced_model', message: 'The judge model has no price in the price table' },
-  judgeFailed: { status: 502, code: 'bad_gateway', message: 'The judge model did not answer with a valid verdict' },
-  judgeNotConfigured: { status: 503, code: 'judge_not_configured', message: 'The LLM judge is not configured: set LLM_PROVIDER and LLM_API_KEY' },
+  benchmarkConflict: {
+    status: 409,
+    code: 'benchmark_status_conflict',
+    message: 'The benchmark cannot make this change in its current status',
+    when: 'A benchmark status change or deletion its current status does not allow, or a variant without sessions',
+  },
+  invalidServiceToken: {
+    status: 401,
+    code: 'service_token_invalid',
+    message: 'Missing or invalid service token',
+    when: 'A service-to-service route called without the INTERNAL_SERVICE_TOKEN bearer',
+  },
+  evaluatorNotFound: { status: 404, code: 'evaluator_not_found', message: 'Evaluator not found', when: 'No evaluator has this id' },
+  datasetNotFound: { status: 404, code: 'dataset_not_found', message: 'Dataset not found', when: 'No dataset has this id' },
+  evalRunNotFound: { status: 404, code: 'eval_run_not_found', message: 'Evaluation run not found', when: 'No evaluation run has this id' },
+  judgeModelUnpriced: {
+    status: 400,
+    code: 'unpriced_model',
+    message: 'The judge model has no price in the price table',
+    when: 'An LLM-judge evaluator names a model without a price',
+  },
+  judgeFailed: {
+    status: 502,
+    code: 'judge_failed',
+    message: 'The judge model did not answer with a valid verdict',
+    when: 'The LLM judge answered with no valid verdict',
+  },
+  judgeNotConfigured: {
+    status: 503,
+    code: 'judge_not_configured',
+    message: 'The LLM judge is not configured: set LLM_PROVIDER and LLM_API_KEY',
+    when: 'An LLM-judge evaluation while LLM_PROVIDER and LLM_API_KEY are unset',
+  },
   serviceTokenNotConfigured: {
     status: 503,
     code: 'service_token_not_configured',
     message: 'Service-to-service calls are not configured: set INTERNAL_SERVICE_TOKEN',
+    when: 'A service-to-service route called while INTERNAL_SERVICE_TOKEN is unset',
   },
   lessonsRemoved: {
     status: 404,
-    code: 'not_found',
+    code: 'lessons_removed',
     message: 'Lessons and community sharing were removed in 0.12.0; use the memory integration (/api/memory/*)',
+    when: 'A lessons or community-sharing route (removed in 0.12.0)',
   },
   memoryDisabled: {
     status: 404,
-    code: 'not_found',
+    code: 'memory_disabled',
     message: 'The memory integration is disabled (set MEMORY_ENABLED=true and MEMORY_API_URL)',
+    when: 'A memory route while the memory integration is off',
   },
-  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large' },
-  unsupportedMediaType: { status: 415, code: 'unsupported_media_type', message: 'Content-Type must be application/json' },
-  internal: { status: 500, code: 'internal', message: 'Internal server error' },
-  storage: { status: 500, code: 'storage_error', message: 'Storage error' },
-  webhookSecretMissing: { status: 500, code: 'webhook_secret_not_configured', message: 'Webhook secret not configured for the source' },
-  embeddingBackend: { status: 500, code: 'embedding_error', message: 'Embedding backend error: the text could not be embedded' },
-  healthWeightsFixed: { status: 501, code: 'not_implemented', message: 'Health weights are not customizable' },
-  memoryUnreachable: { status: 502, code: 'bad_gateway', message: 'The memory server did not answer' },
+  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large', when: 'The body exceeds BODY_LIMIT_BYTES' },
+  unsupportedMediaType: {
+    status: 415,
+    code: 'unsupported_media_type',
+    message: 'Content-Type must be application/json',
+    when: 'A body that is not application/json (or a charset or Content-Encoding the route does not take)',
+  },
+  internal: { status: 500, code: 'internal', message: 'Internal server error', when: 'An unexpected failure (logged with the request)' },
+  storage: { status: 500, code: 'storage_error', message: 'Storage error', when: 'The database failed on something other than being unreachable' },
+  webhookSecretMissing: {
+    status: 500,
+    code: 'webhook_secret_not_configured',
+    message: 'Webhook secret not configured for the source',
+    when: 'An inbound webhook for a source whose secret is not configured',
+  },
+  embeddingBackend: {
+    status: 500,
+    code: 'embedding_error',
+    message: 'Embedding backend error: the text could not be embedded',
+    when: 'Recall could not embed the query text',
+  },
+  healthWeightsFixed: { status: 501, code: 'not_implemented', message: 'Health weights are not customizable', when: 'PUT of health weights (they are fixed)' },
+  memoryUnreachable: {
+    status: 502,
+    code: 'memory_unreachable',
+    message: 'The memory server did not answer',
+    when: 'The memory server did not answer a memory route',
+  },
   streamLimit: {
     status: 503,
     code: 'too_many_streams',
     message: 'This instance serves as many event streams as it may (STREAM_MAX_CONNECTIONS); retry shortly',
+    when: 'GET /api/stream when the instance serves STREAM_MAX_CONNECTIONS streams',
   },
-  unavailable: { status: 503, code: 'unavailable', message: 'The database is unavailable; retry shortly' },
+  unavailable: {
+    status: 503,
+    code: 'unavailable',
+    message: 'The database is unavailable; retry shortly',
+    when: 'The database is unreachable, or the service is shutting down (retry after Retry-After)',
+  },
 } satisfies ErrorCatalogue<string>;
 
 export type ObserveErrorKey = keyof typeof observeErrors;
@@ -114,10 +222,13 @@ export function chainBrokenError(sessionId: string, brokenAt: ChainBreak): Servi
   );
 }
 
+const observeErrorCodes = Object.values(observeErrors).map((spec) => spec.code) as [string, ...string[]];
+
 /** The observe error body; every error response of the OpenAPI document refers to it. */
 export const observeErrorSchema = z
   .object({
     error: z.string().meta({ description: 'What went wrong, for a person to read' }),
+    code: z.enum(observeErrorCodes).meta({ description: 'Stable and unique per error, for programs to branch on (docs/reference/errors.md)' }),
     status: z.number().int().meta({ description: 'The HTTP status, repeated' }),
     details: z.array(errorDetailSchema).optional(),
   })
@@ -125,6 +236,6 @@ export const observeErrorSchema = z
 
 export function renderObserveError(error: ServiceError): z.infer<typeof observeErrorSchema> {
   return error.details && error.details.length > 0
-    ? { error: error.message, status: error.status, details: error.details }
-    : { error: error.message, status: error.status };
+    ? { error: error.message, code: error.code, status: error.status, details: error.details }
+    : { error: error.message, code: error.code, status: error.status };
 }

@@ -17,3 +17,4 @@ export {
 export { ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
 export type { ObserveSchema } from './schema.ts';
 export type { LatencySketchRow, RollupRow } from './analytics/index.ts';
+export { observeErrors } from './errors.ts';

@@ -4,6 +4,7 @@ import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
+import { observeErrors } from './errors.ts';
 import { alertSessionId } from './alerts/index.ts';
 import { chainHashOfCanonical } from './events/index.ts';
 import type { ObserveDatabase } from './schema.ts';
@@ -46,7 +47,12 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
   const base = observeConfigFromEnvironment({ LOG_LEVEL: 'silent', ...options.env }, { dataDir });
   const config: ObserveConfig = { ...base, database: options.database ?? fresh };
   const clock = options.clock ?? new ManualClock(TEST_NOW);
-  const service = await buildObserveService(config, { clock, runJobs: false, evaluateGuardrails: options.evaluateGuardrails ?? false });
+  const service = await buildObserveService(config, {
+    clock,
+    runJobs: false,
+    evaluateGuardrails: options.evaluateGuardrails ?? false,
+    validateResponses: true,
+  });
   let key = '';
   if (options.createKey ?? true) {
     const response = await service.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'test' } });
@@ -179,19 +185,23 @@ export async function ingest(observe: TestObserve, events: readonly unknown[]): 
   return (await ingestEvents(observe, events)).map((ack) => ack.id);
 }
 
-/** The observe error body: `{ error, status, details? }` and nothing else. */
+/** The observe error body: `{ error, code, status, details? }` and nothing else. */
 export interface ObserveErrorBody {
   error: string;
+  code: string;
   status: number;
   details?: { path: string; message: string }[];
 }
 
-/** Asserts that a parsed body is the observe error body for this status (a message, no other keys). */
+const CATALOGUE_CODES = new Set(Object.values(observeErrors).map((spec) => spec.code));
+
+/** Asserts that a parsed body is the observe error body for this status (a message, a catalogue code, no other keys). */
 export function assertErrorShape(body: unknown, status: number, context = ''): ObserveErrorBody {
   const record = body as Record<string, unknown>;
   assert.equal(record.status, status, context);
   assert.equal(typeof record.error, 'string', context);
   assert.ok((record.error as string).length > 0, `${context}: a human-readable message`);
+  assert.ok(CATALOGUE_CODES.has(record.code as string), `${context}: code ${String(record.code)} is one of the catalogue's`);
   if (record.details !== undefined) {
     assert.ok(Array.isArray(record.details), context);
     for (const detail of record.details as Record<string, unknown>[]) {
@@ -200,9 +210,9 @@ export function assertErrorShape(body: unknown, status: number, context = ''): O
     }
   }
   assert.deepEqual(
-    Object.keys(record).filter((key) => !['error', 'status', 'details'].includes(key)),
+    Object.keys(record).filter((key) => !['error', 'code', 'status', 'details'].includes(key)),
     [],
-    `${context}: only error, status, details`,
+    `${context}: only error, code, status, details`,
   );
   return record as unknown as ObserveErrorBody;
 }

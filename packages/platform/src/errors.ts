@@ -4,6 +4,8 @@ export interface ErrorSpec {
   status: number;
   code: string;
   message: string;
+  /** When the service answers it: the error reference (docs/reference/errors.md) is generated from it. */
+  when?: string;
 }
 
 export interface ErrorDetail {

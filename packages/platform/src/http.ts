@@ -30,6 +30,7 @@ import type { ServiceBaseConfig } from './config.ts';
 import { databaseFailure } from './db.ts';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
 import { OutageLog } from './outage.ts';
+import { validateResponses } from './response-validation.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
 export interface HttpKitOptions {
@@ -71,6 +72,8 @@ export interface HttpKitOptions {
    * responses but 401 and 403. None where nothing is rate limited.
    */
   rateLimitHeaders?: Record<string, Record<string, unknown>>;
+  /** Test kits only: every 2xx JSON answer is checked against its route's response schema (response-validation.ts). */
+  validateResponses?: boolean;
 }
 
 /** A Fastify instance whose route schemas are zod schemas. */
@@ -611,6 +614,8 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     if (reply.statusCode === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
     done(null, payload);
   });
+
+  if (options.validateResponses === true) validateResponses(app, options.errors);
 
   app.setErrorHandler((error, request, reply) => {
     const serviceError = toServiceError(error, options, request);

@@ -1,7 +1,7 @@
 /**
  * Every error the SDK throws is a VigilError. An HTTP answer outside 2xx is a VigilApiError (or
  * one of its per-status subclasses) whose `message` is the server's own message: observe answers
- * `{ error, status, details? }`, the gate `{ error: { code, message, details? } }`.
+ * `{ error, code, status, details? }`, the gate `{ error: { code, message, details? } }`.
  */
 
 import type { ApprovalOutcome } from './gate.ts';
@@ -27,7 +27,7 @@ export interface ApiErrorInit {
   message: string;
   method: string;
   path: string;
-  /** The gate's `error.code` (`bad_request`, `conflict`, …); observe's bodies carry none. */
+  /** The error's code: the gate's `error.code` (`bad_request`, `conflict`, …), observe's `code` (`session_not_found`, …; none from servers older than observe's codes). */
   code?: string;
   details?: ErrorDetail[];
   /** The parsed response body (or its text when it was not JSON). */

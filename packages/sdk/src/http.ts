@@ -41,12 +41,12 @@ export function retryPolicy(base: Required<RetryOptions>, overrides: RetryOption
 
 /**
  * Whether a failed answer is worth repeating. A 409 is, only when it is observe's "the same
- * Idempotency-Key is still being processed" (idempotency_in_flight, which carries Retry-After): a
- * gate conflict is final.
+ * Idempotency-Key is still being processed" (code idempotency_in_flight): every other conflict is
+ * final. An observe older than its error codes sends no code, only Retry-After on that 409.
  */
 export function retryableAnswer(error: VigilApiError): boolean {
   if (RETRYABLE_STATUS.has(error.status)) return true;
-  return error.status === 409 && (error.code === 'idempotency_in_flight' || /idempotency_in_flight/.test(error.message) || error.retryAfterMs !== undefined);
+  return error.status === 409 && (error.code === 'idempotency_in_flight' || (error.code === undefined && error.retryAfterMs !== undefined));
 }
 
 /** Waits `ms`, or rejects with the signal's reason when it aborts first. */
@@ -106,10 +106,10 @@ function queryString(query: Record<string, unknown> | undefined): string {
 function errorParts(body: unknown): { message?: string; code?: string; details?: ErrorDetail[] } {
   if (typeof body !== 'object' || body === null) return {};
   const error = (body as { error?: unknown }).error;
-  // observe: { error: string, status, details? }
+  // observe: { error: string, code, status, details? } (older servers send no `code`)
   if (typeof error === 'string') {
-    const details = (body as { details?: unknown }).details;
-    return { message: error, details: Array.isArray(details) ? (details as ErrorDetail[]) : undefined };
+    const { code, details } = body as { code?: unknown; details?: unknown };
+    return { message: error, code: typeof code === 'string' ? code : undefined, details: Array.isArray(details) ? (details as ErrorDetail[]) : undefined };
   }
   // gate: { error: { code, message, details? } }
   if (typeof error === 'object' && error !== null) {

@@ -27,6 +27,7 @@ import {
   type IncomingEvent,
 } from './index.ts';
 import { eventually, forwardTo, startLiveServices, type LiveServices } from '@vigil/cli/testing';
+import { retryableAnswer } from './http.ts';
 
 let live: LiveServices;
 const servers: TestHttpServer[] = [];
@@ -331,6 +332,15 @@ describe('retries', () => {
 });
 
 describe('typed errors', () => {
+  test("a 409 is retried only as observe's idempotency_in_flight (or, from an observe without codes, with Retry-After)", () => {
+    const conflict = (code: string | undefined, retryAfterMs?: number) =>
+      new VigilApiError({ service: 'observe', status: 409, message: 'conflict', method: 'POST', path: '/api/events', code, retryAfterMs });
+    assert.equal(retryableAnswer(conflict('idempotency_in_flight')), true);
+    assert.equal(retryableAnswer(conflict('benchmark_status_conflict', 1000)), false);
+    assert.equal(retryableAnswer(conflict(undefined, 1000)), true);
+    assert.equal(retryableAnswer(conflict(undefined)), false);
+  });
+
   test('observe: 400 with the server message and field details, 404, 401', async () => {
     const client = observeClient(live.observeUrl);
     await assert.rejects(
@@ -339,6 +349,7 @@ describe('typed errors', () => {
         assert.ok(error instanceof VigilValidationError && error instanceof VigilApiError);
         assert.equal(error.status, 400);
         assert.equal(error.service, 'observe');
+        assert.equal(error.code, 'validation_error');
         assert.match(error.message, /callId/);
         assert.ok(
           error.details.some((d) => d.path === 'events.0.payload.callId'),
@@ -351,6 +362,7 @@ describe('typed errors', () => {
     await assert.rejects(client.getSession('missing'), (error: unknown) => {
       assert.ok(error instanceof VigilNotFoundError);
       assert.equal(error.message, 'Session not found');
+      assert.equal(error.code, 'session_not_found');
       assert.equal(error.path, '/api/sessions/missing');
       return true;
     });
@@ -646,7 +658,7 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     const answers = [
       (res: ServerResponse) => {
         res.setHeader('retry-after', '1');
-        sendJson(res, 409, { error: 'idempotency_in_flight: a request with this Idempotency-Key is being processed', status: 409 });
+        sendJson(res, 409, { error: 'A request with this Idempotency-Key is still being stored', code: 'idempotency_in_flight', status: 409 });
       },
       (res: ServerResponse) => sendJson(res, 425, { error: 'Too early', status: 425 }),
     ];

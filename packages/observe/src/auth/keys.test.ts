@@ -255,7 +255,7 @@ await describeEachDatabase('API keys: list, revoke, storage', (backend) => {
     for (const headers of cases) {
       const response = await anonymous(observe, { method: 'GET', url: '/api/sessions', headers });
       assertErrorBody(response, 401, JSON.stringify(headers));
-      assert.deepEqual(Object.keys(response.json() as object).sort(), ['error', 'status']);
+      assert.deepEqual(Object.keys(response.json() as object).sort(), ['code', 'error', 'status']);
     }
   });
 

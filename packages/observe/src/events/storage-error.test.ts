@@ -19,7 +19,7 @@ await describeEachDatabase('a storage failure during ingest', (backend) => {
       payload: { events: [{ sessionId: 's', agentId: 'a', eventType: 'custom', payload: { type: 't', data: 1 } }] },
     });
     assert.equal(response.statusCode, 500);
-    assert.deepEqual(response.json(), { error: 'Storage error', status: 500 });
+    assert.deepEqual(response.json(), { error: 'Storage error', code: 'storage_error', status: 500 });
     const sessions = await observe.call({ method: 'GET', url: '/api/sessions/s' });
     assert.equal(sessions.statusCode, 404, 'the failed batch left no session behind');
   });

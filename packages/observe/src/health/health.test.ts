@@ -548,7 +548,7 @@ await describeEachDatabase('health weights', (backend) => {
       payload: { errorRate: 0.2, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.2, completionRate: 0.2 },
     });
     assertErrorBody(response, 501);
-    assert.deepEqual(Object.keys(response.json() as object).sort(), ['error', 'status']);
+    assert.deepEqual(Object.keys(response.json() as object).sort(), ['code', 'error', 'status']);
     assert.equal((await health(observe, 'alpha')).overallScore, 64);
   });
 });

@@ -214,7 +214,7 @@ await describeEachDatabase('POST /v1/traces', (backend) => {
     for (const [payload, headers] of cases) {
       const response = await post(payload, headers);
       assert.equal(response.statusCode, 400, `${JSON.stringify(headers)}: ${response.body}`);
-      assert.deepEqual(Object.keys(response.json() as object).sort(), ['error', 'status']);
+      assert.deepEqual(Object.keys(response.json() as object).sort(), ['code', 'error', 'status']);
     }
     const bomb = gzipSync(Buffer.alloc(observe.config.bodyLimitBytes + 1, 0x20));
     const tooLarge = await post(bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });

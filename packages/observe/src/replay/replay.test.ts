@@ -398,7 +398,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     }
     const missing = await observe.call({ method: 'GET', url: '/api/sessions/nope/replay' });
     assert.equal(missing.statusCode, 404);
-    assert.deepEqual(missing.json(), { error: 'Session not found', status: 404 });
+    assert.deepEqual(missing.json(), { error: 'Session not found', code: 'session_not_found', status: 404 });
     const unauthenticated = await observe.service.app.inject({ method: 'GET', url: '/api/sessions/main/replay' });
     assert.equal(unauthenticated.statusCode, 401);
   });

@@ -60,7 +60,12 @@ await describeEachDatabase('observe: Content-Type: application/json on every req
       assert.equal(response.statusCode, 400, `${method} ${url}: ${response.body}`);
       assert.deepEqual(
         response.json(),
-        { error: 'Validation failed in body: this operation needs a JSON body', status: 400, details: [{ path: '', message: 'a JSON body is required' }] },
+        {
+          error: 'Validation failed in body: this operation needs a JSON body',
+          code: 'validation_error',
+          status: 400,
+          details: [{ path: '', message: 'a JSON body is required' }],
+        },
         `${method} ${url}`,
       );
     }

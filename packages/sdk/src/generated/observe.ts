@@ -450,6 +450,8 @@ export type JudgeResult = {
 export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
+  /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
+  code: "validation_error" | "invalid_json" | "invalid_otlp" | "unauthorized" | "forbidden" | "stream_token_invalid" | "invalid_signature" | "route_not_found" | "checkpoint_not_found" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "payload_too_large" | "unsupported_media_type" | "internal" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams" | "unavailable";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
