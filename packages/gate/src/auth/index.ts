@@ -12,7 +12,13 @@ export { KeyCache } from './keys.ts';
 export { ROUTE_SCOPES, type Scope, SCOPES } from './scopes.ts';
 
 /** The authentication hook every route passes; registered before any route. */
-export const authenticationFeature: GateFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));
+export const authenticationFeature: GateFeature = defineFeature(
+  'authentication',
+  ({ app, context }) => registerAuthentication(app, context),
+  // Shared: its onRequest hook must guard every route of every feature, and the request
+  // decorators it sets (the caller's key) are what the other features' routes read.
+  { shared: true },
+);
 
 /** Key, dashboard session and MCP routes; resolves to the admin key generated at first start (no key yet, GATE_ADMIN_KEY unset), to print once. */
 export const keysFeature: GateFeature<string | null> = defineFeature('keys', async ({ app, context }) => {
