@@ -22,7 +22,7 @@ import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, ROUTE_SCOPES, type Scope } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
-import type { GateContext } from './context.ts';
+import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
 import { GATE_OPERATIONS } from './operations.ts';
@@ -115,6 +115,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
     auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
+    changeResources: GATE_CHANGE_RESOURCES,
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });
   context.metrics.queue(deliveryQueueProbe('webhook_deliveries', tablesOf(database.db) as never, 'deliveries'));

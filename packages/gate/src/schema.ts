@@ -1,4 +1,5 @@
 import type { AdminChangeRow, AuditLogTables, Database, DeliveryColumns } from '@vigil/platform';
+import type { GateChangeResource } from './context.ts';
 
 /** A request's statuses (the requests list and the audit list filter on them). */
 export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
@@ -133,7 +134,7 @@ export interface GateSchema extends AuditLogTables {
   chat_messages: ChatMessageRow;
   counters: CounterRow;
   leases: LeaseRow;
-  admin_changes: AdminChangeRow;
+  admin_changes: AdminChangeRow<GateChangeResource>;
 }
 
 export type GateDatabase = Database<GateSchema>;

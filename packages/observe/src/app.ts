@@ -22,7 +22,7 @@ import { analyticsFeature } from './analytics/index.ts';
 import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
-import type { ObserveContext } from './context.ts';
+import { OBSERVE_CHANGE_RESOURCES, type ObserveContext } from './context.ts';
 import { contextApiFeature } from './context-api/index.ts';
 import { dashboardFeature, type DashboardRouteOptions } from './dashboard/index.ts';
 import { observeError, observeErrorSchema, renderObserveError } from './errors.ts';
@@ -125,6 +125,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
     metrics: new ServiceMetrics(clock, database),
+    changeResources: OBSERVE_CHANGE_RESOURCES,
   };
 
   const app = await createHttpApp({

@@ -1,4 +1,5 @@
 import type { AdminChangeRow, AuditLogTables, Database, DeliveryColumns } from '@vigil/platform';
+import type { ObserveChangeResource } from './context.ts';
 
 /** Row types of the observe database (times are epoch milliseconds, JSON is stored as text). */
 export interface EventRow {
@@ -286,7 +287,7 @@ export interface ObserveSchema extends AuditLogTables {
   stream_log: StreamLogRow;
   stream_head: StreamHeadRow;
   stream_tokens: StreamTokenRow;
-  admin_changes: AdminChangeRow;
+  admin_changes: AdminChangeRow<ObserveChangeResource>;
   otel_spans: OtelSpanRow;
   idempotency_keys: IdempotencyKeyRow;
   reflect_sessions: ReflectSessionRow;

@@ -156,5 +156,5 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
     async () => ({ actors: await auditActors(ctx.database) }),
   );
 
-  registerAdminChangeRoute(app, ctx.database.db);
+  registerAdminChangeRoute(app, ctx.database.db, ctx.changeResources);
 }

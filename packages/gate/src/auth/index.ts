@@ -11,6 +11,9 @@ export { auditActor, type AuditActor, RATE_LIMIT_HEADERS, systemActor } from './
 export { KeyCache } from './keys.ts';
 export { ROUTE_SCOPES, type Scope, SCOPES } from './scopes.ts';
 
+/** The resource name the log of administrative changes records API keys under (context.ts composes the service's list). */
+export const API_KEY_CHANGES = 'api_key';
+
 /** The authentication hook every route passes; registered before any route. */
 export const authenticationFeature: GateFeature = defineFeature(
   'authentication',

@@ -7,4 +7,7 @@ export { PolicyCache } from './cache.ts';
 export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
 export { policyNames } from './store.ts';
 
+/** The resource name the log of administrative changes records policies under (context.ts composes the service's list). */
+export const POLICY_CHANGES = 'policy';
+
 export const policiesFeature: GateFeature = defineFeature('policies', ({ app, context }) => registerPolicyRoutes(app, context));

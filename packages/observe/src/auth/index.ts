@@ -8,6 +8,9 @@ export { observeAuthErrorStatuses, ROUTE_SCOPES, scopeText } from './scopes.ts';
 export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 
+/** The resource name the log of administrative changes records API keys under (context.ts composes the service's list). */
+export const API_KEY_CHANGES = 'api_key';
+
 /** The authentication hook every route passes; registered before any route. */
 export const authenticationFeature: ObserveFeature = defineFeature(
   'authentication',
@@ -19,5 +22,5 @@ export const authenticationFeature: ObserveFeature = defineFeature(
 /** Key routes, and the log of administrative changes that keys, alert rules, guardrails and settings write (platform/change-log.ts). */
 export const keysFeature: ObserveFeature = defineFeature('keys', ({ app, context }) => {
   registerKeyRoutes(app, context);
-  registerAdminChangeRoute(app, context.database.db);
+  registerAdminChangeRoute(app, context.database.db, context.changeResources);
 });

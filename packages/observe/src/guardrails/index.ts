@@ -6,6 +6,9 @@ import { registerGuardrailRoutes } from './routes.ts';
 
 export type { GuardrailEngine } from './engine.ts';
 
+/** The resource name the log of administrative changes records guardrail rules under (context.ts composes the service's list). */
+export const GUARDRAIL_CHANGES = 'guardrail';
+
 export interface Guardrails {
   /** Evaluation after ingest commits (tests await `engine.idle()`). */
   engine: GuardrailEngine;
