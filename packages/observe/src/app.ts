@@ -46,7 +46,7 @@ import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
-import { webhookIngestFeature } from './webhook-ingest/index.ts';
+import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
 
 export interface ObserveService {
   app: ZodApp;
@@ -140,6 +140,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     timeouts: config.http,
     databaseProbe: () => pingDatabase(database),
     ...(options.logStream !== undefined && { logStream: options.logStream }),
+    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER],
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,
