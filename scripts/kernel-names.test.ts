@@ -42,7 +42,7 @@ function folders(dir: string): string[] {
 }
 
 /** Every feature folder name of both services. */
-export function featureNames(): string[] {
+function featureNames(): string[] {
   return [...new Set([...folders(join(ROOT, 'packages/observe/src')), ...folders(join(ROOT, 'packages/gate/src'))])].sort();
 }
 
@@ -64,7 +64,7 @@ function contains(haystack: readonly string[], needle: readonly string[]): boole
   return false;
 }
 
-export interface FeatureName {
+interface FeatureName {
   line: number;
   feature: string;
   text: string;
@@ -75,7 +75,7 @@ export interface FeatureName {
  * a feature matches a token holding its words in order, singular or plural (`policies` matches
  * `'policy'`, `alerts` matches `'alert_rule'`, `webhook-ingest` matches `webhookIngest`).
  */
-export function featureNamesIn(source: string, features: readonly string[], fileName = 'source.ts'): FeatureName[] {
+function featureNamesIn(source: string, features: readonly string[], fileName = 'source.ts'): FeatureName[] {
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
   const allowed = new Set(Object.keys(KERNEL_WORDS).map((word) => words(word).join(' ')));
   const checked = features.map((feature) => ({ feature, words: words(feature) })).filter((feature) => !allowed.has(feature.words.join(' ')));
