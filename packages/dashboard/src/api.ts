@@ -244,11 +244,23 @@ export type AuditEntry = GateSchemas.AuditEntry;
 export type AuditListEntry = GateSchemas.AuditListEntry;
 
 export type AdminChange = ObserveSchemas.AdminChange;
-export type AdminResource = AdminChange['resource'];
-/** The change log's query: the same in both services (the dashboard asks both). */
-export type AdminChangeQuery = ObserveQuery<'GET /api/audit/changes'>;
+/** The resources each service's change log records (its `resource` filter takes no other). */
+export interface AdminResources {
+  observe: NonNullable<ObserveQuery<'GET /api/audit/changes'>['resource']>;
+  gate: NonNullable<GateQuery<'GET /api/audit/changes'>['resource']>;
+}
+export type AdminResource = AdminResources[Service];
+/** The change log's query: the same in both services but for the resources `resource` takes. */
+export type AdminChangeQuery<S extends Service = Service> = Omit<ObserveQuery<'GET /api/audit/changes'>, 'resource'> & { resource?: AdminResources[S] };
 
 /** One page of a service's administrative changes, newest first (admin scope). */
-export function adminChanges(service: Service, query: AdminChangeQuery, signal?: AbortSignal): Promise<ObserveAnswer<'GET /api/audit/changes'>> {
-  return service === 'observe' ? observe('GET /api/audit/changes', { query, signal }) : gate('GET /api/audit/changes', { query, signal });
+export function adminChanges<S extends Service>(
+  service: S,
+  query: AdminChangeQuery<S>,
+  signal?: AbortSignal,
+): Promise<ObserveAnswer<'GET /api/audit/changes'>> {
+  // `S` ties the query's resource to the service, which TypeScript does not narrow through the comparison.
+  return service === 'observe'
+    ? observe('GET /api/audit/changes', { query: query as AdminChangeQuery<'observe'>, signal })
+    : gate('GET /api/audit/changes', { query: query as AdminChangeQuery<'gate'>, signal });
 }

@@ -23,7 +23,7 @@ import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, SCOPES } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
-import type { GateContext } from './context.ts';
+import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
@@ -118,6 +118,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
     auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
+    changeResources: GATE_CHANGE_RESOURCES,
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });
   context.metrics.queue(deliveryQueueProbe('webhook_deliveries', tablesOf(database.db) as never, 'deliveries'));

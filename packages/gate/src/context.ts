@@ -1,11 +1,19 @@
-import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, ServiceMetrics } from '@vigil/platform';
 import type { GateAuditLog } from './audit-log/index.ts';
 import type { GateConfig } from './config.ts';
-import type { KeyCache } from './auth/index.ts';
-import type { PolicyCache } from './policies/index.ts';
+import { API_KEY_CHANGES, type KeyCache } from './auth/index.ts';
+import { POLICY_CHANGES, type PolicyCache } from './policies/index.ts';
 import type { RateLimiter } from './ratelimit/index.ts';
 import type { GateDatabase } from './schema.ts';
-import type { Outbox } from './webhooks/index.ts';
+import { WEBHOOK_CHANGES, type Outbox } from './webhooks/index.ts';
+
+/**
+ * What the log of administrative changes records (GET /api/audit/changes): the resource name each
+ * feature that records changes declares. The route's `resource` filter is this list, and the
+ * schema's change rows are typed by it, so `recordChange` takes no other name.
+ */
+export const GATE_CHANGE_RESOURCES = [POLICY_CHANGES, API_KEY_CHANGES, WEBHOOK_CHANGES] as const;
+export type GateChangeResource = (typeof GATE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the gate is built from. */
 export interface GateContext {
@@ -20,6 +28,8 @@ export interface GateContext {
   auditLog: GateAuditLog;
   /** The Prometheus registry of GET /metrics; features add their counters and queues. */
   metrics: ServiceMetrics;
+  /** GATE_CHANGE_RESOURCES, for the change log's route. */
+  changeResources: ChangeResources<GateChangeResource>;
 }
 
 /** A feature of the gate (platform/feature.ts): its routes, jobs and shutdown. */

@@ -2,6 +2,7 @@
 // feature that writes a table owns it) and the platform's own: job leases, admin changes, the audit log
 // (every audit entry is a leaf).
 import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@vigil/platform';
+import type { GateChangeResource } from './context.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { ChatTables } from './chat/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
@@ -15,6 +16,7 @@ import type { WebhooksTables } from './webhooks/index.ts';
 export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
 export type RequestStatus = (typeof STATUSES)[number];
 
-export interface GateSchema extends LeaseTables, AdminChangeTables, AuditLogTables, RequestsTables, PoliciesTables, AuthTables, WebhooksTables, ChatTables {}
+export interface GateSchema
+  extends LeaseTables, AdminChangeTables<GateChangeResource>, AuditLogTables, RequestsTables, PoliciesTables, AuthTables, WebhooksTables, ChatTables {}
 
 export type GateDatabase = Database<GateSchema>;

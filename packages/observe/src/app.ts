@@ -22,7 +22,7 @@ import { ANALYTICS_DERIVED_TABLES, analyticsFeature } from './analytics/index.ts
 import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
-import type { ObserveContext } from './context.ts';
+import { OBSERVE_CHANGE_RESOURCES, type ObserveContext } from './context.ts';
 import { contextApiFeature } from './context-api/index.ts';
 import { dashboardFeature, type DashboardRouteOptions } from './dashboard/index.ts';
 import { observeError, observeErrorSchema, renderObserveError } from './errors.ts';
@@ -45,7 +45,7 @@ import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
-import { webhookIngestFeature } from './webhook-ingest/index.ts';
+import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
 
 export interface ObserveService {
   app: ZodApp;
@@ -134,6 +134,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     embedder: createEmbedder(config.embeddings),
     vectorIndex: new VectorIndex(database),
     metrics: new ServiceMetrics(clock, database),
+    changeResources: OBSERVE_CHANGE_RESOURCES,
   };
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });
@@ -150,6 +151,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     timeouts: config.http,
     databaseProbe: () => pingDatabase(database),
     ...(options.logStream !== undefined && { logStream: options.logStream }),
+    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER],
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,

@@ -1,9 +1,21 @@
-import type { Clock, Feature, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, ServiceMetrics } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
+import { ALERT_RULE_CHANGES } from './alerts/index.ts';
+import { API_KEY_CHANGES } from './auth/index.ts';
 import type { ObserveConfig } from './config.ts';
+import { GUARDRAIL_CHANGES } from './guardrails/index.ts';
+import { SETTINGS_CHANGES } from './settings/index.ts';
 import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase } from './schema.ts';
+
+/**
+ * What the log of administrative changes records (GET /api/audit/changes): the resource name each
+ * feature that records changes declares. The route's `resource` filter is this list, and the
+ * schema's change rows are typed by it, so `recordChange` takes no other name.
+ */
+export const OBSERVE_CHANGE_RESOURCES = [API_KEY_CHANGES, ALERT_RULE_CHANGES, GUARDRAIL_CHANGES, SETTINGS_CHANGES] as const;
+export type ObserveChangeResource = (typeof OBSERVE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the observe service is built from. */
 export interface ObserveContext {
@@ -26,6 +38,8 @@ export interface ObserveContext {
   vectorIndex: VectorIndex;
   /** The Prometheus registry of GET /metrics; features add their counters and queues. */
   metrics: ServiceMetrics;
+  /** OBSERVE_CHANGE_RESOURCES, for the change log's route. */
+  changeResources: ChangeResources<ObserveChangeResource>;
 }
 
 /** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */

@@ -1,6 +1,7 @@
 // The observe database's schema, composed of the tables each feature declares in its tables.ts (the
 // feature that writes a table owns it) and the platform's own: job leases, admin changes, the audit log.
 import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@vigil/platform';
+import type { ObserveChangeResource } from './context.ts';
 import type { AlertsTables } from './alerts/index.ts';
 import type { AnalyticsTables } from './analytics/index.ts';
 import type { AuthTables } from './auth/index.ts';
@@ -18,7 +19,7 @@ import type { StreamTables } from './stream/index.ts';
 export interface ObserveSchema
   extends
     LeaseTables,
-    AdminChangeTables,
+    AdminChangeTables<ObserveChangeResource>,
     AuditLogTables,
     EventsTables,
     AuthTables,

@@ -25,7 +25,7 @@ import { VIGIL_VERSION } from './version.ts';
 
 /**
  * A service's audit log: one append-only Merkle tree (RFC 9162 hashing, merkle.ts) whose leaves
- * are the service's audited items (observe's events, the gate's audit entries) and tombstones, in
+ * are the service's audited items (the items of its hash chains) and tombstones, in
  * commit order, with signed checkpoints (tree heads) pushed to witnesses. Stored are the leaves and
  * the root of every complete perfect subtree of 16 leaves or more (level ≥ STORED_LEVEL, immutable
  * once written), so a root or proof at any size reads O(log n) rows and at most 16 leaves

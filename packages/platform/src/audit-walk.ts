@@ -9,14 +9,14 @@ import { toIso } from './time.ts';
 
 /**
  * What `vigil verify` reads of a service's audit log (docs/audit.md): one scope's export bundle
- * (a session of observe, a request of the gate), and for the whole-log audit the leaves in order
+ * (one chain and its items), and for the whole-log audit the leaves in order
  * with their items, the items that have no leaf, and the scopes' recorded heads. Everything is
  * answered as stored, tampered or not: the verifier is what judges it.
  */
 
 export const BUNDLE_FORMAT = 'vigil-audit-bundle/1';
 
-/** How a service names what its chains link: observe `session`/`event`/`events`, the gate `request`/`entry`/`entries`. */
+/** How a service names what its chains link, e.g. `session`/`event`/`events`: the scope of a chain, one item, its items. */
 export interface AuditWalkNames {
   scope: string;
   item: string;
@@ -30,7 +30,7 @@ export interface AuditWalkLoaders {
   texts(ids: string[]): Promise<Map<string, string>>;
 }
 
-/** Where the items and the scopes' heads are stored: observe `events.session_id`, `sessions.last_seq`/`last_hash`. */
+/** Where the items and the scopes' heads are stored, e.g. `events.session_id`, `sessions.last_seq`/`last_hash`. */
 export interface AuditWalkTables {
   /** The items' table (its `id` is a leaf's item id, `seq` the place in the chain) and the column naming their scope. */
   items: string;
@@ -149,7 +149,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
       schema: {
         operationId: 'listAuditLeaves',
         summary: `The audit log's leaves from an index, in order, with their ${names.items}`,
-        description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a retention tombstone, its signed body. \`treeSize\` is the log's size now.`,
+        description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a tombstone leaf (chains deleted), its signed body. \`treeSize\` is the log's size now.`,
         tags: ['audit'],
         querystring: z.object({ from: treeSize.default(0), limit: pageLimit }),
         response: {

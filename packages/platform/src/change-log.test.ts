@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import { createAdminChangeTable, keyChangeActor, listAdminChanges, recordChange, updateAction, type AdminChangeTables } from './change-log.ts';
+import type { Transaction } from 'kysely';
+import {
+  adminChangeQuerySchema,
+  createAdminChangeTable,
+  keyChangeActor,
+  listAdminChanges,
+  recordChange,
+  SYSTEM_CHANGE_ACTOR,
+  updateAction,
+  type AdminChangeTables,
+} from './change-log.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
 import { describeEachDatabase } from './testing.ts';
 
@@ -17,6 +27,23 @@ test('updateAction: enabled / disabled when the flag is all that changed, update
 test('keyChangeActor: api:<key name> with the key, anonymous without', () => {
   assert.deepEqual(keyChangeActor({ id: 'k1', name: 'ops' }), { actor: 'api:ops', keyId: 'k1', keyName: 'ops' });
   assert.deepEqual(keyChangeActor(null), { actor: 'anonymous', keyId: null, keyName: null });
+});
+
+test("a service's resources: the list's `resource` filter takes them and no other name", () => {
+  const query = adminChangeQuerySchema(['widget', 'gadget']);
+  assert.equal(query.parse({ resource: 'gadget' }).resource, 'gadget');
+  assert.equal(query.safeParse({ resource: 'policy' }).success, false);
+  assert.equal(query.parse({}).resource, undefined);
+});
+
+test('recordChange takes only the resources of the schema it writes to (checked by the typecheck)', () => {
+  const record = async (trx: Transaction<AdminChangeTables<'widget'>>) => {
+    const change = { resourceId: null, action: 'created' as const, actor: SYSTEM_CHANGE_ACTOR, before: null, after: {} };
+    await recordChange(trx, { ...change, resource: 'widget' }, 0);
+    // @ts-expect-error -- 'gadget' is no resource of this schema: a feature must declare it first
+    await recordChange(trx, { ...change, resource: 'gadget' }, 0);
+  };
+  assert.equal(typeof record, 'function');
 });
 
 await describeEachDatabase('change log: the backstop keeps credentials out of snapshots', (backend) => {

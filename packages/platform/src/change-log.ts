@@ -8,22 +8,24 @@ import { isoTimestampMs, toIso } from './time.ts';
 import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
 
 /**
- * The log of administrative changes (who created, changed, enabled, disabled, deleted or revoked a
- * policy, a key, a webhook, a rule or a setting). A service writes the row with `recordChange` in
- * the transaction of the change itself, so a change is never without its row nor a row without its
- * change. The kit knows no feature: each service names its resources and snapshots them.
+ * The log of administrative changes (who created, changed, enabled, disabled, deleted or revoked an
+ * administrative resource of a service). A service writes the row with `recordChange` in the
+ * transaction of the change itself, so a change is never without its row nor a row without its
+ * change. The kit knows no feature: each feature that records changes declares the resource name
+ * it records them under, the service composes those names into its list (the `resource` filter of
+ * its route) and its schema's row type (which `recordChange` checks), and snapshots are the service's.
  */
 
-export const CHANGE_RESOURCES = ['policy', 'api_key', 'webhook', 'alert_rule', 'guardrail', 'settings'] as const;
-export type ChangeResource = (typeof CHANGE_RESOURCES)[number];
+/** A service's resource names, composed from its features' (at least one). */
+export type ChangeResources<Resource extends string = string> = readonly [Resource, ...Resource[]];
 
 export const CHANGE_ACTIONS = ['created', 'updated', 'enabled', 'disabled', 'deleted', 'revoked'] as const;
 export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
 
-export interface AdminChangeRow {
+export interface AdminChangeRow<Resource extends string = string> {
   id: string;
   ts: number;
-  resource: string;
+  resource: Resource;
   resource_id: string | null;
   action: string;
   actor: string;
@@ -34,10 +36,13 @@ export interface AdminChangeRow {
   after: string | null;
 }
 
-/** The table a service's schema includes to record changes. */
-export interface AdminChangeTables {
-  admin_changes: AdminChangeRow;
+/** The table a service's schema includes to record changes, typed by the service's resource names. */
+export interface AdminChangeTables<Resource extends string = string> {
+  admin_changes: AdminChangeRow<Resource>;
 }
+
+/** The resource names a schema's change log takes. */
+export type ChangeResourceOf<Schema extends AdminChangeTables> = Schema['admin_changes']['resource'];
 
 /**
  * Migration step body: the table and one index per filter of the list, each ending in (ts, id) so
@@ -84,8 +89,8 @@ export function keyChangeActor(key: { id: string; name: string } | null): Change
 /** A resource as its service shows it (its public shape, which holds no secret). */
 export type Snapshot = object;
 
-export interface Change {
-  resource: ChangeResource;
+export interface Change<Resource extends string = string> {
+  resource: Resource;
   resourceId: string | null;
   action: ChangeAction;
   actor: ChangeActor;
@@ -105,8 +110,12 @@ function redact(value: unknown): unknown {
   );
 }
 
-/** Writes the change's row; `trx` is the transaction that makes the change. */
-export async function recordChange<Schema extends AdminChangeTables>(trx: Transaction<Schema>, change: Change, now: number): Promise<void> {
+/** Writes the change's row; `trx` is the transaction that makes the change, its schema names the resources it may record. */
+export async function recordChange<Schema extends AdminChangeTables>(
+  trx: Transaction<Schema>,
+  change: Change<ChangeResourceOf<Schema>>,
+  now: number,
+): Promise<void> {
   const row: AdminChangeRow = {
     id: newId(),
     ts: now,
@@ -139,11 +148,14 @@ export function updateAction(before: Snapshot, after: Snapshot): ChangeAction | 
 
 // ---- the list (GET /api/audit/changes in each service) ----
 
+// One component for both services (zod's registry of named schemas is process-wide, and `vigil up`
+// runs both in one process): an entry's resource is a string, the route's `resource` filter lists
+// the service's names.
 export const adminChangeSchema = z
   .object({
     id: z.string(),
     timestamp: z.string(),
-    resource: z.enum(CHANGE_RESOURCES),
+    resource: z.string().describe('The resource changed: one of the names the `resource` filter takes'),
     resourceId: z.string().nullable(),
     action: z.string(),
     actor: z.string(),
@@ -160,26 +172,29 @@ export const adminChangePageSchema = z.object({ entries: z.array(adminChangeSche
 
 export type AdminChangePage = z.infer<typeof adminChangePageSchema>;
 
-export const adminChangeQuerySchema = z
-  .strictObject({
-    resource: z.enum(CHANGE_RESOURCES).optional(),
-    resourceId: z.string().min(1).max(200).optional(),
-    action: z.enum(CHANGE_ACTIONS).optional(),
-    keyId: z.string().min(1).max(100).optional(),
-    from: isoTimestampMs.optional(),
-    to: isoTimestampMs.optional(),
-    cursor: timeCursorSchema.optional(),
-    limit: z.coerce.number().int().min(1).max(500).default(50),
-  })
-  .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+/** The query of a service's list: `resource` takes the service's names. */
+export function adminChangeQuerySchema<Resource extends string>(resources: ChangeResources<Resource>) {
+  return z
+    .strictObject({
+      resource: z.enum(resources).optional(),
+      resourceId: z.string().min(1).max(200).optional(),
+      action: z.enum(CHANGE_ACTIONS).optional(),
+      keyId: z.string().min(1).max(100).optional(),
+      from: isoTimestampMs.optional(),
+      to: isoTimestampMs.optional(),
+      cursor: timeCursorSchema.optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(50),
+    })
+    .refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+}
 
-export type AdminChangeQuery = z.output<typeof adminChangeQuerySchema>;
+export type AdminChangeQuery = z.output<ReturnType<typeof adminChangeQuerySchema<string>>>;
 
 function toAdminChange(row: AdminChangeRow): AdminChange {
   return {
     id: row.id,
     timestamp: toIso(row.ts),
-    resource: row.resource as ChangeResource,
+    resource: row.resource,
     resourceId: row.resource_id,
     action: row.action,
     actor: row.actor,
@@ -203,8 +218,13 @@ export async function listAdminChanges<Schema extends AdminChangeTables>(db: Kys
   return { entries: page.rows.map(toAdminChange), nextCursor: page.nextCursor, hasMore: page.hasMore };
 }
 
-/** GET /api/audit/changes of a service, readable with `scope` (the service's administrators). */
-export function registerAdminChangeRoute<Schema extends AdminChangeTables>(app: ZodApp, db: Kysely<Schema>, scope: RouteScope): void {
+/** GET /api/audit/changes of a service, readable with `scope` (the service's administrators), whose `resource` filter takes the service's names. */
+export function registerAdminChangeRoute<Schema extends AdminChangeTables>(
+  app: ZodApp,
+  db: Kysely<Schema>,
+  scope: RouteScope,
+  resources: ChangeResources<ChangeResourceOf<Schema>>,
+): void {
   app.get(
     '/api/audit/changes',
     {
@@ -219,7 +239,7 @@ export function registerAdminChangeRoute<Schema extends AdminChangeTables>(app: 
           'actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of ' +
           'the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.',
         tags: ['audit'],
-        querystring: adminChangeQuerySchema,
+        querystring: adminChangeQuerySchema(resources),
         response: { 200: adminChangePageSchema },
       },
     },

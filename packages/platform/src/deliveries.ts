@@ -5,7 +5,7 @@ import { newId } from './ids.ts';
 import { fetchWithTimeout } from './outbound.ts';
 
 /**
- * A durable queue of outbound HTTP POSTs (webhooks, alert notifications). Each delivery is a row
+ * A durable queue of outbound HTTP POSTs (a service's notifications). Each delivery is a row
  * written in the same transaction as the change it reports, so none is lost; an attempt first
  * claims its row (so instances never send the same attempt twice), failures are retried 2^n s
  * after attempt n up to `maxAttempts`, and `deliverDue` picks up whatever is due (after a restart

@@ -14,7 +14,10 @@ export interface FeatureJob {
 
 /** What a feature is given while it registers itself. */
 export interface FeatureSetup<Context> {
-  /** The service's app: features share its hooks, authentication and error handling. */
+  /**
+   * The feature's own scope of the service's app: it inherits the app's hooks, error handling and
+   * the shared features' hooks and decorators; its own stay inside it unless it is shared.
+   */
   app: ZodApp;
   context: Context;
   /** Whether background timers run (tests turn them off and call `tick()` themselves). */
@@ -32,10 +35,26 @@ export interface FeatureSetup<Context> {
 export interface Feature<Context, Handle = void> {
   name: string;
   setup(feature: FeatureSetup<Context>): Handle | Promise<Handle>;
+  /** Whether the feature's hooks and decorators apply to the whole app (FeatureOptions). */
+  shared: boolean;
 }
 
-export function defineFeature<Context, Handle = void>(name: string, setup: Feature<Context, Handle>['setup']): Feature<Context, Handle> {
-  return { name, setup };
+export interface FeatureOptions {
+  /**
+   * Registers the feature without encapsulation (Fastify's skip-override, what fastify-plugin sets),
+   * so its hooks and decorators reach every route of the app, those of features registered before
+   * it included. Only for what every route must pass, such as authentication; by default a
+   * feature is encapsulated and its hooks, decorators and parsers stay with its own routes.
+   */
+  shared?: boolean;
+}
+
+export function defineFeature<Context, Handle = void>(
+  name: string,
+  setup: Feature<Context, Handle>['setup'],
+  options: FeatureOptions = {},
+): Feature<Context, Handle> {
+  return { name, setup, shared: options.shared ?? false };
 }
 
 export interface FeatureHostOptions<Context, Schema extends LeaseTables> {
@@ -92,9 +111,7 @@ export function createFeatureHost<Context, Schema extends LeaseTables>(options: 
           });
         }
       };
-      // Not encapsulated (Fastify's skip-override, what fastify-plugin sets): the feature's
-      // hooks and decorators apply to the whole app, as authentication's must.
-      Object.assign(plugin, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: feature.name });
+      Object.assign(plugin, { [Symbol.for('fastify.display-name')]: feature.name, ...(feature.shared && { [Symbol.for('skip-override')]: true }) });
       await app.register(plugin);
       return handle as Handle;
     },

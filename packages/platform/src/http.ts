@@ -53,6 +53,8 @@ export interface HttpKitOptions {
   databaseProbe(): Promise<unknown>;
   /** Where log lines go (tests read them); stdout by default. */
   logStream?: NodeJS.WritableStream;
+  /** Request headers besides Authorization and Cookie that carry a credential (a webhook's signature): never logged. */
+  credentialHeaders?: readonly string[];
   /** The service's reading of errors the kit cannot classify (database down, storage failure). */
   classify?(error: unknown): ServiceError | undefined;
   /** The service's error body as a zod schema named with `.meta({ id })`: the component every documented error response refers to. */
@@ -491,7 +493,7 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
       base: { service: options.service },
       ...(options.logFormat === 'pretty' && { stream: await prettyLogStream() }),
       ...(options.logStream !== undefined && { stream: options.logStream }),
-      redact: ['req.headers.authorization', 'req.headers["x-webhook-signature"]', 'req.headers.cookie'],
+      redact: ['req.headers.authorization', 'req.headers.cookie', ...(options.credentialHeaders ?? []).map((name) => `req.headers[${JSON.stringify(name)}]`)],
       // Fastify's request fields, with a credential in the query (`?token=` of the event stream) blanked.
       serializers: {
         req: (request: FastifyRequest) => ({

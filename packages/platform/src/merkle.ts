@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 
 /**
  * RFC 9162 (Certificate Transparency v2) §2.1 Merkle tree: hashing, inclusion and consistency
- * proofs and their verification. Pure; shared by every log (observe events, later the gate).
+ * proofs and their verification. Pure; shared by every service's audit log.
  *
  * A store never recomputes a tree from its leaves: it keeps the root of every *perfect* subtree
  * (2^level leaves starting at index·2^level, complete once its last leaf is appended). Every

@@ -96,7 +96,7 @@ export class ServiceMetrics {
         .finally(() => setImmediate(() => (last = null))));
     new Gauge({
       name: 'vigil_queue_depth',
-      help: 'Pending items in a durable queue (webhook and alert deliveries, embeddings)',
+      help: 'Pending items in a durable queue, by queue',
       labelNames: ['queue'],
       registers: [this.registry],
       async collect() {

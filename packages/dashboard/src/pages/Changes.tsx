@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { adminChanges, credentials, type AdminChange, type AdminChangeQuery, type AdminResource, type Service } from '../api.ts';
+import { adminChanges, credentials, type AdminChange, type AdminChangeQuery, type AdminResource, type AdminResources, type Service } from '../api.ts';
 import { AsyncTable, CursorPager, Filters, Table, type Column } from '../components.tsx';
 import { fmtDateTime, plural, timeAgo } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
@@ -12,14 +12,18 @@ type AdminAction = NonNullable<AdminChangeQuery['action']>;
 /** Every action the change log records, in the order a resource lives through them. */
 const ACTIONS: readonly AdminAction[] = ['created', 'updated', 'enabled', 'disabled', 'revoked', 'deleted'];
 
-const RESOURCES: Record<AdminResource, string> = {
-  policy: 'Policy',
-  api_key: 'API key',
-  webhook: 'Webhook',
-  alert_rule: 'Alert rule',
-  guardrail: 'Guardrail',
-  settings: 'Settings',
+/** Each service's resources (from its OpenAPI document, so a new one fails the build until it has a label). */
+const SERVICE_RESOURCES: { [S in Service]: Record<AdminResources[S], string> } = {
+  observe: { api_key: 'API key', alert_rule: 'Alert rule', guardrail: 'Guardrail', settings: 'Settings' },
+  gate: { policy: 'Policy', api_key: 'API key', webhook: 'Webhook' },
 };
+const RESOURCES: Record<AdminResource, string> = { ...SERVICE_RESOURCES.gate, ...SERVICE_RESOURCES.observe };
+/**
+ * Whether to ask a service with this resource filter: not for another service's resource (it would
+ * answer 400); a value no service knows (from the address) is theirs to refuse, shown as the error.
+ */
+const asksService = (service: Service, resource: AdminResource | ''): boolean =>
+  resource === '' || !Object.hasOwn(RESOURCES, resource) || Object.hasOwn(SERVICE_RESOURCES[service], resource);
 
 type Change = AdminChange & { service: Service };
 /** Where each service's next page starts: absent for its newest page, null once it has no older entries. */
@@ -72,7 +76,7 @@ const COLUMNS: Column<Change>[] = [
     header: 'Resource',
     cell: (c) => (
       <>
-        {RESOURCES[c.resource] ?? c.resource}
+        {RESOURCES[c.resource as AdminResource] ?? c.resource}
         {c.resourceId !== null && <div className="muted small">{c.resourceId}</div>}
       </>
     ),
@@ -96,7 +100,7 @@ export function ChangesPage() {
   const resource = (query.get('resource') ?? '') as AdminResource | '';
   // From the address: an unknown value is the service's to refuse (400), shown as the page's error.
   const action = (query.get('action') ?? '') as AdminAction | '';
-  const services = available.filter((s) => serviceFilter === '' || s === serviceFilter);
+  const services = available.filter((s) => (serviceFilter === '' || s === serviceFilter) && asksService(s, resource));
 
   const filters = JSON.stringify([serviceFilter, resource, action]);
   const [paging, setPaging] = useState<{ filters: string; pages: Cursors[] }>({ filters, pages: [] });
@@ -109,7 +113,7 @@ export function ChangesPage() {
         services.map(async (service) => {
           const cursor = cursors[service];
           if (cursor === null) return { service, entries: [], next: null };
-          const page = await adminChanges(service, { resource: resource || undefined, action: action || undefined, cursor, limit: PAGE_SIZE }, signal);
+          const page = await adminChanges<Service>(service, { resource: resource || undefined, action: action || undefined, cursor, limit: PAGE_SIZE }, signal);
           return { service, entries: page.entries, next: page.hasMore ? page.nextCursor : null };
         }),
       );

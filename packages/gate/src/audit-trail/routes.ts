@@ -163,5 +163,5 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   );
 
   // Who changed policies, keys and webhooks: administrators only.
-  registerAdminChangeRoute(app, ctx.database.db, 'admin');
+  registerAdminChangeRoute(app, ctx.database.db, 'admin', ctx.changeResources);
 }

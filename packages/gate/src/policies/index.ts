@@ -8,4 +8,7 @@ export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engin
 export { policyNames } from './store.ts';
 export type { CounterRow, PoliciesTables, PolicyRow } from './tables.ts';
 
+/** The resource name the log of administrative changes records policies under (context.ts composes the service's list). */
+export const POLICY_CHANGES = 'policy';
+
 export const policiesFeature: GateFeature = defineFeature('policies', ({ app, context }) => registerPolicyRoutes(app, context));

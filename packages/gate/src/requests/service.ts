@@ -8,9 +8,9 @@ import { gateError } from '../errors.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
-import { NOTHING_ENQUEUED, type Enqueued, type Transition, type WebhookEvent } from '../webhooks/index.ts';
+import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
-import { appendAudit, dueForExpiry, findRequest, lockRequest } from './store.ts';
+import { dueForExpiry, findRequest, insertAuditEntry, lockRequest } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -94,7 +94,52 @@ function auditRow(request: RequestRow, event: string, by: AuditActor, at: number
   return { ...entry, prev_hash: prevHash, hash };
 }
 
-/** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction. */
+/**
+ * One write of the request lifecycle: its transaction, and what its commit must announce. Writes
+ * reach the outbox and the audit log only through it, and `runWrite` announces once the
+ * transaction has committed (never after a rollback), so no write can forget an announcement.
+ */
+class RequestWrite {
+  /** Outbox rows written: attempted at once after the commit, in the background. */
+  private readonly enqueued: Enqueued = { each: [], observe: [] };
+  /** Audit-log leaves appended: counted towards the next checkpoint after the commit. */
+  private leaves = 0;
+
+  constructor(
+    readonly trx: Transaction<GateSchema>,
+    private readonly ctx: GateContext,
+  ) {}
+
+  /** Writes the outbox rows of the transitions. */
+  async enqueue(transitions: readonly Transition[]): Promise<void> {
+    const enqueued = await this.ctx.outbox.enqueue(this.trx, this.ctx.database.dialect, transitions);
+    this.enqueued.each.push(...enqueued.each);
+    this.enqueued.observe.push(...enqueued.observe);
+  }
+
+  /** Appends the entries' leaves to the audit log: the last write, as it takes the log head's lock, held to the commit. */
+  async appendLeaves(entries: readonly AuditRow[]): Promise<void> {
+    await this.ctx.auditLog.append(this.trx, entries.map(auditEntryLeaf));
+    this.leaves += entries.length;
+  }
+
+  announce(): void {
+    this.ctx.outbox.dispatch(this.enqueued);
+    if (this.leaves > 0) this.ctx.auditLog.committed(this.leaves);
+  }
+}
+
+/** Runs `work` in one transaction and, after its commit, announces what it wrote (RequestWrite). */
+async function runWrite<T>(ctx: GateContext, work: (write: RequestWrite) => Promise<T>): Promise<T> {
+  const { write, result } = await ctx.database.db.transaction().execute(async (trx) => {
+    const write = new RequestWrite(trx, ctx);
+    return { write, result: await work(write) };
+  });
+  write.announce();
+  return result;
+}
+
+/** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction (runWrite). */
 export class RequestService {
   private readonly creations: GroupCommitter<Creation, void>;
 
@@ -105,37 +150,32 @@ export class RequestService {
     const { database } = ctx;
     this.creations = new GroupCommitter(
       async (group) => {
-        const deliveries = await database.db.transaction().execute(async (trx) => {
+        await runWrite(ctx, async (write) => {
           await requestInserter.insert(
-            trx,
+            write.trx,
             database.dialect,
             group.map((c) => c.row),
           );
           const audits = group.flatMap((c) => c.audits);
-          await auditInserter.insert(trx, database.dialect, audits);
-          const ids = await ctx.outbox.enqueue(
-            trx,
-            database.dialect,
-            group.flatMap((c) => c.transitions),
-          );
-          // Last: the log head's lock is held from here to the commit.
-          await ctx.auditLog.append(trx, audits.map(auditEntryLeaf));
-          return ids;
+          await auditInserter.insert(write.trx, database.dialect, audits);
+          await write.enqueue(group.flatMap((c) => c.transitions));
+          await write.appendLeaves(audits);
         });
-        ctx.outbox.dispatch(deliveries);
-        ctx.auditLog.committed(group.reduce((count, c) => count + c.audits.length, 0));
         return group.map(() => undefined);
       },
       { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
     );
   }
 
-  private async audit(trx: Transaction<GateSchema>, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
-    await appendAudit(trx, this.ctx.auditLog, auditRow(request, event, by, at, details));
+  /** The request's next audit entry and its leaf: the last write of its transaction (RequestWrite.appendLeaves). */
+  private async audit(write: RequestWrite, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
+    const entry = auditRow(request, event, by, at, details);
+    await insertAuditEntry(write.trx, entry);
+    await write.appendLeaves([entry]);
   }
 
-  private async transition(trx: Transaction<GateSchema>, row: RequestRow, event: WebhookEvent): Promise<Enqueued> {
-    return this.ctx.outbox.enqueue(trx, this.ctx.database.dialect, [{ event, request: { ...row } }]);
+  private async transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): Promise<void> {
+    await write.enqueue([{ event, request: { ...row } }]);
   }
 
   /**
@@ -181,21 +221,20 @@ export class RequestService {
     return creation.row;
   }
 
-  /** Marks a pending request past its deadline `expired` (inside the caller's transaction). */
-  private async expireLocked(trx: Transaction<GateSchema>, row: RequestRow, now: number): Promise<Enqueued> {
+  /** Marks a pending request past its deadline `expired` (inside the caller's write). */
+  private async expireLocked(write: RequestWrite, row: RequestRow, now: number): Promise<void> {
     row.status = 'expired';
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
     row.decision_reason = 'Expired before a decision';
-    await trx
+    await write.trx
       .updateTable('requests')
       .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
       .where('id', '=', row.id)
       .execute();
-    // The audit entry last: its leaf takes the log head's lock (appendAudit).
-    const deliveries = await this.transition(trx, row, 'request.expired');
-    await this.audit(trx, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
-    return deliveries;
+    // The audit entry last: its leaf takes the log head's lock (RequestWrite.appendLeaves).
+    await this.transition(write, row, 'request.expired');
+    await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
   }
 
   private isDue(row: RequestRow, now: number): boolean {
@@ -212,14 +251,11 @@ export class RequestService {
   /** Expires one request if it is still pending and due; returns its current row. */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    const { row, deliveries, expired } = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const locked = await lockRequest(trx, this.ctx.database, id);
-      if (!locked || !this.isDue(locked, now)) return { row: locked, deliveries: NOTHING_ENQUEUED, expired: false };
-      return { row: locked, deliveries: await this.expireLocked(trx, locked, now), expired: true };
+    return runWrite(this.ctx, async (write) => {
+      const locked = await lockRequest(write.trx, this.ctx.database, id);
+      if (locked && this.isDue(locked, now)) await this.expireLocked(write, locked, now);
+      return locked;
     });
-    this.ctx.outbox.dispatch(deliveries);
-    if (expired) this.ctx.auditLog.committed(1);
-    return row;
   }
 
   /** Scanner tick: expires every pending request past its deadline. */
@@ -244,29 +280,29 @@ export class RequestService {
     details: Record<string, unknown> = {},
   ): Promise<RequestRow> {
     const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const row = await lockRequest(trx, this.ctx.database, id);
-      if (!row) return { kind: 'missing' as const, deliveries: NOTHING_ENQUEUED };
-      if (this.isDue(row, now)) return { kind: 'expired' as const, deliveries: await this.expireLocked(trx, row, now) };
-      if (row.status !== 'pending') return { kind: 'decided' as const, deliveries: NOTHING_ENQUEUED };
-      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim())
-        return { kind: 'reason' as const, deliveries: NOTHING_ENQUEUED };
+    const outcome = await runWrite(this.ctx, async (write) => {
+      const row = await lockRequest(write.trx, this.ctx.database, id);
+      if (!row) return { kind: 'missing' as const };
+      if (this.isDue(row, now)) {
+        await this.expireLocked(write, row, now);
+        return { kind: 'expired' as const };
+      }
+      if (row.status !== 'pending') return { kind: 'decided' as const };
+      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const };
       row.status = decision;
       row.decided_at = now;
       row.decided_by = by.actor;
       row.decision_reason = reason ?? null;
-      await trx
+      await write.trx
         .updateTable('requests')
         .set({ status: decision, decided_at: now, decided_by: by.actor, decision_reason: row.decision_reason })
         .where('id', '=', id)
         .execute();
-      const deliveries = await this.transition(trx, row, 'request.decided');
+      await this.transition(write, row, 'request.decided');
       const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
-      await this.audit(trx, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
-      return { kind: 'decided-now' as const, row, deliveries };
+      await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
+      return { kind: 'decided-now' as const, row };
     });
-    this.ctx.outbox.dispatch(outcome.deliveries);
-    if (outcome.kind === 'expired' || outcome.kind === 'decided-now') this.ctx.auditLog.committed(1);
     switch (outcome.kind) {
       case 'missing':
         throw gateError('requestNotFound');
@@ -287,30 +323,26 @@ export class RequestService {
    */
   async refuseDecision(id: string, by: AuditActor, details: Record<string, unknown>): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    const row = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const locked = await lockRequest(trx, this.ctx.database, id);
-      if (locked) await this.audit(trx, locked, 'decision_refused', by, now, details);
+    return runWrite(this.ctx, async (write) => {
+      const locked = await lockRequest(write.trx, this.ctx.database, id);
+      if (locked) await this.audit(write, locked, 'decision_refused', by, now, details);
       return locked;
     });
-    if (row) this.ctx.auditLog.committed(1);
-    return row;
   }
 
   async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
-    const outcome = await this.ctx.database.db.transaction().execute(async (trx) => {
-      const row = await lockRequest(trx, this.ctx.database, id);
-      if (!row) return { kind: 'missing' as const, deliveries: NOTHING_ENQUEUED };
-      if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const, deliveries: NOTHING_ENQUEUED };
+    const outcome = await runWrite(this.ctx, async (write) => {
+      const row = await lockRequest(write.trx, this.ctx.database, id);
+      if (!row) return { kind: 'missing' as const };
+      if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const };
       row.confirmed_at = now;
       row.execution_result = JSON.stringify(result);
-      await trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
-      const deliveries = await this.transition(trx, row, 'request.confirmed');
-      await this.audit(trx, row, 'confirmed', by, now, { result });
-      return { kind: 'confirmed' as const, row, deliveries };
+      await write.trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
+      await this.transition(write, row, 'request.confirmed');
+      await this.audit(write, row, 'confirmed', by, now, { result });
+      return { kind: 'confirmed' as const, row };
     });
-    this.ctx.outbox.dispatch(outcome.deliveries);
-    if (outcome.kind === 'confirmed') this.ctx.auditLog.committed(1);
     if (outcome.kind === 'missing') throw gateError('requestNotFound');
     if (outcome.kind === 'conflict') throw gateError('notConfirmable');
     return outcome.row;

@@ -1,6 +1,5 @@
 import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
-import { auditEntryLeaf, type GateAuditLog } from '../audit-log/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema, RequestStatus } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
@@ -50,14 +49,12 @@ export async function lockRequest(trx: Transaction<GateSchema>, database: GateDa
 }
 
 /**
- * Writes a linked audit entry (service.ts auditRow), moves its request's chain head to it and
- * appends its leaf to the audit log, under the request's row lock. The last write of its
- * transaction: the log head's lock is taken after the request's and held to the commit.
+ * Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, under
+ * the request's row lock (its leaf goes to the audit log next: service.ts RequestWrite).
  */
-export async function appendAudit(trx: Transaction<GateSchema>, auditLog: GateAuditLog, entry: AuditRow): Promise<void> {
+export async function insertAuditEntry(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
   await trx.updateTable('requests').set({ audit_head_seq: entry.seq, audit_head_hash: entry.hash }).where('id', '=', entry.request_id).execute();
-  await auditLog.append(trx, [auditEntryLeaf(entry)]);
 }
 
 export interface ListRequestsQuery {

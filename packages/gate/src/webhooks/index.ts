@@ -3,9 +3,12 @@ import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerWebhookRoutes } from './routes.ts';
 
-export { NOTHING_ENQUEUED, Outbox, outboxRow, type Enqueued, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
+export { Outbox, outboxRow, type Enqueued, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
 export { verifyGateSignature, type VerifyDeliveryInput } from './signature.ts';
 export type { DeliveryRow, WebhookRow, WebhooksTables } from './tables.ts';
+
+/** The resource name the log of administrative changes records webhooks under (context.ts composes the service's list). */
+export const WEBHOOK_CHANGES = 'webhook';
 
 /** Resolves to the delivery job. (The Outbox itself is in the context: requests write to it.) */
 export const webhooksFeature: GateFeature<PeriodicJob> = defineFeature('webhooks', ({ app, context, job }) => {

@@ -111,8 +111,6 @@ export interface Enqueued {
   observe: string[];
 }
 
-export const NOTHING_ENQUEUED: Enqueued = Object.freeze({ each: [], observe: [] }) as Enqueued;
-
 /** The outcome of each element of observe's batch answer (POST /api/events/ingest/batch). */
 interface ObserveBatchAnswer {
   results?: ({ ok: true } | { ok: false; error: string })[];

@@ -9,11 +9,20 @@ export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 export type { ApiKeyRow, AuthTables, StreamTokenRow } from './tables.ts';
 
+/** The resource name the log of administrative changes records API keys under (context.ts composes the service's list). */
+export const API_KEY_CHANGES = 'api_key';
+
 /** The authentication hook every route passes; registered before any route. */
-export const authenticationFeature: ObserveFeature = defineFeature('authentication', ({ app, context }) => registerAuthentication(app, context));
+export const authenticationFeature: ObserveFeature = defineFeature(
+  'authentication',
+  ({ app, context }) => registerAuthentication(app, context),
+  // Shared: its onRequest hook must guard every route of every feature, and the request
+  // decorators it sets (the caller's key) are what the other features' routes read.
+  { shared: true },
+);
 /** Key routes, and the log of administrative changes that keys, alert rules, guardrails and settings write (platform/change-log.ts). */
 export const keysFeature: ObserveFeature = defineFeature('keys', ({ app, context }) => {
   registerKeyRoutes(app, context);
   // Who changed keys, rules and settings: administrators only.
-  registerAdminChangeRoute(app, context.database.db, 'admin');
+  registerAdminChangeRoute(app, context.database.db, 'admin', context.changeResources);
 });

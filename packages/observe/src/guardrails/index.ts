@@ -7,6 +7,9 @@ import { registerGuardrailRoutes } from './routes.ts';
 export type { GuardrailEngine } from './engine.ts';
 export type { GuardrailDeliveryRow, GuardrailRuleRow, GuardrailTriggerRow, GuardrailsTables } from './tables.ts';
 
+/** The resource name the log of administrative changes records guardrail rules under (context.ts composes the service's list). */
+export const GUARDRAIL_CHANGES = 'guardrail';
+
 export interface Guardrails {
   /** Evaluation after ingest commits (tests await `engine.idle()`). */
   engine: GuardrailEngine;

@@ -1,7 +1,7 @@
-import { recordChange, updateAction, withChanges, type ChangeActor, type ChangeResource, type DialectName } from '@vigil/platform';
+import { recordChange, updateAction, withChanges, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { z } from 'zod';
-import type { ObserveContext } from '../context.ts';
+import type { ObserveChangeResource, ObserveContext } from '../context.ts';
 import { bodyValidationError } from '../errors.ts';
 import type { ObserveSchema } from '../schema.ts';
 
@@ -21,7 +21,7 @@ export function changedDefinition<Definition extends object>(
 
 /** What the kit needs of a kind of rule to change one: its row lock, how a definition is stored, its public shape. */
 export interface RuleTable<Rule, Definition> {
-  resource: ChangeResource;
+  resource: ObserveChangeResource;
   lock(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<Rule | undefined>;
   write(trx: Transaction<ObserveSchema>, id: string, definition: Definition, now: number): Promise<void>;
   toOut(rule: Rule): object;

@@ -5,4 +5,7 @@ import { registerSettingsRoutes } from './routes.ts';
 export { readSettings, type Settings } from './service.ts';
 export type { SettingRow, SettingsTables } from './tables.ts';
 
+/** The resource name the log of administrative changes records the settings under (context.ts composes the service's list). */
+export const SETTINGS_CHANGES = 'settings';
+
 export const settingsFeature: ObserveFeature = defineFeature('settings', ({ app, context }) => registerSettingsRoutes(app, context));

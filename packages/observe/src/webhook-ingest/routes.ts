@@ -25,7 +25,7 @@ import {
   type WebhookBody,
 } from './mapping.ts';
 
-const SIGNATURE_HEADER = 'x-webhook-signature';
+export const SIGNATURE_HEADER = 'x-webhook-signature';
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 /** The bytes each request's body arrived as, captured on the way to the platform's JSON parser. */

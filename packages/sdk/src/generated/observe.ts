@@ -6,7 +6,8 @@
 export type AdminChange = {
   id: string;
   timestamp: string;
-  resource: "policy" | "api_key" | "webhook" | "alert_rule" | "guardrail" | "settings";
+  /** The resource changed: one of the names the `resource` filter takes */
+  resource: string;
   resourceId: string | null;
   action: string;
   actor: string;
@@ -1092,7 +1093,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook" | "alert_rule" | "guardrail" | "settings";
+        resource?: "api_key" | "alert_rule" | "guardrail" | "settings";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -1502,7 +1503,7 @@ export interface paths {
     /**
      * The audit log's leaves from an index, in order, with their events
      *
-     * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a retention tombstone, its signed body. `treeSize` is the log's size now.
+     * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a tombstone leaf (chains deleted), its signed body. `treeSize` is the log's size now.
      */
     get: {
       params: Record<string, never>;
