@@ -39,13 +39,10 @@ export {
 } from './derive.ts';
 export {
   type AppendedEvent,
-  type BatchWriter,
   type CommittedBatch,
-  type CommittingBatch,
   EventAppender,
   type LogPositions,
   type SessionAppend,
-  type TransactionWriter,
 } from './ingest.ts';
 export {
   clientAgentId,
@@ -68,9 +65,7 @@ export { applyEventToSession, newSessionRow, SESSION_STATUSES, type SessionStatu
 export {
   CHAIN_COLUMNS,
   chainTextOf,
-  type ChainRow,
   eventJson,
-  eventsJson,
   forEachSessionEventPage,
   leafOfRow,
   linksJson,
@@ -83,7 +78,7 @@ export {
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { createIdempotencyKeyTable } from './idempotency.ts';
-export { addToStoreTotals, createStoreTotals, type TotalsChange } from './totals.ts';
+export { addToStoreTotals, createStoreTotals } from './totals.ts';
 
 /** Resolves to the job that deletes expired Idempotency-Key rows. */
 export const eventsFeature: ObserveFeature<PeriodicJob> = defineFeature('events', ({ app, context, job }) => {
