@@ -1,6 +1,9 @@
 // typescript-eslint with type information: the mistakes the compiler lets through that an async
 // server cannot afford (a promise nobody awaits, a promise where a callback's result is ignored),
 // exhaustive switches and unused variables. Formatting is Prettier's (npm run format).
+// `npm run lint` caches each file's result (node_modules/.cache/eslint, by content): a change that breaks
+// the types another, unchanged file relies on shows there when that file changes or the cache is
+// removed; CI starts without the cache.
 import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
