@@ -37,13 +37,7 @@ export {
   isErrorEvent,
   SIMPLE_MAX_INPUT_TOKENS,
 } from './derive.ts';
-export {
-  type AppendedEvent,
-  type CommittedBatch,
-  EventAppender,
-  type LogPositions,
-  type SessionAppend,
-} from './ingest.ts';
+export { type AppendedEvent, type CommittedBatch, EventAppender, type LogPositions, type SessionAppend } from './ingest.ts';
 export {
   clientAgentId,
   commaList,
