@@ -1,6 +1,10 @@
 // typescript-eslint with type information: the mistakes the compiler lets through that an async
 // server cannot afford (a promise nobody awaits, a promise where a callback's result is ignored),
 // exhaustive switches and unused variables. Formatting is Prettier's (npm run format).
+// `npm run lint` caches each file's result (node_modules/.cache/eslint, by content): a change that breaks
+// the types another, unchanged file relies on shows there when that file changes or the cache is
+// removed; CI starts without the cache.
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -43,5 +47,11 @@ export default tseslint.config(
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
     },
+  },
+  {
+    // The Rules of React on the dashboard: hooks called unconditionally, effects naming what they read,
+    // no state set or ref read during render.
+    files: ['packages/dashboard/src/**/*.{ts,tsx}'],
+    extends: [reactHooks.configs.flat.recommended],
   },
 );

@@ -20,13 +20,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { appendLeaves, openDatabase, type AuditLogTables } from '@vigil/platform';
-import { freePort, stopServer, waitForHealth } from './server.ts';
+import { createObserveKey, freePort, stopServer, waitForHealth } from './server.ts';
+import { CLIENTS } from './observe-workload.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const INGEST_EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 200_000);
 const PROOF_LEAVES = Number(process.env.BENCH_AUDIT_LEAVES ?? 1_000_000);
 const EVENTS_PER_BATCH = 1000;
-const CLIENTS = 8;
 const ROUNDS = 4;
 const PROOF_SAMPLES = 500;
 const BUNDLE_EVENTS = 10_000;
@@ -61,12 +61,7 @@ async function startServer(name: string, env: Record<string, string> = {}): Prom
     },
   );
   await waitForHealth(base, child);
-  const keyResponse = await fetch(`${base}/api/keys`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench' }),
-  });
-  const { key } = (await keyResponse.json()) as { key: string };
+  const key = await createObserveKey(base);
   return { child, base, key, dataDir, schema };
 }
 

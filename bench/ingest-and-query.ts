@@ -39,6 +39,7 @@ import { postgresAnswers } from '@vigil/platform/test-services';
 import { footprintRows } from './footprint.ts';
 import { agentOf, batchBody, CLIENTS, ingest, post } from './observe-workload.ts';
 import {
+  createObserveKey,
   freePort,
   postgresCpuMs,
   processCpuMs,
@@ -46,6 +47,7 @@ import {
   remoteTargets,
   residentMegabytes,
   serverProfiling,
+  startObserve,
   stopServer,
   vigilCommand,
   waitForHealth,
@@ -247,22 +249,9 @@ function textualBatch(sessionId: string, agentId: string, size: number, next: ()
  */
 async function benchRecall(rows: Row[]): Promise<void> {
   const total = Number(process.env.BENCH_RECALL_EVENTS ?? 100_000);
-  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-recall-'));
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const schema = `bench_recall_${process.pid}`;
-  const child = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
-  });
+  const { child, base, dataDir, schema } = await startObserve('recall');
   try {
-    await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    const { key } = (await keyResponse.json()) as { key: string };
+    const key = await createObserveKey(base);
     const next = random(42);
     const batches = Math.max(1, Math.round(total / 100));
     const bodies = Array.from({ length: batches }, (_, b) => textualBatch(`recall-${b}`, `agent-${b % 10}`, 100, next));
@@ -462,12 +451,7 @@ async function observeUnderTest(
   const stop = () => stopServer(child, dataDir, schema, databaseUrl);
   try {
     await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    const { key } = (await keyResponse.json()) as { key: string };
+    const key = await createObserveKey(base);
     const postgresUrl = databaseUrl ?? process.env.DATABASE_URL;
     const database: DatabaseConfig = postgresUrl
       ? { kind: 'postgres', url: postgresUrl, schema }

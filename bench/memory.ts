@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchBody, ingest } from './observe-workload.ts';
-import { freePort, processCpuMs, residentMegabytes, vigilCommand, waitForHealth } from './server.ts';
+import { createObserveKey, freePort, processCpuMs, residentMegabytes, vigilCommand, waitForHealth } from './server.ts';
 import { checked, printTable, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_MEMORY_EVENTS ?? 200_000);
@@ -122,12 +122,7 @@ async function main(): Promise<void> {
       checked(`${afterStart.toFixed(0)} MiB`, afterStart <= ISSUE_21_AFTER_START_MB),
     ]);
 
-    const keyResponse = await fetch(`${observe}/api/keys`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    const { key } = (await keyResponse.json()) as { key: string };
+    const key = await createObserveKey(observe);
     const bodies = Array.from({ length: 400 }, (_, s) => batchBody(`bench-session-${s}`, 100));
     const batches = Math.max(1, Math.round(EVENTS / 100));
     const now = Date.now();

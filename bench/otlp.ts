@@ -8,19 +8,16 @@
  *
  * BENCH_OTLP_SPANS (default 200,000) sets the spans sent; native sends twice as many events.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { freePort, stopServer, waitForHealth } from './server.ts';
+import { createObserveKey, startObserve, stopServer } from './server.ts';
+import { CLIENTS } from './observe-workload.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_SPANS = Number(process.env.BENCH_OTLP_SPANS ?? 200_000);
 const SPANS_PER_BATCH = 1000;
 const EVENTS_PER_BATCH = 1000;
-const CLIENTS = 8;
 const ROUNDS = 4;
 const SPANS_PER_TRACE = 4;
 
@@ -132,23 +129,10 @@ async function send(bodies: (() => { url: string; body: Blob | string; type: str
 let key = '';
 
 async function main(): Promise<void> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-otlp-'));
-  const schema = `bench_otlp_${process.pid}`;
-  const child = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
-  });
+  const { child, base, dataDir, schema } = await startObserve('otlp');
   const rows: Row[] = [];
   try {
-    await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    key = ((await keyResponse.json()) as { key: string }).key;
+    key = await createObserveKey(base);
     const otlpBatches = Math.max(ROUNDS, Math.round(TOTAL_SPANS / SPANS_PER_BATCH));
     const nativeBatches = otlpBatches * 2; // the same number of events: two per span
     const now = Date.now() - 3_600_000;

@@ -17,15 +17,13 @@
  *
  * BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { ObserveClient, type IncomingEvent, type VigilError } from '../packages/sdk/src/index.ts';
 import { observeOpenAI } from '../packages/sdk/src/openai.ts';
-import { freePort, stopServer, waitForHealth } from './server.ts';
+import { post } from './observe-workload.ts';
+import { createObserveKey, startObserve, stopServer } from './server.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_SDK_EVENTS ?? 50_000);
@@ -203,15 +201,7 @@ async function rawSequential(base: string, key: string, count: number, offset: n
     bodies.push(JSON.stringify({ events }));
   }
   const started = performance.now();
-  for (const body of bodies) {
-    const response = await fetch(`${base}/api/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body,
-    });
-    if (response.status !== 201) throw new Error(`ingest failed: ${response.status} ${await response.text()}`);
-    await response.arrayBuffer();
-  }
+  for (const body of bodies) await post(base, key, body);
   return count / ((performance.now() - started) / 1000);
 }
 
@@ -291,24 +281,11 @@ async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-sdk-'));
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const schema = `bench_sdk_${process.pid}`;
-  const child: ChildProcess = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
-  });
+  const { child, base, dataDir, schema } = await startObserve('sdk');
   const fakeObserve = await startFakeServer({ accepted: 1 }, 201);
   const rows: Row[] = [];
   try {
-    await waitForHealth(base, child);
-    const keyResponse = await fetch(`${base}/api/keys`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    const { key } = (await keyResponse.json()) as { key: string };
+    const key = await createObserveKey(base);
     // Client-only measurements first, while the real server is idle (its embedding worker
     // catches up for a while after each load and would share this machine's CPU).
     await benchBatcherCeiling(fakeObserve.origin, rows);

@@ -1,7 +1,9 @@
 /** What the benchmark scripts need to run a real server in its own process. */
-import { spawnSync, type ChildProcess } from 'node:child_process';
-import { openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 
 export async function freePort(): Promise<number> {
@@ -66,6 +68,46 @@ export async function stopServer(child: ChildProcess, dataDir: string, schema: s
     await client.query(`drop schema if exists "${schema}" cascade`);
     await client.end();
   }
+}
+
+/** A bench observe server: its process, address, data folder and PostgreSQL schema (what stopServer removes). */
+export interface BenchObserve {
+  child: ChildProcess;
+  base: string;
+  dataDir: string;
+  schema: string;
+}
+
+/**
+ * Starts `vigil observe` on a free port, its data in a new temporary folder and, on DATABASE_URL,
+ * in a schema of its own (`name` tells both apart from other runs'); resolves once it answers.
+ */
+export async function startObserve(name: string): Promise<BenchObserve> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
+  const schema = `bench_${name}_${process.pid}`;
+  const child = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+  });
+  try {
+    await waitForHealth(base, child);
+  } catch (error) {
+    await stopServer(child, dataDir, schema);
+    throw error;
+  }
+  return { child, base, dataDir, schema };
+}
+
+/** Creates the first observe key of a fresh server (the first needs none) and returns its secret. */
+export async function createObserveKey(base: string): Promise<string> {
+  const response = await fetch(`${base}/api/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  return ((await response.json()) as { key: string }).key;
 }
 
 /** Waits until the server at `base` answers GET `path` (fails when the process exits first). */

@@ -12,7 +12,7 @@ import {
   Tooltip,
   type ChartConfiguration,
 } from 'chart.js';
-import { useEffect, useRef } from 'react';
+import { useEffect, useEffectEvent, useRef } from 'react';
 
 // Only the pieces the dashboard draws, so the bundle stays small (this module is loaded lazily).
 Chart.register(LineController, LineElement, PointElement, BarController, BarElement, CategoryScale, LinearScale, Filler, Legend, Tooltip);
@@ -41,13 +41,15 @@ export interface ChartProps {
 export default function ChartView({ kind, labels, series, description, height = 220, yLabel, rightLabel, format, max }: ChartProps) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const chart = useRef<Chart | null>(null);
-  // The formatter is read through a ref: a new function each render must not redraw the chart.
-  const formatRef = useRef(format);
-  formatRef.current = format;
+  // The latest formatter, read when the chart draws: a new function each render must not redraw the chart.
+  const formatLatest = useEffectEvent((value: number) => format!(value));
   const hasFormat = format !== undefined;
+  // Callers build new arrays each render: the chart is redrawn only when their contents change.
+  const dataKey = JSON.stringify({ labels, series });
 
   useEffect(() => {
     if (!canvas.current) return;
+    const { labels, series } = JSON.parse(dataKey) as Pick<ChartProps, 'labels' | 'series'>;
     const hasRight = series.some((s) => s.right);
     const config: ChartConfiguration = {
       type: kind,
@@ -73,7 +75,7 @@ export default function ChartView({ kind, labels, series, description, height = 
         interaction: { mode: 'index', intersect: false },
         plugins: {
           legend: { display: series.length > 1, position: 'bottom', labels: { boxWidth: 12 } },
-          tooltip: hasFormat ? { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatRef.current!(Number(item.raw))}` } } : {},
+          tooltip: hasFormat ? { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatLatest(Number(item.raw))}` } } : {},
         },
         scales: {
           x: { ticks: { maxTicksLimit: 8, maxRotation: 0 }, grid: { display: false } },
@@ -81,7 +83,7 @@ export default function ChartView({ kind, labels, series, description, height = 
             beginAtZero: true,
             ...(max !== undefined && { max }),
             title: { display: Boolean(yLabel), text: yLabel ?? '' },
-            ticks: hasFormat ? { callback: (value) => formatRef.current!(Number(value)) } : {},
+            ticks: hasFormat ? { callback: (value) => formatLatest(Number(value)) } : {},
           },
           ...(hasRight && {
             right: {
@@ -100,7 +102,7 @@ export default function ChartView({ kind, labels, series, description, height = 
       chart.current?.destroy();
       chart.current = null;
     };
-  }, [kind, JSON.stringify(labels), JSON.stringify(series), yLabel, rightLabel, max, hasFormat]);
+  }, [kind, dataKey, yLabel, rightLabel, max, hasFormat]);
 
   return (
     <div className="chart" style={{ height }}>

@@ -6,6 +6,7 @@
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
 import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAction, type AsyncState } from './ui.tsx';
 import { fmtDuration } from './format.ts';
+import { setQuery } from './router.tsx';
 
 export interface Column<T> {
   header: ReactNode;
@@ -284,6 +285,27 @@ export function Filters({ onApply, onClear, filtered, children }: { onApply?: ()
   );
 }
 
+/** Filters ending in an agent field: what is typed there becomes `?agent=` on Apply. `children`: the page's other filters. */
+export function AgentFilters({ id, agentId, children }: { id: string; agentId: string; children: ReactNode }) {
+  const [agentText, setAgentText] = useState(agentId);
+  return (
+    <Filters
+      filtered={agentId !== ''}
+      onApply={() => setQuery({ agent: agentText.trim() })}
+      onClear={() => {
+        setAgentText('');
+        setQuery({ agent: null });
+      }}
+    >
+      {children}
+      <div className="field inline">
+        <label htmlFor={id}>Agent</label>
+        <input id={id} value={agentText} placeholder="all agents" onChange={(e) => setAgentText(e.target.value)} />
+      </div>
+    </Filters>
+  );
+}
+
 /** Newer and older pages of a log read with cursors; a missing callback means there is no such page. */
 export function CursorPager({ label, newer, older }: { label: string; newer?: () => void; older?: () => void }) {
   if (!newer && !older) return null;
@@ -320,6 +342,33 @@ export function TextField({
       <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
     </Field>
   );
+}
+
+/**
+ * A list page's editing state: `edit(item)` opens the row's form (focusing the field `focusId`),
+ * `saved` is the last edit's message, and `section` the state's part of EditOrCreateSection's props
+ * (a save closes the form and reloads the list through `reload`).
+ */
+export function useEditOrCreate<T extends { id: string; name: string }>(focusId: string, reload: () => void) {
+  const [editing, setEditing] = useState<T | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const edit = (item: T) => {
+    setSaved(null);
+    setEditing(item);
+    // The form replaces the "New …" one below the list; take the reader there.
+    requestAnimationFrame(() => document.getElementById(focusId)?.focus());
+  };
+  const section = {
+    editing,
+    onEdited: (message: string) => {
+      setEditing(null);
+      setSaved(message);
+      reload();
+    },
+    onCreated: reload,
+    onCancel: () => setEditing(null),
+  };
+  return { edit, saved, section };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useCallback, useEffect, useEffectEvent, useLayoutEffect, useRef } from 'react';
 import { observe, type Session, type VigilEvent } from './api.ts';
 
 export interface LiveHandlers {
@@ -21,8 +21,10 @@ const REOPEN_MS = 3000;
  * a fresh token from the last id seen, so no event is missed or repeated.
  */
 export function useLiveStream(query: Record<string, string | undefined>, handlers: LiveHandlers, enabled = true): void {
-  const handlersRef = useRef(handlers);
-  handlersRef.current = handlers;
+  // The latest handlers without reopening the stream when the caller passes new ones each render.
+  const onReset = useEffectEvent(() => handlers.onReset?.());
+  const onEvent = useEffectEvent((event: VigilEvent) => handlers.onEvent?.(event));
+  const onSession = useEffectEvent((session: Session) => handlers.onSession?.(session));
   const queryKey = JSON.stringify(query);
 
   useEffect(() => {
@@ -56,10 +58,10 @@ export function useLiveStream(query: Record<string, string | undefined>, handler
         return JSON.parse(message.data) as unknown;
       };
       current.addEventListener('ready', (message) => {
-        if (!(track(message) as { resumed: boolean }).resumed) handlersRef.current.onReset?.();
+        if (!(track(message) as { resumed: boolean }).resumed) onReset();
       });
-      current.addEventListener('event', (message) => handlersRef.current.onEvent?.(track(message) as VigilEvent));
-      current.addEventListener('session', (message) => handlersRef.current.onSession?.(track(message) as Session));
+      current.addEventListener('event', (message) => onEvent(track(message) as VigilEvent));
+      current.addEventListener('session', (message) => onSession(track(message) as Session));
       current.onerror = () => {
         if (current.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
         current.close();
@@ -78,10 +80,12 @@ export function useLiveStream(query: Record<string, string | undefined>, handler
 /** `fn` at most once per `ms`, the last call of a burst always running (at the end of the interval). */
 export function useThrottled(fn: () => void, ms: number): () => void {
   const fnRef = useRef(fn);
-  fnRef.current = fn;
+  useLayoutEffect(() => {
+    fnRef.current = fn;
+  });
   const state = useRef<{ last: number; timer: number | undefined }>({ last: 0, timer: undefined });
   useEffect(() => () => window.clearTimeout(state.current.timer), []);
-  return useRef(() => {
+  return useCallback(() => {
     const s = state.current;
     if (s.timer !== undefined) return;
     const wait = s.last + ms - Date.now();
@@ -92,5 +96,5 @@ export function useThrottled(fn: () => void, ms: number): () => void {
     };
     if (wait <= 0) run();
     else s.timer = window.setTimeout(run, wait);
-  }).current;
+  }, [ms]);
 }

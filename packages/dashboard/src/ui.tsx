@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useEffectEvent, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from './api.ts';
 import { usePageTitle } from './router.tsx';
 
@@ -31,8 +31,8 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   const update = useCallback((change: (data: T) => T) => setState((s) => (s.data === undefined ? s : { ...s, data: change(s.data) })), []);
-  const loadRef = useRef(load);
-  loadRef.current = load;
+  // The latest `load` without reloading when the caller passes a new function each render.
+  const loadLatest = useEffectEvent(load);
   const depsKey = JSON.stringify(deps);
   const lastDeps = useRef(depsKey);
 
@@ -41,7 +41,7 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
     const depsChanged = lastDeps.current !== depsKey;
     lastDeps.current = depsKey;
     setState((s) => (depsChanged ? { data: undefined, error: undefined, loading: true, refreshing: false } : { ...s, refreshing: true }));
-    loadRef.current(controller.signal).then(
+    loadLatest(controller.signal).then(
       (data) => {
         if (!controller.signal.aborted) setState({ data, error: undefined, loading: false, refreshing: false });
       },
@@ -62,6 +62,16 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: rea
   }, [options.pollMs]);
 
   return { ...state, reload, update };
+}
+
+/** The current time, read again every `everyMs`: render stays pure, and ages and countdowns still move. */
+export function useNow(everyMs: number): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = window.setInterval(() => setNow(Date.now()), everyMs);
+    return () => window.clearInterval(timer);
+  }, [everyMs]);
+  return now;
 }
 
 /** Runs an action (approve, save, delete …) with a pending flag and its error in words. */

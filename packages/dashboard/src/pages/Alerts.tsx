@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, type Column, CreateForm, EditOrCreateSection, ManagedTable, rowButton, TextField } from '../components.tsx';
+import { AsyncTable, type Column, CreateForm, EditOrCreateSection, useEditOrCreate, ManagedTable, rowButton, TextField } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
@@ -141,14 +141,7 @@ export function AlertsPage() {
     pollMs: 15_000,
   });
   const byId = new Map(rules.data?.rules.map((r) => [r.id, r]) ?? []);
-  const [editing, setEditing] = useState<AlertRule | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const edit = (rule: AlertRule) => {
-    setSaved(null);
-    setEditing(rule);
-    // The form replaces "New rule" below the table; take the reader there.
-    requestAnimationFrame(() => document.getElementById('alert-edit-name')?.focus());
-  };
+  const { edit, saved, section: editSection } = useEditOrCreate<AlertRule>('alert-edit-name', rules.reload);
   const toggle = useAction(async (rule: AlertRule) => {
     await observe('PUT /api/alerts/rules/{id}', { params: { id: rule.id }, body: { enabled: !rule.enabled } });
     rules.reload();
@@ -183,16 +176,9 @@ export function AlertsPage() {
         />
       </Section>
       <EditOrCreateSection
-        editing={editing}
+        {...editSection}
         sectionId="section-edit-rule"
         newTitle="New rule"
-        onEdited={(message) => {
-          setEditing(null);
-          setSaved(message);
-          rules.reload();
-        }}
-        onCreated={rules.reload}
-        onCancel={() => setEditing(null)}
         form={({ item, ...props }) => <RuleForm rule={item} {...props} />}
       />
       <Section title="History">

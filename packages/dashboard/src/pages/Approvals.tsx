@@ -4,7 +4,7 @@ import { Table, type Column } from '../components.tsx';
 import { fmtActor, fmtDateTime, fmtDuration, fmtNumber, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
 import { ENTRY_COLUMNS } from './Audit.tsx';
-import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useNow } from '../ui.tsx';
 
 const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
 const TABS = [
@@ -61,7 +61,7 @@ export function ApprovalsPage() {
     { pollMs: 3000 },
   );
   const rows = tab === 'pending' ? [...(requests.data ?? [])].sort(byUrgencyAndAge) : (requests.data ?? []);
-  const now = Date.now();
+  const now = useNow(3000);
 
   return (
     <Page title="Approval queue" subtitle="Actions agents asked to take that a policy routed to a person. Refreshed every 3 seconds.">
@@ -229,6 +229,7 @@ const TRAIL_COLUMNS: Column<AuditEntry>[] = [
 export function ApprovalDetailPage({ id }: { id: string }) {
   const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
   const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
+  const now = useNow(5000);
   const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
   // The decision's audit entry names a chat user (details.userName), which the request does not.
   const decider = (r: Approval) =>
@@ -260,9 +261,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                 <Stat label="Created" value={timeAgo(r.createdAt)} hint={fmtDateTime(r.createdAt)} />
                 <Stat
                   label="Expires"
-                  value={
-                    r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - Date.now())}` : fmtDateTime(r.expiresAt)) : 'never'
-                  }
+                  value={r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - now)}` : fmtDateTime(r.expiresAt)) : 'never'}
                 />
                 <Stat
                   label="Decided by"

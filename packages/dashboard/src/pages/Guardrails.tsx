@@ -1,7 +1,7 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, type Column, CreateForm, EditOrCreateSection, ManagedTable, rowButton, TextField } from '../components.tsx';
+import { AsyncTable, type Column, CreateForm, EditOrCreateSection, useEditOrCreate, ManagedTable, rowButton, TextField } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtUsd, timeAgo } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
@@ -256,14 +256,7 @@ export function GuardrailsPage() {
     await observe('PUT /api/guardrails/{id}', { params: { id: rule.id }, body: change });
     rules.reload();
   });
-  const [editing, setEditing] = useState<GuardrailRule | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const edit = (rule: GuardrailRule) => {
-    setSaved(null);
-    setEditing(rule);
-    // The form replaces "New guardrail" below the table; take the reader there.
-    requestAnimationFrame(() => document.getElementById('gr-edit-name')?.focus());
-  };
+  const { edit, saved, section: editSection } = useEditOrCreate<GuardrailRule>('gr-edit-name', rules.reload);
   const remove = useAction(async (rule: GuardrailRule) => {
     if (!window.confirm(`Delete the guardrail “${rule.name}”? Its triggers are kept.`)) return;
     await observe('DELETE /api/guardrails/{id}', { params: { id: rule.id } });
@@ -291,16 +284,9 @@ export function GuardrailsPage() {
         />
       </Section>
       <EditOrCreateSection
-        editing={editing}
+        {...editSection}
         sectionId="section-edit-guardrail"
         newTitle="New guardrail"
-        onEdited={(message) => {
-          setEditing(null);
-          setSaved(message);
-          rules.reload();
-        }}
-        onCreated={rules.reload}
-        onCancel={() => setEditing(null)}
         form={({ item, ...props }) => <GuardrailForm rule={item} {...props} />}
       />
       <Section title="Triggers">

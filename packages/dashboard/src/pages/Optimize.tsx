@@ -1,7 +1,6 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
-import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, Filters, InlineSelect, type Column } from '../components.tsx';
+import { AsyncTable, AgentFilters, InlineSelect, type Column } from '../components.tsx';
 import { fmtNumber, fmtPercent, fmtUsd, fmtUsdChange, plural } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Section, Stat, Stats, useAsync, type Tone } from '../ui.tsx';
@@ -28,7 +27,6 @@ export function OptimizePage() {
   const { query } = useLocation();
   const period = PERIODS.find((p) => String(p.value) === query.get('period'))?.value ?? 7;
   const agentId = query.get('agent') ?? '';
-  const [agentText, setAgentText] = useState(agentId);
   const advice = useAsync(
     (signal) => observe('GET /api/optimize/recommendations', { query: { period, agentId: agentId || undefined, limit: 50 }, signal }),
     [period, agentId],
@@ -38,20 +36,9 @@ export function OptimizePage() {
       title="Cost advice"
       subtitle="Cheaper models of the same provider for each agent, model and task complexity, when the cheaper model succeeds at least as often in that tier. Savings are estimated for 30 days at the period’s call volume."
     >
-      <Filters
-        filtered={agentId !== ''}
-        onApply={() => setQuery({ agent: agentText.trim() })}
-        onClear={() => {
-          setAgentText('');
-          setQuery({ agent: null });
-        }}
-      >
+      <AgentFilters id="optimize-agent" agentId={agentId}>
         <InlineSelect id="optimize-period" label="Calls of the" value={period} options={PERIODS} onChange={(days) => setQuery({ period: String(days) })} />
-        <div className="field inline">
-          <label htmlFor="optimize-agent">Agent</label>
-          <input id="optimize-agent" value={agentText} placeholder="all agents" onChange={(e) => setAgentText(e.target.value)} />
-        </div>
-      </Filters>
+      </AgentFilters>
       <Section title="Potential savings">
         <Async state={advice} label="Analysing LLM calls…">
           {(a) => (

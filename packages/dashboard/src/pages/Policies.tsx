@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { GateSchemas } from '@vigil/sdk/types';
 import { gate, type GateAnswer, type GateBody } from '../api.ts';
-import { CreateForm, EditOrCreateSection } from '../components.tsx';
+import { CreateForm, EditOrCreateSection, useEditOrCreate } from '../components.tsx';
 import { fmtDateTime, parseJsonObject, plural } from '../format.ts';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -198,14 +198,7 @@ export function PoliciesPage() {
     await gate('PUT /api/policies/{id}', { params: { id: policy.id }, body: { enabled: !policy.enabled } });
     policies.reload();
   });
-  const [editing, setEditing] = useState<Policy | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const edit = (policy: Policy) => {
-    setSaved(null);
-    setEditing(policy);
-    // The form replaces "New policy" below the list; take the reader there.
-    requestAnimationFrame(() => document.getElementById('policy-edit-name')?.focus());
-  };
+  const { edit, saved, section: editSection } = useEditOrCreate<Policy>('policy-edit-name', policies.reload);
   const remove = useAction(async (policy: Policy) => {
     if (!window.confirm(`Delete the policy “${policy.name}”?`)) return;
     await gate('DELETE /api/policies/{id}', { params: { id: policy.id } });
@@ -286,16 +279,9 @@ export function PoliciesPage() {
         </Async>
       </Section>
       <EditOrCreateSection
-        editing={editing}
+        {...editSection}
         sectionId="section-edit-policy"
         newTitle="New policy"
-        onEdited={(message) => {
-          setEditing(null);
-          setSaved(message);
-          policies.reload();
-        }}
-        onCreated={policies.reload}
-        onCancel={() => setEditing(null)}
         form={({ item, ...props }) => <PolicyForm policy={item} {...props} />}
       />
       <details className="card">

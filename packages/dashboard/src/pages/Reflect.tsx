@@ -1,7 +1,6 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
-import { useState } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
-import { Filters, InlineSelect, Table, type Column } from '../components.tsx';
+import { AgentFilters, InlineSelect, Table, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Empty, Page, Section, Stat, Stats, StatusBadge, useAsync } from '../ui.tsx';
@@ -113,7 +112,6 @@ export function ReflectPage() {
   const analysis = ANALYSES.find((a) => a.value === query.get('analysis'))?.value ?? 'error_patterns';
   const days = RANGES.find((r) => String(r.value) === query.get('days'))?.value ?? 7;
   const agentId = query.get('agent') ?? '';
-  const [agentText, setAgentText] = useState(agentId);
   const answer = useAsync(
     (signal) => {
       const to = Date.now();
@@ -130,21 +128,10 @@ export function ReflectPage() {
       title="Insights"
       subtitle="Patterns in the logged events: recurring errors and what came before them, tool sequences that fail, spend by model, and whether sessions are getting better."
     >
-      <Filters
-        filtered={agentId !== ''}
-        onApply={() => setQuery({ agent: agentText.trim() })}
-        onClear={() => {
-          setAgentText('');
-          setQuery({ agent: null });
-        }}
-      >
+      <AgentFilters id="reflect-agent" agentId={agentId}>
         <InlineSelect id="reflect-analysis" label="Analysis" value={analysis} options={ANALYSES} onChange={(value) => setQuery({ analysis: value })} />
         <InlineSelect id="reflect-range" label="Events of the" value={days} options={RANGES} onChange={(value) => setQuery({ days: String(value) })} />
-        <div className="field inline">
-          <label htmlFor="reflect-agent">Agent</label>
-          <input id="reflect-agent" value={agentText} placeholder="all agents" onChange={(e) => setAgentText(e.target.value)} />
-        </div>
-      </Filters>
+      </AgentFilters>
       <Section title={label}>
         <Async state={answer} label="Analysing events…">
           {(a) => (

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useEffectEvent, useRef, useState, type KeyboardEvent } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
 import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, summarize } from '../events.tsx';
@@ -132,7 +132,6 @@ function ContextView({ context }: { context: ReplayContext }) {
 
 export function ReplayPage({ id }: { id: string }) {
   const { query } = useLocation();
-  const total = useRef<number | null>(null);
   const requested = Math.max(0, Number(query.get('step') ?? 0) || 0);
   const [playing, setPlaying] = useState(false);
   const [speed, setSpeed] = useState<(typeof SPEEDS)[number]>(1);
@@ -148,18 +147,22 @@ export function ReplayPage({ id }: { id: string }) {
     },
     [id, pageIndex],
   );
-  if (page.data) total.current = page.data.totalSteps;
-  const totalSteps = total.current ?? 0;
+  // The step count stays known while the next page loads (its data is undefined meanwhile).
+  const [knownTotal, setKnownTotal] = useState(0);
+  if (page.data && page.data.totalSteps !== knownTotal) setKnownTotal(page.data.totalSteps);
+  const totalSteps = page.data?.totalSteps ?? knownTotal;
   const step = totalSteps > 0 ? Math.min(requested, totalSteps - 1) : 0;
-  const goTo = (next: number) => setQuery({ step: String(Math.max(0, Math.min(next, Math.max(0, totalSteps - 1)))) });
+  const goTo = (next: number) => {
+    const target = Math.max(0, Math.min(next, Math.max(0, totalSteps - 1)));
+    // Playback stops on the last step, however it was reached.
+    if (target >= totalSteps - 1) setPlaying(false);
+    setQuery({ step: String(target) });
+  };
 
+  const advance = useEffectEvent(() => goTo(step + 1));
   useEffect(() => {
-    if (!playing) return;
-    if (step >= totalSteps - 1) {
-      setPlaying(false);
-      return;
-    }
-    const timer = window.setTimeout(() => goTo(step + 1), 1000 / speed);
+    if (!playing || step >= totalSteps - 1) return;
+    const timer = window.setTimeout(advance, 1000 / speed);
     return () => window.clearTimeout(timer);
   }, [playing, step, speed, totalSteps]);
 
@@ -201,7 +204,7 @@ export function ReplayPage({ id }: { id: string }) {
                 <button type="button" className="secondary" onClick={() => goTo(step - 1)} disabled={step === 0} aria-label="Previous step">
                   ◀ Prev
                 </button>
-                <button type="button" onClick={() => setPlaying((p) => !p)} aria-pressed={playing} disabled={totalSteps <= 1}>
+                <button type="button" onClick={() => setPlaying((p) => !p && step < totalSteps - 1)} aria-pressed={playing} disabled={totalSteps <= 1}>
                   {playing ? 'Pause' : 'Play'}
                 </button>
                 <button type="button" className="secondary" onClick={() => goTo(step + 1)} disabled={step >= totalSteps - 1} aria-label="Next step">

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
 import { Filters } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, plural, timeAgo } from '../format.ts';
@@ -53,9 +53,16 @@ export function SessionsPage() {
   const toDay = query.get('to') ?? '';
   const offset = Number(query.get('offset') ?? 0) || 0;
   const [live, setLive] = useState(true);
-  const [drafts, setDrafts] = useState({ q, tags, from: fromDay, to: toDay });
-  // Back and forward change the URL under the form: its fields follow.
-  useEffect(() => setDrafts({ q, tags, from: fromDay, to: toDay }), [q, tags, fromDay, toDay]);
+  const inUrl = { q, tags, from: fromDay, to: toDay };
+  const [drafts, setDrafts] = useState(inUrl);
+  // Back and forward change the URL under the form: its fields follow (set while rendering, as
+  // React advises for state that follows a prop, instead of an effect's second render).
+  const inUrlKey = JSON.stringify(inUrl);
+  const [draftsFrom, setDraftsFrom] = useState(inUrlKey);
+  if (draftsFrom !== inUrlKey) {
+    setDraftsFrom(inUrlKey);
+    setDrafts(inUrl);
+  }
   const draft = (name: keyof typeof drafts) => (value: string) => setDrafts((d) => ({ ...d, [name]: value }));
   const filtered = Boolean(q || status || agentId || tags || fromDay || toDay);
 

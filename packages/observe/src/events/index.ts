@@ -28,16 +28,7 @@ export {
   type StoredLink,
 } from './chain.ts';
 export { COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, EVENT_DERIVED_COLUMNS, isErrorEvent } from './derive.ts';
-export {
-  type AppendedEvent,
-  type BatchWriter,
-  type CommittedBatch,
-  type CommittingBatch,
-  EventAppender,
-  type LogPositions,
-  type SessionAppend,
-  type TransactionWriter,
-} from './ingest.ts';
+export { type AppendedEvent, type CommittedBatch, EventAppender, type LogPositions, type SessionAppend } from './ingest.ts';
 export {
   clientAgentId,
   commaList,
@@ -59,9 +50,7 @@ export { SESSION_STATUSES, type SessionStatus } from './session-state.ts';
 export {
   CHAIN_COLUMNS,
   chainTextOf,
-  type ChainRow,
   eventJson,
-  eventsJson,
   forEachSessionEventPage,
   leafOfRow,
   linksJson,

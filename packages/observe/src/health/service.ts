@@ -11,7 +11,7 @@ import { emptyToolFigures, scoreWindow, trendOf, type DimensionScore, type Sessi
 /** The baseline of a window: the 30 days immediately before it. */
 export const BASELINE_DAYS = 30;
 export const DEFAULT_WINDOW_DAYS = 7;
-/** Snapshots always hold the default (7-day) window's values, so that days are comparable. */
+/** Snapshots always hold the default (7-day) window's values, so that days are comparable. @alias */
 export const SNAPSHOT_WINDOW_DAYS = DEFAULT_WINDOW_DAYS;
 const TOOL_EVENT_TYPES = ['tool_call', 'tool_response', 'tool_error'] as const;
 const INSERT_CHUNK = 200;

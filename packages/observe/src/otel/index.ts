@@ -4,7 +4,6 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerOtelRoutes } from './routes.ts';
 
-export { OTEL_SPAN_KINDS, type OtelMetadata, type OtelSpanKind } from './mapping.ts';
 export { deleteSessionSpans } from './store.ts';
 export type { OtelSpanRow, OtelTables } from './tables.ts';
 

@@ -1,7 +1,7 @@
 import { fetchWithTimeout, VIGIL_VERSION } from '@vigil/platform';
 import { type Embedder, LocalEmbedder, MAX_EMBED_CHARS, normalise } from './local-embedder.ts';
 
-export { type Embedder, LocalEmbedder, MAX_EMBED_CHARS, normalise, stem, tokenize, wordWeight } from './local-embedder.ts';
+export { type Embedder, LocalEmbedder, MAX_EMBED_CHARS, stem, tokenize, wordWeight } from './local-embedder.ts';
 
 /** The embedding backend failed (unreachable, timeout, non-2xx, malformed answer): a 500 (docs/api.md#errors). */
 export class EmbeddingBackendError extends Error {

@@ -62,7 +62,19 @@ export interface SpanIds {
   parentSpanId: string | null;
 }
 
-export interface TreeNode {
+/** What a node carries of its calls: the model's figures of an LLM call, the tool's name and error of a tool call. */
+interface CallFigures {
+  model?: string;
+  provider?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  costUsd?: number;
+  toolName?: string;
+  /** The error text of a tool_error, cut to 500 characters. */
+  error?: string;
+}
+
+export interface TreeNode extends CallFigures {
   /** The id of the node's first event. */
   id: string;
   name: string;
@@ -75,14 +87,6 @@ export interface TreeNode {
   eventTypes: string[];
   /** The span the node is, null for events that came without one. */
   span: SpanIds | null;
-  model?: string;
-  provider?: string;
-  inputTokens?: number;
-  outputTokens?: number;
-  costUsd?: number;
-  toolName?: string;
-  /** The error text of a tool_error, cut to 500 characters. */
-  error?: string;
   children: TreeNode[];
 }
 
@@ -104,7 +108,7 @@ interface SpanRef extends SpanIds {
   durationMs: number;
 }
 
-interface Draft {
+interface Draft extends CallFigures {
   id: string;
   name: string;
   kind: NodeKind;
@@ -116,13 +120,6 @@ interface Draft {
   eventIds: string[];
   eventTypes: string[];
   span: SpanIds | null;
-  model?: string;
-  provider?: string;
-  inputTokens?: number;
-  outputTokens?: number;
-  costUsd?: number;
-  toolName?: string;
-  error?: string;
   /** A call whose outcome has not been read. */
   awaiting: boolean;
   parent: Draft | null;
