@@ -13,9 +13,6 @@ export default defineConfig({
   ignoreDeadLinks: [
     // The services on this machine (http://localhost:3400/ …), which the guides tell the reader to open.
     /^https?:\/\/(localhost|127\.0\.0\.1)[:/]/,
-    // reference/errors.md is generated from the error catalogues by the contracts work (issue 35 item 3); until it lands here the links wait for it.
-    /(^|\/)reference\/errors$/,
-    /^\.\/errors$/,
   ],
   themeConfig: {
     search: { provider: 'local' },

@@ -9,8 +9,8 @@ import { registerDashboardSessionRoutes } from './sessions.ts';
 
 export { auditActor, type AuditActor, RATE_LIMIT_HEADERS, systemActor } from './auth.ts';
 export { KeyCache } from './keys.ts';
-export { routeScopes, type Scope, SCOPES } from './scopes.ts';
-export type { ApiKeyRow, AuthTables, DashboardSessionRow } from './tables.ts';
+export { type Scope, SCOPES } from './scopes.ts';
+export type { AuthTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records API keys under (context.ts composes the service's list). */
 export const API_KEY_CHANGES = 'api_key';

@@ -11,7 +11,7 @@ import { registerChatRoutes } from './routes.ts';
 import { ChatInteractions } from './service.ts';
 
 export { ChatNotifier } from './notifier.ts';
-export type { ChatMessageRow, ChatTables } from './tables.ts';
+export type { ChatTables } from './tables.ts';
 
 /** The notifier of the configured platforms (the outbox sends through it), or null when no platform is configured. */
 export async function chatNotifier(config: GateConfig, database: GateDatabase, log: Parameters<typeof SlackPlatform.create>[2]): Promise<ChatNotifier | null> {

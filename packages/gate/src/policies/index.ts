@@ -6,7 +6,7 @@ import { registerPolicyRoutes } from './routes.ts';
 export { PolicyCache } from './cache.ts';
 export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
 export { policyNames } from './store.ts';
-export type { CounterRow, PoliciesTables, PolicyRow } from './tables.ts';
+export type { PoliciesTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records policies under (context.ts composes the service's list). */
 export const POLICY_CHANGES = 'policy';

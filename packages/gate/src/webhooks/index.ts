@@ -5,7 +5,7 @@ import { registerWebhookRoutes } from './routes.ts';
 
 export { Outbox, outboxRow, type Enqueued, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
 export { verifyGateSignature, type VerifyDeliveryInput } from './signature.ts';
-export type { DeliveryRow, WebhookRow, WebhooksTables } from './tables.ts';
+export type { DeliveryRow, WebhooksTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records webhooks under (context.ts composes the service's list). */
 export const WEBHOOK_CHANGES = 'webhook';

@@ -5,7 +5,7 @@ import { runAlertTick } from './evaluator.ts';
 import { registerAlertRoutes } from './routes.ts';
 
 export { ALERT_SESSION_PREFIX, alertSessionId, COUNTED_EVENT_TYPES } from './evaluator.ts';
-export type { AlertDeliveryRow, AlertHistoryRow, AlertRuleRow, AlertsTables } from './tables.ts';
+export type { AlertsTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records alert rules under (context.ts composes the service's list). */
 export const ALERT_RULE_CHANGES = 'alert_rule';

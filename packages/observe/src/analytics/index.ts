@@ -6,8 +6,7 @@ import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums } from './aggregate.ts';
 export { ANALYTICS_DERIVED_TABLES, ROLLUPS_TABLE } from './derived.ts';
-export { backfillSketches } from './latency.ts';
-export { backfillRollups, ROLLUP_SUMS } from './rollups.ts';
+export { ROLLUP_SUMS } from './rollups.ts';
 export type { AnalyticsTables, LatencySketchRow, RollupRow } from './tables.ts';
 
 export const analyticsFeature: ObserveFeature = defineFeature('analytics', ({ app, context }) => {

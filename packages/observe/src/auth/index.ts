@@ -4,10 +4,10 @@ import type { ObserveFeature } from '../context.ts';
 import { registerAuthentication } from './auth.ts';
 import { registerKeyRoutes } from './routes.ts';
 
-export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses, routeScopes, scopeText, type ObserveScope } from './scopes.ts';
+export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses, scopeText, type ObserveScope } from './scopes.ts';
 export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
-export type { ApiKeyRow, AuthTables, StreamTokenRow } from './tables.ts';
+export type { AuthTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records API keys under (context.ts composes the service's list). */
 export const API_KEY_CHANGES = 'api_key';

@@ -4,7 +4,7 @@ import type { ObserveFeature } from '../context.ts';
 import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
-export type { DatasetCaseRow, DatasetRow, EvalRunCaseRow, EvalRunRow, EvalsTables, EvaluatorRow, JudgeCallRow, JudgeSpendRow } from './tables.ts';
+export type { EvalsTables } from './tables.ts';
 
 export interface EvalRuns {
   /** Works a run's cases; kicked by each new run when `kickRuns`. */

@@ -63,7 +63,7 @@ export {
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { eventsMigrations } from './migrations.ts';
-export type { AgentRow, EventRow, EventsTables, IdempotencyKeyRow, SessionRow, SessionTagRow, StoreTotalsRow } from './tables.ts';
+export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';
 export {
   type EventDerivedRow,
   EVENTS_DERIVED_TABLES,

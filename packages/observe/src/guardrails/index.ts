@@ -5,7 +5,7 @@ import { GUARDRAIL_SWEEP_INTERVAL_MS, GUARDRAIL_SWEEP_JOB, GuardrailEngine } fro
 import { registerGuardrailRoutes } from './routes.ts';
 
 export type { GuardrailEngine } from './engine.ts';
-export type { GuardrailDeliveryRow, GuardrailRuleRow, GuardrailTriggerRow, GuardrailsTables } from './tables.ts';
+export type { GuardrailsTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records guardrail rules under (context.ts composes the service's list). */
 export const GUARDRAIL_CHANGES = 'guardrail';

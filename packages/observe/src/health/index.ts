@@ -6,7 +6,7 @@ import { ensureSnapshots, HEALTH_SNAPSHOT_INTERVAL_MS, HEALTH_SNAPSHOT_JOB } fro
 
 export { DIMENSION_NAMES, HEALTH_WEIGHTS } from './scores.ts';
 export { agentHealth, DEFAULT_WINDOW_DAYS, type HealthReport } from './service.ts';
-export type { HealthSnapshotRow, HealthTables } from './tables.ts';
+export type { HealthTables } from './tables.ts';
 
 /** Resolves to the snapshot job. */
 export const healthFeature: ObserveFeature<PeriodicJob> = defineFeature('health', ({ app, context, job }) => {

@@ -5,6 +5,6 @@ import type { ObserveFeature } from '../context.ts';
 import { registerOtelRoutes } from './routes.ts';
 
 export { deleteSessionSpans } from './store.ts';
-export type { OtelSpanRow, OtelTables } from './tables.ts';
+export type { OtelTables } from './tables.ts';
 
 export const otelFeature: ObserveFeature = defineFeature('otel', ({ app, context }) => registerOtelRoutes(app, context));

@@ -4,7 +4,7 @@ import { registerReflectRoutes } from './routes.ts';
 import { REFLECT_STATE_INTERVAL_MS, ReflectStateKeeper } from './state.ts';
 
 export { ANALYSES } from './service.ts';
-export type { ReflectErrorRow, ReflectNgramRow, ReflectPrecedingRow, ReflectSessionRow, ReflectTables } from './tables.ts';
+export type { ReflectTables } from './tables.ts';
 
 /** Resolves to the job that keeps the per-session reflect state (state.ts). */
 export const reflectFeature: ObserveFeature<PeriodicJob> = defineFeature('reflect', ({ app, context, job }) => {

@@ -3,7 +3,7 @@ import type { ObserveFeature } from '../context.ts';
 import { registerSettingsRoutes } from './routes.ts';
 
 export { readSettings, type Settings } from './service.ts';
-export type { SettingRow, SettingsTables } from './tables.ts';
+export type { SettingsTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records the settings under (context.ts composes the service's list). */
 export const SETTINGS_CHANGES = 'settings';

@@ -7,7 +7,7 @@ import { registerStreamRoutes } from './routes.ts';
 
 export type { StreamHub } from './hub.ts';
 export { pruneStreamLog } from './log.ts';
-export type { StreamHeadRow, StreamLogRow, StreamTables } from './tables.ts';
+export type { StreamTables } from './tables.ts';
 
 /** Resolves to the hub of the open streams. */
 export const streamFeature: ObserveFeature<StreamHub> = defineFeature('stream', ({ app, context }) => {
