@@ -198,7 +198,7 @@ describe('vigil mcp over stdio', () => {
   test('a refused event answers a tool error with the server message and the field', async () => {
     const answer = await callTool(mcp.client, 'log_event', { sessionId: 's', agentId: 'a', eventType: 'tool_call', payload: { toolName: 'x', arguments: {} } });
     assert.equal(answer.isError, true);
-    assert.match(answer.text, /^observe answered 400: /);
+    assert.match(answer.text, /^observe answered 400 validation_error: /);
     assert.match(answer.text, /events\.0\.payload\.callId/);
   });
 
