@@ -3,35 +3,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
-import { errorFactory, type ErrorCatalogue } from './errors.ts';
-import { createHttpApp, sendJsonText } from './http.ts';
+import { sendJsonText } from './http.ts';
+import { createKitApp } from './kit-harness.ts';
 import { responseProblems } from './response-validation.ts';
-
-const catalogue: ErrorCatalogue<never> = {
-  validation: { status: 400, code: 'bad_request', message: 'Invalid request' },
-  invalidJson: { status: 400, code: 'invalid_json', message: 'Malformed JSON body' },
-  unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key' },
-  routeNotFound: { status: 404, code: 'not_found', message: 'Route not found' },
-  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Too large' },
-  unsupportedMediaType: { status: 415, code: 'unsupported_media_type', message: 'JSON only' },
-  internal: { status: 500, code: 'internal', message: 'Internal server error' },
-  unavailable: { status: 503, code: 'unavailable', message: 'Unavailable' },
-};
 
 const thing = z.object({ id: z.string(), tags: z.array(z.object({ name: z.string() })), note: z.string().optional() });
 
 /** An app of the kit with routes that answer their schema exactly, with a field too many, and with one missing. */
 async function kitApp(validateResponses: boolean) {
-  const app = await createHttpApp({
-    title: 'kit',
-    description: 'A service of the HTTP kit',
-    version: '0',
-    service: 'kit',
-    logLevel: 'silent',
-    bodyLimitBytes: 1024,
-    timeouts: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 },
-    databaseProbe: async () => undefined,
-    errors: errorFactory(catalogue),
+  const app = await createKitApp({
     renderError: (error) => ({ code: error.code, message: error.message }),
     errorSchema: z.object({ code: z.string(), message: z.string() }).meta({ id: 'KitError' }),
     scopes: [],
