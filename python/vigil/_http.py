@@ -6,8 +6,10 @@ was lost is stored once; it also retries observe's 409 for a key still in flight
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
+import os
 import random
 import socket
 import time
@@ -15,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 from .errors import ErrorDetail, VigilNetworkError, api_error_class
 
@@ -204,6 +206,51 @@ class HttpTransport:
                 if not idempotent or not pause(retry_number, None):
                     raise VigilNetworkError(text, service=self.service, method=verb, path=path, timed_out=timed_out) from failure
             retry_number += 1
+
+
+@dataclass(frozen=True)
+class Service:
+    """A service a client talks to: its name in errors, its default URL, and the environment
+    variables its URL and API key come from when the client is not given them."""
+
+    name: str
+    default_url: str
+    url_variable: str
+    key_variable: str
+
+
+class ServiceClient:
+    """What both clients share: the transport to their ``service``. ``base_url`` and ``api_key``
+    default to the service's environment variables (else its default URL, and no key); ``retry``
+    (default RetryPolicy()) takes ``max_retry_time`` when that is given."""
+
+    service: ClassVar[Service]
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        timeout: float = 10.0,
+        retry: Optional[RetryPolicy] = None,
+        max_retry_time: Optional[float] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        service = self.service
+        policy = retry or RetryPolicy()
+        self._http = HttpTransport(
+            service.name,
+            base_url or os.environ.get(service.url_variable) or service.default_url,
+            api_key if api_key is not None else os.environ.get(service.key_variable),
+            timeout=timeout,
+            retry=policy if max_retry_time is None else dataclasses.replace(policy, max_retry_time=max_retry_time),
+            headers=headers,
+            key_variable=service.key_variable,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
 
 
 def _query_value(value: Any) -> str:

@@ -82,14 +82,15 @@ class EventQueue:
         self,
         send: Sender,
         *,
-        batch_size: int = 100,
-        flush_interval: float = 1.0,
-        max_queue_size: int = 10_000,
-        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-        flush_on_exit: bool = True,
-        exit_timeout: float = 10.0,
-        on_error: Optional[ErrorHandler] = None,
+        batch_size: int,
+        flush_interval: float,
+        max_queue_size: int,
+        max_queue_bytes: int,
+        flush_on_exit: bool,
+        exit_timeout: float,
+        on_error: Optional[ErrorHandler],
     ) -> None:
+        """The settings are ObserveClient's (its signature holds their defaults)."""
         self._send = send
         self.batch_size = min(1000, max(1, int(batch_size)))
         self.flush_interval = max(0.0, flush_interval)

@@ -5,14 +5,13 @@ later) and records the request and its outcome in the ambient observe session.""
 from __future__ import annotations
 
 import datetime
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
-from ._http import HttpTransport, RetryPolicy, quote
+from ._http import Service, ServiceClient, quote
 from .errors import ApprovalTimeoutError
-from .observe import current_session, retry_policy
+from .observe import current_session
 
 DEFAULT_GATE_URL = "http://localhost:3000"
 
@@ -50,32 +49,11 @@ def _outcome(request: Json) -> ApprovalOutcome:
     )
 
 
-class GateClient:
-    """``base_url`` and ``api_key`` default to VIGIL_GATE_URL (else http://localhost:3000) and VIGIL_GATE_API_KEY."""
+class GateClient(ServiceClient):
+    """``base_url`` and ``api_key`` default to VIGIL_GATE_URL (else http://localhost:3000) and
+    VIGIL_GATE_API_KEY; ``timeout``, ``retry`` and ``max_retry_time`` as for ObserveClient."""
 
-    def __init__(
-        self,
-        base_url: Optional[str] = None,
-        api_key: Optional[str] = None,
-        *,
-        timeout: float = 10.0,
-        retry: Optional[RetryPolicy] = None,
-        max_retry_time: Optional[float] = None,
-        headers: Optional[Mapping[str, str]] = None,
-    ) -> None:
-        self._http = HttpTransport(
-            "gate",
-            base_url or os.environ.get("VIGIL_GATE_URL") or DEFAULT_GATE_URL,
-            api_key if api_key is not None else os.environ.get("VIGIL_GATE_API_KEY"),
-            timeout=timeout,
-            retry=retry_policy(retry, max_retry_time),
-            headers=headers,
-            key_variable="VIGIL_GATE_API_KEY",
-        )
-
-    @property
-    def base_url(self) -> str:
-        return self._http.base_url
+    service = Service("gate", DEFAULT_GATE_URL, url_variable="VIGIL_GATE_URL", key_variable="VIGIL_GATE_API_KEY")
 
     # -- requests ---------------------------------------------------------------------------------
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import datetime
 import functools
 import inspect
 import json
-import os
 import time
 import uuid
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, cast, overload
 
-from ._http import HttpTransport, RetryPolicy, quote
+from ._http import RetryPolicy, Service, ServiceClient, quote
 from ._queue import DEFAULT_MAX_QUEUE_BYTES, EventQueue, ErrorHandler
 from .errors import VigilDeliveryError, VigilError
 from .pricing import ModelPrice, PriceTable
@@ -84,7 +82,7 @@ class LlmResponseRecord:
     latency_ms: float
 
 
-class ObserveClient:
+class ObserveClient(ServiceClient):
     """Sends events to observe in batches from a background thread.
 
     ``base_url`` and ``api_key`` default to VIGIL_URL (else http://localhost:3400) and VIGIL_API_KEY.
@@ -94,14 +92,13 @@ class ObserveClient:
     batch carries one Idempotency-Key that its retries repeat, so it is stored once.
     """
 
+    service = Service("observe", DEFAULT_OBSERVE_URL, url_variable="VIGIL_URL", key_variable="VIGIL_API_KEY")
+
     def __init__(
         self,
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
         *,
-        timeout: float = 10.0,
-        retry: Optional[RetryPolicy] = None,
-        max_retry_time: Optional[float] = None,
         batch_size: int = 100,
         flush_interval: float = 1.0,
         max_queue_size: int = 10_000,
@@ -110,17 +107,12 @@ class ObserveClient:
         exit_timeout: float = 10.0,
         on_error: Optional[ErrorHandler] = None,
         prices: Sequence[ModelPrice] = (),
+        timeout: float = 10.0,
+        retry: Optional[RetryPolicy] = None,
+        max_retry_time: Optional[float] = None,
         headers: Optional[Mapping[str, str]] = None,
     ) -> None:
-        self._http = HttpTransport(
-            "observe",
-            base_url or os.environ.get("VIGIL_URL") or DEFAULT_OBSERVE_URL,
-            api_key if api_key is not None else os.environ.get("VIGIL_API_KEY"),
-            timeout=timeout,
-            retry=retry_policy(retry, max_retry_time),
-            headers=headers,
-            key_variable="VIGIL_API_KEY",
-        )
+        super().__init__(base_url, api_key, timeout=timeout, retry=retry, max_retry_time=max_retry_time, headers=headers)
         #: The price table for LLM costs: the built-in one with ``prices`` (e.g. your MODEL_PRICES) applied.
         self.prices = PriceTable.default(prices)
         self._queue = EventQueue(
@@ -133,10 +125,6 @@ class ObserveClient:
             exit_timeout=exit_timeout,
             on_error=on_error,
         )
-
-    @property
-    def base_url(self) -> str:
-        return self._http.base_url
 
     # -- events: batched -------------------------------------------------------------------------
 
@@ -190,16 +178,14 @@ class ObserveClient:
         """Starts a session (queues session_started). Use it as a context manager: the block's
         session is ambient (current_session(), @observe_tool), and leaving the block ends it
         (reason "error" when the block raised) and flushes."""
-        return Session(
-            self,
-            agent_id,
-            session_id=session_id,
-            agent_name=agent_name,
-            agent_version=agent_version,
-            tags=tags,
-            metadata=metadata,
-            payload=payload,
-        )
+        started: Json = dict(payload or {})
+        if agent_name is not None:
+            started["agentName"] = agent_name
+        if agent_version is not None:
+            started["agentVersion"] = agent_version
+        if tags is not None:
+            started["tags"] = list(tags)
+        return Session(self, agent_id, session_id or str(uuid.uuid4()), metadata, started)
 
     # -- queries ----------------------------------------------------------------------------------
 
@@ -215,47 +201,24 @@ class ObserveClient:
         return cast(Json, self._http.request("GET", "/api/health"))
 
 
-def retry_policy(retry: Optional[RetryPolicy], max_retry_time: Optional[float]) -> RetryPolicy:
-    """The client's policy: ``retry`` (default RetryPolicy()) with ``max_retry_time`` when given."""
-    policy = retry or RetryPolicy()
-    return policy if max_retry_time is None else dataclasses.replace(policy, max_retry_time=max_retry_time)
-
-
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.capitalize() for part in rest)
 
 
 class Session:
-    """One agent run as a Vigil session; one-line helpers for the common events."""
+    """One agent run as a Vigil session; one-line helpers for the common events. Made by
+    ObserveClient.session(), which gives it the session_started payload it emits."""
 
-    def __init__(
-        self,
-        client: ObserveClient,
-        agent_id: str,
-        *,
-        session_id: Optional[str] = None,
-        agent_name: Optional[str] = None,
-        agent_version: Optional[str] = None,
-        tags: Optional[List[str]] = None,
-        metadata: Optional[Mapping[str, Any]] = None,
-        payload: Optional[Mapping[str, Any]] = None,
-    ) -> None:
+    def __init__(self, client: ObserveClient, agent_id: str, session_id: str, metadata: Optional[Mapping[str, Any]], started: Json) -> None:
         self.client = client
-        self.id = session_id or str(uuid.uuid4())
+        self.id = session_id
         self.agent_id = agent_id
         self._metadata = dict(metadata) if metadata else None
         self._started = time.monotonic()
         self._tool_calls = 0
         self._ended = False
         self._tokens: List[contextvars.Token[Optional[Session]]] = []
-        started: Json = dict(payload or {})
-        if agent_name is not None:
-            started["agentName"] = agent_name
-        if agent_version is not None:
-            started["agentVersion"] = agent_version
-        if tags is not None:
-            started["tags"] = list(tags)
         self.event("session_started", started)
 
     # -- context manager: ambient session, ended and flushed on exit -------------------------------

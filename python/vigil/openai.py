@@ -1,16 +1,18 @@
 """Optional capture of OpenAI chat completions (``pip install vigil-sdk[openai]``).
 
-UNTESTED: the test suite cannot reach PyPI, so this module has never run against the real
-``openai`` package. It relies only on the documented shape of ``openai>=1`` responses
+Tested only against stand-ins shaped as ``openai>=1``'s clients (tests/test_openai.py): the test
+suite cannot reach PyPI, so it has never run against the real ``openai`` package. It relies only on
+the documented shape of ``openai>=1`` responses
 (``model``, ``usage.prompt_tokens``/``completion_tokens``, ``choices[0].message``/``finish_reason``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, TypeVar
 
 from .observe import LlmCall, Session, current_session
 
@@ -55,6 +57,28 @@ def _failed(session: Session, call: LlmCall, error: BaseException) -> None:
     session.event("tool_error", payload, severity="error")
 
 
+@contextlib.contextmanager
+def _recorded(kwargs: Dict[str, Any]) -> Iterator[Callable[[Any], Any]]:
+    """Records the create() call its block makes in the ambient session: llm_call on entry, then
+    llm_response for the response the block hands to what it is given (which returns it), or a
+    tool_error when the block raises. Outside a session, and for streamed calls, it records nothing."""
+    session = current_session()
+    if session is None or kwargs.get("stream"):
+        yield lambda response: response
+        return
+    call = _started(session, kwargs)
+
+    def finished(response: Any) -> Any:
+        _finished(session, call, response)
+        return response
+
+    try:
+        yield finished
+    except Exception as error:
+        _failed(session, call, error)
+        raise
+
+
 def observe_openai(client: C) -> C:
     """Records each ``client.chat.completions.create(...)`` made inside a Vigil session as llm_call
     and llm_response (usage, cost from the price table, latency), or a tool_error with the
@@ -67,34 +91,16 @@ def observe_openai(client: C) -> C:
 
         @functools.wraps(create)
         async def create_async(*args: Any, **kwargs: Any) -> Any:
-            session = current_session()
-            if session is None or kwargs.get("stream"):
-                return await create(*args, **kwargs)
-            call = _started(session, kwargs)
-            try:
-                response = await create(*args, **kwargs)
-            except Exception as error:
-                _failed(session, call, error)
-                raise
-            _finished(session, call, response)
-            return response
+            with _recorded(kwargs) as finished:
+                return finished(await create(*args, **kwargs))
 
         completions.create = create_async
         return client
 
     @functools.wraps(create)
     def create_sync(*args: Any, **kwargs: Any) -> Any:
-        session = current_session()
-        if session is None or kwargs.get("stream"):
-            return create(*args, **kwargs)
-        call = _started(session, kwargs)
-        try:
-            response = create(*args, **kwargs)
-        except Exception as error:
-            _failed(session, call, error)
-            raise
-        _finished(session, call, response)
-        return response
+        with _recorded(kwargs) as finished:
+            return finished(create(*args, **kwargs))
 
     completions.create = create_sync
     return client
