@@ -68,6 +68,16 @@ function runName(serialized: Serialized | undefined, name: string | undefined): 
   return name ?? serialized?.name ?? serialized?.id?.at(-1) ?? 'unnamed';
 }
 
+/** What LangChain passes both model-start callbacks after the model and its input: the run's identity and options. */
+type ModelRun = [
+  runId: string,
+  parentRunId?: string,
+  extraParams?: Record<string, unknown>,
+  tags?: string[],
+  metadata?: Record<string, unknown>,
+  name?: string,
+];
+
 interface StoredMessage {
   role: string;
   content: unknown;
@@ -156,16 +166,7 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
   // ---------------------------------------------------------------------------------------------
   // Models
 
-  private startModel(
-    serialized: Serialized,
-    messages: StoredMessage[],
-    runId: string,
-    parentRunId: string | undefined,
-    extraParams: Record<string, unknown> | undefined,
-    tags: string[] | undefined,
-    metadata: Record<string, unknown> | undefined,
-    name: string | undefined,
-  ): void {
+  private startModel(serialized: Serialized, messages: StoredMessage[], ...[runId, parentRunId, extraParams, tags, metadata, name]: ModelRun): void {
     const invocation = (extraParams?.invocation_params ?? {}) as Record<string, unknown>;
     const model = String(metadata?.ls_model_name ?? invocation.model ?? invocation.model_name ?? invocation.modelName ?? 'unknown');
     const run = this.begin(runId, parentRunId, runName(serialized, name), tags, 'model');
@@ -185,38 +186,15 @@ export class VigilCallbackHandler extends BaseCallbackHandler {
     run.llmCall = recordSafely(() => run.session.recordLlmCall(callRecord(input, this.captureContent), { metadata: run.metadata }));
   }
 
-  override handleChatModelStart(
-    llm: Serialized,
-    messages: BaseMessage[][],
-    runId: string,
-    parentRunId?: string,
-    extraParams?: Record<string, unknown>,
-    tags?: string[],
-    metadata?: Record<string, unknown>,
-    name?: string,
-  ): void {
-    this.startModel(llm, messages.flat().map(storedMessage), runId, parentRunId, extraParams, tags, metadata, name);
+  override handleChatModelStart(llm: Serialized, messages: BaseMessage[][], ...run: ModelRun): void {
+    this.startModel(llm, messages.flat().map(storedMessage), ...run);
   }
 
-  override handleLLMStart(
-    llm: Serialized,
-    prompts: string[],
-    runId: string,
-    parentRunId?: string,
-    extraParams?: Record<string, unknown>,
-    tags?: string[],
-    metadata?: Record<string, unknown>,
-    name?: string,
-  ): void {
+  override handleLLMStart(llm: Serialized, prompts: string[], ...run: ModelRun): void {
     this.startModel(
       llm,
       prompts.map((prompt) => ({ role: 'user', content: prompt })),
-      runId,
-      parentRunId,
-      extraParams,
-      tags,
-      metadata,
-      name,
+      ...run,
     );
   }
 
