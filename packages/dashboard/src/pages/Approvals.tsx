@@ -1,6 +1,6 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, requestsChanged, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
-import { Table, type Column } from '../components.tsx';
+import { AsyncTable, Table, type Column } from '../components.tsx';
 import { fmtActor, fmtDateTime, fmtDuration, fmtNumber, timeAgo } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
 import { ENTRY_COLUMNS } from './Audit.tsx';
@@ -43,6 +43,34 @@ function KeyParams({ params }: { params: Record<string, unknown> }) {
   );
 }
 
+/** The queue's columns: a pending request shows how long it has waited (by `now`), a decided one when it was created. */
+function queueColumns(tab: (typeof TABS)[number]['value'], now: number): Column<ApprovalSummary>[] {
+  return [
+    { header: 'Urgency', cell: (r) => <StatusBadge status={r.urgency} /> },
+    { header: 'Action', cell: (r) => <code>{r.action}</code> },
+    { header: 'Agent', cell: (r) => r.agentId ?? <span className="muted">—</span> },
+    { header: 'Parameters', cell: (r) => <KeyParams params={r.params} /> },
+    {
+      header: 'Policy',
+      cell: (r) =>
+        r.policyName ??
+        (r.policyId ? (
+          <span className="muted" title={r.policyId}>
+            deleted policy
+          </span>
+        ) : (
+          <span className="muted">no rule matched</span>
+        )),
+    },
+    { header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
+    {
+      header: tab === 'pending' ? 'Waiting' : 'Created',
+      title: (r) => fmtDateTime(r.createdAt),
+      cell: (r) => (tab === 'pending' ? fmtDuration(now - Date.parse(r.createdAt)) : timeAgo(r.createdAt)),
+    },
+  ];
+}
+
 export function ApprovalsPage() {
   const { query } = useLocation();
   const tab = TABS.some((t) => t.value === query.get('status')) ? (query.get('status') as (typeof TABS)[number]['value']) : 'pending';
@@ -76,70 +104,24 @@ export function ApprovalsPage() {
         title={tab === 'pending' ? 'Waiting for a decision' : `${TABS.find((t) => t.value === tab)!.label} requests`}
         actions={requests.refreshing ? <span className="muted small">refreshing…</span> : null}
       >
-        <Async
+        <AsyncTable
           state={{ ...requests, data: requests.data === undefined ? undefined : rows }}
+          rows={(data) => data}
           label="Loading requests…"
-          isEmpty={(d) => d.length === 0}
           empty={tab === 'pending' ? 'Nothing is waiting for a decision. New requests appear here by themselves.' : 'No requests with this status.'}
-        >
-          {(data) => (
-            <table data-testid="approval-queue">
-              <thead>
-                <tr>
-                  <th scope="col">Urgency</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Parameters</th>
-                  <th scope="col">Policy</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">{tab === 'pending' ? 'Waiting' : 'Created'}</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Open</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.map((r) => (
-                  <tr key={r.id}>
-                    <td>
-                      <StatusBadge status={r.urgency} />
-                    </td>
-                    <td>
-                      <code>{r.action}</code>
-                    </td>
-                    <td>{r.agentId ?? <span className="muted">—</span>}</td>
-                    <td>
-                      <KeyParams params={r.params} />
-                    </td>
-                    <td>
-                      {r.policyName ??
-                        (r.policyId ? (
-                          <span className="muted" title={r.policyId}>
-                            deleted policy
-                          </span>
-                        ) : (
-                          <span className="muted">no rule matched</span>
-                        ))}
-                    </td>
-                    <td>
-                      <StatusBadge status={r.status} />
-                    </td>
-                    <td title={fmtDateTime(r.createdAt)}>{tab === 'pending' ? fmtDuration(now - Date.parse(r.createdAt)) : timeAgo(r.createdAt)}</td>
-                    <td>
-                      <Link to={`/approvals/${r.id}`} className="button small">
-                        {r.status === 'pending' ? 'Review' : 'Open'}
-                        <span className="visually-hidden">
-                          {' '}
-                          {r.action} request {r.id}
-                        </span>
-                      </Link>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+          columns={queueColumns(tab, now)}
+          rowKey={(r) => r.id}
+          actions={(r) => (
+            <Link to={`/approvals/${r.id}`} className="button small">
+              {r.status === 'pending' ? 'Review' : 'Open'}
+              <span className="visually-hidden">
+                {' '}
+                {r.action} request {r.id}
+              </span>
+            </Link>
           )}
-        </Async>
+          testId="approval-queue"
+        />
       </Section>
       <p className="muted small">
         Use the tabs to see decided requests.{' '}

@@ -1,6 +1,6 @@
 import { useState } from 'react';
-import { observe, type ObserveQuery } from '../api.ts';
-import { CreateForm, InlineSelect, TextField } from '../components.tsx';
+import { observe, type ObserveAnswer, type ObserveQuery } from '../api.ts';
+import { AsyncTable, CreateForm, InlineSelect, TextField, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -23,6 +23,7 @@ function metricValue(metric: string, value: number | null | undefined): string {
   return fmtNumber(value, 1);
 }
 
+type BenchmarkSummary = ObserveAnswer<'GET /api/benchmarks'>['benchmarks'][number];
 type StatusChoice = NonNullable<ObserveQuery<'GET /api/benchmarks'>['status']> | '';
 const STATUS_CHOICES: { value: StatusChoice; label: string }[] = (['', 'draft', 'running', 'completed', 'cancelled'] as const).map((s) => ({
   value: s,
@@ -83,42 +84,21 @@ function NewBenchmark() {
   );
 }
 
+const BENCHMARK_COLUMNS: Column<BenchmarkSummary>[] = [
+  { header: 'Name', cell: (b) => <Link to={`/benchmarks/${b.id}`}>{b.name}</Link> },
+  { header: 'Status', cell: (b) => <StatusBadge status={b.status} /> },
+  { header: 'Variants', cell: (b) => b.variants.map((v) => `${v.name} (${v.tag})`).join(' vs ') },
+  { header: 'Agent', cell: (b) => b.agentId ?? <span className="muted">any</span> },
+  { header: 'Created', title: (b) => fmtDateTime(b.createdAt), cell: (b) => timeAgo(b.createdAt) },
+];
+
 export function BenchmarksPage() {
   const [status, setStatus] = useState<StatusChoice>('');
   const list = useAsync((signal) => observe('GET /api/benchmarks', { query: { status: status || undefined, limit: 100 }, signal }), [status]);
   return (
     <Page title="Benchmarks" subtitle="A/B comparisons of agent variants, identified by session tags, with significance tests per metric.">
       <Section title="Benchmarks" actions={<InlineSelect id="bench-status" label="Status" value={status} options={STATUS_CHOICES} onChange={setStatus} />}>
-        <Async state={list} isEmpty={(d) => d.benchmarks.length === 0} empty="No benchmarks yet. Create one below.">
-          {(data) => (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Variants</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.benchmarks.map((b) => (
-                  <tr key={b.id}>
-                    <td>
-                      <Link to={`/benchmarks/${b.id}`}>{b.name}</Link>
-                    </td>
-                    <td>
-                      <StatusBadge status={b.status} />
-                    </td>
-                    <td>{b.variants.map((v) => `${v.name} (${v.tag})`).join(' vs ')}</td>
-                    <td>{b.agentId ?? <span className="muted">any</span>}</td>
-                    <td title={fmtDateTime(b.createdAt)}>{timeAgo(b.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
-        </Async>
+        <AsyncTable state={list} rows={(d) => d.benchmarks} empty="No benchmarks yet. Create one below." columns={BENCHMARK_COLUMNS} rowKey={(b) => b.id} />
       </Section>
       <Section title="New benchmark">
         <NewBenchmark />

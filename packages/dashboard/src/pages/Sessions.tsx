@@ -1,10 +1,10 @@
 import { useState } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
-import { Filters } from '../components.tsx';
+import { AsyncTable, Filters, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, plural, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
+import { Badge, Page, Pager, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 25;
 /** A search reads at most this many of the newest matching events (GET /api/events' limit) and as many sessions. */
@@ -18,6 +18,26 @@ function dayBound(day: string, end: boolean): string | undefined {
 }
 
 type SessionList = ObserveAnswer<'GET /api/sessions'> & { searchCut?: boolean };
+
+const SESSION_COLUMNS: Column<SessionList['sessions'][number]>[] = [
+  { header: 'Session', cell: (s) => <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link> },
+  { header: 'Agent', cell: (s) => s.agentName },
+  { header: 'Status', cell: (s) => <StatusBadge status={s.status} /> },
+  { header: 'Started', title: (s) => fmtDateTime(s.startedAt), cell: (s) => timeAgo(s.startedAt) },
+  { header: 'Duration', num: true, cell: (s) => fmtDuration(s.durationMs) },
+  { header: 'Events', num: true, cell: (s) => fmtNumber(s.eventCount) },
+  { header: 'Errors', num: true, cell: (s) => (s.errorCount > 0 ? <Badge tone="bad">{fmtNumber(s.errorCount)}</Badge> : 0) },
+  { header: 'Cost', num: true, cell: (s) => fmtUsd(s.totalCostUsd) },
+  {
+    header: 'Tags',
+    cell: (s) =>
+      s.tags.map((t) => (
+        <button key={t} type="button" className="tag" title={`Show sessions tagged ${t}`} onClick={() => setQuery({ tags: t, offset: null })}>
+          {t}
+        </button>
+      )),
+  },
+];
 
 /**
  * Sessions by the URL's filters. With a search text: the sessions whose events mention it (the
@@ -164,10 +184,10 @@ export function SessionsPage() {
           )
         }
       >
-        <Async
+        <AsyncTable
           state={sessions}
+          rows={(d) => d.sessions}
           label="Loading sessions…"
-          isEmpty={(d) => d.sessions.length === 0}
           empty={
             filtered ? (
               'No session matches these filters.'
@@ -177,57 +197,10 @@ export function SessionsPage() {
               </>
             )
           }
-        >
-          {(data) => (
+          columns={SESSION_COLUMNS}
+          rowKey={(s) => s.id}
+          after={(data) => (
             <>
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Session</th>
-                    <th scope="col">Agent</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Started</th>
-                    <th scope="col" className="num">
-                      Duration
-                    </th>
-                    <th scope="col" className="num">
-                      Events
-                    </th>
-                    <th scope="col" className="num">
-                      Errors
-                    </th>
-                    <th scope="col" className="num">
-                      Cost
-                    </th>
-                    <th scope="col">Tags</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.sessions.map((s) => (
-                    <tr key={s.id}>
-                      <td>
-                        <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link>
-                      </td>
-                      <td>{s.agentName}</td>
-                      <td>
-                        <StatusBadge status={s.status} />
-                      </td>
-                      <td title={fmtDateTime(s.startedAt)}>{timeAgo(s.startedAt)}</td>
-                      <td className="num">{fmtDuration(s.durationMs)}</td>
-                      <td className="num">{fmtNumber(s.eventCount)}</td>
-                      <td className="num">{s.errorCount > 0 ? <Badge tone="bad">{fmtNumber(s.errorCount)}</Badge> : 0}</td>
-                      <td className="num">{fmtUsd(s.totalCostUsd)}</td>
-                      <td>
-                        {s.tags.map((t) => (
-                          <button key={t} type="button" className="tag" title={`Show sessions tagged ${t}`} onClick={() => setQuery({ tags: t, offset: null })}>
-                            {t}
-                          </button>
-                        ))}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
               {data.searchCut && (
                 <p className="muted small">
                   The search read the {fmtNumber(SEARCH_LIMIT)} newest matching events and sessions; narrow it with the filters to see older ones.
@@ -242,7 +215,7 @@ export function SessionsPage() {
               />
             </>
           )}
-        </Async>
+        />
       </Section>
     </Page>
   );
