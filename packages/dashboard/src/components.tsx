@@ -4,7 +4,7 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAction, type AsyncState } from './ui.tsx';
+import { Async, ErrorMessage, Field, Notice, RowAction, Section, useFormAction, type AsyncState } from './ui.tsx';
 import { fmtDuration } from './format.ts';
 import { setQuery } from './router.tsx';
 
@@ -120,12 +120,10 @@ export interface CreateFormProps {
 
 /** A form that creates or saves one thing; the API's validation errors show under it, each naming its field. */
 export function CreateForm({ create, submit, pending, failure, result, cancel, label, children }: CreateFormProps) {
-  const [done, setDone] = useState<string | null>(null);
-  const action = useAction(async () => setDone(await create()));
+  const action = useFormAction(create);
   const onSubmit = (event: FormEvent) => {
     event.preventDefault();
-    setDone(null);
-    void action.run();
+    action.start();
   };
   return (
     <form onSubmit={onSubmit} className="stack" aria-label={label}>
@@ -141,7 +139,7 @@ export function CreateForm({ create, submit, pending, failure, result, cancel, l
         )}
       </div>
       {action.error && <ErrorMessage error={action.error} title={failure} />}
-      {done !== null && (result ? result(done, () => setDone(null)) : <Notice>{done}</Notice>)}
+      {action.done !== null && (result ? result(action.done, action.clear) : <Notice>{action.done}</Notice>)}
     </form>
   );
 }

@@ -100,6 +100,20 @@ export function useAction<A extends unknown[], R>(
   return { run, pending, error, clearError: () => setError(undefined) };
 }
 
+/**
+ * An action a form runs, answering the sentence to show once it succeeded: `start(...args)` clears
+ * the last sentence and runs it; `done` is that sentence until the next start or `clear()`.
+ */
+export function useFormAction<A extends unknown[]>(action: (...args: A) => Promise<string>) {
+  const [done, setDone] = useState<string | null>(null);
+  const { run, pending, error } = useAction(async (...args: A) => setDone(await action(...args)));
+  const start = (...args: A) => {
+    setDone(null);
+    void run(...args);
+  };
+  return { start, pending, error, done, clear: () => setDone(null) };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Layout pieces
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtTime, fmtUsd, plural,
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
 import { TraceTree } from '../trace-tree.tsx';
-import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useFormAction } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
   const broken = verification.brokenAt;
@@ -109,8 +109,7 @@ function EvalCard({ event }: { event: VigilEvent }) {
 function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => void }) {
   const evaluators = useAsync((signal) => observe('GET /api/evaluators', { signal }), []);
   const [chosen, setChosen] = useState('');
-  const [done, setDone] = useState<string | null>(null);
-  const action = useAction(async (id: string) => {
+  const action = useFormAction(async (id: string) => {
     const evaluator = evaluators.data?.evaluators.find((e) => e.id === id);
     if (!evaluator) throw new Error('Choose an evaluator first.');
     const options = { params: { sessionId }, body: { evaluatorId: id } };
@@ -118,8 +117,8 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
       evaluator.kind === 'llm_judge'
         ? await observe('POST /api/eval/sessions/{sessionId}/score', options)
         : await observe('POST /api/eval/sessions/{sessionId}/compliance', options);
-    setDone(`${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${fmtScore(result.score)}). The verdict is chained into the session.`);
     onDone();
+    return `${evaluator.name}: ${result.passed ? 'passed' : 'failed'} (score ${fmtScore(result.score)}). The verdict is chained into the session.`;
   });
   if (evaluators.data && evaluators.data.evaluators.length === 0) {
     return (
@@ -133,8 +132,7 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
       className="filters"
       onSubmit={(e) => {
         e.preventDefault();
-        setDone(null);
-        void action.run(chosen);
+        action.start(chosen);
       }}
     >
       <div className="field">
@@ -152,7 +150,7 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
         {action.pending ? 'Evaluating…' : 'Evaluate this session'}
       </button>
       {action.error && <ErrorMessage error={action.error} title="Evaluation failed" />}
-      {done && <Notice>{done}</Notice>}
+      {action.done && <Notice>{action.done}</Notice>}
     </form>
   );
 }

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
 import { CreateForm, Table, type Column } from '../components.tsx';
 import { fmtPercent, plural } from '../format.ts';
-import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, Stat, Stats, useAction, useAsync } from '../ui.tsx';
+import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, Stat, Stats, useAsync, useFormAction } from '../ui.tsx';
 
 type Config = ObserveAnswer<'GET /api/config'>;
 
@@ -54,12 +54,11 @@ const SECRETS = [
 
 function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[number]; config: Config; onSaved: () => void }) {
   const [value, setValue] = useState('');
-  const [done, setDone] = useState<string | null>(null);
-  const save = useAction(async (next: string | null) => {
+  const save = useFormAction(async (next: string | null) => {
     await observe('PUT /api/config', { body: { [secret.field]: next } });
     setValue('');
-    setDone(next === null ? `${secret.label} cleared: ${secret.env} applies, if set.` : `${secret.label} saved.`);
     onSaved();
+    return next === null ? `${secret.label} cleared: ${secret.env} applies, if set.` : `${secret.label} saved.`;
   });
   const id = `secret-${secret.field}`;
   return (
@@ -67,8 +66,7 @@ function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[numb
       className="filters"
       onSubmit={(e) => {
         e.preventDefault();
-        setDone(null);
-        void save.run(value);
+        save.start(value);
       }}
     >
       <Field label={`New ${secret.label.toLowerCase()}`} htmlFor={id}>
@@ -87,20 +85,12 @@ function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[numb
         Save secret
       </button>
       {config[secret.isSet] && (
-        <button
-          type="button"
-          className="danger"
-          disabled={save.pending}
-          onClick={() => {
-            setDone(null);
-            void save.run(null);
-          }}
-        >
+        <button type="button" className="danger" disabled={save.pending} onClick={() => save.start(null)}>
           Clear<span className="visually-hidden"> the {secret.label.toLowerCase()}</span>
         </button>
       )}
       {save.error && <ErrorMessage error={save.error} title="The secret was not changed" />}
-      {done && <Notice>{done}</Notice>}
+      {save.done && <Notice>{save.done}</Notice>}
     </form>
   );
 }
@@ -120,37 +110,33 @@ export function SettingsPage() {
       title="Retention and configuration"
       subtitle="How long observe keeps sessions, and how it is set up. Secrets are shown as set or not, never read back."
     >
-      <Section title="Configuration">
-        <Async state={config} label="Loading the configuration…">
-          {(c) => (
-            <Stats>
-              <Stat label="Sessions kept" value={retention(c.retentionDays)} />
-              <Stat label="API keys" value={c.authDisabled ? <Badge tone="bad">not required</Badge> : <Badge tone="good">required</Badge>} />
-              {SECRETS.map((secret) => (
-                <Stat key={secret.field} label={secret.label} value={yesNo(c[secret.isSet], 'set', 'not set')} />
-              ))}
-              <Stat label="Agent memory" value={yesNo(c.memoryEnabled, 'on', 'off')} hint={features.data?.memoryUrl || undefined} />
-            </Stats>
-          )}
-        </Async>
-      </Section>
-      <Section title="Retention">
-        <Async state={config} label="Loading the configuration…">
-          {(c) => <RetentionForm current={c.retentionDays} onSaved={config.reload} />}
-        </Async>
-      </Section>
-      <Section title="Webhook secrets">
-        <p className="muted small">Observe checks the signature of webhooks from these services with them. They are never shown again once saved.</p>
-        <Async state={config} label="Loading the configuration…">
-          {(c) => (
-            <div className="stack">
-              {SECRETS.map((secret) => (
-                <SecretForm key={secret.field} secret={secret} config={c} onSaved={config.reload} />
-              ))}
-            </div>
-          )}
-        </Async>
-      </Section>
+      <Async state={config} label="Loading the configuration…">
+        {(c) => (
+          <>
+            <Section title="Configuration">
+              <Stats>
+                <Stat label="Sessions kept" value={retention(c.retentionDays)} />
+                <Stat label="API keys" value={c.authDisabled ? <Badge tone="bad">not required</Badge> : <Badge tone="good">required</Badge>} />
+                {SECRETS.map((secret) => (
+                  <Stat key={secret.field} label={secret.label} value={yesNo(c[secret.isSet], 'set', 'not set')} />
+                ))}
+                <Stat label="Agent memory" value={yesNo(c.memoryEnabled, 'on', 'off')} hint={features.data?.memoryUrl || undefined} />
+              </Stats>
+            </Section>
+            <Section title="Retention">
+              <RetentionForm current={c.retentionDays} onSaved={config.reload} />
+            </Section>
+            <Section title="Webhook secrets">
+              <p className="muted small">Observe checks the signature of webhooks from these services with them. They are never shown again once saved.</p>
+              <div className="stack">
+                {SECRETS.map((secret) => (
+                  <SecretForm key={secret.field} secret={secret} config={c} onSaved={config.reload} />
+                ))}
+              </div>
+            </Section>
+          </>
+        )}
+      </Async>
       <Section title="Health score weights">
         <Async state={weights} label="Loading the weights…">
           {(w) => (
