@@ -6,6 +6,7 @@ import {
   backfillLeaves,
   canonicalJson,
   createAdminChangeTable,
+  createApiKeyTable,
   createAuditLogTables,
   createLeaseTable,
   epochMsType,
@@ -96,18 +97,7 @@ export const gateHistory: Record<string, MigrationStep> = {
       .addColumn('updated_at', epochMsType, (c) => c.notNull())
       .execute();
 
-    await db.schema
-      .createTable('api_keys')
-      .addColumn('id', 'text', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('prefix', 'text', (c) => c.notNull())
-      .addColumn('key_hash', 'text', (c) => c.notNull().unique())
-      .addColumn('scopes', 'text', (c) => c.notNull())
-      .addColumn('rate_limit', 'integer')
-      .addColumn('created_at', epochMsType, (c) => c.notNull())
-      .addColumn('last_used_at', epochMsType)
-      .addColumn('revoked_at', epochMsType)
-      .execute();
+    await createApiKeyTable(db, (table) => table.addColumn('scopes', 'text', (c) => c.notNull()).addColumn('rate_limit', 'integer'));
 
     await db.schema
       .createTable('webhooks')
