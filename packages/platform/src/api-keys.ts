@@ -35,7 +35,8 @@ export function toApiKeyLifecycle(row: ApiKeyLifecycleRow): ApiKeyLifecycle {
 
 /**
  * Migration step body (each service's first step): the api_keys table, with the service's own
- * columns (the gate's scopes and rate limit) between the key's hash and its lifecycle times.
+ * columns (the gate's scopes and rate limit) between the key's hash and its lifecycle times. Shipped
+ * steps run it, so it never changes: a new shape is a new step.
  */
 export async function createApiKeyTable(
   db: DdlTarget,

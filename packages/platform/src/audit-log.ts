@@ -114,6 +114,7 @@ export async function createAuditLogTables(db: MigrationDb): Promise<void> {
  * The log's head, leaves, nodes, checkpoints and keys. The leaves name their item in `itemColumn`
  * (unique, through `itemIndex`), then its chain in `scope_id` when `scoped`: observe's first log
  * (its 0016) keyed them by `event_id` without a scope, and its 0017 turned them into this shape.
+ * Shipped steps run it, so it never changes: a new shape is a new step.
  */
 export async function createAuditLogBaseTables(db: MigrationDb, leaves: { itemColumn: string; scoped: boolean; itemIndex: string }): Promise<void> {
   await db.schema
