@@ -88,10 +88,18 @@ module.exports = {
     {
       name: 'migration-history-imports-no-feature',
       comment:
-        "A service's frozen migration history (src/migration-history/) imports nothing of its service, no feature and not today's schema: only the platform, kysely, libraries and its own frozen copies, so a step keeps doing what it did when it shipped.",
+        "A service's frozen migration history (src/migration-history/) imports nothing of its service, no feature and not today's schema: only the platform, kysely, libraries, its own frozen copies and the service's stored formats (which never change), so a step keeps doing what it did when it shipped.",
       severity: 'error',
       from: { path: '(^|/)packages/(observe|gate)/src/migration-history/' },
-      to: { path: '(^|/)packages/$2/src/', pathNot: '(^|/)packages/$2/src/migration-history/' },
+      to: { path: '(^|/)packages/$2/src/', pathNot: ['(^|/)packages/$2/src/migration-history/', '(^|/)packages/$2/src/stored-formats/index\\.ts$'] },
+    },
+    {
+      name: 'stored-formats-import-no-feature',
+      comment:
+        "A service's stored formats (src/stored-formats/: what stored data was written with, never changed) import nothing else of the service, so the frozen history that uses them runs no feature code.",
+      severity: 'error',
+      from: { path: '(^|/)packages/(observe|gate)/src/stored-formats/' },
+      to: { path: '(^|/)packages/$2/src/', pathNot: '(^|/)packages/$2/src/stored-formats/' },
     },
     {
       name: 'feature-migrations-use-no-other-feature',

@@ -9,7 +9,7 @@ test('the packages keep every dependency rule', async () => {
   assert.deepEqual(violations, [], `dependency rules broken (npm run depcheck lists them):\n${violations.join('\n')}`);
 });
 
-test('the rules catch a platform→service import, a service→service import, SDK code in the SDK or dashboard that needs a server, a cross-package src import, a feature-internal import, a runtime cycle, a test kit in product code, and migration steps that run feature code (frozen history importing a feature, the steps of a feature importing another feature) or live code that runs the frozen history', async () => {
+test('the rules catch a platform→service import, a service→service import, SDK code in the SDK or dashboard that needs a server, a cross-package src import, a feature-internal import, a runtime cycle, a test kit in product code, and migration steps that run feature code (frozen history importing a feature, a stored format importing a feature, the steps of a feature importing another feature) or live code that runs the frozen history', async () => {
   const fixture = 'scripts/depcheck-fixtures/packages';
   // The real packages a fixture imports by name are read, not followed.
   const violations = (await depcheck([fixture], { doNotFollow: ['node_modules', '^packages/'] })).map(describeViolation);
@@ -30,6 +30,7 @@ test('the rules catch a platform→service import, a service→service import, S
     `pricing-uses-no-package: ${fixture}/pricing/src/uses-platform.ts -> packages/platform/src/index.ts`,
     `sdk-runs-without-the-services: ${fixture}/sdk/src/reaches-into-observe.ts -> ${observe}/events/derive.ts`,
     `sdk-runs-without-the-services: ${fixture}/sdk/src/runs-observe.ts -> packages/observe/src/index.ts`,
+    `stored-formats-import-no-feature: ${observe}/stored-formats/index.ts -> ${observe}/events/index.ts`,
     `services-use-not-each-other: ${observe}/events/uses-gate.ts -> packages/gate/src/index.ts`,
     `test-kit-only-in-tests: ${policies}/uses-kit.ts -> ${fixture}/gate/src/testing.ts`,
   ];

@@ -3,7 +3,7 @@ import { ManualClock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildGateService, type GateService } from './app.ts';
-import { auditEntryHash, chainEntryOf } from './audit-trail/index.ts';
+import { auditEntryHash, chainEntryOf } from './stored-formats/index.ts';
 import { SCOPES, type Scope } from './auth/index.ts';
 import { gateConfigFromEnvironment, type GateConfig } from './config.ts';
 import type { GateDatabase } from './schema.ts';

@@ -1,3 +1,5 @@
+import type { CreateTableBuilder } from 'kysely';
+import { epochMsType, type DdlTarget } from './db.ts';
 import { toIso, toIsoOrNull } from './time.ts';
 
 /** The columns every service's api_keys table has; each adds its own scopes (and limits). */
@@ -29,4 +31,26 @@ export function toApiKeyLifecycle(row: ApiKeyLifecycleRow): ApiKeyLifecycle {
     lastUsedAt: toIsoOrNull(row.last_used_at),
     revokedAt: toIsoOrNull(row.revoked_at),
   };
+}
+
+/**
+ * Migration step body (each service's first step): the api_keys table, with the service's own
+ * columns (the gate's scopes and rate limit) between the key's hash and its lifecycle times. Shipped
+ * steps run it, so it never changes: a new shape is a new step.
+ */
+export async function createApiKeyTable(
+  db: DdlTarget,
+  addServiceColumns: (table: CreateTableBuilder<'api_keys', string>) => CreateTableBuilder<'api_keys', string> = (table) => table,
+): Promise<void> {
+  const table = db.schema
+    .createTable('api_keys')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('prefix', 'text', (c) => c.notNull())
+    .addColumn('key_hash', 'text', (c) => c.notNull().unique());
+  await addServiceColumns(table)
+    .addColumn('created_at', epochMsType, (c) => c.notNull())
+    .addColumn('last_used_at', epochMsType)
+    .addColumn('revoked_at', epochMsType)
+    .execute();
 }

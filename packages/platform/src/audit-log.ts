@@ -106,20 +106,30 @@ export interface AuditLogTables {
 
 /** Migration step body: every table of a new log (observe's log came in two steps: its 0016 and 0017). */
 export async function createAuditLogTables(db: MigrationDb): Promise<void> {
+  await createAuditLogBaseTables(db, { itemColumn: 'item_id', scoped: true, itemIndex: 'audit_log_leaves_item' });
+  await createAuditLogWitnessTables(db);
+}
+
+/**
+ * The log's head, leaves, nodes, checkpoints and keys. The leaves name their item in `itemColumn`
+ * (unique, through `itemIndex`), then its chain in `scope_id` when `scoped`: observe's first log
+ * (its 0016) keyed them by `event_id` without a scope, and its 0017 turned them into this shape.
+ * Shipped steps run it, so it never changes: a new shape is a new step.
+ */
+export async function createAuditLogBaseTables(db: MigrationDb, leaves: { itemColumn: string; scoped: boolean; itemIndex: string }): Promise<void> {
   await db.schema
     .createTable('audit_log_head')
     .addColumn('id', 'integer', (c) => c.primaryKey())
     .addColumn('size', 'bigint', (c) => c.notNull())
     .execute();
   await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
-  await db.schema
+  let leafTable = db.schema
     .createTable('audit_log_leaves')
     .addColumn('idx', 'bigint', (c) => c.primaryKey())
-    .addColumn('item_id', 'text', (c) => c.notNull())
-    .addColumn('scope_id', 'text')
-    .addColumn('leaf_hash', 'text', (c) => c.notNull())
-    .execute();
-  await db.schema.createIndex('audit_log_leaves_item').unique().on('audit_log_leaves').columns(['item_id']).execute();
+    .addColumn(leaves.itemColumn, 'text', (c) => c.notNull());
+  if (leaves.scoped) leafTable = leafTable.addColumn('scope_id', 'text');
+  await leafTable.addColumn('leaf_hash', 'text', (c) => c.notNull()).execute();
+  await db.schema.createIndex(leaves.itemIndex).unique().on('audit_log_leaves').columns([leaves.itemColumn]).execute();
   await db.schema
     .createTable('audit_log_nodes')
     .addColumn('level', 'integer', (c) => c.notNull())
@@ -141,7 +151,6 @@ export async function createAuditLogTables(db: MigrationDb): Promise<void> {
     .addColumn('public_key', 'text', (c) => c.notNull())
     .addColumn('created_at', epochMsType, (c) => c.notNull())
     .execute();
-  await createAuditLogWitnessTables(db);
 }
 
 /** The built-nodes row, tombstone and witness tables (observe's migration 0017 adds them to its earlier log, whose nodes are built). */

@@ -24,5 +24,6 @@ export * from './audit-keys.ts';
 export * from './secret-file.ts';
 export * from './audit-log.ts';
 export * from './stored-hash.ts';
+export * from './int8-vectors.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';

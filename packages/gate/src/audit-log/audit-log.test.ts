@@ -9,7 +9,8 @@ import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testin
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
 import { buildGateService, type GateService } from '../app.ts';
-import { auditEntryHash, type AuditEntry } from '../audit-trail/index.ts';
+import type { AuditEntry } from '../audit-trail/index.ts';
+import { auditEntryHash } from '../stored-formats/index.ts';
 import { gateMigrations } from '../migrations.ts';
 import { assertGateError, startTestGate, TEST_ADMIN_KEY, type TestGate } from '../testing.ts';
 import { GATE_LOG } from './index.ts';

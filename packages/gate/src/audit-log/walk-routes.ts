@@ -1,6 +1,6 @@
 import { readSnapshot, registerAuditWalkRoutes, type AuditLog, type AuditWalkLoaders, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditEntryText, chainEntryOf } from '../audit-trail/index.ts';
+import { auditEntryText, chainEntryOf } from '../stored-formats/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { GateSchema } from '../schema.ts';

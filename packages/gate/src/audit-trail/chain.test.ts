@@ -9,7 +9,8 @@ import { buildGateService } from '../app.ts';
 import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
-import { auditEntryHash, auditEntryText, verifyAuditChain } from './chain.ts';
+import { auditEntryHash, auditEntryText } from '../stored-formats/index.ts';
+import { verifyAuditChain } from './chain.ts';
 import type { AuditEntry } from './routes.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');

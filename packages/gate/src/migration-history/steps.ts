@@ -1,52 +1,21 @@
 // The gate's migration steps 0001–0009 as they shipped: frozen history. A step keeps doing what it
 // did when it shipped even after the feature's live code changes, so these steps import no feature
-// code: what they ran of a feature's code (the audit chain's hash recipe) is copied here as it was
-// then. Later steps live in the feature that owns their tables (src/migrations.ts collects them).
+// code; the audit chain's hash recipe they ran is a stored format that never changes
+// (stored-formats/). Later steps live in the feature that owns their tables (src/migrations.ts
+// collects them).
 import {
   backfillLeaves,
-  canonicalJson,
   createAdminChangeTable,
+  createApiKeyTable,
   createAuditLogTables,
   createLeaseTable,
   epochMsType,
-  sha256Hex,
   storeHashesAsBytes,
-  toIso,
   withDeliveryColumns,
   type MigrationStep,
 } from '@vigil/platform';
 import { sql } from 'kysely';
-
-/** The audit entry columns 0005 reads. */
-interface StoredAuditEntry {
-  id: string;
-  request_id: string;
-  action: string;
-  seq: number;
-  ts: number;
-  event: string;
-  actor: string;
-  actor_key_id: string | null;
-  actor_key_name: string | null;
-  details: string | null;
-}
-
-const json = JSON.stringify;
-
-/**
- * An entry's chain hash, version 1 (audit-trail/chain.ts when 0005 shipped; docs/audit.md, "Gate
- * audit chain"): SHA-256 hex of the RFC 8785 canonical JSON of {v:1, id, requestId, action, seq,
- * timestamp, event, actor, actorKeyId, actorKeyName, details, prevHash}, written out in key order.
- */
-function auditEntryHash(row: StoredAuditEntry, prevHash: string | null): string {
-  const details = row.details === null ? 'null' : canonicalJson(JSON.parse(row.details) as Record<string, unknown>);
-  return sha256Hex(
-    `{"action":${json(row.action)},"actor":${json(row.actor)},"actorKeyId":${json(row.actor_key_id)}` +
-      `,"actorKeyName":${json(row.actor_key_name)},"details":${details}` +
-      `,"event":${json(row.event)},"id":${json(row.id)},"prevHash":${json(prevHash)},"requestId":${json(row.request_id)}` +
-      `,"seq":${json(row.seq)},"timestamp":${json(toIso(row.ts))},"v":1}`,
-  );
-}
+import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from '../stored-formats/index.ts';
 
 export const gateHistory: Record<string, MigrationStep> = {
   async '0001_gate'(db) {
@@ -96,18 +65,7 @@ export const gateHistory: Record<string, MigrationStep> = {
       .addColumn('updated_at', epochMsType, (c) => c.notNull())
       .execute();
 
-    await db.schema
-      .createTable('api_keys')
-      .addColumn('id', 'text', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('prefix', 'text', (c) => c.notNull())
-      .addColumn('key_hash', 'text', (c) => c.notNull().unique())
-      .addColumn('scopes', 'text', (c) => c.notNull())
-      .addColumn('rate_limit', 'integer')
-      .addColumn('created_at', epochMsType, (c) => c.notNull())
-      .addColumn('last_used_at', epochMsType)
-      .addColumn('revoked_at', epochMsType)
-      .execute();
+    await createApiKeyTable(db, (table) => table.addColumn('scopes', 'text', (c) => c.notNull()).addColumn('rate_limit', 'integer'));
 
     await db.schema
       .createTable('webhooks')
@@ -222,7 +180,7 @@ export const gateHistory: Record<string, MigrationStep> = {
         prevHash = null;
       }
       seq += 1;
-      const hash = auditEntryHash({ ...row, ts: Number(row.ts), seq }, prevHash);
+      const hash = auditEntryHash(chainEntryOf({ ...row, ts: Number(row.ts), seq }), prevHash);
       await db.updateTable('audit_entries').set({ seq, prev_hash: prevHash, hash }).where('id', '=', row.id).execute();
       prevHash = hash;
     }

@@ -1,7 +1,7 @@
 import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
-import { auditEntryHash, chainEntryOf } from '../audit-trail/index.ts';
+import { auditEntryHash, chainEntryOf } from '../stored-formats/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';

@@ -1,5 +1,6 @@
 // The tables requests/ owns (times are epoch milliseconds, JSON is stored as text); the service's schema
 // (schema.ts) is composed of every feature's tables.
+import type { StoredAuditEntry } from '../stored-formats/index.ts';
 
 export interface RequestRow {
   id: string;
@@ -17,28 +18,13 @@ export interface RequestRow {
   policy_decision: string;
   confirmed_at: number | null;
   execution_result: string | null;
-  /** The head of the request's audit chain (audit-trail/chain.ts): its last seq (-1 before any entry) and hash. */
+  /** The head of the request's audit chain (stored-formats/audit-chain.ts): its last seq (-1 before any entry) and hash. */
   audit_head_seq: number;
   audit_head_hash: string | null;
 }
 
-export interface AuditRow {
-  id: string;
-  request_id: string;
-  /** The request's action, copied so the audit list filters by it through an index. */
-  action: string;
-  ts: number;
-  event: string;
-  actor: string;
-  /** The API key behind the credential that acted, and its name at that time; null for policy and expiry. */
-  actor_key_id: string | null;
-  actor_key_name: string | null;
-  details: string | null;
-  /** The entry's link in its request's audit chain (audit-trail/chain.ts): 0, 1, 2, … per request. */
-  seq: number;
-  prev_hash: string | null;
-  hash: string;
-}
+/** An audit entry row is its chain link as stored (stored-formats/audit-chain.ts). */
+export type AuditRow = StoredAuditEntry;
 
 /** Requests and their audit entries, written together in the request's transaction (the audit-trail feature reads and verifies the entries). */
 export interface RequestsTables {

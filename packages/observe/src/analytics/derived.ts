@@ -31,7 +31,7 @@ const number = (column: string) => ({ column, kind: 'number' as const });
 
 export const ROLLUPS_TABLE: DerivedTable<RollupRow> = {
   table: 'event_rollups',
-  apply: (batch) => applyRollupDeltas(batch.trx, rollupDeltas(batch.events.map((event) => event.row)), 1),
+  apply: (batch) => applyRollupDeltas(batch.trx, rollupDeltas(batch.rows), 1),
   subtract: (trx, _dialect, sessions) => subtractSessionsFromRollups(trx, sessions.ids),
   backfill: backfillRollups,
   audit: {
@@ -74,7 +74,7 @@ export const ROLLUPS_TABLE: DerivedTable<RollupRow> = {
 
 export const LATENCY_SKETCHES_TABLE: DerivedTable<LatencySketchRow> = {
   table: 'latency_sketches',
-  apply: (batch) => applySketchDeltas(batch.trx, sketchDeltas(batch.events.map((event) => event.row)), 1),
+  apply: (batch) => applySketchDeltas(batch.trx, sketchDeltas(batch.rows), 1),
   subtract: (trx, _dialect, sessions) => subtractSessionsFromSketches(trx, sessions.ids),
   backfill: backfillSketches,
   audit: {

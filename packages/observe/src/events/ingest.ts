@@ -25,6 +25,8 @@ export interface CommittingBatch {
   dialect: DialectName;
   /** The stored rows (seq and hash set) with their payloads, in batch order. */
   events: readonly { row: EventRow; payload: Record<string, unknown> }[];
+  /** The same rows alone (events[i].row), listed once for the insert and every derived table. */
+  rows: readonly EventRow[];
   /** One per session of the batch, in lock order (sorted ids). */
   sessions: readonly SessionAppend[];
   /** When the batch's last request was received. */
@@ -430,12 +432,8 @@ async function appendPrepared(
       if (agent) agent.newSessions += 1;
     }
 
-    await eventInserter.insert(
-      trx,
-      database.dialect,
-      prepared.map((event) => event.row),
-      (index) => jsonWords(prepared[index]!.payload).join(' '),
-    );
+    const rows = prepared.map((event) => event.row);
+    await eventInserter.insert(trx, database.dialect, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
     for (const id of sessionIds) {
       const { id: _id, ...changes } = sessions.get(id)!;
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
@@ -453,6 +451,7 @@ async function appendPrepared(
       trx,
       dialect: database.dialect,
       events: prepared,
+      rows,
       sessions: sessionIds.map((id) => sessionAppends.get(id)!),
       receivedAt,
       logPositions: null,

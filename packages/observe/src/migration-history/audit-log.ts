@@ -1,42 +1,9 @@
-import { backfillLeaves, createAuditLogWitnessTables, type MigrationDb } from '@vigil/platform';
+import { backfillLeaves, createAuditLogBaseTables, createAuditLogWitnessTables, type MigrationDb } from '@vigil/platform';
 import { sql } from 'kysely';
 
-/** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id`. */
+/** Migration 0016 as it first shipped: the log's tables, leaves keyed by `event_id` (0017 renames it). */
 export async function createAuditLogTablesV1(db: MigrationDb): Promise<void> {
-  await db.schema
-    .createTable('audit_log_head')
-    .addColumn('id', 'integer', (c) => c.primaryKey())
-    .addColumn('size', 'bigint', (c) => c.notNull())
-    .execute();
-  await db.insertInto('audit_log_head').values({ id: 1, size: 0 }).execute();
-  await db.schema
-    .createTable('audit_log_leaves')
-    .addColumn('idx', 'bigint', (c) => c.primaryKey())
-    .addColumn('event_id', 'text', (c) => c.notNull())
-    .addColumn('leaf_hash', 'text', (c) => c.notNull())
-    .execute();
-  await db.schema.createIndex('audit_log_leaves_event').unique().on('audit_log_leaves').columns(['event_id']).execute();
-  await db.schema
-    .createTable('audit_log_nodes')
-    .addColumn('level', 'integer', (c) => c.notNull())
-    .addColumn('idx', 'bigint', (c) => c.notNull())
-    .addColumn('hash', 'text', (c) => c.notNull())
-    .addPrimaryKeyConstraint('audit_log_nodes_pk', ['level', 'idx'])
-    .execute();
-  await db.schema
-    .createTable('audit_checkpoints')
-    .addColumn('tree_size', 'bigint', (c) => c.primaryKey())
-    .addColumn('root_hash', 'text', (c) => c.notNull())
-    .addColumn('created_at', 'bigint', (c) => c.notNull())
-    .addColumn('key_id', 'text', (c) => c.notNull())
-    .addColumn('signature', 'text', (c) => c.notNull())
-    .execute();
-  await db.schema
-    .createTable('audit_keys')
-    .addColumn('key_id', 'text', (c) => c.primaryKey())
-    .addColumn('public_key', 'text', (c) => c.notNull())
-    .addColumn('created_at', 'bigint', (c) => c.notNull())
-    .execute();
+  await createAuditLogBaseTables(db, { itemColumn: 'event_id', scoped: false, itemIndex: 'audit_log_leaves_event' });
 }
 
 /**

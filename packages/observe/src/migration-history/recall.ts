@@ -1,6 +1,7 @@
-// Migration 0019 with frozen copies of what it ran of recall's code then (recall/store.ts's vector
-// encoding, recall/text.ts's choice of the events that get a vector).
-import type { DialectName, MigrationDb } from '@vigil/platform';
+// Migration 0019 with a frozen copy of what it ran of recall's code then (recall/text.ts's choice of
+// the events that get a vector). The vector encoding it converted to is the kernel's (encodeVector),
+// a storage format that never changes.
+import { encodeVector, type DialectName, type MigrationDb } from '@vigil/platform';
 import { sql } from 'kysely';
 
 /** Rows converted per read. */
@@ -95,10 +96,6 @@ interface EmbeddedEventSource {
   payload: string;
 }
 
-/** Bytes before the codes of a stored vector: the Float32 scale, little-endian. */
-const SCALE_BYTES = 4;
-const bitmapBytes = (dims: number): number => Math.ceil(dims / 8);
-
 /** A vector stored before 0019: Float32 little-endian. */
 function decodeFloatVector(stored: Uint8Array): Float32Array {
   const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
@@ -107,41 +104,8 @@ function decodeFloatVector(stored: Uint8Array): Float32Array {
   return vector;
 }
 
-/**
- * int8 scalar quantisation with one scale per vector (scale = max |value| / 127), in the shorter
- * of two layouts: dense (the scale, then one signed byte per dimension) or sparse (the scale, a
- * bitmap of the non-zero codes, then those codes in dimension order).
- */
-function encodeVector(vector: Float32Array): Buffer {
-  const dims = vector.length;
-  let max = 0;
-  for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(vector[i]!));
-  const scale = Math.fround(max / 127);
-  const codes = new Int8Array(dims);
-  let nonZero = 0;
-  for (let i = 0; i < dims; i++) {
-    const code = scale > 0 ? Math.max(-127, Math.min(127, Math.round(vector[i]! / scale))) : 0;
-    codes[i] = code;
-    if (code !== 0) nonZero += 1;
-  }
-  if (bitmapBytes(dims) + nonZero >= dims) {
-    const stored = Buffer.alloc(SCALE_BYTES + dims);
-    stored.writeFloatLE(scale, 0);
-    stored.set(codes, SCALE_BYTES);
-    return stored;
-  }
-  const stored = Buffer.alloc(SCALE_BYTES + bitmapBytes(dims) + nonZero);
-  stored.writeFloatLE(scale, 0);
-  let at = SCALE_BYTES + bitmapBytes(dims);
-  for (let i = 0; i < dims; i++) {
-    if (codes[i] === 0) continue;
-    stored[SCALE_BYTES + (i >> 3)]! |= 1 << (i & 7);
-    stored[at++] = codes[i]! & 0xff;
-  }
-  return stored;
-}
-
-const EMBEDDED_EVENT_TYPES = new Set([
+/** The event types whose events may get a vector (recall/text.ts then): 0005 queued their stored events, 0019 kept their vectors. */
+export const EMBEDDED_EVENT_TYPES = [
   'tool_call',
   'tool_error',
   'llm_call',
@@ -154,7 +118,8 @@ const EMBEDDED_EVENT_TYPES = new Set([
   'alert_triggered',
   'custom',
   'eval_result',
-]);
+] as const;
+const embeddedEventTypes = new Set<string>(EMBEDDED_EVENT_TYPES);
 
 const hasText = (value: unknown): boolean => typeof value === 'string' && value.trim().length > 0;
 
@@ -164,7 +129,7 @@ const hasText = (value: unknown): boolean => typeof value === 'string' && value.
  * user's, an llm_response only with a completion, an approval decision only with a reason.
  */
 function isEmbeddedEvent(eventType: string, payload: Record<string, unknown>): boolean {
-  if (!EMBEDDED_EVENT_TYPES.has(eventType)) return false;
+  if (!embeddedEventTypes.has(eventType)) return false;
   switch (eventType) {
     case 'session_ended':
       return hasText(payload.summary);

@@ -5,6 +5,7 @@
 // collects them).
 import {
   createAdminChangeTable,
+  createApiKeyTable,
   createFullTextIndex,
   createLeaseTable,
   epochMsType,
@@ -19,7 +20,7 @@ import { sql } from 'kysely';
 import { backfillRollups, backfillSketches, createLatencySketchTable, createRollupTable } from './analytics.ts';
 import { createAuditLogTablesV1, upgradeAuditLog } from './audit-log.ts';
 import { COMPLEX_MIN_INPUT_TOKENS, COMPLEX_MIN_TOOLS, createStoreTotals, SIMPLE_MAX_INPUT_TOKENS, SYSTEM_AGENT_ID } from './events.ts';
-import { compactEmbeddings } from './recall.ts';
+import { compactEmbeddings, EMBEDDED_EVENT_TYPES } from './recall.ts';
 
 /** The id prefix of an alert rule's session (alerts/evaluator.ts). */
 const ALERT_SESSION_PREFIX = 'alert:';
@@ -102,16 +103,7 @@ export const observeHistory: Record<string, MigrationStep> = {
       .addColumn('approval_policy_id', 'text')
       .execute();
 
-    await db.schema
-      .createTable('api_keys')
-      .addColumn('id', 'text', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('prefix', 'text', (c) => c.notNull())
-      .addColumn('key_hash', 'text', (c) => c.notNull().unique())
-      .addColumn('created_at', epochMsType, (c) => c.notNull())
-      .addColumn('last_used_at', epochMsType)
-      .addColumn('revoked_at', epochMsType)
-      .execute();
+    await createApiKeyTable(db);
 
     await db.schema
       .createTable('settings')
@@ -264,22 +256,7 @@ export const observeHistory: Record<string, MigrationStep> = {
 
     // History stored before this step is queued like new events (the worker drains it in the
     // background; it skips events without text, e.g. a session_ended without summary).
-    const embedded = sql.join(
-      [
-        'tool_call',
-        'tool_error',
-        'llm_call',
-        'llm_response',
-        'session_ended',
-        'approval_requested',
-        'approval_granted',
-        'approval_denied',
-        'approval_expired',
-        'alert_triggered',
-        'custom',
-        'eval_result',
-      ].map((t) => sql.lit(t)),
-    );
+    const embedded = sql.join(EMBEDDED_EVENT_TYPES.map((t) => sql.lit(t)));
     await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)
       select 'event', id, 0, 0, 0, null, null, 0 from events where event_type in (${embedded})`.execute(db);
     await sql`insert into embedding_queue (source_type, source_id, enqueued_at, attempts, next_attempt_at, claimed_until, last_error, generation)

@@ -1,10 +1,10 @@
+import { encodeVector, isStoredVector } from '@vigil/platform';
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
 import { queueRows, drain, llmCall, llmResponse, sessionEnded, toolCall } from './test-fixtures.ts';
-import { encodeVector, isStoredVector } from './store.ts';
 import { eventDetails } from './text.ts';
 
 const MIGRATION = '0019_compact_embeddings';

@@ -1,6 +1,6 @@
 /**
  * The inner loop of search: integer dot products of one quantised query with a block of int8
- * vectors (the codes as stored, store.ts encodeVector), in WebAssembly SIMD, with a plain
+ * vectors (the codes as stored, the platform's encodeVector), in WebAssembly SIMD, with a plain
  * JavaScript fallback where SIMD is not available. Both compute the same integers exactly, so they
  * agree to the bit. The module is assembled here from its opcodes (about 260 bytes), so there is
  * no build step and no dependency.

@@ -1,3 +1,4 @@
+import { decodeVector, encodeVector, isStoredVector, readCodesInto } from '@vigil/platform';
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
@@ -12,7 +13,6 @@ import {
   tokenize,
   wordWeight,
 } from './embedder.ts';
-import { decodeVector, encodeVector, isStoredVector, readCodesInto } from './store.ts';
 import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { describeEvent, eventText, flatten, isEmbeddedEvent, truncate } from './text.ts';

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
-import { ManualClock } from '@vigil/platform';
+import { ManualClock, encodeVector } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
-import { encodeVector } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,

@@ -1,6 +1,7 @@
+import { isStoredVector, readCodesInto } from '@vigil/platform';
 import type { ObserveDatabase } from '../schema.ts';
 import { quantiseQuery, scanError, VectorBlock } from './dot-kernel.ts';
-import { readChanges, readCodesInto, readMeta, isStoredVector, type ChangedRow } from './store.ts';
+import { readChanges, readMeta, type ChangedRow } from './store.ts';
 
 /** Vectors per storage block: growth adds blocks, nothing is ever copied. */
 const BLOCK = 4096;

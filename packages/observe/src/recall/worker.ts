@@ -1,11 +1,11 @@
-import { BackgroundDrain, toIso } from '@vigil/platform';
+import { BackgroundDrain, toIso, encodeVector } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import type { SessionRow } from '../events/index.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
 import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
-import { EMBEDDED_EVENT_COLUMNS, encodeVector, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
+import { EMBEDDED_EVENT_COLUMNS, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
 import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
 
 /** How often the `observe.embeddings` job drains the queue (the backstop of the kick after each commit). */

@@ -20,7 +20,7 @@
  */
 import { toIso } from '@vigil/platform';
 import { addUsd } from '@vigil/pricing';
-import type { EventRow } from '../events/index.ts';
+import type { DerivedColumns, EventRow } from '../events/index.ts';
 
 /** The most events one tree is built from; beyond it the answer says `truncated: true`. */
 export const TREE_EVENT_LIMIT = 10_000;
@@ -36,25 +36,8 @@ export type NodeKind = (typeof NODE_KINDS)[number];
 export const NODE_STATUSES = ['ok', 'error', 'open'] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
 
-/** The columns the tree reads of an event; `detail` is the payload of custom and tool_error events only (their type, their error). */
-export type TreeEventRow = Pick<
-  EventRow,
-  | 'id'
-  | 'seq'
-  | 'ts'
-  | 'event_type'
-  | 'is_error'
-  | 'metadata'
-  | 'cost_usd'
-  | 'duration_ms'
-  | 'latency_ms'
-  | 'tool_name'
-  | 'call_id'
-  | 'provider'
-  | 'model'
-  | 'input_tokens'
-  | 'output_tokens'
-> & { detail: string | null };
+/** The columns the tree reads of an event (its place and its derived columns); `detail` is the payload of custom and tool_error events only (their type, their error). */
+export type TreeEventRow = Pick<EventRow, 'id' | 'seq' | 'ts' | 'event_type' | 'metadata'> & DerivedColumns & { detail: string | null };
 
 export interface SpanIds {
   traceId: string;

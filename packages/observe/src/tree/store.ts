@@ -1,31 +1,15 @@
 import type { ObserveDatabase } from '../schema.ts';
-import { sessionEventsQuery } from '../events/index.ts';
+import { EVENT_DERIVED_COLUMNS, sessionEventsQuery } from '../events/index.ts';
 import type { TreeEventRow } from './build.ts';
 
 /**
- * The first `limit` events of a session in timeline order, with the columns the tree reads: one
+ * The first `limit` events of a session in timeline order, with the columns the tree reads (TreeEventRow): one
  * range of the (session_id, ts, seq) index. The payload comes only for custom and tool_error events
  * (their type, their error), so large LLM messages are not read.
  */
 export function readTreeEvents(database: ObserveDatabase, sessionId: string, limit: number): Promise<TreeEventRow[]> {
   return sessionEventsQuery(database.db, sessionId)
-    .select([
-      'id',
-      'seq',
-      'ts',
-      'event_type',
-      'is_error',
-      'metadata',
-      'cost_usd',
-      'duration_ms',
-      'latency_ms',
-      'tool_name',
-      'call_id',
-      'provider',
-      'model',
-      'input_tokens',
-      'output_tokens',
-    ])
+    .select(['id', 'seq', 'ts', 'event_type', 'metadata', ...EVENT_DERIVED_COLUMNS])
     .select((eb) => eb.case().when('event_type', 'in', ['custom', 'tool_error']).then(eb.ref('payload')).end().as('detail'))
     .limit(limit)
     .execute();
