@@ -1,6 +1,10 @@
 // The tables requests/ owns (times are epoch milliseconds, JSON is stored as text); the service's schema
 // (schema.ts) is composed of every feature's tables.
 
+/** A request's statuses (the requests list and the audit list filter on them). */
+export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+export type RequestStatus = (typeof STATUSES)[number];
+
 export interface RequestRow {
   id: string;
   action: string;
