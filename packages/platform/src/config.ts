@@ -147,7 +147,8 @@ export function parseEnvironment<Shape extends z.ZodRawShape>(slice: Environment
 
 /** Parses `env` with the shared variables and one service's own (that service embedded without the CLI, tests). */
 export function parseServiceEnvironment<Shape extends z.ZodRawShape>(slice: EnvironmentSlice<Shape>, env: NodeJS.ProcessEnv): ServiceEnvironment<Shape> {
-  return parseEnvironment(mergeSlices(sharedEnvironment, slice), env);
+  // The same type: zod cannot see through the merge of a generic shape.
+  return parseEnvironment(mergeSlices(sharedEnvironment, slice), env) as ServiceEnvironment<Shape>;
 }
 
 export type DatabaseConfig =
