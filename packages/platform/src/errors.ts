@@ -50,6 +50,12 @@ export type ErrorCatalogue<Key extends string> = Record<Key | KernelErrorKey, Er
 
 /** The kit's errors as every service answers them, unless it gives one its own code or words (kitErrors). */
 const KIT_ERRORS: ErrorCatalogue<never> = {
+  unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key', when: 'No API key, or one that is unknown or revoked' },
+  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs', when: 'The API key lacks the scope the route needs' },
+  routeNotFound: { status: 404, code: 'route_not_found', message: 'Route not found', when: 'No route has this method and path' },
+  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large', when: 'The body exceeds BODY_LIMIT_BYTES' },
+  pathTooLong: { status: 414, code: 'uri_too_long', message: 'A path parameter is too long', when: 'A path parameter is longer than 1,024 characters' },
+  internal: { status: 500, code: 'internal', message: 'Internal server error', when: 'An unexpected failure (logged with the request)' },
   validation: {
     status: 400,
     code: 'validation_error',
@@ -62,17 +68,12 @@ const KIT_ERRORS: ErrorCatalogue<never> = {
     message: 'Malformed JSON body',
     when: 'The body is not JSON: malformed, with a byte order mark, not UTF-8, or with a prototype-poisoning key',
   },
-  unauthorized: { status: 401, code: 'unauthorized', message: 'Missing or invalid API key', when: 'No API key, or one that is unknown or revoked' },
-  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs', when: 'The API key lacks the scope the route needs' },
-  routeNotFound: { status: 404, code: 'route_not_found', message: 'Route not found', when: 'No route has this method and path' },
   requestTimeout: {
     status: 408,
     code: 'request_timeout',
     message: 'The request was not received in time',
     when: 'The headers (HTTP_HEADERS_TIMEOUT_MS) or the whole request (HTTP_REQUEST_TIMEOUT_MS) did not arrive in time; the connection is closed',
   },
-  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large', when: 'The body exceeds BODY_LIMIT_BYTES' },
-  pathTooLong: { status: 414, code: 'uri_too_long', message: 'A path parameter is too long', when: 'A path parameter is longer than 1,024 characters' },
   unsupportedMediaType: {
     status: 415,
     code: 'unsupported_media_type',
@@ -85,7 +86,6 @@ const KIT_ERRORS: ErrorCatalogue<never> = {
     message: 'The request headers are too large',
     when: "The request's headers exceed the HTTP parser's limit (16 KiB); the connection is closed",
   },
-  internal: { status: 500, code: 'internal', message: 'Internal server error', when: 'An unexpected failure (logged with the request)' },
   unavailable: {
     status: 503,
     code: 'unavailable',

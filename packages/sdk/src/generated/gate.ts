@@ -113,7 +113,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "headers_too_large" | "internal_error" | "unavailable" | "conflict" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "conflict" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
