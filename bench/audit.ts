@@ -15,14 +15,14 @@
  * BENCH_AUDIT_EVENTS (default 200,000) sets the events each ingest server receives;
  * BENCH_AUDIT_PARTS (default "ingest,inclusion,bundle") which of the three run.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { appendLeaves, openDatabase, type AuditLogTables } from '@vigil/platform';
-import { createObserveKey, freePort, stopServer, waitForHealth } from './server.ts';
+import { createObserveKey, startObserve, stopServer, type BenchObserve } from './server.ts';
 import { CLIENTS } from './observe-workload.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { checked, percentile, printTable, rate, type Row } from './table.ts';
 
 const INGEST_EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 200_000);
 const PROOF_LEAVES = Number(process.env.BENCH_AUDIT_LEAVES ?? 1_000_000);
@@ -32,37 +32,16 @@ const PROOF_SAMPLES = 500;
 const BUNDLE_EVENTS = 10_000;
 const BUNDLE_RUNS = 7;
 
-interface Server {
-  child: ChildProcess;
-  base: string;
+interface Server extends BenchObserve {
   key: string;
-  dataDir: string;
-  schema: string;
 }
 
+/** Observe from bench/observe-server.ts (BENCH_PROF=<dir>: profiled), with its first key. */
 async function startServer(name: string, env: Record<string, string> = {}): Promise<Server> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
-  const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
-  const child = spawn(
-    process.execPath,
-    [
-      ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []),
-      '--import',
-      'tsx',
-      'bench/observe-server.ts',
-      String(port),
-      dataDir,
-    ],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, LOG_LEVEL: 'warn', OBSERVE_DB_SCHEMA: schema, ...env },
-    },
-  );
-  await waitForHealth(base, child);
-  const key = await createObserveKey(base);
-  return { child, base, key, dataDir, schema };
+  const profiling = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [];
+  const nodeArgs = (port: number, dataDir: string) => [...profiling, '--import', 'tsx', 'bench/observe-server.ts', String(port), dataDir];
+  const server = await startObserve(name, { nodeArgs, env });
+  return { ...server, key: await createObserveKey(server.base) };
 }
 
 function batch(prefix: string, b: number, startMs: number): string {
@@ -103,10 +82,6 @@ async function send(server: Server, bodies: readonly string[]): Promise<number> 
     }),
   );
   return (performance.now() - started) / 1000;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 async function ingestOnOff(rows: Row[]): Promise<void> {

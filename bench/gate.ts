@@ -23,7 +23,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, processCpuMs, remoteMode, remoteTargets, residentMegabytes, serverProfiling, stopServer, vigilCommand } from './server.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { checked, percentile, printTable, rate, type Row } from './table.ts';
 import {
   compilePolicySet,
   evaluatePolicies,
@@ -317,10 +317,6 @@ interface Throughput {
   perSecond: number;
   p50: number;
   p95: number;
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /** Runs `send(0)` … `send(total - 1)` from CLIENTS concurrent clients; throughput and latency in ms. */

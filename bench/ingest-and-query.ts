@@ -53,7 +53,7 @@ import {
   waitForHealth,
   waitForIdle,
 } from './server.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { checked, percentile, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 /** BENCH_QUERIES=0: only the load and the storage footprint (no query, guardrail or recall measurements). */
@@ -72,10 +72,6 @@ const ANALYTICS: [string, string][] = [
   ['/api/analytics/agents', '/api/analytics/agents'],
   ['/api/analytics/tools', '/api/analytics/tools'],
 ];
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 interface Latency {
   p50: number;

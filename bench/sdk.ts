@@ -24,7 +24,7 @@ import { ObserveClient, type IncomingEvent, type VigilError } from '../packages/
 import { observeOpenAI } from '../packages/sdk/src/openai.ts';
 import { post } from './observe-workload.ts';
 import { createObserveKey, startObserve, stopServer } from './server.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { checked, percentile, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_SDK_EVENTS ?? 50_000);
 /** The client's batchSize; unset, the SDK's default (100), which the raw baseline uses too. */
@@ -43,8 +43,13 @@ interface Percentiles {
 
 function percentiles(samples: ArrayLike<number>): Percentiles {
   const sorted = Float64Array.from(samples).sort();
-  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1]!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
+  return {
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1]!,
+    mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

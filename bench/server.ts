@@ -78,18 +78,26 @@ export interface BenchObserve {
   schema: string;
 }
 
+export interface BenchObserveOptions {
+  /** The node arguments that run the server on `port` with `dataDir` (default: `vigil observe`). */
+  nodeArgs?: (port: number, dataDir: string) => string[];
+  /** Variables added to the server's environment. */
+  env?: Record<string, string>;
+}
+
 /**
- * Starts `vigil observe` on a free port, its data in a new temporary folder and, on DATABASE_URL,
- * in a schema of its own (`name` tells both apart from other runs'); resolves once it answers.
+ * Starts observe on a free port, its data in a new temporary folder and, on DATABASE_URL, in a
+ * schema of its own (`name` tells both apart from other runs'); resolves once it answers.
  */
-export async function startObserve(name: string): Promise<BenchObserve> {
+export async function startObserve(name: string, options: BenchObserveOptions = {}): Promise<BenchObserve> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), `vigil-bench-${name}-`));
-  const schema = `bench_${name}_${process.pid}`;
-  const child = spawn(process.execPath, ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir], {
+  const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
+  const nodeArgs = options.nodeArgs?.(port, dataDir) ?? ['packages/cli/bin/vigil.mjs', 'observe', '--port', String(port), '--data-dir', dataDir];
+  const child = spawn(process.execPath, nodeArgs, {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema },
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema, ...options.env },
   });
   try {
     await waitForHealth(base, child);

@@ -8,6 +8,11 @@ export const checked = (result: string, met: boolean): string => `${result} ${me
 
 export const rate = (perSecond: number): string => Math.round(perSecond).toLocaleString('en-US');
 
+/** The p-th percentile (0 to 100) of samples sorted ascending: the sample below which p % of them lie. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
 export function printTable(rows: readonly Row[]): void {
   const header: Row = ['measurement', 'target', 'result'];
   const widths = header.map((_, c) => Math.max(...[header, ...rows].map((row) => row[c]!.length)));

@@ -22,7 +22,7 @@ function table(catalogue: Record<string, ErrorSpec>): string {
 
 /** The page's exact text. */
 export function errorReference(): string {
-  return `<!-- Generated from packages/observe/src/errors.ts and packages/gate/src/errors.ts by scripts/generate-error-docs.ts (npm run generate:error-docs); do not edit by hand. -->
+  return `<!-- Generated from packages/observe/src/errors.ts and packages/gate/src/errors.ts (the kit's own entries: packages/platform/src/errors.ts) by scripts/generate-error-docs.ts (npm run generate:error-docs); do not edit by hand. -->
 
 # Error codes
 
@@ -31,10 +31,9 @@ The message in a body is often more precise than the catalogue's (it names the i
 programs branch on the code and the status, people read the message. Validation errors carry
 \`details\`, one \`{ path, message }\` per offending field.
 
-The HTTP kit both services share also answers 408 (a request not received within its deadline),
-414 (a path parameter longer than 1,024 characters) and 431 (headers too large) with the service's
-validation code, and other framework refusals of a request with the code of the closest entry
-(\`invalid_json\`, \`payload_too_large\`, \`unsupported_media_type\`).
+The HTTP kit both services share answers other framework refusals of a request with the code of
+the closest entry (\`invalid_json\`, \`payload_too_large\`, \`unsupported_media_type\`), and a
+request the HTTP parser cannot read at all with 400 and the service's validation code.
 
 ## Observe
 

@@ -3,21 +3,16 @@ import {
   createFeatureHost,
   createHttpApp,
   databaseFailure,
-  migrateToLatest,
-  openDatabase,
-  pingDatabase,
-  registerMetricsRoute,
-  ServiceMetrics,
   deliveryQueueProbe,
-  tablesOf,
+  openServiceDatabase,
+  registerMetricsRoute,
+  registerOpenApiRoute,
+  serviceHttpOptions,
+  ServiceMetrics,
   systemClock,
-  VIGIL_VERSION,
-  type Clock,
-  type PeriodicJob,
-  type RouteEntry,
-  type ServiceError,
-  type ZodApp,
+  tablesOf,
 } from '@vigil/platform';
+import type { PeriodicJob, RouteEntry, ServiceBuildOptions, ServiceError, ZodApp } from '@vigil/platform';
 import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
@@ -46,15 +41,7 @@ export interface GateService {
   generatedAdminKey: string | null;
 }
 
-export interface GateOptions {
-  clock?: Clock;
-  /** Where log lines go (default stdout): tests read them. */
-  logStream?: NodeJS.WritableStream;
-  /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
-  runJobs?: boolean;
-  /** Check every 2xx JSON answer against its route's response schema (test kits; default false). */
-  validateResponses?: boolean;
-}
+export type GateOptions = ServiceBuildOptions;
 
 /** Database down: 503, so clients retry; other database failures stay the catalogue's 500 internal_error. */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
@@ -68,22 +55,16 @@ function authErrorStatuses(route: RouteEntry): number[] {
 }
 
 export async function buildGateService(config: GateConfig, options: GateOptions = {}): Promise<GateService> {
-  const database = await openDatabase<GateSchema>(config.database);
-  await migrateToLatest(database, gateMigrations);
+  const database = await openServiceDatabase<GateSchema>(config, gateMigrations);
   const clock = options.clock ?? systemClock;
 
   const app = await createHttpApp({
     title: 'Vigil gate',
     description:
       'Decides what AI agents may do: approval requests are auto-approved, denied or routed to a human by policies, every step is audited and pushed to signed webhooks.',
-    version: VIGIL_VERSION,
     service: 'gate',
-    logLevel: config.logLevel,
-    logFormat: config.logFormat,
+    ...serviceHttpOptions(config, database, options),
     bodyLimitBytes: BODY_LIMIT_BYTES,
-    timeouts: config.http,
-    databaseProbe: () => pingDatabase(database),
-    ...(options.logStream !== undefined && { logStream: options.logStream }),
     errors: gateError,
     renderError: renderGateError,
     classify: classifyDatabaseError,
@@ -91,7 +72,6 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     scopes: [...SCOPES, 'any'],
     authErrorStatuses,
     rateLimitHeaders: RATE_LIMIT_HEADERS,
-    validateResponses: options.validateResponses ?? false,
   });
 
   let limiter: RateLimiter;
@@ -146,7 +126,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
   await features.register(chatFeature(chat, requests.service));
-  app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
+  registerOpenApiRoute(app);
   await app.ready();
   return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };
 }

@@ -1,15 +1,5 @@
-import {
-  environmentSlice,
-  httpUrl,
-  mergeSlices,
-  parseEnvironment,
-  positiveInt,
-  schemaName,
-  serviceBaseConfig,
-  sharedEnvironment,
-  type ServiceBaseConfig,
-  type SharedEnvironment,
-} from '@vigil/platform';
+import { environmentSlice, httpUrl, parseServiceEnvironment, positiveInt, schemaName, serviceBaseConfig } from '@vigil/platform';
+import type { ServiceBaseConfig, ServiceEnvironment, ServiceOverrides } from '@vigil/platform';
 import { z } from 'zod';
 
 const commaList = z.string().transform((value) =>
@@ -68,7 +58,7 @@ export const gateEnvironment = environmentSlice(
     }),
 );
 
-export type GateEnvironment = SharedEnvironment & z.output<z.ZodObject<typeof gateEnvironment.shape>>;
+export type GateEnvironment = ServiceEnvironment<typeof gateEnvironment.shape>;
 
 export interface GateConfig extends ServiceBaseConfig {
   adminKey?: string;
@@ -100,7 +90,7 @@ export interface DiscordConfig {
 }
 
 /** The gate's configuration from an environment already checked (by the CLI's whole schema or gateConfigFromEnvironment). */
-export function gateConfig(e: GateEnvironment, overrides: { port?: number; dataDir?: string } = {}): GateConfig {
+export function gateConfig(e: GateEnvironment, overrides: ServiceOverrides = {}): GateConfig {
   return {
     ...serviceBaseConfig(e, { port: e.GATE_PORT, sqliteFile: 'gate.db', schema: e.GATE_DB_SCHEMA }, overrides),
     adminKey: e.GATE_ADMIN_KEY,
@@ -137,6 +127,6 @@ export function gateConfig(e: GateEnvironment, overrides: { port?: number; dataD
 }
 
 /** The gate's configuration from the shared variables and its own (tests, and embedding the gate without the CLI). */
-export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { port?: number; dataDir?: string } = {}): GateConfig {
-  return gateConfig(parseEnvironment(mergeSlices(sharedEnvironment, gateEnvironment), env), overrides);
+export function gateConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: ServiceOverrides = {}): GateConfig {
+  return gateConfig(parseServiceEnvironment(gateEnvironment, env), overrides);
 }

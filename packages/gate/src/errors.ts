@@ -1,20 +1,18 @@
-import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { errorDetailSchema, errorFactory, kitErrors, notFound, ServiceError, type ErrorCatalogue } from '@vigil/platform';
 import { z } from 'zod';
 
 /** Every error the gate answers with. Body: `{ error: { code, message } }`. */
 export const gateErrors = {
-  validation: {
-    status: 400,
-    code: 'bad_request',
-    message: 'Invalid request body',
-    when: 'A body, query or path parameter fails its schema (details name each field), or an unknown query parameter is sent',
-  },
-  invalidJson: {
-    status: 400,
-    code: 'bad_request',
-    message: 'Malformed JSON body',
-    when: 'The body is not JSON: malformed, with a byte order mark, not UTF-8, or with a prototype-poisoning key',
-  },
+  ...kitErrors({
+    // The specification's one code per status (errors.test.ts).
+    validation: { code: 'bad_request', message: 'Invalid request body' },
+    invalidJson: { code: 'bad_request' },
+    unauthorized: { when: 'No API key or session token, or one that is unknown, revoked or expired' },
+    routeNotFound: { code: 'not_found' },
+    // The specification fixes the gate's body limit at 1 MB.
+    payloadTooLarge: { message: 'Request body larger than 1 MB', when: 'The body exceeds 1 MB' },
+    internal: { code: 'internal_error', when: 'An unexpected failure, database errors included (logged with the request)' },
+  }),
   unsafePattern: {
     status: 400,
     code: 'bad_request',
@@ -27,24 +25,16 @@ export const gateErrors = {
     message: 'The matching policy rule requires a reason for this decision',
     when: 'A decision without a reason where the matching policy rule requires one',
   },
-  unauthorized: {
-    status: 401,
-    code: 'unauthorized',
-    message: 'Missing or invalid API key',
-    when: 'No API key or session token, or one that is unknown, revoked or expired',
-  },
   chatSignature: {
     status: 401,
     code: 'unauthorized',
     message: 'Missing, invalid or stale chat platform signature',
     when: 'A Slack or Discord interaction whose signature is missing, invalid or stale',
   },
-  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs', when: 'The API key lacks the scope the route needs' },
-  routeNotFound: { status: 404, code: 'not_found', message: 'Route not found', when: 'No route has this method and path' },
   requestNotFound: { status: 404, code: 'not_found', message: 'Request not found', when: 'No approval request has this id' },
-  policyNotFound: { status: 404, code: 'not_found', message: 'Policy not found', when: 'No policy has this id' },
-  keyNotFound: { status: 404, code: 'not_found', message: 'API key not found', when: 'No API key has this id' },
-  webhookNotFound: { status: 404, code: 'not_found', message: 'Webhook not found', when: 'No webhook has this id' },
+  policyNotFound: notFound('not_found', 'policy'),
+  keyNotFound: notFound('not_found', 'API key'),
+  webhookNotFound: notFound('not_found', 'webhook'),
   checkpointNotFound: {
     status: 404,
     code: 'not_found',
@@ -70,26 +60,7 @@ export const gateErrors = {
     message: 'Only an approved, unconfirmed request can be confirmed',
     when: 'Confirming a request that is not approved, or already confirmed',
   },
-  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body larger than 1 MB', when: 'The body exceeds 1 MB' },
-  unsupportedMediaType: {
-    status: 415,
-    code: 'unsupported_media_type',
-    message: 'Content-Type must be application/json',
-    when: 'A body that is not application/json (or a charset or Content-Encoding the route does not take)',
-  },
   rateLimited: { status: 429, code: 'rate_limited', message: 'Rate limit exceeded', when: 'The key exceeded its rate limit (retry after Retry-After)' },
-  internal: {
-    status: 500,
-    code: 'internal_error',
-    message: 'Internal server error',
-    when: 'An unexpected failure, database errors included (logged with the request)',
-  },
-  unavailable: {
-    status: 503,
-    code: 'unavailable',
-    message: 'A dependency is unavailable; retry shortly',
-    when: 'The database is unreachable, or the service is shutting down (retry after Retry-After)',
-  },
 } satisfies ErrorCatalogue<string>;
 
 export type GateErrorKey = keyof typeof gateErrors;

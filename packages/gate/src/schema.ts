@@ -9,13 +9,6 @@ import type { PoliciesTables } from './policies/index.ts';
 import type { RequestsTables } from './requests/index.ts';
 import type { WebhooksTables } from './webhooks/index.ts';
 
-/**
- * A request's statuses (the requests list and the audit list filter on them). Kept here, not in
- * requests/, because the audit trail filters by them and the requests feature uses the audit trail.
- */
-export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-export type RequestStatus = (typeof STATUSES)[number];
-
 export interface GateSchema
   extends LeaseTables, AdminChangeTables<GateChangeResource>, AuditLogTables, RequestsTables, PoliciesTables, AuthTables, WebhooksTables, ChatTables {}
 

@@ -3,18 +3,14 @@ import {
   createFeatureHost,
   createHttpApp,
   databaseFailure,
-  migrateToLatest,
-  openDatabase,
-  pingDatabase,
+  openServiceDatabase,
   registerMetricsRoute,
+  registerOpenApiRoute,
+  serviceHttpOptions,
   ServiceMetrics,
   systemClock,
-  VIGIL_VERSION,
-  type Clock,
-  type PeriodicJob,
-  type ServiceError,
-  type ZodApp,
 } from '@vigil/platform';
+import type { Clock, PeriodicJob, ServiceBuildOptions, ServiceError, ZodApp } from '@vigil/platform';
 import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { agentsFeature } from './agents/index.ts';
 import { alertsFeature } from './alerts/index.ts';
@@ -70,14 +66,7 @@ export interface ObserveService {
   streams: StreamHub;
 }
 
-export interface ObserveOptions {
-  clock?: Clock;
-  /** Where log lines go (default stdout): tests read them. */
-  logStream?: NodeJS.WritableStream;
-  /** Start background timers (default true); tests drive `jobs.*.tick()` themselves. */
-  runJobs?: boolean;
-  /** Check every 2xx JSON answer against its route's response schema (test kits; default false). */
-  validateResponses?: boolean;
+export interface ObserveOptions extends ServiceBuildOptions {
   /** Start an embedding drain after each ingest commit (default: runJobs). */
   kickEmbeddings?: boolean;
   /** Start working a dataset run as soon as it is created (default true; the periodic job runs only with runJobs). */
@@ -121,8 +110,7 @@ function loadPriceTable(config: ObserveConfig, clock: Clock): PriceTable {
 export async function buildObserveService(config: ObserveConfig, options: ObserveOptions = {}): Promise<ObserveService> {
   const clock = options.clock ?? systemClock;
   const prices = loadPriceTable(config, clock);
-  const database = await openDatabase<ObserveSchema>(config.database);
-  await migrateToLatest(database, observeMigrations);
+  const database = await openServiceDatabase<ObserveSchema>(config, observeMigrations);
   const context: ObserveContext = {
     config,
     database,
@@ -143,14 +131,9 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     title: 'Vigil observe',
     description:
       'Records what AI agents do (events, sessions, LLM and tool calls, OTLP traces) into SHA-256 hash-chained sessions, and answers queries, analytics, alerts, guardrails and evaluations over them.',
-    version: VIGIL_VERSION,
     service: 'observe',
-    logLevel: config.logLevel,
-    logFormat: config.logFormat,
+    ...serviceHttpOptions(config, database, options),
     bodyLimitBytes: config.bodyLimitBytes,
-    timeouts: config.http,
-    databaseProbe: () => pingDatabase(database),
-    ...(options.logStream !== undefined && { logStream: options.logStream }),
     credentialHeaders: [WEBHOOK_SIGNATURE_HEADER],
     errors: observeError,
     renderError: renderObserveError,
@@ -159,7 +142,6 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     authModes: OBSERVE_AUTH_MODES,
     scopes: OBSERVE_SCOPES,
     authErrorStatuses: observeAuthErrorStatuses,
-    validateResponses: options.validateResponses ?? false,
   });
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => observeError('unauthorized') });
   registerObserveMetrics(context);
@@ -191,8 +173,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
   const streams = await features.register(streamFeature);
-  // Public, like the schemas it describes: clients generate their types from it before holding a key.
-  app.get('/api/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
+  registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));
   const retention = await features.register(retentionFeature(audit.log));
   await app.ready();

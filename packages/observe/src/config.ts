@@ -1,17 +1,5 @@
-import {
-  booleanFlag,
-  environmentSlice,
-  httpUrl,
-  localAddress,
-  mergeSlices,
-  parseEnvironment,
-  positiveInt,
-  schemaName,
-  serviceBaseConfig,
-  sharedEnvironment,
-  type ServiceBaseConfig,
-  type SharedEnvironment,
-} from '@vigil/platform';
+import { booleanFlag, environmentSlice, httpUrl, localAddress, parseServiceEnvironment, positiveInt, schemaName, serviceBaseConfig } from '@vigil/platform';
+import type { ServiceBaseConfig, ServiceEnvironment, ServiceOverrides } from '@vigil/platform';
 import { z } from 'zod';
 
 /** The variables only observe reads; docs/deploy.md lists them with the shared ones. */
@@ -55,7 +43,7 @@ export const observeEnvironment = environmentSlice(
   (e) => (e.MEMORY_ENABLED && !e.MEMORY_API_URL ? [{ variable: 'MEMORY_API_URL', message: 'required when MEMORY_ENABLED=true' }] : []),
 );
 
-export type ObserveEnvironment = SharedEnvironment & z.output<z.ZodObject<typeof observeEnvironment.shape>>;
+export type ObserveEnvironment = ServiceEnvironment<typeof observeEnvironment.shape>;
 
 export interface ObserveConfig extends ServiceBaseConfig {
   authDisabled: boolean;
@@ -87,7 +75,7 @@ export interface ObserveConfig extends ServiceBaseConfig {
 }
 
 /** Observe's configuration from an environment already checked (by the CLI's whole schema or observeConfigFromEnvironment). */
-export function observeConfig(e: ObserveEnvironment, overrides: { port?: number; dataDir?: string } = {}): ObserveConfig {
+export function observeConfig(e: ObserveEnvironment, overrides: ServiceOverrides = {}): ObserveConfig {
   return {
     ...serviceBaseConfig(e, { port: e.OBSERVE_PORT, sqliteFile: 'observe.db', schema: e.OBSERVE_DB_SCHEMA }, overrides),
     authDisabled: e.AUTH_DISABLED,
@@ -127,6 +115,6 @@ export function observeConfig(e: ObserveEnvironment, overrides: { port?: number;
 }
 
 /** Observe's configuration from the shared variables and its own (tests, and embedding observe without the CLI). */
-export function observeConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: { port?: number; dataDir?: string } = {}): ObserveConfig {
-  return observeConfig(parseEnvironment(mergeSlices(sharedEnvironment, observeEnvironment), env), overrides);
+export function observeConfigFromEnvironment(env: NodeJS.ProcessEnv, overrides: ServiceOverrides = {}): ObserveConfig {
+  return observeConfig(parseServiceEnvironment(observeEnvironment, env), overrides);
 }

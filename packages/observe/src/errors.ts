@@ -1,4 +1,4 @@
-import { errorDetailSchema, errorFactory, ServiceError, type ErrorCatalogue } from '@vigil/platform';
+import { errorDetailSchema, errorFactory, kitErrors, notFound, ServiceError, type ErrorCatalogue } from '@vigil/platform';
 import { z } from 'zod';
 import type { ChainBreak } from './events/index.ts';
 
@@ -7,31 +7,16 @@ import type { ChainBreak } from './events/index.ts';
  * and docs/reference/errors.md lists them). Body: `{ error, code, status, details? }`.
  */
 export const observeErrors = {
-  validation: {
-    status: 400,
-    code: 'validation_error',
-    message: 'Validation failed',
-    when: 'A body, query or path parameter fails its schema (details name each field), or an unknown query parameter is sent',
-  },
-  invalidJson: {
-    status: 400,
-    code: 'invalid_json',
-    message: 'Malformed JSON body',
-    when: 'The body is not JSON: malformed, with a byte order mark, not UTF-8, or with a prototype-poisoning key',
-  },
+  ...kitErrors({
+    unauthorized: { when: 'No API key, or one that is unknown or revoked; also the first-key bootstrap once a key exists' },
+    unavailable: { message: 'The database is unavailable; retry shortly' },
+  }),
   otlpUndecodable: {
     status: 400,
     code: 'invalid_otlp',
     message: 'The body is not an OTLP ExportTraceServiceRequest',
     when: 'POST /v1/traces gets a body that does not decode as an OTLP export request (protobuf, JSON or gzip)',
   },
-  unauthorized: {
-    status: 401,
-    code: 'unauthorized',
-    message: 'Missing or invalid API key',
-    when: 'No API key, or one that is unknown or revoked; also the first-key bootstrap once a key exists',
-  },
-  forbidden: { status: 403, code: 'forbidden', message: 'The API key lacks the scope this route needs', when: 'The API key lacks the scope the route needs' },
   invalidStreamToken: {
     status: 401,
     code: 'stream_token_invalid',
@@ -44,7 +29,6 @@ export const observeErrors = {
     message: 'Invalid webhook signature',
     when: 'An inbound webhook whose X-Webhook-Signature is missing or does not match its source secret',
   },
-  routeNotFound: { status: 404, code: 'route_not_found', message: 'Route not found', when: 'No route has this method and path' },
   checkpointNotFound: {
     status: 404,
     code: 'checkpoint_not_found',
@@ -57,26 +41,26 @@ export const observeErrors = {
     message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
     when: 'An audit proof asks for a tree size beyond the log, before the leaf, or a range whose from is after its to',
   },
-  eventNotFound: { status: 404, code: 'event_not_found', message: 'Event not found', when: 'No event has this id' },
+  eventNotFound: notFound('event_not_found', 'event'),
   auditItemNotFound: { status: 404, code: 'audit_item_not_found', message: 'Event not found in the audit log', when: 'The event has no leaf in the audit log' },
-  sessionNotFound: { status: 404, code: 'session_not_found', message: 'Session not found', when: 'No session has this id' },
-  agentNotFound: { status: 404, code: 'agent_not_found', message: 'Agent not found', when: 'No agent has this id' },
-  keyNotFound: { status: 404, code: 'key_not_found', message: 'API key not found', when: 'No API key has this id' },
+  sessionNotFound: notFound('session_not_found', 'session'),
+  agentNotFound: notFound('agent_not_found', 'agent'),
+  keyNotFound: notFound('key_not_found', 'API key'),
   healthNoSessions: {
     status: 404,
     code: 'health_no_sessions',
     message: 'No sessions for the agent in the window',
     when: 'The agent has no session in the health window',
   },
-  alertRuleNotFound: { status: 404, code: 'alert_rule_not_found', message: 'Alert rule not found', when: 'No alert rule has this id' },
-  guardrailRuleNotFound: { status: 404, code: 'guardrail_rule_not_found', message: 'Guardrail rule not found', when: 'No guardrail rule has this id' },
+  alertRuleNotFound: notFound('alert_rule_not_found', 'alert rule'),
+  guardrailRuleNotFound: notFound('guardrail_rule_not_found', 'guardrail rule'),
   guardrailRuleLimit: {
     status: 409,
     code: 'limit_exceeded',
     message: 'At most 500 guardrail rules may exist; delete one first',
     when: 'Creating a guardrail rule when 500 exist',
   },
-  benchmarkNotFound: { status: 404, code: 'benchmark_not_found', message: 'Benchmark not found', when: 'No benchmark has this id' },
+  benchmarkNotFound: notFound('benchmark_not_found', 'benchmark'),
   benchmarkDraft: {
     status: 400,
     code: 'benchmark_draft',
@@ -120,9 +104,9 @@ export const observeErrors = {
     message: 'Missing or invalid service token',
     when: 'A service-to-service route called without the INTERNAL_SERVICE_TOKEN bearer',
   },
-  evaluatorNotFound: { status: 404, code: 'evaluator_not_found', message: 'Evaluator not found', when: 'No evaluator has this id' },
-  datasetNotFound: { status: 404, code: 'dataset_not_found', message: 'Dataset not found', when: 'No dataset has this id' },
-  evalRunNotFound: { status: 404, code: 'eval_run_not_found', message: 'Evaluation run not found', when: 'No evaluation run has this id' },
+  evaluatorNotFound: notFound('evaluator_not_found', 'evaluator'),
+  datasetNotFound: notFound('dataset_not_found', 'dataset'),
+  evalRunNotFound: notFound('eval_run_not_found', 'evaluation run'),
   judgeModelUnpriced: {
     status: 400,
     code: 'unpriced_model',
@@ -159,14 +143,6 @@ export const observeErrors = {
     message: 'The memory integration is disabled (set MEMORY_ENABLED=true and MEMORY_API_URL)',
     when: 'A memory route while the memory integration is off',
   },
-  payloadTooLarge: { status: 413, code: 'payload_too_large', message: 'Request body too large', when: 'The body exceeds BODY_LIMIT_BYTES' },
-  unsupportedMediaType: {
-    status: 415,
-    code: 'unsupported_media_type',
-    message: 'Content-Type must be application/json',
-    when: 'A body that is not application/json (or a charset or Content-Encoding the route does not take)',
-  },
-  internal: { status: 500, code: 'internal', message: 'Internal server error', when: 'An unexpected failure (logged with the request)' },
   storage: { status: 500, code: 'storage_error', message: 'Storage error', when: 'The database failed on something other than being unreachable' },
   webhookSecretMissing: {
     status: 500,
@@ -192,12 +168,6 @@ export const observeErrors = {
     code: 'too_many_streams',
     message: 'This instance serves as many event streams as it may (STREAM_MAX_CONNECTIONS); retry shortly',
     when: 'GET /api/stream when the instance serves STREAM_MAX_CONNECTIONS streams',
-  },
-  unavailable: {
-    status: 503,
-    code: 'unavailable',
-    message: 'The database is unavailable; retry shortly',
-    when: 'The database is unreachable, or the service is shutting down (retry after Retry-After)',
   },
 } satisfies ErrorCatalogue<string>;
 

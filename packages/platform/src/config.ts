@@ -120,6 +120,9 @@ export const sharedEnvironment = environmentSlice(
 
 export type SharedEnvironment = z.output<z.ZodObject<typeof sharedEnvironment.shape>>;
 
+/** A service's environment: the shared variables and those of its own slice. */
+export type ServiceEnvironment<Shape extends z.ZodRawShape> = SharedEnvironment & z.output<z.ZodObject<Shape>>;
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -140,6 +143,12 @@ export function parseEnvironment<Shape extends z.ZodRawShape>(slice: Environment
     throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`);
   }
   return result.data;
+}
+
+/** Parses `env` with the shared variables and one service's own (that service embedded without the CLI, tests). */
+export function parseServiceEnvironment<Shape extends z.ZodRawShape>(slice: EnvironmentSlice<Shape>, env: NodeJS.ProcessEnv): ServiceEnvironment<Shape> {
+  // The same type: zod cannot see through the merge of a generic shape.
+  return parseEnvironment(mergeSlices(sharedEnvironment, slice), env) as ServiceEnvironment<Shape>;
 }
 
 export type DatabaseConfig =
@@ -170,6 +179,12 @@ export interface AuditLogConfig {
   witnesses: { urls: string[]; secret?: string; file?: string; timeoutMs: number };
 }
 
+/** What a caller may set over a service's environment: the port (tests take a free one) and the data directory. */
+export interface ServiceOverrides {
+  port?: number;
+  dataDir?: string;
+}
+
 /**
  * The shared part of a service's configuration: PostgreSQL when DATABASE_URL is set (in the
  * service's own schema), else a SQLite file under the data dir; `overrides` are command-line options.
@@ -177,7 +192,7 @@ export interface AuditLogConfig {
 export function serviceBaseConfig(
   e: SharedEnvironment,
   service: { port: number; sqliteFile: string; schema: string },
-  overrides: { port?: number; dataDir?: string } = {},
+  overrides: ServiceOverrides = {},
 ): ServiceBaseConfig {
   const dataDir = resolve(overrides.dataDir ?? e.DATA_DIR);
   return {

@@ -362,17 +362,15 @@ function clientErrorHandler(options: HttpKitOptions) {
   const { headersTimeoutMs, requestTimeoutMs } = options.timeouts;
   return function (this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
-    const code = options.errors('validation').code;
     const serviceError =
       error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new ServiceError(
-            408,
-            code,
+        ? options.errors(
+            'requestTimeout',
             `The request was not received in time: headers within ${headersTimeoutMs} ms, the whole request within ${requestTimeoutMs} ms (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS)`,
           )
         : error.code === 'HPE_HEADER_OVERFLOW'
-          ? new ServiceError(431, code, 'The request headers are too large')
-          : new ServiceError(400, code, 'Malformed HTTP request');
+          ? options.errors('headersTooLarge')
+          : options.errors('validation', 'Malformed HTTP request');
     this.log.debug({ err: error }, 'client error');
     if (socket.writable) {
       const body = JSON.stringify(options.renderError(serviceError));
@@ -389,7 +387,7 @@ const MAX_PATH_PARAM_LENGTH = 1024;
 
 /** The 414 of a path segment (a path parameter) longer than MAX_PATH_PARAM_LENGTH. */
 function pathTooLong(errors: ErrorFactory<never>): ServiceError {
-  return new ServiceError(414, errors('validation').code, `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`);
+  return errors('pathTooLong', `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`);
 }
 
 /**

@@ -27,3 +27,4 @@ export * from './stored-hash.ts';
 export * from './int8-vectors.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';
+export * from './service-app.ts';

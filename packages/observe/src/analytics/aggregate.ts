@@ -86,6 +86,13 @@ const SUM_KEYS = Object.keys(emptySums()) as (keyof Sums)[];
 /** Token totals over long ranges may pass BIGINT (bounds.ts): summed as doubles. */
 const tokenSum = (column: string): RawBuilder<unknown> => sumAsDouble(sql.ref(column));
 
+/** The sums whose column has the same name and meaning in both sources. */
+const SAME_ON_BOTH = {
+  costNanos: sumNanosSql('cost_usd') as RawBuilder<unknown>,
+  inputTokens: tokenSum('input_tokens'),
+  outputTokens: tokenSum('output_tokens'),
+};
+
 /** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
 const SOURCES = {
   rollup: {
@@ -93,16 +100,14 @@ const SOURCES = {
     time: 'hour',
     text: (column: string) => sql.ref(column),
     sums: {
+      ...SAME_ON_BOTH,
       eventCount: sql`sum(event_count)`,
       errorCount: sql`sum(error_count)`,
       toolCallCount: sql`sum(case when event_type = 'tool_call' then event_count else 0 end)`,
-      costNanos: sumNanosSql('cost_usd') as RawBuilder<unknown>,
       durationSum: sql`sum(duration_sum)`,
       durationCount: sql`sum(duration_count)`,
       latencySum: sql`sum(latency_sum)`,
       latencyCount: sql`sum(latency_count)`,
-      inputTokens: tokenSum('input_tokens'),
-      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(failure_count)`,
     },
   },
@@ -112,16 +117,14 @@ const SOURCES = {
     // The rollups' `tier` is the events' `complexity_tier`.
     text: (column: string) => sql`coalesce(${sql.ref(column === 'tier' ? 'complexity_tier' : column)}, '')`,
     sums: {
+      ...SAME_ON_BOTH,
       eventCount: sql`count(*)`,
       errorCount: sql`sum(is_error)`,
       toolCallCount: sql`sum(case when event_type = 'tool_call' then 1 else 0 end)`,
-      costNanos: sumNanosSql('cost_usd') as RawBuilder<unknown>,
       durationSum: sql`sum(duration_ms)`,
       durationCount: sql`count(duration_ms)`,
       latencySum: sql`sum(latency_ms)`,
       latencyCount: sql`count(latency_ms)`,
-      inputTokens: tokenSum('input_tokens'),
-      outputTokens: tokenSum('output_tokens'),
       failureCount: sql`sum(case when finish_reason = 'error' then 1 else 0 end)`,
     },
   },

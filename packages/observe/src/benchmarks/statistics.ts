@@ -654,36 +654,47 @@ export interface ComparisonStats {
   degenerate: Degeneracy | null;
 }
 
+/** What both tests report alike: their p-value, interval, significance and degeneracy. */
+type TestOutcome = Pick<WelchResult & ChiSquaredResult, 'pValue' | 'ci95' | 'significant' | 'degenerate'>;
+
+/** A test's outcome in the results' field names, with the figures that differ by test. */
+function comparisonStats(
+  testType: TestType,
+  r: TestOutcome,
+  figures: Pick<ComparisonStats, 'testStatistic' | 'effectSize' | 'absoluteDiff' | 'percentDiff'>,
+): ComparisonStats {
+  return {
+    testType,
+    testStatistic: figures.testStatistic,
+    pValue: r.pValue,
+    confidenceInterval: r.ci95 ? { lower: r.ci95[0], upper: r.ci95[1] } : null,
+    effectSize: figures.effectSize,
+    significant: r.significant,
+    confidence: stars(r.pValue),
+    absoluteDiff: figures.absoluteDiff,
+    percentDiff: figures.percentDiff,
+    degenerate: r.degenerate,
+  };
+}
+
 /** Welch comparison of per-session values of a continuous metric, in the results' field names. */
 export function compareContinuous(a: readonly number[], b: readonly number[]): ComparisonStats {
   const r = welch(a, b);
-  return {
-    testType: 'welch_t',
+  return comparisonStats('welch_t', r, {
     testStatistic: r.t,
-    pValue: r.pValue,
-    confidenceInterval: r.ci95 ? { lower: r.ci95[0], upper: r.ci95[1] } : null,
     effectSize: r.cohensD,
-    significant: r.significant,
-    confidence: stars(r.pValue),
     absoluteDiff: r.meanDifference,
     percentDiff: percentDiff(r.meanA, r.meanB),
-    degenerate: r.degenerate,
-  };
+  });
 }
 
 /** Chi-squared comparison of two rates from counts, in the results' field names. */
 export function compareRates(successesA: number, totalA: number, successesB: number, totalB: number, options: ChiSquaredOptions = {}): ComparisonStats {
   const r = chiSquared2x2(successesA, totalA, successesB, totalB, options);
-  return {
-    testType: 'chi_squared',
+  return comparisonStats('chi_squared', r, {
     testStatistic: r.chi2,
-    pValue: r.pValue,
-    confidenceInterval: r.ci95 ? { lower: r.ci95[0], upper: r.ci95[1] } : null,
     effectSize: r.phi,
-    significant: r.significant,
-    confidence: stars(r.pValue),
     absoluteDiff: r.difference,
     percentDiff: percentDiff(r.rateA, r.rateB),
-    degenerate: r.degenerate,
-  };
+  });
 }

@@ -113,7 +113,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "conflict" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
