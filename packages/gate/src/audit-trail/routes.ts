@@ -2,7 +2,7 @@ import { isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import { MAX_OFFSET } from '../bounds.ts';
-import { STATUSES } from '../requests/index.ts';
+import { STATUSES } from '../stored-formats/index.ts';
 import type { AuditRow } from '../requests/index.ts';
 import { auditActors, listAudit } from './store.ts';
 

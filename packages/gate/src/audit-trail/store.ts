@@ -1,7 +1,8 @@
 import { newestFirst, readNewestFirstPage, readSnapshot, type TimePosition } from '@vigil/platform';
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
-import type { AuditRow, RequestStatus } from '../requests/index.ts';
+import type { AuditRow } from '../requests/index.ts';
+import type { RequestStatus } from '../stored-formats/index.ts';
 
 export interface AuditListFilter {
   action?: string;

@@ -1,11 +1,10 @@
 // Approval requests: create, decide, confirm, expire (a periodic job), with their audit and outbox rows.
-// The tables come first: the audit trail, which this feature uses, reads STATUSES from here while
-// it loads, so tables.ts must be evaluated before routes.ts pulls the audit trail in.
-export { STATUSES, type AuditRow, type RequestRow, type RequestStatus, type RequestsTables } from './tables.ts';
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerRequestRoutes } from './routes.ts';
 import { RequestService } from './service.ts';
+
+export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export type { RequestService } from './service.ts';
 /** A request's row as stored (no expiry on read): the chat notifier renders messages from it. */

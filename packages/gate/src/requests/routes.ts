@@ -7,7 +7,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { STATUSES } from './tables.ts';
+import { STATUSES } from '../stored-formats/index.ts';
 import { listRequests, requestDetailJson, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());

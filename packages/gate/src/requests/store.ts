@@ -2,7 +2,7 @@ import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/p
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
-import type { RequestStatus } from './tables.ts';
+import type { RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 

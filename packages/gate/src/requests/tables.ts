@@ -2,10 +2,6 @@
 // (schema.ts) is composed of every feature's tables.
 import type { StoredAuditEntry } from '../stored-formats/index.ts';
 
-/** A request's statuses (the requests list and the audit list filter on them). */
-export const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-export type RequestStatus = (typeof STATUSES)[number];
-
 export interface RequestRow {
   id: string;
   action: string;
