@@ -1,4 +1,4 @@
-import { sendJsonText, type ZodApp } from '@vigil/platform';
+import { routeOptions, sendJsonText, type ZodApp } from '@vigil/platform';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
@@ -89,16 +89,13 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/events',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listEvents',
-        summary: 'Query events',
-        tags: ['events'],
-        querystring: listEventsQuerySchema,
-        response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listEvents',
+      summary: 'Query events',
+      tags: ['events'],
+      querystring: listEventsQuerySchema,
+      response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
     async (request, reply) => {
       const { rows, total } = await listEvents(ctx.database, request.query);
       const hasMore = request.query.offset + rows.length < total;
@@ -108,16 +105,13 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/events/:id',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getEvent',
-        summary: 'One event',
-        tags: ['events'],
-        params: z.object({ id: z.string().min(1).max(256) }),
-        response: { 200: eventSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getEvent',
+      summary: 'One event',
+      tags: ['events'],
+      params: z.object({ id: z.string().min(1).max(256) }),
+      response: { 200: eventSchema },
+    }),
     async (request) => {
       const row = await findEvent(ctx.database, request.params.id);
       if (!row) throw observeError('eventNotFound');

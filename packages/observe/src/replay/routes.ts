@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
@@ -94,17 +94,14 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
   const cache = replayCacheOf(ctx);
   app.get(
     '/api/sessions/:id/replay',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'replaySession',
-        summary: 'Replay a session step by step, with the context reconstructed at every step',
-        tags: ['sessions'],
-        params: z.object({ id: identifier }),
-        querystring: replayQuerySchema,
-        response: { 200: replayResponseSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'replaySession',
+      summary: 'Replay a session step by step, with the context reconstructed at every step',
+      tags: ['sessions'],
+      params: z.object({ id: identifier }),
+      querystring: replayQuerySchema,
+      response: { 200: replayResponseSchema },
+    }),
     async (request, reply) => {
       const served = await cache.get(request.params.id, replaySource(ctx.database, request.params.id));
       if (!served) throw observeError('sessionNotFound');

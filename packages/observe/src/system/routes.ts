@@ -1,4 +1,4 @@
-import { isLoopbackHost, pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
+import { isLoopbackHost, pingDatabase, routeOptions, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { hasActiveKey } from '../auth/index.ts';
@@ -54,7 +54,7 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/stats',
-    { config: { scope: 'read' }, schema: { operationId: 'getStats', summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
+    routeOptions('read', { operationId: 'getStats', summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } }),
     async () => {
       const [counts, storageSizeBytes] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes()]);
       return {

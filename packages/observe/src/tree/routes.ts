@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -10,16 +10,13 @@ import { sessionTree } from './service.ts';
 export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions/:id/tree',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getSessionTree',
-        summary: "A session's spans and call pairs as nested nodes with timings",
-        tags: ['sessions'],
-        params: z.object({ id: identifier }),
-        response: { 200: sessionTreeSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getSessionTree',
+      summary: "A session's spans and call pairs as nested nodes with timings",
+      tags: ['sessions'],
+      params: z.object({ id: identifier }),
+      response: { 200: sessionTreeSchema },
+    }),
     async (request) => {
       const tree = await sessionTree(ctx.database, request.params.id);
       if (!tree) throw observeError('sessionNotFound');
