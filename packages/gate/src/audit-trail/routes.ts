@@ -123,7 +123,9 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
         '(the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and ' +
         '`to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the ' +
         'same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); ' +
-        '`pagination` gives the total either way. Unknown query parameters are a 400, so a misspelt filter never widens the answer.',
+        '`pagination` gives the total either way (`pagination.offset`: the entries before this page, by cursor too). ' +
+        'Unknown query parameters are a 400, so a misspelt filter never widens the answer. ' +
+        'Each entry’s `eventType` and `createdAt` repeat `event` and `timestamp` for AgentGate’s clients.',
       tags: ['audit'],
       querystring: listQuerySchema,
       response: {

@@ -149,6 +149,7 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
     routeOptions('any', {
       operationId: 'getCurrentSession',
       summary: 'Who the credential of this request is: its actor, key, scopes and (for a session token) expiry',
+      description: 'Any valid key or session token.',
       tags: ['dashboard'],
       response: { 200: whoamiSchema },
     }),

@@ -32,7 +32,9 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
             summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
             description:
               "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
-              'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.',
+              'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. ' +
+              'Answers 200 with no body (the message is edited through the outbox; a refusal is an ephemeral note only the clicker sees); ' +
+              'to a reason modal, `{response_action: "errors", errors}` when the reason is missing or the decision refused. docs/chat.md.',
             tags: ['chat'],
             response: { 200: z.unknown() },
           },
@@ -72,7 +74,9 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
             errorStatuses: [401, 415],
             summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
             description:
-              "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.",
+              "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. " +
+              'Answers an interaction response: `{type: 1}` to a PING; `{type: 7, data}` the message edited to show the decision; `{type: 9, data}` the reason modal when the rule requires one; ' +
+              '`{type: 4, data: {content, flags: 64}}` an ephemeral note (refused, already decided, unknown request). docs/chat.md.',
             tags: ['chat'],
             response: { 200: z.unknown() },
           },

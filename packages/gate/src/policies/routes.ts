@@ -96,6 +96,7 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
     routeOptions('admin', {
       operationId: 'listPolicies',
       summary: 'List policies in evaluation order',
+      description: 'In evaluation order: priority, then id.',
       tags: ['policies'],
       querystring: z.object({
         limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -117,7 +118,15 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.post(
     '/api/policies',
-    routeOptions('admin', { operationId: 'createPolicy', summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } }),
+    routeOptions('admin', {
+      operationId: 'createPolicy',
+      summary: 'Create a policy',
+      description:
+        "A rule's `match` maps paths (`action`, `params.amount`, or just `amount`) to an exact value or an operator object (`$lt`, `$gt`, `$lte`, `$gte`, `$in`, `$regex`); several operators must all hold, and a path that does not exist never matches. A `$regex` prone to catastrophic backtracking is a 400.",
+      tags: ['policies'],
+      body: policyBody,
+      response: { 201: policySchema },
+    }),
     async (request, reply) => {
       assertSafePatterns(request.body.rules);
       const row = await createPolicy(ctx.database, request.body, auditActor(request), ctx.clock.now());

@@ -46,6 +46,8 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     routeOptions('request:create', {
       operationId: 'createRequest',
       summary: 'Ask for approval of an action; the policy engine may decide at once',
+      description:
+        "The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending.",
       tags: ['requests'],
       body: z
         .object({
@@ -73,6 +75,8 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     routeOptions('request:read', {
       operationId: 'listRequests',
       summary: 'List requests, newest first',
+      description:
+        "`agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted.",
       tags: ['requests'],
       querystring: z.object({
         status: z.enum(STATUSES).optional(),
@@ -143,6 +147,8 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       operationId: 'decideRequest',
       errorStatuses: [409],
       summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
+      description:
+        'A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.',
       tags: ['requests'],
       params: idParams,
       body: z
@@ -167,6 +173,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       operationId: 'confirmRequest',
       errorStatuses: [409],
       summary: 'Confirm execution of an approved action (once); the status stays approved',
+      description: '409 unless approved and not yet confirmed. Records `confirmedAt` and `executionResult`.',
       tags: ['requests'],
       params: idParams,
       body: z.object({ result: jsonObject }).strict(),
@@ -206,6 +213,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     routeOptions('request:read', {
       operationId: 'verifyRequestAudit',
       summary: 'Verify the hash chain of a request’s audit trail against the head the request records',
+      description: 'Checks each entry against its leaf in the audit log too; `brokenAt` is the first failing `seq` (null when valid).',
       tags: ['requests'],
       params: idParams,
       response: { 200: auditChainVerdictSchema },

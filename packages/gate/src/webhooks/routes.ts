@@ -107,6 +107,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
     routeOptions('webhook:manage', {
       operationId: 'deleteWebhook',
       summary: 'Delete a webhook (its pending deliveries are dropped)',
+      description: 'Its pending deliveries are marked failed, never sent.',
       tags: ['webhooks'],
       params: idParams,
       response: { 200: deletedResponse },

@@ -54,6 +54,8 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions(['ingest', 'read'], {
       operationId: 'getAgent',
       summary: 'Agent detail, including pause state and model override',
+      description:
+        'An agent reads its state (pause, model override, approval policy) here while it runs; `pausedAt`, `pauseReason`, `modelOverride` and `approvalPolicyId` are null when unset.',
       tags: ['agents'],
       params: agentParams,
       response: { 200: agentSchema },
@@ -70,6 +72,7 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('admin', {
       operationId: 'pauseAgent',
       summary: 'Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause',
+      description: 'No body pauses with a default reason.',
       tags: ['agents'],
       params: agentParams,
       // No body at all pauses with a default reason.
@@ -89,6 +92,7 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('admin', {
       operationId: 'resumeAgent',
       summary: 'Clear a pause (and optionally the model override and the approval policy a guardrail set)',
+      description: 'No body is a plain resume.',
       tags: ['agents'],
       params: agentParams,
       // No body at all is a plain resume.

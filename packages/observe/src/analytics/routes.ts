@@ -107,6 +107,8 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     routeOptions('read', {
       operationId: 'getAnalytics',
       summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
+      description:
+        '`range` counts back from `to` and is not taken with `from`. `totals` also carries the tool duration percentiles over the range (null when none).',
       tags: ['analytics'],
       querystring: z.object({ ...range, granularity: granularity('hour') }),
       response: {
@@ -134,6 +136,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     routeOptions('read', {
       operationId: 'getLlmAnalytics',
       summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
+      description: '`summary` and each `byModel` row also carry the latency percentiles.',
       tags: ['analytics'],
       querystring: z.object({ ...range, granularity: granularity('hour'), model: text.optional(), provider: text.optional() }),
       response: {
@@ -311,6 +314,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
     routeOptions('read', {
       operationId: 'getToolAnalytics',
       summary: 'Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles',
+      description: "`agentId`: that agent's calls.",
       tags: ['analytics'],
       querystring: z.object(range),
       response: {

@@ -98,7 +98,8 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
       summary: 'Revoke an API key',
       description:
         'Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. ' +
-        'While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`.',
+        'While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`. ' +
+        'A key already revoked answers the same again.',
       tags: ['keys'],
       params: z.object({ id: z.string().min(1).max(256) }),
       querystring: z.object({

@@ -68,6 +68,7 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
       operationId: 'setBenchmarkStatus',
       errorStatuses: [409],
       summary: 'Move a benchmark through draft → running → completed (or cancelled)',
+      description: 'A move outside the state table (draft → running or cancelled; running → completed or cancelled) is a 409.',
       tags: ['benchmarks'],
       params: benchmarkParams,
       body: statusBodySchema,
@@ -81,6 +82,7 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
     routeOptions('read', {
       operationId: 'getBenchmarkResults',
       summary: 'Statistical comparison of the variants (cached once completed)',
+      description: '400 while the benchmark is a draft. How the variants are compared: docs/api.md, *Benchmarks*.',
       tags: ['benchmarks'],
       params: benchmarkParams,
       querystring: resultsQuerySchema,
@@ -95,6 +97,7 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
       operationId: 'deleteBenchmark',
       errorStatuses: [409],
       summary: 'Delete a draft or cancelled benchmark',
+      description: 'A running or completed benchmark is a 409.',
       tags: ['benchmarks'],
       params: benchmarkParams,
       response: { 204: z.null().describe('Deleted: no body') },

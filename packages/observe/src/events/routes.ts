@@ -51,6 +51,8 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
         operationId: 'ingestEvents',
         errorStatuses: [409, 422],
         summary: 'Ingest a batch of 1 to 1000 events, atomically',
+        description:
+          "All events are stored or none. With an `Idempotency-Key` (docs/api.md, *Idempotent ingest*): a repeat of a stored key answers the first answer again with `Idempotent-Replayed: true`; 409 while the key's first request is still being stored (`Retry-After: 1`); 422 when the key was used with another body; 400 for a malformed key.",
         tags: ['events'],
         headers: z.object({ [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeaderSchema.optional() }),
         body: ingestBodySchema,
@@ -92,6 +94,7 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'listEvents',
       summary: 'Query events',
+      description: "`search`: words of the payload's text, as a phrase. Ordered by timestamp (`order`).",
       tags: ['events'],
       querystring: listEventsQuerySchema,
       response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },

@@ -49,6 +49,7 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'getAgentHealth',
       summary: 'Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query',
+      description: '404 when the agent has no session in the window. How the five dimensions are scored: docs/api.md, *Health*.',
       tags: ['health'],
       params: z.object({ id: identifier }),
       querystring: z.object({ window: windowDays }),
@@ -73,6 +74,7 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'getHealthOverview',
       summary: 'Health of every agent with a session in the window, sickest first',
+      description: 'Lowest score first.',
       tags: ['health'],
       querystring: z.object({ window: windowDays }),
       response: { 200: z.object({ agents: z.array(healthSchema), computedAt: z.string() }) },

@@ -85,7 +85,8 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
         summary: 'OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)',
         description:
           'Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. ' +
-          'The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction.',
+          'The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction. ' +
+          'A span already stored is acknowledged, not stored again. 400 for a body that does not decode (protobuf, JSON or gzip); 413 past `BODY_LIMIT_BYTES` as sent or once gunzipped. docs/guide/opentelemetry.md.',
         tags: ['otel'],
         documentedBody: {
           [PROTOBUF]: { schema: { type: 'string', contentMediaType: PROTOBUF, description: 'An ExportTraceServiceRequest, protobuf-encoded' } },

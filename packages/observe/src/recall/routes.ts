@@ -48,6 +48,7 @@ export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'recallSimilar',
       summary: 'Semantic search over events and sessions, ranked by cosine similarity',
+      description: 'Results by cosine similarity (0–1). How events get a vector: docs/api.md, *Recall and context*.',
       tags: ['recall'],
       querystring: recallQuerySchema,
       response: {

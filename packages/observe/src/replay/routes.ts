@@ -97,6 +97,8 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'replaySession',
       summary: 'Replay a session step by step, with the context reconstructed at every step',
+      description:
+        'One step per event in timeline order, each with its `context` (the session right after that event) and the event paired with it. The `eventTypes` groups: `error` = error events, `decision` = approval_*, form_* and eval_result, `observation` = custom, cost_tracked and alert_*. See docs/guide/behaviour.md, *Replay*.',
       tags: ['sessions'],
       params: z.object({ id: identifier }),
       querystring: replayQuerySchema,

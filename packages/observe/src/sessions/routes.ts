@@ -15,6 +15,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'listSessions',
       summary: 'List sessions, newest first',
+      description: '`from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried.',
       tags: ['sessions'],
       querystring: listSessionsQuerySchema,
       response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },
@@ -27,7 +28,15 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/sessions/:id',
-    routeOptions('read', { operationId: 'getSession', summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } }),
+    routeOptions('read', {
+      operationId: 'getSession',
+      summary: 'One session',
+      description:
+        '`durationMs`: `endedAt`, else the last event before the first silence longer than `SESSION_IDLE_TIMEOUT_MS`, else `lastEventAt`, minus `startedAt` (the one duration replay and the figures use too).',
+      tags: ['sessions'],
+      params: sessionParams,
+      response: { 200: sessionSchema },
+    }),
     async (request) => {
       const row = await findSession(ctx.database, request.params.id);
       if (!row) throw observeError('sessionNotFound');
@@ -40,6 +49,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'getSessionTimeline',
       summary: "A session's events ascending by time, with the verdict of its hash chain",
+      description: 'Events by timestamp, then `seq`.',
       tags: ['sessions'],
       params: sessionParams,
       response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },

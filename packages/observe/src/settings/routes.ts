@@ -49,6 +49,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
       operationId: 'updateConfig',
       summary:
         'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
+      description: '`retentionDays` 0 keeps everything. Secrets are answered as set or unset only.',
       tags: ['config'],
       body: acceptingReadBack(
         z.object({
@@ -76,7 +77,13 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config/health-weights',
-    routeOptions('read', { operationId: 'getHealthWeights', summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } }),
+    routeOptions('read', {
+      operationId: 'getHealthWeights',
+      summary: 'Health score weights in use',
+      description: 'The weights are fixed: `{errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15}`.',
+      tags: ['config'],
+      response: { 200: healthWeightsSchema },
+    }),
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 

@@ -13,6 +13,8 @@ export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'getSessionTree',
       summary: "A session's spans and call pairs as nested nodes with timings",
+      description:
+        "The session's spans (nested by `parentSpanId`) and SDK call pairs (by `callId`) as nodes with their children, built from the first 10,000 events (`truncated: true` beyond). See docs/guide/behaviour.md, *Trace trees*.",
       tags: ['sessions'],
       params: z.object({ id: identifier }),
       response: { 200: sessionTreeSchema },
