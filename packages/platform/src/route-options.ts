@@ -21,3 +21,17 @@ export const deletedResponse = z.object({ id: z.string(), deleted: z.literal(tru
 export function deletedAnswer(id: string): z.infer<typeof deletedResponse> {
   return { id, deleted: true };
 }
+
+/**
+ * An offset page as the list routes answer it: its rows, mapped, under `key`, the exact `total`,
+ * and `hasMore` when rows lie beyond this page.
+ */
+export function offsetPage<Key extends string, Row, Out>(
+  key: Key,
+  page: { rows: readonly Row[]; total: number },
+  offset: number,
+  toOut: (row: Row) => Out,
+): Record<Key, Out[]> & { total: number; hasMore: boolean } {
+  const items = { [key]: page.rows.map((row) => toOut(row)) } as Record<Key, Out[]>;
+  return { ...items, total: page.total, hasMore: offset + page.rows.length < page.total };
+}

@@ -1,4 +1,4 @@
-import { deletedAnswer, deletedResponse, routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
+import { deletedAnswer, deletedResponse, offsetPage, routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -133,8 +133,7 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
     }),
     async (request) => {
       if (!(await findWebhook(database, request.params.id))) throw gateError('webhookNotFound');
-      const { rows, total } = await listDeliveries(database, request.params.id, request.query);
-      return { deliveries: rows.map(toDelivery), total, hasMore: request.query.offset + rows.length < total };
+      return offsetPage('deliveries', await listDeliveries(database, request.params.id, request.query), request.query.offset, toDelivery);
     },
   );
 }

@@ -1,4 +1,4 @@
-import { routeOptions, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { registerRuleRoutes } from '../rules/index.ts';
@@ -39,9 +39,6 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
       querystring: historyQuerySchema,
       response: { 200: z.object({ entries: z.array(historyEntrySchema), total: z.number().int(), hasMore: z.boolean() }) },
     }),
-    async (request) => {
-      const { rows, total } = await listHistory(ctx.database, request.query);
-      return { entries: rows.map(toHistoryOut), total, hasMore: request.query.offset + rows.length < total };
-    },
+    async (request) => offsetPage('entries', await listHistory(ctx.database, request.query), request.query.offset, toHistoryOut),
   );
 }

@@ -1,4 +1,4 @@
-import { routeOptions, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -40,10 +40,7 @@ export function registerBenchmarkRoutes(app: ZodApp, ctx: ObserveContext): void 
       querystring: listBenchmarksQuerySchema,
       response: { 200: benchmarkListSchema },
     }),
-    async (request) => {
-      const { rows, total } = await listBenchmarks(ctx.database, request.query);
-      return { benchmarks: rows.map(toListItem), total, hasMore: request.query.offset + rows.length < total };
-    },
+    async (request) => offsetPage('benchmarks', await listBenchmarks(ctx.database, request.query), request.query.offset, toListItem),
   );
 
   app.get(

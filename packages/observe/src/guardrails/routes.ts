@@ -1,4 +1,4 @@
-import { routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -50,10 +50,7 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
       querystring: historyQuerySchema,
       response: { 200: z.object({ triggers: z.array(triggerSchema), total: z.number().int(), hasMore: z.boolean() }) },
     }),
-    async (request) => {
-      const { rows, total } = await listTriggers(ctx.database, request.query);
-      return { triggers: rows.map(toTriggerOut), total, hasMore: request.query.offset + rows.length < total };
-    },
+    async (request) => offsetPage('triggers', await listTriggers(ctx.database, request.query), request.query.offset, toTriggerOut),
   );
 
   app.get(

@@ -1,4 +1,4 @@
-import { routeOptions, sendJsonText, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -20,10 +20,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       querystring: listSessionsQuerySchema,
       response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },
     }),
-    async (request) => {
-      const { rows, total } = await listSessions(ctx.database, request.query);
-      return { sessions: rows.map(toSession), total, hasMore: request.query.offset + rows.length < total };
-    },
+    async (request) => offsetPage('sessions', await listSessions(ctx.database, request.query), request.query.offset, toSession),
   );
 
   app.get(
