@@ -166,9 +166,9 @@ export function renderServiceOperations(service: ServiceName, document: Document
 export function renderApiReference(documents: Record<ServiceName, Document>): string {
   return (
     generatedHeader('HTTP API', "the OpenAPI documents the services serve at `GET /api/openapi.json` (the gate's with both chat platforms configured)") +
-    'Every operation of both services: its route, `operationId`, credentials, parameters, top-level body fields and the statuses it answers. ' +
+    'Every operation of both services: its route, `operationId`, what it answers and why, the scope it needs, credentials, parameters, top-level body fields and the statuses it answers. ' +
     'The documents themselves are the complete schemas (`GET /api/openapi.json`, no credentials); ' +
-    '[The API: conventions and routes](../api.md) says what the fields mean, the scope each route needs, and how errors and limits work; ' +
+    '[The API: conventions](../api.md) says how authentication, timestamps, lists, errors and limits work; ' +
     'error bodies and codes are in [Error codes](errors.md).\n\n' +
     renderServiceOperations('observe', documents.observe) +
     '\n' +

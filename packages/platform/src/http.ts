@@ -306,7 +306,16 @@ function documentedOperation(route: RouteOptions, options: HttpKitOptions): Docu
   for (const status of [...statuses].sort((a, b) => a - b)) {
     response[status] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: { 'application/json': { schema: options.errorSchema } } };
   }
-  return { ...rest, ...(operationId !== undefined && { operationId }), response };
+  const description = withScope(rest.description, routeEntry(methods[0]!, route, options).scope);
+  return { ...rest, ...(description !== undefined && { description }), ...(operationId !== undefined && { operationId }), response };
+}
+
+/** An operation's description ending with the scope its route declares, so the document (and the reference built from it) says which key it takes. */
+function withScope(description: string | undefined, scope: RouteScope | undefined): string | undefined {
+  if (scope === undefined) return description;
+  const scopes = ([scope].flat() as string[]).map((name) => `\`${name}\``).join(' or ');
+  const needs = `Scope: ${scopes}.`;
+  return description === undefined ? needs : `${description}\n\n${needs}`;
 }
 
 /**

@@ -28,3 +28,4 @@ export * from './int8-vectors.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';
 export * from './service-app.ts';
+export * from './route-options.ts';

@@ -1,4 +1,4 @@
-import { isoTimestampMs, registerAdminChangeRoute, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, registerAdminChangeRoute, routeOptions, timeCursorSchema, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import { MAX_OFFSET } from '../bounds.ts';
@@ -114,25 +114,24 @@ const listQuerySchema = z
 export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/audit',
-    {
-      // The audit across requests shows what the per-request trails show, so the same scope reads it.
-      config: { scope: 'request:read' },
-      schema: {
-        operationId: 'listAuditEntries',
-        summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
-        description:
-          'Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` ' +
-          '(the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and ' +
-          '`to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the ' +
-          'same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); ' +
-          '`pagination` gives the total either way. Unknown query parameters are a 400, so a misspelt filter never widens the answer.',
-        tags: ['audit'],
-        querystring: listQuerySchema,
-        response: {
-          200: auditPageSchema,
-        },
+    // The audit across requests shows what the per-request trails show, so the same scope reads it.
+    routeOptions('request:read', {
+      operationId: 'listAuditEntries',
+      summary: 'Audit entries of all requests, newest first, with the API key behind each actor',
+      description:
+        'Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` ' +
+        '(the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and ' +
+        '`to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the ' +
+        'same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); ' +
+        '`pagination` gives the total either way (`pagination.offset`: the entries before this page, by cursor too). ' +
+        'Unknown query parameters are a 400, so a misspelt filter never widens the answer. ' +
+        'Each entry’s `eventType` and `createdAt` repeat `event` and `timestamp` for AgentGate’s clients.',
+      tags: ['audit'],
+      querystring: listQuerySchema,
+      response: {
+        200: auditPageSchema,
       },
-    },
+    }),
     async (request) => {
       const { cursor, limit, offset = 0, event, eventType, ...filters } = request.query;
       const page = await listAudit(ctx.database, { ...filters, event: event ?? eventType, after: cursor }, { limit, offset });
@@ -150,15 +149,12 @@ export function registerAuditRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/audit/actors',
-    {
-      config: { scope: 'request:read' },
-      schema: {
-        operationId: 'listAuditActors',
-        summary: 'Every actor that appears in the audit, sorted (for a filter list)',
-        tags: ['audit'],
-        response: { 200: z.object({ actors: z.array(z.string()) }) },
-      },
-    },
+    routeOptions('request:read', {
+      operationId: 'listAuditActors',
+      summary: 'Every actor that appears in the audit, sorted (for a filter list)',
+      tags: ['audit'],
+      response: { 200: z.object({ actors: z.array(z.string()) }) },
+    }),
     async () => ({ actors: await auditActors(ctx.database) }),
   );
 

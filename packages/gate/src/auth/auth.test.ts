@@ -27,7 +27,7 @@ function probe(method: string, url: string): InjectOptions {
   return { method: method as InjectOptions['method'], url: concrete, ...(withBody && { payload: {} }) };
 }
 
-/** The scope docs/api.md (Gate) gives each route. */
+/** The scope each route of the gate needs (docs/reference/api.md shows it per operation). */
 const EXPECTED_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'GET /health': 'public',
   'POST /api/requests': 'request:create',
@@ -87,14 +87,14 @@ await describeEachDatabase('gate authentication and scopes', (backend) => {
     }
   });
 
-  test('the routes declare every endpoint the scope docs/api.md names', () => {
+  test('the routes declare the scope each endpoint needs', () => {
     for (const [id, scope] of Object.entries(EXPECTED_SCOPES)) {
       assert.equal(scopeOf[id], scope, id);
     }
     // Anything beyond those endpoints still needs a key, but for the OpenAPI document (schemas only, no data).
     for (const [id, scope] of Object.entries(scopeOf)) {
       if (!(id in EXPECTED_SCOPES) && id !== 'GET /api/openapi.json' && id !== 'GET /metrics' && !SIGNED_BY_PLATFORM.has(id)) {
-        assert.notEqual(scope, 'public', `${id} is public though only /health is (docs/api.md)`);
+        assert.notEqual(scope, 'public', `${id} is public though only /health is`);
       }
     }
     assert.equal(scopeOf['GET /api/openapi.json'], 'public');

@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { grants, routeScopes, type Scope } from './scopes.ts';
 
@@ -69,25 +69,22 @@ export function registerMcpAuthorizeRoute(app: ZodApp): void {
   let scopeOfRoute: Record<string, Scope | 'public' | 'any'> | undefined;
   app.post(
     '/api/mcp/authorize',
-    {
-      // Any key: the answer depends on its scopes.
-      config: { scope: 'any' },
-      schema: {
-        operationId: 'authorizeMcpTool',
-        summary: 'May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes',
-        description:
-          'Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted ' +
-          'and not used: the verdict depends on the tool and the scopes of the key (or of the session’s key) only. ' +
-          'An unknown tool is a deny, not an error.',
-        tags: ['mcp'],
-        body: z.strictObject({
-          toolName: z.string({ error: 'toolName is required' }).trim().min(1, 'toolName is required').max(200),
-          params: z.record(z.string(), z.unknown()).optional(),
-          context: z.record(z.string(), z.unknown()).optional(),
-        }),
-        response: { 200: verdictSchema },
-      },
-    },
+    // Any key: the answer depends on its scopes.
+    routeOptions('any', {
+      operationId: 'authorizeMcpTool',
+      summary: 'May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes',
+      description:
+        'Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted ' +
+        'and not used: the verdict depends on the tool and the scopes of the key (or of the session’s key) only. ' +
+        'An unknown tool is a deny, not an error.',
+      tags: ['mcp'],
+      body: z.strictObject({
+        toolName: z.string({ error: 'toolName is required' }).trim().min(1, 'toolName is required').max(200),
+        params: z.record(z.string(), z.unknown()).optional(),
+        context: z.record(z.string(), z.unknown()).optional(),
+      }),
+      response: { 200: verdictSchema },
+    }),
     async (request) => authorizeTool(request.body.toolName, JSON.parse(request.gateKey!.scopes) as string[], (scopeOfRoute ??= routeScopes(app.routeTable))),
   );
 }

@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_RATE_LIMIT } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -34,17 +34,14 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.post(
     '/api/api-keys',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'createApiKey',
-        summary: 'Create an API key; the raw key is in this response only',
-        description: 'rateLimit is requests per minute; omitted or null means unlimited.',
-        tags: ['api-keys'],
-        body: z.object({ name: z.string().trim().min(1).max(200), scopes, rateLimit: rateLimit.optional() }).strict(),
-        response: { 201: keySchema.extend({ key: z.string() }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'createApiKey',
+      summary: 'Create an API key; the raw key is in this response only',
+      description: 'rateLimit is requests per minute; omitted or null means unlimited.',
+      tags: ['api-keys'],
+      body: z.object({ name: z.string().trim().min(1).max(200), scopes, rateLimit: rateLimit.optional() }).strict(),
+      response: { 201: keySchema.extend({ key: z.string() }) },
+    }),
     async (request, reply) => {
       const { name, scopes: keyScopes, rateLimit: limit } = request.body;
       const { row, raw } = await createApiKey(ctx.database, { name, scopes: keyScopes, rateLimit: limit ?? null }, auditActor(request), ctx.clock.now());
@@ -54,34 +51,28 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/api-keys',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'listApiKeys',
-        summary: 'List API keys (never the secrets)',
-        tags: ['api-keys'],
-        response: { 200: z.object({ keys: z.array(keySchema) }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'listApiKeys',
+      summary: 'List API keys (never the secrets)',
+      tags: ['api-keys'],
+      response: { 200: z.object({ keys: z.array(keySchema) }) },
+    }),
     async () => ({ keys: (await listKeys(database)).map(toApiKey) }),
   );
 
   app.patch(
     '/api/api-keys/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'updateApiKey',
-        summary: 'Change a key’s name, scopes or rate limit',
-        tags: ['api-keys'],
-        params: idParams,
-        body: z
-          .object({ name: z.string().trim().min(1).max(200), scopes, rateLimit })
-          .partial()
-          .strict(),
-        response: { 200: keySchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'updateApiKey',
+      summary: 'Change a key’s name, scopes or rate limit',
+      tags: ['api-keys'],
+      params: idParams,
+      body: z
+        .object({ name: z.string().trim().min(1).max(200), scopes, rateLimit })
+        .partial()
+        .strict(),
+      response: { 200: keySchema },
+    }),
     async (request) => {
       const row = await updateApiKey(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
       if (!row) throw gateError('keyNotFound');
@@ -92,16 +83,13 @@ export function registerKeyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.delete(
     '/api/api-keys/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'revokeApiKey',
-        summary: 'Revoke an API key (it stops working at once)',
-        tags: ['api-keys'],
-        params: idParams,
-        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key (it stops working at once)',
+      tags: ['api-keys'],
+      params: idParams,
+      response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
+    }),
     async (request) => {
       if (!(await revokeApiKey(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('keyNotFound');
       ctx.keys.invalidate();

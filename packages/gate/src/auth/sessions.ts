@@ -1,4 +1,4 @@
-import { generateSecret, newId, toIso, type ZodApp } from '@vigil/platform';
+import { generateSecret, newId, routeOptions, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
@@ -72,23 +72,20 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
   const signIn = (kind: SessionKind, path: string, operationId: string, summary: string): void => {
     app.post(
       path,
-      {
-        // Any valid key; the session then has that key's scopes.
-        config: { scope: 'any' },
-        schema: {
-          operationId,
-          // A session token cannot open another session: 403 although any key may.
-          errorStatuses: [403],
-          summary,
-          description:
-            'Authenticate with an API key (a session token cannot open another session). The token is in this response only; ' +
-            `requests made with it have the key’s scopes and rate limit and are attributed \`${kind}:<name>\`. ` +
-            `It expires ${DASHBOARD_SESSION_TTL_MS / 3_600_000} hours after sign-in.`,
-          tags: ['dashboard'],
-          body: z.object({ name: displayName }).strict(),
-          response: { 201: sessionSchema.extend({ token: z.string() }) },
-        },
-      },
+      // Any valid key; the session then has that key's scopes.
+      routeOptions('any', {
+        operationId,
+        // A session token cannot open another session: 403 although any key may.
+        errorStatuses: [403],
+        summary,
+        description:
+          'Authenticate with an API key (a session token cannot open another session). The token is in this response only; ' +
+          `requests made with it have the key’s scopes and rate limit and are attributed \`${kind}:<name>\`. ` +
+          `It expires ${DASHBOARD_SESSION_TTL_MS / 3_600_000} hours after sign-in.`,
+        tags: ['dashboard'],
+        body: z.object({ name: displayName }).strict(),
+        response: { 201: sessionSchema.extend({ token: z.string() }) },
+      }),
       async (request, reply) => {
         if (request.dashboardSession !== null) {
           throw gateError('forbidden', 'A session cannot open another one; sign in with an API key');
@@ -149,15 +146,13 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
 
   app.get(
     '/api/dashboard/sessions/current',
-    {
-      config: { scope: 'any' },
-      schema: {
-        operationId: 'getCurrentSession',
-        summary: 'Who the credential of this request is: its actor, key, scopes and (for a session token) expiry',
-        tags: ['dashboard'],
-        response: { 200: whoamiSchema },
-      },
-    },
+    routeOptions('any', {
+      operationId: 'getCurrentSession',
+      summary: 'Who the credential of this request is: its actor, key, scopes and (for a session token) expiry',
+      description: 'Any valid key or session token.',
+      tags: ['dashboard'],
+      response: { 200: whoamiSchema },
+    }),
     async (request) => {
       const key = request.gateKey!;
       const session = request.dashboardSession;
@@ -175,15 +170,12 @@ export function registerDashboardSessionRoutes(app: ZodApp, ctx: GateContext): v
 
   app.delete(
     '/api/dashboard/sessions/current',
-    {
-      config: { scope: 'any' },
-      schema: {
-        operationId: 'endCurrentSession',
-        summary: 'Sign out: revoke the dashboard session token this request carries',
-        tags: ['dashboard'],
-        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
-      },
-    },
+    routeOptions('any', {
+      operationId: 'endCurrentSession',
+      summary: 'Sign out: revoke the dashboard session token this request carries',
+      tags: ['dashboard'],
+      response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }) },
+    }),
     async (request) => {
       const session = request.dashboardSession;
       if (session === null) throw gateError('validation', 'Sign-out needs a dashboard session token, not an API key');

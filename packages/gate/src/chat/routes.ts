@@ -11,6 +11,11 @@ function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** A platform's interaction route: no key, the platform's signature instead (401 when it does not verify). */
+function interactionOptions(schema: { operationId: string; summary: string; description: string }) {
+  return { config: { auth: 'public' as const }, schema: { ...schema, errorStatuses: [401, 415], tags: ['chat'], response: { 200: z.unknown() } } };
+}
+
 /**
  * The chat platforms' interaction endpoints. They take no API key: each request is authenticated
  * by its platform's signature over the raw body (checked before anything is parsed), so each
@@ -23,20 +28,15 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => done(null, body));
       scope.post(
         '/api/chat/slack/interactions',
-        {
-          // No key: the platform's signature instead, 401 when it does not verify.
-          config: { auth: 'public' },
-          schema: {
-            operationId: 'slackInteraction',
-            errorStatuses: [401, 415],
-            summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
-            description:
-              "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
-              'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.',
-            tags: ['chat'],
-            response: { 200: z.unknown() },
-          },
-        },
+        interactionOptions({
+          operationId: 'slackInteraction',
+          summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
+          description:
+            "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
+            'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. ' +
+            'Answers 200 with no body (the message is edited through the outbox; a refusal is an ephemeral note only the clicker sees); ' +
+            'to a reason modal, `{response_action: "errors", errors}` when the reason is missing or the decision refused. docs/chat.md.',
+        }),
         async (request, reply) => {
           const raw = typeof request.body === 'string' ? request.body : '';
           const signed = slackSignatureValid(
@@ -64,19 +64,14 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
       scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
       scope.post(
         '/api/chat/discord/interactions',
-        {
-          // No key: the platform's signature instead, 401 when it does not verify.
-          config: { auth: 'public' },
-          schema: {
-            operationId: 'discordInteraction',
-            errorStatuses: [401, 415],
-            summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
-            description:
-              "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. docs/chat.md.",
-            tags: ['chat'],
-            response: { 200: z.unknown() },
-          },
-        },
+        interactionOptions({
+          operationId: 'discordInteraction',
+          summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
+          description:
+            "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. " +
+            'Answers an interaction response: `{type: 1}` to a PING; `{type: 7, data}` the message edited to show the decision; `{type: 9, data}` the reason modal when the rule requires one; ' +
+            '`{type: 4, data: {content, flags: 64}}` an ephemeral note (refused, already decided, unknown request). docs/chat.md.',
+        }),
         async (request) => {
           const raw = typeof request.body === 'string' ? request.body : '';
           const headers = { timestamp: header(request.headers['x-signature-timestamp']), signature: header(request.headers['x-signature-ed25519']) };

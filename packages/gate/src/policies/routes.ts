@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { deletedAnswer, deletedResponse, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -93,24 +93,22 @@ function assertSafePatterns(rules: readonly Rule[]): void {
 export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
   app.get(
     '/api/policies',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'listPolicies',
-        summary: 'List policies in evaluation order',
-        tags: ['policies'],
-        querystring: z.object({
-          limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+    routeOptions('admin', {
+      operationId: 'listPolicies',
+      summary: 'List policies in evaluation order',
+      description: 'In evaluation order: priority, then id.',
+      tags: ['policies'],
+      querystring: z.object({
+        limit: z.coerce.number().int().min(1).max(500).default(50),
+        offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+      }),
+      response: {
+        200: z.object({
+          policies: z.array(policySchema),
+          pagination: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
         }),
-        response: {
-          200: z.object({
-            policies: z.array(policySchema),
-            pagination: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
-          }),
-        },
       },
-    },
+    }),
     async (request) => {
       const { limit, offset } = request.query;
       const { rows, total } = await listPolicies(ctx.database, limit, offset);
@@ -120,10 +118,15 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.post(
     '/api/policies',
-    {
-      config: { scope: 'admin' },
-      schema: { operationId: 'createPolicy', summary: 'Create a policy', tags: ['policies'], body: policyBody, response: { 201: policySchema } },
-    },
+    routeOptions('admin', {
+      operationId: 'createPolicy',
+      summary: 'Create a policy',
+      description:
+        "A rule's `match` maps paths (`action`, `params.amount`, or just `amount`) to an exact value or an operator object (`$lt`, `$gt`, `$lte`, `$gte`, `$in`, `$regex`); several operators must all hold, and a path that does not exist never matches. A `$regex` prone to catastrophic backtracking is a 400.",
+      tags: ['policies'],
+      body: policyBody,
+      response: { 201: policySchema },
+    }),
     async (request, reply) => {
       assertSafePatterns(request.body.rules);
       const row = await createPolicy(ctx.database, request.body, auditActor(request), ctx.clock.now());
@@ -134,17 +137,14 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.put(
     '/api/policies/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'updatePolicy',
-        summary: 'Update a policy (fields not given stay as they are)',
-        tags: ['policies'],
-        params: idParams,
-        body: policyPatch,
-        response: { 200: policySchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'updatePolicy',
+      summary: 'Update a policy (fields not given stay as they are)',
+      tags: ['policies'],
+      params: idParams,
+      body: policyPatch,
+      response: { 200: policySchema },
+    }),
     async (request) => {
       if (request.body.rules) assertSafePatterns(request.body.rules);
       const row = await updatePolicy(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
@@ -156,39 +156,33 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.delete(
     '/api/policies/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'deletePolicy',
-        summary: 'Delete a policy',
-        tags: ['policies'],
-        params: idParams,
-        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'deletePolicy',
+      summary: 'Delete a policy',
+      tags: ['policies'],
+      params: idParams,
+      response: { 200: deletedResponse },
+    }),
     async (request) => {
       if (!(await deletePolicy(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('policyNotFound');
       ctx.policies.invalidate();
-      return { id: request.params.id, deleted: true as const };
+      return deletedAnswer(request.params.id);
     },
   );
 
   app.post(
     '/api/policies/simulate',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'simulatePolicies',
-        summary: 'Try a request against the policies without creating it (nothing is stored, no webhook is sent)',
-        description:
-          'Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now ' +
-          '(enabled ones, by priority) and, when given, an unsaved `candidate` policy. `status` is what the request would ' +
-          'get: approved (auto_approve), denied (auto_deny) or pending (route_to_human, route_to_agent, or no rule matched).',
-        tags: ['policies'],
-        body: simulateBody,
-        response: { 200: simulateResponse },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'simulatePolicies',
+      summary: 'Try a request against the policies without creating it (nothing is stored, no webhook is sent)',
+      description:
+        'Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now ' +
+        '(enabled ones, by priority) and, when given, an unsaved `candidate` policy. `status` is what the request would ' +
+        'get: approved (auto_approve), denied (auto_deny) or pending (route_to_human, route_to_agent, or no rule matched).',
+      tags: ['policies'],
+      body: simulateBody,
+      response: { 200: simulateResponse },
+    }),
     async (request) => {
       const { candidate, ...input } = request.body;
       const definitions: PolicyDefinition[] = (await allPolicies(ctx.database)).map(toDefinition);

@@ -1,4 +1,4 @@
-import { isoTimestampMs, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, routeOptions, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit-trail/index.ts';
 import { auditActor } from '../auth/index.ts';
@@ -43,24 +43,23 @@ const requestDetailSchema = z
 export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: RequestService): void {
   app.post(
     '/api/requests',
-    {
-      config: { scope: 'request:create' },
-      schema: {
-        operationId: 'createRequest',
-        summary: 'Ask for approval of an action; the policy engine may decide at once',
-        tags: ['requests'],
-        body: z
-          .object({
-            action: z.string().trim().min(1).max(200),
-            params: jsonObject.default({}),
-            context: jsonObject.default({}),
-            urgency: z.enum(URGENCIES).default('normal'),
-            expiresAt: isoTimestampMs.optional(),
-          })
-          .strict(),
-        response: { 201: requestDetailSchema },
-      },
-    },
+    routeOptions('request:create', {
+      operationId: 'createRequest',
+      summary: 'Ask for approval of an action; the policy engine may decide at once',
+      description:
+        "The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending.",
+      tags: ['requests'],
+      body: z
+        .object({
+          action: z.string().trim().min(1).max(200),
+          params: jsonObject.default({}),
+          context: jsonObject.default({}),
+          urgency: z.enum(URGENCIES).default('normal'),
+          expiresAt: isoTimestampMs.optional(),
+        })
+        .strict(),
+      response: { 201: requestDetailSchema },
+    }),
     async (request, reply) => {
       const { expiresAt, ...rest } = request.body;
       if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
@@ -73,36 +72,35 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests',
-    {
-      config: { scope: 'request:read' },
-      schema: {
-        operationId: 'listRequests',
-        summary: 'List requests, newest first',
-        tags: ['requests'],
-        querystring: z.object({
-          status: z.enum(STATUSES).optional(),
-          action: z.string().min(1).max(200).optional(),
-          urgency: z.enum(URGENCIES).optional(),
-          limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-        }),
-        response: {
-          200: z.array(
-            z.object({
-              id: z.string(),
-              action: z.string(),
-              status: z.enum(STATUSES),
-              urgency: z.enum(URGENCIES),
-              createdAt: z.string(),
-              agentId: z.string().nullable().describe('context.agentId, when the request gave one'),
-              params: jsonObject,
-              policyId: z.string().nullable().describe('The policy whose rule routed the request; null when no rule matched'),
-              policyName: z.string().nullable().describe('That policy’s current name; null when no rule matched or the policy was deleted since'),
-            }),
-          ),
-        },
+    routeOptions('request:read', {
+      operationId: 'listRequests',
+      summary: 'List requests, newest first',
+      description:
+        "`agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted.",
+      tags: ['requests'],
+      querystring: z.object({
+        status: z.enum(STATUSES).optional(),
+        action: z.string().min(1).max(200).optional(),
+        urgency: z.enum(URGENCIES).optional(),
+        limit: z.coerce.number().int().min(1).max(500).default(50),
+        offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+      }),
+      response: {
+        200: z.array(
+          z.object({
+            id: z.string(),
+            action: z.string(),
+            status: z.enum(STATUSES),
+            urgency: z.enum(URGENCIES),
+            createdAt: z.string(),
+            agentId: z.string().nullable().describe('context.agentId, when the request gave one'),
+            params: jsonObject,
+            policyId: z.string().nullable().describe('The policy whose rule routed the request; null when no rule matched'),
+            policyName: z.string().nullable().describe('That policy’s current name; null when no rule matched or the policy was deleted since'),
+          }),
+        ),
       },
-    },
+    }),
     async (request) => {
       // Pending requests past their deadline are expired first, so the list never shows a stale status.
       if (request.query.status === undefined || request.query.status === 'pending') await requests.expireDue();
@@ -129,10 +127,13 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests/:id',
-    {
-      config: { scope: 'request:read' },
-      schema: { operationId: 'getRequest', summary: 'One request', tags: ['requests'], params: idParams, response: { 200: requestDetailSchema } },
-    },
+    routeOptions('request:read', {
+      operationId: 'getRequest',
+      summary: 'One request',
+      tags: ['requests'],
+      params: idParams,
+      response: { 200: requestDetailSchema },
+    }),
     async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
@@ -142,25 +143,24 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.post(
     '/api/requests/:id/decide',
-    {
-      config: { scope: 'request:decide' },
-      schema: {
-        operationId: 'decideRequest',
-        errorStatuses: [409],
-        summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
-        tags: ['requests'],
-        params: idParams,
-        body: z
-          .object({
-            decision: z.enum(['approved', 'denied']),
-            reason: z.string().max(5000).optional(),
-            // Clients (CLIs, MCP servers, chat bots) send who they think decides; the server derives it.
-            decidedBy: z.string().nullable().optional().meta({ description: 'Ignored: decidedBy is derived from the credential' }),
-          })
-          .strict(),
-        response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
-      },
-    },
+    routeOptions('request:decide', {
+      operationId: 'decideRequest',
+      errorStatuses: [409],
+      summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
+      description:
+        'A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.',
+      tags: ['requests'],
+      params: idParams,
+      body: z
+        .object({
+          decision: z.enum(['approved', 'denied']),
+          reason: z.string().max(5000).optional(),
+          // Clients (CLIs, MCP servers, chat bots) send who they think decides; the server derives it.
+          decidedBy: z.string().nullable().optional().meta({ description: 'Ignored: decidedBy is derived from the credential' }),
+        })
+        .strict(),
+      response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
+    }),
     async (request) => {
       const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, auditActor(request));
       return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
@@ -169,18 +169,16 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.post(
     '/api/requests/:id/confirm',
-    {
-      config: { scope: 'request:create' },
-      schema: {
-        operationId: 'confirmRequest',
-        errorStatuses: [409],
-        summary: 'Confirm execution of an approved action (once); the status stays approved',
-        tags: ['requests'],
-        params: idParams,
-        body: z.object({ result: jsonObject }).strict(),
-        response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), confirmedAt: z.string() }) },
-      },
-    },
+    routeOptions('request:create', {
+      operationId: 'confirmRequest',
+      errorStatuses: [409],
+      summary: 'Confirm execution of an approved action (once); the status stays approved',
+      description: '409 unless approved and not yet confirmed. Records `confirmedAt` and `executionResult`.',
+      tags: ['requests'],
+      params: idParams,
+      body: z.object({ result: jsonObject }).strict(),
+      response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), confirmedAt: z.string() }) },
+    }),
     async (request) => {
       const row = await requests.confirm(request.params.id, request.body.result, auditActor(request));
       return { id: row.id, status: row.status as 'approved', confirmedAt: toIso(row.confirmed_at!) };
@@ -189,19 +187,16 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests/:id/audit',
-    {
-      config: { scope: 'request:read' },
-      schema: {
-        operationId: 'getRequestAudit',
-        summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
-        description:
-          'Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and ' +
-          '`chainValid`: whether it and every entry before it verify. GET /api/requests/:id/audit/verify gives the whole verdict.',
-        tags: ['requests'],
-        params: idParams,
-        response: { 200: z.array(auditEntrySchema) },
-      },
-    },
+    routeOptions('request:read', {
+      operationId: 'getRequestAudit',
+      summary: 'The audit trail of a request, oldest first; each entry names its actor and the API key behind it',
+      description:
+        'Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and ' +
+        '`chainValid`: whether it and every entry before it verify. GET /api/requests/:id/audit/verify gives the whole verdict.',
+      tags: ['requests'],
+      params: idParams,
+      response: { 200: z.array(auditEntrySchema) },
+    }),
     async (request) => {
       // Reading the trail also settles a due expiry, so the trail shows it.
       const row = await requests.get(request.params.id);
@@ -215,16 +210,14 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
 
   app.get(
     '/api/requests/:id/audit/verify',
-    {
-      config: { scope: 'request:read' },
-      schema: {
-        operationId: 'verifyRequestAudit',
-        summary: 'Verify the hash chain of a request’s audit trail against the head the request records',
-        tags: ['requests'],
-        params: idParams,
-        response: { 200: auditChainVerdictSchema },
-      },
-    },
+    routeOptions('request:read', {
+      operationId: 'verifyRequestAudit',
+      summary: 'Verify the hash chain of a request’s audit trail against the head the request records',
+      description: 'Checks each entry against its leaf in the audit log too; `brokenAt` is the first failing `seq` (null when valid).',
+      tags: ['requests'],
+      params: idParams,
+      response: { 200: auditChainVerdictSchema },
+    }),
     async (request) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');

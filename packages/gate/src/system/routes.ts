@@ -12,6 +12,7 @@ export function registerHealthRoutes(app: ZodApp, ctx: GateContext): void {
       schema: {
         operationId: 'checkHealth',
         summary: 'Health; with ?deep=true also the database (a real query) and Redis (PING) when configured',
+        description: 'Deep: the database (a real query) and Redis (PING) each `ok` or `error`; 503 when one fails.',
         tags: ['system'],
         security: [],
         querystring: z.object({ deep: z.enum(['true', 'false']).optional() }),

@@ -1,4 +1,4 @@
-import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
+import { deletedAnswer, deletedResponse, offsetPage, routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -60,25 +60,24 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.get(
     '/api/webhooks',
-    {
-      config: { scope: 'webhook:manage' },
-      schema: { operationId: 'listWebhooks', summary: 'List webhooks', tags: ['webhooks'], response: { 200: z.object({ webhooks: z.array(webhookSchema) }) } },
-    },
+    routeOptions('webhook:manage', {
+      operationId: 'listWebhooks',
+      summary: 'List webhooks',
+      tags: ['webhooks'],
+      response: { 200: z.object({ webhooks: z.array(webhookSchema) }) },
+    }),
     async () => ({ webhooks: (await listWebhooks(database)).map(toWebhook) }),
   );
 
   app.post(
     '/api/webhooks',
-    {
-      config: { scope: 'webhook:manage' },
-      schema: {
-        operationId: 'createWebhook',
-        summary: 'Register a webhook; with a secret, deliveries are signed (X-Gate-Signature)',
-        tags: ['webhooks'],
-        body: z.object({ url, events, secret: secret.optional() }).strict(),
-        response: { 201: webhookSchema },
-      },
-    },
+    routeOptions('webhook:manage', {
+      operationId: 'createWebhook',
+      summary: 'Register a webhook; with a secret, deliveries are signed (X-Gate-Signature)',
+      tags: ['webhooks'],
+      body: z.object({ url, events, secret: secret.optional() }).strict(),
+      response: { 201: webhookSchema },
+    }),
     async (request, reply) => {
       const { url: hookUrl, events: hookEvents, secret: hookSecret } = request.body;
       const row = await createWebhook(ctx.database, { url: hookUrl, events: hookEvents, secret: hookSecret ?? null }, auditActor(request), ctx.clock.now());
@@ -88,17 +87,14 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.patch(
     '/api/webhooks/:id',
-    {
-      config: { scope: 'webhook:manage' },
-      schema: {
-        operationId: 'updateWebhook',
-        summary: 'Change a webhook’s events, enabled flag, URL or secret',
-        tags: ['webhooks'],
-        params: idParams,
-        body: z.object({ events, enabled: z.boolean(), url, secret: secret.nullable() }).partial().strict(),
-        response: { 200: webhookSchema },
-      },
-    },
+    routeOptions('webhook:manage', {
+      operationId: 'updateWebhook',
+      summary: 'Change a webhook’s events, enabled flag, URL or secret',
+      tags: ['webhooks'],
+      params: idParams,
+      body: z.object({ events, enabled: z.boolean(), url, secret: secret.nullable() }).partial().strict(),
+      response: { 200: webhookSchema },
+    }),
     async (request) => {
       const row = await updateWebhook(ctx.database, request.params.id, request.body, auditActor(request), ctx.clock.now());
       if (!row) throw gateError('webhookNotFound');
@@ -108,42 +104,36 @@ export function registerWebhookRoutes(app: ZodApp, ctx: GateContext): void {
 
   app.delete(
     '/api/webhooks/:id',
-    {
-      config: { scope: 'webhook:manage' },
-      schema: {
-        operationId: 'deleteWebhook',
-        summary: 'Delete a webhook (its pending deliveries are dropped)',
-        tags: ['webhooks'],
-        params: idParams,
-        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
-      },
-    },
+    routeOptions('webhook:manage', {
+      operationId: 'deleteWebhook',
+      summary: 'Delete a webhook (its pending deliveries are dropped)',
+      description: 'Its pending deliveries are marked failed, never sent.',
+      tags: ['webhooks'],
+      params: idParams,
+      response: { 200: deletedResponse },
+    }),
     async (request) => {
       if (!(await deleteWebhook(ctx.database, request.params.id, auditActor(request), ctx.clock.now()))) throw gateError('webhookNotFound');
-      return { id: request.params.id, deleted: true as const };
+      return deletedAnswer(request.params.id);
     },
   );
 
   app.get(
     '/api/webhooks/:id/deliveries',
-    {
-      config: { scope: 'webhook:manage' },
-      schema: {
-        operationId: 'listWebhookDeliveries',
-        summary: 'Deliveries of a webhook, newest first, with their status and last error',
-        tags: ['webhooks'],
-        params: idParams,
-        querystring: z.object({
-          limit: z.coerce.number().int().min(1).max(500).default(50),
-          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-        }),
-        response: { 200: z.object({ deliveries: z.array(deliverySchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
+    routeOptions('webhook:manage', {
+      operationId: 'listWebhookDeliveries',
+      summary: 'Deliveries of a webhook, newest first, with their status and last error',
+      tags: ['webhooks'],
+      params: idParams,
+      querystring: z.object({
+        limit: z.coerce.number().int().min(1).max(500).default(50),
+        offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+      }),
+      response: { 200: z.object({ deliveries: z.array(deliverySchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
     async (request) => {
       if (!(await findWebhook(database, request.params.id))) throw gateError('webhookNotFound');
-      const { rows, total } = await listDeliveries(database, request.params.id, request.query);
-      return { deliveries: rows.map(toDelivery), total, hasMore: request.query.offset + rows.length < total };
+      return offsetPage('deliveries', await listDeliveries(database, request.params.id, request.query), request.query.offset, toDelivery);
     },
   );
 }

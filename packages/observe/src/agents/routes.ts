@@ -1,4 +1,4 @@
-import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
+import { routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -39,31 +39,27 @@ const agentParams = z.object({ id: identifier });
 export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/agents',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listAgents',
-        summary: 'List agents, most recently seen first',
-        tags: ['agents'],
-        response: { 200: z.object({ agents: z.array(agentSchema) }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listAgents',
+      summary: 'List agents, most recently seen first',
+      tags: ['agents'],
+      response: { 200: z.object({ agents: z.array(agentSchema) }) },
+    }),
     async () => ({ agents: (await listAgents(ctx.database)).map(toAgent) }),
   );
 
   app.get(
     '/api/agents/:id',
-    {
-      // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
-      config: { scope: ['ingest', 'read'] },
-      schema: {
-        operationId: 'getAgent',
-        summary: 'Agent detail, including pause state and model override',
-        tags: ['agents'],
-        params: agentParams,
-        response: { 200: agentSchema },
-      },
-    },
+    // An agent reads its state (pause, model override, approval policy) here while it runs; a reader sees it too.
+    routeOptions(['ingest', 'read'], {
+      operationId: 'getAgent',
+      summary: 'Agent detail, including pause state and model override',
+      description:
+        'An agent reads its state (pause, model override, approval policy) here while it runs; `pausedAt`, `pauseReason`, `modelOverride` and `approvalPolicyId` are null when unset.',
+      tags: ['agents'],
+      params: agentParams,
+      response: { 200: agentSchema },
+    }),
     async (request) => {
       const row = await findAgent(ctx.database, request.params.id);
       if (!row) throw observeError('agentNotFound');
@@ -73,18 +69,16 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.post(
     '/api/agents/:id/pause',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'pauseAgent',
-        summary: 'Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause',
-        tags: ['agents'],
-        params: agentParams,
-        // No body at all pauses with a default reason.
-        body: z.strictObject({ reason: z.string().trim().min(1).max(1000).optional() }).nullish(),
-        response: { 200: agentSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'pauseAgent',
+      summary: 'Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause',
+      description: 'No body pauses with a default reason.',
+      tags: ['agents'],
+      params: agentParams,
+      // No body at all pauses with a default reason.
+      body: z.strictObject({ reason: z.string().trim().min(1).max(1000).optional() }).nullish(),
+      response: { 200: agentSchema },
+    }),
     async (request) => {
       const existing = await findAgent(ctx.database, request.params.id);
       if (!existing) throw observeError('agentNotFound');
@@ -95,18 +89,16 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.post(
     '/api/agents/:id/resume',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'resumeAgent',
-        summary: 'Clear a pause (and optionally the model override and the approval policy a guardrail set)',
-        tags: ['agents'],
-        params: agentParams,
-        // No body at all is a plain resume.
-        body: z.strictObject({ clearModelOverride: z.boolean().optional(), clearApprovalPolicy: z.boolean().optional() }).nullish(),
-        response: { 200: agentSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'resumeAgent',
+      summary: 'Clear a pause (and optionally the model override and the approval policy a guardrail set)',
+      description: 'No body is a plain resume.',
+      tags: ['agents'],
+      params: agentParams,
+      // No body at all is a plain resume.
+      body: z.strictObject({ clearModelOverride: z.boolean().optional(), clearApprovalPolicy: z.boolean().optional() }).nullish(),
+      response: { 200: agentSchema },
+    }),
     async (request) => {
       const existing = await findAgent(ctx.database, request.params.id);
       if (!existing) throw observeError('agentNotFound');

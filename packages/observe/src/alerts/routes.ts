@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { registerRuleRoutes } from '../rules/index.ts';
@@ -32,19 +32,13 @@ export function registerAlertRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/alerts/history',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listAlertHistory',
-        summary: 'Alert history, newest first',
-        tags: ['alerts'],
-        querystring: historyQuerySchema,
-        response: { 200: z.object({ entries: z.array(historyEntrySchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
-    async (request) => {
-      const { rows, total } = await listHistory(ctx.database, request.query);
-      return { entries: rows.map(toHistoryOut), total, hasMore: request.query.offset + rows.length < total };
-    },
+    routeOptions('read', {
+      operationId: 'listAlertHistory',
+      summary: 'Alert history, newest first',
+      tags: ['alerts'],
+      querystring: historyQuerySchema,
+      response: { 200: z.object({ entries: z.array(historyEntrySchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
+    async (request) => offsetPage('entries', await listHistory(ctx.database, request.query), request.query.offset, toHistoryOut),
   );
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
-import { ruleDescription, ruleHistoryPage, ruleName as name } from '../rules/index.ts';
+import { ruleDescription, ruleHistoryPage, ruleName as name, ruleOutIdentity } from '../rules/index.ts';
 
 export const ALERT_CONDITIONS = ['error_rate_exceeds', 'cost_exceeds', 'latency_exceeds', 'event_count_exceeds', 'no_events_for'] as const;
 export type AlertCondition = (typeof ALERT_CONDITIONS)[number];
@@ -76,9 +76,7 @@ export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
 
 export const ruleSchema = z
   .object({
-    id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
+    ...ruleOutIdentity,
     enabled: z.boolean(),
     condition: z.enum(ALERT_CONDITIONS),
     threshold: z.number(),

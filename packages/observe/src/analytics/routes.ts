@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS, isoTimestampMs, toIso, type ZodApp } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, isoTimestampMs, routeOptions, toIso, type ZodApp } from '@vigil/platform';
 import { usdOf } from '@vigil/pricing';
 import { z } from 'zod';
 import { agentScope } from '../events/index.ts';
@@ -104,18 +104,17 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/analytics',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getAnalytics',
-        summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
-        tags: ['analytics'],
-        querystring: z.object({ ...range, granularity: granularity('hour') }),
-        response: {
-          200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }),
-        },
+    routeOptions('read', {
+      operationId: 'getAnalytics',
+      summary: 'Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range',
+      description:
+        '`range` counts back from `to` and is not taken with `from`. `totals` also carries the tool duration percentiles over the range (null when none).',
+      tags: ['analytics'],
+      querystring: z.object({ ...range, granularity: granularity('hour') }),
+      response: {
+        200: z.object({ buckets: z.array(overviewSchema.extend({ bucket: z.string() })), totals: overviewSchema.extend(percentileSchema('Latency')) }),
       },
-    },
+    }),
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
@@ -134,30 +133,28 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/analytics/llm',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getLlmAnalytics',
-        summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
-        tags: ['analytics'],
-        querystring: z.object({ ...range, granularity: granularity('hour'), model: text.optional(), provider: text.optional() }),
-        response: {
-          200: z.object({
-            summary: z.object({
-              totalCalls: number,
-              totalCostUsd: number,
-              totalInputTokens: number,
-              totalOutputTokens: number,
-              avgLatencyMs: number,
-              avgCostPerCall: number,
-              ...percentileSchema('Latency'),
-            }),
-            byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string(), ...percentileSchema('Latency') })),
-            byTime: z.array(llmFiguresSchema.extend({ bucket: z.string() })),
+    routeOptions('read', {
+      operationId: 'getLlmAnalytics',
+      summary: 'LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time',
+      description: '`summary` and each `byModel` row also carry the latency percentiles.',
+      tags: ['analytics'],
+      querystring: z.object({ ...range, granularity: granularity('hour'), model: text.optional(), provider: text.optional() }),
+      response: {
+        200: z.object({
+          summary: z.object({
+            totalCalls: number,
+            totalCostUsd: number,
+            totalInputTokens: number,
+            totalOutputTokens: number,
+            avgLatencyMs: number,
+            avgCostPerCall: number,
+            ...percentileSchema('Latency'),
           }),
-        },
+          byModel: z.array(llmFiguresSchema.extend({ provider: z.string(), model: z.string(), ...percentileSchema('Latency') })),
+          byTime: z.array(llmFiguresSchema.extend({ bucket: z.string() })),
+        }),
       },
-    },
+    }),
     async (request) => {
       const window = windowOf(ctx, request.query);
       const { agentId, model, provider } = request.query;
@@ -199,31 +196,28 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/analytics/costs',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getCostAnalytics',
-        summary: 'Spend (llm_response and cost_tracked events) by agent and over time',
-        tags: ['analytics'],
-        querystring: z.object({ ...range, granularity: granularity('day') }),
-        response: {
-          200: z.object({
-            byAgent: z.array(
-              z.object({
-                agentId: z.string(),
-                totalCostUsd: number,
-                totalInputTokens: number,
-                totalOutputTokens: number,
-                totalTokens: number,
-                eventCount: number,
-              }),
-            ),
-            overTime: z.array(z.object({ bucket: z.string(), totalCostUsd: number, eventCount: number })),
-            totals: z.object({ totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number }),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'getCostAnalytics',
+      summary: 'Spend (llm_response and cost_tracked events) by agent and over time',
+      tags: ['analytics'],
+      querystring: z.object({ ...range, granularity: granularity('day') }),
+      response: {
+        200: z.object({
+          byAgent: z.array(
+            z.object({
+              agentId: z.string(),
+              totalCostUsd: number,
+              totalInputTokens: number,
+              totalOutputTokens: number,
+              totalTokens: number,
+              eventCount: number,
+            }),
+          ),
+          overTime: z.array(z.object({ bucket: z.string(), totalCostUsd: number, eventCount: number })),
+          totals: z.object({ totalCostUsd: number, totalInputTokens: number, totalOutputTokens: number, totalTokens: number }),
+        }),
       },
-    },
+    }),
     async (request) => {
       const window = windowOf(ctx, request.query);
       const g = request.query.granularity;
@@ -254,32 +248,29 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/analytics/agents',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getAgentAnalytics',
-        summary: 'Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles',
-        tags: ['analytics'],
-        querystring: z.object(range),
-        response: {
-          200: z.object({
-            agents: z.array(
-              z.object({
-                agentId: z.string(),
-                sessionCount: number,
-                totalEvents: number,
-                totalErrors: number,
-                errorRate: number,
-                totalCostUsd: number,
-                avgDurationMs: number,
-                ...percentileSchema('ToolDuration'),
-                ...percentileSchema('LlmLatency'),
-              }),
-            ),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'getAgentAnalytics',
+      summary: 'Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles',
+      tags: ['analytics'],
+      querystring: z.object(range),
+      response: {
+        200: z.object({
+          agents: z.array(
+            z.object({
+              agentId: z.string(),
+              sessionCount: number,
+              totalEvents: number,
+              totalErrors: number,
+              errorRate: number,
+              totalCostUsd: number,
+              avgDurationMs: number,
+              ...percentileSchema('ToolDuration'),
+              ...percentileSchema('LlmLatency'),
+            }),
+          ),
+        }),
       },
-    },
+    }),
     async (request) => {
       const window = windowOf(ctx, request.query);
       const { agentId } = request.query;
@@ -320,29 +311,27 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/analytics/tools',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getToolAnalytics',
-        summary: 'Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles',
-        tags: ['analytics'],
-        querystring: z.object(range),
-        response: {
-          200: z.object({
-            tools: z.array(
-              z.object({
-                toolName: z.string(),
-                callCount: number,
-                errorCount: number,
-                errorRate: number,
-                avgDurationMs: number,
-                ...percentileSchema('Duration'),
-              }),
-            ),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'getToolAnalytics',
+      summary: 'Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles',
+      description: "`agentId`: that agent's calls.",
+      tags: ['analytics'],
+      querystring: z.object(range),
+      response: {
+        200: z.object({
+          tools: z.array(
+            z.object({
+              toolName: z.string(),
+              callCount: number,
+              errorCount: number,
+              errorRate: number,
+              avgDurationMs: number,
+              ...percentileSchema('Duration'),
+            }),
+          ),
+        }),
       },
-    },
+    }),
     async (request) => {
       const window = windowOf(ctx, request.query);
       const [rows, latency] = await Promise.all([

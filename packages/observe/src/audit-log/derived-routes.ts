@@ -1,7 +1,7 @@
 // The derived data as stored, raw and paged, for `vigil verify --deep` to compare with what it
 // recomputes from the chained events (docs/audit.md#--deep). Each page is one range of a primary
 // key after the cursor, so reading everything is one pass over each table in index order.
-import { type ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { type AuditedTable, isAudited, readDerivedPage } from '../events/index.ts';
@@ -48,17 +48,14 @@ export function registerDerivedDataRoutes(app: ZodApp, ctx: ObserveContext): voi
     const { path, operationId, summary, key, row } = table.audit;
     app.get(
       `/api/audit/derived/${path}`,
-      {
-        config: { scope: 'read' },
-        schema: {
-          operationId,
-          summary,
-          description: PAGING,
-          tags: ['audit'],
-          querystring: pageQuery(key),
-          response: { 200: z.object({ rows: z.array(row), nextCursor: z.string().nullable() }) },
-        },
-      },
+      routeOptions('read', {
+        operationId,
+        summary,
+        description: PAGING,
+        tags: ['audit'],
+        querystring: pageQuery(key),
+        response: { 200: z.object({ rows: z.array(row), nextCursor: z.string().nullable() }) },
+      }),
       async (request) => readDerivedPage(ctx.database.db, table, request.query.cursor, request.query.limit),
     );
   }

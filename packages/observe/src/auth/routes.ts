@@ -1,4 +1,4 @@
-import { generateSecret, isLoopbackHost, keyChangeActor, newId, type ChangeActor, type ZodApp } from '@vigil/platform';
+import { type ChangeActor, generateSecret, isLoopbackHost, keyChangeActor, newId, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { bodyValidationError, observeError } from '../errors.ts';
@@ -82,40 +82,35 @@ export function registerKeyRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/keys',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'listApiKeys',
-        summary: 'List API keys (never the secrets)',
-        tags: ['keys'],
-        response: { 200: z.object({ keys: z.array(keySchema) }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'listApiKeys',
+      summary: 'List API keys (never the secrets)',
+      tags: ['keys'],
+      response: { 200: z.object({ keys: z.array(keySchema) }) },
+    }),
     async () => ({ keys: (await listKeys(ctx.database)).map(toApiKey) }),
   );
 
   app.delete(
     '/api/keys/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'revokeApiKey',
-        summary: 'Revoke an API key',
-        description:
-          'Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. ' +
-          'While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`.',
-        tags: ['keys'],
-        params: z.object({ id: z.string().min(1).max(256) }),
-        querystring: z.object({
-          force: z
-            .enum(['true', 'false'])
-            .default('false')
-            .transform((value) => value === 'true')
-            .meta({ description: 'Revoke the last active key even while observe listens beyond loopback' }),
-        }),
-        response: { 200: z.object({ id: z.string(), revoked: z.literal(true), warning: z.string().optional() }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key',
+      description:
+        'Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. ' +
+        'While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`. ' +
+        'A key already revoked answers the same again.',
+      tags: ['keys'],
+      params: z.object({ id: z.string().min(1).max(256) }),
+      querystring: z.object({
+        force: z
+          .enum(['true', 'false'])
+          .default('false')
+          .transform((value) => value === 'true')
+          .meta({ description: 'Revoke the last active key even while observe listens beyond loopback' }),
+      }),
+      response: { 200: z.object({ id: z.string(), revoked: z.literal(true), warning: z.string().optional() }) },
+    }),
     async (request) => {
       const exposed = !isLoopbackHost(ctx.config.host);
       const outcome = await revokeKey(ctx.database, request.params.id, keyChangeActor(request.apiKey), ctx.clock.now(), {

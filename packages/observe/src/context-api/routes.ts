@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { identifier } from '../events/index.ts';
@@ -44,24 +44,21 @@ const lessonSchema = z
 export function registerContextRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/context',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getContext',
-        summary: 'Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server',
-        tags: ['context'],
-        querystring: contextQuerySchema,
-        response: {
-          200: z.object({
-            topic: z.string(),
-            sessions: z.array(contextSessionSchema),
-            lessons: z.array(lessonSchema),
-            summary: z.string(),
-            totalSessions: z.number().int(),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'getContext',
+      summary: 'Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server',
+      tags: ['context'],
+      querystring: contextQuerySchema,
+      response: {
+        200: z.object({
+          topic: z.string(),
+          sessions: z.array(contextSessionSchema),
+          lessons: z.array(lessonSchema),
+          summary: z.string(),
+          totalSessions: z.number().int(),
+        }),
       },
-    },
+    }),
     async (request) => buildContext(ctx, request.query, request.log),
   );
 }

@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { deletedAnswer, deletedResponse, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -46,18 +46,16 @@ import {
 export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalRunWorker): void {
   app.post(
     '/api/eval/sessions/:sessionId/compliance',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'scoreSessionCompliance',
-        errorStatuses: [409],
-        summary: 'Score a session against deterministic rules and chain the verdict as an eval_result',
-        tags: ['evals'],
-        params: sessionParams,
-        body: complianceBodySchema,
-        response: { 201: complianceResultSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'scoreSessionCompliance',
+      errorStatuses: [409],
+      summary: 'Score a session against deterministic rules and chain the verdict as an eval_result',
+      description: "409 when the session's chain is broken. The score is rules passed / rules evaluated; passing is inclusive (score ≥ threshold).",
+      tags: ['evals'],
+      params: sessionParams,
+      body: complianceBodySchema,
+      response: { 201: complianceResultSchema },
+    }),
     async (request, reply) => {
       const spec = await complianceSpec(ctx, request.body);
       return reply.status(201).send(await evaluateCompliance(ctx, request.params.sessionId, spec));
@@ -66,18 +64,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/eval/sessions/:sessionId/score',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'scoreSessionWithJudge',
-        errorStatuses: [409, 502],
-        summary: 'Score a session with an LLM judge against a rubric and chain the verdict as an eval_result',
-        tags: ['evals'],
-        params: sessionParams,
-        body: scoreBodySchema,
-        response: { 201: judgeResultSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'scoreSessionWithJudge',
+      errorStatuses: [409, 502],
+      summary: 'Score a session with an LLM judge against a rubric and chain the verdict as an eval_result',
+      description: '503 when no judge is configured, 400 for an unpriced model, 502 when the judge gives no valid verdict.',
+      tags: ['evals'],
+      params: sessionParams,
+      body: scoreBodySchema,
+      response: { 201: judgeResultSchema },
+    }),
     async (request, reply) => {
       const spec = await judgeSpec(ctx, request.body);
       return reply.status(201).send(await evaluateWithJudge(ctx, request.params.sessionId, spec));
@@ -92,6 +88,7 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
         operationId: 'recordGuardrailBreach',
         errorStatuses: [409],
         summary: 'Record a denied action reported by the approval service (service token only)',
+        description: '503 when `INTERNAL_SERVICE_TOKEN` is unset.',
         tags: ['evals'],
         body: breachBodySchema,
         response: { 201: breachResultSchema },
@@ -107,16 +104,13 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/evaluators',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'createEvaluator',
-        summary: 'Save an evaluator',
-        tags: ['evals'],
-        body: createEvaluatorBodySchema,
-        response: { 201: evaluatorSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'createEvaluator',
+      summary: 'Save an evaluator',
+      tags: ['evals'],
+      body: createEvaluatorBodySchema,
+      response: { 201: evaluatorSchema },
+    }),
     async (request, reply) => {
       const body = request.body;
       if (body.kind === 'llm_judge' && body.model !== undefined) {
@@ -132,24 +126,18 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/evaluators',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listEvaluators',
-        summary: 'List evaluators, newest first',
-        tags: ['evals'],
-        response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listEvaluators',
+      summary: 'List evaluators, newest first',
+      tags: ['evals'],
+      response: { 200: z.object({ evaluators: z.array(evaluatorSchema) }) },
+    }),
     async () => ({ evaluators: (await listEvaluators(ctx.database)).map(toEvaluatorOut) }),
   );
 
   app.get(
     '/api/evaluators/:id',
-    {
-      config: { scope: 'read' },
-      schema: { operationId: 'getEvaluator', summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } },
-    },
+    routeOptions('read', { operationId: 'getEvaluator', summary: 'One evaluator', tags: ['evals'], params: idParams, response: { 200: evaluatorSchema } }),
     async (request) => {
       const evaluator = await findEvaluator(ctx.database, request.params.id);
       if (!evaluator) throw observeError('evaluatorNotFound');
@@ -159,19 +147,16 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.delete(
     '/api/evaluators/:id',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'deleteEvaluator',
-        summary: 'Delete an evaluator (runs already started keep their copy of it)',
-        tags: ['evals'],
-        params: idParams,
-        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'deleteEvaluator',
+      summary: 'Delete an evaluator (runs already started keep their copy of it)',
+      tags: ['evals'],
+      params: idParams,
+      response: { 200: deletedResponse },
+    }),
     async (request) => {
       if (!(await deleteEvaluator(ctx.database, request.params.id))) throw observeError('evaluatorNotFound');
-      return { id: request.params.id, deleted: true as const };
+      return deletedAnswer(request.params.id);
     },
   );
 
@@ -179,16 +164,13 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/datasets',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'createDataset',
-        summary: 'Create a dataset of 1 to 1000 cases',
-        tags: ['evals'],
-        body: createDatasetBodySchema,
-        response: { 201: datasetSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'createDataset',
+      summary: 'Create a dataset of 1 to 1000 cases',
+      tags: ['evals'],
+      body: createDatasetBodySchema,
+      response: { 201: datasetSchema },
+    }),
     async (request, reply) => {
       const { row, cases } = await insertDataset(ctx.database, request.body, ctx.clock.now());
       return reply.status(201).send(toDatasetOut(row, cases));
@@ -197,24 +179,24 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/datasets',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listDatasets',
-        summary: 'List datasets, newest first',
-        tags: ['evals'],
-        response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listDatasets',
+      summary: 'List datasets, newest first',
+      tags: ['evals'],
+      response: { 200: z.object({ datasets: z.array(datasetSummarySchema) }) },
+    }),
     async () => ({ datasets: (await listDatasets(ctx.database)).map(toDatasetSummary) }),
   );
 
   app.get(
     '/api/datasets/:id',
-    {
-      config: { scope: 'read' },
-      schema: { operationId: 'getDataset', summary: 'One dataset with its cases', tags: ['evals'], params: idParams, response: { 200: datasetSchema } },
-    },
+    routeOptions('read', {
+      operationId: 'getDataset',
+      summary: 'One dataset with its cases',
+      tags: ['evals'],
+      params: idParams,
+      response: { 200: datasetSchema },
+    }),
     async (request) => {
       const dataset = await findDataset(ctx.database.db, request.params.id);
       if (!dataset) throw observeError('datasetNotFound');
@@ -224,17 +206,15 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.post(
     '/api/datasets/:id/runs',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'startDatasetRun',
-        summary: 'Run every case of a dataset against an agent webhook, in the background',
-        tags: ['evals'],
-        params: idParams,
-        body: createRunBodySchema,
-        response: { 202: runSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'startDatasetRun',
+      summary: 'Run every case of a dataset against an agent webhook, in the background',
+      description: 'Answers 202 with the run; its cases run in the background.',
+      tags: ['evals'],
+      params: idParams,
+      body: createRunBodySchema,
+      response: { 202: runSchema },
+    }),
     async (request, reply) => {
       const body = request.body;
       if (!(await findDataset(ctx.database.db, request.params.id))) throw observeError('datasetNotFound');
@@ -254,17 +234,15 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/datasets/:id/runs',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listDatasetRuns',
-        summary: "A dataset's runs, newest first, without their cases",
-        tags: ['evals'],
-        params: idParams,
-        querystring: runListQuerySchema,
-        response: { 200: z.object({ runs: z.array(runSummarySchema) }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listDatasetRuns',
+      summary: "A dataset's runs, newest first, without their cases",
+      description: '404 for an unknown dataset.',
+      tags: ['evals'],
+      params: idParams,
+      querystring: runListQuerySchema,
+      response: { 200: z.object({ runs: z.array(runSummarySchema) }) },
+    }),
     async (request) => {
       if (!(await findDataset(ctx.database.db, request.params.id))) throw observeError('datasetNotFound');
       return { runs: (await datasetRuns(ctx.database.db, request.params.id, request.query.limit)).map(toRunSummary) };
@@ -273,16 +251,13 @@ export function registerEvalRoutes(app: ZodApp, ctx: ObserveContext, runs: EvalR
 
   app.get(
     '/api/runs/:id',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getEvalRun',
-        summary: 'An evaluation run with the outcome of each case',
-        tags: ['evals'],
-        params: idParams,
-        response: { 200: runSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getEvalRun',
+      summary: 'An evaluation run with the outcome of each case',
+      tags: ['evals'],
+      params: idParams,
+      response: { 200: runSchema },
+    }),
     async (request) => {
       const run = await findRun(ctx.database.db, request.params.id);
       if (!run) throw observeError('evalRunNotFound');

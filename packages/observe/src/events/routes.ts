@@ -1,4 +1,4 @@
-import { sendJsonText, type ZodApp } from '@vigil/platform';
+import { routeOptions, sendJsonText, type ZodApp } from '@vigil/platform';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
@@ -51,6 +51,8 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
         operationId: 'ingestEvents',
         errorStatuses: [409, 422],
         summary: 'Ingest a batch of 1 to 1000 events, atomically',
+        description:
+          "All events are stored or none. With an `Idempotency-Key` (docs/api.md, *Idempotent ingest*): a repeat of a stored key answers the first answer again with `Idempotent-Replayed: true`; 409 while the key's first request is still being stored (`Retry-After: 1`); 422 when the key was used with another body; 400 for a malformed key.",
         tags: ['events'],
         headers: z.object({ [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeaderSchema.optional() }),
         body: ingestBodySchema,
@@ -89,16 +91,14 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/events',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listEvents',
-        summary: 'Query events',
-        tags: ['events'],
-        querystring: listEventsQuerySchema,
-        response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'listEvents',
+      summary: 'Query events',
+      description: "`search`: words of the payload's text, as a phrase. Ordered by timestamp (`order`).",
+      tags: ['events'],
+      querystring: listEventsQuerySchema,
+      response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
     async (request, reply) => {
       const { rows, total } = await listEvents(ctx.database, request.query);
       const hasMore = request.query.offset + rows.length < total;
@@ -108,16 +108,13 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/events/:id',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getEvent',
-        summary: 'One event',
-        tags: ['events'],
-        params: z.object({ id: z.string().min(1).max(256) }),
-        response: { 200: eventSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getEvent',
+      summary: 'One event',
+      tags: ['events'],
+      params: z.object({ id: z.string().min(1).max(256) }),
+      response: { 200: eventSchema },
+    }),
     async (request) => {
       const row = await findEvent(ctx.database, request.params.id);
       if (!row) throw observeError('eventNotFound');

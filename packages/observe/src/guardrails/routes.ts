@@ -1,4 +1,4 @@
-import { toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, toIso, toIsoOrNull, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -43,34 +43,25 @@ export function registerGuardrailRoutes(app: ZodApp, ctx: ObserveContext): void 
 
   app.get(
     '/api/guardrails/history',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listGuardrailHistory',
-        summary: 'Trigger history of every rule (dry runs included), newest first',
-        tags: ['guardrails'],
-        querystring: historyQuerySchema,
-        response: { 200: z.object({ triggers: z.array(triggerSchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
-    async (request) => {
-      const { rows, total } = await listTriggers(ctx.database, request.query);
-      return { triggers: rows.map(toTriggerOut), total, hasMore: request.query.offset + rows.length < total };
-    },
+    routeOptions('read', {
+      operationId: 'listGuardrailHistory',
+      summary: 'Trigger history of every rule (dry runs included), newest first',
+      tags: ['guardrails'],
+      querystring: historyQuerySchema,
+      response: { 200: z.object({ triggers: z.array(triggerSchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
+    async (request) => offsetPage('triggers', await listTriggers(ctx.database, request.query), request.query.offset, toTriggerOut),
   );
 
   app.get(
     '/api/guardrails/:id/status',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getGuardrailRuleStatus',
-        summary: 'Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers',
-        tags: ['guardrails'],
-        params: ruleParams,
-        response: { 200: statusSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getGuardrailRuleStatus',
+      summary: 'Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers',
+      tags: ['guardrails'],
+      params: ruleParams,
+      response: { 200: statusSchema },
+    }),
     async (request) => {
       const rule = await findRule(ctx.database, request.params.id);
       if (!rule) throw observeError('guardrailRuleNotFound');

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
 import { DIMENSION_NAMES } from '../health/index.ts';
-import { ruleDescription, ruleHistoryPage, ruleName as name } from '../rules/index.ts';
+import { ruleDescription, ruleHistoryPage, ruleName as name, ruleOutIdentity } from '../rules/index.ts';
 
 export const CONDITION_TYPES = ['error_rate_threshold', 'cost_limit', 'health_score_threshold', 'custom_metric'] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
@@ -128,9 +128,7 @@ export type RuleDefinition = z.infer<typeof ruleDefinitionSchema>;
 
 export const ruleSchema = z
   .object({
-    id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
+    ...ruleOutIdentity,
     agentId: z.string().nullable(),
     conditionType: z.enum(CONDITION_TYPES),
     conditionConfig: config,

@@ -1,4 +1,4 @@
-import { toIso, type ZodApp } from '@vigil/platform';
+import { routeOptions, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -46,17 +46,15 @@ const snapshotSchema = z
 export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/agents/:id/health',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getAgentHealth',
-        summary: 'Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query',
-        tags: ['health'],
-        params: z.object({ id: identifier }),
-        querystring: z.object({ window: windowDays }),
-        response: { 200: healthSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getAgentHealth',
+      summary: 'Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query',
+      description: '404 when the agent has no session in the window. How the five dimensions are scored: docs/api.md, *Health*.',
+      tags: ['health'],
+      params: z.object({ id: identifier }),
+      querystring: z.object({ window: windowDays }),
+      response: { 200: healthSchema },
+    }),
     async (request) => {
       const now = ctx.clock.now();
       const agentId = request.params.id;
@@ -73,16 +71,14 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/health/overview',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getHealthOverview',
-        summary: 'Health of every agent with a session in the window, sickest first',
-        tags: ['health'],
-        querystring: z.object({ window: windowDays }),
-        response: { 200: z.object({ agents: z.array(healthSchema), computedAt: z.string() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getHealthOverview',
+      summary: 'Health of every agent with a session in the window, sickest first',
+      description: 'Lowest score first.',
+      tags: ['health'],
+      querystring: z.object({ window: windowDays }),
+      response: { 200: z.object({ agents: z.array(healthSchema), computedAt: z.string() }) },
+    }),
     async (request) => {
       const now = ctx.clock.now();
       const windowDays = request.query.window;
@@ -94,19 +90,16 @@ export function registerHealthRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/health/history',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getHealthHistory',
-        summary: 'Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first',
-        tags: ['health'],
-        querystring: z.object({
-          agentId: identifier,
-          days: z.coerce.number().int().min(1).max(365).default(30).describe('Days back, today included (1 to 365)'),
-        }),
-        response: { 200: z.object({ snapshots: z.array(snapshotSchema), agentId: z.string(), days: z.number().int() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getHealthHistory',
+      summary: 'Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first',
+      tags: ['health'],
+      querystring: z.object({
+        agentId: identifier,
+        days: z.coerce.number().int().min(1).max(365).default(30).describe('Days back, today included (1 to 365)'),
+      }),
+      response: { 200: z.object({ snapshots: z.array(snapshotSchema), agentId: z.string(), days: z.number().int() }) },
+    }),
     async (request) => {
       const { agentId, days } = request.query;
       return { snapshots: await snapshotHistory(ctx, agentId, days, ctx.clock.now()), agentId, days };

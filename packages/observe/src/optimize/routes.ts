@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { identifier, COMPLEXITY_TIERS } from '../events/index.ts';
@@ -32,23 +32,20 @@ const recommendationSchema = z
 export function registerOptimizeRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/optimize/recommendations',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listModelRecommendations',
-        summary: 'Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings',
-        tags: ['optimize'],
-        querystring: recommendationsQuerySchema,
-        response: {
-          200: z.object({
-            recommendations: z.array(recommendationSchema),
-            totalPotentialSavings: usdAmount,
-            period: z.number().int(),
-            analyzedCalls: z.number().int(),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'listModelRecommendations',
+      summary: 'Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings',
+      tags: ['optimize'],
+      querystring: recommendationsQuerySchema,
+      response: {
+        200: z.object({
+          recommendations: z.array(recommendationSchema),
+          totalPotentialSavings: usdAmount,
+          period: z.number().int(),
+          analyzedCalls: z.number().int(),
+        }),
       },
-    },
+    }),
     async (request) => recommendations(ctx, request.query),
   );
 }

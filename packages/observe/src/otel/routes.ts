@@ -1,6 +1,6 @@
 import { gunzip } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import { readJsonBody, type ZodApp } from '@vigil/platform';
+import { readJsonBody, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -79,31 +79,29 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
 
     otlp.post(
       '/v1/traces',
-      {
-        // The exporter's `headers` carry the key.
-        config: { scope: 'ingest' },
-        schema: {
-          operationId: 'exportTraces',
-          summary: 'OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)',
-          description:
-            'Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. ' +
-            'The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction.',
-          tags: ['otel'],
-          documentedBody: {
-            [PROTOBUF]: { schema: { type: 'string', contentMediaType: PROTOBUF, description: 'An ExportTraceServiceRequest, protobuf-encoded' } },
-            [JSON_TYPE]: { schema: { type: 'object', additionalProperties: {}, description: 'An ExportTraceServiceRequest in the OTLP/JSON encoding' } },
-          },
-          response: {
-            200: {
-              description: 'The export result, in the encoding of the request',
-              content: {
-                [PROTOBUF]: { schema: z.string().describe('An ExportTraceServiceResponse, protobuf-encoded') },
-                [JSON_TYPE]: { schema: exportResponseSchema },
-              },
+      // The exporter's `headers` carry the key.
+      routeOptions('ingest', {
+        operationId: 'exportTraces',
+        summary: 'OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)',
+        description:
+          'Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. ' +
+          'The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction. ' +
+          'A span already stored is acknowledged, not stored again. 400 for a body that does not decode (protobuf, JSON or gzip); 413 past `BODY_LIMIT_BYTES` as sent or once gunzipped. docs/guide/opentelemetry.md.',
+        tags: ['otel'],
+        documentedBody: {
+          [PROTOBUF]: { schema: { type: 'string', contentMediaType: PROTOBUF, description: 'An ExportTraceServiceRequest, protobuf-encoded' } },
+          [JSON_TYPE]: { schema: { type: 'object', additionalProperties: {}, description: 'An ExportTraceServiceRequest in the OTLP/JSON encoding' } },
+        },
+        response: {
+          200: {
+            description: 'The export result, in the encoding of the request',
+            content: {
+              [PROTOBUF]: { schema: z.string().describe('An ExportTraceServiceResponse, protobuf-encoded') },
+              [JSON_TYPE]: { schema: exportResponseSchema },
             },
           },
         },
-      },
+      }),
       async (request, reply) => {
         const body = request.body as OtlpBody | undefined;
         const contentType = request.headers['content-type'] ?? '';

@@ -1,4 +1,4 @@
-import { isoTimestampMs, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { identifier } from '../events/index.ts';
@@ -45,32 +45,27 @@ const backendOf = (embedder: ObserveContext['embedder']): 'local' | 'openai' =>
 export function registerRecallRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/recall',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'recallSimilar',
-        summary: 'Semantic search over events and sessions, ranked by cosine similarity',
-        tags: ['recall'],
-        querystring: recallQuerySchema,
-        response: {
-          200: z.object({ results: z.array(recallResultSchema), query: z.string(), totalResults: z.number().int() }),
-        },
+    routeOptions('read', {
+      operationId: 'recallSimilar',
+      summary: 'Semantic search over events and sessions, ranked by cosine similarity',
+      description: 'Results by cosine similarity (0–1). How events get a vector: docs/api.md, *Recall and context*.',
+      tags: ['recall'],
+      querystring: recallQuerySchema,
+      response: {
+        200: z.object({ results: z.array(recallResultSchema), query: z.string(), totalResults: z.number().int() }),
       },
-    },
+    }),
     async (request) => recall(ctx, request.query, request.log),
   );
 
   app.get(
     '/api/recall/status',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getRecallStatus',
-        summary: 'Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts',
-        tags: ['recall'],
-        response: { 200: statusSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getRecallStatus',
+      summary: 'Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts',
+      tags: ['recall'],
+      response: { 200: statusSchema },
+    }),
     async () => {
       const { embedder, database } = ctx;
       const [queue, stored] = await Promise.all([queueDepth(database), countVectors(database, embedder.model)]);

@@ -1,4 +1,4 @@
-import { DAY_MS, isoTimestampMs, type ZodApp } from '@vigil/platform';
+import { DAY_MS, isoTimestampMs, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -44,22 +44,19 @@ const insightSchema = z
 export function registerReflectRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/reflect',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'reflectOnEvents',
-        summary: 'Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend',
-        tags: ['reflect'],
-        querystring: reflectQuerySchema,
-        response: {
-          200: z.object({
-            analysis: z.enum(ANALYSES),
-            insights: z.array(insightSchema),
-            metadata: z.object({ sessionsAnalyzed: count, eventsAnalyzed: count, timeRange: z.object({ from: iso, to: iso }) }),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'reflectOnEvents',
+      summary: 'Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend',
+      tags: ['reflect'],
+      querystring: reflectQuerySchema,
+      response: {
+        200: z.object({
+          analysis: z.enum(ANALYSES),
+          insights: z.array(insightSchema),
+          metadata: z.object({ sessionsAnalyzed: count, eventsAnalyzed: count, timeRange: z.object({ from: iso, to: iso }) }),
+        }),
       },
-    },
+    }),
     async (request) => {
       const { analysis, agentId, limit } = request.query;
       // Default range: the last 7 days up to now (or up to `to`).

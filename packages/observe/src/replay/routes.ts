@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { ObserveContext } from '../context.ts';
@@ -94,17 +94,16 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
   const cache = replayCacheOf(ctx);
   app.get(
     '/api/sessions/:id/replay',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'replaySession',
-        summary: 'Replay a session step by step, with the context reconstructed at every step',
-        tags: ['sessions'],
-        params: z.object({ id: identifier }),
-        querystring: replayQuerySchema,
-        response: { 200: replayResponseSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'replaySession',
+      summary: 'Replay a session step by step, with the context reconstructed at every step',
+      description:
+        'One step per event in timeline order, each with its `context` (the session right after that event) and the event paired with it. The `eventTypes` groups: `error` = error events, `decision` = approval_*, form_* and eval_result, `observation` = custom, cost_tracked and alert_*. See docs/guide/behaviour.md, *Replay*.',
+      tags: ['sessions'],
+      params: z.object({ id: identifier }),
+      querystring: replayQuerySchema,
+      response: { 200: replayResponseSchema },
+    }),
     async (request, reply) => {
       const served = await cache.get(request.params.id, replaySource(ctx.database, request.params.id));
       if (!served) throw observeError('sessionNotFound');

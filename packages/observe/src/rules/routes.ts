@@ -1,4 +1,4 @@
-import { acceptingReadBack, keyChangeActor, type ChangeActor, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, type ChangeActor, deletedAnswer, deletedResponse, keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { observeError, type ObserveErrorKey } from '../errors.ts';
@@ -54,64 +54,50 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
     if (rule === undefined) throw observeError(resource.notFound);
     return rule;
   };
-  const deleted = resource.deleteAnswersOk
-    ? z.object({ id: z.string(), deleted: z.literal(true), ok: z.literal(true) })
-    : z.object({ id: z.string(), deleted: z.literal(true) });
+  const deleted = resource.deleteAnswersOk ? deletedResponse.extend({ ok: z.literal(true) }) : deletedResponse;
 
   // Rules are read with `read` and changed by administrators only.
   app.post(
     path,
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: operationIds.create,
-        errorStatuses: resource.createErrorStatuses,
-        summary: summaries.create,
-        tags: [tag],
-        body: schemas.create,
-        response: { 201: schemas.rule },
-      },
-    },
+    routeOptions('admin', {
+      operationId: operationIds.create,
+      errorStatuses: resource.createErrorStatuses,
+      summary: summaries.create,
+      tags: [tag],
+      body: schemas.create,
+      response: { 201: schemas.rule },
+    }),
     async (request, reply) => reply.status(201).send(toOut(await resource.create(request.body as z.output<Create>, keyChangeActor(request.apiKey)))),
   );
 
   app.get(
     path,
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: operationIds.list,
-        summary: summaries.list,
-        tags: [tag],
-        querystring: resource.listQuery ?? z.object({}),
-        response: { 200: z.object({ rules: z.array(schemas.rule) }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: operationIds.list,
+      summary: summaries.list,
+      tags: [tag],
+      querystring: resource.listQuery ?? z.object({}),
+      response: { 200: z.object({ rules: z.array(schemas.rule) }) },
+    }),
     async (request) => ({ rules: (await resource.list(request.query as z.output<ListQuery>)).map(toOut) }),
   );
 
   app.get(
     item,
-    {
-      config: { scope: 'read' },
-      schema: { operationId: operationIds.get, summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } },
-    },
+    routeOptions('read', { operationId: operationIds.get, summary: summaries.get, tags: [tag], params: ruleParams, response: { 200: schemas.rule } }),
     async (request) => toOut(await found(request.params.id)),
   );
 
   app.put(
     item,
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: operationIds.update,
-        summary: summaries.update,
-        tags: [tag],
-        params: ruleParams,
-        body: acceptingReadBack(schemas.update, schemas.rule),
-        response: { 200: schemas.rule },
-      },
-    },
+    routeOptions('admin', {
+      operationId: operationIds.update,
+      summary: summaries.update,
+      tags: [tag],
+      params: ruleParams,
+      body: acceptingReadBack(schemas.update, schemas.rule),
+      response: { 200: schemas.rule },
+    }),
     async (request) => {
       const { id } = request.params;
       if (!(await resource.update(id, request.body as z.output<Update>, keyChangeActor(request.apiKey)))) throw observeError(resource.notFound);
@@ -121,14 +107,11 @@ export function registerRuleRoutes<Rule, Out extends z.ZodObject, Create extends
 
   app.delete(
     item,
-    {
-      config: { scope: 'admin' },
-      schema: { operationId: operationIds.delete, summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } },
-    },
+    routeOptions('admin', { operationId: operationIds.delete, summary: summaries.delete, tags: [tag], params: ruleParams, response: { 200: deleted } }),
     async (request) => {
       const { id } = request.params;
       if (!(await resource.remove(id, keyChangeActor(request.apiKey), request.log))) throw observeError(resource.notFound);
-      return resource.deleteAnswersOk ? { id, deleted: true as const, ok: true as const } : { id, deleted: true as const };
+      return resource.deleteAnswersOk ? { ...deletedAnswer(id), ok: true as const } : deletedAnswer(id);
     },
   );
 }

@@ -11,6 +11,9 @@ export const ruleDescription = z.string().max(MAX_RULE_DESCRIPTION_LENGTH, `desc
 
 export const ruleParams = z.object({ id: identifier });
 
+/** The fields a rule of either kind answers first: its id, name and description. */
+export const ruleOutIdentity = { id: z.string(), name: z.string(), description: z.string().nullable() };
+
 /** The page and rule filter of a rule kind's history (its own filters are added beside). */
 export const ruleHistoryPage = {
   ruleId: identifier.optional(),

@@ -1,4 +1,4 @@
-import { sendJsonText, type ZodApp } from '@vigil/platform';
+import { offsetPage, routeOptions, sendJsonText, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -12,28 +12,28 @@ const sessionParams = z.object({ id: identifier });
 export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'listSessions',
-        summary: 'List sessions, newest first',
-        tags: ['sessions'],
-        querystring: listSessionsQuerySchema,
-        response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },
-      },
-    },
-    async (request) => {
-      const { rows, total } = await listSessions(ctx.database, request.query);
-      return { sessions: rows.map(toSession), total, hasMore: request.query.offset + rows.length < total };
-    },
+    routeOptions('read', {
+      operationId: 'listSessions',
+      summary: 'List sessions, newest first',
+      description: '`from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried.',
+      tags: ['sessions'],
+      querystring: listSessionsQuerySchema,
+      response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },
+    }),
+    async (request) => offsetPage('sessions', await listSessions(ctx.database, request.query), request.query.offset, toSession),
   );
 
   app.get(
     '/api/sessions/:id',
-    {
-      config: { scope: 'read' },
-      schema: { operationId: 'getSession', summary: 'One session', tags: ['sessions'], params: sessionParams, response: { 200: sessionSchema } },
-    },
+    routeOptions('read', {
+      operationId: 'getSession',
+      summary: 'One session',
+      description:
+        '`durationMs`: `endedAt`, else the last event before the first silence longer than `SESSION_IDLE_TIMEOUT_MS`, else `lastEventAt`, minus `startedAt` (the one duration replay and the figures use too).',
+      tags: ['sessions'],
+      params: sessionParams,
+      response: { 200: sessionSchema },
+    }),
     async (request) => {
       const row = await findSession(ctx.database, request.params.id);
       if (!row) throw observeError('sessionNotFound');
@@ -43,16 +43,14 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/sessions/:id/timeline',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getSessionTimeline',
-        summary: "A session's events ascending by time, with the verdict of its hash chain",
-        tags: ['sessions'],
-        params: sessionParams,
-        response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getSessionTimeline',
+      summary: "A session's events ascending by time, with the verdict of its hash chain",
+      description: 'Events by timestamp, then `seq`.',
+      tags: ['sessions'],
+      params: sessionParams,
+      response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },
+    }),
     async (request, reply) => {
       const timeline = await sessionTimeline(ctx.database, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
@@ -62,25 +60,22 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/audit/verify',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'verifySessionChain',
-        errorStatuses: [404],
-        summary: "Verify a session's hash chain",
-        tags: ['audit'],
-        querystring: z.object({ sessionId: identifier }),
-        response: {
-          200: z.object({
-            sessionId: z.string(),
-            valid: z.boolean(),
-            eventCount: z.number().int(),
-            headHash: z.string().nullable(),
-            brokenAt: chainBreakSchema.nullable(),
-          }),
-        },
+    routeOptions('read', {
+      operationId: 'verifySessionChain',
+      errorStatuses: [404],
+      summary: "Verify a session's hash chain",
+      tags: ['audit'],
+      querystring: z.object({ sessionId: identifier }),
+      response: {
+        200: z.object({
+          sessionId: z.string(),
+          valid: z.boolean(),
+          eventCount: z.number().int(),
+          headHash: z.string().nullable(),
+          brokenAt: chainBreakSchema.nullable(),
+        }),
       },
-    },
+    }),
     async (request) => {
       const chain = await verifySessionChain(ctx.database, request.query.sessionId);
       if (!chain) throw observeError('sessionNotFound');

@@ -1,4 +1,4 @@
-import { acceptingReadBack, keyChangeActor, type ZodApp } from '@vigil/platform';
+import { acceptingReadBack, keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -34,61 +34,56 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/config',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getConfig',
-        summary: 'Configuration (secrets are reported as set or not, never returned)',
-        tags: ['config'],
-        response: { 200: publicConfigSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getConfig',
+      summary: 'Configuration (secrets are reported as set or not, never returned)',
+      tags: ['config'],
+      response: { 200: publicConfigSchema },
+    }),
     async () => toPublic(await readSettings(ctx)),
   );
 
   app.put(
     '/api/config',
-    {
-      config: { scope: 'admin' },
-      schema: {
-        operationId: 'updateConfig',
-        summary:
-          'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
-        tags: ['config'],
-        body: acceptingReadBack(
-          z.object({
-            retentionDays: z.number().int().min(0).max(36_500).optional(),
-            approvalGateWebhookSecret: z.string().min(16).max(512).nullable().optional(),
-            formServiceWebhookSecret: z.string().min(16).max(512).nullable().optional(),
-          }),
-          publicConfigSchema,
-        ),
-        response: { 200: publicConfigSchema },
-      },
-    },
+    routeOptions('admin', {
+      operationId: 'updateConfig',
+      summary:
+        'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
+      description: '`retentionDays` 0 keeps everything. Secrets are answered as set or unset only.',
+      tags: ['config'],
+      body: acceptingReadBack(
+        z.object({
+          retentionDays: z.number().int().min(0).max(36_500).optional(),
+          approvalGateWebhookSecret: z.string().min(16).max(512).nullable().optional(),
+          formServiceWebhookSecret: z.string().min(16).max(512).nullable().optional(),
+        }),
+        publicConfigSchema,
+      ),
+      response: { 200: publicConfigSchema },
+    }),
     async (request) => toPublic(await updateSettings(ctx, request.body, keyChangeActor(request.apiKey))),
   );
 
   app.get(
     '/api/config/features',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getFeatureFlags',
-        summary: 'Feature flags',
-        tags: ['config'],
-        response: { 200: z.object({ memory: z.boolean(), memoryUrl: z.string() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getFeatureFlags',
+      summary: 'Feature flags',
+      tags: ['config'],
+      response: { 200: z.object({ memory: z.boolean(), memoryUrl: z.string() }) },
+    }),
     async () => ({ memory: ctx.config.memory.enabled, memoryUrl: ctx.config.memory.enabled ? (ctx.config.memory.url ?? '') : '' }),
   );
 
   app.get(
     '/api/config/health-weights',
-    {
-      config: { scope: 'read' },
-      schema: { operationId: 'getHealthWeights', summary: 'Health score weights in use', tags: ['config'], response: { 200: healthWeightsSchema } },
-    },
+    routeOptions('read', {
+      operationId: 'getHealthWeights',
+      summary: 'Health score weights in use',
+      description: 'The weights are fixed: `{errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15}`.',
+      tags: ['config'],
+      response: { 200: healthWeightsSchema },
+    }),
     async () => ({ ...HEALTH_WEIGHTS }),
   );
 

@@ -1,4 +1,4 @@
-import { toIso, type ZodApp } from '@vigil/platform';
+import { routeOptions, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { commaList, listEventsQuerySchema } from '../events/index.ts';
@@ -17,17 +17,14 @@ const streamQuerySchema = listEventsQuerySchema.pick({ sessionId: true, agentId:
 export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: StreamHub): void {
   app.post(
     '/api/stream/tokens',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'createStreamToken',
-        summary: `A token that opens GET /api/stream?token= for ${STREAM_TOKEN_TTL_MS / 1000} seconds (for browsers' EventSource)`,
-        description:
-          'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
-        tags: ['stream'],
-        response: { 201: z.object({ token: z.string(), expiresAt: z.string() }) },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'createStreamToken',
+      summary: `A token that opens GET /api/stream?token= for ${STREAM_TOKEN_TTL_MS / 1000} seconds (for browsers' EventSource)`,
+      description:
+        'The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.',
+      tags: ['stream'],
+      response: { 201: z.object({ token: z.string(), expiresAt: z.string() }) },
+    }),
     async (request, reply) => {
       const { token, expiresAt } = await createStreamToken(ctx, request.apiKey?.id ?? null);
       return reply.status(201).send({ token, expiresAt: toIso(expiresAt) });

@@ -1,4 +1,4 @@
-import { isLoopbackHost, pingDatabase, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
+import { isLoopbackHost, pingDatabase, routeOptions, toIsoOrNull, VIGIL_VERSION, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { hasActiveKey } from '../auth/index.ts';
@@ -29,6 +29,8 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
       schema: {
         operationId: 'checkHealth',
         summary: 'Liveness, with a database round trip (no authentication)',
+        description:
+          'Answers the shape DECISIONS.md gives plus `firstKeyBootstrap`: `closed` once an API key exists, `loopback` while the open first-key bootstrap is reachable from this machine only, `exposed` while it is reachable beyond it (the start and the dashboard warn then). It is here rather than on a route of its own because health is the one route the spec leaves without authentication, and the dashboard must read it before anyone has a key. 503 `{status: "degraded", version, db: {ok: false, latencyMs: null}}` when the database does not answer.',
         tags: ['system'],
         security: [],
         response: {
@@ -54,7 +56,13 @@ export function registerSystemRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/stats',
-    { config: { scope: 'read' }, schema: { operationId: 'getStats', summary: 'Storage statistics', tags: ['system'], response: { 200: statsSchema } } },
+    routeOptions('read', {
+      operationId: 'getStats',
+      summary: 'Storage statistics',
+      description: "`judgeSpendUsd` is the judge's cost (eval_result events), never part of the agents' spend.",
+      tags: ['system'],
+      response: { 200: statsSchema },
+    }),
     async () => {
       const [counts, storageSizeBytes] = await Promise.all([storedCounts(ctx.database), ctx.database.sizeBytes()]);
       return {

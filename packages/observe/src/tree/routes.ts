@@ -1,4 +1,4 @@
-import type { ZodApp } from '@vigil/platform';
+import { routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -10,16 +10,15 @@ import { sessionTree } from './service.ts';
 export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
   app.get(
     '/api/sessions/:id/tree',
-    {
-      config: { scope: 'read' },
-      schema: {
-        operationId: 'getSessionTree',
-        summary: "A session's spans and call pairs as nested nodes with timings",
-        tags: ['sessions'],
-        params: z.object({ id: identifier }),
-        response: { 200: sessionTreeSchema },
-      },
-    },
+    routeOptions('read', {
+      operationId: 'getSessionTree',
+      summary: "A session's spans and call pairs as nested nodes with timings",
+      description:
+        "The session's spans (nested by `parentSpanId`) and SDK call pairs (by `callId`) as nodes with their children, built from the first 10,000 events (`truncated: true` beyond). See docs/guide/behaviour.md, *Trace trees*.",
+      tags: ['sessions'],
+      params: z.object({ id: identifier }),
+      response: { 200: sessionTreeSchema },
+    }),
     async (request) => {
       const tree = await sessionTree(ctx.database, request.params.id);
       if (!tree) throw observeError('sessionNotFound');

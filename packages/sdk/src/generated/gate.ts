@@ -165,7 +165,11 @@ export type Webhook = {
 
 export interface paths {
   "/api/api-keys": {
-    /** List API keys (never the secrets) */
+    /**
+     * List API keys (never the secrets)
+     *
+     * Scope: `admin`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -187,6 +191,8 @@ export interface paths {
      * Create an API key; the raw key is in this response only
      *
      * rateLimit is requests per minute; omitted or null means unlimited.
+     *
+     * Scope: `admin`.
      */
     post: {
       params: Record<string, never>;
@@ -221,7 +227,11 @@ export interface paths {
     };
   };
   "/api/api-keys/{id}": {
-    /** Revoke an API key (it stops working at once) */
+    /**
+     * Revoke an API key (it stops working at once)
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -244,7 +254,11 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Change a key’s name, scopes or rate limit */
+    /**
+     * Change a key’s name, scopes or rate limit
+     *
+     * Scope: `admin`.
+     */
     patch: {
       params: {
         id: string;
@@ -275,7 +289,9 @@ export interface paths {
     /**
      * Audit entries of all requests, newest first, with the API key behind each actor
      *
-     * Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` (the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); `pagination` gives the total either way. Unknown query parameters are a 400, so a misspelt filter never widens the answer.
+     * Filters (all optional, combined with AND): `action` (the request’s action), `event` (or `eventType`), `status` (the request’s current status), `actor` (exact), `keyId` (the API key behind the actor), `requestId`, `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. `offset` pages the AgentGate way instead (not with `cursor`); `pagination` gives the total either way (`pagination.offset`: the entries before this page, by cursor too). Unknown query parameters are a 400, so a misspelt filter never widens the answer. Each entry’s `eventType` and `createdAt` repeat `event` and `timestamp` for AgentGate’s clients.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -317,7 +333,11 @@ export interface paths {
     };
   };
   "/api/audit/actors": {
-    /** Every actor that appears in the audit, sorted (for a filter list) */
+    /**
+     * Every actor that appears in the audit, sorted (for a filter list)
+     *
+     * Scope: `request:read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -341,6 +361,8 @@ export interface paths {
      * Administrative changes, newest first: who changed what, with the API key behind the actor, before and after
      *
      * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
+     *
+     * Scope: `admin`.
      */
     get: {
       params: Record<string, never>;
@@ -372,7 +394,11 @@ export interface paths {
     };
   };
   "/api/audit/checkpoint": {
-    /** The latest signed checkpoint of the audit log, or the one at a tree size */
+    /**
+     * The latest signed checkpoint of the audit log, or the one at a tree size
+     *
+     * Scope: `request:read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -404,6 +430,8 @@ export interface paths {
      * Sign a checkpoint at the current tree size now
      *
      * Answers the existing checkpoint when one was already signed at the current size.
+     *
+     * Scope: `admin`.
      */
     post: {
       params: Record<string, never>;
@@ -437,6 +465,8 @@ export interface paths {
      * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
      *
      * Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -466,6 +496,8 @@ export interface paths {
      * A request's self-contained audit bundle (verify it with `vigil verify`)
      *
      * Every stored entry of the request as the canonical text its chain hash is computed over, in seq order, with the recorded head, each entry's leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the request), the key that signed it and, with `since`, a consistency proof from that tree size. Format `vigil-audit-bundle/1` (docs/audit.md).
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -525,6 +557,8 @@ export interface paths {
      * Every request's recorded chain head
      *
      * Requests by id after `after` (keyset pages); `headSeq` is −1 and `headHash` null for a request without entries. `nextCursor` is null on the last page.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -557,6 +591,8 @@ export interface paths {
      * An inclusion proof (RFC 9162 §2.1.3) of an audit entry
      *
      * The audit path of the leaf of an audit entry in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -589,6 +625,8 @@ export interface paths {
      * The audit log's leaves from an index, in order, with their entries
      *
      * An index range of the log (at most `limit`), each leaf with its request, its entry as the canonical text its hash is computed over (null when the entry row is gone) and, for a tombstone leaf (chains deleted), its signed body. `treeSize` is the log's size now.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -627,6 +665,8 @@ export interface paths {
      * The audit log's checkpoint signing keys
      *
      * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -662,6 +702,8 @@ export interface paths {
      * Stored entries that have no leaf in the audit log
      *
      * Entries written outside the service's write path (every entry it stores gets its leaf in the same transaction). Paged by entry id; `nextCursor` is null on the last page. Scans the entries table.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
@@ -694,6 +736,8 @@ export interface paths {
      * Sign in to the dashboard: exchange an API key and a display name for a short-lived session token
      *
      * Authenticate with an API key (a session token cannot open another session). The token is in this response only; requests made with it have the key’s scopes and rate limit and are attributed `dashboard:<name>`. It expires 8 hours after sign-in.
+     *
+     * Scope: `any`.
      */
     post: {
       params: Record<string, never>;
@@ -727,7 +771,13 @@ export interface paths {
     };
   };
   "/api/dashboard/sessions/current": {
-    /** Who the credential of this request is: its actor, key, scopes and (for a session token) expiry */
+    /**
+     * Who the credential of this request is: its actor, key, scopes and (for a session token) expiry
+     *
+     * Any valid key or session token.
+     *
+     * Scope: `any`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -755,7 +805,11 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Sign out: revoke the dashboard session token this request carries */
+    /**
+     * Sign out: revoke the dashboard session token this request carries
+     *
+     * Scope: `any`.
+     */
     delete: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -779,6 +833,8 @@ export interface paths {
      * May the calling key run this MCP tool? Answers allow or deny (with the reason) from the key’s scopes
      *
      * Called by AgentGate’s MCP server before each tool. `params` and `context` (the tool’s arguments) are accepted and not used: the verdict depends on the tool and the scopes of the key (or of the session’s key) only. An unknown tool is a deny, not an error.
+     *
+     * Scope: `any`.
      */
     post: {
       params: Record<string, never>;
@@ -810,6 +866,8 @@ export interface paths {
      * Sign an MCP client in: exchange an API key and the client name for a short-lived token attributed mcp:<name>
      *
      * Authenticate with an API key (a session token cannot open another session). The token is in this response only; requests made with it have the key’s scopes and rate limit and are attributed `mcp:<name>`. It expires 8 hours after sign-in.
+     *
+     * Scope: `any`.
      */
     post: {
       params: Record<string, never>;
@@ -843,7 +901,13 @@ export interface paths {
     };
   };
   "/api/policies": {
-    /** List policies in evaluation order */
+    /**
+     * List policies in evaluation order
+     *
+     * In evaluation order: priority, then id.
+     *
+     * Scope: `admin`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -870,7 +934,13 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Create a policy */
+    /**
+     * Create a policy
+     *
+     * A rule's `match` maps paths (`action`, `params.amount`, or just `amount`) to an exact value or an operator object (`$lt`, `$gt`, `$lte`, `$gte`, `$in`, `$regex`); several operators must all hold, and a path that does not exist never matches. A `$regex` prone to catastrophic backtracking is a 400.
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -914,6 +984,8 @@ export interface paths {
      * Try a request against the policies without creating it (nothing is stored, no webhook is sent)
      *
      * Evaluates the request with the same engine as POST /api/requests against the stored policies as they are now (enabled ones, by priority) and, when given, an unsaved `candidate` policy. `status` is what the request would get: approved (auto_approve), denied (auto_deny) or pending (route_to_human, route_to_agent, or no rule matched).
+     *
+     * Scope: `admin`.
      */
     post: {
       params: Record<string, never>;
@@ -995,7 +1067,11 @@ export interface paths {
     };
   };
   "/api/policies/{id}": {
-    /** Update a policy (fields not given stay as they are) */
+    /**
+     * Update a policy (fields not given stay as they are)
+     *
+     * Scope: `admin`.
+     */
     put: {
       params: {
         id: string;
@@ -1037,7 +1113,11 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Delete a policy */
+    /**
+     * Delete a policy
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -1062,7 +1142,13 @@ export interface paths {
     };
   };
   "/api/requests": {
-    /** List requests, newest first */
+    /**
+     * List requests, newest first
+     *
+     * `agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted.
+     *
+     * Scope: `request:read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1099,7 +1185,13 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Ask for approval of an action; the policy engine may decide at once */
+    /**
+     * Ask for approval of an action; the policy engine may decide at once
+     *
+     * The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending.
+     *
+     * Scope: `request:create`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1129,7 +1221,11 @@ export interface paths {
     };
   };
   "/api/requests/{id}": {
-    /** One request */
+    /**
+     * One request
+     *
+     * Scope: `request:read`.
+     */
     get: {
       params: {
         id: string;
@@ -1155,6 +1251,8 @@ export interface paths {
      * The audit trail of a request, oldest first; each entry names its actor and the API key behind it
      *
      * Each entry carries its link in the request’s hash chain (`seq`, `prevHash`, `hash`; recipe in docs/audit.md) and `chainValid`: whether it and every entry before it verify. GET /api/requests/:id/audit/verify gives the whole verdict.
+     *
+     * Scope: `request:read`.
      */
     get: {
       params: {
@@ -1177,7 +1275,13 @@ export interface paths {
     };
   };
   "/api/requests/{id}/audit/verify": {
-    /** Verify the hash chain of a request’s audit trail against the head the request records */
+    /**
+     * Verify the hash chain of a request’s audit trail against the head the request records
+     *
+     * Checks each entry against its leaf in the audit log too; `brokenAt` is the first failing `seq` (null when valid).
+     *
+     * Scope: `request:read`.
+     */
     get: {
       params: {
         id: string;
@@ -1199,7 +1303,13 @@ export interface paths {
     };
   };
   "/api/requests/{id}/confirm": {
-    /** Confirm execution of an approved action (once); the status stays approved */
+    /**
+     * Confirm execution of an approved action (once); the status stays approved
+     *
+     * 409 unless approved and not yet confirmed. Records `confirmedAt` and `executionResult`.
+     *
+     * Scope: `request:create`.
+     */
     post: {
       params: {
         id: string;
@@ -1232,7 +1342,13 @@ export interface paths {
     };
   };
   "/api/requests/{id}/decide": {
-    /** Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>) */
+    /**
+     * Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)
+     *
+     * A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.
+     *
+     * Scope: `request:decide`.
+     */
     post: {
       params: {
         id: string;
@@ -1267,7 +1383,11 @@ export interface paths {
     };
   };
   "/api/webhooks": {
-    /** List webhooks */
+    /**
+     * List webhooks
+     *
+     * Scope: `webhook:manage`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1285,7 +1405,11 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Register a webhook; with a secret, deliveries are signed (X-Gate-Signature) */
+    /**
+     * Register a webhook; with a secret, deliveries are signed (X-Gate-Signature)
+     *
+     * Scope: `webhook:manage`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1309,7 +1433,13 @@ export interface paths {
     };
   };
   "/api/webhooks/{id}": {
-    /** Delete a webhook (its pending deliveries are dropped) */
+    /**
+     * Delete a webhook (its pending deliveries are dropped)
+     *
+     * Its pending deliveries are marked failed, never sent.
+     *
+     * Scope: `webhook:manage`.
+     */
     delete: {
       params: {
         id: string;
@@ -1332,7 +1462,11 @@ export interface paths {
         503: GateError;
       };
     };
-    /** Change a webhook’s events, enabled flag, URL or secret */
+    /**
+     * Change a webhook’s events, enabled flag, URL or secret
+     *
+     * Scope: `webhook:manage`.
+     */
     patch: {
       params: {
         id: string;
@@ -1361,7 +1495,11 @@ export interface paths {
     };
   };
   "/api/webhooks/{id}/deliveries": {
-    /** Deliveries of a webhook, newest first, with their status and last error */
+    /**
+     * Deliveries of a webhook, newest first, with their status and last error
+     *
+     * Scope: `webhook:manage`.
+     */
     get: {
       params: {
         id: string;
@@ -1400,7 +1538,11 @@ export interface paths {
     };
   };
   "/health": {
-    /** Health; with ?deep=true also the database (a real query) and Redis (PING) when configured */
+    /**
+     * Health; with ?deep=true also the database (a real query) and Redis (PING) when configured
+     *
+     * Deep: the database (a real query) and Redis (PING) each `ok` or `error`; 503 when one fails.
+     */
     get: {
       params: Record<string, never>;
       query: {

@@ -608,7 +608,11 @@ export type WebhookIngestBodyInput = {
 
 export interface paths {
   "/api/agents": {
-    /** List agents, most recently seen first */
+    /**
+     * List agents, most recently seen first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -627,7 +631,13 @@ export interface paths {
     };
   };
   "/api/agents/{id}": {
-    /** Agent detail, including pause state and model override */
+    /**
+     * Agent detail, including pause state and model override
+     *
+     * An agent reads its state (pause, model override, approval policy) here while it runs; `pausedAt`, `pauseReason`, `modelOverride` and `approvalPolicyId` are null when unset.
+     *
+     * Scope: `ingest` or `read`.
+     */
     get: {
       params: {
         id: string;
@@ -648,7 +658,13 @@ export interface paths {
     };
   };
   "/api/agents/{id}/health": {
-    /** Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query */
+    /**
+     * Health score of one agent over its sessions started in the window; saves the day’s snapshot on the first query
+     *
+     * 404 when the agent has no session in the window. How the five dimensions are scored: docs/api.md, *Health*.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -672,7 +688,13 @@ export interface paths {
     };
   };
   "/api/agents/{id}/pause": {
-    /** Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause */
+    /**
+     * Pause an agent by hand (it reads pausedAt from GET /api/agents/:id); an agent already paused keeps its first pause
+     *
+     * No body pauses with a default reason.
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: {
         id: string;
@@ -697,7 +719,13 @@ export interface paths {
     };
   };
   "/api/agents/{id}/resume": {
-    /** Clear a pause (and optionally the model override and the approval policy a guardrail set) */
+    /**
+     * Clear a pause (and optionally the model override and the approval policy a guardrail set)
+     *
+     * No body is a plain resume.
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: {
         id: string;
@@ -723,7 +751,11 @@ export interface paths {
     };
   };
   "/api/alerts/history": {
-    /** Alert history, newest first */
+    /**
+     * Alert history, newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -748,7 +780,11 @@ export interface paths {
     };
   };
   "/api/alerts/rules": {
-    /** List alert rules, newest first */
+    /**
+     * List alert rules, newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -765,7 +801,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Create an alert rule */
+    /**
+     * Create an alert rule
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -793,7 +833,11 @@ export interface paths {
     };
   };
   "/api/alerts/rules/{id}": {
-    /** One alert rule */
+    /**
+     * One alert rule
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -812,7 +856,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored */
+    /**
+     * Change an alert rule; only the given fields change (scope is replaced as a whole); the rule GET answered is accepted, its read-only fields ignored
+     *
+     * Scope: `admin`.
+     */
     put: {
       params: {
         id: string;
@@ -848,7 +896,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Delete an alert rule; its history is kept and an open entry is resolved */
+    /**
+     * Delete an alert rule; its history is kept and an open entry is resolved
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -872,7 +924,13 @@ export interface paths {
     };
   };
   "/api/analytics": {
-    /** Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range */
+    /**
+     * Event counts, errors, tool latency and cost per time bucket; tool latency percentiles over the range
+     *
+     * `range` counts back from `to` and is not taken with `from`. `totals` also carries the tool duration percentiles over the range (null when none).
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -914,7 +972,11 @@ export interface paths {
     };
   };
   "/api/analytics/agents": {
-    /** Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles */
+    /**
+     * Per agent: sessions started, events, errors, spend, mean session duration, tool duration and LLM latency percentiles
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -952,7 +1014,11 @@ export interface paths {
     };
   };
   "/api/analytics/costs": {
-    /** Spend (llm_response and cost_tracked events) by agent and over time */
+    /**
+     * Spend (llm_response and cost_tracked events) by agent and over time
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -995,7 +1061,13 @@ export interface paths {
     };
   };
   "/api/analytics/llm": {
-    /** LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time */
+    /**
+     * LLM calls (llm_response events): cost, tokens, latency and latency percentiles by model and over time
+     *
+     * `summary` and each `byModel` row also carry the latency percentiles.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1052,7 +1124,13 @@ export interface paths {
     };
   };
   "/api/analytics/tools": {
-    /** Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles */
+    /**
+     * Per tool: calls, errors (tool_error events), error rate, mean duration and duration percentiles
+     *
+     * `agentId`: that agent's calls.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1089,6 +1167,8 @@ export interface paths {
      * Administrative changes, newest first: who changed what, with the API key behind the actor, before and after
      *
      * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
+     *
+     * Scope: `admin`.
      */
     get: {
       params: Record<string, never>;
@@ -1119,7 +1199,11 @@ export interface paths {
     };
   };
   "/api/audit/checkpoint": {
-    /** The latest signed checkpoint of the audit log, or the one at a tree size */
+    /**
+     * The latest signed checkpoint of the audit log, or the one at a tree size
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1150,6 +1234,8 @@ export interface paths {
      * Sign a checkpoint at the current tree size now
      *
      * Answers the existing checkpoint when one was already signed at the current size.
+     *
+     * Scope: `admin`.
      */
     post: {
       params: Record<string, never>;
@@ -1182,6 +1268,8 @@ export interface paths {
      * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
      *
      * Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1210,6 +1298,8 @@ export interface paths {
      * Every stored event's columns derived at ingest, with its place
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1257,6 +1347,8 @@ export interface paths {
      * Every latency sketch bin as stored
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1294,6 +1386,8 @@ export interface paths {
      * Every hourly rollup row as stored
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1340,6 +1434,8 @@ export interface paths {
      * Every session row's counters, cost, status and times as stored
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1384,6 +1480,8 @@ export interface paths {
      * A session's self-contained audit bundle (verify it with `vigil verify`)
      *
      * Every stored event of the session as the canonical text its chain hash is computed over, in seq order, with the recorded head, each event's leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the session), the key that signed it and, with `since`, a consistency proof from that tree size. Format `vigil-audit-bundle/1` (docs/audit.md).
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1442,6 +1540,8 @@ export interface paths {
      * Every session's recorded chain head
      *
      * Sessions by id after `after` (keyset pages); `headSeq` is −1 and `headHash` null for a session without events. `nextCursor` is null on the last page.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1473,6 +1573,8 @@ export interface paths {
      * An inclusion proof (RFC 9162 §2.1.3) of an event
      *
      * The audit path of the leaf of an event in the tree of `treeSize` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1504,6 +1606,8 @@ export interface paths {
      * The audit log's leaves from an index, in order, with their events
      *
      * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a tombstone leaf (chains deleted), its signed body. `treeSize` is the log's size now.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1541,6 +1645,8 @@ export interface paths {
      * The audit log's checkpoint signing keys
      *
      * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1575,6 +1681,8 @@ export interface paths {
      * Stored events that have no leaf in the audit log
      *
      * Events written outside the service's write path (every event it stores gets its leaf in the same transaction). Paged by event id; `nextCursor` is null on the last page. Scans the events table.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -1602,7 +1710,11 @@ export interface paths {
     };
   };
   "/api/audit/verify": {
-    /** Verify a session's hash chain */
+    /**
+     * Verify a session's hash chain
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1632,7 +1744,11 @@ export interface paths {
     };
   };
   "/api/benchmarks": {
-    /** List benchmarks, newest first */
+    /**
+     * List benchmarks, newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1656,7 +1772,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Create an A/B benchmark (status draft) */
+    /**
+     * Create an A/B benchmark (status draft)
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1691,7 +1811,11 @@ export interface paths {
     };
   };
   "/api/benchmarks/{id}": {
-    /** One benchmark, with the number of sessions of each variant */
+    /**
+     * One benchmark, with the number of sessions of each variant
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -1710,7 +1834,13 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Delete a draft or cancelled benchmark */
+    /**
+     * Delete a draft or cancelled benchmark
+     *
+     * A running or completed benchmark is a 409.
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -1732,7 +1862,13 @@ export interface paths {
     };
   };
   "/api/benchmarks/{id}/results": {
-    /** Statistical comparison of the variants (cached once completed) */
+    /**
+     * Statistical comparison of the variants (cached once completed)
+     *
+     * 400 while the benchmark is a draft. How the variants are compared: docs/api.md, *Benchmarks*.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -1755,7 +1891,13 @@ export interface paths {
     };
   };
   "/api/benchmarks/{id}/status": {
-    /** Move a benchmark through draft → running → completed (or cancelled) */
+    /**
+     * Move a benchmark through draft → running → completed (or cancelled)
+     *
+     * A move outside the state table (draft → running or cancelled; running → completed or cancelled) is a 409.
+     *
+     * Scope: `admin`.
+     */
     put: {
       params: {
         id: string;
@@ -1781,7 +1923,11 @@ export interface paths {
     };
   };
   "/api/config": {
-    /** Configuration (secrets are reported as set or not, never returned) */
+    /**
+     * Configuration (secrets are reported as set or not, never returned)
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1796,7 +1942,13 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored */
+    /**
+     * Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored
+     *
+     * `retentionDays` 0 keeps everything. Secrets are answered as set or unset only.
+     *
+     * Scope: `admin`.
+     */
     put: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1827,7 +1979,11 @@ export interface paths {
     };
   };
   "/api/config/features": {
-    /** Feature flags */
+    /**
+     * Feature flags
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1847,7 +2003,13 @@ export interface paths {
     };
   };
   "/api/config/health-weights": {
-    /** Health score weights in use */
+    /**
+     * Health score weights in use
+     *
+     * The weights are fixed: `{errorRate: 0.3, costEfficiency: 0.2, toolSuccess: 0.2, latency: 0.15, completionRate: 0.15}`.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1870,7 +2032,11 @@ export interface paths {
     };
   };
   "/api/context": {
-    /** Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server */
+    /**
+     * Sessions relevant to a topic (similarity and recency), with key events, and lessons from the memory server
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -1898,7 +2064,11 @@ export interface paths {
     };
   };
   "/api/datasets": {
-    /** List datasets, newest first */
+    /**
+     * List datasets, newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1920,7 +2090,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Create a dataset of 1 to 1000 cases */
+    /**
+     * Create a dataset of 1 to 1000 cases
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -1945,7 +2119,11 @@ export interface paths {
     };
   };
   "/api/datasets/{id}": {
-    /** One dataset with its cases */
+    /**
+     * One dataset with its cases
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -1966,7 +2144,13 @@ export interface paths {
     };
   };
   "/api/datasets/{id}/runs": {
-    /** A dataset's runs, newest first, without their cases */
+    /**
+     * A dataset's runs, newest first, without their cases
+     *
+     * 404 for an unknown dataset.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -1989,7 +2173,13 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Run every case of a dataset against an agent webhook, in the background */
+    /**
+     * Run every case of a dataset against an agent webhook, in the background
+     *
+     * Answers 202 with the run; its cases run in the background.
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: {
         id: string;
@@ -2017,7 +2207,13 @@ export interface paths {
     };
   };
   "/api/eval/sessions/{sessionId}/compliance": {
-    /** Score a session against deterministic rules and chain the verdict as an eval_result */
+    /**
+     * Score a session against deterministic rules and chain the verdict as an eval_result
+     *
+     * 409 when the session's chain is broken. The score is rules passed / rules evaluated; passing is inclusive (score ≥ threshold).
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: {
         sessionId: string;
@@ -2065,7 +2261,13 @@ export interface paths {
     };
   };
   "/api/eval/sessions/{sessionId}/score": {
-    /** Score a session with an LLM judge against a rubric and chain the verdict as an eval_result */
+    /**
+     * Score a session with an LLM judge against a rubric and chain the verdict as an eval_result
+     *
+     * 503 when no judge is configured, 400 for an unpriced model, 502 when the judge gives no valid verdict.
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: {
         sessionId: string;
@@ -2095,7 +2297,11 @@ export interface paths {
     };
   };
   "/api/evaluators": {
-    /** List evaluators, newest first */
+    /**
+     * List evaluators, newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2112,7 +2318,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Save an evaluator */
+    /**
+     * Save an evaluator
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2158,7 +2368,11 @@ export interface paths {
     };
   };
   "/api/evaluators/{id}": {
-    /** One evaluator */
+    /**
+     * One evaluator
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -2177,7 +2391,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Delete an evaluator (runs already started keep their copy of it) */
+    /**
+     * Delete an evaluator (runs already started keep their copy of it)
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -2201,7 +2419,13 @@ export interface paths {
     };
   };
   "/api/events": {
-    /** Query events */
+    /**
+     * Query events
+     *
+     * `search`: words of the payload's text, as a phrase. Ordered by timestamp (`order`).
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -2231,7 +2455,13 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Ingest a batch of 1 to 1000 events, atomically */
+    /**
+     * Ingest a batch of 1 to 1000 events, atomically
+     *
+     * All events are stored or none. With an `Idempotency-Key` (docs/api.md, *Idempotent ingest*): a repeat of a stored key answers the first answer again with `Idempotent-Replayed: true`; 409 while the key's first request is still being stored (`Retry-After: 1`); 422 when the key was used with another body; 400 for a malformed key.
+     *
+     * Scope: `ingest`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2573,6 +2803,8 @@ export interface paths {
      * Webhook ingestion: maps an approval_gate, form_service or generic webhook to one event
      *
      * approval_gate and form_service bodies are signed: X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret (no API key needed). generic needs an API key; data holds eventType plus the payload fields.
+     *
+     * Scope: `ingest`.
      */
     post: {
       params: Record<string, never>;
@@ -2601,6 +2833,8 @@ export interface paths {
      * Webhook ingestion in batches: many signed approval_gate or form_service webhooks in one request, one transaction
      *
      * The body is signed as a whole (X-Webhook-Signature = hex HMAC-SHA256 of the raw body with the source's secret). Each element of `events` is a body POST /api/events/ingest accepts, of the same source. The valid ones are appended together; `results` answers each element in order, so one bad element does not hold the others back.
+     *
+     * Scope: `ingest`.
      */
     post: {
       params: Record<string, never>;
@@ -2632,7 +2866,11 @@ export interface paths {
     };
   };
   "/api/events/{id}": {
-    /** One event */
+    /**
+     * One event
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -2653,7 +2891,11 @@ export interface paths {
     };
   };
   "/api/guardrails": {
-    /** List guardrail rules, newest first; `agentId`: the rules that apply to that agent (its own and those of every agent) */
+    /**
+     * List guardrail rules, newest first; `agentId`: the rules that apply to that agent (its own and those of every agent)
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -2672,7 +2914,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Create a guardrail rule */
+    /**
+     * Create a guardrail rule
+     *
+     * Scope: `admin`.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2707,7 +2953,11 @@ export interface paths {
     };
   };
   "/api/guardrails/history": {
-    /** Trigger history of every rule (dry runs included), newest first */
+    /**
+     * Trigger history of every rule (dry runs included), newest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -2733,7 +2983,11 @@ export interface paths {
     };
   };
   "/api/guardrails/{id}": {
-    /** One guardrail rule */
+    /**
+     * One guardrail rule
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -2752,7 +3006,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored */
+    /**
+     * Change a guardrail rule; only the given fields change (each config is replaced whole); the rule GET answered is accepted, its read-only fields ignored
+     *
+     * Scope: `admin`.
+     */
     put: {
       params: {
         id: string;
@@ -2798,7 +3056,11 @@ export interface paths {
         503: ObserveError;
       };
     };
-    /** Delete a guardrail rule; its trigger history is kept */
+    /**
+     * Delete a guardrail rule; its trigger history is kept
+     *
+     * Scope: `admin`.
+     */
     delete: {
       params: {
         id: string;
@@ -2823,7 +3085,11 @@ export interface paths {
     };
   };
   "/api/guardrails/{id}/status": {
-    /** Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers */
+    /**
+     * Rule status: the rule, ready, in cooldown (per agent) or disabled, with its recent triggers
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -2844,7 +3110,11 @@ export interface paths {
     };
   };
   "/api/health": {
-    /** Liveness, with a database round trip (no authentication) */
+    /**
+     * Liveness, with a database round trip (no authentication)
+     *
+     * Answers the shape DECISIONS.md gives plus `firstKeyBootstrap`: `closed` once an API key exists, `loopback` while the open first-key bootstrap is reachable from this machine only, `exposed` while it is reachable beyond it (the start and the dashboard warn then). It is here rather than on a route of its own because health is the one route the spec leaves without authentication, and the dashboard must read it before anyone has a key. 503 `{status: "degraded", version, db: {ok: false, latencyMs: null}}` when the database does not answer.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2874,7 +3144,11 @@ export interface paths {
     };
   };
   "/api/health/history": {
-    /** Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first */
+    /**
+     * Daily health snapshots of an agent over the last `days` UTC days (today included), oldest first
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -2899,7 +3173,13 @@ export interface paths {
     };
   };
   "/api/health/overview": {
-    /** Health of every agent with a session in the window, sickest first */
+    /**
+     * Health of every agent with a session in the window, sickest first
+     *
+     * Lowest score first.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -2922,7 +3202,11 @@ export interface paths {
     };
   };
   "/api/internal/eval/guardrail-breach": {
-    /** Record a denied action reported by the approval service (service token only) */
+    /**
+     * Record a denied action reported by the approval service (service token only)
+     *
+     * 503 when `INTERNAL_SERVICE_TOKEN` is unset.
+     */
     post: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2954,7 +3238,11 @@ export interface paths {
     };
   };
   "/api/keys": {
-    /** List API keys (never the secrets) */
+    /**
+     * List API keys (never the secrets)
+     *
+     * Scope: `admin`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -2975,6 +3263,8 @@ export interface paths {
      * Create an API key; the raw key is in this response only
      *
      * Without an Authorization header only while no active key exists (first start-up); that key has full access. Needs the admin scope; without `scopes` the new key has full access (admin).
+     *
+     * Scope: `admin`.
      */
     post: {
       params: Record<string, never>;
@@ -3010,7 +3300,9 @@ export interface paths {
     /**
      * Revoke an API key
      *
-     * Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`.
+     * Revoking the last active key reopens key creation without credentials (the first-key bootstrap): the answer then carries `warning`. While observe listens beyond loopback that revocation is refused (409 last_key) unless `force=true`. A key already revoked answers the same again.
+     *
+     * Scope: `admin`.
      */
     delete: {
       params: {
@@ -3039,7 +3331,11 @@ export interface paths {
     };
   };
   "/api/optimize/recommendations": {
-    /** Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings */
+    /**
+     * Cheaper models of the same provider per agent, model and complexity tier, with estimated monthly savings
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -3065,7 +3361,13 @@ export interface paths {
     };
   };
   "/api/recall": {
-    /** Semantic search over events and sessions, ranked by cosine similarity */
+    /**
+     * Semantic search over events and sessions, ranked by cosine similarity
+     *
+     * Results by cosine similarity (0–1). How events get a vector: docs/api.md, *Recall and context*.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -3094,7 +3396,11 @@ export interface paths {
     };
   };
   "/api/recall/status": {
-    /** Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts */
+    /**
+     * Embedding backend, queue depth (0 once everything ingested is searchable) and vector counts
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -3126,7 +3432,11 @@ export interface paths {
     };
   };
   "/api/reflect": {
-    /** Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend */
+    /**
+     * Patterns in the events of a time range: error patterns, tool sequences, cost by model, performance trend
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -3160,7 +3470,11 @@ export interface paths {
     };
   };
   "/api/runs/{id}": {
-    /** An evaluation run with the outcome of each case */
+    /**
+     * An evaluation run with the outcome of each case
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -3181,7 +3495,13 @@ export interface paths {
     };
   };
   "/api/sessions": {
-    /** List sessions, newest first */
+    /**
+     * List sessions, newest first
+     *
+     * `from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: {
@@ -3210,7 +3530,13 @@ export interface paths {
     };
   };
   "/api/sessions/{id}": {
-    /** One session */
+    /**
+     * One session
+     *
+     * `durationMs`: `endedAt`, else the last event before the first silence longer than `SESSION_IDLE_TIMEOUT_MS`, else `lastEventAt`, minus `startedAt` (the one duration replay and the figures use too).
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -3231,7 +3557,13 @@ export interface paths {
     };
   };
   "/api/sessions/{id}/replay": {
-    /** Replay a session step by step, with the context reconstructed at every step */
+    /**
+     * Replay a session step by step, with the context reconstructed at every step
+     *
+     * One step per event in timeline order, each with its `context` (the session right after that event) and the event paired with it. The `eventTypes` groups: `error` = error events, `decision` = approval_*, form_* and eval_result, `observation` = custom, cost_tracked and alert_*. See docs/guide/behaviour.md, *Replay*.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -3344,7 +3676,13 @@ export interface paths {
     };
   };
   "/api/sessions/{id}/timeline": {
-    /** A session's events ascending by time, with the verdict of its hash chain */
+    /**
+     * A session's events ascending by time, with the verdict of its hash chain
+     *
+     * Events by timestamp, then `seq`.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -3373,7 +3711,13 @@ export interface paths {
     };
   };
   "/api/sessions/{id}/tree": {
-    /** A session's spans and call pairs as nested nodes with timings */
+    /**
+     * A session's spans and call pairs as nested nodes with timings
+     *
+     * The session's spans (nested by `parentSpanId`) and SDK call pairs (by `callId`) as nodes with their children, built from the first 10,000 events (`truncated: true` beyond). See docs/guide/behaviour.md, *Trace trees*.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: {
         id: string;
@@ -3405,7 +3749,13 @@ export interface paths {
     };
   };
   "/api/stats": {
-    /** Storage statistics */
+    /**
+     * Storage statistics
+     *
+     * `judgeSpendUsd` is the judge's cost (eval_result events), never part of the agents' spend.
+     *
+     * Scope: `read`.
+     */
     get: {
       params: Record<string, never>;
       query: Record<string, never>;
@@ -3434,6 +3784,8 @@ export interface paths {
      * A live stream of new events and session updates
      *
      * Server-Sent Events. Messages: `ready` first (data `{resumed, reset?}`), then `session` (the session summary, as GET /api/sessions/:id returns it, sent before the events of a batch that changed it) and `event` (the stored event, as GET /api/events returns it), in commit order. Every message's `id` is a cursor: reconnecting with it as `Last-Event-ID` (or `?lastEventId=`; the header wins) replays every matching event committed after it, exactly once. A cursor older than 24 hours or not from this database starts the stream at the current end, with `reset` set in `ready`. A comment line (with the cursor as `id`) comes every STREAM_HEARTBEAT_MS. Authenticate with a key, or with `?token=` from POST /api/stream/tokens.
+     *
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -3465,6 +3817,8 @@ export interface paths {
      * A token that opens GET /api/stream?token= for 60 seconds (for browsers' EventSource)
      *
      * The token acts as the key that created it, only on GET /api/stream; revoking the key ends it too, and ends open streams at their next heartbeat.
+     *
+     * Scope: `read`.
      */
     post: {
       params: Record<string, never>;
@@ -3490,7 +3844,9 @@ export interface paths {
     /**
      * OTLP/HTTP trace export: spans become events (protobuf or JSON, gzip or not)
      *
-     * Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction.
+     * Body: an OTLP ExportTraceServiceRequest, `application/x-protobuf` or `application/json`, optionally `Content-Encoding: gzip`. The answer is an ExportTraceServiceResponse in the encoding of the request; spans refused by validation are counted in partialSuccess, the others are stored in one transaction. A span already stored is acknowledged, not stored again. 400 for a body that does not decode (protobuf, JSON or gzip); 413 past `BODY_LIMIT_BYTES` as sent or once gunzipped. docs/guide/opentelemetry.md.
+     *
+     * Scope: `ingest`.
      */
     post: {
       params: Record<string, never>;
