@@ -208,6 +208,25 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
 }
 
+/**
+ * A root or proof the log cannot compute because rows it needs were deleted behind the service: a
+ * leaf, or a stored inner node. Routes answer it as their service's `auditLogIncomplete` error (never
+ * a 500), naming what is missing, so a verifier reports tampering instead of failing.
+ */
+export class AuditLogIncompleteError extends Error {
+  override name = 'AuditLogIncompleteError';
+  constructor(readonly missing: string) {
+    super(`The audit log is missing ${missing}: its row was deleted, so no root or proof over it can be computed`);
+  }
+}
+
+/** What a missing node (readNodes) stands for: a leaf, or a stored node and the leaves it covers. */
+function missingNode(level: number, index: number): string {
+  if (level === 0) return `leaf ${index}`;
+  const first = index * 2 ** level;
+  return `the stored node ${level}:${index} (over leaves ${first}–${first + 2 ** level - 1})`;
+}
+
 const WITNESS_MAX_ATTEMPTS = 8;
 /** Stored nodes (or leaf ranges) read per query by readNodes (well under either database's bound on parameters). */
 const NODES_PER_QUERY = 400;
@@ -361,7 +380,7 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
         .where('idx', '<', end)
         .orderBy('idx')
         .execute();
-      if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
+      if (leaves.length !== end - built) throw new AuditLogIncompleteError(`leaf ${firstGap(leaves, built)}`);
       for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), hashOf(leaf.leaf_hash));
       const nodes: AuditLogNodeRow[] = [];
       for (let index = built; index < end; index += 1) {
@@ -418,10 +437,20 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       hash = nodeHash(read(level - 1, index * 2), read(level - 1, index * 2 + 1));
       found.set(at, hash);
     }
-    if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
+    if (hash === undefined) throw new AuditLogIncompleteError(missingNode(level, index));
     return hash;
   };
   return read;
+}
+
+/** The first index from `from` that `leaves` (in index order) lacks. */
+function firstGap(leaves: readonly { idx: number }[], from: number): number {
+  let expected = from;
+  for (const leaf of leaves) {
+    if (Number(leaf.idx) !== expected) return expected;
+    expected += 1;
+  }
+  return expected;
 }
 
 /** Runs a proof function (merkle.ts) on the nodes it needs (readNodes). */
