@@ -81,7 +81,7 @@ export class LogWalk {
   /**
    * @param heads every session's recorded head, read before the walk (a head read later could name
    *   an event committed after the walk's last leaf)
-   * @param keys every audit key, keyId → raw public key, for tombstone signatures
+   * @param keys the keys tombstones may be signed by, keyId → raw public key: the trusted ones (command.ts)
    */
   constructor(
     checkpoints: readonly Checkpoint[],
@@ -243,7 +243,10 @@ export class LogWalk {
         check: 'tombstone',
         ...at,
         sessionId: parsed.sessionId,
-        message: `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}`,
+        message:
+          key === undefined
+            ? `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is signed by key ${parsed.keyId}, which this verification does not trust: it cannot account for deleted ${this.n.items}`
+            : `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}`,
       });
       return;
     }
