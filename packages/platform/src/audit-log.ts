@@ -476,6 +476,41 @@ export async function readLeavesOf<Schema extends AuditLogTables>(
   return found;
 }
 
+/**
+ * How many item leaves the log holds for a scope (a session, a request) since its last tombstone:
+ * the items logged for the chain that lives now. A stored chain shorter than that lost items the log
+ * still has (a tail cut under a rewritten head). Reads the scope's leaves by their (scope_id, idx)
+ * index, which each service's migrations create; `db` may be a snapshot of the service's schema.
+ */
+export async function countScopeLeaves<Schema extends AuditLogTables>(db: Kysely<Schema>, scopeId: string): Promise<number> {
+  const view = tablesOf<AuditLogTables, Schema>(db);
+  const row = await view
+    .selectFrom('audit_log_leaves as l')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('l.scope_id', '=', scopeId)
+    .where((eb) =>
+      eb(
+        'l.idx',
+        '>',
+        eb.fn.coalesce(
+          eb
+            .selectFrom('audit_log_leaves as tl')
+            .innerJoin('audit_tombstones as t', 't.leaf_idx', 'tl.idx')
+            .select((sub) => sub.fn.max('tl.idx').as('last'))
+            .where('tl.scope_id', '=', scopeId),
+          eb.lit(-1),
+        ),
+      ),
+    )
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Migration step body: the index countScopeLeaves reads a scope's leaves by. */
+export async function indexLeavesByScope(db: MigrationDb): Promise<void> {
+  await db.schema.createIndex('audit_log_leaves_scope').on('audit_log_leaves').columns(['scope_id', 'idx']).execute();
+}
+
 function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
   return { treeSize: Number(row.tree_size), rootHash: row.root_hash, timestamp: toIso(Number(row.created_at)), keyId: row.key_id, signature: row.signature };
 }
