@@ -5,17 +5,21 @@
  *   `vigil verify` reports a finding naming it (exit 1, not 2).
  * - A tail cut under a rewritten head: the server's own verify holds the chain to the log's leaves.
  * - A key inserted into the audit keys table signs a tombstone and a checkpoint: verify trusts only
- *   pinned keys (--public-key, the saved checkpoint's), and without one says UNVERIFIED (exit 3).
+ *   pinned keys (--public-key, the saved checkpoint's) and keys a trusted key certified in the log
+ *   (AUDIT_PREVIOUS_SIGNING_KEY), and without a pinned key says UNVERIFIED (exit 3).
  * - The verdict says how far back the earliest checkpoint it was given reaches.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { AuditLog, keyIdOf, rawPublicKey, type Checkpoint } from '@vigil/platform';
+import { AuditLog, appendLeaves, canonicalJson, keyIdOf, rawPublicKey, signBytes, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import type { ObserveSchema } from '@vigil/observe';
-import { ago, custom, ingestEvents } from '@vigil/observe/testing';
+import { ago, custom, ingestEvents, started, startTestObserve } from '@vigil/observe/testing';
 import { serverVerdict, world, type World } from './tamper-observe-testkit.ts';
 import { runVerify, type Report } from './verify-testkit.ts';
 
@@ -38,12 +42,15 @@ async function withWorld(backend: Parameters<typeof world>[0], run: (w: World) =
   }
 }
 
+const pem = () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+
 /**
  * The forger's retention: session t-b deleted, a tombstone for it signed by a key the attacker made
- * and inserted into audit_keys, and a checkpoint over it signed by that key — everything the server
- * itself would have written, but with another key.
+ * and inserted into audit_keys (with a certificate claiming the genuine key as its previous one,
+ * signed by itself, in a leaf of its own), and a checkpoint over it signed by that key — everything
+ * the server itself would have written, but with another key.
  */
-async function launderDeletion(w: World): Promise<string> {
+async function launderDeletion(w: World, genuineKeyId: string): Promise<string> {
   const { database, clock } = w.observe.service.context;
   const privateKey = generateKeyPairSync('ed25519').privateKey;
   const publicKey = rawPublicKey(privateKey);
@@ -58,6 +65,23 @@ async function launderDeletion(w: World): Promise<string> {
     log: { warn: () => undefined, error: () => undefined },
   });
   await forger.registerKey();
+  const certificate = canonicalJson({
+    v: 1,
+    kind: 'key-rotation',
+    log: 'vigil-observe',
+    keyId: forger.key.keyId,
+    publicKey: publicKey.toString('base64'),
+    previousKeyId: genuineKeyId,
+    timestamp: ago(1),
+  });
+  await database.db.transaction().execute(async (trx) => {
+    const leaf = await appendLeaves<ObserveSchema>(trx, database.dialect, [{ itemId: 'forged-certificate', scopeId: null, data: Buffer.from(certificate) }]);
+    await trx
+      .updateTable('audit_keys')
+      .set({ certificate, certificate_signature: signBytes(forger.key, Buffer.from(certificate)), certificate_leaf: leaf })
+      .where('key_id', '=', forger.key.keyId)
+      .execute();
+  });
   const last = w.acks.b[5]!;
   await database.db.transaction().execute(async (trx) => {
     await forger.appendTombstones(trx, [{ scopeId: 't-b', body: { sessionId: 't-b', headSeq: 5, headHash: last.hash, eventCount: 6, reason: 'retention' } }]);
@@ -119,7 +143,7 @@ await describeEachDatabase('tamper doors: what verification trusts and reports (
   test('a key inserted into the audit keys signs a tombstone and a checkpoint: never trusted; without a pinned key the verdict is UNVERIFIED (exit 3)', async () => {
     await withWorld(backend, async (w) => {
       const genuine = (await w.observe.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string; keyId: string }>();
-      const forgedKeyId = await launderDeletion(w);
+      const forgedKeyId = await launderDeletion(w, genuine.keyId);
 
       // With the saved checkpoint (its key pinned by its keyId) or the genuine key given: tampered.
       for (const pin of [
@@ -154,6 +178,59 @@ await describeEachDatabase('tamper doors: what verification trusts and reports (
         JSON.stringify(unpinned.report.notes),
       );
     });
+  });
+
+  test('a rotation certified by the previous key in the log: the new key is trusted from a checkpoint saved under the old one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vigil-certified-'));
+    const oldKey = pem();
+    const before = await startTestObserve(backend, { env: { AUDIT_SIGNING_KEY: oldKey } });
+    let after: Awaited<ReturnType<typeof startTestObserve>> | undefined;
+    try {
+      await ingestEvents(before, [started('cr-a', 'agent', ago(30)), custom('cr-a', 'agent', ago(29))]);
+      const savedResponse = await before.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      const saved = join(dir, 'saved.json');
+      writeFileSync(saved, savedResponse.body);
+      await before.close();
+
+      const rotated = await startTestObserve(backend, {
+        env: { AUDIT_SIGNING_KEY: pem(), AUDIT_PREVIOUS_SIGNING_KEY: oldKey },
+        database: before.config.database,
+        createKey: false,
+      });
+      after = rotated;
+      const call = (request: Parameters<typeof rotated.call>[0]) =>
+        rotated.service.app.inject({ ...request, headers: { authorization: `Bearer ${before.key}` } });
+      const listing = (await call({ method: 'GET', url: '/api/audit/public-key' })).json<{
+        keyId: string;
+        keys: { keyId: string; certificate: { leafIndex: number; body: string } | null }[];
+      }>();
+      const newKey = listing.keys.find((key) => key.keyId === listing.keyId)!;
+      assert.equal(newKey.certificate?.leafIndex, 2, 'the certificate is the next leaf of the log');
+      assert.match(newKey.certificate.body, new RegExp(`"kind":"key-rotation".*"previousKeyId":"${savedResponse.json<Checkpoint>().keyId}"`));
+      assert.equal(listing.keys.find((key) => key.keyId !== listing.keyId)?.certificate, null);
+      await call({ method: 'POST', url: '/api/events', payload: { events: [custom('cr-a', 'agent', ago(20))] } });
+      assert.equal((await call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>().keyId, listing.keyId);
+
+      await rotated.service.app.listen({ host: '127.0.0.1', port: 0 });
+      const url = `http://127.0.0.1:${(rotated.service.app.server.address() as AddressInfo).port}`;
+      const result = await runVerify<VerdictReport>(['--url', url, '--checkpoint', saved], before.key);
+      assert.equal(result.status, 0, `${result.stderr}\n${JSON.stringify(result.report)}`);
+      assert.ok(
+        result.report.notes.some((note) => note.includes(`key ${listing.keyId} is trusted: certified by key`) && note.includes('(leaf 2)')),
+        JSON.stringify(result.report.notes),
+      );
+      // The certificate's leaf is not an event: the walk accounts for it, and its row changed is a finding.
+      await rotated.service.context.database.db.updateTable('audit_keys').set({ certificate_leaf: 1 }).where('key_id', '=', listing.keyId).execute();
+      const moved = await runVerify<VerdictReport>(['--url', url, '--checkpoint', saved], before.key);
+      assert.equal(moved.status, 1, `${moved.stderr}\n${JSON.stringify(moved.report)}`);
+      assert.ok(
+        moved.report.findings.some((f) => f.check === 'key-certificate' && f.leafIndex === 1),
+        JSON.stringify(moved.report.findings),
+      );
+    } finally {
+      await after?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('the verdict says how far back the earliest checkpoint it was given reaches (tree size and time)', async () => {

@@ -68,7 +68,8 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       schema: {
         operationId: 'getAuditPublicKey',
         summary: "The audit log's checkpoint signing keys",
-        description: '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.',
+        description:
+          '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included. A listed key proves nothing by itself (anyone who writes the database can add one): verifiers trust a pinned key and the keys certified by one (docs/audit.md).',
         tags: ['audit'],
         response: {
           200: z.object({
@@ -77,7 +78,21 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
             keyId: z.string(),
             publicKey: z.string().describe('Base64 of the raw 32-byte public key'),
             publicKeyPem: z.string(),
-            keys: z.array(z.object({ keyId: z.string(), publicKey: z.string(), createdAt: z.number().int() })),
+            keys: z.array(
+              z.object({
+                keyId: z.string(),
+                publicKey: z.string(),
+                createdAt: z.number().int(),
+                certificate: z
+                  .object({
+                    leafIndex: z.number().int().describe('The key-rotation leaf whose data `body` is'),
+                    body: z.string().describe('Canonical JSON {v: 1, kind: "key-rotation", log, keyId, publicKey, previousKeyId, timestamp}'),
+                    signature: z.string().describe('Base64 Ed25519 signature over `body` by the previous key (`previousKeyId`)'),
+                  })
+                  .nullable()
+                  .describe('The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified'),
+              }),
+            ),
           }),
         },
       },

@@ -6,11 +6,12 @@
  * signatures were checked only against keys the server or bundle names).
  *
  * Only pinned keys are trusted: the one given (--public-key) and the saved checkpoint's (its keyId
- * is a hash of the key, so the key it names is pinned by it). A key the server merely lists is one
- * anybody who can write its database can add.
+ * is a hash of the key, so the key it names is pinned by it), and the keys a trusted key certified
+ * in the log (a key rotation). A key the server merely lists is one anybody who can write its
+ * database can add.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { decodeBase64 } from '@vigil/platform/audit-verify';
+import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { bundleKeyOf, checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
 import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
@@ -160,18 +161,79 @@ function at(checkpoint: Checkpoint): string {
   return `the checkpoint at tree size ${checkpoint.treeSize}`;
 }
 
+/** A key's certificate by the key it replaced, as GET /api/audit/public-key lists it. */
+interface KeyCertificate {
+  leafIndex: number;
+  body: string;
+  signature: string;
+}
+
 /**
- * The keys the server lists, keyId → raw key, and the log's name (which says whose log the server
- * keeps). Each keyId is computed here from its key, never read from the listing.
+ * The keys the server lists, keyId → raw key, their certificates by the keys they replaced, and the
+ * log's name (which says whose log the server keeps). Each keyId is computed here from its key,
+ * never read from the listing.
  */
-async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer> }> {
-  const answer = await client.get<{ log?: unknown; keys?: { publicKey: string }[] }>('/api/audit/public-key');
-  // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
-  const keys = (answer.keys ?? []).flatMap((key) => {
+async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer>; certificates: Map<string, KeyCertificate> }> {
+  const answer = await client.get<{ log?: unknown; keys?: { publicKey: string; certificate?: unknown }[] }>('/api/audit/public-key');
+  const keys = new Map<string, Buffer>();
+  const certificates = new Map<string, KeyCertificate>();
+  for (const key of answer.keys ?? []) {
     const raw = decodeBase64(key.publicKey);
-    return raw?.length === 32 ? [[keyIdOf(raw), raw] as const] : [];
-  });
-  return { log: answer.log, keys: new Map(keys) };
+    // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
+    if (raw?.length !== 32) continue;
+    keys.set(keyIdOf(raw), raw);
+    const { certificate } = key;
+    if (
+      isRecord(certificate) &&
+      Number.isSafeInteger(certificate.leafIndex) &&
+      typeof certificate.body === 'string' &&
+      typeof certificate.signature === 'string'
+    )
+      certificates.set(keyIdOf(raw), { leafIndex: certificate.leafIndex as number, body: certificate.body, signature: certificate.signature });
+  }
+  return { log: answer.log, keys, certificates };
+}
+
+/**
+ * Extends `trusted` with every listed key a trusted key certified (a chain of rotations, each
+ * certificate the key-rotation leaf docs/audit.md describes, signed by the key it names as previous).
+ * Answers the certificates' leaves, index → leaf hash, that the walk must find in the log.
+ */
+function certifiedKeys(
+  log: string,
+  trusted: Map<string, Buffer>,
+  keys: ReadonlyMap<string, Buffer>,
+  certificates: ReadonlyMap<string, KeyCertificate>,
+  notes: string[],
+): Map<number, { keyId: string; leafHash: string }> {
+  const leaves = new Map<number, { keyId: string; leafHash: string }>();
+  for (const [keyId, certificate] of certificates)
+    leaves.set(certificate.leafIndex, { keyId, leafHash: leafHash(Buffer.from(certificate.body, 'utf8')).toString('hex') });
+  for (let grown = trusted.size > 0; grown;) {
+    grown = false;
+    for (const [keyId, certificate] of certificates) {
+      if (trusted.has(keyId)) continue;
+      let body: unknown;
+      try {
+        body = JSON.parse(certificate.body);
+      } catch {
+        continue;
+      }
+      if (!isRecord(body) || body.v !== 1 || body.kind !== 'key-rotation' || body.log !== log || body.keyId !== keyId) continue;
+      const raw = keys.get(keyId)!;
+      const previous = typeof body.previousKeyId === 'string' ? trusted.get(body.previousKeyId) : undefined;
+      if (
+        previous === undefined ||
+        body.publicKey !== raw.toString('base64') ||
+        !verifyBytes(Buffer.from(certificate.body, 'utf8'), certificate.signature, previous)
+      )
+        continue;
+      trusted.set(keyId, raw);
+      notes.push(`key ${keyId} is trusted: certified by key ${String(body.previousKeyId)} in the log (leaf ${certificate.leafIndex})`);
+      grown = true;
+    }
+  }
+  return leaves;
 }
 
 /**
@@ -245,15 +307,21 @@ async function verifyBundleFile(
   const saved = savedOf(savedFile, n);
   const bundleKey = bundleKeyOf(bundle);
   let trusted = trustedKeys(givenKey, savedFile, [bundleKey]);
-  // Signed by another key (a rotation): the saved checkpoint's key among the log's, when it can be asked.
-  if (saved !== undefined && !trusted.has(saved.keyId) && client !== undefined)
-    trusted = trustedKeys(givenKey, savedFile, [...(await fetchKeys(client)).keys.values()]);
+  const notes: string[] = [];
+  // Signed by another key (a rotation): the saved checkpoint's key among the log's, and the keys certified by a trusted one, when it can be asked.
+  if (client !== undefined && ((saved !== undefined && !trusted.has(saved.keyId)) || (trusted.size > 0 && !trusted.has(keyIdOf(bundleKey))))) {
+    const { keys, certificates } = await fetchKeys(client);
+    trusted = trustedKeys(givenKey, savedFile, [bundleKey, ...keys.values()]);
+    certifiedKeys(n.log, trusted, keys, certificates, notes);
+  }
   if (saved !== undefined && !trusted.has(saved.keyId))
     throw new InputError(
       `the saved checkpoint was signed by key ${saved.keyId}, which is not ${givenKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`,
     );
   const pinned = trusted.size > 0;
-  const { findings, notes, eventCount } = verifyBundle(bundle, trusted.get(keyIdOf(bundleKey)) ?? givenKey);
+  const checked = verifyBundle(bundle, trusted.get(keyIdOf(bundleKey)) ?? givenKey);
+  const { findings, eventCount } = checked;
+  notes.push(...checked.notes);
   if (pinned && givenKey === undefined && !trusted.has(keyIdOf(bundleKey))) findings.push(untrustedKeyFinding("the bundle's checkpoint", bundle.checkpoint));
   if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
   const { checkpoint } = bundle;
@@ -306,7 +374,7 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
 async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
   const findings: Finding[] = [];
   const notes: string[] = [];
-  const { log, keys: listed } = await fetchKeys(client);
+  const { log, keys: listed, certificates } = await fetchKeys(client);
   const n = profileOf(log, "the server's audit log (GET /api/audit/public-key)");
   if (deep && !n.deep)
     throw new InputError(
@@ -315,6 +383,7 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
   const saved = savedOf(savedFile, n);
   const trusted = trustedKeys(givenKey, savedFile, [...listed.values()]);
   const pinned = trusted.size > 0;
+  const certificateLeaves = certifiedKeys(n.log, trusted, listed, certificates, notes);
   // Without a pinned key the signatures can only be checked against the server's word: the verdict says so.
   const signers = pinned ? trusted : listed;
   if (!pinned) notes.push(untrustedNote([...listed.keys()]));
@@ -375,6 +444,7 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
     saved === undefined ? [latest] : [latest, saved],
     heads,
     signers,
+    certificateLeaves,
     derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
     n,
   );
