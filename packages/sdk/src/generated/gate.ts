@@ -113,7 +113,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "audit_log_incomplete" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
@@ -424,6 +424,7 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        409: GateError;
         413: GateError;
         415: GateError;
         429: GateError;
@@ -455,6 +456,7 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -514,6 +516,7 @@ export interface paths {
         401: GateError;
         403: GateError;
         404: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -578,6 +581,7 @@ export interface paths {
         401: GateError;
         403: GateError;
         404: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -626,7 +630,7 @@ export interface paths {
     /**
      * The audit log's checkpoint signing keys
      *
-     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included. A listed key proves nothing by itself (anyone who writes the database can add one): verifiers trust a pinned key and the keys certified by one (docs/audit.md).
      */
     get: {
       params: Record<string, never>;
@@ -646,6 +650,15 @@ export interface paths {
             keyId: string;
             publicKey: string;
             createdAt: number;
+            /** The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified */
+            certificate: {
+              /** The key-rotation leaf whose data `body` is */
+              leafIndex: number;
+              /** Canonical JSON {v: 1, kind: "key-rotation", log, keyId, publicKey, previousKeyId, timestamp} */
+              body: string;
+              /** Base64 Ed25519 signature over `body` by the previous key (`previousKeyId`) */
+              signature: string;
+            } | null;
           }[];
         };
         400: GateError;
