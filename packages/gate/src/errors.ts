@@ -59,7 +59,7 @@ export const gateErrors = {
   },
   auditLogIncomplete: {
     status: 409,
-    code: 'audit_log_incomplete',
+    code: 'conflict',
     message: 'The audit log is missing rows a root or proof needs',
     when: 'A root or proof (a checkpoint, consistency or inclusion proof, an export) needs audit log rows that were deleted behind the service; the message names the leaf or stored node',
   },
