@@ -255,11 +255,11 @@ function untrustedNote(keys: readonly string[]): string {
   return `the signatures were NOT checked against a trusted key: only against the key${keys.length === 1 ? '' : 's'} ${keys.join(', ')} the server lists, which anyone who can write its database can add to; pass --public-key, or --checkpoint with a checkpoint saved or witnessed earlier`;
 }
 
-/** A checkpoint signed by a key that neither --public-key nor the saved checkpoint pins. */
+/** A checkpoint signed by a key that neither --public-key nor the saved checkpoint pins, nor a trusted key certified. */
 function untrustedKeyFinding(what: string, checkpoint: Checkpoint): Finding {
   return {
     check: 'untrusted-key',
-    message: `${what} (tree size ${checkpoint.treeSize}) is signed by key ${checkpoint.keyId}, which neither --public-key nor the saved checkpoint pins: a key the server merely lists is not trusted (after a key rotation, pass the new key with --public-key)`,
+    message: `${what} (tree size ${checkpoint.treeSize}) is signed by key ${checkpoint.keyId}, which neither --public-key nor the saved checkpoint pins, nor a trusted key certified: a key the server or a bundle merely names is not trusted (after a rotation without AUDIT_PREVIOUS_SIGNING_KEY, pass the new key with --public-key)`,
   };
 }
 
