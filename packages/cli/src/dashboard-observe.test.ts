@@ -72,7 +72,15 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
     const bundleFile = await download.path();
     const bundle = JSON.parse(readFileSync(bundleFile, 'utf8')) as { format: string; sessionId: string; events: string[] };
     assert.deepEqual([bundle.format, bundle.sessionId, bundle.events.length], ['vigil-audit-bundle/1', 'checkout-42', 6]);
-    const verified = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/vigil.mjs', import.meta.url)), 'verify', bundleFile], { encoding: 'utf8' });
+    // Against the service's key, as an auditor pins it: a bundle's own key proves nothing (exit 3).
+    const { publicKey } = await api<{ publicKey: string }>(stack.observeUrl, stack.observeKey, 'GET', '/api/audit/public-key');
+    const verified = spawnSync(
+      process.execPath,
+      [fileURLToPath(new URL('../bin/vigil.mjs', import.meta.url)), 'verify', bundleFile, '--public-key', publicKey],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.equal(verified.status, 0, verified.stdout + verified.stderr);
     assert.match(verified.stdout, /VALID/);
     assert.equal(await page.getByTestId('timeline-event').count(), 6);

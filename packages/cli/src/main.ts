@@ -62,10 +62,10 @@ registerEvalGate(program);
 program
   .command('verify')
   .description(
-    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input)',
+    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint)',
   )
   .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify')
-  .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it')
+  .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it; its key is trusted')
   .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
   .option('--url <url>', 'observe or gate server: fetch consistency proofs, or audit the whole log when no bundle is given (API key: env VIGIL_API_KEY)')
   .option('--deep', 'also recompute derived data from the chained events (whole-log audit of observe; the gate has none)')

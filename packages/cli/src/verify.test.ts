@@ -61,16 +61,17 @@ await describeEachDatabase('vigil verify', (backend) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a genuine bundle verifies (exit 0), against the trusted key and a saved checkpoint', async () => {
+  test('a genuine bundle verifies (exit 0) against the trusted key or a saved checkpoint; with neither it is unverified (exit 3)', async () => {
     const bundle = await exportBundle('v-a');
     assert.equal(bundle.events.length, 14);
     assert.ok(bundle.leaves.every((leaf) => leaf !== null));
     const path = file('a.json', bundle);
 
+    // No key given: the bundle names its own, which proves nothing (issue 36).
     const plain = await verify([path]);
-    assert.equal(plain.status, 0, plain.stdout + plain.stderr);
-    assert.match(plain.stdout, /^VALID: session v-a, 14 events/m);
-    assert.match(plain.stderr, /taken from the bundle/);
+    assert.equal(plain.status, 3, plain.stdout + plain.stderr);
+    assert.match(plain.stdout, /^UNVERIFIED \(no trusted key[^)]*\): session v-a, 14 events/m);
+    assert.match(plain.stderr, /taken from the bundle: the signatures were NOT checked against a trusted key/);
 
     const publicKey = (await observe.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string; publicKeyPem: string }>();
     for (const key of [publicKey.publicKey, file('key.pem', publicKey.publicKeyPem)]) {
@@ -102,12 +103,20 @@ await describeEachDatabase('vigil verify', (backend) => {
     assert.equal(missingProof.status, 2, 'no proof and no --url: not a verdict');
     assert.match(missingProof.stderr, /export the bundle with \?since=/);
 
-    const json = await verify([path, '--json']);
+    const json = await verify([path, '--json', '--checkpoint', saved, '--url', url], env());
     assert.equal(json.status, 0);
-    assert.deepEqual(
-      { ...JSON.parse(json.stdout), notes: [] },
-      { valid: true, mode: 'bundle', summary: JSON.parse(json.stdout).summary, findings: [], notes: [] },
-    );
+    const report = JSON.parse(json.stdout) as Record<string, unknown>;
+    assert.deepEqual(report, {
+      valid: true,
+      verdict: 'valid',
+      mode: 'bundle',
+      summary: report.summary,
+      findings: [],
+      notes: [],
+      coverage: { treeSize: savedCheckpoint.treeSize, timestamp: savedCheckpoint.timestamp, source: 'saved' },
+    });
+    const unpinnedJson = JSON.parse((await verify([path, '--json'])).stdout) as Record<string, unknown>;
+    assert.deepEqual([unpinnedJson.valid, unpinnedJson.verdict], [false, 'unverified']);
   });
 
   test('an edited event, swapped events, a missing leaf, a bad signature, a wrong key: exit 1 naming where', async () => {

@@ -47,6 +47,12 @@ export const gateErrors = {
     message: 'Audit entry not found in the audit log',
     when: 'The audit entry has no leaf in the audit log',
   },
+  auditLogIncomplete: {
+    status: 409,
+    code: 'conflict',
+    message: 'The audit log is missing rows a root or proof needs',
+    when: 'A root or proof (a checkpoint, consistency or inclusion proof, an export) needs audit log rows that were deleted behind the service; the message names the leaf or stored node',
+  },
   auditTreeSize: {
     status: 400,
     code: 'bad_request',

@@ -35,6 +35,12 @@ export const observeErrors = {
     message: 'No audit checkpoint (at that tree size)',
     when: 'No signed audit checkpoint exists yet, or none at the tree size asked for',
   },
+  auditLogIncomplete: {
+    status: 409,
+    code: 'audit_log_incomplete',
+    message: 'The audit log is missing rows a root or proof needs',
+    when: 'A root or proof (a checkpoint, consistency or inclusion proof, an export) needs audit log rows that were deleted behind the service; the message names the leaf or stored node',
+  },
   auditTreeSize: {
     status: 400,
     code: 'audit_tree_size_invalid',

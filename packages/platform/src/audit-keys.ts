@@ -51,13 +51,17 @@ function signingKeyOf(privateKey: KeyObject): SigningKey {
   return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
 }
 
+/** A key as AUDIT_SIGNING_KEY (or AUDIT_PREVIOUS_SIGNING_KEY) gives it: PEM, or base64 PKCS#8 DER. */
+export function parseSigningKey(configured: string): SigningKey {
+  const text = configured.trim();
+  return signingKeyOf(
+    text.startsWith('-----BEGIN') ? createPrivateKey(text) : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' }),
+  );
+}
+
 /** The configured key (PEM or base64 PKCS#8 DER), else the one in the data directory, created there at first start. */
 export function loadSigningKey(configured: string | undefined, dataDir: string): SigningKey {
-  if (configured !== undefined) {
-    const text = configured.trim();
-    const key = text.startsWith('-----BEGIN') ? createPrivateKey(text) : createPrivateKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'pkcs8' });
-    return signingKeyOf(key);
-  }
+  if (configured !== undefined) return parseSigningKey(configured);
   const pem = readOrCreateSecretFile(
     join(dataDir, SIGNING_KEY_FILE),
     () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
@@ -69,6 +73,22 @@ export function loadSigningKey(configured: string | undefined, dataDir: string):
 export function checkpointMessage(log: string, checkpoint: Omit<Checkpoint, 'signature'>): Buffer {
   const { treeSize, rootHash, timestamp, keyId } = checkpoint;
   return Buffer.from(canonicalJson({ keyId, log, rootHash, timestamp, treeSize }), 'utf8');
+}
+
+/**
+ * The leaf data of a key rotation (docs/audit.md): the new key, certified by the previous one's
+ * signature over these bytes, so a verifier that trusts the previous key may trust the new one.
+ */
+export function keyCertificateBody(log: string, key: SigningKey, previous: SigningKey, timestamp: string): string {
+  return canonicalJson({
+    v: 1,
+    kind: 'key-rotation',
+    log,
+    keyId: key.keyId,
+    publicKey: key.publicKey.toString('base64'),
+    previousKeyId: previous.keyId,
+    timestamp,
+  });
 }
 
 export function signBytes(key: SigningKey, message: Buffer): string {

@@ -1,6 +1,6 @@
 import { appendFile } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
-import { checkpointMessage, loadSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
+import { checkpointMessage, keyCertificateBody, loadSigningKey, parseSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
 import type { AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
@@ -72,11 +72,18 @@ export interface AuditCheckpointRow {
   signature: string;
 }
 
-/** A key that has signed checkpoints (base64 raw public key): kept after a rotation. */
+/**
+ * A key that has signed checkpoints (base64 raw public key): kept after a rotation. A key that
+ * replaced another carries the previous key's certificate of it: the leaf data (`certificate`,
+ * keyCertificateBody), its signature by the previous key, and the index of that leaf in the log.
+ */
 export interface AuditKeyRow {
   key_id: string;
   public_key: string;
   created_at: number;
+  certificate: string | null;
+  certificate_signature: string | null;
+  certificate_leaf: number | null;
 }
 
 /** A tombstone leaf: `body` is its leaf data (canonical JSON), `signature` the audit key's over those bytes. */
@@ -180,7 +187,8 @@ export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0
 /** What one leaf logs: the item, the chain it belongs to, and the leaf's data (hashed as SHA-256(0x00 || data)). */
 export interface LeafInput {
   itemId: string;
-  scopeId: string;
+  /** Null for a leaf of no chain (a key rotation). */
+  scopeId: string | null;
   data: Buffer;
 }
 
@@ -210,11 +218,32 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   db: Kysely<Schema>;
   dialect: DialectName;
   key: SigningKey;
+  /** The key `key` replaces (AUDIT_PREVIOUS_SIGNING_KEY): it certifies `key` when registerKey first records it. */
+  previousKey?: SigningKey;
   clock: Clock;
   witnesses: AuditWitnessConfig;
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
+}
+
+/**
+ * A root or proof the log cannot compute because rows it needs were deleted behind the service: a
+ * leaf, or a stored inner node. Routes answer it as their service's `auditLogIncomplete` error (never
+ * a 500), naming what is missing, so a verifier reports tampering instead of failing.
+ */
+export class AuditLogIncompleteError extends Error {
+  override name = 'AuditLogIncompleteError';
+  constructor(readonly missing: string) {
+    super(`The audit log is missing ${missing}: its row was deleted, so no root or proof over it can be computed`);
+  }
+}
+
+/** What a missing node (readNodes) stands for: a leaf, or a stored node and the leaves it covers. */
+function missingNode(level: number, index: number): string {
+  if (level === 0) return `leaf ${index}`;
+  const first = index * 2 ** level;
+  return `the stored node ${level}:${index} (over leaves ${first}–${first + 2 ** level - 1})`;
 }
 
 const WITNESS_MAX_ATTEMPTS = 8;
@@ -370,7 +399,7 @@ export async function buildNodes<Schema extends AuditLogTables>(database: { db: 
         .where('idx', '<', end)
         .orderBy('idx')
         .execute();
-      if (leaves.length !== end - built) throw new Error(`audit log leaves ${built}..${end - 1} are not all stored`);
+      if (leaves.length !== end - built) throw new AuditLogIncompleteError(`leaf ${firstGap(leaves, built)}`);
       for (const leaf of leaves) known.set(nodeKey(0, Number(leaf.idx)), hashOf(leaf.leaf_hash));
       const nodes: AuditLogNodeRow[] = [];
       for (let index = built; index < end; index += 1) {
@@ -427,10 +456,20 @@ async function readNodes(db: Kysely<AuditLogTables>, refs: readonly NodeRef[]): 
       hash = nodeHash(read(level - 1, index * 2), read(level - 1, index * 2 + 1));
       found.set(at, hash);
     }
-    if (hash === undefined) throw new Error(`audit log node ${level}:${index} is missing`);
+    if (hash === undefined) throw new AuditLogIncompleteError(missingNode(level, index));
     return hash;
   };
   return read;
+}
+
+/** The first index from `from` that `leaves` (in index order) lacks. */
+function firstGap(leaves: readonly { idx: number }[], from: number): number {
+  let expected = from;
+  for (const leaf of leaves) {
+    if (Number(leaf.idx) !== expected) return expected;
+    expected += 1;
+  }
+  return expected;
 }
 
 /** Runs a proof function (merkle.ts) on the nodes it needs (readNodes). */
@@ -454,6 +493,48 @@ export async function readLeavesOf<Schema extends AuditLogTables>(
     for (const row of rows) found.set(row.item_id, { index: Number(row.idx), leafHash: hashHex(row.leaf_hash) });
   }
   return found;
+}
+
+/**
+ * How many item leaves the log holds for a scope (a session, a request) since its last tombstone:
+ * the items logged for the chain that lives now. A stored chain shorter than that lost items the log
+ * still has (a tail cut under a rewritten head). Reads the scope's leaves by their (scope_id, idx)
+ * index, which each service's migrations create; `db` may be a snapshot of the service's schema.
+ */
+export async function countScopeLeaves<Schema extends AuditLogTables>(db: Kysely<Schema>, scopeId: string): Promise<number> {
+  const view = tablesOf<AuditLogTables, Schema>(db);
+  const row = await view
+    .selectFrom('audit_log_leaves as l')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('l.scope_id', '=', scopeId)
+    .where((eb) =>
+      eb(
+        'l.idx',
+        '>',
+        eb.fn.coalesce(
+          eb
+            .selectFrom('audit_log_leaves as tl')
+            .innerJoin('audit_tombstones as t', 't.leaf_idx', 'tl.idx')
+            .select((sub) => sub.fn.max('tl.idx').as('last'))
+            .where('tl.scope_id', '=', scopeId),
+          eb.lit(-1),
+        ),
+      ),
+    )
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** Migration step body: the columns of a key's certificate by the key it replaced (AuditKeyRow). */
+export async function addKeyCertificates(db: MigrationDb): Promise<void> {
+  await db.schema.alterTable('audit_keys').addColumn('certificate', 'text').execute();
+  await db.schema.alterTable('audit_keys').addColumn('certificate_signature', 'text').execute();
+  await db.schema.alterTable('audit_keys').addColumn('certificate_leaf', 'bigint').execute();
+}
+
+/** Migration step body: the index countScopeLeaves reads a scope's leaves by. */
+export async function indexLeavesByScope(db: MigrationDb): Promise<void> {
+  await db.schema.createIndex('audit_log_leaves_scope').on('audit_log_leaves').columns(['scope_id', 'idx']).execute();
 }
 
 function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
@@ -486,6 +567,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       db: database.db,
       dialect: database.dialect,
       key: loadSigningKey(audit.signingKey, config.dataDir),
+      ...(audit.previousSigningKey === undefined ? {} : { previousKey: parseSigningKey(audit.previousSigningKey) }),
       clock,
       witnesses: audit.witnesses,
       checkpointEvents: audit.checkpointEvents,
@@ -521,19 +603,48 @@ export class AuditLog<Schema extends AuditLogTables> {
     });
   }
 
-  /** Records the key's public half, so checkpoints it signed stay verifiable after a rotation. */
+  /**
+   * Records the key's public half, so checkpoints it signed stay verifiable after a rotation. The
+   * first time a key is recorded while the previous key (AUDIT_PREVIOUS_SIGNING_KEY), one the log
+   * already has, is given, the previous key certifies it: a key-rotation leaf (keyCertificateBody)
+   * appended in the same transaction, its signature kept with the new key. A verifier trusting the
+   * previous key then trusts this one (docs/audit.md); a key merely inserted into the table is not.
+   */
   async registerKey(): Promise<void> {
-    await this.db
-      .insertInto('audit_keys')
-      .values({ key_id: this.key.keyId, public_key: this.key.publicKey.toString('base64'), created_at: this.options.clock.now() })
-      .onConflict((oc) => oc.column('key_id').doNothing())
-      .execute();
+    const { previousKey: previous } = this.options;
+    const now = this.options.clock.now();
+    await this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('audit_keys')
+        .values({ key_id: this.key.keyId, public_key: this.key.publicKey.toString('base64'), created_at: now })
+        .onConflict((oc) => oc.column('key_id').doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1 || previous === undefined || previous.keyId === this.key.keyId) return;
+      const known = await trx.selectFrom('audit_keys').select('key_id').where('key_id', '=', previous.keyId).executeTakeFirst();
+      if (known === undefined) return;
+      const body = keyCertificateBody(this.name, this.key, previous, toIso(now));
+      const signature = signBytes(previous, Buffer.from(body, 'utf8'));
+      const leaf = await appendLeaves(trx, this.options.dialect, [{ itemId: newId(), scopeId: null, data: Buffer.from(body, 'utf8') }]);
+      await trx
+        .updateTable('audit_keys')
+        .set({ certificate: body, certificate_signature: signature, certificate_leaf: leaf })
+        .where('key_id', '=', this.key.keyId)
+        .execute();
+    });
   }
 
-  /** Every key that has signed, oldest first. */
-  async keys(): Promise<{ keyId: string; publicKey: string; createdAt: number }[]> {
+  /** Every key that has signed, oldest first, each with its certificate by the key it replaced (null for none). */
+  async keys(): Promise<{ keyId: string; publicKey: string; createdAt: number; certificate: { leafIndex: number; body: string; signature: string } | null }[]> {
     const rows = await this.db.selectFrom('audit_keys').selectAll().orderBy('created_at').execute();
-    return rows.map((row) => ({ keyId: row.key_id, publicKey: row.public_key, createdAt: Number(row.created_at) }));
+    return rows.map((row) => ({
+      keyId: row.key_id,
+      publicKey: row.public_key,
+      createdAt: Number(row.created_at),
+      certificate:
+        row.certificate === null || row.certificate_signature === null || row.certificate_leaf === null
+          ? null
+          : { leafIndex: Number(row.certificate_leaf), body: row.certificate, signature: row.certificate_signature },
+    }));
   }
 
   /** Appends leaves in the caller's transaction (appendLeaves). */

@@ -1,11 +1,27 @@
 import { z } from 'zod';
 import { publicKeyFromRaw } from './audit-keys.ts';
-import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import { AuditLogIncompleteError, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import type { ErrorFactory } from './errors.ts';
 import type { RouteScope, ZodApp } from './http.ts';
 
 /** The errors the log's routes raise; each service's catalogue defines them. */
-export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound';
+export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound' | 'auditLogIncomplete';
+
+/** The status of `auditLogIncomplete` (each catalogue's entry says it): the log's rows were deleted, a state the request cannot change. */
+export const AUDIT_LOG_INCOMPLETE_STATUS = 409;
+
+/**
+ * Runs a read of the log's roots or proofs; a log whose rows were deleted (AuditLogIncompleteError)
+ * is answered as the service's `auditLogIncomplete` error naming what is missing, never a 500.
+ */
+export async function provingFromLog<T>(errors: ErrorFactory<'auditLogIncomplete'>, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof AuditLogIncompleteError) throw errors('auditLogIncomplete', error.message);
+    throw error;
+  }
+}
 
 /** A SHA-256 hash as the audit routes answer it: lowercase hex. */
 export const auditHashSchema = z.string().regex(/^[0-9a-f]{64}$/);
@@ -52,7 +68,8 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       schema: {
         operationId: 'getAuditPublicKey',
         summary: "The audit log's checkpoint signing keys",
-        description: '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.',
+        description:
+          '`keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included. A listed key proves nothing by itself (anyone who writes the database can add one): verifiers trust a pinned key and the keys certified by one (docs/audit.md).',
         tags: ['audit'],
         response: {
           200: z.object({
@@ -61,7 +78,21 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
             keyId: z.string(),
             publicKey: z.string().describe('Base64 of the raw 32-byte public key'),
             publicKeyPem: z.string(),
-            keys: z.array(z.object({ keyId: z.string(), publicKey: z.string(), createdAt: z.number().int() })),
+            keys: z.array(
+              z.object({
+                keyId: z.string(),
+                publicKey: z.string(),
+                createdAt: z.number().int(),
+                certificate: z
+                  .object({
+                    leafIndex: z.number().int().describe('The key-rotation leaf whose data `body` is'),
+                    body: z.string().describe('Canonical JSON {v: 1, kind: "key-rotation", log, keyId, publicKey, previousKeyId, timestamp}'),
+                    signature: z.string().describe('Base64 Ed25519 signature over `body` by the previous key (`previousKeyId`)'),
+                  })
+                  .nullable()
+                  .describe('The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified'),
+              }),
+            ),
           }),
         },
       },
@@ -102,13 +133,14 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       config: { scope: scopes.sign },
       schema: {
         operationId: 'createAuditCheckpoint',
+        errorStatuses: [AUDIT_LOG_INCOMPLETE_STATUS],
         summary: 'Sign a checkpoint at the current tree size now',
         description: 'Answers the existing checkpoint when one was already signed at the current size.',
         tags: ['audit'],
         response: { 201: checkpointSchema },
       },
     },
-    async (_request, reply) => reply.status(201).send(await log.checkpoint()),
+    async (_request, reply) => reply.status(201).send(await provingFromLog(errors, () => log.checkpoint())),
   );
 
   app.get(
@@ -117,6 +149,7 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       config: { scope: scopes.read },
       schema: {
         operationId: 'getAuditConsistencyProof',
+        errorStatuses: [AUDIT_LOG_INCOMPLETE_STATUS],
         summary: 'A consistency proof between two tree sizes (RFC 9162 §2.1.4)',
         description: 'Verify with the roots of the checkpoints at `from` and `to`. Empty when from = to, or from = 0.',
         tags: ['audit'],
@@ -127,7 +160,7 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
     async (request) => {
       const { from, to } = request.query;
       if (from > to || to > (await log.size())) throw errors('auditTreeSize');
-      const proof = await log.consistencyPath(from, to);
+      const proof = await provingFromLog(errors, () => log.consistencyPath(from, to));
       return { from, to, proof: proof.map((hash) => hash.toString('hex')) };
     },
   );
@@ -138,7 +171,7 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       config: { scope: scopes.read },
       schema: {
         operationId: 'getAuditInclusionProof',
-        errorStatuses: [404],
+        errorStatuses: [404, AUDIT_LOG_INCOMPLETE_STATUS],
         summary: `An inclusion proof (RFC 9162 §2.1.3) of ${item.describe}`,
         description: `The audit path of the leaf of ${item.describe} in the tree of \`treeSize\` leaves (default: the latest checkpoint's). The leaf hash is SHA-256(0x00 || its 32-byte hash).`,
         tags: ['audit'],
@@ -168,7 +201,7 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       const leaf = await log.leafOf(itemId);
       if (leaf === undefined) throw errors('auditItemNotFound');
       if (leaf.index >= size || (!checkpointed && size > (await log.size()))) throw errors('auditTreeSize');
-      const proof = await log.inclusionPath(leaf.index, size, checkpointed);
+      const proof = await provingFromLog(errors, () => log.inclusionPath(leaf.index, size, checkpointed));
       return { [item.parameter]: itemId, leafIndex: leaf.index, leafHash: leaf.leafHash, treeSize: size, proof: proof.map((hash) => hash.toString('hex')) };
     },
   );

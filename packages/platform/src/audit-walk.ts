@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
-import { auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery } from './audit-routes.ts';
+import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
 import type { ErrorFactory } from './errors.ts';
 import { sendJsonText, type RouteScope, type ZodApp } from './http.ts';
 import type { Clock } from './clock.ts';
@@ -45,7 +45,7 @@ export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
   log: AuditLog<Schema>;
   db: Kysely<Schema>;
   tables: AuditWalkTables;
-  errors: ErrorFactory<'auditTreeSize'>;
+  errors: ErrorFactory<'auditTreeSize' | 'auditLogIncomplete'>;
   /** The service's error for an unknown scope (404). */
   scopeNotFound(): Error;
   scopeIdSchema: z.ZodType<string>;
@@ -80,7 +80,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
       config: { scope: readScope },
       schema: {
         operationId: 'exportAuditBundle',
-        errorStatuses: [404],
+        errorStatuses: [404, AUDIT_LOG_INCOMPLETE_STATUS],
         summary: `A ${names.scope}'s self-contained audit bundle (verify it with \`vigil verify\`)`,
         description: `Every stored ${names.item} of the ${names.scope} as the canonical text its chain hash is computed over, in seq order, with the recorded head, each ${names.item}'s leaf index and inclusion proof to a signed checkpoint (signed now when the latest one does not cover every leaf of the ${names.scope}), the key that signed it and, with \`since\`, a consistency proof from that tree size. Format \`vigil-audit-bundle/1\` (docs/audit.md).`,
         tags: ['audit'],
@@ -101,45 +101,46 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
         },
       },
     },
-    async (request, reply) => {
-      const query = request.query as Record<string, unknown>;
-      const id = query[scopeId] as string;
-      const since = query.since as number | undefined;
-      const stored = await loaders.scope(id);
-      if (stored === undefined) throw options.scopeNotFound();
-      const { head, items } = stored;
-      const leaves = await log.leavesOf(items.map((item) => item.id));
-      let lastLeaf = -1;
-      for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
-      let checkpoint = await log.findCheckpoint();
-      if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
-      if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
-      const indices = items.flatMap((item) => (leaves.has(item.id) ? [leaves.get(item.id)!.index] : []));
-      const proofs = await log.inclusionPaths(indices, checkpoint.treeSize);
-      let next = 0;
-      const bundleLeaves = items.map((item) => {
-        const leaf = leaves.get(item.id);
-        return leaf === undefined ? null : { index: leaf.index, proof: proofs[next++]!.map((hash) => hash.toString('hex')) };
-      });
-      const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
-      const consistency =
-        since === undefined
-          ? undefined
-          : { from: since, to: checkpoint.treeSize, proof: (await log.consistencyPath(since, checkpoint.treeSize)).map((hash) => hash.toString('hex')) };
-      const bundle = {
-        format: BUNDLE_FORMAT,
-        log: log.name,
-        [scopeId]: id,
-        head,
-        [names.items]: items.map((item) => item.text),
-        leaves: bundleLeaves,
-        checkpoint,
-        publicKey: signer?.publicKey ?? '',
-        ...(consistency === undefined ? {} : { consistency }),
-        exportedAt: toIso(clock.now()),
-      };
-      return sendJsonText(reply, JSON.stringify(bundle));
-    },
+    async (request, reply) =>
+      provingFromLog(errors, async () => {
+        const query = request.query as Record<string, unknown>;
+        const id = query[scopeId] as string;
+        const since = query.since as number | undefined;
+        const stored = await loaders.scope(id);
+        if (stored === undefined) throw options.scopeNotFound();
+        const { head, items } = stored;
+        const leaves = await log.leavesOf(items.map((item) => item.id));
+        let lastLeaf = -1;
+        for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
+        let checkpoint = await log.findCheckpoint();
+        if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
+        if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
+        const indices = items.flatMap((item) => (leaves.has(item.id) ? [leaves.get(item.id)!.index] : []));
+        const proofs = await log.inclusionPaths(indices, checkpoint.treeSize);
+        let next = 0;
+        const bundleLeaves = items.map((item) => {
+          const leaf = leaves.get(item.id);
+          return leaf === undefined ? null : { index: leaf.index, proof: proofs[next++]!.map((hash) => hash.toString('hex')) };
+        });
+        const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
+        const consistency =
+          since === undefined
+            ? undefined
+            : { from: since, to: checkpoint.treeSize, proof: (await log.consistencyPath(since, checkpoint.treeSize)).map((hash) => hash.toString('hex')) };
+        const bundle = {
+          format: BUNDLE_FORMAT,
+          log: log.name,
+          [scopeId]: id,
+          head,
+          [names.items]: items.map((item) => item.text),
+          leaves: bundleLeaves,
+          checkpoint,
+          publicKey: signer?.publicKey ?? '',
+          ...(consistency === undefined ? {} : { consistency }),
+          exportedAt: toIso(clock.now()),
+        };
+        return sendJsonText(reply, JSON.stringify(bundle));
+      }),
   );
 
   app.get(

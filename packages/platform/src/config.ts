@@ -86,6 +86,8 @@ export const sharedEnvironment = environmentSlice(
       ),
     /** The Ed25519 key that signs audit checkpoints: PEM, or base64 of the PKCS#8 DER; unset: one created in DATA_DIR at first start. */
     AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+    /** The key AUDIT_SIGNING_KEY replaces: at the first start with a new key, it certifies the new one in the log (a key-rotation leaf). */
+    AUDIT_PREVIOUS_SIGNING_KEY: z.string().min(1).optional(),
     /** A checkpoint is signed once this many items were logged through an instance since its last one... */
     AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
     /** ...and at least this often while the log grows (a leased job). */
@@ -174,6 +176,8 @@ export interface ServiceBaseConfig {
 
 export interface AuditLogConfig {
   signingKey?: string;
+  /** The key being replaced: certifies the new one at its first start (AuditLog.registerKey). */
+  previousSigningKey?: string;
   checkpointEvents: number;
   checkpointIntervalMs: number;
   witnesses: { urls: string[]; secret?: string; file?: string; timeoutMs: number };
@@ -209,6 +213,7 @@ export function serviceBaseConfig(
     metrics: { token: e.METRICS_TOKEN, allowIps: e.METRICS_ALLOW_IPS },
     audit: {
       signingKey: e.AUDIT_SIGNING_KEY,
+      previousSigningKey: e.AUDIT_PREVIOUS_SIGNING_KEY,
       checkpointEvents: e.AUDIT_CHECKPOINT_EVENTS,
       checkpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_MS,
       witnesses: {

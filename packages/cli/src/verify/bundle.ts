@@ -102,7 +102,9 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   const bundleKey = bundleKeyOf(bundle);
   let key: Buffer = bundleKey;
   if (trustedKey === undefined) {
-    notes.push(`the checkpoint's key (${keyIdOf(bundleKey)}) was taken from the bundle: pass --public-key to check it against a key you trust`);
+    notes.push(
+      `the checkpoint's key (${keyIdOf(bundleKey)}) was taken from the bundle: the signatures were NOT checked against a trusted key (anyone who rewrites the bundle picks its key); pass --public-key, or --checkpoint with a checkpoint saved or witnessed earlier`,
+    );
   } else {
     key = trustedKey;
     if (!bundleKey.equals(trustedKey)) {

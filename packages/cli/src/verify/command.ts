@@ -2,10 +2,16 @@
  * `vigil verify`: checks an export bundle offline, or audits a whole audit log online — observe's
  * (sessions' events) or the gate's (requests' audit entries), told apart by the log's name
  * (docs/audit.md). Exit 0 valid, 1 tampered (each finding says what and where), 2 usage or
- * unreadable input, or a server that cannot be asked.
+ * unreadable input, or a server that cannot be asked, 3 no finding but no trusted key (the
+ * signatures were checked only against keys the server or bundle names).
+ *
+ * Only pinned keys are trusted: the one given (--public-key) and the saved checkpoint's (its keyId
+ * is a hash of the key, so the key it names is pinned by it), and the keys a trusted key certified
+ * in the log (a key rotation). A key the server merely lists is one anybody who can write its
+ * database can add.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { decodeBase64 } from '@vigil/platform/audit-verify';
+import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { bundleKeyOf, checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
 import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
@@ -16,6 +22,7 @@ import { LogWalk, type RecordedHead, type WalkedLeaf } from './walk.ts';
 export const EXIT_VALID = 0;
 export const EXIT_TAMPERED = 1;
 export const EXIT_USAGE = 2;
+export const EXIT_UNVERIFIED = 3;
 
 const PAGE = 1000;
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -35,14 +42,30 @@ export interface VerifyIo {
   live: boolean;
 }
 
+type Verdict = 'valid' | 'tampered' | 'unverified';
+
+/** The earliest checkpoint the verdict rests on: what it proves reaches back to that tree size and time (docs/audit.md). */
+interface Coverage {
+  treeSize: number;
+  timestamp: string;
+  /** `saved`: a checkpoint saved or witnessed before (--checkpoint); otherwise only the server's (or bundle's) own. */
+  source: 'saved' | 'latest' | 'bundle';
+}
+
 interface Report {
   profile: LogProfile;
-  valid: boolean;
+  verdict: Verdict;
   mode: 'bundle' | 'log';
   findings: Finding[];
   notes: string[];
   summary: string;
+  coverage: Coverage;
 }
+
+const EXIT_OF: Record<Verdict, number> = { valid: EXIT_VALID, tampered: EXIT_TAMPERED, unverified: EXIT_UNVERIFIED };
+
+/** No finding yet no trusted key: the summary says so before anything else. */
+const UNVERIFIED_PREFIX = 'UNVERIFIED (no trusted key: signatures checked only against keys the server or bundle names)';
 
 export async function runVerify(bundleFile: string | undefined, options: VerifyOptions, env: NodeJS.ProcessEnv, io: VerifyIo): Promise<number> {
   try {
@@ -51,17 +74,17 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
       options.url === undefined
         ? undefined
         : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
-    const trustedKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
+    const givenKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
     const saved = options.checkpoint === undefined ? undefined : readSavedCheckpoint(options.checkpoint);
     let report: Report;
     if (bundleFile !== undefined) {
-      report = await verifyBundleFile(bundleFile, trustedKey, saved, client);
+      report = await verifyBundleFile(bundleFile, givenKey, saved, client);
     } else {
       if (client === undefined) throw new InputError('give a bundle file to verify, or --url to audit the whole log');
-      report = await auditLog(client, trustedKey, saved, options.deep === true, io);
+      report = await auditLog(client, givenKey, saved, options.deep === true, io);
     }
     print(report, options.json === true, io);
-    return report.valid ? EXIT_VALID : EXIT_TAMPERED;
+    return EXIT_OF[report.verdict];
   } catch (error) {
     // InputError and ApiError carry the whole story; anything else is still no verdict, never a stack trace.
     io.err(`error: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -97,10 +120,11 @@ function readJson(file: string, what: string): unknown {
   }
 }
 
-/** A saved checkpoint, and the log a witness message names (a bare checkpoint names none). */
+/** A saved checkpoint, and the log and key a witness message names (a bare checkpoint names neither). */
 interface SavedCheckpoint {
   checkpoint: Checkpoint;
   log: unknown;
+  publicKey: Buffer | undefined;
   file: string;
 }
 
@@ -111,8 +135,11 @@ interface SavedCheckpoint {
 function readSavedCheckpoint(file: string): SavedCheckpoint {
   const what = `the saved checkpoint (${file})`;
   const value = readJson(file, 'the saved checkpoint');
-  if (isRecord(value) && value.type === 'audit.checkpoint') return { checkpoint: parseCheckpoint(value.checkpoint, what), log: value.log, file };
-  return { checkpoint: parseCheckpoint(value, what), log: undefined, file };
+  if (isRecord(value) && value.type === 'audit.checkpoint') {
+    const publicKey = typeof value.publicKey === 'string' ? decodeBase64(value.publicKey) : undefined;
+    return { checkpoint: parseCheckpoint(value.checkpoint, what), log: value.log, publicKey: publicKey?.length === 32 ? publicKey : undefined, file };
+  }
+  return { checkpoint: parseCheckpoint(value, what), log: undefined, publicKey: undefined, file };
 }
 
 /** The saved checkpoint, when it is one of the log being verified (a witness message says which). */
@@ -134,59 +161,185 @@ function at(checkpoint: Checkpoint): string {
   return `the checkpoint at tree size ${checkpoint.treeSize}`;
 }
 
-/** The log's keys, keyId → raw key, and the log's name (which says whose log the server keeps). */
-async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer> }> {
-  const answer = await client.get<{ log?: unknown; keys?: { keyId: string; publicKey: string }[] }>('/api/audit/public-key');
-  // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
-  const keys = (answer.keys ?? []).flatMap((key) => {
-    const raw = decodeBase64(key.publicKey);
-    return raw?.length === 32 ? [[key.keyId, raw] as const] : [];
-  });
-  return { log: answer.log, keys: new Map(keys) };
+/** A key's certificate by the key it replaced, as GET /api/audit/public-key lists it. */
+interface KeyCertificate {
+  leafIndex: number;
+  body: string;
+  signature: string;
 }
 
-async function fetchConsistency(client: ApiClient, from: number, to: number): Promise<string[]> {
+/**
+ * The keys the server lists, keyId → raw key, their certificates by the keys they replaced, and the
+ * log's name (which says whose log the server keeps). Each keyId is computed here from its key,
+ * never read from the listing.
+ */
+async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer>; certificates: Map<string, KeyCertificate> }> {
+  const answer = await client.get<{ log?: unknown; keys?: { publicKey: string; certificate?: unknown }[] }>('/api/audit/public-key');
+  const keys = new Map<string, Buffer>();
+  const certificates = new Map<string, KeyCertificate>();
+  for (const key of answer.keys ?? []) {
+    const raw = decodeBase64(key.publicKey);
+    // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
+    if (raw?.length !== 32) continue;
+    keys.set(keyIdOf(raw), raw);
+    const { certificate } = key;
+    if (
+      isRecord(certificate) &&
+      Number.isSafeInteger(certificate.leafIndex) &&
+      typeof certificate.body === 'string' &&
+      typeof certificate.signature === 'string'
+    )
+      certificates.set(keyIdOf(raw), { leafIndex: certificate.leafIndex as number, body: certificate.body, signature: certificate.signature });
+  }
+  return { log: answer.log, keys, certificates };
+}
+
+/**
+ * Extends `trusted` with every listed key a trusted key certified (a chain of rotations, each
+ * certificate the key-rotation leaf docs/audit.md describes, signed by the key it names as previous).
+ * Answers the certificates' leaves, index → leaf hash, that the walk must find in the log.
+ */
+function certifiedKeys(
+  log: string,
+  trusted: Map<string, Buffer>,
+  keys: ReadonlyMap<string, Buffer>,
+  certificates: ReadonlyMap<string, KeyCertificate>,
+  notes: string[],
+): Map<number, { keyId: string; leafHash: string }> {
+  const leaves = new Map<number, { keyId: string; leafHash: string }>();
+  for (const [keyId, certificate] of certificates)
+    leaves.set(certificate.leafIndex, { keyId, leafHash: leafHash(Buffer.from(certificate.body, 'utf8')).toString('hex') });
+  for (let grown = trusted.size > 0; grown;) {
+    grown = false;
+    for (const [keyId, certificate] of certificates) {
+      if (trusted.has(keyId)) continue;
+      let body: unknown;
+      try {
+        body = JSON.parse(certificate.body);
+      } catch {
+        continue;
+      }
+      if (!isRecord(body) || body.v !== 1 || body.kind !== 'key-rotation' || body.log !== log || body.keyId !== keyId) continue;
+      const raw = keys.get(keyId)!;
+      const previous = typeof body.previousKeyId === 'string' ? trusted.get(body.previousKeyId) : undefined;
+      if (
+        previous === undefined ||
+        body.publicKey !== raw.toString('base64') ||
+        !verifyBytes(Buffer.from(certificate.body, 'utf8'), certificate.signature, previous)
+      )
+        continue;
+      trusted.set(keyId, raw);
+      notes.push(`key ${keyId} is trusted: certified by key ${String(body.previousKeyId)} in the log (leaf ${certificate.leafIndex})`);
+      grown = true;
+    }
+  }
+  return leaves;
+}
+
+/**
+ * The keys this verification trusts, by keyId: the given one, and the saved checkpoint's — found
+ * among `candidates` (the witness message's key, the bundle's, the server's), pinned because its
+ * keyId is a hash of it. Empty when neither was given.
+ */
+function trustedKeys(givenKey: Buffer | undefined, saved: SavedCheckpoint | undefined, candidates: readonly (Buffer | undefined)[]): Map<string, Buffer> {
+  const trusted = new Map<string, Buffer>();
+  if (givenKey !== undefined) trusted.set(keyIdOf(givenKey), givenKey);
+  if (saved === undefined) return trusted;
+  const pinned = [saved.publicKey, givenKey, ...candidates].find((key) => key !== undefined && keyIdOf(key) === saved.checkpoint.keyId);
+  if (pinned !== undefined) trusted.set(saved.checkpoint.keyId, pinned);
+  return trusted;
+}
+
+/** What no trusted key means, said plainly (a note of every such verdict; verifyBundle says it of a bundle's key). */
+function untrustedNote(keys: readonly string[]): string {
+  return `the signatures were NOT checked against a trusted key: only against the key${keys.length === 1 ? '' : 's'} ${keys.join(', ')} the server lists, which anyone who can write its database can add to; pass --public-key, or --checkpoint with a checkpoint saved or witnessed earlier`;
+}
+
+/** A checkpoint signed by a key that neither --public-key nor the saved checkpoint pins, nor a trusted key certified. */
+function untrustedKeyFinding(what: string, checkpoint: Checkpoint): Finding {
+  return {
+    check: 'untrusted-key',
+    message: `${what} (tree size ${checkpoint.treeSize}) is signed by key ${checkpoint.keyId}, which neither --public-key nor the saved checkpoint pins, nor a trusted key certified: a key the server or a bundle merely names is not trusted (after a rotation without AUDIT_PREVIOUS_SIGNING_KEY, pass the new key with --public-key)`,
+  };
+}
+
+/**
+ * A consistency proof between two sizes, or the finding why the server has none: it answers
+ * `audit_log_incomplete` (409) when rows the proof needs were deleted, naming the leaf.
+ */
+async function fetchConsistency(client: ApiClient, from: number, to: number): Promise<string[] | Finding> {
   try {
     return (await client.get<{ proof: string[] }>(`/api/audit/consistency?from=${from}&to=${to}`)).proof;
   } catch (error) {
+    if (!(error instanceof ApiError) || error.status === undefined || error.status < 400 || error.status >= 500 || error.status === 401 || error.status === 403)
+      throw error;
     // The server cannot prove a size it no longer has: that is the log's fault, not the input's.
-    if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403)
-      return [];
-    throw error;
+    const missingLeaf = /missing leaf (\d+)/.exec(error.message)?.[1];
+    return {
+      check: 'consistency',
+      ...(missingLeaf === undefined ? {} : { leafIndex: Number(missingLeaf) }),
+      message: `the server cannot prove tree size ${from} a prefix of tree size ${to}: ${error.message.replace(/^.*? answered \d+: /, '')}`,
+    };
   }
+}
+
+/** The consistency of two checkpoints by the server's proof, or the finding why there is none. */
+async function consistencyFinding(client: ApiClient, a: Checkpoint, b: Checkpoint): Promise<Finding | undefined> {
+  const proof = a.treeSize === b.treeSize ? [] : await fetchConsistency(client, Math.min(a.treeSize, b.treeSize), Math.max(a.treeSize, b.treeSize));
+  return Array.isArray(proof) ? checkConsistency(a, b, proof) : proof;
+}
+
+/** How far back the checkpoints of a verdict reach, said in its summary. */
+function coverageText(coverage: Coverage): string {
+  return coverage.source === 'saved'
+    ? `; evidence from the saved checkpoint at tree size ${coverage.treeSize} (${coverage.timestamp}) on`
+    : `; no saved checkpoint: the evidence is the server's own signature, tree size ${coverage.treeSize} (${coverage.timestamp})`;
 }
 
 async function verifyBundleFile(
   file: string,
-  trustedKey: Buffer | undefined,
+  givenKey: Buffer | undefined,
   savedFile: SavedCheckpoint | undefined,
   client: ApiClient | undefined,
 ): Promise<Report> {
   const bundle = parseBundle(readJson(file, 'the bundle'));
   const n = profileOf(bundle.log, 'the bundle');
   const saved = savedOf(savedFile, n);
-  const { findings, notes, eventCount } = verifyBundle(bundle, trustedKey);
-  if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trustedKey, client)));
+  const bundleKey = bundleKeyOf(bundle);
+  let trusted = trustedKeys(givenKey, savedFile, [bundleKey]);
+  const notes: string[] = [];
+  // Signed by another key (a rotation): the saved checkpoint's key among the log's, and the keys certified by a trusted one, when it can be asked.
+  if (client !== undefined && ((saved !== undefined && !trusted.has(saved.keyId)) || (trusted.size > 0 && !trusted.has(keyIdOf(bundleKey))))) {
+    const { keys, certificates } = await fetchKeys(client);
+    trusted = trustedKeys(givenKey, savedFile, [bundleKey, ...keys.values()]);
+    certifiedKeys(n.log, trusted, keys, certificates, notes);
+  }
+  if (saved !== undefined && !trusted.has(saved.keyId))
+    throw new InputError(
+      `the saved checkpoint was signed by key ${saved.keyId}, which is not ${givenKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`,
+    );
+  const pinned = trusted.size > 0;
+  const checked = verifyBundle(bundle, trusted.get(keyIdOf(bundleKey)) ?? givenKey);
+  const { findings, eventCount } = checked;
+  notes.push(...checked.notes);
+  if (pinned && givenKey === undefined && !trusted.has(keyIdOf(bundleKey))) findings.push(untrustedKeyFinding("the bundle's checkpoint", bundle.checkpoint));
+  if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
   const { checkpoint } = bundle;
+  const coverage: Coverage =
+    saved === undefined
+      ? { treeSize: checkpoint.treeSize, timestamp: checkpoint.timestamp, source: 'bundle' }
+      : { treeSize: saved.treeSize, timestamp: saved.timestamp, source: 'saved' };
+  const verdict: Verdict = findings.length > 0 ? 'tampered' : pinned ? 'valid' : 'unverified';
   const summary =
-    findings.length === 0
-      ? `VALID: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
-      : `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`;
-  return { profile: n, valid: findings.length === 0, mode: 'bundle', findings, notes, summary };
+    verdict === 'tampered'
+      ? `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`
+      : `${verdict === 'valid' ? 'VALID' : UNVERIFIED_PREFIX}: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}${coverageText(coverage)}`;
+  return { profile: n, verdict, mode: 'bundle', findings, notes, summary, coverage };
 }
 
-/** The saved checkpoint's signature, and its consistency with the bundle's checkpoint. */
-async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: Buffer | undefined, client: ApiClient | undefined): Promise<Finding[]> {
+/** The saved checkpoint's signature by its (pinned) key, and its consistency with the bundle's checkpoint. */
+async function compareWithSaved(bundle: Bundle, saved: Checkpoint, key: Buffer, client: ApiClient | undefined): Promise<Finding[]> {
   const findings: Finding[] = [];
-  const bundleKey = bundleKeyOf(bundle);
-  const known = trustedKey ?? bundleKey;
-  let key = keyIdOf(known) === saved.keyId ? known : undefined;
-  // Signed by another key (a rotation): the log's keys, when it can be asked.
-  if (key === undefined && client !== undefined) key = (await fetchKeys(client)).keys.get(saved.keyId);
-  if (key === undefined)
-    throw new InputError(
-      `the saved checkpoint was signed by key ${saved.keyId}, which is not ${trustedKey === undefined ? "the bundle's" : 'the given'} key: pass --url to look it up`,
-    );
   if (!checkpointSigned(bundle.log, saved, key))
     findings.push({ check: 'saved-signature', message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by key ${saved.keyId}` });
 
@@ -196,8 +349,11 @@ async function compareWithSaved(bundle: Bundle, saved: Checkpoint, trustedKey: B
     const [from, to] = saved.treeSize < ours.treeSize ? [saved.treeSize, ours.treeSize] : [ours.treeSize, saved.treeSize];
     const carried = bundle.consistency;
     if (carried !== undefined && carried.from === from && carried.to === to) proof = carried.proof;
-    else if (client !== undefined) proof = await fetchConsistency(client, from, to);
-    else throw new InputError(`no consistency proof between tree sizes ${from} and ${to}: export the bundle with ?since=${from}, or pass --url`);
+    else if (client !== undefined) {
+      const fetched = await fetchConsistency(client, from, to);
+      if (!Array.isArray(fetched)) return [...findings, fetched];
+      proof = fetched;
+    } else throw new InputError(`no consistency proof between tree sizes ${from} and ${to}: export the bundle with ?since=${from}, or pass --url`);
   }
   const inconsistent = checkConsistency(saved, ours, proof);
   if (inconsistent !== undefined) findings.push(inconsistent);
@@ -215,25 +371,22 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
 }
 
 /** The whole-log audit: checkpoints, every leaf, every session's (request's) chain and head, no unlogged event (entry). */
-async function auditLog(
-  client: ApiClient,
-  trustedKey: Buffer | undefined,
-  savedFile: SavedCheckpoint | undefined,
-  deep: boolean,
-  io: VerifyIo,
-): Promise<Report> {
+async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
   const findings: Finding[] = [];
   const notes: string[] = [];
-  const { log, keys } = await fetchKeys(client);
+  const { log, keys: listed, certificates } = await fetchKeys(client);
   const n = profileOf(log, "the server's audit log (GET /api/audit/public-key)");
   if (deep && !n.deep)
     throw new InputError(
       `--deep recomputes the data observe derives from its events; the ${n.log} log has none (its chains are all there is to check): leave --deep out`,
     );
   const saved = savedOf(savedFile, n);
-  if (trustedKey === undefined)
-    notes.push(`the audit keys (${[...keys.keys()].join(', ')}) were taken from the server: pass --public-key to check them against a key you trust`);
-  const keyFor = (checkpoint: Checkpoint): Buffer | undefined => (trustedKey === undefined ? keys.get(checkpoint.keyId) : trustedKey);
+  const trusted = trustedKeys(givenKey, savedFile, [...listed.values()]);
+  const pinned = trusted.size > 0;
+  const certificateLeaves = certifiedKeys(n.log, trusted, listed, certificates, notes);
+  // Without a pinned key the signatures can only be checked against the server's word: the verdict says so.
+  const signers = pinned ? trusted : listed;
+  if (!pinned) notes.push(untrustedNote([...listed.keys()]));
 
   let latest: Checkpoint | undefined;
   try {
@@ -248,29 +401,26 @@ async function auditLog(
     });
     latest = saved;
   }
-  const latestKey = keyFor(latest);
-  if (latestKey === undefined || !checkpointSigned(n.log, latest, latestKey))
+  const latestKey = signers.get(latest.keyId);
+  if (latestKey === undefined && pinned) findings.push(untrustedKeyFinding("the server's latest checkpoint", latest));
+  else if (latestKey === undefined || !checkpointSigned(n.log, latest, latestKey))
     findings.push({
       check: 'checkpoint-signature',
-      message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${trustedKey === undefined ? `a key of the log (${latest.keyId})` : 'the given key'}`,
+      message: `the latest checkpoint (tree size ${latest.treeSize}) is not signed by ${latestKey === undefined ? `a key of the log (${latest.keyId})` : `key ${latest.keyId}`}`,
     });
   if (saved !== undefined) {
-    const savedKey = keyFor(saved);
+    const savedKey = signers.get(saved.keyId);
     if (savedKey === undefined || !checkpointSigned(n.log, saved, savedKey))
       findings.push({
         check: 'saved-signature',
-        message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${trustedKey === undefined ? `a key of the log (${saved.keyId})` : 'the given key'}`,
+        message: `the saved checkpoint at tree size ${saved.treeSize} is not signed by ${savedKey === undefined ? `a key of the log (${saved.keyId})` : `key ${saved.keyId}`}`,
       });
     if (saved.treeSize > latest.treeSize)
       findings.push({
         check: 'consistency',
         message: `the saved checkpoint (tree size ${saved.treeSize}) is newer than the server's latest (${latest.treeSize}): the log lost checkpoints`,
       });
-    const proof =
-      saved.treeSize === latest.treeSize
-        ? []
-        : await fetchConsistency(client, Math.min(saved.treeSize, latest.treeSize), Math.max(saved.treeSize, latest.treeSize));
-    const inconsistent = checkConsistency(saved, latest, proof);
+    const inconsistent = await consistencyFinding(client, saved, latest);
     if (inconsistent !== undefined) findings.push(inconsistent);
   } else {
     notes.push('no saved checkpoint: a log rewritten as a whole and re-signed cannot be told apart (pass --checkpoint)');
@@ -293,7 +443,8 @@ async function auditLog(
   const walk = new LogWalk(
     saved === undefined ? [latest] : [latest, saved],
     heads,
-    trustedKey === undefined ? keys : new Map([[keyIdOf(trustedKey), trustedKey]]),
+    signers,
+    certificateLeaves,
     derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
     n,
   );
@@ -351,11 +502,16 @@ async function auditLog(
       `${summary.retained} logged ${n.items} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? n.scope : n.scopes} ${scopes}`,
     );
   }
+  const coverage: Coverage =
+    saved === undefined
+      ? { treeSize: latest.treeSize, timestamp: latest.timestamp, source: 'latest' }
+      : { treeSize: saved.treeSize, timestamp: saved.timestamp, source: 'saved' };
+  const verdict: Verdict = findings.length > 0 ? 'tampered' : pinned ? 'valid' : 'unverified';
   const text =
-    findings.length === 0
-      ? `VALID: ${summary.leaves} leaves (${summary.events} ${n.items} in ${summary.sessions} ${n.scopes}${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}`
-      : `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`;
-  return { profile: n, valid: findings.length === 0, mode: 'log', findings, notes, summary: text };
+    verdict === 'tampered'
+      ? `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`
+      : `${verdict === 'valid' ? 'VALID' : UNVERIFIED_PREFIX}: ${summary.leaves} leaves (${summary.events} ${n.items} in ${summary.sessions} ${n.scopes}${summary.retained > 0 ? `, ${summary.retained} removed by retention` : ''}) match ${at(latest)}${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}${coverageText(coverage)}`;
+  return { profile: n, verdict, mode: 'log', findings, notes, summary: text, coverage };
 }
 
 /** A leaf as GET /api/audit/leaves answers it, under the log's names (`requestId`, `entryId`, `entry` on the gate). */
@@ -405,7 +561,8 @@ function print(report: Report, json: boolean, io: VerifyIo): void {
   const n = report.profile;
   if (json) {
     const findings = report.findings.map((finding) => findingJson(finding, n));
-    io.out(`${JSON.stringify({ valid: report.valid, mode: report.mode, summary: report.summary, findings, notes: report.notes }, null, 2)}\n`);
+    const { verdict, mode, summary, notes, coverage } = report;
+    io.out(`${JSON.stringify({ valid: verdict === 'valid', verdict, mode, summary, findings, notes, coverage }, null, 2)}\n`);
     return;
   }
   for (const note of report.notes) io.err(`note: ${note}\n`);

@@ -81,12 +81,15 @@ export class LogWalk {
   /**
    * @param heads every session's recorded head, read before the walk (a head read later could name
    *   an event committed after the walk's last leaf)
-   * @param keys every audit key, keyId → raw public key, for tombstone signatures
+   * @param keys the keys tombstones may be signed by, keyId → raw public key: the trusted ones (command.ts)
+   * @param certificates the leaves of key certificates (key rotations), index → the key and its
+   *   leaf hash: each must be that leaf of the log; they belong to no chain
    */
   constructor(
     checkpoints: readonly Checkpoint[],
     private readonly heads: ReadonlyMap<string, RecordedHead>,
     private readonly keys: ReadonlyMap<string, Buffer>,
+    private readonly certificates: ReadonlyMap<number, { keyId: string; leafHash: string }> = new Map(),
     private readonly onEvent?: WalkedEventSink,
     /** The log walked: its items' scope member, its nouns in messages, whether it has tombstones. */
     private readonly n: LogProfile = OBSERVE_PROFILE,
@@ -109,6 +112,16 @@ export class LogWalk {
     this.root.add(Buffer.from(leaf.leafHash, 'hex'));
     const checkpoint = this.unchecked.get(this.root.size);
     if (checkpoint !== undefined) this.checkRoot(checkpoint);
+    const certificate = this.certificates.get(leaf.index);
+    if (certificate !== undefined) {
+      if (certificate.leafHash !== leaf.leafHash)
+        this.findings.push({
+          check: 'key-certificate',
+          leafIndex: leaf.index,
+          message: `leaf ${leaf.index} is not the certificate of key ${certificate.keyId} the server lists for it`,
+        });
+      return;
+    }
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
     else this.addEventLeaf(leaf);
   }
@@ -243,7 +256,10 @@ export class LogWalk {
         check: 'tombstone',
         ...at,
         sessionId: parsed.sessionId,
-        message: `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}`,
+        message:
+          key === undefined
+            ? `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is signed by key ${parsed.keyId}, which this verification does not trust: it cannot account for deleted ${this.n.items}`
+            : `tombstone leaf ${leaf.index} (${this.n.scope} ${parsed.sessionId}) is not signed by audit key ${parsed.keyId}`,
       });
       return;
     }
@@ -265,6 +281,13 @@ export class LogWalk {
 
   /** After the last leaf: what is still unaccounted for. */
   finish(): WalkSummary {
+    for (const [index, certificate] of this.certificates)
+      if (index >= this.root.size)
+        this.findings.push({
+          check: 'key-certificate',
+          leafIndex: index,
+          message: `the certificate of key ${certificate.keyId} names leaf ${index}, which the log does not have`,
+        });
     for (const checkpoint of this.unchecked.values()) {
       if (checkpoint.treeSize === 0) {
         if (checkpoint.rootHash !== new StreamingRoot().root().toString('hex'))

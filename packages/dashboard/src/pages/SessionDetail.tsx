@@ -59,7 +59,8 @@ function AuditBundleDownload({ sessionId, verification }: { sessionId: string; v
         {download.pending ? 'Exporting…' : 'Download audit bundle'}
       </button>{' '}
       <span className="muted">
-        {verification.valid ? 'Chain valid here' : 'Chain broken here'}; check the file anywhere with <code>vigil verify {sessionId}.audit-bundle.json</code>
+        {verification.valid ? 'Chain valid here' : 'Chain broken here'}; check the file anywhere with{' '}
+        <code>vigil verify {sessionId}.audit-bundle.json --public-key KEY</code> (the audit key you saved, or <code>--checkpoint</code> a checkpoint you saved)
       </span>
       {download.error && <ErrorMessage error={download.error} />}
     </div>

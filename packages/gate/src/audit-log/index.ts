@@ -8,6 +8,7 @@ import { gateError } from '../errors.ts';
 import { registerGateAuditWalkRoutes } from './walk-routes.ts';
 
 export { auditEntryLeaf, GATE_LOG, type GateAuditLog } from './log.ts';
+export { auditLogMigrations } from './migrations.ts';
 
 /** Registers the log's key and routes; resolves to its checkpoint job. (The log itself, shared by the requests feature, is stopped with the context.) */
 export const auditLogFeature: GateFeature<PeriodicJob> = defineFeature('audit-log', async ({ app, context, job }) => {

@@ -9,6 +9,7 @@ import type { ObserveSchema } from '../schema.ts';
 import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 
+export { auditLogMigrations } from './migrations.ts';
 export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './derived.ts';
 
 /** The log's name in what it signs. */

@@ -1,4 +1,4 @@
-import { readSnapshot } from '@vigil/platform';
+import { countScopeLeaves, readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import {
   ChainVerifier,
@@ -99,11 +99,14 @@ export function timelineBody({ links, verdict }: Pick<Timeline, 'links' | 'verdi
  */
 export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
   return readSnapshot(database, async (db) => {
+    // Counted first: an event committed after it (with its leaf) only lengthens the chain read next.
+    const logged = await countScopeLeaves(db, sessionId);
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
     const head = chainHeadOf(session);
     const known = verifiedSessions.recall(sessionId, head);
-    if (known !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) return { session, verdict: known.verdict };
+    if (known !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText)))
+      return { session, verdict: heldToTheLog(known.verdict, logged) };
     const verifier = new ChainVerifier(head);
     let texts: string[] | null = [];
     let chars = 0;
@@ -117,6 +120,25 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     });
     const verdict = verifier.finish();
     if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: texts.join(''), verdict });
-    return { session, verdict };
+    return { session, verdict: heldToTheLog(verdict, logged) };
   });
+}
+
+/**
+ * A chain that verifies against its recorded head, held to the audit log: when the log has more
+ * leaves of the session than the chain has events, events past the head were deleted and the head
+ * rewritten to hide it (the chain alone cannot tell).
+ */
+function heldToTheLog(verdict: ChainVerdict, logged: number): ChainVerdict {
+  if (!verdict.valid || logged <= verdict.eventCount) return verdict;
+  const seq = verdict.eventCount;
+  return {
+    ...verdict,
+    valid: false,
+    brokenAt: {
+      seq,
+      eventId: null,
+      reason: `the audit log holds ${logged} events of this session but its chain ${seq === 0 ? 'has none' : `ends at seq ${seq - 1}`}: the events from seq ${seq} on were deleted and the session head rewritten`,
+    },
+  };
 }

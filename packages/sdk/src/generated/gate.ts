@@ -452,6 +452,7 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        409: GateError;
         413: GateError;
         415: GateError;
         429: GateError;
@@ -485,6 +486,7 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -546,6 +548,7 @@ export interface paths {
         401: GateError;
         403: GateError;
         404: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -614,6 +617,7 @@ export interface paths {
         401: GateError;
         403: GateError;
         404: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -664,7 +668,7 @@ export interface paths {
     /**
      * The audit log's checkpoint signing keys
      *
-     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included. A listed key proves nothing by itself (anyone who writes the database can add one): verifiers trust a pinned key and the keys certified by one (docs/audit.md).
      *
      * Scope: `request:read`.
      */
@@ -686,6 +690,15 @@ export interface paths {
             keyId: string;
             publicKey: string;
             createdAt: number;
+            /** The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified */
+            certificate: {
+              /** The key-rotation leaf whose data `body` is */
+              leafIndex: number;
+              /** Canonical JSON {v: 1, kind: "key-rotation", log, keyId, publicKey, previousKeyId, timestamp} */
+              body: string;
+              /** Base64 Ed25519 signature over `body` by the previous key (`previousKeyId`) */
+              signature: string;
+            } | null;
           }[];
         };
         400: GateError;

@@ -452,7 +452,7 @@ export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -1256,6 +1256,7 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        409: ObserveError;
         413: ObserveError;
         415: ObserveError;
         500: ObserveError;
@@ -1288,6 +1289,7 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        409: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -1530,6 +1532,7 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         404: ObserveError;
+        409: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -1596,6 +1599,7 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         404: ObserveError;
+        409: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -1644,7 +1648,7 @@ export interface paths {
     /**
      * The audit log's checkpoint signing keys
      *
-     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included.
+     * `keyId`, `publicKey` and `publicKeyPem` are the current key; `keys` lists every key that has signed checkpoints, current one included. A listed key proves nothing by itself (anyone who writes the database can add one): verifiers trust a pinned key and the keys certified by one (docs/audit.md).
      *
      * Scope: `read`.
      */
@@ -1666,6 +1670,15 @@ export interface paths {
             keyId: string;
             publicKey: string;
             createdAt: number;
+            /** The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified */
+            certificate: {
+              /** The key-rotation leaf whose data `body` is */
+              leafIndex: number;
+              /** Canonical JSON {v: 1, kind: "key-rotation", log, keyId, publicKey, previousKeyId, timestamp} */
+              body: string;
+              /** Base64 Ed25519 signature over `body` by the previous key (`previousKeyId`) */
+              signature: string;
+            } | null;
           }[];
         };
         400: ObserveError;
