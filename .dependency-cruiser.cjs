@@ -13,6 +13,21 @@ const CODEGEN = '(^|/)packages/sdk/(src/codegen|scripts)/';
 const TEST = '\\.test\\.tsx?$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
+/**
+ * A rule that files under observe's or the gate's src/`from` import nothing of their own service but
+ * what `allowed` names (paths below that service's src/; in `from`, the service is $2 and a group of
+ * `from` is $3).
+ */
+function importsOfItsServiceOnly(name, comment, from, allowed) {
+  return {
+    name,
+    comment,
+    severity: 'error',
+    from: { path: `(^|/)packages/(observe|gate)/src/${from}` },
+    to: { path: '(^|/)packages/$2/src/', pathNot: allowed.map((path) => `(^|/)packages/$2/src/${path}`) },
+  };
+}
+
 module.exports = {
   forbidden: [
     {
@@ -85,30 +100,24 @@ module.exports = {
       from: { path: '(^|/)packages/(observe|gate)/src/app\\.ts$' },
       to: { path: '(^|/)packages/$2/src/[^/]+/', pathNot: '(^|/)packages/$2/src/[^/]+/index\\.ts$' },
     },
-    {
-      name: 'migration-history-imports-no-feature',
-      comment:
-        "A service's frozen migration history (src/migration-history/) imports nothing of its service, no feature and not today's schema: only the platform, kysely, libraries, its own frozen copies and the service's stored formats (which never change), so a step keeps doing what it did when it shipped.",
-      severity: 'error',
-      from: { path: '(^|/)packages/(observe|gate)/src/migration-history/' },
-      to: { path: '(^|/)packages/$2/src/', pathNot: ['(^|/)packages/$2/src/migration-history/', '(^|/)packages/$2/src/stored-formats/index\\.ts$'] },
-    },
-    {
-      name: 'stored-formats-import-no-feature',
-      comment:
-        "A service's stored formats (src/stored-formats/: what stored data was written with, never changed) import nothing else of the service, so the frozen history that uses them runs no feature code.",
-      severity: 'error',
-      from: { path: '(^|/)packages/(observe|gate)/src/stored-formats/' },
-      to: { path: '(^|/)packages/$2/src/', pathNot: '(^|/)packages/$2/src/stored-formats/' },
-    },
-    {
-      name: 'feature-migrations-use-no-other-feature',
-      comment:
-        "A feature's migration steps (<feature>/migrations.ts) import no other feature's code, nor the service's src root: only their own feature, the frozen history's index.ts, the platform and libraries.",
-      severity: 'error',
-      from: { path: '(^|/)packages/(observe|gate)/src/([^/]+)/migrations\\.ts$' },
-      to: { path: '(^|/)packages/$2/src/', pathNot: ['(^|/)packages/$2/src/$3/', '(^|/)packages/$2/src/migration-history/index\\.ts$'] },
-    },
+    importsOfItsServiceOnly(
+      'migration-history-imports-no-feature',
+      "A service's frozen migration history (src/migration-history/) imports nothing of its service, no feature and not today's schema: only the platform, kysely, libraries, its own frozen copies and the service's stored formats (which never change), so a step keeps doing what it did when it shipped.",
+      'migration-history/',
+      ['migration-history/', 'stored-formats/index\\.ts$'],
+    ),
+    importsOfItsServiceOnly(
+      'stored-formats-import-no-feature',
+      "A service's stored formats (src/stored-formats/: what stored data was written with, never changed) import nothing else of the service, so the frozen history that uses them runs no feature code.",
+      'stored-formats/',
+      ['stored-formats/'],
+    ),
+    importsOfItsServiceOnly(
+      'feature-migrations-use-no-other-feature',
+      "A feature's migration steps (<feature>/migrations.ts) import no other feature's code, nor the service's src root: only their own feature, the frozen history's index.ts, the platform and libraries.",
+      '([^/]+)/migrations\\.ts$',
+      ['$3/', 'migration-history/index\\.ts$'],
+    ),
     {
       name: 'migration-history-only-in-migrations',
       comment: "The frozen copies in the migration history serve migration steps only: live code runs the feature's own code.",

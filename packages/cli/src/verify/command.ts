@@ -290,6 +290,22 @@ async function consistencyFinding(client: ApiClient, a: Checkpoint, b: Checkpoin
 }
 
 /** How far back the checkpoints of a verdict reach, said in its summary. */
+/** The saved checkpoint when one was given, else the checkpoint this run checked against (`source`). */
+function coverageOf(
+  saved: { treeSize: number; timestamp: string } | undefined,
+  checked: { treeSize: number; timestamp: string },
+  source: 'latest' | 'bundle',
+): Coverage {
+  return saved === undefined
+    ? { treeSize: checked.treeSize, timestamp: checked.timestamp, source }
+    : { treeSize: saved.treeSize, timestamp: saved.timestamp, source: 'saved' };
+}
+
+/** Any finding is tampering; without one, the evidence is valid only when a trusted key signed it. */
+function verdictOf(findings: readonly unknown[], pinned: boolean): Verdict {
+  return findings.length > 0 ? 'tampered' : pinned ? 'valid' : 'unverified';
+}
+
 function coverageText(coverage: Coverage): string {
   return coverage.source === 'saved'
     ? `; evidence from the saved checkpoint at tree size ${coverage.treeSize} (${coverage.timestamp}) on`
@@ -325,11 +341,8 @@ async function verifyBundleFile(
   if (pinned && givenKey === undefined && !trusted.has(keyIdOf(bundleKey))) findings.push(untrustedKeyFinding("the bundle's checkpoint", bundle.checkpoint));
   if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
   const { checkpoint } = bundle;
-  const coverage: Coverage =
-    saved === undefined
-      ? { treeSize: checkpoint.treeSize, timestamp: checkpoint.timestamp, source: 'bundle' }
-      : { treeSize: saved.treeSize, timestamp: saved.timestamp, source: 'saved' };
-  const verdict: Verdict = findings.length > 0 ? 'tampered' : pinned ? 'valid' : 'unverified';
+  const coverage = coverageOf(saved, checkpoint, 'bundle');
+  const verdict = verdictOf(findings, pinned);
   const summary =
     verdict === 'tampered'
       ? `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`
@@ -502,11 +515,8 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
       `${summary.retained} logged ${n.items} were deleted by retention (${summary.tombstones} signed tombstone${summary.tombstones === 1 ? '' : 's'} account for them): ${summary.retainedSessions.length === 1 ? n.scope : n.scopes} ${scopes}`,
     );
   }
-  const coverage: Coverage =
-    saved === undefined
-      ? { treeSize: latest.treeSize, timestamp: latest.timestamp, source: 'latest' }
-      : { treeSize: saved.treeSize, timestamp: saved.timestamp, source: 'saved' };
-  const verdict: Verdict = findings.length > 0 ? 'tampered' : pinned ? 'valid' : 'unverified';
+  const coverage = coverageOf(saved, latest, 'latest');
+  const verdict = verdictOf(findings, pinned);
   const text =
     verdict === 'tampered'
       ? `TAMPERED: ${findings.length} finding${findings.length === 1 ? '' : 's'} in a log of ${summary.leaves} leaves`
