@@ -1,6 +1,7 @@
 import { sha256Hex } from '@vigil/platform';
 import type { GateDatabase } from '../schema.ts';
-import { SIGNATURE_WINDOW_S, type ChatPlatformName } from './platforms.ts';
+import { SIGNATURE_WINDOW_S } from './platforms.ts';
+import type { ChatPlatformName } from './render.ts';
 
 /**
  * Records a signed interaction as received, once: false when it was received before (a replay).
