@@ -14,8 +14,13 @@ export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJ
       name: 'observe.retention',
       intervalMs: context.config.retentionIntervalMs,
       run: async (now) => {
-        const deleted = await applyRetention(context, log, now);
+        const { deleted, unconfirmed } = await applyRetention(context, log, now);
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
+        for (const session of unconfirmed)
+          app.log.warn(
+            { sessionId: session.sessionId, reason: session.reason },
+            `retention kept session ${session.sessionId}, which its last_event_at shows expired: ${session.reason} (vigil verify --deep names the derived data that differs)`,
+          );
         await pruneStreamLog(context.database, now);
         await deleteExpiredStreamTokens(context, now);
         const returned = await context.database.reclaimFreeSpace();
