@@ -62,6 +62,8 @@ await describeEachDatabase('tamper doors (issue 36): observe', (backend) => {
       await db.updateTable('sessions').set({ last_event_at: YEARS_AGO }).where('id', '=', 't-a').execute();
       await w.observe.service.jobs.retention.tick();
       assert.equal(await tombstones(w), 0, 'no tombstone signed');
+      const metrics = await (await fetch(`${w.url}/metrics`)).text();
+      assert.match(metrics, /^vigil_retention_sessions_kept_total 1$/m, 'the operator sees the kept session');
       const verdict = await serverVerdict(w.observe, 't-a');
       assert.notEqual(verdict, 404, 'the session is still there');
       assert.equal((verdict as { valid: boolean }).valid, true);

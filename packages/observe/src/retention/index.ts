@@ -9,13 +9,18 @@ import { applyRetention } from './service.ts';
 
 /** Resolves to the retention job; deletions are recorded in the audit log. */
 export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJob> =>
-  defineFeature('retention', ({ app, context, job }) =>
-    job({
+  defineFeature('retention', ({ app, context, job }) => {
+    const kept = context.metrics.counter(
+      'vigil_retention_sessions_kept_total',
+      'Sessions retention found expired by their last_event_at but kept: their chain does not confirm it (a database edit; vigil verify --deep)',
+    );
+    return job({
       name: 'observe.retention',
       intervalMs: context.config.retentionIntervalMs,
       run: async (now) => {
         const { deleted, unconfirmed } = await applyRetention(context, log, now);
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
+        kept.inc(unconfirmed.length);
         for (const session of unconfirmed)
           app.log.warn(
             { sessionId: session.sessionId, reason: session.reason },
@@ -26,5 +31,5 @@ export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJ
         const returned = await context.database.reclaimFreeSpace();
         if (returned > 0) app.log.info({ returnedBytes: returned }, 'retention gave freed space back to the file system');
       },
-    }),
-  );
+    });
+  });
