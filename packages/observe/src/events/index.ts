@@ -62,7 +62,6 @@ export {
   toLink,
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
-export { type EventWriter, keyWriter, SERVER_WRITER, WRITTEN_BY } from './writer.ts';
 export { eventsMigrations } from './migrations.ts';
 export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';
 export {

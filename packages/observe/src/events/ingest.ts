@@ -9,7 +9,6 @@ import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
-import { WRITTEN_BY, type EventWriter } from './writer.ts';
 
 /** What one session received in a batch: the seqs it appended and the span of their timestamps. */
 export interface SessionAppend {
@@ -93,8 +92,6 @@ export type BatchWriter = (trx: Transaction<ObserveSchema>) => Promise<void>;
 export type BatchCompletion = (trx: Transaction<ObserveSchema>, appended: readonly AppendedEvent[]) => Promise<void>;
 
 export interface AppendOptions {
-  /** The credential the batch was written with, recorded in each event's metadata under the chain (events/writer.ts). */
-  writtenBy: EventWriter;
   /**
    * The head at which the caller verified the chain of the batch's session (a verdict is never
    * appended to a broken chain). Under the session lock, events appended since then are verified
@@ -133,12 +130,12 @@ function isoOf(ms: number): string {
 /** A prepared row's hash until the chain sets it under the session lock (shared: zero bytes cannot be written to). */
 const NO_HASH_YET = Buffer.alloc(0);
 
-function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWriter, writerOnlyMetadata: string): PreparedEvent {
+function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
   // Stored in canonical form: one serialisation serves both the hash and the row.
   const canonicalPayload = canonicalJson(event.payload);
-  const canonicalMetadata = event.metadata === undefined ? writerOnlyMetadata : canonicalJson({ ...event.metadata, [WRITTEN_BY]: writtenBy });
+  const canonicalMetadata = event.metadata === undefined ? '{}' : canonicalJson(event.metadata);
   const agentName = event.eventType === 'session_started' && typeof event.payload.agentName === 'string' ? event.payload.agentName : null;
   return {
     // The derived columns copied into the row (a spread would build the row a second time).
@@ -289,10 +286,9 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
 }
 
 /** Validated events stamped with ids, defaults and canonical JSON: the work done before any lock. */
-export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): PreparedEvent[] {
-  const writerOnlyMetadata = canonicalJson({ [WRITTEN_BY]: options.writtenBy });
+export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): PreparedEvent[] {
   return events.map((event) => {
-    const prepared = prepare(event, receivedAt, options.writtenBy, writerOnlyMetadata);
+    const prepared = prepare(event, receivedAt);
     if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
     if (options.inTransaction !== undefined) prepared.batchWriter = options.inTransaction;
     if (options.afterAppend !== undefined) prepared.batchCompletion = options.afterAppend;
@@ -537,7 +533,7 @@ export class EventAppender {
     this.committedListeners.push(listener);
   }
 
-  async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): Promise<AppendedEvent[]> {
+  async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): Promise<AppendedEvent[]> {
     const prepared = prepareBatch(events, receivedAt, options);
     const { appended, logPositions } = await this.committer.submit(prepared);
     const committed: CommittedBatch = { events: prepared, logPositions };

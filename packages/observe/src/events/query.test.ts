@@ -433,7 +433,7 @@ await describeEachDatabase('GET /api/events', (backend) => {
     assert.equal(event.eventType, 'tool_call');
     assert.equal(event.severity, 'info');
     assert.deepEqual(event.payload, SEARCHABLE.mixedCase);
-    assert.deepEqual(event.metadata, { writtenBy: observe.keyWriter });
+    assert.deepEqual(event.metadata, {});
     assert.match(event.timestamp, ISO_MS_UTC);
     assert.equal(Date.parse(event.timestamp), target.ts);
     assert.equal(event.seq, 2, 'third event of session q-search');

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { isoTimestampMs } from '@vigil/platform';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
-import { WRITTEN_BY } from './writer.ts';
 import { boundedCount, boundedNumber, MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_OFFSET, MAX_TOKENS } from '../bounds.ts';
 
 /** A JSON value that must be present (null allowed, undefined not). */
@@ -109,17 +108,11 @@ const clientAgentId = identifier.refine((id) => id !== SYSTEM_AGENT_ID, {
   message: `agentId "${SYSTEM_AGENT_ID}" is reserved for Vigil's own bookkeeping (alert events)`,
 });
 
-/** Client metadata: any object without the member the server records the writing credential in (events/writer.ts). */
-const clientMetadata = jsonObject.refine((metadata) => !Object.hasOwn(metadata, WRITTEN_BY), {
-  message: `is recorded by the server (the credential that wrote the event) and may not be sent`,
-  path: [WRITTEN_BY],
-});
-
 const envelope = {
   sessionId: identifier,
   agentId: clientAgentId,
   severity: z.enum(SEVERITIES).optional(),
-  metadata: clientMetadata.optional(),
+  metadata: jsonObject.optional(),
   timestamp: isoTimestampMs.optional(),
 };
 

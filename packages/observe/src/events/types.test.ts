@@ -197,7 +197,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
       assert.equal(stored.sessionId, sessionId);
       assert.deepEqual(stored.payload, type.payload);
       assert.equal(stored.severity, 'info');
-      assert.deepEqual(stored.metadata, { writtenBy: observe.keyWriter }, 'no metadata sent: only the writer the server records');
+      assert.deepEqual(stored.metadata, {});
     });
   }
 
@@ -380,7 +380,7 @@ await describeEachDatabase('POST /api/events: event types and validation', (back
     const [ack] = await ingestEvents(observe, [event(freshSession('extra'), 'tool_call', payload, { metadata: { team: 'core', depth: { n: 1 } } })]);
     const stored = await getEvent(ack!.id);
     assert.deepEqual(stored.payload, payload);
-    assert.deepEqual(stored.metadata, { team: 'core', depth: { n: 1 }, writtenBy: observe.keyWriter });
+    assert.deepEqual(stored.metadata, { team: 'core', depth: { n: 1 } });
   });
 
   test('extra fields inside a nested payload object (llm_response usage) are kept', async () => {
