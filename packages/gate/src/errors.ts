@@ -31,6 +31,12 @@ export const gateErrors = {
     message: 'Missing, invalid or stale chat platform signature',
     when: 'A Slack or Discord interaction whose signature is missing, invalid or stale',
   },
+  chatReplay: {
+    status: 401,
+    code: 'unauthorized',
+    message: 'This chat interaction was already received: a replayed signature is refused',
+    when: 'A Slack or Discord interaction received before (the same signed timestamp and body), replayed within its signature window',
+  },
   requestNotFound: { status: 404, code: 'not_found', message: 'Request not found', when: 'No approval request has this id' },
   policyNotFound: notFound('not_found', 'policy'),
   keyNotFound: notFound('not_found', 'API key'),

@@ -3,6 +3,7 @@
 // duplicate or missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
 import { auditLogMigrations } from './audit-log/index.ts';
+import { chatMigrations } from './chat/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 
-export const gateMigrations = collectMigrations(gateHistory, auditLogMigrations);
+export const gateMigrations = collectMigrations(gateHistory, auditLogMigrations, chatMigrations);

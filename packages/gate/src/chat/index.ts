@@ -10,6 +10,7 @@ import { DiscordPlatform, SlackPlatform, type ChatPlatform } from './platforms.t
 import { registerChatRoutes } from './routes.ts';
 import { ChatInteractions } from './service.ts';
 
+export { chatMigrations } from './migrations.ts';
 export { ChatNotifier } from './notifier.ts';
 export type { ChatTables } from './tables.ts';
 

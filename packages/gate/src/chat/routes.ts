@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { discordSignatureValid, slackSignatureValid } from './platforms.ts';
+import { firstReceipt } from './seen.ts';
 import type { ChatInteractions, DiscordInteraction, SlackInteraction } from './service.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -33,19 +34,15 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
           summary: "Slack's interactivity requests: Approve / Deny clicks and reason modals (signed by Slack)",
           description:
             "Set as the Request URL of the Slack app's Interactivity. Body: Slack's form-encoded `payload`. " +
-            'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes): 401 otherwise, and nothing is decided. ' +
+            'Authenticated by `X-Slack-Signature` (v0 HMAC-SHA256 of `v0:<X-Slack-Request-Timestamp>:<body>` with the signing secret, timestamp within 5 minutes, not received before): 401 otherwise, and nothing is decided. ' +
             'Answers 200 with no body (the message is edited through the outbox; a refusal is an ephemeral note only the clicker sees); ' +
             'to a reason modal, `{response_action: "errors", errors}` when the reason is missing or the decision refused. docs/chat.md.',
         }),
         async (request, reply) => {
           const raw = typeof request.body === 'string' ? request.body : '';
-          const signed = slackSignatureValid(
-            slack.signingSecret,
-            { timestamp: header(request.headers['x-slack-request-timestamp']), signature: header(request.headers['x-slack-signature']) },
-            raw,
-            ctx.clock.now(),
-          );
-          if (!signed) throw gateError('chatSignature');
+          const headers = { timestamp: header(request.headers['x-slack-request-timestamp']), signature: header(request.headers['x-slack-signature']) };
+          if (!slackSignatureValid(slack.signingSecret, headers, raw, ctx.clock.now())) throw gateError('chatSignature');
+          if (!(await firstReceipt(ctx.database, 'slack', headers.timestamp!, raw, ctx.clock.now()))) throw gateError('chatReplay');
           let payload: SlackInteraction;
           try {
             payload = JSON.parse(new URLSearchParams(raw).get('payload') ?? '') as SlackInteraction;
@@ -68,7 +65,7 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
           operationId: 'discordInteraction',
           summary: "Discord's interactions: PING, Approve / Deny clicks and reason modals (signed by Discord)",
           description:
-            "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes): 401 otherwise, and nothing is decided. " +
+            "Set as the Interactions Endpoint URL of the Discord application. Authenticated by `X-Signature-Ed25519` over `<X-Signature-Timestamp><body>` with the application's public key (timestamp within 5 minutes, not received before): 401 otherwise, and nothing is decided. " +
             'Answers an interaction response: `{type: 1}` to a PING; `{type: 7, data}` the message edited to show the decision; `{type: 9, data}` the reason modal when the rule requires one; ' +
             '`{type: 4, data: {content, flags: 64}}` an ephemeral note (refused, already decided, unknown request). docs/chat.md.',
         }),
@@ -76,6 +73,7 @@ export async function registerChatRoutes(app: ZodApp, ctx: GateContext, interact
           const raw = typeof request.body === 'string' ? request.body : '';
           const headers = { timestamp: header(request.headers['x-signature-timestamp']), signature: header(request.headers['x-signature-ed25519']) };
           if (!(await discordSignatureValid(discord.publicKey, headers, raw, ctx.clock.now()))) throw gateError('chatSignature');
+          if (!(await firstReceipt(ctx.database, 'discord', headers.timestamp!, raw, ctx.clock.now()))) throw gateError('chatReplay');
           let interaction: DiscordInteraction;
           try {
             interaction = JSON.parse(raw) as DiscordInteraction;

@@ -13,7 +13,14 @@ export interface ChatMessageRow {
   created_at: number;
 }
 
-/** Each request's message on a chat platform. */
+/** A signed interaction received (chat/seen.ts): the SHA-256 of its platform, timestamp and body, kept until its signature is stale. */
+export interface ChatSeenInteractionRow {
+  digest: string;
+  expires_at: number;
+}
+
+/** Each request's message on a chat platform, and the interactions already received. */
 export interface ChatTables {
   chat_messages: ChatMessageRow;
+  chat_seen_interactions: ChatSeenInteractionRow;
 }

@@ -9,17 +9,27 @@ import { applyRetention } from './service.ts';
 
 /** Resolves to the retention job; deletions are recorded in the audit log. */
 export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJob> =>
-  defineFeature('retention', ({ app, context, job }) =>
-    job({
+  defineFeature('retention', ({ app, context, job }) => {
+    const kept = context.metrics.counter(
+      'vigil_retention_sessions_kept_total',
+      'Sessions retention found expired by their last_event_at but kept: their chain does not confirm it (a database edit; vigil verify --deep)',
+    );
+    return job({
       name: 'observe.retention',
       intervalMs: context.config.retentionIntervalMs,
       run: async (now) => {
-        const deleted = await applyRetention(context, log, now);
+        const { deleted, unconfirmed } = await applyRetention(context, log, now);
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
+        kept.inc(unconfirmed.length);
+        for (const session of unconfirmed)
+          app.log.warn(
+            { sessionId: session.sessionId, reason: session.reason },
+            `retention kept session ${session.sessionId}, which its last_event_at shows expired: ${session.reason} (vigil verify --deep names the derived data that differs)`,
+          );
         await pruneStreamLog(context.database, now);
         await deleteExpiredStreamTokens(context, now);
         const returned = await context.database.reclaimFreeSpace();
         if (returned > 0) app.log.info({ returnedBytes: returned }, 'retention gave freed space back to the file system');
       },
-    }),
-  );
+    });
+  });

@@ -1,6 +1,9 @@
-import { DAY_MS, forUpdate } from '@vigil/platform';
+import { DAY_MS, forUpdate, leafHash } from '@vigil/platform';
+import type { Transaction } from 'kysely';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
+import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
+import type { ObserveSchema } from '../schema.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { readSettings } from '../settings/index.ts';
 
@@ -13,37 +16,80 @@ import { readSettings } from '../settings/index.ts';
 const SESSIONS_PER_TRANSACTION = 100;
 const EVENTS_PER_TRANSACTION = 20_000;
 
+/** A session retention found by its derived `last_event_at` but did not delete: what its chain says instead. */
+export interface UnconfirmedSession {
+  sessionId: string;
+  reason: string;
+}
+
+/**
+ * Whether a session retention found expired by its derived `last_event_at` is expired by its chain
+ * (null) or why not. The newest chained event (one read of the `(session_id, ts, seq)` index, with
+ * its audit-log leaf) must hash to its stored hash, have the leaf the log recorded when it
+ * arrived, and carry the timestamp the session row says is its last: the timestamp the hash
+ * covers, not a column anyone with database access can set back (issue 36).
+ */
+async function unconfirmedExpiry(trx: Transaction<ObserveSchema>, session: { id: string; last_event_at: number }, cutoff: number): Promise<string | null> {
+  const row = await sessionLoggedRowsQuery(trx, session.id)
+    .clearOrderBy()
+    .orderBy('events.ts', 'desc')
+    .orderBy('events.seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (row === undefined) return 'it has no chained event';
+  const link = toLink(row);
+  if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return `its newest event ${link.id} does not match its chain hash`;
+  if (leafOfRow(row) !== leafHash(Buffer.from(link.hash, 'hex')).toString('hex')) return `its newest event ${link.id} does not match its audit-log leaf`;
+  if (Number(row.ts) !== Number(session.last_event_at))
+    return `its last_event_at (${new Date(Number(session.last_event_at)).toISOString()}) is not the timestamp of its newest chained event (${link.timestamp})`;
+  return Number(row.ts) < cutoff ? null : `its newest chained event (${link.timestamp}) is within the retention period`;
+}
+
 /**
  * Deletes whole sessions (events, tags, OTLP span rows, the session row and their share of every
  * derived table: rollups, sketches, store totals) together whose last event is older
  * than the retention period; a chain is never cut in the middle. Each deleted session leaves a
  * signed tombstone leaf in the audit log (its head and event count, reason `retention`), in the
- * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted.
+ * same transaction, so an audit tells a retention run from tampering. Candidates are found by the
+ * indexed `last_event_at`, but only a session whose chain confirms its age is deleted
+ * (unconfirmedExpiry); the others are kept and answered, and `vigil verify --deep` reports the
+ * derived column that disagrees. Returns the sessions deleted and those kept.
  */
-export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number): Promise<number> {
+export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number): Promise<{ deleted: number; unconfirmed: UnconfirmedSession[] }> {
   const { retentionDays } = await readSettings(ctx);
-  if (retentionDays <= 0) return 0;
+  const unconfirmed: UnconfirmedSession[] = [];
+  if (retentionDays <= 0) return { deleted: 0, unconfirmed };
   const cutoff = now - retentionDays * DAY_MS;
   let deleted = 0;
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
-      const expired = await forUpdate(
-        trx
-          .selectFrom('sessions')
-          .select(['id', 'last_seq', 'last_hash', 'event_count'])
-          .where('last_event_at', '<', cutoff)
-          .orderBy('last_event_at')
-          .limit(SESSIONS_PER_TRANSACTION),
-        ctx.database.dialect,
-      ).execute();
+      let candidates = trx
+        .selectFrom('sessions')
+        .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
+        .where('last_event_at', '<', cutoff)
+        .orderBy('last_event_at')
+        .limit(SESSIONS_PER_TRANSACTION);
+      // Sessions kept earlier in this run stay candidates by their column: not examined again.
+      if (unconfirmed.length > 0)
+        candidates = candidates.where(
+          'id',
+          'not in',
+          unconfirmed.map((session) => session.sessionId),
+        );
+      const expired = await forUpdate(candidates, ctx.database.dialect).execute();
       const sessions: typeof expired = [];
       let events = 0;
       for (const session of expired) {
         if (sessions.length > 0 && events + session.event_count > EVENTS_PER_TRANSACTION) break;
+        const reason = await unconfirmedExpiry(trx, session, cutoff);
+        if (reason !== null) {
+          unconfirmed.push({ sessionId: session.id, reason });
+          continue;
+        }
         sessions.push(session);
         events += session.event_count;
       }
-      if (sessions.length === 0) return { deleted: 0, more: false };
+      if (sessions.length === 0) return { deleted: 0, more: expired.length === SESSIONS_PER_TRANSACTION };
       const ids = sessions.map((r) => r.id);
       const counts = await trx
         .selectFrom('events')
@@ -74,6 +120,6 @@ export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, 
       return { deleted: ids.length, more: expired.length === SESSIONS_PER_TRANSACTION || sessions.length < expired.length };
     });
     deleted += batch.deleted;
-    if (!batch.more) return deleted;
+    if (!batch.more) return { deleted, unconfirmed };
   }
 }
