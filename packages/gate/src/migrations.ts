@@ -1,7 +1,10 @@
 // The gate's migration steps: the frozen history (0001–0009, migration-history/) and, after it, the
-// steps each feature declares beside the tables it owns (none yet), collected in name order (a
-// duplicate or missing number fails at startup).
+// steps each feature declares beside the tables it owns, collected in name order (a duplicate or
+// missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
+import { auditTrailMigrations } from './audit-trail/index.ts';
+import { authMigrations } from './auth/index.ts';
 import { gateHistory } from './migration-history/index.ts';
+import { policiesMigrations } from './policies/index.ts';
 
-export const gateMigrations = collectMigrations(gateHistory);
+export const gateMigrations = collectMigrations(gateHistory, auditTrailMigrations, policiesMigrations, authMigrations);

@@ -2,7 +2,9 @@
 // the steps each feature declares beside the tables it owns, collected in name order (a duplicate
 // or missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
+import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(observeHistory, eventsMigrations);
+export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, authMigrations, settingsMigrations);

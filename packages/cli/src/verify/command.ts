@@ -367,6 +367,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     eventId: leaf[n.itemField] as string | null,
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+    ...(leaf.change !== undefined && { change: leaf.change as string | null }),
   };
 }
 

@@ -16,6 +16,8 @@ export interface WalkedLeaf {
   /** The event's canonical chain string; null when the event row is gone. */
   event: string | null;
   tombstone: { body: string; signature: string } | null;
+  /** On a change leaf (no scope, no tombstone): the change row's canonical text, null when the row is gone. */
+  change?: string | null;
 }
 
 /** A session's recorded head, as GET /api/audit/heads answers it. */
@@ -110,6 +112,7 @@ export class LogWalk {
     const checkpoint = this.unchecked.get(this.root.size);
     if (checkpoint !== undefined) this.checkRoot(checkpoint);
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
+    else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
     else this.addEventLeaf(leaf);
   }
 
@@ -217,6 +220,16 @@ export class LogWalk {
       state.nextSeq = linked.seq + 1;
       state.lastHash = linked.hash;
       state.lastUnmatched = !next.matched;
+    }
+  }
+
+  /** A leaf logging an administrative change: its row must be stored, as it was when logged. */
+  private addChangeLeaf(leaf: WalkedLeaf, change: string | null): void {
+    const id = leaf.eventId ?? '(unknown id)';
+    if (change === null) {
+      this.findings.push({ check: 'change-deleted', leafIndex: leaf.index, message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted` });
+    } else if (leafHash(hash('sha256', change, 'buffer')).toString('hex') !== leaf.leafHash) {
+      this.findings.push({ check: 'change', leafIndex: leaf.index, message: `change-log row ${id} does not match its leaf ${leaf.index}: the logged change was edited` });
     }
   }
 

@@ -2,7 +2,7 @@ import { DAY_MS, forUpdate } from '@vigil/platform';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
-import { readSettings } from '../settings/index.ts';
+import { loggedRetentionPeriod } from '../settings/index.ts';
 
 /**
  * A retention transaction deletes up to this many sessions, and stops taking more once it holds
@@ -18,10 +18,21 @@ const EVENTS_PER_TRANSACTION = 20_000;
  * derived table: rollups, sketches, store totals) together whose last event is older
  * than the retention period; a chain is never cut in the middle. Each deleted session leaves a
  * signed tombstone leaf in the audit log (its head and event count, reason `retention`), in the
- * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted.
+ * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted;
+ * none when the stored retention setting is not as its last logged change left it (`warn` says so).
  */
-export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number): Promise<number> {
-  const { retentionDays } = await readSettings(ctx);
+export async function applyRetention(
+  ctx: ObserveContext,
+  log: ObserveAuditLog,
+  now: number,
+  warn: (object: object, message: string) => void,
+): Promise<number> {
+  const period = await loggedRetentionPeriod(ctx);
+  if ('refused' in period) {
+    warn({ reason: period.refused }, `retention does not run: ${period.refused}`);
+    return 0;
+  }
+  const { retentionDays } = period;
   if (retentionDays <= 0) return 0;
   const cutoff = now - retentionDays * DAY_MS;
   let deleted = 0;

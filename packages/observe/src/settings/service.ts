@@ -1,4 +1,4 @@
-import { canonicalJson, recordChange, type ChangeActor } from '@vigil/platform';
+import { canonicalJson, recordChange, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
@@ -27,6 +27,30 @@ async function readSettingsWith(ctx: ObserveContext, db: Kysely<ObserveSchema>):
 
 export function readSettings(ctx: ObserveContext): Promise<Settings> {
   return readSettingsWith(ctx, ctx.database.db);
+}
+
+/**
+ * The governed state of the settings: the stored retention setting as stored (its JSON text, null
+ * when none is stored and the environment's applies). Every settings change records it, so a
+ * retention setting inserted or edited in the database does not match the last logged change.
+ */
+async function retentionState(db: Kysely<ObserveSchema>): Promise<Snapshot & { retentionDays: string | null }> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', 'retentionDays').executeTakeFirst();
+  return { retentionDays: row?.value ?? null };
+}
+
+/** The retention period retention may apply, or why it must not run. */
+export type RetentionPeriod = { retentionDays: number } | { refused: string };
+
+/**
+ * The retention period, from a stored setting only if it is as its last logged change left it
+ * (platform logged-state.ts): the server never deletes sessions on a setting written around it.
+ */
+export async function loggedRetentionPeriod(ctx: ObserveContext): Promise<RetentionPeriod> {
+  const [settings, state] = await Promise.all([readSettings(ctx), retentionState(ctx.database.db)]);
+  if (state.retentionDays === null) return { retentionDays: settings.retentionDays };
+  const verdict = await ctx.loggedStates.check('settings', null, state);
+  return verdict.logged ? { retentionDays: settings.retentionDays } : { refused: `the stored retention setting is refused: ${verdict.reason}` };
 }
 
 /** The settings as the change log shows them: whether each secret is set, never its value. */
@@ -63,9 +87,18 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, 
     if (canonicalJson(before) !== canonicalJson(after)) {
       await recordChange(
         trx,
-        { resource: 'settings', resourceId: null, action: 'updated', actor, before: settingsSnapshot(before), after: settingsSnapshot(after) },
+        {
+          resource: 'settings',
+          resourceId: null,
+          action: 'updated',
+          actor,
+          before: settingsSnapshot(before),
+          after: settingsSnapshot(after),
+          state: await retentionState(trx),
+        },
         now,
       );
+      ctx.loggedStates.forget();
     }
     return after;
   });
