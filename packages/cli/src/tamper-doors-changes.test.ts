@@ -51,13 +51,17 @@ async function pay(gate: TestGate): Promise<{ status: string; decidedBy: string 
   return gateOk(gate, 'POST', '/api/requests', { action: 'pay', params: { amount: 1_000_000, to: 'attacker' } }, 201);
 }
 
-/** A direct write moves the policy version too, as an attacker would, so every instance reloads its policies. */
+/**
+ * A direct write moves the policy version too, as an attacker would, so every instance reloads its
+ * policies once its cache is due.
+ */
 async function bumpPolicyVersion(gate: TestGate): Promise<void> {
   await gate.service.context.database.db
     .updateTable('counters')
     .set((eb) => ({ value: eb('value', '+', 1) }))
     .where('name', '=', 'policies')
     .execute();
+  gate.clock.advance(gate.config.cacheRefreshMs + 1);
 }
 
 /** Verify with the saved checkpoint: tampered (exit 1), with a finding of `check` that names the leaf. */
@@ -118,7 +122,7 @@ await describeEachDatabase('tamper doors: the gate refuses policies and keys who
     const gate = await startTestGate(backend);
     try {
       const id = await paymentsToHumans(gate);
-      const response = await gate.call({ method: 'PATCH', url: `/api/policies/${id}`, payload: { rules: JSON.parse(ATTACKER_RULES) as unknown[] } });
+      const response = await gate.call({ method: 'PUT', url: `/api/policies/${id}`, payload: { rules: JSON.parse(ATTACKER_RULES) as unknown[] } });
       assert.equal(response.statusCode, 200, response.body);
       const payment = await pay(gate);
       assert.equal(payment.status, 'approved');

@@ -1,4 +1,4 @@
-import { canonicalJson, recordChange, type ChangeActor, type Snapshot } from '@vigil/platform';
+import { canonicalJson, checkLoggedStates, recordChange, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
@@ -39,6 +39,10 @@ async function retentionState(db: Kysely<ObserveSchema>): Promise<Snapshot & { r
   return { retentionDays: row?.value ?? null };
 }
 
+async function isLogged(db: Kysely<ObserveSchema>, state: Snapshot & { retentionDays: string | null }): Promise<boolean> {
+  return state.retentionDays === null || (await checkLoggedStates(db, 'settings', [{ id: null, state }])).get(null)!.logged;
+}
+
 /** The retention period retention may apply, or why it must not run. */
 export type RetentionPeriod = { retentionDays: number } | { refused: string };
 
@@ -49,6 +53,7 @@ export type RetentionPeriod = { retentionDays: number } | { refused: string };
 export async function loggedRetentionPeriod(ctx: ObserveContext): Promise<RetentionPeriod> {
   const [settings, state] = await Promise.all([readSettings(ctx), retentionState(ctx.database.db)]);
   if (state.retentionDays === null) return { retentionDays: settings.retentionDays };
+  // Cached: the job runs often, the setting rarely changes.
   const verdict = await ctx.loggedStates.check('settings', null, state);
   return verdict.logged ? { retentionDays: settings.retentionDays } : { refused: `the stored retention setting is refused: ${verdict.reason}` };
 }
@@ -65,7 +70,9 @@ function settingsSnapshot(settings: Settings) {
 /**
  * Stores the given settings; a secret set to null is removed, so the environment value applies
  * again. A change is recorded (resource `settings`, no id; a new secret value shows in the snapshots
- * only as set, so a rotation reads as an update with equal sides); a patch that changes nothing is not.
+ * only as set, so a rotation reads as an update with equal sides); a patch that changes nothing is not,
+ * unless it sets the retention period over a stored one that is not logged (written around this):
+ * setting it through the API is what makes it apply again.
  */
 export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, actor: ChangeActor): Promise<Settings> {
   const now = ctx.clock.now();
@@ -84,7 +91,8 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, 
         .execute();
     }
     const after = await readSettingsWith(ctx, trx);
-    if (canonicalJson(before) !== canonicalJson(after)) {
+    const state = await retentionState(trx);
+    if (canonicalJson(before) !== canonicalJson(after) || (patch.retentionDays !== undefined && !(await isLogged(trx, state)))) {
       await recordChange(
         trx,
         {
@@ -94,7 +102,7 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, 
           actor,
           before: settingsSnapshot(before),
           after: settingsSnapshot(after),
-          state: await retentionState(trx),
+          state,
         },
         now,
       );
