@@ -11,10 +11,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '@vigil/gate/testing';
-import { sha256Hex, type Checkpoint } from '@vigil/platform';
+import { buildGateService, gateConfigFromEnvironment } from '@vigil/gate';
+import { gateMigrations, startTestGate, TEST_ADMIN_KEY, type GateSchema, type TestGate } from '@vigil/gate/testing';
+import { ManualClock, migrateToLatest, openDatabase, sha256Hex, type Checkpoint, type DatabaseConfig, type MigrationStep } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { clockOf } from '@vigil/observe/testing';
+import { sql } from 'kysely';
+import type { ObserveSchema } from '@vigil/observe';
+import { clockOf, observeMigrations, startTestObserve, TEST_NOW } from '@vigil/observe/testing';
 import { world, type World } from './tamper-observe-testkit.ts';
 import { runVerify, type Report } from './verify-testkit.ts';
 
@@ -233,7 +236,15 @@ await describeEachDatabase('tamper doors: observe refuses keys and a retention s
 
   inWorld('a retention setting inserted in the database deletes nothing; one set through the API does', async (w) => {
     const db = w.observe.service.context.database.db;
-    const sessions = async () => Number((await db.selectFrom('sessions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const sessions = async () =>
+      Number(
+        (
+          await db
+            .selectFrom('sessions')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     assert.equal(await sessions(), 3);
     await db.insertInto('settings').values({ key: 'retentionDays', value: '1', updated_at: w.observe.clock.now() }).execute();
     clockOf(w.observe).advance(3 * DAY_MS);
@@ -251,5 +262,109 @@ await describeEachDatabase('tamper doors: observe refuses keys and a retention s
     assert.equal(response.statusCode, 200, response.body);
     await w.observe.service.context.database.db.deleteFrom('admin_changes').where('resource', '=', 'settings').execute();
     await assertChangeFinding(w.url, w.saved, w.observe.key, 'change-deleted');
+  });
+});
+
+/** The steps of a service before `first`: the database as the previous release left it. */
+function stepsBefore(steps: Record<string, MigrationStep>, first: string): Record<string, MigrationStep> {
+  return Object.fromEntries(Object.entries(steps).filter(([name]) => name < first));
+}
+
+await describeEachDatabase('tamper doors: an upgraded install keeps its keys, policies and retention setting', (backend) => {
+  test('the gate: a key and a policy stored before the upgrade are taken as logged at it, by system:upgrade', async () => {
+    const { dataDir, ...database } = backend.freshDatabase();
+    const now = Date.parse('2026-11-22T10:00:00.000Z');
+    const raw = 'gk_old_release_key_0123456789ab';
+    const old = await openDatabase<GateSchema>(database as DatabaseConfig);
+    await migrateToLatest(old, stepsBefore(gateMigrations, '0010'));
+    await old.db
+      .insertInto('api_keys')
+      .values({
+        id: 'old-key',
+        name: 'old',
+        prefix: raw.slice(0, 11),
+        key_hash: sha256Hex(raw),
+        scopes: JSON.stringify(['admin']),
+        rate_limit: null,
+        created_at: now,
+        last_used_at: null,
+        revoked_at: null,
+      })
+      .execute();
+    await old.db
+      .insertInto('policies')
+      .values({ id: 'old-policy', name: 'old', priority: 0, enabled: 1, rules: ATTACKER_RULES, created_at: now, updated_at: now })
+      .execute();
+    // The key's creation as the previous release recorded it: no state hash (no such column yet), no leaf.
+    await sql`insert into admin_changes (id, ts, resource, resource_id, action, actor, after) values ('old-change', ${now}, 'api_key', 'old-key', 'created', 'system', '{}')`.execute(
+      old.db,
+    );
+    await old.close();
+
+    const config = { ...gateConfigFromEnvironment({ LOG_LEVEL: 'silent' }, { dataDir }), database: database as DatabaseConfig };
+    const service = await buildGateService(config, { clock: new ManualClock(now), runJobs: false });
+    try {
+      await service.app.listen({ host: '127.0.0.1', port: 0 });
+      const url = `http://127.0.0.1:${(service.app.server.address() as AddressInfo).port}`;
+      const call = (method: 'GET' | 'POST', path: string, payload?: Record<string, unknown>) =>
+        service.app.inject({ method, url: path, headers: { authorization: `Bearer ${raw}` }, ...(payload === undefined ? {} : { payload }) });
+      const policies = await call('GET', '/api/policies');
+      assert.equal(policies.statusCode, 200, policies.body);
+      assert.deepEqual(policies.json<PolicyList>().refused, []);
+      const payment = (await call('POST', '/api/requests', { action: 'pay', params: { amount: 5 } })).json<{ status: string; decidedBy: string }>();
+      assert.deepEqual([payment.status, payment.decidedBy], ['approved', 'policy:old-policy']);
+      const changes = (await call('GET', '/api/audit/changes?limit=50')).json<{ entries: { resource: string; resourceId: string; actor: string }[] }>();
+      assert.deepEqual(
+        changes.entries
+          .filter((entry) => entry.actor === 'system:upgrade')
+          .map((entry) => `${entry.resource}:${entry.resourceId}`)
+          .sort(),
+        ['api_key:old-key', 'policy:old-policy'],
+      );
+      const result = await runVerify<Report>(['--url', url], raw);
+      assert.equal(result.status, 0, `the upgraded log verifies: ${result.stderr}\n${JSON.stringify(result.report)}`);
+    } finally {
+      await service.app.close();
+    }
+  });
+
+  test('observe: a key and a retention setting stored before the upgrade keep working', async () => {
+    const { dataDir: _dataDir, ...database } = backend.freshDatabase();
+    const raw = 'vk_old_release_key_0123456789ab';
+    const old = await openDatabase<ObserveSchema>(database as DatabaseConfig);
+    await migrateToLatest(old, stepsBefore(observeMigrations, '0026'));
+    await old.db
+      .insertInto('api_keys')
+      .values({
+        id: 'old-key',
+        name: 'old',
+        prefix: raw.slice(0, 11),
+        key_hash: sha256Hex(raw),
+        scopes: null,
+        created_at: TEST_NOW,
+        last_used_at: null,
+        revoked_at: null,
+      })
+      .execute();
+    await old.db.insertInto('settings').values({ key: 'retentionDays', value: '1', updated_at: TEST_NOW }).execute();
+    await old.close();
+
+    const observe = await startTestObserve(backend, { database: database as DatabaseConfig, createKey: false });
+    try {
+      const auth = { authorization: `Bearer ${raw}` };
+      const ingest = await observe.service.app.inject({
+        method: 'POST',
+        url: '/api/events',
+        headers: auth,
+        payload: { sessionId: 'old-s', agentId: 'a', eventType: 'session_started', timestamp: new Date(TEST_NOW).toISOString(), payload: {} },
+      });
+      assert.ok(ingest.statusCode < 300, ingest.body);
+      clockOf(observe).advance(3 * DAY_MS);
+      assert.equal(await observe.service.jobs.retention.tick(), true);
+      const session = await observe.service.app.inject({ method: 'GET', url: '/api/sessions/old-s', headers: auth });
+      assert.equal(session.statusCode, 404, 'the retention setting stored before the upgrade still applies');
+    } finally {
+      await observe.close();
+    }
   });
 });

@@ -345,6 +345,7 @@ async function auditLog(
       notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
   }
 
+  if (summary.changes > 0) notes.push(`${summary.changes} leaves log administrative changes (GET /api/audit/changes), each checked against its stored row`);
   if (summary.retained > 0) {
     const scopes = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');
     notes.push(

@@ -61,6 +61,8 @@ export interface WalkSummary {
   /** The sessions those events belonged to. */
   retainedSessions: string[];
   tombstones: number;
+  /** Leaves that log administrative changes (their rows checked against them). */
+  changes: number;
 }
 
 /**
@@ -79,6 +81,7 @@ export class LogWalk {
   private readonly unchecked: Map<number, Checkpoint>;
   private events = 0;
   private tombstones = 0;
+  private changes = 0;
 
   /**
    * @param heads every session's recorded head, read before the walk (a head read later could name
@@ -225,6 +228,7 @@ export class LogWalk {
 
   /** A leaf logging an administrative change: its row must be stored, as it was when logged. */
   private addChangeLeaf(leaf: WalkedLeaf, change: string | null): void {
+    this.changes += 1;
     const id = leaf.eventId ?? '(unknown id)';
     if (change === null) {
       this.findings.push({ check: 'change-deleted', leafIndex: leaf.index, message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted` });
@@ -350,7 +354,15 @@ export class LogWalk {
       }
     }
     const retainedSessions = [...this.sessions].filter(([, state]) => state.retained > 0).map(([sessionId]) => sessionId);
-    return { leaves: this.root.size, sessions: this.sessions.size, events: this.events, retained, retainedSessions, tombstones: this.tombstones };
+    return {
+      leaves: this.root.size,
+      sessions: this.sessions.size,
+      events: this.events,
+      retained,
+      retainedSessions,
+      tombstones: this.tombstones,
+      changes: this.changes,
+    };
   }
 
   /**
