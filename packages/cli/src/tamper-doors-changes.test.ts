@@ -17,7 +17,7 @@ import { ManualClock, migrateToLatest, openDatabase, sha256Hex, type Checkpoint,
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import type { ObserveSchema } from '@vigil/observe';
-import { clockOf, observeMigrations, startTestObserve, TEST_NOW } from '@vigil/observe/testing';
+import { clockOf, observeMigrations, started, startTestObserve, TEST_NOW } from '@vigil/observe/testing';
 import { world, type World } from './tamper-observe-testkit.ts';
 import { runVerify, type Report } from './verify-testkit.ts';
 
@@ -321,6 +321,7 @@ await describeEachDatabase('tamper doors: an upgraded install keeps its keys, po
           .sort(),
         ['api_key:old-key', 'policy:old-policy'],
       );
+      assert.equal((await call('POST', '/api/audit/checkpoint')).statusCode, 201);
       const result = await runVerify<Report>(['--url', url], raw);
       assert.equal(result.status, 0, `the upgraded log verifies: ${result.stderr}\n${JSON.stringify(result.report)}`);
     } finally {
@@ -356,7 +357,7 @@ await describeEachDatabase('tamper doors: an upgraded install keeps its keys, po
         method: 'POST',
         url: '/api/events',
         headers: auth,
-        payload: { sessionId: 'old-s', agentId: 'a', eventType: 'session_started', timestamp: new Date(TEST_NOW).toISOString(), payload: {} },
+        payload: { events: [started('old-s', 'agent-o', new Date(TEST_NOW).toISOString())] },
       });
       assert.ok(ingest.statusCode < 300, ingest.body);
       clockOf(observe).advance(3 * DAY_MS);
