@@ -203,7 +203,7 @@ await describeEachDatabase("tamper doors: vigil verify reports the gate's change
 });
 
 await describeEachDatabase('tamper doors: observe refuses keys and a retention setting written around its change log', (backend) => {
-  const inWorld = (name: string, run: (w: World) => Promise<void>) =>
+  function inWorld(name: string, run: (w: World) => Promise<void>): void {
     test(name, async () => {
       const w = await world(backend);
       try {
@@ -213,6 +213,7 @@ await describeEachDatabase('tamper doors: observe refuses keys and a retention s
         rmSync(w.dir, { recursive: true, force: true });
       }
     });
+  }
 
   inWorld('an API key inserted in the database does not authenticate', async (w) => {
     const raw = 'vk_forged_key_0123456789abcdef';

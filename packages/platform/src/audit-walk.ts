@@ -191,10 +191,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
       const isChange = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null;
       const ids = stored.filter((leaf) => leaf.tombstone === null && !isChange(leaf)).map((leaf) => leaf.itemId);
       const changeIds = stored.filter(isChange).map((leaf) => leaf.itemId);
-      const [texts, changes] = await Promise.all([
-        ids.length === 0 ? new Map<string, string>() : loaders.texts(ids),
-        changeTexts(db, changeIds),
-      ]);
+      const [texts, changes] = await Promise.all([ids.length === 0 ? new Map<string, string>() : loaders.texts(ids), changeTexts(db, changeIds)]);
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,

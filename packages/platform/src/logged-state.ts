@@ -31,7 +31,8 @@ function verdictOf(last: (AdminChangeRow & { leaf_hash: Buffer }) | undefined, s
     return { logged: false, reason: `its last change row (${last.id}, ${at}) does not match its audit-log leaf (the change log was edited)` };
   }
   if (last.state_hash === null) return { logged: false, reason: `its last logged change (${at}) left no such row` };
-  if (last.state_hash !== changeStateHash(state)) return { logged: false, reason: `it differs from its last logged change (${at}): edited outside the service` };
+  if (last.state_hash !== changeStateHash(state))
+    return { logged: false, reason: `it differs from its last logged change (${at}): edited outside the service` };
   return LOGGED;
 }
 

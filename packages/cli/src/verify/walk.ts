@@ -231,9 +231,17 @@ export class LogWalk {
     this.changes += 1;
     const id = leaf.eventId ?? '(unknown id)';
     if (change === null) {
-      this.findings.push({ check: 'change-deleted', leafIndex: leaf.index, message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted` });
+      this.findings.push({
+        check: 'change-deleted',
+        leafIndex: leaf.index,
+        message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted`,
+      });
     } else if (leafHash(hash('sha256', change, 'buffer')).toString('hex') !== leaf.leafHash) {
-      this.findings.push({ check: 'change', leafIndex: leaf.index, message: `change-log row ${id} does not match its leaf ${leaf.index}: the logged change was edited` });
+      this.findings.push({
+        check: 'change',
+        leafIndex: leaf.index,
+        message: `change-log row ${id} does not match its leaf ${leaf.index}: the logged change was edited`,
+      });
     }
   }
 

@@ -126,7 +126,11 @@ export async function updateApiKey(
     const action = updateAction(toApiKey(before), toApiKey(after));
     if (action === null) return before;
     await trx.updateTable('api_keys').set(changes).where('id', '=', id).execute();
-    await recordChange(trx, { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) }, now);
+    await recordChange(
+      trx,
+      { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) },
+      now,
+    );
     return after;
   });
 }

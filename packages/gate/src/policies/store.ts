@@ -95,7 +95,11 @@ export async function createPolicy(database: GateDatabase, input: PolicyInput, a
   };
   await changePolicies(database, async (trx) => {
     await trx.insertInto('policies').values(row).execute();
-    await recordChange(trx, { resource: 'policy', resourceId: row.id, action: 'created', actor, before: null, after: toPolicy(row), state: policyState(row) }, now);
+    await recordChange(
+      trx,
+      { resource: 'policy', resourceId: row.id, action: 'created', actor, before: null, after: toPolicy(row), state: policyState(row) },
+      now,
+    );
     return row;
   });
   return row;
@@ -123,7 +127,11 @@ export async function updatePolicy(
     const after: PolicyRow = { ...before, ...changes };
     const action = updateAction(toPolicy(before), toPolicy(after));
     if (action !== null) {
-      await recordChange(trx, { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after), state: policyState(after) }, now);
+      await recordChange(
+        trx,
+        { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after), state: policyState(after) },
+        now,
+      );
     }
     return after;
   });

@@ -1,4 +1,13 @@
-import { forUpdate, governedState, PreparedQuery, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor, type Snapshot } from '@vigil/platform';
+import {
+  forUpdate,
+  governedState,
+  PreparedQuery,
+  recordChange,
+  toApiKeyLifecycle,
+  type ApiKeyLifecycle,
+  type ChangeActor,
+  type Snapshot,
+} from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ApiKeyRow } from './tables.ts';

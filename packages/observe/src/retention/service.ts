@@ -21,12 +21,7 @@ const EVENTS_PER_TRANSACTION = 20_000;
  * same transaction, so an audit tells a retention run from tampering. Returns the sessions deleted;
  * none when the stored retention setting is not as its last logged change left it (`warn` says so).
  */
-export async function applyRetention(
-  ctx: ObserveContext,
-  log: ObserveAuditLog,
-  now: number,
-  warn: (object: object, message: string) => void,
-): Promise<number> {
+export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number, warn: (object: object, message: string) => void): Promise<number> {
   const period = await loggedRetentionPeriod(ctx);
   if ('refused' in period) {
     warn({ reason: period.refused }, `retention does not run: ${period.refused}`);
