@@ -66,13 +66,25 @@ export async function checkLoggedStates<Schema extends ChangeLogTables>(
   return verdicts;
 }
 
+/** Whether two states hold the same primitive values under the same names (false for nested values: they are hashed). */
+function sameFlatState(a: Snapshot, b: Snapshot): boolean {
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const names = Object.keys(left);
+  if (names.length !== Object.keys(right).length) return false;
+  return names.every((name) => {
+    const value = left[name];
+    return (value === null || typeof value !== 'object') && Object.is(value, right[name]);
+  });
+}
+
 /**
- * Verdicts remembered per row and content hash, so a row read again unchanged costs a hash, not a
- * query (the key lookup runs on every request). A verdict is read again after `maxAgeMs` (a change
+ * Verdicts remembered per row and content hash, so a row read again unchanged costs a comparison of
+ * its values, not a hash or a query (the key lookup runs on every request). A verdict is read again after `maxAgeMs` (a change
  * through another instance sharing the database) and at once after `forget` (a change here).
  */
 export class LoggedStates<Schema extends ChangeLogTables> {
-  private readonly verdicts = new Map<string, { stateHash: string; verdict: LoggedStateVerdict; checkedAt: number }>();
+  private readonly verdicts = new Map<string, { state: Snapshot; stateHash: string; verdict: LoggedStateVerdict; checkedAt: number }>();
   private generation = 0;
 
   constructor(
@@ -84,16 +96,19 @@ export class LoggedStates<Schema extends ChangeLogTables> {
 
   async check(resource: string, id: string | null, state: Snapshot): Promise<LoggedStateVerdict> {
     const key = `${resource}\u0000${id ?? ''}`;
-    const stateHash = changeStateHash(state);
     const now = this.clock.now();
     const known = this.verdicts.get(key);
-    if (known !== undefined && known.stateHash === stateHash && now - known.checkedAt < this.maxAgeMs) return known.verdict;
+    const fresh = known !== undefined && now - known.checkedAt < this.maxAgeMs;
+    // The same flat values as last time: no hash needed (the common case, on every request).
+    if (fresh && sameFlatState(known.state, state)) return known.verdict;
+    const stateHash = changeStateHash(state);
+    if (fresh && known.stateHash === stateHash) return known.verdict;
     const generation = this.generation;
     const verdict = (await checkLoggedStates(this.db, resource, [{ id, state }])).get(id)!;
     if (generation === this.generation) {
       this.verdicts.delete(key);
       if (this.verdicts.size >= this.maxEntries) this.verdicts.delete(this.verdicts.keys().next().value!);
-      this.verdicts.set(key, { stateHash, verdict, checkedAt: now });
+      this.verdicts.set(key, { state, stateHash, verdict, checkedAt: now });
     }
     return verdict;
   }
