@@ -9,6 +9,7 @@ import {
   registerOpenApiRoute,
   serviceHttpOptions,
   ServiceMetrics,
+  LoggedStates,
   systemClock,
   tablesOf,
 } from '@vigil/platform';
@@ -92,8 +93,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     config,
     database,
     clock,
-    keys: new KeyCache(database, clock, config.cacheRefreshMs),
-    policies: new PolicyCache(database, clock, config.cacheRefreshMs),
+    keys: new KeyCache(database, clock, config.cacheRefreshMs, new LoggedStates(database.db, clock, config.cacheRefreshMs), app.log),
+    policies: new PolicyCache(database, clock, config.cacheRefreshMs, app.log),
     limiter,
     outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
     auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),

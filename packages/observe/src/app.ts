@@ -3,6 +3,7 @@ import {
   createFeatureHost,
   createHttpApp,
   databaseFailure,
+  LoggedStates,
   openServiceDatabase,
   registerMetricsRoute,
   registerOpenApiRoute,
@@ -90,6 +91,12 @@ export interface ObserveOptions extends ServiceBuildOptions {
  */
 export const OBSERVE_DERIVED_TABLES: readonly DerivedTable[] = [...EVENTS_DERIVED_TABLES, ...ANALYTICS_DERIVED_TABLES];
 
+/**
+ * How long a governed row's verdict (a key, the retention setting) is kept while the row is
+ * unchanged: a change through another instance sharing the database is seen within it.
+ */
+const LOGGED_STATE_MAX_AGE_MS = 1000;
+
 /** Database down: 503, so clients retry; any other database failure: the 500 storage error (docs/api.md#errors). */
 function classifyDatabaseError(error: unknown): ServiceError | undefined {
   const failure = databaseFailure(error);
@@ -123,6 +130,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     vectorIndex: new VectorIndex(database),
     metrics: new ServiceMetrics(clock, database),
     changeResources: OBSERVE_CHANGE_RESOURCES,
+    loggedStates: new LoggedStates(database.db, clock, LOGGED_STATE_MAX_AGE_MS),
   };
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });

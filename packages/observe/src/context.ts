@@ -1,4 +1,4 @@
-import type { ChangeResources, Clock, Feature, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, LoggedStates, ServiceMetrics } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
 import { ALERT_RULE_CHANGES } from './alerts/index.ts';
 import { API_KEY_CHANGES } from './auth/index.ts';
@@ -7,7 +7,7 @@ import { GUARDRAIL_CHANGES } from './guardrails/index.ts';
 import { SETTINGS_CHANGES } from './settings/index.ts';
 import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
-import type { ObserveDatabase } from './schema.ts';
+import type { ObserveDatabase, ObserveSchema } from './schema.ts';
 
 /**
  * What the log of administrative changes records (GET /api/audit/changes): the resource name each
@@ -40,6 +40,8 @@ export interface ObserveContext {
   metrics: ServiceMetrics;
   /** OBSERVE_CHANGE_RESOURCES, for the change log's route. */
   changeResources: ChangeResources<ObserveChangeResource>;
+  /** Whether a governed row (an API key, the retention setting) is as its last logged change left it (platform logged-state.ts). */
+  loggedStates: LoggedStates<ObserveSchema>;
 }
 
 /** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */

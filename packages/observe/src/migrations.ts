@@ -3,7 +3,9 @@
 // or missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
 import { auditLogMigrations } from './audit-log/index.ts';
+import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations);
+export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations, authMigrations, settingsMigrations);

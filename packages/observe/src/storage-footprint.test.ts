@@ -117,7 +117,8 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
         return response.body;
       };
       const checkpoint = (await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
-      assert.equal(checkpoint.treeSize, acks.length);
+      // Leaf 0 logs the first key's creation (a change leaf), the events follow.
+      assert.equal(checkpoint.treeSize, 1 + acks.length);
       // Read before: bin-a's timeline and export, the event listing, one proof. bin-b is first read after the migration.
       // 13 events per session, in batch order: bin-b's seq 5, bin-tampered's seq 4.
       const victim = acks[13 + 5]!;
@@ -143,8 +144,9 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
       for (const row of stored) assert.ok(Buffer.isBuffer(row.hash) && row.hash.length === 32, 'each hash is its 32 bytes');
       assert.deepEqual(stored.find((row) => row.id === victim.id)!.hash, Buffer.from(victim.hash, 'hex'));
       const leaves = await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).orderBy('idx').execute();
+      assert.ok(Buffer.isBuffer(leaves[0]!.leaf_hash) && leaves[0]!.leaf_hash.length === 32, 'the change leaf too');
       assert.deepEqual(
-        leaves.map((leaf) => leaf.leaf_hash),
+        leaves.slice(1).map((leaf) => leaf.leaf_hash),
         acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex'))),
       );
       const nodes = await db.selectFrom('audit_log_nodes').select('hash').execute();

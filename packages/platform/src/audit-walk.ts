@@ -2,9 +2,11 @@ import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AuditLog, AuditLogTables } from './audit-log.ts';
 import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
+import { changeText, type AdminChangeTables } from './change-log.ts';
 import type { ErrorFactory } from './errors.ts';
 import { sendJsonText, type RouteScope, type ZodApp } from './http.ts';
 import type { Clock } from './clock.ts';
+import { tablesOf } from './db.ts';
 import { toIso } from './time.ts';
 
 /**
@@ -41,7 +43,7 @@ export interface AuditWalkTables {
   headHash: string;
 }
 
-export interface AuditWalkRouteOptions<Schema extends AuditLogTables> {
+export interface AuditWalkRouteOptions<Schema extends AuditLogTables & AdminChangeTables> {
   log: AuditLog<Schema>;
   db: Kysely<Schema>;
   tables: AuditWalkTables;
@@ -62,12 +64,25 @@ const hex = auditHashSchema;
 const treeSize = auditTreeSizeQuery;
 const pageLimit = z.coerce.number().int().min(1).max(1000).default(1000);
 
+/** The canonical texts of the stored change rows among `ids` (changeText). */
+async function changeTexts<Schema extends AdminChangeTables>(db: Kysely<Schema>, ids: readonly string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (ids.length === 0) return found;
+  const rows = await tablesOf<AdminChangeTables, Schema>(db)
+    .selectFrom('admin_changes')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .execute();
+  for (const row of rows) found.set(row.id, changeText(row));
+  return found;
+}
+
 /**
  * GET /api/audit/export, /api/audit/leaves, /api/audit/unlogged and /api/audit/heads of a
  * service's log, its fields named after what it chains (`sessionId`, `events`; `requestId`,
  * `entries`).
  */
-export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
+export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminChangeTables>(app: ZodApp, options: AuditWalkRouteOptions<Schema>): void {
   const { log, db, tables, errors, names, loaders, clock, readScope, operationIds } = options;
   const checkpointSchema = auditCheckpointSchema(log.name);
   const scopeId = `${names.scope}Id`;
@@ -150,7 +165,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
       schema: {
         operationId: 'listAuditLeaves',
         summary: `The audit log's leaves from an index, in order, with their ${names.items}`,
-        description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a tombstone leaf (chains deleted), its signed body. \`treeSize\` is the log's size now.`,
+        description: `An index range of the log (at most \`limit\`), each leaf with its ${names.scope}, its ${names.item} as the canonical text its hash is computed over (null when the ${names.item} row is gone) and, for a tombstone leaf (chains deleted), its signed body. A leaf without a ${names.scope} and tombstone logs an administrative change (but a key-rotation leaf, which \`GET /api/audit/public-key\` lists as a key's certificate): \`change\` is its row's canonical text (null when the row is gone), whose SHA-256 is the leaf's data. \`treeSize\` is the log's size now.`,
         tags: ['audit'],
         querystring: z.object({ from: treeSize.default(0), limit: pageLimit }),
         response: {
@@ -164,6 +179,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
                 [itemId]: z.string().nullable(),
                 [names.item]: z.string().nullable(),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
+                change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
               }),
             ),
           }),
@@ -172,16 +188,21 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
     },
     async (request, reply) => {
       const { from, limit } = request.query;
-      const [size, stored] = await Promise.all([log.size(), log.leaves(from, limit)]);
-      const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
-      const texts = ids.length === 0 ? new Map<string, string>() : await loaders.texts(ids);
+      const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
+      // Of the leaves of no chain, the key-rotation ones are known by the certificates; the others log changes.
+      const certificates = new Set(keys.flatMap((key) => (key.certificate === null ? [] : [key.certificate.leafIndex])));
+      const isChange = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null && !certificates.has(leaf.index);
+      const ids = stored.filter((leaf) => leaf.tombstone === null && !isChange(leaf)).map((leaf) => leaf.itemId);
+      const changeIds = stored.filter(isChange).map((leaf) => leaf.itemId);
+      const [texts, changes] = await Promise.all([ids.length === 0 ? new Map<string, string>() : loaders.texts(ids), changeTexts(db, changeIds)]);
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,
         [scopeId]: leaf.scopeId,
         [itemId]: leaf.tombstone === null ? leaf.itemId : null,
-        [names.item]: leaf.tombstone === null ? (texts.get(leaf.itemId) ?? null) : null,
+        [names.item]: leaf.tombstone === null && !isChange(leaf) ? (texts.get(leaf.itemId) ?? null) : null,
         tombstone: leaf.tombstone,
+        ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
       }));
       return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));
     },

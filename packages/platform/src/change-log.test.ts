@@ -8,11 +8,23 @@ import {
   listAdminChanges,
   recordChange,
   SYSTEM_CHANGE_ACTOR,
+  logChangeRowsAsLeaves,
   updateAction,
   type AdminChangeTables,
+  type ChangeLogTables,
 } from './change-log.ts';
-import { migrateToLatest, openDatabase, type Database } from './db.ts';
+import { createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
+import { storeHashesAsBytes } from './stored-hash.ts';
 import { describeEachDatabase } from './testing.ts';
+
+/** A change log as a service's migrations leave it: the table, the audit log, change rows as leaves. */
+const CHANGE_LOG_STEPS: Record<string, MigrationStep> = {
+  '0001_admin_changes': createAdminChangeTable,
+  '0002_audit_log': createAuditLogTables,
+  '0003_binary_leaf_hashes': (db, dialect) => storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']),
+  '0004_change_rows_as_leaves': logChangeRowsAsLeaves,
+};
 
 test('updateAction: enabled / disabled when the flag is all that changed, updated otherwise, null for no change', () => {
   const base = { name: 'a', enabled: true, updatedAt: '2026-11-22T10:00:00.000Z' };
@@ -37,7 +49,7 @@ test("a service's resources: the list's `resource` filter takes them and no othe
 });
 
 test('recordChange takes only the resources of the schema it writes to (checked by the typecheck)', () => {
-  const record = async (trx: Transaction<AdminChangeTables<'widget'>>) => {
+  const record = async (trx: Transaction<AdminChangeTables<'widget'> & AuditLogTables>) => {
     const change = { resourceId: null, action: 'created' as const, actor: SYSTEM_CHANGE_ACTOR, before: null, after: {} };
     await recordChange(trx, { ...change, resource: 'widget' }, 0);
     // @ts-expect-error -- 'gadget' is no resource of this schema: a feature must declare it first
@@ -47,10 +59,10 @@ test('recordChange takes only the resources of the schema it writes to (checked 
 });
 
 await describeEachDatabase('change log: the backstop keeps credentials out of snapshots', (backend) => {
-  let database: Database<AdminChangeTables>;
+  let database: Database<ChangeLogTables>;
   beforeEach(async () => {
-    database = await openDatabase<AdminChangeTables>(backend.freshDatabase());
-    await migrateToLatest(database, { '0001_admin_changes': createAdminChangeTable });
+    database = await openDatabase<ChangeLogTables>(backend.freshDatabase());
+    await migrateToLatest(database, CHANGE_LOG_STEPS);
   });
   afterEach(() => database.close());
 

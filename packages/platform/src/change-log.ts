@@ -1,9 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
-import { canonicalJson } from './crypto.ts';
-import { epochMsType, tablesOf, type DdlTarget } from './db.ts';
+import type { AuditLogTables } from './audit-log.ts';
+import { canonicalJson, sha256Hex } from './crypto.ts';
+import { epochMsType, tablesOf, type DdlTarget, type MigrationDb } from './db.ts';
 import type { RouteScope, ZodApp } from './http.ts';
 import { newId } from './ids.ts';
+import { leafHash } from './merkle.ts';
 import { isoTimestampMs, toIso } from './time.ts';
 import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
 
@@ -14,6 +16,11 @@ import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
  * change. The kit knows no feature: each feature that records changes declares the resource name
  * it records them under, the service composes those names into its list (the `resource` filter of
  * its route) and its schema's row type (which `recordChange` checks), and snapshots are the service's.
+ *
+ * Every row is a leaf of the service's audit log (no chain: scope null), appended in the same
+ * transaction, so a change row deleted or edited afterwards is a finding of `vigil verify`. A
+ * feature that governs rows by the log (a row is honoured only as its last logged change left it,
+ * logged-state.ts) passes the row's governed content as the change's `state`; its hash is recorded.
  */
 
 /** A service's resource names, composed from its features' (at least one). */
@@ -34,12 +41,17 @@ export interface AdminChangeRow<Resource extends string = string> {
   /** Canonical JSON of the resource before and after the change (null on the created / deleted side). */
   before: string | null;
   after: string | null;
+  /** SHA-256 (hex) of the canonical JSON of the governed row's content after the change (changeStateHash); null when the resource is not governed or the row is gone. */
+  state_hash: string | null;
 }
 
 /** The table a service's schema includes to record changes, typed by the service's resource names. */
 export interface AdminChangeTables<Resource extends string = string> {
   admin_changes: AdminChangeRow<Resource>;
 }
+
+/** The tables `recordChange` writes: the change rows and the audit log they are leaves of. */
+export type ChangeLogTables = AdminChangeTables & AuditLogTables;
 
 /** The resource names a schema's change log takes. */
 export type ChangeResourceOf<Schema extends AdminChangeTables> = Schema['admin_changes']['resource'];
@@ -96,6 +108,58 @@ export interface Change<Resource extends string = string> {
   actor: ChangeActor;
   before: Snapshot | null;
   after: Snapshot | null;
+  /** A governed row's content after the change (null once deleted); omitted for a resource that is not governed. */
+  state?: Snapshot | null;
+}
+
+/** The hash a change records of a governed row's content, and what the row is compared with. */
+export function changeStateHash(state: Snapshot): string {
+  return sha256Hex(canonicalJson(state));
+}
+
+/**
+ * The text a change row's leaf is computed over: its every column, canonical JSON. Its SHA-256 is
+ * the leaf's data (leaf hash = SHA-256(0x00 || SHA-256(text))), as an event's hash is for its leaf.
+ */
+export function changeText(row: AdminChangeRow): string {
+  return canonicalJson({
+    v: 1,
+    kind: 'change',
+    id: row.id,
+    ts: Number(row.ts),
+    resource: row.resource,
+    resourceId: row.resource_id,
+    action: row.action,
+    actor: row.actor,
+    actorKeyId: row.actor_key_id,
+    actorKeyName: row.actor_key_name,
+    before: row.before,
+    after: row.after,
+    stateHash: row.state_hash,
+  });
+}
+
+/** The leaf hash of a change row (changeText). */
+export function changeLeafHash(row: AdminChangeRow): Buffer {
+  return leafHash(Buffer.from(sha256Hex(changeText(row)), 'hex'));
+}
+
+/**
+ * Appends the rows' leaves (scope null), in order, in the caller's transaction: advancing the head
+ * takes its row lock, as appendLeaves does, so leaf indices follow commit order.
+ */
+async function appendChangeLeaves(db: Kysely<ChangeLogTables>, rows: readonly AdminChangeRow[]): Promise<void> {
+  const head = await db
+    .updateTable('audit_log_head')
+    .set((eb) => ({ size: eb('size', '+', rows.length) }))
+    .where('id', '=', 1)
+    .returning('size')
+    .executeTakeFirstOrThrow();
+  const start = Number(head.size) - rows.length;
+  await db
+    .insertInto('audit_log_leaves')
+    .values(rows.map((row, i) => ({ idx: start + i, item_id: row.id, scope_id: null, leaf_hash: changeLeafHash(row) })))
+    .execute();
 }
 
 const REDACTED = '[redacted]';
@@ -110,8 +174,8 @@ function redact(value: unknown): unknown {
   );
 }
 
-/** Writes the change's row; `trx` is the transaction that makes the change, its schema names the resources it may record. */
-export async function recordChange<Schema extends AdminChangeTables>(
+/** Writes the change's row and its leaf; `trx` is the transaction that makes the change, its schema names the resources it may record. */
+export async function recordChange<Schema extends ChangeLogTables>(
   trx: Transaction<Schema>,
   change: Change<ChangeResourceOf<Schema>>,
   now: number,
@@ -127,8 +191,67 @@ export async function recordChange<Schema extends AdminChangeTables>(
     actor_key_name: change.actor.keyName,
     before: change.before === null ? null : canonicalJson(redact(change.before)),
     after: change.after === null ? null : canonicalJson(redact(change.after)),
+    state_hash: change.state === undefined || change.state === null ? null : changeStateHash(change.state),
   };
-  await tablesOf<AdminChangeTables, Schema>(trx).insertInto('admin_changes').values(row).execute();
+  const db = tablesOf<ChangeLogTables, Schema>(trx);
+  await db.insertInto('admin_changes').values(row).execute();
+  await appendChangeLeaves(db, [row]);
+}
+
+/** The actor of the changes an upgrade records for governed rows that existed before their changes were logged. */
+export const UPGRADE_CHANGE_ACTOR: ChangeActor = { actor: 'system:upgrade', keyId: null, keyName: null };
+
+/**
+ * Migration step body, once per service: the `state_hash` column, and a leaf for every change row
+ * stored before rows were leaves, oldest first (time, then id).
+ */
+export async function logChangeRowsAsLeaves(db: MigrationDb): Promise<void> {
+  await db.schema.alterTable('admin_changes').addColumn('state_hash', 'text').execute();
+  const view = db as unknown as Kysely<ChangeLogTables>;
+  let after: { ts: number; id: string } | null = null;
+  for (;;) {
+    let page = view.selectFrom('admin_changes').selectAll().orderBy('ts').orderBy('id').limit(500);
+    if (after !== null) {
+      const { ts, id } = after;
+      page = page.where((eb) => eb.or([eb('ts', '>', ts), eb.and([eb('ts', '=', ts), eb('id', '>', id)])]));
+    }
+    const rows = await page.execute();
+    if (rows.length === 0) return;
+    await appendChangeLeaves(view, rows);
+    after = { ts: Number(rows[rows.length - 1]!.ts), id: rows[rows.length - 1]!.id };
+  }
+}
+
+/**
+ * Migration step body of a feature that starts governing rows by the log (after
+ * logChangeRowsAsLeaves): one `updated` change by `system:upgrade`, without snapshots, recording
+ * each row's state as it is now, with its leaf. Rows that exist at the upgrade are so taken as
+ * logged at its time, and the log says so.
+ */
+export async function adoptGovernedRows(
+  db: MigrationDb,
+  resource: string,
+  adopted: readonly { id: string | null; state: Snapshot }[],
+  now: number,
+): Promise<void> {
+  const view = db as unknown as Kysely<ChangeLogTables>;
+  for (let i = 0; i < adopted.length; i += 500) {
+    const rows: AdminChangeRow[] = adopted.slice(i, i + 500).map(({ id, state }) => ({
+      id: newId(),
+      ts: now,
+      resource,
+      resource_id: id,
+      action: 'updated',
+      actor: UPGRADE_CHANGE_ACTOR.actor,
+      actor_key_id: null,
+      actor_key_name: null,
+      before: null,
+      after: null,
+      state_hash: changeStateHash(state),
+    }));
+    await view.insertInto('admin_changes').values(rows).execute();
+    await appendChangeLeaves(view, rows);
+  }
 }
 
 /**

@@ -14,6 +14,7 @@ export * from './group-commit.ts';
 export * from './deliveries.ts';
 export * from './patch.ts';
 export * from './change-log.ts';
+export * from './logged-state.ts';
 export * from './time-pages.ts';
 export * from './feature.ts';
 export * from './background-drain.ts';

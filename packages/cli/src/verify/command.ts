@@ -509,6 +509,7 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
       notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
   }
 
+  if (summary.changes > 0) notes.push(`${summary.changes} leaves log administrative changes (GET /api/audit/changes), each checked against its stored row`);
   if (summary.retained > 0) {
     const scopes = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');
     notes.push(
@@ -533,6 +534,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     eventId: leaf[n.itemField] as string | null,
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+    ...(leaf.change !== undefined && { change: leaf.change as string | null }),
   };
 }
 

@@ -16,6 +16,8 @@ export interface WalkedLeaf {
   /** The event's canonical chain string; null when the event row is gone. */
   event: string | null;
   tombstone: { body: string; signature: string } | null;
+  /** On a change leaf (no scope, no tombstone): the change row's canonical text, null when the row is gone. */
+  change?: string | null;
 }
 
 /** A session's recorded head, as GET /api/audit/heads answers it. */
@@ -59,6 +61,8 @@ export interface WalkSummary {
   /** The sessions those events belonged to. */
   retainedSessions: string[];
   tombstones: number;
+  /** Leaves that log administrative changes (their rows checked against them). */
+  changes: number;
 }
 
 /**
@@ -77,6 +81,7 @@ export class LogWalk {
   private readonly unchecked: Map<number, Checkpoint>;
   private events = 0;
   private tombstones = 0;
+  private changes = 0;
 
   /**
    * @param heads every session's recorded head, read before the walk (a head read later could name
@@ -123,6 +128,7 @@ export class LogWalk {
       return;
     }
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
+    else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
     else this.addEventLeaf(leaf);
   }
 
@@ -230,6 +236,25 @@ export class LogWalk {
       state.nextSeq = linked.seq + 1;
       state.lastHash = linked.hash;
       state.lastUnmatched = !next.matched;
+    }
+  }
+
+  /** A leaf logging an administrative change: its row must be stored, as it was when logged. */
+  private addChangeLeaf(leaf: WalkedLeaf, change: string | null): void {
+    this.changes += 1;
+    const id = leaf.eventId ?? '(unknown id)';
+    if (change === null) {
+      this.findings.push({
+        check: 'change-deleted',
+        leafIndex: leaf.index,
+        message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted`,
+      });
+    } else if (leafHash(hash('sha256', change, 'buffer')).toString('hex') !== leaf.leafHash) {
+      this.findings.push({
+        check: 'change',
+        leafIndex: leaf.index,
+        message: `change-log row ${id} does not match its leaf ${leaf.index}: the logged change was edited`,
+      });
     }
   }
 
@@ -360,7 +385,15 @@ export class LogWalk {
       }
     }
     const retainedSessions = [...this.sessions].filter(([, state]) => state.retained > 0).map(([sessionId]) => sessionId);
-    return { leaves: this.root.size, sessions: this.sessions.size, events: this.events, retained, retainedSessions, tombstones: this.tombstones };
+    return {
+      leaves: this.root.size,
+      sessions: this.sessions.size,
+      events: this.events,
+      retained,
+      retainedSessions,
+      tombstones: this.tombstones,
+      changes: this.changes,
+    };
   }
 
   /**

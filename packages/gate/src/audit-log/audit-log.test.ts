@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leafHash, migrateToLatest, rootOf, verifyCheckpoint, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
+import { leafHash, migrateToLatest, rootOf, sha256Hex, verifyCheckpoint, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -50,6 +50,11 @@ function helpers(gate: TestGate) {
       (await ok<AuditEntry[]>({ method: 'GET', url: `/api/requests/${id}/audit` })).map((e) => ({ ...e, requestId: id })),
     checkpointNow: () => ok<Checkpoint>({ method: 'POST', url: '/api/audit/checkpoint' }, 201),
     leaves: () => gate.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id', 'leaf_hash']).orderBy('idx').execute(),
+    /** The change leaves (the admin key's creation, policy changes…) in leaf order, as entries: no request, the SHA-256 of the change row's text. */
+    changes: async (): Promise<LoggedEntry[]> =>
+      (await ok<{ leaves: { entryId: string; change?: string | null }[] }>({ method: 'GET', url: '/api/audit/leaves?limit=1000' })).leaves
+        .filter((leaf) => typeof leaf.change === 'string')
+        .map((leaf) => ({ id: leaf.entryId, hash: sha256Hex(leaf.change!), requestId: null }) as unknown as LoggedEntry),
   };
 }
 
@@ -87,9 +92,13 @@ await describeEachDatabase('gate audit log', (backend) => {
     const trails = new Map([decided, expiring, auto].map((id) => [id, [] as LoggedEntry[]]));
     for (const id of trails.keys()) trails.set(id, await api.trail(id));
     const entry = (id: string, event: string): LoggedEntry => trails.get(id)!.find((e) => e.event === event)!;
+    // The admin key's creation at start-up and the policy's creation are change leaves, in commit order.
+    const [adminKey, policy] = await api.changes();
     logged.push(
+      adminKey!,
       entry(decided, 'created'),
       entry(expiring, 'created'),
+      policy!,
       entry(auto, 'created'),
       entry(auto, 'approved'),
       entry(decided, 'approved'),
@@ -164,7 +173,7 @@ await describeEachDatabase('gate audit log', (backend) => {
       .map((line) => JSON.parse(line) as { type: string; log: string; checkpoint: Checkpoint; publicKey: string });
     assert.deepEqual(
       lines.map((l) => l.checkpoint.treeSize),
-      [7, 9, 10],
+      [9, 11, 12],
     );
     for (const line of lines) {
       assert.deepEqual([line.type, line.log, line.publicKey], ['audit.checkpoint', GATE_LOG, publicKey.toString('base64')]);
@@ -256,7 +265,8 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
         if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
         else await sleep(20);
       }
-      assert.equal(checkpoint?.treeSize, 3);
+      // Counted are the entries: the admin key's change leaf before them is in the tree all the same.
+      assert.equal(checkpoint?.treeSize, 4);
       assert.equal(checkpoint?.rootHash, rootOf((await api.leaves()).map((l) => l.leaf_hash)).toString('hex'));
     } finally {
       await gate.close();
@@ -284,8 +294,9 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const decides = responses.slice(0, ids.length * 2).map((r) => r.statusCode);
       assert.equal(decides.filter((status) => status === 200).length, ids.length, decides.join(','));
       const all = [...ids, ...responses.slice(ids.length * 2).map((r) => (r.json() as { id: string }).id)];
-      const entries = (await Promise.all(all.map((id) => api.trail(id)))).flat();
-      assert.equal(entries.length, ids.length * 2 + 6);
+      const requestEntries = (await Promise.all(all.map((id) => api.trail(id)))).flat();
+      assert.equal(requestEntries.length, ids.length * 2 + 6);
+      const entries = [...(await api.changes()), ...requestEntries];
 
       const leaves = await api.leaves();
       assert.deepEqual(

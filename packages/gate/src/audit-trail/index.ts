@@ -3,6 +3,7 @@ import { defineFeature } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerAuditRoutes } from './routes.ts';
 
+export { auditTrailMigrations } from './migrations.ts';
 export { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from './chain.ts';
 export { type AuditEntry, auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from './routes.ts';
 

@@ -7,6 +7,7 @@ import { registerMcpAuthorizeRoute } from './mcp.ts';
 import { registerKeyRoutes } from './routes.ts';
 import { registerDashboardSessionRoutes } from './sessions.ts';
 
+export { authMigrations } from './migrations.ts';
 export { auditActor, type AuditActor, RATE_LIMIT_HEADERS, systemActor } from './auth.ts';
 export { KeyCache } from './keys.ts';
 export { type Scope, SCOPES } from './scopes.ts';

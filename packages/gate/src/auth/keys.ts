@@ -1,6 +1,7 @@
 import {
   forUpdate,
   generateSecret,
+  governedState,
   newId,
   PreparedQuery,
   recordChange,
@@ -10,6 +11,8 @@ import {
   updateAction,
   type ApiKeyLifecycle,
   type ChangeActor,
+  type LoggedStates,
+  type Snapshot,
 } from '@vigil/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
@@ -23,6 +26,14 @@ export interface ApiKey extends ApiKeyLifecycle {
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
   return { ...toApiKeyLifecycle(row), scopes: JSON.parse(row.scopes) as Scope[], rateLimit: row.rate_limit };
+}
+
+/** A key's columns its logged changes govern (all but the use time, which authentication touches). */
+const KEY_STATE_COLUMNS = ['id', 'name', 'prefix', 'key_hash', 'scopes', 'rate_limit', 'created_at', 'revoked_at'] as const;
+
+/** What a key's change records of it, and what its row is compared with before it authenticates. */
+export function keyState(row: ApiKeyRow): Snapshot {
+  return governedState(row, KEY_STATE_COLUMNS);
 }
 
 export function newKeyRow(name: string, scopes: Scope[], rateLimit: number | null, now: number, raw?: string): { row: ApiKeyRow; raw: string } {
@@ -80,7 +91,7 @@ export async function findActiveSessionByHash(database: GateDatabase, tokenHash:
 /** The key and its admin-change row (the snapshot is the public shape: no hash). */
 async function insertKey(trx: Transaction<GateSchema>, row: ApiKeyRow, actor: ChangeActor, now: number): Promise<void> {
   await trx.insertInto('api_keys').values(row).execute();
-  await recordChange(trx, { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row) }, now);
+  await recordChange(trx, { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row), state: keyState(row) }, now);
 }
 
 /** A new key; the raw secret is returned once and never stored. */
@@ -115,7 +126,11 @@ export async function updateApiKey(
     const action = updateAction(toApiKey(before), toApiKey(after));
     if (action === null) return before;
     await trx.updateTable('api_keys').set(changes).where('id', '=', id).execute();
-    await recordChange(trx, { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after) }, now);
+    await recordChange(
+      trx,
+      { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) },
+      now,
+    );
     return after;
   });
 }
@@ -127,9 +142,10 @@ export async function revokeApiKey(database: GateDatabase, id: string, actor: Ch
     if (!before) return false;
     if (before.revoked_at !== null) return true;
     await trx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).execute();
+    const after: ApiKeyRow = { ...before, revoked_at: now };
     await recordChange(
       trx,
-      { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey({ ...before, revoked_at: now }) },
+      { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) },
       now,
     );
     return true;
@@ -163,7 +179,9 @@ const MAX_CACHED_KEYS = 10_000;
  * Active keys by hash, so authentication does not read the database on every request. A key
  * changed or revoked through this instance is dropped at once; a change made through another
  * instance sharing the database is seen within `refreshMs` (0 reads the key on every request).
- * Unknown hashes are never cached, so a key created anywhere works at once.
+ * Unknown hashes are never cached, so a key created anywhere works at once. A key row read from
+ * the database authenticates only as its last logged change left it (`logged`): one inserted or
+ * edited in the database is refused, and the refusal logged.
  */
 export class KeyCache {
   private readonly entries = new Map<string, { row: ApiKeyRow; checkedAt: number }>();
@@ -174,14 +192,25 @@ export class KeyCache {
     private readonly database: GateDatabase,
     private readonly clock: { now(): number },
     private readonly refreshMs: number,
+    private readonly logged: LoggedStates<GateSchema>,
+    private readonly log: { warn(object: object, message: string): void },
   ) {}
+
+  /** The row when its last logged change left it so; undefined (and a warning) otherwise. */
+  private async ifLogged(row: ApiKeyRow | undefined): Promise<ApiKeyRow | undefined> {
+    if (row === undefined) return undefined;
+    const verdict = await this.logged.check('api_key', row.id, keyState(row));
+    if (verdict.logged) return row;
+    this.log.warn({ keyId: row.id, reason: verdict.reason }, `API key ${row.id} refused: ${verdict.reason}`);
+    return undefined;
+  }
 
   async find(keyHash: string): Promise<ApiKeyRow | undefined> {
     const now = this.clock.now();
     const cached = this.entries.get(keyHash);
     if (cached && now - cached.checkedAt < this.refreshMs) return cached.row;
     const generation = this.generation;
-    const row = await findActiveKeyByHash(this.database, keyHash);
+    const row = await this.ifLogged(await findActiveKeyByHash(this.database, keyHash));
     this.entries.delete(keyHash);
     if (row && generation === this.generation && this.refreshMs > 0) {
       if (this.entries.size >= MAX_CACHED_KEYS) this.entries.delete(this.entries.keys().next().value as string);
@@ -196,7 +225,8 @@ export class KeyCache {
     const cached = this.sessions.get(tokenHash);
     if (cached && now - cached.checkedAt < this.refreshMs) return cached.found;
     const generation = this.generation;
-    const found = await findActiveSessionByHash(this.database, tokenHash);
+    const session = await findActiveSessionByHash(this.database, tokenHash);
+    const found = session !== undefined && (await this.ifLogged(session.key)) !== undefined ? session : undefined;
     this.sessions.delete(tokenHash);
     if (found && generation === this.generation && this.refreshMs > 0) {
       if (this.sessions.size >= MAX_CACHED_KEYS) this.sessions.delete(this.sessions.keys().next().value as string);
@@ -210,5 +240,6 @@ export class KeyCache {
     this.generation += 1;
     this.entries.clear();
     this.sessions.clear();
+    this.logged.forget();
   }
 }

@@ -3,6 +3,7 @@ import { defineFeature } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerPolicyRoutes } from './routes.ts';
 
+export { policiesMigrations } from './migrations.ts';
 export { PolicyCache } from './cache.ts';
 export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
 export { policyNames } from './store.ts';

@@ -106,13 +106,16 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
         200: z.object({
           policies: z.array(policySchema),
           pagination: z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int(), hasMore: z.boolean() }),
+          refused: z
+            .array(z.object({ id: z.string(), name: z.string(), reason: z.string() }))
+            .describe('Stored policies the engine does not apply: their row is not as their last logged change left it (edited or inserted in the database)'),
         }),
       },
     }),
     async (request) => {
       const { limit, offset } = request.query;
-      const { rows, total } = await listPolicies(ctx.database, limit, offset);
-      return { policies: rows.map(toPolicy), pagination: { total, limit, offset, hasMore: offset + rows.length < total } };
+      const [{ rows, total }, refused] = await Promise.all([listPolicies(ctx.database, limit, offset), ctx.policies.refused()]);
+      return { policies: rows.map(toPolicy), pagination: { total, limit, offset, hasMore: offset + rows.length < total }, refused };
     },
   );
 
@@ -185,7 +188,9 @@ export function registerPolicyRoutes(app: ZodApp, ctx: GateContext): void {
     }),
     async (request) => {
       const { candidate, ...input } = request.body;
-      const definitions: PolicyDefinition[] = (await allPolicies(ctx.database)).map(toDefinition);
+      // As the engine applies them: without the policies it refuses.
+      const refused = new Set((await ctx.policies.refused()).map((policy) => policy.id));
+      const definitions: PolicyDefinition[] = (await allPolicies(ctx.database)).filter((row) => !refused.has(row.id)).map(toDefinition);
       let candidateId: string | null = null;
       if (candidate) {
         assertSafePatterns(candidate.rules);

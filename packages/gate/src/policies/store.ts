@@ -1,4 +1,4 @@
-import { forUpdate, newId, PreparedQuery, recordChange, toIso, updateAction, type ChangeActor } from '@vigil/platform';
+import { forUpdate, governedState, newId, PreparedQuery, recordChange, toIso, updateAction, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { PolicyRow } from './tables.ts';
@@ -6,6 +6,17 @@ import type { PolicyDefinition, Rule } from './engine.ts';
 
 export function toDefinition(row: PolicyRow): PolicyDefinition {
   return { id: row.id, name: row.name, priority: row.priority, enabled: row.enabled === 1, rules: JSON.parse(row.rules) as Rule[] };
+}
+
+/**
+ * A policy's columns its logged changes govern: all but `updated_at` (an update that changes
+ * nothing moves it without a change row).
+ */
+const POLICY_STATE_COLUMNS = ['id', 'name', 'priority', 'enabled', 'rules', 'created_at'] as const;
+
+/** What a policy's change records of it, and what its row is compared with before the engine applies it. */
+export function policyState(row: PolicyRow): Snapshot {
+  return governedState(row, POLICY_STATE_COLUMNS);
 }
 
 export function toPolicy(row: PolicyRow): PolicyDefinition & { createdAt: string; updatedAt: string } {
@@ -84,7 +95,11 @@ export async function createPolicy(database: GateDatabase, input: PolicyInput, a
   };
   await changePolicies(database, async (trx) => {
     await trx.insertInto('policies').values(row).execute();
-    await recordChange(trx, { resource: 'policy', resourceId: row.id, action: 'created', actor, before: null, after: toPolicy(row) }, now);
+    await recordChange(
+      trx,
+      { resource: 'policy', resourceId: row.id, action: 'created', actor, before: null, after: toPolicy(row), state: policyState(row) },
+      now,
+    );
     return row;
   });
   return row;
@@ -111,7 +126,13 @@ export async function updatePolicy(
     await trx.updateTable('policies').set(changes).where('id', '=', id).execute();
     const after: PolicyRow = { ...before, ...changes };
     const action = updateAction(toPolicy(before), toPolicy(after));
-    if (action !== null) await recordChange(trx, { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after) }, now);
+    if (action !== null) {
+      await recordChange(
+        trx,
+        { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after), state: policyState(after) },
+        now,
+      );
+    }
     return after;
   });
 }
@@ -121,7 +142,7 @@ export async function deletePolicy(database: GateDatabase, id: string, actor: Ch
   const deleted = await changePolicies(database, async (trx) => {
     const before = await trx.deleteFrom('policies').where('id', '=', id).returningAll().executeTakeFirst();
     if (!before) return undefined;
-    await recordChange(trx, { resource: 'policy', resourceId: id, action: 'deleted', actor, before: toPolicy(before), after: null }, now);
+    await recordChange(trx, { resource: 'policy', resourceId: id, action: 'deleted', actor, before: toPolicy(before), after: null, state: null }, now);
     return true;
   });
   return deleted === true;

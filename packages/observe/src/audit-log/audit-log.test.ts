@@ -13,6 +13,7 @@ import {
   loadSigningKey,
   migrateToLatest,
   rootOf,
+  sha256Hex,
   verifyCheckpoint as verifySigned,
   verifyConsistency,
   verifyInclusion,
@@ -28,6 +29,20 @@ import { OBSERVE_LOG } from './index.ts';
 const verifyCheckpoint = (checkpoint: Checkpoint, publicKey: Buffer): boolean => verifySigned(OBSERVE_LOG, checkpoint, publicKey);
 
 const leafOf = (ack: EventAck): Buffer => leafHash(Buffer.from(ack.hash, 'hex'));
+
+/**
+ * The leaves a start writes before any event (the first key's creation is a change leaf), as acks:
+ * the change row's id and the SHA-256 of its text, which its leaf is computed over.
+ */
+async function changeAcks(observe: TestObserve): Promise<EventAck[]> {
+  const response = await observe.call({ method: 'GET', url: '/api/audit/leaves?from=0&limit=1000' });
+  assert.equal(response.statusCode, 200, response.body);
+  const { leaves } = response.json<{ leaves: { eventId: string; change?: string | null }[] }>();
+  return leaves.map((leaf) => {
+    assert.equal(typeof leaf.change, 'string', 'only change leaves precede the events');
+    return { id: leaf.eventId, hash: sha256Hex(leaf.change!) };
+  });
+}
 const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
 
 await describeEachDatabase('audit log', (backend) => {
@@ -38,6 +53,7 @@ await describeEachDatabase('audit log', (backend) => {
 
   before(async () => {
     observe = await startTestObserve(backend);
+    acks.push(...(await changeAcks(observe)));
     const key = await observe.call({ method: 'GET', url: '/api/audit/public-key' });
     assert.equal(key.statusCode, 200, key.body);
     publicKey = Buffer.from((key.json() as { publicKey: string }).publicKey, 'base64');
@@ -72,8 +88,8 @@ await describeEachDatabase('audit log', (backend) => {
     );
     assert.deepEqual(
       leaves.map((l) => l.scope_id),
-      ['log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'],
-      'each leaf names its session',
+      [null, 'log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'],
+      'each leaf names its session (none: the first key creation)',
     );
     assert.deepEqual(
       leaves.map((l) => l.leaf_hash),
@@ -206,6 +222,7 @@ await describeEachDatabase('audit log', (backend) => {
   test('a checkpoint is signed after AUDIT_CHECKPOINT_EVENTS events', async () => {
     const counted = await startTestObserve(backend, { env: { AUDIT_CHECKPOINT_EVENTS: '3' } });
     try {
+      const setup = await changeAcks(counted);
       const events = await ingestEvents(counted, [started('cp-a', 'agent', ago(10)), custom('cp-a', 'agent', ago(9)), custom('cp-a', 'agent', ago(8))]);
       let checkpoint: Checkpoint | undefined;
       for (let i = 0; i < 100 && checkpoint === undefined; i += 1) {
@@ -213,8 +230,9 @@ await describeEachDatabase('audit log', (backend) => {
         if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
         else await sleep(20);
       }
-      assert.equal(checkpoint?.treeSize, 3);
-      assert.equal(checkpoint?.rootHash, rootOf(events.map(leafOf)).toString('hex'));
+      // Counted are the events: the change leaf before them is in the tree all the same.
+      assert.equal(checkpoint?.treeSize, setup.length + 3);
+      assert.equal(checkpoint?.rootHash, rootOf([...setup, ...events].map(leafOf)).toString('hex'));
     } finally {
       await counted.close();
     }
@@ -317,6 +335,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
     const first = await startTestObserve(backend);
     const second = await startTestObserve(backend, { database: first.config.database, createKey: false });
     try {
+      const setup = await changeAcks(first);
       // The second instance, called with the key created through the first.
       const viaSecond: TestObserve = {
         ...second,
@@ -337,13 +356,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
         leaves.map((l) => Number(l.idx)),
         leaves.map((_, i) => i),
       );
-      assert.deepEqual(
-        leaves.map((l) => l.item_id).sort(),
-        batches
-          .flat()
-          .map((ack) => ack.id)
-          .sort(),
-      );
+      assert.deepEqual(leaves.map((l) => l.item_id).sort(), [...setup, ...batches.flat()].map((ack) => ack.id).sort());
       for (const batch of batches) {
         const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
         assert.deepEqual(
@@ -351,7 +364,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
           batch.map((ack) => ack.id),
         );
       }
-      const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
+      const byId = new Map([...setup, ...batches.flat()].map((ack) => [ack.id, ack]));
       const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
       assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.item_id)!))).toString('hex'));

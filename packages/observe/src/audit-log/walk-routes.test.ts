@@ -19,7 +19,15 @@ interface Bundle {
 
 interface LeafPage {
   treeSize: number;
-  leaves: { index: number; leafHash: string; sessionId: string | null; eventId: string | null; event: string | null; tombstone: unknown }[];
+  leaves: {
+    index: number;
+    leafHash: string;
+    sessionId: string | null;
+    eventId: string | null;
+    event: string | null;
+    tombstone: unknown;
+    change?: string | null;
+  }[];
 }
 
 await describeEachDatabase('audit walk routes', (backend) => {
@@ -58,8 +66,8 @@ await describeEachDatabase('audit walk routes', (backend) => {
       [0, 1, 2],
     );
     assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
-    // No checkpoint existed: the export signed one covering the session.
-    assert.equal(bundle.checkpoint.treeSize, 5);
+    // No checkpoint existed: the export signed one covering the session (leaf 0 logs the first key's creation).
+    assert.equal(bundle.checkpoint.treeSize, 6);
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
     bundle.leaves.forEach((leaf, i) => {
       assert.ok(leaf !== null);
@@ -78,7 +86,7 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.consistency, undefined);
 
     const since = await get<Bundle>('/api/audit/export?sessionId=w-1&since=2');
-    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 5 });
+    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 6 });
   });
 
   test('an unknown session is a 404, a since past the checkpoint a 400', async () => {
@@ -86,14 +94,19 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assertErrorBody(await observe.call({ method: 'GET', url: '/api/audit/export?sessionId=w-1&since=999' }), 400);
   });
 
-  test('leaves come in index order, a page at a time, each with its session and event text', async () => {
+  test('leaves come in index order, a page at a time, each with its session and event text; a change leaf with its row', async () => {
     const first = await get<LeafPage>('/api/audit/leaves?from=0&limit=2');
     const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
-    assert.equal(first.treeSize, 5);
-    const leaves = [...first.leaves, ...second.leaves];
+    assert.equal(first.treeSize, 6);
+    const [change, ...leaves] = [...first.leaves, ...second.leaves];
+    // Leaf 0 logs the first key's creation: no session, its change row's text, whose SHA-256 is the leaf's data.
+    const [row] = (await get<{ entries: { id: string }[] }>('/api/audit/changes')).entries;
+    assert.deepEqual([change!.sessionId, change!.eventId, change!.event], [null, row!.id, null]);
+    assert.equal(change!.leafHash, leafHash(Buffer.from(sha256Hex(change!.change!), 'hex')).toString('hex'));
+    assert.ok(leaves.every((leaf) => leaf.change === undefined));
     assert.deepEqual(
       leaves.map((leaf) => leaf.index),
-      [0, 1, 2, 3, 4],
+      [1, 2, 3, 4, 5],
     );
     assert.deepEqual(
       leaves.map((leaf) => leaf.sessionId),
@@ -142,7 +155,7 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.events.length, 3);
     assert.deepEqual(
       bundle.leaves.map((leaf) => leaf?.index ?? null),
-      [4, null, null],
+      [5, null, null],
     );
     assert.deepEqual(bundle.head, { seq: 0, hash: acks[4]!.hash });
   });

@@ -4,7 +4,7 @@ import { observeError } from '../errors.ts';
 import type { ApiKeyRow } from './tables.ts';
 import { grants, keyScopes, scopeText, type ObserveScope } from './scopes.ts';
 import { keyOfStreamToken } from './stream-tokens.ts';
-import { findActiveKeyByHash, hasActiveKey, touchKey } from './store.ts';
+import { findActiveKeyByHash, hasActiveKey, keyState, touchKey } from './store.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,6 +22,17 @@ async function authenticate(ctx: ObserveContext, header: string | undefined): Pr
   const key = await findActiveKeyByHash(ctx.database, hash);
   // The lookup is by digest; the final comparison is constant-time all the same.
   return key && constantTimeEqual(key.key_hash, hash) ? key : null;
+}
+
+/**
+ * The key when its row is as its last logged change left it; null (and a warning) for a key
+ * inserted or edited in the database, which must not authenticate.
+ */
+async function loggedKey(ctx: ObserveContext, key: ApiKeyRow, log: { warn(object: object, message: string): void }): Promise<ApiKeyRow | null> {
+  const verdict = await ctx.loggedStates.check('api_key', key.id, keyState(key));
+  if (verdict.logged) return key;
+  log.warn({ keyId: key.id, reason: verdict.reason }, `API key ${key.id} refused: ${verdict.reason}`);
+  return null;
 }
 
 /**
@@ -67,9 +78,10 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     let key: ApiKeyRow | null | undefined;
     if (typeof streamToken === 'string') {
       key = await keyOfStreamToken(ctx, streamToken);
-      if (!key) throw observeError('invalidStreamToken');
+      if (!key || !(await loggedKey(ctx, key, request.log))) throw observeError('invalidStreamToken');
     } else {
       key = await authenticate(ctx, header);
+      if (key) key = await loggedKey(ctx, key, request.log);
     }
     if (!key) throw observeError('unauthorized');
     // Every route that takes a key declares its scope (the app does not build otherwise); HEAD is its GET's route.

@@ -1,4 +1,13 @@
-import { forUpdate, PreparedQuery, recordChange, toApiKeyLifecycle, type ApiKeyLifecycle, type ChangeActor } from '@vigil/platform';
+import {
+  forUpdate,
+  governedState,
+  PreparedQuery,
+  recordChange,
+  toApiKeyLifecycle,
+  type ApiKeyLifecycle,
+  type ChangeActor,
+  type Snapshot,
+} from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { ApiKeyRow } from './tables.ts';
@@ -13,9 +22,21 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
   return { ...toApiKeyLifecycle(row), scopes: [...keyScopes(row.scopes)] };
 }
 
+/** A key's columns its logged changes govern (all but the use time, which authentication touches). */
+const KEY_STATE_COLUMNS = ['id', 'name', 'prefix', 'key_hash', 'scopes', 'created_at', 'revoked_at'] as const;
+
+/** What a key's change records of it, and what its row is compared with before it authenticates. */
+export function keyState(row: ApiKeyRow): Snapshot {
+  return governedState(row, KEY_STATE_COLUMNS);
+}
+
 async function insertRecorded(trx: Transaction<ObserveSchema>, row: ApiKeyRow, actor: ChangeActor): Promise<void> {
   await trx.insertInto('api_keys').values(row).execute();
-  await recordChange(trx, { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row) }, row.created_at);
+  await recordChange(
+    trx,
+    { resource: 'api_key', resourceId: row.id, action: 'created', actor, before: null, after: toApiKey(row), state: keyState(row) },
+    row.created_at,
+  );
 }
 
 export async function insertKey(database: ObserveDatabase, row: ApiKeyRow, actor: ChangeActor): Promise<void> {
@@ -94,7 +115,11 @@ export async function revokeKey(
     if (lastKey && !allowLast) return { result: 'refused' };
     const after: ApiKeyRow = { ...before, revoked_at: at };
     await trx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute();
-    await recordChange(trx, { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey(after) }, at);
+    await recordChange(
+      trx,
+      { resource: 'api_key', resourceId: id, action: 'revoked', actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) },
+      at,
+    );
     return { result: 'revoked', row: after, lastKey };
   });
 }

@@ -18,7 +18,7 @@ export const retentionFeature = (log: ObserveAuditLog): ObserveFeature<PeriodicJ
       name: 'observe.retention',
       intervalMs: context.config.retentionIntervalMs,
       run: async (now) => {
-        const { deleted, unconfirmed } = await applyRetention(context, log, now);
+        const { deleted, unconfirmed } = await applyRetention(context, log, now, (object, message) => app.log.warn(object, message));
         if (deleted > 0) app.log.info({ deleted }, 'retention removed expired sessions');
         kept.inc(unconfirmed.length);
         for (const session of unconfirmed)

@@ -5,7 +5,7 @@ import type { ObserveContext } from '../context.ts';
 import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
-import { readSettings } from '../settings/index.ts';
+import { loggedRetentionPeriod } from '../settings/index.ts';
 
 /**
  * A retention transaction deletes up to this many sessions, and stops taking more once it holds
@@ -53,11 +53,22 @@ async function unconfirmedExpiry(trx: Transaction<ObserveSchema>, session: { id:
  * same transaction, so an audit tells a retention run from tampering. Candidates are found by the
  * indexed `last_event_at`, but only a session whose chain confirms its age is deleted
  * (unconfirmedExpiry); the others are kept and answered, and `vigil verify --deep` reports the
- * derived column that disagrees. Returns the sessions deleted and those kept.
+ * derived column that disagrees. Nothing is deleted when the stored retention setting is not as its
+ * last logged change left it (`warn` says so). Returns the sessions deleted and those kept.
  */
-export async function applyRetention(ctx: ObserveContext, log: ObserveAuditLog, now: number): Promise<{ deleted: number; unconfirmed: UnconfirmedSession[] }> {
-  const { retentionDays } = await readSettings(ctx);
+export async function applyRetention(
+  ctx: ObserveContext,
+  log: ObserveAuditLog,
+  now: number,
+  warn: (object: object, message: string) => void,
+): Promise<{ deleted: number; unconfirmed: UnconfirmedSession[] }> {
   const unconfirmed: UnconfirmedSession[] = [];
+  const period = await loggedRetentionPeriod(ctx);
+  if ('refused' in period) {
+    warn({ reason: period.refused }, `retention does not run: ${period.refused}`);
+    return { deleted: 0, unconfirmed };
+  }
+  const { retentionDays } = period;
   if (retentionDays <= 0) return { deleted: 0, unconfirmed };
   const cutoff = now - retentionDays * DAY_MS;
   let deleted = 0;

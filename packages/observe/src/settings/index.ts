@@ -2,7 +2,8 @@ import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { registerSettingsRoutes } from './routes.ts';
 
-export { readSettings, type Settings } from './service.ts';
+export { settingsMigrations } from './migrations.ts';
+export { loggedRetentionPeriod, readSettings, type Settings } from './service.ts';
 export type { SettingsTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records the settings under (context.ts composes the service's list). */

@@ -1,4 +1,4 @@
-import { canonicalJson, recordChange, type ChangeActor } from '@vigil/platform';
+import { canonicalJson, checkLoggedStates, recordChange, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
@@ -29,6 +29,35 @@ export function readSettings(ctx: ObserveContext): Promise<Settings> {
   return readSettingsWith(ctx, ctx.database.db);
 }
 
+/**
+ * The governed state of the settings: the stored retention setting as stored (its JSON text, null
+ * when none is stored and the environment's applies). Every settings change records it, so a
+ * retention setting inserted or edited in the database does not match the last logged change.
+ */
+async function retentionState(db: Kysely<ObserveSchema>): Promise<Snapshot & { retentionDays: string | null }> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', 'retentionDays').executeTakeFirst();
+  return { retentionDays: row?.value ?? null };
+}
+
+async function isLogged(db: Kysely<ObserveSchema>, state: Snapshot & { retentionDays: string | null }): Promise<boolean> {
+  return state.retentionDays === null || (await checkLoggedStates(db, 'settings', [{ id: null, state }])).get(null)!.logged;
+}
+
+/** The retention period retention may apply, or why it must not run. */
+export type RetentionPeriod = { retentionDays: number } | { refused: string };
+
+/**
+ * The retention period, from a stored setting only if it is as its last logged change left it
+ * (platform logged-state.ts): the server never deletes sessions on a setting written around it.
+ */
+export async function loggedRetentionPeriod(ctx: ObserveContext): Promise<RetentionPeriod> {
+  const [settings, state] = await Promise.all([readSettings(ctx), retentionState(ctx.database.db)]);
+  if (state.retentionDays === null) return { retentionDays: settings.retentionDays };
+  // Cached: the job runs often, the setting rarely changes.
+  const verdict = await ctx.loggedStates.check('settings', null, state);
+  return verdict.logged ? { retentionDays: settings.retentionDays } : { refused: `the stored retention setting is refused: ${verdict.reason}` };
+}
+
 /** The settings as the change log shows them: whether each secret is set, never its value. */
 function settingsSnapshot(settings: Settings) {
   return {
@@ -41,7 +70,9 @@ function settingsSnapshot(settings: Settings) {
 /**
  * Stores the given settings; a secret set to null is removed, so the environment value applies
  * again. A change is recorded (resource `settings`, no id; a new secret value shows in the snapshots
- * only as set, so a rotation reads as an update with equal sides); a patch that changes nothing is not.
+ * only as set, so a rotation reads as an update with equal sides); a patch that changes nothing is not,
+ * unless it sets the retention period over a stored one that is not logged (written around this):
+ * setting it through the API is what makes it apply again.
  */
 export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, actor: ChangeActor): Promise<Settings> {
   const now = ctx.clock.now();
@@ -60,12 +91,22 @@ export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, 
         .execute();
     }
     const after = await readSettingsWith(ctx, trx);
-    if (canonicalJson(before) !== canonicalJson(after)) {
+    const state = await retentionState(trx);
+    if (canonicalJson(before) !== canonicalJson(after) || (patch.retentionDays !== undefined && !(await isLogged(trx, state)))) {
       await recordChange(
         trx,
-        { resource: 'settings', resourceId: null, action: 'updated', actor, before: settingsSnapshot(before), after: settingsSnapshot(after) },
+        {
+          resource: 'settings',
+          resourceId: null,
+          action: 'updated',
+          actor,
+          before: settingsSnapshot(before),
+          after: settingsSnapshot(after),
+          state,
+        },
         now,
       );
+      ctx.loggedStates.forget();
     }
     return after;
   });

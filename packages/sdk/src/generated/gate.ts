@@ -628,7 +628,7 @@ export interface paths {
     /**
      * The audit log's leaves from an index, in order, with their entries
      *
-     * An index range of the log (at most `limit`), each leaf with its request, its entry as the canonical text its hash is computed over (null when the entry row is gone) and, for a tombstone leaf (chains deleted), its signed body. `treeSize` is the log's size now.
+     * An index range of the log (at most `limit`), each leaf with its request, its entry as the canonical text its hash is computed over (null when the entry row is gone) and, for a tombstone leaf (chains deleted), its signed body. A leaf without a request and tombstone logs an administrative change (but a key-rotation leaf, which `GET /api/audit/public-key` lists as a key's certificate): `change` is its row's canonical text (null when the row is gone), whose SHA-256 is the leaf's data. `treeSize` is the log's size now.
      *
      * Scope: `request:read`.
      */
@@ -653,6 +653,8 @@ export interface paths {
               body: string;
               signature: string;
             } | null;
+            /** On a change leaf: the change row as canonical JSON; null when the row is gone */
+            change?: string | null;
           }[];
         };
         400: GateError;
@@ -938,6 +940,12 @@ export interface paths {
             offset: number;
             hasMore: boolean;
           };
+          /** Stored policies the engine does not apply: their row is not as their last logged change left it (edited or inserted in the database) */
+          refused: {
+            id: string;
+            name: string;
+            reason: string;
+          }[];
         };
         400: GateError;
         401: GateError;

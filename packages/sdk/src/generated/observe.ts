@@ -1609,7 +1609,7 @@ export interface paths {
     /**
      * The audit log's leaves from an index, in order, with their events
      *
-     * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a tombstone leaf (chains deleted), its signed body. `treeSize` is the log's size now.
+     * An index range of the log (at most `limit`), each leaf with its session, its event as the canonical text its hash is computed over (null when the event row is gone) and, for a tombstone leaf (chains deleted), its signed body. A leaf without a session and tombstone logs an administrative change (but a key-rotation leaf, which `GET /api/audit/public-key` lists as a key's certificate): `change` is its row's canonical text (null when the row is gone), whose SHA-256 is the leaf's data. `treeSize` is the log's size now.
      *
      * Scope: `read`.
      */
@@ -1634,6 +1634,8 @@ export interface paths {
               body: string;
               signature: string;
             } | null;
+            /** On a change leaf: the change row as canonical JSON; null when the row is gone */
+            change?: string | null;
           }[];
         };
         400: ObserveError;

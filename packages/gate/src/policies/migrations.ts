@@ -1,0 +1,21 @@
+// The policies feature's migration steps (src/migrations.ts collects every feature's in name order
+// after the frozen history). A step imports no other feature's code.
+import { adoptGovernedRows, governedState, type MigrationStep } from '@vigil/platform';
+
+export const policiesMigrations: Record<string, MigrationStep> = {
+  /**
+   * Policies governed by the change log (the engine applies a policy only as its last logged change
+   * left it): each policy stored at the upgrade is recorded as logged then, with the columns
+   * store.ts's policyState governs.
+   */
+  async '0013_logged_policies'(db) {
+    const rows = await db.selectFrom('policies').select(['id', 'name', 'priority', 'enabled', 'rules', 'created_at']).execute();
+    const columns = ['id', 'name', 'priority', 'enabled', 'rules', 'created_at'];
+    await adoptGovernedRows(
+      db,
+      'policy',
+      rows.map((row) => ({ id: row.id as string, state: governedState(row, columns) })),
+      Date.now(),
+    );
+  },
+};
