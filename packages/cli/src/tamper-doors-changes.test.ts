@@ -323,7 +323,8 @@ await describeEachDatabase('tamper doors: an upgraded install keeps its keys, po
         ['api_key:old-key', 'policy:old-policy'],
       );
       assert.equal((await call('POST', '/api/audit/checkpoint')).statusCode, 201);
-      const result = await runVerify<Report>(['--url', url], raw);
+      const { publicKey } = (await call('GET', '/api/audit/public-key')).json<{ publicKey: string }>();
+      const result = await runVerify<Report>(['--url', url, '--public-key', publicKey], raw);
       assert.equal(result.status, 0, `the upgraded log verifies: ${result.stderr}\n${JSON.stringify(result.report)}`);
     } finally {
       await service.app.close();
