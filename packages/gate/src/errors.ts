@@ -78,6 +78,13 @@ export const gateErrors = {
     when: 'A body that is not application/json (or a charset or Content-Encoding the route does not take)',
   },
   rateLimited: { status: 429, code: 'rate_limited', message: 'Rate limit exceeded', when: 'The key exceeded its rate limit (retry after Retry-After)' },
+  requestTampered: {
+    status: 500,
+    code: 'request_tampered',
+    message: 'The request does not match its audit trail',
+    when:
+      'A request whose stored row (status, decider, params, …) differs from what its logged audit chain says, or whose chain does not verify: it was changed outside the gate, and is neither answered nor acted on (`vigil verify` names it)',
+  },
   internal: {
     status: 500,
     code: 'internal_error',

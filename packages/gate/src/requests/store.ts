@@ -40,8 +40,53 @@ const selectRequestForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialec
   forUpdate(db.selectFrom('requests').selectAll().where('id', '=', id), dialect),
 );
 
-export async function findRequest(database: GateDatabase, id: string): Promise<RequestRow | undefined> {
-  return selectRequest.first(database.db, database.dialect, id);
+/** A request's row as stored, unchecked (RequestService.get checks it against its audit chain). */
+export async function findRequest(database: GateDatabase, id: string, executor: Kysely<GateSchema> = database.db): Promise<RequestRow | undefined> {
+  return selectRequest.first(executor, database.dialect, id);
+}
+
+/** An audit entry with its leaf in the audit log (null: it has none). */
+export type LoggedAuditRow = AuditRow & { leaf_hash: Buffer | null };
+
+const selectLoggedTrail = new PreparedQuery((db: Kysely<GateSchema>, _dialect, requestId: string) =>
+  db
+    .selectFrom('audit_entries as e')
+    .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+    .selectAll('e')
+    .select('l.leaf_hash')
+    .where('e.request_id', '=', requestId)
+    .orderBy('e.seq')
+    .orderBy('e.id'),
+);
+
+/** A request's audit entries in seq order with their leaves: its trail index (request_id, seq), then one leaf per entry by item id. */
+export async function loggedTrail(executor: Kysely<GateSchema>, database: GateDatabase, requestId: string): Promise<LoggedAuditRow[]> {
+  return selectLoggedTrail.execute(executor, database.dialect, requestId);
+}
+
+/** The logged trails of several requests (a page of the list), by request id. */
+export async function loggedTrails(executor: Kysely<GateSchema>, requestIds: readonly string[]): Promise<Map<string, LoggedAuditRow[]>> {
+  const trails = new Map<string, LoggedAuditRow[]>(requestIds.map((id) => [id, []]));
+  if (requestIds.length === 0) return trails;
+  const rows = await executor
+    .selectFrom('audit_entries as e')
+    .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+    .selectAll('e')
+    .select('l.leaf_hash')
+    .where('e.request_id', 'in', [...requestIds])
+    .orderBy('e.request_id')
+    .orderBy('e.seq')
+    .orderBy('e.id')
+    .execute();
+  for (const row of rows) trails.get(row.request_id)?.push(row);
+  return trails;
+}
+
+/** Requests by id after `after` (keyset pages of GET /api/audit/requests). */
+export async function requestsAfter(database: GateDatabase, after: string | undefined, limit: number): Promise<RequestRow[]> {
+  let query = database.db.selectFrom('requests').selectAll();
+  if (after !== undefined) query = query.where('id', '>', after);
+  return query.orderBy('id').limit(limit).execute();
 }
 
 export async function lockRequest(trx: Transaction<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {

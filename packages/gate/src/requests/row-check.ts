@@ -1,0 +1,89 @@
+import { hashHex, readSnapshot, toIso } from '@vigil/platform';
+import type { Kysely } from 'kysely';
+import { chainEntryOf, verifyAuditChain } from '../audit-trail/index.ts';
+import { gateError } from '../errors.ts';
+import type { GateDatabase, GateSchema } from '../schema.ts';
+import { chainedRequestState, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
+import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
+import type { RequestRow } from './tables.ts';
+
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : toIso(ms));
+
+/** The row's fields its audit chain commits to (evidence.ts), the creation's hashed over its stored canonical texts. */
+export function storedRequestState(row: RequestRow): RequestEvidence & { requestHash: string } {
+  return {
+    action: row.action,
+    createdAt: toIso(row.created_at),
+    requestHash: requestInputHash({
+      action: row.action,
+      params: row.params,
+      context: row.context,
+      urgency: row.urgency,
+      expiresAt: isoOrNull(row.expires_at),
+      policyDecision: row.policy_decision,
+    }),
+    status: row.status,
+    decidedBy: row.decided_by,
+    decidedAt: isoOrNull(row.decided_at),
+    decisionReason: row.decision_reason,
+    confirmedAt: isoOrNull(row.confirmed_at),
+    executionResult: row.execution_result,
+  };
+}
+
+/**
+ * Why the row may not be served or acted on, or null when its trail vouches for it: the trail must
+ * chain from seq 0 to the head the row records, each entry must be its leaf in the audit log, and
+ * the row must hold what those logged entries say (evidence.ts). Rewriting the log's leaves as well
+ * is what `vigil verify` against a saved or witnessed checkpoint catches.
+ */
+export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditRow[]): string | null {
+  const leaves = new Map<string, string>();
+  for (const entry of trail) if (entry.leaf_hash !== null) leaves.set(entry.id, hashHex(entry.leaf_hash));
+  const verdict = verifyAuditChain(trail, { seq: row.audit_head_seq, hash: row.audit_head_hash }, leaves);
+  if (!verdict.valid) return `its audit chain breaks at seq ${verdict.brokenAt}: ${verdict.reason}`;
+  const chained = chainedRequestState(trail.map(chainEntryOf));
+  if (chained === undefined) return 'its audit trail does not start with its created entry';
+  const mismatches = requestEvidenceMismatches(storedRequestState(row), chained);
+  return mismatches.length === 0 ? null : mismatches.join('; ');
+}
+
+export function requestTampered(id: string, problem: string): Error {
+  return gateError('requestTampered', `Request ${id} does not match its audit trail: ${problem}`);
+}
+
+/** Checks a row read in a transaction that holds its row lock (no write of it can land between the two reads). */
+export async function assertLockedRowEvidence(trx: Kysely<GateSchema>, database: GateDatabase, row: RequestRow): Promise<void> {
+  const problem = rowEvidenceProblem(row, await loggedTrail(trx, database, row.id));
+  if (problem !== null) throw requestTampered(row.id, problem);
+}
+
+/**
+ * Checks rows read without a lock. The row and its trail are two reads, so a write that committed
+ * between them can make an honest row look wrong: a row that fails is read again, with its trail,
+ * from one snapshot, and refused only if it still fails (the common case costs one read more).
+ */
+export async function assertRowsEvidence(database: GateDatabase, rows: readonly RequestRow[]): Promise<void> {
+  const trails = rows.length === 1 ? new Map([[rows[0]!.id, await loggedTrail(database.db, database, rows[0]!.id)]]) : await loggedTrails(database.db, rows.map((row) => row.id));
+  const failing = rows.filter((row) => rowEvidenceProblem(row, trails.get(row.id) ?? []) !== null);
+  if (failing.length === 0) return;
+  const problems = await readSnapshot(database, async (db) => {
+    const found: [string, string][] = [];
+    for (const { id } of failing) {
+      const row = await findRequest(database, id, db);
+      const problem = row === undefined ? null : rowEvidenceProblem(row, await loggedTrail(db, database, id));
+      if (problem !== null) found.push([id, problem]);
+    }
+    return found;
+  });
+  if (problems.length === 1) throw requestTampered(problems[0]![0], problems[0]![1]);
+  if (problems.length > 1)
+    throw gateError('requestTampered', `Requests ${problems.map(([id]) => id).join(', ')} do not match their audit trails: ${problems.map(([id, problem]) => `${id}: ${problem}`).join(' | ')}`);
+}
+
+/** A request's row, checked against its logged audit trail (throws requestTampered); undefined when absent. */
+export async function findVerifiedRequest(database: GateDatabase, id: string): Promise<RequestRow | undefined> {
+  const row = await findRequest(database, id);
+  if (row !== undefined) await assertRowsEvidence(database, [row]);
+  return row;
+}
