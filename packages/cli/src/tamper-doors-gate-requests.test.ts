@@ -129,6 +129,10 @@ await describeEachDatabase('tamper doors: the gate request row', (backend) => {
         const trail = await w.gate.call({ method: 'GET', url: `/api/requests/${id}/audit` });
         assert.equal(trail.statusCode, 200, 'its audit trail is still shown');
         assert.equal(trail.json<unknown[]>().length, id === w.pending ? 1 : 2, 'and nothing was written to it');
+        const verdict = await w.gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` });
+        assert.equal(verdict.statusCode, 200, verdict.body);
+        assert.equal(verdict.json<{ valid: boolean }>().valid, false, 'the gate reports it without a saved checkpoint');
+        assert.match(verdict.json<{ reason: string }>().reason, /^the request row does not match its chain: /);
 
         const result = await runVerify<GateReport>(['--url', w.url, '--checkpoint', w.saved], TEST_ADMIN_KEY);
         assert.equal(result.status, 1, `exit 1 (tampered): ${result.stderr}\n${JSON.stringify(result.report)}`);

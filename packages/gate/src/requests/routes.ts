@@ -1,6 +1,6 @@
 import { isoTimestampMs, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit-trail/index.ts';
+import { auditChainVerdictSchema, auditEntrySchema, chainEntryOf, toAuditEntry } from '../audit-trail/index.ts';
 import { auditActor } from '../auth/index.ts';
 import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
@@ -8,7 +8,7 @@ import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
 import { STATUSES } from '../schema.ts';
-import { storedRequestState } from './row-check.ts';
+import { rowStateProblem, storedRequestState } from './row-check.ts';
 import { listRequests, requestDetailJson, requestsAfter, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
@@ -233,14 +233,16 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       const trail = await verifiedAuditTrail(ctx.database, row.id);
       if (!trail) throw gateError('requestNotFound');
       const { verdict } = trail;
+      // A chain that verifies still has to be what the row holds (docs/audit.md, "A request's row under its chain").
+      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf)) : null;
       return {
         requestId: row.id,
-        valid: verdict.valid,
+        valid: verdict.valid && rowProblem === null,
         entryCount: trail.rows.length,
         headSeq: trail.head.seq,
         headHash: trail.head.hash,
         brokenAt: verdict.brokenAt,
-        reason: verdict.reason,
+        reason: rowProblem === null ? verdict.reason : `the request row does not match its chain: ${rowProblem}`,
       };
     },
   );

@@ -1,6 +1,6 @@
-import { hashHex, readSnapshot, toIso } from '@vigil/platform';
+import { leafHash, readSnapshot, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { chainEntryOf, verifyAuditChain } from '../audit-trail/index.ts';
+import { auditEntryHash, chainEntryOf, type AuditChainEntry } from '../audit-trail/index.ts';
 import { gateError } from '../errors.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import { chainedRequestState, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
@@ -31,21 +31,38 @@ export function storedRequestState(row: RequestRow): RequestEvidence & { request
   };
 }
 
+/** Where the row differs from the replay of its trail's entries (seq order from 0), or null when it does not. */
+export function rowStateProblem(row: RequestRow, entries: readonly AuditChainEntry[]): string | null {
+  const chained = chainedRequestState(entries);
+  if (chained === undefined) return 'its audit trail does not start with its created entry';
+  const mismatches = requestEvidenceMismatches(storedRequestState(row), chained);
+  return mismatches.length === 0 ? null : mismatches.join('; ');
+}
+
 /**
  * Why the row may not be served or acted on, or null when its trail vouches for it: the trail must
  * chain from seq 0 to the head the row records, each entry must be its leaf in the audit log, and
  * the row must hold what those logged entries say (evidence.ts). Rewriting the log's leaves as well
- * is what `vigil verify` against a saved or witnessed checkpoint catches.
+ * is what `vigil verify` against a saved or witnessed checkpoint catches. One pass over the entries
+ * (verifyAuditChain's checks, without its sort and hex conversions): it runs on every decide.
  */
 export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditRow[]): string | null {
-  const leaves = new Map<string, string>();
-  for (const entry of trail) if (entry.leaf_hash !== null) leaves.set(entry.id, hashHex(entry.leaf_hash));
-  const verdict = verifyAuditChain(trail, { seq: row.audit_head_seq, hash: row.audit_head_hash }, leaves);
-  if (!verdict.valid) return `its audit chain breaks at seq ${verdict.brokenAt}: ${verdict.reason}`;
-  const chained = chainedRequestState(trail.map(chainEntryOf));
-  if (chained === undefined) return 'its audit trail does not start with its created entry';
-  const mismatches = requestEvidenceMismatches(storedRequestState(row), chained);
-  return mismatches.length === 0 ? null : mismatches.join('; ');
+  const entries: AuditChainEntry[] = [];
+  let previous: string | null = null;
+  for (const [seq, stored] of trail.entries()) {
+    const at = `entry ${stored.id} (seq ${stored.seq})`;
+    if (stored.seq !== seq) return `its audit chain has no entry at seq ${seq}: the next is ${at}`;
+    if (stored.prev_hash !== previous) return `${at}: prevHash does not match the hash of the previous entry`;
+    const entry = chainEntryOf(stored);
+    if (auditEntryHash(entry, previous) !== stored.hash) return `${at}: hash does not match the entry content`;
+    if (stored.leaf_hash === null || !leafHash(Buffer.from(stored.hash, 'hex')).equals(stored.leaf_hash))
+      return `${at} is not its leaf in the audit log`;
+    entries.push(entry);
+    previous = stored.hash;
+  }
+  if (trail.length - 1 !== row.audit_head_seq || previous !== row.audit_head_hash)
+    return `its row records its chain head at seq ${row.audit_head_seq}, but its logged trail ends at seq ${trail.length - 1}${trail.length - 1 === row.audit_head_seq ? ' with another hash' : ''}`;
+  return rowStateProblem(row, entries);
 }
 
 export function requestTampered(id: string, problem: string): Error {

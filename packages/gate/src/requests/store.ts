@@ -118,13 +118,13 @@ export async function listRequests(database: GateDatabase, query: ListRequestsQu
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
 }
 
-/** A request's trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */
+/** A request's row and trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */
 export async function verifiedAuditTrail(
   database: GateDatabase,
   requestId: string,
-): Promise<{ rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
+): Promise<{ request: RequestRow; rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
   return readSnapshot(database, async (db) => {
-    const request = await db.selectFrom('requests').select(['audit_head_seq', 'audit_head_hash']).where('id', '=', requestId).executeTakeFirst();
+    const request = await findRequest(database, requestId, db);
     if (!request) return undefined;
     const rows = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
     const head = { seq: request.audit_head_seq, hash: request.audit_head_hash };
@@ -140,7 +140,7 @@ export async function verifiedAuditTrail(
               rows.map((row) => row.id),
             )
             .execute();
-    return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
+    return { request, rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
   });
 }
 
