@@ -82,8 +82,7 @@ export const gateErrors = {
     status: 500,
     code: 'request_tampered',
     message: 'The request does not match its audit trail',
-    when:
-      'A request whose stored row (status, decider, params, …) differs from what its logged audit chain says, or whose chain does not verify: it was changed outside the gate, and is neither answered nor acted on (`vigil verify` names it)',
+    when: 'A request whose stored row (status, decider, params, …) differs from what its logged audit chain says, or whose chain does not verify: it was changed outside the gate, and is neither answered nor acted on (`vigil verify` names it)',
   },
   internal: {
     status: 500,

@@ -294,7 +294,11 @@ async function auditLog(
   // The gate's request rows, compared with the replay of their walked entries.
   const requestRows = n.log === GATE_PROFILE.log ? new RequestRowAudit() : undefined;
   const sink: WalkedEventSink | undefined =
-    derived !== undefined ? (fields) => derived.add(fields as unknown as ChainedEvent) : requestRows === undefined ? undefined : (fields) => requestRows.add(fields);
+    derived !== undefined
+      ? (fields) => derived.add(fields as unknown as ChainedEvent)
+      : requestRows === undefined
+        ? undefined
+        : (fields) => requestRows.add(fields);
   const walk = new LogWalk(
     saved === undefined ? [latest] : [latest, saved],
     heads,

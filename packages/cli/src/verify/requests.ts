@@ -69,8 +69,7 @@ export class RequestRowAudit {
       return undefined;
     }
     const chained = chainedRequestState(entries);
-    const problems =
-      chained === undefined ? ['its logged trail does not start with its created entry'] : requestEvidenceMismatches(stored, chained);
+    const problems = chained === undefined ? ['its logged trail does not start with its created entry'] : requestEvidenceMismatches(stored, chained);
     if (stored.headSeq < lastSeq) problems.unshift(`its row records its chain up to seq ${stored.headSeq}, but the log holds entries up to seq ${lastSeq}`);
     if (problems.length === 0) return undefined;
     return {

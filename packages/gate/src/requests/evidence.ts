@@ -128,7 +128,8 @@ const FIELD_NAMES: Record<keyof RequestEvidence, string> = {
   executionResult: 'executionResult',
 };
 
-const shown = (value: string | null): string => (value === null ? 'null' : value.length > 80 ? `${JSON.stringify(value.slice(0, 80))}…` : JSON.stringify(value));
+const shown = (value: string | null): string =>
+  value === null ? 'null' : value.length > 80 ? `${JSON.stringify(value.slice(0, 80))}…` : JSON.stringify(value);
 
 /**
  * Where a stored row differs from what its chain says, one phrase per field; empty when it agrees.

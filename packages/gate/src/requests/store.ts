@@ -55,8 +55,8 @@ const selectLoggedTrail = new PreparedQuery((db: Kysely<GateSchema>, _dialect, r
     .selectAll('e')
     .select('l.leaf_hash')
     .where('e.request_id', '=', requestId)
-    .orderBy('e.seq')
-    .orderBy('e.id'),
+    // (request_id, seq) is unique: the trail index gives this order.
+    .orderBy('e.seq'),
 );
 
 /** A request's audit entries in seq order with their leaves: its trail index (request_id, seq), then one leaf per entry by item id. */
@@ -76,7 +76,6 @@ export async function loggedTrails(executor: Kysely<GateSchema>, requestIds: rea
     .where('e.request_id', 'in', [...requestIds])
     .orderBy('e.request_id')
     .orderBy('e.seq')
-    .orderBy('e.id')
     .execute();
   for (const row of rows) trails.get(row.request_id)?.push(row);
   return trails;
