@@ -2,7 +2,7 @@
  * Issue 36's door on the gate's request row: a database write that flips a pending request to
  * approved, raises an approved request's amount or rewrites its decider. The gate refuses the row
  * wherever it would be read or acted on (GET, the list an agent polls, decide, confirm) with
- * `request_tampered`, and `vigil verify` (a real process) names the request, exit 1, against a
+ * 500 "does not match its audit trail", and `vigil verify` (a real process) names the request, exit 1, against a
  * checkpoint saved before the tampering.
  */
 import assert from 'node:assert/strict';
@@ -115,7 +115,7 @@ await describeEachDatabase('tamper doors: the gate request row', (backend) => {
         await door.tamper(w);
         const id = door.request(w);
         const refused = (response: Parameters<typeof assertGateError>[0], what: string) => {
-          const message = assertGateError(response, 500, 'request_tampered', what);
+          const message = assertGateError(response, 500, 'internal_error', what);
           assert.match(message, new RegExp(`Request ${id} does not match its audit trail`), what);
         };
         refused(await w.gate.call({ method: 'GET', url: `/api/requests/${id}` }), 'GET /api/requests/:id');

@@ -80,7 +80,7 @@ export const gateErrors = {
   rateLimited: { status: 429, code: 'rate_limited', message: 'Rate limit exceeded', when: 'The key exceeded its rate limit (retry after Retry-After)' },
   requestTampered: {
     status: 500,
-    code: 'request_tampered',
+    code: 'internal_error',
     message: 'The request does not match its audit trail',
     when: 'A request whose stored row (status, decider, params, …) differs from what its logged audit chain says, or whose chain does not verify: it was changed outside the gate, and is neither answered nor acted on (`vigil verify` names it)',
   },

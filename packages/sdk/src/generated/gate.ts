@@ -113,7 +113,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "request_tampered" | "internal_error" | "unavailable";
+    code: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
