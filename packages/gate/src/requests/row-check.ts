@@ -1,7 +1,7 @@
-import { leafHash, readSnapshot, toIso } from '@vigil/platform';
+import { leafHash, readSnapshot, ServiceError, toIso } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import { auditEntryHash, chainEntryOf, type AuditChainEntry } from '../audit-trail/index.ts';
-import { gateError } from '../errors.ts';
+import { gateErrors } from '../errors.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import { chainedRequestState, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
 import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
@@ -66,8 +66,16 @@ export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditR
   return rowStateProblem(row, entries);
 }
 
-export function requestTampered(id: string, problem: string): Error {
-  return gateError('requestTampered', `Request ${id} does not match its audit trail: ${problem}`);
+/** The refusal of a row that differs from its logged trail (the catalogue's requestTampered), told apart from other 500s by its class. */
+export class RequestTamperedError extends ServiceError {
+  constructor(message: string) {
+    const { status, code } = gateErrors.requestTampered;
+    super(status, code, message);
+  }
+}
+
+function requestTampered(id: string, problem: string): RequestTamperedError {
+  return new RequestTamperedError(`Request ${id} does not match its audit trail: ${problem}`);
 }
 
 /** Checks a row read in a transaction that holds its row lock (no write of it can land between the two reads). */
@@ -102,8 +110,7 @@ export async function assertRowsEvidence(database: GateDatabase, rows: readonly 
   });
   if (problems.length === 1) throw requestTampered(problems[0]![0], problems[0]![1]);
   if (problems.length > 1)
-    throw gateError(
-      'requestTampered',
+    throw new RequestTamperedError(
       `Requests ${problems.map(([id]) => id).join(', ')} do not match their audit trails: ${problems.map(([id, problem]) => `${id}: ${problem}`).join(' | ')}`,
     );
 }

@@ -1,4 +1,4 @@
-import { BulkInserter, canonicalJson, GroupCommitter, newId, ServiceError, toIso, type ZodApp } from '@vigil/platform';
+import { BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
 import { auditEntryHash, chainEntryOf } from '../audit-trail/index.ts';
@@ -11,11 +11,10 @@ import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
-import { assertLockedRowEvidence, assertRowsEvidence } from './row-check.ts';
+import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
 import { dueForExpiry, findRequest, insertAuditEntry, lockRequest } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
-const TAMPERED = gateError('requestTampered').code;
 const expiryActor = systemActor(EXPIRY_ACTOR);
 
 export interface NewRequest {
@@ -282,7 +281,7 @@ export class RequestService {
     try {
       return (await this.expire(id)) ?? row;
     } catch (error) {
-      if (error instanceof ServiceError && error.code === TAMPERED) return row;
+      if (error instanceof RequestTamperedError) return row;
       throw error;
     }
   }
@@ -314,7 +313,7 @@ export class RequestService {
         try {
           if ((await this.expire(id))?.status === 'expired') expired += 1;
         } catch (error) {
-          if (!(error instanceof ServiceError && error.code === TAMPERED)) throw error;
+          if (!(error instanceof RequestTamperedError)) throw error;
           tampered.add(id);
           this.log.error({ requestId: id, err: error }, 'request not expired: it does not match its audit trail');
         }
