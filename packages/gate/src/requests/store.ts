@@ -48,18 +48,23 @@ export async function findRequest(database: GateDatabase, id: string, executor: 
 /** An audit entry with its leaf in the audit log (null: it has none). */
 export type LoggedAuditRow = AuditRow & { leaf_hash: Buffer | null };
 
-const selectLoggedTrail = new PreparedQuery((db: Kysely<GateSchema>, _dialect, requestId: string) =>
-  db
-    .selectFrom('audit_entries as e')
-    .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
-    .selectAll('e')
-    .select('l.leaf_hash')
-    .where('e.request_id', '=', requestId)
-    // (request_id, seq) is unique: the trail index gives this order.
-    .orderBy('e.seq'),
-);
-
 /** A request's audit entries in seq order with their leaves: its trail index (request_id, seq), then one leaf per entry by item id. */
+export function loggedTrailQuery(db: Kysely<GateSchema>, requestId: string) {
+  return (
+    db
+      .selectFrom('audit_entries as e')
+      .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+      .selectAll('e')
+      .select('l.leaf_hash')
+      .where('e.request_id', '=', requestId)
+      // (request_id, seq) is unique: the trail index gives this order.
+      .orderBy('e.seq')
+  );
+}
+
+const selectLoggedTrail = new PreparedQuery((db: Kysely<GateSchema>, _dialect, requestId: string) => loggedTrailQuery(db, requestId));
+
+/** The request's logged trail (loggedTrailQuery), read on every read and write of the request. */
 export async function loggedTrail(executor: Kysely<GateSchema>, database: GateDatabase, requestId: string): Promise<LoggedAuditRow[]> {
   return selectLoggedTrail.execute(executor, database.dialect, requestId);
 }
