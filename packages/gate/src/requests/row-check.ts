@@ -1,8 +1,7 @@
 import { leafHash, readSnapshot, ServiceError, toIso } from '@vigil/platform';
-import type { Kysely } from 'kysely';
 import { auditEntryHash, chainEntryOf, type AuditChainEntry } from '../audit-trail/index.ts';
 import { gateErrors } from '../errors.ts';
-import type { GateDatabase, GateSchema } from '../schema.ts';
+import type { GateDatabase } from '../schema.ts';
 import { chainedRequestState, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
 import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
 import type { RequestRow } from './tables.ts';
@@ -78,9 +77,9 @@ function requestTampered(id: string, problem: string): RequestTamperedError {
   return new RequestTamperedError(`Request ${id} does not match its audit trail: ${problem}`);
 }
 
-/** Checks a row read in a transaction that holds its row lock (no write of it can land between the two reads). */
-export async function assertLockedRowEvidence(trx: Kysely<GateSchema>, database: GateDatabase, row: RequestRow): Promise<void> {
-  const problem = rowEvidenceProblem(row, await loggedTrail(trx, database, row.id));
+/** Checks a row and its trail read under its row lock (store.ts lockRequestWithTrail: no write of it can land between them). */
+export function assertLockedRowEvidence(row: RequestRow, trail: readonly LoggedAuditRow[]): void {
+  const problem = rowEvidenceProblem(row, trail);
   if (problem !== null) throw requestTampered(row.id, problem);
 }
 

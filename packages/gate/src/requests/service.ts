@@ -12,7 +12,7 @@ import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
 import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
-import { dueForExpiry, findRequest, insertAuditEntry, lockRequest } from './store.ts';
+import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -288,9 +288,9 @@ export class RequestService {
 
   /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
   private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
-    const row = await lockRequest(write.trx, this.ctx.database, id);
-    if (row) await assertLockedRowEvidence(write.trx, this.ctx.database, row);
-    return row;
+    const locked = await lockRequestWithTrail(write.trx, this.ctx.database, id);
+    if (locked) assertLockedRowEvidence(locked.row, locked.trail);
+    return locked?.row;
   }
 
   /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */

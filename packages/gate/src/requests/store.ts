@@ -1,4 +1,4 @@
-import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
+import { forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema, RequestStatus } from '../schema.ts';
@@ -36,9 +36,6 @@ export function requestDetailJson(row: RequestRow): string {
 }
 
 const selectRequest = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => db.selectFrom('requests').selectAll().where('id', '=', id));
-const selectRequestForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
-  forUpdate(db.selectFrom('requests').selectAll().where('id', '=', id), dialect),
-);
 
 /** A request's row as stored, unchecked (RequestService.get checks it against its audit chain). */
 export async function findRequest(database: GateDatabase, id: string, executor: Kysely<GateSchema> = database.db): Promise<RequestRow | undefined> {
@@ -93,8 +90,49 @@ export async function requestsAfter(database: GateDatabase, after: string | unde
   return query.orderBy('id').limit(limit).execute();
 }
 
-export async function lockRequest(trx: Transaction<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
-  return selectRequestForUpdate.first(trx, database.dialect, id);
+const ENTRY_COLUMNS = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'] as const;
+
+/** A request row joined with one of its logged entries (e_* columns; all null for a request without entries). */
+type RowWithEntry = RequestRow & { [C in (typeof ENTRY_COLUMNS)[number] as `e_${C}`]: AuditRow[C] | null } & { leaf_hash: Buffer | null };
+
+const selectRequestWithTrailForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
+  forUpdateOf(
+    db
+      .selectFrom('requests as r')
+      .leftJoin('audit_entries as e', 'e.request_id', 'r.id')
+      .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+      .selectAll('r')
+      .select(ENTRY_COLUMNS.map((column) => `e.${column} as e_${column}` as const))
+      .select('l.leaf_hash')
+      .where('r.id', '=', id)
+      .orderBy('e.seq'),
+    dialect,
+    'r',
+  ),
+);
+
+/**
+ * Locks a request's row and reads its logged trail (loggedTrail) in the same statement: the row
+ * check every decide, confirm and expiry makes costs no statement of its own.
+ */
+export async function lockRequestWithTrail(
+  trx: Transaction<GateSchema>,
+  database: GateDatabase,
+  id: string,
+): Promise<{ row: RequestRow; trail: LoggedAuditRow[] } | undefined> {
+  const rows = (await selectRequestWithTrailForUpdate.execute(trx, database.dialect, id)) as unknown as RowWithEntry[];
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  const row = {} as Record<string, unknown>;
+  for (const [column, value] of Object.entries(first)) if (!column.startsWith('e_') && column !== 'leaf_hash') row[column] = value;
+  const trail = rows
+    .filter((joined) => joined.e_id !== null)
+    .map((joined) => {
+      const entry = { leaf_hash: joined.leaf_hash } as Record<string, unknown>;
+      for (const column of ENTRY_COLUMNS) entry[column] = joined[`e_${column}`];
+      return entry as unknown as LoggedAuditRow;
+    });
+  return { row: row as unknown as RequestRow, trail };
 }
 
 /**
