@@ -712,7 +712,7 @@ export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, di
 }
 
 /** forUpdate locking only `table`'s rows: PostgreSQL locks no row of a query's outer joins. */
-export function forUpdateOf<Query extends { forUpdate(of: string): Query }>(query: Query, dialect: DialectName, table: string): Query {
+export function forUpdateOf<Table extends string, Query extends { forUpdate(of?: Table): Query }>(query: Query, dialect: DialectName, table: Table): Query {
   return dialect === 'postgres' ? query.forUpdate(table) : query;
 }
 
