@@ -11,8 +11,8 @@ import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
-import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
-import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail } from './store.ts';
+import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError, rowEvidenceProblem } from './row-check.ts';
+import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -289,8 +289,11 @@ export class RequestService {
   /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
   private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
     const locked = await lockRequestWithTrail(write.trx, this.ctx.database, id);
-    if (locked) assertLockedRowEvidence(locked.row, locked.trail);
-    return locked?.row;
+    if (!locked) return undefined;
+    // A lock that waited for another write answers the row as that write left it, but PostgreSQL joins
+    // the entries its statement saw before the wait: read the trail again, under the lock, before refusing.
+    if (rowEvidenceProblem(locked.row, locked.trail) !== null) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    return locked.row;
   }
 
   /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */
