@@ -7,7 +7,8 @@
  * 2. The real gate server (separate process, SQLite unless DATABASE_URL is set) with 20 policies
  *    loaded that none of the benchmark requests match, so every request is evaluated against all of
  *    them and stays pending: POST /api/requests and GET /api/requests/:id throughput and latency
- *    from 8 concurrent keep-alive clients (node:http, see Client) sending pre-serialised bodies.
+ *    from 8 concurrent keep-alive clients (node:http, see Client) sending pre-serialised bodies,
+ *    then POST /api/requests/:id/decide of each created request once.
  *
  * 3. Two floors for the same client: GET /health (no key, no database) and who-am-I (the same key
  *    check as the request routes, no database): what the HTTP stack and authentication cost alone.
@@ -436,6 +437,22 @@ async function benchServer(rows: Row[]): Promise<void> {
         `${rate(got.perSecond)} requests/s · p50 ${got.p50.toFixed(2)} ms · p95 ${got.p95.toFixed(2)} ms${cpuNote(got.cpuMicros)}`,
         got.perSecond >= 15_000,
       ),
+    ]);
+
+    // Each created request decided once (approved or denied in turn): the row lock, the update, the
+    // decision's audit entry and leaf, its webhook rows, in one transaction per decision.
+    const decisions = [json({ decision: 'approved' }), json({ decision: 'denied', reason: 'bench' })];
+    const decideFrom =
+      (offset: number) =>
+      async (i: number): Promise<void> => {
+        await client.expect(200, 'POST', `/api/requests/${ids[offset + i]!}/decide`, decisions[i % 2]);
+      };
+    await load(WARMUP_REQUESTS, decideFrom(0));
+    const decided = await cpuPerRequest(POSTS, () => load(POSTS, decideFrom(WARMUP_REQUESTS)));
+    rows.push([
+      `POST /api/requests/:id/decide, ${CLIENTS} clients, each request once (${storage})`,
+      '',
+      `${rate(decided.perSecond)} requests/s · p50 ${decided.p50.toFixed(2)} ms · p95 ${decided.p95.toFixed(2)} ms${cpuNote(decided.cpuMicros)}`,
     ]);
 
     // The floors on this machine: the same client against a route with no key and no database, and

@@ -73,6 +73,12 @@ export const gateErrors = {
     when: 'Confirming a request that is not approved, or already confirmed',
   },
   rateLimited: { status: 429, code: 'rate_limited', message: 'Rate limit exceeded', when: 'The key exceeded its rate limit (retry after Retry-After)' },
+  requestTampered: {
+    status: 500,
+    code: 'internal_error',
+    message: 'The request does not match its audit trail',
+    when: 'A request whose stored row (status, decider, params, …) differs from what its logged audit chain says, or whose chain does not verify: it was changed outside the gate, and is neither answered nor acted on (`vigil verify` names it)',
+  },
 } satisfies ErrorCatalogue<string>;
 
 export type GateErrorKey = keyof typeof gateErrors;

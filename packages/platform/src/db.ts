@@ -711,6 +711,11 @@ export function forUpdate<Query extends { forUpdate(): Query }>(query: Query, di
   return dialect === 'postgres' ? query.forUpdate() : query;
 }
 
+/** forUpdate locking only `table`'s rows: PostgreSQL locks no row of a query's outer joins. */
+export function forUpdateOf<Table extends string, Query extends { forUpdate(of?: Table): Query }>(query: Query, dialect: DialectName, table: Table): Query {
+  return dialect === 'postgres' ? query.forUpdate(table) : query;
+}
+
 /**
  * Runs `read` on one consistent view of the database, for a read of several statements that must
  * agree with each other (a session's chain head and its events). PostgreSQL: a read-only

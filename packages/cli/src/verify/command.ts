@@ -14,10 +14,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import { bundleKeyOf, checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
-import { checkpointSigned, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
+import { checkpointSigned, GATE_PROFILE, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
-import { LogWalk, type RecordedHead, type WalkedLeaf } from './walk.ts';
+import { RequestRowAudit } from './requests.ts';
+import { LogWalk, type RecordedHead, type WalkedLeaf, type WalkedEventSink } from './walk.ts';
 
 export const EXIT_VALID = 0;
 export const EXIT_TAMPERED = 1;
@@ -453,14 +454,15 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
 
   // --deep: the derived data recomputed from every walked event (loads the observe package, so only then).
   const derived = deep ? new (await import('./deep.ts')).DerivedDataAudit() : undefined;
-  const walk = new LogWalk(
-    saved === undefined ? [latest] : [latest, saved],
-    heads,
-    signers,
-    certificateLeaves,
-    derived === undefined ? undefined : (fields) => derived.add(fields as unknown as ChainedEvent),
-    n,
-  );
+  // The gate's request rows, compared with the replay of their walked entries.
+  const requestRows = n.log === GATE_PROFILE.log ? new RequestRowAudit() : undefined;
+  const sink: WalkedEventSink | undefined =
+    derived !== undefined
+      ? (fields) => derived.add(fields as unknown as ChainedEvent)
+      : requestRows === undefined
+        ? undefined
+        : (fields) => requestRows.add(fields);
+  const walk = new LogWalk(saved === undefined ? [latest] : [latest, saved], heads, signers, certificateLeaves, sink, n);
   const progress = new ProgressLine(io);
   let from = 0;
   for (;;) {
@@ -492,6 +494,14 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
       });
     },
   );
+
+  if (requestRows !== undefined) {
+    progress.show("comparing the requests' rows with their logged entries");
+    findings.push(...(await requestRows.finish((path) => client.get(path))));
+    progress.done();
+    if (requestRows.skipped > 0)
+      notes.push(`${requestRows.skipped} ${n.scopes} were not compared with their rows: their head moved since the walk (or their chain has a finding)`);
+  }
 
   if (derived !== undefined) {
     progress.show('comparing the stored derived data');

@@ -42,7 +42,7 @@ export const auditChainVerdictSchema = z
     /** The head the request row records: its last seq (-1 before any entry) and hash. */
     headSeq: z.number().int(),
     headHash: z.string().nullable(),
-    /** The first seq that does not verify (a missing entry's seq when one is cut); null when valid. */
+    /** The first seq that does not verify (a missing entry's seq when one is cut); null when valid, or when the chain verifies but the request row differs from it (reason says how). */
     brokenAt: z.number().int().nullable(),
     reason: z.string().nullable(),
   })

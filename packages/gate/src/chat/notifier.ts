@@ -1,7 +1,7 @@
-import { newId, type DeliveryOutcome, type DialectName } from '@vigil/platform';
+import { newId, ServiceError, type DeliveryOutcome, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { PolicyDecision } from '../policies/index.ts';
-import { findRequest } from '../requests/index.ts';
+import { findVerifiedRequest } from '../requests/index.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { ChatMessageRow } from './tables.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
@@ -81,7 +81,14 @@ export class ChatNotifier implements OutboxChannel {
     const message = await db.selectFrom('chat_messages').selectAll().where('id', '=', messageId).executeTakeFirst();
     const platform = message === undefined ? undefined : this.platforms.get(message.platform);
     if (message === undefined || platform === undefined) return { ok: false, status: null, error: 'the chat message or its platform is no longer configured' };
-    const request = await findRequest(this.database, message.request_id);
+    let request: Awaited<ReturnType<typeof findVerifiedRequest>>;
+    try {
+      request = await findVerifiedRequest(this.database, message.request_id);
+    } catch (error) {
+      // A row changed outside the gate is not shown to the deciders (requestTampered).
+      if (error instanceof ServiceError) return { ok: false, status: null, error: error.message };
+      throw error;
+    }
     if (request === undefined) return { ok: false, status: null, error: 'the request no longer exists' };
     const view = requestView(request);
     try {

@@ -4,11 +4,10 @@ import type { GateFeature } from '../context.ts';
 import { registerRequestRoutes } from './routes.ts';
 import { RequestService } from './service.ts';
 
-export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
-
 export type { RequestService } from './service.ts';
-/** A request's row as stored (no expiry on read): the chat notifier renders messages from it. */
-export { findRequest } from './store.ts';
+/** A request's row (no expiry on read), checked against its audit trail: the chat notifier renders messages from it. */
+export { findVerifiedRequest } from './row-check.ts';
+export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export interface Requests {
   service: RequestService;

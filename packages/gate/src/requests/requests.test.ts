@@ -5,7 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql } from 'kysely';
 import type { AuditEntry } from '../audit-trail/index.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
-import { dueForExpiryQuery } from './store.ts';
+import { dueForExpiryQuery, loggedTrailQuery } from './store.ts';
 
 interface PolicyDecisionBody {
   decision: string;
@@ -687,6 +687,20 @@ await describeEachDatabase('gate requests API', (backend) => {
     });
     assert.ok(plan.includes('requests_deadline'), plan);
     assert.doesNotMatch(plan, /Seq Scan|SCAN requests$|USE TEMP B-TREE|Sort/m, plan);
+  });
+
+  test("the row check reads a request's trail by its trail index and each entry's leaf by its item index", async () => {
+    const { db, dialect } = gate.service.context.database;
+    const compiled = loggedTrailQuery(db, 'some-request').compile();
+    const plan = await db.transaction().execute(async (trx) => {
+      if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
+      const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
+      const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
+      return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
+    });
+    assert.ok(plan.includes('audit_request_seq'), plan);
+    assert.ok(plan.includes('audit_log_leaves_item'), plan);
+    assert.doesNotMatch(plan, /Seq Scan|SCAN (e|l|audit_entries|audit_log_leaves)$|USE TEMP B-TREE|Sort/m, plan);
   });
 
   test('deciding a request past expiresAt is 409 and the request is now expired', async () => {

@@ -7,8 +7,9 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { STATUSES } from '../stored-formats/index.ts';
-import { listRequests, requestDetailJson, storedDecision, verifiedAuditTrail } from './store.ts';
+import { chainEntryOf, STATUSES } from '../stored-formats/index.ts';
+import { rowStateProblem, storedRequestState } from './row-check.ts';
+import { listRequests, requestDetailJson, requestsAfter, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
 const idParams = z.object({ id: z.string().min(1).max(100) });
@@ -105,6 +106,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       // Pending requests past their deadline are expired first, so the list never shows a stale status.
       if (request.query.status === undefined || request.query.status === 'pending') await requests.expireDue();
       const rows = await listRequests(ctx.database, request.query);
+      await requests.checkRows(rows);
       const policyIds = rows.map((row) => storedDecision(row).policyId);
       const names = await policyNames(ctx.database, [...new Set(policyIds.filter((id) => id !== null))]);
       return rows.map((row, index) => {
@@ -198,8 +200,8 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       response: { 200: z.array(auditEntrySchema) },
     }),
     async (request) => {
-      // Reading the trail also settles a due expiry, so the trail shows it.
-      const row = await requests.get(request.params.id);
+      // Reading the trail also settles a due expiry, so the trail shows it; a tampered row still shows its trail.
+      const row = await requests.getForAudit(request.params.id);
       if (!row) throw gateError('requestNotFound');
       const trail = await verifiedAuditTrail(ctx.database, row.id);
       if (!trail) throw gateError('requestNotFound');
@@ -219,19 +221,70 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       response: { 200: auditChainVerdictSchema },
     }),
     async (request) => {
-      const row = await requests.get(request.params.id);
+      const row = await requests.getForAudit(request.params.id);
       if (!row) throw gateError('requestNotFound');
       const trail = await verifiedAuditTrail(ctx.database, row.id);
       if (!trail) throw gateError('requestNotFound');
       const { verdict } = trail;
+      // A chain that verifies still has to be what the row holds (docs/audit.md, "A request's row under its chain").
+      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf)) : null;
       return {
         requestId: row.id,
-        valid: verdict.valid,
+        valid: verdict.valid && rowProblem === null,
         entryCount: trail.rows.length,
         headSeq: trail.head.seq,
         headHash: trail.head.hash,
         brokenAt: verdict.brokenAt,
-        reason: verdict.reason,
+        reason: rowProblem === null ? verdict.reason : `the request row does not match its chain: ${rowProblem}`,
+      };
+    },
+  );
+
+  app.get(
+    '/api/audit/requests',
+    {
+      config: { scope: 'request:read' },
+      schema: {
+        operationId: 'listRequestEvidence',
+        summary: 'Every request’s stored fields that its audit chain commits to, by id (for `vigil verify`)',
+        description:
+          'Each request as its row holds it: the fields its audit entries set (status, decidedBy, decidedAt, decisionReason, confirmedAt, ' +
+          'executionResult as canonical JSON text), its action and createdAt, and `requestHash`, the SHA-256 of its stored action, params, ' +
+          'context, urgency, expiresAt and policy decision that its `created` entry must commit to (docs/audit.md). Answered as stored, ' +
+          'tampered or not: `vigil verify` compares them with the logged entries. Keyset pages by id; `nextCursor` is null on the last page.',
+        tags: ['audit'],
+        querystring: z.object({
+          after: z.string().min(1).max(100).optional(),
+          limit: z.coerce.number().int().min(1).max(1000).default(1000),
+        }),
+        response: {
+          200: z.object({
+            requests: z.array(
+              z.object({
+                requestId: z.string(),
+                headSeq: z.number().int().describe('The last seq of its audit chain the row records'),
+                action: z.string(),
+                createdAt: z.string(),
+                requestHash: z.string(),
+                status: z.string(),
+                decidedBy: z.string().nullable(),
+                decidedAt: z.string().nullable(),
+                decisionReason: z.string().nullable(),
+                confirmedAt: z.string().nullable(),
+                executionResult: z.string().nullable(),
+              }),
+            ),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { after, limit } = request.query;
+      const rows = await requestsAfter(ctx.database, after, limit);
+      return {
+        requests: rows.map((row) => ({ requestId: row.id, headSeq: row.audit_head_seq, ...storedRequestState(row) })),
+        nextCursor: rows.length === limit ? rows.at(-1)!.id : null,
       };
     },
   );

@@ -1,4 +1,4 @@
-import { BulkInserter, GroupCommitter, newId, type ZodApp } from '@vigil/platform';
+import { BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
 import { auditEntryHash, chainEntryOf } from '../stored-formats/index.ts';
@@ -10,7 +10,9 @@ import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
-import { dueForExpiry, findRequest, insertAuditEntry, lockRequest } from './store.ts';
+import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
+import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError, rowEvidenceProblem } from './row-check.ts';
+import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -186,11 +188,23 @@ export class RequestService {
     const now = this.ctx.clock.now();
     const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
     const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
+    // Stored as canonical JSON, so that a read hashes them as stored against the created entry's requestHash (evidence.ts).
+    const params = canonicalJson(input.params);
+    const context = canonicalJson(input.context);
+    const policyDecision = canonicalJson(decision);
+    const requestHash = requestInputHash({
+      action: input.action,
+      params,
+      context,
+      urgency: input.urgency,
+      expiresAt: input.expiresAt === null ? null : toIso(input.expiresAt),
+      policyDecision,
+    });
     const pending: RequestRow = {
       id: newId(),
       action: input.action,
-      params: JSON.stringify(input.params),
-      context: JSON.stringify(input.context),
+      params,
+      context,
       urgency: input.urgency,
       status: 'pending',
       expires_at: input.expiresAt,
@@ -198,7 +212,7 @@ export class RequestService {
       decided_at: null,
       decided_by: null,
       decision_reason: null,
-      policy_decision: JSON.stringify(decision),
+      policy_decision: policyDecision,
       confirmed_at: null,
       execution_result: null,
       audit_head_seq: -1,
@@ -206,7 +220,7 @@ export class RequestService {
     };
     const creation: Creation = {
       row: pending,
-      audits: [auditRow(pending, 'created', by, now, { urgency: pending.urgency, policyDecision: decision.decision })],
+      audits: [auditRow(pending, 'created', by, now, { urgency: pending.urgency, policyDecision: decision.decision, requestHash })],
       transitions: [{ event: 'request.created', request: pending }],
     };
     if (auto) {
@@ -226,7 +240,7 @@ export class RequestService {
     row.status = 'expired';
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
-    row.decision_reason = 'Expired before a decision';
+    row.decision_reason = EXPIRED_REASON;
     await write.trx
       .updateTable('requests')
       .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
@@ -241,29 +255,72 @@ export class RequestService {
     return row.status === 'pending' && row.expires_at !== null && row.expires_at <= now;
   }
 
-  /** Reads a request, expiring it first if its deadline has passed. */
+  /**
+   * Reads a request, expiring it first if its deadline has passed, and checks the row against its
+   * logged audit trail: a row changed outside the gate is refused (requestTampered), never answered.
+   */
   async get(id: string): Promise<RequestRow | undefined> {
     const row = await findRequest(this.ctx.database, id);
     if (row && this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
+    if (row) await assertRowsEvidence(this.ctx.database, [row]);
     return row;
   }
 
-  /** Expires one request if it is still pending and due; returns its current row. */
+  /** Checks rows read for an answer (a list page) against their logged audit trails (requestTampered). */
+  async checkRows(rows: readonly RequestRow[]): Promise<void> {
+    await assertRowsEvidence(this.ctx.database, rows);
+  }
+
+  /**
+   * Reads a request as stored, expiring it first if due, without judging the row: for the routes
+   * that show its audit trail and the chain's verdict, tampered or not. Undefined when absent.
+   */
+  async getForAudit(id: string): Promise<RequestRow | undefined> {
+    const row = await findRequest(this.ctx.database, id);
+    if (!row || !this.isDue(row, this.ctx.clock.now())) return row;
+    try {
+      return (await this.expire(id)) ?? row;
+    } catch (error) {
+      if (error instanceof RequestTamperedError) return row;
+      throw error;
+    }
+  }
+
+  /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
+  private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
+    const locked = await lockRequestWithTrail(write.trx, this.ctx.database, id);
+    if (!locked) return undefined;
+    // A lock that waited for another write answers the row as that write left it, but PostgreSQL joins
+    // the entries its statement saw before the wait: read the trail again, under the lock, before refusing.
+    if (rowEvidenceProblem(locked.row, locked.trail) !== null) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    return locked.row;
+  }
+
+  /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
     return runWrite(this.ctx, async (write) => {
-      const locked = await lockRequest(write.trx, this.ctx.database, id);
+      const locked = await this.lockChecked(write, id);
       if (locked && this.isDue(locked, now)) await this.expireLocked(write, locked, now);
       return locked;
     });
   }
 
-  /** Scanner tick: expires every pending request past its deadline. */
+  /** Scanner tick: expires every pending request past its deadline; a tampered one is logged and left as it is. */
   async expireDue(): Promise<number> {
     let expired = 0;
+    const tampered = new Set<string>();
     for (;;) {
-      const ids = await dueForExpiry(this.ctx.database, this.ctx.clock.now(), 200);
-      for (const id of ids) if ((await this.expire(id))?.status === 'expired') expired += 1;
+      const ids = (await dueForExpiry(this.ctx.database, this.ctx.clock.now(), 200 + tampered.size)).filter((id) => !tampered.has(id));
+      for (const id of ids) {
+        try {
+          if ((await this.expire(id))?.status === 'expired') expired += 1;
+        } catch (error) {
+          if (!(error instanceof RequestTamperedError)) throw error;
+          tampered.add(id);
+          this.log.error({ requestId: id, err: error }, 'request not expired: it does not match its audit trail');
+        }
+      }
       if (ids.length < 200) return expired;
     }
   }
@@ -281,7 +338,7 @@ export class RequestService {
   ): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await runWrite(this.ctx, async (write) => {
-      const row = await lockRequest(write.trx, this.ctx.database, id);
+      const row = await this.lockChecked(write, id);
       if (!row) return { kind: 'missing' as const };
       if (this.isDue(row, now)) {
         await this.expireLocked(write, row, now);
@@ -324,7 +381,7 @@ export class RequestService {
   async refuseDecision(id: string, by: AuditActor, details: Record<string, unknown>): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
     return runWrite(this.ctx, async (write) => {
-      const locked = await lockRequest(write.trx, this.ctx.database, id);
+      const locked = await this.lockChecked(write, id);
       if (locked) await this.audit(write, locked, 'decision_refused', by, now, details);
       return locked;
     });
@@ -333,11 +390,12 @@ export class RequestService {
   async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
     const outcome = await runWrite(this.ctx, async (write) => {
-      const row = await lockRequest(write.trx, this.ctx.database, id);
+      const row = await this.lockChecked(write, id);
       if (!row) return { kind: 'missing' as const };
       if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const };
       row.confirmed_at = now;
-      row.execution_result = JSON.stringify(result);
+      // Canonical, as the row is compared with the result its confirmed entry holds (evidence.ts).
+      row.execution_result = canonicalJson(result);
       await write.trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
       await this.transition(write, row, 'request.confirmed');
       await this.audit(write, row, 'confirmed', by, now, { result });

@@ -1,4 +1,4 @@
-import { forUpdate, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
+import { forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
@@ -37,16 +37,103 @@ export function requestDetailJson(row: RequestRow): string {
 }
 
 const selectRequest = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => db.selectFrom('requests').selectAll().where('id', '=', id));
-const selectRequestForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
-  forUpdate(db.selectFrom('requests').selectAll().where('id', '=', id), dialect),
-);
 
-export async function findRequest(database: GateDatabase, id: string): Promise<RequestRow | undefined> {
-  return selectRequest.first(database.db, database.dialect, id);
+/** A request's row as stored, unchecked (RequestService.get checks it against its audit chain). */
+export async function findRequest(database: GateDatabase, id: string, executor: Kysely<GateSchema> = database.db): Promise<RequestRow | undefined> {
+  return selectRequest.first(executor, database.dialect, id);
 }
 
-export async function lockRequest(trx: Transaction<GateSchema>, database: GateDatabase, id: string): Promise<RequestRow | undefined> {
-  return selectRequestForUpdate.first(trx, database.dialect, id);
+/** An audit entry with its leaf in the audit log (null: it has none). */
+export type LoggedAuditRow = AuditRow & { leaf_hash: Buffer | null };
+
+/** A request's audit entries in seq order with their leaves: its trail index (request_id, seq), then one leaf per entry by item id. */
+export function loggedTrailQuery(db: Kysely<GateSchema>, requestId: string) {
+  return (
+    db
+      .selectFrom('audit_entries as e')
+      .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+      .selectAll('e')
+      .select('l.leaf_hash')
+      .where('e.request_id', '=', requestId)
+      // (request_id, seq) is unique: the trail index gives this order.
+      .orderBy('e.seq')
+  );
+}
+
+const selectLoggedTrail = new PreparedQuery((db: Kysely<GateSchema>, _dialect, requestId: string) => loggedTrailQuery(db, requestId));
+
+/** The request's logged trail (loggedTrailQuery), read on every read and write of the request. */
+export async function loggedTrail(executor: Kysely<GateSchema>, database: GateDatabase, requestId: string): Promise<LoggedAuditRow[]> {
+  return selectLoggedTrail.execute(executor, database.dialect, requestId);
+}
+
+/** The logged trails of several requests (a page of the list), by request id. */
+export async function loggedTrails(executor: Kysely<GateSchema>, requestIds: readonly string[]): Promise<Map<string, LoggedAuditRow[]>> {
+  const trails = new Map<string, LoggedAuditRow[]>(requestIds.map((id) => [id, []]));
+  if (requestIds.length === 0) return trails;
+  const rows = await executor
+    .selectFrom('audit_entries as e')
+    .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+    .selectAll('e')
+    .select('l.leaf_hash')
+    .where('e.request_id', 'in', [...requestIds])
+    .orderBy('e.request_id')
+    .orderBy('e.seq')
+    .execute();
+  for (const row of rows) trails.get(row.request_id)?.push(row);
+  return trails;
+}
+
+/** Requests by id after `after` (keyset pages of GET /api/audit/requests). */
+export async function requestsAfter(database: GateDatabase, after: string | undefined, limit: number): Promise<RequestRow[]> {
+  let query = database.db.selectFrom('requests').selectAll();
+  if (after !== undefined) query = query.where('id', '>', after);
+  return query.orderBy('id').limit(limit).execute();
+}
+
+const ENTRY_COLUMNS = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'] as const;
+
+/** A request row joined with one of its logged entries (e_* columns; all null for a request without entries). */
+type RowWithEntry = RequestRow & { [C in (typeof ENTRY_COLUMNS)[number] as `e_${C}`]: AuditRow[C] | null } & { leaf_hash: Buffer | null };
+
+const selectRequestWithTrailForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
+  forUpdateOf(
+    db
+      .selectFrom('requests as r')
+      .leftJoin('audit_entries as e', 'e.request_id', 'r.id')
+      .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
+      .selectAll('r')
+      .select(ENTRY_COLUMNS.map((column) => `e.${column} as e_${column}` as const))
+      .select('l.leaf_hash')
+      .where('r.id', '=', id)
+      .orderBy('e.seq'),
+    dialect,
+    'r',
+  ),
+);
+
+/**
+ * Locks a request's row and reads its logged trail (loggedTrail) in the same statement: the row
+ * check every decide, confirm and expiry makes costs no statement of its own.
+ */
+export async function lockRequestWithTrail(
+  trx: Transaction<GateSchema>,
+  database: GateDatabase,
+  id: string,
+): Promise<{ row: RequestRow; trail: LoggedAuditRow[] } | undefined> {
+  const rows = (await selectRequestWithTrailForUpdate.execute(trx, database.dialect, id)) as unknown as RowWithEntry[];
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  const row = {} as Record<string, unknown>;
+  for (const [column, value] of Object.entries(first)) if (!column.startsWith('e_') && column !== 'leaf_hash') row[column] = value;
+  const trail = rows
+    .filter((joined) => joined.e_id !== null)
+    .map((joined) => {
+      const entry = { leaf_hash: joined.leaf_hash } as Record<string, unknown>;
+      for (const column of ENTRY_COLUMNS) entry[column] = joined[`e_${column}`];
+      return entry as unknown as LoggedAuditRow;
+    });
+  return { row: row as unknown as RequestRow, trail };
 }
 
 /**
@@ -74,13 +161,13 @@ export async function listRequests(database: GateDatabase, query: ListRequestsQu
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
 }
 
-/** A request's trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */
+/** A request's row and trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */
 export async function verifiedAuditTrail(
   database: GateDatabase,
   requestId: string,
-): Promise<{ rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
+): Promise<{ request: RequestRow; rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
   return readSnapshot(database, async (db) => {
-    const request = await db.selectFrom('requests').select(['audit_head_seq', 'audit_head_hash']).where('id', '=', requestId).executeTakeFirst();
+    const request = await findRequest(database, requestId, db);
     if (!request) return undefined;
     const rows = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
     const head = { seq: request.audit_head_seq, hash: request.audit_head_hash };
@@ -96,7 +183,7 @@ export async function verifiedAuditTrail(
               rows.map((row) => row.id),
             )
             .execute();
-    return { rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
+    return { request, rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
   });
 }
 

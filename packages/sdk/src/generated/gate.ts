@@ -712,6 +712,49 @@ export interface paths {
       };
     };
   };
+  "/api/audit/requests": {
+    /**
+     * Every request’s stored fields that its audit chain commits to, by id (for `vigil verify`)
+     *
+     * Each request as its row holds it: the fields its audit entries set (status, decidedBy, decidedAt, decisionReason, confirmedAt, executionResult as canonical JSON text), its action and createdAt, and `requestHash`, the SHA-256 of its stored action, params, context, urgency, expiresAt and policy decision that its `created` entry must commit to (docs/audit.md). Answered as stored, tampered or not: `vigil verify` compares them with the logged entries. Keyset pages by id; `nextCursor` is null on the last page.
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        after?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          requests: {
+            requestId: string;
+            /** The last seq of its audit chain the row records */
+            headSeq: number;
+            action: string;
+            createdAt: string;
+            requestHash: string;
+            status: string;
+            decidedBy: string | null;
+            decidedAt: string | null;
+            decisionReason: string | null;
+            confirmedAt: string | null;
+            executionResult: string | null;
+          }[];
+          nextCursor: string | null;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit/unlogged": {
     /**
      * Stored entries that have no leaf in the audit log
