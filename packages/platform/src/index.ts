@@ -26,3 +26,4 @@ export * from './audit-log.ts';
 export * from './stored-hash.ts';
 export * from './audit-routes.ts';
 export * from './audit-walk.ts';
+export * from './mcp.ts';
