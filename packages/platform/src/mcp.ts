@@ -4,6 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from './errors.ts';
+import { isLoopbackHost } from './config.ts';
 import { readJsonBody, type RouteScope, type ZodApp } from './http.ts';
 
 /**
@@ -34,6 +35,12 @@ export interface McpEndpointOptions {
   tools: readonly McpRouteTool[];
   /** The scope `/mcp` itself needs: any key of the service (each tool then needs its route's). */
   scope: RouteScope;
+  /**
+   * The host the service listens on. On a loopback address, a request whose Host or Origin names
+   * another host is refused (403): a web page whose name resolves to 127.0.0.1 (DNS rebinding)
+   * cannot reach the local server through a browser.
+   */
+  listenHost: string;
 }
 
 /** A query string of the defined values (arrays repeat the name); empty when there are none. */
@@ -52,6 +59,16 @@ const FORWARDED_HEADERS = ['authorization', 'x-api-key'] as const;
 
 function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
+}
+
+/** Whether a Host header (`name:port`) or Origin (`scheme://name:port`) names a loopback host. */
+function namesLoopback(value: string, isOrigin: boolean): boolean {
+  try {
+    const hostname = new URL(isOrigin ? value : `http://${value}`).hostname.replace(/^\[(.*)\]$/, '$1');
+    return isLoopbackHost(hostname);
+  } catch {
+    return false;
+  }
 }
 
 /** The route's answer as a tool result: its JSON on 2xx, otherwise an error result with the service's own error body. */
@@ -123,7 +140,12 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
     return reply.send(await response.text());
   };
 
+  const loopbackOnly = isLoopbackHost(options.listenHost);
   const postMcp = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const { host, origin } = request.headers;
+    if (loopbackOnly && (host === undefined || !namesLoopback(host, false) || (origin !== undefined && !namesLoopback(origin, true)))) {
+      return answer(reply, jsonRpcError(403, -32000, 'Forbidden: this server listens on loopback and answers only requests addressed to localhost'));
+    }
     const contentType = request.headers['content-type'];
     if (!/^application\/json\s*(;|$)/i.test(contentType ?? '')) {
       return answer(reply, jsonRpcError(415, -32000, 'Unsupported Media Type: Content-Type must be application/json'));

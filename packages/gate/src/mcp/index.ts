@@ -54,6 +54,6 @@ export const GATE_MCP_TOOLS = [
   }),
 ];
 
-export const mcpFeature: GateFeature = defineFeature('mcp', ({ app }) =>
-  registerMcpEndpoint(app, { name: 'vigil-gate', version: VIGIL_VERSION, tools: GATE_MCP_TOOLS, scope: 'any' }),
+export const mcpFeature: GateFeature = defineFeature('mcp', ({ app, context }) =>
+  registerMcpEndpoint(app, { name: 'vigil-gate', version: VIGIL_VERSION, tools: GATE_MCP_TOOLS, scope: 'any', listenHost: context.config.host }),
 );

@@ -113,6 +113,6 @@ export const OBSERVE_MCP_TOOLS = [
   }),
 ];
 
-export const mcpFeature: ObserveFeature = defineFeature('mcp', ({ app }) =>
-  registerMcpEndpoint(app, { name: 'vigil-observe', version: VIGIL_VERSION, tools: OBSERVE_MCP_TOOLS, scope: OBSERVE_SCOPES }),
+export const mcpFeature: ObserveFeature = defineFeature('mcp', ({ app, context }) =>
+  registerMcpEndpoint(app, { name: 'vigil-observe', version: VIGIL_VERSION, tools: OBSERVE_MCP_TOOLS, scope: OBSERVE_SCOPES, listenHost: context.config.host }),
 );
