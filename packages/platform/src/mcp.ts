@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from './errors.ts';
 import { isLoopbackHost } from './config.ts';
@@ -111,7 +111,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       if (typeof value === 'string') headers[name] = value;
     }
     for (const tool of options.tools) {
-      const [method, path] = tool.route.split(' ') as [HTTPMethods, string];
+      const [method, path] = tool.route.split(' ') as [NonNullable<InjectOptions['method']>, string];
       mcp.registerTool(
         tool.name,
         {
@@ -181,16 +181,16 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       {
         config: { scope: options.scope },
         schema: {
-          operationId: 'mcp',
+          operationId: 'sendMcpMessage',
           summary: 'MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls',
           description:
             'One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON ' +
-            '(`Accept: application/json, text/event-stream`). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. ' +
-            'No `Mcp-Session-Id`: any instance answers any request. A tool runs its route with the request’s key, so the key needs ' +
+            '(the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. ' +
+            'Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs ' +
             'that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a ' +
             'JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
           tags: ['mcp'],
-          errorStatuses: [400, 406, 413, 415],
+          errorStatuses: [400, 413, 415],
           documentedBody: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request or notification' } } },
           response: { 200: z.unknown(), 202: z.unknown() },
         },

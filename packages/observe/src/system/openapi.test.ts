@@ -33,6 +33,8 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       undocumented: {
         '/api/openapi.json': 'the document itself',
         '/metrics': 'Prometheus text, not JSON (docs/api.md)',
+        'GET /mcp': 'MCP without a session stream: always 405 (docs/guide/mcp.md)',
+        'DELETE /mcp': 'MCP without sessions: always 405 (docs/guide/mcp.md)',
         '/api/memory': 'forwarded to the memory server as is',
         '/api/memory/*': 'forwarded to the memory server as is',
         '/api/lessons': 'removed in 0.12.0: always 404',
