@@ -110,10 +110,32 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const decided = await call(admin, 'decide_approval_request', { requestId: id, decision: 'approved', reason: 'ok' });
         assert.equal(decided.isError, false, decided.text);
         const read = await call(admin, 'get_approval_request', { requestId: id });
-        assert.equal((JSON.parse(read.text) as { status: string }).status, 'approved');
+        assert.deepEqual((({ status, decidedBy }) => ({ status, decidedBy }))(JSON.parse(read.text) as { status: string; decidedBy: string }), {
+          status: 'approved',
+          decidedBy: 'api:admin (GATE_ADMIN_KEY)',
+        });
       } finally {
         await admin.close();
         await creator.close();
+      }
+    });
+
+    test('gate: an MCP session token works as the bearer, and its decisions are recorded as mcp:<name>', async () => {
+      const opened = await fetch(`${live.gateUrl}/api/mcp/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${live.gateAdminKey}` },
+        body: JSON.stringify({ name: 'desk-agent' }),
+      });
+      assert.equal(opened.status, 201, await opened.clone().text());
+      const session = await connect(live.gateUrl, ((await opened.json()) as { token: string }).token);
+      try {
+        const created = await call(session, 'create_approval_request', { action: 'refund' });
+        const id = (JSON.parse(created.text) as { id: string }).id;
+        const decided = await call(session, 'decide_approval_request', { requestId: id, decision: 'denied', reason: 'no' });
+        assert.equal(decided.isError, false, decided.text);
+        assert.equal((JSON.parse(decided.text) as { decidedBy: string }).decidedBy, 'mcp:desk-agent');
+      } finally {
+        await session.close();
       }
     });
 
@@ -141,12 +163,16 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         [live.gateUrl, live.gateAdminKey],
       ] as const) {
         const auth = { authorization: `Bearer ${key}` };
+        // The gate's limit is fixed at 1 MiB (gate/app.ts); observe's is BODY_LIMIT_BYTES.
+        const bodyLimit = url === live.observeUrl ? live.observe.context.config.bodyLimitBytes : 1024 * 1024;
         const malformed = await post(url, '{"jsonrpc": "2.0", "id": 1,', auth);
         assert.equal(malformed.status, 400);
         assert.equal(((await malformed.json()) as { error: { code: number } }).error.code, -32700);
         const notJsonRpc = await post(url, '{"hello": "world"}', auth);
         assert.equal(notJsonRpc.status, 400);
         assert.equal(((await notJsonRpc.json()) as { jsonrpc: string }).jsonrpc, '2.0');
+        const tooLarge = await post(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(bodyLimit) } }), auth);
+        assert.equal(tooLarge.status, 413);
         const wrongType = await post(url, '{}', { ...auth, 'content-type': 'text/plain' });
         assert.equal(wrongType.status, 415);
         assert.equal(((await wrongType.json()) as { error: { code: number } }).error.code, -32000);
