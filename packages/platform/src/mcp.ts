@@ -57,6 +57,15 @@ export function queryString(values: Record<string, string | number | boolean | r
 // The credentials a tool call carries to its route: the MCP request's own.
 const FORWARDED_HEADERS = ['authorization', 'x-api-key'] as const;
 
+/** The body of every refusal /mcp answers itself (the service's error body stays for 401, 413 and 429). */
+const jsonRpcErrorSchema = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    error: z.object({ code: z.number().int(), message: z.string() }),
+    id: z.union([z.string(), z.number(), z.null()]),
+  })
+  .meta({ id: 'JsonRpcError' });
+
 function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
 }
@@ -190,9 +199,16 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
             'that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a ' +
             'JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
           tags: ['mcp'],
-          errorStatuses: [400, 413, 415],
+          errorStatuses: [413],
           documentedBody: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request or notification' } } },
-          response: { 200: z.unknown(), 202: z.unknown() },
+          response: {
+            200: z.unknown(),
+            202: z.unknown(),
+            400: jsonRpcErrorSchema.describe('Malformed JSON (-32700) or not a JSON-RPC message'),
+            403: jsonRpcErrorSchema.describe('On a loopback address: a Host or Origin that is not localhost'),
+            406: jsonRpcErrorSchema.describe('Accept does not list application/json and text/event-stream'),
+            415: jsonRpcErrorSchema.describe('Content-Type is not application/json'),
+          },
         },
       },
       postMcp,

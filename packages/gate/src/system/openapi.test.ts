@@ -44,7 +44,7 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
           503,
         ];
       },
-      ownErrorBodies: ['GET /health 503'],
+      ownErrorBodies: ['GET /health 503', 'POST /mcp 400', 'POST /mcp 403', 'POST /mcp 406', 'POST /mcp 415'],
     });
     assert.deepEqual(problems, []);
     const decide = doc.paths['/api/requests/{id}/decide']!.post!;

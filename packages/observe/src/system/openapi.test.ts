@@ -55,7 +55,7 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
         500,
         503,
       ],
-      ownErrorBodies: ['GET /api/health 503'],
+      ownErrorBodies: ['GET /api/health 503', 'POST /mcp 400', 'POST /mcp 403', 'POST /mcp 406', 'POST /mcp 415'],
     });
     assert.deepEqual(problems, []);
     assert.ok(doc.paths['/api/guardrails']!.post!.responses!['409'], "route-specific errors (the route's errorStatuses) are listed too");

@@ -120,6 +120,15 @@ export type GateError = {
   };
 };
 
+export type JsonRpcError = {
+  jsonrpc: "2.0";
+  error: {
+    code: number;
+    message: string;
+  };
+  id: string | number | null;
+};
+
 export type McpToolVerdict = {
   decision: "allow" | "deny";
   status?: "denied";
@@ -1444,10 +1453,12 @@ export interface paths {
       responses: {
         200: unknown;
         202: unknown;
-        400: GateError;
+        400: JsonRpcError;
         401: GateError;
+        403: JsonRpcError;
+        406: JsonRpcError;
         413: GateError;
-        415: GateError;
+        415: JsonRpcError;
         429: GateError;
         500: GateError;
         503: GateError;

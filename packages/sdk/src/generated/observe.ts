@@ -432,6 +432,15 @@ export type HealthSnapshot = {
   sessionCount: number;
 };
 
+export type JsonRpcError = {
+  jsonrpc: "2.0";
+  error: {
+    code: number;
+    message: string;
+  };
+  id: string | number | null;
+};
+
 export type JudgeResult = {
   sessionId: string;
   method: "llm_judge";
@@ -3500,11 +3509,12 @@ export interface paths {
       responses: {
         200: unknown;
         202: unknown;
-        400: ObserveError;
+        400: JsonRpcError;
         401: ObserveError;
-        403: ObserveError;
+        403: JsonRpcError;
+        406: JsonRpcError;
         413: ObserveError;
-        415: ObserveError;
+        415: JsonRpcError;
         500: ObserveError;
         503: ObserveError;
       };
