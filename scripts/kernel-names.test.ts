@@ -20,6 +20,7 @@ const KERNEL_WORDS: Record<string, string> = {
   request: 'an HTTP request (Fastify); the gate’s requests/ is the approval request',
   tree: 'the Merkle tree of the audit log; observe’s tree/ is the trace tree',
   'audit log': 'the kernel’s Merkle audit log (audit-log.ts), which each service’s audit-log/ wires up',
+  mcp: 'the Model Context Protocol endpoint (mcp.ts: Streamable HTTP, tools as calls of routes), which each service’s mcp/ gives its tools',
   auth: 'a route’s authentication policy (route config `auth`), a kernel concept of the HTTP app',
   stream: 'Node streams (the log stream); observe’s stream/ is the live event stream',
   system: 'the system clock and the system actor of a change',
@@ -35,6 +36,7 @@ const KERNEL_TOKENS: Record<string, string> = {
   checkpointEvents: 'leaves appended between audit-log checkpoints (AUDIT_CHECKPOINT_EVENTS)',
   AUDIT_CHECKPOINT_EVENTS: 'the variable of checkpointEvents',
   'temp_store = MEMORY': 'a SQLite pragma',
+  sessionIdGenerator: 'the MCP SDK transport’s option (none: the /mcp endpoint is stateless)',
 };
 
 function folders(dir: string): string[] {

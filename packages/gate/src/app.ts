@@ -22,6 +22,7 @@ import type { GateConfig } from './config.ts';
 import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
+import { mcpFeature } from './mcp/index.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
 import { requestsFeature, type RequestService } from './requests/index.ts';
@@ -120,6 +121,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   // In this order: authentication first; the routes (and so the OpenAPI document) follow the list.
   await features.register(authenticationFeature);
   await features.register(systemFeature);
+  await features.register(mcpFeature);
   const requests = await features.register(requestsFeature);
   await features.register(auditTrailFeature);
   const auditCheckpoint = await features.register(auditLogFeature);

@@ -29,6 +29,7 @@ import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { healthFeature } from './health/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
 import { memoryFeature } from './memory/index.ts';
+import { mcpFeature } from './mcp/index.ts';
 import { observeMigrations } from './migrations.ts';
 import { optimizeFeature } from './optimize/index.ts';
 import { otelFeature } from './otel/index.ts';
@@ -159,6 +160,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   // In this order: authentication first; the routes (and so the OpenAPI document) follow the list.
   await features.register(authenticationFeature);
   await features.register(systemFeature);
+  await features.register(mcpFeature);
   await features.register(keysFeature);
   const idempotencyKeys = await features.register(eventsFeature);
   await features.register(otelFeature);

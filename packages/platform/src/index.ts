@@ -30,3 +30,4 @@ export * from './audit-routes.ts';
 export * from './audit-walk.ts';
 export * from './service-app.ts';
 export * from './route-options.ts';
+export * from './mcp.ts';

@@ -26,7 +26,12 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
     const doc = await document();
     const problems = openApiCoverageProblems(gate.service.app.routeTable, doc, {
       errorSchema: 'GateError',
-      undocumented: { '/api/openapi.json': 'the document itself', '/metrics': 'Prometheus text, not JSON (docs/api.md)' },
+      undocumented: {
+        '/api/openapi.json': 'the document itself',
+        '/metrics': 'Prometheus text, not JSON (docs/api.md)',
+        'GET /mcp': 'MCP without a session stream: always 405 (docs/guide/mcp.md)',
+        'DELETE /mcp': 'MCP without sessions: always 405 (docs/guide/mcp.md)',
+      },
       requiredErrors: (route) => {
         const scope = route.takesKey ? route.scope : 'public';
         return [
@@ -39,7 +44,7 @@ await describeEachDatabase('gate GET /api/openapi.json', (backend) => {
           503,
         ];
       },
-      ownErrorBodies: ['GET /health 503'],
+      ownErrorBodies: ['GET /health 503', 'POST /mcp 400', 'POST /mcp 403', 'POST /mcp 406', 'POST /mcp 415'],
     });
     assert.deepEqual(problems, []);
     const decide = doc.paths['/api/requests/{id}/decide']!.post!;

@@ -324,19 +324,23 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     const publicRoutes = table.filter((r) => r.auth === 'public' && isApi(r.url)).map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(publicRoutes.sort(), ['GET /api/health', 'GET /api/openapi.json']);
     // Outside /api: the OTLP trace receiver (a key required, at the path OTLP exporters post to), and
-    // the dashboard's files and its gate proxy (the gate authenticates those calls), public; /metrics checks its own access.
+    // the dashboard's files and its gate proxy (the gate authenticates those calls), public; /metrics checks its own access;
+    // MCP over Streamable HTTP (any key; each tool then needs its route's scope).
     const dashboardRoutes = table
       .filter((r) => !isApi(r.url) && r.auth !== 'metrics')
       .map((r) => `${r.method} ${r.url} ${r.auth}`)
       .sort();
     assert.deepEqual(dashboardRoutes, [
       'DELETE /gate/api/* public',
+      'DELETE /mcp required',
       'GET / public',
       'GET /* public',
       'GET /assets/* public',
       'GET /gate/api/* public',
+      'GET /mcp required',
       'PATCH /gate/api/* public',
       'POST /gate/api/* public',
+      'POST /mcp required',
       'POST /v1/traces required',
       'PUT /gate/api/* public',
     ]);

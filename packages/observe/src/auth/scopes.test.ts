@@ -88,6 +88,8 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
     assert.equal(scopeOf['GET /api/audit/changes'], 'admin');
     // A stream token only opens what its key may read.
     assert.equal(scopeOf['POST /api/stream/tokens'], 'read');
+    // MCP takes any key: each tool runs a route, which checks its own scope.
+    for (const method of ['POST', 'GET', 'DELETE']) assert.deepEqual(scopeOf[`${method} /mcp`], ['ingest', 'read', 'admin']);
     // Every other GET is a read, every other write is admin.
     for (const [id, scope] of Object.entries(scopeOf)) {
       if (
@@ -100,6 +102,9 @@ await describeEachDatabase('observe key scopes: route-table walk', (backend) => 
           'GET /api/keys',
           'GET /api/audit/changes',
           'POST /api/stream/tokens',
+          'POST /mcp',
+          'GET /mcp',
+          'DELETE /mcp',
         ].includes(id)
       )
         continue;

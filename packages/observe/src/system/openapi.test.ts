@@ -33,6 +33,8 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
       undocumented: {
         '/api/openapi.json': 'the document itself',
         '/metrics': 'Prometheus text, not JSON (docs/api.md)',
+        'GET /mcp': 'MCP without a session stream: always 405 (docs/guide/mcp.md)',
+        'DELETE /mcp': 'MCP without sessions: always 405 (docs/guide/mcp.md)',
         '/api/memory': 'forwarded to the memory server as is',
         '/api/memory/*': 'forwarded to the memory server as is',
         '/api/lessons': 'removed in 0.12.0: always 404',
@@ -53,7 +55,7 @@ await describeEachDatabase('GET /api/openapi.json', (backend) => {
         500,
         503,
       ],
-      ownErrorBodies: ['GET /api/health 503'],
+      ownErrorBodies: ['GET /api/health 503', 'POST /mcp 400', 'POST /mcp 403', 'POST /mcp 406', 'POST /mcp 415'],
     });
     assert.deepEqual(problems, []);
     assert.ok(doc.paths['/api/guardrails']!.post!.responses!['409'], "route-specific errors (the route's errorStatuses) are listed too");

@@ -432,6 +432,15 @@ export type HealthSnapshot = {
   sessionCount: number;
 };
 
+export type JsonRpcError = {
+  jsonrpc: "2.0";
+  error: {
+    code: number;
+    message: string;
+  };
+  id: string | number | null;
+};
+
 export type JudgeResult = {
   sessionId: string;
   method: "llm_judge";
@@ -3850,6 +3859,31 @@ export interface paths {
         403: ObserveError;
         413: ObserveError;
         415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/mcp": {
+    /**
+     * MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls
+     *
+     * One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON (the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {};
+      bodyRequired: true;
+      responses: {
+        200: unknown;
+        202: unknown;
+        400: JsonRpcError;
+        401: ObserveError;
+        403: JsonRpcError;
+        406: JsonRpcError;
+        413: ObserveError;
+        415: JsonRpcError;
         500: ObserveError;
         503: ObserveError;
       };

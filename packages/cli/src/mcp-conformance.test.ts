@@ -1,0 +1,116 @@
+// The official MCP conformance suite (@modelcontextprotocol/conformance, from node_modules: nothing
+// is fetched) against observe's and the gate's /mcp, listening on a port, per spec version the
+// suite knows, with no expected failures. docs/guide/mcp.md lists the scenarios not run and why.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, request as forward, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startLiveServices, type LiveServices } from './testing.ts';
+
+const conformanceBin = resolve(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json'), '../dist/index.js');
+const node20Shim = resolve(import.meta.dirname, 'mcp-conformance-node20/register.mjs');
+
+/**
+ * The suite's server scenarios that apply to a tools-only server, by the spec version the suite
+ * files them under. The suite does not choose by the server's capabilities: it runs every active
+ * scenario, and the others test fixtures of its reference "everything" server that Vigil does not
+ * offer (named test_* tools answering images, audio, embedded resources, progress, logging,
+ * sampling and elicitation; resources, prompts, completion and logging/setLevel).
+ */
+const SCENARIOS: Record<string, readonly string[]> = {
+  '2025-06-18': ['server-initialize', 'ping', 'tools-list'],
+  '2025-11-25': ['server-initialize', 'ping', 'tools-list', 'server-sse-multiple-streams', 'dns-rebinding-protection'],
+};
+
+interface Check {
+  id: string;
+  status: string;
+  errorMessage?: string;
+}
+
+/**
+ * The suite's client sends no credentials, so it reaches /mcp through this forwarder, which adds
+ * the key and passes everything else (Host and Origin included) as sent.
+ */
+async function withKey(target: string, key: string): Promise<{ url: string; server: Server }> {
+  const upstream = new URL(target);
+  const server = createServer((request, response) => {
+    const proxied = forward(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        path: request.url,
+        method: request.method,
+        headers: { ...request.headers, authorization: `Bearer ${key}` },
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    proxied.on('error', () => response.destroy());
+    request.pipe(proxied);
+  });
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, server };
+}
+
+/** Runs one scenario (the suite's CLI, in a child process) and answers its exit code and checks. */
+async function runScenario(url: string, scenario: string, specVersion: string): Promise<{ code: number | null; output: string; checks: Check[] }> {
+  const outputDir = mkdtempSync(join(tmpdir(), 'vigil-mcp-conformance-'));
+  try {
+    const child = spawn(
+      process.execPath,
+      ['--import', node20Shim, conformanceBin, 'server', '--url', url, '--scenario', scenario, '--spec-version', specVersion, '--output-dir', outputDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((exited) => child.on('exit', exited));
+    const checks = readdirSync(outputDir).flatMap((dir) => JSON.parse(readFileSync(join(outputDir, dir, 'checks.json'), 'utf8')) as Check[]);
+    return { code, output, checks };
+  } finally {
+    rmSync(outputDir, { recursive: true, force: true });
+  }
+}
+
+describe('the MCP conformance suite against /mcp', () => {
+  let live: LiveServices;
+  const forwarders: Server[] = [];
+  const urls: Record<string, string> = {};
+  before(async () => {
+    live = await startLiveServices();
+    for (const [service, target, key] of [
+      ['observe', live.observeUrl, live.observeKey],
+      ['gate', live.gateUrl, live.gateAdminKey],
+    ] as const) {
+      const { url, server } = await withKey(target, key);
+      urls[service] = url;
+      forwarders.push(server);
+    }
+  });
+  after(async () => {
+    for (const server of forwarders) server.close();
+    await live?.close();
+  });
+
+  for (const [specVersion, scenarios] of Object.entries(SCENARIOS)) {
+    for (const service of ['observe', 'gate']) {
+      test(`${service}, spec ${specVersion}: ${scenarios.join(', ')} pass`, async () => {
+        for (const scenario of scenarios) {
+          const { code, output, checks } = await runScenario(urls[service]!, scenario, specVersion);
+          const failed = checks.filter((check) => check.status === 'FAILURE');
+          assert.deepEqual(failed, [], `${scenario}:\n${output}`);
+          assert.equal(code, 0, `${scenario} exited ${code}:\n${output}`);
+          assert.ok(checks.length > 0, `${scenario} ran no check:\n${output}`);
+        }
+      });
+    }
+  }
+});

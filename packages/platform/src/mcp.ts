@@ -1,0 +1,228 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
+import { z } from 'zod';
+import { ServiceError } from './errors.ts';
+import { isLoopbackHost } from './config.ts';
+import { readJsonBody, type RouteScope, type ZodApp } from './http.ts';
+
+/**
+ * One MCP tool of a service: a call of one of its own routes. The route runs as if the MCP client
+ * had called it with the same credentials (authentication, scope, rate limit, validation), so a
+ * tool can never do what its route would refuse.
+ */
+export interface McpRouteTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  description: string;
+  input: Shape;
+  readOnly: boolean;
+  /** The route the tool calls, as `app.routeTable` names it (`POST /api/events`). */
+  route: string;
+  /** The URL (path parameters filled in, query string added) and the JSON body of the route call. */
+  request: (args: z.infer<z.ZodObject<Shape>>) => { url: string; body?: unknown };
+}
+
+/** Declares a tool with its arguments' type inferred from its input shape. */
+export function mcpRouteTool<Shape extends z.ZodRawShape>(tool: McpRouteTool<Shape>): McpRouteTool {
+  return tool as unknown as McpRouteTool;
+}
+
+export interface McpEndpointOptions {
+  /** The server name MCP clients see (`initialize` answer). */
+  name: string;
+  version: string;
+  tools: readonly McpRouteTool[];
+  /** The scope `/mcp` itself needs: any key of the service (each tool then needs its route's). */
+  scope: RouteScope;
+  /**
+   * The host the service listens on. On a loopback address, a request whose Host or Origin names
+   * another host is refused (403): a web page whose name resolves to 127.0.0.1 (DNS rebinding)
+   * cannot reach the local server through a browser.
+   */
+  listenHost: string;
+}
+
+/** A query string of the defined values (arrays repeat the name); empty when there are none. */
+export function queryString(values: Record<string, string | number | boolean | readonly string[] | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
+  }
+  const text = query.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+// The credentials a tool call carries to its route: the MCP request's own.
+const FORWARDED_HEADERS = ['authorization', 'x-api-key'] as const;
+
+/** The body of every refusal /mcp answers itself (the service's error body stays for 401, 413 and 429). */
+const jsonRpcErrorSchema = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    error: z.object({ code: z.number().int(), message: z.string() }),
+    id: z.union([z.string(), z.number(), z.null()]),
+  })
+  .meta({ id: 'JsonRpcError' });
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
+}
+
+/** Whether a Host header (`name:port`) or Origin (`scheme://name:port`) names a loopback host. */
+function namesLoopback(value: string, isOrigin: boolean): boolean {
+  try {
+    const hostname = new URL(isOrigin ? value : `http://${value}`).hostname.replace(/^\[(.*)\]$/, '$1');
+    return isLoopbackHost(hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** The route's answer as a tool result: its JSON on 2xx, otherwise an error result with the service's own error body. */
+function toolResult(route: string, status: number, body: string): CallToolResult {
+  if (status >= 200 && status < 300) {
+    const value: unknown = body === '' ? {} : JSON.parse(body);
+    const structured = Array.isArray(value) ? { items: value } : (value as Record<string, unknown>);
+    return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: structured };
+  }
+  return { isError: true, content: [{ type: 'text', text: `${route} answered ${status}: ${body}` }] };
+}
+
+/**
+ * `POST /mcp`: the service's tools over MCP Streamable HTTP, stateless (no `Mcp-Session-Id`): each
+ * POST is answered on its own, with JSON rather than an SSE stream, so any instance behind a load
+ * balancer can take any request and nothing is kept between them. `GET` and `DELETE` (the
+ * server-to-client stream and session end, which need a session) answer 405. Register it in a
+ * feature of its own: it reads `/mcp` bodies itself, to answer a malformed one with a JSON-RPC error.
+ */
+export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): void {
+  // Read on the first call, when every route is registered.
+  let scopeOfTool: Map<string, string> | undefined;
+  const scopes = (): Map<string, string> => {
+    if (scopeOfTool !== undefined) return scopeOfTool;
+    const table = new Map(app.routeTable.map((route) => [`${route.method} ${route.url}`, route]));
+    scopeOfTool = new Map();
+    for (const tool of options.tools) {
+      const route = table.get(tool.route);
+      if (route === undefined) throw new Error(`MCP tool ${tool.name} calls ${tool.route}, which is not a route of ${options.name}`);
+      scopeOfTool.set(tool.name, route.scope === undefined ? 'no key' : [route.scope].flat().join(' or '));
+    }
+    return scopeOfTool;
+  };
+
+  const server = (request: FastifyRequest): McpServer => {
+    const mcp = new McpServer({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    for (const tool of options.tools) {
+      const [method, path] = tool.route.split(' ') as [NonNullable<InjectOptions['method']>, string];
+      mcp.registerTool(
+        tool.name,
+        {
+          description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
+          inputSchema: tool.input,
+          annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
+        },
+        (async (args: Record<string, unknown>) => {
+          const call = tool.request(args as never);
+          const answer = await app.inject({
+            method,
+            url: call.url,
+            headers: call.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+            ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
+          });
+          return toolResult(`${method} ${path}`, answer.statusCode, answer.body);
+        }) as never,
+      );
+    }
+    return mcp;
+  };
+
+  const answer = async (reply: FastifyReply, response: Response): Promise<FastifyReply> => {
+    reply.status(response.status);
+    response.headers.forEach((value, name) => void reply.header(name, value));
+    return reply.send(await response.text());
+  };
+
+  const loopbackOnly = isLoopbackHost(options.listenHost);
+  const postMcp = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const { host, origin } = request.headers;
+    if (loopbackOnly && (host === undefined || !namesLoopback(host, false) || (origin !== undefined && !namesLoopback(origin, true)))) {
+      return answer(reply, jsonRpcError(403, -32000, 'Forbidden: this server listens on loopback and answers only requests addressed to localhost'));
+    }
+    const contentType = request.headers['content-type'];
+    if (!/^application\/json\s*(;|$)/i.test(contentType ?? '')) {
+      return answer(reply, jsonRpcError(415, -32000, 'Unsupported Media Type: Content-Type must be application/json'));
+    }
+    let message: unknown;
+    try {
+      message = readJsonBody(request.body as Buffer, contentType, (_key, text) => new ServiceError(400, 'invalidJson', text ?? 'Malformed JSON body'));
+    } catch (error) {
+      const refusal = error as ServiceError;
+      return answer(reply, jsonRpcError(refusal.status >= 400 && refusal.status < 500 ? refusal.status : 400, -32700, `Parse error: ${refusal.message}`));
+    }
+    const mcp = server(request);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await mcp.connect(transport);
+      const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
+      const webRequest = new Request(url, {
+        method: 'POST',
+        headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
+      });
+      return await answer(reply, await transport.handleRequest(webRequest, { parsedBody: message }));
+    } finally {
+      await mcp.close();
+    }
+  };
+
+  app.register(async (scope) => {
+    // The raw bytes: a malformed body is a JSON-RPC parse error (the service's body limit still applies).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post(
+      '/mcp',
+      {
+        config: { scope: options.scope },
+        schema: {
+          operationId: 'sendMcpMessage',
+          summary: 'MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls',
+          description:
+            'One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON ' +
+            '(the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. ' +
+            'Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs ' +
+            'that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a ' +
+            'JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
+          tags: ['mcp'],
+          errorStatuses: [413],
+          documentedBody: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request or notification' } } },
+          response: {
+            200: z.unknown(),
+            202: z.unknown(),
+            400: jsonRpcErrorSchema.describe('Malformed JSON (-32700) or not a JSON-RPC message'),
+            403: jsonRpcErrorSchema.describe('On a loopback address: a Host or Origin that is not localhost'),
+            406: jsonRpcErrorSchema.describe('Accept does not list application/json and text/event-stream'),
+            415: jsonRpcErrorSchema.describe('Content-Type is not application/json'),
+          },
+        },
+      },
+      postMcp,
+    );
+    for (const method of ['GET', 'DELETE'] as const) {
+      scope.route({
+        method,
+        url: '/mcp',
+        config: { scope: options.scope },
+        // Not an operation of this server: stateless, it keeps no stream and no session.
+        schema: { hide: true },
+        handler: (_request, reply) =>
+          answer(reply.header('allow', 'POST'), jsonRpcError(405, -32000, 'Method Not Allowed: this server is stateless; POST each message')),
+      });
+    }
+  });
+}
