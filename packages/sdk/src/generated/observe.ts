@@ -3869,6 +3869,8 @@ export interface paths {
      * MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls
      *
      * One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON (the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.
+     *
+     * Scope: `ingest` or `read` or `admin`.
      */
     post: {
       params: Record<string, never>;
