@@ -37,6 +37,7 @@ const KERNEL_TOKENS: Record<string, string> = {
   AUDIT_CHECKPOINT_EVENTS: 'the variable of checkpointEvents',
   'temp_store = MEMORY': 'a SQLite pragma',
   sessionIdGenerator: 'the MCP SDK transport’s option (none: the /mcp endpoint is stateless)',
+  'text/event-stream': 'the media type of server-sent events, which an MCP Streamable HTTP client accepts',
 };
 
 function folders(dir: string): string[] {

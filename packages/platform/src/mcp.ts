@@ -7,6 +7,9 @@ import { ServiceError } from './errors.ts';
 import { isLoopbackHost } from './config.ts';
 import { readJsonBody, type RouteScope, type ZodApp } from './http.ts';
 
+/** The media type a Streamable HTTP client must accept beside JSON (server-sent events). */
+const SSE_MEDIA_TYPE = 'text/event-stream';
+
 /**
  * One MCP tool of a service: a call of one of its own routes. The route runs as if the MCP client
  * had called it with the same credentials (authentication, scope, rate limit, validation), so a
@@ -206,7 +209,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
             202: z.unknown(),
             400: jsonRpcErrorSchema.describe('Malformed JSON (-32700) or not a JSON-RPC message'),
             403: jsonRpcErrorSchema.describe('On a loopback address: a Host or Origin that is not localhost'),
-            406: jsonRpcErrorSchema.describe('Accept does not list application/json and text/event-stream'),
+            406: jsonRpcErrorSchema.describe(`Accept does not list application/json and ${SSE_MEDIA_TYPE}`),
             415: jsonRpcErrorSchema.describe('Content-Type is not application/json'),
           },
         },
