@@ -5,7 +5,7 @@ import { registerAuthentication } from './auth.ts';
 import { registerKeyRoutes } from './routes.ts';
 
 export { authMigrations } from './migrations.ts';
-export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses, type ObserveScope } from './scopes.ts';
+export { OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './scopes.ts';
 export { activeKeyIds, hasActiveKey } from './store.ts';
 export { createStreamToken, deleteExpiredStreamTokens, STREAM_TOKEN_TTL_MS } from './stream-tokens.ts';
 export type { AuthTables } from './tables.ts';
