@@ -26,8 +26,13 @@ export interface AuditWalkNames {
 export interface AuditWalkLoaders {
   /** One scope's recorded head and its stored items in seq order (ties by id) as their canonical chain texts, from one snapshot; undefined when the scope is unknown. */
   scope(scopeId: string): Promise<{ head: { seq: number; hash: string | null }; items: { id: string; text: string }[] } | undefined>;
-  /** The canonical chain texts of the stored items among `ids`. */
+  /**
+   * The canonical chain texts of the stored items among `ids`, and the service's other leaves it
+   * stores the data of (observe's writer leaves: their data as text).
+   */
   texts(ids: string[]): Promise<Map<string, string>>;
+  /** The credential recorded as each stored item's writer (null: not recorded); a service that records none leaves it out. */
+  writers?(ids: string[]): Promise<Map<string, string | null>>;
 }
 
 /** Where the items and the scopes' heads are stored, e.g. `events.session_id`, `sessions.last_seq`/`last_hash`. */
@@ -164,6 +169,11 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
                 [itemId]: z.string().nullable(),
                 [names.item]: z.string().nullable(),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
+                writtenBy: z
+                  .string()
+                  .nullable()
+                  .optional()
+                  .describe(`The credential recorded as the ${names.item}'s writer, where the service records one (null: not recorded)`),
               }),
             ),
           }),
@@ -175,6 +185,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
       const [size, stored] = await Promise.all([log.size(), log.leaves(from, limit)]);
       const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
       const texts = ids.length === 0 ? new Map<string, string>() : await loaders.texts(ids);
+      const writers = ids.length === 0 || loaders.writers === undefined ? undefined : await loaders.writers(ids);
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,
@@ -182,6 +193,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables>(app: ZodA
         [itemId]: leaf.tombstone === null ? leaf.itemId : null,
         [names.item]: leaf.tombstone === null ? (texts.get(leaf.itemId) ?? null) : null,
         tombstone: leaf.tombstone,
+        ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),
       }));
       return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));
     },

@@ -533,6 +533,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     eventId: leaf[n.itemField] as string | null,
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+    ...(leaf.writtenBy === undefined ? {} : { writtenBy: leaf.writtenBy as string | null }),
   };
 }
 
