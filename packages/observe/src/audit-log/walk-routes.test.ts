@@ -19,7 +19,15 @@ interface Bundle {
 
 interface LeafPage {
   treeSize: number;
-  leaves: { index: number; leafHash: string; sessionId: string | null; eventId: string | null; event: string | null; tombstone: unknown }[];
+  leaves: {
+    index: number;
+    leafHash: string;
+    sessionId: string | null;
+    eventId: string | null;
+    event: string | null;
+    tombstone: unknown;
+    writtenBy?: string | null;
+  }[];
 }
 
 await describeEachDatabase('audit walk routes', (backend) => {
@@ -58,8 +66,8 @@ await describeEachDatabase('audit walk routes', (backend) => {
       [0, 1, 2],
     );
     assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
-    // No checkpoint existed: the export signed one covering the session.
-    assert.equal(bundle.checkpoint.treeSize, 5);
+    // No checkpoint existed: the export signed one covering the session (the five events and their writer leaf).
+    assert.equal(bundle.checkpoint.treeSize, 6);
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
     bundle.leaves.forEach((leaf, i) => {
       assert.ok(leaf !== null);
@@ -78,7 +86,7 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.consistency, undefined);
 
     const since = await get<Bundle>('/api/audit/export?sessionId=w-1&since=2');
-    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 5 });
+    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 6 });
   });
 
   test('an unknown session is a 404, a since past the checkpoint a 400', async () => {
@@ -89,12 +97,26 @@ await describeEachDatabase('audit walk routes', (backend) => {
   test('leaves come in index order, a page at a time, each with its session and event text', async () => {
     const first = await get<LeafPage>('/api/audit/leaves?from=0&limit=2');
     const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
-    assert.equal(first.treeSize, 5);
-    const leaves = [...first.leaves, ...second.leaves];
+    assert.equal(first.treeSize, 6);
+    const all = [...first.leaves, ...second.leaves];
     assert.deepEqual(
-      leaves.map((leaf) => leaf.index),
-      [0, 1, 2, 3, 4],
+      all.map((leaf) => leaf.index),
+      [0, 1, 2, 3, 4, 5],
     );
+    // The last is the batch's writer leaf: no session, its data (canonical JSON naming the key and the events' hashes) as its text.
+    const writer = all.pop()!;
+    assert.equal(writer.sessionId, null);
+    assert.equal(writer.writtenBy, null);
+    assert.deepEqual(JSON.parse(writer.event!), {
+      events: acks.map((ack) => ack.hash),
+      kind: 'event-writer',
+      log: 'vigil-observe',
+      v: 1,
+      writtenBy: observe.keyWriter,
+    });
+    assert.equal(writer.leafHash, leafHash(Buffer.from(writer.event!, 'utf8')).toString('hex'));
+    const leaves = all;
+    assert.ok(leaves.every((leaf) => leaf.writtenBy === observe.keyWriter));
     assert.deepEqual(
       leaves.map((leaf) => leaf.sessionId),
       ['w-1', 'w-2', 'w-1', 'w-1', 'w-3'],
