@@ -207,7 +207,7 @@ await describeEachDatabase('tamper doors: what verification trusts and reports (
         keys: { keyId: string; certificate: { leafIndex: number; body: string } | null }[];
       }>();
       const newKey = listing.keys.find((key) => key.keyId === listing.keyId)!;
-      assert.equal(newKey.certificate?.leafIndex, 2, 'the certificate is the next leaf of the log');
+      assert.equal(newKey.certificate?.leafIndex, 3, "the certificate is the next leaf of the log (after the two events' and their writer leaf)");
       assert.match(newKey.certificate.body, new RegExp(`"kind":"key-rotation".*"previousKeyId":"${savedResponse.json<Checkpoint>().keyId}"`));
       assert.equal(listing.keys.find((key) => key.keyId !== listing.keyId)?.certificate, null);
       await call({ method: 'POST', url: '/api/events', payload: { events: [custom('cr-a', 'agent', ago(20))] } });
@@ -218,7 +218,7 @@ await describeEachDatabase('tamper doors: what verification trusts and reports (
       const result = await runVerify<VerdictReport>(['--url', url, '--checkpoint', saved], before.key);
       assert.equal(result.status, 0, `${result.stderr}\n${JSON.stringify(result.report)}`);
       assert.ok(
-        result.report.notes.some((note) => note.includes(`key ${listing.keyId} is trusted: certified by key`) && note.includes('(leaf 2)')),
+        result.report.notes.some((note) => note.includes(`key ${listing.keyId} is trusted: certified by key`) && note.includes('(leaf 3)')),
         JSON.stringify(result.report.notes),
       );
       // The certificate's leaf is not an event: the walk accounts for it, and its row changed is a finding.
@@ -253,7 +253,7 @@ await describeEachDatabase('tamper doors: what verification trusts and reports (
       const latestOnly = await runVerify<VerdictReport>(['--url', w.url, '--public-key', genuine.publicKey], w.observe.key);
       assert.equal(latestOnly.status, 0, `${latestOnly.stderr}\n${JSON.stringify(latestOnly.report)}`);
       assert.equal(latestOnly.report.coverage.source, 'latest');
-      assert.equal(latestOnly.report.coverage.treeSize, saved.treeSize + 1);
+      assert.equal(latestOnly.report.coverage.treeSize, saved.treeSize + 2, 'the event and its writer leaf');
       assert.match(latestOnly.report.summary, /no saved checkpoint: the evidence is the server's own signature/);
     });
   });
