@@ -653,6 +653,8 @@ export interface paths {
               body: string;
               signature: string;
             } | null;
+            /** The credential recorded as the entry's writer, where the service records one (null: not recorded) */
+            writtenBy?: string | null;
           }[];
         };
         400: GateError;

@@ -354,6 +354,8 @@ export type Event = {
   };
   prevHash: string | null;
   hash: string;
+  /** The credential that wrote the event: `key:<API key id>`, `webhook:<source>` (a signed webhook), `service_token`, `server` or `none` (authentication disabled); null for events stored before it was recorded. Outside the chain hash, under the audit log (docs/audit.md#who-wrote-an-event). */
+  writtenBy: string | null;
 };
 
 export type ExportTraceServiceResponse = {
@@ -1634,6 +1636,8 @@ export interface paths {
               body: string;
               signature: string;
             } | null;
+            /** The credential recorded as the event's writer, where the service records one (null: not recorded) */
+            writtenBy?: string | null;
           }[];
         };
         400: ObserveError;
@@ -3612,6 +3616,8 @@ export interface paths {
               payload: {
                 [key: string]: unknown;
               };
+              /** The credential that wrote the event, as on events (docs/audit.md#who-wrote-an-event). */
+              writtenBy: string | null;
             };
             pairedEvent: {
               id: string;
@@ -3621,6 +3627,8 @@ export interface paths {
               payload: {
                 [key: string]: unknown;
               };
+              /** The credential that wrote the event, as on events (docs/audit.md#who-wrote-an-event). */
+              writtenBy: string | null;
             } | null;
             pairDurationMs: number | null;
             context?: {
