@@ -179,13 +179,7 @@ await describeEachDatabase('audit log', (backend) => {
     const { proof } = await get<{ proof: string[] }>(`/api/audit/consistency?from=${first.treeSize}&to=${second.treeSize}`);
     assert.ok(verifyConsistency(first.treeSize, second.treeSize, Buffer.from(first.rootHash, 'hex'), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
     assert.ok(
-      !verifyConsistency(
-        first.treeSize,
-        second.treeSize,
-        rootOf(logged.slice(1, first.treeSize + 1)),
-        Buffer.from(second.rootHash, 'hex'),
-        buffers(proof),
-      ),
+      !verifyConsistency(first.treeSize, second.treeSize, rootOf(logged.slice(1, first.treeSize + 1)), Buffer.from(second.rootHash, 'hex'), buffers(proof)),
     );
     assert.deepEqual(await get(`/api/audit/checkpoint?treeSize=${first.treeSize}`), first);
 
