@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { appendLeaves } from '@vigil/platform';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
+import type { ObserveSchema } from '@vigil/observe';
 import { ago, ingestEvents, insertEventCopy, relinkChain, started, startTestObserve, type TestObserve } from '@vigil/observe/testing';
 import { serverVerdict } from './tamper-observe-testkit.ts';
 import { runVerify } from './verify-testkit.ts';
@@ -30,6 +31,7 @@ interface WrittenEvent {
   eventType: string;
   payload: Record<string, unknown>;
   metadata: Record<string, unknown>;
+  hash: string;
   writtenBy: string | null;
 }
 
@@ -191,9 +193,9 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
       await setWriter(door, door.genuine, 'webhook:approval_gate');
       await setWriter(door, door.imitation, 'webhook:approval_gate');
       const { db } = door.observe.service.context.database;
-      for (const leaf of await db.selectFrom('event_writer_leaves').selectAll().execute())
+      for (const leaf of await db.selectFrom('audit_writer_leaves').selectAll().execute())
         await db
-          .updateTable('event_writer_leaves')
+          .updateTable('audit_writer_leaves')
           .set({ body: leaf.body.replace(`key:${door.ingestKeyId}`, 'webhook:approval_gate') })
           .where('item_id', '=', leaf.item_id)
           .execute();
@@ -217,7 +219,9 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
       const old = await insertEventCopy(database, door.genuine, { id: '01a2f000-0000-7000-8000-000000000001', seq: head.last_seq + 1, written_by: null });
       await relinkChain(database, SESSION);
       const row = await database.db.selectFrom('events').select('hash').where('id', '=', old.id).executeTakeFirstOrThrow();
-      await database.db.transaction().execute((trx) => appendLeaves(trx, database.dialect, [{ itemId: old.id, scopeId: SESSION, data: row.hash }]));
+      await database.db
+        .transaction()
+        .execute((trx) => appendLeaves<ObserveSchema>(trx, database.dialect, [{ itemId: old.id, scopeId: SESSION, data: row.hash }]));
 
       assert.equal((await readEvent(door.observe, old.id)).writtenBy, null, 'not recorded');
       assert.equal(((await serverVerdict(door.observe, SESSION)) as { valid: boolean }).valid, true);

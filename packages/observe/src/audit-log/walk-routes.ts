@@ -18,7 +18,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
     texts: async (ids) => {
       const [rows, writerLeaves] = await Promise.all([
         db.selectFrom('events').select(CHAIN_COLUMNS).where('id', 'in', ids).execute(),
-        db.selectFrom('event_writer_leaves').select(['item_id', 'body']).where('item_id', 'in', ids).execute(),
+        db.selectFrom('audit_writer_leaves').select(['item_id', 'body']).where('item_id', 'in', ids).execute(),
       ]);
       return new Map([
         ...rows.map((row): [string, string] => [row.id, chainTextOf(row)]),

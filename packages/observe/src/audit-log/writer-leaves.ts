@@ -38,7 +38,7 @@ export async function appendEventLeaves(trx: Transaction<ObserveSchema>, log: Le
   }
   const start = await log.append(trx, leaves);
   await trx
-    .insertInto('event_writer_leaves')
+    .insertInto('audit_writer_leaves')
     .values(writers.map((writer) => ({ item_id: writer.item_id, leaf_idx: start + writer.offset, body: writer.body })))
     .execute();
 }

@@ -48,12 +48,12 @@ export const eventsMigrations: Record<string, MigrationStep> = {
   async '0027_event_writers'(db) {
     await db.schema.alterTable('events').addColumn('written_by', 'text').execute();
     await db.schema
-      .createTable('event_writer_leaves')
+      .createTable('audit_writer_leaves')
       .addColumn('item_id', 'text', (c) => c.primaryKey())
       .addColumn('leaf_idx', 'bigint', (c) => c.notNull())
       .addColumn('body', 'text', (c) => c.notNull())
       .execute();
     // Verification finds an event's writer leaf as the first one after the event's own leaf.
-    await db.schema.createIndex('event_writer_leaves_idx').on('event_writer_leaves').column('leaf_idx').execute();
+    await db.schema.createIndex('audit_writer_leaves_idx').on('audit_writer_leaves').column('leaf_idx').execute();
   },
 };

@@ -118,7 +118,7 @@ export interface EventsTables {
   agents: AgentRow;
   store_totals: StoreTotalsRow;
   idempotency_keys: IdempotencyKeyRow;
-  event_writer_leaves: EventWriterLeafRow;
+  audit_writer_leaves: EventWriterLeafRow;
 }
 
 /** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data, canonical JSON. */

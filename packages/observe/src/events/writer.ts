@@ -57,7 +57,7 @@ export async function firstWriterMismatch(db: Kysely<ObserveSchema>, log: string
     .selectFrom('events as e')
     .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
     .select(['e.id', 'e.seq', 'e.hash', 'e.written_by'])
-    .select(sql<number | string | null>`(select min(w.leaf_idx) from event_writer_leaves w where w.leaf_idx > l.idx)`.as('writer_idx'))
+    .select(sql<number | string | null>`(select min(w.leaf_idx) from audit_writer_leaves w where w.leaf_idx > l.idx)`.as('writer_idx'))
     .where('e.session_id', '=', sessionId)
     .orderBy('e.seq')
     .execute();
@@ -65,7 +65,7 @@ export async function firstWriterMismatch(db: Kysely<ObserveSchema>, log: string
   const leaves = new Map<number, { writtenBy: string; events: Set<string> } | string>();
   for (let i = 0; i < indices.length; i += WRITER_LEAVES_PER_QUERY) {
     const stored = await db
-      .selectFrom('event_writer_leaves as w')
+      .selectFrom('audit_writer_leaves as w')
       .leftJoin('audit_log_leaves as l', 'l.idx', 'w.leaf_idx')
       .select(['w.leaf_idx', 'w.body', 'l.leaf_hash'])
       .where('w.leaf_idx', 'in', indices.slice(i, i + WRITER_LEAVES_PER_QUERY))
