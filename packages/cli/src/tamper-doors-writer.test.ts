@@ -211,6 +211,42 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
     });
   });
 
+  test('concurrent requests of two credentials into one session (committed together or not): each event keeps its writer, every check passes', async () => {
+    await withDoor(backend, async (door) => {
+      const sent = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => {
+          if (i % 2 === 0)
+            return door.observe
+              .call({
+                method: 'POST',
+                url: '/api/events',
+                payload: { events: [{ sessionId: SESSION, agentId: AGENT, eventType: 'custom', payload: { type: 'step', data: { i } } }] },
+              })
+              .then((response) => ({ id: response.json<{ events: { id: string }[] }>().events[0]!.id, writer: door.observe.keyWriter }));
+          const forwarded = JSON.stringify({
+            source: 'approval_gate',
+            event: 'request.approved',
+            data: { ...APPROVAL, requestId: `r-${i}` },
+            context: { service_session_id: SESSION, service_agent_id: AGENT },
+          });
+          return door.observe.service.app
+            .inject({
+              method: 'POST',
+              url: '/api/events/ingest',
+              headers: { 'content-type': 'application/json', 'x-webhook-signature': createHmac('sha256', APPROVAL_SECRET).update(forwarded).digest('hex') },
+              payload: forwarded,
+            })
+            .then((response) => ({ id: response.json<{ eventId: string }>().eventId, writer: 'webhook:approval_gate' }));
+        }),
+      );
+      for (const { id, writer } of sent) assert.equal((await readEvent(door.observe, id)).writtenBy, writer);
+      assert.equal(((await serverVerdict(door.observe, SESSION)) as { valid: boolean }).valid, true);
+      assert.equal((await door.observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).statusCode, 201);
+      const result = await runVerify(['--url', door.url, '--checkpoint', door.saved], door.observe.key);
+      assert.equal(result.status, 0, `${result.stderr}\n${JSON.stringify(result.report)}`);
+    });
+  });
+
   test('an event stored before writers were recorded (no written_by, no writer leaf) stays valid', async () => {
     await withDoor(backend, async (door) => {
       const { database } = door.observe.service.context;

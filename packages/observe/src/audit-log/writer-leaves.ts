@@ -11,31 +11,34 @@ interface LeafAppender {
 }
 
 /**
- * Per writer (a group commit can hold several), its events' leaves (their 32-byte chain hashes)
- * and then its writer leaf, whose body is stored for verifiers to read. One more leaf and one more
- * row per writer and batch, not per event.
+ * The events' leaves (their 32-byte chain hashes) in batch order, each run of events one
+ * credential wrote (a request's events; a group commit holds several requests) followed by its
+ * writer leaf, whose body is stored for verifiers to read. Runs, not one group per writer: the
+ * events' leaves stay in commit order, so a session's leaves stay in seq order. One more leaf and
+ * one more row per request at most, not per event.
  */
 export async function appendEventLeaves(trx: Transaction<ObserveSchema>, log: LeafAppender, rows: readonly EventRow[]): Promise<void> {
-  const byWriter = new Map<string, EventRow[]>();
-  for (const row of rows) {
-    const writer = row.written_by ?? 'none';
-    const group = byWriter.get(writer);
-    if (group === undefined) byWriter.set(writer, [row]);
-    else group.push(row);
-  }
   const leaves: LeafInput[] = [];
   const writers: { item_id: string; offset: number; body: string }[] = [];
-  for (const [writtenBy, group] of byWriter) {
-    for (const row of group) leaves.push({ itemId: row.id, scopeId: row.session_id, data: row.hash });
+  let run: EventRow[] = [];
+  const closeRun = (): void => {
     const body = writerLeafBody(
       log.name,
-      writtenBy,
-      group.map((row) => row.hash.toString('hex')),
+      run[0]!.written_by ?? 'none',
+      run.map((row) => row.hash.toString('hex')),
     );
     const itemId = newId();
     writers.push({ item_id: itemId, offset: leaves.length, body });
     leaves.push({ itemId, scopeId: null, data: Buffer.from(body, 'utf8') });
+    run = [];
+  };
+  for (const row of rows) {
+    if (run.length > 0 && run[0]!.written_by !== row.written_by) closeRun();
+    run.push(row);
+    leaves.push({ itemId: row.id, scopeId: row.session_id, data: row.hash });
   }
+  if (run.length > 0) closeRun();
+  if (writers.length === 0) return;
   const start = await log.append(trx, leaves);
   await trx
     .insertInto('audit_writer_leaves')
