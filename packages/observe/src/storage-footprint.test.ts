@@ -68,12 +68,13 @@ await describeEachDatabase('migration 0020: storage footprint', (backend) => {
         assert.deepEqual(options.rows[0]?.reloptions, ['autovacuum_vacuum_scale_factor=0.02']);
       }
 
-      // The log goes on from the migrated leaves: a new event is the next leaf, and the checkpoint's root covers them all.
+      // The log goes on from the migrated leaves: a new event is the next leaf (then its batch's writer leaf), and the checkpoint's root covers them all.
       const [appended] = await ingestEvents(observe, [toolCall('fp-a', 'agent', ago(1), 'c9')]);
       const leaves = await db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'leaf_hash']).orderBy('idx').execute();
-      assert.equal(leaves.at(-1)!.item_id, appended!.id);
-      assert.equal(Number(leaves.at(-1)!.idx), leavesBefore.length);
-      assert.deepEqual(leaves.at(-1)!.leaf_hash, leafHash(Buffer.from(appended!.hash, 'hex')));
+      assert.equal(leaves.length, leavesBefore.length + 2);
+      assert.equal(leaves.at(-2)!.item_id, appended!.id);
+      assert.equal(Number(leaves.at(-2)!.idx), leavesBefore.length);
+      assert.deepEqual(leaves.at(-2)!.leaf_hash, leafHash(Buffer.from(appended!.hash, 'hex')));
       const checkpoint = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(checkpoint.statusCode, 201, checkpoint.body);
       assert.equal((checkpoint.json() as Checkpoint).rootHash, rootOf(leaves.map((leaf) => leaf.leaf_hash)).toString('hex'));
@@ -117,8 +118,8 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
         return response.body;
       };
       const checkpoint = (await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
-      // Leaf 0 logs the first key's creation (a change leaf), the events follow.
-      assert.equal(checkpoint.treeSize, 1 + acks.length);
+      // Leaf 0 logs the first key's creation (a change leaf), the events follow, then their batch's writer leaf.
+      assert.equal(checkpoint.treeSize, 1 + acks.length + 1);
       // Read before: bin-a's timeline and export, the event listing, one proof. bin-b is first read after the migration.
       // 13 events per session, in batch order: bin-b's seq 5, bin-tampered's seq 4.
       const victim = acks[13 + 5]!;
@@ -144,9 +145,10 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
       for (const row of stored) assert.ok(Buffer.isBuffer(row.hash) && row.hash.length === 32, 'each hash is its 32 bytes');
       assert.deepEqual(stored.find((row) => row.id === victim.id)!.hash, Buffer.from(victim.hash, 'hex'));
       const leaves = await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).orderBy('idx').execute();
+      assert.equal(leaves.length, 1 + acks.length + 1, "the change leaf, the events' leaves, then their batch's writer leaf");
       assert.ok(Buffer.isBuffer(leaves[0]!.leaf_hash) && leaves[0]!.leaf_hash.length === 32, 'the change leaf too');
       assert.deepEqual(
-        leaves.slice(1).map((leaf) => leaf.leaf_hash),
+        leaves.slice(1, 1 + acks.length).map((leaf) => leaf.leaf_hash),
         acks.map((ack) => leafHash(Buffer.from(ack.hash, 'hex'))),
       );
       const nodes = await db.selectFrom('audit_log_nodes').select('hash').execute();

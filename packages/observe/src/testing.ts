@@ -26,6 +26,8 @@ export interface TestObserve {
   clock: ManualClock | Clock;
   /** Raw key of an API key created through the API. */
   key: string;
+  /** What the server records as the writer of events that key posts: `key:<its id>` (events/writer.ts). */
+  keyWriter: string;
   /** Authenticated request through the real app. */
   call(options: InjectOptions): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
@@ -54,16 +56,20 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
     validateResponses: true,
   });
   let key = '';
+  let keyWriter = 'none';
   if (options.createKey ?? true) {
     const response = await service.app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'test' } });
     if (response.statusCode !== 201) throw new Error(`first key creation failed: ${response.body}`);
-    key = (response.json() as { key: string }).key;
+    const created = response.json() as { key: string; id: string };
+    key = created.key;
+    keyWriter = `key:${created.id}`;
   }
   return {
     service,
     config,
     clock,
     key,
+    keyWriter,
     call: (request) => service.app.inject({ ...request, headers: { authorization: `Bearer ${key}`, ...request.headers } }),
     close: () => service.app.close(),
   };

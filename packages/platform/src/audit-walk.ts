@@ -28,8 +28,13 @@ export interface AuditWalkNames {
 export interface AuditWalkLoaders {
   /** One scope's recorded head and its stored items in seq order (ties by id) as their canonical chain texts, from one snapshot; undefined when the scope is unknown. */
   scope(scopeId: string): Promise<{ head: { seq: number; hash: string | null }; items: { id: string; text: string }[] } | undefined>;
-  /** The canonical chain texts of the stored items among `ids`. */
+  /**
+   * The canonical chain texts of the stored items among `ids`, and the service's other leaves it
+   * stores the data of (observe's writer leaves: their data as text).
+   */
   texts(ids: string[]): Promise<Map<string, string>>;
+  /** The credential recorded as each stored item's writer (null: not recorded); a service that records none leaves it out. */
+  writers?(ids: string[]): Promise<Map<string, string | null>>;
 }
 
 /** Where the items and the scopes' heads are stored, e.g. `events.session_id`, `sessions.last_seq`/`last_hash`. */
@@ -180,6 +185,11 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 [names.item]: z.string().nullable(),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
+                writtenBy: z
+                  .string()
+                  .nullable()
+                  .optional()
+                  .describe(`The credential recorded as the ${names.item}'s writer, where the service records one (null: not recorded)`),
               }),
             ),
           }),
@@ -189,12 +199,21 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
     async (request, reply) => {
       const { from, limit } = request.query;
       const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
-      // Of the leaves of no chain, the key-rotation ones are known by the certificates; the others log changes.
+      // Of the leaves of no chain, the key-rotation ones are known by the certificates; the others log
+      // a change (a change row has the leaf's item id) or, where the service writes them, the writer of
+      // the events before it (its body is among the texts).
       const certificates = new Set(keys.flatMap((key) => (key.certificate === null ? [] : [key.certificate.leafIndex])));
-      const isChange = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null && !certificates.has(leaf.index);
-      const ids = stored.filter((leaf) => leaf.tombstone === null && !isChange(leaf)).map((leaf) => leaf.itemId);
-      const changeIds = stored.filter(isChange).map((leaf) => leaf.itemId);
-      const [texts, changes] = await Promise.all([ids.length === 0 ? new Map<string, string>() : loaders.texts(ids), changeTexts(db, changeIds)]);
+      const ofNoChain = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null && !certificates.has(leaf.index);
+      const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
+      const [texts, changes, writers] = await Promise.all([
+        ids.length === 0 ? new Map<string, string>() : loaders.texts(ids),
+        changeTexts(
+          db,
+          stored.filter(ofNoChain).map((leaf) => leaf.itemId),
+        ),
+        ids.length === 0 || loaders.writers === undefined ? undefined : loaders.writers(ids),
+      ]);
+      const isChange = (leaf: (typeof stored)[number]) => ofNoChain(leaf) && (changes.has(leaf.itemId) || !texts.has(leaf.itemId));
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,
@@ -203,6 +222,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         [names.item]: leaf.tombstone === null && !isChange(leaf) ? (texts.get(leaf.itemId) ?? null) : null,
         tombstone: leaf.tombstone,
         ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
+        ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),
       }));
       return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));
     },

@@ -545,6 +545,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
     ...(leaf.change !== undefined && { change: leaf.change as string | null }),
+    ...(leaf.writtenBy === undefined ? {} : { writtenBy: leaf.writtenBy as string | null }),
   };
 }
 

@@ -18,6 +18,14 @@ export interface WalkedLeaf {
   tombstone: { body: string; signature: string } | null;
   /** On a change leaf (no scope, no tombstone): the change row's canonical text, null when the row is gone. */
   change?: string | null;
+  /** The credential the server records as the event's writer (null: not recorded); undefined when the log records none (the gate's). */
+  writtenBy?: string | null;
+}
+
+/** An event waiting for its batch's writer leaf (docs/audit.md#who-wrote-an-event). */
+interface UnwrittenEvent {
+  writtenBy: string | null;
+  where: { sessionId: string; seq: number; eventId: string; leafIndex: number };
 }
 
 /** A session's recorded head, as GET /api/audit/heads answers it. */
@@ -82,6 +90,9 @@ export class LogWalk {
   private events = 0;
   private tombstones = 0;
   private changes = 0;
+  /** The events since the last writer leaf, by hash: the next writer leaf must name each one that records a writer, with that writer. */
+  private unwritten = new Map<string, UnwrittenEvent>();
+  private writerLeafSeen = false;
 
   /**
    * @param heads every session's recorded head, read before the walk (a head read later could name
@@ -129,7 +140,58 @@ export class LogWalk {
     }
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
     else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
+    else if (leaf.sessionId === null) this.addWriterLeaf(leaf);
     else this.addEventLeaf(leaf);
+  }
+
+  /**
+   * A leaf of no session (key certificates are handled before): a writer leaf, naming the writer
+   * and the hashes of the events logged just before it. Each of them must record that writer, and
+   * no event since the previous writer leaf may record a writer this one does not name.
+   */
+  private addWriterLeaf(leaf: WalkedLeaf): void {
+    const at = { leafIndex: leaf.index };
+    if (leaf.event === null) {
+      this.findings.push({
+        check: 'writer',
+        ...at,
+        message: `leaf ${leaf.index} belongs to no ${this.n.scope} and the server has no data for it (a writer leaf whose body was deleted?)`,
+      });
+      return;
+    }
+    const body = parseWriterLeaf(leaf.event, this.n.log);
+    if (body === undefined || leafHash(Buffer.from(leaf.event, 'utf8')).toString('hex') !== leaf.leafHash) {
+      this.findings.push({ check: 'writer', ...at, message: `leaf ${leaf.index} is not the writer leaf the server shows for it` });
+      return;
+    }
+    this.writerLeafSeen = true;
+    for (const hashed of body.events) {
+      const event = this.unwritten.get(hashed);
+      // An event named here but gone is reported where its own leaf is.
+      if (event === undefined) continue;
+      this.unwritten.delete(hashed);
+      if (event.writtenBy !== body.writtenBy) {
+        this.findings.push({
+          check: 'writer',
+          ...event.where,
+          message: `${this.n.item} ${event.where.eventId} records writer ${event.writtenBy ?? '(none)'}, but its writer leaf ${leaf.index} names ${body.writtenBy}`,
+        });
+      }
+    }
+    this.reportUnwritten();
+  }
+
+  /** The events since the last writer leaf that record a writer no writer leaf named. */
+  private reportUnwritten(): void {
+    for (const event of this.unwritten.values()) {
+      if (event.writtenBy === null) continue;
+      this.findings.push({
+        check: 'writer',
+        ...event.where,
+        message: `${this.n.item} ${event.where.eventId} records writer ${event.writtenBy}, but no writer leaf in the audit log names it`,
+      });
+    }
+    this.unwritten.clear();
   }
 
   private checkRoot(checkpoint: Checkpoint): void {
@@ -192,6 +254,8 @@ export class LogWalk {
         message: `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed`,
       });
     }
+    // Events stored before writers were recorded (null, before any writer leaf) have none to check.
+    if (leaf.writtenBy !== undefined && (leaf.writtenBy !== null || this.writerLeafSeen)) this.unwritten.set(event.hash, { writtenBy: leaf.writtenBy, where });
     const state = this.session(event.sessionId);
     state.leafCount += 1;
     state.lastLeafHash = leaf.leafHash;
@@ -306,6 +370,7 @@ export class LogWalk {
 
   /** After the last leaf: what is still unaccounted for. */
   finish(): WalkSummary {
+    this.reportUnwritten();
     for (const [index, certificate] of this.certificates)
       if (index >= this.root.size)
         this.findings.push({
@@ -407,6 +472,20 @@ export class LogWalk {
     for (let seq = state.nextSeq; seqs.length < state.missing.length; seq += 1) if (seq > upper || !state.waiting.has(seq)) seqs.push(seq);
     return seqs;
   }
+}
+
+/** A writer leaf's data (docs/audit.md#who-wrote-an-event), or undefined when the text is not one of this log. */
+function parseWriterLeaf(text: string, log: string): { writtenBy: string; events: string[] } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value) || value.v !== 1 || value.kind !== 'event-writer' || value.log !== log) return undefined;
+  const { writtenBy, events } = value;
+  if (typeof writtenBy !== 'string' || !Array.isArray(events) || !events.every((hashed) => typeof hashed === 'string' && isHex64(hashed))) return undefined;
+  return { writtenBy, events: events as string[] };
 }
 
 function parseTombstone(text: string, log: string): Tombstone | undefined {

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import { notificationQueue } from '../notifications.ts';
 import { aggregate, emptySums, mean, ratio } from '../analytics/index.ts';
-import { SYSTEM_AGENT_ID, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, sumNanosSql, type IncomingEvent } from '../events/index.ts';
+import { SYSTEM_AGENT_ID, SERVER_WRITER, INGEST_EVENT_TYPES, SERVER_EVENT_TYPES, sumNanosSql, type IncomingEvent } from '../events/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
 import type { AlertHistoryRow } from './tables.ts';
 import type { AlertCondition, AlertScope } from './schemas.ts';
@@ -204,7 +204,7 @@ function eventFor(entry: AlertHistoryRow, kind: AlertEvent): IncomingEvent {
 
 /** After commit: the entry's event goes through the one write path; the id marks it done. */
 async function appendAlertEvent(ctx: ObserveContext, entry: AlertHistoryRow, kind: AlertEvent): Promise<void> {
-  const [appended] = await ctx.events.append([eventFor(entry, kind)], ctx.clock.now());
+  const [appended] = await ctx.events.append([eventFor(entry, kind)], ctx.clock.now(), { writtenBy: SERVER_WRITER });
   await setEventId(ctx.database, entry.id, kind, appended!.id);
   if (kind === 'triggered') entry.triggered_event_id = appended!.id;
   else entry.resolved_event_id = appended!.id;

@@ -23,7 +23,7 @@ import { describeEachDatabase, dropAuditLogTables, storeHashesAsHex } from '@vig
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
-import { chainHashOfCanonical } from '../events/index.ts';
+import { chainHashOfCanonical, writerLeafBody } from '../events/index.ts';
 import { OBSERVE_LOG } from './index.ts';
 
 const verifyCheckpoint = (checkpoint: Checkpoint, publicKey: Buffer): boolean => verifySigned(OBSERVE_LOG, checkpoint, publicKey);
@@ -44,16 +44,61 @@ async function changeAcks(observe: TestObserve): Promise<EventAck[]> {
   });
 }
 const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
+/** The writer leaf after events a credential wrote in one transaction: SHA-256(0x00 || its canonical JSON). */
+const writerLeafOf = (events: readonly EventAck[], writer: string): Buffer =>
+  leafHash(
+    Buffer.from(
+      writerLeafBody(
+        OBSERVE_LOG,
+        writer,
+        events.map((ack) => ack.hash),
+      ),
+      'utf8',
+    ),
+  );
+
+/**
+ * The leaves a log's rows must be, computed from the acknowledged events alone: each event's leaf,
+ * each change's (a setup ack), and each other leaf of no scope the writer leaf of the events since the previous one.
+ */
+function expectedLeaves(rows: readonly { item_id: string; scope_id: string | null }[], byId: ReadonlyMap<string, EventAck>, writer: string): Buffer[] {
+  let since: EventAck[] = [];
+  return rows.map((row) => {
+    const ack = byId.get(row.item_id);
+    if (ack !== undefined) {
+      // An event's leaf, or (no scope) a change's: both the leaf of their 32-byte hash.
+      if (row.scope_id !== null) since.push(ack);
+      return leafOf(ack);
+    }
+    const leaf = writerLeafOf(since, writer);
+    since = [];
+    return leaf;
+  });
+}
 
 await describeEachDatabase('audit log', (backend) => {
   let observe: TestObserve;
   /** Every acknowledged event, in the order the test committed them (one request at a time). */
   const acks: EventAck[] = [];
+  /** Every leaf of the log as it must be (events' and writer leaves), and each event's leaf index. */
+  const logged: Buffer[] = [];
+  const indexOf = new Map<string, number>();
+  const idx = (ack: EventAck): number => indexOf.get(ack.id)!;
+  /** A request's events, committed alone: their leaves, then their writer leaf. */
+  const record = (batch: readonly EventAck[]): void => {
+    for (const ack of batch) {
+      indexOf.set(ack.id, logged.length);
+      logged.push(leafOf(ack));
+      acks.push(ack);
+    }
+    logged.push(writerLeafOf(batch, observe.keyWriter));
+  };
   let publicKey: Buffer;
 
   before(async () => {
     observe = await startTestObserve(backend);
-    acks.push(...(await changeAcks(observe)));
+    // The leaves before any event log changes (the first key's creation).
+    for (const change of await changeAcks(observe)) logged.push(leafOf(change));
     const key = await observe.call({ method: 'GET', url: '/api/audit/public-key' });
     assert.equal(key.statusCode, 200, key.body);
     publicKey = Buffer.from((key.json() as { publicKey: string }).publicKey, 'base64');
@@ -74,33 +119,33 @@ await describeEachDatabase('audit log', (backend) => {
     get<{ leafIndex: number; leafHash: string; treeSize: number; proof: string[] }>(`/api/audit/inclusion?eventId=${eventId}&treeSize=${treeSize}`);
 
   test('leaves are the events in commit order, across batches and sessions; a signed checkpoint commits to them', async () => {
-    acks.push(...(await ingestEvents(observe, [started('log-a', 'agent', ago(30)), started('log-b', 'agent', ago(30)), custom('log-a', 'agent', ago(29))])));
-    acks.push(...(await ingestEvents(observe, [custom('log-b', 'agent', ago(28)), custom('log-c', 'agent', ago(28)), custom('log-a', 'agent', ago(27))])));
-    acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(26))])));
+    record(await ingestEvents(observe, [started('log-a', 'agent', ago(30)), started('log-b', 'agent', ago(30)), custom('log-a', 'agent', ago(29))]));
+    record(await ingestEvents(observe, [custom('log-b', 'agent', ago(28)), custom('log-c', 'agent', ago(28)), custom('log-a', 'agent', ago(27))]));
+    record(await ingestEvents(observe, [custom('log-c', 'agent', ago(26))]));
     const leaves = await observe.service.context.database.db
       .selectFrom('audit_log_leaves')
       .select(['idx', 'item_id', 'scope_id', 'leaf_hash'])
       .orderBy('idx')
       .execute();
     assert.deepEqual(
-      leaves.map((l) => [Number(l.idx), l.item_id]),
-      acks.map((ack, i) => [i, ack.id]),
+      leaves.filter((l) => l.scope_id !== null).map((l) => [Number(l.idx), l.item_id]),
+      acks.map((ack) => [idx(ack), ack.id]),
     );
     assert.deepEqual(
       leaves.map((l) => l.scope_id),
-      [null, 'log-a', 'log-b', 'log-a', 'log-b', 'log-c', 'log-a', 'log-c'],
-      'each leaf names its session (none: the first key creation)',
+      [null, 'log-a', 'log-b', 'log-a', null, 'log-b', 'log-c', 'log-a', null, 'log-c', null],
+      "the first key's creation (a change leaf), then each event's leaf names its session; each request's writer leaf follows its events",
     );
     assert.deepEqual(
       leaves.map((l) => l.leaf_hash),
-      acks.map((ack) => leafOf(ack)),
-      'each leaf is SHA-256(0x00 || event hash), stored as its 32 bytes',
+      logged,
+      "each event's leaf is SHA-256(0x00 || event hash), stored as its 32 bytes; a writer leaf hashes the canonical JSON naming the key and its events",
     );
 
     const checkpoint = await checkpointNow();
-    assert.equal(checkpoint.treeSize, acks.length);
+    assert.equal(checkpoint.treeSize, logged.length);
     // The root recomputed from the acknowledged hashes alone: nothing of the server's own bookkeeping is trusted.
-    assert.equal(checkpoint.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
+    assert.equal(checkpoint.rootHash, rootOf(logged).toString('hex'));
     assert.ok(verifyCheckpoint(checkpoint, publicKey));
     assert.equal(checkpoint.keyId, keyIdOf(publicKey));
     assert.ok(!verifyCheckpoint({ ...checkpoint, treeSize: checkpoint.treeSize - 1 }, publicKey), 'the signature covers the tree size');
@@ -111,7 +156,8 @@ await describeEachDatabase('audit log', (backend) => {
 
   test('every event has an inclusion proof that verifies against the signed root', async () => {
     const checkpoint = await get<Checkpoint>('/api/audit/checkpoint');
-    for (const [index, ack] of acks.entries()) {
+    for (const ack of acks) {
+      const index = idx(ack);
       const proof = await get<{ leafIndex: number; leafHash: string; treeSize: number; proof: string[] }>(`/api/audit/inclusion?eventId=${ack.id}`);
       assert.equal(proof.leafIndex, index);
       assert.equal(proof.treeSize, checkpoint.treeSize);
@@ -124,8 +170,11 @@ await describeEachDatabase('audit log', (backend) => {
     const batches = await Promise.all(
       Array.from({ length: 6 }, (_, i) => ingestEvents(observe, [custom(`log-p${i % 3}`, 'agent', ago(20)), custom(`log-q${i}`, 'agent', ago(20))])),
     );
-    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id']).orderBy('idx').execute();
-    assert.equal(leaves.length, first.treeSize + 12);
+    const leaves = await observe.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id']).orderBy('idx').execute();
+    // One writer leaf per transaction: concurrent requests of one key may share one (group commit).
+    const writerLeaves = leaves.slice(first.treeSize).filter((l) => l.scope_id === null).length;
+    assert.ok(writerLeaves >= 1 && writerLeaves <= 6, `${writerLeaves} writer leaves`);
+    assert.equal(leaves.length, first.treeSize + 12 + writerLeaves);
     // Each request's events are contiguous leaves (one transaction), whatever order the requests committed in.
     for (const batch of batches) {
       const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
@@ -135,28 +184,28 @@ await describeEachDatabase('audit log', (backend) => {
       );
     }
     const byId = new Map(batches.flat().map((ack) => [ack.id, ack]));
-    for (const leaf of leaves.slice(first.treeSize)) acks.push(byId.get(leaf.item_id)!);
+    const added = leaves.slice(first.treeSize);
+    logged.push(...expectedLeaves(added, byId, observe.keyWriter));
+    for (const leaf of added)
+      if (leaf.scope_id !== null) {
+        indexOf.set(leaf.item_id, Number(leaf.idx));
+        acks.push(byId.get(leaf.item_id)!);
+      }
 
     const second = await checkpointNow();
-    assert.equal(second.rootHash, rootOf(acks.map(leafOf)).toString('hex'));
+    assert.equal(second.rootHash, rootOf(logged).toString('hex'));
     const { proof } = await get<{ proof: string[] }>(`/api/audit/consistency?from=${first.treeSize}&to=${second.treeSize}`);
     assert.ok(verifyConsistency(first.treeSize, second.treeSize, Buffer.from(first.rootHash, 'hex'), Buffer.from(second.rootHash, 'hex'), buffers(proof)));
     assert.ok(
-      !verifyConsistency(
-        first.treeSize,
-        second.treeSize,
-        rootOf(acks.slice(1, first.treeSize + 1).map(leafOf)),
-        Buffer.from(second.rootHash, 'hex'),
-        buffers(proof),
-      ),
+      !verifyConsistency(first.treeSize, second.treeSize, rootOf(logged.slice(1, first.treeSize + 1)), Buffer.from(second.rootHash, 'hex'), buffers(proof)),
     );
     assert.deepEqual(await get(`/api/audit/checkpoint?treeSize=${first.treeSize}`), first);
 
     const old = await inclusion(acks[2]!.id, first.treeSize);
-    assert.ok(verifyInclusion(2, first.treeSize, leafOf(acks[2]!), buffers(old.proof), Buffer.from(first.rootHash, 'hex')));
+    assert.ok(verifyInclusion(idx(acks[2]!), first.treeSize, leafOf(acks[2]!), buffers(old.proof), Buffer.from(first.rootHash, 'hex')));
     const last = acks.at(-1)!;
     const recent = await inclusion(last.id, second.treeSize);
-    assert.ok(verifyInclusion(acks.length - 1, second.treeSize, leafOf(last), buffers(recent.proof), Buffer.from(second.rootHash, 'hex')));
+    assert.ok(verifyInclusion(idx(last), second.treeSize, leafOf(last), buffers(recent.proof), Buffer.from(second.rootHash, 'hex')));
   });
 
   test('a tampered event, or a tampered leaf, fails its proof against the signed checkpoint', async () => {
@@ -174,7 +223,7 @@ await describeEachDatabase('audit log', (backend) => {
     const stored = await get<{ hash: string }>(`/api/events/${victim.id}`);
     assert.equal(stored.hash, forgedHash);
     const proof = await inclusion(victim.id, checkpoint.treeSize);
-    assert.ok(!verifyInclusion(3, checkpoint.treeSize, leafHash(Buffer.from(stored.hash, 'hex')), buffers(proof.proof), root));
+    assert.ok(!verifyInclusion(idx(victim), checkpoint.treeSize, leafHash(Buffer.from(stored.hash, 'hex')), buffers(proof.proof), root));
     // ...and rewrites the leaf too: the proofs of its neighbours, which carry it, no longer reach the signed root.
     await db
       .updateTable('audit_log_leaves')
@@ -182,9 +231,9 @@ await describeEachDatabase('audit log', (backend) => {
       .where('item_id', '=', victim.id)
       .execute();
     const neighbour = await inclusion(acks[2]!.id, checkpoint.treeSize);
-    assert.ok(!verifyInclusion(2, checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
+    assert.ok(!verifyInclusion(idx(acks[2]!), checkpoint.treeSize, leafOf(acks[2]!), buffers(neighbour.proof), root));
     const own = await inclusion(victim.id, checkpoint.treeSize);
-    assert.ok(!verifyInclusion(3, checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
+    assert.ok(!verifyInclusion(idx(victim), checkpoint.treeSize, Buffer.from(own.leafHash, 'hex'), buffers(own.proof), root));
     // ...or writes a leaf back as its hex text (SQLite columns take any type): proofs are still answered, and still fail.
     await db
       .updateTable('audit_log_leaves')
@@ -192,7 +241,7 @@ await describeEachDatabase('audit log', (backend) => {
       .where('item_id', '=', acks[2]!.id)
       .execute();
     const beside = await inclusion(acks[1]!.id, checkpoint.treeSize);
-    assert.ok(!verifyInclusion(1, checkpoint.treeSize, leafOf(acks[1]!), buffers(beside.proof), root));
+    assert.ok(!verifyInclusion(idx(acks[1]!), checkpoint.treeSize, leafOf(acks[1]!), buffers(beside.proof), root));
   });
 
   test('the checkpoint job signs one when the log grew since the last, and none otherwise', async () => {
@@ -200,16 +249,16 @@ await describeEachDatabase('audit log', (backend) => {
     const latest = await get<Checkpoint>('/api/audit/checkpoint');
     assert.ok(await job.tick());
     assert.deepEqual(await get('/api/audit/checkpoint'), latest, 'no new events: no new checkpoint');
-    acks.push(...(await ingestEvents(observe, [custom('log-c', 'agent', ago(15))])));
+    record(await ingestEvents(observe, [custom('log-c', 'agent', ago(15))]));
     clockOf(observe).advance(60_000);
     assert.ok(await job.tick());
     const signed = await get<Checkpoint>('/api/audit/checkpoint');
-    assert.equal(signed.treeSize, latest.treeSize + 1);
+    assert.equal(signed.treeSize, latest.treeSize + 2, 'the event and its writer leaf');
     assert.ok(verifyCheckpoint(signed, publicKey));
   });
 
   test('errors: unknown event, missing checkpoint, sizes beyond the log', async () => {
-    const size = acks.length;
+    const size = logged.length;
     assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/inclusion?eventId=nope&treeSize=${size}` }), 404);
     assertErrorBody(await observe.call({ method: 'GET', url: '/api/audit/checkpoint?treeSize=999999' }), 404);
     assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/consistency?from=2&to=1` }), 400);
@@ -230,9 +279,9 @@ await describeEachDatabase('audit log', (backend) => {
         if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
         else await sleep(20);
       }
-      // Counted are the events: the change leaf before them is in the tree all the same.
-      assert.equal(checkpoint?.treeSize, setup.length + 3);
-      assert.equal(checkpoint?.rootHash, rootOf([...setup, ...events].map(leafOf)).toString('hex'));
+      // Counted are the events: the change leaf before them and their writer leaf are in the tree all the same.
+      assert.equal(checkpoint?.treeSize, setup.length + 4);
+      assert.equal(checkpoint?.rootHash, rootOf([...setup.map(leafOf), ...events.map(leafOf), writerLeafOf(events, counted.keyWriter)]).toString('hex'));
     } finally {
       await counted.close();
     }
@@ -351,12 +400,21 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
           ]),
         ),
       );
-      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id']).orderBy('idx').execute();
+      const leaves = await first.service.context.database.db.selectFrom('audit_log_leaves').select(['idx', 'item_id', 'scope_id']).orderBy('idx').execute();
       assert.deepEqual(
         leaves.map((l) => Number(l.idx)),
         leaves.map((_, i) => i),
       );
-      assert.deepEqual(leaves.map((l) => l.item_id).sort(), [...setup, ...batches.flat()].map((ack) => ack.id).sort());
+      assert.deepEqual(
+        leaves
+          .filter((l) => l.scope_id !== null)
+          .map((l) => l.item_id)
+          .sort(),
+        batches
+          .flat()
+          .map((ack) => ack.id)
+          .sort(),
+      );
       for (const batch of batches) {
         const at = leaves.findIndex((l) => l.item_id === batch[0]!.id);
         assert.deepEqual(
@@ -367,7 +425,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const byId = new Map([...setup, ...batches.flat()].map((ack) => [ack.id, ack]));
       const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.item_id)!))).toString('hex'));
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf(expectedLeaves(leaves, byId, first.keyWriter)).toString('hex'));
     } finally {
       await second.close();
       await first.close();
@@ -409,7 +467,10 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       ];
       const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf(all.map((e) => leafHash(e.hash))).toString('hex'));
+      // The backfilled events have no writer leaf; the new one has.
+      const added = all.at(-1)!;
+      const writerLeaf = leafHash(Buffer.from(writerLeafBody(OBSERVE_LOG, observe.keyWriter, [hashHex(added.hash)]), 'utf8'));
+      assert.equal((response.json() as Checkpoint).rootHash, rootOf([...all.map((e) => leafHash(e.hash)), writerLeaf]).toString('hex'));
     } finally {
       await observe.close();
     }

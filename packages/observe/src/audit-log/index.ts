@@ -8,6 +8,7 @@ import { identifier } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
+import { appendEventLeaves } from './writer-leaves.ts';
 
 export { auditLogMigrations } from './migrations.ts';
 export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './derived.ts';
@@ -26,12 +27,7 @@ export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeat
 
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
     if (options.appendLeaves) {
-      context.events.inTransaction(async (batch) => {
-        await log.append(
-          batch.trx,
-          batch.events.map(({ row }) => ({ itemId: row.id, scopeId: row.session_id, data: row.hash })),
-        );
-      });
+      context.events.inTransaction((batch) => appendEventLeaves(batch.trx, log, batch.rows));
     }
 
     // A checkpoint every AUDIT_CHECKPOINT_EVENTS events committed through this instance, and every AUDIT_CHECKPOINT_INTERVAL_MS.

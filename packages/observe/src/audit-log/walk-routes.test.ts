@@ -27,6 +27,7 @@ interface LeafPage {
     event: string | null;
     tombstone: unknown;
     change?: string | null;
+    writtenBy?: string | null;
   }[];
 }
 
@@ -66,8 +67,9 @@ await describeEachDatabase('audit walk routes', (backend) => {
       [0, 1, 2],
     );
     assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
-    // No checkpoint existed: the export signed one covering the session (leaf 0 logs the first key's creation).
-    assert.equal(bundle.checkpoint.treeSize, 6);
+    // No checkpoint existed: the export signed one covering the session (leaf 0 logs the first key's
+    // creation; the five events follow, then their batch's writer leaf).
+    assert.equal(bundle.checkpoint.treeSize, 7);
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
     bundle.leaves.forEach((leaf, i) => {
       assert.ok(leaf !== null);
@@ -86,7 +88,7 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.consistency, undefined);
 
     const since = await get<Bundle>('/api/audit/export?sessionId=w-1&since=2');
-    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 6 });
+    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 7 });
   });
 
   test('an unknown session is a 404, a since past the checkpoint a 400', async () => {
@@ -97,17 +99,31 @@ await describeEachDatabase('audit walk routes', (backend) => {
   test('leaves come in index order, a page at a time, each with its session and event text; a change leaf with its row', async () => {
     const first = await get<LeafPage>('/api/audit/leaves?from=0&limit=2');
     const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
-    assert.equal(first.treeSize, 6);
-    const [change, ...leaves] = [...first.leaves, ...second.leaves];
+    assert.equal(first.treeSize, 7);
+    const [change, ...all] = [...first.leaves, ...second.leaves];
     // Leaf 0 logs the first key's creation: no session, its change row's text, whose SHA-256 is the leaf's data.
     const [row] = (await get<{ entries: { id: string }[] }>('/api/audit/changes')).entries;
     assert.deepEqual([change!.sessionId, change!.eventId, change!.event], [null, row!.id, null]);
     assert.equal(change!.leafHash, leafHash(Buffer.from(sha256Hex(change!.change!), 'hex')).toString('hex'));
-    assert.ok(leaves.every((leaf) => leaf.change === undefined));
+    assert.ok(all.every((leaf) => leaf.change === undefined));
     assert.deepEqual(
-      leaves.map((leaf) => leaf.index),
-      [1, 2, 3, 4, 5],
+      all.map((leaf) => leaf.index),
+      [1, 2, 3, 4, 5, 6],
     );
+    // The last is the batch's writer leaf: no session, its data (canonical JSON naming the key and the events' hashes) as its text.
+    const writer = all.pop()!;
+    assert.equal(writer.sessionId, null);
+    assert.equal(writer.writtenBy, null);
+    assert.deepEqual(JSON.parse(writer.event!), {
+      events: acks.map((ack) => ack.hash),
+      kind: 'event-writer',
+      log: 'vigil-observe',
+      v: 1,
+      writtenBy: observe.keyWriter,
+    });
+    assert.equal(writer.leafHash, leafHash(Buffer.from(writer.event!, 'utf8')).toString('hex'));
+    const leaves = all;
+    assert.ok(leaves.every((leaf) => leaf.writtenBy === observe.keyWriter));
     assert.deepEqual(
       leaves.map((leaf) => leaf.sessionId),
       ['w-1', 'w-2', 'w-1', 'w-1', 'w-3'],

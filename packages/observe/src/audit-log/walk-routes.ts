@@ -16,8 +16,18 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
         return { head: { seq: session.last_seq, hash: session.last_hash }, items: rows.map((row) => ({ id: row.id, text: chainTextOf(row) })) };
       }),
     texts: async (ids) => {
-      const rows = await db.selectFrom('events').select(CHAIN_COLUMNS).where('id', 'in', ids).execute();
-      return new Map(rows.map((row) => [row.id, chainTextOf(row)]));
+      const [rows, writerLeaves] = await Promise.all([
+        db.selectFrom('events').select(CHAIN_COLUMNS).where('id', 'in', ids).execute(),
+        db.selectFrom('audit_writer_leaves').select(['item_id', 'body']).where('item_id', 'in', ids).execute(),
+      ]);
+      return new Map([
+        ...rows.map((row): [string, string] => [row.id, chainTextOf(row)]),
+        ...writerLeaves.map((leaf): [string, string] => [leaf.item_id, leaf.body]),
+      ]);
+    },
+    writers: async (ids) => {
+      const rows = await db.selectFrom('events').select(['id', 'written_by']).where('id', 'in', ids).execute();
+      return new Map(rows.map((row) => [row.id, row.written_by]));
     },
   };
   registerAuditWalkRoutes(app, {

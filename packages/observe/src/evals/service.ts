@@ -1,7 +1,7 @@
 import { newId } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { chainBrokenError, observeError } from '../errors.ts';
-import { EMPTY_HEAD, type ChainHead, type AppendedEvent } from '../events/index.ts';
+import { EMPTY_HEAD, SERVER_WRITER, type ChainHead, type AppendedEvent, type EventWriter } from '../events/index.ts';
 import { roundUsd, type ModelPrice } from '@vigil/pricing';
 import type { SessionRow } from '../events/index.ts';
 import { chainHeadOf, verifySessionChain } from '../sessions/index.ts';
@@ -113,8 +113,10 @@ async function appendVerdict(
   verifiedHead: ChainHead,
   passed: boolean,
   payload: Record<string, unknown>,
+  writtenBy: EventWriter = SERVER_WRITER,
 ): Promise<AppendedEvent> {
   const [event] = await ctx.events.append([{ sessionId, agentId, eventType: 'eval_result', severity: passed ? 'info' : 'warn', payload }], ctx.clock.now(), {
+    writtenBy,
     verifiedHead,
   });
   return event!;
@@ -278,6 +280,6 @@ export async function recordBreach(ctx: ObserveContext, body: BreachBody): Promi
     breach: { ...breach },
   };
   const session = await verifiedSession(ctx, body.sessionId);
-  const event = await appendVerdict(ctx, body.sessionId, body.agentId, session ? chainHeadOf(session) : EMPTY_HEAD, false, payload);
+  const event = await appendVerdict(ctx, body.sessionId, body.agentId, session ? chainHeadOf(session) : EMPTY_HEAD, false, payload, 'service_token');
   return { eventId: event.id };
 }

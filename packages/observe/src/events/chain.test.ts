@@ -239,7 +239,7 @@ describe('ChainVerifier over links it has verified before', () => {
       };
       const payloadJson = canonicalJson({ type: 'step', data: { n: seq } });
       const hash = chainHashOfCanonical(fields, payloadJson, '{}');
-      links.push({ ...fields, payloadJson: payloadJson.slice(0), metadataJson: '{}', hash });
+      links.push({ ...fields, payloadJson: payloadJson.slice(0), metadataJson: '{}', hash, writtenBy: 'key:k1' });
       prevHash = hash;
     }
     return links;

@@ -59,6 +59,8 @@ export interface StoredLink extends Omit<ChainFields, 'payload' | 'metadata'> {
   payloadJson: string;
   metadataJson: string;
   hash: string;
+  /** The credential that wrote the event (events/writer.ts), outside the hash; null when not recorded. */
+  writtenBy: string | null;
 }
 
 export interface ChainHead {
@@ -148,7 +150,8 @@ function sameContent(a: StoredLink, b: StoredLink): boolean {
     a.severity === b.severity &&
     a.prevHash === b.prevHash &&
     a.payloadJson === b.payloadJson &&
-    a.metadataJson === b.metadataJson
+    a.metadataJson === b.metadataJson &&
+    a.writtenBy === b.writtenBy
   );
 }
 

@@ -9,6 +9,7 @@ import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
+import type { EventWriter } from './writer.ts';
 
 /** What one session received in a batch: the seqs it appended and the span of their timestamps. */
 export interface SessionAppend {
@@ -94,6 +95,8 @@ export type BatchWriter = (trx: Transaction<ObserveSchema>) => Promise<void>;
 export type BatchCompletion = (trx: Transaction<ObserveSchema>, appended: readonly AppendedEvent[]) => Promise<void>;
 
 export interface AppendOptions {
+  /** The credential the batch was written with: each event's written_by, and the batch's writer leaf in the audit log (events/writer.ts). */
+  writtenBy: EventWriter;
   /**
    * The head at which the caller verified the chain of the batch's session (a verdict is never
    * appended to a broken chain). Under the session lock, events appended since then are verified
@@ -132,7 +135,7 @@ function isoOf(ms: number): string {
 /** A prepared row's hash until the chain sets it under the session lock (shared: zero bytes cannot be written to). */
 const NO_HASH_YET = Buffer.alloc(0);
 
-function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
+function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWriter): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
   // Stored in canonical form: one serialisation serves both the hash and the row.
@@ -154,6 +157,7 @@ function prepare(event: IncomingEvent, receivedAt: number): PreparedEvent {
         seq: -1,
         prev_hash: null,
         hash: NO_HASH_YET,
+        written_by: writtenBy,
       },
       deriveColumns(event.eventType, severity, event.payload),
     ),
@@ -178,6 +182,7 @@ const EVENT_COLUMNS: (keyof EventRow)[] = [
   'metadata',
   'prev_hash',
   'hash',
+  'written_by',
   ...EVENT_DERIVED_COLUMNS,
 ];
 
@@ -288,9 +293,9 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
 }
 
 /** Validated events stamped with ids, defaults and canonical JSON: the work done before any lock. */
-export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): PreparedEvent[] {
+export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): PreparedEvent[] {
   return events.map((event) => {
-    const prepared = prepare(event, receivedAt);
+    const prepared = prepare(event, receivedAt, options.writtenBy);
     if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
     if (options.inTransaction !== undefined) prepared.batchWriter = options.inTransaction;
     if (options.afterAppend !== undefined) prepared.batchCompletion = options.afterAppend;
@@ -532,7 +537,7 @@ export class EventAppender {
     this.committedListeners.push(listener);
   }
 
-  async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions = {}): Promise<AppendedEvent[]> {
+  async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): Promise<AppendedEvent[]> {
     const prepared = prepareBatch(events, receivedAt, options);
     const { appended, logPositions } = await this.committer.submit(prepared);
     const committed: CommittedBatch = { events: prepared, logPositions };

@@ -39,4 +39,21 @@ export const eventsMigrations: Record<string, MigrationStep> = {
     await backfillRollups(db);
     await sql`update judge_spend set usd = ${usdOfNanos(sql`(select ${sumNanosSql('cost_usd')} from judge_calls)`)}`.execute(db);
   },
+
+  /**
+   * Who wrote each event (events/writer.ts): the `written_by` column (null for the rows stored
+   * before, not recorded) and the body of each batch's writer leaf in the audit log, which puts
+   * that column under the evidence (docs/audit.md#who-wrote-an-event).
+   */
+  async '0029_event_writers'(db) {
+    await db.schema.alterTable('events').addColumn('written_by', 'text').execute();
+    await db.schema
+      .createTable('audit_writer_leaves')
+      .addColumn('item_id', 'text', (c) => c.primaryKey())
+      .addColumn('leaf_idx', 'bigint', (c) => c.notNull())
+      .addColumn('body', 'text', (c) => c.notNull())
+      .execute();
+    // Verification finds an event's writer leaf as the first one after the event's own leaf.
+    await db.schema.createIndex('audit_writer_leaves_idx').on('audit_writer_leaves').column('leaf_idx').execute();
+  },
 };

@@ -426,6 +426,7 @@ await describeEachDatabase('GET /api/events', (backend) => {
       'sessionId',
       'severity',
       'timestamp',
+      'writtenBy',
     ]);
     assert.equal(event.id, target.id);
     assert.equal(event.sessionId, 'q-search');

@@ -19,6 +19,7 @@ import {
 import type { AppendedEvent } from './ingest.ts';
 import { eventSchema, ingestBodySchema, ingestResponseSchema, listEventsQuerySchema } from './schemas.ts';
 import { eventsJson, findEvent, listEvents, toEvent } from './store.ts';
+import { keyWriter } from './writer.ts';
 
 /**
  * The 201 answer, written as text (the schema still documents it): ids and hashes are the server's
@@ -62,7 +63,8 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request, reply) => {
       const key = request.headers[IDEMPOTENCY_KEY_HEADER];
       const now = ctx.clock.now();
-      if (key === undefined) return sendJsonText(reply.status(201), ingestAnswer(await ctx.events.append(request.body.events, now)));
+      if (key === undefined)
+        return sendJsonText(reply.status(201), ingestAnswer(await ctx.events.append(request.body.events, now, { writtenBy: keyWriter(request.apiKey) })));
 
       const claim: IdempotencyClaim = { scope: request.apiKey?.id ?? '', key, fingerprint: bodyDigestOf(request) };
       const stored = await findStoredAnswer(ctx.database, claim, now);
@@ -71,6 +73,7 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
       try {
         let answer = '';
         await ctx.events.append(request.body.events, now, {
+          writtenBy: keyWriter(request.apiKey),
           afterAppend: async (trx, appended) => {
             answer = ingestAnswer(appended);
             await storeKey(trx, claim, { status: 201, body: answer }, now);

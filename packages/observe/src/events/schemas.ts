@@ -152,6 +152,12 @@ export const eventSchema = z
     metadata: jsonObject,
     prevHash: z.string().nullable(),
     hash: z.string(),
+    writtenBy: z
+      .string()
+      .nullable()
+      .describe(
+        'The credential that wrote the event: `key:<API key id>`, `webhook:<source>` (a signed webhook), `service_token`, `server` or `none` (authentication disabled); null for events stored before it was recorded. Outside the chain hash, under the audit log (docs/audit.md#who-wrote-an-event).',
+      ),
   })
   .meta({ id: 'Event' });
 

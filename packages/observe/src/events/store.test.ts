@@ -15,6 +15,7 @@ const row: EventRow = {
   metadata: '{}',
   prev_hash: null,
   hash: Buffer.from('ab'.repeat(32), 'hex'),
+  written_by: 'key:01a2',
   is_error: 0,
   cost_usd: null,
   duration_ms: null,
@@ -36,4 +37,8 @@ test('eventJson splices stored JSON into exactly the object toEvent builds', () 
   // Hashes are stored as bytes and shown in hex.
   assert.equal(toEvent(chained).hash, 'ab'.repeat(32));
   assert.equal(toEvent(chained).prevHash, 'cd'.repeat(32));
+  assert.equal(toEvent(chained).writtenBy, 'key:01a2');
+  const unrecorded = { ...row, written_by: null };
+  assert.deepEqual(JSON.parse(eventJson(unrecorded)), toEvent(unrecorded));
+  assert.equal(toEvent(unrecorded).writtenBy, null);
 });

@@ -8,7 +8,7 @@ import type { Event, ListEventsQuery } from './schemas.ts';
 /** An event as the API answers it: its chain link with payload and metadata parsed. */
 export function toEvent(row: EventRow): Event {
   // Taken apart so the keys keep the order eventJson writes.
-  const { payloadJson, metadataJson, prevHash, hash, ...head } = toLink(row);
+  const { payloadJson, metadataJson, prevHash, hash, writtenBy, ...head } = toLink(row);
   return {
     ...head,
     severity: head.severity as Event['severity'],
@@ -16,11 +16,25 @@ export function toEvent(row: EventRow): Event {
     metadata: JSON.parse(metadataJson) as Record<string, unknown>,
     prevHash,
     hash,
+    writtenBy,
   };
 }
 
-/** The columns a chain link commits to (plus its own hash). */
-export const CHAIN_COLUMNS = ['id', 'seq', 'ts', 'session_id', 'agent_id', 'event_type', 'severity', 'payload', 'metadata', 'prev_hash', 'hash'] as const;
+/** The columns a chain link commits to, plus its own hash and its writer (outside the hash, under its writer leaf: events/writer.ts). */
+export const CHAIN_COLUMNS = [
+  'id',
+  'seq',
+  'ts',
+  'session_id',
+  'agent_id',
+  'event_type',
+  'severity',
+  'payload',
+  'metadata',
+  'prev_hash',
+  'hash',
+  'written_by',
+] as const;
 export type ChainRow = Pick<EventRow, (typeof CHAIN_COLUMNS)[number]>;
 const EVENTS_CHAIN_COLUMNS = CHAIN_COLUMNS.map((column) => `events.${column}` as const);
 
@@ -40,6 +54,7 @@ export function toLink(row: ChainRow): StoredLink {
     metadataJson: row.metadata,
     prevHash: row.prev_hash === null ? null : hashHex(row.prev_hash),
     hash: hashHex(row.hash),
+    writtenBy: row.written_by,
   };
 }
 
@@ -70,7 +85,7 @@ export function linkJson(link: StoredLink): string {
     `{"id":${quote(link.id)},"seq":${link.seq},"timestamp":"${link.timestamp}","sessionId":${quote(link.sessionId)}` +
     `,"agentId":${quote(link.agentId)},"eventType":${quote(link.eventType)},"severity":${quote(link.severity)}` +
     `,"payload":${link.payloadJson},"metadata":${link.metadataJson},"prevHash":${link.prevHash === null ? 'null' : quote(link.prevHash)}` +
-    `,"hash":${quote(link.hash)}}`
+    `,"hash":${quote(link.hash)},"writtenBy":${link.writtenBy === null ? 'null' : quote(link.writtenBy)}}`
   );
 }
 
@@ -184,13 +199,13 @@ export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: str
 
 /**
  * The stored text of a session's chain: every byte the chain verdict and the timeline are computed
- * from (each row's chain columns and its audit-log leaf), rows in timeline order. A row is its
+ * from (each row's chain columns, its audit-log leaf and its writer), rows in timeline order. A row is its
  * fields joined by U+001F, written as its length in UTF-8 bytes, a colon and that text; hashes are
  * written in hex (hashHex: a stored value that is not bytes gives text SQL's hex never does); a
- * null prevHash or leaf is `-`, a present one `+` and its hex. Rows whose fields hold U+001F or
+ * null prevHash, leaf or writer is `-`, a present one `+` and its hex. Rows whose fields hold U+001F or
  * are empty (canonical JSON, ids and hashes never are) give no text (null). So a text splits back into
  * exactly the rows and fields it was built from: the lengths delimit the rows, and a stored row
- * giving the same row text has no separator inside a field (it would have one more than the 11
+ * giving the same row text has no separator inside a field (it would have one more than the 12
  * between them) nor a null (written empty). `storedChainText` builds it from rows read;
  * `storedChainTextMatches` has the database build it from the rows stored now and compare.
  */
@@ -213,6 +228,7 @@ export function storedChainText(rows: readonly LoggedChainRow[]): string | null 
       row.prev_hash === null ? '-' : `+${hashHex(row.prev_hash)}`,
       hashHex(row.hash),
       row.leaf_hash === null ? '-' : `+${hashHex(row.leaf_hash)}`,
+      row.written_by === null ? '-' : `+${row.written_by}`,
     ];
     if (fields.some((field) => field.length === 0 || field.includes(FIELD_SEPARATOR))) return null;
     const text = fields.join(FIELD_SEPARATOR);
@@ -243,6 +259,7 @@ function storedRowSqlOf(dialect: DialectName) {
       sql`coalesce('+' || ${hex('e.prev_hash')}, '-')`,
       hex('e.hash'),
       sql`coalesce('+' || ${hex('l.leaf_hash')}, '-')`,
+      sql`coalesce('+' || e.written_by, '-')`,
     ],
     sql.raw(`, '${FIELD_SEPARATOR}', `),
   )})`;

@@ -14,6 +14,12 @@ export interface EventRow {
   /** SHA-256 values as their 32 bytes (platform stored-hash.ts); the API shows them in hex. */
   prev_hash: Buffer | null;
   hash: Buffer;
+  /**
+   * The credential that wrote the event (events/writer.ts): `key:<id>`, `webhook:<source>`,
+   * `service_token`, `server` or `none`; null for events stored before migration 0027 (not
+   * recorded). Outside the chain hash, under the batch's writer leaf in the audit log.
+   */
+  written_by: string | null;
   /** 1 when this is an error event (severity error/critical or tool_error), the one definition used everywhere. */
   is_error: number;
   /** costUsd of llm_response and cost_tracked events: the one definition of spend. */
@@ -112,4 +118,12 @@ export interface EventsTables {
   agents: AgentRow;
   store_totals: StoreTotalsRow;
   idempotency_keys: IdempotencyKeyRow;
+  audit_writer_leaves: EventWriterLeafRow;
+}
+
+/** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data, canonical JSON. */
+export interface EventWriterLeafRow {
+  item_id: string;
+  leaf_idx: number;
+  body: string;
 }

@@ -4,6 +4,7 @@ import { readJsonBody, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
+import { keyWriter } from '../events/index.ts';
 import { decodeJsonRequest, decodeProtobufRequest, encodeProtobufResponse, jsonResponse, type WireTraceRequest } from './proto.ts';
 import { ingestTraces } from './service.ts';
 
@@ -109,7 +110,7 @@ export async function registerOtelRoutes(app: ZodApp, ctx: ObserveContext): Prom
         if (body === undefined && !contentType.toLowerCase().startsWith(PROTOBUF)) {
           throw contentType.toLowerCase().startsWith(JSON_TYPE) ? observeError('otlpUndecodable', 'The body is empty') : unsupported('No Content-Type');
         }
-        const partialSuccess = await ingestTraces(ctx, body?.request ?? {});
+        const partialSuccess = await ingestTraces(ctx, body?.request ?? {}, keyWriter(request.apiKey));
         if (body?.encoding === 'json') return reply.status(200).send(jsonResponse(partialSuccess));
         return reply
           .status(200)

@@ -1,6 +1,6 @@
 // OTLP trace ingest: spans decoded, refused or mapped to events, and the new ones appended through
 // the one write path (EventAppender) in one transaction with their otel_spans rows.
-import type { IncomingEvent } from '../events/index.ts';
+import type { EventWriter, IncomingEvent } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { identityOf, mapSpan, resolveIdentities } from './mapping.ts';
 import type { PartialSuccess, WireTraceRequest } from './proto.ts';
@@ -33,7 +33,7 @@ const MAX_ROUNDS = 5;
  * Stores the request's new spans (a span already stored is acknowledged, not stored again) in one
  * transaction; answers OTLP's partial success for the spans refused, or null when none was.
  */
-export async function ingestTraces(ctx: ObserveContext, request: WireTraceRequest): Promise<PartialSuccess | null> {
+export async function ingestTraces(ctx: ObserveContext, request: WireTraceRequest, writtenBy: EventWriter): Promise<PartialSuccess | null> {
   const { spans: decoded, refused } = spansOf(request);
   // A span twice in one request is one span.
   const unique = new Map<string, OtlpSpan>();
@@ -65,6 +65,7 @@ export async function ingestTraces(ctx: ObserveContext, request: WireTraceReques
         batch.flatMap((entry) => entry.events),
         ctx.clock.now(),
         {
+          writtenBy,
           inTransaction: async (trx) => {
             const taken = await claimSpans(trx, claims);
             if (taken.size > 0) throw new SpansStoredMeanwhile(taken);

@@ -15,6 +15,7 @@ interface StepEvent {
   eventType: string;
   timestamp: string;
   payload: Record<string, unknown>;
+  writtenBy: string | null;
 }
 
 interface Step {
@@ -125,7 +126,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     });
     const step = body.steps[1]!;
     assert.deepEqual(Object.keys(step), ['index', 'event', 'pairedEvent', 'pairDurationMs', 'context']);
-    assert.deepEqual(Object.keys(step.event), ['id', 'seq', 'eventType', 'timestamp', 'payload']);
+    assert.deepEqual(Object.keys(step.event), ['id', 'seq', 'eventType', 'timestamp', 'payload', 'writtenBy']);
     assert.deepEqual(Object.keys(step.context!), [
       'eventIndex',
       'totalEvents',
@@ -149,7 +150,7 @@ await describeEachDatabase('GET /api/sessions/:id/replay', (backend) => {
     );
     assert.deepEqual(
       body.steps.map((s) => s.event),
-      timeline.events.map(({ id, seq, eventType, timestamp, payload }) => ({ id, seq, eventType, timestamp, payload })),
+      timeline.events.map(({ id, seq, eventType, timestamp, payload, writtenBy }) => ({ id, seq, eventType, timestamp, payload, writtenBy })),
     );
     assert.deepEqual(
       body.steps.map((s) => s.event.eventType),

@@ -31,6 +31,7 @@ const replayEventSchema = z.object({
   eventType: z.string(),
   timestamp: z.string(),
   payload: z.record(z.string(), z.unknown()),
+  writtenBy: z.string().nullable().describe('The credential that wrote the event, as on events (docs/audit.md#who-wrote-an-event).'),
 });
 
 const replayContextSchema = z.object({

@@ -30,6 +30,7 @@ async function loadReplay(database: ObserveDatabase, sessionId: string): Promise
       severity: row.severity,
       ts: Number(row.ts),
       payloadJson: row.payload,
+      writtenBy: row.written_by,
     }),
   );
   return { session, chainValid: verdict.valid, events };
@@ -47,7 +48,7 @@ const quote = JSON.stringify;
 function writeEvent(out: ByteWriter, event: ReplayEvent): void {
   out.text(`{"id":${quote(event.id)},"seq":${event.seq},"eventType":${quote(event.eventType)},"timestamp":"${event.timestamp}","payload":`);
   out.text(event.payloadJson);
-  out.text('}');
+  out.text(`,"writtenBy":${event.writtenBy === null ? 'null' : quote(event.writtenBy)}}`);
 }
 
 /**

@@ -26,6 +26,7 @@ function ev(eventType: string, payload: Record<string, unknown>, options: { at?:
     severity: options.severity ?? 'info',
     ts: T0 + (options.at ?? n * 1000),
     payloadJson: JSON.stringify(payload),
+    writtenBy: null,
   });
 }
 

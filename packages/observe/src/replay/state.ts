@@ -90,6 +90,8 @@ export interface ReplayEventInput {
   ts: number;
   /** The stored payload JSON, spliced into responses as is. */
   payloadJson: string;
+  /** The credential that wrote the event (events/writer.ts); null when not recorded. */
+  writtenBy: string | null;
 }
 
 /** What the replay keeps of one event: the stored payload text plus the few fields it reads. */
@@ -140,6 +142,7 @@ export function toReplayEvent(input: ReplayEventInput): ReplayEvent {
     ts: input.ts,
     timestamp: toIso(input.ts),
     payloadJson: input.payloadJson,
+    writtenBy: input.writtenBy,
     // From the hashed fields (severity, payload), not the stored derived columns: what the replay
     // counts is what the chain verifies and what the step shows.
     isError: isErrorEvent(eventType, input.severity),

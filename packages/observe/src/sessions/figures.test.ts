@@ -238,6 +238,7 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
           alert('alert_resolved', NOW + 3 * HOUR, { alertRuleId: 'R1', alertName: 'Old', resolvedBy: 'condition_cleared' }),
         ],
         NOW,
+        { writtenBy: 'server' },
       );
       await database.db
         .insertInto('alert_history')

@@ -4,7 +4,7 @@ import type { FastifyRequest, preParsingHookHandler } from 'fastify';
 import type { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { identifier, incomingEventSchema, payloadSchemas, type IncomingEvent, type IngestEventType } from '../events/index.ts';
+import { identifier, incomingEventSchema, keyWriter, payloadSchemas, type EventWriter, type IncomingEvent, type IngestEventType } from '../events/index.ts';
 import { findSession } from '../sessions/index.ts';
 import { readSettings } from '../settings/index.ts';
 import {
@@ -171,18 +171,21 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
       if (!source.success) throw validationError(zodDetails(source.error, joinPath));
 
       // Credentials for the source: its signature, or an API key for generic.
+      let writtenBy: EventWriter;
       if (source.data.source === 'generic') {
         if (!ctx.config.authDisabled && request.apiKey === null) {
           throw observeError('unauthorized', 'Source generic needs an API key (Authorization: Bearer <key>)');
         }
+        writtenBy = keyWriter(request.apiKey);
       } else {
         await verifySource(ctx, request, source.data.source);
+        writtenBy = `webhook:${source.data.source}`;
       }
 
       const envelope = webhookBodySchema.safeParse(raw);
       if (!envelope.success) throw validationError(zodDetails(envelope.error, joinPath));
       const event = await webhookEvent(ctx, envelope.data);
-      const [appended] = await ctx.events.append([event], ctx.clock.now());
+      const [appended] = await ctx.events.append([event], ctx.clock.now(), { writtenBy });
       return reply.status(201).send({ ok: true as const, eventId: appended!.id, eventType: event.eventType, sessionId: event.sessionId });
     },
   );
@@ -229,7 +232,8 @@ export function registerWebhookRoutes(app: ZodApp, ctx: ObserveContext): void {
         }
       }
       // One append: one transaction for every valid element (it fails, and is retried, as a whole).
-      const appended = events.length === 0 ? [] : await ctx.events.append(events, ctx.clock.now());
+      const writtenBy: EventWriter = `webhook:${source.data.source}`;
+      const appended = events.length === 0 ? [] : await ctx.events.append(events, ctx.clock.now(), { writtenBy });
       appended.forEach((row, i) => {
         const { eventType, sessionId } = events[i]!;
         results[positions[i]!] = { ok: true as const, eventId: row.id, eventType, sessionId };

@@ -664,6 +664,8 @@ export interface paths {
             } | null;
             /** On a change leaf: the change row as canonical JSON; null when the row is gone */
             change?: string | null;
+            /** The credential recorded as the entry's writer, where the service records one (null: not recorded) */
+            writtenBy?: string | null;
           }[];
         };
         400: GateError;

@@ -354,6 +354,8 @@ export type Event = {
   };
   prevHash: string | null;
   hash: string;
+  /** The credential that wrote the event: `key:<API key id>`, `webhook:<source>` (a signed webhook), `service_token`, `server` or `none` (authentication disabled); null for events stored before it was recorded. Outside the chain hash, under the audit log (docs/audit.md#who-wrote-an-event). */
+  writtenBy: string | null;
 };
 
 export type ExportTraceServiceResponse = {
@@ -1645,6 +1647,8 @@ export interface paths {
             } | null;
             /** On a change leaf: the change row as canonical JSON; null when the row is gone */
             change?: string | null;
+            /** The credential recorded as the event's writer, where the service records one (null: not recorded) */
+            writtenBy?: string | null;
           }[];
         };
         400: ObserveError;
@@ -3623,6 +3627,8 @@ export interface paths {
               payload: {
                 [key: string]: unknown;
               };
+              /** The credential that wrote the event, as on events (docs/audit.md#who-wrote-an-event). */
+              writtenBy: string | null;
             };
             pairedEvent: {
               id: string;
@@ -3632,6 +3638,8 @@ export interface paths {
               payload: {
                 [key: string]: unknown;
               };
+              /** The credential that wrote the event, as on events (docs/audit.md#who-wrote-an-event). */
+              writtenBy: string | null;
             } | null;
             pairDurationMs: number | null;
             context?: {
