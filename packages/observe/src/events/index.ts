@@ -62,7 +62,7 @@ export {
   toLink,
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
-export { type EventWriter, firstWriterMismatch, keyWriter, parseWriterLeaf, SERVER_WRITER, writerLeafBody } from './writer.ts';
+export { type EventWriter, firstWriterMismatch, keyWriter, SERVER_WRITER, writerLeafBody } from './writer.ts';
 export { eventsMigrations } from './migrations.ts';
 export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';
 export {
