@@ -216,7 +216,7 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     const queue = page.getByTestId('approval-queue');
     const paymentRow = queue.getByRole('row').filter({ hasText: 'pay' });
     await paymentRow.getByRole('cell', { name: 'billing-agent' }).waitFor();
-    await paymentRow.getByRole('cell', { name: 'amount: 2,500 · to: ACME · invoice: 4411 +1 more' }).waitFor();
+    await paymentRow.getByRole('cell', { name: 'amount: 2,500 · invoice: 4411 · memo: Q4 +1 more' }).waitFor();
     await paymentRow.getByRole('cell', { name: 'payments', exact: true }).waitFor();
     const deployRow = queue.getByRole('row').filter({ hasText: 'deploy' });
     await deployRow.getByRole('cell', { name: 'service: checkout' }).waitFor();
