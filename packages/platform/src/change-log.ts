@@ -254,6 +254,26 @@ export async function adoptGovernedRows(
   }
 }
 
+/** The governed content of a row: the named columns (those a change through the service sets), in canonical order. */
+export function governedState(row: object, columns: readonly string[]): Snapshot {
+  const values = row as Record<string, unknown>;
+  return Object.fromEntries(columns.map((column) => [column, values[column] ?? null]));
+}
+
+/**
+ * adoptGovernedRows for every row of `table`, each one's state the given columns (those the
+ * feature's live state function governs, written out in the step so that it never changes).
+ */
+export async function adoptGovernedTable(db: MigrationDb, table: string, resource: string, columns: readonly string[]): Promise<void> {
+  const rows = await (db as unknown as Kysely<Record<string, Record<string, unknown>>>).selectFrom(table).select(columns).execute();
+  await adoptGovernedRows(
+    db,
+    resource,
+    rows.map((row) => ({ id: row.id as string, state: governedState(row, columns) })),
+    Date.now(),
+  );
+}
+
 /**
  * What an update did: `enabled` / `disabled` when the enabled flag is all that changed (besides
  * `updatedAt`), `updated` otherwise, null when nothing changed (no row is written then).

@@ -18,12 +18,6 @@ export type LoggedStateVerdict = { logged: true } | { logged: false; reason: str
 
 const LOGGED: LoggedStateVerdict = { logged: true };
 
-/** The governed content of a row: the named columns (those a change through the service sets), in canonical order. */
-export function governedState(row: object, columns: readonly string[]): Snapshot {
-  const values = row as Record<string, unknown>;
-  return Object.fromEntries(columns.map((column) => [column, values[column] ?? null]));
-}
-
 function verdictOf(last: (AdminChangeRow & { leaf_hash: Buffer }) | undefined, state: Snapshot): LoggedStateVerdict {
   if (last === undefined) return { logged: false, reason: 'no logged change records it (written outside the service)' };
   const at = `${last.action} at ${toIso(Number(last.ts))}`;

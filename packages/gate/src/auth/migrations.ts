@@ -1,6 +1,6 @@
 // The auth feature's migration steps (src/migrations.ts collects every feature's in name order after
 // the frozen history). A step imports no other feature's code.
-import { adoptGovernedRows, governedState, type MigrationStep } from '@vigil/platform';
+import { adoptGovernedTable, type MigrationStep } from '@vigil/platform';
 
 export const authMigrations: Record<string, MigrationStep> = {
   /**
@@ -9,13 +9,6 @@ export const authMigrations: Record<string, MigrationStep> = {
    * keyState governs.
    */
   async '0014_logged_api_keys'(db) {
-    const columns = ['id', 'name', 'prefix', 'key_hash', 'scopes', 'rate_limit', 'created_at', 'revoked_at'];
-    const rows = await db.selectFrom('api_keys').select(columns).execute();
-    await adoptGovernedRows(
-      db,
-      'api_key',
-      rows.map((row) => ({ id: row.id as string, state: governedState(row, columns) })),
-      Date.now(),
-    );
+    await adoptGovernedTable(db, 'api_keys', 'api_key', ['id', 'name', 'prefix', 'key_hash', 'scopes', 'rate_limit', 'created_at', 'revoked_at']);
   },
 };

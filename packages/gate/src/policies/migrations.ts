@@ -1,6 +1,6 @@
 // The policies feature's migration steps (src/migrations.ts collects every feature's in name order
 // after the frozen history). A step imports no other feature's code.
-import { adoptGovernedRows, governedState, type MigrationStep } from '@vigil/platform';
+import { adoptGovernedTable, type MigrationStep } from '@vigil/platform';
 
 export const policiesMigrations: Record<string, MigrationStep> = {
   /**
@@ -9,13 +9,6 @@ export const policiesMigrations: Record<string, MigrationStep> = {
    * store.ts's policyState governs.
    */
   async '0013_logged_policies'(db) {
-    const rows = await db.selectFrom('policies').select(['id', 'name', 'priority', 'enabled', 'rules', 'created_at']).execute();
-    const columns = ['id', 'name', 'priority', 'enabled', 'rules', 'created_at'];
-    await adoptGovernedRows(
-      db,
-      'policy',
-      rows.map((row) => ({ id: row.id as string, state: governedState(row, columns) })),
-      Date.now(),
-    );
+    await adoptGovernedTable(db, 'policies', 'policy', ['id', 'name', 'priority', 'enabled', 'rules', 'created_at']);
   },
 };

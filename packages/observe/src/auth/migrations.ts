@@ -1,6 +1,6 @@
 // The auth feature's migration steps (src/migrations.ts collects every feature's in name order after
 // the frozen history). A step imports no other feature's code.
-import { adoptGovernedRows, governedState, logChangeRowsAsLeaves, type MigrationStep } from '@vigil/platform';
+import { adoptGovernedTable, logChangeRowsAsLeaves, type MigrationStep } from '@vigil/platform';
 
 export const authMigrations: Record<string, MigrationStep> = {
   /**
@@ -11,13 +11,6 @@ export const authMigrations: Record<string, MigrationStep> = {
    */
   async '0027_logged_changes_and_keys'(db) {
     await logChangeRowsAsLeaves(db);
-    const columns = ['id', 'name', 'prefix', 'key_hash', 'scopes', 'created_at', 'revoked_at'];
-    const rows = await db.selectFrom('api_keys').select(columns).execute();
-    await adoptGovernedRows(
-      db,
-      'api_key',
-      rows.map((row) => ({ id: row.id as string, state: governedState(row, columns) })),
-      Date.now(),
-    );
+    await adoptGovernedTable(db, 'api_keys', 'api_key', ['id', 'name', 'prefix', 'key_hash', 'scopes', 'created_at', 'revoked_at']);
   },
 };
