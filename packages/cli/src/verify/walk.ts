@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { OBSERVE_PROFILE, type Checkpoint, type LogProfile } from './checkpoint.ts';
+import { parseWriterLeaf } from '@vigil/observe/writer-leaf';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
 
 /** Receives every present event the walk parsed, with all its chained fields (`vigil verify --deep`). */
@@ -472,20 +473,6 @@ export class LogWalk {
     for (let seq = state.nextSeq; seqs.length < state.missing.length; seq += 1) if (seq > upper || !state.waiting.has(seq)) seqs.push(seq);
     return seqs;
   }
-}
-
-/** A writer leaf's data (docs/audit.md#who-wrote-an-event), or undefined when the text is not one of this log. */
-function parseWriterLeaf(text: string, log: string): { writtenBy: string; events: string[] } | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(value) || value.v !== 1 || value.kind !== 'event-writer' || value.log !== log) return undefined;
-  const { writtenBy, events } = value;
-  if (typeof writtenBy !== 'string' || !Array.isArray(events) || !events.every((hashed) => typeof hashed === 'string' && isHex64(hashed))) return undefined;
-  return { writtenBy, events: events as string[] };
 }
 
 function parseTombstone(text: string, log: string): Tombstone | undefined {

@@ -3,10 +3,13 @@
 // by a writer leaf of the audit log: after a committed batch's event leaves, one leaf per writer
 // whose data is the canonical JSON naming the writer and the hashes of the events it wrote (never
 // 32 bytes long, so it cannot pass for an event's leaf).
-import { canonicalJson, hashHex, leafHash } from '@vigil/platform';
+import { hashHex, leafHash } from '@vigil/platform';
 import { sql, type Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import type { ChainBreak } from './chain.ts';
+import { parseWriterLeaf } from './writer-leaf.ts';
+
+export { writerLeafBody } from './writer-leaf.ts';
 
 /**
  * `key:<API key id>`, `webhook:approval_gate` or `webhook:form_service` (the source's signature:
@@ -20,26 +23,6 @@ export const SERVER_WRITER: EventWriter = 'server';
 /** The writer of a request authenticated by an API key, or by nothing when authentication is disabled. */
 export function keyWriter(key: { id: string } | null): EventWriter {
   return key === null ? 'none' : `key:${key.id}`;
-}
-
-export const WRITER_LEAF_KIND = 'event-writer';
-
-/** A writer leaf's data: the UTF-8 bytes of `{events: [hex hash, …], kind: "event-writer", log, v: 1, writtenBy}` in canonical JSON. */
-export function writerLeafBody(log: string, writtenBy: string, hashes: readonly string[]): string {
-  return canonicalJson({ events: hashes, kind: WRITER_LEAF_KIND, log, v: 1, writtenBy });
-}
-
-/** A writer leaf's data parsed, or undefined when the text is not a writer leaf of `log`. */
-export function parseWriterLeaf(text: string, log: string): { writtenBy: string; events: string[] } | undefined {
-  let body: { events?: unknown; kind?: unknown; log?: unknown; v?: unknown; writtenBy?: unknown };
-  try {
-    body = JSON.parse(text) as typeof body;
-  } catch {
-    return undefined;
-  }
-  if (body === null || typeof body !== 'object' || body.kind !== WRITER_LEAF_KIND || body.log !== log || body.v !== 1) return undefined;
-  if (typeof body.writtenBy !== 'string' || !Array.isArray(body.events) || !body.events.every((hash) => typeof hash === 'string')) return undefined;
-  return { writtenBy: body.writtenBy, events: body.events as string[] };
 }
 
 const WRITER_LEAVES_PER_QUERY = 500;
