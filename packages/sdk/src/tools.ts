@@ -55,19 +55,17 @@ export interface WithApprovalOptions {
 const DECISION_EVENT = { approved: 'approval_granted', denied: 'approval_denied', expired: 'approval_expired' } as const;
 
 /**
- * Asks the gate for `action` with `params` and runs `fn` only when approved. The session (given
- * or ambient) records approval_requested, then approval_granted, _denied or _expired, and the
- * action itself as a tool call, in order with its other events (the request says so, and the gate
- * forwards no copies); the gate is told the action ran (confirm). Throws
- * ApprovalDeniedError when denied or expired, ApprovalTimeoutError when no decision came in time.
+ * The first half of withApproval, for adapters whose framework asks for permission before it runs
+ * the tool itself: creates the request for `action` with `params`, waits for its decision, and
+ * records approval_requested and approval_granted, _denied or _expired in the session. Answers the
+ * decided request (check `approved`); throws ApprovalTimeoutError when no decision came in time.
  */
-export async function withApproval<R>(
+export async function askApproval(
   gate: GateClient,
   action: string,
   params: Record<string, unknown>,
-  fn: (outcome: ApprovalOutcome) => R | Promise<R>,
-  options: WithApprovalOptions = {},
-): Promise<Awaited<R>> {
+  options: Omit<WithApprovalOptions, 'confirm' | 'toolName'> = {},
+): Promise<ApprovalOutcome> {
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
@@ -83,7 +81,24 @@ export async function withApproval<R>(
       outcome.approved ? {} : { severity: 'warn' },
     );
   }
+  return outcome;
+}
+
+/**
+ * The second half of withApproval: runs `fn` for a decided request only when it was approved for
+ * exactly this `action` and `params`, records it as a tool call in the session and tells the gate
+ * it ran (confirm). Throws ApprovalDeniedError (fn not run) otherwise.
+ */
+export async function runApproved<R>(
+  gate: GateClient,
+  outcome: ApprovalOutcome,
+  action: string,
+  params: Record<string, unknown>,
+  fn: (outcome: ApprovalOutcome) => R | Promise<R>,
+  options: Pick<WithApprovalOptions, 'session' | 'confirm' | 'toolName'> = {},
+): Promise<Awaited<R>> {
   if (!outcome.approved) throw new ApprovalDeniedError(outcome);
+  const session = resolveSession(options.session);
   if (!session) warnUnrecorded(`approved action "${action}"`);
 
   const confirm = async (result: Record<string, unknown>): Promise<void> => {
@@ -101,4 +116,22 @@ export async function withApproval<R>(
     await confirm({ ok: false, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
+}
+
+/**
+ * Asks the gate for `action` with `params` and runs `fn` only when approved. The session (given
+ * or ambient) records approval_requested, then approval_granted, _denied or _expired, and the
+ * action itself as a tool call, in order with its other events (the request says so, and the gate
+ * forwards no copies); the gate is told the action ran (confirm). Throws
+ * ApprovalDeniedError when denied or expired, ApprovalTimeoutError when no decision came in time.
+ */
+export async function withApproval<R>(
+  gate: GateClient,
+  action: string,
+  params: Record<string, unknown>,
+  fn: (outcome: ApprovalOutcome) => R | Promise<R>,
+  options: WithApprovalOptions = {},
+): Promise<Awaited<R>> {
+  const outcome = await askApproval(gate, action, params, options);
+  return runApproved(gate, outcome, action, params, fn, options);
 }
