@@ -122,21 +122,20 @@ export function changeStateHash(state: Snapshot): string {
  * the leaf's data (leaf hash = SHA-256(0x00 || SHA-256(text))), as an event's hash is for its leaf.
  */
 export function changeText(row: AdminChangeRow): string {
-  return canonicalJson({
-    v: 1,
-    kind: 'change',
+  return canonicalJson({ v: 1, kind: 'change', ...changeWho(row), ts: Number(row.ts), before: row.before, after: row.after, stateHash: row.state_hash });
+}
+
+/** What a change row says of what was changed, and by whom: in its leaf text and in its answer alike. */
+function changeWho(row: AdminChangeRow) {
+  return {
     id: row.id,
-    ts: Number(row.ts),
     resource: row.resource,
     resourceId: row.resource_id,
     action: row.action,
     actor: row.actor,
     actorKeyId: row.actor_key_id,
     actorKeyName: row.actor_key_name,
-    before: row.before,
-    after: row.after,
-    stateHash: row.state_hash,
-  });
+  };
 }
 
 /** The leaf hash of a change row (changeText). */
@@ -289,6 +288,33 @@ export function updateAction(before: Snapshot, after: Snapshot): ChangeAction | 
   return 'updated';
 }
 
+/** A governed row's update as the change log sees it: the row before and after, how the service shows it, and its governed state. */
+export interface RowUpdate<Resource extends string, Row> {
+  resource: Resource;
+  resourceId: string;
+  actor: ChangeActor;
+  before: Row;
+  after: Row;
+  show: (row: Row) => Snapshot;
+  /** A governed row's content (omitted for a resource that is not governed). */
+  state?: (row: Row) => Snapshot;
+}
+
+/** Records an update of a governed row (see updateAction); answers its action, null when nothing changed and nothing was recorded. */
+export async function recordUpdate<Schema extends ChangeLogTables, Row>(
+  trx: Transaction<Schema>,
+  update: RowUpdate<ChangeResourceOf<Schema>, Row>,
+  now: number,
+): Promise<ChangeAction | null> {
+  const before = update.show(update.before);
+  const after = update.show(update.after);
+  const action = updateAction(before, after);
+  if (action === null) return null;
+  const { resource, resourceId, actor } = update;
+  await recordChange(trx, { resource, resourceId, action, actor, before, after, ...(update.state && { state: update.state(update.after) }) }, now);
+  return action;
+}
+
 // ---- the list (GET /api/audit/changes in each service) ----
 
 // One component for both services (zod's registry of named schemas is process-wide, and `vigil up`
@@ -335,14 +361,8 @@ export type AdminChangeQuery = z.output<ReturnType<typeof adminChangeQuerySchema
 
 function toAdminChange(row: AdminChangeRow): AdminChange {
   return {
-    id: row.id,
+    ...changeWho(row),
     timestamp: toIso(row.ts),
-    resource: row.resource,
-    resourceId: row.resource_id,
-    action: row.action,
-    actor: row.actor,
-    actorKeyId: row.actor_key_id,
-    actorKeyName: row.actor_key_name,
     before: row.before === null ? null : (JSON.parse(row.before) as Record<string, unknown>),
     after: row.after === null ? null : (JSON.parse(row.after) as Record<string, unknown>),
   };

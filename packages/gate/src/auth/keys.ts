@@ -8,7 +8,7 @@ import {
   sha256Hex,
   SYSTEM_CHANGE_ACTOR,
   toApiKeyLifecycle,
-  updateAction,
+  recordUpdate,
   type ApiKeyLifecycle,
   type ChangeActor,
   type LoggedStates,
@@ -123,14 +123,9 @@ export async function updateApiKey(
       ...(patch.rateLimit !== undefined && { rate_limit: patch.rateLimit }),
     };
     const after: ApiKeyRow = { ...before, ...changes };
-    const action = updateAction(toApiKey(before), toApiKey(after));
+    const action = await recordUpdate(trx, { resource: 'api_key', resourceId: id, actor, before, after, show: toApiKey, state: keyState }, now);
     if (action === null) return before;
     await trx.updateTable('api_keys').set(changes).where('id', '=', id).execute();
-    await recordChange(
-      trx,
-      { resource: 'api_key', resourceId: id, action, actor, before: toApiKey(before), after: toApiKey(after), state: keyState(after) },
-      now,
-    );
     return after;
   });
 }

@@ -1,4 +1,4 @@
-import { forUpdate, governedState, newId, PreparedQuery, recordChange, toIso, updateAction, type ChangeActor, type Snapshot } from '@vigil/platform';
+import { forUpdate, governedState, newId, PreparedQuery, recordChange, recordUpdate, toIso, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { PolicyRow } from './tables.ts';
@@ -125,14 +125,7 @@ export async function updatePolicy(
     };
     await trx.updateTable('policies').set(changes).where('id', '=', id).execute();
     const after: PolicyRow = { ...before, ...changes };
-    const action = updateAction(toPolicy(before), toPolicy(after));
-    if (action !== null) {
-      await recordChange(
-        trx,
-        { resource: 'policy', resourceId: id, action, actor, before: toPolicy(before), after: toPolicy(after), state: policyState(after) },
-        now,
-      );
-    }
+    await recordUpdate(trx, { resource: 'policy', resourceId: id, actor, before, after, show: toPolicy, state: policyState }, now);
     return after;
   });
 }

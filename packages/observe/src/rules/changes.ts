@@ -1,4 +1,4 @@
-import { recordChange, updateAction, withChanges, type ChangeActor, type DialectName } from '@vigil/platform';
+import { recordUpdate, withChanges, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { z } from 'zod';
 import type { ObserveChangeResource, ObserveContext } from '../context.ts';
@@ -45,10 +45,8 @@ export async function changeRuleRecorded<Rule, Definition>(
     const stored = await table.lock(trx, database.dialect, id);
     if (stored === undefined) return false;
     await table.write(trx, id, revise(stored), now);
-    const before = table.toOut(stored);
-    const after = table.toOut((await table.lock(trx, database.dialect, id))!);
-    const action = updateAction(before, after);
-    if (action !== null) await recordChange(trx, { resource: table.resource, resourceId: id, action, actor, before, after }, now);
+    const after = (await table.lock(trx, database.dialect, id))!;
+    await recordUpdate(trx, { resource: table.resource, resourceId: id, actor, before: stored, after, show: table.toOut }, now);
     return true;
   });
 }
