@@ -49,18 +49,6 @@ export const REPLAY_EVENT_TYPES = [
 ] as const;
 export type ReplayEventType = (typeof REPLAY_EVENT_TYPES)[number];
 
-const DECISION_TYPES = new Set([
-  'approval_requested',
-  'approval_granted',
-  'approval_denied',
-  'approval_expired',
-  'form_submitted',
-  'form_completed',
-  'form_expired',
-  'eval_result',
-]);
-const OBSERVATION_TYPES = new Set(['custom', 'cost_tracked', 'alert_triggered', 'alert_resolved']);
-
 type PairKind = 'tool' | 'llm' | 'approval' | 'form';
 const REQUESTS: Record<string, PairKind> = { tool_call: 'tool', llm_call: 'llm', approval_requested: 'approval', form_submitted: 'form' };
 const OUTCOMES: Record<string, PairKind> = {
@@ -73,6 +61,14 @@ const OUTCOMES: Record<string, PairKind> = {
   form_completed: 'form',
   form_expired: 'form',
 };
+/** The `decision` filter: a human's approvals and forms, asked and answered, and eval verdicts. */
+const DECISION_TYPES = new Set([
+  ...Object.entries({ ...REQUESTS, ...OUTCOMES })
+    .filter(([, kind]) => kind === 'approval' || kind === 'form')
+    .map(([type]) => type),
+  'eval_result',
+]);
+const OBSERVATION_TYPES = new Set(['custom', 'cost_tracked', 'alert_triggered', 'alert_resolved']);
 const ID_FIELD: Record<PairKind, string> = { tool: 'callId', llm: 'callId', approval: 'requestId', form: 'submissionId' };
 const UNMATCHED: Record<PairKind, string> = {
   tool: 'unmatched_tool_result',
