@@ -98,6 +98,9 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     await page.getByRole('heading', { name: 'Request: deploy' }).waitFor();
     await page.getByText('"version": "2.4.1"').waitFor();
     await page.getByText('route_to_human').first().waitFor();
+    // The field's hint is its accessible description (Field points aria-describedby at it).
+    const reasonHint = await page.getByLabel('Reason (optional)').getAttribute('aria-describedby');
+    assert.match(await page.locator(`#${reasonHint}`).innerText(), /^Recorded with your decision as dashboard:Ada, in the audit trail/);
     await page.getByLabel('Reason (optional)').fill('release checked');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('Approved as dashboard:Ada.').waitFor();

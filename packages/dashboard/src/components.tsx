@@ -337,7 +337,7 @@ export function TextField({
 }) {
   return (
     <Field label={label} htmlFor={id}>
-      <input id={id} required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
+      <input required={required} maxLength={maxLength} value={value} onChange={(e) => onChange(e.target.value)} />
     </Field>
   );
 }

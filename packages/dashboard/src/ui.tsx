@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useEffectEvent, useRef, useState, type ReactNode } from 'react';
+import { cloneElement, useCallback, useEffect, useEffectEvent, useRef, useState, type ReactElement, type ReactNode } from 'react';
 import { ApiError } from './api.ts';
 import { usePageTitle } from './router.tsx';
 
@@ -315,13 +315,17 @@ export function Notice({ children }: { children: ReactNode }) {
   );
 }
 
-export function Field({ label, hint, children, htmlFor }: { label: string; hint?: ReactNode; children: ReactNode; htmlFor: string }) {
+/** The control a Field labels: Field gives it its id and, with a hint, points its aria-describedby at the hint. */
+type FieldControl = ReactElement<{ id?: string; 'aria-describedby'?: string }>;
+
+export function Field({ label, hint, children, htmlFor }: { label: string; hint?: ReactNode; children: FieldControl; htmlFor: string }) {
+  const hintId = `${htmlFor}-hint`;
   return (
     <div className="field">
       <label htmlFor={htmlFor}>{label}</label>
-      {children}
+      {cloneElement(children, { id: htmlFor, ...(hint ? { 'aria-describedby': hintId } : {}) })}
       {hint && (
-        <small className="hint" id={`${htmlFor}-hint`}>
+        <small className="hint" id={hintId}>
           {hint}
         </small>
       )}

@@ -172,7 +172,7 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
       ) : (
         <>
           <Field label="Reason for pausing (optional)" htmlFor="pause-reason">
-            <input id="pause-reason" value={reason} maxLength={1000} onChange={(e) => setReason(e.target.value)} placeholder="e.g. runaway spend" />
+            <input value={reason} maxLength={1000} onChange={(e) => setReason(e.target.value)} placeholder="e.g. runaway spend" />
           </Field>
           <div>
             <button type="submit" className="danger" disabled={pause.pending}>

@@ -77,7 +77,7 @@ function RuleForm({ rule, onSaved, onCancel }: { rule?: AlertRule; onSaved: (mes
       <div className="form-grid">
         <TextField id={id('name')} label="Name" required maxLength={200} value={name} onChange={setName} />
         <Field label="Condition" htmlFor={id('condition')}>
-          <select id={id('condition')} value={condition} onChange={(e) => setCondition(e.target.value as Condition)}>
+          <select value={condition} onChange={(e) => setCondition(e.target.value as Condition)}>
             {Object.entries(CONDITIONS).map(([value, c]) => (
               <option key={value} value={value}>
                 {c.label}
@@ -86,23 +86,14 @@ function RuleForm({ rule, onSaved, onCancel }: { rule?: AlertRule; onSaved: (mes
           </select>
         </Field>
         <Field label="Threshold" htmlFor={id('threshold')} hint={CONDITIONS[condition].unit}>
-          <input
-            id={id('threshold')}
-            type="number"
-            step="any"
-            min={0}
-            required
-            value={threshold}
-            onChange={(e) => setThreshold(e.target.value)}
-            aria-describedby={`${id('threshold')}-hint`}
-          />
+          <input type="number" step="any" min={0} required value={threshold} onChange={(e) => setThreshold(e.target.value)} />
         </Field>
         <Field label="Window (minutes)" htmlFor={id('window')}>
-          <input id={id('window')} type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
+          <input type="number" min={1} max={43200} required value={windowMinutes} onChange={(e) => setWindowMinutes(e.target.value)} />
         </Field>
         <TextField id={id('agent')} label="Only this agent (optional)" value={agentId} onChange={setAgentId} />
         <Field label="Notify URLs (optional, one a line)" htmlFor={id('channels')}>
-          <textarea id={id('channels')} rows={2} value={channels} placeholder="https://hooks.example.com/vigil" onChange={(e) => setChannels(e.target.value)} />
+          <textarea rows={2} value={channels} placeholder="https://hooks.example.com/vigil" onChange={(e) => setChannels(e.target.value)} />
         </Field>
       </div>
     </CreateForm>

@@ -177,13 +177,11 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
         hint={`Recorded with your decision as ${credentials().gate?.actor ?? 'dashboard:you'}, in the audit trail and the webhooks.`}
       >
         <textarea
-          id="decision-reason"
           rows={3}
           maxLength={5000}
           value={reason}
           required={required}
           aria-invalid={missing ? true : undefined}
-          aria-describedby="decision-reason-hint"
           onChange={(e) => setReason(e.target.value)}
         />
       </Field>

@@ -43,16 +43,7 @@ function NewDataset() {
           </>
         }
       >
-        <textarea
-          id="dataset-cases"
-          rows={5}
-          className="mono"
-          required
-          value={cases}
-          placeholder={CASES_EXAMPLE}
-          onChange={(e) => setCases(e.target.value)}
-          aria-describedby="dataset-cases-hint"
-        />
+        <textarea rows={5} className="mono" required value={cases} placeholder={CASES_EXAMPLE} onChange={(e) => setCases(e.target.value)} />
       </Field>
     </CreateForm>
   );
@@ -117,18 +108,10 @@ function StartRun({ datasetId }: { datasetId: string }) {
           htmlFor="run-webhook"
           hint="Gets each case as a POST; answers {sessionId, output} after logging the session to observe."
         >
-          <input
-            id="run-webhook"
-            type="url"
-            required
-            value={webhookUrl}
-            placeholder="https://agent.example.com/eval"
-            onChange={(e) => setWebhookUrl(e.target.value)}
-            aria-describedby="run-webhook-hint"
-          />
+          <input type="url" required value={webhookUrl} placeholder="https://agent.example.com/eval" onChange={(e) => setWebhookUrl(e.target.value)} />
         </Field>
         <Field label="Evaluator" htmlFor="run-evaluator">
-          <select id="run-evaluator" value={evaluatorId} onChange={(e) => setEvaluatorId(e.target.value)}>
+          <select value={evaluatorId} onChange={(e) => setEvaluatorId(e.target.value)}>
             <option value="">None: no error, output equals expected</option>
             {evaluators.data?.evaluators.map((e) => (
               <option key={e.id} value={e.id}>
@@ -138,7 +121,7 @@ function StartRun({ datasetId }: { datasetId: string }) {
           </select>
         </Field>
         <Field label="Time per case (seconds)" htmlFor="run-timeout">
-          <input id="run-timeout" type="number" min={1} max={600} required value={caseTimeout} onChange={(e) => setCaseTimeout(e.target.value)} />
+          <input type="number" min={1} max={600} required value={caseTimeout} onChange={(e) => setCaseTimeout(e.target.value)} />
         </Field>
       </div>
     </CreateForm>

@@ -37,7 +37,7 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
       <div className="form-grid">
         <TextField id="evaluator-name" label="Name" required maxLength={200} value={name} onChange={setName} />
         <Field label="Kind" htmlFor="evaluator-kind">
-          <select id="evaluator-kind" value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
+          <select value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
             {Object.entries(KINDS).map(([value, label]) => (
               <option key={value} value={value}>
                 {label}
@@ -46,16 +46,7 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
           </select>
         </Field>
         <Field label="Pass threshold (optional)" htmlFor="evaluator-threshold" hint="A score from 0 to 1; a session passes at or above it.">
-          <input
-            id="evaluator-threshold"
-            type="number"
-            min={0}
-            max={1}
-            step="0.01"
-            value={passThreshold}
-            onChange={(e) => setPassThreshold(e.target.value)}
-            aria-describedby="evaluator-threshold-hint"
-          />
+          <input type="number" min={0} max={1} step="0.01" value={passThreshold} onChange={(e) => setPassThreshold(e.target.value)} />
         </Field>
         {kind === 'llm_judge' && <TextField id="evaluator-model" label="Judge model (optional)" value={model} onChange={setModel} />}
       </div>
@@ -70,27 +61,11 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
             </>
           }
         >
-          <textarea
-            id="evaluator-rules"
-            rows={4}
-            className="mono"
-            required
-            value={rules}
-            placeholder={RULES_EXAMPLE}
-            onChange={(e) => setRules(e.target.value)}
-            aria-describedby="evaluator-rules-hint"
-          />
+          <textarea rows={4} className="mono" required value={rules} placeholder={RULES_EXAMPLE} onChange={(e) => setRules(e.target.value)} />
         </Field>
       ) : (
         <Field label="Rubric" htmlFor="evaluator-rubric" hint="What the judge scores the session’s transcript against.">
-          <textarea
-            id="evaluator-rubric"
-            rows={4}
-            required
-            value={rubric}
-            onChange={(e) => setRubric(e.target.value)}
-            aria-describedby="evaluator-rubric-hint"
-          />
+          <textarea rows={4} required value={rubric} onChange={(e) => setRubric(e.target.value)} />
         </Field>
       )}
     </CreateForm>

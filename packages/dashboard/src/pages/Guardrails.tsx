@@ -134,7 +134,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
         <TextField id={id('name')} label="Name" required value={name} onChange={setName} />
         <TextField id={id('agent')} label="Agent (empty: every agent)" value={agentId} onChange={setAgentId} />
         <Field label="When" htmlFor={id('condition')}>
-          <select id={id('condition')} value={conditionType} onChange={(e) => setConditionType(e.target.value as ConditionType)}>
+          <select value={conditionType} onChange={(e) => setConditionType(e.target.value as ConditionType)}>
             <option value="error_rate_threshold">Error rate above a threshold</option>
             <option value="cost_limit">Spend above a limit</option>
             <option value="health_score_threshold">Health score below a minimum</option>
@@ -167,7 +167,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
           </Field>
         ))}
         <Field label="Then" htmlFor={id('action')}>
-          <select id={id('action')} value={actionType} onChange={(e) => setActionType(e.target.value as ActionType)}>
+          <select value={actionType} onChange={(e) => setActionType(e.target.value as ActionType)}>
             <option value="pause_agent">Pause the agent</option>
             <option value="notify_webhook">Call a webhook</option>
             <option value="downgrade_model">Switch to a cheaper model</option>
@@ -184,7 +184,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
           </Field>
         ))}
         <Field label="Cooldown (minutes between actions)" htmlFor={id('cooldown')}>
-          <input id={id('cooldown')} type="number" min={0} required value={cooldown} onChange={(e) => setCooldown(e.target.value)} />
+          <input type="number" min={0} required value={cooldown} onChange={(e) => setCooldown(e.target.value)} />
         </Field>
       </div>
       <label className="checkbox">

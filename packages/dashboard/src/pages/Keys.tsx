@@ -101,10 +101,10 @@ function GateKeys() {
       <CreateForm create={create} submit="Create gate key" pending="Creating…" failure="The key was not created" result={showKey('New gate key.')}>
         <div className="form-grid">
           <Field label="Name" htmlFor="gate-key-name" hint="Decisions taken with the key directly are recorded as api:<name>.">
-            <input id="gate-key-name" required value={name} maxLength={200} onChange={(e) => setName(e.target.value)} aria-describedby="gate-key-name-hint" />
+            <input required value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
           </Field>
           <Field label="Rate limit per minute (empty: unlimited)" htmlFor="gate-key-rate">
-            <input id="gate-key-rate" type="number" min={1} value={rateLimit} onChange={(e) => setRateLimit(e.target.value)} />
+            <input type="number" min={1} value={rateLimit} onChange={(e) => setRateLimit(e.target.value)} />
           </Field>
         </div>
         <Choices legend="Scopes" options={SCOPES} chosen={scopes} onChange={setScopes} />

@@ -67,20 +67,20 @@ function Simulator({ policies }: { policies: Policy[] }) {
     <form onSubmit={submit} className="stack" aria-label="Policy simulator">
       <div className="form-grid">
         <Field label="Action" htmlFor="sim-action">
-          <input id="sim-action" required value={action} onChange={(e) => setAction(e.target.value)} />
+          <input required value={action} onChange={(e) => setAction(e.target.value)} />
         </Field>
         <Field label="Urgency" htmlFor="sim-urgency">
-          <select id="sim-urgency" value={urgency} onChange={(e) => setUrgency(e.target.value as typeof urgency)}>
+          <select value={urgency} onChange={(e) => setUrgency(e.target.value as typeof urgency)}>
             {['low', 'normal', 'high', 'critical'].map((u) => (
               <option key={u}>{u}</option>
             ))}
           </select>
         </Field>
         <Field label="Parameters (JSON object)" htmlFor="sim-params">
-          <textarea id="sim-params" rows={3} className="mono" value={params} onChange={(e) => setParams(e.target.value)} />
+          <textarea rows={3} className="mono" value={params} onChange={(e) => setParams(e.target.value)} />
         </Field>
         <Field label="Context (JSON object)" htmlFor="sim-context">
-          <textarea id="sim-context" rows={3} className="mono" value={context} onChange={(e) => setContext(e.target.value)} />
+          <textarea rows={3} className="mono" value={context} onChange={(e) => setContext(e.target.value)} />
         </Field>
       </div>
       <label className="checkbox">
@@ -89,7 +89,7 @@ function Simulator({ policies }: { policies: Policy[] }) {
       {useDraft && (
         <div className="form-grid">
           <Field label="The draft stands in for" htmlFor="sim-draft-of">
-            <select id="sim-draft-of" value={draftId} onChange={(e) => setDraftId(e.target.value)}>
+            <select value={draftId} onChange={(e) => setDraftId(e.target.value)}>
               <option value="">no policy: it is added</option>
               {policies.map((p) => (
                 <option key={p.id} value={p.id}>
@@ -99,7 +99,7 @@ function Simulator({ policies }: { policies: Policy[] }) {
             </select>
           </Field>
           <Field label="Draft rules (JSON array)" htmlFor="sim-draft-rules">
-            <textarea id="sim-draft-rules" rows={6} className="mono" value={draftRules} onChange={(e) => setDraftRules(e.target.value)} />
+            <textarea rows={6} className="mono" value={draftRules} onChange={(e) => setDraftRules(e.target.value)} />
           </Field>
         </div>
       )}
@@ -163,10 +163,10 @@ function PolicyForm({ policy, onSaved, onCancel }: { policy?: Policy; onSaved: (
     >
       <div className="form-grid">
         <Field label="Name" htmlFor={id('name')}>
-          <input id={id('name')} required value={name} onChange={(e) => setName(e.target.value)} />
+          <input required value={name} onChange={(e) => setName(e.target.value)} />
         </Field>
         <Field label="Priority (lower runs first)" htmlFor={id('priority')}>
-          <input id={id('priority')} type="number" required value={priority} onChange={(e) => setPriority(e.target.value)} />
+          <input type="number" required value={priority} onChange={(e) => setPriority(e.target.value)} />
         </Field>
       </div>
       <Field
@@ -180,12 +180,10 @@ function PolicyForm({ policy, onSaved, onCancel }: { policy?: Policy; onSaved: (
         }
       >
         <textarea
-          id={id('rules')}
           rows={policy ? Math.min(16, Math.max(7, rules.split('\n').length)) : 7}
           className="mono"
           value={rules}
           onChange={(e) => setRules(e.target.value)}
-          aria-describedby={`${id('rules')}-hint`}
         />
       </Field>
     </CreateForm>

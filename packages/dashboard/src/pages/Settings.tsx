@@ -31,16 +31,7 @@ function RetentionForm({ current, onSaved }: { current: number; onSaved: () => v
         htmlFor="retention-days"
         hint="A session is deleted whole once its last event is older; 0 keeps everything. Deletions are recorded in the audit log."
       >
-        <input
-          id="retention-days"
-          type="number"
-          min={0}
-          max={36500}
-          required
-          value={days}
-          onChange={(e) => setDays(e.target.value)}
-          aria-describedby="retention-days-hint"
-        />
+        <input type="number" min={0} max={36500} required value={days} onChange={(e) => setDays(e.target.value)} />
       </Field>
     </CreateForm>
   );
@@ -70,16 +61,7 @@ function SecretForm({ secret, config, onSaved }: { secret: (typeof SECRETS)[numb
       }}
     >
       <Field label={`New ${secret.label.toLowerCase()}`} htmlFor={id}>
-        <input
-          id={id}
-          type="password"
-          autoComplete="new-password"
-          minLength={16}
-          maxLength={512}
-          required
-          value={value}
-          onChange={(e) => setValue(e.target.value)}
-        />
+        <input type="password" autoComplete="new-password" minLength={16} maxLength={512} required value={value} onChange={(e) => setValue(e.target.value)} />
       </Field>
       <button type="submit" className="secondary" disabled={save.pending}>
         Save secret

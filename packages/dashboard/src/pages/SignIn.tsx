@@ -107,14 +107,12 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
       <form onSubmit={(e) => void submit(e)} noValidate aria-describedby={errorFor('keys') ? 'signin-error' : undefined}>
         <Field label="Your name" htmlFor="signin-name" hint="Shown in the audit trail: the gate records your decisions as dashboard:<name>.">
           <input
-            id="signin-name"
             name="name"
             autoComplete="name"
             value={name}
             maxLength={100}
             onChange={(e) => setName(e.target.value)}
             aria-invalid={errorFor('name') ? true : undefined}
-            aria-describedby="signin-name-hint"
           />
         </Field>
         {errorFor('name') && <ErrorMessage error={errorFor('name')!} title="Name" />}
@@ -132,14 +130,12 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
             }
           >
             <input
-              id="signin-observe"
               name="observeKey"
               type="password"
               autoComplete="off"
               spellCheck={false}
               value={observeKey}
               onChange={(e) => setObserveKey(e.target.value)}
-              aria-describedby="signin-observe-hint"
               aria-invalid={errorFor('observe') ? true : undefined}
             />
           </Field>
@@ -171,14 +167,12 @@ export function SignInPage({ current, notice, onSignedIn }: { current: Credentia
             }
           >
             <input
-              id="signin-gate"
               name="gateKey"
               type="password"
               autoComplete="off"
               spellCheck={false}
               value={gateKey}
               onChange={(e) => setGateKey(e.target.value)}
-              aria-describedby="signin-gate-hint"
               aria-invalid={errorFor('gate') ? true : undefined}
             />
           </Field>

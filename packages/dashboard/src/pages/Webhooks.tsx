@@ -103,10 +103,10 @@ export function WebhooksPage() {
         <CreateForm create={create} submit="Register webhook" pending="Registering…" failure="The webhook was not registered">
           <div className="form-grid">
             <Field label="URL" htmlFor="hook-url">
-              <input id="hook-url" type="url" required value={url} placeholder="https://example.com/vigil-gate" onChange={(e) => setUrl(e.target.value)} />
+              <input type="url" required value={url} placeholder="https://example.com/vigil-gate" onChange={(e) => setUrl(e.target.value)} />
             </Field>
             <Field label="Signing secret (16+ characters, optional)" htmlFor="hook-secret">
-              <input id="hook-secret" type="password" autoComplete="off" minLength={16} value={secret} onChange={(e) => setSecret(e.target.value)} />
+              <input type="password" autoComplete="off" minLength={16} value={secret} onChange={(e) => setSecret(e.target.value)} />
             </Field>
           </div>
           <Choices legend="Events" options={EVENTS} chosen={events} onChange={setEvents} />
