@@ -28,7 +28,7 @@ export {
   type ToolCallOptions,
 } from './session.ts';
 export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
-export { askApproval, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
+export { askApproval, awaitApproval, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
 export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';
