@@ -38,6 +38,8 @@ function hasToolResult(body: Body): boolean {
   );
 }
 
+let completions = 0;
+
 function openaiChat(body: Body, res: ServerResponse, options: ScriptedProviderOptions): void {
   const done = hasToolResult(body);
   const call = toolCall(body, options);
@@ -51,7 +53,8 @@ function openaiChat(body: Body, res: ServerResponse, options: ScriptedProviderOp
         tool_calls: [{ id: 'call_1', type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } }],
       };
   sendJson(res, 200, {
-    id: 'chatcmpl-stand-in',
+    // One id per completion: LangGraph's message reducer replaces a message by id.
+    id: `chatcmpl-stand-in-${++completions}`,
     object: 'chat.completion',
     created: 1_764_000_000,
     model: body.model ?? 'gpt-4o-mini',
