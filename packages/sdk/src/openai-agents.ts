@@ -8,7 +8,7 @@
  *   expired, unreachable gate or a receipt that does not redeem for these arguments → the tool does
  *   not run and the model gets the reason as the tool's output.
  * - `suspend(result)` turns an interrupted run into what to store (its serialised RunState and the
- *   gate requests of its interruptions); `resume(agent, suspended)` — in this process or another
+ *   gate requests of its interruptions) and sends the session's queued events; `resume(agent, suspended)` — in this process or another
  *   one after a restart — waits for the gate's decisions and answers the RunState to run again,
  *   with each interruption approved or rejected (with the reason) as the gate decided.
  * The session records each request, decision and executed call once.
@@ -113,6 +113,8 @@ export class VigilAgentApprovals {
       calls[callId] = call;
     }
     const session = resolveSession(this.options.session);
+    // The run may be resumed by another process: what this one recorded is sent now, not with the next batch.
+    await session?.flush().catch(() => undefined);
     return { runState: result.state.toString(), calls, session: session ? { id: session.id, agentId: session.agentId } : null };
   }
 

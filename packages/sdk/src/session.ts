@@ -243,6 +243,14 @@ export class VigilSession {
   }
 
   /**
+   * Sends the client's queued events now: before a run is handed to another process (stored to be
+   * resumed after a restart), what this one recorded must not wait for the next batch.
+   */
+  flush(): Promise<void> {
+    return this.sink.flush();
+  }
+
+  /**
    * Emits session_ended (with totalToolCalls and totalDurationMs) and flushes the queue, so the
    * session is stored when the promise resolves. Ending twice is a no-op.
    */
