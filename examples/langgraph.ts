@@ -25,10 +25,11 @@ const approvals = new VigilGraphApprovals({
   wait: { timeoutMs: 30 * 60_000, onPending: (request) => console.log(`Waiting for a decision on request ${request.id} (${request.action})`) },
 });
 
-const issueRefund = tool(
-  (args) => approvals.run('issue_refund', args, async ({ orderId, amount }) => `refunded ${amount} EUR on order ${orderId}`),
-  { name: 'issue_refund', description: 'Refund an order to the customer', schema: z.object({ orderId: z.string(), amount: z.number() }) },
-);
+const issueRefund = tool((args) => approvals.run('issue_refund', args, async ({ orderId, amount }) => `refunded ${amount} EUR on order ${orderId}`), {
+  name: 'issue_refund',
+  description: 'Refund an order to the customer',
+  schema: z.object({ orderId: z.string(), amount: z.number() }),
+});
 const agent = createReactAgent({
   llm: new ChatOpenAI({ model: 'gpt-4o-mini' }), // OPENAI_API_KEY, OPENAI_BASE_URL
   tools: [issueRefund],

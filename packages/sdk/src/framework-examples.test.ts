@@ -93,7 +93,12 @@ await describeEachDatabase('framework examples', (backend) => {
   test('examples/openai-agents.ts: killed while it waits for a human, started again, it resumes the stored run with the decision', async () => {
     const runFile = join(scratch, `refund-run-${backend.kind}.json`);
     const first = runExample('openai-agents.ts', { ...env, REFUND_RUN_FILE: runFile });
-    const waiting = await eventually(async () => first.stdout(), (out) => /Waiting for a decision on request \S+/.test(out), 60_000, 'the wait');
+    const waiting = await eventually(
+      async () => first.stdout(),
+      (out) => /Waiting for a decision on request \S+/.test(out),
+      60_000,
+      'the wait',
+    );
     const requestId = /Waiting for a decision on request (\S+)/.exec(waiting)![1]!;
     const sessionId = /Session (\S+) started/.exec(waiting)![1]!;
     assert.ok(existsSync(runFile), 'the interrupted run is stored before the wait');
@@ -109,7 +114,14 @@ await describeEachDatabase('framework examples', (backend) => {
     assert.equal(existsSync(runFile), false, 'the finished run is forgotten');
 
     // One session across both processes: each fact once, the refund after the human's decision.
-    assert.deepEqual(await sessionFacts(sessionId), ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended']);
+    assert.deepEqual(await sessionFacts(sessionId), [
+      'session_started',
+      'approval_requested',
+      'approval_granted',
+      'tool_call',
+      'tool_response',
+      'session_ended',
+    ]);
     const request = await admin.getRequest(requestId);
     assert.deepEqual(request.params, { orderId: '1042', amount: 349 });
     assert.notEqual(request.confirmedAt, null, 'the gate is told the refund ran');
@@ -117,14 +129,26 @@ await describeEachDatabase('framework examples', (backend) => {
 
   test('examples/langgraph.ts: the interrupt waits for a human who approves through the API, then the graph finishes', async () => {
     const program = runExample('langgraph.ts', env);
-    const waiting = await eventually(async () => program.stdout(), (out) => /Waiting for a decision on request \S+/.test(out), 60_000, 'the wait');
+    const waiting = await eventually(
+      async () => program.stdout(),
+      (out) => /Waiting for a decision on request \S+/.test(out),
+      60_000,
+      'the wait',
+    );
     const requestId = /Waiting for a decision on request (\S+)/.exec(waiting)![1]!;
     await admin.decide(requestId, 'approved', 'broken on arrival');
     assert.equal(await program.code, 0, program.stderr());
     assert.equal(program.stderr(), '');
     assert.match(program.stdout(), /Answer: Done: refunded 349 EUR on order 1042/);
     const sessionId = /Session (\S+) started/.exec(program.stdout())![1]!;
-    assert.deepEqual(await sessionFacts(sessionId), ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended']);
+    assert.deepEqual(await sessionFacts(sessionId), [
+      'session_started',
+      'approval_requested',
+      'approval_granted',
+      'tool_call',
+      'tool_response',
+      'session_ended',
+    ]);
     assert.notEqual((await admin.getRequest(requestId)).confirmedAt, null);
   });
 });

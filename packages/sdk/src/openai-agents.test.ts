@@ -131,7 +131,10 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
     const session = observe.startSession({ agentId: 'refund-agent' });
     const result = await session.run(() => run(byPolicy.agent, 'Refund order 3001'));
     assert.deepEqual(byPolicy.refunds, []);
-    assert.match(String(result.finalOutput), /^Done: Vigil did not run "issue_refund": Approval request \S+ for "issue_refund" was denied by policy:\S+: Denied by policy "refunds"/);
+    assert.match(
+      String(result.finalOutput),
+      /^Done: Vigil did not run "issue_refund": Approval request \S+ for "issue_refund" was denied by policy:\S+: Denied by policy "refunds"/,
+    );
 
     nextArguments = { orderId: '3002', amount: 500 };
     const byHuman = refundAgent();

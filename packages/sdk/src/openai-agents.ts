@@ -38,7 +38,6 @@ export interface SuspendedRun {
 }
 
 /** Any agent: the SDK's own signatures take Agent<any, any>. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyAgent = Agent<any, any>;
 
 /** What execute needs to know about a call: the gate's decision, or why there is none. */
