@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
-import OpenAI from 'openai';
+import { Agent, OpenAIProvider, run, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
 import { startLiveServices, type LiveServices } from '@vigil/cli/testing';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
@@ -59,7 +58,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
   });
 
   /** A refund agent whose tool goes through the gate; `refunds` lists what actually ran. */
-  function refundAgent(options: Partial<VigilAgentApprovalsOptions> = {}) {
+  async function refundAgent(options: Partial<VigilAgentApprovalsOptions> = {}) {
     const approvals = new VigilAgentApprovals({ gate: agentGate, wait: { pollIntervalMs: 20, timeoutMs: 5000 }, ...options });
     const refunds: Array<{ orderId: string; amount: number }> = [];
     const issueRefund = tool({
@@ -72,7 +71,8 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
         return `refunded ${input.amount} on order ${input.orderId}`;
       }),
     });
-    const model = new OpenAIResponsesModel(new OpenAI({ baseURL: `${provider.url}/v1`, apiKey: 'sk-stand-in' }), 'gpt-4o-mini');
+    // The Responses API, the SDK's default, with its own OpenAI client.
+    const model = await new OpenAIProvider({ baseURL: `${provider.url}/v1`, apiKey: 'sk-stand-in' }).getModel('gpt-4o-mini');
     const agent = new Agent({ name: 'refund-agent', instructions: 'Refund what the customer asks for.', model, tools: [issueRefund] });
     return { approvals, agent, refunds };
   }
@@ -85,7 +85,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
 
   test('a policy approves at once: no interruption, the tool runs once, the session records request, decision and call once', async () => {
     nextArguments = { orderId: '1042', amount: 49 };
-    const { agent, refunds } = refundAgent();
+    const { agent, refunds } = await refundAgent();
     const session = observe.startSession({ agentId: 'refund-agent' });
     const result = await session.run(() => run(agent, 'Refund order 1042'));
     await session.end();
@@ -102,7 +102,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
 
   test('a human approves through the API: the run is interrupted, suspended, and resumed from its RunState with the decision', async () => {
     nextArguments = { orderId: '2077', amount: 349 };
-    const { approvals, agent, refunds } = refundAgent();
+    const { approvals, agent, refunds } = await refundAgent();
     const session = observe.startSession({ agentId: 'refund-agent' });
     const first = await session.run(() => run(agent, 'Refund order 2077'));
     assert.equal(first.interruptions.length, 1);
@@ -127,7 +127,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
 
   test('denied by a policy, or by a human: the tool does not run and the model is told why', async () => {
     nextArguments = { orderId: '3001', amount: 25_000 };
-    const byPolicy = refundAgent();
+    const byPolicy = await refundAgent();
     const session = observe.startSession({ agentId: 'refund-agent' });
     const result = await session.run(() => run(byPolicy.agent, 'Refund order 3001'));
     assert.deepEqual(byPolicy.refunds, []);
@@ -137,7 +137,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
     );
 
     nextArguments = { orderId: '3002', amount: 500 };
-    const byHuman = refundAgent();
+    const byHuman = await refundAgent();
     const first = await session.run(() => run(byHuman.agent, 'Refund order 3002'));
     const suspended = await session.run(() => byHuman.approvals.suspend(first));
     await admin.decide(Object.values(suspended.calls)[0]!.requestId, 'denied', 'order was never paid');
@@ -151,7 +151,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
 
   test('a request that expires undecided: the resumed run rejects the call, the tool does not run', async () => {
     nextArguments = { orderId: '4004', amount: 700 };
-    const { approvals, agent, refunds } = refundAgent({ expiresInMs: 300 });
+    const { approvals, agent, refunds } = await refundAgent({ expiresInMs: 300 });
     const first = await run(agent, 'Refund order 4004');
     const suspended = await approvals.suspend(first);
     await sleep(400);
@@ -164,7 +164,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
   test('an unreachable gate: the tool does not run and the model is told the gate could not be asked', async () => {
     nextArguments = { orderId: '5005', amount: 10 };
     const unreachable = new GateClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'gk_unused', retry: false });
-    const { agent, refunds } = refundAgent({ gate: unreachable });
+    const { agent, refunds } = await refundAgent({ gate: unreachable });
     const result = await run(agent, 'Refund order 5005');
     assert.deepEqual(refunds, []);
     assert.match(String(result.finalOutput), /^Done: Vigil did not run "issue_refund": the gate could not be asked \(/);
@@ -172,7 +172,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
 
   test('resume while the human has not decided yet: ApprovalTimeoutError, nothing decided, and a later resume still works', async () => {
     nextArguments = { orderId: '6006', amount: 800 };
-    const { approvals, agent, refunds } = refundAgent({ wait: { pollIntervalMs: 20, timeoutMs: 100 } });
+    const { approvals, agent, refunds } = await refundAgent({ wait: { pollIntervalMs: 20, timeoutMs: 100 } });
     const first = await run(agent, 'Refund order 6006');
     const suspended = await approvals.suspend(first);
     await assert.rejects(approvals.resume(agent, suspended), { name: 'ApprovalTimeoutError' });

@@ -95,7 +95,7 @@ export class VigilAgentApprovals {
    * An interrupted run as it can be stored: its RunState and the gate request of each interrupted
    * call (asked now for a call whose tool interrupts without this needsApproval).
    */
-  async suspend(result: { state: RunState<unknown, AnyAgent>; interruptions: RunToolApprovalItem[] }): Promise<SuspendedRun> {
+  async suspend(result: { state: { toString(): string }; interruptions: RunToolApprovalItem[] }): Promise<SuspendedRun> {
     const calls: Record<string, SuspendedCall> = {};
     for (const item of result.interruptions) {
       const callId = callIdOf(item);
