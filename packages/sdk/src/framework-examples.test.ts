@@ -87,7 +87,7 @@ await describeEachDatabase('framework examples', (backend) => {
       `the end of session ${sessionId}`,
     );
     assert.equal(chainValid, true);
-    return events.map((e) => e.eventType);
+    return events.map((e) => (e.eventType === 'custom' ? String(e.payload.type) : e.eventType));
   }
 
   test('examples/openai-agents.ts: killed while it waits for a human, started again, it resumes the stored run with the decision', async () => {
@@ -118,6 +118,7 @@ await describeEachDatabase('framework examples', (backend) => {
       'session_started',
       'approval_requested',
       'approval_granted',
+      'approval_redeemed',
       'tool_call',
       'tool_response',
       'session_ended',
@@ -145,6 +146,7 @@ await describeEachDatabase('framework examples', (backend) => {
       'session_started',
       'approval_requested',
       'approval_granted',
+      'approval_redeemed',
       'tool_call',
       'tool_response',
       'session_ended',

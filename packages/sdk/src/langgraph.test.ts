@@ -13,7 +13,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
 import { startLiveServices, type LiveServices } from '@vigil/cli/testing';
 import { describeEachDatabase, type TestBackend, type TestHttpServer } from '@vigil/platform/testing';
-import { GateClient, ObserveClient, type VigilSession } from './node.ts';
+import { askApproval, GateClient, ObserveClient, type VigilSession } from './node.ts';
 import { VigilGraphApprovals, type VigilGraphApprovalsOptions } from './langgraph.ts';
 import { startScriptedProviders } from './provider-fixtures.ts';
 
@@ -179,6 +179,35 @@ await describeEachDatabase('LangGraph.js adapter', (backend) => {
     const done = await approvals.resume(graph, config);
     assert.deepEqual(refunds, []);
     assert.match(lastMessage(done), /^Done: Vigil did not run "issue_refund": the gate could not be asked \(/);
+  });
+
+  test("arguments changed between the approval and the execution (an edit resumed with another call's approval): refused", async () => {
+    nextArguments = { orderId: '7007', amount: 40 };
+    const { approvals, graph, config, refunds } = refundGraph();
+    await graph.invoke({ messages: [new HumanMessage('Refund order 7007')] }, config);
+    const [pending] = await approvals.pending(graph, config);
+    // An approval the policy gave for 40, carried into a resume that runs 4000.
+    const approved = await askApproval(agentGate, 'issue_refund', { orderId: '7007', amount: 40 });
+    assert.equal(approved.approved, true);
+    const edit = { type: 'edit', args: { action: 'issue_refund', args: { orderId: '7007', amount: 4000 } }, outcome: approved };
+    const done = await graph.invoke(new Command({ resume: { [pending!.interruptId]: edit } }), config);
+    assert.deepEqual(refunds, [], 'the changed call did not run');
+    assert.match(lastMessage(done), /Vigil did not run "issue_refund": .*the params differ from the ones approved/);
+
+    // The approval is still good for what it approved, once: a replay of it is refused by the gate.
+    nextArguments = { orderId: '7007', amount: 40 };
+    const again = refundGraph();
+    await again.graph.invoke({ messages: [new HumanMessage('Refund order 7007')] }, again.config);
+    const [next] = await again.approvals.pending(again.graph, again.config);
+    const accept = { type: 'accept', args: null, outcome: approved };
+    await again.graph.invoke(new Command({ resume: { [next!.interruptId]: accept } }), again.config);
+    assert.deepEqual(again.refunds, [{ orderId: '7007', amount: 40 }]);
+    const replay = refundGraph();
+    await replay.graph.invoke({ messages: [new HumanMessage('Refund order 7007')] }, replay.config);
+    const [third] = await replay.approvals.pending(replay.graph, replay.config);
+    const replayed = await replay.graph.invoke(new Command({ resume: { [third!.interruptId]: accept } }), replay.config);
+    assert.deepEqual(replay.refunds, [], 'a redeemed approval does not run a second call');
+    assert.match(lastMessage(replayed), /Vigil did not run "issue_refund": .*redeem/);
   });
 
   test('resumed without the gate (a bare Command): the tool does not run', async () => {

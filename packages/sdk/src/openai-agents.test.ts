@@ -170,6 +170,23 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
     assert.match(String(result.finalOutput), /^Done: Vigil did not run "issue_refund": the gate could not be asked \(/);
   });
 
+  test('arguments changed between the approval and the execution (the stored run edited): refused, the tool does not run', async () => {
+    nextArguments = { orderId: '7007', amount: 350 };
+    const { approvals, agent, refunds } = await refundAgent();
+    const session = observe.startSession({ agentId: 'refund-agent' });
+    const first = await session.run(() => run(agent, 'Refund order 7007'));
+    const suspended = await session.run(() => approvals.suspend(first));
+    await admin.decide(Object.values(suspended.calls)[0]!.requestId, 'approved');
+    // Whoever can write where the run is stored raises the amount the human approved.
+    const edited = suspended.runState.replaceAll('\\"amount\\":350', '\\"amount\\":35000');
+    assert.notEqual(edited, suspended.runState, 'the stored call was edited');
+    const second = await session.run(async () => run(agent, await approvals.resume(agent, { ...suspended, runState: edited })));
+    await session.end();
+    assert.deepEqual(refunds, [], 'the edited call did not run');
+    assert.match(String(second.finalOutput), /Vigil did not run "issue_refund": .*the params differ from the ones approved/);
+    assert.deepEqual(await approvalEvents(session.id), ['approval_requested', 'approval_granted']);
+  });
+
   test('resume while the human has not decided yet: ApprovalTimeoutError, nothing decided, and a later resume still works', async () => {
     nextArguments = { orderId: '6006', amount: 800 };
     const { approvals, agent, refunds } = await refundAgent({ wait: { pollIntervalMs: 20, timeoutMs: 100 } });
