@@ -15,12 +15,17 @@
  *    one request at a time (the SDK's queue also keeps one request in flight, so that each
  *    session's events stay in order, but sends everything waiting in it, up to 1000 events).
  *
+ * 4. Approval receipts: verifyReceipt (Web Crypto Ed25519 over the receipt's canonical JSON, the
+ *    key imported once and cached) of a receipt signed as the gate signs one, one call at a time:
+ *    wall time and process CPU per verification.
+ *
  * BENCH_SDK_BATCH_SIZE sets the client's batchSize (default: the SDK's).
  */
 import { spawn } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import OpenAI from 'openai';
-import { ObserveClient, type IncomingEvent, type VigilError } from '../packages/sdk/src/index.ts';
+import { canonicalJson, ObserveClient, receiptKeyId, verifyReceipt, type IncomingEvent, type VigilError } from '../packages/sdk/src/index.ts';
 import { observeOpenAI } from '../packages/sdk/src/openai.ts';
 import { post } from './observe-workload.ts';
 import { createObserveKey, startObserve, stopServer } from './server.ts';
@@ -285,6 +290,41 @@ async function benchBatcherCeiling(fakeObserveUrl: string, rows: Row[]): Promise
   ]);
 }
 
+const RECEIPT_VERIFICATIONS = 5000;
+
+/** verifyReceipt of one receipt signed as the gate signs (stored-formats/receipt.ts), after a warm-up: µs per call, wall and CPU. */
+async function benchReceiptVerification(rows: Row[]): Promise<void> {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
+  const unsigned = {
+    v: 1,
+    requestId: '01a22660-4902-7a5d-8b7e-2990859443b5',
+    action: 'transfer_funds',
+    argsDigest: 'a'.repeat(64),
+    decision: 'approved',
+    decidedBy: { keyId: '01a22660-0000-7000-8000-000000000001', name: 'cfo-bot' },
+    policyId: null,
+    issuedAt: '2026-11-22T10:00:00.000Z',
+    expiresAt: '2026-11-22T10:15:00.000Z',
+    nonce: 'b'.repeat(32),
+    keyId: await receiptKeyId(raw),
+  };
+  const receipt = { ...unsigned, signature: sign(null, Buffer.from(canonicalJson(unsigned)), privateKey).toString('base64url') };
+  const key = raw.toString('base64');
+  for (let i = 0; i < 500; i++) if (!(await verifyReceipt(receipt, key))) throw new Error('the bench receipt does not verify');
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  for (let i = 0; i < RECEIPT_VERIFICATIONS; i++) await verifyReceipt(receipt, key);
+  const wall = ((performance.now() - started) * 1000) / RECEIPT_VERIFICATIONS;
+  const used = process.cpuUsage(cpuBefore);
+  const cpu = (used.user + used.system) / RECEIPT_VERIFICATIONS;
+  rows.push([
+    `verifyReceipt (SDK, Web Crypto Ed25519), one at a time, ${RECEIPT_VERIFICATIONS.toLocaleString('en-US')} verifications`,
+    '≤ 100 µs',
+    checked(`${wall.toFixed(1)} µs · process CPU ${cpu.toFixed(1)} µs`, wall <= 100),
+  ]);
+}
+
 async function main(): Promise<void> {
   const { child, base, dataDir, schema } = await startObserve('sdk');
   const fakeObserve = await startFakeServer({ accepted: 1 }, 201);
@@ -295,6 +335,7 @@ async function main(): Promise<void> {
     // catches up for a while after each load and would share this machine's CPU).
     await benchBatcherCeiling(fakeObserve.origin, rows);
     await benchOpenAICapture(fakeObserve.origin, rows);
+    await benchReceiptVerification(rows);
     await benchBatcher(base, key, rows, process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite');
   } finally {
     await fakeObserve.stop();

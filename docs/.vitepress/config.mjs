@@ -38,6 +38,7 @@ export default defineConfig({
           { text: 'MCP server', link: '/guide/mcp' },
           { text: 'CI gate (eval-gate)', link: '/guide/eval-gate' },
           { text: 'Approvals from Slack and Discord', link: '/chat' },
+          { text: 'Approval receipts', link: '/guide/receipts' },
           { text: 'Receiving gate webhooks', link: '/webhooks' },
           { text: 'Audit and verification', link: '/audit' },
           { text: 'Deploying', link: '/deploy' },

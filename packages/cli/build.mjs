@@ -179,7 +179,8 @@ export async function buildServices(dist = DIST_DIR) {
     writeFileSync(scratch, file.contents);
     renameSync(scratch, file.path);
   }
-  const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint !== undefined)[0];
+  // A module imported dynamically is an entry point of the metafile too: the entry is main.ts's output.
+  const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === 'packages/cli/src/main.ts')[0];
   const inputs = {};
   const sources = [...Object.keys(threads.metafile.inputs), ...Object.keys(result.metafile.inputs)].filter((path) => !path.startsWith('<define:'));
   for (const path of [...sources, ...extraInputs(ROOT)]) inputs[path] = statSync(join(ROOT, path)).mtimeMs;

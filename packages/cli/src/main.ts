@@ -62,9 +62,13 @@ registerEvalGate(program);
 program
   .command('verify')
   .description(
-    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint)',
+    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint); `vigil verify receipt FILE --public-key KEY` checks an approval receipt (exit 0 valid, 1 invalid, 2 usage)',
   )
-  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify')
+  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify, or `receipt`')
+  .argument(
+    '[file]',
+    'after `receipt`: the approval receipt (GET /api/requests/:id/receipt) to verify; --public-key is the gate key, or a file of GET /api/audit/public-key',
+  )
   .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it; its key is trusted')
   .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
   .option('--url <url>', 'observe or gate server: fetch consistency proofs, or audit the whole log when no bundle is given (API key: env VIGIL_API_KEY)')
@@ -78,13 +82,24 @@ program
     }
     process.exit(2);
   })
-  .action(async (bundle: string | undefined, options: VerifyOptions) => {
-    const { runVerify } = await import('./verify/command.ts');
-    process.exitCode = await runVerify(bundle, options, process.env, {
-      out: (text) => process.stdout.write(text),
-      err: (text) => process.stderr.write(text),
+  .action(async (bundle: string | undefined, file: string | undefined, options: VerifyOptions) => {
+    const io = {
+      out: (text: string) => process.stdout.write(text),
+      err: (text: string) => process.stderr.write(text),
       live: liveProgressWanted(process.stderr.isTTY, process.env),
-    });
+    };
+    if (bundle === 'receipt' || file !== undefined) {
+      if (bundle !== 'receipt' || file === undefined) {
+        process.stderr.write('usage: vigil verify receipt FILE [--public-key KEY]\n');
+        process.exitCode = 2;
+        return;
+      }
+      const { runVerifyReceipt } = await import('./verify/receipt.ts');
+      process.exitCode = await runVerifyReceipt(file, options, process.env, io);
+      return;
+    }
+    const { runVerify } = await import('./verify/command.ts');
+    process.exitCode = await runVerify(bundle, options, process.env, io);
   });
 program
   .command('mcp')

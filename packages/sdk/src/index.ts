@@ -30,6 +30,7 @@ export {
 export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
 export {
   canonicalJson,
+  isReceiptShaped,
   receiptArgsDigest,
   receiptKeyId,
   trustedReceiptKeys,

@@ -373,6 +373,7 @@ await describeEachDatabase('gate requests API', (backend) => {
       'id',
       'params',
       'policyDecision',
+      'receipt',
       'status',
       'urgency',
     ]);
@@ -391,6 +392,7 @@ await describeEachDatabase('gate requests API', (backend) => {
       confirmedAt: null,
       executionResult: null,
       policyDecision: { decision: 'route_to_human', policyId: null, approvers: [], channels: [], requireReason: false },
+      receipt: null,
     });
     assertGateError(await gate.call({ method: 'GET', url: '/api/requests/0190d6c4-0000-7000-8000-000000000000' }), 404, 'not_found');
     assertGateError(await gate.call({ method: 'GET', url: '/api/requests/unknown' }), 404, 'not_found');
@@ -404,7 +406,9 @@ await describeEachDatabase('gate requests API', (backend) => {
     clock().advance(5000);
     const response = await decide(created.id, { decision: 'approved', reason: 'Looks safe' }, key);
     assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), { id: created.id, status: 'approved', decidedBy: 'api:ops-bot', decidedAt: iso(T0 + 5000) });
+    const { receipt, ...decided } = response.json<{ receipt: { requestId: string } | null }>();
+    assert.deepEqual(decided, { id: created.id, status: 'approved', decidedBy: 'api:ops-bot', decidedAt: iso(T0 + 5000) });
+    assert.equal(receipt?.requestId, created.id, 'an approval answers its receipt (receipts/receipts.test.ts)');
 
     const stored = await get(created.id);
     assert.equal(stored.status, 'approved');
@@ -437,7 +441,7 @@ await describeEachDatabase('gate requests API', (backend) => {
     const created = await create({ action: 'delete_repo' });
     const response = await decide(created.id, { decision: 'denied' }, key);
     assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), { id: created.id, status: 'denied', decidedBy: 'api:reviewer', decidedAt: iso(T0) });
+    assert.deepEqual(response.json(), { id: created.id, status: 'denied', decidedBy: 'api:reviewer', decidedAt: iso(T0), receipt: null });
     const stored = await get(created.id);
     assert.equal(stored.status, 'denied');
     assert.equal(stored.decisionReason, null);
