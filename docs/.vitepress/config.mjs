@@ -29,6 +29,8 @@ export default defineConfig({
           { text: 'Quick start', link: '/guide/quick-start' },
           { text: 'A first session and an approval, with curl', link: '/guide/curl' },
           { text: 'TypeScript SDK', link: '/guide/sdk' },
+          { text: 'The gate for the OpenAI Agents SDK', link: '/guide/openai-agents' },
+          { text: 'The gate for LangGraph.js', link: '/guide/langgraph' },
           { text: 'OpenTelemetry (OTLP)', link: '/guide/opentelemetry' },
           { text: 'Dashboard', link: '/guide/dashboard' },
           { text: 'Observe keys and scopes', link: '/guide/observe-keys' },

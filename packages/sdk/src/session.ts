@@ -19,6 +19,11 @@ export interface StartSessionOptions {
   metadata?: Record<string, unknown>;
   /** Further session_started payload fields (e.g. mcpClientInfo). */
   payload?: Record<string, unknown>;
+  /**
+   * The session was started elsewhere (by the process that ran before a restart, say): this one
+   * adds to it under `sessionId` and records no session_started.
+   */
+  continues?: boolean;
 }
 
 export interface EndSessionOptions {
@@ -123,6 +128,7 @@ export class VigilSession {
     this.id = options.sessionId ?? newId();
     this.agentId = options.agentId;
     this.metadata = options.metadata;
+    if (options.continues === true) return;
     this.event('session_started', {
       ...options.payload,
       ...(options.agentName !== undefined && { agentName: options.agentName }),
@@ -234,6 +240,14 @@ export class VigilSession {
       { toolName, callId, error: errorText(error), durationMs, ...(code !== undefined && { errorCode: code }) },
       { ...options, severity: options.severity ?? 'error' },
     );
+  }
+
+  /**
+   * Sends the client's queued events now: before a run is handed to another process (stored to be
+   * resumed after a restart), what this one recorded must not wait for the next batch.
+   */
+  flush(): Promise<void> {
+    return this.sink.flush();
   }
 
   /**

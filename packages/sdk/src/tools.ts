@@ -4,7 +4,7 @@
  */
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
 import { ApprovalDeniedError, ApprovalReceiptError, VigilApiError, type ReceiptFailure } from './errors.ts';
-import type { ApprovalOutcome, GateClient, NewApprovalRequest, WaitOptions } from './gate.ts';
+import type { ApprovalOutcome, ApprovalRequest, GateClient, NewApprovalRequest, WaitOptions } from './gate.ts';
 import { isReceiptShaped, receiptArgsDigest, verifyReceipt, type ApprovalReceipt } from './receipts.ts';
 import { storable, type VigilSession } from './session.ts';
 
@@ -47,6 +47,8 @@ export interface WithApprovalOptions {
   context?: Record<string, unknown>;
   /** How long and how often to wait for a human (see GateClient.waitForDecision). */
   wait?: WaitOptions;
+  /** When the request expires undecided (the gate then answers it `expired`). */
+  expiresAt?: NewApprovalRequest['expiresAt'];
   /** Tell the gate the action ran, with its outcome, once it has (default true). */
   confirm?: boolean;
   /** The name the action is recorded under as a tool call (default: the action). */
@@ -70,11 +72,34 @@ export async function askApproval(
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
-    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) },
+    {
+      action,
+      params,
+      context,
+      ...(options.urgency !== undefined && { urgency: options.urgency }),
+      ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }),
+    },
     { signal: options.wait?.signal },
   );
   session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });
-  const outcome = await gate.waitForDecision(created.id, options.wait, created);
+  return awaitApproval(gate, created, action, options);
+}
+
+/**
+ * Waits for the decision on a request askApproval created (given by id, or as the gate answered
+ * it) and records approval_granted, _denied or _expired in the session: for adapters whose
+ * framework suspends the run while a human decides, and resumes it, maybe in another process.
+ * Throws ApprovalTimeoutError when no decision came in time (nothing recorded then).
+ */
+export async function awaitApproval(
+  gate: GateClient,
+  request: string | ApprovalRequest,
+  action: string,
+  options: Pick<WithApprovalOptions, 'session' | 'wait'> = {},
+): Promise<ApprovalOutcome> {
+  const session = resolveSession(options.session);
+  const outcome =
+    typeof request === 'string' ? await gate.waitForDecision(request, options.wait) : await gate.waitForDecision(request.id, options.wait, request);
   if (outcome.status !== 'pending') {
     session?.event(
       DECISION_EVENT[outcome.status],
