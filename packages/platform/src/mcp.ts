@@ -1,6 +1,11 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  type CallToolResult,
+  type McpRequestContext,
+} from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from './errors.ts';
@@ -115,11 +120,17 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
     return scopeOfTool;
   };
 
-  const server = (request: FastifyRequest): McpServer => {
-    const mcp = new McpServer({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
+  // One instance per request (an SDK instance serves one exchange at a time); the tools' routes
+  // run with the credentials of the request the instance serves.
+  const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
+    const mcp = new McpServer(
+      { name: options.name, version: options.version },
+      // logging: clients may set a level (2025 eras); the tools send no log messages.
+      { capabilities: { tools: {}, logging: {} } },
+    );
     const headers: Record<string, string> = {};
     for (const name of FORWARDED_HEADERS) {
-      const value = request.headers[name];
+      const value = context.requestInfo?.headers.get(name);
       if (typeof value === 'string') headers[name] = value;
     }
     for (const tool of options.tools) {
@@ -128,10 +139,10 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
         tool.name,
         {
           description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
-          inputSchema: tool.input,
+          inputSchema: z.object(tool.input),
           annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
         },
-        (async (args: Record<string, unknown>) => {
+        async (args: Record<string, unknown>) => {
           const call = tool.request(args as never);
           const answer = await app.inject({
             method,
@@ -140,10 +151,25 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
             ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
           });
           return toolResult(`${method} ${path}`, answer.statusCode, answer.body);
-        }) as never,
+        },
       );
     }
     return mcp;
+  };
+  // 2026-07-28: each request carries its protocol version (`_meta` and the MCP-Protocol-Version
+  // header); no handshake, no session. Earlier versions (an `initialize` handshake first) are
+  // served by legacy() below.
+  const modern = createMcpHandler(server, { legacy: 'reject' });
+  const legacy = async (webRequest: Request, message: unknown): Promise<Response> => {
+    const mcp = server({ requestInfo: webRequest });
+    // Stateless, and JSON rather than an SSE stream: nothing outlives the request.
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await mcp.connect(transport);
+      return await transport.handleRequest(webRequest, { parsedBody: message });
+    } finally {
+      await mcp.close();
+    }
   };
 
   const answer = async (reply: FastifyReply, response: Response): Promise<FastifyReply> => {
@@ -169,19 +195,12 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       const refusal = error as ServiceError;
       return answer(reply, jsonRpcError(refusal.status >= 400 && refusal.status < 500 ? refusal.status : 400, -32700, `Parse error: ${refusal.message}`));
     }
-    const mcp = server(request);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await mcp.connect(transport);
-      const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
-      const webRequest = new Request(url, {
-        method: 'POST',
-        headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
-      });
-      return await answer(reply, await transport.handleRequest(webRequest, { parsedBody: message }));
-    } finally {
-      await mcp.close();
-    }
+    const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
+    const webRequest = new Request(url, {
+      method: 'POST',
+      headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
+    });
+    return answer(reply, await ((await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message })));
   };
 
   app.register(async (scope) => {
