@@ -180,9 +180,13 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
         });
         assert.equal((await post(url, initialize)).status, 401);
-        const discover = await post(url, JSON.stringify(modernRequest('server/discover')), { 'mcp-protocol-version': '2026-07-28' });
+        const discover = await post(url, JSON.stringify(modernRequest('server/discover')), {
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'server/discover',
+        });
         assert.equal(discover.status, 401);
-        assert.match(((await discover.json()) as { error: string }).error, /Missing or invalid API key/);
+        // The service's own error body, as for any of its routes.
+        assert.match(await discover.text(), /Missing or invalid API key/);
       }
     });
 
@@ -213,8 +217,28 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       }
     });
 
+    test('2026-07-28 needs no handshake: a lone tools/call is answered; an unknown version is refused naming the supported ones', async () => {
+      const auth = { authorization: `Bearer ${live.observeKey}`, 'mcp-protocol-version': '2026-07-28' };
+      const called = await post(
+        live.observeUrl,
+        JSON.stringify(modernRequest('tools/call', { name: 'query_sessions', arguments: { limit: 1 } }, 7)),
+        { ...auth, 'mcp-method': 'tools/call', 'mcp-name': 'query_sessions' },
+      );
+      assert.equal(called.status, 200, await called.clone().text());
+      const answer = (await called.json()) as { id: number; result: { isError?: boolean; structuredContent: { sessions: unknown[] } } };
+      assert.equal(answer.id, 7);
+      assert.equal(answer.result.isError, undefined);
+      assert.ok(Array.isArray(answer.result.structuredContent.sessions));
+      const future = modernRequest('tools/list');
+      future.params._meta['io.modelcontextprotocol/protocolVersion'] = '2099-01-01';
+      const refused = await post(live.observeUrl, JSON.stringify(future), { ...auth, 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' });
+      const error = ((await refused.json()) as { error: { code: number; message: string; data?: { supported?: string[] } } }).error;
+      assert.ok(refused.status >= 400 && refused.status < 500, `${refused.status}`);
+      assert.deepEqual(error.data?.supported, ['2026-07-28'], JSON.stringify(error));
+    });
+
     test('an older protocol version the client asks for is answered with that version', async () => {
-      for (const version of ['2025-06-18', '2025-03-26', '2024-11-05']) {
+      for (const version of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']) {
         const response = await post(
           live.observeUrl,
           JSON.stringify({
