@@ -11,30 +11,12 @@ import { z } from 'zod';
 import { ServiceError } from './errors.ts';
 import { isLoopbackHost } from './config.ts';
 import { readJsonBody, type RouteScope, type ZodApp } from './http.ts';
+import type { McpRouteTool } from './mcp-tool.ts';
+
+export * from './mcp-tool.ts';
 
 /** The media type a Streamable HTTP client must accept beside JSON (server-sent events). */
 const SSE_MEDIA_TYPE = 'text/event-stream';
-
-/**
- * One MCP tool of a service: a call of one of its own routes. The route runs as if the MCP client
- * had called it with the same credentials (authentication, scope, rate limit, validation), so a
- * tool can never do what its route would refuse.
- */
-export interface McpRouteTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
-  name: string;
-  description: string;
-  input: Shape;
-  readOnly: boolean;
-  /** The route the tool calls, as `app.routeTable` names it (`POST /api/events`). */
-  route: string;
-  /** The URL (path parameters filled in, query string added) and the JSON body of the route call. */
-  request: (args: z.infer<z.ZodObject<Shape>>) => { url: string; body?: unknown };
-}
-
-/** Declares a tool with its arguments' type inferred from its input shape. */
-export function mcpRouteTool<Shape extends z.ZodRawShape>(tool: McpRouteTool<Shape>): McpRouteTool {
-  return tool as unknown as McpRouteTool;
-}
 
 export interface McpEndpointOptions {
   /** The server name MCP clients see (`initialize` answer). */
@@ -49,17 +31,6 @@ export interface McpEndpointOptions {
    * cannot reach the local server through a browser.
    */
   listenHost: string;
-}
-
-/** A query string of the defined values (arrays repeat the name); empty when there are none. */
-export function queryString(values: Record<string, string | number | boolean | readonly string[] | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(values)) {
-    if (value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
-  }
-  const text = query.toString();
-  return text === '' ? '' : `?${text}`;
 }
 
 // The credentials a tool call carries to its route: the MCP request's own.
