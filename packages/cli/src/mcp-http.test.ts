@@ -87,6 +87,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
             'recall',
           ]);
           assert.match(tools.find((tool) => tool.name === 'query_events')!.description!, /GET \/api\/events; needs the read scope/);
+          // What the suite's tools-list and json-schema-2020-12 scenarios look for, on every tool.
+          for (const tool of tools) {
+            assert.ok(tool.description, tool.name);
+            assert.equal(tool.inputSchema.type, 'object', tool.name);
+            assert.equal(tool.inputSchema.$schema, 'https://json-schema.org/draft/2020-12/schema', tool.name);
+          }
           const logged = await call(client, 'log_event', { sessionId: `s-${backend}-${version}`, agentId: 'mcp-agent', eventType: 'session_started', payload: {} });
           assert.equal(logged.isError, false, logged.text);
           const found = await call(client, 'query_events', { sessionId: `s-${backend}-${version}` });

@@ -74,7 +74,6 @@ const EVENT_TYPES = [
   'custom',
 ] as const satisfies readonly IncomingEvent['eventType'][];
 
-const isoTime = z.string().describe('ISO 8601 time, e.g. 2026-01-31T09:00:00Z');
 const identifier = z.string().min(1).max(256);
 
 /** What each get_analytics report takes besides from and to (its route's query parameters). */
@@ -139,7 +138,7 @@ export function createMcpServer(config: McpConfig): McpServer {
       name,
       { description, inputSchema: z.object(shape), annotations: { readOnlyHint: readOnly, openWorldHint: false } },
       async (args: z.infer<z.ZodObject<Shape>>, ctx: ServerContext) => {
-        requestClient = (ctx.mcpReq.envelope?.[CLIENT_INFO_META_KEY] as Implementation | undefined) ?? requestClient;
+        requestClient = ((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_INFO_META_KEY] as Implementation | undefined) ?? requestClient;
         try {
           return result(await run(args));
         } catch (error) {
@@ -151,9 +150,9 @@ export function createMcpServer(config: McpConfig): McpServer {
   /** A tool of a service's table, run here through @vigil/sdk; `more` adds arguments (and says what they do). */
   const tableTool = <Shape extends z.ZodRawShape, More extends z.ZodRawShape = Record<never, never>>(
     base: McpRouteTool<Shape>,
-    run: (args: z.infer<z.ZodObject<Shape & More>>) => Promise<unknown>,
+    run: (args: z.infer<z.ZodObject<Omit<Shape, keyof More> & More>>) => Promise<unknown>,
     more?: { input: More; description: string },
-  ): void => tool(base.name, more?.description ?? base.description, { ...base.input, ...more?.input } as Shape & More, base.readOnly, run);
+  ): void => tool(base.name, more?.description ?? base.description, { ...base.input, ...more?.input } as Omit<Shape, keyof More> & More, base.readOnly, run);
 
   // --------------------------------------------------------------------------------------------
   // Logging
@@ -317,7 +316,7 @@ export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promis
   const config = mcpConfigFromEnvironment(env);
   // One server per connection (and one for a 2026-07-28 client's server/discover probe).
   const served = serveStdio(() => createMcpServer(config));
-  const stop = (): Promise<never> => served.close().finally(() => process.exit(0));
+  const stop = (): Promise<void> => served.close().finally(() => process.exit(0));
   process.stdin.on('end', () => void stop());
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop());
   const missing = [config.observeKey === undefined && 'VIGIL_API_KEY', config.gateKey === undefined && 'VIGIL_GATE_API_KEY'].filter(Boolean);

@@ -5,6 +5,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
   type CallToolResult,
   type McpRequestContext,
+  type StandardSchemaWithJSON,
 } from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import { z } from 'zod';
@@ -70,8 +71,28 @@ function toolResult(route: string, status: number, body: string): CallToolResult
 }
 
 /**
- * `POST /mcp`: the service's tools over MCP Streamable HTTP, stateless (no `Mcp-Session-Id`): each
- * POST is answered on its own, with JSON rather than an SSE stream, so any instance behind a load
+ * A tool's arguments schema whose JSON Schema is computed once. Every request gets a new SDK
+ * instance, which would otherwise convert the schema again (tools/list, and the 2026-07-28 header
+ * checks of each tools/call); built once, zod also compiles its parser once.
+ */
+function argumentsSchema(shape: z.ZodRawShape): StandardSchemaWithJSON {
+  const schema = z.object(shape);
+  const standard = schema['~standard'];
+  const converted = new Map<string, Record<string, unknown>>();
+  const convert =
+    (io: 'input' | 'output') =>
+    (options: { target: string }): Record<string, unknown> => {
+      const key = `${io} ${options.target}`;
+      if (!converted.has(key)) converted.set(key, standard.jsonSchema[io](options as Parameters<typeof standard.jsonSchema.input>[0]));
+      return converted.get(key)!;
+    };
+  return { '~standard': { ...standard, jsonSchema: { input: convert('input'), output: convert('output') } } };
+}
+
+/**
+ * `POST /mcp`: the service's tools over MCP Streamable HTTP, protocol 2026-07-28 and 2025-11-25 down
+ * to 2024-11-05, stateless (no `Mcp-Session-Id`): each POST is answered on its own, with JSON rather
+ * than an SSE stream, so any instance behind a load
  * balancer can take any request and nothing is kept between them. `GET` and `DELETE` (the
  * server-to-client stream and session end, which need a session) answer 405. Register it in a
  * feature of its own: it reads `/mcp` bodies itself, to answer a malformed one with a JSON-RPC error.
@@ -91,6 +112,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
     return scopeOfTool;
   };
 
+  const inputSchemas = new Map(options.tools.map((tool) => [tool.name, argumentsSchema(tool.input)]));
   // One instance per request (an SDK instance serves one exchange at a time); the tools' routes
   // run with the credentials of the request the instance serves.
   const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
@@ -110,7 +132,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
         tool.name,
         {
           description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
-          inputSchema: z.object(tool.input),
+          inputSchema: inputSchemas.get(tool.name)!,
           annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
         },
         async (args: Record<string, unknown>) => {
@@ -186,11 +208,13 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
           operationId: 'sendMcpMessage',
           summary: 'MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls',
           description:
-            'One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON ' +
-            '(the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. ' +
-            'Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs ' +
-            'that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a ' +
-            'JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
+            'One JSON-RPC message per POST, answered with JSON (the `Accept` header must list JSON and SSE, else 406). ' +
+            'Protocol 2026-07-28: each request carries its version and client in `_meta` and the `MCP-Protocol-Version`, ' +
+            '`Mcp-Method` (and `Mcp-Name`) headers, with no handshake (`server/discover`, `tools/list`, `tools/call`). ' +
+            'Protocol 2025-11-25 down to 2024-11-05, as the client asks in `initialize` (then `tools/list`, `tools/call`, ' +
+            '`ping`, `logging/setLevel`, notifications). Stateless: any instance answers any request. A tool runs its route ' +
+            'with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` ' +
+            'and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
           tags: ['mcp'],
           errorStatuses: [413],
           documentedBody: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request or notification' } } },
