@@ -37,7 +37,11 @@ try {
     ['GET /api/sessions?limit=1', () => fetch(`${observe.base}/api/sessions?limit=1`, { headers: auth })],
     ...['2026-07-28', '2025-11-25'].map((version): [string, () => Promise<Response>] => {
       const body = JSON.stringify(toolCall(version));
-      const headers = { ...mcpHeaders, 'mcp-protocol-version': version, ...(version === '2026-07-28' && { 'mcp-method': 'tools/call', 'mcp-name': 'query_sessions' }) };
+      const headers = {
+        ...mcpHeaders,
+        'mcp-protocol-version': version,
+        ...(version === '2026-07-28' && { 'mcp-method': 'tools/call', 'mcp-name': 'query_sessions' }),
+      };
       return [`/mcp tools/call query_sessions (${version})`, () => fetch(`${observe.base}/mcp`, { method: 'POST', headers, body })];
     }),
   ];

@@ -93,7 +93,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
             assert.equal(tool.inputSchema.type, 'object', tool.name);
             assert.equal(tool.inputSchema.$schema, 'https://json-schema.org/draft/2020-12/schema', tool.name);
           }
-          const logged = await call(client, 'log_event', { sessionId: `s-${backend}-${version}`, agentId: 'mcp-agent', eventType: 'session_started', payload: {} });
+          const logged = await call(client, 'log_event', {
+            sessionId: `s-${backend}-${version}`,
+            agentId: 'mcp-agent',
+            eventType: 'session_started',
+            payload: {},
+          });
           assert.equal(logged.isError, false, logged.text);
           const found = await call(client, 'query_events', { sessionId: `s-${backend}-${version}` });
           assert.equal(found.isError, false, found.text);
@@ -112,7 +117,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           const refused = await call(client, 'query_events', {});
           assert.equal(refused.isError, true);
           assert.match(refused.text, /^GET \/api\/events answered 403: .*read/);
-          const logged = await call(client, 'log_event', { sessionId: `s2-${backend}-${version}`, agentId: 'mcp-agent', eventType: 'session_started', payload: {} });
+          const logged = await call(client, 'log_event', {
+            sessionId: `s2-${backend}-${version}`,
+            agentId: 'mcp-agent',
+            eventType: 'session_started',
+            payload: {},
+          });
           assert.equal(logged.isError, false, logged.text);
         } finally {
           await client.close();
@@ -225,11 +235,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
 
     test('2026-07-28 needs no handshake: a lone tools/call is answered; an unknown version is refused naming the supported ones', async () => {
       const auth = { authorization: `Bearer ${live.observeKey}`, 'mcp-protocol-version': '2026-07-28' };
-      const called = await post(
-        live.observeUrl,
-        JSON.stringify(modernRequest('tools/call', { name: 'query_sessions', arguments: { limit: 1 } }, 7)),
-        { ...auth, 'mcp-method': 'tools/call', 'mcp-name': 'query_sessions' },
-      );
+      const called = await post(live.observeUrl, JSON.stringify(modernRequest('tools/call', { name: 'query_sessions', arguments: { limit: 1 } }, 7)), {
+        ...auth,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'query_sessions',
+      });
       assert.equal(called.status, 200, await called.clone().text());
       const answer = (await called.json()) as { id: number; result: { isError?: boolean; structuredContent: { sessions: unknown[] } } };
       assert.equal(answer.id, 7);

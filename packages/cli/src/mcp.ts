@@ -152,7 +152,8 @@ export function createMcpServer(config: McpConfig): McpServer {
     base: McpRouteTool<Shape>,
     run: (args: z.infer<z.ZodObject<Omit<Shape, keyof More> & More>>) => Promise<unknown>,
     more?: { input: More; description: string },
-  ): void => tool(base.name, more?.description ?? base.description, { ...base.input, ...more?.input } as Omit<Shape, keyof More> & More, base.readOnly, run);
+  ): void =>
+    tool(base.name, more?.description ?? base.description, { ...base.input, ...more?.input } as unknown as Omit<Shape, keyof More> & More, base.readOnly, run);
 
   // --------------------------------------------------------------------------------------------
   // Logging
@@ -208,9 +209,7 @@ export function createMcpServer(config: McpConfig): McpServer {
   // --------------------------------------------------------------------------------------------
   // Queries
 
-  tableTool(query_sessions, async ({ tags, ...query }) =>
-    observe.listSessions(defined({ ...query, tags: tags?.join(',') }) as ObserveQuery<'/api/sessions'>),
-  );
+  tableTool(query_sessions, async ({ tags, ...query }) => observe.listSessions(defined({ ...query, tags: tags?.join(',') }) as ObserveQuery<'/api/sessions'>));
 
   tableTool(
     get_session,

@@ -135,7 +135,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
           inputSchema: inputSchemas.get(tool.name)!,
           annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
         },
-        async (args: Record<string, unknown>) => {
+        async (args: unknown) => {
           const call = tool.request(args as never);
           const answer = await app.inject({
             method,
@@ -193,7 +193,10 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       method: 'POST',
       headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
     });
-    return answer(reply, await ((await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message })));
+    return answer(
+      reply,
+      await ((await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message })),
+    );
   };
 
   app.register(async (scope) => {

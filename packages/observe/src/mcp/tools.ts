@@ -29,8 +29,7 @@ export const OBSERVE_MCP_TOOLS = {
   }),
   query_sessions: mcpRouteTool({
     name: 'query_sessions',
-    description:
-      'List sessions, newest first: filter by agent, status (active, completed, error; comma-separated), tags (all must match) and start time.',
+    description: 'List sessions, newest first: filter by agent, status (active, completed, error; comma-separated), tags (all must match) and start time.',
     input: {
       agentId: identifier.optional(),
       status: z.string().optional(),
