@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { GateClient } from '@vigil/sdk';
 import { eventually, forwardTo, startLiveServices, type LiveServices } from './testing.ts';
@@ -17,14 +17,18 @@ interface Connected {
   close(): Promise<void>;
 }
 
-/** `vigil mcp` as a child process on stdio, driven by the MCP SDK's client. */
-async function connect(env: Record<string, string>, clientInfo = CLIENT): Promise<Connected> {
+/**
+ * `vigil mcp` as a child process on stdio, driven by the MCP SDK's client: protocol 2026-07-28
+ * unless `legacy` (the 2025-11-25 initialize handshake).
+ */
+async function connect(env: Record<string, string>, clientInfo = CLIENT, legacy = false): Promise<Connected> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !k.startsWith('VIGIL_'))) as Record<string, string>;
   const transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp'], env: { ...inherited, ...env }, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const client = new Client(clientInfo);
+  const client = new Client(clientInfo, { versionNegotiation: { mode: legacy ? 'legacy' : { pin: '2026-07-28' } } });
   await client.connect(transport);
+  assert.equal(client.getNegotiatedProtocolVersion(), legacy ? LATEST_PROTOCOL_VERSION : '2026-07-28');
   return { client, stderr: () => stderr, close: () => client.close() };
 }
 
@@ -280,6 +284,28 @@ describe('vigil mcp over stdio', () => {
       assert.match(keyless.stderr(), /not set: VIGIL_GATE_API_KEY/);
     } finally {
       await keyless.close();
+    }
+  });
+});
+
+describe('vigil mcp over stdio with a 2025-11-25 client', () => {
+  test('the handshake names the client: its session and its decisions carry that name', async () => {
+    const legacyClient = { name: 'legacy-client', version: '0.9.0' };
+    const older = await connect(
+      { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: deciderKey },
+      legacyClient,
+      true,
+    );
+    try {
+      assert.equal((await older.client.listTools()).tools.length, 13);
+      const started = await ok(older.client, 'start_session', { agentId: 'legacy-agent' });
+      const detail = await ok(older.client, 'get_session', { sessionId: started.sessionId, includeEvents: true });
+      assert.deepEqual(detail.events[0].payload.mcpClientInfo, legacyClient);
+      const created = await ok(older.client, 'create_approval_request', { action: 'legacy_refund' });
+      const decided = await ok(older.client, 'decide_approval_request', { requestId: created.id, decision: 'approved' });
+      assert.equal(decided.decidedBy, `mcp:${legacyClient.name}`);
+    } finally {
+      await older.close();
     }
   });
 });

@@ -6,12 +6,18 @@
  *
  * Configuration (environment): VIGIL_URL (default http://localhost:3400) and VIGIL_API_KEY for
  * observe; VIGIL_GATE_URL (default http://localhost:3000) and VIGIL_GATE_API_KEY for the gate.
- * stdout carries the protocol only; diagnostics go to stderr.
+ * stdout carries the protocol only; diagnostics go to stderr. Protocol 2026-07-28 (no handshake)
+ * and the 2025 versions (initialize first), as the client opens.
+ *
+ * The tools the services also serve at /mcp keep their names, descriptions and arguments from the
+ * services' tables (@vigil/observe/mcp-tools, @vigil/gate/mcp-tools); some take more here.
  */
 import { createRequire } from 'node:module';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLIENT_INFO_META_KEY, McpServer, type CallToolResult, type Implementation, type ServerContext } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { GATE_MCP_TOOLS } from '@vigil/gate/mcp-tools';
+import { OBSERVE_MCP_TOOLS } from '@vigil/observe/mcp-tools';
+import type { McpRouteTool } from '@vigil/platform/mcp-tool';
 import {
   ApprovalTimeoutError,
   DEFAULT_GATE_URL,
@@ -68,13 +74,7 @@ const EVENT_TYPES = [
   'custom',
 ] as const satisfies readonly IncomingEvent['eventType'][];
 
-const SEVERITIES = ['debug', 'info', 'warn', 'error', 'critical'] as const;
-const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
-const REQUEST_STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-const isoTime = z.string().describe('ISO 8601 time, e.g. 2026-01-31T09:00:00Z');
-const jsonObject = z.record(z.string(), z.unknown());
 const identifier = z.string().min(1).max(256);
-const limit = (max: number) => z.number().int().min(1).max(max).optional();
 
 /** What each get_analytics report takes besides from and to (its route's query parameters). */
 const ANALYTICS_REPORT_PARAMETERS = {
@@ -122,7 +122,9 @@ function defined<T extends Record<string, unknown>>(object: T): T {
 export function createMcpServer(config: McpConfig): McpServer {
   const server = new McpServer({ name: 'vigil', version: VIGIL_VERSION }, { capabilities: { tools: {} } });
   const observe = new ObserveClient({ baseUrl: config.observeUrl, apiKey: config.observeKey });
-  const client = () => server.server.getClientVersion();
+  // 2025 clients name themselves in the handshake; 2026-07-28 clients in each request's _meta.
+  let requestClient: Implementation | undefined;
+  const client = (): Implementation | undefined => requestClient ?? server.server.getClientVersion();
   const gate = new GateIdentity({ baseUrl: config.gateUrl, apiKey: config.gateKey }, () => client()?.name);
 
   const tool = <Shape extends z.ZodRawShape>(
@@ -132,16 +134,26 @@ export function createMcpServer(config: McpConfig): McpServer {
     readOnly: boolean,
     run: (args: z.infer<z.ZodObject<Shape>>) => Promise<unknown>,
   ): void => {
-    server.registerTool(name, { description, inputSchema: shape, annotations: { readOnlyHint: readOnly, openWorldHint: false } }, (async (
-      args: z.infer<z.ZodObject<Shape>>,
-    ) => {
-      try {
-        return result(await run(args));
-      } catch (error) {
-        return failure(error, config);
-      }
-    }) as never);
+    server.registerTool(
+      name,
+      { description, inputSchema: z.object(shape), annotations: { readOnlyHint: readOnly, openWorldHint: false } },
+      async (args: z.infer<z.ZodObject<Shape>>, ctx: ServerContext) => {
+        requestClient = ((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_INFO_META_KEY] as Implementation | undefined) ?? requestClient;
+        try {
+          return result(await run(args));
+        } catch (error) {
+          return failure(error, config);
+        }
+      },
+    );
   };
+  /** A tool of a service's table, run here through @vigil/sdk; `more` adds arguments (and says what they do). */
+  const tableTool = <Shape extends z.ZodRawShape, More extends z.ZodRawShape = Record<never, never>>(
+    base: McpRouteTool<Shape>,
+    run: (args: z.infer<z.ZodObject<Omit<Shape, keyof More> & More>>) => Promise<unknown>,
+    more?: { input: More; description: string },
+  ): void =>
+    tool(base.name, more?.description ?? base.description, { ...base.input, ...more?.input } as unknown as Omit<Shape, keyof More> & More, base.readOnly, run);
 
   // --------------------------------------------------------------------------------------------
   // Logging
@@ -171,24 +183,12 @@ export function createMcpServer(config: McpConfig): McpServer {
     },
   );
 
-  tool(
-    'log_event',
-    'Record one event in a session (tool_call, tool_response, tool_error, llm_call, llm_response, custom, …). The payload fields depend on eventType; the answer names any missing field.',
-    {
-      sessionId: identifier,
-      agentId: identifier,
-      eventType: z.enum(EVENT_TYPES),
-      payload: jsonObject.describe('e.g. tool_call: {toolName, callId, arguments}; custom: {type, data}'),
-      severity: z.enum(SEVERITIES).optional(),
-      metadata: jsonObject.optional(),
-      timestamp: isoTime.optional().describe('Default: now'),
-    },
-    false,
-    async (event) => {
-      const answer = await observe.ingest([defined(event) as IncomingEvent]);
-      return answer.events[0];
-    },
-  );
+  const { log_event, query_sessions, get_session, query_events, get_analytics, recall, get_context } = OBSERVE_MCP_TOOLS;
+  tableTool(log_event, async (event) => (await observe.ingest([defined(event) as IncomingEvent])).events[0], {
+    // The types observe accepts, named here so a client sees them in the schema.
+    input: { eventType: z.enum(EVENT_TYPES) },
+    description: log_event.description,
+  });
 
   tool(
     'end_session',
@@ -209,67 +209,26 @@ export function createMcpServer(config: McpConfig): McpServer {
   // --------------------------------------------------------------------------------------------
   // Queries
 
-  tool(
-    'query_sessions',
-    'List sessions, newest first: filter by agent, status (active, completed, error; comma-separated), tags (all must match) and start time.',
-    {
-      agentId: identifier.optional(),
-      status: z.string().optional(),
-      tags: z.array(z.string()).optional(),
-      from: isoTime.optional(),
-      to: isoTime.optional(),
-      limit: limit(500),
-      offset: z.number().int().min(0).optional(),
-    },
-    true,
-    async ({ tags, ...query }) => observe.listSessions(defined({ ...query, tags: tags?.join(',') }) as ObserveQuery<'/api/sessions'>),
-  );
+  tableTool(query_sessions, async ({ tags, ...query }) => observe.listSessions(defined({ ...query, tags: tags?.join(',') }) as ObserveQuery<'/api/sessions'>));
 
-  tool(
-    'get_session',
-    'One session (status, counters, cost, tags); with includeEvents, its timeline and whether its hash chain verifies.',
-    { sessionId: identifier, includeEvents: z.boolean().optional() },
-    true,
+  tableTool(
+    get_session,
     async ({ sessionId, includeEvents }) => {
       const session = await observe.getSession(sessionId);
       if (!includeEvents) return session;
       const timeline = await observe.getTimeline(sessionId);
       return { session, chainValid: timeline.chainValid, events: timeline.events };
     },
+    {
+      input: { includeEvents: z.boolean().optional() },
+      description: 'One session (status, counters, cost, tags); with includeEvents, its timeline and whether its hash chain verifies.',
+    },
   );
 
-  tool(
-    'query_events',
-    'Search events: by session, agent, types and severities (comma-separated), time range and full-text search over payloads.',
-    {
-      sessionId: identifier.optional(),
-      agentId: identifier.optional(),
-      eventType: z.string().optional().describe('e.g. tool_error,llm_response'),
-      severity: z.string().optional(),
-      search: z.string().min(1).max(500).optional(),
-      from: isoTime.optional(),
-      to: isoTime.optional(),
-      order: z.enum(['asc', 'desc']).optional(),
-      limit: limit(500),
-      offset: z.number().int().min(0).optional(),
-    },
-    true,
-    async (query) => observe.listEvents(defined(query)),
-  );
+  tableTool(query_events, async (query) => observe.listEvents(defined(query)));
 
-  tool(
-    'get_analytics',
-    'Analytics over a time range (default the last 24 h), all of one agent with agentId: overview (events, tool calls, errors, latency, cost per bucket), llm (calls, tokens, cost by model; also model and provider filters), costs (by agent), agents or tools (these two without granularity).',
-    {
-      report: z.enum(['overview', 'llm', 'costs', 'agents', 'tools']).optional().describe('Default overview'),
-      from: isoTime.optional(),
-      to: isoTime.optional(),
-      granularity: z.enum(['hour', 'day', 'week']).optional(),
-      agentId: identifier.optional(),
-      model: z.string().optional(),
-      provider: z.string().optional(),
-    },
-    true,
+  tableTool(
+    get_analytics,
     async ({ report = 'overview', ...given }) => {
       const query = defined(given);
       // A filter the report cannot honour is refused by name, never dropped (the answer would look filtered).
@@ -289,47 +248,27 @@ export function createMcpServer(config: McpConfig): McpServer {
           return observe.analytics(query);
       }
     },
-  );
-
-  tool(
-    'recall',
-    'Semantic search over recorded events and sessions ("when did the payment tool fail?"), best matches first.',
     {
-      query: z.string().min(1).max(2000),
-      scope: z.enum(['all', 'events', 'sessions']).optional(),
-      agentId: identifier.optional(),
-      from: isoTime.optional(),
-      to: isoTime.optional(),
-      limit: limit(100),
-      minScore: z.number().min(0).max(1).optional(),
+      input: {
+        report: z.enum(['overview', 'llm', 'costs', 'agents', 'tools']).optional().describe('Default overview'),
+        model: z.string().optional(),
+        provider: z.string().optional(),
+      },
+      description:
+        'Analytics over a time range (default the last 24 h), all of one agent with agentId: overview (events, tool calls, errors, latency, cost per bucket), llm (calls, tokens, cost by model; also model and provider filters), costs (by agent), agents or tools (these two without granularity).',
     },
-    true,
-    async (query) => observe.recall(defined(query)),
   );
 
-  tool(
-    'get_context',
-    'Context for a topic from past sessions: the most relevant sessions with their key events, lessons (with the memory integration) and a summary.',
-    { topic: z.string().min(1).max(2000), agentId: identifier.optional(), userId: z.string().optional(), limit: limit(50) },
-    true,
-    async (query) => observe.context(defined(query)),
-  );
+  tableTool(recall, async (query) => observe.recall(defined(query)));
+
+  tableTool(get_context, async (query) => observe.context(defined(query)));
 
   // --------------------------------------------------------------------------------------------
   // Approvals
 
-  tool(
-    'create_approval_request',
-    'Ask the gate to approve an action. A policy may decide at once; otherwise the request waits for a human. With waitSeconds, wait that long for the decision.',
-    {
-      action: z.string().min(1).max(200),
-      params: jsonObject.optional(),
-      context: jsonObject.optional().describe('e.g. {sessionId, agentId} to link it to an observe session'),
-      urgency: z.enum(URGENCIES).optional(),
-      expiresAt: isoTime.optional(),
-      waitSeconds: z.number().min(0).max(600).optional(),
-    },
-    false,
+  const { create_approval_request, list_approval_requests, get_approval_request, decide_approval_request } = GATE_MCP_TOOLS;
+  tableTool(
+    create_approval_request,
     async ({ waitSeconds, ...request }) =>
       gate.run(async (client) => {
         const created = await client.createRequest(defined(request));
@@ -341,41 +280,32 @@ export function createMcpServer(config: McpConfig): McpServer {
           throw error;
         }
       }),
-  );
-
-  tool(
-    'list_approval_requests',
-    'List approval requests, newest first: filter by status (pending, approved, denied, expired), action and urgency.',
     {
-      status: z.enum(REQUEST_STATUSES).optional(),
-      action: z.string().optional(),
-      urgency: z.enum(URGENCIES).optional(),
-      limit: limit(500),
-      offset: z.number().int().min(0).optional(),
+      input: { waitSeconds: z.number().min(0).max(600).optional() },
+      description:
+        'Ask the gate to approve an action. A policy may decide at once; otherwise the request waits for a human. With waitSeconds, wait that long for the decision.',
     },
-    true,
-    async (query) => gate.run(async (client) => ({ requests: await client.listRequests(defined(query)) })),
   );
 
-  tool(
-    'get_approval_request',
-    'One approval request: status, parameters, decision and who made it; with includeAudit, its audit trail.',
-    { requestId: z.string().min(1).max(100), includeAudit: z.boolean().optional() },
-    true,
+  tableTool(list_approval_requests, async (query) => gate.run(async (client) => ({ requests: await client.listRequests(defined(query)) })));
+
+  tableTool(
+    get_approval_request,
     async ({ requestId, includeAudit }) =>
       gate.run(async (client) => {
         const request = await client.getRequest(requestId);
         return includeAudit ? { ...request, audit: await client.getAudit(requestId) } : request;
       }),
+    {
+      input: { includeAudit: z.boolean().optional() },
+      description: 'One approval request: status, parameters, decision and who made it; with includeAudit, its audit trail.',
+    },
   );
 
-  tool(
-    'decide_approval_request',
-    'Approve or deny a pending approval request. The gate records the decision as made by this MCP client (mcp:<client name>).',
-    { requestId: z.string().min(1).max(100), decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() },
-    false,
-    async ({ requestId, decision, reason }) => gate.run((client) => client.decide(requestId, decision, reason)),
-  );
+  tableTool(decide_approval_request, async ({ requestId, decision, reason }) => gate.run((client) => client.decide(requestId, decision, reason)), {
+    input: {},
+    description: 'Approve or deny a pending approval request. The gate records the decision as made by this MCP client (mcp:<client name>).',
+  });
 
   return server;
 }
@@ -383,12 +313,11 @@ export function createMcpServer(config: McpConfig): McpServer {
 /** `vigil mcp`: serves over stdin/stdout until the client closes the stream. */
 export async function runMcpServer(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = mcpConfigFromEnvironment(env);
-  const server = createMcpServer(config);
-  const transport = new StdioServerTransport();
-  transport.onclose = () => process.exit(0);
-  process.stdin.on('end', () => void server.close());
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void server.close().finally(() => process.exit(0)));
-  await server.connect(transport);
+  // One server per connection (and one for a 2026-07-28 client's server/discover probe).
+  const served = serveStdio(() => createMcpServer(config));
+  const stop = (): Promise<void> => served.close().finally(() => process.exit(0));
+  process.stdin.on('end', () => void stop());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop());
   const missing = [config.observeKey === undefined && 'VIGIL_API_KEY', config.gateKey === undefined && 'VIGIL_GATE_API_KEY'].filter(Boolean);
   process.stderr.write(
     `vigil mcp: serving on stdio (observe ${config.observeUrl}, gate ${config.gateUrl})${missing.length ? `; not set: ${missing.join(', ')}` : ''}\n`,

@@ -1,35 +1,23 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  type CallToolResult,
+  type McpRequestContext,
+  type StandardSchemaWithJSON,
+} from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from './errors.ts';
 import { isLoopbackHost } from './config.ts';
 import { readJsonBody, type RouteScope, type ZodApp } from './http.ts';
+import type { McpRouteTool } from './mcp-tool.ts';
+
+export * from './mcp-tool.ts';
 
 /** The media type a Streamable HTTP client must accept beside JSON (server-sent events). */
 const SSE_MEDIA_TYPE = 'text/event-stream';
-
-/**
- * One MCP tool of a service: a call of one of its own routes. The route runs as if the MCP client
- * had called it with the same credentials (authentication, scope, rate limit, validation), so a
- * tool can never do what its route would refuse.
- */
-export interface McpRouteTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
-  name: string;
-  description: string;
-  input: Shape;
-  readOnly: boolean;
-  /** The route the tool calls, as `app.routeTable` names it (`POST /api/events`). */
-  route: string;
-  /** The URL (path parameters filled in, query string added) and the JSON body of the route call. */
-  request: (args: z.infer<z.ZodObject<Shape>>) => { url: string; body?: unknown };
-}
-
-/** Declares a tool with its arguments' type inferred from its input shape. */
-export function mcpRouteTool<Shape extends z.ZodRawShape>(tool: McpRouteTool<Shape>): McpRouteTool {
-  return tool as unknown as McpRouteTool;
-}
 
 export interface McpEndpointOptions {
   /** The server name MCP clients see (`initialize` answer). */
@@ -44,17 +32,6 @@ export interface McpEndpointOptions {
    * cannot reach the local server through a browser.
    */
   listenHost: string;
-}
-
-/** A query string of the defined values (arrays repeat the name); empty when there are none. */
-export function queryString(values: Record<string, string | number | boolean | readonly string[] | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(values)) {
-    if (value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
-  }
-  const text = query.toString();
-  return text === '' ? '' : `?${text}`;
 }
 
 // The credentials a tool call carries to its route: the MCP request's own.
@@ -94,8 +71,28 @@ function toolResult(route: string, status: number, body: string): CallToolResult
 }
 
 /**
- * `POST /mcp`: the service's tools over MCP Streamable HTTP, stateless (no `Mcp-Session-Id`): each
- * POST is answered on its own, with JSON rather than an SSE stream, so any instance behind a load
+ * A tool's arguments schema whose JSON Schema is computed once. Every request gets a new SDK
+ * instance, which would otherwise convert the schema again (tools/list, and the 2026-07-28 header
+ * checks of each tools/call); built once, zod also compiles its parser once.
+ */
+function argumentsSchema(shape: z.ZodRawShape): StandardSchemaWithJSON {
+  const schema = z.object(shape);
+  const standard = schema['~standard'];
+  const converted = new Map<string, Record<string, unknown>>();
+  const convert =
+    (io: 'input' | 'output') =>
+    (options: { target: string }): Record<string, unknown> => {
+      const key = `${io} ${options.target}`;
+      if (!converted.has(key)) converted.set(key, standard.jsonSchema[io](options as Parameters<typeof standard.jsonSchema.input>[0]));
+      return converted.get(key)!;
+    };
+  return { '~standard': { ...standard, jsonSchema: { input: convert('input'), output: convert('output') } } };
+}
+
+/**
+ * `POST /mcp`: the service's tools over MCP Streamable HTTP, protocol 2026-07-28 and 2025-11-25 down
+ * to 2024-11-05, stateless (no `Mcp-Session-Id`): each POST is answered on its own, with JSON rather
+ * than an SSE stream, so any instance behind a load
  * balancer can take any request and nothing is kept between them. `GET` and `DELETE` (the
  * server-to-client stream and session end, which need a session) answer 405. Register it in a
  * feature of its own: it reads `/mcp` bodies itself, to answer a malformed one with a JSON-RPC error.
@@ -115,11 +112,18 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
     return scopeOfTool;
   };
 
-  const server = (request: FastifyRequest): McpServer => {
-    const mcp = new McpServer({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
+  const inputSchemas = new Map(options.tools.map((tool) => [tool.name, argumentsSchema(tool.input)]));
+  // One instance per request (an SDK instance serves one exchange at a time); the tools' routes
+  // run with the credentials of the request the instance serves.
+  const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
+    const mcp = new McpServer(
+      { name: options.name, version: options.version },
+      // logging: clients may set a level (2025 eras); the tools send no log messages.
+      { capabilities: { tools: {}, logging: {} } },
+    );
     const headers: Record<string, string> = {};
     for (const name of FORWARDED_HEADERS) {
-      const value = request.headers[name];
+      const value = context.requestInfo?.headers.get(name);
       if (typeof value === 'string') headers[name] = value;
     }
     for (const tool of options.tools) {
@@ -128,10 +132,10 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
         tool.name,
         {
           description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
-          inputSchema: tool.input,
+          inputSchema: inputSchemas.get(tool.name)!,
           annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
         },
-        (async (args: Record<string, unknown>) => {
+        async (args: unknown) => {
           const call = tool.request(args as never);
           const answer = await app.inject({
             method,
@@ -140,10 +144,25 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
             ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
           });
           return toolResult(`${method} ${path}`, answer.statusCode, answer.body);
-        }) as never,
+        },
       );
     }
     return mcp;
+  };
+  // 2026-07-28: each request carries its protocol version (`_meta` and the MCP-Protocol-Version
+  // header); no handshake, no session. Earlier versions (an `initialize` handshake first) are
+  // served by legacy() below.
+  const modern = createMcpHandler(server, { legacy: 'reject' });
+  const legacy = async (webRequest: Request, message: unknown): Promise<Response> => {
+    const mcp = server({ requestInfo: webRequest });
+    // Stateless, and JSON rather than an SSE stream: nothing outlives the request.
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await mcp.connect(transport);
+      return await transport.handleRequest(webRequest, { parsedBody: message });
+    } finally {
+      await mcp.close();
+    }
   };
 
   const answer = async (reply: FastifyReply, response: Response): Promise<FastifyReply> => {
@@ -169,19 +188,15 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       const refusal = error as ServiceError;
       return answer(reply, jsonRpcError(refusal.status >= 400 && refusal.status < 500 ? refusal.status : 400, -32700, `Parse error: ${refusal.message}`));
     }
-    const mcp = server(request);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await mcp.connect(transport);
-      const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
-      const webRequest = new Request(url, {
-        method: 'POST',
-        headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
-      });
-      return await answer(reply, await transport.handleRequest(webRequest, { parsedBody: message }));
-    } finally {
-      await mcp.close();
-    }
+    const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
+    const webRequest = new Request(url, {
+      method: 'POST',
+      headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
+    });
+    return answer(
+      reply,
+      await ((await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message })),
+    );
   };
 
   app.register(async (scope) => {
@@ -196,11 +211,13 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
           operationId: 'sendMcpMessage',
           summary: 'MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls',
           description:
-            'One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON ' +
-            '(the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. ' +
-            'Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs ' +
-            'that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a ' +
-            'JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
+            'One JSON-RPC message per POST, answered with JSON (the `Accept` header must list JSON and SSE, else 406). ' +
+            'Protocol 2026-07-28: each request carries its version and client in `_meta` and the `MCP-Protocol-Version`, ' +
+            '`Mcp-Method` (and `Mcp-Name`) headers, with no handshake (`server/discover`, `tools/list`, `tools/call`). ' +
+            'Protocol 2025-11-25 down to 2024-11-05, as the client asks in `initialize` (then `tools/list`, `tools/call`, ' +
+            '`ping`, `logging/setLevel`, notifications). Stateless: any instance answers any request. A tool runs its route ' +
+            'with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` ' +
+            'and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.',
           tags: ['mcp'],
           errorStatuses: [413],
           documentedBody: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request or notification' } } },

@@ -1,59 +1,14 @@
 // The gate's tools over MCP Streamable HTTP at /mcp (docs/guide/mcp.md): each one calls one gate route.
-import { defineFeature, mcpRouteTool, queryString, registerMcpEndpoint, VIGIL_VERSION } from '@vigil/platform';
-import { z } from 'zod';
+import { defineFeature, registerMcpEndpoint, VIGIL_VERSION } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
-
-const URGENCIES = ['low', 'normal', 'high', 'critical'] as const;
-const jsonObject = z.record(z.string(), z.unknown());
-const requestId = z.string().min(1).max(100);
-
-export const GATE_MCP_TOOLS = [
-  mcpRouteTool({
-    name: 'create_approval_request',
-    description: 'Ask the gate to approve an action. A policy may decide at once; otherwise the request waits for a human (poll get_approval_request).',
-    input: {
-      action: z.string().min(1).max(200),
-      params: jsonObject.optional(),
-      context: jsonObject.optional().describe('e.g. {sessionId, agentId} to link it to an observe session'),
-      urgency: z.enum(URGENCIES).optional(),
-      expiresAt: z.string().optional().describe('ISO 8601 time'),
-    },
-    readOnly: false,
-    route: 'POST /api/requests',
-    request: (body) => ({ url: '/api/requests', body }),
-  }),
-  mcpRouteTool({
-    name: 'list_approval_requests',
-    description: 'List approval requests, newest first: filter by status (pending, approved, denied, expired), action and urgency.',
-    input: {
-      status: z.enum(['pending', 'approved', 'denied', 'expired']).optional(),
-      action: z.string().optional(),
-      urgency: z.enum(URGENCIES).optional(),
-      limit: z.number().int().min(1).max(500).optional(),
-      offset: z.number().int().min(0).optional(),
-    },
-    readOnly: true,
-    route: 'GET /api/requests',
-    request: (query) => ({ url: `/api/requests${queryString(query)}` }),
-  }),
-  mcpRouteTool({
-    name: 'get_approval_request',
-    description: 'One approval request: status, parameters, decision and who made it.',
-    input: { requestId },
-    readOnly: true,
-    route: 'GET /api/requests/:id',
-    request: ({ requestId }) => ({ url: `/api/requests/${encodeURIComponent(requestId)}` }),
-  }),
-  mcpRouteTool({
-    name: 'decide_approval_request',
-    description: 'Approve or deny a pending approval request. The gate records the decision as made by the calling key (api:<key name>).',
-    input: { requestId, decision: z.enum(['approved', 'denied']), reason: z.string().max(5000).optional() },
-    readOnly: false,
-    route: 'POST /api/requests/:id/decide',
-    request: ({ requestId, ...body }) => ({ url: `/api/requests/${encodeURIComponent(requestId)}/decide`, body }),
-  }),
-];
+import { GATE_MCP_TOOLS } from './tools.ts';
 
 export const mcpFeature: GateFeature = defineFeature('mcp', ({ app, context }) =>
-  registerMcpEndpoint(app, { name: 'vigil-gate', version: VIGIL_VERSION, tools: GATE_MCP_TOOLS, scope: 'any', listenHost: context.config.host }),
+  registerMcpEndpoint(app, {
+    name: 'vigil-gate',
+    version: VIGIL_VERSION,
+    tools: Object.values(GATE_MCP_TOOLS),
+    scope: 'any',
+    listenHost: context.config.host,
+  }),
 );

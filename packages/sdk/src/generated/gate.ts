@@ -1748,7 +1748,7 @@ export interface paths {
     /**
      * MCP over Streamable HTTP (stateless): the service’s tools, each needing the scope of the route it calls
      *
-     * One JSON-RPC message per POST (`initialize`, `tools/list`, `tools/call`, `ping`, notifications), answered with JSON (the `Accept` header must list JSON and SSE, else 406). Protocol versions 2025-11-25 down to 2024-11-05, as the client asks. Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.
+     * One JSON-RPC message per POST, answered with JSON (the `Accept` header must list JSON and SSE, else 406). Protocol 2026-07-28: each request carries its version and client in `_meta` and the `MCP-Protocol-Version`, `Mcp-Method` (and `Mcp-Name`) headers, with no handshake (`server/discover`, `tools/list`, `tools/call`). Protocol 2025-11-25 down to 2024-11-05, as the client asks in `initialize` (then `tools/list`, `tools/call`, `ping`, `logging/setLevel`, notifications). Stateless: any instance answers any request. A tool runs its route with the request’s key, so the key needs that route’s scope; a refused call is a tool result with `isError: true` and the route’s answer. A malformed body is a JSON-RPC error (400), never a 500. docs/guide/mcp.md.
      *
      * Scope: `any`.
      */
