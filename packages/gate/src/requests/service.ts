@@ -11,8 +11,17 @@ import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
-import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError, rowEvidenceProblem } from './row-check.ts';
-import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail } from './store.ts';
+import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
+import {
+  dueForExpiry,
+  findRequest,
+  findRequestWithTrailHead,
+  insertAuditEntry,
+  lockRequestWithTrailHead,
+  loggedTrail,
+  type RequestChanges,
+} from './store.ts';
+import { VerifiedStates } from './verified-states.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -106,11 +115,19 @@ class RequestWrite {
   private readonly enqueued: Enqueued = { each: [], observe: [] };
   /** Audit-log leaves appended: counted towards the next checkpoint after the commit. */
   private leaves = 0;
+  /** Rows checked or written (in their final state once the work is done): vouched for after the commit. */
+  private readonly rows: RequestRow[] = [];
 
   constructor(
     readonly trx: Transaction<GateSchema>,
     private readonly ctx: GateContext,
+    private readonly verified: VerifiedStates,
   ) {}
+
+  /** A row checked against its trail or written by this transaction, remembered as it stands at the commit. */
+  vouchAtCommit(rows: readonly RequestRow[]): void {
+    this.rows.push(...rows);
+  }
 
   /** Writes the outbox rows of the transitions. */
   async enqueue(transitions: readonly Transition[]): Promise<void> {
@@ -126,15 +143,16 @@ class RequestWrite {
   }
 
   announce(): void {
+    for (const row of this.rows) this.verified.remember(row);
     this.ctx.outbox.dispatch(this.enqueued);
     if (this.leaves > 0) this.ctx.auditLog.committed(this.leaves);
   }
 }
 
 /** Runs `work` in one transaction and, after its commit, announces what it wrote (RequestWrite). */
-async function runWrite<T>(ctx: GateContext, work: (write: RequestWrite) => Promise<T>): Promise<T> {
+async function runWrite<T>(ctx: GateContext, verified: VerifiedStates, work: (write: RequestWrite) => Promise<T>): Promise<T> {
   const { write, result } = await ctx.database.db.transaction().execute(async (trx) => {
-    const write = new RequestWrite(trx, ctx);
+    const write = new RequestWrite(trx, ctx, verified);
     return { write, result: await work(write) };
   });
   write.announce();
@@ -144,6 +162,8 @@ async function runWrite<T>(ctx: GateContext, work: (write: RequestWrite) => Prom
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction (runWrite). */
 export class RequestService {
   private readonly creations: GroupCommitter<Creation, void>;
+  /** The rows this instance last saw vouched for (VerifiedStates): their reads and writes skip the trail read. */
+  private readonly verified = new VerifiedStates();
 
   constructor(
     private readonly ctx: GateContext,
@@ -152,7 +172,8 @@ export class RequestService {
     const { database } = ctx;
     this.creations = new GroupCommitter(
       async (group) => {
-        await runWrite(ctx, async (write) => {
+        await runWrite(ctx, this.verified, async (write) => {
+          write.vouchAtCommit(group.map((c) => c.row));
           await requestInserter.insert(
             write.trx,
             database.dialect,
@@ -169,10 +190,21 @@ export class RequestService {
     );
   }
 
-  /** The request's next audit entry and its leaf: the last write of its transaction (RequestWrite.appendLeaves). */
-  private async audit(write: RequestWrite, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
+  /**
+   * The request's next audit entry and its leaf: the last write of its transaction
+   * (RequestWrite.appendLeaves). `changes` (already applied to `request`) are written with its new head.
+   */
+  private async audit(
+    write: RequestWrite,
+    request: RequestRow,
+    event: string,
+    by: AuditActor,
+    at: number,
+    details?: object,
+    changes?: RequestChanges,
+  ): Promise<void> {
     const entry = auditRow(request, event, by, at, details);
-    await insertAuditEntry(write.trx, entry);
+    await insertAuditEntry(write.trx, entry, changes);
     await write.appendLeaves([entry]);
   }
 
@@ -241,14 +273,14 @@ export class RequestService {
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
     row.decision_reason = EXPIRED_REASON;
-    await write.trx
-      .updateTable('requests')
-      .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
-      .where('id', '=', row.id)
-      .execute();
     // The audit entry last: its leaf takes the log head's lock (RequestWrite.appendLeaves).
     await this.transition(write, row, 'request.expired');
-    await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
+    await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at }, {
+      status: row.status,
+      decided_at: now,
+      decided_by: row.decided_by,
+      decision_reason: row.decision_reason,
+    });
   }
 
   private isDue(row: RequestRow, now: number): boolean {
@@ -260,15 +292,17 @@ export class RequestService {
    * logged audit trail: a row changed outside the gate is refused (requestTampered), never answered.
    */
   async get(id: string): Promise<RequestRow | undefined> {
-    const row = await findRequest(this.ctx.database, id);
-    if (row && this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
-    if (row) await assertRowsEvidence(this.ctx.database, [row]);
+    const found = await findRequestWithTrailHead(this.ctx.database, id);
+    if (found === undefined) return undefined;
+    const { row, trailHead } = found;
+    if (this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
+    if (!this.verified.vouches(row, trailHead)) await this.checkRows([row]);
     return row;
   }
 
   /** Checks rows read for an answer (a list page) against their logged audit trails (requestTampered). */
   async checkRows(rows: readonly RequestRow[]): Promise<void> {
-    await assertRowsEvidence(this.ctx.database, rows);
+    for (const row of await assertRowsEvidence(this.ctx.database, rows)) this.verified.remember(row);
   }
 
   /**
@@ -288,18 +322,19 @@ export class RequestService {
 
   /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
   private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
-    const locked = await lockRequestWithTrail(write.trx, this.ctx.database, id);
+    const locked = await lockRequestWithTrailHead(write.trx, this.ctx.database, id);
     if (!locked) return undefined;
-    // A lock that waited for another write answers the row as that write left it, but PostgreSQL joins
-    // the entries its statement saw before the wait: read the trail again, under the lock, before refusing.
-    if (rowEvidenceProblem(locked.row, locked.trail) !== null) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    // A lock that waited for another write answers the row as that write left it, but PostgreSQL reads
+    // the trail head as its statement saw it before the wait: the trail, read under the lock, decides then.
+    if (!this.verified.vouches(locked.row, locked.trailHead)) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    write.vouchAtCommit([locked.row]);
     return locked.row;
   }
 
   /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    return runWrite(this.ctx, async (write) => {
+    return runWrite(this.ctx, this.verified, async (write) => {
       const locked = await this.lockChecked(write, id);
       if (locked && this.isDue(locked, now)) await this.expireLocked(write, locked, now);
       return locked;
@@ -337,7 +372,7 @@ export class RequestService {
     details: Record<string, unknown> = {},
   ): Promise<RequestRow> {
     const now = this.ctx.clock.now();
-    const outcome = await runWrite(this.ctx, async (write) => {
+    const outcome = await runWrite(this.ctx, this.verified, async (write) => {
       const row = await this.lockChecked(write, id);
       if (!row) return { kind: 'missing' as const };
       if (this.isDue(row, now)) {
@@ -350,14 +385,14 @@ export class RequestService {
       row.decided_at = now;
       row.decided_by = by.actor;
       row.decision_reason = reason ?? null;
-      await write.trx
-        .updateTable('requests')
-        .set({ status: decision, decided_at: now, decided_by: by.actor, decision_reason: row.decision_reason })
-        .where('id', '=', id)
-        .execute();
       await this.transition(write, row, 'request.decided');
       const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
-      await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
+      await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails, {
+        status: decision,
+        decided_at: now,
+        decided_by: by.actor,
+        decision_reason: row.decision_reason,
+      });
       return { kind: 'decided-now' as const, row };
     });
     switch (outcome.kind) {
@@ -380,7 +415,7 @@ export class RequestService {
    */
   async refuseDecision(id: string, by: AuditActor, details: Record<string, unknown>): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    return runWrite(this.ctx, async (write) => {
+    return runWrite(this.ctx, this.verified, async (write) => {
       const locked = await this.lockChecked(write, id);
       if (locked) await this.audit(write, locked, 'decision_refused', by, now, details);
       return locked;
@@ -389,16 +424,15 @@ export class RequestService {
 
   async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
-    const outcome = await runWrite(this.ctx, async (write) => {
+    const outcome = await runWrite(this.ctx, this.verified, async (write) => {
       const row = await this.lockChecked(write, id);
       if (!row) return { kind: 'missing' as const };
       if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const };
       row.confirmed_at = now;
       // Canonical, as the row is compared with the result its confirmed entry holds (evidence.ts).
       row.execution_result = canonicalJson(result);
-      await write.trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
       await this.transition(write, row, 'request.confirmed');
-      await this.audit(write, row, 'confirmed', by, now, { result });
+      await this.audit(write, row, 'confirmed', by, now, { result }, { confirmed_at: now, execution_result: row.execution_result });
       return { kind: 'confirmed' as const, row };
     });
     if (outcome.kind === 'missing') throw gateError('requestNotFound');
