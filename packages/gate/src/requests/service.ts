@@ -80,6 +80,20 @@ const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entri
 
 /** Requests created concurrently share one transaction; far more than this many are split. */
 const MAX_CREATIONS_PER_GROUP = 256;
+/** Decisions made concurrently share one transaction, up to this many. */
+const MAX_DECISIONS_PER_GROUP = 64;
+
+/** One decision, as decide() was called (`now`: when). */
+interface Decision {
+  id: string;
+  decision: 'approved' | 'denied';
+  reason: string | undefined;
+  by: AuditActor;
+  details: Record<string, unknown>;
+  now: number;
+}
+
+type DecisionOutcome = { kind: 'missing' | 'expired' | 'decided' | 'reason' } | { kind: 'decided-now'; row: RequestRow };
 
 /**
  * The next entry of a request's audit chain (audit/chain.ts), linked after the head `request` holds;
@@ -113,10 +127,10 @@ function auditRow(request: RequestRow, event: string, by: AuditActor, at: number
 class RequestWrite {
   /** Outbox rows written: attempted at once after the commit, in the background. */
   private readonly enqueued: Enqueued = { each: [], observe: [] };
-  /** Audit-log leaves appended: counted towards the next checkpoint after the commit. */
-  private leaves = 0;
-  /** Rows checked or written (in their final state once the work is done): vouched for after the commit. */
-  private readonly rows: RequestRow[] = [];
+  /** Audit entries written, whose leaves the log gets as the transaction's last write (flush). */
+  private readonly entries: AuditRow[] = [];
+  /** Rows checked or written, by id (in their final state once the work is done): vouched for after the commit. */
+  private readonly rows = new Map<string, RequestRow>();
 
   constructor(
     readonly trx: Transaction<GateSchema>,
@@ -126,26 +140,44 @@ class RequestWrite {
 
   /** A row checked against its trail or written by this transaction, remembered as it stands at the commit. */
   vouchAtCommit(rows: readonly RequestRow[]): void {
-    this.rows.push(...rows);
+    for (const row of rows) this.rows.set(row.id, row);
   }
 
-  /** Writes the outbox rows of the transitions. */
-  async enqueue(transitions: readonly Transition[]): Promise<void> {
-    const enqueued = await this.ctx.outbox.enqueue(this.trx, this.ctx.database.dialect, transitions);
-    this.enqueued.each.push(...enqueued.each);
-    this.enqueued.observe.push(...enqueued.observe);
+  /** The row of `id` as this transaction holds it locked and has written it, if it has (a group of decisions naming one request twice). */
+  held(id: string): RequestRow | undefined {
+    return this.rows.get(id);
   }
 
-  /** Appends the entries' leaves to the audit log: the last write, as it takes the log head's lock, held to the commit. */
-  async appendLeaves(entries: readonly AuditRow[]): Promise<void> {
-    await this.ctx.auditLog.append(this.trx, entries.map(auditEntryLeaf));
-    this.leaves += entries.length;
+  /** Transitions whose outbox rows are written with the transaction's last writes (flush). */
+  private readonly transitions: Transition[] = [];
+
+  /** Announces transitions: their outbox rows are written once for the whole transaction (flush). */
+  enqueue(transitions: readonly Transition[]): void {
+    this.transitions.push(...transitions);
+  }
+
+  /** Audit entries written: their leaves go to the log together, as the transaction's last write (flush). */
+  logEntries(entries: readonly AuditRow[]): void {
+    this.entries.push(...entries);
+  }
+
+  /**
+   * The transaction's last writes: the outbox rows of its transitions, then its entries' leaves in the
+   * audit log, last as appending takes the log head's lock, held to the commit.
+   */
+  async flush(): Promise<void> {
+    if (this.transitions.length > 0) {
+      const enqueued = await this.ctx.outbox.enqueue(this.trx, this.ctx.database.dialect, this.transitions);
+      this.enqueued.each.push(...enqueued.each);
+      this.enqueued.observe.push(...enqueued.observe);
+    }
+    if (this.entries.length > 0) await this.ctx.auditLog.append(this.trx, this.entries.map(auditEntryLeaf));
   }
 
   announce(): void {
-    for (const row of this.rows) this.verified.remember(row);
+    for (const row of this.rows.values()) this.verified.remember(row);
     this.ctx.outbox.dispatch(this.enqueued);
-    if (this.leaves > 0) this.ctx.auditLog.committed(this.leaves);
+    if (this.entries.length > 0) this.ctx.auditLog.committed(this.entries.length);
   }
 }
 
@@ -153,7 +185,9 @@ class RequestWrite {
 async function runWrite<T>(ctx: GateContext, verified: VerifiedStates, work: (write: RequestWrite) => Promise<T>): Promise<T> {
   const { write, result } = await ctx.database.db.transaction().execute(async (trx) => {
     const write = new RequestWrite(trx, ctx, verified);
-    return { write, result: await work(write) };
+    const result = await work(write);
+    await write.flush();
+    return { write, result };
   });
   write.announce();
   return result;
@@ -162,6 +196,7 @@ async function runWrite<T>(ctx: GateContext, verified: VerifiedStates, work: (wr
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction (runWrite). */
 export class RequestService {
   private readonly creations: GroupCommitter<Creation, void>;
+  private readonly decisions: GroupCommitter<Decision, DecisionOutcome>;
   /** The rows this instance last saw vouched for (VerifiedStates): their reads and writes skip the trail read. */
   private readonly verified = new VerifiedStates();
 
@@ -181,18 +216,30 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
-          await write.enqueue(group.flatMap((c) => c.transitions));
-          await write.appendLeaves(audits);
+          write.enqueue(group.flatMap((c) => c.transitions));
+          write.logEntries(audits);
         });
         return group.map(() => undefined);
       },
       { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
     );
+    // Decisions arriving together share a transaction too. A group that fails (a tampered row among
+    // them) is retried one decision at a time by the committer, so only that decision is refused.
+    // Rows are locked in id order, so two groups on PostgreSQL cannot wait for each other's rows.
+    this.decisions = new GroupCommitter(
+      (group) =>
+        runWrite(ctx, this.verified, async (write) => {
+          const outcomes = new Map<Decision, DecisionOutcome>();
+          for (const item of [...group].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) outcomes.set(item, await this.decideLocked(write, item));
+          return group.map((item) => outcomes.get(item)!);
+        }),
+      { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_DECISIONS_PER_GROUP },
+    );
   }
 
   /**
-   * The request's next audit entry and its leaf: the last write of its transaction
-   * (RequestWrite.appendLeaves). `changes` (already applied to `request`) are written with its new head.
+   * The request's next audit entry (its leaf goes to the log with the transaction's last writes:
+   * RequestWrite.flush). `changes` (already applied to `request`) are written with its new head.
    */
   private async audit(
     write: RequestWrite,
@@ -205,11 +252,11 @@ export class RequestService {
   ): Promise<void> {
     const entry = auditRow(request, event, by, at, details);
     await insertAuditEntry(write.trx, entry, changes);
-    await write.appendLeaves([entry]);
+    write.logEntries([entry]);
   }
 
-  private async transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): Promise<void> {
-    await write.enqueue([{ event, request: { ...row } }]);
+  private transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): void {
+    write.enqueue([{ event, request: { ...row } }]);
   }
 
   /**
@@ -273,8 +320,7 @@ export class RequestService {
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
     row.decision_reason = EXPIRED_REASON;
-    // The audit entry last: its leaf takes the log head's lock (RequestWrite.appendLeaves).
-    await this.transition(write, row, 'request.expired');
+    this.transition(write, row, 'request.expired');
     await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at }, {
       status: row.status,
       decided_at: now,
@@ -322,6 +368,8 @@ export class RequestService {
 
   /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
   private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
+    const held = write.held(id);
+    if (held) return held;
     const locked = await lockRequestWithTrailHead(write.trx, this.ctx.database, id);
     if (!locked) return undefined;
     // A lock that waited for another write answers the row as that write left it, but PostgreSQL reads
@@ -371,30 +419,7 @@ export class RequestService {
     by: AuditActor,
     details: Record<string, unknown> = {},
   ): Promise<RequestRow> {
-    const now = this.ctx.clock.now();
-    const outcome = await runWrite(this.ctx, this.verified, async (write) => {
-      const row = await this.lockChecked(write, id);
-      if (!row) return { kind: 'missing' as const };
-      if (this.isDue(row, now)) {
-        await this.expireLocked(write, row, now);
-        return { kind: 'expired' as const };
-      }
-      if (row.status !== 'pending') return { kind: 'decided' as const };
-      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const };
-      row.status = decision;
-      row.decided_at = now;
-      row.decided_by = by.actor;
-      row.decision_reason = reason ?? null;
-      await this.transition(write, row, 'request.decided');
-      const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
-      await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails, {
-        status: decision,
-        decided_at: now,
-        decided_by: by.actor,
-        decision_reason: row.decision_reason,
-      });
-      return { kind: 'decided-now' as const, row };
-    });
+    const outcome = await this.decisions.submit({ id, decision, reason, by, details, now: this.ctx.clock.now() });
     switch (outcome.kind) {
       case 'missing':
         throw gateError('requestNotFound');
@@ -407,6 +432,31 @@ export class RequestService {
       case 'decided-now':
         return outcome.row;
     }
+  }
+
+  /** One decision inside a group's transaction (the row locked and checked first). */
+  private async decideLocked(write: RequestWrite, { id, decision, reason, by, details, now }: Decision): Promise<DecisionOutcome> {
+    const row = await this.lockChecked(write, id);
+    if (!row) return { kind: 'missing' };
+    if (this.isDue(row, now)) {
+      await this.expireLocked(write, row, now);
+      return { kind: 'expired' };
+    }
+    if (row.status !== 'pending') return { kind: 'decided' };
+    if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' };
+    row.status = decision;
+    row.decided_at = now;
+    row.decided_by = by.actor;
+    row.decision_reason = reason ?? null;
+    this.transition(write, row, 'request.decided');
+    const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
+    await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails, {
+      status: decision,
+      decided_at: now,
+      decided_by: by.actor,
+      decision_reason: row.decision_reason,
+    });
+    return { kind: 'decided-now', row: { ...row } };
   }
 
   /**
@@ -431,7 +481,7 @@ export class RequestService {
       row.confirmed_at = now;
       // Canonical, as the row is compared with the result its confirmed entry holds (evidence.ts).
       row.execution_result = canonicalJson(result);
-      await this.transition(write, row, 'request.confirmed');
+      this.transition(write, row, 'request.confirmed');
       await this.audit(write, row, 'confirmed', by, now, { result }, { confirmed_at: now, execution_result: row.execution_result });
       return { kind: 'confirmed' as const, row };
     });
