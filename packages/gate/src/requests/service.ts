@@ -12,15 +12,7 @@ import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
 import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
-import {
-  dueForExpiry,
-  findRequest,
-  findRequestWithTrailHead,
-  insertAuditEntry,
-  lockRequestWithTrailHead,
-  loggedTrail,
-  type RequestChanges,
-} from './store.ts';
+import { dueForExpiry, findRequest, findRequestWithTrailHead, insertAuditEntry, lockRequestWithTrailHead, loggedTrail, type RequestChanges } from './store.ts';
 import { VerifiedStates } from './verified-states.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
@@ -321,12 +313,20 @@ export class RequestService {
     row.decided_by = EXPIRY_ACTOR;
     row.decision_reason = EXPIRED_REASON;
     this.transition(write, row, 'request.expired');
-    await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at }, {
-      status: row.status,
-      decided_at: now,
-      decided_by: row.decided_by,
-      decision_reason: row.decision_reason,
-    });
+    await this.audit(
+      write,
+      row,
+      'expired',
+      expiryActor,
+      now,
+      { expiresAt: row.expires_at },
+      {
+        status: row.status,
+        decided_at: now,
+        decided_by: row.decided_by,
+        decision_reason: row.decision_reason,
+      },
+    );
   }
 
   private isDue(row: RequestRow, now: number): boolean {
