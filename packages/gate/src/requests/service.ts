@@ -215,17 +215,17 @@ export class RequestService {
       },
       { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
     );
-    // Decisions arriving together share a transaction too. A group that fails (a tampered row among
-    // them) is retried one decision at a time by the committer, so only that decision is refused.
-    // Rows are locked in id order, so two groups on PostgreSQL cannot wait for each other's rows.
+    // On SQLite decisions arriving together share a transaction too (one writer: the COMMIT is the
+    // cost). A group that fails (a tampered row among them) is retried one decision at a time by the
+    // committer, so only that decision is refused.
     this.decisions = new GroupCommitter(
       (group) =>
         runWrite(ctx, this.verified, async (write) => {
-          const outcomes = new Map<Decision, DecisionOutcome>();
-          for (const item of [...group].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) outcomes.set(item, await this.decideLocked(write, item));
-          return group.map((item) => outcomes.get(item)!);
+          const outcomes: DecisionOutcome[] = [];
+          for (const item of group) outcomes.push(await this.decideLocked(write, item));
+          return outcomes;
         }),
-      { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_DECISIONS_PER_GROUP },
+      { maxInFlight: 1, maxGroupSize: MAX_DECISIONS_PER_GROUP },
     );
   }
 
@@ -419,7 +419,13 @@ export class RequestService {
     by: AuditActor,
     details: Record<string, unknown> = {},
   ): Promise<RequestRow> {
-    const outcome = await this.decisions.submit({ id, decision, reason, by, details, now: this.ctx.clock.now() });
+    const item: Decision = { id, decision, reason, by, details, now: this.ctx.clock.now() };
+    // On PostgreSQL a decision's statements wait on its row read, so a group would run its decisions'
+    // round trips one after another on one connection; separate transactions run them side by side.
+    const outcome =
+      this.ctx.database.dialect === 'sqlite'
+        ? await this.decisions.submit(item)
+        : await runWrite(this.ctx, this.verified, (write) => this.decideLocked(write, item));
     switch (outcome.kind) {
       case 'missing':
         throw gateError('requestNotFound');

@@ -92,7 +92,7 @@ export async function requestsAfter(database: GateDatabase, after: string | unde
 }
 
 /** A request row with the highest seq stored in its trail (null: no entry), read in one statement (VerifiedStates). */
-export interface RowWithTrailHead {
+interface RowWithTrailHead {
   row: RequestRow;
   trailHead: number | null;
 }
