@@ -44,6 +44,14 @@ const GETS = 2 * POSTS;
 // Long enough for the server to reach steady state (JIT, page cache, WAL checkpoints under way).
 const WARMUP_REQUESTS = Math.min(5000, Math.ceil(POSTS / 4));
 const CLIENTS = 8;
+/**
+ * Issue 43 part 7: request creation with the audit chain and log at least as fast as before they
+ * joined (6,530 → 3,957 requests/s in this bench then), and decide, with the row checked against
+ * its trail, within 10 % of its throughput before that check (commit f5b6ab5; how the figure was
+ * arrived at, and the paired runs: docs/decisions/0007-gate-writes.md).
+ */
+const POST_TARGET = 7000;
+const DECIDE_BEFORE_ROW_CHECK = 1230;
 
 // ---------------------------------------------------------------------------------------------
 // Workload: policies and requests
@@ -421,10 +429,10 @@ async function benchServer(rows: Row[]): Promise<void> {
     const posted = await cpuPerRequest(POSTS, () => load(POSTS, create));
     rows.push([
       `POST /api/requests, ${CLIENTS} clients, ${SERVER_POLICIES} policies (${storage})`,
-      '≥ 10,000 requests/s',
+      `≥ ${rate(POST_TARGET)} requests/s (issue 43)`,
       checked(
         `${rate(posted.perSecond)} requests/s · p50 ${posted.p50.toFixed(2)} ms · p95 ${posted.p95.toFixed(2)} ms${cpuNote(posted.cpuMicros)}`,
-        posted.perSecond >= 10_000,
+        posted.perSecond >= POST_TARGET,
       ),
     ]);
 
@@ -451,8 +459,11 @@ async function benchServer(rows: Row[]): Promise<void> {
     const decided = await cpuPerRequest(POSTS, () => load(POSTS, decideFrom(WARMUP_REQUESTS)));
     rows.push([
       `POST /api/requests/:id/decide, ${CLIENTS} clients, each request once (${storage})`,
-      '',
-      `${rate(decided.perSecond)} requests/s · p50 ${decided.p50.toFixed(2)} ms · p95 ${decided.p95.toFixed(2)} ms${cpuNote(decided.cpuMicros)}`,
+      `≥ ${rate(0.9 * DECIDE_BEFORE_ROW_CHECK)} requests/s (90 % of ${rate(DECIDE_BEFORE_ROW_CHECK)} before the row check; issue 43)`,
+      checked(
+        `${rate(decided.perSecond)} requests/s · p50 ${decided.p50.toFixed(2)} ms · p95 ${decided.p95.toFixed(2)} ms${cpuNote(decided.cpuMicros)}`,
+        decided.perSecond >= 0.9 * DECIDE_BEFORE_ROW_CHECK,
+      ),
     ]);
 
     // The floors on this machine: the same client against a route with no key and no database, and

@@ -77,7 +77,7 @@ function requestTampered(id: string, problem: string): RequestTamperedError {
   return new RequestTamperedError(`Request ${id} does not match its audit trail: ${problem}`);
 }
 
-/** Checks a row and its trail read under its row lock (store.ts lockRequestWithTrail: no write of it can land between them). */
+/** Checks a row and its trail read under its row lock (service.ts lockChecked: no write of it can land between them). */
 export function assertLockedRowEvidence(row: RequestRow, trail: readonly LoggedAuditRow[]): void {
   const problem = rowEvidenceProblem(row, trail);
   if (problem !== null) throw requestTampered(row.id, problem);
@@ -87,8 +87,9 @@ export function assertLockedRowEvidence(row: RequestRow, trail: readonly LoggedA
  * Checks rows read without a lock. The row and its trail are two reads, so a write that committed
  * between them can make an honest row look wrong: a row that fails is read again, with its trail,
  * from one snapshot, and refused only if it still fails (the common case costs one read more).
+ * Answers the rows their trails vouched for as read (not those that passed only on the second read).
  */
-export async function assertRowsEvidence(database: GateDatabase, rows: readonly RequestRow[]): Promise<void> {
+export async function assertRowsEvidence(database: GateDatabase, rows: readonly RequestRow[]): Promise<RequestRow[]> {
   const trails =
     rows.length === 1
       ? new Map([[rows[0]!.id, await loggedTrail(database.db, database, rows[0]!.id)]])
@@ -97,7 +98,7 @@ export async function assertRowsEvidence(database: GateDatabase, rows: readonly 
           rows.map((row) => row.id),
         );
   const failing = rows.filter((row) => rowEvidenceProblem(row, trails.get(row.id) ?? []) !== null);
-  if (failing.length === 0) return;
+  if (failing.length === 0) return [...rows];
   const problems = await readSnapshot(database, async (db) => {
     const found: [string, string][] = [];
     for (const { id } of failing) {
@@ -112,6 +113,7 @@ export async function assertRowsEvidence(database: GateDatabase, rows: readonly 
     throw new RequestTamperedError(
       `Requests ${problems.map(([id]) => id).join(', ')} do not match their audit trails: ${problems.map(([id, problem]) => `${id}: ${problem}`).join(' | ')}`,
     );
+  return rows.filter((row) => !failing.includes(row));
 }
 
 /** A request's row, checked against its logged audit trail (throws requestTampered); undefined when absent. */

@@ -11,8 +11,19 @@ import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
-import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError, rowEvidenceProblem } from './row-check.ts';
-import { approvedEntry, dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail, storedDecision } from './store.ts';
+import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
+import {
+  approvedEntry,
+  dueForExpiry,
+  findRequest,
+  findRequestWithTrailHead,
+  insertAuditEntry,
+  lockRequestWithTrailHead,
+  loggedTrail,
+  storedDecision,
+  type RequestChanges,
+} from './store.ts';
+import { VerifiedStates } from './verified-states.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -71,6 +82,20 @@ const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entri
 
 /** Requests created concurrently share one transaction; far more than this many are split. */
 const MAX_CREATIONS_PER_GROUP = 256;
+/** Decisions made concurrently share one transaction, up to this many. */
+const MAX_DECISIONS_PER_GROUP = 64;
+
+/** One decision, as decide() was called (`now`: when). */
+interface Decision {
+  id: string;
+  decision: 'approved' | 'denied';
+  reason: string | undefined;
+  by: AuditActor;
+  details: Record<string, unknown>;
+  now: number;
+}
+
+type DecisionOutcome = { kind: 'missing' | 'expired' | 'decided' | 'reason' } | { kind: 'decided-now'; row: RequestRow };
 
 /**
  * The next entry of a request's audit chain (audit/chain.ts), linked after the head `request` holds;
@@ -104,38 +129,67 @@ function auditRow(request: RequestRow, event: string, by: AuditActor, at: number
 class RequestWrite {
   /** Outbox rows written: attempted at once after the commit, in the background. */
   private readonly enqueued: Enqueued = { each: [], observe: [] };
-  /** Audit-log leaves appended: counted towards the next checkpoint after the commit. */
-  private leaves = 0;
+  /** Audit entries written, whose leaves the log gets as the transaction's last write (flush). */
+  private readonly entries: AuditRow[] = [];
+  /** Rows checked or written, by id (in their final state once the work is done): vouched for after the commit. */
+  private readonly rows = new Map<string, RequestRow>();
 
   constructor(
     readonly trx: Transaction<GateSchema>,
     private readonly ctx: GateContext,
+    private readonly verified: VerifiedStates,
   ) {}
 
-  /** Writes the outbox rows of the transitions. */
-  async enqueue(transitions: readonly Transition[]): Promise<void> {
-    const enqueued = await this.ctx.outbox.enqueue(this.trx, this.ctx.database.dialect, transitions);
-    this.enqueued.each.push(...enqueued.each);
-    this.enqueued.observe.push(...enqueued.observe);
+  /** A row checked against its trail or written by this transaction, remembered as it stands at the commit. */
+  vouchAtCommit(rows: readonly RequestRow[]): void {
+    for (const row of rows) this.rows.set(row.id, row);
   }
 
-  /** Appends the entries' leaves to the audit log: the last write, as it takes the log head's lock, held to the commit. */
-  async appendLeaves(entries: readonly AuditRow[]): Promise<void> {
-    await this.ctx.auditLog.append(this.trx, entries.map(auditEntryLeaf));
-    this.leaves += entries.length;
+  /** The row of `id` as this transaction holds it locked and has written it, if it has (a group of decisions naming one request twice). */
+  held(id: string): RequestRow | undefined {
+    return this.rows.get(id);
+  }
+
+  /** Transitions whose outbox rows are written with the transaction's last writes (flush). */
+  private readonly transitions: Transition[] = [];
+
+  /** Announces transitions: their outbox rows are written once for the whole transaction (flush). */
+  enqueue(transitions: readonly Transition[]): void {
+    this.transitions.push(...transitions);
+  }
+
+  /** Audit entries written: their leaves go to the log together, as the transaction's last write (flush). */
+  logEntries(entries: readonly AuditRow[]): void {
+    this.entries.push(...entries);
+  }
+
+  /**
+   * The transaction's last writes: the outbox rows of its transitions, then its entries' leaves in the
+   * audit log, last as appending takes the log head's lock, held to the commit.
+   */
+  async flush(): Promise<void> {
+    if (this.transitions.length > 0) {
+      const enqueued = await this.ctx.outbox.enqueue(this.trx, this.ctx.database.dialect, this.transitions);
+      this.enqueued.each.push(...enqueued.each);
+      this.enqueued.observe.push(...enqueued.observe);
+    }
+    if (this.entries.length > 0) await this.ctx.auditLog.append(this.trx, this.entries.map(auditEntryLeaf));
   }
 
   announce(): void {
+    for (const row of this.rows.values()) this.verified.remember(row);
     this.ctx.outbox.dispatch(this.enqueued);
-    if (this.leaves > 0) this.ctx.auditLog.committed(this.leaves);
+    if (this.entries.length > 0) this.ctx.auditLog.committed(this.entries.length);
   }
 }
 
 /** Runs `work` in one transaction and, after its commit, announces what it wrote (RequestWrite). */
-async function runWrite<T>(ctx: GateContext, work: (write: RequestWrite) => Promise<T>): Promise<T> {
+async function runWrite<T>(ctx: GateContext, verified: VerifiedStates, work: (write: RequestWrite) => Promise<T>): Promise<T> {
   const { write, result } = await ctx.database.db.transaction().execute(async (trx) => {
-    const write = new RequestWrite(trx, ctx);
-    return { write, result: await work(write) };
+    const write = new RequestWrite(trx, ctx, verified);
+    const result = await work(write);
+    await write.flush();
+    return { write, result };
   });
   write.announce();
   return result;
@@ -146,6 +200,9 @@ export class RequestService {
   private readonly creations: GroupCommitter<Creation, void>;
   /** The approving entry of a row this service just approved, so its receipt costs no read (receipt). */
   private readonly approvals = new WeakMap<RequestRow, AuditRow>();
+  private readonly decisions: GroupCommitter<Decision, DecisionOutcome>;
+  /** The rows this instance last saw vouched for (VerifiedStates): their reads and writes skip the trail read. */
+  private readonly verified = new VerifiedStates();
 
   constructor(
     private readonly ctx: GateContext,
@@ -154,7 +211,8 @@ export class RequestService {
     const { database } = ctx;
     this.creations = new GroupCommitter(
       async (group) => {
-        await runWrite(ctx, async (write) => {
+        await runWrite(ctx, this.verified, async (write) => {
+          write.vouchAtCommit(group.map((c) => c.row));
           await requestInserter.insert(
             write.trx,
             database.dialect,
@@ -162,20 +220,43 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
-          await write.enqueue(group.flatMap((c) => c.transitions));
-          await write.appendLeaves(audits);
+          write.enqueue(group.flatMap((c) => c.transitions));
+          write.logEntries(audits);
         });
         return group.map(() => undefined);
       },
       { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
     );
+    // On SQLite decisions arriving together share a transaction too (one writer: the COMMIT is the
+    // cost). A group that fails (a tampered row among them) is retried one decision at a time by the
+    // committer, so only that decision is refused.
+    this.decisions = new GroupCommitter(
+      (group) =>
+        runWrite(ctx, this.verified, async (write) => {
+          const outcomes: DecisionOutcome[] = [];
+          for (const item of group) outcomes.push(await this.decideLocked(write, item));
+          return outcomes;
+        }),
+      { maxInFlight: 1, maxGroupSize: MAX_DECISIONS_PER_GROUP },
+    );
   }
 
-  /** The request's next audit entry and its leaf: the last write of its transaction (RequestWrite.appendLeaves). */
-  private async audit(write: RequestWrite, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<AuditRow> {
+  /**
+   * The request's next audit entry (its leaf goes to the log with the transaction's last writes:
+   * RequestWrite.flush). `changes` (already applied to `request`) are written with its new head.
+   */
+  private async audit(
+    write: RequestWrite,
+    request: RequestRow,
+    event: string,
+    by: AuditActor,
+    at: number,
+    details?: object,
+    changes?: RequestChanges,
+  ): Promise<AuditRow> {
     const entry = auditRow(request, event, by, at, details);
-    await insertAuditEntry(write.trx, entry);
-    await write.appendLeaves([entry]);
+    await insertAuditEntry(write.trx, entry, changes);
+    write.logEntries([entry]);
     return entry;
   }
 
@@ -215,18 +296,18 @@ export class RequestService {
     claim: (trx: Transaction<GateSchema>, row: RequestRow, at: number) => Promise<boolean>,
   ): Promise<{ row: RequestRow; first: boolean } | undefined> {
     const now = this.ctx.clock.now();
-    return runWrite(this.ctx, async (write) => {
+    return runWrite(this.ctx, this.verified, async (write) => {
       const row = await this.lockChecked(write, id);
       if (!row) return undefined;
       if (row.status !== 'approved' || !(await claim(write.trx, row, now))) return { row, first: false };
-      await this.transition(write, row, 'request.redeemed');
+      this.transition(write, row, 'request.redeemed');
       await this.audit(write, row, 'redeemed', by, now, details);
       return { row, first: true };
     });
   }
 
-  private async transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): Promise<void> {
-    await write.enqueue([{ event, request: { ...row } }]);
+  private transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): void {
+    write.enqueue([{ event, request: { ...row } }]);
   }
 
   /**
@@ -292,14 +373,21 @@ export class RequestService {
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
     row.decision_reason = EXPIRED_REASON;
-    await write.trx
-      .updateTable('requests')
-      .set({ status: row.status, decided_at: now, decided_by: row.decided_by, decision_reason: row.decision_reason })
-      .where('id', '=', row.id)
-      .execute();
-    // The audit entry last: its leaf takes the log head's lock (RequestWrite.appendLeaves).
-    await this.transition(write, row, 'request.expired');
-    await this.audit(write, row, 'expired', expiryActor, now, { expiresAt: row.expires_at });
+    this.transition(write, row, 'request.expired');
+    await this.audit(
+      write,
+      row,
+      'expired',
+      expiryActor,
+      now,
+      { expiresAt: row.expires_at },
+      {
+        status: row.status,
+        decided_at: now,
+        decided_by: row.decided_by,
+        decision_reason: row.decision_reason,
+      },
+    );
   }
 
   private isDue(row: RequestRow, now: number): boolean {
@@ -311,15 +399,17 @@ export class RequestService {
    * logged audit trail: a row changed outside the gate is refused (requestTampered), never answered.
    */
   async get(id: string): Promise<RequestRow | undefined> {
-    const row = await findRequest(this.ctx.database, id);
-    if (row && this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
-    if (row) await assertRowsEvidence(this.ctx.database, [row]);
+    const found = await findRequestWithTrailHead(this.ctx.database, id);
+    if (found === undefined) return undefined;
+    const { row, trailHead } = found;
+    if (this.isDue(row, this.ctx.clock.now())) return (await this.expire(id)) ?? row;
+    if (!this.verified.vouches(row, trailHead)) await this.checkRows([row]);
     return row;
   }
 
   /** Checks rows read for an answer (a list page) against their logged audit trails (requestTampered). */
   async checkRows(rows: readonly RequestRow[]): Promise<void> {
-    await assertRowsEvidence(this.ctx.database, rows);
+    for (const row of await assertRowsEvidence(this.ctx.database, rows)) this.verified.remember(row);
   }
 
   /**
@@ -339,18 +429,21 @@ export class RequestService {
 
   /** Locks a request for a write and checks it against its logged audit trail first (requestTampered). */
   private async lockChecked(write: RequestWrite, id: string): Promise<RequestRow | undefined> {
-    const locked = await lockRequestWithTrail(write.trx, this.ctx.database, id);
+    const held = write.held(id);
+    if (held) return held;
+    const locked = await lockRequestWithTrailHead(write.trx, this.ctx.database, id);
     if (!locked) return undefined;
-    // A lock that waited for another write answers the row as that write left it, but PostgreSQL joins
-    // the entries its statement saw before the wait: read the trail again, under the lock, before refusing.
-    if (rowEvidenceProblem(locked.row, locked.trail) !== null) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    // A lock that waited for another write answers the row as that write left it, but PostgreSQL reads
+    // the trail head as its statement saw it before the wait: the trail, read under the lock, decides then.
+    if (!this.verified.vouches(locked.row, locked.trailHead)) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    write.vouchAtCommit([locked.row]);
     return locked.row;
   }
 
   /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    return runWrite(this.ctx, async (write) => {
+    return runWrite(this.ctx, this.verified, async (write) => {
       const locked = await this.lockChecked(write, id);
       if (locked && this.isDue(locked, now)) await this.expireLocked(write, locked, now);
       return locked;
@@ -387,31 +480,13 @@ export class RequestService {
     by: AuditActor,
     details: Record<string, unknown> = {},
   ): Promise<RequestRow> {
-    const now = this.ctx.clock.now();
-    const outcome = await runWrite(this.ctx, async (write) => {
-      const row = await this.lockChecked(write, id);
-      if (!row) return { kind: 'missing' as const };
-      if (this.isDue(row, now)) {
-        await this.expireLocked(write, row, now);
-        return { kind: 'expired' as const };
-      }
-      if (row.status !== 'pending') return { kind: 'decided' as const };
-      if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' as const };
-      row.status = decision;
-      row.decided_at = now;
-      row.decided_by = by.actor;
-      row.decision_reason = reason ?? null;
-      await write.trx
-        .updateTable('requests')
-        .set({ status: decision, decided_at: now, decided_by: by.actor, decision_reason: row.decision_reason })
-        .where('id', '=', id)
-        .execute();
-      await this.transition(write, row, 'request.decided');
-      const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
-      const entry = await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
-      if (decision === 'approved') this.approvals.set(row, entry);
-      return { kind: 'decided-now' as const, row };
-    });
+    const item: Decision = { id, decision, reason, by, details, now: this.ctx.clock.now() };
+    // On PostgreSQL a decision's statements wait on its row read, so a group would run its decisions'
+    // round trips one after another on one connection; separate transactions run them side by side.
+    const outcome =
+      this.ctx.database.dialect === 'sqlite'
+        ? await this.decisions.submit(item)
+        : await runWrite(this.ctx, this.verified, (write) => this.decideLocked(write, item));
     switch (outcome.kind) {
       case 'missing':
         throw gateError('requestNotFound');
@@ -426,13 +501,40 @@ export class RequestService {
     }
   }
 
+  /** One decision inside a group's transaction (the row locked and checked first). */
+  private async decideLocked(write: RequestWrite, { id, decision, reason, by, details, now }: Decision): Promise<DecisionOutcome> {
+    const row = await this.lockChecked(write, id);
+    if (!row) return { kind: 'missing' };
+    if (this.isDue(row, now)) {
+      await this.expireLocked(write, row, now);
+      return { kind: 'expired' };
+    }
+    if (row.status !== 'pending') return { kind: 'decided' };
+    if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' };
+    row.status = decision;
+    row.decided_at = now;
+    row.decided_by = by.actor;
+    row.decision_reason = reason ?? null;
+    this.transition(write, row, 'request.decided');
+    const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
+    const entry = await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails, {
+      status: decision,
+      decided_at: now,
+      decided_by: by.actor,
+      decision_reason: row.decision_reason,
+    });
+    const decided = { ...row };
+    if (decision === 'approved') this.approvals.set(decided, entry);
+    return { kind: 'decided-now', row: decided };
+  }
+
   /**
    * Records in a request's audit trail that someone without the right tried to decide it (a chat
    * click from a user the deciders do not include); the request is unchanged. Undefined when absent.
    */
   async refuseDecision(id: string, by: AuditActor, details: Record<string, unknown>): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
-    return runWrite(this.ctx, async (write) => {
+    return runWrite(this.ctx, this.verified, async (write) => {
       const locked = await this.lockChecked(write, id);
       if (locked) await this.audit(write, locked, 'decision_refused', by, now, details);
       return locked;
@@ -441,16 +543,15 @@ export class RequestService {
 
   async confirm(id: string, result: Record<string, unknown>, by: AuditActor): Promise<RequestRow> {
     const now = this.ctx.clock.now();
-    const outcome = await runWrite(this.ctx, async (write) => {
+    const outcome = await runWrite(this.ctx, this.verified, async (write) => {
       const row = await this.lockChecked(write, id);
       if (!row) return { kind: 'missing' as const };
       if (row.status !== 'approved' || row.confirmed_at !== null) return { kind: 'conflict' as const };
       row.confirmed_at = now;
       // Canonical, as the row is compared with the result its confirmed entry holds (evidence.ts).
       row.execution_result = canonicalJson(result);
-      await write.trx.updateTable('requests').set({ confirmed_at: now, execution_result: row.execution_result }).where('id', '=', id).execute();
-      await this.transition(write, row, 'request.confirmed');
-      await this.audit(write, row, 'confirmed', by, now, { result });
+      this.transition(write, row, 'request.confirmed');
+      await this.audit(write, row, 'confirmed', by, now, { result }, { confirmed_at: now, execution_result: row.execution_result });
       return { kind: 'confirmed' as const, row };
     });
     if (outcome.kind === 'missing') throw gateError('requestNotFound');

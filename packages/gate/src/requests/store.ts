@@ -100,58 +100,68 @@ export async function requestsAfter(database: GateDatabase, after: string | unde
   return query.orderBy('id').limit(limit).execute();
 }
 
-const ENTRY_COLUMNS = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'] as const;
+/** A request row with the highest seq stored in its trail (null: no entry), read in one statement (VerifiedStates). */
+interface RowWithTrailHead {
+  row: RequestRow;
+  trailHead: number | null;
+}
 
-/** A request row joined with one of its logged entries (e_* columns; all null for a request without entries). */
-type RowWithEntry = RequestRow & { [C in (typeof ENTRY_COLUMNS)[number] as `e_${C}`]: AuditRow[C] | null } & { leaf_hash: Buffer | null };
-
-const selectRequestWithTrailForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
-  forUpdateOf(
+function requestWithTrailHead(db: Kysely<GateSchema>, id: string) {
+  return (
     db
       .selectFrom('requests as r')
-      .leftJoin('audit_entries as e', 'e.request_id', 'r.id')
-      .leftJoin('audit_log_leaves as l', 'l.item_id', 'e.id')
       .selectAll('r')
-      .select(ENTRY_COLUMNS.map((column) => `e.${column} as e_${column}` as const))
-      .select('l.leaf_hash')
+      // The trail index (request_id, seq) answers it from its last key.
+      .select((eb) =>
+        eb
+          .selectFrom('audit_entries as e')
+          .select((inner) => inner.fn.max('e.seq').as('head'))
+          .whereRef('e.request_id', '=', 'r.id')
+          .as('trail_head'),
+      )
       .where('r.id', '=', id)
-      .orderBy('e.seq'),
-    dialect,
-    'r',
-  ),
+  );
+}
+
+const selectRequestWithTrailHead = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => requestWithTrailHead(db, id));
+const selectRequestWithTrailHeadForUpdate = new PreparedQuery((db: Kysely<GateSchema>, dialect, id: string) =>
+  forUpdateOf(requestWithTrailHead(db, id), dialect, 'r'),
 );
 
-/**
- * Locks a request's row and reads its logged trail (loggedTrail) in the same statement: the row
- * check every decide, confirm and expiry makes costs no statement of its own.
- */
-export async function lockRequestWithTrail(
-  trx: Transaction<GateSchema>,
-  database: GateDatabase,
-  id: string,
-): Promise<{ row: RequestRow; trail: LoggedAuditRow[] } | undefined> {
-  const rows = (await selectRequestWithTrailForUpdate.execute(trx, database.dialect, id)) as unknown as RowWithEntry[];
-  const first = rows[0];
-  if (first === undefined) return undefined;
-  const row = {} as Record<string, unknown>;
-  for (const [column, value] of Object.entries(first)) if (!column.startsWith('e_') && column !== 'leaf_hash') row[column] = value;
-  const trail = rows
-    .filter((joined) => joined.e_id !== null)
-    .map((joined) => {
-      const entry = { leaf_hash: joined.leaf_hash } as Record<string, unknown>;
-      for (const column of ENTRY_COLUMNS) entry[column] = joined[`e_${column}`];
-      return entry as unknown as LoggedAuditRow;
-    });
-  return { row: row as unknown as RequestRow, trail };
+function splitTrailHead(found: (RequestRow & { trail_head: number | null }) | undefined): RowWithTrailHead | undefined {
+  if (found === undefined) return undefined;
+  const { trail_head: trailHead, ...row } = found;
+  return { row, trailHead };
+}
+
+/** A request's row as stored, unchecked, with its trail's highest seq. */
+export async function findRequestWithTrailHead(database: GateDatabase, id: string): Promise<RowWithTrailHead | undefined> {
+  return splitTrailHead(await selectRequestWithTrailHead.first(database.db, database.dialect, id));
 }
 
 /**
- * Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, under
- * the request's row lock (its leaf goes to the audit log next: service.ts RequestWrite).
+ * Locks a request's row and reads its trail's highest seq in the same statement: a row this
+ * instance vouched for (VerifiedStates) needs no other read before the write.
  */
-export async function insertAuditEntry(trx: Transaction<GateSchema>, entry: AuditRow): Promise<void> {
+export async function lockRequestWithTrailHead(trx: Transaction<GateSchema>, database: GateDatabase, id: string): Promise<RowWithTrailHead | undefined> {
+  return splitTrailHead(await selectRequestWithTrailHeadForUpdate.first(trx, database.dialect, id));
+}
+
+/** The columns a transition changes besides the chain head (a decision, an expiry, a confirmation). */
+export type RequestChanges = Partial<Pick<RequestRow, 'status' | 'decided_at' | 'decided_by' | 'decision_reason' | 'confirmed_at' | 'execution_result'>>;
+
+/**
+ * Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, with
+ * the transition's `changes` in the same update, under the request's row lock (its leaf goes to the
+ * audit log next: service.ts RequestWrite).
+ */
+export async function insertAuditEntry(trx: Transaction<GateSchema>, entry: AuditRow, changes: RequestChanges = {}): Promise<void> {
   await trx.insertInto('audit_entries').values(entry).execute();
-  await trx.updateTable('requests').set({ audit_head_seq: entry.seq, audit_head_hash: entry.hash }).where('id', '=', entry.request_id).execute();
+  await trx
+    .updateTable('requests')
+    .set({ ...changes, audit_head_seq: entry.seq, audit_head_hash: entry.hash })
+    .where('id', '=', entry.request_id)
+    .execute();
 }
 
 export interface ListRequestsQuery {
