@@ -16,7 +16,7 @@ import { chromium } from 'playwright-core';
 import { PriceTable } from '@vigil/pricing';
 import { startLiveServices } from '@vigil/cli/testing';
 import { assertPackagesBuilt, SDK_DIR } from '../scripts/built.ts';
-import { ObserveClient } from './index.ts';
+import { GateClient, ObserveClient } from './index.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -117,7 +117,7 @@ describe('browser bundle of @vigil/sdk', () => {
   });
 
   test(
-    'the bundle records a session from a page in Chromium',
+    'the bundle records a session and verifies a gate receipt from a page in Chromium',
     { skip: !existsSync(CHROMIUM) && process.env.REQUIRE_SERVICES !== '1' && `no Chromium at ${CHROMIUM}` },
     async () => {
       const bundle = await bundleForBrowser(join(SDK_DIR, 'dist', 'index.js'));
@@ -136,15 +136,23 @@ describe('browser bundle of @vigil/sdk', () => {
         });
         // The page is served at observe's origin (intercepted by the browser), so the SDK's requests need no CORS.
         const sessionId = `browser-${Date.now()}`;
+        // A receipt of the real gate, verified in the page with Web Crypto (docs/guide/receipts.md).
+        const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+        const { id } = await gate.createRequest({ action: 'pay', params: { amount: 5 } });
+        const { receipt } = await gate.decide(id, 'approved');
+        const { publicKey } = (await gate.call('get', '/api/audit/public-key', {})) as { publicKey: string };
         const html = `<!doctype html><script type="module">
-          import { ObserveClient } from './sdk.js';
+          import { ObserveClient, verifyReceipt } from './sdk.js';
+          const receipt = ${JSON.stringify(receipt)};
+          const receiptValid = await verifyReceipt(receipt, ${JSON.stringify(publicKey)});
+          const tamperedValid = await verifyReceipt({ ...receipt, action: 'pay_all' }, ${JSON.stringify(publicKey)});
           const client = new ObserveClient({ baseUrl: location.origin, apiKey: ${JSON.stringify(live.observeKey)}, flushIntervalMs: 50 });
           const session = client.startSession({ agentId: 'browser-agent', sessionId: ${JSON.stringify(sessionId)} });
           await session.wrapToolCall('read_clipboard', {}, async () => 'copied text');
           const call = session.recordLlmCall({ provider: 'openai', model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
           const { costUsd } = session.recordLlmResponse(call, { completion: 'hello', usage: { inputTokens: 1200, outputTokens: 300 } });
           await session.end();
-          window.recorded = { costUsd };
+          window.recorded = { costUsd, receiptValid, tamperedValid };
         </script>`;
         await page.route(`${live.observeUrl}/sdk-page/**`, (route) =>
           route.fulfill(
@@ -156,7 +164,7 @@ describe('browser bundle of @vigil/sdk', () => {
           .waitForFunction(() => (window as unknown as { recorded?: unknown }).recorded, undefined, { timeout: 15_000 })
           .catch((error: Error) => assert.fail(`${error.message}; the page reported: ${JSON.stringify(problems)}`));
         const expectedCost = PriceTable.fromDefaults().costUsd('gpt-4o-mini', 'openai', 1200, 300)!;
-        assert.deepEqual(await recorded.jsonValue(), { costUsd: expectedCost });
+        assert.deepEqual(await recorded.jsonValue(), { costUsd: expectedCost, receiptValid: true, tamperedValid: false });
         assert.deepEqual(problems, []);
         const client = new ObserveClient({ baseUrl: live.observeUrl, apiKey: live.observeKey });
         const { events } = await client.listEvents({ sessionId, order: 'asc', limit: 50 });
