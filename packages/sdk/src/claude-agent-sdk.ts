@@ -42,7 +42,9 @@ export interface VigilPermissions {
   hooks: { PostToolUse: Array<{ hooks: ClaudeHookCallback[] }>; PostToolUseFailure: Array<{ hooks: ClaudeHookCallback[] }> };
 }
 
-export interface VigilPermissionsOptions extends Omit<WithApprovalOptions, 'confirm' | 'toolName'> {
+export interface VigilPermissionsOptions extends Omit<WithApprovalOptions, 'confirm' | 'toolName' | 'expiresAt'> {
+  /** Each request expires undecided this long after it is made (then the call is denied). */
+  expiresInMs?: number;
   /** Tools that run without asking the gate (e.g. ['Read', 'Glob']); every other tool asks. */
   allowTools?: readonly string[];
   /** Tell the gate each approved call ran, with its outcome (default true). */
@@ -70,7 +72,7 @@ function refusal(outcome: ApprovalOutcome): string {
  * `hooks` with your own if you have any).
  */
 export function vigilPermissions(gate: GateClient, options: VigilPermissionsOptions = {}): VigilPermissions {
-  const { allowTools = [], confirm, ...ask } = options;
+  const { allowTools = [], confirm, expiresInMs, ...ask } = options;
   const running = new Map<string, Running>();
 
   const canUseTool: ClaudeCanUseTool = async (toolName, input, { signal, toolUseID, agentID }) => {
@@ -83,6 +85,7 @@ export function vigilPermissions(gate: GateClient, options: VigilPermissionsOpti
         ...ask,
         context: { ...ask.context, via: 'claude-agent-sdk', claudeCode: { toolUseId: toolUseID, ...(agentID !== undefined && { agentId: agentID }) } },
         wait: { ...ask.wait, signal },
+        ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
       });
     } catch (error) {
       return { behavior: 'deny', message: `Vigil could not decide this call (${reasonOf(error)}); it is denied.`, toolUseID };

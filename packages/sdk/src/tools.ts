@@ -38,6 +38,8 @@ export function traceTool<A extends unknown[], R>(
 export interface WithApprovalOptions {
   session?: SessionChoice;
   urgency?: NewApprovalRequest['urgency'];
+  /** When the request expires undecided (ISO 8601); without it, it waits for a human indefinitely. */
+  expiresAt?: string;
   /**
    * Extra context for the approver. In a session, the session and agent ids are added, and
    * `recordedByAgent: true`: this call records the request's events in the session, so a gate
@@ -69,7 +71,7 @@ export async function askApproval(
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
-    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) },
+    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }), ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }) },
     { signal: options.wait?.signal },
   );
   session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });
