@@ -105,7 +105,14 @@ for (const [database, gateEnv, skip] of backends) {
       assert.deepEqual(result.permission_denials, []);
       assert.equal(readFileSync(join(project.dir, 'ran.txt'), 'utf8'), 'auto\n');
       assert.equal(toolResults[0]?.isError, false);
-      assert.deepEqual(await eventTypes(sessionId), ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended']);
+      assert.deepEqual(await eventTypes(sessionId), [
+        'session_started',
+        'approval_requested',
+        'approval_granted',
+        'tool_call',
+        'tool_response',
+        'session_ended',
+      ]);
       const request = await requestFor('echo auto > ran.txt');
       assert.equal(request.status, 'approved');
       assert.notEqual(request.confirmedAt, null);
@@ -130,7 +137,14 @@ for (const [database, gateEnv, skip] of backends) {
       const { result, project, sessionId } = await running;
       assert.deepEqual(result.permission_denials, []);
       assert.equal(readFileSync(join(project.dir, 'ran.txt'), 'utf8'), 'human\n');
-      assert.deepEqual(await eventTypes(sessionId), ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended']);
+      assert.deepEqual(await eventTypes(sessionId), [
+        'session_started',
+        'approval_requested',
+        'approval_granted',
+        'tool_call',
+        'tool_response',
+        'session_ended',
+      ]);
     });
 
     test('the request expires undecided: denied, the agent told it expired', async () => {
@@ -149,7 +163,13 @@ for (const [database, gateEnv, skip] of backends) {
       const project = new ClaudeProject();
       projects.push(project);
       let last: SDKResultMessage | undefined;
-      const options: Options = { cwd: project.dir, pathToClaudeCodeExecutable: CLAUDE_BINARY, env: project.env(fake.url), settingSources: [], ...vigilPermissions(unreachable) };
+      const options: Options = {
+        cwd: project.dir,
+        pathToClaudeCodeExecutable: CLAUDE_BINARY,
+        env: project.env(fake.url),
+        settingSources: [],
+        ...vigilPermissions(unreachable),
+      };
       for await (const message of query({ prompt: 'run the step', options })) if (message.type === 'result') last = message;
       assert.equal(last?.permission_denials.length, 1);
       assert.match(fake.toolResults[0]!.content, /Vigil could not decide this call/);

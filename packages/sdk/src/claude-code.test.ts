@@ -15,7 +15,9 @@ function hookSettings(event: 'PreToolUse' | 'PermissionRequest', url: string): o
       [event]: [
         {
           matcher: '*',
-          hooks: [{ type: 'http', url, headers: { Authorization: 'Bearer $VIGIL_GATE_KEY' }, allowedEnvVars: ['VIGIL_GATE_KEY'], timeout: 60, onFailure: 'block' }],
+          hooks: [
+            { type: 'http', url, headers: { Authorization: 'Bearer $VIGIL_GATE_KEY' }, allowedEnvVars: ['VIGIL_GATE_KEY'], timeout: 60, onFailure: 'block' },
+          ],
         },
       ],
     },
@@ -59,7 +61,12 @@ for (const [database, gateEnv, skip] of backends) {
     });
 
     /** Claude Code in a fresh project whose model runs `command` with Bash once. */
-    async function claude(command: string, settings: object | undefined, args: string[] = [], gateKey = hookKey): Promise<{ result: ClaudeResult; project: ClaudeProject; fake: FakeAnthropic }> {
+    async function claude(
+      command: string,
+      settings: object | undefined,
+      args: string[] = [],
+      gateKey = hookKey,
+    ): Promise<{ result: ClaudeResult; project: ClaudeProject; fake: FakeAnthropic }> {
       const fake = await new FakeAnthropic('Bash', { command, description: 'test step' }).start();
       fakes.push(fake);
       const project = new ClaudeProject(settings);
@@ -158,7 +165,9 @@ for (const [database, gateEnv, skip] of backends) {
     });
 
     test('--permission-prompt-tool through the gate’s MCP server: a policy approves, a policy denies, a human approves', async () => {
-      const mcpConfig = JSON.stringify({ mcpServers: { vigil: { type: 'http', url: `${live.gateUrl}/mcp`, headers: { Authorization: `Bearer ${hookKey}` } } } });
+      const mcpConfig = JSON.stringify({
+        mcpServers: { vigil: { type: 'http', url: `${live.gateUrl}/mcp`, headers: { Authorization: `Bearer ${hookKey}` } } },
+      });
       const args = ['--mcp-config', mcpConfig, '--strict-mcp-config', '--permission-prompt-tool', 'mcp__vigil__claude_code_permission_prompt'];
       const approved = await claude('echo auto > ran.txt', undefined, args);
       assert.deepEqual(approved.result.permission_denials, []);

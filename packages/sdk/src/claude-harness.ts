@@ -78,17 +78,32 @@ export class FakeAnthropic {
     }
     const last = request.messages.at(-1)?.content;
     const results = Array.isArray(last) ? (last as ContentBlock[]).filter((block) => block.type === 'tool_result') : [];
-    for (const block of results) this.toolResults.push({ toolUseId: block.tool_use_id ?? '', content: textOf(block.content), isError: block.is_error === true });
+    for (const block of results)
+      this.toolResults.push({ toolUseId: block.tool_use_id ?? '', content: textOf(block.content), isError: block.is_error === true });
     this.turns += 1;
     const usage = { input_tokens: 10, output_tokens: 5 };
-    const message = { id: `msg_${this.turns}`, type: 'message', role: 'assistant', model: request.model, content: [], stop_reason: null, stop_sequence: null, usage };
+    const message = {
+      id: `msg_${this.turns}`,
+      type: 'message',
+      role: 'assistant',
+      model: request.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    };
     if (request.stream !== true) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...message, content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ...message, content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' }));
       return;
     }
     const callsTool = results.length === 0 && request.tools?.some((tool) => tool.name === this.tool) === true;
     const block = callsTool
-      ? { content_block: { type: 'tool_use', id: `toolu_${this.turns}`, name: this.tool, input: {} }, delta: { type: 'input_json_delta', partial_json: JSON.stringify(this.input) } }
+      ? {
+          content_block: { type: 'tool_use', id: `toolu_${this.turns}`, name: this.tool, input: {} },
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(this.input) },
+        }
       : { content_block: { type: 'text', text: '' }, delta: { type: 'text_delta', text: 'done' } };
     sse(res, [
       ['message_start', { message }],

@@ -71,7 +71,13 @@ export async function askApproval(
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
-    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }), ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }) },
+    {
+      action,
+      params,
+      context,
+      ...(options.urgency !== undefined && { urgency: options.urgency }),
+      ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }),
+    },
     { signal: options.wait?.signal },
   );
   session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });

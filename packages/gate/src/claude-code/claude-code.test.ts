@@ -87,7 +87,10 @@ await describeEachDatabase('Claude Code routes', (backend) => {
     while (pendingId === undefined) {
       // A pause between reads: the waiting route polls on a timer, which a loop of in-process calls would starve.
       await sleep(20);
-      const list = (await gate.call({ method: 'GET', url: '/api/requests?status=pending&action=Bash' })).json() as Array<{ id: string; params: { command: string } }>;
+      const list = (await gate.call({ method: 'GET', url: '/api/requests?status=pending&action=Bash' })).json() as Array<{
+        id: string;
+        params: { command: string };
+      }>;
       pendingId = list.find((item) => item.params.command === 'make release')?.id;
     }
     const decided = await gate.call({ method: 'POST', url: `/api/requests/${pendingId}/decide`, payload: { decision: 'denied', reason: 'not on Sunday' } });
@@ -113,7 +116,10 @@ await describeEachDatabase('Claude Code routes', (backend) => {
 
   test('PermissionRequest: allow carries the input, deny the message; pending is no decision (Claude Code asks) or deny', async () => {
     const allowed = (await post(HOOK, hookInput('PermissionRequest', 'ls'))).json();
-    assert.deepEqual(allowed.hookSpecificOutput, { hookEventName: 'PermissionRequest', decision: { behavior: 'allow', updatedInput: { command: 'ls', description: 'step' } } });
+    assert.deepEqual(allowed.hookSpecificOutput, {
+      hookEventName: 'PermissionRequest',
+      decision: { behavior: 'allow', updatedInput: { command: 'ls', description: 'step' } },
+    });
     const denied = (await post(HOOK, hookInput('PermissionRequest', 'rm x'))).json().hookSpecificOutput;
     assert.equal(denied.decision.behavior, 'deny');
     assert.match(denied.decision.message, /^Denied in Vigil by policy:/);

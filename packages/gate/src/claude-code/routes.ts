@@ -82,7 +82,12 @@ function abortedWithClient(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-function hookAnswerOf(event: 'PreToolUse' | 'PermissionRequest', verdict: ToolVerdict, input: Record<string, unknown>, pending: 'ask' | 'defer' | 'deny'): HookAnswer {
+function hookAnswerOf(
+  event: 'PreToolUse' | 'PermissionRequest',
+  verdict: ToolVerdict,
+  input: Record<string, unknown>,
+  pending: 'ask' | 'defer' | 'deny',
+): HookAnswer {
   if (event === 'PreToolUse') {
     const permissionDecision = verdict.kind === 'pending' ? pending : verdict.kind;
     return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision, permissionDecisionReason: verdict.reason } };
@@ -96,7 +101,13 @@ function hookAnswerOf(event: 'PreToolUse' | 'PermissionRequest', verdict: ToolVe
 }
 
 export function registerClaudeCodeRoutes(app: ZodApp, ctx: GateContext, requests: RequestService): void {
-  const decide = (request: FastifyRequest, reply: FastifyReply, call: ToolCall, query: { wait?: number; expires?: number; urgency: (typeof URGENCIES)[number] }, waitSeconds: number) =>
+  const decide = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    call: ToolCall,
+    query: { wait?: number; expires?: number; urgency: (typeof URGENCIES)[number] },
+    waitSeconds: number,
+  ) =>
     decideToolCall(
       ctx,
       requests,
@@ -120,7 +131,10 @@ export function registerClaudeCodeRoutes(app: ZodApp, ctx: GateContext, requests
       tags: ['claude-code'],
       querystring: z.object({
         ...waitQuery,
-        pending: z.enum(['ask', 'defer', 'deny']).default('ask').describe('The answer while a human has not decided: ask (interactive), defer (claude -p), deny'),
+        pending: z
+          .enum(['ask', 'defer', 'deny'])
+          .default('ask')
+          .describe('The answer while a human has not decided: ask (interactive), defer (claude -p), deny'),
       }),
       body: hookInput,
       response: { 200: hookAnswer },
@@ -130,7 +144,13 @@ export function registerClaudeCodeRoutes(app: ZodApp, ctx: GateContext, requests
       const call: ToolCall = {
         toolName: body.tool_name,
         input: body.tool_input,
-        claudeCode: claudeIds({ sessionId: body.session_id, toolUseId: body.tool_use_id, cwd: body.cwd, agentId: body.agent_id, hookEvent: body.hook_event_name }),
+        claudeCode: claudeIds({
+          sessionId: body.session_id,
+          toolUseId: body.tool_use_id,
+          cwd: body.cwd,
+          agentId: body.agent_id,
+          hookEvent: body.hook_event_name,
+        }),
       };
       const verdict = await decide(request, reply, call, request.query, 0);
       return hookAnswerOf(body.hook_event_name, verdict, body.tool_input, request.query.pending);
