@@ -43,7 +43,8 @@ function project(settings?: object): ClaudeProject {
 test('examples/claude-agent-sdk.ts: the gate approves the Bash call, it runs, the session records request, decision and call', async () => {
   const fake = await fakeModel('date > today.txt');
   const dir = project();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'examples/claude-agent-sdk.ts')], {
+  // The agent runs in its own project directory: tsx is named by its path, not looked up from there.
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(root, 'examples/claude-agent-sdk.ts')], {
     cwd: dir.dir,
     env: dir.env(fake.url, {
       VIGIL_URL: live.observeUrl,
