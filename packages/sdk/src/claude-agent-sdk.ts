@@ -4,7 +4,7 @@
  * `query({ prompt, options: { ...vigilPermissions(gate), ... } })`:
  * - `canUseTool` turns each permission check into an approval request (action: the tool's name,
  *   params: its input), waits for the decision and allows the call with `updatedInput` = exactly
- *   the approved input, only after the approved call was accepted for that input (runApproved);
+ *   the approved input, only after its receipt verified and was redeemed for that input (runApproved);
  *   a denial, an expiry, no decision in time, an unreachable gate or a refused approval denies
  *   the call with a message Claude can show (fail closed).
  * - `hooks` (PostToolUse, PostToolUseFailure) record the execution and confirm it to the gate.
@@ -74,21 +74,27 @@ function refusal(outcome: ApprovalOutcome): string {
 export function vigilPermissions(gate: GateClient, options: VigilPermissionsOptions = {}): VigilPermissions {
   const { allowTools = [], confirm, expiresInMs, ...ask } = options;
   const running = new Map<string, Running>();
+  const approvals = new Map<string, ApprovalOutcome>();
 
   const canUseTool: ClaudeCanUseTool = async (toolName, input, { signal, toolUseID, agentID }) => {
     if (allowTools.includes(toolName)) return { behavior: 'allow', updatedInput: input, toolUseID };
     // The approved params are a copy: what runs is what was approved, whatever later edits `input`.
     const params = structuredClone(input);
-    let outcome: ApprovalOutcome;
-    try {
-      outcome = await askApproval(gate, toolName, params, {
-        ...ask,
-        context: { ...ask.context, via: 'claude-agent-sdk', claudeCode: { toolUseId: toolUseID, ...(agentID !== undefined && { agentId: agentID }) } },
-        wait: { ...ask.wait, signal },
-        ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
-      });
-    } catch (error) {
-      return { behavior: 'deny', message: `Vigil could not decide this call (${reasonOf(error)}); it is denied.`, toolUseID };
+    // A tool use asked about again (a resumed run) keeps its one decision: its receipt then binds it
+    // to the arguments first approved, and is redeemed once.
+    let outcome = approvals.get(toolUseID);
+    if (outcome === undefined) {
+      try {
+        outcome = await askApproval(gate, toolName, params, {
+          ...ask,
+          context: { ...ask.context, via: 'claude-agent-sdk', claudeCode: { toolUseId: toolUseID, ...(agentID !== undefined && { agentId: agentID }) } },
+          wait: { ...ask.wait, signal },
+          ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
+        });
+      } catch (error) {
+        return { behavior: 'deny', message: `Vigil could not decide this call (${reasonOf(error)}); it is denied.`, toolUseID };
+      }
+      if (outcome.approved) approvals.set(toolUseID, outcome);
     }
     if (!outcome.approved) return { behavior: 'deny', message: refusal(outcome), toolUseID };
 
