@@ -36,6 +36,7 @@ export default defineConfig({
           { text: 'Observe keys and scopes', link: '/guide/observe-keys' },
           { text: 'Live stream', link: '/guide/live-stream' },
           { text: 'MCP server', link: '/guide/mcp' },
+          { text: 'Claude Code and the Agent SDK', link: '/guide/claude-code' },
           { text: 'CI gate (eval-gate)', link: '/guide/eval-gate' },
           { text: 'Approvals from Slack and Discord', link: '/chat' },
           { text: 'Approval receipts', link: '/guide/receipts' },

@@ -134,6 +134,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const creator = await connect(live.gateUrl, await live.gateKey(`creator-${backend}-${version}`, ['request:create']), version);
         try {
           assert.deepEqual((await admin.listTools()).tools.map((tool) => tool.name).sort(), [
+            'claude_code_permission_prompt',
             'create_approval_request',
             'decide_approval_request',
             'get_approval_request',

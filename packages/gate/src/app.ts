@@ -17,6 +17,7 @@ import type { PeriodicJob, RouteEntry, ServiceBuildOptions, ServiceError, ZodApp
 import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
+import { claudeCodeFeature } from './claude-code/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, SCOPES } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
 import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
@@ -131,6 +132,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
   await features.register(chatFeature(chat, requests.service));
+  await features.register(claudeCodeFeature(requests.service));
   registerOpenApiRoute(app);
   await app.ready();
   return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };

@@ -19,6 +19,8 @@ export interface McpRouteTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
    * method, so a table of tools with their own argument types is a list of `McpRouteTool`.
    */
   request(args: z.infer<z.ZodObject<Shape>>): { url: string; body?: unknown };
+  /** Answer the route's JSON as one text block only, without structuredContent (for clients that accept nothing else). */
+  textOnly?: boolean;
 }
 
 /** Declares a tool with its arguments' type inferred from its input shape. */

@@ -61,11 +61,13 @@ function namesLoopback(value: string, isOrigin: boolean): boolean {
 }
 
 /** The route's answer as a tool result: its JSON on 2xx, otherwise an error result with the service's own error body. */
-function toolResult(route: string, status: number, body: string): CallToolResult {
+function toolResult(route: string, status: number, body: string, textOnly: boolean): CallToolResult {
   if (status >= 200 && status < 300) {
     const value: unknown = body === '' ? {} : JSON.parse(body);
+    const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(value, null, 2) }];
+    if (textOnly) return { content };
     const structured = Array.isArray(value) ? { items: value } : (value as Record<string, unknown>);
-    return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: structured };
+    return { content, structuredContent: structured };
   }
   return { isError: true, content: [{ type: 'text', text: `${route} answered ${status}: ${body}` }] };
 }
@@ -143,7 +145,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
             headers: call.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
             ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
           });
-          return toolResult(`${method} ${path}`, answer.statusCode, answer.body);
+          return toolResult(`${method} ${path}`, answer.statusCode, answer.body, tool.textOnly === true);
         },
       );
     }

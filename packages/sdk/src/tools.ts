@@ -47,7 +47,7 @@ export interface WithApprovalOptions {
   context?: Record<string, unknown>;
   /** How long and how often to wait for a human (see GateClient.waitForDecision). */
   wait?: WaitOptions;
-  /** When the request expires undecided (the gate then answers it `expired`). */
+  /** When the request expires undecided (ISO 8601; the gate then answers it `expired`); without it, it waits for a human indefinitely. */
   expiresAt?: NewApprovalRequest['expiresAt'];
   /** Tell the gate the action ran, with its outcome, once it has (default true). */
   confirm?: boolean;

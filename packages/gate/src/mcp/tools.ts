@@ -53,4 +53,15 @@ export const GATE_MCP_TOOLS = {
     route: 'POST /api/requests/:id/decide',
     request: ({ requestId, ...body }) => ({ url: `/api/requests/${encodeURIComponent(requestId)}/decide`, body }),
   }),
+  claude_code_permission_prompt: mcpRouteTool({
+    name: 'claude_code_permission_prompt',
+    description:
+      "Claude Code's --permission-prompt-tool: the tool call becomes an approval request; answers (as JSON text) {behavior: 'allow', updatedInput} or {behavior: 'deny', message}.",
+    input: { tool_name: z.string().min(1).max(200), input: jsonObject, tool_use_id: z.string().max(500).optional() },
+    readOnly: false,
+    route: 'POST /api/claude-code/permission-prompt',
+    request: (body) => ({ url: '/api/claude-code/permission-prompt', body }),
+    // Claude Code takes only a single text block from its permission prompt tool.
+    textOnly: true,
+  }),
 };

@@ -825,6 +825,53 @@ export interface paths {
       };
     };
   };
+  "/api/claude-code/permission-prompt": {
+    /**
+     * Claude Code --permission-prompt-tool: answers {behavior: allow, updatedInput} or {behavior: deny, message}
+     *
+     * What the MCP tool `claude_code_permission_prompt` of POST /mcp calls. The tool call becomes an approval request (as for the hook); the answer waits up to `wait` seconds (default 55) for a human. Allow carries exactly the approved input; denied, expired, still pending or any failure → deny with the reason.
+     *
+     * Scope: `request:create`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: {
+        /** Seconds to wait for a human when no policy decided at once (keep it below the hook’s or tool call’s timeout) */
+        wait?: number;
+        /** Seconds after which the request expires undecided (it is then denied) */
+        expires?: number;
+        urgency?: "low" | "normal" | "high" | "critical";
+      };
+      body: {
+        tool_name: string;
+        input: {
+          [key: string]: unknown;
+        };
+        tool_use_id?: string;
+        [key: string]: unknown;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          behavior: "allow";
+          updatedInput: {
+            [key: string]: unknown;
+          };
+        } | {
+          behavior: "deny";
+          message: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/dashboard/sessions": {
     /**
      * Sign in to the dashboard: exchange an API key and a display name for a short-lived session token
@@ -916,6 +963,70 @@ export interface paths {
         };
         400: GateError;
         401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/hooks/claude-code": {
+    /**
+     * Claude Code HTTP hook (PreToolUse, PermissionRequest): each tool call becomes an approval request the policies decide
+     *
+     * Configure it as an `http` hook in `.claude/settings.json` (docs/guide/claude-code.md). The request’s action is the tool’s name, its params the tool input, its context `{via: "claude-code", claudeCode: {sessionId, toolUseId, cwd}}`. Approved → allow; denied, expired or any failure → deny with the reason; still pending after `wait` seconds → `pending` (PreToolUse: ask, defer or deny; PermissionRequest: deny, or no decision so Claude Code asks its user).
+     *
+     * Scope: `request:create`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: {
+        /** Seconds to wait for a human when no policy decided at once (keep it below the hook’s or tool call’s timeout) */
+        wait?: number;
+        /** Seconds after which the request expires undecided (it is then denied) */
+        expires?: number;
+        urgency?: "low" | "normal" | "high" | "critical";
+        /** The answer while a human has not decided: ask (interactive), defer (claude -p), deny */
+        pending?: "ask" | "defer" | "deny";
+      };
+      body: {
+        hook_event_name: "PreToolUse" | "PermissionRequest";
+        session_id: string;
+        tool_name: string;
+        tool_input: {
+          [key: string]: unknown;
+        };
+        tool_use_id?: string;
+        cwd?: string;
+        agent_id?: string;
+        [key: string]: unknown;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          /** Absent for a PermissionRequest still pending (with pending=ask or defer): Claude Code then asks its user as usual */
+          hookSpecificOutput?: {
+            hookEventName: "PreToolUse";
+            permissionDecision: "allow" | "deny" | "ask" | "defer";
+            permissionDecisionReason: string;
+          } | {
+            hookEventName: "PermissionRequest";
+            decision: {
+              behavior: "allow";
+              updatedInput: {
+                [key: string]: unknown;
+              };
+            } | {
+              behavior: "deny";
+              message: string;
+            };
+          };
+          systemMessage?: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
