@@ -38,6 +38,8 @@ export function traceTool<A extends unknown[], R>(
 export interface WithApprovalOptions {
   session?: SessionChoice;
   urgency?: NewApprovalRequest['urgency'];
+  /** When the request expires undecided (ISO timestamp); default: never. */
+  expiresAt?: string;
   /**
    * Extra context for the approver. In a session, the session and agent ids are added, and
    * `recordedByAgent: true`: this call records the request's events in the session, so a gate
@@ -69,19 +71,38 @@ export async function askApproval(
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
   const created = await gate.createRequest(
-    { action, params, context, ...(options.urgency !== undefined && { urgency: options.urgency }) },
+    {
+      action,
+      params,
+      context,
+      ...(options.urgency !== undefined && { urgency: options.urgency }),
+      ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }),
+    },
     { signal: options.wait?.signal },
   );
   session?.event('approval_requested', { requestId: created.id, action, params, urgency: created.urgency });
   const outcome = await gate.waitForDecision(created.id, options.wait, created);
-  if (outcome.status !== 'pending') {
-    session?.event(
-      DECISION_EVENT[outcome.status],
-      { requestId: outcome.id, action, decidedBy: outcome.decidedBy ?? 'system', ...(outcome.decisionReason !== null && { reason: outcome.decisionReason }) },
-      outcome.approved ? {} : { severity: 'warn' },
-    );
-  }
+  recordDecision(outcome, options.session);
   return outcome;
+}
+
+/**
+ * Records approval_granted, _denied or _expired for a decided request in the session (given or
+ * ambient): askApproval does it, and adapters that wait for the decision later (after handing a
+ * pending request to their framework's own approval flow) call it once the decision is in.
+ */
+export function recordDecision(outcome: ApprovalOutcome, sessionChoice?: SessionChoice): void {
+  if (outcome.status === 'pending') return;
+  resolveSession(sessionChoice)?.event(
+    DECISION_EVENT[outcome.status],
+    {
+      requestId: outcome.id,
+      action: outcome.action,
+      decidedBy: outcome.decidedBy ?? 'system',
+      ...(outcome.decisionReason !== null && { reason: outcome.decisionReason }),
+    },
+    outcome.approved ? {} : { severity: 'warn' },
+  );
 }
 
 /**
