@@ -125,7 +125,7 @@ export function aiApprovalCases(kit: AiKit): void {
         assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
         const [request] = await supervisor.listRequests({ action: 'small_refund' });
         assert.equal(request!.status, 'approved');
-        assert.notEqual(request!.confirmedAt, null, 'the gate is told the call ran');
+        assert.notEqual((await supervisor.getRequest(request!.id)).confirmedAt, null, 'the gate is told the call ran');
       });
 
       test('a human approves through the gate API while the hook waits: the tool runs', async () => {

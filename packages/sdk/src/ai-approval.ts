@@ -68,21 +68,8 @@ export function gateApprovals(options: ToolGateOptions): GateApprovals {
       const answers: GateApprovalResponse[] = [];
       for (const part of content as Array<{ type?: string; approvalId?: string; isAutomatic?: boolean; toolCall?: { toolCallId: string } }>) {
         if (part.type !== 'tool-approval-request' || part.isAutomatic === true || !part.toolCall || part.approvalId === undefined) continue;
-        let outcome;
-        try {
-          outcome = await gate.decision(part.toolCall.toolCallId);
-        } catch (error) {
-          // No decision to be had: the call is refused, with the reason (fail closed).
-          answers.push({ type: 'tool-approval-response', approvalId: part.approvalId, approved: false, reason: `no Vigil decision: ${(error as Error).message}` });
-          continue;
-        }
-        if (!outcome) continue;
-        answers.push({
-          type: 'tool-approval-response',
-          approvalId: part.approvalId,
-          approved: outcome.approved,
-          reason: `Vigil approval request ${outcome.id} was ${outcome.status} by ${outcome.decidedBy ?? 'system'}${outcome.decisionReason ? `: ${outcome.decisionReason}` : ''}`,
-        });
+        const answer = await gate.answer(part.toolCall.toolCallId);
+        if (answer) answers.push({ type: 'tool-approval-response', approvalId: part.approvalId, ...answer });
       }
       return answers;
     },

@@ -63,7 +63,11 @@ function describeFailure(error: unknown): string {
   return `the Vigil gate could not be asked (${error instanceof Error ? error.message : String(error)})`;
 }
 
-export function decisionReason(outcome: ApprovalOutcome): string {
+function outcomeReason(outcome: ApprovalOutcome): string {
+  return `Vigil approval request ${outcome.id} was ${outcome.status} by ${outcome.decidedBy ?? 'system'}${outcome.decisionReason ? `: ${outcome.decisionReason}` : ''}`;
+}
+
+function decisionReason(outcome: ApprovalOutcome): string {
   return new ApprovalDeniedError(outcome).message.replace(/^Approval/, 'approval');
 }
 
@@ -136,6 +140,20 @@ export class ToolGate {
     return entry.outcome;
   }
 
+  /**
+   * The gate's answer for a call handed to the framework's approval flow, to pass on to it: waits
+   * for the decision; no decision to be had (timeout, gate unreachable) refuses the call, with why.
+   * Undefined when the call was not asked about.
+   */
+  async answer(key: string): Promise<{ approved: boolean; reason: string } | undefined> {
+    try {
+      const outcome = await this.decision(key);
+      return outcome && { approved: outcome.approved, reason: outcomeReason(outcome) };
+    } catch (error) {
+      return { approved: false, reason: `no Vigil decision: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+
   /** The asked call under `key`, else (for keys by arguments) the oldest asked call of that tool. */
   private take(key: string, toolName: string): Asked | undefined {
     let found = this.asked.has(key) ? key : undefined;
@@ -165,7 +183,8 @@ export class ToolGate {
       try {
         outcome = await this.options.gate.waitForDecision(entry.requestId!, this.options.wait);
       } catch (error) {
-        throw new ToolNotApprovedError(toolName, entry.requestId, describeFailure(error), error);
+        const reason = error instanceof ApprovalTimeoutError ? error.message.replace(/^No/, 'no') : describeFailure(error);
+        throw new ToolNotApprovedError(toolName, entry.requestId, reason, error);
       }
       recordDecision(outcome, this.options.session);
     }
