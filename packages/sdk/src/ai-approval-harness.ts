@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { ToolSet } from 'ai';
 import { dropSchemas, eventually, newSchemaName, POSTGRES_URL, servicesSkipReason, startLiveServices, type LiveServices } from '@vigil/cli/testing';
 import { gateApprovals, type GateApprovals, type ToolGateOptions } from './ai-approval.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai-harness.ts';
@@ -92,7 +93,7 @@ export function aiApprovalCases(kit: AiKit): void {
       function generate(approvals: GateApprovals, extra: Record<string, unknown>) {
         return kit.generateText({
           model: kit.chatModel(fake.url),
-          tools: approvals.tools(toolSet()),
+          tools: approvals.tools(toolSet() as ToolSet),
           ...(kit.hook === 'toolApproval' && { toolApproval: approvals.toolApproval }),
           stopWhen: kit.stepCountIs(5),
           ...extra,

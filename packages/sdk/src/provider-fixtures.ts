@@ -1,14 +1,15 @@
 /**
  * Test support: a stand-in for the OpenAI and Anthropic HTTP APIs that plays one scripted
  * tool-using turn, for the example tests and the SDK benchmark. A conversation without a tool
- * result gets a call of `get_weather` for Oslo; one with a tool result gets the final answer.
+ * result gets a call of `get_weather` for Oslo (of `issue_refund` for order 1042 when the request
+ * offers that tool: the approval examples); one with a tool result gets the final answer.
  */
 import type { ServerResponse } from 'node:http';
 import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 
 export const FINAL_ANSWER = 'It is -3 °C and snowing in Oslo.';
 
-type Body = { model?: string; messages?: Array<{ role?: string; content?: unknown }> };
+type Body = { model?: string; messages?: Array<{ role?: string; content?: unknown }>; tools?: Array<{ function?: { name?: string } }> };
 
 function hasToolResult(body: Body): boolean {
   return (body.messages ?? []).some(
@@ -24,7 +25,15 @@ function openaiChat(body: Body, res: ServerResponse): void {
         role: 'assistant',
         content: null,
         refusal: null,
-        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: (body.tools ?? []).some((tool) => tool.function?.name === 'issue_refund')
+              ? { name: 'issue_refund', arguments: '{"orderId":"1042","amount":25}' }
+              : { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+          },
+        ],
       };
   sendJson(res, 200, {
     id: 'chatcmpl-stand-in',
