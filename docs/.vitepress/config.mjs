@@ -29,6 +29,7 @@ export default defineConfig({
           { text: 'Quick start', link: '/guide/quick-start' },
           { text: 'A first session and an approval, with curl', link: '/guide/curl' },
           { text: 'TypeScript SDK', link: '/guide/sdk' },
+          { text: 'Vercel AI SDK and Mastra approvals', link: '/guide/framework-approvals' },
           { text: 'OpenTelemetry (OTLP)', link: '/guide/opentelemetry' },
           { text: 'Dashboard', link: '/guide/dashboard' },
           { text: 'Observe keys and scopes', link: '/guide/observe-keys' },
