@@ -19,7 +19,9 @@ export interface AiKit {
   tool: (definition: Record<string, unknown>) => unknown;
   jsonSchema: (schema: Record<string, unknown>) => unknown;
   stepCountIs: (steps: number) => unknown;
-  generateText: (options: Record<string, unknown>) => Promise<{ content: unknown[]; text: string; response: { messages?: unknown[] }; responseMessages?: unknown[] }>;
+  generateText: (
+    options: Record<string, unknown>,
+  ) => Promise<{ content: unknown[]; text: string; response: { messages?: unknown[] }; responseMessages?: unknown[] }>;
   chatModel: (baseURL: string) => unknown;
 }
 
@@ -43,7 +45,10 @@ export function aiApprovalCases(kit: AiKit): void {
         }
         live = await startLiveServices(
           backend === 'postgres'
-            ? { observeEnv: { DATABASE_URL: POSTGRES_URL, OBSERVE_DB_SCHEMA: schemas[0]! }, gateEnv: { DATABASE_URL: POSTGRES_URL, GATE_DB_SCHEMA: schemas[1]! } }
+            ? {
+                observeEnv: { DATABASE_URL: POSTGRES_URL, OBSERVE_DB_SCHEMA: schemas[0]! },
+                gateEnv: { DATABASE_URL: POSTGRES_URL, GATE_DB_SCHEMA: schemas[1]! },
+              }
             : {},
         );
         fake = await startFakeOpenAI();
@@ -68,7 +73,12 @@ export function aiApprovalCases(kit: AiKit): void {
         if (backend === 'postgres') await dropSchemas(...schemas);
       });
 
-      const schema = { type: 'object', properties: { orderId: { type: 'string' }, amount: { type: 'number' } }, required: ['orderId'], additionalProperties: false };
+      const schema = {
+        type: 'object',
+        properties: { orderId: { type: 'string' }, amount: { type: 'number' } },
+        required: ['orderId'],
+        additionalProperties: false,
+      };
       function toolSet() {
         const make = (name: string) =>
           kit.tool({
@@ -184,7 +194,12 @@ export function aiApprovalCases(kit: AiKit): void {
             [true],
           );
           // Someone edits the approved call in the conversation before it runs: 20 becomes 2000.
-          const messages = JSON.parse(JSON.stringify([{ role: 'user', content: 'Refund order C-1.' }, ...(first.responseMessages ?? first.response.messages!)]).replace('"amount":20', '"amount":2000'));
+          const messages = JSON.parse(
+            JSON.stringify([{ role: 'user', content: 'Refund order C-1.' }, ...(first.responseMessages ?? first.response.messages!)]).replace(
+              '"amount":20',
+              '"amount":2000',
+            ),
+          );
           await generate(approvals, { messages: [...messages, { role: 'tool', content: responses }] });
           return session.id;
         });
@@ -195,4 +210,3 @@ export function aiApprovalCases(kit: AiKit): void {
     });
   }
 }
-

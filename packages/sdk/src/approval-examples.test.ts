@@ -59,10 +59,19 @@ async function assertRecorded(stdout: string, decidedBy: string): Promise<void> 
 for (const file of ['vercel-ai-approval.ts', 'mastra.ts']) {
   describe(`examples/${file}`, { skip: file === 'mastra.ts' && mastraSkip }, () => {
     test('a policy approves the refund: it is issued, and the session records request, decision and refund once', async () => {
-      const policy = await admin.createPolicy({ name: 'small refunds', priority: 10, rules: [{ match: { action: 'refund', amount: { $lt: 100 } }, decision: 'auto_approve' }] });
+      const policy = await admin.createPolicy({
+        name: 'small refunds',
+        priority: 10,
+        rules: [{ match: { action: 'refund', amount: { $lt: 100 } }, decision: 'auto_approve' }],
+      });
       try {
         const agentKey = await live.gateKey(`example-${file}`, ['request:create', 'request:read']);
-        const program = runExample(file, { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey });
+        const program = runExample(file, {
+          VIGIL_URL: live.observeUrl,
+          VIGIL_API_KEY: live.observeKey,
+          VIGIL_GATE_URL: live.gateUrl,
+          VIGIL_GATE_API_KEY: agentKey,
+        });
         assert.equal(await program.code, 0, program.stderr());
         assert.equal(program.stderr(), '', `examples/${file} wrote to stderr`);
         assert.match(program.stdout(), /Refund( issued)?: \{"refundId":"rf_1042","amount":25\}/);
@@ -73,11 +82,25 @@ for (const file of ['vercel-ai-approval.ts', 'mastra.ts']) {
     });
 
     test('the gate routes the refund to a human, who approves it through the API: then it is issued', async () => {
-      const policy = await admin.createPolicy({ name: 'refunds need a human', priority: 10, rules: [{ match: { action: 'refund' }, decision: 'route_to_human' }] });
+      const policy = await admin.createPolicy({
+        name: 'refunds need a human',
+        priority: 10,
+        rules: [{ match: { action: 'refund' }, decision: 'route_to_human' }],
+      });
       try {
         const agentKey = await live.gateKey(`example-human-${file}`, ['request:create', 'request:read']);
-        const program = runExample(file, { VIGIL_URL: live.observeUrl, VIGIL_API_KEY: live.observeKey, VIGIL_GATE_URL: live.gateUrl, VIGIL_GATE_API_KEY: agentKey });
-        const out = await eventually(async () => program.stdout(), (text) => /Refund request (\S+) waits for a human/.test(text), 60_000, 'the waiting message');
+        const program = runExample(file, {
+          VIGIL_URL: live.observeUrl,
+          VIGIL_API_KEY: live.observeKey,
+          VIGIL_GATE_URL: live.gateUrl,
+          VIGIL_GATE_API_KEY: agentKey,
+        });
+        const out = await eventually(
+          async () => program.stdout(),
+          (text) => /Refund request (\S+) waits for a human/.test(text),
+          60_000,
+          'the waiting message',
+        );
         const requestId = /Refund request (\S+) waits/.exec(out)![1]!;
         const supervisor = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey(`supervisor-${file}`, ['request:read', 'request:decide']) });
         await supervisor.decide(requestId, 'approved', 'broken on arrival');

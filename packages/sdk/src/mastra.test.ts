@@ -37,7 +37,10 @@ if (major < 22 || (major === 22 && minor < 13)) {
         }
         live = await startLiveServices(
           backend === 'postgres'
-            ? { observeEnv: { DATABASE_URL: POSTGRES_URL, OBSERVE_DB_SCHEMA: schemas[0]! }, gateEnv: { DATABASE_URL: POSTGRES_URL, GATE_DB_SCHEMA: schemas[1]! } }
+            ? {
+                observeEnv: { DATABASE_URL: POSTGRES_URL, OBSERVE_DB_SCHEMA: schemas[0]! },
+                gateEnv: { DATABASE_URL: POSTGRES_URL, GATE_DB_SCHEMA: schemas[1]! },
+              }
             : {},
         );
         fake = await startFakeOpenAI();
