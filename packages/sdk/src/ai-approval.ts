@@ -62,6 +62,8 @@ export function gateApprovals(options: ToolGateOptions): GateApprovals {
     },
     async toolApproval({ toolCall }) {
       const verdict = await gate.decide(toolCall.toolCallId, toolCall.toolName, toolCall.input);
+      // ai 7 does not call execute for a denied call.
+      if (verdict.kind === 'denied') gate.forget(toolCall.toolCallId);
       return { type: STATUS[verdict.kind], reason: verdict.reason };
     },
     async responses(content) {

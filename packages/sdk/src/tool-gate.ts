@@ -57,6 +57,8 @@ interface Asked {
   requestId?: string;
   /** Why the gate could not be asked (the call must not run). */
   failure?: string;
+  /** Settles when the gate has answered (or could not be asked). */
+  asking?: Promise<void>;
 }
 
 function describeFailure(error: unknown): string {
@@ -103,23 +105,30 @@ export class ToolGate {
   /** Asks the gate about a call (the framework's approval hook): approved, denied, or ask the user (pending past askAfterMs). */
   async decide(key: string, toolName: string, input: unknown): Promise<GateVerdict> {
     const known = this.asked.get(key);
-    // A framework may ask again when it resumes the call (ai 6 does): the gate was asked once.
-    if (known) return this.verdict(known);
+    if (known) {
+      // A framework may ask again when it resumes the call (ai 6 does): the gate is asked once.
+      await known.asking;
+      return this.verdict(known);
+    }
     const { gate, session, urgency, context, expiresInMs, wait } = this.options;
     const entry: Asked = { toolName, action: this.action(toolName), params: asParams(input) };
     this.asked.set(key, entry);
-    try {
-      entry.outcome = await askApproval(gate, entry.action, entry.params, {
-        session,
-        urgency,
-        context,
-        ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
-        wait: { ...wait, timeoutMs: this.options.askAfterMs ?? wait?.timeoutMs },
-      });
-    } catch (error) {
-      if (error instanceof ApprovalTimeoutError) entry.requestId = error.requestId;
-      else entry.failure = describeFailure(error);
-    }
+    entry.asking = askApproval(gate, entry.action, entry.params, {
+      session,
+      urgency,
+      context,
+      ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
+      wait: { ...wait, timeoutMs: this.options.askAfterMs ?? wait?.timeoutMs },
+    }).then(
+      (outcome) => {
+        entry.outcome = outcome;
+      },
+      (error: unknown) => {
+        if (error instanceof ApprovalTimeoutError) entry.requestId = error.requestId;
+        else entry.failure = describeFailure(error);
+      },
+    );
+    await entry.asking;
     return this.verdict(entry);
   }
 
@@ -154,6 +163,11 @@ export class ToolGate {
     }
   }
 
+  /** Drops a call the framework will not run (it was denied before execution): nothing is kept for it. */
+  forget(key: string): void {
+    this.asked.delete(key);
+  }
+
   /** The asked call under `key`, else (for keys by arguments) the oldest asked call of that tool. */
   private take(key: string, toolName: string): Asked | undefined {
     let found = this.asked.has(key) ? key : undefined;
@@ -177,6 +191,7 @@ export class ToolGate {
       await this.decide(key, toolName, input);
       entry = this.take(key, toolName)!;
     }
+    await entry.asking;
     if (entry.failure !== undefined) throw new ToolNotApprovedError(toolName, undefined, entry.failure);
     let outcome = entry.outcome;
     if (!outcome) {
