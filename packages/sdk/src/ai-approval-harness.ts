@@ -176,36 +176,48 @@ export function aiApprovalCases(kit: AiKit): void {
         assert.deepEqual(await sessionTypes(run.sessionId), []);
       });
 
-      test("ask the user: a pending request goes to the AI SDK's approval flow; arguments changed before execution are refused", async () => {
-        const agentId = `edited-${backend}`;
-        scriptCall('refund', { orderId: 'C-1', amount: 20 }, `call_${agentId}`);
+      /**
+       * A refund handed to the AI SDK's approval flow (askAfterMs 0): the supervisor approves it on the
+       * gate, `responses` answers the approval, and the conversation resumes, its call edited or not.
+       */
+      async function askTheUser(agentId: string, edit: (messages: string) => string) {
+        scriptCall('refund', { orderId: agentId, amount: 20 }, `call_${agentId}`);
         const approvals = gateApprovals({ gate: agentGate, askAfterMs: 0, wait: { pollIntervalMs: 30, timeoutMs: 10_000 } });
         const before = executed.length;
         const sessionId = await observe.withSession({ agentId }, async (session) => {
-          const first = await generate(approvals, { prompt: 'Refund order C-1.' });
+          const first = await generate(approvals, { prompt: `Refund order ${agentId}.` });
           const asked = first.content.filter((part) => (part as { type: string }).type === 'tool-approval-request');
           assert.equal(asked.length, 1, 'the call waits for approval');
-          const [pending] = await supervisor.listRequests({ action: 'refund', status: 'pending' });
-          assert.deepEqual(pending!.params, { amount: 20, orderId: 'C-1' });
+          const pending = (await supervisor.listRequests({ action: 'refund', status: 'pending' })).find(
+            (r) => (r.params as { orderId: string }).orderId === agentId,
+          );
           await supervisor.decide(pending!.id, 'approved');
           const responses = await approvals.responses(first.content);
           assert.deepEqual(
             responses.map((r) => r.approved),
             [true],
           );
-          // Someone edits the approved call in the conversation before it runs: 20 becomes 2000.
-          const messages = JSON.parse(
-            JSON.stringify([{ role: 'user', content: 'Refund order C-1.' }, ...(first.responseMessages ?? first.response.messages!)]).replace(
-              '"amount":20',
-              '"amount":2000',
-            ),
-          );
+          const history = [{ role: 'user', content: `Refund order ${agentId}.` }, ...(first.responseMessages ?? first.response.messages!)];
+          const messages = JSON.parse(edit(JSON.stringify(history))) as unknown[];
           await generate(approvals, { messages: [...messages, { role: 'tool', content: responses }] });
           return session.id;
         });
-        assert.deepEqual(executed.slice(before), [], 'the edited call did not run');
-        assert.match(JSON.stringify(fake.requests.at(-1)!.json.messages), /not run/);
-        assert.deepEqual(await sessionTypes(sessionId), ['approval_requested', 'approval_granted']);
+        return { sessionId, ran: executed.slice(before), lastSent: JSON.stringify(fake.requests.at(-1)!.json.messages) };
+      }
+
+      test("ask the user: a pending request goes to the AI SDK's approval flow; the gate's decision resumes it and the call runs", async () => {
+        const agentId = `asked-${backend}`;
+        const run = await askTheUser(agentId, (messages) => messages);
+        assert.deepEqual(run.ran, [{ tool: 'refund', input: { orderId: agentId, amount: 20 } }]);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+      });
+
+      test('arguments changed between the approval and the execution: refused, the tool does not run', async () => {
+        // Someone edits the approved call in the conversation before it runs: 20 becomes 2000.
+        const run = await askTheUser(`edited-${backend}`, (messages) => messages.replace('"amount":20', '"amount":2000'));
+        assert.deepEqual(run.ran, [], 'the edited call did not run');
+        assert.match(run.lastSent, /not run: .*the params differ from the ones approved/);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted']);
       });
     });
   }

@@ -53,7 +53,7 @@ interface Asked {
   params: Record<string, unknown>;
   /** The decided request, once decided. */
   outcome?: ApprovalOutcome;
-  /** A request handed to the framework's approval flow undecided. */
+  /** The request, when it was handed to the framework's approval flow undecided. */
   requestId?: string;
   /** Why the gate could not be asked (the call must not run). */
   failure?: string;
@@ -134,8 +134,11 @@ export class ToolGate {
 
   private verdict(entry: Asked): GateVerdict {
     if (entry.failure !== undefined) return { kind: 'denied', reason: entry.failure };
-    if (!entry.outcome) return { kind: 'ask', requestId: entry.requestId!, reason: `Vigil approval request ${entry.requestId} is waiting for a decision` };
-    return entry.outcome.approved
+    // Handed to the framework's approval flow, the call stays there even once the gate decided: ai 6
+    // asks again when the run resumes, and a call that no longer needs approval counts as denied.
+    if (entry.requestId !== undefined)
+      return { kind: 'ask', requestId: entry.requestId, reason: `Vigil approval request ${entry.requestId} is waiting for a decision` };
+    return entry.outcome!.approved
       ? { kind: 'approved', reason: `Vigil approval request ${entry.outcome.id} was approved by ${entry.outcome.decidedBy ?? 'policy'}` }
       : { kind: 'denied', reason: decisionReason(entry.outcome) };
   }
