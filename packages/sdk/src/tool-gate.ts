@@ -138,9 +138,10 @@ export class ToolGate {
     // asks again when the run resumes, and a call that no longer needs approval counts as denied.
     if (entry.requestId !== undefined)
       return { kind: 'ask', requestId: entry.requestId, reason: `Vigil approval request ${entry.requestId} is waiting for a decision` };
-    return entry.outcome!.approved
-      ? { kind: 'approved', reason: `Vigil approval request ${entry.outcome.id} was approved by ${entry.outcome.decidedBy ?? 'policy'}` }
-      : { kind: 'denied', reason: decisionReason(entry.outcome) };
+    const outcome = entry.outcome!;
+    return outcome.approved
+      ? { kind: 'approved', reason: `Vigil approval request ${outcome.id} was approved by ${outcome.decidedBy ?? 'policy'}` }
+      : { kind: 'denied', reason: decisionReason(outcome) };
   }
 
   /** The decision on a call handed to the framework's approval flow: waits for it on the gate and records it once. */
