@@ -25,8 +25,6 @@ export interface AiKit {
   chatModel: (baseURL: string) => unknown;
 }
 
-const APPROVAL_OR_TOOL = /^(approval_|tool_)/;
-
 export function aiApprovalCases(kit: AiKit): void {
   for (const backend of ['sqlite', 'postgres'] as const) {
     describe(`${kit.label} tool approval backed by the gate, on ${backend}`, () => {
@@ -110,10 +108,13 @@ export function aiApprovalCases(kit: AiKit): void {
         });
       }
 
+      /** The session's approval and tool events, and the receipt's redemption (a custom event) as `redeemed`. */
       async function sessionTypes(sessionId: string): Promise<string[]> {
         await observe.flush();
         const { events } = await observe.listEvents({ sessionId, order: 'asc', limit: 100 });
-        return events.map((e) => e.eventType).filter((t) => APPROVAL_OR_TOOL.test(t));
+        return events
+          .map((e) => (e.eventType === 'custom' && e.payload.type === 'approval_redeemed' ? 'redeemed' : e.eventType))
+          .filter((t) => /^(approval_|tool_|redeemed)/.test(t));
       }
 
       /** One prompt through generateText in a session: the result, what the model was sent last, the session's approval and tool events. */
@@ -133,7 +134,7 @@ export function aiApprovalCases(kit: AiKit): void {
         const run = await runCase(`auto-${backend}`, {}, 'small_refund', { orderId: 'A-1', amount: 5 });
         assert.deepEqual(run.ran, [{ tool: 'small_refund', input: { orderId: 'A-1', amount: 5 } }]);
         assert.equal(run.result.text, 'All done.');
-        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
         const [request] = await supervisor.listRequests({ action: 'small_refund' });
         assert.equal(request!.status, 'approved');
         assert.notEqual((await supervisor.getRequest(request!.id)).confirmedAt, null, 'the gate is told the call ran');
@@ -151,7 +152,7 @@ export function aiApprovalCases(kit: AiKit): void {
         await supervisor.decide(pending!.id, 'approved', 'customer verified');
         const run = await running;
         assert.deepEqual(run.ran, [{ tool: 'refund', input: { orderId: 'H-1', amount: 300 } }]);
-        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
       });
 
       test('deny: the tool does not run and the model is told why', async () => {
@@ -209,7 +210,7 @@ export function aiApprovalCases(kit: AiKit): void {
         const agentId = `asked-${backend}`;
         const run = await askTheUser(agentId, (messages) => messages);
         assert.deepEqual(run.ran, [{ tool: 'refund', input: { orderId: agentId, amount: 20 } }]);
-        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
       });
 
       test('arguments changed between the approval and the execution: refused, the tool does not run', async () => {

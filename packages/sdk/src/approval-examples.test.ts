@@ -39,7 +39,7 @@ function runExample(file: string, env: Record<string, string>) {
   return { code: new Promise<number | null>((done) => child.once('exit', done)), stdout: () => stdout, stderr: () => stderr };
 }
 
-/** The example's session: the approval, the decision and the refund each once, in order; and its request approved and confirmed. */
+/** The example's session (the gate linked to observe, as under `npm start`): the approval, the decision, the redemption and the refund each once, in order; and its request approved and confirmed. */
 async function assertRecorded(stdout: string, decidedBy: string): Promise<void> {
   const sessionId = /Session (\S+) started/.exec(stdout)?.[1];
   assert.ok(sessionId, stdout);
@@ -47,8 +47,10 @@ async function assertRecorded(stdout: string, decidedBy: string): Promise<void> 
   const { events, chainValid } = await observe.getTimeline(sessionId);
   assert.equal(chainValid, true);
   assert.deepEqual(
-    events.map((e) => e.eventType).filter((t) => /^(approval_|tool_)/.test(t)),
-    ['approval_requested', 'approval_granted', 'tool_call', 'tool_response'],
+    events
+      .map((e) => (e.eventType === 'custom' && e.payload.type === 'approval_redeemed' ? 'redeemed' : e.eventType))
+      .filter((t) => /^(approval_|tool_|redeemed)/.test(t)),
+    ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response'],
   );
   const requestId = events.find((e) => e.eventType === 'approval_requested')!.payload.requestId as string;
   const request = await admin.getRequest(requestId);

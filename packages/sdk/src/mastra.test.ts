@@ -105,10 +105,13 @@ if (major < 22 || (major === 22 && minor < 13)) {
         );
       }
 
+      /** The session's approval and tool events, and the receipt's redemption (a custom event) as `redeemed`. */
       async function sessionTypes(sessionId: string): Promise<string[]> {
         await observe.flush();
         const { events } = await observe.listEvents({ sessionId, order: 'asc', limit: 100 });
-        return events.map((e) => e.eventType).filter((t) => /^(approval_|tool_)/.test(t));
+        return events
+          .map((e) => (e.eventType === 'custom' && e.payload.type === 'approval_redeemed' ? 'redeemed' : e.eventType))
+          .filter((t) => /^(approval_|tool_|redeemed)/.test(t));
       }
 
       async function runCase(agentId: string, options: Partial<ToolGateOptions>, name: string, args: Record<string, unknown>) {
@@ -126,7 +129,7 @@ if (major < 22 || (major === 22 && minor < 13)) {
         const run = await runCase(`auto-${backend}`, {}, 'small_refund', { orderId: 'A-1', amount: 5 });
         assert.deepEqual(run.ran, [{ tool: 'small_refund', input: { orderId: 'A-1', amount: 5, currency: 'EUR' } }]);
         assert.equal(run.result.text, 'All done.');
-        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
         const [request] = await supervisor.listRequests({ action: 'small_refund' });
         assert.deepEqual(request!.params, { amount: 5, currency: 'EUR', orderId: 'A-1' });
         assert.notEqual((await supervisor.getRequest(request!.id)).confirmedAt, null, 'the gate is told the call ran');
@@ -143,7 +146,7 @@ if (major < 22 || (major === 22 && minor < 13)) {
         await supervisor.decide(pending!.id, 'approved', 'customer verified');
         const run = await running;
         assert.deepEqual(run.ran, [{ tool: 'refund', input: { orderId: 'H-1', amount: 300, currency: 'EUR' } }]);
-        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
       });
 
       test('deny: the tool does not run and the model is told why', async () => {
@@ -186,7 +189,7 @@ if (major < 22 || (major === 22 && minor < 13)) {
           return session.id;
         });
         assert.deepEqual(executed.slice(before), [{ tool: 'refund', input: { orderId: 'S-1', amount: 20, currency: 'EUR' } }]);
-        assert.deepEqual(await sessionTypes(sessionId), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+        assert.deepEqual(await sessionTypes(sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
       });
 
       test('arguments changed in the suspended run before it resumes: the changed call has no approval and does not run', async () => {
