@@ -114,6 +114,14 @@ if (major < 22 || (major === 22 && minor < 13)) {
           .filter((t) => /^(approval_|tool_|redeemed)/.test(t));
       }
 
+      /** The pending refund request of an order. */
+      async function pendingRefund(orderId: string) {
+        const pending = await supervisor.listRequests({ action: 'refund', status: 'pending' });
+        const request = pending.find((r) => (r.params as { orderId: string }).orderId === orderId);
+        assert.ok(request, `a pending refund of ${orderId} among ${JSON.stringify(pending.map((r) => r.params))}`);
+        return request;
+      }
+
       async function runCase(agentId: string, options: Partial<ToolGateOptions>, name: string, args: Record<string, unknown>) {
         scriptCall(name, args, `call_${agentId}`);
         const { agent } = agentWith(options);
@@ -180,8 +188,8 @@ if (major < 22 || (major === 22 && minor < 13)) {
           const first = await agent.generate('Refund order S-1.');
           assert.equal(first.finishReason, 'suspended');
           const suspended = first.suspendPayload as { toolCallId: string; toolName: string; args: unknown };
-          const [pending] = await supervisor.listRequests({ action: 'refund', status: 'pending' });
-          await supervisor.decide(pending!.id, 'approved', 'ok');
+          const pending = await pendingRefund('S-1');
+          await supervisor.decide(pending.id, 'approved', 'ok');
           const answer = await approvals.decision(suspended);
           assert.equal(answer.approved, true);
           const resumed = await agent.approveToolCallGenerate({ runId: first.runId!, toolCallId: suspended.toolCallId });
@@ -200,8 +208,8 @@ if (major < 22 || (major === 22 && minor < 13)) {
         await observe.withSession({ agentId }, async () => {
           const first = await agent.generate('Refund order C-1.');
           const suspended = first.suspendPayload as { toolCallId: string; toolName: string; args: unknown };
-          const [pending] = await supervisor.listRequests({ action: 'refund', status: 'pending' });
-          await supervisor.decide(pending!.id, 'approved');
+          const pending = await pendingRefund('C-1');
+          await supervisor.decide(pending.id, 'approved');
           assert.equal((await approvals.decision(suspended)).approved, true);
           // Someone edits the stored run while it waits: 20 becomes 2000.
           const workflows = (await storage.getStore('workflows'))!;
