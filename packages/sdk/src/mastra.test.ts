@@ -81,7 +81,6 @@ if (major < 22 || (major === 22 && minor < 13)) {
               },
             }),
           );
-        const storage = new InMemoryStore();
         const mastra = new Mastra({
           agents: {
             clerk: new Agent({
@@ -92,10 +91,10 @@ if (major < 22 || (major === 22 && minor < 13)) {
               tools: { small_refund: make('small_refund'), refund: make('refund'), delete_order: make('delete_order') },
             }),
           },
-          storage,
+          storage: new InMemoryStore(),
           logger: false,
         });
-        return { agent: mastra.getAgent('clerk'), approvals, storage };
+        return { agent: mastra.getAgent('clerk'), approvals };
       }
 
       function scriptCall(name: string, args: Record<string, unknown>, callId: string): void {
@@ -200,35 +199,27 @@ if (major < 22 || (major === 22 && minor < 13)) {
         assert.deepEqual(await sessionTypes(sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
       });
 
-      test('arguments changed in the suspended run before it resumes: the changed call has no approval and does not run', async () => {
-        const agentId = `edited-${backend}`;
-        scriptCall('refund', { orderId: 'C-1', amount: 20 }, `call_${agentId}`);
-        const { agent, approvals, storage } = agentWith({ askAfterMs: 0, wait: { pollIntervalMs: 30, timeoutMs: 1000 } });
+      test('execute handed other arguments than the approval hook was asked about: refused by the receipt, the tool does not run', async () => {
+        // What Mastra calls, in its order, with the arguments changed in between (20 becomes 2000).
+        const approvals = gateApprovals({ gate: agentGate, wait: { pollIntervalMs: 30, timeoutMs: 10_000 } });
+        const definition = approvals.tool({
+          id: 'small_refund',
+          description: 'small_refund',
+          inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+          execute: async (input: { orderId: string }) => {
+            executed.push({ tool: 'small_refund', input });
+            return { done: true };
+          },
+        }) as unknown as { requireApproval: (input: unknown) => Promise<boolean>; execute: (input: unknown, context: unknown) => Promise<unknown> };
         const before = executed.length;
-        await observe.withSession({ agentId }, async () => {
-          const first = await agent.generate('Refund order C-1.');
-          const suspended = first.suspendPayload as { toolCallId: string; toolName: string; args: unknown };
-          const pending = await pendingRefund('C-1');
-          await supervisor.decide(pending.id, 'approved');
-          assert.equal((await approvals.decision(suspended)).approved, true);
-          // Someone edits the stored run while it waits: 20 becomes 2000.
-          const workflows = (await storage.getStore('workflows'))!;
-          const { runs } = await workflows.listWorkflowRuns();
-          const run = runs.find((r) => r.runId === first.runId)!;
-          const snapshot = await workflows.loadWorkflowSnapshot({ workflowName: run.workflowName, runId: run.runId });
-          const edited = JSON.parse(JSON.stringify(snapshot).replaceAll('"amount":20', '"amount":2000'));
-          await workflows.persistWorkflowSnapshot({ workflowName: run.workflowName, runId: run.runId, snapshot: edited });
-          await agent.approveToolCallGenerate({ runId: first.runId!, toolCallId: suspended.toolCallId });
+        let sessionId = '';
+        await observe.withSession({ agentId: `edited-${backend}` }, async (session) => {
+          sessionId = session.id;
+          assert.equal(await definition.requireApproval({ orderId: 'C-1', amount: 20 }), false, 'the policy approved at once');
+          await assert.rejects(definition.execute({ orderId: 'C-1', amount: 2000 }, {}), /not run: .*the params differ from the ones approved/);
         });
         assert.deepEqual(executed.slice(before), [], 'the edited call did not run');
-        assert.match(JSON.stringify(fake.requests.at(-1)!.json.messages), /not run/);
-        const refunds = await supervisor.listRequests({ action: 'refund' });
-        const approved = refunds.find((r) => (r.params as { orderId: string }).orderId === 'C-1' && r.status === 'approved')!;
-        assert.equal((await supervisor.getRequest(approved.id)).confirmedAt, null, 'the approved call never ran');
-        assert.ok(
-          refunds.some((r) => (r.params as { amount?: number }).amount === 2000 && r.status === 'pending'),
-          'the edited call is a request of its own, undecided',
-        );
+        assert.deepEqual(await sessionTypes(sessionId), ['approval_requested', 'approval_granted']);
       });
     });
   }
