@@ -31,6 +31,7 @@ export default defineConfig({
           { text: 'TypeScript SDK', link: '/guide/sdk' },
           { text: 'The gate for the OpenAI Agents SDK', link: '/guide/openai-agents' },
           { text: 'The gate for LangGraph.js', link: '/guide/langgraph' },
+          { text: 'Vercel AI SDK and Mastra approvals', link: '/guide/framework-approvals' },
           { text: 'OpenTelemetry (OTLP)', link: '/guide/opentelemetry' },
           { text: 'Dashboard', link: '/guide/dashboard' },
           { text: 'Observe keys and scopes', link: '/guide/observe-keys' },

@@ -2,8 +2,9 @@
  * Test support: a stand-in for the OpenAI (chat completions and Responses) and Anthropic HTTP APIs
  * that plays one scripted tool-using turn, for the example and adapter tests and the SDK benchmark.
  * A conversation without a tool result gets a call of `get_weather` for Oslo (or, when the request
- * offers other tools, of the first one, with the arguments `toolArguments` gives); one with a tool
- * result gets the final answer (for another tool than get_weather: `Done: <its result>`).
+ * offers other tools, of the first one: `issue_refund` for order 1042 in the approval examples, else
+ * with the arguments `toolArguments` gives); one with a tool result gets the final answer (for
+ * another tool than get_weather: `Done: <its result>`).
  */
 import type { ServerResponse } from 'node:http';
 import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
@@ -22,10 +23,13 @@ export interface ScriptedProviderOptions {
   toolArguments?: (tool: string) => Record<string, unknown>;
 }
 
+/** The refund the approval examples' agents are asked for. */
+const SCRIPTED_ARGUMENTS: Record<string, Record<string, unknown>> = { issue_refund: { orderId: '1042', amount: 25 } };
+
 /** The tool the stand-in calls, and with what. */
 function toolCall(body: Body, options: ScriptedProviderOptions): { name: string; args: Record<string, unknown> } {
   const name = body.tools?.[0]?.function?.name ?? body.tools?.[0]?.name ?? 'get_weather';
-  return { name, args: name === 'get_weather' ? { city: 'Oslo' } : (options.toolArguments?.(name) ?? {}) };
+  return { name, args: name === 'get_weather' ? { city: 'Oslo' } : (options.toolArguments?.(name) ?? SCRIPTED_ARGUMENTS[name] ?? {}) };
 }
 
 function finalAnswer(tool: string, result: unknown): string {

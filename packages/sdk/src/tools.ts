@@ -97,21 +97,33 @@ export async function awaitApproval(
   action: string,
   options: Pick<WithApprovalOptions, 'session' | 'wait'> = {},
 ): Promise<ApprovalOutcome> {
-  const session = resolveSession(options.session);
   const outcome =
     typeof request === 'string' ? await gate.waitForDecision(request, options.wait) : await gate.waitForDecision(request.id, options.wait, request);
-  if (outcome.status !== 'pending') {
-    session?.event(
-      DECISION_EVENT[outcome.status],
-      { requestId: outcome.id, action, decidedBy: outcome.decidedBy ?? 'system', ...(outcome.decisionReason !== null && { reason: outcome.decisionReason }) },
-      outcome.approved ? {} : { severity: 'warn' },
-    );
-  }
+  recordDecision({ ...outcome, action }, options.session);
   return outcome;
 }
 
 /** The gate's refusal of a redemption, by status. */
 const REDEEM_REFUSALS: Record<number, ReceiptFailure> = { 400: 'malformed', 401: 'signature', 409: 'replayed', 410: 'expired', 422: 'mismatch' };
+
+/**
+ * Records approval_granted, _denied or _expired for a decided request in the session (given or
+ * ambient): askApproval does it, and adapters that wait for the decision later (after handing a
+ * pending request to their framework's own approval flow) call it once the decision is in.
+ */
+export function recordDecision(outcome: ApprovalOutcome, sessionChoice?: SessionChoice): void {
+  if (outcome.status === 'pending') return;
+  resolveSession(sessionChoice)?.event(
+    DECISION_EVENT[outcome.status],
+    {
+      requestId: outcome.id,
+      action: outcome.action,
+      decidedBy: outcome.decidedBy ?? 'system',
+      ...(outcome.decisionReason !== null && { reason: outcome.decisionReason }),
+    },
+    outcome.approved ? {} : { severity: 'warn' },
+  );
+}
 
 /**
  * Checks the outcome's receipt and redeems it for exactly `action` and `params`, before anything
