@@ -67,7 +67,7 @@ function errorText(error: unknown): string {
 export class Gateway {
   readonly gate: GateClient;
   readonly observe: ObserveClient | undefined;
-  private readonly upstreams = new Map<string, Upstream>();
+  readonly upstreams = new Map<string, Upstream>();
   private readonly codec: RequestStateCodec<ApprovalState>;
   /** Nonces of request states already used: each state is good for one round. */
   private readonly usedNonces = new Map<string, number>();

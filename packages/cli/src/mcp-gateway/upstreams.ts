@@ -24,6 +24,7 @@ export class Upstream {
   private connecting: Promise<Client> | undefined;
   private tools: Tool[] | undefined;
   private stderrTail = '';
+  private stdio: StdioClientTransport | undefined;
 
   constructor(
     readonly name: string,
@@ -36,13 +37,13 @@ export class Upstream {
     if ('url' in this.config) {
       return new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers } });
     }
-    const transport = new StdioClientTransport({
+    const transport = (this.stdio = new StdioClientTransport({
       command: this.config.command,
       args: this.config.args,
       cwd: this.config.cwd,
       env: { ...(process.env as Record<string, string>), ...this.config.env },
       stderr: 'pipe',
-    });
+    }));
     // The last lines the server wrote, to say why it failed.
     transport.stderr?.on('data', (chunk: Buffer) => (this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000)));
     return transport;
@@ -71,6 +72,11 @@ export class Upstream {
   private tail(): string {
     const text = this.stderrTail.trim();
     return text ? ` (its stderr: ${text.split('\n').slice(-3).join(' | ')})` : '';
+  }
+
+  /** The process id of a running stdio upstream (for diagnostics). */
+  get pid(): number | undefined {
+    return this.client ? (this.stdio?.pid ?? undefined) : undefined;
   }
 
   /** The upstream's tools (listed once per connection). */
