@@ -34,6 +34,7 @@ export default defineConfig({
           { text: 'Observe keys and scopes', link: '/guide/observe-keys' },
           { text: 'Live stream', link: '/guide/live-stream' },
           { text: 'MCP server', link: '/guide/mcp' },
+          { text: 'MCP gateway', link: '/guide/mcp-gateway' },
           { text: 'CI gate (eval-gate)', link: '/guide/eval-gate' },
           { text: 'Approvals from Slack and Discord', link: '/chat' },
           { text: 'Receiving gate webhooks', link: '/webhooks' },

@@ -180,7 +180,9 @@ export async function buildServices(dist = DIST_DIR) {
     renameSync(scratch, file.path);
   }
   // Dynamically imported modules are entry points in the metafile too: pick main.ts's output by name.
-  const main = relative(ROOT, join(CLI_DIR, 'src', 'main.ts')).split(sep).join('/');
+  const main = relative(ROOT, join(CLI_DIR, 'src', 'main.ts'))
+    .split(sep)
+    .join('/');
   const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === main)[0];
   const inputs = {};
   const sources = [...Object.keys(threads.metafile.inputs), ...Object.keys(result.metafile.inputs)].filter((path) => !path.startsWith('<define:'));

@@ -36,9 +36,13 @@ export async function runMcpGateway(options: McpGatewayOptions, env: NodeJS.Proc
     });
   }
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void stop().finally(async () => {
-      await gateway.close();
-      process.exit(0);
-    }));
+    process.once(
+      signal,
+      () =>
+        void stop().finally(async () => {
+          await gateway.close();
+          process.exit(0);
+        }),
+    );
   }
 }

@@ -173,48 +173,57 @@ for (const database of ['sqlite', 'postgres'] as const) {
       if (database === 'postgres' && !skip) await dropSchemas(...schemas);
     });
 
-    test('over stdio (the vigil binary, a 2025-11-25 client): namespaced tools, an allowed read, a refused move, a write approved by a human through the decision page URL', { skip }, async () => {
-      const file = join(dir, 'gateway.config.json');
-      writeFileSync(file, JSON.stringify(config));
-      const seen: string[] = [];
-      approver = approve;
-      const client = legacyClient('stdio-client', () => approver, seen);
-      const inherited = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>;
-      await client.connect(new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp-gateway', '--config', file], env: inherited, stderr: 'ignore' }));
-      cleanups.push(() => client.close());
+    test(
+      'over stdio (the vigil binary, a 2025-11-25 client): namespaced tools, an allowed read, a refused move, a write approved by a human through the decision page URL',
+      { skip },
+      async () => {
+        const file = join(dir, 'gateway.config.json');
+        writeFileSync(file, JSON.stringify(config));
+        const seen: string[] = [];
+        approver = approve;
+        const client = legacyClient('stdio-client', () => approver, seen);
+        const inherited = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>;
+        await client.connect(
+          new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp-gateway', '--config', file], env: inherited, stderr: 'ignore' }),
+        );
+        cleanups.push(() => client.close());
 
-      const names = (await client.listTools()).tools.map((t) => t.name);
-      for (const name of ['fs__read_text_file', 'fs__write_file', 'fs__move_file', 'everything__echo']) assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        for (const name of ['fs__read_text_file', 'fs__write_file', 'fs__move_file', 'everything__echo'])
+          assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
 
-      const read = textOf(await client.callTool({ name: 'fs__read_text_file', arguments: { path: join(dir, 'notes.txt') } }));
-      assert.equal(read.isError, false, read.text);
-      assert.match(read.text, /hello from the filesystem/);
+        const read = textOf(await client.callTool({ name: 'fs__read_text_file', arguments: { path: join(dir, 'notes.txt') } }));
+        assert.equal(read.isError, false, read.text);
+        assert.match(read.text, /hello from the filesystem/);
 
-      const moved = textOf(await client.callTool({ name: 'fs__move_file', arguments: { source: join(dir, 'notes.txt'), destination: join(dir, 'moved.txt') } }));
-      assert.equal(moved.isError, true);
-      assert.match(moved.text, /denied fs__move_file by policy:.*no moves/);
-      assert.ok(existsSync(join(dir, 'notes.txt')) && !existsSync(join(dir, 'moved.txt')), 'a denied call never runs');
+        const moved = textOf(
+          await client.callTool({ name: 'fs__move_file', arguments: { source: join(dir, 'notes.txt'), destination: join(dir, 'moved.txt') } }),
+        );
+        assert.equal(moved.isError, true);
+        assert.match(moved.text, /denied fs__move_file by policy:.*no moves/);
+        assert.ok(existsSync(join(dir, 'notes.txt')) && !existsSync(join(dir, 'moved.txt')), 'a denied call never runs');
 
-      const target = join(dir, 'approved-stdio.txt');
-      const written = textOf(await client.callTool({ name: 'fs__write_file', arguments: { path: target, content: 'approved by a human' } }));
-      assert.equal(written.isError, false, written.text);
-      assert.equal(readFileSync(target, 'utf8'), 'approved by a human');
-      assert.equal(seen.length, 1);
-      const requestId = requestIdOf(seen[0]!);
-      assert.ok(seen[0]!.startsWith(`${live.observeUrl}/approvals/`), 'the URL opens the dashboard (served by observe)');
-      const request = await admin.getRequest(requestId);
-      assert.equal(request.status, 'approved');
-      assert.equal(request.action, 'fs__write_file');
-      assert.deepEqual(request.params, { content: 'approved by a human', path: target });
+        const target = join(dir, 'approved-stdio.txt');
+        const written = textOf(await client.callTool({ name: 'fs__write_file', arguments: { path: target, content: 'approved by a human' } }));
+        assert.equal(written.isError, false, written.text);
+        assert.equal(readFileSync(target, 'utf8'), 'approved by a human');
+        assert.equal(seen.length, 1);
+        const requestId = requestIdOf(seen[0]!);
+        assert.ok(seen[0]!.startsWith(`${live.observeUrl}/approvals/`), 'the URL opens the dashboard (served by observe)');
+        const request = await admin.getRequest(requestId);
+        assert.equal(request.status, 'approved');
+        assert.equal(request.action, 'fs__write_file');
+        assert.deepEqual(request.params, { content: 'approved by a human', path: target });
 
-      // Recorded in observe: the call with its approval linked, in the stdio client's session.
-      const [call] = await events('tool_call', 1, (e) => e.payload.toolName === 'fs__write_file' && e.metadata?.approvalRequestId === requestId);
-      const [response] = await events('tool_response', 1, (e) => e.payload.callId === call.payload.callId);
-      assert.equal(response.sessionId, call.sessionId);
-      await events('approval_granted', 1, (e) => e.payload.requestId === requestId && e.sessionId === call.sessionId);
-      const [session] = await events('session_started', 1, (e) => e.sessionId === call.sessionId);
-      assert.equal(session.payload.mcpClientInfo.name, 'stdio-client');
-    });
+        // Recorded in observe: the call with its approval linked, in the stdio client's session.
+        const [call] = await events('tool_call', 1, (e) => e.payload.toolName === 'fs__write_file' && e.metadata?.approvalRequestId === requestId);
+        const [response] = await events('tool_response', 1, (e) => e.payload.callId === call.payload.callId);
+        assert.equal(response.sessionId, call.sessionId);
+        await events('approval_granted', 1, (e) => e.payload.requestId === requestId && e.sessionId === call.sessionId);
+        const [session] = await events('session_started', 1, (e) => e.sessionId === call.sessionId);
+        assert.equal(session.payload.mcpClientInfo.name, 'stdio-client');
+      },
+    );
 
     test('over HTTP, 2025-11-25 and 2026-07-28 clients: approved through the URL, denied by the human, and both at once', { skip }, async () => {
       const { server } = await httpGateway(configFor());
@@ -311,7 +320,12 @@ for (const database of ['sqlite', 'postgres'] as const) {
       assert.ok(Date.now() - started < 10_000);
 
       const running = client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 1.5, steps: 3 } });
-      const pid = await eventually(async () => everything.pid, (p) => p !== undefined, 10_000, 'the upstream process');
+      const pid = await eventually(
+        async () => everything.pid,
+        (p) => p !== undefined,
+        10_000,
+        'the upstream process',
+      );
       await new Promise((r) => setTimeout(r, 300));
       process.kill(pid!, 'SIGKILL');
       const crashed = textOf(await running);

@@ -54,7 +54,9 @@ export function argumentsDigest(args: unknown): string {
               .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
           )
         : value;
-  return createHash('sha256').update(JSON.stringify(canonical(args ?? {}))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(args ?? {})))
+    .digest('hex');
 }
 
 const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
@@ -219,7 +221,9 @@ export class Gateway {
       default: {
         const url = this.decisionUrl(request.id);
         if (!canElicitUrl) {
-          return toolError(`${name} needs a human's approval: open ${url} (request ${request.id}). No decision within ${waitMs / 1000} s; the call was not run.`);
+          return toolError(
+            `${name} needs a human's approval: open ${url} (request ${request.id}). No decision within ${waitMs / 1000} s; the call was not run.`,
+          );
         }
         const requestState = await this.codec.mint({ requestId: request.id, tool: name, argsDigest: digest, nonce: randomUUID() });
         return inputRequired({
@@ -286,7 +290,9 @@ export class Gateway {
 
   private async confirm(id: string, result: Record<string, unknown>): Promise<void> {
     // The call has run: a failed confirmation must not turn its answer into an error.
-    await this.gate.confirm(id, result).catch((error: unknown) => process.stderr.write(`vigil mcp-gateway: could not confirm request ${id}: ${errorText(error)}\n`));
+    await this.gate
+      .confirm(id, result)
+      .catch((error: unknown) => process.stderr.write(`vigil mcp-gateway: could not confirm request ${id}: ${errorText(error)}\n`));
   }
 
   /** One MCP server instance (a connection, a 2025-era HTTP session, or one 2026-era request). */

@@ -60,8 +60,7 @@ interface LegacySession {
   server: McpServer;
 }
 
-const jsonRpcError = (status: number, message: string): Response =>
-  Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status });
+const jsonRpcError = (status: number, message: string): Response => Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status });
 
 function tokenMatches(header: string | null, token: string): boolean {
   const given = Buffer.from(header?.replace(/^Bearer\s+/i, '') ?? '');
