@@ -262,6 +262,35 @@ for (const database of ['sqlite', 'postgres'] as const) {
       assert.equal(existsSync(refused), false, 'a call denied by a human never runs');
     });
 
+    test('a client without URL-mode elicitation: the call waits for the decision, or answers the page to open', { skip }, async () => {
+      const { server } = await httpGateway(configFor({ approval: { waitSeconds: 3, expiresInSeconds: 60 } }));
+      const client = new Client({ name: 'plain-client', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+      cleanups.push(() => client.close());
+      const target = join(dir, 'plain.txt');
+      const call = () => client.callTool({ name: 'fs__write_file', arguments: { path: target, content: 'plain' } });
+
+      const waited = textOf(await call());
+      assert.equal(waited.isError, true);
+      assert.match(waited.text, new RegExp(`needs a human's approval: open ${live.observeUrl}/approvals/[^ ]+ \\(request`));
+      assert.equal(existsSync(target), false);
+
+      // A human approves while the call waits.
+      const approving = (async () => {
+        const [pending] = await eventually(
+          async () => (await admin.listRequests({ status: 'pending', action: 'fs__write_file' })).filter((r) => r.params.path === target),
+          (found) => found.length === 2,
+          10_000,
+          'the second request',
+        ).then((found) => found.filter((r) => !waited.text.includes(r.id)));
+        await admin.decide(pending!.id, 'approved');
+      })();
+      const approved = textOf(await call());
+      await approving;
+      assert.equal(approved.isError, false, approved.text);
+      assert.equal(readFileSync(target, 'utf8'), 'plain');
+    });
+
     test('a request that expires before anyone decides never runs', { skip }, async () => {
       const { server } = await httpGateway(configFor({ approval: { waitSeconds: 2, expiresInSeconds: 1 } }));
       approver = async () => undefined; // the page is opened, nobody decides

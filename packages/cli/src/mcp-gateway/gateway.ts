@@ -76,6 +76,8 @@ export class Gateway {
   /** Requests whose call has run: an approval runs its call once. */
   private readonly ran = new Set<string>();
   private readonly sessions = new Map<string, VigilSession>();
+  /** Confirmations sent after the call answered (awaited on close). */
+  private readonly confirming = new Set<Promise<void>>();
   private readonly stateTtlSeconds: number;
 
   constructor(readonly config: GatewayConfig) {
@@ -274,7 +276,7 @@ export class Gateway {
     } catch (error) {
       const message = error instanceof UpstreamError ? error.message : `upstream call failed: ${(error as Error).message}`;
       session?.event('tool_error', { toolName: name, callId, error: message, durationMs: performance.now() - started }, { ...linked, severity: 'error' });
-      await this.confirm(request.id, { ok: false, error: message });
+      this.confirm(request.id, { ok: false, error: message });
       return toolError(message);
     }
     const durationMs = performance.now() - started;
@@ -284,15 +286,19 @@ export class Gateway {
     } else {
       session?.event('tool_response', { toolName: name, callId, result: result.structuredContent ?? result.content, durationMs }, linked);
     }
-    await this.confirm(request.id, { ok: !result.isError });
+    this.confirm(request.id, { ok: !result.isError });
     return result;
   }
 
-  private async confirm(id: string, result: Record<string, unknown>): Promise<void> {
+  /** Tells the gate the call ran, off the client's path: the answer does not wait for it, close() does. */
+  private confirm(id: string, result: Record<string, unknown>): void {
     // The call has run: a failed confirmation must not turn its answer into an error.
-    await this.gate
+    const sent = this.gate
       .confirm(id, result)
-      .catch((error: unknown) => process.stderr.write(`vigil mcp-gateway: could not confirm request ${id}: ${errorText(error)}\n`));
+      .then(() => undefined)
+      .catch((error: unknown) => void process.stderr.write(`vigil mcp-gateway: could not confirm request ${id}: ${errorText(error)}\n`))
+      .finally(() => this.confirming.delete(sent));
+    this.confirming.add(sent);
   }
 
   /** One MCP server instance (a connection, a 2025-era HTTP session, or one 2026-era request). */
@@ -326,6 +332,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.confirming);
     await Promise.all([...this.sessions.keys()].map((key) => this.endSession(key)));
     await Promise.all([...this.upstreams.values()].map((upstream) => upstream.close()));
     await this.observe?.close({ timeoutMs: 5000 });
