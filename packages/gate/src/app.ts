@@ -25,6 +25,7 @@ import { gateMigrations } from './migrations.ts';
 import { mcpFeature } from './mcp/index.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
+import { receiptsFeature } from './receipts/index.ts';
 import { requestsFeature, type RequestService } from './requests/index.ts';
 import type { GateSchema } from './schema.ts';
 import { systemFeature } from './system/index.ts';
@@ -123,6 +124,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(systemFeature);
   await features.register(mcpFeature);
   const requests = await features.register(requestsFeature);
+  await features.register(receiptsFeature(requests.service));
   await features.register(auditTrailFeature);
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);

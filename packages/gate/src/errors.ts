@@ -72,6 +72,42 @@ export const gateErrors = {
     message: 'Only an approved, unconfirmed request can be confirmed',
     when: 'Confirming a request that is not approved, or already confirmed',
   },
+  receiptNotIssued: {
+    status: 404,
+    code: 'not_found',
+    message: 'The request is not approved: it has no receipt',
+    when: 'Asking for the receipt of a request that is pending, denied or expired',
+  },
+  receiptMalformed: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Malformed approval receipt',
+    when: 'A receipt to redeem that is not an approval receipt of version 1 (a field missing, mistyped or extra); details name the fields',
+  },
+  receiptSignature: {
+    status: 401,
+    code: 'unauthorized',
+    message: "The receipt's signature does not verify with the gate's signing keys",
+    when: "A receipt whose signature is not the gate's audit key's (or the key it replaced) over its fields: forged, altered, or signed by another gate",
+  },
+  receiptExpired: {
+    status: 410,
+    code: 'receipt_expired',
+    message: 'The receipt has expired',
+    when: 'Redeeming a receipt past its expiresAt (15 minutes after the decision): ask for approval again',
+  },
+  receiptMismatch: {
+    status: 422,
+    code: 'receipt_mismatch',
+    message: 'The action or params differ from the ones the receipt approves',
+    when: "Redeeming a receipt for another action, or for params whose canonical digest is not the receipt's argsDigest (arguments changed after approval)",
+  },
+  receiptRedeemed: {
+    status: 409,
+    code: 'conflict',
+    message: 'The receipt was already redeemed',
+    when: 'Redeeming a receipt a second time (a replay): each approval runs its action once',
+  },
   rateLimited: { status: 429, code: 'rate_limited', message: 'Rate limit exceeded', when: 'The key exceeded its rate limit (retry after Retry-After)' },
   requestTampered: {
     status: 500,

@@ -8,5 +8,14 @@ import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 import { policiesMigrations } from './policies/index.ts';
+import { receiptsMigrations } from './receipts/index.ts';
 
-export const gateMigrations = collectMigrations(gateHistory, auditLogMigrations, chatMigrations, auditTrailMigrations, policiesMigrations, authMigrations);
+export const gateMigrations = collectMigrations(
+  gateHistory,
+  auditLogMigrations,
+  chatMigrations,
+  auditTrailMigrations,
+  policiesMigrations,
+  authMigrations,
+  receiptsMigrations,
+);

@@ -6,10 +6,20 @@ import type { GateChangeResource } from './context.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { ChatTables } from './chat/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
+import type { ReceiptsTables } from './receipts/index.ts';
 import type { RequestsTables } from './requests/index.ts';
 import type { WebhooksTables } from './webhooks/index.ts';
 
 export interface GateSchema
-  extends LeaseTables, AdminChangeTables<GateChangeResource>, AuditLogTables, RequestsTables, PoliciesTables, AuthTables, WebhooksTables, ChatTables {}
+  extends
+    LeaseTables,
+    AdminChangeTables<GateChangeResource>,
+    AuditLogTables,
+    RequestsTables,
+    PoliciesTables,
+    AuthTables,
+    WebhooksTables,
+    ChatTables,
+    ReceiptsTables {}
 
 export type GateDatabase = Database<GateSchema>;

@@ -45,13 +45,15 @@ export interface TestGate {
 export interface TestGateOptions {
   env?: Record<string, string>;
   clock?: ManualClock;
+  /** Another gate's database (a second instance, or a restart): default a fresh one. */
+  database?: GateConfig['database'];
 }
 
 /** The real gate app on a fresh database of the given backend, with GATE_ADMIN_KEY installed. */
 export async function startTestGate(backend: TestBackend, options: TestGateOptions = {}): Promise<TestGate> {
-  const { dataDir, ...database } = backend.freshDatabase();
+  const { dataDir, ...fresh } = backend.freshDatabase();
   const base = gateConfigFromEnvironment({ LOG_LEVEL: 'silent', GATE_ADMIN_KEY: TEST_ADMIN_KEY, ...options.env }, { dataDir });
-  const config: GateConfig = { ...base, database };
+  const config: GateConfig = { ...base, database: options.database ?? fresh };
   const clock = options.clock ?? new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
   const service = await buildGateService(config, { clock, runJobs: false, validateResponses: true });
   const call = (request: InjectOptions, key = TEST_ADMIN_KEY) =>

@@ -132,6 +132,25 @@ export class ApprovalDeniedError extends VigilError {
   }
 }
 
+/** Why runApproved refused to run an approved action (ApprovalReceiptError.reason). */
+export type ReceiptFailure = 'missing' | 'malformed' | 'signature' | 'expired' | 'mismatch' | 'replayed' | 'refused';
+
+/**
+ * runApproved: the approval's receipt did not hold — absent, malformed, not signed by a trusted
+ * gate key, expired, for another action, request or params, or already redeemed — so the action
+ * did not run (fail closed). `cause` is the gate's answer when the gate refused the redemption.
+ */
+export class ApprovalReceiptError extends VigilError {
+  constructor(
+    readonly requestId: string,
+    readonly reason: ReceiptFailure,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Approval request ${requestId}: ${message}; the action did not run`, options);
+  }
+}
+
 /** A client method whose server feature was removed; thrown at once, before any request is made. */
 export class VigilDeprecationError extends VigilError {
   constructor(

@@ -5,6 +5,7 @@
  */
 import { ApprovalTimeoutError } from './errors.ts';
 import { ServiceClient, sleep, type TransportOptions } from './http.ts';
+import { trustedReceiptKeys, type ApprovalReceipt, type GatePublicKeys, type ReceiptPublicKey } from './receipts.ts';
 import { environment } from './runtime.ts';
 import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult } from './types.ts';
 
@@ -15,6 +16,12 @@ export interface GateClientOptions extends Partial<TransportOptions> {
   baseUrl?: string;
   /** Default: VIGIL_GATE_API_KEY. */
   apiKey?: string;
+  /**
+   * The gate's receipt signing key(s) to trust (its audit key: base64 of the raw 32 bytes, or a
+   * PEM). Default: VIGIL_GATE_PUBLIC_KEY; without either, the key GET /api/audit/public-key answers
+   * is fetched once and trusted. A pinned key wins; keys it certified by a rotation are trusted too.
+   */
+  receiptPublicKey?: ReceiptPublicKey | readonly ReceiptPublicKey[];
 }
 
 export type ApprovalRequest = GateResult<'/api/requests/{id}', 'get'>;
@@ -37,8 +44,52 @@ export interface WaitOptions {
 }
 
 export class GateClient extends ServiceClient<GatePaths> {
+  private readonly pinnedReceiptKeys: readonly ReceiptPublicKey[];
+  private receiptKeyCache: Promise<Uint8Array[]> | undefined;
+
   constructor(options: GateClientOptions = {}) {
     super('gate', options, { baseUrl: environment('VIGIL_GATE_URL') ?? DEFAULT_GATE_URL, apiKey: environment('VIGIL_GATE_API_KEY') });
+    const pinned = options.receiptPublicKey ?? environment('VIGIL_GATE_PUBLIC_KEY');
+    this.pinnedReceiptKeys =
+      pinned === undefined ? [] : typeof pinned === 'string' || pinned instanceof Uint8Array ? [pinned] : [...(pinned as readonly ReceiptPublicKey[])];
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Receipts
+
+  /** The receipt of an approved request (404, VigilNotFoundError, when it is not approved). */
+  getReceipt(id: string, options?: CallOptions): Promise<ApprovalReceipt> {
+    return this.call('get', '/api/requests/{id}/receipt', { params: { id }, ...options });
+  }
+
+  /**
+   * Redeems a receipt for the action and params about to run: once. The gate answers 409
+   * (VigilConflictError) for a replay, 422 when the action or params differ, 410 when expired,
+   * 401/400 for a bad signature or a malformed receipt (runApproved turns these into ApprovalReceiptError).
+   */
+  redeemReceipt(redemption: GateBody<'/api/receipts/redeem', 'post'>, options?: CallOptions) {
+    // Never retried: a redemption that reached the gate is spent, and a retry would answer 409.
+    return this.call('post', '/api/receipts/redeem', { body: redemption, retry: false, ...options });
+  }
+
+  /**
+   * The keys receipts are verified with (trustedReceiptKeys): the pinned ones and those certified
+   * from them, else the gate's current key. Fetched once and cached; `refresh` fetches again (a
+   * receipt signed by a key not known yet: the gate rotated since).
+   */
+  async receiptKeys(options: { refresh?: boolean; signal?: AbortSignal } = {}): Promise<Uint8Array[]> {
+    if (this.receiptKeyCache === undefined || options.refresh === true) {
+      const fetched = this.call('get', '/api/audit/public-key', { signal: options.signal }).then((answer) =>
+        trustedReceiptKeys(answer as GatePublicKeys, this.pinnedReceiptKeys),
+      );
+      // Pinned keys alone still verify when the gate cannot list its keys (an old gate, a key without request:read).
+      this.receiptKeyCache = fetched.catch(async (error: unknown) => {
+        this.receiptKeyCache = undefined;
+        if (this.pinnedReceiptKeys.length > 0) return trustedReceiptKeys({ keyId: '', publicKey: '', keys: [] }, this.pinnedReceiptKeys);
+        throw error;
+      });
+    }
+    return this.receiptKeyCache;
   }
 
   // ------------------------------------------------------------------------------------------

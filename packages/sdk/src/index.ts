@@ -28,12 +28,23 @@ export {
   type ToolCallOptions,
 } from './session.ts';
 export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
+export {
+  canonicalJson,
+  receiptArgsDigest,
+  receiptKeyId,
+  trustedReceiptKeys,
+  verifyReceipt,
+  type ApprovalReceipt,
+  type GatePublicKeys,
+  type ReceiptPublicKey,
+} from './receipts.ts';
 export { askApproval, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
 export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';
 export {
   ApprovalDeniedError,
+  ApprovalReceiptError,
   ApprovalTimeoutError,
   VigilApiError,
   VigilAuthenticationError,
@@ -51,6 +62,7 @@ export {
   VigilValidationError,
   type DeliveryFailureReason,
   type ErrorDetail,
+  type ReceiptFailure,
   type ServiceName,
 } from './errors.ts';
 export type * from './types.ts';

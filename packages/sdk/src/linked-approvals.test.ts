@@ -79,12 +79,17 @@ test('an SDK agent loop (traced tools, withApproval, a human deciding) records e
   assert.equal(chainValid, true);
   assert.deepEqual(
     events.map((e) => e.eventType),
-    ['session_started', 'tool_call', 'tool_response', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended'],
+    ['session_started', 'tool_call', 'tool_response', 'approval_requested', 'approval_granted', 'custom', 'tool_call', 'tool_response', 'session_ended'],
   );
   assertSeqsFollowTimeline(events);
   const [requested, granted] = events.filter((e) => APPROVAL_TYPES.includes(e.eventType));
   assert.equal(requested!.payload.requestId, requestId);
   assert.deepEqual(granted!.payload, { requestId, action: 'refund', decidedBy: 'api:admin (GATE_ADMIN_KEY)', reason: 'damaged on delivery' });
+  // The receipt's redemption, recorded once by the agent (the gate forwards no copy).
+  assert.deepEqual(
+    events.filter((e) => e.eventType === 'custom').map((e) => e.payload),
+    [{ type: 'approval_redeemed', data: { requestId, action: 'refund' } }],
+  );
 
   // The gate's side links to the session: the request names it, and says the agent records its events.
   const request = await admin.getRequest(requestId);

@@ -150,12 +150,13 @@ describe('withApproval', () => {
     const events = await stored(id);
     assert.deepEqual(
       events.map((e) => e.eventType),
-      ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_response', 'session_ended'],
+      ['session_started', 'approval_requested', 'approval_granted', 'custom', 'tool_call', 'tool_response', 'session_ended'],
     );
     assert.deepEqual(events[1]!.payload, { requestId, action: 'small_refund', params: { orderId: '1042', amount: 20 }, urgency: 'normal' });
     assert.equal(events[2]!.payload.requestId, requestId);
     assert.match(String(events[2]!.payload.decidedBy), /policy/);
-    assert.equal(events[3]!.payload.toolName, 'small_refund');
+    assert.deepEqual(events[3]!.payload, { type: 'approval_redeemed', data: { requestId, action: 'small_refund' } });
+    assert.equal(events[4]!.payload.toolName, 'small_refund');
     const request = await admin.getRequest(requestId);
     assert.deepEqual(request.context, { sessionId: id, agentId: 'approver', recordedByAgent: true });
     assert.notEqual(request.confirmedAt, null);
@@ -208,7 +209,7 @@ describe('withApproval', () => {
     const events = await stored(id);
     assert.deepEqual(
       events.map((e) => e.eventType),
-      ['session_started', 'approval_requested', 'approval_granted', 'tool_call', 'tool_error', 'session_ended'],
+      ['session_started', 'approval_requested', 'approval_granted', 'custom', 'tool_call', 'tool_error', 'session_ended'],
     );
     assert.equal(events[1]!.payload.urgency, 'high');
     assert.deepEqual(

@@ -3,9 +3,10 @@
  * the gate before an action and records the request, the decision and the action in the session.
  */
 import { resolveSession, warnUnrecorded, type SessionChoice } from './ambient.ts';
-import { ApprovalDeniedError } from './errors.ts';
+import { ApprovalDeniedError, ApprovalReceiptError, VigilApiError, type ReceiptFailure } from './errors.ts';
 import type { ApprovalOutcome, GateClient, NewApprovalRequest, WaitOptions } from './gate.ts';
-import { storable } from './session.ts';
+import { isReceiptShaped, receiptArgsDigest, verifyReceipt, type ApprovalReceipt } from './receipts.ts';
+import { storable, type VigilSession } from './session.ts';
 
 export interface TraceToolOptions {
   /** The session to record in (default: the ambient one). */
@@ -84,10 +85,50 @@ export async function askApproval(
   return outcome;
 }
 
+/** The gate's refusal of a redemption, by status. */
+const REDEEM_REFUSALS: Record<number, ReceiptFailure> = { 400: 'malformed', 401: 'signature', 409: 'replayed', 410: 'expired', 422: 'mismatch' };
+
 /**
- * The second half of withApproval: runs `fn` for a decided request only when it was approved for
- * exactly this `action` and `params`, records it as a tool call in the session and tells the gate
- * it ran (confirm). Throws ApprovalDeniedError (fn not run) otherwise.
+ * Checks the outcome's receipt and redeems it for exactly `action` and `params`, before anything
+ * runs: signed by a trusted gate key (GateClient.receiptKeys), for this request, action and params,
+ * not expired, then redeemed once on the gate (which refuses a replay). Throws ApprovalReceiptError otherwise.
+ */
+async function redeemOutcome(
+  gate: GateClient,
+  outcome: ApprovalOutcome,
+  action: string,
+  params: Record<string, unknown>,
+  session: VigilSession | undefined,
+): Promise<void> {
+  const fail = (reason: ReceiptFailure, message: string, cause?: unknown): never => {
+    throw new ApprovalReceiptError(outcome.id, reason, message, cause === undefined ? undefined : { cause });
+  };
+  const receipt: unknown = outcome.receipt ?? null;
+  if (receipt === null) fail('missing', 'the approval carries no receipt');
+  if (!isReceiptShaped(receipt)) return fail('malformed', 'the approval receipt is malformed');
+  const trusted = async (refresh: boolean) => verifyReceipt(receipt, await gate.receiptKeys({ refresh }));
+  // A key not known yet: the gate may have rotated since the keys were fetched.
+  if (!(await trusted(false)) && !(await trusted(true))) fail('signature', "the receipt's signature does not verify with the gate's trusted keys");
+  if (receipt.requestId !== outcome.id) fail('mismatch', `the receipt is for request ${receipt.requestId}`);
+  if (receipt.action !== action) fail('mismatch', `the receipt approves "${receipt.action}", not "${action}"`);
+  if (receipt.argsDigest !== (await receiptArgsDigest(params))) fail('mismatch', 'the params differ from the ones approved');
+  if (Date.parse(receipt.expiresAt) <= Date.now()) fail('expired', `the receipt expired at ${receipt.expiresAt}`);
+  try {
+    await gate.redeemReceipt({ receipt: receipt as ApprovalReceipt, action, params });
+  } catch (error) {
+    const reason = error instanceof VigilApiError ? REDEEM_REFUSALS[error.status] : undefined;
+    fail(reason ?? 'refused', `the gate refused to redeem the receipt: ${(error as Error).message}`, error);
+  }
+  // The gate forwards no copy of a request the agent records itself (askApproval's context says so).
+  if (outcome.context.recordedByAgent === true) session?.event('custom', { type: 'approval_redeemed', data: { requestId: outcome.id, action } });
+}
+
+/**
+ * The second half of withApproval: runs `fn` for a decided request only when it was approved AND
+ * its receipt verifies AND redeeming it for exactly this `action` and `params` succeeds; records
+ * the call as a tool call in the session and tells the gate it ran (confirm). Throws
+ * ApprovalDeniedError (not approved) or ApprovalReceiptError (a receipt missing, tampered,
+ * expired, replayed, or for other arguments): fn never runs then.
  */
 export async function runApproved<R>(
   gate: GateClient,
@@ -100,6 +141,7 @@ export async function runApproved<R>(
   if (!outcome.approved) throw new ApprovalDeniedError(outcome);
   const session = resolveSession(options.session);
   if (!session) warnUnrecorded(`approved action "${action}"`);
+  await redeemOutcome(gate, outcome, action, params, session);
 
   const confirm = async (result: Record<string, unknown>): Promise<void> => {
     if (options.confirm === false) return;

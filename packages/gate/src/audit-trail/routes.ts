@@ -7,7 +7,7 @@ import type { AuditRow } from '../requests/index.ts';
 import { auditActors, listAudit } from './store.ts';
 
 /** The events an audit entry records (service.ts writes them). */
-const AUDIT_EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decision_refused'] as const;
+const AUDIT_EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decision_refused', 'redeemed'] as const;
 
 const auditEntryFields = {
   timestamp: z.string(),

@@ -7,7 +7,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { RequestService } from './service.ts';
-import { chainEntryOf, STATUSES } from '../stored-formats/index.ts';
+import { chainEntryOf, receiptSchema, STATUSES } from '../stored-formats/index.ts';
 import { rowStateProblem, storedRequestState } from './row-check.ts';
 import { listRequests, requestDetailJson, requestsAfter, storedDecision, verifiedAuditTrail } from './store.ts';
 
@@ -38,6 +38,7 @@ const requestDetailSchema = z
     confirmedAt: z.string().nullable(),
     executionResult: z.unknown(),
     policyDecision: policyDecisionSchema,
+    receipt: receiptSchema.nullable().describe('The approval receipt (GET /api/requests/:id/receipt); null unless approved'),
   })
   .meta({ id: 'ApprovalRequest' });
 
@@ -67,7 +68,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         throw gateError('validation', 'expiresAt must be in the future');
       }
       const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, auditActor(request));
-      return sendJsonText(reply.status(201), requestDetailJson(row));
+      return sendJsonText(reply.status(201), requestDetailJson(row, await requests.receipt(row)));
     },
   );
 
@@ -139,7 +140,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return sendJsonText(reply, requestDetailJson(row));
+      return sendJsonText(reply, requestDetailJson(row, await requests.receipt(row)));
     },
   );
 
@@ -161,11 +162,25 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           decidedBy: z.string().nullable().optional().meta({ description: 'Ignored: decidedBy is derived from the credential' }),
         })
         .strict(),
-      response: { 200: z.object({ id: z.string(), status: z.enum(STATUSES), decidedBy: z.string(), decidedAt: z.string() }) },
+      response: {
+        200: z.object({
+          id: z.string(),
+          status: z.enum(STATUSES),
+          decidedBy: z.string(),
+          decidedAt: z.string(),
+          receipt: receiptSchema.nullable().describe('The approval receipt when approved, else null'),
+        }),
+      },
     }),
     async (request) => {
       const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, auditActor(request));
-      return { id: row.id, status: row.status as 'approved' | 'denied', decidedBy: row.decided_by!, decidedAt: toIso(row.decided_at!) };
+      return {
+        id: row.id,
+        status: row.status as 'approved' | 'denied',
+        decidedBy: row.decided_by!,
+        decidedAt: toIso(row.decided_at!),
+        receipt: await requests.receipt(row),
+      };
     },
   );
 

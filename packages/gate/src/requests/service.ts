@@ -1,7 +1,7 @@
 import { BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
-import { auditEntryHash, chainEntryOf } from '../stored-formats/index.ts';
+import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, signReceipt, type Receipt } from '../stored-formats/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
@@ -12,7 +12,7 @@ import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
 import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError, rowEvidenceProblem } from './row-check.ts';
-import { dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail } from './store.ts';
+import { approvedEntry, dueForExpiry, findRequest, insertAuditEntry, lockRequestWithTrail, loggedTrail, storedDecision } from './store.ts';
 
 export const EXPIRY_ACTOR = 'system:expiry';
 const expiryActor = systemActor(EXPIRY_ACTOR);
@@ -144,6 +144,8 @@ async function runWrite<T>(ctx: GateContext, work: (write: RequestWrite) => Prom
 /** The request lifecycle. Every transition writes its audit entry and its outbox rows in the same transaction (runWrite). */
 export class RequestService {
   private readonly creations: GroupCommitter<Creation, void>;
+  /** The approving entry of a row this service just approved, so its receipt costs no read (receipt). */
+  private readonly approvals = new WeakMap<RequestRow, AuditRow>();
 
   constructor(
     private readonly ctx: GateContext,
@@ -170,10 +172,57 @@ export class RequestService {
   }
 
   /** The request's next audit entry and its leaf: the last write of its transaction (RequestWrite.appendLeaves). */
-  private async audit(write: RequestWrite, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<void> {
+  private async audit(write: RequestWrite, request: RequestRow, event: string, by: AuditActor, at: number, details?: object): Promise<AuditRow> {
     const entry = auditRow(request, event, by, at, details);
     await insertAuditEntry(write.trx, entry);
     await write.appendLeaves([entry]);
+    return entry;
+  }
+
+  /**
+   * The approval receipt of a row (stored-formats/receipt.ts), signed with the audit log's key;
+   * null unless approved. A pure function of the row, its approving entry and the key (Ed25519
+   * signatures are deterministic), so every read answers the same receipt until the key rotates.
+   */
+  async receipt(row: RequestRow): Promise<Receipt | null> {
+    if (row.status !== 'approved' || row.decided_at === null) return null;
+    const entry = this.approvals.get(row) ?? (await approvedEntry(this.ctx.database, row.id));
+    if (!entry) return null;
+    return signReceipt(this.ctx.auditLog.key, {
+      v: 1,
+      requestId: row.id,
+      action: row.action,
+      argsDigest: argsDigest(JSON.parse(row.params)),
+      decision: 'approved',
+      decidedBy: entry.actor_key_id === null ? { user: entry.actor } : { keyId: entry.actor_key_id, name: entry.actor_key_name ?? entry.actor },
+      policyId: storedDecision(row).policyId,
+      issuedAt: toIso(row.decided_at),
+      expiresAt: toIso(row.decided_at + RECEIPT_TTL_MS),
+      // The approving entry's chain hash: unique per decision, and fixed by the audit chain.
+      nonce: entry.hash.slice(0, 32),
+    });
+  }
+
+  /**
+   * Records in an approved request's audit chain that its receipt was redeemed, once: `claim` runs
+   * under the request's row lock and answers whether this redemption is the first (its unique row,
+   * receipts/); only then is the `redeemed` entry written. Undefined when the request is absent.
+   */
+  async recordRedemption(
+    id: string,
+    by: AuditActor,
+    details: Record<string, unknown>,
+    claim: (trx: Transaction<GateSchema>, row: RequestRow, at: number) => Promise<boolean>,
+  ): Promise<{ row: RequestRow; first: boolean } | undefined> {
+    const now = this.ctx.clock.now();
+    return runWrite(this.ctx, async (write) => {
+      const row = await this.lockChecked(write, id);
+      if (!row) return undefined;
+      if (row.status !== 'approved' || !(await claim(write.trx, row, now))) return { row, first: false };
+      await this.transition(write, row, 'request.redeemed');
+      await this.audit(write, row, 'redeemed', by, now, details);
+      return { row, first: true };
+    });
   }
 
   private async transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): Promise<void> {
@@ -227,7 +276,9 @@ export class RequestService {
       const policyActor = `policy:${decision.policyId}`;
       const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
       creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
-      creation.audits.push(auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex }));
+      const entry = auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
+      creation.audits.push(entry);
+      if (auto === 'approved') this.approvals.set(creation.row, entry);
       creation.transitions.push({ event: 'request.decided', request: creation.row });
     }
     await this.creations.submit(creation);
@@ -357,7 +408,8 @@ export class RequestService {
         .execute();
       await this.transition(write, row, 'request.decided');
       const entryDetails = { ...details, ...(reason !== undefined && { reason }) };
-      await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
+      const entry = await this.audit(write, row, decision, by, now, Object.keys(entryDetails).length === 0 ? undefined : entryDetails);
+      if (decision === 'approved') this.approvals.set(row, entry);
       return { kind: 'decided-now' as const, row };
     });
     switch (outcome.kind) {

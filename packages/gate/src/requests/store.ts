@@ -2,7 +2,7 @@ import { forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
-import type { RequestStatus } from '../stored-formats/index.ts';
+import type { Receipt, RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 
@@ -17,7 +17,7 @@ const isoOrNullJson = (ms: number | null): string => (ms === null ? 'null' : `"$
  * and execution result are JSON text already (written by JSON.stringify) and are spliced in as they
  * are: parsing them only to serialise them again was most of the cost of a GET /api/requests/:id.
  */
-export function requestDetailJson(row: RequestRow): string {
+export function requestDetailJson(row: RequestRow, receipt: Receipt | null): string {
   const decision = storedDecision(row);
   const policyDecision = {
     decision: decision.decision,
@@ -32,11 +32,20 @@ export function requestDetailJson(row: RequestRow): string {
     `,"decidedBy":${JSON.stringify(row.decided_by)},"decisionReason":${JSON.stringify(row.decision_reason)}` +
     `,"createdAt":"${toIso(row.created_at)}","decidedAt":${isoOrNullJson(row.decided_at)},"expiresAt":${isoOrNullJson(row.expires_at)}` +
     `,"confirmedAt":${isoOrNullJson(row.confirmed_at)},"executionResult":${row.execution_result ?? 'null'}` +
-    `,"policyDecision":${JSON.stringify(policyDecision)}}`
+    `,"policyDecision":${JSON.stringify(policyDecision)},"receipt":${JSON.stringify(receipt)}}`
   );
 }
 
 const selectRequest = new PreparedQuery((db: Kysely<GateSchema>, _dialect, id: string) => db.selectFrom('requests').selectAll().where('id', '=', id));
+
+const selectApprovedEntry = new PreparedQuery((db: Kysely<GateSchema>, _dialect, requestId: string) =>
+  db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).where('event', '=', 'approved').orderBy('seq').limit(1),
+);
+
+/** The entry that approved a request (its receipt names the decider and takes its nonce from it). */
+export async function approvedEntry(database: GateDatabase, requestId: string): Promise<AuditRow | undefined> {
+  return selectApprovedEntry.first(database.db, database.dialect, requestId);
+}
 
 /** A request's row as stored, unchecked (RequestService.get checks it against its audit chain). */
 export async function findRequest(database: GateDatabase, id: string, executor: Kysely<GateSchema> = database.db): Promise<RequestRow | undefined> {

@@ -2,3 +2,15 @@
 // and the frozen migration history both use them. They import only the platform and libraries.
 export { auditEntryHash, auditEntryText, chainEntryOf, type AuditChainEntry, type StoredAuditEntry } from './audit-chain.ts';
 export { STATUSES, type RequestStatus } from './request-status.ts';
+export {
+  argsDigest,
+  RECEIPT_TTL_MS,
+  RECEIPT_VERSION,
+  receiptMessage,
+  receiptSchema,
+  receiptSignatureValid,
+  signReceipt,
+  type Receipt,
+  type ReceiptDecider,
+  type UnsignedReceipt,
+} from './receipt.ts';

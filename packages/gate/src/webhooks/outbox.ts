@@ -20,7 +20,7 @@ import type { RequestRow } from '../requests/index.ts';
 import type { DeliveryRow } from './tables.ts';
 import { signDelivery } from './signature.ts';
 
-export const WEBHOOK_EVENTS = ['request.created', 'request.decided', 'request.expired', 'request.confirmed'] as const;
+export const WEBHOOK_EVENTS = ['request.created', 'request.decided', 'request.expired', 'request.confirmed', 'request.redeemed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** The `data` of every delivery: the request as it stood when the event happened. */
@@ -55,6 +55,10 @@ function observeEvent(event: WebhookEvent, request: RequestRow): { name: string;
     return { name: `request.${request.status}`, data: outcome };
   }
   if (event === 'request.expired') return { name: 'request.expired', data: outcome };
+  // Observe has no event type of its own for a redemption: a custom event, in the request's session (webhook-ingest/mapping.ts).
+  if (event === 'request.redeemed') {
+    return { name: 'request.redeemed', data: { type: 'approval_redeemed', requestId: request.id, data: { requestId: request.id, action: request.action } } };
+  }
   return null;
 }
 

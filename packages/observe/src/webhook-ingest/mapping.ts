@@ -15,6 +15,8 @@ export const SIGNED_MAPPINGS: Record<SignedSource, Readonly<Record<string, Inges
     'request.approved': 'approval_granted',
     'request.denied': 'approval_denied',
     'request.expired': 'approval_expired',
+    // A receipt redeemed (the action is about to run): a custom event {type: 'approval_redeemed', data}.
+    'request.redeemed': 'custom',
   },
   form_service: {
     'submission.created': 'form_submitted',
@@ -111,7 +113,8 @@ export const EXTERNAL_AGENT = 'external';
  * other generic event goes to `generic:<event>`.
  */
 export function correlationSessionId(eventType: IngestEventType, payload: Record<string, unknown>, event: string): { id: string; path: string } {
-  if (eventType.startsWith('approval_')) return { id: `approval:${String(payload.requestId)}`, path: 'data.requestId' };
+  if (eventType.startsWith('approval_') || (eventType === 'custom' && payload.type === 'approval_redeemed'))
+    return { id: `approval:${String(payload.requestId)}`, path: 'data.requestId' };
   if (eventType.startsWith('form_')) return { id: `form:${String(payload.submissionId)}`, path: 'data.submissionId' };
   return { id: `generic:${event}`, path: 'event' };
 }

@@ -21,6 +21,29 @@ export type AdminChange = {
   } | null;
 };
 
+/** An approval receipt (docs/guide/receipts.md) */
+export type ApprovalReceipt = {
+  v: 1;
+  requestId: string;
+  action: string;
+  /** Hex SHA-256 of the RFC 8785 canonical JSON of the params */
+  argsDigest: string;
+  decision: "approved";
+  decidedBy: {
+    keyId: string;
+    name: string;
+  } | {
+    user: string;
+  };
+  policyId: string | null;
+  issuedAt: string;
+  expiresAt: string;
+  nonce: string;
+  keyId: string;
+  /** base64url Ed25519 signature over the RFC 8785 canonical JSON of every other field */
+  signature: string;
+};
+
 export type ApprovalRequest = {
   id: string;
   action: string;
@@ -46,6 +69,8 @@ export type ApprovalRequest = {
     channels: string[];
     requireReason: boolean;
   };
+  /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
+  receipt: ApprovalReceipt | null;
 };
 
 export type AuditChainVerdict = {
@@ -113,7 +138,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "conflict" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
@@ -165,7 +190,7 @@ export type Policy = {
 export type Webhook = {
   id: string;
   url: string;
-  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
   enabled: boolean;
   hasSecret: boolean;
   createdAt: string;
@@ -306,8 +331,8 @@ export interface paths {
       params: Record<string, never>;
       query: {
         action?: string;
-        event?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused";
-        eventType?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused";
+        event?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused" | "redeemed";
+        eventType?: "created" | "approved" | "denied" | "expired" | "confirmed" | "decision_refused" | "redeemed";
         status?: "pending" | "approved" | "denied" | "expired";
         actor?: string;
         keyId?: string;
@@ -1216,6 +1241,48 @@ export interface paths {
       };
     };
   };
+  "/api/receipts/redeem": {
+    /**
+     * Redeem an approval receipt for the action and params about to run (once)
+     *
+     * Checks the signature (401 when it is not one of the gate’s keys’), the expiry (410), that `action` and the digest of `params` are the receipt's (422), then records the redemption in the request's audit chain, naming the redeeming key: 200 the first time, 409 after. A malformed receipt is a 400.
+     *
+     * Scope: `request:create`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        receipt: unknown;
+        action: string;
+        params: {
+          [key: string]: unknown;
+        };
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          requestId: string;
+          action: string;
+          redeemedAt: string;
+          redeemedBy: string;
+          keyId: string | null;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        410: GateError;
+        413: GateError;
+        415: GateError;
+        422: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/requests": {
     /**
      * List requests, newest first
@@ -1442,6 +1509,8 @@ export interface paths {
           status: "pending" | "approved" | "denied" | "expired";
           decidedBy: string;
           decidedAt: string;
+          /** The approval receipt when approved, else null */
+          receipt: ApprovalReceipt | null;
         };
         400: GateError;
         401: GateError;
@@ -1451,6 +1520,34 @@ export interface paths {
         413: GateError;
         414: GateError;
         415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/requests/{id}/receipt": {
+    /**
+     * The approval receipt of an approved request
+     *
+     * Ed25519 over the RFC 8785 canonical JSON of the receipt's other fields, with the audit log's signing key (`keyId`; GET /api/audit/public-key). The same receipt on every read until the key rotates; 404 when the request is not approved (docs/guide/receipts.md).
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: ApprovalReceipt;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -1490,7 +1587,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         url: string;
-        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
         secret?: string;
       };
       bodyRequired: true;
@@ -1548,7 +1645,7 @@ export interface paths {
       };
       query: Record<string, never>;
       body: {
-        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed")[];
+        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
         enabled?: boolean;
         url?: string;
         secret?: string | null;
