@@ -38,7 +38,7 @@ export {
   type GatePublicKeys,
   type ReceiptPublicKey,
 } from './receipts.ts';
-export { askApproval, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
+export { askApproval, redeemOutcome, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
 export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';

@@ -34,7 +34,10 @@ const seconds = (fallback: number, max: number) => z.number().positive().max(max
 export const gatewayConfigSchema = z
   .object({
     upstreams: z.record(name, z.union([stdioUpstream, httpUpstream])).refine((u) => Object.keys(u).length > 0, 'name at least one upstream MCP server'),
-    gate: service,
+    gate: service.extend({
+      /** The gate's receipt (audit) public key to trust, base64 of the raw Ed25519 key or a PEM (default: the key the gate serves). */
+      publicKey: z.string().min(1).optional(),
+    }),
     observe: service.optional(),
     /** Whose calls these are: the agent id of the observe session and of the gate requests' context. */
     agentId: z.string().min(1).max(256).default('mcp-gateway'),

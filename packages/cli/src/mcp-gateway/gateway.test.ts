@@ -214,6 +214,12 @@ for (const database of ['sqlite', 'postgres'] as const) {
         assert.equal(request.status, 'approved');
         assert.equal(request.action, 'fs__write_file');
         assert.deepEqual(request.params, { content: 'approved by a human', path: target });
+        // The call ran on the approval's receipt, redeemed once for exactly these arguments.
+        const trail = await admin.getAudit(requestId);
+        assert.deepEqual(
+          trail.map((entry) => entry.event),
+          ['created', 'approved', 'redeemed', 'confirmed'],
+        );
 
         // Recorded in observe: the call with its approval linked, in the stdio client's session.
         const [call] = await events('tool_call', 1, (e) => e.payload.toolName === 'fs__write_file' && e.metadata?.approvalRequestId === requestId);
@@ -338,25 +344,31 @@ for (const database of ['sqlite', 'postgres'] as const) {
     });
 
     test('an upstream that crashes mid-call or hangs answers a clear tool error, and is started again', { skip }, async () => {
-      const { gateway, server } = await httpGateway(configFor({ timeouts: { connectSeconds: 15, callSeconds: 2, serviceSeconds: 10 } }));
+      const { gateway, server } = await httpGateway(configFor({ timeouts: { connectSeconds: 15, callSeconds: 3, serviceSeconds: 10 } }));
       const client = await modernHttp(server.url, 'modern-crash');
       const everything = gateway.upstreams.get('everything')!;
 
       const started = Date.now();
       const hung = textOf(await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 3 } }));
       assert.equal(hung.isError, true);
-      assert.match(hung.text, /did not answer trigger-long-running-operation within 2 s/);
+      assert.match(hung.text, /did not answer trigger-long-running-operation within 3 s/);
       assert.ok(Date.now() - started < 10_000);
 
-      const running = client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 1.5, steps: 3 } });
-      const pid = await eventually(
-        async () => everything.pid,
-        (p) => p !== undefined,
+      const running = client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 2.5, steps: 5 } });
+      // Killed once the call has been approved and handed to the upstream (its receipt redeemed).
+      const pid = everything.pid;
+      assert.ok(pid !== undefined);
+      await eventually(
+        async () => {
+          const [request] = (await admin.listRequests({ action: 'everything__trigger-long-running-operation' })).filter((r) => r.params.duration === 2.5);
+          return request ? (await admin.getAudit(request.id)).some((entry) => entry.event === 'redeemed') : false;
+        },
+        (redeemed) => redeemed,
         10_000,
-        'the upstream process',
+        'the redemption',
       );
-      await new Promise((r) => setTimeout(r, 300));
-      process.kill(pid!, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 200));
+      process.kill(pid, 'SIGKILL');
       const crashed = textOf(await running);
       assert.equal(crashed.isError, true);
       assert.match(crashed.text, /upstream MCP server "everything" failed during trigger-long-running-operation/);

@@ -20,7 +20,7 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { ApprovalTimeoutError, GateClient, ObserveClient, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
+import { ApprovalTimeoutError, GateClient, ObserveClient, redeemOutcome, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
 import type { GatewayConfig } from './config.ts';
 import { Upstream, UpstreamError } from './upstreams.ts';
 
@@ -73,8 +73,6 @@ export class Gateway {
   private readonly codec: RequestStateCodec<ApprovalState>;
   /** Nonces of request states already used: each state is good for one round. */
   private readonly usedNonces = new Map<string, number>();
-  /** Requests whose call has run: an approval runs its call once. */
-  private readonly ran = new Set<string>();
   private readonly sessions = new Map<string, VigilSession>();
   /** Confirmations sent after the call answered (awaited on close). */
   private readonly confirming = new Set<Promise<void>>();
@@ -82,7 +80,12 @@ export class Gateway {
 
   constructor(readonly config: GatewayConfig) {
     const serviceMs = config.timeouts.serviceSeconds * 1000;
-    this.gate = new GateClient({ baseUrl: config.gate.url, apiKey: config.gate.apiKey, timeoutMs: serviceMs });
+    this.gate = new GateClient({
+      baseUrl: config.gate.url,
+      apiKey: config.gate.apiKey,
+      timeoutMs: serviceMs,
+      ...(config.gate.publicKey !== undefined && { receiptPublicKey: config.gate.publicKey }),
+    });
     this.observe = config.observe && new ObserveClient({ baseUrl: config.observe.url, apiKey: config.observe.apiKey, timeoutMs: serviceMs });
     const clientInfo = { name: 'vigil-mcp-gateway', version: VIGIL_VERSION };
     const timeouts = { connectMs: config.timeouts.connectSeconds * 1000, callMs: config.timeouts.callSeconds * 1000 };
@@ -255,7 +258,11 @@ export class Gateway {
     );
   }
 
-  /** Runs an approved call once, records it, and tells the gate it ran. */
+  /**
+   * Runs an approved call once: its receipt must verify and be redeemed on the gate for exactly
+   * this tool and these arguments first (a second redemption is refused). Records the call and
+   * tells the gate it ran.
+   */
   private async run(
     route: Route,
     name: string,
@@ -264,8 +271,11 @@ export class Gateway {
     session: VigilSession | undefined,
     signal: AbortSignal,
   ): Promise<CallToolResult> {
-    if (this.ran.has(request.id)) return toolError(`Request ${request.id} was approved for one call, which has run; the call was not run again.`);
-    this.ran.add(request.id);
+    try {
+      await redeemOutcome(this.gate, { ...request, approved: true }, name, args, session);
+    } catch (error) {
+      return toolError(`${(error as Error).message}.`);
+    }
     const callId = randomUUID();
     const linked = { metadata: { approvalRequestId: request.id } };
     session?.event('tool_call', { toolName: name, callId, arguments: args, serverName: route.upstream.name }, linked);
