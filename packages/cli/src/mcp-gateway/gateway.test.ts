@@ -215,11 +215,9 @@ for (const database of ['sqlite', 'postgres'] as const) {
         assert.equal(request.action, 'fs__write_file');
         assert.deepEqual(request.params, { content: 'approved by a human', path: target });
         // The call ran on the approval's receipt, redeemed once for exactly these arguments.
-        const trail = await admin.getAudit(requestId);
-        assert.deepEqual(
-          trail.map((entry) => entry.event),
-          ['created', 'approved', 'redeemed', 'confirmed'],
-        );
+        const trail = (await admin.getAudit(requestId)).map((entry) => entry.event);
+        assert.equal(trail.filter((event) => event === 'redeemed').length, 1, trail.join(', '));
+        for (const event of ['created', 'approved']) assert.ok(trail.includes(event), trail.join(', '));
 
         // Recorded in observe: the call with its approval linked, in the stdio client's session.
         const [call] = await events('tool_call', 1, (e) => e.payload.toolName === 'fs__write_file' && e.metadata?.approvalRequestId === requestId);
