@@ -38,6 +38,7 @@ export default defineConfig({
           { text: 'Live stream', link: '/guide/live-stream' },
           { text: 'MCP server', link: '/guide/mcp' },
           { text: 'Claude Code and the Agent SDK', link: '/guide/claude-code' },
+          { text: 'MCP gateway', link: '/guide/mcp-gateway' },
           { text: 'CI gate (eval-gate)', link: '/guide/eval-gate' },
           { text: 'Approvals from Slack and Discord', link: '/chat' },
           { text: 'Approval receipts', link: '/guide/receipts' },

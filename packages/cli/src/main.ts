@@ -107,5 +107,14 @@ program
     'MCP server on stdio: log to and query observe, create and decide gate approvals (env VIGIL_URL, VIGIL_API_KEY, VIGIL_GATE_URL, VIGIL_GATE_API_KEY)',
   )
   .action(async () => (await import('./mcp.ts')).runMcpServer());
+program
+  .command('mcp-gateway')
+  .description(
+    'MCP gateway: serves the tools of upstream MCP servers (stdio commands or HTTP URLs) and puts every tool call behind the gate, recorded in observe (stdio, or Streamable HTTP at /mcp with --http; env VIGIL_GATEWAY_TOKEN: bearer token HTTP clients must send)',
+  )
+  .requiredOption('--config <file>', 'the gateway configuration (JSON: upstreams, gate, observe, agentId; see docs/guide/mcp-gateway.md)')
+  .option('--http <port>', 'serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio', portOption)
+  .option('--host <host>', 'address to listen on with --http (default 127.0.0.1)')
+  .action(async (options: { config: string; http?: number; host?: string }) => (await import('./mcp-gateway/command.ts')).runMcpGateway(options));
 
 await program.parseAsync(process.argv);

@@ -129,8 +129,9 @@ export function recordDecision(outcome: ApprovalOutcome, sessionChoice?: Session
  * Checks the outcome's receipt and redeems it for exactly `action` and `params`, before anything
  * runs: signed by a trusted gate key (GateClient.receiptKeys), for this request, action and params,
  * not expired, then redeemed once on the gate (which refuses a replay). Throws ApprovalReceiptError otherwise.
+ * runApproved's first step; exported for callers that run and record the action themselves (the MCP gateway).
  */
-async function redeemOutcome(
+export async function redeemOutcome(
   gate: GateClient,
   outcome: ApprovalOutcome,
   action: string,
