@@ -297,4 +297,40 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
       );
     },
   );
+
+  app.get(
+    '/api/audit/unlogged-changes',
+    {
+      config: { scope: readScope },
+      schema: {
+        operationId: 'listUnloggedChanges',
+        summary: 'Stored change-log rows that have no leaf in the audit log',
+        description:
+          'Administrative changes written outside the service (every change it records gets its leaf in the same transaction). Paged by change id; `nextCursor` is null on the last page. Scans the change log.',
+        tags: ['audit'],
+        querystring: z.object({ cursor: z.string().optional(), limit: pageLimit }),
+        response: {
+          200: z.object({
+            changes: z.array(z.object({ changeId: z.string(), resource: z.string(), resourceId: z.string().nullable(), action: z.string() })),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { cursor, limit } = request.query;
+      const { rows } = await sql<{ id: string; resource: string; resource_id: string | null; action: string }>`
+        select c.id, c.resource, c.resource_id, c.action
+        from admin_changes c left join audit_log_leaves l on l.item_id = c.id
+        where l.idx is null ${cursor === undefined ? sql`` : sql`and c.id > ${cursor}`}
+        order by c.id limit ${limit}`.execute(db);
+      return sendJsonText(
+        reply,
+        JSON.stringify({
+          changes: rows.map((row) => ({ changeId: row.id, resource: row.resource, resourceId: row.resource_id, action: row.action })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.id : null,
+        }),
+      );
+    },
+  );
 }

@@ -1,0 +1,172 @@
+/**
+ * The doors issue 36 left open after its first pass, on both databases: a change-log row inserted
+ * without its leaf (both services), a cut tail or a rewritten writer that the timeline's and
+ * replay's `chainValid` did not see, and a request trail cut at its tail that the gate's own verify
+ * passed. Each is tampered after the auditor saved a checkpoint.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '@vigil/gate/testing';
+import type { Checkpoint } from '@vigil/platform';
+import { describeEachDatabase } from '@vigil/platform/testing';
+import { world, type World } from './tamper-observe-testkit.ts';
+import { runVerify, type Report } from './verify-testkit.ts';
+
+/** A change row as the published columns spell it, written straight into the database. */
+const forgedChange = <Resource extends string>(now: number, resource: Resource) => ({
+  id: 'forged-change',
+  ts: now,
+  resource,
+  resource_id: 'forged-resource',
+  action: 'created',
+  actor: 'api:admin',
+  actor_key_id: null,
+  actor_key_name: null,
+  before: null,
+  after: '{}',
+  state_hash: null,
+});
+
+/** `vigil verify` with the saved checkpoint: exit 1 and a change-unlogged finding naming the row. */
+async function assertUnloggedChange(url: string, saved: string, key: string): Promise<void> {
+  const result = await runVerify<Report>(['--url', url, '--checkpoint', saved], key);
+  assert.equal(result.status, 1, `exit 1 (tampered): ${result.stderr}\n${JSON.stringify(result.report)}`);
+  const finding = result.report.findings.find((f) => f.check === 'change-unlogged');
+  assert.ok(finding, `a change-unlogged finding: ${JSON.stringify(result.report.findings)}`);
+  assert.match(finding.message, /forged-change/);
+}
+
+async function inWorld(backend: Parameters<typeof world>[0], body: (w: World) => Promise<void>): Promise<void> {
+  const w = await world(backend);
+  try {
+    await body(w);
+  } finally {
+    await w.observe.close();
+    rmSync(w.dir, { recursive: true, force: true });
+  }
+}
+
+interface Verdicts {
+  timeline: boolean;
+  replay: boolean;
+  verify: boolean;
+}
+
+async function chainValidEverywhere(w: World, sessionId: string): Promise<Verdicts> {
+  const answer = async (url: string) => {
+    const response = await w.observe.call({ method: 'GET', url });
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+    return response.json<{ chainValid?: boolean; valid?: boolean }>();
+  };
+  return {
+    timeline: (await answer(`/api/sessions/${sessionId}/timeline`)).chainValid!,
+    replay: (await answer(`/api/sessions/${sessionId}/replay`)).chainValid!,
+    verify: (await answer(`/api/audit/verify?sessionId=${sessionId}`)).valid!,
+  };
+}
+
+await describeEachDatabase('tamper doors (issue 36, leftovers): observe', (backend) => {
+  test('a change-log row inserted without its leaf: vigil verify names it (exit 1)', async () => {
+    await inWorld(backend, async (w) => {
+      const valid = await runVerify<Report>(['--url', w.url, '--checkpoint', w.saved], w.observe.key);
+      assert.equal(valid.status, 0, `valid before: ${JSON.stringify(valid.report.findings)}`);
+      await w.observe.service.context.database.db
+        .insertInto('admin_changes')
+        .values(forgedChange(w.observe.clock.now(), 'settings'))
+        .execute();
+      await assertUnloggedChange(w.url, w.saved, w.observe.key);
+    });
+  });
+
+  test('a tail cut under a rewritten head: the timeline, the replay and the verify all say chainValid false', async () => {
+    await inWorld(backend, async (w) => {
+      // Read once before, so a remembered verdict is what the tampering has to get past.
+      assert.deepEqual(await chainValidEverywhere(w, 't-a'), { timeline: true, replay: true, verify: true });
+      const { db } = w.observe.service.context.database;
+      await db.deleteFrom('events').where('id', 'in', [w.acks.a[4]!.id, w.acks.a[5]!.id]).execute();
+      await db.updateTable('sessions').set({ last_seq: 3, last_hash: w.acks.a[3]!.hash }).where('id', '=', 't-a').execute();
+      assert.deepEqual(await chainValidEverywhere(w, 't-a'), { timeline: false, replay: false, verify: false });
+    });
+  });
+
+  test("an event's writer rewritten in the database: the timeline, the replay and the verify all say chainValid false", async () => {
+    await inWorld(backend, async (w) => {
+      assert.deepEqual(await chainValidEverywhere(w, 't-b'), { timeline: true, replay: true, verify: true });
+      await w.observe.service.context.database.db
+        .updateTable('events')
+        .set({ written_by: 'webhook:approval_gate' })
+        .where('id', '=', w.acks.b[2]!.id)
+        .execute();
+      assert.deepEqual(await chainValidEverywhere(w, 't-b'), { timeline: false, replay: false, verify: false });
+    });
+  });
+});
+
+async function gateWorld(backend: Parameters<typeof world>[0], body: (gate: TestGate, url: string, saved: string) => Promise<void>): Promise<void> {
+  const gate = await startTestGate(backend);
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-leftover-doors-'));
+  try {
+    await gate.service.app.listen({ host: '127.0.0.1', port: 0 });
+    const url = `http://127.0.0.1:${(gate.service.app.server.address() as AddressInfo).port}`;
+    const saved = join(dir, 'saved-checkpoint.json');
+    await body(gate, url, saved);
+  } finally {
+    await gate.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function saveCheckpoint(gate: TestGate, saved: string): Promise<void> {
+  const response = await gate.call({ method: 'POST', url: '/api/audit/checkpoint' });
+  assert.equal(response.statusCode, 201, response.body);
+  writeFileSync(saved, JSON.stringify(response.json<Checkpoint>()));
+}
+
+await describeEachDatabase('tamper doors (issue 36, leftovers): the gate', (backend) => {
+  test('a change-log row inserted without its leaf: vigil verify names it (exit 1)', async () => {
+    await gateWorld(backend, async (gate, url, saved) => {
+      await saveCheckpoint(gate, saved);
+      await gate.service.context.database.db
+        .insertInto('admin_changes')
+        .values(forgedChange(gate.clock.now(), 'policy'))
+        .execute();
+      await assertUnloggedChange(url, saved, TEST_ADMIN_KEY);
+    });
+  });
+
+  test("a request's trail cut at its tail, head and row rewritten to match: the gate's verify compares it with the log", async () => {
+    await gateWorld(backend, async (gate, url, saved) => {
+      const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'payments.send', params: { amount: 5 } } });
+      assert.equal(created.statusCode, 201, created.body);
+      const id = created.json<{ id: string }>().id;
+      for (const [path, payload] of [
+        ['decide', { decision: 'approved' }],
+        ['confirm', { result: { sent: 5 } }],
+      ] as const) {
+        const response = await gate.call({ method: 'POST', url: `/api/requests/${id}/${path}`, payload });
+        assert.equal(response.statusCode, 200, response.body);
+      }
+      await saveCheckpoint(gate, saved);
+      const verdict = async () => (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).json<{ valid: boolean; reason: string | null }>();
+      assert.equal((await verdict()).valid, true);
+      // The confirmation erased: its entry deleted, the head moved back to the decision, the row un-confirmed.
+      const { db } = gate.service.context.database;
+      const decision = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', id).where('seq', '=', 1).executeTakeFirstOrThrow();
+      await db.deleteFrom('audit_entries').where('request_id', '=', id).where('seq', '=', 2).execute();
+      await db
+        .updateTable('requests')
+        .set({ audit_head_seq: 1, audit_head_hash: decision.hash, status: 'approved', confirmed_at: null, execution_result: null })
+        .where('id', '=', id)
+        .execute();
+      const cut = await verdict();
+      assert.equal(cut.valid, false, 'the cut tail is reported without a saved checkpoint');
+      assert.match(cut.reason ?? '', /the audit log holds 3 entries of this request but its chain ends at seq 1/);
+      const result = await runVerify<Report>(['--url', url, '--checkpoint', saved], TEST_ADMIN_KEY);
+      assert.equal(result.status, 1, `exit 1: ${JSON.stringify(result.report)}`);
+    });
+  });
+});
