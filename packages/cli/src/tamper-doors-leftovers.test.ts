@@ -9,10 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import { startTestGate, TEST_ADMIN_KEY, type TestGate } from '@vigil/gate/testing';
 import type { Checkpoint } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
+import { ago, custom, ingestEvents, started, startTestObserve } from '@vigil/observe/testing';
 import { world, type World } from './tamper-observe-testkit.ts';
 import { runVerify, type Report } from './verify-testkit.ts';
 
@@ -103,6 +105,54 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): observe', (backe
         .execute();
       assert.deepEqual(await chainValidEverywhere(w, 't-b'), { timeline: false, replay: false, verify: false });
     });
+  });
+});
+
+const pem = () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+
+await describeEachDatabase('verify a bundle offline across a certified key rotation', (backend) => {
+  test('a bundle signed after a rotation verifies with only the original pinned key; a forged certificate does not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vigil-bundle-rotation-'));
+    const oldKey = pem();
+    const before = await startTestObserve(backend, { env: { AUDIT_SIGNING_KEY: oldKey } });
+    let after: Awaited<ReturnType<typeof startTestObserve>> | undefined;
+    try {
+      await ingestEvents(before, [started('br-a', 'agent', ago(30)), custom('br-a', 'agent', ago(29))]);
+      const pinned = (await before.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string }>().publicKey;
+      await before.close();
+      const rotated = await startTestObserve(backend, {
+        env: { AUDIT_SIGNING_KEY: pem(), AUDIT_PREVIOUS_SIGNING_KEY: oldKey },
+        database: before.config.database,
+        createKey: false,
+      });
+      after = rotated;
+      const call = (url: string, method: 'GET' | 'POST' = 'GET', payload?: Record<string, unknown>) =>
+        rotated.service.app.inject({ method, url, headers: { authorization: `Bearer ${before.key}` }, ...(payload === undefined ? {} : { payload }) });
+      assert.equal((await call('/api/events', 'POST', { events: [custom('br-a', 'agent', ago(20))] })).statusCode, 201);
+      const exported = await call('/api/audit/export?sessionId=br-a');
+      assert.equal(exported.statusCode, 200, exported.body);
+      const bundle = exported.json<{ publicKey: string; certificates: { body: string }[] }>();
+      assert.notEqual(bundle.publicKey, pinned, 'the bundle is signed by the new key');
+      assert.equal(bundle.certificates.length, 1);
+      const file = join(dir, 'bundle.json');
+      writeFileSync(file, exported.body);
+      const offline = await runVerify<Report>([file, '--public-key', pinned], before.key);
+      assert.equal(offline.status, 0, `valid offline: ${offline.stderr}\n${JSON.stringify(offline.report)}`);
+      assert.ok(
+        offline.report.notes.some((note) => note.includes('is trusted: certified by key')),
+        JSON.stringify(offline.report.notes),
+      );
+
+      // A certificate rewritten in the bundle (another timestamp) no longer carries the old key's signature: the new key is not trusted.
+      const forged = { ...bundle, certificates: [{ ...bundle.certificates[0]!, body: bundle.certificates[0]!.body.replace(/"timestamp":"[^"]+"/, '"timestamp":"2020-01-01T00:00:00.000Z"') }] };
+      writeFileSync(file, JSON.stringify(forged));
+      const refused = await runVerify<Report>([file, '--public-key', pinned], before.key);
+      assert.equal(refused.status, 1, `${refused.stderr}\n${JSON.stringify(refused.report)}`);
+      assert.ok(refused.report.findings.some((f) => f.check === 'public-key'), JSON.stringify(refused.report.findings));
+    } finally {
+      await after?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

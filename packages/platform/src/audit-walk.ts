@@ -115,6 +115,19 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
             leaves: z.array(z.object({ index: z.number().int(), proof: z.array(hex) }).nullable()),
             checkpoint: checkpointSchema,
             publicKey: z.string().describe('Base64 of the raw Ed25519 key that signed the checkpoint'),
+            certificates: z
+              .array(
+                z.object({
+                  publicKey: z.string(),
+                  leafIndex: z.number().int(),
+                  body: z.string(),
+                  signature: z.string(),
+                  proof: z.array(hex),
+                }),
+              )
+              .describe(
+                "Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint",
+              ),
             consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
             exportedAt: z.string(),
           }),
@@ -142,7 +155,16 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           const leaf = leaves.get(item.id);
           return leaf === undefined ? null : { index: leaf.index, proof: proofs[next++]!.map((hash) => hash.toString('hex')) };
         });
-        const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
+        const keys = await log.keys();
+        const signer = keys.find((key) => key.keyId === checkpoint.keyId);
+        // Rotations the checkpoint covers, each with its leaf's proof: what lets an older pinned key reach its signer offline.
+        const certified = keys.flatMap((key) =>
+          key.certificate === null || key.certificate.leafIndex >= checkpoint.treeSize ? [] : [{ publicKey: key.publicKey, ...key.certificate }],
+        );
+        const certificateProofs = await log.inclusionPaths(
+          certified.map((key) => key.leafIndex),
+          checkpoint.treeSize,
+        );
         const consistency =
           since === undefined
             ? undefined
@@ -156,6 +178,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           leaves: bundleLeaves,
           checkpoint,
           publicKey: signer?.publicKey ?? '',
+          certificates: certified.map((key, i) => ({ ...key, proof: certificateProofs[i]!.map((hash) => hash.toString('hex')) })),
           ...(consistency === undefined ? {} : { consistency }),
           exportedAt: toIso(clock.now()),
         };
