@@ -84,6 +84,24 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): observe', (backe
     });
   });
 
+  test("a leaf's kind rewritten (a change leaf stored as an event's): vigil verify names the leaf (exit 1)", async () => {
+    await inWorld(backend, async (w) => {
+      const response = await w.observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 400 } });
+      assert.equal(response.statusCode, 200, response.body);
+      const { db } = w.observe.service.context.database;
+      const change = await db.selectFrom('admin_changes').select('id').where('resource', '=', 'settings').executeTakeFirstOrThrow();
+      const leaf = await db.selectFrom('audit_log_leaves').select(['idx', 'kind']).where('item_id', '=', change.id).executeTakeFirstOrThrow();
+      assert.equal(leaf.kind, 'change', 'the kind is written with the leaf');
+      await db.updateTable('audit_log_leaves').set({ kind: 'event' }).where('idx', '=', leaf.idx).execute();
+      const result = await runVerify<Report>(['--url', w.url, '--checkpoint', w.saved], w.observe.key);
+      assert.equal(result.status, 1, `exit 1: ${result.stderr}\n${JSON.stringify(result.report)}`);
+      const finding = result.report.findings.find((f) => f.check === 'leaf-kind');
+      assert.ok(finding, JSON.stringify(result.report.findings));
+      assert.equal(finding.leafIndex, Number(leaf.idx));
+      assert.match(finding.message, /is stored as kind event, but it is a change leaf/);
+    });
+  });
+
   test('a tail cut under a rewritten head: the timeline, the replay and the verify all say chainValid false', async () => {
     await inWorld(backend, async (w) => {
       // Read once before, so a remembered verdict is what the tampering has to get past.
@@ -185,6 +203,25 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): the gate', (back
         .values(forgedChange(gate.clock.now(), 'policy'))
         .execute();
       await assertUnloggedChange(url, saved, TEST_ADMIN_KEY);
+    });
+  });
+
+  test("an entry's leaf stored as a change leaf: vigil verify names the leaf (exit 1)", async () => {
+    await gateWorld(backend, async (gate, url, saved) => {
+      const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'payments.send', params: { amount: 5 } } });
+      assert.equal(created.statusCode, 201, created.body);
+      await saveCheckpoint(gate, saved);
+      const { db } = gate.service.context.database;
+      const entry = await db.selectFrom('audit_entries').select('id').where('request_id', '=', created.json<{ id: string }>().id).executeTakeFirstOrThrow();
+      const leaf = await db.selectFrom('audit_log_leaves').select(['idx', 'kind']).where('item_id', '=', entry.id).executeTakeFirstOrThrow();
+      assert.equal(leaf.kind, 'entry');
+      await db.updateTable('audit_log_leaves').set({ kind: 'change' }).where('idx', '=', leaf.idx).execute();
+      const result = await runVerify<Report>(['--url', url, '--checkpoint', saved], TEST_ADMIN_KEY);
+      assert.equal(result.status, 1, `exit 1: ${JSON.stringify(result.report)}`);
+      assert.ok(
+        result.report.findings.some((f) => f.check === 'leaf-kind' && f.leafIndex === Number(leaf.idx)),
+        JSON.stringify(result.report.findings),
+      );
     });
   });
 

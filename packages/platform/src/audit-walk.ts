@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
-import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import { CHANGE_LEAF, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
 import { changeText, type AdminChangeTables } from './change-log.ts';
 import type { ErrorFactory } from './errors.ts';
@@ -206,6 +206,10 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 [scopeId]: z.string().nullable(),
                 [itemId]: z.string().nullable(),
                 [names.item]: z.string().nullable(),
+                kind: z
+                  .string()
+                  .nullable()
+                  .describe(`What the leaf logs, as stored with it: \`${names.item}\`, \`tombstone\`, \`key-rotation\`, \`change\`, or another record the service logs`),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
                 writtenBy: z
@@ -222,27 +226,29 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
     async (request, reply) => {
       const { from, limit } = request.query;
       const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
-      // Of the leaves of no chain, the key-rotation ones are known by the certificates; the others log
-      // a change (a change row has the leaf's item id) or, where the service writes them, the writer of
-      // the events before it (its body is among the texts).
+      // A leaf's kind says what it logs; the key-rotation leaves are also known by the certificates, a
+      // change leaf by its row (its item id). A change row is answered for a leaf of another kind too,
+      // so that a verifier sees the kind does not match what the leaf covers.
       const certificates = new Set(keys.flatMap((key) => (key.certificate === null ? [] : [key.certificate.leafIndex])));
-      const ofNoChain = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null && !certificates.has(leaf.index);
+      const mayBeChange = (leaf: (typeof stored)[number]) =>
+        leaf.tombstone === null && !certificates.has(leaf.index) && (leaf.scopeId === null || leaf.kind === CHANGE_LEAF);
       const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
       const [texts, changes, writers] = await Promise.all([
         ids.length === 0 ? new Map<string, string>() : loaders.texts(ids),
         changeTexts(
           db,
-          stored.filter(ofNoChain).map((leaf) => leaf.itemId),
+          stored.filter(mayBeChange).map((leaf) => leaf.itemId),
         ),
         ids.length === 0 || loaders.writers === undefined ? undefined : loaders.writers(ids),
       ]);
-      const isChange = (leaf: (typeof stored)[number]) => ofNoChain(leaf) && (changes.has(leaf.itemId) || !texts.has(leaf.itemId));
+      const isChange = (leaf: (typeof stored)[number]) => mayBeChange(leaf) && (leaf.kind === CHANGE_LEAF || changes.has(leaf.itemId));
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,
         [scopeId]: leaf.scopeId,
         [itemId]: leaf.tombstone === null ? leaf.itemId : null,
         [names.item]: leaf.tombstone === null && !isChange(leaf) ? (texts.get(leaf.itemId) ?? null) : null,
+        kind: leaf.kind,
         tombstone: leaf.tombstone,
         ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
         ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),

@@ -574,6 +574,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     eventId: leaf[n.itemField] as string | null,
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+    ...(leaf.kind !== undefined && { kind: leaf.kind as string | null }),
     ...(leaf.change !== undefined && { change: leaf.change as string | null }),
     ...(leaf.writtenBy === undefined ? {} : { writtenBy: leaf.writtenBy as string | null }),
   };
