@@ -76,10 +76,7 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): observe', (backe
     await inWorld(backend, async (w) => {
       const valid = await runVerify<Report>(['--url', w.url, '--checkpoint', w.saved], w.observe.key);
       assert.equal(valid.status, 0, `valid before: ${JSON.stringify(valid.report.findings)}`);
-      await w.observe.service.context.database.db
-        .insertInto('admin_changes')
-        .values(forgedChange(w.observe.clock.now(), 'settings'))
-        .execute();
+      await w.observe.service.context.database.db.insertInto('admin_changes').values(forgedChange(w.observe.clock.now(), 'settings')).execute();
       await assertUnloggedChange(w.url, w.saved, w.observe.key);
     });
   });
@@ -162,11 +159,19 @@ await describeEachDatabase('verify a bundle offline across a certified key rotat
       );
 
       // A certificate rewritten in the bundle (another timestamp) no longer carries the old key's signature: the new key is not trusted.
-      const forged = { ...bundle, certificates: [{ ...bundle.certificates[0]!, body: bundle.certificates[0]!.body.replace(/"timestamp":"[^"]+"/, '"timestamp":"2020-01-01T00:00:00.000Z"') }] };
+      const forged = {
+        ...bundle,
+        certificates: [
+          { ...bundle.certificates[0]!, body: bundle.certificates[0]!.body.replace(/"timestamp":"[^"]+"/, '"timestamp":"2020-01-01T00:00:00.000Z"') },
+        ],
+      };
       writeFileSync(file, JSON.stringify(forged));
       const refused = await runVerify<Report>([file, '--public-key', pinned], before.key);
       assert.equal(refused.status, 1, `${refused.stderr}\n${JSON.stringify(refused.report)}`);
-      assert.ok(refused.report.findings.some((f) => f.check === 'public-key'), JSON.stringify(refused.report.findings));
+      assert.ok(
+        refused.report.findings.some((f) => f.check === 'public-key'),
+        JSON.stringify(refused.report.findings),
+      );
     } finally {
       await after?.close();
       rmSync(dir, { recursive: true, force: true });
@@ -198,10 +203,7 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): the gate', (back
   test('a change-log row inserted without its leaf: vigil verify names it (exit 1)', async () => {
     await gateWorld(backend, async (gate, url, saved) => {
       await saveCheckpoint(gate, saved);
-      await gate.service.context.database.db
-        .insertInto('admin_changes')
-        .values(forgedChange(gate.clock.now(), 'policy'))
-        .execute();
+      await gate.service.context.database.db.insertInto('admin_changes').values(forgedChange(gate.clock.now(), 'policy')).execute();
       await assertUnloggedChange(url, saved, TEST_ADMIN_KEY);
     });
   });
@@ -238,7 +240,8 @@ await describeEachDatabase('tamper doors (issue 36, leftovers): the gate', (back
         assert.equal(response.statusCode, 200, response.body);
       }
       await saveCheckpoint(gate, saved);
-      const verdict = async () => (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).json<{ valid: boolean; reason: string | null }>();
+      const verdict = async () =>
+        (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).json<{ valid: boolean; reason: string | null }>();
       assert.equal((await verdict()).valid, true);
       // The confirmation erased: its entry deleted, the head moved back to the decision, the row un-confirmed.
       const { db } = gate.service.context.database;

@@ -553,7 +553,11 @@ export async function addKeyCertificates(db: MigrationDb): Promise<void> {
  * service's own records, leaf index → kind) — and otherwise an item of its chain (`itemKind`) when
  * it has one, a change whose row is gone when it has none.
  */
-export async function addLeafKinds(db: MigrationDb, itemKind: LeafKind, others: readonly { table: string; leafColumn: string; kind: LeafKind }[] = []): Promise<void> {
+export async function addLeafKinds(
+  db: MigrationDb,
+  itemKind: LeafKind,
+  others: readonly { table: string; leafColumn: string; kind: LeafKind }[] = [],
+): Promise<void> {
   await db.schema.alterTable('audit_log_leaves').addColumn('kind', 'text').execute();
   const known = [
     { table: 'audit_tombstones', leafColumn: 'leaf_idx', kind: TOMBSTONE_LEAF },
@@ -661,7 +665,9 @@ export class AuditLog<Schema extends AuditLogTables> {
       if (known === undefined) return;
       const body = keyCertificateBody(this.name, this.key, previous, toIso(now));
       const signature = signBytes(previous, Buffer.from(body, 'utf8'));
-      const leaf = await appendLeaves(trx, this.options.dialect, [{ itemId: newId(), scopeId: null, kind: KEY_ROTATION_LEAF, data: Buffer.from(body, 'utf8') }]);
+      const leaf = await appendLeaves(trx, this.options.dialect, [
+        { itemId: newId(), scopeId: null, kind: KEY_ROTATION_LEAF, data: Buffer.from(body, 'utf8') },
+      ]);
       await trx
         .updateTable('audit_keys')
         .set({ certificate: body, certificate_signature: signature, certificate_leaf: leaf })

@@ -209,7 +209,9 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 kind: z
                   .string()
                   .nullable()
-                  .describe(`What the leaf logs, as stored with it: \`${names.item}\`, \`tombstone\`, \`key-rotation\`, \`change\`, or another record the service logs`),
+                  .describe(
+                    `What the leaf logs, as stored with it: \`${names.item}\`, \`tombstone\`, \`key-rotation\`, \`change\`, or another record the service logs`,
+                  ),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
                 writtenBy: z

@@ -160,9 +160,7 @@ async function appendChangeLeaves(db: Kysely<ChangeLogTables>, rows: readonly Ad
   const start = Number(head.size) - rows.length;
   await db
     .insertInto('audit_log_leaves')
-    .values(
-      rows.map((row, i) => ({ idx: start + i, item_id: row.id, scope_id: null, leaf_hash: changeLeafHash(row), ...(kinded && { kind: CHANGE_LEAF }) })),
-    )
+    .values(rows.map((row, i) => ({ idx: start + i, item_id: row.id, scope_id: null, leaf_hash: changeLeafHash(row), ...(kinded && { kind: CHANGE_LEAF }) })))
     .execute();
 }
 

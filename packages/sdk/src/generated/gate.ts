@@ -666,6 +666,8 @@ export interface paths {
             requestId: string | null;
             entryId: string | null;
             entry: string | null;
+            /** What the leaf logs, as stored with it: `entry`, `tombstone`, `key-rotation`, `change`, or another record the service logs */
+            kind: string | null;
             tombstone: {
               body: string;
               signature: string;

@@ -1649,6 +1649,8 @@ export interface paths {
             sessionId: string | null;
             eventId: string | null;
             event: string | null;
+            /** What the leaf logs, as stored with it: `event`, `tombstone`, `key-rotation`, `change`, or another record the service logs */
+            kind: string | null;
             tombstone: {
               body: string;
               signature: string;
