@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import { addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { loadSigningKey } from './audit-keys.ts';
 import { systemClock } from './clock.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
@@ -35,7 +35,9 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
         await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
       },
       async '0003_leaf_kinds'(db) {
+        // The tables the backfill reads (a service's change log, its keys' certificates).
         await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+        await addKeyCertificates(db);
         await addLeafKinds(db, 'item');
       },
     });
