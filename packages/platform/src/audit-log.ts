@@ -193,8 +193,8 @@ export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0
  */
 export type LeafKind = string;
 
-export const TOMBSTONE_LEAF: LeafKind = 'tombstone';
-export const KEY_ROTATION_LEAF: LeafKind = 'key-rotation';
+const TOMBSTONE_LEAF: LeafKind = 'tombstone';
+const KEY_ROTATION_LEAF: LeafKind = 'key-rotation';
 export const CHANGE_LEAF: LeafKind = 'change';
 
 /** What one leaf logs: the item, the chain it belongs to, its kind, and the leaf's data (hashed as SHA-256(0x00 || data)). */
