@@ -130,7 +130,7 @@ async function inclusionAtScale(rows: Row[]): Promise<void> {
     for (let start = 0; start < PROOF_LEAVES; start += chunk) {
       const leaves = Array.from({ length: Math.min(chunk, PROOF_LEAVES - start) }, (_, i) => {
         const n = start + i;
-        return { itemId: `leaf-${n}`, scopeId: `s-${Math.floor(n / 100)}`, data: Buffer.from(n.toString(16).padStart(64, '0'), 'hex') };
+        return { itemId: `leaf-${n}`, scopeId: `s-${Math.floor(n / 100)}`, kind: 'event', data: Buffer.from(n.toString(16).padStart(64, '0'), 'hex') };
       });
       await database.db.transaction().execute((trx) => appendLeaves(trx, database.dialect, leaves));
     }

@@ -75,7 +75,9 @@ async function launderDeletion(w: World, genuineKeyId: string): Promise<string> 
     timestamp: ago(1),
   });
   await database.db.transaction().execute(async (trx) => {
-    const leaf = await appendLeaves<ObserveSchema>(trx, database.dialect, [{ itemId: 'forged-certificate', scopeId: null, data: Buffer.from(certificate) }]);
+    const leaf = await appendLeaves<ObserveSchema>(trx, database.dialect, [
+      { itemId: 'forged-certificate', scopeId: null, kind: 'key-rotation', data: Buffer.from(certificate) },
+    ]);
     await trx
       .updateTable('audit_keys')
       .set({ certificate, certificate_signature: signBytes(forger.key, Buffer.from(certificate)), certificate_leaf: leaf })

@@ -257,7 +257,7 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
       const row = await database.db.selectFrom('events').select('hash').where('id', '=', old.id).executeTakeFirstOrThrow();
       await database.db
         .transaction()
-        .execute((trx) => appendLeaves<ObserveSchema>(trx, database.dialect, [{ itemId: old.id, scopeId: SESSION, data: row.hash }]));
+        .execute((trx) => appendLeaves<ObserveSchema>(trx, database.dialect, [{ itemId: old.id, scopeId: SESSION, kind: 'event', data: row.hash }]));
 
       assert.equal((await readEvent(door.observe, old.id)).writtenBy, null, 'not recorded');
       assert.equal(((await serverVerdict(door.observe, SESSION)) as { valid: boolean }).valid, true);

@@ -241,7 +241,7 @@ export const CASES: Case[] = [
         appendLeaves<ObserveSchema>(
           trx,
           database.dialect,
-          kept.map((leaf) => ({ itemId: leaf.item_id, scopeId: leaf.scope_id!, data: events.get(leaf.item_id)! })),
+          kept.map((leaf) => ({ itemId: leaf.item_id, scopeId: leaf.scope_id!, kind: 'event', data: events.get(leaf.item_id)! })),
         ),
       );
       // The service signs the rebuilt log, as its checkpoint job would.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import { AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { loadSigningKey } from './audit-keys.ts';
 import { systemClock } from './clock.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
@@ -34,6 +34,12 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
         await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
         await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
       },
+      async '0003_leaf_kinds'(db) {
+        // The tables the backfill reads (a service's change log, its keys' certificates).
+        await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+        await addKeyCertificates(db);
+        await addLeafKinds(db, 'item');
+      },
     });
     log = new AuditLog({
       name: 'vigil-test',
@@ -48,7 +54,7 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
     leaves.length = 0;
     let n = 0;
     for (const count of appended) {
-      const batch = Array.from({ length: count }, () => ({ itemId: `item-${n}`, scopeId: 's', data: Buffer.from(`item ${n++}`) }));
+      const batch = Array.from({ length: count }, () => ({ itemId: `item-${n}`, scopeId: 's', kind: 'item', data: Buffer.from(`item ${n++}`) }));
       await database.db.transaction().execute((trx) => log.append(trx, batch));
       leaves.push(...batch.map((leaf) => leafHash(leaf.data)));
       // Build after each append, so that builds stop mid-block and resume from a frontier of unstored nodes.

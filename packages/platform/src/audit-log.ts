@@ -1,5 +1,5 @@
 import { appendFile } from 'node:fs/promises';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { checkpointMessage, keyCertificateBody, loadSigningKey, parseSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
 import type { AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
@@ -54,6 +54,8 @@ export interface AuditLogLeafRow {
   item_id: string;
   scope_id: string | null;
   leaf_hash: Buffer;
+  /** What the leaf logs (LeafKind); null only for leaves written before the column existed, until its step backfills them. */
+  kind: string | null;
 }
 
 /** The root (32 bytes) of the complete perfect subtree `idx` at `level` (its 2^level leaves start at idx·2^level). */
@@ -184,11 +186,23 @@ export async function createAuditLogWitnessTables(db: MigrationDb, builtSize = 0
   await db.schema.createIndex('audit_witness_deliveries_due').on('audit_witness_deliveries').columns(['status', 'next_attempt_at']).execute();
 }
 
-/** What one leaf logs: the item, the chain it belongs to, and the leaf's data (hashed as SHA-256(0x00 || data)). */
+/**
+ * What a leaf logs, stored with it (not under its hash: each kind's data already says what it is,
+ * docs/audit.md): an item of a chain (the service names it, e.g. its chain items' noun), a
+ * tombstone, a key rotation, a change row, or another record the service logs.
+ */
+export type LeafKind = string;
+
+const TOMBSTONE_LEAF: LeafKind = 'tombstone';
+const KEY_ROTATION_LEAF: LeafKind = 'key-rotation';
+export const CHANGE_LEAF: LeafKind = 'change';
+
+/** What one leaf logs: the item, the chain it belongs to, its kind, and the leaf's data (hashed as SHA-256(0x00 || data)). */
 export interface LeafInput {
   itemId: string;
   /** Null for a leaf of no chain (a key rotation). */
   scopeId: string | null;
+  kind: LeafKind;
   data: Buffer;
 }
 
@@ -198,6 +212,7 @@ export interface StoredLeaf {
   itemId: string;
   scopeId: string | null;
   leafHash: string;
+  kind: LeafKind | null;
   tombstone: { body: string; signature: string } | null;
 }
 
@@ -282,7 +297,7 @@ const leafOfItem = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: Dial
   db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('item_id', '=', itemId),
 );
 
-const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', ['idx', 'item_id', 'scope_id', 'leaf_hash']);
+const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', ['idx', 'item_id', 'scope_id', 'leaf_hash', 'kind']);
 const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', ['level', 'idx', 'hash']);
 
 /**
@@ -296,7 +311,7 @@ export async function appendLeaves<Schema extends AuditLogTables>(trx: Kysely<Sc
   if (leaves.length === 0) return -1;
   const head = await advanceHead.first(db, dialect, leaves.length);
   const start = Number(head!.size) - leaves.length;
-  const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data) }));
+  const rows = leaves.map((leaf, i) => ({ idx: start + i, item_id: leaf.itemId, scope_id: leaf.scopeId, leaf_hash: leafHash(leaf.data), kind: leaf.kind }));
   await leafInserter.insert(db, dialect, rows);
   return start;
 }
@@ -532,6 +547,32 @@ export async function addKeyCertificates(db: MigrationDb): Promise<void> {
   await db.schema.alterTable('audit_keys').addColumn('certificate_leaf', 'bigint').execute();
 }
 
+/**
+ * Migration step body: the leaves' `kind` column, backfilled for the leaves stored before it from
+ * what each one is known by — a tombstone row, a key's certificate, a change row, `others` (the
+ * service's own records, leaf index → kind) — and otherwise an item of its chain (`itemKind`) when
+ * it has one, a change whose row is gone when it has none.
+ */
+export async function addLeafKinds(
+  db: MigrationDb,
+  itemKind: LeafKind,
+  others: readonly { table: string; leafColumn: string; kind: LeafKind }[] = [],
+): Promise<void> {
+  await db.schema.alterTable('audit_log_leaves').addColumn('kind', 'text').execute();
+  const known = [
+    { table: 'audit_tombstones', leafColumn: 'leaf_idx', kind: TOMBSTONE_LEAF },
+    { table: 'audit_keys', leafColumn: 'certificate_leaf', kind: KEY_ROTATION_LEAF },
+    ...others,
+  ];
+  for (const { table, leafColumn, kind } of known)
+    await sql`update audit_log_leaves set kind = ${kind} where kind is null and idx in (select ${sql.ref(leafColumn)} from ${sql.table(table)} where ${sql.ref(leafColumn)} is not null)`.execute(
+      db,
+    );
+  await sql`update audit_log_leaves set kind = ${CHANGE_LEAF} where kind is null and item_id in (select id from admin_changes)`.execute(db);
+  await sql`update audit_log_leaves set kind = ${itemKind} where kind is null and scope_id is not null`.execute(db);
+  await sql`update audit_log_leaves set kind = ${CHANGE_LEAF} where kind is null`.execute(db);
+}
+
 /** Migration step body: the index countScopeLeaves reads a scope's leaves by. */
 export async function indexLeavesByScope(db: MigrationDb): Promise<void> {
   await db.schema.createIndex('audit_log_leaves_scope').on('audit_log_leaves').columns(['scope_id', 'idx']).execute();
@@ -624,7 +665,9 @@ export class AuditLog<Schema extends AuditLogTables> {
       if (known === undefined) return;
       const body = keyCertificateBody(this.name, this.key, previous, toIso(now));
       const signature = signBytes(previous, Buffer.from(body, 'utf8'));
-      const leaf = await appendLeaves(trx, this.options.dialect, [{ itemId: newId(), scopeId: null, data: Buffer.from(body, 'utf8') }]);
+      const leaf = await appendLeaves(trx, this.options.dialect, [
+        { itemId: newId(), scopeId: null, kind: KEY_ROTATION_LEAF, data: Buffer.from(body, 'utf8') },
+      ]);
       await trx
         .updateTable('audit_keys')
         .set({ certificate: body, certificate_signature: signature, certificate_leaf: leaf })
@@ -666,7 +709,7 @@ export class AuditLog<Schema extends AuditLogTables> {
     });
     const start = await this.append(
       trx,
-      signed.map((t) => ({ itemId: newId(), scopeId: t.scopeId, data: Buffer.from(t.text, 'utf8') })),
+      signed.map((t) => ({ itemId: newId(), scopeId: t.scopeId, kind: TOMBSTONE_LEAF, data: Buffer.from(t.text, 'utf8') })),
     );
     await tablesOf<AuditLogTables, Schema>(trx)
       .insertInto('audit_tombstones')
@@ -730,7 +773,7 @@ export class AuditLog<Schema extends AuditLogTables> {
     const rows = await this.db
       .selectFrom('audit_log_leaves as l')
       .leftJoin('audit_tombstones as t', 't.leaf_idx', 'l.idx')
-      .select(['l.idx', 'l.item_id', 'l.scope_id', 'l.leaf_hash', 't.body', 't.signature'])
+      .select(['l.idx', 'l.item_id', 'l.scope_id', 'l.leaf_hash', 'l.kind', 't.body', 't.signature'])
       .where('l.idx', '>=', from)
       .where('l.idx', '<', from + limit)
       .orderBy('l.idx')
@@ -740,6 +783,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       itemId: row.item_id,
       scopeId: row.scope_id,
       leafHash: hashHex(row.leaf_hash),
+      kind: row.kind,
       tombstone: row.body === null || row.signature === null ? null : { body: row.body, signature: row.signature },
     }));
   }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
-import type { AuditLog, AuditLogTables } from './audit-log.ts';
+import { CHANGE_LEAF, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
 import { changeText, type AdminChangeTables } from './change-log.ts';
 import type { ErrorFactory } from './errors.ts';
@@ -115,6 +115,19 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
             leaves: z.array(z.object({ index: z.number().int(), proof: z.array(hex) }).nullable()),
             checkpoint: checkpointSchema,
             publicKey: z.string().describe('Base64 of the raw Ed25519 key that signed the checkpoint'),
+            certificates: z
+              .array(
+                z.object({
+                  publicKey: z.string(),
+                  leafIndex: z.number().int(),
+                  body: z.string(),
+                  signature: z.string(),
+                  proof: z.array(hex),
+                }),
+              )
+              .describe(
+                "Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint",
+              ),
             consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
             exportedAt: z.string(),
           }),
@@ -142,7 +155,16 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           const leaf = leaves.get(item.id);
           return leaf === undefined ? null : { index: leaf.index, proof: proofs[next++]!.map((hash) => hash.toString('hex')) };
         });
-        const signer = (await log.keys()).find((key) => key.keyId === checkpoint.keyId);
+        const keys = await log.keys();
+        const signer = keys.find((key) => key.keyId === checkpoint.keyId);
+        // Rotations the checkpoint covers, each with its leaf's proof: what lets an older pinned key reach its signer offline.
+        const certified = keys.flatMap((key) =>
+          key.certificate === null || key.certificate.leafIndex >= checkpoint.treeSize ? [] : [{ publicKey: key.publicKey, ...key.certificate }],
+        );
+        const certificateProofs = await log.inclusionPaths(
+          certified.map((key) => key.leafIndex),
+          checkpoint.treeSize,
+        );
         const consistency =
           since === undefined
             ? undefined
@@ -156,6 +178,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           leaves: bundleLeaves,
           checkpoint,
           publicKey: signer?.publicKey ?? '',
+          certificates: certified.map((key, i) => ({ ...key, proof: certificateProofs[i]!.map((hash) => hash.toString('hex')) })),
           ...(consistency === undefined ? {} : { consistency }),
           exportedAt: toIso(clock.now()),
         };
@@ -183,6 +206,12 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 [scopeId]: z.string().nullable(),
                 [itemId]: z.string().nullable(),
                 [names.item]: z.string().nullable(),
+                kind: z
+                  .string()
+                  .nullable()
+                  .describe(
+                    `What the leaf logs, as stored with it: \`${names.item}\`, \`tombstone\`, \`key-rotation\`, \`change\`, or another record the service logs`,
+                  ),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
                 writtenBy: z
@@ -199,27 +228,29 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
     async (request, reply) => {
       const { from, limit } = request.query;
       const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
-      // Of the leaves of no chain, the key-rotation ones are known by the certificates; the others log
-      // a change (a change row has the leaf's item id) or, where the service writes them, the writer of
-      // the events before it (its body is among the texts).
+      // A leaf's kind says what it logs; the key-rotation leaves are also known by the certificates, a
+      // change leaf by its row (its item id). A change row is answered for a leaf of another kind too,
+      // so that a verifier sees the kind does not match what the leaf covers.
       const certificates = new Set(keys.flatMap((key) => (key.certificate === null ? [] : [key.certificate.leafIndex])));
-      const ofNoChain = (leaf: (typeof stored)[number]) => leaf.tombstone === null && leaf.scopeId === null && !certificates.has(leaf.index);
+      const mayBeChange = (leaf: (typeof stored)[number]) =>
+        leaf.tombstone === null && !certificates.has(leaf.index) && (leaf.scopeId === null || leaf.kind === CHANGE_LEAF);
       const ids = stored.filter((leaf) => leaf.tombstone === null).map((leaf) => leaf.itemId);
       const [texts, changes, writers] = await Promise.all([
         ids.length === 0 ? new Map<string, string>() : loaders.texts(ids),
         changeTexts(
           db,
-          stored.filter(ofNoChain).map((leaf) => leaf.itemId),
+          stored.filter(mayBeChange).map((leaf) => leaf.itemId),
         ),
         ids.length === 0 || loaders.writers === undefined ? undefined : loaders.writers(ids),
       ]);
-      const isChange = (leaf: (typeof stored)[number]) => ofNoChain(leaf) && (changes.has(leaf.itemId) || !texts.has(leaf.itemId));
+      const isChange = (leaf: (typeof stored)[number]) => mayBeChange(leaf) && (leaf.kind === CHANGE_LEAF || changes.has(leaf.itemId));
       const leaves = stored.map((leaf) => ({
         index: leaf.index,
         leafHash: leaf.leafHash,
         [scopeId]: leaf.scopeId,
         [itemId]: leaf.tombstone === null ? leaf.itemId : null,
         [names.item]: leaf.tombstone === null && !isChange(leaf) ? (texts.get(leaf.itemId) ?? null) : null,
+        kind: leaf.kind,
         tombstone: leaf.tombstone,
         ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
         ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),
@@ -292,6 +323,42 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         reply,
         JSON.stringify({
           [scopes]: rows.map((row) => ({ [scopeId]: row.id, headSeq: Number(row.head_seq), headHash: row.head_hash })),
+          nextCursor: rows.length === limit ? rows[rows.length - 1]!.id : null,
+        }),
+      );
+    },
+  );
+
+  app.get(
+    '/api/audit/unlogged-changes',
+    {
+      config: { scope: readScope },
+      schema: {
+        operationId: 'listUnloggedChanges',
+        summary: 'Stored change-log rows that have no leaf in the audit log',
+        description:
+          'Administrative changes written outside the service (every change it records gets its leaf in the same transaction). Paged by change id; `nextCursor` is null on the last page. Scans the change log.',
+        tags: ['audit'],
+        querystring: z.object({ cursor: z.string().optional(), limit: pageLimit }),
+        response: {
+          200: z.object({
+            changes: z.array(z.object({ changeId: z.string(), resource: z.string(), resourceId: z.string().nullable(), action: z.string() })),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { cursor, limit } = request.query;
+      const { rows } = await sql<{ id: string; resource: string; resource_id: string | null; action: string }>`
+        select c.id, c.resource, c.resource_id, c.action
+        from admin_changes c left join audit_log_leaves l on l.item_id = c.id
+        where l.idx is null ${cursor === undefined ? sql`` : sql`and c.id > ${cursor}`}
+        order by c.id limit ${limit}`.execute(db);
+      return sendJsonText(
+        reply,
+        JSON.stringify({
+          changes: rows.map((row) => ({ changeId: row.id, resource: row.resource, resourceId: row.resource_id, action: row.action })),
           nextCursor: rows.length === limit ? rows[rows.length - 1]!.id : null,
         }),
       );

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
-import type { AuditLogTables } from './audit-log.ts';
+import { CHANGE_LEAF, type AuditLogTables } from './audit-log.ts';
 import { canonicalJson, sha256Hex } from './crypto.ts';
 import { epochMsType, tablesOf, type DdlTarget, type MigrationDb } from './db.ts';
 import type { RouteScope, ZodApp } from './http.ts';
@@ -145,9 +145,11 @@ export function changeLeafHash(row: AdminChangeRow): Buffer {
 
 /**
  * Appends the rows' leaves (scope null), in order, in the caller's transaction: advancing the head
- * takes its row lock, as appendLeaves does, so leaf indices follow commit order.
+ * takes its row lock, as appendLeaves does, so leaf indices follow commit order. `kinded`: the
+ * leaves table has its `kind` column (the migration steps shipped before it write none: the step
+ * that adds it backfills them, addLeafKinds).
  */
-async function appendChangeLeaves(db: Kysely<ChangeLogTables>, rows: readonly AdminChangeRow[]): Promise<void> {
+async function appendChangeLeaves(db: Kysely<ChangeLogTables>, rows: readonly AdminChangeRow[], kinded: boolean): Promise<void> {
   const head = await db
     .updateTable('audit_log_head')
     .set((eb) => ({ size: eb('size', '+', rows.length) }))
@@ -157,7 +159,7 @@ async function appendChangeLeaves(db: Kysely<ChangeLogTables>, rows: readonly Ad
   const start = Number(head.size) - rows.length;
   await db
     .insertInto('audit_log_leaves')
-    .values(rows.map((row, i) => ({ idx: start + i, item_id: row.id, scope_id: null, leaf_hash: changeLeafHash(row) })))
+    .values(rows.map((row, i) => ({ idx: start + i, item_id: row.id, scope_id: null, leaf_hash: changeLeafHash(row), ...(kinded && { kind: CHANGE_LEAF }) })))
     .execute();
 }
 
@@ -194,7 +196,7 @@ export async function recordChange<Schema extends ChangeLogTables>(
   };
   const db = tablesOf<ChangeLogTables, Schema>(trx);
   await db.insertInto('admin_changes').values(row).execute();
-  await appendChangeLeaves(db, [row]);
+  await appendChangeLeaves(db, [row], true);
 }
 
 /** The actor of the changes an upgrade records for governed rows that existed before their changes were logged. */
@@ -216,7 +218,7 @@ export async function logChangeRowsAsLeaves(db: MigrationDb): Promise<void> {
     }
     const rows = await page.execute();
     if (rows.length === 0) return;
-    await appendChangeLeaves(view, rows);
+    await appendChangeLeaves(view, rows, false);
     after = { ts: Number(rows[rows.length - 1]!.ts), id: rows[rows.length - 1]!.id };
   }
 }
@@ -249,7 +251,7 @@ export async function adoptGovernedRows(
       state_hash: changeStateHash(state),
     }));
     await view.insertInto('admin_changes').values(rows).execute();
-    await appendChangeLeaves(view, rows);
+    await appendChangeLeaves(view, rows, false);
   }
 }
 

@@ -20,6 +20,58 @@ export interface Bundle {
   /** Base64 of the raw 32-byte key that signed the checkpoint. */
   publicKey: string;
   consistency?: { from: number; to: number; proof: string[] };
+  /** The key rotations the log records up to the checkpoint: each new key, its certificate and its leaf's inclusion proof. */
+  certificates: BundleCertificate[];
+}
+
+/** A key rotation as a bundle carries it (docs/audit.md, "Key rotation"). */
+export interface BundleCertificate {
+  publicKey: Buffer;
+  leafIndex: number;
+  body: string;
+  signature: string;
+  proof: string[];
+}
+
+function parseCertificates(value: unknown): BundleCertificate[] {
+  if (value === undefined) return [];
+  const shape = 'the bundle\'s certificates must be [{"publicKey", "leafIndex", "body", "signature", "proof": [hex, …]}, …]';
+  if (!Array.isArray(value)) throw new InputError(shape);
+  return value.map((certificate: unknown) => {
+    if (
+      !isRecord(certificate) ||
+      typeof certificate.publicKey !== 'string' ||
+      !Number.isSafeInteger(certificate.leafIndex) ||
+      typeof certificate.body !== 'string' ||
+      typeof certificate.signature !== 'string' ||
+      !Array.isArray(certificate.proof) ||
+      !certificate.proof.every(isHex64)
+    )
+      throw new InputError(shape);
+    return {
+      publicKey: rawKeyOf(certificate.publicKey, "a certificate's publicKey in the bundle is not canonical base64 of a raw 32-byte Ed25519 key"),
+      leafIndex: certificate.leafIndex as number,
+      body: certificate.body,
+      signature: certificate.signature,
+      proof: certificate.proof as string[],
+    };
+  });
+}
+
+/** The certificates whose leaf is not included in the bundle's checkpoint by its proof: findings `key-certificate`. */
+export function certificateInclusionFindings(bundle: Bundle): Finding[] {
+  const batch = new InclusionBatch(bundle.checkpoint.treeSize, Buffer.from(bundle.checkpoint.rootHash, 'hex'));
+  return bundle.certificates.flatMap((certificate) =>
+    batch.verify(certificate.leafIndex, leafHash(Buffer.from(certificate.body, 'utf8')), certificate.proof)
+      ? []
+      : [
+          {
+            check: 'key-certificate',
+            leafIndex: certificate.leafIndex,
+            message: `the certificate of key ${keyIdOf(certificate.publicKey)} is not leaf ${certificate.leafIndex} of the checkpoint at tree size ${bundle.checkpoint.treeSize}`,
+          },
+        ],
+  );
 }
 
 /** A parsed bundle file; InputError when it is not a v1 bundle of a known log. */
@@ -68,6 +120,7 @@ export function parseBundle(value: unknown): Bundle {
     checkpoint: parseCheckpoint(value.checkpoint, "the bundle's checkpoint"),
     publicKey,
     ...(parsedConsistency === undefined ? {} : { consistency: parsedConsistency }),
+    certificates: parseCertificates(value.certificates),
   };
 }
 

@@ -13,7 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
-import { bundleKeyOf, checkConsistency, parseBundle, verifyBundle, type Bundle } from './bundle.ts';
+import { bundleKeyOf, certificateInclusionFindings, checkConsistency, parseBundle, verifyBundle, type Bundle, type BundleCertificate } from './bundle.ts';
 import { checkpointSigned, GATE_PROFILE, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
@@ -237,6 +237,17 @@ function certifiedKeys(
   return leaves;
 }
 
+/** A bundle's certificates as certifiedKeys takes them: the keys, and their certificates, by keyId. */
+function certificatesOf(carried: readonly BundleCertificate[]): { keys: Map<string, Buffer>; certificates: Map<string, KeyCertificate> } {
+  const keys = new Map<string, Buffer>();
+  const certificates = new Map<string, KeyCertificate>();
+  for (const { publicKey, leafIndex, body, signature } of carried) {
+    keys.set(keyIdOf(publicKey), publicKey);
+    certificates.set(keyIdOf(publicKey), { leafIndex, body, signature });
+  }
+  return { keys, certificates };
+}
+
 /**
  * The keys this verification trusts, by keyId: the given one, and the saved checkpoint's — found
  * among `candidates` (the witness message's key, the bundle's, the server's), pinned because its
@@ -325,6 +336,9 @@ async function verifyBundleFile(
   const bundleKey = bundleKeyOf(bundle);
   let trusted = trustedKeys(givenKey, savedFile, [bundleKey]);
   const notes: string[] = [];
+  // The rotations the bundle carries: a key certified by a trusted one is trusted, offline too.
+  const carried = certificatesOf(bundle.certificates);
+  certifiedKeys(n.log, trusted, carried.keys, carried.certificates, notes);
   // Signed by another key (a rotation): the saved checkpoint's key among the log's, and the keys certified by a trusted one, when it can be asked.
   if (client !== undefined && ((saved !== undefined && !trusted.has(saved.keyId)) || (trusted.size > 0 && !trusted.has(keyIdOf(bundleKey))))) {
     const { keys, certificates } = await fetchKeys(client);
@@ -339,6 +353,7 @@ async function verifyBundleFile(
   const checked = verifyBundle(bundle, trusted.get(keyIdOf(bundleKey)) ?? givenKey);
   const { findings, eventCount } = checked;
   notes.push(...checked.notes);
+  findings.push(...certificateInclusionFindings(bundle));
   if (pinned && givenKey === undefined && !trusted.has(keyIdOf(bundleKey))) findings.push(untrustedKeyFinding("the bundle's checkpoint", bundle.checkpoint));
   if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
   const { checkpoint } = bundle;
@@ -495,6 +510,21 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
     },
   );
 
+  // A change row without its leaf was written around the service, which logs every change it records.
+  await pages(
+    async (cursor) => {
+      const answer = await client.get<{ changes?: Record<string, unknown>[]; nextCursor: string | null }>(
+        `/api/audit/unlogged-changes?limit=${PAGE}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      );
+      return { items: answer.changes ?? [], next: answer.nextCursor };
+    },
+    (change) =>
+      findings.push({
+        check: 'change-unlogged',
+        message: `change-log row ${String(change.changeId)} (${String(change.action)} ${String(change.resource)}${typeof change.resourceId === 'string' ? ` ${change.resourceId}` : ''}) is stored but has no leaf in the audit log: it was written outside the service`,
+      }),
+  );
+
   if (requestRows !== undefined) {
     progress.show("comparing the requests' rows with their logged entries");
     findings.push(...(await requestRows.finish((path) => client.get(path))));
@@ -544,6 +574,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     eventId: leaf[n.itemField] as string | null,
     event: leaf[n.item] as string | null,
     tombstone: (leaf.tombstone ?? null) as WalkedLeaf['tombstone'],
+    ...(leaf.kind !== undefined && { kind: leaf.kind as string | null }),
     ...(leaf.change !== undefined && { change: leaf.change as string | null }),
     ...(leaf.writtenBy === undefined ? {} : { writtenBy: leaf.writtenBy as string | null }),
   };

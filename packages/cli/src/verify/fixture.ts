@@ -147,6 +147,7 @@ export class MemoryLog {
       leaves,
       checkpoint,
       publicKey: this.key.publicKey.toString('base64'),
+      certificates: [],
       ...(since === undefined ? {} : { consistency: { from: since, to: checkpoint.treeSize, proof: this.consistency(since, checkpoint.treeSize) } }),
     };
   }

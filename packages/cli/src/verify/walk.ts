@@ -17,6 +17,8 @@ export interface WalkedLeaf {
   /** The event's canonical chain string; null when the event row is gone. */
   event: string | null;
   tombstone: { body: string; signature: string } | null;
+  /** What the server stores the leaf as logging (its `kind` column); undefined when the server answers none. */
+  kind?: string | null;
   /** On a change leaf (no scope, no tombstone): the change row's canonical text, null when the row is gone. */
   change?: string | null;
   /** The credential the server records as the event's writer (null: not recorded); undefined when the log records none (the gate's). */
@@ -129,6 +131,7 @@ export class LogWalk {
     this.root.add(Buffer.from(leaf.leafHash, 'hex'));
     const checkpoint = this.unchecked.get(this.root.size);
     if (checkpoint !== undefined) this.checkRoot(checkpoint);
+    this.checkKind(leaf);
     const certificate = this.certificates.get(leaf.index);
     if (certificate !== undefined) {
       if (certificate.leafHash !== leaf.leafHash)
@@ -143,6 +146,26 @@ export class LogWalk {
     else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
     else if (leaf.sessionId === null) this.addWriterLeaf(leaf);
     else this.addEventLeaf(leaf);
+  }
+
+  /** The kind stored with a leaf must be what the leaf is found to cover (a certificate, a tombstone, a change row, a writer leaf, an item of a chain). */
+  private checkKind(leaf: WalkedLeaf): void {
+    if (leaf.kind === undefined) return;
+    const covers = this.certificates.has(leaf.index)
+      ? 'key-rotation'
+      : leaf.tombstone !== null
+        ? 'tombstone'
+        : leaf.change !== undefined && leaf.sessionId === null
+          ? 'change'
+          : leaf.sessionId === null
+            ? 'writer'
+            : this.n.item;
+    if (leaf.kind !== covers)
+      this.findings.push({
+        check: 'leaf-kind',
+        leafIndex: leaf.index,
+        message: `leaf ${leaf.index} is stored as ${leaf.kind === null ? 'of no kind' : `kind ${leaf.kind}`}, but it is ${covers === this.n.item ? `an ${this.n.item} of ${this.n.scope} ${leaf.sessionId}` : `a ${covers} leaf`}`,
+      });
   }
 
   /**

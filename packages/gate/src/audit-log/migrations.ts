@@ -1,9 +1,18 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addKeyCertificates, type MigrationStep } from '@vigil/platform';
+import { addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { ENTRY_LEAF } from './log.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
   /** A key's certificate by the key it replaced: a key rotation the verifier can trust. */
   async '0010_audit_key_certificates'(db) {
     await addKeyCertificates(db);
+  },
+  /**
+   * A request's leaves by request (its trail's verify counts them to catch a tail cut under a
+   * rewritten head), and each leaf's kind, backfilled (an entry's, a key rotation's, a change's).
+   */
+  async '0016_audit_leaf_kinds_and_requests'(db) {
+    await indexLeavesByScope(db);
+    await addLeafKinds(db, ENTRY_LEAF);
   },
 };

@@ -21,9 +21,16 @@ export interface AuditChainVerdict {
  * Verifies a request's stored entries (any order) and, given them, the head its request row records
  * and the audit log's leaf hashes by entry id: seq runs gapless from 0, each prevHash is the hash
  * before it, each hash matches its entry's content and its leaf (SHA-256(0x00 || hash)), and the
- * chain ends exactly at the head.
+ * chain ends exactly at the head. Given `logged`, the number of leaves the log holds of the request,
+ * a chain that verifies must have as many entries: entries deleted at the end with the head (and row)
+ * rewritten to the last one kept leave a chain that checks, but their leaves stay in the log.
  */
-export function verifyAuditChain(entries: readonly StoredAuditEntry[], head?: AuditChainHead, leaves?: ReadonlyMap<string, string>): AuditChainVerdict {
+export function verifyAuditChain(
+  entries: readonly StoredAuditEntry[],
+  head?: AuditChainHead,
+  leaves?: ReadonlyMap<string, string>,
+  logged?: number,
+): AuditChainVerdict {
   const ordered = [...entries].sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const headHash = ordered.at(-1)?.hash ?? null;
   const broken = (seq: number, reason: string): AuditChainVerdict => ({ valid: false, brokenAt: seq, reason, headHash });
@@ -47,6 +54,13 @@ export function verifyAuditChain(entries: readonly StoredAuditEntry[], head?: Au
     if (lastSeq < head.seq) return broken(lastSeq + 1, `the request records entries up to seq ${head.seq}: entries are missing at the end`);
     if (lastSeq > head.seq) return broken(head.seq + 1, `entry seq ${head.seq + 1} is stored past the head the request records`);
     if (previousHash !== head.hash) return broken(lastSeq, `the request records another hash for seq ${lastSeq}`);
+  }
+  if (logged !== undefined && logged > ordered.length) {
+    const seq = ordered.length;
+    return broken(
+      seq,
+      `the audit log holds ${logged} entries of this request but its chain ${seq === 0 ? 'has none' : `ends at seq ${seq - 1}`}: the entries from seq ${seq} on were deleted and the request head rewritten`,
+    );
   }
   return { valid: true, brokenAt: null, reason: null, headHash };
 }

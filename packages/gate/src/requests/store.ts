@@ -1,4 +1,4 @@
-import { forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
+import { countScopeLeaves, forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
@@ -186,6 +186,8 @@ export async function verifiedAuditTrail(
   requestId: string,
 ): Promise<{ request: RequestRow; rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
   return readSnapshot(database, async (db) => {
+    // Counted first: an entry committed after it (with its leaf) only lengthens the trail read next.
+    const logged = await countScopeLeaves(db, requestId);
     const request = await findRequest(database, requestId, db);
     if (!request) return undefined;
     const rows = await db.selectFrom('audit_entries').selectAll().where('request_id', '=', requestId).orderBy('seq').orderBy('id').execute();
@@ -202,7 +204,7 @@ export async function verifiedAuditTrail(
               rows.map((row) => row.id),
             )
             .execute();
-    return { request, rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)]))) };
+    return { request, rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)])), logged) };
   });
 }
 

@@ -1,5 +1,6 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addKeyCertificates, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { EVENT_LEAF, WRITER_LEAF } from './writer-leaves.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
   /**
@@ -9,5 +10,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   async '0026_audit_log_sessions_and_key_certificates'(db) {
     await indexLeavesByScope(db);
     await addKeyCertificates(db);
+  },
+  /** Each leaf's kind, backfilled: an event's, a writer leaf's, a tombstone's, a key rotation's, a change's. */
+  async '0030_audit_leaf_kinds'(db) {
+    await addLeafKinds(db, EVENT_LEAF, [{ table: 'audit_writer_leaves', leafColumn: 'leaf_idx', kind: WRITER_LEAF }]);
   },
 };

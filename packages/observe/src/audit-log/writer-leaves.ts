@@ -5,6 +5,10 @@ import type { Transaction } from 'kysely';
 import { writerLeafBody, type EventRow } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 
+/** The kinds of an event's leaf and of a writer leaf (the leaves' `kind` column). */
+export const EVENT_LEAF = 'event';
+export const WRITER_LEAF = 'writer';
+
 interface LeafAppender {
   readonly name: string;
   append(trx: Transaction<ObserveSchema>, leaves: readonly LeafInput[]): Promise<number>;
@@ -29,13 +33,13 @@ export async function appendEventLeaves(trx: Transaction<ObserveSchema>, log: Le
     );
     const itemId = newId();
     writers.push({ item_id: itemId, offset: leaves.length, body });
-    leaves.push({ itemId, scopeId: null, data: Buffer.from(body, 'utf8') });
+    leaves.push({ itemId, scopeId: null, kind: WRITER_LEAF, data: Buffer.from(body, 'utf8') });
     run = [];
   };
   for (const row of rows) {
     if (run.length > 0 && run[0]!.written_by !== row.written_by) closeRun();
     run.push(row);
-    leaves.push({ itemId: row.id, scopeId: row.session_id, data: row.hash });
+    leaves.push({ itemId: row.id, scopeId: row.session_id, kind: EVENT_LEAF, data: row.hash });
   }
   if (run.length > 0) closeRun();
   if (writers.length === 0) return;

@@ -2,8 +2,7 @@ import { offsetPage, routeOptions, sendJsonText, type ZodApp } from '@vigil/plat
 import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { OBSERVE_LOG } from '../audit-log/index.ts';
-import { eventSchema, firstWriterMismatch, identifier } from '../events/index.ts';
+import { eventSchema, identifier } from '../events/index.ts';
 import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
 import { sessionTimeline, timelineBody, verifySessionChain } from './service.ts';
 import { findSession, listSessions, toSession } from './store.ts';
@@ -81,9 +80,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       const chain = await verifySessionChain(ctx.database, request.query.sessionId);
       if (!chain) throw observeError('sessionNotFound');
       const { session, verdict } = chain;
-      // Who wrote each event is checked here, not in every chainValid: written_by is outside the chain.
-      const brokenAt = verdict.brokenAt ?? (await firstWriterMismatch(ctx.database.db, OBSERVE_LOG, session.id));
-      return { sessionId: session.id, valid: brokenAt === null, eventCount: verdict.eventCount, headHash: session.last_hash, brokenAt };
+      return { sessionId: session.id, valid: verdict.valid, eventCount: verdict.eventCount, headHash: session.last_hash, brokenAt: verdict.brokenAt };
     },
   );
 }

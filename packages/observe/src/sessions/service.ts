@@ -2,6 +2,7 @@ import { countScopeLeaves, readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import {
   ChainVerifier,
+  firstWriterMismatch,
   type ChainHead,
   type ChainVerdict,
   forEachSessionEventPage,
@@ -14,6 +15,7 @@ import {
   type StoredLink,
   toLink,
 } from '../events/index.ts';
+import { OBSERVE_LOG } from '../audit-log/index.ts';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { SessionRow } from '../events/index.ts';
 import { VerifiedSessions } from './verified.ts';
@@ -57,12 +59,14 @@ function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow |
  */
 export async function sessionTimeline(database: ObserveDatabase, sessionId: string): Promise<Timeline | undefined> {
   return readSnapshot(database, async (db) => {
+    // Counted first: an event committed after it (with its leaf) only lengthens the chain read next.
+    const logged = await countScopeLeaves(db, sessionId);
     const session = await sessionRow(db, sessionId);
     if (!session) return undefined;
     const head = chainHeadOf(session);
     const known = verifiedSessions.recall(sessionId, head);
     if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) {
-      return { session, ...known.timeline, verdict: known.verdict };
+      return { session, ...known.timeline, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     }
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
     const verifier = new ChainVerifier(head);
@@ -70,7 +74,7 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     const verdict = verifier.finish();
     const storedText = storedChainText(rows);
     if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
-    return { session, rows, links, verdict };
+    return { session, rows, links, verdict: await heldToTheLog(db, sessionId, verdict, logged) };
   });
 }
 
@@ -106,7 +110,7 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     const head = chainHeadOf(session);
     const known = verifiedSessions.recall(sessionId, head);
     if (known !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText)))
-      return { session, verdict: heldToTheLog(known.verdict, logged) };
+      return { session, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     const verifier = new ChainVerifier(head);
     let texts: string[] | null = [];
     let chars = 0;
@@ -120,25 +124,31 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     });
     const verdict = verifier.finish();
     if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: texts.join(''), verdict });
-    return { session, verdict: heldToTheLog(verdict, logged) };
+    return { session, verdict: await heldToTheLog(db, sessionId, verdict, logged) };
   });
 }
 
 /**
- * A chain that verifies against its recorded head, held to the audit log: when the log has more
- * leaves of the session than the chain has events, events past the head were deleted and the head
- * rewritten to hide it (the chain alone cannot tell).
+ * A chain that verifies against its recorded head, held to the audit log — the one verdict every
+ * answer gives (the session's verify, its timeline's and replay's `chainValid`): when the log has
+ * more leaves of the session than the chain has events, events past the head were deleted and the
+ * head rewritten to hide it (the chain alone cannot tell); and each event's recorded writer must be
+ * the one its writer leaf names (`written_by` is outside the chain hash).
  */
-function heldToTheLog(verdict: ChainVerdict, logged: number): ChainVerdict {
-  if (!verdict.valid || logged <= verdict.eventCount) return verdict;
-  const seq = verdict.eventCount;
-  return {
-    ...verdict,
-    valid: false,
-    brokenAt: {
-      seq,
-      eventId: null,
-      reason: `the audit log holds ${logged} events of this session but its chain ${seq === 0 ? 'has none' : `ends at seq ${seq - 1}`}: the events from seq ${seq} on were deleted and the session head rewritten`,
-    },
-  };
+async function heldToTheLog(db: Kysely<ObserveSchema>, sessionId: string, verdict: ChainVerdict, logged: number): Promise<ChainVerdict> {
+  if (!verdict.valid) return verdict;
+  if (logged > verdict.eventCount) {
+    const seq = verdict.eventCount;
+    return {
+      ...verdict,
+      valid: false,
+      brokenAt: {
+        seq,
+        eventId: null,
+        reason: `the audit log holds ${logged} events of this session but its chain ${seq === 0 ? 'has none' : `ends at seq ${seq - 1}`}: the events from seq ${seq} on were deleted and the session head rewritten`,
+      },
+    };
+  }
+  const writer = await firstWriterMismatch(db, OBSERVE_LOG, sessionId);
+  return writer === null ? verdict : { ...verdict, valid: false, brokenAt: writer };
 }

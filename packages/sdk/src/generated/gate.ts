@@ -571,6 +571,14 @@ export interface paths {
           };
           /** Base64 of the raw Ed25519 key that signed the checkpoint */
           publicKey: string;
+          /** Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint */
+          certificates: {
+            publicKey: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
           consistency?: {
             from: number;
             to: number;
@@ -683,6 +691,8 @@ export interface paths {
             requestId: string | null;
             entryId: string | null;
             entry: string | null;
+            /** What the leaf logs, as stored with it: `entry`, `tombstone`, `key-rotation`, `change`, or another record the service logs */
+            kind: string | null;
             tombstone: {
               body: string;
               signature: string;
@@ -813,6 +823,41 @@ export interface paths {
             requestId: string;
             seq: number;
             entryId: string;
+          }[];
+          nextCursor: string | null;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/unlogged-changes": {
+    /**
+     * Stored change-log rows that have no leaf in the audit log
+     *
+     * Administrative changes written outside the service (every change it records gets its leaf in the same transaction). Paged by change id; `nextCursor` is null on the last page. Scans the change log.
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          changes: {
+            changeId: string;
+            resource: string;
+            resourceId: string | null;
+            action: string;
           }[];
           nextCursor: string | null;
         };

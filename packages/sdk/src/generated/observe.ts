@@ -1532,6 +1532,14 @@ export interface paths {
           };
           /** Base64 of the raw Ed25519 key that signed the checkpoint */
           publicKey: string;
+          /** Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint */
+          certificates: {
+            publicKey: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
           consistency?: {
             from: number;
             to: number;
@@ -1641,6 +1649,8 @@ export interface paths {
             sessionId: string | null;
             eventId: string | null;
             event: string | null;
+            /** What the leaf logs, as stored with it: `event`, `tombstone`, `key-rotation`, `change`, or another record the service logs */
+            kind: string | null;
             tombstone: {
               body: string;
               signature: string;
@@ -1726,6 +1736,40 @@ export interface paths {
             sessionId: string;
             seq: number;
             eventId: string;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/unlogged-changes": {
+    /**
+     * Stored change-log rows that have no leaf in the audit log
+     *
+     * Administrative changes written outside the service (every change it records gets its leaf in the same transaction). Paged by change id; `nextCursor` is null on the last page. Scans the change log.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          changes: {
+            changeId: string;
+            resource: string;
+            resourceId: string | null;
+            action: string;
           }[];
           nextCursor: string | null;
         };
