@@ -7,7 +7,7 @@ import type { RequestService } from '../requests/index.ts';
 import { registerReceiptRoutes } from './routes.ts';
 
 export { receiptsMigrations } from './migrations.ts';
-export type { ReceiptRedemptionRow, ReceiptsTables } from './tables.ts';
+export type { ReceiptsTables } from './tables.ts';
 
 export const receiptsFeature = (requests: RequestService): GateFeature =>
   defineFeature('receipts', ({ app, context }) => {

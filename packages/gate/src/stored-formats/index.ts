@@ -5,12 +5,8 @@ export { STATUSES, type RequestStatus } from './request-status.ts';
 export {
   argsDigest,
   RECEIPT_TTL_MS,
-  RECEIPT_VERSION,
-  receiptMessage,
   receiptSchema,
   receiptSignatureValid,
   signReceipt,
   type Receipt,
-  type ReceiptDecider,
-  type UnsignedReceipt,
 } from './receipt.ts';
