@@ -28,7 +28,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         // Files outside both tsconfigs (examples, the dashboard's Vite config) get a default project.
-        projectService: { allowDefaultProject: ['examples/*.ts', 'packages/dashboard/vite.config.ts'] },
+        projectService: { allowDefaultProject: ['packages/dashboard/vite.config.ts'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
