@@ -50,6 +50,16 @@ function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow |
   return db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** What both reads of a session's chain start from: its leaves in the log, its row and head, and what was verified at that head. */
+async function openChain(db: Parameters<typeof sessionRow>[0], sessionId: string) {
+  // Counted first: an event committed after it (with its leaf) only lengthens the chain read next.
+  const logged = await countScopeLeaves(db, sessionId);
+  const session = await sessionRow(db, sessionId);
+  if (!session) return undefined;
+  const head = chainHeadOf(session);
+  return { logged, session, head, known: verifiedSessions.recall(sessionId, head) };
+}
+
 /**
  * A session's row and every stored event of it in timeline order, read from one snapshot (so an
  * event appended meanwhile is in both or in neither), with the chain verified over all of them in
@@ -59,12 +69,9 @@ function sessionRow(db: Kysely<ObserveSchema>, id: string): Promise<SessionRow |
  */
 export async function sessionTimeline(database: ObserveDatabase, sessionId: string): Promise<Timeline | undefined> {
   return readSnapshot(database, async (db) => {
-    // Counted first: an event committed after it (with its leaf) only lengthens the chain read next.
-    const logged = await countScopeLeaves(db, sessionId);
-    const session = await sessionRow(db, sessionId);
-    if (!session) return undefined;
-    const head = chainHeadOf(session);
-    const known = verifiedSessions.recall(sessionId, head);
+    const opened = await openChain(db, sessionId);
+    if (!opened) return undefined;
+    const { logged, session, head, known } = opened;
     if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) {
       return { session, ...known.timeline, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     }
@@ -103,12 +110,9 @@ export function timelineBody({ links, verdict }: Pick<Timeline, 'links' | 'verdi
  */
 export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
   return readSnapshot(database, async (db) => {
-    // Counted first: an event committed after it (with its leaf) only lengthens the chain read next.
-    const logged = await countScopeLeaves(db, sessionId);
-    const session = await sessionRow(db, sessionId);
-    if (!session) return undefined;
-    const head = chainHeadOf(session);
-    const known = verifiedSessions.recall(sessionId, head);
+    const opened = await openChain(db, sessionId);
+    if (!opened) return undefined;
+    const { logged, session, head, known } = opened;
     if (known !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText)))
       return { session, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     const verifier = new ChainVerifier(head);
