@@ -26,6 +26,10 @@ declare global {
   const payments: { refund(orderId: string, amount: number): Promise<{ refundId: string }> };
   const chain: { invoke(input: { question: string }, options?: { callbacks?: unknown[] }): Promise<unknown> };
   const weather: import('ai').Tool;
+  const pay: (args: { amount: number; to: string }) => Promise<unknown>;
+  /** The reader's own store of suspended runs, and the key a run is stored under. */
+  const db: { save(key: string, value: string): Promise<void>; load(key: string): Promise<string> };
+  const runId: string;
   const orderId: string, amount: number, question: string, q: string, key: string, paymentId: string;
   const completion: string, inputTokens: number, outputTokens: number;
   /** A conversation: an empty array type fits every provider's message list. */
