@@ -13,7 +13,7 @@ import {
   type AdminChangeTables,
   type ChangeLogTables,
 } from './change-log.ts';
-import { createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { addKeyCertificates, addLeafKinds, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
 import { storeHashesAsBytes } from './stored-hash.ts';
 import { describeEachDatabase } from './testing.ts';
@@ -24,6 +24,10 @@ const CHANGE_LOG_STEPS: Record<string, MigrationStep> = {
   '0002_audit_log': createAuditLogTables,
   '0003_binary_leaf_hashes': (db, dialect) => storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']),
   '0004_change_rows_as_leaves': logChangeRowsAsLeaves,
+  async '0005_leaf_kinds'(db) {
+    await addKeyCertificates(db);
+    await addLeafKinds(db, 'item');
+  },
 };
 
 test('updateAction: enabled / disabled when the flag is all that changed, updated otherwise, null for no change', () => {
