@@ -361,6 +361,18 @@ await describeEachDatabase('POST /api/events/ingest: session correlation', (back
     assert.equal((await getEvent(observe, orphan.eventId)).agentId, 'external');
   });
 
+  test("request.redeemed (a receipt redeemed at the gate) becomes a custom approval_redeemed event in the request's session", async () => {
+    const redeemed = approval('request.redeemed', { type: 'approval_redeemed', requestId: 'r-redeem', data: { requestId: 'r-redeem', action: 'pay' } });
+    const answer = assertCreated(await send(observe, redeemed, { secret: APPROVAL_SECRET }), 'custom', 'approval:r-redeem');
+    const stored = await getEvent(observe, answer.eventId);
+    assert.equal(stored.payload.type, 'approval_redeemed');
+    assert.deepEqual(stored.payload.data, { requestId: 'r-redeem', action: 'pay' });
+    assert.deepEqual(stored.metadata, { webhook: { source: 'approval_gate', event: 'request.redeemed' } });
+    // Another custom type from the gate has no request to correlate with: it goes to its event's session.
+    const other = approval('request.redeemed', { type: 'something_else', requestId: 'r-other', data: {} });
+    assertCreated(await send(observe, other, { secret: APPROVAL_SECRET }), 'custom', 'generic:request.redeemed');
+  });
+
   test("without a session id, a form's lifecycle lands in session form:<submissionId>", async () => {
     assertCreated(
       await send(observe, form('submission.created', { submissionId: 'sub-9', formId: 'kyc', fieldCount: 7 }), { secret: FORM_SECRET }),
