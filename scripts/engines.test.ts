@@ -14,6 +14,9 @@ const supported = (readJson('package.json').engines as { node: string }).node;
 interface LockedPackage {
   version: string;
   dev?: boolean;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
   engines?: { node?: string } | string[];
   os?: string[];
   cpu?: string[];
@@ -29,34 +32,51 @@ test('the supported Node lines are 20, 22 and 24, and every workspace package st
 });
 
 /**
- * Test-only packages of the framework adapters whose current majors need a newer Node than 20 (ai 7,
- * Mastra, and what they and the OpenAI Agents SDK pull in): their tests run on Node 24 and skip on
- * older lines (docs/guide/framework-approvals.md), and no user of Vigil installs them from it.
+ * The framework adapters' test packages whose current majors need a newer Node than 20 (ai 7 and its
+ * provider, Mastra, the OpenAI Agents SDK's openai 7): their tests run on Node 24 and skip on older
+ * lines (docs/guide/framework-approvals.md), and no user of Vigil installs them from it. They and
+ * the dev-only packages they pull in are exempt.
  */
-const NEWER_NODE_TEST_PACKAGES = new Set([
-  'ai-v7',
-  '@ai-sdk/openai-v4',
-  '@ai-sdk/gateway',
-  '@ai-sdk/provider',
-  '@ai-sdk/provider-utils',
-  '@ai-sdk/provider-v7',
-  '@ai-sdk/provider-utils-v7',
-  '@mastra/core',
-  '@mastra/schema-compat',
-  'posthog-node',
-  'openai',
-]);
+const NEWER_NODE_TEST_ROOTS = ['node_modules/ai-v7', 'node_modules/@ai-sdk/openai-v4', 'node_modules/@mastra/core', 'node_modules/@openai/agents'];
+
+/** Where `name` resolves from the package at `from` (Node's lookup: its own node_modules, then each parent's). */
+function resolveFrom(packages: Record<string, LockedPackage>, from: string, name: string): string | undefined {
+  for (let base = from; ;) {
+    if (packages[`${base}/node_modules/${name}`]) return `${base}/node_modules/${name}`;
+    const cut = base.lastIndexOf('/node_modules/');
+    if (cut < 0) return packages[`node_modules/${name}`] ? `node_modules/${name}` : undefined;
+    base = base.slice(0, cut);
+  }
+}
+
+/** The lock paths of `roots` and of everything they depend on. */
+function closureOf(packages: Record<string, LockedPackage>, roots: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const queue = roots.filter((root) => packages[root]);
+  while (queue.length > 0) {
+    const path = queue.pop()!;
+    if (seen.has(path)) continue;
+    seen.add(path);
+    const { dependencies = {}, optionalDependencies = {}, peerDependencies = {} } = packages[path]!;
+    for (const name of Object.keys({ ...dependencies, ...optionalDependencies, ...peerDependencies })) {
+      const resolved = resolveFrom(packages, path, name);
+      if (resolved !== undefined) queue.push(resolved);
+    }
+  }
+  return seen;
+}
 
 test("every installed package accepts the first release of each supported Node line (no EBADENGINE), but the adapters' newer-Node test packages", () => {
   const firstReleases = new semver.Range(supported).set.map((comparators) => semver.minVersion(comparators.map(String).join(' '))!.version);
   const lock = readJson('package-lock.json') as { packages: Record<string, LockedPackage> };
   const refused: string[] = [];
+  const newerNodeTestPackages = closureOf(lock.packages, NEWER_NODE_TEST_ROOTS);
   for (const [path, locked] of Object.entries(lock.packages)) {
     const range = Array.isArray(locked.engines) ? undefined : locked.engines?.node;
     // A package for another platform is not installed here, and npm does not check it.
     const installedHere = (locked.os ?? ['linux']).includes('linux') && (locked.cpu ?? ['x64']).includes('x64');
     if (path === '' || range === undefined || !installedHere) continue;
-    if (locked.dev === true && NEWER_NODE_TEST_PACKAGES.has(path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))) continue;
+    if (locked.dev === true && newerNodeTestPackages.has(path)) continue;
     for (const version of firstReleases) {
       if (!semver.satisfies(version, range)) refused.push(`${path}@${locked.version} wants node ${range}, refusing ${version}`);
     }
