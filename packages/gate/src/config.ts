@@ -29,6 +29,8 @@ export const gateEnvironment = environmentSlice(
     WEBHOOK_SCAN_INTERVAL_MS: positiveInt.default(30_000),
     EXPIRY_SCAN_INTERVAL_MS: positiveInt.default(5000),
     GATE_CACHE_REFRESH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+    /** Claude Code's permission prompt tool has no URL to carry `?wait=`: how long it waits for a human (keep it below the MCP tool timeout). */
+    CLAUDE_CODE_PROMPT_WAIT_SECONDS: z.coerce.number().min(0).max(600).default(55),
     OBSERVE_URL: httpUrl.optional(),
     OBSERVE_WEBHOOK_SECRET: z.string().min(1).optional(),
     SLACK_BOT_TOKEN: z.string().min(1).optional(),
@@ -67,6 +69,8 @@ export interface GateConfig extends ServiceBaseConfig {
   expiryScanIntervalMs: number;
   /** How long an instance trusts its cached API keys and policy set before re-checking the database (changes made through this instance apply at once). */
   cacheRefreshMs: number;
+  /** Seconds the Claude Code permission prompt tool waits for a human unless its request says `?wait=`. */
+  claudeCodePromptWaitSeconds: number;
   /** Forwarding of request events to the observe service, when OBSERVE_URL and OBSERVE_WEBHOOK_SECRET are set. */
   observe?: { url: string; webhookSecret?: string; serviceToken?: string };
   /** Approvals from chat (chat/): each platform when configured. */
@@ -98,6 +102,7 @@ export function gateConfig(e: GateEnvironment, overrides: ServiceOverrides = {})
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, maxAttempts: e.WEBHOOK_MAX_RETRIES, scanIntervalMs: e.WEBHOOK_SCAN_INTERVAL_MS },
     expiryScanIntervalMs: e.EXPIRY_SCAN_INTERVAL_MS,
     cacheRefreshMs: e.GATE_CACHE_REFRESH_MS,
+    claudeCodePromptWaitSeconds: e.CLAUDE_CODE_PROMPT_WAIT_SECONDS,
     observe: e.OBSERVE_URL ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN } : undefined,
     chat: {
       ...(e.SLACK_BOT_TOKEN && e.SLACK_SIGNING_SECRET && e.SLACK_CHANNEL_ID

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEachDatabase } from '@vigil/platform/testing';
+import { gateConfigFromEnvironment } from '../config.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 const HOOK = '/api/hooks/claude-code';
@@ -139,6 +140,23 @@ await describeEachDatabase('Claude Code routes', (backend) => {
     const pending = (await post(`${PROMPT}?wait=0`, { tool_name: 'Bash', input: { command: 'make it' } })).json();
     assert.equal(pending.behavior, 'deny');
     assert.match(pending.message, /^Waiting for a human/);
+  });
+
+  test('CLAUDE_CODE_PROMPT_WAIT_SECONDS is how long the prompt tool waits without ?wait=', async () => {
+    const short = await startTestGate(backend, { env: { CLAUDE_CODE_PROMPT_WAIT_SECONDS: '0.3' } });
+    try {
+      const policy = { name: 'human', rules: [{ match: { action: 'Bash' }, decision: 'route_to_human' }] };
+      assert.equal((await short.call({ method: 'POST', url: '/api/policies', payload: policy })).statusCode, 201);
+      const started = performance.now();
+      const pending = (await short.call({ method: 'POST', url: PROMPT, payload: { tool_name: 'Bash', input: { command: 'make it' } } })).json();
+      const waited = performance.now() - started;
+      assert.equal(pending.behavior, 'deny');
+      assert.match(pending.message, /^Waiting for a human/);
+      assert.ok(waited >= 290 && waited < 10_000, `waited ${Math.round(waited)} ms, the configured 300 ms`);
+    } finally {
+      await short.close();
+    }
+    assert.throws(() => gateConfigFromEnvironment({ CLAUDE_CODE_PROMPT_WAIT_SECONDS: '601' }), /CLAUDE_CODE_PROMPT_WAIT_SECONDS/);
   });
 
   test('bad input is a 400 naming the problem; a key without request:create is 403; no key 401', async () => {

@@ -11,8 +11,6 @@ const jsonObject = z.record(z.string(), z.unknown());
 /** Claude's identifiers are short; a bound keeps a request's context small. */
 const claudeId = z.string().max(500);
 const MAX_WAIT_SECONDS = 600;
-/** The permission prompt tool has no URL of its own to configure: it waits this long for a human unless told otherwise. */
-export const PROMPT_TOOL_WAIT_SECONDS = 55;
 
 const waitQuery = {
   wait: z.coerce
@@ -164,7 +162,7 @@ export function registerClaudeCodeRoutes(app: ZodApp, ctx: GateContext, requests
       summary: 'Claude Code --permission-prompt-tool: answers {behavior: allow, updatedInput} or {behavior: deny, message}',
       description:
         'What the MCP tool `claude_code_permission_prompt` of POST /mcp calls. The tool call becomes an approval request (as for the hook); ' +
-        `the answer waits up to \`wait\` seconds (default ${PROMPT_TOOL_WAIT_SECONDS}) for a human. Allow carries exactly the approved input; ` +
+        'the answer waits up to `wait` seconds (default `CLAUDE_CODE_PROMPT_WAIT_SECONDS`, 55) for a human. Allow carries exactly the approved input; ' +
         'denied, expired, still pending or any failure → deny with the reason.',
       tags: ['claude-code'],
       querystring: z.object(waitQuery),
@@ -173,7 +171,13 @@ export function registerClaudeCodeRoutes(app: ZodApp, ctx: GateContext, requests
     }),
     async (request, reply) => {
       const { tool_name: toolName, input, tool_use_id: toolUseId } = request.body;
-      const verdict = await decide(request, reply, { toolName, input, claudeCode: claudeIds({ toolUseId }) }, request.query, PROMPT_TOOL_WAIT_SECONDS);
+      const verdict = await decide(
+        request,
+        reply,
+        { toolName, input, claudeCode: claudeIds({ toolUseId }) },
+        request.query,
+        ctx.config.claudeCodePromptWaitSeconds,
+      );
       return verdict.kind === 'allow' ? { behavior: 'allow' as const, updatedInput: input } : { behavior: 'deny' as const, message: verdict.reason };
     },
   );

@@ -874,7 +874,7 @@ export interface paths {
     /**
      * Claude Code --permission-prompt-tool: answers {behavior: allow, updatedInput} or {behavior: deny, message}
      *
-     * What the MCP tool `claude_code_permission_prompt` of POST /mcp calls. The tool call becomes an approval request (as for the hook); the answer waits up to `wait` seconds (default 55) for a human. Allow carries exactly the approved input; denied, expired, still pending or any failure → deny with the reason.
+     * What the MCP tool `claude_code_permission_prompt` of POST /mcp calls. The tool call becomes an approval request (as for the hook); the answer waits up to `wait` seconds (default `CLAUDE_CODE_PROMPT_WAIT_SECONDS`, 55) for a human. Allow carries exactly the approved input; denied, expired, still pending or any failure → deny with the reason.
      *
      * Scope: `request:create`.
      */
