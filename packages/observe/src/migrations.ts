@@ -2,10 +2,18 @@
 // the steps each feature declares beside the tables it owns, collected in name order (a duplicate
 // or missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
+import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { observeHistory } from './migration-history/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations, authMigrations, settingsMigrations);
+export const observeMigrations = collectMigrations(
+  observeHistory,
+  eventsMigrations,
+  analyticsMigrations,
+  auditLogMigrations,
+  authMigrations,
+  settingsMigrations,
+);

@@ -1,5 +1,5 @@
 import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sumNanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
@@ -184,12 +184,20 @@ export function splitRange(from: number, to: number): { wholeHours: [number, num
   return { wholeHours: first <= last ? [first, last] : null, cutHours };
 }
 
-/** Whether any event, of any agent or type, is timestamped in one of `ranges`. */
-const eventsWithin = (ranges: readonly [number, number][]): RawBuilder<SqlBool> =>
-  sql<SqlBool>`(${sql.join(
-    ranges.map(([start, end]) => sql`exists (select 1 from events as outside_events where outside_events.ts >= ${start} and outside_events.ts <= ${end})`),
-    sql` or `,
-  )})`;
+/** Whether any row of `table` (of any agent or type) has its `time` in one of `ranges`. */
+const rowsWithin =
+  (table: 'events' | 'sessions', time: 'ts' | 'started_at') =>
+  (ranges: readonly [number, number][]): RawBuilder<SqlBool> =>
+    sql<SqlBool>`(${sql.join(
+      ranges.map(
+        ([start, end]) =>
+          sql`exists (select 1 from ${sql.table(table)} as outside where outside.${sql.ref(time)} >= ${start} and outside.${sql.ref(time)} <= ${end})`,
+      ),
+      sql` or `,
+    )})`;
+
+const eventsWithin = rowsWithin('events', 'ts');
+const sessionsStartedWithin = rowsWithin('sessions', 'started_at');
 
 /**
  * How [from, to] is read (`hourly`: a condition on an hourly table's `hour`; `raw`: on the events'
@@ -204,6 +212,7 @@ export function rangeConditions(
   to: number,
   timeOfHourly: string,
   timeOfEvents: string,
+  within: (ranges: readonly [number, number][]) => RawBuilder<SqlBool> = eventsWithin,
 ): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
   const { wholeHours, cutHours } = splitRange(from, to);
   const hour = sql.ref(timeOfHourly);
@@ -212,7 +221,7 @@ export function rangeConditions(
   const raw: RawBuilder<SqlBool>[] = [];
   if (wholeHours) hourly.push(sql<SqlBool>`(${hour} >= ${wholeHours[0]} and ${hour} <= ${wholeHours[1]})`);
   for (const cut of cutHours) {
-    const outsideHasEvents = eventsWithin(cut.outside);
+    const outsideHasEvents = within(cut.outside);
     hourly.push(sql<SqlBool>`(${hour} = ${cut.hour} and not ${outsideHasEvents})`);
     // The test sits in the range's lower bound, so an index range over `ts` is empty when it fails,
     // instead of every event of the cut hour being read and dropped (the current hour grows with the data).
@@ -248,18 +257,49 @@ export async function aggregate(database: ObserveDatabase, query: AggregateQuery
 export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
 export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : part / whole);
 
-/** Sessions started in the window per agent (the system agent left out), with their summed duration. */
+/**
+ * Sessions started in the window per agent (the system agent left out), with their summed
+ * duration: whole hours from agent_session_hours, an hour the window cuts from it too when no
+ * session started in its part outside the window, else from those sessions (rangeConditions).
+ */
 export async function sessionsPerAgent(
   database: ObserveDatabase,
   window: { from: number; to: number },
   agentId?: string,
-): Promise<{ agent_id: string; sessions: number; duration: number | null }[]> {
-  return database.db
-    .selectFrom('sessions')
-    .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
-    .where('started_at', '>=', window.from)
-    .where('started_at', '<=', window.to)
-    .where('agent_id', agentId === undefined ? '<>' : '=', agentId ?? SYSTEM_AGENT_ID)
-    .groupBy('agent_id')
-    .execute();
+): Promise<{ agent_id: string; sessions: number; duration: number }[]> {
+  const { hourly, raw } = rangeConditions(window.from, window.to, 'hour', 'started_at', sessionsStartedWithin);
+  const { db } = database;
+  const agent = agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${agentId}`;
+  const parts = [
+    ...(hourly
+      ? [
+          db
+            .selectFrom('agent_session_hours')
+            .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
+            .where(hourly)
+            .where(agent as RawBuilder<SqlBool>)
+            .groupBy('agent_id'),
+        ]
+      : []),
+    ...(raw
+      ? [
+          db
+            .selectFrom('sessions')
+            .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
+            .where(raw)
+            .where(agent as RawBuilder<SqlBool>)
+            .groupBy('agent_id'),
+        ]
+      : []),
+  ];
+  const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', Record<string, unknown>>[];
+  const rows = await (second === undefined ? first! : first!.unionAll(second)).execute();
+  const merged = new Map<string, { agent_id: string; sessions: number; duration: number }>();
+  for (const row of rows as { agent_id: string; sessions: unknown; duration: unknown }[]) {
+    const entry = merged.get(row.agent_id) ?? { agent_id: row.agent_id, sessions: 0, duration: 0 };
+    entry.sessions += Number(row.sessions ?? 0);
+    entry.duration += Number(row.duration ?? 0);
+    merged.set(row.agent_id, entry);
+  }
+  return [...merged.values()];
 }

@@ -16,6 +16,7 @@ import {
   type RollupSource,
   subtractSessionsFromRollups,
 } from './rollups.ts';
+import { AGENT_SESSION_HOURS_TABLE } from './session-hours.ts';
 
 /** What an event, walked or not, adds to the rollups and sketches: its place and derived columns. */
 const sourceOf = (event: RecomputedEvent | UnwalkedEvent): RollupSource => ({
@@ -107,4 +108,4 @@ export const LATENCY_SKETCHES_TABLE: DerivedTable<LatencySketchRow> = {
 };
 
 /** The analytics feature's derived tables, in the order ingest keeps them. */
-export const ANALYTICS_DERIVED_TABLES = [ROLLUPS_TABLE, LATENCY_SKETCHES_TABLE] as const;
+export const ANALYTICS_DERIVED_TABLES = [ROLLUPS_TABLE, LATENCY_SKETCHES_TABLE, AGENT_SESSION_HOURS_TABLE] as const;

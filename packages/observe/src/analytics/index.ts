@@ -6,6 +6,7 @@ import { registerAnalyticsRoutes } from './routes.ts';
 
 export { aggregate, type Dimension, emptySums, mean, ratio, type Sums } from './aggregate.ts';
 export { ANALYTICS_DERIVED_TABLES, ROLLUPS_TABLE } from './derived.ts';
+export { analyticsMigrations } from './migrations.ts';
 export { ROLLUP_SUMS } from './rollups.ts';
 export type { AnalyticsTables, LatencySketchRow, RollupRow } from './tables.ts';
 

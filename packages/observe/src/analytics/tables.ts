@@ -44,8 +44,21 @@ export interface LatencySketchRow {
   count: number;
 }
 
-/** Hourly rollups and latency sketches, kept by the ingest transaction and by retention. */
+/**
+ * Sessions per agent and the hour they started in, with their summed duration by the idle rule
+ * (sessions/figures.ts), kept by the ingest transaction as sessions start, move their start or
+ * their measured end, and by retention (analytics/session-hours.ts).
+ */
+export interface AgentSessionHourRow {
+  hour: number;
+  agent_id: string;
+  session_count: number;
+  duration_sum: number;
+}
+
+/** Hourly rollups, latency sketches and sessions per agent, kept by the ingest transaction and by retention. */
 export interface AnalyticsTables {
   event_rollups: RollupRow;
   latency_sketches: LatencySketchRow;
+  agent_session_hours: AgentSessionHourRow;
 }

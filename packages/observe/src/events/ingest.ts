@@ -20,6 +20,15 @@ export interface SessionAppend {
   maxTs: number;
 }
 
+/** What a session's figures are measured from (sessions/figures.ts): its start and the columns of its measured end. */
+export type SessionSpan = Pick<SessionRow, 'agent_id' | 'started_at' | 'ended_at' | 'idle_at' | 'last_event_at'>;
+
+/** A session of the batch with its span before the batch (null: the batch created it) and after. */
+export interface SessionChange extends SessionAppend {
+  before: SessionSpan | null;
+  after: SessionSpan;
+}
+
 /** A batch inside the ingest transaction, its events chained and inserted: what the other features' writers see. */
 export interface CommittingBatch {
   trx: Transaction<ObserveSchema>;
@@ -29,7 +38,7 @@ export interface CommittingBatch {
   /** The same rows alone (events[i].row), listed once for the insert and every derived table. */
   rows: readonly EventRow[];
   /** One per session of the batch, in lock order (sorted ids). */
-  sessions: readonly SessionAppend[];
+  sessions: readonly SessionChange[];
   /** When the batch's last request was received. */
   receivedAt: number;
   /** Set by the commit log's writer (WriterPosition.ordersCommits): the log positions this transaction took, in commit order. */
@@ -316,6 +325,14 @@ async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: Sess
   if (brokenAt !== null) throw chainBrokenError(session.id, brokenAt);
 }
 
+const spanOf = ({ agent_id, started_at, ended_at, idle_at, last_event_at }: SessionRow): SessionSpan => ({
+  agent_id,
+  started_at,
+  ended_at,
+  idle_at,
+  last_event_at,
+});
+
 /**
  * The one write path for events. In a single transaction: create missing sessions, lock every
  * session of the batch (row locks on PostgreSQL, the database write lock on SQLite), assign each
@@ -355,8 +372,12 @@ async function appendPrepared(
     const createdIds = new Set(created.map((r) => r.id));
 
     const sessions = new Map<string, SessionRow>();
+    const spansBefore = new Map<string, SessionSpan>();
     const locked = forUpdate(trx.selectFrom('sessions').selectAll().where('id', 'in', sessionIds).orderBy('id'), database.dialect);
-    for (const row of await locked.execute()) sessions.set(row.id, row);
+    for (const row of await locked.execute()) {
+      sessions.set(row.id, row);
+      if (!createdIds.has(row.id)) spansBefore.set(row.id, spanOf(row));
+    }
     const verified = new Set<string>();
     for (const event of prepared) {
       const sessionId = event.row.session_id;
@@ -457,7 +478,7 @@ async function appendPrepared(
       dialect: database.dialect,
       events: prepared,
       rows,
-      sessions: sessionIds.map((id) => sessionAppends.get(id)!),
+      sessions: sessionIds.map((id) => ({ ...sessionAppends.get(id)!, before: spansBefore.get(id) ?? null, after: spanOf(sessions.get(id)!) })),
       receivedAt,
       logPositions: null,
       created: { sessions: createdIds.size, agents: 0 },

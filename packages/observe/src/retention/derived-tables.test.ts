@@ -72,7 +72,7 @@ await describeEachDatabase('derived tables: retention and verify --deep go by th
   test('every registered table can be checked: it declares a backfill or an audit', () => {
     assert.deepEqual(
       tables().map((table) => table.table),
-      ['events', 'sessions', 'store_totals', 'event_rollups', 'latency_sketches'],
+      ['events', 'sessions', 'store_totals', 'event_rollups', 'latency_sketches', 'agent_session_hours'],
     );
     for (const table of tables()) assert.ok(table.backfill ?? table.audit, `${table.table} declares neither a backfill nor an audit`);
   });
