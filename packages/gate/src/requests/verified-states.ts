@@ -3,31 +3,37 @@
 // read and decide cost the gate a quarter of its decide throughput (docs/decisions/0007-gate-writes.md).
 import { hash } from 'node:crypto';
 import type { RequestRow } from './tables.ts';
-import { storedRequestState } from './row-check.ts';
 
 /** Requests remembered per instance (about 150 bytes each): the requests an agent is still polling or deciding. */
 const CAPACITY = 16_384;
 
 /**
- * SHA-256 over every column of the row: its chain head and each field its chain commits to (the
- * input through its requestHash). Two rows with one fingerprint agree in everything the row check compares.
+ * SHA-256 over every stored column but the id (the key it is remembered by): its chain head and
+ * each field the row check compares, the input (params, context, urgency, deadline, policy
+ * decision) as stored rather than through its requestHash, so one hash covers the row (a creation
+ * hashed its input once for its created entry, and hashing it again here cost every POST and read a
+ * second SHA-256). Two rows with one fingerprint are equal in every column, so they agree in
+ * everything the row check compares.
  */
 function fingerprint(row: RequestRow): string {
-  const state = storedRequestState(row);
   return hash(
     'sha256',
     JSON.stringify([
       row.audit_head_seq,
       row.audit_head_hash,
-      state.action,
-      state.createdAt,
-      state.requestHash,
-      state.status,
-      state.decidedBy,
-      state.decidedAt,
-      state.decisionReason,
-      state.confirmedAt,
-      state.executionResult,
+      row.action,
+      row.params,
+      row.context,
+      row.urgency,
+      row.status,
+      row.expires_at,
+      row.created_at,
+      row.decided_at,
+      row.decided_by,
+      row.decision_reason,
+      row.policy_decision,
+      row.confirmed_at,
+      row.execution_result,
     ]),
     'base64',
   );
