@@ -46,7 +46,8 @@ const createdRequestSchema = requestDetailSchema
   .extend({
     redemption: receiptRedemptionSchema
       .nullable()
-      .describe('With `redeem: true` and a policy that approved at once: the receipt, redeemed for this credential in the same transaction; else null'),
+      .optional()
+      .describe('Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null'),
   })
   .meta({ id: 'CreatedApprovalRequest' });
 
@@ -87,7 +88,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       }
       const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null, redeemOnIssue: redeem }, auditActor(request));
       const detail = requestDetailJson(row, await requests.receipt(row));
-      return sendJsonText(reply.status(201), `${detail.slice(0, -1)},"redemption":${redemptionJson(requests.issuedRedemption(row))}}`);
+      // Without `redeem`, the answer is the request as GET answers it.
+      const answer = redeem ? `${detail.slice(0, -1)},"redemption":${redemptionJson(requests.issuedRedemption(row))}}` : detail;
+      return sendJsonText(reply.status(201), answer);
     },
   );
 

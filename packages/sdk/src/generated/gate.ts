@@ -145,8 +145,8 @@ export type CreatedApprovalRequest = {
   };
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
-  /** With `redeem: true` and a policy that approved at once: the receipt, redeemed for this credential in the same transaction; else null */
-  redemption: ReceiptRedemption | null;
+  /** Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null */
+  redemption?: ReceiptRedemption | null;
 };
 
 export type ErrorDetail = {
