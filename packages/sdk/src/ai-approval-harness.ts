@@ -137,6 +137,7 @@ export function aiApprovalCases(kit: AiKit): void {
         assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
         const [request] = await supervisor.listRequests({ action: 'small_refund' });
         assert.equal(request!.status, 'approved');
+        await agentGate.flush(); // runApproved confirms off the call path
         assert.notEqual((await supervisor.getRequest(request!.id)).confirmedAt, null, 'the gate is told the call ran');
       });
 

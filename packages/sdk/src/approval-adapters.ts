@@ -44,12 +44,14 @@ function messageOf(error: unknown): string {
 /**
  * Creates the request for a call and answers at once: decided when a policy decided it, pending
  * when it waits for a human, refused when the gate could not be asked (fail closed).
+ * `redeemOnIssue`: this process runs the call right after (askApproval's option of that name).
  */
 export async function askWithoutWaiting(
   options: GateApprovalsOptions,
   action: string,
   params: Record<string, unknown>,
   context: Record<string, unknown>,
+  { redeemOnIssue }: { redeemOnIssue: boolean },
 ): Promise<Asked> {
   try {
     const outcome = await askApproval(options.gate, action, params, {
@@ -58,6 +60,7 @@ export async function askWithoutWaiting(
       ...(options.urgency !== undefined && { urgency: options.urgency }),
       ...(options.expiresInMs !== undefined && { expiresAt: new Date(Date.now() + options.expiresInMs).toISOString() }),
       wait: { timeoutMs: 0 },
+      redeemOnIssue,
     });
     return { kind: 'decided', outcome };
   } catch (error) {

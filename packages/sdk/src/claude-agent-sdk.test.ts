@@ -114,6 +114,7 @@ for (const [database, gateEnv, skip] of backends) {
         'tool_response',
         'session_ended',
       ]);
+      await agentGate.flush(); // runApproved confirms off the call path
       const request = await requestFor('echo auto > ran.txt');
       assert.equal(request.status, 'approved');
       assert.notEqual(request.confirmedAt, null);

@@ -90,6 +90,8 @@ export function vigilPermissions(gate: GateClient, options: VigilPermissionsOpti
           context: { ...ask.context, via: 'claude-agent-sdk', claudeCode: { toolUseId: toolUseID, ...(agentID !== undefined && { agentId: agentID }) } },
           wait: { ...ask.wait, signal },
           ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
+          // Approved at once, the call is accepted by runApproved below, in this process.
+          redeemOnIssue: true,
         });
       } catch (error) {
         return { behavior: 'deny', message: `Vigil could not decide this call (${reasonOf(error)}); it is denied.`, toolUseID };

@@ -3,13 +3,16 @@
  * the one-liner for agents: it asks, then waits for the decision (a policy may decide at once, a
  * human later) and answers the decided request, or throws ApprovalTimeoutError.
  */
-import { ApprovalTimeoutError } from './errors.ts';
+import { ApprovalTimeoutError, VigilError } from './errors.ts';
 import { ServiceClient, sleep, type TransportOptions } from './http.ts';
 import { trustedReceiptKeys, type ApprovalReceipt, type GatePublicKeys, type ReceiptPublicKey } from './receipts.ts';
 import { environment } from './runtime.ts';
 import type { CallOptions, GateBody, GatePaths, GateQuery, GateResult } from './types.ts';
 
 export const DEFAULT_GATE_URL = 'http://localhost:3000';
+
+/** Redemptions at issue a client keeps for runApproved to take (GateClient.takeRedemptionAtIssue). */
+const MAX_REDEEMED_AT_ISSUE = 10_000;
 
 export interface GateClientOptions extends Partial<TransportOptions> {
   /** Default: VIGIL_GATE_URL, else http://localhost:3000. */
@@ -22,10 +25,16 @@ export interface GateClientOptions extends Partial<TransportOptions> {
    * is fetched once and trusted. A pinned key wins; keys it certified by a rotation are trusted too.
    */
   receiptPublicKey?: ReceiptPublicKey | readonly ReceiptPublicKey[];
+  /**
+   * Failures of the work sent off the call path: the confirmation that an approved action ran
+   * (runApproved). Default: a console warning.
+   */
+  onError?: (error: unknown) => void;
 }
 
 export type ApprovalRequest = GateResult<'/api/requests/{id}', 'get'>;
 export type NewApprovalRequest = GateBody<'/api/requests', 'post'>;
+export type CreatedApprovalRequest = GateResult<'/api/requests', 'post'>;
 export type RequestStatus = ApprovalRequest['status'];
 
 /** A decided request: `approved` is true only for status `approved`. */
@@ -46,12 +55,21 @@ export interface WaitOptions {
 export class GateClient extends ServiceClient<GatePaths> {
   private readonly pinnedReceiptKeys: readonly ReceiptPublicKey[];
   private receiptKeyCache: Promise<Uint8Array[]> | undefined;
+  /**
+   * Receipts this client's own POST /api/requests redeemed at issue (`redeem: true`), by request id:
+   * their nonce, until runApproved's redeem step takes it (once).
+   */
+  private readonly redeemedAtIssue = new Map<string, string>();
+  /** Confirmations sent off the call path, until they settle (flush). */
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly onError: (error: unknown) => void;
 
   constructor(options: GateClientOptions = {}) {
     super('gate', options, { baseUrl: environment('VIGIL_GATE_URL') ?? DEFAULT_GATE_URL, apiKey: environment('VIGIL_GATE_API_KEY') });
     const pinned = options.receiptPublicKey ?? environment('VIGIL_GATE_PUBLIC_KEY');
     this.pinnedReceiptKeys =
       pinned === undefined ? [] : typeof pinned === 'string' || pinned instanceof Uint8Array ? [pinned] : [...(pinned as readonly ReceiptPublicKey[])];
+    this.onError = options.onError ?? ((error: unknown) => console.warn(`vigil: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   // ------------------------------------------------------------------------------------------
@@ -70,6 +88,18 @@ export class GateClient extends ServiceClient<GatePaths> {
   redeemReceipt(redemption: GateBody<'/api/receipts/redeem', 'post'>, options?: CallOptions) {
     // Never retried: a redemption that reached the gate is spent, and a retry would answer 409.
     return this.call('post', '/api/receipts/redeem', { body: redemption, retry: false, ...options });
+  }
+
+  /**
+   * Takes the redemption at issue of `requestId`'s receipt (nonce `nonce`): true once when this
+   * client's own POST /api/requests asked `redeem: true` and the gate answered the receipt redeemed
+   * for it; false otherwise, and every later time (the gate refuses a separate redeem of it: 409).
+   * runApproved's redeem step; a receipt obtained any other way is redeemed by POST /api/receipts/redeem.
+   */
+  takeRedemptionAtIssue(requestId: string, nonce: string): boolean {
+    if (this.redeemedAtIssue.get(requestId) !== nonce) return false;
+    this.redeemedAtIssue.delete(requestId);
+    return true;
   }
 
   /**
@@ -95,9 +125,19 @@ export class GateClient extends ServiceClient<GatePaths> {
   // ------------------------------------------------------------------------------------------
   // Requests
 
-  /** Creates a request; the policy engine may decide it at once (see `policyDecision`). */
-  createRequest(request: NewApprovalRequest, options?: CallOptions) {
-    return this.call('post', '/api/requests', { body: request, ...options });
+  /**
+   * Creates a request; the policy engine may decide it at once (see `policyDecision`). With
+   * `redeem: true`, a policy approval at once also redeems its receipt for this client (`redemption`),
+   * which runApproved then takes instead of a separate redeem.
+   */
+  async createRequest(request: NewApprovalRequest, options?: CallOptions): Promise<CreatedApprovalRequest> {
+    const created = await this.call('post', '/api/requests', { body: request, ...options });
+    if (created.redemption && created.receipt !== null && created.redemption.requestId === created.id) {
+      // Bounded: a redemption never taken (the call did not run) only costs its entry; the oldest goes first.
+      if (this.redeemedAtIssue.size >= MAX_REDEEMED_AT_ISSUE) this.redeemedAtIssue.delete(this.redeemedAtIssue.keys().next().value!);
+      this.redeemedAtIssue.set(created.id, created.receipt.nonce);
+    }
+    return created;
   }
 
   listRequests(query?: GateQuery<'/api/requests', 'get'>, options?: CallOptions) {
@@ -116,6 +156,25 @@ export class GateClient extends ServiceClient<GatePaths> {
   /** Records that an approved action was executed, with its result (once per request). */
   confirm(id: string, result: Record<string, unknown> = {}, options?: CallOptions) {
     return this.call('post', '/api/requests/{id}/confirm', { params: { id }, body: { result }, ...options });
+  }
+
+  /**
+   * confirm, sent off the call path (runApproved does, so the action's result is not held up by
+   * the gate's write): delivered in the background, with the client's retries; a failure goes to
+   * `onError`. `flush()` waits for every one sent.
+   */
+  confirmInBackground(id: string, result: Record<string, unknown>): void {
+    const sent = this.confirm(id, result).then(
+      () => undefined,
+      (error: unknown) => this.onError(new VigilError(`could not confirm approval request ${id}: ${(error as Error).message}`, { cause: error })),
+    );
+    this.inFlight.add(sent);
+    void sent.finally(() => this.inFlight.delete(sent));
+  }
+
+  /** Waits until every confirmation sent off the call path has been delivered (or reported to onError). */
+  async flush(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
   getAudit(id: string, options?: CallOptions) {

@@ -11,6 +11,7 @@ export {
   DEFAULT_GATE_URL,
   type ApprovalOutcome,
   type ApprovalRequest,
+  type CreatedApprovalRequest,
   type GateClientOptions,
   type NewApprovalRequest,
   type RequestStatus,
@@ -39,7 +40,17 @@ export {
   type GatePublicKeys,
   type ReceiptPublicKey,
 } from './receipts.ts';
-export { askApproval, awaitApproval, redeemOutcome, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
+export {
+  askApproval,
+  awaitApproval,
+  redeemOutcome,
+  runApproved,
+  traceTool,
+  withApproval,
+  type AskApprovalOptions,
+  type TraceToolOptions,
+  type WithApprovalOptions,
+} from './tools.ts';
 export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';

@@ -101,6 +101,7 @@ await describeEachDatabase('LangGraph.js adapter', (backend) => {
     assert.deepEqual(refunds, [{ orderId: '1042', amount: 49 }]);
     assert.equal(lastMessage(done), 'Done: refunded 49 on order 1042');
     assert.deepEqual(await approvalEvents(session), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+    await agentGate.flush(); // runApproved confirms off the call path
     const [request] = await admin.listRequests({ action: 'issue_refund', status: 'approved' });
     const stored = await admin.getRequest(request!.id);
     assert.match(String(stored.decidedBy), /^policy:/);

@@ -113,7 +113,8 @@ export class VigilGraphApprovals {
     let asked = this.asked.get(call.interruptId);
     if (!asked || JSON.stringify(asked.args) !== JSON.stringify(args)) {
       const context = { interruptId: call.interruptId, framework: 'langgraph', ...(edited && { editedFrom: call.args }) };
-      const answer = await askWithoutWaiting(this.options, call.action, args, context);
+      // Decided at once, the call runs in this process: resume invokes the graph right after.
+      const answer = await askWithoutWaiting(this.options, call.action, args, context, { redeemOnIssue: true });
       if (answer.kind === 'refused') return { type: 'response', args: answer.reason };
       if (answer.kind === 'decided') return this.response(call.action, args, answer.outcome, edited !== undefined);
       asked = { requestId: answer.requestId, action: call.action, args };

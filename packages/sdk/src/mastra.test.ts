@@ -139,6 +139,7 @@ if (major < 22 || (major === 22 && minor < 13)) {
         assert.deepEqual(await sessionTypes(run.sessionId), ['approval_requested', 'approval_granted', 'redeemed', 'tool_call', 'tool_response']);
         const [request] = await supervisor.listRequests({ action: 'small_refund' });
         assert.deepEqual(request!.params, { amount: 5, currency: 'EUR', orderId: 'A-1' });
+        await agentGate.flush(); // runApproved confirms off the call path
         assert.notEqual((await supervisor.getRequest(request!.id)).confirmedAt, null, 'the gate is told the call ran');
       });
 

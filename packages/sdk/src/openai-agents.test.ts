@@ -93,6 +93,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
     assert.deepEqual(refunds, [{ orderId: '1042', amount: 49 }]);
     assert.equal(result.finalOutput, 'Done: refunded 49 on order 1042');
     assert.deepEqual(await approvalEvents(session.id), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+    await agentGate.flush(); // runApproved confirms off the call path
     const [request] = await admin.listRequests({ action: 'issue_refund', status: 'approved' });
     const stored = await admin.getRequest(request!.id);
     assert.match(String(stored.decidedBy), /^policy:/);
@@ -120,6 +121,7 @@ await describeEachDatabase('OpenAI Agents SDK adapter', (backend) => {
     assert.deepEqual(refunds, [{ orderId: '2077', amount: 349 }]);
     assert.equal(second.finalOutput, 'Done: refunded 349 on order 2077');
     assert.deepEqual(await approvalEvents(session.id), ['approval_requested', 'approval_granted', 'tool_call', 'tool_response']);
+    await agentGate.flush(); // runApproved confirms off the call path
     const request = await admin.getRequest(call!.requestId);
     assert.equal(request.decidedBy, 'api:admin (GATE_ADMIN_KEY)');
     assert.notEqual(request.confirmedAt, null);

@@ -63,7 +63,8 @@ export class VigilAgentApprovals {
       if (callId === undefined || this.waiting.has(callId)) return true;
       // Asked already (the SDK evaluates again after a RunState is restored): the decision stands.
       if (this.decisions.has(callId)) return false;
-      const asked = await askWithoutWaiting(this.options, action, paramsOf(input), { callId, framework: 'openai-agents' });
+      // Approved at once, the call runs in this process (execute): its receipt is redeemed at issue.
+      const asked = await askWithoutWaiting(this.options, action, paramsOf(input), { callId, framework: 'openai-agents' }, { redeemOnIssue: true });
       if (asked.kind === 'pending') {
         this.waiting.set(callId, { requestId: asked.requestId, action });
         return true;
@@ -104,7 +105,8 @@ export class VigilAgentApprovals {
       let call = this.waiting.get(callId);
       if (!call) {
         const args = item.arguments === undefined ? {} : (JSON.parse(item.arguments) as unknown);
-        const asked = await askWithoutWaiting(this.options, action, paramsOf(args), { callId, framework: 'openai-agents' });
+        // The run may resume in another process, which redeems the receipt then.
+        const asked = await askWithoutWaiting(this.options, action, paramsOf(args), { callId, framework: 'openai-agents' }, { redeemOnIssue: false });
         if (asked.kind === 'refused') throw new Error(refusal(action, asked.reason));
         call = { requestId: asked.kind === 'pending' ? asked.requestId : asked.outcome.id, action };
       }

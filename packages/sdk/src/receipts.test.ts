@@ -116,6 +116,7 @@ describe('runApproved', () => {
     let runs = 0;
     const result = await runApproved(agent, outcome, 'refund', { lines: [{ qty: 1, sku: 'a' }], amount: 20, orderId: '1042' }, () => ++runs);
     assert.equal(result, 1);
+    await agent.flush(); // runApproved confirms off the call path
     const trail = await admin.getAudit(outcome.id);
     assert.deepEqual(
       trail.map((entry) => entry.event),

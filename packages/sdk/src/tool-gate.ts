@@ -119,6 +119,8 @@ export class ToolGate {
       context,
       ...(expiresInMs !== undefined && { expiresAt: new Date(Date.now() + expiresInMs).toISOString() }),
       wait: { ...wait, timeoutMs: this.options.askAfterMs ?? wait?.timeoutMs },
+      // Approved at once, the call runs through run() with this gate client, in this process.
+      redeemOnIssue: true,
     }).then(
       (outcome) => {
         entry.outcome = outcome;

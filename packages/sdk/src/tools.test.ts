@@ -157,6 +157,7 @@ describe('withApproval', () => {
     assert.match(String(events[2]!.payload.decidedBy), /policy/);
     assert.deepEqual(events[3]!.payload, { type: 'approval_redeemed', data: { requestId, action: 'small_refund' } });
     assert.equal(events[4]!.payload.toolName, 'small_refund');
+    await agentGate.flush(); // runApproved confirms off the call path
     const request = await admin.getRequest(requestId);
     assert.deepEqual(request.context, { sessionId: id, agentId: 'approver', recordedByAgent: true });
     assert.notEqual(request.confirmedAt, null);
@@ -216,6 +217,7 @@ describe('withApproval', () => {
       { decidedBy: events[2]!.payload.decidedBy, reason: events[2]!.payload.reason },
       { decidedBy: 'api:supervisor', reason: 'invoice checked' },
     );
+    await agentGate.flush(); // runApproved confirms off the call path
     const request = await admin.getRequest(pendingId);
     assert.deepEqual(request.executionResult, { ok: false, error: 'bank offline' });
   });

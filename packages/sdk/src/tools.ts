@@ -49,7 +49,7 @@ export interface WithApprovalOptions {
   wait?: WaitOptions;
   /** When the request expires undecided (ISO 8601; the gate then answers it `expired`); without it, it waits for a human indefinitely. */
   expiresAt?: NewApprovalRequest['expiresAt'];
-  /** Tell the gate the action ran, with its outcome, once it has (default true). */
+  /** Tell the gate the action ran, with its outcome, once it has (default true; sent off the call path: GateClient.flush waits for it). */
   confirm?: boolean;
   /** The name the action is recorded under as a tool call (default: the action). */
   toolName?: string;
@@ -63,11 +63,21 @@ const DECISION_EVENT = { approved: 'approval_granted', denied: 'approval_denied'
  * records approval_requested and approval_granted, _denied or _expired in the session. Answers the
  * decided request (check `approved`); throws ApprovalTimeoutError when no decision came in time.
  */
+export interface AskApprovalOptions extends Omit<WithApprovalOptions, 'confirm' | 'toolName'> {
+  /**
+   * This process runs the action through runApproved (with this GateClient) right after a policy
+   * approval: ask the gate to redeem the receipt at issue (`redeem: true`), so that runApproved
+   * needs no separate redeem. Not for an approval run elsewhere (another process, a resumed run):
+   * there the separate redeem would be refused (409). Default false.
+   */
+  redeemOnIssue?: boolean;
+}
+
 export async function askApproval(
   gate: GateClient,
   action: string,
   params: Record<string, unknown>,
-  options: Omit<WithApprovalOptions, 'confirm' | 'toolName'> = {},
+  options: AskApprovalOptions = {},
 ): Promise<ApprovalOutcome> {
   const session = resolveSession(options.session);
   const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
@@ -78,6 +88,7 @@ export async function askApproval(
       context,
       ...(options.urgency !== undefined && { urgency: options.urgency }),
       ...(options.expiresAt !== undefined && { expiresAt: options.expiresAt }),
+      ...(options.redeemOnIssue === true && { redeem: true }),
     },
     { signal: options.wait?.signal },
   );
@@ -128,8 +139,10 @@ export function recordDecision(outcome: ApprovalOutcome, sessionChoice?: Session
 /**
  * Checks the outcome's receipt and redeems it for exactly `action` and `params`, before anything
  * runs: signed by a trusted gate key (GateClient.receiptKeys), for this request, action and params,
- * not expired, then redeemed once on the gate (which refuses a replay). Throws ApprovalReceiptError otherwise.
- * runApproved's first step; exported for callers that run and record the action themselves (the MCP gateway).
+ * not expired, then redeemed once on the gate (which refuses a replay) — or, when this client's own
+ * POST had it redeemed at issue (askApproval's redeemOnIssue), that redemption is taken, once.
+ * Throws ApprovalReceiptError otherwise. runApproved's first step; exported for callers that run
+ * and record the action themselves (the MCP gateway).
  */
 export async function redeemOutcome(
   gate: GateClient,
@@ -151,11 +164,14 @@ export async function redeemOutcome(
   if (receipt.action !== action) fail('mismatch', `the receipt approves "${receipt.action}", not "${action}"`);
   if (receipt.argsDigest !== (await receiptArgsDigest(params))) fail('mismatch', 'the params differ from the ones approved');
   if (Date.parse(receipt.expiresAt) <= Date.now()) fail('expired', `the receipt expired at ${receipt.expiresAt}`);
-  try {
-    await gate.redeemReceipt({ receipt: receipt as ApprovalReceipt, action, params });
-  } catch (error) {
-    const reason = error instanceof VigilApiError ? REDEEM_REFUSALS[error.status] : undefined;
-    fail(reason ?? 'refused', `the gate refused to redeem the receipt: ${(error as Error).message}`, error);
+  // Redeemed at issue by this client's own POST: the checks above bound it to what runs, the take makes it once.
+  if (!gate.takeRedemptionAtIssue(receipt.requestId, receipt.nonce)) {
+    try {
+      await gate.redeemReceipt({ receipt: receipt as ApprovalReceipt, action, params });
+    } catch (error) {
+      const reason = error instanceof VigilApiError ? REDEEM_REFUSALS[error.status] : undefined;
+      fail(reason ?? 'refused', `the gate refused to redeem the receipt: ${(error as Error).message}`, error);
+    }
   }
   // The gate forwards no copy of a request the agent records itself (askApproval's context says so).
   if (outcome.context.recordedByAgent === true) session?.event('custom', { type: 'approval_redeemed', data: { requestId: outcome.id, action } });
@@ -164,7 +180,8 @@ export async function redeemOutcome(
 /**
  * The second half of withApproval: runs `fn` for a decided request only when it was approved AND
  * its receipt verifies AND redeeming it for exactly this `action` and `params` succeeds; records
- * the call as a tool call in the session and tells the gate it ran (confirm). Throws
+ * the call as a tool call in the session and tells the gate it ran (confirm, sent off the call
+ * path: GateClient.confirmInBackground). Throws
  * ApprovalDeniedError (not approved) or ApprovalReceiptError (a receipt missing, tampered,
  * expired, replayed, or for other arguments): fn never runs then.
  */
@@ -181,19 +198,17 @@ export async function runApproved<R>(
   if (!session) warnUnrecorded(`approved action "${action}"`);
   await redeemOutcome(gate, outcome, action, params, session);
 
-  const confirm = async (result: Record<string, unknown>): Promise<void> => {
-    if (options.confirm === false) return;
-    // The action has run: a failed confirmation must not make the caller believe it did not.
-    await gate
-      .confirm(outcome.id, result)
-      .catch((error: unknown) => console.warn(`vigil: could not confirm approval request ${outcome.id}: ${(error as Error).message}`));
+  // The action has run: its result is not held up by the gate's write, and a failed confirmation
+  // (reported to the client's onError) must not make the caller believe it did not run.
+  const confirm = (result: Record<string, unknown>): void => {
+    if (options.confirm !== false) gate.confirmInBackground(outcome.id, result);
   };
   try {
     const result = session ? await session.wrapToolCall(options.toolName ?? action, params, () => fn(outcome)) : await fn(outcome);
-    await confirm({ ok: true, result: storable(result) });
+    confirm({ ok: true, result: storable(result) });
     return result as Awaited<R>;
   } catch (error) {
-    await confirm({ ok: false, error: error instanceof Error ? error.message : String(error) });
+    confirm({ ok: false, error: error instanceof Error ? error.message : String(error) });
     throw error;
   }
 }
@@ -212,6 +227,7 @@ export async function withApproval<R>(
   fn: (outcome: ApprovalOutcome) => R | Promise<R>,
   options: WithApprovalOptions = {},
 ): Promise<Awaited<R>> {
-  const outcome = await askApproval(gate, action, params, options);
+  // This call runs the action itself, now: the receipt is redeemed at issue when a policy approves at once.
+  const outcome = await askApproval(gate, action, params, { ...options, redeemOnIssue: true });
   return runApproved(gate, outcome, action, params, fn, options);
 }

@@ -5,6 +5,7 @@ import { defineFeature } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import type { RequestService } from '../requests/index.ts';
 import { registerReceiptRoutes } from './routes.ts';
+import { insertIssuedRedemptions } from './store.ts';
 
 export { receiptsMigrations } from './migrations.ts';
 export type { ReceiptsTables } from './tables.ts';
@@ -12,4 +13,5 @@ export type { ReceiptsTables } from './tables.ts';
 export const receiptsFeature = (requests: RequestService): GateFeature =>
   defineFeature('receipts', ({ app, context }) => {
     registerReceiptRoutes(app, context, requests);
+    requests.redeemAtIssueWith(insertIssuedRedemptions);
   });

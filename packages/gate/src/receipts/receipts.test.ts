@@ -141,6 +141,81 @@ await describeEachDatabase('approval receipts', (backend) => {
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${receipt.requestId}/confirm`, payload: { result: { ok: true } } })).statusCode, 200);
   });
 
+  test('redeem: true and a policy approval at once: the POST answers the receipt redeemed for its key, once in the chain; any later redeem is 409', async () => {
+    await gate.call({ method: 'POST', url: '/api/policies', payload: { name: 'pay', rules: [{ match: { action: 'pay' }, decision: 'auto_approve' }] } });
+    const agent = await gate.createKey(['request:create', 'request:read'], null, 'agent-7');
+    const other = await gate.createKey(['request:create', 'request:read'], null, 'agent-8');
+    const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS, redeem: true } }, agent);
+    assert.equal(created.statusCode, 201, created.body);
+    const body = created.json<{ id: string; status: string; receipt: Receipt; redemption: unknown }>();
+    assert.equal(body.status, 'approved');
+    assert.ok(receiptSignatureValid(body.receipt, Buffer.from((await publicKeys(gate)).publicKey, 'base64')));
+    assert.deepEqual(body.redemption, {
+      requestId: body.id,
+      action: 'pay',
+      redeemedAt: body.receipt.issuedAt,
+      redeemedBy: 'api:agent-7',
+      keyId: await gate.keyIdOf(agent),
+    });
+
+    // Spent at issue: neither the key that redeemed it nor another can redeem it again.
+    assertGateError(await redeem(gate, body.receipt, 'pay', PARAMS, agent), 409, 'conflict', 'same key');
+    assertGateError(await redeem(gate, body.receipt, 'pay', PARAMS, other), 409, 'conflict', 'another key');
+
+    const trail = (await gate.call({ method: 'GET', url: `/api/requests/${body.id}/audit` })).json<AuditEntry[]>();
+    assert.deepEqual(
+      trail.map((entry) => entry.event),
+      ['created', 'approved', 'redeemed'],
+    );
+    const redeemed = trail[2]!;
+    assert.equal(redeemed.actor, 'api:agent-7');
+    assert.equal(redeemed.actorKeyId, await gate.keyIdOf(agent));
+    assert.deepEqual(redeemed.details, { nonce: body.receipt.nonce, receiptKeyId: body.receipt.keyId, atIssue: true });
+    const verdict = (await gate.call({ method: 'GET', url: `/api/requests/${body.id}/audit/verify` })).json<{ valid: boolean; entryCount: number }>();
+    assert.equal(verdict.valid, true);
+    assert.equal(verdict.entryCount, 3);
+    // The GET answers the same receipt, and the request confirms as any approved one.
+    assert.deepEqual((await gate.call({ method: 'GET', url: `/api/requests/${body.id}/receipt` })).json(), body.receipt);
+    assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${body.id}/confirm`, payload: { result: { ok: true } } }, agent)).statusCode, 200);
+  });
+
+  test('redeem: true redeems nothing unless a policy approves at once: a pending request keeps the separate redeem, a deny has no receipt', async () => {
+    await gate.call({ method: 'POST', url: '/api/policies', payload: { name: 'rm', rules: [{ match: { action: 'rm' }, decision: 'auto_deny' }] } });
+    const pending = (await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS, redeem: true } })).json<{
+      id: string;
+      status: string;
+      redemption: unknown;
+    }>();
+    assert.equal(pending.status, 'pending');
+    assert.equal(pending.redemption, null);
+    const receipt = await approve(gate, pending.id);
+    assert.equal((await redeem(gate, receipt, 'pay', PARAMS)).statusCode, 200, 'a human approval is redeemed by the separate call');
+
+    const denied = (await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'rm', params: {}, redeem: true } })).json<{
+      receipt: unknown;
+      redemption: unknown;
+    }>();
+    assert.equal(denied.receipt, null);
+    assert.equal(denied.redemption, null);
+    assertGateError(
+      await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: {}, redeem: 'yes' } }),
+      400,
+      'bad_request',
+      'redeem not a boolean',
+    );
+  });
+
+  test('without redeem, an auto-approved request answers no redemption (the request as GET answers it) and its receipt redeems once by the separate call', async () => {
+    await gate.call({ method: 'POST', url: '/api/policies', payload: { name: 'pay', rules: [{ match: { action: 'pay' }, decision: 'auto_approve' }] } });
+    const body = (await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS } })).json<{
+      receipt: Receipt;
+      redemption?: unknown;
+    }>();
+    assert.equal('redemption' in body, false);
+    assert.equal((await redeem(gate, body.receipt, 'pay', PARAMS)).statusCode, 200);
+    assertGateError(await redeem(gate, body.receipt, 'pay', PARAMS), 409, 'conflict', 'replay');
+  });
+
   test('changed params or another action: 422, and the receipt stays unredeemed', async () => {
     const receipt = await approvedReceipt(gate);
     assertGateError(await redeem(gate, receipt, 'pay', { ...PARAMS, amount: 250000 }, undefined), 422, 'receipt_mismatch', 'params');
@@ -199,6 +274,32 @@ await describeEachDatabase('approval receipts across instances and key rotations
         const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => redeem(i % 2 === 0 ? first : second, receipt, 'pay', PARAMS)));
         const statuses = answers.map((answer) => answer.statusCode).sort();
         assert.deepEqual(statuses, [200, ...Array<number>(11).fill(409)], answers.map((answer) => answer.body).join('\n'));
+        const trail = (await second.call({ method: 'GET', url: `/api/requests/${receipt.requestId}/audit` })).json<AuditEntry[]>();
+        assert.equal(trail.filter((entry) => entry.event === 'redeemed').length, 1);
+      }
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  test('a receipt redeemed at issue on one instance is refused (409) on every instance, and its chain holds one redemption', async () => {
+    const signingKey = pem();
+    const first = await startTestGate(backend, { env: { AUDIT_SIGNING_KEY: signingKey } });
+    const second = await startTestGate(backend, { clock: first.clock, env: { AUDIT_SIGNING_KEY: signingKey }, database: first.config.database });
+    try {
+      await first.call({ method: 'POST', url: '/api/policies', payload: { name: 'pay', rules: [{ match: { action: 'pay' }, decision: 'auto_approve' }] } });
+      const created = await Promise.all(
+        [1, 2, 3].map(() => first.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS, redeem: true } })),
+      );
+      for (const response of created) {
+        const { receipt, redemption } = response.json<{ receipt: Receipt; redemption: { requestId: string } | null }>();
+        assert.equal(redemption?.requestId, receipt.requestId, response.body);
+        const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => redeem(i % 2 === 0 ? first : second, receipt, 'pay', PARAMS)));
+        assert.deepEqual(
+          answers.map((answer) => answer.statusCode),
+          Array<number>(6).fill(409),
+        );
         const trail = (await second.call({ method: 'GET', url: `/api/requests/${receipt.requestId}/audit` })).json<AuditEntry[]>();
         assert.equal(trail.filter((entry) => entry.event === 'redeemed').length, 1);
       }

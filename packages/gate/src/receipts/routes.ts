@@ -4,7 +4,7 @@ import { auditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { RequestService } from '../requests/index.ts';
-import { receiptSchema, receiptSignatureValid, type Receipt } from '../stored-formats/index.ts';
+import { receiptRedemptionSchema, receiptSchema, receiptSignatureValid, type Receipt } from '../stored-formats/index.ts';
 import { claimRedemption } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
@@ -53,13 +53,12 @@ export function registerReceiptRoutes(app: ZodApp, ctx: GateContext, requests: R
       summary: 'Redeem an approval receipt for the action and params about to run (once)',
       description:
         'Checks the signature (401 when it is not one of the gate’s keys’), the expiry (410), that `action` and the digest of `params` are the ' +
-        "receipt's (422), then records the redemption in the request's audit chain, naming the redeeming key: 200 the first time, 409 after. " +
+        "receipt's (422), then records the redemption in the request's audit chain, naming the redeeming key: 200 the first time, 409 after " +
+        '(also after a redemption at issue: POST /api/requests with `redeem: true`). ' +
         'A malformed receipt is a 400.',
       tags: ['receipts'],
       body: z.object({ receipt: z.unknown(), action: z.string().min(1).max(200), params: jsonObject }).strict(),
-      response: {
-        200: z.object({ requestId: z.string(), action: z.string(), redeemedAt: z.string(), redeemedBy: z.string(), keyId: z.string().nullable() }),
-      },
+      response: { 200: receiptRedemptionSchema },
     }),
     async (request) => {
       const parsed = receiptSchema.safeParse(request.body.receipt);

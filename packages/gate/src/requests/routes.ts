@@ -6,8 +6,8 @@ import { MAX_OFFSET } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
-import type { RequestService } from './service.ts';
-import { chainEntryOf, receiptSchema, STATUSES } from '../stored-formats/index.ts';
+import type { IssuedRedemption, RequestService } from './service.ts';
+import { chainEntryOf, receiptRedemptionSchema, receiptSchema, STATUSES } from '../stored-formats/index.ts';
 import { rowStateProblem, storedRequestState } from './row-check.ts';
 import { listRequests, requestDetailJson, requestsAfter, storedDecision, verifiedAuditTrail } from './store.ts';
 
@@ -42,6 +42,22 @@ const requestDetailSchema = z
   })
   .meta({ id: 'ApprovalRequest' });
 
+const createdRequestSchema = requestDetailSchema
+  .extend({
+    redemption: receiptRedemptionSchema
+      .nullable()
+      .optional()
+      .describe('Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null'),
+  })
+  .meta({ id: 'CreatedApprovalRequest' });
+
+/** The redemption as POST /api/receipts/redeem answers it. */
+function redemptionJson(redemption: IssuedRedemption | undefined): string {
+  if (!redemption) return 'null';
+  const { requestId, action, at, by } = redemption;
+  return JSON.stringify({ requestId, action, redeemedAt: toIso(at), redeemedBy: by.actor, keyId: by.keyId });
+}
+
 export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: RequestService): void {
   app.post(
     '/api/requests',
@@ -49,7 +65,9 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       operationId: 'createRequest',
       summary: 'Ask for approval of an action; the policy engine may decide at once',
       description:
-        "The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending.",
+        "The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending. " +
+        'With `redeem: true` (an agent about to run the action itself), an approval at once also redeems its receipt for this credential, ' +
+        "recorded in the request's audit chain as POST /api/receipts/redeem records it (`redemption`; a later redeem of it is a 409).",
       tags: ['requests'],
       body: z
         .object({
@@ -58,17 +76,21 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           context: jsonObject.default({}),
           urgency: z.enum(URGENCIES).default('normal'),
           expiresAt: isoTimestampMs.optional(),
+          redeem: z.boolean().default(false).describe('Redeem the receipt at once if a policy approves at once (docs/guide/receipts.md)'),
         })
         .strict(),
-      response: { 201: requestDetailSchema },
+      response: { 201: createdRequestSchema },
     }),
     async (request, reply) => {
-      const { expiresAt, ...rest } = request.body;
+      const { expiresAt, redeem, ...rest } = request.body;
       if (expiresAt !== undefined && expiresAt <= ctx.clock.now()) {
         throw gateError('validation', 'expiresAt must be in the future');
       }
-      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null }, auditActor(request));
-      return sendJsonText(reply.status(201), requestDetailJson(row, await requests.receipt(row)));
+      const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null, redeemOnIssue: redeem }, auditActor(request));
+      const detail = requestDetailJson(row, await requests.receipt(row));
+      // Without `redeem`, the answer is the request as GET answers it.
+      const answer = redeem ? `${detail.slice(0, -1)},"redemption":${redemptionJson(requests.issuedRedemption(row))}}` : detail;
+      return sendJsonText(reply.status(201), answer);
     },
   );
 

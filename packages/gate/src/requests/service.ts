@@ -1,7 +1,7 @@
 import { BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
-import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, signReceipt, type Receipt } from '../stored-formats/index.ts';
+import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, receiptNonce, signReceipt, type Receipt } from '../stored-formats/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
@@ -34,7 +34,23 @@ export interface NewRequest {
   context: Record<string, unknown>;
   urgency: string;
   expiresAt: number | null;
+  /** When a policy approves it at once, redeem its receipt for the requester in the same transaction (issuedRedemption). */
+  redeemOnIssue?: boolean;
 }
+
+/** A receipt redeemed in the transaction that approved its request (POST /api/requests with `redeem: true`). */
+export interface IssuedRedemption {
+  requestId: string;
+  action: string;
+  /** The receipt's nonce and signing key. */
+  nonce: string;
+  keyId: string;
+  at: number;
+  by: AuditActor;
+}
+
+/** Writes the redemption rows of receipts redeemed at issue (the receipts feature owns them), in the creations' transaction. */
+export type IssuedRedemptionWriter = (trx: Transaction<GateSchema>, redemptions: readonly IssuedRedemption[]) => Promise<void>;
 
 type Log = ZodApp['log'];
 
@@ -43,6 +59,8 @@ interface Creation {
   row: RequestRow;
   audits: AuditRow[];
   transitions: Transition[];
+  /** Its receipt, redeemed at issue. */
+  redemption?: IssuedRedemption;
 }
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
@@ -203,6 +221,10 @@ export class RequestService {
   private readonly decisions: GroupCommitter<Decision, DecisionOutcome>;
   /** The rows this instance last saw vouched for (VerifiedStates): their reads and writes skip the trail read. */
   private readonly verified = new VerifiedStates();
+  /** The redemption of a row created with its receipt redeemed at issue (issuedRedemption). */
+  private readonly issued = new WeakMap<RequestRow, IssuedRedemption>();
+  /** Set by the receipts feature (redeemAtIssueWith); until then no receipt is redeemed at issue. */
+  private writeIssuedRedemptions: IssuedRedemptionWriter | undefined;
 
   constructor(
     private readonly ctx: GateContext,
@@ -220,6 +242,8 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
+          const redemptions = group.flatMap((c) => (c.redemption ? [c.redemption] : []));
+          if (redemptions.length > 0) await this.writeIssuedRedemptions!(write.trx, redemptions);
           write.enqueue(group.flatMap((c) => c.transitions));
           write.logEntries(audits);
         });
@@ -279,8 +303,7 @@ export class RequestService {
       policyId: storedDecision(row).policyId,
       issuedAt: toIso(row.decided_at),
       expiresAt: toIso(row.decided_at + RECEIPT_TTL_MS),
-      // The approving entry's chain hash: unique per decision, and fixed by the audit chain.
-      nonce: entry.hash.slice(0, 32),
+      nonce: receiptNonce(entry.hash),
     });
   }
 
@@ -304,6 +327,16 @@ export class RequestService {
       await this.audit(write, row, 'redeemed', by, now, details);
       return { row, first: true };
     });
+  }
+
+  /** How receipts redeemed at issue are stored: the receipts feature, which owns their rows, says. */
+  redeemAtIssueWith(writer: IssuedRedemptionWriter): void {
+    this.writeIssuedRedemptions = writer;
+  }
+
+  /** The redemption of a row create() answered, when its receipt was redeemed at issue. */
+  issuedRedemption(row: RequestRow): IssuedRedemption | undefined {
+    return this.issued.get(row);
   }
 
   private transition(write: RequestWrite, row: RequestRow, event: WebhookEvent): void {
@@ -359,12 +392,35 @@ export class RequestService {
       creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
       const entry = auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
       creation.audits.push(entry);
-      if (auto === 'approved') this.approvals.set(creation.row, entry);
       creation.transitions.push({ event: 'request.decided', request: creation.row });
+      if (auto === 'approved') {
+        this.approvals.set(creation.row, entry);
+        if (input.redeemOnIssue === true && this.writeIssuedRedemptions) creation.redemption = this.redeemAtIssue(creation, entry, by, now);
+      }
     }
     await this.creations.submit(creation);
     if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
     return creation.row;
+  }
+
+  /**
+   * The redemption of a creation's receipt by its requester, as its chain's next entry: the same
+   * `redeemed` entry and `request.redeemed` transition as POST /api/receipts/redeem writes, in the
+   * creation's transaction, so the one POST answers a receipt already spent.
+   */
+  private redeemAtIssue(creation: Creation, approving: AuditRow, by: AuditActor, at: number): IssuedRedemption {
+    const redemption = {
+      requestId: creation.row.id,
+      action: creation.row.action,
+      nonce: receiptNonce(approving.hash),
+      keyId: this.ctx.auditLog.key.keyId,
+      at,
+      by,
+    };
+    creation.audits.push(auditRow(creation.row, 'redeemed', by, at, { nonce: redemption.nonce, receiptKeyId: redemption.keyId, atIssue: true }));
+    creation.transitions.push({ event: 'request.redeemed', request: creation.row });
+    this.issued.set(creation.row, redemption);
+    return redemption;
   }
 
   /** Marks a pending request past its deadline `expired` (inside the caller's write). */

@@ -2,4 +2,13 @@
 // and the frozen migration history both use them. They import only the platform and libraries.
 export { auditEntryHash, auditEntryText, chainEntryOf, type AuditChainEntry, type StoredAuditEntry } from './audit-chain.ts';
 export { STATUSES, type RequestStatus } from './request-status.ts';
-export { argsDigest, RECEIPT_TTL_MS, receiptSchema, receiptSignatureValid, signReceipt, type Receipt } from './receipt.ts';
+export {
+  argsDigest,
+  RECEIPT_TTL_MS,
+  receiptNonce,
+  receiptRedemptionSchema,
+  receiptSchema,
+  receiptSignatureValid,
+  signReceipt,
+  type Receipt,
+} from './receipt.ts';

@@ -60,6 +60,22 @@ export const receiptSchema = z
   .strict()
   .meta({ id: 'ApprovalReceipt', description: 'An approval receipt (docs/guide/receipts.md)' });
 
+/** A redemption, as POST /api/receipts/redeem answers it and POST /api/requests (`redeem: true`) carries it. */
+export const receiptRedemptionSchema = z
+  .object({
+    requestId: z.string(),
+    action: z.string(),
+    redeemedAt: z.string(),
+    redeemedBy: z.string().describe('The actor of the credential that redeemed it'),
+    keyId: z.string().nullable().describe('The API key behind that credential'),
+  })
+  .meta({ id: 'ReceiptRedemption' });
+
+/** A receipt's nonce: the start of its approving audit entry's chain hash, unique per decision and fixed by the chain. */
+export function receiptNonce(approvingEntryHash: string): string {
+  return approvingEntryHash.slice(0, 32);
+}
+
 /** The digest a receipt binds the params with. */
 export function argsDigest(params: unknown): string {
   return sha256Hex(canonicalJson(params));

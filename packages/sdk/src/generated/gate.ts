@@ -118,6 +118,37 @@ export type AuditListEntry = {
   createdAt: string;
 };
 
+export type CreatedApprovalRequest = {
+  id: string;
+  action: string;
+  params: {
+    [key: string]: unknown;
+  };
+  context: {
+    [key: string]: unknown;
+  };
+  status: "pending" | "approved" | "denied" | "expired";
+  urgency: "low" | "normal" | "high" | "critical";
+  decidedBy: string | null;
+  decisionReason: string | null;
+  createdAt: string;
+  decidedAt: string | null;
+  expiresAt: string | null;
+  confirmedAt: string | null;
+  executionResult: unknown;
+  policyDecision: {
+    decision: "auto_approve" | "auto_deny" | "route_to_human" | "route_to_agent";
+    policyId: string | null;
+    approvers: string[];
+    channels: string[];
+    requireReason: boolean;
+  };
+  /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
+  receipt: ApprovalReceipt | null;
+  /** Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null */
+  redemption?: ReceiptRedemption | null;
+};
+
 export type ErrorDetail = {
   /** Dotted path of the offending field; empty for the whole body */
   path: string;
@@ -185,6 +216,16 @@ export type Policy = {
   }[];
   createdAt: string;
   updatedAt: string;
+};
+
+export type ReceiptRedemption = {
+  requestId: string;
+  action: string;
+  redeemedAt: string;
+  /** The actor of the credential that redeemed it */
+  redeemedBy: string;
+  /** The API key behind that credential */
+  keyId: string | null;
 };
 
 export type Webhook = {
@@ -1401,7 +1442,7 @@ export interface paths {
     /**
      * Redeem an approval receipt for the action and params about to run (once)
      *
-     * Checks the signature (401 when it is not one of the gate’s keys’), the expiry (410), that `action` and the digest of `params` are the receipt's (422), then records the redemption in the request's audit chain, naming the redeeming key: 200 the first time, 409 after. A malformed receipt is a 400.
+     * Checks the signature (401 when it is not one of the gate’s keys’), the expiry (410), that `action` and the digest of `params` are the receipt's (422), then records the redemption in the request's audit chain, naming the redeeming key: 200 the first time, 409 after (also after a redemption at issue: POST /api/requests with `redeem: true`). A malformed receipt is a 400.
      *
      * Scope: `request:create`.
      */
@@ -1417,13 +1458,7 @@ export interface paths {
       };
       bodyRequired: true;
       responses: {
-        200: {
-          requestId: string;
-          action: string;
-          redeemedAt: string;
-          redeemedBy: string;
-          keyId: string | null;
-        };
+        200: ReceiptRedemption;
         400: GateError;
         401: GateError;
         403: GateError;
@@ -1486,7 +1521,7 @@ export interface paths {
     /**
      * Ask for approval of an action; the policy engine may decide at once
      *
-     * The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending.
+     * The answer carries the policy engine's `policyDecision`: `auto_approve` / `auto_deny` decide at once, `route_to_human` and `route_to_agent` leave the request pending. With `redeem: true` (an agent about to run the action itself), an approval at once also redeems its receipt for this credential, recorded in the request's audit chain as POST /api/receipts/redeem records it (`redemption`; a later redeem of it is a 409).
      *
      * Scope: `request:create`.
      */
@@ -1503,10 +1538,12 @@ export interface paths {
         };
         urgency?: "low" | "normal" | "high" | "critical";
         expiresAt?: string;
+        /** Redeem the receipt at once if a policy approves at once (docs/guide/receipts.md) */
+        redeem?: boolean;
       };
       bodyRequired: true;
       responses: {
-        201: ApprovalRequest;
+        201: CreatedApprovalRequest;
         400: GateError;
         401: GateError;
         403: GateError;
