@@ -39,7 +39,18 @@ export {
   type GatePublicKeys,
   type ReceiptPublicKey,
 } from './receipts.ts';
-export { askApproval, awaitApproval, redeemOutcome, runApproved, traceTool, withApproval, type TraceToolOptions, type WithApprovalOptions } from './tools.ts';
+export {
+  askApproval,
+  awaitApproval,
+  recordRedemption,
+  redeemOutcome,
+  runApproved,
+  traceTool,
+  verifyOutcomeReceipt,
+  withApproval,
+  type TraceToolOptions,
+  type WithApprovalOptions,
+} from './tools.ts';
 export { defaultErrorReporter, type BatchingOptions, type CloseOptions, type CloseResult } from './queue.ts';
 export type { TransportOptions } from './http.ts';
 export { DEFAULT_PRICES, PriceTable, type ModelPrice } from './pricing.ts';

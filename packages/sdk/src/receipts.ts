@@ -1,7 +1,9 @@
 /**
  * Approval receipts, checked offline (docs/guide/receipts.md): Ed25519 over the RFC 8785 canonical
- * JSON of every field but `signature`, by the gate's audit (checkpoint) signing key. Web APIs only
- * (Web Crypto, TextEncoder, atob), so it runs in Node 20+, Bun, Deno, edge workers and browsers.
+ * JSON of every field but `signature`, by the gate's audit (checkpoint) signing key. Web APIs
+ * (Web Crypto, TextEncoder, atob), so it runs in Node 20+, Bun, Deno, edge workers and browsers; in
+ * Node, node:crypto's synchronous calls instead of Web Crypto's, whose every call is a hop through
+ * the thread pool (milliseconds on a busy machine, on the path of each approved call).
  */
 import type { GateResult } from './types.ts';
 
@@ -21,6 +23,25 @@ function subtle(): Subtle {
   const found = (globalThis as { crypto?: { subtle?: Subtle } }).crypto?.subtle;
   if (!found) throw new Error('verifying a receipt needs Web Crypto (crypto.subtle): Node 20+, a browser in a secure context, Bun, Deno or an edge worker');
   return found;
+}
+
+/** What the SDK uses of node:crypto (typed here: the SDK's types do not include Node's). */
+interface NodeCrypto {
+  createHash(algorithm: 'sha256'): { update(data: Uint8Array): { digest(): Uint8Array } };
+  createPublicKey(key: { key: Uint8Array; format: 'der'; type: 'spki' }): unknown;
+  verify(algorithm: null, data: Uint8Array, key: unknown, signature: Uint8Array): boolean;
+}
+
+/** node:crypto where the runtime has it (Node, and Bun and Deno's Node layers), without an import a browser bundle would trip on. */
+const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (name: string) => unknown } }).process?.getBuiltinModule?.('node:crypto') as
+  NodeCrypto | undefined;
+
+async function sha256(data: Uint8Array): Promise<Uint8Array> {
+  return nodeCrypto ? nodeCrypto.createHash('sha256').update(data).digest() : new Uint8Array(await subtle().digest('SHA-256', data));
+}
+
+async function ed25519Verify(key: unknown, signature: Uint8Array, data: Uint8Array): Promise<boolean> {
+  return nodeCrypto ? nodeCrypto.verify(null, data, key, signature) : subtle().verify({ name: 'Ed25519' }, key, signature, data);
 }
 
 /** RFC 8785 canonical JSON: members sorted by UTF-16 code units, strings and finite numbers as JSON.stringify writes them. */
@@ -51,7 +72,7 @@ function hex(bytes: Uint8Array): string {
 
 /** Lowercase hex SHA-256 of the canonical JSON of `params`: a receipt's `argsDigest`. */
 export async function receiptArgsDigest(params: unknown): Promise<string> {
-  return hex(new Uint8Array(await subtle().digest('SHA-256', encoder.encode(canonicalJson(params)))));
+  return hex(await sha256(encoder.encode(canonicalJson(params))));
 }
 
 function base64Bytes(text: string): Uint8Array | null {
@@ -93,7 +114,7 @@ export function rawReceiptKey(key: ReceiptPublicKey): Uint8Array | null {
 export async function receiptKeyId(key: ReceiptPublicKey): Promise<string> {
   const raw = rawReceiptKey(key);
   if (!raw) throw new TypeError('not an Ed25519 public key (base64 of the raw 32 bytes, or an SPKI PEM)');
-  return hex(new Uint8Array(await subtle().digest('SHA-256', raw)).subarray(0, 16));
+  return hex((await sha256(raw)).subarray(0, 16));
 }
 
 /** Imported keys by their raw base64: importing costs more than a verification. */
@@ -103,8 +124,10 @@ async function importedKey(raw: Uint8Array): Promise<{ keyId: string; key: unkno
   const cacheKey = base64Of(raw);
   let found = imported.get(cacheKey);
   if (!found) {
-    const crypto = subtle();
-    found = { keyId: await receiptKeyId(raw), key: await crypto.importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']) };
+    const key = nodeCrypto
+      ? nodeCrypto.createPublicKey({ key: Uint8Array.from([...SPKI_PREFIX, ...raw]), format: 'der', type: 'spki' })
+      : await subtle().importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']);
+    found = { keyId: await receiptKeyId(raw), key };
     if (imported.size > 64) imported.clear();
     imported.set(cacheKey, found);
   }
@@ -145,7 +168,7 @@ export async function verifyReceipt(receipt: unknown, publicKey: ReceiptPublicKe
     if (!raw) continue;
     const { keyId, key } = await importedKey(raw);
     if (keyId !== receipt.keyId) continue;
-    return subtle().verify({ name: 'Ed25519' }, key, signature, message);
+    return ed25519Verify(key, signature, message);
   }
   return false;
 }
@@ -185,7 +208,7 @@ export async function trustedReceiptKeys(answer: GatePublicKeys, pinned: readonl
     const signature = base64Bytes(rotation.certificate.signature);
     if (!signer || !signature) return false;
     const { keyId, key } = await importedKey(signer);
-    return keyId === rotation.previous.keyId && subtle().verify({ name: 'Ed25519' }, key, signature, encoder.encode(rotation.certificate.body));
+    return keyId === rotation.previous.keyId && ed25519Verify(key, signature, encoder.encode(rotation.certificate.body));
   };
   for (let grew = true; grew;) {
     grew = false;

@@ -126,20 +126,19 @@ export function recordDecision(outcome: ApprovalOutcome, sessionChoice?: Session
 }
 
 /**
- * Checks the outcome's receipt and redeems it for exactly `action` and `params`, before anything
- * runs: signed by a trusted gate key (GateClient.receiptKeys), for this request, action and params,
- * not expired, then redeemed once on the gate (which refuses a replay). Throws ApprovalReceiptError otherwise.
- * runApproved's first step; exported for callers that run and record the action themselves (the MCP gateway).
+ * Checks the outcome's receipt for exactly `action` and `params`, locally: signed by a trusted
+ * gate key (GateClient.receiptKeys), for this request, action and params, not expired. Throws
+ * ApprovalReceiptError otherwise. redeemOutcome's first step; alone it is enough for a request
+ * created with `redeem: true` that a policy approved at once (the gate redeemed it then).
  */
-export async function redeemOutcome(
+export async function verifyOutcomeReceipt(
   gate: GateClient,
   outcome: ApprovalOutcome,
   action: string,
   params: Record<string, unknown>,
-  session: VigilSession | undefined,
-): Promise<void> {
-  const fail = (reason: ReceiptFailure, message: string, cause?: unknown): never => {
-    throw new ApprovalReceiptError(outcome.id, reason, message, cause === undefined ? undefined : { cause });
+): Promise<ApprovalReceipt> {
+  const fail = (reason: ReceiptFailure, message: string): never => {
+    throw new ApprovalReceiptError(outcome.id, reason, message);
   };
   const receipt: unknown = outcome.receipt ?? null;
   if (receipt === null) fail('missing', 'the approval carries no receipt');
@@ -151,13 +150,34 @@ export async function redeemOutcome(
   if (receipt.action !== action) fail('mismatch', `the receipt approves "${receipt.action}", not "${action}"`);
   if (receipt.argsDigest !== (await receiptArgsDigest(params))) fail('mismatch', 'the params differ from the ones approved');
   if (Date.parse(receipt.expiresAt) <= Date.now()) fail('expired', `the receipt expired at ${receipt.expiresAt}`);
+  return receipt as ApprovalReceipt;
+}
+
+/**
+ * Checks the outcome's receipt (verifyOutcomeReceipt) and redeems it for exactly `action` and
+ * `params`, before anything runs: once on the gate (which refuses a replay). Throws
+ * ApprovalReceiptError otherwise. runApproved's first step; exported for callers that run and
+ * record the action themselves (the MCP gateway).
+ */
+export async function redeemOutcome(
+  gate: GateClient,
+  outcome: ApprovalOutcome,
+  action: string,
+  params: Record<string, unknown>,
+  session: VigilSession | undefined,
+): Promise<void> {
+  const receipt = await verifyOutcomeReceipt(gate, outcome, action, params);
   try {
-    await gate.redeemReceipt({ receipt: receipt as ApprovalReceipt, action, params });
+    await gate.redeemReceipt({ receipt, action, params });
   } catch (error) {
     const reason = error instanceof VigilApiError ? REDEEM_REFUSALS[error.status] : undefined;
-    fail(reason ?? 'refused', `the gate refused to redeem the receipt: ${(error as Error).message}`, error);
+    throw new ApprovalReceiptError(outcome.id, reason ?? 'refused', `the gate refused to redeem the receipt: ${(error as Error).message}`, { cause: error });
   }
-  // The gate forwards no copy of a request the agent records itself (askApproval's context says so).
+  recordRedemption(outcome, action, session);
+}
+
+/** Records approval_redeemed in the session: the gate forwards no copy of a request the agent records itself (askApproval's context says so). */
+export function recordRedemption(outcome: ApprovalOutcome, action: string, session: VigilSession | undefined): void {
   if (outcome.context.recordedByAgent === true) session?.event('custom', { type: 'approval_redeemed', data: { requestId: outcome.id, action } });
 }
 

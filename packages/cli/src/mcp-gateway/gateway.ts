@@ -20,7 +20,17 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { ApprovalTimeoutError, GateClient, ObserveClient, redeemOutcome, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
+import {
+  ApprovalTimeoutError,
+  GateClient,
+  ObserveClient,
+  recordRedemption,
+  redeemOutcome,
+  verifyOutcomeReceipt,
+  VigilApiError,
+  type ApprovalRequest,
+  type VigilSession,
+} from '@vigil/sdk';
 import type { GatewayConfig } from './config.ts';
 import { Upstream, UpstreamError } from './upstreams.ts';
 
@@ -179,6 +189,8 @@ export class Gateway {
     const waitMs = this.config.approval.waitSeconds * 1000;
 
     let request: ApprovalRequest;
+    // A policy approval at creation comes redeemed (redeem: true): no second round trip before the call.
+    let redeemedAtCreation = false;
     try {
       if (state === undefined) {
         request = await this.gate.createRequest({
@@ -193,7 +205,9 @@ export class Gateway {
             ...(client && { mcpClient: client.name }),
           },
           expiresAt: new Date(Date.now() + this.config.approval.expiresInSeconds * 1000).toISOString(),
+          redeem: true,
         });
+        redeemedAtCreation = request.status === 'approved';
         session?.event('approval_requested', { requestId: request.id, action: name, params: args, urgency: request.urgency });
         if (request.status === 'pending' && !canElicitUrl) request = await this.waitForDecision(request, waitMs, ctx.mcpReq.signal);
       } else {
@@ -215,7 +229,7 @@ export class Gateway {
     switch (request.status) {
       case 'approved':
         if (state !== undefined || request.decidedBy !== null) this.recordDecision(session, request, name);
-        return this.run(route, name, args, request, session, ctx.mcpReq.signal);
+        return this.run(route, name, args, request, redeemedAtCreation, session, ctx.mcpReq.signal);
       case 'denied':
       case 'expired': {
         this.recordDecision(session, request, name);
@@ -259,20 +273,27 @@ export class Gateway {
   }
 
   /**
-   * Runs an approved call once: its receipt must verify and be redeemed on the gate for exactly
-   * this tool and these arguments first (a second redemption is refused). Records the call and
-   * tells the gate it ran.
+   * Runs an approved call once: its receipt must verify for exactly this tool and these arguments
+   * and be redeemed on the gate first (a second redemption is refused) — at its creation already
+   * when a policy approved it (`redeemedAtCreation`), else now. Records the call and tells the gate it ran.
    */
   private async run(
     route: Route,
     name: string,
     args: Record<string, unknown>,
     request: ApprovalRequest,
+    redeemedAtCreation: boolean,
     session: VigilSession | undefined,
     signal: AbortSignal,
   ): Promise<CallToolResult> {
+    const outcome = { ...request, approved: true };
     try {
-      await redeemOutcome(this.gate, { ...request, approved: true }, name, args, session);
+      if (redeemedAtCreation) {
+        await verifyOutcomeReceipt(this.gate, outcome, name, args);
+        recordRedemption(outcome, name, session);
+      } else {
+        await redeemOutcome(this.gate, outcome, name, args, session);
+      }
     } catch (error) {
       return toolError(`${(error as Error).message}.`);
     }

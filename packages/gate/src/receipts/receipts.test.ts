@@ -141,6 +141,45 @@ await describeEachDatabase('approval receipts', (backend) => {
     assert.equal((await gate.call({ method: 'POST', url: `/api/requests/${receipt.requestId}/confirm`, payload: { result: { ok: true } } })).statusCode, 200);
   });
 
+  test('redeem at creation: a policy-approved request is redeemed in its creating transaction (one redeemed entry; a later redeem is 409); a pending one is not', async () => {
+    await gate.call({
+      method: 'POST',
+      url: '/api/policies',
+      payload: { name: 'reads', rules: [{ match: { action: 'read_file' }, decision: 'auto_approve' }] },
+    });
+    const agent = await gate.createKey(['request:create', 'request:read'], null, 'gateway-1');
+    const params = { path: '/etc/hosts' };
+    const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'read_file', params, redeem: true } }, agent);
+    assert.equal(created.statusCode, 201, created.body);
+    const { id, status, receipt } = created.json<{ id: string; status: string; receipt: Receipt }>();
+    assert.equal(status, 'approved');
+    assertGateError(await redeem(gate, receipt, 'read_file', params, agent), 409, 'conflict', 'replay');
+
+    const trail = (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit` })).json<AuditEntry[]>();
+    assert.deepEqual(
+      trail.map((entry) => entry.event),
+      ['created', 'approved', 'redeemed'],
+    );
+    assert.equal(trail[2]!.actor, 'api:gateway-1');
+    assert.equal(trail[2]!.actorKeyId, await gate.keyIdOf(agent));
+    assert.deepEqual(trail[2]!.details, { nonce: receipt.nonce, receiptKeyId: receipt.keyId });
+    const verdict = (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).json<{ valid: boolean }>();
+    assert.equal(verdict.valid, true);
+    assert.equal((await gate.call({ method: 'GET', url: `/api/requests/${id}` })).statusCode, 200);
+
+    // Left pending (no policy): nothing redeemed; the receipt of the later approval redeems once as usual.
+    const pending = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS, redeem: true } }, agent);
+    const pendingId = pending.json<{ id: string }>().id;
+    const later = await approve(gate, pendingId);
+    assert.equal((await redeem(gate, later, 'pay', PARAMS, agent)).statusCode, 200);
+    assertGateError(
+      await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'pay', params: PARAMS, redeem: 'yes' } }, agent),
+      400,
+      'bad_request',
+      'redeem',
+    );
+  });
+
   test('changed params or another action: 422, and the receipt stays unredeemed', async () => {
     const receipt = await approvedReceipt(gate);
     assertGateError(await redeem(gate, receipt, 'pay', { ...PARAMS, amount: 250000 }, undefined), 422, 'receipt_mismatch', 'params');

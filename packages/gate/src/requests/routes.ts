@@ -58,6 +58,13 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           context: jsonObject.default({}),
           urgency: z.enum(URGENCIES).default('normal'),
           expiresAt: isoTimestampMs.optional(),
+          redeem: z
+            .boolean()
+            .default(false)
+            .describe(
+              'When a policy approves the request at once, redeem its receipt in the same transaction (as POST /api/receipts/redeem would, by this key): ' +
+                'for a caller that runs the action itself right after. A later redemption is refused (409). No effect on a request left pending or denied.',
+            ),
         })
         .strict(),
       response: { 201: requestDetailSchema },

@@ -7,6 +7,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
+import type { ReceiptRedemptionRow } from '../receipts/tables.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { reportPolicyDeny } from './breach.ts';
@@ -34,6 +35,11 @@ export interface NewRequest {
   context: Record<string, unknown>;
   urgency: string;
   expiresAt: number | null;
+  /**
+   * Redeem the receipt in the creating transaction when a policy approves at once: for a caller
+   * that runs the action itself straight after (the MCP gateway), one round trip instead of two.
+   */
+  redeem?: boolean;
 }
 
 type Log = ZodApp['log'];
@@ -43,6 +49,8 @@ interface Creation {
   row: RequestRow;
   audits: AuditRow[];
   transitions: Transition[];
+  /** The receipt redeemed with the creation (NewRequest.redeem), if it was. */
+  redemption?: ReceiptRedemptionRow;
 }
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
@@ -220,6 +228,9 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
+          // Fresh requests: no redemption row can exist for them yet.
+          const redemptions = group.flatMap((c) => (c.redemption ? [c.redemption] : []));
+          if (redemptions.length > 0) await write.trx.insertInto('receipt_redemptions').values(redemptions).execute();
           write.enqueue(group.flatMap((c) => c.transitions));
           write.logEntries(audits);
         });
@@ -360,7 +371,21 @@ export class RequestService {
       const entry = auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
       creation.audits.push(entry);
       if (auto === 'approved') this.approvals.set(creation.row, entry);
-      creation.transitions.push({ event: 'request.decided', request: creation.row });
+      creation.transitions.push({ event: 'request.decided', request: { ...creation.row } });
+      if (auto === 'approved' && input.redeem === true) {
+        // As POST /api/receipts/redeem records it: the receipt's nonce is the approving entry's hash.
+        const redemption = { nonce: entry.hash.slice(0, 32), receiptKeyId: this.ctx.auditLog.key.keyId };
+        creation.redemption = {
+          request_id: creation.row.id,
+          nonce: redemption.nonce,
+          key_id: redemption.receiptKeyId,
+          redeemed_at: now,
+          redeemed_by: by.actor,
+          redeemed_by_key_id: by.keyId,
+        };
+        creation.audits.push(auditRow(creation.row, 'redeemed', by, now, redemption));
+        creation.transitions.push({ event: 'request.redeemed', request: { ...creation.row } });
+      }
     }
     await this.creations.submit(creation);
     if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);

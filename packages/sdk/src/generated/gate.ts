@@ -1503,6 +1503,8 @@ export interface paths {
         };
         urgency?: "low" | "normal" | "high" | "critical";
         expiresAt?: string;
+        /** When a policy approves the request at once, redeem its receipt in the same transaction (as POST /api/receipts/redeem would, by this key): for a caller that runs the action itself right after. A later redemption is refused (409). No effect on a request left pending or denied. */
+        redeem?: boolean;
       };
       bodyRequired: true;
       responses: {
