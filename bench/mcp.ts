@@ -1,16 +1,39 @@
 /**
- * `npm run bench` (MCP part): what /mcp adds over calling the route it wraps. Against a real observe
+ * `npm run bench` (MCP part).
+ *
+ * 1. What /mcp adds over calling the route it wraps. Against a real observe
  * server (its own process, SQLite unless DATABASE_URL is set), one request at a time: GET
  * /api/sessions?limit=1 directly, then the query_sessions tool doing the same through /mcp, as a
  * 2026-07-28 request (no handshake) and as a 2025-11-25 one (a stateless server answers each
  * 2025 request without one too), taken in turn. BENCH_MCP_CALLS calls each (default 2,000, after 200
  * warm-up rounds).
+ *
+ * 2. What `vigil mcp-gateway` adds to an allowed tool call (target: ≤ 3 ms p95 over calling the
+ * upstream directly). One MCP SDK client calls server-everything's `echo` over stdio directly, and
+ * another the same tool through the gateway (the `vigil mcp-gateway` process over stdio, its
+ * upstream the same server), taken in turn; a real gate (a policy approves `echo`) and observe
+ * (every call recorded) in their own processes. The gate's decision is one round trip on the
+ * call's path (POST /api/requests with `redeem: true`), so beside it that POST's own latency,
+ * measured alone in the same rounds. BENCH_MCP_GATEWAY_CALLS calls each (default 1,000, after 100
+ * warm-up rounds).
  */
-import { createObserveKey, startObserve, stopServer } from './server.ts';
-import { percentile, printTable, type Row } from './table.ts';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { GateClient } from '../packages/sdk/src/index.ts';
+import { createObserveKey, freePort, startObserve, stopServer, vigilCommand, waitForHealth } from './server.ts';
+import { checked, percentile, printTable, type Row } from './table.ts';
 
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 2_000);
 const WARM_UP = 200;
+const GATEWAY_CALLS = Number(process.env.BENCH_MCP_GATEWAY_CALLS ?? 1_000);
+const GATEWAY_WARM_UP = 100;
+const GATE_ADMIN_KEY = 'gk_bench_mcp_gateway_admin_0123456789';
+const ADDED_P95_TARGET_MS = 3;
 
 const observe = await startObserve('mcp');
 try {
@@ -64,4 +87,98 @@ try {
   printTable(rows);
 } finally {
   await stopServer(observe.child, observe.dataDir, observe.schema);
+}
+
+async function startGate() {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'vigil-bench-mcp-gateway-'));
+  const schema = `bench_mcp_gateway_${process.pid}`;
+  const child = spawn(process.execPath, vigilCommand('gate', '--port', String(port), '--data-dir', dataDir), {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', GATE_DB_SCHEMA: schema, GATE_ADMIN_KEY },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForHealth(base, child, '/health');
+  return { base, stop: () => stopServer(child, dataDir, schema) };
+}
+
+const sorted = (samples: number[]): number[] => samples.sort((x, y) => x - y);
+const p50p95 = (samples: number[]): string => `${percentile(samples, 50).toFixed(2)} / ${percentile(samples, 95).toFixed(2)} ms`;
+
+const gateServer = await startGate();
+const gatewayObserve = await startObserve('mcp-gateway');
+const configDir = mkdtempSync(join(tmpdir(), 'vigil-bench-mcp-gateway-config-'));
+const clients: Client[] = [];
+try {
+  const admin = new GateClient({ baseUrl: gateServer.base, apiKey: GATE_ADMIN_KEY });
+  await admin.createPolicy({ name: 'echo is fine', priority: 10, rules: [{ match: { action: 'echo' }, decision: 'auto_approve' }] });
+  const gatewayKey = (await admin.createApiKey({ name: 'mcp-gateway', scopes: ['request:create', 'request:read'], rateLimit: null })).key;
+  const gate = new GateClient({ baseUrl: gateServer.base, apiKey: gatewayKey });
+  const everything = join(
+    dirname(createRequire(join(process.cwd(), 'packages/cli/package.json')).resolve('@modelcontextprotocol/server-everything/package.json')),
+    'dist/index.js',
+  );
+  const config = join(configDir, 'gateway.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      upstreams: { everything: { command: process.execPath, args: [everything, 'stdio'] } },
+      gate: { url: gateServer.base, apiKey: gatewayKey },
+      observe: { url: gatewayObserve.base, apiKey: await createObserveKey(gatewayObserve.base) },
+      agentId: 'bench-mcp-gateway',
+    }),
+  );
+  const connect = async (name: string, command: string, args: string[]): Promise<Client> => {
+    const client = new Client({ name, version: '1.0.0' });
+    clients.push(client);
+    await client.connect(
+      new StdioClientTransport({ command, args, env: { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn' }, stderr: 'inherit' }),
+    );
+    return client;
+  };
+  const direct = await connect('bench-direct', process.execPath, [everything, 'stdio']);
+  const [node, ...gatewayArgs] = [process.execPath, ...vigilCommand('mcp-gateway', '--config', config)];
+  const throughGateway = await connect('bench-gateway', node!, gatewayArgs);
+
+  const times = { direct: [] as number[], gateway: [] as number[], post: [] as number[] };
+  const echo = async (client: Client, message: string): Promise<number> => {
+    const started = performance.now();
+    const answer = (await client.callTool({ name: 'echo', arguments: { message } })) as { isError?: boolean; content: Array<{ text?: string }> };
+    const ms = performance.now() - started;
+    if (answer.isError || !answer.content[0]?.text?.includes(message)) throw new Error(`echo answered ${JSON.stringify(answer)}`);
+    return ms;
+  };
+  for (let i = 0; i < GATEWAY_WARM_UP + GATEWAY_CALLS; i++) {
+    const message = `bench ${i}`;
+    const directMs = await echo(direct, message);
+    const gatewayMs = await echo(throughGateway, message);
+    const started = performance.now();
+    await gate.createRequest({ action: 'echo', params: { message }, redeem: true });
+    const postMs = performance.now() - started;
+    if (i >= GATEWAY_WARM_UP) {
+      times.direct.push(directMs);
+      times.gateway.push(gatewayMs);
+      times.post.push(postMs);
+    }
+  }
+  const [directTimes, gatewayTimes, postTimes] = [sorted(times.direct), sorted(times.gateway), sorted(times.post)];
+  const added = percentile(gatewayTimes, 95) - percentile(directTimes, 95);
+  const beyondDecision = added - percentile(postTimes, 95);
+  const beyondAtMedian = percentile(gatewayTimes, 50) - percentile(directTimes, 50) - percentile(postTimes, 50);
+  printTable([
+    [`MCP tools/call echo, directly to server-everything over stdio (p50 / p95, ${GATEWAY_CALLS} calls)`, '', p50p95(directTimes)],
+    ['the same call through vigil mcp-gateway over stdio, allowed by a gate policy (p50 / p95)', '', p50p95(gatewayTimes)],
+    [`gateway's added latency (p95 through it − p95 direct)`, `≤ ${ADDED_P95_TARGET_MS} ms`, checked(`${added.toFixed(2)} ms`, added <= ADDED_P95_TARGET_MS)],
+    ["of which the gate's decision: POST /api/requests auto-approved, alone (p50 / p95)", '', p50p95(postTimes)],
+    [
+      'added beyond that decision round trip (added − POST p95; at p50: added p50 − POST p50)',
+      '',
+      `${beyondDecision.toFixed(2)} ms; ${beyondAtMedian.toFixed(2)} ms`,
+    ],
+  ]);
+} finally {
+  for (const client of clients) await client.close().catch(() => undefined);
+  rmSync(configDir, { recursive: true, force: true });
+  await stopServer(gatewayObserve.child, gatewayObserve.dataDir, gatewayObserve.schema);
+  await gateServer.stop();
 }

@@ -20,7 +20,15 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { ApprovalTimeoutError, GateClient, ObserveClient, redeemOutcome, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
+import {
+  ApprovalTimeoutError,
+  GateClient,
+  ObserveClient,
+  redeemOutcome,
+  VigilApiError,
+  type ApprovalRequest,
+  type VigilSession,
+} from '@vigil/sdk';
 import type { GatewayConfig } from './config.ts';
 import { Upstream, UpstreamError } from './upstreams.ts';
 
@@ -193,6 +201,8 @@ export class Gateway {
             ...(client && { mcpClient: client.name }),
           },
           expiresAt: new Date(Date.now() + this.config.approval.expiresInSeconds * 1000).toISOString(),
+          // A policy approval at once comes redeemed for this client: no second round trip before the call.
+          redeem: true,
         });
         session?.event('approval_requested', { requestId: request.id, action: name, params: args, urgency: request.urgency });
         if (request.status === 'pending' && !canElicitUrl) request = await this.waitForDecision(request, waitMs, ctx.mcpReq.signal);
@@ -259,9 +269,10 @@ export class Gateway {
   }
 
   /**
-   * Runs an approved call once: its receipt must verify and be redeemed on the gate for exactly
-   * this tool and these arguments first (a second redemption is refused). Records the call and
-   * tells the gate it ran.
+   * Runs an approved call once: its receipt must verify for exactly this tool and these arguments
+   * and be redeemed on the gate first (a second redemption is refused) — at its creation already
+   * when a policy approved it (redeemOutcome takes that redemption once), else now. Records the
+   * call and tells the gate it ran.
    */
   private async run(
     route: Route,

@@ -68,7 +68,7 @@ function tokenMatches(header: string | null, token: string): boolean {
   return given.length === wanted.length && timingSafeEqual(given, wanted);
 }
 
-async function toWebRequest(req: IncomingMessage, base: string): Promise<Request> {
+async function toWebRequest(req: IncomingMessage, res: ServerResponse, base: string): Promise<Request> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
@@ -77,7 +77,8 @@ async function toWebRequest(req: IncomingMessage, base: string): Promise<Request
   const chunks: Buffer[] = [];
   if (hasBody) for await (const chunk of req) chunks.push(chunk as Buffer);
   const abort = new AbortController();
-  req.socket.once('close', () => abort.abort());
+  // The response's close, not the socket's: a keep-alive socket outlives many requests.
+  res.once('close', () => abort.abort());
   return new Request(new URL(req.url ?? '/', base), { method: req.method, headers, body: hasBody ? Buffer.concat(chunks) : undefined, signal: abort.signal });
 }
 
@@ -146,7 +147,7 @@ export async function serveGatewayHttp(gateway: Gateway, options: GatewayHttpOpt
   const http: HttpServer = createServer((req, res) => {
     void (async () => {
       try {
-        await writeWebResponse(await handle(await toWebRequest(req, base)), res);
+        await writeWebResponse(await handle(await toWebRequest(req, res, base)), res);
       } catch (error) {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: (error as Error).message }, id: null }));
