@@ -164,10 +164,13 @@ export class GateClient extends ServiceClient<GatePaths> {
    * `onError`. `flush()` waits for every one sent.
    */
   confirmInBackground(id: string, result: Record<string, unknown>): void {
-    const sent = this.confirm(id, result).then(
-      () => undefined,
-      (error: unknown) => this.onError(new VigilError(`could not confirm approval request ${id}: ${(error as Error).message}`, { cause: error })),
-    );
+    // Started on the next turn of the event loop: even building the request is off the call path.
+    const sent = new Promise<void>((resolve) => setTimeout(resolve, 0))
+      .then(() => this.confirm(id, result))
+      .then(
+        () => undefined,
+        (error: unknown) => this.onError(new VigilError(`could not confirm approval request ${id}: ${(error as Error).message}`, { cause: error })),
+      );
     this.inFlight.add(sent);
     void sent.finally(() => this.inFlight.delete(sent));
   }
