@@ -20,15 +20,7 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
-import {
-  ApprovalTimeoutError,
-  GateClient,
-  ObserveClient,
-  redeemOutcome,
-  VigilApiError,
-  type ApprovalRequest,
-  type VigilSession,
-} from '@vigil/sdk';
+import { ApprovalTimeoutError, GateClient, ObserveClient, redeemOutcome, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
 import type { GatewayConfig } from './config.ts';
 import { Upstream, UpstreamError } from './upstreams.ts';
 
