@@ -6,6 +6,7 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations, authMigrations, settingsMigrations);
+export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations, authMigrations, settingsMigrations, redactionMigrations);

@@ -28,7 +28,7 @@ export {
   type StoredLink,
 } from './chain.ts';
 export { COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, EVENT_DERIVED_COLUMNS, isErrorEvent } from './derive.ts';
-export { type AppendedEvent, type CommittedBatch, EventAppender, type LogPositions, type SessionAppend } from './ingest.ts';
+export { type AppendedEvent, type CommittedBatch, EventAppender, type EventTransform, type LogPositions, type SessionAppend } from './ingest.ts';
 export {
   clientAgentId,
   commaList,
