@@ -32,4 +32,4 @@ export * from './service-app.ts';
 export * from './route-options.ts';
 export * from './mcp.ts';
 export * from './regex-safety.ts';
-export * from './redaction.ts';
+export * from './masking.ts';

@@ -5,7 +5,7 @@ import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, signReceipt, 
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { redactRequestInput } from '../redaction.ts';
+import { redactRequestInput } from '../redaction/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';

@@ -1,4 +1,4 @@
-import { REDACTION_DETECTORS, REDACTION_MATCHER_SHAPES, redactionFlags, redactionLabel, redactionPath, redactionPattern } from '@vigil/platform';
+import { MASK_DETECTORS, MASK_MATCHER_SHAPES, maskFlags, maskLabel, maskPath, maskPattern } from '@vigil/platform';
 import { z } from 'zod';
 import { ruleDescription, ruleName, ruleOutIdentity } from '../rules/index.ts';
 
@@ -6,8 +6,8 @@ const common = { name: ruleName, description: ruleDescription.default(null), ena
 
 /** A stored rule's definition, checked whole (on create, and after a PUT's changes). */
 export const ruleDefinitionSchema = z.discriminatedUnion('kind', [
-  z.object({ ...common, ...REDACTION_MATCHER_SHAPES.path }),
-  z.object({ ...common, ...REDACTION_MATCHER_SHAPES.regex }),
+  z.object({ ...common, ...MASK_MATCHER_SHAPES.path }),
+  z.object({ ...common, ...MASK_MATCHER_SHAPES.regex }),
 ]);
 export type RuleDefinition = z.output<typeof ruleDefinitionSchema>;
 
@@ -20,10 +20,10 @@ export const updateRuleBodySchema = z.object({
   description: ruleDescription.optional(),
   enabled: z.boolean().optional(),
   kind: z.enum(['path', 'regex']).optional(),
-  path: redactionPath.nullable().optional(),
-  pattern: redactionPattern.nullable().optional(),
-  flags: redactionFlags.nullable().optional(),
-  label: redactionLabel.optional(),
+  path: maskPath.nullable().optional(),
+  pattern: maskPattern.nullable().optional(),
+  flags: maskFlags.nullable().optional(),
+  label: maskLabel.optional(),
 });
 export type UpdateRuleBody = z.output<typeof updateRuleBodySchema>;
 
@@ -42,11 +42,11 @@ export const ruleSchema = z
   .meta({ id: 'RedactionRule' });
 export type RedactionRuleOut = z.infer<typeof ruleSchema>;
 
-const detectors = z.array(z.enum(REDACTION_DETECTORS)).max(REDACTION_DETECTORS.length);
+const detectors = z.array(z.enum(MASK_DETECTORS)).max(MASK_DETECTORS.length);
 
 export const dryRunBodySchema = z
   .object({
-    rule: z.discriminatedUnion('kind', [z.object(REDACTION_MATCHER_SHAPES.path), z.object(REDACTION_MATCHER_SHAPES.regex)]).optional(),
+    rule: z.discriminatedUnion('kind', [z.object(MASK_MATCHER_SHAPES.path), z.object(MASK_MATCHER_SHAPES.regex)]).optional(),
     ruleId: z.string().min(1).max(256).optional(),
     detectors: detectors.optional(),
     limit: z.number().int().min(1).max(1000).default(100),

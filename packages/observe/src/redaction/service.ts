@@ -1,4 +1,4 @@
-import { RedactionFailure, Redactor, toIso, type ChangeActor, type RedactionCount, type RedactionRule } from '@vigil/platform';
+import { MaskFailure, Masker, toIso, type ChangeActor, type MaskSpec } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { payloadSchemas, type IncomingEvent } from '../events/index.ts';
@@ -36,12 +36,20 @@ function definitionOf(stored: StoredRule): RuleDefinition {
 
 type PayloadSchemas = typeof payloadSchemas;
 
+/** One entry of `metadata.redactions`: a rule that fired (a detector's name or a rule's id) and how often. */
+interface Redaction {
+  rule: string;
+  count: number;
+}
+
+const redactionsOf = (counts: readonly { id: string; count: number }[]): Redaction[] => counts.map(({ id, count }) => ({ rule: id, count }));
+
 /**
  * The redaction of every event before it is hashed (EventAppender.beforeHash): the configured rules
  * and detectors (REDACTION_*) with the admin rules. Fails closed: a rule that fails refuses the batch.
  */
 export class EventRedaction {
-  private redactor: Redactor;
+  private redactor: Masker;
   private loadedAt = Number.NEGATIVE_INFINITY;
   private loading: Promise<void> | null = null;
 
@@ -49,13 +57,13 @@ export class EventRedaction {
     this.redactor = this.compile([]);
   }
 
-  private compile(adminRules: readonly RedactionRule[]): Redactor {
-    const { rules, detectors, hmacKey } = this.ctx.config.redaction;
-    return new Redactor({ rules: [...rules, ...adminRules], detectors, hmacKey });
+  private compile(adminRules: readonly MaskSpec[]): Masker {
+    const { specs, detectors, hmacKey } = this.ctx.config.masking;
+    return new Masker({ specs: [...specs, ...adminRules], detectors, hmacKey });
   }
 
   /** Reads the admin rules again when they are older than RULES_MAX_AGE_MS (one read at a time). */
-  private async current(): Promise<Redactor> {
+  private async current(): Promise<Masker> {
     if (this.ctx.clock.now() - this.loadedAt >= RULES_MAX_AGE_MS) {
       this.loading ??= this.reload().finally(() => (this.loading = null));
       await this.loading;
@@ -123,37 +131,46 @@ export class EventRedaction {
 
   /** What the rule (or detectors) would change on the most recent events, changing nothing. */
   async dryRun(body: DryRunBody) {
-    const rules: RedactionRule[] = [];
+    const rules: MaskSpec[] = [];
     if (body.rule !== undefined) rules.push({ ...body.rule, id: 'dry-run' });
     if (body.ruleId !== undefined) {
       const stored = await findRule(this.ctx.database, body.ruleId);
       if (stored === undefined) throw observeError('redactionRuleNotFound');
       rules.push(matcherOf(stored));
     }
-    const redactor = new Redactor({ rules, detectors: body.detectors ?? [], hmacKey: this.ctx.config.redaction.hmacKey });
+    const redactor = new Masker({ specs: rules, detectors: body.detectors ?? [], hmacKey: this.ctx.config.masking.hmacKey });
     const rows = await recentEvents(this.ctx.database, body.limit);
     const events = [];
     for (const row of rows) {
-      const { roots, redactions } = redactor.redact({
+      const { roots, counts } = redactor.mask({
         payload: JSON.parse(row.payload) as Record<string, unknown>,
         metadata: JSON.parse(row.metadata) as Record<string, unknown>,
       });
-      if (redactions.length === 0) continue;
-      events.push({ id: row.id, sessionId: row.session_id, timestamp: toIso(Number(row.ts)), redactions, payload: roots.payload, metadata: roots.metadata });
+      if (counts.length === 0) continue;
+      events.push({
+        id: row.id,
+        sessionId: row.session_id,
+        timestamp: toIso(Number(row.ts)),
+        redactions: redactionsOf(counts),
+        payload: roots.payload,
+        metadata: roots.metadata,
+      });
     }
     return { examined: rows.length, matched: events.length, events };
   }
 }
 
 /** One event redacted (the same object when nothing fired), its metadata naming the rules that fired. */
-function redactEvent(redactor: Redactor, event: IncomingEvent, index: number): IncomingEvent {
+function redactEvent(redactor: Masker, event: IncomingEvent, index: number): IncomingEvent {
   let roots: { payload: Record<string, unknown>; metadata: Record<string, unknown> };
-  let redactions: RedactionCount[];
+  let redactions: Redaction[];
   try {
-    ({ roots, redactions } = redactor.redact({ payload: event.payload, metadata: event.metadata ?? {} }));
+    const masked = redactor.mask({ payload: event.payload, metadata: event.metadata ?? {} });
+    roots = masked.roots;
+    redactions = redactionsOf(masked.counts);
   } catch (error) {
     // Whatever failed (a rule, or the walk itself on a pathological value), the event is not stored.
-    throw error instanceof RedactionFailure ? failed(index, error.rule, error.message) : failed(index, '(all)', (error as Error).message);
+    throw error instanceof MaskFailure ? failed(index, error.id, error.message) : failed(index, '(all)', (error as Error).message);
   }
   if (redactions.length === 0) return event;
   // A marker where the event type wants a number, an enum value or a bounded text: refused, never stored raw.
@@ -165,7 +182,7 @@ function redactEvent(redactor: Redactor, event: IncomingEvent, index: number): I
   const issue = misfit(roots.payload);
   if (issue !== undefined) {
     // The rule to name: the first that breaks the payload alone.
-    const culprit = redactions.find(({ rule }) => misfit(redactor.only(rule).redact({ payload: event.payload }).roots.payload) !== undefined);
+    const culprit = redactions.find(({ rule }) => misfit(redactor.only(rule).mask({ payload: event.payload }).roots.payload) !== undefined);
     const where = issue.path.map(String).join('.') || 'payload';
     throw failed(
       index,

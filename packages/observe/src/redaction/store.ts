@@ -1,4 +1,4 @@
-import { forUpdate, newId, recordChange, toIso, type ChangeActor, type DialectName, type RedactionRule } from '@vigil/platform';
+import { forUpdate, newId, recordChange, toIso, type ChangeActor, type DialectName, type MaskSpec } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { RedactionRuleOut, RuleDefinition } from './schemas.ts';
@@ -33,8 +33,8 @@ export function toRuleOut(rule: StoredRule): RedactionRuleOut {
   };
 }
 
-/** What a Redactor takes of a stored rule. */
-export function matcherOf(rule: StoredRule): RedactionRule {
+/** What a Masker takes of a stored rule. */
+export function matcherOf(rule: StoredRule): MaskSpec {
   return rule.kind === 'path'
     ? { id: rule.id, kind: 'path', path: rule.path, label: rule.label }
     : { id: rule.id, kind: 'regex', pattern: rule.pattern, flags: rule.flags, label: rule.label };
@@ -69,7 +69,7 @@ export async function listRules(database: ObserveDatabase): Promise<StoredRule[]
   return rows.map(decodeRule);
 }
 
-/** The enabled rules in the order they were created: the order a Redactor applies them in. */
+/** The enabled rules in the order they were created: the order a Masker applies them in. */
 export async function listEnabledRules(database: ObserveDatabase): Promise<StoredRule[]> {
   const rows = await database.db.selectFrom('redaction_rules').selectAll().where('enabled', '=', 1).orderBy('id').execute();
   return rows.map(decodeRule);

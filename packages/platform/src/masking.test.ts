@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseRedactionRules, redactionDetectorList, redactionMatcherSchema, Redactor, type RedactionDetector } from './redaction.ts';
+import { maskDetectorList, Masker, maskMatcherSchema, parseMaskSpecs, type MaskDetector } from './masking.ts';
 
-const redact = (detector: RedactionDetector, text: string): string => new Redactor({ detectors: [detector] }).redact({ text }).roots.text;
+const redact = (detector: MaskDetector, text: string): string => new Masker({ detectors: [detector] }).mask({ text }).roots.text;
 
-const cases: Record<RedactionDetector, { hits: string[]; misses: string[] }> = {
+const cases: Record<MaskDetector, { hits: string[]; misses: string[] }> = {
   email: {
     hits: ['alice@example.com', 'first.last+tag@mail.example.co.uk', 'x_y-z@sub-domain.example.org'],
     misses: ['alice@localhost', 'user@192.168.1.1', '@example.com', 'not an address: a@b', 'me@example.c0m'],
@@ -37,7 +37,7 @@ const cases: Record<RedactionDetector, { hits: string[]; misses: string[] }> = {
   },
 };
 
-for (const [detector, { hits, misses }] of Object.entries(cases) as [RedactionDetector, { hits: string[]; misses: string[] }][]) {
+for (const [detector, { hits, misses }] of Object.entries(cases) as [MaskDetector, { hits: string[]; misses: string[] }][]) {
   test(`${detector}: true positives are replaced by [redacted:${detector}], near misses are kept`, () => {
     for (const hit of hits) assert.equal(redact(detector, `before ${hit} after`), `before [redacted:${detector}] after`, hit);
     for (const miss of misses) assert.equal(redact(detector, `before ${miss} after`), `before ${miss} after`, miss);
@@ -53,22 +53,22 @@ test('an IBAN followed by upper-case text keeps the text', () => {
 });
 
 test('overlapping matches: the earliest wins, then the longest; markers are never matched again', () => {
-  const redactor = new Redactor({
+  const masker = new Masker({
     detectors: ['secret', 'card', 'phone'],
-    rules: [{ id: 'digits', kind: 'regex', pattern: '\\d{4}', flags: '', label: 'digits' }],
+    specs: [{ id: 'digits', kind: 'regex', pattern: '\\d{4}', flags: '', label: 'digits' }],
   });
-  const { roots, redactions } = redactor.redact({ text: 'Bearer sk-abcdefghijklmnopqrstuvwxyz then 4111111111111111' });
+  const { roots, counts } = masker.mask({ text: 'Bearer sk-abcdefghijklmnopqrstuvwxyz then 4111111111111111' });
   assert.equal(roots.text, '[redacted:secret] then [redacted:card]');
-  assert.deepEqual(redactions, [
-    { rule: 'card', count: 1 },
-    { rule: 'secret', count: 1 },
+  assert.deepEqual(counts, [
+    { id: 'card', count: 1 },
+    { id: 'secret', count: 1 },
   ]);
 });
 
 test('path rules replace the value whole (any JSON), with * for any key or index; keys are redacted too; nothing else is copied', () => {
-  const redactor = new Redactor({
+  const masker = new Masker({
     detectors: ['email'],
-    rules: [
+    specs: [
       { id: 'ssn', kind: 'path', path: 'payload.customers[*].ssn', label: 'ssn' },
       { id: 'secret-blob', kind: 'path', path: 'metadata.blob', label: 'blob' },
     ],
@@ -78,23 +78,23 @@ test('path rules replace the value whole (any JSON), with * for any key or index
     payload: { customers: [{ ssn: '078-05-1120', name: 'A' }, { ssn: 123456789 }], other: untouched, 'bob@example.com': 'key holds an address' },
     metadata: { blob: { anything: ['at', 'all'] } },
   };
-  const { roots, redactions } = redactor.redact(input);
+  const { roots, counts } = masker.mask(input);
   assert.deepEqual(roots, {
     payload: { customers: [{ ssn: '[redacted:ssn]', name: 'A' }, { ssn: '[redacted:ssn]' }], other: untouched, '[redacted:email]': 'key holds an address' },
     metadata: { blob: '[redacted:blob]' },
   });
   assert.equal(roots.payload.other, untouched, 'an unchanged branch is the caller’s own object');
   assert.deepEqual(input.payload.customers[0], { ssn: '078-05-1120', name: 'A' }, 'the input is not changed');
-  assert.deepEqual(redactions, [
-    { rule: 'email', count: 1 },
-    { rule: 'secret-blob', count: 1 },
-    { rule: 'ssn', count: 2 },
+  assert.deepEqual(counts, [
+    { id: 'email', count: 1 },
+    { id: 'secret-blob', count: 1 },
+    { id: 'ssn', count: 2 },
   ]);
 });
 
 test('with an HMAC key, markers carry the first 16 hex of HMAC-SHA256(key, value): equal values, equal markers', () => {
-  const redactor = new Redactor({ detectors: ['email'], hmacKey: 'a-key-of-sixteen-chars' });
-  const { roots } = redactor.redact({ a: 'ann@example.com', b: 'ann@example.com', c: 'bob@example.com' });
+  const masker = new Masker({ detectors: ['email'], hmacKey: 'a-key-of-sixteen-chars' });
+  const { roots } = masker.mask({ a: 'ann@example.com', b: 'ann@example.com', c: 'bob@example.com' });
   assert.match(roots.a, /^\[redacted:email:[0-9a-f]{16}\]$/);
   assert.equal(roots.a, roots.b);
   assert.notEqual(roots.a, roots.c);
@@ -102,33 +102,33 @@ test('with an HMAC key, markers carry the first 16 hex of HMAC-SHA256(key, value
 
 test('nothing to apply: the input is answered as it is', () => {
   const input = { payload: { text: 'alice@example.com' } };
-  const redactor = new Redactor({});
-  assert.equal(redactor.active, false);
-  assert.equal(redactor.redact(input).roots, input);
+  const masker = new Masker({});
+  assert.equal(masker.active, false);
+  assert.equal(masker.mask(input).roots, input);
 });
 
 test('rule definitions: a path needs a root and keys, flags are checked, a catastrophic pattern is refused', () => {
-  assert.equal(redactionMatcherSchema.safeParse({ kind: 'path', path: 'payload' }).success, false);
-  assert.equal(redactionMatcherSchema.safeParse({ kind: 'path', path: 'payload..x' }).success, false);
-  assert.deepEqual(redactionMatcherSchema.parse({ kind: 'path', path: 'payload.a[*].b' }), { kind: 'path', path: 'payload.a[*].b', label: 'field' });
-  assert.equal(redactionMatcherSchema.safeParse({ kind: 'regex', pattern: 'x', flags: 'gg' }).success, false);
-  assert.equal(redactionMatcherSchema.safeParse({ kind: 'regex', pattern: 'x', label: 'Upper' }).success, false);
-  const unsafe = redactionMatcherSchema.safeParse({ kind: 'regex', pattern: '(a+)+$' });
+  assert.equal(maskMatcherSchema.safeParse({ kind: 'path', path: 'payload' }).success, false);
+  assert.equal(maskMatcherSchema.safeParse({ kind: 'path', path: 'payload..x' }).success, false);
+  assert.deepEqual(maskMatcherSchema.parse({ kind: 'path', path: 'payload.a[*].b' }), { kind: 'path', path: 'payload.a[*].b', label: 'field' });
+  assert.equal(maskMatcherSchema.safeParse({ kind: 'regex', pattern: 'x', flags: 'gg' }).success, false);
+  assert.equal(maskMatcherSchema.safeParse({ kind: 'regex', pattern: 'x', label: 'Upper' }).success, false);
+  const unsafe = maskMatcherSchema.safeParse({ kind: 'regex', pattern: '(a+)+$' });
   assert.equal(unsafe.success, false);
   assert.match(unsafe.error!.issues[0]!.message, /backtrack/);
 });
 
-test('REDACTION_RULES_FILE: a JSON array of rules with unique ids that are not detector names', () => {
-  assert.deepEqual(parseRedactionRules('[{"id":"emp","kind":"regex","pattern":"EMP-\\\\d{6}"}]'), [
+test('the masking file (REDACTION_RULES_FILE): a JSON array of entries with unique ids that are not detector names', () => {
+  assert.deepEqual(parseMaskSpecs('[{"id":"emp","kind":"regex","pattern":"EMP-\\\\d{6}"}]'), [
     { id: 'emp', kind: 'regex', pattern: 'EMP-\\d{6}', flags: '', label: 'pattern' },
   ]);
-  assert.throws(() => parseRedactionRules('{'), /is not JSON/);
-  assert.throws(() => parseRedactionRules('[{"id":"email","kind":"path","path":"payload.x"}]'), /detector name/);
-  assert.throws(() => parseRedactionRules('[{"id":"a","kind":"path","path":"payload.x"},{"id":"a","kind":"path","path":"payload.y"}]'), /used twice/);
+  assert.throws(() => parseMaskSpecs('{'), /is not JSON/);
+  assert.throws(() => parseMaskSpecs('[{"id":"email","kind":"path","path":"payload.x"}]'), /detector name/);
+  assert.throws(() => parseMaskSpecs('[{"id":"a","kind":"path","path":"payload.x"},{"id":"a","kind":"path","path":"payload.y"}]'), /used twice/);
 });
 
 test('REDACTION_DETECTORS: all, or a list of known detectors', () => {
-  assert.deepEqual(redactionDetectorList.parse('all'), ['email', 'phone', 'card', 'iban', 'secret']);
-  assert.deepEqual(redactionDetectorList.parse('card, email,card'), ['card', 'email']);
-  assert.equal(redactionDetectorList.safeParse('email,ssn').success, false);
+  assert.deepEqual(maskDetectorList.parse('all'), ['email', 'phone', 'card', 'iban', 'secret']);
+  assert.deepEqual(maskDetectorList.parse('card, email,card'), ['card', 'email']);
+  assert.equal(maskDetectorList.safeParse('email,ssn').success, false);
 });

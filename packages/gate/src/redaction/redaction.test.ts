@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
-import { assertGateError, startTestGate, type TestGate } from './testing.ts';
+import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 
 const EMAIL = 'refund.customer@example.com';
 const CARD = '5555 5555 5555 4444';

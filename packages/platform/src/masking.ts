@@ -1,6 +1,6 @@
-// Redaction (docs/guide/redaction.md): what people typed into an agent — e-mail addresses, card
+// Masking of values (docs/guide/redaction.md): what people typed into an agent — e-mail addresses, card
 // numbers, secrets — replaced by typed markers before anything is hashed or stored. Pure: the
-// services compile a Redactor from their configuration (and observe from its admin rules) and run
+// services compile a Masker from their configuration (and observe from its admin rules) and run
 // it once per event or request, before canonical JSON.
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
@@ -8,11 +8,11 @@ import { canonicalJson } from './crypto.ts';
 import { judgePattern } from './regex-safety.ts';
 
 /** The built-in detectors, each its marker's type. */
-export const REDACTION_DETECTORS = ['email', 'phone', 'card', 'iban', 'secret'] as const;
-export type RedactionDetector = (typeof REDACTION_DETECTORS)[number];
+export const MASK_DETECTORS = ['email', 'phone', 'card', 'iban', 'secret'] as const;
+export type MaskDetector = (typeof MASK_DETECTORS)[number];
 
 /** A marker's type: what replaced text was (lower case, so markers stay one recognisable shape). */
-export const redactionLabel = z
+export const maskLabel = z
   .string()
   .regex(/^[a-z0-9_-]{1,40}$/, 'label must be 1 to 40 of a-z, 0-9, _ and -')
   .refine((label) => label !== 'error', 'label "error" is reserved');
@@ -28,7 +28,7 @@ export function pathSegments(path: string): string[] | null {
 const REGEX_FLAGS = /^(?!.*(.).*\1)[imsu]*$/;
 
 /** A rule's path: the value there is replaced whole. */
-export const redactionPath = z
+export const maskPath = z
   .string()
   .max(500)
   .refine((path) => pathSegments(path) !== null, {
@@ -36,7 +36,7 @@ export const redactionPath = z
   });
 
 /** A rule's regular expression: refused when recheck finds it can backtrack catastrophically (as policy patterns are). */
-export const redactionPattern = z
+export const maskPattern = z
   .string()
   .min(1)
   .max(1000)
@@ -45,34 +45,34 @@ export const redactionPattern = z
     if (!verdict.safe) ctx.addIssue({ code: 'custom', message: `pattern is refused: ${verdict.reason}` });
   });
 
-export const redactionFlags = z.string().regex(REGEX_FLAGS, 'flags must be distinct letters of i, m, s, u');
+export const maskFlags = z.string().regex(REGEX_FLAGS, 'flags must be distinct letters of i, m, s, u');
 
 /** The fields of each kind of matcher, for schemas that add their own (observe's admin rules). */
-export const REDACTION_MATCHER_SHAPES = {
-  path: { kind: z.literal('path'), path: redactionPath, label: redactionLabel.default('field') },
-  regex: { kind: z.literal('regex'), pattern: redactionPattern, flags: redactionFlags.default(''), label: redactionLabel.default('pattern') },
+export const MASK_MATCHER_SHAPES = {
+  path: { kind: z.literal('path'), path: maskPath, label: maskLabel.default('field') },
+  regex: { kind: z.literal('regex'), pattern: maskPattern, flags: maskFlags.default(''), label: maskLabel.default('pattern') },
 };
 
 /** What a rule matches: a value at a path (replaced whole), or a regular expression in any text. */
-export const redactionMatcherSchema = z.discriminatedUnion('kind', [z.object(REDACTION_MATCHER_SHAPES.path), z.object(REDACTION_MATCHER_SHAPES.regex)]);
-export type RedactionMatcher = z.output<typeof redactionMatcherSchema>;
+export const maskMatcherSchema = z.discriminatedUnion('kind', [z.object(MASK_MATCHER_SHAPES.path), z.object(MASK_MATCHER_SHAPES.regex)]);
+export type MaskMatcher = z.output<typeof maskMatcherSchema>;
 
-/** A rule as a Redactor takes it: its id is what `redactions` entries name. */
-export type RedactionRule = RedactionMatcher & { id: string };
+/** A rule as a Masker takes it: its id is what `redactions` entries name. */
+export type MaskSpec = MaskMatcher & { id: string };
 
 /** How many replacements one rule (a detector's name or a rule's id) made in a value. */
-export interface RedactionCount {
-  rule: string;
+export interface MaskCount {
+  id: string;
   count: number;
 }
 
 /** A rule failed on a value (it threw, or what it left no longer fits its schema): the value must not be stored. */
-export class RedactionFailure extends Error {
+export class MaskFailure extends Error {
   constructor(
-    readonly rule: string,
+    readonly id: string,
     reason: string,
   ) {
-    super(`redaction rule ${rule} failed: ${reason}`);
+    super(`${id} failed: ${reason}`);
   }
 }
 
@@ -113,7 +113,7 @@ function ibanLength(match: string): number | null {
 }
 
 interface Scanner {
-  rule: string;
+  id: string;
   label: string;
   /** Cheap test that the text may hold a match at all, given how many digits it has. */
   mayMatch?: (text: string, digits: number) => boolean;
@@ -131,7 +131,7 @@ const digitCount = (min: number) => (match: string) => {
  * The detectors' patterns. Every one is judged safe by recheck (redaction.test.ts), and bounded:
  * a match scans a bounded span from where it starts.
  */
-export const DETECTOR_PATTERNS: Record<RedactionDetector, readonly RegExp[]> = {
+export const DETECTOR_PATTERNS: Record<MaskDetector, readonly RegExp[]> = {
   email: [/[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![A-Za-z0-9-])/g],
   // International (+ and 7–15 digits) or North American ((555) 123-4567, 555-123-4567) numbers:
   // bare digit runs are ids and times far more often than phone numbers.
@@ -165,7 +165,7 @@ function countDigits(text: string): number {
   return digits;
 }
 
-const DETECTOR_CHECKS: Record<RedactionDetector, Pick<Scanner, 'mayMatch' | 'accept'>> = {
+const DETECTOR_CHECKS: Record<MaskDetector, Pick<Scanner, 'mayMatch' | 'accept'>> = {
   // The last label of the domain is its top level: letters only.
   email: { mayMatch: (text) => text.includes('@'), accept: (match) => (/\.[A-Za-z]{2,24}$/.test(match) ? match.length : null) },
   phone: { mayMatch: (_text, digits) => digits >= 7, accept: (match) => (digitsOf(match).length <= 15 ? digitCount(7)(match) : null) },
@@ -180,9 +180,9 @@ const DETECTOR_CHECKS: Record<RedactionDetector, Pick<Scanner, 'mayMatch' | 'acc
   secret: { mayMatch: (text) => SECRET_HINT.test(text) },
 };
 
-function detectorScanners(detector: RedactionDetector): Scanner[] {
+function detectorScanners(detector: MaskDetector): Scanner[] {
   return DETECTOR_PATTERNS[detector].map((regex) => ({
-    rule: detector,
+    id: detector,
     label: detector,
     regex: new RegExp(regex.source, regex.flags),
     ...DETECTOR_CHECKS[detector],
@@ -194,7 +194,7 @@ function detectorScanners(detector: RedactionDetector): Scanner[] {
 interface PathNode {
   children: Map<string, PathNode>;
   /** The rule whose path ends here (the first given wins). */
-  rule?: RedactionRule & { kind: 'path' };
+  spec?: MaskSpec & { kind: 'path' };
 }
 
 const NO_NODES: readonly PathNode[] = [];
@@ -213,9 +213,9 @@ function nextNodes(nodes: readonly PathNode[], key: string): readonly PathNode[]
 
 // ---- the redactor ----
 
-export interface RedactorOptions {
-  rules?: readonly RedactionRule[];
-  detectors?: readonly RedactionDetector[];
+export interface MaskerOptions {
+  specs?: readonly MaskSpec[];
+  detectors?: readonly MaskDetector[];
   /** With a key, markers carry the first 16 hex digits of HMAC-SHA256(key, value), so equal values stay joinable. */
   hmacKey?: string;
 }
@@ -227,9 +227,9 @@ interface Found {
 }
 
 /** The redaction of one set of roots: the roots (the same objects when nothing changed) and the rules that fired, by rule. */
-export interface Redacted<Roots> {
+export interface Masked<Roots> {
   roots: Roots;
-  redactions: RedactionCount[];
+  counts: MaskCount[];
 }
 
 /**
@@ -239,27 +239,27 @@ export interface Redacted<Roots> {
  * its marker — so no rule ever matches another's marker. Copy on write: unchanged values are the
  * caller's own.
  */
-export class Redactor {
+export class Masker {
   private readonly scanners: Scanner[];
   private readonly paths: PathNode = { children: new Map() };
   private readonly hasPaths: boolean;
 
-  constructor(private readonly options: RedactorOptions) {
-    const rules = options.rules ?? [];
-    this.scanners = rules.flatMap((rule): Scanner[] =>
-      rule.kind === 'regex' ? [{ rule: rule.id, label: rule.label, regex: new RegExp(rule.pattern, `g${rule.flags}`) }] : [],
+  constructor(private readonly options: MaskerOptions) {
+    const specs = options.specs ?? [];
+    this.scanners = specs.flatMap((spec): Scanner[] =>
+      spec.kind === 'regex' ? [{ id: spec.id, label: spec.label, regex: new RegExp(spec.pattern, `g${spec.flags}`) }] : [],
     );
     for (const detector of options.detectors ?? []) this.scanners.push(...detectorScanners(detector));
     let hasPaths = false;
-    for (const rule of rules) {
-      if (rule.kind !== 'path') continue;
+    for (const spec of specs) {
+      if (spec.kind !== 'path') continue;
       let node = this.paths;
-      for (const segment of pathSegments(rule.path) ?? []) {
+      for (const segment of pathSegments(spec.path) ?? []) {
         let child = node.children.get(segment);
         if (child === undefined) node.children.set(segment, (child = { children: new Map() }));
         node = child;
       }
-      node.rule ??= rule;
+      node.spec ??= spec;
       hasPaths = true;
     }
     this.hasPaths = hasPaths;
@@ -277,28 +277,28 @@ export class Redactor {
     return `[redacted:${label}:${createHmac('sha256', this.options.hmacKey).update(text).digest('hex').slice(0, 16)}]`;
   }
 
-  /** Redacts each root (e.g. payload and metadata); throws RedactionFailure when a rule fails. */
-  redact<Roots extends Record<string, unknown>>(roots: Roots): Redacted<Roots> {
-    if (!this.active) return { roots, redactions: [] };
+  /** Redacts each root (e.g. payload and metadata); throws MaskFailure when a rule fails. */
+  mask<Roots extends Record<string, unknown>>(roots: Roots): Masked<Roots> {
+    if (!this.active) return { roots, counts: [] };
     const counts = new Map<string, number>();
     const start = this.hasPaths ? [this.paths] : NO_NODES;
-    const redacted = this.walkObject(roots, start, counts) as Roots;
-    const redactions = [...counts].map(([rule, count]) => ({ rule, count }));
-    return { roots: redacted, redactions: redactions.sort((a, b) => (a.rule < b.rule ? -1 : a.rule > b.rule ? 1 : 0)) };
+    const masked = this.walkObject(roots, start, counts) as Roots;
+    const sorted = [...counts].map(([id, count]) => ({ id, count }));
+    return { roots: masked, counts: sorted.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) };
   }
 
   /** A redactor of this one's rule or detector `rule` alone (to tell which of the rules that fired broke a value). */
-  only(rule: string): Redactor {
-    const detector = (REDACTION_DETECTORS as readonly string[]).includes(rule) ? [rule as RedactionDetector] : [];
-    return new Redactor({
-      rules: (this.options.rules ?? []).filter((r) => r.id === rule),
+  only(id: string): Masker {
+    const detector = (MASK_DETECTORS as readonly string[]).includes(id) ? [id as MaskDetector] : [];
+    return new Masker({
+      specs: (this.options.specs ?? []).filter((spec) => spec.id === id),
       detectors: (this.options.detectors ?? []).filter((d) => detector.includes(d)),
       hmacKey: this.options.hmacKey,
     });
   }
 
   private walk(value: unknown, nodes: readonly PathNode[], counts: Map<string, number>): unknown {
-    if (typeof value === 'string') return this.redactText(value, counts);
+    if (typeof value === 'string') return this.maskText(value, counts);
     if (value === null || typeof value !== 'object') return value;
     if (Array.isArray(value)) {
       let copy: unknown[] | undefined;
@@ -319,7 +319,7 @@ export class Redactor {
       const key = keys[i]!;
       const item = value[key];
       const after = this.child(item, nextNodes(nodes, key), counts);
-      const newKey = this.redactText(key, counts);
+      const newKey = this.maskText(key, counts);
       if (copy === undefined && (after !== item || newKey !== key)) {
         copy = {};
         for (let j = 0; j < i; j++) copy[keys[j]!] = value[keys[j]!];
@@ -336,15 +336,15 @@ export class Redactor {
 
   private child(value: unknown, nodes: readonly PathNode[], counts: Map<string, number>): unknown {
     for (const node of nodes) {
-      if (node.rule !== undefined && value !== undefined) {
-        counts.set(node.rule.id, (counts.get(node.rule.id) ?? 0) + 1);
-        return this.marker(node.rule.label, value);
+      if (node.spec !== undefined && value !== undefined) {
+        counts.set(node.spec.id, (counts.get(node.spec.id) ?? 0) + 1);
+        return this.marker(node.spec.label, value);
       }
     }
     return this.walk(value, nodes, counts);
   }
 
-  private redactText(text: string, counts: Map<string, number>): string {
+  private maskText(text: string, counts: Map<string, number>): string {
     let found: Found[] | undefined;
     let digits = -1;
     for (const scanner of this.scanners) {
@@ -361,7 +361,7 @@ export class Redactor {
           if (length !== null) (found ??= []).push({ start: match.index, end: match.index + length, scanner });
         }
       } catch (error) {
-        throw new RedactionFailure(scanner.rule, (error as Error).message);
+        throw new MaskFailure(scanner.id, (error as Error).message);
       }
     }
     if (found === undefined) return text;
@@ -372,7 +372,7 @@ export class Redactor {
       if (start < at) continue;
       out += text.slice(at, start) + this.marker(scanner.label, text.slice(start, end));
       at = end;
-      counts.set(scanner.rule, (counts.get(scanner.rule) ?? 0) + 1);
+      counts.set(scanner.id, (counts.get(scanner.id) ?? 0) + 1);
     }
     return out + text.slice(at);
   }
@@ -381,57 +381,57 @@ export class Redactor {
 // ---- configuration ----
 
 /** A rule of REDACTION_RULES_FILE: its matcher and an id (what `redactions` entries name). */
-const fileRuleSchema = z.intersection(
+const fileEntrySchema = z.intersection(
   z.object({
     id: z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'id must be 1 to 100 of A-Z, a-z, 0-9, _ . : and -')
-      .refine((id) => !(REDACTION_DETECTORS as readonly string[]).includes(id), 'id must not be a detector name'),
+      .refine((id) => !(MASK_DETECTORS as readonly string[]).includes(id), 'id must not be a detector name'),
   }),
-  redactionMatcherSchema,
+  maskMatcherSchema,
 );
 
-export const REDACTION_DETECTORS_ALL = 'all';
+export const MASK_DETECTORS_ALL = 'all';
 
-/** What a service redacts by configuration: REDACTION_RULES_FILE, REDACTION_DETECTORS and REDACTION_HMAC_KEY. */
-export interface RedactionConfig {
-  rules: RedactionRule[];
-  detectors: RedactionDetector[];
+/** What a service masks by configuration: REDACTION_RULES_FILE, REDACTION_DETECTORS and REDACTION_HMAC_KEY. */
+export interface MaskingConfig {
+  specs: MaskSpec[];
+  detectors: MaskDetector[];
   hmacKey?: string;
 }
 
 /** The rules of a REDACTION_RULES_FILE's text (a JSON array); throws an Error naming the bad entry. */
-export function parseRedactionRules(text: string): RedactionRule[] {
+export function parseMaskSpecs(text: string): MaskSpec[] {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
     throw new Error(`is not JSON (${(error as Error).message})`);
   }
-  const parsed = z.array(fileRuleSchema).safeParse(json);
+  const parsed = z.array(fileEntrySchema).safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new Error(`[${issue.path.join('.')}]: ${issue.message}`);
   }
   const ids = new Set<string>();
-  for (const rule of parsed.data) {
-    if (ids.has(rule.id)) throw new Error(`rule id ${rule.id} is used twice`);
-    ids.add(rule.id);
+  for (const spec of parsed.data) {
+    if (ids.has(spec.id)) throw new Error(`id ${spec.id} is used twice`);
+    ids.add(spec.id);
   }
-  return parsed.data as RedactionRule[];
+  return parsed.data as MaskSpec[];
 }
 
-/** REDACTION_DETECTORS: a comma-separated list of detectors, or `all`. */
-export const redactionDetectorList = z.string().transform((raw, ctx) => {
+/** MASK_DETECTORS: a comma-separated list of detectors, or `all`. */
+export const maskDetectorList = z.string().transform((raw, ctx) => {
   const items = raw
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
-  if (items.length === 1 && items[0] === REDACTION_DETECTORS_ALL) return [...REDACTION_DETECTORS];
-  const unknown = items.filter((item) => !(REDACTION_DETECTORS as readonly string[]).includes(item));
+  if (items.length === 1 && items[0] === MASK_DETECTORS_ALL) return [...MASK_DETECTORS];
+  const unknown = items.filter((item) => !(MASK_DETECTORS as readonly string[]).includes(item));
   if (unknown.length > 0) {
-    ctx.addIssue({ code: 'custom', message: `must be ${REDACTION_DETECTORS_ALL} or a comma-separated list of: ${REDACTION_DETECTORS.join(', ')}` });
+    ctx.addIssue({ code: 'custom', message: `must be ${MASK_DETECTORS_ALL} or a comma-separated list of: ${MASK_DETECTORS.join(', ')}` });
     return z.NEVER;
   }
-  return [...new Set(items)] as RedactionDetector[];
+  return [...new Set(items)] as MaskDetector[];
 });
