@@ -8,7 +8,6 @@ import { EventRedaction } from './service.ts';
 
 export { redactionMigrations } from './migrations.ts';
 export type { RedactionTables } from './tables.ts';
-export { REDACTIONS_FIELD } from './service.ts';
 
 /** The resource name the log of administrative changes records redaction rules under (context.ts composes the service's list). */
 export { REDACTION_RULE_RESOURCE as REDACTION_RULE_CHANGES } from './store.ts';

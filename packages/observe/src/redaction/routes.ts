@@ -1,7 +1,7 @@
 import { routeOptions, type ZodApp } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { registerRuleRoutes } from '../rules/index.ts';
-import { createRuleBodySchema, dryRunBodySchema, dryRunResponseSchema, ruleSchema, updateRuleBodySchema } from './schemas.ts';
+import { dryRunBodySchema, dryRunResponseSchema, ruleDefinitionSchema, ruleSchema, updateRuleBodySchema } from './schemas.ts';
 import type { EventRedaction } from './service.ts';
 import { findRule, listRules, toRuleOut } from './store.ts';
 
@@ -9,7 +9,7 @@ export function registerRedactionRoutes(app: ZodApp, ctx: ObserveContext, redact
   registerRuleRoutes(app, {
     path: '/api/redaction/rules',
     tag: 'redaction',
-    schemas: { rule: ruleSchema, create: createRuleBodySchema, update: updateRuleBodySchema },
+    schemas: { rule: ruleSchema, create: ruleDefinitionSchema, update: updateRuleBodySchema },
     summaries: {
       create: 'Create a redaction rule; it applies to every event ingested from then on (a regular expression that can backtrack catastrophically is refused)',
       list: 'List the redaction rules added through the API, newest first (those of REDACTION_RULES_FILE are configuration)',

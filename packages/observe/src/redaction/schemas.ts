@@ -11,7 +11,6 @@ export const ruleDefinitionSchema = z.discriminatedUnion('kind', [
 ]);
 export type RuleDefinition = z.output<typeof ruleDefinitionSchema>;
 
-export const createRuleBodySchema = ruleDefinitionSchema;
 export type CreateRuleBody = RuleDefinition;
 
 /** A PUT: only the fields given change; the result is checked whole (a new kind needs its path or pattern). */
