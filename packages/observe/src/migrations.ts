@@ -9,4 +9,11 @@ import { observeHistory } from './migration-history/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(observeHistory, eventsMigrations, auditLogMigrations, authMigrations, settingsMigrations, redactionMigrations);
+export const observeMigrations = collectMigrations(
+  observeHistory,
+  eventsMigrations,
+  auditLogMigrations,
+  authMigrations,
+  settingsMigrations,
+  redactionMigrations,
+);
