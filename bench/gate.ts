@@ -34,7 +34,7 @@ import {
   type PolicyDefinition,
   type Rule,
 } from '../packages/gate/src/policies/engine.ts';
-import { isSafePattern } from '../packages/gate/src/policies/regex-safety.ts';
+import { isSafePattern } from '../packages/platform/src/regex-safety.ts';
 
 const EVALUATIONS = 200_000;
 const WARMUP_EVALUATIONS = 50_000;

@@ -38,6 +38,9 @@ const KERNEL_TOKENS: Record<string, string> = {
   'temp_store = MEMORY': 'a SQLite pragma',
   sessionIdGenerator: 'the MCP SDK transport’s option (none: the /mcp endpoint is stateless)',
   'text/event-stream': 'the media type of server-sent events, which an MCP Streamable HTTP client accepts',
+  REDACTION_RULES_FILE: 'the variable of the masking file (masking.ts), named for what operators call it',
+  REDACTION_DETECTORS: 'the variable of the built-in masking detectors (masking.ts)',
+  REDACTION_HMAC_KEY: 'the variable of the masking markers’ HMAC key (masking.ts)',
 };
 
 function folders(dir: string): string[] {

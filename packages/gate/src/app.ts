@@ -5,6 +5,7 @@ import {
   databaseFailure,
   deliveryQueueProbe,
   openServiceDatabase,
+  Masker,
   registerMetricsRoute,
   registerOpenApiRoute,
   serviceHttpOptions,
@@ -102,6 +103,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
     auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
     metrics: new ServiceMetrics(clock, database),
+    redactor: new Masker(config.masking),
     changeResources: GATE_CHANGE_RESOURCES,
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });

@@ -1,4 +1,4 @@
-import type { ChangeResources, Clock, Feature, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, Masker, ServiceMetrics } from '@vigil/platform';
 import type { GateAuditLog } from './audit-log/index.ts';
 import type { GateConfig } from './config.ts';
 import { API_KEY_CHANGES, type KeyCache } from './auth/index.ts';
@@ -28,6 +28,8 @@ export interface GateContext {
   auditLog: GateAuditLog;
   /** The Prometheus registry of GET /metrics; features add their counters and queues. */
   metrics: ServiceMetrics;
+  /** What new requests' params and context are redacted with (REDACTION_*; redaction/). */
+  redactor: Masker;
   /** GATE_CHANGE_RESOURCES, for the change log's route. */
   changeResources: ChangeResources<GateChangeResource>;
 }

@@ -37,6 +37,12 @@ export const gateErrors = {
     message: 'This chat interaction was already received: a replayed signature is refused',
     when: 'A Slack or Discord interaction received before (the same signed timestamp and body), replayed within its signature window',
   },
+  redactionFailed: {
+    status: 422,
+    code: 'redaction_failed',
+    message: 'A redaction rule failed on the request; nothing was stored',
+    when: 'POST /api/requests whose params or context a redaction rule (REDACTION_RULES_FILE, REDACTION_DETECTORS) failed on; the message names the rule',
+  },
   requestNotFound: { status: 404, code: 'not_found', message: 'Request not found', when: 'No approval request has this id' },
   policyNotFound: notFound('not_found', 'policy'),
   keyNotFound: notFound('not_found', 'API key'),

@@ -34,6 +34,7 @@ import { observeMigrations } from './migrations.ts';
 import { optimizeFeature } from './optimize/index.ts';
 import { otelFeature } from './otel/index.ts';
 import { createEmbedder, recallFeature, VectorIndex } from './recall/index.ts';
+import { redactionFeature } from './redaction/index.ts';
 import { reflectFeature } from './reflect/index.ts';
 import { replayFeature } from './replay/index.ts';
 import { retentionFeature } from './retention/index.ts';
@@ -175,6 +176,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const evalRuns = await features.register(evalsFeature({ kickRuns: options.kickEvalRuns ?? true }));
   const guardrails = await features.register(guardrailsFeature({ evaluateAfterCommit: options.evaluateGuardrails ?? runJobs }));
   await features.register(settingsFeature);
+  await features.register(redactionFeature);
   await features.register(memoryFeature);
   await features.register(analyticsFeature);
   await features.register(optimizeFeature);

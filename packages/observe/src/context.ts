@@ -4,6 +4,7 @@ import { ALERT_RULE_CHANGES } from './alerts/index.ts';
 import { API_KEY_CHANGES } from './auth/index.ts';
 import type { ObserveConfig } from './config.ts';
 import { GUARDRAIL_CHANGES } from './guardrails/index.ts';
+import { REDACTION_RULE_CHANGES } from './redaction/index.ts';
 import { SETTINGS_CHANGES } from './settings/index.ts';
 import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
@@ -14,7 +15,7 @@ import type { ObserveDatabase, ObserveSchema } from './schema.ts';
  * feature that records changes declares. The route's `resource` filter is this list, and the
  * schema's change rows are typed by it, so `recordChange` takes no other name.
  */
-export const OBSERVE_CHANGE_RESOURCES = [API_KEY_CHANGES, ALERT_RULE_CHANGES, GUARDRAIL_CHANGES, SETTINGS_CHANGES] as const;
+export const OBSERVE_CHANGE_RESOURCES = [API_KEY_CHANGES, ALERT_RULE_CHANGES, GUARDRAIL_CHANGES, SETTINGS_CHANGES, REDACTION_RULE_CHANGES] as const;
 export type ObserveChangeResource = (typeof OBSERVE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the observe service is built from. */

@@ -59,6 +59,19 @@ export const observeErrors = {
     when: 'The agent has no session in the health window',
   },
   alertRuleNotFound: notFound('alert_rule_not_found', 'alert rule'),
+  redactionRuleNotFound: notFound('redaction_rule_not_found', 'redaction rule'),
+  redactionFailed: {
+    status: 422,
+    code: 'redaction_failed',
+    message: 'A redaction rule failed on an event; nothing of the batch was stored',
+    when: 'A redaction rule threw on an event, or left its payload no longer matching its event type (e.g. a path rule replacing a number); the details name the event and the rule',
+  },
+  redactionFieldReserved: {
+    status: 400,
+    code: 'redaction_field_reserved',
+    message: 'metadata.redactions is written by the server only',
+    when: 'An ingested event sets `metadata.redactions`, where the server records which redaction rules fired',
+  },
   guardrailRuleNotFound: notFound('guardrail_rule_not_found', 'guardrail rule'),
   guardrailRuleLimit: {
     status: 409,

@@ -7,6 +7,7 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
 export const observeMigrations = collectMigrations(
@@ -16,4 +17,5 @@ export const observeMigrations = collectMigrations(
   auditLogMigrations,
   authMigrations,
   settingsMigrations,
+  redactionMigrations,
 );

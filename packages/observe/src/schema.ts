@@ -12,6 +12,7 @@ import type { GuardrailsTables } from './guardrails/index.ts';
 import type { HealthTables } from './health/index.ts';
 import type { OtelTables } from './otel/index.ts';
 import type { RecallTables } from './recall/index.ts';
+import type { RedactionTables } from './redaction/index.ts';
 import type { ReflectTables } from './reflect/index.ts';
 import type { SettingsTables } from './settings/index.ts';
 import type { StreamTables } from './stream/index.ts';
@@ -33,6 +34,7 @@ export interface ObserveSchema
     GuardrailsTables,
     StreamTables,
     OtelTables,
-    ReflectTables {}
+    ReflectTables,
+    RedactionTables {}
 
 export type ObserveDatabase = Database<ObserveSchema>;

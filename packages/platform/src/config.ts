@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
+import { maskDetectorList, parseMaskSpecs, type MaskingConfig } from './masking.ts';
 
 // The parsing kit every service's configuration is written with.
 export const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -108,6 +110,12 @@ export const sharedEnvironment = environmentSlice(
     /** A file outside DATA_DIR each checkpoint is appended to as one JSON line. */
     AUDIT_WITNESS_FILE: z.string().min(1).optional(),
     AUDIT_WITNESS_TIMEOUT_MS: positiveInt.default(5000),
+    /** A JSON array of redaction rules applied to everything ingested (docs/guide/redaction.md), read at start. */
+    REDACTION_RULES_FILE: z.string().min(1).optional(),
+    /** Built-in redaction detectors: `all` or a comma-separated list of email, phone, card, iban, secret. */
+    REDACTION_DETECTORS: maskDetectorList.default([]),
+    /** With it, redaction markers carry a keyed hash of the value (HMAC-SHA256), so equal values stay joinable. */
+    REDACTION_HMAC_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   },
   (env) =>
     env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS
@@ -172,6 +180,8 @@ export interface ServiceBaseConfig {
   metrics: { token?: string; allowIps: string[] };
   /** The service's audit log (audit-log.ts): its key, how often it is checkpointed, where checkpoints are witnessed. */
   audit: AuditLogConfig;
+  /** What the service masks in everything it ingests, by configuration (masking.ts; docs/guide/redaction.md). */
+  masking: MaskingConfig;
 }
 
 export interface AuditLogConfig {
@@ -223,7 +233,21 @@ export function serviceBaseConfig(
         timeoutMs: e.AUDIT_WITNESS_TIMEOUT_MS,
       },
     },
+    masking: { specs: maskFile(e.REDACTION_RULES_FILE), detectors: e.REDACTION_DETECTORS, hmacKey: e.REDACTION_HMAC_KEY },
   };
+}
+
+/** The variable naming the masking file (one token, kept in the kernel's vocabulary). */
+const MASK_FILE_VARIABLE = 'REDACTION_RULES_FILE';
+
+/** The entries of the masking file (none without it); a file that cannot be read or holds a bad entry stops the start. */
+function maskFile(file: string | undefined): MaskingConfig['specs'] {
+  if (file === undefined) return [];
+  try {
+    return parseMaskSpecs(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  ${MASK_FILE_VARIABLE}: ${(error as Error).message}`);
+  }
 }
 
 /** The witness file, which must live outside the data directory: a copy there falls with the database. */

@@ -31,3 +31,5 @@ export * from './audit-walk.ts';
 export * from './service-app.ts';
 export * from './route-options.ts';
 export * from './mcp.ts';
+export * from './regex-safety.ts';
+export * from './masking.ts';

@@ -1,7 +1,6 @@
-import { checkLoggedStates, type Clock } from '@vigil/platform';
+import { checkLoggedStates, isSafePattern, type Clock } from '@vigil/platform';
 import type { GateDatabase } from '../schema.ts';
 import { compilePolicySet, evaluatePolicies, type CompiledPolicySet, type EvaluatedRequest, type PolicyDecision } from './engine.ts';
-import { isSafePattern } from './regex-safety.ts';
 import { allPolicies, policyState, policyVersion, toDefinition } from './store.ts';
 import type { PolicyRow } from './tables.ts';
 

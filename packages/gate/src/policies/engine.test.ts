@@ -11,7 +11,7 @@ import {
   type RegexSafety,
   type Rule,
 } from './engine.ts';
-import { isSafePattern } from './regex-safety.ts';
+import { isSafePattern } from '@vigil/platform';
 
 // Pure unit tests of the policy engine: no database, no HTTP.
 

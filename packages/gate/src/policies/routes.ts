@@ -1,11 +1,10 @@
-import { deletedAnswer, deletedResponse, routeOptions, type ZodApp } from '@vigil/platform';
+import { deletedAnswer, deletedResponse, isSafePattern, judgePattern, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { auditActor } from '../auth/index.ts';
 import { gateError } from '../errors.ts';
 import { compilePolicySet, DECISIONS, URGENCIES, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
-import { isSafePattern, judgePattern } from './regex-safety.ts';
 import { allPolicies, createPolicy, deletePolicy, listPolicies, toDefinition, toPolicy, updatePolicy } from './store.ts';
 
 const policyBody = z

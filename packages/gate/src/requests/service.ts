@@ -5,6 +5,7 @@ import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, receiptNonce,
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
+import { redactRequestInput } from '../redaction/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
@@ -347,7 +348,8 @@ export class RequestService {
    * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). The row
    * is written in its final state, with the `created` and decision audit entries and webhooks.
    */
-  async create(input: NewRequest, by: AuditActor): Promise<RequestRow> {
+  async create(raw: NewRequest, by: AuditActor): Promise<RequestRow> {
+    const input = redactRequestInput(this.ctx.redactor, raw);
     const now = this.ctx.clock.now();
     const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
     const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;

@@ -1,6 +1,7 @@
 // The event store and its one write path (ingest.ts). Every other feature builds on it; it uses none.
 //
 // The write path's other half lives with the features that keep it, registered from their plugins:
+// - before anything of a batch is prepared or hashed (EventAppender.beforeHash): redaction
 // - in the ingest transaction (EventAppender.inTransaction), after events and sessions, in this
 //   order: recall (embedding queue), audit-log (Merkle leaves, under the audit_log_head row lock),
 //   stream (stream log, `ordersCommits`: its head lock orders commits); then the rows many batches

@@ -514,6 +514,12 @@ interface TransactionWriters {
   sharedRows: readonly TransactionWriter[];
 }
 
+/**
+ * What a batch's events become before anything of them is prepared, hashed or stored (redaction);
+ * throwing refuses the batch.
+ */
+export type EventTransform = (events: readonly IncomingEvent[]) => Promise<readonly IncomingEvent[]>;
+
 /** The one entry to the event store: batches from concurrent requests share a transaction (group commit). */
 export class EventAppender {
   private readonly committer: GroupCommitter<PreparedEvent[], { appended: AppendedEvent[]; logPositions: LogPositions | null }>;
@@ -524,6 +530,7 @@ export class EventAppender {
     sharedRows: [],
   };
   private readonly knownAgents = new KnownAgents();
+  private transform: EventTransform | null = null;
 
   constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
@@ -558,8 +565,15 @@ export class EventAppender {
     this.committedListeners.push(listener);
   }
 
+  /** The one transform every batch goes through first, on every path into the store (see EventTransform). */
+  beforeHash(transform: EventTransform): void {
+    if (this.transform !== null) throw new Error('the event store already has its transform');
+    this.transform = transform;
+  }
+
   async append(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): Promise<AppendedEvent[]> {
-    const prepared = prepareBatch(events, receivedAt, options);
+    const stored = this.transform === null ? events : await this.transform(events);
+    const prepared = prepareBatch(stored, receivedAt, options);
     const { appended, logPositions } = await this.committer.submit(prepared);
     const committed: CommittedBatch = { events: prepared, logPositions };
     for (const listener of this.committedListeners) listener(appended, committed);

@@ -463,7 +463,7 @@ export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -491,6 +491,20 @@ export type RecallResult = {
   metadata: {
     [key: string]: unknown;
   };
+};
+
+export type RedactionRule = {
+  id: string;
+  name: string;
+  description: string | null;
+  enabled: boolean;
+  kind: "path" | "regex";
+  path: string | null;
+  pattern: string | null;
+  flags: string | null;
+  label: string;
+  createdAt: string;
+  updatedAt: string;
 };
 
 export type ReflectInsight = {
@@ -1184,7 +1198,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "api_key" | "alert_rule" | "guardrail" | "settings";
+        resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -3498,6 +3512,216 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/redaction/dry-run": {
+    /**
+     * What a redaction rule (or detectors) would change on the most recent events, changing nothing
+     *
+     * Give a rule definition (`rule`), a stored rule (`ruleId`) or `detectors`; the `limit` most recent events are redacted in memory and those that would change are answered as they would be stored.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        rule?: {
+          kind: "path";
+          path: string;
+          label?: string;
+        } | {
+          kind: "regex";
+          pattern: string;
+          flags?: string;
+          label?: string;
+        };
+        ruleId?: string;
+        detectors?: ("email" | "phone" | "card" | "iban" | "secret")[];
+        limit?: number;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          /** How many of the most recent events were tried */
+          examined: number;
+          /** How many of them the rule would change */
+          matched: number;
+          /** The events the rule would change, as they would be stored; nothing is changed */
+          events: {
+            id: string;
+            sessionId: string;
+            timestamp: string;
+            redactions: {
+              rule: string;
+              count: number;
+            }[];
+            payload: {
+              [key: string]: unknown;
+            };
+            metadata: {
+              [key: string]: unknown;
+            };
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/redaction/rules": {
+    /**
+     * List the redaction rules added through the API, newest first (those of REDACTION_RULES_FILE are configuration)
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rules: RedactionRule[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Create a redaction rule; it applies to every event ingested from then on (a regular expression that can backtrack catastrophically is refused)
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        description?: string | null;
+        enabled?: boolean;
+        kind: "path";
+        path: string;
+        label?: string;
+      } | {
+        name: string;
+        description?: string | null;
+        enabled?: boolean;
+        kind: "regex";
+        pattern: string;
+        flags?: string;
+        label?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: RedactionRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/redaction/rules/{id}": {
+    /**
+     * One redaction rule
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: RedactionRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Change a redaction rule; only the given fields change; the rule GET answered is accepted, its read-only fields ignored
+     *
+     * Scope: `admin`.
+     */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        /** Read-only: ignored */
+        id?: string;
+        /** Read-only: ignored */
+        createdAt?: string;
+        /** Read-only: ignored */
+        updatedAt?: string;
+        name?: string;
+        description?: string | null;
+        enabled?: boolean;
+        kind?: "path" | "regex";
+        path?: string | null;
+        pattern?: string | null;
+        flags?: string | null;
+        label?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: RedactionRule;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Delete a redaction rule; events already stored keep their markers
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
