@@ -81,6 +81,14 @@ export function parseVerifierKey(text: string): NoteKey {
   return key;
 }
 
+/**
+ * A witness's key as its cosignatures name it (type 0x04). A type-0x01 verifier key is read as the
+ * same name and key cosigning, as transparency-dev's tools do: witnesses often publish that one.
+ */
+export function cosignerKey(key: NoteKey): NoteKey {
+  return { ...key, type: NOTE_COSIGNATURE_V1 };
+}
+
 function hasForbiddenControl(text: string): boolean {
   // eslint-disable-next-line no-control-regex -- the check is exactly for control characters
   return /[\u0000-\u0009\u000b-\u001f]/.test(text);
@@ -118,13 +126,18 @@ export function formatNote(note: SignedNote): string {
 }
 
 function checkNoteText(text: string): void {
-  if (!text.endsWith('\n') || text.includes('\n\n') || hasForbiddenControl(text)) throw new NoteFormatError('a note text ends in a newline and has no blank line');
+  if (!text.endsWith('\n') || text.includes('\n\n') || hasForbiddenControl(text))
+    throw new NoteFormatError('a note text ends in a newline and has no blank line');
 }
 
 /** The Ed25519 note signature (type 0x01) of `text` by `key` named `name`. */
 export function signNoteText(text: string, name: string, key: SigningKey): NoteSignature {
   checkNoteText(text);
-  return { name, keyHash: noteKeyHash({ name, type: NOTE_ED25519, publicKey: key.publicKey }), signature: sign(null, Buffer.from(text, 'utf8'), key.privateKey) };
+  return {
+    name,
+    keyHash: noteKeyHash({ name, type: NOTE_ED25519, publicKey: key.publicKey }),
+    signature: sign(null, Buffer.from(text, 'utf8'), key.privateKey),
+  };
 }
 
 /** Whether `signature` is `key`'s (name and key hash match) and verifies over `text`. */
@@ -164,7 +177,8 @@ export function parseCheckpointBody(text: string): CheckpointBody {
   if (lines.length < 3) throw new NoteFormatError('a checkpoint has an origin line, a tree size line and a root hash line');
   const [origin, size, root] = lines as [string, string, string];
   if (origin === '') throw new NoteFormatError('the origin line of a checkpoint is not empty');
-  if (!/^(0|[1-9][0-9]*)$/.test(size) || !Number.isSafeInteger(Number(size))) throw new NoteFormatError('the tree size of a checkpoint is a decimal with no leading zero');
+  if (!/^(0|[1-9][0-9]*)$/.test(size) || !Number.isSafeInteger(Number(size)))
+    throw new NoteFormatError('the tree size of a checkpoint is a decimal with no leading zero');
   const rootHash = decodeBase64(root);
   if (rootHash?.length !== 32) throw new NoteFormatError('the root hash of a checkpoint is base64 of 32 bytes');
   const extensions = lines.slice(3);
@@ -233,7 +247,13 @@ export function parseTilePath(path: string): TileRef | undefined {
   const match = /^(0|[1-9][0-9]?)\/((?:x[0-9]{3}\/)*)([0-9]{3})(?:\.p\/([1-9][0-9]{0,2}))?$/.exec(path);
   if (match === null) return undefined;
   const [, level, xGroups, last, width] = match as unknown as [string, string, string, string, string | undefined];
-  const groups = [...xGroups.split('/').filter((group) => group !== '').map((group) => group.slice(1)), last];
+  const groups = [
+    ...xGroups
+      .split('/')
+      .filter((group) => group !== '')
+      .map((group) => group.slice(1)),
+    last,
+  ];
   // A leading 000 group would be a second spelling of the same index.
   if (groups.length > 1 && groups[0] === '000') return undefined;
   const index = Number(groups.join(''));
