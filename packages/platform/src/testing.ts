@@ -314,6 +314,7 @@ export async function dropAuditLogTables(db: Pick<Kysely<unknown>, 'schema'>): P
     'audit_keys',
     'audit_tombstones',
     'audit_witness_deliveries',
+    'audit_cosignatures',
   ];
   for (const table of tables) await db.schema.dropTable(table).execute();
 }
