@@ -112,11 +112,16 @@ program
   .description(
     'a transparency-log witness (c2sp.org/tlog-witness): POST /add-checkpoint cosigns a checkpoint of a log it follows once its signature and consistency proof verify (409 with its size on a rollback or a stale old size, 422 on a failed proof); prints one JSON line with its URL and verifier key (env WITNESS_SIGNING_KEY, else a key created in the data directory)',
   )
-  .requiredOption('--config <file>', 'JSON: {"name": "<witness key name>", "logs": [{"origin": "<checkpoint origin>", "key": "<log note verifier key>"}]} (docs/witness.md)')
+  .requiredOption(
+    '--config <file>',
+    'JSON: {"name": "<witness key name>", "logs": [{"origin": "<checkpoint origin>", "key": "<log note verifier key>"}]} (docs/witness.md)',
+  )
   .option('--port <port>', 'port to listen on (default 3500; 0 picks a free one)', portOption)
   .option('--host <host>', 'address to listen on (default 127.0.0.1)')
   .option('--data-dir <dir>', 'directory for the witness key and state (env DATA_DIR)')
-  .action(async (options: { config: string; port?: number; host?: string; dataDir?: string }) => (await import('./witness.ts')).runWitness(options, process.env));
+  .action(async (options: { config: string; port?: number; host?: string; dataDir?: string }) =>
+    (await import('./witness.ts')).runWitness(options, process.env),
+  );
 program
   .command('mcp')
   .description(

@@ -121,7 +121,11 @@ await describeEachDatabase('witnessing: vigil witness cosigns observe’s checkp
       const first = await note();
       const firstSize = parseCheckpointBody(first.text).treeSize;
       assert.equal(first.signatures.length, 3, 'the log’s signature and both cosignatures');
-      for (const key of witnessKeys) assert.ok(first.signatures.some((signature) => verifyCosignature(first.text, signature, key) !== undefined), key.name);
+      for (const key of witnessKeys)
+        assert.ok(
+          first.signatures.some((signature) => verifyCosignature(first.text, signature, key) !== undefined),
+          key.name,
+        );
 
       // The log grows: the second checkpoint reaches each witness with a consistency proof from the first.
       await ingestEvents(observe, [custom('w-a', 'agent', ago(20)), started('w-b', 'agent', ago(19))]);
@@ -175,7 +179,10 @@ await describeEachDatabase('witnessing: vigil witness cosigns observe’s checkp
       const stranger = formatNote({ text: forkText, signatures: [signNoteText(forkText, origin, parseSigningKey(pem()))] });
       assert.equal((await addCheckpoint(witnesses[0]!, `old ${secondSize}\n\n${stranger}`)).status, 403);
       const otherText = formatCheckpointBody({ origin: 'other.example/log', treeSize: 1, rootHash: Buffer.alloc(32) });
-      assert.equal((await addCheckpoint(witnesses[0]!, `old 0\n\n${formatNote({ text: otherText, signatures: [signNoteText(otherText, origin, logKey)] })}`)).status, 404);
+      assert.equal(
+        (await addCheckpoint(witnesses[0]!, `old 0\n\n${formatNote({ text: otherText, signatures: [signNoteText(otherText, origin, logKey)] })}`)).status,
+        404,
+      );
       assert.equal((await addCheckpoint(witnesses[0]!, 'hello')).status, 400);
       const state = JSON.parse(readFileSync(join(witnesses[0]!.dataDir, 'witness-state.json'), 'utf8')) as { logs: Record<string, { size: number }> };
       assert.equal(state.logs[origin]!.size, secondSize, 'nothing refused moved the witness');

@@ -192,7 +192,10 @@ export class Witness {
     if (old === 0 && proof.length > 0) return plain(400, 'the proof is empty from size 0');
     if (last !== undefined && old === checkpoint.treeSize) {
       if (last.rootHash !== checkpoint.rootHash.toString('base64')) return { status: 409, body: `${knownSize}\n`, contentType: 'text/x.tlog.size' };
-    } else if (last !== undefined && !verifyConsistency(old, checkpoint.treeSize, Buffer.from(last.rootHash, 'base64'), checkpoint.rootHash, proof as Buffer[])) {
+    } else if (
+      last !== undefined &&
+      !verifyConsistency(old, checkpoint.treeSize, Buffer.from(last.rootHash, 'base64'), checkpoint.rootHash, proof as Buffer[])
+    ) {
       return plain(422, `the proof does not show the checkpoint consistent with the one cosigned at size ${old}`);
     }
     this.state.set(checkpoint.origin, { size: checkpoint.treeSize, rootHash: checkpoint.rootHash.toString('base64') });
@@ -255,7 +258,9 @@ export async function runWitness(options: WitnessOptions, env: NodeJS.ProcessEnv
   });
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
-  process.stdout.write(`${JSON.stringify({ url: `http://${host}:${port}`, name: config.name, verifierKey: witness.verifierKey, logs: config.logs.map((log) => log.origin) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ url: `http://${host}:${port}`, name: config.name, verifierKey: witness.verifierKey, logs: config.logs.map((log) => log.origin) })}\n`,
+  );
   await new Promise<void>((stop) => {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

@@ -90,7 +90,6 @@ export function cosignerKey(key: NoteKey): NoteKey {
 }
 
 function hasForbiddenControl(text: string): boolean {
-  // eslint-disable-next-line no-control-regex -- the check is exactly for control characters
   return /[\u0000-\u0009\u000b-\u001f]/.test(text);
 }
 

@@ -106,7 +106,11 @@ async function withWitnessPolicy(report: Report, client: ApiClient, policy: Witn
   const { findings, notes } = await witnessPolicyFindings(client, policy, givenKey);
   const merged = { ...report, findings: [...report.findings, ...findings], notes: [...report.notes, ...notes] };
   if (findings.length === 0 || report.verdict === 'tampered') return merged;
-  return { ...merged, verdict: 'unwitnessed', summary: `NOT WITNESSED (${findings.length} witness-policy finding${findings.length === 1 ? '' : 's'}): ${report.summary}` };
+  return {
+    ...merged,
+    verdict: 'unwitnessed',
+    summary: `NOT WITNESSED (${findings.length} witness-policy finding${findings.length === 1 ? '' : 's'}): ${report.summary}`,
+  };
 }
 
 function baseUrl(url: string): string {

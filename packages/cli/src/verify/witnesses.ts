@@ -50,11 +50,12 @@ export async function witnessPolicyFindings(
   trustedKey: Buffer | undefined,
 ): Promise<{ findings: Finding[]; notes: string[] }> {
   const listing = await client.get<{ noteVerifierKey?: unknown; origin?: unknown }>('/api/audit/public-key');
-  if (typeof listing.noteVerifierKey !== 'string') throw new InputError('the server names no note verifier key (GET /api/audit/public-key): it serves no C2SP checkpoints');
+  if (typeof listing.noteVerifierKey !== 'string')
+    throw new InputError('the server names no note verifier key (GET /api/audit/public-key): it serves no C2SP checkpoints');
   const logKey = parseVerifierKey(listing.noteVerifierKey);
   if (logKey.type !== NOTE_ED25519) throw new InputError("the server's note verifier key is not an Ed25519 note key");
   if (trustedKey !== undefined && !logKey.publicKey.equals(trustedKey))
-    return { findings: [finding("the checkpoint notes are signed by a key other than the trusted one (--public-key)")], notes: [] };
+    return { findings: [finding('the checkpoint notes are signed by a key other than the trusted one (--public-key)')], notes: [] };
 
   const response = await fetch(`${client.baseUrl}/api/audit/tlog/checkpoint`, {
     headers: client.authorization === undefined ? {} : { authorization: client.authorization },
@@ -99,5 +100,10 @@ export async function witnessPolicyFindings(
         `the checkpoint at tree size ${body.treeSize} carries ${cosigned.length} valid cosignature${cosigned.length === 1 ? '' : 's'} of the given witnesses (${named(cosigned)}), fewer than the ${policy.min} required`,
       ),
     );
-  return { findings, notes: [`witnessed: the checkpoint at tree size ${body.treeSize} is cosigned by ${cosigned.length} of ${policy.witnesses.length} given witnesses (${named(cosigned)}); ${policy.min} required`] };
+  return {
+    findings,
+    notes: [
+      `witnessed: the checkpoint at tree size ${body.treeSize} is cosigned by ${cosigned.length} of ${policy.witnesses.length} given witnesses (${named(cosigned)}); ${policy.min} required`,
+    ],
+  };
 }
