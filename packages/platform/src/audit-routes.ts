@@ -235,7 +235,8 @@ function registerTlogRoutes<Schema extends AuditLogTables>(app: ZodApp, options:
         operationId: 'getAuditCheckpointNote',
         errorStatuses: [404],
         summary: 'The latest checkpoint as a C2SP signed note, with its cosignatures',
-        description: `text/plain: the tlog-checkpoint text (origin \`${log.origin}\` unless AUDIT_LOG_ORIGIN sets another, tree size, base64 root hash), a blank line, the log's Ed25519 note signature (key name \`${log.noteKeyName}\` unless AUDIT_NOTE_KEY_NAME sets another; its verifier key is \`noteVerifierKey\` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).`,
+        description:
+          "text/plain: the tlog-checkpoint text (origin AUDIT_LOG_ORIGIN, by default `<log>/<keyId>`; tree size; base64 root hash), a blank line, the log's Ed25519 note signature (key name AUDIT_NOTE_KEY_NAME, by default the origin; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).",
         tags: ['audit'],
         response: { 200: { description: 'The signed note', content: { 'text/plain': { schema: z.string() } } } },
       },

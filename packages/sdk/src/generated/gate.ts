@@ -809,7 +809,7 @@ export interface paths {
     /**
      * The latest checkpoint as a C2SP signed note, with its cosignatures
      *
-     * text/plain: the tlog-checkpoint text (origin `vigil-gate/6ff96acf31a01cf8c509545c337d2faa` unless AUDIT_LOG_ORIGIN sets another, tree size, base64 root hash), a blank line, the log's Ed25519 note signature (key name `vigil-gate/6ff96acf31a01cf8c509545c337d2faa` unless AUDIT_NOTE_KEY_NAME sets another; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).
+     * text/plain: the tlog-checkpoint text (origin AUDIT_LOG_ORIGIN, by default `<log>/<keyId>`; tree size; base64 root hash), a blank line, the log's Ed25519 note signature (key name AUDIT_NOTE_KEY_NAME, by default the origin; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).
      *
      * Scope: `request:read`.
      */
