@@ -73,6 +73,11 @@ export class ApiClient {
     return this.options.baseUrl;
   }
 
+  /** The Authorization header the client sends, for a call it does not make itself (a text answer). */
+  get authorization(): string | undefined {
+    return this.options.apiKey ? `Bearer ${this.options.apiKey}` : undefined;
+  }
+
   async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = this.options.timeoutMs): Promise<{ status: number; body: T }> {
     const url = `${this.options.baseUrl}${path}`;
     const headers: Record<string, string> = { accept: 'application/json' };

@@ -69,6 +69,8 @@ interface Operation {
   pathParams: string[];
   query: { name: string; schema: JsonSchema }[];
   body?: JsonSchema;
+  /** The success answer is documented as text or bytes (the audit log's C2SP note and tiles), not JSON; errors still are JSON. */
+  nonJsonSuccess: boolean;
 }
 
 function operationsOf(doc: OpenApiDocument): Operation[] {
@@ -85,6 +87,9 @@ function operationsOf(doc: OpenApiDocument): Operation[] {
         pathParams: [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
         query: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: waitBounded(p.name, p.schema) })),
         body: operation.requestBody?.content?.['application/json']?.schema,
+        nonJsonSuccess: Object.entries(operation.responses ?? {}).some(
+          ([status, response]) => status.startsWith('2') && response.content !== undefined && response.content['application/json'] === undefined,
+        ),
       });
     }
   }
@@ -780,7 +785,7 @@ async function fuzzService(target: Target, doc: OpenApiDocument, sinkUrl: string
       statuses[`${Math.floor(status / 100)}xx`] = (statuses[`${Math.floor(status / 100)}xx`] ?? 0) + 1;
       await target.settle();
       let body: unknown = undefined;
-      if (response.body.length > 0) {
+      if (response.body.length > 0 && !(op.nonJsonSuccess && status < 300)) {
         try {
           body = response.json();
         } catch {

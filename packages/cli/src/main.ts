@@ -74,6 +74,12 @@ program
   .option('--url <url>', 'observe or gate server: fetch consistency proofs, or audit the whole log when no bundle is given (API key: env VIGIL_API_KEY)')
   .option('--deep', 'also recompute derived data from the chained events (whole-log audit of observe; the gate has none)')
   .option('--json', 'print the verdict as one JSON document')
+  .option(
+    '--witness <key>',
+    "a witness whose cosignatures count (its verifier key, name+hash+base64; repeatable; with --url): the server's latest checkpoint note must carry --min-witnesses valid ones",
+    (value: string, previous: string[] = []) => [...previous, value],
+  )
+  .option('--min-witnesses <k>', 'how many of the --witness keys must have cosigned (default: all of them); fewer exits 1 (verdict unwitnessed)')
   .exitOverride((error: CommanderError) => {
     // Commander's own errors (unknown option, missing value) are usage errors: exit 2.
     if (error.exitCode === 0) process.exit(0);
@@ -101,6 +107,21 @@ program
     const { runVerify } = await import('./verify/command.ts');
     process.exitCode = await runVerify(bundle, options, process.env, io);
   });
+program
+  .command('witness')
+  .description(
+    'a transparency-log witness (c2sp.org/tlog-witness): POST /add-checkpoint cosigns a checkpoint of a log it follows once its signature and consistency proof verify (409 with its size on a rollback or a stale old size, 422 on a failed proof); prints one JSON line with its URL and verifier key (env WITNESS_SIGNING_KEY, else a key created in the data directory)',
+  )
+  .requiredOption(
+    '--config <file>',
+    'JSON: {"name": "<witness key name>", "logs": [{"origin": "<checkpoint origin>", "key": "<log note verifier key>"}]} (docs/witness.md)',
+  )
+  .option('--port <port>', 'port to listen on (default 3500; 0 picks a free one)', portOption)
+  .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+  .option('--data-dir <dir>', 'directory for the witness key and state (env DATA_DIR)')
+  .action(async (options: { config: string; port?: number; host?: string; dataDir?: string }) =>
+    (await import('./witness.ts')).runWitness(options, process.env),
+  );
 program
   .command('mcp')
   .description(

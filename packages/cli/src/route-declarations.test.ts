@@ -26,7 +26,7 @@ function documentedNames(app: ZodApp): Map<string, string | undefined> {
   const names = new Map<string, string | undefined>();
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
-      names.set(`${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`, operation.operationId);
+      names.set(`${method.toUpperCase()} ${path.replace(/\{\*\}$/, '*').replace(/\{([^}]+)\}/g, ':$1')}`, operation.operationId);
     }
   }
   return names;

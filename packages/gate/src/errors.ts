@@ -59,6 +59,18 @@ export const gateErrors = {
     message: 'Audit entry not found in the audit log',
     when: 'The audit entry has no leaf in the audit log',
   },
+  auditTileNotFound: {
+    status: 404,
+    code: 'not_found',
+    message: 'No such tile of the audit log',
+    when: 'GET /api/audit/tlog/tile/… names no hash tile (tlog-tiles spelling: <L>/<N>[.p/<W>]; no entry bundles are served) or a tile beyond the latest checkpoint',
+  },
+  auditCosignatureInvalid: {
+    status: 422,
+    code: 'cosignature_invalid',
+    message: 'The cosigned checkpoint was refused',
+    when: 'POST /api/audit/tlog/cosignatures: the note is not a checkpoint the log signed, or a signature line is not a valid cosignature of a configured witness (AUDIT_COSIGNERS); the message says which',
+  },
   auditLogIncomplete: {
     status: 409,
     code: 'conflict',

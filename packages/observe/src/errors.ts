@@ -47,6 +47,18 @@ export const observeErrors = {
     message: "The tree size is beyond the audit log, before the event's leaf, or from is after to",
     when: 'An audit proof asks for a tree size beyond the log, before the leaf, or a range whose from is after its to',
   },
+  auditTileNotFound: {
+    status: 404,
+    code: 'audit_tile_not_found',
+    message: 'No such tile of the audit log',
+    when: 'GET /api/audit/tlog/tile/… names no hash tile (tlog-tiles spelling: <L>/<N>[.p/<W>]; no entry bundles are served) or a tile beyond the latest checkpoint',
+  },
+  auditCosignatureInvalid: {
+    status: 422,
+    code: 'audit_cosignature_invalid',
+    message: 'The cosigned checkpoint was refused',
+    when: 'POST /api/audit/tlog/cosignatures: the note is not a checkpoint the log signed, or a signature line is not a valid cosignature of a configured witness (AUDIT_COSIGNERS); the message says which',
+  },
   eventNotFound: notFound('event_not_found', 'event'),
   auditItemNotFound: { status: 404, code: 'audit_item_not_found', message: 'Event not found in the audit log', when: 'The event has no leaf in the audit log' },
   sessionNotFound: notFound('session_not_found', 'session'),

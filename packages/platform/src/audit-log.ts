@@ -1,7 +1,7 @@
 import { appendFile } from 'node:fs/promises';
 import { sql, type Kysely } from 'kysely';
 import { checkpointMessage, keyCertificateBody, loadSigningKey, parseSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
-import type { AuditLogConfig } from './config.ts';
+import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
 import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type DialectName, type MigrationDb } from './db.ts';
@@ -19,6 +19,24 @@ import {
   type NodeReader,
   type NodeRef,
 } from './merkle.ts';
+import {
+  formatCheckpointBody,
+  formatNote,
+  formatSignatureLine,
+  formatVerifierKey,
+  isKeyName,
+  NOTE_ED25519,
+  noteKeyHash,
+  parseCheckpointBody,
+  parseNote,
+  parseSignatureLine,
+  sameKey,
+  signNoteText,
+  tileNodes,
+  tileWithin,
+  verifyCosignature,
+  type TileRef,
+} from './signed-note.ts';
 import { hashHex, hashOf } from './stored-hash.ts';
 import { toIso } from './time.ts';
 import { VIGIL_VERSION } from './version.ts';
@@ -72,6 +90,22 @@ export interface AuditCheckpointRow {
   created_at: number;
   key_id: string;
   signature: string;
+  /**
+   * The same tree head as a C2SP signed note (tlog-checkpoint text and the log's Ed25519 note
+   * signature line); null for checkpoints signed before notes were.
+   */
+  note: string | null;
+}
+
+/** A witness's v1 cosignature (tlog-cosignature) of the checkpoint note at `tree_size`: its whole signature line. */
+export interface AuditCosignatureRow {
+  tree_size: number;
+  key_name: string;
+  /** The key hash, 8 hex digits (signed-note). */
+  key_hash: string;
+  /** When the witness cosigned (Unix seconds, from the cosignature). */
+  cosigned_at: number;
+  line: string;
 }
 
 /**
@@ -111,6 +145,7 @@ export interface AuditLogTables {
   audit_keys: AuditKeyRow;
   audit_tombstones: AuditTombstoneRow;
   audit_witness_deliveries: AuditWitnessDeliveryRow;
+  audit_cosignatures: AuditCosignatureRow;
 }
 
 /** Migration step body: every table of a new log (observe's log came in two steps: its 0016 and 0017). */
@@ -237,6 +272,8 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   previousKey?: SigningKey;
   clock: Clock;
   witnesses: AuditWitnessConfig;
+  /** The C2SP checkpoint's origin and note key name (defaults: `<name>/<keyId>`, and the origin), and the witnesses asked to cosign it. */
+  tlog?: { origin?: string; keyName?: string; cosigners: readonly AuditCosigner[] };
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
@@ -252,6 +289,11 @@ export class AuditLogIncompleteError extends Error {
   constructor(readonly missing: string) {
     super(`The audit log is missing ${missing}: its row was deleted, so no root or proof over it can be computed`);
   }
+}
+
+/** A cosigned note POST /api/audit/tlog/cosignatures refuses (AuditLog.addCosignatures); the message says why. */
+export class CosignatureRefused extends Error {
+  override name = 'CosignatureRefused';
 }
 
 /** What a missing node (readNodes) stands for: a leaf, or a stored node and the leaves it covers. */
@@ -573,6 +615,20 @@ export async function addLeafKinds(
   await sql`update audit_log_leaves set kind = ${CHANGE_LEAF} where kind is null`.execute(db);
 }
 
+/** Migration step body: the checkpoints' C2SP notes and the witnesses' cosignatures of them (AuditCheckpointRow.note, AuditCosignatureRow). */
+export async function addCheckpointNotes(db: MigrationDb): Promise<void> {
+  await db.schema.alterTable('audit_checkpoints').addColumn('note', 'text').execute();
+  await db.schema
+    .createTable('audit_cosignatures')
+    .addColumn('tree_size', 'bigint', (c) => c.notNull())
+    .addColumn('key_name', 'text', (c) => c.notNull())
+    .addColumn('key_hash', 'text', (c) => c.notNull())
+    .addColumn('cosigned_at', 'bigint', (c) => c.notNull())
+    .addColumn('line', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('audit_cosignatures_pk', ['tree_size', 'key_name', 'key_hash'])
+    .execute();
+}
+
 /** Migration step body: the index countScopeLeaves reads a scope's leaves by. */
 export async function indexLeavesByScope(db: MigrationDb): Promise<void> {
   await db.schema.createIndex('audit_log_leaves_scope').on('audit_log_leaves').columns(['scope_id', 'idx']).execute();
@@ -589,6 +645,9 @@ function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
 export class AuditLog<Schema extends AuditLogTables> {
   readonly name: string;
   readonly key: SigningKey;
+  /** The origin line of the log's C2SP checkpoints, and the key name of its note signature. */
+  readonly origin: string;
+  readonly noteKeyName: string;
   private readonly db: Kysely<AuditLogTables>;
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
   private sinceCheckpoint = 0;
@@ -611,6 +670,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       ...(audit.previousSigningKey === undefined ? {} : { previousKey: parseSigningKey(audit.previousSigningKey) }),
       clock,
       witnesses: audit.witnesses,
+      tlog: audit.tlog,
       checkpointEvents: audit.checkpointEvents,
       log,
     });
@@ -619,6 +679,9 @@ export class AuditLog<Schema extends AuditLogTables> {
   constructor(private readonly options: AuditLogOptions<Schema>) {
     this.name = options.name;
     this.key = options.key;
+    this.origin = options.tlog?.origin ?? `${options.name}/${options.key.keyId}`;
+    this.noteKeyName = options.tlog?.keyName ?? this.origin;
+    if (!isKeyName(this.noteKeyName)) throw new Error(`the audit log's note key name "${this.noteKeyName}" has a space or "+": set AUDIT_NOTE_KEY_NAME`);
     this.db = tablesOf<AuditLogTables, Schema>(options.db);
     const { witnesses } = options;
     this.witnessQueue = new DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>({
@@ -807,12 +870,14 @@ export class AuditLog<Schema extends AuditLogTables> {
     const now = this.options.clock.now();
     const unsigned = { treeSize, rootHash: (await this.rootAt(treeSize)).toString('hex'), timestamp: toIso(now), keyId: this.key.keyId };
     const checkpoint: Checkpoint = { ...unsigned, signature: signBytes(this.key, checkpointMessage(this.name, unsigned)) };
+    const noteText = formatCheckpointBody({ origin: this.origin, treeSize, rootHash: Buffer.from(unsigned.rootHash, 'hex') });
+    const note = formatNote({ text: noteText, signatures: [signNoteText(noteText, this.noteKeyName, this.key)] });
     const body = JSON.stringify({ type: 'audit.checkpoint', log: this.name, checkpoint, publicKey: this.key.publicKey.toString('base64') });
     const { urls } = this.options.witnesses;
     const inserted = await this.db.transaction().execute(async (trx) => {
       const result = await trx
         .insertInto('audit_checkpoints')
-        .values({ tree_size: treeSize, root_hash: unsigned.rootHash, created_at: now, key_id: this.key.keyId, signature: checkpoint.signature })
+        .values({ tree_size: treeSize, root_hash: unsigned.rootHash, created_at: now, key_id: this.key.keyId, signature: checkpoint.signature, note })
         .onConflict((oc) => oc.column('tree_size').doNothing())
         .executeTakeFirst();
       if (Number(result.numInsertedOrUpdatedRows ?? 0) !== 1) return null;
@@ -856,6 +921,164 @@ export class AuditLog<Schema extends AuditLogTables> {
     const latest = await this.findCheckpoint();
     if ((latest?.treeSize ?? -1) < (await this.size())) await this.checkpoint();
     await this.witnessQueue.deliverDue();
+    await this.requestCosignatures();
+  }
+
+  /** The verifier key of the log's note signatures (signed-note: `name+hash+base64`). */
+  get noteVerifierKey(): string {
+    return formatVerifierKey({ name: this.noteKeyName, type: NOTE_ED25519, publicKey: this.key.publicKey });
+  }
+
+  /**
+   * The latest checkpoint signed as a note, with the cosignatures stored for it appended (the
+   * signed note C2SP clients fetch at `<prefix>/checkpoint`); undefined before the first one.
+   */
+  async checkpointNote(): Promise<{ treeSize: number; note: string } | undefined> {
+    const row = await this.db
+      .selectFrom('audit_checkpoints')
+      .select(['tree_size', 'note'])
+      .where('note', 'is not', null)
+      .orderBy('tree_size', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (row?.note == null) return undefined;
+    const treeSize = Number(row.tree_size);
+    const cosignatures = await this.db
+      .selectFrom('audit_cosignatures')
+      .select('line')
+      .where('tree_size', '=', treeSize)
+      .orderBy('key_name')
+      .orderBy('key_hash')
+      .execute();
+    return { treeSize, note: row.note + cosignatures.map((cosignature) => cosignature.line).join('') };
+  }
+
+  /**
+   * Stores the witnesses' cosignatures of a checkpoint note the log signed: `note` is that note
+   * (its text byte for byte) with signature lines, each either the log's own or a valid v1
+   * cosignature by a configured witness (AUDIT_COSIGNERS). Anything else refuses the whole note,
+   * nothing stored (CosignatureRefused). Answers its tree size and how many cosignatures were new.
+   */
+  async addCosignatures(note: string): Promise<{ treeSize: number; added: number }> {
+    let parsed;
+    try {
+      parsed = parseNote(note);
+      parseCheckpointBody(parsed.text);
+    } catch (error) {
+      throw new CosignatureRefused(`not a signed checkpoint note: ${(error as Error).message}`);
+    }
+    const treeSize = Number(parsed.text.split('\n')[1]);
+    const row = await this.db.selectFrom('audit_checkpoints').select('note').where('tree_size', '=', treeSize).executeTakeFirst();
+    if (row?.note == null || parseNote(row.note).text !== parsed.text)
+      throw new CosignatureRefused(`the log signed no checkpoint note with this text at tree size ${treeSize}`);
+    const own = parseNote(row.note).signatures[0]!;
+    const rows: AuditCosignatureRow[] = [];
+    for (const signature of parsed.signatures) {
+      if (formatSignatureLine(signature) === formatSignatureLine(own)) continue;
+      const cosigner = this.cosigners.find((candidate) => sameKey(signature, candidate.key));
+      if (cosigner === undefined) throw new CosignatureRefused(`${signature.name}+${signature.keyHash} is not a witness of this log (AUDIT_COSIGNERS)`);
+      const time = verifyCosignature(parsed.text, signature, cosigner.key);
+      if (time === undefined) throw new CosignatureRefused(`the cosignature of ${signature.name}+${signature.keyHash} does not verify`);
+      rows.push({ tree_size: treeSize, key_name: signature.name, key_hash: signature.keyHash, cosigned_at: time, line: formatSignatureLine(signature) });
+    }
+    if (rows.length === 0) return { treeSize, added: 0 };
+    const result = await this.db
+      .insertInto('audit_cosignatures')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['tree_size', 'key_name', 'key_hash']).doNothing())
+      .executeTakeFirst();
+    return { treeSize, added: Number(result.numInsertedOrUpdatedRows ?? 0) };
+  }
+
+  private get cosigners(): readonly AuditCosigner[] {
+    return this.options.tlog?.cosigners ?? [];
+  }
+
+  /**
+   * The hashes of a tlog-tiles hash tile, concatenated (32 bytes each), when the tile lies within
+   * the latest checkpoint's tree; undefined otherwise. Level 0 holds leaf hashes, level L the
+   * roots of the perfect subtrees of 256^L leaves (stored nodes, level 8·L ≥ STORED_LEVEL).
+   */
+  async tile(tile: TileRef): Promise<Buffer | undefined> {
+    const latest = await this.findCheckpoint();
+    if (latest === undefined || !tileWithin(tile, latest.treeSize)) return undefined;
+    const { level, from, count } = tileNodes(tile);
+    const rows =
+      level === 0
+        ? await this.db
+            .selectFrom('audit_log_leaves')
+            .select(['idx', 'leaf_hash as hash'])
+            .where('idx', '>=', from)
+            .where('idx', '<', from + count)
+            .orderBy('idx')
+            .execute()
+        : await this.db
+            .selectFrom('audit_log_nodes')
+            .select(['idx', 'hash'])
+            .where('level', '=', level)
+            .where('idx', '>=', from)
+            .where('idx', '<', from + count)
+            .orderBy('idx')
+            .execute();
+    if (rows.length !== count) throw new AuditLogIncompleteError(missingNode(level, firstGap(rows, from)));
+    return Buffer.concat(rows.map((row) => hashOf(row.hash)));
+  }
+
+  /**
+   * The witness client (tlog-witness): submits the latest checkpoint note to every witness with a
+   * URL, with a consistency proof from the size the witness last cosigned (our stored cosignatures
+   * say which; a 409 answer names the witness's own, and is retried from it once), and stores the
+   * cosignatures it answers. Runs in the leased checkpoint job; one witness failing never stops the others.
+   */
+  async requestCosignatures(): Promise<void> {
+    const asked = this.cosigners.filter((cosigner) => cosigner.url !== undefined);
+    if (asked.length === 0) return;
+    const latest = await this.checkpointNote();
+    if (latest === undefined) return;
+    for (const cosigner of asked) {
+      try {
+        await this.requestCosignature(cosigner, latest);
+      } catch (error) {
+        this.options.log.warn({ err: error, witness: cosigner.url }, 'audit checkpoint cosignature request failed');
+      }
+    }
+  }
+
+  private async requestCosignature(cosigner: AuditCosigner, latest: { treeSize: number; note: string }): Promise<void> {
+    const { key } = cosigner;
+    const cosigned = await this.db
+      .selectFrom('audit_cosignatures')
+      .select((eb) => eb.fn.max('tree_size').as('size'))
+      .where('key_name', '=', key.name)
+      .where('key_hash', '=', noteKeyHash(key))
+      .executeTakeFirst();
+    if (cosigned?.size != null && Number(cosigned.size) >= latest.treeSize) return;
+    // The note as the log signed it, without the other witnesses' cosignatures.
+    const own = parseNote(latest.note);
+    const note = formatNote({ text: own.text, signatures: [own.signatures[0]!] });
+    let old = cosigned?.size == null ? 0 : Number(cosigned.size);
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const proof = await this.consistencyPath(old, latest.treeSize);
+      const body = `old ${old}\n${proof.map((hash) => `${hash.toString('base64')}\n`).join('')}\n${note}`;
+      const response = await fetch(`${cosigner.url!}/add-checkpoint`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'user-agent': `${this.name}/${VIGIL_VERSION}` },
+        signal: AbortSignal.timeout(this.options.witnesses.timeoutMs),
+      });
+      const text = await response.text();
+      if (response.status === 409 && attempt === 0 && /^(0|[1-9][0-9]*)\n$/.test(text) && Number(text) <= latest.treeSize && Number(text) !== old) {
+        old = Number(text);
+        continue;
+      }
+      if (response.status !== 200) throw new Error(`the witness answered ${response.status}: ${text.slice(0, 200)}`);
+      const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : [text];
+      // A witness's answer may carry cosignatures of other keys: only its own, verified, are kept (the spec says ignore the rest).
+      const own = lines.map(parseSignatureLine).filter((signature) => sameKey(signature, key));
+      if (own.length === 0) throw new Error('the witness answered no cosignature of its configured key');
+      await this.addCosignatures(note + own.map(formatSignatureLine).join(''));
+      return;
+    }
   }
 
   /** Waits for a checkpoint being signed and witness deliveries in flight (shutdown, tests). */

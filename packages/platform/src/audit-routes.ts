@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { publicKeyFromRaw } from './audit-keys.ts';
-import { AuditLogIncompleteError, type AuditLog, type AuditLogTables } from './audit-log.ts';
+import { AuditLogIncompleteError, CosignatureRefused, type AuditLog, type AuditLogTables } from './audit-log.ts';
+import { parseTilePath } from './signed-note.ts';
 import type { ErrorFactory } from './errors.ts';
 import type { RouteScope, ZodApp } from './http.ts';
 
 /** The errors the log's routes raise; each service's catalogue defines them. */
-export type AuditLogErrorKey = 'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound' | 'auditLogIncomplete';
+export type AuditLogErrorKey =
+  'checkpointNotFound' | 'auditTreeSize' | 'auditItemNotFound' | 'auditLogIncomplete' | 'auditTileNotFound' | 'auditCosignatureInvalid';
 
 /** The status of `auditLogIncomplete` (each catalogue's entry says it): the log's rows were deleted, a state the request cannot change. */
 export const AUDIT_LOG_INCOMPLETE_STATUS = 409;
@@ -53,9 +55,14 @@ export interface AuditLogRouteOptions<Schema extends AuditLogTables> {
   scopes: { read: RouteScope; sign: RouteScope };
 }
 
+/** Where the C2SP views of the log are served: a tlog-tiles client's `<prefix>` (docs/audit.md). */
+export const TLOG_PREFIX = '/api/audit/tlog';
+
 /**
  * GET /api/audit/public-key, GET|POST /api/audit/checkpoint, GET /api/audit/consistency and
- * GET /api/audit/inclusion of a service's log, named alike in both services' documents.
+ * GET /api/audit/inclusion of a service's log, named alike in both services' documents; and its
+ * C2SP views under TLOG_PREFIX: the checkpoint note with its cosignatures, the hash tiles, and the
+ * submission of cosignatures.
  */
 export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {
   const { log, errors, item, scopes } = options;
@@ -93,6 +100,12 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
                   .describe('The certificate of this key by the key it replaced (AUDIT_PREVIOUS_SIGNING_KEY); null for a key no previous key certified'),
               }),
             ),
+            origin: z.string().describe('The origin line of the C2SP checkpoint notes (GET /api/audit/tlog/checkpoint)'),
+            noteVerifierKey: z
+              .string()
+              .describe(
+                'The current key as a signed-note verifier key, `<key name>+<key hash>+<base64(0x01 || key)>`: what C2SP clients and witnesses are configured with',
+              ),
           }),
         },
       },
@@ -104,6 +117,8 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       publicKey: log.key.publicKey.toString('base64'),
       publicKeyPem: publicKeyFromRaw(log.key.publicKey).export({ format: 'pem', type: 'spki' }) as string,
       keys: await log.keys(),
+      origin: log.origin,
+      noteVerifierKey: log.noteVerifierKey,
     }),
   );
 
@@ -203,6 +218,92 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
       if (leaf.index >= size || (!checkpointed && size > (await log.size()))) throw errors('auditTreeSize');
       const proof = await provingFromLog(errors, () => log.inclusionPath(leaf.index, size, checkpointed));
       return { [item.parameter]: itemId, leafIndex: leaf.index, leafHash: leaf.leafHash, treeSize: size, proof: proof.map((hash) => hash.toString('hex')) };
+    },
+  );
+
+  registerTlogRoutes(app, options);
+}
+
+function registerTlogRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {
+  const { log, errors, scopes } = options;
+
+  app.get(
+    `${TLOG_PREFIX}/checkpoint`,
+    {
+      config: { scope: scopes.read },
+      schema: {
+        operationId: 'getAuditCheckpointNote',
+        errorStatuses: [404],
+        summary: 'The latest checkpoint as a C2SP signed note, with its cosignatures',
+        description:
+          "text/plain: the tlog-checkpoint text (origin AUDIT_LOG_ORIGIN, by default `<log>/<keyId>`; tree size; base64 root hash), a blank line, the log's Ed25519 note signature (key name AUDIT_NOTE_KEY_NAME, by default the origin; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).",
+        tags: ['audit'],
+        response: { 200: { description: 'The signed note', content: { 'text/plain': { schema: z.string() } } } },
+      },
+    },
+    async (_request, reply) => {
+      const latest = await log.checkpointNote();
+      if (latest === undefined) throw errors('checkpointNotFound');
+      return reply.type('text/plain; charset=utf-8').header('cache-control', 'no-cache').send(latest.note);
+    },
+  );
+
+  app.get(
+    `${TLOG_PREFIX}/tile/*`,
+    {
+      config: { scope: scopes.read },
+      schema: {
+        operationId: 'getAuditTile',
+        errorStatuses: [404, AUDIT_LOG_INCOMPLETE_STATUS],
+        summary: 'A hash tile of the audit log (c2sp.org/tlog-tiles)',
+        description:
+          'The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: event content does not leave Vigil.',
+        tags: ['audit'],
+        params: z.object({ '*': z.string() }),
+        response: { 200: { description: 'The tile', content: { 'application/octet-stream': { schema: z.string().describe('W × 32 bytes') } } } },
+      },
+    },
+    async (request, reply) => {
+      const tile = parseTilePath(request.params['*']);
+      if (tile === undefined) throw errors('auditTileNotFound', `"${request.params['*'].slice(0, 100)}" is not a hash tile path (<L>/<N>[.p/<W>], tlog-tiles)`);
+      const hashes = await provingFromLog(errors, () => log.tile(tile));
+      if (hashes === undefined) throw errors('auditTileNotFound', 'The tile is beyond the latest checkpoint');
+      // Tiles never change once served: a full tile and a partial one of a given width hold the same hashes forever.
+      return reply
+        .type('application/octet-stream')
+        .header('cache-control', 'public, max-age=31536000, immutable')
+        .send(hashes as never);
+    },
+  );
+
+  app.post(
+    `${TLOG_PREFIX}/cosignatures`,
+    {
+      config: { scope: scopes.sign },
+      schema: {
+        operationId: 'addAuditCosignatures',
+        errorStatuses: [422],
+        summary: "Store witnesses' cosignatures of a checkpoint note",
+        description:
+          "`note` is a checkpoint note the log signed (its text byte for byte, as GET /api/audit/tlog/checkpoint served it) with cosignature lines appended: every line but the log's own must be a valid tlog-cosignature v1 by a witness of AUDIT_COSIGNERS, else the whole note is refused (422) and nothing is stored.",
+        tags: ['audit'],
+        body: z.object({
+          note: z
+            .string()
+            .min(1)
+            .max(64 * 1024),
+        }),
+        response: { 200: z.object({ treeSize: z.number().int(), added: z.number().int().describe('Cosignatures not stored before') }) },
+      },
+    },
+    async (request) => {
+      try {
+        const { treeSize, added } = await log.addCosignatures(request.body.note);
+        return { treeSize, added };
+      } catch (error) {
+        if (error instanceof CosignatureRefused) throw errors('auditCosignatureInvalid', error.message);
+        throw error;
+      }
     },
   );
 }

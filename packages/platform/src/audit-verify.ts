@@ -2,4 +2,5 @@
 // functions, the checkpoint key functions and strict base64, which depend on node:crypto alone.
 export * from './audit-keys.ts';
 export * from './merkle.ts';
+export * from './signed-note.ts';
 export { canonicalJson, decodeBase64 } from './crypto.ts';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { maskDetectorList, parseMaskSpecs, type MaskingConfig } from './masking.ts';
+import { cosignerKey, isKeyName, NoteFormatError, parseVerifierKey, type NoteKey } from './signed-note.ts';
 
 // The parsing kit every service's configuration is written with.
 export const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -116,6 +117,41 @@ export const sharedEnvironment = environmentSlice(
     REDACTION_DETECTORS: maskDetectorList.default([]),
     /** With it, redaction markers carry a keyed hash of the value (HMAC-SHA256), so equal values stay joinable. */
     REDACTION_HMAC_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** The origin line of the log's C2SP checkpoints (tlog-checkpoint); unset: `<log name>/<key id>`, e.g. vigil-observe/3f2a… */
+    AUDIT_LOG_ORIGIN: z
+      .string()
+      .min(1)
+      .regex(/^[^\n\r]+$/, 'must be one line')
+      .optional(),
+    /** The key name of the log's note signature (signed-note: no spaces, no "+"); unset: the origin. */
+    AUDIT_NOTE_KEY_NAME: z.string().refine(isKeyName, 'must be a note key name: non-empty, no spaces, no "+"').optional(),
+    /**
+     * The witnesses that cosign the log's checkpoints (tlog-witness), comma-separated, each its
+     * verifier key (`name+hash+base64`, type 4, or type 1 read as the same key's cosignatures) then,
+     * after a space, its submission URL (POST <url>/add-checkpoint); a key alone is a witness whose
+     * cosignatures are accepted at POST /api/audit/tlog/cosignatures but never asked for.
+     */
+    AUDIT_COSIGNERS: z
+      .string()
+      .default('')
+      .transform((value, ctx) => {
+        const cosigners: AuditCosigner[] = [];
+        for (const entry of value
+          .split(',')
+          .map((item) => item.trim())
+          .filter((item) => item !== '')) {
+          const [vkey, url, ...rest] = entry.split(/\s+/);
+          try {
+            if (rest.length > 0) throw new NoteFormatError('an entry is a verifier key, then optionally one URL');
+            if (url !== undefined && !/^https?:\/\//.test(url)) throw new NoteFormatError(`${url} is not an http(s) URL`);
+            cosigners.push({ key: cosignerKey(parseVerifierKey(vkey!)), ...(url === undefined ? {} : { url: url.replace(/\/+$/, '') }) });
+          } catch (error) {
+            ctx.addIssue({ code: 'custom', message: `${entry.slice(0, 60)}: ${(error as Error).message}` });
+            return z.NEVER;
+          }
+        }
+        return cosigners;
+      }),
   },
   (env) =>
     env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS
@@ -191,6 +227,14 @@ export interface AuditLogConfig {
   checkpointEvents: number;
   checkpointIntervalMs: number;
   witnesses: { urls: string[]; secret?: string; file?: string; timeoutMs: number };
+  /** The C2SP checkpoint's origin and note key name (defaults: AuditLog), and the witnesses that cosign it. */
+  tlog: { origin?: string; keyName?: string; cosigners: AuditCosigner[] };
+}
+
+/** A witness of the log (AUDIT_COSIGNERS): its cosignature key, and where to submit checkpoints, when it is asked. */
+export interface AuditCosigner {
+  key: NoteKey;
+  url?: string;
 }
 
 /** What a caller may set over a service's environment: the port (tests take a free one) and the data directory. */
@@ -232,6 +276,7 @@ export function serviceBaseConfig(
         file: witnessFile(e.AUDIT_WITNESS_FILE, dataDir),
         timeoutMs: e.AUDIT_WITNESS_TIMEOUT_MS,
       },
+      tlog: { origin: e.AUDIT_LOG_ORIGIN, keyName: e.AUDIT_NOTE_KEY_NAME, cosigners: e.AUDIT_COSIGNERS },
     },
     masking: { specs: maskFile(e.REDACTION_RULES_FILE), detectors: e.REDACTION_DETECTORS, hmacKey: e.REDACTION_HMAC_KEY },
   };

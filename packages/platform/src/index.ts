@@ -22,6 +22,7 @@ export * from './api-keys.ts';
 export * from './metrics.ts';
 export * from './merkle.ts';
 export * from './audit-keys.ts';
+export * from './signed-note.ts';
 export * from './secret-file.ts';
 export * from './audit-log.ts';
 export * from './stored-hash.ts';

@@ -212,7 +212,8 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
   for (const route of routeTable) {
     const id = `${route.method} ${route.url}`;
     if (route.url in coverage.undocumented || id in coverage.undocumented) continue;
-    const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // Path parameters as OpenAPI spells them; a trailing wildcard (a tile path) is the parameter `*`.
+    const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{*}');
     const operation = document.paths[path]?.[route.method.toLowerCase()];
     if (operation === undefined) {
       problems.push(`${id} is not in the OpenAPI document: give it a schema (or list its URL as undocumented in the test, with why)`);
@@ -314,6 +315,7 @@ export async function dropAuditLogTables(db: Pick<Kysely<unknown>, 'schema'>): P
     'audit_keys',
     'audit_tombstones',
     'audit_witness_deliveries',
+    'audit_cosignatures',
   ];
   for (const table of tables) await db.schema.dropTable(table).execute();
 }

@@ -18,6 +18,7 @@ import { checkpointSigned, GATE_PROFILE, keyIdOf, parseCheckpoint, parsePublicKe
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
 import { RequestRowAudit } from './requests.ts';
+import { parseWitnessPolicy, witnessPolicyFindings, type WitnessPolicy } from './witnesses.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf, type WalkedEventSink } from './walk.ts';
 
 export const EXIT_VALID = 0;
@@ -34,6 +35,9 @@ export interface VerifyOptions {
   url?: string;
   deep?: boolean;
   json?: boolean;
+  /** --witness (repeatable) and --min-witnesses: the witness policy (witnesses.ts). */
+  witness?: string[];
+  minWitnesses?: string;
 }
 
 export interface VerifyIo {
@@ -43,7 +47,8 @@ export interface VerifyIo {
   live: boolean;
 }
 
-type Verdict = 'valid' | 'tampered' | 'unverified';
+/** `unwitnessed`: no finding in the log, but its checkpoint lacks the cosignatures --min-witnesses requires (exit 1). */
+type Verdict = 'valid' | 'tampered' | 'unverified' | 'unwitnessed';
 
 /** The earliest checkpoint the verdict rests on: what it proves reaches back to that tree size and time (docs/audit.md). */
 interface Coverage {
@@ -63,7 +68,7 @@ interface Report {
   coverage: Coverage;
 }
 
-const EXIT_OF: Record<Verdict, number> = { valid: EXIT_VALID, tampered: EXIT_TAMPERED, unverified: EXIT_UNVERIFIED };
+const EXIT_OF: Record<Verdict, number> = { valid: EXIT_VALID, tampered: EXIT_TAMPERED, unverified: EXIT_UNVERIFIED, unwitnessed: EXIT_TAMPERED };
 
 /** No finding yet no trusted key: the summary says so before anything else. */
 const UNVERIFIED_PREFIX = 'UNVERIFIED (no trusted key: signatures checked only against keys the server or bundle names)';
@@ -77,6 +82,8 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
         : new ApiClient({ baseUrl: baseUrl(options.url), apiKey: env.VIGIL_API_KEY?.trim() || undefined, timeoutMs: REQUEST_TIMEOUT_MS });
     const givenKey = options.publicKey === undefined ? undefined : readPublicKey(options.publicKey);
     const saved = options.checkpoint === undefined ? undefined : readSavedCheckpoint(options.checkpoint);
+    const policy = parseWitnessPolicy(options.witness, options.minWitnesses);
+    if (policy !== undefined && client === undefined) throw new InputError('--witness checks the cosignatures the server stored: give --url');
     let report: Report;
     if (bundleFile !== undefined) {
       report = await verifyBundleFile(bundleFile, givenKey, saved, client);
@@ -84,6 +91,7 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
       if (client === undefined) throw new InputError('give a bundle file to verify, or --url to audit the whole log');
       report = await auditLog(client, givenKey, saved, options.deep === true, io);
     }
+    if (policy !== undefined) report = await withWitnessPolicy(report, client!, policy, givenKey);
     print(report, options.json === true, io);
     return EXIT_OF[report.verdict];
   } catch (error) {
@@ -91,6 +99,18 @@ export async function runVerify(bundleFile: string | undefined, options: VerifyO
     io.err(`error: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT_USAGE;
   }
+}
+
+/** The report with the witness policy's findings and note; a log otherwise found intact is `unwitnessed` when the policy fails. */
+async function withWitnessPolicy(report: Report, client: ApiClient, policy: WitnessPolicy, givenKey: Buffer | undefined): Promise<Report> {
+  const { findings, notes } = await witnessPolicyFindings(client, policy, givenKey);
+  const merged = { ...report, findings: [...report.findings, ...findings], notes: [...report.notes, ...notes] };
+  if (findings.length === 0 || report.verdict === 'tampered') return merged;
+  return {
+    ...merged,
+    verdict: 'unwitnessed',
+    summary: `NOT WITNESSED (${findings.length} witness-policy finding${findings.length === 1 ? '' : 's'}): ${report.summary}`,
+  };
 }
 
 function baseUrl(url: string): string {

@@ -339,7 +339,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const db = database.db;
       // Back to a database from before 0006: the log's tables gone, its steps (and the conversion of its hashes to bytes) not applied.
       await dropAuditLogTables(db);
-      await sql`delete from schema_migrations where name in ('0006_audit_log', '0009_binary_audit_log_hashes', '0010_audit_key_certificates', '0016_audit_leaf_kinds_and_requests')`.execute(
+      await sql`delete from schema_migrations where name in ('0006_audit_log', '0009_binary_audit_log_hashes', '0010_audit_key_certificates', '0016_audit_leaf_kinds_and_requests', '0017_audit_checkpoint_notes')`.execute(
         db,
       );
       await migrateToLatest(database, gateMigrations);

@@ -1,5 +1,5 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { addCheckpointNotes, addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
 import { ENTRY_LEAF } from './log.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
@@ -14,5 +14,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   async '0016_audit_leaf_kinds_and_requests'(db) {
     await indexLeavesByScope(db);
     await addLeafKinds(db, ENTRY_LEAF);
+  },
+  /** Each checkpoint as a C2SP signed note, and the witnesses' cosignatures of them (docs/audit.md, "C2SP formats"). */
+  async '0017_audit_checkpoint_notes'(db) {
+    await addCheckpointNotes(db);
   },
 };

@@ -442,7 +442,7 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       // Back to a database from before 0016: its tables gone, its steps not applied, the events' hashes hex text (before 0022).
       await dropAuditLogTables(db);
       await storeHashesAsHex(db, database.dialect, 'events', ['hash', 'prev_hash']);
-      await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses', '0022_binary_hashes', '0026_audit_log_sessions_and_key_certificates', '0030_audit_leaf_kinds')`.execute(
+      await sql`delete from schema_migrations where name in ('0016_audit_log', '0017_audit_log_witnesses', '0022_binary_hashes', '0026_audit_log_sessions_and_key_certificates', '0030_audit_leaf_kinds', '0033_audit_checkpoint_notes')`.execute(
         db,
       );
       await migrateToLatest(database, observeMigrations);

@@ -1,5 +1,5 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { addCheckpointNotes, addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
 import { EVENT_LEAF, WRITER_LEAF } from './writer-leaves.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
@@ -14,5 +14,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   /** Each leaf's kind, backfilled: an event's, a writer leaf's, a tombstone's, a key rotation's, a change's. */
   async '0030_audit_leaf_kinds'(db) {
     await addLeafKinds(db, EVENT_LEAF, [{ table: 'audit_writer_leaves', leafColumn: 'leaf_idx', kind: WRITER_LEAF }]);
+  },
+  /** Each checkpoint as a C2SP signed note, and the witnesses' cosignatures of them (docs/audit.md, "C2SP formats"). */
+  async '0033_audit_checkpoint_notes'(db) {
+    await addCheckpointNotes(db);
   },
 };

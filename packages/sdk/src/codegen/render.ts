@@ -44,8 +44,10 @@ function componentName(ref: string, where: string): string {
 
 function jsonContent(content: Record<string, { schema?: JsonSchema }> | undefined, where: string): JsonSchema | undefined {
   if (content === undefined) return undefined;
-  // An event stream (GET /api/stream) is typed as its text; clients read it with EventSource.
-  if (content['application/json'] === undefined && content['text/event-stream'] !== undefined) return { type: 'string' };
+  // An event stream (GET /api/stream) is typed as its text; clients read it with EventSource. So are
+  // the audit log's C2SP answers (a signed note, a hash tile), which C2SP clients fetch themselves.
+  const textual = ['text/event-stream', 'text/plain', 'application/octet-stream'];
+  if (content['application/json'] === undefined && textual.some((type) => content[type] !== undefined)) return { type: 'string' };
   const json = content['application/json'];
   if (json === undefined) throw new UnsupportedSchemaError(where, `no application/json content (has ${Object.keys(content).join(', ')})`);
   return json.schema;

@@ -169,7 +169,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "cosignature_invalid" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
@@ -789,6 +789,10 @@ export interface paths {
               signature: string;
             } | null;
           }[];
+          /** The origin line of the C2SP checkpoint notes (GET /api/audit/tlog/checkpoint) */
+          origin: string;
+          /** The current key as a signed-note verifier key, `<key name>+<key hash>+<base64(0x01 || key)>`: what C2SP clients and witnesses are configured with */
+          noteVerifierKey: string;
         };
         400: GateError;
         401: GateError;
@@ -836,6 +840,92 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/tlog/checkpoint": {
+    /**
+     * The latest checkpoint as a C2SP signed note, with its cosignatures
+     *
+     * text/plain: the tlog-checkpoint text (origin AUDIT_LOG_ORIGIN, by default `<log>/<keyId>`; tree size; base64 root hash), a blank line, the log's Ed25519 note signature (key name AUDIT_NOTE_KEY_NAME, by default the origin; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: string;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/tlog/cosignatures": {
+    /**
+     * Store witnesses' cosignatures of a checkpoint note
+     *
+     * `note` is a checkpoint note the log signed (its text byte for byte, as GET /api/audit/tlog/checkpoint served it) with cosignature lines appended: every line but the log's own must be a valid tlog-cosignature v1 by a witness of AUDIT_COSIGNERS, else the whole note is refused (422) and nothing is stored.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        note: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          treeSize: number;
+          /** Cosignatures not stored before */
+          added: number;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        422: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/tlog/tile/{*}": {
+    /**
+     * A hash tile of the audit log (c2sp.org/tlog-tiles)
+     *
+     * The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: event content does not leave Vigil.
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        "*": string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: string;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
         429: GateError;
         500: GateError;
         503: GateError;

@@ -463,7 +463,7 @@ export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -1719,10 +1719,97 @@ export interface paths {
               signature: string;
             } | null;
           }[];
+          /** The origin line of the C2SP checkpoint notes (GET /api/audit/tlog/checkpoint) */
+          origin: string;
+          /** The current key as a signed-note verifier key, `<key name>+<key hash>+<base64(0x01 || key)>`: what C2SP clients and witnesses are configured with */
+          noteVerifierKey: string;
         };
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/tlog/checkpoint": {
+    /**
+     * The latest checkpoint as a C2SP signed note, with its cosignatures
+     *
+     * text/plain: the tlog-checkpoint text (origin AUDIT_LOG_ORIGIN, by default `<log>/<keyId>`; tree size; base64 root hash), a blank line, the log's Ed25519 note signature (key name AUDIT_NOTE_KEY_NAME, by default the origin; its verifier key is `noteVerifierKey` of GET /api/audit/public-key), then every stored tlog-cosignature v1 line of the witnesses (docs/audit.md).
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: string;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/tlog/cosignatures": {
+    /**
+     * Store witnesses' cosignatures of a checkpoint note
+     *
+     * `note` is a checkpoint note the log signed (its text byte for byte, as GET /api/audit/tlog/checkpoint served it) with cosignature lines appended: every line but the log's own must be a valid tlog-cosignature v1 by a witness of AUDIT_COSIGNERS, else the whole note is refused (422) and nothing is stored.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        note: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          treeSize: number;
+          /** Cosignatures not stored before */
+          added: number;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        422: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/tlog/tile/{*}": {
+    /**
+     * A hash tile of the audit log (c2sp.org/tlog-tiles)
+     *
+     * The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: event content does not leave Vigil.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        "*": string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: string;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
