@@ -257,7 +257,7 @@ function registerTlogRoutes<Schema extends AuditLogTables>(app: ZodApp, options:
         errorStatuses: [404, AUDIT_LOG_INCOMPLETE_STATUS],
         summary: 'A hash tile of the audit log (c2sp.org/tlog-tiles)',
         description:
-          'The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: the logged items' content does not leave Vigil.',
+          'The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: the content of what is logged does not leave Vigil.',
         tags: ['audit'],
         params: z.object({ '*': z.string() }),
         response: { 200: { description: 'The tile', content: { 'application/octet-stream': { schema: z.string().describe('W × 32 bytes') } } } },

@@ -908,7 +908,7 @@ export interface paths {
     /**
      * A hash tile of the audit log (c2sp.org/tlog-tiles)
      *
-     * The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: event content does not leave Vigil.
+     * The path after `tile/` is `<L>/<N>[.p/<W>]` as tlog-tiles spells it (N in 3-digit groups, all but the last prefixed with x). The body is the W (256 for a full tile) concatenated 32-byte hashes: at level 0 leaf hashes, at level L the roots of the subtrees of 256^L leaves. Tiles within the latest checkpoint only; entry bundles (`tile/entries/…`) are never served: the content of what is logged does not leave Vigil.
      *
      * Scope: `request:read`.
      */
