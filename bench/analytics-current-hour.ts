@@ -11,7 +11,7 @@
  * hour of the range instead).
  */
 import { HOUR_MS } from '@vigil/platform';
-import { batchBody, CLIENTS, post } from './observe-workload.ts';
+import { batchBody, ingest } from './observe-workload.ts';
 import { createObserveKey, processCpuMs, startObserve, stopServer, waitForIdle } from './server.ts';
 import { checked, percentile, printTable, rate, type Row } from './table.ts';
 
@@ -29,20 +29,12 @@ try {
   // Timestamps from the hour's start to now: none in the future, all in the hour the reads are in.
   const span = Math.max(1, Date.now() - hourStart);
   const batches = Math.ceil(EVENTS / BATCH);
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (next < batches) {
-        const k = next++;
-        // The workload names the agent by the session id's length: ids of seven lengths, seven agents.
-        const session = k % SESSIONS;
-        const sessionId = `hour-${session}-`.padEnd(16 + (session % 7), 'x');
-        await post(server.base, key, batchBody(sessionId, BATCH, new Date(hourStart + Math.floor((k * span) / batches)).toISOString()));
-      }
-    }),
-  );
-  const ingestRate = (batches * BATCH) / ((performance.now() - started) / 1000);
+  // The workload names the agent by the session id's length: ids of seven lengths, seven agents.
+  const sessionBody = (k: number) => {
+    const session = k % SESSIONS;
+    return batchBody(`hour-${session}-`.padEnd(16 + (session % 7), 'x'), BATCH);
+  };
+  const ingestRate = await ingest(server.base, key, sessionBody, BATCH, batches, hourStart, span);
   const pid = server.child.pid ?? null;
   if (pid !== null) await waitForIdle(pid);
   const sameHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS === hourStart;

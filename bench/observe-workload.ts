@@ -72,10 +72,20 @@ export async function post(base: string, key: string, body: string): Promise<voi
 }
 
 /**
- * Sends `batches` pre-built bodies from CLIENTS concurrent clients, batch k stamped at the k-th
- * step of [start, start + span); returns events per second.
+ * Sends `batches` bodies from CLIENTS concurrent clients, batch k stamped at the k-th step of
+ * [start, start + span); returns events per second. `bodies`: pre-built ones, taken in turn, or
+ * batch k's built when it is sent.
  */
-export async function ingest(base: string, key: string, bodies: string[], batchSize: number, batches: number, start: number, span: number): Promise<number> {
+export async function ingest(
+  base: string,
+  key: string,
+  bodies: readonly string[] | ((k: number) => string),
+  batchSize: number,
+  batches: number,
+  start: number,
+  span: number,
+): Promise<number> {
+  const bodyOf = typeof bodies === 'function' ? bodies : (k: number) => bodies[k % bodies.length]!;
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -83,7 +93,7 @@ export async function ingest(base: string, key: string, bodies: string[], batchS
       while (next < batches) {
         const k = next++;
         const timestamp = new Date(start + Math.floor((k * span) / batches)).toISOString();
-        await post(base, key, bodies[k % bodies.length]!.replaceAll(TIMESTAMP_TOKEN, timestamp));
+        await post(base, key, bodyOf(k).replaceAll(TIMESTAMP_TOKEN, timestamp));
       }
     }),
   );
