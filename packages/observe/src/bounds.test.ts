@@ -9,6 +9,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_TOKENS } from './bounds.ts';
 import { isErrorEvent } from './events/index.ts';
 import { ANALYSES } from './reflect/index.ts';
+import { backfillSessionHours } from './analytics/session-hours.ts';
 import { startTestObserve, type TestObserve } from './testing.ts';
 
 type Body = Record<string, unknown>;
@@ -526,13 +527,16 @@ await describeEachDatabase('numeric bounds: session durations from the widest ti
     const response = await observe.call({ method: 'POST', url: '/api/events', payload: { events } });
     assert.equal(response.statusCode, 201, response.body);
     // The other sessions are copies of the row ingest made: tens of thousands of sessions through
-    // HTTP would take minutes, and the sums read only the sessions table.
+    // HTTP would take minutes.
     const { db } = observe.service.context.database;
     const template = await db.selectFrom('sessions').selectAll().where('id', '=', 'long-0').executeTakeFirstOrThrow();
     for (let first = 1; first < sessions; first += 1000) {
       const rows = Array.from({ length: Math.min(1000, sessions - first) }, (_, i) => ({ ...template, id: `long-${first + i}` }));
       await db.insertInto('sessions').values(rows).execute();
     }
+    // The agents report reads sessions per agent and hour: rebuilt from the copies, as ingest would keep it.
+    await db.deleteFrom('agent_session_hours').execute();
+    await backfillSessionHours(db);
   });
   after(() => observe.close());
 

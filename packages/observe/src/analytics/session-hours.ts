@@ -3,7 +3,7 @@
 // range. A session moves its row when its start moves earlier, and its duration when its measured
 // end moves (sessions/figures.ts): ingest applies the difference of each session's span before and
 // after the batch, retention subtracts the sessions it deletes.
-import { HOUR_MS, type DdlTarget } from '@vigil/platform';
+import { HOUR_MS, sumAsDouble, type DdlTarget } from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { DerivedTable, SessionChange, SessionSpan } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
@@ -57,7 +57,7 @@ export async function applySessionHourDeltas(trx: Transaction<ObserveSchema>, de
 
 /** The rows of the stored sessions that `where` selects, computed in SQL by the same rule. */
 const sessionHoursOf = (where: ReturnType<typeof sql>) => sql<AgentSessionHourRow>`
-  select (started_at / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, count(*) as session_count, sum(${sessionDurationSql()}) as duration_sum
+  select (started_at / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, count(*) as session_count, ${sumAsDouble(sessionDurationSql())} as duration_sum
   from sessions
   where ${where}
   group by 1, 2
