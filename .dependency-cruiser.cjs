@@ -152,10 +152,11 @@ module.exports = {
     },
   ],
   options: {
-    // The dashboard's bundle (and its scratch folders .dist-*) and the compiled CLI are not source.
+    // The dashboard's bundle and the compiled CLI are not source, nor is any package's scratch
+    // build folder (.dist-build-<pid>, which a concurrent build writes and deletes mid-cruise).
     // The SDK's and the price table's dist/ stay in: other packages import them through `exports`,
     // so the rules see them.
-    exclude: { path: '(^|/)packages/(dashboard|cli)/\\.?dist[^/]*/' },
+    exclude: { path: ['(^|/)packages/(dashboard|cli)/\\.?dist[^/]*/', '(^|/)packages/[^/]+/\\.dist-[^/]*/'] },
     doNotFollow: { path: 'node_modules' },
     // Type-only imports are seen (and tagged `type-only`), so the feature rules cover them too.
     tsPreCompilationDeps: true,

@@ -10,7 +10,9 @@ import type { ErrorSpec } from '@vigil/platform';
 
 export const ERROR_REFERENCE_FILE = fileURLToPath(new URL('../docs/reference/errors.md', import.meta.url));
 
-const cell = (text: string): string => text.replace(/\|/g, '\\|');
+// Markdown table cell: pipes escaped, and angle brackets as entities so that the site's
+// Vue-based build does not read `<L>` as an unclosed element.
+const cell = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|');
 
 /** One row per error, ordered by status then code. */
 function table(catalogue: Record<string, ErrorSpec>): string {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CHAT_CONFIGURED_ENV, startTestGate, type TestGate } from '@vigil/gate/testing';
 import { startTestObserve, type TestObserve } from '@vigil/observe/testing';
-import type { RouteEntry, ZodApp } from '@vigil/platform';
+import { WILDCARD_PARAMETER, type RouteEntry, type ZodApp } from '@vigil/platform';
 import { routeDeclarationProblems, sqliteBackend } from '@vigil/platform/testing';
 
 let observe: TestObserve;
@@ -26,7 +26,8 @@ function documentedNames(app: ZodApp): Map<string, string | undefined> {
   const names = new Map<string, string | undefined>();
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
-      names.set(`${method.toUpperCase()} ${path.replace(/\{\*\}$/, '*').replace(/\{([^}]+)\}/g, ':$1')}`, operation.operationId);
+      const url = path.replace(new RegExp(`\\{${WILDCARD_PARAMETER}\\}$`), '*').replace(/\{([^}]+)\}/g, ':$1');
+      names.set(`${method.toUpperCase()} ${url}`, operation.operationId);
     }
   }
   return names;

@@ -127,6 +127,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, with its authentication policy: what the route-walking auth test iterates. */
     routeTable: RouteEntry[];
+    /**
+     * A write off the request path failed (recording a key's use, …): an unreachable database
+     * joins the outage's one log line instead of a warning per write; anything else is warned.
+     */
+    backgroundWriteFailed(error: unknown, what: string): void;
   }
   interface FastifyRequest {
     /** Why the request failed (5xx), for the failed-request counter of /metrics; null if it did not. */
@@ -545,6 +550,10 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
   const outage = new OutageLog(app.log, 'database', options.databaseProbe);
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
+  app.decorate('backgroundWriteFailed', (error: unknown, what: string) => {
+    if (databaseFailure(error) === 'unavailable') outage.noticed(error);
+    else app.log.warn({ err: error }, what);
+  });
   app.addHook('onRoute', (route) => {
     strictQuery(route);
     for (const method of [route.method].flat()) {
@@ -608,7 +617,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     // Named schemas (`.meta({id})`) become components; zod's registry is process-wide, so under
     // `vigil up` each service keeps only the schemas its own paths reference.
     transformObject: (input) =>
-      describedOperations(onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument)) as ReturnType<typeof jsonSchemaTransformObject>,
+      describedOperations(namedWildcards(onlyReferencedSchemas(jsonSchemaTransformObject(input) as OpenApiDocument))) as ReturnType<
+        typeof jsonSchemaTransformObject
+      >,
   });
 
   // Graceful shutdown: idle keep-alive connections are closed at once (forceCloseConnections:
@@ -668,6 +679,7 @@ export function sendJsonText(reply: FastifyReply, json: string | Buffer): Fastif
 interface OpenApiOperation {
   summary?: string;
   tags?: string[];
+  parameters?: { in?: string; name?: string; description?: string }[];
   responses?: Record<string, { description?: string }>;
 }
 
@@ -696,6 +708,34 @@ function describedOperations(document: OpenApiDocument): OpenApiDocument {
     }
   }
   return { ...document, tags: [...tags].sort().map((name) => ({ name })) };
+}
+
+/** What a route's trailing wildcard (`/*`, the rest of the path, slashes included) is called in the document. */
+export const WILDCARD_PARAMETER = 'path';
+
+/** A route's URL as the OpenAPI document spells it: `:id` is `{id}`, a trailing `*` is `{path}`. */
+export function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, `{${WILDCARD_PARAMETER}}`);
+}
+
+/**
+ * The document with each route's trailing wildcard named: the swagger plugin writes `{*}`, which
+ * is no parameter name OpenAPI tools accept (Spectral's path-params), so it becomes
+ * `{WILDCARD_PARAMETER}`, described as keeping its slashes (typed clients send it so).
+ */
+function namedWildcards(document: OpenApiDocument): OpenApiDocument {
+  const paths = Object.entries(document.paths ?? {}).map(([path, methods]): [string, Record<string, OpenApiOperation>] => {
+    if (!path.endsWith('/{*}')) return [path, methods];
+    for (const operation of Object.values(methods)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== 'path' || parameter.name !== '*') continue;
+        parameter.name = WILDCARD_PARAMETER;
+        parameter.description ??= 'The rest of the path, its slashes included (each segment percent-encoded)';
+      }
+    }
+    return [`${path.slice(0, -'{*}'.length)}{${WILDCARD_PARAMETER}}`, methods];
+  });
+  return { ...document, paths: Object.fromEntries(paths) };
 }
 
 /** The document with `components.schemas` cut to the schemas reachable from its paths. */

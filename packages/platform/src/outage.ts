@@ -24,6 +24,11 @@ export class OutageLog {
   /** A request failed because the dependency is unreachable. */
   failed(error: unknown): void {
     this.failures += 1;
+    this.noticed(error);
+  }
+
+  /** Work other than a request (a background write) found the dependency unreachable. */
+  noticed(error: unknown): void {
     if (this.since !== null) return;
     this.since = Date.now();
     const cause = causeOf(error);

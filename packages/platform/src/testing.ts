@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import assert from 'node:assert/strict';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { AdminChange, AdminChangePage } from './change-log.ts';
-import type { RouteEntry } from './http.ts';
+import { openApiPath, type RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, MigrationDb } from './db.ts';
@@ -212,8 +212,7 @@ export function openApiCoverageProblems(routeTable: readonly RouteEntry[], docum
   for (const route of routeTable) {
     const id = `${route.method} ${route.url}`;
     if (route.url in coverage.undocumented || id in coverage.undocumented) continue;
-    // Path parameters as OpenAPI spells them; a trailing wildcard (a tile path) is the parameter `*`.
-    const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{*}');
+    const path = openApiPath(route.url);
     const operation = document.paths[path]?.[route.method.toLowerCase()];
     if (operation === undefined) {
       problems.push(`${id} is not in the OpenAPI document: give it a schema (or list its URL as undocumented in the test, with why)`);

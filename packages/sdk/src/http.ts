@@ -86,8 +86,10 @@ function expandPath(template: string, params: Record<string, unknown> | undefine
   return template.replace(/\{([^}]+)\}/g, (_, name: string) => {
     const value = params?.[name];
     if (value === undefined || value === null || value === '') throw new TypeError(`path parameter "${name}" is required for ${template}`);
-    // A wildcard (`*`, a tile path such as 0/x001/234.p/5) keeps its slashes; each segment is encoded.
-    return name === '*' ? String(value).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(value));
+    // A route's trailing wildcard, `{path}` at the end of the template (a tile path such as
+    // 0/x001/234.p/5), keeps its slashes; each segment is encoded.
+    const rest = name === 'path' && template.endsWith('/{path}');
+    return rest ? String(value).split('/').map(encodeURIComponent).join('/') : encodeURIComponent(String(value));
   });
 }
 

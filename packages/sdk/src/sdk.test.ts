@@ -588,6 +588,20 @@ describe('typed call()', () => {
   });
 });
 
+describe('typed calls', () => {
+  test("a route's trailing wildcard {path} keeps its slashes, each segment percent-encoded; any other parameter encodes its slashes", async () => {
+    const recorder = new TestHttpServer((_request, res) => sendJson(res, 200, {}));
+    servers.push(await recorder.start());
+    const client = observeClient(recorder.url);
+    await client.call('get', '/api/audit/tlog/tile/{path}', { params: { path: '0/x001/2 4.p/5' } });
+    await client.call('get', '/api/sessions/{id}', { params: { id: 'a/b' } });
+    assert.deepEqual(
+      recorder.requests.map((request) => request.url),
+      ['/api/audit/tlog/tile/0/x001/2%204.p/5', '/api/sessions/a%2Fb'],
+    );
+  });
+});
+
 describe('removed features', () => {
   test('every lesson method throws VigilDeprecationError at once, without a request', async () => {
     const recorder = new TestHttpServer((_request, res) => sendJson(res, 200, {}));

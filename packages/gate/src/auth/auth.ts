@@ -126,7 +126,7 @@ export function registerAuthentication(app: ZodApp, ctx: GateContext): void {
           .set({ last_used_at: now })
           .where('id', '=', key.id)
           .execute()
-          .catch((error: unknown) => request.log.warn({ err: error }, 'could not record key use'));
+          .catch((error: unknown) => request.server.backgroundWriteFailed(error, 'could not record key use'));
       });
     }
   });

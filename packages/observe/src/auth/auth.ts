@@ -94,7 +94,7 @@ export function registerAuthentication(app: ZodApp, ctx: ObserveContext): void {
     const now = ctx.clock.now();
     if (key.last_used_at === null || now - key.last_used_at >= TOUCH_INTERVAL_MS) {
       setImmediate(() => {
-        touchKey(ctx.database, key.id, now).catch((error: unknown) => request.log.warn({ err: error }, 'could not record key use'));
+        touchKey(ctx.database, key.id, now).catch((error: unknown) => request.server.backgroundWriteFailed(error, 'could not record key use'));
       });
     }
   });

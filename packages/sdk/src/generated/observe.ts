@@ -1788,7 +1788,7 @@ export interface paths {
       };
     };
   };
-  "/api/audit/tlog/tile/{*}": {
+  "/api/audit/tlog/tile/{path}": {
     /**
      * A hash tile of the audit log (c2sp.org/tlog-tiles)
      *
@@ -1798,7 +1798,8 @@ export interface paths {
      */
     get: {
       params: {
-        "*": string;
+        /** The rest of the path, its slashes included (each segment percent-encoded) */
+        path: string;
       };
       query: Record<string, never>;
       body: never;
