@@ -12,7 +12,10 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startLiveServices, type LiveServices } from './testing.ts';
 
-const conformanceBin = resolve(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json'), '../dist/index.js');
+const requireHere = createRequire(import.meta.url);
+const conformanceBin = resolve(requireHere.resolve('@modelcontextprotocol/conformance/package.json'), '../dist/index.js');
+/** The suite's prerelease 0.2.0-alpha.12 (npm alias, pinned): the only one with 2026-07-28 scenarios. */
+const conformance2026Bin = resolve(requireHere.resolve('@modelcontextprotocol/conformance-2026/package.json'), '../dist/index.js');
 const node20Shim = resolve(import.meta.dirname, 'mcp-conformance-node20/register.mjs');
 
 /**
@@ -30,6 +33,29 @@ const SCENARIOS: Record<string, readonly string[]> = {
   '2025-11-25': ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'dns-rebinding-protection'],
 };
 
+/** The prerelease's 2026-07-28 scenarios that apply to Vigil's /mcp, judged like those above. */
+const SCENARIOS_2026 = [
+  'tools-list',
+  'dns-rebinding-protection',
+  'http-header-validation',
+  'server-sse-multiple-streams',
+  'input-required-result-unsupported-methods',
+];
+
+/**
+ * `server-stateless` (SEP-2575: `_meta` validation, `server/discover`, removed methods, version and
+ * header errors, subscriptions) runs some checks against diagnostic `test_*` tools of the suite's
+ * reference server, and scores a server without them as a failure marked untestable. These are
+ * those checks; every other check must pass (or be skipped by the suite: subscriptions/listen on a
+ * server that advertises nothing to listen for).
+ */
+const STATELESS_2026_UNTESTABLE = [
+  'sep-2575-http-server-no-independent-requests-on-stream',
+  'sep-2575-missing-capability-http-400',
+  'sep-2575-server-no-log-without-loglevel',
+  'sep-2575-server-rejects-undeclared-capability',
+];
+
 /**
  * The SSE scenarios (SEP-1699: resumable SSE streams of a session) test streams Vigil does not
  * open: it answers JSON and keeps no session (2026-07-28 has none; 2025 serving is stateless). They
@@ -45,6 +71,7 @@ interface Check {
   id: string;
   status: string;
   errorMessage?: string;
+  details?: { untestable?: boolean };
 }
 
 /**
@@ -80,6 +107,7 @@ async function runScenario(
   scenario: string,
   specVersion: string,
   withBaseline = true,
+  bin = conformanceBin,
 ): Promise<{ code: number | null; output: string; checks: Check[] }> {
   const outputDir = mkdtempSync(join(tmpdir(), 'vigil-mcp-conformance-'));
   // The suite's baseline of expected failures: empty.
@@ -89,7 +117,7 @@ async function runScenario(
     const child = spawn(
       process.execPath,
       [
-        ...['--import', node20Shim, conformanceBin, 'server', '--url', url, '--scenario', scenario],
+        ...['--import', node20Shim, bin, 'server', '--url', url, '--scenario', scenario],
         ...['--spec-version', specVersion, '--output-dir', join(outputDir, 'results')],
         ...(withBaseline ? ['--expected-failures', baseline] : []),
       ],
@@ -163,6 +191,37 @@ describe('the MCP conformance suite against /mcp', () => {
           `${scenario}:\n${output}`,
         );
       }
+    });
+  }
+  for (const service of ['observe', 'gate']) {
+    test(`${service}, spec 2026-07-28 (suite 0.2.0-alpha.12): ${SCENARIOS_2026.join(', ')} pass`, async () => {
+      for (const scenario of SCENARIOS_2026) {
+        const { code, output, checks } = await runScenario(urls[service]!, scenario, '2026-07-28', true, conformance2026Bin);
+        assert.deepEqual(
+          checks.filter((check) => check.status === 'FAILURE' || check.status === 'WARNING'),
+          [],
+          `${scenario}:\n${output}`,
+        );
+        assert.equal(code, 0, `${scenario} exited ${code}:\n${output}`);
+        assert.match(output, /Baseline check passed/, scenario);
+        assert.ok(
+          checks.some((check) => check.status === 'SUCCESS'),
+          `${scenario}: no check succeeded:\n${output}`,
+        );
+      }
+    });
+
+    test(`${service}, spec 2026-07-28: server-stateless passes every check it can run, and refuses subscriptions/listen as a method it does not offer`, async () => {
+      const { output, checks } = await runScenario(urls[service]!, 'server-stateless', '2026-07-28', false, conformance2026Bin);
+      const notPassed = checks.filter((check) => check.status !== 'SUCCESS' && check.status !== 'SKIPPED' && check.status !== 'INFO');
+      assert.deepEqual(notPassed.map((check) => check.id).sort(), STATELESS_2026_UNTESTABLE, `server-stateless:\n${output}`);
+      for (const check of notPassed) assert.equal(check.details?.untestable, true, `${check.id} is untestable, not failed: ${check.errorMessage}`);
+      // The subscription checks are skipped because the server advertises no listChanged and answers -32601.
+      assert.ok(
+        checks.some((check) => check.id === 'sep-2575-server-sends-subscription-ack' && check.status === 'SKIPPED'),
+        `server-stateless:\n${output}`,
+      );
+      assert.ok(checks.filter((check) => check.status === 'SUCCESS').length >= 20, `server-stateless:\n${output}`);
     });
   }
 });

@@ -51,8 +51,13 @@ const modernRequest = (method: string, params: Record<string, unknown> = {}, id 
   },
 });
 
-const post = (url: string, body: string, headers: Record<string, string> = {}) =>
-  fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+const post = (url: string, body: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body,
+    signal,
+  });
 
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`/mcp on ${backend}`, { skip: backend === 'postgres' && postgresSkip }, () => {
@@ -252,6 +257,26 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const error = ((await refused.json()) as { error: { code: number; message: string; data?: { supported?: string[] } } }).error;
       assert.ok(refused.status >= 400 && refused.status < 500, `${refused.status}`);
       assert.deepEqual(error.data?.supported, ['2026-07-28'], JSON.stringify(error));
+    });
+
+    test('2026-07-28: server/discover advertises no listChanged, and subscriptions/listen is answered at once as a method not found (no stream held open)', async () => {
+      for (const [url, key] of [
+        [live.observeUrl, live.observeKey],
+        [live.gateUrl, live.gateAdminKey],
+      ] as const) {
+        const auth = { authorization: `Bearer ${key}`, 'mcp-protocol-version': '2026-07-28' };
+        const discover = await post(url, JSON.stringify(modernRequest('server/discover')), { ...auth, 'mcp-method': 'server/discover' });
+        const capabilities = ((await discover.json()) as { result: { capabilities: { tools: { listChanged?: boolean } } } }).result.capabilities;
+        assert.equal(capabilities.tools.listChanged, false, url);
+        const listen = modernRequest('subscriptions/listen', { notifications: { toolsListChanged: true } }, 9);
+        const refused = await post(url, JSON.stringify(listen), { ...auth, 'mcp-method': 'subscriptions/listen' }, AbortSignal.timeout(5000));
+        assert.equal(refused.status, 404, url);
+        assert.deepEqual(await refused.json(), {
+          jsonrpc: '2.0',
+          id: 9,
+          error: { code: -32601, message: 'Method not found: subscriptions/listen (this server sends no notifications)' },
+        });
+      }
     });
 
     test('an older protocol version the client asks for is answered with that version', async () => {

@@ -46,8 +46,20 @@ const jsonRpcErrorSchema = z
   })
   .meta({ id: 'JsonRpcError' });
 
-function jsonRpcError(status: number, code: number, message: string): Response {
-  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
+function jsonRpcError(status: number, code: number, message: string, id: string | number | null = null): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message }, id }, { status });
+}
+
+/**
+ * A 2026-07-28 `subscriptions/listen` request: the id it carries, else undefined. Such a stream
+ * would stay open on one instance for notifications Vigil never sends (its tools are fixed, and
+ * nothing is kept between requests), so it is refused as a method the server does not offer.
+ */
+function listenRequestId(message: unknown): string | number | null | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined;
+  const { method, id } = message as { method?: unknown; id?: unknown };
+  if (method !== 'subscriptions/listen') return undefined;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 /** Whether a Host header (`name:port`) or Origin (`scheme://name:port`) names a loopback host. */
@@ -120,8 +132,9 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
   const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
     const mcp = new McpServer(
       { name: options.name, version: options.version },
-      // logging: clients may set a level (2025 eras); the tools send no log messages.
-      { capabilities: { tools: {}, logging: {} } },
+      // logging: clients may set a level (2025 eras); the tools send no log messages. The tool
+      // list never changes, and a stateless server has no stream to announce it on: no listChanged.
+      { capabilities: { tools: { listChanged: false }, logging: {} } },
     );
     const headers: Record<string, string> = {};
     for (const name of FORWARDED_HEADERS) {
@@ -190,6 +203,9 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       const refusal = error as ServiceError;
       return answer(reply, jsonRpcError(refusal.status >= 400 && refusal.status < 500 ? refusal.status : 400, -32700, `Parse error: ${refusal.message}`));
     }
+    const listenId = listenRequestId(message);
+    if (listenId !== undefined)
+      return answer(reply, jsonRpcError(404, -32601, 'Method not found: subscriptions/listen (this server sends no notifications)', listenId));
     const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
     const webRequest = new Request(url, {
       method: 'POST',
