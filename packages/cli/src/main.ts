@@ -62,12 +62,12 @@ registerEvalGate(program);
 program
   .command('verify')
   .description(
-    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint); `vigil verify receipt FILE --public-key KEY` checks an approval receipt (exit 0 valid, 1 invalid, 2 usage)',
+    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint); `vigil verify receipt FILE --public-key KEY` checks an approval receipt (exit 0 valid, 1 invalid, 2 usage); `vigil verify evidence FILE --public-key KEY` checks an evidence pack offline (exit 0 valid, 1 a part fails, named, 2 usage or unreadable, 3 intact but no trusted key)',
   )
-  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify, or `receipt`')
+  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify, or `receipt`, or `evidence`')
   .argument(
     '[file]',
-    'after `receipt`: the approval receipt (GET /api/requests/:id/receipt) to verify; --public-key is the gate key, or a file of GET /api/audit/public-key',
+    'after `evidence`: the evidence pack (vigil evidence); after `receipt`: the approval receipt (GET /api/requests/:id/receipt) to verify; --public-key is the gate key, or a file of GET /api/audit/public-key',
   )
   .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it; its key is trusted')
   .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
@@ -94,6 +94,24 @@ program
       err: (text: string) => process.stderr.write(text),
       live: liveProgressWanted(process.stderr.isTTY, process.env),
     };
+    if (bundle === 'evidence') {
+      if (file === undefined) {
+        process.stderr.write('usage: vigil verify evidence FILE [--public-key KEY] [--checkpoint SAVED]\n');
+        process.exitCode = 2;
+        return;
+      }
+      const { runVerifyEvidence } = await import('./evidence/verify.ts');
+      process.exitCode = await runVerifyEvidence(
+        file,
+        {
+          publicKey: options.publicKey === undefined ? [] : [options.publicKey],
+          checkpoint: options.checkpoint === undefined ? [] : [options.checkpoint],
+          json: options.json,
+        },
+        io,
+      );
+      return;
+    }
     if (bundle === 'receipt' || file !== undefined) {
       if (bundle !== 'receipt' || file === undefined) {
         process.stderr.write('usage: vigil verify receipt FILE [--public-key KEY]\n');
@@ -106,6 +124,22 @@ program
     }
     const { runVerify } = await import('./verify/command.ts');
     process.exitCode = await runVerify(bundle, options, process.env, io);
+  });
+program
+  .command('evidence')
+  .description(
+    'write a signed evidence pack of a period (docs/audit.md, "Evidence packs"): checkpoints with cosignatures and consistency proofs, continuity, human oversight, incidents, change logs, retention receipts, inventory, controls matrix and an HTML report; each service signs the manifest (API keys: env VIGIL_API_KEY for observe, VIGIL_GATE_API_KEY for the gate, admin scope); check it with `vigil verify evidence FILE`',
+  )
+  .requiredOption('--from <time>', 'start of the period (ISO 8601)')
+  .requiredOption('--to <time>', 'end of the period (ISO 8601, inclusive)')
+  .requiredOption('--out <file>', 'where to write the pack (JSON lines)')
+  .option('--agent <id>', 'only this agent (repeatable)', (value: string, previous: string[] = []) => [...previous, value])
+  .option('--url <url>', 'the observe server')
+  .option('--gate-url <url>', 'the gate server')
+  .option('--interval-ms <ms>', 'the configured checkpoint interval (AUDIT_CHECKPOINT_INTERVAL_MS, default 60000): longer gaps are reported')
+  .action(async (options: import('./evidence/build.ts').EvidenceOptions) => {
+    const { runEvidence } = await import('./evidence/build.ts');
+    process.exitCode = await runEvidence(options, process.env, { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) });
   });
 program
   .command('witness')

@@ -91,6 +91,15 @@ export function keyCertificateBody(log: string, key: SigningKey, previous: Signi
   });
 }
 
+/**
+ * The bytes a service's signature of an evidence pack's manifest covers (docs/audit.md, "Evidence
+ * packs"): the canonical JSON of {keyId, kind: "evidence-manifest", log, manifestSha256, timestamp}.
+ */
+export function evidenceManifestMessage(log: string, signed: { manifestSha256: string; timestamp: string; keyId: string }): Buffer {
+  const { manifestSha256, timestamp, keyId } = signed;
+  return Buffer.from(canonicalJson({ keyId, kind: 'evidence-manifest', log, manifestSha256, timestamp }), 'utf8');
+}
+
 export function signBytes(key: SigningKey, message: Buffer): string {
   return sign(null, message, key.privateKey).toString('base64');
 }

@@ -1,6 +1,15 @@
 import { appendFile } from 'node:fs/promises';
 import { sql, type Kysely } from 'kysely';
-import { checkpointMessage, keyCertificateBody, loadSigningKey, parseSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
+import {
+  checkpointMessage,
+  evidenceManifestMessage,
+  keyCertificateBody,
+  loadSigningKey,
+  parseSigningKey,
+  signBytes,
+  type Checkpoint,
+  type SigningKey,
+} from './audit-keys.ts';
 import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
@@ -849,6 +858,69 @@ export class AuditLog<Schema extends AuditLogTables> {
       kind: row.kind,
       tombstone: row.body === null || row.signature === null ? null : { body: row.body, signature: row.signature },
     }));
+  }
+
+  /**
+   * The checkpoints signed from `from` to `to` (epoch ms, inclusive) in tree-size order, with the
+   * last one before `from` first (what the period's first checkpoint extends), each with its C2SP
+   * note and the cosignature lines stored for it; at most `limit`.
+   */
+  async checkpointsBetween(
+    from: number,
+    to: number,
+    limit: number,
+  ): Promise<{ checkpoints: { checkpoint: Checkpoint; note: string | null; cosignatures: string[] }[]; truncated: boolean }> {
+    const before = await this.db.selectFrom('audit_checkpoints').selectAll().where('created_at', '<', from).orderBy('tree_size', 'desc').limit(1).execute();
+    const within = await this.db
+      .selectFrom('audit_checkpoints')
+      .selectAll()
+      .where('created_at', '>=', from)
+      .where('created_at', '<=', to)
+      .orderBy('tree_size')
+      .limit(limit + 1)
+      .execute();
+    const rows = [...before, ...within.slice(0, limit)];
+    const sizes = rows.map((row) => Number(row.tree_size));
+    const lines = new Map<number, string[]>();
+    if (sizes.length > 0) {
+      const cosignatures = await this.db
+        .selectFrom('audit_cosignatures')
+        .select(['tree_size', 'line'])
+        .where('tree_size', 'in', sizes)
+        .orderBy('tree_size')
+        .orderBy('key_name')
+        .orderBy('key_hash')
+        .execute();
+      for (const { tree_size: size, line } of cosignatures) lines.set(Number(size), [...(lines.get(Number(size)) ?? []), line]);
+    }
+    return {
+      checkpoints: rows.map((row) => ({ checkpoint: checkpointOfRow(row), note: row.note, cosignatures: lines.get(Number(row.tree_size)) ?? [] })),
+      truncated: within.length > limit,
+    };
+  }
+
+  /** The signed retention tombstones whose timestamp lies from `from` to `to` (ISO 8601, inclusive), in log order. */
+  async tombstonesBetween(from: string, to: string): Promise<{ leafIndex: number; scopeId: string; body: string; signature: string }[]> {
+    const rows = await this.db.selectFrom('audit_tombstones').selectAll().orderBy('leaf_idx').execute();
+    return rows
+      .map((row) => ({ leafIndex: Number(row.leaf_idx), scopeId: row.scope_id, body: row.body, signature: row.signature }))
+      .filter((row) => {
+        const timestamp = (JSON.parse(row.body) as { timestamp?: unknown }).timestamp;
+        return typeof timestamp === 'string' && timestamp >= from && timestamp <= to;
+      });
+  }
+
+  /** Signs an evidence pack's manifest digest with the log's key (evidenceManifestMessage). */
+  signEvidenceManifest(manifestSha256: string): { log: string; keyId: string; publicKey: string; timestamp: string; signature: string } {
+    const timestamp = toIso(this.options.clock.now());
+    const signed = { manifestSha256, timestamp, keyId: this.key.keyId };
+    return {
+      log: this.name,
+      keyId: this.key.keyId,
+      publicKey: this.key.publicKey.toString('base64'),
+      timestamp,
+      signature: signBytes(this.key, evidenceManifestMessage(this.name, signed)),
+    };
   }
 
   /** The latest checkpoint, or the one at `treeSize`. */

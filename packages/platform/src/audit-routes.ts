@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { publicKeyFromRaw } from './audit-keys.ts';
 import { AuditLogIncompleteError, CosignatureRefused, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import { parseTilePath } from './signed-note.ts';
+import { isoTimestampMs, toIso } from './time.ts';
 import type { ErrorFactory } from './errors.ts';
 import type { RouteScope, ZodApp } from './http.ts';
 
@@ -221,7 +222,92 @@ export function registerAuditLogRoutes<Schema extends AuditLogTables>(app: ZodAp
     },
   );
 
+  registerEvidenceRoutes(app, options);
   registerTlogRoutes(app, options);
+}
+
+/** The most checkpoints one answer of GET /api/audit/checkpoints lists. */
+export const EVIDENCE_CHECKPOINT_LIMIT = 100_000;
+
+/** What an evidence pack (`vigil evidence`, docs/audit.md) reads of the log beyond its proofs, and the signature of its manifest. */
+function registerEvidenceRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {
+  const { log, scopes } = options;
+  const checkpointSchema = auditCheckpointSchema(log.name);
+  const period = z.object({ from: isoTimestampMs, to: isoTimestampMs });
+
+  app.get(
+    '/api/audit/checkpoints',
+    {
+      config: { scope: scopes.read },
+      schema: {
+        operationId: 'listAuditCheckpoints',
+        summary: 'The checkpoints signed in a period, with their C2SP notes and cosignatures',
+        description: `In tree-size order: the last checkpoint signed before \`from\` (when there is one: what the period's first extends), then those signed from \`from\` to \`to\` (inclusive), at most ${EVIDENCE_CHECKPOINT_LIMIT}; \`truncated\` says there were more.`,
+        tags: ['audit'],
+        querystring: period,
+        response: {
+          200: z.object({
+            checkpoints: z.array(
+              z.object({
+                checkpoint: checkpointSchema,
+                note: z.string().nullable().describe('The same tree head as a C2SP signed note; null for checkpoints signed before notes were'),
+                cosignatures: z.array(z.string()).describe("The witnesses' cosignature lines (tlog-cosignature) stored for it"),
+              }),
+            ),
+            truncated: z.boolean(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { from, to } = request.query;
+      return log.checkpointsBetween(from, to, EVIDENCE_CHECKPOINT_LIMIT);
+    },
+  );
+
+  app.get(
+    '/api/audit/tombstones',
+    {
+      config: { scope: scopes.read },
+      schema: {
+        operationId: 'listAuditTombstones',
+        summary: 'The signed retention tombstones of a period',
+        description:
+          'Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).',
+        tags: ['audit'],
+        querystring: period,
+        response: {
+          200: z.object({
+            tombstones: z.array(z.object({ leafIndex: z.number().int(), scopeId: z.string(), body: z.string(), signature: z.string() })),
+          }),
+        },
+      },
+    },
+    async (request) => ({ tombstones: await log.tombstonesBetween(toIso(request.query.from), toIso(request.query.to)) }),
+  );
+
+  app.post(
+    '/api/audit/evidence-signature',
+    {
+      config: { scope: scopes.sign },
+      schema: {
+        operationId: 'signEvidenceManifest',
+        summary: "Sign an evidence pack's manifest digest with the audit key",
+        description:
+          'Answers the Ed25519 signature, by the current audit key, over the canonical JSON of {keyId, kind: "evidence-manifest", log, manifestSha256, timestamp} (docs/audit.md, "Evidence packs"). Each signing is written to the service log with the digest and the API key that asked.',
+        tags: ['audit'],
+        body: z.object({ manifestSha256: auditHashSchema.describe('SHA-256 of the manifest file, lowercase hex') }).strict(),
+        response: {
+          201: z.object({ log: z.string(), keyId: z.string(), publicKey: z.string(), timestamp: z.string(), signature: z.string() }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const signed = log.signEvidenceManifest(request.body.manifestSha256);
+      request.log.info({ manifestSha256: request.body.manifestSha256, keyId: signed.keyId }, 'evidence manifest signed');
+      return reply.status(201).send(signed);
+    },
+  );
 }
 
 function registerTlogRoutes<Schema extends AuditLogTables>(app: ZodApp, options: AuditLogRouteOptions<Schema>): void {

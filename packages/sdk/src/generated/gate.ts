@@ -536,6 +536,52 @@ export interface paths {
       };
     };
   };
+  "/api/audit/checkpoints": {
+    /**
+     * The checkpoints signed in a period, with their C2SP notes and cosignatures
+     *
+     * In tree-size order: the last checkpoint signed before `from` (when there is one: what the period's first extends), then those signed from `from` to `to` (inclusive), at most 100000; `truncated` says there were more.
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: string;
+        to: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          checkpoints: {
+            /** A signed tree head of the audit log */
+            checkpoint: {
+              treeSize: number;
+              /** MTH of the first treeSize leaves (RFC 9162), hex */
+              rootHash: string;
+              timestamp: string;
+              /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+              keyId: string;
+              /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-gate", rootHash, timestamp, treeSize} (docs/audit.md) */
+              signature: string;
+            };
+            /** The same tree head as a C2SP signed note; null for checkpoints signed before notes were */
+            note: string | null;
+            /** The witnesses' cosignature lines (tlog-cosignature) stored for it */
+            cosignatures: string[];
+          }[];
+          truncated: boolean;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit/consistency": {
     /**
      * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
@@ -562,6 +608,41 @@ export interface paths {
         401: GateError;
         403: GateError;
         409: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/evidence-signature": {
+    /**
+     * Sign an evidence pack's manifest digest with the audit key
+     *
+     * Answers the Ed25519 signature, by the current audit key, over the canonical JSON of {keyId, kind: "evidence-manifest", log, manifestSha256, timestamp} (docs/audit.md, "Evidence packs"). Each signing is written to the service log with the digest and the API key that asked.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        /** SHA-256 of the manifest file, lowercase hex */
+        manifestSha256: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          log: string;
+          keyId: string;
+          publicKey: string;
+          timestamp: string;
+          signature: string;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
@@ -927,6 +1008,40 @@ export interface paths {
         403: GateError;
         404: GateError;
         409: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/audit/tombstones": {
+    /**
+     * The signed retention tombstones of a period
+     *
+     * Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: string;
+        to: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          tombstones: {
+            leafIndex: number;
+            scopeId: string;
+            body: string;
+            signature: string;
+          }[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
         429: GateError;
         500: GateError;
         503: GateError;

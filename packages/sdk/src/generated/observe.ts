@@ -1289,6 +1289,51 @@ export interface paths {
       };
     };
   };
+  "/api/audit/checkpoints": {
+    /**
+     * The checkpoints signed in a period, with their C2SP notes and cosignatures
+     *
+     * In tree-size order: the last checkpoint signed before `from` (when there is one: what the period's first extends), then those signed from `from` to `to` (inclusive), at most 100000; `truncated` says there were more.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: string;
+        to: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          checkpoints: {
+            /** A signed tree head of the audit log */
+            checkpoint: {
+              treeSize: number;
+              /** MTH of the first treeSize leaves (RFC 9162), hex */
+              rootHash: string;
+              timestamp: string;
+              /** Hex of the first 16 bytes of SHA-256 of the raw Ed25519 public key */
+              keyId: string;
+              /** Base64 Ed25519 signature over the canonical JSON of {keyId, log: "vigil-observe", rootHash, timestamp, treeSize} (docs/audit.md) */
+              signature: string;
+            };
+            /** The same tree head as a C2SP signed note; null for checkpoints signed before notes were */
+            note: string | null;
+            /** The witnesses' cosignature lines (tlog-cosignature) stored for it */
+            cosignatures: string[];
+          }[];
+          truncated: boolean;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/consistency": {
     /**
      * A consistency proof between two tree sizes (RFC 9162 §2.1.4)
@@ -1497,6 +1542,40 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/evidence-signature": {
+    /**
+     * Sign an evidence pack's manifest digest with the audit key
+     *
+     * Answers the Ed25519 signature, by the current audit key, over the canonical JSON of {keyId, kind: "evidence-manifest", log, manifestSha256, timestamp} (docs/audit.md, "Evidence packs"). Each signing is written to the service log with the digest and the API key that asked.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        /** SHA-256 of the manifest file, lowercase hex */
+        manifestSha256: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: {
+          log: string;
+          keyId: string;
+          publicKey: string;
+          timestamp: string;
+          signature: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -1811,6 +1890,39 @@ export interface paths {
         403: ObserveError;
         404: ObserveError;
         409: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/tombstones": {
+    /**
+     * The signed retention tombstones of a period
+     *
+     * Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        from: string;
+        to: string;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          tombstones: {
+            leafIndex: number;
+            scopeId: string;
+            body: string;
+            signature: string;
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
