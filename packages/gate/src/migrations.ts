@@ -6,6 +6,7 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { auditTrailMigrations } from './audit-trail/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
+import { escalationMigrations } from './escalation/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
@@ -18,4 +19,5 @@ export const gateMigrations = collectMigrations(
   policiesMigrations,
   authMigrations,
   receiptsMigrations,
+  escalationMigrations,
 );

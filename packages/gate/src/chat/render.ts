@@ -28,6 +28,9 @@ export interface RequestView {
   /** The first few parameters, `key: value`, values shortened. */
   params: [string, string][];
   expiresAt: string | null;
+  /** The escalation tier reached (0: none) and, while pending, its current deadline. */
+  escalationTier: number;
+  deadlineAt: string | null;
   decidedBy: string | null;
   decisionReason: string | null;
   confirmed: boolean;
@@ -57,6 +60,8 @@ export function requestView(row: RequestRow): RequestView {
       .slice(0, MAX_PARAMS)
       .map(([key, value]) => [key, shortValue(value)]),
     expiresAt: row.expires_at === null ? null : toIso(row.expires_at),
+    escalationTier: row.escalation_tier,
+    deadlineAt: row.status !== 'pending' || row.deadline_at === null ? null : toIso(row.deadline_at),
     decidedBy: row.decided_by,
     decisionReason: row.decision_reason,
     confirmed: row.confirmed_at !== null,
@@ -80,7 +85,7 @@ export function outcomeLine(view: RequestView, platform: ChatPlatformName): stri
       : view.status === 'denied'
         ? `⛔ Denied${by}${reason}`
         : view.status === 'expired'
-          ? '⌛ Expired before a decision'
+          ? `⌛ ${view.decisionReason ?? 'Expired before a decision'}`
           : view.status;
   return view.confirmed ? `${outcome} · executed (confirmed)` : outcome;
 }
@@ -95,6 +100,9 @@ function facts(view: RequestView): [string, string][] {
     ['Agent', view.agent ?? '—'],
     ['Policy', view.policy ?? 'no rule matched (human review)'],
     ['Expires', view.expiresAt ?? 'never'],
+    ...(view.escalationTier > 0
+      ? [['Escalated', `tier ${view.escalationTier}${view.deadlineAt === null ? '' : `, deadline ${view.deadlineAt}`}`] as [string, string]]
+      : []),
   ];
 }
 

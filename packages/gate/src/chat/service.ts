@@ -1,6 +1,7 @@
 import { ServiceError, type ZodApp } from '@vigil/platform';
 import { systemActor } from '../auth/index.ts';
 import type { GateConfig } from '../config.ts';
+import { approversAt } from '../escalation/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestService } from '../requests/index.ts';
 import type { RequestRow } from '../requests/index.ts';
@@ -70,7 +71,8 @@ export class ChatInteractions {
 
   private decidersOf(request: RequestRow, platform: ChatPlatformName): string[] {
     const decision = JSON.parse(request.policy_decision) as PolicyDecision;
-    return decidersFor(platform, decision.approvers, this.config.chat[platform]?.deciders ?? []);
+    // An escalated request is decided by its rule's approvers and those of every tier it has reached.
+    return decidersFor(platform, approversAt(decision, request.escalation_tier), this.config.chat[platform]?.deciders ?? []);
   }
 
   private requiresReason(request: RequestRow): boolean {

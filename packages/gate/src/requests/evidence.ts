@@ -67,8 +67,8 @@ const stringOrNull = (value: unknown): string | null => (typeof value === 'strin
 /**
  * The request as its audit entries (seq order, from 0) make it: `created` starts it pending; a
  * decision (`approved`, `denied`, `expired`) sets status, decider (the entry's actor), time and
- * reason; `confirmed` sets the confirmation time and result; other entries (a refused chat click)
- * change nothing. Undefined when the trail does not start with `created`.
+ * reason; `confirmed` sets the confirmation time and result; other entries (a refused chat click,
+ * an escalation, a reminder) change nothing. Undefined when the trail does not start with `created`.
  */
 export function chainedRequestState(entries: readonly ChainedRequestEntry[]): RequestEvidence | undefined {
   const created = entries[0];
@@ -92,7 +92,8 @@ export function chainedRequestState(entries: readonly ChainedRequestEntry[]): Re
         state.status = entry.event;
         state.decidedBy = entry.actor;
         state.decidedAt = entry.timestamp;
-        state.decisionReason = entry.event === 'expired' ? EXPIRED_REASON : stringOrNull(entry.details?.reason);
+        // An expiry that failed closed under an escalation plan records its reason; a plain one the fixed reason.
+        state.decisionReason = entry.event === 'expired' ? (stringOrNull(entry.details?.reason) ?? EXPIRED_REASON) : stringOrNull(entry.details?.reason);
         break;
       case 'confirmed':
         state.confirmedAt = entry.timestamp;

@@ -38,6 +38,13 @@ const requestDetailSchema = z
     confirmedAt: z.string().nullable(),
     executionResult: z.unknown(),
     policyDecision: policyDecisionSchema,
+    escalation: z
+      .object({
+        tier: z.number().int().describe("The escalation tier reached (0: the rule's own deciders; docs/guide/escalation.md)"),
+        deadlineAt: z.string().nullable().describe('When the current deadline passes (expiresAt, then each tier’s); null: none, or decided'),
+        remindAt: z.string().nullable().describe('When the deciders are reminded next; null: no reminder due'),
+      })
+      .meta({ id: 'RequestEscalation' }),
     receipt: receiptSchema.nullable().describe('The approval receipt (GET /api/requests/:id/receipt); null unless approved'),
   })
   .meta({ id: 'ApprovalRequest' });

@@ -69,6 +69,7 @@ export type ApprovalRequest = {
     channels: string[];
     requireReason: boolean;
   };
+  escalation: RequestEscalation;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
 };
@@ -143,6 +144,7 @@ export type CreatedApprovalRequest = {
     channels: string[];
     requireReason: boolean;
   };
+  escalation: RequestEscalation;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
   /** Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null */
@@ -213,6 +215,15 @@ export type Policy = {
     approvers?: string[];
     channels?: string[];
     requireReason?: boolean;
+    onDeadline?: {
+      escalate: {
+        approvers: string[];
+        channels: string[];
+        timeoutSeconds: number;
+      }[];
+      reason?: string;
+      remindBeforeSeconds: number;
+    };
   }[];
   createdAt: string;
   updatedAt: string;
@@ -228,10 +239,19 @@ export type ReceiptRedemption = {
   keyId: string | null;
 };
 
+export type RequestEscalation = {
+  /** The escalation tier reached (0: the rule's own deciders; docs/guide/escalation.md) */
+  tier: number;
+  /** When the current deadline passes (expiresAt, then each tier’s); null: none, or decided */
+  deadlineAt: string | null;
+  /** When the deciders are reminded next; null: no reminder due */
+  remindAt: string | null;
+};
+
 export type Webhook = {
   id: string;
   url: string;
-  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
   enabled: boolean;
   hasSecret: boolean;
   createdAt: string;
@@ -1350,6 +1370,15 @@ export interface paths {
           approvers?: string[];
           channels?: string[];
           requireReason?: boolean;
+          onDeadline?: {
+            escalate?: {
+              approvers?: string[];
+              channels?: string[];
+              timeoutSeconds: number;
+            }[];
+            reason?: string;
+            remindBeforeSeconds?: number;
+          };
         }[];
       };
       bodyRequired: true;
@@ -1406,6 +1435,15 @@ export interface paths {
             approvers?: string[];
             channels?: string[];
             requireReason?: boolean;
+            onDeadline?: {
+              escalate?: {
+                approvers?: string[];
+                channels?: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds?: number;
+            };
           }[];
           id?: string;
         };
@@ -1438,6 +1476,15 @@ export interface paths {
             approvers?: string[];
             channels?: string[];
             requireReason?: boolean;
+            onDeadline?: {
+              escalate: {
+                approvers: string[];
+                channels: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds: number;
+            };
           } | null;
           candidateMatched: boolean;
           policiesEvaluated: number;
@@ -1483,6 +1530,15 @@ export interface paths {
           approvers?: string[];
           channels?: string[];
           requireReason?: boolean;
+          onDeadline?: {
+            escalate?: {
+              approvers?: string[];
+              channels?: string[];
+              timeoutSeconds: number;
+            }[];
+            reason?: string;
+            remindBeforeSeconds?: number;
+          };
         }[];
       };
       bodyRequired: true;
@@ -1870,7 +1926,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         url: string;
-        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
         secret?: string;
       };
       bodyRequired: true;
@@ -1928,7 +1984,7 @@ export interface paths {
       };
       query: Record<string, never>;
       body: {
-        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
         enabled?: boolean;
         url?: string;
         secret?: string | null;
