@@ -2,6 +2,7 @@
 // steps each feature declares beside the tables it owns, collected in name order (a duplicate or
 // missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
+import { approversMigrations } from './approvers/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { auditTrailMigrations } from './audit-trail/index.ts';
 import { authMigrations } from './auth/index.ts';
@@ -20,4 +21,5 @@ export const gateMigrations = collectMigrations(
   authMigrations,
   receiptsMigrations,
   escalationMigrations,
+  approversMigrations,
 );

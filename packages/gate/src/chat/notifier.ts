@@ -8,6 +8,7 @@ import type { DeliveryRow } from '../webhooks/index.ts';
 import { outboxRow, type OutboxChannel, type Transition } from '../webhooks/index.ts';
 import { chatTargets } from './deciders.ts';
 import { channelsAt } from '../escalation/index.ts';
+import { approvalProgress } from '../approvers/index.ts';
 import { ChatApiError, type ChatPlatform } from './platforms.ts';
 import { requestView, type ChatPlatformName } from './render.ts';
 
@@ -92,7 +93,7 @@ export class ChatNotifier implements OutboxChannel {
       throw error;
     }
     if (request === undefined) return { ok: false, status: null, error: 'the request no longer exists' };
-    const view = requestView(request);
+    const view = requestView(request, await approvalProgress(this.database, request));
     try {
       if (message.message_id === null) {
         // Retried with the backoff: the post, whenever it goes out, shows the request as it then stands.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { quorumSchema, type Quorum } from '../approvers/index.ts';
 import { DEFAULT_DEADLINE_PLAN, deadlinePlanSchema, type DeadlinePlan } from '../escalation/index.ts';
 
 /**
@@ -40,6 +41,8 @@ export const ruleSchema = z
     requireReason: z.boolean().optional(),
     /** What happens at the deadline of a request this rule routes (escalation/plan.ts); default DEFAULT_DEADLINE_PLAN. */
     onDeadline: deadlinePlanSchema.optional(),
+    /** Approvals from distinct deciders the request needs (approvers/); default one decision settles it. */
+    quorum: quorumSchema.optional(),
   })
   .strict();
 export type Rule = z.infer<typeof ruleSchema>;
@@ -75,6 +78,8 @@ export interface PolicyDecision {
   requireReason: boolean;
   /** For a request a rule routes: what happens at its deadline (escalation/). */
   onDeadline?: DeadlinePlan;
+  /** For a request a rule routes to a human: the approvals it needs (approvers/). */
+  quorum?: Quorum;
 }
 
 type Namespace = Record<string, unknown>;
@@ -282,6 +287,7 @@ export function evaluatePolicies(set: CompiledPolicySet, request: EvaluatedReque
       channels: rule.channels ?? [],
       requireReason: rule.requireReason ?? false,
       ...((rule.decision === 'route_to_human' || rule.decision === 'route_to_agent') && { onDeadline: rule.onDeadline ?? DEFAULT_DEADLINE_PLAN }),
+      ...(rule.decision === 'route_to_human' && rule.quorum !== undefined && { quorum: rule.quorum }),
     };
   }
   return ROUTE_TO_HUMAN;

@@ -10,6 +10,7 @@ import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
+import { outcomeAfter, progressOf, quorumOf, type QuorumProgress, type VoteKeeper } from '../approvers/index.ts';
 import { nextStep, planOf, reminderBefore } from '../escalation/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
@@ -119,7 +120,8 @@ interface Decision {
   now: number;
 }
 
-type DecisionOutcome = { kind: 'missing' | 'expired' | 'decided' | 'reason' } | { kind: 'decided-now'; row: RequestRow };
+type DecisionOutcome =
+  { kind: 'missing' | 'expired' | 'decided' | 'reason' | 'voted-already' | 'not-an-approver' } | { kind: 'decided-now' | 'voted'; row: RequestRow };
 
 /**
  * The next entry of a request's audit chain (audit/chain.ts), linked after the head `request` holds;
@@ -229,6 +231,8 @@ export class RequestService {
   private readonly verified = new VerifiedStates();
   /** The redemption of a row created with its receipt redeemed at issue (issuedRedemption). */
   private readonly issued = new WeakMap<RequestRow, IssuedRedemption>();
+  /** Set by the approvers feature (countVotesWith); until then a rule's quorum is not applied. */
+  private votes: VoteKeeper<Transaction<GateSchema>> | undefined;
   /** Set by the receipts feature (redeemAtIssueWith); until then no receipt is redeemed at issue. */
   private writeIssuedRedemptions: IssuedRedemptionWriter | undefined;
 
@@ -333,6 +337,18 @@ export class RequestService {
       await this.audit(write, row, 'redeemed', by, now, details);
       return { row, first: true };
     });
+  }
+
+  /** Where the votes of requests that need several approvals are kept: the approvers feature says. */
+  countVotesWith(keeper: VoteKeeper<Transaction<GateSchema>>): void {
+    this.votes = keeper;
+  }
+
+  /** A request's approval progress when its rule needs several approvals, else null. */
+  async approvalsOf(row: RequestRow): Promise<QuorumProgress | null> {
+    const quorum = quorumOf(row.policy_decision);
+    if (quorum === null || !this.votes) return null;
+    return progressOf(quorum, row.status === 'pending' && row.audit_head_seq === 0 ? [] : await this.votes.votesOf(null, row.id));
   }
 
   /** How receipts redeemed at issue are stored: the receipts feature, which owns their rows, says. */
@@ -621,13 +637,20 @@ export class RequestService {
         throw gateError('alreadyDecided');
       case 'reason':
         throw gateError('reasonRequired');
+      case 'voted-already':
+        throw gateError('alreadyVoted');
+      case 'not-an-approver':
+        throw gateError('notAnApprover');
       case 'decided-now':
+      case 'voted':
         return outcome.row;
     }
   }
 
   /** One decision inside a group's transaction (the row locked and checked first). */
-  private async decideLocked(write: RequestWrite, { id, decision, reason, by, details, now }: Decision): Promise<DecisionOutcome> {
+  private async decideLocked(write: RequestWrite, item: Decision): Promise<DecisionOutcome> {
+    const { id, reason, by, now } = item;
+    let { decision, details } = item;
     const row = await this.lockChecked(write, id);
     if (!row) return { kind: 'missing' };
     if (this.isDue(row, now)) {
@@ -637,6 +660,27 @@ export class RequestService {
     }
     if (row.status !== 'pending') return { kind: 'decided' };
     if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' };
+    const quorum = quorumOf(row.policy_decision);
+    if (quorum !== null && this.votes) {
+      // Several approvals: each vote is its own entry; the one that reaches the quorum (or the denials) decides.
+      const principal = await this.votes.principalOf(write.trx, by.actor, quorum, now);
+      if (principal === null) return { kind: 'not-an-approver' };
+      const cast = await this.votes.votesOf(write.trx, id);
+      if (cast.some((vote) => vote.principal === principal)) return { kind: 'voted-already' };
+      const vote = { principal, decider: by.actor, vote: decision, at: now };
+      await this.votes.record(write.trx, id, vote);
+      const votes = [...cast, vote];
+      const { approvedBy, deniedBy } = progressOf(quorum, votes);
+      const tally = { vote: decision, ...(principal !== by.actor && { onBehalfOf: principal }), approvedBy, deniedBy, required: quorum.approvals };
+      const outcome = outcomeAfter(quorum, votes);
+      if (outcome === null) {
+        this.transition(write, row, 'request.voted');
+        await this.audit(write, row, 'voted', by, now, { ...details, ...tally, ...(reason !== undefined && { reason }) });
+        return { kind: 'voted', row: { ...row } };
+      }
+      decision = outcome;
+      details = { ...details, ...tally };
+    }
     row.status = decision;
     row.decided_at = now;
     row.decided_by = by.actor;

@@ -5,6 +5,7 @@ import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { Receipt, RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
+import type { QuorumProgress } from '../approvers/index.ts';
 
 export function storedDecision(row: RequestRow): PolicyDecision {
   return JSON.parse(row.policy_decision) as PolicyDecision;
@@ -17,7 +18,7 @@ const isoOrNullJson = (ms: number | null): string => (ms === null ? 'null' : `"$
  * and execution result are JSON text already (written by JSON.stringify) and are spliced in as they
  * are: parsing them only to serialise them again was most of the cost of a GET /api/requests/:id.
  */
-export function requestDetailJson(row: RequestRow, receipt: Receipt | null): string {
+export function requestDetailJson(row: RequestRow, receipt: Receipt | null, approvals: QuorumProgress | null = null): string {
   const decision = storedDecision(row);
   const policyDecision = {
     decision: decision.decision,
@@ -34,6 +35,7 @@ export function requestDetailJson(row: RequestRow, receipt: Receipt | null): str
     `,"confirmedAt":${isoOrNullJson(row.confirmed_at)},"executionResult":${row.execution_result ?? 'null'}` +
     `,"policyDecision":${JSON.stringify(policyDecision)}` +
     `,"escalation":{"tier":${row.escalation_tier},"deadlineAt":${isoOrNullJson(row.status === 'pending' ? row.deadline_at : null)},"remindAt":${isoOrNullJson(row.remind_at)}}` +
+    `,"approvals":${JSON.stringify(approvals)}` +
     `,"receipt":${JSON.stringify(receipt)}}`
   );
 }

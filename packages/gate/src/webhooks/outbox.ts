@@ -28,6 +28,7 @@ export const WEBHOOK_EVENTS = [
   'request.redeemed',
   'request.escalated',
   'request.reminder',
+  'request.voted',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -21,6 +21,19 @@ export type AdminChange = {
   } | null;
 };
 
+/** Progress of a request whose rule needs several approvals (docs/guide/approvers.md); null when one decision settles it */
+export type ApprovalProgress = {
+  /** Approvals from distinct deciders that approve the request */
+  required: number;
+  /** Denials that deny it (1: any deny denies) */
+  denialsRequired: number;
+  /** Approver groups whose members (or their delegates) may vote; empty: anyone who may decide */
+  groups: string[];
+  /** Who approved so far (a delegate’s vote counts for its delegator), oldest first */
+  approvedBy: string[];
+  deniedBy: string[];
+} | null;
+
 /** An approval receipt (docs/guide/receipts.md) */
 export type ApprovalReceipt = {
   v: 1;
@@ -70,8 +83,18 @@ export type ApprovalRequest = {
     requireReason: boolean;
   };
   escalation: RequestEscalation;
+  approvals: ApprovalProgress;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
+};
+
+export type ApproverGroup = {
+  id: string;
+  name: string;
+  description: string | null;
+  members: string[];
+  createdAt: string;
+  updatedAt: string;
 };
 
 export type AuditChainVerdict = {
@@ -145,10 +168,24 @@ export type CreatedApprovalRequest = {
     requireReason: boolean;
   };
   escalation: RequestEscalation;
+  approvals: ApprovalProgress;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
   /** Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null */
   redemption?: ReceiptRedemption | null;
+};
+
+export type Delegation = {
+  id: string;
+  delegator: string;
+  delegate: string;
+  startsAt: string;
+  endsAt: string;
+  reason: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+  /** Started, not ended, not revoked */
+  active: boolean;
 };
 
 export type ErrorDetail = {
@@ -171,7 +208,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "cosignature_invalid" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "conflict" | "cosignature_invalid" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
@@ -224,6 +261,11 @@ export type Policy = {
       reason?: string;
       remindBeforeSeconds: number;
     };
+    quorum?: {
+      approvals: number;
+      denials: number;
+      groups: string[];
+    };
   }[];
   createdAt: string;
   updatedAt: string;
@@ -251,7 +293,7 @@ export type RequestEscalation = {
 export type Webhook = {
   id: string;
   url: string;
-  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
+  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
   enabled: boolean;
   hasSecret: boolean;
   createdAt: string;
@@ -380,6 +422,119 @@ export interface paths {
       };
     };
   };
+  "/api/approver-groups": {
+    /**
+     * List approver groups by name
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          groups: ApproverGroup[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Create an approver group (`group:<name>` in a rule’s approvers or quorum)
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        /** Decider names as the gate derives them: slack:U1, discord:42, api:<key name>, dashboard:<user>, mcp:<client> */
+        members: string[];
+        description?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        201: ApproverGroup;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        409: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/approver-groups/{id}": {
+    /**
+     * Change an approver group (fields not given stay as they are)
+     *
+     * Scope: `admin`.
+     */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        /** Decider names as the gate derives them: slack:U1, discord:42, api:<key name>, dashboard:<user>, mcp:<client> */
+        members?: string[];
+        description?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        200: ApproverGroup;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Delete an approver group
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit": {
     /**
      * Audit entries of all requests, newest first, with the API key behind each actor
@@ -462,7 +617,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook";
+        resource?: "policy" | "api_key" | "webhook" | "approver_group" | "delegation";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -1165,6 +1320,87 @@ export interface paths {
       };
     };
   };
+  "/api/delegations": {
+    /**
+     * List delegations, latest start first (at most 500)
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          delegations: Delegation[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Lend a decider's authority to another for a time window (out of office)
+     *
+     * While active, the delegate may decide from chat wherever the delegator may, and votes for the delegator in a quorum whose groups admit the delegator (docs/guide/approvers.md).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        delegator: string;
+        delegate: string;
+        /** Default: now */
+        startsAt?: string;
+        endsAt: string;
+        reason?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Delegation;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/delegations/{id}": {
+    /**
+     * Revoke a delegation (it stays listed, with revokedAt)
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Delegation;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/hooks/claude-code": {
     /**
      * Claude Code HTTP hook (PreToolUse, PermissionRequest): each tool call becomes an approval request the policies decide
@@ -1379,6 +1615,11 @@ export interface paths {
             reason?: string;
             remindBeforeSeconds?: number;
           };
+          quorum?: {
+            approvals: number;
+            denials?: number;
+            groups?: string[];
+          };
         }[];
       };
       bodyRequired: true;
@@ -1444,6 +1685,11 @@ export interface paths {
               reason?: string;
               remindBeforeSeconds?: number;
             };
+            quorum?: {
+              approvals: number;
+              denials?: number;
+              groups?: string[];
+            };
           }[];
           id?: string;
         };
@@ -1484,6 +1730,11 @@ export interface paths {
               }[];
               reason?: string;
               remindBeforeSeconds: number;
+            };
+            quorum?: {
+              approvals: number;
+              denials: number;
+              groups: string[];
             };
           } | null;
           candidateMatched: boolean;
@@ -1538,6 +1789,11 @@ export interface paths {
             }[];
             reason?: string;
             remindBeforeSeconds?: number;
+          };
+          quorum?: {
+            approvals: number;
+            denials?: number;
+            groups?: string[];
           };
         }[];
       };
@@ -1826,7 +2082,7 @@ export interface paths {
     /**
      * Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)
      *
-     * A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.
+     * A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires. When the rule needs several approvals, a vote that does not settle the request answers 202 with the progress; 409 for a second vote of the same decider, 403 for one outside the quorum’s groups.
      *
      * Scope: `request:decide`.
      */
@@ -1850,6 +2106,16 @@ export interface paths {
           decidedAt: string;
           /** The approval receipt when approved, else null */
           receipt: ApprovalReceipt | null;
+        };
+        202: {
+          id: string;
+          status: "pending";
+          approvals: {
+            required: number;
+            denialsRequired: number;
+            approvedBy: string[];
+            deniedBy: string[];
+          };
         };
         400: GateError;
         401: GateError;
@@ -1926,7 +2192,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         url: string;
-        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
+        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
         secret?: string;
       };
       bodyRequired: true;
@@ -1984,7 +2250,7 @@ export interface paths {
       };
       query: Record<string, never>;
       body: {
-        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder")[];
+        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
         enabled?: boolean;
         url?: string;
         secret?: string | null;
