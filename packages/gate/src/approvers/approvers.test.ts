@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { slackClick, startChatGate, waitForCount, waitUntil, type ChatGate } from '../chat/chat-harness.ts';
+import { discordClick, slackClick, startChatGate, waitForCount, waitUntil, type ChatGate } from '../chat/chat-harness.ts';
 import { assertGateError } from '../testing.ts';
 
 const text = (value: unknown): string => JSON.stringify(value);
@@ -216,5 +216,38 @@ await describeEachDatabase('gate approvers: quorum, groups, delegation', (backen
     await waitForCount('the final edit', () =>
       chat.slack.messagesOf(request.id, 'chat.update').filter((call) => text(call.blocks).includes('Approved by <@U9>')),
     );
+  });
+
+  test('chat: on Discord a vote answers the message with the progress at once, the edits follow; a delegate votes for a group member', async () => {
+    await call('POST', '/api/approver-groups', { name: 'sre', members: ['discord:51', 'discord:52', 'discord:53'] });
+    await chat.createPolicy({
+      name: 'sre two',
+      rules: [{ match: { action: 'sre_two' }, decision: 'route_to_human', approvers: ['group:sre'], quorum: { approvals: 2, groups: ['sre'] } }],
+    });
+    const request = await chat.createRequest({ action: 'sre_two', params: {} });
+    const [post] = await waitForCount('the Discord post', () => chat.discord.messagesOf(request.id, 'POST'));
+    assert.match(text(post!.body), /0 of 2/);
+    await waitUntil('the post delivered', async () =>
+      (await chat.deliveriesOf(request.id, 'discord')).find((row) => row.event === 'chat.post' && row.status === 'delivered'),
+    );
+    // 42 is a configured decider, but the rule names its group: refused.
+    const refused = await chat.discordInteraction(discordClick('42', `vigil_approve:${request.id}`));
+    assert.match(text(refused.json()), /may not decide/);
+    const first = await chat.discordInteraction(discordClick('51', `vigil_approve:${request.id}`));
+    const answer = first.json<{ type: number; data: Record<string, unknown> }>();
+    assert.equal(answer.type, 7, 'UPDATE_MESSAGE');
+    assert.match(text(answer.data), /1 of 2 \(discord:51\)/);
+    await waitForCount('the progress edit', () => chat.discord.messagesOf(request.id, 'PATCH').filter((call) => text(call.body).includes('1 of 2')));
+    // 53 is away; 60 holds their authority.
+    await call('POST', '/api/delegations', {
+      delegator: 'discord:53',
+      delegate: 'discord:60',
+      endsAt: new Date(chat.gate.clock.now() + 3_600_000).toISOString(),
+    });
+    const last = await chat.discordInteraction(discordClick('60', `vigil_approve:${request.id}`));
+    assert.match(text(last.json()), /Approved by <@60>/);
+    const decided = await chat.getRequest(request.id);
+    assert.equal(decided.status, 'approved');
+    assert.deepEqual((decided as unknown as { approvals: Progress }).approvals.approvedBy, ['discord:51', 'discord:53']);
   });
 });

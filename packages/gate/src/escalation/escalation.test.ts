@@ -229,4 +229,30 @@ await describeEachDatabase('gate escalation', (backend) => {
       await other.close();
     }
   });
+
+  test('a row whose deadline or tier was moved in the database, without an escalated entry, is refused', async () => {
+    await chat.createPolicy({
+      name: 'Tamper',
+      rules: [{ match: { action: 'tamper' }, decision: 'route_to_human', onDeadline: { escalate: [{ timeoutSeconds: 600 }] } }],
+    });
+    const { db } = chat.gate.service.context.database;
+    const moved = (await chat.createRequest({ action: 'tamper', params: { n: 1 }, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
+    await db
+      .updateTable('requests')
+      .set({ deadline_at: now() + 365 * 24 * 60 * MINUTE })
+      .where('id', '=', moved.id)
+      .execute();
+    const answer = await chat.gate.call({ method: 'GET', url: `/api/requests/${moved.id}` });
+    assert.equal(answer.statusCode, 500, answer.body);
+    assert.match(answer.body, /escalation is .{0,2}tier 0 until/);
+    const escalated = (await chat.createRequest({ action: 'tamper', params: { n: 2 }, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
+    chat.gate.clock.advance(MINUTE + 1);
+    assert.equal((await get(escalated.id)).escalation.tier, 1);
+    await db.updateTable('requests').set({ escalation_tier: 0 }).where('id', '=', escalated.id).execute();
+    const refused = await chat.gate.call({ method: 'GET', url: `/api/requests/${escalated.id}` });
+    assert.equal(refused.statusCode, 500, refused.body);
+    assert.match(refused.body, /does not match its audit trail/);
+    // Leave no tampered row behind for the other tests' scans.
+    await db.updateTable('requests').set({ status: 'denied' }).where('id', 'in', [moved.id]).execute();
+  });
 });

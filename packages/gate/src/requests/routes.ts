@@ -344,6 +344,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
                 decisionReason: z.string().nullable(),
                 confirmedAt: z.string().nullable(),
                 executionResult: z.string().nullable(),
+                escalation: z.string().nullable().describe('`tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md)'),
               }),
             ),
             nextCursor: z.string().nullable(),

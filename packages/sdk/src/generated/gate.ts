@@ -1009,6 +1009,8 @@ export interface paths {
             decisionReason: string | null;
             confirmedAt: string | null;
             executionResult: string | null;
+            /** `tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md) */
+            escalation: string | null;
           }[];
           nextCursor: string | null;
         };
