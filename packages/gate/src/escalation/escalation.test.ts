@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { slackClick, startChatGate, waitForCount, waitUntil, type ChatGate } from '../chat/chat-harness.ts';
+import { migrateToLatest } from '@vigil/platform';
+import { sql } from 'kysely';
+import { gateMigrations } from '../migrations.ts';
 import { assertGateError, startTestGate } from '../testing.ts';
 
 const MINUTE = 60_000;
@@ -254,5 +257,31 @@ await describeEachDatabase('gate escalation', (backend) => {
     assert.match(refused.body, /does not match its audit trail/);
     // Leave no tampered row behind for the other tests' scans.
     await db.updateTable('requests').set({ status: 'denied' }).where('id', 'in', [moved.id]).execute();
+  });
+
+  test('migration 0018 keeps a pending request stored before it on its expiresAt: it expires as it did', async () => {
+    const gate = await startTestGate(backend, { clock: chat.gate.clock });
+    try {
+      const created = await gate.call({ method: 'POST', url: '/api/requests', payload: { action: 'from_before', expiresAt: iso(now() + MINUTE) } });
+      const id = created.json<{ id: string }>().id;
+      const database = gate.service.context.database;
+      const db = database.db;
+      // Back to a database from before 0018: its columns and indexes gone, the old deadline index back.
+      await db.schema.dropIndex('requests_deadline_at').execute();
+      await db.schema.dropIndex('requests_remind').execute();
+      for (const column of ['deadline_at', 'escalation_tier', 'remind_at']) await db.schema.alterTable('requests').dropColumn(column).execute();
+      await db.schema.createIndex('requests_deadline').on('requests').columns(['status', 'expires_at']).where('expires_at', 'is not', null).execute();
+      await sql`delete from schema_migrations where name = '0018_request_escalation'`.execute(db);
+      await migrateToLatest(database, gateMigrations);
+      const row = await db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.deadline_at, row.expires_at);
+      assert.equal(row.escalation_tier, 0);
+      chat.gate.clock.advance(MINUTE + 1);
+      assert.equal(await gate.service.requests.expireDue(), 1);
+      const expired = await gate.call({ method: 'GET', url: `/api/requests/${id}` });
+      assert.equal(expired.json<{ status: string }>().status, 'expired');
+    } finally {
+      await gate.close();
+    }
   });
 });
