@@ -10,7 +10,7 @@ import { ApproverDirectory } from './service.ts';
 
 export { approversMigrations } from './migrations.ts';
 export { outcomeAfter, progressOf, quorumOf, quorumSchema } from './quorum.ts';
-export type { Quorum, QuorumProgress, Vote, VoteKeeper } from './quorum.ts';
+export type { Quorum, QuorumProgress, VoteKeeper } from './quorum.ts';
 export { approvalProgress, type ApproverDirectory } from './service.ts';
 export { DELEGATION_CHANGES, GROUP_CHANGES } from './store.ts';
 export type { ApproversTables } from './tables.ts';

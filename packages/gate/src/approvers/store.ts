@@ -61,10 +61,6 @@ export async function listGroups(database: GateDatabase): Promise<ApproverGroupR
   return database.db.selectFrom('approver_groups').selectAll().orderBy('name').execute();
 }
 
-export async function findGroupByName(database: GateDatabase, name: string): Promise<ApproverGroupRow | undefined> {
-  return database.db.selectFrom('approver_groups').selectAll().where('name', '=', name).executeTakeFirst();
-}
-
 export interface GroupInput {
   name: string;
   members: string[];

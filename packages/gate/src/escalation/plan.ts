@@ -31,7 +31,6 @@ export const deadlinePlanSchema = z
   })
   .strict();
 
-export type EscalationTier = z.infer<typeof escalationTierSchema>;
 export type DeadlinePlan = z.infer<typeof deadlinePlanSchema>;
 
 /** How long the default tier has: one more hour for the same deciders, then fail closed. */
