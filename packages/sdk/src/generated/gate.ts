@@ -1707,6 +1707,22 @@ export interface paths {
             approvers: string[];
             channels: string[];
             requireReason: boolean;
+            /** For a routed request: what its deadline does (docs/guide/escalation.md); the rule's, else the default */
+            onDeadline?: {
+              escalate: {
+                approvers: string[];
+                channels: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds: number;
+            };
+            /** For a request routed to a human whose rule needs several approvals (docs/guide/approvers.md) */
+            quorum?: {
+              approvals: number;
+              denials: number;
+              groups: string[];
+            };
           };
           status: "approved" | "denied" | "pending";
           matchedRule: {
