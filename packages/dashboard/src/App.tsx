@@ -31,6 +31,7 @@ const StatsPage = page(() => import('./pages/Stats.tsx'), 'StatsPage');
 const ApprovalsPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalsPage');
 const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalDetailPage');
 const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
+const ApproversPage = page(() => import('./pages/Approvers.tsx'), 'ApproversPage');
 const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
 const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
 const AuditPage = page(() => import('./pages/Audit.tsx'), 'AuditPage');
@@ -68,6 +69,7 @@ const ROUTES: Route[] = [
   { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
   { pattern: '/audit', service: 'gate', nav: ['Approvals', 'Audit log'], render: () => <AuditPage /> },
   { pattern: '/policies', service: 'gate', nav: ['Approvals', 'Policies'], render: () => <PoliciesPage /> },
+  { pattern: '/approvers', service: 'gate', nav: ['Approvals', 'Approvers'], render: () => <ApproversPage /> },
   { pattern: '/webhooks', service: 'gate', nav: ['Approvals', 'Webhooks'], render: () => <WebhooksPage /> },
   { pattern: '/keys', service: 'gate', nav: ['Approvals', 'API keys'], render: () => <KeysPage /> },
   { pattern: '/changes', service: 'any', nav: ['Administration', 'Change log'], render: () => <ChangesPage /> },

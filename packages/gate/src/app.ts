@@ -15,6 +15,7 @@ import {
   tablesOf,
 } from '@vigil/platform';
 import type { PeriodicJob, RouteEntry, ServiceBuildOptions, ServiceError, ZodApp } from '@vigil/platform';
+import { approversFeature } from './approvers/index.ts';
 import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
@@ -133,7 +134,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(policiesFeature);
   const generatedAdminKey = await features.register(keysFeature);
   const webhooks = await features.register(webhooksFeature);
-  await features.register(chatFeature(chat, requests.service));
+  const approvers = await features.register(approversFeature(requests.service));
+  await features.register(chatFeature(chat, requests.service, approvers));
   await features.register(claudeCodeFeature(requests.service));
   registerOpenApiRoute(app);
   await app.ready();

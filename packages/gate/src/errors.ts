@@ -47,6 +47,26 @@ export const gateErrors = {
   policyNotFound: notFound('not_found', 'policy'),
   keyNotFound: notFound('not_found', 'API key'),
   webhookNotFound: notFound('not_found', 'webhook'),
+  approverGroupNotFound: notFound('not_found', 'approver group'),
+  delegationNotFound: notFound('not_found', 'delegation'),
+  approverGroupExists: {
+    status: 409,
+    code: 'conflict',
+    message: 'An approver group of that name exists',
+    when: 'Creating or renaming an approver group onto a name another group has',
+  },
+  alreadyVoted: {
+    status: 409,
+    code: 'conflict',
+    message: 'This decider has already voted on the request',
+    when: 'A second vote on a request that needs several approvals from the same decider (or for the same delegator)',
+  },
+  notAnApprover: {
+    status: 403,
+    code: 'forbidden',
+    message: "The decider is not in the request's approver groups",
+    when: "Voting on a request whose rule's quorum names approver groups, by someone who is neither a member nor a member's delegate now",
+  },
   checkpointNotFound: {
     status: 404,
     code: 'not_found',

@@ -2,10 +2,12 @@
 // steps each feature declares beside the tables it owns, collected in name order (a duplicate or
 // missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
+import { approversMigrations } from './approvers/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { auditTrailMigrations } from './audit-trail/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
+import { escalationMigrations } from './escalation/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
@@ -18,4 +20,6 @@ export const gateMigrations = collectMigrations(
   policiesMigrations,
   authMigrations,
   receiptsMigrations,
+  escalationMigrations,
+  approversMigrations,
 );

@@ -3,6 +3,7 @@
 // (every audit entry is a leaf).
 import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@vigil/platform';
 import type { GateChangeResource } from './context.ts';
+import type { ApproversTables } from './approvers/index.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { ChatTables } from './chat/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
@@ -20,6 +21,7 @@ export interface GateSchema
     AuthTables,
     WebhooksTables,
     ChatTables,
-    ReceiptsTables {}
+    ReceiptsTables,
+    ApproversTables {}
 
 export type GateDatabase = Database<GateSchema>;

@@ -139,7 +139,9 @@ describe('browser bundle of @vigil/sdk', () => {
         // A receipt of the real gate, verified in the page with Web Crypto (docs/guide/receipts.md).
         const gate = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
         const { id } = await gate.createRequest({ action: 'pay', params: { amount: 5 } });
-        const { receipt } = await gate.decide(id, 'approved');
+        const decided = await gate.decide(id, 'approved');
+        assert.ok('receipt' in decided, 'one approval settles this request');
+        const { receipt } = decided;
         const { publicKey } = (await gate.call('get', '/api/audit/public-key', {})) as { publicKey: string };
         const html = `<!doctype html><script type="module">
           import { ObserveClient, verifyReceipt } from './sdk.js';

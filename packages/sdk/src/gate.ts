@@ -148,7 +148,10 @@ export class GateClient extends ServiceClient<GatePaths> {
     return this.call('get', '/api/requests/{id}', { params: { id }, ...options });
   }
 
-  /** Approves or denies a pending request; `decidedBy` is derived by the gate from this client's credential. */
+  /**
+   * Approves or denies a pending request; `decidedBy` is derived by the gate from this client's credential. For a
+   * request that needs several approvals, a vote that does not settle it answers `{id, status: 'pending', approvals}`.
+   */
   decide(id: string, decision: 'approved' | 'denied', reason?: string, options?: CallOptions) {
     return this.call('post', '/api/requests/{id}/decide', { params: { id }, body: reason === undefined ? { decision } : { decision, reason }, ...options });
   }
@@ -257,6 +260,36 @@ export class GateClient extends ServiceClient<GatePaths> {
 
   createWebhook(webhook: GateBody<'/api/webhooks', 'post'>, options?: CallOptions) {
     return this.call('post', '/api/webhooks', { body: webhook, ...options });
+  }
+
+  // Approver groups and delegations (docs/guide/approvers.md): listed with request:read, changed with admin.
+
+  listApproverGroups(options?: CallOptions) {
+    return this.call('get', '/api/approver-groups', { ...options });
+  }
+
+  createApproverGroup(group: GateBody<'/api/approver-groups', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/approver-groups', { body: group, ...options });
+  }
+
+  updateApproverGroup(id: string, changes: GateBody<'/api/approver-groups/{id}', 'put'>, options?: CallOptions) {
+    return this.call('put', '/api/approver-groups/{id}', { params: { id }, body: changes, ...options });
+  }
+
+  deleteApproverGroup(id: string, options?: CallOptions) {
+    return this.call('delete', '/api/approver-groups/{id}', { params: { id }, ...options });
+  }
+
+  listDelegations(options?: CallOptions) {
+    return this.call('get', '/api/delegations', { ...options });
+  }
+
+  createDelegation(delegation: GateBody<'/api/delegations', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/delegations', { body: delegation, ...options });
+  }
+
+  revokeDelegation(id: string, options?: CallOptions) {
+    return this.call('delete', '/api/delegations/{id}', { params: { id }, ...options });
   }
 
   health(options?: CallOptions) {

@@ -530,6 +530,39 @@ describe('approvals', () => {
     assert.deepEqual([chain.valid, chain.entryCount, chain.headHash, chain.brokenAt], [true, 3, audit[2]!.hash, null]);
   });
 
+  test('approver groups, delegations and a vote towards several approvals through the typed client', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const group = await admin.createApproverGroup({ name: 'sdk-finance', members: ['api:sdk-bob'] });
+    assert.deepEqual(group.members, ['api:sdk-bob']);
+    const changed = await admin.updateApproverGroup(group.id, { members: ['api:sdk-bob', 'api:sdk-carol'] });
+    assert.deepEqual(changed.members, ['api:sdk-bob', 'api:sdk-carol']);
+    assert.ok((await admin.listApproverGroups()).groups.some((g) => g.name === 'sdk-finance'));
+    const delegation = await admin.createDelegation({
+      delegator: 'api:sdk-carol',
+      delegate: 'api:sdk-dan',
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    assert.equal(delegation.active, true);
+    assert.ok((await admin.listDelegations()).delegations.some((d) => d.id === delegation.id));
+
+    await admin.createPolicy({
+      name: 'sdk quorum',
+      rules: [{ match: { action: 'sdk_quorum' }, decision: 'route_to_human', quorum: { approvals: 2, groups: ['sdk-finance'] } }],
+    });
+    const { id } = await admin.createRequest({ action: 'sdk_quorum', params: {} });
+    const bob = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('sdk-bob', ['request:read', 'request:decide']) });
+    const dan = new GateClient({ baseUrl: live.gateUrl, apiKey: await live.gateKey('sdk-dan', ['request:read', 'request:decide']) });
+    const vote = await bob.decide(id, 'approved');
+    assert.ok('approvals' in vote && vote.status === 'pending');
+    assert.deepEqual(vote.approvals.approvedBy, ['api:sdk-bob']);
+    const decided = await dan.decide(id, 'approved');
+    assert.ok('decidedBy' in decided);
+    assert.equal(decided.status, 'approved');
+    assert.deepEqual((await admin.getRequest(id)).approvals?.approvedBy, ['api:sdk-bob', 'api:sdk-carol']);
+    assert.equal((await admin.revokeDelegation(delegation.id)).active, false);
+    await admin.deleteApproverGroup(group.id);
+  });
+
   test('a policy decision answers at once; a denial is approved: false', async () => {
     const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
     await admin.createPolicy({ name: 'no deletes', priority: 1, rules: [{ match: { action: 'drop_database' }, decision: 'auto_deny' }] });

@@ -5,7 +5,9 @@ import { chainedRequestState, requestEvidenceMismatches, type ChainedRequestEntr
 import { isRecord, type Finding } from './input.ts';
 
 /** A request's row as GET /api/audit/requests answers it. */
-interface StoredRequest extends RequestEvidence {
+interface StoredRequest extends Omit<RequestEvidence, 'escalation'> {
+  /** Absent from a gate older than escalation (null then). */
+  escalation?: string | null;
   requestId: string;
   headSeq: number;
 }
@@ -18,8 +20,8 @@ const PAGE = 1000;
 /** The members of an entry's details the replay reads (evidence.ts); the rest is not kept. */
 function keptDetails(details: unknown): Record<string, unknown> | null {
   if (!isRecord(details)) return null;
-  const { requestHash, reason, result } = details;
-  return { requestHash, reason, result };
+  const { requestHash, reason, result, tier, deadlineAt } = details;
+  return { requestHash, reason, result, tier, deadlineAt };
 }
 
 /** Fed every walked entry of the gate's log; then compares every stored request with the replay of its entries. */
@@ -69,7 +71,10 @@ export class RequestRowAudit {
       return undefined;
     }
     const chained = chainedRequestState(entries);
-    const problems = chained === undefined ? ['its logged trail does not start with its created entry'] : requestEvidenceMismatches(stored, chained);
+    const problems =
+      chained === undefined
+        ? ['its logged trail does not start with its created entry']
+        : requestEvidenceMismatches({ ...stored, escalation: stored.escalation ?? null }, chained);
     if (stored.headSeq < lastSeq) problems.unshift(`its row records its chain up to seq ${stored.headSeq}, but the log holds entries up to seq ${lastSeq}`);
     if (problems.length === 0) return undefined;
     return {

@@ -150,6 +150,11 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
       body: reason.trim() ? { decision, reason: reason.trim() } : { decision },
     });
     requestsChanged();
+    if ('approvals' in result) {
+      // A vote on a request that needs several approvals, counted without settling it.
+      onDecided(`Vote recorded: ${result.approvals.approvedBy.length} of ${result.approvals.required} approvals.`);
+      return;
+    }
     onDecided(`${result.status === 'approved' ? 'Approved' : 'Denied'} as ${result.decidedBy}.`);
   });
   const submit = (decision: 'approved' | 'denied') => (event: FormEvent | MouseEvent) => {
@@ -243,6 +248,30 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                   label="Expires"
                   value={r.expiresAt ? (r.status === 'pending' ? `in ${fmtDuration(Date.parse(r.expiresAt) - now)}` : fmtDateTime(r.expiresAt)) : 'never'}
                 />
+                {r.approvals && (
+                  <Stat
+                    label="Approvals"
+                    value={
+                      <span data-testid="request-approvals">
+                        {r.approvals.approvedBy.length} of {r.approvals.required}
+                      </span>
+                    }
+                    hint={[
+                      r.approvals.approvedBy.length > 0 ? `approved by ${r.approvals.approvedBy.join(', ')}` : 'no approval yet',
+                      r.approvals.deniedBy.length > 0 ? `denied by ${r.approvals.deniedBy.join(', ')}` : null,
+                      r.approvals.groups.length > 0 ? `from ${r.approvals.groups.map((g) => `group:${g}`).join(', ')}` : null,
+                    ]
+                      .filter((part) => part !== null)
+                      .join(' · ')}
+                  />
+                )}
+                {r.escalation.tier > 0 && (
+                  <Stat
+                    label="Escalation"
+                    value={<span data-testid="request-escalation">tier {r.escalation.tier}</span>}
+                    hint={r.escalation.deadlineAt ? `deadline ${fmtDateTime(r.escalation.deadlineAt)}` : undefined}
+                  />
+                )}
                 <Stat
                   label="Decided by"
                   value={

@@ -3,6 +3,7 @@
 import { defineFeature } from '@vigil/platform';
 import type { GateConfig } from '../config.ts';
 import type { GateFeature } from '../context.ts';
+import type { ApproverDirectory } from '../approvers/index.ts';
 import type { RequestService } from '../requests/index.ts';
 import type { GateDatabase } from '../schema.ts';
 import { ChatNotifier } from './notifier.ts';
@@ -25,7 +26,7 @@ export async function chatNotifier(config: GateConfig, database: GateDatabase, l
 }
 
 /** The interaction endpoints of the configured platforms (none without a notifier). */
-export const chatFeature = (notifier: ChatNotifier | null, requests: RequestService): GateFeature =>
+export const chatFeature = (notifier: ChatNotifier | null, requests: RequestService, approvers: ApproverDirectory): GateFeature =>
   defineFeature('chat', async ({ app, context }) => {
     if (notifier === null) return;
     const { slack, discord } = context.config.chat;
@@ -36,5 +37,5 @@ export const chatFeature = (notifier: ChatNotifier | null, requests: RequestServ
       if (deciders !== undefined && deciders.length === 0)
         app.log.warn(`${name} is empty: chat clicks are refused unless a policy rule names its approvers (docs/chat.md)`);
     }
-    await registerChatRoutes(app, context, new ChatInteractions(context.config, requests, notifier, app.log));
+    await registerChatRoutes(app, context, new ChatInteractions(context.config, requests, notifier, app.log, approvers));
   });

@@ -7,6 +7,8 @@ import type { ChatMessageRow } from './tables.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
 import { outboxRow, type OutboxChannel, type Transition } from '../webhooks/index.ts';
 import { chatTargets } from './deciders.ts';
+import { channelsAt } from '../escalation/index.ts';
+import { approvalProgress } from '../approvers/index.ts';
 import { ChatApiError, type ChatPlatform } from './platforms.ts';
 import { requestView, type ChatPlatformName } from './render.ts';
 
@@ -48,13 +50,12 @@ export class ChatNotifier implements OutboxChannel {
     const rows: DeliveryRow[] = [];
     const changed: string[] = [];
     for (const { event, request } of transitions) {
-      if (event !== 'request.created') {
-        changed.push(request.id);
-        continue;
-      }
+      // An escalation edits the messages already posted (they show the tier) and, like a reminder, posts the request again.
+      if (event !== 'request.created' && event !== 'request.reminder') changed.push(request.id);
+      if (event !== 'request.created' && event !== 'request.reminder' && event !== 'request.escalated') continue;
       const decision = JSON.parse(request.policy_decision) as PolicyDecision;
       if (request.status !== 'pending' || decision.decision !== 'route_to_human') continue;
-      for (const { platform, channel } of chatTargets(decision.channels, defaults)) {
+      for (const { platform, channel } of chatTargets(channelsAt(decision, request.escalation_tier), defaults)) {
         const message = { id: newId(), request_id: request.id, platform, channel, message_id: null, created_at: now };
         messages.push(message);
         rows.push(outboxRow(null, platform, `${platform}:${channel}`, POST, JSON.stringify({ message: message.id }), now));
@@ -67,7 +68,9 @@ export class ChatNotifier implements OutboxChannel {
         .select(['id', 'platform', 'channel'])
         .where('request_id', 'in', [...new Set(changed)])
         .execute();
-      for (const message of posted) {
+      // The messages this escalation posts show the request as it stands already.
+      const fresh = new Set(messages.map((message) => message.id));
+      for (const message of posted.filter((m) => !fresh.has(m.id))) {
         if (this.platforms.has(message.platform))
           rows.push(outboxRow(null, message.platform, `${message.platform}:${message.channel}`, UPDATE, JSON.stringify({ message: message.id }), now));
       }
@@ -90,7 +93,7 @@ export class ChatNotifier implements OutboxChannel {
       throw error;
     }
     if (request === undefined) return { ok: false, status: null, error: 'the request no longer exists' };
-    const view = requestView(request);
+    const view = requestView(request, await approvalProgress(this.database, request));
     try {
       if (message.message_id === null) {
         // Retried with the backoff: the post, whenever it goes out, shows the request as it then stands.

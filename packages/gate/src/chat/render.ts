@@ -1,4 +1,5 @@
 import { toIso } from '@vigil/platform';
+import type { QuorumProgress } from '../approvers/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestRow } from '../requests/index.ts';
 
@@ -28,6 +29,11 @@ export interface RequestView {
   /** The first few parameters, `key: value`, values shortened. */
   params: [string, string][];
   expiresAt: string | null;
+  /** The escalation tier reached (0: none) and, while pending, its current deadline. */
+  escalationTier: number;
+  deadlineAt: string | null;
+  /** For a request that needs several approvals: who approved so far, of how many. */
+  approvals: QuorumProgress | null;
   decidedBy: string | null;
   decisionReason: string | null;
   confirmed: boolean;
@@ -41,7 +47,7 @@ function shortValue(value: unknown): string {
   return text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE - 1)}…` : text;
 }
 
-export function requestView(row: RequestRow): RequestView {
+export function requestView(row: RequestRow, approvals: QuorumProgress | null = null): RequestView {
   const params = JSON.parse(row.params) as Record<string, unknown>;
   const context = JSON.parse(row.context) as Record<string, unknown>;
   const decision = JSON.parse(row.policy_decision) as PolicyDecision;
@@ -57,6 +63,9 @@ export function requestView(row: RequestRow): RequestView {
       .slice(0, MAX_PARAMS)
       .map(([key, value]) => [key, shortValue(value)]),
     expiresAt: row.expires_at === null ? null : toIso(row.expires_at),
+    escalationTier: row.escalation_tier,
+    approvals,
+    deadlineAt: row.status !== 'pending' || row.deadline_at === null ? null : toIso(row.deadline_at),
     decidedBy: row.decided_by,
     decisionReason: row.decision_reason,
     confirmed: row.confirmed_at !== null,
@@ -80,7 +89,7 @@ export function outcomeLine(view: RequestView, platform: ChatPlatformName): stri
       : view.status === 'denied'
         ? `⛔ Denied${by}${reason}`
         : view.status === 'expired'
-          ? '⌛ Expired before a decision'
+          ? `⌛ ${view.decisionReason ?? 'Expired before a decision'}`
           : view.status;
   return view.confirmed ? `${outcome} · executed (confirmed)` : outcome;
 }
@@ -95,6 +104,17 @@ function facts(view: RequestView): [string, string][] {
     ['Agent', view.agent ?? '—'],
     ['Policy', view.policy ?? 'no rule matched (human review)'],
     ['Expires', view.expiresAt ?? 'never'],
+    ...(view.approvals === null
+      ? []
+      : [
+          [
+            'Approvals',
+            `${view.approvals.approvedBy.length} of ${view.approvals.required}${view.approvals.approvedBy.length > 0 ? ` (${view.approvals.approvedBy.join(', ')})` : ''}`,
+          ] as [string, string],
+        ]),
+    ...(view.escalationTier > 0
+      ? [['Escalated', `tier ${view.escalationTier}${view.deadlineAt === null ? '' : `, deadline ${view.deadlineAt}`}`] as [string, string]]
+      : []),
   ];
 }
 

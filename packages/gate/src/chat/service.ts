@@ -1,6 +1,8 @@
 import { ServiceError, type ZodApp } from '@vigil/platform';
 import { systemActor } from '../auth/index.ts';
 import type { GateConfig } from '../config.ts';
+import type { ApproverDirectory } from '../approvers/index.ts';
+import { approversAt } from '../escalation/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestService } from '../requests/index.ts';
 import type { RequestRow } from '../requests/index.ts';
@@ -66,11 +68,23 @@ export class ChatInteractions {
     private readonly requests: RequestService,
     private readonly notifier: ChatNotifier,
     private readonly log: Log,
+    private readonly approvers: ApproverDirectory,
   ) {}
 
-  private decidersOf(request: RequestRow, platform: ChatPlatformName): string[] {
+  /**
+   * An escalated request is decided by its rule's approvers and those of every tier it has reached;
+   * `group:<name>` stands for the group's members.
+   */
+  private async decidersOf(request: RequestRow, platform: ChatPlatformName): Promise<string[]> {
     const decision = JSON.parse(request.policy_decision) as PolicyDecision;
-    return decidersFor(platform, decision.approvers, this.config.chat[platform]?.deciders ?? []);
+    const approvers = await this.approvers.expand(approversAt(decision, request.escalation_tier));
+    return decidersFor(platform, approvers, this.config.chat[platform]?.deciders ?? []);
+  }
+
+  /** The platform user ids whose authority a user holds now: their own, and those of whoever delegated to them on this platform. */
+  private async actingFor(platform: ChatPlatformName, userId: string): Promise<string[]> {
+    const prefix = `${platform}:`;
+    return (await this.approvers.actingFor(`${prefix}${userId}`)).filter((name) => name.startsWith(prefix)).map((name) => name.slice(prefix.length));
   }
 
   private requiresReason(request: RequestRow): boolean {
@@ -92,9 +106,13 @@ export class ChatInteractions {
   }
 
   private async slackMayDecide(slack: SlackPlatform, request: RequestRow, userId: string): Promise<boolean> {
-    const deciders = this.decidersOf(request, 'slack');
-    if (slackListed(deciders, userId)) return true;
-    for (const group of slackGroups(deciders)) if ((await slack.groupMembers(group)).includes(userId)) return true;
+    const deciders = await this.decidersOf(request, 'slack');
+    const acting = await this.actingFor('slack', userId);
+    if (acting.some((id) => slackListed(deciders, id))) return true;
+    for (const group of slackGroups(deciders)) {
+      const members = await slack.groupMembers(group);
+      if (acting.some((id) => members.includes(id))) return true;
+    }
     return false;
   }
 
@@ -179,7 +197,9 @@ export class ChatInteractions {
     if (decision === null || requestId === undefined) return ephemeral('Vigil does not handle this interaction.');
     const request = await this.requests.get(requestId);
     if (request === undefined) return ephemeral('This request no longer exists.');
-    if (!discordMayDecide(this.decidersOf(request, 'discord'), user.id, interaction.member?.roles ?? [])) {
+    const deciders = await this.decidersOf(request, 'discord');
+    const acting = await this.actingFor('discord', user.id);
+    if (!acting.some((id) => discordMayDecide(deciders, id, id === user.id ? (interaction.member?.roles ?? []) : []))) {
       await this.refuse(request, 'discord', user, decision);
       return ephemeral(
         "You may not decide this request: ask a decider, or an administrator to add you (or your role) to DISCORD_DECIDERS or the policy's approvers.",
@@ -189,7 +209,7 @@ export class ChatInteractions {
     if (reason === undefined && this.requiresReason(request)) return { type: MODAL, data: discordReasonModal(requestView(request), decision) };
     try {
       const decided = await this.requests.decide(request.id, decision, reason, systemActor(`discord:${user.id}`), { platform: 'discord', userName: user.name });
-      return { type: UPDATE_MESSAGE, data: discordMessage(requestView(decided)) };
+      return { type: UPDATE_MESSAGE, data: discordMessage(requestView(decided, await this.approvers.progress(decided))) };
     } catch (error) {
       return ephemeral(refusal(error));
     }

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { quorumSchema, type Quorum } from '../approvers/index.ts';
+import { DEFAULT_DEADLINE_PLAN, deadlinePlanSchema, type DeadlinePlan } from '../escalation/index.ts';
 
 /**
  * The policy engine: pure functions. Policies are compiled once (paths split, regexes built,
@@ -37,6 +39,10 @@ export const ruleSchema = z
     approvers: z.array(z.string().min(1).max(200)).max(100).optional(),
     channels: z.array(z.string().min(1).max(200)).max(100).optional(),
     requireReason: z.boolean().optional(),
+    /** What happens at the deadline of a request this rule routes (escalation/plan.ts); default DEFAULT_DEADLINE_PLAN. */
+    onDeadline: deadlinePlanSchema.optional(),
+    /** Approvals from distinct deciders the request needs (approvers/); default one decision settles it. */
+    quorum: quorumSchema.optional(),
   })
   .strict();
 export type Rule = z.infer<typeof ruleSchema>;
@@ -70,6 +76,10 @@ export interface PolicyDecision {
   approvers: string[];
   channels: string[];
   requireReason: boolean;
+  /** For a request a rule routes: what happens at its deadline (escalation/). */
+  onDeadline?: DeadlinePlan;
+  /** For a request a rule routes to a human: the approvals it needs (approvers/). */
+  quorum?: Quorum;
 }
 
 type Namespace = Record<string, unknown>;
@@ -276,6 +286,8 @@ export function evaluatePolicies(set: CompiledPolicySet, request: EvaluatedReque
       approvers: rule.approvers ?? [],
       channels: rule.channels ?? [],
       requireReason: rule.requireReason ?? false,
+      ...((rule.decision === 'route_to_human' || rule.decision === 'route_to_agent') && { onDeadline: rule.onDeadline ?? DEFAULT_DEADLINE_PLAN }),
+      ...(rule.decision === 'route_to_human' && rule.quorum !== undefined && { quorum: rule.quorum }),
     };
   }
   return ROUTE_TO_HUMAN;

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { MAX_OFFSET, MAX_PRIORITY } from '../bounds.ts';
 import type { GateContext } from '../context.ts';
 import { auditActor } from '../auth/index.ts';
+import { quorumSchema } from '../approvers/index.ts';
+import { deadlinePlanSchema } from '../escalation/index.ts';
 import { gateError } from '../errors.ts';
 import { compilePolicySet, DECISIONS, URGENCIES, evaluatePolicies, ruleSchema, type PolicyDefinition, type Rule } from './engine.ts';
 import { allPolicies, createPolicy, deletePolicy, listPolicies, toDefinition, toPolicy, updatePolicy } from './store.ts';
@@ -65,6 +67,8 @@ const simulateResponse = z.object({
     approvers: z.array(z.string()),
     channels: z.array(z.string()),
     requireReason: z.boolean(),
+    onDeadline: deadlinePlanSchema.optional().describe("For a routed request: what its deadline does (docs/guide/escalation.md); the rule's, else the default"),
+    quorum: quorumSchema.optional().describe('For a request routed to a human whose rule needs several approvals (docs/guide/approvers.md)'),
   }),
   status: z.enum(['approved', 'denied', 'pending']),
   matchedRule: ruleSchema.nullable(),

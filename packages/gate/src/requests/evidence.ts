@@ -24,6 +24,11 @@ export interface RequestEvidence {
   confirmedAt: string | null;
   /** The execution result as RFC 8785 canonical JSON text. */
   executionResult: string | null;
+  /**
+   * Where its deadline stands after escalations (escalation/): `tier N until <deadline>` as its last
+   * `escalated` entry set it; null while it has none (its deadline is then its expiresAt).
+   */
+  escalation: string | null;
 }
 
 /** What the creation fixes, each JSON value as its RFC 8785 canonical text. */
@@ -64,11 +69,16 @@ export interface ChainedRequestEntry {
 
 const stringOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
+/** `tier N until <deadline>`: a request's escalation as its row and its chain both spell it. */
+export function escalationText(tier: unknown, deadlineAt: unknown): string {
+  return `tier ${String(tier)} until ${String(deadlineAt)}`;
+}
+
 /**
  * The request as its audit entries (seq order, from 0) make it: `created` starts it pending; a
  * decision (`approved`, `denied`, `expired`) sets status, decider (the entry's actor), time and
- * reason; `confirmed` sets the confirmation time and result; other entries (a refused chat click)
- * change nothing. Undefined when the trail does not start with `created`.
+ * reason; `confirmed` sets the confirmation time and result; other entries (a refused chat click,
+ * an escalation, a reminder) change nothing. Undefined when the trail does not start with `created`.
  */
 export function chainedRequestState(entries: readonly ChainedRequestEntry[]): RequestEvidence | undefined {
   const created = entries[0];
@@ -83,16 +93,21 @@ export function chainedRequestState(entries: readonly ChainedRequestEntry[]): Re
     decisionReason: null,
     confirmedAt: null,
     executionResult: null,
+    escalation: null,
   };
   for (const entry of entries.slice(1)) {
     switch (entry.event) {
+      case 'escalated':
+        state.escalation = escalationText(entry.details?.tier, entry.details?.deadlineAt);
+        break;
       case 'approved':
       case 'denied':
       case 'expired':
         state.status = entry.event;
         state.decidedBy = entry.actor;
         state.decidedAt = entry.timestamp;
-        state.decisionReason = entry.event === 'expired' ? EXPIRED_REASON : stringOrNull(entry.details?.reason);
+        // An expiry that failed closed under an escalation plan records its reason; a plain one the fixed reason.
+        state.decisionReason = entry.event === 'expired' ? (stringOrNull(entry.details?.reason) ?? EXPIRED_REASON) : stringOrNull(entry.details?.reason);
         break;
       case 'confirmed':
         state.confirmedAt = entry.timestamp;
@@ -113,6 +128,7 @@ const FIELDS: readonly (keyof RequestEvidence)[] = [
   'decisionReason',
   'confirmedAt',
   'executionResult',
+  'escalation',
 ];
 
 /** How the field is named in a finding (the hash stands for what it covers). */
@@ -126,6 +142,7 @@ const FIELD_NAMES: Record<keyof RequestEvidence, string> = {
   decisionReason: 'decisionReason',
   confirmedAt: 'confirmedAt',
   executionResult: 'executionResult',
+  escalation: 'escalation',
 };
 
 const shown = (value: string | null): string =>

@@ -11,7 +11,7 @@ export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export interface Requests {
   service: RequestService;
-  /** Expires pending requests past their deadline. */
+  /** Applies passed deadlines (escalation or expiry) and sends due reminders. */
   expiry: PeriodicJob;
 }
 
@@ -23,6 +23,7 @@ export const requestsFeature: GateFeature<Requests> = defineFeature('requests', 
     intervalMs: context.config.expiryScanIntervalMs,
     run: async () => {
       await service.expireDue();
+      await service.remindDue();
     },
   });
   return { service, expiry };

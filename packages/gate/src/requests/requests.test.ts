@@ -362,12 +362,14 @@ await describeEachDatabase('gate requests API', (backend) => {
     const body = await get(created.id);
     assert.deepEqual(Object.keys(body).sort(), [
       'action',
+      'approvals',
       'confirmedAt',
       'context',
       'createdAt',
       'decidedAt',
       'decidedBy',
       'decisionReason',
+      'escalation',
       'executionResult',
       'expiresAt',
       'id',
@@ -392,6 +394,8 @@ await describeEachDatabase('gate requests API', (backend) => {
       confirmedAt: null,
       executionResult: null,
       policyDecision: { decision: 'route_to_human', policyId: null, approvers: [], channels: [], requireReason: false },
+      escalation: { tier: 0, deadlineAt: iso(T0 + 10 * MINUTE), remindAt: null },
+      approvals: null,
       receipt: null,
     });
     assertGateError(await gate.call({ method: 'GET', url: '/api/requests/0190d6c4-0000-7000-8000-000000000000' }), 404, 'not_found');

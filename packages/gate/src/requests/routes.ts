@@ -38,6 +38,24 @@ const requestDetailSchema = z
     confirmedAt: z.string().nullable(),
     executionResult: z.unknown(),
     policyDecision: policyDecisionSchema,
+    escalation: z
+      .object({
+        tier: z.number().int().describe("The escalation tier reached (0: the rule's own deciders; docs/guide/escalation.md)"),
+        deadlineAt: z.string().nullable().describe('When the current deadline passes (expiresAt, then each tier’s); null: none, or decided'),
+        remindAt: z.string().nullable().describe('When the deciders are reminded next; null: no reminder due'),
+      })
+      .meta({ id: 'RequestEscalation' }),
+    approvals: z
+      .object({
+        required: z.number().int().describe('Approvals from distinct deciders that approve the request'),
+        denialsRequired: z.number().int().describe('Denials that deny it (1: any deny denies)'),
+        groups: z.array(z.string()).describe('Approver groups whose members (or their delegates) may vote; empty: anyone who may decide'),
+        approvedBy: z.array(z.string()).describe('Who approved so far (a delegate’s vote counts for its delegator), oldest first'),
+        deniedBy: z.array(z.string()),
+      })
+      .nullable()
+      .describe('Progress of a request whose rule needs several approvals (docs/guide/approvers.md); null when one decision settles it')
+      .meta({ id: 'ApprovalProgress' }),
     receipt: receiptSchema.nullable().describe('The approval receipt (GET /api/requests/:id/receipt); null unless approved'),
   })
   .meta({ id: 'ApprovalRequest' });
@@ -87,7 +105,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         throw gateError('validation', 'expiresAt must be in the future');
       }
       const row = await requests.create({ ...rest, expiresAt: expiresAt ?? null, redeemOnIssue: redeem }, auditActor(request));
-      const detail = requestDetailJson(row, await requests.receipt(row));
+      const detail = requestDetailJson(row, await requests.receipt(row), await requests.approvalsOf(row));
       // Without `redeem`, the answer is the request as GET answers it.
       const answer = redeem ? `${detail.slice(0, -1)},"redemption":${redemptionJson(requests.issuedRedemption(row))}}` : detail;
       return sendJsonText(reply.status(201), answer);
@@ -162,7 +180,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
     async (request, reply) => {
       const row = await requests.get(request.params.id);
       if (!row) throw gateError('requestNotFound');
-      return sendJsonText(reply, requestDetailJson(row, await requests.receipt(row)));
+      return sendJsonText(reply, requestDetailJson(row, await requests.receipt(row), await requests.approvalsOf(row)));
     },
   );
 
@@ -173,7 +191,8 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       errorStatuses: [409],
       summary: 'Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)',
       description:
-        'A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.',
+        'A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires. ' +
+        'When the rule needs several approvals, a vote that does not settle the request answers 202 with the progress; 409 for a second vote of the same decider, 403 for one outside the quorum’s groups.',
       tags: ['requests'],
       params: idParams,
       body: z
@@ -192,10 +211,26 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
           decidedAt: z.string(),
           receipt: receiptSchema.nullable().describe('The approval receipt when approved, else null'),
         }),
+        202: z
+          .object({
+            id: z.string(),
+            status: z.literal('pending'),
+            approvals: z.object({
+              required: z.number().int(),
+              denialsRequired: z.number().int(),
+              approvedBy: z.array(z.string()),
+              deniedBy: z.array(z.string()),
+            }),
+          })
+          .describe('A vote on a request that needs several approvals, counted without settling it (docs/guide/approvers.md)'),
       },
     }),
-    async (request) => {
+    async (request, reply) => {
       const row = await requests.decide(request.params.id, request.body.decision, request.body.reason, auditActor(request));
+      if (row.status === 'pending') {
+        const { required, denialsRequired, approvedBy, deniedBy } = (await requests.approvalsOf(row))!;
+        return reply.status(202).send({ id: row.id, status: 'pending' as const, approvals: { required, denialsRequired, approvedBy, deniedBy } });
+      }
       return {
         id: row.id,
         status: row.status as 'approved' | 'denied',
@@ -309,6 +344,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
                 decisionReason: z.string().nullable(),
                 confirmedAt: z.string().nullable(),
                 executionResult: z.string().nullable(),
+                escalation: z.string().nullable().describe('`tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md)'),
               }),
             ),
             nextCursor: z.string().nullable(),

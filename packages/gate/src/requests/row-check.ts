@@ -2,7 +2,7 @@ import { leafHash, readSnapshot, ServiceError, toIso } from '@vigil/platform';
 import { auditEntryHash, chainEntryOf, type AuditChainEntry } from '../stored-formats/index.ts';
 import { gateErrors } from '../errors.ts';
 import type { GateDatabase } from '../schema.ts';
-import { chainedRequestState, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
+import { chainedRequestState, escalationText, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
 import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
 import type { RequestRow } from './tables.ts';
 
@@ -27,6 +27,8 @@ export function storedRequestState(row: RequestRow): RequestEvidence & { request
     decisionReason: row.decision_reason,
     confirmedAt: isoOrNull(row.confirmed_at),
     executionResult: row.execution_result,
+    // Tier 0 keeps expiresAt as its deadline; a row whose deadline moved without an escalated entry is refused.
+    escalation: row.escalation_tier === 0 && row.deadline_at === row.expires_at ? null : escalationText(row.escalation_tier, isoOrNull(row.deadline_at)),
   };
 }
 

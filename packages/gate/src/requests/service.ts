@@ -10,12 +10,15 @@ import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
+import { outcomeAfter, progressOf, quorumOf, type QuorumProgress, type VoteKeeper } from '../approvers/index.ts';
+import { nextStep, planOf, reminderBefore } from '../escalation/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
 import { assertLockedRowEvidence, assertRowsEvidence, RequestTamperedError } from './row-check.ts';
 import {
   approvedEntry,
   dueForExpiry,
+  dueForReminder,
   findRequest,
   findRequestWithTrailHead,
   insertAuditEntry,
@@ -79,6 +82,9 @@ const REQUEST_COLUMNS: (keyof RequestRow)[] = [
   'policy_decision',
   'confirmed_at',
   'execution_result',
+  'deadline_at',
+  'escalation_tier',
+  'remind_at',
   'audit_head_seq',
   'audit_head_hash',
 ];
@@ -114,7 +120,8 @@ interface Decision {
   now: number;
 }
 
-type DecisionOutcome = { kind: 'missing' | 'expired' | 'decided' | 'reason' } | { kind: 'decided-now'; row: RequestRow };
+type DecisionOutcome =
+  { kind: 'missing' | 'expired' | 'decided' | 'reason' | 'voted-already' | 'not-an-approver' } | { kind: 'decided-now' | 'voted'; row: RequestRow };
 
 /**
  * The next entry of a request's audit chain (audit/chain.ts), linked after the head `request` holds;
@@ -224,6 +231,8 @@ export class RequestService {
   private readonly verified = new VerifiedStates();
   /** The redemption of a row created with its receipt redeemed at issue (issuedRedemption). */
   private readonly issued = new WeakMap<RequestRow, IssuedRedemption>();
+  /** Set by the approvers feature (countVotesWith); until then a rule's quorum is not applied. */
+  private votes: VoteKeeper<Transaction<GateSchema>> | undefined;
   /** Set by the receipts feature (redeemAtIssueWith); until then no receipt is redeemed at issue. */
   private writeIssuedRedemptions: IssuedRedemptionWriter | undefined;
 
@@ -330,6 +339,18 @@ export class RequestService {
     });
   }
 
+  /** Where the votes of requests that need several approvals are kept: the approvers feature says. */
+  countVotesWith(keeper: VoteKeeper<Transaction<GateSchema>>): void {
+    this.votes = keeper;
+  }
+
+  /** A request's approval progress when its rule needs several approvals, else null. */
+  async approvalsOf(row: RequestRow): Promise<QuorumProgress | null> {
+    const quorum = quorumOf(row.policy_decision);
+    if (quorum === null || !this.votes) return null;
+    return progressOf(quorum, row.status === 'pending' && row.audit_head_seq === 0 ? [] : await this.votes.votesOf(null, row.id));
+  }
+
   /** How receipts redeemed at issue are stored: the receipts feature, which owns their rows, says. */
   redeemAtIssueWith(writer: IssuedRedemptionWriter): void {
     this.writeIssuedRedemptions = writer;
@@ -380,6 +401,9 @@ export class RequestService {
       policy_decision: policyDecision,
       confirmed_at: null,
       execution_result: null,
+      deadline_at: input.expiresAt,
+      escalation_tier: 0,
+      remind_at: auto ? null : reminderBefore(planOf(decision), input.expiresAt, now),
       audit_head_seq: -1,
       audit_head_hash: null,
     };
@@ -425,12 +449,30 @@ export class RequestService {
     return redemption;
   }
 
-  /** Marks a pending request past its deadline `expired` (inside the caller's write). */
-  private async expireLocked(write: RequestWrite, row: RequestRow, now: number): Promise<void> {
+  /**
+   * A pending request's deadline has passed (inside the caller's write): its rule's plan
+   * (escalation/) moves it to the next tier, with a new deadline and an `escalated` entry, or it
+   * fails closed: `expired`, with the plan's reason recorded on the request and in the entry.
+   */
+  private async deadlineLocked(write: RequestWrite, row: RequestRow, now: number): Promise<void> {
+    const step = nextStep(row, now);
+    if (step.kind === 'escalate') {
+      row.escalation_tier = step.tier;
+      row.deadline_at = step.deadlineAt;
+      row.remind_at = step.remindAt;
+      this.transition(write, row, 'request.escalated');
+      await this.audit(write, row, 'escalated', expiryActor, now, step.details, {
+        escalation_tier: step.tier,
+        deadline_at: step.deadlineAt,
+        remind_at: step.remindAt,
+      });
+      return;
+    }
     row.status = 'expired';
     row.decided_at = now;
     row.decided_by = EXPIRY_ACTOR;
-    row.decision_reason = EXPIRED_REASON;
+    row.decision_reason = step.reason ?? EXPIRED_REASON;
+    row.remind_at = null;
     this.transition(write, row, 'request.expired');
     await this.audit(
       write,
@@ -438,18 +480,19 @@ export class RequestService {
       'expired',
       expiryActor,
       now,
-      { expiresAt: row.expires_at },
+      { expiresAt: row.expires_at, ...step.details },
       {
         status: row.status,
         decided_at: now,
         decided_by: row.decided_by,
         decision_reason: row.decision_reason,
+        remind_at: null,
       },
     );
   }
 
   private isDue(row: RequestRow, now: number): boolean {
-    return row.status === 'pending' && row.expires_at !== null && row.expires_at <= now;
+    return row.status === 'pending' && row.deadline_at !== null && row.deadline_at <= now;
   }
 
   /**
@@ -498,14 +541,54 @@ export class RequestService {
     return locked.row;
   }
 
-  /** Expires one request if it is still pending and due; returns its current row. A tampered row is refused (requestTampered). */
+  /** Applies a pending request's passed deadline (escalates or expires it: deadlineLocked); returns its current row. A tampered row is refused (requestTampered). */
   async expire(id: string): Promise<RequestRow | undefined> {
     const now = this.ctx.clock.now();
     return runWrite(this.ctx, this.verified, async (write) => {
       const locked = await this.lockChecked(write, id);
-      if (locked && this.isDue(locked, now)) await this.expireLocked(write, locked, now);
+      if (locked && this.isDue(locked, now)) await this.deadlineLocked(write, locked, now);
       return locked;
     });
+  }
+
+  /** Reminds the deciders of a pending request whose reminder is due: a `reminded` entry and a `request.reminder` transition (chat posts it again). */
+  private async remind(id: string): Promise<boolean> {
+    const now = this.ctx.clock.now();
+    return runWrite(this.ctx, this.verified, async (write) => {
+      const row = await this.lockChecked(write, id);
+      if (!row || row.status !== 'pending' || row.remind_at === null || row.remind_at > now) return false;
+      row.remind_at = null;
+      this.transition(write, row, 'request.reminder');
+      await this.audit(
+        write,
+        row,
+        'reminded',
+        expiryActor,
+        now,
+        { tier: row.escalation_tier, deadlineAt: row.deadline_at === null ? null : toIso(row.deadline_at) },
+        { remind_at: null },
+      );
+      return true;
+    });
+  }
+
+  /** Scanner tick (with expireDue): sends every reminder due; a tampered request is logged and skipped. */
+  async remindDue(): Promise<number> {
+    let reminded = 0;
+    const tampered = new Set<string>();
+    for (;;) {
+      const ids = (await dueForReminder(this.ctx.database, this.ctx.clock.now(), 200 + tampered.size)).filter((id) => !tampered.has(id));
+      for (const id of ids) {
+        try {
+          if (await this.remind(id)) reminded += 1;
+        } catch (error) {
+          if (!(error instanceof RequestTamperedError)) throw error;
+          tampered.add(id);
+          this.log.error({ requestId: id, err: error }, 'no reminder sent: the request does not match its audit trail');
+        }
+      }
+      if (ids.length < 200) return reminded;
+    }
   }
 
   /** Scanner tick: expires every pending request past its deadline; a tampered one is logged and left as it is. */
@@ -554,21 +637,50 @@ export class RequestService {
         throw gateError('alreadyDecided');
       case 'reason':
         throw gateError('reasonRequired');
+      case 'voted-already':
+        throw gateError('alreadyVoted');
+      case 'not-an-approver':
+        throw gateError('notAnApprover');
       case 'decided-now':
+      case 'voted':
         return outcome.row;
     }
   }
 
   /** One decision inside a group's transaction (the row locked and checked first). */
-  private async decideLocked(write: RequestWrite, { id, decision, reason, by, details, now }: Decision): Promise<DecisionOutcome> {
+  private async decideLocked(write: RequestWrite, item: Decision): Promise<DecisionOutcome> {
+    const { id, reason, by, now } = item;
+    let { decision, details } = item;
     const row = await this.lockChecked(write, id);
     if (!row) return { kind: 'missing' };
     if (this.isDue(row, now)) {
-      await this.expireLocked(write, row, now);
-      return { kind: 'expired' };
+      await this.deadlineLocked(write, row, now);
+      // An escalated request is still pending: its new tier's deadline is ahead.
+      if (row.status === 'expired') return { kind: 'expired' };
     }
     if (row.status !== 'pending') return { kind: 'decided' };
     if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' };
+    const quorum = quorumOf(row.policy_decision);
+    if (quorum !== null && this.votes) {
+      // Several approvals: each vote is its own entry; the one that reaches the quorum (or the denials) decides.
+      const principal = await this.votes.principalOf(write.trx, by.actor, quorum, now);
+      if (principal === null) return { kind: 'not-an-approver' };
+      const cast = await this.votes.votesOf(write.trx, id);
+      if (cast.some((vote) => vote.principal === principal)) return { kind: 'voted-already' };
+      const vote = { principal, decider: by.actor, vote: decision, at: now };
+      await this.votes.record(write.trx, id, vote);
+      const votes = [...cast, vote];
+      const { approvedBy, deniedBy } = progressOf(quorum, votes);
+      const tally = { vote: decision, ...(principal !== by.actor && { onBehalfOf: principal }), approvedBy, deniedBy, required: quorum.approvals };
+      const outcome = outcomeAfter(quorum, votes);
+      if (outcome === null) {
+        this.transition(write, row, 'request.voted');
+        await this.audit(write, row, 'voted', by, now, { ...details, ...tally, ...(reason !== undefined && { reason }) });
+        return { kind: 'voted', row: { ...row } };
+      }
+      decision = outcome;
+      details = { ...details, ...tally };
+    }
     row.status = decision;
     row.decided_at = now;
     row.decided_by = by.actor;

@@ -5,6 +5,7 @@ import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { Receipt, RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
+import type { QuorumProgress } from '../approvers/index.ts';
 
 export function storedDecision(row: RequestRow): PolicyDecision {
   return JSON.parse(row.policy_decision) as PolicyDecision;
@@ -17,7 +18,7 @@ const isoOrNullJson = (ms: number | null): string => (ms === null ? 'null' : `"$
  * and execution result are JSON text already (written by JSON.stringify) and are spliced in as they
  * are: parsing them only to serialise them again was most of the cost of a GET /api/requests/:id.
  */
-export function requestDetailJson(row: RequestRow, receipt: Receipt | null): string {
+export function requestDetailJson(row: RequestRow, receipt: Receipt | null, approvals: QuorumProgress | null = null): string {
   const decision = storedDecision(row);
   const policyDecision = {
     decision: decision.decision,
@@ -32,7 +33,10 @@ export function requestDetailJson(row: RequestRow, receipt: Receipt | null): str
     `,"decidedBy":${JSON.stringify(row.decided_by)},"decisionReason":${JSON.stringify(row.decision_reason)}` +
     `,"createdAt":"${toIso(row.created_at)}","decidedAt":${isoOrNullJson(row.decided_at)},"expiresAt":${isoOrNullJson(row.expires_at)}` +
     `,"confirmedAt":${isoOrNullJson(row.confirmed_at)},"executionResult":${row.execution_result ?? 'null'}` +
-    `,"policyDecision":${JSON.stringify(policyDecision)},"receipt":${JSON.stringify(receipt)}}`
+    `,"policyDecision":${JSON.stringify(policyDecision)}` +
+    `,"escalation":{"tier":${row.escalation_tier},"deadlineAt":${isoOrNullJson(row.status === 'pending' ? row.deadline_at : null)},"remindAt":${isoOrNullJson(row.remind_at)}}` +
+    `,"approvals":${JSON.stringify(approvals)}` +
+    `,"receipt":${JSON.stringify(receipt)}}`
   );
 }
 
@@ -148,7 +152,12 @@ export async function lockRequestWithTrailHead(trx: Transaction<GateSchema>, dat
 }
 
 /** The columns a transition changes besides the chain head (a decision, an expiry, a confirmation). */
-export type RequestChanges = Partial<Pick<RequestRow, 'status' | 'decided_at' | 'decided_by' | 'decision_reason' | 'confirmed_at' | 'execution_result'>>;
+export type RequestChanges = Partial<
+  Pick<
+    RequestRow,
+    'status' | 'decided_at' | 'decided_by' | 'decision_reason' | 'confirmed_at' | 'execution_result' | 'deadline_at' | 'escalation_tier' | 'remind_at'
+  >
+>;
 
 /**
  * Writes a linked audit entry (service.ts auditRow) and moves its request's chain head to it, with
@@ -208,9 +217,22 @@ export async function verifiedAuditTrail(
   });
 }
 
-/** The expiry scanner's query: pending requests past their deadline, earliest first (the partial index requests_deadline, migration 0008). */
+/** The expiry scanner's query: pending requests past their current deadline, earliest first (the index requests_current_deadline, migration 0018). */
 export function dueForExpiryQuery(db: Kysely<GateSchema>, now: number, limit: number) {
-  return db.selectFrom('requests').select('id').where('status', '=', 'pending').where('expires_at', '<=', now).orderBy('expires_at').limit(limit);
+  return db.selectFrom('requests').select('id').where('status', '=', 'pending').where('deadline_at', '<=', now).orderBy('deadline_at').limit(limit);
+}
+
+/** Pending requests whose deciders are due a reminder (the index requests_remind, migration 0018). */
+export async function dueForReminder(database: GateDatabase, now: number, limit: number): Promise<string[]> {
+  const rows = await database.db
+    .selectFrom('requests')
+    .select('id')
+    .where('remind_at', '<=', now)
+    .where('status', '=', 'pending')
+    .orderBy('remind_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 export async function dueForExpiry(database: GateDatabase, now: number, limit: number): Promise<string[]> {

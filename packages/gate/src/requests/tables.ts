@@ -18,6 +18,12 @@ export interface RequestRow {
   policy_decision: string;
   confirmed_at: number | null;
   execution_result: string | null;
+  /** When the pending request's current deadline passes (escalation/): its expiresAt, then each tier's; null: none. */
+  deadline_at: number | null;
+  /** The escalation tier it has reached (0: the deciders its rule named); each step is an `escalated` entry of its trail. */
+  escalation_tier: number;
+  /** When its deciders are reminded of it next (null: no reminder due). */
+  remind_at: number | null;
   /** The head of the request's audit chain (stored-formats/audit-chain.ts): its last seq (-1 before any entry) and hash. */
   audit_head_seq: number;
   audit_head_hash: string | null;

@@ -34,6 +34,8 @@ function fingerprint(row: RequestRow): string {
       row.policy_decision,
       row.confirmed_at,
       row.execution_result,
+      row.deadline_at,
+      row.escalation_tier,
     ]),
     'base64',
   );

@@ -20,7 +20,16 @@ import type { RequestRow } from '../requests/index.ts';
 import type { DeliveryRow } from './tables.ts';
 import { signDelivery } from './signature.ts';
 
-export const WEBHOOK_EVENTS = ['request.created', 'request.decided', 'request.expired', 'request.confirmed', 'request.redeemed'] as const;
+export const WEBHOOK_EVENTS = [
+  'request.created',
+  'request.decided',
+  'request.expired',
+  'request.confirmed',
+  'request.redeemed',
+  'request.escalated',
+  'request.reminder',
+  'request.voted',
+] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** The `data` of every delivery: the request as it stood when the event happened. */

@@ -21,6 +21,19 @@ export type AdminChange = {
   } | null;
 };
 
+/** Progress of a request whose rule needs several approvals (docs/guide/approvers.md); null when one decision settles it */
+export type ApprovalProgress = {
+  /** Approvals from distinct deciders that approve the request */
+  required: number;
+  /** Denials that deny it (1: any deny denies) */
+  denialsRequired: number;
+  /** Approver groups whose members (or their delegates) may vote; empty: anyone who may decide */
+  groups: string[];
+  /** Who approved so far (a delegate’s vote counts for its delegator), oldest first */
+  approvedBy: string[];
+  deniedBy: string[];
+} | null;
+
 /** An approval receipt (docs/guide/receipts.md) */
 export type ApprovalReceipt = {
   v: 1;
@@ -69,8 +82,19 @@ export type ApprovalRequest = {
     channels: string[];
     requireReason: boolean;
   };
+  escalation: RequestEscalation;
+  approvals: ApprovalProgress;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
+};
+
+export type ApproverGroup = {
+  id: string;
+  name: string;
+  description: string | null;
+  members: string[];
+  createdAt: string;
+  updatedAt: string;
 };
 
 export type AuditChainVerdict = {
@@ -143,10 +167,25 @@ export type CreatedApprovalRequest = {
     channels: string[];
     requireReason: boolean;
   };
+  escalation: RequestEscalation;
+  approvals: ApprovalProgress;
   /** The approval receipt (GET /api/requests/:id/receipt); null unless approved */
   receipt: ApprovalReceipt | null;
   /** Only with `redeem: true`: the receipt, redeemed for this credential in the same transaction, when a policy approved at once; else null */
   redemption?: ReceiptRedemption | null;
+};
+
+export type Delegation = {
+  id: string;
+  delegator: string;
+  delegate: string;
+  startsAt: string;
+  endsAt: string;
+  reason: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+  /** Started, not ended, not revoked */
+  active: boolean;
 };
 
 export type ErrorDetail = {
@@ -169,7 +208,7 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "cosignature_invalid" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "conflict" | "cosignature_invalid" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
@@ -213,6 +252,20 @@ export type Policy = {
     approvers?: string[];
     channels?: string[];
     requireReason?: boolean;
+    onDeadline?: {
+      escalate: {
+        approvers: string[];
+        channels: string[];
+        timeoutSeconds: number;
+      }[];
+      reason?: string;
+      remindBeforeSeconds: number;
+    };
+    quorum?: {
+      approvals: number;
+      denials: number;
+      groups: string[];
+    };
   }[];
   createdAt: string;
   updatedAt: string;
@@ -228,10 +281,19 @@ export type ReceiptRedemption = {
   keyId: string | null;
 };
 
+export type RequestEscalation = {
+  /** The escalation tier reached (0: the rule's own deciders; docs/guide/escalation.md) */
+  tier: number;
+  /** When the current deadline passes (expiresAt, then each tier’s); null: none, or decided */
+  deadlineAt: string | null;
+  /** When the deciders are reminded next; null: no reminder due */
+  remindAt: string | null;
+};
+
 export type Webhook = {
   id: string;
   url: string;
-  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+  events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
   enabled: boolean;
   hasSecret: boolean;
   createdAt: string;
@@ -360,6 +422,119 @@ export interface paths {
       };
     };
   };
+  "/api/approver-groups": {
+    /**
+     * List approver groups by name
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          groups: ApproverGroup[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Create an approver group (`group:<name>` in a rule’s approvers or quorum)
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        /** Decider names as the gate derives them: slack:U1, discord:42, api:<key name>, dashboard:<user>, mcp:<client> */
+        members: string[];
+        description?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        201: ApproverGroup;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        409: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/approver-groups/{id}": {
+    /**
+     * Change an approver group (fields not given stay as they are)
+     *
+     * Scope: `admin`.
+     */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        /** Decider names as the gate derives them: slack:U1, discord:42, api:<key name>, dashboard:<user>, mcp:<client> */
+        members?: string[];
+        description?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        200: ApproverGroup;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Delete an approver group
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit": {
     /**
      * Audit entries of all requests, newest first, with the API key behind each actor
@@ -442,7 +617,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook";
+        resource?: "policy" | "api_key" | "webhook" | "approver_group" | "delegation";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -915,6 +1090,8 @@ export interface paths {
             decisionReason: string | null;
             confirmedAt: string | null;
             executionResult: string | null;
+            /** `tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md) */
+            escalation: string | null;
           }[];
           nextCursor: string | null;
         };
@@ -1261,6 +1438,87 @@ export interface paths {
       };
     };
   };
+  "/api/delegations": {
+    /**
+     * List delegations, latest start first (at most 500)
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          delegations: Delegation[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Lend a decider's authority to another for a time window (out of office)
+     *
+     * While active, the delegate may decide from chat wherever the delegator may, and votes for the delegator in a quorum whose groups admit the delegator (docs/guide/approvers.md).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        delegator: string;
+        delegate: string;
+        /** Default: now */
+        startsAt?: string;
+        endsAt: string;
+        reason?: string | null;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Delegation;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/delegations/{id}": {
+    /**
+     * Revoke a delegation (it stays listed, with revokedAt)
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Delegation;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/hooks/claude-code": {
     /**
      * Claude Code HTTP hook (PreToolUse, PermissionRequest): each tool call becomes an approval request the policies decide
@@ -1466,6 +1724,20 @@ export interface paths {
           approvers?: string[];
           channels?: string[];
           requireReason?: boolean;
+          onDeadline?: {
+            escalate?: {
+              approvers?: string[];
+              channels?: string[];
+              timeoutSeconds: number;
+            }[];
+            reason?: string;
+            remindBeforeSeconds?: number;
+          };
+          quorum?: {
+            approvals: number;
+            denials?: number;
+            groups?: string[];
+          };
         }[];
       };
       bodyRequired: true;
@@ -1522,6 +1794,20 @@ export interface paths {
             approvers?: string[];
             channels?: string[];
             requireReason?: boolean;
+            onDeadline?: {
+              escalate?: {
+                approvers?: string[];
+                channels?: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds?: number;
+            };
+            quorum?: {
+              approvals: number;
+              denials?: number;
+              groups?: string[];
+            };
           }[];
           id?: string;
         };
@@ -1537,6 +1823,22 @@ export interface paths {
             approvers: string[];
             channels: string[];
             requireReason: boolean;
+            /** For a routed request: what its deadline does (docs/guide/escalation.md); the rule's, else the default */
+            onDeadline?: {
+              escalate: {
+                approvers: string[];
+                channels: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds: number;
+            };
+            /** For a request routed to a human whose rule needs several approvals (docs/guide/approvers.md) */
+            quorum?: {
+              approvals: number;
+              denials: number;
+              groups: string[];
+            };
           };
           status: "approved" | "denied" | "pending";
           matchedRule: {
@@ -1554,6 +1856,20 @@ export interface paths {
             approvers?: string[];
             channels?: string[];
             requireReason?: boolean;
+            onDeadline?: {
+              escalate: {
+                approvers: string[];
+                channels: string[];
+                timeoutSeconds: number;
+              }[];
+              reason?: string;
+              remindBeforeSeconds: number;
+            };
+            quorum?: {
+              approvals: number;
+              denials: number;
+              groups: string[];
+            };
           } | null;
           candidateMatched: boolean;
           policiesEvaluated: number;
@@ -1599,6 +1915,20 @@ export interface paths {
           approvers?: string[];
           channels?: string[];
           requireReason?: boolean;
+          onDeadline?: {
+            escalate?: {
+              approvers?: string[];
+              channels?: string[];
+              timeoutSeconds: number;
+            }[];
+            reason?: string;
+            remindBeforeSeconds?: number;
+          };
+          quorum?: {
+            approvals: number;
+            denials?: number;
+            groups?: string[];
+          };
         }[];
       };
       bodyRequired: true;
@@ -1886,7 +2216,7 @@ export interface paths {
     /**
      * Approve or deny a pending request; decidedBy is derived from the credential (api:<key name> or dashboard:<session name>)
      *
-     * A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires.
+     * A `decidedBy` in the body is ignored. 409 when the request is no longer pending (decided or expired); 400 without the reason the matching rule requires. When the rule needs several approvals, a vote that does not settle the request answers 202 with the progress; 409 for a second vote of the same decider, 403 for one outside the quorum’s groups.
      *
      * Scope: `request:decide`.
      */
@@ -1910,6 +2240,16 @@ export interface paths {
           decidedAt: string;
           /** The approval receipt when approved, else null */
           receipt: ApprovalReceipt | null;
+        };
+        202: {
+          id: string;
+          status: "pending";
+          approvals: {
+            required: number;
+            denialsRequired: number;
+            approvedBy: string[];
+            deniedBy: string[];
+          };
         };
         400: GateError;
         401: GateError;
@@ -1986,7 +2326,7 @@ export interface paths {
       query: Record<string, never>;
       body: {
         url: string;
-        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+        events: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
         secret?: string;
       };
       bodyRequired: true;
@@ -2044,7 +2384,7 @@ export interface paths {
       };
       query: Record<string, never>;
       body: {
-        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed")[];
+        events?: ("request.created" | "request.decided" | "request.expired" | "request.confirmed" | "request.redeemed" | "request.escalated" | "request.reminder" | "request.voted")[];
         enabled?: boolean;
         url?: string;
         secret?: string | null;
