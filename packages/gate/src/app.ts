@@ -24,6 +24,7 @@ import type { GateConfig } from './config.ts';
 import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
+import { grantsFeature } from './grants/index.ts';
 import { mcpFeature } from './mcp/index.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
@@ -128,6 +129,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(mcpFeature);
   const requests = await features.register(requestsFeature);
   await features.register(receiptsFeature(requests.service));
+  await features.register(grantsFeature(requests.service));
   await features.register(auditTrailFeature);
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);

@@ -47,6 +47,14 @@ export const gateErrors = {
   policyNotFound: notFound('not_found', 'policy'),
   keyNotFound: notFound('not_found', 'API key'),
   webhookNotFound: notFound('not_found', 'webhook'),
+  grantNotFound: notFound('not_found', 'grant'),
+  grantInvalid: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Invalid grant',
+    when: 'POST /api/grants without an action, without an agent or session, without a duration or a number of uses, or naming another action than its request; the message says which',
+  },
+  grantRevoked: { status: 409, code: 'conflict', message: 'The grant is already revoked', when: 'Revoking a grant a second time' },
   checkpointNotFound: {
     status: 404,
     code: 'not_found',

@@ -7,8 +7,10 @@ import { auditTrailMigrations } from './audit-trail/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
 import { gateHistory } from './migration-history/index.ts';
+import { grantsMigrations } from './grants/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
+import { reservedMigrations } from './reserved-migrations.ts';
 
 export const gateMigrations = collectMigrations(
   gateHistory,
@@ -18,4 +20,6 @@ export const gateMigrations = collectMigrations(
   policiesMigrations,
   authMigrations,
   receiptsMigrations,
+  reservedMigrations,
+  grantsMigrations,
 );

@@ -5,6 +5,7 @@ import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@
 import type { GateChangeResource } from './context.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { ChatTables } from './chat/index.ts';
+import type { GrantsTables } from './grants/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
 import type { ReceiptsTables } from './receipts/index.ts';
 import type { RequestsTables } from './requests/index.ts';
@@ -20,6 +21,7 @@ export interface GateSchema
     AuthTables,
     WebhooksTables,
     ChatTables,
-    ReceiptsTables {}
+    ReceiptsTables,
+    GrantsTables {}
 
 export type GateDatabase = Database<GateSchema>;

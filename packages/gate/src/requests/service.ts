@@ -55,6 +55,21 @@ export type IssuedRedemptionWriter = (trx: Transaction<GateSchema>, redemptions:
 
 type Log = ZodApp['log'];
 
+/** Standing grants that approve requests a policy routes for a decision (the grants feature: approveWithGrants). */
+export interface GrantApprover {
+  /** The id of a grant that covers this request at `now` (none of `passedOver`), if any. */
+  match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined>;
+  /** Takes one use of the grant for the request, in its creation's transaction; false when none is left (used up, expired or revoked). */
+  claim(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<boolean>;
+}
+
+/** A creation's grant had no use left when its transaction took one: create() passes it over. */
+class GrantUsedUpError extends Error {
+  constructor(readonly grantId: string) {
+    super(`grant ${grantId} has no use left`);
+  }
+}
+
 /** One request creation, ready to write: its row (already in its final state), audit entries and transitions. */
 interface Creation {
   row: RequestRow;
@@ -62,6 +77,8 @@ interface Creation {
   transitions: Transition[];
   /** Its receipt, redeemed at issue. */
   redemption?: IssuedRedemption;
+  /** The grant that approves it: one of its uses is taken in the creation's transaction. */
+  grantId?: string;
 }
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
@@ -226,6 +243,8 @@ export class RequestService {
   private readonly issued = new WeakMap<RequestRow, IssuedRedemption>();
   /** Set by the receipts feature (redeemAtIssueWith); until then no receipt is redeemed at issue. */
   private writeIssuedRedemptions: IssuedRedemptionWriter | undefined;
+  /** Set by the grants feature (approveWithGrants); until then no grant approves a request. */
+  private grants: GrantApprover | undefined;
 
   constructor(
     private readonly ctx: GateContext,
@@ -236,6 +255,9 @@ export class RequestService {
       async (group) => {
         await runWrite(ctx, this.verified, async (write) => {
           write.vouchAtCommit(group.map((c) => c.row));
+          // Uses first, in grant order (concurrent groups on PostgreSQL lock grant rows in one order).
+          const claims = group.filter((c) => c.grantId !== undefined).sort((a, b) => (a.grantId! < b.grantId! ? -1 : a.grantId! > b.grantId! ? 1 : 0));
+          for (const c of claims) if (!(await this.grants!.claim(write.trx, c.grantId!, c.row.id, c.row.created_at))) throw new GrantUsedUpError(c.grantId!);
           await requestInserter.insert(
             write.trx,
             database.dialect,
@@ -344,15 +366,41 @@ export class RequestService {
     write.enqueue([{ event, request: { ...row } }]);
   }
 
+  /** How routed requests are approved by standing grants: the grants feature says (approveWithGrants). */
+  approveWithGrants(grants: GrantApprover): void {
+    this.grants = grants;
+  }
+
   /**
-   * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). The row
-   * is written in its final state, with the `created` and decision audit entries and webhooks.
+   * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny), or a
+   * standing grant approve one it routes for a decision (grants/). The row is written in its final
+   * state, with the `created` and decision audit entries and webhooks.
    */
   async create(raw: NewRequest, by: AuditActor): Promise<RequestRow> {
     const input = redactRequestInput(this.ctx.redactor, raw);
     const now = this.ctx.clock.now();
     const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
-    const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
+    const routed = decision.decision === 'route_to_human' || decision.decision === 'route_to_agent';
+    // A grant used up (or revoked) between its match and its use is passed over: the next one, else the policy's route.
+    const passedOver = new Set<string>();
+    for (;;) {
+      const grantId = routed && this.grants ? await this.grants.match(input, now, passedOver) : undefined;
+      const creation = this.creation(input, decision, grantId, by, now);
+      try {
+        await this.creations.submit(creation);
+      } catch (error) {
+        if (!(error instanceof GrantUsedUpError) || grantId === undefined) throw error;
+        passedOver.add(grantId);
+        continue;
+      }
+      if (creation.row.status === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
+      return creation.row;
+    }
+  }
+
+  /** A creation ready to write: decided by the policy, approved by the grant `grantId`, or pending. */
+  private creation(input: NewRequest, decision: PolicyDecision, grantId: string | undefined, by: AuditActor, now: number): Creation {
+    const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : grantId !== undefined ? 'approved' : null;
     // Stored as canonical JSON, so that a read hashes them as stored against the created entry's requestHash (evidence.ts).
     const params = canonicalJson(input.params);
     const context = canonicalJson(input.context);
@@ -389,20 +437,25 @@ export class RequestService {
       transitions: [{ event: 'request.created', request: pending }],
     };
     if (auto) {
-      const policyActor = `policy:${decision.policyId}`;
-      const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
-      creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
-      const entry = auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
+      const byGrant = grantId !== undefined && decision.decision !== 'auto_approve' && decision.decision !== 'auto_deny';
+      const actor = byGrant ? `grant:${grantId}` : `policy:${decision.policyId}`;
+      const reason = byGrant
+        ? `Approved by grant ${grantId}`
+        : `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
+      creation.row = { ...pending, status: auto, decided_at: now, decided_by: actor, decision_reason: reason };
+      const details = byGrant
+        ? { reason, grantId, policyId: decision.policyId, ruleIndex: decision.ruleIndex }
+        : { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex };
+      const entry = auditRow(creation.row, auto, systemActor(actor), now, details);
       creation.audits.push(entry);
       creation.transitions.push({ event: 'request.decided', request: creation.row });
+      if (byGrant) creation.grantId = grantId;
       if (auto === 'approved') {
         this.approvals.set(creation.row, entry);
         if (input.redeemOnIssue === true && this.writeIssuedRedemptions) creation.redemption = this.redeemAtIssue(creation, entry, by, now);
       }
     }
-    await this.creations.submit(creation);
-    if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
-    return creation.row;
+    return creation;
   }
 
   /**

@@ -169,11 +169,53 @@ export type GateApiKey = {
 export type GateError = {
   error: {
     /** Stable, for programs to branch on */
-    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "cosignature_invalid" | "conflict" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
+    code: "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "uri_too_long" | "internal_error" | "bad_request" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "redaction_failed" | "conflict" | "cosignature_invalid" | "receipt_expired" | "receipt_mismatch" | "rate_limited";
     /** What went wrong, for a person to read */
     message: string;
     details?: ErrorDetail[];
   };
+};
+
+export type Grant = {
+  id: string;
+  action: string;
+  agentId: string | null;
+  sessionId: string | null;
+  expiresAt: string | null;
+  maxUses: number | null;
+  uses: number;
+  usesLeft: number | null;
+  status: "active" | "expired" | "used_up" | "revoked";
+  requestId: string | null;
+  note: string | null;
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+};
+
+export type GrantDetail = {
+  id: string;
+  action: string;
+  agentId: string | null;
+  sessionId: string | null;
+  expiresAt: string | null;
+  maxUses: number | null;
+  uses: number;
+  usesLeft: number | null;
+  status: "active" | "expired" | "used_up" | "revoked";
+  requestId: string | null;
+  note: string | null;
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+  /** Every use: the request it approved, in order */
+  usedBy: {
+    use: number;
+    requestId: string;
+    usedAt: string;
+  }[];
 };
 
 export type JsonRpcError = {
@@ -442,7 +484,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook";
+        resource?: "policy" | "api_key" | "webhook" | "grant";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -1139,6 +1181,134 @@ export interface paths {
         };
         400: GateError;
         401: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants": {
+    /**
+     * List grants, newest first
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** Only grants that can still be used */
+        active?: "true" | "false";
+        action?: string;
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          grants: Grant[];
+          total: number;
+          hasMore: boolean;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Grant an action to an agent or session for a while and/or a number of uses
+     *
+     * Later requests of the action whose context names the agent (`agentId`) and/or session (`sessionId`) and that a policy routes for a decision (route_to_human or route_to_agent; never ones a policy denies) are approved by the grant: `decidedBy` and the receipt name `grant:<id>`, and the approving audit entry names the grant. Each use is taken in the request's transaction, so a grant of N uses approves exactly N requests however many arrive at once. Needs an agent or session, and `durationSeconds`, `maxUses` or both. Recorded in the change log.
+     *
+     * Scope: `request:decide`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        /** The action granted; taken from `requestId` when omitted */
+        action?: string;
+        /** The agent granted (the requests' `context.agentId`) */
+        agentId?: string;
+        /** The session granted (the requests' `context.sessionId`) */
+        sessionId?: string;
+        /** A request to grant from: its action and, unless agentId or sessionId is given, its context's agentId and sessionId */
+        requestId?: string;
+        /** How long the grant lasts from now (at most 30 days) */
+        durationSeconds?: number;
+        /** How many requests it approves at most */
+        maxUses?: number;
+        note?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Grant;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants/{id}": {
+    /**
+     * A grant with its uses
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: GrantDetail;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants/{id}/revoke": {
+    /**
+     * Revoke a grant: no request is approved by it any more
+     *
+     * A use being taken at the same moment either commits first (its request is approved) or finds the grant revoked. Recorded in the change log.
+     *
+     * Scope: `request:decide`.
+     */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Grant;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
