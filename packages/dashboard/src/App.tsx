@@ -32,6 +32,7 @@ const ApprovalsPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalsPage
 const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'ApprovalDetailPage');
 const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
 const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
+const GrantsPage = page(() => import('./pages/Grants.tsx'), 'GrantsPage');
 const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
 const AuditPage = page(() => import('./pages/Audit.tsx'), 'AuditPage');
 const ChangesPage = page(() => import('./pages/Changes.tsx'), 'ChangesPage');
@@ -68,6 +69,7 @@ const ROUTES: Route[] = [
   { pattern: '/approvals/:id', service: 'gate', render: (p) => <ApprovalDetailPage id={p.id!} /> },
   { pattern: '/audit', service: 'gate', nav: ['Approvals', 'Audit log'], render: () => <AuditPage /> },
   { pattern: '/policies', service: 'gate', nav: ['Approvals', 'Policies'], render: () => <PoliciesPage /> },
+  { pattern: '/grants', service: 'gate', nav: ['Approvals', 'Grants'], render: () => <GrantsPage /> },
   { pattern: '/webhooks', service: 'gate', nav: ['Approvals', 'Webhooks'], render: () => <WebhooksPage /> },
   { pattern: '/keys', service: 'gate', nav: ['Approvals', 'API keys'], render: () => <KeysPage /> },
   { pattern: '/changes', service: 'any', nav: ['Administration', 'Change log'], render: () => <ChangesPage /> },
