@@ -48,6 +48,13 @@ export const gateErrors = {
   keyNotFound: notFound('not_found', 'API key'),
   webhookNotFound: notFound('not_found', 'webhook'),
   grantNotFound: notFound('not_found', 'grant'),
+  budgetNotFound: notFound('not_found', 'budget'),
+  budgetInvalid: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Invalid budget',
+    when: 'A budget whose name is taken, a tag budget without its tag, a tenant budget with a scopeValue, or a softUsd above its hardUsd; the message says which',
+  },
   grantInvalid: {
     status: 400,
     code: 'bad_request',

@@ -8,6 +8,7 @@ import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 import { grantsMigrations } from './grants/index.ts';
+import { budgetsMigrations } from './budgets/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
 import { reservedMigrations } from './reserved-migrations.ts';
@@ -22,4 +23,5 @@ export const gateMigrations = collectMigrations(
   receiptsMigrations,
   reservedMigrations,
   grantsMigrations,
+  budgetsMigrations,
 );

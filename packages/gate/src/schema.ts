@@ -4,6 +4,7 @@
 import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@vigil/platform';
 import type { GateChangeResource } from './context.ts';
 import type { AuthTables } from './auth/index.ts';
+import type { BudgetsTables } from './budgets/index.ts';
 import type { ChatTables } from './chat/index.ts';
 import type { GrantsTables } from './grants/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
@@ -22,6 +23,7 @@ export interface GateSchema
     WebhooksTables,
     ChatTables,
     ReceiptsTables,
-    GrantsTables {}
+    GrantsTables,
+    BudgetsTables {}
 
 export type GateDatabase = Database<GateSchema>;

@@ -560,6 +560,17 @@ describe('approvals', () => {
     assert.equal(after.status, 'pending');
   });
 
+  test('budgets: create, list, read with figures, update, delete', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const budget = await admin.createBudget({ name: 'sdk-daily', scope: 'agent', scopeValue: 'sdk-agent', window: 'day', hardUsd: 5 });
+    assert.deepEqual([budget.softUsd, budget.hardUsd, budget.pauseOnHard, budget.enabled], [null, 5, true, true]);
+    assert.ok((await admin.listBudgets()).budgets.some((b) => b.id === budget.id));
+    const detail = await admin.getBudget(budget.id);
+    assert.deepEqual([detail.figures, detail.breaches], [[], []]);
+    assert.equal((await admin.updateBudget(budget.id, { softUsd: 2 })).softUsd, 2);
+    assert.deepEqual(await admin.deleteBudget(budget.id), { id: budget.id, deleted: true });
+  });
+
   test('no decision in time: ApprovalTimeoutError, and the request stays pending', async () => {
     const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
     const started = Date.now();

@@ -118,6 +118,52 @@ export type AuditListEntry = {
   createdAt: string;
 };
 
+export type Budget = {
+  id: string;
+  name: string;
+  scope: "agent" | "session" | "tag" | "tenant";
+  scopeValue: string | null;
+  window: "session" | "hour" | "day" | "month";
+  softUsd: number | null;
+  hardUsd: number | null;
+  pauseOnHard: boolean;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type BudgetDetail = {
+  id: string;
+  name: string;
+  scope: "agent" | "session" | "tag" | "tenant";
+  scopeValue: string | null;
+  window: "session" | "hour" | "day" | "month";
+  softUsd: number | null;
+  hardUsd: number | null;
+  pauseOnHard: boolean;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+  /** The start of the current window (the Unix epoch for session windows) */
+  windowStart: string;
+  /** The current window: the spend read from observe per agent, session, tag or tenant (`*`), highest first */
+  figures: {
+    key: string;
+    spendUsd: number;
+    level: "ok" | "soft" | "hard";
+    agentIds: string[];
+    updatedAt: string;
+  }[];
+  /** Thresholds crossed, newest first (each is also a `breached` entry of the change log) */
+  breaches: {
+    key: string;
+    level: "soft" | "hard";
+    spendUsd: number;
+    windowStart: string;
+    at: string;
+  }[];
+};
+
 export type CreatedApprovalRequest = {
   id: string;
   action: string;
@@ -484,9 +530,9 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook" | "grant";
+        resource?: "policy" | "api_key" | "webhook" | "grant" | "budget";
         resourceId?: string;
-        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
+        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked" | "breached";
         keyId?: string;
         from?: string;
         to?: string;
@@ -1037,6 +1083,161 @@ export interface paths {
         400: GateError;
         401: GateError;
         403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/budgets": {
+    /**
+     * List budgets by name
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          budgets: Budget[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Create a budget
+     *
+     * Spend comes from observe (the figures of GET /api/analytics/costs), read every BUDGET_POLL_MS. Over `softUsd` a request that covers it is routed to a person (even if a policy or grant would approve it); over `hardUsd` it is denied and, with `pauseOnHard`, the agents that spent it are paused in observe. Policies read it as `budgets.<name>.spendUsd` and `budgets.<name>.level`. Recorded in the change log, as is every threshold crossed (action `breached`).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        /** agent, session, tag or tenant */
+        scope: "agent" | "session" | "tag" | "tenant";
+        /** The agent, session or tag; null: each agent / each session (a tag budget needs its tag, a tenant budget takes none) */
+        scopeValue?: string | null;
+        /** UTC hour, day, calendar month, or each session */
+        window: "session" | "hour" | "day" | "month";
+        /** Above it, matching requests are routed to a person */
+        softUsd?: number | null;
+        /** Above it, matching requests are denied and (pauseOnHard) the agents paused in observe */
+        hardUsd?: number | null;
+        pauseOnHard?: boolean;
+        enabled?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Budget;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/budgets/{id}": {
+    /**
+     * A budget with its current window's spend figures and its breaches
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: BudgetDetail;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Update a budget (fields not given stay as they are)
+     *
+     * Scope: `admin`.
+     */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        /** agent, session, tag or tenant */
+        scope?: "agent" | "session" | "tag" | "tenant";
+        /** The agent, session or tag; null: each agent / each session (a tag budget needs its tag, a tenant budget takes none) */
+        scopeValue?: string | null;
+        /** UTC hour, day, calendar month, or each session */
+        window?: "session" | "hour" | "day" | "month";
+        /** Above it, matching requests are routed to a person */
+        softUsd?: number | null;
+        /** Above it, matching requests are denied and (pauseOnHard) the agents paused in observe */
+        hardUsd?: number | null;
+        pauseOnHard?: boolean;
+        enabled?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        200: Budget;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Delete a budget
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
         429: GateError;
         500: GateError;
         503: GateError;
