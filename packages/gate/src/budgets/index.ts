@@ -12,11 +12,14 @@ export type { BudgetsTables } from './tables.ts';
 
 /** How often the spend is read from observe: breaches act within this (plus a read) of the ingest that caused them. */
 export const BUDGET_POLL_MS = 250;
+const UNLINKED_POLL_MS = 60_000;
 
 export const budgetsFeature = (requests: RequestService): GateFeature<PeriodicJob> =>
   defineFeature('budgets', ({ app, context, job }) => {
     const budgets = new BudgetService(context, app.log);
     registerBudgetRoutes(app, context, budgets);
     requests.guardWithBudgets(budgets);
-    return job({ name: 'gate.budgets', intervalMs: BUDGET_POLL_MS, run: () => budgets.poll() });
+    // Without the observe link there is nothing to read: the job stays (its ticks do nothing) but rarely takes its lease.
+    const linked = context.config.observe?.serviceToken !== undefined;
+    return job({ name: 'gate.budgets', intervalMs: linked ? BUDGET_POLL_MS : UNLINKED_POLL_MS, run: () => budgets.poll() });
   });
