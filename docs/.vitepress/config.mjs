@@ -42,6 +42,8 @@ export default defineConfig({
           { text: 'CI gate (eval-gate)', link: '/guide/eval-gate' },
           { text: 'Approvals from Slack and Discord', link: '/chat' },
           { text: 'Approval receipts', link: '/guide/receipts' },
+          { text: 'Time-limited grants', link: '/guide/grants' },
+          { text: 'Budgets', link: '/guide/budgets' },
           { text: 'Receiving gate webhooks', link: '/webhooks' },
           { text: 'Audit and verification', link: '/audit' },
           { text: 'Deploying', link: '/deploy' },

@@ -33,6 +33,8 @@ const ApprovalDetailPage = page(() => import('./pages/Approvals.tsx'), 'Approval
 const PoliciesPage = page(() => import('./pages/Policies.tsx'), 'PoliciesPage');
 const ApproversPage = page(() => import('./pages/Approvers.tsx'), 'ApproversPage');
 const WebhooksPage = page(() => import('./pages/Webhooks.tsx'), 'WebhooksPage');
+const GrantsPage = page(() => import('./pages/Grants.tsx'), 'GrantsPage');
+const BudgetsPage = page(() => import('./pages/Budgets.tsx'), 'BudgetsPage');
 const KeysPage = page(() => import('./pages/Keys.tsx'), 'KeysPage');
 const AuditPage = page(() => import('./pages/Audit.tsx'), 'AuditPage');
 const ChangesPage = page(() => import('./pages/Changes.tsx'), 'ChangesPage');
@@ -70,6 +72,8 @@ const ROUTES: Route[] = [
   { pattern: '/audit', service: 'gate', nav: ['Approvals', 'Audit log'], render: () => <AuditPage /> },
   { pattern: '/policies', service: 'gate', nav: ['Approvals', 'Policies'], render: () => <PoliciesPage /> },
   { pattern: '/approvers', service: 'gate', nav: ['Approvals', 'Approvers'], render: () => <ApproversPage /> },
+  { pattern: '/grants', service: 'gate', nav: ['Approvals', 'Grants'], render: () => <GrantsPage /> },
+  { pattern: '/budgets', service: 'gate', nav: ['Approvals', 'Budgets'], render: () => <BudgetsPage /> },
   { pattern: '/webhooks', service: 'gate', nav: ['Approvals', 'Webhooks'], render: () => <WebhooksPage /> },
   { pattern: '/keys', service: 'gate', nav: ['Approvals', 'API keys'], render: () => <KeysPage /> },
   { pattern: '/changes', service: 'any', nav: ['Administration', 'Change log'], render: () => <ChangesPage /> },

@@ -25,6 +25,8 @@ import type { GateConfig } from './config.ts';
 import { GATE_CHANGE_RESOURCES, type GateContext } from './context.ts';
 import { gateError, gateErrorSchema, renderGateError } from './errors.ts';
 import { gateMigrations } from './migrations.ts';
+import { grantsFeature } from './grants/index.ts';
+import { budgetsFeature } from './budgets/index.ts';
 import { mcpFeature } from './mcp/index.ts';
 import { PolicyCache, policiesFeature } from './policies/index.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit/index.ts';
@@ -42,7 +44,7 @@ export interface GateService {
   app: ZodApp;
   context: GateContext;
   requests: RequestService;
-  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob; auditCheckpoint: PeriodicJob };
+  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob; auditCheckpoint: PeriodicJob; budgets: PeriodicJob };
   /** The admin key generated at first start (no key existed and GATE_ADMIN_KEY was unset), to print once. */
   generatedAdminKey: string | null;
 }
@@ -129,6 +131,8 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(mcpFeature);
   const requests = await features.register(requestsFeature);
   await features.register(receiptsFeature(requests.service));
+  await features.register(grantsFeature(requests.service));
+  const budgets = await features.register(budgetsFeature(requests.service));
   await features.register(auditTrailFeature);
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);
@@ -139,5 +143,5 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(claudeCodeFeature(requests.service));
   registerOpenApiRoute(app);
   await app.ready();
-  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint }, generatedAdminKey };
+  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint, budgets }, generatedAdminKey };
 }

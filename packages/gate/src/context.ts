@@ -3,6 +3,8 @@ import { DELEGATION_CHANGES, GROUP_CHANGES } from './approvers/index.ts';
 import type { GateAuditLog } from './audit-log/index.ts';
 import type { GateConfig } from './config.ts';
 import { API_KEY_CHANGES, type KeyCache } from './auth/index.ts';
+import { BUDGET_CHANGES } from './budgets/index.ts';
+import { GRANT_CHANGES } from './grants/index.ts';
 import { POLICY_CHANGES, type PolicyCache } from './policies/index.ts';
 import type { RateLimiter } from './ratelimit/index.ts';
 import type { GateDatabase } from './schema.ts';
@@ -13,7 +15,7 @@ import { WEBHOOK_CHANGES, type Outbox } from './webhooks/index.ts';
  * feature that records changes declares. The route's `resource` filter is this list, and the
  * schema's change rows are typed by it, so `recordChange` takes no other name.
  */
-export const GATE_CHANGE_RESOURCES = [POLICY_CHANGES, API_KEY_CHANGES, WEBHOOK_CHANGES, GROUP_CHANGES, DELEGATION_CHANGES] as const;
+export const GATE_CHANGE_RESOURCES = [POLICY_CHANGES, API_KEY_CHANGES, WEBHOOK_CHANGES, GROUP_CHANGES, DELEGATION_CHANGES, GRANT_CHANGES, BUDGET_CHANGES] as const;
 export type GateChangeResource = (typeof GATE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the gate is built from. */

@@ -67,6 +67,21 @@ export const gateErrors = {
     message: "The decider is not in the request's approver groups",
     when: "Voting on a request whose rule's quorum names approver groups, by someone who is neither a member nor a member's delegate now",
   },
+  grantNotFound: notFound('not_found', 'grant'),
+  budgetNotFound: notFound('not_found', 'budget'),
+  budgetInvalid: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Invalid budget',
+    when: 'A budget whose name is taken, a tag budget without its tag, a tenant budget with a scopeValue, or a softUsd above its hardUsd; the message says which',
+  },
+  grantInvalid: {
+    status: 400,
+    code: 'bad_request',
+    message: 'Invalid grant',
+    when: 'POST /api/grants without an action, without an agent or session, without a duration or a number of uses, or naming another action than its request; the message says which',
+  },
+  grantRevoked: { status: 409, code: 'conflict', message: 'The grant is already revoked', when: 'Revoking a grant a second time' },
   checkpointNotFound: {
     status: 404,
     code: 'not_found',

@@ -9,6 +9,8 @@ import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
 import { escalationMigrations } from './escalation/index.ts';
 import { gateHistory } from './migration-history/index.ts';
+import { grantsMigrations } from './grants/index.ts';
+import { budgetsMigrations } from './budgets/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
 
@@ -22,4 +24,6 @@ export const gateMigrations = collectMigrations(
   receiptsMigrations,
   escalationMigrations,
   approversMigrations,
+  grantsMigrations,
+  budgetsMigrations,
 );

@@ -5,7 +5,9 @@ import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@
 import type { GateChangeResource } from './context.ts';
 import type { ApproversTables } from './approvers/index.ts';
 import type { AuthTables } from './auth/index.ts';
+import type { BudgetsTables } from './budgets/index.ts';
 import type { ChatTables } from './chat/index.ts';
+import type { GrantsTables } from './grants/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
 import type { ReceiptsTables } from './receipts/index.ts';
 import type { RequestsTables } from './requests/index.ts';
@@ -22,6 +24,8 @@ export interface GateSchema
     WebhooksTables,
     ChatTables,
     ReceiptsTables,
-    ApproversTables {}
+    ApproversTables,
+    GrantsTables,
+    BudgetsTables {}
 
 export type GateDatabase = Database<GateSchema>;

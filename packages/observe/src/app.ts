@@ -16,6 +16,7 @@ import { parsePriceOverrides, PriceTable } from '@vigil/pricing';
 import { agentsFeature } from './agents/index.ts';
 import { alertsFeature } from './alerts/index.ts';
 import { ANALYTICS_DERIVED_TABLES, analyticsFeature } from './analytics/index.ts';
+import { budgetSpendFeature } from './budget-spend/index.ts';
 import { auditLogFeature } from './audit-log/index.ts';
 import { benchmarksFeature } from './benchmarks/index.ts';
 import type { ObserveConfig } from './config.ts';
@@ -179,6 +180,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(redactionFeature);
   await features.register(memoryFeature);
   await features.register(analyticsFeature);
+  await features.register(budgetSpendFeature);
   await features.register(optimizeFeature);
   const reflectState = await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));

@@ -26,7 +26,7 @@ import { readNewestFirstPage, timeCursorSchema } from './time-pages.ts';
 /** A service's resource names, composed from its features' (at least one). */
 export type ChangeResources<Resource extends string = string> = readonly [Resource, ...Resource[]];
 
-export const CHANGE_ACTIONS = ['created', 'updated', 'enabled', 'disabled', 'deleted', 'revoked'] as const;
+export const CHANGE_ACTIONS = ['created', 'updated', 'enabled', 'disabled', 'deleted', 'revoked', 'breached'] as const;
 export type ChangeAction = (typeof CHANGE_ACTIONS)[number];
 
 export interface AdminChangeRow<Resource extends string = string> {

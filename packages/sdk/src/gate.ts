@@ -246,6 +246,52 @@ export class GateClient extends ServiceClient<GatePaths> {
     return this.call('delete', '/api/policies/{id}', { params: { id }, ...options });
   }
 
+  // ------------------------------------------------------------------------------------------
+  // Grants (create and revoke need request:decide, reading request:read)
+
+  /** Grants an action to an agent or session for a while and/or N uses: matching routed requests are approved by it (decidedBy `grant:<id>`). */
+  createGrant(grant: GateBody<'/api/grants', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/grants', { body: grant, ...options });
+  }
+
+  listGrants(query?: GateQuery<'/api/grants', 'get'>, options?: CallOptions) {
+    return this.call('get', '/api/grants', { query, ...options });
+  }
+
+  /** A grant with its uses (the requests it approved). */
+  getGrant(id: string, options?: CallOptions) {
+    return this.call('get', '/api/grants/{id}', { params: { id }, ...options });
+  }
+
+  revokeGrant(id: string, options?: CallOptions) {
+    return this.call('post', '/api/grants/{id}/revoke', { params: { id }, ...options });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Budgets (changes need admin, reading request:read)
+
+  /** A budget the gate enforces: over softUsd requests go to a person, over hardUsd they are denied and the agent paused. */
+  createBudget(budget: GateBody<'/api/budgets', 'post'>, options?: CallOptions) {
+    return this.call('post', '/api/budgets', { body: budget, ...options });
+  }
+
+  listBudgets(options?: CallOptions) {
+    return this.call('get', '/api/budgets', { ...options });
+  }
+
+  /** A budget with its current window's spend figures and its breaches. */
+  getBudget(id: string, options?: CallOptions) {
+    return this.call('get', '/api/budgets/{id}', { params: { id }, ...options });
+  }
+
+  updateBudget(id: string, patch: GateBody<'/api/budgets/{id}', 'put'>, options?: CallOptions) {
+    return this.call('put', '/api/budgets/{id}', { params: { id }, body: patch, ...options });
+  }
+
+  deleteBudget(id: string, options?: CallOptions) {
+    return this.call('delete', '/api/budgets/{id}', { params: { id }, ...options });
+  }
+
   createApiKey(key: GateBody<'/api/api-keys', 'post'>, options?: CallOptions) {
     return this.call('post', '/api/api-keys', { body: key, ...options });
   }

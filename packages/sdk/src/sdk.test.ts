@@ -576,6 +576,34 @@ describe('approvals', () => {
     assert.match(outcome.decidedBy ?? '', /^policy:/);
   });
 
+  test('a grant approves the next requests of its agent at once, names itself, and revoking it stops it', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const grant = await admin.createGrant({ action: 'rotate_logs', agentId: 'sdk-agent', maxUses: 2 });
+    assert.equal(grant.status, 'active');
+    const first = await admin.requestApproval({ action: 'rotate_logs', context: { agentId: 'sdk-agent' } }, { timeoutMs: 5000 });
+    assert.equal(first.approved, true);
+    assert.equal(first.decidedBy, `grant:${grant.id}`);
+    assert.deepEqual(
+      (await admin.getGrant(grant.id)).usedBy.map((use) => use.requestId),
+      [first.id],
+    );
+    assert.equal((await admin.listGrants({ active: 'true' })).grants.length, 1);
+    assert.equal((await admin.revokeGrant(grant.id)).status, 'revoked');
+    const after = await admin.createRequest({ action: 'rotate_logs', context: { agentId: 'sdk-agent' } });
+    assert.equal(after.status, 'pending');
+  });
+
+  test('budgets: create, list, read with figures, update, delete', async () => {
+    const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
+    const budget = await admin.createBudget({ name: 'sdk-daily', scope: 'agent', scopeValue: 'sdk-agent', window: 'day', hardUsd: 5 });
+    assert.deepEqual([budget.softUsd, budget.hardUsd, budget.pauseOnHard, budget.enabled], [null, 5, true, true]);
+    assert.ok((await admin.listBudgets()).budgets.some((b) => b.id === budget.id));
+    const detail = await admin.getBudget(budget.id);
+    assert.deepEqual([detail.figures, detail.breaches], [[], []]);
+    assert.equal((await admin.updateBudget(budget.id, { softUsd: 2 })).softUsd, 2);
+    assert.deepEqual(await admin.deleteBudget(budget.id), { id: budget.id, deleted: true });
+  });
+
   test('no decision in time: ApprovalTimeoutError, and the request stays pending', async () => {
     const admin = new GateClient({ baseUrl: live.gateUrl, apiKey: live.gateAdminKey });
     const started = Date.now();

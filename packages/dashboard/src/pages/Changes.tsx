@@ -10,12 +10,12 @@ const PAGE_SIZE = 50;
 const SERVICES: Record<Service, string> = { observe: 'Observe', gate: 'Gate' };
 type AdminAction = NonNullable<AdminChangeQuery['action']>;
 /** Every action the change log records, in the order a resource lives through them. */
-const ACTIONS: readonly AdminAction[] = ['created', 'updated', 'enabled', 'disabled', 'revoked', 'deleted'];
+const ACTIONS: readonly AdminAction[] = ['created', 'updated', 'enabled', 'disabled', 'revoked', 'breached', 'deleted'];
 
 /** Each service's resources (from its OpenAPI document, so a new one fails the build until it has a label). */
 const SERVICE_RESOURCES: { [S in Service]: Record<AdminResources[S], string> } = {
   observe: { api_key: 'API key', alert_rule: 'Alert rule', guardrail: 'Guardrail', settings: 'Settings', redaction_rule: 'Redaction rule' },
-  gate: { policy: 'Policy', api_key: 'API key', webhook: 'Webhook', approver_group: 'Approver group', delegation: 'Delegation' },
+  gate: { policy: 'Policy', api_key: 'API key', webhook: 'Webhook', approver_group: 'Approver group', delegation: 'Delegation', grant: 'Grant', budget: 'Budget' },
 };
 const RESOURCES: Record<AdminResource, string> = { ...SERVICE_RESOURCES.gate, ...SERVICE_RESOURCES.observe };
 /**

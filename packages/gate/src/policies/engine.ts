@@ -66,6 +66,8 @@ export interface EvaluatedRequest {
   urgency: string;
   params: Record<string, unknown>;
   context: Record<string, unknown>;
+  /** The budgets covering the request, by name (budgets/): matched as `budgets.<name>.spendUsd`, `.level`. */
+  budget?: Record<string, unknown>;
 }
 
 export interface PolicyDecision {
@@ -238,7 +240,10 @@ export function compilePolicySet(policies: readonly PolicyDefinition[], isSafe: 
   return { policies: compiled, ordered, ...buildIndexes(ordered) };
 }
 
-/** Request fields, then params flattened on top: a params key named action/status/urgency shadows the field. */
+/**
+ * Request fields, then params flattened on top: a params key named action/status/urgency shadows the
+ * field. `budgets` comes last, so no param can stand in for the spend the gate read.
+ */
 function namespaceOf(request: EvaluatedRequest): Namespace {
   return {
     action: request.action,
@@ -247,8 +252,11 @@ function namespaceOf(request: EvaluatedRequest): Namespace {
     params: request.params,
     context: request.context,
     ...request.params,
+    budgets: request.budget ?? EMPTY_BUDGETS,
   };
 }
+
+const EMPTY_BUDGETS: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 const ROUTE_TO_HUMAN: PolicyDecision = {
   decision: 'route_to_human',

@@ -4,7 +4,7 @@ import type { GateFeature } from '../context.ts';
 import { registerRequestRoutes } from './routes.ts';
 import { RequestService } from './service.ts';
 
-export type { IssuedRedemption, RequestService } from './service.ts';
+export type { BudgetAssessment, BudgetGuard, GrantApprover, IssuedRedemption, RequestService } from './service.ts';
 /** A request's row (no expiry on read), checked against its audit trail: the chat notifier renders messages from it. */
 export { findVerifiedRequest } from './row-check.ts';
 export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';

@@ -58,6 +58,58 @@ export type IssuedRedemptionWriter = (trx: Transaction<GateSchema>, redemptions:
 
 type Log = ZodApp['log'];
 
+/** Standing grants that approve requests a policy routes for a decision (the grants feature: approveWithGrants). */
+export interface GrantApprover {
+  /** The id of a grant that covers this request at `now` (none of `passedOver`), if any. */
+  match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined>;
+  /** Takes one use of the grant for the request, in its creation's transaction; false when none is left (used up, expired or revoked). */
+  claim(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<boolean>;
+}
+
+/** What the budgets covering a new request say (the budgets feature: guardWithBudgets). */
+export interface BudgetAssessment {
+  /** By budget name, what policies read as `budgets.<name>.…`: spendUsd, softUsd, hardUsd, level. */
+  figures: Record<string, { spendUsd: number; softUsd: number | null; hardUsd: number | null; level: 'ok' | 'soft' | 'hard' }>;
+  /** The worst threshold crossed: hard denies the request, soft routes it to a person. */
+  breach: { level: 'soft' | 'hard'; budgetId: string; reason: string } | null;
+}
+
+/** Budgets enforced at creation (the budgets feature). */
+export interface BudgetGuard {
+  assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined>;
+}
+
+/** Who decides a request at its creation, when it is not left pending: a policy, a grant or a budget. */
+interface CreationDecider {
+  status: 'approved' | 'denied';
+  actor: string;
+  reason: string;
+  details: Record<string, unknown>;
+  grantId?: string;
+}
+
+/** Who decides a new request at once: a budget over its hard threshold, a policy's auto decision, a grant; undefined: pending. */
+function deciderOf(decision: PolicyDecision, grantId: string | undefined, breach: BudgetAssessment['breach']): CreationDecider | undefined {
+  if (breach?.level === 'hard')
+    return { status: 'denied', actor: `budget:${breach.budgetId}`, reason: breach.reason, details: { budgetId: breach.budgetId, level: 'hard' } };
+  const rule = { policyId: decision.policyId, ruleIndex: decision.ruleIndex };
+  if (decision.decision === 'auto_approve' || decision.decision === 'auto_deny') {
+    const status = decision.decision === 'auto_approve' ? 'approved' : 'denied';
+    const reason = `${status === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
+    return { status, actor: `policy:${decision.policyId}`, reason, details: rule };
+  }
+  if (grantId !== undefined)
+    return { status: 'approved', actor: `grant:${grantId}`, reason: `Approved by grant ${grantId}`, details: { grantId, ...rule }, grantId };
+  return undefined;
+}
+
+/** A creation's grant had no use left when its transaction took one: create() passes it over. */
+class GrantUsedUpError extends Error {
+  constructor(readonly grantId: string) {
+    super(`grant ${grantId} has no use left`);
+  }
+}
+
 /** One request creation, ready to write: its row (already in its final state), audit entries and transitions. */
 interface Creation {
   row: RequestRow;
@@ -65,6 +117,8 @@ interface Creation {
   transitions: Transition[];
   /** Its receipt, redeemed at issue. */
   redemption?: IssuedRedemption;
+  /** The grant that approves it: one of its uses is taken in the creation's transaction. */
+  grantId?: string;
 }
 
 const REQUEST_COLUMNS: (keyof RequestRow)[] = [
@@ -235,6 +289,10 @@ export class RequestService {
   private votes: VoteKeeper<Transaction<GateSchema>> | undefined;
   /** Set by the receipts feature (redeemAtIssueWith); until then no receipt is redeemed at issue. */
   private writeIssuedRedemptions: IssuedRedemptionWriter | undefined;
+  /** Set by the grants feature (approveWithGrants); until then no grant approves a request. */
+  private grants: GrantApprover | undefined;
+  /** Set by the budgets feature (guardWithBudgets); until then no budget is enforced. */
+  private budgets: BudgetGuard | undefined;
 
   constructor(
     private readonly ctx: GateContext,
@@ -245,6 +303,9 @@ export class RequestService {
       async (group) => {
         await runWrite(ctx, this.verified, async (write) => {
           write.vouchAtCommit(group.map((c) => c.row));
+          // Uses first, in grant order (concurrent groups on PostgreSQL lock grant rows in one order).
+          const claims = group.filter((c) => c.grantId !== undefined).sort((a, b) => (a.grantId! < b.grantId! ? -1 : a.grantId! > b.grantId! ? 1 : 0));
+          for (const c of claims) if (!(await this.grants!.claim(write.trx, c.grantId!, c.row.id, c.row.created_at))) throw new GrantUsedUpError(c.grantId!);
           await requestInserter.insert(
             write.trx,
             database.dialect,
@@ -365,15 +426,57 @@ export class RequestService {
     write.enqueue([{ event, request: { ...row } }]);
   }
 
+  /** How routed requests are approved by standing grants: the grants feature says (approveWithGrants). */
+  approveWithGrants(grants: GrantApprover): void {
+    this.grants = grants;
+  }
+
+  /** How budgets are enforced at creation: the budgets feature says (guardWithBudgets). */
+  guardWithBudgets(budgets: BudgetGuard): void {
+    this.budgets = budgets;
+  }
+
   /**
-   * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny). The row
-   * is written in its final state, with the `created` and decision audit entries and webhooks.
+   * Creates a request; the policy engine may decide it at once (auto_approve / auto_deny), a budget
+   * over its hard threshold deny it (over its soft one, route it to a person), or a standing grant
+   * approve one the policies route for a decision (grants/). The row is written in its final state,
+   * with the `created` and decision audit entries and webhooks.
    */
   async create(raw: NewRequest, by: AuditActor): Promise<RequestRow> {
     const input = redactRequestInput(this.ctx.redactor, raw);
     const now = this.ctx.clock.now();
-    const decision = await this.ctx.policies.evaluate({ ...input, status: 'pending' });
-    const auto = decision.decision === 'auto_approve' ? 'approved' : decision.decision === 'auto_deny' ? 'denied' : null;
+    const assessment = this.budgets ? await this.budgets.assess(input, now) : undefined;
+    const evaluated = await this.ctx.policies.evaluate({ ...input, status: 'pending', ...(assessment && { budget: assessment.figures }) });
+    const breach = assessment?.breach ?? null;
+    // Over a soft threshold nothing approves it at once: a person decides.
+    const decision: PolicyDecision = breach?.level === 'soft' && evaluated.decision !== 'auto_deny' ? { ...evaluated, decision: 'route_to_human' } : evaluated;
+    const routed = breach === null && (decision.decision === 'route_to_human' || decision.decision === 'route_to_agent');
+    // A grant used up (or revoked) between its match and its use is passed over: the next one, else the policy's route.
+    const passedOver = new Set<string>();
+    for (;;) {
+      const grantId = routed && this.grants ? await this.grants.match(input, now, passedOver) : undefined;
+      const creation = this.creation(input, decision, by, now, deciderOf(decision, grantId, breach), breach);
+      try {
+        await this.creations.submit(creation);
+      } catch (error) {
+        if (!(error instanceof GrantUsedUpError) || grantId === undefined) throw error;
+        passedOver.add(grantId);
+        continue;
+      }
+      if (creation.row.status === 'denied' && decision.decision === 'auto_deny') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
+      return creation.row;
+    }
+  }
+
+  /** A creation ready to write: decided at once by `decider`, or pending. */
+  private creation(
+    input: NewRequest,
+    decision: PolicyDecision,
+    by: AuditActor,
+    now: number,
+    decider: CreationDecider | undefined,
+    breach: BudgetAssessment['breach'],
+  ): Creation {
     // Stored as canonical JSON, so that a read hashes them as stored against the created entry's requestHash (evidence.ts).
     const params = canonicalJson(input.params);
     const context = canonicalJson(input.context);
@@ -403,30 +506,35 @@ export class RequestService {
       execution_result: null,
       deadline_at: input.expiresAt,
       escalation_tier: 0,
-      remind_at: auto ? null : reminderBefore(planOf(decision), input.expiresAt, now),
+      remind_at: decider ? null : reminderBefore(planOf(decision), input.expiresAt, now),
       audit_head_seq: -1,
       audit_head_hash: null,
     };
     const creation: Creation = {
       row: pending,
-      audits: [auditRow(pending, 'created', by, now, { urgency: pending.urgency, policyDecision: decision.decision, requestHash })],
+      audits: [
+        auditRow(pending, 'created', by, now, {
+          urgency: pending.urgency,
+          policyDecision: decision.decision,
+          requestHash,
+          ...(breach !== null && { budget: breach }),
+        }),
+      ],
       transitions: [{ event: 'request.created', request: pending }],
     };
-    if (auto) {
-      const policyActor = `policy:${decision.policyId}`;
-      const reason = `${auto === 'approved' ? 'Approved' : 'Denied'} by policy "${decision.policyName}" (${decision.policyId}), rule ${decision.ruleIndex}`;
-      creation.row = { ...pending, status: auto, decided_at: now, decided_by: policyActor, decision_reason: reason };
-      const entry = auditRow(creation.row, auto, systemActor(policyActor), now, { reason, policyId: decision.policyId, ruleIndex: decision.ruleIndex });
+    if (decider) {
+      const { status, actor, reason, details } = decider;
+      creation.row = { ...pending, status, decided_at: now, decided_by: actor, decision_reason: reason };
+      const entry = auditRow(creation.row, status, systemActor(actor), now, { reason, ...details });
       creation.audits.push(entry);
       creation.transitions.push({ event: 'request.decided', request: creation.row });
-      if (auto === 'approved') {
+      if (decider.grantId !== undefined) creation.grantId = decider.grantId;
+      if (status === 'approved') {
         this.approvals.set(creation.row, entry);
         if (input.redeemOnIssue === true && this.writeIssuedRedemptions) creation.redemption = this.redeemAtIssue(creation, entry, by, now);
       }
     }
-    await this.creations.submit(creation);
-    if (auto === 'denied') reportPolicyDeny(this.ctx.config, this.log, creation.row, decision);
-    return creation.row;
+    return creation;
   }
 
   /**

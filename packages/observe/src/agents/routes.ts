@@ -109,4 +109,26 @@ export function registerAgentRoutes(app: ZodApp, ctx: ObserveContext): void {
       return toAgent((await findAgent(ctx.database, existing.id))!);
     },
   );
+
+  app.post(
+    '/api/internal/agents/:id/pause',
+    {
+      config: { auth: 'service' },
+      schema: {
+        operationId: 'pauseAgentForBudget',
+        summary: "Pause an agent for the gate (a budget's hard threshold; service token only); an agent already paused keeps its first pause",
+        description: 'An agent not seen yet is a 404. 503 when `INTERNAL_SERVICE_TOKEN` is unset.',
+        tags: ['agents'],
+        params: agentParams,
+        body: z.strictObject({ reason: z.string().trim().min(1).max(1000) }),
+        response: { 200: agentSchema },
+      },
+    },
+    async (request) => {
+      const existing = await findAgent(ctx.database, request.params.id);
+      if (!existing) throw observeError('agentNotFound');
+      await setPause(ctx.database, existing.id, ctx.clock.now(), request.body.reason);
+      return toAgent((await findAgent(ctx.database, existing.id))!);
+    },
+  );
 }

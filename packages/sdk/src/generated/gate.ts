@@ -142,6 +142,52 @@ export type AuditListEntry = {
   createdAt: string;
 };
 
+export type Budget = {
+  id: string;
+  name: string;
+  scope: "agent" | "session" | "tag" | "tenant";
+  scopeValue: string | null;
+  window: "session" | "hour" | "day" | "month";
+  softUsd: number | null;
+  hardUsd: number | null;
+  pauseOnHard: boolean;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type BudgetDetail = {
+  id: string;
+  name: string;
+  scope: "agent" | "session" | "tag" | "tenant";
+  scopeValue: string | null;
+  window: "session" | "hour" | "day" | "month";
+  softUsd: number | null;
+  hardUsd: number | null;
+  pauseOnHard: boolean;
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+  /** The start of the current window (the Unix epoch for session windows) */
+  windowStart: string;
+  /** The current window: the spend read from observe per agent, session, tag or tenant (`*`), highest first */
+  figures: {
+    key: string;
+    spendUsd: number;
+    level: "ok" | "soft" | "hard";
+    agentIds: string[];
+    updatedAt: string;
+  }[];
+  /** Thresholds crossed, newest first (each is also a `breached` entry of the change log) */
+  breaches: {
+    key: string;
+    level: "soft" | "hard";
+    spendUsd: number;
+    windowStart: string;
+    at: string;
+  }[];
+};
+
 export type CreatedApprovalRequest = {
   id: string;
   action: string;
@@ -213,6 +259,48 @@ export type GateError = {
     message: string;
     details?: ErrorDetail[];
   };
+};
+
+export type Grant = {
+  id: string;
+  action: string;
+  agentId: string | null;
+  sessionId: string | null;
+  expiresAt: string | null;
+  maxUses: number | null;
+  uses: number;
+  usesLeft: number | null;
+  status: "active" | "expired" | "used_up" | "revoked";
+  requestId: string | null;
+  note: string | null;
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+};
+
+export type GrantDetail = {
+  id: string;
+  action: string;
+  agentId: string | null;
+  sessionId: string | null;
+  expiresAt: string | null;
+  maxUses: number | null;
+  uses: number;
+  usesLeft: number | null;
+  status: "active" | "expired" | "used_up" | "revoked";
+  requestId: string | null;
+  note: string | null;
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+  /** Every use: the request it approved, in order */
+  usedBy: {
+    use: number;
+    requestId: string;
+    usedAt: string;
+  }[];
 };
 
 export type JsonRpcError = {
@@ -617,9 +705,9 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "policy" | "api_key" | "webhook" | "approver_group" | "delegation";
+        resource?: "policy" | "api_key" | "webhook" | "approver_group" | "delegation" | "grant" | "budget";
         resourceId?: string;
-        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
+        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked" | "breached";
         keyId?: string;
         from?: string;
         to?: string;
@@ -1294,6 +1382,161 @@ export interface paths {
       };
     };
   };
+  "/api/budgets": {
+    /**
+     * List budgets by name
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          budgets: Budget[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Create a budget
+     *
+     * Spend comes from observe (the figures of GET /api/analytics/costs), read every BUDGET_POLL_MS. Over `softUsd` a request that covers it is routed to a person (even if a policy or grant would approve it); over `hardUsd` it is denied and, with `pauseOnHard`, the agents that spent it are paused in observe. Policies read it as `budgets.<name>.spendUsd` and `budgets.<name>.level`. Recorded in the change log, as is every threshold crossed (action `breached`).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        name: string;
+        /** agent, session, tag or tenant */
+        scope: "agent" | "session" | "tag" | "tenant";
+        /** The agent, session or tag; null: each agent / each session (a tag budget needs its tag, a tenant budget takes none) */
+        scopeValue?: string | null;
+        /** UTC hour, day, calendar month, or each session */
+        window: "session" | "hour" | "day" | "month";
+        /** Above it, matching requests are routed to a person */
+        softUsd?: number | null;
+        /** Above it, matching requests are denied and (pauseOnHard) the agents paused in observe */
+        hardUsd?: number | null;
+        pauseOnHard?: boolean;
+        enabled?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Budget;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/budgets/{id}": {
+    /**
+     * A budget with its current window's spend figures and its breaches
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: BudgetDetail;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Update a budget (fields not given stay as they are)
+     *
+     * Scope: `admin`.
+     */
+    put: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        name?: string;
+        /** agent, session, tag or tenant */
+        scope?: "agent" | "session" | "tag" | "tenant";
+        /** The agent, session or tag; null: each agent / each session (a tag budget needs its tag, a tenant budget takes none) */
+        scopeValue?: string | null;
+        /** UTC hour, day, calendar month, or each session */
+        window?: "session" | "hour" | "day" | "month";
+        /** Above it, matching requests are routed to a person */
+        softUsd?: number | null;
+        /** Above it, matching requests are denied and (pauseOnHard) the agents paused in observe */
+        hardUsd?: number | null;
+        pauseOnHard?: boolean;
+        enabled?: boolean;
+      };
+      bodyRequired: true;
+      responses: {
+        200: Budget;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Delete a budget
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          id: string;
+          deleted: true;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/claude-code/permission-prompt": {
     /**
      * Claude Code --permission-prompt-tool: answers {behavior: allow, updatedInput} or {behavior: deny, message}
@@ -1513,6 +1756,134 @@ export interface paths {
         403: GateError;
         404: GateError;
         414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants": {
+    /**
+     * List grants, newest first
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** Only grants that can still be used */
+        active?: "true" | "false";
+        action?: string;
+        limit?: number;
+        offset?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          grants: Grant[];
+          total: number;
+          hasMore: boolean;
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+    /**
+     * Grant an action to an agent or session for a while and/or a number of uses
+     *
+     * Later requests of the action whose context names the agent (`agentId`) and/or session (`sessionId`) and that a policy routes for a decision (route_to_human or route_to_agent; never ones a policy denies) are approved by the grant: `decidedBy` and the receipt name `grant:<id>`, and the approving audit entry names the grant. Each use is taken in the request's transaction, so a grant of N uses approves exactly N requests however many arrive at once. Needs an agent or session, and `durationSeconds`, `maxUses` or both. Recorded in the change log.
+     *
+     * Scope: `request:decide`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        /** The action granted; taken from `requestId` when omitted */
+        action?: string;
+        /** The agent granted (the requests' `context.agentId`) */
+        agentId?: string;
+        /** The session granted (the requests' `context.sessionId`) */
+        sessionId?: string;
+        /** A request to grant from: its action and, unless agentId or sessionId is given, its context's agentId and sessionId */
+        requestId?: string;
+        /** How long the grant lasts from now (at most 30 days) */
+        durationSeconds?: number;
+        /** How many requests it approves at most */
+        maxUses?: number;
+        note?: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: Grant;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        413: GateError;
+        415: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants/{id}": {
+    /**
+     * A grant with its uses
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: GrantDetail;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/grants/{id}/revoke": {
+    /**
+     * Revoke a grant: no request is approved by it any more
+     *
+     * A use being taken at the same moment either commits first (its request is approved) or finds the grant revoked. Recorded in the change log.
+     *
+     * Scope: `request:decide`.
+     */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: Grant;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
+        413: GateError;
+        414: GateError;
+        415: GateError;
         429: GateError;
         500: GateError;
         503: GateError;

@@ -1200,7 +1200,7 @@ export interface paths {
       query: {
         resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule";
         resourceId?: string;
-        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
+        action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked" | "breached";
         keyId?: string;
         from?: string;
         to?: string;
@@ -3487,6 +3487,34 @@ export interface paths {
       };
     };
   };
+  "/api/internal/agents/{id}/pause": {
+    /**
+     * Pause an agent for the gate (a budget's hard threshold; service token only); an agent already paused keeps its first pause
+     *
+     * An agent not seen yet is a 404. 503 when `INTERNAL_SERVICE_TOKEN` is unset.
+     */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: Agent;
+        400: ObserveError;
+        401: ObserveError;
+        404: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/internal/eval/guardrail-breach": {
     /**
      * Record a denied action reported by the approval service (service token only)
@@ -3516,6 +3544,47 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         409: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/internal/spend": {
+    /**
+     * Spend per scope and window, for the gate's budgets (service token only)
+     *
+     * Each query names a scope (agent, session, tag, tenant; without `value`: each agent or session), a UTC window (hour, day, calendar month, or the session) and answers its figures: what each key spent since the window start, the same sums as GET /api/analytics/costs. 503 when `INTERNAL_SERVICE_TOKEN` is unset.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        queries: {
+          id: string;
+          scope: "agent" | "session" | "tag" | "tenant";
+          value?: string;
+          window: "session" | "hour" | "day" | "month";
+          minUsd?: number;
+        }[];
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          at: number;
+          results: {
+            id: string;
+            windowStart: number;
+            figures: {
+              key: string;
+              spendUsd: number;
+              agentIds: string[];
+            }[];
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
         413: ObserveError;
         415: ObserveError;
         500: ObserveError;
