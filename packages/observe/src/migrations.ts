@@ -1,14 +1,22 @@
 // Observe's migration steps: the frozen history (0001–0023, migration-history/) and, from 0024 on,
 // the steps each feature declares beside the tables it owns, collected in name order (a duplicate
 // or missing number fails at startup).
-import { collectMigrations } from '@vigil/platform';
+import { collectMigrations, type MigrationStep } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { eventsMigrations } from './events/index.ts';
+import { holdsMigrations } from './holds/index.ts';
 import { observeHistory } from './migration-history/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
+
+/**
+ * 0034 is reserved for issue 40's audit-log step on another branch; this empty stand-in keeps the
+ * numbers gapless here and is deleted when that branch merges (collectMigrations then reports the
+ * shared number until it is).
+ */
+const reservedSteps: Record<string, MigrationStep> = { async '0034_reserved_for_issue_40'() {} };
 
 export const observeMigrations = collectMigrations(
   observeHistory,
@@ -18,4 +26,6 @@ export const observeMigrations = collectMigrations(
   authMigrations,
   settingsMigrations,
   redactionMigrations,
+  holdsMigrations,
+  reservedSteps,
 );

@@ -4,6 +4,7 @@ import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { notHeldSession } from '../holds/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { loggedRetentionPeriod } from '../settings/index.ts';
 
@@ -78,6 +79,8 @@ export async function applyRetention(
         .selectFrom('sessions')
         .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
         .where('last_event_at', '<', cutoff)
+        // A session under a legal hold (its own, its agent's, a subject's of its events) is kept.
+        .where(notHeldSession)
         .orderBy('last_event_at')
         .limit(SESSIONS_PER_TRANSACTION);
       // Sessions kept earlier in this run stay candidates by their column: not examined again.

@@ -459,11 +459,26 @@ export type JudgeResult = {
   };
 };
 
+export type LegalHold = {
+  id: string;
+  /** What the hold covers: one session, every session of an agent, or every event of a data subject */
+  scope: "session" | "agent" | "subject";
+  /** The session or agent id; for a subject, the keyed hash of its id (the raw id is not stored) */
+  targetId: string;
+  reason: string;
+  placedBy: string;
+  placedAt: string;
+  active: boolean;
+  releasedAt: string | null;
+  releasedBy: string | null;
+  releaseReason: string | null;
+};
+
 export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -1198,7 +1213,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule";
+        resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule" | "legal_hold";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked";
         keyId?: string;
@@ -2146,6 +2161,7 @@ export interface paths {
         403: ObserveError;
         413: ObserveError;
         415: ObserveError;
+        422: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -3369,6 +3385,117 @@ export interface paths {
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/holds": {
+    /**
+     * Legal holds, newest first (those in force and those released)
+     *
+     * Scope: `admin`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** true: only holds in force; false: only released ones */
+        active?: "true" | "false";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          holds: LegalHold[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Place a legal hold on a session, an agent or a data subject: retention keeps what it covers and erasure is refused (409) until it is released
+     *
+     * A subject is given by its id and stored as its keyed hash. Placing is recorded in the change log (resource `legal_hold`, action `created`).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        scope: "session" | "agent" | "subject";
+        /** A session id, an agent id or a data subject id (stored as its keyed hash) */
+        targetId: string;
+        /** Why the data must be kept (a matter, a case number) */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/holds/{id}": {
+    /**
+     * One legal hold
+     *
+     * Scope: `admin`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/holds/{id}/release": {
+    /**
+     * Release a legal hold; it stays listed, released. Recorded in the change log (action `revoked`)
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        /** Why the hold ends */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
