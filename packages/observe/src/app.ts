@@ -26,6 +26,7 @@ import { observeError, observeErrorSchema, renderObserveError } from './errors.t
 import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
+import { erasureFeature } from './erasure/index.ts';
 import { healthFeature } from './health/index.ts';
 import { holdsFeature } from './holds/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
@@ -188,6 +189,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
+  await features.register(erasureFeature(audit.log));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));

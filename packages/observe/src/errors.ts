@@ -73,6 +73,13 @@ export const observeErrors = {
   alertRuleNotFound: notFound('alert_rule_not_found', 'alert rule'),
   redactionRuleNotFound: notFound('redaction_rule_not_found', 'redaction rule'),
   legalHoldNotFound: notFound('legal_hold_not_found', 'legal hold'),
+  erasureNotFound: notFound('erasure_not_found', 'erasure'),
+  subjectNotFound: {
+    status: 404,
+    code: 'subject_not_found',
+    message: 'No stored event names this data subject',
+    when: 'DELETE /api/subjects/:id of a subject no event names at SUBJECT_PATHS (or one erased already; events stored before the subject index existed are not in it)',
+  },
   legalHold: {
     status: 409,
     code: 'legal_hold',

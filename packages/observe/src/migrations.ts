@@ -5,6 +5,7 @@ import { collectMigrations, type MigrationStep } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
+import { erasureMigrations } from './erasure/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
 import { observeHistory } from './migration-history/index.ts';
@@ -27,5 +28,6 @@ export const observeMigrations = collectMigrations(
   settingsMigrations,
   redactionMigrations,
   holdsMigrations,
+  erasureMigrations,
   reservedSteps,
 );

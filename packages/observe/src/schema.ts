@@ -10,6 +10,7 @@ import type { EvalsTables } from './evals/index.ts';
 import type { EventsTables } from './events/index.ts';
 import type { GuardrailsTables } from './guardrails/index.ts';
 import type { HealthTables } from './health/index.ts';
+import type { ErasureTables } from './erasure/index.ts';
 import type { HoldsTables } from './holds/index.ts';
 import type { OtelTables } from './otel/index.ts';
 import type { RecallTables } from './recall/index.ts';
@@ -37,6 +38,7 @@ export interface ObserveSchema
     OtelTables,
     ReflectTables,
     RedactionTables,
-    HoldsTables {}
+    HoldsTables,
+    ErasureTables {}
 
 export type ObserveDatabase = Database<ObserveSchema>;

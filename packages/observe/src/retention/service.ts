@@ -4,6 +4,7 @@ import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { noHeldSubject } from '../erasure/index.ts';
 import { notHeldSession } from '../holds/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { loggedRetentionPeriod } from '../settings/index.ts';
@@ -81,6 +82,7 @@ export async function applyRetention(
         .where('last_event_at', '<', cutoff)
         // A session under a legal hold (its own, its agent's, a subject's of its events) is kept.
         .where(notHeldSession)
+        .where(noHeldSubject)
         .orderBy('last_event_at')
         .limit(SESSIONS_PER_TRANSACTION);
       // Sessions kept earlier in this run stay candidates by their column: not examined again.
