@@ -1,4 +1,5 @@
 import { keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
@@ -21,6 +22,24 @@ export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: Obs
       response: { 200: erasureReceiptSchema },
     }),
     async (request) => eraseSubject(ctx, log, request.params.id, request.body.reason, keyChangeActor(request.apiKey)),
+  );
+
+  app.get(
+    '/api/audit/erasures',
+    routeOptions('read', {
+      operationId: 'listErasureLeaves',
+      summary: "Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)",
+      tags: ['audit'],
+      response: {
+        200: z.object({
+          erasures: z.array(z.object({ erasureId: z.string(), leafIndex: z.number().int(), body: z.string(), signature: z.string() })),
+        }),
+      },
+    }),
+    async () => {
+      const rows = await ctx.database.db.selectFrom('audit_erasures').select(['erasure_id', 'leaf_idx', 'body', 'signature']).orderBy('leaf_idx').execute();
+      return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
+    },
   );
 
   app.get(

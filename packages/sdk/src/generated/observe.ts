@@ -1541,6 +1541,34 @@ export interface paths {
       };
     };
   };
+  "/api/audit/erasures": {
+    /**
+     * Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          erasures: {
+            erasureId: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/export": {
     /**
      * A session's self-contained audit bundle (verify it with `vigil verify`)
@@ -1588,6 +1616,13 @@ export interface paths {
           /** Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint */
           certificates: {
             publicKey: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
+          /** The signed erasure leaves covering events of the session whose content was erased (docs/guide/erasure.md): each leaf's data, the log key's signature over it and its inclusion proof */
+          erasures: {
             leafIndex: number;
             body: string;
             signature: string;
