@@ -11,7 +11,7 @@ const args = process.argv.slice(2);
 const targets = remoteTargets(args);
 const parts = remoteMode(targets)
   ? [...(targets.observe ? ['ingest-and-query'] : []), ...(targets.gate ? ['gate'] : [])]
-  : ['ingest-and-query', 'gate', 'sdk', 'adapters', 'framework-approvals', 'otlp', 'audit', 'redaction', 'memory', 'mcp', 'analytics-current-hour'];
+  : ['ingest-and-query', 'gate', 'sdk', 'adapters', 'framework-approvals', 'otlp', 'audit', 'redaction', 'erasure', 'memory', 'mcp', 'analytics-current-hour'];
 for (const part of parts) {
   const { status } = spawnSync(process.execPath, ['--import', 'tsx', `bench/${part}.ts`, ...args], { stdio: 'inherit' });
   if (status !== 0) process.exit(status ?? 1);

@@ -2,7 +2,7 @@ import type { DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import { enqueueEmbeddings } from './queue.ts';
-import { tombstone } from './store.ts';
+import { tombstoneMany } from './store.ts';
 
 /**
  * An erasure's share of recall, in its transaction: the erased events' vectors and the summaries of
@@ -17,7 +17,7 @@ export async function forgetEmbeddings(
   sessionIds: readonly string[],
   now: number,
 ): Promise<void> {
-  await tombstone(
+  await tombstoneMany(
     trx,
     [
       ...eventIds.map((id) => ({ source_type: 'event' as const, source_id: id })),
