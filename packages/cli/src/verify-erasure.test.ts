@@ -106,6 +106,20 @@ await describeEachDatabase('vigil verify and erased events', (backend) => {
     }
   });
 
+  test('the deletion receipt verifies offline with the audit key (exit 0); altered, it is invalid (exit 1)', async () => {
+    const receipt = join(dir, 'receipt.json');
+    const valid = await verifyText(['erasure-receipt', receipt, '--public-key', publicKey]);
+    assert.equal(valid.status, 0, valid.stdout + valid.stderr);
+    assert.match(valid.stdout, /^VALID: erasure \S+ of subject [0-9a-f]{64}: 3 events, reason "Art. 17"/);
+    const answer = JSON.parse((await import('node:fs')).readFileSync(receipt, 'utf8')) as { leaf: { body: string } };
+    answer.leaf.body = answer.leaf.body.replace('Art. 17', 'Art. 18');
+    const altered = await verifyText(['erasure-receipt', file('altered.json', answer), '--public-key', publicKey]);
+    assert.equal(altered.status, 1, altered.stdout + altered.stderr);
+    assert.match(altered.stdout, /^INVALID: its leaf is not signed by the trusted key/);
+    const usage = await verifyText(['erasure-receipt', receipt]);
+    assert.equal(usage.status, 2);
+  });
+
   test('an erasure forged in the database (a marker with no signed leaf listing the event) is tampering, online and offline', async () => {
     const { db } = observe.service.context.database;
     const target = await db.selectFrom('events').select('id').where('session_id', '=', 'e-3').orderBy('seq').executeTakeFirstOrThrow();
