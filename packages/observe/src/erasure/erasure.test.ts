@@ -301,4 +301,13 @@ await describeEachDatabase('a subject under a legal hold keeps its sessions from
     await observe.service.jobs.retention.tick();
     assert.deepEqual(await ids(), []);
   });
+
+  test('an erased session still expires: retention confirms its newest event by the erasure leaf', async () => {
+    await ingest(observe, conversation('erased-old', TEST_NOW - 3 * DAY).slice(0, 2));
+    assert.equal((await erase(observe, ALICE)).statusCode, 200);
+    clockOf(observe).advance(1000);
+    await observe.service.jobs.retention.tick();
+    const left = await observe.service.context.database.db.selectFrom('sessions').select('id').where('id', '=', 'erased-old').execute();
+    assert.deepEqual(left, [], 'the erased session was deleted by retention');
+  });
 });

@@ -30,7 +30,7 @@ export {
   type StoredLink,
 } from './chain.ts';
 export { erasureCovers } from './erasure-covers.ts';
-export { erasureLeafBody, erasureMarker } from './erasure-leaf.ts';
+export { erasureLeafBody, erasureMarker, markedErasure } from './erasure-leaf.ts';
 export { COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, EVENT_DERIVED_COLUMNS, isErrorEvent } from './derive.ts';
 export {
   type AppendedEvent,

@@ -2,7 +2,8 @@ import { DAY_MS, forUpdate, leafHash } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
+import { OBSERVE_LOG } from '../audit-log/index.ts';
+import { chainHashOfCanonical, erasureCovers, leafOfRow, markedErasure, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { noHeldSubject } from '../erasure/index.ts';
 import { notHeldSession } from '../holds/index.ts';
@@ -40,7 +41,12 @@ async function unconfirmedExpiry(trx: Transaction<ObserveSchema>, session: { id:
     .executeTakeFirst();
   if (row === undefined) return 'it has no chained event';
   const link = toLink(row);
-  if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return `its newest event ${link.id} does not match its chain hash`;
+  if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
+    // An erased event (docs/guide/erasure.md) stands for the hash its signed erasure leaf lists.
+    const erasure = markedErasure(link.payloadJson, link.metadataJson);
+    const covered = erasure !== null && (await erasureCovers(trx, OBSERVE_LOG, [erasure])).get(erasure)?.get(link.id) === link.hash;
+    if (!covered) return `its newest event ${link.id} does not match its chain hash`;
+  }
   if (leafOfRow(row) !== leafHash(Buffer.from(link.hash, 'hex')).toString('hex')) return `its newest event ${link.id} does not match its audit-log leaf`;
   if (Number(row.ts) !== Number(session.last_event_at))
     return `its last_event_at (${new Date(Number(session.last_event_at)).toISOString()}) is not the timestamp of its newest chained event (${link.timestamp})`;
