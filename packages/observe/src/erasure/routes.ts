@@ -44,7 +44,7 @@ export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: Obs
 
   app.get(
     '/api/erasures/:id',
-    routeOptions('admin', {
+    routeOptions('read', {
       operationId: 'getErasureReceipt',
       summary: "An erasure's signed deletion receipt, again",
       tags: ['erasure'],

@@ -23,7 +23,7 @@ export function registerHoldRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/holds',
-    routeOptions('admin', {
+    routeOptions('read', {
       operationId: 'listLegalHolds',
       summary: 'Legal holds, newest first (those in force and those released)',
       tags: ['holds'],
@@ -35,7 +35,7 @@ export function registerHoldRoutes(app: ZodApp, ctx: ObserveContext): void {
 
   app.get(
     '/api/holds/:id',
-    routeOptions('admin', { operationId: 'getLegalHold', summary: 'One legal hold', tags: ['holds'], params: holdParams, response: { 200: holdSchema } }),
+    routeOptions('read', { operationId: 'getLegalHold', summary: 'One legal hold', tags: ['holds'], params: holdParams, response: { 200: holdSchema } }),
     async (request) => {
       const hold = await findHold(ctx.database, request.params.id);
       if (hold === undefined) throw observeError('legalHoldNotFound');

@@ -2463,7 +2463,7 @@ export interface paths {
     /**
      * An erasure's signed deletion receipt, again
      *
-     * Scope: `admin`.
+     * Scope: `read`.
      */
     get: {
       params: {
@@ -3483,7 +3483,7 @@ export interface paths {
     /**
      * Legal holds, newest first (those in force and those released)
      *
-     * Scope: `admin`.
+     * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
@@ -3538,7 +3538,7 @@ export interface paths {
     /**
      * One legal hold
      *
-     * Scope: `admin`.
+     * Scope: `read`.
      */
     get: {
       params: {
