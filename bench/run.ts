@@ -11,7 +11,22 @@ const args = process.argv.slice(2);
 const targets = remoteTargets(args);
 const parts = remoteMode(targets)
   ? [...(targets.observe ? ['ingest-and-query'] : []), ...(targets.gate ? ['gate'] : [])]
-  : ['ingest-and-query', 'gate', 'sdk', 'adapters', 'framework-approvals', 'otlp', 'audit', 'evidence', 'redaction', 'memory', 'mcp', 'analytics-current-hour', 'budgets'];
+  : [
+      'ingest-and-query',
+      'gate',
+      'sdk',
+      'adapters',
+      'framework-approvals',
+      'otlp',
+      'audit',
+      'evidence',
+      'redaction',
+      'erasure',
+      'memory',
+      'mcp',
+      'analytics-current-hour',
+      'budgets',
+    ];
 for (const part of parts) {
   const { status } = spawnSync(process.execPath, ['--import', 'tsx', `bench/${part}.ts`, ...args], { stdio: 'inherit' });
   if (status !== 0) process.exit(status ?? 1);

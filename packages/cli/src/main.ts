@@ -62,12 +62,12 @@ registerEvalGate(program);
 program
   .command('verify')
   .description(
-    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint); `vigil verify receipt FILE --public-key KEY` checks an approval receipt (exit 0 valid, 1 invalid, 2 usage); `vigil verify evidence FILE --public-key KEY` checks an evidence pack offline (exit 0 valid, 1 a part fails, named, 2 usage or unreadable, 3 intact but no trusted key)',
+    'verify an audit export bundle offline, or audit the whole audit log of observe or the gate with --url (exit 0 valid, 1 tampered, 2 usage or unreadable input, 3 no finding but no trusted key: pass --public-key or --checkpoint); `vigil verify receipt FILE --public-key KEY` checks an approval receipt, `vigil verify erasure-receipt FILE --public-key KEY` the deletion receipt of an erasure (exit 0 valid, 1 invalid, 2 usage); `vigil verify evidence FILE --public-key KEY` checks an evidence pack offline (exit 0 valid, 1 a part fails, named, 2 usage or unreadable, 3 intact but no trusted key)',
   )
-  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify, or `receipt`, or `evidence`')
+  .argument('[bundle]', 'an export bundle (GET /api/audit/export) to verify, or `receipt` / `erasure-receipt` / `evidence`')
   .argument(
     '[file]',
-    'after `evidence`: the evidence pack (vigil evidence); after `receipt`: the approval receipt (GET /api/requests/:id/receipt) to verify; --public-key is the gate key, or a file of GET /api/audit/public-key',
+    'after `evidence`: the evidence pack (vigil evidence); after `receipt`: the approval receipt (GET /api/requests/:id/receipt) to verify (after `erasure-receipt`: the answer of DELETE /api/subjects/:id); --public-key is the gate key, or a file of GET /api/audit/public-key',
   )
   .option('--checkpoint <file>', 'a checkpoint saved earlier (as GET /api/audit/checkpoint answers): the log must be consistent with it; its key is trusted')
   .option('--public-key <key>', 'the audit key you trust: base64 of the raw Ed25519 key, a PEM, or a file holding either')
@@ -110,6 +110,16 @@ program
         },
         io,
       );
+      return;
+    }
+    if (bundle === 'erasure-receipt') {
+      if (file === undefined) {
+        process.stderr.write('usage: vigil verify erasure-receipt FILE --public-key KEY\n');
+        process.exitCode = 2;
+        return;
+      }
+      const { runVerifyErasureReceipt } = await import('./verify/erasure-receipt.ts');
+      process.exitCode = await runVerifyErasureReceipt(file, options, process.env, io);
       return;
     }
     if (bundle === 'receipt' || file !== undefined) {

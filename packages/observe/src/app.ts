@@ -27,7 +27,9 @@ import { observeError, observeErrorSchema, renderObserveError } from './errors.t
 import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
+import { erasureFeature } from './erasure/index.ts';
 import { healthFeature } from './health/index.ts';
+import { holdsFeature } from './holds/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
 import { memoryFeature } from './memory/index.ts';
 import { mcpFeature } from './mcp/index.ts';
@@ -43,6 +45,7 @@ import type { ObserveSchema } from './schema.ts';
 import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
+import { SubjectHasher } from './subjects.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
 import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
@@ -134,6 +137,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     metrics: new ServiceMetrics(clock, database),
     changeResources: OBSERVE_CHANGE_RESOURCES,
     loggedStates: new LoggedStates(database.db, clock, LOGGED_STATE_MAX_AGE_MS),
+    subjects: new SubjectHasher(config),
   };
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });
@@ -178,6 +182,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const guardrails = await features.register(guardrailsFeature({ evaluateAfterCommit: options.evaluateGuardrails ?? runJobs }));
   await features.register(settingsFeature);
   await features.register(redactionFeature);
+  await features.register(holdsFeature);
   await features.register(memoryFeature);
   await features.register(analyticsFeature);
   await features.register(budgetSpendFeature);
@@ -186,6 +191,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
+  await features.register(erasureFeature(audit.log));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));

@@ -15,6 +15,21 @@ export const observeEnvironment = environmentSlice(
     FORM_SERVICE_WEBHOOK_SECRET: z.string().min(1).optional(),
     RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
     RETENTION_INTERVAL_MS: positiveInt.default(60 * 60 * 1000),
+    /** The shortest retention period the service accepts (RETENTION_DAYS, PUT /api/config); 0: no floor. The EU AI Act (Art. 19, 26(6)) asks for at least six months: 183. */
+    RETENTION_FLOOR_DAYS: z.coerce.number().int().min(0).max(36_500).default(0),
+    /** Where events name their data subject (erasure, DELETE /api/subjects/:id): comma-separated paths, `payload.` or `metadata.` first. */
+    SUBJECT_PATHS: z
+      .string()
+      .default('metadata.subjectId')
+      .transform((value) =>
+        value
+          .split(',')
+          .map((path) => path.trim())
+          .filter((path) => path.length > 0),
+      )
+      .pipe(z.array(z.string().regex(/^(payload|metadata)(\.[^.]+)+$/, 'each path starts with payload. or metadata.'))),
+    /** The key subject ids are hashed under (HMAC-SHA256) where erasure and holds record them; unset: a key generated into DATA_DIR/subject-hash.key (set it when instances share a database). */
+    SUBJECT_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
     /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
     MODEL_PRICES: z.string().min(1).optional(),
     ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
@@ -40,7 +55,12 @@ export const observeEnvironment = environmentSlice(
     /** Where observe forwards the dashboard's `/gate/api/*` calls; unset: this host's gate at GATE_PORT. */
     GATE_URL: httpUrl.optional(),
   },
-  (e) => (e.MEMORY_ENABLED && !e.MEMORY_API_URL ? [{ variable: 'MEMORY_API_URL', message: 'required when MEMORY_ENABLED=true' }] : []),
+  (e) => [
+    ...(e.MEMORY_ENABLED && !e.MEMORY_API_URL ? [{ variable: 'MEMORY_API_URL', message: 'required when MEMORY_ENABLED=true' }] : []),
+    ...(e.RETENTION_DAYS > 0 && e.RETENTION_DAYS < e.RETENTION_FLOOR_DAYS
+      ? [{ variable: 'RETENTION_DAYS', message: `is below RETENTION_FLOOR_DAYS (${e.RETENTION_FLOOR_DAYS}): logs must be kept at least that long` }]
+      : []),
+  ],
 );
 
 export type ObserveEnvironment = ServiceEnvironment<typeof observeEnvironment.shape>;
@@ -53,6 +73,10 @@ export interface ObserveConfig extends ServiceBaseConfig {
   /** 0 keeps data forever. */
   retentionDays: number;
   retentionIntervalMs: number;
+  /** The shortest retention period accepted (0: none); a stored setting below it stops the start. */
+  retentionFloorDays: number;
+  /** Data subjects (erasure): the paths that name an event's subject and the key their ids are hashed under. */
+  subjects: { paths: string[]; hashKey?: string };
   /** Raw MODEL_PRICES (JSON text); the observe service parses it at start and refuses to start when it is invalid. */
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
@@ -92,6 +116,8 @@ export function observeConfig(e: ObserveEnvironment, overrides: ServiceOverrides
     },
     retentionDays: e.RETENTION_DAYS,
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+    retentionFloorDays: e.RETENTION_FLOOR_DAYS,
+    subjects: { paths: e.SUBJECT_PATHS, hashKey: e.SUBJECT_HASH_KEY },
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MS,

@@ -4,18 +4,27 @@ import { ALERT_RULE_CHANGES } from './alerts/index.ts';
 import { API_KEY_CHANGES } from './auth/index.ts';
 import type { ObserveConfig } from './config.ts';
 import { GUARDRAIL_CHANGES } from './guardrails/index.ts';
+import { LEGAL_HOLD_CHANGES } from './holds/index.ts';
 import { REDACTION_RULE_CHANGES } from './redaction/index.ts';
 import { SETTINGS_CHANGES } from './settings/index.ts';
 import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase, ObserveSchema } from './schema.ts';
+import type { SubjectHasher } from './subjects.ts';
 
 /**
  * What the log of administrative changes records (GET /api/audit/changes): the resource name each
  * feature that records changes declares. The route's `resource` filter is this list, and the
  * schema's change rows are typed by it, so `recordChange` takes no other name.
  */
-export const OBSERVE_CHANGE_RESOURCES = [API_KEY_CHANGES, ALERT_RULE_CHANGES, GUARDRAIL_CHANGES, SETTINGS_CHANGES, REDACTION_RULE_CHANGES] as const;
+export const OBSERVE_CHANGE_RESOURCES = [
+  API_KEY_CHANGES,
+  ALERT_RULE_CHANGES,
+  GUARDRAIL_CHANGES,
+  SETTINGS_CHANGES,
+  REDACTION_RULE_CHANGES,
+  LEGAL_HOLD_CHANGES,
+] as const;
 export type ObserveChangeResource = (typeof OBSERVE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the observe service is built from. */
@@ -43,6 +52,8 @@ export interface ObserveContext {
   changeResources: ChangeResources<ObserveChangeResource>;
   /** Whether a governed row (an API key, the retention setting) is as its last logged change left it (platform logged-state.ts). */
   loggedStates: LoggedStates<ObserveSchema>;
+  /** The keyed hash data subjects' ids are recorded under (subjects.ts). */
+  subjects: SubjectHasher;
 }
 
 /** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */

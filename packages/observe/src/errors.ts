@@ -72,6 +72,32 @@ export const observeErrors = {
   },
   alertRuleNotFound: notFound('alert_rule_not_found', 'alert rule'),
   redactionRuleNotFound: notFound('redaction_rule_not_found', 'redaction rule'),
+  legalHoldNotFound: notFound('legal_hold_not_found', 'legal hold'),
+  erasureNotFound: notFound('erasure_not_found', 'erasure'),
+  subjectNotFound: {
+    status: 404,
+    code: 'subject_not_found',
+    message: 'No stored event names this data subject',
+    when: 'DELETE /api/subjects/:id of a subject no event names at SUBJECT_PATHS (or one erased already; events stored before the subject index existed are not in it)',
+  },
+  legalHold: {
+    status: 409,
+    code: 'legal_hold',
+    message: 'A legal hold blocks this',
+    when: 'An erasure (DELETE /api/subjects/:id) of data a legal hold in force covers (its subject, one of its sessions or their agents); the message names the hold, the details list every hold that applies',
+  },
+  legalHoldReleased: {
+    status: 409,
+    code: 'legal_hold_released',
+    message: 'The legal hold was released already',
+    when: 'POST /api/holds/:id/release of a hold that is no longer in force',
+  },
+  retentionBelowFloor: {
+    status: 422,
+    code: 'retention_below_floor',
+    message: 'The retention period is below the configured floor (RETENTION_FLOOR_DAYS)',
+    when: 'PUT /api/config sets `retentionDays` above 0 but below RETENTION_FLOOR_DAYS; the message names the floor',
+  },
   redactionFailed: {
     status: 422,
     code: 'redaction_failed',

@@ -5,7 +5,9 @@ import { collectMigrations } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
+import { erasureMigrations } from './erasure/index.ts';
 import { eventsMigrations } from './events/index.ts';
+import { holdsMigrations } from './holds/index.ts';
 import { observeHistory } from './migration-history/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
@@ -18,4 +20,6 @@ export const observeMigrations = collectMigrations(
   authMigrations,
   settingsMigrations,
   redactionMigrations,
+  holdsMigrations,
+  erasureMigrations,
 );

@@ -10,6 +10,8 @@ import type { EvalsTables } from './evals/index.ts';
 import type { EventsTables } from './events/index.ts';
 import type { GuardrailsTables } from './guardrails/index.ts';
 import type { HealthTables } from './health/index.ts';
+import type { ErasureTables } from './erasure/index.ts';
+import type { HoldsTables } from './holds/index.ts';
 import type { OtelTables } from './otel/index.ts';
 import type { RecallTables } from './recall/index.ts';
 import type { RedactionTables } from './redaction/index.ts';
@@ -35,6 +37,8 @@ export interface ObserveSchema
     StreamTables,
     OtelTables,
     ReflectTables,
-    RedactionTables {}
+    RedactionTables,
+    HoldsTables,
+    ErasureTables {}
 
 export type ObserveDatabase = Database<ObserveSchema>;

@@ -35,6 +35,8 @@ export interface AuditWalkLoaders {
   texts(ids: string[]): Promise<Map<string, string>>;
   /** The credential recorded as each stored item's writer (null: not recorded); a service that records none leaves it out. */
   writers?(ids: string[]): Promise<Map<string, string | null>>;
+  /** The signed leaves that account for changed items of the scope (observe's erasure leaves): each leaf's index, data and the log key's signature over it. */
+  erasures?(scopeId: string): Promise<{ leafIndex: number; body: string; signature: string }[]>;
 }
 
 /** Where the items and the scopes' heads are stored, e.g. `events.session_id`, `sessions.last_seq`/`last_hash`. */
@@ -128,6 +130,11 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
               .describe(
                 "Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint",
               ),
+            erasures: z
+              .array(z.object({ leafIndex: z.number().int(), body: z.string(), signature: z.string(), proof: z.array(hex) }))
+              .describe(
+                `The signed erasure leaves covering ${names.items} of the ${names.scope} whose content was erased (docs/guide/erasure.md): each leaf's data, the log key's signature over it and its inclusion proof`,
+              ),
             consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
             exportedAt: z.string(),
           }),
@@ -143,8 +150,10 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         if (stored === undefined) throw options.scopeNotFound();
         const { head, items } = stored;
         const leaves = await log.leavesOf(items.map((item) => item.id));
+        const erasures = (await loaders.erasures?.(id)) ?? [];
         let lastLeaf = -1;
         for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
+        for (const erasure of erasures) lastLeaf = Math.max(lastLeaf, erasure.leafIndex);
         let checkpoint = await log.findCheckpoint();
         if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
         if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
@@ -165,6 +174,10 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           certified.map((key) => key.leafIndex),
           checkpoint.treeSize,
         );
+        const erasureProofs = await log.inclusionPaths(
+          erasures.map((erasure) => erasure.leafIndex),
+          checkpoint.treeSize,
+        );
         const consistency =
           since === undefined
             ? undefined
@@ -179,6 +192,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           checkpoint,
           publicKey: signer?.publicKey ?? '',
           certificates: certified.map((key, i) => ({ ...key, proof: certificateProofs[i]!.map((hash) => hash.toString('hex')) })),
+          erasures: erasures.map((erasure, i) => ({ ...erasure, proof: erasureProofs[i]!.map((hash) => hash.toString('hex')) })),
           ...(consistency === undefined ? {} : { consistency }),
           exportedAt: toIso(clock.now()),
         };

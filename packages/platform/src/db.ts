@@ -237,6 +237,9 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   raw.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   raw.pragma(`synchronous = ${config.synchronous}`);
   raw.pragma('busy_timeout = 10000');
+  // Deleted and overwritten content is zeroed where it lay (cells, freed pages), so a row's old
+  // bytes do not outlive it in the file: an erasure leaves no copy (docs/guide/erasure.md).
+  raw.pragma('secure_delete = ON');
   // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a 16 MiB page
   // cache, and no memory map, whose touched pages would count in the process's RSS up to the map's
   // size; pages beyond the cache are read from the OS's file cache.
@@ -542,6 +545,25 @@ export async function createFullTextIndex(db: DdlTarget, dialect: DialectName, t
   } else {
     await sql.raw(`create index ${table}_${column}_fts on ${table} using gin (to_tsvector('simple', ${column}::jsonb))`).execute(db);
   }
+}
+
+/**
+ * Takes rows out of the full-text index of `table` (createFullTextIndex) while they stay in the
+ * table, before their column is rewritten (an erasure): SQLite deletes their FTS5 rows (they are
+ * then found by no word) and merges the index's segments, so no token of the old text is left in
+ * its pages; PostgreSQL's index follows the rewritten column by itself.
+ */
+export async function dropFromFullTextIndex(db: MigrationDb, dialect: DialectName, table: string, ids: readonly string[]): Promise<void> {
+  if (dialect !== 'sqlite' || ids.length === 0) return;
+  const fts = sql.table(`${table}_fts`);
+  await sql`delete from ${fts} where rowid in (select rowid from ${sql.table(table)} where id in (${sql.join(ids)}))`.execute(db);
+}
+
+/** SQLite: merges the FTS5 index of `table` into one segment, dropping the tokens of deleted rows (dropFromFullTextIndex). */
+export async function compactFullTextIndex(db: MigrationDb, dialect: DialectName, table: string): Promise<void> {
+  if (dialect !== 'sqlite') return;
+  const name = `${table}_fts`;
+  await sql`insert into ${sql.table(name)} (${sql.raw(name)}) values ('optimize')`.execute(db);
 }
 
 /** Condition: the string values of the JSON column contain the words of `phrase`, in order. */

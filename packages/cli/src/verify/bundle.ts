@@ -3,6 +3,7 @@ import { leafHash, verifyConsistency } from '@vigil/platform/audit-verify';
 import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, rawKeyOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';
+import { acceptErasures, erasedHash, erasureOfFields, uncoveredErasureMessage, type CarriedErasure } from './erasures.ts';
 
 /** docs/audit.md, "Export bundle": what GET /api/audit/export answers. */
 export const BUNDLE_FORMAT = 'vigil-audit-bundle/1';
@@ -22,6 +23,8 @@ export interface Bundle {
   consistency?: { from: number; to: number; proof: string[] };
   /** The key rotations the log records up to the checkpoint: each new key, its certificate and its leaf's inclusion proof. */
   certificates: BundleCertificate[];
+  /** The signed erasure leaves covering erased events of the bundle, each with its inclusion proof (absent from bundles of before erasure). */
+  erasures: (CarriedErasure & { proof: string[] })[];
 }
 
 /** A key rotation as a bundle carries it (docs/audit.md, "Key rotation"). */
@@ -121,7 +124,26 @@ export function parseBundle(value: unknown): Bundle {
     publicKey,
     ...(parsedConsistency === undefined ? {} : { consistency: parsedConsistency }),
     certificates: parseCertificates(value.certificates),
+    erasures: parseErasures(value.erasures),
   };
+}
+
+function parseErasures(value: unknown): Bundle['erasures'] {
+  if (value === undefined) return [];
+  if (
+    !Array.isArray(value) ||
+    !value.every(
+      (e) =>
+        isRecord(e) &&
+        Number.isSafeInteger(e.leafIndex) &&
+        typeof e.body === 'string' &&
+        typeof e.signature === 'string' &&
+        Array.isArray(e.proof) &&
+        e.proof.every((hash) => typeof hash === 'string'),
+    )
+  )
+    throw new InputError('the bundle\'s erasures must be [{"leafIndex", "body", "signature", "proof": [hex, …]}, …]');
+  return value as Bundle['erasures'];
 }
 
 /** The raw key a bundle carries; InputError unless canonical base64 of 32 bytes. */
@@ -172,13 +194,37 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   }
 
   const batch = new InclusionBatch(checkpoint.treeSize, Buffer.from(checkpoint.rootHash, 'hex'));
+  // Erasures: signed by the checkpoint's key or a key the bundle's certificates carry, and leaves of the checkpoint.
+  const signers = new Map([[keyIdOf(key), key], ...bundle.certificates.map((c): [string, Buffer] => [keyIdOf(c.publicKey), c.publicKey])]);
+  const accepted = acceptErasures(n.log, bundle.erasures, signers);
+  findings.push(...accepted.findings);
+  for (const erasure of bundle.erasures) {
+    const leaf = accepted.leaves.get(erasure.leafIndex);
+    if (leaf !== undefined && !batch.verify(erasure.leafIndex, Buffer.from(leaf.leafHash, 'hex'), erasure.proof)) {
+      findings.push({
+        check: 'erasure',
+        leafIndex: erasure.leafIndex,
+        message: `erasure ${leaf.erasureId} is not leaf ${erasure.leafIndex} of the checkpoint at tree size ${checkpoint.treeSize}`,
+      });
+      for (const [id, cover] of accepted.erased) if (cover.erasureId === leaf.erasureId) accepted.erased.delete(id);
+    }
+  }
+  let erasedCount = 0;
   let previous = null as { seq: number; hash: string } | null;
   for (let position = 0; position < bundle.events.length; position += 1) {
     const text = bundle.events[position]!;
-    const digest = hash('sha256', text, 'buffer');
-    const eventHash = digest.toString('hex');
+    let digest = hash('sha256', text, 'buffer');
+    let eventHash = digest.toString('hex');
     const leaf = bundle.leaves[position]!;
     const event = parseChainEvent(text, n.scopeField);
+    // An erased event stands for the hash its signed erasure leaf lists (checked against its own leaf below).
+    const erased = event === undefined ? undefined : erasedHash(event.fields, accepted.erased);
+    if (erased !== undefined) {
+      digest = Buffer.from(erased, 'hex');
+      eventHash = erased;
+      erasedCount += 1;
+    }
+    const marker = event === undefined || erased !== undefined ? null : erasureOfFields(event.fields);
     if (event === undefined) {
       const seq = previous === null ? 0 : previous.seq + 1;
       findings.push({
@@ -223,9 +269,12 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
       });
     } else if (!batch.verify(leaf.index, leafHash(digest), leaf.proof)) {
       findings.push({
-        check: 'inclusion',
+        check: marker === null ? 'inclusion' : 'erasure',
         ...findingAt(sessionId, event, leaf),
-        message: `${n.item} ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`,
+        message:
+          marker === null
+            ? `${n.item} ${event.id} (seq ${event.seq}) is not leaf ${leaf.index} of the checkpoint at tree size ${checkpoint.treeSize}: its content or its proof was changed`
+            : uncoveredErasureMessage(n.item, event.id, marker),
       });
     }
     previous = { seq: event.seq, hash: eventHash };
@@ -246,6 +295,8 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
             : `the last ${n.item} (seq ${last.seq}) is not the ${n.scope}'s recorded head (seq ${head.seq}, ${head.hash ?? 'null'})`,
     });
   }
+  if (erasedCount > 0)
+    notes.push(`${erasedCount} ${n.items} erased under signed erasure leaves (their content replaced by a marker; hashes and positions kept)`);
   return { findings, notes, eventCount: bundle.events.length };
 }
 

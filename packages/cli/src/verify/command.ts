@@ -19,6 +19,7 @@ import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
 import { RequestRowAudit } from './requests.ts';
 import { parseWitnessPolicy, witnessPolicyFindings, type WitnessPolicy } from './witnesses.ts';
+import { acceptErasures, erasedHash, type CarriedErasure } from './erasures.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf, type WalkedEventSink } from './walk.ts';
 
 export const EXIT_VALID = 0;
@@ -419,6 +420,16 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
   }
 }
 
+/** The erasure leaves the server lists (none from a server of before erasure). */
+async function fetchErasures(client: ApiClient): Promise<CarriedErasure[]> {
+  try {
+    return (await client.get<{ erasures: CarriedErasure[] }>('/api/audit/erasures')).erasures;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return [];
+    throw error;
+  }
+}
+
 /** The whole-log audit: checkpoints, every leaf, every session's (request's) chain and head, no unlogged event (entry). */
 async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFile: SavedCheckpoint | undefined, deep: boolean, io: VerifyIo): Promise<Report> {
   const findings: Finding[] = [];
@@ -488,16 +499,24 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
   );
 
   // --deep: the derived data recomputed from every walked event (loads the observe package, so only then).
-  const derived = deep ? new (await import('./deep.ts')).DerivedDataAudit() : undefined;
+  const deepModule = deep ? await import('./deep.ts') : undefined;
+  const derived = deepModule === undefined ? undefined : new deepModule.DerivedDataAudit();
+  // Erasures: the signed leaves that account for erased events (docs/guide/erasure.md), checked before the walk meets their events.
+  const erasures = acceptErasures(n.log, n.deep ? await fetchErasures(client) : [], signers);
+  findings.push(...erasures.findings);
+  const erasedColumns =
+    deepModule === undefined || erasures.erased.size === 0
+      ? new Map()
+      : await deepModule.storedColumnsOf((path) => client.get(path), new Set(erasures.erased.keys()));
   // The gate's request rows, compared with the replay of their walked entries.
   const requestRows = n.log === GATE_PROFILE.log ? new RequestRowAudit() : undefined;
   const sink: WalkedEventSink | undefined =
     derived !== undefined
-      ? (fields) => derived.add(fields as unknown as ChainedEvent)
+      ? (fields) => derived.add(fields as unknown as ChainedEvent, erasedHash(fields, erasures.erased) === undefined ? undefined : erasedColumns.get(fields.id))
       : requestRows === undefined
         ? undefined
         : (fields) => requestRows.add(fields);
-  const walk = new LogWalk(saved === undefined ? [latest] : [latest, saved], heads, signers, certificateLeaves, sink, n);
+  const walk = new LogWalk(saved === undefined ? [latest] : [latest, saved], heads, signers, certificateLeaves, sink, n, erasures);
   const progress = new ProgressLine(io);
   let from = 0;
   for (;;) {
@@ -569,6 +588,12 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
       notes.push(`--deep left out ${derived.skippedSessions} ${n.scopes} whose head moved since the walk (or whose chain has a finding)`);
   }
 
+  if (summary.erased > 0) {
+    const ids = [...new Set([...erasures.erased.values()].map((cover) => cover.erasureId))];
+    notes.push(
+      `${summary.erased} ${n.items} were erased (content replaced by a marker, hash and position kept) under signed erasure leaves: ${ids.join(', ')}`,
+    );
+  }
   if (summary.changes > 0) notes.push(`${summary.changes} leaves log administrative changes (GET /api/audit/changes), each checked against its stored row`);
   if (summary.retained > 0) {
     const scopes = summary.retainedSessions.length > 10 ? `${summary.retainedSessions.slice(0, 10).join(', ')}, …` : summary.retainedSessions.join(', ');

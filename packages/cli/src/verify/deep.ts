@@ -57,6 +57,21 @@ async function* storedRows<Row>(get: ApiGet, table: AuditedTable): AsyncGenerato
 }
 
 /**
+ * The stored derived columns of the erased events (`ids`), read from the events' derived listing:
+ * their content is gone, so `--deep` takes what was derived from it before as given (the erasure
+ * leaf vouches for the event, not for these columns).
+ */
+export async function storedColumnsOf(get: ApiGet, ids: ReadonlySet<string>): Promise<Map<string, EventDerivedColumns>> {
+  const columns = new Map<string, EventDerivedColumns>();
+  const table = OBSERVE_DERIVED_TABLES.find((t): t is AuditedTable => t.table === 'events' && 'audit' in t && t.audit !== undefined);
+  if (table === undefined || ids.size === 0) return columns;
+  for await (const stored of storedRows<StoredEventDerivedRow>(get, table)) {
+    if (ids.has(stored.id)) columns.set(stored.id, Object.fromEntries(EVENT_DERIVED_COLUMNS.map((c) => [c, stored[c]])) as EventDerivedColumns);
+  }
+  return columns;
+}
+
+/**
  * Sums of money (and of durations) are doubles, and the server adds the same non-negative terms in
  * another order than the recomputation (a batch's deltas at a time, minus retention's SQL sums), so
  * the two may differ in the last bits. Adding n terms in any order stays within about n·ε·sum of the
@@ -113,8 +128,9 @@ export class DerivedDataAudit {
     return this.skipped;
   }
 
-  add(event: ChainedEvent): void {
-    this.recomputation.add(event);
+  /** `stored`: an erased event's stored columns (storedColumnsOf), taken as they are. */
+  add(event: ChainedEvent, stored?: EventDerivedColumns): void {
+    this.recomputation.add(event, stored);
     this.heads.set(event.sessionId, Math.max(this.heads.get(event.sessionId) ?? -1, event.seq));
   }
 

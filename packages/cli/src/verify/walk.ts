@@ -7,6 +7,7 @@ import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } fro
 /** Receives every present event the walk parsed, with all its chained fields (`vigil verify --deep`). */
 export type WalkedEventSink = (fields: Record<string, unknown>) => void;
 import { StreamingRoot } from './tree.ts';
+import { erasedHash, erasureOfFields, uncoveredErasureMessage, type ErasedEvents } from './erasures.ts';
 
 /** One leaf as GET /api/audit/leaves answers it. */
 export interface WalkedLeaf {
@@ -74,6 +75,8 @@ export interface WalkSummary {
   tombstones: number;
   /** Leaves that log administrative changes (their rows checked against them). */
   changes: number;
+  /** Events whose content a signed erasure leaf accounts for (replaced by a marker; hash and position kept). */
+  erased: number;
 }
 
 /**
@@ -93,6 +96,7 @@ export class LogWalk {
   private events = 0;
   private tombstones = 0;
   private changes = 0;
+  private erased = 0;
   /** The events since the last writer leaf, by hash: the next writer leaf must name each one that records a writer, with that writer. */
   private unwritten = new Map<string, UnwrittenEvent>();
   private writerLeafSeen = false;
@@ -112,6 +116,11 @@ export class LogWalk {
     private readonly onEvent?: WalkedEventSink,
     /** The log walked: its items' scope member, its nouns in messages, whether it has tombstones. */
     private readonly n: LogProfile = OBSERVE_PROFILE,
+    /** The erasures accepted before the walk (erasures.ts acceptErasures): their events, and their leaves the walk must find. */
+    private readonly erasures: { erased: ErasedEvents; leaves: ReadonlyMap<number, { erasureId: string; leafHash: string }> } = {
+      erased: new Map(),
+      leaves: new Map(),
+    },
   ) {
     this.unchecked = new Map(checkpoints.map((checkpoint) => [checkpoint.treeSize, checkpoint]));
   }
@@ -142,6 +151,16 @@ export class LogWalk {
         });
       return;
     }
+    const erasure = this.erasures.leaves.get(leaf.index);
+    if (erasure !== undefined) {
+      if (erasure.leafHash !== leaf.leafHash)
+        this.findings.push({
+          check: 'erasure',
+          leafIndex: leaf.index,
+          message: `leaf ${leaf.index} is not the erasure leaf of erasure ${erasure.erasureId} the server lists for it`,
+        });
+      return;
+    }
     if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
     else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
     else if (leaf.sessionId === null) this.addWriterLeaf(leaf);
@@ -153,13 +172,15 @@ export class LogWalk {
     if (leaf.kind === undefined) return;
     const covers = this.certificates.has(leaf.index)
       ? 'key-rotation'
-      : leaf.tombstone !== null
-        ? 'tombstone'
-        : leaf.change !== undefined && leaf.sessionId === null
-          ? 'change'
-          : leaf.sessionId === null
-            ? 'writer'
-            : this.n.item;
+      : this.erasures.leaves.has(leaf.index)
+        ? 'erasure'
+        : leaf.tombstone !== null
+          ? 'tombstone'
+          : leaf.change !== undefined && leaf.sessionId === null
+            ? 'change'
+            : leaf.sessionId === null
+              ? 'writer'
+              : this.n.item;
     if (leaf.kind !== covers)
       this.findings.push({
         check: 'leaf-kind',
@@ -268,14 +289,22 @@ export class LogWalk {
     }
     this.events += 1;
     this.onEvent?.(parsed.fields);
-    const event: ChainEvent = { id: parsed.id, seq: parsed.seq, sessionId: parsed.sessionId, prevHash: parsed.prevHash, hash: digest.toString('hex') };
+    // An erased event stands for the hash its signed erasure leaf lists, which must be its leaf's.
+    const erased = erasedHash(parsed.fields, this.erasures.erased);
+    if (erased !== undefined) this.erased += 1;
+    const eventHash = erased ?? digest.toString('hex');
+    const event: ChainEvent = { id: parsed.id, seq: parsed.seq, sessionId: parsed.sessionId, prevHash: parsed.prevHash, hash: eventHash };
     const where = { sessionId: event.sessionId, seq: event.seq, eventId: event.id, leafIndex: leaf.index };
-    const matched = leafHash(digest).toString('hex') === leaf.leafHash;
+    const matched = leafHash(Buffer.from(eventHash, 'hex')).toString('hex') === leaf.leafHash;
     if (!matched) {
+      const marker = erasureOfFields(parsed.fields);
       this.findings.push({
-        check: 'leaf',
+        check: marker === null ? 'leaf' : 'erasure',
         ...where,
-        message: `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed`,
+        message:
+          marker === null
+            ? `${this.n.item} ${event.id} (${this.n.scope} ${event.sessionId}, seq ${event.seq}) does not match its leaf ${leaf.index}: the ${this.n.item} was changed`
+            : uncoveredErasureMessage(this.n.item, event.id, marker),
       });
     }
     // Events stored before writers were recorded (null, before any writer leaf) have none to check.
@@ -395,6 +424,9 @@ export class LogWalk {
   /** After the last leaf: what is still unaccounted for. */
   finish(): WalkSummary {
     this.reportUnwritten();
+    for (const [index, erasure] of this.erasures.leaves)
+      if (index >= this.root.size)
+        this.findings.push({ check: 'erasure', leafIndex: index, message: `erasure ${erasure.erasureId} names leaf ${index}, which the log does not have` });
     for (const [index, certificate] of this.certificates)
       if (index >= this.root.size)
         this.findings.push({
@@ -482,6 +514,7 @@ export class LogWalk {
       retainedSessions,
       tombstones: this.tombstones,
       changes: this.changes,
+      erased: this.erased,
     };
   }
 

@@ -14,8 +14,23 @@ const ACTIONS: readonly AdminAction[] = ['created', 'updated', 'enabled', 'disab
 
 /** Each service's resources (from its OpenAPI document, so a new one fails the build until it has a label). */
 const SERVICE_RESOURCES: { [S in Service]: Record<AdminResources[S], string> } = {
-  observe: { api_key: 'API key', alert_rule: 'Alert rule', guardrail: 'Guardrail', settings: 'Settings', redaction_rule: 'Redaction rule' },
-  gate: { policy: 'Policy', api_key: 'API key', webhook: 'Webhook', approver_group: 'Approver group', delegation: 'Delegation', grant: 'Grant', budget: 'Budget' },
+  observe: {
+    api_key: 'API key',
+    alert_rule: 'Alert rule',
+    guardrail: 'Guardrail',
+    settings: 'Settings',
+    redaction_rule: 'Redaction rule',
+    legal_hold: 'Legal hold',
+  },
+  gate: {
+    policy: 'Policy',
+    api_key: 'API key',
+    webhook: 'Webhook',
+    approver_group: 'Approver group',
+    delegation: 'Delegation',
+    grant: 'Grant',
+    budget: 'Budget',
+  },
 };
 const RESOURCES: Record<AdminResource, string> = { ...SERVICE_RESOURCES.gate, ...SERVICE_RESOURCES.observe };
 /**

@@ -43,9 +43,12 @@ export class DerivedDataRecomputation {
     for (const table of this.tables) this.recomputations.set(table.table, table.audit.recompute());
   }
 
-  /** Adds one chained event to every table. */
-  add(event: ChainedEventFields): void {
-    const columns = deriveColumns(event.eventType, event.severity, event.payload);
+  /**
+   * Adds one chained event to every table. `stored`: the columns stored for an erased event (its
+   * content, which they were derived from, is gone: docs/guide/erasure.md), taken as they are.
+   */
+  add(event: ChainedEventFields, stored?: DerivedColumns): void {
+    const columns = stored ?? deriveColumns(event.eventType, event.severity, event.payload);
     const recomputed = {
       id: event.id,
       sessionId: event.sessionId,

@@ -25,6 +25,19 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
         ...writerLeaves.map((leaf): [string, string] => [leaf.item_id, leaf.body]),
       ]);
     },
+    erasures: async (sessionId) => {
+      // The erasures the session's erased events name (their markers), with their signed leaves.
+      const marked = await db
+        .selectFrom('events')
+        .select('payload')
+        .where('session_id', '=', sessionId)
+        .where('payload', 'like', '{"erased":true,"erasureId":%')
+        .execute();
+      const ids = [...new Set(marked.map((row) => (JSON.parse(row.payload) as { erasureId: string }).erasureId))];
+      if (ids.length === 0) return [];
+      const rows = await db.selectFrom('audit_erasures').select(['leaf_idx', 'body', 'signature']).where('erasure_id', 'in', ids).orderBy('leaf_idx').execute();
+      return rows.map((row) => ({ leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature }));
+    },
     writers: async (ids) => {
       const rows = await db.selectFrom('events').select(['id', 'written_by']).where('id', 'in', ids).execute();
       return new Map(rows.map((row) => [row.id, row.written_by]));

@@ -1,4 +1,5 @@
 import { canonicalJson, leafHash, sha256Hex } from '@vigil/platform';
+import { markedErasure } from './erasure-leaf.ts';
 
 /** The fields one chain link commits to. `timestamp` is the ISO 8601 UTC form with milliseconds. */
 export interface ChainFields {
@@ -78,7 +79,15 @@ export interface ChainVerdict {
   valid: boolean;
   eventCount: number;
   brokenAt: ChainBreak | null;
+  /** The erasures whose signed leaves cover events of the chain (their content replaced by a marker), when any. */
+  erasures?: { erasureId: string; eventIds: string[] }[];
 }
+
+/**
+ * What the signed erasure leaves of the audit log say was erased: by erasure id, each erased
+ * event's id and the chain hash it had (events/erasure-covers.ts loads them, checked).
+ */
+export type ErasureCovers = ReadonlyMap<string, ReadonlyMap<string, string>>;
 
 /** The head of a session without events. */
 export const EMPTY_HEAD: ChainHead = { lastSeq: -1, lastHash: null };
@@ -121,6 +130,13 @@ class MatchedLinks {
     const leaf = leafHash(Buffer.from(hash, 'hex')).toString('hex');
     if (known !== undefined) known.leaf = leaf;
     return leaf;
+  }
+
+  forget(hash: string): void {
+    const known = this.links.get(hash);
+    if (known === undefined) return;
+    this.links.delete(hash);
+    this.size -= known.size;
   }
 
   private remember(link: StoredLink): void {
@@ -170,6 +186,8 @@ interface CheckedLink {
   prevHash: string | null;
   hash: string;
   contentMatches: boolean;
+  /** When the content does not match: the erasure its content's marker names (null: not a marker). */
+  erasure: string | null;
   /** How the event stands in the audit log, when its leaf was read: none, or a leaf of another hash. */
   logged: 'unchecked' | 'matches' | 'missing' | 'differs';
 }
@@ -204,12 +222,24 @@ export class ChainVerifier {
     const matching = matchedLinks.matching(link);
     let logged: CheckedLink['logged'] = 'unchecked';
     if (leaf !== undefined) logged = leaf === null ? 'missing' : leaf === matchedLinks.leafOf(link.hash) ? 'matches' : 'differs';
-    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches: matching !== null, logged });
+    const erasure = matching === null ? markedErasure(link.payloadJson, link.metadataJson) : null;
+    this.links.push({ id: link.id, seq: link.seq, prevHash: link.prevHash, hash: link.hash, contentMatches: matching !== null, erasure, logged });
     return matching ?? link;
   }
 
-  finish(): ChainVerdict {
+  /** The erasures the markers of the links added so far name: the covers `finish` needs. */
+  erasuresNamed(): string[] {
+    return [...new Set(this.links.flatMap((link) => (link.erasure === null ? [] : [link.erasure])))];
+  }
+
+  /**
+   * `covers`: the signed erasure leaves of the erasures named (erasuresNamed). An event whose
+   * content is an erasure marker is valid when the leaf of the erasure it names lists it with its
+   * hash; otherwise (no leaf, a leaf without it, or no covers given) it is tampering.
+   */
+  finish(covers: ErasureCovers = new Map()): ChainVerdict {
     const { head, from } = this;
+    const erased = new Map<string, string[]>();
     const ordered = this.links.sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const eventCount = ordered.length;
     const broken = (seq: number, eventId: string | null, reason: string): ChainVerdict => ({ valid: false, eventCount, brokenAt: { seq, eventId, reason } });
@@ -233,7 +263,17 @@ export class ChainVerifier {
         );
       }
       if (link.prevHash !== previousHash) return broken(seq, link.id, 'prevHash does not match the hash of the previous event');
-      if (!link.contentMatches) return broken(seq, link.id, 'hash does not match the event content');
+      if (!link.contentMatches) {
+        if (link.erasure === null) return broken(seq, link.id, 'hash does not match the event content');
+        if (covers.get(link.erasure)?.get(link.id) !== link.hash) {
+          return broken(
+            seq,
+            link.id,
+            `event ${link.id}'s content was replaced by an erasure marker (erasure ${link.erasure}) that no signed erasure leaf of the audit log covers`,
+          );
+        }
+        erased.set(link.erasure, [...(erased.get(link.erasure) ?? []), link.id]);
+      }
       if (link.logged === 'missing') return broken(seq, link.id, `event ${link.id} has no leaf in the audit log: it was not appended through ingest`);
       if (link.logged === 'differs') return broken(seq, link.id, 'hash does not match the leaf the audit log recorded for the event');
       previous = link;
@@ -246,6 +286,12 @@ export class ChainVerifier {
     if (previousHash !== head.lastHash) {
       return broken(lastSeq, previous?.id ?? null, `the session head records another hash for seq ${lastSeq}`);
     }
-    return { valid: true, eventCount, brokenAt: null };
+    if (erased.size === 0) return { valid: true, eventCount, brokenAt: null };
+    return { valid: true, eventCount, brokenAt: null, erasures: [...erased].map(([erasureId, eventIds]) => ({ erasureId, eventIds })) };
   }
+}
+
+/** Drops the memo's links of these hashes (an erasure: the memo keeps no erased content). */
+export function forgetMatchedLinks(hashes: Iterable<string>): void {
+  for (const hash of hashes) matchedLinks.forget(hash);
 }

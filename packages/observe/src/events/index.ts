@@ -26,12 +26,16 @@ export {
   type ChainVerdict,
   ChainVerifier,
   EMPTY_HEAD,
+  forgetMatchedLinks,
   type StoredLink,
 } from './chain.ts';
+export { erasureCovers } from './erasure-covers.ts';
+export { erasureLeafBody, erasureMarker, markedErasure } from './erasure-leaf.ts';
 export { COMPLEXITY_TIERS, type ComplexityTier, deriveColumns, type DerivedColumns, EVENT_DERIVED_COLUMNS, isErrorEvent } from './derive.ts';
 export {
   type AppendedEvent,
   type CommittedBatch,
+  type CommittingBatch,
   EventAppender,
   type LogPositions,
   type SessionAppend,

@@ -119,6 +119,7 @@ export interface EventsTables {
   store_totals: StoreTotalsRow;
   idempotency_keys: IdempotencyKeyRow;
   audit_writer_leaves: EventWriterLeafRow;
+  audit_erasures: AuditErasureRow;
 }
 
 /** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data, canonical JSON. */
@@ -126,4 +127,14 @@ export interface EventWriterLeafRow {
   item_id: string;
   leaf_idx: number;
   body: string;
+}
+
+/** An erasure's signed leaf of the audit log (written by erasure/, read by every verification: events/erasure-covers.ts). */
+export interface AuditErasureRow {
+  erasure_id: string;
+  leaf_idx: number;
+  subject_hash: string;
+  body: string;
+  signature: string;
+  created_at: number;
 }

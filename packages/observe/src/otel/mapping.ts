@@ -456,6 +456,8 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
   const failed = span.status.code === 'error';
   const attributes = contentAttributes(span);
   const base = { sessionId: identity.sessionId, agentId: identity.agentId };
+  // The data subject (erasure: docs/guide/erasure.md), by the semantic conventions' end user id or Vigil's own attribute.
+  const subjectId = text(span.attributes, 'vigil.subject.id', 'enduser.id');
   const event = (
     eventType: IngestEventType,
     timestamp: number,
@@ -466,7 +468,12 @@ export function mapSpan(span: OtlpSpan, identity: SpanIdentity, prices: CostLook
     eventType,
     timestamp,
     ...(extra.severity !== undefined && { severity: extra.severity }),
-    metadata: { otel, ...(extra.costUnpriced === true && { costUnpriced: true }), ...(extra.usageUnknown === true && { usageUnknown: true }) },
+    metadata: {
+      otel,
+      ...(subjectId !== undefined && { subjectId }),
+      ...(extra.costUnpriced === true && { costUnpriced: true }),
+      ...(extra.usageUnknown === true && { usageUnknown: true }),
+    },
     payload,
   });
 

@@ -12,6 +12,7 @@ export { createEmbedder, type Embedder, similarity } from './embedder.ts';
 export { contenders, embedQuery, MAX_QUERY_CHARS, RESCORED_EXTRA, rescore, score, TopK } from './search.ts';
 export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
+export { forgetEmbeddings } from './forget.ts';
 export type { RecallTables } from './tables.ts';
 
 /** Resolves to the embedding job. */

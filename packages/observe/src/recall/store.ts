@@ -95,6 +95,69 @@ export async function writeEmbeddings(trx: Transaction<ObserveSchema>, dialect: 
 /** How long a tombstone is kept before it is deleted for good (an index that slept longer reloads). */
 export const TOMBSTONE_TTL_MS = 24 * 3_600_000;
 
+/** Keys tombstoned per statement by tombstoneMany. */
+const TOMBSTONE_CHUNK = 500;
+
+/**
+ * tombstone for many keys at once (an erasure's thousands of events): the same rows written, a
+ * chunk of keys per statement (each key's write position by a CASE) instead of
+ * one statement per key. Returns how many existed.
+ */
+export async function tombstoneMany(
+  trx: Transaction<ObserveSchema>,
+  keys: readonly { source_type: EmbeddingRow['source_type']; source_id: string }[],
+  now: number,
+): Promise<number> {
+  const existing: { source_type: EmbeddingRow['source_type']; source_id: string }[] = [];
+  for (const type of ['event', 'session'] as const) {
+    const ids = keys.filter((k) => k.source_type === type).map((k) => k.source_id);
+    for (let i = 0; i < ids.length; i += TOMBSTONE_CHUNK) {
+      existing.push(
+        ...(await trx
+          .selectFrom('embeddings')
+          .select(['source_type', 'source_id'])
+          .where('source_type', '=', type)
+          .where('source_id', 'in', ids.slice(i, i + TOMBSTONE_CHUNK))
+          .where('deleted', '=', 0)
+          .execute()),
+      );
+    }
+  }
+  if (existing.length === 0) return 0;
+  let seq = await takeSeq(trx, existing.length);
+  const sorted = existing.sort(sortKey);
+  // One statement per chunk of one source type: the keys by the primary key's index, each row's write position by a CASE.
+  for (const type of ['event', 'session'] as const) {
+    const ofType = sorted.filter((key) => key.source_type === type);
+    for (let i = 0; i < ofType.length; i += TOMBSTONE_CHUNK) {
+      const chunk = ofType.slice(i, i + TOMBSTONE_CHUNK);
+      const positions = sql.join(
+        chunk.map((key) => sql`when ${key.source_id} then cast(${seq++} as bigint)`),
+        sql` `,
+      );
+      await trx
+        .updateTable('embeddings')
+        .set({
+          deleted: 1,
+          vector: new Uint8Array(0),
+          text: '',
+          metadata: '{}',
+          user_id: null,
+          last_ts: now,
+          updated_seq: sql<number>`case source_id ${positions} end`,
+        })
+        .where('source_type', '=', type)
+        .where(
+          'source_id',
+          'in',
+          chunk.map((key) => key.source_id),
+        )
+        .execute();
+    }
+  }
+  return existing.length;
+}
+
 /**
  * Turns stored vectors into tombstones (source deleted): no vector, no text, a new write position
  * so every index drops them; `last_ts` becomes the time of deletion. Returns how many existed.

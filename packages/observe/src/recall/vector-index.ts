@@ -68,6 +68,12 @@ export class VectorIndex {
 
   constructor(private readonly database: ObserveDatabase) {}
 
+  /** Whether the index holds a live vector of this source (tests of erasure). */
+  holds(sourceType: 'event' | 'session', sourceId: string): boolean {
+    const slot = this.slotOf.get(`${sourceType}:${sourceId}`);
+    return slot !== undefined && this.alive[slot] === 1;
+  }
+
   /** Vectors currently searchable (for status). */
   get size(): number {
     return this.live;
@@ -154,6 +160,10 @@ export class VectorIndex {
       if (slot !== undefined && this.alive[slot] === 1) {
         this.alive[slot] = 0;
         this.live -= 1;
+        // The vector itself is wiped too (an erased event's: nothing of it stays in memory).
+        const block = this.blocks[Math.floor(slot / BLOCK)]!;
+        block.codes.fill(0, (slot % BLOCK) * block.stride, ((slot % BLOCK) + 1) * block.stride);
+        block.scales[slot % BLOCK] = 0;
       }
       return;
     }

@@ -4,6 +4,7 @@ import { registerReflectRoutes } from './routes.ts';
 import { REFLECT_STATE_INTERVAL_MS, ReflectStateKeeper } from './state.ts';
 
 export { ANALYSES } from './service.ts';
+export { forgetReflectState } from './state.ts';
 export type { ReflectTables } from './tables.ts';
 
 /** Resolves to the job that keeps the per-session reflect state (state.ts). */

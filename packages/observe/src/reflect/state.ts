@@ -10,7 +10,7 @@
  */
 import { readSnapshot } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { ObserveContext } from '../context.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { rawFigures, SEPARATOR, type SessionFigures } from './figures.ts';
@@ -183,6 +183,17 @@ interface StaleSession {
  * taken once its head stood still for a tick (so one still being written is not read again at every
  * tick), or once it has waited MAX_STALE_MS.
  */
+/** Drops the kept state of these sessions (an erasure changed their content, not their head): the keeper computes it again from the rows. */
+export async function forgetReflectState(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  for (const table of ['reflect_ngrams', 'reflect_errors', 'reflect_preceding', 'reflect_sessions'] as const) {
+    await trx
+      .deleteFrom(table)
+      .where('session_id', 'in', [...sessionIds])
+      .execute();
+  }
+}
+
 export class ReflectStateKeeper {
   /** Stale sessions seen at the last tick: the head then, and since when it is stale. */
   private waiting = new Map<string, { head: string; since: number }>();

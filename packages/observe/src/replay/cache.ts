@@ -285,6 +285,12 @@ export class ReplayCache {
 
 const caches = new WeakMap<ObserveContext, ReplayCache>();
 
+/** Drops the cached replays of these sessions (an erasure: the cache keeps no erased content). */
+export function forgetReplays(ctx: ObserveContext, sessionIds: Iterable<string>): void {
+  const cache = caches.get(ctx);
+  if (cache !== undefined) for (const id of sessionIds) cache.delete(id);
+}
+
 /** The replay cache of one running service. */
 export function replayCacheOf(ctx: ObserveContext): ReplayCache {
   let cache = caches.get(ctx);

@@ -2,8 +2,11 @@ import { DAY_MS, forUpdate, leafHash } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
-import { chainHashOfCanonical, leafOfRow, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
+import { OBSERVE_LOG } from '../audit-log/index.ts';
+import { chainHashOfCanonical, erasureCovers, leafOfRow, markedErasure, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
+import { noHeldSubject } from '../erasure/index.ts';
+import { notHeldSession } from '../holds/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { loggedRetentionPeriod } from '../settings/index.ts';
 
@@ -38,7 +41,12 @@ async function unconfirmedExpiry(trx: Transaction<ObserveSchema>, session: { id:
     .executeTakeFirst();
   if (row === undefined) return 'it has no chained event';
   const link = toLink(row);
-  if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) return `its newest event ${link.id} does not match its chain hash`;
+  if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
+    // An erased event (docs/guide/erasure.md) stands for the hash its signed erasure leaf lists.
+    const erasure = markedErasure(link.payloadJson, link.metadataJson);
+    const covered = erasure !== null && (await erasureCovers(trx, OBSERVE_LOG, [erasure])).get(erasure)?.get(link.id) === link.hash;
+    if (!covered) return `its newest event ${link.id} does not match its chain hash`;
+  }
   if (leafOfRow(row) !== leafHash(Buffer.from(link.hash, 'hex')).toString('hex')) return `its newest event ${link.id} does not match its audit-log leaf`;
   if (Number(row.ts) !== Number(session.last_event_at))
     return `its last_event_at (${new Date(Number(session.last_event_at)).toISOString()}) is not the timestamp of its newest chained event (${link.timestamp})`;
@@ -78,6 +86,9 @@ export async function applyRetention(
         .selectFrom('sessions')
         .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
         .where('last_event_at', '<', cutoff)
+        // A session under a legal hold (its own, its agent's, a subject's of its events) is kept.
+        .where(notHeldSession)
+        .where(noHeldSubject)
         .orderBy('last_event_at')
         .limit(SESSIONS_PER_TRANSACTION);
       // Sessions kept earlier in this run stay candidates by their column: not examined again.

@@ -73,6 +73,9 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
           eventCount: z.number().int(),
           headHash: z.string().nullable(),
           brokenAt: chainBreakSchema.nullable(),
+          erasures: z
+            .array(z.object({ erasureId: z.string(), eventIds: z.array(z.string()) }))
+            .describe('The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); empty when none'),
         }),
       },
     }),
@@ -80,7 +83,14 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       const chain = await verifySessionChain(ctx.database, request.query.sessionId);
       if (!chain) throw observeError('sessionNotFound');
       const { session, verdict } = chain;
-      return { sessionId: session.id, valid: verdict.valid, eventCount: verdict.eventCount, headHash: session.last_hash, brokenAt: verdict.brokenAt };
+      return {
+        sessionId: session.id,
+        valid: verdict.valid,
+        eventCount: verdict.eventCount,
+        headHash: session.last_hash,
+        brokenAt: verdict.brokenAt,
+        erasures: verdict.erasures ?? [],
+      };
     },
   );
 }

@@ -2,6 +2,7 @@ import { countScopeLeaves, readSnapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import {
   ChainVerifier,
+  erasureCovers,
   firstWriterMismatch,
   type ChainHead,
   type ChainVerdict,
@@ -42,6 +43,11 @@ const VERIFY_PAGE = 1000;
  */
 const verifiedSessions = new VerifiedSessions(24 * 1024 * 1024, 4 * 1024 * 1024);
 
+/** Forgets what was verified of these sessions (an erasure: no memo keeps erased content). */
+export function forgetVerifiedSessions(sessionIds: Iterable<string>): void {
+  for (const id of sessionIds) verifiedSessions.forget(id);
+}
+
 export function chainHeadOf(session: Pick<SessionRow, 'last_seq' | 'last_hash'>): ChainHead {
   return { lastSeq: session.last_seq, lastHash: session.last_hash };
 }
@@ -78,7 +84,7 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
     const verifier = new ChainVerifier(head);
     const links = rows.map((row) => verifier.add(toLink(row), leafOfRow(row)));
-    const verdict = verifier.finish();
+    const verdict = verifier.finish(await erasureCovers(db, OBSERVE_LOG, verifier.erasuresNamed()));
     const storedText = storedChainText(rows);
     if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
     return { session, rows, links, verdict: await heldToTheLog(db, sessionId, verdict, logged) };
@@ -126,7 +132,7 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
       if (text === null || chars > verifiedSessions.maxSessionChars) texts = null;
       else texts.push(text);
     });
-    const verdict = verifier.finish();
+    const verdict = verifier.finish(await erasureCovers(db, OBSERVE_LOG, verifier.erasuresNamed()));
     if (texts !== null) verifiedSessions.remember(sessionId, { head, storedText: texts.join(''), verdict });
     return { session, verdict: await heldToTheLog(db, sessionId, verdict, logged) };
   });

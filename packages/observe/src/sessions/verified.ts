@@ -53,7 +53,7 @@ export class VerifiedSessions {
     }
   }
 
-  private forget(sessionId: string): void {
+  forget(sessionId: string): void {
     const entry = this.entries.get(sessionId);
     if (entry === undefined) return;
     this.entries.delete(sessionId);

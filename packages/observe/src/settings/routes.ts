@@ -51,6 +51,7 @@ export function registerSettingsRoutes(app: ZodApp, ctx: ObserveContext): void {
         'Update retention and webhook secrets; a secret set to null falls back to the environment. The body GET returned is accepted: its read-only fields are ignored',
       description: '`retentionDays` 0 keeps everything. Secrets are answered as set or unset only.',
       tags: ['config'],
+      errorStatuses: [422],
       body: acceptingReadBack(
         z.object({
           retentionDays: z.number().int().min(0).max(36_500).optional(),

@@ -1,6 +1,7 @@
 import { canonicalJson, checkLoggedStates, recordChange, type ChangeActor, type Snapshot } from '@vigil/platform';
 import type { Kysely } from 'kysely';
 import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
 import type { ObserveSchema } from '../schema.ts';
 
 /** Runtime settings: stored values win over the environment defaults. */
@@ -29,6 +30,14 @@ export function readSettings(ctx: ObserveContext): Promise<Settings> {
   return readSettingsWith(ctx, ctx.database.db);
 }
 
+/** Why a retention period is refused by the floor (RETENTION_FLOOR_DAYS), or null; 0 keeps everything, so it is never below. */
+export function belowRetentionFloor(ctx: ObserveContext, retentionDays: number): string | null {
+  const floor = ctx.config.retentionFloorDays;
+  return retentionDays > 0 && retentionDays < floor
+    ? `a retention period of ${retentionDays} days is below RETENTION_FLOOR_DAYS (${floor} days): logs must be kept at least that long`
+    : null;
+}
+
 /**
  * The governed state of the settings: the stored retention setting as stored (its JSON text, null
  * when none is stored and the environment's applies). Every settings change records it, so a
@@ -52,6 +61,8 @@ export type RetentionPeriod = { retentionDays: number } | { refused: string };
  */
 export async function loggedRetentionPeriod(ctx: ObserveContext): Promise<RetentionPeriod> {
   const [settings, state] = await Promise.all([readSettings(ctx), retentionState(ctx.database.db)]);
+  const floor = belowRetentionFloor(ctx, settings.retentionDays);
+  if (floor !== null) return { refused: floor };
   if (state.retentionDays === null) return { retentionDays: settings.retentionDays };
   // Cached: the job runs often, the setting rarely changes.
   const verdict = await ctx.loggedStates.check('settings', null, state);
@@ -76,6 +87,8 @@ function settingsSnapshot(settings: Settings) {
  */
 export async function updateSettings(ctx: ObserveContext, patch: SettingsPatch, actor: ChangeActor): Promise<Settings> {
   const now = ctx.clock.now();
+  const floor = patch.retentionDays === undefined ? null : belowRetentionFloor(ctx, patch.retentionDays);
+  if (floor !== null) throw observeError('retentionBelowFloor', `retentionDays: ${floor}`, [{ path: 'retentionDays', message: floor }]);
   return ctx.database.db.transaction().execute(async (trx) => {
     const before = await readSettingsWith(ctx, trx);
     for (const [key, value] of Object.entries(patch) as [SettingKey, unknown][]) {

@@ -964,6 +964,13 @@ export interface paths {
             signature: string;
             proof: string[];
           }[];
+          /** The signed erasure leaves covering entries of the request whose content was erased (docs/guide/erasure.md): each leaf's data, the log key's signature over it and its inclusion proof */
+          erasures: {
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
           consistency?: {
             from: number;
             to: number;

@@ -283,6 +283,30 @@ export type Dataset = {
   }[];
 };
 
+export type ErasureReceipt = {
+  erasureId: string;
+  /** HMAC-SHA256 of the subject's id under the service's subject key (SUBJECT_HASH_KEY): the raw id is not kept */
+  subject: string;
+  reason: string;
+  /** Who asked: the API key, as the change log names it */
+  requestedBy: string;
+  erasedAt: string;
+  eventCount: number;
+  sessionIds: string[];
+  /** Verify offline with `vigil verify erasure-receipt FILE --public-key KEY` */
+  leaf: {
+    /** The erasure leaf's index in the audit log (prove it included with GET /api/audit/proof/... of a checkpoint) */
+    index: number;
+    /** The leaf data: canonical JSON naming the subject, every erased event by id and chain hash, the reason, the requester, the time and the key */
+    body: string;
+    /** The audit key's Ed25519 signature over the UTF-8 bytes of body, base64 */
+    signature: string;
+    keyId: string;
+    /** The raw Ed25519 public key, base64 */
+    publicKey: string;
+  };
+};
+
 export type ErrorDetail = {
   /** Dotted path of the offending field; empty for the whole body */
   path: string;
@@ -459,11 +483,26 @@ export type JudgeResult = {
   };
 };
 
+export type LegalHold = {
+  id: string;
+  /** What the hold covers: one session, every session of an agent, or every event of a data subject */
+  scope: "session" | "agent" | "subject";
+  /** The session or agent id; for a subject, the keyed hash of its id (the raw id is not stored) */
+  targetId: string;
+  reason: string;
+  placedBy: string;
+  placedAt: string;
+  active: boolean;
+  releasedAt: string | null;
+  releasedBy: string | null;
+  releaseReason: string | null;
+};
+
 export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "erasure_not_found" | "subject_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -1198,7 +1237,7 @@ export interface paths {
     get: {
       params: Record<string, never>;
       query: {
-        resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule";
+        resource?: "api_key" | "alert_rule" | "guardrail" | "settings" | "redaction_rule" | "legal_hold";
         resourceId?: string;
         action?: "created" | "updated" | "enabled" | "disabled" | "deleted" | "revoked" | "breached";
         keyId?: string;
@@ -1547,6 +1586,34 @@ export interface paths {
       };
     };
   };
+  "/api/audit/erasures": {
+    /**
+     * Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          erasures: {
+            erasureId: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+          }[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/audit/evidence-signature": {
     /**
      * Sign an evidence pack's manifest digest with the audit key
@@ -1628,6 +1695,13 @@ export interface paths {
           /** Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint */
           certificates: {
             publicKey: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
+          /** The signed erasure leaves covering events of the session whose content was erased (docs/guide/erasure.md): each leaf's data, the log key's signature over it and its inclusion proof */
+          erasures: {
             leafIndex: number;
             body: string;
             signature: string;
@@ -2019,6 +2093,11 @@ export interface paths {
             eventId: string | null;
             reason: string;
           } | null;
+          /** The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); empty when none */
+          erasures: {
+            erasureId: string;
+            eventIds: string[];
+          }[];
         };
         400: ObserveError;
         401: ObserveError;
@@ -2259,6 +2338,7 @@ export interface paths {
         403: ObserveError;
         413: ObserveError;
         415: ObserveError;
+        422: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -2487,6 +2567,31 @@ export interface paths {
         413: ObserveError;
         414: ObserveError;
         415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/erasures/{id}": {
+    /**
+     * An erasure's signed deletion receipt, again
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: ErasureReceipt;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };
@@ -3487,6 +3592,117 @@ export interface paths {
       };
     };
   };
+  "/api/holds": {
+    /**
+     * Legal holds, newest first (those in force and those released)
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** true: only holds in force; false: only released ones */
+        active?: "true" | "false";
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          holds: LegalHold[];
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+    /**
+     * Place a legal hold on a session, an agent or a data subject: retention keeps what it covers and erasure is refused (409) until it is released
+     *
+     * A subject is given by its id and stored as its keyed hash. Placing is recorded in the change log (resource `legal_hold`, action `created`).
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        scope: "session" | "agent" | "subject";
+        /** A session id, an agent id or a data subject id (stored as its keyed hash) */
+        targetId: string;
+        /** Why the data must be kept (a matter, a case number) */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        201: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/holds/{id}": {
+    /**
+     * One legal hold
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/holds/{id}/release": {
+    /**
+     * Release a legal hold; it stays listed, released. Recorded in the change log (action `revoked`)
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        /** Why the hold ends */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: LegalHold;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        413: ObserveError;
+        414: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
   "/api/internal/agents/{id}/pause": {
     /**
      * Pause an agent for the gate (a budget's hard threshold; service token only); an agent already paused keeps its first pause
@@ -4404,6 +4620,38 @@ export interface paths {
         403: ObserveError;
         413: ObserveError;
         415: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/subjects/{id}": {
+    /**
+     * Erase a data subject: every event naming it keeps its id, seq and hash while its content becomes an erasure marker, under one signed erasure leaf
+     *
+     * Removes the content from the events, the full-text index, the stored vectors and summaries, and every in-memory cache; the answer is a signed deletion receipt (docs/guide/erasure.md). A legal hold in force on the subject, one of its sessions or their agents answers 409 and erases nothing.
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        /** The data subject's id, as events name it (SUBJECT_PATHS) */
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        /** Why the subject is erased (e.g. "GDPR Art. 17 request 2026-0142"); recorded in the signed leaf */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: ErasureReceipt;
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        409: ObserveError;
+        414: ObserveError;
         500: ObserveError;
         503: ObserveError;
       };

@@ -1,0 +1,61 @@
+import { keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
+import { z } from 'zod';
+import type { ObserveAuditLog } from '../audit-log/index.ts';
+import type { ObserveContext } from '../context.ts';
+import { observeError } from '../errors.ts';
+import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
+import { eraseSubject, findErasureReceipt } from './service.ts';
+
+export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: ObserveAuditLog): void {
+  app.delete(
+    '/api/subjects/:id',
+    routeOptions('admin', {
+      operationId: 'eraseSubject',
+      summary:
+        'Erase a data subject: every event naming it keeps its id, seq and hash while its content becomes an erasure marker, under one signed erasure leaf',
+      description:
+        'Removes the content from the events, the full-text index, the stored vectors and summaries, and every in-memory cache; the answer is a signed deletion receipt (docs/guide/erasure.md). A legal hold in force on the subject, one of its sessions or their agents answers 409 and erases nothing.',
+      tags: ['erasure'],
+      params: eraseParams,
+      body: eraseBodySchema,
+      errorStatuses: [404, 409],
+      response: { 200: erasureReceiptSchema },
+    }),
+    async (request) => eraseSubject(ctx, log, request.params.id, request.body.reason, keyChangeActor(request.apiKey)),
+  );
+
+  app.get(
+    '/api/audit/erasures',
+    routeOptions('read', {
+      operationId: 'listErasureLeaves',
+      summary: "Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)",
+      tags: ['audit'],
+      response: {
+        200: z.object({
+          erasures: z.array(z.object({ erasureId: z.string(), leafIndex: z.number().int(), body: z.string(), signature: z.string() })),
+        }),
+      },
+    }),
+    async () => {
+      const rows = await ctx.database.db.selectFrom('audit_erasures').select(['erasure_id', 'leaf_idx', 'body', 'signature']).orderBy('leaf_idx').execute();
+      return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
+    },
+  );
+
+  app.get(
+    '/api/erasures/:id',
+    routeOptions('read', {
+      operationId: 'getErasureReceipt',
+      summary: "An erasure's signed deletion receipt, again",
+      tags: ['erasure'],
+      params: erasureParams,
+      errorStatuses: [404],
+      response: { 200: erasureReceiptSchema },
+    }),
+    async (request) => {
+      const receipt = await findErasureReceipt(ctx, log, request.params.id);
+      if (receipt === undefined) throw observeError('erasureNotFound');
+      return receipt;
+    },
+  );
+}

@@ -1,0 +1,13 @@
+// The tables erasure/ owns (times are epoch milliseconds); the service's schema (schema.ts) is
+// composed of every feature's tables.
+
+/** An event's data subject, by the keyed hash of its id (subjects.ts), written by ingest: what erasure finds a subject's events by. */
+export interface EventSubjectRow {
+  subject_hash: string;
+  event_id: string;
+  session_id: string;
+}
+
+export interface ErasureTables {
+  event_subjects: EventSubjectRow;
+}
