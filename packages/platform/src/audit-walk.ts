@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
+import { headProofAt, headsLeavesIn } from './audit-heads.ts';
 import { CHANGE_LEAF, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
 import { changeText, type AdminChangeTables } from './change-log.ts';
@@ -129,6 +130,24 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 "Every key rotation the checkpoint's log records: the new key, its certificate signed by the key it replaced (its key-rotation leaf's data) and that leaf's inclusion proof, so that a verifier holding only an older key can trust the key that signed the checkpoint",
               ),
             consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
+            heads: z
+              .object({
+                treeSize: z.number().int(),
+                leafIndex: z.number().int(),
+                leaf: z.string(),
+                proof: z.array(hex),
+                bucket: z.number().int(),
+                entries: z.array(z.string()),
+                path: z.array(hex),
+              })
+              .optional()
+              .describe(
+                `The ${names.scope}'s head as committed at tree size \`since\` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the ${names.scope}'s bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf`,
+              ),
+            tombstones: z
+              .array(z.object({ leafIndex: z.number().int(), body: z.string(), signature: z.string(), proof: z.array(hex) }))
+              .optional()
+              .describe(`The ${names.scope}'s tombstones after \`heads\`, with their inclusion proofs in the checkpoint`),
             exportedAt: z.string(),
           }),
         },
@@ -140,14 +159,41 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         const id = query[scopeId] as string;
         const since = query.since as number | undefined;
         const stored = await loaders.scope(id);
-        if (stored === undefined) throw options.scopeNotFound();
-        const { head, items } = stored;
+        // A scope gone from the database is still answered when the map committed it: its bundle then proves it is missing.
+        const { head, items } = stored ?? { head: { seq: -1, hash: null }, items: [] };
         const leaves = await log.leavesOf(items.map((item) => item.id));
         let lastLeaf = -1;
         for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
         let checkpoint = await log.findCheckpoint();
         if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
         if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
+        const boundary = since ?? checkpoint.treeSize;
+        const committed = boundary === 0 ? undefined : await headProofAt(db, boundary - 1, id);
+        if (stored === undefined && (committed === undefined || !committed.entries.some((entry) => (JSON.parse(entry) as { scope: string }).scope === id)))
+          throw options.scopeNotFound();
+        const heads =
+          committed === undefined
+            ? undefined
+            : { treeSize: boundary, ...committed, proof: (await log.inclusionPath(boundary - 1, boundary)).map((node) => node.toString('hex')) };
+        const tombstoneRows = await tablesOf<AuditLogTables, Schema>(db)
+          .selectFrom('audit_log_leaves as l')
+          .innerJoin('audit_tombstones as t', 't.leaf_idx', 'l.idx')
+          .select(['l.idx', 't.body', 't.signature'])
+          .where('l.scope_id', '=', id)
+          .where('l.idx', '>=', boundary)
+          .where('l.idx', '<', checkpoint.treeSize)
+          .orderBy('l.idx')
+          .execute();
+        const tombstoneProofs = await log.inclusionPaths(
+          tombstoneRows.map((row) => Number(row.idx)),
+          checkpoint.treeSize,
+        );
+        const tombstones = tombstoneRows.map((row, i) => ({
+          leafIndex: Number(row.idx),
+          body: row.body,
+          signature: row.signature,
+          proof: tombstoneProofs[i]!.map((node) => node.toString('hex')),
+        }));
         const indices = items.flatMap((item) => (leaves.has(item.id) ? [leaves.get(item.id)!.index] : []));
         const proofs = await log.inclusionPaths(indices, checkpoint.treeSize);
         let next = 0;
@@ -180,6 +226,8 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           publicKey: signer?.publicKey ?? '',
           certificates: certified.map((key, i) => ({ ...key, proof: certificateProofs[i]!.map((hash) => hash.toString('hex')) })),
           ...(consistency === undefined ? {} : { consistency }),
+          ...(heads === undefined ? {} : { heads }),
+          ...(tombstones.length === 0 ? {} : { tombstones }),
           exportedAt: toIso(clock.now()),
         };
         return sendJsonText(reply, JSON.stringify(bundle));
@@ -214,6 +262,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                   ),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
+                heads: z.string().optional().describe("On a heads leaf (the last leaf of a checkpoint's tree): its data, the map of heads' root it commits"),
                 writtenBy: z
                   .string()
                   .nullable()
@@ -227,7 +276,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
     },
     async (request, reply) => {
       const { from, limit } = request.query;
-      const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
+      const [size, stored, keys, headsLeaves] = await Promise.all([log.size(), log.leaves(from, limit), log.keys(), headsLeavesIn(db, from, limit)]);
       // A leaf's kind says what it logs; the key-rotation leaves are also known by the certificates, a
       // change leaf by its row (its item id). A change row is answered for a leaf of another kind too,
       // so that a verifier sees the kind does not match what the leaf covers.
@@ -253,6 +302,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         kind: leaf.kind,
         tombstone: leaf.tombstone,
         ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
+        ...(headsLeaves.has(leaf.index) && { heads: headsLeaves.get(leaf.index)! }),
         ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),
       }));
       return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));

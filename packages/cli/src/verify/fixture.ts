@@ -148,6 +148,7 @@ export class MemoryLog {
       checkpoint,
       publicKey: this.key.publicKey.toString('base64'),
       certificates: [],
+      tombstones: [],
       ...(since === undefined ? {} : { consistency: { from: since, to: checkpoint.treeSize, proof: this.consistency(since, checkpoint.treeSize) } }),
     };
   }

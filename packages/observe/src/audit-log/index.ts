@@ -22,7 +22,11 @@ export type ObserveAuditLog = AuditLog<ObserveSchema>;
 export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> =>
   defineFeature('audit-log', async ({ app, context, job, onClose }) => {
     const { config, database, clock } = context;
-    const log = AuditLog.ofService<ObserveSchema>(OBSERVE_LOG, config, database, clock, app.log);
+    const log = AuditLog.ofService<ObserveSchema>(OBSERVE_LOG, config, database, clock, app.log, {
+      table: 'sessions',
+      headSeq: 'last_seq',
+      headHash: 'last_hash',
+    });
     await log.registerKey();
 
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.
