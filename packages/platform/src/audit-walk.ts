@@ -159,36 +159,37 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         const id = query[scopeId] as string;
         const since = query.since as number | undefined;
         const stored = await loaders.scope(id);
-        // A scope gone from the database is still answered when the map committed it: its bundle then proves it is missing.
         const { head, items } = stored ?? { head: { seq: -1, hash: null }, items: [] };
         const leaves = await log.leavesOf(items.map((item) => item.id));
         let lastLeaf = -1;
         for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
-        let checkpoint = await log.findCheckpoint();
-        if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
-        if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
-        const boundary = since ?? checkpoint.treeSize;
-        const committed = boundary === 0 ? undefined : await headProofAt(db, boundary - 1, id);
-        if (stored === undefined && (committed === undefined || !committed.entries.some((entry) => (JSON.parse(entry) as { scope: string }).scope === id)))
-          throw options.scopeNotFound();
-        const heads =
-          committed === undefined
-            ? undefined
-            : { treeSize: boundary, ...committed, proof: (await log.inclusionPath(boundary - 1, boundary)).map((node) => node.toString('hex')) };
+        // The scope's tombstones since `since`: a removal the bundle must show, so its checkpoint covers them too.
         const tombstoneRows = await tablesOf<AuditLogTables, Schema>(db)
           .selectFrom('audit_log_leaves as l')
           .innerJoin('audit_tombstones as t', 't.leaf_idx', 'l.idx')
           .select(['l.idx', 't.body', 't.signature'])
           .where('l.scope_id', '=', id)
-          .where('l.idx', '>=', boundary)
-          .where('l.idx', '<', checkpoint.treeSize)
+          .where('l.idx', '>=', since ?? 0)
           .orderBy('l.idx')
           .execute();
+        for (const row of tombstoneRows) lastLeaf = Math.max(lastLeaf, Number(row.idx));
+        let checkpoint = await log.findCheckpoint();
+        if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
+        if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
+        const boundary = since ?? checkpoint.treeSize;
+        const committed = boundary === 0 ? undefined : await headProofAt(db, boundary - 1, id);
+        // Asked since a saved checkpoint, a scope with no row is answered with the map's bucket: it proves the scope had no items then, or that they are gone.
+        if (stored === undefined && (since === undefined || committed === undefined)) throw options.scopeNotFound();
+        const heads =
+          committed === undefined
+            ? undefined
+            : { treeSize: boundary, ...committed, proof: (await log.inclusionPath(boundary - 1, boundary)).map((node) => node.toString('hex')) };
+        const after = tombstoneRows.filter((row) => Number(row.idx) >= boundary && Number(row.idx) < checkpoint.treeSize);
         const tombstoneProofs = await log.inclusionPaths(
-          tombstoneRows.map((row) => Number(row.idx)),
+          after.map((row) => Number(row.idx)),
           checkpoint.treeSize,
         );
-        const tombstones = tombstoneRows.map((row, i) => ({
+        const tombstones = after.map((row, i) => ({
           leafIndex: Number(row.idx),
           body: row.body,
           signature: row.signature,
