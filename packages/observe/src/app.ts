@@ -84,6 +84,8 @@ export interface ObserveOptions extends ServiceBuildOptions {
    * as not appended through ingest.
    */
   auditLeaves?: boolean;
+  /** false: checkpoints commit no map of session heads (the benchmark of what that costs ingest; docs/audit.md, "Session heads"). */
+  auditHeads?: boolean;
 }
 
 /**
@@ -183,7 +185,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const reflectState = await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
-  const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
+  const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));

@@ -59,6 +59,38 @@ export function headMapRoot(bucketHashes: readonly Buffer[]): Buffer {
   return treeRoot(HEAD_MAP_BUCKETS, mapReader(bucketHashes));
 }
 
+/**
+ * The map tree kept whole (every node of every level), so that a changed bucket rehashes only its
+ * path (13 hashes) instead of the tree's 8,191: what the service keeps between checkpoints. With
+ * 4,096 (a power of two) leaves its root is the RFC 9162 root headMapRoot computes.
+ */
+export class HeadMapTree {
+  private readonly levels: Buffer[][];
+
+  constructor(bucketHashes: readonly Buffer[]) {
+    this.levels = [bucketHashes.map((bucketHash) => leafHash(bucketHash))];
+    for (let width = HEAD_MAP_BUCKETS / 2; width >= 1; width /= 2) {
+      const below = this.levels[this.levels.length - 1]!;
+      this.levels.push(Array.from({ length: width }, (_, i) => nodeHash(below[2 * i]!, below[2 * i + 1]!)));
+    }
+  }
+
+  /** Sets bucket `bucket`'s hash, rehashing its path to the root. */
+  set(bucket: number, bucketHash: Buffer): void {
+    this.levels[0]![bucket] = leafHash(bucketHash);
+    let index = bucket;
+    for (let level = 1; level < this.levels.length; level += 1) {
+      index = Math.floor(index / 2);
+      const below = this.levels[level - 1]!;
+      this.levels[level]![index] = nodeHash(below[2 * index]!, below[2 * index + 1]!);
+    }
+  }
+
+  get root(): Buffer {
+    return this.levels[this.levels.length - 1]![0]!;
+  }
+}
+
 /** The inclusion proof of bucket `bucket` in the map tree (RFC 9162, leaf side first). */
 export function headMapPath(bucketHashes: readonly Buffer[], bucket: number): Buffer[] {
   return inclusionProof(bucket, HEAD_MAP_BUCKETS, mapReader(bucketHashes));

@@ -6,7 +6,7 @@ import {
   headBucketOf,
   headEntryText,
   headMapPath,
-  headMapRoot,
+  HeadMapTree,
   headsLeafText,
   type ScopeHead,
 } from './audit-heads-format.ts';
@@ -115,6 +115,12 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
     .map(({ scopeId, head }) => headEntryText(scopeId, head));
 }
 
+/** The map tree as the heads leaf at `leafIndex` left it: what an instance keeps between its checkpoints (commitScopeHeads). */
+export interface HeadMapCache {
+  leafIndex: number;
+  tree: HeadMapTree;
+}
+
 /**
  * Before a checkpoint: under the lock on the log's head (held to the commit, so no leaf is
  * appended meanwhile), the heads of the scopes with a leaf since the last heads leaf are read and
@@ -127,8 +133,9 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
   log: string,
   source: ScopeHeadSource,
   append: (trx: Kysely<Schema>, data: Buffer, itemId: string) => Promise<number>,
+  cache: { current?: HeadMapCache } = {},
 ): Promise<number> {
-  return database.db.transaction().execute(async (trx) => {
+  const committed = await database.db.transaction().execute(async (trx): Promise<number | { size: number; tree: HeadMapTree }> => {
     const db = tablesOf<AuditHeadTables & { audit_log_head: { id: number; size: number } }, Schema>(trx);
     const size = Number((await forUpdate(db.selectFrom('audit_log_head').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
     const last = await db.selectFrom('audit_head_maps').select('leaf_idx').where('leaf_idx', '<', size).orderBy('leaf_idx', 'desc').limit(1).executeTakeFirst();
@@ -163,10 +170,14 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
       else inBucket.set(scopeId, present);
       changed.push({ scope_id: scopeId, tree_size: size, bucket, head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
     }
-    const hashes = await bucketHashesAt(db, size - 1);
+    // The tree as this instance left it at the last heads leaf, else as the stored bucket hashes give it (another instance's, a start).
+    const lastIndex = last === undefined ? -1 : Number(last.leaf_idx);
+    const tree = cache.current?.leafIndex === lastIndex ? cache.current.tree : new HeadMapTree(await bucketHashesAt(db, size - 1));
+    cache.current = undefined;
     const changedBuckets = [...new Set(changed.map((row) => row.bucket))];
-    for (const bucket of changedBuckets) hashes[bucket] = headBucketHash(entryTexts(entries.get(bucket)!));
-    const body = headsLeafText(log, size, headMapRoot(hashes));
+    const newHashes = new Map(changedBuckets.map((bucket) => [bucket, headBucketHash(entryTexts(entries.get(bucket)!))]));
+    for (const [bucket, bucketHash] of newHashes) tree.set(bucket, bucketHash);
+    const body = headsLeafText(log, size, tree.root);
     const index = await append(trx, Buffer.from(body, 'utf8'), newId());
     if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
     for (let i = 0; i < changed.length; i += 200)
@@ -177,7 +188,7 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
           oc.columns(['scope_id', 'tree_size']).doUpdateSet((eb) => ({ head_seq: eb.ref('excluded.head_seq'), head_hash: eb.ref('excluded.head_hash') })),
         )
         .execute();
-    const bucketRows = changedBuckets.map((bucket) => ({ bucket, tree_size: size, hash: hashes[bucket]!.toString('hex') }));
+    const bucketRows = changedBuckets.map((bucket) => ({ bucket, tree_size: size, hash: newHashes.get(bucket)!.toString('hex') }));
     for (let i = 0; i < bucketRows.length; i += 300)
       await db
         .insertInto('audit_head_buckets')
@@ -189,8 +200,11 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
       .values({ leaf_idx: size, body })
       .onConflict((oc) => oc.column('leaf_idx').doUpdateSet({ body }))
       .execute();
-    return size + 1;
+    return { size: size + 1, tree };
   });
+  // Kept only once committed: a transaction rolled back leaves the cache empty, and the next checkpoint reads the stored hashes.
+  if (typeof committed !== 'number') cache.current = { leafIndex: committed.size - 1, tree: committed.tree };
+  return typeof committed === 'number' ? committed : committed.size;
 }
 
 /** What a bundle carries to prove a scope's committed head at a checkpoint (docs/audit.md, "Export bundle"). */

@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import { sql, type Kysely } from 'kysely';
 import { checkpointMessage, keyCertificateBody, loadSigningKey, parseSigningKey, signBytes, type Checkpoint, type SigningKey } from './audit-keys.ts';
 import { HEADS_LEAF } from './audit-heads-format.ts';
-import { commitScopeHeads, type AuditHeadTables, type ScopeHeadSource } from './audit-heads.ts';
+import { commitScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
 import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
@@ -658,6 +658,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   private readonly db: Kysely<AuditLogTables>;
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
   private sinceCheckpoint = 0;
+  /** The map of heads as this instance's last checkpoint left it (commitScopeHeads). */
+  private readonly headMap: { current?: HeadMapCache } = {};
   private signing: Promise<unknown> | null = null;
 
   /** A service's log as its configuration sets it up (AUDIT_* variables: key, cadence, witnesses). */
@@ -904,8 +906,12 @@ export class AuditLog<Schema extends AuditLogTables> {
   private commitHeads(): Promise<number> {
     const { heads, dialect } = this.options;
     if (heads === undefined) return this.size();
-    return commitScopeHeads({ db: this.db, dialect }, this.name, heads, (trx, data, itemId) =>
-      appendLeaves(trx, dialect, [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
+    return commitScopeHeads(
+      { db: this.db, dialect },
+      this.name,
+      heads,
+      (trx, data, itemId) => appendLeaves(trx, dialect, [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
+      this.headMap,
     );
   }
 
