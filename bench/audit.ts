@@ -9,11 +9,15 @@
  *    appended in 10,000-leaf transactions straight through the platform's log on the server's
  *    database, a checkpoint, then GET /api/audit/inclusion for random leaves over HTTP. Target:
  *    p95 ≤ 5 ms.
+ * 2b. What committing the sessions' heads costs (docs/audit.md, "Session heads"): two servers with
+ *    the log on, one ending each checkpoint (every AUDIT_CHECKPOINT_EVENTS = 1,000 events, each
+ *    batch 50 new sessions) with a heads leaf and one without (BENCH_AUDIT_HEADS=off), fed alike.
+ *    Target: with the commitment, within 5 % of the throughput without it (issue 40).
  * 3. Verifying an exported 10,000-event session bundle (`vigil verify BUNDLE`'s check, in a fresh
  *    process as the command runs, after the file is read: bench/verify-bundle.ts). Target: ≤ 100 ms.
  *
  * BENCH_AUDIT_EVENTS (default 200,000) sets the events each ingest server receives;
- * BENCH_AUDIT_PARTS (default "ingest,inclusion,bundle") which of the three run.
+ * BENCH_AUDIT_PARTS (default "ingest,heads,inclusion,bundle") which of them run.
  */
 import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -84,33 +88,56 @@ async function send(server: Server, bodies: readonly string[]): Promise<number> 
   return (performance.now() - started) / 1000;
 }
 
+/** The same batches sent to two servers in alternating rounds (so both see the same database sizes): events/s of each. */
+async function compareIngest(a: Server, b: Server): Promise<{ events: number; aRate: number; bRate: number }> {
+  const batches = Math.max(ROUNDS, Math.round(INGEST_EVENTS / EVENTS_PER_BATCH));
+  const now = Date.now() - 3_600_000;
+  const bodies = Array.from({ length: batches }, (_, n) => batch('s', n, now + n));
+  let aSeconds = 0;
+  let bSeconds = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const slice = bodies.slice((round * batches) / ROUNDS, ((round + 1) * batches) / ROUNDS);
+    // Alternate which goes first, so neither always meets the other's leftover I/O.
+    if (round % 2 === 0) {
+      bSeconds += await send(b, slice);
+      aSeconds += await send(a, slice);
+    } else {
+      aSeconds += await send(a, slice);
+      bSeconds += await send(b, slice);
+    }
+  }
+  const events = batches * EVENTS_PER_BATCH;
+  return { events, aRate: events / aSeconds, bRate: events / bSeconds };
+}
+
 async function ingestOnOff(rows: Row[]): Promise<void> {
   const on = await startServer('audit-on');
   const off = await startServer('audit-off', { BENCH_AUDIT_LEAVES: 'off' });
   try {
-    const batches = Math.max(ROUNDS, Math.round(INGEST_EVENTS / EVENTS_PER_BATCH));
-    const now = Date.now() - 3_600_000;
-    const bodies = Array.from({ length: batches }, (_, b) => batch('s', b, now + b));
-    let onSeconds = 0;
-    let offSeconds = 0;
-    for (let round = 0; round < ROUNDS; round++) {
-      const slice = bodies.slice((round * batches) / ROUNDS, ((round + 1) * batches) / ROUNDS);
-      // Alternate which goes first, so neither always meets the other's leftover I/O.
-      if (round % 2 === 0) {
-        offSeconds += await send(off, slice);
-        onSeconds += await send(on, slice);
-      } else {
-        onSeconds += await send(on, slice);
-        offSeconds += await send(off, slice);
-      }
-    }
-    const events = batches * EVENTS_PER_BATCH;
-    const onRate = events / onSeconds;
-    const offRate = events / offSeconds;
+    const { events, aRate: onRate, bRate: offRate } = await compareIngest(on, off);
     rows.push([`ingest, audit log off (${events.toLocaleString('en-US')} events, 1,000-event batches, ${CLIENTS} clients)`, '', `${rate(offRate)} events/s`]);
     rows.push(['ingest, audit log on (same batches, alternating rounds)', '', `${rate(onRate)} events/s`]);
     const share = (100 * onRate) / offRate;
     rows.push(['ingest with the log, as a share of without', '≥ 90 %', checked(`${share.toFixed(1)} %`, share >= 90)]);
+  } finally {
+    await stopServer(on.child, on.dataDir, on.schema);
+    await stopServer(off.child, off.dataDir, off.schema);
+  }
+}
+
+async function headsOnOff(rows: Row[]): Promise<void> {
+  const on = await startServer('audit-heads-on');
+  const off = await startServer('audit-heads-off', { BENCH_AUDIT_HEADS: 'off' });
+  try {
+    const { events, aRate: onRate, bRate: offRate } = await compareIngest(on, off);
+    rows.push([
+      `ingest, log on, no session heads committed (${events.toLocaleString('en-US')} events, a checkpoint per 1,000, 50 new sessions each)`,
+      '',
+      `${rate(offRate)} events/s`,
+    ]);
+    rows.push(["ingest, each checkpoint committing the sessions' heads (same batches, alternating rounds)", '', `${rate(onRate)} events/s`]);
+    const share = (100 * onRate) / offRate;
+    rows.push(['ingest with the heads committed, as a share of without', '≥ 95 %', checked(`${share.toFixed(1)} %`, share >= 95)]);
   } finally {
     await stopServer(on.child, on.dataDir, on.schema);
     await stopServer(off.child, off.dataDir, off.schema);
@@ -222,8 +249,9 @@ async function bundleVerification(rows: Row[]): Promise<void> {
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
-  const parts = new Set((process.env.BENCH_AUDIT_PARTS ?? 'ingest,inclusion,bundle').split(','));
+  const parts = new Set((process.env.BENCH_AUDIT_PARTS ?? 'ingest,heads,inclusion,bundle').split(','));
   if (parts.has('ingest')) await ingestOnOff(rows);
+  if (parts.has('heads')) await headsOnOff(rows);
   if (parts.has('inclusion')) await inclusionAtScale(rows);
   if (parts.has('bundle')) await bundleVerification(rows);
   printTable(rows);

@@ -104,7 +104,11 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     policies: new PolicyCache(database, clock, config.cacheRefreshMs, app.log),
     limiter,
     outbox: new Outbox(database, config, clock, app.log, chat === null ? [] : [chat]),
-    auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log),
+    auditLog: AuditLog.ofService<GateSchema>(GATE_LOG, config, database, clock, app.log, {
+      table: 'requests',
+      headSeq: 'audit_head_seq',
+      headHash: 'audit_head_hash',
+    }),
     metrics: new ServiceMetrics(clock, database),
     redactor: new Masker(config.masking),
     changeResources: GATE_CHANGE_RESOURCES,

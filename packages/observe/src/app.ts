@@ -88,6 +88,8 @@ export interface ObserveOptions extends ServiceBuildOptions {
    * as not appended through ingest.
    */
   auditLeaves?: boolean;
+  /** false: checkpoints commit no map of session heads (the benchmark of what that costs ingest; docs/audit.md, "Session heads"). */
+  auditHeads?: boolean;
 }
 
 /**
@@ -190,7 +192,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const reflectState = await features.register(reflectFeature);
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
-  const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true }));
+  const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
   await features.register(erasureFeature(audit.log));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
-import { describeEachDatabase, storeHashesAsHex } from '@vigil/platform/testing';
+import { describeEachDatabase, expectedHeadsLeaf, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from './migrations.ts';
 import { ago, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
@@ -80,7 +80,11 @@ await describeEachDatabase('migration 0020: storage footprint', (backend) => {
       assert.deepEqual(leaves.at(-2)!.leaf_hash, leafHash(Buffer.from(appended!.hash, 'hex')));
       const checkpoint = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(checkpoint.statusCode, 201, checkpoint.body);
-      assert.equal((checkpoint.json() as Checkpoint).rootHash, rootOf(leaves.map((leaf) => leaf.leaf_hash)).toString('hex'));
+      // The checkpoint ends with its heads leaf (docs/audit.md, "Session heads").
+      const signed = checkpoint.json() as Checkpoint;
+      const heads = (await observe.call({ method: 'GET', url: '/api/audit/heads' })).json<{ sessions: Record<string, unknown>[] }>().sessions;
+      const headsLeaf = await expectedHeadsLeaf(db as never, 'vigil-observe', signed.treeSize, heads, 'sessionId');
+      assert.equal(signed.rootHash, rootOf([...leaves.map((leaf) => leaf.leaf_hash), headsLeaf]).toString('hex'));
     } finally {
       await observe.close();
     }
@@ -121,8 +125,8 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
         return response.body;
       };
       const checkpoint = (await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).json<Checkpoint>();
-      // Leaf 0 logs the first key's creation (a change leaf), the events follow, then their batch's writer leaf.
-      assert.equal(checkpoint.treeSize, 1 + acks.length + 1);
+      // Leaf 0 logs the first key's creation (a change leaf), the events follow, then their batch's writer leaf and the checkpoint's heads leaf.
+      assert.equal(checkpoint.treeSize, 1 + acks.length + 2);
       // Read before: bin-a's timeline and export, the event listing, one proof. bin-b is first read after the migration.
       // 13 events per session, in batch order: bin-b's seq 5, bin-tampered's seq 4.
       const victim = acks[13 + 5]!;
@@ -148,7 +152,7 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
       for (const row of stored) assert.ok(Buffer.isBuffer(row.hash) && row.hash.length === 32, 'each hash is its 32 bytes');
       assert.deepEqual(stored.find((row) => row.id === victim.id)!.hash, Buffer.from(victim.hash, 'hex'));
       const leaves = await db.selectFrom('audit_log_leaves').select(['item_id', 'leaf_hash']).orderBy('idx').execute();
-      assert.equal(leaves.length, 1 + acks.length + 1, "the change leaf, the events' leaves, then their batch's writer leaf");
+      assert.equal(leaves.length, 1 + acks.length + 2, "the change leaf, the events' leaves, then their batch's writer leaf and the heads leaf");
       assert.ok(Buffer.isBuffer(leaves[0]!.leaf_hash) && leaves[0]!.leaf_hash.length === 32, 'the change leaf too');
       assert.deepEqual(
         leaves.slice(1, 1 + acks.length).map((leaf) => leaf.leaf_hash),

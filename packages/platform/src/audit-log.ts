@@ -10,6 +10,8 @@ import {
   type Checkpoint,
   type SigningKey,
 } from './audit-keys.ts';
+import { HEADS_LEAF } from './audit-heads-format.ts';
+import { commitScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
 import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
@@ -145,7 +147,7 @@ export interface AuditWitnessDeliveryRow extends DeliveryColumns {
 }
 
 /** The tables a service's schema includes to keep an audit log. */
-export interface AuditLogTables {
+export interface AuditLogTables extends AuditHeadTables {
   audit_log_head: AuditLogHeadRow;
   audit_log_built: AuditLogBuiltRow;
   audit_log_leaves: AuditLogLeafRow;
@@ -283,6 +285,11 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   witnesses: AuditWitnessConfig;
   /** The C2SP checkpoint's origin and note key name (defaults: `<name>/<keyId>`, and the origin), and the witnesses asked to cosign it. */
   tlog?: { origin?: string; keyName?: string; cosigners: readonly AuditCosigner[] };
+  /**
+   * Where the service records its chains' heads: each checkpoint then ends with a heads leaf
+   * committing every scope's head (commitScopeHeads, docs/audit.md "Session heads").
+   */
+  heads?: ScopeHeadSource;
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
@@ -660,6 +667,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   private readonly db: Kysely<AuditLogTables>;
   private readonly witnessQueue: DeliveryQueue<AuditLogTables, 'audit_witness_deliveries'>;
   private sinceCheckpoint = 0;
+  /** The map of heads as this instance's last checkpoint left it (commitScopeHeads). */
+  private readonly headMap: { current?: HeadMapCache } = {};
   private signing: Promise<unknown> | null = null;
 
   /** A service's log as its configuration sets it up (AUDIT_* variables: key, cadence, witnesses). */
@@ -669,6 +678,7 @@ export class AuditLog<Schema extends AuditLogTables> {
     database: { db: Kysely<Schema>; dialect: DialectName },
     clock: Clock,
     log: AuditLogOptions<Schema>['log'],
+    heads?: ScopeHeadSource,
   ): AuditLog<Schema> {
     const { audit } = config;
     return new AuditLog<Schema>({
@@ -682,6 +692,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       tlog: audit.tlog,
       checkpointEvents: audit.checkpointEvents,
       log,
+      ...(heads === undefined ? {} : { heads }),
     });
   }
 
@@ -936,7 +947,7 @@ export class AuditLog<Schema extends AuditLogTables> {
    * witness webhooks in the transaction that stores it and appended to the witness file.
    */
   async checkpoint(): Promise<Checkpoint> {
-    const treeSize = await this.size();
+    const treeSize = await this.commitHeads();
     const existing = await this.findCheckpoint(treeSize);
     if (existing !== undefined) return existing;
     const now = this.options.clock.now();
@@ -961,6 +972,19 @@ export class AuditLog<Schema extends AuditLogTables> {
     if (inserted === null) return (await this.findCheckpoint(treeSize))!;
     await this.witness(body, inserted);
     return checkpoint;
+  }
+
+  /** The size to sign: the log's, after a heads leaf committing the scopes' heads when the service records them (commitScopeHeads). */
+  private commitHeads(): Promise<number> {
+    const { heads, dialect } = this.options;
+    if (heads === undefined) return this.size();
+    return commitScopeHeads(
+      { db: this.db, dialect },
+      this.name,
+      heads,
+      (trx, data, itemId) => appendLeaves(trx, dialect, [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
+      this.headMap,
+    );
   }
 
   private async witness(body: string, deliveries: readonly string[]): Promise<void> {

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
+import { headProofAt, headsLeavesIn } from './audit-heads.ts';
 import { CHANGE_LEAF, type AuditLog, type AuditLogTables } from './audit-log.ts';
 import { AUDIT_LOG_INCOMPLETE_STATUS, auditCheckpointSchema, auditHashSchema, auditTreeSizeQuery, provingFromLog } from './audit-routes.ts';
 import { changeText, type AdminChangeTables } from './change-log.ts';
@@ -136,6 +137,24 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                 `The signed erasure leaves covering ${names.items} of the ${names.scope} whose content was erased (docs/guide/erasure.md): each leaf's data, the log key's signature over it and its inclusion proof`,
               ),
             consistency: z.object({ from: z.number().int(), to: z.number().int(), proof: z.array(hex) }).optional(),
+            heads: z
+              .object({
+                treeSize: z.number().int(),
+                leafIndex: z.number().int(),
+                leaf: z.string(),
+                proof: z.array(hex),
+                bucket: z.number().int(),
+                entries: z.array(z.string()),
+                path: z.array(hex),
+              })
+              .optional()
+              .describe(
+                `The ${names.scope}'s head as committed at tree size \`since\` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the ${names.scope}'s bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf`,
+              ),
+            tombstones: z
+              .array(z.object({ leafIndex: z.number().int(), body: z.string(), signature: z.string(), proof: z.array(hex) }))
+              .optional()
+              .describe(`The ${names.scope}'s tombstones after \`heads\`, with their inclusion proofs in the checkpoint`),
             exportedAt: z.string(),
           }),
         },
@@ -147,16 +166,44 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         const id = query[scopeId] as string;
         const since = query.since as number | undefined;
         const stored = await loaders.scope(id);
-        if (stored === undefined) throw options.scopeNotFound();
-        const { head, items } = stored;
+        const { head, items } = stored ?? { head: { seq: -1, hash: null }, items: [] };
         const leaves = await log.leavesOf(items.map((item) => item.id));
         const erasures = (await loaders.erasures?.(id)) ?? [];
         let lastLeaf = -1;
         for (const leaf of leaves.values()) lastLeaf = Math.max(lastLeaf, leaf.index);
         for (const erasure of erasures) lastLeaf = Math.max(lastLeaf, erasure.leafIndex);
+        // The scope's tombstones since `since`: a removal the bundle must show, so its checkpoint covers them too.
+        const tombstoneRows = await tablesOf<AuditLogTables, Schema>(db)
+          .selectFrom('audit_log_leaves as l')
+          .innerJoin('audit_tombstones as t', 't.leaf_idx', 'l.idx')
+          .select(['l.idx', 't.body', 't.signature'])
+          .where('l.scope_id', '=', id)
+          .where('l.idx', '>=', since ?? 0)
+          .orderBy('l.idx')
+          .execute();
+        for (const row of tombstoneRows) lastLeaf = Math.max(lastLeaf, Number(row.idx));
         let checkpoint = await log.findCheckpoint();
         if (checkpoint === undefined || checkpoint.treeSize <= lastLeaf) checkpoint = await log.checkpoint();
         if (since !== undefined && since > checkpoint.treeSize) throw errors('auditTreeSize');
+        const boundary = since ?? checkpoint.treeSize;
+        const committed = boundary === 0 ? undefined : await headProofAt(db, boundary - 1, id);
+        // Asked since a saved checkpoint, a scope with no row is answered with the map's bucket: it proves the scope had no items then, or that they are gone.
+        if (stored === undefined && (since === undefined || committed === undefined)) throw options.scopeNotFound();
+        const heads =
+          committed === undefined
+            ? undefined
+            : { treeSize: boundary, ...committed, proof: (await log.inclusionPath(boundary - 1, boundary)).map((node) => node.toString('hex')) };
+        const after = tombstoneRows.filter((row) => Number(row.idx) >= boundary && Number(row.idx) < checkpoint.treeSize);
+        const tombstoneProofs = await log.inclusionPaths(
+          after.map((row) => Number(row.idx)),
+          checkpoint.treeSize,
+        );
+        const tombstones = after.map((row, i) => ({
+          leafIndex: Number(row.idx),
+          body: row.body,
+          signature: row.signature,
+          proof: tombstoneProofs[i]!.map((node) => node.toString('hex')),
+        }));
         const indices = items.flatMap((item) => (leaves.has(item.id) ? [leaves.get(item.id)!.index] : []));
         const proofs = await log.inclusionPaths(indices, checkpoint.treeSize);
         let next = 0;
@@ -194,6 +241,8 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
           certificates: certified.map((key, i) => ({ ...key, proof: certificateProofs[i]!.map((hash) => hash.toString('hex')) })),
           erasures: erasures.map((erasure, i) => ({ ...erasure, proof: erasureProofs[i]!.map((hash) => hash.toString('hex')) })),
           ...(consistency === undefined ? {} : { consistency }),
+          ...(heads === undefined ? {} : { heads }),
+          ...(tombstones.length === 0 ? {} : { tombstones }),
           exportedAt: toIso(clock.now()),
         };
         return sendJsonText(reply, JSON.stringify(bundle));
@@ -228,6 +277,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
                   ),
                 tombstone: z.object({ body: z.string(), signature: z.string() }).nullable(),
                 change: z.string().nullable().optional().describe('On a change leaf: the change row as canonical JSON; null when the row is gone'),
+                heads: z.string().optional().describe("On a heads leaf (the last leaf of a checkpoint's tree): its data, the map of heads' root it commits"),
                 writtenBy: z
                   .string()
                   .nullable()
@@ -241,7 +291,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
     },
     async (request, reply) => {
       const { from, limit } = request.query;
-      const [size, stored, keys] = await Promise.all([log.size(), log.leaves(from, limit), log.keys()]);
+      const [size, stored, keys, headsLeaves] = await Promise.all([log.size(), log.leaves(from, limit), log.keys(), headsLeavesIn(db, from, limit)]);
       // A leaf's kind says what it logs; the key-rotation leaves are also known by the certificates, a
       // change leaf by its row (its item id). A change row is answered for a leaf of another kind too,
       // so that a verifier sees the kind does not match what the leaf covers.
@@ -267,6 +317,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
         kind: leaf.kind,
         tombstone: leaf.tombstone,
         ...(isChange(leaf) && { change: changes.get(leaf.itemId) ?? null }),
+        ...(headsLeaves.has(leaf.index) && { heads: headsLeaves.get(leaf.index)! }),
         ...(writers === undefined ? {} : { writtenBy: writers.get(leaf.itemId) ?? null }),
       }));
       return sendJsonText(reply, JSON.stringify({ treeSize: size, leaves }));

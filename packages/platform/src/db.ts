@@ -495,17 +495,33 @@ const STEP_NAME = /^(\d{4})_[a-z0-9_]+$/;
  * step runs.
  */
 export function collectMigrations(...sources: readonly Readonly<Record<string, MigrationStep>>[]): Record<string, MigrationStep> {
+  return collectMigrationsAround([], ...sources);
+}
+
+/**
+ * collectMigrations, leaving as gaps the numbers `pending`: steps another branch has taken and not
+ * merged yet (each worktree is given its own numbers). A pending number that has a step fails, so
+ * the merge that brings the step empties the list.
+ */
+export function collectMigrationsAround(
+  pending: readonly string[],
+  ...sources: readonly Readonly<Record<string, MigrationStep>>[]
+): Record<string, MigrationStep> {
   const steps = new Map<string, MigrationStep>();
   for (const source of sources) {
     for (const [name, step] of Object.entries(source)) {
       if (!STEP_NAME.test(name)) throw new Error(`migration step ${name}: a step's name is four digits, an underscore and words (0024_idempotency_keys)`);
       if (steps.has(name)) throw new Error(`migration step ${name} is declared twice`);
+      if (pending.includes(name.slice(0, 4))) throw new Error(`migration step ${name} has arrived: take ${name.slice(0, 4)} off the pending numbers`);
       steps.set(name, step);
     }
   }
   const names = [...steps.keys()].sort();
+  let number = 1;
   names.forEach((name, i) => {
-    const expected = String(i + 1).padStart(4, '0');
+    while (pending.includes(String(number).padStart(4, '0'))) number += 1;
+    const expected = String(number).padStart(4, '0');
+    number += 1;
     if (!name.startsWith(`${expected}_`)) {
       const previous = names[i - 1];
       throw new Error(

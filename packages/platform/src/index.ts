@@ -25,6 +25,8 @@ export * from './audit-keys.ts';
 export * from './signed-note.ts';
 export * from './secret-file.ts';
 export * from './audit-log.ts';
+export * from './audit-heads.ts';
+export * from './audit-heads-format.ts';
 export * from './stored-hash.ts';
 export * from './int8-vectors.ts';
 export * from './audit-routes.ts';

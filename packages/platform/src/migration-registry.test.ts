@@ -2,7 +2,7 @@
 // a startup failure on a name that would run twice, out of order or never.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { collectMigrations, type MigrationStep } from './db.ts';
+import { collectMigrations, collectMigrationsAround, type MigrationStep } from './db.ts';
 
 const step: MigrationStep = async () => {};
 
@@ -28,4 +28,11 @@ test('fails on a missing number', () => {
 
 test('fails on a name that does not start with four digits', () => {
   assert.throws(() => collectMigrations({ '0001_a': step, '2_b': step }), /step 2_b: a step's name is four digits/);
+});
+
+test('numbers pending on other branches are gaps; a step arriving at one, or another gap, fails', () => {
+  const steps = { '0001_a': step, '0002_b': step, '0005_e': step };
+  assert.deepEqual(Object.keys(collectMigrationsAround(['0003', '0004'], steps)), ['0001_a', '0002_b', '0005_e']);
+  assert.throws(() => collectMigrationsAround(['0003'], steps), /0005_e comes after 0002_b: step 0004 is missing/);
+  assert.throws(() => collectMigrationsAround(['0003', '0004'], steps, { '0003_c': step }), /0003_c has arrived: take 0003 off the pending numbers/);
 });

@@ -16,6 +16,8 @@ import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-servic
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, MigrationDb } from './db.ts';
 import { hashHexSql } from './stored-hash.ts';
+import { byScope, HEAD_MAP_BUCKETS, headBucketHash, headBucketOf, headEntryText, headMapRoot, headsLeafText } from './audit-heads-format.ts';
+import { leafHash } from './merkle.ts';
 
 export * from './test-services.ts';
 export * from './prometheus-text.ts';
@@ -326,4 +328,28 @@ export async function storeHashesAsHex(db: MigrationDb, dialect: DialectName, ta
     return;
   }
   await sql`update ${sql.table(table)} set ${sql.join(columns.map((column) => sql`${sql.ref(column)} = ${hashHexSql(dialect, column)}`))}`.execute(db);
+}
+
+/**
+ * The heads leaf a checkpoint of `treeSize` leaves must end with (docs/audit.md, "Session heads"),
+ * recomputed from the scopes' recorded heads as GET /api/audit/heads lists them (under `scopes`,
+ * each with `scopeField`), and checked against the leaf the service stored: answers its leaf hash.
+ */
+export async function expectedHeadsLeaf(
+  db: Kysely<unknown>,
+  log: string,
+  treeSize: number,
+  heads: readonly Record<string, unknown>[],
+  scopeField: string,
+): Promise<Buffer> {
+  const buckets = Array.from({ length: HEAD_MAP_BUCKETS }, () => [] as { scopeId: string; text: string }[]);
+  for (const head of heads) {
+    const scopeId = head[scopeField] as string;
+    if ((head.headSeq as number) >= 0)
+      buckets[headBucketOf(scopeId)]!.push({ scopeId, text: headEntryText(scopeId, { seq: head.headSeq as number, hash: head.headHash as string | null }) });
+  }
+  const body = headsLeafText(log, treeSize - 1, headMapRoot(buckets.map((bucket) => headBucketHash(bucket.sort(byScope).map((entry) => entry.text)))));
+  const { rows } = await sql<{ body: string }>`select body from audit_head_maps where leaf_idx = ${treeSize - 1}`.execute(db);
+  assert.equal(rows[0]?.body, body, `leaf ${treeSize - 1} commits every recorded head`);
+  return leafHash(Buffer.from(body, 'utf8'));
 }

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { leafHash, verifyConsistency } from '@vigil/platform/audit-verify';
+import { headInBucket, leafHash, parseHeadsLeaf, verifyBytes, verifyConsistency, verifyInclusion } from '@vigil/platform/audit-verify';
 import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, rawKeyOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';
@@ -25,6 +25,59 @@ export interface Bundle {
   certificates: BundleCertificate[];
   /** The signed erasure leaves covering erased events of the bundle, each with its inclusion proof (absent from bundles of before erasure). */
   erasures: (CarriedErasure & { proof: string[] })[];
+  /** The scope's head as the map committed it at `heads.treeSize` (docs/audit.md, "Session heads"). */
+  heads?: BundleHeads;
+  /** The scope's tombstones after `heads`, each with its inclusion proof in the bundle's checkpoint. */
+  tombstones: { leafIndex: number; body: string; signature: string; proof: string[] }[];
+}
+
+/** A heads leaf ending the tree of `treeSize` leaves, its inclusion proof there, and the scope's bucket of the map with its path to the map root. */
+export interface BundleHeads {
+  treeSize: number;
+  leafIndex: number;
+  leaf: string;
+  proof: string[];
+  bucket: number;
+  entries: string[];
+  path: string[];
+}
+
+function parseHeads(value: unknown): BundleHeads | undefined {
+  if (value === undefined) return undefined;
+  if (
+    !isRecord(value) ||
+    !Number.isSafeInteger(value.treeSize) ||
+    !Number.isSafeInteger(value.leafIndex) ||
+    typeof value.leaf !== 'string' ||
+    !Array.isArray(value.proof) ||
+    !value.proof.every(isHex64) ||
+    !Number.isSafeInteger(value.bucket) ||
+    !Array.isArray(value.entries) ||
+    !value.entries.every((entry) => typeof entry === 'string') ||
+    !Array.isArray(value.path) ||
+    !value.path.every(isHex64)
+  )
+    throw new InputError(
+      'the bundle\'s heads must be {"treeSize", "leafIndex", "leaf", "proof": [hex, …], "bucket", "entries": [string, …], "path": [hex, …]}',
+    );
+  return value as unknown as BundleHeads;
+}
+
+function parseTombstones(value: unknown): Bundle['tombstones'] {
+  if (value === undefined) return [];
+  const shape = 'the bundle\'s tombstones must be [{"leafIndex", "body", "signature", "proof": [hex, …]}, …]';
+  if (!Array.isArray(value)) throw new InputError(shape);
+  for (const tombstone of value)
+    if (
+      !isRecord(tombstone) ||
+      !Number.isSafeInteger(tombstone.leafIndex) ||
+      typeof tombstone.body !== 'string' ||
+      typeof tombstone.signature !== 'string' ||
+      !Array.isArray(tombstone.proof) ||
+      !tombstone.proof.every(isHex64)
+    )
+      throw new InputError(shape);
+  return value as Bundle['tombstones'];
 }
 
 /** A key rotation as a bundle carries it (docs/audit.md, "Key rotation"). */
@@ -125,6 +178,8 @@ export function parseBundle(value: unknown): Bundle {
     ...(parsedConsistency === undefined ? {} : { consistency: parsedConsistency }),
     certificates: parseCertificates(value.certificates),
     erasures: parseErasures(value.erasures),
+    ...(value.heads === undefined ? {} : { heads: parseHeads(value.heads) }),
+    tombstones: parseTombstones(value.tombstones),
   };
 }
 
@@ -323,5 +378,126 @@ export function checkConsistency(a: Checkpoint, b: Checkpoint, proof: readonly s
       older.treeSize === newer.treeSize
         ? `the checkpoints at tree size ${older.treeSize} have different roots: the log was rewritten`
         : `the checkpoint at tree size ${older.treeSize} is not a prefix of the one at tree size ${newer.treeSize}: the log was rewritten`,
+  };
+}
+
+/**
+ * Whether the bundle holds every item of its scope up to the saved checkpoint (docs/audit.md,
+ * "Session heads"): the heads leaf ending the saved tree, proven by the saved root, commits the
+ * map in which the scope's bucket (proven whole) gives the head the scope had then; the bundle's
+ * chain must reach that head, or a tombstone signed by a trusted key (`keyOf`) after it must
+ * account for the scope's removal. Each failure is a finding naming what is missing.
+ */
+export function completenessFindings(
+  bundle: Bundle,
+  saved: { treeSize: number; rootHash: string },
+  keyOf: (keyId: string) => Buffer | undefined,
+): { findings: Finding[]; notes: string[] } {
+  const n = profileOf(bundle.log, 'the bundle');
+  const { sessionId } = bundle;
+  const heads = bundle.heads;
+  const size = saved.treeSize;
+  if (size === 0) return { findings: [], notes: [] };
+  if (heads === undefined || heads.treeSize !== size)
+    return {
+      findings: [
+        {
+          check: 'completeness',
+          sessionId,
+          message: `the bundle carries no commitment of ${n.scope} ${sessionId}'s head at the saved checkpoint (tree size ${size}), so it cannot show that none of its ${n.items} (or the ${n.scope} itself) is missing: export it with ?since=${size} (a checkpoint signed before Vigil committed ${n.scope} heads cannot show it: save a newer one)`,
+        },
+      ],
+      notes: [],
+    };
+  const leaf = parseHeadsLeaf(heads.leaf, bundle.log);
+  if (
+    heads.leafIndex !== size - 1 ||
+    leaf?.treeSize !== size - 1 ||
+    !verifyInclusion(
+      size - 1,
+      size,
+      leafHash(Buffer.from(heads.leaf, 'utf8')),
+      heads.proof.map((node) => Buffer.from(node, 'hex')),
+      Buffer.from(saved.rootHash, 'hex'),
+    )
+  )
+    return {
+      findings: [
+        {
+          check: 'heads',
+          sessionId,
+          leafIndex: size - 1,
+          message: `the bundle's heads leaf is not leaf ${size - 1} of the saved checkpoint (tree size ${size}), or that leaf commits no map of ${n.scope} heads: the ${n.scope}'s completeness at the saved checkpoint is not shown`,
+        },
+      ],
+      notes: [],
+    };
+  const committed = headInBucket(
+    sessionId,
+    heads.bucket,
+    heads.entries,
+    heads.path.map((node) => Buffer.from(node, 'hex')),
+    leaf.root,
+  );
+  if (typeof committed === 'string')
+    return {
+      findings: [{ check: 'heads', sessionId, leafIndex: size - 1, message: `the map of heads at the saved checkpoint does not verify: ${committed}` }],
+      notes: [],
+    };
+  if (committed === null)
+    return {
+      findings: [],
+      notes: [`${n.scope} ${sessionId} had no ${n.items} at the saved checkpoint (tree size ${size}): the map of heads it commits has no entry for it`],
+    };
+
+  const events = bundle.events;
+  const atSeq = events.length > committed.seq ? hash('sha256', events[committed.seq]!, 'hex') : undefined;
+  if (atSeq !== undefined && atSeq === committed.hash) return { findings: [], notes: [] };
+
+  // Removed since by retention: a signed tombstone after the saved tree, included in the bundle's checkpoint, recording at least that head.
+  const batch = new InclusionBatch(bundle.checkpoint.treeSize, Buffer.from(bundle.checkpoint.rootHash, 'hex'));
+  for (const tombstone of bundle.tombstones) {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(tombstone.body) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const key = typeof body.keyId === 'string' ? keyOf(body.keyId) : undefined;
+    if (
+      tombstone.leafIndex >= size &&
+      body.v === 1 &&
+      body.kind === 'tombstone' &&
+      body.log === bundle.log &&
+      body[n.scopeField] === sessionId &&
+      Number.isSafeInteger(body.headSeq) &&
+      (body.headSeq as number) >= committed.seq &&
+      (body.headSeq !== committed.seq || body.headHash === committed.hash) &&
+      key !== undefined &&
+      verifyBytes(Buffer.from(tombstone.body, 'utf8'), tombstone.signature, key) &&
+      batch.verify(tombstone.leafIndex, leafHash(Buffer.from(tombstone.body, 'utf8')), tombstone.proof)
+    )
+      return {
+        findings: [],
+        notes: [`${n.scope} ${sessionId} was removed by retention after the saved checkpoint: signed tombstone at leaf ${tombstone.leafIndex}`],
+      };
+  }
+  const head = `the saved checkpoint (tree size ${size}) committed ${n.scope} ${sessionId}'s head at seq ${committed.seq} (${committed.hash ?? 'null'})`;
+  const last = events.length - 1;
+  return {
+    findings: [
+      {
+        check: 'missing',
+        sessionId,
+        seq: Math.min(committed.seq, last + 1),
+        message:
+          events.length === 0
+            ? `${n.scope} ${sessionId} is missing: ${head}, but the bundle holds none of its ${n.items} and no signed tombstone removed it`
+            : events.length <= committed.seq
+              ? `${n.items} are missing from ${n.scope} ${sessionId}: ${head}, but the bundle's chain ends at seq ${last}: seq ${last + 1}–${committed.seq} are missing`
+              : `${n.scope} ${sessionId} was rewritten: ${head}, but the bundle's ${n.item} at seq ${committed.seq} has another hash`,
+      },
+    ],
+    notes: [],
   };
 }

@@ -13,7 +13,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
-import { bundleKeyOf, certificateInclusionFindings, checkConsistency, parseBundle, verifyBundle, type Bundle, type BundleCertificate } from './bundle.ts';
+import {
+  bundleKeyOf,
+  certificateInclusionFindings,
+  checkConsistency,
+  completenessFindings,
+  parseBundle,
+  verifyBundle,
+  type Bundle,
+  type BundleCertificate,
+} from './bundle.ts';
 import { checkpointSigned, GATE_PROFILE, keyIdOf, parseCheckpoint, parsePublicKey, profileOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isRecord, type Finding } from './input.ts';
 import type { ChainedEvent } from './deep.ts';
@@ -376,7 +385,14 @@ async function verifyBundleFile(
   notes.push(...checked.notes);
   findings.push(...certificateInclusionFindings(bundle));
   if (pinned && givenKey === undefined && !trusted.has(keyIdOf(bundleKey))) findings.push(untrustedKeyFinding("the bundle's checkpoint", bundle.checkpoint));
-  if (saved !== undefined) findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
+  if (saved !== undefined) {
+    findings.push(...(await compareWithSaved(bundle, saved, trusted.get(saved.keyId)!, client)));
+    const complete = completenessFindings(await withHeadsAt(bundle, saved.treeSize, client), saved, (keyId) =>
+      pinned ? trusted.get(keyId) : keyId === keyIdOf(bundleKey) ? bundleKey : undefined,
+    );
+    findings.push(...complete.findings);
+    notes.push(...complete.notes);
+  }
   const { checkpoint } = bundle;
   const coverage = coverageOf(saved, checkpoint, 'bundle');
   const verdict = verdictOf(findings, pinned);
@@ -385,6 +401,29 @@ async function verifyBundleFile(
       ? `TAMPERED: ${n.scope} ${bundle.sessionId}: ${findings.length} finding${findings.length === 1 ? '' : 's'}`
       : `${verdict === 'valid' ? 'VALID' : UNVERIFIED_PREFIX}: ${n.scope} ${bundle.sessionId}, ${eventCount} ${n.items} chained to its head and included in ${at(checkpoint)} (key ${checkpoint.keyId})${saved === undefined ? '' : `, consistent with the saved checkpoint at tree size ${saved.treeSize}`}${coverageText(coverage)}`;
   return { profile: n, verdict, mode: 'bundle', findings, notes, summary, coverage };
+}
+
+/**
+ * The bundle with the commitment of its scope's head at tree size `size` (docs/audit.md, "Session
+ * heads"): its own, or, when it carries none for that size, the one the server's export answers
+ * with `since` (with --url); as it is when neither has one (completenessFindings reports that).
+ */
+async function withHeadsAt(bundle: Bundle, size: number, client: ApiClient | undefined): Promise<Bundle> {
+  if (bundle.heads?.treeSize === size || client === undefined) return bundle;
+  const n = profileOf(bundle.log, 'the bundle');
+  let fetched: Bundle;
+  try {
+    fetched = parseBundle(await client.get(`/api/audit/export?${n.scopeField}=${encodeURIComponent(bundle.sessionId)}&since=${size}`));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return bundle;
+    throw error;
+  }
+  const sameCheckpoint = fetched.checkpoint.treeSize === bundle.checkpoint.treeSize && fetched.checkpoint.rootHash === bundle.checkpoint.rootHash;
+  return {
+    ...bundle,
+    ...(fetched.heads === undefined ? {} : { heads: fetched.heads }),
+    ...(sameCheckpoint ? { tombstones: fetched.tombstones } : {}),
+  };
 }
 
 /** The saved checkpoint's signature by its (pinned) key, and its consistency with the bundle's checkpoint. */
@@ -622,6 +661,7 @@ function walkedLeaf(leaf: Record<string, unknown>, n: LogProfile): WalkedLeaf {
     ...(leaf.kind !== undefined && { kind: leaf.kind as string | null }),
     ...(leaf.change !== undefined && { change: leaf.change as string | null }),
     ...(leaf.writtenBy === undefined ? {} : { writtenBy: leaf.writtenBy as string | null }),
+    ...(typeof leaf.heads === 'string' && { heads: leaf.heads }),
   };
 }
 

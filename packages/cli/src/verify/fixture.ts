@@ -149,6 +149,7 @@ export class MemoryLog {
       publicKey: this.key.publicKey.toString('base64'),
       certificates: [],
       erasures: [],
+      tombstones: [],
       ...(since === undefined ? {} : { consistency: { from: since, to: checkpoint.treeSize, proof: this.consistency(since, checkpoint.treeSize) } }),
     };
   }

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { leafHash, verifyBytes } from '@vigil/platform/audit-verify';
+import { HEADS_LEAF, leafHash, parseHeadsLeaf, verifyBytes } from '@vigil/platform/audit-verify';
 import { OBSERVE_PROFILE, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { parseWriterLeaf } from '@vigil/observe/writer-leaf';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
@@ -24,6 +24,8 @@ export interface WalkedLeaf {
   change?: string | null;
   /** The credential the server records as the event's writer (null: not recorded); undefined when the log records none (the gate's). */
   writtenBy?: string | null;
+  /** On a heads leaf (the last leaf of a checkpoint's tree): its data. */
+  heads?: string;
 }
 
 /** An event waiting for its batch's writer leaf (docs/audit.md#who-wrote-an-event). */
@@ -161,7 +163,8 @@ export class LogWalk {
         });
       return;
     }
-    if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
+    if (leaf.heads !== undefined && leaf.sessionId === null) this.addHeadsLeaf(leaf, leaf.heads);
+    else if (leaf.tombstone !== null) this.addTombstone(leaf, leaf.tombstone);
     else if (leaf.change !== undefined && leaf.sessionId === null) this.addChangeLeaf(leaf, leaf.change);
     else if (leaf.sessionId === null) this.addWriterLeaf(leaf);
     else this.addEventLeaf(leaf);
@@ -174,19 +177,28 @@ export class LogWalk {
       ? 'key-rotation'
       : this.erasures.leaves.has(leaf.index)
         ? 'erasure'
-        : leaf.tombstone !== null
-          ? 'tombstone'
-          : leaf.change !== undefined && leaf.sessionId === null
-            ? 'change'
-            : leaf.sessionId === null
-              ? 'writer'
-              : this.n.item;
+        : leaf.heads !== undefined && leaf.sessionId === null
+          ? HEADS_LEAF
+          : leaf.tombstone !== null
+            ? 'tombstone'
+            : leaf.change !== undefined && leaf.sessionId === null
+              ? 'change'
+              : leaf.sessionId === null
+                ? 'writer'
+                : this.n.item;
     if (leaf.kind !== covers)
       this.findings.push({
         check: 'leaf-kind',
         leafIndex: leaf.index,
         message: `leaf ${leaf.index} is stored as ${leaf.kind === null ? 'of no kind' : `kind ${leaf.kind}`}, but it is ${covers === this.n.item ? `an ${this.n.item} of ${this.n.scope} ${leaf.sessionId}` : `a ${covers} leaf`}`,
       });
+  }
+
+  /** A heads leaf: the data the server shows must be its leaf, and a heads leaf of this log naming its own index. */
+  private addHeadsLeaf(leaf: WalkedLeaf, text: string): void {
+    const parsed = parseHeadsLeaf(text, this.n.log);
+    if (leafHash(Buffer.from(text, 'utf8')).toString('hex') !== leaf.leafHash || parsed?.treeSize !== leaf.index)
+      this.findings.push({ check: 'heads', leafIndex: leaf.index, message: `leaf ${leaf.index} is not the heads leaf the server shows for it` });
   }
 
   /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { leafHash, migrateToLatest, rootOf, sha256Hex, verifyCheckpoint, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
-import { describeEachDatabase, dropAuditLogTables } from '@vigil/platform/testing';
+import { describeEachDatabase, dropAuditLogTables, expectedHeadsLeaf } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
 import { buildGateService, type GateService } from '../app.ts';
@@ -32,7 +32,14 @@ interface Verdict {
 /** An entry as the API shows it, with the request it belongs to. */
 type LoggedEntry = AuditEntry & { requestId: string };
 
-const leafOf = (entry: { hash: string }): Buffer => leafHash(Buffer.from(entry.hash, 'hex'));
+const leafOf = (entry: { hash: string; leaf?: Buffer }): Buffer => entry.leaf ?? leafHash(Buffer.from(entry.hash, 'hex'));
+
+/** The heads leaf ending a checkpoint of `treeSize` leaves, as a logged entry of no request (its leaf recomputed from GET /api/audit/heads). */
+async function headsEntry(gate: TestGate, treeSize: number): Promise<LoggedEntry> {
+  const { requests } = (await gate.call({ method: 'GET', url: '/api/audit/heads?limit=1000' })).json<{ requests: Record<string, unknown>[] }>();
+  const leaf = await expectedHeadsLeaf(gate.service.context.database.db as never, GATE_LOG, treeSize, requests, 'requestId');
+  return { id: `heads-${treeSize - 1}`, hash: '', leaf, requestId: null } as unknown as LoggedEntry;
+}
 const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 
@@ -117,6 +124,7 @@ await describeEachDatabase('gate audit log', (backend) => {
     );
 
     const checkpoint = await api.checkpointNow();
+    logged.push(await headsEntry(gate, checkpoint.treeSize));
     assert.equal(checkpoint.treeSize, logged.length);
     assert.equal(checkpoint.rootHash, rootOf(logged.map(leafOf)).toString('hex'));
     assert.ok(verifyCheckpoint(GATE_LOG, checkpoint, publicKey));
@@ -129,6 +137,8 @@ await describeEachDatabase('gate audit log', (backend) => {
   test("every entry's inclusion proof verifies against the signed root", async () => {
     const checkpoint = await api.ok<Checkpoint>({ method: 'GET', url: '/api/audit/checkpoint' });
     for (const [index, entry] of logged.entries()) {
+      // The heads leaf logs no entry: its inclusion is the bundle's (tamper-matrix-offline.test.ts in the CLI).
+      if (entry.id.startsWith('heads-')) continue;
       const proof = await api.ok<Proof>({ method: 'GET', url: `/api/audit/inclusion?entryId=${entry.id}` });
       assert.deepEqual([proof.entryId, proof.leafIndex, proof.treeSize, proof.leafHash], [entry.id, index, checkpoint.treeSize, leafOf(entry).toString('hex')]);
       assert.ok(verifyInclusion(index, checkpoint.treeSize, leafOf(entry), buffers(proof.proof), Buffer.from(checkpoint.rootHash, 'hex')), `entry ${index}`);
@@ -141,7 +151,8 @@ await describeEachDatabase('gate audit log', (backend) => {
     await api.ok({ method: 'POST', url: `/api/requests/${id}/decide`, payload: { decision: 'denied', reason: 'not now' } });
     logged.push(...(await api.trail(id)));
     const second = await api.checkpointNow();
-    assert.equal(second.treeSize, first.treeSize + 2);
+    logged.push(await headsEntry(gate, second.treeSize));
+    assert.equal(second.treeSize, first.treeSize + 3);
     assert.equal(second.rootHash, rootOf(logged.map(leafOf)).toString('hex'));
     const { proof } = await api.ok<{ proof: string[] }>({ method: 'GET', url: `/api/audit/consistency?from=${first.treeSize}&to=${second.treeSize}` });
     const [firstRoot, secondRoot] = [Buffer.from(first.rootHash, 'hex'), Buffer.from(second.rootHash, 'hex')];
@@ -161,7 +172,8 @@ await describeEachDatabase('gate audit log', (backend) => {
     gate.clock.advance(60_000);
     assert.ok(await job.tick());
     const signed = await api.ok<Checkpoint>({ method: 'GET', url: '/api/audit/checkpoint' });
-    assert.equal(signed.treeSize, latest.treeSize + 1);
+    logged.push(await headsEntry(gate, signed.treeSize));
+    assert.equal(signed.treeSize, latest.treeSize + 2);
     assert.equal(signed.rootHash, rootOf(logged.map(leafOf)).toString('hex'));
     assert.ok(verifyCheckpoint(GATE_LOG, signed, publicKey));
   });
@@ -173,7 +185,7 @@ await describeEachDatabase('gate audit log', (backend) => {
       .map((line) => JSON.parse(line) as { type: string; log: string; checkpoint: Checkpoint; publicKey: string });
     assert.deepEqual(
       lines.map((l) => l.checkpoint.treeSize),
-      [9, 11, 12],
+      [10, 13, 15],
     );
     for (const line of lines) {
       assert.deepEqual([line.type, line.log, line.publicKey], ['audit.checkpoint', GATE_LOG, publicKey.toString('base64')]);
@@ -191,7 +203,7 @@ await describeEachDatabase('gate audit log', (backend) => {
     assertGateError(await gate.call({ method: 'GET', url: `/api/audit/consistency?from=1&to=${size + 1}` }), 400, 'bad_request', 'beyond the log');
     assertGateError(await gate.call({ method: 'GET', url: '/api/audit/consistency?from=-1&to=2' }), 400, 'bad_request', 'negative size');
     assertGateError(
-      await gate.call({ method: 'GET', url: `/api/audit/inclusion?entryId=${logged.at(-1)!.id}&treeSize=2` }),
+      await gate.call({ method: 'GET', url: `/api/audit/inclusion?entryId=${logged.filter((e) => !e.id.startsWith('heads-')).at(-1)!.id}&treeSize=2` }),
       400,
       'bad_request',
       'leaf past the size',
@@ -265,8 +277,8 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
         if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
         else await sleep(20);
       }
-      // Counted are the entries: the admin key's change leaf before them is in the tree all the same.
-      assert.equal(checkpoint?.treeSize, 4);
+      // Counted are the entries: the admin key's change leaf before them and the heads leaf after are in the tree all the same.
+      assert.equal(checkpoint?.treeSize, 5);
       assert.equal(checkpoint?.rootHash, rootOf((await api.leaves()).map((l) => l.leaf_hash)).toString('hex'));
     } finally {
       await gate.close();
@@ -314,7 +326,10 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       const checkpoint = (
         await (other ?? gate.service).app.inject({ method: 'POST', url: '/api/audit/checkpoint', headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })
       ).json() as Checkpoint;
-      assert.equal(checkpoint.rootHash, rootOf(leaves.map((l) => leafOf(byId.get(l.item_id)!))).toString('hex'));
+      assert.equal(
+        checkpoint.rootHash,
+        rootOf([...leaves.map((l) => leafOf(byId.get(l.item_id)!)), leafOf(await headsEntry(gate, checkpoint.treeSize))]).toString('hex'),
+      );
       for (const id of all) assert.equal((await api.ok<Verdict>({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).valid, true);
     } finally {
       await other?.app.close();
@@ -359,7 +374,7 @@ await describeEachDatabase('gate audit log: instances, counting and migration', 
       await api.ok({ method: 'POST', url: `/api/requests/${second}/decide`, payload: { decision: 'denied' } });
       const all = [...entries, (await api.trail(second)).at(-1)!];
       const checkpoint = await api.checkpointNow();
-      assert.equal(checkpoint.rootHash, rootOf(all.map(leafOf)).toString('hex'));
+      assert.equal(checkpoint.rootHash, rootOf([...all, await headsEntry(gate, checkpoint.treeSize)].map(leafOf)).toString('hex'));
     } finally {
       await gate.close();
     }

@@ -19,7 +19,7 @@ import {
   verifyInclusion,
   type Checkpoint,
 } from '@vigil/platform';
-import { describeEachDatabase, dropAuditLogTables, storeHashesAsHex } from '@vigil/platform/testing';
+import { describeEachDatabase, dropAuditLogTables, expectedHeadsLeaf, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from '../migrations.ts';
 import { ago, assertErrorBody, clockOf, custom, ingestEvents, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
@@ -44,6 +44,17 @@ async function changeAcks(observe: TestObserve): Promise<EventAck[]> {
   });
 }
 const buffers = (hexes: readonly string[]): Buffer[] => hexes.map((h) => Buffer.from(h, 'hex'));
+
+/**
+ * The heads leaf a checkpoint of `treeSize` leaves ends with (docs/audit.md, "Session heads"): a
+ * heads leaf of this log naming its own index, whose root is the map of every session's recorded
+ * head, recomputed here from GET /api/audit/heads.
+ */
+async function headsLeafOf(observe: TestObserve, treeSize: number): Promise<Buffer> {
+  const response = await observe.call({ method: 'GET', url: '/api/audit/heads?limit=1000' });
+  const { sessions } = response.json<{ sessions: Record<string, unknown>[] }>();
+  return expectedHeadsLeaf(observe.service.context.database.db as never, OBSERVE_LOG, treeSize, sessions, 'sessionId');
+}
 /** The writer leaf after events a credential wrote in one transaction: SHA-256(0x00 || its canonical JSON). */
 const writerLeafOf = (events: readonly EventAck[], writer: string): Buffer =>
   leafHash(
@@ -113,7 +124,10 @@ await describeEachDatabase('audit log', (backend) => {
   const checkpointNow = async (): Promise<Checkpoint> => {
     const response = await observe.call({ method: 'POST', url: '/api/audit/checkpoint' });
     assert.equal(response.statusCode, 201, response.body);
-    return response.json() as Checkpoint;
+    const checkpoint = response.json() as Checkpoint;
+    // A new checkpoint ends with its heads leaf.
+    if (checkpoint.treeSize === logged.length + 1) logged.push(await headsLeafOf(observe, checkpoint.treeSize));
+    return checkpoint;
   };
   const inclusion = (eventId: string, treeSize: number) =>
     get<{ leafIndex: number; leafHash: string; treeSize: number; proof: string[] }>(`/api/audit/inclusion?eventId=${eventId}&treeSize=${treeSize}`);
@@ -254,7 +268,9 @@ await describeEachDatabase('audit log', (backend) => {
     clockOf(observe).advance(60_000);
     assert.ok(await job.tick());
     const signed = await get<Checkpoint>('/api/audit/checkpoint');
-    assert.equal(signed.treeSize, latest.treeSize + 2, 'the event and its writer leaf');
+    assert.equal(signed.treeSize, latest.treeSize + 3, 'the event, its writer leaf and the heads leaf');
+    logged.push(await headsLeafOf(observe, signed.treeSize));
+    assert.equal(signed.rootHash, rootOf(logged).toString('hex'));
     assert.ok(verifyCheckpoint(signed, publicKey));
   });
 
@@ -280,9 +296,17 @@ await describeEachDatabase('audit log', (backend) => {
         if (response.statusCode === 200) checkpoint = response.json() as Checkpoint;
         else await sleep(20);
       }
-      // Counted are the events: the change leaf before them and their writer leaf are in the tree all the same.
-      assert.equal(checkpoint?.treeSize, setup.length + 4);
-      assert.equal(checkpoint?.rootHash, rootOf([...setup.map(leafOf), ...events.map(leafOf), writerLeafOf(events, counted.keyWriter)]).toString('hex'));
+      // Counted are the events: the change leaf before them, their writer leaf and the heads leaf are in the tree all the same.
+      assert.equal(checkpoint?.treeSize, setup.length + 5);
+      assert.equal(
+        checkpoint?.rootHash,
+        rootOf([
+          ...setup.map(leafOf),
+          ...events.map(leafOf),
+          writerLeafOf(events, counted.keyWriter),
+          await headsLeafOf(counted, checkpoint.treeSize),
+        ]).toString('hex'),
+      );
     } finally {
       await counted.close();
     }
@@ -426,7 +450,8 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       const byId = new Map([...setup, ...batches.flat()].map((ack) => [ack.id, ack]));
       const response = await viaSecond.call({ method: 'POST', url: '/api/audit/checkpoint' });
       assert.equal(response.statusCode, 201, response.body);
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf(expectedLeaves(leaves, byId, first.keyWriter)).toString('hex'));
+      const signed = response.json() as Checkpoint;
+      assert.equal(signed.rootHash, rootOf([...expectedLeaves(leaves, byId, first.keyWriter), await headsLeafOf(first, signed.treeSize)]).toString('hex'));
     } finally {
       await second.close();
       await first.close();
@@ -473,7 +498,8 @@ await describeEachDatabase('audit log: instances and migration', (backend) => {
       // The backfilled events have no writer leaf; the new one has.
       const added = all.at(-1)!;
       const writerLeaf = leafHash(Buffer.from(writerLeafBody(OBSERVE_LOG, observe.keyWriter, [hashHex(added.hash)]), 'utf8'));
-      assert.equal((response.json() as Checkpoint).rootHash, rootOf([...all.map((e) => leafHash(e.hash)), writerLeaf]).toString('hex'));
+      const signed = response.json() as Checkpoint;
+      assert.equal(signed.rootHash, rootOf([...all.map((e) => leafHash(e.hash)), writerLeaf, await headsLeafOf(observe, signed.treeSize)]).toString('hex'));
     } finally {
       await observe.close();
     }

@@ -18,11 +18,24 @@ export const OBSERVE_LOG = 'vigil-observe';
 
 export type ObserveAuditLog = AuditLog<ObserveSchema>;
 
-/** Resolves to the log and its checkpoint job; `appendLeaves: false` only for the benchmark of what the log costs (ObserveOptions.auditLeaves). */
-export const auditLogFeature = (options: { appendLeaves: boolean }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> =>
+/**
+ * Resolves to the log and its checkpoint job; `appendLeaves: false` and `commitHeads: false` only for
+ * the benchmarks of what the log and its map of session heads cost (ObserveOptions.auditLeaves, auditHeads).
+ */
+export const auditLogFeature = (options: {
+  appendLeaves: boolean;
+  commitHeads: boolean;
+}): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> =>
   defineFeature('audit-log', async ({ app, context, job, onClose }) => {
     const { config, database, clock } = context;
-    const log = AuditLog.ofService<ObserveSchema>(OBSERVE_LOG, config, database, clock, app.log);
+    const log = AuditLog.ofService<ObserveSchema>(
+      OBSERVE_LOG,
+      config,
+      database,
+      clock,
+      app.log,
+      options.commitHeads ? { table: 'sessions', headSeq: 'last_seq', headHash: 'last_hash' } : undefined,
+    );
     await log.registerKey();
 
     // Before the stream log (the last writer): lock order sessions → audit_log_head → stream_head in every ingest transaction.

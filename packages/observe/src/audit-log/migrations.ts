@@ -1,5 +1,5 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addCheckpointNotes, addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import { addCheckpointNotes, createHeadMapTables, addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
 import { EVENT_LEAF, WRITER_LEAF } from './writer-leaves.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
@@ -18,5 +18,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   /** Each checkpoint as a C2SP signed note, and the witnesses' cosignatures of them (docs/audit.md, "C2SP formats"). */
   async '0033_audit_checkpoint_notes'(db) {
     await addCheckpointNotes(db);
+  },
+  /** The map of sessions' heads each checkpoint commits in its last leaf (docs/audit.md, "Session heads"). */
+  async '0036_audit_head_map'(db) {
+    await createHeadMapTables(db);
   },
 };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { leafHash, sha256Hex, verifyInclusion, type Checkpoint } from '@vigil/platform';
+import { headBucketOf, headEntryText, headInBucket, leafHash, parseHeadsLeaf, sha256Hex, verifyInclusion, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ago, assertErrorBody, custom, ingestEvents, insertEventCopy, started, startTestObserve, type EventAck, type TestObserve } from '../testing.ts';
 
@@ -14,6 +14,7 @@ interface Bundle {
   checkpoint: Checkpoint;
   publicKey: string;
   consistency?: { from: number; to: number; proof: string[] };
+  heads?: { treeSize: number; leafIndex: number; leaf: string; proof: string[]; bucket: number; entries: string[]; path: string[] };
   exportedAt: string;
 }
 
@@ -28,6 +29,8 @@ interface LeafPage {
     tombstone: unknown;
     change?: string | null;
     writtenBy?: string | null;
+    kind?: string | null;
+    heads?: string;
   }[];
 }
 
@@ -68,8 +71,30 @@ await describeEachDatabase('audit walk routes', (backend) => {
     );
     assert.deepEqual(bundle.head, { seq: 2, hash: acks[3]!.hash });
     // No checkpoint existed: the export signed one covering the session (leaf 0 logs the first key's
-    // creation; the five events follow, then their batch's writer leaf).
-    assert.equal(bundle.checkpoint.treeSize, 7);
+    // creation; the five events follow, then their batch's writer leaf, and the heads leaf ends it).
+    assert.equal(bundle.checkpoint.treeSize, 8);
+    // The session's head as that heads leaf commits it: the leaf, its proof, the session's bucket whole and its path to the map root.
+    const heads = bundle.heads!;
+    assert.deepEqual([heads.treeSize, heads.leafIndex], [8, 7]);
+    assert.ok(
+      verifyInclusion(
+        7,
+        8,
+        leafHash(Buffer.from(heads.leaf, 'utf8')),
+        heads.proof.map((h) => Buffer.from(h, 'hex')),
+        Buffer.from(bundle.checkpoint.rootHash, 'hex'),
+      ),
+    );
+    assert.equal(heads.bucket, headBucketOf('w-1'));
+    assert.ok(heads.entries.includes(headEntryText('w-1', { seq: 2, hash: acks[3]!.hash })));
+    const committed = headInBucket(
+      'w-1',
+      heads.bucket,
+      heads.entries,
+      heads.path.map((h) => Buffer.from(h, 'hex')),
+      parseHeadsLeaf(heads.leaf, 'vigil-observe')!.root,
+    );
+    assert.deepEqual(committed, { seq: 2, hash: acks[3]!.hash });
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');
     bundle.leaves.forEach((leaf, i) => {
       assert.ok(leaf !== null);
@@ -88,7 +113,9 @@ await describeEachDatabase('audit walk routes', (backend) => {
     assert.equal(bundle.consistency, undefined);
 
     const since = await get<Bundle>('/api/audit/export?sessionId=w-1&since=2');
-    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 7 });
+    assert.deepEqual({ from: since.consistency!.from, to: since.consistency!.to }, { from: 2, to: 8 });
+    // Since a tree that does not end with a heads leaf: nothing to prove the session's head by.
+    assert.equal(since.heads, undefined);
   });
 
   test('an unknown session is a 404, a since past the checkpoint a 400', async () => {
@@ -99,8 +126,13 @@ await describeEachDatabase('audit walk routes', (backend) => {
   test('leaves come in index order, a page at a time, each with its session and event text; a change leaf with its row', async () => {
     const first = await get<LeafPage>('/api/audit/leaves?from=0&limit=2');
     const second = await get<LeafPage>('/api/audit/leaves?from=2&limit=1000');
-    assert.equal(first.treeSize, 7);
+    assert.equal(first.treeSize, 8);
     const [change, ...all] = [...first.leaves, ...second.leaves];
+    // The last is the heads leaf the export's checkpoint ended with: no session, its data as `heads`.
+    const headsLeaf = all.pop()!;
+    assert.deepEqual([headsLeaf.index, headsLeaf.sessionId, headsLeaf.kind], [7, null, 'heads']);
+    assert.equal(headsLeaf.leafHash, leafHash(Buffer.from(headsLeaf.heads!, 'utf8')).toString('hex'));
+    assert.equal(parseHeadsLeaf(headsLeaf.heads!, 'vigil-observe')?.treeSize, 7);
     // Leaf 0 logs the first key's creation: no session, its change row's text, whose SHA-256 is the leaf's data.
     const [row] = (await get<{ entries: { id: string }[] }>('/api/audit/changes')).entries;
     assert.deepEqual([change!.sessionId, change!.eventId, change!.event], [null, row!.id, null]);

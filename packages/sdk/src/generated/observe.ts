@@ -1712,6 +1712,23 @@ export interface paths {
             to: number;
             proof: string[];
           };
+          /** The session's head as committed at tree size `since` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the session's bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf */
+          heads?: {
+            treeSize: number;
+            leafIndex: number;
+            leaf: string;
+            proof: string[];
+            bucket: number;
+            entries: string[];
+            path: string[];
+          };
+          /** The session's tombstones after `heads`, with their inclusion proofs in the checkpoint */
+          tombstones?: {
+            leafIndex: number;
+            body: string;
+            signature: string;
+            proof: string[];
+          }[];
           exportedAt: string;
         };
         400: ObserveError;
@@ -1824,6 +1841,8 @@ export interface paths {
             } | null;
             /** On a change leaf: the change row as canonical JSON; null when the row is gone */
             change?: string | null;
+            /** On a heads leaf (the last leaf of a checkpoint's tree): its data, the map of heads' root it commits */
+            heads?: string;
             /** The credential recorded as the event's writer, where the service records one (null: not recorded) */
             writtenBy?: string | null;
           }[];
