@@ -15,7 +15,15 @@ import { WEBHOOK_CHANGES, type Outbox } from './webhooks/index.ts';
  * feature that records changes declares. The route's `resource` filter is this list, and the
  * schema's change rows are typed by it, so `recordChange` takes no other name.
  */
-export const GATE_CHANGE_RESOURCES = [POLICY_CHANGES, API_KEY_CHANGES, WEBHOOK_CHANGES, GROUP_CHANGES, DELEGATION_CHANGES, GRANT_CHANGES, BUDGET_CHANGES] as const;
+export const GATE_CHANGE_RESOURCES = [
+  POLICY_CHANGES,
+  API_KEY_CHANGES,
+  WEBHOOK_CHANGES,
+  GROUP_CHANGES,
+  DELEGATION_CHANGES,
+  GRANT_CHANGES,
+  BUDGET_CHANGES,
+] as const;
 export type GateChangeResource = (typeof GATE_CHANGE_RESOURCES)[number];
 
 /** What every feature of the gate is built from. */
