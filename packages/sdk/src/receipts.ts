@@ -85,9 +85,16 @@ function base64Of(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes));
 }
 
+/** Node's Buffer where the runtime has one: its base64url codec is native (atob and btoa are not). */
+const NodeBuffer = (globalThis as { Buffer?: { from(text: string, encoding: 'base64url'): Uint8Array & { toString(encoding: 'base64url'): string } } }).Buffer;
+
 /** base64url without padding, in its one spelling (so an altered spelling of a signature is not a second valid copy). */
 function base64UrlBytes(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
+  if (NodeBuffer) {
+    const bytes = NodeBuffer.from(text, 'base64url');
+    return bytes.toString('base64url') === text ? bytes : null;
+  }
   const bytes = base64Bytes(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4));
   if (!bytes) return null;
   return base64Of(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '') === text ? bytes : null;
@@ -147,6 +154,24 @@ async function importedKey(raw: Uint8Array): Promise<ImportedKey> {
   return found;
 }
 
+/** Keys given as text, imported (or null: not a key), by that text: a verification need not decode it again. */
+const importedByText = new Map<string, ImportedKey | null>();
+
+async function importedKeyOf(key: ReceiptPublicKey): Promise<ImportedKey | null> {
+  if (typeof key !== 'string') {
+    const raw = rawReceiptKey(key);
+    return raw ? importedKey(raw) : null;
+  }
+  let found = importedByText.get(key);
+  if (found === undefined) {
+    const raw = rawReceiptKey(key);
+    found = raw ? await importedKey(raw) : null;
+    if (importedByText.size > 64) importedByText.clear();
+    importedByText.set(key, found);
+  }
+  return found;
+}
+
 const FIELDS = ['v', 'requestId', 'action', 'argsDigest', 'decision', 'decidedBy', 'policyId', 'issuedAt', 'expiresAt', 'nonce', 'keyId', 'signature'];
 
 /** Whether `value` has exactly a receipt's fields, of their types (the signature is checked by verifyReceipt). */
@@ -174,14 +199,12 @@ export async function verifyReceipt(receipt: unknown, publicKey: ReceiptPublicKe
   if (!isReceiptShaped(receipt)) return false;
   const signature = base64UrlBytes(receipt.signature);
   if (signature?.length !== 64) return false;
-  const candidates = (Array.isArray(publicKey) ? publicKey : [publicKey as ReceiptPublicKey]).map(rawReceiptKey);
+  const candidates: readonly ReceiptPublicKey[] = Array.isArray(publicKey) ? publicKey : [publicKey as ReceiptPublicKey];
   const { signature: _, ...unsigned } = receipt;
-  const message = encoder.encode(canonicalJson(unsigned));
-  for (const raw of candidates) {
-    if (!raw) continue;
-    const key = await importedKey(raw);
-    if (key.keyId !== receipt.keyId) continue;
-    return key.verify(signature, message);
+  for (const candidate of candidates) {
+    const key = await importedKeyOf(candidate);
+    if (key === null || key.keyId !== receipt.keyId) continue;
+    return key.verify(signature, encoder.encode(canonicalJson(unsigned)));
   }
   return false;
 }
