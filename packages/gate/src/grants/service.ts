@@ -39,6 +39,21 @@ export class GrantService implements GrantApprover {
     this.logged = new LoggedStates(ctx.database.db, ctx.clock, ctx.config.cacheRefreshMs);
   }
 
+  /**
+   * The live grants (not revoked, expired or used up), read at most every GATE_CACHE_REFRESH_MS and
+   * at once after a change on this instance: matching a request costs no query. A use count read
+   * here may be behind; the use itself is taken in the creation's transaction (claim), which passes
+   * a grant with none left over.
+   */
+  private live: { at: number; grants: GrantRow[] } | null = null;
+
+  private async liveGrants(now: number): Promise<GrantRow[]> {
+    if (this.live !== null && now - this.live.at < this.ctx.config.cacheRefreshMs) return this.live.grants;
+    const grants = await liveGrants(this.ctx.database, now);
+    this.live = { at: now, grants };
+    return grants;
+  }
+
   async create(input: NewGrant, by: AuditActor): Promise<GrantRow> {
     let { action, agentId, sessionId } = input;
     if (input.requestId !== undefined) {
@@ -75,6 +90,7 @@ export class GrantService implements GrantApprover {
       revoked_by: null,
     };
     await insertGrant(this.ctx.database, row, by);
+    this.live = null;
     return row;
   }
 
@@ -83,6 +99,7 @@ export class GrantService implements GrantApprover {
     if (outcome.kind === 'missing') throw gateError('grantNotFound');
     if (outcome.kind === 'already') throw gateError('grantRevoked');
     this.logged.forget();
+    this.live = null;
     return outcome.row;
   }
 
@@ -101,8 +118,9 @@ export class GrantService implements GrantApprover {
     const agentId = stringField(request.context, 'agentId');
     const sessionId = stringField(request.context, 'sessionId');
     if (agentId === undefined && sessionId === undefined) return undefined;
-    for (const grant of await liveGrants(this.ctx.database, request.action, now)) {
-      if (passedOver.has(grant.id)) continue;
+    for (const grant of await this.liveGrants(now)) {
+      if (grant.action !== request.action || passedOver.has(grant.id)) continue;
+      if (grant.expires_at !== null && grant.expires_at <= now) continue;
       if (grant.agent_id !== null && grant.agent_id !== agentId) continue;
       if (grant.session_id !== null && grant.session_id !== sessionId) continue;
       const verdict = await this.logged.check(GRANT_CHANGES, grant.id, grantState(grant));
