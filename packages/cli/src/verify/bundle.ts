@@ -381,6 +381,12 @@ export function checkConsistency(a: Checkpoint, b: Checkpoint, proof: readonly s
   };
 }
 
+/** An item's hash in its chain: of its text, or for an erased one the hash its signed erasure leaf lists. */
+function chainedHashOf(text: string, scopeField: string, erased: ReturnType<typeof acceptErasures>['erased']): string {
+  const parsed = parseChainEvent(text, scopeField);
+  return (parsed === undefined ? undefined : erasedHash(parsed.fields, erased)) ?? hash('sha256', text, 'hex');
+}
+
 /**
  * Whether the bundle holds every item of its scope up to the saved checkpoint (docs/audit.md,
  * "Session heads"): the heads leaf ending the saved tree, proven by the saved root, commits the
@@ -451,7 +457,8 @@ export function completenessFindings(
     };
 
   const events = bundle.events;
-  const atSeq = events.length > committed.seq ? hash('sha256', events[committed.seq]!, 'hex') : undefined;
+  const atSeq =
+    events.length > committed.seq ? chainedHashOf(events[committed.seq]!, n.scopeField, acceptErasures(n.log, bundle.erasures, keyOf).erased) : undefined;
   if (atSeq !== undefined && atSeq === committed.hash) return { findings: [], notes: [] };
 
   // Removed since by retention: a signed tombstone after the saved tree, included in the bundle's checkpoint, recording at least that head.

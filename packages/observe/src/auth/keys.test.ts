@@ -349,7 +349,8 @@ await describeEachDatabase('authentication: route-table walk', (backend) => {
     const signedRoutes = table.filter((r) => r.auth === 'signature').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(signedRoutes, ['POST /api/events/ingest', 'POST /api/events/ingest/batch']);
     const serviceRoutes = table.filter((r) => r.auth === 'service').map((r) => `${r.method} ${r.url}`);
-    assert.deepEqual(serviceRoutes, ['POST /api/internal/eval/guardrail-breach']);
+    // The gate's link (INTERNAL_SERVICE_TOKEN): breach reports, budget spend reads, agent pauses.
+    assert.deepEqual(serviceRoutes, ['POST /api/internal/agents/:id/pause', 'POST /api/internal/eval/guardrail-breach', 'POST /api/internal/spend']);
     // The event stream also takes a short-lived stream token (?token=), for browsers' EventSource.
     const streamRoutes = table.filter((r) => r.auth === 'stream').map((r) => `${r.method} ${r.url}`);
     assert.deepEqual(streamRoutes, ['GET /api/stream']);
