@@ -148,7 +148,6 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
         eventCount: 3,
         headHash: timed.events.at(-1)!.hash,
         brokenAt: null,
-        erasures: [],
       } as never);
       const result = await runVerify(['--url', door.url, '--checkpoint', door.saved], door.observe.key);
       assert.equal(result.status, 0, `${result.stderr}\n${JSON.stringify(result.report)}`);

@@ -150,12 +150,7 @@ for (const database of ['sqlite', 'postgres'] as const) {
         ],
       });
       await admin.createPolicy({ name: 'no moves', priority: 20, rules: [{ match: { action: 'fs__move_file' }, decision: 'auto_deny' }] });
-      // At its deadline (the gateway's expiresInSeconds) a write fails closed rather than escalating (the default plan).
-      await admin.createPolicy({
-        name: 'writes need a human',
-        priority: 30,
-        rules: [{ match: { action: 'fs__write_file' }, decision: 'route_to_human', onDeadline: { escalate: [] } }],
-      });
+      await admin.createPolicy({ name: 'writes need a human', priority: 30, rules: [{ match: { action: 'fs__write_file' }, decision: 'route_to_human' }] });
       const gatewayKey = await live.gateKey('mcp-gateway', ['request:create', 'request:read']);
       dir = mkdtempSync(join(tmpdir(), 'vigil-gateway-fs-'));
       writeFileSync(join(dir, 'notes.txt'), 'hello from the filesystem');

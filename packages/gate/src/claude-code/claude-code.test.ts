@@ -38,8 +38,7 @@ await describeEachDatabase('Claude Code routes', (backend) => {
         rules: [
           { match: { action: 'Bash', command: { $regex: '^ls' } }, decision: 'auto_approve' },
           { match: { action: 'Bash', command: { $regex: '^rm' } }, decision: 'auto_deny' },
-          // Fails closed at the hook's deadline (without onDeadline a rule escalates once first: docs/guide/escalation.md).
-          { match: { action: 'Bash' }, decision: 'route_to_human', onDeadline: { escalate: [] } },
+          { match: { action: 'Bash' }, decision: 'route_to_human' },
         ],
       },
     });

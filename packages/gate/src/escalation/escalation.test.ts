@@ -158,22 +158,20 @@ await describeEachDatabase('gate escalation', (backend) => {
     assert.deepEqual(await events(created.id), ['created', 'escalated', 'approved']);
   });
 
-  test('a rule without onDeadline escalates once to the same deciders for an hour, then fails closed; a request no rule routed expires as before', async () => {
+  test('a rule without onDeadline fails closed at expiresAt with a reason naming the rule, as the spec expires it; a request no rule routed expires as before', async () => {
     await chat.createPolicy({ name: 'Default plan', rules: [{ match: { action: 'default_plan' }, decision: 'route_to_human' }] });
     const ruled = (await chat.createRequest({ action: 'default_plan', params: {}, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
     const unruled = (await chat.createRequest({ action: 'nobody_rules_this', params: {}, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
     chat.gate.clock.advance(MINUTE + 1);
     await tick();
-    assert.equal((await get(ruled.id)).escalation.tier, 1);
-    assert.equal((await get(ruled.id)).escalation.deadlineAt, iso(now() + 60 * MINUTE));
+    const failed = await get(ruled.id);
+    assert.equal(failed.status, 'expired');
+    assert.equal(failed.decidedBy, 'system:expiry');
+    assert.equal(failed.escalation.tier, 0);
+    assert.match(failed.decisionReason!, /^No decision by the deadline: failed closed \(policy "Default plan"/);
     const plain = await get(unruled.id);
     assert.equal(plain.status, 'expired');
     assert.equal(plain.decisionReason, 'Expired before a decision');
-    chat.gate.clock.advance(60 * MINUTE + 1);
-    await tick();
-    const failed = await get(ruled.id);
-    assert.equal(failed.status, 'expired');
-    assert.match(failed.decisionReason!, /^No decision after escalation to tier 1: failed closed/);
   });
 
   test('a plan without tiers fails closed at the first deadline with its own reason', async () => {

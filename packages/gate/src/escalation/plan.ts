@@ -33,17 +33,13 @@ export const deadlinePlanSchema = z
 
 export type DeadlinePlan = z.infer<typeof deadlinePlanSchema>;
 
-/** How long the default tier has: one more hour for the same deciders, then fail closed. */
-export const DEFAULT_TIER_SECONDS = 3600;
-
 /**
- * The plan of a rule that routes to a human and names none: escalate once (the same deciders and
- * channels, reminded again, for another hour), then fail closed with a recorded reason.
+ * The plan of a rule that routes to a human and names none: fail closed at the request's
+ * `expiresAt` with a recorded reason naming the rule. The gate specification expires a pending
+ * request when `expiresAt` is reached; escalating past the time the requester set is a choice a
+ * policy makes explicitly (docs/guide/escalation.md).
  */
-export const DEFAULT_DEADLINE_PLAN: DeadlinePlan = {
-  escalate: [{ approvers: [], channels: [], timeoutSeconds: DEFAULT_TIER_SECONDS }],
-  remindBeforeSeconds: 0,
-};
+export const DEFAULT_DEADLINE_PLAN: DeadlinePlan = { escalate: [], remindBeforeSeconds: 0 };
 
 /** What the plan reads of a request's stored policy decision (policies/engine.ts PolicyDecision). */
 export interface PlannedDecision {

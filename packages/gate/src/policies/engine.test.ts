@@ -190,8 +190,8 @@ describe('policy engine: which policies and in which order', () => {
       approvers: ['alice', 'bob'],
       channels: ['#ops', 'email'],
       requireReason: true,
-      // A routing rule without a plan of its own gets the default: escalate once, then fail closed (escalation/).
-      onDeadline: { escalate: [{ approvers: [], channels: [], timeoutSeconds: 3600 }], remindBeforeSeconds: 0 },
+      // A routing rule without a plan of its own gets the default: fail closed at the deadline (escalation/).
+      onDeadline: { escalate: [], remindBeforeSeconds: 0 },
     });
   });
 

@@ -75,7 +75,8 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
           brokenAt: chainBreakSchema.nullable(),
           erasures: z
             .array(z.object({ erasureId: z.string(), eventIds: z.array(z.string()) }))
-            .describe('The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); empty when none'),
+            .optional()
+            .describe('The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); absent when none'),
         }),
       },
     }),
@@ -89,7 +90,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
         eventCount: verdict.eventCount,
         headHash: session.last_hash,
         brokenAt: verdict.brokenAt,
-        erasures: verdict.erasures ?? [],
+        ...(verdict.erasures !== undefined && verdict.erasures.length > 0 && { erasures: verdict.erasures }),
       };
     },
   );
