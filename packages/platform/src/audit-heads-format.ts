@@ -75,14 +75,25 @@ export class HeadMapTree {
     }
   }
 
-  /** Sets bucket `bucket`'s hash, rehashing its path to the root. */
-  set(bucket: number, bucketHash: Buffer): void {
-    this.levels[0]![bucket] = leafHash(bucketHash);
-    let index = bucket;
+  /**
+   * Sets the buckets' hashes, rehashing each node above them once: a node that several changed
+   * buckets share is not rehashed for each (K changed buckets cost at most min(12·K, 4,095) inner
+   * hashes, not 12·K).
+   */
+  setAll(changes: ReadonlyMap<number, Buffer>): void {
+    let dirty = new Set<number>();
+    for (const [bucket, bucketHash] of changes) {
+      this.levels[0]![bucket] = leafHash(bucketHash);
+      dirty.add(bucket >> 1);
+    }
     for (let level = 1; level < this.levels.length; level += 1) {
-      index = Math.floor(index / 2);
       const below = this.levels[level - 1]!;
-      this.levels[level]![index] = nodeHash(below[2 * index]!, below[2 * index + 1]!);
+      const above = new Set<number>();
+      for (const index of dirty) {
+        this.levels[level]![index] = nodeHash(below[2 * index]!, below[2 * index + 1]!);
+        above.add(index >> 1);
+      }
+      dirty = above;
     }
   }
 

@@ -176,7 +176,7 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
     cache.current = undefined;
     const changedBuckets = [...new Set(changed.map((row) => row.bucket))];
     const newHashes = new Map(changedBuckets.map((bucket) => [bucket, headBucketHash(entryTexts(entries.get(bucket)!))]));
-    for (const [bucket, bucketHash] of newHashes) tree.set(bucket, bucketHash);
+    tree.setAll(newHashes);
     const body = headsLeafText(log, size, tree.root);
     const index = await append(trx, Buffer.from(body, 'utf8'), newId());
     if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
