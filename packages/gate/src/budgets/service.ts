@@ -7,6 +7,7 @@ import type { GateSchema } from '../schema.ts';
 import {
   allBudgets,
   BUDGET_CHANGES,
+  budgetColumns,
   budgetNamed,
   budgetState,
   deleteBudget,
@@ -117,16 +118,7 @@ export class BudgetService implements BudgetGuard {
           enabled: patch.enabled ?? before.enabled === 1,
         };
         validate(merged);
-        return {
-          name: merged.name,
-          scope: merged.scope,
-          scope_value: merged.scopeValue,
-          window: merged.window,
-          soft_usd: merged.softUsd,
-          hard_usd: merged.hardUsd,
-          pause_on_hard: merged.pauseOnHard ? 1 : 0,
-          enabled: merged.enabled ? 1 : 0,
-        };
+        return budgetColumns(merged);
       },
       by,
       this.ctx.clock.now(),

@@ -75,9 +75,9 @@ export async function budgetNamed(database: GateDatabase, name: string): Promise
   return database.db.selectFrom('budgets').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
-export async function insertBudget(database: GateDatabase, input: BudgetInput, actor: ChangeActor, now: number): Promise<BudgetRow> {
-  const row: BudgetRow = {
-    id: newId(),
+/** A budget's settings as its row stores them (everything but id and times). */
+export function budgetColumns(input: BudgetInput): Omit<BudgetRow, 'id' | 'created_at' | 'updated_at'> {
+  return {
     name: input.name,
     scope: input.scope,
     scope_value: input.scopeValue,
@@ -86,9 +86,11 @@ export async function insertBudget(database: GateDatabase, input: BudgetInput, a
     hard_usd: input.hardUsd,
     pause_on_hard: input.pauseOnHard ? 1 : 0,
     enabled: input.enabled ? 1 : 0,
-    created_at: now,
-    updated_at: now,
   };
+}
+
+export async function insertBudget(database: GateDatabase, input: BudgetInput, actor: ChangeActor, now: number): Promise<BudgetRow> {
+  const row: BudgetRow = { id: newId(), ...budgetColumns(input), created_at: now, updated_at: now };
   await database.db.transaction().execute(async (trx) => {
     await trx.insertInto('budgets').values(row).execute();
     await recordChange(
