@@ -85,4 +85,53 @@ describe('dashboard in a real browser: approvers, several approvals, escalation'
     assert.equal(await delegations.locator('tbody tr').count(), 2);
     stack.noProblems();
   });
+  test('groups and delegations are made from the page, then deleted and revoked from their rows, each recorded in the change log as the signed-in user', async () => {
+    const { page } = stack;
+    await nav(page).getByRole('link', { name: 'Approvers' }).click();
+    await page.getByRole('heading', { name: 'Approvers', level: 1 }).waitFor();
+
+    await page.getByLabel('Name (rules name it as group:<name>)').fill('oncall');
+    await page.getByLabel(/^Members/).fill('slack:U7, api:carol');
+    await page.getByLabel('Description').fill('On call this week');
+    await page.getByRole('button', { name: 'Create group' }).click();
+    await page.getByText('Created group:oncall.').waitFor();
+    const groups = page.getByTestId('approver-groups');
+    const group = groups.getByRole('row').filter({ hasText: 'group:oncall' });
+    await group.filter({ hasText: 'slack:U7, api:carol' }).filter({ hasText: 'On call this week' }).waitFor();
+
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.getByLabel('Decider (out of office)').fill('slack:U7');
+    await page.getByLabel('Delegate (decides meanwhile)').fill('slack:U8');
+    await page.getByLabel('Until').fill(local);
+    await page.getByLabel('Reason').fill('parental leave');
+    await page.getByRole('button', { name: 'Delegate', exact: true }).click();
+    await page.getByText(/^slack:U8 decides for slack:U7 until /).waitFor();
+    const delegation = page.getByTestId('delegations').getByRole('row').filter({ hasText: 'slack:U8' }).filter({ hasText: 'parental leave' });
+    await delegation.filter({ hasText: 'active' }).waitFor();
+
+    await delegation.getByRole('button', { name: /Revoke/ }).click();
+    await delegation.filter({ hasText: 'revoked' }).waitFor();
+    page.once('dialog', (dialog) => void dialog.accept());
+    await group.getByRole('button', { name: /Delete/ }).click();
+    await group.waitFor({ state: 'detached' });
+
+    const { groups: left } = await admin<{ groups: { name: string }[] }>('GET', '/api/approver-groups');
+    assert.equal(
+      left.some((g) => g.name === 'oncall'),
+      false,
+    );
+    const { delegations } = await admin<{ delegations: { delegate: string; revokedAt: string | null; active: boolean }[] }>('GET', '/api/delegations');
+    const made = delegations.find((d) => d.delegate === 'slack:U8')!;
+    assert.ok(made.revokedAt !== null && !made.active);
+    const { entries } = await admin<{ entries: { resource: string; action: string; actor: string }[] }>('GET', '/api/audit/changes?limit=50');
+    const byDashboard = entries.filter((c) => c.actor === 'dashboard:Ada').map((c) => `${c.resource} ${c.action}`);
+    for (const expected of ['approver_group created', 'approver_group deleted', 'delegation created'])
+      assert.ok(byDashboard.includes(expected), `${expected} in ${JSON.stringify(byDashboard)}`);
+    assert.ok(
+      byDashboard.some((change) => change.startsWith('delegation ') && change !== 'delegation created'),
+      `the revocation in ${JSON.stringify(byDashboard)}`,
+    );
+    stack.noProblems();
+  });
 });
