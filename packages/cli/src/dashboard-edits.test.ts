@@ -126,6 +126,27 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     stack.noProblems();
   });
 
+  test('a new policy made from the form as it opens escalates its routed requests once, then denies them (the console’s default plan)', async () => {
+    const { page } = stack;
+    type Rule = { decision: string; onDeadline?: { escalate: { timeoutSeconds: number }[]; remindBeforeSeconds: number } };
+    await page.goto('/policies');
+    const form = page.getByRole('form', { name: 'New policy' });
+    await form.getByLabel('Name').fill('console default');
+    await form.getByRole('button', { name: 'Save policy' }).click();
+    await page
+      .getByText(/console default/)
+      .first()
+      .waitFor();
+    const { policies } = await api<{ policies: { name: string; rules: Rule[] }[] }>(stack.gateUrl, ADMIN_KEY, 'GET', '/api/policies');
+    const made = policies.find((p) => p.name === 'console default')!;
+    const routing = made.rules.find((rule) => rule.decision === 'route_to_human')!;
+    assert.equal(routing.onDeadline?.escalate.length, 1);
+    assert.equal(routing.onDeadline?.escalate[0]!.timeoutSeconds, 3600);
+    assert.equal(routing.onDeadline?.remindBeforeSeconds, 600);
+    await api(stack.gateUrl, ADMIN_KEY, 'DELETE', `/api/policies/${(made as unknown as { id: string }).id}`);
+    stack.noProblems();
+  });
+
   test('the sessions’ search, agent, status and date range live in the URL: a reload and back keep them', async () => {
     const { page } = stack;
     const failed = await api<{ sessions: { id: string }[]; total: number }>(

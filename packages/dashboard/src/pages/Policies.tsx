@@ -9,10 +9,16 @@ type Policy = GateSchemas.Policy;
 type Rule = Policy['rules'][number];
 type SimulationRequest = GateBody<'POST /api/policies/simulate'>;
 
+/**
+ * What a new policy starts from. Its routing rule escalates once, then denies: the default the
+ * console offers for new policies (docs/guide/escalation.md); the API's default for a rule without
+ * onDeadline is the specification's expiry, failing closed at expiresAt with its reason recorded.
+ */
 const EXAMPLE_RULES = `[
   {"match": {"action": {"$regex": "^delete_"}}, "decision": "auto_deny"},
   {"match": {"action": "pay", "amount": {"$lt": 100}}, "decision": "auto_approve"},
-  {"match": {"action": "pay"}, "decision": "route_to_human", "requireReason": true}
+  {"match": {"action": "pay"}, "decision": "route_to_human", "requireReason": true,
+   "onDeadline": {"escalate": [{"timeoutSeconds": 3600}], "remindBeforeSeconds": 600}}
 ]`;
 
 function matchText(match: Record<string, unknown>): string {
