@@ -24,6 +24,8 @@ const KERNEL_WORDS: Record<string, string> = {
   auth: 'a route’s authentication policy (route config `auth`), a kernel concept of the HTTP app',
   stream: 'Node streams (the log stream); observe’s stream/ is the live event stream',
   system: 'the system clock and the system actor of a change',
+  erasure:
+    'an erasure leaf of the audit log (audit-walk.ts): a signed leaf that accounts for items whose content was replaced, carried in bundles as tombstones are; observe’s erasure/ erases a data subject and writes such leaves',
 };
 
 /**
@@ -41,6 +43,7 @@ const KERNEL_TOKENS: Record<string, string> = {
   REDACTION_RULES_FILE: 'the variable of the masking file (masking.ts), named for what operators call it',
   REDACTION_DETECTORS: 'the variable of the built-in masking detectors (masking.ts)',
   REDACTION_HMAC_KEY: 'the variable of the masking markers’ HMAC key (masking.ts)',
+  ") values ('optimize')": 'the SQLite FTS5 command that merges an index into one segment (compactFullTextIndex)',
 };
 
 function folders(dir: string): string[] {

@@ -271,7 +271,7 @@ function registerEvidenceRoutes<Schema extends AuditLogTables>(app: ZodApp, opti
       config: { scope: scopes.read },
       schema: {
         operationId: 'listAuditTombstones',
-        summary: 'The signed retention tombstones of a period',
+        summary: 'The signed tombstones of a period (scopes the service removed from its log)',
         description:
           'Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).',
         tags: ['audit'],

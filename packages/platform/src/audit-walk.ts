@@ -149,7 +149,7 @@ export function registerAuditWalkRoutes<Schema extends AuditLogTables & AdminCha
               })
               .optional()
               .describe(
-                `The ${names.scope}'s head as committed at tree size \`since\` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the ${names.scope}'s bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf`,
+                `The ${names.scope}'s head as committed at tree size \`since\` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the ${names.scope}'s bucket of the map whole and the bucket's path to the map root (docs/audit.md, the heads map); absent when that tree does not end with a heads leaf`,
               ),
             tombstones: z
               .array(z.object({ leafIndex: z.number().int(), body: z.string(), signature: z.string(), proof: z.array(hex) }))

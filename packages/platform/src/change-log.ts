@@ -399,7 +399,7 @@ export function registerAdminChangeRoute<Schema extends AdminChangeTables>(
         summary: 'Administrative changes, newest first: who changed what, with the API key behind the actor, before and after',
         description:
           'Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in ' +
-          'the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. ' +
+          'the transaction of the change. Snapshots are the resource as the API shows it, so they never contain a secret. ' +
           'Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the ' +
           'actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of ' +
           'the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.',

@@ -269,7 +269,7 @@ function routeEntry(method: string, route: RouteOptions, options: HttpKitOptions
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input: a validation error (details name each field), malformed JSON or a malformed URL',
   401: 'Missing or invalid credentials',
-  403: 'The credential does not grant this operation',
+  403: 'The credential does not allow this operation',
   404: 'Not found',
   409: 'Conflicts with the current state',
   413: 'Request body too large',

@@ -75,7 +75,7 @@ export function parseVerifierKey(text: string): NoteKey {
   const type = material[0];
   if (type !== NOTE_ED25519 && type !== NOTE_COSIGNATURE_V1)
     throw new NoteFormatError(`the verifier key's type ${String(type)} is neither Ed25519 (1) nor an Ed25519 cosignature (4)`);
-  if (material.length !== 33) throw new NoteFormatError('an Ed25519 verifier key holds a 32-byte public key');
+  if (material.length !== 33) throw new NoteFormatError('an Ed25519 verifier key carries a 32-byte public key');
   const key: NoteKey = { name, type, publicKey: material.subarray(1) };
   if (noteKeyHash(key) !== keyHash) throw new NoteFormatError(`the key hash ${keyHash} is not that of the name and key (${noteKeyHash(key)})`);
   return key;
@@ -95,7 +95,7 @@ function hasForbiddenControl(text: string): boolean {
 
 /** Parses a signed note: the text up to the last blank line, then one or more signature lines. Verifies nothing. */
 export function parseNote(note: string): SignedNote {
-  if (hasForbiddenControl(note)) throw new NoteFormatError('a note holds no control character other than newline');
+  if (hasForbiddenControl(note)) throw new NoteFormatError('a note has no control character other than newline');
   if (!note.endsWith('\n')) throw new NoteFormatError('a note ends in a newline');
   const split = note.lastIndexOf('\n\n');
   if (split < 0) throw new NoteFormatError('a note has a blank line between its text and its signatures');

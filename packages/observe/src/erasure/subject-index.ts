@@ -1,7 +1,7 @@
 // The subject index: in the ingest transaction, each event's data subjects (SUBJECT_PATHS) by the
 // keyed hash of their ids, so an erasure finds a subject's events without reading every event.
 import type { CommittingBatch } from '../events/index.ts';
-import type { SubjectHasher } from '../subjects.ts';
+import type { ObserveContext } from '../context.ts';
 import type { EventSubjectRow } from './tables.ts';
 
 /** A path split into its root (`payload` or `metadata`) and keys. */
@@ -38,7 +38,7 @@ export function subjectIdsOf(paths: readonly SubjectPath[], payload: Record<stri
 }
 
 /** Writes the batch's rows of the subject index. */
-export async function indexSubjects(batch: CommittingBatch, paths: readonly SubjectPath[], hasher: SubjectHasher): Promise<void> {
+export async function indexSubjects(batch: CommittingBatch, paths: readonly SubjectPath[], hasher: ObserveContext['subjects']): Promise<void> {
   const rows: EventSubjectRow[] = [];
   for (const { row, payload } of batch.events) {
     for (const id of subjectIdsOf(paths, payload, row.metadata)) rows.push({ subject_hash: hasher.hash(id), event_id: row.id, session_id: row.session_id });

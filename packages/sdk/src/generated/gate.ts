@@ -698,7 +698,7 @@ export interface paths {
     /**
      * Administrative changes, newest first: who changed what, with the API key behind the actor, before and after
      *
-     * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
+     * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never contain a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
      *
      * Scope: `admin`.
      */
@@ -976,7 +976,7 @@ export interface paths {
             to: number;
             proof: string[];
           };
-          /** The request's head as committed at tree size `since` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the request's bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf */
+          /** The request's head as committed at tree size `since` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the request's bucket of the map whole and the bucket's path to the map root (docs/audit.md, the heads map); absent when that tree does not end with a heads leaf */
           heads?: {
             treeSize: number;
             leafIndex: number;
@@ -1307,7 +1307,7 @@ export interface paths {
   };
   "/api/audit/tombstones": {
     /**
-     * The signed retention tombstones of a period
+     * The signed tombstones of a period (scopes the service removed from its log)
      *
      * Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).
      *

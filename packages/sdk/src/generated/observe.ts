@@ -1230,7 +1230,7 @@ export interface paths {
     /**
      * Administrative changes, newest first: who changed what, with the API key behind the actor, before and after
      *
-     * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never hold a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
+     * Every creation, change, enabling, disabling, deletion or revocation of an administrative resource, written in the transaction of the change. Snapshots are the resource as the API shows it, so they never contain a secret. Filters (all optional, combined with AND): `resource`, `resourceId`, `action`, `keyId` (the API key behind the actor), `from` and `to` (ISO 8601, inclusive). Pages by cursor: pass `nextCursor` of one answer as `cursor` of the next, with the same filters; it is null on the last page. Unknown query parameters are a 400.
      *
      * Scope: `admin`.
      */
@@ -1712,7 +1712,7 @@ export interface paths {
             to: number;
             proof: string[];
           };
-          /** The session's head as committed at tree size `since` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the session's bucket of the map whole and the bucket's path to the map root (docs/audit.md, "Session heads"); absent when that tree does not end with a heads leaf */
+          /** The session's head as committed at tree size `since` (else the checkpoint's): the heads leaf ending that tree, its inclusion proof there, the session's bucket of the map whole and the bucket's path to the map root (docs/audit.md, the heads map); absent when that tree does not end with a heads leaf */
           heads?: {
             treeSize: number;
             leafIndex: number;
@@ -1990,7 +1990,7 @@ export interface paths {
   };
   "/api/audit/tombstones": {
     /**
-     * The signed retention tombstones of a period
+     * The signed tombstones of a period (scopes the service removed from its log)
      *
      * Each tombstone leaf whose timestamp lies from `from` to `to` (inclusive), in log order: its leaf data (`body`, canonical JSON) and the audit key’s signature over those bytes (docs/audit.md).
      *
@@ -2112,8 +2112,8 @@ export interface paths {
             eventId: string | null;
             reason: string;
           } | null;
-          /** The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); empty when none */
-          erasures: {
+          /** The erasures whose signed leaves cover events of the chain (their content replaced by an erasure marker); absent when none */
+          erasures?: {
             erasureId: string;
             eventIds: string[];
           }[];
