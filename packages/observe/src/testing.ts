@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { hashBytes, hashHex, ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { buildObserveService, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import { observeErrors } from './errors.ts';
@@ -242,4 +243,30 @@ export async function fireAlertRule(observe: TestObserve, name: string): Promise
   assert.equal(rule.statusCode, 201, rule.body);
   assert.equal(await observe.service.jobs.alerts.tick(), true);
   return alertSessionId((rule.json() as { id: string }).id);
+}
+
+/** Every table's rows as text, for scans for a value that must be stored nowhere (SQLite: the rows as JSON; PostgreSQL: each row cast to text). */
+export async function everyTableText(observe: TestObserve): Promise<Map<string, string>> {
+  const { db, dialect } = observe.service.context.database;
+  const texts = new Map<string, string>();
+  if (dialect === 'sqlite') {
+    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db);
+    for (const { name } of tables.rows) {
+      const rows = await sql<Record<string, unknown>>`select * from ${sql.table(name)}`.execute(db);
+      texts.set(
+        name,
+        JSON.stringify(rows.rows, (_key, value: unknown) => (Buffer.isBuffer(value) ? value.toString('latin1') : value)),
+      );
+    }
+  } else {
+    const schema = (observe.config.database as { schema: string }).schema;
+    const tables = await sql<{
+      name: string;
+    }>`select table_name as name from information_schema.tables where table_schema = ${schema} and table_type = 'BASE TABLE'`.execute(db);
+    for (const { name } of tables.rows) {
+      const rows = await sql<{ row: string }>`select t::text as row from ${sql.table(name)} t`.execute(db);
+      texts.set(name, rows.rows.map((r) => r.row).join('\n'));
+    }
+  }
+  return texts;
 }

@@ -5,7 +5,7 @@ import { leafHash, verifyBytes } from '@vigil/platform';
 import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { erasureMarker } from '../events/index.ts';
-import { assertErrorBody, clockOf, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { assertErrorBody, everyTableText, clockOf, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 
 const ALICE = 'alice.liddell@example.com';
 const BOB = 'bob.builder@example.org';
@@ -60,32 +60,6 @@ function conversation(sessionId: string, at: number): object[] {
     },
     { sessionId, agentId: 'support', eventType: 'custom', timestamp: iso(at + 3), payload: { type: 'note', data: { note: 'routine step' } } },
   ];
-}
-
-/** Every table's rows as text (SQLite: the rows as JSON; PostgreSQL: each row cast to text). */
-async function everyTableText(observe: TestObserve): Promise<Map<string, string>> {
-  const { db, dialect } = observe.service.context.database;
-  const texts = new Map<string, string>();
-  if (dialect === 'sqlite') {
-    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db);
-    for (const { name } of tables.rows) {
-      const rows = await sql<Record<string, unknown>>`select * from ${sql.table(name)}`.execute(db);
-      texts.set(
-        name,
-        JSON.stringify(rows.rows, (_key, value: unknown) => (Buffer.isBuffer(value) ? value.toString('latin1') : value)),
-      );
-    }
-  } else {
-    const schema = (observe.config.database as { schema: string }).schema;
-    const tables = await sql<{
-      name: string;
-    }>`select table_name as name from information_schema.tables where table_schema = ${schema} and table_type = 'BASE TABLE'`.execute(db);
-    for (const { name } of tables.rows) {
-      const rows = await sql<{ row: string }>`select t::text as row from ${sql.table(name)} t`.execute(db);
-      texts.set(name, rows.rows.map((r) => r.row).join('\n'));
-    }
-  }
-  return texts;
 }
 
 /** Where each value is stored: table names, and the SQLite file (and WAL) after a checkpoint. */

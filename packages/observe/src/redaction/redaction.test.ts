@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { sql } from 'kysely';
-import { assertErrorBody, ingestEvents, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, everyTableText, ingestEvents, startTestObserve, type TestObserve } from '../testing.ts';
 import type { Event } from '../events/index.ts';
 
 const APPROVAL_SECRET = 'approval-gate-env-secret-0123456789';
@@ -45,32 +45,6 @@ function rulesFile(): string {
 }
 
 const sign = (secret: string, body: string): string => createHmac('sha256', secret).update(body).digest('hex');
-
-/** Every table's rows as text (SQLite: the rows as JSON; PostgreSQL: each row cast to text). */
-async function everyTableText(observe: TestObserve): Promise<Map<string, string>> {
-  const { db, dialect } = observe.service.context.database;
-  const texts = new Map<string, string>();
-  if (dialect === 'sqlite') {
-    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db);
-    for (const { name } of tables.rows) {
-      const rows = await sql<Record<string, unknown>>`select * from ${sql.table(name)}`.execute(db);
-      texts.set(
-        name,
-        JSON.stringify(rows.rows, (_key, value: unknown) => (Buffer.isBuffer(value) ? value.toString('latin1') : value)),
-      );
-    }
-  } else {
-    const schema = (observe.config.database as { schema: string }).schema;
-    const tables = await sql<{
-      name: string;
-    }>`select table_name as name from information_schema.tables where table_schema = ${schema} and table_type = 'BASE TABLE'`.execute(db);
-    for (const { name } of tables.rows) {
-      const rows = await sql<{ row: string }>`select t::text as row from ${sql.table(name)} t`.execute(db);
-      texts.set(name, rows.rows.map((r) => r.row).join('\n'));
-    }
-  }
-  return texts;
-}
 
 async function assertStoredNowhere(observe: TestObserve, values: readonly string[]): Promise<void> {
   const texts = await everyTableText(observe);
