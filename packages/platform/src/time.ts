@@ -56,3 +56,14 @@ export const isoTimestampMs = z
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 60 * MINUTE_MS;
 export const DAY_MS = 24 * HOUR_MS;
+
+/** A calendar window in UTC. */
+export type UtcWindow = 'hour' | 'day' | 'month';
+
+/** The start of the UTC hour, day or month holding `now` (both services count spend in the same windows). */
+export function utcWindowStart(window: UtcWindow, now: number): number {
+  const d = new Date(now);
+  if (window === 'hour') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours());
+  if (window === 'day') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}

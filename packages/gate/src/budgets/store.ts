@@ -1,4 +1,15 @@
-import { forUpdate, governedState, newId, recordChange, recordUpdate, SYSTEM_CHANGE_ACTOR, toIso, type ChangeActor, type Snapshot } from '@vigil/platform';
+import {
+  forUpdate,
+  governedState,
+  newId,
+  recordChange,
+  recordUpdate,
+  SYSTEM_CHANGE_ACTOR,
+  toIso,
+  utcWindowStart,
+  type ChangeActor,
+  type Snapshot,
+} from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { BudgetFigureRow, BudgetRow } from './tables.ts';
@@ -23,11 +34,7 @@ export function budgetState(row: BudgetRow): Snapshot {
 
 /** The start of the UTC window holding `now` (0 for `session`: a session's whole life). */
 export function windowStart(window: string, now: number): number {
-  const d = new Date(now);
-  if (window === 'hour') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours());
-  if (window === 'day') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-  if (window === 'month') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-  return 0;
+  return window === 'hour' || window === 'day' || window === 'month' ? utcWindowStart(window, now) : 0;
 }
 
 export function levelOf(budget: Pick<BudgetRow, 'soft_usd' | 'hard_usd'>, spendUsd: number): BudgetLevel {

@@ -1,3 +1,4 @@
+import { utcWindowStart } from '@vigil/platform';
 import { usdOf } from '@vigil/pricing';
 import { sql } from 'kysely';
 import { aggregate } from '../analytics/index.ts';
@@ -14,17 +15,7 @@ export type SpendWindow = (typeof SPEND_WINDOWS)[number];
 
 /** The start of the UTC window holding `now` (0 for `session`: a session's whole life). */
 export function windowStart(window: SpendWindow, now: number): number {
-  const d = new Date(now);
-  switch (window) {
-    case 'session':
-      return 0;
-    case 'hour':
-      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours());
-    case 'day':
-      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-    case 'month':
-      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-  }
+  return window === 'session' ? 0 : utcWindowStart(window, now);
 }
 
 export interface SpendQuery {
