@@ -2,7 +2,7 @@ import { fetchWithTimeout, joinUrl, LoggedStates, type ZodApp } from '@vigil/pla
 import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { BudgetAssessment, BudgetGuard } from '../requests/index.ts';
+import { requestParties, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
 import {
   allBudgets,
@@ -29,9 +29,6 @@ interface SpendAnswer {
   at: number;
   results: { id: string; windowStart: number; figures: { key: string; spendUsd: number; agentIds: string[] }[] }[];
 }
-
-const stringField = (context: Record<string, unknown>, name: string): string | undefined =>
-  typeof context[name] === 'string' ? (context[name] as string) : undefined;
 
 /** A budget's figure key for a request, or undefined when the budget does not cover it (tag budgets: decided by the figure's agents). */
 function keyFor(budget: BudgetRow, agentId: string | undefined, sessionId: string | undefined): string | undefined {
@@ -137,8 +134,7 @@ export class BudgetService implements BudgetGuard {
   async assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined> {
     const budgets = await this.enabled();
     if (budgets.length === 0) return undefined;
-    const agentId = stringField(request.context, 'agentId');
-    const sessionId = stringField(request.context, 'sessionId');
+    const { agentId, sessionId } = requestParties(request.context);
     const wanted = budgets.flatMap((budget) => {
       const key = keyFor(budget, agentId, sessionId);
       return key === undefined ? [] : [{ budget, budgetId: budget.id, windowStart: windowStart(budget.window, now), key }];

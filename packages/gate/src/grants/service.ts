@@ -3,7 +3,7 @@ import type { Transaction } from 'kysely';
 import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import type { GrantApprover, RequestService } from '../requests/index.ts';
+import { requestParties, type GrantApprover, type RequestService } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
 import { claimUse, findGrant, GRANT_CHANGES, grantState, grantUses, insertGrant, listGrants, liveGrants, revokeGrant, type ListGrantsQuery } from './store.ts';
 import type { GrantRow, GrantUseRow } from './tables.ts';
@@ -18,9 +18,6 @@ export interface NewGrant {
   maxUses?: number;
   note?: string;
 }
-
-const stringField = (context: Record<string, unknown>, name: string): string | undefined =>
-  typeof context[name] === 'string' ? (context[name] as string) : undefined;
 
 /**
  * Time-limited grants: a human's standing approval of one action for one agent and/or session, for
@@ -64,8 +61,7 @@ export class GrantService implements GrantApprover {
       action = request.action;
       const context = JSON.parse(request.context) as Record<string, unknown>;
       if (agentId === undefined && sessionId === undefined) {
-        agentId = stringField(context, 'agentId');
-        sessionId = stringField(context, 'sessionId');
+        ({ agentId, sessionId } = requestParties(context));
       }
     }
     if (action === undefined) throw gateError('grantInvalid', 'A grant needs an action (or a requestId to take it from)');
@@ -115,8 +111,7 @@ export class GrantService implements GrantApprover {
 
   /** The oldest live grant of the request's action for its agent or session, as its last logged change left it. */
   async match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined> {
-    const agentId = stringField(request.context, 'agentId');
-    const sessionId = stringField(request.context, 'sessionId');
+    const { agentId, sessionId } = requestParties(request.context);
     if (agentId === undefined && sessionId === undefined) return undefined;
     for (const grant of await this.liveGrants(now)) {
       if (grant.action !== request.action || passedOver.has(grant.id)) continue;
