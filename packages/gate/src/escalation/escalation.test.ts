@@ -159,6 +159,12 @@ await describeEachDatabase('gate escalation', (backend) => {
   });
 
   test('a rule without onDeadline fails closed at expiresAt with a reason naming the rule, as the spec expires it; a request no rule routed expires as before', async () => {
+    const hook = await chat.gate.call({
+      method: 'POST',
+      url: '/api/webhooks',
+      payload: { url: 'http://127.0.0.1:9/default-plan', events: ['request.escalated', 'request.expired'] },
+    });
+    assert.equal(hook.statusCode, 201, hook.body);
     await chat.createPolicy({ name: 'Default plan', rules: [{ match: { action: 'default_plan' }, decision: 'route_to_human' }] });
     const ruled = (await chat.createRequest({ action: 'default_plan', params: {}, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
     const unruled = (await chat.createRequest({ action: 'nobody_rules_this', params: {}, expiresAt: iso(now() + MINUTE) })) as unknown as Detail;
@@ -169,6 +175,14 @@ await describeEachDatabase('gate escalation', (backend) => {
     assert.equal(failed.decidedBy, 'system:expiry');
     assert.equal(failed.escalation.tier, 0);
     assert.match(failed.decisionReason!, /^No decision by the deadline: failed closed \(policy "Default plan"/);
+    // As the specification's expiry: one `expired` entry, request.expired webhooks only (never an
+    // escalation), and deciding it is 409.
+    assert.deepEqual(await events(ruled.id), ['created', 'expired']);
+    const { db } = chat.gate.service.context.database;
+    const delivered = await db.selectFrom('deliveries').select('event').where('kind', '=', 'webhook').where('body', 'like', `%${ruled.id}%`).execute();
+    assert.deepEqual([...new Set(delivered.map((row) => row.event))], ['request.expired']);
+    const late = await chat.gate.call({ method: 'POST', url: `/api/requests/${ruled.id}/decide`, payload: { decision: 'approved' } });
+    assert.equal(late.statusCode, 409, late.body);
     const plain = await get(unruled.id);
     assert.equal(plain.status, 'expired');
     assert.equal(plain.decisionReason, 'Expired before a decision');
