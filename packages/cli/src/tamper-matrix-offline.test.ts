@@ -18,6 +18,17 @@ import { startTestGate, type GateSchema, type TestGate } from '@vigil/gate/testi
 import { world, type World } from './tamper-observe-testkit.ts';
 import { runVerify } from './verify-testkit.ts';
 
+/** Runs `run` in a world made for it, then closes its service and removes its folder. */
+async function inWorld<W extends { dir: string }>(make: () => Promise<W>, close: (w: W) => Promise<void>, run: (w: W) => Promise<void>): Promise<void> {
+  const w = await make();
+  try {
+    await run(w);
+  } finally {
+    await close(w);
+    rmSync(w.dir, { recursive: true, force: true });
+  }
+}
+
 const savedSize = (file: string, checkpoint: Checkpoint) => {
   writeFileSync(file, JSON.stringify(checkpoint));
   return checkpoint.treeSize;
@@ -49,15 +60,12 @@ await describeEachDatabase('tamper matrix, offline: vigil verify BUNDLE --checkp
     const since = JSON.parse(readFileSync(w.saved, 'utf8')) as Checkpoint;
     return verifyOffline(async (url) => w.observe.call({ method: 'GET', url }), w.dir, 'sessionId', sessionId, w.saved, since.treeSize, w.observe.key);
   };
-  const withWorld = async (run: (w: World) => Promise<void>) => {
-    const w = await world(backend);
-    try {
-      await run(w);
-    } finally {
-      await w.observe.close();
-      rmSync(w.dir, { recursive: true, force: true });
-    }
-  };
+  const withWorld = (run: (w: World) => Promise<void>) =>
+    inWorld(
+      () => world(backend),
+      (w) => w.observe.close(),
+      run,
+    );
 
   test('untouched: the bundle proves the session complete at the saved checkpoint (exit 0)', () =>
     withWorld(async (w) => {
@@ -205,15 +213,12 @@ await describeEachDatabase('tamper matrix, offline: vigil verify BUNDLE --checkp
   const db = (w: GateWorld) => w.gate.service.context.database.db;
   const offline = (w: GateWorld, id: string) =>
     verifyOffline(async (url) => w.gate.call({ method: 'GET', url }), w.dir, 'requestId', id, w.saved, w.since, 'unused');
-  const withWorld = async (run: (w: GateWorld) => Promise<void>) => {
-    const w = await gateWorld(backend);
-    try {
-      await run(w);
-    } finally {
-      await w.gate.close();
-      rmSync(w.dir, { recursive: true, force: true });
-    }
-  };
+  const withWorld = (run: (w: GateWorld) => Promise<void>) =>
+    inWorld(
+      () => gateWorld(backend),
+      (w) => w.gate.close(),
+      run,
+    );
 
   test('untouched: valid (exit 0)', () =>
     withWorld(async (w) => {
