@@ -31,12 +31,14 @@ export {
 export { currentSession, runInSession, setSessionScope, type SessionChoice, type SessionScope } from './ambient.ts';
 export {
   canonicalJson,
+  ed25519Verifiers,
   isReceiptShaped,
   receiptArgsDigest,
   receiptKeyId,
   trustedReceiptKeys,
   verifyReceipt,
   type ApprovalReceipt,
+  type Ed25519Verifier,
   type GatePublicKeys,
   type ReceiptPublicKey,
 } from './receipts.ts';
