@@ -1,17 +1,40 @@
 import { hash } from 'node:crypto';
 import { canonicalJson } from './crypto.ts';
-import { inclusionProof, leafHash, nodeHash, treeRoot, verifyInclusion, type NodeReader } from './merkle.ts';
+import { leafHash, nodeHash, verifyInclusion } from './merkle.ts';
 
 /**
  * The map of scope heads (docs/audit.md, "Session heads"): each scope's (session's, request's)
- * recorded chain head, in 4,096 buckets by the first 12 bits of SHA-256 of its id; each bucket
- * hashed whole, the buckets the leaves of an RFC 9162 tree whose root a heads leaf commits at every
- * checkpoint. Pure functions: the service builds it (audit-heads.ts), `vigil verify` checks it.
+ * recorded chain head, in buckets by the first bits of SHA-256 of its id; each bucket hashed whole,
+ * the buckets the leaves of an RFC 9162 tree whose root a heads leaf commits at every checkpoint.
+ * The map starts with 4,096 buckets and doubles them whenever it holds more than 8 scopes per
+ * bucket, so that rehashing a changed bucket costs the same however long the log's history.
+ * Pure functions: the service builds it (audit-heads.ts), `vigil verify` checks it.
  */
 
 export const HEAD_MAP_BUCKETS = 4096;
+/** The most buckets a map has: its buckets are named by the first 24 bits of a scope's hash (headKeyOf). */
+export const HEAD_MAP_MAX_BUCKETS = 1 << 24;
+/** Scopes per bucket, on average, above which a map doubles its buckets. */
+const SCOPES_PER_BUCKET = 8;
 /** The kind of the leaf committing the map (the last leaf of every checkpoint's tree). */
 export const HEADS_LEAF = 'heads';
+
+/** The buckets of a map that had `previous` buckets once it holds `scopes` scopes: never fewer, doubled while over 8 scopes per bucket. */
+export function headBucketCount(previous: number, scopes: number): number {
+  let buckets = Math.max(previous, HEAD_MAP_BUCKETS);
+  while (buckets < HEAD_MAP_MAX_BUCKETS && scopes > SCOPES_PER_BUCKET * buckets) buckets *= 2;
+  return buckets;
+}
+
+/** Whether `buckets` is a bucket count a map can have: a power of two from 4,096 to 2^24. */
+function isBucketCount(buckets: unknown): buckets is number {
+  return (
+    Number.isSafeInteger(buckets) &&
+    (buckets as number) >= HEAD_MAP_BUCKETS &&
+    (buckets as number) <= HEAD_MAP_MAX_BUCKETS &&
+    ((buckets as number) & ((buckets as number) - 1)) === 0
+  );
+}
 
 /** A recorded chain head: the last seq (−1: none) and its hash (null: none). */
 export interface ScopeHead {
@@ -19,10 +42,31 @@ export interface ScopeHead {
   hash: string | null;
 }
 
-/** The bucket of a scope: the first 12 bits of SHA-256 of its id's UTF-8 bytes. */
-export function headBucketOf(scopeId: string): number {
+/** The first 24 bits of SHA-256 of a scope's id (UTF-8): its bucket under every bucket count (headBucketOf). */
+export function headKeyOf(scopeId: string): number {
   const digest = hash('sha256', Buffer.from(scopeId, 'utf8'), 'buffer');
-  return ((digest[0]! << 8) | digest[1]!) >> 4;
+  return (digest[0]! << 16) | (digest[1]! << 8) | digest[2]!;
+}
+
+/** The bits a key keeps to name its bucket among `buckets`. */
+function bucketShift(buckets: number): number {
+  return 24 - (31 - Math.clz32(buckets));
+}
+
+/** The bucket among `buckets` of a scope whose key (headKeyOf) is `key`. */
+export function headBucketOfKey(key: number, buckets: number): number {
+  return key >> bucketShift(buckets);
+}
+
+/** The bucket of a scope among `buckets`: the first log2(buckets) bits of SHA-256 of its id. */
+export function headBucketOf(scopeId: string, buckets = HEAD_MAP_BUCKETS): number {
+  return headBucketOfKey(headKeyOf(scopeId), buckets);
+}
+
+/** The keys (headKeyOf) of bucket `bucket` among `buckets`: from `first` to `last` inclusive. */
+export function headBucketKeys(bucket: number, buckets: number): { first: number; last: number } {
+  const shift = bucketShift(buckets);
+  return { first: bucket << shift, last: ((bucket + 1) << shift) - 1 };
 }
 
 /** A map entry: the canonical JSON of {headHash, headSeq, scope}. */
@@ -40,80 +84,74 @@ export function headBucketHash(entryTexts: readonly string[]): Buffer {
   return hash('sha256', entryTexts.map((text) => `${text}\n`).join(''), 'buffer');
 }
 
-/** The tree over the buckets: leaf `b` is SHA-256(0x00 || bucket b's hash). */
-function mapReader(bucketHashes: readonly Buffer[]): NodeReader {
-  const known = new Map<number, Buffer>();
-  const read: NodeReader = (level, index) => {
-    const key = index * 16 + level;
-    let node = known.get(key);
-    if (node === undefined) {
-      node = level === 0 ? leafHash(bucketHashes[index]!) : nodeHash(read(level - 1, index * 2), read(level - 1, index * 2 + 1));
-      known.set(key, node);
-    }
-    return node;
-  };
-  return read;
-}
-
-export function headMapRoot(bucketHashes: readonly Buffer[]): Buffer {
-  return treeRoot(HEAD_MAP_BUCKETS, mapReader(bucketHashes));
-}
+const EMPTY_BUCKET_LEAF = leafHash(headBucketHash([]));
 
 /**
- * The map tree kept whole (every node of every level), so that a changed bucket rehashes only its
- * path (13 hashes) instead of the tree's 8,191: what the service keeps between checkpoints. With
- * 4,096 (a power of two) leaves its root is the RFC 9162 root headMapRoot computes.
+ * The tree over a map's buckets (leaf b: SHA-256(0x00 || bucket b's hash)), kept whole in one
+ * buffer, heap-ordered (node 1 the root, node i's children 2i and 2i + 1, bucket b at buckets + b):
+ * a changed bucket rehashes only its path. With a power-of-two number of leaves, its root is the
+ * RFC 9162 root of the buckets and a bucket's path its RFC 9162 inclusion proof.
  */
 export class HeadMapTree {
-  private readonly levels: Buffer[][];
+  private readonly nodes: Buffer;
 
-  constructor(bucketHashes: readonly Buffer[]) {
-    this.levels = [bucketHashes.map((bucketHash) => leafHash(bucketHash))];
-    for (let width = HEAD_MAP_BUCKETS / 2; width >= 1; width /= 2) {
-      const below = this.levels[this.levels.length - 1]!;
-      this.levels.push(Array.from({ length: width }, (_, i) => nodeHash(below[2 * i]!, below[2 * i + 1]!)));
+  /** The tree of `buckets` buckets whose hashes are `bucketHashes` (the others empty). */
+  constructor(
+    readonly buckets: number,
+    bucketHashes: ReadonlyMap<number, Buffer>,
+  ) {
+    this.nodes = Buffer.alloc(2 * buckets * 32);
+    for (let bucket = 0; bucket < buckets; bucket += 1) {
+      const bucketHash = bucketHashes.get(bucket);
+      (bucketHash === undefined ? EMPTY_BUCKET_LEAF : leafHash(bucketHash)).copy(this.nodes, (buckets + bucket) * 32);
     }
+    for (let node = buckets - 1; node >= 1; node -= 1) this.rehash(node);
   }
 
-  /**
-   * Sets the buckets' hashes, rehashing each node above them once: a node that several changed
-   * buckets share is not rehashed for each (K changed buckets cost at most min(12·K, 4,095) inner
-   * hashes, not 12·K).
-   */
+  private node(index: number): Buffer {
+    return this.nodes.subarray(index * 32, index * 32 + 32);
+  }
+
+  private rehash(index: number): void {
+    nodeHash(this.node(2 * index), this.node(2 * index + 1)).copy(this.nodes, index * 32);
+  }
+
+  /** Sets the buckets' hashes, rehashing each node above them once (a node several changed buckets share is not rehashed for each). */
   setAll(changes: ReadonlyMap<number, Buffer>): void {
     let dirty = new Set<number>();
     for (const [bucket, bucketHash] of changes) {
-      this.levels[0]![bucket] = leafHash(bucketHash);
-      dirty.add(bucket >> 1);
+      leafHash(bucketHash).copy(this.nodes, (this.buckets + bucket) * 32);
+      dirty.add((this.buckets + bucket) >> 1);
     }
-    for (let level = 1; level < this.levels.length; level += 1) {
-      const below = this.levels[level - 1]!;
+    while (dirty.size > 0) {
       const above = new Set<number>();
       for (const index of dirty) {
-        this.levels[level]![index] = nodeHash(below[2 * index]!, below[2 * index + 1]!);
-        above.add(index >> 1);
+        this.rehash(index);
+        if (index > 1) above.add(index >> 1);
       }
       dirty = above;
     }
   }
 
   get root(): Buffer {
-    return this.levels[this.levels.length - 1]![0]!;
+    return Buffer.from(this.node(1));
+  }
+
+  /** The inclusion proof of bucket `bucket` (RFC 9162, leaf side first). */
+  path(bucket: number): Buffer[] {
+    const path: Buffer[] = [];
+    for (let index = this.buckets + bucket; index > 1; index >>= 1) path.push(Buffer.from(this.node(index ^ 1)));
+    return path;
   }
 }
 
-/** The inclusion proof of bucket `bucket` in the map tree (RFC 9162, leaf side first). */
-export function headMapPath(bucketHashes: readonly Buffer[], bucket: number): Buffer[] {
-  return inclusionProof(bucket, HEAD_MAP_BUCKETS, mapReader(bucketHashes));
-}
-
 /** The heads leaf's data: canonical JSON of {buckets, kind: "heads", log, root, treeSize, v: 1}; `treeSize` is its own index. */
-export function headsLeafText(log: string, treeSize: number, root: Buffer): string {
-  return canonicalJson({ buckets: HEAD_MAP_BUCKETS, kind: HEADS_LEAF, log, root: root.toString('hex'), treeSize, v: 1 });
+export function headsLeafText(log: string, treeSize: number, root: Buffer, buckets = HEAD_MAP_BUCKETS): string {
+  return canonicalJson({ buckets, kind: HEADS_LEAF, log, root: root.toString('hex'), treeSize, v: 1 });
 }
 
-/** A heads leaf parsed: its tree size and map root; undefined when `text` is not the canonical heads leaf of `log`. */
-export function parseHeadsLeaf(text: string, log: string): { treeSize: number; root: Buffer } | undefined {
+/** A heads leaf parsed: its tree size, map root and bucket count; undefined when `text` is not the canonical heads leaf of `log`. */
+export function parseHeadsLeaf(text: string, log: string): { treeSize: number; root: Buffer; buckets: number } | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -122,19 +160,27 @@ export function parseHeadsLeaf(text: string, log: string): { treeSize: number; r
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const leaf = value as Record<string, unknown>;
-  if (leaf.v !== 1 || leaf.kind !== HEADS_LEAF || leaf.log !== log || leaf.buckets !== HEAD_MAP_BUCKETS) return undefined;
+  if (leaf.v !== 1 || leaf.kind !== HEADS_LEAF || leaf.log !== log || !isBucketCount(leaf.buckets)) return undefined;
   if (!Number.isSafeInteger(leaf.treeSize) || typeof leaf.root !== 'string' || !/^[0-9a-f]{64}$/.test(leaf.root)) return undefined;
   const root = Buffer.from(leaf.root, 'hex');
-  return headsLeafText(log, leaf.treeSize as number, root) === text ? { treeSize: leaf.treeSize as number, root } : undefined;
+  const buckets = leaf.buckets;
+  return headsLeafText(log, leaf.treeSize as number, root, buckets) === text ? { treeSize: leaf.treeSize as number, root, buckets } : undefined;
 }
 
 /**
  * What a bucket and its proof say of a scope: its committed head, `null` when the bucket (proven
  * whole) holds no entry of it, or a string saying why the proof fails.
  */
-export function headInBucket(scopeId: string, bucket: number, entries: readonly string[], path: readonly Buffer[], root: Buffer): ScopeHead | null | string {
-  if (bucket !== headBucketOf(scopeId)) return `bucket ${bucket} is not the bucket of ${scopeId} (${headBucketOf(scopeId)})`;
-  if (!verifyInclusion(bucket, HEAD_MAP_BUCKETS, leafHash(headBucketHash(entries)), path, root))
+export function headInBucket(
+  scopeId: string,
+  bucket: number,
+  entries: readonly string[],
+  path: readonly Buffer[],
+  map: { root: Buffer; buckets: number },
+): ScopeHead | null | string {
+  const { root, buckets } = map;
+  if (bucket !== headBucketOf(scopeId, buckets)) return `bucket ${bucket} is not the bucket of ${scopeId} (${headBucketOf(scopeId, buckets)})`;
+  if (!verifyInclusion(bucket, buckets, leafHash(headBucketHash(entries)), path, root))
     return `the entries of bucket ${bucket} are not the ones the map root commits`;
   let found: ScopeHead | null = null;
   let previous: string | undefined;

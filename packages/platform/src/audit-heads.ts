@@ -2,12 +2,16 @@ import { sql, type Kysely } from 'kysely';
 import {
   byScope,
   HEAD_MAP_BUCKETS,
+  headBucketCount,
   headBucketHash,
+  headBucketKeys,
   headBucketOf,
+  headBucketOfKey,
   headEntryText,
-  headMapPath,
+  headKeyOf,
   HeadMapTree,
   headsLeafText,
+  parseHeadsLeaf,
   type ScopeHead,
 } from './audit-heads-format.ts';
 import { forUpdate, tablesOf, type DialectName, type MigrationDb } from './db.ts';
@@ -21,26 +25,34 @@ import { hashHex } from './stored-hash.ts';
  * checkpoint). Written when a checkpoint is signed (commitScopeHeads), never on the ingest path.
  */
 
-/** A scope's head as committed by the heads leaf at `tree_size` (head_seq −1, hash null: the scope no longer exists). */
+/**
+ * A scope's head as committed by the heads leaf at `tree_size` (head_seq −1, hash null: the scope
+ * no longer exists); `head_key` is its headKeyOf, which names its bucket under every bucket count.
+ */
 export interface AuditHeadEntryRow {
   scope_id: string;
   tree_size: number;
-  bucket: number;
+  head_key: number;
   head_seq: number;
   head_hash: string | null;
 }
 
-/** A bucket's hash (hex) as committed by the heads leaf at `tree_size`. */
+/**
+ * A bucket's hash (hex) as committed by the heads leaf at `tree_size`. `bucket` is heap-numbered,
+ * buckets + b for bucket b of a map of `buckets` buckets, so the rows of every bucket count the map
+ * has had keep apart.
+ */
 export interface AuditHeadBucketRow {
   bucket: number;
   tree_size: number;
   hash: string;
 }
 
-/** A heads leaf: its index and its data (headsLeafText). */
+/** A heads leaf: its index, its data (headsLeafText) and how many scopes its map holds (null: written before it was counted). */
 export interface AuditHeadMapRow {
   leaf_idx: number;
   body: string;
+  scopes: number | null;
 }
 
 export interface AuditHeadTables {
@@ -82,30 +94,61 @@ export async function createHeadMapTables(db: MigrationDb): Promise<void> {
     .execute();
 }
 
+/**
+ * Migration step body (observe 0041, the gate 0025): a map whose buckets can double. Entries are
+ * keyed by the first 24 bits of their scope's hash instead of their 12-bit bucket, bucket hashes
+ * heap-numbered (4,096 + b), and heads leaves count their map's scopes.
+ */
+export async function rekeyHeadMap(db: MigrationDb): Promise<void> {
+  await db.schema.alterTable('audit_head_entries').renameColumn('bucket', 'head_key').execute();
+  await db.schema.dropIndex('audit_head_entries_bucket').execute();
+  const scopes = (await db.selectFrom('audit_head_entries').select('scope_id').distinct().execute()) as { scope_id: string }[];
+  for (const { scope_id } of scopes)
+    await db
+      .updateTable('audit_head_entries')
+      .set({ head_key: headKeyOf(scope_id) })
+      .where('scope_id', '=', scope_id)
+      .execute();
+  await db.schema.createIndex('audit_head_entries_key').on('audit_head_entries').columns(['head_key', 'tree_size']).execute();
+  await db
+    .updateTable('audit_head_buckets')
+    .set({ bucket: sql`bucket + ${HEAD_MAP_BUCKETS}` })
+    .execute();
+  await db.schema.alterTable('audit_head_maps').addColumn('scopes', 'bigint').execute();
+}
+
 type HeadDb = Kysely<AuditHeadTables & { audit_log_head: { id: number; size: number } }>;
 
-/** The entries of `buckets` as the heads leaf at index `asOf` left them (the latest version at or before it), by bucket. */
-async function bucketEntriesAt(db: HeadDb, buckets: readonly number[], asOf: number): Promise<Map<number, Map<string, ScopeHead>>> {
+/** The latest version at or before the heads leaf at `asOf` of each entry the condition selects (`e`: the entry). */
+async function entriesAt(db: HeadDb, where: ReturnType<typeof sql>, asOf: number): Promise<{ scopeId: string; key: number; head: ScopeHead }[]> {
+  const { rows } = await sql<{ scope_id: string; head_key: number; head_seq: number; head_hash: string | null }>`
+    select e.scope_id, e.head_key, e.head_seq, e.head_hash from audit_head_entries e
+    where ${where} and e.tree_size <= ${asOf}
+      and not exists (select 1 from audit_head_entries n where n.scope_id = e.scope_id and n.tree_size > e.tree_size and n.tree_size <= ${asOf})`.execute(db);
+  return rows.map((row) => ({ scopeId: row.scope_id, key: Number(row.head_key), head: { seq: Number(row.head_seq), hash: row.head_hash } }));
+}
+
+/** The entries (present scopes) of `buckets` among `count` as the heads leaf at `asOf` left them, by bucket. */
+async function bucketEntriesAt(db: HeadDb, buckets: readonly number[], count: number, asOf: number): Promise<Map<number, Map<string, ScopeHead>>> {
   const found = new Map<number, Map<string, ScopeHead>>();
   for (const bucket of buckets) found.set(bucket, new Map());
-  for (let i = 0; i < buckets.length; i += 500) {
-    const { rows } = await sql<{ scope_id: string; bucket: number; head_seq: number; head_hash: string | null }>`
-      select e.scope_id, e.bucket, e.head_seq, e.head_hash from audit_head_entries e
-      where e.bucket in (${sql.join(buckets.slice(i, i + 500))}) and e.tree_size <= ${asOf}
-        and not exists (select 1 from audit_head_entries n where n.scope_id = e.scope_id and n.tree_size > e.tree_size and n.tree_size <= ${asOf})`.execute(db);
-    for (const row of rows) if (Number(row.head_seq) >= 0) found.get(Number(row.bucket))!.set(row.scope_id, { seq: Number(row.head_seq), hash: row.head_hash });
+  for (let i = 0; i < buckets.length; i += 200) {
+    const ranges = buckets.slice(i, i + 200).map((bucket) => {
+      const { first, last } = headBucketKeys(bucket, count);
+      return sql`(e.head_key between ${first} and ${last})`;
+    });
+    for (const entry of await entriesAt(db, sql`(${sql.join(ranges, sql` or `)})`, asOf))
+      if (entry.head.seq >= 0) found.get(headBucketOfKey(entry.key, count))!.set(entry.scopeId, entry.head);
   }
   return found;
 }
 
-/** Every bucket's hash as the heads leaf at index `asOf` committed it (an empty bucket's where none was). */
-async function bucketHashesAt(db: HeadDb, asOf: number): Promise<Buffer[]> {
-  const hashes = Array.from({ length: HEAD_MAP_BUCKETS }, () => headBucketHash([]));
+/** Every bucket's hash among `count` as the heads leaf at index `asOf` committed it (the empty ones left out). */
+async function bucketHashesAt(db: HeadDb, count: number, asOf: number): Promise<Map<number, Buffer>> {
   const { rows } = await sql<{ bucket: number; hash: string }>`
-    select b.bucket, b.hash from audit_head_buckets b where b.tree_size <= ${asOf}
+    select b.bucket, b.hash from audit_head_buckets b where b.bucket >= ${count} and b.bucket < ${2 * count} and b.tree_size <= ${asOf}
       and not exists (select 1 from audit_head_buckets n where n.bucket = b.bucket and n.tree_size > b.tree_size and n.tree_size <= ${asOf})`.execute(db);
-  for (const row of rows) hashes[Number(row.bucket)] = Buffer.from(row.hash, 'hex');
-  return hashes;
+  return new Map(rows.map((row) => [Number(row.bucket) - count, Buffer.from(row.hash, 'hex')]));
 }
 
 function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
@@ -115,10 +158,16 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
     .map(({ scopeId, head }) => headEntryText(scopeId, head));
 }
 
-/** The map tree as the heads leaf at `leafIndex` left it: what an instance keeps between its checkpoints (commitScopeHeads). */
+/** The map as the heads leaf at `leafIndex` left it: what an instance keeps between its checkpoints (commitScopeHeads). */
 export interface HeadMapCache {
   leafIndex: number;
   tree: HeadMapTree;
+  scopes: number;
+}
+
+/** How many scopes the map held at the heads leaf at `asOf` (for leaves stored before they were counted). */
+async function countScopesAt(db: HeadDb, asOf: number): Promise<number> {
+  return (await entriesAt(db, sql`e.head_seq >= 0`, asOf)).length;
 }
 
 /**
@@ -127,6 +176,9 @@ export interface HeadMapCache {
  * their changes written into the map, and a heads leaf committing the map's root is appended as the
  * log's last leaf. Answers the tree size to sign: the log's size, ending with a heads leaf (left as
  * it is when its last leaf is one already). `append` appends the leaf in the transaction.
+ *
+ * Only the changed scopes' buckets are read back and rehashed; when the map outgrows its buckets
+ * (headBucketCount), every entry is read once and bucketed anew under twice as many.
  */
 export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_log_head: { id: number; size: number } }>(
   database: { db: Kysely<Schema>; dialect: DialectName },
@@ -135,49 +187,84 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
   append: (trx: Kysely<Schema>, data: Buffer, itemId: string) => Promise<number>,
   cache: { current?: HeadMapCache } = {},
 ): Promise<number> {
-  const committed = await database.db.transaction().execute(async (trx): Promise<number | { size: number; tree: HeadMapTree }> => {
+  const committed = await database.db.transaction().execute(async (trx): Promise<number | HeadMapCache> => {
     const db = tablesOf<AuditHeadTables & { audit_log_head: { id: number; size: number } }, Schema>(trx);
     const size = Number((await forUpdate(db.selectFrom('audit_log_head').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
-    const last = await db.selectFrom('audit_head_maps').select('leaf_idx').where('leaf_idx', '<', size).orderBy('leaf_idx', 'desc').limit(1).executeTakeFirst();
+    const last = await db
+      .selectFrom('audit_head_maps')
+      .select(['leaf_idx', 'body', 'scopes'])
+      .where('leaf_idx', '<', size)
+      .orderBy('leaf_idx', 'desc')
+      .limit(1)
+      .executeTakeFirst();
     const from = last === undefined ? 0 : Number(last.leaf_idx) + 1;
     if (from >= size) return size;
     const { rows: scoped } = await sql<{ scope_id: string }>`
       select distinct scope_id from audit_log_leaves where idx >= ${from} and idx < ${size} and scope_id is not null`.execute(trx);
     const scopes = scoped.map((row) => row.scope_id);
     const heads = new Map<string, ScopeHead>();
+    const before = new Map<string, ScopeHead>();
     for (let i = 0; i < scopes.length; i += 500) {
+      const chunk = scopes.slice(i, i + 500);
       const { rows } = await sql<{ id: string; head_seq: number; head_hash: string | Buffer | null }>`
         select id, ${sql.ref(source.headSeq)} as head_seq, ${sql.ref(source.headHash)} as head_hash from ${sql.table(source.table)}
-        where id in (${sql.join(scopes.slice(i, i + 500))})`.execute(trx);
+        where id in (${sql.join(chunk)})`.execute(trx);
       for (const row of rows)
         heads.set(row.id, {
           seq: Number(row.head_seq),
           hash: row.head_hash === null ? null : typeof row.head_hash === 'string' ? row.head_hash : hashHex(row.head_hash),
         });
+      for (const entry of await entriesAt(db, sql`e.scope_id in (${sql.join(chunk)})`, size - 1))
+        if (entry.head.seq >= 0) before.set(entry.scopeId, entry.head);
     }
-    const buckets = [...new Set(scopes.map(headBucketOf))];
-    const entries = await bucketEntriesAt(db, buckets, size - 1);
+    // The scopes whose entry changes: −1 (and no hash) where a scope no longer has a head or a row.
     const changed: AuditHeadEntryRow[] = [];
     for (const scopeId of scopes) {
-      const bucket = headBucketOf(scopeId);
-      const inBucket = entries.get(bucket)!;
-      const before = inBucket.get(scopeId);
+      const was = before.get(scopeId);
       const now = heads.get(scopeId);
-      // A scope without a head (−1) or without a row is not in the map.
       const present = now !== undefined && now.seq >= 0 ? now : undefined;
-      if (before?.seq === present?.seq && before?.hash === present?.hash) continue;
-      if (present === undefined) inBucket.delete(scopeId);
-      else inBucket.set(scopeId, present);
-      changed.push({ scope_id: scopeId, tree_size: size, bucket, head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
+      if (was?.seq === present?.seq && was?.hash === present?.hash) continue;
+      changed.push({ scope_id: scopeId, tree_size: size, head_key: headKeyOf(scopeId), head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
     }
-    // The tree as this instance left it at the last heads leaf, else as the stored bucket hashes give it (another instance's, a start).
     const lastIndex = last === undefined ? -1 : Number(last.leaf_idx);
-    const tree = cache.current?.leafIndex === lastIndex ? cache.current.tree : new HeadMapTree(await bucketHashesAt(db, size - 1));
+    const lastLeaf = last === undefined ? undefined : parseHeadsLeaf(last.body, log);
+    const mine = cache.current?.leafIndex === lastIndex ? cache.current : undefined;
     cache.current = undefined;
-    const changedBuckets = [...new Set(changed.map((row) => row.bucket))];
-    const newHashes = new Map(changedBuckets.map((bucket) => [bucket, headBucketHash(entryTexts(entries.get(bucket)!))]));
-    tree.setAll(newHashes);
-    const body = headsLeafText(log, size, tree.root);
+    const previousCount = lastLeaf?.buckets ?? HEAD_MAP_BUCKETS;
+    const previousScopes =
+      mine?.scopes ?? (last?.scopes !== null && last?.scopes !== undefined ? Number(last.scopes) : last === undefined ? 0 : await countScopesAt(db, size - 1));
+    const scopeCount = previousScopes + changed.reduce((sum, row) => sum + (row.head_seq >= 0 ? 1 : 0) - (before.has(row.scope_id) ? 1 : 0), 0);
+    const count = headBucketCount(previousCount, scopeCount);
+    const apply = (entries: Map<number, Map<string, ScopeHead>>) => {
+      for (const row of changed) {
+        const inBucket = entries.get(headBucketOfKey(row.head_key, count))!;
+        if (row.head_seq < 0) inBucket.delete(row.scope_id);
+        else inBucket.set(row.scope_id, { seq: row.head_seq, hash: row.head_hash });
+      }
+      return new Map([...entries].map(([bucket, inBucket]) => [bucket, headBucketHash(entryTexts(inBucket))]));
+    };
+    let tree: HeadMapTree;
+    let newHashes: Map<number, Buffer>;
+    if (count === previousCount) {
+      // The tree as this instance left it at the last heads leaf, else as the stored bucket hashes give it (another instance's, a start).
+      tree = mine?.tree ?? new HeadMapTree(count, await bucketHashesAt(db, count, size - 1));
+      const buckets = [...new Set(changed.map((row) => headBucketOfKey(row.head_key, count)))];
+      newHashes = apply(await bucketEntriesAt(db, buckets, count, size - 1));
+      tree.setAll(newHashes);
+    } else {
+      // Outgrown: every present entry, bucketed anew; every non-empty bucket's hash is written under the new count.
+      const entries = new Map<number, Map<string, ScopeHead>>();
+      for (const row of changed) entries.set(headBucketOfKey(row.head_key, count), new Map());
+      for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, size - 1)) {
+        const bucket = headBucketOfKey(entry.key, count);
+        let inBucket = entries.get(bucket);
+        if (inBucket === undefined) entries.set(bucket, (inBucket = new Map()));
+        inBucket.set(entry.scopeId, entry.head);
+      }
+      newHashes = apply(entries);
+      tree = new HeadMapTree(count, newHashes);
+    }
+    const body = headsLeafText(log, size, tree.root, count);
     const index = await append(trx, Buffer.from(body, 'utf8'), newId());
     if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
     for (let i = 0; i < changed.length; i += 200)
@@ -188,7 +275,7 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
           oc.columns(['scope_id', 'tree_size']).doUpdateSet((eb) => ({ head_seq: eb.ref('excluded.head_seq'), head_hash: eb.ref('excluded.head_hash') })),
         )
         .execute();
-    const bucketRows = changedBuckets.map((bucket) => ({ bucket, tree_size: size, hash: newHashes.get(bucket)!.toString('hex') }));
+    const bucketRows = [...newHashes].map(([bucket, bucketHash]) => ({ bucket: count + bucket, tree_size: size, hash: bucketHash.toString('hex') }));
     for (let i = 0; i < bucketRows.length; i += 300)
       await db
         .insertInto('audit_head_buckets')
@@ -197,14 +284,15 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
         .execute();
     await db
       .insertInto('audit_head_maps')
-      .values({ leaf_idx: size, body })
-      .onConflict((oc) => oc.column('leaf_idx').doUpdateSet({ body }))
+      .values({ leaf_idx: size, body, scopes: scopeCount })
+      .onConflict((oc) => oc.column('leaf_idx').doUpdateSet({ body, scopes: scopeCount }))
       .execute();
-    return { size: size + 1, tree };
+    return { leafIndex: size, tree, scopes: scopeCount };
   });
   // Kept only once committed: a transaction rolled back leaves the cache empty, and the next checkpoint reads the stored hashes.
-  if (typeof committed !== 'number') cache.current = { leafIndex: committed.size - 1, tree: committed.tree };
-  return typeof committed === 'number' ? committed : committed.size;
+  if (typeof committed === 'number') return committed;
+  cache.current = committed;
+  return committed.leafIndex + 1;
 }
 
 /** What a bundle carries to prove a scope's committed head at a checkpoint (docs/audit.md, "Export bundle"). */
@@ -228,10 +316,11 @@ export async function headProofAt<Schema extends AuditHeadTables & { audit_log_h
   const view = tablesOf<AuditHeadTables & { audit_log_head: { id: number; size: number } }, Schema>(db);
   const map = await view.selectFrom('audit_head_maps').select('body').where('leaf_idx', '=', leafIndex).executeTakeFirst();
   if (map === undefined) return undefined;
-  const bucket = headBucketOf(scopeId);
-  const entries = (await bucketEntriesAt(view, [bucket], leafIndex)).get(bucket)!;
-  const hashes = await bucketHashesAt(view, leafIndex);
-  return { leafIndex, leaf: map.body, bucket, entries: entryTexts(entries), path: headMapPath(hashes, bucket).map((node) => node.toString('hex')) };
+  const count = (JSON.parse(map.body) as { buckets: number }).buckets;
+  const bucket = headBucketOf(scopeId, count);
+  const entries = (await bucketEntriesAt(view, [bucket], count, leafIndex)).get(bucket)!;
+  const tree = new HeadMapTree(count, await bucketHashesAt(view, count, leafIndex));
+  return { leafIndex, leaf: map.body, bucket, entries: entryTexts(entries), path: tree.path(bucket).map((node) => node.toString('hex')) };
 }
 
 /** The heads leaves' data among leaves `from` … `from + limit − 1`, by index (the audit walk lists them). */

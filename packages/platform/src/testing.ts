@@ -16,7 +16,7 @@ import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-servic
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, MigrationDb } from './db.ts';
 import { hashHexSql } from './stored-hash.ts';
-import { byScope, HEAD_MAP_BUCKETS, headBucketHash, headBucketOf, headEntryText, headMapRoot, headsLeafText } from './audit-heads-format.ts';
+import { byScope, headBucketHash, headBucketOf, headEntryText, HeadMapTree, headsLeafText, parseHeadsLeaf } from './audit-heads-format.ts';
 import { leafHash } from './merkle.ts';
 
 export * from './test-services.ts';
@@ -342,14 +342,20 @@ export async function expectedHeadsLeaf(
   heads: readonly Record<string, unknown>[],
   scopeField: string,
 ): Promise<Buffer> {
-  const buckets = Array.from({ length: HEAD_MAP_BUCKETS }, () => [] as { scopeId: string; text: string }[]);
+  const { rows } = await sql<{ body: string }>`select body from audit_head_maps where leaf_idx = ${treeSize - 1}`.execute(db);
+  // The bucket count is the map's own (it grows with the scopes); the leaf must still commit these heads under it.
+  const count = parseHeadsLeaf(rows[0]?.body ?? '', log)?.buckets;
+  assert.ok(count !== undefined, `leaf ${treeSize - 1} is a heads leaf of ${log}`);
+  const buckets = new Map<number, { scopeId: string; text: string }[]>();
   for (const head of heads) {
     const scopeId = head[scopeField] as string;
-    if ((head.headSeq as number) >= 0)
-      buckets[headBucketOf(scopeId)]!.push({ scopeId, text: headEntryText(scopeId, { seq: head.headSeq as number, hash: head.headHash as string | null }) });
+    if ((head.headSeq as number) < 0) continue;
+    const bucket = headBucketOf(scopeId, count);
+    if (!buckets.has(bucket)) buckets.set(bucket, []);
+    buckets.get(bucket)!.push({ scopeId, text: headEntryText(scopeId, { seq: head.headSeq as number, hash: head.headHash as string | null }) });
   }
-  const body = headsLeafText(log, treeSize - 1, headMapRoot(buckets.map((bucket) => headBucketHash(bucket.sort(byScope).map((entry) => entry.text)))));
-  const { rows } = await sql<{ body: string }>`select body from audit_head_maps where leaf_idx = ${treeSize - 1}`.execute(db);
+  const hashes = new Map([...buckets].map(([bucket, entries]) => [bucket, headBucketHash(entries.sort(byScope).map((entry) => entry.text))]));
+  const body = headsLeafText(log, treeSize - 1, new HeadMapTree(count, hashes).root, count);
   assert.equal(rows[0]?.body, body, `leaf ${treeSize - 1} commits every recorded head`);
   return leafHash(Buffer.from(body, 'utf8'));
 }

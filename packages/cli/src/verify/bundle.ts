@@ -443,7 +443,7 @@ export function completenessFindings(
     heads.bucket,
     heads.entries,
     heads.path.map((node) => Buffer.from(node, 'hex')),
-    leaf.root,
+    leaf,
   );
   if (typeof committed === 'string')
     return {

@@ -1,5 +1,13 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
-import { addCheckpointNotes, createHeadMapTables, addKeyCertificates, addLeafKinds, indexLeavesByScope, type MigrationStep } from '@vigil/platform';
+import {
+  addCheckpointNotes,
+  createHeadMapTables,
+  addKeyCertificates,
+  addLeafKinds,
+  indexLeavesByScope,
+  rekeyHeadMap,
+  type MigrationStep,
+} from '@vigil/platform';
 import { ENTRY_LEAF } from './log.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
@@ -22,5 +30,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   /** The map of requests' heads each checkpoint commits in its last leaf (docs/audit.md, "Session heads"). */
   async '0022_audit_head_map'(db) {
     await createHeadMapTables(db);
+  },
+  /** The map of heads doubles its buckets as it grows (entries keyed by 24 bits of their scope's hash; docs/audit.md, "Session heads"). */
+  async '0025_audit_head_map_growth'(db) {
+    await rekeyHeadMap(db);
   },
 };

@@ -92,7 +92,7 @@ await describeEachDatabase('audit walk routes', (backend) => {
       heads.bucket,
       heads.entries,
       heads.path.map((h) => Buffer.from(h, 'hex')),
-      parseHeadsLeaf(heads.leaf, 'vigil-observe')!.root,
+      parseHeadsLeaf(heads.leaf, 'vigil-observe')!,
     );
     assert.deepEqual(committed, { seq: 2, hash: acks[3]!.hash });
     const root = Buffer.from(bundle.checkpoint.rootHash, 'hex');

@@ -1,0 +1,236 @@
+/**
+ * The map of heads as a service keeps it (audit-heads.ts): each checkpoint's heads leaf commits
+ * every scope's recorded head, recomputed here from the scopes' rows; the map doubles its buckets
+ * past 8 scopes per bucket (the rebucketing commit included), every proof verifies at the leaf it
+ * names (also at a leaf written under fewer buckets), an instance without the last tree in memory
+ * commits the same root, and a map stored before it could grow is rekeyed by the migration step.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, test } from 'node:test';
+import { sql } from 'kysely';
+import { commitScopeHeads, createHeadMapTables, headProofAt, rekeyHeadMap, type HeadMapCache } from './audit-heads.ts';
+import { byScope, headBucketHash, headBucketOf, headEntryText, headInBucket, HeadMapTree, headsLeafText, parseHeadsLeaf } from './audit-heads-format.ts';
+import { addKeyCertificates, addLeafKinds, appendLeaves, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
+import { storeHashesAsBytes } from './stored-hash.ts';
+import { describeEachDatabase, expectedHeadsLeaf } from './testing.ts';
+
+const LOG = 'vigil-heads-test';
+
+interface ScopeRow {
+  id: string;
+  last_seq: number;
+  last_hash: string | null;
+}
+type Tables = AuditLogTables & { scopes: ScopeRow };
+
+const steps: Record<string, MigrationStep> = {
+  '0001_audit_log': createAuditLogTables,
+  async '0002_leaf_kinds'(db, dialect) {
+    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+    await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+    await addKeyCertificates(db);
+    await addLeafKinds(db, 'item');
+  },
+  async '0003_head_map'(db) {
+    await createHeadMapTables(db);
+    await db.schema
+      .createTable('scopes')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('last_seq', 'bigint', (c) => c.notNull())
+      .addColumn('last_hash', 'text')
+      .execute();
+  },
+};
+const growth: Record<string, MigrationStep> = { '0004_head_map_growth': rekeyHeadMap };
+
+const hashOf = (id: string, seq: number) => `${id}:${seq}`.padEnd(64, '0').slice(0, 64);
+
+await describeEachDatabase('the map of heads: growing buckets, proofs, and the rekeying migration', (backend) => {
+  let database: Database<Tables>;
+
+  beforeEach(async () => {
+    database = await openDatabase<Tables>(backend.freshDatabase());
+  });
+  afterEach(async () => {
+    await database.close();
+  });
+
+  /** Sets the scopes' heads (null: the scope's row deleted) and appends one leaf per scope, as a service's writes do. */
+  async function write(changes: ReadonlyMap<string, number | null>): Promise<void> {
+    await database.db.transaction().execute(async (trx) => {
+      const upserts = [...changes].flatMap(([id, seq]) => (seq === null ? [] : [{ id, last_seq: seq, last_hash: hashOf(id, seq) }]));
+      for (let i = 0; i < upserts.length; i += 500)
+        await trx
+          .insertInto('scopes')
+          .values(upserts.slice(i, i + 500))
+          .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ last_seq: eb.ref('excluded.last_seq'), last_hash: eb.ref('excluded.last_hash') })))
+          .execute();
+      const removed = [...changes].flatMap(([id, seq]) => (seq === null ? [id] : []));
+      if (removed.length > 0) await trx.deleteFrom('scopes').where('id', 'in', removed).execute();
+      const leaves = [...changes.keys()].map((id, i) => ({
+        itemId: `${id}-${Date.now()}-${i}-${Math.random()}`,
+        scopeId: id,
+        kind: 'item',
+        data: Buffer.from(id),
+      }));
+      for (let i = 0; i < leaves.length; i += 500) await appendLeaves<Tables>(trx, database.dialect, leaves.slice(i, i + 500));
+    });
+  }
+
+  function commit(cache: { current?: HeadMapCache }): Promise<number> {
+    return commitScopeHeads(
+      database,
+      LOG,
+      { table: 'scopes', headSeq: 'last_seq', headHash: 'last_hash' },
+      (trx, data, itemId) => appendLeaves(trx, database.dialect, [{ itemId, scopeId: null, kind: 'heads', data }]),
+      cache,
+    );
+  }
+
+  /** The leaf ending a checkpoint of `size` must commit every scope row's head; answers its bucket count. */
+  async function assertCommitsEveryHead(size: number): Promise<number> {
+    const rows = await database.db.selectFrom('scopes').selectAll().execute();
+    const heads = rows.map((row) => ({ scope: row.id, headSeq: Number(row.last_seq), headHash: row.last_hash }));
+    await expectedHeadsLeaf(database.db as never, LOG, size, heads, 'scope');
+    const body = (
+      await database.db
+        .selectFrom('audit_head_maps')
+        .select('body')
+        .where('leaf_idx', '=', size - 1)
+        .executeTakeFirstOrThrow()
+    ).body;
+    return parseHeadsLeaf(body, LOG)!.buckets;
+  }
+
+  async function assertProof(leafIndex: number, scopeId: string, expected: { seq: number; hash: string } | null): Promise<void> {
+    const proof = (await headProofAt(database.db, leafIndex, scopeId))!;
+    const leaf = parseHeadsLeaf(proof.leaf, LOG)!;
+    const committed = headInBucket(
+      scopeId,
+      proof.bucket,
+      proof.entries,
+      proof.path.map((node) => Buffer.from(node, 'hex')),
+      leaf,
+    );
+    assert.deepEqual(committed, expected, `${scopeId} at leaf ${leafIndex} (${leaf.buckets} buckets)`);
+  }
+
+  test('past 8 scopes per bucket the map doubles its buckets; roots and proofs hold before, across and after, with and without the last tree in memory', async () => {
+    await migrateToLatest(database, { ...steps, ...growth });
+    const cache: { current?: HeadMapCache } = {};
+    await write(new Map(Array.from({ length: 30_000 }, (_, i) => [`s-${i}`, 0])));
+    const first = await commit(cache);
+    assert.equal(await assertCommitsEveryHead(first), 4096);
+
+    // 3,000 more scopes (33,000 > 8 × 4,096) and five heads moved on: rebucketed under 8,192.
+    await write(
+      new Map([...Array.from({ length: 3000 }, (_, i): [string, number] => [`t-${i}`, 0]), ...[1, 2, 3, 4, 5].map((i): [string, number] => [`s-${i}`, 1])]),
+    );
+    const second = await commit(cache);
+    assert.equal(await assertCommitsEveryHead(second), 8192);
+    assert.equal(
+      (
+        await database.db
+          .selectFrom('audit_head_maps')
+          .select('scopes')
+          .where('leaf_idx', '=', second - 1)
+          .executeTakeFirstOrThrow()
+      ).scopes,
+      33_000,
+    );
+    await assertProof(second - 1, 's-1', { seq: 1, hash: hashOf('s-1', 1) });
+    await assertProof(second - 1, 't-7', { seq: 0, hash: hashOf('t-7', 0) });
+    // The leaf before the growth still proves what it committed, under its own 4,096 buckets.
+    await assertProof(first - 1, 's-1', { seq: 0, hash: hashOf('s-1', 0) });
+    await assertProof(first - 1, 't-7', null);
+
+    // Another instance (no tree in memory): two scopes gone, three moved on; the same map, never fewer buckets.
+    await write(
+      new Map<string, number | null>([
+        ['s-10', null],
+        ['t-11', null],
+        ['s-1', 2],
+        ['t-12', 1],
+        ['s-13', 4],
+      ]),
+    );
+    const third = await commit({});
+    assert.equal(await assertCommitsEveryHead(third), 8192);
+    await assertProof(third - 1, 's-10', null);
+    await assertProof(third - 1, 's-1', { seq: 2, hash: hashOf('s-1', 2) });
+    // And this instance, whose tree is older than the last leaf, reads the stored hashes rather than its own.
+    await write(new Map([['s-20', 3]]));
+    const fourth = await commit(cache);
+    assert.equal(await assertCommitsEveryHead(fourth), 8192);
+    assert.equal(
+      (
+        await database.db
+          .selectFrom('audit_head_maps')
+          .select('scopes')
+          .where('leaf_idx', '=', fourth - 1)
+          .executeTakeFirstOrThrow()
+      ).scopes,
+      32_998,
+    );
+  });
+
+  test('a map stored before it could grow is rekeyed by the migration: its old leaf still proves its heads, and the next checkpoint counts its scopes', async () => {
+    await migrateToLatest(database, steps);
+    // The map as the first version stored it: entries by 12-bit bucket, bucket hashes numbered 0–4,095, no scope count.
+    const ids = ['a', 'b', 'c'];
+    await write(new Map(ids.map((id) => [id, 0])));
+    const leafIndex = 3;
+    const hashes = new Map<number, Buffer>();
+    const byBucket = new Map<number, string[]>();
+    for (const id of ids) byBucket.set(headBucketOf(id), [...(byBucket.get(headBucketOf(id)) ?? []), id]);
+    for (const [bucket, inBucket] of byBucket)
+      hashes.set(
+        bucket,
+        headBucketHash(
+          inBucket
+            .map((scopeId) => ({ scopeId }))
+            .sort(byScope)
+            .map(({ scopeId }) => headEntryText(scopeId, { seq: 0, hash: hashOf(scopeId, 0) })),
+        ),
+      );
+    const body = headsLeafText(LOG, leafIndex, new HeadMapTree(4096, hashes).root);
+    await database.db.transaction().execute(async (trx) => {
+      await appendLeaves<Tables>(trx, database.dialect, [{ itemId: 'heads-3', scopeId: null, kind: 'heads', data: Buffer.from(body) }]);
+      const old = trx as unknown as import('kysely').Kysely<{
+        audit_head_entries: Record<string, unknown>;
+        audit_head_buckets: Record<string, unknown>;
+        audit_head_maps: Record<string, unknown>;
+      }>;
+      await old
+        .insertInto('audit_head_entries')
+        .values(ids.map((id) => ({ scope_id: id, tree_size: leafIndex, bucket: headBucketOf(id), head_seq: 0, head_hash: hashOf(id, 0) })))
+        .execute();
+      await old
+        .insertInto('audit_head_buckets')
+        .values([...hashes].map(([bucket, hash]) => ({ bucket, tree_size: leafIndex, hash: hash.toString('hex') })))
+        .execute();
+      await old.insertInto('audit_head_maps').values({ leaf_idx: leafIndex, body }).execute();
+    });
+
+    await migrateToLatest(database, { ...steps, ...growth });
+    const { rows } = await sql<{ head_key: number }>`select head_key from audit_head_entries where scope_id = 'a'`.execute(database.db);
+    assert.equal(Number(rows[0]!.head_key) >> 12, headBucketOf('a'), 'the entry is keyed by 24 bits of its hash');
+    for (const id of ids) await assertProof(leafIndex, id, { seq: 0, hash: hashOf(id, 0) });
+
+    await write(new Map([['d', 0]]));
+    const size = await commit({});
+    assert.equal(await assertCommitsEveryHead(size), 4096);
+    assert.equal(
+      (
+        await database.db
+          .selectFrom('audit_head_maps')
+          .select('scopes')
+          .where('leaf_idx', '=', size - 1)
+          .executeTakeFirstOrThrow()
+      ).scopes,
+      4,
+    );
+  });
+});
