@@ -1,5 +1,16 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, observe, onRequestsChanged, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import {
+  ApiError,
+  credentials,
+  gate,
+  hasGateScope,
+  observe,
+  onRequestsChanged,
+  onUnauthorized,
+  setCredentials,
+  type Credentials,
+  type Service,
+} from './api.ts';
 import { timeAgo } from './format.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
@@ -240,7 +251,9 @@ export function App() {
                 <span
                   title={`Gate key “${creds.gate.keyName}”, scopes: ${creds.gate.scopes.join(', ')}; session ends ${new Date(creds.gate.expiresAt).toLocaleTimeString()}`}
                 >
-                  Deciding as <strong>{creds.gate.actor}</strong> · session ends {timeAgo(creds.gate.expiresAt)}
+                  {/* A key without request:decide can only look: the header must not promise decisions. */}
+                  {hasGateScope('request:decide') ? 'Deciding as' : 'Viewing as'} <strong>{creds.gate.actor}</strong>
+                  {!hasGateScope('request:decide') && ' (this key cannot decide)'} · session ends {timeAgo(creds.gate.expiresAt)}
                 </span>
               ) : (
                 <span>Not signed in to the gate</span>

@@ -4,8 +4,9 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Field, Notice, RowAction, Section, useFormAction, type AsyncState } from './ui.tsx';
-import { fmtDuration } from './format.ts';
+import { gate } from './api.ts';
+import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAsync, useFormAction, type AsyncState } from './ui.tsx';
+import { fmtDuration, type PolicyNames } from './format.ts';
 import { setQuery } from './router.tsx';
 
 export interface Column<T> {
@@ -397,4 +398,10 @@ export function EditOrCreateSection<T extends { id: string; name: string }>({
   ) : (
     <Section title={newTitle}>{form({ onSaved: onCreated })}</Section>
   );
+}
+
+/** The gate's policies' names by id, for the answers (audit entries, actors) that name a policy by id only. */
+export function usePolicyNames(): PolicyNames {
+  const policies = useAsync((signal) => gate('GET /api/policies', { query: { limit: 500 }, signal }), []);
+  return new Map(policies.data?.policies.map((p) => [p.id, p.name]) ?? []);
 }

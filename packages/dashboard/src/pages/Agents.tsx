@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
 import { InlineSelect, Table, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
 import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -247,7 +247,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                 labels={d.snapshots.map((s) => s.date.slice(5))}
                 series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '#2563eb' }]}
                 max={100}
-                description={`Daily overall health score over ${d.snapshots.length} days, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
+                description={`Daily overall health score over ${plural(d.snapshots.length, 'day')}, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
               />
             )}
           </Async>
@@ -260,7 +260,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                   <li key={s.id}>
                     <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link> <StatusBadge status={s.status} />{' '}
                     <span className="muted">
-                      {timeAgo(s.startedAt)} · {s.eventCount} events · {fmtUsd(s.totalCostUsd)}
+                      {timeAgo(s.startedAt)} · {plural(s.eventCount, 'event')} · {fmtUsd(s.totalCostUsd)}
                     </span>
                   </li>
                 ))}

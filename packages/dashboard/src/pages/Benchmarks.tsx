@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { observe, type ObserveAnswer, type ObserveQuery } from '../api.ts';
 import { AsyncTable, CreateForm, InlineSelect, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -213,7 +213,7 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                           <th scope="col">Metric</th>
                           {r.variants.map((v) => (
                             <th scope="col" key={v.variantId} className="num">
-                              {v.variantName} ({v.sessionCount})
+                              {v.variantName} ({plural(v.sessionCount, 'session')})
                             </th>
                           ))}
                         </tr>
