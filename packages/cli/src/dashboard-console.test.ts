@@ -1,11 +1,59 @@
 /**
  * The console of issue 42 in a real browser (see dashboard-harness.ts): counts that agree with
- * their nouns, a header that promises decisions only to a key that can decide, and evaluator rules
- * that get an id the form explains.
+ * their nouns, a header that promises decisions only to a key that can decide, evaluator rules that
+ * get an id the form explains, every page at a phone's width and in the dark scheme, and axe-core
+ * on every page at 1400 px and 390 px in light and dark.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN_KEY, api, chromiumSkip, seedGate, seedObserve, settled, signIn, startStack, type Stack } from './dashboard-harness.ts';
+import type { Page } from 'playwright-core';
+import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, settled, signIn, startStack, type Stack } from './dashboard-harness.ts';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1400, height: 900 };
+
+/** Every page of the sidebar, and a detail page of each kind the seed data has. */
+async function everyPage(stack: Stack, details: string[]): Promise<string[]> {
+  const { page } = stack;
+  await page.setViewportSize(DESKTOP);
+  await page.goto('/');
+  await nav(page).getByRole('link', { name: 'Overview' }).waitFor();
+  const listed = await nav(page)
+    .getByRole('link')
+    .evaluateAll((links) => links.map((link) => new URL((link as HTMLAnchorElement).href).pathname));
+  return [...new Set(listed), ...details];
+}
+
+/** Opens a page and waits until it has its heading and nothing on it is loading. */
+async function open(page: Page, path: string): Promise<void> {
+  await page.goto(path);
+  await page.locator('main h1').first().waitFor();
+  await settled(page);
+}
+
+/** axe-core's serious and critical violations on the page as it is now, as readable lines. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the dashboard's CSP (script-src 'self') refuses inline scripts.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> } }).axe;
+    type AxeViolation = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] };
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.help} — ${v.nodes
+            .slice(0, 3)
+            .map((n) => n.target.join(' '))
+            .join(', ')}`,
+      );
+  });
+  return violations;
+}
 
 describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, () => {
   let stack: Stack;
@@ -58,5 +106,106 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
     );
     assert.deepEqual(evaluators.find((e) => e.name === 'No shell')?.rules?.[0]?.id, 'rule-1');
     stack.noProblems();
+  });
+
+  describe('every page, on any screen and in either scheme', () => {
+    let pages: string[];
+    before(async () => {
+      const request = await api<{ id: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/requests', {
+        action: 'pay',
+        params: { amount: 2500, to: 'ACME' },
+        context: { agentId: 'billing-agent' },
+      });
+      const { benchmarks } = await api<{ benchmarks: { id: string }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/benchmarks');
+      pages = await everyPage(stack, [
+        '/sessions/researcher-1',
+        '/sessions/researcher-1/replay',
+        '/agents/researcher',
+        `/benchmarks/${benchmarks[0]!.id}`,
+        `/approvals/${request.id}`,
+      ]);
+      assert.ok(pages.length >= 25, `the sidebar lists the pages: ${pages.join(' ')}`);
+    });
+    after(async () => {
+      await stack.page.setViewportSize(DESKTOP);
+      await stack.page.emulateMedia({ colorScheme: 'light' });
+      await stack.page.evaluate(() => localStorage.removeItem('vigil.theme'));
+    });
+
+    test('at 390 px every page fits the screen: the navigation folds behind a menu button, wide tables scroll inside their cards', async () => {
+      const { page } = stack;
+      await page.setViewportSize(PHONE);
+      const overflowing: string[] = [];
+      for (const path of pages) {
+        await open(page, path);
+        const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+        if (widths[0]! > widths[1]!) overflowing.push(`${path}: ${widths[0]} px wide`);
+      }
+      assert.deepEqual(overflowing, [], 'no page is wider than the screen');
+
+      await open(page, '/sessions');
+      assert.equal(await nav(page).isVisible(), false, 'the navigation is folded away');
+      const menu = page.getByRole('button', { name: 'Menu' });
+      assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+      await menu.click();
+      assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+      await nav(page).getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+      assert.equal(await nav(page).isVisible(), false, 'opening a page folds the navigation again');
+
+      // The sessions table is wider than a phone: it scrolls inside its card, and takes keyboard focus to do so.
+      await open(page, '/sessions');
+      const scroller = page.locator('.table-scroll').first();
+      const [scrollWidth, clientWidth] = await scroller.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+      assert.ok(scrollWidth > clientWidth, `the table scrolls inside its card (${scrollWidth} > ${clientWidth})`);
+      assert.equal(await scroller.getAttribute('tabindex'), '0');
+      stack.noProblems();
+    });
+
+    test('the dark scheme follows the system setting until the toggle picks one, which outlasts a reload', async () => {
+      const { page } = stack;
+      await page.setViewportSize(DESKTOP);
+      const background = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+      const scheme = () => page.evaluate(() => document.documentElement.dataset.theme);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await open(page, '/');
+      assert.equal(await scheme(), 'dark');
+      assert.equal(await background(), 'rgb(15, 20, 26)');
+      const toggle = page.getByRole('button', { name: 'Dark scheme' });
+      assert.equal(await toggle.getAttribute('aria-pressed'), 'true');
+      // The charts draw in the dark scheme too (their colours are read from the stylesheet).
+      await page.locator('canvas[role="img"]').first().waitFor();
+
+      await toggle.click();
+      assert.equal(await scheme(), 'light');
+      assert.equal(await background(), 'rgb(245, 246, 248)');
+      await page.reload();
+      await page.locator('main h1').first().waitFor();
+      assert.equal(await scheme(), 'light', 'the choice outlasts a reload though the system says dark');
+      await page.getByRole('button', { name: 'Dark scheme' }).click();
+      await page.emulateMedia({ colorScheme: 'light' });
+      await page.reload();
+      await page.locator('main h1').first().waitFor();
+      assert.equal(await scheme(), 'dark', 'and the system setting no longer decides');
+      stack.noProblems();
+    });
+
+    for (const scheme of ['light', 'dark'] as const) {
+      for (const viewport of [DESKTOP, PHONE]) {
+        test(`axe-core finds no serious or critical violation on any page at ${viewport.width} px, ${scheme}`, async () => {
+          const { page } = stack;
+          await page.setViewportSize(viewport);
+          await page.evaluate((theme) => localStorage.setItem('vigil.theme', theme), scheme);
+          const found: string[] = [];
+          for (const path of pages) {
+            await open(page, path);
+            assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), scheme);
+            for (const violation of await seriousViolations(page)) found.push(`${path}: ${violation}`);
+          }
+          assert.deepEqual(found, [], 'no serious or critical accessibility violation');
+          stack.noProblems();
+        });
+      }
+    }
   });
 });

@@ -12,6 +12,7 @@ import {
   type Service,
 } from './api.ts';
 import { timeAgo } from './format.ts';
+import { setTheme, useTheme } from './theme.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
@@ -141,6 +142,13 @@ export function App() {
   const [creds, setCreds] = useState<Credentials>(credentials());
   const [ended, setEnded] = useState<string | null>(null);
   const location = useLocation();
+  // On a narrow screen the navigation is folded behind the menu button; opening a page folds it again.
+  const [navOpen, setNavOpen] = useState(false);
+  const [navFor, setNavFor] = useState(location.path);
+  if (navFor !== location.path) {
+    setNavFor(location.path);
+    setNavOpen(false);
+  }
 
   useEffect(
     () =>
@@ -217,8 +225,8 @@ export function App() {
       <a className="skip-link" href="#main">
         Skip to content
       </a>
-      <div className="layout">
-        <nav className="sidebar" aria-label="Main">
+      <div className={navOpen ? 'layout nav-open' : 'layout'}>
+        <nav className="sidebar" id="main-nav" aria-label="Main">
           <Link to={creds.observeKey ? '/' : '/approvals'} className="brand">
             <img src="/favicon.svg" alt="" width={24} height={24} /> Vigil
           </Link>
@@ -240,6 +248,15 @@ export function App() {
         </nav>
         <div className="content">
           <header className="topbar">
+            <button
+              type="button"
+              className="secondary small menu-button"
+              aria-expanded={navOpen}
+              aria-controls="main-nav"
+              onClick={() => setNavOpen((open) => !open)}
+            >
+              Menu
+            </button>
             <ExposedBootstrapWarning />
             {ended && (
               <p className="topbar-warning" role="alert">
@@ -263,6 +280,7 @@ export function App() {
                   {creds.gate ? 'Add observe key' : 'Sign in to the gate'}
                 </Link>
               )}
+              <ThemeToggle />
               <button type="button" className="secondary small" onClick={() => void signOut()}>
                 Sign out
               </button>
@@ -274,6 +292,16 @@ export function App() {
         </div>
       </div>
     </>
+  );
+}
+
+/** Switches between the light and dark schemes; the choice outlasts the session (theme.ts). */
+function ThemeToggle() {
+  const theme = useTheme();
+  return (
+    <button type="button" className="secondary small" aria-pressed={theme === 'dark'} onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}>
+      Dark scheme
+    </button>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
-import { InlineSelect, Table, type Column } from '../components.tsx';
+import { InlineSelect, Table, TableScroll, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
@@ -26,59 +26,61 @@ export function AgentsPage() {
       <Section title="Agents">
         <Async state={agents} label="Loading agents…" isEmpty={(d) => d.agents.length === 0} empty="No agents yet: an agent appears with its first event.">
           {(data) => (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Health (7 days)</th>
-                  <th scope="col">Trend</th>
-                  <th scope="col" className="num">
-                    Sessions
-                  </th>
-                  <th scope="col">Last seen</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.agents.map((a) => {
-                  const health = healthOf.get(a.id);
-                  return (
-                    <tr key={a.id}>
-                      <td>
-                        <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
-                        {a.name !== a.id && <div className="muted small">{a.id}</div>}
-                      </td>
-                      <td>
-                        {a.pausedAt ? (
-                          <Badge tone="bad" title={a.pauseReason ?? undefined}>
-                            paused
-                          </Badge>
-                        ) : (
-                          <Badge tone="good">running</Badge>
-                        )}
-                        {a.modelOverride && (
-                          <Badge tone="warn" title="Model override set by a guardrail">
-                            → {a.modelOverride}
-                          </Badge>
-                        )}
-                      </td>
-                      <td>
-                        {health ? (
-                          <span className="score">
-                            <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {fmtScore(health.overallScore)}
-                          </span>
-                        ) : (
-                          <span className="muted">{overview.loading ? '…' : 'no sessions in 7 days'}</span>
-                        )}
-                      </td>
-                      <td>{health ? <Trend health={health} /> : '—'}</td>
-                      <td className="num">{fmtNumber(a.sessionCount)}</td>
-                      <td title={fmtDateTime(a.lastSeenAt)}>{timeAgo(a.lastSeenAt)}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+            <TableScroll>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Agent</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Health (7 days)</th>
+                    <th scope="col">Trend</th>
+                    <th scope="col" className="num">
+                      Sessions
+                    </th>
+                    <th scope="col">Last seen</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.agents.map((a) => {
+                    const health = healthOf.get(a.id);
+                    return (
+                      <tr key={a.id}>
+                        <td>
+                          <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
+                          {a.name !== a.id && <div className="muted small">{a.id}</div>}
+                        </td>
+                        <td>
+                          {a.pausedAt ? (
+                            <Badge tone="bad" title={a.pauseReason ?? undefined}>
+                              paused
+                            </Badge>
+                          ) : (
+                            <Badge tone="good">running</Badge>
+                          )}
+                          {a.modelOverride && (
+                            <Badge tone="warn" title="Model override set by a guardrail">
+                              → {a.modelOverride}
+                            </Badge>
+                          )}
+                        </td>
+                        <td>
+                          {health ? (
+                            <span className="score">
+                              <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {fmtScore(health.overallScore)}
+                            </span>
+                          ) : (
+                            <span className="muted">{overview.loading ? '…' : 'no sessions in 7 days'}</span>
+                          )}
+                        </td>
+                        <td>{health ? <Trend health={health} /> : '—'}</td>
+                        <td className="num">{fmtNumber(a.sessionCount)}</td>
+                        <td title={fmtDateTime(a.lastSeenAt)}>{timeAgo(a.lastSeenAt)}</td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </Async>
       </Section>
@@ -245,7 +247,7 @@ export function AgentDetailPage({ id }: { id: string }) {
               <Chart
                 kind="line"
                 labels={d.snapshots.map((s) => s.date.slice(5))}
-                series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '#2563eb' }]}
+                series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '--chart-blue' }]}
                 max={100}
                 description={`Daily overall health score over ${plural(d.snapshots.length, 'day')}, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
               />

@@ -53,14 +53,15 @@ function queueColumns(tab: (typeof TABS)[number]['value'], now: number): Column<
     {
       header: 'Policy',
       cell: (r) =>
-        r.policyName ??
-        (r.policyId ? (
+        r.policyName !== null ? (
+          <span title={r.policyId ?? undefined}>{r.policyName}</span>
+        ) : r.policyId ? (
           <span className="muted" title={r.policyId}>
             deleted policy
           </span>
         ) : (
           <span className="muted">no rule matched</span>
-        )),
+        ),
     },
     { header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
     {
