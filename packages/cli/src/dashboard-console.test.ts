@@ -190,6 +190,45 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
       stack.noProblems();
     });
 
+    test('the keyboard reaches everything with visible focus: the skip link first, then the navigation, the toggle and the tables', async () => {
+      const { page } = stack;
+      await page.setViewportSize(DESKTOP);
+      await open(page, '/sessions');
+      const focused = () =>
+        page.evaluate(() => {
+          const el = document.activeElement as HTMLElement;
+          const style = getComputedStyle(el);
+          // A date input's calendar button is inside its shadow root, with Chromium's own focus ring: the input itself is not :focus then.
+          const outline = el.matches(':focus') ? `${style.outlineStyle} ${style.outlineWidth}` : 'inner';
+          return { text: (el.textContent ?? '').trim().slice(0, 40), tag: el.tagName, outline };
+        });
+      // The skip link is the first stop of the page (it comes first in the document), shown when focused.
+      assert.equal(await page.evaluate(() => document.querySelector('a[href], button, input, select, textarea, [tabindex]')?.textContent), 'Skip to content');
+      await page.getByRole('link', { name: 'Skip to content' }).focus();
+      assert.ok(((await page.getByRole('link', { name: 'Skip to content' }).boundingBox())?.x ?? -1) >= 0, 'the focused skip link is on screen');
+      const seen: { text: string; tag: string; outline: string }[] = [];
+      // Forward through the sidebar and the header to the first table.
+      while (seen.length < 100 && seen.at(-1)?.tag !== 'DIV') {
+        await page.keyboard.press('Tab');
+        seen.push(await focused());
+      }
+      const unmarked = seen.filter((f) => !/^(solid 3px|inner)$/.test(f.outline));
+      assert.deepEqual(unmarked, [], 'every focused element shows the focus outline');
+      assert.ok(
+        seen.some((f) => f.text === 'Dark scheme'),
+        'the scheme toggle is reached',
+      );
+      assert.ok(
+        seen.some((f) => f.tag === 'DIV'),
+        'a table’s scroll area is reached',
+      );
+      // Enter on the skip link moves the focus to the content.
+      await page.getByRole('link', { name: 'Skip to content' }).focus();
+      await page.keyboard.press('Enter');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+      stack.noProblems();
+    });
+
     for (const scheme of ['light', 'dark'] as const) {
       for (const viewport of [DESKTOP, PHONE]) {
         test(`axe-core finds no serious or critical violation on any page at ${viewport.width} px, ${scheme}`, async () => {

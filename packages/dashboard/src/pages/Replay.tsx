@@ -203,14 +203,14 @@ export function ReplayPage({ id }: { id: string }) {
                 <button type="button" className="secondary" onClick={() => goTo(0)} disabled={step === 0} aria-label="First step">
                   « First
                 </button>
-                <button type="button" className="secondary" onClick={() => goTo(step - 1)} disabled={step === 0} aria-label="Previous step">
-                  ◀ Prev
+                <button type="button" className="secondary" onClick={() => goTo(step - 1)} disabled={step === 0}>
+                  <span aria-hidden="true">◀</span> Previous step
                 </button>
                 <button type="button" onClick={() => setPlaying((p) => !p && step < totalSteps - 1)} aria-pressed={playing} disabled={totalSteps <= 1}>
                   {playing ? 'Pause' : 'Play'}
                 </button>
-                <button type="button" className="secondary" onClick={() => goTo(step + 1)} disabled={step >= totalSteps - 1} aria-label="Next step">
-                  Next ▶
+                <button type="button" className="secondary" onClick={() => goTo(step + 1)} disabled={step >= totalSteps - 1}>
+                  Next step <span aria-hidden="true">▶</span>
                 </button>
                 <button type="button" className="secondary" onClick={() => goTo(totalSteps - 1)} disabled={step >= totalSteps - 1} aria-label="Last step">
                   Last »
