@@ -9,11 +9,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, settled, signIn, startStack, type Stack } from './dashboard-harness.ts';
+import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, settled, shot, signIn, startStack, type Stack } from './dashboard-harness.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1400, height: 900 };
+/** The pages whose dark and phone pictures docs/screenshots/ keeps (`npm run screenshots`), by the name of the file. */
+const SHOTS: Record<string, string> = { '/': 'overview', '/sessions': 'sessions', '/sessions/researcher-1': 'session', '/approvals': 'approvals' };
 
 /** Every page of the sidebar, and a detail page of each kind the seed data has. */
 async function everyPage(stack: Stack, details: string[]): Promise<string[]> {
@@ -138,6 +140,7 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
       const overflowing: string[] = [];
       for (const path of pages) {
         await open(page, path);
+        if (SHOTS[path]) await shot(page, `${SHOTS[path]}-phone`);
         const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
         if (widths[0]! > widths[1]!) overflowing.push(`${path}: ${widths[0]} px wide`);
       }
@@ -149,6 +152,7 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
       assert.equal(await menu.getAttribute('aria-expanded'), 'false');
       await menu.click();
       assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+      await shot(page, 'navigation-phone');
       await nav(page).getByRole('link', { name: 'Agents' }).click();
       await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
       assert.equal(await nav(page).isVisible(), false, 'opening a page folds the navigation again');
@@ -239,6 +243,7 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
           for (const path of pages) {
             await open(page, path);
             assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), scheme);
+            if (scheme === 'dark' && viewport === DESKTOP && SHOTS[path]) await shot(page, `${SHOTS[path]}-dark`);
             for (const violation of await seriousViolations(page)) found.push(`${path}: ${violation}`);
           }
           assert.deepEqual(found, [], 'no serious or critical accessibility violation');
