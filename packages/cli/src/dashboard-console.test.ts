@@ -5,13 +5,13 @@
  * on every page at 1400 px and 390 px in light and dark.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
+import axe from 'axe-core';
 import type { Page } from 'playwright-core';
 import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, settled, shot, signIn, startStack, type Stack } from './dashboard-harness.ts';
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** axe-core's browser script, which it exports as text for injecting into a page. */
+const AXE_SOURCE = axe.source;
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1400, height: 900 };
 /** The pages whose dark and phone pictures docs/screenshots/ keeps (`npm run screenshots`), by the name of the file. */
