@@ -110,6 +110,30 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
     stack.noProblems();
   });
 
+  test('a guardrail that requires a gate policy names it, and its cooldown is a window like any other', async () => {
+    const { page } = stack;
+    const { policies } = await api<{ policies: { id: string; name: string }[] }>(stack.gateUrl, ADMIN_KEY, 'GET', '/api/policies');
+    const payments = policies.find((p) => p.name === 'payments')!;
+    await api(stack.observeUrl, stack.observeKey, 'POST', '/api/guardrails', {
+      name: 'Billing needs approval when failing',
+      agentId: 'billing-agent',
+      conditionType: 'error_rate_threshold',
+      conditionConfig: { threshold: 50, windowMs: 3_600_000 },
+      actionType: 'approval_policy',
+      actionConfig: { policyId: payments.id },
+      cooldownMinutes: 60,
+      dryRun: true,
+    });
+    await page.goto('/guardrails');
+    const row = page.getByRole('row').filter({ hasText: 'Billing needs approval when failing' });
+    await row.getByText('require approval policy “payments”').waitFor();
+    const text = await row.innerText();
+    assert.match(text, /error rate above 50% over 1 hour/);
+    assert.match(text, /cooldown 1 hour/);
+    assert.doesNotMatch(text, new RegExp(payments.id));
+    stack.noProblems();
+  });
+
   describe('every page, on any screen and in either scheme', () => {
     let pages: string[];
     before(async () => {

@@ -4,7 +4,7 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
-import { gate } from './api.ts';
+import { credentials, gate } from './api.ts';
 import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAsync, useFormAction, type AsyncState } from './ui.tsx';
 import { fmtDuration, type PolicyNames } from './format.ts';
 import { setQuery } from './router.tsx';
@@ -411,8 +411,12 @@ export function EditOrCreateSection<T extends { id: string; name: string }>({
   );
 }
 
-/** The gate's policies' names by id, for the answers (audit entries, actors) that name a policy by id only. */
+/**
+ * The gate's policies' names by id, for the answers (audit entries, actors, an agent's or a
+ * guardrail's approval policy) that name a policy by id only; none when not signed in to the gate.
+ */
 export function usePolicyNames(): PolicyNames {
-  const policies = useAsync((signal) => gate('GET /api/policies', { query: { limit: 500 }, signal }), []);
-  return new Map(policies.data?.policies.map((p) => [p.id, p.name]) ?? []);
+  const signedIn = credentials().gate !== null;
+  const policies = useAsync(async (signal) => (signedIn ? (await gate('GET /api/policies', { query: { limit: 500 }, signal })).policies : []), [signedIn]);
+  return new Map(policies.data?.map((p) => [p.id, p.name]) ?? []);
 }

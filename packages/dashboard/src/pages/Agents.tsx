@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
-import { InlineSelect, Table, TableScroll, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, plural, timeAgo } from '../format.ts';
+import { InlineSelect, Table, TableScroll, usePolicyNames, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtPolicy, fmtScore, fmtSignedScore, fmtUsd, plural, timeAgo, type PolicyNames } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
 import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -124,7 +124,7 @@ const DIMENSION_COLUMNS: Column<AgentHealth['dimensions'][number]>[] = [
   { header: 'How it is scored', className: 'muted small', cell: (d) => d.description },
 ];
 
-function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => void }) {
+function PauseControls({ agent, policies, onChanged }: { agent: Agent; policies: PolicyNames; onChanged: () => void }) {
   const [reason, setReason] = useState('');
   const [clearModel, setClearModel] = useState(false);
   const [clearPolicy, setClearPolicy] = useState(false);
@@ -162,7 +162,7 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
           {agent.approvalPolicyId && (
             <label className="checkbox">
               <input type="checkbox" checked={clearPolicy} onChange={(e) => setClearPolicy(e.target.checked)} /> Also clear the approval policy (
-              {agent.approvalPolicyId})
+              <span title={agent.approvalPolicyId}>{fmtPolicy(agent.approvalPolicyId, policies)}</span>)
             </label>
           )}
           <div>
@@ -192,6 +192,7 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
 export function AgentDetailPage({ id }: { id: string }) {
   const [windowDays, setWindowDays] = useState(7);
   const agent = useAsync((signal) => observe('GET /api/agents/{id}', { params: { id }, signal }), [id]);
+  const policies = usePolicyNames();
   const health = useAsync(
     (signal) =>
       observe('GET /api/agents/{id}/health', { params: { id }, query: { window: windowDays }, signal }).catch((error: unknown) => {
@@ -214,10 +215,13 @@ export function AgentDetailPage({ id }: { id: string }) {
               <Stat label="First seen" value={timeAgo(a.firstSeenAt)} hint={fmtDateTime(a.firstSeenAt)} />
               <Stat label="Last seen" value={timeAgo(a.lastSeenAt)} hint={fmtDateTime(a.lastSeenAt)} />
               <Stat label="Model override" value={a.modelOverride ?? '—'} />
-              <Stat label="Approval policy" value={a.approvalPolicyId ?? '—'} />
+              <Stat
+                label="Approval policy"
+                value={a.approvalPolicyId ? <span title={a.approvalPolicyId}>{fmtPolicy(a.approvalPolicyId, policies)}</span> : '—'}
+              />
             </Stats>
             <Section title="Pause and resume">
-              <PauseControls agent={a} onChanged={agent.reload} />
+              <PauseControls agent={a} policies={policies} onChanged={agent.reload} />
             </Section>
           </>
         )}

@@ -1,8 +1,18 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, type Column, CreateForm, EditOrCreateSection, useEditOrCreate, ManagedTable, rowButton, TextField } from '../components.tsx';
-import { fmtDateTime, fmtNumber, fmtScore, fmtUsd, fmtWindow, minutesToMs, msToMinutes, timeAgo } from '../format.ts';
+import {
+  AsyncTable,
+  type Column,
+  CreateForm,
+  EditOrCreateSection,
+  useEditOrCreate,
+  ManagedTable,
+  rowButton,
+  TextField,
+  usePolicyNames,
+} from '../components.tsx';
+import { fmtDateTime, fmtNumber, fmtPolicy, fmtScore, fmtUsd, fmtWindow, minutesToMs, msToMinutes, timeAgo, type PolicyNames } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
@@ -29,7 +39,7 @@ function describeCondition(type: string, c: Record<string, unknown>): string {
   }
 }
 
-function describeAction(type: string, c: Record<string, unknown>): string {
+function describeAction(type: string, c: Record<string, unknown>, policies?: PolicyNames): string {
   switch (type) {
     case 'pause_agent':
       return `pause the agent${c.reason ? ` (“${String(c.reason)}”)` : ''}`;
@@ -38,7 +48,7 @@ function describeAction(type: string, c: Record<string, unknown>): string {
     case 'downgrade_model':
       return `switch the model to ${String(c.targetModel)}`;
     case 'approval_policy':
-      return `require approval policy ${String(c.policyId)}`;
+      return `require approval ${fmtPolicy(String(c.policyId), policies)}`;
     default:
       return type;
   }
@@ -199,7 +209,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
   );
 }
 
-const RULE_COLUMNS: Column<GuardrailRule>[] = [
+const ruleColumns = (policies: PolicyNames): Column<GuardrailRule>[] => [
   { header: 'Name', cell: (r) => r.name },
   {
     header: 'Agent',
@@ -210,8 +220,8 @@ const RULE_COLUMNS: Column<GuardrailRule>[] = [
     header: 'Then',
     cell: (r) => (
       <>
-        {describeAction(r.actionType, r.actionConfig)}
-        <div className="muted small">cooldown {r.cooldownMinutes} min</div>
+        {describeAction(r.actionType, r.actionConfig, policies)}
+        <div className="muted small">cooldown {fmtWindow(r.cooldownMinutes)}</div>
       </>
     ),
   },
@@ -253,6 +263,7 @@ const TRIGGER_COLUMNS: Column<Trigger>[] = [
 
 export function GuardrailsPage() {
   const rules = useAsync((signal) => observe('GET /api/guardrails', { signal }), [], { pollMs: 15_000 });
+  const policies = usePolicyNames();
   const [offset, setOffset] = useState(0);
   const history = useAsync((signal) => observe('GET /api/guardrails/history', { query: { limit: 25, offset }, signal }), [offset], {
     pollMs: 15_000,
@@ -276,7 +287,7 @@ export function GuardrailsPage() {
           state={rules}
           rows={(d) => d.rules}
           empty="No guardrails yet. Create one below; start in dry-run mode to see what it would do."
-          columns={RULE_COLUMNS}
+          columns={ruleColumns(policies)}
           rowKey={(r) => r.id}
           subject={(r) => r.name}
           actions={[update, remove]}
