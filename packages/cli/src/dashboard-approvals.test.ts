@@ -154,9 +154,14 @@ describe('dashboard in a real browser: approvals', { skip: chromiumSkip() }, () 
     const log = page.getByTestId('audit-log');
     await log.getByRole('row').filter({ hasText: 'denied' }).filter({ hasText: 'dashboard:Ada (key admin (GATE_ADMIN_KEY) · …' }).waitFor();
     // The payment approved by the policy: the gate decided, no key stands behind it.
-    const byPolicy = log.getByRole('row').filter({ hasText: 'policy:' });
+    // It is named by the policy's name, its rule counted from 1 (the gate's reason says "rule 1", from 0), the ids on hover.
+    const byPolicy = log.getByRole('row').filter({ hasText: 'policy “payments”' });
     await byPolicy.first().waitFor();
-    assert.doesNotMatch(await byPolicy.first().innerText(), /\(key /);
+    const byPolicyText = await byPolicy.first().innerText();
+    assert.doesNotMatch(byPolicyText, /\(key /);
+    assert.match(byPolicyText, /Approved by policy “payments”, rule 2/);
+    assert.doesNotMatch(await byPolicy.first().locator('td.clip').innerText(), /[0-9a-f]{8}-[0-9a-f]{4}-/, 'no policy id in the details');
+    assert.match((await byPolicy.first().locator('[title^="policy:"]').getAttribute('title')) ?? '', /^policy:[0-9a-f-]{36}$/);
     await shot(page, 'audit');
 
     await page.getByLabel('Actor').selectOption('api:billing-agent');

@@ -73,7 +73,8 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     await page.getByRole('button', { name: 'Edit Pause on runaway spend' }).click();
     const form = page.getByRole('form', { name: 'Edit guardrail Pause on runaway spend' });
     assert.equal(await form.getByLabel('Spend above (USD)').inputValue(), '5');
-    assert.equal(await form.getByLabel('Period (ms)').inputValue(), '86400000');
+    // Windows are asked for in minutes, like the alert rules', though a guardrail stores ms.
+    assert.equal(await form.getByLabel('Period (minutes)').inputValue(), '1440');
     assert.equal(await form.getByLabel('Reason (optional)').inputValue(), 'daily budget exceeded');
     assert.equal(await form.getByLabel(/Dry run/).isChecked(), true);
     await shot(page, 'guardrail-edit');
@@ -88,12 +89,16 @@ describe('dashboard in a real browser: edits, filters and the queue', { skip: ch
     await form.getByLabel('Spend above (USD)').fill('12.5');
     await form.getByLabel('Agent (empty: every agent)').fill('billing-agent');
     await form.getByLabel('Cooldown (minutes between actions)').fill('30');
+    await form.getByLabel('Period (minutes)').fill('120');
     await form.getByLabel(/Dry run/).uncheck();
     await form.getByRole('button', { name: 'Save guardrail' }).click();
     await page.getByText('Guardrail “Pause on runaway spend” saved').waitFor();
-    await page.getByRole('cell', { name: /spend above \$12\.50/ }).waitFor();
+    await page.getByRole('cell', { name: /spend above \$12\.50 over 2 hours/ }).waitFor();
     const [rule] = await guardrails();
-    assert.deepEqual([rule!.conditionConfig.maxCostUsd, rule!.agentId, rule!.cooldownMinutes, rule!.dryRun], [12.5, 'billing-agent', 30, false]);
+    assert.deepEqual(
+      [rule!.conditionConfig.maxCostUsd, rule!.conditionConfig.periodMs, rule!.agentId, rule!.cooldownMinutes, rule!.dryRun],
+      [12.5, 7_200_000, 'billing-agent', 30, false],
+    );
     stack.noProblems();
   });
 

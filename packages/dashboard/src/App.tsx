@@ -1,6 +1,18 @@
 import { lazy, Suspense, useEffect, useState, type ComponentType, type ReactNode } from 'react';
-import { ApiError, credentials, gate, observe, onRequestsChanged, onUnauthorized, setCredentials, type Credentials, type Service } from './api.ts';
+import {
+  ApiError,
+  credentials,
+  gate,
+  hasGateScope,
+  observe,
+  onRequestsChanged,
+  onUnauthorized,
+  setCredentials,
+  type Credentials,
+  type Service,
+} from './api.ts';
 import { timeAgo } from './format.ts';
+import { setTheme, useTheme } from './theme.ts';
 import { Link, match, navigate, useLocation } from './router.tsx';
 import { Badge, Empty, Loading, Page, useAsync } from './ui.tsx';
 import { SignInPage } from './pages/SignIn.tsx';
@@ -130,6 +142,13 @@ export function App() {
   const [creds, setCreds] = useState<Credentials>(credentials());
   const [ended, setEnded] = useState<string | null>(null);
   const location = useLocation();
+  // On a narrow screen the navigation is folded behind the menu button; opening a page folds it again.
+  const [navOpen, setNavOpen] = useState(false);
+  const [navFor, setNavFor] = useState(location.path);
+  if (navFor !== location.path) {
+    setNavFor(location.path);
+    setNavOpen(false);
+  }
 
   useEffect(
     () =>
@@ -206,8 +225,8 @@ export function App() {
       <a className="skip-link" href="#main">
         Skip to content
       </a>
-      <div className="layout">
-        <nav className="sidebar" aria-label="Main">
+      <div className={navOpen ? 'layout nav-open' : 'layout'}>
+        <nav className="sidebar" id="main-nav" aria-label="Main">
           <Link to={creds.observeKey ? '/' : '/approvals'} className="brand">
             <img src="/favicon.svg" alt="" width={24} height={24} /> Vigil
           </Link>
@@ -229,6 +248,15 @@ export function App() {
         </nav>
         <div className="content">
           <header className="topbar">
+            <button
+              type="button"
+              className="secondary small menu-button"
+              aria-expanded={navOpen}
+              aria-controls="main-nav"
+              onClick={() => setNavOpen((open) => !open)}
+            >
+              Menu
+            </button>
             <ExposedBootstrapWarning />
             {ended && (
               <p className="topbar-warning" role="alert">
@@ -240,7 +268,9 @@ export function App() {
                 <span
                   title={`Gate key “${creds.gate.keyName}”, scopes: ${creds.gate.scopes.join(', ')}; session ends ${new Date(creds.gate.expiresAt).toLocaleTimeString()}`}
                 >
-                  Deciding as <strong>{creds.gate.actor}</strong> · session ends {timeAgo(creds.gate.expiresAt)}
+                  {/* A key without request:decide can only look: the header must not promise decisions. */}
+                  {hasGateScope('request:decide') ? 'Deciding as' : 'Viewing as'} <strong>{creds.gate.actor}</strong>
+                  {!hasGateScope('request:decide') && ' (this key cannot decide)'} · session ends {timeAgo(creds.gate.expiresAt)}
                 </span>
               ) : (
                 <span>Not signed in to the gate</span>
@@ -250,6 +280,7 @@ export function App() {
                   {creds.gate ? 'Add observe key' : 'Sign in to the gate'}
                 </Link>
               )}
+              <ThemeToggle />
               <button type="button" className="secondary small" onClick={() => void signOut()}>
                 Sign out
               </button>
@@ -261,6 +292,16 @@ export function App() {
         </div>
       </div>
     </>
+  );
+}
+
+/** Switches between the light and dark schemes; the choice outlasts the session (theme.ts). */
+function ThemeToggle() {
+  const theme = useTheme();
+  return (
+    <button type="button" className="secondary small" aria-pressed={theme === 'dark'} onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}>
+      Dark scheme
+    </button>
   );
 }
 

@@ -13,6 +13,7 @@ import {
   type ChartConfiguration,
 } from 'chart.js';
 import { useEffect, useEffectEvent, useRef } from 'react';
+import { cssColor, useTheme } from './theme.ts';
 
 // Only the pieces the dashboard draws, so the bundle stays small (this module is loaded lazily).
 Chart.register(LineController, LineElement, PointElement, BarController, BarElement, CategoryScale, LinearScale, Filler, Legend, Tooltip);
@@ -20,7 +21,8 @@ Chart.register(LineController, LineElement, PointElement, BarController, BarElem
 export interface Series {
   label: string;
   data: (number | null)[];
-  color: string;
+  /** A colour variable of styles.css (`--chart-blue`): each scheme defines its own. */
+  color: `--chart-${string}`;
   /** Draw on the right-hand axis. */
   right?: boolean;
 }
@@ -46,11 +48,16 @@ export default function ChartView({ kind, labels, series, description, height = 
   const hasFormat = format !== undefined;
   // Callers build new arrays each render: the chart is redrawn only when their contents change.
   const dataKey = JSON.stringify({ labels, series });
+  const theme = useTheme();
 
   useEffect(() => {
     if (!canvas.current) return;
     const { labels, series } = JSON.parse(dataKey) as Pick<ChartProps, 'labels' | 'series'>;
     const hasRight = series.some((s) => s.right);
+    // The scheme's colours, read now: the chart is redrawn when the scheme changes.
+    const text = cssColor('--muted');
+    const grid = cssColor('--border');
+    const axis = { ticks: { color: text }, grid: { color: grid }, title: { color: text } };
     const config: ChartConfiguration = {
       type: kind,
       data: {
@@ -58,8 +65,8 @@ export default function ChartView({ kind, labels, series, description, height = 
         datasets: series.map((s) => ({
           label: s.label,
           data: s.data,
-          borderColor: s.color,
-          backgroundColor: kind === 'bar' ? s.color : `${s.color}22`,
+          borderColor: cssColor(s.color),
+          backgroundColor: kind === 'bar' ? cssColor(s.color) : `${cssColor(s.color)}22`,
           fill: kind === 'line' && series.length === 1,
           tension: 0.25,
           pointRadius: labels.length > 48 ? 0 : 2,
@@ -74,23 +81,25 @@ export default function ChartView({ kind, labels, series, description, height = 
         maintainAspectRatio: false,
         interaction: { mode: 'index', intersect: false },
         plugins: {
-          legend: { display: series.length > 1, position: 'bottom', labels: { boxWidth: 12 } },
+          legend: { display: series.length > 1, position: 'bottom', labels: { boxWidth: 12, color: text } },
           tooltip: hasFormat ? { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatLatest(Number(item.raw))}` } } : {},
         },
         scales: {
-          x: { ticks: { maxTicksLimit: 8, maxRotation: 0 }, grid: { display: false } },
+          x: { ticks: { maxTicksLimit: 8, maxRotation: 0, color: text }, grid: { display: false } },
           y: {
             beginAtZero: true,
             ...(max !== undefined && { max }),
-            title: { display: Boolean(yLabel), text: yLabel ?? '' },
-            ticks: hasFormat ? { callback: (value) => formatLatest(Number(value)) } : {},
+            grid: axis.grid,
+            title: { ...axis.title, display: Boolean(yLabel), text: yLabel ?? '' },
+            ticks: hasFormat ? { ...axis.ticks, callback: (value) => formatLatest(Number(value)) } : axis.ticks,
           },
           ...(hasRight && {
             right: {
               position: 'right' as const,
               beginAtZero: true,
               grid: { drawOnChartArea: false },
-              title: { display: Boolean(rightLabel), text: rightLabel ?? '' },
+              ticks: axis.ticks,
+              title: { ...axis.title, display: Boolean(rightLabel), text: rightLabel ?? '' },
             },
           }),
         },
@@ -102,7 +111,7 @@ export default function ChartView({ kind, labels, series, description, height = 
       chart.current?.destroy();
       chart.current = null;
     };
-  }, [kind, dataKey, yLabel, rightLabel, max, hasFormat]);
+  }, [kind, dataKey, yLabel, rightLabel, max, hasFormat, theme]);
 
   return (
     <div className="chart" style={{ height }}>

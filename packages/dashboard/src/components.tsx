@@ -4,8 +4,9 @@
  * then says only what differs: its columns, its fields, its call.
  */
 import { Fragment, useState, type FormEvent, type ReactNode } from 'react';
-import { Async, ErrorMessage, Field, Notice, RowAction, Section, useFormAction, type AsyncState } from './ui.tsx';
-import { fmtDuration } from './format.ts';
+import { credentials, gate } from './api.ts';
+import { Async, ErrorMessage, Field, Notice, RowAction, Section, useAsync, useFormAction, type AsyncState } from './ui.tsx';
+import { fmtDuration, type PolicyNames } from './format.ts';
 import { setQuery } from './router.tsx';
 
 export interface Column<T> {
@@ -34,41 +35,52 @@ export interface TableProps<T> {
 export function Table<T>({ rows, columns, rowKey, actions, rowClassName, caption, testId }: TableProps<T>) {
   const classOf = (column: Column<T>) => [column.num ? 'num' : undefined, column.className].filter(Boolean).join(' ') || undefined;
   return (
-    <table data-testid={testId}>
-      {caption && <caption className="visually-hidden">{caption}</caption>}
-      <thead>
-        <tr>
-          {columns.map((column, i) => (
-            <th key={i} scope="col" className={column.num ? 'num' : undefined}>
-              {column.header}
-            </th>
-          ))}
-          {actions && (
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          )}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row, index) => (
-          <tr key={rowKey(row, index)} className={rowClassName?.(row)}>
-            {columns.map((column, i) =>
-              column.rowHeader ? (
-                <th key={i} scope="row" className={classOf(column)} title={column.title?.(row)}>
-                  {column.cell(row)}
-                </th>
-              ) : (
-                <td key={i} className={classOf(column)} title={column.title?.(row)}>
-                  {column.cell(row)}
-                </td>
-              ),
+    <TableScroll>
+      <table data-testid={testId}>
+        {caption && <caption className="visually-hidden">{caption}</caption>}
+        <thead>
+          <tr>
+            {columns.map((column, i) => (
+              <th key={i} scope="col" className={column.num ? 'num' : undefined}>
+                {column.header}
+              </th>
+            ))}
+            {actions && (
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
             )}
-            {actions && <td className="actions">{actions(row)}</td>}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((row, index) => (
+            <tr key={rowKey(row, index)} className={rowClassName?.(row)}>
+              {columns.map((column, i) =>
+                column.rowHeader ? (
+                  <th key={i} scope="row" className={classOf(column)} title={column.title?.(row)}>
+                    {column.cell(row)}
+                  </th>
+                ) : (
+                  <td key={i} className={classOf(column)} title={column.title?.(row)}>
+                    {column.cell(row)}
+                  </td>
+                ),
+              )}
+              {actions && <td className="actions">{actions(row)}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/** Holds a table that may be wider than its card (a phone): it scrolls inside, focusable so a keyboard can scroll it. */
+export function TableScroll({ children }: { children: ReactNode }) {
+  return (
+    <div className="table-scroll" tabIndex={0}>
+      {children}
+    </div>
   );
 }
 
@@ -397,4 +409,14 @@ export function EditOrCreateSection<T extends { id: string; name: string }>({
   ) : (
     <Section title={newTitle}>{form({ onSaved: onCreated })}</Section>
   );
+}
+
+/**
+ * The gate's policies' names by id, for the answers (audit entries, actors, an agent's or a
+ * guardrail's approval policy) that name a policy by id only; none when not signed in to the gate.
+ */
+export function usePolicyNames(): PolicyNames {
+  const signedIn = credentials().gate !== null;
+  const policies = useAsync(async (signal) => (signedIn ? (await gate('GET /api/policies', { query: { limit: 500 }, signal })).policies : []), [signedIn]);
+  return new Map(policies.data?.map((p) => [p.id, p.name]) ?? []);
 }

@@ -1,4 +1,4 @@
-import { fmtActor, fmtDuration, fmtScore, fmtUsd } from './format.ts';
+import { fmtActor, fmtDuration, fmtScore, fmtUsd, plural } from './format.ts';
 import { Badge, type Tone } from './ui.tsx';
 
 /** One line that says what an event is about, per event type (payload fields: docs/api.md#event-types). */
@@ -18,7 +18,7 @@ export function summarize(eventType: string, payload: Record<string, unknown>): 
     case 'tool_error':
       return cut(`${str(p.toolName)} failed: ${str(p.error)}${p.errorCode ? ` (${str(p.errorCode)})` : ''}`);
     case 'llm_call':
-      return cut(`${str(p.provider)}/${str(p.model)} · ${Array.isArray(p.messages) ? p.messages.length : 0} messages`);
+      return cut(`${str(p.provider)}/${str(p.model)} · ${plural(Array.isArray(p.messages) ? p.messages.length : 0, 'message')}`);
     case 'llm_response':
       return cut(`${str(p.model)}: ${cut(str(p.completion), 70)} · ${fmtUsd(Number(p.costUsd))} · ${fmtDuration(Number(p.latencyMs))}`);
     case 'cost_tracked':
@@ -30,7 +30,7 @@ export function summarize(eventType: string, payload: Record<string, unknown>): 
     case 'approval_expired':
       return cut(`${str(p.action)} ${eventType.replace('approval_', '')} by ${fmtActor(str(p.decidedBy))}${p.reason ? `: ${str(p.reason)}` : ''}`);
     case 'form_submitted':
-      return cut(`form ${str(p.formName) || str(p.formId)} submitted (${str(p.fieldCount)} fields)`);
+      return cut(`form ${str(p.formName) || str(p.formId)} submitted (${plural(Number(p.fieldCount) || 0, 'field')})`);
     case 'form_completed':
       return cut(`form ${str(p.formId)} completed by ${str(p.completedBy)}`);
     case 'form_expired':

@@ -105,6 +105,14 @@ export function parseJsonLines(text: string, what: string): Record<string, unkno
   return lines.map(({ line, number }) => parseJsonObject(line, `Line ${number}`));
 }
 
+/**
+ * An evaluator's rules typed one a line, each with the `id` its violations name: the one the line
+ * gives, else "rule-<n>" (counted from 1 among the rules).
+ */
+export function rulesWithIds(text: string): Record<string, unknown>[] {
+  return parseJsonLines(text, 'rule').map((rule, index) => ({ id: `rule-${index + 1}`, ...rule }));
+}
+
 export function fmtPercent(ratio: number | null | undefined, digits = 1): string {
   if (ratio === null || ratio === undefined || !Number.isFinite(ratio)) return '—';
   return `${(ratio * 100).toFixed(digits)}%`;
@@ -127,6 +135,40 @@ export function parseJsonObject(text: string, field: string): Record<string, unk
   return value as Record<string, unknown>;
 }
 
+/**
+ * A time window, in the one unit every form asks for (minutes): "1 minute", "90 minutes", "2 hours",
+ * "1 day". Alert rules store minutes and guardrails milliseconds; both pages write them with this.
+ */
+export function fmtWindow(minutes: number | null | undefined): string {
+  if (minutes === null || minutes === undefined || !Number.isFinite(minutes)) return '—';
+  if (minutes >= 1440 && minutes % 1440 === 0) return plural(minutes / 1440, 'day');
+  if (minutes >= 60 && minutes % 60 === 0) return plural(minutes / 60, 'hour');
+  return plural(Math.round(minutes * 100) / 100, 'minute');
+}
+
+/** Milliseconds as the minutes a form shows (a guardrail's stored window), and back. */
+export const msToMinutes = (ms: number): number => ms / 60_000;
+export const minutesToMs = (minutes: number): number => Math.round(minutes * 60_000);
+
+/**
+ * A policy rule as people count it, from 1: the gate stores and writes the rule's index from 0
+ * (`ruleIndex`, and "…, rule 0" in the decision reasons it writes into the audit trail).
+ */
+export const fmtRule = (ruleIndex: number): string => `rule ${ruleIndex + 1}`;
+
+const POLICY_REASON = /^(Approved|Denied) by policy "(.*)" \(([^()]+)\), rule (\d+)$/;
+
+/**
+ * A decision reason the gate wrote for a policy's auto decision, "Denied by policy "payments" (<id>),
+ * rule 0", as the dashboard writes it everywhere: the policy by name and the rule counted from 1.
+ * Any other reason (a person's, a budget's) is left as it is.
+ */
+export function fmtDecisionReason(reason: string): string {
+  const match = POLICY_REASON.exec(reason);
+  if (!match) return reason;
+  return `${match[1]} by policy “${match[2]}”, ${fmtRule(Number(match[4]))}`;
+}
+
 /** "1 event", "3 events". */
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count.toLocaleString()} ${count === 1 ? one : many}`;
@@ -138,16 +180,28 @@ const CHAT_PLATFORMS = new Map([
   ['discord', 'Discord'],
 ]);
 
+/** Policy names by id, for the places the gate's answers name a policy by id only. */
+export type PolicyNames = ReadonlyMap<string, string>;
+
+/** A policy by name ("policy “payments”"), or by id when it is not (or no longer) known. */
+export function fmtPolicy(policyId: string, names: PolicyNames | undefined): string {
+  const name = names?.get(policyId);
+  return name === undefined ? `policy ${policyId}` : `policy “${name}”`;
+}
+
 /**
  * Who acted, as people read it: a decision from chat, `slack:U123`, is "Slack · alice (U123)" with
- * the user name its audit entry recorded (`details.userName`), else "Slack · U123"; any other
- * actor (`dashboard:Ada`, `policy:…`) as it is.
+ * the user name its audit entry recorded (`details.userName`), else "Slack · U123"; a policy's auto
+ * decision, `policy:<id>`, is "policy “payments”" when `policies` knows it; any other actor
+ * (`dashboard:Ada`, `system:expiry`) as it is.
  */
-export function fmtActor(actor: string, userName?: unknown): string {
+export function fmtActor(actor: string, userName?: unknown, policies?: PolicyNames): string {
   const colon = actor.indexOf(':');
-  const platform = CHAT_PLATFORMS.get(actor.slice(0, Math.max(colon, 0)));
-  if (platform === undefined) return actor;
+  const prefix = actor.slice(0, Math.max(colon, 0));
   const id = actor.slice(colon + 1);
+  if (prefix === 'policy') return fmtPolicy(id, policies);
+  const platform = CHAT_PLATFORMS.get(prefix);
+  if (platform === undefined) return actor;
   return typeof userName === 'string' && userName.trim() !== '' ? `${platform} · ${userName} (${id})` : `${platform} · ${id}`;
 }
 

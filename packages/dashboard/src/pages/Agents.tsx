@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, observe, type Agent, type AgentHealth } from '../api.ts';
-import { InlineSelect, Table, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, fmtSignedScore, fmtUsd, timeAgo } from '../format.ts';
+import { InlineSelect, Table, TableScroll, usePolicyNames, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtPolicy, fmtScore, fmtSignedScore, fmtUsd, plural, timeAgo, type PolicyNames } from '../format.ts';
 import { Chart } from '../lazy-chart.tsx';
 import { Link } from '../router.tsx';
 import { Async, Badge, Empty, ErrorMessage, Field, Meter, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync } from '../ui.tsx';
@@ -26,59 +26,61 @@ export function AgentsPage() {
       <Section title="Agents">
         <Async state={agents} label="Loading agents…" isEmpty={(d) => d.agents.length === 0} empty="No agents yet: an agent appears with its first event.">
           {(data) => (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Health (7 days)</th>
-                  <th scope="col">Trend</th>
-                  <th scope="col" className="num">
-                    Sessions
-                  </th>
-                  <th scope="col">Last seen</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.agents.map((a) => {
-                  const health = healthOf.get(a.id);
-                  return (
-                    <tr key={a.id}>
-                      <td>
-                        <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
-                        {a.name !== a.id && <div className="muted small">{a.id}</div>}
-                      </td>
-                      <td>
-                        {a.pausedAt ? (
-                          <Badge tone="bad" title={a.pauseReason ?? undefined}>
-                            paused
-                          </Badge>
-                        ) : (
-                          <Badge tone="good">running</Badge>
-                        )}
-                        {a.modelOverride && (
-                          <Badge tone="warn" title="Model override set by a guardrail">
-                            → {a.modelOverride}
-                          </Badge>
-                        )}
-                      </td>
-                      <td>
-                        {health ? (
-                          <span className="score">
-                            <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {fmtScore(health.overallScore)}
-                          </span>
-                        ) : (
-                          <span className="muted">{overview.loading ? '…' : 'no sessions in 7 days'}</span>
-                        )}
-                      </td>
-                      <td>{health ? <Trend health={health} /> : '—'}</td>
-                      <td className="num">{fmtNumber(a.sessionCount)}</td>
-                      <td title={fmtDateTime(a.lastSeenAt)}>{timeAgo(a.lastSeenAt)}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+            <TableScroll>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Agent</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Health (7 days)</th>
+                    <th scope="col">Trend</th>
+                    <th scope="col" className="num">
+                      Sessions
+                    </th>
+                    <th scope="col">Last seen</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.agents.map((a) => {
+                    const health = healthOf.get(a.id);
+                    return (
+                      <tr key={a.id}>
+                        <td>
+                          <Link to={`/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
+                          {a.name !== a.id && <div className="muted small">{a.id}</div>}
+                        </td>
+                        <td>
+                          {a.pausedAt ? (
+                            <Badge tone="bad" title={a.pauseReason ?? undefined}>
+                              paused
+                            </Badge>
+                          ) : (
+                            <Badge tone="good">running</Badge>
+                          )}
+                          {a.modelOverride && (
+                            <Badge tone="warn" title="Model override set by a guardrail">
+                              → {a.modelOverride}
+                            </Badge>
+                          )}
+                        </td>
+                        <td>
+                          {health ? (
+                            <span className="score">
+                              <Meter value={health.overallScore} label={`Health of ${a.name}`} /> {fmtScore(health.overallScore)}
+                            </span>
+                          ) : (
+                            <span className="muted">{overview.loading ? '…' : 'no sessions in 7 days'}</span>
+                          )}
+                        </td>
+                        <td>{health ? <Trend health={health} /> : '—'}</td>
+                        <td className="num">{fmtNumber(a.sessionCount)}</td>
+                        <td title={fmtDateTime(a.lastSeenAt)}>{timeAgo(a.lastSeenAt)}</td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </Async>
       </Section>
@@ -122,7 +124,7 @@ const DIMENSION_COLUMNS: Column<AgentHealth['dimensions'][number]>[] = [
   { header: 'How it is scored', className: 'muted small', cell: (d) => d.description },
 ];
 
-function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => void }) {
+function PauseControls({ agent, policies, onChanged }: { agent: Agent; policies: PolicyNames; onChanged: () => void }) {
   const [reason, setReason] = useState('');
   const [clearModel, setClearModel] = useState(false);
   const [clearPolicy, setClearPolicy] = useState(false);
@@ -160,7 +162,7 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
           {agent.approvalPolicyId && (
             <label className="checkbox">
               <input type="checkbox" checked={clearPolicy} onChange={(e) => setClearPolicy(e.target.checked)} /> Also clear the approval policy (
-              {agent.approvalPolicyId})
+              <span title={agent.approvalPolicyId}>{fmtPolicy(agent.approvalPolicyId, policies)}</span>)
             </label>
           )}
           <div>
@@ -190,6 +192,7 @@ function PauseControls({ agent, onChanged }: { agent: Agent; onChanged: () => vo
 export function AgentDetailPage({ id }: { id: string }) {
   const [windowDays, setWindowDays] = useState(7);
   const agent = useAsync((signal) => observe('GET /api/agents/{id}', { params: { id }, signal }), [id]);
+  const policies = usePolicyNames();
   const health = useAsync(
     (signal) =>
       observe('GET /api/agents/{id}/health', { params: { id }, query: { window: windowDays }, signal }).catch((error: unknown) => {
@@ -212,10 +215,13 @@ export function AgentDetailPage({ id }: { id: string }) {
               <Stat label="First seen" value={timeAgo(a.firstSeenAt)} hint={fmtDateTime(a.firstSeenAt)} />
               <Stat label="Last seen" value={timeAgo(a.lastSeenAt)} hint={fmtDateTime(a.lastSeenAt)} />
               <Stat label="Model override" value={a.modelOverride ?? '—'} />
-              <Stat label="Approval policy" value={a.approvalPolicyId ?? '—'} />
+              <Stat
+                label="Approval policy"
+                value={a.approvalPolicyId ? <span title={a.approvalPolicyId}>{fmtPolicy(a.approvalPolicyId, policies)}</span> : '—'}
+              />
             </Stats>
             <Section title="Pause and resume">
-              <PauseControls agent={a} onChanged={agent.reload} />
+              <PauseControls agent={a} policies={policies} onChanged={agent.reload} />
             </Section>
           </>
         )}
@@ -245,9 +251,9 @@ export function AgentDetailPage({ id }: { id: string }) {
               <Chart
                 kind="line"
                 labels={d.snapshots.map((s) => s.date.slice(5))}
-                series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '#2563eb' }]}
+                series={[{ label: 'Overall score', data: d.snapshots.map((s) => s.overallScore), color: '--chart-blue' }]}
                 max={100}
-                description={`Daily overall health score over ${d.snapshots.length} days, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
+                description={`Daily overall health score over ${plural(d.snapshots.length, 'day')}, latest ${fmtScore(d.snapshots.at(-1)?.overallScore)}.`}
               />
             )}
           </Async>
@@ -260,7 +266,7 @@ export function AgentDetailPage({ id }: { id: string }) {
                   <li key={s.id}>
                     <Link to={`/sessions/${encodeURIComponent(s.id)}`}>{s.id}</Link> <StatusBadge status={s.status} />{' '}
                     <span className="muted">
-                      {timeAgo(s.startedAt)} · {s.eventCount} events · {fmtUsd(s.totalCostUsd)}
+                      {timeAgo(s.startedAt)} · {plural(s.eventCount, 'event')} · {fmtUsd(s.totalCostUsd)}
                     </span>
                   </li>
                 ))}

@@ -2,7 +2,7 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
 import { AsyncTable, type Column, CreateForm, EditOrCreateSection, useEditOrCreate, ManagedTable, rowButton, TextField } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, fmtWindow, plural, timeAgo } from '../format.ts';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
 type AlertRule = ObserveSchemas.AlertRule;
@@ -29,13 +29,13 @@ function thresholdText(condition: Condition, threshold: number): string {
     case 'event_count_exceeds':
       return plural(threshold, 'event');
     case 'no_events_for':
-      return plural(threshold, 'minute');
+      return fmtWindow(threshold);
   }
 }
 
 function describe(rule: Pick<AlertRule, 'condition' | 'threshold' | 'windowMinutes'>): string {
   if (rule.condition === 'no_events_for') return `No events for ${thresholdText(rule.condition, rule.threshold)}`;
-  return `${CONDITIONS[rule.condition].label} ${thresholdText(rule.condition, rule.threshold)} over ${plural(rule.windowMinutes, 'minute')}`;
+  return `${CONDITIONS[rule.condition].label} ${thresholdText(rule.condition, rule.threshold)} over ${fmtWindow(rule.windowMinutes)}`;
 }
 
 /** Creates a rule, or with `rule` edits that one: the form starts with its values and saves them with PUT. */

@@ -1,9 +1,9 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, requestsChanged, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
-import { AsyncTable, Table, type Column } from '../components.tsx';
-import { fmtActor, fmtDateTime, fmtDuration, fmtNumber, timeAgo } from '../format.ts';
+import { AsyncTable, Table, usePolicyNames, type Column } from '../components.tsx';
+import { fmtActor, fmtDateTime, fmtDecisionReason, fmtDuration, fmtNumber, fmtPolicy, timeAgo, type PolicyNames } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
-import { ENTRY_COLUMNS } from './Audit.tsx';
+import { entryColumns } from './Audit.tsx';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useNow } from '../ui.tsx';
 
 const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
@@ -53,14 +53,15 @@ function queueColumns(tab: (typeof TABS)[number]['value'], now: number): Column<
     {
       header: 'Policy',
       cell: (r) =>
-        r.policyName ??
-        (r.policyId ? (
+        r.policyName !== null ? (
+          <span title={r.policyId ?? undefined}>{r.policyName}</span>
+        ) : r.policyId ? (
           <span className="muted" title={r.policyId}>
             deleted policy
           </span>
         ) : (
           <span className="muted">no rule matched</span>
-        )),
+        ),
     },
     { header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
     {
@@ -204,9 +205,9 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   );
 }
 
-const TRAIL_COLUMNS: Column<AuditEntry>[] = [
+const trailColumns = (policies: PolicyNames): Column<AuditEntry>[] => [
   { header: 'When', cell: (e) => fmtDateTime(e.timestamp) },
-  ...ENTRY_COLUMNS,
+  ...entryColumns(policies),
   // The request's hash chain (docs/audit.md "Gate audit chain"): this entry and every one before it verify.
   { header: 'Chain', cell: (e) => (e.chainValid ? <Badge tone="good">valid</Badge> : <Badge tone="bad">broken</Badge>) },
 ];
@@ -215,10 +216,15 @@ export function ApprovalDetailPage({ id }: { id: string }) {
   const request = useAsync((signal) => gate('GET /api/requests/{id}', { params: { id }, signal }), [id], { pollMs: 5000 });
   const audit = useAsync((signal) => gate('GET /api/requests/{id}/audit', { params: { id }, signal }), [id], { pollMs: 5000 });
   const now = useNow(5000);
+  const policies = usePolicyNames();
   const [decided, setDecided] = useState<{ id: string; message: string } | null>(null);
   // The decision's audit entry names a chat user (details.userName), which the request does not.
   const decider = (r: Approval) =>
-    fmtActor(r.decidedBy ?? 'unknown', audit.data?.find((e) => (e.event === 'approved' || e.event === 'denied') && e.actor === r.decidedBy)?.details?.userName);
+    fmtActor(
+      r.decidedBy ?? 'unknown',
+      audit.data?.find((e) => (e.event === 'approved' || e.event === 'denied') && e.actor === r.decidedBy)?.details?.userName,
+      policies,
+    );
   const onDecided = (message: string) => {
     setDecided({ id, message });
     request.reload();
@@ -298,7 +304,10 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                   </p>
                   {r.decisionReason && (
                     <p>
-                      <strong>Reason:</strong> <span data-testid="decision-reason">{r.decisionReason}</span>
+                      <strong>Reason:</strong>{' '}
+                      <span data-testid="decision-reason" title={r.decisionReason}>
+                        {fmtDecisionReason(r.decisionReason)}
+                      </span>
                     </p>
                   )}
                   {r.confirmedAt && (
@@ -333,7 +342,9 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                   <dt>Policy</dt>
                   <dd>
                     {r.policyDecision.policyId ? (
-                      <Link to={`/policies#policy-${r.policyDecision.policyId}`}>{r.policyDecision.policyId}</Link>
+                      <Link to={`/policies#policy-${r.policyDecision.policyId}`} title={r.policyDecision.policyId}>
+                        {fmtPolicy(r.policyDecision.policyId, policies)}
+                      </Link>
                     ) : (
                       'no rule matched (the default sends requests to a person)'
                     )}
@@ -352,7 +363,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
       </Async>
       <Section title="Audit trail">
         <Async state={audit} isEmpty={(d) => d.length === 0} empty="No audit entries.">
-          {(entries) => <Table rows={entries} columns={TRAIL_COLUMNS} rowKey={(_, i) => String(i)} testId="audit-trail" />}
+          {(entries) => <Table rows={entries} columns={trailColumns(policies)} rowKey={(_, i) => String(i)} testId="audit-trail" />}
         </Async>
       </Section>
     </Page>

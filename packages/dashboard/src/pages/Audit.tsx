@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
-import { CursorPager, Filters, Table, type Column } from '../components.tsx';
-import { fmtActor, fmtDateTime, isChatActor, timeAgo } from '../format.ts';
+import { CursorPager, Filters, Table, usePolicyNames, type Column } from '../components.tsx';
+import { fmtActor, fmtDateTime, fmtDecisionReason, fmtPolicy, fmtRule, isChatActor, timeAgo, type PolicyNames } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
@@ -11,12 +11,20 @@ const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decisi
 /**
  * "dashboard:Ada (key ops-bot · …9f3c21ab)": the actor, which a session names itself, and the API
  * key behind it, named as it was then. The gate's own actions (policy, expiry) have no key; a chat
- * user reads "Slack · alice (U123)", with the user name the entry recorded.
+ * user reads "Slack · alice (U123)", with the user name the entry recorded; a policy reads by its
+ * name, with the actor as stored on hover.
  */
-export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> & { details?: AuditEntry['details'] } }) {
+export function AuditActor({
+  entry,
+  policies,
+}: {
+  entry: Pick<AuditEntry, 'actor' | 'actorKeyId' | 'actorKeyName'> & { details?: AuditEntry['details'] };
+  policies?: PolicyNames;
+}) {
+  const shown = fmtActor(entry.actor, entry.details?.userName, policies);
   return (
     <>
-      {isChatActor(entry.actor) ? <span title={entry.actor}>{fmtActor(entry.actor, entry.details?.userName)}</span> : <code>{entry.actor}</code>}
+      {shown === entry.actor ? <code>{entry.actor}</code> : <span title={entry.actor}>{shown}</span>}
       {entry.actorKeyId !== null && (
         <span className="muted small" title={`API key “${entry.actorKeyName}” (id ${entry.actorKeyId}), named so at the time`}>
           {' '}
@@ -29,10 +37,14 @@ export function AuditActor({ entry }: { entry: Pick<AuditEntry, 'actor' | 'actor
 
 /**
  * An entry's details as text. A chat user's platform and user name are already in the actor; a
- * refused click reads "tried to approve: not among the deciders of this request".
+ * refused click reads "tried to approve: not among the deciders of this request"; a policy's
+ * decision names the policy and counts its rule from 1 ("policy “payments” · rule 2").
  */
-export function auditDetails(entry: Pick<AuditEntry, 'actor' | 'event' | 'details'>): string {
-  const details = { ...entry.details };
+export function auditDetails(entry: Pick<AuditEntry, 'actor' | 'event' | 'details'>, policies?: PolicyNames): string {
+  const { policyId, ruleIndex, ...details } = entry.details ?? {};
+  // A policy's own reason already names the policy and rule.
+  const reasonNamesPolicy = typeof details.reason === 'string' && fmtDecisionReason(details.reason) !== details.reason;
+  if (typeof details.reason === 'string') details.reason = fmtDecisionReason(details.reason);
   let refusal: string | null = null;
   if (entry.event === 'decision_refused') {
     refusal = `tried to ${details.attempted === 'denied' ? 'deny' : 'approve'}${typeof details.reason === 'string' ? `: ${details.reason}` : ''}`;
@@ -44,6 +56,8 @@ export function auditDetails(entry: Pick<AuditEntry, 'actor' | 'event' | 'detail
     delete details.userName;
   }
   const parts = Object.entries(details).map(([name, value]) => `${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  if (typeof policyId === 'string' && !reasonNamesPolicy)
+    parts.push(`${fmtPolicy(policyId, policies)}${typeof ruleIndex === 'number' ? ` · ${fmtRule(ruleIndex)}` : ''}`);
   if (refusal !== null) parts.unshift(refusal);
   return parts.length === 0 ? '—' : parts.join(' · ');
 }
@@ -53,27 +67,29 @@ export function AuditEvent({ event }: { event: string }) {
   return event === 'decision_refused' ? <Badge tone="bad">decision refused</Badge> : <StatusBadge status={event} />;
 }
 
-/** The columns every list of audit entries shows after its "When". */
-export const ENTRY_COLUMNS: Column<Omit<AuditEntry, 'chainValid'>>[] = [
-  { header: 'Event', cell: (e) => <AuditEvent event={e.event} /> },
-  { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} /> },
-  { header: 'Details', className: 'clip', cell: auditDetails },
-];
+/** The columns every list of audit entries shows after its "When"; the details as stored on hover. */
+export function entryColumns(policies: PolicyNames): Column<Omit<AuditEntry, 'chainValid'>>[] {
+  return [
+    { header: 'Event', cell: (e) => <AuditEvent event={e.event} /> },
+    { header: 'Actor (key)', cell: (e) => <AuditActor entry={e} policies={policies} /> },
+    { header: 'Details', className: 'clip', title: (e) => JSON.stringify(e.details), cell: (e) => auditDetails(e, policies) },
+  ];
+}
 
-const LOG_COLUMNS: Column<AuditListEntry>[] = [
-  { header: 'When', title: (e) => fmtDateTime(e.timestamp), cell: (e) => timeAgo(e.timestamp) },
-  ENTRY_COLUMNS[0]!,
-  {
-    header: 'Request',
-    cell: (e) => (
-      <Link to={`/approvals/${e.requestId}`}>
-        <code>{e.action}</code>
-        <span className="visually-hidden"> request {e.requestId}</span>
-      </Link>
-    ),
-  },
-  ...ENTRY_COLUMNS.slice(1),
-];
+const REQUEST_COLUMN: Column<AuditListEntry> = {
+  header: 'Request',
+  cell: (e) => (
+    <Link to={`/approvals/${e.requestId}`}>
+      <code>{e.action}</code>
+      <span className="visually-hidden"> request {e.requestId}</span>
+    </Link>
+  ),
+};
+
+function logColumns(policies: PolicyNames): Column<AuditListEntry>[] {
+  const [event, ...rest] = entryColumns(policies);
+  return [{ header: 'When', title: (e) => fmtDateTime(e.timestamp), cell: (e) => timeAgo(e.timestamp) }, event!, REQUEST_COLUMN, ...rest];
+}
 
 export function AuditPage() {
   const { query } = useLocation();
@@ -95,6 +111,7 @@ export function AuditPage() {
     { pollMs: cursor === undefined ? 5000 : undefined },
   );
   const actors = useAsync((signal) => gate('GET /api/audit/actors', { signal }), []);
+  const policies = usePolicyNames();
 
   return (
     <Page title="Audit log" subtitle="Every recorded step of every approval request, newest first: who acted, and the API key behind them.">
@@ -124,10 +141,10 @@ export function AuditPage() {
               <option value="">Anyone</option>
               {actors.data?.actors.map((name) => (
                 <option key={name} value={name}>
-                  {fmtActor(name)}
+                  {fmtActor(name, undefined, policies)}
                 </option>
               ))}
-              {actor && !actors.data?.actors.includes(actor) && <option value={actor}>{fmtActor(actor)}</option>}
+              {actor && !actors.data?.actors.includes(actor) && <option value={actor}>{fmtActor(actor, undefined, policies)}</option>}
             </select>
           </div>
           <div className="field">
@@ -145,7 +162,7 @@ export function AuditPage() {
         >
           {(data) => (
             <>
-              <Table rows={data.entries} columns={LOG_COLUMNS} rowKey={(e) => e.id} testId="audit-log" />
+              <Table rows={data.entries} columns={logColumns(policies)} rowKey={(e) => e.id} testId="audit-log" />
               <CursorPager
                 label="Audit log pages"
                 newer={cursors.length > 0 ? () => setPaging({ filters, cursors: cursors.slice(0, -1) }) : undefined}

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { observe, type ObserveAnswer, type ObserveQuery } from '../api.ts';
-import { AsyncTable, CreateForm, InlineSelect, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, timeAgo } from '../format.ts';
+import { AsyncTable, CreateForm, InlineSelect, TableScroll, TextField, type Column } from '../components.tsx';
+import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -157,37 +157,39 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
             {b.description && <p>{b.description}</p>}
             {move.error && <ErrorMessage error={move.error} title="Status not changed" />}
             {done && <Notice>{done}</Notice>}
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Variant</th>
-                  <th scope="col">Session tag</th>
-                  <th scope="col">Agent</th>
-                  <th scope="col" className="num">
-                    Sessions
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {b.variants.map((v) => (
-                  <tr key={v.id}>
-                    <td>{v.name}</td>
-                    <td>
-                      <Link to={`/sessions?tags=${encodeURIComponent(v.tag)}`}>{v.tag}</Link>
-                    </td>
-                    <td>{v.agentId ?? b.agentId ?? <span className="muted">any</span>}</td>
-                    <td className="num">
-                      {fmtNumber(v.sessionCount)}
-                      {b.minSessionsPerVariant !== undefined && (v.sessionCount ?? 0) < b.minSessionsPerVariant && (
-                        <Badge tone="warn" title={`At least ${b.minSessionsPerVariant} sessions are needed to name a winner`}>
-                          below minimum
-                        </Badge>
-                      )}
-                    </td>
+            <TableScroll>
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Variant</th>
+                    <th scope="col">Session tag</th>
+                    <th scope="col">Agent</th>
+                    <th scope="col" className="num">
+                      Sessions
+                    </th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {b.variants.map((v) => (
+                    <tr key={v.id}>
+                      <td>{v.name}</td>
+                      <td>
+                        <Link to={`/sessions?tags=${encodeURIComponent(v.tag)}`}>{v.tag}</Link>
+                      </td>
+                      <td>{v.agentId ?? b.agentId ?? <span className="muted">any</span>}</td>
+                      <td className="num">
+                        {fmtNumber(v.sessionCount)}
+                        {b.minSessionsPerVariant !== undefined && (v.sessionCount ?? 0) < b.minSessionsPerVariant && (
+                          <Badge tone="warn" title={`At least ${b.minSessionsPerVariant} sessions are needed to name a winner`}>
+                            below minimum
+                          </Badge>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           </Section>
         )}
       </Async>
@@ -206,98 +208,102 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                     <p className="muted small">
                       Computed {fmtDateTime(r.computedAt)}. Significant when p &lt; 0.05 (*** p &lt; 0.01, ** p &lt; 0.05, * p &lt; 0.1).
                     </p>
-                    <table>
-                      <caption>Per-variant means (± standard deviation)</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Metric</th>
-                          {r.variants.map((v) => (
-                            <th scope="col" key={v.variantId} className="num">
-                              {v.variantName} ({v.sessionCount})
-                            </th>
+                    <TableScroll>
+                      <table>
+                        <caption>Per-variant means (± standard deviation)</caption>
+                        <thead>
+                          <tr>
+                            <th scope="col">Metric</th>
+                            {r.variants.map((v) => (
+                              <th scope="col" key={v.variantId} className="num">
+                                {v.variantName} ({plural(v.sessionCount, 'session')})
+                              </th>
+                            ))}
+                          </tr>
+                        </thead>
+                        <tbody>
+                          {Object.keys(r.variants[0]?.metrics ?? {}).map((metric) => (
+                            <tr key={metric}>
+                              <th scope="row">{METRIC_LABELS[metric] ?? metric}</th>
+                              {r.variants.map((v) => {
+                                const s = v.metrics[metric];
+                                return (
+                                  <td key={v.variantId} className="num">
+                                    {metricValue(metric, s?.mean)}
+                                    {s?.stddev !== null && s?.stddev !== undefined && !metric.endsWith('_rate') && (
+                                      <span className="muted"> ± {metricValue(metric, s.stddev)}</span>
+                                    )}
+                                  </td>
+                                );
+                              })}
+                            </tr>
                           ))}
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {Object.keys(r.variants[0]?.metrics ?? {}).map((metric) => (
-                          <tr key={metric}>
-                            <th scope="row">{METRIC_LABELS[metric] ?? metric}</th>
-                            {r.variants.map((v) => {
-                              const s = v.metrics[metric];
-                              return (
-                                <td key={v.variantId} className="num">
-                                  {metricValue(metric, s?.mean)}
-                                  {s?.stddev !== null && s?.stddev !== undefined && !metric.endsWith('_rate') && (
-                                    <span className="muted"> ± {metricValue(metric, s.stddev)}</span>
-                                  )}
-                                </td>
-                              );
-                            })}
+                        </tbody>
+                      </table>
+                    </TableScroll>
+                    <TableScroll>
+                      <table>
+                        <caption>Comparisons (differences are B − A)</caption>
+                        <thead>
+                          <tr>
+                            <th scope="col">Metric</th>
+                            <th scope="col">A vs B</th>
+                            <th scope="col" className="num">
+                              Difference
+                            </th>
+                            <th scope="col">Test</th>
+                            <th scope="col" className="num">
+                              p-value
+                            </th>
+                            <th scope="col">95% interval</th>
+                            <th scope="col">Verdict</th>
                           </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                    <table>
-                      <caption>Comparisons (differences are B − A)</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Metric</th>
-                          <th scope="col">A vs B</th>
-                          <th scope="col" className="num">
-                            Difference
-                          </th>
-                          <th scope="col">Test</th>
-                          <th scope="col" className="num">
-                            p-value
-                          </th>
-                          <th scope="col">95% interval</th>
-                          <th scope="col">Verdict</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {r.comparisons.map((c, i) => (
-                          <tr key={i} className={c.significant ? 'highlight' : undefined}>
-                            <th scope="row">{METRIC_LABELS[c.metric] ?? c.metric}</th>
-                            <td>
-                              {c.variantA.name} vs {c.variantB.name}
-                            </td>
-                            <td className="num">
-                              {metricValue(c.metric, c.absoluteDiff)}
-                              {c.percentDiff !== null && (
-                                <span className="muted">
-                                  {' '}
-                                  ({c.percentDiff > 0 ? '+' : ''}
-                                  {fmtNumber(c.percentDiff, 1)}%)
-                                </span>
-                              )}
-                            </td>
-                            <td>
-                              {c.testType === 'welch_t' ? 'Welch t' : 'χ²'}
-                              {c.testStatistic !== null && <span className="muted"> = {fmtNumber(c.testStatistic, 3)}</span>}
-                            </td>
-                            <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : fmtNumber(c.pValue, 4)}</td>
-                            <td>
-                              {c.confidenceInterval
-                                ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}`
-                                : '—'}
-                            </td>
-                            <td>
-                              {c.winner ? (
-                                <Badge tone="good">
-                                  {c.winner} wins {c.confidence}
-                                </Badge>
-                              ) : c.significant && c.belowMinimum ? (
-                                <Badge tone="warn">significant, too few sessions</Badge>
-                              ) : c.degenerate ? (
-                                <span className="muted">{c.degenerate.replace(/_/g, ' ')}</span>
-                              ) : (
-                                <span className="muted">no significant difference</span>
-                              )}
-                            </td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
+                        </thead>
+                        <tbody>
+                          {r.comparisons.map((c, i) => (
+                            <tr key={i} className={c.significant ? 'highlight' : undefined}>
+                              <th scope="row">{METRIC_LABELS[c.metric] ?? c.metric}</th>
+                              <td>
+                                {c.variantA.name} vs {c.variantB.name}
+                              </td>
+                              <td className="num">
+                                {metricValue(c.metric, c.absoluteDiff)}
+                                {c.percentDiff !== null && (
+                                  <span className="muted">
+                                    {' '}
+                                    ({c.percentDiff > 0 ? '+' : ''}
+                                    {fmtNumber(c.percentDiff, 1)}%)
+                                  </span>
+                                )}
+                              </td>
+                              <td>
+                                {c.testType === 'welch_t' ? 'Welch t' : 'χ²'}
+                                {c.testStatistic !== null && <span className="muted"> = {fmtNumber(c.testStatistic, 3)}</span>}
+                              </td>
+                              <td className="num">{c.pValue < 0.0001 ? c.pValue.toExponential(2) : fmtNumber(c.pValue, 4)}</td>
+                              <td>
+                                {c.confidenceInterval
+                                  ? `${metricValue(c.metric, c.confidenceInterval.lower)} … ${metricValue(c.metric, c.confidenceInterval.upper)}`
+                                  : '—'}
+                              </td>
+                              <td>
+                                {c.winner ? (
+                                  <Badge tone="good">
+                                    {c.winner} wins {c.confidence}
+                                  </Badge>
+                                ) : c.significant && c.belowMinimum ? (
+                                  <Badge tone="warn">significant, too few sessions</Badge>
+                                ) : c.degenerate ? (
+                                  <span className="muted">{c.degenerate.replace(/_/g, ' ')}</span>
+                                ) : (
+                                  <span className="muted">no significant difference</span>
+                                )}
+                              </td>
+                            </tr>
+                          ))}
+                        </tbody>
+                      </table>
+                    </TableScroll>
                   </>
                 )
               }

@@ -2,7 +2,7 @@ import type { GateSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { gate } from '../api.ts';
 import { AsyncTable, CreateForm, ManagedTable, rowButton, type Column } from '../components.tsx';
-import { fmtDateTime, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtUsd, timeAgo } from '../format.ts';
 import { Badge, Field, Page, Section, useAction, useAsync, type Tone } from '../ui.tsx';
 
 type Budget = GateSchemas.Budget;
@@ -11,7 +11,6 @@ type Figure = Detail['figures'][number];
 type Breach = Detail['breaches'][number];
 
 const LEVEL_TONES: Record<Figure['level'], Tone> = { ok: 'good', soft: 'warn', hard: 'bad' };
-const usd = (value: number | null): string => (value === null ? '—' : `$${value.toFixed(2)}`);
 
 function scopeText(b: Budget): string {
   if (b.scope === 'tenant') return 'the whole tenant';
@@ -22,15 +21,15 @@ const BUDGET_COLUMNS: Column<Budget>[] = [
   { header: 'Name', cell: (b) => <code>{b.name}</code> },
   { header: 'Scope', cell: scopeText },
   { header: 'Window', cell: (b) => (b.window === 'session' ? 'each session' : `per ${b.window}`) },
-  { header: 'Soft', num: true, cell: (b) => usd(b.softUsd) },
-  { header: 'Hard', num: true, cell: (b) => usd(b.hardUsd) },
+  { header: 'Soft', num: true, cell: (b) => fmtUsd(b.softUsd) },
+  { header: 'Hard', num: true, cell: (b) => fmtUsd(b.hardUsd) },
   { header: 'On hard', cell: (b) => (b.pauseOnHard ? 'deny and pause' : 'deny') },
   { header: 'State', cell: (b) => (b.enabled ? <Badge tone="good">enabled</Badge> : <Badge>disabled</Badge>) },
 ];
 
 const FIGURE_COLUMNS: Column<Figure>[] = [
   { header: 'Spent by', cell: (f) => (f.key === '*' ? 'tenant' : f.key) },
-  { header: 'Spend', num: true, cell: (f) => usd(f.spendUsd) },
+  { header: 'Spend', num: true, cell: (f) => fmtUsd(f.spendUsd) },
   { header: 'Level', cell: (f) => <Badge tone={LEVEL_TONES[f.level]}>{f.level}</Badge> },
   { header: 'Agents', className: 'clip', cell: (f) => f.agentIds.join(', ') },
   { header: 'Read', title: (f) => fmtDateTime(f.updatedAt), cell: (f) => timeAgo(f.updatedAt) },
@@ -40,7 +39,7 @@ const BREACH_COLUMNS: Column<Breach>[] = [
   { header: 'When', title: (b) => fmtDateTime(b.at), cell: (b) => timeAgo(b.at) },
   { header: 'Level', cell: (b) => <Badge tone={LEVEL_TONES[b.level]}>{b.level}</Badge> },
   { header: 'Spent by', cell: (b) => (b.key === '*' ? 'tenant' : b.key) },
-  { header: 'Spend', num: true, cell: (b) => usd(b.spendUsd) },
+  { header: 'Spend', num: true, cell: (b) => fmtUsd(b.spendUsd) },
   { header: 'Window from', cell: (b) => fmtDateTime(b.windowStart) },
 ];
 

@@ -2,7 +2,7 @@ import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe, type ObserveBody } from '../api.ts';
 import { CreateForm, ManagedTable, rowButton, TextField, type Column } from '../components.tsx';
-import { fmtDateTime, fmtScore, parseJsonLines, plural, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtScore, plural, rulesWithIds, timeAgo } from '../format.ts';
 import { Field, Page, Section, useAction, useAsync } from '../ui.tsx';
 
 type Evaluator = ObserveSchemas.Evaluator;
@@ -10,7 +10,7 @@ type EvaluatorBody = ObserveBody<'POST /api/evaluators'>;
 type Kind = Evaluator['kind'];
 
 const KINDS: Record<Kind, string> = { compliance: 'Rules (deterministic)', llm_judge: 'AI judge (rubric)' };
-const RULES_EXAMPLE = '{"id": "no-shell", "type": "tool_denylist", "tools": ["shell_*"]}';
+const RULES_EXAMPLE = '{"type": "tool_denylist", "tools": ["shell_*"]}';
 
 function NewEvaluator({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState('');
@@ -23,7 +23,7 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
     const definition: Partial<EvaluatorBody> =
       kind === 'compliance'
         ? // The server checks each rule against its schema and names what is wrong.
-          { rules: parseJsonLines(rules, 'rule') as EvaluatorBody['rules'] }
+          { rules: rulesWithIds(rules) as EvaluatorBody['rules'] }
         : { rubric, ...(model.trim() && { model: model.trim() }) };
     const evaluator = await observe('POST /api/evaluators', {
       body: { name, kind, ...definition, ...(passThreshold.trim() && { passThreshold: Number(passThreshold) }) },
@@ -56,8 +56,9 @@ function NewEvaluator({ onCreated }: { onCreated: () => void }) {
           htmlFor="evaluator-rules"
           hint={
             <>
-              Types: <code>tool_denylist</code> and <code>tool_allowlist</code> (<code>tools</code>, a <code>*</code> at either end), <code>max_cost</code> (
-              <code>maxUsd</code>), <code>no_severity_above</code> (<code>severity</code>).
+              Each rule has an <code>id</code> that its violations name: give one (<code>"id": "no-shell"</code>) or leave it out for <code>rule-1</code>,{' '}
+              <code>rule-2</code>… by line. Types: <code>tool_denylist</code> and <code>tool_allowlist</code> (<code>tools</code>, a <code>*</code> at either
+              end), <code>max_cost</code> (<code>maxUsd</code>), <code>no_severity_above</code> (<code>severity</code>).
             </>
           }
         >

@@ -1,8 +1,18 @@
 import type { ObserveSchemas } from '@vigil/sdk/types';
 import { useState } from 'react';
 import { observe } from '../api.ts';
-import { AsyncTable, type Column, CreateForm, EditOrCreateSection, useEditOrCreate, ManagedTable, rowButton, TextField } from '../components.tsx';
-import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtUsd, timeAgo } from '../format.ts';
+import {
+  AsyncTable,
+  type Column,
+  CreateForm,
+  EditOrCreateSection,
+  useEditOrCreate,
+  ManagedTable,
+  rowButton,
+  TextField,
+  usePolicyNames,
+} from '../components.tsx';
+import { fmtDateTime, fmtNumber, fmtPolicy, fmtScore, fmtUsd, fmtWindow, minutesToMs, msToMinutes, timeAgo, type PolicyNames } from '../format.ts';
 import { Link } from '../router.tsx';
 import { Badge, Field, Notice, Page, Pager, Section, useAction, useAsync } from '../ui.tsx';
 
@@ -11,8 +21,8 @@ type ConditionType = GuardrailRule['conditionType'];
 type ActionType = GuardrailRule['actionType'];
 type Trigger = ObserveSchemas.GuardrailTrigger;
 
-/** A guardrail's window, "1 d" rather than "1 d 0 h". */
-const period = (ms: unknown): string => fmtDuration(Number(ms)).replace(/ 0 (s|min|h)$/, '');
+/** A guardrail's window, stored in ms, in the minutes the alert rules use too: "5 minutes", "1 day". */
+const period = (ms: unknown): string => fmtWindow(msToMinutes(Number(ms)));
 
 function describeCondition(type: string, c: Record<string, unknown>): string {
   switch (type) {
@@ -29,7 +39,7 @@ function describeCondition(type: string, c: Record<string, unknown>): string {
   }
 }
 
-function describeAction(type: string, c: Record<string, unknown>): string {
+function describeAction(type: string, c: Record<string, unknown>, policies?: PolicyNames): string {
   switch (type) {
     case 'pause_agent':
       return `pause the agent${c.reason ? ` (“${String(c.reason)}”)` : ''}`;
@@ -38,20 +48,23 @@ function describeAction(type: string, c: Record<string, unknown>): string {
     case 'downgrade_model':
       return `switch the model to ${String(c.targetModel)}`;
     case 'approval_policy':
-      return `require approval policy ${String(c.policyId)}`;
+      return `require approval ${fmtPolicy(String(c.policyId), policies)}`;
     default:
       return type;
   }
 }
 
-const CONDITION_FIELDS: Record<ConditionType, { name: string; label: string; type: 'number' | 'text' | 'select'; options?: string[]; initial: string }[]> = {
+/** A condition's form field; `inMinutes`: stored in ms, asked for in minutes like every other window. */
+type ConditionField = { name: string; label: string; type: 'number' | 'text' | 'select'; options?: string[]; initial: string; inMinutes?: boolean };
+
+const CONDITION_FIELDS: Record<ConditionType, ConditionField[]> = {
   error_rate_threshold: [
     { name: 'threshold', label: 'Error rate above (%)', type: 'number', initial: '20' },
-    { name: 'windowMs', label: 'Window (ms)', type: 'number', initial: '300000' },
+    { name: 'windowMs', label: 'Window (minutes)', type: 'number', initial: '5', inMinutes: true },
   ],
   cost_limit: [
     { name: 'maxCostUsd', label: 'Spend above (USD)', type: 'number', initial: '10' },
-    { name: 'periodMs', label: 'Period (ms)', type: 'number', initial: '86400000' },
+    { name: 'periodMs', label: 'Period (minutes)', type: 'number', initial: '1440', inMinutes: true },
   ],
   health_score_threshold: [
     { name: 'minScore', label: 'Score below', type: 'number', initial: '60' },
@@ -80,7 +93,9 @@ const ACTION_FIELDS: Record<ActionType, { name: string; label: string; initial: 
 /** A rule's configs as the form's text values: `c.threshold`, `a.url` … */
 function formValues(rule: GuardrailRule): Record<string, string> {
   const values: Record<string, string> = {};
-  for (const [key, v] of Object.entries(rule.conditionConfig)) values[`c.${key}`] = v === null || v === undefined ? '' : String(v);
+  const inMinutes = new Set(CONDITION_FIELDS[rule.conditionType].filter((f) => f.inMinutes).map((f) => f.name));
+  for (const [key, v] of Object.entries(rule.conditionConfig))
+    values[`c.${key}`] = v === null || v === undefined ? '' : String(inMinutes.has(key) ? msToMinutes(Number(v)) : v);
   for (const [key, v] of Object.entries(rule.actionConfig)) values[`a.${key}`] = v === null || v === undefined ? '' : String(v);
   return values;
 }
@@ -100,7 +115,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
     for (const f of CONDITION_FIELDS[conditionType]) {
       const v = value(`c.${f.name}`, f.initial);
       if (v === '') continue;
-      conditionConfig[f.name] = f.type === 'number' ? Number(v) : v;
+      conditionConfig[f.name] = f.type === 'number' ? (f.inMinutes ? minutesToMs(Number(v)) : Number(v)) : v;
     }
     const actionConfig: Record<string, unknown> = {};
     for (const f of ACTION_FIELDS[actionType]) {
@@ -194,7 +209,7 @@ function GuardrailForm({ rule, onSaved, onCancel }: { rule?: GuardrailRule; onSa
   );
 }
 
-const RULE_COLUMNS: Column<GuardrailRule>[] = [
+const ruleColumns = (policies: PolicyNames): Column<GuardrailRule>[] => [
   { header: 'Name', cell: (r) => r.name },
   {
     header: 'Agent',
@@ -205,8 +220,8 @@ const RULE_COLUMNS: Column<GuardrailRule>[] = [
     header: 'Then',
     cell: (r) => (
       <>
-        {describeAction(r.actionType, r.actionConfig)}
-        <div className="muted small">cooldown {r.cooldownMinutes} min</div>
+        {describeAction(r.actionType, r.actionConfig, policies)}
+        <div className="muted small">cooldown {fmtWindow(r.cooldownMinutes)}</div>
       </>
     ),
   },
@@ -248,6 +263,7 @@ const TRIGGER_COLUMNS: Column<Trigger>[] = [
 
 export function GuardrailsPage() {
   const rules = useAsync((signal) => observe('GET /api/guardrails', { signal }), [], { pollMs: 15_000 });
+  const policies = usePolicyNames();
   const [offset, setOffset] = useState(0);
   const history = useAsync((signal) => observe('GET /api/guardrails/history', { query: { limit: 25, offset }, signal }), [offset], {
     pollMs: 15_000,
@@ -271,7 +287,7 @@ export function GuardrailsPage() {
           state={rules}
           rows={(d) => d.rules}
           empty="No guardrails yet. Create one below; start in dry-run mode to see what it would do."
-          columns={RULE_COLUMNS}
+          columns={ruleColumns(policies)}
           rowKey={(r) => r.id}
           subject={(r) => r.name}
           actions={[update, remove]}

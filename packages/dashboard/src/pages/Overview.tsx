@@ -99,8 +99,8 @@ export function OverviewPage() {
                       kind="line"
                       labels={labels}
                       series={[
-                        { label: 'Events', data: data.buckets.map((b) => b.eventCount), color: '#2563eb' },
-                        { label: 'Errors', data: data.buckets.map((b) => b.errorCount), color: '#dc2626' },
+                        { label: 'Events', data: data.buckets.map((b) => b.eventCount), color: '--chart-blue' },
+                        { label: 'Errors', data: data.buckets.map((b) => b.errorCount), color: '--chart-red' },
                       ]}
                       description={`Events and errors per ${range.granularity}: ${fmtNumber(t.eventCount)} events and ${fmtNumber(t.errorCount)} errors in total.`}
                     />
@@ -109,7 +109,7 @@ export function OverviewPage() {
                     <Chart
                       kind="bar"
                       labels={labels}
-                      series={[{ label: 'Spend (USD)', data: data.buckets.map((b) => b.totalCostUsd), color: '#7c3aed' }]}
+                      series={[{ label: 'Spend (USD)', data: data.buckets.map((b) => b.totalCostUsd), color: '--chart-violet' }]}
                       format={fmtUsd}
                       description={`Spend per ${range.granularity}; ${fmtUsd(t.totalCostUsd)} in total.`}
                     />
@@ -118,7 +118,7 @@ export function OverviewPage() {
                     <Chart
                       kind="line"
                       labels={labels}
-                      series={[{ label: 'Average tool latency', data: data.buckets.map((b) => b.avgLatencyMs), color: '#0891b2' }]}
+                      series={[{ label: 'Average tool latency', data: data.buckets.map((b) => b.avgLatencyMs), color: '--chart-cyan' }]}
                       format={(v) => fmtDuration(v)}
                       description={`Average tool call latency per ${range.granularity}; ${fmtDuration(t.avgLatencyMs)} over the range.`}
                     />
@@ -127,7 +127,7 @@ export function OverviewPage() {
                     <Chart
                       kind="bar"
                       labels={labels}
-                      series={[{ label: 'Tool calls', data: data.buckets.map((b) => b.toolCallCount), color: '#059669' }]}
+                      series={[{ label: 'Tool calls', data: data.buckets.map((b) => b.toolCallCount), color: '--chart-green' }]}
                       description={`Tool calls per ${range.granularity}; ${fmtNumber(t.toolCallCount)} in total.`}
                     />
                   </Section>

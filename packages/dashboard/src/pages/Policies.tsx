@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import type { GateSchemas } from '@vigil/sdk/types';
 import { gate, type GateAnswer, type GateBody } from '../api.ts';
-import { CreateForm, EditOrCreateSection, useEditOrCreate } from '../components.tsx';
+import { CreateForm, EditOrCreateSection, TableScroll, useEditOrCreate } from '../components.tsx';
 import { fmtDateTime, parseJsonObject, plural } from '../format.ts';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, RowAction, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -249,32 +249,34 @@ export function PoliciesPage() {
                     />
                     <RowAction tone="danger" label="Delete" subject={p.name} onClick={() => void remove.run(p)} disabled={remove.pending} />
                   </header>
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col" className="num">
-                          #
-                        </th>
-                        <th scope="col">When</th>
-                        <th scope="col">Decision</th>
-                        <th scope="col">Approvers</th>
-                        <th scope="col">Reason required</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {p.rules.map((r, i) => (
-                        <tr key={i}>
-                          <td className="num">{i + 1}</td>
-                          <td>{matchText(r.match)}</td>
-                          <td>
-                            <code>{r.decision}</code>
-                          </td>
-                          <td>{r.approvers?.join(', ') || '—'}</td>
-                          <td>{r.requireReason ? 'yes' : 'no'}</td>
+                  <TableScroll>
+                    <table>
+                      <thead>
+                        <tr>
+                          <th scope="col" className="num">
+                            #
+                          </th>
+                          <th scope="col">When</th>
+                          <th scope="col">Decision</th>
+                          <th scope="col">Approvers</th>
+                          <th scope="col">Reason required</th>
                         </tr>
-                      ))}
-                    </tbody>
-                  </table>
+                      </thead>
+                      <tbody>
+                        {p.rules.map((r, i) => (
+                          <tr key={i}>
+                            <td className="num">{i + 1}</td>
+                            <td>{matchText(r.match)}</td>
+                            <td>
+                              <code>{r.decision}</code>
+                            </td>
+                            <td>{r.approvers?.join(', ') || '—'}</td>
+                            <td>{r.requireReason ? 'yes' : 'no'}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </TableScroll>
                   {p.rules.length === 0 && <p className="empty">No rules.</p>}
                 </article>
               ))}

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { observe, type ObserveQuery } from '../api.ts';
 import { EventTypeBadge } from '../events.tsx';
-import { fmtDateTime, fmtNumber, fmtScore, timeAgo } from '../format.ts';
+import { fmtDateTime, fmtNumber, fmtScore, plural, timeAgo } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
 import { Async, Badge, Empty, Meter, Page, Section, useAsync } from '../ui.tsx';
 
@@ -59,7 +59,7 @@ export function RecallPage() {
               data && (
                 <>
                   <p className="muted" aria-live="polite">
-                    {fmtNumber(data.totalResults)} matches; the best {data.results.length} are shown.
+                    {plural(data.totalResults, 'match', 'matches')}; the best {data.results.length} are shown.
                   </p>
                   <ol className="results">
                     {data.results.map((r) => {

@@ -1,6 +1,6 @@
 import { useEffect, useEffectEvent, useRef, useState, type KeyboardEvent } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
-import { InlineSelect } from '../components.tsx';
+import { InlineSelect, TableScroll } from '../components.tsx';
 import { EventTypeBadge, summarize } from '../events.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtTime, fmtUsd } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
@@ -89,30 +89,32 @@ function ContextView({ context }: { context: ReplayContext }) {
       {lastTools.length === 0 ? (
         <Empty>No tool result up to this step.</Empty>
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Tool</th>
-              <th scope="col">Outcome</th>
-              <th scope="col" className="num">
-                Duration
-              </th>
-              <th scope="col">Result or error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {lastTools.map((t) => (
-              <tr key={t.callId}>
-                <td>
-                  <code>{t.toolName ?? t.callId}</code>
-                </td>
-                <td>{t.ok ? <Badge tone="good">ok</Badge> : <Badge tone="bad">failed</Badge>}</td>
-                <td className="num">{fmtDuration(t.durationMs)}</td>
-                <td className="clip">{JSON.stringify(t.ok ? t.result : t.error)}</td>
+        <TableScroll>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Tool</th>
+                <th scope="col">Outcome</th>
+                <th scope="col" className="num">
+                  Duration
+                </th>
+                <th scope="col">Result or error</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {lastTools.map((t) => (
+                <tr key={t.callId}>
+                  <td>
+                    <code>{t.toolName ?? t.callId}</code>
+                  </td>
+                  <td>{t.ok ? <Badge tone="good">ok</Badge> : <Badge tone="bad">failed</Badge>}</td>
+                  <td className="num">{fmtDuration(t.durationMs)}</td>
+                  <td className="clip">{JSON.stringify(t.ok ? t.result : t.error)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
       )}
       {context.warnings.length > 0 && (
         <>
@@ -201,14 +203,14 @@ export function ReplayPage({ id }: { id: string }) {
                 <button type="button" className="secondary" onClick={() => goTo(0)} disabled={step === 0} aria-label="First step">
                   « First
                 </button>
-                <button type="button" className="secondary" onClick={() => goTo(step - 1)} disabled={step === 0} aria-label="Previous step">
-                  ◀ Prev
+                <button type="button" className="secondary" onClick={() => goTo(step - 1)} disabled={step === 0}>
+                  <span aria-hidden="true">◀</span> Previous step
                 </button>
                 <button type="button" onClick={() => setPlaying((p) => !p && step < totalSteps - 1)} aria-pressed={playing} disabled={totalSteps <= 1}>
                   {playing ? 'Pause' : 'Play'}
                 </button>
-                <button type="button" className="secondary" onClick={() => goTo(step + 1)} disabled={step >= totalSteps - 1} aria-label="Next step">
-                  Next ▶
+                <button type="button" className="secondary" onClick={() => goTo(step + 1)} disabled={step >= totalSteps - 1}>
+                  Next step <span aria-hidden="true">▶</span>
                 </button>
                 <button type="button" className="secondary" onClick={() => goTo(totalSteps - 1)} disabled={step >= totalSteps - 1} aria-label="Last step">
                   Last »

@@ -129,7 +129,7 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
     }
   });
 
-  test('the system agent is left out of agent lists, analytics, health and stats, but its sessions and events stay readable', async () => {
+  test('the system agent is left out of agent and session lists, analytics, health and stats, but its sessions and events stay readable', async () => {
     const observe = await startTestObserve(backend);
     try {
       await ingest(observe, completedSession('run-1', 'bot', NOW - 2 * HOUR, 2));
@@ -171,6 +171,8 @@ await describeEachDatabase('figures: alert bookkeeping belongs to the system age
         events.events.map((e) => [e.eventType, e.sessionId]),
         [['alert_triggered', `alert:${ruleId}`]],
       );
+      const everyone = await get<{ sessions: { id: string }[]; total: number }>(observe, '/api/sessions');
+      assert.deepEqual([everyone.sessions.map((s) => s.id), everyone.total], [['run-1'], 1], 'the sessions list leaves the alert session out');
       const listed = await get<{ sessions: { id: string; agentId: string }[] }>(observe, '/api/sessions?agentId=system');
       assert.deepEqual(
         listed.sessions.map((s) => [s.id, s.agentId]),

@@ -15,7 +15,8 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
     routeOptions('read', {
       operationId: 'listSessions',
       summary: 'List sessions, newest first',
-      description: '`from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried.',
+      description:
+        "`from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried. The system agent's `alert:<ruleId>` sessions are listed only with `agentId=system`.",
       tags: ['sessions'],
       querystring: listSessionsQuerySchema,
       response: { 200: z.object({ sessions: z.array(sessionSchema), total: z.number().int(), hasMore: z.boolean() }) },

@@ -1,7 +1,7 @@
 import { toIso } from '@vigil/platform';
 import { roundUsd } from '@vigil/pricing';
 import type { ObserveDatabase } from '../schema.ts';
-import type { SessionRow } from '../events/index.ts';
+import { SYSTEM_AGENT_ID, type SessionRow } from '../events/index.ts';
 import { sessionDurationMs } from './figures.ts';
 import type { ListSessionsQuery, Session } from './schemas.ts';
 import type { SessionStatus } from '../events/index.ts';
@@ -34,10 +34,13 @@ export async function findSessions(database: ObserveDatabase, ids: readonly stri
   return database.db.selectFrom('sessions').selectAll().where('id', 'in', ids).execute();
 }
 
-/** Sessions newest first; `tags` keeps sessions that carry every listed tag. */
+/**
+ * Sessions newest first; `tags` keeps sessions that carry every listed tag. Without `agentId` the
+ * system agent's alert bookkeeping sessions are left out, as from every other list of the user's work.
+ */
 export async function listSessions(database: ObserveDatabase, query: ListSessionsQuery): Promise<{ rows: SessionRow[]; total: number }> {
   let filtered = database.db.selectFrom('sessions');
-  if (query.agentId !== undefined) filtered = filtered.where('agent_id', '=', query.agentId);
+  filtered = filtered.where('agent_id', query.agentId === undefined ? '<>' : '=', query.agentId ?? SYSTEM_AGENT_ID);
   if (query.status !== undefined) filtered = filtered.where('status', 'in', query.status);
   if (query.from !== undefined) filtered = filtered.where('started_at', '>=', query.from);
   if (query.to !== undefined) filtered = filtered.where('started_at', '<=', query.to);

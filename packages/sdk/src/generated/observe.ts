@@ -4298,7 +4298,7 @@ export interface paths {
     /**
      * List sessions, newest first
      *
-     * `from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried.
+     * `from`/`to` filter on `startedAt`; `tags`: every tag listed must be carried. The system agent's `alert:<ruleId>` sessions are listed only with `agentId=system`.
      *
      * Scope: `read`.
      */
