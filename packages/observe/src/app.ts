@@ -46,6 +46,7 @@ import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { SubjectHasher } from './subjects.ts';
+import { startEventSealer } from './encryption/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
 import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
@@ -126,6 +127,11 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const clock = options.clock ?? systemClock;
   const prices = loadPriceTable(config, clock);
   const database = await openServiceDatabase<ObserveSchema>(config, observeMigrations);
+  const subjects = new SubjectHasher(config);
+  const sealer = await startEventSealer(config, database, subjects).catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
   const context: ObserveContext = {
     config,
     database,
@@ -139,8 +145,10 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     metrics: new ServiceMetrics(clock, database),
     changeResources: OBSERVE_CHANGE_RESOURCES,
     loggedStates: new LoggedStates(database.db, clock, LOGGED_STATE_MAX_AGE_MS),
-    subjects: new SubjectHasher(config),
+    subjects,
+    sealer,
   };
+  if (sealer.enabled) context.events.sealWith(sealer);
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });
 

@@ -11,6 +11,7 @@ import { indexSubjects, parseSubjectPaths } from './subject-index.ts';
 
 export { erasureMigrations } from './migrations.ts';
 export type { ErasureTables } from './tables.ts';
+export { parseSubjectPaths, subjectIdsOf } from './subject-index.ts';
 
 /** A filter of `sessions` rows: those with no event of a subject under a legal hold in force (retention keeps the others). */
 export function noHeldSubject(eb: ExpressionBuilder<ObserveSchema, 'sessions'>) {

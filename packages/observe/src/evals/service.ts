@@ -90,7 +90,7 @@ export async function judgeSpec(ctx: ObserveContext, body: ScoreBody): Promise<J
  * A verdict is never appended to a chain that does not verify: 409 chain_broken names the break.
  */
 async function verifiedSession(ctx: ObserveContext, sessionId: string): Promise<SessionRow | undefined> {
-  const chain = await verifySessionChain(ctx.database, sessionId);
+  const chain = await verifySessionChain(ctx, sessionId);
   if (!chain) return undefined;
   if (chain.verdict.brokenAt !== null) throw chainBrokenError(sessionId, chain.verdict.brokenAt);
   return chain.session;
