@@ -48,21 +48,40 @@ export function readMasterKey(file: string): Buffer {
   return key;
 }
 
-function encrypt(key: Buffer, plaintext: Buffer, aad: string): Buffer {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(aad, 'utf8'));
+/**
+ * GCM nonces: a random 8-byte prefix and a 4-byte counter (NIST SP 800-38D 8.2.1), a new prefix when
+ * the counter wraps. Never repeated under a key short of a prefix collision (2^-64 per pair of
+ * processes), and without a call for random bytes per value: that call was most of sealing's cost.
+ */
+const nonce = { prefix: randomBytes(IV_BYTES), counter: 0 };
+
+function nextIv(): Buffer {
+  if (nonce.counter === 0xffff_ffff) {
+    nonce.prefix = randomBytes(IV_BYTES);
+    nonce.counter = 0;
+  }
+  const iv = Buffer.from(nonce.prefix);
+  iv.writeUInt32BE(nonce.counter++, IV_BYTES - 4);
+  return iv;
+}
+
+const COLUMN_AAD = { payload: Buffer.from('payload'), metadata: Buffer.from('metadata') };
+
+function encrypt(key: Buffer, plaintext: Buffer, aad: Buffer): Buffer {
+  const iv = nextIv();
+  const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(aad);
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), body]);
 }
 
 /** Throws when the key, the AAD or the bytes are not the ones sealed. */
-function decrypt(key: Buffer, sealed: Buffer, aad: string): Buffer {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES)).setAAD(Buffer.from(aad, 'utf8'));
+function decrypt(key: Buffer, sealed: Buffer, aad: Buffer): Buffer {
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES)).setAAD(aad);
   decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
   return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
 }
 
-const wrapAad = (keyId: string) => `vigil-data-key:${keyId}`;
+const wrapAad = (keyId: string) => Buffer.from(`vigil-data-key:${keyId}`, 'utf8');
 
 /** The key id a sealed column names, undefined for a column stored in the clear. */
 function sealedKeyId(text: string): string | undefined {
@@ -133,25 +152,34 @@ export class EventSealer {
         .execute();
       for (const row of rows) byOwner.set(row.owner, { id: row.id, key: this.unwrap(master, row.id, row.wrapped) });
     }
-    for (const owner of wanted) {
-      if (byOwner.has(owner)) continue;
-      const id = newId();
-      const key = randomBytes(KEY_BYTES);
-      const wrapped = encrypt(master, key, wrapAad(id)).toString('base64');
+    const created = wanted
+      .filter((owner) => !byOwner.has(owner))
+      .map((owner) => {
+        const id = newId();
+        const key = randomBytes(KEY_BYTES);
+        return { row: { id, owner, wrapped: encrypt(master, key, wrapAad(id)).toString('base64'), created_at: now }, key };
+      });
+    for (let i = 0; i < created.length; i += 200) {
+      const chunk = created.slice(i, i + 200);
       const inserted = await trx
         .insertInto('data_keys')
-        .values({ id, owner, wrapped, created_at: now })
+        .values(chunk.map((c) => c.row))
         .onConflict((oc) => oc.column('owner').doNothing())
         .returning('id')
-        .executeTakeFirst();
-      if (inserted !== undefined) {
-        this.remember(id, key);
-        byOwner.set(owner, { id, key });
-        continue;
+        .execute();
+      const stored = new Set(inserted.map((row) => row.id));
+      const raced: string[] = [];
+      for (const { row, key } of chunk) {
+        if (!stored.has(row.id)) raced.push(row.owner);
+        else {
+          this.remember(row.id, key);
+          byOwner.set(row.owner, { id: row.id, key });
+        }
       }
-      // Created meanwhile by another instance's transaction.
-      const row = await trx.selectFrom('data_keys').select(['id', 'wrapped']).where('owner', '=', owner).executeTakeFirstOrThrow();
-      byOwner.set(owner, { id: row.id, key: this.unwrap(master, row.id, row.wrapped) });
+      // Created meanwhile by another instance's transaction: its key is the owner's.
+      if (raced.length === 0) continue;
+      const rows = await trx.selectFrom('data_keys').select(['id', 'owner', 'wrapped']).where('owner', 'in', raced).execute();
+      for (const row of rows) byOwner.set(row.owner, { id: row.id, key: this.unwrap(master, row.id, row.wrapped) });
     }
     return events.map(({ row }, index) => {
       const { id, key } = byOwner.get(owners[index]!)!;
@@ -203,7 +231,7 @@ export class EventSealer {
     const key = id === undefined ? undefined : this.keys.get(id);
     if (key === undefined) return text;
     const sealed = Buffer.from(text.slice(SEALED_PREFIX.length + id!.length + 1, -2), 'base64');
-    return decrypt(key, sealed, column).toString('utf8');
+    return decrypt(key, sealed, COLUMN_AAD[column]).toString('utf8');
   }
 
   /**
@@ -221,5 +249,7 @@ export class EventSealer {
 }
 
 function sealText(keyId: string, key: Buffer, text: string, column: keyof SealedColumns): string {
-  return `${SEALED_PREFIX}${keyId}.${encrypt(key, Buffer.from(text, 'utf8'), column).toString('base64')}"}`;
+  // Empty metadata says nothing: kept as it is, it costs no encryption (most events have none).
+  if (column === 'metadata' && text === '{}') return text;
+  return `${SEALED_PREFIX}${keyId}.${encrypt(key, Buffer.from(text, 'utf8'), COLUMN_AAD[column]).toString('base64')}"}`;
 }
