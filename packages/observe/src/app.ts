@@ -67,6 +67,8 @@ export interface ObserveService {
     reflectState: PeriodicJob;
     /** Deletes Idempotency-Key rows older than 24 hours (events/idempotency.ts). */
     idempotencyKeys: PeriodicJob;
+    /** Indexes the data subjects of events stored before the subject index existed (erasure/backfill.ts). */
+    subjectIndexBackfill: PeriodicJob;
   };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
@@ -201,7 +203,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
-  await features.register(erasureFeature(audit.log));
+  const subjectIndexBackfill = await features.register(erasureFeature(audit.log));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));
@@ -211,7 +213,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState, idempotencyKeys },
+    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState, idempotencyKeys, subjectIndexBackfill },
     guardrails: guardrails.engine,
     streams,
   };
