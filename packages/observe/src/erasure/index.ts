@@ -14,19 +14,20 @@ export { erasureMigrations } from './migrations.ts';
 export type { ErasureTables } from './tables.ts';
 export { parseSubjectPaths, subjectIdsOf } from './subject-index.ts';
 
-/** A filter of `sessions` rows: those with no event of a subject under a legal hold in force (retention keeps the others). */
-export function noHeldSubject(eb: ExpressionBuilder<ObserveSchema, 'sessions'>) {
-  return eb.not(
-    eb.exists(
-      eb
-        .selectFrom('event_subjects')
-        .innerJoin('legal_holds', 'legal_holds.target_id', 'event_subjects.subject_hash')
-        .select('event_subjects.event_id')
-        .whereRef('event_subjects.session_id', '=', 'sessions.id')
-        .where('legal_holds.scope', '=', 'subject')
-        .where('legal_holds.released_at', 'is', null),
-    ),
-  );
+/** A filter of `sessions` rows: those with no event of these subjects (keyed hashes: the ones under a legal hold in force; retention keeps the others). */
+export function noHeldSubject(subjects: readonly string[]) {
+  return (eb: ExpressionBuilder<ObserveSchema, 'sessions'>) =>
+    subjects.length === 0
+      ? eb.and([])
+      : eb.not(
+          eb.exists(
+            eb
+              .selectFrom('event_subjects')
+              .select('event_subjects.event_id')
+              .whereRef('event_subjects.session_id', '=', 'sessions.id')
+              .where('event_subjects.subject_hash', 'in', subjects),
+          ),
+        );
 }
 
 /** How often the subject index's backfill runs, and the pages (of 500 events) one run indexes at most. */

@@ -7,7 +7,7 @@ import { OBSERVE_LOG } from '../audit-log/index.ts';
 import { chainHashOfCanonical, erasureCovers, leafOfRow, markedErasure, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { noHeldSubject } from '../erasure/index.ts';
-import { notHeldSession } from '../holds/index.ts';
+import { heldTargets, holdsInForce, notHeldSession } from '../holds/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { loggedRetentionPeriod } from '../settings/index.ts';
 
@@ -89,13 +89,14 @@ export async function applyRetention(
   let deleted = 0;
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
+      const holds = await holdsInForce(trx);
       let candidates = trx
         .selectFrom('sessions')
         .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
         .where('last_event_at', '<', cutoff)
-        // A session under a legal hold (its own, its agent's, a subject's of its events) is kept.
-        .where(notHeldSession)
-        .where(noHeldSubject)
+        // A session under a legal hold in force by the change log (its own, its agent's, a subject's of its events) is kept.
+        .where(notHeldSession(holds))
+        .where(noHeldSubject(heldTargets(holds, 'subject')))
         .orderBy('last_event_at')
         .limit(SESSIONS_PER_TRANSACTION);
       // Sessions kept earlier in this run stay candidates by their column: not examined again.
