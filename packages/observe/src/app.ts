@@ -213,7 +213,17 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState, idempotencyKeys, subjectIndexBackfill },
+    jobs: {
+      retention,
+      auditCheckpoint: audit.checkpointJob,
+      alerts,
+      healthSnapshots,
+      embeddings,
+      guardrails: guardrails.sweep,
+      reflectState,
+      idempotencyKeys,
+      subjectIndexBackfill,
+    },
     guardrails: guardrails.engine,
     streams,
   };

@@ -7,7 +7,7 @@ import type { SubjectHasher } from '../subjects.ts';
 import { EventSealer, keyOwner } from './sealer.ts';
 
 export { encryptionMigrations } from './migrations.ts';
-export { EventSealer, type SealedColumns } from './sealer.ts';
+export { EventSealer } from './sealer.ts';
 export type { EncryptionTables } from './tables.ts';
 
 /**

@@ -39,7 +39,9 @@ export function readMasterKey(file: string): Buffer {
   try {
     text = readFileSync(file, 'utf8').trim();
   } catch (error) {
-    throw new ConfigError(`Invalid configuration:\n  ENCRYPTION_KEY_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new ConfigError(
+      `Invalid configuration:\n  ENCRYPTION_KEY_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
   const key = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : null;
   if (key === null || key.length !== KEY_BYTES) {
@@ -111,7 +113,8 @@ export class EventSealer {
     const master = keyFile === undefined ? null : readMasterKey(keyFile);
     const stored = await database.db.selectFrom('data_keys').select(['id', 'wrapped']).limit(1).executeTakeFirst();
     if (stored !== undefined) {
-      if (master === null) throw new ConfigError('Invalid configuration:\n  events are stored encrypted (table data_keys): set ENCRYPTION_KEY_FILE to the master key');
+      if (master === null)
+        throw new ConfigError('Invalid configuration:\n  events are stored encrypted (table data_keys): set ENCRYPTION_KEY_FILE to the master key');
       try {
         decrypt(master, Buffer.from(stored.wrapped, 'base64'), wrapAad(stored.id));
       } catch {

@@ -178,7 +178,10 @@ await describeEachDatabase('legal holds are read from the change log, not the ta
     // Released through the API, the change log releases them.
     for (const hold of [onSession, onSubject, onAgent]) {
       await db.deleteFrom('legal_holds').where('id', '=', hold.id).execute();
-      await db.insertInto('legal_holds').values({ ...forged('session', 'x'), id: hold.id }).execute();
+      await db
+        .insertInto('legal_holds')
+        .values({ ...forged('session', 'x'), id: hold.id })
+        .execute();
       const released = await observe.call({ method: 'POST', url: `/api/holds/${hold.id}/release`, payload: { reason: 'closed' } });
       assert.equal(released.statusCode, 200, released.body);
     }
