@@ -195,6 +195,19 @@ await describeEachDatabase('crypto-shredding (ENCRYPTION_KEY_FILE)', (backend: T
     assert.ok(timeline.body.includes(ALICE_SECRET));
   });
 
+  test('a sealed column edited in the database is reported as tampering by verification, not answered as an error', async () => {
+    const { db } = observe.service.context.database;
+    const target = await db.selectFrom('events').select(['id', 'session_id', 'payload']).where('session_id', '=', 'conv-3').executeTakeFirstOrThrow();
+    // One ciphertext character changed: the GCM tag no longer authenticates it.
+    const at = target.payload.length - 5;
+    const edited = target.payload.slice(0, at) + (target.payload[at] === 'A' ? 'B' : 'A') + target.payload.slice(at + 1);
+    await db.updateTable('events').set({ payload: edited }).where('id', '=', target.id).execute();
+    const verdict = await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${target.session_id}` });
+    assert.equal(verdict.statusCode, 200, verdict.body);
+    assert.equal(verdict.json().valid, false);
+    assert.equal(verdict.json().brokenAt.eventId, target.id);
+  });
+
   test('a missing, malformed or wrong key file, or none where content is sealed, stops the start with a clear error', async () => {
     const database = observe.config.database;
     const start = (env: Record<string, string>) => startTestObserve(backend, { env, database, createKey: false });

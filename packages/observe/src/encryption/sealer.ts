@@ -201,8 +201,7 @@ export class EventSealer {
 
   /**
    * The rows with their sealed payload and metadata opened (other rows as they are; new objects,
-   * the rows read stay as stored). A column whose key is gone (its subject erased, the event not)
-   * is left sealed: it then fails its chain hash, as any unreadable content would.
+   * the rows read stay as stored).
    */
   async open<Row extends { payload?: string | null; metadata?: string | null }>(db: Kysely<ObserveSchema>, rows: readonly Row[]): Promise<Row[]> {
     if (this.master === null) return rows as Row[];
@@ -229,12 +228,16 @@ export class EventSealer {
     });
   }
 
+  /** The column opened; as stored when its key is gone or it does not authenticate (edited in the database): its chain hash then fails. */
   private openText(text: string, column: keyof SealedColumns): string {
     const id = sealedKeyId(text);
     const key = id === undefined ? undefined : this.keys.get(id);
     if (key === undefined) return text;
-    const sealed = Buffer.from(text.slice(SEALED_PREFIX.length + id!.length + 1, -2), 'base64');
-    return decrypt(key, sealed, COLUMN_AAD[column]).toString('utf8');
+    try {
+      return decrypt(key, Buffer.from(text.slice(SEALED_PREFIX.length + id!.length + 1, -2), 'base64'), COLUMN_AAD[column]).toString('utf8');
+    } catch {
+      return text;
+    }
   }
 
   /**
