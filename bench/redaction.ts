@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLIENTS } from './observe-workload.ts';
-import { createObserveKey, startObserve, stopServer, type BenchObserve } from './server.ts';
+import { comparePairedIngest, median, startKeyedServer, stopKeyedServer } from './paired-ingest.ts';
 import { checked, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_REDACTION_EVENTS ?? 100_000);
@@ -31,15 +31,6 @@ const RULES = [
   { id: 'notes', kind: 'path', path: 'metadata.notes', label: 'notes' },
   { id: 'any-token', kind: 'path', path: 'metadata.*.token', label: 'token' },
 ];
-
-interface Server extends BenchObserve {
-  key: string;
-}
-
-async function startServer(name: string, env: Record<string, string> = {}): Promise<Server> {
-  const server = await startObserve(name, { env });
-  return { ...server, key: await createObserveKey(server.base) };
-}
 
 function batch(b: number, startMs: number): string {
   const events = [];
@@ -64,62 +55,16 @@ function batch(b: number, startMs: number): string {
   return JSON.stringify({ events });
 }
 
-async function post(server: Server, body: string): Promise<void> {
-  const response = await fetch(`${server.base}/api/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
-    body,
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`/api/events: ${response.status} ${text.slice(0, 300)}`);
-}
-
-async function send(server: Server, bodies: readonly string[]): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (next < bodies.length) await post(server, bodies[next++]!);
-    }),
-  );
-  return (performance.now() - started) / 1000;
-}
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 const rulesFile = join(mkdtempSync(join(tmpdir(), 'vigil-bench-redaction-')), 'rules.json');
 writeFileSync(rulesFile, JSON.stringify(RULES));
-const on = await startServer('redaction-on', { REDACTION_DETECTORS: 'all', REDACTION_RULES_FILE: rulesFile });
-const off = await startServer('redaction-off');
+const on = await startKeyedServer('redaction-on', { REDACTION_DETECTORS: 'all', REDACTION_RULES_FILE: rulesFile });
+const off = await startKeyedServer('redaction-off');
 const rows: Row[] = [];
 try {
   const batches = Math.max(ROUNDS, Math.round(EVENTS / EVENTS_PER_BATCH));
   const now = Date.now() - 3_600_000;
   const bodies = Array.from({ length: batches }, (_, b) => batch(b, now + b));
-  const onRates: number[] = [];
-  const offRates: number[] = [];
-  const shares: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const slice = bodies.slice(Math.floor((round * batches) / ROUNDS), Math.floor(((round + 1) * batches) / ROUNDS));
-    const events = slice.length * EVENTS_PER_BATCH;
-    // Alternate which goes first, so neither always meets the other's leftover I/O.
-    let onSeconds: number;
-    let offSeconds: number;
-    if (round % 2 === 0) {
-      offSeconds = await send(off, slice);
-      onSeconds = await send(on, slice);
-    } else {
-      onSeconds = await send(on, slice);
-      offSeconds = await send(off, slice);
-    }
-    onRates.push(events / onSeconds);
-    offRates.push(events / offSeconds);
-    shares.push((100 * offSeconds) / onSeconds);
-  }
+  const { onRates, offRates, shares } = await comparePairedIngest(on, off, bodies, EVENTS_PER_BATCH, ROUNDS);
   const total = (batches * EVENTS_PER_BATCH).toLocaleString('en-US');
   rows.push([
     `ingest without redaction (${total} events, 1,000-event batches, ${CLIENTS} clients; median of ${ROUNDS} rounds)`,
@@ -134,7 +79,7 @@ try {
     checked(`${share.toFixed(1)} %`, share >= 80),
   ]);
 } finally {
-  await stopServer(on.child, on.dataDir, on.schema);
-  await stopServer(off.child, off.dataDir, off.schema);
+  await stopKeyedServer(on);
+  await stopKeyedServer(off);
 }
 printTable(rows);

@@ -21,6 +21,7 @@ const parts = remoteMode(targets)
       'audit',
       'evidence',
       'redaction',
+      'encryption',
       'erasure',
       'memory',
       'mcp',

@@ -46,6 +46,7 @@ import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
 import { SubjectHasher } from './subjects.ts';
+import { startEventSealer } from './encryption/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
 import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
@@ -66,6 +67,8 @@ export interface ObserveService {
     reflectState: PeriodicJob;
     /** Deletes Idempotency-Key rows older than 24 hours (events/idempotency.ts). */
     idempotencyKeys: PeriodicJob;
+    /** Indexes the data subjects of events stored before the subject index existed (erasure/backfill.ts). */
+    subjectIndexBackfill: PeriodicJob;
   };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
@@ -126,6 +129,11 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const clock = options.clock ?? systemClock;
   const prices = loadPriceTable(config, clock);
   const database = await openServiceDatabase<ObserveSchema>(config, observeMigrations);
+  const subjects = new SubjectHasher(config);
+  const sealer = await startEventSealer(config, database, subjects).catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
   const context: ObserveContext = {
     config,
     database,
@@ -139,8 +147,10 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     metrics: new ServiceMetrics(clock, database),
     changeResources: OBSERVE_CHANGE_RESOURCES,
     loggedStates: new LoggedStates(database.db, clock, LOGGED_STATE_MAX_AGE_MS),
-    subjects: new SubjectHasher(config),
+    subjects,
+    sealer,
   };
+  if (sealer.enabled) context.events.sealWith(sealer);
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });
 
@@ -193,7 +203,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const embeddings = await features.register(recallFeature({ drainAfterCommit: options.kickEmbeddings ?? runJobs }));
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
-  await features.register(erasureFeature(audit.log));
+  const subjectIndexBackfill = await features.register(erasureFeature(audit.log));
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));
@@ -203,7 +213,17 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     app,
     context,
     evalRuns,
-    jobs: { retention, auditCheckpoint: audit.checkpointJob, alerts, healthSnapshots, embeddings, guardrails: guardrails.sweep, reflectState, idempotencyKeys },
+    jobs: {
+      retention,
+      auditCheckpoint: audit.checkpointJob,
+      alerts,
+      healthSnapshots,
+      embeddings,
+      guardrails: guardrails.sweep,
+      reflectState,
+      idempotencyKeys,
+      subjectIndexBackfill,
+    },
     guardrails: guardrails.engine,
     streams,
   };

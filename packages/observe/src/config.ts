@@ -30,6 +30,8 @@ export const observeEnvironment = environmentSlice(
       .pipe(z.array(z.string().regex(/^(payload|metadata)(\.[^.]+)+$/, 'each path starts with payload. or metadata.'))),
     /** The key subject ids are hashed under (HMAC-SHA256) where erasure and holds record them; unset: a key generated into DATA_DIR/subject-hash.key (set it when instances share a database). */
     SUBJECT_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** A file holding a 32-byte master key (base64 or hex): events' payload and metadata are then stored encrypted under per-subject data keys that erasure destroys (crypto-shredding, docs/guide/erasure.md). Unset: stored in the clear. */
+    ENCRYPTION_KEY_FILE: z.string().min(1).optional(),
     /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
     MODEL_PRICES: z.string().min(1).optional(),
     ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
@@ -77,6 +79,8 @@ export interface ObserveConfig extends ServiceBaseConfig {
   retentionFloorDays: number;
   /** Data subjects (erasure): the paths that name an event's subject and the key their ids are hashed under. */
   subjects: { paths: string[]; hashKey?: string };
+  /** The master key file of crypto-shredding (encryption/); unset: events are stored in the clear. */
+  encryptionKeyFile?: string;
   /** Raw MODEL_PRICES (JSON text); the observe service parses it at start and refuses to start when it is invalid. */
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
@@ -118,6 +122,7 @@ export function observeConfig(e: ObserveEnvironment, overrides: ServiceOverrides
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
     retentionFloorDays: e.RETENTION_FLOOR_DAYS,
     subjects: { paths: e.SUBJECT_PATHS, hashKey: e.SUBJECT_HASH_KEY },
+    encryptionKeyFile: e.ENCRYPTION_KEY_FILE,
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MS,

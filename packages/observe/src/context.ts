@@ -10,6 +10,7 @@ import { SETTINGS_CHANGES } from './settings/index.ts';
 import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase, ObserveSchema } from './schema.ts';
+import type { EventSealer } from './encryption/index.ts';
 import type { SubjectHasher } from './subjects.ts';
 
 /**
@@ -54,6 +55,8 @@ export interface ObserveContext {
   loggedStates: LoggedStates<ObserveSchema>;
   /** The keyed hash data subjects' ids are recorded under (subjects.ts). */
   subjects: SubjectHasher;
+  /** Seals events' payload and metadata at ingest and opens them for every reader (encryption/; a pass-through when ENCRYPTION_KEY_FILE is unset). */
+  sealer: EventSealer;
 }
 
 /** A feature of the observe service (platform/feature.ts): its routes, jobs, subscriptions and shutdown. */

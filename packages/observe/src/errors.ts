@@ -78,7 +78,7 @@ export const observeErrors = {
     status: 404,
     code: 'subject_not_found',
     message: 'No stored event names this data subject',
-    when: 'DELETE /api/subjects/:id of a subject no event names at SUBJECT_PATHS (or one erased already; events stored before the subject index existed are not in it)',
+    when: 'DELETE /api/subjects/:id of a subject no event names at SUBJECT_PATHS (or one erased already; events stored before the subject index existed are in it once its backfill is done)',
   },
   legalHold: {
     status: 409,

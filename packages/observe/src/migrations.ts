@@ -5,6 +5,7 @@ import { collectMigrationsAround } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
+import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
@@ -24,4 +25,5 @@ export const observeMigrations = collectMigrationsAround(
   redactionMigrations,
   holdsMigrations,
   erasureMigrations,
+  encryptionMigrations,
 );

@@ -10,6 +10,7 @@ import type { EvalsTables } from './evals/index.ts';
 import type { EventsTables } from './events/index.ts';
 import type { GuardrailsTables } from './guardrails/index.ts';
 import type { HealthTables } from './health/index.ts';
+import type { EncryptionTables } from './encryption/index.ts';
 import type { ErasureTables } from './erasure/index.ts';
 import type { HoldsTables } from './holds/index.ts';
 import type { OtelTables } from './otel/index.ts';
@@ -39,6 +40,7 @@ export interface ObserveSchema
     ReflectTables,
     RedactionTables,
     HoldsTables,
-    ErasureTables {}
+    ErasureTables,
+    EncryptionTables {}
 
 export type ObserveDatabase = Database<ObserveSchema>;

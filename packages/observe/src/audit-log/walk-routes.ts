@@ -12,12 +12,18 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
       readSnapshot(ctx.database, async (snapshot) => {
         const session = await snapshot.selectFrom('sessions').select(['last_seq', 'last_hash']).where('id', '=', sessionId).executeTakeFirst();
         if (session === undefined) return undefined;
-        const rows = await snapshot.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', sessionId).orderBy('seq').orderBy('id').execute();
+        const stored = await snapshot.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', sessionId).orderBy('seq').orderBy('id').execute();
+        const rows = await ctx.sealer.open(snapshot, stored);
         return { head: { seq: session.last_seq, hash: session.last_hash }, items: rows.map((row) => ({ id: row.id, text: chainTextOf(row) })) };
       }),
     texts: async (ids) => {
       const [rows, writerLeaves] = await Promise.all([
-        db.selectFrom('events').select(CHAIN_COLUMNS).where('id', 'in', ids).execute(),
+        db
+          .selectFrom('events')
+          .select(CHAIN_COLUMNS)
+          .where('id', 'in', ids)
+          .execute()
+          .then((stored) => ctx.sealer.open(db, stored)),
         db.selectFrom('audit_writer_leaves').select(['item_id', 'body']).where('item_id', 'in', ids).execute(),
       ]);
       return new Map([

@@ -23,4 +23,14 @@ export const erasureMigrations: Record<string, MigrationStep> = {
       .addColumn('created_at', epochMsType, (c) => c.notNull())
       .execute();
   },
+  /** The cursor of the subject index's backfill (erasure/backfill.ts): events stored before 0035 are indexed from the start. */
+  async '0038_subject_index_backfill'(db) {
+    await db.schema
+      .createTable('subject_index_backfill')
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('after_id', 'text', (c) => c.notNull())
+      .addColumn('done_at', epochMsType)
+      .execute();
+    await db.insertInto('subject_index_backfill').values({ name: 'events', after_id: '', done_at: null }).execute();
+  },
 };

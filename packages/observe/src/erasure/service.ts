@@ -35,7 +35,8 @@ export interface ErasureReceipt {
  * subject's keyed hash, the events' ids and hashes, the reason and the requester) is appended to
  * the audit log in the same transaction. The events leave the full-text index, their vectors and
  * their sessions' summaries become tombstones, their reflect state is dropped, and the in-memory
- * memos (verified chains, replays) forget the sessions. A hold in force on the subject, one of the
+ * memos (verified chains, replays) forget the sessions. With encryption on, the subject's data
+ * keys are deleted in the same transaction (crypto-shredding). A hold in force on the subject, one of the
  * sessions or their agents refuses it all (409); a subject no stored event names is 404.
  */
 export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, subjectId: string, reason: string, actor: ChangeActor): Promise<ErasureReceipt> {
@@ -89,6 +90,8 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
     }
     await forgetEmbeddings(trx, database.dialect, erased, sessionIds, now);
     await forgetReflectState(trx, sessionIds);
+    // Crypto-shredding: the subject's data keys go with its content, so a copy taken before holds nothing readable.
+    const destroyedKeys = ctx.sealer.enabled ? await ctx.sealer.destroySubjectKeys(trx, subject) : [];
     return {
       erasureId,
       subject,
@@ -99,9 +102,11 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
       sessionIds,
       leaf: { index, body, signature, keyId: log.key.keyId, publicKey: log.key.publicKey.toString('base64') },
       hashes: events.map((event) => event.hash),
+      destroyedKeys,
     };
   });
-  const { hashes, ...answer } = receipt;
+  const { hashes, destroyedKeys, ...answer } = receipt;
+  ctx.sealer.forget(destroyedKeys);
   forgetMatchedLinks(hashes);
   forgetVerifiedSessions(answer.sessionIds);
   forgetReplays(ctx, answer.sessionIds);

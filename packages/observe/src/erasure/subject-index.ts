@@ -5,7 +5,7 @@ import type { ObserveContext } from '../context.ts';
 import type { EventSubjectRow } from './tables.ts';
 
 /** A path split into its root (`payload` or `metadata`) and keys. */
-interface SubjectPath {
+export interface SubjectPath {
   root: 'payload' | 'metadata';
   keys: string[];
 }

@@ -8,6 +8,14 @@ export interface EventSubjectRow {
   session_id: string;
 }
 
+/** Where the subject index's backfill stands: it indexes events with ids after `after_id`; done once `done_at` is set. */
+export interface SubjectIndexBackfillRow {
+  name: string;
+  after_id: string;
+  done_at: number | null;
+}
+
 export interface ErasureTables {
   event_subjects: EventSubjectRow;
+  subject_index_backfill: SubjectIndexBackfillRow;
 }

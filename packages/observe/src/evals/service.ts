@@ -90,7 +90,7 @@ export async function judgeSpec(ctx: ObserveContext, body: ScoreBody): Promise<J
  * A verdict is never appended to a chain that does not verify: 409 chain_broken names the break.
  */
 async function verifiedSession(ctx: ObserveContext, sessionId: string): Promise<SessionRow | undefined> {
-  const chain = await verifySessionChain(ctx.database, sessionId);
+  const chain = await verifySessionChain(ctx, sessionId);
   if (!chain) return undefined;
   if (chain.verdict.brokenAt !== null) throw chainBrokenError(sessionId, chain.verdict.brokenAt);
   return chain.session;
@@ -183,7 +183,7 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
 
   const builder = new TranscriptBuilder();
   for (let after = -1; ;) {
-    const page = await transcriptPage(ctx.database.db, sessionId, after, throughSeq, TRANSCRIPT_PAGE);
+    const page = await ctx.sealer.open(ctx.database.db, await transcriptPage(ctx.database.db, sessionId, after, throughSeq, TRANSCRIPT_PAGE));
     for (const event of page) builder.add(event);
     if (page.length < TRANSCRIPT_PAGE) break;
     after = page[page.length - 1]!.seq;

@@ -316,11 +316,11 @@ export function prepareBatch(events: readonly IncomingEvent[], receivedAt: numbe
  * Under the session lock: the events appended since `verified` (a head whose chain was verified)
  * must link from it up to the session's current head. Nothing is read when the head has not moved.
  */
-async function checkAppendedSince(trx: Transaction<ObserveSchema>, session: SessionRow, verified: ChainHead): Promise<void> {
+async function checkAppendedSince(trx: Transaction<ObserveSchema>, sealing: RowSealing | null, session: SessionRow, verified: ChainHead): Promise<void> {
   if (session.last_seq === verified.lastSeq && session.last_hash === verified.lastHash) return;
   const verifier = new ChainVerifier({ lastSeq: session.last_seq, lastHash: session.last_hash }, verified);
-  const rows = await trx.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', session.id).where('seq', '>', verified.lastSeq).execute();
-  for (const row of rows) verifier.add(toLink(row));
+  const stored = await trx.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', session.id).where('seq', '>', verified.lastSeq).execute();
+  for (const row of sealing === null ? stored : await sealing.open(trx, stored)) verifier.add(toLink(row));
   const { brokenAt } = verifier.finish();
   if (brokenAt !== null) throw chainBrokenError(session.id, brokenAt);
 }
@@ -383,7 +383,7 @@ async function appendPrepared(
       const sessionId = event.row.session_id;
       if (event.verifiedHead === undefined || verified.has(sessionId)) continue;
       verified.add(sessionId);
-      await checkAppendedSince(trx, sessions.get(sessionId)!, event.verifiedHead);
+      await checkAppendedSince(trx, writers.sealing, sessions.get(sessionId)!, event.verifiedHead);
     }
 
     const tagsChanged = new Set<string>();
@@ -459,7 +459,9 @@ async function appendPrepared(
     }
 
     const rows = prepared.map((event) => event.row);
-    await eventInserter.insert(trx, database.dialect, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
+    if (writers.sealing === null) await eventInserter.insert(trx, database.dialect, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
+    // Sealed, the rows are stored as ciphertext and give the full-text index no words (their plaintext would outlive an erasure in a copy).
+    else await eventInserter.insert(trx, database.dialect, await writers.sealing.seal(trx, prepared, receivedAt), () => '');
     for (const id of sessionIds) {
       const { id: _id, ...changes } = sessions.get(id)!;
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
@@ -512,6 +514,16 @@ interface TransactionWriters {
   rows: readonly TransactionWriter[];
   ordersCommits: TransactionWriter | null;
   sharedRows: readonly TransactionWriter[];
+  /** How rows' content is stored when it is sealed (crypto-shredding, EventAppender.sealWith); null: stored as it is. */
+  sealing: RowSealing | null;
+}
+
+/** Sealing of events' payload and metadata (encryption/ EventSealer). */
+export interface RowSealing {
+  /** Sealed copies of a batch's rows, in order, written in its transaction; the rows themselves stay in the clear for the other writers. */
+  seal(trx: Transaction<ObserveSchema>, events: readonly { row: EventRow; payload: Record<string, unknown> }[], now: number): Promise<EventRow[]>;
+  /** The rows read with their content opened. */
+  open<Row extends { payload?: string | null; metadata?: string | null }>(db: Transaction<ObserveSchema>, rows: readonly Row[]): Promise<Row[]>;
 }
 
 /**
@@ -528,6 +540,7 @@ export class EventAppender {
     rows: [],
     ordersCommits: null,
     sharedRows: [],
+    sealing: null,
   };
   private readonly knownAgents = new KnownAgents();
   private transform: EventTransform | null = null;
@@ -544,6 +557,11 @@ export class EventAppender {
   }
 
   private readonly committedListeners: ((appended: AppendedEvent[], committed: CommittedBatch) => void)[] = [];
+
+  /** Stores every event's payload and metadata sealed (encryption/): the chain hash stays over the plaintext. */
+  sealWith(sealing: RowSealing): void {
+    this.writers.sealing = sealing;
+  }
 
   /**
    * A write kept in the ingest transaction, after the events and sessions, in registration order

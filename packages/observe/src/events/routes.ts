@@ -103,7 +103,8 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
       response: { 200: z.object({ events: z.array(eventSchema), total: z.number().int(), hasMore: z.boolean() }) },
     }),
     async (request, reply) => {
-      const { rows, total } = await listEvents(ctx.database, request.query);
+      const { rows: stored, total } = await listEvents(ctx.database, request.query);
+      const rows = await ctx.sealer.open(ctx.database.db, stored);
       const hasMore = request.query.offset + rows.length < total;
       return sendJsonText(reply, `{"events":${eventsJson(rows)},"total":${total},"hasMore":${hasMore}}`);
     },
@@ -121,7 +122,8 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request) => {
       const row = await findEvent(ctx.database, request.params.id);
       if (!row) throw observeError('eventNotFound');
-      return toEvent(row);
+      const [opened] = await ctx.sealer.open(ctx.database.db, [row]);
+      return toEvent(opened!);
     },
   );
 }

@@ -117,3 +117,77 @@ await describeEachDatabase('the retention floor', (backend: TestBackend) => {
     );
   });
 });
+
+await describeEachDatabase('legal holds are read from the change log, not the table', (backend: TestBackend) => {
+  let observe: TestObserve;
+  const old = TEST_NOW - 3 * DAY;
+  const noteOf = (sessionId: string, agentId: string, subject: string) => ({
+    sessionId,
+    agentId,
+    eventType: 'custom',
+    timestamp: iso(old),
+    metadata: { subjectId: subject },
+    payload: { type: 'note', data: { note: 'x' } },
+  });
+  before(async () => {
+    observe = await startTestObserve(backend);
+    assert.equal((await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 1 } })).statusCode, 200);
+    await ingest(observe, [
+      noteOf('row-inserted', 'agent-a', 'dave@example.com'),
+      noteOf('row-deleted', 'agent-b', 'erin@example.com'),
+      noteOf('row-released', 'agent-c', 'frank@example.com'),
+    ]);
+  });
+  after(() => observe.close());
+
+  test('a hold row inserted in the database holds nothing; one deleted, or released in the table, still holds', async () => {
+    const { db } = observe.service.context.database;
+    const hash = (id: string) => observe.service.context.subjects.hash(id);
+    const forged = (scope: 'session' | 'subject', targetId: string) => ({
+      id: `forged-${scope}`,
+      scope,
+      target_id: targetId,
+      reason: 'written around the API',
+      placed_by: 'db',
+      placed_at: TEST_NOW,
+      released_at: null,
+      released_by: null,
+      release_reason: null,
+    });
+    await db
+      .insertInto('legal_holds')
+      .values([forged('session', 'row-inserted'), forged('subject', hash('dave@example.com'))])
+      .execute();
+    const onSession = await placeHold(observe, { scope: 'session', targetId: 'row-deleted', reason: 'matter 1' });
+    const onSubject = await placeHold(observe, { scope: 'subject', targetId: 'erin@example.com', reason: 'matter 2' });
+    const onAgent = await placeHold(observe, { scope: 'agent', targetId: 'agent-c', reason: 'matter 3' });
+    await db.deleteFrom('legal_holds').where('id', 'in', [onSession.id, onSubject.id]).execute();
+    await db.updateTable('legal_holds').set({ released_at: TEST_NOW, released_by: 'db', release_reason: 'edited' }).where('id', '=', onAgent.id).execute();
+
+    const refused = await observe.call({ method: 'DELETE', url: '/api/subjects/erin@example.com', payload: { reason: 'Art. 17' } });
+    assertErrorBody(refused, 409);
+    assert.ok(refused.body.includes(`holds.${onSubject.id}`), refused.body);
+    const erased = await observe.call({ method: 'DELETE', url: '/api/subjects/dave@example.com', payload: { reason: 'Art. 17' } });
+    assert.equal(erased.statusCode, 200, 'the inserted subject hold does not block the erasure');
+
+    assert.equal(await observe.service.jobs.retention.tick(), true);
+    assert.equal(await sessionExists(observe, 'row-inserted'), false, 'the inserted session hold keeps nothing');
+    assert.equal(await sessionExists(observe, 'row-deleted'), true, 'the deleted hold still keeps its session');
+    assert.equal(await sessionExists(observe, 'row-released'), true, "the hold released in the table still keeps its agent's session");
+
+    // Released through the API, the change log releases them.
+    for (const hold of [onSession, onSubject, onAgent]) {
+      await db.deleteFrom('legal_holds').where('id', '=', hold.id).execute();
+      await db
+        .insertInto('legal_holds')
+        .values({ ...forged('session', 'x'), id: hold.id })
+        .execute();
+      const released = await observe.call({ method: 'POST', url: `/api/holds/${hold.id}/release`, payload: { reason: 'closed' } });
+      assert.equal(released.statusCode, 200, released.body);
+    }
+    clockOf(observe).advance(1000);
+    assert.equal(await observe.service.jobs.retention.tick(), true);
+    assert.equal(await sessionExists(observe, 'row-deleted'), false);
+    assert.equal(await sessionExists(observe, 'row-released'), false);
+  });
+});

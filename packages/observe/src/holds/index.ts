@@ -7,7 +7,7 @@ import { registerHoldRoutes } from './routes.ts';
 
 export { holdsMigrations } from './migrations.ts';
 export { refuseHeld } from './service.ts';
-export { notHeldSession } from './store.ts';
+export { heldTargets, holdsInForce, notHeldSession } from './store.ts';
 export type { HoldsTables } from './tables.ts';
 
 /** The resource name the log of administrative changes records holds under (context.ts composes the service's list). */

@@ -37,7 +37,7 @@ export async function refuseHeld(
   const holds = await activeHoldsOn(db, targets);
   if (holds.length === 0) return;
   const first = holds[0]!;
-  const what = first.scope === 'subject' ? 'the data subject' : `${first.scope} ${JSON.stringify(first.target_id)}`;
+  const what = first.scope === 'subject' ? 'the data subject' : `${first.scope} ${JSON.stringify(first.targetId)}`;
   throw observeError(
     'legalHold',
     `Legal hold ${first.id} on ${what} (${JSON.stringify(first.reason)}) blocks this; release it first (POST /api/holds/${first.id}/release)`,

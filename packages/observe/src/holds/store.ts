@@ -1,4 +1,4 @@
-import { forUpdate, newId, recordChange, toIso, type ChangeActor, type DialectName } from '@vigil/platform';
+import { changeLeafHash, forUpdate, hashHex, newId, recordChange, toIso, type ChangeActor, type DialectName } from '@vigil/platform';
 import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { HoldOut } from './schemas.ts';
@@ -72,34 +72,59 @@ export async function listHolds(database: ObserveDatabase, active: boolean | und
   return query.execute();
 }
 
-/** The holds in force on any of these targets, oldest first. */
+/**
+ * The holds in force as the change log records them, oldest first: a hold whose last logged change
+ * (a change row whose audit-log leaf matches it) placed it and none released it. The table is not
+ * read: a row inserted or deleted in the database, or a release written into it, changes nothing
+ * (compare platform logged-state.ts); an edited change row does not count, so the last intact one decides.
+ */
+export async function holdsInForce(db: Kysely<ObserveSchema>): Promise<HoldOut[]> {
+  const changes = await db
+    .selectFrom('admin_changes as c')
+    .innerJoin('audit_log_leaves as l', 'l.item_id', 'c.id')
+    .selectAll('c')
+    .select('l.leaf_hash')
+    .where('c.resource', '=', LEGAL_HOLD_RESOURCE)
+    .orderBy('l.idx')
+    .execute();
+  const last = new Map<string, HoldOut | null>();
+  for (const change of changes) {
+    if (change.resource_id === null || hashHex(change.leaf_hash) !== changeLeafHash(change).toString('hex')) continue;
+    last.set(change.resource_id, change.after === null ? null : (JSON.parse(change.after) as HoldOut));
+  }
+  return [...last.values()]
+    .filter((hold): hold is HoldOut => hold !== null && hold.active)
+    .sort((a, b) => (a.placedAt === b.placedAt ? (a.id < b.id ? -1 : 1) : a.placedAt < b.placedAt ? -1 : 1));
+}
+
+/** The holds in force (holdsInForce) on any of these targets, oldest first. */
 export async function activeHoldsOn(
   db: Kysely<ObserveSchema>,
   targets: { sessions?: readonly string[]; agents?: readonly string[]; subjects?: readonly string[] },
-): Promise<LegalHoldRow[]> {
-  const pairs = [
-    ['session', targets.sessions ?? []],
-    ['agent', targets.agents ?? []],
-    ['subject', targets.subjects ?? []],
-  ] as const;
-  const wanted = pairs.filter(([, ids]) => ids.length > 0);
-  if (wanted.length === 0) return [];
-  return db
-    .selectFrom('legal_holds')
-    .selectAll()
-    .where('released_at', 'is', null)
-    .where((eb) => eb.or(wanted.map(([scope, ids]) => eb.and([eb('scope', '=', scope), eb('target_id', 'in', [...new Set(ids)])]))))
-    .orderBy('placed_at')
-    .orderBy('id')
-    .execute();
+): Promise<HoldOut[]> {
+  const wanted = {
+    session: new Set(targets.sessions ?? []),
+    agent: new Set(targets.agents ?? []),
+    subject: new Set(targets.subjects ?? []),
+  };
+  return (await holdsInForce(db)).filter((hold) => wanted[hold.scope].has(hold.targetId));
+}
+
+/** The targets of the holds in force, by scope. */
+export function heldTargets(holds: readonly HoldOut[], scope: HoldOut['scope']): string[] {
+  return holds.filter((hold) => hold.scope === scope).map((hold) => hold.targetId);
 }
 
 /**
- * A filter of `sessions` rows: those no hold in force covers, by their id or their agent (a
- * subject's holds cover the sessions of its events: erasure/ adds that through its subject index).
+ * A filter of `sessions` rows: those none of the holds in force covers, by their id or their agent
+ * (a subject's holds cover the sessions of its events: erasure/ adds that through its subject index).
  */
-export function notHeldSession(eb: ExpressionBuilder<ObserveSchema, 'sessions'>) {
-  const held = (scope: LegalHoldRow['scope']) =>
-    eb.selectFrom('legal_holds').select('legal_holds.target_id').where('legal_holds.scope', '=', scope).where('legal_holds.released_at', 'is', null);
-  return eb.and([eb('sessions.id', 'not in', held('session')), eb('sessions.agent_id', 'not in', held('agent'))]);
+export function notHeldSession(holds: readonly HoldOut[]) {
+  const sessions = heldTargets(holds, 'session');
+  const agents = heldTargets(holds, 'agent');
+  return (eb: ExpressionBuilder<ObserveSchema, 'sessions'>) =>
+    eb.and([
+      ...(sessions.length > 0 ? [eb('sessions.id', 'not in', sessions)] : []),
+      ...(agents.length > 0 ? [eb('sessions.agent_id', 'not in', agents)] : []),
+    ]);
 }

@@ -25,16 +25,20 @@ export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFe
     const thread = embedsLocally(context.embedder) ? new ThreadedLocalEmbedder(context.embedder.dimensions) : null;
     const embedder = thread ? new CachingEmbedder(thread) : context.embedder;
     const worker = new EmbeddingWorker(context, embedder, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
-    // Embedding work is durable with the events; the worker drains it after commit.
-    context.events.inTransaction((batch) =>
-      enqueueEmbeddings(
-        batch.trx,
-        batch.dialect,
-        batch.events,
-        batch.sessions.map((session) => session.sessionId),
-        Date.now(),
-      ),
-    );
+    // Embedding work is durable with the events; the worker drains it after commit. Events stored
+    // sealed are not embedded: the stored texts and vectors would keep their plaintext readable in
+    // a copy past an erasure (docs/guide/erasure.md#crypto-shredding).
+    if (!context.sealer.enabled) {
+      context.events.inTransaction((batch) =>
+        enqueueEmbeddings(
+          batch.trx,
+          batch.dialect,
+          batch.events,
+          batch.sessions.map((session) => session.sessionId),
+          Date.now(),
+        ),
+      );
+    }
     context.events.afterCommit(() => worker.kick());
     const embeddings = job({ name: 'observe.embeddings', intervalMs: EMBEDDINGS_INTERVAL_MS, run: (now) => worker.runJob(now) });
     onClose(async () => {

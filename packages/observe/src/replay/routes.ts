@@ -106,7 +106,7 @@ export function registerReplayRoutes(app: ZodApp, ctx: ObserveContext): void {
       response: { 200: replayResponseSchema },
     }),
     async (request, reply) => {
-      const served = await cache.get(request.params.id, replaySource(ctx.database, request.params.id));
+      const served = await cache.get(request.params.id, replaySource(ctx, request.params.id));
       if (!served) throw observeError('sessionNotFound');
       return sendWritten(reply, replayBody(served, request.query));
     },

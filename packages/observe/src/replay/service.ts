@@ -1,25 +1,24 @@
 import { toIso } from '@vigil/platform';
-import { sessionDurationMs, sessionTimeline, verifySessionChain } from '../sessions/index.ts';
-import type { ObserveDatabase } from '../schema.ts';
+import { type EventReader, sessionDurationMs, sessionTimeline, verifySessionChain } from '../sessions/index.ts';
 import type { SessionRow } from '../events/index.ts';
 import { ByteWriter } from './bytes.ts';
 import type { LoadedReplay, ReplaySource, ServedReplay } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';
 
 /** How the replay cache reads a session: its chain verified now, or its whole timeline. */
-export function replaySource(database: ObserveDatabase, sessionId: string): ReplaySource {
+export function replaySource(reader: EventReader, sessionId: string): ReplaySource {
   return {
     async verify() {
-      const chain = await verifySessionChain(database, sessionId);
+      const chain = await verifySessionChain(reader, sessionId);
       return chain && { session: chain.session, chainValid: chain.verdict.valid };
     },
-    load: () => loadReplay(database, sessionId),
+    load: () => loadReplay(reader, sessionId),
   };
 }
 
 /** The session's timeline (every stored event, the chain verified over them, one snapshot) as replay events. */
-async function loadReplay(database: ObserveDatabase, sessionId: string): Promise<LoadedReplay | undefined> {
-  const timeline = await sessionTimeline(database, sessionId);
+async function loadReplay(reader: EventReader, sessionId: string): Promise<LoadedReplay | undefined> {
+  const timeline = await sessionTimeline(reader, sessionId);
   if (!timeline) return undefined;
   const { session, rows, verdict } = timeline;
   const events = rows.map((row) =>

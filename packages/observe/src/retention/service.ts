@@ -2,11 +2,12 @@ import { DAY_MS, forUpdate, leafHash } from '@vigil/platform';
 import type { Transaction } from 'kysely';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
+import type { EventSealer } from '../encryption/index.ts';
 import { OBSERVE_LOG } from '../audit-log/index.ts';
 import { chainHashOfCanonical, erasureCovers, leafOfRow, markedErasure, sessionLoggedRowsQuery, toLink } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { noHeldSubject } from '../erasure/index.ts';
-import { notHeldSession } from '../holds/index.ts';
+import { heldTargets, holdsInForce, notHeldSession } from '../holds/index.ts';
 import { deleteSessionSpans } from '../otel/index.ts';
 import { loggedRetentionPeriod } from '../settings/index.ts';
 
@@ -32,14 +33,20 @@ export interface UnconfirmedSession {
  * arrived, and carry the timestamp the session row says is its last: the timestamp the hash
  * covers, not a column anyone with database access can set back (issue 36).
  */
-async function unconfirmedExpiry(trx: Transaction<ObserveSchema>, session: { id: string; last_event_at: number }, cutoff: number): Promise<string | null> {
-  const row = await sessionLoggedRowsQuery(trx, session.id)
+async function unconfirmedExpiry(
+  trx: Transaction<ObserveSchema>,
+  sealer: EventSealer,
+  session: { id: string; last_event_at: number },
+  cutoff: number,
+): Promise<string | null> {
+  const stored = await sessionLoggedRowsQuery(trx, session.id)
     .clearOrderBy()
     .orderBy('events.ts', 'desc')
     .orderBy('events.seq', 'desc')
     .limit(1)
     .executeTakeFirst();
-  if (row === undefined) return 'it has no chained event';
+  if (stored === undefined) return 'it has no chained event';
+  const [row] = (await sealer.open(trx, [stored])) as [typeof stored];
   const link = toLink(row);
   if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
     // An erased event (docs/guide/erasure.md) stands for the hash its signed erasure leaf lists.
@@ -82,13 +89,14 @@ export async function applyRetention(
   let deleted = 0;
   for (;;) {
     const batch = await ctx.database.db.transaction().execute(async (trx) => {
+      const holds = await holdsInForce(trx);
       let candidates = trx
         .selectFrom('sessions')
         .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
         .where('last_event_at', '<', cutoff)
-        // A session under a legal hold (its own, its agent's, a subject's of its events) is kept.
-        .where(notHeldSession)
-        .where(noHeldSubject)
+        // A session under a legal hold in force by the change log (its own, its agent's, a subject's of its events) is kept.
+        .where(notHeldSession(holds))
+        .where(noHeldSubject(heldTargets(holds, 'subject')))
         .orderBy('last_event_at')
         .limit(SESSIONS_PER_TRANSACTION);
       // Sessions kept earlier in this run stay candidates by their column: not examined again.
@@ -103,7 +111,7 @@ export async function applyRetention(
       let events = 0;
       for (const session of expired) {
         if (sessions.length > 0 && events + session.event_count > EVENTS_PER_TRANSACTION) break;
-        const reason = await unconfirmedExpiry(trx, session, cutoff);
+        const reason = await unconfirmedExpiry(trx, ctx.sealer, session, cutoff);
         if (reason !== null) {
           unconfirmed.push({ sessionId: session.id, reason });
           continue;

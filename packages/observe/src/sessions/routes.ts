@@ -53,7 +53,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       response: { 200: z.object({ events: z.array(eventSchema), chainValid: z.boolean(), brokenAt: chainBreakSchema.nullable() }) },
     }),
     async (request, reply) => {
-      const timeline = await sessionTimeline(ctx.database, request.params.id);
+      const timeline = await sessionTimeline(ctx, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
       return sendJsonText(reply, timelineBody(timeline));
     },
@@ -82,7 +82,7 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       },
     }),
     async (request) => {
-      const chain = await verifySessionChain(ctx.database, request.query.sessionId);
+      const chain = await verifySessionChain(ctx, request.query.sessionId);
       if (!chain) throw observeError('sessionNotFound');
       const { session, verdict } = chain;
       return {

@@ -17,9 +17,13 @@ import {
   toLink,
 } from '../events/index.ts';
 import { OBSERVE_LOG } from '../audit-log/index.ts';
-import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
+import type { ObserveContext } from '../context.ts';
+import type { ObserveSchema } from '../schema.ts';
 import type { SessionRow } from '../events/index.ts';
 import { VerifiedSessions } from './verified.ts';
+
+/** What reads a session's events: the database and the sealer that opens their content (encryption/). */
+export type EventReader = Pick<ObserveContext, 'database' | 'sealer'>;
 
 export interface Timeline {
   session: SessionRow;
@@ -73,7 +77,7 @@ async function openChain(db: Parameters<typeof sessionRow>[0], sessionId: string
  * same head (the database compares them: sessions/verified.ts), that timeline and its verdict are
  * the answer; otherwise the rows are read and verified. Undefined when there is no such session.
  */
-export async function sessionTimeline(database: ObserveDatabase, sessionId: string): Promise<Timeline | undefined> {
+export async function sessionTimeline({ database, sealer }: EventReader, sessionId: string): Promise<Timeline | undefined> {
   return readSnapshot(database, async (db) => {
     const opened = await openChain(db, sessionId);
     if (!opened) return undefined;
@@ -81,11 +85,13 @@ export async function sessionTimeline(database: ObserveDatabase, sessionId: stri
     if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) {
       return { session, ...known.timeline, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     }
-    const rows = await sessionLoggedRowsQuery(db, sessionId).execute();
+    // The memo compares the text as stored (sealed or not); the chain and the timeline read it opened.
+    const stored = await sessionLoggedRowsQuery(db, sessionId).execute();
+    const rows = await sealer.open(db, stored);
     const verifier = new ChainVerifier(head);
     const links = rows.map((row) => verifier.add(toLink(row), leafOfRow(row)));
     const verdict = verifier.finish(await erasureCovers(db, OBSERVE_LOG, verifier.erasuresNamed()));
-    const storedText = storedChainText(rows);
+    const storedText = storedChainText(stored);
     if (storedText !== null) verifiedSessions.remember(sessionId, { head, storedText, verdict, timeline: { rows, links } });
     return { session, rows, links, verdict: await heldToTheLog(db, sessionId, verdict, logged) };
   });
@@ -114,7 +120,7 @@ export function timelineBody({ links, verdict }: Pick<Timeline, 'links' | 'verdi
  * only their ids and hashes (and, for a session small enough to remember, their stored text) are
  * kept. Undefined when there is no such session.
  */
-export async function verifySessionChain(database: ObserveDatabase, sessionId: string): Promise<SessionChain | undefined> {
+export async function verifySessionChain({ database, sealer }: EventReader, sessionId: string): Promise<SessionChain | undefined> {
   return readSnapshot(database, async (db) => {
     const opened = await openChain(db, sessionId);
     if (!opened) return undefined;
@@ -124,8 +130,8 @@ export async function verifySessionChain(database: ObserveDatabase, sessionId: s
     const verifier = new ChainVerifier(head);
     let texts: string[] | null = [];
     let chars = 0;
-    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, (rows) => {
-      for (const row of rows) verifier.add(toLink(row), leafOfRow(row));
+    await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, async (rows) => {
+      for (const row of await sealer.open(db, rows)) verifier.add(toLink(row), leafOfRow(row));
       if (texts === null) return;
       const text = storedChainText(rows);
       chars += text?.length ?? 0;

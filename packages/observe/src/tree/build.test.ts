@@ -117,7 +117,7 @@ function find(tree: SessionTree, name: string): TreeNode {
 await describeEachDatabase('trace tree builder', (backend) => {
   let observe: TestObserve;
   const tree = async (sessionId: string, limit?: number): Promise<SessionTree> => {
-    const built = await sessionTree(observe.service.context.database, sessionId, limit);
+    const built = await sessionTree(observe.service.context, sessionId, limit);
     assert.ok(built, `session ${sessionId} exists`);
     return built;
   };
@@ -313,6 +313,6 @@ await describeEachDatabase('trace tree builder', (backend) => {
   });
 
   test('an unknown session has no tree', async () => {
-    assert.equal(await sessionTree(observe.service.context.database, 'nobody'), undefined);
+    assert.equal(await sessionTree(observe.service.context, 'nobody'), undefined);
   });
 });

@@ -36,8 +36,8 @@ export type NodeKind = (typeof NODE_KINDS)[number];
 export const NODE_STATUSES = ['ok', 'error', 'open'] as const;
 export type NodeStatus = (typeof NODE_STATUSES)[number];
 
-/** The columns the tree reads of an event (its place and its derived columns); `detail` is the payload of custom and tool_error events only (their type, their error). */
-export type TreeEventRow = Pick<EventRow, 'id' | 'seq' | 'ts' | 'event_type' | 'metadata'> & DerivedColumns & { detail: string | null };
+/** The columns the tree reads of an event (its place and its derived columns); `payload` is read for custom and tool_error events only (their type, their error). */
+export type TreeEventRow = Pick<EventRow, 'id' | 'seq' | 'ts' | 'event_type' | 'metadata'> & DerivedColumns & { payload: string | null };
 
 export interface SpanIds {
   traceId: string;
@@ -137,7 +137,7 @@ export function spanOf(metadataJson: string): SpanRef | null {
 }
 
 function detailOf(event: TreeEventRow): Record<string, unknown> {
-  return event.detail === null ? {} : (JSON.parse(event.detail) as Record<string, unknown>);
+  return event.payload === null ? {} : (JSON.parse(event.payload) as Record<string, unknown>);
 }
 
 function errorText(error: unknown): string {

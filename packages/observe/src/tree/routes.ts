@@ -20,7 +20,7 @@ export function registerTreeRoutes(app: ZodApp, ctx: ObserveContext): void {
       response: { 200: sessionTreeSchema },
     }),
     async (request) => {
-      const tree = await sessionTree(ctx.database, request.params.id);
+      const tree = await sessionTree(ctx, request.params.id);
       if (!tree) throw observeError('sessionNotFound');
       return { sessionId: request.params.id, ...tree, eventLimit: TREE_EVENT_LIMIT };
     },
