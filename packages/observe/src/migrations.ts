@@ -15,7 +15,7 @@ import { settingsMigrations } from './settings/index.ts';
 
 // Numbers taken by branches not merged yet (collectMigrationsAround).
 export const observeMigrations = collectMigrationsAround(
-  ['0037', '0038', '0039', '0040'],
+  ['0039', '0040'],
   observeHistory,
   eventsMigrations,
   analyticsMigrations,
