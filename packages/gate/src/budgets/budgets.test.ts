@@ -222,6 +222,25 @@ await describeEachDatabase('gate budgets', (backend) => {
     );
   });
 
+  test('a tag budget covers a request whose context carries the tag from its first request, before its agent spent anything under the tag', async () => {
+    await budget({ name: 'team-y', scope: 'tag', scopeValue: 'team-y', window: 'day', hardUsd: 20 });
+    await budget({ name: 'team-z', scope: 'tag', scopeValue: 'team-z', window: 'day', softUsd: 50 });
+    await gate.call({
+      method: 'POST',
+      url: '/api/policies',
+      payload: { name: 'cheap team-z', rules: [{ match: { action: 'summarize', 'budgets.team-z.spendUsd': { $lte: 50 } }, decision: 'auto_approve' }] },
+    });
+    // Agent b spent $25 under team-y; agent c, new to the tag, has spent nothing anywhere.
+    spend.set('tag:team-y', { usd: 25, agents: ['b'] });
+    await poll();
+    assert.equal((await request('deploy', { agentId: 'c', tags: ['team-y'] })).status, 'denied', "c's first request under team-y is over its hard cap");
+    assert.equal((await request('deploy', { agentId: 'c' })).status, 'pending', 'without the tag c is not covered');
+    assert.equal((await request('deploy', { agentId: 'c', tags: ['other', 7] })).status, 'pending');
+    // A tag with no spend at all yet: policies read the budget at $0 for a request carrying the tag, and not otherwise.
+    assert.equal((await request('summarize', { agentId: 'c', tags: ['team-z'] })).status, 'approved');
+    assert.equal((await request('summarize', { agentId: 'c' })).status, 'pending');
+  });
+
   test('CRUD: validation, 404s, scopes, the change log, and a disabled or edited budget is not applied', async () => {
     for (const payload of [
       { name: 'has.dot', scope: 'agent', window: 'day' },

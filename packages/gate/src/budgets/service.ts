@@ -2,7 +2,7 @@ import { fetchWithTimeout, joinUrl, LoggedStates, type ZodApp } from '@vigil/pla
 import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { requestParties, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
+import { requestParties, requestTags, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
 import {
   allBudgets,
@@ -30,7 +30,7 @@ interface SpendAnswer {
   results: { id: string; windowStart: number; figures: { key: string; spendUsd: number; agentIds: string[] }[] }[];
 }
 
-/** A budget's figure key for a request, or undefined when the budget does not cover it (tag budgets: decided by the figure's agents). */
+/** A budget's figure key for a request, or undefined when the budget does not cover it (tag budgets: decided by covers()). */
 function keyFor(budget: BudgetRow, agentId: string | undefined, sessionId: string | undefined): string | undefined {
   if (budget.window === 'session' || budget.scope === 'session') {
     if (sessionId === undefined) return undefined;
@@ -135,6 +135,7 @@ export class BudgetService implements BudgetGuard {
     const budgets = await this.enabled();
     if (budgets.length === 0) return undefined;
     const { agentId, sessionId } = requestParties(request.context);
+    const tags = requestTags(request.context);
     const wanted = budgets.flatMap((budget) => {
       const key = keyFor(budget, agentId, sessionId);
       return key === undefined ? [] : [{ budget, budgetId: budget.id, windowStart: windowStart(budget.window, now), key }];
@@ -143,10 +144,11 @@ export class BudgetService implements BudgetGuard {
     const assessment: BudgetAssessment = { figures: {}, breach: null };
     for (const { budget, windowStart: start, key } of wanted) {
       const figure = figures.find((f) => f.budget_id === budget.id && Number(f.window_start) === start && f.key === key);
-      // A tag's figure covers the agents that spent under the tag.
+      // A tag budget covers a request whose context carries the tag (from its first request), and the agents that spent under the tag.
       if (
         budget.scope === 'tag' &&
         budget.window !== 'session' &&
+        !tags.includes(key) &&
         !(figure && agentId !== undefined && (JSON.parse(figure.agent_ids) as string[]).includes(agentId))
       )
         continue;
