@@ -4,6 +4,7 @@ import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { requestParties, requestTags, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
+import type { Notice } from '../webhooks/index.ts';
 import {
   allBudgets,
   BUDGET_CHANGES,
@@ -198,32 +199,53 @@ export class BudgetService implements BudgetGuard {
     const now = this.ctx.clock.now();
     const byId = new Map(budgets.map((b) => [b.id, b]));
     const pauses: { agentId: string; reason: string }[] = [];
-    await this.ctx.database.db.transaction().execute(async (trx) => {
-      for (const result of answer.results) {
-        const budget = byId.get(result.id);
-        if (!budget) continue;
-        for (const figure of result.figures) {
-          await storeFigure(trx, {
-            budget_id: budget.id,
-            window_start: result.windowStart,
-            key: figure.key,
-            spend_usd: figure.spendUsd,
-            agent_ids: JSON.stringify(figure.agentIds),
-            updated_at: now,
-          });
-          const level = levelOf(budget, figure.spendUsd);
-          const crossed =
-            level === 'hard' ? (budget.soft_usd !== null ? (['soft', 'hard'] as const) : (['hard'] as const)) : level === 'soft' ? (['soft'] as const) : [];
-          for (const reached of crossed) {
-            const breach = { windowStart: result.windowStart, key: figure.key, level: reached, spendUsd: figure.spendUsd, agentIds: figure.agentIds };
-            if ((await recordBreach(trx, budget, breach, now)) && reached === 'hard' && budget.pause_on_hard === 1) {
-              const reason = `Budget "${budget.name}" hard threshold $${budget.hard_usd} reached: $${figure.spendUsd} spent (${budget.window} window)`;
-              for (const agentId of figure.agentIds) pauses.push({ agentId, reason });
+    await this.ctx.outbox.withNotices((announce) =>
+      this.ctx.database.db.transaction().execute(async (trx) => {
+        const notices: Notice[] = [];
+        for (const result of answer.results) {
+          const budget = byId.get(result.id);
+          if (!budget) continue;
+          for (const figure of result.figures) {
+            await storeFigure(trx, {
+              budget_id: budget.id,
+              window_start: result.windowStart,
+              key: figure.key,
+              spend_usd: figure.spendUsd,
+              agent_ids: JSON.stringify(figure.agentIds),
+              updated_at: now,
+            });
+            const level = levelOf(budget, figure.spendUsd);
+            const crossed =
+              level === 'hard' ? (budget.soft_usd !== null ? (['soft', 'hard'] as const) : (['hard'] as const)) : level === 'soft' ? (['soft'] as const) : [];
+            for (const reached of crossed) {
+              const breach = { windowStart: result.windowStart, key: figure.key, level: reached, spendUsd: figure.spendUsd, agentIds: figure.agentIds };
+              if (!(await recordBreach(trx, budget, breach, now))) continue;
+              const pausing = reached === 'hard' && budget.pause_on_hard === 1;
+              if (pausing) {
+                const reason = `Budget "${budget.name}" hard threshold $${budget.hard_usd} reached: $${figure.spendUsd} spent (${budget.window} window)`;
+                for (const agentId of figure.agentIds) pauses.push({ agentId, reason });
+              }
+              // Budgets name no channels: each platform's default channel hears of every breach.
+              notices.push({
+                event: 'budget.breached',
+                channels: [],
+                budget: {
+                  id: budget.id,
+                  name: budget.name,
+                  level: reached,
+                  thresholdUsd: reached === 'hard' ? budget.hard_usd! : budget.soft_usd!,
+                  spendUsd: figure.spendUsd,
+                  window: budget.window,
+                  key: figure.key,
+                  pausedAgents: pausing ? figure.agentIds : [],
+                },
+              });
             }
           }
         }
-      }
-    });
+        await announce(trx, notices);
+      }),
+    );
     for (const pause of pauses) await this.pause(pause.agentId, pause.reason);
   }
 
