@@ -241,6 +241,24 @@ await describeEachDatabase('gate budgets', (backend) => {
     assert.equal((await request('summarize', { agentId: 'c' })).status, 'pending');
   });
 
+  test('GET /api/requests/:id/budgets: the budgets covering a request now, with spend and thresholds; 404 for an unknown request', async () => {
+    await budget({ name: 'agent-a-daily', scope: 'agent', scopeValue: 'agent-a', window: 'day', softUsd: 10, hardUsd: 50 });
+    await budget({ name: 'team-q', scope: 'tag', scopeValue: 'team-q', window: 'hour', hardUsd: 5 });
+    await budget({ name: 'agent-b-daily', scope: 'agent', scopeValue: 'agent-b', window: 'day', hardUsd: 5 });
+    spend.set('agent:agent-a', { usd: 12.5, agents: ['agent-a'] });
+    await poll();
+    const routed = await request('deploy', { agentId: 'agent-a', tags: ['team-q'] });
+    const answer = await gate.call({ method: 'GET', url: `/api/requests/${routed.id}/budgets` });
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.deepEqual(answer.json(), {
+      budgets: [
+        { name: 'agent-a-daily', spendUsd: 12.5, softUsd: 10, hardUsd: 50, level: 'soft' },
+        { name: 'team-q', spendUsd: 0, softUsd: null, hardUsd: 5, level: 'ok' },
+      ],
+    });
+    assertGateError(await gate.call({ method: 'GET', url: '/api/requests/nope/budgets' }), 404, 'not_found');
+  });
+
   test('CRUD: validation, 404s, scopes, the change log, and a disabled or edited budget is not applied', async () => {
     for (const payload of [
       { name: 'has.dot', scope: 'agent', window: 'day' },
