@@ -10,8 +10,8 @@ type Detail = GateSchemas.BudgetDetail;
 type Figure = Detail['figures'][number];
 type Breach = Detail['breaches'][number];
 
-const LEVEL_TONES: Record<Figure['level'], Tone> = { ok: 'good', soft: 'warn', hard: 'bad' };
-const usd = (value: number | null): string => (value === null ? '—' : `$${value.toFixed(2)}`);
+export const LEVEL_TONES: Record<Figure['level'], Tone> = { ok: 'good', soft: 'warn', hard: 'bad' };
+export const usd = (value: number | null): string => (value === null ? '—' : `$${value.toFixed(2)}`);
 
 function scopeText(b: Budget): string {
   if (b.scope === 'tenant') return 'the whole tenant';
