@@ -104,7 +104,7 @@ export interface Transition {
 }
 
 /** A grant as a notice shows it (grants/). */
-export interface GrantNotice {
+interface GrantNotice {
   id: string;
   action: string;
   agentId: string | null;
@@ -117,7 +117,7 @@ export interface GrantNotice {
 }
 
 /** A budget's threshold crossed, as a notice shows it (budgets/). */
-export interface BudgetNotice {
+interface BudgetNotice {
   id: string;
   name: string;
   level: 'soft' | 'hard';
