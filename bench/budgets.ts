@@ -4,7 +4,8 @@
  * 1. Policy evaluation with budget conditions, in-process: mean µs per evaluatePolicies() call for
  *    100 policies × 3 rules, each rule matching its action and a `budgets.<name>.spendUsd` or
  *    `.level` condition, over requests that carry 5 budgets' figures (as creation passes them).
- *    Target ≤ 10 µs.
+ *    Target ≤ 10 µs. (The engine resolves each budget path the set reads once per request, not per
+ *    rule: policies/engine.ts, BudgetReads.)
  * 2. Breach-to-enforcement latency with real services in this process (SQLite; the tests also run
  *    it on PostgreSQL: packages/cli/src/budget-enforcement.test.ts): two observe instances on one database, one gate reading spend through the
  *    first (its budget job runs as in production). Each trial, a new agent ingests through the

@@ -1,7 +1,9 @@
 /**
  * The dashboard's Budgets page in a real browser (see dashboard-harness.ts): a budget made from the
  * form, the spend the gate read from observe (a local fake of observe's internal spend route) with
- * its level, the breaches, the agent's request denied, and the breach in the change log.
+ * its level, the breaches, the agent's request denied, and the breach in the change log; on a
+ * request's approval page, the budgets covering it, the soft budget that routed it to a person, and
+ * the grant that approved another.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -92,6 +94,60 @@ describe('dashboard in a real browser: budgets', { skip: chromiumSkip() }, () =>
     await nav(page).getByRole('link', { name: 'Change log' }).click();
     await page.getByRole('heading', { name: 'Change log', level: 1 }).waitFor();
     await page.getByRole('row').filter({ hasText: 'Budget' }).filter({ hasText: 'breached' }).first().waitFor();
+    stack.noProblems();
+  });
+  test("a request's approval page shows the budgets covering it, the soft budget that routed it to a person, and the grant that approved another", async () => {
+    const { page } = stack;
+    spend.usd = 52;
+    await api(stack.gateUrl, ADMIN_KEY, 'POST', '/api/budgets', {
+      name: 'ops-daily',
+      scope: 'agent',
+      scopeValue: 'ops-bot',
+      window: 'day',
+      softUsd: 40,
+      hardUsd: 100,
+    });
+    await api(stack.gateUrl, ADMIN_KEY, 'POST', '/api/policies', {
+      name: 'restarts are automatic',
+      rules: [{ match: { action: 'restart' }, decision: 'auto_approve' }],
+    });
+    // The job's lease outlives a tick a little: the next tick runs once it has lapsed.
+    while (!(await stack.gate.jobs.budgets.tick())) await new Promise((resolve) => setTimeout(resolve, 50));
+    const routed = await api<{ id: string; status: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/requests', {
+      action: 'restart',
+      context: { agentId: 'ops-bot' },
+    });
+    assert.equal(routed.status, 'pending', 'over the soft budget the policy does not approve it');
+    await page.goto(`/approvals/${routed.id}`);
+    await page
+      .getByTestId('budget-routing')
+      .filter({ hasText: 'over a soft budget' })
+      .filter({ hasText: 'Budget "ops-daily" soft threshold $40 reached' })
+      .waitFor();
+    await page
+      .getByTestId('request-budgets')
+      .locator('tbody tr')
+      .filter({ hasText: 'ops-daily' })
+      .filter({ hasText: '$52.00' })
+      .filter({ hasText: '$40.00' })
+      .filter({ hasText: '$100.00' })
+      .filter({ hasText: 'soft' })
+      .waitFor();
+    assert.equal(await page.getByTestId('request-budgets').locator('tbody tr').count(), 1, 'only the budget covering ops-bot');
+    await shot(page, 'approval-budgets');
+
+    const grant = await api<{ id: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/grants', { action: 'rotate', agentId: 'ci-bot', maxUses: 1 });
+    const approved = await api<{ id: string; status: string; decidedBy: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/requests', {
+      action: 'rotate',
+      context: { agentId: 'ci-bot' },
+    });
+    assert.deepEqual([approved.status, approved.decidedBy], ['approved', `grant:${grant.id}`]);
+    await page.goto(`/approvals/${approved.id}`);
+    const byGrant = page.getByTestId('approved-by-grant');
+    await byGrant.filter({ hasText: `grant ${grant.id}` }).waitFor();
+    await page.getByText('No budget covers this request.').waitFor();
+    await byGrant.getByRole('link').click();
+    await page.getByRole('heading', { name: 'Grants', level: 1 }).waitFor();
     stack.noProblems();
   });
 });

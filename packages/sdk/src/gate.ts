@@ -292,6 +292,11 @@ export class GateClient extends ServiceClient<GatePaths> {
     return this.call('delete', '/api/budgets/{id}', { params: { id }, ...options });
   }
 
+  /** The budgets covering a request now (by its context), with their spend and thresholds. */
+  getRequestBudgets(requestId: string, options?: CallOptions) {
+    return this.call('get', '/api/requests/{id}/budgets', { params: { id: requestId }, ...options });
+  }
+
   createApiKey(key: GateBody<'/api/api-keys', 'post'>, options?: CallOptions) {
     return this.call('post', '/api/api-keys', { body: key, ...options });
   }

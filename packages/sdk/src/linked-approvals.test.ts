@@ -59,7 +59,7 @@ test('an SDK agent loop (traced tools, withApproval, a human deciding) records e
   });
   let sessionId = '';
   let requestId = '';
-  const refund = await observe.withSession({ agentId: 'refund-agent' }, async (session) => {
+  const refund = await observe.withSession({ agentId: 'refund-agent', tags: ['refunds'] }, async (session) => {
     sessionId = session.id;
     const order = await lookup('1042');
     return withApproval(agentGate, 'refund', order, (outcome) => ({ refundId: `rf_${outcome.id}` }), {
@@ -91,9 +91,9 @@ test('an SDK agent loop (traced tools, withApproval, a human deciding) records e
     [{ type: 'approval_redeemed', data: { requestId, action: 'refund' } }],
   );
 
-  // The gate's side links to the session: the request names it, and says the agent records its events.
+  // The gate's side links to the session: the request names it and its tags (tag budgets cover it), and says the agent records its events.
   const request = await admin.getRequest(requestId);
-  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent', recordedByAgent: true });
+  assert.deepEqual(request.context, { tags: ['refunds'], sessionId, agentId: 'refund-agent', recordedByAgent: true });
 });
 
 test('a request made without the SDK (plain HTTP, context naming the session) is recorded once, by the gate', async () => {

@@ -601,6 +601,8 @@ describe('approvals', () => {
     const detail = await admin.getBudget(budget.id);
     assert.deepEqual([detail.figures, detail.breaches], [[], []]);
     assert.equal((await admin.updateBudget(budget.id, { softUsd: 2 })).softUsd, 2);
+    const covered = await admin.createRequest({ action: 'sdk_budgeted', context: { agentId: 'sdk-agent' } });
+    assert.deepEqual((await admin.getRequestBudgets(covered.id)).budgets, [{ name: 'sdk-daily', spendUsd: 0, softUsd: 2, hardUsd: 5, level: 'ok' }]);
     assert.deepEqual(await admin.deleteBudget(budget.id), { id: budget.id, deleted: true });
   });
 

@@ -116,6 +116,8 @@ export function storable(value: unknown): unknown {
 export class VigilSession {
   readonly id: string;
   readonly agentId: string;
+  /** The session's tags (what session_started recorded): approvals asked in the session carry them, so tag budgets cover them. */
+  readonly tags: readonly string[];
   private readonly startedAt = Date.now();
   private readonly metadata: Record<string, unknown> | undefined;
   private toolCalls = 0;
@@ -127,6 +129,7 @@ export class VigilSession {
   ) {
     this.id = options.sessionId ?? newId();
     this.agentId = options.agentId;
+    this.tags = options.tags ?? [];
     this.metadata = options.metadata;
     if (options.continues === true) return;
     this.event('session_started', {

@@ -80,7 +80,12 @@ export async function askApproval(
   options: AskApprovalOptions = {},
 ): Promise<ApprovalOutcome> {
   const session = resolveSession(options.session);
-  const context = { ...options.context, ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }) };
+  const context = {
+    // The session's tags, unless the caller's context names its own: a tag budget covers the request from the session's first one.
+    ...(session && session.tags.length > 0 && { tags: session.tags }),
+    ...options.context,
+    ...(session && { sessionId: session.id, agentId: session.agentId, recordedByAgent: true }),
+  };
   const created = await gate.createRequest(
     {
       action,

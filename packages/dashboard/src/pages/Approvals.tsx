@@ -1,9 +1,11 @@
 import { useState, type FormEvent, type MouseEvent } from 'react';
 import { credentials, gate, hasGateScope, requestsChanged, type Approval, type ApprovalSummary, type AuditEntry } from '../api.ts';
 import { AsyncTable, Table, usePolicyNames, type Column } from '../components.tsx';
-import { fmtActor, fmtDateTime, fmtDecisionReason, fmtDuration, fmtNumber, fmtPolicy, timeAgo, type PolicyNames } from '../format.ts';
+import { fmtActor, fmtDateTime, fmtDecisionReason, fmtDuration, fmtNumber, fmtPolicy, fmtUsd, timeAgo, type PolicyNames } from '../format.ts';
 import { Link, useLocation } from '../router.tsx';
+import type { GateSchemas } from '@vigil/sdk/types';
 import { entryColumns } from './Audit.tsx';
+import { LEVEL_TONES } from './Budgets.tsx';
 import { Async, Badge, ErrorMessage, Field, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useNow } from '../ui.tsx';
 
 const URGENCY_RANK: Record<string, number> = { critical: 0, high: 1, normal: 2, low: 3 };
@@ -205,6 +207,46 @@ function DecisionForm({ request, onDecided }: { request: Approval; onDecided: (m
   );
 }
 
+type CoveringBudget = GateSchemas.RequestBudgets['budgets'][number];
+
+const BUDGET_COLUMNS: Column<CoveringBudget>[] = [
+  { header: 'Budget', cell: (b) => <Link to="/budgets">{b.name}</Link> },
+  { header: 'Spent', cell: (b) => fmtUsd(b.spendUsd) },
+  { header: 'Soft', cell: (b) => fmtUsd(b.softUsd) },
+  { header: 'Hard', cell: (b) => fmtUsd(b.hardUsd) },
+  { header: 'Level', cell: (b) => <Badge tone={LEVEL_TONES[b.level]}>{b.level}</Badge> },
+];
+
+/** The budget a request's creation met (its `created` entry's details.budget): soft routed it to a person, hard denied it. */
+function creationBudget(entries: readonly AuditEntry[] | undefined): { level: string; reason: string } | null {
+  const budget = entries?.find((e) => e.event === 'created')?.details?.budget as { level?: unknown; reason?: unknown } | undefined;
+  return typeof budget?.level === 'string' && typeof budget.reason === 'string' ? { level: budget.level, reason: budget.reason } : null;
+}
+
+/** The budgets covering the request now: what its spend stands at against each threshold. */
+function RequestBudgets({ id, routedBy }: { id: string; routedBy: { level: string; reason: string } | null }) {
+  const budgets = useAsync((signal) => gate('GET /api/requests/{id}/budgets', { params: { id }, signal }), [id], { pollMs: 5000 });
+  return (
+    <Section title="Budgets">
+      {routedBy && (
+        <p data-testid="budget-routing">
+          <Badge tone={routedBy.level === 'hard' ? 'bad' : 'warn'}>{routedBy.level === 'hard' ? 'denied by a budget' : 'routed by a budget'}</Badge>{' '}
+          {routedBy.level === 'hard' ? 'Denied at creation' : 'Waiting for a person because it was over a soft budget'}: {routedBy.reason}
+        </p>
+      )}
+      <AsyncTable
+        state={budgets}
+        rows={(d) => d.budgets}
+        label="Loading the budgets…"
+        empty="No budget covers this request."
+        columns={BUDGET_COLUMNS}
+        rowKey={(b) => b.name}
+        testId="request-budgets"
+      />
+    </Section>
+  );
+}
+
 const trailColumns = (policies: PolicyNames): Column<AuditEntry>[] => [
   { header: 'When', cell: (e) => fmtDateTime(e.timestamp) },
   ...entryColumns(policies),
@@ -302,6 +344,12 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                     <StatusBadge status={r.status} /> by <code title={r.decidedBy ?? undefined}>{decider(r)}</code>{' '}
                     {r.decidedAt && <>on {fmtDateTime(r.decidedAt)}</>}
                   </p>
+                  {r.decidedBy?.startsWith('grant:') && (
+                    <p data-testid="approved-by-grant">
+                      Approved automatically by the standing <Link to="/grants">grant {r.decidedBy.slice('grant:'.length)}</Link>: a person approved this action
+                      for this agent or session ahead of time.
+                    </p>
+                  )}
                   {r.decisionReason && (
                     <p>
                       <strong>Reason:</strong>{' '}
@@ -333,6 +381,7 @@ export function ApprovalDetailPage({ id }: { id: string }) {
                   )}
                 </Section>
               </div>
+              <RequestBudgets id={r.id} routedBy={creationBudget(audit.data)} />
               <Section title="Policy decision">
                 <dl className="facts">
                   <dt>Outcome</dt>

@@ -10,7 +10,7 @@ type Detail = GateSchemas.BudgetDetail;
 type Figure = Detail['figures'][number];
 type Breach = Detail['breaches'][number];
 
-const LEVEL_TONES: Record<Figure['level'], Tone> = { ok: 'good', soft: 'warn', hard: 'bad' };
+export const LEVEL_TONES: Record<Figure['level'], Tone> = { ok: 'good', soft: 'warn', hard: 'bad' };
 
 function scopeText(b: Budget): string {
   if (b.scope === 'tenant') return 'the whole tenant';

@@ -222,6 +222,43 @@ await describeEachDatabase('gate budgets', (backend) => {
     );
   });
 
+  test('a tag budget covers a request whose context carries the tag from its first request, before its agent spent anything under the tag', async () => {
+    await budget({ name: 'team-y', scope: 'tag', scopeValue: 'team-y', window: 'day', hardUsd: 20 });
+    await budget({ name: 'team-z', scope: 'tag', scopeValue: 'team-z', window: 'day', softUsd: 50 });
+    await gate.call({
+      method: 'POST',
+      url: '/api/policies',
+      payload: { name: 'cheap team-z', rules: [{ match: { action: 'summarize', 'budgets.team-z.spendUsd': { $lte: 50 } }, decision: 'auto_approve' }] },
+    });
+    // Agent b spent $25 under team-y; agent c, new to the tag, has spent nothing anywhere.
+    spend.set('tag:team-y', { usd: 25, agents: ['b'] });
+    await poll();
+    assert.equal((await request('deploy', { agentId: 'c', tags: ['team-y'] })).status, 'denied', "c's first request under team-y is over its hard cap");
+    assert.equal((await request('deploy', { agentId: 'c' })).status, 'pending', 'without the tag c is not covered');
+    assert.equal((await request('deploy', { agentId: 'c', tags: ['other', 7] })).status, 'pending');
+    // A tag with no spend at all yet: policies read the budget at $0 for a request carrying the tag, and not otherwise.
+    assert.equal((await request('summarize', { agentId: 'c', tags: ['team-z'] })).status, 'approved');
+    assert.equal((await request('summarize', { agentId: 'c' })).status, 'pending');
+  });
+
+  test('GET /api/requests/:id/budgets: the budgets covering a request now, with spend and thresholds; 404 for an unknown request', async () => {
+    await budget({ name: 'agent-a-daily', scope: 'agent', scopeValue: 'agent-a', window: 'day', softUsd: 10, hardUsd: 50 });
+    await budget({ name: 'team-q', scope: 'tag', scopeValue: 'team-q', window: 'hour', hardUsd: 5 });
+    await budget({ name: 'agent-b-daily', scope: 'agent', scopeValue: 'agent-b', window: 'day', hardUsd: 5 });
+    spend.set('agent:agent-a', { usd: 12.5, agents: ['agent-a'] });
+    await poll();
+    const routed = await request('deploy', { agentId: 'agent-a', tags: ['team-q'] });
+    const answer = await gate.call({ method: 'GET', url: `/api/requests/${routed.id}/budgets` });
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.deepEqual(answer.json(), {
+      budgets: [
+        { name: 'agent-a-daily', spendUsd: 12.5, softUsd: 10, hardUsd: 50, level: 'soft' },
+        { name: 'team-q', spendUsd: 0, softUsd: null, hardUsd: 5, level: 'ok' },
+      ],
+    });
+    assertGateError(await gate.call({ method: 'GET', url: '/api/requests/nope/budgets' }), 404, 'not_found');
+  });
+
   test('CRUD: validation, 404s, scopes, the change log, and a disabled or edited budget is not applied', async () => {
     for (const payload of [
       { name: 'has.dot', scope: 'agent', window: 'day' },

@@ -17,7 +17,7 @@ const UNLINKED_POLL_MS = 60_000;
 export const budgetsFeature = (requests: RequestService): GateFeature<PeriodicJob> =>
   defineFeature('budgets', ({ app, context, job }) => {
     const budgets = new BudgetService(context, app.log);
-    registerBudgetRoutes(app, context, budgets);
+    registerBudgetRoutes(app, context, budgets, requests);
     requests.guardWithBudgets(budgets);
     // Without the observe link there is nothing to read: the job stays (its ticks do nothing) but rarely takes its lease.
     const linked = context.config.observe?.serviceToken !== undefined;

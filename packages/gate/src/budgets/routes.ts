@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { auditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
+import type { RequestService } from '../requests/index.ts';
 import type { BudgetService } from './service.ts';
 import { BUDGET_SCOPES, BUDGET_WINDOWS, breachesOf, figuresOfBudget, findBudget, levelOf, toBudget, windowStart } from './store.ts';
 
@@ -68,7 +69,47 @@ const budgetDetailSchema = budgetSchema
 
 const idParams = z.object({ id: z.string().min(1).max(100) });
 
-export function registerBudgetRoutes(app: ZodApp, ctx: GateContext, budgets: BudgetService): void {
+const requestBudgetsSchema = z
+  .object({
+    budgets: z
+      .array(
+        z.object({
+          name: z.string(),
+          spendUsd: z.number(),
+          softUsd: z.number().nullable(),
+          hardUsd: z.number().nullable(),
+          level: z.enum(['ok', 'soft', 'hard']),
+        }),
+      )
+      .describe('The enabled budgets that cover the request now (by its context: agent, session, tags), with their current spend, by name'),
+  })
+  .meta({ id: 'RequestBudgets' });
+
+export function registerBudgetRoutes(app: ZodApp, ctx: GateContext, budgets: BudgetService, requests: RequestService): void {
+  app.get(
+    '/api/requests/:id/budgets',
+    routeOptions('request:read', {
+      operationId: 'getRequestBudgets',
+      errorStatuses: [404],
+      summary: "The budgets covering a request now, with their current window's spend",
+      description:
+        'What a new request with this context would be assessed against at this moment (the dashboard shows it beside a pending request); the budget that routed or denied it at its creation is in its `created` audit entry (`details.budget`).',
+      tags: ['budgets'],
+      params: idParams,
+      response: { 200: requestBudgetsSchema },
+    }),
+    async (request) => {
+      const row = await requests.get(request.params.id);
+      if (!row) throw gateError('requestNotFound');
+      const assessment = await budgets.assess({ context: JSON.parse(row.context) as Record<string, unknown> }, ctx.clock.now());
+      return {
+        budgets: Object.entries(assessment?.figures ?? {})
+          .map(([name, figure]) => ({ name, ...figure }))
+          .sort((a, b) => (a.name < b.name ? -1 : 1)),
+      };
+    },
+  );
+
   app.get(
     '/api/budgets',
     routeOptions('request:read', {

@@ -2,8 +2,9 @@ import { fetchWithTimeout, joinUrl, LoggedStates, type ZodApp } from '@vigil/pla
 import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { requestParties, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
+import { requestParties, requestTags, type BudgetAssessment, type BudgetGuard } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
+import type { Notice } from '../webhooks/index.ts';
 import {
   allBudgets,
   BUDGET_CHANGES,
@@ -30,7 +31,7 @@ interface SpendAnswer {
   results: { id: string; windowStart: number; figures: { key: string; spendUsd: number; agentIds: string[] }[] }[];
 }
 
-/** A budget's figure key for a request, or undefined when the budget does not cover it (tag budgets: decided by the figure's agents). */
+/** A budget's figure key for a request, or undefined when the budget does not cover it (tag budgets: decided by covers()). */
 function keyFor(budget: BudgetRow, agentId: string | undefined, sessionId: string | undefined): string | undefined {
   if (budget.window === 'session' || budget.scope === 'session') {
     if (sessionId === undefined) return undefined;
@@ -135,6 +136,7 @@ export class BudgetService implements BudgetGuard {
     const budgets = await this.enabled();
     if (budgets.length === 0) return undefined;
     const { agentId, sessionId } = requestParties(request.context);
+    const tags = requestTags(request.context);
     const wanted = budgets.flatMap((budget) => {
       const key = keyFor(budget, agentId, sessionId);
       return key === undefined ? [] : [{ budget, budgetId: budget.id, windowStart: windowStart(budget.window, now), key }];
@@ -143,10 +145,11 @@ export class BudgetService implements BudgetGuard {
     const assessment: BudgetAssessment = { figures: {}, breach: null };
     for (const { budget, windowStart: start, key } of wanted) {
       const figure = figures.find((f) => f.budget_id === budget.id && Number(f.window_start) === start && f.key === key);
-      // A tag's figure covers the agents that spent under the tag.
+      // A tag budget covers a request whose context carries the tag (from its first request), and the agents that spent under the tag.
       if (
         budget.scope === 'tag' &&
         budget.window !== 'session' &&
+        !tags.includes(key) &&
         !(figure && agentId !== undefined && (JSON.parse(figure.agent_ids) as string[]).includes(agentId))
       )
         continue;
@@ -196,32 +199,53 @@ export class BudgetService implements BudgetGuard {
     const now = this.ctx.clock.now();
     const byId = new Map(budgets.map((b) => [b.id, b]));
     const pauses: { agentId: string; reason: string }[] = [];
-    await this.ctx.database.db.transaction().execute(async (trx) => {
-      for (const result of answer.results) {
-        const budget = byId.get(result.id);
-        if (!budget) continue;
-        for (const figure of result.figures) {
-          await storeFigure(trx, {
-            budget_id: budget.id,
-            window_start: result.windowStart,
-            key: figure.key,
-            spend_usd: figure.spendUsd,
-            agent_ids: JSON.stringify(figure.agentIds),
-            updated_at: now,
-          });
-          const level = levelOf(budget, figure.spendUsd);
-          const crossed =
-            level === 'hard' ? (budget.soft_usd !== null ? (['soft', 'hard'] as const) : (['hard'] as const)) : level === 'soft' ? (['soft'] as const) : [];
-          for (const reached of crossed) {
-            const breach = { windowStart: result.windowStart, key: figure.key, level: reached, spendUsd: figure.spendUsd, agentIds: figure.agentIds };
-            if ((await recordBreach(trx, budget, breach, now)) && reached === 'hard' && budget.pause_on_hard === 1) {
-              const reason = `Budget "${budget.name}" hard threshold $${budget.hard_usd} reached: $${figure.spendUsd} spent (${budget.window} window)`;
-              for (const agentId of figure.agentIds) pauses.push({ agentId, reason });
+    await this.ctx.outbox.withNotices((announce) =>
+      this.ctx.database.db.transaction().execute(async (trx) => {
+        const notices: Notice[] = [];
+        for (const result of answer.results) {
+          const budget = byId.get(result.id);
+          if (!budget) continue;
+          for (const figure of result.figures) {
+            await storeFigure(trx, {
+              budget_id: budget.id,
+              window_start: result.windowStart,
+              key: figure.key,
+              spend_usd: figure.spendUsd,
+              agent_ids: JSON.stringify(figure.agentIds),
+              updated_at: now,
+            });
+            const level = levelOf(budget, figure.spendUsd);
+            const crossed =
+              level === 'hard' ? (budget.soft_usd !== null ? (['soft', 'hard'] as const) : (['hard'] as const)) : level === 'soft' ? (['soft'] as const) : [];
+            for (const reached of crossed) {
+              const breach = { windowStart: result.windowStart, key: figure.key, level: reached, spendUsd: figure.spendUsd, agentIds: figure.agentIds };
+              if (!(await recordBreach(trx, budget, breach, now))) continue;
+              const pausing = reached === 'hard' && budget.pause_on_hard === 1;
+              if (pausing) {
+                const reason = `Budget "${budget.name}" hard threshold $${budget.hard_usd} reached: $${figure.spendUsd} spent (${budget.window} window)`;
+                for (const agentId of figure.agentIds) pauses.push({ agentId, reason });
+              }
+              // Budgets name no channels: each platform's default channel hears of every breach.
+              notices.push({
+                event: 'budget.breached',
+                channels: [],
+                budget: {
+                  id: budget.id,
+                  name: budget.name,
+                  level: reached,
+                  thresholdUsd: reached === 'hard' ? budget.hard_usd! : budget.soft_usd!,
+                  spendUsd: figure.spendUsd,
+                  window: budget.window,
+                  key: figure.key,
+                  pausedAgents: pausing ? figure.agentIds : [],
+                },
+              });
             }
           }
         }
-      }
-    });
+        await announce(trx, notices);
+      }),
+    );
     for (const pause of pauses) await this.pause(pause.agentId, pause.reason);
   }
 

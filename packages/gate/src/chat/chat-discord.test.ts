@@ -7,7 +7,17 @@ import { ConfigError } from '@vigil/platform';
 import { describeEachDatabase, sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { gateConfigFromEnvironment } from '../config.ts';
 import { assertGateError, startTestGate } from '../testing.ts';
-import { discordClick, DISCORD_CHANNEL, discordSignature, startChatGate, waitForCount, waitUntil, type ChatGate } from './chat-harness.ts';
+import {
+  discordClick,
+  DISCORD_CHANNEL,
+  discordSignature,
+  startBudgetChatGate,
+  startChatGate,
+  waitForCount,
+  waitUntil,
+  type ChatGate,
+  type SpendFigure,
+} from './chat-harness.ts';
 
 interface DiscordAnswer {
   type: number;
@@ -34,6 +44,56 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
     );
     return { request, post: post! };
   }
+
+  test('grants and budget breaches are posted as embeds: a grant made, used up and revoked; a hard breach naming the paused agents', async () => {
+    const figure: SpendFigure = { key: 'team-x', spendUsd: 0, agentIds: ['agent-b', 'agent-c'] };
+    const linked = await startBudgetChatGate(backend, figure);
+    try {
+      const { gate, discord } = linked.chat;
+      const embedsOf = (footer: string) =>
+        discord
+          .calls('POST')
+          .filter((call) => JSON.stringify(call.body).includes(footer))
+          .map((call) => ({ path: call.path, content: call.body.content, embed: (call.body.embeds as Record<string, unknown>[])[0]! }));
+      const fieldsOf = (embed: Record<string, unknown>) =>
+        Object.fromEntries((embed.fields as { name: string; value: string }[]).map((f) => [f.name, f.value]));
+
+      const made = await gate.call({ method: 'POST', url: '/api/grants', payload: { action: 'deploy', agentId: 'agent-b', maxUses: 1 } });
+      const grant = made.json() as { id: string };
+      assert.equal((await linked.chat.createRequest({ action: 'deploy', params: {}, context: { agentId: 'agent-b' } })).status, 'approved');
+      const [created, usedUp] = await waitForCount('grant embeds', () => embedsOf(`Grant ${grant.id}`), 2);
+      assert.equal(created!.path, `/channels/${DISCORD_CHANNEL}/messages`);
+      assert.equal(created!.content, '**Grant created: deploy**');
+      assert.deepEqual([fieldsOf(created!.embed).Agent, fieldsOf(created!.embed).Uses], ['agent-b', '0 of 1']);
+      assert.equal(usedUp!.content, '**Grant used up: deploy**');
+      assert.equal(fieldsOf(usedUp!.embed).Uses, '1 of 1');
+      assert.equal('components' in discord.calls('POST').find((call) => JSON.stringify(call.body).includes(`Grant ${grant.id}`))!.body, false, 'no buttons');
+      // A used-up grant is still revoked (and announced).
+      assert.equal((await gate.call({ method: 'POST', url: `/api/grants/${grant.id}/revoke` })).statusCode, 200);
+      const [, , revoked] = await waitForCount('grant embeds', () => embedsOf(`Grant ${grant.id}`), 3);
+      assert.equal(revoked!.content, '**Grant revoked: deploy**');
+
+      const budget = await gate.call({
+        method: 'POST',
+        url: '/api/budgets',
+        payload: { name: 'team-x-hourly', scope: 'tag', scopeValue: 'team-x', window: 'hour', hardUsd: 20 },
+      });
+      const budgetId = (budget.json() as { id: string }).id;
+      figure.spendUsd = 25;
+      await linked.poll();
+      const [hard] = await waitForCount('budget embeds', () => embedsOf(`Budget ${budgetId}`));
+      assert.equal(hard!.content, '**Budget "team-x-hourly": hard threshold $20 crossed**');
+      assert.equal(hard!.embed.color, 0xef4444);
+      assert.deepEqual(fieldsOf(hard!.embed), {
+        Spend: '$25 of $20 (hour window)',
+        Covers: 'team-x',
+        Now: 'matching requests are denied',
+        Paused: 'agent-b, agent-c',
+      });
+    } finally {
+      await linked.close();
+    }
+  });
 
   const click = async (user: string, action: 'vigil_approve' | 'vigil_deny', requestId: string, roles: string[] = []) => {
     const response = await chat.discordInteraction(discordClick(user, `${action}:${requestId}`, roles));

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson, TestHttpServer, type ReceivedRequest, type TestBackend } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import type { AuditEntry } from '../audit-trail/index.ts';
+import { windowStart } from '../budgets/store.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
 
@@ -289,5 +290,47 @@ export function discordClick(user: string, customId: string, roles: string[] = [
     channel_id: DISCORD_CHANNEL,
     member: { user: { id: user, username: `member-${user}` }, roles },
     data: { custom_id: customId, component_type: 2 },
+  };
+}
+
+/** The gate's link to observe in the budget tests (INTERNAL_SERVICE_TOKEN). */
+export const SERVICE_TOKEN = 'service-token-for-chat-budget-tests-0123';
+
+/** What the fake observe answers every spend query with; change it between polls. */
+export interface SpendFigure {
+  key: string;
+  spendUsd: number;
+  agentIds: string[];
+}
+
+/** Observe as the budgets read it: every spend query answers `figure`, every pause is accepted (and kept in `requests`). */
+export function fakeSpendObserve(figure: SpendFigure, now: () => number): TestHttpServer {
+  return new TestHttpServer((request, res) => {
+    if (request.url !== '/api/internal/spend') return sendJson(res, 200, {});
+    const { queries } = JSON.parse(request.body) as { queries: { id: string; window: string }[] };
+    sendJson(res, 200, { at: now(), results: queries.map((q) => ({ id: q.id, windowStart: windowStart(q.window, now()), figures: [{ ...figure }] })) });
+  });
+}
+
+/** A chat gate linked to a fake observe whose spend the test sets; `poll` runs one tick of the budget job. */
+export async function startBudgetChatGate(
+  backend: TestBackend,
+  figure: SpendFigure,
+): Promise<{ chat: ChatGate; observe: TestHttpServer; poll(): Promise<void>; close(): Promise<void> }> {
+  let now = () => 0;
+  const observe = await fakeSpendObserve(figure, () => now()).start();
+  const chat = await startChatGate(backend, { OBSERVE_URL: observe.url, INTERNAL_SERVICE_TOKEN: SERVICE_TOKEN });
+  now = () => chat.gate.clock.now();
+  return {
+    chat,
+    observe,
+    async poll() {
+      chat.gate.clock.advance(250);
+      assert.equal(await chat.gate.service.jobs.budgets.tick(), true, 'the budget tick ran');
+    },
+    async close() {
+      await chat.close();
+      await observe.stop();
+    },
   };
 }

@@ -2,7 +2,17 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase, sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { assertGateError } from '../testing.ts';
-import { slackClick, SLACK_CHANNEL, SLACK_GROUP_MEMBER, startChatGate, waitForCount, waitUntil, type ChatGate } from './chat-harness.ts';
+import {
+  slackClick,
+  SLACK_CHANNEL,
+  SLACK_GROUP_MEMBER,
+  startBudgetChatGate,
+  startChatGate,
+  waitForCount,
+  waitUntil,
+  type ChatGate,
+  type SpendFigure,
+} from './chat-harness.ts';
 
 const text = (value: unknown): string => JSON.stringify(value);
 const hasButtons = (blocks: Record<string, unknown>[]) => blocks.some((block) => block.type === 'actions');
@@ -77,6 +87,76 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
     assert.equal(chat.slack.messagesOf(request.id, 'chat.postMessage').length, 1);
     assert.deepEqual(chat.discord.messagesOf(request.id, 'POST'), [], 'a Slack channel rule posts nothing to Discord');
     assert.deepEqual(chat.discord.messagesOf(approved.id, 'POST'), []);
+  });
+
+  test('grants are announced: made from a request in its channel, used up by the request that took its last use, revoked in the default channel', async () => {
+    await chat.createPolicy({ name: 'Credits in C7', rules: [{ match: { action: 'issue_credit' }, decision: 'route_to_human', channels: ['slack:C7'] }] });
+    const { request } = await postedRequest({ action: 'issue_credit', params: {}, context: { agentId: 'agent-g' } });
+    const made = await chat.gate.call({ method: 'POST', url: '/api/grants', payload: { requestId: request.id, maxUses: 1 } });
+    assert.equal(made.statusCode, 201, made.body);
+    const grant = made.json() as { id: string };
+    const noticesOf = (id: string) => chat.slack.calls('chat.postMessage').filter((call) => call.fields.blocks?.includes(`Grant ${id}`));
+    const [created] = await waitForCount('grant notices', () => noticesOf(grant.id));
+    assert.equal(created!.fields.channel, 'C7', "the request's channel");
+    assert.equal(created!.fields.text, 'Grant created: issue_credit');
+    for (const shown of ['agent-g', '0 of 1', 'no time limit', 'Granted by'])
+      assert.ok(text(created!.blocks).includes(shown), `${shown}: ${text(created!.blocks)}`);
+    assert.equal(hasButtons(created!.blocks), false, 'a notice has nothing to decide');
+
+    const used = await chat.createRequest({ action: 'issue_credit', params: {}, context: { agentId: 'agent-g' } });
+    assert.equal(used.status, 'approved');
+    const [, usedUp] = await waitForCount('grant notices', () => noticesOf(grant.id), 2);
+    assert.equal(usedUp!.fields.text, 'Grant used up: issue_credit');
+    assert.equal(usedUp!.fields.channel, 'C7');
+    assert.ok(text(usedUp!.blocks).includes('1 of 1') && text(usedUp!.blocks).includes(`request:${used.id}`), text(usedUp!.blocks));
+
+    const standing = await chat.gate.call({
+      method: 'POST',
+      url: '/api/grants',
+      payload: { action: 'issue_credit', agentId: 'agent-h', durationSeconds: 600 },
+    });
+    const other = standing.json() as { id: string };
+    assert.equal((await chat.gate.call({ method: 'POST', url: `/api/grants/${other.id}/revoke` })).statusCode, 200);
+    const [, revoked] = await waitForCount('grant notices', () => noticesOf(other.id), 2);
+    assert.equal(revoked!.fields.text, 'Grant revoked: issue_credit');
+    assert.equal(revoked!.fields.channel, SLACK_CHANNEL, 'a grant made without a request is announced in the default channel');
+    assert.ok(text(revoked!.blocks).includes('Revoked by'), text(revoked!.blocks));
+    // Every delivery written so far has been attempted: two notices per grant, no more.
+    await chat.gate.service.jobs.webhooks.tick();
+    assert.deepEqual([noticesOf(grant.id).length, noticesOf(other.id).length], [2, 2]);
+  });
+
+  test('a budget threshold crossed is announced once per level in the default channel; the hard one names the agents it paused', async () => {
+    const figure: SpendFigure = { key: 'agent-a', spendUsd: 0, agentIds: ['agent-a'] };
+    const linked = await startBudgetChatGate(backend, figure);
+    try {
+      const made = await linked.chat.gate.call({
+        method: 'POST',
+        url: '/api/budgets',
+        payload: { name: 'agent-a-daily', scope: 'agent', scopeValue: 'agent-a', window: 'day', softUsd: 10, hardUsd: 50 },
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      const notices = () => linked.chat.slack.calls('chat.postMessage').filter((call) => call.fields.text?.startsWith('Budget "agent-a-daily"'));
+      await linked.poll();
+      figure.spendUsd = 12.5;
+      await linked.poll();
+      const [soft] = await waitForCount('budget notices', notices);
+      assert.equal(soft!.fields.channel, SLACK_CHANNEL);
+      assert.equal(soft!.fields.text, 'Budget "agent-a-daily": soft threshold $10 crossed');
+      assert.ok(text(soft!.blocks).includes('$12.5 of $10 (day window)') && text(soft!.blocks).includes('wait for a person'), text(soft!.blocks));
+
+      figure.spendUsd = 60;
+      await linked.poll();
+      await linked.poll();
+      const [, hard] = await waitForCount('budget notices', notices, 2);
+      assert.equal(hard!.fields.text, 'Budget "agent-a-daily": hard threshold $50 crossed');
+      assert.ok(text(hard!.blocks).includes('Paused') && text(hard!.blocks).includes('agent-a') && text(hard!.blocks).includes('denied'), text(hard!.blocks));
+      assert.equal(linked.observe.requests.filter((r) => r.url === '/api/internal/agents/agent-a/pause').length, 1, 'and the agent was paused');
+      await linked.chat.gate.service.jobs.webhooks.tick();
+      assert.equal(notices().length, 2, 'each level once, however many polls see it');
+    } finally {
+      await linked.close();
+    }
   });
 
   test('a click by a decider decides: status, decidedBy slack:<user>, the audit entry, then chat.update shows the outcome without buttons', async () => {

@@ -5,7 +5,7 @@ import { findVerifiedRequest } from '../requests/index.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { ChatMessageRow } from './tables.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
-import { outboxRow, type OutboxChannel, type Transition } from '../webhooks/index.ts';
+import { outboxRow, type Notice, type OutboxChannel, type Transition } from '../webhooks/index.ts';
 import { chatTargets } from './deciders.ts';
 import { channelsAt } from '../escalation/index.ts';
 import { approvalProgress } from '../approvers/index.ts';
@@ -15,6 +15,8 @@ import { requestView, type ChatPlatformName } from './render.ts';
 /** The delivery events: the first post of a request's message, and each edit after a transition. */
 const POST = 'chat.post';
 const UPDATE = 'chat.update';
+/** A notice's post (a grant made, revoked or used up; a budget threshold crossed): posted once, never edited. */
+const NOTICE = 'chat.notice';
 /**
  * Attempts of a post or edit: with the queue's backoff (2^n s after attempt n) the last comes
  * about 68 minutes after the first, so a platform's outage of up to an hour loses no message.
@@ -44,8 +46,22 @@ export class ChatNotifier implements OutboxChannel {
     return this.platforms.get(name);
   }
 
+  private defaults(): Partial<Record<ChatPlatformName, string>> {
+    return Object.fromEntries([...this.platforms.values()].map((platform) => [platform.name, platform.defaultChannel]));
+  }
+
+  /** One post per notice and target channel; the body carries the notice itself (nothing to re-read when it is sent). */
+  noticeDeliveries(notices: readonly Notice[], now: number): DeliveryRow[] {
+    const defaults = this.defaults();
+    return notices.flatMap((notice) =>
+      chatTargets(notice.channels, defaults).map(({ platform, channel }) =>
+        outboxRow(null, platform, `${platform}:${channel}`, NOTICE, JSON.stringify({ channel, notice }), now),
+      ),
+    );
+  }
+
   async deliveriesFor(trx: Transaction<GateSchema>, _dialect: DialectName, transitions: readonly Transition[], now: number): Promise<DeliveryRow[]> {
-    const defaults = Object.fromEntries([...this.platforms.values()].map((platform) => [platform.name, platform.defaultChannel]));
+    const defaults = this.defaults();
     const messages: ChatMessageRow[] = [];
     const rows: DeliveryRow[] = [];
     const changed: string[] = [];
@@ -79,6 +95,12 @@ export class ChatNotifier implements OutboxChannel {
   }
 
   async send(row: DeliveryRow): Promise<DeliveryOutcome> {
+    if (row.event === NOTICE) {
+      const { channel, notice } = JSON.parse(row.body) as { channel: string; notice: Notice };
+      const platform = this.platforms.get(row.kind);
+      if (platform === undefined) return { ok: false, status: null, error: 'the chat platform is no longer configured' };
+      return attempt(() => platform.notify(channel, notice));
+    }
     const { message: messageId } = JSON.parse(row.body) as { message: string };
     const { db } = this.database;
     const message = await db.selectFrom('chat_messages').selectAll().where('id', '=', messageId).executeTakeFirst();
@@ -94,26 +116,34 @@ export class ChatNotifier implements OutboxChannel {
     }
     if (request === undefined) return { ok: false, status: null, error: 'the request no longer exists' };
     const view = requestView(request, await approvalProgress(this.database, request));
-    try {
-      if (message.message_id === null) {
-        // Retried with the backoff: the post, whenever it goes out, shows the request as it then stands.
-        if (row.event === UPDATE) return { ok: false, status: null, error: 'the message is not posted yet' };
-        const posted = await platform.post(message.channel, view);
-        await db.updateTable('chat_messages').set({ channel: posted.channel, message_id: posted.messageId }).where('id', '=', message.id).execute();
+    // Retried with the backoff: the post, whenever it goes out, shows the request as it then stands.
+    if (message.message_id === null && row.event === UPDATE) return { ok: false, status: null, error: 'the message is not posted yet' };
+    const posted = message.message_id;
+    return attempt(async () => {
+      if (posted === null) {
+        const answer = await platform.post(message.channel, view);
+        await db.updateTable('chat_messages').set({ channel: answer.channel, message_id: answer.messageId }).where('id', '=', message.id).execute();
       } else {
         // A post retried after its message id was stored (the delivery's own settling was lost) edits it
         // instead; a post whose answer never arrived cannot know it went through (docs/chat.md).
-        await platform.update(message.channel, message.message_id, view);
+        await platform.update(message.channel, posted, view);
       }
-      return { ok: true, status: 200, error: null };
-    } catch (error) {
-      if (!(error instanceof ChatApiError)) throw error;
-      return { ok: false, status: error.status, error: error.message, ...(error.retryAfterMs !== undefined && { retryAfterMs: error.retryAfterMs }) };
-    }
+    });
   }
 
   /** The message of a request on a platform, once posted (to answer a click in its channel). */
   async messageOf(requestId: string, platform: ChatPlatformName): Promise<ChatMessageRow | undefined> {
     return this.database.db.selectFrom('chat_messages').selectAll().where('request_id', '=', requestId).where('platform', '=', platform).executeTakeFirst();
+  }
+}
+
+/** A platform call as a delivery's outcome: the platform's refusals and rate limits (ChatApiError) are retried by the queue. */
+async function attempt(call: () => Promise<void>): Promise<DeliveryOutcome> {
+  try {
+    await call();
+    return { ok: true, status: 200, error: null };
+  } catch (error) {
+    if (!(error instanceof ChatApiError)) throw error;
+    return { ok: false, status: error.status, error: error.message, ...(error.retryAfterMs !== undefined && { retryAfterMs: error.retryAfterMs }) };
   }
 }

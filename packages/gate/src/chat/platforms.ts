@@ -1,7 +1,8 @@
 import { constantTimeEqual, fetchWithTimeout, hmacSha256Hex, joinUrl, retryAfterMs, VIGIL_VERSION } from '@vigil/platform';
 import type { Logger, WebClient } from '@slack/web-api';
 import type { DiscordConfig, SlackConfig } from '../config.ts';
-import { discordMessage, slackMessage, slackReasonModal, type ChatPlatformName, type RequestView } from './render.ts';
+import type { Notice } from '../webhooks/index.ts';
+import { discordMessage, discordNotice, slackMessage, slackNotice, slackReasonModal, type ChatPlatformName, type RequestView } from './render.ts';
 
 /** A chat platform's API refused or failed a call; `retryAfterMs` when it asked to wait (429). */
 export class ChatApiError extends Error {
@@ -15,12 +16,13 @@ export class ChatApiError extends Error {
   }
 }
 
-/** What the outbox needs of a platform: post a request's message, edit it. */
+/** What the outbox needs of a platform: post a request's message, edit it, post a notice. */
 export interface ChatPlatform {
   readonly name: ChatPlatformName;
   readonly defaultChannel: string;
   post(channel: string, view: RequestView): Promise<{ channel: string; messageId: string }>;
   update(channel: string, messageId: string, view: RequestView): Promise<void>;
+  notify(channel: string, notice: Notice): Promise<void>;
 }
 
 type Log = { warn(object: object, message: string): void; error(object: object, message: string): void };
@@ -134,6 +136,10 @@ export class SlackPlatform implements ChatPlatform {
     await this.call(() => this.client.chat.update({ channel, ts: messageId, ...slackMessage(view) } as never));
   }
 
+  async notify(channel: string, notice: Notice): Promise<void> {
+    await this.call(() => this.client.chat.postMessage({ channel, ...slackNotice(notice) } as never));
+  }
+
   async ephemeral(channel: string, user: string, text: string): Promise<void> {
     await this.call(() => this.client.chat.postEphemeral({ channel, user, text }));
   }
@@ -203,6 +209,10 @@ export class DiscordPlatform implements ChatPlatform {
     const message = await this.request('POST', `/channels/${encodeURIComponent(channel)}/messages`, discordMessage(view));
     if (typeof message.id !== 'string') throw new ChatApiError('Discord answered without the message id', 200);
     return { channel, messageId: message.id };
+  }
+
+  async notify(channel: string, notice: Notice): Promise<void> {
+    await this.request('POST', `/channels/${encodeURIComponent(channel)}/messages`, discordNotice(notice));
   }
 
   async update(channel: string, messageId: string, view: RequestView): Promise<void> {

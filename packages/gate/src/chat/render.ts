@@ -2,6 +2,7 @@ import { toIso } from '@vigil/platform';
 import type { QuorumProgress } from '../approvers/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestRow } from '../requests/index.ts';
+import type { Notice } from '../webhooks/index.ts';
 
 /**
  * What a chat message shows of a request, and how it looks on each platform. Pure functions: the
@@ -163,6 +164,80 @@ export function slackReasonModal(view: RequestView, decision: 'approved' | 'deni
         element: { type: 'plain_text_input', action_id: REASON_INPUT, multiline: true },
       },
     ],
+  };
+}
+
+/** A notice as both platforms show it: a title, labelled facts and a footer naming what it is about. */
+export interface NoticeView {
+  title: string;
+  facts: [string, string][];
+  footer: string;
+  /** Discord's embed colour: amber for a soft breach or a grant ending, red for a hard breach, blue otherwise. */
+  colour: number;
+}
+
+const money = (usd: number): string => `$${usd}`;
+
+export function noticeView(notice: Notice, platform: ChatPlatformName): NoticeView {
+  if (notice.event === 'budget.breached') {
+    const { budget } = notice;
+    const hard = budget.level === 'hard';
+    return {
+      title: `Budget "${budget.name}": ${budget.level} threshold ${money(budget.thresholdUsd)} crossed`,
+      facts: [
+        ['Spend', `${money(budget.spendUsd)} of ${money(budget.thresholdUsd)} (${budget.window} window)`],
+        ['Covers', budget.key === '*' ? 'the whole tenant' : budget.key],
+        ['Now', hard ? 'matching requests are denied' : 'matching requests wait for a person'],
+        ...(hard ? [['Paused', budget.pausedAgents.length > 0 ? budget.pausedAgents.join(', ') : 'no agent (pauseOnHard is off)'] as [string, string]] : []),
+      ],
+      footer: `Budget ${budget.id}`,
+      colour: hard ? URGENCY_COLOURS.critical! : URGENCY_COLOURS.high!,
+    };
+  }
+  const { grant } = notice;
+  const heading = { 'grant.created': 'Grant created', 'grant.revoked': 'Grant revoked', 'grant.used_up': 'Grant used up' }[notice.event];
+  const byLabel = { 'grant.created': 'Granted by', 'grant.revoked': 'Revoked by', 'grant.used_up': 'Last use' }[notice.event];
+  return {
+    title: `${heading}: ${grant.action}`,
+    facts: [
+      ['Agent', grant.agentId ?? 'any'],
+      ['Session', grant.sessionId ?? 'any'],
+      ['Until', grant.expiresAt === null ? 'no time limit' : toIso(grant.expiresAt)],
+      ['Uses', grant.maxUses === null ? `${grant.uses} (no limit)` : `${grant.uses} of ${grant.maxUses}`],
+      [byLabel, actorText(grant.by, platform)],
+    ],
+    footer: `Grant ${grant.id}`,
+    colour: notice.event === 'grant.created' ? URGENCY_COLOURS.normal! : URGENCY_COLOURS.high!,
+  };
+}
+
+/** Slack's chat.postMessage arguments for a notice. */
+export function slackNotice(notice: Notice): { text: string; blocks: Record<string, unknown>[] } {
+  const view = noticeView(notice, 'slack');
+  return {
+    text: view.title,
+    blocks: [
+      { type: 'header', text: { type: 'plain_text', text: view.title.slice(0, 150) } },
+      { type: 'section', fields: view.facts.map(([label, value]) => ({ type: 'mrkdwn', text: `*${label}*\n${value}` })) },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: view.footer }] },
+    ],
+  };
+}
+
+/** Discord's message body for a notice. */
+export function discordNotice(notice: Notice): Record<string, unknown> {
+  const view = noticeView(notice, 'discord');
+  return {
+    content: `**${view.title}**`,
+    embeds: [
+      {
+        title: view.title.slice(0, 256),
+        color: view.colour,
+        fields: view.facts.map(([name, value]) => ({ name, value, inline: true })),
+        footer: { text: view.footer },
+      },
+    ],
+    allowed_mentions: { parse: [] },
   };
 }
 

@@ -3,8 +3,11 @@ import type { Transaction } from 'kysely';
 import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { requestParties, type GrantApprover, type RequestService } from '../requests/index.ts';
+import { channelsAt } from '../escalation/index.ts';
+import type { PolicyDecision } from '../policies/index.ts';
+import { requestParties, type GrantApprover, type RequestRow, type RequestService } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
+import type { Notice } from '../webhooks/index.ts';
 import { claimUse, findGrant, GRANT_CHANGES, grantState, grantUses, insertGrant, listGrants, liveGrants, revokeGrant, type ListGrantsQuery } from './store.ts';
 import type { GrantRow, GrantUseRow } from './tables.ts';
 
@@ -17,6 +20,28 @@ export interface NewGrant {
   durationSeconds?: number;
   maxUses?: number;
   note?: string;
+}
+
+/** The chat channels of a request as it stands (its rule's, at its escalation tier); none: each platform's default. */
+function channelsOf(request: RequestRow | undefined): readonly string[] {
+  return request === undefined ? [] : channelsAt(JSON.parse(request.policy_decision) as PolicyDecision, request.escalation_tier);
+}
+
+function grantNotice(event: 'grant.created' | 'grant.revoked' | 'grant.used_up', row: GrantRow, by: string, channels: readonly string[]): Notice {
+  return {
+    event,
+    channels,
+    grant: {
+      id: row.id,
+      action: row.action,
+      agentId: row.agent_id,
+      sessionId: row.session_id,
+      expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+      maxUses: row.max_uses === null ? null : Number(row.max_uses),
+      uses: Number(row.uses),
+      by,
+    },
+  };
 }
 
 /**
@@ -53,8 +78,8 @@ export class GrantService implements GrantApprover {
 
   async create(input: NewGrant, by: AuditActor): Promise<GrantRow> {
     let { action, agentId, sessionId } = input;
+    const request = input.requestId === undefined ? undefined : await this.requests.get(input.requestId);
     if (input.requestId !== undefined) {
-      const request = await this.requests.get(input.requestId);
       if (!request) throw gateError('requestNotFound');
       if (action !== undefined && action !== request.action)
         throw gateError('grantInvalid', `action "${action}" is not the request's action "${request.action}"`);
@@ -85,13 +110,22 @@ export class GrantService implements GrantApprover {
       revoked_at: null,
       revoked_by: null,
     };
-    await insertGrant(this.ctx.database, row, by);
+    await this.ctx.outbox.withNotices((announce) =>
+      insertGrant(this.ctx.database, row, by, (trx) => announce(trx, [grantNotice('grant.created', row, by.actor, channelsOf(request))])),
+    );
     this.live = null;
     return row;
   }
 
   async revoke(id: string, by: AuditActor): Promise<GrantRow> {
-    const outcome = await revokeGrant(this.ctx.database, id, by, this.ctx.clock.now());
+    // Announced where the grant's request was posted (request_id never changes).
+    const requestId = (await findGrant(this.ctx.database, id))?.request_id ?? null;
+    const channels = channelsOf(requestId === null ? undefined : await this.requests.get(requestId));
+    const outcome = await this.ctx.outbox.withNotices((announce) =>
+      revokeGrant(this.ctx.database, id, by, this.ctx.clock.now(), (trx, revoked) =>
+        announce(trx, [grantNotice('grant.revoked', revoked, by.actor, channels)]),
+      ),
+    );
     if (outcome.kind === 'missing') throw gateError('grantNotFound');
     if (outcome.kind === 'already') throw gateError('grantRevoked');
     this.logged.forget();
@@ -128,7 +162,11 @@ export class GrantService implements GrantApprover {
     return undefined;
   }
 
-  async claim(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<boolean> {
-    return (await claimUse(trx, grantId, requestId, now)) !== null;
+  /** Takes a use; the grant's last use is announced (grant.used_up) where the request that took it would be posted. */
+  async claim(trx: Transaction<GateSchema>, grantId: string, request: RequestRow, now: number): Promise<Notice[] | null> {
+    const grant = await claimUse(trx, grantId, request.id, now);
+    if (grant === null) return null;
+    const usedUp = grant.max_uses !== null && Number(grant.uses) >= Number(grant.max_uses);
+    return usedUp ? [grantNotice('grant.used_up', grant, `request:${request.id}`, channelsOf(request))] : [];
   }
 }

@@ -63,9 +63,13 @@ function grantSnapshot(row: GrantRow): Snapshot {
   return shown;
 }
 
-export async function insertGrant(database: GateDatabase, row: GrantRow, actor: ChangeActor): Promise<void> {
+/** What a grant's change writes with it in its transaction (its notices). */
+type WithChange = (trx: Transaction<GateSchema>, row: GrantRow) => Promise<void>;
+
+export async function insertGrant(database: GateDatabase, row: GrantRow, actor: ChangeActor, withChange: WithChange): Promise<void> {
   await database.db.transaction().execute(async (trx) => {
     await trx.insertInto('grants').values(row).execute();
+    await withChange(trx, row);
     await recordChange(
       trx,
       { resource: GRANT_CHANGES, resourceId: row.id, action: 'created', actor, before: null, after: grantSnapshot(row), state: grantState(row) },
@@ -80,6 +84,7 @@ export async function revokeGrant(
   id: string,
   actor: ChangeActor,
   now: number,
+  withChange: WithChange,
 ): Promise<{ kind: 'missing' } | { kind: 'already'; row: GrantRow } | { kind: 'revoked'; row: GrantRow }> {
   return database.db.transaction().execute(async (trx) => {
     const before = await forUpdate(trx.selectFrom('grants').selectAll().where('id', '=', id), database.dialect).executeTakeFirst();
@@ -87,6 +92,7 @@ export async function revokeGrant(
     if (before.revoked_at !== null) return { kind: 'already' as const, row: before };
     const after: GrantRow = { ...before, revoked_at: now, revoked_by: actor.actor };
     await trx.updateTable('grants').set({ revoked_at: now, revoked_by: actor.actor }).where('id', '=', id).execute();
+    await withChange(trx, after);
     await recordChange(
       trx,
       {
@@ -159,9 +165,9 @@ const LIVE_GRANTS_READ = 10_000;
 /**
  * Takes one use of a grant for a request, in the request's creation transaction: one conditional
  * update (not revoked, not expired, uses left), so that of any number of concurrent requests on any
- * number of instances exactly `max_uses` take one; then the use's row. Null when none is left.
+ * number of instances exactly `max_uses` take one; then the use's row. The grant after the use; null when none is left.
  */
-export async function claimUse(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<number | null> {
+export async function claimUse(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<GrantRow | null> {
   const claimed = await trx
     .updateTable('grants')
     .set((eb) => ({ uses: eb('uses', '+', 1) }))
@@ -169,10 +175,12 @@ export async function claimUse(trx: Transaction<GateSchema>, grantId: string, re
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses', '<', eb.ref('max_uses'))]))
-    .returning('uses')
+    .returningAll()
     .executeTakeFirst();
   if (!claimed) return null;
-  const useNo = Number(claimed.uses);
-  await trx.insertInto('grant_uses').values({ grant_id: grantId, use_no: useNo, request_id: requestId, used_at: now }).execute();
-  return useNo;
+  await trx
+    .insertInto('grant_uses')
+    .values({ grant_id: grantId, use_no: Number(claimed.uses), request_id: requestId, used_at: now })
+    .execute();
+  return claimed;
 }

@@ -422,6 +422,7 @@ describe('policy engine: matcher table', () => {
     urgency: 'high',
     params: { amount: 1500, currency: 'EUR', iban: 'DE89370400440532013000', recurring: false, note: null, priority: 2, tags: { env: 'prod' } },
     context: { agent: { id: 'agent-7', tier: 3 }, sessionId: 'sess-42' },
+    budget: { 'agent-day': { spendUsd: 42.5, softUsd: 40, hardUsd: null, level: 'soft' } },
   });
   const cases: Array<[string, Record<string, Matcher>, boolean]> = [
     ['exact action', { action: 'transfer' }, true],
@@ -458,6 +459,15 @@ describe('policy engine: matcher table', () => {
     ['missing context path', { 'context.agent.name': 'x' }, false],
     ['missing path with $in', { 'context.user.role': { $in: ['admin'] } }, false],
     ['path through a string', { 'currency.length': 3 }, false],
+    ['budget spend', { 'budgets.agent-day.spendUsd': { $gt: 40 } }, true],
+    ['budget spend boundary', { 'budgets.agent-day.spendUsd': { $lte: 42 } }, false],
+    ['budget level', { 'budgets.agent-day.level': 'soft' }, true],
+    ['budget null threshold', { 'budgets.agent-day.hardUsd': null }, true],
+    ['budget field absent', { 'budgets.agent-day.windowUsd': null }, true],
+    ['budget not covering the request', { 'budgets.team.spendUsd': { $gte: 0 } }, false],
+    ['null on a budget not covering the request', { 'budgets.team.level': null }, true],
+    ['an inherited name is no budget', { 'budgets.constructor.name': 'Object' }, false],
+    ['two conditions on one budget', { 'budgets.agent-day.spendUsd': { $gt: 40 }, 'budgets.agent-day.level': 'hard' }, false],
     ['AND all hold', { action: 'transfer', amount: { $gt: 1000 }, 'context.sessionId': { $regex: '^sess-' } }, true],
     ['AND one fails', { action: 'transfer', amount: { $gt: 1000 }, 'context.sessionId': { $regex: '^run-' } }, false],
   ];
@@ -469,10 +479,11 @@ describe('policy engine: matcher table', () => {
 });
 
 describe('policy engine: the rule index never changes a decision', () => {
-  /** The definition of the semantics: every enabled rule in order, no index. */
+  /** The definition of the semantics: every enabled rule in order, each on its own (no index, no merging of candidates). */
   function linearDecision(set: CompiledPolicySet, req: EvaluatedRequest): [string | null, number | null] {
-    const namespace = { action: req.action, status: req.status, urgency: req.urgency, params: req.params, context: req.context, ...req.params };
-    for (const { policy: p, rule } of set.ordered) if (rule.test(namespace)) return [p.id, rule.index];
+    for (const { policy: p, rule } of set.ordered) {
+      if (evaluatePolicies(compilePolicySet([policy(p.id, [rule.rule])], allSafe), req).decision === rule.rule.decision) return [p.id, rule.index];
+    }
     return [null, null];
   }
 
@@ -513,7 +524,18 @@ describe('policy engine: the rule index never changes a decision', () => {
     };
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const actions = ['a', 'b', 'c', 'd'];
-    const paths = ['action', 'urgency', 'kind', 'params.kind', 'context.team', 'n', 'context.level'];
+    const paths = [
+      'action',
+      'urgency',
+      'kind',
+      'params.kind',
+      'context.team',
+      'n',
+      'context.level',
+      'budgets.day.spendUsd',
+      'budgets.team.level',
+      'budgets.day.level',
+    ];
     const values = ['a', 'b', 'x', 'y', 1, 2, true, null];
     const matcher = (): Matcher =>
       pick<() => Matcher>([
@@ -545,6 +567,7 @@ describe('policy engine: the rule index never changes a decision', () => {
         urgency: pick(['low', 'a', 'b']),
         params,
         context: random() < 0.7 ? { team: pick(values), level: pick(values) } : {},
+        ...(random() < 0.9 && { budget: { day: { spendUsd: pick(values), level: pick(values) }, ...(random() < 0.5 && { team: { level: pick(values) } }) } }),
       });
       const got = evaluatePolicies(set, req);
       const expected = linearDecision(set, req);

@@ -85,7 +85,8 @@ export interface PolicyDecision {
 }
 
 type Namespace = Record<string, unknown>;
-type Predicate = (namespace: Namespace) => boolean;
+/** A condition on a request: its namespace, and the values of the set's budget reads (BudgetReads) for it. */
+type Predicate = (namespace: Namespace, budgets: readonly unknown[]) => boolean;
 
 interface CompiledRule {
   index: number;
@@ -123,6 +124,8 @@ export interface CompiledPolicySet {
   ordered: OrderedRule[];
   unindexed: number[];
   indexes: EqualityIndex[];
+  /** The `budgets.<name>.<field>` values the rules read, each resolved once per evaluation (BudgetReads). */
+  budgetReads: readonly (readonly [name: string, field: string])[];
 }
 
 /** Decides whether a regex may be used; unsafe (or unjudgeable) patterns never match. */
@@ -139,15 +142,61 @@ function lookup(namespace: Namespace, path: readonly string[]): unknown {
   return value;
 }
 
-function compileMatcher(path: readonly string[], matcher: Matcher, isSafe: RegexSafety): Predicate {
+type Lookup = (namespace: Namespace, budgets: readonly unknown[]) => unknown;
+
+function field(value: unknown, segment: string): unknown {
+  return value === null || typeof value !== 'object' || !Object.hasOwn(value, segment) ? MISSING : (value as Record<string, unknown>)[segment];
+}
+
+/**
+ * The budget conditions of a policy set, each `budgets.<name>.<field>` given a slot: an evaluation
+ * resolves every slot once, and a condition reads its slot. Many rules testing a few budgets then
+ * cost one walk of each budget path per request, not one per rule.
+ */
+class BudgetReads {
+  readonly reads: [name: string, field: string][] = [];
+  private readonly slots = new Map<string, number>();
+
+  slotOf(name: string, key: string): number {
+    const id = `${name}\u0000${key}`;
+    let slot = this.slots.get(id);
+    if (slot === undefined) {
+      slot = this.reads.push([name, key]) - 1;
+      this.slots.set(id, slot);
+    }
+    return slot;
+  }
+}
+
+const NO_BUDGET_VALUES: readonly unknown[] = Object.freeze([]);
+
+/** The value of each budget read for one request's `budgets` (MISSING where it has none). */
+function budgetValues(reads: CompiledPolicySet['budgetReads'], figures: unknown): readonly unknown[] {
+  if (reads.length === 0) return NO_BUDGET_VALUES;
+  const values = new Array<unknown>(reads.length);
+  for (let slot = 0; slot < reads.length; slot++) values[slot] = field(field(figures, reads[slot]![0]), reads[slot]![1]);
+  return values;
+}
+
+/** How a condition reads its field: a budget path from its slot, any other path walked in the namespace. */
+function compileLookup(path: readonly string[], budgetReads: BudgetReads): Lookup {
+  if (path.length === 3 && path[0] === 'budgets') {
+    const slot = budgetReads.slotOf(path[1]!, path[2]!);
+    return (_ns, budgets) => budgets[slot];
+  }
+  return (ns) => lookup(ns, path);
+}
+
+function compileMatcher(path: readonly string[], matcher: Matcher, isSafe: RegexSafety, budgetReads: BudgetReads): Predicate {
+  const read = compileLookup(path, budgetReads);
   if (matcher === null) {
     // An exact null matches a null field or a missing one.
-    return (ns) => {
-      const value = lookup(ns, path);
+    return (ns, budgets) => {
+      const value = read(ns, budgets);
       return value === null || value === MISSING;
     };
   }
-  if (typeof matcher !== 'object') return (ns) => lookup(ns, path) === matcher;
+  if (typeof matcher !== 'object') return (ns, budgets) => read(ns, budgets) === matcher;
 
   const checks: ((value: unknown) => boolean)[] = [];
   const { $lt, $gt, $lte, $gte, $in, $regex } = matcher;
@@ -163,23 +212,23 @@ function compileMatcher(path: readonly string[], matcher: Matcher, isSafe: Regex
     const regex = isSafe($regex) ? new RegExp($regex) : null;
     checks.push(regex ? (v) => typeof v === 'string' && regex.test(v) : () => false);
   }
-  return (ns) => {
-    const value = lookup(ns, path);
+  return (ns, budgets) => {
+    const value = read(ns, budgets);
     if (value === MISSING) return false;
     for (const check of checks) if (!check(value)) return false;
     return true;
   };
 }
 
-export function compilePolicy(policy: PolicyDefinition, isSafe: RegexSafety): CompiledPolicy {
+function compilePolicy(policy: PolicyDefinition, isSafe: RegexSafety, budgetReads: BudgetReads): CompiledPolicy {
   return {
     id: policy.id,
     name: policy.name,
     priority: policy.priority,
     rules: policy.rules.map((rule, index) => {
-      const predicates = Object.entries(rule.match).map(([path, matcher]) => compileMatcher(path.split('.'), matcher, isSafe));
-      const test: Predicate = (ns) => {
-        for (const predicate of predicates) if (!predicate(ns)) return false;
+      const predicates = Object.entries(rule.match).map(([path, matcher]) => compileMatcher(path.split('.'), matcher, isSafe, budgetReads));
+      const test: Predicate = (ns, budgets) => {
+        for (const predicate of predicates) if (!predicate(ns, budgets)) return false;
         return true;
       };
       return { index, test, rule };
@@ -232,12 +281,13 @@ function buildIndexes(ordered: readonly OrderedRule[]): Pick<CompiledPolicySet, 
 
 /** Enabled policies only, ascending priority (ties by id, so the order is stable), compiled and indexed. */
 export function compilePolicySet(policies: readonly PolicyDefinition[], isSafe: RegexSafety): CompiledPolicySet {
+  const budgetReads = new BudgetReads();
   const compiled = policies
     .filter((p) => p.enabled)
     .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .map((p) => compilePolicy(p, isSafe));
+    .map((p) => compilePolicy(p, isSafe, budgetReads));
   const ordered = compiled.flatMap((policy) => policy.rules.map((rule) => ({ policy, rule })));
-  return { policies: compiled, ordered, ...buildIndexes(ordered) };
+  return { policies: compiled, ordered, ...buildIndexes(ordered), budgetReads: budgetReads.reads };
 }
 
 /**
@@ -268,23 +318,41 @@ const ROUTE_TO_HUMAN: PolicyDecision = {
   requireReason: false,
 };
 
-/** Positions of the rules that can match, ascending (evaluation order). */
-function candidates(set: CompiledPolicySet, namespace: Namespace): readonly number[] {
-  let merged: number[] | null = null;
+/**
+ * The position of the first rule that matches, or -1. The rules that can match are the unindexed
+ * ones and the request's bucket of each index, each list ascending and the lists disjoint (a rule
+ * sits under one path, a lookup yields one value per path): they are merged lazily, in evaluation
+ * order, so testing stops at the first match without sorting the rest.
+ */
+function firstMatch(set: CompiledPolicySet, namespace: Namespace): number {
+  const budgets = budgetValues(set.budgetReads, namespace.budgets);
+  const lists: (readonly number[])[] = [set.unindexed];
   for (const index of set.indexes) {
     const bucket = index.byValue.get(lookup(namespace, index.path));
-    if (bucket) (merged ??= [...set.unindexed]).push(...bucket);
+    if (bucket) lists.push(bucket);
   }
-  // Buckets are disjoint (a rule sits under one path, and a lookup yields one value per path).
-  return merged ? merged.sort((a, b) => a - b) : set.unindexed;
+  const heads = lists.map(() => 0);
+  for (;;) {
+    let next = -1;
+    let from = -1;
+    for (let l = 0; l < lists.length; l++) {
+      const position = lists[l]![heads[l]!];
+      if (position !== undefined && (next === -1 || position < next)) {
+        next = position;
+        from = l;
+      }
+    }
+    if (next === -1) return -1;
+    heads[from]!++;
+    if (set.ordered[next]!.rule.test(namespace, budgets)) return next;
+  }
 }
 
 /** The first matching rule across policies in order decides; no match routes to a human. */
 export function evaluatePolicies(set: CompiledPolicySet, request: EvaluatedRequest): PolicyDecision {
-  const namespace = namespaceOf(request);
-  for (const position of candidates(set, namespace)) {
+  const position = firstMatch(set, namespaceOf(request));
+  if (position !== -1) {
     const { policy, rule: compiled } = set.ordered[position]!;
-    if (!compiled.test(namespace)) continue;
     const { rule, index } = compiled;
     return {
       decision: rule.decision,

@@ -7,7 +7,7 @@ import { RequestService } from './service.ts';
 export type { BudgetAssessment, BudgetGuard, GrantApprover, IssuedRedemption, RequestService } from './service.ts';
 /** A request's row (no expiry on read), checked against its audit trail: the chat notifier renders messages from it. */
 export { findVerifiedRequest } from './row-check.ts';
-export { requestParties } from './parties.ts';
+export { requestParties, requestTags } from './parties.ts';
 export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export interface Requests {

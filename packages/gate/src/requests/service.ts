@@ -9,7 +9,7 @@ import { redactRequestInput } from '../redaction/index.ts';
 import type { PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
-import type { Enqueued, Transition, WebhookEvent } from '../webhooks/index.ts';
+import type { Enqueued, Notice, Transition, WebhookEvent } from '../webhooks/index.ts';
 import { outcomeAfter, progressOf, quorumOf, type QuorumProgress, type VoteKeeper } from '../approvers/index.ts';
 import { nextStep, planOf, reminderBefore } from '../escalation/index.ts';
 import { reportPolicyDeny } from './breach.ts';
@@ -62,8 +62,11 @@ type Log = ZodApp['log'];
 export interface GrantApprover {
   /** The id of a grant that covers this request at `now` (none of `passedOver`), if any. */
   match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined>;
-  /** Takes one use of the grant for the request, in its creation's transaction; false when none is left (used up, expired or revoked). */
-  claim(trx: Transaction<GateSchema>, grantId: string, requestId: string, now: number): Promise<boolean>;
+  /**
+   * Takes one use of the grant for the request, in its creation's transaction: the notices it makes
+   * (its last use), or null when none is left (used up, expired or revoked).
+   */
+  claim(trx: Transaction<GateSchema>, grantId: string, request: RequestRow, now: number): Promise<Notice[] | null>;
 }
 
 /** What the budgets covering a new request say (the budgets feature: guardWithBudgets). */
@@ -238,6 +241,13 @@ class RequestWrite {
     this.transitions.push(...transitions);
   }
 
+  /** Notices (a grant's last use) whose outbox rows are written with the transaction's last writes (flush). */
+  private readonly notices: Notice[] = [];
+
+  notify(notices: readonly Notice[]): void {
+    this.notices.push(...notices);
+  }
+
   /** Audit entries written: their leaves go to the log together, as the transaction's last write (flush). */
   logEntries(entries: readonly AuditRow[]): void {
     this.entries.push(...entries);
@@ -253,6 +263,7 @@ class RequestWrite {
       this.enqueued.each.push(...enqueued.each);
       this.enqueued.observe.push(...enqueued.observe);
     }
+    if (this.notices.length > 0) this.enqueued.each.push(...(await this.ctx.outbox.announce(this.trx, this.notices)).each);
     if (this.entries.length > 0) await this.ctx.auditLog.append(this.trx, this.entries.map(auditEntryLeaf));
   }
 
@@ -305,7 +316,11 @@ export class RequestService {
           write.vouchAtCommit(group.map((c) => c.row));
           // Uses first, in grant order (concurrent groups on PostgreSQL lock grant rows in one order).
           const claims = group.filter((c) => c.grantId !== undefined).sort((a, b) => (a.grantId! < b.grantId! ? -1 : a.grantId! > b.grantId! ? 1 : 0));
-          for (const c of claims) if (!(await this.grants!.claim(write.trx, c.grantId!, c.row.id, c.row.created_at))) throw new GrantUsedUpError(c.grantId!);
+          for (const c of claims) {
+            const notices = await this.grants!.claim(write.trx, c.grantId!, c.row, c.row.created_at);
+            if (notices === null) throw new GrantUsedUpError(c.grantId!);
+            write.notify(notices);
+          }
           await requestInserter.insert(
             write.trx,
             database.dialect,

@@ -3,7 +3,7 @@ import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { GateFeature } from '../context.ts';
 import { registerWebhookRoutes } from './routes.ts';
 
-export { Outbox, outboxRow, type Enqueued, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
+export { Outbox, outboxRow, type Enqueued, type Notice, type OutboxChannel, type Transition, type WebhookEvent } from './outbox.ts';
 export { verifyGateSignature, type VerifyDeliveryInput } from './signature.ts';
 export type { DeliveryRow, WebhooksTables } from './tables.ts';
 

@@ -103,15 +103,52 @@ export interface Transition {
   request: RequestRow;
 }
 
+/** A grant as a notice shows it (grants/). */
+interface GrantNotice {
+  id: string;
+  action: string;
+  agentId: string | null;
+  sessionId: string | null;
+  expiresAt: number | null;
+  maxUses: number | null;
+  uses: number;
+  /** Who made or revoked it; for a grant used up, the request that took its last use. */
+  by: string;
+}
+
+/** A budget's threshold crossed, as a notice shows it (budgets/). */
+interface BudgetNotice {
+  id: string;
+  name: string;
+  level: 'soft' | 'hard';
+  thresholdUsd: number;
+  spendUsd: number;
+  window: string;
+  /** The figure's key: the agent, session or tag, `*` for the tenant. */
+  key: string;
+  /** The agents paused by a hard breach (none for a soft one, or with pauseOnHard off). */
+  pausedAgents: string[];
+}
+
 /**
- * Another destination of the request transitions (chat/): its deliveries join the outbox in the
- * transition's transaction, under its own delivery kinds, and it sends them itself.
+ * A fact for the people deciding that is not a request's transition: a grant made, revoked or used
+ * up, a budget threshold crossed. `channels` as a rule's (`slack`, `slack:<id>`, …); empty: each
+ * configured platform's channel.
+ */
+export type Notice =
+  | { event: 'grant.created' | 'grant.revoked' | 'grant.used_up'; channels: readonly string[]; grant: GrantNotice }
+  | { event: 'budget.breached'; channels: readonly string[]; budget: BudgetNotice };
+
+/**
+ * Another destination of the request transitions and of notices (chat/): its deliveries join the
+ * outbox in the transaction of the change, under its own delivery kinds, and it sends them itself.
  */
 export interface OutboxChannel {
   readonly kinds: readonly string[];
   /** Attempts before one of its deliveries is given up (its own budget, not WEBHOOK_MAX_RETRIES). */
   readonly maxAttempts: number;
   deliveriesFor(trx: Transaction<GateSchema>, dialect: DialectName, transitions: readonly Transition[], now: number): Promise<DeliveryRow[]>;
+  noticeDeliveries(notices: readonly Notice[], now: number): DeliveryRow[];
   send(row: DeliveryRow): Promise<DeliveryOutcome>;
 }
 
@@ -214,6 +251,27 @@ export class Outbox {
     const enqueued: Enqueued = { each: [], observe: [] };
     for (const row of rows) (row.kind === 'observe' ? enqueued.observe : enqueued.each).push(row.id);
     return enqueued;
+  }
+
+  /** In the caller's transaction: the channels' deliveries of these notices. Returns the ids to `dispatch` after commit. */
+  async announce(trx: Transaction<GateSchema>, notices: readonly Notice[]): Promise<Enqueued> {
+    const now = this.clock.now();
+    const rows = this.channels.flatMap((channel) => channel.noticeDeliveries(notices, now));
+    if (rows.length > 0) await deliveryInserter.insert(trx, this.database.dialect, rows);
+    return { each: rows.map((row) => row.id), observe: [] };
+  }
+
+  /**
+   * Runs `change`, which writes its notices with `announce` inside the transaction it opens, and
+   * attempts their deliveries once it has returned (after its commit; nothing after a rollback).
+   */
+  async withNotices<T>(change: (announce: (trx: Transaction<GateSchema>, notices: readonly Notice[]) => Promise<void>) => Promise<T>): Promise<T> {
+    const written: Enqueued[] = [];
+    const result = await change(async (trx, notices) => {
+      if (notices.length > 0) written.push(await this.announce(trx, notices));
+    });
+    for (const enqueued of written) this.dispatch(enqueued);
+    return result;
   }
 
   /**

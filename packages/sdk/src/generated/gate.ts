@@ -369,6 +369,17 @@ export type ReceiptRedemption = {
   keyId: string | null;
 };
 
+export type RequestBudgets = {
+  /** The enabled budgets that cover the request now (by its context: agent, session, tags), with their current spend, by name */
+  budgets: {
+    name: string;
+    spendUsd: number;
+    softUsd: number | null;
+    hardUsd: number | null;
+    level: "ok" | "soft" | "hard";
+  }[];
+};
+
 export type RequestEscalation = {
   /** The escalation tier reached (0: the rule's own deciders; docs/guide/escalation.md) */
   tier: number;
@@ -2559,6 +2570,34 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: AuditChainVerdict;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/requests/{id}/budgets": {
+    /**
+     * The budgets covering a request now, with their current window's spend
+     *
+     * What a new request with this context would be assessed against at this moment (the dashboard shows it beside a pending request); the budget that routed or denied it at its creation is in its `created` audit entry (`details.budget`).
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: RequestBudgets;
         400: GateError;
         401: GateError;
         403: GateError;
