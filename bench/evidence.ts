@@ -9,33 +9,20 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startLiveServices } from '@vigil/cli/testing';
-import { checked, printTable, type Row } from './table.ts';
+import { batchBody, ingest } from './observe-workload.ts';
+import { checked, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_EVIDENCE_EVENTS ?? 1_000_000);
-const BATCH = 500;
-const SESSION_EVENTS = 100;
+const BATCH = 1000;
 const bin = resolve(import.meta.dirname, '../packages/cli/bin/vigil.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-evidence-'));
 // A checkpoint every 10,000 events: 100 checkpoints (and 99 consistency proofs) in a 1M-event pack.
 const services = await startLiveServices({ observeEnv: { AUDIT_CHECKPOINT_EVENTS: '10000' } });
 try {
   const from = new Date(Date.now() - 60_000).toISOString();
-  const at = new Date().toISOString();
-  for (let sent = 0; sent < EVENTS; sent += BATCH) {
-    const events = Array.from({ length: Math.min(BATCH, EVENTS - sent) }, (_, i) => {
-      const n = sent + i;
-      const sessionId = `s${Math.floor(n / SESSION_EVENTS)}`;
-      return n % SESSION_EVENTS === 0
-        ? { sessionId, agentId: `agent-${n % 7}`, eventType: 'session_started', timestamp: at, payload: {} }
-        : { sessionId, agentId: `agent-${Math.floor(n / SESSION_EVENTS) % 7}`, eventType: 'custom', timestamp: at, payload: { type: 'step', data: {} } };
-    });
-    const response = await fetch(`${services.observeUrl}/api/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${services.observeKey}` },
-      body: JSON.stringify({ events }),
-    });
-    if (!response.ok) throw new Error(`ingest: ${response.status} ${await response.text()}`);
-  }
+  // Seeded as the 1M ingest bench seeds (observe-workload.ts): CLIENTS concurrent clients, one session a batch.
+  const batches = Math.ceil(EVENTS / BATCH);
+  const seeded = await ingest(services.observeUrl, services.observeKey, (k) => batchBody(`evidence-${k}`, BATCH), BATCH, batches, Date.now() - 30_000, 30_000);
   await fetch(`${services.observeUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.observeKey}` } });
   await fetch(`${services.gateUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.gateAdminKey}` } });
   const to = new Date(Date.now() + 60_000).toISOString();
@@ -70,6 +57,7 @@ try {
     ],
     [`evidence pack: verify offline (vigil verify evidence)`, '≤ 30 s for 1M', checked(`${(verified.ms / 1000).toFixed(2)} s`, verified.ms * scale <= 30_000)],
     ['evidence pack size', '', `${(statSync(out).size / 1024).toFixed(0)} KiB`],
+    ['(seeding: events ingested per second)', '', `${rate(seeded)}/s`],
   ];
   if (EVENTS !== 1_000_000) rows.push(['(scaled run: ✓/✗ judge the time × 1M / events)', '', `BENCH_EVIDENCE_EVENTS=${EVENTS}`]);
   printTable(rows);

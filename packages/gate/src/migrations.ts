@@ -13,6 +13,7 @@ import { grantsMigrations } from './grants/index.ts';
 import { budgetsMigrations } from './budgets/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
+import { requestsMigrations } from './requests/index.ts';
 
 export const gateMigrations = collectMigrations(
   gateHistory,
@@ -26,4 +27,5 @@ export const gateMigrations = collectMigrations(
   approversMigrations,
   grantsMigrations,
   budgetsMigrations,
+  requestsMigrations,
 );
