@@ -229,4 +229,54 @@ await describeEachDatabase('vigil evidence', (backend) => {
       await gate.close();
     }
   });
+
+  test('a pack whose checkpoints span a key rotation verifies when the previous key certified the new one, and fails when nothing did', async () => {
+    const pem = () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    const [oldPem, newPem, strayPem] = [pem(), pem(), pem()];
+    const before = await startTestObserve(backend, { env: { AUDIT_SIGNING_KEY: oldPem } });
+    const oldKey = (await before.call({ method: 'GET', url: '/api/audit/public-key' })).json<{ publicKey: string }>().publicKey;
+    await ingest(before, [started('r1', 'agent-a', new Date(clockOf(before).now()).toISOString())]);
+    assert.equal((await before.call({ method: 'POST', url: '/api/audit/checkpoint' })).statusCode, 201);
+    await before.close();
+    const period = ['--from', '2000-01-01T00:00:00Z', '--to', '2100-01-01T00:00:00Z'];
+
+    /** Restarts the same database with `env`'s keys, logs an event and a checkpoint, and answers the pack `vigil evidence` builds from it. */
+    const packAfterRestart = async (name: string, env: Record<string, string>) => {
+      const restarted = await startTestObserve(backend, { env, database: before.config.database, createKey: false });
+      try {
+        const call = (request: { method: 'GET' | 'POST'; url: string; payload?: object }) =>
+          restarted.service.app.inject({ ...request, headers: { authorization: `Bearer ${before.key}` } });
+        const at = new Date(clockOf(restarted).now()).toISOString();
+        assert.equal((await call({ method: 'POST', url: '/api/events', payload: { events: [toolCall('r1', 'agent-a', at, name)] } })).statusCode, 201);
+        assert.equal((await call({ method: 'POST', url: '/api/audit/checkpoint' })).statusCode, 201);
+        await restarted.service.app.listen({ host: '127.0.0.1', port: 0 });
+        const out = join(dir, `${backend.kind}-${name}.jsonl`);
+        const port = (restarted.service.app.server.address() as AddressInfo).port;
+        const built = await vigil(['evidence', ...period, '--out', out, '--url', `http://127.0.0.1:${port}`], { VIGIL_API_KEY: before.key });
+        assert.equal(built.status, 0, built.stdout + built.stderr);
+        return out;
+      } finally {
+        await restarted.close();
+      }
+    };
+
+    const certified = await packAfterRestart('rotated', { AUDIT_SIGNING_KEY: newPem, AUDIT_PREVIOUS_SIGNING_KEY: oldPem });
+    const checkpoints = JSON.parse(
+      readFileSync(certified, 'utf8')
+        .split('\n')
+        .map((line) => JSON.parse(line || '{}') as { path?: string; content?: string })
+        .find((file) => file.path === 'parts/checkpoints-observe.json')!.content!,
+    ) as { checkpoints: { checkpoint: { keyId: string } }[] };
+    assert.equal(new Set(checkpoints.checkpoints.map((listed) => listed.checkpoint.keyId)).size, 2, 'the checkpoints are signed by the old key, then the new one');
+    const valid = await vigil(['verify', 'evidence', certified, '--public-key', oldKey]);
+    assert.equal(valid.status, 0, valid.stdout + valid.stderr);
+    assert.match(valid.stdout, /note: key \S+ is trusted: certified by key \S+ in the log/);
+    assert.match(valid.stdout, /VALID evidence pack/);
+
+    // A key swapped in with no certificate by the previous one: its checkpoint (and the manifest it signs) is not trusted.
+    const uncertified = await packAfterRestart('swapped', { AUDIT_SIGNING_KEY: strayPem });
+    const refused = await vigil(['verify', 'evidence', uncertified, '--public-key', oldKey]);
+    assert.equal(refused.status, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stdout, /FAIL checkpoints-observe: the checkpoint at tree size \d+ is not signed by key /);
+  });
 });

@@ -4,6 +4,7 @@
  * EVIDENCE_PARTS (and a line of controls.json naming the controls it supports).
  */
 import controlsData from './controls.json' with { type: 'json' };
+import type { KeyCertificate } from '../verify/rotation.ts';
 
 /** One service the pack reads: GET (and POST) JSON with its API key. */
 export interface EvidenceService {
@@ -85,7 +86,8 @@ export interface ListedCheckpoint {
 export interface CheckpointsPart {
   service: string;
   log: string;
-  keys: { keyId: string; publicKey: string }[];
+  /** The log's keys as GET /api/audit/public-key lists them, each with the certificate of the key it replaced (a rotation), or null. */
+  keys: { keyId: string; publicKey: string; certificate: KeyCertificate | null }[];
   checkpoints: ListedCheckpoint[];
   truncated: boolean;
   consistency: { from: number; to: number; proof: string[] }[];
@@ -100,7 +102,7 @@ function checkpointsPart(name: 'observe' | 'gate'): EvidencePart {
     async build(context) {
       const service = context[name];
       if (service === undefined) return null;
-      const keys = (await service.get('/api/audit/public-key')) as { log: string; keys: { keyId: string; publicKey: string }[] };
+      const keys = (await service.get('/api/audit/public-key')) as { log: string; keys: { keyId: string; publicKey: string; certificate?: KeyCertificate }[] };
       const listed = (await service.get(`/api/audit/checkpoints?${query({ from: context.from, to: context.to })}`)) as {
         checkpoints: ListedCheckpoint[];
         truncated: boolean;
@@ -114,7 +116,7 @@ function checkpointsPart(name: 'observe' | 'gate'): EvidencePart {
       const part: CheckpointsPart = {
         service: name,
         log: keys.log,
-        keys: keys.keys.map(({ keyId, publicKey }) => ({ keyId, publicKey })),
+        keys: keys.keys.map(({ keyId, publicKey, certificate }) => ({ keyId, publicKey, certificate: certificate ?? null })),
         checkpoints: listed.checkpoints,
         truncated: listed.truncated,
         consistency,
@@ -238,7 +240,8 @@ async function inventory(context: EvidenceContext) {
   const { observe, gate } = context;
   const period = { from: context.from, to: context.to };
   const agents = observe === undefined ? null : ((await observe.get('/api/agents')) as Record<string, unknown>);
-  const models = observe === undefined ? null : await observe.get(`/api/analytics/llm?${query(period)}`);
+  // Weekly buckets: the inventory needs the models used, and a period of years stays within the route's bucket limit.
+  const models = observe === undefined ? null : await observe.get(`/api/analytics/llm?${query({ ...period, granularity: 'week' })}`);
   const tools = observe === undefined ? null : await observe.get(`/api/analytics/tools?${query(period)}`);
   const observeKeys = observe === undefined ? null : keysOf(await observe.get('/api/keys'));
   const gateKeys = gate === undefined ? null : keysOf(await gate.get('/api/api-keys'));
