@@ -28,6 +28,7 @@ import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { erasureFeature } from './erasure/index.ts';
+import { evidenceFeature, GATE_AUTHORIZATION_HEADER } from './evidence/index.ts';
 import { healthFeature } from './health/index.ts';
 import { holdsFeature } from './holds/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
@@ -151,7 +152,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     service: 'observe',
     ...serviceHttpOptions(config, database, options),
     bodyLimitBytes: config.bodyLimitBytes,
-    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER],
+    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER, GATE_AUTHORIZATION_HEADER],
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,
@@ -194,6 +195,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
   await features.register(erasureFeature(audit.log));
+  await features.register(evidenceFeature);
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));

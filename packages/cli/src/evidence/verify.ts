@@ -9,9 +9,7 @@ import { evidenceManifestMessage, keyIdOf, verifyBytes, verifyCheckpoint, verify
 import { parsePublicKey, parseCheckpoint, rawKeyOf } from '../verify/checkpoint.ts';
 import { certifiedKeys, listedKeys } from '../verify/rotation.ts';
 import { InputError, isRecord } from '../verify/input.ts';
-import { MANIFEST_PATH, SIGNATURES_PATH, sha256Hex } from './build.ts';
-import { readContainer } from './container.ts';
-import type { CheckpointsPart } from './parts.ts';
+import { MANIFEST_PATH, readContainer, SIGNATURES_PATH, sha256Hex, type CheckpointsPart } from '@vigil/observe';
 
 export interface EvidenceFinding {
   part: string;

@@ -4,7 +4,6 @@
  * EVIDENCE_PARTS (and a line of controls.json naming the controls it supports).
  */
 import controlsData from './controls.json' with { type: 'json' };
-import type { KeyCertificate } from '../verify/rotation.ts';
 
 /** One service the pack reads: GET (and POST) JSON with its API key. */
 export interface EvidenceService {
@@ -73,6 +72,13 @@ async function allCursorPages(service: EvidenceService, path: string, params: Re
     if (answer.nextCursor === null) return rows;
     cursor = answer.nextCursor;
   }
+}
+
+/** A key's certificate by the key it replaced (a rotation), as GET /api/audit/public-key lists it. */
+interface KeyCertificate {
+  leafIndex: number;
+  body: string;
+  signature: string;
 }
 
 /** A checkpoint as GET /api/audit/checkpoints lists it. */
