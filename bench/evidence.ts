@@ -1,7 +1,8 @@
 /**
  * `npm run bench` part: an evidence pack (`vigil evidence`) of a period holding
  * BENCH_EVIDENCE_EVENTS events (default 1,000,000; the issue's target size) on real services
- * (SQLite), built and then verified offline (`vigil verify evidence`), each as a real CLI process.
+ * (SQLite) and BENCH_EVIDENCE_REQUESTS gate requests (default 2,000: the oversight part), built and
+ * then verified offline (`vigil verify evidence`), each as a real CLI process.
  * Targets (issue 40): build ≤ 60 s and verify ≤ 30 s for 1M events.
  */
 import { spawn } from 'node:child_process';
@@ -14,6 +15,7 @@ import { checked, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_EVIDENCE_EVENTS ?? 1_000_000);
 const BATCH = 1000;
+const REQUESTS = Number(process.env.BENCH_EVIDENCE_REQUESTS ?? 2000);
 const bin = resolve(import.meta.dirname, '../packages/cli/bin/vigil.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-evidence-'));
 // A checkpoint every 10,000 events: 100 checkpoints (and 99 consistency proofs) in a 1M-event pack.
@@ -23,6 +25,15 @@ try {
   // Seeded as the 1M ingest bench seeds (observe-workload.ts): CLIENTS concurrent clients, one session a batch.
   const batches = Math.ceil(EVENTS / BATCH);
   const seeded = await ingest(services.observeUrl, services.observeKey, (k) => batchBody(`evidence-${k}`, BATCH), BATCH, batches, Date.now() - 30_000, 30_000);
+  // Human oversight in the period: REQUESTS gate requests of 7 agents, each read back with its trail.
+  for (let i = 0; i < REQUESTS; i++) {
+    const response = await fetch(`${services.gateUrl}/api/requests`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${services.gateAdminKey}` },
+      body: JSON.stringify({ action: 'refund', params: { amount: i }, context: { agentId: `agent-${i % 7}` } }),
+    });
+    if (response.status !== 201) throw new Error(`gate request: ${response.status} ${await response.text()}`);
+  }
   await fetch(`${services.observeUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.observeKey}` } });
   await fetch(`${services.gateUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.gateAdminKey}` } });
   const to = new Date(Date.now() + 60_000).toISOString();
@@ -51,7 +62,7 @@ try {
   const scale = 1_000_000 / EVENTS;
   const rows: Row[] = [
     [
-      `evidence pack of ${EVENTS.toLocaleString('en-US')} events: build (vigil evidence)`,
+      `evidence pack of ${EVENTS.toLocaleString('en-US')} events, ${REQUESTS.toLocaleString('en-US')} gate requests: build (vigil evidence)`,
       '≤ 60 s for 1M',
       checked(`${(built.ms / 1000).toFixed(2)} s`, built.ms * scale <= 60_000),
     ],
