@@ -97,7 +97,8 @@ function download(fileName: string, content: string): void {
  */
 function EvidencePackSection() {
   const [from, setFrom] = useState(() => localInput(Date.now() - 30 * 86_400_000));
-  const [to, setTo] = useState(() => localInput(Date.now()));
+  // The input shows minutes: the next minute's start, so that the default period holds everything up to now.
+  const [to, setTo] = useState(() => localInput(Date.now() + 60_000));
   const [agent, setAgent] = useState('');
   const build = async () => {
     const pack = await observe('POST /api/audit/evidence-pack', {
