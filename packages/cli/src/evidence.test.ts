@@ -156,7 +156,21 @@ await describeEachDatabase('vigil evidence', (backend) => {
       // One agent's pack: the gate and observe filter by agent, so only agent-a's request and error session are read.
       const agentOut = join(dir, `${backend.kind}.agent-a.jsonl`);
       const agentBuilt = await vigil(
-        ['evidence', '--from', from, '--to', to, '--agent', 'agent-a', '--out', agentOut, '--url', url(observe.service.app), '--gate-url', url(gate.service.app)],
+        [
+          'evidence',
+          '--from',
+          from,
+          '--to',
+          to,
+          '--agent',
+          'agent-a',
+          '--out',
+          agentOut,
+          '--url',
+          url(observe.service.app),
+          '--gate-url',
+          url(gate.service.app),
+        ],
         { VIGIL_API_KEY: observe.key, VIGIL_GATE_API_KEY: TEST_ADMIN_KEY },
       );
       assert.equal(agentBuilt.status, 0, agentBuilt.stdout + agentBuilt.stderr);
@@ -267,7 +281,11 @@ await describeEachDatabase('vigil evidence', (backend) => {
         .map((line) => JSON.parse(line || '{}') as { path?: string; content?: string })
         .find((file) => file.path === 'parts/checkpoints-observe.json')!.content!,
     ) as { checkpoints: { checkpoint: { keyId: string } }[] };
-    assert.equal(new Set(checkpoints.checkpoints.map((listed) => listed.checkpoint.keyId)).size, 2, 'the checkpoints are signed by the old key, then the new one');
+    assert.equal(
+      new Set(checkpoints.checkpoints.map((listed) => listed.checkpoint.keyId)).size,
+      2,
+      'the checkpoints are signed by the old key, then the new one',
+    );
     const valid = await vigil(['verify', 'evidence', certified, '--public-key', oldKey]);
     assert.equal(valid.status, 0, valid.stdout + valid.stderr);
     assert.match(valid.stdout, /note: key \S+ is trusted: certified by key \S+ in the log/);

@@ -86,4 +86,3 @@ export function certifiedKeys(
   }
   return leaves;
 }
-

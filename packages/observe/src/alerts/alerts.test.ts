@@ -837,7 +837,10 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
         [rules[2]!.id, rules[1]!.id],
       );
       assert.equal(period.total, 2);
-      assert.deepEqual((await history(observe, `?to=${minute(0)}`)).entries.map((e) => e.ruleId), [rules[0]!.id]);
+      assert.deepEqual(
+        (await history(observe, `?to=${minute(0)}`)).entries.map((e) => e.ruleId),
+        [rules[0]!.id],
+      );
       assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/history?from=${minute(2)}&to=${minute(1)}` }), 400);
     });
   });

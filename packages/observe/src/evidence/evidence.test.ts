@@ -44,7 +44,10 @@ await describeEachDatabase('POST /api/audit/evidence-pack', (backend) => {
       // Without the gate's credential the pack holds observe's parts only.
       const observeOnly = await pack({});
       assert.equal(observeOnly.statusCode, 200, observeOnly.body);
-      assert.equal(JSON.parse(new Map(readContainer(observeOnly.json<{ content: string }>().content).files.map((f) => [f.path, f.content])).get('parts/oversight.json')!), null);
+      assert.equal(
+        JSON.parse(new Map(readContainer(observeOnly.json<{ content: string }>().content).files.map((f) => [f.path, f.content])).get('parts/oversight.json')!),
+        null,
+      );
 
       // A gate credential the gate refuses: a 502 naming the read.
       const refused = await pack({ 'x-vigil-gate-authorization': 'Bearer gk_not_a_key' });

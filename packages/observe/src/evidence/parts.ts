@@ -179,7 +179,8 @@ async function oversight(context: EvidenceContext) {
   if (gate === undefined) return null;
   // The gate filters by creation time and agent (from an index each): only the period's requests are read.
   const listed: Record<string, unknown>[] = [];
-  for (const agentId of agentFilters(context)) listed.push(...(await allPages(gate, '/api/requests', undefined, { from: context.from, to: context.to, agentId })));
+  for (const agentId of agentFilters(context))
+    listed.push(...(await allPages(gate, '/api/requests', undefined, { from: context.from, to: context.to, agentId })));
   const requests = await inParallel(listed, REQUEST_READS_IN_FLIGHT, async (row) => {
     const id = encodeURIComponent(String(row.id));
     const [request, audit] = (await Promise.all([gate.get(`/api/requests/${id}`), gate.get(`/api/requests/${id}/audit`)])) as [

@@ -14,7 +14,11 @@ const evidencePackBody = periodInOrder(
   z.strictObject({
     from: isoTimestampMs,
     to: isoTimestampMs,
-    agents: z.array(z.string().min(1).max(200)).max(50).default([]).describe('Only these agents’ oversight records, breaches and error sessions (empty: every agent)'),
+    agents: z
+      .array(z.string().min(1).max(200))
+      .max(50)
+      .default([])
+      .describe('Only these agents’ oversight records, breaches and error sessions (empty: every agent)'),
     intervalMs: z.number().int().min(1).max(86_400_000).default(60_000).describe('The checkpoint interval the services run with: longer gaps are reported'),
   }),
 );
@@ -22,8 +26,14 @@ const evidencePackBody = periodInOrder(
 /** This observe as the pack reads it: its own routes, in process, with the caller's credential (so its scopes apply). */
 function observeInProcess(app: FastifyInstance, authorization: string | undefined): EvidenceService {
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const response = await app.inject({ method, url: path, headers: authorization === undefined ? {} : { authorization }, ...(body !== undefined && { payload: body as object }) });
-    if (response.statusCode >= 400) throw new EvidenceReadError('observe', response.statusCode, `observe: ${method} ${path} answered ${response.statusCode}: ${response.body.slice(0, 300)}`);
+    const response = await app.inject({
+      method,
+      url: path,
+      headers: authorization === undefined ? {} : { authorization },
+      ...(body !== undefined && { payload: body as object }),
+    });
+    if (response.statusCode >= 400)
+      throw new EvidenceReadError('observe', response.statusCode, `observe: ${method} ${path} answered ${response.statusCode}: ${response.body.slice(0, 300)}`);
     return response.json() as unknown;
   };
   return { name: 'observe', url: 'this observe', get: (path) => call('GET', path), post: (path, body) => call('POST', path, body) };
@@ -36,7 +46,7 @@ export function registerEvidenceRoutes(app: ZodApp, ctx: ObserveContext): void {
       operationId: 'buildEvidencePack',
       summary: 'Build the evidence pack of a period (what `vigil evidence` writes), for download',
       description:
-        "The same assembly as `vigil evidence` (docs/audit.md, \"Evidence packs\"): observe's parts read with the caller's credential, and, when the " +
+        'The same assembly as `vigil evidence` (docs/audit.md, "Evidence packs"): observe\'s parts read with the caller\'s credential, and, when the ' +
         '`X-Vigil-Gate-Authorization` header carries a gate credential (the dashboard sends its gate session), the gate’s parts from GATE_URL with it. ' +
         '`content` is the pack (JSON lines), verifiable offline with `vigil verify evidence`; a read either service refuses is a 502 naming it.',
       tags: ['audit'],
@@ -62,7 +72,10 @@ export function registerEvidenceRoutes(app: ZodApp, ctx: ObserveContext): void {
             agents,
             intervalMs,
             observe: observeInProcess(app, request.headers.authorization),
-            gate: typeof gateAuthorization === 'string' && gateAuthorization !== '' ? httpEvidenceService('gate', ctx.config.gateUrl, gateAuthorization) : undefined,
+            gate:
+              typeof gateAuthorization === 'string' && gateAuthorization !== ''
+                ? httpEvidenceService('gate', ctx.config.gateUrl, gateAuthorization)
+                : undefined,
           },
           undefined,
           () => new Date(ctx.clock.now()),
