@@ -29,4 +29,4 @@ export {
   sha256Hex,
   SIGNATURES_PATH,
   writeContainer,
-} from './evidence/index.ts';
+} from './evidence-pack/index.ts';

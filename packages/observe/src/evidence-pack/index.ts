@@ -10,6 +10,6 @@ export { buildEvidence, EvidenceReadError, httpEvidenceService, MANIFEST_PATH, s
 export type { CheckpointsPart } from './parts.ts';
 export { GATE_AUTHORIZATION_HEADER } from './routes.ts';
 
-export const evidenceFeature: ObserveFeature = defineFeature('evidence', ({ app, context }) => {
+export const evidencePackFeature: ObserveFeature = defineFeature('evidence-pack', ({ app, context }) => {
   registerEvidenceRoutes(app, context);
 });
