@@ -1,7 +1,8 @@
 /**
  * `npm run bench` part: an evidence pack (`vigil evidence`) of a period holding
  * BENCH_EVIDENCE_EVENTS events (default 1,000,000; the issue's target size) on real services
- * (SQLite), built and then verified offline (`vigil verify evidence`), each as a real CLI process.
+ * (SQLite) and BENCH_EVIDENCE_REQUESTS gate requests (default 2,000: the oversight part), built and
+ * then verified offline (`vigil verify evidence`), each as a real CLI process.
  * Targets (issue 40): build ≤ 60 s and verify ≤ 30 s for 1M events.
  */
 import { spawn } from 'node:child_process';
@@ -9,32 +10,29 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startLiveServices } from '@vigil/cli/testing';
-import { checked, printTable, type Row } from './table.ts';
+import { batchBody, ingest } from './observe-workload.ts';
+import { checked, printTable, rate, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_EVIDENCE_EVENTS ?? 1_000_000);
-const BATCH = 500;
-const SESSION_EVENTS = 100;
+const BATCH = 1000;
+const REQUESTS = Number(process.env.BENCH_EVIDENCE_REQUESTS ?? 2000);
 const bin = resolve(import.meta.dirname, '../packages/cli/bin/vigil.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-evidence-'));
 // A checkpoint every 10,000 events: 100 checkpoints (and 99 consistency proofs) in a 1M-event pack.
 const services = await startLiveServices({ observeEnv: { AUDIT_CHECKPOINT_EVENTS: '10000' } });
 try {
   const from = new Date(Date.now() - 60_000).toISOString();
-  const at = new Date().toISOString();
-  for (let sent = 0; sent < EVENTS; sent += BATCH) {
-    const events = Array.from({ length: Math.min(BATCH, EVENTS - sent) }, (_, i) => {
-      const n = sent + i;
-      const sessionId = `s${Math.floor(n / SESSION_EVENTS)}`;
-      return n % SESSION_EVENTS === 0
-        ? { sessionId, agentId: `agent-${n % 7}`, eventType: 'session_started', timestamp: at, payload: {} }
-        : { sessionId, agentId: `agent-${Math.floor(n / SESSION_EVENTS) % 7}`, eventType: 'custom', timestamp: at, payload: { type: 'step', data: {} } };
-    });
-    const response = await fetch(`${services.observeUrl}/api/events`, {
+  // Seeded as the 1M ingest bench seeds (observe-workload.ts): CLIENTS concurrent clients, one session a batch.
+  const batches = Math.ceil(EVENTS / BATCH);
+  const seeded = await ingest(services.observeUrl, services.observeKey, (k) => batchBody(`evidence-${k}`, BATCH), BATCH, batches, Date.now() - 30_000, 30_000);
+  // Human oversight in the period: REQUESTS gate requests of 7 agents, each read back with its trail.
+  for (let i = 0; i < REQUESTS; i++) {
+    const response = await fetch(`${services.gateUrl}/api/requests`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${services.observeKey}` },
-      body: JSON.stringify({ events }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${services.gateAdminKey}` },
+      body: JSON.stringify({ action: 'refund', params: { amount: i }, context: { agentId: `agent-${i % 7}` } }),
     });
-    if (!response.ok) throw new Error(`ingest: ${response.status} ${await response.text()}`);
+    if (response.status !== 201) throw new Error(`gate request: ${response.status} ${await response.text()}`);
   }
   await fetch(`${services.observeUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.observeKey}` } });
   await fetch(`${services.gateUrl}/api/audit/checkpoint`, { method: 'POST', headers: { authorization: `Bearer ${services.gateAdminKey}` } });
@@ -64,12 +62,13 @@ try {
   const scale = 1_000_000 / EVENTS;
   const rows: Row[] = [
     [
-      `evidence pack of ${EVENTS.toLocaleString('en-US')} events: build (vigil evidence)`,
+      `evidence pack of ${EVENTS.toLocaleString('en-US')} events, ${REQUESTS.toLocaleString('en-US')} gate requests: build (vigil evidence)`,
       '≤ 60 s for 1M',
       checked(`${(built.ms / 1000).toFixed(2)} s`, built.ms * scale <= 60_000),
     ],
     [`evidence pack: verify offline (vigil verify evidence)`, '≤ 30 s for 1M', checked(`${(verified.ms / 1000).toFixed(2)} s`, verified.ms * scale <= 30_000)],
     ['evidence pack size', '', `${(statSync(out).size / 1024).toFixed(0)} KiB`],
+    ['(seeding: events ingested per second)', '', `${rate(seeded)}/s`],
   ];
   if (EVENTS !== 1_000_000) rows.push(['(scaled run: ✓/✗ judge the time × 1M / events)', '', `BENCH_EVIDENCE_EVENTS=${EVENTS}`]);
   printTable(rows);

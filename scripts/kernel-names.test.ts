@@ -24,6 +24,8 @@ const KERNEL_WORDS: Record<string, string> = {
   auth: 'a route’s authentication policy (route config `auth`), a kernel concept of the HTTP app',
   stream: 'Node streams (the log stream); observe’s stream/ is the live event stream',
   system: 'the system clock and the system actor of a change',
+  'evidence pack':
+    'the pack whose manifest digest the kernel’s audit key signs (audit-routes.ts, POST /api/audit/evidence-signature), never its contents; observe’s evidence-pack/ assembles the pack',
   erasure:
     'an erasure leaf of the audit log (audit-walk.ts): a signed leaf that accounts for items whose content was replaced, carried in bundles as tombstones are; observe’s erasure/ erases a data subject and writes such leaves',
 };

@@ -134,6 +134,8 @@ interface TransportOptions {
   signal?: AbortSignal;
   /** Use this bearer credential instead of the stored one (sign-in). `null`: send none. */
   token?: string | null;
+  /** Also send the gate session, as X-Vigil-Gate-Authorization, to an observe route that reads the gate with it (the evidence pack). */
+  gateCredential?: boolean;
 }
 
 /** Operations without parameters of a kind have `Record<string, never>` there (an index signature). */
@@ -178,6 +180,7 @@ async function request(service: Service, route: string, options: UntypedOptions 
   const token = options.token === undefined ? stored : options.token;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
+  if (options.gateCredential && current.gate) headers['x-vigil-gate-authorization'] = `Bearer ${current.gate.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {

@@ -1,7 +1,7 @@
 // The gate's migration steps: the frozen history (0001–0009, migration-history/) and, after it, the
 // steps each feature declares beside the tables it owns, collected in name order (a duplicate or
 // missing number fails at startup).
-import { collectMigrationsAround } from '@vigil/platform';
+import { collectMigrations } from '@vigil/platform';
 import { approversMigrations } from './approvers/index.ts';
 import { auditLogMigrations } from './audit-log/index.ts';
 import { auditTrailMigrations } from './audit-trail/index.ts';
@@ -13,10 +13,9 @@ import { grantsMigrations } from './grants/index.ts';
 import { budgetsMigrations } from './budgets/index.ts';
 import { policiesMigrations } from './policies/index.ts';
 import { receiptsMigrations } from './receipts/index.ts';
+import { requestsMigrations } from './requests/index.ts';
 
-// Numbers taken by branches not merged yet (collectMigrationsAround).
-export const gateMigrations = collectMigrationsAround(
-  ['0023', '0024'],
+export const gateMigrations = collectMigrations(
   gateHistory,
   auditLogMigrations,
   chatMigrations,
@@ -28,4 +27,5 @@ export const gateMigrations = collectMigrationsAround(
   approversMigrations,
   grantsMigrations,
   budgetsMigrations,
+  requestsMigrations,
 );

@@ -28,6 +28,7 @@ import { evalsFeature, type EvalRuns } from './evals/index.ts';
 import { type DerivedTable, EVENTS_DERIVED_TABLES, EventAppender, eventsFeature } from './events/index.ts';
 import { guardrailsFeature, type GuardrailEngine } from './guardrails/index.ts';
 import { erasureFeature } from './erasure/index.ts';
+import { evidencePackFeature, GATE_AUTHORIZATION_HEADER } from './evidence-pack/index.ts';
 import { healthFeature } from './health/index.ts';
 import { holdsFeature } from './holds/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
@@ -161,7 +162,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     service: 'observe',
     ...serviceHttpOptions(config, database, options),
     bodyLimitBytes: config.bodyLimitBytes,
-    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER],
+    credentialHeaders: [WEBHOOK_SIGNATURE_HEADER, GATE_AUTHORIZATION_HEADER],
     errors: observeError,
     renderError: renderObserveError,
     classify: classifyDatabaseError,
@@ -204,6 +205,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
   const subjectIndexBackfill = await features.register(erasureFeature(audit.log));
+  await features.register(evidencePackFeature);
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
   await features.register(dashboardFeature(options.dashboard));

@@ -29,6 +29,12 @@ export const observeErrors = {
     message: 'Invalid webhook signature',
     when: 'An inbound webhook whose X-Webhook-Signature is missing or does not match its source secret',
   },
+  evidenceReadFailed: {
+    status: 502,
+    code: 'evidence_read_failed',
+    message: 'A service did not answer a read the evidence pack needs',
+    when: "POST /api/audit/evidence-pack: observe or the gate (at GATE_URL, with the X-Vigil-Gate-Authorization credential) refused or failed one of the pack's reads; the message names the read and its answer",
+  },
   checkpointNotFound: {
     status: 404,
     code: 'checkpoint_not_found',

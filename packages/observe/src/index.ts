@@ -18,3 +18,15 @@ export { ROLLUP_SUMS, ROLLUPS_TABLE } from './analytics/index.ts';
 export type { ObserveSchema } from './schema.ts';
 export type { LatencySketchRow, RollupRow } from './analytics/index.ts';
 export { observeErrors } from './errors.ts';
+export {
+  buildEvidence,
+  type CheckpointsPart,
+  EvidenceReadError,
+  httpEvidenceService,
+  MANIFEST_PATH,
+  type PackFile,
+  readContainer,
+  sha256Hex,
+  SIGNATURES_PATH,
+  writeContainer,
+} from './evidence-pack/index.ts';

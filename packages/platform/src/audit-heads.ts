@@ -95,7 +95,7 @@ export async function createHeadMapTables(db: MigrationDb): Promise<void> {
 }
 
 /**
- * Migration step body (observe 0041, the gate 0025): a map whose buckets can double. Entries are
+ * Migration step body (observe 0040, the gate 0024): a map whose buckets can double. Entries are
  * keyed by the first 24 bits of their scope's hash instead of their 12-bit bucket, bucket hashes
  * heap-numbered (4,096 + b), and heads leaves count their map's scopes.
  */

@@ -53,6 +53,11 @@ export const isoTimestampMs = z
   })
   .meta({ type: 'string', format: 'date-time' });
 
+/** A query with optional `from` and `to` (epoch ms), refined so that `from` after `to` is a 400 naming `from`. */
+export function periodInOrder<T extends z.ZodType<{ from?: number | undefined; to?: number | undefined }>>(schema: T): T {
+  return schema.refine((q) => q.from === undefined || q.to === undefined || q.from <= q.to, { message: 'from must not be after to', path: ['from'] });
+}
+
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 60 * MINUTE_MS;
 export const DAY_MS = 24 * HOUR_MS;

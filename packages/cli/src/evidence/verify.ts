@@ -7,10 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { evidenceManifestMessage, keyIdOf, verifyBytes, verifyCheckpoint, verifyConsistency } from '@vigil/platform/audit-verify';
 import { parsePublicKey, parseCheckpoint, rawKeyOf } from '../verify/checkpoint.ts';
+import { certifiedKeys, listedKeys } from '../verify/rotation.ts';
 import { InputError, isRecord } from '../verify/input.ts';
-import { MANIFEST_PATH, SIGNATURES_PATH, sha256Hex } from './build.ts';
-import { readContainer } from './container.ts';
-import type { CheckpointsPart } from './parts.ts';
+import { MANIFEST_PATH, readContainer, SIGNATURES_PATH, sha256Hex, type CheckpointsPart } from '@vigil/observe';
 
 export interface EvidenceFinding {
   part: string;
@@ -25,7 +24,7 @@ export interface EvidenceVerdict {
 }
 
 /** Verifies a pack's text against the trusted keys (by keyId); `pinnedKeyIds` are keyIds a saved checkpoint pins. */
-export function verifyEvidence(text: string, trustedKeys: ReadonlyMap<string, Buffer>, pinnedKeyIds: readonly string[] = []): EvidenceVerdict {
+export function verifyEvidence(text: string, givenKeys: ReadonlyMap<string, Buffer>, pinnedKeyIds: readonly string[] = []): EvidenceVerdict {
   const findings: EvidenceFinding[] = [];
   const notes: string[] = [];
   const { files, unreadable } = readContainer(text);
@@ -47,10 +46,28 @@ export function verifyEvidence(text: string, trustedKeys: ReadonlyMap<string, Bu
   }
   if (manifest === undefined) return { findings, notes, trusted: false };
 
+  // The keys the verification trusts: the given ones, the pinned ones among the logs' keys, and every
+  // key a trusted one certified (a rotation inside the period), as `vigil verify` follows them.
+  const checkpointParts = new Map<string, CheckpointsPart>();
+  for (const part of manifest.parts.filter((p) => p.name.startsWith('checkpoints-'))) {
+    const content = byPath.get(part.path);
+    if (content === undefined || sha256Hex(Buffer.from(content, 'utf8')) !== part.sha256) continue;
+    const data = JSON.parse(content) as CheckpointsPart | null;
+    if (data !== null) checkpointParts.set(part.name, data);
+  }
+  const trustedKeys = new Map(givenKeys);
+  for (const data of checkpointParts.values()) {
+    const listed = listedKeys(data);
+    for (const keyId of pinnedKeyIds) if (listed.keys.has(keyId)) trustedKeys.set(keyId, listed.keys.get(keyId)!);
+  }
+  for (const data of checkpointParts.values()) {
+    const listed = listedKeys(data);
+    certifiedKeys(data.log, trustedKeys, listed.keys, listed.certificates, notes);
+  }
+
   // The manifest's signatures.
   const manifestSha256 = sha256Hex(Buffer.from(manifestText!, 'utf8'));
   let trusted = false;
-  const keysInPack = new Map<string, Buffer>();
   try {
     const value = JSON.parse(byPath.get(SIGNATURES_PATH) ?? '') as { manifestSha256?: unknown; signatures?: unknown };
     if (value.manifestSha256 !== manifestSha256)
@@ -61,7 +78,6 @@ export function verifyEvidence(text: string, trustedKeys: ReadonlyMap<string, Bu
       if (typeof log !== 'string' || typeof keyId !== 'string' || typeof timestamp !== 'string' || typeof sig !== 'string' || typeof publicKey !== 'string')
         throw new Error('a signature is not {log, keyId, publicKey, timestamp, signature}');
       const raw = rawKeyOf(publicKey, `the key of the ${log} signature is not a raw Ed25519 key`);
-      keysInPack.set(keyIdOf(raw), raw);
       const message = evidenceManifestMessage(log, { manifestSha256, timestamp, keyId });
       if (keyIdOf(raw) !== keyId || !verifyBytes(message, sig, raw)) {
         findings.push({ part: 'signatures', message: `the ${log} signature of the manifest does not verify with key ${keyId}` });
@@ -89,28 +105,19 @@ export function verifyEvidence(text: string, trustedKeys: ReadonlyMap<string, Bu
   }
   for (const path of byPath.keys()) if (!listed.has(path)) findings.push({ part: path, message: `${path} is not listed in the manifest` });
 
-  // The checkpoints: signatures, and consistency between consecutive ones.
-  for (const part of manifest.parts.filter((p) => p.name.startsWith('checkpoints-'))) {
-    if (findings.some((finding) => finding.part === part.name)) continue;
-    const data = JSON.parse(byPath.get(part.path)!) as CheckpointsPart | null;
-    if (data === null) continue;
-    findings.push(...checkpointFindings(part.name, data, trustedKeys, keysInPack));
+  // The checkpoints: signatures (of a log with a trusted key, by trusted keys only, so a key change no
+  // trusted key certified fails; of another, by the keys the pack lists, said in a note), and consistency between consecutive ones.
+  for (const [name, data] of checkpointParts) {
+    const listed = listedKeys(data).keys;
+    const pinned = [...listed.keys()].some((keyId) => trustedKeys.has(keyId));
+    if (!pinned) notes.push(`${name}: checked against the keys the pack lists (${[...listed.keys()].join(', ')}), which no --public-key or --checkpoint pins`);
+    findings.push(...checkpointFindings(name, data, pinned ? trustedKeys : listed));
   }
   return { findings, notes, trusted };
 }
 
-function checkpointFindings(
-  part: string,
-  data: CheckpointsPart,
-  trustedKeys: ReadonlyMap<string, Buffer>,
-  signers: ReadonlyMap<string, Buffer>,
-): EvidenceFinding[] {
+function checkpointFindings(part: string, data: CheckpointsPart, keys: ReadonlyMap<string, Buffer>): EvidenceFinding[] {
   const findings: EvidenceFinding[] = [];
-  const keys = new Map<string, Buffer>([...signers, ...trustedKeys]);
-  for (const key of data.keys) {
-    const raw = rawKeyOf(key.publicKey, `${part}: a listed key is not a raw Ed25519 key`);
-    if (keyIdOf(raw) === key.keyId && !keys.has(key.keyId)) keys.set(key.keyId, raw);
-  }
   const checkpoints = data.checkpoints.map((listed, i) => parseCheckpoint(listed.checkpoint, `${part}: checkpoint ${i}`));
   for (const checkpoint of checkpoints) {
     const key = keys.get(checkpoint.keyId);

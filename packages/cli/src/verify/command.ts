@@ -11,7 +11,7 @@
  * database can add.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { decodeBase64, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
+import { decodeBase64 } from '@vigil/platform/audit-verify';
 import { ApiClient, ApiError } from '../eval-gate-http.ts';
 import {
   bundleKeyOf,
@@ -30,6 +30,7 @@ import { RequestRowAudit } from './requests.ts';
 import { parseWitnessPolicy, witnessPolicyFindings, type WitnessPolicy } from './witnesses.ts';
 import { acceptErasures, erasedHash, type CarriedErasure } from './erasures.ts';
 import { LogWalk, type RecordedHead, type WalkedLeaf, type WalkedEventSink } from './walk.ts';
+import { certifiedKeys, listedKeys, type KeyCertificate, type ListedKeys } from './rotation.ts';
 
 export const EXIT_VALID = 0;
 export const EXIT_TAMPERED = 1;
@@ -192,79 +193,9 @@ function at(checkpoint: Checkpoint): string {
   return `the checkpoint at tree size ${checkpoint.treeSize}`;
 }
 
-/** A key's certificate by the key it replaced, as GET /api/audit/public-key lists it. */
-interface KeyCertificate {
-  leafIndex: number;
-  body: string;
-  signature: string;
-}
-
-/**
- * The keys the server lists, keyId → raw key, their certificates by the keys they replaced, and the
- * log's name (which says whose log the server keeps). Each keyId is computed here from its key,
- * never read from the listing.
- */
-async function fetchKeys(client: ApiClient): Promise<{ log: unknown; keys: Map<string, Buffer>; certificates: Map<string, KeyCertificate> }> {
-  const answer = await client.get<{ log?: unknown; keys?: { publicKey: string; certificate?: unknown }[] }>('/api/audit/public-key');
-  const keys = new Map<string, Buffer>();
-  const certificates = new Map<string, KeyCertificate>();
-  for (const key of answer.keys ?? []) {
-    const raw = decodeBase64(key.publicKey);
-    // A key not in canonical base64 of 32 bytes is left out: what it signed then counts as signed by an unknown key.
-    if (raw?.length !== 32) continue;
-    keys.set(keyIdOf(raw), raw);
-    const { certificate } = key;
-    if (
-      isRecord(certificate) &&
-      Number.isSafeInteger(certificate.leafIndex) &&
-      typeof certificate.body === 'string' &&
-      typeof certificate.signature === 'string'
-    )
-      certificates.set(keyIdOf(raw), { leafIndex: certificate.leafIndex as number, body: certificate.body, signature: certificate.signature });
-  }
-  return { log: answer.log, keys, certificates };
-}
-
-/**
- * Extends `trusted` with every listed key a trusted key certified (a chain of rotations, each
- * certificate the key-rotation leaf docs/audit.md describes, signed by the key it names as previous).
- * Answers the certificates' leaves, index → leaf hash, that the walk must find in the log.
- */
-function certifiedKeys(
-  log: string,
-  trusted: Map<string, Buffer>,
-  keys: ReadonlyMap<string, Buffer>,
-  certificates: ReadonlyMap<string, KeyCertificate>,
-  notes: string[],
-): Map<number, { keyId: string; leafHash: string }> {
-  const leaves = new Map<number, { keyId: string; leafHash: string }>();
-  for (const [keyId, certificate] of certificates)
-    leaves.set(certificate.leafIndex, { keyId, leafHash: leafHash(Buffer.from(certificate.body, 'utf8')).toString('hex') });
-  for (let grown = trusted.size > 0; grown;) {
-    grown = false;
-    for (const [keyId, certificate] of certificates) {
-      if (trusted.has(keyId)) continue;
-      let body: unknown;
-      try {
-        body = JSON.parse(certificate.body);
-      } catch {
-        continue;
-      }
-      if (!isRecord(body) || body.v !== 1 || body.kind !== 'key-rotation' || body.log !== log || body.keyId !== keyId) continue;
-      const raw = keys.get(keyId)!;
-      const previous = typeof body.previousKeyId === 'string' ? trusted.get(body.previousKeyId) : undefined;
-      if (
-        previous === undefined ||
-        body.publicKey !== raw.toString('base64') ||
-        !verifyBytes(Buffer.from(certificate.body, 'utf8'), certificate.signature, previous)
-      )
-        continue;
-      trusted.set(keyId, raw);
-      notes.push(`key ${keyId} is trusted: certified by key ${String(body.previousKeyId)} in the log (leaf ${certificate.leafIndex})`);
-      grown = true;
-    }
-  }
-  return leaves;
+/** The keys the server lists (GET /api/audit/public-key), with their certificates and the log's name (rotation.ts listedKeys). */
+async function fetchKeys(client: ApiClient): Promise<ListedKeys> {
+  return listedKeys(await client.get<unknown>('/api/audit/public-key'));
 }
 
 /** A bundle's certificates as certifiedKeys takes them: the keys, and their certificates, by keyId. */

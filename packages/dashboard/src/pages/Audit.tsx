@@ -1,9 +1,9 @@
 import { useState } from 'react';
-import { gate, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
-import { CursorPager, Filters, Table, usePolicyNames, type Column } from '../components.tsx';
+import { gate, observe, type AuditEntry, type AuditListEntry, type GateQuery } from '../api.ts';
+import { CreateForm, CursorPager, Filters, Table, usePolicyNames, type Column } from '../components.tsx';
 import { fmtActor, fmtDateTime, fmtDecisionReason, fmtPolicy, fmtRule, isChatActor, timeAgo, type PolicyNames } from '../format.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
-import { Async, Badge, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
+import { Async, Badge, Field, Page, Section, StatusBadge, useAsync } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 const EVENTS = ['created', 'approved', 'denied', 'expired', 'confirmed', 'decision_refused'] as const;
@@ -91,6 +91,58 @@ function logColumns(policies: PolicyNames): Column<AuditListEntry>[] {
   return [{ header: 'When', title: (e) => fmtDateTime(e.timestamp), cell: (e) => timeAgo(e.timestamp) }, event!, REQUEST_COLUMN, ...rest];
 }
 
+/** A time as a datetime-local input shows it (local time, to the minute). */
+function localInput(ms: number): string {
+  const at = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return at.toISOString().slice(0, 16);
+}
+
+/** Hands `content` to the browser as a downloaded file. */
+function download(fileName: string, content: string): void {
+  const url = URL.createObjectURL(new Blob([content], { type: 'application/jsonl' }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = fileName;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/**
+ * The evidence pack of a period (what `vigil evidence` writes), built by observe with the gate's
+ * parts read through this session: one signed file an auditor checks with `vigil verify evidence`.
+ */
+function EvidencePackSection() {
+  const [from, setFrom] = useState(() => localInput(Date.now() - 30 * 86_400_000));
+  // The input shows minutes: the next minute's start, so that the default period holds everything up to now.
+  const [to, setTo] = useState(() => localInput(Date.now() + 60_000));
+  const [agent, setAgent] = useState('');
+  const build = async () => {
+    const pack = await observe('POST /api/audit/evidence-pack', {
+      body: { from: new Date(from).toISOString(), to: new Date(to).toISOString(), agents: agent.trim() ? [agent.trim()] : [] },
+      gateCredential: true,
+    });
+    download(pack.fileName, pack.content);
+    return `Downloaded ${pack.fileName} (${pack.files} files). Check it with: vigil verify evidence ${pack.fileName} --public-key KEY`;
+  };
+  return (
+    <Section title="Evidence pack">
+      <CreateForm create={build} submit="Download evidence pack" pending="Building the pack…" failure="The evidence pack was not built" label="Evidence pack">
+        <div className="form-grid">
+          <Field label="From" htmlFor="evidence-from">
+            <input required type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} />
+          </Field>
+          <Field label="To" htmlFor="evidence-to">
+            <input required type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} />
+          </Field>
+          <Field label="Agent (optional)" htmlFor="evidence-agent" hint="Only this agent's oversight records, breaches and error sessions">
+            <input value={agent} placeholder="every agent" onChange={(e) => setAgent(e.target.value)} />
+          </Field>
+        </div>
+      </CreateForm>
+    </Section>
+  );
+}
+
 export function AuditPage() {
   const { query } = useLocation();
   // From the address: an unknown value is the gate's to refuse (400), shown as the page's error.
@@ -172,6 +224,7 @@ export function AuditPage() {
           )}
         </Async>
       </Section>
+      <EvidencePackSection />
     </Page>
   );
 }

@@ -8,6 +8,7 @@ export type { BudgetAssessment, BudgetGuard, GrantApprover, IssuedRedemption, Re
 /** A request's row (no expiry on read), checked against its audit trail: the chat notifier renders messages from it. */
 export { findVerifiedRequest } from './row-check.ts';
 export { requestParties, requestTags } from './parties.ts';
+export { requestsMigrations } from './migrations.ts';
 export type { AuditRow, RequestRow, RequestsTables } from './tables.ts';
 
 export interface Requests {

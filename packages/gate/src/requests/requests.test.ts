@@ -5,7 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql } from 'kysely';
 import type { AuditEntry } from '../audit-trail/index.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
-import { dueForExpiryQuery, loggedTrailQuery } from './store.ts';
+import { dueForExpiryQuery, listRequestsQuery, loggedTrailQuery } from './store.ts';
 
 interface PolicyDecisionBody {
   decision: string;
@@ -56,6 +56,16 @@ await describeEachDatabase('gate requests API', (backend) => {
   afterEach(() => gate.close());
 
   const clock = () => gate.clock as ManualClock;
+  /** The query's plan; PostgreSQL prefers a sequential scan on a table this small, so it is forbidden to see the index it can use. */
+  const planOf = async (compiled: CompiledQuery): Promise<string> => {
+    const { db, dialect } = gate.service.context.database;
+    return db.transaction().execute(async (trx) => {
+      if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
+      const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
+      const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
+      return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
+    });
+  };
 
   const create = async (payload: object, key?: string): Promise<RequestDetail> => {
     const response = await gate.call({ method: 'POST', url: '/api/requests', payload }, key);
@@ -313,6 +323,32 @@ await describeEachDatabase('gate requests API', (backend) => {
     for (const query of ['?status=done', '?urgency=urgent', '?action=']) {
       assertGateError(await gate.call({ method: 'GET', url: `/api/requests${query}` }), 400, 'bad_request');
     }
+  });
+
+  test('GET /api/requests filters by the context’s agentId and by creation time (from, to inclusive)', async () => {
+    const early = await create({ action: 'pay', context: { agentId: 'billing-bot' } });
+    clock().advance(1000);
+    const other = await create({ action: 'pay', context: { agentId: 'support-bot' } });
+    const middle = await create({ action: 'pay', context: { agentId: 'billing-bot' } });
+    clock().advance(1000);
+    const late = await create({ action: 'pay', context: { agentId: 'billing-bot' } });
+    await create({ action: 'pay' });
+    const ids = async (query: string) => (await listRequests(query)).map((r) => r.id);
+    assert.deepEqual(await ids('?agentId=billing-bot'), [late.id, middle.id, early.id]);
+    assert.deepEqual(await ids('?agentId=nobody'), []);
+    assert.deepEqual(await ids(`?from=${iso(T0 + 1000)}&to=${iso(T0 + 1000)}`), [middle.id, other.id]);
+    assert.deepEqual(await ids(`?agentId=billing-bot&from=${iso(T0 + 1000)}`), [late.id, middle.id]);
+    assert.deepEqual(await ids(`?agentId=billing-bot&to=${iso(T0 + 999)}`), [early.id]);
+    for (const query of [`?from=${iso(T0 + 1)}&to=${iso(T0)}`, '?from=yesterday', '?agentId=']) {
+      assertGateError(await gate.call({ method: 'GET', url: `/api/requests${query}` }), 400, 'bad_request');
+    }
+  });
+
+  test('the list by agent and period reads the agent index in its order (no scan, no sort)', async () => {
+    const compiled = listRequestsQuery(gate.service.context.database, { agentId: 'billing-bot', from: T0, to: T0 + 1000, limit: 500, offset: 0 }).compile();
+    const plan = await planOf(compiled);
+    assert.ok(plan.includes('requests_agent_created'), plan);
+    assert.doesNotMatch(plan, /Seq Scan|SCAN requests$|USE TEMP B-TREE|Sort/m, plan);
   });
 
   test('GET /api/requests: limit defaults to 50, at most 500 (501 is a 400), offset pages', async () => {
@@ -684,28 +720,15 @@ await describeEachDatabase('gate requests API', (backend) => {
   });
 
   test('the expiry scanner reads the partial index of requests with a deadline', async () => {
-    const { db, dialect } = gate.service.context.database;
-    const compiled = dueForExpiryQuery(db, T0, 200).compile();
-    const plan = await db.transaction().execute(async (trx) => {
-      // PostgreSQL prefers a sequential scan on a table this small; forbid it to see the index it can use.
-      if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
-      const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
-      const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
-      return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
-    });
+    const compiled = dueForExpiryQuery(gate.service.context.database.db, T0, 200).compile();
+    const plan = await planOf(compiled);
     assert.ok(plan.includes('requests_deadline'), plan);
     assert.doesNotMatch(plan, /Seq Scan|SCAN requests$|USE TEMP B-TREE|Sort/m, plan);
   });
 
   test("the row check reads a request's trail by its trail index and each entry's leaf by its item index", async () => {
-    const { db, dialect } = gate.service.context.database;
-    const compiled = loggedTrailQuery(db, 'some-request').compile();
-    const plan = await db.transaction().execute(async (trx) => {
-      if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
-      const explain = dialect === 'postgres' ? 'explain' : 'explain query plan';
-      const result = await trx.executeQuery(CompiledQuery.raw(`${explain} ${compiled.sql}`, [...compiled.parameters]));
-      return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
-    });
+    const compiled = loggedTrailQuery(gate.service.context.database.db, 'some-request').compile();
+    const plan = await planOf(compiled);
     assert.ok(plan.includes('audit_request_seq'), plan);
     assert.ok(plan.includes('audit_log_leaves_item'), plan);
     assert.doesNotMatch(plan, /Seq Scan|SCAN (e|l|audit_entries|audit_log_leaves)$|USE TEMP B-TREE|Sort/m, plan);

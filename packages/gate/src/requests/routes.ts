@@ -1,4 +1,4 @@
-import { isoTimestampMs, routeOptions, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, periodInOrder, routeOptions, sendJsonText, toIso, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import { auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from '../audit-trail/index.ts';
 import { auditActor } from '../auth/index.ts';
@@ -118,15 +118,22 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       operationId: 'listRequests',
       summary: 'List requests, newest first',
       description:
-        "`agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted.",
+        "`agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted. " +
+        'Filters (optional, combined with AND): `status`, `action`, `urgency`, `agentId` (the context’s), and `from`/`to` (ISO 8601, inclusive) on the creation time — ' +
+        'what an evidence pack of a period and its agents reads, each from an index.',
       tags: ['requests'],
-      querystring: z.object({
-        status: z.enum(STATUSES).optional(),
-        action: z.string().min(1).max(200).optional(),
-        urgency: z.enum(URGENCIES).optional(),
-        limit: z.coerce.number().int().min(1).max(500).default(50),
-        offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
-      }),
+      querystring: periodInOrder(
+        z.object({
+          status: z.enum(STATUSES).optional(),
+          action: z.string().min(1).max(200).optional(),
+          urgency: z.enum(URGENCIES).optional(),
+          agentId: z.string().min(1).max(200).optional(),
+          from: isoTimestampMs.optional(),
+          to: isoTimestampMs.optional(),
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+          offset: z.coerce.number().int().min(0).max(MAX_OFFSET).default(0),
+        }),
+      ),
       response: {
         200: z.array(
           z.object({

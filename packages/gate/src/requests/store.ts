@@ -1,4 +1,4 @@
-import { countScopeLeaves, forUpdateOf, hashHex, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
+import { countScopeLeaves, forUpdateOf, hashHex, jsonText, PreparedQuery, readSnapshot, toIso } from '@vigil/platform';
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
@@ -177,16 +177,29 @@ export interface ListRequestsQuery {
   status?: string;
   action?: string;
   urgency?: string;
+  /** context.agentId (index requests_agent_created, migration 0023). */
+  agentId?: string;
+  /** Inclusive bounds on created_at, epoch ms. */
+  from?: number;
+  to?: number;
   limit: number;
   offset: number;
 }
 
-export async function listRequests(database: GateDatabase, query: ListRequestsQuery): Promise<RequestRow[]> {
+/** The list's query, newest first (what the index test explains): each filter reads an index ending in the list's order. */
+export function listRequestsQuery(database: GateDatabase, query: ListRequestsQuery) {
   let q = database.db.selectFrom('requests').selectAll();
   if (query.status !== undefined) q = q.where('status', '=', query.status);
   if (query.action !== undefined) q = q.where('action', '=', query.action);
   if (query.urgency !== undefined) q = q.where('urgency', '=', query.urgency);
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute();
+  if (query.agentId !== undefined) q = q.where(jsonText(database.dialect, 'context', 'agentId'), '=', query.agentId);
+  if (query.from !== undefined) q = q.where('created_at', '>=', query.from);
+  if (query.to !== undefined) q = q.where('created_at', '<=', query.to);
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset);
+}
+
+export async function listRequests(database: GateDatabase, query: ListRequestsQuery): Promise<RequestRow[]> {
+  return listRequestsQuery(database, query).execute();
 }
 
 /** A request's row and trail, oldest first, and its chain's verdict against the head the request row records and the audit log's leaves (one snapshot). */

@@ -829,6 +829,19 @@ await describeEachDatabase('alert rules: evaluation', (backend) => {
       assert.equal(one.total, 1);
       assert.equal(one.hasMore, false);
       assert.equal(one.entries[0]!.ruleId, rules[1]!.id);
+      // The period (an evidence pack's): from and to are inclusive bounds on triggeredAt; from after to is a 400.
+      const minute = (m: number) => new Date(NOW + m * MINUTE).toISOString();
+      const period = await history(observe, `?from=${minute(1)}&to=${minute(2)}`);
+      assert.deepEqual(
+        period.entries.map((e) => e.ruleId),
+        [rules[2]!.id, rules[1]!.id],
+      );
+      assert.equal(period.total, 2);
+      assert.deepEqual(
+        (await history(observe, `?to=${minute(0)}`)).entries.map((e) => e.ruleId),
+        [rules[0]!.id],
+      );
+      assertErrorBody(await observe.call({ method: 'GET', url: `/api/alerts/history?from=${minute(2)}&to=${minute(1)}` }), 400);
     });
   });
 

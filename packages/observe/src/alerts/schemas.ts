@@ -1,3 +1,4 @@
+import { periodInOrder } from '@vigil/platform';
 import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
@@ -102,5 +103,5 @@ export const historyEntrySchema = z
   .meta({ id: 'AlertHistoryEntry' });
 export type HistoryEntryOut = z.infer<typeof historyEntrySchema>;
 
-export const historyQuerySchema = z.object(ruleHistoryPage);
+export const historyQuerySchema = periodInOrder(z.object(ruleHistoryPage));
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;

@@ -124,6 +124,8 @@ export function toHistoryOut(row: AlertHistoryRow): HistoryEntryOut {
 export async function listHistory(database: ObserveDatabase, query: HistoryQuery): Promise<{ rows: AlertHistoryRow[]; total: number }> {
   let filtered = database.db.selectFrom('alert_history');
   if (query.ruleId !== undefined) filtered = filtered.where('rule_id', '=', query.ruleId);
+  if (query.from !== undefined) filtered = filtered.where('triggered_at', '>=', query.from);
+  if (query.to !== undefined) filtered = filtered.where('triggered_at', '<=', query.to);
   const [rows, count] = await Promise.all([
     filtered.selectAll().orderBy('triggered_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute(),
     filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),

@@ -32,7 +32,7 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
     await createHeadMapTables(db);
   },
   /** The map of heads doubles its buckets as it grows (entries keyed by 24 bits of their scope's hash; docs/audit.md, "Session heads"). */
-  async '0041_audit_head_map_growth'(db) {
+  async '0040_audit_head_map_growth'(db) {
     await rekeyHeadMap(db);
   },
 };

@@ -186,6 +186,20 @@ await describeEachDatabase('erasure by data subject', (backend: TestBackend) => 
     assertErrorBody(await erase(observe, ALICE), 404);
   });
 
+  test('GET /api/audit/erasures?from&to keeps the erasures made in the period (inclusive); from after to is a 400', async () => {
+    const listed = async (query: string) => {
+      const response = await observe.call({ method: 'GET', url: `/api/audit/erasures${query}` });
+      assert.equal(response.statusCode, 200, response.body);
+      return (response.json() as { erasures: { erasureId: string; body: string }[] }).erasures.map((e) => e.erasureId);
+    };
+    const erasedAt = Date.parse((JSON.parse(receipt.leaf.body) as { timestamp: string }).timestamp);
+    assert.deepEqual(await listed(''), [receipt.erasureId]);
+    assert.deepEqual(await listed(`?from=${iso(erasedAt)}&to=${iso(erasedAt)}`), [receipt.erasureId]);
+    assert.deepEqual(await listed(`?from=${iso(erasedAt + 1)}`), []);
+    assert.deepEqual(await listed(`?to=${iso(erasedAt - 1)}`), []);
+    assertErrorBody(await observe.call({ method: 'GET', url: `/api/audit/erasures?from=${iso(erasedAt)}&to=${iso(erasedAt - 1)}` }), 400);
+  });
+
   test('every session still verifies, naming the erasure; timelines, replays and search show the markers', async () => {
     for (const id of sessions) {
       const verdict = await verify(observe, id);

@@ -33,4 +33,8 @@ export const erasureMigrations: Record<string, MigrationStep> = {
       .execute();
     await db.insertInto('subject_index_backfill').values({ name: 'events', after_id: '', done_at: null }).execute();
   },
+  /** GET /api/audit/erasures?from&to (an evidence pack's deletion receipts of a period): a range of this index, in the list's order. */
+  async '0039_audit_erasures_created'(db) {
+    await db.schema.createIndex('audit_erasures_created').on('audit_erasures').columns(['created_at', 'leaf_idx']).execute();
+  },
 };

@@ -1,10 +1,10 @@
-import { keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
+import { isoTimestampMs, keyChangeActor, periodInOrder, routeOptions, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
-import { eraseSubject, findErasureReceipt } from './service.ts';
+import { erasureLeavesQuery, eraseSubject, findErasureReceipt } from './service.ts';
 
 export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: ObserveAuditLog): void {
   app.delete(
@@ -29,15 +29,18 @@ export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: Obs
     routeOptions('read', {
       operationId: 'listErasureLeaves',
       summary: "Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)",
+      description:
+        '`from` and `to` (ISO 8601, inclusive; optional) keep the erasures made in that period (an evidence pack’s deletion receipts), read from an index on the erasure time.',
       tags: ['audit'],
+      querystring: periodInOrder(z.object({ from: isoTimestampMs.optional(), to: isoTimestampMs.optional() })),
       response: {
         200: z.object({
           erasures: z.array(z.object({ erasureId: z.string(), leafIndex: z.number().int(), body: z.string(), signature: z.string() })),
         }),
       },
     }),
-    async () => {
-      const rows = await ctx.database.db.selectFrom('audit_erasures').select(['erasure_id', 'leaf_idx', 'body', 'signature']).orderBy('leaf_idx').execute();
+    async (request) => {
+      const rows = await erasureLeavesQuery(ctx.database.db, request.query).execute();
       return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
     },
   );

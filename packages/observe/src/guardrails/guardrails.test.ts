@@ -762,6 +762,15 @@ await describeEachDatabase('guardrails', (backend: TestBackend) => {
       assert.equal(rest.triggers.length, 1);
       assert.equal(rest.hasMore, false);
       assert.equal((await history(observe, `?ruleId=${rule.id}&agentId=nobody`)).total, 0);
+      // The period (an evidence pack's, with its agent): inclusive bounds on triggeredAt; from after to is a 400.
+      const [newest, middle, oldest] = (await history(observe)).triggers.map((t) => t.triggeredAt);
+      const inPeriod = await history(observe, `?agentId=agent-h&from=${oldest}&to=${middle}`);
+      assert.deepEqual(
+        inPeriod.triggers.map((t) => t.triggeredAt),
+        [middle, oldest],
+      );
+      assert.equal((await history(observe, `?from=${newest}`)).total, 1);
+      assertErrorBody(await observe.call({ method: 'GET', url: `/api/guardrails/history?from=${newest}&to=${oldest}` }), 400);
       // Deleting the rule keeps its history.
       await observe.call({ method: 'DELETE', url: `/api/guardrails/${rule.id}` });
       assert.equal((await history(observe, `?ruleId=${rule.id}`)).total, 3);

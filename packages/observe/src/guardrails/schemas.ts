@@ -1,4 +1,4 @@
-import { DAY_MS } from '@vigil/platform';
+import { DAY_MS, periodInOrder } from '@vigil/platform';
 import { z } from 'zod';
 import { boundedNumber, MAX_FIGURE } from '../bounds.ts';
 import { identifier } from '../events/index.ts';
@@ -185,7 +185,7 @@ export const statusSchema = z
 /** GET /api/guardrails: `agentId` keeps the rules that apply to that agent, its own and those of every agent. */
 export const listQuerySchema = z.object({ agentId: identifier.optional() });
 
-export const historyQuerySchema = z.object({ ...ruleHistoryPage, agentId: identifier.optional() });
+export const historyQuerySchema = periodInOrder(z.object({ ...ruleHistoryPage, agentId: identifier.optional() }));
 export type HistoryQuery = z.infer<typeof historyQuerySchema>;
 
 /** What notify_webhook POSTs (also for dry runs, with `dryRun: true`). */

@@ -213,6 +213,8 @@ export async function queueDelivery(trx: Transaction<ObserveSchema>, triggerId: 
 export async function listTriggers(database: ObserveDatabase, query: HistoryQuery): Promise<{ rows: GuardrailTriggerRow[]; total: number }> {
   let filtered = database.db.selectFrom('guardrail_triggers');
   if (query.ruleId !== undefined) filtered = filtered.where('rule_id', '=', query.ruleId);
+  if (query.from !== undefined) filtered = filtered.where('triggered_at', '>=', query.from);
+  if (query.to !== undefined) filtered = filtered.where('triggered_at', '<=', query.to);
   if (query.agentId !== undefined) filtered = filtered.where('agent_id', '=', query.agentId);
   const [rows, count] = await Promise.all([
     filtered.selectAll().orderBy('triggered_at', 'desc').orderBy('id', 'desc').limit(query.limit).offset(query.offset).execute(),

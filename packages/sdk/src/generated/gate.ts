@@ -2422,7 +2422,7 @@ export interface paths {
     /**
      * List requests, newest first
      *
-     * `agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted.
+     * `agentId` comes from the request's context; `policyName` is the routing policy's current name, null when no rule matched or it was deleted. Filters (optional, combined with AND): `status`, `action`, `urgency`, `agentId` (the context’s), and `from`/`to` (ISO 8601, inclusive) on the creation time — what an evidence pack of a period and its agents reads, each from an index.
      *
      * Scope: `request:read`.
      */
@@ -2432,6 +2432,9 @@ export interface paths {
         status?: "pending" | "approved" | "denied" | "expired";
         action?: string;
         urgency?: "low" | "normal" | "high" | "critical";
+        agentId?: string;
+        from?: string;
+        to?: string;
         limit?: number;
         offset?: number;
       };

@@ -502,7 +502,7 @@ export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "erasure_not_found" | "subject_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "evidence_read_failed" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "erasure_not_found" | "subject_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -824,6 +824,8 @@ export interface paths {
       params: Record<string, never>;
       query: {
         ruleId?: string;
+        from?: string;
+        to?: string;
         limit?: number;
         offset?: number;
       };
@@ -1590,11 +1592,16 @@ export interface paths {
     /**
      * Every erasure leaf of the audit log: its index, its data and the log key's signature (what `vigil verify` holds erased events to)
      *
+     * `from` and `to` (ISO 8601, inclusive; optional) keep the erasures made in that period (an evidence pack’s deletion receipts), read from an index on the erasure time.
+     *
      * Scope: `read`.
      */
     get: {
       params: Record<string, never>;
-      query: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+      };
       body: never;
       bodyRequired: false;
       responses: {
@@ -1610,6 +1617,46 @@ export interface paths {
         401: ObserveError;
         403: ObserveError;
         500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/evidence-pack": {
+    /**
+     * Build the evidence pack of a period (what `vigil evidence` writes), for download
+     *
+     * The same assembly as `vigil evidence` (docs/audit.md, "Evidence packs"): observe's parts read with the caller's credential, and, when the `X-Vigil-Gate-Authorization` header carries a gate credential (the dashboard sends its gate session), the gate’s parts from GATE_URL with it. `content` is the pack (JSON lines), verifiable offline with `vigil verify evidence`; a read either service refuses is a 502 naming it.
+     *
+     * Scope: `admin`.
+     */
+    post: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: {
+        from: string;
+        to: string;
+        /** Only these agents’ oversight records, breaches and error sessions (empty: every agent) */
+        agents?: string[];
+        /** The checkpoint interval the services run with: longer gaps are reported */
+        intervalMs?: number;
+      };
+      bodyRequired: true;
+      responses: {
+        200: {
+          /** A file name for the download: vigil-evidence-<from>-<to>.jsonl */
+          fileName: string;
+          /** Files in the pack: the manifest, the parts, the report and the signatures */
+          files: number;
+          /** The pack: one `{"path", "content"}` JSON line per file */
+          content: string;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        413: ObserveError;
+        415: ObserveError;
+        500: ObserveError;
+        502: ObserveError;
         503: ObserveError;
       };
     };
@@ -3372,6 +3419,8 @@ export interface paths {
       params: Record<string, never>;
       query: {
         ruleId?: string;
+        from?: string;
+        to?: string;
         limit?: number;
         offset?: number;
         agentId?: string;

@@ -50,10 +50,6 @@ function inPeriod(context: EvidenceContext, timestamp: unknown): boolean {
   return at >= Date.parse(context.from) && at <= Date.parse(context.to);
 }
 
-function ofAgents(context: EvidenceContext, agentId: unknown): boolean {
-  return context.agents.length === 0 || (typeof agentId === 'string' && context.agents.includes(agentId));
-}
-
 /** Pages an offset-paged list (`{<key>: [...], hasMore}` or a bare array) to its end. */
 async function allPages(service: EvidenceService, path: string, key: string | undefined, params: Record<string, string | number | undefined>) {
   const rows: Record<string, unknown>[] = [];
@@ -78,6 +74,13 @@ async function allCursorPages(service: EvidenceService, path: string, params: Re
   }
 }
 
+/** A key's certificate by the key it replaced (a rotation), as GET /api/audit/public-key lists it. */
+interface KeyCertificate {
+  leafIndex: number;
+  body: string;
+  signature: string;
+}
+
 /** A checkpoint as GET /api/audit/checkpoints lists it. */
 export interface ListedCheckpoint {
   checkpoint: { treeSize: number; rootHash: string; timestamp: string; keyId: string; signature: string };
@@ -89,7 +92,8 @@ export interface ListedCheckpoint {
 export interface CheckpointsPart {
   service: string;
   log: string;
-  keys: { keyId: string; publicKey: string }[];
+  /** The log's keys as GET /api/audit/public-key lists them, each with the certificate of the key it replaced (a rotation), or null. */
+  keys: { keyId: string; publicKey: string; certificate: KeyCertificate | null }[];
   checkpoints: ListedCheckpoint[];
   truncated: boolean;
   consistency: { from: number; to: number; proof: string[] }[];
@@ -104,7 +108,7 @@ function checkpointsPart(name: 'observe' | 'gate'): EvidencePart {
     async build(context) {
       const service = context[name];
       if (service === undefined) return null;
-      const keys = (await service.get('/api/audit/public-key')) as { log: string; keys: { keyId: string; publicKey: string }[] };
+      const keys = (await service.get('/api/audit/public-key')) as { log: string; keys: { keyId: string; publicKey: string; certificate?: KeyCertificate }[] };
       const listed = (await service.get(`/api/audit/checkpoints?${query({ from: context.from, to: context.to })}`)) as {
         checkpoints: ListedCheckpoint[];
         truncated: boolean;
@@ -118,7 +122,7 @@ function checkpointsPart(name: 'observe' | 'gate'): EvidencePart {
       const part: CheckpointsPart = {
         service: name,
         log: keys.log,
-        keys: keys.keys.map(({ keyId, publicKey }) => ({ keyId, publicKey })),
+        keys: keys.keys.map(({ keyId, publicKey, certificate }) => ({ keyId, publicKey, certificate: certificate ?? null })),
         checkpoints: listed.checkpoints,
         truncated: listed.truncated,
         consistency,
@@ -150,39 +154,62 @@ function continuityOf(context: EvidenceContext, part: CheckpointsPart | null | u
   };
 }
 
+/** The agents to read one by one (each list filters by one agent on the server), or one unfiltered read. */
+const agentFilters = (context: EvidenceContext): (string | undefined)[] => (context.agents.length === 0 ? [undefined] : [...context.agents]);
+
+/** `work` over every item, at most `width` at a time, the answers in the items' order. */
+async function inParallel<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const answers: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      answers[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return answers;
+}
+
+/** Requests read at once from the gate: each is two reads (its detail with its receipt, and its trail). */
+const REQUEST_READS_IN_FLIGHT = 8;
+
 async function oversight(context: EvidenceContext) {
   const gate = context.gate;
   if (gate === undefined) return null;
-  const requests = [];
-  for (let offset = 0; ; offset += 500) {
-    const page = (await gate.get(`/api/requests?${query({ limit: 500, offset })}`)) as { id: string; createdAt: string; agentId: string | null }[];
-    for (const row of page) {
-      if (!inPeriod(context, row.createdAt) || !ofAgents(context, row.agentId)) continue;
-      const request = await gate.get(`/api/requests/${encodeURIComponent(row.id)}`);
-      const audit = await gate.get(`/api/requests/${encodeURIComponent(row.id)}/audit`);
-      const receipt = await gate.get(`/api/requests/${encodeURIComponent(row.id)}/receipt`).catch(() => null);
-      requests.push({ request, audit, receipt });
-    }
-    // Newest first: a page ending before the period ends the walk.
-    if (page.length < 500 || Date.parse(page.at(-1)!.createdAt) < Date.parse(context.from)) break;
-  }
-  return { requests };
+  // The gate filters by creation time and agent (from an index each): only the period's requests are read.
+  const listed: Record<string, unknown>[] = [];
+  for (const agentId of agentFilters(context))
+    listed.push(...(await allPages(gate, '/api/requests', undefined, { from: context.from, to: context.to, agentId })));
+  const requests = await inParallel(listed, REQUEST_READS_IN_FLIGHT, async (row) => {
+    const id = encodeURIComponent(String(row.id));
+    const [request, audit] = (await Promise.all([gate.get(`/api/requests/${id}`), gate.get(`/api/requests/${id}/audit`)])) as [
+      Record<string, unknown>,
+      Record<string, unknown>[],
+    ];
+    return { request, audit, receipt: request.receipt ?? null };
+  });
+  // Every escalation of those requests (its `escalated` audit entry: the tier reached, the new deadline, who was told).
+  const escalations = requests.flatMap(({ request, audit }) =>
+    audit
+      .filter((entry) => entry.event === 'escalated')
+      .map((entry) => ({ requestId: request.id, action: request.action, timestamp: entry.timestamp, actor: entry.actor, details: entry.details ?? null })),
+  );
+  return { requests, escalations };
 }
 
 async function incidents(context: EvidenceContext) {
   const observe = context.observe;
   if (observe === undefined) return null;
-  const guardrailBreaches = (await allPages(observe, '/api/guardrails/history', 'triggers', {})).filter(
-    (row) => inPeriod(context, row.triggeredAt) && ofAgents(context, row.agentId),
-  );
-  const firedAlerts = (await allPages(observe, '/api/alerts/history', 'entries', {})).filter(
-    (row) => inPeriod(context, row.triggeredAt) && ofAgents(context, row.agentId),
-  );
-  const agents = context.agents.length === 0 ? [undefined] : context.agents;
+  const period = { from: context.from, to: context.to };
+  const guardrailBreaches = [];
   const errorSessions = [];
-  for (const agentId of agents) {
-    errorSessions.push(...(await allPages(observe, '/api/sessions', 'sessions', { status: 'error', from: context.from, to: context.to, agentId })));
+  for (const agentId of agentFilters(context)) {
+    guardrailBreaches.push(...(await allPages(observe, '/api/guardrails/history', 'triggers', { ...period, agentId })));
+    errorSessions.push(...(await allPages(observe, '/api/sessions', 'sessions', { status: 'error', ...period, agentId })));
   }
+  // An alert rule watches the fleet's figures, not one agent's: every alert of the period is kept.
+  const firedAlerts = await allPages(observe, '/api/alerts/history', 'entries', period);
   return { guardrailBreaches, firedAlerts, errorSessions };
 }
 
@@ -220,7 +247,8 @@ async function inventory(context: EvidenceContext) {
   const { observe, gate } = context;
   const period = { from: context.from, to: context.to };
   const agents = observe === undefined ? null : ((await observe.get('/api/agents')) as Record<string, unknown>);
-  const models = observe === undefined ? null : await observe.get(`/api/analytics/llm?${query(period)}`);
+  // Weekly buckets: the inventory needs the models used, and a period of years stays within the route's bucket limit.
+  const models = observe === undefined ? null : await observe.get(`/api/analytics/llm?${query({ ...period, granularity: 'week' })}`);
   const tools = observe === undefined ? null : await observe.get(`/api/analytics/tools?${query(period)}`);
   const observeKeys = observe === undefined ? null : keysOf(await observe.get('/api/keys'));
   const gateKeys = gate === undefined ? null : keysOf(await gate.get('/api/api-keys'));
@@ -257,7 +285,8 @@ export const EVIDENCE_PARTS: readonly EvidencePart[] = [
     name: 'oversight',
     control: 'oversight',
     title: 'Human oversight',
-    describe: "Every gate request created in the period: the request, its audit trail (decisions with the decider's identity, redemptions), and its receipt.",
+    describe:
+      "Every gate request created in the period: the request, its audit trail (decisions with the decider's identity, redemptions, escalations), and its receipt; and every escalation of those requests (the tier reached, its new deadline, who was told).",
     build: oversight,
   },
   {
@@ -273,12 +302,14 @@ export const EVIDENCE_PARTS: readonly EvidencePart[] = [
     name: 'retention',
     control: 'retention',
     title: 'Retention and deletion receipts',
-    describe: "The signed retention tombstones of the period (each deleted chain's receipt, signed by the audit key and logged as a leaf).",
+    describe:
+      "The signed retention tombstones of the period (each deleted chain's receipt, signed by the audit key and logged as a leaf), and observe's erasure receipts (DELETE /api/subjects/:id: each erasure leaf, naming the subject's keyed hash, the reason, the requester and every erased event by id and hash, with the log key's signature).",
     async build(context) {
       const period = query({ from: context.from, to: context.to });
       return {
         observe: context.observe === undefined ? null : await context.observe.get(`/api/audit/tombstones?${period}`),
         gate: context.gate === undefined ? null : await context.gate.get(`/api/audit/tombstones?${period}`),
+        erasures: context.observe === undefined ? null : ((await context.observe.get(`/api/audit/erasures?${period}`)) as { erasures: unknown[] }).erasures,
       };
     },
   },

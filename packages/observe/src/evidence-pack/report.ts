@@ -23,7 +23,19 @@ function summary(name: string, data: unknown): string {
   }
   if (name === 'oversight') {
     const requests = (value.requests as { request: Record<string, unknown> }[]).map((r) => r.request);
-    return table(requests, ['id', 'action', 'status', 'createdAt', 'decidedBy', 'decidedAt']);
+    return `${table(requests, ['id', 'action', 'status', 'createdAt', 'decidedBy', 'decidedAt'])}<h3>Escalations</h3>${table(
+      value.escalations as Record<string, unknown>[],
+      ['requestId', 'action', 'timestamp', 'actor', 'details'],
+    )}`;
+  }
+  if (name === 'retention') {
+    const erasures = ((value.erasures ?? []) as { erasureId: string; leafIndex: number; body: string }[]).map((erasure) => {
+      const leaf = JSON.parse(erasure.body) as { timestamp: string; reason: string; requestedBy: string; subject: string; events: unknown[] };
+      return { ...erasure, erasedAt: leaf.timestamp, reason: leaf.reason, requestedBy: leaf.requestedBy, subject: leaf.subject, events: leaf.events.length };
+    });
+    return `<h3>Erasures (deletion receipts)</h3>${table(erasures, ['erasureId', 'erasedAt', 'reason', 'requestedBy', 'subject', 'events', 'leafIndex'])}<h3>Retention tombstones</h3><pre>${escape(
+      JSON.stringify({ observe: value.observe, gate: value.gate }, null, 2).slice(0, 20_000),
+    )}</pre>`;
   }
   if (name.startsWith('changes-')) return table(value.entries as Record<string, unknown>[], ['ts', 'actor', 'resource', 'resourceId', 'action']);
   if (name === 'controls') {
