@@ -9,6 +9,7 @@ import {
   registerOpenApiRoute,
   serviceHttpOptions,
   ServiceMetrics,
+  SubjectHasher,
   systemClock,
 } from '@vigil/platform';
 import type { Clock, PeriodicJob, ServiceBuildOptions, ServiceError, ZodApp } from '@vigil/platform';
@@ -45,7 +46,6 @@ import type { ObserveSchema } from './schema.ts';
 import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
-import { SubjectHasher } from './subjects.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
 import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
@@ -139,7 +139,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     metrics: new ServiceMetrics(clock, database),
     changeResources: OBSERVE_CHANGE_RESOURCES,
     loggedStates: new LoggedStates(database.db, clock, LOGGED_STATE_MAX_AGE_MS),
-    subjects: new SubjectHasher(config),
+    subjects: new SubjectHasher({ hashKey: config.subjects.hashKey, dataDir: config.dataDir }),
   };
   // Rows every batch of an agent and hour updates: after the commit-ordering lock (WriterPosition).
   for (const table of OBSERVE_DERIVED_TABLES) if (table.apply) context.events.inTransaction(table.apply, { sharedRows: true });

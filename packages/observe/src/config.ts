@@ -28,8 +28,6 @@ export const observeEnvironment = environmentSlice(
           .filter((path) => path.length > 0),
       )
       .pipe(z.array(z.string().regex(/^(payload|metadata)(\.[^.]+)+$/, 'each path starts with payload. or metadata.'))),
-    /** The key subject ids are hashed under (HMAC-SHA256) where erasure and holds record them; unset: a key generated into DATA_DIR/subject-hash.key (set it when instances share a database). */
-    SUBJECT_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
     /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
     MODEL_PRICES: z.string().min(1).optional(),
     ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),

@@ -82,8 +82,8 @@ test('auditEntryText, written out field by field, is exactly canonicalJson of th
 });
 
 test('verifyAuditChain: no entries and no head is a valid empty chain; a head with no entries is broken at seq 0', () => {
-  assert.deepEqual(verifyAuditChain([]), { valid: true, brokenAt: null, reason: null, headHash: null });
-  assert.deepEqual(verifyAuditChain([], { seq: -1, hash: null }), { valid: true, brokenAt: null, reason: null, headHash: null });
+  assert.deepEqual(verifyAuditChain([]), { valid: true, brokenAt: null, reason: null, headHash: null, erasures: [] });
+  assert.deepEqual(verifyAuditChain([], { seq: -1, hash: null }), { valid: true, brokenAt: null, reason: null, headHash: null, erasures: [] });
   assert.equal(verifyAuditChain([], { seq: 0, hash: 'a'.repeat(64) }).brokenAt, 0);
 });
 

@@ -299,7 +299,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       if (!trail) throw gateError('requestNotFound');
       const { verdict } = trail;
       // A chain that verifies still has to be what the row holds (docs/audit.md, "A request's row under its chain").
-      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf)) : null;
+      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf), trail.covers) : null;
       return {
         requestId: row.id,
         valid: verdict.valid && rowProblem === null,
@@ -308,6 +308,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         headHash: trail.head.hash,
         brokenAt: verdict.brokenAt,
         reason: rowProblem === null ? verdict.reason : `the request row does not match its chain: ${rowProblem}`,
+        erasures: rowProblem === null ? verdict.erasures : [],
       };
     },
   );
