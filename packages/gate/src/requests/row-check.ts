@@ -43,6 +43,12 @@ export function storedRequestState(row: RequestRow): RequestEvidence & { request
   };
 }
 
+/** The erasure whose marker the row's params and context are, else null. */
+export function erasedRequestOf(row: RequestRow): string | null {
+  const erasure = erasureOfMarkerText(row.params);
+  return erasure !== null && row.context === row.params ? erasure : null;
+}
+
 /**
  * Where the row differs from the replay of its trail's entries (seq order from 0), or null when it
  * does not. An erased row (params and context the erasure marker) stands for the requestHash the
@@ -57,7 +63,7 @@ export function rowStateProblem(row: RequestRow, entries: readonly AuditChainEnt
   const erasure = erasureOfMarkerText(row.params);
   if (erasure !== null) {
     const requestHash = covers?.get(erasure)?.requests.get(row.id);
-    if (requestHash === undefined || row.context !== row.params)
+    if (requestHash === undefined || erasedRequestOf(row) === null)
       return `its params and context were replaced by an erasure marker (erasure ${erasure}) that no signed erasure leaf covers`;
     stored.requestHash = requestHash;
   }
