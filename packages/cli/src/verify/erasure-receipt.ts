@@ -49,7 +49,8 @@ export async function runVerifyErasureReceipt(
       if (receipt.subject !== leaf.subject) reasons.push('its subject is not the one its leaf names');
       if (requests !== undefined) {
         if (receipt.requestCount !== requests.size) reasons.push(`it counts ${String(receipt.requestCount)} requests, its leaf lists ${requests.size}`);
-      } else if (receipt.eventCount !== leaf.events.length) reasons.push(`it counts ${String(receipt.eventCount)} events, its leaf lists ${leaf.events.length}`);
+      } else if (receipt.eventCount !== leaf.events.length)
+        reasons.push(`it counts ${String(receipt.eventCount)} events, its leaf lists ${leaf.events.length}`);
     }
     const valid = reasons.length === 0;
     const leafHashHex = leafHash(Buffer.from(body, 'utf8')).toString('hex');

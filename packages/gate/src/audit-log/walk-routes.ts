@@ -28,7 +28,12 @@ export function registerGateAuditWalkRoutes(app: ZodApp, ctx: GateContext, log: 
     },
     erasures: async (requestId) => {
       // The erasures the request's erased entries name (their markers), with their signed leaves.
-      const marked = await db.selectFrom('audit_entries').select('details').where('request_id', '=', requestId).where('details', 'like', '{"erased":true,%').execute();
+      const marked = await db
+        .selectFrom('audit_entries')
+        .select('details')
+        .where('request_id', '=', requestId)
+        .where('details', 'like', '{"erased":true,%')
+        .execute();
       const ids = [...new Set(marked.flatMap((row) => erasureOfMarkerText(row.details) ?? []))];
       if (ids.length === 0) return [];
       const rows = await db.selectFrom('audit_erasures').select(['leaf_idx', 'body', 'signature']).where('erasure_id', 'in', ids).orderBy('leaf_idx').execute();

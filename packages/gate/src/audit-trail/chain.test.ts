@@ -132,7 +132,16 @@ await describeEachDatabase('gate audit chain', (backend) => {
       assert.equal(entry.hash, recomputed, `seq ${entry.seq}`);
       prevHash = entry.hash;
     }
-    assert.deepEqual(await verdict(id), { requestId: id, valid: true, entryCount: 3, headSeq: 2, headHash: prevHash, brokenAt: null, reason: null, erasures: [] });
+    assert.deepEqual(await verdict(id), {
+      requestId: id,
+      valid: true,
+      entryCount: 3,
+      headSeq: 2,
+      headHash: prevHash,
+      brokenAt: null,
+      reason: null,
+      erasures: [],
+    });
   });
 
   test('expiry and a policy decision at creation extend the chain like any other entry', async () => {

@@ -78,12 +78,19 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
     // The receipt's leaf: signed by the audit key, and the log's leaf at its index.
     const body = Buffer.from(receipt.leaf.body, 'utf8');
     assert.ok(verifyBytes(body, receipt.leaf.signature, Buffer.from(receipt.leaf.publicKey, 'base64')));
-    const leaf = await gate.service.context.database.db.selectFrom('audit_log_leaves').select('leaf_hash').where('idx', '=', receipt.leaf.index).executeTakeFirstOrThrow();
+    const leaf = await gate.service.context.database.db
+      .selectFrom('audit_log_leaves')
+      .select('leaf_hash')
+      .where('idx', '=', receipt.leaf.index)
+      .executeTakeFirstOrThrow();
     assert.ok(leafHash(body).equals(leaf.leaf_hash));
     const parsed = JSON.parse(receipt.leaf.body) as { kind: string; log: string; requests: { id: string }[]; events: { id: string; hash: string }[] };
     assert.equal(parsed.kind, 'erasure');
     assert.equal(parsed.log, 'vigil-gate');
-    assert.deepEqual(parsed.requests.map((r) => r.id), [confirmed, denied].sort());
+    assert.deepEqual(
+      parsed.requests.map((r) => r.id),
+      [confirmed, denied].sort(),
+    );
     // approved + confirmed of one, denied of the other: the entries whose details carried content.
     assert.equal(parsed.events.length, 3);
 
@@ -134,7 +141,10 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
     const { db } = gate.service.context.database;
     await db.updateTable('requests').set({ params: forged, context: forged }).where('id', '=', id).execute();
     const read = await gate.call({ method: 'GET', url: `/api/requests/${id}` });
-    assert.match(assertGateError(read, 500, 'internal_error', 'read of a forged erasure'), /erasure marker \(erasure forged-erasure\) that no signed erasure leaf covers/);
+    assert.match(
+      assertGateError(read, 500, 'internal_error', 'read of a forged erasure'),
+      /erasure marker \(erasure forged-erasure\) that no signed erasure leaf covers/,
+    );
     const verdict = await verify(id);
     assert.equal(verdict.valid, false);
     assert.match(verdict.reason ?? '', /no signed erasure leaf covers/);

@@ -11,7 +11,7 @@ export function registerErasureRoutes(app: ZodApp, ctx: GateContext): void {
     routeOptions('admin', {
       operationId: 'eraseSubject',
       summary:
-        "Erase a data subject: every request naming it keeps its id, status, times and audit chain while its content becomes an erasure marker, under one signed erasure leaf",
+        'Erase a data subject: every request naming it keeps its id, status, times and audit chain while its content becomes an erasure marker, under one signed erasure leaf',
       description:
         'Replaces the params, context, decision reason and execution result of every request naming the subject, and the details of its decision, vote, confirmation and redemption entries, by the erasure marker; deletes their webhook deliveries; answers a signed deletion receipt (docs/guide/erasure.md). A request of the subject still pending answers 409 and erases nothing.',
       tags: ['erasure'],

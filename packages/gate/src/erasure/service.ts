@@ -2,14 +2,7 @@ import { forUpdate, newId, signBytes, toIso, type ChangeActor } from '@vigil/pla
 import { GATE_LOG } from '../audit-log/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import {
-  assertLockedRowEvidence,
-  erasedReasonText,
-  erasureMarkerText,
-  gateErasureLeafBody,
-  loggedTrails,
-  storedRequestState,
-} from '../requests/index.ts';
+import { assertLockedRowEvidence, erasedReasonText, erasureMarkerText, gateErasureLeafBody, loggedTrails, storedRequestState } from '../requests/index.ts';
 import type { GateErasureReceipt } from './schemas.ts';
 
 /** The kind of an erasure's leaf (the leaves' `kind` column). */
@@ -64,7 +57,12 @@ export async function eraseSubject(ctx: GateContext, subjectId: string, reason: 
       requests: rows.map((row) => ({ id: row.id, requestHash: storedRequestState(row).requestHash })),
     });
     await trx.updateTable('requests').set({ params: marker, context: marker }).where('id', 'in', ids).execute();
-    await trx.updateTable('requests').set({ decision_reason: erasedReasonText(erasureId) }).where('id', 'in', ids).where('status', 'in', DECIDED).execute();
+    await trx
+      .updateTable('requests')
+      .set({ decision_reason: erasedReasonText(erasureId) })
+      .where('id', 'in', ids)
+      .where('status', 'in', DECIDED)
+      .execute();
     await trx.updateTable('requests').set({ execution_result: marker }).where('id', 'in', ids).where('execution_result', 'is not', null).execute();
     if (entries.length > 0)
       await trx
@@ -82,7 +80,10 @@ export async function eraseSubject(ctx: GateContext, subjectId: string, reason: 
     const signature = signBytes(log.key, Buffer.from(body, 'utf8'));
     // The log's head lock last (audit-log/log.ts).
     const index = await log.append(trx, [{ itemId: erasureId, scopeId: null, kind: ERASURE_LEAF, data: Buffer.from(body, 'utf8') }]);
-    await trx.insertInto('audit_erasures').values({ erasure_id: erasureId, leaf_idx: index, subject_hash: subject, body, signature, created_at: now }).execute();
+    await trx
+      .insertInto('audit_erasures')
+      .values({ erasure_id: erasureId, leaf_idx: index, subject_hash: subject, body, signature, created_at: now })
+      .execute();
     return {
       erasureId,
       subject,

@@ -318,7 +318,11 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
-          if (this.indexSubjects) await this.indexSubjects(write.trx, group.map((c) => c.row));
+          if (this.indexSubjects)
+            await this.indexSubjects(
+              write.trx,
+              group.map((c) => c.row),
+            );
           const redemptions = group.flatMap((c) => (c.redemption ? [c.redemption] : []));
           if (redemptions.length > 0) await this.writeIssuedRedemptions!(write.trx, redemptions);
           write.enqueue(group.flatMap((c) => c.transitions));
@@ -655,7 +659,8 @@ export class RequestService {
     if (!locked) return undefined;
     // A lock that waited for another write answers the row as that write left it, but PostgreSQL reads
     // the trail head as its statement saw it before the wait: the trail, read under the lock, decides then.
-    if (!this.verified.vouches(locked.row, locked.trailHead)) await assertLockedRowEvidence(write.trx, locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    if (!this.verified.vouches(locked.row, locked.trailHead))
+      await assertLockedRowEvidence(write.trx, locked.row, await loggedTrail(write.trx, this.ctx.database, id));
     write.vouchAtCommit([locked.row]);
     return locked.row;
   }
