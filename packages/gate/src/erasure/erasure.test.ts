@@ -55,6 +55,13 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
   const verify = async (id: string): Promise<Verdict> => (await gate.call({ method: 'GET', url: `/api/requests/${id}/audit/verify` })).json() as Verdict;
 
   test('erasing a subject replaces the content of its decided and confirmed requests, keeps their chains valid under one signed leaf, and leaves no residue', async () => {
+    // A webhook, so the outbox holds copies of the requests too (unreachable: they stay pending).
+    const hook = await gate.call({
+      method: 'POST',
+      url: '/api/webhooks',
+      payload: { url: 'http://127.0.0.1:9/hook', events: ['request.created', 'request.decided'] },
+    });
+    assert.equal(hook.statusCode, 201, hook.body);
     const confirmed = await create(ALICE, PARAMS_SECRET);
     await decide(confirmed, 'approved', REASON_SECRET);
     const confirm = await gate.call({ method: 'POST', url: `/api/requests/${confirmed}/confirm`, payload: { result: { note: RESULT_SECRET } } });
@@ -65,6 +72,9 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
     await decide(kept, 'approved', 'fine');
     const before = await everyTableText(gate);
     for (const secret of [ALICE, PARAMS_SECRET, REASON_SECRET, RESULT_SECRET]) assert.ok(before.includes(secret), `${secret} stored before`);
+    const { db } = gate.service.context.database;
+    const deliveries = async (id: string) => (await db.selectFrom('deliveries').select('id').where('body', 'like', `%${id}%`).execute()).length;
+    assert.ok((await deliveries(confirmed)) > 0, 'the outbox holds copies of the request');
     const trailBefore = (await gate.call({ method: 'GET', url: `/api/requests/${confirmed}/audit` })).json() as { id: string; seq: number; hash: string }[];
 
     const response = await erase(ALICE);
@@ -97,6 +107,8 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
     const after = await everyTableText(gate);
     for (const secret of [ALICE, PARAMS_SECRET, REASON_SECRET, RESULT_SECRET]) assert.ok(!after.includes(secret), `${secret} is gone from every table`);
     assert.ok(after.includes(OTHER_SECRET), "another subject's request keeps its content");
+    assert.equal(await deliveries(confirmed), 0, 'its deliveries are deleted');
+    assert.ok((await deliveries(kept)) > 0, "another subject's deliveries are kept");
 
     // Reads pass the row check; ids, seqs and hashes are kept; the verdict names the erasure.
     const read = await gate.call({ method: 'GET', url: `/api/requests/${confirmed}` });

@@ -2,7 +2,15 @@ import { forUpdate, newId, signBytes, toIso, type ChangeActor } from '@vigil/pla
 import { GATE_LOG } from '../audit-log/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { assertLockedRowEvidence, erasedReasonText, erasureMarkerText, gateErasureLeafBody, loggedTrails, storedRequestState } from '../requests/index.ts';
+import {
+  assertLockedRowEvidence,
+  erasedReasonText,
+  erasureMarkerText,
+  gateErasureLeafBody,
+  loggedTrails,
+  storedRequestState,
+  type LoggedAuditRow,
+} from '../requests/index.ts';
 import type { GateErasureReceipt } from './schemas.ts';
 
 /** The kind of an erasure's leaf (the leaves' `kind` column). */
@@ -12,6 +20,9 @@ export const ERASURE_LEAF = 'erasure';
 const KEPT_DETAILS = new Set(['created', 'escalated']);
 
 const DECIDED = ['approved', 'denied', 'expired'];
+
+/** Requests (and entries) rewritten per statement. */
+const CHUNK = 500;
 
 /**
  * Erases a data subject from the gate: every request the subject index lists for it keeps its id,
@@ -42,9 +53,19 @@ export async function eraseSubject(ctx: GateContext, subjectId: string, reason: 
         undefined,
         pending.map((row) => ({ path: 'requests', message: `request ${row.id} is pending` })),
       );
-    const trails = await loggedTrails(trx, ids);
-    for (const row of rows) await assertLockedRowEvidence(trx, row, trails.get(row.id) ?? []);
-    const entries = rows.flatMap((row) => (trails.get(row.id) ?? []).filter((entry) => entry.details !== null && !KEPT_DETAILS.has(entry.event)));
+    const entries: LoggedAuditRow[] = [];
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const chunk = rows.slice(i, i + CHUNK);
+      const trails = await loggedTrails(
+        trx,
+        chunk.map((row) => row.id),
+      );
+      for (const row of chunk) {
+        const trail = trails.get(row.id) ?? [];
+        await assertLockedRowEvidence(trx, row, trail);
+        entries.push(...trail.filter((entry) => entry.details !== null && !KEPT_DETAILS.has(entry.event)));
+      }
+    }
     const body = gateErasureLeafBody({
       erasureId,
       log: GATE_LOG,
@@ -56,27 +77,33 @@ export async function eraseSubject(ctx: GateContext, subjectId: string, reason: 
       events: entries.map((entry) => ({ id: entry.id, hash: entry.hash })),
       requests: rows.map((row) => ({ id: row.id, requestHash: storedRequestState(row).requestHash })),
     });
-    await trx.updateTable('requests').set({ params: marker, context: marker }).where('id', 'in', ids).execute();
-    await trx
-      .updateTable('requests')
-      .set({ decision_reason: erasedReasonText(erasureId) })
-      .where('id', 'in', ids)
-      .where('status', 'in', DECIDED)
-      .execute();
-    await trx.updateTable('requests').set({ execution_result: marker }).where('id', 'in', ids).where('execution_result', 'is not', null).execute();
-    if (entries.length > 0)
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const chunk = ids.slice(i, i + CHUNK);
+      await trx.updateTable('requests').set({ params: marker, context: marker }).where('id', 'in', chunk).execute();
+      await trx
+        .updateTable('requests')
+        .set({ decision_reason: erasedReasonText(erasureId) })
+        .where('id', 'in', chunk)
+        .where('status', 'in', DECIDED)
+        .execute();
+      await trx.updateTable('requests').set({ execution_result: marker }).where('id', 'in', chunk).where('execution_result', 'is not', null).execute();
+      await trx.deleteFrom('request_subjects').where('request_id', 'in', chunk).execute();
+      // The outbox's bodies carry each request as it was: its deliveries, sent or not, go with it.
+      await trx
+        .deleteFrom('deliveries')
+        .where((eb) => eb.or(chunk.map((id) => eb('body', 'like', `%${id}%`))))
+        .execute();
+    }
+    for (let i = 0; i < entries.length; i += CHUNK)
       await trx
         .updateTable('audit_entries')
         .set({ details: marker })
         .where(
           'id',
           'in',
-          entries.map((entry) => entry.id),
+          entries.slice(i, i + CHUNK).map((entry) => entry.id),
         )
         .execute();
-    await trx.deleteFrom('request_subjects').where('request_id', 'in', ids).execute();
-    // The outbox's bodies carry each request as it was: its deliveries, sent or not, go with it.
-    for (const id of ids) await trx.deleteFrom('deliveries').where('body', 'like', `%${id}%`).execute();
     const signature = signBytes(log.key, Buffer.from(body, 'utf8'));
     // The log's head lock last (audit-log/log.ts).
     const index = await log.append(trx, [{ itemId: erasureId, scopeId: null, kind: ERASURE_LEAF, data: Buffer.from(body, 'utf8') }]);
