@@ -22,6 +22,7 @@ const parts = remoteMode(targets)
       'evidence',
       'redaction',
       'erasure',
+      'gate-erasure',
       'memory',
       'mcp',
       'analytics-current-hour',
