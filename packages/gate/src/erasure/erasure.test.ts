@@ -130,6 +130,15 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
         [receipt.erasureId],
       );
     }
+    // The list an agent polls and a late decision (under the row lock) check the erased rows the same way.
+    const list = await gate.call({ method: 'GET', url: '/api/requests?limit=50' });
+    assert.equal(list.statusCode, 200, list.body);
+    assertGateError(
+      await gate.call({ method: 'POST', url: `/api/requests/${denied}/decide`, payload: { decision: 'approved', reason: 'late' } }),
+      409,
+      'conflict',
+      'deciding an erased request',
+    );
     assert.equal((await verify(kept)).valid, true);
     assert.deepEqual((await verify(kept)).erasures, []);
 
