@@ -23,6 +23,7 @@ const parts = remoteMode(targets)
       'redaction',
       'encryption',
       'erasure',
+      'gate-erasure',
       'memory',
       'mcp',
       'analytics-current-hour',

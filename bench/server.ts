@@ -83,6 +83,8 @@ export interface BenchObserveOptions {
   nodeArgs?: (port: number, dataDir: string) => string[];
   /** Variables added to the server's environment. */
   env?: Record<string, string>;
+  /** What answers once it is up (default observe's `/api/health`). */
+  healthPath?: string;
 }
 
 /**
@@ -100,12 +102,22 @@ export async function startObserve(name: string, options: BenchObserveOptions = 
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', OBSERVE_DB_SCHEMA: schema, ...options.env },
   });
   try {
-    await waitForHealth(base, child);
+    await waitForHealth(base, child, options.healthPath);
   } catch (error) {
     await stopServer(child, dataDir, schema);
     throw error;
   }
   return { child, base, dataDir, schema };
+}
+
+/** Starts a gate the way startObserve starts observe (its schema in GATE_DB_SCHEMA), with `adminKey` installed. */
+export function startGate(name: string, adminKey: string, env: Record<string, string> = {}): Promise<BenchObserve> {
+  const schema = `bench_${name.replace(/-/g, '_')}_${process.pid}`;
+  return startObserve(name, {
+    nodeArgs: (port, dataDir) => ['packages/cli/bin/vigil.mjs', 'gate', '--port', String(port), '--data-dir', dataDir],
+    env: { GATE_ADMIN_KEY: adminKey, GATE_DB_SCHEMA: schema, ...env },
+    healthPath: '/health',
+  });
 }
 
 /** Creates the first observe key of a fresh server (the first needs none) and returns its secret. */

@@ -10,6 +10,7 @@ import {
   registerOpenApiRoute,
   serviceHttpOptions,
   ServiceMetrics,
+  SubjectHasher,
   LoggedStates,
   systemClock,
   tablesOf,
@@ -19,6 +20,7 @@ import { approversFeature } from './approvers/index.ts';
 import { auditTrailFeature } from './audit-trail/index.ts';
 import { auditLogFeature, GATE_LOG } from './audit-log/index.ts';
 import { chatFeature, chatNotifier } from './chat/index.ts';
+import { erasureFeature } from './erasure/index.ts';
 import { claudeCodeFeature } from './claude-code/index.ts';
 import { authenticationFeature, KeyCache, keysFeature, RATE_LIMIT_HEADERS, SCOPES } from './auth/index.ts';
 import type { GateConfig } from './config.ts';
@@ -111,6 +113,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
     }),
     metrics: new ServiceMetrics(clock, database),
     redactor: new Masker(config.masking),
+    subjects: new SubjectHasher({ hashKey: config.subjects.hashKey, dataDir: config.dataDir }),
     changeResources: GATE_CHANGE_RESOURCES,
   };
   registerMetricsRoute(app, context.metrics, { ...config.metrics, refuse: () => gateError('unauthorized') });
@@ -138,6 +141,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(grantsFeature(requests.service));
   const budgets = await features.register(budgetsFeature(requests.service));
   await features.register(auditTrailFeature);
+  await features.register(erasureFeature(requests.service));
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);
   const generatedAdminKey = await features.register(keysFeature);

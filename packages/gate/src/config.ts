@@ -50,6 +50,10 @@ export const gateEnvironment = environmentSlice(
     DISCORD_API_URL: httpUrl.default('https://discord.com/api/v10'),
     /** Who may decide from Discord unless a policy rule names its own: user ids, `role:<role id>`, or `*`. */
     DISCORD_DECIDERS: commaList.default([]),
+    /** Where requests name their data subject (erasure, DELETE /api/subjects/:id): comma-separated paths, `params.` or `context.` first. */
+    GATE_SUBJECT_PATHS: commaList
+      .default(['context.subjectId'])
+      .pipe(z.array(z.string().regex(/^(params|context)(\.[^.]+)+$/, 'each path starts with params. or context.'))),
   },
   (env) =>
     Object.values(CHAT_REQUIRED).flatMap((names) => {
@@ -75,6 +79,8 @@ export interface GateConfig extends ServiceBaseConfig {
   observe?: { url: string; webhookSecret?: string; serviceToken?: string };
   /** Approvals from chat (chat/): each platform when configured. */
   chat: { slack?: SlackConfig; discord?: DiscordConfig };
+  /** Data subjects (erasure/): the paths that name a request's subject and the key their ids are hashed under (SUBJECT_HASH_KEY, shared with observe). */
+  subjects: { paths: string[]; hashKey?: string };
 }
 
 export interface SlackConfig {
@@ -103,6 +109,7 @@ export function gateConfig(e: GateEnvironment, overrides: ServiceOverrides = {})
     expiryScanIntervalMs: e.EXPIRY_SCAN_INTERVAL_MS,
     cacheRefreshMs: e.GATE_CACHE_REFRESH_MS,
     claudeCodePromptWaitSeconds: e.CLAUDE_CODE_PROMPT_WAIT_SECONDS,
+    subjects: { paths: e.GATE_SUBJECT_PATHS, hashKey: e.SUBJECT_HASH_KEY },
     observe: e.OBSERVE_URL ? { url: e.OBSERVE_URL, webhookSecret: e.OBSERVE_WEBHOOK_SECRET, serviceToken: e.INTERNAL_SERVICE_TOKEN } : undefined,
     chat: {
       ...(e.SLACK_BOT_TOKEN && e.SLACK_SIGNING_SECRET && e.SLACK_CHANNEL_ID

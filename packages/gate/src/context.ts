@@ -1,4 +1,4 @@
-import type { ChangeResources, Clock, Feature, Masker, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, Masker, ServiceMetrics, SubjectHasher } from '@vigil/platform';
 import { DELEGATION_CHANGES, GROUP_CHANGES } from './approvers/index.ts';
 import type { GateAuditLog } from './audit-log/index.ts';
 import type { GateConfig } from './config.ts';
@@ -41,6 +41,8 @@ export interface GateContext {
   metrics: ServiceMetrics;
   /** What new requests' params and context are redacted with (REDACTION_*; redaction/). */
   redactor: Masker;
+  /** The keyed hash data subjects' ids are recorded under (SUBJECT_HASH_KEY; erasure/). */
+  subjects: SubjectHasher;
   /** GATE_CHANGE_RESOURCES, for the change log's route. */
   changeResources: ChangeResources<GateChangeResource>;
 }

@@ -7,6 +7,7 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { auditTrailMigrations } from './audit-trail/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { chatMigrations } from './chat/index.ts';
+import { erasureMigrations } from './erasure/index.ts';
 import { escalationMigrations } from './escalation/index.ts';
 import { gateHistory } from './migration-history/index.ts';
 import { grantsMigrations } from './grants/index.ts';
@@ -28,4 +29,5 @@ export const gateMigrations = collectMigrations(
   grantsMigrations,
   budgetsMigrations,
   requestsMigrations,
+  erasureMigrations,
 );

@@ -7,6 +7,7 @@ import type { ApproversTables } from './approvers/index.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { BudgetsTables } from './budgets/index.ts';
 import type { ChatTables } from './chat/index.ts';
+import type { ErasureTables } from './erasure/index.ts';
 import type { GrantsTables } from './grants/index.ts';
 import type { PoliciesTables } from './policies/index.ts';
 import type { ReceiptsTables } from './receipts/index.ts';
@@ -26,6 +27,7 @@ export interface GateSchema
     ReceiptsTables,
     ApproversTables,
     GrantsTables,
-    BudgetsTables {}
+    BudgetsTables,
+    ErasureTables {}
 
 export type GateDatabase = Database<GateSchema>;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { buildGateService, type GateService } from './app.ts';
 import { auditEntryHash, chainEntryOf } from './stored-formats/index.ts';
 import { SCOPES, type Scope } from './auth/index.ts';
@@ -113,4 +114,22 @@ export async function relinkAuditChain(database: GateDatabase, requestId: string
     .set({ audit_head_seq: rows.length === 0 ? -1 : rows.at(-1)!.seq, audit_head_hash: previous })
     .where('id', '=', requestId)
     .execute();
+}
+
+/** Every table's rows as one text (SQLite: JSON; PostgreSQL: each row cast to text). */
+export async function everyTableText(gate: TestGate): Promise<string> {
+  const { db, dialect } = gate.service.context.database;
+  const texts: string[] = [];
+  if (dialect === 'sqlite') {
+    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db);
+    for (const { name } of tables.rows) texts.push(JSON.stringify((await sql`select * from ${sql.table(name)}`.execute(db)).rows));
+  } else {
+    const schema = (gate.config.database as { schema: string }).schema;
+    const tables = await sql<{
+      name: string;
+    }>`select table_name as name from information_schema.tables where table_schema = ${schema} and table_type = 'BASE TABLE'`.execute(db);
+    for (const { name } of tables.rows)
+      texts.push(...(await sql<{ row: string }>`select t::text as row from ${sql.table(name)} t`.execute(db)).rows.map((r) => r.row));
+  }
+  return texts.join('\n');
 }

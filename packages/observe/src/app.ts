@@ -9,6 +9,7 @@ import {
   registerOpenApiRoute,
   serviceHttpOptions,
   ServiceMetrics,
+  SubjectHasher,
   systemClock,
 } from '@vigil/platform';
 import type { Clock, PeriodicJob, ServiceBuildOptions, ServiceError, ZodApp } from '@vigil/platform';
@@ -46,7 +47,6 @@ import type { ObserveSchema } from './schema.ts';
 import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
-import { SubjectHasher } from './subjects.ts';
 import { startEventSealer } from './encryption/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
@@ -130,7 +130,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const clock = options.clock ?? systemClock;
   const prices = loadPriceTable(config, clock);
   const database = await openServiceDatabase<ObserveSchema>(config, observeMigrations);
-  const subjects = new SubjectHasher(config);
+  const subjects = new SubjectHasher({ hashKey: config.subjects.hashKey, dataDir: config.dataDir });
   const sealer = await startEventSealer(config, database, subjects).catch(async (error: unknown) => {
     await database.close();
     throw error;

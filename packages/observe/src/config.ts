@@ -28,8 +28,6 @@ export const observeEnvironment = environmentSlice(
           .filter((path) => path.length > 0),
       )
       .pipe(z.array(z.string().regex(/^(payload|metadata)(\.[^.]+)+$/, 'each path starts with payload. or metadata.'))),
-    /** The key subject ids are hashed under (HMAC-SHA256) where erasure and holds record them; unset: a key generated into DATA_DIR/subject-hash.key (set it when instances share a database). */
-    SUBJECT_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
     /** A file holding a 32-byte master key (base64 or hex): events' payload and metadata are then stored encrypted under per-subject data keys that erasure destroys (crypto-shredding, docs/guide/erasure.md). Unset: stored in the clear. */
     ENCRYPTION_KEY_FILE: z.string().min(1).optional(),
     /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */

@@ -1,4 +1,4 @@
-import type { ChangeResources, Clock, Feature, LoggedStates, ServiceMetrics } from '@vigil/platform';
+import type { ChangeResources, Clock, Feature, LoggedStates, ServiceMetrics, SubjectHasher } from '@vigil/platform';
 import type { PriceTable } from '@vigil/pricing';
 import { ALERT_RULE_CHANGES } from './alerts/index.ts';
 import { API_KEY_CHANGES } from './auth/index.ts';
@@ -11,7 +11,6 @@ import type { DerivedTable, EventAppender } from './events/index.ts';
 import type { Embedder, VectorIndex } from './recall/index.ts';
 import type { ObserveDatabase, ObserveSchema } from './schema.ts';
 import type { EventSealer } from './encryption/index.ts';
-import type { SubjectHasher } from './subjects.ts';
 
 /**
  * What the log of administrative changes records (GET /api/audit/changes): the resource name each
@@ -53,7 +52,7 @@ export interface ObserveContext {
   changeResources: ChangeResources<ObserveChangeResource>;
   /** Whether a governed row (an API key, the retention setting) is as its last logged change left it (platform logged-state.ts). */
   loggedStates: LoggedStates<ObserveSchema>;
-  /** The keyed hash data subjects' ids are recorded under (subjects.ts). */
+  /** The keyed hash data subjects' ids are recorded under (platform subjects.ts). */
   subjects: SubjectHasher;
   /** Seals events' payload and metadata at ingest and opens them for every reader (encryption/; a pass-through when ENCRYPTION_KEY_FILE is unset). */
   sealer: EventSealer;

@@ -73,6 +73,8 @@ export const sharedEnvironment = environmentSlice(
     SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
     /** Bearer token of service-to-service calls (the gate's guardrail-breach reports to observe). */
     INTERNAL_SERVICE_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** The key data subjects' ids are hashed under (HMAC-SHA256, subjects.ts) wherever erasure and holds record them, in observe and the gate alike; unset: a key generated into DATA_DIR/subject-hash.key (set it when instances share a database). */
+    SUBJECT_HASH_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
     /** Bearer token that admits a Prometheus scrape of GET /metrics from any address (metrics.ts). */
     METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     /** Client addresses admitted to GET /metrics without the token, comma-separated; `none` for none. */

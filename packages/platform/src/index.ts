@@ -24,6 +24,7 @@ export * from './merkle.ts';
 export * from './audit-keys.ts';
 export * from './signed-note.ts';
 export * from './secret-file.ts';
+export * from './subjects.ts';
 export * from './audit-log.ts';
 export * from './audit-heads.ts';
 export * from './audit-heads-format.ts';

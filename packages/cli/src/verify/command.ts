@@ -472,14 +472,14 @@ async function auditLog(client: ApiClient, givenKey: Buffer | undefined, savedFi
   const deepModule = deep ? await import('./deep.ts') : undefined;
   const derived = deepModule === undefined ? undefined : new deepModule.DerivedDataAudit();
   // Erasures: the signed leaves that account for erased events (docs/guide/erasure.md), checked before the walk meets their events.
-  const erasures = acceptErasures(n.log, n.deep ? await fetchErasures(client) : [], signers);
+  const erasures = acceptErasures(n.log, await fetchErasures(client), signers);
   findings.push(...erasures.findings);
   const erasedColumns =
     deepModule === undefined || erasures.erased.size === 0
       ? new Map()
       : await deepModule.storedColumnsOf((path) => client.get(path), new Set(erasures.erased.keys()));
   // The gate's request rows, compared with the replay of their walked entries.
-  const requestRows = n.log === GATE_PROFILE.log ? new RequestRowAudit() : undefined;
+  const requestRows = n.log === GATE_PROFILE.log ? new RequestRowAudit(erasures.requests) : undefined;
   const sink: WalkedEventSink | undefined =
     derived !== undefined
       ? (fields) => derived.add(fields as unknown as ChainedEvent, erasedHash(fields, erasures.erased) === undefined ? undefined : erasedColumns.get(fields.id))

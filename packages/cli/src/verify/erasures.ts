@@ -2,6 +2,7 @@
 // to the signed erasure leaf it names — the leaf must be signed by a trusted audit key and list the
 // event with its chain hash; that hash then stands for the event (its leaf, the next prevHash).
 import { canonicalJson, leafHash, verifyBytes } from '@vigil/platform/audit-verify';
+import { erasureOfMarker, parseGateErasureLeaf } from '@vigil/gate/request-evidence';
 import { markedErasure, parseErasureLeaf } from '@vigil/observe/erasure-leaf';
 import type { Finding } from './input.ts';
 
@@ -15,6 +16,9 @@ export interface CarriedErasure {
 /** The events signed erasure leaves account for: event id → its chain hash and the erasure. */
 export type ErasedEvents = Map<string, { hash: string; erasureId: string }>;
 
+/** The gate's requests signed erasure leaves account for: request id → the requestHash its created entry committed to, and the erasure. */
+export type ErasedRequests = Map<string, { requestHash: string; erasureId: string }>;
+
 /**
  * The erasures whose leaves parse as erasure leaves of `log` and are signed by one of `keys`
  * (keyId → raw key): their events, and each accepted leaf's index → its leaf hash (the walk or the
@@ -24,8 +28,9 @@ export function acceptErasures(
   log: string,
   carried: readonly CarriedErasure[],
   keys: ReadonlyMap<string, Buffer> | ((keyId: string) => Buffer | undefined),
-): { erased: ErasedEvents; leaves: Map<number, { erasureId: string; leafHash: string }>; findings: Finding[] } {
+): { erased: ErasedEvents; requests: ErasedRequests; leaves: Map<number, { erasureId: string; leafHash: string }>; findings: Finding[] } {
   const erased: ErasedEvents = new Map();
+  const requests: ErasedRequests = new Map();
   const leaves = new Map<number, { erasureId: string; leafHash: string }>();
   const findings: Finding[] = [];
   const keyOf = typeof keys === 'function' ? keys : (keyId: string) => keys.get(keyId);
@@ -51,13 +56,15 @@ export function acceptErasures(
     }
     leaves.set(erasure.leafIndex, { erasureId: leaf.erasureId, leafHash: leafHash(body).toString('hex') });
     for (const event of leaf.events) erased.set(event.id, { hash: event.hash, erasureId: leaf.erasureId });
+    // The gate's leaves list the erased requests too (their params and context are the marker).
+    for (const [id, requestHash] of parseGateErasureLeaf(erasure.body, log)?.requests ?? []) requests.set(id, { requestHash, erasureId: leaf.erasureId });
   }
-  return { erased, leaves, findings };
+  return { erased, requests, leaves, findings };
 }
 
-/** The erasure an event's chained fields are the marker of, or null. */
+/** The erasure an event's (or a gate audit entry's: its details) chained fields are the marker of, or null. */
 export function erasureOfFields(fields: Record<string, unknown>): string | null {
-  if (fields.payload === undefined || fields.metadata === undefined) return null;
+  if (fields.payload === undefined || fields.metadata === undefined) return fields.details === undefined ? null : erasureOfMarker(fields.details);
   return markedErasure(canonicalJson(fields.payload), canonicalJson(fields.metadata));
 }
 

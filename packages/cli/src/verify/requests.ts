@@ -1,7 +1,8 @@
 // `vigil verify --url` of the gate's log: every request's row against its logged audit entries
 // (docs/audit.md, "A request's row under its chain"): the status an agent polls, its params and its
 // decider are what the log says, or the request is a finding.
-import { chainedRequestState, requestEvidenceMismatches, type ChainedRequestEntry, type RequestEvidence } from '@vigil/gate/request-evidence';
+import { chainedRequestState, erasureOfMarker, requestEvidenceMismatches, type ChainedRequestEntry, type RequestEvidence } from '@vigil/gate/request-evidence';
+import type { ErasedRequests } from './erasures.ts';
 import { isRecord, type Finding } from './input.ts';
 
 /** A request's row as GET /api/audit/requests answers it. */
@@ -10,6 +11,8 @@ interface StoredRequest extends Omit<RequestEvidence, 'escalation'> {
   escalation?: string | null;
   requestId: string;
   headSeq: number;
+  /** The erasure whose marker its params and context are (absent from a gate older than erasure). */
+  erasedBy?: string | null;
 }
 
 /** Fetches one API path (with query) and answers its parsed JSON body; throws on failure. */
@@ -20,6 +23,7 @@ const PAGE = 1000;
 /** The members of an entry's details the replay reads (evidence.ts); the rest is not kept. */
 function keptDetails(details: unknown): Record<string, unknown> | null {
   if (!isRecord(details)) return null;
+  if (erasureOfMarker(details) !== null) return details;
   const { requestHash, reason, result, tier, deadlineAt } = details;
   return { requestHash, reason, result, tier, deadlineAt };
 }
@@ -30,6 +34,9 @@ export class RequestRowAudit {
   private readonly trails = new Map<string, Map<number, ChainedRequestEntry>>();
   /** Requests left out: their head moved on since the walk, or their chain has a gap (the walk reports it). */
   skipped = 0;
+
+  /** `erased`: the requests accepted erasure leaves list (erasures.ts), whose rows stand for the requestHash the leaf names. */
+  constructor(private readonly erased: ErasedRequests = new Map()) {}
 
   add(fields: Record<string, unknown>): void {
     const { requestId, seq, action, timestamp, event, actor, details } = fields;
@@ -71,10 +78,15 @@ export class RequestRowAudit {
       return undefined;
     }
     const chained = chainedRequestState(entries);
-    const problems =
-      chained === undefined
-        ? ['its logged trail does not start with its created entry']
-        : requestEvidenceMismatches({ ...stored, escalation: stored.escalation ?? null }, chained);
+    const problems: string[] = [];
+    let requestHash = stored.requestHash;
+    if (typeof stored.erasedBy === 'string') {
+      const cover = this.erased.get(stored.requestId);
+      if (cover?.erasureId === stored.erasedBy) requestHash = cover.requestHash;
+      else problems.push(`its params and context were replaced by an erasure marker (erasure ${stored.erasedBy}) that no signed erasure leaf covers`);
+    }
+    if (chained === undefined) problems.push('its logged trail does not start with its created entry');
+    else if (problems.length === 0) problems.push(...requestEvidenceMismatches({ ...stored, requestHash, escalation: stored.escalation ?? null }, chained));
     if (stored.headSeq < lastSeq) problems.unshift(`its row records its chain up to seq ${stored.headSeq}, but the log holds entries up to seq ${lastSeq}`);
     if (problems.length === 0) return undefined;
     return {

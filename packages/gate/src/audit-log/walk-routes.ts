@@ -4,7 +4,7 @@ import { auditEntryText, chainEntryOf } from '../stored-formats/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { GateSchema } from '../schema.ts';
-import type { AuditRow } from '../requests/index.ts';
+import { erasureOfMarkerText, type AuditRow } from '../requests/index.ts';
 
 /** An entry's canonical chain text: exactly what its hash is computed over (audit/chain.ts). */
 function entryText(row: AuditRow): string {
@@ -25,6 +25,19 @@ export function registerGateAuditWalkRoutes(app: ZodApp, ctx: GateContext, log: 
     texts: async (ids) => {
       const rows = await db.selectFrom('audit_entries').selectAll().where('id', 'in', ids).execute();
       return new Map(rows.map((row) => [row.id, entryText(row)]));
+    },
+    erasures: async (requestId) => {
+      // The erasures the request's erased entries name (their markers), with their signed leaves.
+      const marked = await db
+        .selectFrom('audit_entries')
+        .select('details')
+        .where('request_id', '=', requestId)
+        .where('details', 'like', '{"erased":true,%')
+        .execute();
+      const ids = [...new Set(marked.flatMap((row) => erasureOfMarkerText(row.details) ?? []))];
+      if (ids.length === 0) return [];
+      const rows = await db.selectFrom('audit_erasures').select(['leaf_idx', 'body', 'signature']).where('erasure_id', 'in', ids).orderBy('leaf_idx').execute();
+      return rows.map((row) => ({ leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature }));
     },
   };
   registerAuditWalkRoutes(app, {

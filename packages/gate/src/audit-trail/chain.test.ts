@@ -82,8 +82,8 @@ test('auditEntryText, written out field by field, is exactly canonicalJson of th
 });
 
 test('verifyAuditChain: no entries and no head is a valid empty chain; a head with no entries is broken at seq 0', () => {
-  assert.deepEqual(verifyAuditChain([]), { valid: true, brokenAt: null, reason: null, headHash: null });
-  assert.deepEqual(verifyAuditChain([], { seq: -1, hash: null }), { valid: true, brokenAt: null, reason: null, headHash: null });
+  assert.deepEqual(verifyAuditChain([]), { valid: true, brokenAt: null, reason: null, headHash: null, erasures: [] });
+  assert.deepEqual(verifyAuditChain([], { seq: -1, hash: null }), { valid: true, brokenAt: null, reason: null, headHash: null, erasures: [] });
   assert.equal(verifyAuditChain([], { seq: 0, hash: 'a'.repeat(64) }).brokenAt, 0);
 });
 
@@ -132,7 +132,16 @@ await describeEachDatabase('gate audit chain', (backend) => {
       assert.equal(entry.hash, recomputed, `seq ${entry.seq}`);
       prevHash = entry.hash;
     }
-    assert.deepEqual(await verdict(id), { requestId: id, valid: true, entryCount: 3, headSeq: 2, headHash: prevHash, brokenAt: null, reason: null });
+    assert.deepEqual(await verdict(id), {
+      requestId: id,
+      valid: true,
+      entryCount: 3,
+      headSeq: 2,
+      headHash: prevHash,
+      brokenAt: null,
+      reason: null,
+      erasures: [],
+    });
   });
 
   test('expiry and a policy decision at creation extend the chain like any other entry', async () => {
@@ -172,6 +181,7 @@ await describeEachDatabase('gate audit chain', (backend) => {
       headHash: entries[1]!.hash,
       brokenAt: null,
       reason: null,
+      erasures: [],
     });
   });
 

@@ -45,6 +45,9 @@ export const auditChainVerdictSchema = z
     /** The first seq that does not verify (a missing entry's seq when one is cut); null when valid, or when the chain verifies but the request row differs from it (reason says how). */
     brokenAt: z.number().int().nullable(),
     reason: z.string().nullable(),
+    erasures: z
+      .array(z.object({ erasureId: z.string(), entryIds: z.array(z.string()) }))
+      .describe("The erasures whose signed leaves account for the request's erased entries (details replaced by the erasure marker); empty when none"),
   })
   .meta({ id: 'AuditChainVerdict' });
 

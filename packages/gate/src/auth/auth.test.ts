@@ -53,6 +53,9 @@ const EXPECTED_SCOPES: Record<string, Scope | 'public' | 'any'> = {
   'POST /api/webhooks': 'webhook:manage',
   'PATCH /api/webhooks/:id': 'webhook:manage',
   'DELETE /api/webhooks/:id': 'webhook:manage',
+  'DELETE /api/subjects/:id': 'admin',
+  'GET /api/erasures/:id': 'request:read',
+  'GET /api/audit/erasures': 'request:read',
 };
 
 /** Public routes authenticated by a chat platform's signature instead of a key (chat/routes.ts). */

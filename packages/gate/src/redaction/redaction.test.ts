@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { sql } from 'kysely';
-import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
+import { assertGateError, everyTableText, startTestGate, type TestGate } from '../testing.ts';
 
 const EMAIL = 'refund.customer@example.com';
 const CARD = '5555 5555 5555 4444';
@@ -15,24 +14,6 @@ function rulesFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'vigil-gate-redaction-')), 'rules.json');
   writeFileSync(file, JSON.stringify([{ id: 'account', kind: 'path', path: 'params.account', label: 'account' }]));
   return file;
-}
-
-/** Every table's rows as one text (SQLite: JSON; PostgreSQL: each row cast to text). */
-async function everyTableText(gate: TestGate): Promise<string> {
-  const { db, dialect } = gate.service.context.database;
-  const texts: string[] = [];
-  if (dialect === 'sqlite') {
-    const tables = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db);
-    for (const { name } of tables.rows) texts.push(JSON.stringify((await sql`select * from ${sql.table(name)}`.execute(db)).rows));
-  } else {
-    const schema = (gate.config.database as { schema: string }).schema;
-    const tables = await sql<{
-      name: string;
-    }>`select table_name as name from information_schema.tables where table_schema = ${schema} and table_type = 'BASE TABLE'`.execute(db);
-    for (const { name } of tables.rows)
-      texts.push(...(await sql<{ row: string }>`select t::text as row from ${sql.table(name)} t`.execute(db)).rows.map((r) => r.row));
-  }
-  return texts.join('\n');
 }
 
 await describeEachDatabase('gate: request params are redacted before they are hashed or stored', (backend) => {

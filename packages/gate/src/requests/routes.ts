@@ -8,7 +8,7 @@ import { gateError } from '../errors.ts';
 import { DECISIONS, policyNames, URGENCIES } from '../policies/index.ts';
 import type { IssuedRedemption, RequestService } from './service.ts';
 import { chainEntryOf, receiptRedemptionSchema, receiptSchema, STATUSES } from '../stored-formats/index.ts';
-import { rowStateProblem, storedRequestState } from './row-check.ts';
+import { erasedRequestOf, rowStateProblem, storedRequestState } from './row-check.ts';
 import { listRequests, requestDetailJson, requestsAfter, storedDecision, verifiedAuditTrail } from './store.ts';
 
 const jsonObject = z.record(z.string(), z.unknown());
@@ -306,7 +306,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       if (!trail) throw gateError('requestNotFound');
       const { verdict } = trail;
       // A chain that verifies still has to be what the row holds (docs/audit.md, "A request's row under its chain").
-      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf)) : null;
+      const rowProblem = verdict.valid ? rowStateProblem(trail.request, trail.rows.map(chainEntryOf), trail.covers) : null;
       return {
         requestId: row.id,
         valid: verdict.valid && rowProblem === null,
@@ -315,6 +315,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
         headHash: trail.head.hash,
         brokenAt: verdict.brokenAt,
         reason: rowProblem === null ? verdict.reason : `the request row does not match its chain: ${rowProblem}`,
+        erasures: rowProblem === null ? verdict.erasures : [],
       };
     },
   );
@@ -352,6 +353,12 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
                 confirmedAt: z.string().nullable(),
                 executionResult: z.string().nullable(),
                 escalation: z.string().nullable().describe('`tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md)'),
+                erasedBy: z
+                  .string()
+                  .nullable()
+                  .describe(
+                    "The erasure whose marker its params and context are (requestHash is then the marker's; the erasure's signed leaf lists the one its created entry committed to), else null (docs/guide/erasure.md)",
+                  ),
               }),
             ),
             nextCursor: z.string().nullable(),
@@ -363,7 +370,7 @@ export function registerRequestRoutes(app: ZodApp, ctx: GateContext, requests: R
       const { after, limit } = request.query;
       const rows = await requestsAfter(ctx.database, after, limit);
       return {
-        requests: rows.map((row) => ({ requestId: row.id, headSeq: row.audit_head_seq, ...storedRequestState(row) })),
+        requests: rows.map((row) => ({ requestId: row.id, headSeq: row.audit_head_seq, ...storedRequestState(row), erasedBy: erasedRequestOf(row) })),
         nextCursor: rows.length === limit ? rows.at(-1)!.id : null,
       };
     },

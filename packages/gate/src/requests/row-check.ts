@@ -2,7 +2,18 @@ import { leafHash, readSnapshot, ServiceError, toIso } from '@vigil/platform';
 import { auditEntryHash, chainEntryOf, type AuditChainEntry } from '../stored-formats/index.ts';
 import { gateErrors } from '../errors.ts';
 import type { GateDatabase } from '../schema.ts';
-import { chainedRequestState, escalationText, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
+import type { Kysely } from 'kysely';
+import type { GateSchema } from '../schema.ts';
+import { erasureCovers, erasuresNamed } from './erasure-covers.ts';
+import {
+  chainedRequestState,
+  erasureOfMarkerText,
+  escalationText,
+  requestEvidenceMismatches,
+  requestInputHash,
+  type ErasureCovers,
+  type RequestEvidence,
+} from './evidence.ts';
 import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
 import type { RequestRow } from './tables.ts';
 
@@ -32,13 +43,31 @@ export function storedRequestState(row: RequestRow): RequestEvidence & { request
   };
 }
 
-/** Where the row differs from the replay of its trail's entries (seq order from 0), or null when it does not. */
-export function rowStateProblem(row: RequestRow, entries: readonly AuditChainEntry[]): string | null {
+/** The erasure whose marker the row's params and context are, else null. */
+export function erasedRequestOf(row: RequestRow): string | null {
+  const erasure = erasureOfMarkerText(row.params);
+  return erasure !== null && row.context === row.params ? erasure : null;
+}
+
+/**
+ * Where the row differs from the replay of its trail's entries (seq order from 0), or null when it
+ * does not. An erased row (params and context the erasure marker) stands for the requestHash the
+ * signed leaf of its erasure lists for it (`covers`); with none, the marker is a change.
+ */
+export function rowStateProblem(row: RequestRow, entries: readonly AuditChainEntry[], covers?: ErasureCovers): string | null {
   const chained = chainedRequestState(entries);
   if (chained === undefined) return 'its audit trail does not start with its created entry';
   // Created before the entry committed to the row: its chain and leaves are all there is to check (docs/audit.md).
   if (chained.requestHash === null) return null;
-  const mismatches = requestEvidenceMismatches(storedRequestState(row), chained);
+  const stored = storedRequestState(row);
+  const erasure = erasureOfMarkerText(row.params);
+  if (erasure !== null) {
+    const requestHash = covers?.get(erasure)?.requests.get(row.id);
+    if (requestHash === undefined || erasedRequestOf(row) === null)
+      return `its params and context were replaced by an erasure marker (erasure ${erasure}) that no signed erasure leaf covers`;
+    stored.requestHash = requestHash;
+  }
+  const mismatches = requestEvidenceMismatches(stored, chained);
   return mismatches.length === 0 ? null : mismatches.join('; ');
 }
 
@@ -49,7 +78,7 @@ export function rowStateProblem(row: RequestRow, entries: readonly AuditChainEnt
  * is what `vigil verify` against a saved or witnessed checkpoint catches. One pass over the entries
  * (verifyAuditChain's checks, without its sort and hex conversions): it runs on every decide.
  */
-export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditRow[]): string | null {
+export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditRow[], covers?: ErasureCovers): string | null {
   const entries: AuditChainEntry[] = [];
   let previous: string | null = null;
   for (const [seq, stored] of trail.entries()) {
@@ -57,14 +86,27 @@ export function rowEvidenceProblem(row: RequestRow, trail: readonly LoggedAuditR
     if (stored.seq !== seq) return `its audit chain has no entry at seq ${seq}: the next is ${at}`;
     if (stored.prev_hash !== previous) return `${at}: prevHash does not match the hash of the previous entry`;
     const entry = chainEntryOf(stored);
-    if (auditEntryHash(entry, previous) !== stored.hash) return `${at}: hash does not match the entry content`;
+    // An erased entry stands for the hash its erasure's signed leaf lists for it.
+    const erasure = erasureOfMarkerText(stored.details);
+    if (erasure !== null) {
+      if (covers?.get(erasure)?.entries.get(stored.id) !== stored.hash)
+        return `${at}: its details were replaced by an erasure marker (erasure ${erasure}) that no signed erasure leaf covers`;
+    } else if (auditEntryHash(entry, previous) !== stored.hash) return `${at}: hash does not match the entry content`;
     if (stored.leaf_hash === null || !leafHash(Buffer.from(stored.hash, 'hex')).equals(stored.leaf_hash)) return `${at} is not its leaf in the audit log`;
     entries.push(entry);
     previous = stored.hash;
   }
   if (trail.length - 1 !== row.audit_head_seq || previous !== row.audit_head_hash)
     return `its row records its chain head at seq ${row.audit_head_seq}, but its logged trail ends at seq ${trail.length - 1}${trail.length - 1 === row.audit_head_seq ? ' with another hash' : ''}`;
-  return rowStateProblem(row, entries);
+  return rowStateProblem(row, entries, covers);
+}
+
+/** rowEvidenceProblem, holding a row or entries the erasure marker replaced to the signed leaves of the erasures they name (read only then). */
+async function rowProblem(db: Kysely<GateSchema>, row: RequestRow, trail: readonly LoggedAuditRow[]): Promise<string | null> {
+  const problem = rowEvidenceProblem(row, trail);
+  if (problem === null) return null;
+  const named = erasuresNamed(row, trail);
+  return named.length === 0 ? problem : rowEvidenceProblem(row, trail, await erasureCovers(db, named));
 }
 
 /** The refusal of a row that differs from its logged trail (the catalogue's requestTampered), told apart from other 500s by its class. */
@@ -80,8 +122,8 @@ function requestTampered(id: string, problem: string): RequestTamperedError {
 }
 
 /** Checks a row and its trail read under its row lock (service.ts lockChecked: no write of it can land between them). */
-export function assertLockedRowEvidence(row: RequestRow, trail: readonly LoggedAuditRow[]): void {
-  const problem = rowEvidenceProblem(row, trail);
+export async function assertLockedRowEvidence(db: Kysely<GateSchema>, row: RequestRow, trail: readonly LoggedAuditRow[]): Promise<void> {
+  const problem = await rowProblem(db, row, trail);
   if (problem !== null) throw requestTampered(row.id, problem);
 }
 
@@ -99,13 +141,14 @@ export async function assertRowsEvidence(database: GateDatabase, rows: readonly 
           database.db,
           rows.map((row) => row.id),
         );
-  const failing = rows.filter((row) => rowEvidenceProblem(row, trails.get(row.id) ?? []) !== null);
+  const failing: RequestRow[] = [];
+  for (const row of rows) if ((await rowProblem(database.db, row, trails.get(row.id) ?? [])) !== null) failing.push(row);
   if (failing.length === 0) return [...rows];
   const problems = await readSnapshot(database, async (db) => {
     const found: [string, string][] = [];
     for (const { id } of failing) {
       const row = await findRequest(database, id, db);
-      const problem = row === undefined ? null : rowEvidenceProblem(row, await loggedTrail(db, database, id));
+      const problem = row === undefined ? null : await rowProblem(db, row, await loggedTrail(db, database, id));
       if (problem !== null) found.push([id, problem]);
     }
     return found;

@@ -53,6 +53,9 @@ export interface IssuedRedemption {
   by: AuditActor;
 }
 
+/** Writes the subject index's rows of a group of new requests (one statement at most: the keyed hashes are computed in memory). */
+export type SubjectIndexer = (trx: Transaction<GateSchema>, rows: readonly RequestRow[]) => Promise<void>;
+
 /** Writes the redemption rows of receipts redeemed at issue (the receipts feature owns them), in the creations' transaction. */
 export type IssuedRedemptionWriter = (trx: Transaction<GateSchema>, redemptions: readonly IssuedRedemption[]) => Promise<void>;
 
@@ -304,6 +307,8 @@ export class RequestService {
   private grants: GrantApprover | undefined;
   /** Set by the budgets feature (guardWithBudgets); until then no budget is enforced. */
   private budgets: BudgetGuard | undefined;
+  /** Set by the erasure feature (indexSubjectsWith); until then no request's subject is indexed. */
+  private indexSubjects: SubjectIndexer | undefined;
 
   constructor(
     private readonly ctx: GateContext,
@@ -328,6 +333,11 @@ export class RequestService {
           );
           const audits = group.flatMap((c) => c.audits);
           await auditInserter.insert(write.trx, database.dialect, audits);
+          if (this.indexSubjects)
+            await this.indexSubjects(
+              write.trx,
+              group.map((c) => c.row),
+            );
           const redemptions = group.flatMap((c) => (c.redemption ? [c.redemption] : []));
           if (redemptions.length > 0) await this.writeIssuedRedemptions!(write.trx, redemptions);
           write.enqueue(group.flatMap((c) => c.transitions));
@@ -444,6 +454,11 @@ export class RequestService {
   /** How routed requests are approved by standing grants: the grants feature says (approveWithGrants). */
   approveWithGrants(grants: GrantApprover): void {
     this.grants = grants;
+  }
+
+  /** How new requests' data subjects are indexed, in their creation's transaction: the erasure feature says. */
+  indexSubjectsWith(indexer: SubjectIndexer): void {
+    this.indexSubjects = indexer;
   }
 
   /** How budgets are enforced at creation: the budgets feature says (guardWithBudgets). */
@@ -659,7 +674,8 @@ export class RequestService {
     if (!locked) return undefined;
     // A lock that waited for another write answers the row as that write left it, but PostgreSQL reads
     // the trail head as its statement saw it before the wait: the trail, read under the lock, decides then.
-    if (!this.verified.vouches(locked.row, locked.trailHead)) assertLockedRowEvidence(locked.row, await loggedTrail(write.trx, this.ctx.database, id));
+    if (!this.verified.vouches(locked.row, locked.trailHead))
+      await assertLockedRowEvidence(write.trx, locked.row, await loggedTrail(write.trx, this.ctx.database, id));
     write.vouchAtCommit([locked.row]);
     return locked.row;
   }

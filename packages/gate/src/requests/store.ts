@@ -4,6 +4,8 @@ import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { Receipt, RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
+import { erasureCovers, erasuresNamed } from './erasure-covers.ts';
+import type { ErasureCovers } from './evidence.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 import type { QuorumProgress } from '../approvers/index.ts';
 
@@ -206,7 +208,7 @@ export async function listRequests(database: GateDatabase, query: ListRequestsQu
 export async function verifiedAuditTrail(
   database: GateDatabase,
   requestId: string,
-): Promise<{ request: RequestRow; rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict } | undefined> {
+): Promise<{ request: RequestRow; rows: AuditRow[]; head: AuditChainHead; verdict: AuditChainVerdict; covers: ErasureCovers } | undefined> {
   return readSnapshot(database, async (db) => {
     // Counted first: an entry committed after it (with its leaf) only lengthens the trail read next.
     const logged = await countScopeLeaves(db, requestId);
@@ -226,7 +228,14 @@ export async function verifiedAuditTrail(
               rows.map((row) => row.id),
             )
             .execute();
-    return { request, rows, head, verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)])), logged) };
+    const covers = await erasureCovers(db, erasuresNamed(request, rows));
+    return {
+      request,
+      rows,
+      head,
+      covers,
+      verdict: verifyAuditChain(rows, head, new Map(leaves.map((leaf) => [leaf.item_id, hashHex(leaf.leaf_hash)])), logged, covers),
+    };
   });
 }
 

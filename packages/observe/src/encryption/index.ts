@@ -3,7 +3,7 @@
 import type { ObserveConfig } from '../config.ts';
 import { parseSubjectPaths, subjectIdsOf } from '../erasure/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
-import type { SubjectHasher } from '../subjects.ts';
+import type { SubjectHasher } from '@vigil/platform';
 import { EventSealer, keyOwner } from './sealer.ts';
 
 export { encryptionMigrations } from './migrations.ts';

@@ -105,6 +105,11 @@ export type AuditChainVerdict = {
   headHash: string | null;
   brokenAt: number | null;
   reason: string | null;
+  /** The erasures whose signed leaves account for the request's erased entries (details replaced by the erasure marker); empty when none */
+  erasures: {
+    erasureId: string;
+    entryIds: string[];
+  }[];
 };
 
 export type AuditEntry = {
@@ -249,6 +254,30 @@ export type GateApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+};
+
+export type GateErasureReceipt = {
+  erasureId: string;
+  /** HMAC-SHA256 of the subject's id under the subject key (SUBJECT_HASH_KEY, shared with observe): the raw id is not kept */
+  subject: string;
+  reason: string;
+  /** Who asked: the API key, as the change log names it */
+  requestedBy: string;
+  erasedAt: string;
+  requestCount: number;
+  requestIds: string[];
+  /** Verify offline with `vigil verify erasure-receipt FILE --public-key KEY` */
+  leaf: {
+    /** The erasure leaf's index in the gate's audit log (prove it included with GET /api/audit/proof/... of a checkpoint) */
+    index: number;
+    /** The leaf data: canonical JSON naming the subject, every erased request (id and requestHash) and audit entry (id and chain hash), the reason, the requester, the time and the key */
+    body: string;
+    /** The audit key's Ed25519 signature over the UTF-8 bytes of body, base64 */
+    signature: string;
+    keyId: string;
+    /** The raw Ed25519 public key, base64 */
+    publicKey: string;
+  };
 };
 
 export type GateError = {
@@ -888,6 +917,35 @@ export interface paths {
       };
     };
   };
+  "/api/audit/erasures": {
+    /**
+     * Every erasure leaf of the gate's audit log: its index, its data and the log key's signature (what `vigil verify` holds erased requests to)
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          erasures: {
+            erasureId: string;
+            leafIndex: number;
+            body: string;
+            signature: string;
+          }[];
+        };
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
   "/api/audit/evidence-signature": {
     /**
      * Sign an evidence pack's manifest digest with the audit key
@@ -1217,6 +1275,8 @@ export interface paths {
             executionResult: string | null;
             /** `tier N until <deadline>` after an escalation, else null (docs/guide/escalation.md) */
             escalation: string | null;
+            /** The erasure whose marker its params and context are (requestHash is then the marker's; the erasure's signed leaf lists the one its created entry committed to), else null (docs/guide/erasure.md) */
+            erasedBy: string | null;
           }[];
           nextCursor: string | null;
         };
@@ -1788,6 +1848,32 @@ export interface paths {
       bodyRequired: false;
       responses: {
         200: Delegation;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/erasures/{id}": {
+    /**
+     * An erasure's signed deletion receipt, again
+     *
+     * Scope: `request:read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: GateErasureReceipt;
         400: GateError;
         401: GateError;
         403: GateError;
@@ -2725,6 +2811,39 @@ export interface paths {
         401: GateError;
         403: GateError;
         404: GateError;
+        414: GateError;
+        429: GateError;
+        500: GateError;
+        503: GateError;
+      };
+    };
+  };
+  "/api/subjects/{id}": {
+    /**
+     * Erase a data subject: every request naming it keeps its id, status, times and audit chain while its content becomes an erasure marker, under one signed erasure leaf
+     *
+     * Replaces the params, context, decision reason and execution result of every request naming the subject, and the details of its decision, vote, confirmation and redemption entries, by the erasure marker; deletes their webhook deliveries; answers a signed deletion receipt (docs/guide/erasure.md). A request of the subject still pending answers 409 and erases nothing.
+     *
+     * Scope: `admin`.
+     */
+    delete: {
+      params: {
+        /** The data subject's id, as requests name it (GATE_SUBJECT_PATHS) */
+        id: string;
+      };
+      query: Record<string, never>;
+      body: {
+        /** Why the subject is erased (e.g. "GDPR Art. 17 request 2026-0142"); recorded in the signed leaf */
+        reason: string;
+      };
+      bodyRequired: true;
+      responses: {
+        200: GateErasureReceipt;
+        400: GateError;
+        401: GateError;
+        403: GateError;
+        404: GateError;
+        409: GateError;
         414: GateError;
         429: GateError;
         500: GateError;

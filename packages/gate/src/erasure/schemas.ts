@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+export const eraseParams = z.object({ id: z.string().min(1).max(512).describe("The data subject's id, as requests name it (GATE_SUBJECT_PATHS)") });
+
+export const eraseBodySchema = z.strictObject({
+  reason: z.string().trim().min(1).max(2000).describe('Why the subject is erased (e.g. "GDPR Art. 17 request 2026-0142"); recorded in the signed leaf'),
+});
+
+export const erasureParams = z.object({ id: z.string().min(1).max(200) });
+
+export const erasureReceiptSchema = z
+  .object({
+    erasureId: z.string(),
+    subject: z.string().describe("HMAC-SHA256 of the subject's id under the subject key (SUBJECT_HASH_KEY, shared with observe): the raw id is not kept"),
+    reason: z.string(),
+    requestedBy: z.string().describe('Who asked: the API key, as the change log names it'),
+    erasedAt: z.string(),
+    requestCount: z.number().int(),
+    requestIds: z.array(z.string()),
+    leaf: z
+      .object({
+        index: z.number().int().describe("The erasure leaf's index in the gate's audit log (prove it included with GET /api/audit/proof/... of a checkpoint)"),
+        body: z
+          .string()
+          .describe(
+            'The leaf data: canonical JSON naming the subject, every erased request (id and requestHash) and audit entry (id and chain hash), the reason, the requester, the time and the key',
+          ),
+        signature: z.string().describe("The audit key's Ed25519 signature over the UTF-8 bytes of body, base64"),
+        keyId: z.string(),
+        publicKey: z.string().describe('The raw Ed25519 public key, base64'),
+      })
+      .describe('Verify offline with `vigil verify erasure-receipt FILE --public-key KEY`'),
+  })
+  .meta({ id: 'GateErasureReceipt' });
+
+export type GateErasureReceipt = z.infer<typeof erasureReceiptSchema>;
