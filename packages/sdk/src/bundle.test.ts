@@ -25,9 +25,10 @@ const CORE_BUDGET_BYTES = 64 * 1024;
 
 /**
  * Node's globals read as bare identifiers. The core may read `globalThis.process?.env` (a property,
- * absent in a browser), never `process` itself, which throws a ReferenceError there.
+ * absent in a browser), never `process` itself, which throws a ReferenceError there. A name right
+ * after `node:` is a built-in's specifier in a string (getBuiltinModule("node:module")), not a read.
  */
-const NODE_GLOBAL = /(?<![.\w$])(process|Buffer|require|module|exports|__dirname|__filename|global|setImmediate|clearImmediate)(?![\w$])/g;
+const NODE_GLOBAL = /(?<![.\w$])(?<!node:)(process|Buffer|require|module|exports|__dirname|__filename|global|setImmediate|clearImmediate)(?![\w$])/g;
 
 interface BrowserBundle {
   code: string;
