@@ -77,7 +77,8 @@ async function assertRecorded(sessionId: string, requestId: string, decidedBy: s
   const request = await gate.getRequest(requestId);
   assert.equal(request.status, 'approved');
   assert.equal(request.decidedBy, decidedBy);
-  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent', recordedByAgent: true });
+  // The session's tags travel with the request, so that tag budgets cover it (docs/guide/budgets.md).
+  assert.deepEqual(request.context, { sessionId, agentId: 'refund-agent', recordedByAgent: true, tags: ['example', 'support'] });
   assert.notEqual(request.confirmedAt, null, 'the executed refund is confirmed');
   assert.match(String((request.executionResult as { result?: { refundId?: string } }).result?.refundId), /^rf_1042_/);
 }

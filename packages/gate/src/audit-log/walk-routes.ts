@@ -1,10 +1,10 @@
 import { readSnapshot, registerAuditWalkRoutes, type AuditLog, type AuditWalkLoaders, type ZodApp } from '@vigil/platform';
 import { z } from 'zod';
-import { auditEntryText, chainEntryOf } from '../stored-formats/index.ts';
+import { auditEntryText, chainEntryOf, erasureOfMarkerText } from '../stored-formats/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import type { GateSchema } from '../schema.ts';
-import { erasureOfMarkerText, type AuditRow } from '../requests/index.ts';
+import type { AuditRow } from '../requests/index.ts';
 
 /** An entry's canonical chain text: exactly what its hash is computed over (audit/chain.ts). */
 function entryText(row: AuditRow): string {

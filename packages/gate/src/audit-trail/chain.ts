@@ -1,7 +1,6 @@
 // Verification of a request's audit chain; the chain's recipe is a stored format (stored-formats/audit-chain.ts).
 import { leafHash } from '@vigil/platform';
-import { erasureOfMarkerText, type ErasureCovers } from '../requests/evidence.ts';
-import { auditEntryHash, chainEntryOf, type StoredAuditEntry } from '../stored-formats/index.ts';
+import { auditEntryHash, chainEntryOf, erasureOfMarkerText, type ErasureCovers, type StoredAuditEntry } from '../stored-formats/index.ts';
 
 /** The last link of a request's chain, as the request row records it (seq -1 and null: no entry yet). */
 export interface AuditChainHead {

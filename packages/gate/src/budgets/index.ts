@@ -7,7 +7,7 @@ import { registerBudgetRoutes } from './routes.ts';
 import { BudgetService } from './service.ts';
 
 export { budgetsMigrations } from './migrations.ts';
-export { BUDGET_CHANGES } from './store.ts';
+export { BUDGET_CHANGES, windowStart } from './store.ts';
 export type { BudgetsTables } from './tables.ts';
 
 /** How often the spend is read from observe: breaches act within this (plus a read) of the ingest that caused them. */

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson, TestHttpServer, type ReceivedRequest, type TestBackend } from '@vigil/platform/testing';
 import type { LightMyRequestResponse } from 'fastify';
 import type { AuditEntry } from '../audit-trail/index.ts';
-import { windowStart } from '../budgets/store.ts';
+import { windowStart } from '../budgets/index.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
 

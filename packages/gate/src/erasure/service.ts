@@ -2,15 +2,8 @@ import { forUpdate, newId, signBytes, toIso, type ChangeActor } from '@vigil/pla
 import { GATE_LOG } from '../audit-log/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import {
-  assertLockedRowEvidence,
-  erasedReasonText,
-  erasureMarkerText,
-  gateErasureLeafBody,
-  loggedTrails,
-  storedRequestState,
-  type LoggedAuditRow,
-} from '../requests/index.ts';
+import { assertLockedRowEvidence, loggedTrails, storedRequestState, type LoggedAuditRow } from '../requests/index.ts';
+import { erasedReasonText, erasureMarkerText, gateErasureLeafBody } from '../stored-formats/index.ts';
 import type { GateErasureReceipt } from './schemas.ts';
 
 /** The kind of an erasure's leaf (the leaves' `kind` column). */

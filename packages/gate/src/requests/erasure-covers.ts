@@ -4,9 +4,9 @@
 // covers nothing, and an erased request or entry it names is reported as changed.
 import { leafHash, verifyBytes } from '@vigil/platform';
 import type { Kysely } from 'kysely';
-import { GATE_LOG } from '../audit-log/log.ts';
+import { GATE_LOG } from '../audit-log/index.ts';
 import type { GateSchema } from '../schema.ts';
-import { erasureOfMarkerText, parseGateErasureLeaf, type ErasureCover, type ErasureCovers } from './evidence.ts';
+import { erasureOfMarkerText, parseGateErasureLeaf, type ErasureCover, type ErasureCovers } from '../stored-formats/index.ts';
 import type { RequestRow } from './tables.ts';
 
 /** The erasures a row and its trail name in erasure markers (none for a request never erased). */

@@ -5,15 +5,8 @@ import type { GateDatabase } from '../schema.ts';
 import type { Kysely } from 'kysely';
 import type { GateSchema } from '../schema.ts';
 import { erasureCovers, erasuresNamed } from './erasure-covers.ts';
-import {
-  chainedRequestState,
-  erasureOfMarkerText,
-  escalationText,
-  requestEvidenceMismatches,
-  requestInputHash,
-  type ErasureCovers,
-  type RequestEvidence,
-} from './evidence.ts';
+import { erasureOfMarkerText, type ErasureCovers } from '../stored-formats/index.ts';
+import { chainedRequestState, escalationText, requestEvidenceMismatches, requestInputHash, type RequestEvidence } from './evidence.ts';
 import { findRequest, loggedTrail, loggedTrails, type LoggedAuditRow } from './store.ts';
 import type { RequestRow } from './tables.ts';
 

@@ -2,10 +2,9 @@ import { countScopeLeaves, forUpdateOf, hashHex, jsonText, PreparedQuery, readSn
 import { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from '../audit-trail/index.ts';
 import type { Kysely, Transaction } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
-import type { Receipt, RequestStatus } from '../stored-formats/index.ts';
+import type { ErasureCovers, Receipt, RequestStatus } from '../stored-formats/index.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import { erasureCovers, erasuresNamed } from './erasure-covers.ts';
-import type { ErasureCovers } from './evidence.ts';
 import type { PolicyDecision, Urgency } from '../policies/index.ts';
 import type { QuorumProgress } from '../approvers/index.ts';
 
