@@ -93,6 +93,21 @@ await describeEachDatabase('vigil evidence', (backend) => {
       const erased = await observe.call({ method: 'DELETE', url: '/api/subjects/subject@example.com', payload: { reason: 'GDPR Art. 17 request' } });
       assert.equal(erased.statusCode, 200, erased.body);
       const erasureId = erased.json<{ erasureId: string }>().erasureId;
+      // And on the gate: a decided request naming the subject, erased under the gate's own leaf.
+      const named = await gate.call({
+        method: 'POST',
+        url: '/api/requests',
+        payload: { action: 'pay', params: { to: 'ada' }, context: { subjectId: 'subject@example.com' } },
+      });
+      assert.equal(named.statusCode, 201, named.body);
+      const namedId = named.json<{ id: string }>().id;
+      assert.equal(
+        (await gate.call({ method: 'POST', url: `/api/requests/${namedId}/decide`, payload: { decision: 'denied', reason: 'no' } })).statusCode,
+        200,
+      );
+      const gateErased = await gate.call({ method: 'DELETE', url: '/api/subjects/subject@example.com', payload: { reason: 'GDPR Art. 17 request (gate)' } });
+      assert.equal(gateErased.statusCode, 200, gateErased.body);
+      const gateErasureId = gateErased.json<{ erasureId: string }>().erasureId;
       clock.advance(5 * 60_000);
       gate.clock.advance(5 * 60_000);
       assert.equal(await gate.service.jobs.expiry.tick(), true);
@@ -133,7 +148,15 @@ await describeEachDatabase('vigil evidence', (backend) => {
         oversight.escalations.map((e) => [e.requestId, e.details.tier]),
         [[escalatedId, 1]],
       );
-      const retention = JSON.parse(files.get('parts/retention.json')!) as { erasures: { erasureId: string; body: string; signature: string }[] };
+      const retention = JSON.parse(files.get('parts/retention.json')!) as {
+        erasures: { erasureId: string; body: string; signature: string }[];
+        gateErasures: { erasureId: string; body: string }[];
+      };
+      assert.deepEqual(
+        retention.gateErasures.map((e) => [e.erasureId, (JSON.parse(e.body) as { requests: { id: string }[] }).requests.map((r) => r.id)]),
+        [[gateErasureId, [namedId]]],
+      );
+      assert.match(files.get('report.html')!, new RegExp(`<td>${gateErasureId}</td><td>[^<]+</td><td>GDPR Art. 17 request \\(gate\\)</td>`));
       assert.deepEqual(
         retention.erasures.map((e) => e.erasureId),
         [erasureId],

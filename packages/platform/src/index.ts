@@ -31,6 +31,7 @@ export * from './audit-heads-format.ts';
 export * from './stored-hash.ts';
 export * from './int8-vectors.ts';
 export * from './audit-routes.ts';
+export * from './erasure-leaves.ts';
 export * from './audit-walk.ts';
 export * from './service-app.ts';
 export * from './route-options.ts';

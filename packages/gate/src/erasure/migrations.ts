@@ -20,5 +20,7 @@ export const erasureMigrations: Record<string, MigrationStep> = {
       .addColumn('signature', 'text', (c) => c.notNull())
       .addColumn('created_at', epochMsType, (c) => c.notNull())
       .execute();
+    // GET /api/audit/erasures?from&to (an evidence pack's deletion receipts of a period): a range of this index, in the list's order.
+    await db.schema.createIndex('audit_erasures_created').on('audit_erasures').columns(['created_at', 'leaf_idx']).execute();
   },
 };

@@ -1,5 +1,4 @@
-import { keyChangeActor, routeOptions, type ZodApp } from '@vigil/platform';
-import { z } from 'zod';
+import { erasureLeavesQuerySchema, erasureLeavesSchema, keyChangeActor, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
@@ -28,17 +27,13 @@ export function registerErasureRoutes(app: ZodApp, ctx: GateContext): void {
     routeOptions('request:read', {
       operationId: 'listErasureLeaves',
       summary: "Every erasure leaf of the gate's audit log: its index, its data and the log key's signature (what `vigil verify` holds erased requests to)",
+      description:
+        '`from` and `to` (ISO 8601, inclusive; optional) keep the erasures made in that period (an evidence pack’s deletion receipts), read from an index on the erasure time.',
       tags: ['audit'],
-      response: {
-        200: z.object({
-          erasures: z.array(z.object({ erasureId: z.string(), leafIndex: z.number().int(), body: z.string(), signature: z.string() })),
-        }),
-      },
+      querystring: erasureLeavesQuerySchema,
+      response: { 200: erasureLeavesSchema },
     }),
-    async () => {
-      const rows = await ctx.database.db.selectFrom('audit_erasures').select(['erasure_id', 'leaf_idx', 'body', 'signature']).orderBy('leaf_idx').execute();
-      return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
-    },
+    async (request) => listErasureLeaves(ctx.database.db, request.query),
   );
 
   app.get(

@@ -1,10 +1,9 @@
-import { isoTimestampMs, keyChangeActor, periodInOrder, routeOptions, type ZodApp } from '@vigil/platform';
-import { z } from 'zod';
+import { erasureLeavesQuerySchema, erasureLeavesSchema, keyChangeActor, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
-import { erasureLeavesQuery, eraseSubject, findErasureReceipt } from './service.ts';
+import { eraseSubject, findErasureReceipt } from './service.ts';
 
 export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: ObserveAuditLog): void {
   app.delete(
@@ -32,17 +31,10 @@ export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: Obs
       description:
         '`from` and `to` (ISO 8601, inclusive; optional) keep the erasures made in that period (an evidence pack’s deletion receipts), read from an index on the erasure time.',
       tags: ['audit'],
-      querystring: periodInOrder(z.object({ from: isoTimestampMs.optional(), to: isoTimestampMs.optional() })),
-      response: {
-        200: z.object({
-          erasures: z.array(z.object({ erasureId: z.string(), leafIndex: z.number().int(), body: z.string(), signature: z.string() })),
-        }),
-      },
+      querystring: erasureLeavesQuerySchema,
+      response: { 200: erasureLeavesSchema },
     }),
-    async (request) => {
-      const rows = await erasureLeavesQuery(ctx.database.db, request.query).execute();
-      return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
-    },
+    async (request) => listErasureLeaves(ctx.database.db, request.query),
   );
 
   app.get(

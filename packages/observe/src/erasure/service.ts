@@ -1,8 +1,6 @@
 import { compactFullTextIndex, dropFromFullTextIndex, forUpdate, hashHex, newId, signBytes, toIso, type ChangeActor } from '@vigil/platform';
-import type { Kysely } from 'kysely';
 import { OBSERVE_LOG, type ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
-import type { ObserveSchema } from '../schema.ts';
 import { observeError } from '../errors.ts';
 import { erasureLeafBody, erasureMarker, forgetMatchedLinks } from '../events/index.ts';
 import { refuseHeld } from '../holds/index.ts';
@@ -16,14 +14,6 @@ export const ERASURE_LEAF = 'erasure';
 
 /** Events rewritten per statement. */
 const CHUNK = 500;
-
-/** The erasure leaves made in a period (either bound optional, epoch ms), in log order: a range of audit_erasures_created when bounded. */
-export function erasureLeavesQuery(db: Kysely<ObserveSchema>, period: { from?: number; to?: number }) {
-  let query = db.selectFrom('audit_erasures').select(['erasure_id', 'leaf_idx', 'body', 'signature']);
-  if (period.from !== undefined) query = query.where('created_at', '>=', period.from);
-  if (period.to !== undefined) query = query.where('created_at', '<=', period.to);
-  return query.orderBy('leaf_idx');
-}
 
 /** The signed deletion receipt an erasure answers with (docs/guide/erasure.md#the-receipt). */
 export interface ErasureReceipt {

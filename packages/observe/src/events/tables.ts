@@ -1,5 +1,6 @@
 // The tables events/ owns (times are epoch milliseconds, JSON is stored as text); the service's schema
 // (schema.ts) is composed of every feature's tables.
+import type { AuditErasureRow } from '@vigil/platform';
 
 export interface EventRow {
   id: string;
@@ -127,14 +128,4 @@ export interface EventWriterLeafRow {
   item_id: string;
   leaf_idx: number;
   body: string;
-}
-
-/** An erasure's signed leaf of the audit log (written by erasure/, read by every verification: events/erasure-covers.ts). */
-export interface AuditErasureRow {
-  erasure_id: string;
-  leaf_idx: number;
-  subject_hash: string;
-  body: string;
-  signature: string;
-  created_at: number;
 }

@@ -303,13 +303,14 @@ export const EVIDENCE_PARTS: readonly EvidencePart[] = [
     control: 'retention',
     title: 'Retention and deletion receipts',
     describe:
-      "The signed retention tombstones of the period (each deleted chain's receipt, signed by the audit key and logged as a leaf), and observe's erasure receipts (DELETE /api/subjects/:id: each erasure leaf, naming the subject's keyed hash, the reason, the requester and every erased event by id and hash, with the log key's signature).",
+      "The signed retention tombstones of the period (each deleted chain's receipt, signed by the audit key and logged as a leaf), and both services' erasure receipts (DELETE /api/subjects/:id: each erasure leaf, naming the subject's keyed hash, the reason, the requester and every erased event, or on the gate every erased request and audit entry, by id and hash, with the log key's signature).",
     async build(context) {
       const period = query({ from: context.from, to: context.to });
       return {
         observe: context.observe === undefined ? null : await context.observe.get(`/api/audit/tombstones?${period}`),
         gate: context.gate === undefined ? null : await context.gate.get(`/api/audit/tombstones?${period}`),
         erasures: context.observe === undefined ? null : ((await context.observe.get(`/api/audit/erasures?${period}`)) as { erasures: unknown[] }).erasures,
+        gateErasures: context.gate === undefined ? null : ((await context.gate.get(`/api/audit/erasures?${period}`)) as { erasures: unknown[] }).erasures,
       };
     },
   },

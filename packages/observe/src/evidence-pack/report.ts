@@ -29,13 +29,30 @@ function summary(name: string, data: unknown): string {
     )}`;
   }
   if (name === 'retention') {
-    const erasures = ((value.erasures ?? []) as { erasureId: string; leafIndex: number; body: string }[]).map((erasure) => {
-      const leaf = JSON.parse(erasure.body) as { timestamp: string; reason: string; requestedBy: string; subject: string; events: unknown[] };
-      return { ...erasure, erasedAt: leaf.timestamp, reason: leaf.reason, requestedBy: leaf.requestedBy, subject: leaf.subject, events: leaf.events.length };
-    });
-    return `<h3>Erasures (deletion receipts)</h3>${table(erasures, ['erasureId', 'erasedAt', 'reason', 'requestedBy', 'subject', 'events', 'leafIndex'])}<h3>Retention tombstones</h3><pre>${escape(
-      JSON.stringify({ observe: value.observe, gate: value.gate }, null, 2).slice(0, 20_000),
-    )}</pre>`;
+    const rows = (listed: unknown) =>
+      ((listed ?? []) as { erasureId: string; leafIndex: number; body: string }[]).map((erasure) => {
+        const leaf = JSON.parse(erasure.body) as {
+          timestamp: string;
+          reason: string;
+          requestedBy: string;
+          subject: string;
+          events: unknown[];
+          requests?: unknown[];
+        };
+        return {
+          ...erasure,
+          erasedAt: leaf.timestamp,
+          reason: leaf.reason,
+          requestedBy: leaf.requestedBy,
+          subject: leaf.subject,
+          events: leaf.events.length,
+          requests: leaf.requests?.length ?? 0,
+        };
+      });
+    return `<h3>Erasures (deletion receipts)</h3>${table(rows(value.erasures), ['erasureId', 'erasedAt', 'reason', 'requestedBy', 'subject', 'events', 'leafIndex'])}<h3>The gate's erasures</h3>${table(
+      rows(value.gateErasures),
+      ['erasureId', 'erasedAt', 'reason', 'requestedBy', 'subject', 'requests', 'events', 'leafIndex'],
+    )}<h3>Retention tombstones</h3><pre>${escape(JSON.stringify({ observe: value.observe, gate: value.gate }, null, 2).slice(0, 20_000))}</pre>`;
   }
   if (name.startsWith('changes-')) return table(value.entries as Record<string, unknown>[], ['ts', 'actor', 'resource', 'resourceId', 'action']);
   if (name === 'controls') {

@@ -921,11 +921,16 @@ export interface paths {
     /**
      * Every erasure leaf of the gate's audit log: its index, its data and the log key's signature (what `vigil verify` holds erased requests to)
      *
+     * `from` and `to` (ISO 8601, inclusive; optional) keep the erasures made in that period (an evidence pack’s deletion receipts), read from an index on the erasure time.
+     *
      * Scope: `request:read`.
      */
     get: {
       params: Record<string, never>;
-      query: Record<string, never>;
+      query: {
+        from?: string;
+        to?: string;
+      };
       body: never;
       bodyRequired: false;
       responses: {
