@@ -83,6 +83,8 @@ await describeEachDatabase('gate erasure by data subject', (backend) => {
     assert.equal(receipt.requestCount, 2);
     assert.deepEqual(receipt.requestIds, [confirmed, denied].sort());
     assert.equal(receipt.reason, 'GDPR Art. 17 request 2026-0142');
+    // The requester is the admin key that asked (the first key: GATE_ADMIN_KEY), never anonymous.
+    assert.match(receipt.requestedBy, /^api:/);
     assert.notEqual(receipt.subject, ALICE);
     assert.match(receipt.subject, /^[0-9a-f]{64}$/);
     // The receipt's leaf: signed by the audit key, and the log's leaf at its index.

@@ -1,4 +1,5 @@
-import { erasureLeavesQuerySchema, erasureLeavesSchema, keyChangeActor, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
+import { erasureLeavesQuerySchema, erasureLeavesSchema, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
+import { auditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
@@ -19,7 +20,7 @@ export function registerErasureRoutes(app: ZodApp, ctx: GateContext): void {
       errorStatuses: [404, 409],
       response: { 200: erasureReceiptSchema },
     }),
-    async (request) => eraseSubject(ctx, request.params.id, request.body.reason, keyChangeActor(request.apiKey)),
+    async (request) => eraseSubject(ctx, request.params.id, request.body.reason, auditActor(request)),
   );
 
   app.get(
