@@ -1,6 +1,9 @@
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
+import type { AuditLogTables } from './audit-log.ts';
+import { verifyBytes } from './audit-keys.ts';
 import { tablesOf } from './db.ts';
+import { leafHash } from './merkle.ts';
 import { isoTimestampMs, periodInOrder } from './time.ts';
 
 /** A signed erasure leaf as both services store it (`audit_erasures`: observe's erasure feature, the gate's). */
@@ -31,4 +34,39 @@ export async function listErasureLeaves<Schema extends { audit_erasures: AuditEr
   if (period.to !== undefined) query = query.where('created_at', '<=', period.to);
   const rows = await query.orderBy('leaf_idx').execute();
   return { erasures: rows.map((row) => ({ erasureId: row.erasure_id, leafIndex: Number(row.leaf_idx), body: row.body, signature: row.signature })) };
+}
+
+/**
+ * The named erasures whose signed leaves check out, each parsed by `parse` (a service's leaf
+ * format): the leaf logged at the row's index is the leaf of its body, and a key the log has
+ * recorded signed that body. One that does not is left out, so what it names verifies as changed:
+ * an erasure row written around the service covers nothing (docs/guide/erasure.md).
+ */
+export async function signedErasureLeaves<Schema extends Pick<AuditLogTables, 'audit_log_leaves' | 'audit_keys'> & { audit_erasures: AuditErasureRow }, Leaf>(
+  db: Kysely<Schema>,
+  erasureIds: readonly string[],
+  parse: (body: string) => (Leaf & { erasureId: string; keyId: string }) | undefined,
+): Promise<Leaf[]> {
+  if (erasureIds.length === 0) return [];
+  const view = tablesOf<Pick<AuditLogTables, 'audit_log_leaves' | 'audit_keys'> & { audit_erasures: AuditErasureRow }, Schema>(db);
+  const rows = await view
+    .selectFrom('audit_erasures as e')
+    .innerJoin('audit_log_leaves as l', 'l.idx', 'e.leaf_idx')
+    .select(['e.erasure_id', 'e.body', 'e.signature', 'l.leaf_hash'])
+    .where('e.erasure_id', 'in', [...erasureIds])
+    .execute();
+  if (rows.length === 0) return [];
+  const keys = new Map(
+    (await view.selectFrom('audit_keys').select(['key_id', 'public_key']).execute()).map((k) => [k.key_id, Buffer.from(k.public_key, 'base64')]),
+  );
+  const checked: Leaf[] = [];
+  for (const row of rows) {
+    const leaf = parse(row.body);
+    if (leaf === undefined || leaf.erasureId !== row.erasure_id) continue;
+    const body = Buffer.from(row.body, 'utf8');
+    if (!leafHash(body).equals(row.leaf_hash)) continue;
+    const key = keys.get(leaf.keyId);
+    if (key !== undefined && verifyBytes(body, row.signature, key)) checked.push(leaf);
+  }
+  return checked;
 }
