@@ -16,6 +16,14 @@ export interface AuditErasureRow {
   created_at: number;
 }
 
+/** DELETE /api/subjects/:id's body on either service: the reason the signed erasure leaf records. */
+export const eraseBodySchema = z.strictObject({
+  reason: z.string().trim().min(1).max(2000).describe('Why the subject is erased (e.g. "GDPR Art. 17 request 2026-0142"); recorded in the signed leaf'),
+});
+
+/** GET /api/erasures/:id's params on either service. */
+export const erasureParams = z.object({ id: z.string().min(1).max(200) });
+
 /** GET /api/audit/erasures's query: `from` and `to` (ISO 8601, inclusive, optional) keep the erasures made in that period. */
 export const erasureLeavesQuerySchema = periodInOrder(z.object({ from: isoTimestampMs.optional(), to: isoTimestampMs.optional() }));
 

@@ -1,8 +1,8 @@
-import { erasureLeavesQuerySchema, erasureLeavesSchema, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
+import { eraseBodySchema, erasureLeavesQuerySchema, erasureLeavesSchema, erasureParams, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
 import { auditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
-import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
+import { eraseParams, erasureReceiptSchema } from './schemas.ts';
 import { eraseSubject, findErasureReceipt } from './service.ts';
 
 export function registerErasureRoutes(app: ZodApp, ctx: GateContext): void {

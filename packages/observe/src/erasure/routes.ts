@@ -1,8 +1,17 @@
-import { erasureLeavesQuerySchema, erasureLeavesSchema, keyChangeActor, listErasureLeaves, routeOptions, type ZodApp } from '@vigil/platform';
+import {
+  eraseBodySchema,
+  erasureLeavesQuerySchema,
+  erasureLeavesSchema,
+  erasureParams,
+  keyChangeActor,
+  listErasureLeaves,
+  routeOptions,
+  type ZodApp,
+} from '@vigil/platform';
 import type { ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { eraseBodySchema, eraseParams, erasureParams, erasureReceiptSchema } from './schemas.ts';
+import { eraseParams, erasureReceiptSchema } from './schemas.ts';
 import { eraseSubject, findErasureReceipt } from './service.ts';
 
 export function registerErasureRoutes(app: ZodApp, ctx: ObserveContext, log: ObserveAuditLog): void {

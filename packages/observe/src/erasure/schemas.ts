@@ -2,12 +2,6 @@ import { z } from 'zod';
 
 export const eraseParams = z.object({ id: z.string().min(1).max(512).describe("The data subject's id, as events name it (SUBJECT_PATHS)") });
 
-export const eraseBodySchema = z.strictObject({
-  reason: z.string().trim().min(1).max(2000).describe('Why the subject is erased (e.g. "GDPR Art. 17 request 2026-0142"); recorded in the signed leaf'),
-});
-
-export const erasureParams = z.object({ id: z.string().min(1).max(200) });
-
 export const erasureReceiptSchema = z
   .object({
     erasureId: z.string(),
