@@ -3,8 +3,9 @@
  * processes, SQLite unless DATABASE_URL is set), one with ENCRYPTION_KEY_FILE (payload and metadata
  * sealed with AES-256-GCM under per-subject data keys), one without, fed the same 1,000-event
  * batches in alternating rounds (paired-ingest.ts). Each batch names 200 data subjects (one event in
- * two names one in metadata.subjectId); the others are sealed under their session's key. Target:
- * with encryption, at least 80 % of the throughput without it (the median of the rounds' shares).
+ * two names one in metadata.subjectId); the others are sealed under their session's key. The issue
+ * asks for the cost to be documented, not for a target: the share of the throughput without it is
+ * printed (the median of the rounds' shares).
  *
  * BENCH_ENCRYPTION_EVENTS (default 60,000) sets the events each server receives.
  */
@@ -13,8 +14,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLIENTS } from './observe-workload.ts';
-import { comparePairedIngest, median, startKeyedServer, stopKeyedServer } from './paired-ingest.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { comparePairedIngest, pairedIngestRows, startKeyedServer, stopKeyedServer } from './paired-ingest.ts';
+import { printTable, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_ENCRYPTION_EVENTS ?? 60_000);
 const EVENTS_PER_BATCH = 1000;
@@ -54,20 +55,15 @@ try {
   const batches = Math.max(ROUNDS, Math.round(EVENTS / EVENTS_PER_BATCH));
   const now = Date.now() - 3_600_000;
   const bodies = Array.from({ length: batches }, (_, b) => batch(b, now + b));
-  const { onRates, offRates, shares } = await comparePairedIngest(on, off, bodies, EVENTS_PER_BATCH, ROUNDS);
+  const rates = await comparePairedIngest(on, off, bodies, EVENTS_PER_BATCH, ROUNDS);
   const total = (batches * EVENTS_PER_BATCH).toLocaleString('en-US');
-  rows.push([
-    `ingest in the clear (${total} events, 1,000-event batches naming ${SUBJECTS_PER_BATCH} subjects, ${CLIENTS} clients; median of ${ROUNDS} rounds)`,
-    '',
-    `${rate(median(offRates))} events/s`,
-  ]);
-  rows.push(['ingest sealed under per-subject data keys (same batches, alternating rounds; median)', '', `${rate(median(onRates))} events/s`]);
-  const share = median(shares);
-  rows.push([
-    `ingest with encryption, as a share of without (median; rounds ${shares.map((s) => s.toFixed(0)).join(', ')} %)`,
-    '≥ 80 %',
-    checked(`${share.toFixed(1)} %`, share >= 80),
-  ]);
+  rows.push(
+    ...pairedIngestRows(rates, {
+      off: `ingest in the clear (${total} events, 1,000-event batches naming ${SUBJECTS_PER_BATCH} subjects, ${CLIENTS} clients; median of ${ROUNDS} rounds)`,
+      on: 'ingest sealed under per-subject data keys (same batches, alternating rounds; median)',
+      share: 'ingest with encryption',
+    }),
+  );
 } finally {
   await stopKeyedServer(on);
   await stopKeyedServer(off);

@@ -5,6 +5,7 @@
  */
 import { CLIENTS } from './observe-workload.ts';
 import { createObserveKey, startObserve, stopServer, type BenchObserve } from './server.ts';
+import { checked, rate, type Row } from './table.ts';
 
 export interface KeyedServer extends BenchObserve {
   key: string;
@@ -81,4 +82,19 @@ export async function comparePairedIngest(
     rates.shares.push((100 * offSeconds) / onSeconds);
   }
   return rates;
+}
+
+/** The three rows of a paired comparison: each median rate, and the share of "on" in "off" beside its target (none: printed as the cost). */
+export function pairedIngestRows(rates: PairedRates, labels: { off: string; on: string; share: string }, targetShare?: number): Row[] {
+  const share = median(rates.shares);
+  const shareText = `${share.toFixed(1)} %`;
+  return [
+    [labels.off, '', `${rate(median(rates.offRates))} events/s`],
+    [labels.on, '', `${rate(median(rates.onRates))} events/s`],
+    [
+      `${labels.share}, as a share of without (median; rounds ${rates.shares.map((s) => s.toFixed(0)).join(', ')} %)`,
+      targetShare === undefined ? '' : `≥ ${targetShare} %`,
+      targetShare === undefined ? shareText : checked(shareText, share >= targetShare),
+    ],
+  ];
 }

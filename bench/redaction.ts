@@ -12,8 +12,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLIENTS } from './observe-workload.ts';
-import { comparePairedIngest, median, startKeyedServer, stopKeyedServer } from './paired-ingest.ts';
-import { checked, printTable, rate, type Row } from './table.ts';
+import { comparePairedIngest, pairedIngestRows, startKeyedServer, stopKeyedServer } from './paired-ingest.ts';
+import { printTable, type Row } from './table.ts';
 
 const EVENTS = Number(process.env.BENCH_REDACTION_EVENTS ?? 100_000);
 const EVENTS_PER_BATCH = 1000;
@@ -64,20 +64,19 @@ try {
   const batches = Math.max(ROUNDS, Math.round(EVENTS / EVENTS_PER_BATCH));
   const now = Date.now() - 3_600_000;
   const bodies = Array.from({ length: batches }, (_, b) => batch(b, now + b));
-  const { onRates, offRates, shares } = await comparePairedIngest(on, off, bodies, EVENTS_PER_BATCH, ROUNDS);
+  const rates = await comparePairedIngest(on, off, bodies, EVENTS_PER_BATCH, ROUNDS);
   const total = (batches * EVENTS_PER_BATCH).toLocaleString('en-US');
-  rows.push([
-    `ingest without redaction (${total} events, 1,000-event batches, ${CLIENTS} clients; median of ${ROUNDS} rounds)`,
-    '',
-    `${rate(median(offRates))} events/s`,
-  ]);
-  rows.push(['ingest with 10 rules and every detector (same batches, alternating rounds; median)', '', `${rate(median(onRates))} events/s`]);
-  const share = median(shares);
-  rows.push([
-    `ingest with redaction, as a share of without (median; rounds ${shares.map((s) => s.toFixed(0)).join(', ')} %)`,
-    '≥ 80 %',
-    checked(`${share.toFixed(1)} %`, share >= 80),
-  ]);
+  rows.push(
+    ...pairedIngestRows(
+      rates,
+      {
+        off: `ingest without redaction (${total} events, 1,000-event batches, ${CLIENTS} clients; median of ${ROUNDS} rounds)`,
+        on: 'ingest with 10 rules and every detector (same batches, alternating rounds; median)',
+        share: 'ingest with redaction',
+      },
+      80,
+    ),
+  );
 } finally {
   await stopKeyedServer(on);
   await stopKeyedServer(off);
