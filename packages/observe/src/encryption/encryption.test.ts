@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { ConfigError, openDatabase } from '@vigil/platform';
-import { describeEachDatabase, type TestBackend } from '@vigil/platform/testing';
+import { describeEachDatabase, TEST_POSTGRES_URL, type TestBackend } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { everyTableText, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 
@@ -386,6 +386,39 @@ await describeEachDatabase('crypto-shredding (ENCRYPTION_KEY_FILE)', (backend: T
       await again.close();
     }
   });
+
+  // PostgreSQL deployments may keep the key store in a database of its own instead of a file.
+  if (backend.kind === 'postgres') {
+    test('DATA_KEY_STORE as the URL of another PostgreSQL database: keys live there, erasure destroys them there; the events database itself is refused', async () => {
+      const { db } = observe.service.context.database;
+      const name = `vigil_keys_${randomBytes(4).toString('hex')}`;
+      await sql`create database ${sql.id(name)}`.execute(db);
+      const url = new URL(TEST_POSTGRES_URL);
+      url.pathname = `/${name}`;
+      const own = mkdtempSync(join(tmpdir(), 'vigil-pgstore-'));
+      const ownKey = join(own, 'master.key');
+      writeFileSync(ownKey, randomBytes(32).toString('base64'));
+      const other = await startTestObserve(backend, { env: { ENCRYPTION_KEY_FILE: ownKey, DATA_KEY_STORE: url.href } });
+      const keysDb = await openDatabase<{ data_keys: WrappedKey }>({ kind: 'postgres', url: url.href, schema: 'vigil_data_keys' });
+      try {
+        await ingest(other, conversation('pg-store', TEST_NOW - 5000));
+        assert.equal((await keysDb.db.selectFrom('data_keys').select('id').execute()).length, 3, 'two subjects and a session');
+        assert.equal(existsSync(join(own, 'data-keys.db')), false);
+        const erased = await other.call({ method: 'DELETE', url: `/api/subjects/${ALICE}`, payload: { reason: 'request 8' } });
+        assert.equal(erased.statusCode, 200, erased.body);
+        assert.equal((await keysDb.db.selectFrom('data_keys').select('id').execute()).length, 2);
+        assert.ok((await other.call({ method: 'GET', url: '/api/sessions/pg-store/timeline' })).body.includes(BOB_TEXT));
+        await assert.rejects(
+          startTestObserve(backend, { env: { ENCRYPTION_KEY_FILE: ownKey, DATA_KEY_STORE: TEST_POSTGRES_URL } }),
+          /DATA_KEY_STORE: .* is the events' database: the key store must live apart from it/,
+        );
+      } finally {
+        await keysDb.close();
+        await other.close();
+        await sql`drop database ${sql.id(name)} with (force)`.execute(db);
+      }
+    });
+  }
 
   test('a missing, malformed or wrong key file, another key store, or no key where content is sealed, stops the start with a clear error', async () => {
     const database = observe.config.database;
