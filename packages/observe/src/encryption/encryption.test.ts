@@ -8,7 +8,8 @@ import { after, before, test } from 'node:test';
 import { ConfigError, openDatabase } from '@vigil/platform';
 import { describeEachDatabase, TEST_POSTGRES_URL, type TestBackend } from '@vigil/platform/testing';
 import { sql } from 'kysely';
-import { everyTableText, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { assertErrorBody, everyTableText, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { openDataKeyStore } from './key-store.ts';
 
 const ALICE = 'alice.liddell@example.com';
 const ALICE_SECRET = 'Wonderland diagnosis 4711 rabbit-hole';
@@ -16,6 +17,7 @@ const BOB = 'bob.builder@example.org';
 const BOB_TEXT = 'Builder quotation 0815 scaffolding';
 const ROUTINE = 'routine step 9931';
 const CAROL = 'carol.crash@example.net';
+const DAN = 'dan.down@example.net';
 const CAROL_TEXT = 'Carol policy number 5521 crash';
 const iso = (at: number) => new Date(at).toISOString();
 
@@ -348,6 +350,54 @@ await describeEachDatabase('crypto-shredding (ENCRYPTION_KEY_FILE)', (backend: T
     const receipt = await observe.call({ method: 'GET', url: `/api/erasures/${pending[0]!.erasure_id}` });
     assert.equal(receipt.statusCode, 200, receipt.body);
     assert.equal(receipt.json().eventCount, 1);
+  });
+
+  test('a key store that fails to destroy: the erasure answers 503 naming it, no receipt; the receipt waits until the keys are gone', async () => {
+    const note = { type: 'note', data: { note: 'Dan account 3141' } };
+    await ingest(observe, [
+      { sessionId: 'conv-dan', agentId: 'support', eventType: 'custom', timestamp: iso(TEST_NOW - 500), metadata: { subjectId: DAN }, payload: note },
+    ]);
+    const store = await openDataKeyStore(undefined, keyFile, observe.config.database);
+    let failures = 1;
+    const flaky = new Proxy(store, {
+      get(target, name) {
+        if (name === 'destroy' && failures > 0) {
+          failures -= 1;
+          return () => Promise.reject(new Error('key store down'));
+        }
+        const value: unknown = Reflect.get(target, name);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    // The same subject hash key as the first instance's (generated into its data directory).
+    const hashKey = readFileSync(join(observe.config.dataDir, 'subject-hash.key'), 'utf8').trim();
+    const other = await startTestObserve(backend, {
+      env: { ENCRYPTION_KEY_FILE: keyFile, SUBJECT_HASH_KEY: hashKey },
+      database: observe.config.database,
+      createKey: false,
+      dataKeyStore: flaky,
+    });
+    try {
+      const call = (request: { method: 'GET' | 'DELETE'; url: string; payload?: object }) =>
+        other.service.app.inject({ ...request, headers: { authorization: `Bearer ${observe.key}` } });
+      const refused = await call({ method: 'DELETE', url: `/api/subjects/${DAN}`, payload: { reason: 'request 9' } });
+      assertErrorBody(refused, 503);
+      const erasureId = /Erasure (\S+) is committed/.exec(refused.json().error)?.[1];
+      assert.ok(erasureId, refused.body);
+      const [pending] = await observe.service.context.database.db.selectFrom('data_key_destructions').selectAll().execute();
+      assert.equal(pending?.erasure_id, erasureId);
+      assert.ok((await keyStoreRows(storeFile)).some((key) => key.id === pending!.key_id));
+      // Asked for, the receipt first destroys the keys (the store answers again).
+      const receipt = await call({ method: 'GET', url: `/api/erasures/${erasureId}` });
+      assert.equal(receipt.statusCode, 200, receipt.body);
+      assert.equal(
+        (await keyStoreRows(storeFile)).some((key) => key.id === pending!.key_id),
+        false,
+      );
+      assert.equal((await observe.service.context.database.db.selectFrom('data_key_destructions').selectAll().execute()).length, 0);
+    } finally {
+      await other.close();
+    }
   });
 
   test('a sealed column edited in the database is reported as tampering by verification, not answered as an error', async () => {

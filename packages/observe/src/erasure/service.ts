@@ -108,8 +108,15 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
     };
   });
   const { hashes, destroyedKeys, ...answer } = receipt;
-  // The receipt is answered only once the keys are gone.
-  if (destroyedKeys.length > 0) await ctx.sealer.destroy(database.db, destroyedKeys);
+  // The receipt is answered only once the keys are gone; a store that fails leaves them to the job.
+  if (destroyedKeys.length > 0) {
+    await ctx.sealer.destroy(database.db, destroyedKeys).catch(() => {
+      throw observeError(
+        'unavailable',
+        `Erasure ${erasureId} is committed, its data keys not destroyed yet: the key store did not answer. They are destroyed by a background job; GET /api/erasures/${erasureId} answers the receipt once they are`,
+      );
+    });
+  }
   forgetMatchedLinks(hashes);
   forgetVerifiedSessions(answer.sessionIds);
   forgetReplays(ctx, answer.sessionIds);
