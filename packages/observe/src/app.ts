@@ -47,7 +47,7 @@ import type { ObserveSchema } from './schema.ts';
 import { sessionsFeature } from './sessions/index.ts';
 import { settingsFeature } from './settings/index.ts';
 import { streamFeature, type StreamHub } from './stream/index.ts';
-import { startEventSealer } from './encryption/index.ts';
+import { encryptionFeature, startEventSealer, type DataKeyStore } from './encryption/index.ts';
 import { registerObserveMetrics, systemFeature } from './system/index.ts';
 import { treeFeature } from './tree/index.ts';
 import { WEBHOOK_SIGNATURE_HEADER, webhookIngestFeature } from './webhook-ingest/index.ts';
@@ -70,6 +70,8 @@ export interface ObserveService {
     idempotencyKeys: PeriodicJob;
     /** Indexes the data subjects of events stored before the subject index existed (erasure/backfill.ts). */
     subjectIndexBackfill: PeriodicJob;
+    /** Finishes destructions of data keys an erasure committed and did not destroy (the process died in between). */
+    dataKeyDestruction: PeriodicJob;
   };
   /** Guardrail evaluation after ingest commits (tests await `guardrails.idle()`). */
   guardrails: GuardrailEngine;
@@ -94,6 +96,8 @@ export interface ObserveOptions extends ServiceBuildOptions {
   auditLeaves?: boolean;
   /** false: checkpoints commit no map of session heads (the benchmark of what that costs ingest; docs/audit.md, "Session heads"). */
   auditHeads?: boolean;
+  /** Where crypto-shredding keeps its data keys (default: the store DATA_KEY_STORE names); a KMS-backed store implements the same interface. */
+  dataKeyStore?: DataKeyStore;
 }
 
 /**
@@ -131,7 +135,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   const prices = loadPriceTable(config, clock);
   const database = await openServiceDatabase<ObserveSchema>(config, observeMigrations);
   const subjects = new SubjectHasher({ hashKey: config.subjects.hashKey, dataDir: config.dataDir });
-  const sealer = await startEventSealer(config, database, subjects).catch(async (error: unknown) => {
+  const sealer = await startEventSealer(config, database, subjects, options.dataKeyStore).catch(async (error: unknown) => {
     await database.close();
     throw error;
   });
@@ -175,7 +179,17 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   registerObserveMetrics(context);
 
   const runJobs = options.runJobs ?? true;
-  const features = createFeatureHost({ app, context, db: database.db, clock, runJobs, closeShared: () => database.close() });
+  const features = createFeatureHost({
+    app,
+    context,
+    db: database.db,
+    clock,
+    runJobs,
+    closeShared: async () => {
+      await sealer.close();
+      await database.close();
+    },
+  });
   // In this order: authentication first; the routes (and so the OpenAPI document) follow the list.
   await features.register(authenticationFeature);
   await features.register(systemFeature);
@@ -205,6 +219,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(contextApiFeature);
   const audit = await features.register(auditLogFeature({ appendLeaves: options.auditLeaves ?? true, commitHeads: options.auditHeads ?? true }));
   const subjectIndexBackfill = await features.register(erasureFeature(audit.log));
+  const dataKeyDestruction = await features.register(encryptionFeature);
   await features.register(evidencePackFeature);
   const streams = await features.register(streamFeature);
   registerOpenApiRoute(app);
@@ -225,6 +240,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
       reflectState,
       idempotencyKeys,
       subjectIndexBackfill,
+      dataKeyDestruction,
     },
     guardrails: guardrails.engine,
     streams,

@@ -30,6 +30,8 @@ export const observeEnvironment = environmentSlice(
       .pipe(z.array(z.string().regex(/^(payload|metadata)(\.[^.]+)+$/, 'each path starts with payload. or metadata.'))),
     /** A file holding a 32-byte master key (base64 or hex): events' payload and metadata are then stored encrypted under per-subject data keys that erasure destroys (crypto-shredding, docs/guide/erasure.md). Unset: stored in the clear. */
     ENCRYPTION_KEY_FILE: z.string().min(1).optional(),
+    /** Where crypto-shredding's data keys live, apart from the events' database: a SQLite file, or a postgres:// URL of another database (docs/guide/erasure.md#the-key-store). Unset: data-keys.db beside ENCRYPTION_KEY_FILE. */
+    DATA_KEY_STORE: z.string().min(1).optional(),
     /** JSON array of model prices that replace or extend the built-in table; parsed and checked by the observe service at start. */
     MODEL_PRICES: z.string().min(1).optional(),
     ALERT_EVAL_INTERVAL_MS: positiveInt.default(60_000),
@@ -79,6 +81,8 @@ export interface ObserveConfig extends ServiceBaseConfig {
   subjects: { paths: string[]; hashKey?: string };
   /** The master key file of crypto-shredding (encryption/); unset: events are stored in the clear. */
   encryptionKeyFile?: string;
+  /** DATA_KEY_STORE: the data key store's file or database URL; unset: beside the master key file (encryption/key-store.ts). */
+  dataKeyStore?: string;
   /** Raw MODEL_PRICES (JSON text); the observe service parses it at start and refuses to start when it is invalid. */
   modelPricesJson?: string;
   /** How often alert rules are evaluated (once per interval across all instances). */
@@ -121,6 +125,7 @@ export function observeConfig(e: ObserveEnvironment, overrides: ServiceOverrides
     retentionFloorDays: e.RETENTION_FLOOR_DAYS,
     subjects: { paths: e.SUBJECT_PATHS, hashKey: e.SUBJECT_HASH_KEY },
     encryptionKeyFile: e.ENCRYPTION_KEY_FILE,
+    dataKeyStore: e.DATA_KEY_STORE,
     modelPricesJson: e.MODEL_PRICES,
     alertEvalIntervalMs: e.ALERT_EVAL_INTERVAL_MS,
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MS,

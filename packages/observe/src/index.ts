@@ -1,4 +1,5 @@
 export { buildObserveService, type ObserveOptions, type ObserveService } from './app.ts';
+export type { DataKeyStore, StoredDataKey } from './encryption/index.ts';
 export { observeConfig, observeConfigFromEnvironment, observeEnvironment, type ObserveConfig, type ObserveEnvironment } from './config.ts';
 // Derived data recomputed from chained events, for `vigil verify --deep` (the audit-log feature's; docs/audit.md#--deep).
 export { OBSERVE_DERIVED_TABLES } from './app.ts';

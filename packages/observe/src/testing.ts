@@ -3,7 +3,7 @@ import { hashBytes, hashHex, ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { buildObserveService, type ObserveService } from './app.ts';
+import { buildObserveService, type ObserveOptions, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import { observeErrors } from './errors.ts';
 import { alertSessionId } from './alerts/index.ts';
@@ -42,6 +42,8 @@ export interface TestObserveOptions {
   database?: ObserveConfig['database'];
   /** Evaluate guardrails after each ingest commit, as production does (default false: tests drive the engine). */
   evaluateGuardrails?: boolean;
+  /** The data key store (default: the one the configuration names). */
+  dataKeyStore?: ObserveOptions['dataKeyStore'];
 }
 
 /** The real observe app on a fresh database of the given backend, with a first key created over HTTP. */
@@ -55,6 +57,7 @@ export async function startTestObserve(backend: TestBackend, options: TestObserv
     runJobs: false,
     evaluateGuardrails: options.evaluateGuardrails ?? false,
     validateResponses: true,
+    dataKeyStore: options.dataKeyStore,
   });
   let key = '';
   let keyWriter = 'none';

@@ -13,7 +13,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
         const session = await snapshot.selectFrom('sessions').select(['last_seq', 'last_hash']).where('id', '=', sessionId).executeTakeFirst();
         if (session === undefined) return undefined;
         const stored = await snapshot.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', sessionId).orderBy('seq').orderBy('id').execute();
-        const rows = await ctx.sealer.open(snapshot, stored);
+        const rows = await ctx.sealer.open(stored);
         return { head: { seq: session.last_seq, hash: session.last_hash }, items: rows.map((row) => ({ id: row.id, text: chainTextOf(row) })) };
       }),
     texts: async (ids) => {
@@ -23,7 +23,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
           .select(CHAIN_COLUMNS)
           .where('id', 'in', ids)
           .execute()
-          .then((stored) => ctx.sealer.open(db, stored)),
+          .then((stored) => ctx.sealer.open(stored)),
         db.selectFrom('audit_writer_leaves').select(['item_id', 'body']).where('item_id', 'in', ids).execute(),
       ]);
       return new Map([

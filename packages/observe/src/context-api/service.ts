@@ -118,7 +118,7 @@ async function keyEvents(ctx: ObserveContext, sessionIds: readonly string[], top
       .select(['id', 'event_type', 'ts', 'seq', 'payload'])
       .where('id', 'in', allIds.slice(i, i + 500))
       .execute();
-    for (const row of await ctx.sealer.open(db, found)) rows.set(row.id, row);
+    for (const row of await ctx.sealer.open(found)) rows.set(row.id, row);
   }
   const result = new Map<string, KeyEvent[]>();
   for (const [sessionId, ids] of chosen) {

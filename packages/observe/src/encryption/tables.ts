@@ -1,21 +1,27 @@
-// The tables encryption/ owns (times are epoch milliseconds); the service's schema (schema.ts) is
-// composed of every feature's tables.
+// The tables encryption/ owns in the events' database (times are epoch milliseconds); the service's
+// schema (schema.ts) is composed of every feature's tables. The data keys themselves live in the
+// key store (key-store.ts), never here.
+
+/** What the events' database records of its encryption: which key store and which master key sealed it. */
+export interface EncryptionStateRow {
+  id: string;
+  /** The key store's identity (DataKeyStore.identity): a start against another store is refused. */
+  key_store_id: string;
+  /** base64 of 32 zero bytes sealed under the master key: a start with another key is refused. */
+  master_check: string;
+}
 
 /**
- * A data key events' payloads and metadata are sealed under (AES-256-GCM), wrapped by the master
- * key (ENCRYPTION_KEY_FILE). Its owner is the set of data subjects its events name (by keyed hash)
- * or, for events naming none, their session; erasing a subject deletes the row, and with it every
- * copy's means of reading those events.
+ * A data key an erasure destroys, recorded in the erasure's transaction and deleted once the key is
+ * gone from the key store: a row left (the process died in between) is finished by the job.
  */
-export interface DataKeyRow {
-  id: string;
-  /** `subjects:` and the sorted keyed hashes, comma-separated, or `session:` and the session id. */
-  owner: string;
-  /** base64 of IV (12 bytes), GCM tag (16 bytes) and the encrypted 32-byte key. */
-  wrapped: string;
+export interface DataKeyDestructionRow {
+  key_id: string;
+  erasure_id: string;
   created_at: number;
 }
 
 export interface EncryptionTables {
-  data_keys: DataKeyRow;
+  encryption_state: EncryptionStateRow;
+  data_key_destructions: DataKeyDestructionRow;
 }

@@ -29,7 +29,7 @@ export async function backfillSubjectPage(ctx: ObserveContext, paths: readonly S
     .execute();
   const rows: EventSubjectRow[] = [];
   const parsesPayload = paths.some((path) => path.root === 'payload');
-  for (const event of await ctx.sealer.open(db, stored)) {
+  for (const event of await ctx.sealer.open(stored)) {
     const payload = parsesPayload ? (JSON.parse(event.payload) as Record<string, unknown>) : {};
     for (const id of subjectIdsOf(paths, payload, event.metadata))
       rows.push({ subject_hash: ctx.subjects.hash(id), event_id: event.id, session_id: event.session_id });

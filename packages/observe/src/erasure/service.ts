@@ -36,7 +36,7 @@ export interface ErasureReceipt {
  * the audit log in the same transaction. The events leave the full-text index, their vectors and
  * their sessions' summaries become tombstones, their reflect state is dropped, and the in-memory
  * memos (verified chains, replays) forget the sessions. With encryption on, the subject's data
- * keys are deleted in the same transaction (crypto-shredding). A hold in force on the subject, one of the
+ * keys are retired in the same transaction and destroyed in the key store before the receipt is answered (crypto-shredding). A hold in force on the subject, one of the
  * sessions or their agents refuses it all (409); a subject no stored event names is 404.
  */
 export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, subjectId: string, reason: string, actor: ChangeActor): Promise<ErasureReceipt> {
@@ -90,8 +90,10 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
     }
     await forgetEmbeddings(trx, database.dialect, erased, sessionIds, now);
     await forgetReflectState(trx, sessionIds);
-    // Crypto-shredding: the subject's data keys go with its content, so a copy taken before holds nothing readable.
-    const destroyedKeys = ctx.sealer.enabled ? await ctx.sealer.destroySubjectKeys(trx, subject) : [];
+    // Crypto-shredding: the subject's data keys are retired now and destroyed once this commits, so
+    // a copy taken before holds nothing readable; a destruction the process did not live to do is
+    // recorded here and finished by the job.
+    const destroyedKeys = ctx.sealer.enabled ? await ctx.sealer.retireSubjectKeys(trx, subject, erasureId, now) : [];
     return {
       erasureId,
       subject,
@@ -106,7 +108,15 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
     };
   });
   const { hashes, destroyedKeys, ...answer } = receipt;
-  ctx.sealer.forget(destroyedKeys);
+  // The receipt is answered only once the keys are gone; a store that fails leaves them to the job.
+  if (destroyedKeys.length > 0) {
+    await ctx.sealer.destroy(database.db, destroyedKeys).catch(() => {
+      throw observeError(
+        'unavailable',
+        `Erasure ${erasureId} is committed, its data keys not destroyed yet: the key store did not answer. They are destroyed by a background job; GET /api/erasures/${erasureId} answers the receipt once they are`,
+      );
+    });
+  }
   forgetMatchedLinks(hashes);
   forgetVerifiedSessions(answer.sessionIds);
   forgetReplays(ctx, answer.sessionIds);
@@ -120,6 +130,8 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
 export async function findErasureReceipt(ctx: ObserveContext, log: ObserveAuditLog, erasureId: string): Promise<ErasureReceipt | undefined> {
   const row = await ctx.database.db.selectFrom('audit_erasures').selectAll().where('erasure_id', '=', erasureId).executeTakeFirst();
   if (row === undefined) return undefined;
+  // Nor is it answered later while the erasure's data keys are not destroyed (its process died first).
+  await ctx.sealer.finishDestructions(ctx.database.db, erasureId);
   const body = JSON.parse(row.body) as { subject: string; reason: string; requestedBy: string; timestamp: string; keyId: string; events: { id: string }[] };
   const keys = await log.keys();
   const key = keys.find((k) => k.keyId === body.keyId);

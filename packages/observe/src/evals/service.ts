@@ -183,7 +183,7 @@ export async function evaluateWithJudge(ctx: ObserveContext, sessionId: string, 
 
   const builder = new TranscriptBuilder();
   for (let after = -1; ;) {
-    const page = await ctx.sealer.open(ctx.database.db, await transcriptPage(ctx.database.db, sessionId, after, throughSeq, TRANSCRIPT_PAGE));
+    const page = await ctx.sealer.open(await transcriptPage(ctx.database.db, sessionId, after, throughSeq, TRANSCRIPT_PAGE));
     for (const event of page) builder.add(event);
     if (page.length < TRANSCRIPT_PAGE) break;
     after = page[page.length - 1]!.seq;

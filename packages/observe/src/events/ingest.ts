@@ -320,7 +320,7 @@ async function checkAppendedSince(trx: Transaction<ObserveSchema>, sealing: RowS
   if (session.last_seq === verified.lastSeq && session.last_hash === verified.lastHash) return;
   const verifier = new ChainVerifier({ lastSeq: session.last_seq, lastHash: session.last_hash }, verified);
   const stored = await trx.selectFrom('events').select(CHAIN_COLUMNS).where('session_id', '=', session.id).where('seq', '>', verified.lastSeq).execute();
-  for (const row of sealing === null ? stored : await sealing.open(trx, stored)) verifier.add(toLink(row));
+  for (const row of sealing === null ? stored : await sealing.open(stored)) verifier.add(toLink(row));
   const { brokenAt } = verifier.finish();
   if (brokenAt !== null) throw chainBrokenError(session.id, brokenAt);
 }
@@ -461,7 +461,7 @@ async function appendPrepared(
     const rows = prepared.map((event) => event.row);
     if (writers.sealing === null) await eventInserter.insert(trx, database.dialect, rows, (index) => jsonWords(prepared[index]!.payload).join(' '));
     // Sealed, the rows are stored as ciphertext and give the full-text index no words (their plaintext would outlive an erasure in a copy).
-    else await eventInserter.insert(trx, database.dialect, await writers.sealing.seal(trx, prepared, receivedAt), () => '');
+    else await eventInserter.insert(trx, database.dialect, await writers.sealing.seal(prepared, receivedAt), () => '');
     for (const id of sessionIds) {
       const { id: _id, ...changes } = sessions.get(id)!;
       await trx.updateTable('sessions').set(changes).where('id', '=', id).execute();
@@ -521,9 +521,9 @@ interface TransactionWriters {
 /** Sealing of events' payload and metadata (encryption/ EventSealer). */
 export interface RowSealing {
   /** Sealed copies of a batch's rows, in order, written in its transaction; the rows themselves stay in the clear for the other writers. */
-  seal(trx: Transaction<ObserveSchema>, events: readonly { row: EventRow; payload: Record<string, unknown> }[], now: number): Promise<EventRow[]>;
+  seal(events: readonly { row: EventRow; payload: Record<string, unknown> }[], now: number): Promise<EventRow[]>;
   /** The rows read with their content opened. */
-  open<Row extends { payload?: string | null; metadata?: string | null }>(db: Transaction<ObserveSchema>, rows: readonly Row[]): Promise<Row[]>;
+  open<Row extends { payload?: string | null; metadata?: string | null }>(rows: readonly Row[]): Promise<Row[]>;
 }
 
 /**

@@ -104,7 +104,7 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     }),
     async (request, reply) => {
       const { rows: stored, total } = await listEvents(ctx.database, request.query);
-      const rows = await ctx.sealer.open(ctx.database.db, stored);
+      const rows = await ctx.sealer.open(stored);
       const hasMore = request.query.offset + rows.length < total;
       return sendJsonText(reply, `{"events":${eventsJson(rows)},"total":${total},"hasMore":${hasMore}}`);
     },
@@ -122,7 +122,7 @@ export function registerEventRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request) => {
       const row = await findEvent(ctx.database, request.params.id);
       if (!row) throw observeError('eventNotFound');
-      const [opened] = await ctx.sealer.open(ctx.database.db, [row]);
+      const [opened] = await ctx.sealer.open([row]);
       return toEvent(opened!);
     },
   );

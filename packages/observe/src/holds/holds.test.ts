@@ -140,7 +140,7 @@ await describeEachDatabase('legal holds are read from the change log, not the ta
   });
   after(() => observe.close());
 
-  test('a hold row inserted in the database holds nothing; one deleted, or released in the table, still holds', async () => {
+  test('a hold row inserted in the database holds nothing and is not listed; one deleted, or released in the table, still holds and is listed in force', async () => {
     const { db } = observe.service.context.database;
     const hash = (id: string) => observe.service.context.subjects.hash(id);
     const forged = (scope: 'session' | 'subject', targetId: string) => ({
@@ -175,13 +175,22 @@ await describeEachDatabase('legal holds are read from the change log, not the ta
     assert.equal(await sessionExists(observe, 'row-deleted'), true, 'the deleted hold still keeps its session');
     assert.equal(await sessionExists(observe, 'row-released'), true, "the hold released in the table still keeps its agent's session");
 
-    // Released through the API, the change log releases them.
+    // The list answers what decides: the logged holds, not the table's rows.
+    const listed = await observe.call({ method: 'GET', url: '/api/holds' });
+    assert.equal(listed.statusCode, 200, listed.body);
+    const holds = (listed.json() as { holds: { id: string; active: boolean; releaseReason: string | null }[] }).holds;
+    assert.deepEqual(
+      holds.map((hold) => [hold.id, hold.active, hold.releaseReason]).sort(),
+      [onSession, onSubject, onAgent].map((hold) => [hold.id, true, null]).sort(),
+    );
+    assert.equal((await observe.call({ method: 'GET', url: '/api/holds?active=false' })).json().holds.length, 0);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/holds/forged-session' }), 404);
+    const deleted = await observe.call({ method: 'GET', url: `/api/holds/${onSession.id}` });
+    assert.equal(deleted.statusCode, 200, deleted.body);
+    assert.equal(deleted.json().active, true);
+
+    // Released through the API (a deleted row is no obstacle), the change log releases them.
     for (const hold of [onSession, onSubject, onAgent]) {
-      await db.deleteFrom('legal_holds').where('id', '=', hold.id).execute();
-      await db
-        .insertInto('legal_holds')
-        .values({ ...forged('session', 'x'), id: hold.id })
-        .execute();
       const released = await observe.call({ method: 'POST', url: `/api/holds/${hold.id}/release`, payload: { reason: 'closed' } });
       assert.equal(released.statusCode, 200, released.body);
     }
@@ -189,5 +198,10 @@ await describeEachDatabase('legal holds are read from the change log, not the ta
     assert.equal(await observe.service.jobs.retention.tick(), true);
     assert.equal(await sessionExists(observe, 'row-deleted'), false);
     assert.equal(await sessionExists(observe, 'row-released'), false);
+    const released = (await observe.call({ method: 'GET', url: '/api/holds?active=false' })).json() as { holds: { id: string; releaseReason: string }[] };
+    assert.deepEqual(
+      released.holds.map((hold) => [hold.id, hold.releaseReason]).sort(),
+      [onSession, onSubject, onAgent].map((hold) => [hold.id, 'closed']).sort(),
+    );
   });
 });

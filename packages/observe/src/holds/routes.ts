@@ -25,12 +25,14 @@ export function registerHoldRoutes(app: ZodApp, ctx: ObserveContext): void {
     '/api/holds',
     routeOptions('read', {
       operationId: 'listLegalHolds',
-      summary: 'Legal holds, newest first (those in force and those released)',
+      summary: 'Legal holds, newest first (those in force and those released), as the change log records them',
+      description:
+        'Answered from the change log whose audit-log leaves verify, the same evidence retention and erasure decide by: a row of the holds table inserted, deleted or edited in the database changes nothing here.',
       tags: ['holds'],
       querystring: listHoldsQuerySchema,
       response: { 200: z.object({ holds: z.array(holdSchema) }) },
     }),
-    async (request) => ({ holds: (await listHolds(ctx.database, request.query.active)).map(toHoldOut) }),
+    async (request) => ({ holds: await listHolds(ctx.database, request.query.active) }),
   );
 
   app.get(
@@ -39,7 +41,7 @@ export function registerHoldRoutes(app: ZodApp, ctx: ObserveContext): void {
     async (request) => {
       const hold = await findHold(ctx.database, request.params.id);
       if (hold === undefined) throw observeError('legalHoldNotFound');
-      return toHoldOut(hold);
+      return hold;
     },
   );
 
@@ -54,6 +56,6 @@ export function registerHoldRoutes(app: ZodApp, ctx: ObserveContext): void {
       errorStatuses: [409],
       response: { 200: holdSchema },
     }),
-    async (request) => toHoldOut(await releaseLegalHold(ctx, request.params.id, request.body.reason, keyChangeActor(request.apiKey))),
+    async (request) => releaseLegalHold(ctx, request.params.id, request.body.reason, keyChangeActor(request.apiKey)),
   );
 }

@@ -4,6 +4,7 @@ import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import type { ObserveSchema } from '../schema.ts';
 import { activeHoldsOn, insertHold, releaseHold } from './store.ts';
+import type { HoldOut } from './schemas.ts';
 import type { LegalHoldRow } from './tables.ts';
 
 /** Places a hold; a subject's id is stored as its keyed hash. */
@@ -17,12 +18,10 @@ export async function placeHold(
 }
 
 /** Releases a hold: 404 when there is none, 409 when it was released already. */
-export async function releaseLegalHold(ctx: ObserveContext, id: string, reason: string, actor: ChangeActor): Promise<LegalHoldRow> {
+export async function releaseLegalHold(ctx: ObserveContext, id: string, reason: string, actor: ChangeActor): Promise<HoldOut> {
   const released = await releaseHold(ctx.database, id, reason, actor, ctx.clock.now());
   if (released === undefined) throw observeError('legalHoldNotFound');
-  if (released.before.released_at !== null) {
-    throw observeError('legalHoldReleased', `Legal hold ${id} was released already (${new Date(Number(released.before.released_at)).toISOString()})`);
-  }
+  if (!released.before.active) throw observeError('legalHoldReleased', `Legal hold ${id} was released already (${released.before.releasedAt})`);
   return released.after;
 }
 

@@ -1,5 +1,5 @@
-import { changeLeafHash, forUpdate, hashHex, newId, recordChange, toIso, type ChangeActor, type DialectName } from '@vigil/platform';
-import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
+import { changeLeafHash, forUpdate, hashHex, newId, recordChange, toIso, type ChangeActor } from '@vigil/platform';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { HoldOut } from './schemas.ts';
 import type { LegalHoldRow } from './tables.ts';
@@ -35,50 +35,36 @@ export async function insertHold(
   return row;
 }
 
-/** Releases a hold (its row stays, released); the row as it was, undefined when there is no such hold. */
+/**
+ * Releases a hold as the change log records it (its row, when there is one, stays, released); the
+ * hold as it was, undefined when the log records no such hold.
+ */
 export async function releaseHold(
   database: ObserveDatabase,
   id: string,
   reason: string,
   actor: ChangeActor,
   now: number,
-): Promise<{ before: LegalHoldRow; after: LegalHoldRow } | undefined> {
+): Promise<{ before: HoldOut; after: HoldOut } | undefined> {
   return database.db.transaction().execute(async (trx) => {
-    const before = await lockHold(trx, database.dialect, id);
-    if (before === undefined || before.released_at !== null) return before && { before, after: before };
-    const after: LegalHoldRow = { ...before, released_at: now, released_by: actor.actor, release_reason: reason };
+    // Serialises releases of one hold (while its row is there).
+    await forUpdate(trx.selectFrom('legal_holds').select('id').where('id', '=', id), database.dialect).execute();
+    const before = (await loggedHolds(trx)).find((hold) => hold.id === id);
+    if (before === undefined || !before.active) return before && { before, after: before };
+    const after: HoldOut = { ...before, active: false, releasedAt: toIso(now), releasedBy: actor.actor, releaseReason: reason };
     await trx.updateTable('legal_holds').set({ released_at: now, released_by: actor.actor, release_reason: reason }).where('id', '=', id).execute();
-    await recordChange(
-      trx,
-      { resource: LEGAL_HOLD_RESOURCE, resourceId: id, action: 'revoked', actor, before: toHoldOut(before), after: toHoldOut(after) },
-      now,
-    );
+    await recordChange(trx, { resource: LEGAL_HOLD_RESOURCE, resourceId: id, action: 'revoked', actor, before, after }, now);
     return { before, after };
   });
 }
 
-async function lockHold(trx: Transaction<ObserveSchema>, dialect: DialectName, id: string): Promise<LegalHoldRow | undefined> {
-  return forUpdate(trx.selectFrom('legal_holds').selectAll().where('id', '=', id), dialect).executeTakeFirst();
-}
-
-export async function findHold(database: ObserveDatabase, id: string): Promise<LegalHoldRow | undefined> {
-  return database.db.selectFrom('legal_holds').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-/** Newest first; `active` filters on whether a hold is in force. */
-export async function listHolds(database: ObserveDatabase, active: boolean | undefined): Promise<LegalHoldRow[]> {
-  let query = database.db.selectFrom('legal_holds').selectAll().orderBy('placed_at', 'desc').orderBy('id', 'desc');
-  if (active !== undefined) query = query.where('released_at', active ? 'is' : 'is not', null);
-  return query.execute();
-}
-
 /**
- * The holds in force as the change log records them, oldest first: a hold whose last logged change
- * (a change row whose audit-log leaf matches it) placed it and none released it. The table is not
- * read: a row inserted or deleted in the database, or a release written into it, changes nothing
- * (compare platform logged-state.ts); an edited change row does not count, so the last intact one decides.
+ * Every hold as the change log records it (its last logged state), in no order: a change row
+ * counts only while its audit-log leaf matches it. The table is not read: a row inserted or deleted
+ * in the database, or a release written into it, changes nothing (compare platform logged-state.ts);
+ * an edited change row does not count, so the last intact one decides.
  */
-export async function holdsInForce(db: Kysely<ObserveSchema>): Promise<HoldOut[]> {
+async function loggedHolds(db: Kysely<ObserveSchema>): Promise<HoldOut[]> {
   const changes = await db
     .selectFrom('admin_changes as c')
     .innerJoin('audit_log_leaves as l', 'l.item_id', 'c.id')
@@ -92,9 +78,24 @@ export async function holdsInForce(db: Kysely<ObserveSchema>): Promise<HoldOut[]
     if (change.resource_id === null || hashHex(change.leaf_hash) !== changeLeafHash(change).toString('hex')) continue;
     last.set(change.resource_id, change.after === null ? null : (JSON.parse(change.after) as HoldOut));
   }
-  return [...last.values()]
-    .filter((hold): hold is HoldOut => hold !== null && hold.active)
-    .sort((a, b) => (a.placedAt === b.placedAt ? (a.id < b.id ? -1 : 1) : a.placedAt < b.placedAt ? -1 : 1));
+  return [...last.values()].filter((hold): hold is HoldOut => hold !== null);
+}
+
+const byPlacedAt = (a: HoldOut, b: HoldOut): number => (a.placedAt === b.placedAt ? (a.id < b.id ? -1 : 1) : a.placedAt < b.placedAt ? -1 : 1);
+
+/** The holds in force as the change log records them (loggedHolds), oldest first: what retention and erasure decide by. */
+export async function holdsInForce(db: Kysely<ObserveSchema>): Promise<HoldOut[]> {
+  return (await loggedHolds(db)).filter((hold) => hold.active).sort(byPlacedAt);
+}
+
+/** The holds GET /api/holds lists, from the change log as the decisions are (loggedHolds): newest first; `active` filters on whether a hold is in force. */
+export async function listHolds(database: ObserveDatabase, active: boolean | undefined): Promise<HoldOut[]> {
+  return (await loggedHolds(database.db)).filter((hold) => active === undefined || hold.active === active).sort((a, b) => byPlacedAt(b, a));
+}
+
+/** One hold as the change log records it; undefined when it records none. */
+export async function findHold(database: ObserveDatabase, id: string): Promise<HoldOut | undefined> {
+  return (await loggedHolds(database.db)).find((hold) => hold.id === id);
 }
 
 /** The holds in force (holdsInForce) on any of these targets, oldest first. */

@@ -139,7 +139,7 @@ export class EventRedaction {
       rules.push(matcherOf(stored));
     }
     const redactor = new Masker({ specs: rules, detectors: body.detectors ?? [], hmacKey: this.ctx.config.masking.hmacKey });
-    const rows = await this.ctx.sealer.open(this.ctx.database.db, await recentEvents(this.ctx.database, body.limit));
+    const rows = await this.ctx.sealer.open(await recentEvents(this.ctx.database, body.limit));
     const events = [];
     for (const row of rows) {
       const { roots, counts } = redactor.mask({

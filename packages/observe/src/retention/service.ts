@@ -46,7 +46,7 @@ async function unconfirmedExpiry(
     .limit(1)
     .executeTakeFirst();
   if (stored === undefined) return 'it has no chained event';
-  const [row] = (await sealer.open(trx, [stored])) as [typeof stored];
+  const [row] = (await sealer.open([stored])) as [typeof stored];
   const link = toLink(row);
   if (chainHashOfCanonical(link, link.payloadJson, link.metadataJson) !== link.hash) {
     // An erased event (docs/guide/erasure.md) stands for the hash its signed erasure leaf lists.

@@ -87,7 +87,7 @@ export async function sessionTimeline({ database, sealer }: EventReader, session
     }
     // The memo compares the text as stored (sealed or not); the chain and the timeline read it opened.
     const stored = await sessionLoggedRowsQuery(db, sessionId).execute();
-    const rows = await sealer.open(db, stored);
+    const rows = await sealer.open(stored);
     const verifier = new ChainVerifier(head);
     const links = rows.map((row) => verifier.add(toLink(row), leafOfRow(row)));
     const verdict = verifier.finish(await erasureCovers(db, OBSERVE_LOG, verifier.erasuresNamed()));
@@ -131,7 +131,7 @@ export async function verifySessionChain({ database, sealer }: EventReader, sess
     let texts: string[] | null = [];
     let chars = 0;
     await forEachSessionEventPage(db, sessionId, VERIFY_PAGE, async (rows) => {
-      for (const row of await sealer.open(db, rows)) verifier.add(toLink(row), leafOfRow(row));
+      for (const row of await sealer.open(rows)) verifier.add(toLink(row), leafOfRow(row));
       if (texts === null) return;
       const text = storedChainText(rows);
       chars += text?.length ?? 0;

@@ -232,7 +232,7 @@ class EventStream {
     try {
       for (;;) {
         const head = await streamHead(database);
-        const rows = await this.hub.ctx.sealer.open(database.db, await readStreamPage(database, this.cursor, head, filters, PAGE_SIZE));
+        const rows = await this.hub.ctx.sealer.open(await readStreamPage(database, this.cursor, head, filters, PAGE_SIZE));
         let text = '';
         if (include.sessions && rows.length > 0) {
           // Before the events, with the cursor before them: a client cut off in between gets the sessions again.

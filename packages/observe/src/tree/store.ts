@@ -13,5 +13,5 @@ export async function readTreeEvents({ database, sealer }: EventReader, sessionI
     .select((eb) => eb.case().when('event_type', 'in', ['custom', 'tool_error']).then(eb.ref('payload')).end().as('payload'))
     .limit(limit)
     .execute();
-  return sealer.open(database.db, rows);
+  return sealer.open(rows);
 }

@@ -3662,7 +3662,9 @@ export interface paths {
   };
   "/api/holds": {
     /**
-     * Legal holds, newest first (those in force and those released)
+     * Legal holds, newest first (those in force and those released), as the change log records them
+     *
+     * Answered from the change log whose audit-log leaves verify, the same evidence retention and erasure decide by: a row of the holds table inserted, deleted or edited in the database changes nothing here.
      *
      * Scope: `read`.
      */
