@@ -343,7 +343,7 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
     const replicaPool = newPool(config.readUrl);
     replica = new ReplicaRouter(pool, replicaPool);
     await replica.start();
-    dialectPool = routingPool(pool, replicaPool, replica);
+    dialectPool = routingPool(pool, replicaPool, replica, (error) => databaseFailure(error) === 'unavailable');
   }
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: dialectPool }) });
   return {

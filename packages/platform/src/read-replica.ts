@@ -31,10 +31,7 @@ export function readingRoute<T>(caller: string | null, run: () => T): T {
 export function callerOf(headers: Record<string, string | string[] | undefined>): string | null {
   const credential = headers.authorization ?? headers.cookie;
   if (credential === undefined) return null;
-  return createHash('sha256')
-    .update([credential].flat().join('\n'))
-    .digest('base64url')
-    .slice(0, 22);
+  return createHash('sha256').update([credential].flat().join('\n')).digest('base64url').slice(0, 22);
 }
 
 /** `X/Y` (hex halves of a pg_lsn) as one number. */
@@ -45,7 +42,10 @@ function parseLsn(text: string): bigint {
 
 /** A statement that only reads: a SELECT without row locks, sequence steps, advisory locks or notifications. */
 function isPlainRead(text: string): boolean {
-  return /^\s*\(*\s*select\b/i.test(text) && !/\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\bnextval\s*\(|\bsetval\s*\(|pg_(try_)?advisory|pg_notify\s*\(/i.test(text);
+  return (
+    /^\s*\(*\s*select\b/i.test(text) &&
+    !/\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\bnextval\s*\(|\bsetval\s*\(|pg_(try_)?advisory|pg_notify\s*\(/i.test(text)
+  );
 }
 
 /**
@@ -145,12 +145,12 @@ export class ReplicaRouter {
 }
 
 /** The pool the service's Kysely uses when a replica is configured: each connection routed as the module comment says. */
-export function routingPool(primary: pg.Pool, replica: pg.Pool, router: ReplicaRouter): PostgresPool {
+export function routingPool(primary: pg.Pool, replica: pg.Pool, router: ReplicaRouter, unreachable: (error: unknown) => boolean): PostgresPool {
   return {
     connect: async () => {
       const route = readRoute.getStore();
       if (route === undefined || !router.mayRead(route.caller)) return primary.connect();
-      return new RoutingClient(primary, replica, router) as unknown as PostgresPoolClient;
+      return new RoutingClient(primary, replica, router, unreachable) as unknown as PostgresPoolClient;
     },
     end: async () => {
       await router.stop();
@@ -170,11 +170,23 @@ class RoutingClient {
     private readonly primary: pg.Pool,
     private readonly replica: pg.Pool,
     private readonly router: ReplicaRouter,
+    /** Whether an error means the server is out of reach (db.ts databaseFailure). */
+    private readonly unreachable: (error: unknown) => boolean,
   ) {}
 
   async query<R>(text: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
-    const client = await this.client(this.target(text));
-    return (await client.query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
+    const opensOrStandsAlone = this.transaction === null;
+    const target = this.target(text);
+    try {
+      return (await (await this.client(target)).query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
+    } catch (error) {
+      // A replica lost under a statement: it is asked again of the primary, unless it was inside a
+      // transaction already under way there (that request is answered 503 and retried).
+      if (target !== 'replica' || !opensOrStandsAlone || !this.unreachable(error)) throw error;
+      this.router.replicaFailed();
+      if (this.transaction === 'replica') this.transaction = 'primary';
+      return (await (await this.client('primary')).query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
+    }
   }
 
   private target(text: string): 'replica' | 'primary' {
@@ -207,6 +219,15 @@ class RoutingClient {
   }
 
   release(): void {
-    for (const held of [this.onReplica, this.onPrimary]) void held?.then((client) => client.release(), () => undefined);
+    // A replica client whose server went away is destroyed rather than pooled again.
+    const lost = this.router.lagBytes === null;
+    void this.onReplica?.then(
+      (client) => client.release(lost),
+      () => undefined,
+    );
+    void this.onPrimary?.then(
+      (client) => client.release(),
+      () => undefined,
+    );
   }
 }
