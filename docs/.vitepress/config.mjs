@@ -48,6 +48,7 @@ export default defineConfig({
           { text: 'Audit and verification', link: '/audit' },
           { text: 'Deploying', link: '/deploy' },
           { text: 'PostgreSQL', link: '/guide/postgresql' },
+          { text: 'Scaling out on PostgreSQL', link: '/scale' },
           { text: 'Behaviour in detail', link: '/guide/behaviour' },
           { text: 'The API: conventions and routes', link: '/api' },
           { text: 'Development: layout, tests, bench', link: '/guide/development' },

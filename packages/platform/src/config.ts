@@ -57,6 +57,8 @@ export const sharedEnvironment = environmentSlice(
     GATE_PORT: port.default(3000),
     DATA_DIR: z.string().min(1).default('./data'),
     DATABASE_URL: postgresUrl.optional(),
+    /** PostgreSQL only: a streaming replica of DATABASE_URL that read routes are served from (docs/scale.md, Read replicas). */
+    READ_DATABASE_URL: postgresUrl.optional(),
     /** PostgreSQL only: connections each service instance keeps at most (instances × services × this must stay below max_connections). */
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
     /** PostgreSQL only: how long a request waits for a new connection before it is answered 503. */
@@ -155,15 +157,19 @@ export const sharedEnvironment = environmentSlice(
         return cosigners;
       }),
   },
-  (env) =>
-    env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS
+  (env) => [
+    ...(env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS
       ? [
           {
             variable: 'HTTP_HEADERS_TIMEOUT_MS',
             message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${env.HTTP_REQUEST_TIMEOUT_MS}): the headers are part of the request`,
           },
         ]
-      : [],
+      : []),
+    ...(env.READ_DATABASE_URL !== undefined && env.DATABASE_URL === undefined
+      ? [{ variable: 'READ_DATABASE_URL', message: 'is a replica of DATABASE_URL: set DATABASE_URL (PostgreSQL) too' }]
+      : []),
+  ],
 );
 
 export type SharedEnvironment = z.output<z.ZodObject<typeof sharedEnvironment.shape>>;
@@ -201,7 +207,15 @@ export function parseServiceEnvironment<Shape extends z.ZodRawShape>(slice: Envi
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; file: string; synchronous: 'NORMAL' | 'FULL' }
-  | { kind: 'postgres'; url: string; schema: string; poolMax?: number; connectTimeoutMs?: number };
+  | {
+      kind: 'postgres';
+      url: string;
+      schema: string;
+      poolMax?: number;
+      connectTimeoutMs?: number;
+      /** A streaming replica that read routes use (ReplicaRouter, read-replica.ts). */
+      readUrl?: string;
+    };
 
 /** What every service's configuration starts with. */
 export interface ServiceBaseConfig {
@@ -260,7 +274,14 @@ export function serviceBaseConfig(
     port: overrides.port ?? service.port,
     dataDir,
     database: e.DATABASE_URL
-      ? { kind: 'postgres', url: e.DATABASE_URL, schema: service.schema, poolMax: e.DATABASE_POOL_MAX, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS }
+      ? {
+          kind: 'postgres',
+          url: e.DATABASE_URL,
+          schema: service.schema,
+          poolMax: e.DATABASE_POOL_MAX,
+          connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+          ...(e.READ_DATABASE_URL !== undefined && { readUrl: e.READ_DATABASE_URL }),
+        }
       : { kind: 'sqlite', file: resolve(dataDir, service.sqliteFile), synchronous: e.SQLITE_SYNCHRONOUS },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),

@@ -9,6 +9,7 @@ import {
   sql,
   CompiledQuery,
   type Compilable,
+  type PostgresPool,
   type QueryExecutorProvider,
   type RawBuilder,
   type SqliteDatabase,
@@ -16,6 +17,7 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
+import { ReplicaRouter, routingPool } from './read-replica.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -58,6 +60,8 @@ export interface Database<Schema> {
    * notifications sent meanwhile are gone. Resolves to a function that stops listening.
    */
   listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /** PostgreSQL with READ_DATABASE_URL: where read routes' queries go (read-replica.ts). */
+  replica?: ReplicaRouter;
   /** PostgreSQL only: the connection pool's clients (open, idle) and the requests waiting for one. */
   poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -316,24 +320,37 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
   } finally {
     await bootstrap.end();
   }
-  const pool = new driver.Pool({
-    connectionString: config.url,
-    max: config.poolMax ?? 10,
-    // A request waits at most this long for a connection (database down or unreachable: then 503).
-    connectionTimeoutMillis: connectTimeoutMs,
-    options: `-c search_path="${config.schema}"`,
-  });
-  // An idle client losing its server (restart, failover) must not crash the process.
-  pool.on('error', () => undefined);
-  // Nor may a client in use: pg-pool listens for errors only on idle clients, and a socket reset
-  // during a query would otherwise be an unhandled 'error' event. The query itself is rejected
-  // (and answered 503); the broken client is dropped when it is released.
-  pool.on('connect', (client) => client.on('error', () => undefined));
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  const newPool = (url: string): pg.Pool => {
+    const made = new driver.Pool({
+      connectionString: url,
+      max: config.poolMax ?? 10,
+      // A request waits at most this long for a connection (database down or unreachable: then 503).
+      connectionTimeoutMillis: connectTimeoutMs,
+      options: `-c search_path="${config.schema}"`,
+    });
+    // An idle client losing its server (restart, failover) must not crash the process.
+    made.on('error', () => undefined);
+    // Nor may a client in use: pg-pool listens for errors only on idle clients, and a socket reset
+    // during a query would otherwise be an unhandled 'error' event. The query itself is rejected
+    // (and answered 503); the broken client is dropped when it is released.
+    made.on('connect', (client) => client.on('error', () => undefined));
+    return made;
+  };
+  const pool = newPool(config.url);
+  let replica: ReplicaRouter | undefined;
+  let dialectPool: PostgresPool = pool;
+  if (config.readUrl !== undefined) {
+    const replicaPool = newPool(config.readUrl);
+    replica = new ReplicaRouter(pool, replicaPool);
+    await replica.start();
+    dialectPool = routingPool(pool, replicaPool, replica, (error) => databaseFailure(error) === 'unavailable');
+  }
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: dialectPool }) });
   return {
     db,
     dialect: 'postgres',
     schema: config.schema,
+    ...(replica !== undefined && { replica }),
     async sizeBytes() {
       const result = await sql<{ size: number }>`
         select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as size

@@ -30,6 +30,7 @@ import type { ServiceBaseConfig } from './config.ts';
 import { databaseFailure } from './db.ts';
 import { ServiceError, type ErrorDetail, type ErrorFactory } from './errors.ts';
 import { OutageLog } from './outage.ts';
+import { callerOf, readingRoute, type ReplicaRouter } from './read-replica.ts';
 import { validateResponses } from './response-validation.ts';
 import { isStorableText, jsonValueProblem, MAX_JSON_DEPTH } from './text.ts';
 
@@ -76,6 +77,8 @@ export interface HttpKitOptions {
   rateLimitHeaders?: Record<string, Record<string, unknown>>;
   /** Test kits only: every 2xx JSON answer is checked against its route's response schema (response-validation.ts). */
   validateResponses?: boolean;
+  /** READ_DATABASE_URL: GET routes' handlers may read from the replica, and writes pin their caller to the primary (read-replica.ts). */
+  replica?: ReplicaRouter;
 }
 
 /** A Fastify instance whose route schemas are zod schemas. */
@@ -142,6 +145,8 @@ declare module 'fastify' {
     auth?: RouteAuth;
     /** The scope an API key needs for the route: required of every route that takes a key (the app does not build without it). */
     scope?: RouteScope;
+    /** `primary`: a GET route that must see the latest write (verification, the audit log) never reads from a replica (read-replica.ts). */
+    reads?: 'primary';
   }
   interface FastifySchema {
     /**
@@ -156,6 +161,41 @@ declare module 'fastify' {
      */
     documentedBody?: Record<string, { schema: Record<string, unknown> }>;
   }
+}
+
+/** GET routes that read from the primary whatever their config says: the audit log and verification, and the probes of the primary's health. */
+const PRIMARY_READS = /^\/api\/audit(\/|$)|\/verify$|^\/(health|ready|metrics)(\/|$)/;
+
+/** A GET route's handler runs as a read route (readingRoute): its plain reads may use the replica, unless the route reads from the primary. */
+function readFromReplica(route: RouteOptions): void {
+  const methods = [route.method].flat();
+  if (!methods.every((method) => method === 'GET' || method === 'HEAD') || route.config?.reads === 'primary' || PRIMARY_READS.test(route.url)) return;
+  const handler = route.handler;
+  route.handler = function (this: FastifyInstance, request, reply) {
+    return readingRoute(callerOf(request.headers), () => handler.call(this, request, reply));
+  };
+}
+
+/** Every other request holds its caller's reads on the primary from its start until the replica has replayed its writes (ReplicaRouter). */
+function pinWritersToPrimary(app: FastifyInstance, router: ReplicaRouter): void {
+  const writer = (request: FastifyRequest): string | null =>
+    request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS' ? null : callerOf(request.headers);
+  const ended = (request: FastifyRequest, _reply: unknown, done: () => void): void => {
+    const caller = writer(request);
+    if (caller !== null && writing.delete(request)) router.writeEnded(caller);
+    done();
+  };
+  const writing = new WeakSet<FastifyRequest>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const caller = writer(request);
+    if (caller !== null) {
+      writing.add(request);
+      router.writeStarted(caller);
+    }
+    done();
+  });
+  app.addHook('onResponse', ended);
+  app.addHook('onRequestAbort', (request, done) => ended(request, undefined, done));
 }
 
 function validationDetails(error: FastifyError): ErrorDetail[] {
@@ -559,7 +599,9 @@ export async function createHttpApp(options: HttpKitOptions): Promise<ZodApp> {
     for (const method of [route.method].flat()) {
       if (method !== 'HEAD') routeTable.push(routeEntry(method, route, options));
     }
+    if (options.replica !== undefined) readFromReplica(route);
   });
+  if (options.replica !== undefined) pinWritersToPrimary(app, options.replica);
   // JSON bodies: prototype-poisoning keys are refused, and so is anything no route could hash or
   // store (text with U+0000 or unpaired surrogates, numbers beyond the double range, nesting deeper
   // than MAX_JSON_DEPTH), with the path of the offending value.

@@ -24,10 +24,10 @@ export async function openServiceDatabase<Schema>(config: ServiceBaseConfig, ste
   return database;
 }
 
-type ServiceHttpOptions = Pick<HttpKitOptions, 'version' | 'logLevel' | 'logFormat' | 'timeouts' | 'databaseProbe' | 'logStream' | 'validateResponses'>;
+type ServiceHttpOptions = Pick<HttpKitOptions, 'version' | 'logLevel' | 'logFormat' | 'timeouts' | 'databaseProbe' | 'logStream' | 'validateResponses' | 'replica'>;
 
 /** The HTTP kit's options a service takes from its configuration, its database and how it is built. */
-export function serviceHttpOptions(config: ServiceBaseConfig, database: RawSqlTarget, options: ServiceBuildOptions): ServiceHttpOptions {
+export function serviceHttpOptions(config: ServiceBaseConfig, database: RawSqlTarget & Pick<Database<unknown>, 'replica'>, options: ServiceBuildOptions): ServiceHttpOptions {
   return {
     version: VIGIL_VERSION,
     logLevel: config.logLevel,
@@ -36,6 +36,7 @@ export function serviceHttpOptions(config: ServiceBaseConfig, database: RawSqlTa
     databaseProbe: () => pingDatabase(database),
     ...(options.logStream !== undefined && { logStream: options.logStream }),
     validateResponses: options.validateResponses ?? false,
+    ...(database.replica !== undefined && { replica: database.replica }),
   };
 }
 

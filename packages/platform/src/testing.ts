@@ -21,6 +21,7 @@ import { leafHash } from './merkle.ts';
 
 export * from './test-services.ts';
 export * from './prometheus-text.ts';
+export * from './replica-pair.ts';
 
 export interface TestBackend {
   kind: DatabaseConfig['kind'];

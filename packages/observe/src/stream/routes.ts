@@ -34,7 +34,8 @@ export function registerStreamRoutes(app: ZodApp, ctx: ObserveContext, hub: Stre
   app.get(
     '/api/stream',
     {
-      config: { auth: 'stream', scope: 'read' },
+      // Replays from the stream log after the primary's notifications: a replica may not hold them yet.
+      config: { auth: 'stream', scope: 'read', reads: 'primary' },
       schema: {
         operationId: 'streamEvents',
         summary: 'A live stream of new events and session updates',
