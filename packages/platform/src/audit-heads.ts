@@ -119,13 +119,32 @@ export async function rekeyHeadMap(db: MigrationDb): Promise<void> {
 
 type HeadDb = Kysely<AuditHeadTables & { audit_log_head: { id: number; size: number } }>;
 
-/** The latest version at or before the heads leaf at `asOf` of each entry the condition selects (`e`: the entry). */
+/**
+ * The latest version at or before the heads leaf at `asOf` of each entry the condition selects
+ * (`e`: the entry), the condition applying to that latest version: for reads of the whole map.
+ */
 async function entriesAt(db: HeadDb, where: ReturnType<typeof sql>, asOf: number): Promise<{ scopeId: string; key: number; head: ScopeHead }[]> {
   const { rows } = await sql<{ scope_id: string; head_key: number; head_seq: number; head_hash: string | null }>`
     select e.scope_id, e.head_key, e.head_seq, e.head_hash from audit_head_entries e
     where ${where} and e.tree_size <= ${asOf}
       and not exists (select 1 from audit_head_entries n where n.scope_id = e.scope_id and n.tree_size > e.tree_size and n.tree_size <= ${asOf})`.execute(db);
   return rows.map((row) => ({ scopeId: row.scope_id, key: Number(row.head_key), head: { seq: Number(row.head_seq), hash: row.head_hash } }));
+}
+
+/**
+ * The same for a few scopes or buckets (`where` names scopes, never versions): every version at or
+ * before `asOf` is read and the latest of each scope kept here, which costs less than asking the
+ * index, row by row, whether a later version exists (a scope has a handful of versions at most).
+ */
+async function latestEntriesAt(db: HeadDb, where: ReturnType<typeof sql>, asOf: number): Promise<{ scopeId: string; key: number; head: ScopeHead }[]> {
+  const { rows } = await sql<{ scope_id: string; tree_size: number; head_key: number; head_seq: number; head_hash: string | null }>`
+    select e.scope_id, e.tree_size, e.head_key, e.head_seq, e.head_hash from audit_head_entries e where ${where} and e.tree_size <= ${asOf}`.execute(db);
+  const latest = new Map<string, (typeof rows)[number]>();
+  for (const row of rows) {
+    const seen = latest.get(row.scope_id);
+    if (seen === undefined || Number(row.tree_size) > Number(seen.tree_size)) latest.set(row.scope_id, row);
+  }
+  return [...latest.values()].map((row) => ({ scopeId: row.scope_id, key: Number(row.head_key), head: { seq: Number(row.head_seq), hash: row.head_hash } }));
 }
 
 /** The entries (present scopes) of `buckets` among `count` as the heads leaf at `asOf` left them, by bucket. */
@@ -137,7 +156,7 @@ async function bucketEntriesAt(db: HeadDb, buckets: readonly number[], count: nu
       const { first, last } = headBucketKeys(bucket, count);
       return sql`(e.head_key between ${first} and ${last})`;
     });
-    for (const entry of await entriesAt(db, sql`(${sql.join(ranges, sql` or `)})`, asOf))
+    for (const entry of await latestEntriesAt(db, sql`(${sql.join(ranges, sql` or `)})`, asOf))
       if (entry.head.seq >= 0) found.get(headBucketOfKey(entry.key, count))!.set(entry.scopeId, entry.head);
   }
   return found;
@@ -214,7 +233,7 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
           seq: Number(row.head_seq),
           hash: row.head_hash === null ? null : typeof row.head_hash === 'string' ? row.head_hash : hashHex(row.head_hash),
         });
-      for (const entry of await entriesAt(db, sql`e.scope_id in (${sql.join(chunk)})`, size - 1))
+      for (const entry of await latestEntriesAt(db, sql`e.scope_id in (${sql.join(chunk)})`, size - 1))
         if (entry.head.seq >= 0) before.set(entry.scopeId, entry.head);
     }
     // The scopes whose entry changes: −1 (and no hash) where a scope no longer has a head or a row.
