@@ -7,8 +7,10 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
+import { addCaseAnswerColumns } from './evals/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
+import { createLlmCallIndexes } from './llm-calls/index.ts';
 import { observeHistory } from './migration-history/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
@@ -24,4 +26,11 @@ export const observeMigrations = collectMigrations(
   holdsMigrations,
   erasureMigrations,
   encryptionMigrations,
+  {
+    /** Issue 42, one number for two features: the LLM-calls list's indexes and a run case's answer and reasoning. */
+    async '0041_llm_call_indexes_and_case_answers'(db) {
+      await createLlmCallIndexes(db);
+      await addCaseAnswerColumns(db);
+    },
+  },
 );

@@ -4,6 +4,7 @@ import type { ObserveFeature } from '../context.ts';
 import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
+export { addCaseAnswerColumns } from './migrations.ts';
 export type { EvalsTables } from './tables.ts';
 
 export interface EvalRuns {
