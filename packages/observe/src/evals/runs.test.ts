@@ -242,7 +242,16 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(created.passedCases, 0);
     assert.equal(created.failedCases, 0);
     assert.equal(created.finishedAt, null);
-    assert.deepEqual(created.cases[0], { caseId: dataset.cases[0].id, index: 0, sessionId: null, passed: null, score: null, error: null });
+    assert.deepEqual(created.cases[0], {
+      caseId: dataset.cases[0].id,
+      index: 0,
+      sessionId: null,
+      passed: null,
+      score: null,
+      error: null,
+      actual: null,
+      reasoning: null,
+    });
 
     const run = await waitForRun(observe, created.id);
     assert.equal(run.totalCases, 10);
@@ -266,6 +275,11 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     }
     assert.equal(byIndex[0]!.sessionId, `agent-session-${dataset.cases[0].id}`);
     assert.equal(byIndex[2]!.error, 'the output does not equal expected');
+    // What the agent answered is kept beside what was expected; without an evaluator there is no reasoning.
+    assert.deepEqual(byIndex[2]!.actual, dataset.cases[2].input.answer);
+    assert.notDeepEqual(byIndex[2]!.actual, dataset.cases[2].expected);
+    assert.equal(byIndex[2]!.reasoning, null);
+    assert.equal(byIndex[4]!.actual, null, 'no answer, no actual');
     assert.equal(byIndex[3]!.error, 'the session has 1 error event');
     assert.equal(byIndex[3]!.sessionId, `agent-session-${dataset.cases[3].id}`);
     assert.equal(byIndex[4]!.error, 'the webhook answered HTTP 500');
@@ -350,6 +364,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       passed: false,
       score: null,
       error: 'the webhook did not answer within 1 s',
+      actual: null,
+      reasoning: null,
     });
   });
 
@@ -385,6 +401,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.deepEqual([ok!.passed, ok!.score, ok!.error], [true, 1, null]);
     assert.deepEqual([shell!.passed, shell!.score, shell!.error], [false, 0.5, null]);
     assert.deepEqual([failed!.passed, failed!.score, failed!.error], [false, null, 'the webhook answered HTTP 500']);
+    // The evaluator's reasoning is kept with the case, the same as its eval_result event carries.
+    assert.equal(failed!.reasoning, null);
     for (const c of [ok!, shell!]) {
       const events = ((await observe.call({ method: 'GET', url: `/api/sessions/${c.sessionId}/timeline` })).json() as { events: Event[] }).events;
       const verdict = events.at(-1)!;
@@ -392,6 +410,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       assert.equal(verdict.payload.method, 'deterministic');
       assert.equal(verdict.payload.evaluatorId, evaluator.id);
       assert.equal(verdict.payload.score, c.score);
+      assert.equal(c.reasoning, verdict.payload.reasoning);
+      assert.ok(typeof c.reasoning === 'string' && c.reasoning.length > 0);
       const audit = (await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${c.sessionId}` })).json() as Json;
       assert.equal(audit.valid, true);
     }
