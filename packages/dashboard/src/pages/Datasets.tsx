@@ -188,7 +188,7 @@ function FailedCases({ cases, datasetCases }: { cases: readonly RunCase[]; datas
   if (failed.length === 0) return null;
   const byId = new Map((datasetCases ?? []).map((c) => [c.id, c]));
   return (
-    <Section title={`Failed ${plural(failed.length, 'case')}`}>
+    <Section title="Failed cases">
       {failed.map((c) => {
         const datasetCase = byId.get(c.caseId);
         return (
