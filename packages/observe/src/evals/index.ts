@@ -5,6 +5,7 @@ import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
 export { addCaseAnswerColumns } from './migrations.ts';
+export { forgetCaseAnswers } from './store.ts';
 export type { EvalsTables } from './tables.ts';
 
 export interface EvalRuns {

@@ -9,7 +9,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';
 import type { Event } from '../events/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
-import { assertErrorBody, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, everyTableText, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 
 type Json = Record<string, any>;
 type Call = (options: InjectOptions) => Promise<LightMyRequestResponse>;
@@ -86,6 +86,10 @@ class Agent {
         await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: Buffer.alloc(32, 0xff) });
         return sendJson(res, 200, { sessionId, output: input.answer });
       }
+      case 'subject':
+        // A conversation about a data subject, and an answer quoting their data.
+        await this.log([{ ...started, metadata: { subjectId: input.subject } }, ended]);
+        return sendJson(res, 200, { sessionId, output: `${input.name} lives at 12 Quay Street` });
       case 'fail':
         return sendJson(res, 500, { error: 'agent crashed' });
       case 'hang':
@@ -343,6 +347,26 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     );
     assert.equal((await observe.call({ method: 'GET', url: '/api/datasets/nope/runs' })).statusCode, 404);
     assert.equal((await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=0` })).statusCode, 400);
+  });
+
+  test("erasing a subject forgets the answers runs kept of the subject's sessions", async () => {
+    const dataset = await createDataset([{ input: { task: 'subject', subject: 'carol@example.com', name: 'Carol' }, expected: 'no address' }]);
+    const response = await observe.call({
+      method: 'POST',
+      url: `/api/datasets/${dataset.id}/runs`,
+      payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook` },
+    });
+    assert.equal(response.statusCode, 202, response.body);
+    const runId = (response.json() as Json).id;
+    assert.equal((await waitForRun(observe, runId)).cases[0].actual, 'Carol lives at 12 Quay Street');
+    const holding = async () => [...(await everyTableText(observe))].filter(([, text]) => text.includes('12 Quay Street')).map(([table]) => table);
+    assert.deepEqual(await holding(), ['eval_run_cases']);
+
+    const erased = await observe.call({ method: 'DELETE', url: '/api/subjects/carol%40example.com', payload: { reason: 'request 7' } });
+    assert.equal(erased.statusCode, 200, erased.body);
+    const after = (await observe.call({ method: 'GET', url: `/api/runs/${runId}` })).json() as Json;
+    assert.deepEqual([after.cases[0].actual, after.cases[0].reasoning, after.cases[0].passed], [null, null, false]);
+    assert.deepEqual(await holding(), [], 'no table keeps the answer');
   });
 
   test('a webhook that does not answer within caseTimeoutSeconds fails its case', async () => {

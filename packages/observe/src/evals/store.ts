@@ -320,6 +320,19 @@ export function toRunOut(run: EvalRunRow, cases: readonly EvalRunCaseRow[]): Run
   };
 }
 
+/**
+ * Forgets what the agents answered, and the reasoning about it, in the cases of these sessions (an
+ * erasure of a subject they name: the answer may quote the subject's data).
+ */
+export async function forgetCaseAnswers(trx: Executor, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await trx
+    .updateTable('eval_run_cases')
+    .set({ output: null, reasoning: null })
+    .where('session_id', 'in', [...sessionIds])
+    .execute();
+}
+
 /** Pending cases whose claim is free (never claimed, or the claim ran out), oldest run first. */
 export async function dueCases(db: Executor, now: number, limit: number): Promise<{ run_id: string; position: number }[]> {
   return db
