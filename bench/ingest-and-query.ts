@@ -595,6 +595,12 @@ async function main(): Promise<void> {
       ['GET /api/events?limit=50', '/api/events?limit=50'],
       ['GET /api/events?sessionId=…&limit=50', '/api/events?sessionId=bench-session-7&limit=50'],
       ['GET /api/events?eventType=llm_response&limit=50', '/api/events?eventType=llm_response&limit=50'],
+      // The LLM-calls list (issue 42): each filter and each sort is one range of a partial index
+      // (llm-calls/migrations.ts); a filter with another sort than time sorts the filter's calls.
+      ['GET /api/llm-calls?limit=50 (newest first)', '/api/llm-calls?limit=50', { p: 95, ms: 50 }],
+      ['GET /api/llm-calls?sort=cost&limit=50', '/api/llm-calls?sort=cost&limit=50', { p: 95, ms: 50 }],
+      ['GET /api/llm-calls?status=error&limit=50', '/api/llm-calls?status=error&limit=50', { p: 95, ms: 50 }],
+      ['GET /api/llm-calls?agentId=…&sort=tokens&limit=50 (a filter and a sort)', `/api/llm-calls?agentId=${agentOf('bench-session-7')}&sort=tokens&limit=50`],
       [`GET /api/sessions/:id/timeline (${TIMELINE_EVENTS} events)`, '/api/sessions/bench-timeline/timeline', { p: 50, ms: 10 }],
       [`GET /api/sessions/:id/replay (5,000 events), first page cached`, REPLAY_PATH],
       [`GET /api/sessions/:id/replay (5,000 events), page of 1,000 steps at offset 4,000`, `${REPLAY_PATH}?offset=4000&limit=1000`, { p: 95, ms: 30 }],

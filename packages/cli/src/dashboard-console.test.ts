@@ -6,12 +6,22 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import axe from 'axe-core';
 import type { Page } from 'playwright-core';
-import { ADMIN_KEY, api, chromiumSkip, nav, seedGate, seedObserve, settled, shot, signIn, startStack, type Stack } from './dashboard-harness.ts';
+import {
+  ADMIN_KEY,
+  api,
+  chromiumSkip,
+  nav,
+  seedGate,
+  seedObserve,
+  seriousViolations,
+  settled,
+  shot,
+  signIn,
+  startStack,
+  type Stack,
+} from './dashboard-harness.ts';
 
-/** axe-core's browser script, which it exports as text for injecting into a page. */
-const AXE_SOURCE = axe.source;
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1400, height: 900 };
 /** The pages whose dark and phone pictures docs/screenshots/ keeps (`npm run screenshots`), by the name of the file. */
@@ -34,27 +44,6 @@ async function open(page: Page, path: string): Promise<void> {
   await page.goto(path);
   await page.locator('main h1').first().waitFor();
   await settled(page);
-}
-
-/** axe-core's serious and critical violations on the page as it is now, as readable lines. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol: the dashboard's CSP (script-src 'self') refuses inline scripts.
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> } }).axe;
-    type AxeViolation = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] };
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map(
-        (v) =>
-          `${v.id} (${v.impact}): ${v.help} — ${v.nodes
-            .slice(0, 3)
-            .map((n) => n.target.join(' '))
-            .join(', ')}`,
-      );
-  });
-  return violations;
 }
 
 describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, () => {
@@ -143,11 +132,13 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
         context: { agentId: 'billing-agent' },
       });
       const { benchmarks } = await api<{ benchmarks: { id: string }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/benchmarks');
+      const { calls } = await api<{ calls: { id: string }[] }>(stack.observeUrl, stack.observeKey, 'GET', '/api/llm-calls?limit=1');
       pages = await everyPage(stack, [
         '/sessions/researcher-1',
         '/sessions/researcher-1/replay',
         '/agents/researcher',
         `/benchmarks/${benchmarks[0]!.id}`,
+        `/llm/calls/${calls[0]!.id}`,
         `/approvals/${request.id}`,
       ]);
       assert.ok(pages.length >= 25, `the sidebar lists the pages: ${pages.join(' ')}`);

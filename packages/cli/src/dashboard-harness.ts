@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
 import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
+import axe from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { DASHBOARD_DIR, ensureDashboardBuilt } from './dashboard-build.ts';
 
@@ -286,3 +287,24 @@ export async function shot(page: Page, name: string): Promise<void> {
 }
 
 export const nav = (page: Page) => page.getByRole('navigation', { name: 'Main' });
+
+/** axe-core's serious and critical violations on the page as it is now, as readable lines. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the dashboard's CSP (script-src 'self') refuses inline scripts.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axe.source);
+  const violations = await page.evaluate(async () => {
+    const runner = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> } }).axe;
+    type AxeViolation = { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] };
+    const result = await runner.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.help} — ${v.nodes
+            .slice(0, 3)
+            .map((n) => n.target.join(' '))
+            .join(', ')}`,
+      );
+  });
+  return violations;
+}

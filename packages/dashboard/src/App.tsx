@@ -28,6 +28,7 @@ const AgentsPage = page(() => import('./pages/Agents.tsx'), 'AgentsPage');
 const AgentDetailPage = page(() => import('./pages/Agents.tsx'), 'AgentDetailPage');
 const AlertsPage = page(() => import('./pages/Alerts.tsx'), 'AlertsPage');
 const LlmPage = page(() => import('./pages/Llm.tsx'), 'LlmPage');
+const LlmCallPage = page(() => import('./pages/LlmCalls.tsx'), 'LlmCallPage');
 const BenchmarksPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarksPage');
 const BenchmarkDetailPage = page(() => import('./pages/Benchmarks.tsx'), 'BenchmarkDetailPage');
 const GuardrailsPage = page(() => import('./pages/Guardrails.tsx'), 'GuardrailsPage');
@@ -68,6 +69,7 @@ const ROUTES: Route[] = [
   { pattern: '/agents', service: 'observe', nav: ['Observe', 'Agents'], render: () => <AgentsPage /> },
   { pattern: '/agents/:id', service: 'observe', render: (p) => <AgentDetailPage id={p.id!} /> },
   { pattern: '/llm', service: 'observe', nav: ['Observe', 'LLM calls'], render: () => <LlmPage /> },
+  { pattern: '/llm/calls/:id', service: 'observe', render: (p) => <LlmCallPage id={p.id!} /> },
   { pattern: '/alerts', service: 'observe', nav: ['Observe', 'Alerts'], render: () => <AlertsPage /> },
   { pattern: '/benchmarks', service: 'observe', nav: ['Observe', 'Benchmarks'], render: () => <BenchmarksPage /> },
   { pattern: '/benchmarks/:id', service: 'observe', render: (p) => <BenchmarkDetailPage id={p.id!} /> },

@@ -33,6 +33,7 @@ import { evidencePackFeature, GATE_AUTHORIZATION_HEADER } from './evidence-pack/
 import { healthFeature } from './health/index.ts';
 import { holdsFeature } from './holds/index.ts';
 import { authenticationFeature, keysFeature, OBSERVE_AUTH_MODES, OBSERVE_SCOPES, observeAuthErrorStatuses } from './auth/index.ts';
+import { llmCallsFeature } from './llm-calls/index.ts';
 import { memoryFeature } from './memory/index.ts';
 import { mcpFeature } from './mcp/index.ts';
 import { observeMigrations } from './migrations.ts';
@@ -212,6 +213,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(holdsFeature);
   await features.register(memoryFeature);
   await features.register(analyticsFeature);
+  await features.register(llmCallsFeature);
   await features.register(budgetSpendFeature);
   await features.register(optimizeFeature);
   const reflectState = await features.register(reflectFeature);

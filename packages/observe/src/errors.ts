@@ -66,6 +66,7 @@ export const observeErrors = {
     when: 'POST /api/audit/tlog/cosignatures: the note is not a checkpoint the log signed, or a signature line is not a valid cosignature of a configured witness (AUDIT_COSIGNERS); the message says which',
   },
   eventNotFound: notFound('event_not_found', 'event'),
+  llmCallNotFound: notFound('llm_call_not_found', 'LLM call'),
   auditItemNotFound: { status: 404, code: 'audit_item_not_found', message: 'Event not found in the audit log', when: 'The event has no leaf in the audit log' },
   sessionNotFound: notFound('session_not_found', 'session'),
   agentNotFound: notFound('agent_not_found', 'agent'),

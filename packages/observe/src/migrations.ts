@@ -7,15 +7,17 @@ import { auditLogMigrations } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
+import { addCaseAnswerColumns } from './evals/index.ts';
 import { eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
+import { createLlmCallIndexes } from './llm-calls/index.ts';
 import { observeHistory } from './migration-history/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-// 0041–0043: taken by branches not merged yet.
+// 0042–0043: taken by branches not merged yet.
 export const observeMigrations = collectMigrationsAround(
-  ['0041', '0042', '0043'],
+  ['0042', '0043'],
   observeHistory,
   eventsMigrations,
   analyticsMigrations,
@@ -26,4 +28,11 @@ export const observeMigrations = collectMigrationsAround(
   holdsMigrations,
   erasureMigrations,
   encryptionMigrations,
+  {
+    /** Issue 42, one number for two features: the LLM-calls list's indexes and a run case's answer and reasoning. */
+    async '0041_llm_call_indexes_and_case_answers'(db) {
+      await createLlmCallIndexes(db);
+      await addCaseAnswerColumns(db);
+    },
+  },
 );

@@ -171,6 +171,16 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.call('get', '/api/analytics/llm', { query, ...options });
   }
 
+  /** The LLM calls themselves, a page at a time: pass `nextCursor` as `cursor` (with the same sort) until it is null. */
+  listLlmCalls(query?: ObserveQuery<'/api/llm-calls'>, options?: CallOptions) {
+    return this.call('get', '/api/llm-calls', { query, ...options });
+  }
+
+  /** One LLM call with its prompt, completion and the price of its model. */
+  getLlmCall(id: string, options?: CallOptions) {
+    return this.call('get', '/api/llm-calls/{id}', { params: { id }, ...options });
+  }
+
   costAnalytics(query?: ObserveQuery<'/api/analytics/costs'>, options?: CallOptions) {
     return this.call('get', '/api/analytics/costs', { query, ...options });
   }

@@ -172,6 +172,41 @@ describe('event batching', () => {
     await client.close();
   });
 
+  test('listLlmCalls and getLlmCall read the LLM calls, filtered, with their prompt and price', async () => {
+    const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000 });
+    const base = { sessionId: 'sdk-llm-calls', agentId: 'sdk-llm-agent' };
+    client.track({
+      ...base,
+      eventType: 'llm_call',
+      payload: { callId: 'q1', provider: 'openai', model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] },
+    });
+    client.track({
+      ...base,
+      eventType: 'llm_response',
+      payload: {
+        callId: 'q1',
+        provider: 'openai',
+        model: 'gpt-4o',
+        completion: 'hi',
+        finishReason: 'stop',
+        usage: { inputTokens: 10, outputTokens: 2 },
+        costUsd: 0.00005,
+        latencyMs: 120,
+      },
+    });
+    await client.flush();
+    const page = await client.listLlmCalls({ agentId: 'sdk-llm-agent', sort: 'cost' });
+    assert.deepEqual(
+      page.calls.map((c) => [c.sessionId, c.model, c.totalTokens, c.costUsd]),
+      [['sdk-llm-calls', 'gpt-4o', 12, 0.00005]],
+    );
+    const call = await client.getLlmCall(page.calls[0]!.id);
+    assert.deepEqual(call.prompt?.messages, [{ role: 'user', content: 'hello' }]);
+    assert.equal(call.completion, 'hi');
+    assert.equal(call.price?.inputPerMillionUsd, 2.5);
+    await client.close();
+  });
+
   test('an invalid event is dropped and reported; the rest of its batch is stored', async () => {
     const reported: VigilError[] = [];
     const client = observeClient(live.observeUrl, { flushIntervalMs: 60_000, onError: (error) => reported.push(error) });

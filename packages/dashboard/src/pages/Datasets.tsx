@@ -4,7 +4,7 @@ import { observe, type ObserveAnswer, type ObserveBody } from '../api.ts';
 import { AsyncTable, CreateForm, Table, TextField, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtScore, parseJsonLines, plural, timeAgo } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
-import { Async, Badge, Field, Page, Section, Stat, Stats, StatusBadge, useAsync } from '../ui.tsx';
+import { Async, Badge, Field, JsonView, Page, Section, Stat, Stats, StatusBadge, useAsync } from '../ui.tsx';
 
 type DatasetSummary = ObserveAnswer<'GET /api/datasets'>['datasets'][number];
 type DatasetCase = ObserveSchemas.Dataset['cases'][number];
@@ -179,6 +179,60 @@ const RUN_CASE_COLUMNS: Column<RunCase>[] = [
   { header: 'Why it failed', cell: (c) => c.error ?? '' },
 ];
 
+/**
+ * Each failed case side by side: the dataset's input and expected output, what the agent answered
+ * and why it failed (the evaluator's reasoning, or the run's own check).
+ */
+function FailedCases({ cases, datasetCases }: { cases: readonly RunCase[]; datasetCases: readonly DatasetCase[] | undefined }) {
+  const failed = cases.filter((c) => c.passed === false);
+  if (failed.length === 0) return null;
+  const byId = new Map((datasetCases ?? []).map((c) => [c.id, c]));
+  return (
+    <Section title="Failed cases">
+      {failed.map((c) => {
+        const datasetCase = byId.get(c.caseId);
+        return (
+          <article key={c.caseId} className="failed-case" data-testid="failed-case" aria-labelledby={`failed-case-${c.index}`}>
+            <h3 id={`failed-case-${c.index}`}>Case {c.index + 1}</h3>
+            <dl className="facts">
+              <dt>Input</dt>
+              <dd>
+                {datasetCase ? (
+                  <JsonView value={datasetCase.input} label={`Case ${c.index + 1} input`} />
+                ) : (
+                  <span className="muted">deleted from the dataset</span>
+                )}
+              </dd>
+              <dt>Expected</dt>
+              <dd>
+                {datasetCase?.expected === null || datasetCase === undefined ? (
+                  <span className="muted">none</span>
+                ) : (
+                  <JsonView value={datasetCase.expected} label={`Case ${c.index + 1} expected`} />
+                )}
+              </dd>
+              <dt>Actual</dt>
+              <dd>
+                {c.actual === null || c.actual === undefined ? (
+                  <span className="muted">no answer</span>
+                ) : (
+                  <JsonView value={c.actual} label={`Case ${c.index + 1} actual`} />
+                )}
+              </dd>
+              <dt>Why it failed</dt>
+              <dd>
+                {c.reasoning !== null && <p className="result-text">{c.reasoning}</p>}
+                {c.error !== null && <p className="result-text">{c.error}</p>}
+                {c.reasoning === null && c.error === null && <span className="muted">the evaluator gave no reasoning</span>}
+              </dd>
+            </dl>
+          </article>
+        );
+      })}
+    </Section>
+  );
+}
+
 export function EvalRunPage({ id }: { id: string }) {
   const [running, setRunning] = useState(true);
   // A running run is followed every 2 s until it completes.
@@ -230,6 +284,7 @@ export function EvalRunPage({ id }: { id: string }) {
             <Section title="Cases">
               <Table rows={r.cases} columns={RUN_CASE_COLUMNS} rowKey={(c) => c.caseId} testId="run-cases" />
             </Section>
+            <FailedCases cases={r.cases} datasetCases={dataset.data?.cases} />
           </>
         )}
       </Async>

@@ -3,6 +3,7 @@ import { durationColumns, InlineSelect, Table, type Column } from '../components
 import { fmtDuration, fmtNumber, fmtUsd } from '../format.ts';
 import { setQuery, useLocation } from '../router.tsx';
 import { Async, Page, Section, Stat, Stats, useAsync } from '../ui.tsx';
+import { LlmCallList } from './LlmCalls.tsx';
 
 const RANGES = {
   '24h': { label: 'Last 24 hours', ms: 24 * 3_600_000 },
@@ -43,7 +44,7 @@ export function LlmPage() {
   return (
     <Page
       title="LLM calls"
-      subtitle="Spend, tokens and latency per model. Latency percentiles are within 1 % of the exact values."
+      subtitle="Spend, tokens and latency per model, and the calls themselves. Latency percentiles are within 1 % of the exact values."
       actions={
         <InlineSelect
           id="llm-range"
@@ -80,6 +81,7 @@ export function LlmPage() {
           );
         }}
       </Async>
+      <LlmCallList />
     </Page>
   );
 }

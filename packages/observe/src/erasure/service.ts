@@ -1,3 +1,4 @@
+import { forgetCaseAnswers } from '../evals/index.ts';
 import { compactFullTextIndex, dropFromFullTextIndex, forUpdate, hashHex, newId, signBytes, toIso, type ChangeActor } from '@vigil/platform';
 import { OBSERVE_LOG, type ObserveAuditLog } from '../audit-log/index.ts';
 import type { ObserveContext } from '../context.ts';
@@ -34,7 +35,8 @@ export interface ErasureReceipt {
  * hash while its payload and metadata become the erasure marker; one signed erasure leaf (the
  * subject's keyed hash, the events' ids and hashes, the reason and the requester) is appended to
  * the audit log in the same transaction. The events leave the full-text index, their vectors and
- * their sessions' summaries become tombstones, their reflect state is dropped, and the in-memory
+ * their sessions' summaries become tombstones, their reflect state and the answers dataset runs
+ * kept of them (evals) are dropped, and the in-memory
  * memos (verified chains, replays) forget the sessions. With encryption on, the subject's data
  * keys are retired in the same transaction and destroyed in the key store before the receipt is answered (crypto-shredding). A hold in force on the subject, one of the
  * sessions or their agents refuses it all (409); a subject no stored event names is 404.
@@ -90,6 +92,7 @@ export async function eraseSubject(ctx: ObserveContext, log: ObserveAuditLog, su
     }
     await forgetEmbeddings(trx, database.dialect, erased, sessionIds, now);
     await forgetReflectState(trx, sessionIds);
+    await forgetCaseAnswers(trx, sessionIds);
     // Crypto-shredding: the subject's data keys are retired now and destroyed once this commits, so
     // a copy taken before holds nothing readable; a destruction the process did not live to do is
     // recorded here and finished by the job.

@@ -4,6 +4,8 @@ import type { ObserveFeature } from '../context.ts';
 import { registerEvalRoutes } from './routes.ts';
 import { EVAL_RUNS_INTERVAL_MS, EvalRunWorker } from './runs.ts';
 
+export { addCaseAnswerColumns } from './migrations.ts';
+export { forgetCaseAnswers } from './store.ts';
 export type { EvalsTables } from './tables.ts';
 
 export interface EvalRuns {

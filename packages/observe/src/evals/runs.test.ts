@@ -9,7 +9,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildObserveService } from '../app.ts';
 import type { Event } from '../events/index.ts';
 import type { ObserveDatabase } from '../schema.ts';
-import { assertErrorBody, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
+import { assertErrorBody, everyTableText, insertEventCopy, startTestObserve, type TestObserve } from '../testing.ts';
 
 type Json = Record<string, any>;
 type Call = (options: InjectOptions) => Promise<LightMyRequestResponse>;
@@ -86,6 +86,10 @@ class Agent {
         await insertEventCopy(this.database!, last.id, { id: `forged-${caseId}`, seq: 2, hash: Buffer.alloc(32, 0xff) });
         return sendJson(res, 200, { sessionId, output: input.answer });
       }
+      case 'subject':
+        // A conversation about a data subject, and an answer quoting their data.
+        await this.log([{ ...started, metadata: { subjectId: input.subject } }, ended]);
+        return sendJson(res, 200, { sessionId, output: `${input.name} lives at 12 Quay Street` });
       case 'fail':
         return sendJson(res, 500, { error: 'agent crashed' });
       case 'hang':
@@ -242,7 +246,16 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal(created.passedCases, 0);
     assert.equal(created.failedCases, 0);
     assert.equal(created.finishedAt, null);
-    assert.deepEqual(created.cases[0], { caseId: dataset.cases[0].id, index: 0, sessionId: null, passed: null, score: null, error: null });
+    assert.deepEqual(created.cases[0], {
+      caseId: dataset.cases[0].id,
+      index: 0,
+      sessionId: null,
+      passed: null,
+      score: null,
+      error: null,
+      actual: null,
+      reasoning: null,
+    });
 
     const run = await waitForRun(observe, created.id);
     assert.equal(run.totalCases, 10);
@@ -266,6 +279,11 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     }
     assert.equal(byIndex[0]!.sessionId, `agent-session-${dataset.cases[0].id}`);
     assert.equal(byIndex[2]!.error, 'the output does not equal expected');
+    // What the agent answered is kept beside what was expected; without an evaluator there is no reasoning.
+    assert.deepEqual(byIndex[2]!.actual, dataset.cases[2].input.answer);
+    assert.notDeepEqual(byIndex[2]!.actual, dataset.cases[2].expected);
+    assert.equal(byIndex[2]!.reasoning, null);
+    assert.equal(byIndex[4]!.actual, null, 'no answer, no actual');
     assert.equal(byIndex[3]!.error, 'the session has 1 error event');
     assert.equal(byIndex[3]!.sessionId, `agent-session-${dataset.cases[3].id}`);
     assert.equal(byIndex[4]!.error, 'the webhook answered HTTP 500');
@@ -331,6 +349,26 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.equal((await observe.call({ method: 'GET', url: `/api/datasets/${dataset.id}/runs?limit=0` })).statusCode, 400);
   });
 
+  test("erasing a subject forgets the answers runs kept of the subject's sessions", async () => {
+    const dataset = await createDataset([{ input: { task: 'subject', subject: 'carol@example.com', name: 'Carol' }, expected: 'no address' }]);
+    const response = await observe.call({
+      method: 'POST',
+      url: `/api/datasets/${dataset.id}/runs`,
+      payload: { agentId: 'eval-agent', webhookUrl: `${agent.server.url}/hook` },
+    });
+    assert.equal(response.statusCode, 202, response.body);
+    const runId = (response.json() as Json).id;
+    assert.equal((await waitForRun(observe, runId)).cases[0].actual, 'Carol lives at 12 Quay Street');
+    const holding = async () => [...(await everyTableText(observe))].filter(([, text]) => text.includes('12 Quay Street')).map(([table]) => table);
+    assert.deepEqual(await holding(), ['eval_run_cases']);
+
+    const erased = await observe.call({ method: 'DELETE', url: '/api/subjects/carol%40example.com', payload: { reason: 'request 7' } });
+    assert.equal(erased.statusCode, 200, erased.body);
+    const after = (await observe.call({ method: 'GET', url: `/api/runs/${runId}` })).json() as Json;
+    assert.deepEqual([after.cases[0].actual, after.cases[0].reasoning, after.cases[0].passed], [null, null, false]);
+    assert.deepEqual(await holding(), [], 'no table keeps the answer');
+  });
+
   test('a webhook that does not answer within caseTimeoutSeconds fails its case', async () => {
     const dataset = await createDataset([{ input: { task: 'hang' } }]);
     const response = await observe.call({
@@ -350,6 +388,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       passed: false,
       score: null,
       error: 'the webhook did not answer within 1 s',
+      actual: null,
+      reasoning: null,
     });
   });
 
@@ -385,6 +425,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
     assert.deepEqual([ok!.passed, ok!.score, ok!.error], [true, 1, null]);
     assert.deepEqual([shell!.passed, shell!.score, shell!.error], [false, 0.5, null]);
     assert.deepEqual([failed!.passed, failed!.score, failed!.error], [false, null, 'the webhook answered HTTP 500']);
+    // The evaluator's reasoning is kept with the case, the same as its eval_result event carries.
+    assert.equal(failed!.reasoning, null);
     for (const c of [ok!, shell!]) {
       const events = ((await observe.call({ method: 'GET', url: `/api/sessions/${c.sessionId}/timeline` })).json() as { events: Event[] }).events;
       const verdict = events.at(-1)!;
@@ -392,6 +434,8 @@ await describeEachDatabase('evaluation runs against a live agent webhook', (back
       assert.equal(verdict.payload.method, 'deterministic');
       assert.equal(verdict.payload.evaluatorId, evaluator.id);
       assert.equal(verdict.payload.score, c.score);
+      assert.equal(c.reasoning, verdict.payload.reasoning);
+      assert.ok(typeof c.reasoning === 'string' && c.reasoning.length > 0);
       const audit = (await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${c.sessionId}` })).json() as Json;
       assert.equal(audit.valid, true);
     }

@@ -106,7 +106,14 @@ export class EvalRunWorker {
       const attempts = claimed.runCase.attempts + 1;
       const outcome =
         attempts > MAX_CASE_ATTEMPTS
-          ? { sessionId: claimed.runCase.session_id, passed: false, score: null, error: `gave up after ${MAX_CASE_ATTEMPTS} interrupted attempts` }
+          ? {
+              sessionId: claimed.runCase.session_id,
+              passed: false,
+              score: null,
+              error: `gave up after ${MAX_CASE_ATTEMPTS} interrupted attempts`,
+              output: null,
+              reasoning: null,
+            }
           : await this.work(claimed);
       await recordCaseOutcome(this.ctx.database, runId, position, outcome, this.ctx.clock.now());
       return true;
@@ -120,7 +127,8 @@ export class EvalRunWorker {
 
   /** Calls the agent webhook and scores the session it answers with. Never throws for the case's own failures. */
   private async work({ run, datasetCase }: ClaimedCase): Promise<CaseOutcome> {
-    const failed = (error: string, sessionId: string | null = null): CaseOutcome => ({ sessionId, passed: false, score: null, error });
+    let output: string | null = null;
+    const failed = (error: string, sessionId: string | null = null): CaseOutcome => ({ sessionId, passed: false, score: null, error, output, reasoning: null });
     const body = `{"runId":${JSON.stringify(run.id)},"caseId":${JSON.stringify(datasetCase.id)},"datasetId":${JSON.stringify(run.dataset_id)},"agentId":${JSON.stringify(run.agent_id)},"input":${datasetCase.input}}`;
     let answerText: string;
     try {
@@ -147,6 +155,8 @@ export class EvalRunWorker {
     const answer = webhookAnswerSchema.safeParse(answerJson);
     if (!answer.success) return failed('the webhook answer is not {sessionId, output?} with a sessionId of 1 to 256 characters');
     const { sessionId } = answer.data;
+    // What the agent answered, kept for the run's view of the case (actual beside expected).
+    if (answer.data.output !== undefined) output = canonicalJson(answer.data.output);
 
     const session = await findSession(this.ctx.database, sessionId);
     if (!session) return failed(`session ${JSON.stringify(sessionId)} was not logged to observe`, sessionId);
@@ -158,7 +168,7 @@ export class EvalRunWorker {
           evaluator.kind === 'compliance'
             ? await evaluateCompliance(this.ctx, sessionId, complianceSpecOf(evaluator))
             : await evaluateWithJudge(this.ctx, sessionId, judgeSpecOf(evaluator));
-        return { sessionId, passed: result.passed, score: result.score, error: null };
+        return { sessionId, passed: result.passed, score: result.score, error: null, output, reasoning: result.reasoning };
       } catch (error) {
         if (error instanceof ServiceError) return failed(`scoring failed: ${error.message}`, sessionId);
         throw error;
@@ -169,8 +179,8 @@ export class EvalRunWorker {
     if (session.error_count > 0) return failed(`the session has ${session.error_count} error event${session.error_count === 1 ? '' : 's'}`, sessionId);
     if (datasetCase.expected !== null) {
       if (answer.data.output === undefined) return failed('the webhook answer has no output to compare with expected', sessionId);
-      if (canonicalJson(answer.data.output) !== datasetCase.expected) return failed('the output does not equal expected', sessionId);
+      if (output !== datasetCase.expected) return failed('the output does not equal expected', sessionId);
     }
-    return { sessionId, passed: true, score: null, error: null };
+    return { sessionId, passed: true, score: null, error: null, output, reasoning: null };
   }
 }

@@ -294,6 +294,8 @@ const runCaseSchema = z.object({
   passed: z.boolean().nullable(),
   score: z.number().nullable(),
   error: z.string().nullable(),
+  actual: z.unknown().describe("the output the agent's webhook answered (null when none)"),
+  reasoning: z.string().nullable().describe("the evaluator's reasoning (null without an evaluator)"),
 });
 export const runSchema = z
   .object({

@@ -262,6 +262,8 @@ export async function insertRun(database: ObserveDatabase, run: NewRun, now: num
       passed: null,
       score: null,
       error: null,
+      output: null,
+      reasoning: null,
       finished_at: null,
     }));
     for (let i = 0; i < rows.length; i += INSERT_CHUNK)
@@ -312,8 +314,23 @@ export function toRunOut(run: EvalRunRow, cases: readonly EvalRunCaseRow[]): Run
       passed: c.passed === null ? null : c.passed === 1,
       score: c.score,
       error: c.error,
+      actual: c.output === null ? null : (JSON.parse(c.output) as unknown),
+      reasoning: c.reasoning,
     })),
   };
+}
+
+/**
+ * Forgets what the agents answered, and the reasoning about it, in the cases of these sessions (an
+ * erasure of a subject they name: the answer may quote the subject's data).
+ */
+export async function forgetCaseAnswers(trx: Executor, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await trx
+    .updateTable('eval_run_cases')
+    .set({ output: null, reasoning: null })
+    .where('session_id', 'in', [...sessionIds])
+    .execute();
 }
 
 /** Pending cases whose claim is free (never claimed, or the claim ran out), oldest run first. */
@@ -361,6 +378,9 @@ export interface CaseOutcome {
   passed: boolean;
   score: number | null;
   error: string | null;
+  /** Canonical JSON of the webhook's output, when it answered one. */
+  output: string | null;
+  reasoning: string | null;
 }
 
 /**
@@ -378,6 +398,8 @@ export async function recordCaseOutcome(database: ObserveDatabase, runId: string
         passed: outcome.passed ? 1 : 0,
         score: outcome.score,
         error: outcome.error,
+        output: outcome.output,
+        reasoning: outcome.reasoning,
         finished_at: now,
       })
       .where('run_id', '=', runId)

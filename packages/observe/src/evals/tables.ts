@@ -99,6 +99,10 @@ export interface EvalRunCaseRow {
   passed: number | null;
   score: number | null;
   error: string | null;
+  /** Canonical JSON of the output the agent's webhook answered (null: none); since migration 0041. */
+  output: string | null;
+  /** The evaluator's reasoning (null without an evaluator, or when scoring failed); since migration 0041. */
+  reasoning: string | null;
   finished_at: number | null;
 }
 

@@ -332,6 +332,10 @@ export type EvalRun = {
     passed: boolean | null;
     score: number | null;
     error: string | null;
+    /** the output the agent's webhook answered (null when none) */
+    actual: unknown;
+    /** the evaluator's reasoning (null without an evaluator) */
+    reasoning: string | null;
   }[];
 };
 
@@ -498,11 +502,71 @@ export type LegalHold = {
   releaseReason: string | null;
 };
 
+export type LlmCall = {
+  id: string;
+  timestamp: string;
+  sessionId: string;
+  agentId: string;
+  provider: string | null;
+  model: string | null;
+  status: "success" | "error";
+  finishReason: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  totalTokens: number;
+  costUsd: number | null;
+  latencyMs: number | null;
+};
+
+export type LlmCallDetail = {
+  id: string;
+  timestamp: string;
+  sessionId: string;
+  agentId: string;
+  provider: string | null;
+  model: string | null;
+  status: "success" | "error";
+  finishReason: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  totalTokens: number;
+  costUsd: number | null;
+  latencyMs: number | null;
+  /** erased: replaced by an erasure marker; sealed: its data key is destroyed. prompt and completion are then null */
+  content: "readable" | "erased" | "sealed";
+  erasureId: string | null;
+  callId: string | null;
+  /** the same for the llm_call event of the prompt; missing: no llm_call of that session and callId */
+  promptContent: "readable" | "erased" | "sealed" | "missing";
+  /** the llm_call event of the same session and callId; null when there is none or its content is not readable */
+  prompt: {
+    systemPrompt: string | null;
+    messages: unknown[];
+    eventId: string;
+  } | null;
+  completion: unknown;
+  toolCalls: unknown[];
+  /** the price table entry of the model (null when it has none) */
+  price: LlmCallPrice | null;
+};
+
+export type LlmCallPrice = {
+  provider: string;
+  model: string;
+  inputPerMillionUsd: number;
+  outputPerMillionUsd: number;
+  /** a pricing page's URL, or 'configuration' (MODEL_PRICES) */
+  source: string;
+  asOf: string;
+  /** the call's tokens at this price (costUsd is what the agent recorded) */
+  costAtPriceUsd: number;
+};
+
 export type ObserveError = {
   /** What went wrong, for a person to read */
   error: string;
   /** Stable and unique per error, for programs to branch on (docs/reference/errors.md) */
-  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "evidence_read_failed" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "erasure_not_found" | "subject_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
+  code: "unauthorized" | "forbidden" | "route_not_found" | "payload_too_large" | "uri_too_long" | "internal" | "validation_error" | "invalid_json" | "request_timeout" | "unsupported_media_type" | "headers_too_large" | "unavailable" | "invalid_otlp" | "stream_token_invalid" | "invalid_signature" | "evidence_read_failed" | "checkpoint_not_found" | "audit_log_incomplete" | "audit_tree_size_invalid" | "audit_tile_not_found" | "audit_cosignature_invalid" | "event_not_found" | "llm_call_not_found" | "audit_item_not_found" | "session_not_found" | "agent_not_found" | "key_not_found" | "health_no_sessions" | "alert_rule_not_found" | "redaction_rule_not_found" | "legal_hold_not_found" | "erasure_not_found" | "subject_not_found" | "legal_hold" | "legal_hold_released" | "retention_below_floor" | "redaction_failed" | "redaction_field_reserved" | "guardrail_rule_not_found" | "limit_exceeded" | "benchmark_not_found" | "benchmark_draft" | "chain_broken" | "idempotency_in_flight" | "idempotency_key_reused" | "last_key" | "benchmark_status_conflict" | "service_token_invalid" | "evaluator_not_found" | "dataset_not_found" | "eval_run_not_found" | "unpriced_model" | "judge_failed" | "judge_not_configured" | "service_token_not_configured" | "lessons_removed" | "memory_disabled" | "storage_error" | "webhook_secret_not_configured" | "embedding_error" | "not_implemented" | "memory_unreachable" | "too_many_streams";
   /** The HTTP status, repeated */
   status: number;
   details?: ErrorDetail[];
@@ -3961,6 +4025,70 @@ export interface paths {
           revoked: true;
           warning?: string;
         };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/llm-calls": {
+    /**
+     * List LLM calls (llm_response events)
+     *
+     * Filters combine. `status`: error when the response is an error event (severity error or critical). Sorted by `sort` then id, in `order`; pages by cursor: pass `nextCursor` as `cursor` (with the same sort) until it is null. Only figures are listed: the prompt and completion are in the call's detail.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        model?: string;
+        agentId?: string;
+        sessionId?: string;
+        status?: "success" | "error";
+        /** time: the timestamp; tokens: input plus output */
+        sort?: "time" | "cost" | "latency" | "tokens";
+        order?: "asc" | "desc";
+        /** nextCursor of the previous page, with the same sort; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          calls: LlmCall[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/llm-calls/{id}": {
+    /**
+     * One LLM call: its prompt, completion, tokens, cost and the price of its model
+     *
+     * `prompt` is the llm_call event of the same session and callId. `costUsd` is what the agent recorded; `price` is the price table's entry for the model (built-in or MODEL_PRICES) and `costAtPriceUsd` the call's tokens at it. Erased or crypto-shredded content is reported as such (`content`, `promptContent`), never shown.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: Record<string, never>;
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: LlmCallDetail;
         400: ObserveError;
         401: ObserveError;
         403: ObserveError;
