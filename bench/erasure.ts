@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createObserveKey, startObserve, stopServer } from './server.ts';
+import { createObserveKey, startObserve, stopServer, timedErasure } from './server.ts';
 import { checked, printTable, type Row } from './table.ts';
 
 const SESSIONS = 100;
@@ -47,15 +47,7 @@ async function measureErasure(name: string, label: string, env: Record<string, s
       const response = await fetch(`${server.base}/api/events`, { method: 'POST', headers, body: JSON.stringify({ events }) });
       if (!response.ok) throw new Error(`/api/events: ${response.status} ${(await response.text()).slice(0, 300)}`);
     }
-    const started = performance.now();
-    const response = await fetch(`${server.base}/api/subjects/${encodeURIComponent(SUBJECT)}`, {
-      method: 'DELETE',
-      headers,
-      body: JSON.stringify({ reason: 'bench' }),
-    });
-    const seconds = (performance.now() - started) / 1000;
-    const body = (await response.json()) as { eventCount?: number; sessionIds?: string[] };
-    if (!response.ok) throw new Error(`DELETE /api/subjects: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+    const { seconds, receipt: body } = await timedErasure<{ eventCount?: number; sessionIds?: string[] }>(server.base, headers, SUBJECT);
     if (body.eventCount !== SESSIONS * SUBJECT_EVENTS_PER_SESSION || body.sessionIds?.length !== SESSIONS)
       throw new Error(`the erasure covered ${body.eventCount} events in ${body.sessionIds?.length} sessions`);
     return [

@@ -6,7 +6,7 @@
  * details, appends the signed erasure leaf and answers the receipt. Target: ≤ 5 s (observe's for
  * 10,000 events), measured once.
  */
-import { startGate, stopServer } from './server.ts';
+import { startGate, stopServer, timedErasure } from './server.ts';
 import { checked, printTable, type Row } from './table.ts';
 
 const SUBJECT_REQUESTS = 2000;
@@ -37,15 +37,7 @@ try {
   };
   for (let first = 0; first < SUBJECT_REQUESTS * 2; first += CONCURRENCY)
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, SUBJECT_REQUESTS * 2 - first) }, (_, k) => fill(first + k)));
-  const started = performance.now();
-  const response = await fetch(`${server.base}/api/subjects/${encodeURIComponent(SUBJECT)}`, {
-    method: 'DELETE',
-    headers,
-    body: JSON.stringify({ reason: 'bench' }),
-  });
-  const seconds = (performance.now() - started) / 1000;
-  const body = (await response.json()) as { requestCount?: number };
-  if (!response.ok) throw new Error(`DELETE /api/subjects: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+  const { seconds, receipt: body } = await timedErasure<{ requestCount?: number }>(server.base, headers, SUBJECT);
   if (body.requestCount !== SUBJECT_REQUESTS) throw new Error(`the erasure covered ${body.requestCount} requests`);
   rows.push([
     `gate: erase a subject: ${SUBJECT_REQUESTS.toLocaleString('en-US')} decided requests (half confirmed) of ${(SUBJECT_REQUESTS * 2).toLocaleString('en-US')} stored, signed receipt answered`,

@@ -241,3 +241,13 @@ export function remoteTargets(argv: readonly string[] = process.argv.slice(2)): 
 
 /** Whether any --url / --gate-url was given: parts that need a server of their own then do not run. */
 export const remoteMode = (targets: RemoteTargets): boolean => targets.observe !== null || targets.gate !== null;
+
+/** DELETE /api/subjects/:id of a bench server, timed: the seconds until the signed receipt was answered, and the receipt (a failure throws). */
+export async function timedErasure<Receipt>(base: string, headers: Record<string, string>, subject: string): Promise<{ seconds: number; receipt: Receipt }> {
+  const started = performance.now();
+  const response = await fetch(`${base}/api/subjects/${encodeURIComponent(subject)}`, { method: 'DELETE', headers, body: JSON.stringify({ reason: 'bench' }) });
+  const seconds = (performance.now() - started) / 1000;
+  const receipt = (await response.json()) as Receipt;
+  if (!response.ok) throw new Error(`DELETE /api/subjects: ${response.status} ${JSON.stringify(receipt).slice(0, 300)}`);
+  return { seconds, receipt };
+}

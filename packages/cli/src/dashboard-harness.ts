@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
+import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import { buildGateService, gateConfigFromEnvironment, type GateService } from '@vigil/gate';
 import { buildObserveService, observeConfigFromEnvironment, type ObserveService } from '@vigil/observe';
 import axe from 'axe-core';
@@ -260,6 +261,34 @@ export async function seedGate(stack: Stack): Promise<{ agentKey: string }> {
     await api<{ key: string }>(stack.gateUrl, ADMIN_KEY, 'POST', '/api/api-keys', { name: 'billing-agent', scopes: ['request:create', 'request:read'] })
   ).key;
   return { agentKey };
+}
+
+/**
+ * A real agent behind a dataset run's webhook: for each case it logs a session in observe
+ * (`eval-<runId>-<caseId>`: shell_exec for task "shell", else lookup, answering `input.answer`),
+ * then answers {sessionId, output}. `stack()` is read per call, as the stack starts after it.
+ */
+export function evalAgent(stack: () => Stack): TestHttpServer {
+  return new TestHttpServer((request, res) => {
+    const { runId, caseId, agentId, input } = JSON.parse(request.body) as {
+      runId: string;
+      caseId: string;
+      agentId: string;
+      input: { task: string; answer: string };
+    };
+    const sessionId = `eval-${runId}-${caseId}`;
+    const tool = input.task === 'shell' ? 'shell_exec' : 'lookup';
+    const events: EventInput[] = [
+      { sessionId, agentId, eventType: 'session_started', payload: { agentName: 'Eval agent' } },
+      { sessionId, agentId, eventType: 'tool_call', payload: { toolName: tool, callId: 'c1', arguments: input } },
+      { sessionId, agentId, eventType: 'tool_response', payload: { toolName: tool, callId: 'c1', result: input.answer, durationMs: 5 } },
+      { sessionId, agentId, eventType: 'session_ended', payload: { reason: 'completed' } },
+    ];
+    api(stack().observeUrl, stack().observeKey, 'POST', '/api/events', { events }).then(
+      () => sendJson(res, 200, { sessionId, output: input.answer }),
+      (error: unknown) => sendJson(res, 500, { error: String(error) }),
+    );
+  });
 }
 
 /** Signs in through the form, with the keys given (the name is Ada). */

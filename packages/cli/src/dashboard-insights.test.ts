@@ -6,8 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sendJson, TestHttpServer } from '@vigil/platform/testing';
-import { api, chromiumSkip, nav, seedObserve, settled, shot, signIn, startStack, type EventInput, type Stack } from './dashboard-harness.ts';
+import { api, chromiumSkip, evalAgent, nav, seedObserve, settled, shot, signIn, startStack, type EventInput, type Stack } from './dashboard-harness.ts';
 
 type Json = Record<string, unknown>;
 
@@ -28,27 +27,7 @@ const percent = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
 
 describe('dashboard in a real browser: evaluations, advice and administration', { skip: chromiumSkip() }, () => {
   let stack: Stack;
-  /** A real agent behind a webhook: it logs a session for each case, then answers {sessionId, output}. */
-  const agent = new TestHttpServer((request, res) => {
-    const { runId, caseId, agentId, input } = JSON.parse(request.body) as {
-      runId: string;
-      caseId: string;
-      agentId: string;
-      input: { task: string; answer: string };
-    };
-    const sessionId = `eval-${runId}-${caseId}`;
-    const tool = input.task === 'shell' ? 'shell_exec' : 'lookup';
-    const events: EventInput[] = [
-      { sessionId, agentId, eventType: 'session_started', payload: { agentName: 'Eval agent' } },
-      { sessionId, agentId, eventType: 'tool_call', payload: { toolName: tool, callId: 'c1', arguments: input } },
-      { sessionId, agentId, eventType: 'tool_response', payload: { toolName: tool, callId: 'c1', result: input.answer, durationMs: 5 } },
-      { sessionId, agentId, eventType: 'session_ended', payload: { reason: 'completed' } },
-    ];
-    api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events }).then(
-      () => sendJson(res, 200, { sessionId, output: input.answer }),
-      (error: unknown) => sendJson(res, 500, { error: String(error) }),
-    );
-  });
+  const agent = evalAgent(() => stack);
 
   before(async () => {
     stack = await startStack();

@@ -6,9 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import type { Page } from 'playwright-core';
-import { api, chromiumSkip, seedObserve, seriousViolations, settled, shot, signIn, startStack, type EventInput, type Stack } from './dashboard-harness.ts';
+import {
+  api,
+  chromiumSkip,
+  evalAgent,
+  seedObserve,
+  seriousViolations,
+  settled,
+  shot,
+  signIn,
+  startStack,
+  type EventInput,
+  type Stack,
+} from './dashboard-harness.ts';
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1400, height: 900 };
@@ -31,27 +42,7 @@ const SESSION = 7;
 describe('dashboard in a real browser: LLM calls and failed cases', { skip: chromiumSkip() }, () => {
   let stack: Stack;
   let runId = '';
-  /** A real agent behind a webhook: logs a session per case (shell_exec for task "shell"), answers {sessionId, output}. */
-  const agent = new TestHttpServer((request, res) => {
-    const {
-      runId: run,
-      caseId,
-      agentId,
-      input,
-    } = JSON.parse(request.body) as { runId: string; caseId: string; agentId: string; input: { task: string; answer: string } };
-    const sessionId = `eval-${run}-${caseId}`;
-    const tool = input.task === 'shell' ? 'shell_exec' : 'lookup';
-    const events: EventInput[] = [
-      { sessionId, agentId, eventType: 'session_started', payload: { agentName: 'Eval agent' } },
-      { sessionId, agentId, eventType: 'tool_call', payload: { toolName: tool, callId: 'c1', arguments: input } },
-      { sessionId, agentId, eventType: 'tool_response', payload: { toolName: tool, callId: 'c1', result: input.answer, durationMs: 5 } },
-      { sessionId, agentId, eventType: 'session_ended', payload: { reason: 'completed' } },
-    ];
-    api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', { events }).then(
-      () => sendJson(res, 200, { sessionId, output: input.answer }),
-      (error: unknown) => sendJson(res, 500, { error: String(error) }),
-    );
-  });
+  const agent = evalAgent(() => stack);
 
   before(async () => {
     stack = await startStack();
