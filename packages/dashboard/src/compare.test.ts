@@ -26,8 +26,14 @@ describe('compare: aligning two sessions', () => {
     // LCS of these is 4 (Myers' own example): 4 pairs, 3 removed, 2 added.
     assert.deepEqual(alignmentCounts(rows), { matched: 4, removed: 3, added: 2 });
     // Every event of each side appears once, in its order.
-    assert.deepEqual(rows.filter((r) => r.a).map((r) => r.a), a);
-    assert.deepEqual(rows.filter((r) => r.b).map((r) => r.b), b);
+    assert.deepEqual(
+      rows.filter((r) => r.a).map((r) => r.a),
+      a,
+    );
+    assert.deepEqual(
+      rows.filter((r) => r.b).map((r) => r.b),
+      b,
+    );
     for (const r of rows) if (r.a && r.b) assert.equal(r.a, r.b);
   });
 
@@ -46,8 +52,14 @@ describe('compare: aligning two sessions', () => {
       const b = Array.from({ length: next() * 5 }, () => 'wxyz'[next()]!);
       const rows = alignEvents(a, b, (s) => s).rows;
       assert.equal(alignmentCounts(rows).matched, lcs(a, b), `${a.join('')} vs ${b.join('')}`);
-      assert.deepEqual(rows.filter((r) => r.a).map((r) => r.a), a);
-      assert.deepEqual(rows.filter((r) => r.b).map((r) => r.b), b);
+      assert.deepEqual(
+        rows.filter((r) => r.a).map((r) => r.a),
+        a,
+      );
+      assert.deepEqual(
+        rows.filter((r) => r.b).map((r) => r.b),
+        b,
+      );
     }
   });
 

@@ -84,7 +84,9 @@ export function alignEvents<T>(a: readonly T[], b: readonly T[], key: (event: T)
   const middle = myers(ka.subarray(start, endA), kb.subarray(start, endB), maxEdits);
   if (middle) {
     for (const [op, i, j] of middle) {
-      rows.push(op === 'same' ? { a: left[start + i]!, b: right[start + j]! } : op === 'removed' ? { a: left[start + i]!, b: null } : { a: null, b: right[start + j]! });
+      rows.push(
+        op === 'same' ? { a: left[start + i]!, b: right[start + j]! } : op === 'removed' ? { a: left[start + i]!, b: null } : { a: null, b: right[start + j]! },
+      );
     }
   } else {
     for (let i = start, j = start; i < endA || j < endB; i += 1, j += 1) {
@@ -167,7 +169,8 @@ export function eventCost(event: ComparedEvent): number | null {
 /** How long an event's step took: an LLM response's `latencyMs`, a tool response's or error's `durationMs`. */
 export function eventLatency(event: ComparedEvent): number | null {
   const p = event.payload;
-  const value = event.eventType === 'llm_response' ? p.latencyMs : event.eventType === 'tool_response' || event.eventType === 'tool_error' ? p.durationMs : undefined;
+  const value =
+    event.eventType === 'llm_response' ? p.latencyMs : event.eventType === 'tool_response' || event.eventType === 'tool_error' ? p.durationMs : undefined;
   return typeof value === 'number' ? value : null;
 }
 

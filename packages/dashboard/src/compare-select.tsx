@@ -1,0 +1,30 @@
+import { useState, type ReactNode } from 'react';
+import type { Column } from './components.tsx';
+import { Link } from './router.tsx';
+
+/**
+ * Picking two sessions of a list to compare (the Sessions page): a checkbox column and the link to
+ * the compare page. A third pick replaces the older of the two.
+ */
+export function useCompareSelection(): { column: Column<{ id: string }>; action: ReactNode } {
+  const [picked, setPicked] = useState<string[]>([]);
+  const toggle = (id: string, on: boolean) => setPicked((ids) => (on ? [...ids.filter((x) => x !== id), id].slice(-2) : ids.filter((x) => x !== id)));
+  const column: Column<{ id: string }> = {
+    header: <span className="visually-hidden">Compare</span>,
+    cell: (s) => (
+      <input type="checkbox" aria-label={`Pick session ${s.id} to compare`} checked={picked.includes(s.id)} onChange={(e) => toggle(s.id, e.target.checked)} />
+    ),
+  };
+  const [a, b] = picked;
+  const action =
+    a && b ? (
+      <Link to={`/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`} className="button small">
+        Compare the two picked sessions
+      </Link>
+    ) : (
+      <span className="muted small" aria-live="polite">
+        Pick two sessions to compare them{a ? ' (one picked)' : ''}
+      </span>
+    );
+  return { column, action };
+}
