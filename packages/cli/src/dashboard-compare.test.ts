@@ -97,14 +97,14 @@ async function assertComparison(page: Page): Promise<void> {
     .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-kind')));
   // The common start paired, A's CRM lookup and B's failed charge and second LLM round as gaps, the ends paired.
   assert.deepEqual(kinds, ['both', 'both', 'both', 'both', 'both', 'only-a', 'only-a', 'only-b', 'only-b', 'only-b', 'only-b', 'both']);
-  assert.match(rows[2]![0]!, /^#\d+ llm_response gpt-4o-mini: ok · \$0\.002 · 900 ms$/);
-  assert.match(rows[2]![1]!, /^#\d+ llm_response gpt-4o-mini: ok · \$0\.0005 · 1\.50 s$/);
+  assert.match(rows[2]![0]!, /^#\d+ llm_response gpt-4o-mini · \$0\.002 · 900 ms$/);
+  assert.match(rows[2]![1]!, /^#\d+ llm_response gpt-4o-mini · \$0\.0005 · 1\.50 s$/);
   assert.deepEqual(rows[2]!.slice(2), ['-$0.0015', '+600 ms'], 'the LLM response pair: B is $0.0015 cheaper and 600 ms slower');
   assert.deepEqual(rows[4]!.slice(2), ['', '-150 ms'], 'the web search: B 150 ms faster, no cost');
   assert.match(rows[5]![0]!, /crm_lookup/);
   assert.equal(rows[5]![1], 'not in B');
   assert.equal(rows[8]![0], 'not in A');
-  assert.match(rows[8]![1]!, /stripe_charge failed: card declined/);
+  assert.match(rows[8]![1]!, /^#\d+ tool_error stripe_charge · 1\.20 s error$/);
 
   const totals = Object.fromEntries((await cells(page, 'compare-totals')).map(([figure, ...rest]) => [figure, rest]));
   assert.deepEqual(totals.Duration, ['3.00 s', '5.00 s', '+2.00 s']);

@@ -4,7 +4,17 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { alignEvents, alignmentCounts, pairDiff, stepKey, totalsOf, type ComparedEvent } from './compare.ts';
 
-const ev = (eventType: string, payload: Record<string, unknown> = {}, severity = 'info'): ComparedEvent => ({ eventType, severity, payload });
+const ev = (eventType: string, figures: Partial<ComparedEvent> = {}): ComparedEvent => ({
+  eventType,
+  toolName: null,
+  model: null,
+  costUsd: null,
+  latencyMs: null,
+  inputTokens: null,
+  outputTokens: null,
+  isError: false,
+  ...figures,
+});
 /** The alignment as text: "x=x" a matched pair, "x<" only in A, ">y" only in B. */
 const picture = (a: string[], b: string[], options = {}) =>
   alignEvents(a, b, (s) => s, options).rows.map((r) => (r.a && r.b ? `${r.a}=${r.b}` : r.a ? `${r.a}<` : `>${r.b}`));
@@ -116,20 +126,22 @@ describe('compare: differences', () => {
     assert.ok(Math.abs(diff.cost! - -0.0015) < 1e-12);
     assert.equal(diff.latency, 600);
     assert.deepEqual(pairDiff({ a, b: null }), { cost: null, latency: null });
-    assert.deepEqual(pairDiff({ a: ev('tool_response', { durationMs: 450 }), b: ev('tool_error', { durationMs: 1200 }) }), { cost: null, latency: 750 });
+    assert.deepEqual(pairDiff({ a: ev('tool_response', { latencyMs: 450 }), b: ev('tool_error', { latencyMs: 1200, isError: true }) }), {
+      cost: null,
+      latency: 750,
+    });
     assert.deepEqual(pairDiff({ a: ev('tool_call'), b: ev('tool_call') }), { cost: null, latency: null });
   });
 
-  test("a session's totals: events, errors by the one definition, cost, tokens and summed step latency", () => {
+  test("a session's totals: events, errors, cost, tokens and summed step latency", () => {
     const totals = totalsOf([
       ev('session_started'),
-      ev('llm_response', { costUsd: 0.002, latencyMs: 900, usage: { inputTokens: 900, outputTokens: 120 } }),
+      ev('llm_response', { costUsd: 0.002, latencyMs: 900, inputTokens: 900, outputTokens: 120 }),
       ev('cost_tracked', { costUsd: 0.001, inputTokens: 10, outputTokens: 5 }),
-      ev('tool_error', { durationMs: 1200 }),
-      ev('custom', {}, 'critical'),
-      ev('custom', { costUsd: 5, latencyMs: 5 }, 'warn'),
+      ev('tool_error', { latencyMs: 1200, isError: true }),
+      ev('custom', { isError: true }),
     ]);
-    assert.equal(totals.events, 6);
+    assert.equal(totals.events, 5);
     assert.equal(totals.errors, 2);
     assert.ok(Math.abs(totals.cost - 0.003) < 1e-12);
     assert.equal(totals.tokens, 1035);

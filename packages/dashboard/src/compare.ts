@@ -4,11 +4,16 @@
  * compare.test.ts and timed on a 10,000-event pair by bench/compare-align.ts.
  */
 
-/** The fields of an event the comparison reads (the API's Event has them all). */
+/** The fields of a step the comparison reads (GET /api/sessions/{id}/steps answers them, derived at ingest). */
 export interface ComparedEvent {
   eventType: string;
-  severity: string;
-  payload: Record<string, unknown>;
+  toolName: string | null;
+  model: string | null;
+  costUsd: number | null;
+  latencyMs: number | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  isError: boolean;
 }
 
 /**
@@ -16,8 +21,7 @@ export interface ComparedEvent {
  * `tool_call` of `web_search` pairs with another `tool_call` of `web_search`, never of `crm_lookup`.
  */
 export function stepKey(event: ComparedEvent): string {
-  const p = event.payload;
-  const name = typeof p.toolName === 'string' ? p.toolName : typeof p.model === 'string' ? p.model : '';
+  const name = event.toolName ?? event.model;
   return name ? `${event.eventType}:${name}` : event.eventType;
 }
 
@@ -160,33 +164,9 @@ function backtrack(trace: Int32Array[], n: number, m: number): Op[] {
   return ops.reverse();
 }
 
-/** What an event cost (an LLM response's or a cost record's `costUsd`), as observe derives it at ingest. */
-export function eventCost(event: ComparedEvent): number | null {
-  const cost = event.payload.costUsd;
-  return (event.eventType === 'llm_response' || event.eventType === 'cost_tracked') && typeof cost === 'number' ? cost : null;
-}
-
-/** How long an event's step took: an LLM response's `latencyMs`, a tool response's or error's `durationMs`. */
-export function eventLatency(event: ComparedEvent): number | null {
-  const p = event.payload;
-  const value =
-    event.eventType === 'llm_response' ? p.latencyMs : event.eventType === 'tool_response' || event.eventType === 'tool_error' ? p.durationMs : undefined;
-  return typeof value === 'number' ? value : null;
-}
-
-/** Input plus output tokens of an LLM response (`usage`) or a cost record. */
+/** Input plus output tokens of a step; null when it has neither. */
 export function eventTokens(event: ComparedEvent): number | null {
-  const p = event.payload;
-  const source = event.eventType === 'cost_tracked' ? p : event.eventType === 'llm_response' ? ((p.usage ?? {}) as Record<string, unknown>) : null;
-  if (!source) return null;
-  const input = typeof source.inputTokens === 'number' ? source.inputTokens : null;
-  const output = typeof source.outputTokens === 'number' ? source.outputTokens : null;
-  return input === null && output === null ? null : (input ?? 0) + (output ?? 0);
-}
-
-/** The one definition of an error event (docs: severity error or critical, or a tool_error). */
-export function isErrorEvent(event: ComparedEvent): boolean {
-  return event.severity === 'error' || event.severity === 'critical' || event.eventType === 'tool_error';
+  return event.inputTokens === null && event.outputTokens === null ? null : (event.inputTokens ?? 0) + (event.outputTokens ?? 0);
 }
 
 /** B − A of a figure both sides have; null when either lacks it. */
@@ -202,7 +182,7 @@ export interface PairDiff {
 /** What B's step costs and takes more than A's (negative: less); null on a gap or a step without the figure. */
 export function pairDiff<T extends ComparedEvent>(row: AlignedRow<T>): PairDiff {
   if (!row.a || !row.b) return { cost: null, latency: null };
-  return { cost: difference(eventCost(row.a), eventCost(row.b)), latency: difference(eventLatency(row.a), eventLatency(row.b)) };
+  return { cost: difference(row.a.costUsd, row.b.costUsd), latency: difference(row.a.latencyMs, row.b.latencyMs) };
 }
 
 export interface SessionTotals {
@@ -219,10 +199,10 @@ export function totalsOf(events: readonly ComparedEvent[]): SessionTotals {
   const totals: SessionTotals = { events: 0, errors: 0, cost: 0, tokens: 0, latency: 0 };
   for (const event of events) {
     totals.events += 1;
-    if (isErrorEvent(event)) totals.errors += 1;
-    totals.cost += eventCost(event) ?? 0;
+    if (event.isError) totals.errors += 1;
+    totals.cost += event.costUsd ?? 0;
     totals.tokens += eventTokens(event) ?? 0;
-    totals.latency += eventLatency(event) ?? 0;
+    totals.latency += event.latencyMs ?? 0;
   }
   return totals;
 }

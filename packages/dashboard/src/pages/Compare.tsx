@@ -1,8 +1,8 @@
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react';
-import { observe, type Session, type VigilEvent } from '../api.ts';
+import { observe, type ObserveAnswer, type Session } from '../api.ts';
 import { ALIGN_MAX_EDITS, ALIGN_MAX_EVENTS, alignEvents, alignmentCounts, pairDiff, stepKey, totalsOf, type AlignedRow } from '../compare.ts';
 import { InlineSelect, TableScroll } from '../components.tsx';
-import { EventTypeBadge, summarize } from '../events.tsx';
+import { EventTypeBadge } from '../events.tsx';
 import { fmtCountChange, fmtDuration, fmtDurationChange, fmtNumber, fmtUsd, fmtUsdChange, plural } from '../format.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { Async, Badge, Page, Section, useAsync } from '../ui.tsx';
@@ -10,17 +10,34 @@ import { Async, Badge, Page, Section, useAsync } from '../ui.tsx';
 /** Rows of the aligned table drawn at once: a 10,000-event pair is read a window at a time. */
 const WINDOW = 200;
 
+type Step = ObserveAnswer<'GET /api/sessions/{id}/steps'>['steps'][number];
+/** Steps asked per request: the largest page the API gives. */
+const STEPS_PAGE = 5000;
+
 interface Side {
   session: Session;
-  events: VigilEvent[];
+  /** The first ALIGN_MAX_EVENTS steps (the alignment reads no more). */
+  steps: Step[];
+}
+
+async function loadSteps(id: string, signal: AbortSignal): Promise<Step[]> {
+  const steps: Step[] = [];
+  let after: number | null = -1;
+  while (after !== null && steps.length < ALIGN_MAX_EVENTS) {
+    const page: ObserveAnswer<'GET /api/sessions/{id}/steps'> = await observe('GET /api/sessions/{id}/steps', {
+      params: { id },
+      query: { after, limit: Math.min(STEPS_PAGE, ALIGN_MAX_EVENTS - steps.length) },
+      signal,
+    });
+    steps.push(...page.steps);
+    after = page.nextAfter;
+  }
+  return steps;
 }
 
 async function loadSide(id: string, signal: AbortSignal): Promise<Side> {
-  const [session, timeline] = await Promise.all([
-    observe('GET /api/sessions/{id}', { params: { id }, signal }),
-    observe('GET /api/sessions/{id}/timeline', { params: { id }, signal }),
-  ]);
-  return { session, events: timeline.events };
+  const [session, steps] = await Promise.all([observe('GET /api/sessions/{id}', { params: { id }, signal }), loadSteps(id, signal)]);
+  return { session, steps };
 }
 
 /** Two session ids typed or picked among the newest sessions; opens the comparison. */
@@ -55,8 +72,8 @@ function ChooseSessions({ a, b }: { a: string; b: string }) {
 }
 
 function Totals({ a, b }: { a: Side; b: Side }) {
-  const ta = totalsOf(a.events);
-  const tb = totalsOf(b.events);
+  const ta = totalsOf(a.steps);
+  const tb = totalsOf(b.steps);
   const rows: [figure: string, a: string, b: string, diff: string][] = [
     ['Duration', fmtDuration(a.session.durationMs), fmtDuration(b.session.durationMs), fmtDurationChange(b.session.durationMs - a.session.durationMs)],
     ['Cost', fmtUsd(a.session.totalCostUsd), fmtUsd(b.session.totalCostUsd), fmtUsdChange(b.session.totalCostUsd - a.session.totalCostUsd)],
@@ -99,12 +116,22 @@ function Totals({ a, b }: { a: Side; b: Side }) {
   );
 }
 
-function EventCell({ event, missing }: { event: VigilEvent | null; missing: string }): ReactNode {
-  if (!event) return <span className="muted">{missing}</span>;
+function StepCell({ step, missing }: { step: Step | null; missing: string }): ReactNode {
+  if (!step) return <span className="muted">{missing}</span>;
+  const figures = [
+    step.toolName ?? step.model,
+    step.costUsd === null ? null : fmtUsd(step.costUsd),
+    step.latencyMs === null ? null : fmtDuration(step.latencyMs),
+  ];
   return (
     <>
-      <span className="seq">#{event.seq}</span> <EventTypeBadge type={event.eventType} />{' '}
-      <span className="summary-text">{summarize(event.eventType, event.payload)}</span>
+      <span className="seq">#{step.seq}</span> <EventTypeBadge type={step.eventType} /> {figures.filter(Boolean).join(' · ')}
+      {step.isError && (
+        <>
+          {' '}
+          <Badge tone="bad">error</Badge>
+        </>
+      )}
     </>
   );
 }
@@ -112,7 +139,7 @@ function EventCell({ event, missing }: { event: VigilEvent | null; missing: stri
 type Show = 'all' | 'differences';
 
 /** A gap, or a pair whose cost or latency differs. */
-function differs(row: AlignedRow<VigilEvent>): boolean {
+function differs(row: AlignedRow<Step>): boolean {
   if (!row.a || !row.b) return true;
   const diff = pairDiff(row);
   return Boolean(diff.cost || diff.latency);
@@ -120,22 +147,25 @@ function differs(row: AlignedRow<VigilEvent>): boolean {
 
 function AlignedEvents({ a, b }: { a: Side; b: Side }) {
   // The alignment is computed once per pair; the window and the filter only pick rows of it.
-  const alignment = useMemo(() => alignEvents(a.events, b.events, stepKey), [a.events, b.events]);
+  const alignment = useMemo(() => alignEvents(a.steps, b.steps, stepKey), [a.steps, b.steps]);
   const counts = alignmentCounts(alignment.rows);
+  // Events past the cap were not fetched (loadSide) or not aligned (alignEvents).
+  const cutA = a.session.eventCount - a.steps.length + alignment.cutA;
+  const cutB = b.session.eventCount - b.steps.length + alignment.cutB;
   const [show, setShow] = useState<Show>('all');
   const [start, setStart] = useState(0);
   const rows = useMemo(() => (show === 'all' ? alignment.rows : alignment.rows.filter(differs)), [alignment, show]);
   const end = Math.min(start + WINDOW, rows.length);
-  const kind = (row: AlignedRow<VigilEvent>) => (row.a && row.b ? 'both' : row.a ? 'only-a' : 'only-b');
+  const kind = (row: AlignedRow<Step>) => (row.a && row.b ? 'both' : row.a ? 'only-a' : 'only-b');
   return (
     <>
       <p data-testid="alignment-counts">
         {plural(counts.matched, 'step')} in both, {plural(counts.removed, 'step')} only in A, {plural(counts.added, 'step')} only in B.
       </p>
-      {(alignment.cutA > 0 || alignment.cutB > 0) && (
+      {(cutA > 0 || cutB > 0) && (
         <p className="muted small" role="note">
-          Only the first {fmtNumber(ALIGN_MAX_EVENTS)} events of each session are aligned ({plural(alignment.cutA, 'event')} of A and{' '}
-          {plural(alignment.cutB, 'event')} of B are left out); the totals above count every event.
+          Only the first {fmtNumber(ALIGN_MAX_EVENTS)} events of each session are aligned ({plural(cutA, 'event')} of A and {plural(cutB, 'event')} of B are
+          left out, here and from the tokens and time totals above).
         </p>
       )}
       {!alignment.exact && (
@@ -180,10 +210,10 @@ function AlignedEvents({ a, b }: { a: Side; b: Side }) {
               return (
                 <tr key={start + i} className={`aligned-${kind(row)}`} data-kind={kind(row)}>
                   <td>
-                    <EventCell event={row.a} missing="not in A" />
+                    <StepCell step={row.a} missing="not in A" />
                   </td>
                   <td>
-                    <EventCell event={row.b} missing="not in B" />
+                    <StepCell step={row.b} missing="not in B" />
                   </td>
                   <td className="num">{diff.cost === null ? '' : fmtUsdChange(diff.cost)}</td>
                   <td className="num">{diff.latency === null ? '' : fmtDurationChange(diff.latency)}</td>
