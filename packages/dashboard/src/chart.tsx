@@ -78,6 +78,7 @@ export default function ChartView({ kind, labels, series, intervals, description
                   borderColor: intervalColor,
                   borderWidth: 1,
                   barPercentage: 0.2,
+                  maxBarThickness: 28,
                   order: 2,
                 },
               ]
