@@ -64,7 +64,6 @@ const asEvents = (list: ReturnType<typeof steps>): ComparedEvent[] =>
     latencyMs: typeof payload.latencyMs === 'number' ? payload.latencyMs : typeof payload.durationMs === 'number' ? payload.durationMs : null,
     inputTokens: eventType === 'llm_response' ? 500 : null,
     outputTokens: eventType === 'llm_response' ? 50 : null,
-    isError: false,
   }));
 
 function timeAlignment(a: ComparedEvent[], b: ComparedEvent[]): { ms: number; exact: boolean } {

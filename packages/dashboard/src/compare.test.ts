@@ -12,7 +12,6 @@ const ev = (eventType: string, figures: Partial<ComparedEvent> = {}): ComparedEv
   latencyMs: null,
   inputTokens: null,
   outputTokens: null,
-  isError: false,
   ...figures,
 });
 /** The alignment as text: "x=x" a matched pair, "x<" only in A, ">y" only in B. */
@@ -126,25 +125,20 @@ describe('compare: differences', () => {
     assert.ok(Math.abs(diff.cost! - -0.0015) < 1e-12);
     assert.equal(diff.latency, 600);
     assert.deepEqual(pairDiff({ a, b: null }), { cost: null, latency: null });
-    assert.deepEqual(pairDiff({ a: ev('tool_response', { latencyMs: 450 }), b: ev('tool_error', { latencyMs: 1200, isError: true }) }), {
+    assert.deepEqual(pairDiff({ a: ev('tool_response', { latencyMs: 450 }), b: ev('tool_error', { latencyMs: 1200 }) }), {
       cost: null,
       latency: 750,
     });
     assert.deepEqual(pairDiff({ a: ev('tool_call'), b: ev('tool_call') }), { cost: null, latency: null });
   });
 
-  test("a session's totals: events, errors, cost, tokens and summed step latency", () => {
+  test("a session's tokens (input plus output) and summed step latency", () => {
     const totals = totalsOf([
       ev('session_started'),
       ev('llm_response', { costUsd: 0.002, latencyMs: 900, inputTokens: 900, outputTokens: 120 }),
-      ev('cost_tracked', { costUsd: 0.001, inputTokens: 10, outputTokens: 5 }),
-      ev('tool_error', { latencyMs: 1200, isError: true }),
-      ev('custom', { isError: true }),
+      ev('cost_tracked', { costUsd: 0.001, inputTokens: 10, outputTokens: null }),
+      ev('tool_error', { latencyMs: 1200 }),
     ]);
-    assert.equal(totals.events, 5);
-    assert.equal(totals.errors, 2);
-    assert.ok(Math.abs(totals.cost - 0.003) < 1e-12);
-    assert.equal(totals.tokens, 1035);
-    assert.equal(totals.latency, 2100);
+    assert.deepEqual(totals, { tokens: 1030, latency: 2100 });
   });
 });

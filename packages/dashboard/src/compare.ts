@@ -13,7 +13,6 @@ export interface ComparedEvent {
   latencyMs: number | null;
   inputTokens: number | null;
   outputTokens: number | null;
-  isError: boolean;
 }
 
 /**
@@ -165,12 +164,12 @@ function backtrack(trace: Int32Array[], n: number, m: number): Op[] {
 }
 
 /** Input plus output tokens of a step; null when it has neither. */
-export function eventTokens(event: ComparedEvent): number | null {
+function eventTokens(event: ComparedEvent): number | null {
   return event.inputTokens === null && event.outputTokens === null ? null : (event.inputTokens ?? 0) + (event.outputTokens ?? 0);
 }
 
 /** B − A of a figure both sides have; null when either lacks it. */
-export function difference(a: number | null, b: number | null): number | null {
+function difference(a: number | null, b: number | null): number | null {
   return a === null || b === null ? null : b - a;
 }
 
@@ -185,24 +184,21 @@ export function pairDiff<T extends ComparedEvent>(row: AlignedRow<T>): PairDiff 
   return { cost: difference(row.a.costUsd, row.b.costUsd), latency: difference(row.a.latencyMs, row.b.latencyMs) };
 }
 
-export interface SessionTotals {
-  events: number;
-  errors: number;
-  cost: number;
+/**
+ * The figures of a session its row does not hold (the page takes duration, cost, events, tool calls
+ * and errors from GET /api/sessions/{id}): tokens, and the time its LLM calls and tools took.
+ */
+export interface StepTotals {
   tokens: number;
   /** Summed step latencies (LLM latency plus tool durations). */
   latency: number;
 }
 
-/** One session's totals over the events given. */
-export function totalsOf(events: readonly ComparedEvent[]): SessionTotals {
-  const totals: SessionTotals = { events: 0, errors: 0, cost: 0, tokens: 0, latency: 0 };
-  for (const event of events) {
-    totals.events += 1;
-    if (event.isError) totals.errors += 1;
-    totals.cost += event.costUsd ?? 0;
-    totals.tokens += eventTokens(event) ?? 0;
-    totals.latency += event.latencyMs ?? 0;
+export function totalsOf(steps: readonly ComparedEvent[]): StepTotals {
+  const totals: StepTotals = { tokens: 0, latency: 0 };
+  for (const step of steps) {
+    totals.tokens += eventTokens(step) ?? 0;
+    totals.latency += step.latencyMs ?? 0;
   }
   return totals;
 }
