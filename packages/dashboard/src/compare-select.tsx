@@ -10,7 +10,8 @@ export function useCompareSelection(): { column: Column<{ id: string }>; action:
   const [picked, setPicked] = useState<string[]>([]);
   const toggle = (id: string, on: boolean) => setPicked((ids) => (on ? [...ids.filter((x) => x !== id), id].slice(-2) : ids.filter((x) => x !== id)));
   const column: Column<{ id: string }> = {
-    header: <span className="visually-hidden">Compare</span>,
+    // Last, so the session's link stays the row's first cell.
+    header: 'Compare',
     cell: (s) => (
       <input type="checkbox" aria-label={`Pick session ${s.id} to compare`} checked={picked.includes(s.id)} onChange={(e) => toggle(s.id, e.target.checked)} />
     ),

@@ -202,7 +202,7 @@ export function SessionsPage() {
               </>
             )
           }
-          columns={[compare.column, ...SESSION_COLUMNS]}
+          columns={[...SESSION_COLUMNS, compare.column]}
           rowKey={(s) => s.id}
           after={(data) => (
             <>
