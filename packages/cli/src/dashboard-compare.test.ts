@@ -85,6 +85,13 @@ const cells = async (page: Page, testId: string) =>
     .locator('tbody tr')
     .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('th, td')].map((cell) => (cell.textContent ?? '').replace(/\s+/g, ' ').trim())));
 
+/** The compare checkbox of a session's row on the Sessions list. */
+const pick = (page: Page, sessionId: string) =>
+  page
+    .getByRole('row')
+    .filter({ has: page.getByRole('link', { name: sessionId, exact: true }) })
+    .getByRole('checkbox', { name: 'Compare' });
+
 /** What the compare page shows for cmp-a against cmp-b. */
 async function assertComparison(page: Page): Promise<void> {
   await page.getByTestId('aligned-events').waitFor();
@@ -141,9 +148,9 @@ describe('dashboard in a real browser: comparison views', { skip: chromiumSkip()
     const { page } = stack;
     await page.setViewportSize(DESKTOP);
     await open(page, '/sessions');
-    await page.getByLabel('Pick session cmp-a to compare').check();
+    await pick(page, 'cmp-a').check();
     await page.getByText('Pick two sessions to compare them (one picked)').waitFor();
-    await page.getByLabel('Pick session cmp-b to compare').check();
+    await pick(page, 'cmp-b').check();
     await page.getByRole('link', { name: 'Compare the two picked sessions' }).click();
     await page.waitForURL((url) => url.pathname === '/compare' && url.searchParams.get('a') === 'cmp-a' && url.searchParams.get('b') === 'cmp-b');
     await assertComparison(page);
@@ -201,20 +208,20 @@ describe('dashboard in a real browser: comparison views', { skip: chromiumSkip()
   test('the keyboard reaches the comparison: a session picked with Space, the compare link followed with Enter, the aligned table scrolled', async () => {
     const { page } = stack;
     await open(page, '/sessions');
-    const tabTo = async (match: (el: { label: string | null; text: string; cls: string }) => boolean) => {
+    const tabTo = async (match: (el: { label: string | null; describedBy: string | null; cls: string }) => boolean) => {
       for (let i = 0; i < 300; i += 1) {
         await page.keyboard.press('Tab');
         const el = await page.evaluate(() => {
           const a = document.activeElement as HTMLElement;
-          return { label: a.getAttribute('aria-label'), text: (a.textContent ?? '').trim(), cls: a.className };
+          return { label: a.getAttribute('aria-label'), describedBy: a.getAttribute('aria-describedby'), cls: a.className };
         });
         if (match(el)) return;
       }
       assert.fail('not reached by Tab');
     };
-    await tabTo((el) => el.label === 'Pick session cmp-a to compare');
+    await tabTo((el) => el.label === 'Compare' && el.describedBy === 'compare-cmp-a');
     await page.keyboard.press('Space');
-    await tabTo((el) => el.label === 'Pick session cmp-b to compare');
+    await tabTo((el) => el.label === 'Compare' && el.describedBy === 'compare-cmp-b');
     await page.keyboard.press('Space');
     await page.getByRole('link', { name: 'Compare the two picked sessions' }).focus();
     await page.keyboard.press('Enter');

@@ -12,8 +12,21 @@ export function useCompareSelection(): { column: Column<{ id: string }>; action:
   const column: Column<{ id: string }> = {
     // Last, so the session's link stays the row's first cell.
     header: 'Compare',
+    // Named "Compare" and described by the session: a name holding the session's id would also
+    // answer to a search for the page's other labels (an id like "billing-agent-7" to "Agent").
     cell: (s) => (
-      <input type="checkbox" aria-label={`Pick session ${s.id} to compare`} checked={picked.includes(s.id)} onChange={(e) => toggle(s.id, e.target.checked)} />
+      <>
+        <input
+          type="checkbox"
+          aria-label="Compare"
+          aria-describedby={`compare-${encodeURIComponent(s.id)}`}
+          checked={picked.includes(s.id)}
+          onChange={(e) => toggle(s.id, e.target.checked)}
+        />
+        <span id={`compare-${encodeURIComponent(s.id)}`} className="visually-hidden">
+          session {s.id}
+        </span>
+      </>
     ),
   };
   const [a, b] = picked;
