@@ -136,6 +136,7 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
       pages = await everyPage(stack, [
         '/sessions/researcher-1',
         '/sessions/researcher-1/replay',
+        '/compare?a=researcher-1&b=researcher-4',
         '/agents/researcher',
         `/benchmarks/${benchmarks[0]!.id}`,
         `/llm/calls/${calls[0]!.id}`,

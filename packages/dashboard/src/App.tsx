@@ -23,6 +23,7 @@ const page = <K extends string>(load: () => Promise<Record<K, ComponentType<neve
 const OverviewPage = page(() => import('./pages/Overview.tsx'), 'OverviewPage');
 const SessionsPage = page(() => import('./pages/Sessions.tsx'), 'SessionsPage');
 const SessionDetailPage = page(() => import('./pages/SessionDetail.tsx'), 'SessionDetailPage');
+const ComparePage = page(() => import('./pages/Compare.tsx'), 'ComparePage');
 const ReplayPage = page(() => import('./pages/Replay.tsx'), 'ReplayPage');
 const AgentsPage = page(() => import('./pages/Agents.tsx'), 'AgentsPage');
 const AgentDetailPage = page(() => import('./pages/Agents.tsx'), 'AgentDetailPage');
@@ -65,6 +66,7 @@ const ROUTES: Route[] = [
   { pattern: '/', service: 'observe', nav: ['Observe', 'Overview'], render: () => <OverviewPage /> },
   { pattern: '/sessions', service: 'observe', nav: ['Observe', 'Sessions'], render: () => <SessionsPage /> },
   { pattern: '/sessions/:id', service: 'observe', render: (p) => <SessionDetailPage id={p.id!} /> },
+  { pattern: '/compare', service: 'observe', render: () => <ComparePage /> },
   { pattern: '/sessions/:id/replay', service: 'observe', render: (p) => <ReplayPage id={p.id!} /> },
   { pattern: '/agents', service: 'observe', nav: ['Observe', 'Agents'], render: () => <AgentsPage /> },
   { pattern: '/agents/:id', service: 'observe', render: (p) => <AgentDetailPage id={p.id!} /> },

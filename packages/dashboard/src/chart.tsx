@@ -28,9 +28,12 @@ export interface Series {
 }
 
 export interface ChartProps {
-  kind: 'line' | 'bar';
+  /** `interval`: each series' values as points over the 95 % intervals of `intervals` (a benchmark's variants). */
+  kind: 'line' | 'bar' | 'interval';
   labels: string[];
   series: Series[];
+  /** With `interval`: the interval per label, drawn as a thin floating bar behind the point (null: none). */
+  intervals?: ([lower: number, upper: number] | null)[];
   /** Read by screen readers instead of the drawing. */
   description: string;
   height?: number;
@@ -40,40 +43,60 @@ export interface ChartProps {
   max?: number;
 }
 
-export default function ChartView({ kind, labels, series, description, height = 220, yLabel, rightLabel, format, max }: ChartProps) {
+export default function ChartView({ kind, labels, series, intervals, description, height = 220, yLabel, rightLabel, format, max }: ChartProps) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const chart = useRef<Chart | null>(null);
   // The latest formatter, read when the chart draws: a new function each render must not redraw the chart.
   const formatLatest = useEffectEvent((value: number) => format!(value));
   const hasFormat = format !== undefined;
   // Callers build new arrays each render: the chart is redrawn only when their contents change.
-  const dataKey = JSON.stringify({ labels, series });
+  const dataKey = JSON.stringify({ labels, series, intervals });
   const theme = useTheme();
 
   useEffect(() => {
     if (!canvas.current) return;
-    const { labels, series } = JSON.parse(dataKey) as Pick<ChartProps, 'labels' | 'series'>;
+    const { labels, series, intervals } = JSON.parse(dataKey) as Pick<ChartProps, 'labels' | 'series' | 'intervals'>;
     const hasRight = series.some((s) => s.right);
     // The scheme's colours, read now: the chart is redrawn when the scheme changes.
     const text = cssColor('--muted');
     const grid = cssColor('--border');
     const axis = { ticks: { color: text }, grid: { color: grid }, title: { color: text } };
+    const points = kind === 'interval';
+    const intervalColor = series[0] ? cssColor(series[0].color) : text;
     const config: ChartConfiguration = {
-      type: kind,
+      type: points ? 'bar' : kind,
       data: {
         labels,
-        datasets: series.map((s) => ({
-          label: s.label,
-          data: s.data,
-          borderColor: cssColor(s.color),
-          backgroundColor: kind === 'bar' ? cssColor(s.color) : `${cssColor(s.color)}22`,
-          fill: kind === 'line' && series.length === 1,
-          tension: 0.25,
-          pointRadius: labels.length > 48 ? 0 : 2,
-          borderWidth: 2,
-          spanGaps: true,
-          yAxisID: s.right ? 'right' : 'y',
-        })),
+        datasets: [
+          ...(points && intervals
+            ? [
+                {
+                  type: 'bar' as const,
+                  label: '95% interval',
+                  data: intervals,
+                  backgroundColor: `${intervalColor}55`,
+                  borderColor: intervalColor,
+                  borderWidth: 1,
+                  barPercentage: 0.2,
+                  maxBarThickness: 28,
+                  order: 2,
+                },
+              ]
+            : []),
+          ...series.map((s) => ({
+            ...(points && { type: 'line' as const, showLine: false, pointRadius: 6, pointHoverRadius: 7, pointStyle: 'rectRot' as const, order: 1 }),
+            label: s.label,
+            data: s.data,
+            borderColor: cssColor(s.color),
+            backgroundColor: kind === 'bar' ? cssColor(s.color) : `${cssColor(s.color)}22`,
+            fill: kind === 'line' && series.length === 1,
+            tension: 0.25,
+            ...(!points && { pointRadius: labels.length > 48 ? 0 : 2 }),
+            borderWidth: 2,
+            spanGaps: true,
+            yAxisID: s.right ? 'right' : 'y',
+          })),
+        ],
       },
       options: {
         animation: false,
@@ -81,8 +104,15 @@ export default function ChartView({ kind, labels, series, description, height = 
         maintainAspectRatio: false,
         interaction: { mode: 'index', intersect: false },
         plugins: {
-          legend: { display: series.length > 1, position: 'bottom', labels: { boxWidth: 12, color: text } },
-          tooltip: hasFormat ? { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatLatest(Number(item.raw))}` } } : {},
+          legend: { display: series.length > 1 || points, position: 'bottom', labels: { boxWidth: 12, color: text } },
+          tooltip: hasFormat
+            ? {
+                callbacks: {
+                  label: (item) =>
+                    `${item.dataset.label ?? ''}: ${Array.isArray(item.raw) ? item.raw.map((v) => formatLatest(Number(v))).join(' … ') : formatLatest(Number(item.raw))}`,
+                },
+              }
+            : {},
         },
         scales: {
           x: { ticks: { maxTicksLimit: 8, maxRotation: 0, color: text }, grid: { display: false } },

@@ -2,9 +2,33 @@
 // The formatters on the values that once came out wrong ("3 min 60 s", "$-0.03", sixteen decimals).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fmtActor, fmtDecisionReason, fmtDuration, fmtRule, fmtScore, fmtUsd, fmtWindow, minutesToMs, msToMinutes, plural, rulesWithIds } from './format.ts';
+import {
+  fmtActor,
+  fmtCountChange,
+  fmtDecisionReason,
+  fmtDuration,
+  fmtDurationChange,
+  fmtRule,
+  fmtScore,
+  fmtUsd,
+  fmtWindow,
+  minutesToMs,
+  msToMinutes,
+  plural,
+  rulesWithIds,
+} from './format.ts';
 
 describe('format', () => {
+  test('a change of a duration or a count carries its sign', () => {
+    assert.equal(fmtDurationChange(600), '+600 ms');
+    assert.equal(fmtDurationChange(-1200), '-1.20 s');
+    assert.equal(fmtDurationChange(0.2), '0 ms');
+    assert.equal(fmtCountChange(3), '+3');
+    assert.equal(fmtCountChange(-2), '-2');
+    assert.equal(fmtCountChange(0), '0');
+    assert.equal(fmtCountChange(null), '—');
+  });
+
   test('a score has two decimals', () => {
     assert.equal(fmtScore(0.6666666666666666), '0.67');
   });

@@ -81,6 +81,18 @@ export function fmtUsdChange(value: number | null | undefined): string {
   return `${value < 0 ? '-' : '+'}${fmtUsd(Math.abs(value))}`;
 }
 
+/** A change of a duration, signed: "+600 ms", "-1.20 s", "0 ms". */
+export function fmtDurationChange(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  return `${Math.round(ms) > 0 ? '+' : ''}${fmtDuration(ms)}`;
+}
+
+/** A change of a count, signed: "+3", "-1,200", "0". */
+export function fmtCountChange(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return `${value > 0 ? '+' : ''}${fmtNumber(value)}`;
+}
+
 const BYTE_UNITS = ['bytes', 'KB', 'MB', 'GB', 'TB'];
 
 /** A size in bytes as people read it (1 KB = 1024 bytes): "512 bytes", "3.4 MB". */

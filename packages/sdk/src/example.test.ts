@@ -64,6 +64,13 @@ async function assertRecorded(sessionId: string, requestId: string, decidedBy: s
     events.map((e) => e.seq),
     events.map((_, i) => i),
   );
+  // The same events as steps (what the dashboard compares), without their payloads.
+  const { steps, nextAfter } = await observe.listSessionSteps(sessionId, { limit: 100 });
+  assert.equal(nextAfter, null);
+  assert.deepEqual(
+    steps.map((s) => [s.id, s.eventType]),
+    events.map((e) => [e.id, e.eventType]),
+  );
   assert.equal(types.filter((t) => t === 'llm_response').length, 4);
   assert.deepEqual(
     events.filter((e) => e.eventType === 'tool_response').map((e) => e.payload.toolName),

@@ -145,6 +145,11 @@ export class ObserveClient extends ServiceClient<ObservePaths> implements Sessio
     return this.call('get', '/api/sessions/{id}/timeline', { params: { id }, ...options });
   }
 
+  /** The session's events without payloads, with their derived figures, a page at a time (GET /api/sessions/:id/steps). */
+  listSessionSteps(id: string, query?: ObserveQuery<'/api/sessions/{id}/steps'>, options?: CallOptions) {
+    return this.call('get', '/api/sessions/{id}/steps', { params: { id }, query, ...options });
+  }
+
   /** The session's spans and call pairs as nested nodes with timings (GET /api/sessions/:id/tree). */
   getTree(id: string, options?: CallOptions) {
     return this.call('get', '/api/sessions/{id}/tree', { params: { id }, ...options });

@@ -2,6 +2,8 @@ import { useState } from 'react';
 import { observe, type ObserveAnswer, type ObserveQuery } from '../api.ts';
 import { AsyncTable, CreateForm, InlineSelect, TableScroll, TextField, type Column } from '../components.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtPercent, fmtUsd, plural, timeAgo } from '../format.ts';
+import { meanInterval } from '../intervals.ts';
+import { Chart } from '../lazy-chart.tsx';
 import { Link, navigate } from '../router.tsx';
 import { Async, Badge, ErrorMessage, Field, Notice, Page, Section, StatusBadge, useAction, useAsync } from '../ui.tsx';
 
@@ -21,6 +23,81 @@ function metricValue(metric: string, value: number | null | undefined): string {
   if (metric === 'avg_cost') return fmtUsd(value);
   if (metric === 'avg_duration' || metric === 'avg_latency') return fmtDuration(value);
   return fmtNumber(value, 1);
+}
+
+type Results = ObserveAnswer<'GET /api/benchmarks/{id}/results'>;
+
+/**
+ * Every variant's mean of one metric with its 95 % interval, on one chart, the metric picked above
+ * it; the table under the chart says the same in text.
+ */
+function VariantsChart({ results }: { results: Results }) {
+  const metrics = Object.keys(results.variants[0]?.metrics ?? {});
+  const [metric, setMetric] = useState(metrics[0] ?? '');
+  const label = METRIC_LABELS[metric] ?? metric;
+  const rows = results.variants.map((v) => {
+    const stats = v.metrics[metric];
+    return { variant: v, stats, interval: stats ? meanInterval(stats, metric.endsWith('_rate') ? [0, 1] : [0, Number.POSITIVE_INFINITY]) : null };
+  });
+  const describe = rows
+    .map(
+      ({ variant, stats, interval }) =>
+        `${variant.variantName}: ${metricValue(metric, stats?.mean)}${interval ? ` (95% interval ${metricValue(metric, interval.lower)} to ${metricValue(metric, interval.upper)})` : ''}`,
+    )
+    .join('; ');
+  return (
+    <div data-testid="variants-chart">
+      <InlineSelect
+        id="bench-chart-metric"
+        label="Metric"
+        value={metric}
+        options={metrics.map((m) => ({ value: m, label: METRIC_LABELS[m] ?? m }))}
+        onChange={setMetric}
+      />
+      <Chart
+        kind="interval"
+        labels={rows.map((r) => r.variant.variantName)}
+        series={[{ label: `${label}, mean`, data: rows.map((r) => r.stats?.mean ?? null), color: '--chart-blue' }]}
+        intervals={rows.map((r) => (r.interval ? [r.interval.lower, r.interval.upper] : null))}
+        description={`${label} by variant, mean with 95% interval. ${describe}.`}
+        yLabel={label}
+        format={(value) => metricValue(metric, value)}
+      />
+      <TableScroll>
+        <table>
+          <caption>{label} by variant: mean and 95% interval (the chart above as a table)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Variant</th>
+              <th scope="col" className="num">
+                Sessions
+              </th>
+              <th scope="col" className="num">
+                Mean
+              </th>
+              <th scope="col">95% interval</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map(({ variant, stats, interval }) => (
+              <tr key={variant.variantId}>
+                <th scope="row">{variant.variantName}</th>
+                <td className="num">{fmtNumber(stats?.count ?? 0)}</td>
+                <td className="num">{metricValue(metric, stats?.mean)}</td>
+                <td>
+                  {interval ? (
+                    `${metricValue(metric, interval.lower)} … ${metricValue(metric, interval.upper)}`
+                  ) : (
+                    <span className="muted">too few sessions</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+    </div>
+  );
 }
 
 type BenchmarkSummary = ObserveAnswer<'GET /api/benchmarks'>['benchmarks'][number];
@@ -208,6 +285,7 @@ export function BenchmarkDetailPage({ id }: { id: string }) {
                     <p className="muted small">
                       Computed {fmtDateTime(r.computedAt)}. Significant when p &lt; 0.05 (*** p &lt; 0.01, ** p &lt; 0.05, * p &lt; 0.1).
                     </p>
+                    <VariantsChart results={r} />
                     <TableScroll>
                       <table>
                         <caption>Per-variant means (± standard deviation)</caption>

@@ -196,9 +196,14 @@ export function SessionDetailPage({ id }: { id: string }) {
       title={`Session ${id}`}
       subtitle={<Link to="/sessions">← All sessions</Link>}
       actions={
-        <Link to={`/sessions/${encodeURIComponent(id)}/replay`} className="button">
-          Replay step by step
-        </Link>
+        <>
+          <Link to={`/compare?a=${encodeURIComponent(id)}`} className="button secondary">
+            Compare with…
+          </Link>
+          <Link to={`/sessions/${encodeURIComponent(id)}/replay`} className="button">
+            Replay step by step
+          </Link>
+        </>
       }
     >
       <Async state={session} label="Loading the session…">

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { observe, type ObserveAnswer } from '../api.ts';
 import { AsyncTable, Filters, type Column } from '../components.tsx';
+import { useCompareSelection } from '../compare-select.tsx';
 import { fmtDateTime, fmtDuration, fmtNumber, fmtUsd, plural, timeAgo } from '../format.ts';
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link, setQuery, useLocation } from '../router.tsx';
@@ -108,6 +109,7 @@ export function SessionsPage() {
     live,
   );
   const agents = useAsync((signal) => observe('GET /api/agents', { signal }), []);
+  const compare = useCompareSelection();
 
   const apply = () => {
     setQuery({ q: drafts.q.trim() || null, tags: drafts.tags.trim() || null, from: drafts.from || null, to: drafts.to || null, offset: null });
@@ -177,11 +179,14 @@ export function SessionsPage() {
       <Section
         title="Sessions"
         actions={
-          sessions.data && (
-            <span className="muted" aria-live="polite">
-              {plural(sessions.data.total, 'session')}
-            </span>
-          )
+          <>
+            {compare.action}
+            {sessions.data && (
+              <span className="muted" aria-live="polite">
+                {plural(sessions.data.total, 'session')}
+              </span>
+            )}
+          </>
         }
       >
         <AsyncTable
@@ -197,7 +202,7 @@ export function SessionsPage() {
               </>
             )
           }
-          columns={SESSION_COLUMNS}
+          columns={[...SESSION_COLUMNS, compare.column]}
           rowKey={(s) => s.id}
           after={(data) => (
             <>

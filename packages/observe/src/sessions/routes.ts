@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { eventSchema, identifier } from '../events/index.ts';
-import { chainBreakSchema, listSessionsQuerySchema, sessionSchema } from './schemas.ts';
+import { chainBreakSchema, listSessionsQuerySchema, sessionSchema, sessionStepSchema, sessionStepsQuerySchema } from './schemas.ts';
 import { sessionTimeline, timelineBody, verifySessionChain } from './service.ts';
-import { findSession, listSessions, toSession } from './store.ts';
+import { findSession, listSessions, sessionSteps, toSession } from './store.ts';
 
 const sessionParams = z.object({ id: identifier });
 
@@ -56,6 +56,29 @@ export function registerSessionRoutes(app: ZodApp, ctx: ObserveContext): void {
       const timeline = await sessionTimeline(ctx, request.params.id);
       if (!timeline) throw observeError('sessionNotFound');
       return sendJsonText(reply, timelineBody(timeline));
+    },
+  );
+
+  app.get(
+    '/api/sessions/:id/steps',
+    routeOptions('read', {
+      operationId: 'listSessionSteps',
+      summary: "A session's events as steps, a page at a time",
+      description:
+        'Each event with the figures ingest derives from it (tool or model, cost, latency, tokens, error) and no payload: what comparing two sessions reads (the dashboard aligns them). In `seq` order, after `after`; `nextAfter` is the `after` of the next page, null on the last.',
+      tags: ['sessions'],
+      params: sessionParams,
+      querystring: sessionStepsQuerySchema,
+      response: { 200: z.object({ steps: z.array(sessionStepSchema), nextAfter: z.number().int().nullable() }) },
+    }),
+    async (request) => {
+      if (!(await findSession(ctx.database, request.params.id))) throw observeError('sessionNotFound');
+      const { after, limit } = request.query;
+      // One more than asked says whether a next page exists.
+      const steps = await sessionSteps(ctx.database, request.params.id, after, limit + 1);
+      const more = steps.length > limit;
+      if (more) steps.pop();
+      return { steps, nextAfter: more ? steps.at(-1)!.seq : null };
     },
   );
 

@@ -50,4 +50,29 @@ export const listSessionsQuerySchema = z
 
 export type ListSessionsQuery = z.infer<typeof listSessionsQuerySchema>;
 
+/** A page of a session's steps: the events after `after` (a `seq`), in `seq` order. */
+export const sessionStepsQuerySchema = z.object({
+  after: z.coerce.number().int().min(-1).default(-1),
+  limit: z.coerce.number().int().min(1).max(5000).default(1000),
+});
+
+export const sessionStepSchema = z
+  .object({
+    id: z.string(),
+    seq: z.number().int(),
+    timestamp: z.string(),
+    eventType: z.string(),
+    severity: z.string(),
+    toolName: z.string().nullable(),
+    model: z.string().nullable(),
+    costUsd: z.number().nullable().describe('llm_response and cost_tracked: the spend recorded (the one definition of spend)'),
+    latencyMs: z.number().nullable().describe("llm_response: its latencyMs; tool_response and tool_error: the tool's durationMs"),
+    inputTokens: z.number().nullable(),
+    outputTokens: z.number().nullable(),
+    isError: z.boolean().describe('The one definition of an error event: severity error or critical, or a tool_error'),
+  })
+  .meta({ id: 'SessionStep' });
+
+export type SessionStep = z.infer<typeof sessionStepSchema>;
+
 export const chainBreakSchema = z.object({ seq: z.number().int(), eventId: z.string().nullable(), reason: z.string() });

@@ -428,3 +428,95 @@ await describeEachDatabase('GET /api/sessions default page size', (backend) => {
     assert.equal(rest.hasMore, false);
   });
 });
+
+await describeEachDatabase('GET /api/sessions/:id/steps', (backend) => {
+  let observe: TestObserve;
+  const llm = (timestamp: string, callId: string) => ({
+    sessionId: 's-steps',
+    agentId: 'agent-s',
+    eventType: 'llm_response',
+    timestamp,
+    payload: {
+      callId,
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      completion: 'ok',
+      finishReason: 'stop',
+      costUsd: 0.0021,
+      latencyMs: 900,
+      usage: { inputTokens: 900, outputTokens: 120 },
+    },
+  });
+  before(async () => {
+    observe = await startTestObserve(backend);
+    await ingest(observe, [
+      started('s-steps', 'agent-s', ago(10)),
+      llm(ago(9), 'l1'),
+      toolCall('s-steps', 'agent-s', ago(8), 't1'),
+      {
+        sessionId: 's-steps',
+        agentId: 'agent-s',
+        eventType: 'tool_error',
+        timestamp: ago(7),
+        payload: { toolName: 'search', callId: 't1', error: 'timeout', durationMs: 1200 },
+      },
+      ended('s-steps', 'agent-s', ago(6), 'error'),
+    ]);
+  });
+  after(() => observe.close());
+
+  const steps = async (query: string) => {
+    const response = await observe.call({ method: 'GET', url: `/api/sessions/s-steps/steps${query}` });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as { steps: Record<string, unknown>[]; nextAfter: number | null };
+  };
+
+  test("each event with the figures ingest derives, in seq order, and the timeline's ids", async () => {
+    const body = await steps('');
+    assert.equal(body.nextAfter, null);
+    const timeline = await observe.call({ method: 'GET', url: '/api/sessions/s-steps/timeline' });
+    assert.deepEqual(
+      body.steps.map((s) => s.id),
+      (timeline.json() as { events: { id: string }[] }).events.map((e) => e.id),
+    );
+    assert.deepEqual(
+      body.steps.map((s) => [s.eventType, s.toolName, s.model, s.isError]),
+      [
+        ['session_started', null, null, false],
+        ['llm_response', null, 'gpt-4o-mini', false],
+        ['tool_call', 'search', null, false],
+        ['tool_error', 'search', null, true],
+        ['session_ended', null, null, false],
+      ],
+    );
+    const response = body.steps[1]!;
+    assert.deepEqual([response.costUsd, response.latencyMs, response.inputTokens, response.outputTokens], [0.0021, 900, 900, 120]);
+    assert.equal(response.timestamp, ago(9));
+    assert.equal(body.steps[3]!.latencyMs, 1200, "a tool's latency is its durationMs");
+    assert.deepEqual(
+      body.steps.map((s) => s.seq),
+      [...body.steps.map((s) => s.seq)].sort((x, y) => (x as number) - (y as number)),
+    );
+  });
+
+  test('pages follow nextAfter to the end', async () => {
+    const all = (await steps('')).steps.map((s) => s.id);
+    const first = await steps('?limit=2');
+    assert.equal(first.steps.length, 2);
+    assert.equal(first.nextAfter, first.steps[1]!.seq);
+    const second = await steps(`?limit=2&after=${first.nextAfter}`);
+    const third = await steps(`?limit=2&after=${second.nextAfter}`);
+    assert.equal(third.nextAfter, null);
+    assert.deepEqual(
+      [...first.steps, ...second.steps, ...third.steps].map((s) => s.id),
+      all,
+    );
+  });
+
+  test('an unknown session is 404 and a bad page is 400, in the service error body', async () => {
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/sessions/no-such-session/steps' }), 404);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/sessions/s-steps/steps?limit=0' }), 400);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/sessions/s-steps/steps?limit=5001' }), 400);
+    assertErrorBody(await observe.call({ method: 'GET', url: '/api/sessions/s-steps/steps?after=x' }), 400);
+  });
+});

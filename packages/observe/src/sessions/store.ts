@@ -3,7 +3,7 @@ import { roundUsd } from '@vigil/pricing';
 import type { ObserveDatabase } from '../schema.ts';
 import { SYSTEM_AGENT_ID, type SessionRow } from '../events/index.ts';
 import { sessionDurationMs } from './figures.ts';
-import type { ListSessionsQuery, Session } from './schemas.ts';
+import type { ListSessionsQuery, Session, SessionStep } from './schemas.ts';
 import type { SessionStatus } from '../events/index.ts';
 
 export function toSession(row: SessionRow): Session {
@@ -60,4 +60,47 @@ export async function listSessions(database: ObserveDatabase, query: ListSession
     filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
+}
+
+/**
+ * A page of a session's events as steps (the columns ingest derives, no payload): after `after`
+ * by `seq`, at most `limit`. Reads no payload, so no sealed content is opened and no chain is hashed.
+ */
+export async function sessionSteps(database: ObserveDatabase, sessionId: string, after: number, limit: number): Promise<SessionStep[]> {
+  const rows = await database.db
+    .selectFrom('events')
+    .select([
+      'id',
+      'seq',
+      'ts',
+      'event_type',
+      'severity',
+      'tool_name',
+      'model',
+      'cost_usd',
+      'latency_ms',
+      'duration_ms',
+      'input_tokens',
+      'output_tokens',
+      'is_error',
+    ])
+    .where('session_id', '=', sessionId)
+    .where('seq', '>', after)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    seq: row.seq,
+    timestamp: toIso(row.ts),
+    eventType: row.event_type,
+    severity: row.severity,
+    toolName: row.tool_name,
+    model: row.model,
+    costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
+    latencyMs: row.latency_ms ?? row.duration_ms,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    isError: Number(row.is_error) === 1,
+  }));
 }

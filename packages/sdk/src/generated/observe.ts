@@ -687,6 +687,24 @@ export type Session = {
   tags: string[];
 };
 
+export type SessionStep = {
+  id: string;
+  seq: number;
+  timestamp: string;
+  eventType: string;
+  severity: string;
+  toolName: string | null;
+  model: string | null;
+  /** llm_response and cost_tracked: the spend recorded (the one definition of spend) */
+  costUsd: number | null;
+  /** llm_response: its latencyMs; tool_response and tool_error: the tool's durationMs */
+  latencyMs: number | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  /** The one definition of an error event: severity error or critical, or a tool_error */
+  isError: boolean;
+};
+
 export type TreeNode = {
   /** The id of the node's first event */
   id: string;
@@ -4647,6 +4665,39 @@ export interface paths {
             models: string[];
             tools: string[];
           };
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        404: ObserveError;
+        414: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/sessions/{id}/steps": {
+    /**
+     * A session's events as steps, a page at a time
+     *
+     * Each event with the figures ingest derives from it (tool or model, cost, latency, tokens, error) and no payload: what comparing two sessions reads (the dashboard aligns them). In `seq` order, after `after`; `nextAfter` is the `after` of the next page, null on the last.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: {
+        id: string;
+      };
+      query: {
+        after?: number;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          steps: SessionStep[];
+          nextAfter: number | null;
         };
         400: ObserveError;
         401: ObserveError;
