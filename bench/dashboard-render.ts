@@ -68,7 +68,9 @@ const PAGES: RenderPage[] = [
       await scrollToBottom(page);
       for (let i = 0; i < LIST_PAGES; i++) {
         const first = await page.locator('table tbody tr a[href^="/sessions/"]').first().getAttribute('href');
-        await page.getByRole('button', { name: 'Older →' }).click();
+        const older = page.getByRole('button', { name: 'Older →' });
+        if (await older.isDisabled()) break;
+        await older.click();
         await page.waitForFunction(`document.querySelector('table tbody tr a[href^="/sessions/"]')?.getAttribute('href') !== ${JSON.stringify(first)}`);
         await scrollToBottom(page);
       }
