@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useEffectEvent, useMemo, useRef, useState } from 'react';
 import { observe, type Verification, type VigilEvent } from '../api.ts';
 import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
@@ -6,6 +6,7 @@ import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtTime, fmtUsd, plural,
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
 import { TraceTree } from '../trace-tree.tsx';
+import { VirtualList, type VirtualListHandle } from '../virtual-list.tsx';
 import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useFormAction } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
@@ -156,6 +157,16 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
   );
 }
 
+const eventKey = (event: VigilEvent): string => event.id;
+
+/** Scrolls the timeline to the event the URL's #event-<id> names, if it is shown. */
+async function goToHashedEvent(shown: readonly VigilEvent[], list: VirtualListHandle | null): Promise<void> {
+  const match = /^#event-(.+)$/.exec(window.location.hash);
+  const index = match ? shown.findIndex((e) => e.id === decodeURIComponent(match[1]!)) : -1;
+  if (index === -1 || !list) return;
+  (await list.scrollToIndex(index))?.scrollIntoView({ block: 'nearest' });
+}
+
 export function SessionDetailPage({ id }: { id: string }) {
   const session = useAsync((signal) => observe('GET /api/sessions/{id}', { params: { id }, signal }), [id]);
   const timeline = useAsync((signal) => observe('GET /api/sessions/{id}/timeline', { params: { id }, signal }), [id]);
@@ -163,6 +174,20 @@ export function SessionDetailPage({ id }: { id: string }) {
   // Also polled: a stored event altered behind the service's back shows without any new event.
   const verification = useAsync((signal) => observe('GET /api/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
   const [typeFilter, setTypeFilter] = useState('');
+  const events = timeline.data?.events;
+  const shown = useMemo(() => (typeFilter ? events?.filter((e) => e.eventType === typeFilter) : events) ?? [], [events, typeFilter]);
+  const eventTypes = useMemo(() => [...new Set(events?.map((e) => e.eventType) ?? [])].sort(), [events]);
+  const timelineList = useRef<VirtualListHandle>(null);
+  // A link to #event-<id> (the trace tree's names, the chain break): a long timeline renders only
+  // the rows near its visible part, so the row is scrolled into its list first; so is the event
+  // the page was opened at, once the timeline is there.
+  const hasEvents = shown.length > 0;
+  const go = useEffectEvent(() => void goToHashedEvent(shown, timelineList.current));
+  useEffect(() => {
+    if (hasEvents) go();
+    window.addEventListener('hashchange', go);
+    return () => window.removeEventListener('hashchange', go);
+  }, [hasEvents]);
 
   const reloadAll = () => {
     session.reload();
@@ -262,21 +287,24 @@ export function SessionDetailPage({ id }: { id: string }) {
             id="timeline-type"
             label="Show"
             value={typeFilter}
-            options={[
-              { value: '', label: 'All events' },
-              ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type })),
-            ]}
+            options={[{ value: '', label: 'All events' }, ...eventTypes.map((type) => ({ value: type, label: type }))]}
             onChange={setTypeFilter}
           />
         }
       >
         <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">
-          {(t) => {
+          {() => {
             const broken = verification.data?.brokenAt ?? null;
-            const shown = typeFilter ? t.events.filter((e) => e.eventType === typeFilter) : t.events;
             return (
-              <ol className="timeline" aria-label="Events in time order">
-                {shown.map((e) => {
+              <VirtualList
+                as="ol"
+                label="Events in time order"
+                className="timeline"
+                items={shown}
+                itemKey={eventKey}
+                estimate={37}
+                handle={timelineList}
+                renderItem={(e) => {
                   const isBroken = broken !== null && (broken.eventId === e.id || (broken.eventId === null && broken.seq === e.seq));
                   return (
                     <li key={e.id} id={`event-${e.id}`} className={isBroken ? 'broken' : undefined} data-testid="timeline-event">
@@ -303,8 +331,8 @@ export function SessionDetailPage({ id }: { id: string }) {
                       </details>
                     </li>
                   );
-                })}
-              </ol>
+                }}
+              />
             );
           }}
         </Async>
