@@ -62,7 +62,7 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
     await page.getByText(`All ${EVENTS.toLocaleString('en-US')} events verified`).waitFor();
 
     // The first event is shown, and only a window of the 3,000 (and of the 1,500 tree nodes).
-    assert.match(await rows.first().innerText(), /#1\b/);
+    assert.match(await rows.first().innerText(), /#0\b/);
     const shown = await rows.count();
     assert.ok(shown > 5 && shown <= BOUND, `the timeline holds ${shown} rows of ${EVENTS}`);
     const treeShown = await treeRows.count();
@@ -70,8 +70,8 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
 
     // Scrolling the timeline's area to its end reaches the last event, still with a window of rows.
     await scrollToEnd(timelineArea);
-    await timeline.getByText(`#${EVENTS}`, { exact: true }).waitFor();
-    assert.match(await rows.last().innerText(), new RegExp(`#${EVENTS}\\b[\\s\\S]*step_${EVENTS - 2}`));
+    await timeline.getByText(`#${EVENTS - 1}`, { exact: true }).waitFor();
+    assert.match(await rows.last().innerText(), new RegExp(`#${EVENTS - 1}\\b[\\s\\S]*step_${EVENTS - 2}`));
     assert.ok((await rows.count()) <= BOUND, `after scrolling the timeline holds ${await rows.count()} rows`);
 
     // The tree's area scrolls to its last node too.
@@ -82,7 +82,7 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
 
     // Back at the top of the timeline, a tree link to an event 2,000 rows down brings it into view.
     await timelineArea.evaluate((el) => (el.scrollTop = 0));
-    await rows.first().getByText('#1', { exact: true }).waitFor();
+    await rows.first().getByText('#0', { exact: true }).waitFor();
     const target = (await api<{ events: { id: string; seq: number }[] }>(stack.observeUrl, stack.observeKey, 'GET', `/api/sessions/${SESSION}/timeline`))
       .events[2000]!;
     await page.evaluate((id) => (window.location.hash = `#event-${id}`), target.id);
