@@ -28,6 +28,7 @@ const parts = remoteMode(targets)
       'mcp',
       'analytics-current-hour',
       'budgets',
+      'dashboard-render',
     ];
 for (const part of parts) {
   const { status } = spawnSync(process.execPath, ['--import', 'tsx', `bench/${part}.ts`, ...args], { stdio: 'inherit' });

@@ -6,8 +6,9 @@
  * at the end. How fast such pages are is measured by bench/dashboard-render.ts, not here.
  */
 import assert from 'node:assert/strict';
+import axe from 'axe-core';
 import { after, before, describe, test } from 'node:test';
-import type { Locator } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { api, chromiumSkip, type EventInput, signIn, startStack, type Stack } from './dashboard-harness.ts';
 
 const SESSION = 'long-run-1';
@@ -34,6 +35,18 @@ async function scrollToEnd(area: Locator): Promise<void> {
     if (done) break;
     await area.page().waitForTimeout(10);
   }
+}
+
+/** axe-core's serious and critical violations on the page (its source evaluated through the DevTools protocol, past the page's CSP). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(axe.source);
+  return page.evaluate(async () => {
+    type Violation = { id: string; impact: string | null; nodes: { target: string[] }[] };
+    const { violations } = await (window as unknown as { axe: { run: (context: Document) => Promise<{ violations: Violation[] }> } }).axe.run(document);
+    return violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
 }
 
 describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
@@ -65,6 +78,9 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
     assert.match(await rows.first().innerText(), /#0\b/);
     const shown = await rows.count();
     assert.ok(shown > 5 && shown <= BOUND, `the timeline holds ${shown} rows of ${EVENTS}`);
+    // The scroll areas take the keyboard's focus, and the page stays accessible.
+    assert.equal(await timelineArea.getAttribute('tabindex'), '0');
+    assert.deepEqual(await seriousViolations(page), []);
     const treeShown = await treeRows.count();
     assert.ok(treeShown > 5 && treeShown <= BOUND, `the tree holds ${treeShown} rows of ${EVENTS / 2}`);
 
