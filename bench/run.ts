@@ -29,6 +29,7 @@ const parts = remoteMode(targets)
       'analytics-current-hour',
       'budgets',
       'compare-align',
+      'dashboard-render',
     ];
 for (const part of parts) {
   const { status } = spawnSync(process.execPath, ['--import', 'tsx', `bench/${part}.ts`, ...args], { stdio: 'inherit' });

@@ -1,7 +1,8 @@
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
 import type { ObserveAnswer } from './api.ts';
 import { fmtDuration, fmtNumber, fmtUsd } from './format.ts';
 import { Badge, Notice, type Tone } from './ui.tsx';
+import { VirtualList } from './virtual-list.tsx';
 
 export type SessionTree = ObserveAnswer<'GET /api/sessions/{id}/tree'>;
 type TreeNode = SessionTree['roots'][number];
@@ -30,6 +31,8 @@ function visibleRows(roots: readonly TreeNode[], collapsed: ReadonlySet<string>)
   }
   return rows;
 }
+
+const rowKey = (row: { node: TreeNode }): string => row.node.id;
 
 function parentIds(roots: readonly TreeNode[]): string[] {
   const ids: string[] = [];
@@ -63,7 +66,7 @@ export function TraceTree({ tree }: { tree: SessionTree }) {
   const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
   const origin = tree.startTime === null ? 0 : Date.parse(tree.startTime);
   const span = Math.max(tree.durationMs, 1);
-  const rows = visibleRows(tree.roots, collapsed);
+  const rows = useMemo(() => visibleRows(tree.roots, collapsed), [tree.roots, collapsed]);
   const toggle = (id: string) =>
     setCollapsed((current) => {
       const next = new Set(current);
@@ -98,8 +101,14 @@ export function TraceTree({ tree }: { tree: SessionTree }) {
         </span>
       </div>
       {/* A list of disclosure buttons: Tab reaches every toggle, Enter or Space opens and closes it. */}
-      <ul aria-label="Trace tree of the session" className="trace-rows">
-        {rows.map(({ node, depth }) => {
+      <VirtualList
+        as="ul"
+        label="Trace tree of the session"
+        className="trace-rows"
+        items={rows}
+        itemKey={rowKey}
+        estimate={29}
+        renderItem={({ node, depth }) => {
           const hasChildren = node.children.length > 0;
           const open = !collapsed.has(node.id);
           const left = ((Date.parse(node.startTime) - origin) / span) * 100;
@@ -148,8 +157,8 @@ export function TraceTree({ tree }: { tree: SessionTree }) {
               </div>
             </li>
           );
-        })}
-      </ul>
+        }}
+      />
     </div>
   );
 }

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { memo, useEffect, useEffectEvent, useMemo, useRef, useState } from 'react';
 import { observe, type Verification, type VigilEvent } from '../api.ts';
 import { InlineSelect } from '../components.tsx';
 import { EventTypeBadge, SeverityBadge, summarize } from '../events.tsx';
@@ -6,6 +6,7 @@ import { fmtDateTime, fmtDuration, fmtNumber, fmtScore, fmtTime, fmtUsd, plural,
 import { useLiveStream, useThrottled } from '../live.ts';
 import { Link } from '../router.tsx';
 import { TraceTree } from '../trace-tree.tsx';
+import { VirtualList, type VirtualListHandle } from '../virtual-list.tsx';
 import { Async, Badge, ErrorMessage, JsonView, Notice, Page, Section, Stat, Stats, StatusBadge, useAction, useAsync, useFormAction } from '../ui.tsx';
 
 export function ChainStatus({ verification, onVerify, verifying }: { verification: Verification; onVerify?: () => void; verifying?: boolean }) {
@@ -156,13 +157,79 @@ function RunEvaluator({ sessionId, onDone }: { sessionId: string; onDone: () => 
   );
 }
 
+const eventKey = (event: VigilEvent): string => event.id;
+
+/** Scrolls the timeline to the event the URL's #event-<id> names, if it is shown. */
+async function goToHashedEvent(shown: readonly VigilEvent[], list: VirtualListHandle | null): Promise<void> {
+  const match = /^#event-(.+)$/.exec(window.location.hash);
+  const index = match ? shown.findIndex((e) => e.id === decodeURIComponent(match[1]!)) : -1;
+  if (index === -1 || !list) return;
+  (await list.scrollToIndex(index))?.scrollIntoView({ block: 'nearest' });
+}
+
+/**
+ * One event of the timeline. Memoised, and its payload rendered only once opened: a scroll step of a
+ * long timeline then renders the few rows it brings into view, not every row near it again.
+ */
+const TimelineRow = memo(function TimelineRow({ event: e, broken }: { event: VigilEvent; broken: boolean }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <li id={`event-${e.id}`} className={broken ? 'broken' : undefined} data-testid="timeline-event">
+      <details onToggle={(t) => setOpen(t.currentTarget.open)}>
+        <summary>
+          <span className="seq" title="Step in the hash chain">
+            #{e.seq}
+          </span>
+          <time dateTime={e.timestamp} title={fmtDateTime(e.timestamp)}>
+            {fmtTime(e.timestamp)}
+          </time>
+          <EventTypeBadge type={e.eventType} />
+          <SeverityBadge severity={e.severity} />
+          <span className="summary-text">{summarize(e.eventType, e.payload)}</span>
+          {broken && <Badge tone="bad">chain broken here</Badge>}
+        </summary>
+        {open && (
+          <div className="event-detail">
+            <JsonView value={e.payload} label={`Payload of event ${e.seq}`} />
+            {Object.keys(e.metadata).length > 0 && <JsonView value={e.metadata} label={`Metadata of event ${e.seq}`} />}
+            <p className="muted hashes">
+              id <code>{e.id}</code> · hash <code>{shortHash(e.hash)}</code> · previous <code>{shortHash(e.prevHash)}</code>
+            </p>
+          </div>
+        )}
+      </details>
+    </li>
+  );
+});
+
+/** Events shown from one page of GET /api/events while the whole timeline (which verifies the chain) loads. */
+const FIRST_EVENTS = 100;
+
 export function SessionDetailPage({ id }: { id: string }) {
+  // Asked first, so its answer comes first: a cheap indexed page, not the whole session.
+  const firstEvents = useAsync((signal) => observe('GET /api/events', { query: { sessionId: id, order: 'asc', limit: FIRST_EVENTS }, signal }), [id]);
   const session = useAsync((signal) => observe('GET /api/sessions/{id}', { params: { id }, signal }), [id]);
   const timeline = useAsync((signal) => observe('GET /api/sessions/{id}/timeline', { params: { id }, signal }), [id]);
   const tree = useAsync((signal) => observe('GET /api/sessions/{id}/tree', { params: { id }, signal }), [id]);
   // Also polled: a stored event altered behind the service's back shows without any new event.
   const verification = useAsync((signal) => observe('GET /api/audit/verify', { query: { sessionId: id }, signal }), [id], { pollMs: 15_000 });
   const [typeFilter, setTypeFilter] = useState('');
+  // The session's first events until its whole timeline is there.
+  const firstOnly = timeline.data === undefined && timeline.error === undefined ? firstEvents.data : undefined;
+  const events = timeline.data?.events ?? firstOnly?.events;
+  const shown = useMemo(() => (typeFilter ? events?.filter((e) => e.eventType === typeFilter) : events) ?? [], [events, typeFilter]);
+  const eventTypes = useMemo(() => [...new Set(events?.map((e) => e.eventType) ?? [])].sort(), [events]);
+  const timelineHandle = useRef<VirtualListHandle>(null);
+  // A link to #event-<id> (the trace tree's names, the chain break): a long timeline renders only
+  // the rows near its visible part, so the row is scrolled into its list first; so is the event
+  // the page was opened at, once the timeline is there.
+  const timelineLoaded = timeline.data !== undefined;
+  const go = useEffectEvent(() => void goToHashedEvent(shown, timelineHandle.current));
+  useEffect(() => {
+    if (timelineLoaded) go();
+    window.addEventListener('hashchange', go);
+    return () => window.removeEventListener('hashchange', go);
+  }, [timelineLoaded]);
 
   const reloadAll = () => {
     session.reload();
@@ -189,6 +256,22 @@ export function SessionDetailPage({ id }: { id: string }) {
       },
       onReset: reloadAll,
     },
+  );
+
+  const broken = verification.data?.brokenAt ?? null;
+  const timelineList = (
+    <VirtualList
+      as="ol"
+      label="Events in time order"
+      className="timeline"
+      items={shown}
+      itemKey={eventKey}
+      estimate={37}
+      handle={timelineHandle}
+      renderItem={(e) => (
+        <TimelineRow key={e.id} event={e} broken={broken !== null && (broken.eventId === e.id || (broken.eventId === null && broken.seq === e.seq))} />
+      )}
+    />
   );
 
   return (
@@ -267,52 +350,23 @@ export function SessionDetailPage({ id }: { id: string }) {
             id="timeline-type"
             label="Show"
             value={typeFilter}
-            options={[
-              { value: '', label: 'All events' },
-              ...[...new Set(timeline.data?.events.map((e) => e.eventType) ?? [])].sort().map((type) => ({ value: type, label: type })),
-            ]}
+            options={[{ value: '', label: 'All events' }, ...eventTypes.map((type) => ({ value: type, label: type }))]}
             onChange={setTypeFilter}
           />
         }
       >
-        <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">
-          {(t) => {
-            const broken = verification.data?.brokenAt ?? null;
-            const shown = typeFilter ? t.events.filter((e) => e.eventType === typeFilter) : t.events;
-            return (
-              <ol className="timeline" aria-label="Events in time order">
-                {shown.map((e) => {
-                  const isBroken = broken !== null && (broken.eventId === e.id || (broken.eventId === null && broken.seq === e.seq));
-                  return (
-                    <li key={e.id} id={`event-${e.id}`} className={isBroken ? 'broken' : undefined} data-testid="timeline-event">
-                      <details>
-                        <summary>
-                          <span className="seq" title="Step in the hash chain">
-                            #{e.seq}
-                          </span>
-                          <time dateTime={e.timestamp} title={fmtDateTime(e.timestamp)}>
-                            {fmtTime(e.timestamp)}
-                          </time>
-                          <EventTypeBadge type={e.eventType} />
-                          <SeverityBadge severity={e.severity} />
-                          <span className="summary-text">{summarize(e.eventType, e.payload)}</span>
-                          {isBroken && <Badge tone="bad">chain broken here</Badge>}
-                        </summary>
-                        <div className="event-detail">
-                          <JsonView value={e.payload} label={`Payload of event ${e.seq}`} />
-                          {Object.keys(e.metadata).length > 0 && <JsonView value={e.metadata} label={`Metadata of event ${e.seq}`} />}
-                          <p className="muted hashes">
-                            id <code>{e.id}</code> · hash <code>{shortHash(e.hash)}</code> · previous <code>{shortHash(e.prevHash)}</code>
-                          </p>
-                        </div>
-                      </details>
-                    </li>
-                  );
-                })}
-              </ol>
-            );
-          }}
-        </Async>
+        {firstOnly && firstOnly.events.length > 0 ? (
+          <>
+            <p className="muted small" role="status">
+              The first {plural(firstOnly.events.length, 'event')} of {fmtNumber(firstOnly.total)}; loading the rest and checking the chain…
+            </p>
+            {timelineList}
+          </>
+        ) : (
+          <Async state={timeline} label="Loading the timeline…" isEmpty={(t) => t.events.length === 0} empty="This session has no events.">
+            {() => timelineList}
+          </Async>
+        )}
       </Section>
     </Page>
   );

@@ -4,7 +4,7 @@ import { epochMsType, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
 
 export const encryptionMigrations: Record<string, MigrationStep> = {
-  /** The wrapped data keys of crypto-shredding, in the events' database until 0045 (they now live in the key store). */
+  /** The wrapped data keys of crypto-shredding, in the events' database until 0043 (they now live in the key store). */
   async '0037_data_keys'(db) {
     await db.schema
       .createTable('data_keys')
@@ -15,7 +15,7 @@ export const encryptionMigrations: Record<string, MigrationStep> = {
       .execute();
   },
   /** Destructions of data keys an erasure committed and the key store has not done yet. */
-  async '0044_data_key_destructions'(db) {
+  async '0042_data_key_destructions'(db) {
     await db.schema
       .createTable('data_key_destructions')
       .addColumn('key_id', 'text', (c) => c.primaryKey())
@@ -29,7 +29,7 @@ export const encryptionMigrations: Record<string, MigrationStep> = {
    * `data_keys` is dropped here; one holding keys is moved into the store and dropped at the next
    * start with ENCRYPTION_KEY_FILE (EventSealer.start), which needs the store this step cannot reach.
    */
-  async '0045_encryption_state'(db) {
+  async '0043_encryption_state'(db) {
     await db.schema
       .createTable('encryption_state')
       .addColumn('id', 'text', (c) => c.primaryKey())

@@ -123,7 +123,7 @@ export class EventSealer {
    * The sealer of this configuration, checked against the events' database: no key file where
    * events are sealed, another master key, or another key store than the one the database was
    * sealed with is a configuration error at start. Data keys still in the database (before
-   * migration 0045 could drop `data_keys`) are moved into the store first.
+   * migration 0043 could drop `data_keys`) are moved into the store first.
    */
   static async start(
     keyFile: string | undefined,
@@ -318,7 +318,7 @@ export class EventSealer {
   }
 }
 
-/** Data keys left in the events' database by a version before the key store (migration 0045 drops the table when empty). */
+/** Data keys left in the events' database by a version before the key store (migration 0043 drops the table when empty). */
 async function legacyDataKeys(database: ObserveDatabase): Promise<{ id: string; owner: string; wrapped: string; created_at: number }[]> {
   const exists =
     database.dialect === 'sqlite'
