@@ -55,29 +55,27 @@ export interface RenderPage {
   api: string[];
 }
 
-/**
- * The pages measured. HOOK for the LLM-calls list (issue 42 part 2): once the page lists calls,
- * add `{ name: 'LLM calls list', path: '/llm', ready: [<its first row>], interact: scrollToBottom
- * (or a pager like the sessions list's), api: [<its list call>] }` here; the seeded data already
- * holds 250,000 LLM call pairs.
- */
+/** Scrolls a paged list to its bottom, then clicks "Older →" through LIST_PAGES pages (each time until its first row's link changes). */
+async function browsePages(page: Page, rowLink: string): Promise<void> {
+  await scrollToBottom(page);
+  for (let i = 0; i < LIST_PAGES; i++) {
+    const first = await page.locator(rowLink).first().getAttribute('href');
+    const older = page.getByRole('button', { name: 'Older →' });
+    if (await older.isDisabled()) break;
+    await older.click();
+    await page.waitForFunction(`document.querySelector(${JSON.stringify(rowLink)})?.getAttribute('href') !== ${JSON.stringify(first)}`);
+    await scrollToBottom(page);
+  }
+}
+
+/** The pages measured (the seeded data holds 250,000 LLM call pairs for the LLM calls list). */
 const PAGES: RenderPage[] = [
   {
     name: 'Sessions list',
     path: '/sessions',
     ready: ['table tbody tr a[href^="/sessions/"]'],
     complete: ['table tbody tr a[href^="/sessions/"]', '#sessions-agent option:nth-child(2)'],
-    interact: async (page) => {
-      await scrollToBottom(page);
-      for (let i = 0; i < LIST_PAGES; i++) {
-        const first = await page.locator('table tbody tr a[href^="/sessions/"]').first().getAttribute('href');
-        const older = page.getByRole('button', { name: 'Older →' });
-        if (await older.isDisabled()) break;
-        await older.click();
-        await page.waitForFunction(`document.querySelector('table tbody tr a[href^="/sessions/"]')?.getAttribute('href') !== ${JSON.stringify(first)}`);
-        await scrollToBottom(page);
-      }
-    },
+    interact: (page) => browsePages(page, 'table tbody tr a[href^="/sessions/"]'),
     api: ['/api/sessions?limit=25&offset=0', '/api/agents'],
   },
   {
@@ -94,6 +92,14 @@ const PAGES: RenderPage[] = [
       `/api/sessions/${BIG_SESSION}/tree`,
       `/api/audit/verify?sessionId=${BIG_SESSION}`,
     ],
+  },
+  {
+    name: 'LLM calls list',
+    path: '/llm',
+    ready: ['[data-testid="llm-calls"] tbody tr a'],
+    complete: ['[data-testid="llm-calls"] tbody tr a', '.stats'],
+    interact: (page) => browsePages(page, '[data-testid="llm-calls"] tbody tr a'),
+    api: ['/api/llm-calls?sort=time&order=desc&limit=25', '/api/analytics/llm'],
   },
 ];
 
