@@ -24,10 +24,17 @@ export async function openServiceDatabase<Schema>(config: ServiceBaseConfig, ste
   return database;
 }
 
-type ServiceHttpOptions = Pick<HttpKitOptions, 'version' | 'logLevel' | 'logFormat' | 'timeouts' | 'databaseProbe' | 'logStream' | 'validateResponses' | 'replica'>;
+type ServiceHttpOptions = Pick<
+  HttpKitOptions,
+  'version' | 'logLevel' | 'logFormat' | 'timeouts' | 'databaseProbe' | 'logStream' | 'validateResponses' | 'replica'
+>;
 
 /** The HTTP kit's options a service takes from its configuration, its database and how it is built. */
-export function serviceHttpOptions(config: ServiceBaseConfig, database: RawSqlTarget & Pick<Database<unknown>, 'replica'>, options: ServiceBuildOptions): ServiceHttpOptions {
+export function serviceHttpOptions(
+  config: ServiceBaseConfig,
+  database: RawSqlTarget & Pick<Database<unknown>, 'replica'>,
+  options: ServiceBuildOptions,
+): ServiceHttpOptions {
   return {
     version: VIGIL_VERSION,
     logLevel: config.logLevel,
