@@ -46,6 +46,10 @@ const KERNEL_TOKENS: Record<string, string> = {
   REDACTION_DETECTORS: 'the variable of the built-in masking detectors (masking.ts)',
   REDACTION_HMAC_KEY: 'the variable of the masking markers’ HMAC key (masking.ts)',
   ") values ('optimize')": 'the SQLite FTS5 command that merges an index into one segment (compactFullTextIndex)',
+  'select pg_last_wal_replay_lsn()::text as lsn': 'PostgreSQL’s WAL replay position of a standby (read-replica.ts)',
+  "select pg_last_wal_replay_lsn() >= '": 'the same, compared in the replica tests (replica-pair.ts)',
+  'select pg_wal_replay_pause()': 'PostgreSQL’s pause of a standby’s WAL replay (replica-pair.ts)',
+  'select pg_wal_replay_resume()': 'its resumption',
 };
 
 function folders(dir: string): string[] {

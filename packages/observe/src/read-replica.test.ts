@@ -47,16 +47,16 @@ describe('read replicas (READ_DATABASE_URL) [postgres]', { skip }, () => {
 
   test('another caller reads from the replica: a write it has not replayed is not there yet, and is once replayed', async () => {
     assert.equal((await get('/api/sessions/before-pause', other)).statusCode, 200);
-    await pair.pauseReplay();
+    await pair.pauseApplying();
     await ingestEvents(observe, [event('while-paused')]);
     assert.equal((await get('/api/sessions/while-paused', other)).statusCode, 404, 'served by the paused replica');
-    await pair.resumeReplay();
+    await pair.resumeApplying();
     await replicated();
     assert.equal((await get('/api/sessions/while-paused', other)).statusCode, 200);
   });
 
   test('the writer reads its own write at once (read-your-writes), and verification reads the primary', async () => {
-    await pair.pauseReplay();
+    await pair.pauseApplying();
     try {
       await ingestEvents(observe, [event('mine')]);
       assert.equal((await get('/api/sessions/mine', observe.key)).statusCode, 200, 'the writer is held on the primary');
@@ -64,14 +64,14 @@ describe('read replicas (READ_DATABASE_URL) [postgres]', { skip }, () => {
       assert.deepEqual([verified.valid, verified.eventCount], [true, 1], 'verification sees the latest write');
       assert.equal((await get('/api/sessions/mine', other)).statusCode, 404, 'another caller still reads the replica');
     } finally {
-      await pair.resumeReplay();
+      await pair.resumeApplying();
     }
     await replicated();
     assert.equal((await get('/api/sessions/mine', other)).statusCode, 200);
   });
 
   test('a replica that stops answering: reads are served by the primary', async () => {
-    await pair.pauseReplay();
+    await pair.pauseApplying();
     await ingestEvents(observe, [event('after-replica')]);
     assert.equal((await get('/api/sessions/after-replica', other)).statusCode, 404);
     pair.stopReplica();

@@ -14,8 +14,8 @@ export interface ReplicaPair {
   primaryUrl: string;
   replicaUrl: string;
   /** Stops applying the primary's WAL on the replica (pg_wal_replay_pause): it then lags behind every later write. */
-  pauseReplay(): Promise<void>;
-  resumeReplay(): Promise<void>;
+  pauseApplying(): Promise<void>;
+  resumeApplying(): Promise<void>;
   /** Whether the replica has replayed everything the primary has written so far. */
   caughtUp(): Promise<boolean>;
   stopReplica(): void;
@@ -53,7 +53,7 @@ export async function startReplicaPair(bin: string): Promise<ReplicaPair> {
   const [primaryPort, replicaPort] = [await freePort(), await freePort()];
   const primaryDir = join(root, 'primary');
   const replicaDir = join(root, 'replica');
-  const settings = (port: number) =>
+  const serverConf = (port: number) =>
     `\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${root}'\nfsync = off\nwal_level = replica\nmax_wal_senders = 4\nhot_standby = on\n`;
   let started: string[] = [];
   const close = (): void => {
@@ -67,12 +67,12 @@ export async function startReplicaPair(bin: string): Promise<ReplicaPair> {
   };
   try {
     run('initdb', ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-    appendFileSync(join(primaryDir, 'postgresql.conf'), settings(primaryPort));
+    appendFileSync(join(primaryDir, 'postgresql.conf'), serverConf(primaryPort));
     appendFileSync(join(primaryDir, 'pg_hba.conf'), '\nhost replication all 127.0.0.1/32 trust\n');
     run('pg_ctl', ['-D', primaryDir, '-l', join(root, 'primary.log'), '-w', 'start']);
     started.push(primaryDir);
     run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', replicaDir, '-R', '-X', 'stream', '--no-sync']);
-    appendFileSync(join(replicaDir, 'postgresql.conf'), settings(replicaPort));
+    appendFileSync(join(replicaDir, 'postgresql.conf'), serverConf(replicaPort));
     run('pg_ctl', ['-D', replicaDir, '-l', join(root, 'replica.log'), '-w', 'start']);
     started.push(replicaDir);
   } catch (error) {
@@ -93,8 +93,8 @@ export async function startReplicaPair(bin: string): Promise<ReplicaPair> {
   return {
     primaryUrl,
     replicaUrl,
-    pauseReplay: async () => void (await query(replicaUrl, 'select pg_wal_replay_pause()')),
-    resumeReplay: async () => void (await query(replicaUrl, 'select pg_wal_replay_resume()')),
+    pauseApplying: async () => void (await query(replicaUrl, 'select pg_wal_replay_pause()')),
+    resumeApplying: async () => void (await query(replicaUrl, 'select pg_wal_replay_resume()')),
     caughtUp: async () => {
       const target = (await query(primaryUrl, 'select pg_current_wal_lsn()::text as lsn')).rows[0].lsn as string;
       return (await query(replicaUrl, `select pg_last_wal_replay_lsn() >= '${target}'::pg_lsn as done`)).rows[0].done === true;
