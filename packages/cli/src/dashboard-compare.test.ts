@@ -8,11 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import axe from 'axe-core';
 import type { Page } from 'playwright-core';
-import { api, chromiumSkip, seedObserve, settled, shot, signIn, startStack, type EventInput, type Stack } from './dashboard-harness.ts';
+import { api, chromiumSkip, seedObserve, settled, shot, signIn, startStack, type EventInput, type Stack, DESKTOP, PHONE } from './dashboard-harness.ts';
 
 const AXE_SOURCE = axe.source;
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1400, height: 900 };
 const COMPARE = '/compare?a=cmp-a&b=cmp-b';
 
 /**

@@ -20,10 +20,10 @@ import {
   signIn,
   startStack,
   type Stack,
+  DESKTOP,
+  PHONE,
 } from './dashboard-harness.ts';
 
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1400, height: 900 };
 /** The pages whose dark and phone pictures docs/screenshots/ keeps (`npm run screenshots`), by the name of the file. */
 const SHOTS: Record<string, string> = { '/': 'overview', '/sessions': 'sessions', '/sessions/researcher-1': 'session', '/approvals': 'approvals' };
 

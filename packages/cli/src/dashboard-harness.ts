@@ -32,6 +32,9 @@ export const ADMIN_KEY = 'gk_dashboard_test_admin_key_0123456789';
 /** VIGIL_SCREENSHOTS=1: the tests also save the main pages under docs/screenshots/ (shown in the README and docs/guide/dashboard.md). */
 const SCREENSHOTS = process.env.VIGIL_SCREENSHOTS === '1' ? resolve(import.meta.dirname, '../../../docs/screenshots') : null;
 export const WAIT_MS = 20_000;
+/** The two widths every page is checked at: a phone's and a desktop's. */
+export const PHONE = { width: 390, height: 844 };
+export const DESKTOP = { width: 1400, height: 900 };
 const HOUR = 3_600_000;
 
 /**

@@ -19,10 +19,9 @@ import {
   startStack,
   type EventInput,
   type Stack,
+  DESKTOP,
+  PHONE,
 } from './dashboard-harness.ts';
-
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1400, height: 900 };
 
 /** The cells of the list's rows, as text. */
 async function rows(page: Page): Promise<string[][]> {

@@ -115,19 +115,11 @@ export class ReplicaRouter {
     this.replayed = null;
   }
 
-  /** How far the replica's replay is behind the primary's last polled position, in bytes (null: unknown). */
-  get lagBytes(): number | null {
-    return this.replayed === null || this.lastPrimary === null ? null : Math.max(0, Number(this.lastPrimary - this.replayed));
-  }
-
-  private lastPrimary: bigint | null = null;
-
   private async poll(): Promise<void> {
     const poll = ++this.pollsStarted;
     try {
       const { rows } = await this.primary.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
       const lsn = parseLsn(rows[0]!.lsn);
-      this.lastPrimary = lsn;
       // This position was read after every write that had ended before the poll started.
       for (const [caller, pin] of this.pins) if ('afterPoll' in pin && pin.afterPoll < poll) this.pins.set(caller, { lsn });
     } catch {
@@ -165,6 +157,8 @@ class RoutingClient {
   private onPrimary: Promise<pg.PoolClient> | undefined;
   /** The server of the open transaction, from its first statement to its commit or rollback. */
   private transaction: 'replica' | 'primary' | null = null;
+  /** The replica failed under this connection: its client is destroyed, not pooled again. */
+  private replicaLost = false;
 
   constructor(
     private readonly primary: pg.Pool,
@@ -184,6 +178,7 @@ class RoutingClient {
       // transaction already under way there (that request is answered 503 and retried).
       if (target !== 'replica' || !opensOrStandsAlone || !this.unreachable(error)) throw error;
       this.router.replicaFailed();
+      this.replicaLost = true;
       if (this.transaction === 'replica') this.transaction = 'primary';
       return (await (await this.client('primary')).query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
     }
@@ -219,10 +214,8 @@ class RoutingClient {
   }
 
   release(): void {
-    // A replica client whose server went away is destroyed rather than pooled again.
-    const lost = this.router.lagBytes === null;
     void this.onReplica?.then(
-      (client) => client.release(lost),
+      (client) => client.release(this.replicaLost),
       () => undefined,
     );
     void this.onPrimary?.then(
