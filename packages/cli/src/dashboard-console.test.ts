@@ -64,6 +64,7 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
     assert.doesNotMatch(header, /Deciding as/);
 
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Vigil' }).waitFor();
     await signIn(stack, { observe: stack.observeKey, gate: ADMIN_KEY });
     assert.match(await page.locator('.whoami').innerText(), /Deciding as dashboard:Ada ·/);
     stack.noProblems();

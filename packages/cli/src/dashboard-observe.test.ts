@@ -294,9 +294,11 @@ describe('dashboard in a real browser: observe', { skip: chromiumSkip() }, () =>
   test('signing out ends the gate session on the server and forgets the keys', async () => {
     const { page } = stack;
     const stored = JSON.parse(await page.evaluate(() => sessionStorage.getItem('vigil.credentials') ?? '{}')) as { gate: { token: string } };
+    const revoked = page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().endsWith('/api/dashboard/sessions/current'));
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in to Vigil' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('vigil.credentials')), null);
+    assert.equal((await revoked).status(), 200);
     const response = await fetch(`${stack.gateUrl}/api/requests`, { headers: { authorization: `Bearer ${stored.gate.token}` } });
     assert.equal(response.status, 401);
     stack.noProblems();

@@ -175,10 +175,12 @@ export function App() {
     setEnded(null);
   };
 
+  // Signed out here at once, however slow the gate is to end the session (its token is revoked after).
   const signOut = async () => {
-    if (creds.gate) await gate('DELETE /api/dashboard/sessions/current').catch(() => undefined);
+    const gateToken = creds.gate?.token;
     update({ observeKey: null, gate: null });
     navigate('/');
+    if (gateToken) await gate('DELETE /api/dashboard/sessions/current', { token: gateToken }).catch(() => undefined);
   };
 
   const signedIn = creds.observeKey !== null || creds.gate !== null;
