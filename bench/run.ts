@@ -27,6 +27,7 @@ const parts = remoteMode(targets)
       'memory',
       'mcp',
       'analytics-current-hour',
+      'multi-writer',
       'budgets',
       'compare-align',
       'dashboard-render',
