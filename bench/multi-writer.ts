@@ -4,7 +4,8 @@
  * concurrent clients per instance send 100-event batches, each instance's clients to sessions of
  * their own (a load balancer spreads agents, and an agent's batches are its sessions'); then the
  * same with every instance's clients writing the same sessions, the worst case for the session
- * rows' locks. Printed per run: events/s, CPU per 1,000 events of all observe processes and of all
+ * rows' locks; then four instances sent 1,000-event batches, the larger transactions a broker's
+ * consumer could write (what a broker would buy, measured before one is built). Printed per run: events/s, CPU per 1,000 events of all observe processes and of all
  * PostgreSQL processes, and how often a PostgreSQL backend of the run waited on a lock (sampled
  * from pg_stat_activity every 20 ms). docs/scale.md turns these into the capacity model.
  *
@@ -26,6 +27,8 @@ import { printTable, rate, type Row } from './table.ts';
 const URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EVENTS = Number(process.env.BENCH_MULTI_EVENTS ?? 100_000);
 const BATCH = 100;
+/** The batches a consumer of a broker (NATS JetStream, say) could gather before writing: measured before any broker is built. */
+const BIG_BATCH = 1000;
 const SESSIONS_PER_INSTANCE = 200;
 const SAMPLE_MS = 20;
 // The run's connections name themselves, so that the sampler counts them alone (tests may share the database).
@@ -113,17 +116,17 @@ async function sampleWaits(stop: Promise<unknown>): Promise<{ lock: number; any:
   return { lock: active === 0 ? 0 : lock / active, any: active === 0 ? 0 : any / active };
 }
 
-async function run(count: number, sharedSessions: boolean, signingKey: string): Promise<Run> {
+async function run(count: number, sharedSessions: boolean, batch: number, signingKey: string): Promise<Run> {
   const schema = `bench_multi_${count}_${process.pid}`;
   const instances = await startInstances(count, schema, signingKey);
   try {
     const key = await createObserveKey(instances[0]!.base);
     const bodies = instances.map((_, i) =>
-      Array.from({ length: SESSIONS_PER_INSTANCE }, (_, s) => batchBody(`multi-${sharedSessions ? 0 : i}-${s}`.padEnd(16 + (s % 7), 'x'), BATCH)),
+      Array.from({ length: SESSIONS_PER_INSTANCE }, (_, s) => batchBody(`multi-${sharedSessions ? 0 : i}-${s}`.padEnd(16 + (s % 7), 'x'), batch)),
     );
     // Warm-up: each instance's keys, statements and JIT.
     await Promise.all(instances.map((instance, i) => post(instance.base, key, bodies[i]![0]!.replaceAll(TIMESTAMP_TOKEN, new Date().toISOString()))));
-    const batches = Math.ceil(EVENTS / BATCH);
+    const batches = Math.ceil(EVENTS / batch);
     let next = 0;
     const pids = instances.map((instance) => instance.child.pid!);
     const observeCpu = () => pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
@@ -145,7 +148,7 @@ async function run(count: number, sharedSessions: boolean, signingKey: string): 
     const waits = await sampleWaits(load);
     await load;
     const seconds = (performance.now() - started) / 1000;
-    const events = batches * BATCH;
+    const events = batches * batch;
     return {
       perSecond: events / seconds,
       observeMsPer1k: (observeCpu() - cpuBefore) / (events / 1000),
@@ -160,22 +163,23 @@ async function run(count: number, sharedSessions: boolean, signingKey: string): 
 
 const waitsSeen = new Map<string, number>();
 const rows: Row[] = [];
-const label = (count: number, shared: boolean) =>
-  `${count} observe instance${count === 1 ? '' : 's'} on one PostgreSQL, ${CLIENTS} clients each${shared ? ', all writing the same sessions' : ''}`;
+const label = (count: number, shared: boolean, batch: number) =>
+  `${count} observe instance${count === 1 ? '' : 's'} on one PostgreSQL, ${CLIENTS} clients each, ${batch}-event batches${shared ? ', all writing the same sessions' : ''}${batch === BIG_BATCH ? " (what a broker's consumer would write)" : ''}`;
 if (!(await postgresAnswers(URL))) {
-  rows.push([label(1, false), '', `not measured: no PostgreSQL answers at ${URL} (BENCH_POSTGRES_URL) ✗`]);
+  rows.push([label(1, false, BATCH), '', `not measured: no PostgreSQL answers at ${URL} (BENCH_POSTGRES_URL) ✗`]);
 } else {
   const signingKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const percent = (share: number) => `${(100 * share).toFixed(1)} %`;
-  for (const [count, shared] of [
-    [1, false],
-    [2, false],
-    [4, false],
-    [4, true],
+  for (const [count, shared, batch] of [
+    [1, false, BATCH],
+    [2, false, BATCH],
+    [4, false, BATCH],
+    [4, true, BATCH],
+    [4, false, BIG_BATCH],
   ] as const) {
-    const result = await run(count, shared, signingKey);
+    const result = await run(count, shared, batch, signingKey);
     rows.push([
-      label(count, shared),
+      label(count, shared, batch),
       '',
       `${rate(result.perSecond)} events/s · CPU per 1,000 events: observe ${result.observeMsPer1k.toFixed(1)} ms, PostgreSQL ${result.postgresMsPer1k.toFixed(1)} ms · backends waiting on a lock ${percent(result.lockWaits)} (any lock, LWLocks too: ${percent(result.anyWaits)})`,
     ]);
