@@ -27,6 +27,7 @@ const parts = remoteMode(targets)
       'memory',
       'mcp',
       'analytics-current-hour',
+      'checkpoint-lag',
       'budgets',
       'compare-align',
       'dashboard-render',
