@@ -103,6 +103,10 @@ describe('the audit integrator on two observe processes', { skip }, () => {
       20_000,
       async () => (await call(survivor.base, 'GET', '/api/audit/checkpoint', { key })).status === 200,
     );
+    // A follower asked for a checkpoint answers the leader's, covering every leaf there was when it was asked.
+    const { rows: asked } = await client.query<{ size: string }>(`select size from "${schema}".audit_log_head where id = 1`);
+    const fromFollower = await expectStatus<{ treeSize: number }>(201, survivor.base, 'POST', '/api/audit/checkpoint', { key });
+    assert.ok(fromFollower.treeSize >= Number(asked[0]!.size), `the follower answered a checkpoint at ${fromFollower.treeSize} < ${asked[0]!.size}`);
     await sleep(1500);
     const { rows: before } = await client.query<{ size: string }>(`select coalesce(max(tree_size), 0) as size from "${schema}".audit_checkpoints`);
     await leader.kill();

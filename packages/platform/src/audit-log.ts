@@ -860,13 +860,14 @@ export class AuditLog<Schema extends AuditLogTables> {
   }
 
   /**
-   * The integrator leader's round: a checkpoint when the log has grown since the latest one
-   * (`asked`: an instance woke the leader, which then signs even at the size of the latest, to
-   * be sure one covers what that instance saw), one at a time on this instance.
+   * The integrator leader's round: a checkpoint when the log has grown since the latest one, one
+   * at a time on this instance. The empty log is signed only when `asked` (an instance woke the
+   * leader because it needs a checkpoint).
    */
   async integrate(asked: boolean): Promise<void> {
     const latest = await this.findCheckpoint();
-    if (!asked && (latest?.treeSize ?? 0) >= (await this.size())) return;
+    const size = await this.size();
+    if (latest === undefined ? size === 0 && !asked : latest.treeSize >= size) return;
     await this.signInBackground();
   }
 
