@@ -128,7 +128,8 @@ async function main(): Promise<void> {
       `${rate(events / elapsed)} events/s · ${seen.length}`,
     ]);
     if (cpuBefore.every((v) => v !== null) && cpuAfter.every((v) => v !== null) && databaseCpuBefore !== null && databaseCpuAfter !== null) {
-      const per1k = (spent: number): string => `${(spent / (events / 1000)).toFixed(1)} ms`;
+      // A backend that exits during the load takes its CPU out of the sum: then there is no PostgreSQL figure.
+      const per1k = (spent: number): string => (spent < 0 ? 'not measured' : `${(spent / (events / 1000)).toFixed(1)} ms`);
       rows.push([
         'CPU per 1,000 events in that load: observe A · observe B · every postgres process of this machine',
         '',
