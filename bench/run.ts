@@ -28,6 +28,7 @@ const parts = remoteMode(targets)
       'mcp',
       'analytics-current-hour',
       'multi-writer',
+      'checkpoint-lag',
       'budgets',
       'compare-align',
       'dashboard-render',

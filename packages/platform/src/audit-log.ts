@@ -320,6 +320,16 @@ function missingNode(level: number, index: number): string {
 }
 
 const WITNESS_MAX_ATTEMPTS = 8;
+/** A follower waiting for the integrator's leader: how often it looks, wakes the leader again, and gives up. */
+const LEADER_POLL_MS = 25;
+const LEADER_WAKE_MS = 1000;
+const LEADER_WAIT_MS = 30_000;
+
+/** What a log needs of the integrator it takes part in (audit-integrator.ts). */
+export interface LogIntegrator {
+  leading(): boolean;
+  wake(): Promise<void>;
+}
 /** Stored nodes (or leaf ranges) read per query by readNodes (well under either database's bound on parameters). */
 const NODES_PER_QUERY = 400;
 
@@ -670,6 +680,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   /** The map of heads as this instance's last checkpoint left it (commitScopeHeads). */
   private readonly headMap: { current?: HeadMapCache } = {};
   private signing: Promise<unknown> | null = null;
+  /** The integrator this instance takes part in (startAuditIntegrator): while it follows, it neither signs nor builds. */
+  private integrator: LogIntegrator | undefined;
 
   /** A service's log as its configuration sets it up (AUDIT_* variables: key, cadence, witnesses). */
   static ofService<Schema extends AuditLogTables>(
@@ -806,9 +818,65 @@ export class AuditLog<Schema extends AuditLogTables> {
     return Number(row.size);
   }
 
-  /** Builds the inner nodes up to `size` (buildNodes); roots and proofs call it first. */
-  build(size: number): Promise<void> {
+  /**
+   * Builds the inner nodes up to `size` (buildNodes); roots and proofs call it first. An instance
+   * that follows the integrator's leader builds nothing: it wakes the leader and waits until the
+   * nodes are built (the leader's next checkpoint builds them).
+   */
+  async build(size: number): Promise<void> {
+    const built = async () => Number((await this.db.selectFrom('audit_log_built').select('size').where('id', '=', 1).executeTakeFirstOrThrow()).size) >= size;
+    if (this.following && !(await this.awaitLeader(built))) return;
     return buildNodes({ db: this.db, dialect: this.options.dialect }, size);
+  }
+
+  /** Whether this instance takes part in an integrator and follows its leader. */
+  private get following(): boolean {
+    return this.integrator !== undefined && !this.integrator.leading();
+  }
+
+  /**
+   * While this instance follows: wakes the leader (again every second) and waits until `done`
+   * holds, answering true when this instance took the lead meanwhile (then it does the work itself).
+   */
+  private async awaitLeader(done: () => Promise<boolean>): Promise<boolean> {
+    const started = Date.now();
+    let woken = 0;
+    for (;;) {
+      if (await done()) return false;
+      if (!this.following) return true;
+      if (Date.now() - woken >= LEADER_WAKE_MS) {
+        woken = Date.now();
+        await this.integrator!.wake();
+      }
+      if (Date.now() - started > LEADER_WAIT_MS)
+        throw new Error(`no instance led the audit log's integrator for ${LEADER_WAIT_MS / 1000} s (its leader signs checkpoints and builds the log's nodes)`);
+      await new Promise((resolve) => setTimeout(resolve, LEADER_POLL_MS));
+    }
+  }
+
+  /** Makes this instance take part in an integrator (startAuditIntegrator). */
+  attachIntegrator(integrator: LogIntegrator): void {
+    this.integrator = integrator;
+  }
+
+  /**
+   * The integrator leader's round: a checkpoint when the log has grown since the latest one, one
+   * at a time on this instance. The empty log is signed only when `asked` (an instance woke the
+   * leader because it needs a checkpoint).
+   */
+  async integrate(asked: boolean): Promise<void> {
+    const latest = await this.findCheckpoint();
+    const size = await this.size();
+    if (latest === undefined ? size === 0 && !asked : latest.treeSize >= size) return;
+    await this.signInBackground();
+  }
+
+  /** Signs a checkpoint unless this instance is signing one; resolves once that signing ends (failures logged). */
+  private signInBackground(): Promise<unknown> {
+    this.signing ??= this.checkpoint()
+      .catch((error: unknown) => this.options.log.error({ err: error }, 'audit checkpoint failed'))
+      .finally(() => (this.signing = null));
+    return this.signing;
   }
 
   async rootAt(size: number): Promise<Buffer> {
@@ -947,6 +1015,16 @@ export class AuditLog<Schema extends AuditLogTables> {
    * witness webhooks in the transaction that stores it and appended to the witness file.
    */
   async checkpoint(): Promise<Checkpoint> {
+    if (this.following) {
+      // The leader signs: wait for a checkpoint covering every leaf there is now.
+      const size = await this.size();
+      let covering: Checkpoint | undefined;
+      const signed = async () => {
+        covering = await this.findCheckpoint();
+        return covering !== undefined && covering.treeSize >= size;
+      };
+      if (!(await this.awaitLeader(signed))) return covering!;
+    }
     const treeSize = await this.commitHeads();
     const existing = await this.findCheckpoint(treeSize);
     if (existing !== undefined) return existing;
@@ -998,14 +1076,20 @@ export class AuditLog<Schema extends AuditLogTables> {
     }
   }
 
-  /** After the commit of `count` leaves: a checkpoint, in the background, once `checkpointEvents` were committed through this instance. */
+  /**
+   * After the commit of `count` leaves: a checkpoint, in the background, once `checkpointEvents`
+   * were committed through this instance; signed here, or by the integrator's leader, which this
+   * instance wakes while it follows.
+   */
   committed(count: number): void {
     this.sinceCheckpoint += count;
     if (this.sinceCheckpoint < this.options.checkpointEvents || this.signing !== null) return;
     this.sinceCheckpoint = 0;
-    this.signing = this.checkpoint()
-      .catch((error: unknown) => this.options.log.error({ err: error }, 'audit checkpoint failed'))
-      .finally(() => (this.signing = null));
+    if (this.following) {
+      this.integrator!.wake().catch((error: unknown) => this.options.log.warn({ err: error }, 'audit integrator could not be woken'));
+      return;
+    }
+    void this.signInBackground();
   }
 
   /**
@@ -1015,7 +1099,8 @@ export class AuditLog<Schema extends AuditLogTables> {
    */
   async checkpointIfGrown(): Promise<void> {
     const latest = await this.findCheckpoint();
-    if ((latest?.treeSize ?? -1) < (await this.size())) await this.checkpoint();
+    // A follower of the integrator leaves signing to its leader (which signs far more often than this job runs).
+    if (!this.following && (latest?.treeSize ?? -1) < (await this.size())) await this.checkpoint();
     await this.witnessQueue.deliverDue();
     await this.requestCosignatures();
   }

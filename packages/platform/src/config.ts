@@ -99,6 +99,12 @@ export const sharedEnvironment = environmentSlice(
     AUDIT_CHECKPOINT_EVENTS: positiveInt.default(1000),
     /** ...and at least this often while the log grows (a leased job). */
     AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
+    /**
+     * How often the audit log's integrator looks at the log: its leader (the one instance that signs
+     * checkpoints and builds the log's nodes) signs when the log has grown since the latest
+     * checkpoint, and the other instances try to take the lead over (PostgreSQL advisory lock).
+     */
+    AUDIT_INTEGRATOR_POLL_MS: positiveInt.default(500),
     /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
     AUDIT_WITNESS_URLS: z
       .string()
@@ -242,6 +248,8 @@ export interface AuditLogConfig {
   previousSigningKey?: string;
   checkpointEvents: number;
   checkpointIntervalMs: number;
+  /** How often the integrator's leader looks at the log and the other instances try for the lead (audit-integrator.ts). */
+  integratorPollMs: number;
   witnesses: { urls: string[]; secret?: string; file?: string; timeoutMs: number };
   /** The C2SP checkpoint's origin and note key name (defaults: AuditLog), and the witnesses that cosign it. */
   tlog: { origin?: string; keyName?: string; cosigners: AuditCosigner[] };
@@ -293,6 +301,7 @@ export function serviceBaseConfig(
       previousSigningKey: e.AUDIT_PREVIOUS_SIGNING_KEY,
       checkpointEvents: e.AUDIT_CHECKPOINT_EVENTS,
       checkpointIntervalMs: e.AUDIT_CHECKPOINT_INTERVAL_MS,
+      integratorPollMs: e.AUDIT_INTEGRATOR_POLL_MS,
       witnesses: {
         urls: e.AUDIT_WITNESS_URLS,
         secret: e.AUDIT_WITNESS_SECRET,

@@ -26,6 +26,8 @@ export * from './signed-note.ts';
 export * from './secret-file.ts';
 export * from './subjects.ts';
 export * from './audit-log.ts';
+export * from './audit-integrator.ts';
+export * from './leadership.ts';
 export * from './audit-heads.ts';
 export * from './audit-heads-format.ts';
 export * from './stored-hash.ts';

@@ -1,7 +1,7 @@
 // The audit log: every event's hash a leaf of the platform's Merkle log (RFC 9162), appended in the
 // ingest transaction in commit order, retention tombstones, and signed checkpoints pushed to
 // witnesses (docs/audit.md).
-import { AuditLog, defineFeature, registerAuditLogRoutes, type PeriodicJob } from '@vigil/platform';
+import { AuditLog, defineFeature, registerAuditLogRoutes, startAuditIntegrator, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { observeError } from '../errors.ts';
 import { identifier } from '../events/index.ts';
@@ -26,7 +26,7 @@ export const auditLogFeature = (options: {
   appendLeaves: boolean;
   commitHeads: boolean;
 }): ObserveFeature<{ log: ObserveAuditLog; checkpointJob: PeriodicJob }> =>
-  defineFeature('audit-log', async ({ app, context, job, onClose }) => {
+  defineFeature('audit-log', async ({ app, context, job, onClose, runJobs }) => {
     const { config, database, clock } = context;
     const log = AuditLog.ofService<ObserveSchema>(
       OBSERVE_LOG,
@@ -43,9 +43,17 @@ export const auditLogFeature = (options: {
       context.events.inTransaction((batch) => appendEventLeaves(batch.trx, log, batch.rows));
     }
 
-    // A checkpoint every AUDIT_CHECKPOINT_EVENTS events committed through this instance, and every AUDIT_CHECKPOINT_INTERVAL_MS.
+    // A checkpoint every AUDIT_CHECKPOINT_EVENTS events committed through this instance, and every AUDIT_CHECKPOINT_INTERVAL_MS;
+    // with the background work on, one instance (the integrator's leader) signs them all, and signs every
+    // AUDIT_INTEGRATOR_POLL_MS while the log grows.
     context.events.afterCommit((appended) => log.committed(appended.length));
-    onClose(() => log.stop());
+    const integrator = runJobs
+      ? await startAuditIntegrator({ log, database: config.database, db: database.db, pollMs: config.audit.integratorPollMs, logger: app.log })
+      : undefined;
+    onClose(async () => {
+      await integrator?.stop();
+      await log.stop();
+    });
     const checkpointJob = job({ name: 'observe.audit-checkpoint', intervalMs: config.audit.checkpointIntervalMs, run: () => log.checkpointIfGrown() });
 
     registerAuditLogRoutes(app, {
