@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import { addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { addCheckpointNotes, addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { loadSigningKey } from './audit-keys.ts';
-import { systemClock } from './clock.ts';
+import { ManualClock, systemClock } from './clock.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
 import { leafHash, rootOf, splitPoint, verifyConsistency, verifyInclusion } from './merkle.ts';
 import { storeHashesAsBytes } from './stored-hash.ts';
@@ -96,5 +96,78 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
     const indices = Array.from({ length: size }, (_, i) => i);
     const paths = await log.inclusionPaths(indices, size);
     for (const index of indices) assert.deepEqual(hex(paths[index]!), hex(referencePath(index, leaves)), `path of ${index}`);
+  });
+});
+
+await describeEachDatabase("the integrator's leader: when a round signs", (backend) => {
+  let database: Database<AuditLogTables>;
+  let log: AuditLog<AuditLogTables>;
+  const clock = new ManualClock(Date.parse('2026-11-30T00:00:00.000Z'));
+  let n = 0;
+
+  beforeEach(async () => {
+    const config = backend.freshDatabase();
+    database = await openDatabase<AuditLogTables>(config);
+    await migrateToLatest(database, {
+      '0001_audit_log': createAuditLogTables,
+      async '0002_leaf_kinds'(db, dialect) {
+        await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+        await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+        await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+        await addKeyCertificates(db);
+        await addLeafKinds(db, 'item');
+      },
+      '0003_checkpoint_notes': addCheckpointNotes,
+    });
+    log = new AuditLog({
+      name: 'vigil-test',
+      db: database.db,
+      dialect: database.dialect,
+      key: loadSigningKey(undefined, config.dataDir),
+      clock,
+      witnesses: { urls: [], timeoutMs: 1000 },
+      checkpointEvents: 10,
+      checkpointIntervalMs: 60_000,
+      log: { warn() {}, error() {} },
+    });
+  });
+  afterEach(async () => {
+    await log.stop();
+    await database.close();
+  });
+
+  const append = (count: number) =>
+    database.db.transaction().execute((trx) =>
+      log.append(
+        trx,
+        Array.from({ length: count }, () => ({ itemId: `item-${n}`, scopeId: null, kind: 'item', data: Buffer.from(`item ${n++}`) })),
+      ),
+    );
+  const signedSize = async () => (await log.findCheckpoint())?.treeSize ?? 0;
+
+  test('the whole log grown by checkpointEvents, or grown since a checkpoint of the interval, is signed; a trickle between is not', async () => {
+    await append(3);
+    await log.integrate(false);
+    assert.equal(await signedSize(), 3, 'the first leaves are signed at once');
+
+    await append(4);
+    await log.integrate(false);
+    assert.equal(await signedSize(), 3, 'four leaves a second after a checkpoint wait');
+
+    await append(6);
+    await log.integrate(false);
+    assert.equal(await signedSize(), 13, 'ten leaves since the checkpoint are signed');
+
+    await append(1);
+    clock.advance(59_000);
+    await log.integrate(false);
+    assert.equal(await signedSize(), 13);
+    clock.advance(1_000);
+    await log.integrate(false);
+    assert.equal(await signedSize(), 14, 'one leaf is signed once the latest checkpoint is an interval old');
+
+    await append(1);
+    await log.integrate(true);
+    assert.equal(await signedSize(), 15, 'an instance that asks is answered at once');
   });
 });

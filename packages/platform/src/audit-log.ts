@@ -292,6 +292,8 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
   heads?: ScopeHeadSource;
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
+  /** The integrator's leader signs when the log grew since a checkpoint this old (AUDIT_CHECKPOINT_INTERVAL_MS; default: at every round it grew). */
+  checkpointIntervalMs?: number;
   log: { warn(object: object, message: string): void; error(object: object, message: string): void };
 }
 
@@ -703,6 +705,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       witnesses: audit.witnesses,
       tlog: audit.tlog,
       checkpointEvents: audit.checkpointEvents,
+      checkpointIntervalMs: audit.checkpointIntervalMs,
       log,
       ...(heads === undefined ? {} : { heads }),
     });
@@ -860,14 +863,21 @@ export class AuditLog<Schema extends AuditLogTables> {
   }
 
   /**
-   * The integrator leader's round: a checkpoint when the log has grown since the latest one, one
-   * at a time on this instance. The empty log is signed only when `asked` (an instance woke the
-   * leader because it needs a checkpoint).
+   * The integrator leader's round: a checkpoint, one at a time on this instance, when `asked` (an
+   * instance woke the leader because it needs one) and the log has leaves past the latest, or when
+   * the log grew by `checkpointEvents` since it, or grew at all since it was `checkpointIntervalMs` old.
    */
   async integrate(asked: boolean): Promise<void> {
     const latest = await this.findCheckpoint();
     const size = await this.size();
     if (latest === undefined ? size === 0 && !asked : latest.treeSize >= size) return;
+    // Unasked, a round signs once the whole log (every instance's leaves) grew by AUDIT_CHECKPOINT_EVENTS, or grew
+    // at all since a checkpoint AUDIT_CHECKPOINT_INTERVAL_MS old: a busy log is signed about every round, a quiet
+    // one no more often than before the integrator (a checkpoint a round would store two a second of a trickle).
+    if (!asked && latest !== undefined && size - latest.treeSize < this.options.checkpointEvents) {
+      const age = this.options.clock.now() - Date.parse(latest.timestamp);
+      if (age < (this.options.checkpointIntervalMs ?? 0)) return;
+    }
     await this.signInBackground();
   }
 

@@ -101,8 +101,9 @@ export const sharedEnvironment = environmentSlice(
     AUDIT_CHECKPOINT_INTERVAL_MS: positiveInt.default(60_000),
     /**
      * How often the audit log's integrator looks at the log: its leader (the one instance that signs
-     * checkpoints and builds the log's nodes) signs when the log has grown since the latest
-     * checkpoint, and the other instances try to take the lead over (PostgreSQL advisory lock).
+     * checkpoints and builds the log's nodes) signs once the log grew by AUDIT_CHECKPOINT_EVENTS, or
+     * at all since a checkpoint AUDIT_CHECKPOINT_INTERVAL_MS old, and the other instances try to
+     * take the lead over (PostgreSQL advisory lock).
      */
     AUDIT_INTEGRATOR_POLL_MS: positiveInt.default(500),
     /** Webhooks every checkpoint is pushed to (comma-separated), through the durable delivery queue. */
