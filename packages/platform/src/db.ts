@@ -715,6 +715,13 @@ function namePreparedStatements(client: pg.PoolClient): void {
  * The statements are built from the column list (Kysely cannot type an insert into a table whose
  * name is a type parameter); the columns and rows are checked against the table's row type.
  */
+const declaredInserts: { table: string; columns: Readonly<Record<string, PgColumnType>> }[] = [];
+
+/** Every BulkInserter constructed in this process: its table and declared columns, for tests to check against the catalogue. */
+export function declaredBulkInserts(): readonly { table: string; columns: Readonly<Record<string, PgColumnType>> }[] {
+  return declaredInserts;
+}
+
 export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
   private static readonly CHUNKS = [100, 32];
   private readonly statements = new Map<string, string>();
@@ -728,11 +735,7 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
     private readonly fullTextKey?: keyof Schema[Table] & string,
   ) {
     this.columns = Object.keys(columnTypes) as (keyof Schema[Table] & string)[];
-  }
-
-  /** The table written. */
-  get tableName(): Table {
-    return this.table;
+    declaredInserts.push({ table, columns: columnTypes as Readonly<Record<string, PgColumnType>> });
   }
 
   private statement(db: Kysely<Schema>, dialect: DialectName, size: number): string {
