@@ -1,6 +1,6 @@
 /** What the benchmark scripts need to run a real server in its own process. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -189,12 +189,11 @@ export async function waitForIdle(pid: number, limitMs = 120_000): Promise<numbe
 }
 
 /**
- * CPU time (user + system, ms) used so far by every process named `postgres` on this machine (a
- * local PostgreSQL's backends, writer and checkpointer), or null without /proc. Other clients of
- * the same server count too: a figure for a quiet machine.
+ * CPU time (user + system, ms) used so far by each process named `postgres` on this machine (a
+ * local PostgreSQL's backends, writer and checkpointer), by pid; empty without /proc.
  */
-export function postgresCpuMs(): number | null {
-  let total = 0;
+export function postgresCpuByPid(): Map<number, number> {
+  const cpu = new Map<number, number>();
   try {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
@@ -206,12 +205,57 @@ export function postgresCpuMs(): number | null {
       }
       if (!stat.includes('(postgres)')) continue;
       const fields = stat.split(') ')[1]!.split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * 10;
+      cpu.set(Number(pid), (Number(fields[11]) + Number(fields[12])) * 10);
     }
   } catch {
-    return null;
+    return cpu;
   }
-  return total;
+  return cpu;
+}
+
+/**
+ * The PostgreSQL backends serving process `pid`'s connections to `url`'s server on this machine:
+ * its TCP sockets (from /proc/<pid>/fd) matched by local port to pg_stat_activity's client_port.
+ * Their CPU is the database work of that process alone, whatever else the same server serves.
+ */
+export async function postgresBackendsOf(pid: number, url: string): Promise<number[]> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+        if (inode) inodes.add(inode);
+      } catch {
+        continue; // closed meanwhile
+      }
+    }
+  } catch {
+    return [];
+  }
+  const ports = new Set<number>();
+  for (const table of ['tcp', 'tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || !inodes.has(fields[9]!)) continue;
+      ports.add(parseInt(fields[1]!.split(':')[1]!, 16));
+    }
+  }
+  if (ports.size === 0) return [];
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where client_port = any($1::int[])', [[...ports]]);
+    return rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -367,8 +367,14 @@ const leafOfItem = new PreparedQuery((db: Kysely<AuditLogTables>, _dialect: Dial
   db.selectFrom('audit_log_leaves').select(['idx', 'leaf_hash']).where('item_id', '=', itemId),
 );
 
-const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', ['idx', 'item_id', 'scope_id', 'leaf_hash', 'kind']);
-const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', ['level', 'idx', 'hash']);
+const leafInserter = new BulkInserter<AuditLogTables, 'audit_log_leaves'>('audit_log_leaves', {
+  idx: 'bigint',
+  item_id: 'text',
+  scope_id: 'text',
+  leaf_hash: 'bytea',
+  kind: 'text',
+});
+const nodeInserter = new BulkInserter<AuditLogTables, 'audit_log_nodes'>('audit_log_nodes', { level: 'integer', idx: 'bigint', hash: 'bytea' });
 
 /**
  * Appends leaves; answers the first new index. Call it in the transaction that writes the items:

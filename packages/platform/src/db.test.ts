@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import type { KyselyPlugin } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import { BulkInserter, openDatabase, PreparedStatementCache, type Database } from './db.ts';
 import { describeEachDatabase, sqliteBackend } from './testing.ts';
 
@@ -15,7 +15,7 @@ interface Tables {
   bulk_rows: Row;
 }
 
-const inserter = new BulkInserter<Tables, 'bulk_rows'>('bulk_rows', ['id', 'name', 'body']);
+const inserter = new BulkInserter<Tables, 'bulk_rows'>('bulk_rows', { id: 'integer', name: 'text', body: 'text' });
 
 /** Counts the statements run through the Kysely instance it is added to. */
 function statementCounter(): KyselyPlugin & { count: number } {
@@ -44,7 +44,7 @@ await describeEachDatabase('BulkInserter', (backend) => {
   });
   afterEach(() => database.close());
 
-  test('every row of a batch of any size is stored as given, in chunks of 100 and 32 and one statement for the rest', async () => {
+  test('every row of a batch of any size is stored as given: on PostgreSQL in one statement, on SQLite in chunks of 100 and 32 and one statement for the rest', async () => {
     let next = 0;
     // size → statements: 100s, then 32s, then the remainder in one statement of its own size.
     const cases: [number, number][] = [
@@ -66,7 +66,7 @@ await describeEachDatabase('BulkInserter', (backend) => {
       });
       const counter = statementCounter();
       await database.db.transaction().execute((trx) => inserter.insert(trx.withPlugin(counter), database.dialect, rows));
-      assert.equal(counter.count, statements, `statements for ${size} rows`);
+      assert.equal(counter.count, backend.kind === 'postgres' ? Math.min(size, 1) : statements, `statements for ${size} rows`);
       const stored = await database.db
         .selectFrom('bulk_rows')
         .selectAll()
@@ -79,6 +79,153 @@ await describeEachDatabase('BulkInserter', (backend) => {
         `${size} rows`,
       );
     }
+  });
+});
+
+interface TypedRow {
+  id: number;
+  label: string | null;
+  small: number | null;
+  big: number | null;
+  real: number | null;
+  bytes: Buffer | null;
+  doc: unknown;
+  flag: boolean | null;
+  at: Date | null;
+}
+
+const TYPED_TEXTS = ['', 'NULL', 'null', 'plain', 'ünïcödé ✓ 𝄞 漢字 🙂', 'quote " and \\ backslash', '{braces,commas}', "it's", 'line\nbreak\ttab', ' spaced '];
+
+/** One row per case: every column holds a value that a text array literal must escape or keep exact, or null. */
+function typedRows(postgres: boolean): TypedRow[] {
+  return Array.from({ length: 130 }, (_, i): TypedRow => {
+    const nulls = i % 10 === 9;
+    return {
+      id: i + 1,
+      label: nulls ? null : TYPED_TEXTS[i % TYPED_TEXTS.length]!,
+      small: nulls ? null : [0, 1, -1, 2_147_483_647, -2_147_483_648][i % 5]!,
+      big: nulls ? null : [Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1_764_460_800_000, 0][i % 4]!,
+      real: nulls ? null : [0.1, -1.5e300, 5e-324, 123456.789, 1 / 3][i % 5]!,
+      bytes: nulls ? null : [Buffer.alloc(0), Buffer.from([0, 255, 92, 34, 44, 123, 125]), Buffer.from('ünï', 'utf8')][i % 3]!,
+      doc: nulls ? null : { text: TYPED_TEXTS[i % TYPED_TEXTS.length], n: i, list: [1, 'two', null], nested: { 'key "q"': '\\' } },
+      flag: postgres ? (nulls ? null : i % 2 === 0) : null,
+      at: postgres ? (nulls ? null : new Date(1_764_460_800_123 + i * 1000)) : null,
+    };
+  });
+}
+
+await describeEachDatabase('BulkInserter, every column type', (backend) => {
+  let database: Database<{ typed_rows: TypedRow }>;
+  const postgres = backend.kind === 'postgres';
+  // The PostgreSQL types are declared once; SQLite stores the JSON document as text.
+  const typed = new BulkInserter<{ typed_rows: TypedRow }, 'typed_rows'>('typed_rows', {
+    id: 'integer',
+    label: 'text',
+    small: 'integer',
+    big: 'bigint',
+    real: 'double precision',
+    bytes: 'bytea',
+    doc: 'jsonb',
+    flag: 'boolean',
+    at: 'timestamptz',
+  });
+  beforeEach(async () => {
+    database = await openDatabase<{ typed_rows: TypedRow }>(backend.freshDatabase());
+    await database.db.schema
+      .createTable('typed_rows')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('label', 'text')
+      .addColumn('small', 'integer')
+      .addColumn('big', 'bigint')
+      .addColumn('real', 'double precision')
+      .addColumn('bytes', postgres ? 'bytea' : 'blob')
+      .addColumn('doc', postgres ? 'jsonb' : 'text')
+      .addColumn('flag', postgres ? 'boolean' : 'integer')
+      .addColumn('at', postgres ? 'timestamptz' : 'text')
+      .execute();
+  });
+  afterEach(() => database.close());
+
+  test('nulls, unicode and escapes, the int32 and safe-integer bounds, doubles, bytes and JSON come back as given', async () => {
+    const rows = typedRows(postgres);
+    const written = postgres ? rows : rows.map((row) => ({ ...row, doc: row.doc === null ? null : JSON.stringify(row.doc) }));
+    await typed.insert(database.db, database.dialect, written);
+    const stored = await database.db.selectFrom('typed_rows').selectAll().orderBy('id').execute();
+    assert.equal(stored.length, rows.length);
+    stored.forEach((row, i) => {
+      const expected = rows[i]!;
+      assert.deepEqual(
+        { ...row, id: Number(row.id), doc: postgres || row.doc === null ? row.doc : JSON.parse(row.doc as string) },
+        expected,
+        `row ${expected.id}`,
+      );
+    });
+  });
+
+  test('a batch is atomic: one bad row (a null where none may be) stores none of the others', async () => {
+    await database.db.schema.dropTable('typed_rows').execute();
+    await database.db.schema
+      .createTable('typed_rows')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('label', 'text', (c) => c.notNull())
+      .addColumn('small', 'integer')
+      .addColumn('big', 'bigint')
+      .addColumn('real', 'double precision')
+      .addColumn('bytes', postgres ? 'bytea' : 'blob')
+      .addColumn('doc', postgres ? 'jsonb' : 'text')
+      .addColumn('flag', postgres ? 'boolean' : 'integer')
+      .addColumn('at', postgres ? 'timestamptz' : 'text')
+      .execute();
+    // 150 rows: on SQLite a chunk of 100 is written before the bad row's chunk fails.
+    const rows = Array.from({ length: 150 }, (_, i): TypedRow => ({
+      id: i + 1,
+      label: i === 139 ? null : `row ${i}`,
+      small: i,
+      big: i,
+      real: i,
+      bytes: null,
+      doc: null,
+      flag: null,
+      at: null,
+    }));
+    await assert.rejects(typed.insert(database.db, database.dialect, rows));
+    await assert.rejects(database.db.transaction().execute((trx) => typed.insert(trx, database.dialect, rows)));
+    const { n } = await database.db
+      .selectFrom('typed_rows')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(n), 0);
+  });
+
+  test('batches of any size in one transaction (PostgreSQL: one statement each, its text prepared once on the connection)', async () => {
+    await database.db.transaction().execute(async (trx) => {
+      let id = 0;
+      for (const size of [1, 7, 100, 250]) {
+        const rows = typedRows(postgres)
+          .slice(0, size)
+          .map((row) => ({ ...row, id: ++id, doc: postgres || row.doc === null ? row.doc : JSON.stringify(row.doc) }));
+        const counter = statementCounter();
+        await typed.insert(trx.withPlugin(counter), database.dialect, rows);
+        if (postgres) assert.equal(counter.count, 1, `one statement for ${size} rows`);
+      }
+      assert.equal(
+        Number(
+          (
+            await trx
+              .selectFrom('typed_rows')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+        id,
+      );
+      if (!postgres) return;
+      const prepared = await sql<{ statement: string }>`select statement from pg_prepared_statements where statement like 'insert into "typed_rows"%'`.execute(
+        trx,
+      );
+      assert.equal(prepared.rows.length, 1, 'one named statement on this connection for every size');
+      assert.match(prepared.rows[0]!.statement, /select \* from unnest\(\$1::integer\[\], \$2::text\[\]/);
+    });
   });
 });
 

@@ -333,7 +333,10 @@ async function openPostgres<Schema>(config: Extract<DatabaseConfig, { kind: 'pos
     // Nor may a client in use: pg-pool listens for errors only on idle clients, and a socket reset
     // during a query would otherwise be an unhandled 'error' event. The query itself is rejected
     // (and answered 503); the broken client is dropped when it is released.
-    made.on('connect', (client) => client.on('error', () => undefined));
+    made.on('connect', (client) => {
+      client.on('error', () => undefined);
+      namePreparedStatements(client);
+    });
     return made;
   };
   const pool = newPool(config.url);
@@ -664,25 +667,76 @@ export function jsonWords(value: unknown, out: string[] = []): string[] {
   return out;
 }
 
+/** A column's PostgreSQL type, as a BulkInserter declares it (its array parameter is cast to this type's array). */
+export type PgColumnType = 'text' | 'integer' | 'bigint' | 'double precision' | 'bytea' | 'jsonb' | 'boolean' | 'timestamptz';
+
+/** The columns a BulkInserter writes, in order, each with its PostgreSQL type. */
+export type InsertColumns<Row> = { readonly [Column in keyof Row & string]?: PgColumnType };
+
 /**
- * Multi-row INSERT for a hot table `Table` of `Schema`: the SQL text for each chunk size is
- * compiled once and then reused (a prepared statement on SQLite), so a batch pays only for binding
- * values. Rows go in chunks of 100, then 32, then the rest in one statement of its own size, so a
- * batch of n rows is at most n/100 + 3 statements and a table has at most 33 distinct ones (a
- * group commit of a few rows is one statement, not one per row). The statement is built
- * from the column list (Kysely cannot type an insert into a table whose name is a type parameter);
- * the columns and rows are checked against the table's row type.
+ * SQL texts run as named prepared statements on PostgreSQL (BulkInserter's): parsed and planned
+ * once per connection, then only bound and executed. Kysely's driver hands node-postgres a text and
+ * its values only, so the pool's clients look the text up here to name it (openPostgres).
  */
+const serverPrepared = new Map<string, string>();
+
+/** Registers `text` as a named prepared statement on every PostgreSQL connection that runs it. */
+function prepareOnServer(text: string): string {
+  if (!serverPrepared.has(text)) serverPrepared.set(text, `vigil_prepared_${serverPrepared.size + 1}`);
+  return text;
+}
+
+/** A pool client's query, naming the statements registered with prepareOnServer. */
+function namePreparedStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof config === 'string' ? serverPrepared.get(config) : undefined;
+    return name === undefined ? query(config, values, callback) : query({ name, text: config, values }, callback);
+  };
+}
+
+/**
+ * Bulk INSERT for a hot table `Table` of `Schema`, its columns declared with their PostgreSQL types
+ * (checked against the table's catalogue by the services' tests). A batch is atomic: stored whole
+ * or not at all (called outside a transaction, its statements get one of their own).
+ *
+ * PostgreSQL: one statement per batch whatever its size, `insert into t (columns) select * from
+ * unnest($1::type[], $2::type[], …)` with one array parameter per column (node-postgres sends a JS
+ * array as a PostgreSQL array literal: nulls, bytea as hex, strings escaped), prepared once per
+ * connection. Its text is the same for every batch, so the server parses and plans it once, where a
+ * multi-row VALUES statement had a parameter per value to bind and a plan per size.
+ *
+ * SQLite: multi-row VALUES; the SQL text for each chunk size is compiled once and then reused (a
+ * prepared statement), so a batch pays only for binding values. Rows go in chunks of 100, then 32,
+ * then the rest in one statement of its own size, so a batch of n rows is at most n/100 + 3
+ * statements and a table has at most 33 distinct ones (a group commit of a few rows is one
+ * statement, not one per row).
+ *
+ * The statements are built from the column list (Kysely cannot type an insert into a table whose
+ * name is a type parameter); the columns and rows are checked against the table's row type.
+ */
+const declaredInserts: { table: string; columns: Readonly<Record<string, PgColumnType>> }[] = [];
+
+/** Every BulkInserter constructed in this process: its table and declared columns, for tests to check against the catalogue. */
+export function declaredBulkInserts(): readonly { table: string; columns: Readonly<Record<string, PgColumnType>> }[] {
+  return declaredInserts;
+}
+
 export class BulkInserter<Schema extends Record<Table, object>, Table extends string> {
   private static readonly CHUNKS = [100, 32];
   private readonly statements = new Map<string, string>();
+  private readonly columns: readonly (keyof Schema[Table] & string)[];
 
   constructor(
     private readonly table: Table,
-    private readonly columns: readonly (keyof Schema[Table] & string)[],
+    /** The columns written, in order, with their PostgreSQL types. */
+    readonly columnTypes: InsertColumns<Schema[Table]>,
     /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
     private readonly fullTextKey?: keyof Schema[Table] & string,
-  ) {}
+  ) {
+    this.columns = Object.keys(columnTypes) as (keyof Schema[Table] & string)[];
+    declaredInserts.push({ table, columns: columnTypes as Readonly<Record<string, PgColumnType>> });
+  }
 
   private statement(db: Kysely<Schema>, dialect: DialectName, size: number): string {
     let text = this.statements.get(`${dialect}:${size}`);
@@ -696,12 +750,40 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
     return text;
   }
 
+  /** PostgreSQL's one statement for any number of rows (see the class). */
+  private unnestStatement(db: Kysely<Schema>): string {
+    let text = this.statements.get('unnest');
+    if (text === undefined) {
+      const arrays = this.columns.map((c) => sql`${null}::${sql.raw(this.columnTypes[c]!)}[]`);
+      text = prepareOnServer(
+        sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) select * from unnest(${sql.join(arrays)})`.compile(db).sql,
+      );
+      this.statements.set('unnest', text);
+    }
+    return text;
+  }
+
   /**
    * Inserts the rows; `words(i)` gives the full-text words of `rows[i]` (used on SQLite only, where
    * the index is fed here; PostgreSQL's index reads the column itself).
    */
   async insert(db: Kysely<Schema>, dialect: DialectName, rows: readonly Schema[Table][], words?: (index: number) => string): Promise<void> {
+    if (rows.length === 0) return;
     const columns = this.columns;
+    if (dialect === 'postgres') {
+      // Column-major: one array per column, sized once and filled in place.
+      const parameters = columns.map((column) => {
+        const values: unknown[] = new Array(rows.length);
+        for (let r = 0; r < rows.length; r++) values[r] = rows[r]![column];
+        return values;
+      });
+      await db.executeQuery(CompiledQuery.raw(this.unnestStatement(db), parameters));
+      return;
+    }
+    if (!db.isTransaction && (rows.length > BulkInserter.CHUNKS[0]! || (this.fullTextKey !== undefined && words !== undefined))) {
+      await db.transaction().execute((trx) => this.insert(trx, dialect, rows, words));
+      return;
+    }
     for (let offset = 0; offset < rows.length;) {
       const left = rows.length - offset;
       const size = BulkInserter.CHUNKS.find((chunk) => left >= chunk) ?? left;
@@ -714,7 +796,7 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
         for (let c = 0; c < columns.length; c++) parameters[p++] = row[columns[c]!];
       }
       const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement(db, dialect, size), parameters));
-      if (this.fullTextKey && words && dialect === 'sqlite') await this.indexWords(db, rows, offset, size, result.rows, words);
+      if (this.fullTextKey && words) await this.indexWords(db, rows, offset, size, result.rows, words);
       offset += size;
     }
   }

@@ -127,41 +127,41 @@ interface Creation {
   grantId?: string;
 }
 
-const REQUEST_COLUMNS: (keyof RequestRow)[] = [
-  'id',
-  'action',
-  'params',
-  'context',
-  'urgency',
-  'status',
-  'expires_at',
-  'created_at',
-  'decided_at',
-  'decided_by',
-  'decision_reason',
-  'policy_decision',
-  'confirmed_at',
-  'execution_result',
-  'deadline_at',
-  'escalation_tier',
-  'remind_at',
-  'audit_head_seq',
-  'audit_head_hash',
-];
-const AUDIT_COLUMNS: (keyof AuditRow)[] = [
-  'id',
-  'request_id',
-  'action',
-  'ts',
-  'event',
-  'actor',
-  'actor_key_id',
-  'actor_key_name',
-  'details',
-  'seq',
-  'prev_hash',
-  'hash',
-];
+const REQUEST_COLUMNS = {
+  id: 'text',
+  action: 'text',
+  params: 'text',
+  context: 'text',
+  urgency: 'text',
+  status: 'text',
+  expires_at: 'bigint',
+  created_at: 'bigint',
+  decided_at: 'bigint',
+  decided_by: 'text',
+  decision_reason: 'text',
+  policy_decision: 'text',
+  confirmed_at: 'bigint',
+  execution_result: 'text',
+  deadline_at: 'bigint',
+  escalation_tier: 'integer',
+  remind_at: 'bigint',
+  audit_head_seq: 'integer',
+  audit_head_hash: 'text',
+} as const;
+const AUDIT_COLUMNS = {
+  id: 'text',
+  request_id: 'text',
+  action: 'text',
+  ts: 'bigint',
+  event: 'text',
+  actor: 'text',
+  actor_key_id: 'text',
+  actor_key_name: 'text',
+  details: 'text',
+  seq: 'integer',
+  prev_hash: 'text',
+  hash: 'text',
+} as const;
 const requestInserter = new BulkInserter<GateSchema, 'requests'>('requests', REQUEST_COLUMNS);
 const auditInserter = new BulkInserter<GateSchema, 'audit_entries'>('audit_entries', AUDIT_COLUMNS);
 

@@ -175,22 +175,22 @@ const selectEnabledWebhooks = new PreparedQuery((db: Kysely<GateSchema>, _dialec
   db.selectFrom('webhooks').select(['id', 'url', 'events']).where('enabled', '=', enabled),
 );
 
-const DELIVERY_COLUMNS: (keyof DeliveryRow)[] = [
-  'id',
-  'webhook_id',
-  'kind',
-  'url',
-  'event',
-  'body',
-  'status',
-  'attempts',
-  'next_attempt_at',
-  'claimed_until',
-  'last_error',
-  'response_status',
-  'created_at',
-  'delivered_at',
-];
+const DELIVERY_COLUMNS = {
+  id: 'text',
+  webhook_id: 'text',
+  kind: 'text',
+  url: 'text',
+  event: 'text',
+  body: 'text',
+  status: 'text',
+  attempts: 'integer',
+  next_attempt_at: 'bigint',
+  claimed_until: 'bigint',
+  last_error: 'text',
+  response_status: 'integer',
+  created_at: 'bigint',
+  delivered_at: 'bigint',
+} as const;
 const deliveryInserter = new BulkInserter<GateSchema, 'deliveries'>('deliveries', DELIVERY_COLUMNS);
 
 /**

@@ -1,11 +1,22 @@
-import { BulkInserter, GroupCommitter, canonicalJson, forUpdate, hashBytes, jsonWords, newId, toIso, type DialectName } from '@vigil/platform';
+import {
+  BulkInserter,
+  GroupCommitter,
+  canonicalJson,
+  forUpdate,
+  hashBytes,
+  jsonWords,
+  newId,
+  toIso,
+  type DialectName,
+  type PgColumnType,
+} from '@vigil/platform';
 import { sql, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { AgentRow, EventRow, SessionRow } from './tables.ts';
 import { applyEventToSession, newSessionRow } from './session-state.ts';
 import { chainBrokenError } from '../errors.ts';
 import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts';
-import { deriveColumns, EVENT_DERIVED_COLUMNS } from './derive.ts';
+import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
@@ -179,21 +190,33 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
   };
 }
 
-const EVENT_COLUMNS: (keyof EventRow)[] = [
-  'id',
-  'session_id',
-  'seq',
-  'agent_id',
-  'event_type',
-  'severity',
-  'ts',
-  'payload',
-  'metadata',
-  'prev_hash',
-  'hash',
-  'written_by',
-  ...EVENT_DERIVED_COLUMNS,
-];
+/** Every column of an event row, with its PostgreSQL type (BulkInserter). */
+const EVENT_COLUMNS = {
+  id: 'text',
+  session_id: 'text',
+  seq: 'integer',
+  agent_id: 'text',
+  event_type: 'text',
+  severity: 'text',
+  ts: 'bigint',
+  payload: 'text',
+  metadata: 'text',
+  prev_hash: 'bytea',
+  hash: 'bytea',
+  written_by: 'text',
+  is_error: 'integer',
+  cost_usd: 'double precision',
+  duration_ms: 'double precision',
+  latency_ms: 'double precision',
+  tool_name: 'text',
+  call_id: 'text',
+  provider: 'text',
+  model: 'text',
+  input_tokens: 'bigint',
+  output_tokens: 'bigint',
+  complexity_tier: 'text',
+  finish_reason: 'text',
+} as const satisfies { [Column in keyof EventRow]-?: PgColumnType };
 
 type InsertableEvent = EventRow & Record<string, unknown>;
 const eventInserter = new BulkInserter<ObserveSchema, 'events'>('events', EVENT_COLUMNS, 'id');

@@ -6,16 +6,16 @@ import { sortKey } from './store.ts';
 import { isEmbeddedEvent } from './text.ts';
 
 type QueueInsert = EmbeddingQueueRow & Record<string, unknown>;
-const COLUMNS: (keyof EmbeddingQueueRow)[] = [
-  'source_type',
-  'source_id',
-  'enqueued_at',
-  'attempts',
-  'next_attempt_at',
-  'claimed_until',
-  'last_error',
-  'generation',
-];
+const COLUMNS = {
+  source_type: 'text',
+  source_id: 'text',
+  enqueued_at: 'bigint',
+  attempts: 'integer',
+  next_attempt_at: 'bigint',
+  claimed_until: 'bigint',
+  last_error: 'text',
+  generation: 'integer',
+} as const;
 const eventRows = new BulkInserter<ObserveSchema, 'embedding_queue'>('embedding_queue', COLUMNS);
 
 const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string, now: number): QueueInsert => ({

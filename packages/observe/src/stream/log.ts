@@ -24,15 +24,15 @@ const advanceHead = new PreparedQuery((db: Kysely<ObserveSchema>, _dialect: Dial
     .returning('last_pos'),
 );
 
-const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', [
-  'pos',
-  'session_id',
-  'first_seq',
-  'last_seq',
-  'min_ts',
-  'max_ts',
-  'created_at',
-]);
+const logInserter = new BulkInserter<ObserveSchema, 'stream_log'>('stream_log', {
+  pos: 'bigint',
+  session_id: 'text',
+  first_seq: 'integer',
+  last_seq: 'integer',
+  min_ts: 'bigint',
+  max_ts: 'bigint',
+  created_at: 'bigint',
+});
 
 /** Records the transaction's appends at the next positions (returned); called last in the ingest transaction, to hold the head's lock briefly. */
 export async function appendToStreamLog(
