@@ -5,9 +5,10 @@
  * their own (a load balancer spreads agents, and an agent's batches are its sessions'); then the
  * same with every instance's clients writing the same sessions, the worst case for the session
  * rows' locks; then four instances sent 1,000-event batches, the larger transactions a broker's
- * consumer could write (what a broker would buy, measured before one is built). Printed per run: events/s, CPU per 1,000 events of all observe processes and of all
- * PostgreSQL processes, and how often a PostgreSQL backend of the run waited on a lock (sampled
- * from pg_stat_activity every 20 ms). docs/scale.md turns these into the capacity model.
+ * consumer could write (what a broker would buy, measured before one is built). Printed per run:
+ * events/s, CPU per 1,000 events of all observe processes and of the PostgreSQL backends serving
+ * them, and how often a backend of the run waited on a lock (sampled from pg_stat_activity every
+ * 20 ms). docs/scale.md turns these into the capacity model.
  *
  * BENCH_MULTI_EVENTS (default 100,000) events per run; BENCH_POSTGRES_URL (default the test
  * database); BENCH_MULTI_WAITS=1 also prints what the waiting backends waited on, by statement.
@@ -21,7 +22,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { postgresAnswers } from '@vigil/platform/test-services';
 import { batchBody, CLIENTS, post, TIMESTAMP_TOKEN } from './observe-workload.ts';
-import { createObserveKey, freePort, postgresCpuMs, processCpuMs, vigilCommand, waitForHealth } from './server.ts';
+import { createObserveKey, freePort, postgresBackendsOf, postgresCpuByPid, processCpuMs, vigilCommand, waitForHealth } from './server.ts';
 import { printTable, rate, type Row } from './table.ts';
 
 const URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -131,7 +132,7 @@ async function run(count: number, sharedSessions: boolean, batch: number, signin
     const pids = instances.map((instance) => instance.child.pid!);
     const observeCpu = () => pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
     const cpuBefore = observeCpu();
-    const databaseBefore = postgresCpuMs() ?? 0;
+    const databaseBefore = postgresCpuByPid();
     const started = performance.now();
     const load = Promise.all(
       instances.flatMap((instance, i) =>
@@ -148,11 +149,15 @@ async function run(count: number, sharedSessions: boolean, batch: number, signin
     const waits = await sampleWaits(load);
     await load;
     const seconds = (performance.now() - started) / 1000;
+    // The run's own database work: the backends of the instances' connections (the server may serve others too).
+    const databaseAfter = postgresCpuByPid();
+    const backends = (await Promise.all(pids.map((pid) => postgresBackendsOf(pid, URL)))).flat();
+    const databaseMs = backends.reduce((sum, backend) => sum + (databaseAfter.get(backend) ?? 0) - (databaseBefore.get(backend) ?? 0), 0);
     const events = batches * batch;
     return {
       perSecond: events / seconds,
       observeMsPer1k: (observeCpu() - cpuBefore) / (events / 1000),
-      postgresMsPer1k: ((postgresCpuMs() ?? 0) - databaseBefore) / (events / 1000),
+      postgresMsPer1k: databaseMs / (events / 1000),
       lockWaits: waits.lock,
       anyWaits: waits.any,
     };

@@ -213,6 +213,12 @@ export function postgresCpuByPid(): Map<number, number> {
   return cpu;
 }
 
+/** CPU time (ms) used so far by every process named `postgres` on this machine; null without /proc. */
+export function postgresCpuMs(): number | null {
+  const cpu = postgresCpuByPid();
+  return cpu.size === 0 ? null : [...cpu.values()].reduce((sum, ms) => sum + ms, 0);
+}
+
 /**
  * The PostgreSQL backends serving process `pid`'s connections to `url`'s server on this machine:
  * its TCP sockets (from /proc/<pid>/fd) matched by local port to pg_stat_activity's client_port.
