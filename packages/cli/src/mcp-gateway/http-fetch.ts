@@ -3,7 +3,8 @@
  * instead of the global fetch (undici's), whose per-request work (WHATWG streams, Request and
  * Headers objects, abort plumbing) cost the gateway more CPU per tool call than everything else it
  * does. It covers what the SDK's transport asks of fetch (method, headers, a string body, an
- * abort signal; the answer's status, headers and text), nothing more.
+ * abort signal) and reads of the answer: `status`, `ok`, `statusText`, `headers.get`, `text()` and
+ * `json()` — an object with those members, not a full Response (no body stream is built).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -22,8 +23,12 @@ export function keepAliveFetch(): KeepAliveFetch {
     if (!secure && url.protocol !== 'http:') return Promise.reject(new TypeError(`unsupported protocol ${url.protocol}`));
     const body = init.body;
     if (body !== undefined && body !== null && typeof body !== 'string') return Promise.reject(new TypeError('only a string body is supported'));
-    const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+    const given = init.headers;
+    // The SDK's transport passes a plain record; anything else is read through Headers.
+    const headers: Record<string, string> =
+      given === undefined || (given.constructor === Object && !Array.isArray(given))
+        ? { ...(given as Record<string, string> | undefined) }
+        : Object.fromEntries(new Headers(given).entries());
     if (body !== undefined && body !== null) headers['content-length'] = String(Buffer.byteLength(body));
     const signal = init.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {
@@ -49,13 +54,21 @@ export function keepAliveFetch(): KeepAliveFetch {
         answer.once('end', () => {
           done();
           const status = answer.statusCode ?? 0;
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(answer.headers)) {
-            if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
-          }
-          // A null body where the Response constructor wants one (204, 304).
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve(new Response(status === 204 || status === 304 ? null : text, { status, statusText: answer.statusMessage ?? '', headers: responseHeaders }));
+          const response = {
+            status,
+            ok: status >= 200 && status < 300,
+            statusText: answer.statusMessage ?? '',
+            headers: {
+              get: (name: string): string | null => {
+                const value = answer.headers[name.toLowerCase()];
+                return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+              },
+            },
+            text: () => Promise.resolve(text),
+            json: () => Promise.resolve(JSON.parse(text) as unknown),
+          };
+          resolve(response as unknown as Response);
         });
       });
       request.end(body ?? undefined);
