@@ -180,7 +180,6 @@ export class Gateway {
     const route = this.route(name);
     if (!route) return toolError(`Unknown tool ${name}: the gateway lists its tools as <server>${NAMESPACE_SEPARATOR}<tool>.`);
     const session = this.session(sessionKey, client);
-    const digest = argumentsDigest(args);
     const state = ctx.mcpReq.requestState<ApprovalState>();
     const waitMs = this.config.approval.waitSeconds * 1000;
 
@@ -206,7 +205,7 @@ export class Gateway {
         if (request.status === 'pending' && !canElicitUrl) request = await this.waitForDecision(request, waitMs, ctx.mcpReq.signal);
       } else {
         // The state is authentic and unused (verifyState); it must also be this very call's.
-        if (state.tool !== name || state.argsDigest !== digest) {
+        if (state.tool !== name || state.argsDigest !== argumentsDigest(args)) {
           return toolError('The approval this call carries was given for another tool call (other tool or arguments); the call was not run.');
         }
         request = await this.gate.getRequest(state.requestId);
@@ -238,7 +237,7 @@ export class Gateway {
             `${name} needs a human's approval: open ${url} (request ${request.id}). No decision within ${waitMs / 1000} s; the call was not run.`,
           );
         }
-        const requestState = await this.codec.mint({ requestId: request.id, tool: name, argsDigest: digest, nonce: randomUUID() });
+        const requestState = await this.codec.mint({ requestId: request.id, tool: name, argsDigest: argumentsDigest(args), nonce: randomUUID() });
         return inputRequired({
           inputRequests: { approval: inputRequired.elicitUrl({ message: `Vigil: approve or deny ${name} (request ${request.id})`, url }) },
           requestState,
