@@ -10,12 +10,16 @@
  *
  * 2. What `vigil mcp-gateway` adds to an allowed tool call (target: ≤ 3 ms p95 over calling the
  * upstream directly). One MCP SDK client calls server-everything's `echo` over stdio directly, and
- * another the same tool through the gateway (the `vigil mcp-gateway` process over stdio, its
- * upstream the same server), taken in turn; a real gate (a policy approves `echo`) and observe
- * (every call recorded) in their own processes. The gate's decision is one round trip on the
- * call's path (POST /api/requests with `redeem: true`), so beside it that POST's own latency,
- * measured alone in the same rounds. BENCH_MCP_GATEWAY_CALLS calls each (default 1,000, after 100
- * warm-up rounds).
+ * another the same tool through the gateway (`node packages/cli/bin/vigil.mjs mcp-gateway`, as the
+ * guide configures clients to start it, over stdio; its upstream the same server), taken in turn;
+ * a real gate (a policy approves `echo`) and observe (every call recorded) in their own
+ * processes. The gate's decision is one round trip on the call's path (POST /api/requests with
+ * `redeem: true`), so beside it that POST's own latency, measured alone in the same rounds with the
+ * gateway's HTTP client (it follows the gateway's call, so it shares the gate with that call's
+ * confirmation). And the CPU each process spends per call (/proc): the gateway's own, the gate's
+ * per round (the gateway's POST and confirmation, and the POST alone), observe's.
+ * BENCH_MCP_GATEWAY_CALLS calls each (default 1,000, after 100 warm-up rounds);
+ * BENCH_SERVER_PROFILE=<dir> profiles the gateway (server.ts serverProfiling).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,8 +28,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { keepAliveFetch } from '../packages/cli/src/mcp-gateway/http-fetch.ts';
 import { GateClient } from '../packages/sdk/src/index.ts';
-import { createObserveKey, freePort, startObserve, stopServer, vigilCommand, waitForHealth } from './server.ts';
+import { createObserveKey, freePort, processCpuMs, serverProfiling, startObserve, stopServer, vigilCommand, waitForHealth } from './server.ts';
 import { checked, percentile, printTable, type Row } from './table.ts';
 
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 2_000);
@@ -99,7 +104,7 @@ async function startGate() {
   });
   const base = `http://127.0.0.1:${port}`;
   await waitForHealth(base, child, '/health');
-  return { base, stop: () => stopServer(child, dataDir, schema) };
+  return { base, pid: child.pid, stop: () => stopServer(child, dataDir, schema) };
 }
 
 const sorted = (samples: number[]): number[] => samples.sort((x, y) => x - y);
@@ -113,7 +118,8 @@ try {
   const admin = new GateClient({ baseUrl: gateServer.base, apiKey: GATE_ADMIN_KEY });
   await admin.createPolicy({ name: 'echo is fine', priority: 10, rules: [{ match: { action: 'echo' }, decision: 'auto_approve' }] });
   const gatewayKey = (await admin.createApiKey({ name: 'mcp-gateway', scopes: ['request:create', 'request:read'], rateLimit: null })).key;
-  const gate = new GateClient({ baseUrl: gateServer.base, apiKey: gatewayKey });
+  const http = keepAliveFetch();
+  const gate = new GateClient({ baseUrl: gateServer.base, apiKey: gatewayKey, fetch: http.fetch });
   const everything = join(
     dirname(createRequire(join(process.cwd(), 'packages/cli/package.json')).resolve('@modelcontextprotocol/server-everything/package.json')),
     'dist/index.js',
@@ -128,17 +134,21 @@ try {
       agentId: 'bench-mcp-gateway',
     }),
   );
-  const connect = async (name: string, command: string, args: string[]): Promise<Client> => {
+  const connect = async (name: string, args: string[]): Promise<{ client: Client; pid: number | null }> => {
     const client = new Client({ name, version: '1.0.0' });
     clients.push(client);
-    await client.connect(
-      new StdioClientTransport({ command, args, env: { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn' }, stderr: 'inherit' }),
-    );
-    return client;
+    const env = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn' };
+    const transport = new StdioClientTransport({ command: process.execPath, args, env, stderr: 'inherit' });
+    await client.connect(transport);
+    return { client, pid: transport.pid };
   };
-  const direct = await connect('bench-direct', process.execPath, [everything, 'stdio']);
-  const [node, ...gatewayArgs] = [process.execPath, ...vigilCommand('mcp-gateway', '--config', config)];
-  const throughGateway = await connect('bench-gateway', node!, gatewayArgs);
+  const { client: direct } = await connect('bench-direct', [everything, 'stdio']);
+  vigilCommand(); // the CLI built before it starts
+  const gateway = await connect('bench-gateway', [...serverProfiling().nodeFlags, 'packages/cli/bin/vigil.mjs', 'mcp-gateway', '--config', config]);
+  const throughGateway = gateway.client;
+  const cpu = (): Array<number | null> =>
+    [gateway.pid, gateServer.pid, gatewayObserve.child.pid].map((pid) => (pid === null || pid === undefined ? null : processCpuMs(pid)));
+  let cpuStart = cpu();
 
   const times = { direct: [] as number[], gateway: [] as number[], post: [] as number[] };
   const echo = async (client: Client, message: string): Promise<number> => {
@@ -149,6 +159,7 @@ try {
     return ms;
   };
   for (let i = 0; i < GATEWAY_WARM_UP + GATEWAY_CALLS; i++) {
+    if (i === GATEWAY_WARM_UP) cpuStart = cpu();
     const message = `bench ${i}`;
     const directMs = await echo(direct, message);
     const gatewayMs = await echo(throughGateway, message);
@@ -161,6 +172,8 @@ try {
       times.post.push(postMs);
     }
   }
+  const perCall = cpu().map((end, p) => (end === null || cpuStart[p] === null ? 'n/a' : `${((end - cpuStart[p]!) / GATEWAY_CALLS).toFixed(2)} ms`));
+  http.close();
   const [directTimes, gatewayTimes, postTimes] = [sorted(times.direct), sorted(times.gateway), sorted(times.post)];
   const added = percentile(gatewayTimes, 95) - percentile(directTimes, 95);
   const beyondDecision = added - percentile(postTimes, 95);
@@ -175,6 +188,8 @@ try {
       '',
       `${beyondDecision.toFixed(2)} ms; ${beyondAtMedian.toFixed(2)} ms`,
     ],
+    ["CPU per call: the gateway process's own (all its threads)", '', perCall[0]!],
+    ["CPU per round: the gate's (the gateway's POST and confirmation, the POST alone); observe's (the call's events)", '', `${perCall[1]}; ${perCall[2]}`],
   ]);
 } finally {
   for (const client of clients) await client.close().catch(() => undefined);

@@ -266,6 +266,48 @@ for (const database of ['sqlite', 'postgres'] as const) {
       assert.equal(existsSync(refused), false, 'a call denied by a human never runs');
     });
 
+    test(
+      'an allowed call answered, then the gateway stopped at once: its records and the gate confirmation all arrive, in order, timed when they happened',
+      { skip },
+      async () => {
+        const gateway = new Gateway(configFor());
+        const server = await serveGatewayHttp(gateway, { port: 0 });
+        const client = modernClient('records-client', () => approver);
+        await client.connect(new ModernHttpTransport(new URL(server.url)));
+        const message = `recorded off the path ${Date.now()}`;
+        const answer = textOf(await client.callTool({ name: 'everything__echo', arguments: { message } }));
+        const answeredAt = Date.now();
+        assert.equal(answer.isError, false, answer.text);
+        assert.match(answer.text, new RegExp(message));
+        // Recording and confirming are left to after the answer: stopping now must still deliver them.
+        await client.close();
+        await server.close();
+        await gateway.close();
+
+        const [requested] = await events('approval_requested', 1, (e) => e.payload.params?.message === message);
+        const requestId: string = requested.payload.requestId;
+        const ofCall = (e: any): boolean =>
+          e.payload.requestId === requestId || e.payload.data?.requestId === requestId || e.metadata?.approvalRequestId === requestId;
+        const records = await events('approval_requested,custom,tool_call,tool_response', 4, ofCall);
+        assert.deepEqual(
+          records.map((e) => (e.eventType === 'custom' ? e.payload.type : e.eventType)),
+          ['approval_requested', 'approval_redeemed', 'tool_call', 'tool_response'],
+        );
+        assert.ok(records.every((e) => e.sessionId === requested.sessionId));
+        const times = records.map((e) => Date.parse(e.timestamp));
+        assert.deepEqual(
+          [...times].sort((x, y) => x - y),
+          times,
+        );
+        assert.ok(times.at(-1)! <= answeredAt, 'each record carries the time it happened, not the time it was sent');
+        const request = await admin.getRequest(requestId);
+        assert.equal(request.status, 'approved');
+        assert.notEqual(request.confirmedAt, null, 'the gate was told the call ran');
+        const trail = (await admin.getAudit(requestId)).map((entry) => entry.event);
+        assert.equal(trail.filter((event) => event === 'redeemed').length, 1, trail.join(', '));
+      },
+    );
+
     test('a client without URL-mode elicitation: the call waits for the decision, or answers the page to open', { skip }, async () => {
       const { server } = await httpGateway(configFor({ approval: { waitSeconds: 3, expiresInSeconds: 60 } }));
       const client = new Client({ name: 'plain-client', version: '1.0.0' });

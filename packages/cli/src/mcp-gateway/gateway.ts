@@ -22,6 +22,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { ApprovalTimeoutError, GateClient, ObserveClient, redeemOutcome, VigilApiError, type ApprovalRequest, type VigilSession } from '@vigil/sdk';
 import type { GatewayConfig } from './config.ts';
+import { keepAliveFetch, type KeepAliveFetch } from './http-fetch.ts';
 import { Upstream, UpstreamError } from './upstreams.ts';
 
 const { version: VIGIL_VERSION } = createRequire(import.meta.url)('../../../../package.json') as { version: string };
@@ -77,6 +78,8 @@ export class Gateway {
   /** Confirmations sent after the call answered (awaited on close). */
   private readonly confirming = new Set<Promise<void>>();
   private readonly stateTtlSeconds: number;
+  /** The gate's and observe's connections, kept alive between calls. */
+  private readonly http: KeepAliveFetch = keepAliveFetch();
 
   constructor(readonly config: GatewayConfig) {
     const serviceMs = config.timeouts.serviceSeconds * 1000;
@@ -84,9 +87,11 @@ export class Gateway {
       baseUrl: config.gate.url,
       apiKey: config.gate.apiKey,
       timeoutMs: serviceMs,
+      fetch: this.http.fetch,
       ...(config.gate.publicKey !== undefined && { receiptPublicKey: config.gate.publicKey }),
     });
-    this.observe = config.observe && new ObserveClient({ baseUrl: config.observe.url, apiKey: config.observe.apiKey, timeoutMs: serviceMs });
+    this.observe =
+      config.observe && new ObserveClient({ baseUrl: config.observe.url, apiKey: config.observe.apiKey, timeoutMs: serviceMs, fetch: this.http.fetch });
     const clientInfo = { name: 'vigil-mcp-gateway', version: VIGIL_VERSION };
     const timeouts = { connectMs: config.timeouts.connectSeconds * 1000, callMs: config.timeouts.callSeconds * 1000 };
     for (const [name, upstream] of Object.entries(config.upstreams)) this.upstreams.set(name, new Upstream(name, upstream, timeouts, clientInfo));
@@ -139,6 +144,7 @@ export class Gateway {
   }
 
   async endSession(key: string): Promise<void> {
+    await this.recorded();
     const session = this.sessions.get(key);
     this.sessions.delete(key);
     await session?.end().catch(() => undefined);
@@ -174,7 +180,6 @@ export class Gateway {
     const route = this.route(name);
     if (!route) return toolError(`Unknown tool ${name}: the gateway lists its tools as <server>${NAMESPACE_SEPARATOR}<tool>.`);
     const session = this.session(sessionKey, client);
-    const digest = argumentsDigest(args);
     const state = ctx.mcpReq.requestState<ApprovalState>();
     const waitMs = this.config.approval.waitSeconds * 1000;
 
@@ -196,11 +201,11 @@ export class Gateway {
           // A policy approval at once comes redeemed for this client: no second round trip before the call.
           redeem: true,
         });
-        session?.event('approval_requested', { requestId: request.id, action: name, params: args, urgency: request.urgency });
+        this.record(session, 'approval_requested', { requestId: request.id, action: name, params: args, urgency: request.urgency });
         if (request.status === 'pending' && !canElicitUrl) request = await this.waitForDecision(request, waitMs, ctx.mcpReq.signal);
       } else {
         // The state is authentic and unused (verifyState); it must also be this very call's.
-        if (state.tool !== name || state.argsDigest !== digest) {
+        if (state.tool !== name || state.argsDigest !== argumentsDigest(args)) {
           return toolError('The approval this call carries was given for another tool call (other tool or arguments); the call was not run.');
         }
         request = await this.gate.getRequest(state.requestId);
@@ -232,7 +237,7 @@ export class Gateway {
             `${name} needs a human's approval: open ${url} (request ${request.id}). No decision within ${waitMs / 1000} s; the call was not run.`,
           );
         }
-        const requestState = await this.codec.mint({ requestId: request.id, tool: name, argsDigest: digest, nonce: randomUUID() });
+        const requestState = await this.codec.mint({ requestId: request.id, tool: name, argsDigest: argumentsDigest(args), nonce: randomUUID() });
         return inputRequired({
           inputRequests: { approval: inputRequired.elicitUrl({ message: `Vigil: approve or deny ${name} (request ${request.id})`, url }) },
           requestState,
@@ -253,7 +258,8 @@ export class Gateway {
 
   private recordDecision(session: VigilSession | undefined, request: ApprovalRequest, action: string): void {
     const type = request.status === 'approved' ? 'approval_granted' : request.status === 'denied' ? 'approval_denied' : 'approval_expired';
-    session?.event(
+    this.record(
+      session,
       type,
       { requestId: request.id, action, decidedBy: request.decidedBy ?? 'system', ...(request.decisionReason !== null && { reason: request.decisionReason }) },
       request.status === 'approved' ? {} : { severity: 'warn' },
@@ -275,39 +281,67 @@ export class Gateway {
     signal: AbortSignal,
   ): Promise<CallToolResult> {
     try {
-      await redeemOutcome(this.gate, { ...request, approved: true }, name, args, session);
+      // Without the session: its approval_redeemed event is recorded below, off the call's path.
+      await redeemOutcome(this.gate, { ...request, approved: true }, name, args, undefined);
     } catch (error) {
       return toolError(`${(error as Error).message}.`);
     }
+    if (request.context.recordedByAgent === true) this.record(session, 'custom', { type: 'approval_redeemed', data: { requestId: request.id, action: name } });
     const callId = randomUUID();
     const linked = { metadata: { approvalRequestId: request.id } };
-    session?.event('tool_call', { toolName: name, callId, arguments: args, serverName: route.upstream.name }, linked);
+    this.record(session, 'tool_call', { toolName: name, callId, arguments: args, serverName: route.upstream.name }, linked);
     const started = performance.now();
     let result: CallToolResult;
     try {
       result = await route.upstream.callTool(route.tool, args, signal);
     } catch (error) {
       const message = error instanceof UpstreamError ? error.message : `upstream call failed: ${(error as Error).message}`;
-      session?.event('tool_error', { toolName: name, callId, error: message, durationMs: performance.now() - started }, { ...linked, severity: 'error' });
+      this.record(session, 'tool_error', { toolName: name, callId, error: message, durationMs: performance.now() - started }, { ...linked, severity: 'error' });
       this.confirm(request.id, { ok: false, error: message });
       return toolError(message);
     }
     const durationMs = performance.now() - started;
     if (result.isError) {
       const text = result.content?.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('\n') ?? '';
-      session?.event('tool_error', { toolName: name, callId, error: text || 'the tool answered an error', durationMs }, { ...linked, severity: 'error' });
+      this.record(session, 'tool_error', { toolName: name, callId, error: text || 'the tool answered an error', durationMs }, { ...linked, severity: 'error' });
     } else {
-      session?.event('tool_response', { toolName: name, callId, result: result.structuredContent ?? result.content, durationMs }, linked);
+      this.record(session, 'tool_response', { toolName: name, callId, result: result.structuredContent ?? result.content, durationMs }, linked);
     }
     this.confirm(request.id, { ok: !result.isError });
     return result;
   }
 
-  /** Tells the gate the call ran, off the client's path: the answer does not wait for it, close() does. */
+  /**
+   * Records an event of the call in its observe session off the client's path: taken now (its
+   * time, and its place in the session's order), handed to the session's queue once the current
+   * work is done (setImmediate: the request to the upstream sent, or the answer to the client
+   * written), so that neither the event's serialization nor a batch it completes delays the call.
+   */
+  private record(session: VigilSession | undefined, ...[type, payload, options]: Parameters<VigilSession['event']>): void {
+    if (!session) return;
+    const timestamp = new Date();
+    setImmediate(() => {
+      try {
+        session.event(type, payload, { ...options, timestamp });
+      } catch (error) {
+        process.stderr.write(`vigil mcp-gateway: could not record ${type}: ${(error as Error).message}\n`);
+      }
+    });
+  }
+
+  /** Resolves once the records handed to setImmediate so far are in their session's queue. */
+  private recorded(): Promise<void> {
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * Tells the gate the call ran, off the client's path: sent once the answer to the client is
+   * written (setImmediate), never waited for by the call; close() waits for it.
+   */
   private confirm(id: string, result: Record<string, unknown>): void {
     // The call has run: a failed confirmation must not turn its answer into an error.
-    const sent = this.gate
-      .confirm(id, result)
+    const sent = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.gate.confirm(id, result))
       .then(() => undefined)
       .catch((error: unknown) => void process.stderr.write(`vigil mcp-gateway: could not confirm request ${id}: ${errorText(error)}\n`))
       .finally(() => this.confirming.delete(sent));
@@ -349,5 +383,6 @@ export class Gateway {
     await Promise.all([...this.sessions.keys()].map((key) => this.endSession(key)));
     await Promise.all([...this.upstreams.values()].map((upstream) => upstream.close()));
     await this.observe?.close({ timeoutMs: 5000 });
+    this.http.close();
   }
 }
