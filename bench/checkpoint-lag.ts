@@ -10,6 +10,7 @@
  * BENCH_LAG_SECONDS (default 20). PostgreSQL: DATABASE_URL, else BENCH_POSTGRES_URL (default the
  * test server); the row says so when none answers.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import pg from 'pg';
 import { postgresAnswers } from '@vigil/platform/test-services';
 import { batchBody, CLIENTS, TIMESTAMP_TOKEN } from './observe-workload.ts';
@@ -36,7 +37,9 @@ async function main(): Promise<void> {
     return;
   }
   const schema = `bench_checkpoint_lag_${process.pid}`;
-  const env = { DATABASE_URL: url, OBSERVE_DB_SCHEMA: schema };
+  // One signing key for both, as docs/deploy.md asks of several instances.
+  const signingKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const env = { DATABASE_URL: url, OBSERVE_DB_SCHEMA: schema, AUDIT_SIGNING_KEY: signingKey };
   const servers: BenchObserve[] = [];
   try {
     servers.push(await startObserve('checkpoint-lag-a', { env }));
