@@ -157,6 +157,8 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
       {
         id: newId(),
         session_id: event.sessionId,
+        // Set from the session row under its lock (appendPrepared).
+        session_start: 0,
         agent_id: event.agentId,
         event_type: event.eventType,
         severity,
@@ -182,6 +184,7 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
 const EVENT_COLUMNS: (keyof EventRow)[] = [
   'id',
   'session_id',
+  'session_start',
   'seq',
   'agent_id',
   'event_type',
@@ -436,6 +439,7 @@ async function appendPrepared(
       );
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
+      event.row.session_start = session.session_start;
       event.row.prev_hash = prevHash === null ? null : (lastHashBytes.get(session.id) ?? hashBytes(prevHash));
       event.row.hash = hashBytes(hash);
       lastHashBytes.set(session.id, event.row.hash);
