@@ -36,10 +36,10 @@ export interface UnconfirmedSession {
 async function unconfirmedExpiry(
   trx: Transaction<ObserveSchema>,
   sealer: EventSealer,
-  session: { id: string; last_event_at: number },
+  session: { id: string; last_event_at: number; session_start: number },
   cutoff: number,
 ): Promise<string | null> {
-  const stored = await sessionLoggedRowsQuery(trx, session.id)
+  const stored = await sessionLoggedRowsQuery(trx, session.id, session.session_start)
     .clearOrderBy()
     .orderBy('events.ts', 'desc')
     .orderBy('events.seq', 'desc')
@@ -92,7 +92,7 @@ export async function applyRetention(
       const holds = await holdsInForce(trx);
       let candidates = trx
         .selectFrom('sessions')
-        .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at'])
+        .select(['id', 'last_seq', 'last_hash', 'event_count', 'last_event_at', 'session_start'])
         .where('last_event_at', '<', cutoff)
         // A session under a legal hold in force by the change log (its own, its agent's, a subject's of its events) is kept.
         .where(notHeldSession(holds))
