@@ -78,6 +78,7 @@ export {
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { type EventWriter, firstWriterMismatch, keyWriter, SERVER_WRITER, writerLeafBody } from './writer.ts';
 export { eventsMigrations } from './migrations.ts';
+export { eventPartitions, eventsPartitioned } from './partitions.ts';
 export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';
 export {
   type EventDerivedRow,
@@ -125,7 +126,8 @@ export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events',
     intervalMs: PARTITION_JOB_INTERVAL_MS,
     run: async (now) => {
       if (!(await eventsPartitioned(context.database.db, context.database.dialect))) return;
-      const behind = Math.max(context.config.retentionDays * DAY_MS, PARTITION_WEEKS_BEHIND * PARTITION_WEEK_MS);
+      // As far back as sessions are kept (weeks past it would only be dropped again by retention).
+      const behind = context.config.retentionDays > 0 ? context.config.retentionDays * DAY_MS : PARTITION_WEEKS_BEHIND * PARTITION_WEEK_MS;
       const created = await createPartitionsAhead(context.database.db, now, behind);
       if (created.length > 0) app.log.info({ partitions: created }, 'created events partitions');
     },

@@ -136,3 +136,64 @@ await describeEachDatabase('events partitioned by session start', (backend) => {
     assert.deepEqual(bounded, [weekPartitionName(from), weekPartitionName(from + 7 * DAY)]);
   });
 });
+
+await describeEachDatabase('retention by partition', (backend) => {
+  let observe: TestObserve;
+  const db = () => observe.service.context.database.db;
+  before(async () => {
+    observe = await startTestObserve(backend);
+  });
+  after(() => observe.close());
+
+  test('a week whose every session expired is dropped whole with a tombstone each; a week with a live or held session goes by row deletes', async () => {
+    // TEST_NOW is Sunday 2026-11-22; with 7 days kept the cutoff is Sunday 2026-11-15 10:00.
+    await ingest(observe, [...session('gone-a', 27 * 24 * 60), ...session('gone-b', 27 * 24 * 60 - 90)]);
+    await ingest(observe, [...session('row-deleted', 20 * 24 * 60), ...session('long-lived', 20 * 24 * 60 - 30, 3)]);
+    await ingest(observe, session('held', 34 * 24 * 60));
+    await ingest(observe, session('recent', 60));
+    // The long-lived session's newest event is recent: its week cannot be dropped.
+    await ingest(observe, [{ sessionId: 'long-lived', agentId: 'agent-long-lived', eventType: 'custom', timestamp: ago(5), payload: { type: 'x', data: {} } }]);
+    const hold = await observe.call({ method: 'POST', url: '/api/holds', payload: { scope: 'session', targetId: 'held', reason: 'matter 7' } });
+    assert.equal(hold.statusCode, 201, hold.body);
+    if (backend.kind === 'postgres') await observe.service.jobs.eventPartitions.tick();
+    const before = backend.kind === 'postgres' ? (await eventPartitions(db())).map((partition) => partition.name) : [];
+    const heads = new Map<string, { last_seq: number; last_hash: string | null }>();
+    for (const row of await db().selectFrom('sessions').select(['id', 'last_seq', 'last_hash']).execute()) heads.set(row.id, row);
+    const stats = (await observe.call({ method: 'GET', url: '/api/stats' })).json() as { totalEvents: number; totalSessions: number };
+
+    assert.equal((await observe.call({ method: 'PUT', url: '/api/config', payload: { retentionDays: 7 } })).statusCode, 200);
+    assert.equal(await observe.service.jobs.retention.tick(), true);
+
+    const remaining = (await db().selectFrom('sessions').select('id').orderBy('id').execute()).map((row) => row.id);
+    assert.deepEqual(remaining, ['held', 'long-lived', 'recent']);
+    const tombstones = await db().selectFrom('audit_tombstones').select('body').execute();
+    const bodies = tombstones.map(
+      (row) => JSON.parse(row.body) as { sessionId: string; headSeq: number; headHash: string; eventCount: number; reason: string },
+    );
+    assert.deepEqual(bodies.map((body) => body.sessionId).sort(), ['gone-a', 'gone-b', 'row-deleted']);
+    for (const body of bodies) {
+      assert.equal(body.reason, 'retention');
+      assert.equal(body.eventCount, 6);
+      assert.equal(body.headSeq, heads.get(body.sessionId)!.last_seq);
+      assert.equal(body.headHash, heads.get(body.sessionId)!.last_hash);
+    }
+    assert.equal((await db().selectFrom('events').select('id').where('session_id', 'in', ['gone-a', 'gone-b', 'row-deleted']).execute()).length, 0);
+    const after = (await observe.call({ method: 'GET', url: '/api/stats' })).json() as { totalEvents: number; totalSessions: number };
+    assert.equal(after.totalEvents, stats.totalEvents - 18);
+    assert.equal(after.totalSessions, stats.totalSessions - 3);
+    for (const sessionId of remaining) {
+      const verify = (await observe.call({ method: 'GET', url: `/api/audit/verify?sessionId=${sessionId}` })).json() as { valid: boolean };
+      assert.equal(verify.valid, true, sessionId);
+    }
+    assert.equal((await observe.call({ method: 'POST', url: '/api/audit/checkpoint' })).statusCode, 201);
+    if (backend.kind === 'postgres') {
+      const kept = new Set((await eventPartitions(db())).map((partition) => partition.name));
+      const dropped = before.filter((name) => !kept.has(name));
+      // gone-a's and gone-b's week, and the empty weeks before the cutoff; not the held session's week nor the long-lived one's.
+      assert.ok(dropped.includes(weekPartitionName(weekStart(TEST_NOW - 27 * DAY))), dropped.join());
+      assert.ok(!dropped.includes(weekPartitionName(weekStart(TEST_NOW - 34 * DAY))), dropped.join());
+      assert.ok(!dropped.includes(weekPartitionName(weekStart(TEST_NOW - 20 * DAY))), dropped.join());
+      assert.ok(dropped.every((name) => name.startsWith('events_w')));
+    }
+  });
+});
