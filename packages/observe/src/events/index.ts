@@ -112,7 +112,7 @@ export interface EventsJobs {
   partitions: PeriodicJob;
 }
 
-export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events', ({ app, context, job }) => {
+export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events', ({ app, context, job, runJobs }) => {
   registerEventRoutes(app, context);
   const idempotencyKeys = job({
     name: 'observe.idempotency-keys',
@@ -132,5 +132,7 @@ export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events',
       if (created.length > 0) app.log.info({ partitions: created }, 'created events partitions');
     },
   });
+  // Once at start too, not an hour later: until its week exists a new session lands in the default partition.
+  if (runJobs) void partitions.tick();
   return { idempotencyKeys, partitions };
 });
