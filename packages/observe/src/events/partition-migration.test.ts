@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
-import { sql, type Kysely } from 'kysely';
-import type { ObserveSchema } from '../schema.ts';
-import { ago, ingest, startTestObserve, type TestObserve } from '../testing.ts';
+import { sql } from 'kysely';
+import { ago, backToBefore0044, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { eventPartitions, eventsPartitioned } from './partitions.ts';
 
 /** A session of tool calls, answers and LLM answers starting `minutesAgo` before TEST_NOW. */
@@ -75,37 +74,6 @@ async function answers(observe: TestObserve): Promise<Map<string, string>> {
   return bodies;
 }
 
-/**
- * Puts the database back as migration 0043 left it: an unpartitioned events table with its
- * primary key and indexes (their definitions read from the partitioned table) and no
- * session_start anywhere, and 0044 not recorded.
- */
-async function unpartition(db: Kysely<ObserveSchema>, postgres: boolean): Promise<void> {
-  await sql`drop index sessions_session_start`.execute(db);
-  await sql`alter table sessions drop column session_start`.execute(db);
-  if (postgres) {
-    const { rows: indexes } = await sql<{ definition: string }>`select pg_get_indexdef(x.indexrelid) as definition
-      from pg_index x where x.indrelid = to_regclass(current_schema() || '.events')`.execute(db);
-    const { rows: columns } = await sql<{ name: string }>`select column_name as name from information_schema.columns
-      where table_schema = current_schema() and table_name = 'events' and column_name <> 'session_start' order by ordinal_position`.execute(db);
-    const list = sql.join(columns.map((column) => sql.ref(column.name)));
-    await sql`create table events_flat (like events including defaults)`.execute(db);
-    await sql`alter table events_flat drop column session_start`.execute(db);
-    await sql`insert into events_flat (${list}) select ${list} from events order by session_id, seq`.execute(db);
-    await sql`drop table events`.execute(db);
-    await sql`alter table events_flat rename to events`.execute(db);
-    await sql`alter table events add primary key (id)`.execute(db);
-    await sql`alter table events set (autovacuum_vacuum_scale_factor = 0.02)`.execute(db);
-    for (const index of indexes) await sql.raw(index.definition.replace(' ON ONLY ', ' ON ')).execute(db);
-  } else {
-    await sql`alter table events drop column session_start`.execute(db);
-  }
-  await db
-    .deleteFrom('schema_migrations' as never)
-    .where('name' as never, '=', '0044_event_partitions' as never)
-    .execute();
-}
-
 await describeEachDatabase('migration 0044 of an existing database', (backend) => {
   test('every answer is byte-identical before and after; the old sessions keep growing in place and retention still removes them', async () => {
     let observe: TestObserve = await startTestObserve(backend);
@@ -129,7 +97,7 @@ await describeEachDatabase('migration 0044 of an existing database', (backend) =
     observe = await reopen();
     const before = await answers(observe);
     // ...and of one started on the same rows put back unpartitioned, as 0043 left them (0044 applies as it starts).
-    await unpartition(db(), postgres);
+    await backToBefore0044(db(), backend.kind);
     await observe.close();
     observe = await reopen();
     assert.equal(await eventsPartitioned(db(), backend.kind), postgres);
