@@ -69,6 +69,8 @@ export interface ObserveService {
     reflectState: PeriodicJob;
     /** Deletes Idempotency-Key rows older than 24 hours (events/idempotency.ts). */
     idempotencyKeys: PeriodicJob;
+    /** Creates the events partitions ahead on PostgreSQL (events/partitions.ts). */
+    eventPartitions: PeriodicJob;
     /** Indexes the data subjects of events stored before the subject index existed (erasure/backfill.ts). */
     subjectIndexBackfill: PeriodicJob;
     /** Finishes destructions of data keys an erasure committed and did not destroy (the process died in between). */
@@ -196,7 +198,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
   await features.register(systemFeature);
   await features.register(mcpFeature);
   await features.register(keysFeature);
-  const idempotencyKeys = await features.register(eventsFeature);
+  const { idempotencyKeys, partitions: eventPartitions } = await features.register(eventsFeature);
   await features.register(otelFeature);
   await features.register(webhookIngestFeature);
   await features.register(sessionsFeature);
@@ -241,6 +243,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
       guardrails: guardrails.sweep,
       reflectState,
       idempotencyKeys,
+      eventPartitions,
       subjectIndexBackfill,
       dataKeyDestruction,
     },

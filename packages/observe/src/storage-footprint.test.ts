@@ -4,11 +4,13 @@ import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion, 
 import { describeEachDatabase, expectedHeadsLeaf, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { observeMigrations } from './migrations.ts';
-import { ago, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
+import { ago, backToBefore0044, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
 
 /** The schema as it was before 0020: reflect's full tool-call index and, on SQLite, the leaves keyed by a bigint column beside the rowid. */
 async function backToBefore0020(observe: TestObserve): Promise<void> {
   const { db, dialect } = observe.service.context.database;
+  // 0020 altered the events table as it was then: unpartitioned (0044 runs again after it).
+  await backToBefore0044(db, dialect);
   await db.schema.dropIndex('events_tool_calls').execute();
   await db.schema
     .createIndex('events_type_session_seq')
@@ -67,7 +69,8 @@ await describeEachDatabase('migration 0020: storage footprint', (backend) => {
           indexdef: string;
         }>`select indexdef from pg_indexes where schemaname = current_schema() and indexname = 'events_tool_calls'`.execute(db);
         assert.match(index.rows[0]?.indexdef ?? '', /WHERE \(event_type = 'tool_call'::text\)/);
-        const options = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class where oid = 'events'::regclass`.execute(db);
+        // The table 0020 tuned is the legacy partition since 0044 (the job gives each week partition the same setting).
+        const options = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class where oid = 'events_legacy'::regclass`.execute(db);
         assert.deepEqual(options.rows[0]?.reloptions, ['autovacuum_vacuum_scale_factor=0.02']);
       }
 

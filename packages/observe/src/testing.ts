@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { hashBytes, hashHex, ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { buildObserveService, type ObserveOptions, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import { observeErrors } from './errors.ts';
 import { alertSessionId } from './alerts/index.ts';
 import { chainHashOfCanonical } from './events/index.ts';
-import type { ObserveDatabase } from './schema.ts';
+import type { ObserveDatabase, ObserveSchema } from './schema.ts';
 import type { EventRow } from './events/index.ts';
 
 // Internals the cross-service tests of packages/cli drive directly (migrations under concurrency, alert ticks).
@@ -272,4 +272,35 @@ export async function everyTableText(observe: TestObserve): Promise<Map<string, 
     }
   }
   return texts;
+}
+
+/**
+ * Puts the database back as migration 0043 left it: an unpartitioned events table with its
+ * primary key and indexes (their definitions read from the partitioned table) and no
+ * session_start anywhere, and 0044 not recorded (tests of a migration of an existing database).
+ */
+export async function backToBefore0044(db: Kysely<ObserveSchema>, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  await sql`drop index sessions_session_start`.execute(db);
+  await sql`alter table sessions drop column session_start`.execute(db);
+  if (dialect === 'postgres') {
+    const { rows: indexes } = await sql<{ definition: string }>`select pg_get_indexdef(x.indexrelid) as definition
+      from pg_index x where x.indrelid = to_regclass(current_schema() || '.events')`.execute(db);
+    const { rows: columns } = await sql<{ name: string }>`select column_name as name from information_schema.columns
+      where table_schema = current_schema() and table_name = 'events' and column_name <> 'session_start' order by ordinal_position`.execute(db);
+    const list = sql.join(columns.map((column) => sql.ref(column.name)));
+    await sql`create table events_flat (like events including defaults)`.execute(db);
+    await sql`alter table events_flat drop column session_start`.execute(db);
+    await sql`insert into events_flat (${list}) select ${list} from events order by session_id, seq`.execute(db);
+    await sql`drop table events`.execute(db);
+    await sql`alter table events_flat rename to events`.execute(db);
+    await sql`alter table events add primary key (id)`.execute(db);
+    await sql`alter table events set (autovacuum_vacuum_scale_factor = 0.02)`.execute(db);
+    for (const index of indexes) await sql.raw(index.definition.replace(' ON ONLY ', ' ON ')).execute(db);
+  } else {
+    await sql`alter table events drop column session_start`.execute(db);
+  }
+  await db
+    .deleteFrom('schema_migrations' as never)
+    .where('name' as never, '=', '0044_event_partitions' as never)
+    .execute();
 }

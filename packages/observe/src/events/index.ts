@@ -13,9 +13,10 @@
 // - one batch's own write, first in its transaction (AppendOptions.inTransaction): otel (the
 //   otel_spans rows that make a resent span a no-op); or once its events are chained
 //   (AppendOptions.afterAppend): ingest's Idempotency-Key row with the answer (idempotency.ts)
-import { defineFeature, type PeriodicJob } from '@vigil/platform';
+import { DAY_MS, defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
 import { deleteExpiredKeys, IDEMPOTENCY_SWEEP_INTERVAL_MS } from './idempotency.ts';
+import { createPartitionsAhead, eventsPartitioned, PARTITION_WEEK_MS, PARTITION_WEEKS_BEHIND } from './partitions.ts';
 import { registerEventRoutes } from './routes.ts';
 
 export {
@@ -77,6 +78,7 @@ export {
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { type EventWriter, firstWriterMismatch, keyWriter, SERVER_WRITER, writerLeafBody } from './writer.ts';
 export { eventsMigrations } from './migrations.ts';
+export { eventPartitions, eventsPartitioned } from './partitions.ts';
 export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';
 export {
   type EventDerivedRow,
@@ -99,14 +101,38 @@ export {
   type UnwalkedEvent,
 } from './derived-tables.ts';
 
-/** Resolves to the job that deletes expired Idempotency-Key rows. */
-export const eventsFeature: ObserveFeature<PeriodicJob> = defineFeature('events', ({ app, context, job }) => {
+/** How often the partition job makes sure the weeks ahead have their partitions (PostgreSQL). */
+export const PARTITION_JOB_INTERVAL_MS = 60 * 60 * 1000;
+
+/** The events feature's jobs. */
+export interface EventsJobs {
+  /** Deletes expired Idempotency-Key rows. */
+  idempotencyKeys: PeriodicJob;
+  /** Creates the events partitions of the weeks ahead, and of the weeks behind that sessions may still start in (events/partitions.ts; nothing on SQLite). */
+  partitions: PeriodicJob;
+}
+
+export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events', ({ app, context, job, runJobs }) => {
   registerEventRoutes(app, context);
-  return job({
+  const idempotencyKeys = job({
     name: 'observe.idempotency-keys',
     intervalMs: IDEMPOTENCY_SWEEP_INTERVAL_MS,
     run: async (now) => {
       await deleteExpiredKeys(context.database, now);
     },
   });
+  const partitions = job({
+    name: 'observe.event-partitions',
+    intervalMs: PARTITION_JOB_INTERVAL_MS,
+    run: async (now) => {
+      if (!(await eventsPartitioned(context.database.db, context.database.dialect))) return;
+      // As far back as sessions are kept (weeks past it would only be dropped again by retention).
+      const behind = context.config.retentionDays > 0 ? context.config.retentionDays * DAY_MS : PARTITION_WEEKS_BEHIND * PARTITION_WEEK_MS;
+      const created = await createPartitionsAhead(context.database.db, now, behind);
+      if (created.length > 0) app.log.info({ partitions: created }, 'created events partitions');
+    },
+  });
+  // Once at start too, not an hour later: until its week exists a new session lands in the default partition.
+  if (runJobs) void partitions.tick();
+  return { idempotencyKeys, partitions };
 });

@@ -168,6 +168,8 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
       {
         id: newId(),
         session_id: event.sessionId,
+        // Set from the session row under its lock (appendPrepared).
+        session_start: 0,
         agent_id: event.agentId,
         event_type: event.eventType,
         severity,
@@ -194,6 +196,7 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
 const EVENT_COLUMNS = {
   id: 'text',
   session_id: 'text',
+  session_start: 'bigint',
   seq: 'integer',
   agent_id: 'text',
   event_type: 'text',
@@ -459,6 +462,7 @@ async function appendPrepared(
       );
       if (session.tags !== tagsBefore) tagsChanged.add(session.id);
       event.row.seq = seq;
+      event.row.session_start = session.session_start;
       event.row.prev_hash = prevHash === null ? null : (lastHashBytes.get(session.id) ?? hashBytes(prevHash));
       event.row.hash = hashBytes(hash);
       lastHashBytes.set(session.id, event.row.hash);

@@ -5,6 +5,7 @@ import { epochMsType, type MigrationStep } from '@vigil/platform';
 import { NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type RawBuilder } from 'kysely';
 import { backfillRollups, nanosSql, sumNanosSql } from '../migration-history/index.ts';
+import { partitionEvents } from './partitions.ts';
 
 export const eventsMigrations: Record<string, MigrationStep> = {
   /** Idempotent ingest: the Idempotency-Key rows of POST /api/events (events/idempotency.ts), kept 24 hours. */
@@ -55,5 +56,26 @@ export const eventsMigrations: Record<string, MigrationStep> = {
       .execute();
     // Verification finds an event's writer leaf as the first one after the event's own leaf.
     await db.schema.createIndex('audit_writer_leaves_idx').on('audit_writer_leaves').column('leaf_idx').execute();
+  },
+
+  /**
+   * Partitioned events on PostgreSQL (events/partitions.ts, docs/scale.md#partitions): the
+   * `session_start` column of sessions and events (the session's first stored event time, 0 for
+   * what was stored before), and on PostgreSQL the events table partitioned by it, the existing
+   * rows kept in place as its legacy partition. SQLite only gains the columns.
+   */
+  async '0044_event_partitions'(db, dialect) {
+    await db.schema
+      .alterTable('sessions')
+      .addColumn('session_start', epochMsType, (c) => c.notNull().defaultTo(0))
+      .execute();
+    if (dialect === 'postgres') await partitionEvents(db);
+    else
+      await db.schema
+        .alterTable('events')
+        .addColumn('session_start', epochMsType, (c) => c.notNull().defaultTo(0))
+        .execute();
+    // Retention finds the sessions of a partition by their start.
+    await db.schema.createIndex('sessions_session_start').on('sessions').column('session_start').execute();
   },
 };

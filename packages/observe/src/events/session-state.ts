@@ -20,6 +20,7 @@ export function newSessionRow(id: string, agentId: string, ts: number): SessionR
     agent_name: agentId,
     status: 'active',
     started_at: ts,
+    session_start: ts,
     ended_at: null,
     last_event_at: ts,
     idle_at: null,

@@ -6,6 +6,7 @@ import { eventJson, toEvent } from './store.ts';
 const row: EventRow = {
   id: '01a201b0-7cbb-78aa-bca1-53233445752b',
   session_id: 'quote " back\\slash \u2028 line',
+  session_start: 0,
   seq: 7,
   agent_id: 'agent/ü',
   event_type: 'custom',

@@ -175,26 +175,27 @@ export async function listEvents(database: ObserveDatabase, query: ListEventsQue
 /**
  * Every stored event of a session in timeline order (timestamp, then seq): the order of the
  * (session_id, ts, seq) index, so the database reads it without a sort. Any row carrying the
- * session's id is here, whether or not it is linked into the chain.
+ * session's id is here, whether or not it is linked into the chain; given `sessionStart` (the
+ * session row's session_start), only the rows carrying it, which on PostgreSQL reads the one
+ * partition holding the session (events/partitions.ts), not every partition's index.
  */
-export function sessionEventsQuery(db: Kysely<ObserveSchema>, sessionId: string) {
-  return db.selectFrom('events').where('session_id', '=', sessionId).orderBy('ts', 'asc').orderBy('seq', 'asc');
+export function sessionEventsQuery(db: Kysely<ObserveSchema>, sessionId: string, sessionStart?: number) {
+  let query = db.selectFrom('events').where('session_id', '=', sessionId);
+  if (sessionStart !== undefined) query = query.where('session_start', '=', sessionStart);
+  return query.orderBy('ts', 'asc').orderBy('seq', 'asc');
 }
 
 /**
  * Every stored event of a session in timeline order, its chain columns with the audit-log leaf
  * recorded for it: the (session_id, ts, seq) index range joined to the leaves' unique item index,
- * one statement instead of a second lookup by id.
+ * one statement instead of a second lookup by id. `sessionStart` prunes to the session's partition
+ * as for sessionEventsQuery; the verification of a chain (forEachSessionEventPage) passes none and
+ * reads every partition, so a row whose session_start was edited cannot hide from it.
  */
-export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: string) {
-  return db
-    .selectFrom('events')
-    .leftJoin('audit_log_leaves', 'audit_log_leaves.item_id', 'events.id')
-    .where('events.session_id', '=', sessionId)
-    .select(EVENTS_CHAIN_COLUMNS)
-    .select('audit_log_leaves.leaf_hash')
-    .orderBy('events.ts', 'asc')
-    .orderBy('events.seq', 'asc');
+export function sessionLoggedRowsQuery(db: Kysely<ObserveSchema>, sessionId: string, sessionStart?: number) {
+  let query = db.selectFrom('events').leftJoin('audit_log_leaves', 'audit_log_leaves.item_id', 'events.id').where('events.session_id', '=', sessionId);
+  if (sessionStart !== undefined) query = query.where('events.session_start', '=', sessionStart);
+  return query.select(EVENTS_CHAIN_COLUMNS).select('audit_log_leaves.leaf_hash').orderBy('events.ts', 'asc').orderBy('events.seq', 'asc');
 }
 
 /**
@@ -273,12 +274,18 @@ function storedRowSqlOf(dialect: DialectName) {
  * only a row written outside ingest can make, may come in another order than they were read in:
  * the texts then differ, which costs a full read, never a wrong answer.
  */
-export async function storedChainTextMatches(db: Kysely<ObserveSchema>, dialect: DialectName, sessionId: string, text: string): Promise<boolean> {
+export async function storedChainTextMatches(
+  db: Kysely<ObserveSchema>,
+  dialect: DialectName,
+  sessionId: string,
+  text: string,
+  sessionStart?: number,
+): Promise<boolean> {
   const result = await sql<{ same: number | boolean | null }>`
     select string_agg(concat(octet_length(t), ':', t), '') = ${text} as same from (
       select ${storedRowSql[dialect]} as t
       from events e left join audit_log_leaves l on l.item_id = e.id
-      where e.session_id = ${sessionId}
+      where e.session_id = ${sessionId}${sessionStart === undefined ? sql`` : sql` and e.session_start = ${sessionStart}`}
       order by e.ts, e.seq
     ) as stored`.execute(db);
   const same = result.rows[0]?.same;

@@ -5,6 +5,8 @@ import type { AuditErasureRow } from '@vigil/platform';
 export interface EventRow {
   id: string;
   session_id: string;
+  /** Its session's `session_start`, the same for all its events: the partition key on PostgreSQL (events/partitions.ts). */
+  session_start: number;
   seq: number;
   agent_id: string;
   event_type: string;
@@ -47,6 +49,13 @@ export interface SessionRow {
   agent_name: string;
   status: string;
   started_at: number;
+  /**
+   * The time of the session's first stored event, set when ingest creates the row and never
+   * changed (started_at moves back when an earlier event arrives later); every event of the
+   * session carries it, as the events' partition key on PostgreSQL. 0 for sessions stored
+   * before migration 0044.
+   */
+  session_start: number;
   ended_at: number | null;
   last_event_at: number;
   /**

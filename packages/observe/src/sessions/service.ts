@@ -82,11 +82,12 @@ export async function sessionTimeline({ database, sealer }: EventReader, session
     const opened = await openChain(db, sessionId);
     if (!opened) return undefined;
     const { logged, session, head, known } = opened;
-    if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText))) {
+    // The session's partition only (events/partitions.ts); the verdict is held to the log's leaf count all the same.
+    if (known?.timeline !== undefined && (await storedChainTextMatches(db, database.dialect, sessionId, known.storedText, session.session_start))) {
       return { session, ...known.timeline, verdict: await heldToTheLog(db, sessionId, known.verdict, logged) };
     }
     // The memo compares the text as stored (sealed or not); the chain and the timeline read it opened.
-    const stored = await sessionLoggedRowsQuery(db, sessionId).execute();
+    const stored = await sessionLoggedRowsQuery(db, sessionId, session.session_start).execute();
     const rows = await sealer.open(stored);
     const verifier = new ChainVerifier(head);
     const links = rows.map((row) => verifier.add(toLink(row), leafOfRow(row)));
