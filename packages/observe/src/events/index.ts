@@ -112,7 +112,7 @@ export interface EventsJobs {
   partitions: PeriodicJob;
 }
 
-export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events', ({ app, context, job, runJobs }) => {
+export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events', async ({ app, context, job, runJobs }) => {
   registerEventRoutes(app, context);
   const idempotencyKeys = job({
     name: 'observe.idempotency-keys',
@@ -121,18 +121,17 @@ export const eventsFeature: ObserveFeature<EventsJobs> = defineFeature('events',
       await deleteExpiredKeys(context.database, now);
     },
   });
-  const partitions = job({
-    name: 'observe.event-partitions',
-    intervalMs: PARTITION_JOB_INTERVAL_MS,
-    run: async (now) => {
-      if (!(await eventsPartitioned(context.database.db, context.database.dialect))) return;
-      // As far back as sessions are kept (weeks past it would only be dropped again by retention).
-      const behind = context.config.retentionDays > 0 ? context.config.retentionDays * DAY_MS : PARTITION_WEEKS_BEHIND * PARTITION_WEEK_MS;
-      const created = await createPartitionsAhead(context.database.db, now, behind);
-      if (created.length > 0) app.log.info({ partitions: created }, 'created events partitions');
-    },
-  });
-  // Once at start too, not an hour later: until its week exists a new session lands in the default partition.
-  if (runJobs) void partitions.tick();
+  const ensurePartitions = async (now: number): Promise<void> => {
+    if (!(await eventsPartitioned(context.database.db, context.database.dialect))) return;
+    // As far back as sessions are kept (weeks past it would only be dropped again by retention).
+    const behind = context.config.retentionDays > 0 ? context.config.retentionDays * DAY_MS : PARTITION_WEEKS_BEHIND * PARTITION_WEEK_MS;
+    const created = await createPartitionsAhead(context.database.db, now, behind);
+    if (created.length > 0) app.log.info({ partitions: created }, 'created events partitions');
+  };
+  const partitions = job({ name: 'observe.event-partitions', intervalMs: PARTITION_JOB_INTERVAL_MS, run: ensurePartitions });
+  // Before the service takes writes, not an hour later and not beside them: a partition attached
+  // while a batch routes rows of its week to the default partition fails that batch (the creation
+  // itself is safe beside another instance's: createWeekPartition takes an advisory lock).
+  if (runJobs) await ensurePartitions(context.clock.now());
   return { idempotencyKeys, partitions };
 });
