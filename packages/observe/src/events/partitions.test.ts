@@ -4,7 +4,10 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import { ago, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
-import { eventPartitions, weekPartitionName, weekStart } from './partitions.ts';
+import { eventPartitions, PARTITION_WEEK_MS, PARTITION_WEEKS_AHEAD, weekPartitionName, weekStart } from './partitions.ts';
+import { buildObserveService } from '../app.ts';
+import { observeConfigFromEnvironment } from '../config.ts';
+import { ManualClock } from '@vigil/platform';
 import { sessionLoggedRowsQuery } from './store.ts';
 
 const MINUTE = 60_000;
@@ -134,6 +137,21 @@ await describeEachDatabase('events partitioned by session start', (backend) => {
         .compile(),
     );
     assert.deepEqual(bounded, [weekPartitionName(from), weekPartitionName(from + 7 * DAY)]);
+  });
+});
+
+await describeEachDatabase('partitions made before the service takes writes', (backend) => {
+  test('with background work on, the current week and the weeks ahead exist when the service has started', { skip: backend.kind !== 'postgres' }, async () => {
+    const { dataDir, ...database } = backend.freshDatabase();
+    const config = { ...observeConfigFromEnvironment({ LOG_LEVEL: 'silent' }, { dataDir }), database };
+    const service = await buildObserveService(config, { clock: new ManualClock(TEST_NOW), runJobs: true });
+    try {
+      const names = new Set((await eventPartitions(service.context.database.db)).map((partition) => partition.name));
+      for (let week = 0; week <= PARTITION_WEEKS_AHEAD; week += 1)
+        assert.ok(names.has(weekPartitionName(weekStart(TEST_NOW) + week * PARTITION_WEEK_MS)), `week ${week} ahead exists`);
+    } finally {
+      await service.app.close();
+    }
   });
 });
 
