@@ -3,7 +3,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import { addCheckpointNotes, addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { loadSigningKey } from './audit-keys.ts';
 import { ManualClock, systemClock } from './clock.ts';
-import { migrateToLatest, openDatabase, type Database } from './db.ts';
+import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
 import { leafHash, rootOf, splitPoint, verifyConsistency, verifyInclusion } from './merkle.ts';
 import { storeHashesAsBytes } from './stored-hash.ts';
 import { describeEachDatabase } from './testing.ts';
@@ -17,6 +17,21 @@ function referencePath(m: number, leaves: readonly Buffer[]): Buffer[] {
 
 const hex = (hashes: readonly Buffer[]) => hashes.map((hash) => hash.toString('hex'));
 
+// As a service's migrations make it: the log's tables, then its hashes stored as bytes.
+const LOG_STEPS: Record<string, MigrationStep> = {
+  '0001_audit_log': createAuditLogTables,
+  async '0002_binary_hashes'(db, dialect) {
+    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+  },
+  async '0003_leaf_kinds'(db) {
+    // The tables the backfill reads (a service's change log, its keys' certificates).
+    await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+    await addKeyCertificates(db);
+    await addLeafKinds(db, 'item');
+  },
+};
+
 await describeEachDatabase('audit log: roots and proofs from the stored nodes (levels ≥ 4) and the leaves below them', (backend) => {
   let database: Database<AuditLogTables>;
   let log: AuditLog<AuditLogTables>;
@@ -28,19 +43,7 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
     // As a service's migrations make it: the log's tables, then its hashes stored as bytes.
-    await migrateToLatest(database, {
-      '0001_audit_log': createAuditLogTables,
-      async '0002_binary_hashes'(db, dialect) {
-        await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
-        await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
-      },
-      async '0003_leaf_kinds'(db) {
-        // The tables the backfill reads (a service's change log, its keys' certificates).
-        await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
-        await addKeyCertificates(db);
-        await addLeafKinds(db, 'item');
-      },
-    });
+    await migrateToLatest(database, LOG_STEPS);
     log = new AuditLog({
       name: 'vigil-test',
       db: database.db,
@@ -108,17 +111,7 @@ await describeEachDatabase("the integrator's leader: when a round signs", (backe
   beforeEach(async () => {
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
-    await migrateToLatest(database, {
-      '0001_audit_log': createAuditLogTables,
-      async '0002_leaf_kinds'(db, dialect) {
-        await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
-        await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
-        await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
-        await addKeyCertificates(db);
-        await addLeafKinds(db, 'item');
-      },
-      '0003_checkpoint_notes': addCheckpointNotes,
-    });
+    await migrateToLatest(database, { ...LOG_STEPS, '0004_checkpoint_notes': addCheckpointNotes });
     log = new AuditLog({
       name: 'vigil-test',
       db: database.db,
