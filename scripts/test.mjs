@@ -15,8 +15,9 @@ function findTests(dir, found = []) {
   return found;
 }
 
-const filter = process.argv[2];
-const files = [...findTests('packages'), ...findTests('scripts')].filter((f) => !filter || f.includes(filter)).sort();
+// Arguments: path fragments; a file runs when its path holds any of them (all files without any).
+const filters = process.argv.slice(2);
+const files = [...findTests('packages'), ...findTests('scripts')].filter((f) => filters.length === 0 || filters.some((filter) => f.includes(filter))).sort();
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
