@@ -81,7 +81,12 @@ export function byScope(a: { scopeId: string }, b: { scopeId: string }): number 
 
 /** A bucket's hash: SHA-256 of its entries' texts, each followed by "\n", in scope order (an empty bucket: SHA-256 of nothing). */
 export function headBucketHash(entryTexts: readonly string[]): Buffer {
-  return hash('sha256', entryTexts.map((text) => `${text}\n`).join(''), 'buffer');
+  return headBucketTextHash(entryTexts.map((text) => `${text}\n`).join(''));
+}
+
+/** The same from the bucket's text: its entries' texts, each followed by "\n", in scope order. */
+export function headBucketTextHash(text: string): Buffer {
+  return hash('sha256', text, 'buffer');
 }
 
 const EMPTY_BUCKET_LEAF = leafHash(headBucketHash([]));

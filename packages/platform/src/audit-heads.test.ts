@@ -6,9 +6,10 @@
  * commits the same root, and a map stored before it could grow is rekeyed by the migration step.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
-import { commitScopeHeads, createHeadMapTables, headProofAt, rekeyHeadMap, type HeadMapCache } from './audit-heads.ts';
+import { addHeadBucketTexts, commitScopeHeads, createHeadMapTables, headProofAt, rekeyHeadMap, type HeadMapCache } from './audit-heads.ts';
 import { byScope, headBucketHash, headBucketOf, headEntryText, headInBucket, HeadMapTree, headsLeafText, parseHeadsLeaf } from './audit-heads-format.ts';
 import { addKeyCertificates, addLeafKinds, appendLeaves, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
@@ -43,7 +44,7 @@ const steps: Record<string, MigrationStep> = {
       .execute();
   },
 };
-const growth: Record<string, MigrationStep> = { '0004_head_map_growth': rekeyHeadMap };
+const growth: Record<string, MigrationStep> = { '0004_head_map_growth': rekeyHeadMap, '0005_head_bucket_texts': addHeadBucketTexts };
 
 const hashOf = (id: string, seq: number) => `${id}:${seq}`.padEnd(64, '0').slice(0, 64);
 
@@ -104,6 +105,25 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
     return parseHeadsLeaf(body, LOG)!.buckets;
   }
 
+  /**
+   * Each bucket's row (what a checkpoint reads back of a changed bucket) holds that bucket as the
+   * map at `size` committed it: its text hashes to the bucket's latest stored hash, and the rows
+   * are the current bucket count's alone. Answers how many scopes the rows hold.
+   */
+  async function assertBucketTexts(size: number, buckets: number): Promise<number> {
+    const { rows } = await sql<{ bucket: number; entries: string; hash: string | null }>`
+      select t.bucket, t.entries,
+        (select b.hash from audit_head_buckets b where b.bucket = t.bucket and b.tree_size <= ${size - 1} order by b.tree_size desc limit 1) as hash
+      from audit_head_bucket_texts t`.execute(database.db);
+    let scopes = 0;
+    for (const row of rows) {
+      assert.ok(Number(row.bucket) >= buckets && Number(row.bucket) < 2 * buckets, `row ${row.bucket} is not a bucket of ${buckets}`);
+      assert.equal(createHash('sha256').update(row.entries).digest('hex'), row.hash, `bucket ${Number(row.bucket) - buckets}`);
+      scopes += row.entries.split('\n').length - 1;
+    }
+    return scopes;
+  }
+
   async function assertProof(leafIndex: number, scopeId: string, expected: { seq: number; hash: string } | null): Promise<void> {
     const proof = (await headProofAt(database.db, leafIndex, scopeId))!;
     const leaf = parseHeadsLeaf(proof.leaf, LOG)!;
@@ -130,6 +150,8 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
     );
     const second = await commit(cache);
     assert.equal(await assertCommitsEveryHead(second), 8192);
+    // Rebucketing wrote every non-empty bucket's row under 8,192 (and dropped the 4,096 ones).
+    assert.equal(await assertBucketTexts(second, 8192), 33_000);
     assert.equal(
       (
         await database.db
@@ -158,12 +180,19 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
     );
     const third = await commit({});
     assert.equal(await assertCommitsEveryHead(third), 8192);
+    await assertBucketTexts(third, 8192);
     await assertProof(third - 1, 's-10', null);
     await assertProof(third - 1, 's-1', { seq: 2, hash: hashOf('s-1', 2) });
-    // And this instance, whose tree is older than the last leaf, reads the stored hashes rather than its own.
+    // And this instance, whose tree is older than the last leaf, reads the stored hashes rather than its own;
+    // s-20's bucket has lost its row (as in a map written before rows were kept): it is read from the entries' versions.
     await write(new Map([['s-20', 3]]));
+    await database.db
+      .deleteFrom('audit_head_bucket_texts' as never)
+      .where('bucket' as never, '=', (8192 + headBucketOf('s-20', 8192)) as never)
+      .execute();
     const fourth = await commit(cache);
     assert.equal(await assertCommitsEveryHead(fourth), 8192);
+    assert.equal(await assertBucketTexts(fourth, 8192), 32_998);
     assert.equal(
       (
         await database.db

@@ -3,7 +3,7 @@ import {
   byScope,
   HEAD_MAP_BUCKETS,
   headBucketCount,
-  headBucketHash,
+  headBucketTextHash,
   headBucketKeys,
   headBucketOf,
   headBucketOfKey,
@@ -14,7 +14,7 @@ import {
   parseHeadsLeaf,
   type ScopeHead,
 } from './audit-heads-format.ts';
-import { forUpdate, tablesOf, type DialectName, type MigrationDb } from './db.ts';
+import { BulkInserter, forUpdate, tablesOf, type DialectName, type MigrationDb } from './db.ts';
 import { newId } from './ids.ts';
 import { hashHex } from './stored-hash.ts';
 
@@ -48,6 +48,17 @@ export interface AuditHeadBucketRow {
   hash: string;
 }
 
+/**
+ * A bucket as the latest heads leaf left it: its entries' texts, each followed by "\n", in scope
+ * order — the bytes its hash covers (headBucketHash). `bucket` is heap-numbered like the hashes'.
+ * What a checkpoint reads back of a changed bucket, one row instead of its entries' versions.
+ */
+export interface AuditHeadBucketTextRow {
+  bucket: number;
+  tree_size: number;
+  entries: string;
+}
+
 /** A heads leaf: its index, its data (headsLeafText) and how many scopes its map holds (null: written before it was counted). */
 export interface AuditHeadMapRow {
   leaf_idx: number;
@@ -59,6 +70,7 @@ export interface AuditHeadTables {
   audit_head_entries: AuditHeadEntryRow;
   audit_head_buckets: AuditHeadBucketRow;
   audit_head_maps: AuditHeadMapRow;
+  audit_head_bucket_texts: AuditHeadBucketTextRow;
 }
 
 /** Where a service records its scopes' heads, e.g. `sessions.last_seq`/`last_hash` (by `id`). */
@@ -116,6 +128,34 @@ export async function rekeyHeadMap(db: MigrationDb): Promise<void> {
     .execute();
   await db.schema.alterTable('audit_head_maps').addColumn('scopes', 'bigint').execute();
 }
+
+/**
+ * Migration step body (observe 0046, the gate 0026): each bucket's current entries as one row
+ * (AuditHeadBucketTextRow). Left empty here: a checkpoint reads a bucket without its row from the
+ * entries' versions, as before, and writes the row.
+ */
+export async function addHeadBucketTexts(db: MigrationDb): Promise<void> {
+  await db.schema
+    .createTable('audit_head_bucket_texts')
+    .addColumn('bucket', 'integer', (c) => c.primaryKey())
+    .addColumn('tree_size', 'bigint', (c) => c.notNull())
+    .addColumn('entries', 'text', (c) => c.notNull())
+    .execute();
+}
+
+const entryInserter = new BulkInserter<AuditHeadTables, 'audit_head_entries'>('audit_head_entries', {
+  scope_id: 'text',
+  tree_size: 'bigint',
+  head_key: 'integer',
+  head_seq: 'bigint',
+  head_hash: 'text',
+});
+const bucketInserter = new BulkInserter<AuditHeadTables, 'audit_head_buckets'>('audit_head_buckets', { bucket: 'integer', tree_size: 'bigint', hash: 'text' });
+const bucketTextInserter = new BulkInserter<AuditHeadTables, 'audit_head_bucket_texts'>('audit_head_bucket_texts', {
+  bucket: 'integer',
+  tree_size: 'bigint',
+  entries: 'text',
+});
 
 type HeadDb = Kysely<AuditHeadTables & { audit_log_head: { id: number; size: number } }>;
 
@@ -177,6 +217,51 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
     .map(({ scopeId, head }) => headEntryText(scopeId, head));
 }
 
+/** A bucket being changed: each present scope's entry text (headEntryText), by scope. */
+type BucketTexts = Map<string, string>;
+
+/** The scope of an entry text: its last member, `"scope":<string>`. */
+function scopeOfEntryText(text: string): string {
+  return JSON.parse(text.slice(text.lastIndexOf(',"scope":') + 9, -1)) as string;
+}
+
+/** A bucket's stored text (AuditHeadBucketTextRow.entries): its entries in scope order, each followed by "\n". */
+function bucketText(entries: BucketTexts): string {
+  // Joined, not appended: a flat string, which the hash and the insert take without flattening it.
+  return [...entries.keys()]
+    .sort()
+    .map((scopeId) => `${entries.get(scopeId)!}\n`)
+    .join('');
+}
+
+/**
+ * The entries of `buckets` among `count` as the heads leaf at `asOf` (the latest) left them: from
+ * each bucket's row where it has one, else from the entries' versions.
+ */
+async function currentBucketTexts(db: HeadDb, buckets: readonly number[], count: number, asOf: number): Promise<Map<number, BucketTexts>> {
+  const found = new Map<number, BucketTexts>();
+  for (let i = 0; i < buckets.length; i += 500) {
+    const rows = await db
+      .selectFrom('audit_head_bucket_texts')
+      .select(['bucket', 'entries'])
+      .where(
+        'bucket',
+        'in',
+        buckets.slice(i, i + 500).map((bucket) => count + bucket),
+      )
+      .execute();
+    for (const row of rows) {
+      const entries: BucketTexts = new Map();
+      for (const text of row.entries.split('\n')) if (text !== '') entries.set(scopeOfEntryText(text), text);
+      found.set(Number(row.bucket) - count, entries);
+    }
+  }
+  const missing = buckets.filter((bucket) => !found.has(bucket));
+  for (const [bucket, heads] of await bucketEntriesAt(db, missing, count, asOf))
+    found.set(bucket, new Map([...heads].map(([scopeId, head]) => [scopeId, headEntryText(scopeId, head)])));
+  return found;
+}
+
 /** The map as the heads leaf at `leafIndex` left it: what an instance keeps between its checkpoints (commitScopeHeads). */
 export interface HeadMapCache {
   leafIndex: number;
@@ -222,7 +307,6 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
       select distinct scope_id from audit_log_leaves where idx >= ${from} and idx < ${size} and scope_id is not null`.execute(trx);
     const scopes = scoped.map((row) => row.scope_id);
     const heads = new Map<string, ScopeHead>();
-    const before = new Map<string, ScopeHead>();
     for (let i = 0; i < scopes.length; i += 500) {
       const chunk = scopes.slice(i, i + 500);
       const { rows } = await sql<{ id: string; head_seq: number; head_hash: string | Buffer | null }>`
@@ -233,74 +317,84 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
           seq: Number(row.head_seq),
           hash: row.head_hash === null ? null : typeof row.head_hash === 'string' ? row.head_hash : hashHex(row.head_hash),
         });
-      for (const entry of await latestEntriesAt(db, sql`e.scope_id in (${sql.join(chunk)})`, size - 1))
-        if (entry.head.seq >= 0) before.set(entry.scopeId, entry.head);
     }
+    const lastLeaf = last === undefined ? undefined : parseHeadsLeaf(last.body, log);
+    const previousCount = lastLeaf?.buckets ?? HEAD_MAP_BUCKETS;
+    // The changed scopes' buckets as the last heads leaf left them: each scope's entry there is its previous head.
+    const keys = new Map(scopes.map((scopeId) => [scopeId, headKeyOf(scopeId)]));
+    const touched = await currentBucketTexts(db, [...new Set([...keys.values()].map((key) => headBucketOfKey(key, previousCount)))], previousCount, size - 1);
     // The scopes whose entry changes: −1 (and no hash) where a scope no longer has a head or a row.
     const changed: AuditHeadEntryRow[] = [];
-    for (const scopeId of scopes) {
-      const was = before.get(scopeId);
+    let scopeDelta = 0;
+    for (const [scopeId, key] of keys) {
+      const wasText = touched.get(headBucketOfKey(key, previousCount))!.get(scopeId);
       const now = heads.get(scopeId);
       const present = now !== undefined && now.seq >= 0 ? now : undefined;
-      if (was?.seq === present?.seq && was?.hash === present?.hash) continue;
-      changed.push({ scope_id: scopeId, tree_size: size, head_key: headKeyOf(scopeId), head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
+      if (wasText === (present === undefined ? undefined : headEntryText(scopeId, present))) continue;
+      changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
+      scopeDelta += (present === undefined ? 0 : 1) - (wasText === undefined ? 0 : 1);
     }
     const lastIndex = last === undefined ? -1 : Number(last.leaf_idx);
-    const lastLeaf = last === undefined ? undefined : parseHeadsLeaf(last.body, log);
     const mine = cache.current?.leafIndex === lastIndex ? cache.current : undefined;
     cache.current = undefined;
-    const previousCount = lastLeaf?.buckets ?? HEAD_MAP_BUCKETS;
     const previousScopes =
       mine?.scopes ?? (last?.scopes !== null && last?.scopes !== undefined ? Number(last.scopes) : last === undefined ? 0 : await countScopesAt(db, size - 1));
-    const scopeCount = previousScopes + changed.reduce((sum, row) => sum + (row.head_seq >= 0 ? 1 : 0) - (before.has(row.scope_id) ? 1 : 0), 0);
+    const scopeCount = previousScopes + scopeDelta;
     const count = headBucketCount(previousCount, scopeCount);
-    const apply = (entries: Map<number, Map<string, ScopeHead>>) => {
+    // The changed buckets' entries after the changes, and their stored texts.
+    const apply = (entries: Map<number, BucketTexts>): Map<number, string> => {
       for (const row of changed) {
         const inBucket = entries.get(headBucketOfKey(row.head_key, count))!;
         if (row.head_seq < 0) inBucket.delete(row.scope_id);
-        else inBucket.set(row.scope_id, { seq: row.head_seq, hash: row.head_hash });
+        else inBucket.set(row.scope_id, headEntryText(row.scope_id, { seq: row.head_seq, hash: row.head_hash }));
       }
-      return new Map([...entries].map(([bucket, inBucket]) => [bucket, headBucketHash(entryTexts(inBucket))]));
+      return new Map([...entries].map(([bucket, inBucket]) => [bucket, bucketText(inBucket)]));
     };
-    let tree: HeadMapTree;
-    let newHashes: Map<number, Buffer>;
+    let tree: HeadMapTree | undefined;
+    let texts: Map<number, string>;
     if (count === previousCount) {
       // The tree as this instance left it at the last heads leaf, else as the stored bucket hashes give it (another instance's, a start).
       tree = mine?.tree ?? new HeadMapTree(count, await bucketHashesAt(db, count, size - 1));
-      const buckets = [...new Set(changed.map((row) => headBucketOfKey(row.head_key, count)))];
-      newHashes = apply(await bucketEntriesAt(db, buckets, count, size - 1));
-      tree.setAll(newHashes);
+      // The buckets read above hold the changed ones (and some whose scopes did not change, left out here).
+      texts = apply(new Map(changed.map((row) => headBucketOfKey(row.head_key, count)).map((bucket) => [bucket, touched.get(bucket)!])));
     } else {
-      // Outgrown: every present entry, bucketed anew; every non-empty bucket's hash is written under the new count.
-      const entries = new Map<number, Map<string, ScopeHead>>();
+      // Outgrown: every present entry, bucketed anew; every non-empty bucket's hash and text is written under the new count.
+      const entries = new Map<number, BucketTexts>();
       for (const row of changed) entries.set(headBucketOfKey(row.head_key, count), new Map());
       for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, size - 1)) {
         const bucket = headBucketOfKey(entry.key, count);
         let inBucket = entries.get(bucket);
         if (inBucket === undefined) entries.set(bucket, (inBucket = new Map()));
-        inBucket.set(entry.scopeId, entry.head);
+        inBucket.set(entry.scopeId, headEntryText(entry.scopeId, entry.head));
       }
-      newHashes = apply(entries);
-      tree = new HeadMapTree(count, newHashes);
+      texts = apply(entries);
+      await db.deleteFrom('audit_head_bucket_texts').where('bucket', '<', count).execute();
     }
+    const newHashes = new Map([...texts].map(([bucket, text]) => [bucket, headBucketTextHash(text)]));
+    if (tree === undefined) tree = new HeadMapTree(count, newHashes);
+    else tree.setAll(newHashes);
     const body = headsLeafText(log, size, tree.root, count);
     const index = await append(trx, Buffer.from(body, 'utf8'), newId());
     if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
-    for (let i = 0; i < changed.length; i += 200)
+    // The heads leaf at `size` was appended just now, so no version at `size` exists yet.
+    const tables = tablesOf<AuditHeadTables, Schema>(trx);
+    await entryInserter.insert(tables, database.dialect, changed);
+    await bucketInserter.insert(
+      tables,
+      database.dialect,
+      [...newHashes].map(([bucket, bucketHash]) => ({ bucket: count + bucket, tree_size: size, hash: bucketHash.toString('hex') })),
+    );
+    const textRows = [...texts].map(([bucket, entries]) => ({ bucket: count + bucket, tree_size: size, entries }));
+    for (let i = 0; i < textRows.length; i += 500)
       await db
-        .insertInto('audit_head_entries')
-        .values(changed.slice(i, i + 200))
-        .onConflict((oc) =>
-          oc.columns(['scope_id', 'tree_size']).doUpdateSet((eb) => ({ head_seq: eb.ref('excluded.head_seq'), head_hash: eb.ref('excluded.head_hash') })),
+        .deleteFrom('audit_head_bucket_texts')
+        .where(
+          'bucket',
+          'in',
+          textRows.slice(i, i + 500).map((row) => row.bucket),
         )
         .execute();
-    const bucketRows = [...newHashes].map(([bucket, bucketHash]) => ({ bucket: count + bucket, tree_size: size, hash: bucketHash.toString('hex') }));
-    for (let i = 0; i < bucketRows.length; i += 300)
-      await db
-        .insertInto('audit_head_buckets')
-        .values(bucketRows.slice(i, i + 300))
-        .onConflict((oc) => oc.columns(['bucket', 'tree_size']).doUpdateSet((eb) => ({ hash: eb.ref('excluded.hash') })))
-        .execute();
+    await bucketTextInserter.insert(tables, database.dialect, textRows);
     await db
       .insertInto('audit_head_maps')
       .values({ leaf_idx: size, body, scopes: scopeCount })

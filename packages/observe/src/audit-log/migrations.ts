@@ -1,6 +1,7 @@
 // The audit-log feature's migration steps (src/migrations.ts collects them after the frozen history).
 import {
   addCheckpointNotes,
+  addHeadBucketTexts,
   createHeadMapTables,
   addKeyCertificates,
   addLeafKinds,
@@ -34,5 +35,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   /** The map of heads doubles its buckets as it grows (entries keyed by 24 bits of their scope's hash; docs/audit.md, "Session heads"). */
   async '0040_audit_head_map_growth'(db) {
     await rekeyHeadMap(db);
+  },
+  /** Each bucket of the map of heads as one row, what a checkpoint reads back of a changed bucket (docs/audit.md, "Session heads"). */
+  async '0046_audit_head_bucket_texts'(db) {
+    await addHeadBucketTexts(db);
   },
 };
