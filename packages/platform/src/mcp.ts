@@ -1,12 +1,4 @@
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  McpServer,
-  WebStandardStreamableHTTPServerTransport,
-  type CallToolResult,
-  type McpRequestContext,
-  type StandardSchemaWithJSON,
-} from '@modelcontextprotocol/server';
+import type { CallToolResult, McpRequestContext, McpServer, StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import type { FastifyReply, FastifyRequest, InjectOptions } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from './errors.ts';
@@ -126,59 +118,68 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
     return scopeOfTool;
   };
 
-  const inputSchemas = new Map(options.tools.map((tool) => [tool.name, argumentsSchema(tool.input)]));
-  // One instance per request (an SDK instance serves one exchange at a time); the tools' routes
-  // run with the credentials of the request the instance serves.
-  const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
-    const mcp = new McpServer(
-      { name: options.name, version: options.version },
-      // logging: clients may set a level (2025 eras); the tools send no log messages. The tool
-      // list never changes, and a stateless server has no stream to announce it on: no listChanged.
-      { capabilities: { tools: { listChanged: false }, logging: {} } },
-    );
-    const headers: Record<string, string> = {};
-    for (const name of FORWARDED_HEADERS) {
-      const value = context.requestInfo?.headers.get(name);
-      if (typeof value === 'string') headers[name] = value;
-    }
-    for (const tool of options.tools) {
-      const [method, path] = tool.route.split(' ') as [NonNullable<InjectOptions['method']>, string];
-      mcp.registerTool(
-        tool.name,
-        {
-          description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
-          inputSchema: inputSchemas.get(tool.name)!,
-          annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
-        },
-        async (args: unknown) => {
-          const call = tool.request(args as never);
-          const answer = await app.inject({
-            method,
-            url: call.url,
-            headers: call.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-            ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
-          });
-          return toolResult(`${method} ${path}`, answer.statusCode, answer.body, tool.textOnly === true);
-        },
-      );
-    }
-    return mcp;
-  };
-  // 2026-07-28: each request carries its protocol version (`_meta` and the MCP-Protocol-Version
-  // header); no handshake, no session. Earlier versions (an `initialize` handshake first) are
-  // served by legacy() below.
-  const modern = createMcpHandler(server, { legacy: 'reject' });
-  const legacy = async (webRequest: Request, message: unknown): Promise<Response> => {
-    const mcp = server({ requestInfo: webRequest });
-    // Stateless, and JSON rather than an SSE stream: nothing outlives the request.
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await mcp.connect(transport);
-      return await transport.handleRequest(webRequest, { parsedBody: message });
-    } finally {
-      await mcp.close();
-    }
-  };
+  // The MCP SDK is loaded at the first /mcp request, not at start: a service nobody reaches over
+  // MCP never holds it (its modules and their source text are several MiB of heap).
+  type Respond = (webRequest: Request, message: unknown) => Promise<Response>;
+  let respond: Promise<Respond> | undefined;
+  const loadResponder = (): Promise<Respond> =>
+    (respond ??= import('@modelcontextprotocol/server').then(({ createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport }) => {
+      const inputSchemas = new Map(options.tools.map((tool) => [tool.name, argumentsSchema(tool.input)]));
+      // One instance per request (an SDK instance serves one exchange at a time); the tools' routes
+      // run with the credentials of the request the instance serves.
+      const server = (context: Pick<McpRequestContext, 'requestInfo'>): McpServer => {
+        const mcp = new McpServer(
+          { name: options.name, version: options.version },
+          // logging: clients may set a level (2025 eras); the tools send no log messages. The tool
+          // list never changes, and a stateless server has no stream to announce it on: no listChanged.
+          { capabilities: { tools: { listChanged: false }, logging: {} } },
+        );
+        const headers: Record<string, string> = {};
+        for (const name of FORWARDED_HEADERS) {
+          const value = context.requestInfo?.headers.get(name);
+          if (typeof value === 'string') headers[name] = value;
+        }
+        for (const tool of options.tools) {
+          const [method, path] = tool.route.split(' ') as [NonNullable<InjectOptions['method']>, string];
+          mcp.registerTool(
+            tool.name,
+            {
+              description: `${tool.description} (${tool.route}; needs the ${scopes().get(tool.name)} scope)`,
+              inputSchema: inputSchemas.get(tool.name)!,
+              annotations: { readOnlyHint: tool.readOnly, openWorldHint: false },
+            },
+            async (args: unknown) => {
+              const call = tool.request(args as never);
+              const answer = await app.inject({
+                method,
+                url: call.url,
+                headers: call.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+                ...(call.body !== undefined && { payload: JSON.stringify(call.body) }),
+              });
+              return toolResult(`${method} ${path}`, answer.statusCode, answer.body, tool.textOnly === true);
+            },
+          );
+        }
+        return mcp;
+      };
+      // 2026-07-28: each request carries its protocol version (`_meta` and the MCP-Protocol-Version
+      // header); no handshake, no session. Earlier versions (an `initialize` handshake first) are
+      // served by legacy() below.
+      const modern = createMcpHandler(server, { legacy: 'reject' });
+      const legacy = async (webRequest: Request, message: unknown): Promise<Response> => {
+        const mcp = server({ requestInfo: webRequest });
+        // Stateless, and JSON rather than an SSE stream: nothing outlives the request.
+        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        try {
+          await mcp.connect(transport);
+          return await transport.handleRequest(webRequest, { parsedBody: message });
+        } finally {
+          await mcp.close();
+        }
+      };
+      return async (webRequest, message) =>
+        (await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message });
+    }));
 
   const answer = async (reply: FastifyReply, response: Response): Promise<FastifyReply> => {
     reply.status(response.status);
@@ -211,10 +212,7 @@ export function registerMcpEndpoint(app: ZodApp, options: McpEndpointOptions): v
       method: 'POST',
       headers: Object.entries(request.headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value] as [string, string]] : [])),
     });
-    return answer(
-      reply,
-      await ((await isLegacyRequest(webRequest, message)) ? legacy(webRequest, message) : modern.fetch(webRequest, { parsedBody: message })),
-    );
+    return answer(reply, await (await loadResponder())(webRequest, message));
   };
 
   app.register(async (scope) => {
