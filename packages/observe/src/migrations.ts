@@ -3,15 +3,16 @@
 // or missing number fails at startup).
 import { collectMigrations } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
-import { auditLogMigrations } from './audit-log/index.ts';
+import { auditLogMigrations, keyLeavesByScopeAlone, OBSERVE_LOG } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
 import { addCaseAnswerColumns } from './evals/index.ts';
-import { eventsMigrations } from './events/index.ts';
+import { compactWriterLeaves, eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
 import { createLlmCallIndexes } from './llm-calls/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { recallMigrations } from './recall/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
@@ -26,11 +27,21 @@ export const observeMigrations = collectMigrations(
   holdsMigrations,
   erasureMigrations,
   encryptionMigrations,
+  recallMigrations,
   {
     /** Issue 42, one number for two features: the LLM-calls list's indexes and a run case's answer and reasoning. */
     async '0041_llm_call_indexes_and_case_answers'(db) {
       await createLlmCallIndexes(db);
       await addCaseAnswerColumns(db);
+    },
+    /**
+     * Issue 43, bytes per event, one number for two features' storage: the writer leaves' bodies
+     * stored compact (events/writer-leaf-store.ts) and, on SQLite, the leaves' scope index without
+     * the leaf index it held twice (audit-log/migrations.ts). Every answer stays the same.
+     */
+    async '0045_compact_audit_storage'(db, dialect) {
+      await compactWriterLeaves(db, dialect, OBSERVE_LOG);
+      await keyLeavesByScopeAlone(db, dialect);
     },
   },
 );

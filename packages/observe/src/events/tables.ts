@@ -132,9 +132,13 @@ export interface EventsTables {
   audit_erasures: AuditErasureRow;
 }
 
-/** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data, canonical JSON. */
+/** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data. */
 export interface EventWriterLeafRow {
   item_id: string;
   leaf_idx: number;
-  body: string;
+  /**
+   * The leaf data, canonical JSON, in its stored form (events/writer-leaf-store.ts): compact bytes
+   * since migration 0045; text as older versions stored it (SQLite keeps such rows' text).
+   */
+  body: Buffer | string;
 }
