@@ -1,7 +1,7 @@
 // Observe's migration steps: the frozen history (0001–0023, migration-history/) and, from 0024 on,
 // the steps each feature declares beside the tables it owns, collected in name order (a duplicate
 // or missing number fails at startup).
-import { collectMigrations } from '@vigil/platform';
+import { collectMigrationsAround } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
 import { auditLogMigrations, keyLeavesByScopeAlone, OBSERVE_LOG } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
@@ -16,7 +16,11 @@ import { recallMigrations } from './recall/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-export const observeMigrations = collectMigrations(
+/** Numbers other branches have taken and not merged yet (collectMigrationsAround). */
+const PENDING_STEPS = ['0046', '0047'];
+
+export const observeMigrations = collectMigrationsAround(
+  PENDING_STEPS,
   observeHistory,
   eventsMigrations,
   analyticsMigrations,
