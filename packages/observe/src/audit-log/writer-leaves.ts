@@ -34,7 +34,14 @@ export async function appendEventLeaves(trx: Transaction<ObserveSchema>, log: Le
     );
     const itemId = newId();
     // Stored compact (the hashes' bytes, not their hex in JSON); the leaf's data is the JSON.
-    writers.push({ item_id: itemId, offset: leaves.length, body: storedWriterLeaf(writtenBy, run.map((row) => row.hash)) });
+    writers.push({
+      item_id: itemId,
+      offset: leaves.length,
+      body: storedWriterLeaf(
+        writtenBy,
+        run.map((row) => row.hash),
+      ),
+    });
     leaves.push({ itemId, scopeId: null, kind: WRITER_LEAF, data: Buffer.from(body, 'utf8') });
     run = [];
   };
