@@ -8,7 +8,7 @@ import { authMigrations } from './auth/index.ts';
 import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
 import { addCaseAnswerColumns } from './evals/index.ts';
-import { compactWriterLeaves, eventsMigrations } from './events/index.ts';
+import { compactKeyWriters, compactWriterLeaves, eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
 import { createLlmCallIndexes } from './llm-calls/index.ts';
 import { observeHistory } from './migration-history/index.ts';
@@ -40,11 +40,13 @@ export const observeMigrations = collectMigrationsAround(
     },
     /**
      * Issue 43, bytes per event, one number for two features' storage: the writer leaves' bodies
-     * stored compact (events/writer-leaf-store.ts) and, on SQLite, the leaves' scope index without
-     * the leaf index it held twice (audit-log/migrations.ts). Every answer stays the same.
+     * stored compact (events/writer-leaf-store.ts), the events' API-key writers too
+     * (events/stored-writer.ts) and, on SQLite, the leaves' scope index without the leaf index it
+     * held twice (audit-log/migrations.ts). Every answer stays the same.
      */
-    async '0045_compact_audit_storage'(db, dialect) {
+    async '0045_compact_storage'(db, dialect) {
       await compactWriterLeaves(db, dialect, OBSERVE_LOG);
+      await compactKeyWriters(db);
       await keyLeavesByScopeAlone(db, dialect);
     },
   },

@@ -5,7 +5,7 @@ import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion, 
 import { describeEachDatabase, expectedHeadsLeaf, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
 import { OBSERVE_LOG } from './audit-log/index.ts';
-import { writerLeafText } from './events/index.ts';
+import { storedWriter, writerLeafText, writerOfStored } from './events/index.ts';
 import { observeMigrations } from './migrations.ts';
 import { modelKey } from './recall/store.ts';
 import { ago, backToBefore0044, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
@@ -210,7 +210,7 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
   });
 });
 
-/** The storage 0045 and 0048 change, as it was before them: writer bodies as JSON text, on SQLite the scope index with the leaf index, models by name. */
+/** The storage 0045 and 0048 change, as it was before them: writer bodies as JSON text, API-key writers as `key:<id>`, on SQLite the scope index with the leaf index, models by name. */
 async function backToBefore0045And0048(observe: TestObserve, models: readonly string[]): Promise<void> {
   const { db, dialect } = observe.service.context.database;
   const bodies = await db.selectFrom('audit_writer_leaves').select(['leaf_idx', 'body']).execute();
@@ -226,10 +226,17 @@ async function backToBefore0045And0048(observe: TestObserve, models: readonly st
     await sql`create index audit_log_leaves_scope on audit_log_leaves (scope_id, idx)`.execute(db);
   }
   for (const model of models) await db.updateTable('embeddings').set({ model }).where('model', '=', modelKey(model)).execute();
-  await sql`delete from schema_migrations where name in ('0045_compact_audit_storage', '0048_embedding_model_keys')`.execute(db);
+  for (const { written_by: stored } of await db.selectFrom('events').select('written_by').distinct().execute())
+    if (stored !== null)
+      await db
+        .updateTable('events')
+        .set({ written_by: writerOfStored(stored) })
+        .where('written_by', '=', stored)
+        .execute();
+  await sql`delete from schema_migrations where name in ('0045_compact_storage', '0048_embedding_model_keys')`.execute(db);
 }
 
-await describeEachDatabase('migrations 0045 and 0048: writer leaves stored compact, the scope index, embedding model keys', (backend) => {
+await describeEachDatabase('migrations 0045 and 0048: writer leaves and API-key writers stored compact, the scope index, embedding model keys', (backend) => {
   test('an older database is migrated: every answer as before, verification passes, an edited body stays evident, recall finds the vectors', async () => {
     const env = { AUDIT_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() };
     const old = await startTestObserve(backend, { env });
@@ -281,6 +288,12 @@ await describeEachDatabase('migrations 0045 and 0048: writer leaves stored compa
         texts.every((row) => typeof row.body === 'string' && row.body.startsWith('{"events":[')),
         'the old form: JSON text',
       );
+      const writers = await db.selectFrom('events').select('written_by').distinct().execute();
+      assert.deepEqual(
+        writers.map((row) => row.written_by),
+        [old.keyWriter],
+        'the old form: key:<id>',
+      );
       // An edit of the old form: the last writer leaf written with other whitespace, the same JSON value.
       const edited = texts.at(-1)!;
       await db
@@ -298,6 +311,12 @@ await describeEachDatabase('migrations 0045 and 0048: writer leaves stored compa
       const stored = await after.selectFrom('audit_writer_leaves').select(['leaf_idx', 'body']).orderBy('leaf_idx').execute();
       for (const row of stored.slice(0, -1)) assert.ok(Buffer.isBuffer(row.body) && row.body[0] === 0, `writer leaf ${row.leaf_idx}: the compact form`);
       assert.equal(stored.at(-1)!.body.toString(), JSON.stringify(JSON.parse(String(edited.body)), null, 1), 'the edited body keeps its bytes');
+      const storedWriters = await after.selectFrom('events').select('written_by').distinct().execute();
+      assert.deepEqual(
+        storedWriters.map((row) => row.written_by),
+        [storedWriter(old.keyWriter)],
+      );
+      assert.equal(storedWriter(old.keyWriter).length, 23, 'k and the key id in base64url');
       assert.deepEqual(await answers(next), before, 'the same answers, byte for byte');
       const verdict = (body: string) => JSON.parse(body) as { valid: boolean; brokenAt: { reason: string } | null };
       const [, , , a, b] = before;

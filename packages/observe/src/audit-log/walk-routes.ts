@@ -1,7 +1,7 @@
 import { readSnapshot, registerAuditWalkRoutes, type AuditWalkLoaders, type ZodApp } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { CHAIN_COLUMNS, chainTextOf, identifier, writerLeafText } from '../events/index.ts';
+import { CHAIN_COLUMNS, chainTextOf, identifier, writerLeafText, writerOfStored } from '../events/index.ts';
 import type { ObserveAuditLog } from './index.ts';
 
 /** The audit walk and export (platform audit-walk.ts) over observe's sessions and their events (docs/audit.md). */
@@ -46,7 +46,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
     },
     writers: async (ids) => {
       const rows = await db.selectFrom('events').select(['id', 'written_by']).where('id', 'in', ids).execute();
-      return new Map(rows.map((row) => [row.id, row.written_by]));
+      return new Map(rows.map((row) => [row.id, writerOfStored(row.written_by)]));
     },
   };
   registerAuditWalkRoutes(app, {

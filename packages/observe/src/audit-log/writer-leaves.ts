@@ -2,7 +2,7 @@
 // docs/audit.md#who-wrote-an-event).
 import { newId, type LeafInput } from '@vigil/platform';
 import type { Transaction } from 'kysely';
-import { storedWriterLeaf, writerLeafBody, type EventRow } from '../events/index.ts';
+import { storedWriterLeaf, writerLeafBody, writerOfStored, type EventRow } from '../events/index.ts';
 import type { ObserveSchema } from '../schema.ts';
 
 /** The kinds of an event's leaf and of a writer leaf (the leaves' `kind` column). */
@@ -26,7 +26,7 @@ export async function appendEventLeaves(trx: Transaction<ObserveSchema>, log: Le
   const writers: { item_id: string; offset: number; body: Buffer }[] = [];
   let run: EventRow[] = [];
   const closeRun = (): void => {
-    const writtenBy = run[0]!.written_by ?? 'none';
+    const writtenBy = writerOfStored(run[0]!.written_by) ?? 'none';
     const body = writerLeafBody(
       log.name,
       writtenBy,

@@ -20,7 +20,8 @@ export interface EventRow {
   /**
    * The credential that wrote the event (events/writer.ts): `key:<id>`, `webhook:<source>`,
    * `service_token`, `server` or `none`; null for events stored before migration 0027 (not
-   * recorded). Outside the chain hash, under the batch's writer leaf in the audit log.
+   * recorded). Outside the chain hash, under the batch's writer leaf in the audit log. Stored
+   * compact for an API key (stored-writer.ts): read it through writerOfStored.
    */
   written_by: string | null;
   /** 1 when this is an error event (severity error/critical or tool_error), the one definition used everywhere. */

@@ -9,6 +9,7 @@ import type { ObserveSchema } from '../schema.ts';
 import type { ChainBreak } from './chain.ts';
 import { parseWriterLeaf } from './writer-leaf.ts';
 import { writerLeafText } from './writer-leaf-store.ts';
+import { writerOfStored } from './stored-writer.ts';
 
 export { writerLeafBody } from './writer-leaf.ts';
 
@@ -65,7 +66,8 @@ export async function firstWriterMismatch(db: Kysely<ObserveSchema>, log: string
       );
     }
   }
-  for (const row of rows) {
+  for (const stored of rows) {
+    const row = { ...stored, written_by: writerOfStored(stored.written_by) };
     const hash = hashHex(row.hash);
     const leaf = row.writer_idx === null ? undefined : leaves.get(Number(row.writer_idx));
     const at = (reason: string): ChainBreak => ({ seq: row.seq, eventId: row.id, reason });
