@@ -189,16 +189,21 @@ await describeEachDatabase('tamper doors (issue 36): who wrote an event', (backe
       assert.equal(erased.status, 1, `${erased.stderr}\n${JSON.stringify(erased.report)}`);
       assert.ok(erased.report.findings.some((f) => f.check === 'writer' && f.eventId === door.genuine));
 
-      // Both rewritten together, column and stored body, to name the gate: the body no longer is the leaf's data.
+      // Both rewritten together, column and stored body (the writer's bytes in it), to name the gate: the body no longer is the leaf's data.
       await setWriter(door, door.genuine, 'webhook:approval_gate');
       await setWriter(door, door.imitation, 'webhook:approval_gate');
       const { db } = door.observe.service.context.database;
-      for (const leaf of await db.selectFrom('audit_writer_leaves').selectAll().execute())
+      const writer = Buffer.from(`key:${door.ingestKeyId}`, 'utf8');
+      for (const leaf of await db.selectFrom('audit_writer_leaves').selectAll().execute()) {
+        const body = Buffer.from(leaf.body);
+        const at = body.lastIndexOf(writer);
+        if (at === -1) continue;
         await db
           .updateTable('audit_writer_leaves')
-          .set({ body: leaf.body.replace(`key:${door.ingestKeyId}`, 'webhook:approval_gate') })
+          .set({ body: Buffer.concat([body.subarray(0, at), Buffer.from('webhook:approval_gate', 'utf8'), body.subarray(at + writer.length)]) })
           .where('item_id', '=', leaf.item_id)
           .execute();
+      }
       const rewritten = await serverVerdict(door.observe, SESSION);
       assert.equal((rewritten as { valid: boolean }).valid, false);
       assert.match((rewritten as { brokenAt: { reason: string } }).brokenAt.reason, /writer leaf \d+ is not the body stored for it/);

@@ -3,21 +3,24 @@
 // or missing number fails at startup).
 import { collectMigrationsAround } from '@vigil/platform';
 import { analyticsMigrations } from './analytics/index.ts';
-import { auditLogMigrations } from './audit-log/index.ts';
+import { auditLogMigrations, keyLeavesByScopeAlone, OBSERVE_LOG } from './audit-log/index.ts';
 import { authMigrations } from './auth/index.ts';
 import { encryptionMigrations } from './encryption/index.ts';
 import { erasureMigrations } from './erasure/index.ts';
 import { addCaseAnswerColumns } from './evals/index.ts';
-import { eventsMigrations } from './events/index.ts';
+import { compactKeyWriters, compactWriterLeaves, eventsMigrations } from './events/index.ts';
 import { holdsMigrations } from './holds/index.ts';
 import { createLlmCallIndexes } from './llm-calls/index.ts';
 import { observeHistory } from './migration-history/index.ts';
+import { recallMigrations } from './recall/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-// 0045: taken by the storage-footprint branch (issue 43), not merged yet.
+/** Numbers other branches have taken and not merged yet (collectMigrationsAround). */
+const PENDING_STEPS = ['0047'];
+
 export const observeMigrations = collectMigrationsAround(
-  ['0045'],
+  PENDING_STEPS,
   observeHistory,
   eventsMigrations,
   analyticsMigrations,
@@ -28,11 +31,23 @@ export const observeMigrations = collectMigrationsAround(
   holdsMigrations,
   erasureMigrations,
   encryptionMigrations,
+  recallMigrations,
   {
     /** Issue 42, one number for two features: the LLM-calls list's indexes and a run case's answer and reasoning. */
     async '0041_llm_call_indexes_and_case_answers'(db) {
       await createLlmCallIndexes(db);
       await addCaseAnswerColumns(db);
+    },
+    /**
+     * Issue 43, bytes per event, one number for two features' storage: the writer leaves' bodies
+     * stored compact (events/writer-leaf-store.ts), the events' API-key writers too
+     * (events/stored-writer.ts) and, on SQLite, the leaves' scope index without the leaf index it
+     * held twice (audit-log/migrations.ts). Every answer stays the same.
+     */
+    async '0045_compact_storage'(db, dialect) {
+      await compactWriterLeaves(db, dialect, OBSERVE_LOG);
+      await compactKeyWriters(db);
+      await keyLeavesByScopeAlone(db, dialect);
     },
   },
 );

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import { leafHash, migrateToLatest, rootOf, verifyConsistency, verifyInclusion, type Checkpoint } from '@vigil/platform';
 import { describeEachDatabase, expectedHeadsLeaf, storeHashesAsHex } from '@vigil/platform/testing';
 import { sql } from 'kysely';
+import { OBSERVE_LOG } from './audit-log/index.ts';
+import { storedWriter, writerLeafText, writerOfStored } from './events/index.ts';
 import { observeMigrations } from './migrations.ts';
+import { modelKey } from './recall/store.ts';
 import { ago, backToBefore0044, custom, ingestEvents, started, startTestObserve, toolCall, type TestObserve } from './testing.ts';
 
 /** The schema as it was before 0020: reflect's full tool-call index and, on SQLite, the leaves keyed by a bigint column beside the rowid. */
@@ -202,6 +206,154 @@ await describeEachDatabase('migration 0022: hashes stored as bytes', (backend) =
       );
     } finally {
       await observe.close();
+    }
+  });
+});
+
+/** The storage 0045 and 0048 change, as it was before them: writer bodies as JSON text, API-key writers as `key:<id>`, on SQLite the scope index with the leaf index, models by name. */
+async function backToBefore0045And0048(observe: TestObserve, models: readonly string[]): Promise<void> {
+  const { db, dialect } = observe.service.context.database;
+  const bodies = await db.selectFrom('audit_writer_leaves').select(['leaf_idx', 'body']).execute();
+  if (dialect === 'postgres') await sql`alter table audit_writer_leaves alter column body type text using ''`.execute(db);
+  for (const row of bodies)
+    await db
+      .updateTable('audit_writer_leaves')
+      .set({ body: writerLeafText(row.body, OBSERVE_LOG) })
+      .where('leaf_idx', '=', row.leaf_idx)
+      .execute();
+  if (dialect === 'sqlite') {
+    await sql`drop index audit_log_leaves_scope`.execute(db);
+    await sql`create index audit_log_leaves_scope on audit_log_leaves (scope_id, idx)`.execute(db);
+  }
+  for (const model of models) await db.updateTable('embeddings').set({ model }).where('model', '=', modelKey(model)).execute();
+  for (const { written_by: stored } of await db.selectFrom('events').select('written_by').distinct().execute())
+    if (stored !== null)
+      await db
+        .updateTable('events')
+        .set({ written_by: writerOfStored(stored) })
+        .where('written_by', '=', stored)
+        .execute();
+  await sql`delete from schema_migrations where name in ('0045_compact_storage', '0048_embedding_model_keys')`.execute(db);
+}
+
+await describeEachDatabase('migrations 0045 and 0048: writer leaves and API-key writers stored compact, the scope index, embedding model keys', (backend) => {
+  test('an older database is migrated: every answer as before, verification passes, an edited body stays evident, recall finds the vectors', async () => {
+    const env = { AUDIT_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() };
+    const old = await startTestObserve(backend, { env });
+    let migrated: TestObserve | null = null;
+    try {
+      // Two requests per session (two writer leaves each), and a session whose writer body is edited before the migration.
+      for (const session of ['cw-a', 'cw-b', 'cw-edited']) {
+        await ingestEvents(old, [started(session, 'agent', ago(40)), toolCall(session, 'agent', ago(39), 'c0')]);
+        await ingestEvents(old, [custom(session, 'agent', ago(30)), toolCall(session, 'agent', ago(29), 'c1')]);
+      }
+      assert.equal(await old.service.jobs.embeddings.tick(), true, 'the embeddings job ran');
+      const { db } = old.service.context.database;
+      const model = old.service.context.embedder.model;
+      assert.ok(
+        Number(
+          (
+            await db
+              .selectFrom('embeddings')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ) > 0,
+      );
+      await old.call({ method: 'POST', url: '/api/audit/checkpoint' });
+      // The last writer leaf (cw-edited's second request) is edited below: the answers compared are read up to it.
+      const lastWriter = await db.selectFrom('audit_writer_leaves').select('leaf_idx').orderBy('leaf_idx', 'desc').limit(1).executeTakeFirstOrThrow();
+      const urls = [
+        '/api/sessions/cw-a/timeline',
+        '/api/audit/export?sessionId=cw-a',
+        `/api/audit/leaves?from=0&limit=${Number(lastWriter.leaf_idx)}`,
+        '/api/audit/verify?sessionId=cw-a',
+        '/api/audit/verify?sessionId=cw-b',
+        '/api/events?sessionId=cw-b&limit=100',
+        '/api/recall?query=tool%20call%20c1&scope=events',
+      ];
+      const answers = async (observe: TestObserve): Promise<string[]> =>
+        Promise.all(
+          urls.map(async (url) => {
+            const response = await observe.call({ method: 'GET', url });
+            assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+            return response.body;
+          }),
+        );
+      const before = await answers(old);
+
+      await backToBefore0045And0048(old, [model]);
+      const texts = await db.selectFrom('audit_writer_leaves').select(['leaf_idx', 'body']).orderBy('leaf_idx').execute();
+      assert.ok(
+        texts.every((row) => typeof row.body === 'string' && row.body.startsWith('{"events":[')),
+        'the old form: JSON text',
+      );
+      const writers = await db.selectFrom('events').select('written_by').distinct().execute();
+      assert.deepEqual(
+        writers.map((row) => row.written_by),
+        [old.keyWriter],
+        'the old form: key:<id>',
+      );
+      // An edit of the old form: the last writer leaf written with other whitespace, the same JSON value.
+      const edited = texts.at(-1)!;
+      await db
+        .updateTable('audit_writer_leaves')
+        .set({ body: JSON.stringify(JSON.parse(String(edited.body)), null, 1) })
+        .where('leaf_idx', '=', edited.leaf_idx)
+        .execute();
+      await old.close();
+
+      // The next start migrates; its vector index is loaded from the migrated rows.
+      migrated = await startTestObserve(backend, { env, database: old.config.database, createKey: false });
+      const next = migrated;
+      next.call = (request) => next.service.app.inject({ ...request, headers: { authorization: `Bearer ${old.key}`, ...request.headers } });
+      const { db: after, dialect } = next.service.context.database;
+      const stored = await after.selectFrom('audit_writer_leaves').select(['leaf_idx', 'body']).orderBy('leaf_idx').execute();
+      for (const row of stored.slice(0, -1)) assert.ok(Buffer.isBuffer(row.body) && row.body[0] === 0, `writer leaf ${row.leaf_idx}: the compact form`);
+      assert.equal(stored.at(-1)!.body.toString(), JSON.stringify(JSON.parse(String(edited.body)), null, 1), 'the edited body keeps its bytes');
+      const storedWriters = await after.selectFrom('events').select('written_by').distinct().execute();
+      assert.deepEqual(
+        storedWriters.map((row) => row.written_by),
+        [storedWriter(old.keyWriter)],
+      );
+      assert.equal(storedWriter(old.keyWriter).length, 23, 'k and the key id in base64url');
+      assert.deepEqual(await answers(next), before, 'the same answers, byte for byte');
+      const verdict = (body: string) => JSON.parse(body) as { valid: boolean; brokenAt: { reason: string } | null };
+      const [, , , a, b] = before;
+      assert.equal(verdict(a!).valid, true);
+      assert.equal(verdict(b!).valid, true);
+      const broken = await next.call({ method: 'GET', url: '/api/audit/verify?sessionId=cw-edited' });
+      assert.match(
+        verdict(broken.body).brokenAt?.reason ?? '',
+        /writer leaf \d+ is not the body stored for it/,
+        'the edit made before the migration is still found',
+      );
+      const recalled = JSON.parse(before.at(-1)!) as { totalResults: number };
+      assert.ok(recalled.totalResults > 0, 'recall finds the vectors stored before, by their model key');
+      const models = await after.selectFrom('embeddings').select('model').distinct().execute();
+      assert.deepEqual(
+        models.map((row) => row.model),
+        [modelKey(model)],
+      );
+      if (dialect === 'sqlite') {
+        const index = await sql<{ sql: string }>`select sql from sqlite_schema where name = 'audit_log_leaves_scope'`.execute(after);
+        assert.match(index.rows[0]!.sql, /\(scope_id\)$/);
+        // countScopeLeaves' read is still one range of it: the scope, then the leaf index (the rowid) past the last tombstone.
+        const plan = await sql<{ detail: string }>`explain query plan select count(*) from audit_log_leaves where scope_id = 'cw-a' and idx > 3`.execute(after);
+        assert.deepEqual(
+          plan.rows.map((row) => row.detail),
+          ['SEARCH audit_log_leaves USING COVERING INDEX audit_log_leaves_scope (scope_id=? AND rowid>?)'],
+        );
+      }
+
+      // The log and the writer checks go on from the migrated rows: a new request's body is stored compact and verifies.
+      await ingestEvents(next, [custom('cw-a', 'agent', ago(1))]);
+      const last = await after.selectFrom('audit_writer_leaves').select('body').orderBy('leaf_idx', 'desc').limit(1).executeTakeFirstOrThrow();
+      assert.ok(Buffer.isBuffer(last.body) && last.body[0] === 0);
+      const response = await next.call({ method: 'GET', url: '/api/audit/verify?sessionId=cw-a' });
+      assert.equal(verdict(response.body).valid, true, response.body);
+    } finally {
+      await (migrated ?? old).close();
     }
   });
 });

@@ -590,7 +590,8 @@ export async function readLeavesOf<Schema extends AuditLogTables>(
  * How many item leaves the log holds for a scope (a session, a request) since its last tombstone:
  * the items logged for the chain that lives now. A stored chain shorter than that lost items the log
  * still has (a tail cut under a rewritten head). Reads the scope's leaves by their (scope_id, idx)
- * index, which each service's migrations create; `db` may be a snapshot of the service's schema.
+ * index, which each service's migrations create (on SQLite a (scope_id) index is the same order,
+ * the leaf index being the rowid); `db` may be a snapshot of the service's schema.
  */
 export async function countScopeLeaves<Schema extends AuditLogTables>(db: Kysely<Schema>, scopeId: string): Promise<number> {
   const view = tablesOf<AuditLogTables, Schema>(db);

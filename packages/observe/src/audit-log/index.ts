@@ -10,7 +10,7 @@ import { registerObserveAuditWalkRoutes } from './walk-routes.ts';
 import { registerDerivedDataRoutes } from './derived-routes.ts';
 import { appendEventLeaves } from './writer-leaves.ts';
 
-export { auditLogMigrations } from './migrations.ts';
+export { auditLogMigrations, keyLeavesByScopeAlone } from './migrations.ts';
 export { type ChainedEventFields, DerivedDataRecomputation, type EventDerivedColumns, movedToSystemAgent } from './derived.ts';
 
 /** The log's name in what it signs. */

@@ -7,8 +7,11 @@ import {
   addLeafKinds,
   indexLeavesByScope,
   rekeyHeadMap,
+  type DialectName,
+  type MigrationDb,
   type MigrationStep,
 } from '@vigil/platform';
+import { sql } from 'kysely';
 import { EVENT_LEAF, WRITER_LEAF } from './writer-leaves.ts';
 
 export const auditLogMigrations: Record<string, MigrationStep> = {
@@ -41,3 +44,15 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
     await addHeadBucketTexts(db);
   },
 };
+
+/**
+ * Part of step 0045 (src/migrations.ts): on SQLite the leaves' scope index keyed by the scope alone.
+ * The leaf's index is the table's rowid there, which every index entry ends with already, so the
+ * (scope_id, idx) index stored it twice; a scope's leaves are still one range in index order
+ * (countScopeLeaves' `scope_id = ? and idx > ?` is one seek). PostgreSQL keeps (scope_id, idx).
+ */
+export async function keyLeavesByScopeAlone(db: MigrationDb, dialect: DialectName): Promise<void> {
+  if (dialect !== 'sqlite') return;
+  await sql`drop index audit_log_leaves_scope`.execute(db);
+  await sql`create index audit_log_leaves_scope on audit_log_leaves (scope_id)`.execute(db);
+}

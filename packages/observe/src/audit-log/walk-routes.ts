@@ -1,7 +1,7 @@
 import { readSnapshot, registerAuditWalkRoutes, type AuditWalkLoaders, type ZodApp } from '@vigil/platform';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { CHAIN_COLUMNS, chainTextOf, identifier } from '../events/index.ts';
+import { CHAIN_COLUMNS, chainTextOf, identifier, writerLeafText, writerOfStored } from '../events/index.ts';
 import type { ObserveAuditLog } from './index.ts';
 
 /** The audit walk and export (platform audit-walk.ts) over observe's sessions and their events (docs/audit.md). */
@@ -28,7 +28,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
       ]);
       return new Map([
         ...rows.map((row): [string, string] => [row.id, chainTextOf(row)]),
-        ...writerLeaves.map((leaf): [string, string] => [leaf.item_id, leaf.body]),
+        ...writerLeaves.map((leaf): [string, string] => [leaf.item_id, writerLeafText(leaf.body, log.name)]),
       ]);
     },
     erasures: async (sessionId) => {
@@ -46,7 +46,7 @@ export function registerObserveAuditWalkRoutes(app: ZodApp, ctx: ObserveContext,
     },
     writers: async (ids) => {
       const rows = await db.selectFrom('events').select(['id', 'written_by']).where('id', 'in', ids).execute();
-      return new Map(rows.map((row) => [row.id, row.written_by]));
+      return new Map(rows.map((row) => [row.id, writerOfStored(row.written_by)]));
     },
   };
   registerAuditWalkRoutes(app, {

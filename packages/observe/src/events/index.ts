@@ -77,6 +77,8 @@ export {
 } from './store.ts';
 export { agentScope, SYSTEM_AGENT_ID } from './system-agent.ts';
 export { type EventWriter, firstWriterMismatch, keyWriter, SERVER_WRITER, writerLeafBody } from './writer.ts';
+export { compactWriterLeaves, storedWriterLeaf, writerLeafText } from './writer-leaf-store.ts';
+export { compactKeyWriters, storedWriter, writerOfStored } from './stored-writer.ts';
 export { eventsMigrations } from './migrations.ts';
 export { eventPartitions, eventsPartitioned } from './partitions.ts';
 export type { AgentRow, EventRow, EventsTables, SessionRow } from './tables.ts';

@@ -19,6 +19,7 @@ import { ChainVerifier, chainHashOfCanonical, type ChainHead } from './chain.ts'
 import { deriveColumns } from './derive.ts';
 import type { IncomingEvent } from './schemas.ts';
 import { CHAIN_COLUMNS, toLink } from './store.ts';
+import { storedWriter } from './stored-writer.ts';
 import { SYSTEM_AGENT_ID } from './system-agent.ts';
 import type { EventWriter } from './writer.ts';
 
@@ -155,7 +156,8 @@ function isoOf(ms: number): string {
 /** A prepared row's hash until the chain sets it under the session lock (shared: zero bytes cannot be written to). */
 const NO_HASH_YET = Buffer.alloc(0);
 
-function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWriter): PreparedEvent {
+/** `storedBy`: the batch's writer in its stored form (stored-writer.ts). */
+function prepare(event: IncomingEvent, receivedAt: number, storedBy: string): PreparedEvent {
   const ts = event.timestamp ?? receivedAt;
   const severity = event.severity ?? 'info';
   // Stored in canonical form: one serialisation serves both the hash and the row.
@@ -179,7 +181,7 @@ function prepare(event: IncomingEvent, receivedAt: number, writtenBy: EventWrite
         seq: -1,
         prev_hash: null,
         hash: NO_HASH_YET,
-        written_by: writtenBy,
+        written_by: storedBy,
       },
       deriveColumns(event.eventType, severity, event.payload),
     ),
@@ -329,8 +331,9 @@ async function replaceTags(trx: Transaction<ObserveSchema>, session: SessionRow)
 
 /** Validated events stamped with ids, defaults and canonical JSON: the work done before any lock. */
 export function prepareBatch(events: readonly IncomingEvent[], receivedAt: number, options: AppendOptions): PreparedEvent[] {
+  const storedBy = storedWriter(options.writtenBy);
   return events.map((event) => {
-    const prepared = prepare(event, receivedAt, options.writtenBy);
+    const prepared = prepare(event, receivedAt, storedBy);
     if (options.verifiedHead !== undefined) prepared.verifiedHead = options.verifiedHead;
     if (options.inTransaction !== undefined) prepared.batchWriter = options.inTransaction;
     if (options.afterAppend !== undefined) prepared.batchCompletion = options.afterAppend;

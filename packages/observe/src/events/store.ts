@@ -4,6 +4,7 @@ import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { EventRow } from './tables.ts';
 import { chainText, type StoredLink } from './chain.ts';
 import type { Event, ListEventsQuery } from './schemas.ts';
+import { writerOfStored } from './stored-writer.ts';
 
 /** An event as the API answers it: its chain link with payload and metadata parsed. */
 export function toEvent(row: EventRow): Event {
@@ -54,7 +55,7 @@ export function toLink(row: ChainRow): StoredLink {
     metadataJson: row.metadata,
     prevHash: row.prev_hash === null ? null : hashHex(row.prev_hash),
     hash: hashHex(row.hash),
-    writtenBy: row.written_by,
+    writtenBy: writerOfStored(row.written_by),
   };
 }
 

@@ -20,7 +20,8 @@ export interface EventRow {
   /**
    * The credential that wrote the event (events/writer.ts): `key:<id>`, `webhook:<source>`,
    * `service_token`, `server` or `none`; null for events stored before migration 0027 (not
-   * recorded). Outside the chain hash, under the batch's writer leaf in the audit log.
+   * recorded). Outside the chain hash, under the batch's writer leaf in the audit log. Stored
+   * compact for an API key (stored-writer.ts): read it through writerOfStored.
    */
   written_by: string | null;
   /** 1 when this is an error event (severity error/critical or tool_error), the one definition used everywhere. */
@@ -132,9 +133,13 @@ export interface EventsTables {
   audit_erasures: AuditErasureRow;
 }
 
-/** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data, canonical JSON. */
+/** A writer leaf of the audit log (audit-log/writer-leaves.ts): its item id, its index and its leaf data. */
 export interface EventWriterLeafRow {
   item_id: string;
   leaf_idx: number;
-  body: string;
+  /**
+   * The leaf data, canonical JSON, in its stored form (events/writer-leaf-store.ts): compact bytes
+   * since migration 0045; text as older versions stored it (SQLite keeps such rows' text).
+   */
+  body: Buffer | string;
 }

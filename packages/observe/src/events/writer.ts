@@ -8,6 +8,8 @@ import { sql, type Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import type { ChainBreak } from './chain.ts';
 import { parseWriterLeaf } from './writer-leaf.ts';
+import { writerLeafText } from './writer-leaf-store.ts';
+import { writerOfStored } from './stored-writer.ts';
 
 export { writerLeafBody } from './writer-leaf.ts';
 
@@ -55,15 +57,17 @@ export async function firstWriterMismatch(db: Kysely<ObserveSchema>, log: string
       .execute();
     for (const leaf of stored) {
       const index = Number(leaf.leaf_idx);
-      const parsed = parseWriterLeaf(leaf.body, log);
-      const matches = leaf.leaf_hash !== null && hashHex(leaf.leaf_hash) === leafHash(Buffer.from(leaf.body, 'utf8')).toString('hex');
+      const body = writerLeafText(leaf.body, log);
+      const parsed = parseWriterLeaf(body, log);
+      const matches = leaf.leaf_hash !== null && hashHex(leaf.leaf_hash) === leafHash(Buffer.from(body, 'utf8')).toString('hex');
       leaves.set(
         index,
         !matches || parsed === undefined ? `writer leaf ${index} is not the body stored for it` : { ...parsed, events: new Set(parsed.events) },
       );
     }
   }
-  for (const row of rows) {
+  for (const stored of rows) {
+    const row = { ...stored, written_by: writerOfStored(stored.written_by) };
     const hash = hashHex(row.hash);
     const leaf = row.writer_idx === null ? undefined : leaves.get(Number(row.writer_idx));
     const at = (reason: string): ChainBreak => ({ seq: row.seq, eventId: row.id, reason });

@@ -14,6 +14,7 @@ export { describeEvent, truncate } from './text.ts';
 export { VectorIndex } from './vector-index.ts';
 export { forgetEmbeddings } from './forget.ts';
 export type { RecallTables } from './tables.ts';
+export { recallMigrations } from './migrations.ts';
 
 /** Resolves to the embedding job. */
 export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFeature<PeriodicJob> {

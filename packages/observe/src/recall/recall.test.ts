@@ -5,6 +5,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { buildObserveService, type ObserveService } from '../app.ts';
 import { assertErrorBody, ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { LocalEmbedder } from './embedder.ts';
+import { modelKey } from './store.ts';
 import { sendJson, TestHttpServer } from '@vigil/platform/testing';
 import {
   ago,
@@ -98,7 +99,7 @@ await describeEachDatabase('recall: embedding queue and worker', (backend) => {
     const stored = await storedEmbeddings(observe);
     assert.equal(stored.length, 6);
     for (const row of stored) {
-      assert.equal(row.model, 'vigil-local-hash-512-v1');
+      assert.equal(row.model, modelKey('vigil-local-hash-512-v1'), "the model's key is stored");
       assert.equal(Number(row.dims), 512);
       assert.equal(row.deleted, 0);
     }
@@ -498,7 +499,7 @@ await describeEachDatabase('recall with an OpenAI-compatible backend', (backend)
     }
     const stored = await storedEmbeddings(observe);
     assert.equal(stored.length, 101);
-    assert.ok(stored.every((r) => r.model === 'test-embed-64' && Number(r.dims) === 64));
+    assert.ok(stored.every((r) => r.model === modelKey('test-embed-64') && Number(r.dims) === 64));
     const answer = await recall(observe, { query: 'discontinued espresso machine', scope: 'events' });
     assert.equal(answer.results[0]!.sourceId, ids[42]);
     const status = (await observe.call({ method: 'GET', url: '/api/recall/status' })).json() as Record<string, unknown>;

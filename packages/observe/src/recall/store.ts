@@ -1,9 +1,22 @@
+import { createHash } from 'node:crypto';
 import { forUpdate, type DialectName } from '@vigil/platform';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { EmbeddingRow } from './tables.ts';
 import { MAX_EMBED_CHARS } from './embedder.ts';
 import { eventDetails, STORED_TEXT_CHARS, truncate } from './text.ts';
+
+let lastModelKey = { model: '', key: '' };
+
+/**
+ * What the `model` column holds (migration 0048): 11 base64url characters of the SHA-256 of the
+ * model's name instead of the name (23 characters for the local model), in every row and in the
+ * (model, updated_seq) index. The column is only compared with the current model's, never shown.
+ */
+export function modelKey(model: string): string {
+  if (lastModelKey.model !== model) lastModelKey = { model, key: createHash('sha256').update(model, 'utf8').digest('base64url').slice(0, 11) };
+  return lastModelKey.key;
+}
 
 /** An embedding to store (the write assigns updated_seq). */
 export type NewEmbedding = Omit<EmbeddingRow, 'updated_seq' | 'deleted'>;
@@ -83,7 +96,7 @@ export async function writeEmbeddings(trx: Transaction<ObserveSchema>, dialect: 
       for (let r = offset; r < offset + size; r++) {
         const row = sorted[r]!;
         for (const column of EMBEDDING_COLUMNS) {
-          parameters[p++] = column === 'updated_seq' ? seq++ : column === 'deleted' ? 0 : row[column];
+          parameters[p++] = column === 'updated_seq' ? seq++ : column === 'deleted' ? 0 : column === 'model' ? modelKey(row.model) : row[column];
         }
       }
       await trx.executeQuery(CompiledQuery.raw(upsertStatement(trx, dialect, size), parameters));
@@ -269,7 +282,7 @@ export async function readChanges(database: ObserveDatabase, model: string, afte
   return database.db
     .selectFrom('embeddings')
     .select(['source_type', 'source_id', 'agent_id', 'session_id', 'user_id', 'ts', 'last_ts', 'dims', 'vector', 'updated_seq', 'deleted'])
-    .where('model', '=', model)
+    .where('model', '=', modelKey(model))
     .where('updated_seq', '>', afterSeq)
     .orderBy('updated_seq')
     .limit(limit)
@@ -332,7 +345,7 @@ export async function countVectors(database: ObserveDatabase, model: string): Pr
   const row = await database.db
     .selectFrom('embeddings')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('model', '=', model)
+    .where('model', '=', modelKey(model))
     .where('deleted', '=', 0)
     .executeTakeFirstOrThrow();
   return Number(row.n);

@@ -30,6 +30,7 @@ export interface EmbeddingRow {
   ts: number;
   /** Event timestamp; a session's last event (what context's recency uses). */
   last_ts: number;
+  /** The model's name as written (NewEmbedding); stored as its key (store.ts modelKey) since migration 0048. */
   model: string;
   dims: number;
   /** Float32 little-endian, L2-normalised; empty for a tombstone. */

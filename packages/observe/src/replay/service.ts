@@ -1,6 +1,6 @@
 import { toIso } from '@vigil/platform';
 import { type EventReader, sessionDurationMs, sessionTimeline, verifySessionChain } from '../sessions/index.ts';
-import type { SessionRow } from '../events/index.ts';
+import { writerOfStored, type SessionRow } from '../events/index.ts';
 import { ByteWriter } from './bytes.ts';
 import type { LoadedReplay, ReplaySource, ServedReplay } from './cache.ts';
 import { toReplayEvent, type ReplayEvent, type ReplayEventType } from './state.ts';
@@ -29,7 +29,7 @@ async function loadReplay(reader: EventReader, sessionId: string): Promise<Loade
       severity: row.severity,
       ts: Number(row.ts),
       payloadJson: row.payload,
-      writtenBy: row.written_by,
+      writtenBy: writerOfStored(row.written_by),
     }),
   );
   return { session, chainValid: verdict.valid, events };
