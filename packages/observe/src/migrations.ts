@@ -16,7 +16,7 @@ import { recallMigrations } from './recall/index.ts';
 import { redactionMigrations } from './redaction/index.ts';
 import { settingsMigrations } from './settings/index.ts';
 
-/** Numbers other branches have taken and not merged yet (collectMigrationsAround). */
+/** Numbers other branches have taken and not merged yet (collectMigrationsAround): 0047, the event-search branch (docs/scale.md, PostgreSQL writes). */
 const PENDING_STEPS = ['0047'];
 
 export const observeMigrations = collectMigrationsAround(

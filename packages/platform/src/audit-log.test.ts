@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import { addCheckpointNotes, addKeyCertificates, addLeafKinds, AuditLog, buildNodes, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { sql } from 'kysely';
+import {
+  addCheckpointNotes,
+  addKeyCertificates,
+  addLeafKinds,
+  AuditLog,
+  buildNodes,
+  createAuditLogTables,
+  indexLeavesByScope,
+  keyLeavesByIndex,
+  type AuditLogTables,
+} from './audit-log.ts';
 import { loadSigningKey } from './audit-keys.ts';
 import { ManualClock, systemClock } from './clock.ts';
 import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
@@ -162,5 +173,68 @@ await describeEachDatabase("the integrator's leader: when a round signs", (backe
     await append(1);
     await log.integrate(true);
     assert.equal(await signedSize(), 15, 'an instance that asks is answered at once');
+  });
+});
+
+await describeEachDatabase("the leaves keyed by their index (the gate's 0027)", (backend) => {
+  test('the same rows, indexes and root, and the log goes on; on SQLite the index is the rowid, with no index of its own', async () => {
+    const config = backend.freshDatabase();
+    const database = await openDatabase<AuditLogTables>(config);
+    const log = new AuditLog({
+      name: 'vigil-test',
+      db: database.db,
+      dialect: database.dialect,
+      key: loadSigningKey(undefined, config.dataDir),
+      clock: systemClock,
+      witnesses: { urls: [], timeoutMs: 1000 },
+      checkpointEvents: 1_000_000,
+      log: { warn() {}, error() {} },
+    });
+    try {
+      const before = { ...LOG_STEPS, '0004_scope_index': indexLeavesByScope };
+      await migrateToLatest(database, before);
+      const append = (from: number, count: number) =>
+        database.db.transaction().execute((trx) =>
+          log.append(
+            trx,
+            Array.from({ length: count }, (_, i) => ({
+              itemId: `item-${from + i}`,
+              scopeId: `s-${(from + i) % 3}`,
+              kind: 'item',
+              data: Buffer.from(`item ${from + i}`),
+            })),
+          ),
+        );
+      await append(0, 40);
+      const rows = async () => (await sql`select * from audit_log_leaves order by idx`.execute(database.db)).rows;
+      const indexes = async () =>
+        database.dialect === 'sqlite'
+          ? (
+              await sql<{ name: string }>`select name from sqlite_schema where type = 'index' and tbl_name = 'audit_log_leaves' order by name`.execute(
+                database.db,
+              )
+            ).rows.map((row) => row.name)
+          : [];
+      const stored = await rows();
+      const root = (await log.rootAt(40)).toString('hex');
+      if (database.dialect === 'sqlite')
+        assert.deepEqual(await indexes(), ['audit_log_leaves_item', 'audit_log_leaves_scope', 'sqlite_autoindex_audit_log_leaves_1']);
+
+      await migrateToLatest(database, { ...before, '0005_leaves_keyed_by_index': keyLeavesByIndex });
+      assert.deepEqual(await rows(), stored);
+      if (database.dialect === 'sqlite') {
+        assert.deepEqual(await indexes(), ['audit_log_leaves_item', 'audit_log_leaves_scope']);
+        const { rows: apart } = await sql<{ n: number }>`select count(*) as n from audit_log_leaves where rowid <> idx`.execute(database.db);
+        assert.equal(Number(apart[0]!.n), 0);
+      }
+      assert.equal((await log.rootAt(40)).toString('hex'), root);
+      await append(40, 5);
+      assert.equal(await log.size(), 45);
+      // The item index still refuses a second leaf of an item.
+      await assert.rejects(append(44, 1));
+    } finally {
+      await log.stop();
+      await database.close();
+    }
   });
 });

@@ -669,6 +669,29 @@ export async function indexLeavesByScope(db: MigrationDb): Promise<void> {
   await db.schema.createIndex('audit_log_leaves_scope').on('audit_log_leaves').columns(['scope_id', 'idx']).execute();
 }
 
+/**
+ * Migration step body (the gate's 0027): on SQLite the leaves' index becomes the table's rowid
+ * (`integer primary key`, as observe's 0017 made its leaves). Declared `bigint primary key`, it was a
+ * unique index beside a rowid of its own: every append wrote one B-tree more (a page of the WAL per
+ * transaction) and stored the index twice. The table is copied under the same name, columns, rows
+ * and indexes; PostgreSQL, whose rows have no such key, is left as it is.
+ */
+export async function keyLeavesByIndex(db: MigrationDb, dialect: DialectName): Promise<void> {
+  if (dialect !== 'sqlite') return;
+  const { rows: schema } = await sql<{ type: string; sql: string | null }>`
+    select type, sql from sqlite_schema where tbl_name = 'audit_log_leaves' and sql is not null`.execute(db);
+  const create = schema.find((row) => row.type === 'table')!.sql!;
+  const rekeyed = create
+    .replace(/^CREATE TABLE "audit_log_leaves"/i, 'CREATE TABLE "audit_log_leaves_rekeyed"')
+    .replace(/"idx" bigint primary key/i, '"idx" integer primary key');
+  if (!/"idx" integer primary key/i.test(rekeyed) || rekeyed === create) throw new Error(`audit_log_leaves is not the expected shape: ${create}`);
+  await sql.raw(rekeyed).execute(db);
+  await sql`insert into audit_log_leaves_rekeyed select * from audit_log_leaves order by idx`.execute(db);
+  await sql`drop table audit_log_leaves`.execute(db);
+  await sql`alter table audit_log_leaves_rekeyed rename to audit_log_leaves`.execute(db);
+  for (const index of schema.filter((row) => row.type === 'index')) await sql.raw(index.sql!).execute(db);
+}
+
 function checkpointOfRow(row: AuditCheckpointRow): Checkpoint {
   return { treeSize: Number(row.tree_size), rootHash: row.root_hash, timestamp: toIso(Number(row.created_at)), keyId: row.key_id, signature: row.signature };
 }

@@ -2,6 +2,7 @@
 import {
   addCheckpointNotes,
   addHeadBucketTexts,
+  keyLeavesByIndex,
   createHeadMapTables,
   addKeyCertificates,
   addLeafKinds,
@@ -39,5 +40,9 @@ export const auditLogMigrations: Record<string, MigrationStep> = {
   /** Each bucket of the map of heads as one row, what a checkpoint reads back of a changed bucket (docs/audit.md, "Session heads"). */
   async '0026_audit_head_bucket_texts'(db) {
     await addHeadBucketTexts(db);
+  },
+  /** On SQLite the leaves' index is the table's rowid: one B-tree less per append (audit-log.ts keyLeavesByIndex). */
+  async '0027_audit_leaves_keyed_by_index'(db, dialect) {
+    await keyLeavesByIndex(db, dialect);
   },
 };
