@@ -325,14 +325,18 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
     const touched = await currentBucketTexts(db, [...new Set([...keys.values()].map((key) => headBucketOfKey(key, previousCount)))], previousCount, size - 1);
     // The scopes whose entry changes: −1 (and no hash) where a scope no longer has a head or a row.
     const changed: AuditHeadEntryRow[] = [];
+    // Each changed scope's new entry text, computed once (undefined: the scope leaves the map).
+    const newTexts = new Map<string, string | undefined>();
     let scopeDelta = 0;
     for (const [scopeId, key] of keys) {
       const wasText = touched.get(headBucketOfKey(key, previousCount))!.get(scopeId);
       const now = heads.get(scopeId);
       const present = now !== undefined && now.seq >= 0 ? now : undefined;
-      if (wasText === (present === undefined ? undefined : headEntryText(scopeId, present))) continue;
+      const nowText = present === undefined ? undefined : headEntryText(scopeId, present);
+      if (wasText === nowText) continue;
       changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
-      scopeDelta += (present === undefined ? 0 : 1) - (wasText === undefined ? 0 : 1);
+      newTexts.set(scopeId, nowText);
+      scopeDelta += (nowText === undefined ? 0 : 1) - (wasText === undefined ? 0 : 1);
     }
     const lastIndex = last === undefined ? -1 : Number(last.leaf_idx);
     const mine = cache.current?.leafIndex === lastIndex ? cache.current : undefined;
@@ -345,8 +349,9 @@ export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_
     const apply = (entries: Map<number, BucketTexts>): Map<number, string> => {
       for (const row of changed) {
         const inBucket = entries.get(headBucketOfKey(row.head_key, count))!;
-        if (row.head_seq < 0) inBucket.delete(row.scope_id);
-        else inBucket.set(row.scope_id, headEntryText(row.scope_id, { seq: row.head_seq, hash: row.head_hash }));
+        const text = newTexts.get(row.scope_id);
+        if (text === undefined) inBucket.delete(row.scope_id);
+        else inBucket.set(row.scope_id, text);
       }
       return new Map([...entries].map(([bucket, inBucket]) => [bucket, bucketText(inBucket)]));
     };

@@ -1,23 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
-import {
-  addCheckpointNotes,
-  addKeyCertificates,
-  addLeafKinds,
-  AuditLog,
-  buildNodes,
-  createAuditLogTables,
-  indexLeavesByScope,
-  keyLeavesByIndex,
-  type AuditLogTables,
-} from './audit-log.ts';
-import { loadSigningKey } from './audit-keys.ts';
-import { ManualClock, systemClock } from './clock.ts';
-import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
+import { addCheckpointNotes, AuditLog, buildNodes, indexLeavesByScope, keyLeavesByIndex, type AuditLogTables } from './audit-log.ts';
+import { ManualClock } from './clock.ts';
+import { migrateToLatest, openDatabase, type Database } from './db.ts';
 import { leafHash, rootOf, splitPoint, verifyConsistency, verifyInclusion } from './merkle.ts';
-import { storeHashesAsBytes } from './stored-hash.ts';
-import { describeEachDatabase } from './testing.ts';
+import { AUDIT_LOG_TEST_STEPS, describeEachDatabase, testAuditLog } from './testing.ts';
 
 // The RFC's audit path applied literally to the leaf hashes: what the stored-node proofs must equal.
 function referencePath(m: number, leaves: readonly Buffer[]): Buffer[] {
@@ -27,21 +15,6 @@ function referencePath(m: number, leaves: readonly Buffer[]): Buffer[] {
 }
 
 const hex = (hashes: readonly Buffer[]) => hashes.map((hash) => hash.toString('hex'));
-
-// As a service's migrations make it: the log's tables, then its hashes stored as bytes.
-const LOG_STEPS: Record<string, MigrationStep> = {
-  '0001_audit_log': createAuditLogTables,
-  async '0002_binary_hashes'(db, dialect) {
-    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
-    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
-  },
-  async '0003_leaf_kinds'(db) {
-    // The tables the backfill reads (a service's change log, its keys' certificates).
-    await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
-    await addKeyCertificates(db);
-    await addLeafKinds(db, 'item');
-  },
-};
 
 await describeEachDatabase('audit log: roots and proofs from the stored nodes (levels ≥ 4) and the leaves below them', (backend) => {
   let database: Database<AuditLogTables>;
@@ -54,17 +27,8 @@ await describeEachDatabase('audit log: roots and proofs from the stored nodes (l
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
     // As a service's migrations make it: the log's tables, then its hashes stored as bytes.
-    await migrateToLatest(database, LOG_STEPS);
-    log = new AuditLog({
-      name: 'vigil-test',
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(undefined, config.dataDir),
-      clock: systemClock,
-      witnesses: { urls: [], timeoutMs: 1000 },
-      checkpointEvents: 1_000_000,
-      log: { warn() {}, error() {} },
-    });
+    await migrateToLatest(database, AUDIT_LOG_TEST_STEPS);
+    log = testAuditLog(database, config.dataDir);
     leaves.length = 0;
     let n = 0;
     for (const count of appended) {
@@ -122,18 +86,8 @@ await describeEachDatabase("the integrator's leader: when a round signs", (backe
   beforeEach(async () => {
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
-    await migrateToLatest(database, { ...LOG_STEPS, '0004_checkpoint_notes': addCheckpointNotes });
-    log = new AuditLog({
-      name: 'vigil-test',
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(undefined, config.dataDir),
-      clock,
-      witnesses: { urls: [], timeoutMs: 1000 },
-      checkpointEvents: 10,
-      checkpointIntervalMs: 60_000,
-      log: { warn() {}, error() {} },
-    });
+    await migrateToLatest(database, { ...AUDIT_LOG_TEST_STEPS, '0004_checkpoint_notes': addCheckpointNotes });
+    log = testAuditLog(database, config.dataDir, { clock, checkpointEvents: 10, checkpointIntervalMs: 60_000 });
   });
   afterEach(async () => {
     await log.stop();
@@ -180,18 +134,9 @@ await describeEachDatabase("the leaves keyed by their index (the gate's 0027)", 
   test('the same rows, indexes and root, and the log goes on; on SQLite the index is the rowid, with no index of its own', async () => {
     const config = backend.freshDatabase();
     const database = await openDatabase<AuditLogTables>(config);
-    const log = new AuditLog({
-      name: 'vigil-test',
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(undefined, config.dataDir),
-      clock: systemClock,
-      witnesses: { urls: [], timeoutMs: 1000 },
-      checkpointEvents: 1_000_000,
-      log: { warn() {}, error() {} },
-    });
+    const log = testAuditLog(database, config.dataDir);
     try {
-      const before = { ...LOG_STEPS, '0004_scope_index': indexLeavesByScope };
+      const before = { ...AUDIT_LOG_TEST_STEPS, '0004_scope_index': indexLeavesByScope };
       await migrateToLatest(database, before);
       const append = (from: number, count: number) =>
         database.db.transaction().execute((trx) =>

@@ -3,9 +3,8 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, beforeEach, test } from 'node:test';
-import { addCheckpointNotes, addKeyCertificates, addLeafKinds, AuditLog, CosignatureRefused, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
-import { loadSigningKey, parseSigningKey, type SigningKey } from './audit-keys.ts';
-import { systemClock } from './clock.ts';
+import { addCheckpointNotes, AuditLog, CosignatureRefused, type AuditLogTables } from './audit-log.ts';
+import { parseSigningKey, type SigningKey } from './audit-keys.ts';
 import { migrateToLatest, openDatabase, type Database } from './db.ts';
 import { leafHash, rootOf } from './merkle.ts';
 import {
@@ -20,8 +19,7 @@ import {
   verifyNoteSignature,
   type NoteKey,
 } from './signed-note.ts';
-import { storeHashesAsBytes } from './stored-hash.ts';
-import { describeEachDatabase } from './testing.ts';
+import { AUDIT_LOG_TEST_STEPS, describeEachDatabase, testAuditLog } from './testing.ts';
 
 function newKey(): SigningKey {
   return parseSigningKey(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string);
@@ -42,31 +40,9 @@ await describeEachDatabase('audit log: C2SP checkpoint notes, hash tiles and cos
   beforeEach(async () => {
     const config = backend.freshDatabase();
     database = await openDatabase<AuditLogTables>(config);
-    await migrateToLatest(database, {
-      '0001_audit_log': createAuditLogTables,
-      async '0002_binary_hashes'(db, dialect) {
-        await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
-        await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
-      },
-      async '0003_leaf_kinds'(db) {
-        await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
-        await addKeyCertificates(db);
-        await addLeafKinds(db, 'item');
-      },
-      '0004_checkpoint_notes': addCheckpointNotes,
-    });
-    log = new AuditLog({
-      name: 'vigil-test',
-      db: database.db,
-      dialect: database.dialect,
-      key: loadSigningKey(undefined, config.dataDir),
-      clock: systemClock,
-      witnesses: { urls: [], timeoutMs: 1000 },
-      // Only witness A is configured: B's cosignatures are refused.
-      tlog: { cosigners: [{ key: keyA }] },
-      checkpointEvents: 1_000_000,
-      log: { warn() {}, error() {} },
-    });
+    await migrateToLatest(database, { ...AUDIT_LOG_TEST_STEPS, '0004_checkpoint_notes': addCheckpointNotes });
+    // Only witness A is configured: B's cosignatures are refused.
+    log = testAuditLog(database, config.dataDir, { tlog: { cosigners: [{ key: keyA }] } });
     leaves.length = 0;
     const batch = Array.from({ length: LEAVES }, (_, n) => ({ itemId: `item-${n}`, scopeId: 's', kind: 'item', data: Buffer.from(`item ${n}`) }));
     await database.db.transaction().execute((trx) => log.append(trx, batch));

@@ -14,8 +14,11 @@ import type { AdminChange, AdminChangePage } from './change-log.ts';
 import { openApiPath, type RouteEntry } from './http.ts';
 import { postgresReachable, serviceSkip, TEST_POSTGRES_URL } from './test-services.ts';
 import { sql, type Kysely } from 'kysely';
-import type { DialectName, MigrationDb } from './db.ts';
-import { hashHexSql } from './stored-hash.ts';
+import type { Database, DialectName, MigrationDb, MigrationStep } from './db.ts';
+import { addKeyCertificates, addLeafKinds, AuditLog, createAuditLogTables, type AuditLogOptions, type AuditLogTables } from './audit-log.ts';
+import { loadSigningKey } from './audit-keys.ts';
+import { systemClock } from './clock.ts';
+import { hashHexSql, storeHashesAsBytes } from './stored-hash.ts';
 import { byScope, headBucketHash, headBucketOf, headEntryText, HeadMapTree, headsLeafText, parseHeadsLeaf } from './audit-heads-format.ts';
 import { leafHash } from './merkle.ts';
 
@@ -359,4 +362,38 @@ export async function expectedHeadsLeaf(
   const body = headsLeafText(log, treeSize - 1, new HeadMapTree(count, hashes).root, count);
   assert.equal(rows[0]?.body, body, `leaf ${treeSize - 1} commits every recorded head`);
   return leafHash(Buffer.from(body, 'utf8'));
+}
+
+/** The audit log's tables as a service's migrations make them: the log, its hashes as bytes, its leaves' kinds. */
+export const AUDIT_LOG_TEST_STEPS: Readonly<Record<string, MigrationStep>> = {
+  '0001_audit_log': createAuditLogTables,
+  async '0002_binary_hashes'(db, dialect) {
+    await storeHashesAsBytes(db, dialect, 'audit_log_leaves', ['leaf_hash']);
+    await storeHashesAsBytes(db, dialect, 'audit_log_nodes', ['hash']);
+  },
+  async '0003_leaf_kinds'(db) {
+    // The tables the backfill reads (a service's change log, its keys' certificates).
+    await db.schema.createTable('admin_changes').addColumn('id', 'text').execute();
+    await addKeyCertificates(db);
+    await addLeafKinds(db, 'item');
+  },
+};
+
+/** A log over a test database: its key in `dataDir`, no witnesses, nothing logged, checkpoints only when asked; `options` override. */
+export function testAuditLog(
+  database: Database<AuditLogTables>,
+  dataDir: string,
+  options: Partial<AuditLogOptions<AuditLogTables>> = {},
+): AuditLog<AuditLogTables> {
+  return new AuditLog({
+    name: 'vigil-test',
+    db: database.db,
+    dialect: database.dialect,
+    key: loadSigningKey(undefined, dataDir),
+    clock: systemClock,
+    witnesses: { urls: [], timeoutMs: 1000 },
+    checkpointEvents: 1_000_000,
+    log: { warn() {}, error() {} },
+    ...options,
+  });
 }
