@@ -7,14 +7,27 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import { sql } from 'kysely';
-import { addHeadBucketTexts, commitScopeHeads, createHeadMapTables, headProofAt, rekeyHeadMap, type HeadMapCache } from './audit-heads.ts';
+import {
+  addHeadBucketTexts,
+  commitScopeHeads,
+  createHeadMapTables,
+  headProofAt,
+  prepareScopeHeads,
+  rekeyHeadMap,
+  type HeadMapCache,
+  type HeadMapDraft,
+} from './audit-heads.ts';
+import { HeadsThread } from './audit-heads-threaded.ts';
 import { byScope, headBucketHash, headBucketOf, headEntryText, headInBucket, HeadMapTree, headsLeafText, parseHeadsLeaf } from './audit-heads-format.ts';
-import { addKeyCertificates, addLeafKinds, appendLeaves, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
+import { addCheckpointNotes, addKeyCertificates, addLeafKinds, appendLeaves, createAuditLogTables, type AuditLogTables } from './audit-log.ts';
 import { migrateToLatest, openDatabase, type Database, type MigrationStep } from './db.ts';
 import { storeHashesAsBytes } from './stored-hash.ts';
-import { describeEachDatabase, expectedHeadsLeaf } from './testing.ts';
+import { describeEachDatabase, expectedHeadsLeaf, testAuditLog } from './testing.ts';
 
 const LOG = 'vigil-heads-test';
 
@@ -80,13 +93,18 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
     });
   }
 
-  function commit(cache: { current?: HeadMapCache }): Promise<number> {
+  const SOURCE = { table: 'scopes', headSeq: 'last_seq', headHash: 'last_hash' };
+
+  function commit(cache: { current?: HeadMapCache }, draft?: HeadMapDraft): Promise<number> {
     return commitScopeHeads(
       database,
       LOG,
-      { table: 'scopes', headSeq: 'last_seq', headHash: 'last_hash' },
+      SOURCE,
       (trx, data, itemId) => appendLeaves(trx, database.dialect, [{ itemId, scopeId: null, kind: 'heads', data }]),
-      cache,
+      {
+        cache,
+        draft,
+      },
     );
   }
 
@@ -204,6 +222,92 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
       32_998,
     );
   });
+
+  /**
+   * Between a checkpoint's draft (made without the log's lock) and its commit the service goes on
+   * writing: scopes the draft holds move on or go, new ones come, and enough of them to double the
+   * map's buckets. `draftAndCommit` makes the draft, runs `meanwhile`, commits.
+   */
+  async function changesBetweenDraftAndCommit(draftAndCommit: (meanwhile: () => Promise<void>) => Promise<number>): Promise<void> {
+    await migrateToLatest(database, { ...steps, ...growth });
+    await write(new Map(Array.from({ length: 2000 }, (_, i) => [`s-${i}`, 0])));
+    const first = await commit({});
+    await write(new Map([...Array.from({ length: 500 }, (_, i): [string, number] => [`t-${i}`, 0]), ['s-1', 1], ['s-2', 1]]));
+    const second = await draftAndCommit(() =>
+      write(
+        new Map<string, number | null>([
+          ['s-1', 2],
+          ['t-3', 1],
+          ['t-4', null],
+          ['s-5', null],
+          ['u-1', 0],
+        ]),
+      ),
+    );
+    assert.ok(second > first + 500, 'the commit covers the leaves written after the draft');
+    assert.equal(await assertCommitsEveryHead(second), 4096);
+    assert.equal(await assertBucketTexts(second, 4096), 2499);
+    await assertProof(second - 1, 's-1', { seq: 2, hash: hashOf('s-1', 2) });
+    await assertProof(second - 1, 't-4', null);
+    // 31,000 more scopes after the draft: the commit outgrows 4,096 buckets and rebuckets the whole map.
+    await write(new Map([['s-7', 1]]));
+    const third = await draftAndCommit(() => write(new Map(Array.from({ length: 31_000 }, (_, i) => [`v-${i}`, 0]))));
+    assert.equal(await assertCommitsEveryHead(third), 8192);
+    assert.equal(await assertBucketTexts(third, 8192), 33_499);
+    // A draft whose base another writer moved on (it appended a heads leaf meanwhile) is dropped, and the step done whole.
+    await write(new Map([['s-8', 1]]));
+    const fourth = await draftAndCommit(async () => {
+      await write(new Map([['s-9', 1]]));
+      await commit({});
+      await write(new Map([['s-10', 1]]));
+    });
+    assert.equal(await assertCommitsEveryHead(fourth), 8192);
+    assert.equal(await assertBucketTexts(fourth, 8192), 33_499);
+  }
+
+  test('a draft made without the lock, then committed under it after more writes, commits every head as they are at the commit', async () => {
+    const cache: { current?: HeadMapCache } = {};
+    await changesBetweenDraftAndCommit(async (meanwhile) => {
+      const draft = await prepareScopeHeads(database, LOG, SOURCE, cache);
+      await meanwhile();
+      return commit(cache, draft);
+    });
+  });
+
+  if (backend.kind === 'sqlite')
+    test('on the heads thread (its own connection), with the service writing between its draft and its commit', async () => {
+      const thread = new HeadsThread({ ...database.sqlite!, log: LOG, source: SOURCE });
+      try {
+        await changesBetweenDraftAndCommit(async (meanwhile) => {
+          await thread.prepare();
+          await meanwhile();
+          return database.db.connection().execute(() => thread.commit());
+        });
+      } finally {
+        await thread.close();
+      }
+    });
+
+  if (backend.kind === 'sqlite')
+    test("a log's checkpoint with enough leaves since its last heads leaf commits it on the heads thread, which its stop ends", async () => {
+      await migrateToLatest(database, { ...steps, ...growth, '0006_checkpoint_notes': addCheckpointNotes });
+      const log = testAuditLog(database as unknown as Database<AuditLogTables>, mkdtempSync(join(tmpdir(), 'vigil-heads-')), {
+        name: LOG,
+        heads: SOURCE,
+        sqlite: { ...database.sqlite!, headsThreadFrom: 100 },
+      });
+      const thread = () => (log as unknown as { headsThread?: HeadsThread }).headsThread;
+      await write(new Map(Array.from({ length: 99 }, (_, i) => [`s-${i}`, 0])));
+      const small = await log.checkpoint();
+      assert.equal(thread(), undefined, '99 leaves: committed in process');
+      assert.equal(await assertCommitsEveryHead(small.treeSize), 4096);
+      await write(new Map(Array.from({ length: 100 }, (_, i) => [`t-${i}`, 0])));
+      const large = await log.checkpoint();
+      assert.ok(thread() !== undefined, '100 leaves: committed on the thread');
+      assert.equal(await assertCommitsEveryHead(large.treeSize), 4096);
+      await log.stop();
+      await assert.rejects(thread()!.commit(), /closed|exited/);
+    });
 
   test('a map stored before it could grow is rekeyed by the migration: its old leaf still proves its heads, and the next checkpoint counts its scopes', async () => {
     await migrateToLatest(database, steps);

@@ -14,7 +14,7 @@ import {
   parseHeadsLeaf,
   type ScopeHead,
 } from './audit-heads-format.ts';
-import { BulkInserter, forUpdate, tablesOf, type DialectName, type MigrationDb } from './db.ts';
+import { BulkInserter, forUpdate, inList, tablesOf, type DialectName, type MigrationDb } from './db.ts';
 import { newId } from './ids.ts';
 import { hashHex } from './stored-hash.ts';
 
@@ -151,13 +151,15 @@ const entryInserter = new BulkInserter<AuditHeadTables, 'audit_head_entries'>('a
   head_hash: 'text',
 });
 const bucketInserter = new BulkInserter<AuditHeadTables, 'audit_head_buckets'>('audit_head_buckets', { bucket: 'integer', tree_size: 'bigint', hash: 'text' });
-const bucketTextInserter = new BulkInserter<AuditHeadTables, 'audit_head_bucket_texts'>('audit_head_bucket_texts', {
-  bucket: 'integer',
-  tree_size: 'bigint',
-  entries: 'text',
-});
+const bucketTextInserter = new BulkInserter<AuditHeadTables, 'audit_head_bucket_texts'>(
+  'audit_head_bucket_texts',
+  { bucket: 'integer', tree_size: 'bigint', entries: 'text' },
+  undefined,
+  'bucket',
+);
 
-type HeadDb = Kysely<AuditHeadTables & { audit_log_head: { id: number; size: number } }>;
+type HeadSchema = AuditHeadTables & { audit_log_head: { id: number; size: number } };
+type HeadDb = Kysely<HeadSchema>;
 
 /**
  * The latest version at or before the heads leaf at `asOf` of each entry the condition selects
@@ -220,9 +222,10 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
 /** A bucket being changed: each present scope's entry text (headEntryText), by scope. */
 type BucketTexts = Map<string, string>;
 
-/** The scope of an entry text: its last member, `"scope":<string>`. */
+/** The scope of an entry text: its last member, `"scope":<string>` (read as it is when it has no escape). */
 function scopeOfEntryText(text: string): string {
-  return JSON.parse(text.slice(text.lastIndexOf(',"scope":') + 9, -1)) as string;
+  const quoted = text.slice(text.lastIndexOf(',"scope":') + 9, -1);
+  return quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
 }
 
 /** A bucket's stored text (AuditHeadBucketTextRow.entries): its entries in scope order, each followed by "\n". */
@@ -238,18 +241,23 @@ function bucketText(entries: BucketTexts): string {
  * The entries of `buckets` among `count` as the heads leaf at `asOf` (the latest) left them: from
  * each bucket's row where it has one, else from the entries' versions.
  */
-async function currentBucketTexts(db: HeadDb, buckets: readonly number[], count: number, asOf: number): Promise<Map<number, BucketTexts>> {
+async function currentBucketTexts(
+  db: HeadDb,
+  dialect: DialectName,
+  buckets: readonly number[],
+  count: number,
+  asOf: number,
+): Promise<Map<number, BucketTexts>> {
   const found = new Map<number, BucketTexts>();
-  for (let i = 0; i < buckets.length; i += 500) {
-    const rows = await db
-      .selectFrom('audit_head_bucket_texts')
-      .select(['bucket', 'entries'])
-      .where(
-        'bucket',
-        'in',
-        buckets.slice(i, i + 500).map((bucket) => count + bucket),
-      )
-      .execute();
+  if (buckets.length > 0) {
+    const { rows } = await sql<{ bucket: number; entries: string }>`
+      select bucket, entries from audit_head_bucket_texts
+      where ${inList(
+        dialect,
+        sql.ref('bucket'),
+        buckets.map((bucket) => count + bucket),
+        'integer',
+      )}`.execute(db);
     for (const row of rows) {
       const entries: BucketTexts = new Map();
       for (const text of row.entries.split('\n')) if (text !== '') entries.set(scopeOfEntryText(text), text);
@@ -274,138 +282,279 @@ async function countScopesAt(db: HeadDb, asOf: number): Promise<number> {
   return (await entriesAt(db, sql`e.head_seq >= 0`, asOf)).length;
 }
 
+/** The latest heads leaf below `size`. */
+function latestHeadsLeaf(db: HeadDb, size: number): Promise<AuditHeadMapRow | undefined> {
+  return db
+    .selectFrom('audit_head_maps')
+    .select(['leaf_idx', 'body', 'scopes'])
+    .where('leaf_idx', '<', size)
+    .orderBy('leaf_idx', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** The heads of `scopes` as `source` records them now (a scope without a row is left out). */
+async function readScopeHeads(db: HeadDb, dialect: DialectName, source: ScopeHeadSource, scopes: readonly string[]): Promise<Map<string, ScopeHead>> {
+  const heads = new Map<string, ScopeHead>();
+  if (scopes.length === 0) return heads;
+  const { rows } = await sql<{ id: string; head_seq: number; head_hash: string | Buffer | null }>`
+    select id, ${sql.ref(source.headSeq)} as head_seq, ${sql.ref(source.headHash)} as head_hash from ${sql.table(source.table)}
+    where ${inList(dialect, sql.ref('id'), scopes, 'text')}`.execute(db);
+  for (const row of rows)
+    heads.set(row.id, {
+      seq: Number(row.head_seq),
+      hash: row.head_hash === null ? null : typeof row.head_hash === 'string' ? row.head_hash : hashHex(row.head_hash),
+    });
+  return heads;
+}
+
+/** An absorbed scope: its head key, its entry text at the draft's base and now (undefined: not in the map), and its head now. */
+interface AbsorbedScope {
+  key: number;
+  was: string | undefined;
+  now: string | undefined;
+  head: ScopeHead | undefined;
+}
+
+/**
+ * The next heads leaf in the making: the map as the latest heads leaf (the base) left it, with the
+ * heads of the scopes that have a leaf since then applied. It is built in two steps so that the
+ * heavy part holds no lock (commitScopeHeads): prepared from what is committed (prepareScopeHeads:
+ * the changed buckets read back, rehashed and the map's tree updated), then, under the lock on the
+ * log's head, brought up to the log's size by absorbing only the scopes with a leaf since.
+ */
+export class HeadMapDraft {
+  private readonly absorbed = new Map<string, AbsorbedScope>();
+  /** The changed buckets' entries (under `count`): the base's, with the absorbed heads applied. */
+  private buckets = new Map<number, BucketTexts>();
+  /** Whether `buckets` holds the whole map (rebucketed under more buckets): a bucket not in it is empty. */
+  private whole = false;
+  /** Buckets changed since their hash was last computed. */
+  private stale = new Set<number>();
+  /** Each changed bucket's text and hash as last computed: what the commit writes. */
+  private readonly sealed = new Map<number, { text: string; hash: Buffer }>();
+  private count: number;
+  private scopes: number;
+
+  private constructor(
+    private readonly dialect: DialectName,
+    private readonly source: ScopeHeadSource,
+    /** The base's index (−1: the log has no heads leaf yet) and bucket count. */
+    readonly baseIndex: number,
+    private readonly baseCount: number,
+    baseScopes: number,
+    /** Every leaf below this index is absorbed. */
+    private absorbedTo: number,
+    private tree: HeadMapTree | undefined,
+  ) {
+    this.count = baseCount;
+    this.scopes = baseScopes;
+  }
+
+  /**
+   * A draft on the latest heads leaf below `size` (read from `last`), nothing absorbed yet;
+   * undefined when no leaf follows it. Takes the cached tree when it is the base's (and empties
+   * the cache: the draft changes the tree).
+   */
+  static async open(
+    db: HeadDb,
+    dialect: DialectName,
+    log: string,
+    source: ScopeHeadSource,
+    last: AuditHeadMapRow | undefined,
+    size: number,
+    cache: { current?: HeadMapCache },
+  ): Promise<HeadMapDraft | undefined> {
+    const baseIndex = last === undefined ? -1 : Number(last.leaf_idx);
+    if (baseIndex + 1 >= size) return undefined;
+    const count = (last === undefined ? undefined : parseHeadsLeaf(last.body, log)?.buckets) ?? HEAD_MAP_BUCKETS;
+    const mine = cache.current?.leafIndex === baseIndex ? cache.current : undefined;
+    cache.current = undefined;
+    const scopes = mine?.scopes ?? (last === undefined ? 0 : last.scopes !== null ? Number(last.scopes) : await countScopesAt(db, baseIndex));
+    // The tree as this instance left it at the base, else as the stored bucket hashes give it (another instance's, a start).
+    const tree = mine?.tree ?? new HeadMapTree(count, await bucketHashesAt(db, count, baseIndex));
+    return new HeadMapDraft(dialect, source, baseIndex, count, scopes, baseIndex + 1, tree);
+  }
+
+  /** Applies the heads of the scopes with a leaf from the last absorbed one to `size`, and rehashes what they changed. */
+  async absorbTo(db: HeadDb, size: number): Promise<void> {
+    if (size > this.absorbedTo) {
+      const { rows } = await sql<{ scope_id: string }>`
+        select distinct scope_id from audit_log_leaves where idx >= ${this.absorbedTo} and idx < ${size} and scope_id is not null`.execute(db);
+      this.absorbedTo = size;
+      const heads = await readScopeHeads(
+        db,
+        this.dialect,
+        this.source,
+        rows.map((row) => row.scope_id),
+      );
+      const keys = new Map(rows.map((row) => [row.scope_id, this.absorbed.get(row.scope_id)?.key ?? headKeyOf(row.scope_id)]));
+      if (!this.whole) {
+        const unread = [...new Set([...keys.values()].map((key) => headBucketOfKey(key, this.count)))].filter((bucket) => !this.buckets.has(bucket));
+        for (const [bucket, entries] of await currentBucketTexts(db, this.dialect, unread, this.count, this.baseIndex)) this.buckets.set(bucket, entries);
+      }
+      for (const [scopeId, key] of keys) this.apply(scopeId, key, heads.get(scopeId));
+      const count = headBucketCount(this.baseCount, this.scopes);
+      if (count !== this.count) await this.rebucket(db, count);
+    }
+    this.seal();
+  }
+
+  /** Sets a scope's entry to its head now (none when it has no row or its head is −1). */
+  private apply(scopeId: string, key: number, head: ScopeHead | undefined): void {
+    const present = head !== undefined && head.seq >= 0 ? head : undefined;
+    const now = present === undefined ? undefined : headEntryText(scopeId, present);
+    const bucket = headBucketOfKey(key, this.count);
+    let entries = this.buckets.get(bucket);
+    if (entries === undefined) this.buckets.set(bucket, (entries = new Map()));
+    const before = entries.get(scopeId);
+    this.absorbed.set(scopeId, { key, was: this.absorbed.has(scopeId) ? this.absorbed.get(scopeId)!.was : before, now, head: present });
+    if (before === now) return;
+    if (now === undefined) entries.delete(scopeId);
+    else entries.set(scopeId, now);
+    this.scopes += (now === undefined ? 0 : 1) - (before === undefined ? 0 : 1);
+    this.stale.add(bucket);
+  }
+
+  /** The map outgrew its buckets (headBucketCount): every entry of the base, bucketed anew under `count`, with the absorbed heads. */
+  private async rebucket(db: HeadDb, count: number): Promise<void> {
+    const buckets = new Map<number, BucketTexts>();
+    const entriesOf = (bucket: number): BucketTexts => {
+      let entries = buckets.get(bucket);
+      if (entries === undefined) buckets.set(bucket, (entries = new Map()));
+      return entries;
+    };
+    for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, this.baseIndex))
+      entriesOf(headBucketOfKey(entry.key, count)).set(entry.scopeId, headEntryText(entry.scopeId, entry.head));
+    for (const [scopeId, { key, now }] of this.absorbed) {
+      const entries = entriesOf(headBucketOfKey(key, count));
+      if (now === undefined) entries.delete(scopeId);
+      else entries.set(scopeId, now);
+    }
+    this.count = count;
+    this.buckets = buckets;
+    this.whole = true;
+    this.tree = undefined;
+    this.sealed.clear();
+    this.stale = new Set(buckets.keys());
+  }
+
+  /** Rehashes the buckets changed since the last call, and their paths in the map's tree. */
+  private seal(): void {
+    const hashes = new Map<number, Buffer>();
+    for (const bucket of this.stale) {
+      const text = bucketText(this.buckets.get(bucket)!);
+      const hash = headBucketTextHash(text);
+      this.sealed.set(bucket, { text, hash });
+      hashes.set(bucket, hash);
+    }
+    this.stale.clear();
+    if (this.tree === undefined) this.tree = new HeadMapTree(this.count, hashes);
+    else this.tree.setAll(hashes);
+  }
+
+  /**
+   * Appends the heads leaf at `size` (every leaf below it absorbed) and writes the map's new
+   * versions there, in the caller's transaction; answers the map as that leaf left it.
+   */
+  async commit<Schema extends HeadSchema>(
+    trx: Kysely<Schema>,
+    dialect: DialectName,
+    log: string,
+    size: number,
+    append: (trx: Kysely<Schema>, data: Buffer, itemId: string) => Promise<number>,
+  ): Promise<HeadMapCache> {
+    const body = headsLeafText(log, size, this.tree!.root, this.count);
+    const index = await append(trx, Buffer.from(body, 'utf8'), newId());
+    if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
+    // The heads leaf at `size` was appended just now, so no version at `size` exists yet.
+    const db = tablesOf<HeadSchema, Schema>(trx);
+    const tables = tablesOf<AuditHeadTables, Schema>(trx);
+    const changed: AuditHeadEntryRow[] = [];
+    for (const [scopeId, { key, was, now, head }] of this.absorbed)
+      if (now !== was) changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: head?.seq ?? -1, head_hash: head?.hash ?? null });
+    await entryInserter.insert(tables, dialect, changed);
+    const sealed = [...this.sealed].map(([bucket, { text, hash }]) => ({ bucket: this.count + bucket, text, hash }));
+    await bucketInserter.insert(
+      tables,
+      dialect,
+      sealed.map(({ bucket, hash }) => ({ bucket, tree_size: size, hash: hash.toString('hex') })),
+    );
+    // Rebucketed: the rows of the fewer buckets go (heap numbers below `count`); every bucket's row is written (replaced) below.
+    if (this.whole) await db.deleteFrom('audit_head_bucket_texts').where('bucket', '<', this.count).execute();
+    await bucketTextInserter.insert(
+      tables,
+      dialect,
+      sealed.map(({ bucket, text }) => ({ bucket, tree_size: size, entries: text })),
+    );
+    await db
+      .insertInto('audit_head_maps')
+      .values({ leaf_idx: size, body, scopes: this.scopes })
+      .onConflict((oc) => oc.column('leaf_idx').doUpdateSet({ body, scopes: this.scopes }))
+      .execute();
+    return { leafIndex: size, tree: this.tree!, scopes: this.scopes };
+  }
+}
+
+/** The log's size, unlocked. */
+async function logSize(db: HeadDb): Promise<number> {
+  return Number((await db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow()).size);
+}
+
+/**
+ * The heavy step of a checkpoint, without the log's lock (on SQLite in a read transaction or on a
+ * connection of its own; on PostgreSQL statement by statement: a head that moves meanwhile comes
+ * with a leaf past the size read first, which the commit absorbs): the heads of the scopes with a
+ * leaf since the last heads leaf, their buckets read back and rehashed. Undefined: nothing to draft.
+ */
+export async function prepareScopeHeads<Schema extends HeadSchema>(
+  database: { db: Kysely<Schema>; dialect: DialectName },
+  log: string,
+  source: ScopeHeadSource,
+  cache: { current?: HeadMapCache } = {},
+): Promise<HeadMapDraft | undefined> {
+  const view = tablesOf<HeadSchema, Schema>(database.db);
+  const size = await logSize(view);
+  const draft = await HeadMapDraft.open(view, database.dialect, log, source, await latestHeadsLeaf(view, size), size, cache);
+  await draft?.absorbTo(view, size);
+  return draft;
+}
+
 /**
  * Before a checkpoint: under the lock on the log's head (held to the commit, so no leaf is
- * appended meanwhile), the heads of the scopes with a leaf since the last heads leaf are read and
- * their changes written into the map, and a heads leaf committing the map's root is appended as the
- * log's last leaf. Answers the tree size to sign: the log's size, ending with a heads leaf (left as
- * it is when its last leaf is one already). `append` appends the leaf in the transaction.
+ * appended meanwhile), the heads of the scopes with a leaf since the last heads leaf are written
+ * into the map, and a heads leaf committing the map's root is appended as the log's last leaf.
+ * Answers the tree size to sign: the log's size, ending with a heads leaf (left as it is when its
+ * last leaf is one already). `append` appends the leaf in the transaction.
  *
- * Only the changed scopes' buckets are read back and rehashed; when the map outgrows its buckets
- * (headBucketCount), every entry is read once and bucketed anew under twice as many.
+ * `draft` (prepareScopeHeads) carries what was done without the lock: only the scopes with a leaf
+ * since it are read here. A draft on another base (another instance appended a heads leaf since) is
+ * dropped, and the whole step done here. `transaction` runs the work in a write transaction (by
+ * default the database's; a thread with a connection of its own passes one that takes SQLite's
+ * write lock at its start).
  */
-export async function commitScopeHeads<Schema extends AuditHeadTables & { audit_log_head: { id: number; size: number } }>(
+export async function commitScopeHeads<Schema extends HeadSchema>(
   database: { db: Kysely<Schema>; dialect: DialectName },
   log: string,
   source: ScopeHeadSource,
   append: (trx: Kysely<Schema>, data: Buffer, itemId: string) => Promise<number>,
-  cache: { current?: HeadMapCache } = {},
+  options: {
+    cache?: { current?: HeadMapCache };
+    draft?: HeadMapDraft | undefined;
+    transaction?: <T>(work: (trx: Kysely<Schema>) => Promise<T>) => Promise<T>;
+  } = {},
 ): Promise<number> {
-  const committed = await database.db.transaction().execute(async (trx): Promise<number | HeadMapCache> => {
-    const db = tablesOf<AuditHeadTables & { audit_log_head: { id: number; size: number } }, Schema>(trx);
+  const cache = options.cache ?? {};
+  const transaction = options.transaction ?? ((work) => database.db.transaction().execute(work));
+  const committed = await transaction(async (trx): Promise<number | HeadMapCache> => {
+    const db = tablesOf<HeadSchema, Schema>(trx);
     const size = Number((await forUpdate(db.selectFrom('audit_log_head').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
-    const last = await db
-      .selectFrom('audit_head_maps')
-      .select(['leaf_idx', 'body', 'scopes'])
-      .where('leaf_idx', '<', size)
-      .orderBy('leaf_idx', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    const from = last === undefined ? 0 : Number(last.leaf_idx) + 1;
-    if (from >= size) return size;
-    const { rows: scoped } = await sql<{ scope_id: string }>`
-      select distinct scope_id from audit_log_leaves where idx >= ${from} and idx < ${size} and scope_id is not null`.execute(trx);
-    const scopes = scoped.map((row) => row.scope_id);
-    const heads = new Map<string, ScopeHead>();
-    for (let i = 0; i < scopes.length; i += 500) {
-      const chunk = scopes.slice(i, i + 500);
-      const { rows } = await sql<{ id: string; head_seq: number; head_hash: string | Buffer | null }>`
-        select id, ${sql.ref(source.headSeq)} as head_seq, ${sql.ref(source.headHash)} as head_hash from ${sql.table(source.table)}
-        where id in (${sql.join(chunk)})`.execute(trx);
-      for (const row of rows)
-        heads.set(row.id, {
-          seq: Number(row.head_seq),
-          hash: row.head_hash === null ? null : typeof row.head_hash === 'string' ? row.head_hash : hashHex(row.head_hash),
-        });
-    }
-    const lastLeaf = last === undefined ? undefined : parseHeadsLeaf(last.body, log);
-    const previousCount = lastLeaf?.buckets ?? HEAD_MAP_BUCKETS;
-    // The changed scopes' buckets as the last heads leaf left them: each scope's entry there is its previous head.
-    const keys = new Map(scopes.map((scopeId) => [scopeId, headKeyOf(scopeId)]));
-    const touched = await currentBucketTexts(db, [...new Set([...keys.values()].map((key) => headBucketOfKey(key, previousCount)))], previousCount, size - 1);
-    // The scopes whose entry changes: −1 (and no hash) where a scope no longer has a head or a row.
-    const changed: AuditHeadEntryRow[] = [];
-    // Each changed scope's new entry text, computed once (undefined: the scope leaves the map).
-    const newTexts = new Map<string, string | undefined>();
-    let scopeDelta = 0;
-    for (const [scopeId, key] of keys) {
-      const wasText = touched.get(headBucketOfKey(key, previousCount))!.get(scopeId);
-      const now = heads.get(scopeId);
-      const present = now !== undefined && now.seq >= 0 ? now : undefined;
-      const nowText = present === undefined ? undefined : headEntryText(scopeId, present);
-      if (wasText === nowText) continue;
-      changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: present?.seq ?? -1, head_hash: present?.hash ?? null });
-      newTexts.set(scopeId, nowText);
-      scopeDelta += (nowText === undefined ? 0 : 1) - (wasText === undefined ? 0 : 1);
-    }
-    const lastIndex = last === undefined ? -1 : Number(last.leaf_idx);
-    const mine = cache.current?.leafIndex === lastIndex ? cache.current : undefined;
-    cache.current = undefined;
-    const previousScopes =
-      mine?.scopes ?? (last?.scopes !== null && last?.scopes !== undefined ? Number(last.scopes) : last === undefined ? 0 : await countScopesAt(db, size - 1));
-    const scopeCount = previousScopes + scopeDelta;
-    const count = headBucketCount(previousCount, scopeCount);
-    // The changed buckets' entries after the changes, and their stored texts.
-    const apply = (entries: Map<number, BucketTexts>): Map<number, string> => {
-      for (const row of changed) {
-        const inBucket = entries.get(headBucketOfKey(row.head_key, count))!;
-        const text = newTexts.get(row.scope_id);
-        if (text === undefined) inBucket.delete(row.scope_id);
-        else inBucket.set(row.scope_id, text);
-      }
-      return new Map([...entries].map(([bucket, inBucket]) => [bucket, bucketText(inBucket)]));
-    };
-    let tree: HeadMapTree | undefined;
-    let texts: Map<number, string>;
-    if (count === previousCount) {
-      // The tree as this instance left it at the last heads leaf, else as the stored bucket hashes give it (another instance's, a start).
-      tree = mine?.tree ?? new HeadMapTree(count, await bucketHashesAt(db, count, size - 1));
-      // The buckets read above hold the changed ones (and some whose scopes did not change, left out here).
-      texts = apply(new Map(changed.map((row) => headBucketOfKey(row.head_key, count)).map((bucket) => [bucket, touched.get(bucket)!])));
-    } else {
-      // Outgrown: every present entry, bucketed anew; every non-empty bucket's hash and text is written under the new count.
-      const entries = new Map<number, BucketTexts>();
-      for (const row of changed) entries.set(headBucketOfKey(row.head_key, count), new Map());
-      for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, size - 1)) {
-        const bucket = headBucketOfKey(entry.key, count);
-        let inBucket = entries.get(bucket);
-        if (inBucket === undefined) entries.set(bucket, (inBucket = new Map()));
-        inBucket.set(entry.scopeId, headEntryText(entry.scopeId, entry.head));
-      }
-      texts = apply(entries);
-      await db.deleteFrom('audit_head_bucket_texts').where('bucket', '<', count).execute();
-    }
-    const newHashes = new Map([...texts].map(([bucket, text]) => [bucket, headBucketTextHash(text)]));
-    if (tree === undefined) tree = new HeadMapTree(count, newHashes);
-    else tree.setAll(newHashes);
-    const body = headsLeafText(log, size, tree.root, count);
-    const index = await append(trx, Buffer.from(body, 'utf8'), newId());
-    if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
-    // The heads leaf at `size` was appended just now, so no version at `size` exists yet.
-    const tables = tablesOf<AuditHeadTables, Schema>(trx);
-    await entryInserter.insert(tables, database.dialect, changed);
-    await bucketInserter.insert(
-      tables,
-      database.dialect,
-      [...newHashes].map(([bucket, bucketHash]) => ({ bucket: count + bucket, tree_size: size, hash: bucketHash.toString('hex') })),
-    );
-    const textRows = [...texts].map(([bucket, entries]) => ({ bucket: count + bucket, tree_size: size, entries }));
-    for (let i = 0; i < textRows.length; i += 500)
-      await db
-        .deleteFrom('audit_head_bucket_texts')
-        .where(
-          'bucket',
-          'in',
-          textRows.slice(i, i + 500).map((row) => row.bucket),
-        )
-        .execute();
-    await bucketTextInserter.insert(tables, database.dialect, textRows);
-    await db
-      .insertInto('audit_head_maps')
-      .values({ leaf_idx: size, body, scopes: scopeCount })
-      .onConflict((oc) => oc.column('leaf_idx').doUpdateSet({ body, scopes: scopeCount }))
-      .execute();
-    return { leafIndex: size, tree, scopes: scopeCount };
+    const last = await latestHeadsLeaf(db, size);
+    const baseIndex = last === undefined ? -1 : Number(last.leaf_idx);
+    if (baseIndex + 1 >= size) return size;
+    const draft = options.draft?.baseIndex === baseIndex ? options.draft : await HeadMapDraft.open(db, database.dialect, log, source, last, size, cache);
+    await draft!.absorbTo(db, size);
+    return draft!.commit(trx, database.dialect, log, size, append);
   });
   // Kept only once committed: a transaction rolled back leaves the cache empty, and the next checkpoint reads the stored hashes.
   if (typeof committed === 'number') return committed;

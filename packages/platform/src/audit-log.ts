@@ -11,7 +11,8 @@ import {
   type SigningKey,
 } from './audit-keys.ts';
 import { HEADS_LEAF } from './audit-heads-format.ts';
-import { commitScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
+import { commitScopeHeads, prepareScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
+import { HeadsThread } from './audit-heads-threaded.ts';
 import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
@@ -290,6 +291,12 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
    * committing every scope's head (commitScopeHeads, docs/audit.md "Session heads").
    */
   heads?: ScopeHeadSource;
+  /**
+   * SQLite: the service's file (Database.sqlite). A checkpoint with at least `headsThreadFrom`
+   * leaves since the last heads leaf (default HEADS_THREAD_FROM) then drafts and commits its heads
+   * leaf on a thread of its own (HeadsThread).
+   */
+  sqlite?: { file: string; synchronous: 'NORMAL' | 'FULL'; headsThreadFrom?: number };
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
   /** The integrator's leader signs when the log grew since a checkpoint this old (AUDIT_CHECKPOINT_INTERVAL_MS; default: at every round it grew). */
@@ -322,6 +329,11 @@ function missingNode(level: number, index: number): string {
 }
 
 const WITNESS_MAX_ATTEMPTS = 8;
+/**
+ * SQLite: a checkpoint with this many leaves since the last heads leaf drafts and commits it on the
+ * heads thread (HeadsThread); a smaller one costs the serving thread less than the thread's round trips.
+ */
+const HEADS_THREAD_FROM = 256;
 /** A follower waiting for the integrator's leader: how often it looks, wakes the leader again, and gives up. */
 const LEADER_POLL_MS = 25;
 const LEADER_WAKE_MS = 1000;
@@ -711,6 +723,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   private sinceCheckpoint = 0;
   /** The map of heads as this instance's last checkpoint left it (commitScopeHeads). */
   private readonly headMap: { current?: HeadMapCache } = {};
+  /** SQLite: the thread that drafts and commits large checkpoints' heads leaves (started on first use). */
+  private headsThread: HeadsThread | undefined;
   private signing: Promise<unknown> | null = null;
   /** The integrator this instance takes part in (startAuditIntegrator): while it follows, it neither signs nor builds. */
   private integrator: LogIntegrator | undefined;
@@ -719,7 +733,7 @@ export class AuditLog<Schema extends AuditLogTables> {
   static ofService<Schema extends AuditLogTables>(
     name: string,
     config: { dataDir: string; audit: AuditLogConfig },
-    database: { db: Kysely<Schema>; dialect: DialectName },
+    database: { db: Kysely<Schema>; dialect: DialectName; sqlite?: { file: string; synchronous: 'NORMAL' | 'FULL' } },
     clock: Clock,
     log: AuditLogOptions<Schema>['log'],
     heads?: ScopeHeadSource,
@@ -738,6 +752,7 @@ export class AuditLog<Schema extends AuditLogTables> {
       checkpointIntervalMs: audit.checkpointIntervalMs,
       log,
       ...(heads === undefined ? {} : { heads }),
+      ...(database.sqlite === undefined ? {} : { sqlite: database.sqlite }),
     });
   }
 
@@ -1092,17 +1107,44 @@ export class AuditLog<Schema extends AuditLogTables> {
     return checkpoint;
   }
 
-  /** The size to sign: the log's, after a heads leaf committing the scopes' heads when the service records them (commitScopeHeads). */
-  private commitHeads(): Promise<number> {
-    const { heads, dialect } = this.options;
+  /**
+   * The size to sign: the log's, after a heads leaf committing the scopes' heads when the service
+   * records them (commitScopeHeads). The map's changed buckets are read back and rehashed first,
+   * without the log's lock (prepareScopeHeads); under it only the scopes with a leaf since are. On
+   * SQLite a large checkpoint does both on the heads thread, so the serving thread keeps serving.
+   */
+  private async commitHeads(): Promise<number> {
+    const { heads, dialect, sqlite } = this.options;
     if (heads === undefined) return this.size();
+    if (sqlite !== undefined && (await this.leavesSinceHeads()) >= (sqlite.headsThreadFrom ?? HEADS_THREAD_FROM)) {
+      this.headsThread ??= new HeadsThread({ file: sqlite.file, synchronous: sqlite.synchronous, log: this.name, source: heads });
+      const thread = this.headsThread;
+      await thread.prepare();
+      // Held, this connection has no transaction open, so the thread's write lock waits for none of this
+      // thread's, and none of this thread's writes waits on the lock (they wait, without blocking, for the connection).
+      return this.db.connection().execute(() => thread.commit());
+    }
+    const draft = await prepareScopeHeads({ db: this.db, dialect }, this.name, heads, this.headMap);
     return commitScopeHeads(
       { db: this.db, dialect },
       this.name,
       heads,
       (trx, data, itemId) => appendLeaves(trx, dialect, [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
-      this.headMap,
+      { cache: this.headMap, draft },
     );
+  }
+
+  /** Leaves appended since the last heads leaf. */
+  private async leavesSinceHeads(): Promise<number> {
+    const size = await this.size();
+    const last = await this.db
+      .selectFrom('audit_head_maps')
+      .select('leaf_idx')
+      .where('leaf_idx', '<', size)
+      .orderBy('leaf_idx', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return size - (last === undefined ? 0 : Number(last.leaf_idx) + 1);
   }
 
   private async witness(body: string, deliveries: readonly string[]): Promise<void> {
@@ -1306,5 +1348,6 @@ export class AuditLog<Schema extends AuditLogTables> {
   async stop(): Promise<void> {
     await this.signing;
     await this.witnessQueue.stop();
+    await this.headsThread?.close();
   }
 }

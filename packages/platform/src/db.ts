@@ -19,6 +19,8 @@ import type pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
 import { ReplicaRouter, routingPool } from './read-replica.ts';
 
+type SqliteSynchronous = Extract<DatabaseConfig, { kind: 'sqlite' }>['synchronous'];
+
 export type DialectName = 'sqlite' | 'postgres';
 
 let pgModule: Promise<typeof pg> | undefined;
@@ -38,6 +40,8 @@ export interface Database<Schema> {
   dialect: DialectName;
   /** PostgreSQL schema holding the service's tables (undefined on SQLite). */
   schema?: string;
+  /** SQLite only: the file and its `synchronous` setting, for a thread that opens a connection of its own (sqliteConnection). */
+  sqlite?: { file: string; synchronous: SqliteSynchronous };
   /**
    * Bytes the service's data occupies on disk. SQLite: the database file plus its WAL, as the file
    * system has them. PostgreSQL: every table of the service's schema with its indexes and TOAST
@@ -229,17 +233,10 @@ class SqliteCheckpointer {
 
 const checkpointer = new SqliteCheckpointer();
 
-function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
-  mkdirSync(dirname(config.file), { recursive: true });
-  const raw = new BetterSqlite3(config.file);
-  // A new file frees pages to the file system on `incremental_vacuum` (reclaimFreeSpace, after
-  // retention); auto_vacuum can only be chosen before the first table exists. An older file keeps
-  // its mode until converted by a one-time VACUUM (docs/deploy.md#disk-space); its freed pages are
-  // still reused by later writes.
-  if ((raw.pragma('page_count', { simple: true }) as number) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
-  raw.pragma('journal_mode = WAL');
+/** What every connection to a service's SQLite file sets (the service's own, and a thread's: sqliteConnection). */
+function configureConnection(raw: BetterSqlite3.Database, synchronous: SqliteSynchronous): void {
   raw.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-  raw.pragma(`synchronous = ${config.synchronous}`);
+  raw.pragma(`synchronous = ${synchronous}`);
   raw.pragma('busy_timeout = 10000');
   // Deleted and overwritten content is zeroed where it lay (cells, freed pages), so a row's old
   // bytes do not outlive it in the file: an erasure leaves no copy (docs/guide/erasure.md).
@@ -253,11 +250,35 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   // Checkpoints run in a worker (see sqlite-checkpointer.mjs) once the WAL has grown; the request
   // thread checkpoints only as a backstop, if the WAL ever reaches this many pages.
   raw.pragma('wal_autocheckpoint = 20000');
+}
+
+/**
+ * A connection of its own to a service's SQLite file (Database.sqlite), for a worker thread: the
+ * service's settings, prepared statements reused and transactions begun `IMMEDIATE`, as on the
+ * service's connection. WAL readers never wait for the writer; a write waits for the lock.
+ */
+export function sqliteConnection<Schema>(file: string, synchronous: SqliteSynchronous): Kysely<Schema> {
+  const raw = new BetterSqlite3(file);
+  configureConnection(raw, synchronous);
+  return new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
+}
+
+function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
+  mkdirSync(dirname(config.file), { recursive: true });
+  const raw = new BetterSqlite3(config.file);
+  // A new file frees pages to the file system on `incremental_vacuum` (reclaimFreeSpace, after
+  // retention); auto_vacuum can only be chosen before the first table exists. An older file keeps
+  // its mode until converted by a one-time VACUUM (docs/deploy.md#disk-space); its freed pages are
+  // still reused by later writes.
+  if ((raw.pragma('page_count', { simple: true }) as number) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
+  raw.pragma('journal_mode = WAL');
+  configureConnection(raw, config.synchronous);
   const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
   return {
     db,
     dialect: 'sqlite',
+    sqlite: { file: config.file, synchronous: config.synchronous },
     async sizeBytes() {
       return fileBytes(config.file) + fileBytes(`${config.file}-wal`);
     },
@@ -563,6 +584,22 @@ export const floatType = 'double precision' as const;
  * precision: SQLite's sum() of integers fails with "integer overflow" past 9.2e18 (PostgreSQL's
  * answers numeric); as doubles both databases stay finite. Exact below 2^53.
  */
+/**
+ * `expression in (values)` with the list as one parameter (a JSON array read by `json_each` on
+ * SQLite, an array on PostgreSQL), so that the statement's text is the same for every list and is
+ * prepared once, where `in (?, ?, …)` is a new statement for each length.
+ */
+export function inList(
+  dialect: DialectName,
+  expression: RawBuilder<unknown>,
+  values: readonly (string | number)[],
+  pgType: 'text' | 'integer' | 'bigint',
+): RawBuilder<boolean> {
+  return dialect === 'sqlite'
+    ? sql<boolean>`${expression} in (select value from json_each(${JSON.stringify(values)}))`
+    : sql<boolean>`${expression} = any(${values}::${sql.raw(pgType)}[])`;
+}
+
 export function sumAsDouble(expression: RawBuilder<unknown>): RawBuilder<number | null> {
   return sql<number | null>`sum(cast(${expression} as ${sql.raw(floatType)}))`;
 }
@@ -733,6 +770,8 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
     readonly columnTypes: InsertColumns<Schema[Table]>,
     /** For a table with `createFullTextIndex`: its unique key column, to match rows to rowids. */
     private readonly fullTextKey?: keyof Schema[Table] & string,
+    /** A row whose `replaceOn` key exists replaces that row's other columns in place (an upsert, not a delete and insert). */
+    private readonly replaceOn?: keyof Schema[Table] & string,
   ) {
     this.columns = Object.keys(columnTypes) as (keyof Schema[Table] & string)[];
     declaredInserts.push({ table, columns: columnTypes as Readonly<Record<string, PgColumnType>> });
@@ -744,10 +783,19 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
       const row = sql`(${sql.join(this.columns.map(() => null))})`;
       const values = sql.join(Array.from({ length: size }, () => row));
       const returning = this.fullTextKey && dialect === 'sqlite' ? sql` returning rowid as "rowid", ${sql.ref(this.fullTextKey)}` : sql``;
-      text = sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) values ${values}${returning}`.compile(db).sql;
+      text = sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) values ${values}${this.upsert()}${returning}`.compile(
+        db,
+      ).sql;
       this.statements.set(`${dialect}:${size}`, text);
     }
     return text;
+  }
+
+  /** The statements' conflict clause (`replaceOn`). */
+  private upsert(): RawBuilder<unknown> {
+    if (this.replaceOn === undefined) return sql``;
+    const others = this.columns.filter((column) => column !== this.replaceOn);
+    return sql` on conflict (${sql.ref(this.replaceOn)}) do update set ${sql.join(others.map((column) => sql`${sql.ref(column)} = excluded.${sql.ref(column)}`))}`;
   }
 
   /** PostgreSQL's one statement for any number of rows (see the class). */
@@ -756,7 +804,9 @@ export class BulkInserter<Schema extends Record<Table, object>, Table extends st
     if (text === undefined) {
       const arrays = this.columns.map((c) => sql`${null}::${sql.raw(this.columnTypes[c]!)}[]`);
       text = prepareOnServer(
-        sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) select * from unnest(${sql.join(arrays)})`.compile(db).sql,
+        sql`insert into ${sql.table(this.table)} (${sql.join(this.columns.map((c) => sql.ref(c)))}) select * from unnest(${sql.join(arrays)})${this.upsert()}`.compile(
+          db,
+        ).sql,
       );
       this.statements.set('unnest', text);
     }

@@ -6,6 +6,7 @@ export * from './errors.ts';
 export * from './http.ts';
 export * from './ids.ts';
 export * from './outbound.ts';
+export * from './threads.ts';
 export * from './time.ts';
 export * from './version.ts';
 export * from './jobs.ts';

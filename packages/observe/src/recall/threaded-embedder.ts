@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '@vigil/platform';
 import type { EmbedReply, EmbedRequest } from './embed-thread.ts';
 import { EmbeddingBackendError, LocalEmbedder, type Embedder } from './embedder.ts';
 
@@ -6,21 +7,6 @@ import { EmbeddingBackendError, LocalEmbedder, type Embedder } from './embedder.
 const IDLE_MS = 60_000;
 /** Requests handed to the thread at once; further callers wait their turn (the embedding drain sends one batch at a time). */
 const MAX_IN_FLIGHT = 2;
-
-/** In the compiled bundle (packages/cli/build.mjs): each thread script's compiled file, relative to its source folder. */
-declare const VIGIL_COMPILED_THREADS: Record<string, string> | undefined;
-
-/** The thread's module, beside this one: compiled in the bundle, else the TypeScript source run through tsx. */
-function startThread(dimensions: number): Worker {
-  const options = { workerData: { dimensions } };
-  const compiled = typeof VIGIL_COMPILED_THREADS === 'undefined' ? undefined : VIGIL_COMPILED_THREADS['embed-thread'];
-  if (compiled !== undefined) return new Worker(new URL(compiled, import.meta.url), options);
-  const url = new URL('./embed-thread.ts', import.meta.url);
-  // From TypeScript sources a thread does not inherit the loader this process registered: it registers tsx itself.
-  const loader = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); })`;
-  return new Worker(bootstrap, { ...options, eval: true });
-}
 
 /**
  * The local embedder run on a worker thread, so that hashing texts (CPU only, ~10 % of ingest's
@@ -89,7 +75,7 @@ export class ThreadedLocalEmbedder implements Embedder {
 
   private running(): Worker {
     if (this.thread) return this.thread;
-    const thread = startThread(this.dimensions);
+    const thread = startThread(new URL('./embed-thread.ts', import.meta.url), { workerData: { dimensions: this.dimensions } });
     // An idle thread must not keep the process alive; close() ends it at shutdown.
     thread.unref();
     thread.on('message', (reply: EmbedReply) => {

@@ -1,0 +1,58 @@
+// The map of heads' thread (HeadsThread, audit-heads-threaded.ts): a checkpoint's heads leaf drafted
+// and committed on a SQLite connection of its own, so that reading back and rehashing the changed
+// buckets leaves the thread that serves requests.
+import { parentPort, workerData } from 'node:worker_threads';
+import { HEADS_LEAF } from './audit-heads-format.ts';
+import { commitScopeHeads, prepareScopeHeads, type HeadMapCache, type HeadMapDraft, type ScopeHeadSource } from './audit-heads.ts';
+import { appendLeaves, type AuditLogTables } from './audit-log.ts';
+import { sqliteConnection } from './db.ts';
+
+export interface HeadsThreadSetup {
+  file: string;
+  synchronous: 'NORMAL' | 'FULL';
+  log: string;
+  source: ScopeHeadSource;
+}
+
+/** `prepare`: draft from what is committed, no lock taken; `commit`: take the write lock, bring the draft up to the log's size, append the heads leaf. */
+export interface HeadsRequest {
+  id: number;
+  step: 'prepare' | 'commit';
+}
+
+/** `treeSize`: after a commit, the tree size to sign (after a prepare, 0). */
+export type HeadsReply = { id: number; treeSize: number } | { id: number; error: string };
+
+const setup = workerData as HeadsThreadSetup;
+const db = sqliteConnection<AuditLogTables>(setup.file, setup.synchronous);
+/** The map as this thread's last commit left it. */
+const cache: { current?: HeadMapCache } = {};
+let draft: HeadMapDraft | undefined;
+/** One step at a time, in the order asked. */
+let turn: Promise<void> = Promise.resolve();
+
+async function run(step: HeadsRequest['step']): Promise<number> {
+  if (step === 'prepare') {
+    draft = await prepareScopeHeads({ db, dialect: 'sqlite' }, setup.log, setup.source, cache);
+    return 0;
+  }
+  const prepared = draft;
+  draft = undefined;
+  return commitScopeHeads(
+    { db, dialect: 'sqlite' },
+    setup.log,
+    setup.source,
+    (trx, data, itemId) => appendLeaves(trx, 'sqlite', [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
+    { cache, draft: prepared },
+  );
+}
+
+parentPort!.on('message', ({ id, step }: HeadsRequest) => {
+  turn = turn.then(async () => {
+    try {
+      parentPort!.postMessage({ id, treeSize: await run(step) } satisfies HeadsReply);
+    } catch (error) {
+      parentPort!.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies HeadsReply);
+    }
+  });
+});
