@@ -1,6 +1,8 @@
 // The subject index's backfill: events stored before the index existed (migration 0035) are read in
-// id order, a page per step, and their subjects indexed like ingest indexes new ones. Its cursor is
-// a row of `subject_index_backfill`, so a restart or another instance resumes where it stopped.
+// id order, a page per step, up to the newest event stored when it was bounded (migration 0049;
+// every later event was indexed at ingest), and their subjects indexed like ingest indexes new
+// ones. Its cursor is a row of `subject_index_backfill`, so a restart or another instance resumes
+// where it stopped.
 import type { ObserveContext } from '../context.ts';
 import { subjectIdsOf, type SubjectPath } from './subject-index.ts';
 import type { EventSubjectRow } from './tables.ts';
@@ -11,9 +13,9 @@ export const SUBJECT_BACKFILL = 'events';
 const PAGE = 500;
 
 /**
- * Indexes the next page of events after the cursor and moves it on; true while events are left.
- * Every event is read once, those indexed at ingest too (the rows exist already: nothing is
- * written twice). An erased event's marker names no subject; one erased between the read and
+ * Indexes the next page of events after the cursor (up to its bound) and moves it on; true while
+ * events are left. Every event up to the bound is read once, those indexed at ingest too (the rows
+ * exist already: nothing is written twice). An erased event's marker names no subject; one erased between the read and
  * the write is indexed, and a later erasure of its subject marks it again under its own leaf.
  */
 export async function backfillSubjectPage(ctx: ObserveContext, paths: readonly SubjectPath[]): Promise<boolean> {
@@ -24,6 +26,7 @@ export async function backfillSubjectPage(ctx: ObserveContext, paths: readonly S
     .selectFrom('events')
     .select(['id', 'session_id', 'payload', 'metadata'])
     .where('id', '>', state.after_id)
+    .$if(state.until_id !== null, (query) => query.where('id', '<=', state.until_id!))
     .orderBy('id')
     .limit(PAGE)
     .execute();

@@ -12,6 +12,8 @@ export interface EventSubjectRow {
 export interface SubjectIndexBackfillRow {
   name: string;
   after_id: string;
+  /** The newest event when the backfill was bounded (migration 0049): it reads no further. */
+  until_id: string | null;
   done_at: number | null;
 }
 
