@@ -307,6 +307,20 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
       assert.equal(await assertCommitsEveryHead(large.treeSize), 4096);
       await log.stop();
       await assert.rejects(thread()!.commit(), /closed|exited/);
+
+      // A thread that cannot work (here: its file cannot be opened) leaves the checkpoint to the log's own thread.
+      const warnings: string[] = [];
+      const broken = testAuditLog(database as unknown as Database<AuditLogTables>, mkdtempSync(join(tmpdir(), 'vigil-heads-')), {
+        name: LOG,
+        heads: SOURCE,
+        sqlite: { file: join(tmpdir(), 'vigil-no-such-folder', 'gone', 'x.db'), synchronous: 'NORMAL', headsThreadFrom: 1 },
+        log: { warn: (_object, message) => warnings.push(message), error() {} },
+      });
+      await write(new Map([['u-1', 0]]));
+      const after = await broken.checkpoint();
+      assert.equal(await assertCommitsEveryHead(after.treeSize), 4096);
+      assert.deepEqual(warnings, ['the audit heads thread failed: the checkpoint commits its heads here']);
+      await broken.stop();
     });
 
   test('a map stored before it could grow is rekeyed by the migration: its old leaf still proves its heads, and the next checkpoint counts its scopes', async () => {

@@ -1119,10 +1119,16 @@ export class AuditLog<Schema extends AuditLogTables> {
     if (sqlite !== undefined && (await this.leavesSinceHeads()) >= (sqlite.headsThreadFrom ?? HEADS_THREAD_FROM)) {
       this.headsThread ??= new HeadsThread({ file: sqlite.file, synchronous: sqlite.synchronous, log: this.name, source: heads });
       const thread = this.headsThread;
-      await thread.prepare();
-      // Held, this connection has no transaction open, so the thread's write lock waits for none of this
-      // thread's, and none of this thread's writes waits on the lock (they wait, without blocking, for the connection).
-      return this.db.connection().execute(() => thread.commit());
+      try {
+        await thread.prepare();
+        // Held, this connection has no transaction open, so the thread's write lock waits for none of this
+        // thread's, and none of this thread's writes waits on the lock (they wait, without blocking, for the connection).
+        return await this.db.connection().execute(() => thread.commit());
+      } catch (error) {
+        // A thread that failed (or could not start) leaves the checkpoint to this thread: a commit it made
+        // ended the log with a heads leaf, which the step here then finds and leaves as it is.
+        this.options.log.warn({ err: error }, 'the audit heads thread failed: the checkpoint commits its heads here');
+      }
     }
     const draft = await prepareScopeHeads({ db: this.db, dialect }, this.name, heads, this.headMap);
     return commitScopeHeads(
