@@ -24,7 +24,8 @@ export interface HeadsRequest {
 export type HeadsReply = { id: number; treeSize: number } | { id: number; error: string };
 
 const setup = workerData as HeadsThreadSetup;
-const db = sqliteConnection<AuditLogTables>(setup.file, setup.synchronous);
+/** A checkpoint reads a few thousand rows of the map's tables: 2 MiB of pages keep its B-trees' upper levels. */
+const db = sqliteConnection<AuditLogTables>(setup.file, setup.synchronous, 2);
 /** The map as this thread's last commit left it. */
 const cache: { current?: HeadMapCache } = {};
 let draft: HeadMapDraft | undefined;
