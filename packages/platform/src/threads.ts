@@ -15,5 +15,5 @@ export function startThread(script: URL, options: WorkerOptions): Worker {
   // From TypeScript sources a thread does not inherit the loader this process registered: it registers tsx itself.
   const loader = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(script.href)}); })`;
-  return new Worker(bootstrap, { ...options, eval: true });
+  return new Worker(new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`), options);
 }
