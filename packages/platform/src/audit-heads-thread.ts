@@ -5,11 +5,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { HEADS_LEAF } from './audit-heads-format.ts';
 import { commitScopeHeads, prepareScopeHeads, type HeadMapCache, type HeadMapDraft, type ScopeHeadSource } from './audit-heads.ts';
 import { appendLeaves, type AuditLogTables } from './audit-log.ts';
-import { sqliteConnection } from './db.ts';
+import { sqliteConnection, type SqliteFile } from './db.ts';
 
 export interface HeadsThreadSetup {
-  file: string;
-  synchronous: 'NORMAL' | 'FULL';
+  sqlite: SqliteFile;
   log: string;
   source: ScopeHeadSource;
 }
@@ -25,7 +24,7 @@ export type HeadsReply = { id: number; treeSize: number } | { id: number; error:
 
 const setup = workerData as HeadsThreadSetup;
 /** A checkpoint reads a few thousand rows of the map's tables: 2 MiB of pages keep its B-trees' upper levels. */
-const db = sqliteConnection<AuditLogTables>(setup.file, setup.synchronous, 2);
+const db = sqliteConnection<AuditLogTables>(setup.sqlite, 2);
 /** The map as this thread's last commit left it. */
 const cache: { current?: HeadMapCache } = {};
 let draft: HeadMapDraft | undefined;

@@ -276,7 +276,7 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
 
   if (backend.kind === 'sqlite')
     test('on the heads thread (its own connection), with the service writing between its draft and its commit', async () => {
-      const thread = new HeadsThread({ ...database.sqlite!, log: LOG, source: SOURCE });
+      const thread = new HeadsThread({ sqlite: database.sqlite!, log: LOG, source: SOURCE });
       try {
         await changesBetweenDraftAndCommit(async (meanwhile) => {
           await thread.prepare();

@@ -338,6 +338,7 @@ export class HeadMapDraft {
 
   private constructor(
     private readonly dialect: DialectName,
+    private readonly log: string,
     private readonly source: ScopeHeadSource,
     /** The base's index (−1: the log has no heads leaf yet) and bucket count. */
     readonly baseIndex: number,
@@ -373,7 +374,7 @@ export class HeadMapDraft {
     const scopes = mine?.scopes ?? (last === undefined ? 0 : last.scopes !== null ? Number(last.scopes) : await countScopesAt(db, baseIndex));
     // The tree as this instance left it at the base, else as the stored bucket hashes give it (another instance's, a start).
     const tree = mine?.tree ?? new HeadMapTree(count, await bucketHashesAt(db, count, baseIndex));
-    return new HeadMapDraft(dialect, source, baseIndex, count, scopes, baseIndex + 1, tree);
+    return new HeadMapDraft(dialect, log, source, baseIndex, count, scopes, baseIndex + 1, tree);
   }
 
   /** Applies the heads of the scopes with a leaf from the last absorbed one to `size`, and rehashes what they changed. */
@@ -408,7 +409,8 @@ export class HeadMapDraft {
     let entries = this.buckets.get(bucket);
     if (entries === undefined) this.buckets.set(bucket, (entries = new Map()));
     const before = entries.get(scopeId);
-    this.absorbed.set(scopeId, { key, was: this.absorbed.has(scopeId) ? this.absorbed.get(scopeId)!.was : before, now, head: present });
+    const known = this.absorbed.get(scopeId);
+    this.absorbed.set(scopeId, { key, was: known === undefined ? before : known.was, now, head: present });
     if (before === now) return;
     if (now === undefined) entries.delete(scopeId);
     else entries.set(scopeId, now);
@@ -459,12 +461,11 @@ export class HeadMapDraft {
    */
   async commit<Schema extends HeadSchema>(
     trx: Kysely<Schema>,
-    dialect: DialectName,
-    log: string,
     size: number,
     append: (trx: Kysely<Schema>, data: Buffer, itemId: string) => Promise<number>,
   ): Promise<HeadMapCache> {
-    const body = headsLeafText(log, size, this.tree!.root, this.count);
+    const { dialect } = this;
+    const body = headsLeafText(this.log, size, this.tree!.root, this.count);
     const index = await append(trx, Buffer.from(body, 'utf8'), newId());
     if (index !== size) throw new Error(`the heads leaf was appended at ${index}, not ${size}: another writer held the log`);
     // The heads leaf at `size` was appended just now, so no version at `size` exists yet.
@@ -501,11 +502,19 @@ async function logSize(db: HeadDb): Promise<number> {
   return Number((await db.selectFrom('audit_log_head').select('size').where('id', '=', 1).executeTakeFirstOrThrow()).size);
 }
 
+/** Leaves appended since the last heads leaf (all of them before the first): what a checkpoint's map has to absorb. */
+export async function leavesSinceHeadsLeaf<Schema extends HeadSchema>(db: Kysely<Schema>): Promise<number> {
+  const view = tablesOf<HeadSchema, Schema>(db);
+  const size = await logSize(view);
+  const last = await latestHeadsLeaf(view, size);
+  return size - (last === undefined ? 0 : Number(last.leaf_idx) + 1);
+}
+
 /**
- * The heavy step of a checkpoint, without the log's lock (on SQLite in a read transaction or on a
- * connection of its own; on PostgreSQL statement by statement: a head that moves meanwhile comes
- * with a leaf past the size read first, which the commit absorbs): the heads of the scopes with a
- * leaf since the last heads leaf, their buckets read back and rehashed. Undefined: nothing to draft.
+ * The heavy step of a checkpoint, without the log's lock (statement by statement, on both
+ * databases: a head that moves meanwhile comes with a leaf past the size read first, which the
+ * commit absorbs): the heads of the scopes with a leaf since the last heads leaf, their buckets read
+ * back and rehashed. Undefined: nothing to draft.
  */
 export async function prepareScopeHeads<Schema extends HeadSchema>(
   database: { db: Kysely<Schema>; dialect: DialectName },
@@ -529,9 +538,7 @@ export async function prepareScopeHeads<Schema extends HeadSchema>(
  *
  * `draft` (prepareScopeHeads) carries what was done without the lock: only the scopes with a leaf
  * since it are read here. A draft on another base (another instance appended a heads leaf since) is
- * dropped, and the whole step done here. `transaction` runs the work in a write transaction (by
- * default the database's; a thread with a connection of its own passes one that takes SQLite's
- * write lock at its start).
+ * dropped, and the whole step done here.
  */
 export async function commitScopeHeads<Schema extends HeadSchema>(
   database: { db: Kysely<Schema>; dialect: DialectName },
@@ -541,12 +548,10 @@ export async function commitScopeHeads<Schema extends HeadSchema>(
   options: {
     cache?: { current?: HeadMapCache };
     draft?: HeadMapDraft | undefined;
-    transaction?: <T>(work: (trx: Kysely<Schema>) => Promise<T>) => Promise<T>;
   } = {},
 ): Promise<number> {
   const cache = options.cache ?? {};
-  const transaction = options.transaction ?? ((work) => database.db.transaction().execute(work));
-  const committed = await transaction(async (trx): Promise<number | HeadMapCache> => {
+  const committed = await database.db.transaction().execute(async (trx): Promise<number | HeadMapCache> => {
     const db = tablesOf<HeadSchema, Schema>(trx);
     const size = Number((await forUpdate(db.selectFrom('audit_log_head').select('size').where('id', '=', 1), database.dialect).executeTakeFirstOrThrow()).size);
     const last = await latestHeadsLeaf(db, size);
@@ -554,7 +559,7 @@ export async function commitScopeHeads<Schema extends HeadSchema>(
     if (baseIndex + 1 >= size) return size;
     const draft = options.draft?.baseIndex === baseIndex ? options.draft : await HeadMapDraft.open(db, database.dialect, log, source, last, size, cache);
     await draft!.absorbTo(db, size);
-    return draft!.commit(trx, database.dialect, log, size, append);
+    return draft!.commit(trx, size, append);
   });
   // Kept only once committed: a transaction rolled back leaves the cache empty, and the next checkpoint reads the stored hashes.
   if (typeof committed === 'number') return committed;

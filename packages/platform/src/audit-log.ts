@@ -11,12 +11,12 @@ import {
   type SigningKey,
 } from './audit-keys.ts';
 import { HEADS_LEAF } from './audit-heads-format.ts';
-import { commitScopeHeads, prepareScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
+import { commitScopeHeads, leavesSinceHeadsLeaf, prepareScopeHeads, type AuditHeadTables, type HeadMapCache, type ScopeHeadSource } from './audit-heads.ts';
 import { HeadsThread } from './audit-heads-threaded.ts';
 import type { AuditCosigner, AuditLogConfig } from './config.ts';
 import type { Clock } from './clock.ts';
 import { canonicalJson, signTimestampedBody } from './crypto.ts';
-import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type DialectName, type MigrationDb } from './db.ts';
+import { BulkInserter, epochMsType, forUpdate, PreparedQuery, tablesOf, type DialectName, type MigrationDb, type SqliteFile } from './db.ts';
 import { DeliveryQueue, newDelivery, withDeliveryColumns, type DeliveryColumns } from './deliveries.ts';
 import { newId } from './ids.ts';
 import {
@@ -296,7 +296,7 @@ export interface AuditLogOptions<Schema extends AuditLogTables> {
    * leaves since the last heads leaf (default HEADS_THREAD_FROM) then drafts and commits its heads
    * leaf on a thread of its own (HeadsThread).
    */
-  sqlite?: { file: string; synchronous: 'NORMAL' | 'FULL'; headsThreadFrom?: number };
+  sqlite?: SqliteFile & { headsThreadFrom?: number };
   /** A checkpoint is signed once this many leaves were committed through this instance (`committed`); other instances count their own. */
   checkpointEvents: number;
   /** The integrator's leader signs when the log grew since a checkpoint this old (AUDIT_CHECKPOINT_INTERVAL_MS; default: at every round it grew). */
@@ -738,7 +738,7 @@ export class AuditLog<Schema extends AuditLogTables> {
   static ofService<Schema extends AuditLogTables>(
     name: string,
     config: { dataDir: string; audit: AuditLogConfig },
-    database: { db: Kysely<Schema>; dialect: DialectName; sqlite?: { file: string; synchronous: 'NORMAL' | 'FULL' } },
+    database: { db: Kysely<Schema>; dialect: DialectName; sqlite?: SqliteFile },
     clock: Clock,
     log: AuditLogOptions<Schema>['log'],
     heads?: ScopeHeadSource,
@@ -1122,8 +1122,8 @@ export class AuditLog<Schema extends AuditLogTables> {
   private async commitHeads(): Promise<number> {
     const { heads, dialect, sqlite } = this.options;
     if (heads === undefined) return this.size();
-    if (sqlite !== undefined && (await this.leavesSinceHeads()) >= (sqlite.headsThreadFrom ?? HEADS_THREAD_FROM)) {
-      this.headsThread ??= new HeadsThread({ file: sqlite.file, synchronous: sqlite.synchronous, log: this.name, source: heads });
+    if (sqlite !== undefined && (await leavesSinceHeadsLeaf(this.db)) >= (sqlite.headsThreadFrom ?? HEADS_THREAD_FROM)) {
+      this.headsThread ??= new HeadsThread({ sqlite: { file: sqlite.file, synchronous: sqlite.synchronous }, log: this.name, source: heads });
       const thread = this.headsThread;
       try {
         await thread.prepare();
@@ -1144,19 +1144,6 @@ export class AuditLog<Schema extends AuditLogTables> {
       (trx, data, itemId) => appendLeaves(trx, dialect, [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
       { cache: this.headMap, draft },
     );
-  }
-
-  /** Leaves appended since the last heads leaf. */
-  private async leavesSinceHeads(): Promise<number> {
-    const size = await this.size();
-    const last = await this.db
-      .selectFrom('audit_head_maps')
-      .select('leaf_idx')
-      .where('leaf_idx', '<', size)
-      .orderBy('leaf_idx', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    return size - (last === undefined ? 0 : Number(last.leaf_idx) + 1);
   }
 
   private async witness(body: string, deliveries: readonly string[]): Promise<void> {

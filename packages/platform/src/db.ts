@@ -21,6 +21,12 @@ import { ReplicaRouter, routingPool } from './read-replica.ts';
 
 type SqliteSynchronous = Extract<DatabaseConfig, { kind: 'sqlite' }>['synchronous'];
 
+/** A service's SQLite file and its `synchronous` setting: what a thread needs to open a connection of its own (sqliteConnection). */
+export interface SqliteFile {
+  file: string;
+  synchronous: SqliteSynchronous;
+}
+
 export type DialectName = 'sqlite' | 'postgres';
 
 let pgModule: Promise<typeof pg> | undefined;
@@ -40,8 +46,8 @@ export interface Database<Schema> {
   dialect: DialectName;
   /** PostgreSQL schema holding the service's tables (undefined on SQLite). */
   schema?: string;
-  /** SQLite only: the file and its `synchronous` setting, for a thread that opens a connection of its own (sqliteConnection). */
-  sqlite?: { file: string; synchronous: SqliteSynchronous };
+  /** SQLite only: its file, for a thread that opens a connection of its own (sqliteConnection). */
+  sqlite?: SqliteFile;
   /**
    * Bytes the service's data occupies on disk. SQLite: the database file plus its WAL, as the file
    * system has them. PostgreSQL: every table of the service's schema with its indexes and TOAST
@@ -233,18 +239,21 @@ class SqliteCheckpointer {
 
 const checkpointer = new SqliteCheckpointer();
 
+/** The page cache of a service's own connection (configureConnection). */
+const SERVICE_CACHE_MIB = 16;
+
 /** What every connection to a service's SQLite file sets (the service's own, and a thread's: sqliteConnection). */
-function configureConnection(raw: BetterSqlite3.Database, synchronous: SqliteSynchronous): void {
+function configureConnection(raw: BetterSqlite3.Database, synchronous: SqliteSynchronous, cacheMiB: number): void {
   raw.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   raw.pragma(`synchronous = ${synchronous}`);
   raw.pragma('busy_timeout = 10000');
   // Deleted and overwritten content is zeroed where it lay (cells, freed pages), so a row's old
   // bytes do not outlive it in the file: an erasure leaves no copy (docs/guide/erasure.md).
   raw.pragma('secure_delete = ON');
-  // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a 16 MiB page
-  // cache, and no memory map, whose touched pages would count in the process's RSS up to the map's
-  // size; pages beyond the cache are read from the OS's file cache.
-  raw.pragma('cache_size = -16384');
+  // Memory a database may hold, whatever its size (docs/architecture.md, Memory): a page cache of
+  // `cacheMiB`, and no memory map, whose touched pages would count in the process's RSS up to the
+  // map's size; pages beyond the cache are read from the OS's file cache.
+  raw.pragma(`cache_size = -${cacheMiB * 1024}`);
   raw.pragma('temp_store = MEMORY');
   raw.pragma('mmap_size = 0');
   // Checkpoints run in a worker (see sqlite-checkpointer.mjs) once the WAL has grown; the request
@@ -259,10 +268,9 @@ function configureConnection(raw: BetterSqlite3.Database, synchronous: SqliteSyn
  * cache holds `cacheMiB` (pages beyond it come from the OS's file cache): a thread's few reads need
  * less than the service's 16 MiB, which would count in the process's RSS a second time.
  */
-export function sqliteConnection<Schema>(file: string, synchronous: SqliteSynchronous, cacheMiB: number): Kysely<Schema> {
+export function sqliteConnection<Schema>({ file, synchronous }: SqliteFile, cacheMiB: number): Kysely<Schema> {
   const raw = new BetterSqlite3(file);
-  configureConnection(raw, synchronous);
-  raw.pragma(`cache_size = -${cacheMiB * 1024}`);
+  configureConnection(raw, synchronous, cacheMiB);
   return new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
 }
 
@@ -275,7 +283,7 @@ function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>)
   // still reused by later writes.
   if ((raw.pragma('page_count', { simple: true }) as number) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
   raw.pragma('journal_mode = WAL');
-  configureConnection(raw, config.synchronous);
+  configureConnection(raw, config.synchronous, SERVICE_CACHE_MIB);
   const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
   return {
@@ -583,11 +591,6 @@ export const epochMsType = 'bigint' as const;
 export const floatType = 'double precision' as const;
 
 /**
- * sum() of an integer expression (token counts, durations between timestamps) as double
- * precision: SQLite's sum() of integers fails with "integer overflow" past 9.2e18 (PostgreSQL's
- * answers numeric); as doubles both databases stay finite. Exact below 2^53.
- */
-/**
  * `expression in (values)` with the list as one parameter (a JSON array read by `json_each` on
  * SQLite, an array on PostgreSQL), so that the statement's text is the same for every list and is
  * prepared once, where `in (?, ?, …)` is a new statement for each length.
@@ -603,6 +606,11 @@ export function inList(
     : sql<boolean>`${expression} = any(${values}::${sql.raw(pgType)}[])`;
 }
 
+/**
+ * sum() of an integer expression (token counts, durations between timestamps) as double
+ * precision: SQLite's sum() of integers fails with "integer overflow" past 9.2e18 (PostgreSQL's
+ * answers numeric); as doubles both databases stay finite. Exact below 2^53.
+ */
 export function sumAsDouble(expression: RawBuilder<unknown>): RawBuilder<number | null> {
   return sql<number | null>`sum(cast(${expression} as ${sql.raw(floatType)}))`;
 }
