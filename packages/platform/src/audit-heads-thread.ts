@@ -1,11 +1,12 @@
 // The map of heads' thread (HeadsThread, audit-heads-threaded.ts): a checkpoint's heads leaf drafted
 // and committed on a SQLite connection of its own, so that reading back and rehashing the changed
 // buckets leaves the thread that serves requests.
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import { HEADS_LEAF } from './audit-heads-format.ts';
 import { commitScopeHeads, prepareScopeHeads, type HeadMapCache, type HeadMapDraft, type ScopeHeadSource } from './audit-heads.ts';
 import { appendLeaves, type AuditLogTables } from './audit-log.ts';
 import { sqliteConnection, type SqliteFile } from './db.ts';
+import { serveThreadRequests } from './threads.ts';
 
 export interface HeadsThreadSetup {
   sqlite: SqliteFile;
@@ -13,14 +14,11 @@ export interface HeadsThreadSetup {
   source: ScopeHeadSource;
 }
 
-/** `prepare`: draft from what is committed, no lock taken; `commit`: take the write lock, bring the draft up to the log's size, append the heads leaf. */
-export interface HeadsRequest {
-  id: number;
-  step: 'prepare' | 'commit';
-}
-
-/** `treeSize`: after a commit, the tree size to sign (after a prepare, 0). */
-export type HeadsReply = { id: number; treeSize: number } | { id: number; error: string };
+/**
+ * `prepare`: draft from what is committed, no lock taken; `commit`: take the write lock, bring the
+ * draft up to the log's size, append the heads leaf. Answered with the tree size to sign (after a prepare, 0).
+ */
+export type HeadsStep = 'prepare' | 'commit';
 
 const setup = workerData as HeadsThreadSetup;
 /** A checkpoint reads a few thousand rows of the map's tables: 2 MiB of pages keep its B-trees' upper levels. */
@@ -28,10 +26,7 @@ const db = sqliteConnection<AuditLogTables>(setup.sqlite, 2);
 /** The map as this thread's last commit left it. */
 const cache: { current?: HeadMapCache } = {};
 let draft: HeadMapDraft | undefined;
-/** One step at a time, in the order asked. */
-let turn: Promise<void> = Promise.resolve();
-
-async function run(step: HeadsRequest['step']): Promise<number> {
+serveThreadRequests(async (step: HeadsStep): Promise<number> => {
   if (step === 'prepare') {
     draft = await prepareScopeHeads({ db, dialect: 'sqlite' }, setup.log, setup.source, cache);
     return 0;
@@ -45,14 +40,4 @@ async function run(step: HeadsRequest['step']): Promise<number> {
     (trx, data, itemId) => appendLeaves(trx, 'sqlite', [{ itemId, scopeId: null, kind: HEADS_LEAF, data }]),
     { cache, draft: prepared },
   );
-}
-
-parentPort!.on('message', ({ id, step }: HeadsRequest) => {
-  turn = turn.then(async () => {
-    try {
-      parentPort!.postMessage({ id, treeSize: await run(step) } satisfies HeadsReply);
-    } catch (error) {
-      parentPort!.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies HeadsReply);
-    }
-  });
 });
