@@ -731,9 +731,10 @@ export class AuditLog<Schema extends AuditLogTables> {
 
   /**
    * A service's log as its configuration sets it up (AUDIT_* variables: key, cadence, witnesses).
-   * `headsOnThread`: on SQLite, large checkpoints commit the map of heads on a thread of their own
-   * (AuditLogOptions.sqlite): the gate's, whose every request is a new scope; not observe's, whose
-   * ingest measured no faster with it and ~27 MiB larger.
+   * `heads`: the scopes whose heads each checkpoint commits (AuditLogOptions.heads); `onThread`: on
+   * SQLite, large checkpoints commit them on a thread of their own (AuditLogOptions.sqlite): the
+   * gate's, whose every request is a new scope; not observe's, whose ingest measured no faster with
+   * it and ~27 MiB larger.
    */
   static ofService<Schema extends AuditLogTables>(
     name: string,
@@ -741,8 +742,7 @@ export class AuditLog<Schema extends AuditLogTables> {
     database: { db: Kysely<Schema>; dialect: DialectName; sqlite?: SqliteFile },
     clock: Clock,
     log: AuditLogOptions<Schema>['log'],
-    heads?: ScopeHeadSource,
-    headsOnThread = false,
+    heads?: { source: ScopeHeadSource; onThread?: boolean },
   ): AuditLog<Schema> {
     const { audit } = config;
     return new AuditLog<Schema>({
@@ -757,8 +757,8 @@ export class AuditLog<Schema extends AuditLogTables> {
       checkpointEvents: audit.checkpointEvents,
       checkpointIntervalMs: audit.checkpointIntervalMs,
       log,
-      ...(heads === undefined ? {} : { heads }),
-      ...(database.sqlite === undefined || !headsOnThread ? {} : { sqlite: database.sqlite }),
+      ...(heads === undefined ? {} : { heads: heads.source }),
+      ...(database.sqlite === undefined || heads?.onThread !== true ? {} : { sqlite: database.sqlite }),
     });
   }
 

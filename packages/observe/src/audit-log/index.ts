@@ -34,7 +34,7 @@ export const auditLogFeature = (options: {
       database,
       clock,
       app.log,
-      options.commitHeads ? { table: 'sessions', headSeq: 'last_seq', headHash: 'last_hash' } : undefined,
+      options.commitHeads ? { source: { table: 'sessions', headSeq: 'last_seq', headHash: 'last_hash' } } : undefined,
     );
     await log.registerKey();
 
