@@ -33,12 +33,12 @@ describe('ThreadClient', () => {
   });
 
   test('a thread that does not answer in time, or exits, fails its request (not as a refusal); the next request starts another thread', async () => {
-    const client = fixture({ timeoutMs: 300 });
+    const client = fixture({ timeoutMs: 1500 });
     try {
       const before = await client.ask({ echo: 'a' });
       await assert.rejects(
         client.ask({ hang: true }),
-        (error: Error) => !(error instanceof ThreadRequestError) && error.message === 'the fixture thread did not answer in 0.3 s',
+        (error: Error) => !(error instanceof ThreadRequestError) && error.message === 'the fixture thread did not answer in 1.5 s',
       );
       const after = await client.ask({ echo: 'b' });
       assert.notEqual(after.threadId, before.threadId);

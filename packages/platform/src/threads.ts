@@ -24,6 +24,10 @@ interface ThreadRequest<Request> {
   request: Request;
 }
 type ThreadReply<Result> = { id: number; result: Result } | { id: number; error: string };
+/** Sent once by serveThreadRequests when the thread's script has loaded and serves. */
+interface ThreadReady {
+  ready: true;
+}
 
 /**
  * In a thread script: answers every request of its ThreadClient with `handle`'s result, one request
@@ -47,6 +51,7 @@ export function serveThreadRequests<Request, Result>(
       }
     });
   });
+  port.postMessage({ ready: true } satisfies ThreadReady);
 }
 
 /** What the thread's handler threw (its message), as against the thread itself being lost or closed. */
@@ -59,7 +64,7 @@ export interface ThreadClientOptions {
   resourceLimits?: ResourceLimits;
   /** A thread left without requests this long is ended (its memory returned); the next request starts another. */
   idleMs: number;
-  /** A request not answered in this long fails and the thread is ended. Unset: no limit. */
+  /** A request not answered in this long (from when its thread runs) fails and the thread is ended. Unset: no limit. */
   timeoutMs?: number;
   /** At most this many requests with the thread at once; later callers wait their turn. Unset: no limit. */
   maxInFlight?: number;
@@ -74,6 +79,8 @@ export interface ThreadClientOptions {
  */
 export class ThreadClient<Request, Result> {
   private thread: Worker | null = null;
+  /** Resolved when a thread's script has loaded and serves (ThreadReady). */
+  private readonly ready = new WeakMap<Worker, Promise<void>>();
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(result: Result): void; reject(error: Error): void }>();
   private readonly waiting: (() => void)[] = [];
@@ -97,8 +104,12 @@ export class ThreadClient<Request, Result> {
       return await new Promise<Result>((resolve, reject) => {
         this.pending.set(id, { resolve, reject });
         const { timeoutMs } = this.options;
+        // Counted from when the thread serves: loading its script is not the request's time.
         if (timeoutMs !== undefined)
-          timer = setTimeout(() => this.lose(thread, `the ${this.options.name} thread did not answer in ${timeoutMs / 1000} s`), timeoutMs);
+          void this.ready.get(thread)!.then(() => {
+            if (this.pending.has(id))
+              timer = setTimeout(() => this.lose(thread, `the ${this.options.name} thread did not answer in ${timeoutMs / 1000} s`), timeoutMs);
+          });
         thread.postMessage({ id, request } satisfies ThreadRequest<Request>);
       });
     } finally {
@@ -138,7 +149,10 @@ export class ThreadClient<Request, Result> {
     const { name, workerData, resourceLimits } = this.options;
     const thread = startThread(this.script, { workerData, ...(resourceLimits && { resourceLimits }) });
     thread.unref();
-    thread.on('message', (reply: ThreadReply<Result>) => {
+    let serving!: () => void;
+    this.ready.set(thread, new Promise<void>((resolve) => (serving = resolve)));
+    thread.on('message', (reply: ThreadReply<Result> | ThreadReady) => {
+      if ('ready' in reply) return serving();
       const request = this.pending.get(reply.id);
       if (request === undefined) return;
       if ('error' in reply) request.reject(new ThreadRequestError(reply.error));
