@@ -4,17 +4,24 @@ import { describe, test } from 'node:test';
 import type { FixtureRequest } from './threads.fixture.ts';
 import { ThreadClient, ThreadRequestError, type ThreadClientOptions } from './threads.ts';
 
-const fixture = (options: Partial<ThreadClientOptions> = {}) =>
-  new ThreadClient<FixtureRequest, { echo: string; threadId: number }>(new URL('./threads.fixture.ts', import.meta.url), {
-    name: 'fixture',
-    idleMs: 60_000,
-    ...options,
-  });
+type FixtureClient = ThreadClient<FixtureRequest, { echo: string; threadId: number }>;
+
+const fixture = (options: Partial<ThreadClientOptions> = {}): FixtureClient =>
+  new ThreadClient(new URL('./threads.fixture.ts', import.meta.url), { name: 'fixture', idleMs: 60_000, ...options });
+
+/** Runs `body` with a fixture client, closed after it whatever happens. */
+async function withFixture(options: Partial<ThreadClientOptions>, body: (client: FixtureClient) => Promise<void>): Promise<void> {
+  const client = fixture(options);
+  try {
+    await body(client);
+  } finally {
+    await client.close();
+  }
+}
 
 describe('ThreadClient', () => {
   test("answers each request with the thread's result, a refusal as ThreadRequestError, and keeps the thread", async () => {
-    const client = fixture();
-    try {
+    await withFixture({}, async (client) => {
       const first = await client.ask({ echo: 'a' });
       assert.equal(first.echo, 'a');
       await assert.rejects(client.ask({ fail: 'no such thing' }), (error: Error) => error instanceof ThreadRequestError && error.message === 'no such thing');
@@ -27,14 +34,11 @@ describe('ThreadClient', () => {
         answers.every((answer) => answer.threadId === first.threadId),
         'one thread served them all',
       );
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test('a thread that does not answer in time, or exits, fails its request (not as a refusal); the next request starts another thread', async () => {
-    const client = fixture({ timeoutMs: 1500 });
-    try {
+    await withFixture({ timeoutMs: 1500 }, async (client) => {
       const before = await client.ask({ echo: 'a' });
       await assert.rejects(
         client.ask({ hang: true }),
@@ -44,21 +48,16 @@ describe('ThreadClient', () => {
       assert.notEqual(after.threadId, before.threadId);
       await assert.rejects(client.ask({ exit: 3 }), { message: 'the fixture thread exited with code 3' });
       assert.notEqual((await client.ask({ echo: 'c' })).threadId, after.threadId);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test('a thread idle for idleMs is ended, and the next request starts another', async () => {
-    const client = fixture({ idleMs: 100 });
-    try {
+    await withFixture({ idleMs: 100 }, async (client) => {
       const first = await client.ask({ echo: 'a' });
       assert.equal((await client.ask({ echo: 'b' })).threadId, first.threadId, 'not idle yet');
       await sleep(400);
       assert.notEqual((await client.ask({ echo: 'c' })).threadId, first.threadId);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   test('close fails the requests with the thread and those waiting their turn, and every later one', async () => {
