@@ -4,38 +4,22 @@
  * full-text index).
  *
  * The floor is a bare better-sqlite3 loop writing the rows Vigil just stored: the same `events`
- * table with every index it has (its schema read from Vigil's file), in a new file with the same
- * settings as Vigil's connection (WAL, synchronous NORMAL, secure_delete, a 16 MiB page cache),
- * 100 rows per transaction, one prepared INSERT per row. With the full-text index each row's words
+ * table with every index it has (its schema read from Vigil's file), in a new file opened with
+ * Vigil's connection settings (openSqliteFile: WAL, synchronous NORMAL, secure_delete, a 16 MiB
+ * page cache), 100 rows per transaction, one prepared INSERT per row. With the full-text index each row's words
  * (jsonWords of its payload, as Vigil indexes them) also go into the same contentless FTS5 table.
  * SQLite checkpoints the WAL as it goes (its default, every 1,000 pages), so the floor, like Vigil,
  * pays for getting every row into the file. The rows are Vigil's own, read back in the order it
  * stored them, so both loads write the same bytes.
  */
-import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jsonWords } from '@vigil/platform';
-
-interface Statement {
-  run(...parameters: unknown[]): { lastInsertRowid: number | bigint };
-  all(...parameters: unknown[]): Record<string, unknown>[];
-}
-interface Connection {
-  pragma(text: string): unknown;
-  exec(text: string): void;
-  prepare(text: string): Statement;
-  transaction(body: (rows: readonly Record<string, unknown>[]) => void): (rows: readonly Record<string, unknown>[]) => void;
-  close(): void;
-}
-// The workspace's better-sqlite3 (the platform's dependency), as the services load it.
-const BetterSqlite3 = createRequire(join(process.cwd(), 'packages/platform/package.json'))('better-sqlite3') as new (
-  file: string,
-  options?: { readonly?: boolean },
-) => Connection;
+import { jsonWords, openSqliteFile } from '@vigil/platform';
 
 const BATCH = 100;
+/** Vigil's service connection's page cache. */
+const CACHE_MIB = 16;
 
 export interface SqliteFloor {
   /** Rows per second with the events' indexes and the FTS5 word index, as Vigil writes them. */
@@ -47,7 +31,7 @@ export interface SqliteFloor {
 
 /** The floor over the first `rowCount` events of Vigil's SQLite file at `observeFile` (read while Vigil runs: WAL readers do not block). */
 export function sqliteFloor(observeFile: string, rowCount: number): SqliteFloor {
-  const source = new BetterSqlite3(observeFile, { readonly: true });
+  const source = openSqliteFile({ file: observeFile, synchronous: 'NORMAL' }, CACHE_MIB);
   let rows: Record<string, unknown>[];
   let schema: string[];
   let fullTextSchema: string[];
@@ -62,7 +46,7 @@ export function sqliteFloor(observeFile: string, rowCount: number): SqliteFloor 
       (source.prepare(`select sql from sqlite_schema where name = 'events_fts'`).all()[0] as { sql: string }).sql,
       ...objects.filter((object) => object.type === 'trigger').map((object) => object.sql),
     ];
-    rows = source.prepare(`select * from events order by rowid limit ?`).all(rowCount);
+    rows = source.prepare(`select * from events order by rowid limit ?`).all(rowCount) as Record<string, unknown>[];
   } finally {
     source.close();
   }
@@ -75,20 +59,15 @@ export function sqliteFloor(observeFile: string, rowCount: number): SqliteFloor 
 
 function load(schema: readonly string[], fullTextSchema: readonly string[], rows: readonly Record<string, unknown>[]): number {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-floor-'));
-  const db = new BetterSqlite3(join(dir, 'floor.db'));
+  const db = openSqliteFile({ file: join(dir, 'floor.db'), synchronous: 'NORMAL' }, CACHE_MIB);
   try {
-    db.pragma('auto_vacuum = INCREMENTAL');
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.pragma('secure_delete = ON');
-    db.pragma(`cache_size = -${16 * 1024}`);
-    db.pragma('temp_store = MEMORY');
-    db.pragma('mmap_size = 0');
+    // SQLite's default: the loop checkpoints as it goes (Vigil's connection leaves that to a thread).
+    db.pragma('wal_autocheckpoint = 1000');
     for (const statement of [...schema, ...fullTextSchema]) db.exec(statement);
     const columns = Object.keys(rows[0] ?? {});
     const insert = db.prepare(`insert into events (${columns.map((c) => `"${c}"`).join(', ')}) values (${columns.map(() => '?').join(', ')})`);
     const index = fullTextSchema.length === 0 ? null : db.prepare('insert into events_fts (rowid, body) values (?, ?)');
-    const batch = db.transaction((slice) => {
+    const batch = db.transaction((slice: readonly Record<string, unknown>[]) => {
       for (const row of slice) {
         const { lastInsertRowid } = insert.run(...columns.map((c) => row[c]));
         if (index !== null) index.run(lastInsertRowid, jsonWords(JSON.parse(row.payload as string)).join(' '));

@@ -262,28 +262,37 @@ function configureConnection(raw: BetterSqlite3.Database, synchronous: SqliteSyn
 }
 
 /**
- * A connection of its own to a service's SQLite file (Database.sqlite), for a worker thread: the
- * service's settings, prepared statements reused and transactions begun `IMMEDIATE`, as on the
- * service's connection. WAL readers never wait for the writer; a write waits for the lock. Its page
- * cache holds `cacheMiB` (pages beyond it come from the OS's file cache): a thread's few reads need
- * less than the service's 16 MiB, which would count in the process's RSS a second time.
+ * A better-sqlite3 connection to `sqlite.file` with every setting a service's connection has
+ * (configureConnection), in WAL mode; a new file is made with incremental auto-vacuum. Its page
+ * cache holds `cacheMiB`. The one place those settings are made: the service's connection, a
+ * thread's (sqliteConnection) and the bench's bare floor loop open their files here.
  */
-export function sqliteConnection<Schema>({ file, synchronous }: SqliteFile, cacheMiB: number): Kysely<Schema> {
+export function openSqliteFile({ file, synchronous }: SqliteFile, cacheMiB: number): BetterSqlite3.Database {
   const raw = new BetterSqlite3(file);
-  configureConnection(raw, synchronous, cacheMiB);
-  return new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
-}
-
-function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
-  mkdirSync(dirname(config.file), { recursive: true });
-  const raw = new BetterSqlite3(config.file);
   // A new file frees pages to the file system on `incremental_vacuum` (reclaimFreeSpace, after
   // retention); auto_vacuum can only be chosen before the first table exists. An older file keeps
   // its mode until converted by a one-time VACUUM (docs/deploy.md#disk-space); its freed pages are
   // still reused by later writes.
   if ((raw.pragma('page_count', { simple: true }) as number) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
   raw.pragma('journal_mode = WAL');
-  configureConnection(raw, config.synchronous, SERVICE_CACHE_MIB);
+  configureConnection(raw, synchronous, cacheMiB);
+  return raw;
+}
+
+/**
+ * A connection of its own to a service's SQLite file (Database.sqlite), for a worker thread: the
+ * service's settings, prepared statements reused and transactions begun `IMMEDIATE`, as on the
+ * service's connection. WAL readers never wait for the writer; a write waits for the lock. Its page
+ * cache holds `cacheMiB` (pages beyond it come from the OS's file cache): a thread's few reads need
+ * less than the service's 16 MiB, which would count in the process's RSS a second time.
+ */
+export function sqliteConnection<Schema>(sqlite: SqliteFile, cacheMiB: number): Kysely<Schema> {
+  return new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(openSqliteFile(sqlite, cacheMiB)) }) });
+}
+
+function openSqlite<Schema>(config: Extract<DatabaseConfig, { kind: 'sqlite' }>): Database<Schema> {
+  mkdirSync(dirname(config.file), { recursive: true });
+  const raw = openSqliteFile(config, SERVICE_CACHE_MIB);
   const stopCheckpoints = checkpointer.add(config.file);
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: new PreparedStatementCache(raw) }) });
   return {
