@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { sql, type KyselyPlugin } from 'kysely';
-import { BulkInserter, openDatabase, PreparedStatementCache, type Database } from './db.ts';
+import { sql, type Kysely, type KyselyPlugin } from 'kysely';
+import { BulkInserter, openDatabase, PreparedQuery, PreparedStatementCache, ShapedQueries, type Database } from './db.ts';
 import { describeEachDatabase, sqliteBackend } from './testing.ts';
 
 interface Row {
@@ -226,6 +226,87 @@ await describeEachDatabase('BulkInserter, every column type', (backend) => {
       assert.equal(prepared.rows.length, 1, 'one named statement on this connection for every size');
       assert.match(prepared.rows[0]!.statement, /select \* from unnest\(\$1::integer\[\], \$2::text\[\]/);
     });
+  });
+});
+
+await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
+  let database: Database<Tables>;
+  beforeEach(async () => {
+    database = await openDatabase<Tables>(backend.freshDatabase());
+    await database.db.schema
+      .createTable('bulk_rows')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('body', 'text')
+      .execute();
+    await inserter.insert(database.db, database.dialect, [
+      { id: 1, name: 'a', body: 'kept' },
+      { id: 2, name: 'b', body: 'kept' },
+      { id: 3, name: 'c', body: 'other' },
+      { id: 4, name: 'a', body: 'other' },
+    ]);
+  });
+  afterEach(async () => {
+    await database.close();
+  });
+
+  test('a shape is built once per dialect; each call binds its own values, and constants of the build stay', async () => {
+    const queries = new ShapedQueries<Tables>('rows');
+    const built: string[] = [];
+    // Rows with one of `names` and the constant body 'kept': the shape is how many names.
+    const rowsNamed = (names: string[]) =>
+      queries.execute<{ id: number }>(database.db, database.dialect, `names ${names.length}`, names, (value) => {
+        built.push(`names ${names.length}`);
+        return database.db
+          .selectFrom('bulk_rows')
+          .select('id')
+          .where(
+            'name',
+            'in',
+            names.map((_, i) => value(i) as string),
+          )
+          .where('body', '=', 'kept')
+          .orderBy('id');
+      });
+    const ids = async (names: string[]) => (await rowsNamed(names)).map((row) => Number(row.id));
+    assert.deepEqual(await ids(['a']), [1]);
+    assert.deepEqual(await ids(['b']), [2]);
+    assert.deepEqual(await ids(['c']), []);
+    assert.deepEqual(await ids(['a', 'b']), [1, 2]);
+    assert.deepEqual(await ids(['c', 'a']), [1]);
+    assert.deepEqual(built, ['names 1', 'names 2'], 'each shape built once');
+  });
+
+  test('a value the build does not use as a query value is refused, by ShapedQueries and PreparedQuery alike', async () => {
+    const queries = new ShapedQueries<Tables>('rows');
+    await assert.rejects(
+      queries.execute(database.db, database.dialect, 'one', ['a', 'b'], (value) =>
+        database.db
+          .selectFrom('bulk_rows')
+          .select('id')
+          .where('name', '=', value(0) as string),
+      ),
+      /^Error: rows: 1 value\(s\) are not query values$/,
+    );
+    // A value read in JavaScript rather than bound: it would have shaped the statement.
+    const shaped = new PreparedQuery((db: Kysely<Tables>, _dialect, name: string) =>
+      db
+        .selectFrom('bulk_rows')
+        .select('id')
+        .where('body', '=', name.length > 1 ? 'kept' : 'other'),
+    );
+    await assert.rejects(shaped.execute(database.db, database.dialect, 'a'), /^Error: PreparedQuery: 1 value\(s\) are not query values$/);
+    const prepared = new PreparedQuery((db: Kysely<Tables>, _dialect, name: string) =>
+      db.selectFrom('bulk_rows').select('id').where('name', '=', name).orderBy('id'),
+    );
+    assert.deepEqual(
+      (await prepared.execute(database.db, database.dialect, 'a')).map((row) => Number(row.id)),
+      [1, 4],
+    );
+    assert.deepEqual(
+      (await prepared.execute(database.db, database.dialect, 'c')).map((row) => Number(row.id)),
+      [3],
+    );
   });
 });
 

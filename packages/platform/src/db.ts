@@ -971,39 +971,85 @@ export function databaseFailure(error: unknown): 'unavailable' | 'storage' | und
 
 const PLACEHOLDER = '\u0000vigil-prepared-parameter:';
 
+/** A compiled statement and how a call's values become its parameters. */
+interface CompiledStatement {
+  sql: string;
+  bind: (values: readonly unknown[]) => unknown[];
+}
+
+/**
+ * Builds and compiles a query once with a placeholder for each of `count` values: the statement,
+ * and where each value goes among its parameters (a parameter that is no placeholder is a constant
+ * of the statement). Every value must be used as a query value, so that none can have shaped it.
+ */
+function compileWithPlaceholders(count: number, build: (value: (index: number) => unknown) => Compilable<unknown>, what: string): CompiledStatement {
+  const query = build((index) => `${PLACEHOLDER}${index}`).compile();
+  const slots = query.parameters.map((value) =>
+    typeof value === 'string' && value.startsWith(PLACEHOLDER) ? Number(value.slice(PLACEHOLDER.length)) : { constant: value },
+  );
+  const used = new Set(slots.filter((slot) => typeof slot === 'number'));
+  if (used.size !== count) throw new Error(`${what}: ${count - used.size} value(s) are not query values`);
+  return { sql: query.sql, bind: (values) => slots.map((slot) => (typeof slot === 'number' ? values[slot] : slot.constant)) };
+}
+
 /**
  * A hot-path query that Kysely builds and compiles once per dialect; each call only binds values
  * (and reuses the prepared statement on SQLite). `build` receives a placeholder for every argument
  * and may use them only as query values, never in JavaScript logic.
  */
 export class PreparedQuery<Schema, Args extends unknown[], Row> {
-  private readonly compiled = new Map<DialectName, { sql: string; bind: (args: Args) => unknown[] }>();
+  private readonly compiled = new Map<DialectName, CompiledStatement>();
 
   constructor(private readonly build: (db: Kysely<Schema>, dialect: DialectName, ...args: Args) => Compilable<Row>) {}
 
-  private compile(db: Kysely<Schema>, dialect: DialectName): { sql: string; bind: (args: Args) => unknown[] } {
-    let entry = this.compiled.get(dialect);
-    if (!entry) {
-      const placeholders = Array.from({ length: this.build.length - 2 }, (_, i) => `${PLACEHOLDER}${i}`) as unknown as Args;
-      const query = this.build(db, dialect, ...placeholders).compile();
-      const slots = query.parameters.map((value) =>
-        typeof value === 'string' && value.startsWith(PLACEHOLDER) ? Number(value.slice(PLACEHOLDER.length)) : { constant: value },
-      );
-      const used = new Set(slots.filter((slot) => typeof slot === 'number'));
-      if (used.size !== placeholders.length) throw new Error(`PreparedQuery: ${placeholders.length - used.size} argument(s) are not query values`);
-      entry = { sql: query.sql, bind: (args) => slots.map((slot) => (typeof slot === 'number' ? args[slot] : slot.constant)) };
-      this.compiled.set(dialect, entry);
-    }
-    return entry;
-  }
-
   /** Runs on `executor` (the database or a transaction of it). */
   async execute(executor: Kysely<Schema>, dialect: DialectName, ...args: Args): Promise<Row[]> {
-    const { sql: text, bind } = this.compile(executor, dialect);
-    return (await executor.executeQuery<Row>(CompiledQuery.raw(text, bind(args)))).rows;
+    let entry = this.compiled.get(dialect);
+    if (!entry) {
+      const count = this.build.length - 2;
+      entry = compileWithPlaceholders(
+        count,
+        (value) => this.build(executor, dialect, ...(Array.from({ length: count }, (_, i) => value(i)) as Args)),
+        'PreparedQuery',
+      );
+      this.compiled.set(dialect, entry);
+    }
+    return (await executor.executeQuery<Row>(CompiledQuery.raw(entry.sql, entry.bind(args)))).rows;
   }
 
   async first(executor: Kysely<Schema>, dialect: DialectName, ...args: Args): Promise<Row | undefined> {
     return (await this.execute(executor, dialect, ...args))[0];
+  }
+}
+
+/** Shapes a ShapedQueries keeps compiled; past this many, a new shape is compiled for its call alone. */
+const SHAPES_KEPT = 512;
+
+/**
+ * Hot-path queries whose statement depends on a few facts (the shape: which filters are set, the
+ * grouping, how a time range falls on hours) and whose values vary from call to call. Each shape
+ * is built and compiled once per dialect; a call binds its values. The caller names the shape and
+ * lists the values; `build` gets a placeholder for each value, in that order, and must use every
+ * one as a query value and nothing else of the call: whatever else it reads must be in the shape.
+ */
+export class ShapedQueries<Schema> {
+  private readonly compiled = new Map<string, CompiledStatement>();
+
+  constructor(private readonly name: string) {}
+
+  async execute<Row>(
+    executor: Kysely<Schema>,
+    dialect: DialectName,
+    shape: string,
+    values: readonly unknown[],
+    build: (value: (index: number) => unknown) => Compilable<Row>,
+  ): Promise<Row[]> {
+    const key = `${dialect} ${shape}`;
+    let entry = this.compiled.get(key);
+    if (!entry) {
+      entry = compileWithPlaceholders(values.length, build, this.name);
+      if (this.compiled.size < SHAPES_KEPT) this.compiled.set(key, entry);
+    }
+    return (await executor.executeQuery<Row>(CompiledQuery.raw(entry.sql, entry.bind(values)))).rows;
   }
 }

@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS, sumAsDouble } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, ShapedQueries, sumAsDouble } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sumNanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
@@ -130,8 +130,18 @@ const SOURCES = {
   },
 } satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
 
-/** Rows of one source for the query: the hourly table's rows where `hourly` holds, or the events where `raw` holds. */
-function aggregateSource(db: Kysely<ObserveSchema>, source: (typeof SOURCES)[keyof typeof SOURCES], query: AggregateQuery, condition: RawBuilder<SqlBool>) {
+/** The optional filters of an aggregate, in one order (filterShape). */
+function aggregateFilters(query: AggregateQuery) {
+  return { agentId: query.agentId, excludeAgentId: query.excludeAgentId, eventTypes: query.eventTypes, provider: query.provider, model: query.model };
+}
+
+/** Rows of one source for the query (its filters placed: placedFilters): the hourly table's rows where `hourly` holds, or the events where `raw` holds. */
+function aggregateSource(
+  db: Kysely<ObserveSchema>,
+  source: (typeof SOURCES)[keyof typeof SOURCES],
+  query: Pick<AggregateQuery, 'dimensions' | 'granularity'> & ReturnType<typeof aggregateFilters>,
+  condition: RawBuilder<SqlBool>,
+) {
   const time = sql.ref(source.time);
   const selections: RawBuilder<unknown>[] = [];
   for (const dimension of query.dimensions) {
@@ -158,14 +168,20 @@ function aggregateSource(db: Kysely<ObserveSchema>, source: (typeof SOURCES)[key
 }
 
 /** An hour that [from, to] cuts: the part of it inside the range and the parts outside. */
-export interface CutHour {
-  hour: number;
-  inside: [number, number];
-  outside: [number, number][];
+export interface CutHour<Bound = number> {
+  hour: Bound;
+  inside: [Bound, Bound];
+  outside: [Bound, Bound][];
 }
 
-/** The whole hours of [from, to] (first and last hour start, or null) and the hours it cuts (at most two). */
-export function splitRange(from: number, to: number): { wholeHours: [number, number] | null; cutHours: CutHour[] } {
+/** How [from, to] falls on hours: its whole hours (first and last hour start, or null) and the hours it cuts (at most two). */
+export interface RangeSplit<Bound = number> {
+  wholeHours: [Bound, Bound] | null;
+  cutHours: CutHour<Bound>[];
+}
+
+/** How [from, to] falls on hours. */
+export function splitRange(from: number, to: number): RangeSplit {
   const firstHour = Math.floor(from / HOUR_MS) * HOUR_MS;
   const lastHour = Math.floor(to / HOUR_MS) * HOUR_MS;
   const cut = (hour: number): CutHour => {
@@ -184,10 +200,63 @@ export function splitRange(from: number, to: number): { wholeHours: [number, num
   return { wholeHours: first <= last ? [first, last] : null, cutHours };
 }
 
+/**
+ * What a range's conditions (rangeConditions) depend on besides its bounds — whether it has whole
+ * hours, and how each cut hour is cut — and its bounds, in the order placedSplit places them.
+ */
+export function splitShape(split: RangeSplit): { shape: string; bounds: number[] } {
+  let shape = split.wholeHours ? 'w' : '-';
+  const bounds: number[] = split.wholeHours ? [...split.wholeHours] : [];
+  for (const cut of split.cutHours) {
+    shape += `c${cut.outside.length}`;
+    bounds.push(cut.hour, ...cut.inside, ...cut.outside.flat());
+  }
+  return { shape, bounds };
+}
+
+/** The split with its bounds replaced by a statement's placeholders (ShapedQueries): the k-th of splitShape's bounds by `value(first + k)`. */
+export function placedSplit(split: RangeSplit, value: (index: number) => unknown, first = 0): RangeSplit<unknown> {
+  let next = first;
+  const pair = (): [unknown, unknown] => [value(next++), value(next++)];
+  return {
+    wholeHours: split.wholeHours ? pair() : null,
+    cutHours: split.cutHours.map((cut) => ({ hour: value(next++), inside: pair(), outside: cut.outside.map(pair) })),
+  };
+}
+
+/** A query's optional filters by name: a value, a list of values, or unset. */
+export type QueryFilters = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/** Which of `filters` are set (and how long each list is), and their values in order: what a ShapedQueries call takes for them. */
+export function filterShape(filters: QueryFilters): { shape: string; values: string[] } {
+  let shape = '';
+  const values: string[] = [];
+  for (const value of Object.values(filters)) {
+    if (value === undefined) shape += '-';
+    else if (typeof value === 'string') {
+      shape += '1';
+      values.push(value);
+    } else {
+      shape += `[${value.length}]`;
+      values.push(...value);
+    }
+  }
+  return { shape, values };
+}
+
+/** `filters` with their values replaced by a statement's placeholders, from `value(first)` on, in filterShape's order. */
+export function placedFilters<Filters extends QueryFilters>(filters: Filters, value: (index: number) => unknown, first: number): Filters {
+  let next = first;
+  const placed: Record<string, string | string[] | undefined> = {};
+  for (const [name, given] of Object.entries(filters))
+    placed[name] = given === undefined ? undefined : typeof given === 'string' ? (value(next++) as string) : given.map(() => value(next++) as string);
+  return placed as Filters;
+}
+
 /** Whether any row of `table` (of any agent or type) has its `time` in one of `ranges`. */
 const rowsWithin =
   (table: 'events' | 'sessions', time: 'ts' | 'started_at') =>
-  (ranges: readonly [number, number][]): RawBuilder<SqlBool> =>
+  (ranges: readonly [unknown, unknown][]): RawBuilder<SqlBool> =>
     sql<SqlBool>`(${sql.join(
       ranges.map(
         ([start, end]) =>
@@ -200,21 +269,20 @@ const eventsWithin = rowsWithin('events', 'ts');
 const sessionsStartedWithin = rowsWithin('sessions', 'started_at');
 
 /**
- * How [from, to] is read (`hourly`: a condition on an hourly table's `hour`; `raw`: on the events'
- * `ts`; null: nothing to read there). Whole hours come from the hourly table. An hour the range
- * cuts comes from the hourly table too when no event at all lies in its part outside the range
- * (then the hour's row holds exactly the part inside; "now" cuts the current hour so, as no event
- * is stamped in the future), else from the events of its part inside. Both conditions go into one
- * statement, so that the test and the read it chooses see the same snapshot.
+ * How a range split on hours (its bounds placed: placedSplit) is read (`hourly`: a condition on
+ * an hourly table's `hour`; `raw`: on the events' `ts`; null: nothing to read there). Whole hours
+ * come from the hourly table. An hour the range cuts comes from the hourly table too when no event
+ * at all lies in its part outside the range (then the hour's row holds exactly the part inside;
+ * "now" cuts the current hour so, as no event is stamped in the future), else from the events of
+ * its part inside. Both conditions go into one statement, so that the test and the read it chooses
+ * see the same snapshot.
  */
 export function rangeConditions(
-  from: number,
-  to: number,
+  { wholeHours, cutHours }: RangeSplit<unknown>,
   timeOfHourly: string,
   timeOfEvents: string,
-  within: (ranges: readonly [number, number][]) => RawBuilder<SqlBool> = eventsWithin,
+  within: (ranges: readonly [unknown, unknown][]) => RawBuilder<SqlBool> = eventsWithin,
 ): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
-  const { wholeHours, cutHours } = splitRange(from, to);
   const hour = sql.ref(timeOfHourly);
   const ts = sql.ref(timeOfEvents);
   const hourly: RawBuilder<SqlBool>[] = [];
@@ -231,15 +299,30 @@ export function rangeConditions(
   return { hourly: any(hourly), raw: any(raw) };
 }
 
+/** The statements of aggregate() and sessionsPerAgent(), compiled once per shape (a call binds its bounds and filters). */
+const aggregateQueries = new ShapedQueries<ObserveSchema>('aggregate');
+const sessionQueries = new ShapedQueries<ObserveSchema>('sessionsPerAgent');
+
 /**
  * Exact sums over every event with from ≤ ts ≤ to, per dimension key: the rollups where they hold
  * exactly the range, the events elsewhere (rangeConditions), read in one statement and merged.
  */
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
-  const { hourly, raw } = rangeConditions(query.from, query.to, 'hour', 'ts');
-  const { db } = database;
-  const parts = [...(hourly ? [aggregateSource(db, SOURCES.rollup, query, hourly)] : []), ...(raw ? [aggregateSource(db, SOURCES.events, query, raw)] : [])];
-  const rows = (await (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)).execute()) as Record<string, unknown>[];
+  const split = splitRange(query.from, query.to);
+  const range = splitShape(split);
+  const filters = aggregateFilters(query);
+  const set = filterShape(filters);
+  const { dimensions, granularity } = query;
+  const shape = `${dimensions.join(',')} ${granularity ?? 'hour'} ${range.shape} ${set.shape}`;
+  const rows = await aggregateQueries.execute<Record<string, unknown>>(database.db, database.dialect, shape, [...range.bounds, ...set.values], (value) => {
+    const { hourly, raw } = rangeConditions(placedSplit(split, value), 'hour', 'ts');
+    const placed = { dimensions, granularity, ...placedFilters(filters, value, range.bounds.length) };
+    const parts = [
+      ...(hourly ? [aggregateSource(database.db, SOURCES.rollup, placed, hourly)] : []),
+      ...(raw ? [aggregateSource(database.db, SOURCES.events, placed, raw)] : []),
+    ];
+    return (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)) as never;
+  });
   const merged = new Map<string, AggregateRow>();
   for (const row of rows) {
     // PostgreSQL answers sum(bigint) as numeric text; empty sums are null.
@@ -267,35 +350,48 @@ export async function sessionsPerAgent(
   window: { from: number; to: number },
   agentId?: string,
 ): Promise<{ agent_id: string; sessions: number; duration: number }[]> {
-  const { hourly, raw } = rangeConditions(window.from, window.to, 'hour', 'started_at', sessionsStartedWithin);
-  const { db } = database;
-  const agent = agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${agentId}`;
-  const parts = [
-    ...(hourly
-      ? [
-          db
-            .selectFrom('agent_session_hours')
-            .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
-            .where(hourly)
-            .where(agent as RawBuilder<SqlBool>)
-            .groupBy('agent_id'),
-        ]
-      : []),
-    ...(raw
-      ? [
-          db
-            .selectFrom('sessions')
-            .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
-            .where(raw)
-            .where(agent as RawBuilder<SqlBool>)
-            .groupBy('agent_id'),
-        ]
-      : []),
-  ];
-  const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', Record<string, unknown>>[];
-  const rows = await (second === undefined ? first! : first!.unionAll(second)).execute();
+  const split = splitRange(window.from, window.to);
+  const range = splitShape(split);
+  const filters = { agentId };
+  const set = filterShape(filters);
+  const rows = await sessionQueries.execute<{ agent_id: string; sessions: unknown; duration: unknown }>(
+    database.db,
+    database.dialect,
+    `${range.shape} ${set.shape}`,
+    [...range.bounds, ...set.values],
+    (value) => {
+      const { hourly, raw } = rangeConditions(placedSplit(split, value), 'hour', 'started_at', sessionsStartedWithin);
+      const placed = placedFilters(filters, value, range.bounds.length);
+      const { db } = database;
+      const agent = placed.agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${placed.agentId}`;
+      const parts = [
+        ...(hourly
+          ? [
+              db
+                .selectFrom('agent_session_hours')
+                .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
+                .where(hourly)
+                .where(agent as RawBuilder<SqlBool>)
+                .groupBy('agent_id'),
+            ]
+          : []),
+        ...(raw
+          ? [
+              db
+                .selectFrom('sessions')
+                .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
+                .where(raw)
+                .where(agent as RawBuilder<SqlBool>)
+                .groupBy('agent_id'),
+            ]
+          : []),
+      ];
+      const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', Record<string, unknown>>[];
+      return (second === undefined ? first! : first!.unionAll(second)) as never;
+    },
+  );
   const merged = new Map<string, { agent_id: string; sessions: number; duration: number }>();
-  for (const row of rows as { agent_id: string; sessions: unknown; duration: unknown }[]) {
+  for (const row of rows) {
     const entry = merged.get(row.agent_id) ?? { agent_id: row.agent_id, sessions: 0, duration: 0 };
     entry.sessions += Number(row.sessions ?? 0);
     entry.duration += Number(row.duration ?? 0);

@@ -1,11 +1,11 @@
 // Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
-import { HOUR_MS } from '@vigil/platform';
+import { HOUR_MS, ShapedQueries } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { LatencySketchRow } from './tables.ts';
 import type { EventRow } from '../events/index.ts';
-import { rangeConditions } from './aggregate.ts';
+import { filterShape, placedFilters, placedSplit, rangeConditions, splitRange, splitShape } from './aggregate.ts';
 
 /**
  * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
@@ -35,7 +35,16 @@ export type Percentiles = Record<keyof typeof QUANTILES, number>;
  */
 export function percentilesOfBins(bins: Iterable<readonly [number, number]>): Percentiles | null {
   const counts = new Map<number, number>();
-  for (const [bin, count] of bins) if (count > 0) counts.set(bin, (counts.get(bin) ?? 0) + count);
+  for (const [bin, count] of bins) addToBin(counts, bin, count);
+  return percentilesOfCounts(counts);
+}
+
+function addToBin(counts: Map<number, number>, bin: number, count: number): void {
+  if (count > 0) counts.set(bin, (counts.get(bin) ?? 0) + count);
+}
+
+/** percentilesOfBins of bins already summed: count by bin. */
+function percentilesOfCounts(counts: ReadonlyMap<number, number>): Percentiles | null {
   if (counts.size === 0) return null;
   const sorted = [...counts.keys()].sort((a, b) => a - b);
   // Rank r (0-based) falls in the first bin whose running count passes r.
@@ -209,20 +218,28 @@ export interface LatencyQuery {
   model?: string;
 }
 
-/** The query's time condition and filters on a select from either table (both have these columns). */
+/** The optional filters of a latency query, in one order (filterShape). */
+function latencyFilters(query: LatencyQuery) {
+  return { agentId: query.agentId, excludeAgentId: query.excludeAgentId, provider: query.provider, model: query.model };
+}
+
+/** The query's time condition and filters (placed: placedFilters) on a select from either table (both have these columns). */
 function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(
   q: Q,
   condition: RawBuilder<SqlBool>,
-  query: LatencyQuery,
+  filters: ReturnType<typeof latencyFilters>,
 ): Q {
   const where = (builder: Q, ...args: unknown[]): Q => (builder.where as (...a: unknown[]) => Q)(...args);
   let out = where(q, condition);
-  if (query.agentId !== undefined) out = where(out, 'agent_id', '=', query.agentId);
-  if (query.excludeAgentId !== undefined) out = where(out, 'agent_id', '<>', query.excludeAgentId);
-  if (query.provider !== undefined) out = where(out, 'provider', '=', query.provider);
-  if (query.model !== undefined) out = where(out, 'model', '=', query.model);
+  if (filters.agentId !== undefined) out = where(out, 'agent_id', '=', filters.agentId);
+  if (filters.excludeAgentId !== undefined) out = where(out, 'agent_id', '<>', filters.excludeAgentId);
+  if (filters.provider !== undefined) out = where(out, 'provider', '=', filters.provider);
+  if (filters.model !== undefined) out = where(out, 'model', '=', filters.model);
   return out;
 }
+
+/** latencyPercentiles' statement, compiled once per shape (a call binds its bounds and filters). */
+const latencyQueries = new ShapedQueries<ObserveSchema>('latencyPercentiles');
 
 export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentiles: Percentiles };
 
@@ -234,59 +251,66 @@ export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentil
  */
 export async function latencyPercentiles(database: ObserveDatabase, query: LatencyQuery): Promise<LatencyRow[]> {
   const { db } = database;
-  const { hourly, raw } = rangeConditions(query.from, query.to, 'hour', 'ts');
   const dims = query.dimensions;
   const value = VALUE_COLUMN[query.metric];
+  const split = splitRange(query.from, query.to);
+  const range = splitShape(split);
+  const filters = latencyFilters(query);
+  const set = filterShape(filters);
+  const shape = `${dims.join(',')} ${query.metric} ${range.shape} ${set.shape}`;
   // One statement (so both parts see one snapshot): sketch bins (is_value 0) and timed values of the events (is_value 1).
-  const parts = [
-    ...(hourly
-      ? [
-          filtered(
-            db
-              .selectFrom('latency_sketches')
-              .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
-              .where('metric', '=', query.metric),
-            hourly,
-            query,
-          ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
-        ]
-      : []),
-    ...(raw
-      ? [
-          filtered(
-            db
-              .selectFrom('events')
-              .select([
-                ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
-                sql.lit(1).as('is_value'),
-                sql.ref(value).as('k'),
-                sql<number>`count(*)`.as('n'),
-              ] as never)
-              .where(value, 'is not', null),
-            raw,
-            query,
-          ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
-        ]
-      : []),
-  ];
-  const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
-  const rows = await (second === undefined ? first! : first!.unionAll(second)).execute();
+  const rows = await latencyQueries.execute<Record<string, unknown>>(db, database.dialect, shape, [...range.bounds, ...set.values], (place) => {
+    const { hourly, raw } = rangeConditions(placedSplit(split, place), 'hour', 'ts');
+    const placed = placedFilters(filters, place, range.bounds.length);
+    const parts = [
+      ...(hourly
+        ? [
+            filtered(
+              db
+                .selectFrom('latency_sketches')
+                .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
+                .where('metric', '=', query.metric),
+              hourly,
+              placed,
+            ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
+          ]
+        : []),
+      ...(raw
+        ? [
+            filtered(
+              db
+                .selectFrom('events')
+                .select([
+                  ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
+                  sql.lit(1).as('is_value'),
+                  sql.ref(value).as('k'),
+                  sql<number>`count(*)`.as('n'),
+                ] as never)
+                .where(value, 'is not', null),
+              raw,
+              placed,
+            ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
+          ]
+        : []),
+    ];
+    const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
+    return (second === undefined ? first! : first!.unionAll(second)) as never;
+  });
 
-  const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; bins: [number, number][] }>();
-  const binsOf = (row: Record<string, unknown>) => {
-    const values = dims.map((d) => String(row[d]));
-    const key = JSON.stringify(values);
+  // Summed by bin as they are read: each request reads a row per agent and bin, so no pair or key array is made per row.
+  const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; counts: Map<number, number> }>();
+  for (const row of rows) {
+    const key = dims.length === 0 ? '' : dims.length === 1 ? String(row[dims[0]!]) : JSON.stringify(dims.map((d) => String(row[d])));
     let group = groups.get(key);
     if (!group) {
-      group = { dimensions: Object.fromEntries(dims.map((d, i) => [d, values[i]])), bins: [] };
+      group = { dimensions: Object.fromEntries(dims.map((d) => [d, String(row[d])])), counts: new Map() };
       groups.set(key, group);
     }
-    return group.bins;
-  };
-  for (const row of rows) binsOf(row).push([Number(row.is_value) === 1 ? binOf(Number(row.k)) : Number(row.k), Number(row.n)]);
+    addToBin(group.counts, Number(row.is_value) === 1 ? binOf(Number(row.k)) : Number(row.k), Number(row.n));
+  }
   const out: LatencyRow[] = [];
-  for (const { dimensions, bins } of groups.values()) {
-    const percentiles = percentilesOfBins(bins);
+  for (const { dimensions, counts } of groups.values()) {
+    const percentiles = percentilesOfCounts(counts);
     if (percentiles) out.push({ ...dimensions, percentiles });
   }
   return out;
