@@ -60,6 +60,8 @@ import {
 import { checked, percentile, printTable, rate, type Row } from './table.ts';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+/** Issue 43's target for `/api/analytics/agents` at 1M events, whatever the range. */
+const AGENTS_P95 = { p: 95, ms: 2 } as const;
 /** BENCH_QUERIES=0: only the load and the storage footprint (no query, guardrail or recall measurements). */
 const MEASURE_QUERIES = process.env.BENCH_QUERIES !== '0';
 const QUERY_SAMPLES = 300;
@@ -686,9 +688,12 @@ async function main(): Promise<void> {
       [`GET /api/sessions/:id/replay (5,000 events), page of 1,000 steps at offset 4,000`, `${REPLAY_PATH}?offset=4000&limit=1000`, { p: 95, ms: 30 }],
       ...ANALYTICS.flatMap(([name, path]) => [
         // The last 24 h cut the current hour ("fresh data", issue 22): read from the rollups when
-        // no event lies outside the range in it (analytics/aggregate.ts rangeConditions).
-        name === '/api/analytics/agents' ? ([`GET ${name}, last 24 h`, path, { p: 95, ms: 5 }] as const) : ([`GET ${name}, last 24 h`, path] as const),
-        [`GET ${name}, last 30 days`, `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`] as const,
+        // no event lies outside the range in it (analytics/aggregate.ts rangeConditions). Issue 43
+        // asks the agents report ≤ 2 ms p95 at 1M events however they lie in time.
+        name === '/api/analytics/agents' ? ([`GET ${name}, last 24 h`, path, AGENTS_P95] as const) : ([`GET ${name}, last 24 h`, path] as const),
+        name === '/api/analytics/agents'
+          ? ([`GET ${name}, last 30 days`, `${path}?from=${new Date(now - SPAN_MS).toISOString()}`, AGENTS_P95] as const)
+          : ([`GET ${name}, last 30 days`, `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`] as const),
       ]),
       ['GET /api/agents/:id/health (7-day window)', `/api/agents/${agentOf('bench-timeline')}/health`],
       ['GET /api/agents/:id/health?window=30', `/api/agents/${agentOf('bench-session-7')}/health?window=30`],

@@ -307,6 +307,9 @@ await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
       (await prepared.execute(database.db, database.dialect, 'c')).map((row) => Number(row.id)),
       [3],
     );
+    // A build that takes the database alone (no dialect, no argument).
+    const counted = new PreparedQuery((db: Kysely<Tables>) => db.selectFrom('bulk_rows').select((eb) => eb.fn.countAll<number>().as('n')));
+    assert.equal(Number((await counted.first(database.db, database.dialect))?.n), 4);
   });
 });
 

@@ -1006,7 +1006,8 @@ export class PreparedQuery<Schema, Args extends unknown[], Row> {
   async execute(executor: Kysely<Schema>, dialect: DialectName, ...args: Args): Promise<Row[]> {
     let entry = this.compiled.get(dialect);
     if (!entry) {
-      const count = this.build.length - 2;
+      // A build that takes neither the dialect nor an argument declares fewer parameters.
+      const count = Math.max(0, this.build.length - 2);
       entry = compileWithPlaceholders(
         count,
         (value) => this.build(executor, dialect, ...(Array.from({ length: count }, (_, i) => value(i)) as Args)),
