@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type KyselyPlugin } from 'kysely';
 import { BulkInserter, openDatabase, PreparedQuery, PreparedStatementCache, ShapedQueries, type Database } from './db.ts';
-import { describeEachDatabase, sqliteBackend } from './testing.ts';
+import { describeEachDatabase, sqliteBackend, type TestBackend } from './testing.ts';
 
 interface Row {
   id: number;
@@ -31,16 +31,22 @@ function statementCounter(): KyselyPlugin & { count: number } {
   };
 }
 
+/** A fresh database of the backend with the empty `bulk_rows` table. */
+async function openBulkRows(backend: TestBackend): Promise<Database<Tables>> {
+  const database = await openDatabase<Tables>(backend.freshDatabase());
+  await database.db.schema
+    .createTable('bulk_rows')
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('body', 'text')
+    .execute();
+  return database;
+}
+
 await describeEachDatabase('BulkInserter', (backend) => {
   let database: Database<Tables>;
   beforeEach(async () => {
-    database = await openDatabase<Tables>(backend.freshDatabase());
-    await database.db.schema
-      .createTable('bulk_rows')
-      .addColumn('id', 'integer', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('body', 'text')
-      .execute();
+    database = await openBulkRows(backend);
   });
   afterEach(() => database.close());
 
@@ -232,13 +238,7 @@ await describeEachDatabase('BulkInserter, every column type', (backend) => {
 await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
   let database: Database<Tables>;
   beforeEach(async () => {
-    database = await openDatabase<Tables>(backend.freshDatabase());
-    await database.db.schema
-      .createTable('bulk_rows')
-      .addColumn('id', 'integer', (c) => c.primaryKey())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('body', 'text')
-      .execute();
+    database = await openBulkRows(backend);
     await inserter.insert(database.db, database.dialect, [
       { id: 1, name: 'a', body: 'kept' },
       { id: 2, name: 'b', body: 'kept' },
@@ -246,9 +246,7 @@ await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
       { id: 4, name: 'a', body: 'other' },
     ]);
   });
-  afterEach(async () => {
-    await database.close();
-  });
+  afterEach(() => database.close());
 
   test('a shape is built once per dialect; each call binds its own values, and constants of the build stay', async () => {
     const queries = new ShapedQueries<Tables>('rows');

@@ -1,5 +1,5 @@
 import { DAY_MS, HOUR_MS, ShapedQueries, sumAsDouble } from '@vigil/platform';
-import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { sql, type Compilable, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sumNanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
@@ -204,7 +204,7 @@ export function splitRange(from: number, to: number): RangeSplit {
  * What a range's conditions (rangeConditions) depend on besides its bounds — whether it has whole
  * hours, and how each cut hour is cut — and its bounds, in the order placedSplit places them.
  */
-export function splitShape(split: RangeSplit): { shape: string; bounds: number[] } {
+function splitShape(split: RangeSplit): { shape: string; bounds: number[] } {
   let shape = split.wholeHours ? 'w' : '-';
   const bounds: number[] = split.wholeHours ? [...split.wholeHours] : [];
   for (const cut of split.cutHours) {
@@ -214,9 +214,9 @@ export function splitShape(split: RangeSplit): { shape: string; bounds: number[]
   return { shape, bounds };
 }
 
-/** The split with its bounds replaced by a statement's placeholders (ShapedQueries): the k-th of splitShape's bounds by `value(first + k)`. */
-export function placedSplit(split: RangeSplit, value: (index: number) => unknown, first = 0): RangeSplit<unknown> {
-  let next = first;
+/** The split with its bounds replaced by a statement's placeholders (ShapedQueries): the k-th of splitShape's bounds by `value(k)`. */
+function placedSplit(split: RangeSplit, value: (index: number) => unknown): RangeSplit<unknown> {
+  let next = 0;
   const pair = (): [unknown, unknown] => [value(next++), value(next++)];
   return {
     wholeHours: split.wholeHours ? pair() : null,
@@ -228,7 +228,7 @@ export function placedSplit(split: RangeSplit, value: (index: number) => unknown
 export type QueryFilters = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** Which of `filters` are set (and how long each list is), and their values in order: what a ShapedQueries call takes for them. */
-export function filterShape(filters: QueryFilters): { shape: string; values: string[] } {
+function filterShape(filters: QueryFilters): { shape: string; values: string[] } {
   let shape = '';
   const values: string[] = [];
   for (const value of Object.values(filters)) {
@@ -245,7 +245,7 @@ export function filterShape(filters: QueryFilters): { shape: string; values: str
 }
 
 /** `filters` with their values replaced by a statement's placeholders, from `value(first)` on, in filterShape's order. */
-export function placedFilters<Filters extends QueryFilters>(filters: Filters, value: (index: number) => unknown, first: number): Filters {
+function placedFilters<Filters extends QueryFilters>(filters: Filters, value: (index: number) => unknown, first: number): Filters {
   let next = first;
   const placed: Record<string, string | string[] | undefined> = {};
   for (const [name, given] of Object.entries(filters))
@@ -268,23 +268,27 @@ const rowsWithin =
 const eventsWithin = rowsWithin('events', 'ts');
 const sessionsStartedWithin = rowsWithin('sessions', 'started_at');
 
+/** What a range is read against (rangeConditions): the events' times, or the sessions' start times. */
+const RANGE_OF = {
+  events: { time: 'ts', within: eventsWithin },
+  sessions: { time: 'started_at', within: sessionsStartedWithin },
+} as const;
+
 /**
  * How a range split on hours (its bounds placed: placedSplit) is read (`hourly`: a condition on
- * an hourly table's `hour`; `raw`: on the events' `ts`; null: nothing to read there). Whole hours
+ * an hourly table's `hour`; `raw`: on the rows' time, `of`; null: nothing to read there). Whole hours
  * come from the hourly table. An hour the range cuts comes from the hourly table too when no event
  * at all lies in its part outside the range (then the hour's row holds exactly the part inside;
  * "now" cuts the current hour so, as no event is stamped in the future), else from the events of
  * its part inside. Both conditions go into one statement, so that the test and the read it chooses
  * see the same snapshot.
  */
-export function rangeConditions(
+function rangeConditions(
   { wholeHours, cutHours }: RangeSplit<unknown>,
-  timeOfHourly: string,
-  timeOfEvents: string,
-  within: (ranges: readonly [unknown, unknown][]) => RawBuilder<SqlBool> = eventsWithin,
+  { time, within }: (typeof RANGE_OF)[keyof typeof RANGE_OF],
 ): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
-  const hour = sql.ref(timeOfHourly);
-  const ts = sql.ref(timeOfEvents);
+  const hour = sql.ref('hour');
+  const ts = sql.ref(time);
   const hourly: RawBuilder<SqlBool>[] = [];
   const raw: RawBuilder<SqlBool>[] = [];
   if (wholeHours) hourly.push(sql<SqlBool>`(${hour} >= ${wholeHours[0]} and ${hour} <= ${wholeHours[1]})`);
@@ -299,30 +303,50 @@ export function rangeConditions(
   return { hourly: any(hourly), raw: any(raw) };
 }
 
-/** The statements of aggregate() and sessionsPerAgent(), compiled once per shape (a call binds its bounds and filters). */
-const aggregateQueries = new ShapedQueries<ObserveSchema>('aggregate');
-const sessionQueries = new ShapedQueries<ObserveSchema>('sessionsPerAgent');
+/** The statements of every report readRange runs, by shape. */
+const rangeQueries = new ShapedQueries<ObserveSchema>('readRange');
+
+/**
+ * A report's statement over [from, to] with its filters, built and compiled once per shape: the
+ * shape is `shape` (the report, and what else its statement depends on: its grouping, its metric),
+ * how the range falls on hours and which filters are set; the call binds the range's bounds and the
+ * filters' values. `build` gets the range's conditions and the filters as placeholders.
+ */
+export function readRange<Filters extends QueryFilters, Row>(
+  database: ObserveDatabase,
+  range: { from: number; to: number; of: keyof typeof RANGE_OF },
+  filters: Filters,
+  shape: string,
+  build: (conditions: ReturnType<typeof rangeConditions>, filters: Filters) => Compilable<Row>,
+): Promise<Row[]> {
+  const split = splitRange(range.from, range.to);
+  const hours = splitShape(split);
+  const set = filterShape(filters);
+  return rangeQueries.execute<Row>(database.db, database.dialect, `${shape} ${hours.shape} ${set.shape}`, [...hours.bounds, ...set.values], (value) =>
+    build(rangeConditions(placedSplit(split, value), RANGE_OF[range.of]), placedFilters(filters, value, hours.bounds.length)),
+  );
+}
 
 /**
  * Exact sums over every event with from ≤ ts ≤ to, per dimension key: the rollups where they hold
  * exactly the range, the events elsewhere (rangeConditions), read in one statement and merged.
  */
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
-  const split = splitRange(query.from, query.to);
-  const range = splitShape(split);
-  const filters = aggregateFilters(query);
-  const set = filterShape(filters);
   const { dimensions, granularity } = query;
-  const shape = `${dimensions.join(',')} ${granularity ?? 'hour'} ${range.shape} ${set.shape}`;
-  const rows = await aggregateQueries.execute<Record<string, unknown>>(database.db, database.dialect, shape, [...range.bounds, ...set.values], (value) => {
-    const { hourly, raw } = rangeConditions(placedSplit(split, value), 'hour', 'ts');
-    const placed = { dimensions, granularity, ...placedFilters(filters, value, range.bounds.length) };
-    const parts = [
-      ...(hourly ? [aggregateSource(database.db, SOURCES.rollup, placed, hourly)] : []),
-      ...(raw ? [aggregateSource(database.db, SOURCES.events, placed, raw)] : []),
-    ];
-    return (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)) as never;
-  });
+  const rows = await readRange(
+    database,
+    { from: query.from, to: query.to, of: 'events' },
+    aggregateFilters(query),
+    `aggregate ${dimensions.join(',')} ${granularity ?? 'hour'}`,
+    ({ hourly, raw }, filters) => {
+      const placed = { dimensions, granularity, ...filters };
+      const parts = [
+        ...(hourly ? [aggregateSource(database.db, SOURCES.rollup, placed, hourly)] : []),
+        ...(raw ? [aggregateSource(database.db, SOURCES.events, placed, raw)] : []),
+      ];
+      return (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)) as Compilable<Record<string, unknown>>;
+    },
+  );
   const merged = new Map<string, AggregateRow>();
   for (const row of rows) {
     // PostgreSQL answers sum(bigint) as numeric text; empty sums are null.
@@ -350,46 +374,34 @@ export async function sessionsPerAgent(
   window: { from: number; to: number },
   agentId?: string,
 ): Promise<{ agent_id: string; sessions: number; duration: number }[]> {
-  const split = splitRange(window.from, window.to);
-  const range = splitShape(split);
-  const filters = { agentId };
-  const set = filterShape(filters);
-  const rows = await sessionQueries.execute<{ agent_id: string; sessions: unknown; duration: unknown }>(
-    database.db,
-    database.dialect,
-    `${range.shape} ${set.shape}`,
-    [...range.bounds, ...set.values],
-    (value) => {
-      const { hourly, raw } = rangeConditions(placedSplit(split, value), 'hour', 'started_at', sessionsStartedWithin);
-      const placed = placedFilters(filters, value, range.bounds.length);
-      const { db } = database;
-      const agent = placed.agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${placed.agentId}`;
-      const parts = [
-        ...(hourly
-          ? [
-              db
-                .selectFrom('agent_session_hours')
-                .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
-                .where(hourly)
-                .where(agent as RawBuilder<SqlBool>)
-                .groupBy('agent_id'),
-            ]
-          : []),
-        ...(raw
-          ? [
-              db
-                .selectFrom('sessions')
-                .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
-                .where(raw)
-                .where(agent as RawBuilder<SqlBool>)
-                .groupBy('agent_id'),
-            ]
-          : []),
-      ];
-      const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', Record<string, unknown>>[];
-      return (second === undefined ? first! : first!.unionAll(second)) as never;
-    },
-  );
+  const rows = await readRange(database, { ...window, of: 'sessions' }, { agentId }, 'sessionsPerAgent', ({ hourly, raw }, filters) => {
+    const { db } = database;
+    const agent = filters.agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${filters.agentId}`;
+    const parts = [
+      ...(hourly
+        ? [
+            db
+              .selectFrom('agent_session_hours')
+              .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
+              .where(hourly)
+              .where(agent as RawBuilder<SqlBool>)
+              .groupBy('agent_id'),
+          ]
+        : []),
+      ...(raw
+        ? [
+            db
+              .selectFrom('sessions')
+              .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
+              .where(raw)
+              .where(agent as RawBuilder<SqlBool>)
+              .groupBy('agent_id'),
+          ]
+        : []),
+    ];
+    const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', { agent_id: string; sessions: unknown; duration: unknown }>[];
+    return second === undefined ? first! : first!.unionAll(second);
+  });
   const merged = new Map<string, { agent_id: string; sessions: number; duration: number }>();
   for (const row of rows) {
     const entry = merged.get(row.agent_id) ?? { agent_id: row.agent_id, sessions: 0, duration: 0 };

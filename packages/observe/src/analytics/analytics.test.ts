@@ -304,6 +304,8 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
   test('agentId narrows every report (costs, agents, tools too); range is the window back from to; a misspelt filter is a 400 naming it', async () => {
     const agents = await get<{ agents: { agentId: string }[] }>('/api/analytics/agents');
     assert.deepEqual(await get('/api/analytics/agents?agentId=B'), { agents: agents.agents.filter((a) => a.agentId === 'B') });
+    // The same statement (one shape: one agent asked for), each call bound to its own agent.
+    assert.deepEqual(await get('/api/analytics/agents?agentId=A'), { agents: agents.agents.filter((a) => a.agentId === 'A') });
     const tools = await get<{ tools: { toolName: string }[] }>('/api/analytics/tools');
     assert.deepEqual(await get('/api/analytics/tools?agentId=B'), { tools: tools.tools.filter((t) => t.toolName === 'fetch') });
     const costs = await get<{ byAgent: { agentId: string }[]; totals: { totalCostUsd: number } }>('/api/analytics/costs?agentId=B');

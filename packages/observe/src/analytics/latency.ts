@@ -1,11 +1,11 @@
 // Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
-import { HOUR_MS, ShapedQueries } from '@vigil/platform';
+import { HOUR_MS } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { LatencySketchRow } from './tables.ts';
 import type { EventRow } from '../events/index.ts';
-import { filterShape, placedFilters, placedSplit, rangeConditions, splitRange, splitShape } from './aggregate.ts';
+import { readRange } from './aggregate.ts';
 
 /**
  * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
@@ -238,9 +238,6 @@ function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches'
   return out;
 }
 
-/** latencyPercentiles' statement, compiled once per shape (a call binds its bounds and filters). */
-const latencyQueries = new ShapedQueries<ObserveSchema>('latencyPercentiles');
-
 export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentiles: Percentiles };
 
 /**
@@ -253,49 +250,48 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
   const { db } = database;
   const dims = query.dimensions;
   const value = VALUE_COLUMN[query.metric];
-  const split = splitRange(query.from, query.to);
-  const range = splitShape(split);
-  const filters = latencyFilters(query);
-  const set = filterShape(filters);
-  const shape = `${dims.join(',')} ${query.metric} ${range.shape} ${set.shape}`;
   // One statement (so both parts see one snapshot): sketch bins (is_value 0) and timed values of the events (is_value 1).
-  const rows = await latencyQueries.execute<Record<string, unknown>>(db, database.dialect, shape, [...range.bounds, ...set.values], (place) => {
-    const { hourly, raw } = rangeConditions(placedSplit(split, place), 'hour', 'ts');
-    const placed = placedFilters(filters, place, range.bounds.length);
-    const parts = [
-      ...(hourly
-        ? [
-            filtered(
-              db
-                .selectFrom('latency_sketches')
-                .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
-                .where('metric', '=', query.metric),
-              hourly,
-              placed,
-            ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
-          ]
-        : []),
-      ...(raw
-        ? [
-            filtered(
-              db
-                .selectFrom('events')
-                .select([
-                  ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
-                  sql.lit(1).as('is_value'),
-                  sql.ref(value).as('k'),
-                  sql<number>`count(*)`.as('n'),
-                ] as never)
-                .where(value, 'is not', null),
-              raw,
-              placed,
-            ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
-          ]
-        : []),
-    ];
-    const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
-    return (second === undefined ? first! : first!.unionAll(second)) as never;
-  });
+  const rows = await readRange(
+    database,
+    { from: query.from, to: query.to, of: 'events' },
+    latencyFilters(query),
+    `latencyPercentiles ${dims.join(',')} ${query.metric}`,
+    ({ hourly, raw }, placed) => {
+      const parts = [
+        ...(hourly
+          ? [
+              filtered(
+                db
+                  .selectFrom('latency_sketches')
+                  .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
+                  .where('metric', '=', query.metric),
+                hourly,
+                placed,
+              ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
+            ]
+          : []),
+        ...(raw
+          ? [
+              filtered(
+                db
+                  .selectFrom('events')
+                  .select([
+                    ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
+                    sql.lit(1).as('is_value'),
+                    sql.ref(value).as('k'),
+                    sql<number>`count(*)`.as('n'),
+                  ] as never)
+                  .where(value, 'is not', null),
+                raw,
+                placed,
+              ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
+            ]
+          : []),
+      ];
+      const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
+      return second === undefined ? first! : first!.unionAll(second);
+    },
+  );
 
   // Summed by bin as they are read: each request reads a row per agent and bin, so no pair or key array is made per row.
   const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; counts: Map<number, number> }>();
