@@ -10,6 +10,7 @@ import { MAX_COST_USD, MAX_COUNT, MAX_DURATION_MS, MAX_FIGURE, MAX_TOKENS } from
 import { isErrorEvent } from './events/index.ts';
 import { ANALYSES } from './reflect/index.ts';
 import { backfillSessionHours } from './analytics/session-hours.ts';
+import { DAILY, HOURLY } from './analytics/spans.ts';
 import { startTestObserve, type TestObserve } from './testing.ts';
 
 type Body = Record<string, unknown>;
@@ -534,9 +535,11 @@ await describeEachDatabase('numeric bounds: session durations from the widest ti
       const rows = Array.from({ length: Math.min(1000, sessions - first) }, (_, i) => ({ ...template, id: `long-${first + i}` }));
       await db.insertInto('sessions').values(rows).execute();
     }
-    // The agents report reads sessions per agent and hour: rebuilt from the copies, as ingest would keep it.
-    await db.deleteFrom('agent_session_hours').execute();
-    await backfillSessionHours(db);
+    // The agents report reads sessions per agent and hour and day: rebuilt from the copies, as ingest would keep them.
+    for (const span of [HOURLY, DAILY]) {
+      await db.deleteFrom(span.sessions).execute();
+      await backfillSessionHours(db, span);
+    }
   });
   after(() => observe.close());
 

@@ -221,6 +221,49 @@ await describeEachDatabase('vigil verify --deep: derived data recomputed from ch
     assert.deepEqual(await audit(), []);
   });
 
+  test('a daily rollup and a daily sketch bin edited are reported at their day', async () => {
+    const event = await eventOf('deep-2', 1);
+    const day = Math.floor(Number(event.ts) / 86_400_000) * 86_400_000;
+    const editRollup = (sign: 1 | -1) =>
+      db()
+        .updateTable('event_rollups_daily')
+        .set((eb) => ({ event_count: eb('event_count', '+', sign) }))
+        .where('hour', '=', day)
+        .where('agent_id', '=', 'agent-b')
+        .where('event_type', '=', 'llm_response')
+        .where('model', '=', 'claude-sonnet')
+        .executeTakeFirstOrThrow();
+    const sketch = await db()
+      .selectFrom('latency_sketches_daily')
+      .selectAll()
+      .where('metric', '=', 'tool')
+      .orderBy('hour')
+      .orderBy('bin')
+      .executeTakeFirstOrThrow();
+    const editSketch = (count: number) =>
+      db()
+        .updateTable('latency_sketches_daily')
+        .set({ count })
+        .where('hour', '=', sketch.hour)
+        .where('agent_id', '=', sketch.agent_id)
+        .where('tool_name', '=', sketch.tool_name)
+        .where('bin', '=', sketch.bin)
+        .where('metric', '=', 'tool')
+        .executeTakeFirstOrThrow();
+    assert.equal(Number((await editRollup(1)).numUpdatedRows), 1);
+    assert.equal(Number((await editSketch(Number(sketch.count) + 2)).numUpdatedRows), 1);
+    const findings = await audit();
+    await editRollup(-1);
+    await editSketch(Number(sketch.count));
+    assert.deepEqual(where(findings), [
+      { sessionId: undefined, eventId: undefined, seq: undefined, hour: new Date(Number(sketch.hour)).toISOString(), field: 'count' },
+      { sessionId: undefined, eventId: undefined, seq: undefined, hour: new Date(day).toISOString(), field: 'event_count' },
+    ]);
+    assert.match(findings.find((f) => f.field === 'event_count')!.message, /^daily rollup .*agent agent-b, llm_response/);
+    assert.match(findings.find((f) => f.field === 'count')!.message, /^daily latency sketch /);
+    assert.deepEqual(await audit(), []);
+  });
+
   test("an event's model edited is reported at that event", async () => {
     const event = await eventOf('deep-3', 1);
     await db().updateTable('events').set({ model: 'gpt-4o' }).where('id', '=', event.id).execute();

@@ -111,8 +111,10 @@ export class DerivedDataAudit {
   private readonly comparisons: Record<string, Comparison> = {
     events: (table, get, findings) => this.compareEvents(table, get, findings),
     sessions: (table, get, findings) => this.compareSessions(table, get, findings),
-    event_rollups: (table, get, findings) => this.compareRollups(table, get, findings),
-    latency_sketches: (table, get, findings) => this.compareSketches(table, get, findings),
+    event_rollups: (table, get, findings) => this.compareRollups(table, get, findings, 'hourly'),
+    latency_sketches: (table, get, findings) => this.compareSketches(table, get, findings, 'hourly'),
+    event_rollups_daily: (table, get, findings) => this.compareRollups(table, get, findings, 'daily'),
+    latency_sketches_daily: (table, get, findings) => this.compareSketches(table, get, findings, 'daily'),
   };
 
   /** Refuses a derived table it has no comparison for: each audited table must be checked, none silently passed over. */
@@ -238,7 +240,8 @@ export class DerivedDataAudit {
     }
   }
 
-  private async compareRollups(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+  /** `span`: what one row sums over (the hourly or the daily table), as the findings name it. */
+  private async compareRollups(table: AuditedTable, get: ApiGet, findings: DerivedFinding[], span: 'hourly' | 'daily'): Promise<void> {
     const recomputed = this.recomputation.rowsOf<RollupRow>(table);
     const compare = (stored: RollupRow | undefined, row: RollupRow | undefined) => {
       const keyed = (stored ?? row)!;
@@ -255,7 +258,7 @@ export class DerivedDataAudit {
           field,
           stored: stored === undefined ? null : s,
           recomputed: row === undefined ? null : r,
-          message: `hourly rollup ${iso(keyed.hour)} (${where}): ${field} is stored as ${stored === undefined ? 'no row' : show(s)}, the chained events give ${row === undefined ? 'no row' : show(r)}`,
+          message: `${span} rollup ${iso(keyed.hour)} (${where}): ${field} is stored as ${stored === undefined ? 'no row' : show(s)}, the chained events give ${row === undefined ? 'no row' : show(r)}`,
         });
       }
     };
@@ -263,7 +266,7 @@ export class DerivedDataAudit {
     for (const row of recomputed.remaining()) compare(undefined, row);
   }
 
-  private async compareSketches(table: AuditedTable, get: ApiGet, findings: DerivedFinding[]): Promise<void> {
+  private async compareSketches(table: AuditedTable, get: ApiGet, findings: DerivedFinding[], span: 'hourly' | 'daily'): Promise<void> {
     const recomputed = this.recomputation.rowsOf<LatencySketchRow>(table);
     const compare = (stored: LatencySketchRow | undefined, row: LatencySketchRow | undefined) => {
       const s = stored?.count ?? 0;
@@ -277,7 +280,7 @@ export class DerivedDataAudit {
         field: 'count',
         stored: s,
         recomputed: r,
-        message: `latency sketch ${iso(keyed.hour)} (agent ${keyed.agent_id}, ${keyed.metric} ${what}, bin ${keyed.bin}): count is stored as ${s}, the chained events give ${r}`,
+        message: `${span} latency sketch ${iso(keyed.hour)} (agent ${keyed.agent_id}, ${keyed.metric} ${what}, bin ${keyed.bin}): count is stored as ${s}, the chained events give ${r}`,
       });
     };
     for await (const stored of storedRows<LatencySketchRow>(get, table)) compare(stored, recomputed.take(table.audit.keyOf(stored)));

@@ -3,6 +3,7 @@ import { sql, type Compilable, type Kysely, type RawBuilder, type SelectQueryBui
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import { sumNanosSql, SYSTEM_AGENT_ID } from '../events/index.ts';
 import { sessionDurationSql } from '../sessions/index.ts';
+import { HOURLY, SPANS, spanStart, type Span } from './spans.ts';
 
 export const GRANULARITIES = ['hour', 'day', 'week'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -96,7 +97,6 @@ const SAME_ON_BOTH = {
 /** Per-row contributions in each source: a rollup row carries sums, an event row counts one. */
 const SOURCES = {
   rollup: {
-    table: 'event_rollups' as const,
     time: 'hour',
     text: (column: string) => sql.ref(column),
     sums: {
@@ -112,7 +112,6 @@ const SOURCES = {
     },
   },
   events: {
-    table: 'events' as const,
     time: 'ts',
     // The rollups' `tier` is the events' `complexity_tier`.
     text: (column: string) => sql`coalesce(${sql.ref(column === 'tier' ? 'complexity_tier' : column)}, '')`,
@@ -128,19 +127,20 @@ const SOURCES = {
       failureCount: sql`sum(case when finish_reason = 'error' then 1 else 0 end)`,
     },
   },
-} satisfies Record<string, { table: string; time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
+} satisfies Record<string, { time: string; text: (c: string) => RawBuilder<unknown>; sums: Record<keyof Sums, RawBuilder<unknown>> }>;
 
 /** The optional filters of an aggregate, in one order (filterShape). */
 function aggregateFilters(query: AggregateQuery) {
   return { agentId: query.agentId, excludeAgentId: query.excludeAgentId, eventTypes: query.eventTypes, provider: query.provider, model: query.model };
 }
 
-/** Rows of one source for the query (its filters placed: placedFilters): the hourly table's rows where `hourly` holds, or the events where `raw` holds. */
+/** Rows of one source for the query (its filters placed: placedFilters) where `condition` holds, their sums counted with `sign`: a span's rollups, or the events. */
 function aggregateSource(
   db: Kysely<ObserveSchema>,
+  table: Span['rollups'] | 'events',
   source: (typeof SOURCES)[keyof typeof SOURCES],
   query: Pick<AggregateQuery, 'dimensions' | 'granularity'> & ReturnType<typeof aggregateFilters>,
-  condition: RawBuilder<SqlBool>,
+  { sign, condition }: { sign: Sign; condition: RawBuilder<SqlBool> },
 ) {
   const time = sql.ref(source.time);
   const selections: RawBuilder<unknown>[] = [];
@@ -152,10 +152,10 @@ function aggregateSource(
       selections.push(source.text(dimension).as(dimension) as never);
     }
   }
-  for (const key of SUM_KEYS) selections.push(source.sums[key].as(key) as never);
+  for (const key of SUM_KEYS) selections.push(signed(source.sums[key], sign).as(key) as never);
 
   let q = db
-    .selectFrom(source.table)
+    .selectFrom(table)
     .select(selections as never)
     .where(condition);
   if (query.agentId !== undefined) q = q.where('agent_id', '=', query.agentId);
@@ -167,61 +167,84 @@ function aggregateSource(
   return q;
 }
 
-/** An hour that [from, to] cuts: the part of it inside the range and the parts outside. */
-export interface CutHour<Bound = number> {
-  hour: Bound;
-  inside: [Bound, Bound];
-  outside: [Bound, Bound][];
-}
-
-/** How [from, to] falls on hours: its whole hours (first and last hour start, or null) and the hours it cuts (at most two). */
+/**
+ * How [from, to] is read at one span and the finer ones (coarsest first): the whole spans inside it
+ * (first and last start, or null) and the spans it cuts (at most two).
+ */
 export interface RangeSplit<Bound = number> {
-  wholeHours: [Bound, Bound] | null;
-  cutHours: CutHour<Bound>[];
+  whole: [Bound, Bound] | null;
+  cuts: SpanCut<Bound>[];
 }
 
-/** How [from, to] falls on hours. */
-export function splitRange(from: number, to: number): RangeSplit {
-  const firstHour = Math.floor(from / HOUR_MS) * HOUR_MS;
-  const lastHour = Math.floor(to / HOUR_MS) * HOUR_MS;
-  const cut = (hour: number): CutHour => {
-    const end = hour + HOUR_MS - 1;
-    const inside: [number, number] = [Math.max(from, hour), Math.min(to, end)];
+/** A part of a span read at the next finer span (or, at the finest, from the rows between its bounds). */
+export type FinerRead<Bound = number> = RangeSplit<Bound> | [Bound, Bound];
+
+/**
+ * A span [from, to] cuts, read by whichever of its parts is shorter. `inside`: the span's row when
+ * no row lies in its parts `outside` the range, else its part inside read finer. `outside`: the
+ * span's row less its parts outside the range read finer.
+ */
+export type SpanCut<Bound = number> =
+  { start: Bound; by: 'inside'; outside: [Bound, Bound][]; inside: FinerRead<Bound> } | { start: Bound; by: 'outside'; outside: FinerRead<Bound>[] };
+
+/** How [from, to] falls on `spans` (coarsest first) from `level` down. */
+export function splitRange(from: number, to: number, spans: readonly Span[], level = 0): RangeSplit {
+  const span = spans[level]!;
+  const first = spanStart(from, span);
+  const last = spanStart(to, span);
+  const finer = ([start, end]: [number, number]): FinerRead => (level + 1 < spans.length ? splitRange(start, end, spans, level + 1) : [start, end]);
+  const cut = (start: number): SpanCut => {
+    const end = start + span.ms - 1;
+    const inside: [number, number] = [Math.max(from, start), Math.min(to, end)];
     const outside: [number, number][] = [];
-    if (inside[0] > hour) outside.push([hour, inside[0] - 1]);
+    if (inside[0] > start) outside.push([start, inside[0] - 1]);
     if (inside[1] < end) outside.push([inside[1] + 1, end]);
-    return { hour, inside, outside };
+    const outsideLength = outside.reduce((sum, [a, b]) => sum + b - a + 1, 0);
+    return outsideLength < inside[1] - inside[0] + 1
+      ? { start, by: 'outside', outside: outside.map(finer) }
+      : { start, by: 'inside', outside, inside: finer(inside) };
   };
-  const firstCut = from > firstHour || to < firstHour + HOUR_MS - 1;
-  const lastCut = from > lastHour || to < lastHour + HOUR_MS - 1;
-  const cutHours = [...(firstCut ? [cut(firstHour)] : []), ...(lastCut && lastHour !== firstHour ? [cut(lastHour)] : [])];
-  const first = firstCut ? firstHour + HOUR_MS : firstHour;
-  const last = lastCut ? lastHour - HOUR_MS : lastHour;
-  return { wholeHours: first <= last ? [first, last] : null, cutHours };
+  const firstCut = from > first || to < first + span.ms - 1;
+  const lastCut = from > last || to < last + span.ms - 1;
+  const cuts = [...(firstCut ? [cut(first)] : []), ...(lastCut && last !== first ? [cut(last)] : [])];
+  const wholeFirst = firstCut ? first + span.ms : first;
+  const wholeLast = lastCut ? last - span.ms : last;
+  return { whole: wholeFirst <= wholeLast ? [wholeFirst, wholeLast] : null, cuts };
+}
+
+/** The split with each bound its conditions use replaced by `place(bound)`, called in one fixed order (splitShape's and placedSplit's). */
+function mapBounds<From, To>(split: RangeSplit<From>, place: (bound: From) => To): RangeSplit<To> {
+  const pair = ([start, end]: [From, From]): [To, To] => [place(start), place(end)];
+  const finer = (read: FinerRead<From>): FinerRead<To> => (Array.isArray(read) ? pair(read) : mapBounds(read, place));
+  return {
+    whole: split.whole ? pair(split.whole) : null,
+    cuts: split.cuts.map((cut): SpanCut<To> => {
+      const start = place(cut.start);
+      if (cut.by === 'outside') return { start, by: 'outside', outside: cut.outside.map(finer) };
+      const outside = cut.outside.map(pair);
+      return { start, by: 'inside', outside, inside: finer(cut.inside) };
+    }),
+  };
 }
 
 /**
- * What a range's conditions (rangeConditions) depend on besides its bounds — whether it has whole
- * hours, and how each cut hour is cut — and its bounds, in the order placedSplit places them.
+ * What a range's conditions (rangeConditions) depend on besides its bounds — which spans are
+ * whole and how each cut span is cut and read, at every level — and its bounds, in mapBounds's order.
  */
 function splitShape(split: RangeSplit): { shape: string; bounds: number[] } {
-  let shape = split.wholeHours ? 'w' : '-';
-  const bounds: number[] = split.wholeHours ? [...split.wholeHours] : [];
-  for (const cut of split.cutHours) {
-    shape += `c${cut.outside.length}`;
-    bounds.push(cut.hour, ...cut.inside, ...cut.outside.flat());
-  }
-  return { shape, bounds };
+  const bounds: number[] = [];
+  mapBounds(split, (bound) => bounds.push(bound));
+  const finer = (read: FinerRead): string => (Array.isArray(read) ? 'r' : shapeOf(read));
+  const shapeOf = ({ whole, cuts }: RangeSplit): string =>
+    (whole ? 'w' : '-') +
+    cuts.map((cut) => (cut.by === 'inside' ? `i${cut.outside.length}(${finer(cut.inside)})` : `o(${cut.outside.map(finer).join(',')})`)).join('');
+  return { shape: shapeOf(split), bounds };
 }
 
 /** The split with its bounds replaced by a statement's placeholders (ShapedQueries): the k-th of splitShape's bounds by `value(k)`. */
 function placedSplit(split: RangeSplit, value: (index: number) => unknown): RangeSplit<unknown> {
   let next = 0;
-  const pair = (): [unknown, unknown] => [value(next++), value(next++)];
-  return {
-    wholeHours: split.wholeHours ? pair() : null,
-    cutHours: split.cutHours.map((cut) => ({ hour: value(next++), inside: pair(), outside: cut.outside.map(pair) })),
-  };
+  return mapBounds(split, () => value(next++));
 }
 
 /** A query's optional filters by name: a value, a list of values, or unset. */
@@ -274,33 +297,70 @@ const RANGE_OF = {
   sessions: { time: 'started_at', within: sessionsStartedWithin },
 } as const;
 
+/** +1: a part's rows add to the report; -1: they are taken from it. */
+export type Sign = 1 | -1;
+
 /**
- * How a range split on hours (its bounds placed: placedSplit) is read (`hourly`: a condition on
- * an hourly table's `hour`; `raw`: on the rows' time, `of`; null: nothing to read there). Whole hours
- * come from the hourly table. An hour the range cuts comes from the hourly table too when no event
- * at all lies in its part outside the range (then the hour's row holds exactly the part inside;
- * "now" cuts the current hour so, as no event is stamped in the future), else from the events of
- * its part inside. Both conditions go into one statement, so that the test and the read it chooses
- * see the same snapshot.
+ * Where a range is read from (rangeConditions): conditions on the `hour` of the span tables read,
+ * and on the rows' time (`raw`), each with the sign its rows count with.
  */
-function rangeConditions(
-  { wholeHours, cutHours }: RangeSplit<unknown>,
-  { time, within }: (typeof RANGE_OF)[keyof typeof RANGE_OF],
-): { hourly: RawBuilder<SqlBool> | null; raw: RawBuilder<SqlBool> | null } {
+export interface RangeConditions {
+  spans: { span: Span; sign: Sign; condition: RawBuilder<SqlBool> }[];
+  raw: { sign: Sign; condition: RawBuilder<SqlBool> }[];
+}
+
+/**
+ * How a range split on spans (its bounds placed: placedSplit) is read. Whole spans come from their
+ * span's table. A span the range cuts is read by its shorter part (splitRange). By its part inside:
+ * from its span's row when no row at all (of any agent or type) has its time in the span's part
+ * outside the range, as the row then holds exactly the part inside ("now" cuts today and the
+ * current hour so, as no event is stamped in the future); else its part inside is read at the next
+ * finer span, the same way. By its part outside: the span's row, less that part read at the next
+ * finer span. At the finest, a part is read from the rows themselves. Every condition goes into one
+ * statement, so that the tests and the reads they choose see the same snapshot.
+ */
+function rangeConditions(split: RangeSplit<unknown>, readSpans: readonly Span[], { time, within }: (typeof RANGE_OF)[keyof typeof RANGE_OF]): RangeConditions {
   const hour = sql.ref('hour');
   const ts = sql.ref(time);
-  const hourly: RawBuilder<SqlBool>[] = [];
-  const raw: RawBuilder<SqlBool>[] = [];
-  if (wholeHours) hourly.push(sql<SqlBool>`(${hour} >= ${wholeHours[0]} and ${hour} <= ${wholeHours[1]})`);
-  for (const cut of cutHours) {
-    const outsideHasEvents = within(cut.outside);
-    hourly.push(sql<SqlBool>`(${hour} = ${cut.hour} and not ${outsideHasEvents})`);
-    // The test sits in the range's lower bound, so an index range over `ts` is empty when it fails,
-    // instead of every event of the cut hour being read and dropped (the current hour grows with the data).
-    raw.push(sql<SqlBool>`(${ts} >= case when ${outsideHasEvents} then cast(${cut.inside[0]} as bigint) end and ${ts} <= ${cut.inside[1]})`);
-  }
-  const any = (terms: RawBuilder<SqlBool>[]) => (terms.length === 0 ? null : sql<SqlBool>`(${sql.join(terms, sql` or `)})`);
-  return { hourly: any(hourly), raw: any(raw) };
+  const terms = readSpans.map(() => ({ 1: [] as RawBuilder<SqlBool>[], [-1]: [] as RawBuilder<SqlBool>[] }));
+  const raw = { 1: [] as RawBuilder<SqlBool>[], [-1]: [] as RawBuilder<SqlBool>[] };
+  const and = (guard: RawBuilder<SqlBool> | null, term: RawBuilder<SqlBool>) => (guard ? sql<SqlBool>`(${guard} and ${term})` : term);
+  const finer = (part: FinerRead<unknown>, level: number, guard: RawBuilder<SqlBool> | null, sign: Sign) => {
+    if (!Array.isArray(part)) return read(part, level, guard, sign);
+    // A guard sits in the range's lower bound, so an index range over the time is empty when it
+    // fails, instead of every row of the cut hour being read and dropped (the current hour grows with the data).
+    const from = guard ? sql`case when ${guard} then cast(${part[0]} as bigint) end` : part[0];
+    raw[sign].push(sql<SqlBool>`(${ts} >= ${from} and ${ts} <= ${part[1]})`);
+  };
+  const read = ({ whole, cuts }: RangeSplit<unknown>, level: number, guard: RawBuilder<SqlBool> | null, sign: Sign) => {
+    if (whole) terms[level]![sign].push(and(guard, sql<SqlBool>`(${hour} >= ${whole[0]} and ${hour} <= ${whole[1]})`));
+    for (const cut of cuts) {
+      if (cut.by === 'outside') {
+        terms[level]![sign].push(and(guard, sql<SqlBool>`${hour} = ${cut.start}`));
+        for (const part of cut.outside) finer(part, level + 1, guard, -sign as Sign);
+      } else {
+        const outsideHasRows = within(cut.outside);
+        terms[level]![sign].push(and(guard, sql<SqlBool>`(${hour} = ${cut.start} and not ${outsideHasRows})`));
+        finer(cut.inside, level + 1, and(guard, outsideHasRows), sign);
+      }
+    }
+  };
+  read(split, 0, null, 1);
+  const any = (parts: RawBuilder<SqlBool>[]) => sql<SqlBool>`(${sql.join(parts, sql` or `)})`;
+  const signed = (bySign: { 1: RawBuilder<SqlBool>[]; [-1]: RawBuilder<SqlBool>[] }) =>
+    ([1, -1] as const).flatMap((sign) => (bySign[sign].length === 0 ? [] : [{ sign, condition: any(bySign[sign]) }]));
+  return {
+    spans: readSpans.flatMap((span, level) => signed(terms[level]!).map((part) => ({ span, ...part }))),
+    raw: signed(raw),
+  };
+}
+
+/** `expression` counted with `sign`. */
+export const signed = (expression: RawBuilder<unknown>, sign: Sign): RawBuilder<unknown> => (sign === 1 ? expression : sql`-(${expression})`);
+
+/** The parts of a report's statement as one (at least one part: a range always has something to read). */
+export function unionAll<Q extends SelectQueryBuilder<ObserveSchema, never, object>>(parts: readonly Q[]): Q {
+  return parts.slice(1).reduce((all, part) => all.unionAll(part as never) as Q, parts[0]!);
 }
 
 /** The statements of every report readRange runs, by shape. */
@@ -309,42 +369,47 @@ const rangeQueries = new ShapedQueries<ObserveSchema>('readRange');
 /**
  * A report's statement over [from, to] with its filters, built and compiled once per shape: the
  * shape is `shape` (the report, and what else its statement depends on: its grouping, its metric),
- * how the range falls on hours and which filters are set; the call binds the range's bounds and the
- * filters' values. `build` gets the range's conditions and the filters as placeholders.
+ * how the range falls on spans and which filters are set; the call binds the range's bounds and the
+ * filters' values. `build` gets the range's conditions and the filters as placeholders. `spans`:
+ * the spans whose tables the report may read (a report by hour reads no daily row).
  */
 export function readRange<Filters extends QueryFilters, Row>(
   database: ObserveDatabase,
-  range: { from: number; to: number; of: keyof typeof RANGE_OF },
+  range: { from: number; to: number; of: keyof typeof RANGE_OF; spans?: readonly Span[] },
   filters: Filters,
   shape: string,
-  build: (conditions: ReturnType<typeof rangeConditions>, filters: Filters) => Compilable<Row>,
+  build: (conditions: RangeConditions, filters: Filters) => Compilable<Row>,
 ): Promise<Row[]> {
-  const split = splitRange(range.from, range.to);
-  const hours = splitShape(split);
+  const spans = range.spans ?? SPANS;
+  const split = splitRange(range.from, range.to, spans);
+  const placed = splitShape(split);
   const set = filterShape(filters);
-  return rangeQueries.execute<Row>(database.db, database.dialect, `${shape} ${hours.shape} ${set.shape}`, [...hours.bounds, ...set.values], (value) =>
-    build(rangeConditions(placedSplit(split, value), RANGE_OF[range.of]), placedFilters(filters, value, hours.bounds.length)),
+  const key = `${shape} ${spans.map((span) => span.ms).join(',')} ${placed.shape} ${set.shape}`;
+  return rangeQueries.execute<Row>(database.db, database.dialect, key, [...placed.bounds, ...set.values], (value) =>
+    build(rangeConditions(placedSplit(split, value), spans, RANGE_OF[range.of]), placedFilters(filters, value, placed.bounds.length)),
   );
 }
 
 /**
- * Exact sums over every event with from ≤ ts ≤ to, per dimension key: the rollups where they hold
- * exactly the range, the events elsewhere (rangeConditions), read in one statement and merged.
+ * Exact sums over every event with from ≤ ts ≤ to, per dimension key: the daily and hourly rollups
+ * where they hold exactly the range, the events elsewhere (rangeConditions), read in one statement and merged.
  */
 export async function aggregate(database: ObserveDatabase, query: AggregateQuery): Promise<AggregateRow[]> {
   const { dimensions, granularity } = query;
+  // Days hold whole days and weeks (which start at 00:00 UTC), not hours.
+  const byHour = dimensions.includes('bucket') && (granularity ?? 'hour') === 'hour';
   const rows = await readRange(
     database,
-    { from: query.from, to: query.to, of: 'events' },
+    { from: query.from, to: query.to, of: 'events', spans: byHour ? [HOURLY] : SPANS },
     aggregateFilters(query),
     `aggregate ${dimensions.join(',')} ${granularity ?? 'hour'}`,
-    ({ hourly, raw }, filters) => {
+    ({ spans, raw }, filters) => {
       const placed = { dimensions, granularity, ...filters };
       const parts = [
-        ...(hourly ? [aggregateSource(database.db, SOURCES.rollup, placed, hourly)] : []),
-        ...(raw ? [aggregateSource(database.db, SOURCES.events, placed, raw)] : []),
+        ...spans.map((part) => aggregateSource(database.db, part.span.rollups, SOURCES.rollup, placed, part)),
+        ...raw.map((part) => aggregateSource(database.db, 'events', SOURCES.events, placed, part)),
       ];
-      return (parts.length === 1 ? parts[0]! : parts[0]!.unionAll(parts[1]! as never)) as Compilable<Record<string, unknown>>;
+      return unionAll(parts) as Compilable<Record<string, unknown>>;
     },
   );
   const merged = new Map<string, AggregateRow>();
@@ -358,7 +423,8 @@ export async function aggregate(database: ObserveDatabase, query: AggregateQuery
     if (existing) addSums(existing, out);
     else merged.set(key, out);
   }
-  return [...merged.values()];
+  // A key whose rows were all taken out again (a span's row less its part outside the range) has no event in the range.
+  return [...merged.values()].filter((row) => row.eventCount !== 0);
 }
 
 export const mean = (sum: number, count: number): number => (count === 0 ? 0 : sum / count);
@@ -366,41 +432,41 @@ export const ratio = (part: number, whole: number): number => (whole === 0 ? 0 :
 
 /**
  * Sessions started in the window per agent (the system agent left out), with their summed
- * duration: whole hours from agent_session_hours, an hour the window cuts from it too when no
- * session started in its part outside the window, else from those sessions (rangeConditions).
+ * duration: whole days and hours from agent_session_days and agent_session_hours, a span the
+ * window cuts from them too when no session started in its part outside the window, else from
+ * those sessions (rangeConditions).
  */
 export async function sessionsPerAgent(
   database: ObserveDatabase,
   window: { from: number; to: number },
   agentId?: string,
 ): Promise<{ agent_id: string; sessions: number; duration: number }[]> {
-  const rows = await readRange(database, { ...window, of: 'sessions' }, { agentId }, 'sessionsPerAgent', ({ hourly, raw }, filters) => {
+  const rows = await readRange(database, { ...window, of: 'sessions' }, { agentId }, 'sessionsPerAgent', ({ spans, raw }, filters) => {
     const { db } = database;
     const agent = filters.agentId === undefined ? sql`agent_id <> ${SYSTEM_AGENT_ID}` : sql`agent_id = ${filters.agentId}`;
     const parts = [
-      ...(hourly
-        ? [
-            db
-              .selectFrom('agent_session_hours')
-              .select(['agent_id', sumAsDouble(sql.ref('session_count')).as('sessions'), sumAsDouble(sql.ref('duration_sum')).as('duration')])
-              .where(hourly)
-              .where(agent as RawBuilder<SqlBool>)
-              .groupBy('agent_id'),
-          ]
-        : []),
-      ...(raw
-        ? [
-            db
-              .selectFrom('sessions')
-              .select((eb) => ['agent_id', eb.fn.countAll<number>().as('sessions'), sumAsDouble(sessionDurationSql()).as('duration')])
-              .where(raw)
-              .where(agent as RawBuilder<SqlBool>)
-              .groupBy('agent_id'),
-          ]
-        : []),
+      ...spans.map(({ span, sign, condition }) =>
+        db
+          .selectFrom(span.sessions)
+          .select([
+            'agent_id',
+            signed(sumAsDouble(sql.ref('session_count')), sign).as('sessions'),
+            signed(sumAsDouble(sql.ref('duration_sum')), sign).as('duration'),
+          ])
+          .where(condition)
+          .where(agent as RawBuilder<SqlBool>)
+          .groupBy('agent_id'),
+      ),
+      ...raw.map(({ sign, condition }) =>
+        db
+          .selectFrom('sessions')
+          .select(['agent_id', signed(sql`count(*)`, sign).as('sessions'), signed(sumAsDouble(sessionDurationSql()), sign).as('duration')])
+          .where(condition)
+          .where(agent as RawBuilder<SqlBool>)
+          .groupBy('agent_id'),
+      ),
     ];
-    const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'sessions', { agent_id: string; sessions: unknown; duration: unknown }>[];
-    return second === undefined ? first! : first!.unionAll(second);
+    return unionAll(parts as SelectQueryBuilder<ObserveSchema, 'sessions', { agent_id: string; sessions: unknown; duration: unknown }>[]);
   });
   const merged = new Map<string, { agent_id: string; sessions: number; duration: number }>();
   for (const row of rows) {
@@ -409,5 +475,5 @@ export async function sessionsPerAgent(
     entry.duration += Number(row.duration ?? 0);
     merged.set(row.agent_id, entry);
   }
-  return [...merged.values()];
+  return [...merged.values()].filter((entry) => entry.sessions !== 0);
 }

@@ -4,6 +4,7 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
 import { binOf, compareSketches, percentilesOfBins } from './latency.ts';
 import { compareRollups } from './rollups.ts';
+import { DAILY, HOURLY } from './spans.ts';
 
 // The test clock stands at 2026-11-22T10:00:00.000Z, so the default window is
 // [2026-11-21T10:00:00.000Z, 2026-11-22T10:00:00.000Z].
@@ -239,7 +240,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     ]);
   });
 
-  test('an hour the range cuts comes from its rollup row when no event lies outside the range in it, else from events: equal to recomputation', async () => {
+  test('an hour the range cuts is read by its shorter part (inside: its rollup row when no event lies outside the range in it, else its events; outside: its row less the events outside): equal to recomputation', async () => {
     const { db } = observe.service.context.database;
     /** Counts, errors and spend straight from the events of [from, to]. */
     const recompute = async (from: string, to: string) => {
@@ -260,11 +261,12 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       const { eventCount, toolCallCount, errorCount, totalCostUsd } = (await get<{ totals: Overview }>(`/api/analytics?from=${from}&to=${to}`)).totals;
       return { eventCount, toolCallCount, errorCount, totalCostUsd };
     };
-    // [08:05, 09:30]: nothing in 08:00–08:05 (rollup of 08), 09:40 and 09:59 lie after 09:30 (events of 09).
+    // [08:05, 09:30]: 08 by its part outside (the rollup of 08 less the events of 08:00–08:05, none); 09 by
+    // its part inside, and 09:40 and 09:59 lie after 09:30 (the events of 09:00–09:30).
     const cut = [at('08:05:00.000'), at('09:30:00.000')] as const;
-    // [07:01, 08:45]: 07:05 is inside, nothing before it in 07 (rollup); nothing after 08:45 in 08 (rollup).
+    // [07:01, 08:45]: both hours by their parts outside, which hold no event.
     const both = [at('07:01:00.000'), at('08:45:00.000')] as const;
-    // Inside one hour with events on neither side: its rollup row.
+    // Inside one hour, cut at both ends: its rollup row less its two parts outside.
     const within = [at('07:01:00.000'), at('07:59:00.000')] as const;
     for (const [from, to] of [cut, both, within, [at('09:59:59.999'), at('09:59:59.999')]] as const)
       assert.deepEqual(await totals(from, to), await recompute(from, to), `${from} – ${to}`);
@@ -281,12 +283,88 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       .execute();
     try {
       assert.equal((await totals(...cut)).toolCallCount, (await recompute(...cut)).toolCallCount + 2);
-      // A range that leaves an event of 08:00 outside (08:10) reads that hour from its events.
-      const from = at('08:15:00.000');
-      const to = at('09:30:00.000');
-      assert.deepEqual(await totals(from, to), await recompute(from, to));
+      // By its part outside, which holds 08:10: the row less that event.
+      const lessOutside = [at('08:15:00.000'), at('09:30:00.000')] as const;
+      assert.equal((await totals(...lessOutside)).toolCallCount, (await recompute(...lessOutside)).toolCallCount + 2);
+      // By its part inside, with 08:10–08:30 outside: the events of 08:40–08:59.
+      const inside = [at('08:40:00.000'), at('09:30:00.000')] as const;
+      assert.deepEqual(await totals(...inside), await recompute(...inside));
     } finally {
       await rollup08()
+        .set((eb) => ({ event_count: eb('event_count', '/', 2) }))
+        .execute();
+    }
+  });
+
+  test('a day the range cuts is read by its shorter part (inside: its daily rows when no event lies outside the range in it, else its hours; outside: its rows less its hours outside): equal to recomputation', async () => {
+    const { db } = observe.service.context.database;
+    /** The agents report's figures straight from the events and sessions of [from, to]. */
+    const recompute = async (from: string, to: string) => {
+      const rows = await db
+        .selectFrom('events')
+        .select(['agent_id', 'is_error', 'cost_usd', 'duration_ms', 'latency_ms'])
+        .where('ts', '>=', Date.parse(from))
+        .where('ts', '<=', Date.parse(to))
+        .execute();
+      const sessions = await db
+        .selectFrom('sessions')
+        .select('agent_id')
+        .where('started_at', '>=', Date.parse(from))
+        .where('started_at', '<=', Date.parse(to))
+        .execute();
+      const agents = [...new Set([...rows.map((r) => r.agent_id), ...sessions.map((r) => r.agent_id)])].sort();
+      return agents.map((agentId) => {
+        const own = rows.filter((r) => r.agent_id === agentId);
+        const timed = (column: 'duration_ms' | 'latency_ms') => own.flatMap((r) => (r[column] === null ? [] : [Number(r[column])]));
+        return {
+          agentId,
+          sessionCount: sessions.filter((r) => r.agent_id === agentId).length,
+          totalEvents: own.length,
+          totalErrors: own.filter((r) => Number(r.is_error) === 1).length,
+          totalCostUsd: Math.round(own.reduce((sum, r) => sum + Number(r.cost_usd ?? 0), 0) * 1e9) / 1e9,
+          ...all('ToolDuration', ...timed('duration_ms')),
+          ...all('LlmLatency', ...timed('latency_ms')),
+        };
+      });
+    };
+    const reported = async (from: string, to: string) =>
+      (await get<{ agents: Record<string, unknown>[] }>(`/api/analytics/agents?from=${from}&to=${to}`)).agents
+        .map(({ agentId, sessionCount, totalEvents, totalErrors, totalCostUsd, ...rest }) => ({
+          agentId,
+          sessionCount,
+          totalEvents,
+          totalErrors,
+          totalCostUsd,
+          ...Object.fromEntries(Object.entries(rest).filter(([name]) => /^p\d\d(ToolDuration|LlmLatency)Ms$/.test(name))),
+        }))
+        .sort((a, b) => String(a.agentId).localeCompare(String(b.agentId)));
+    const day21 = '2026-11-21T';
+    // The 21st whole (daily rows), the 22nd cut at now with nothing after it (daily rows).
+    const wholeAndToday = [`${day21}00:00:00.000Z`, at('10:00:00.000')] as const;
+    // The 21st by its part outside, which holds l0 (09:00): its daily rows less its hours 00–09:30; the 22nd daily.
+    const afterL0 = [`${day21}09:30:00.000Z`, at('10:00:00.000')] as const;
+    // The 21st by its part inside, with l0 outside: its hours from 15:00.
+    const lateOn21 = [`${day21}15:00:00.000Z`, at('10:00:00.000')] as const;
+    // The 21st by its part outside, which holds nothing; the 22nd by its part inside, cut at 08:15 with
+    // events after it: its whole hours 00–07 hourly, 08:00–08:15 from the events.
+    const bothCut = [`${day21}08:00:00.000Z`, at('08:15:00.000')] as const;
+    // Inside one day, both ends cut.
+    const inside = [at('07:00:00.000'), at('09:00:00.000')] as const;
+    for (const range of [wholeAndToday, afterL0, lateOn21, bothCut, inside])
+      assert.deepEqual(await reported(...range), await recompute(...range), range.join(' – '));
+
+    // The 21st's daily row is what a range holding that day whole, or reading it by its part outside, reads: doubling its count shows.
+    const daily21 = () => db.updateTable('event_rollups_daily').where('hour', '=', Date.parse(`${day21}00:00:00.000Z`));
+    await daily21()
+      .set((eb) => ({ event_count: eb('event_count', '*', 2) }))
+      .execute();
+    try {
+      const events = async (range: readonly [string, string]) => (await reported(...range)).find((a) => a.agentId === 'A')?.totalEvents;
+      for (const [from, to] of [wholeAndToday, afterL0, bothCut])
+        assert.equal(await events([from, to]), (await recompute(from, to)).find((a) => a.agentId === 'A')!.totalEvents + 1, `${from} – ${to}`);
+      assert.deepEqual(await reported(...lateOn21), await recompute(...lateOn21), 'a day read by its part inside, with events outside, reads its hours');
+    } finally {
+      await daily21()
         .set((eb) => ({ event_count: eb('event_count', '/', 2) }))
         .execute();
     }
@@ -296,6 +374,10 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
     assert.ok(stored.length >= 8, `one row per hour, agent, type, tool, provider and model (${stored.length})`);
     assert.deepEqual(stored, recomputed);
+    const daily = await compareRollups(observe.service.context.database.db, DAILY);
+    assert.ok(daily.stored.length > 0);
+    assert.deepEqual(daily.stored, daily.recomputed);
+    assert.deepEqual(await compareSketches(observe.service.context.database.db, DAILY).then((d) => d.stored.length), 5);
     const sketches = await compareSketches(observe.service.context.database.db);
     assert.equal(sketches.stored.length, 5, 'one bin each: two tool durations, three LLM latencies');
     assert.deepEqual(sketches.stored, sketches.recomputed);
@@ -358,10 +440,12 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
       ...all('Latency'),
     });
     assert.equal((await get<{ totals: Overview }>('/api/analytics')).totals.eventCount, 9, 'sessions inside the retention period stay');
-    const { stored, recomputed } = await compareRollups(observe.service.context.database.db);
-    assert.deepEqual(stored, recomputed, 'no rollup row is left for the deleted session');
-    const sketches = await compareSketches(observe.service.context.database.db);
-    assert.deepEqual(sketches.stored, sketches.recomputed, 'nor any sketch bin');
+    for (const span of [HOURLY, DAILY]) {
+      const { stored, recomputed } = await compareRollups(observe.service.context.database.db, span);
+      assert.deepEqual(stored, recomputed, `no ${span.rollups} row is left for the deleted session`);
+      const sketches = await compareSketches(observe.service.context.database.db, span);
+      assert.deepEqual(sketches.stored, sketches.recomputed, `nor any ${span.sketches} bin`);
+    }
     assert.equal(
       (await get<{ summary: Record<string, unknown> }>('/api/analytics/llm?from=2026-11-21T08:00:00.000Z&to=2026-11-21T10:30:00.000Z')).summary.p50LatencyMs,
       null,

@@ -5,6 +5,7 @@ import { HOUR_MS } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ingest, startTestObserve, type TestObserve } from '../testing.ts';
 import { exactQuantile, percentilesOfBins, RELATIVE_ACCURACY, sketchDeltas, type SketchSource } from './latency.ts';
+import { HOURLY } from './spans.ts';
 
 const QUANTILES = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
 const relativeError = (approx: number, exact: number) => (exact === 0 ? Math.abs(approx) : Math.abs(approx - exact) / exact);
@@ -31,7 +32,7 @@ test('merged hourly sketches answer every percentile within 1 % of the exact one
           latency_ms: null,
         }));
         // As the query merges them: the hourly rows of every tool and hour, each a [bin, count].
-        const rows = sketchDeltas(events);
+        const rows = sketchDeltas(events, HOURLY);
         const got = percentilesOfBins(rows.map((row) => [row.bin, row.count] as const))!;
         const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
         for (const [name, q] of Object.entries(QUANTILES)) {
@@ -50,7 +51,7 @@ test('merged hourly sketches answer every percentile within 1 % of the exact one
 
 test('no timed value, no percentiles', () => {
   assert.equal(percentilesOfBins([]), null);
-  assert.deepEqual(sketchDeltas([{ ts: 0, agent_id: 'A', tool_name: 't', provider: null, model: null, duration_ms: null, latency_ms: null }]), []);
+  assert.deepEqual(sketchDeltas([{ ts: 0, agent_id: 'A', tool_name: 't', provider: null, model: null, duration_ms: null, latency_ms: null }], HOURLY), []);
 });
 
 test('the exact percentile interpolates between the closest ranks (PostgreSQL percentile_cont, numpy and Excel PERCENTILE.INC)', () => {
@@ -65,6 +66,7 @@ const sketchOf = (values: readonly number[], hourOf: (i: number) => number = () 
   percentilesOfBins(
     sketchDeltas(
       values.map((ms, i) => ({ ts: hourOf(i) * HOUR_MS, agent_id: 'A', tool_name: 't', provider: null, model: null, duration_ms: ms, latency_ms: null })),
+      HOURLY,
     ).map((row) => [row.bin, row.count] as const),
   )!;
 

@@ -1,11 +1,11 @@
 // Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
-import { HOUR_MS } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { LatencySketchRow } from './tables.ts';
 import type { EventRow } from '../events/index.ts';
-import { readRange } from './aggregate.ts';
+import { readRange, signed, unionAll } from './aggregate.ts';
+import { HOURLY, spanStart, type Span } from './spans.ts';
 
 /**
  * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
@@ -39,14 +39,15 @@ export function percentilesOfBins(bins: Iterable<readonly [number, number]>): Pe
   return percentilesOfCounts(counts);
 }
 
+/** Adds a count (negative: taken out) to its bin. */
 function addToBin(counts: Map<number, number>, bin: number, count: number): void {
-  if (count > 0) counts.set(bin, (counts.get(bin) ?? 0) + count);
+  counts.set(bin, (counts.get(bin) ?? 0) + count);
 }
 
-/** percentilesOfBins of bins already summed: count by bin. */
+/** percentilesOfBins of bins already summed: count by bin (bins left with no count are none). */
 function percentilesOfCounts(counts: ReadonlyMap<number, number>): Percentiles | null {
-  if (counts.size === 0) return null;
-  const sorted = [...counts.keys()].sort((a, b) => a - b);
+  const sorted = [...counts.keys()].filter((bin) => counts.get(bin)! > 0).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
   // Rank r (0-based) falls in the first bin whose running count passes r.
   const ends: number[] = [];
   let total = 0;
@@ -107,13 +108,15 @@ function keyOf(hour: number, bin: number, ...parts: string[]): string {
 export class SketchCounts {
   private readonly byKey = new Map<string, LatencySketchRow>();
 
+  constructor(private readonly span: Span) {}
+
   add(e: SketchSource): void {
     if (e.duration_ms !== null) this.count(e, 'tool', e.duration_ms);
     if (e.latency_ms !== null) this.count(e, 'llm', e.latency_ms);
   }
 
   private count(e: SketchSource, metric: LatencyMetric, value: number): void {
-    const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
+    const hour = spanStart(e.ts, this.span);
     const tool = metric === 'tool' ? (e.tool_name ?? '') : '';
     const provider = metric === 'llm' ? (e.provider ?? '') : '';
     const model = metric === 'llm' ? (e.model ?? '') : '';
@@ -133,28 +136,29 @@ export class SketchCounts {
   }
 }
 
-/** The sketch bins a set of events adds, one row per key, in key order (a fixed lock order). */
-export function sketchDeltas(events: readonly SketchSource[]): LatencySketchRow[] {
-  const counts = new SketchCounts();
+/** The sketch bins over `span` a set of events adds, one row per key, in key order (a fixed lock order). */
+export function sketchDeltas(events: readonly SketchSource[], span: Span): LatencySketchRow[] {
+  const counts = new SketchCounts(span);
   for (const e of events) counts.add(e);
   return counts.rows();
 }
 
 const ROWS_PER_STATEMENT = 500;
 
-/** Adds (`sign` 1) or subtracts (`sign` -1) bin counts, in the caller's transaction. */
-export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas: readonly LatencySketchRow[], sign: 1 | -1): Promise<void> {
+/** Adds (`sign` 1) or subtracts (`sign` -1) bin counts to the sketches over `span`, in the caller's transaction. */
+export async function applySketchDeltas(trx: Transaction<ObserveSchema>, deltas: readonly LatencySketchRow[], sign: 1 | -1, span: Span): Promise<void> {
+  const table = span.sketches;
   for (let offset = 0; offset < deltas.length; offset += ROWS_PER_STATEMENT) {
     const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => ({ ...row, count: sign * row.count }));
     await trx
-      .insertInto('latency_sketches')
+      .insertInto(table)
       .values(chunk)
-      .onConflict((oc) => oc.columns([...SKETCH_KEY]).doUpdateSet({ count: sql`latency_sketches.count + excluded.count` }))
+      .onConflict((oc) => oc.columns([...SKETCH_KEY]).doUpdateSet({ count: sql`${sql.ref(`${table}.count`)} + excluded.count` }))
       .execute();
   }
   if (sign === -1 && deltas.length > 0) {
     const hours = [...new Set(deltas.map((d) => d.hour))];
-    await trx.deleteFrom('latency_sketches').where('hour', 'in', hours).where('count', '<=', 0).execute();
+    await trx.deleteFrom(table).where('hour', 'in', hours).where('count', '<=', 0).execute();
   }
 }
 
@@ -165,13 +169,13 @@ const timed = (db: Kysely<ObserveSchema>) =>
     .select([...SOURCE_COLUMNS])
     .where((eb) => eb.or([eb('duration_ms', 'is not', null), eb('latency_ms', 'is not', null)]));
 
-/** Subtracts the timings of these sessions' events from the sketches (before the events are deleted). */
-export async function subtractSessionsFromSketches(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
+/** Subtracts the timings of these sessions' events from the sketches over `span` (before the events are deleted). */
+export async function subtractSessionsFromSketches(trx: Transaction<ObserveSchema>, sessionIds: readonly string[], span: Span): Promise<void> {
   if (sessionIds.length === 0) return;
   const rows = await timed(trx)
     .where('session_id', 'in', [...sessionIds])
     .execute();
-  await applySketchDeltas(trx, sketchDeltas(rows.map(numeric)), -1);
+  await applySketchDeltas(trx, sketchDeltas(rows.map(numeric), span), -1, span);
 }
 
 const numeric = (row: SketchSource): SketchSource => ({
@@ -183,25 +187,25 @@ const numeric = (row: SketchSource): SketchSource => ({
 
 const BACKFILL_PAGE = 5_000;
 
-/** Builds the sketches of every stored event (migration of an existing database), a page of events at a time. */
-export async function backfillSketches(db: Kysely<ObserveSchema>): Promise<void> {
+/** Builds the sketches over `span` of every stored event into its empty table (a repair), a page of events at a time. */
+export async function backfillSketches(db: Kysely<ObserveSchema>, span: Span): Promise<void> {
   let after = '';
   for (;;) {
     const page = await timed(db).select('id').where('id', '>', after).orderBy('id').limit(BACKFILL_PAGE).execute();
     if (page.length === 0) return;
-    await applySketchDeltas(db as Transaction<ObserveSchema>, sketchDeltas(page.map(numeric)), 1);
+    await applySketchDeltas(db as Transaction<ObserveSchema>, sketchDeltas(page.map(numeric), span), 1, span);
     after = page.at(-1)!.id;
   }
 }
 
-/** The stored sketch rows and the rows recomputed from the events, both in key order: equal when exact. */
-export async function compareSketches(db: Kysely<ObserveSchema>): Promise<{ stored: LatencySketchRow[]; recomputed: LatencySketchRow[] }> {
-  const stored = await db.selectFrom('latency_sketches').selectAll().execute();
+/** The stored sketch rows over `span` and the rows recomputed from the events, both in key order: equal when exact. */
+export async function compareSketches(db: Kysely<ObserveSchema>, span: Span = HOURLY): Promise<{ stored: LatencySketchRow[]; recomputed: LatencySketchRow[] }> {
+  const stored = await db.selectFrom(span.sketches).selectAll().execute();
   const all = await timed(db).execute();
   const asRow = (row: LatencySketchRow): LatencySketchRow => ({ ...row, hour: Number(row.hour), bin: Number(row.bin), count: Number(row.count) });
   const order = (rows: LatencySketchRow[]) =>
     rows.map(asRow).sort((a, b) => (JSON.stringify(SKETCH_KEY.map((k) => a[k])) < JSON.stringify(SKETCH_KEY.map((k) => b[k])) ? -1 : 1));
-  return { stored: order(stored), recomputed: order(sketchDeltas(all.map(numeric))) };
+  return { stored: order(stored), recomputed: order(sketchDeltas(all.map(numeric), span)) };
 }
 
 export type LatencyDimension = 'agent_id' | 'tool_name' | 'provider' | 'model';
@@ -223,8 +227,8 @@ function latencyFilters(query: LatencyQuery) {
   return { agentId: query.agentId, excludeAgentId: query.excludeAgentId, provider: query.provider, model: query.model };
 }
 
-/** The query's time condition and filters (placed: placedFilters) on a select from either table (both have these columns). */
-function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches' | 'events', object>>(
+/** The query's time condition and filters (placed: placedFilters) on a select from a span's sketches or the events (all have these columns). */
+function filtered<Q extends SelectQueryBuilder<ObserveSchema, Span['sketches'] | 'events', object>>(
   q: Q,
   condition: RawBuilder<SqlBool>,
   filters: ReturnType<typeof latencyFilters>,
@@ -241,10 +245,10 @@ function filtered<Q extends SelectQueryBuilder<ObserveSchema, 'latency_sketches'
 export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentiles: Percentiles };
 
 /**
- * Percentiles over every timed event with from ≤ ts ≤ to, per dimension key: whole hours merge the
- * stored sketch bins, the partial hours at either end bin the events themselves (indexed by time,
- * grouped by value in SQL), so the range is exact to the millisecond and only the 1 % of the
- * sketch remains.
+ * Percentiles over every timed event with from ≤ ts ≤ to, per dimension key: whole days and hours
+ * merge the stored sketch bins, the cut hours at either end bin the events themselves (indexed by
+ * time, grouped by value in SQL; rangeConditions), so the range is exact to the millisecond and
+ * only the 1 % of the sketch remains.
  */
 export async function latencyPercentiles(database: ObserveDatabase, query: LatencyQuery): Promise<LatencyRow[]> {
   const { db } = database;
@@ -256,40 +260,35 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
     { from: query.from, to: query.to, of: 'events' },
     latencyFilters(query),
     `latencyPercentiles ${dims.join(',')} ${query.metric}`,
-    ({ hourly, raw }, placed) => {
+    ({ spans, raw }, placed) => {
       const parts = [
-        ...(hourly
-          ? [
-              filtered(
-                db
-                  .selectFrom('latency_sketches')
-                  .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), sql<number>`sum(count)`.as('n')] as never)
-                  .where('metric', '=', query.metric),
-                hourly,
-                placed,
-              ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
-            ]
-          : []),
-        ...(raw
-          ? [
-              filtered(
-                db
-                  .selectFrom('events')
-                  .select([
-                    ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
-                    sql.lit(1).as('is_value'),
-                    sql.ref(value).as('k'),
-                    sql<number>`count(*)`.as('n'),
-                  ] as never)
-                  .where(value, 'is not', null),
-                raw,
-                placed,
-              ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
-            ]
-          : []),
+        ...spans.map(({ span, sign, condition }) =>
+          filtered(
+            db
+              .selectFrom(span.sketches)
+              .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), signed(sql`sum(count)`, sign).as('n')] as never)
+              .where('metric', '=', query.metric),
+            condition,
+            placed,
+          ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
+        ),
+        ...raw.map(({ sign, condition }) =>
+          filtered(
+            db
+              .selectFrom('events')
+              .select([
+                ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
+                sql.lit(1).as('is_value'),
+                sql.ref(value).as('k'),
+                signed(sql`count(*)`, sign).as('n'),
+              ] as never)
+              .where(value, 'is not', null),
+            condition,
+            placed,
+          ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
+        ),
       ];
-      const [first, second] = parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[];
-      return second === undefined ? first! : first!.unionAll(second);
+      return unionAll(parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[]);
     },
   );
 

@@ -1,8 +1,9 @@
-import { HOUR_MS, type DdlTarget } from '@vigil/platform';
+import type { DdlTarget } from '@vigil/platform';
 import { addUsd, NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import type { RollupRow } from './tables.ts';
+import { HOURLY, spanStart, type Span } from './spans.ts';
 import type { EventRow } from '../events/index.ts';
 import { addUsdSql, sumNanosSql } from '../events/index.ts';
 
@@ -21,10 +22,10 @@ export const ROLLUP_SUMS = [
   'failure_count',
 ] as const;
 
-/** The rollup rows of the stored events that `where` selects, computed in SQL (spend summed in whole nano-dollars, as ingest adds it). */
-function rollupsOfEvents(where: RawBuilder<unknown>) {
+/** The rollup rows over `span` of the stored events that `where` selects, computed in SQL (spend summed in whole nano-dollars, as ingest adds it). */
+function rollupsOfEvents(where: RawBuilder<unknown>, span: Span) {
   return sql`
-    select (ts / ${sql.lit(HOUR_MS)}) * ${sql.lit(HOUR_MS)} as hour, agent_id, event_type, coalesce(tool_name, '') as tool_name,
+    select (ts / ${sql.lit(span.ms)}) * ${sql.lit(span.ms)} as hour, agent_id, event_type, coalesce(tool_name, '') as tool_name,
       coalesce(provider, '') as provider, coalesce(model, '') as model, coalesce(complexity_tier, '') as tier,
       count(*) as event_count, sum(is_error) as error_count, ${sumNanosSql('cost_usd')} / ${sql.lit(NANOS_PER_USD)} as cost_usd,
       coalesce(sum(duration_ms), 0) as duration_sum, count(duration_ms) as duration_count,
@@ -37,9 +38,9 @@ function rollupsOfEvents(where: RawBuilder<unknown>) {
     order by 1, 2, 3, 4, 5, 6, 7`;
 }
 
-/** Rebuilds the rollups of every stored event (migration of an existing database). */
-export async function backfillRollups(db: DdlTarget): Promise<void> {
-  await sql`insert into event_rollups (${sql.raw([...ROLLUP_KEY, ...ROLLUP_SUMS].join(', '))}) ${rollupsOfEvents(sql`true`)}`.execute(db);
+/** Rebuilds the rollups over `span` of every stored event into its empty table (a repair). */
+export async function backfillRollups(db: DdlTarget, span: Span): Promise<void> {
+  await sql`insert into ${sql.table(span.rollups)} (${sql.raw([...ROLLUP_KEY, ...ROLLUP_SUMS].join(', '))}) ${rollupsOfEvents(sql`true`, span)}`.execute(db);
 }
 
 /** Rollup rows as numbers and strings (PostgreSQL answers sum(bigint) as numeric text). */
@@ -51,21 +52,21 @@ function normalised(rows: readonly Record<string, unknown>[]): RollupRow[] {
   });
 }
 
-/** Subtracts the events of these sessions from the rollups (before they are deleted). */
-export async function subtractSessionsFromRollups(trx: Transaction<ObserveSchema>, sessionIds: readonly string[]): Promise<void> {
+/** Subtracts the events of these sessions from the rollups over `span` (before they are deleted). */
+export async function subtractSessionsFromRollups(trx: Transaction<ObserveSchema>, sessionIds: readonly string[], span: Span): Promise<void> {
   if (sessionIds.length === 0) return;
-  const { rows } = await rollupsOfEvents(sql`session_id in (${sql.join(sessionIds)})`).execute(trx);
-  await applyRollupDeltas(trx, normalised(rows as Record<string, unknown>[]), -1);
+  const { rows } = await rollupsOfEvents(sql`session_id in (${sql.join(sessionIds)})`, span).execute(trx);
+  await applyRollupDeltas(trx, normalised(rows as Record<string, unknown>[]), -1, span);
 }
 
-/** The stored rollups and the rollups recomputed from the events, both in key order: equal when exact. */
-export async function compareRollups(db: Kysely<ObserveSchema>): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
+/** The stored rollups over `span` and the rollups recomputed from the events, both in key order: equal when exact. */
+export async function compareRollups(db: Kysely<ObserveSchema>, span: Span = HOURLY): Promise<{ stored: RollupRow[]; recomputed: RollupRow[] }> {
   const stored = await db
-    .selectFrom('event_rollups')
+    .selectFrom(span.rollups)
     .selectAll()
     .orderBy(ROLLUP_KEY.map((k) => sql.ref(k)) as never)
     .execute();
-  const { rows } = await rollupsOfEvents(sql`true`).execute(db);
+  const { rows } = await rollupsOfEvents(sql`true`, span).execute(db);
   return { stored: normalised(stored as Record<string, unknown>[]), recomputed: normalised(rows as Record<string, unknown>[]) };
 }
 
@@ -100,14 +101,16 @@ function keyOf(hour: number, ...parts: string[]): string {
 }
 
 /**
- * Rollup rows summed event by event: the one definition of what an event adds to its hourly
- * rollup, used by ingest (its deltas) and by the audit's recomputation from chained events.
+ * Rollup rows summed event by event: the one definition of what an event adds to its rollup over
+ * `span`, used by ingest (its deltas) and by the audit's recomputation from chained events.
  */
 export class RollupSums {
   private readonly byKey = new Map<string, RollupRow>();
 
+  constructor(private readonly span: Span) {}
+
   add(e: RollupSource): void {
-    const hour = Math.floor(e.ts / HOUR_MS) * HOUR_MS;
+    const hour = spanStart(e.ts, this.span);
     const tool = e.tool_name ?? '';
     const provider = e.provider ?? '';
     const model = e.model ?? '';
@@ -158,17 +161,18 @@ export class RollupSums {
   }
 }
 
-/** The rollup rows a set of events adds, one per key, in key order (a fixed lock order). */
-export function rollupDeltas(events: readonly RollupSource[]): RollupRow[] {
-  const sums = new RollupSums();
+/** The rollup rows over `span` a set of events adds, one per key, in key order (a fixed lock order). */
+export function rollupDeltas(events: readonly RollupSource[], span: Span): RollupRow[] {
+  const sums = new RollupSums(span);
   for (const e of events) sums.add(e);
   return sums.rows();
 }
 
 const ROWS_PER_STATEMENT = 500;
 
-/** Adds (`sign` 1) or subtracts (`sign` -1) deltas, in the caller's transaction. */
-export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas: readonly RollupRow[], sign: 1 | -1): Promise<void> {
+/** Adds (`sign` 1) or subtracts (`sign` -1) deltas to the rollups over `span`, in the caller's transaction. */
+export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas: readonly RollupRow[], sign: 1 | -1, span: Span): Promise<void> {
+  const table = span.rollups;
   for (let offset = 0; offset < deltas.length; offset += ROWS_PER_STATEMENT) {
     const chunk = deltas.slice(offset, offset + ROWS_PER_STATEMENT).map((row) => {
       if (sign === 1) return row;
@@ -177,13 +181,13 @@ export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas:
       return negated;
     });
     await trx
-      .insertInto('event_rollups')
+      .insertInto(table)
       .values(chunk)
       .onConflict((oc) =>
         oc.columns([...ROLLUP_KEY]).doUpdateSet(
           Object.fromEntries(
             ROLLUP_SUMS.map((c) => {
-              const [stored, added] = [sql.ref(`event_rollups.${c}`), sql.ref(`excluded.${c}`)];
+              const [stored, added] = [sql.ref(`${table}.${c}`), sql.ref(`excluded.${c}`)];
               return [c, c === 'cost_usd' ? addUsdSql(stored, added) : sql`${stored} + ${added}`];
             }),
           ),
@@ -193,6 +197,6 @@ export async function applyRollupDeltas(trx: Transaction<ObserveSchema>, deltas:
   }
   if (sign === -1 && deltas.length > 0) {
     const hours = [...new Set(deltas.map((d) => d.hour))];
-    await trx.deleteFrom('event_rollups').where('hour', 'in', hours).where('event_count', '<=', 0).execute();
+    await trx.deleteFrom(table).where('hour', 'in', hours).where('event_count', '<=', 0).execute();
   }
 }

@@ -1,4 +1,4 @@
-// Sessions per agent and start hour (agent_session_hours): kept by ingest as sessions start, move
+// Sessions per agent and start hour and day (agent_session_hours, agent_session_days): kept by ingest as sessions start, move
 // their start earlier and move their measured end (ended, idle), and read by the agents report.
 // Every check compares with the same figures computed from the sessions rows themselves.
 import assert from 'node:assert/strict';
@@ -8,6 +8,7 @@ import { sessionDurationSql } from '../sessions/index.ts';
 import { SYSTEM_AGENT_ID } from '../events/index.ts';
 import { ago, ended, ingestEvents, started, startTestObserve, TEST_NOW, toolCall, type TestObserve } from '../testing.ts';
 import { backfillSessionHours } from './session-hours.ts';
+import { DAILY, HOURLY, type Span } from './spans.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -44,9 +45,9 @@ await describeEachDatabase('sessions per agent and hour (agent_session_hours)', 
     return Object.fromEntries(rows.map((r) => [r.agent_id, { sessionCount: Number(r.n), avgDurationMs: Number(r.d) / Number(r.n) }]));
   }
 
-  /** The stored rows, as numbers. */
-  const stored = async () =>
-    (await db().selectFrom('agent_session_hours').selectAll().orderBy('hour').orderBy('agent_id').execute()).map((r) => ({
+  /** The stored rows over `span`, as numbers. */
+  const stored = async (span: Span = HOURLY) =>
+    (await db().selectFrom(span.sessions).selectAll().orderBy('hour').orderBy('agent_id').execute()).map((r) => ({
       hour: Number(r.hour),
       agent_id: r.agent_id,
       session_count: Number(r.session_count),
@@ -74,20 +75,23 @@ await describeEachDatabase('sessions per agent and hour (agent_session_hours)', 
   after(() => observe.close());
 
   test('the rows are what the sessions give: a moved start moves the session to its new hour, an end or an idle gap its duration', async () => {
+    for (const span of [HOURLY, DAILY]) {
+      const rebuilt = await db()
+        .transaction()
+        .execute(async (trx) => {
+          await trx.deleteFrom(span.sessions).execute();
+          await backfillSessionHours(trx, span);
+          const result = await trx.selectFrom(span.sessions).selectAll().orderBy('hour').orderBy('agent_id').execute();
+          throw Object.assign(new Error('rollback'), { result });
+        })
+        .catch((error: { result?: unknown }) => error.result as Record<string, unknown>[]);
+      assert.deepEqual(
+        await stored(span),
+        rebuilt.map((r) => ({ hour: Number(r.hour), agent_id: r.agent_id, session_count: Number(r.session_count), duration_sum: Number(r.duration_sum) })),
+        span.sessions,
+      );
+    }
     const rows = await stored();
-    const rebuilt = await db()
-      .transaction()
-      .execute(async (trx) => {
-        await trx.deleteFrom('agent_session_hours').execute();
-        await backfillSessionHours(trx);
-        const result = await trx.selectFrom('agent_session_hours').selectAll().orderBy('hour').orderBy('agent_id').execute();
-        throw Object.assign(new Error('rollback'), { result });
-      })
-      .catch((error: { result?: unknown }) => error.result as Record<string, unknown>[]);
-    assert.deepEqual(
-      rows,
-      rebuilt.map((r) => ({ hour: Number(r.hour), agent_id: r.agent_id, session_count: Number(r.session_count), duration_sum: Number(r.duration_sum) })),
-    );
     const movedHour = Math.floor((TEST_NOW - 70 * MINUTE) / HOUR) * HOUR;
     assert.ok(
       rows.some((r) => r.agent_id === 'agent-a' && r.hour === movedHour && r.session_count === 1),

@@ -56,9 +56,16 @@ export interface AgentSessionHourRow {
   duration_sum: number;
 }
 
-/** Hourly rollups, latency sketches and sessions per agent, kept by the ingest transaction and by retention. */
+/**
+ * Hourly and daily rollups, latency sketches and sessions per agent, kept by the ingest transaction
+ * and by retention. A daily table has its hourly table's columns, `hour` holding the day's first
+ * hour (00:00 UTC), so that one code path keeps and reads both (analytics/spans.ts).
+ */
 export interface AnalyticsTables {
   event_rollups: RollupRow;
   latency_sketches: LatencySketchRow;
   agent_session_hours: AgentSessionHourRow;
+  event_rollups_daily: RollupRow;
+  latency_sketches_daily: LatencySketchRow;
+  agent_session_days: AgentSessionHourRow;
 }

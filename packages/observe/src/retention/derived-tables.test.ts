@@ -72,7 +72,17 @@ await describeEachDatabase('derived tables: retention and verify --deep go by th
   test('every registered table can be checked: it declares a backfill or an audit', () => {
     assert.deepEqual(
       tables().map((table) => table.table),
-      ['events', 'sessions', 'store_totals', 'event_rollups', 'latency_sketches', 'agent_session_hours'],
+      [
+        'events',
+        'sessions',
+        'store_totals',
+        'event_rollups',
+        'latency_sketches',
+        'agent_session_hours',
+        'event_rollups_daily',
+        'latency_sketches_daily',
+        'agent_session_days',
+      ],
     );
     for (const table of tables()) assert.ok(table.backfill ?? table.audit, `${table.table} declares neither a backfill nor an audit`);
   });
@@ -85,7 +95,7 @@ await describeEachDatabase('derived tables: retention and verify --deep go by th
     }
     assert.deepEqual(
       recomputation.tables.map((table) => table.audit.path),
-      ['events', 'sessions', 'rollups', 'latency-sketches'],
+      ['events', 'sessions', 'rollups', 'latency-sketches', 'rollups-daily', 'latency-sketches-daily'],
     );
     for (const table of recomputation.tables) {
       const recomputed = recomputation.rowsOf<Record<string, unknown>>(table);

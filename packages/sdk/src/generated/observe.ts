@@ -1539,7 +1539,46 @@ export interface paths {
   };
   "/api/audit/derived/latency-sketches": {
     /**
-     * Every latency sketch bin as stored
+     * Every hourly latency sketch bin as stored
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            hour: number;
+            agent_id: string;
+            metric: "tool" | "llm";
+            tool_name: string;
+            provider: string;
+            model: string;
+            bin: number;
+            count: number;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/derived/latency-sketches-daily": {
+    /**
+     * Every daily latency sketch bin as stored
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
      *
@@ -1579,6 +1618,54 @@ export interface paths {
   "/api/audit/derived/rollups": {
     /**
      * Every hourly rollup row as stored
+     *
+     * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
+     *
+     * Scope: `read`.
+     */
+    get: {
+      params: Record<string, never>;
+      query: {
+        /** nextCursor of the previous page; absent for the first */
+        cursor?: string;
+        limit?: number;
+      };
+      body: never;
+      bodyRequired: false;
+      responses: {
+        200: {
+          rows: {
+            hour: number;
+            agent_id: string;
+            event_type: string;
+            tool_name: string;
+            provider: string;
+            model: string;
+            tier: string;
+            event_count: number;
+            error_count: number;
+            cost_usd: number;
+            duration_sum: number;
+            duration_count: number;
+            latency_sum: number;
+            latency_count: number;
+            input_tokens: number;
+            output_tokens: number;
+            failure_count: number;
+          }[];
+          nextCursor: string | null;
+        };
+        400: ObserveError;
+        401: ObserveError;
+        403: ObserveError;
+        500: ObserveError;
+        503: ObserveError;
+      };
+    };
+  };
+  "/api/audit/derived/rollups-daily": {
+    /**
+     * Every daily rollup row as stored
      *
      * Raw, as stored (column names as in the database), for `vigil verify --deep` to compare with what it recomputes from the chained events (docs/audit.md#--deep). Pages by cursor in primary-key order: pass `nextCursor` as `cursor` until it is null.
      *
