@@ -197,8 +197,7 @@ export function splitRange(from: number, to: number, spans: readonly Span[], now
   const span = spans[level]!;
   const first = spanStart(from, span);
   const last = spanStart(to, span);
-  const finer = ([start, end]: [number, number]): FinerRead =>
-    level + 1 < spans.length ? splitRange(start, end, spans, now, level + 1) : [start, end];
+  const finer = ([start, end]: [number, number]): FinerRead => (level + 1 < spans.length ? splitRange(start, end, spans, now, level + 1) : [start, end]);
   const pastLength = ([start, end]: [number, number]) => Math.max(0, Math.min(end, now) - start + 1);
   const cut = (start: number): SpanCut => {
     const end = start + span.ms - 1;
@@ -207,9 +206,7 @@ export function splitRange(from: number, to: number, spans: readonly Span[], now
     if (inside[0] > start) outside.push([start, inside[0] - 1]);
     if (inside[1] < end) outside.push([inside[1] + 1, end]);
     const outsideLength = outside.reduce((sum, part) => sum + pastLength(part), 0);
-    return outsideLength < pastLength(inside)
-      ? { start, by: 'outside', outside: outside.map(finer) }
-      : { start, by: 'inside', outside, inside: finer(inside) };
+    return outsideLength < pastLength(inside) ? { start, by: 'outside', outside: outside.map(finer) } : { start, by: 'inside', outside, inside: finer(inside) };
   };
   const firstCut = from > first || to < first + span.ms - 1;
   const lastCut = from > last || to < last + span.ms - 1;
