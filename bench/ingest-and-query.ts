@@ -692,7 +692,13 @@ async function main(): Promise<void> {
         // asks the agents report ≤ 2 ms p95 at 1M events however they lie in time.
         const target = name === '/api/analytics/agents' ? ([AGENTS_P95] as const) : ([] as const);
         const month = `${path}${path.includes('?') ? '&' : '?'}from=${new Date(now - SPAN_MS).toISOString()}`;
-        return [[`GET ${name}, last 24 h`, path, ...target] as const, [`GET ${name}, last 30 days`, month, ...target] as const];
+        const rows = [[`GET ${name}, last 24 h`, path, ...target] as const, [`GET ${name}, last 30 days`, month, ...target] as const];
+        if (name !== '/api/analytics/agents') return rows;
+        // A past day from noon to noon: each of its two days is cut in half, with events on both
+        // sides, so it is read by its hours — the most hourly rows a 24 h range reads (aggregate.ts splitRange).
+        const noon = Math.floor(now / 86_400_000) * 86_400_000 - 12 * 3_600_000;
+        const pastDay = `${path}?from=${new Date(noon - 86_400_000).toISOString()}&to=${new Date(noon).toISOString()}`;
+        return [...rows, [`GET ${name}, 24 h from noon to noon (a past day, read by its hours)`, pastDay, ...target] as const];
       }),
       ['GET /api/agents/:id/health (7-day window)', `/api/agents/${agentOf('bench-timeline')}/health`],
       ['GET /api/agents/:id/health?window=30', `/api/agents/${agentOf('bench-session-7')}/health?window=30`],
