@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { startTestObserve, type TestObserve } from '../testing.ts';
-import { binOf, compareSketches, percentilesOfBins } from './latency.ts';
+import { compareSketches } from './latency.ts';
 import { compareRollups } from './rollups.ts';
 import { DAILY, HOURLY } from './spans.ts';
+import { percentileFieldsOf, recomputedAgents, reportedAgents } from './agents-report-testing.ts';
 
 // The test clock stands at 2026-11-22T10:00:00.000Z, so the default window is
 // [2026-11-21T10:00:00.000Z, 2026-11-22T10:00:00.000Z].
@@ -47,10 +48,7 @@ const DATASET = [
 ];
 
 /** p50/p95/p99 fields (with this name) as the sketch reports them for these timed values, or null for none. */
-const all = (name: string, ...values: number[]) => {
-  const percentiles = percentilesOfBins(values.map((ms) => [binOf(ms), 1] as const));
-  return Object.fromEntries((['p50', 'p95', 'p99'] as const).map((p) => [`${p}${name}Ms`, percentiles?.[p] ?? null]));
-};
+const all = (name: string, ...values: number[]) => percentileFieldsOf(name, values);
 
 interface Overview {
   eventCount: number;
@@ -298,46 +296,8 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
 
   test('a day the range cuts is read by its shorter part (inside: its daily rows when no event lies outside the range in it, else its hours; outside: its rows less its hours outside): equal to recomputation', async () => {
     const { db } = observe.service.context.database;
-    /** The agents report's figures straight from the events and sessions of [from, to]. */
-    const recompute = async (from: string, to: string) => {
-      const rows = await db
-        .selectFrom('events')
-        .select(['agent_id', 'is_error', 'cost_usd', 'duration_ms', 'latency_ms'])
-        .where('ts', '>=', Date.parse(from))
-        .where('ts', '<=', Date.parse(to))
-        .execute();
-      const sessions = await db
-        .selectFrom('sessions')
-        .select('agent_id')
-        .where('started_at', '>=', Date.parse(from))
-        .where('started_at', '<=', Date.parse(to))
-        .execute();
-      const agents = [...new Set([...rows.map((r) => r.agent_id), ...sessions.map((r) => r.agent_id)])].sort();
-      return agents.map((agentId) => {
-        const own = rows.filter((r) => r.agent_id === agentId);
-        const timed = (column: 'duration_ms' | 'latency_ms') => own.flatMap((r) => (r[column] === null ? [] : [Number(r[column])]));
-        return {
-          agentId,
-          sessionCount: sessions.filter((r) => r.agent_id === agentId).length,
-          totalEvents: own.length,
-          totalErrors: own.filter((r) => Number(r.is_error) === 1).length,
-          totalCostUsd: Math.round(own.reduce((sum, r) => sum + Number(r.cost_usd ?? 0), 0) * 1e9) / 1e9,
-          ...all('ToolDuration', ...timed('duration_ms')),
-          ...all('LlmLatency', ...timed('latency_ms')),
-        };
-      });
-    };
-    const reported = async (from: string, to: string) =>
-      (await get<{ agents: Record<string, unknown>[] }>(`/api/analytics/agents?from=${from}&to=${to}`)).agents
-        .map(({ agentId, sessionCount, totalEvents, totalErrors, totalCostUsd, ...rest }) => ({
-          agentId,
-          sessionCount,
-          totalEvents,
-          totalErrors,
-          totalCostUsd,
-          ...Object.fromEntries(Object.entries(rest).filter(([name]) => /^p\d\d(ToolDuration|LlmLatency)Ms$/.test(name))),
-        }))
-        .sort((a, b) => String(a.agentId).localeCompare(String(b.agentId)));
+    const recompute = (from: string, to: string) => recomputedAgents(db, Date.parse(from), Date.parse(to));
+    const reported = (from: string, to: string) => reportedAgents(observe, Date.parse(from), Date.parse(to));
     const day21 = '2026-11-21T';
     // The 21st whole (daily rows), the 22nd cut at now with nothing after it (daily rows).
     const wholeAndToday = [`${day21}00:00:00.000Z`, at('10:00:00.000')] as const;
@@ -361,7 +321,7 @@ await describeEachDatabase('analytics over a controlled data set', (backend) => 
     try {
       const events = async (range: readonly [string, string]) => (await reported(...range)).find((a) => a.agentId === 'A')?.totalEvents;
       for (const [from, to] of [wholeAndToday, afterL0, bothCut])
-        assert.equal(await events([from, to]), (await recompute(from, to)).find((a) => a.agentId === 'A')!.totalEvents + 1, `${from} – ${to}`);
+        assert.equal(await events([from, to]), Number((await recompute(from, to)).find((a) => a.agentId === 'A')!.totalEvents) + 1, `${from} – ${to}`);
       assert.deepEqual(await reported(...lateOn21), await recompute(...lateOn21), 'a day read by its part inside, with events outside, reads its hours');
     } finally {
       await daily21()

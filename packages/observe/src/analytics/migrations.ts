@@ -1,23 +1,10 @@
 // The analytics feature's migration steps (src/migrations.ts collects every feature's in name order
 // after the frozen history). A step imports no other feature's code.
-import { DAY_MS, epochMsType, floatType, type MigrationDb, type MigrationStep } from '@vigil/platform';
+import { DAY_MS, epochMsType, type MigrationDb, type MigrationStep } from '@vigil/platform';
 import { sql } from 'kysely';
-import { sumNanosSql } from '../migration-history/index.ts';
+import { createLatencySketchTable, createRollupTable, ROLLUP_SUMS, sumNanosSql } from '../migration-history/index.ts';
 
 const ROLLUP_TEXTS = ['agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
-/** The hourly rollups' sums, in their order (migration-history/analytics.ts). */
-const ROLLUP_SUMS = [
-  'event_count',
-  'error_count',
-  'cost_usd',
-  'duration_sum',
-  'duration_count',
-  'latency_sum',
-  'latency_count',
-  'input_tokens',
-  'output_tokens',
-  'failure_count',
-] as const;
 const SKETCH_TEXTS = ['agent_id', 'metric', 'tool_name', 'provider', 'model'] as const;
 const dayOf = (column: string) => sql`(${sql.ref(column)} / ${sql.lit(DAY_MS)}) * ${sql.lit(DAY_MS)}`;
 /** `group by 1, …, count`. */
@@ -25,13 +12,7 @@ const byFirst = (count: number) => sql.raw(Array.from({ length: count }, (_, i) 
 
 /** The daily rollups: the hourly table's columns and keys, filled with its rows summed by day (spend in whole nano-dollars). */
 async function createDailyRollups(db: MigrationDb): Promise<void> {
-  let table = db.schema.createTable('event_rollups_daily').addColumn('hour', epochMsType, (c) => c.notNull());
-  for (const column of ROLLUP_TEXTS) table = table.addColumn(column, 'text', (c) => c.notNull());
-  for (const column of ROLLUP_SUMS) {
-    table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
-  }
-  await table.addPrimaryKeyConstraint('event_rollups_daily_pk', ['hour', ...ROLLUP_TEXTS] as never).execute();
-  await db.schema.createIndex('event_rollups_daily_agent_hour').on('event_rollups_daily').columns(['agent_id', 'hour']).execute();
+  await createRollupTable(db, 'event_rollups_daily');
   const sums = ROLLUP_SUMS.map((c) => (c === 'cost_usd' ? sql`${sumNanosSql(c)} / 1000000000.0` : sql`sum(${sql.ref(c)})`));
   await sql`insert into event_rollups_daily (hour, ${sql.raw([...ROLLUP_TEXTS, ...ROLLUP_SUMS].join(', '))})
     select ${dayOf('hour')}, ${sql.raw(ROLLUP_TEXTS.join(', '))}, ${sql.join(sums)}
@@ -40,13 +21,7 @@ async function createDailyRollups(db: MigrationDb): Promise<void> {
 
 /** The daily latency sketches: the hourly table's columns and keys, filled with its bin counts summed by day. */
 async function createDailySketches(db: MigrationDb): Promise<void> {
-  let table = db.schema.createTable('latency_sketches_daily').addColumn('hour', epochMsType, (c) => c.notNull());
-  for (const column of SKETCH_TEXTS) table = table.addColumn(column, 'text', (c) => c.notNull());
-  await table
-    .addColumn('bin', 'integer', (c) => c.notNull())
-    .addColumn('count', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('latency_sketches_daily_pk', ['hour', ...SKETCH_TEXTS, 'bin'] as never)
-    .execute();
+  await createLatencySketchTable(db, 'latency_sketches_daily');
   await sql`insert into latency_sketches_daily (hour, ${sql.raw(SKETCH_TEXTS.join(', '))}, bin, count)
     select ${dayOf('hour')}, ${sql.raw(SKETCH_TEXTS.join(', '))}, bin, sum(count)
     from latency_sketches group by ${byFirst(2 + SKETCH_TEXTS.length)}`.execute(db);

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { DAY_MS, HOUR_MS, ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ingestEvents, startTestObserve, TEST_NOW, type EventInput, type TestObserve } from '../testing.ts';
-import { binOf, percentilesOfBins } from './latency.ts';
+import { recomputedAgents, reportedAgents } from './agents-report-testing.ts';
 
 const SPAN = 3 * DAY_MS;
 
@@ -75,50 +75,6 @@ for (const [when, end] of [
     });
     after(() => observe.close());
 
-    async function recomputed(from: number, to: number) {
-      const rows = await db()
-        .selectFrom('events')
-        .select(['agent_id', 'is_error', 'cost_usd', 'duration_ms', 'latency_ms'])
-        .where('ts', '>=', from)
-        .where('ts', '<=', to)
-        .execute();
-      const sessions = await db().selectFrom('sessions').select('agent_id').where('started_at', '>=', from).where('started_at', '<=', to).execute();
-      const percentiles = (name: string, values: number[]) => {
-        const p = percentilesOfBins(values.map((ms) => [binOf(ms), 1] as const));
-        return Object.fromEntries((['p50', 'p95', 'p99'] as const).map((q) => [`${q}${name}Ms`, p?.[q] ?? null]));
-      };
-      const agents = [...new Set([...rows.map((r) => r.agent_id), ...sessions.map((r) => r.agent_id)])].sort();
-      return agents.map((agentId) => {
-        const own = rows.filter((r) => r.agent_id === agentId);
-        const timed = (column: 'duration_ms' | 'latency_ms') => own.flatMap((r) => (r[column] === null ? [] : [Number(r[column])]));
-        return {
-          agentId,
-          sessionCount: sessions.filter((r) => r.agent_id === agentId).length,
-          totalEvents: own.length,
-          totalErrors: own.filter((r) => Number(r.is_error) === 1).length,
-          totalCostUsd: Math.round(own.reduce((sum, r) => sum + Number(r.cost_usd ?? 0), 0) * 1e9) / 1e9,
-          ...percentiles('ToolDuration', timed('duration_ms')),
-          ...percentiles('LlmLatency', timed('latency_ms')),
-        };
-      });
-    }
-
-    async function reported(from: number, to: number) {
-      const url = `/api/analytics/agents?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
-      const response = await observe.call({ method: 'GET', url });
-      assert.equal(response.statusCode, 200, response.body);
-      return (response.json() as { agents: Record<string, unknown>[] }).agents
-        .map(({ agentId, sessionCount, totalEvents, totalErrors, totalCostUsd, ...rest }) => ({
-          agentId,
-          sessionCount,
-          totalEvents,
-          totalErrors,
-          totalCostUsd,
-          ...Object.fromEntries(Object.entries(rest).filter(([name]) => /^p\d\d(ToolDuration|LlmLatency)Ms$/.test(name))),
-        }))
-        .sort((a, b) => String(a.agentId).localeCompare(String(b.agentId)));
-    }
-
     test('equals the figures computed from the events and sessions of the range (property)', async () => {
       // Any instant of the data's days, or one on or next to an hour's or a day's edge.
       const instant = fc.oneof(
@@ -131,7 +87,11 @@ for (const [when, end] of [
       await fc.assert(
         fc.asyncProperty(instant, instant, async (a, b) => {
           const [from, to] = a <= b ? [a, b] : [b, a];
-          assert.deepEqual(await reported(from, to), await recomputed(from, to), `${new Date(from).toISOString()} – ${new Date(to).toISOString()}`);
+          assert.deepEqual(
+            await reportedAgents(observe, from, to),
+            await recomputedAgents(db(), from, to),
+            `${new Date(from).toISOString()} – ${new Date(to).toISOString()}`,
+          );
         }),
         { numRuns: 150 },
       );

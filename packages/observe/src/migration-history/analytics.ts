@@ -1,6 +1,6 @@
 // Frozen copies of analytics' rollup and latency-sketch code as migrations 0003, 0015 and 0025 ran
 // it (analytics/rollups.ts and analytics/latency.ts then): the tables, and their rows rebuilt
-// from the stored events.
+// from the stored events. Migration 0050 creates the daily tables with the same columns.
 import { DDSketch } from '@datadog/sketches-js';
 import { epochMsType, floatType, HOUR_MS, type MigrationDb } from '@vigil/platform';
 import { NANOS_PER_USD } from '@vigil/pricing';
@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { sumNanosSql } from './events.ts';
 
 const ROLLUP_KEY = ['hour', 'agent_id', 'event_type', 'tool_name', 'provider', 'model', 'tier'] as const;
-const ROLLUP_SUMS = [
+export const ROLLUP_SUMS = [
   'event_count',
   'error_count',
   'cost_usd',
@@ -21,9 +21,9 @@ const ROLLUP_SUMS = [
   'failure_count',
 ] as const;
 
-export async function createRollupTable(db: MigrationDb): Promise<void> {
+export async function createRollupTable(db: MigrationDb, name = 'event_rollups'): Promise<void> {
   let table = db.schema
-    .createTable('event_rollups')
+    .createTable(name)
     .addColumn('hour', epochMsType, (c) => c.notNull())
     .addColumn('agent_id', 'text', (c) => c.notNull())
     .addColumn('event_type', 'text', (c) => c.notNull())
@@ -34,8 +34,8 @@ export async function createRollupTable(db: MigrationDb): Promise<void> {
   for (const column of ROLLUP_SUMS) {
     table = table.addColumn(column, column === 'cost_usd' || column.endsWith('_sum') ? floatType : epochMsType, (c) => c.notNull());
   }
-  await table.addPrimaryKeyConstraint('event_rollups_pk', [...ROLLUP_KEY]).execute();
-  await db.schema.createIndex('event_rollups_agent_hour').on('event_rollups').columns(['agent_id', 'hour']).execute();
+  await table.addPrimaryKeyConstraint(`${name}_pk`, [...ROLLUP_KEY]).execute();
+  await db.schema.createIndex(`${name}_agent_hour`).on(name).columns(['agent_id', 'hour']).execute();
 }
 
 /** The rollups of every stored event, computed in SQL (spend summed in whole nano-dollars). */
@@ -56,9 +56,9 @@ export async function backfillRollups(db: MigrationDb): Promise<void> {
 
 const SKETCH_KEY = ['hour', 'agent_id', 'metric', 'tool_name', 'provider', 'model', 'bin'] as const;
 
-export async function createLatencySketchTable(db: MigrationDb): Promise<void> {
+export async function createLatencySketchTable(db: MigrationDb, name = 'latency_sketches'): Promise<void> {
   await db.schema
-    .createTable('latency_sketches')
+    .createTable(name)
     .addColumn('hour', epochMsType, (c) => c.notNull())
     .addColumn('agent_id', 'text', (c) => c.notNull())
     .addColumn('metric', 'text', (c) => c.notNull())
@@ -67,7 +67,7 @@ export async function createLatencySketchTable(db: MigrationDb): Promise<void> {
     .addColumn('model', 'text', (c) => c.notNull())
     .addColumn('bin', 'integer', (c) => c.notNull())
     .addColumn('count', epochMsType, (c) => c.notNull())
-    .addPrimaryKeyConstraint('latency_sketches_pk', [...SKETCH_KEY])
+    .addPrimaryKeyConstraint(`${name}_pk`, [...SKETCH_KEY])
     .execute();
 }
 
