@@ -275,6 +275,33 @@ await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
     assert.deepEqual(built, ['names 1', 'names 2'], 'each shape built once');
   });
 
+  test('PostgreSQL: a kept shape runs as a named prepared statement, prepared once on the connection', async () => {
+    const queries = new ShapedQueries<Tables>('rows');
+    await database.db.transaction().execute(async (trx) => {
+      for (const name of ['a', 'b', 'c', 'a', 'b', 'c', 'a']) {
+        const rows = await queries.execute<{ id: number }>(trx, database.dialect, 'by name', [name], (value) =>
+          trx
+            .selectFrom('bulk_rows')
+            .select('id')
+            .where('name', '=', value(0) as string)
+            .orderBy('id'),
+        );
+        assert.deepEqual(
+          rows.map((row) => Number(row.id)),
+          { a: [1, 4], b: [2], c: [3] }[name],
+        );
+      }
+      if (database.dialect !== 'postgres') return;
+      const prepared = await sql<{
+        statement: string;
+      }>`select statement from pg_prepared_statements where statement like 'select "id" from "bulk_rows"%'`.execute(trx);
+      assert.deepEqual(
+        prepared.rows.map((row) => row.statement),
+        ['select "id" from "bulk_rows" where "name" = $1 order by "id"'],
+      );
+    });
+  });
+
   test('a value the build does not use as a query value is refused, by ShapedQueries and PreparedQuery alike', async () => {
     const queries = new ShapedQueries<Tables>('rows');
     await assert.rejects(
