@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
-import type { TestObserve } from '../testing.ts';
 import { binOf, percentilesOfBins } from './latency.ts';
 
 /** p50/p95/p99 fields (with this name) as the sketch reports them for these timed values, or null for none. */
@@ -12,8 +11,13 @@ export function percentileFieldsOf(name: string, values: readonly number[]): Rec
   return Object.fromEntries((['p50', 'p95', 'p99'] as const).map((p) => [`${p}${name}Ms`, percentiles?.[p] ?? null]));
 }
 
+/** What the report is asked through: a test instance's authenticated request (testing.ts TestObserve). */
+interface ReportCaller {
+  call(options: { method: 'GET'; url: string }): Promise<{ statusCode: number; body: string; json(): unknown }>;
+}
+
 /** The report over [from, to] (epoch ms): per agent, in agent order, its counts, spend and percentiles. */
-export async function reportedAgents(observe: TestObserve, from: number, to: number): Promise<Record<string, unknown>[]> {
+export async function reportedAgents(observe: ReportCaller, from: number, to: number): Promise<Record<string, unknown>[]> {
   const url = `/api/analytics/agents?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
   const response = await observe.call({ method: 'GET', url });
   assert.equal(response.statusCode, 200, response.body);
