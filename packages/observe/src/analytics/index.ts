@@ -1,4 +1,4 @@
-// Analytics: hourly rollups and latency sketches, derived tables kept in the ingest transaction
+// Analytics: hourly and daily rollups and latency sketches, derived tables kept in the ingest transaction
 // (derived.ts); exact aggregates and percentiles within 1 % over any range.
 import { defineFeature } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';

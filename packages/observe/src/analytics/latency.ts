@@ -1,4 +1,4 @@
-// Latency percentiles: DDSketch bins kept per hour in the ingest transaction, merged per request.
+// Latency percentiles: DDSketch bins kept per hour and per day in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
