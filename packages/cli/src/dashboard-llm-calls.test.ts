@@ -233,7 +233,10 @@ describe('dashboard in a real browser: LLM calls and failed cases', { skip: chro
     await page.getByRole('heading', { name: 'Failed cases' }).waitFor();
     const failed = page.getByTestId('failed-case');
     assert.equal(await failed.count(), 1, 'only the failed case');
+    // The run and its dataset load apart: until the dataset's cases come, the case says so.
+    await failed.getByText('loading…').first().waitFor({ state: 'detached' });
     const text = await failed.innerText();
+    assert.doesNotMatch(text, /deleted from the dataset/);
     assert.match(text, /Case 2/);
     // Stored as canonical JSON: keys in order.
     assert.match(text, /Input\s*\{\s*"answer": "deleted the logs",\s*"task": "shell"\s*\}/);

@@ -181,7 +181,8 @@ const RUN_CASE_COLUMNS: Column<RunCase>[] = [
 
 /**
  * Each failed case side by side: the dataset's input and expected output, what the agent answered
- * and why it failed (the evaluator's reasoning, or the run's own check).
+ * and why it failed (the evaluator's reasoning, or the run's own check). `datasetCases` undefined:
+ * the dataset is still loading (a case missing from a loaded dataset was deleted from it).
  */
 function FailedCases({ cases, datasetCases }: { cases: readonly RunCase[]; datasetCases: readonly DatasetCase[] | undefined }) {
   const failed = cases.filter((c) => c.passed === false);
@@ -197,7 +198,9 @@ function FailedCases({ cases, datasetCases }: { cases: readonly RunCase[]; datas
             <dl className="facts">
               <dt>Input</dt>
               <dd>
-                {datasetCase ? (
+                {datasetCases === undefined ? (
+                  <span className="muted">loading…</span>
+                ) : datasetCase ? (
                   <JsonView value={datasetCase.input} label={`Case ${c.index + 1} input`} />
                 ) : (
                   <span className="muted">deleted from the dataset</span>
@@ -205,7 +208,9 @@ function FailedCases({ cases, datasetCases }: { cases: readonly RunCase[]; datas
               </dd>
               <dt>Expected</dt>
               <dd>
-                {datasetCase?.expected === null || datasetCase === undefined ? (
+                {datasetCases === undefined ? (
+                  <span className="muted">loading…</span>
+                ) : datasetCase?.expected === null || datasetCase === undefined ? (
                   <span className="muted">none</span>
                 ) : (
                   <JsonView value={datasetCase.expected} label={`Case ${c.index + 1} expected`} />
