@@ -31,23 +31,17 @@ const n = z.number();
 const string = (column: string) => ({ column, kind: 'string' as const });
 const number = (column: string) => ({ column, kind: 'number' as const });
 
-/** How each span's tables are listed (GET /api/audit/derived/{path}). */
-const LISTED = new Map<Span, { suffix: string; name: string; adjective: string }>([
-  [HOURLY, { suffix: '', name: '', adjective: 'hourly' }],
-  [DAILY, { suffix: '-daily', name: 'Daily', adjective: 'daily' }],
-]);
-
 const rollupsTable = (span: Span): DerivedTable<RollupRow> => {
-  const listed = LISTED.get(span)!;
+  const { listed, adjective } = span;
   return {
     table: span.rollups,
     apply: (batch) => applyRollupDeltas(batch.trx, rollupDeltas(batch.rows, span), 1, span),
     subtract: (trx, _dialect, sessions) => subtractSessionsFromRollups(trx, sessions.ids, span),
     backfill: (db) => backfillRollups(db, span),
     audit: {
-      path: `rollups${listed.suffix}`,
-      operationId: `listStored${listed.name}Rollups`,
-      summary: `Every ${listed.adjective} rollup row as stored`,
+      path: `rollups${listed.pathSuffix}`,
+      operationId: `listStored${listed.operationWord}Rollups`,
+      summary: `Every ${adjective} rollup row as stored`,
       key: ROLLUP_KEY.map((column) => (column === 'hour' ? number(column) : string(column))),
       columns: [...ROLLUP_KEY, ...ROLLUP_SUMS],
       numeric: new Set(['hour', ...ROLLUP_SUMS]),
@@ -84,16 +78,16 @@ const rollupsTable = (span: Span): DerivedTable<RollupRow> => {
 };
 
 const sketchesTable = (span: Span): DerivedTable<LatencySketchRow> => {
-  const listed = LISTED.get(span)!;
+  const { listed, adjective } = span;
   return {
     table: span.sketches,
     apply: (batch) => applySketchDeltas(batch.trx, sketchDeltas(batch.rows, span), 1, span),
     subtract: (trx, _dialect, sessions) => subtractSessionsFromSketches(trx, sessions.ids, span),
     backfill: (db) => backfillSketches(db, span),
     audit: {
-      path: `latency-sketches${listed.suffix}`,
-      operationId: `listStored${listed.name}LatencySketches`,
-      summary: `Every ${listed.adjective} latency sketch bin as stored`,
+      path: `latency-sketches${listed.pathSuffix}`,
+      operationId: `listStored${listed.operationWord}LatencySketches`,
+      summary: `Every ${adjective} latency sketch bin as stored`,
       key: SKETCH_KEY.map((column) => (column === 'hour' || column === 'bin' ? number(column) : string(column))),
       columns: [...SKETCH_KEY, 'count'],
       numeric: new Set(['hour', 'bin', 'count']),
