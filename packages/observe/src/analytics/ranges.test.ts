@@ -12,6 +12,8 @@ import { ingestEvents, startTestObserve, TEST_NOW, type EventInput, type TestObs
 import { recomputedAgents, reportedAgents } from './agents-report-testing.ts';
 
 const SPAN = 3 * DAY_MS;
+/** Weeks start on Monday 00:00 UTC: 1970-01-05, four days after the epoch. */
+const WEEK_OFFSET = 4 * DAY_MS;
 
 /** Sessions of three agents over the three days before `end`, from a fixed seed. */
 function dataset(end: number): EventInput[] {
@@ -75,17 +77,19 @@ for (const [when, end] of [
     });
     after(() => observe.close());
 
-    test('equals the figures computed from the events and sessions of the range (property)', async () => {
-      // Any instant of the data's days, or one on or next to an hour's or a day's edge.
-      const instant = fc.oneof(
+    // Any instant of the data's days, or one on or next to an hour's or a day's edge.
+    const instant = () =>
+      fc.oneof(
         fc.integer({ min: START - 2 * HOUR_MS, max: end + 2 * HOUR_MS }),
         fc
           .tuple(fc.integer({ min: -1, max: 3 * 24 }), fc.constantFrom(-1, 0, 1))
           .map(([hour, off]) => Math.floor(START / DAY_MS) * DAY_MS + hour * HOUR_MS + off),
         fc.tuple(fc.integer({ min: 0, max: 4 }), fc.constantFrom(-1, 0, 1)).map(([day, off]) => Math.floor(START / DAY_MS) * DAY_MS + day * DAY_MS + off),
       );
+
+    test('equals the figures computed from the events and sessions of the range (property)', async () => {
       await fc.assert(
-        fc.asyncProperty(instant, instant, async (a, b) => {
+        fc.asyncProperty(instant(), instant(), async (a, b) => {
           const [from, to] = a <= b ? [a, b] : [b, a];
           assert.deepEqual(
             await reportedAgents(observe, from, to),
@@ -94,6 +98,44 @@ for (const [when, end] of [
           );
         }),
         { numRuns: 150 },
+      );
+    });
+
+    // The spec's GET /api/analytics by day and by week (weeks start on Monday, UTC): buckets that
+    // daily rows serve whole, and the cut days at either end.
+    test('GET /api/analytics by day and by week equals the events of each bucket of the range (property)', async () => {
+      await fc.assert(
+        fc.asyncProperty(instant(), instant(), fc.constantFrom('day', 'week'), async (a, b, granularity) => {
+          const [from, to] = a <= b ? [a, b] : [b, a];
+          const url = `/api/analytics?granularity=${granularity}&from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+          const response = await observe.call({ method: 'GET', url });
+          assert.equal(response.statusCode, 200, response.body);
+          const reported = (response.json() as { buckets: { bucket: string; eventCount: number; errorCount: number; totalCostUsd: number }[] }).buckets
+            .filter((bucket) => bucket.eventCount > 0)
+            .map(({ bucket, eventCount, errorCount, totalCostUsd }) => ({ bucket, eventCount, errorCount, totalCostUsd }));
+          const rows = await db().selectFrom('events').select(['ts', 'is_error', 'cost_usd']).where('ts', '>=', from).where('ts', '<=', to).execute();
+          const bucketOf = (ts: number) =>
+            granularity === 'day' ? Math.floor(ts / DAY_MS) * DAY_MS : Math.floor((ts - WEEK_OFFSET) / (7 * DAY_MS)) * 7 * DAY_MS + WEEK_OFFSET;
+          const byBucket = new Map<number, { eventCount: number; errorCount: number; cost: number }>();
+          for (const row of rows) {
+            const key = bucketOf(Number(row.ts));
+            const entry = byBucket.get(key) ?? { eventCount: 0, errorCount: 0, cost: 0 };
+            entry.eventCount += 1;
+            entry.errorCount += Number(row.is_error);
+            entry.cost += Number(row.cost_usd ?? 0);
+            byBucket.set(key, entry);
+          }
+          const recomputed = [...byBucket.entries()]
+            .sort(([x], [y]) => x - y)
+            .map(([bucket, { eventCount, errorCount, cost }]) => ({
+              bucket: new Date(bucket).toISOString(),
+              eventCount,
+              errorCount,
+              totalCostUsd: Math.round(cost * 1e9) / 1e9,
+            }));
+          assert.deepEqual(reported, recomputed, url);
+        }),
+        { numRuns: 100 },
       );
     });
   });
