@@ -84,6 +84,13 @@ export interface ReceivedRequest {
   body: string;
 }
 
+/**
+ * A URL nothing answers: port 9 (discard) lies below the ephemeral range, so no test server can be
+ * handed it. A port freed by stopping a server is not safe: a server started meanwhile by a parallel
+ * test may be given it (a Slack "down" test once reached such a server and saw its post delivered).
+ */
+export const REFUSED_URL = 'http://127.0.0.1:9';
+
 export type Handler = (request: ReceivedRequest, res: ServerResponse) => void;
 
 /**

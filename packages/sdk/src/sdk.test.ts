@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import { REFUSED_URL, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import {
   ApprovalTimeoutError,
   GateClient,
@@ -357,11 +357,7 @@ describe('retries', () => {
   });
 
   test('no server at all: a VigilNetworkError after the retries', async () => {
-    const gone = await proxy(live.observeUrl);
-    const url = gone.url;
-    await gone.stop();
-    servers.splice(servers.indexOf(gone), 1);
-    const client = observeClient(url, { retry: { maxRetries: 1, baseDelayMs: 10 } });
+    const client = observeClient(REFUSED_URL, { retry: { maxRetries: 1, baseDelayMs: 10 } });
     await assert.rejects(client.listSessions(), (error: unknown) => error instanceof VigilNetworkError && error.service === 'observe' && !error.timedOut);
   });
 });
@@ -913,10 +909,6 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
     const open = readme.indexOf('```ts', readme.indexOf('In a signal handler:'));
     const handler = readme.slice(readme.indexOf('\n', open) + 1, readme.indexOf('```', open + 5));
     assert.match(handler, /process\.once\('SIGINT'[\s\S]*vigil\.close\(/);
-    const gone = await proxy(live.observeUrl);
-    const url = gone.url;
-    await gone.stop();
-    servers.splice(servers.indexOf(gone), 1);
     const child = spawn(
       process.execPath,
       [
@@ -930,7 +922,7 @@ describe('durable delivery: retries within maxRetryTimeMs, frozen batches, bound
         await vigil.flush().catch(() => undefined); // never settles while observe is down: retries go on
         `,
       ],
-      { cwd: resolve(import.meta.dirname, '../../..'), env: { ...process.env, OBSERVE: url }, stdio: ['ignore', 'ignore', 'pipe'] },
+      { cwd: resolve(import.meta.dirname, '../../..'), env: { ...process.env, OBSERVE: REFUSED_URL }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

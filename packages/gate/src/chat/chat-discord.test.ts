@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '@vigil/platform';
-import { describeEachDatabase, sendJson, TestHttpServer } from '@vigil/platform/testing';
+import { describeEachDatabase, REFUSED_URL, sendJson } from '@vigil/platform/testing';
 import { gateConfigFromEnvironment } from '../config.ts';
 import { assertGateError, startTestGate } from '../testing.ts';
 import {
@@ -345,11 +345,7 @@ await describeEachDatabase('gate chat: Discord', (backend) => {
   });
 
   test('a platform that is down does not fail the request: 201, the post stays pending', async () => {
-    const down = new TestHttpServer((_request, res) => sendJson(res, 200, {}));
-    await down.start();
-    const url = down.url;
-    await down.stop();
-    const other = await startChatGate(backend, { DISCORD_API_URL: url });
+    const other = await startChatGate(backend, { DISCORD_API_URL: `${REFUSED_URL}/api/v10` });
     try {
       const request = await other.createRequest({ action: 'deploy', params: {} });
       assert.equal(request.status, 'pending');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { describeEachDatabase, sendJson, TestHttpServer } from '@vigil/platform/testing';
+import { describeEachDatabase, REFUSED_URL, TestHttpServer } from '@vigil/platform/testing';
 import { assertGateError } from '../testing.ts';
 import {
   slackClick,
@@ -409,11 +409,7 @@ await describeEachDatabase('gate chat: Slack', (backend) => {
   });
 
   test('a platform that is down does not fail the request: 201, the post stays pending', async () => {
-    const down = new TestHttpServer((_request, res) => sendJson(res, 200, {}));
-    await down.start();
-    const url = down.url;
-    await down.stop();
-    const other = await startChatGate(backend, { SLACK_API_URL: `${url}/api/` });
+    const other = await startChatGate(backend, { SLACK_API_URL: `${REFUSED_URL}/api/` });
     try {
       const request = await other.createRequest({ action: 'deploy', params: {} });
       assert.equal(request.status, 'pending');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeEachDatabase, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
+import { describeEachDatabase, REFUSED_URL, sendJson, TestHttpServer, type ReceivedRequest } from '@vigil/platform/testing';
 import { startTestGate, type TestGate } from '../testing.ts';
 
 const OBSERVE_SECRET = 'observe-approval-gate-secret-01';
@@ -367,10 +367,7 @@ await describeEachDatabase('gate → observe forwarding', (backend) => {
 
 await describeEachDatabase('gate → observe when observe is down or slow', (backend) => {
   test('observe down (connection refused): an auto_deny still answers 201 denied promptly', async () => {
-    const probe = await new FakeObserve().start();
-    const closedUrl = probe.url;
-    await probe.stop();
-    const gate = await startTestGate(backend, { env: observeEnv(closedUrl) });
+    const gate = await startTestGate(backend, { env: observeEnv(REFUSED_URL) });
     try {
       await createPolicy(gate, 'rm.rf', 'auto_deny');
       const started = Date.now();

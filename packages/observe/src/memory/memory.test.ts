@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
-import { describeEachDatabase } from '@vigil/platform/testing';
+import { describeEachDatabase, REFUSED_URL } from '@vigil/platform/testing';
 import type { InjectOptions } from 'fastify';
 import { assertErrorBody, startTestObserve, type TestObserve } from '../testing.ts';
 
@@ -209,11 +209,7 @@ await describeEachDatabase('memory integration: unreachable memory server', (bac
   });
 
   test('a memory server that refuses connections is a 502', async () => {
-    const gone = new FakeMemoryServer(() => undefined);
-    await gone.start();
-    const url = gone.url;
-    await gone.stop();
-    const observe = await startTestObserve(backend, { env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: url, MEMORY_TIMEOUT_MS: '2000' } });
+    const observe = await startTestObserve(backend, { env: { MEMORY_ENABLED: 'true', MEMORY_API_URL: REFUSED_URL, MEMORY_TIMEOUT_MS: '2000' } });
     try {
       assertErrorBody(await observe.call({ method: 'POST', url: '/api/memory/lessons', payload: { a: 1 } }), 502);
     } finally {
