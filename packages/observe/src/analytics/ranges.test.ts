@@ -10,6 +10,7 @@ import { DAY_MS, HOUR_MS, ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { ingestEvents, startTestObserve, TEST_NOW, type EventInput, type TestObserve } from '../testing.ts';
 import { recomputedAgents, reportedAgents } from './agents-report-testing.ts';
+import { aggregate, emptySums } from './aggregate.ts';
 
 const SPAN = 3 * DAY_MS;
 /** Weeks start on Monday 00:00 UTC: 1970-01-05, four days after the epoch. */
@@ -98,6 +99,25 @@ for (const [when, end] of [
           );
         }),
         { numRuns: 150 },
+      );
+    });
+
+    test('an aggregate asked for some sums answers those as the full aggregate does, and 0 for the others (property)', async () => {
+      const database = observe.service.context.database;
+      // The sums left out are not 0 over the data: a 0 in their place is the option's doing.
+      const [whole] = await aggregate(database, { from: START, to: end, dimensions: [] });
+      assert.ok(whole && whole.durationCount > 0 && whole.latencyCount > 0 && whole.inputTokens > 0 && whole.toolCallCount > 0);
+      await fc.assert(
+        fc.asyncProperty(instant(), instant(), async (a, b) => {
+          const [from, to] = a <= b ? [a, b] : [b, a];
+          const full = await aggregate(database, { from, to, dimensions: ['agent_id'] });
+          const some = await aggregate(database, { from, to, dimensions: ['agent_id'], sums: ['errorCount', 'costNanos'] });
+          assert.deepEqual(
+            some,
+            full.map((row) => ({ ...emptySums(), agent_id: row.agent_id, eventCount: row.eventCount, errorCount: row.errorCount, costNanos: row.costNanos })),
+          );
+        }),
+        { numRuns: 40 },
       );
     });
 

@@ -278,12 +278,12 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const perAgent = (metric: 'tool' | 'llm') =>
         latencyPercentiles(database, { ...window, ...scope, metric, dimensions: ['agent_id'] }).then((rows) => byKey(rows, (row) => String(row.agent_id)));
       const [events, sessions, toolLatency, llmLatency] = await Promise.all([
-        aggregate(database, { ...window, dimensions: ['agent_id'], ...scope }),
+        aggregate(database, { ...window, dimensions: ['agent_id'], ...scope, sums: ['errorCount', 'costNanos'] }),
         sessionsPerAgent(database, window, agentId),
         perAgent('tool'),
         perAgent('llm'),
       ]);
-      const agents = new Map<string, { sessions: number; duration: number; sums: Sums }>();
+      const agents = new Map<string, { sessions: number; duration: number; sums: Pick<Sums, 'eventCount' | 'errorCount' | 'costNanos'> }>();
       for (const row of events) agents.set(String(row.agent_id), { sessions: 0, duration: 0, sums: row });
       for (const row of sessions) {
         const entry = agents.get(row.agent_id) ?? { sessions: 0, duration: 0, sums: emptySums() };

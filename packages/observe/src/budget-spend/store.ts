@@ -90,6 +90,7 @@ export async function spendFigures(database: ObserveDatabase, query: SpendQuery,
     dimensions: ['agent_id'],
     eventTypes: COST_EVENT_TYPES,
     ...(query.scope === 'agent' && query.value !== undefined ? { agentId: query.value } : { excludeAgentId: SYSTEM_AGENT_ID }),
+    sums: ['costNanos'],
   });
   const spent = byAgent.filter((row) => row.costNanos > 0);
   if (query.scope === 'tenant') {

@@ -121,6 +121,7 @@ async function toolFigures(ctx: ObserveContext, range: Range, agentId: string | 
     dimensions: ['agent_id', 'event_type'],
     agentId,
     eventTypes: TOOL_EVENT_TYPES,
+    sums: [],
   });
   const out = new Map<string, ToolFigures>();
   for (const row of rows) {
