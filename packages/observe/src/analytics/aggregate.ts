@@ -289,19 +289,24 @@ function placedFilters<Filters extends QueryFilters>(filters: Filters, value: (i
   return placed as Filters;
 }
 
-/** Whether any row of `table` (of any agent or type) has its `time` in one of `ranges`. */
+/**
+ * Whether any row of `table` (of any agent or type) has its `time` in one of `ranges`. The `limit 1`
+ * keeps each test a one-row probe: without it SQLite (3.53, better-sqlite3's) turns the uncorrelated
+ * EXISTS into a semi-join whose outer loop walks every row in the range while the rest of the
+ * condition is false — 52,000 events for one hourly part of a 24 h report, 2.8 ms instead of 8 µs.
+ */
 const rowsWithin =
   (table: 'events' | 'sessions', time: 'ts' | 'started_at') =>
   (ranges: readonly [unknown, unknown][]): RawBuilder<SqlBool> =>
     sql<SqlBool>`(${sql.join(
       ranges.map(
         ([start, end]) =>
-          sql`exists (select 1 from ${sql.table(table)} as outside where outside.${sql.ref(time)} >= ${start} and outside.${sql.ref(time)} <= ${end})`,
+          sql`exists (select 1 from ${sql.table(table)} as outside where outside.${sql.ref(time)} >= ${start} and outside.${sql.ref(time)} <= ${end} limit 1)`,
       ),
       sql` or `,
     )})`;
 
-const eventsWithin = rowsWithin('events', 'ts');
+export const eventsWithin = rowsWithin('events', 'ts');
 const sessionsStartedWithin = rowsWithin('sessions', 'started_at');
 
 /** What a range is read against (rangeConditions): the events' times, or the sessions' start times. */

@@ -223,7 +223,7 @@ export interface LatencyQuery {
 }
 
 /** The optional filters of a latency query, in one order (filterShape). */
-function latencyFilters(query: LatencyQuery) {
+function latencyFilters(query: Omit<LatencyQuery, 'metric'>) {
   return { agentId: query.agentId, excludeAgentId: query.excludeAgentId, provider: query.provider, model: query.model };
 }
 
@@ -244,33 +244,56 @@ function filtered<Q extends SelectQueryBuilder<ObserveSchema, Span['sketches'] |
 
 export type LatencyRow = Partial<Record<LatencyDimension, string>> & { percentiles: Percentiles };
 
-/**
- * Percentiles over every timed event with from ≤ ts ≤ to, per dimension key: whole days and hours
- * merge the stored sketch bins, the cut hours at either end bin the events themselves (indexed by
- * time, grouped by value in SQL; rangeConditions), so the range is exact to the millisecond and
- * only the 1 % of the sketch remains.
- */
+/** A value column's null, typed as the values are (PostgreSQL types a bare null in a union as text). */
+const NO_VALUE = sql`cast(null as double precision)`;
+
+/** The percentiles of one metric over every timed event with from ≤ ts ≤ to, per dimension key (latencyPercentilesByMetric). */
 export async function latencyPercentiles(database: ObserveDatabase, query: LatencyQuery): Promise<LatencyRow[]> {
+  const { metric, ...rest } = query;
+  return (await latencyPercentilesByMetric(database, { ...rest, metrics: [metric] }))[metric];
+}
+
+/**
+ * Percentiles of each metric over every timed event with from ≤ ts ≤ to, per dimension key: whole
+ * days and hours merge the stored sketch bins, the cut hours at either end bin the events
+ * themselves (indexed by time, grouped by value in SQL; rangeConditions), so the range is exact to
+ * the millisecond and only the 1 % of the sketch remains. Several metrics are read in one
+ * statement, which reads a cut hour's events once for all of them.
+ */
+export async function latencyPercentilesByMetric(
+  database: ObserveDatabase,
+  query: Omit<LatencyQuery, 'metric'> & { metrics: readonly LatencyMetric[] },
+): Promise<Record<LatencyMetric, LatencyRow[]>> {
   const { db } = database;
   const dims = query.dimensions;
-  const value = VALUE_COLUMN[query.metric];
-  // One statement (so both parts see one snapshot): sketch bins (is_value 0) and timed values of the events (is_value 1).
+  // The two metrics at most (LatencyMetric), each read once.
+  const metrics = [...new Set(query.metrics)];
+  const values = metrics.map((metric) => VALUE_COLUMN[metric]);
+  // One statement (so every part sees one snapshot): sketch bins (is_value 0, their metric, bin in
+  // k) and timed values of the events (is_value 1, the first metric's value in k, the second's in k2).
   const rows = await readRange(
     database,
     { from: query.from, to: query.to, of: 'events' },
     latencyFilters(query),
-    `latencyPercentiles ${dims.join(',')} ${query.metric}`,
+    `latencyPercentiles ${dims.join(',')} ${metrics.join(',')}`,
     ({ spans, raw }, placed) => {
       const parts = [
         ...spans.map(({ span, sign, condition }) =>
           filtered(
             db
               .selectFrom(span.sketches)
-              .select([...dims.map((d) => sql.ref(d).as(d)), sql.lit(0).as('is_value'), sql.ref('bin').as('k'), signed(sql`sum(count)`, sign).as('n')] as never)
-              .where('metric', '=', query.metric),
+              .select([
+                ...dims.map((d) => sql.ref(d).as(d)),
+                sql.lit(0).as('is_value'),
+                sql.ref('metric').as('metric'),
+                sql.ref('bin').as('k'),
+                NO_VALUE.as('k2'),
+                signed(sql`sum(count)`, sign).as('n'),
+              ] as never)
+              .where('metric', 'in', [...metrics]),
             condition,
             placed,
-          ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('bin')] as never),
+          ).groupBy([...dims.map((d) => sql.ref(d)), sql.ref('metric'), sql.ref('bin')] as never),
         ),
         ...raw.map(({ sign, condition }) =>
           filtered(
@@ -279,13 +302,20 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
               .select([
                 ...dims.map((d) => sql`coalesce(${sql.ref(d)}, '')`.as(d)),
                 sql.lit(1).as('is_value'),
-                sql.ref(value).as('k'),
+                sql`cast(null as text)`.as('metric'),
+                sql.ref(values[0]!).as('k'),
+                (values[1] === undefined ? NO_VALUE : sql.ref(values[1])).as('k2'),
                 signed(sql`count(*)`, sign).as('n'),
               ] as never)
-              .where(value, 'is not', null),
+              .where(
+                sql<SqlBool>`(${sql.join(
+                  values.map((value) => sql`${sql.ref(value)} is not null`),
+                  sql` or `,
+                )})`,
+              ),
             condition,
             placed,
-          ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), sql.ref(value)] as never),
+          ).groupBy([...dims.map((_, i) => sql.lit(i + 1)), ...values.map((value) => sql.ref(value))] as never),
         ),
       ];
       return unionAll(parts as SelectQueryBuilder<ObserveSchema, 'events', Record<string, unknown>>[]);
@@ -293,20 +323,30 @@ export async function latencyPercentiles(database: ObserveDatabase, query: Laten
   );
 
   // Summed by bin as they are read: each request reads a row per agent and bin, so no pair or key array is made per row.
-  const groups = new Map<string, { dimensions: Partial<Record<LatencyDimension, string>>; counts: Map<number, number> }>();
-  for (const row of rows) {
-    const key = dims.length === 0 ? '' : dims.length === 1 ? String(row[dims[0]!]) : JSON.stringify(dims.map((d) => String(row[d])));
+  const groups = new Map<string, { metric: LatencyMetric; dimensions: Partial<Record<LatencyDimension, string>>; counts: Map<number, number> }>();
+  const count = (metric: LatencyMetric, row: Record<string, unknown>, bin: number) => {
+    const key = `${metric}|${dims.length === 0 ? '' : dims.length === 1 ? String(row[dims[0]!]) : JSON.stringify(dims.map((d) => String(row[d])))}`;
     let group = groups.get(key);
     if (!group) {
-      group = { dimensions: Object.fromEntries(dims.map((d) => [d, String(row[d])])), counts: new Map() };
+      group = { metric, dimensions: Object.fromEntries(dims.map((d) => [d, String(row[d])])), counts: new Map() };
       groups.set(key, group);
     }
-    addToBin(group.counts, Number(row.is_value) === 1 ? binOf(Number(row.k)) : Number(row.k), Number(row.n));
+    addToBin(group.counts, bin, Number(row.n));
+  };
+  for (const row of rows) {
+    if (Number(row.is_value) === 0) {
+      count(row.metric as LatencyMetric, row, Number(row.k));
+      continue;
+    }
+    for (const [i, metric] of metrics.entries()) {
+      const value = i === 0 ? row.k : row.k2;
+      if (value !== null && value !== undefined) count(metric, row, binOf(Number(value)));
+    }
   }
-  const out: LatencyRow[] = [];
-  for (const { dimensions, counts } of groups.values()) {
+  const out: Record<LatencyMetric, LatencyRow[]> = { tool: [], llm: [] };
+  for (const { metric, dimensions, counts } of groups.values()) {
     const percentiles = percentilesOfCounts(counts);
-    if (percentiles) out.push({ ...dimensions, percentiles });
+    if (percentiles) out[metric].push({ ...dimensions, percentiles });
   }
   return out;
 }

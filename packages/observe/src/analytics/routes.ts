@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { agentScope } from '../events/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { observeError } from '../errors.ts';
-import { latencyPercentiles, type LatencyRow, type Percentiles } from './latency.ts';
+import { latencyPercentiles, latencyPercentilesByMetric, type LatencyRow, type Percentiles } from './latency.ts';
 import {
   aggregate,
   bucketStarts,
@@ -275,14 +275,14 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const window = windowOf(ctx, request.query);
       const { agentId } = request.query;
       const scope = agentScope(agentId);
-      const perAgent = (metric: 'tool' | 'llm') =>
-        latencyPercentiles(database, { ...window, ...scope, metric, dimensions: ['agent_id'] }).then((rows) => byKey(rows, (row) => String(row.agent_id)));
-      const [events, sessions, toolLatency, llmLatency] = await Promise.all([
+      const [events, sessions, latency] = await Promise.all([
         aggregate(database, { ...window, dimensions: ['agent_id'], ...scope, sums: ['errorCount', 'costNanos'] }),
         sessionsPerAgent(database, window, agentId),
-        perAgent('tool'),
-        perAgent('llm'),
+        latencyPercentilesByMetric(database, { ...window, ...scope, metrics: ['tool', 'llm'], dimensions: ['agent_id'] }),
       ]);
+      const byAgent = (rows: LatencyRow[]) => byKey(rows, (row) => String(row.agent_id));
+      const toolLatency = byAgent(latency.tool);
+      const llmLatency = byAgent(latency.llm);
       const agents = new Map<string, { sessions: number; duration: number; sums: Pick<Sums, 'eventCount' | 'errorCount' | 'costNanos'> }>();
       for (const row of events) agents.set(String(row.agent_id), { sessions: 0, duration: 0, sums: row });
       for (const row of sessions) {
