@@ -15,6 +15,7 @@ import {
   ratio,
   type AggregateRow,
   type Granularity,
+  type SumKey,
   type Sums,
 } from './aggregate.ts';
 
@@ -50,7 +51,11 @@ function windowOf(ctx: ObserveContext, query: { from?: number; to?: number; rang
   return { from, to };
 }
 
-function seriesOf(window: { from: number; to: number }, g: Granularity, rows: readonly AggregateRow[]): { start: number; sums: Sums }[] {
+function seriesOf<Key extends SumKey>(
+  window: { from: number; to: number },
+  g: Granularity,
+  rows: readonly AggregateRow<Key>[],
+): { start: number; sums: Pick<Sums, Key | 'eventCount'> }[] {
   const starts = bucketStarts(window.from, window.to, g);
   if (starts.length > MAX_BUCKETS) {
     throw observeError('validation', `Validation failed: the range holds ${starts.length} ${g} buckets; at most ${MAX_BUCKETS}`, [
@@ -61,13 +66,22 @@ function seriesOf(window: { from: number; to: number }, g: Granularity, rows: re
   return starts.map((start) => ({ start, sums: byStart.get(start) ?? emptySums() }));
 }
 
-const total = (rows: readonly Sums[]): Sums =>
-  rows.reduce((sum, row) => {
-    for (const key of Object.keys(sum) as (keyof Sums)[]) sum[key] += row[key];
-    return sum;
-  }, emptySums());
+/** The sums of `rows`, each asking for `keys` (aggregate's AggregateQuery.sums). */
+function total<Key extends SumKey>(rows: readonly Pick<Sums, Key | 'eventCount'>[], keys: readonly Key[]): Pick<Sums, Key | 'eventCount'> {
+  const sum: Pick<Sums, Key | 'eventCount'> = emptySums();
+  for (const row of rows) {
+    sum.eventCount += row.eventCount;
+    for (const key of keys) sum[key] += row[key];
+  }
+  return sum;
+}
 
-const overview = (s: Sums) => ({
+// The sums each report shows, asked of aggregate (the others are not computed).
+const OVERVIEW_SUMS = ['toolCallCount', 'errorCount', 'durationSum', 'durationCount', 'costNanos'] as const;
+const LLM_SUMS = ['costNanos', 'inputTokens', 'outputTokens', 'latencySum', 'latencyCount'] as const;
+const COST_SUMS = ['costNanos', 'inputTokens', 'outputTokens'] as const;
+
+const overview = (s: Pick<Sums, (typeof OVERVIEW_SUMS)[number] | 'eventCount'>) => ({
   eventCount: s.eventCount,
   toolCallCount: s.toolCallCount,
   errorCount: s.errorCount,
@@ -75,7 +89,7 @@ const overview = (s: Sums) => ({
   totalCostUsd: usdOf(s.costNanos),
 });
 
-const llmFigures = (s: Sums) => ({
+const llmFigures = (s: Pick<Sums, (typeof LLM_SUMS)[number] | 'eventCount'>) => ({
   calls: s.eventCount,
   costUsd: usdOf(s.costNanos),
   inputTokens: s.inputTokens,
@@ -120,13 +134,21 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const g = request.query.granularity;
       const filter = { ...window, ...agentScope(request.query.agentId) };
       const [rows, [latency]] = await Promise.all([
-        aggregate(database, { ...filter, granularity: g, dimensions: ['bucket'] }),
+        aggregate(database, { ...filter, granularity: g, dimensions: ['bucket'], sums: OVERVIEW_SUMS }),
         latencyPercentiles(database, { ...filter, metric: 'tool', dimensions: [] }),
       ]);
       const series = seriesOf(window, g, rows);
       return {
         buckets: series.map(({ start, sums }) => ({ bucket: toIso(start), ...overview(sums) })),
-        totals: { ...overview(total(series.map((b) => b.sums))), ...percentileFields('Latency', latency?.percentiles) },
+        totals: {
+          ...overview(
+            total(
+              series.map((b) => b.sums),
+              OVERVIEW_SUMS,
+            ),
+          ),
+          ...percentileFields('Latency', latency?.percentiles),
+        },
       };
     },
   );
@@ -162,15 +184,15 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const filter = { ...window, granularity: g, ...agentScope(agentId), model, provider, eventTypes: ['llm_response'] };
       const latency = { ...window, ...agentScope(agentId), model, provider, metric: 'llm' as const };
       const [byModel, byTime, [overall], modelLatency] = await Promise.all([
-        aggregate(database, { ...filter, dimensions: ['provider', 'model'] }),
-        aggregate(database, { ...filter, dimensions: ['bucket'] }),
+        aggregate(database, { ...filter, dimensions: ['provider', 'model'], sums: LLM_SUMS }),
+        aggregate(database, { ...filter, dimensions: ['bucket'], sums: LLM_SUMS }),
         latencyPercentiles(database, { ...latency, dimensions: [] }),
         latencyPercentiles(database, { ...latency, dimensions: ['provider', 'model'] }).then((rows) =>
           byKey(rows, (row) => JSON.stringify([row.provider, row.model])),
         ),
       ]);
       const series = seriesOf(window, g, byTime);
-      const sums = total(byModel);
+      const sums = total(byModel, LLM_SUMS);
       return {
         summary: {
           totalCalls: sums.eventCount,
@@ -223,10 +245,10 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       const g = request.query.granularity;
       const filter = { ...window, granularity: g, ...agentScope(request.query.agentId), eventTypes: COST_EVENT_TYPES };
       const [byAgent, byTime] = await Promise.all([
-        aggregate(database, { ...filter, dimensions: ['agent_id'] }),
-        aggregate(database, { ...filter, dimensions: ['bucket'] }),
+        aggregate(database, { ...filter, dimensions: ['agent_id'], sums: COST_SUMS }),
+        aggregate(database, { ...filter, dimensions: ['bucket'], sums: COST_SUMS }),
       ]);
-      const tokens = (s: Sums) => ({
+      const tokens = (s: Pick<Sums, (typeof COST_SUMS)[number]>) => ({
         totalCostUsd: usdOf(s.costNanos),
         totalInputTokens: s.inputTokens,
         totalOutputTokens: s.outputTokens,
@@ -241,7 +263,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           totalCostUsd: usdOf(sums.costNanos),
           eventCount: sums.eventCount,
         })),
-        totals: tokens(total(byAgent)),
+        totals: tokens(total(byAgent, COST_SUMS)),
       };
     },
   );
@@ -340,6 +362,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
           dimensions: ['tool_name', 'event_type'],
           ...agentScope(request.query.agentId),
           eventTypes: ['tool_call', 'tool_response', 'tool_error'],
+          sums: ['durationSum', 'durationCount'],
         }),
         latencyPercentiles(database, { ...window, ...agentScope(request.query.agentId), metric: 'tool', dimensions: ['tool_name'] }).then((found) =>
           byKey(found, (row) => String(row.tool_name)),
