@@ -698,7 +698,15 @@ async function main(): Promise<void> {
         // sides, so it is read by its hours — the most hourly rows a 24 h range reads (aggregate.ts splitRange).
         const noon = Math.floor(now / 86_400_000) * 86_400_000 - 12 * 3_600_000;
         const pastDay = `${path}?from=${new Date(noon - 86_400_000).toISOString()}&to=${new Date(noon).toISOString()}`;
-        return [...rows, [`GET ${name}, 24 h from noon to noon (a past day, read by its hours)`, pastDay, ...target] as const];
+        // The same past day from 12:25 to 12:25: both ends cut an hour too, so each end's hour is
+        // read from its events, after probes for events outside the range (decision 0003).
+        const cut = (ms: number) => new Date(ms + 25 * 60_000).toISOString();
+        const cutHours = `${path}?from=${cut(noon - 86_400_000)}&to=${cut(noon)}`;
+        return [
+          ...rows,
+          [`GET ${name}, 24 h from noon to noon (a past day, read by its hours)`, pastDay, ...target] as const,
+          [`GET ${name}, 24 h from 12:25 to 12:25 (a past day, its end hours read from their events)`, cutHours, ...target] as const,
+        ];
       }),
       ['GET /api/agents/:id/health (7-day window)', `/api/agents/${agentOf('bench-timeline')}/health`],
       ['GET /api/agents/:id/health?window=30', `/api/agents/${agentOf('bench-session-7')}/health?window=30`],
