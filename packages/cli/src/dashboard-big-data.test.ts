@@ -90,8 +90,10 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
     assert.match(await rows.last().innerText(), new RegExp(`#${EVENTS - 1}\\b[\\s\\S]*step_${EVENTS - 2}`));
     assert.ok((await rows.count()) <= BOUND, `after scrolling the timeline holds ${await rows.count()} rows`);
 
-    // The tree's area scrolls to its last node too.
-    await scrollToEnd(page.getByRole('region', { name: 'Trace tree of the session (scrolls)' }));
+    // The tree's area scrolls to its last node too (its window follows the scroll a frame later).
+    const treeArea = page.getByRole('region', { name: 'Trace tree of the session (scrolls)' });
+    await scrollToEnd(treeArea);
+    await treeArea.locator('.trace-name', { hasText: new RegExp(`^step_${EVENTS - 2}$`) }).waitFor();
     const lastNode = treeRows.last().locator('.trace-name');
     assert.equal(await lastNode.innerText(), `step_${EVENTS - 2}`);
     assert.ok((await treeRows.count()) <= BOUND);
