@@ -1,4 +1,5 @@
 import {
+  auditedGroupsInFlight,
   ConfigError,
   createFeatureHost,
   createHttpApp,
@@ -146,8 +147,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     config,
     database,
     clock,
-    // SQLite has one writer, so one transaction at a time; PostgreSQL takes a few in parallel.
-    events: new EventAppender(database, database.dialect === 'sqlite' ? 1 : 4, config.sessionIdleTimeoutMs),
+    events: new EventAppender(database, auditedGroupsInFlight(database.dialect), config.sessionIdleTimeoutMs),
     derivedTables: OBSERVE_DERIVED_TABLES,
     prices,
     embedder: createEmbedder(config.embeddings),

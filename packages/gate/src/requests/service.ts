@@ -1,4 +1,4 @@
-import { BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
+import { auditedGroupsInFlight, BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
 import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, receiptNonce, signReceipt, type Receipt } from '../stored-formats/index.ts';
@@ -345,7 +345,7 @@ export class RequestService {
         });
         return group.map(() => undefined);
       },
-      { maxInFlight: database.dialect === 'sqlite' ? 1 : 4, maxGroupSize: MAX_CREATIONS_PER_GROUP },
+      { maxInFlight: auditedGroupsInFlight(database.dialect), maxGroupSize: MAX_CREATIONS_PER_GROUP },
     );
     // On SQLite decisions arriving together share a transaction too (one writer: the COMMIT is the
     // cost). A group that fails (a tampered row among them) is retried one decision at a time by the
