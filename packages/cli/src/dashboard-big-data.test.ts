@@ -107,14 +107,20 @@ describe('a 3,000-event session page', { skip: chromiumSkip() }, () => {
     const row = page.locator(`[id="event-${target.id}"]`);
     await row.waitFor();
     assert.match(await row.innerText(), new RegExp(`#${target.seq}\\b`));
-    assert.ok(
-      await row.evaluate((el) => {
-        const box = el.getBoundingClientRect();
-        const area = el.closest('.virtual-scroll')!.getBoundingClientRect();
-        return box.top >= area.top - 1 && box.bottom <= area.bottom + 1;
-      }),
-      'the linked event is inside the visible part of the timeline',
-    );
+    // The list scrolls to the row, then again once its measured neighbours have settled (two frames later).
+    await page
+      .waitForFunction(
+        (id) => {
+          const el = document.getElementById(id);
+          if (!el) return false;
+          const box = el.getBoundingClientRect();
+          const area = el.closest('.virtual-scroll')!.getBoundingClientRect();
+          return box.top >= area.top - 1 && box.bottom <= area.bottom + 1;
+        },
+        `event-${target.id}`,
+        { timeout: 5000 },
+      )
+      .catch(() => assert.fail('the linked event stays outside the visible part of the timeline'));
 
     // An event committed now is added at the end of the timeline.
     await api(stack.observeUrl, stack.observeKey, 'POST', '/api/events', {
