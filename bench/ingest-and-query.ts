@@ -36,7 +36,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type DatabaseConfig } from '@vigil/platform';
+import { DAY_MS, HOUR_MS, MINUTE_MS, openDatabase, type DatabaseConfig } from '@vigil/platform';
 import { postgresAnswers } from '@vigil/platform/test-services';
 import { footprintRows } from './footprint.ts';
 import { sqliteFloor, type SqliteFloor } from './sqlite-floor.ts';
@@ -696,12 +696,12 @@ async function main(): Promise<void> {
         if (name !== '/api/analytics/agents') return rows;
         // A past day from noon to noon: each of its two days is cut in half, with events on both
         // sides, so it is read by its hours — the most hourly rows a 24 h range reads (aggregate.ts splitRange).
-        const noon = Math.floor(now / 86_400_000) * 86_400_000 - 12 * 3_600_000;
-        const pastDay = `${path}?from=${new Date(noon - 86_400_000).toISOString()}&to=${new Date(noon).toISOString()}`;
+        const noon = Math.floor(now / DAY_MS) * DAY_MS - 12 * HOUR_MS;
+        const between = (from: number, to: number) => `${path}?from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}`;
+        const pastDay = between(noon - DAY_MS, noon);
         // The same past day from 12:25 to 12:25: both ends cut an hour too, so each end's hour is
         // read from its events, after probes for events outside the range (decision 0003).
-        const cut = (ms: number) => new Date(ms + 25 * 60_000).toISOString();
-        const cutHours = `${path}?from=${cut(noon - 86_400_000)}&to=${cut(noon)}`;
+        const cutHours = between(noon - DAY_MS + 25 * MINUTE_MS, noon + 25 * MINUTE_MS);
         return [
           ...rows,
           [`GET ${name}, 24 h from noon to noon (a past day, read by its hours)`, pastDay, ...target] as const,

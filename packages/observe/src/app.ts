@@ -1,5 +1,4 @@
 import {
-  auditedGroupsInFlight,
   ConfigError,
   createFeatureHost,
   createHttpApp,
@@ -147,7 +146,7 @@ export async function buildObserveService(config: ObserveConfig, options: Observ
     config,
     database,
     clock,
-    events: new EventAppender(database, auditedGroupsInFlight(database.dialect), config.sessionIdleTimeoutMs),
+    events: new EventAppender(database, config.sessionIdleTimeoutMs),
     derivedTables: OBSERVE_DERIVED_TABLES,
     prices,
     embedder: createEmbedder(config.embeddings),

@@ -1,4 +1,5 @@
 import {
+  auditedGroupsInFlight,
   BulkInserter,
   GroupCommitter,
   canonicalJson,
@@ -575,14 +576,14 @@ export class EventAppender {
   private readonly knownAgents = new KnownAgents();
   private transform: EventTransform | null = null;
 
-  constructor(database: ObserveDatabase, maxInFlight: number, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
+  constructor(database: ObserveDatabase, sessionIdleTimeoutMs: number, maxGroupEvents = 5000) {
     this.committer = new GroupCommitter(
       async (batches) => {
         const { appended, logPositions } = await appendPrepared(database, batches.flat(), sessionIdleTimeoutMs, this.writers, this.knownAgents);
         let offset = 0;
         return batches.map((batch) => ({ appended: appended.slice(offset, (offset += batch.length)), logPositions }));
       },
-      { maxInFlight, maxGroupSize: maxGroupEvents, sizeOf: (batch) => batch.length },
+      { maxInFlight: auditedGroupsInFlight(database.dialect), maxGroupSize: maxGroupEvents, sizeOf: (batch) => batch.length },
     );
   }
 
