@@ -46,7 +46,7 @@ export interface GateService {
   app: ZodApp;
   context: GateContext;
   requests: RequestService;
-  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob; auditCheckpoint: PeriodicJob; budgets: PeriodicJob };
+  jobs: { expiry: PeriodicJob; webhooks: PeriodicJob; auditCheckpoint: PeriodicJob; budgets: PeriodicJob; auditTerms: PeriodicJob };
   /** The admin key generated at first start (no key existed and GATE_ADMIN_KEY was unset), to print once. */
   generatedAdminKey: string | null;
 }
@@ -139,7 +139,7 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(receiptsFeature(requests.service));
   await features.register(grantsFeature(requests.service));
   const budgets = await features.register(budgetsFeature(requests.service));
-  await features.register(auditTrailFeature);
+  const auditTerms = await features.register(auditTrailFeature);
   await features.register(erasureFeature(requests.service));
   const auditCheckpoint = await features.register(auditLogFeature);
   await features.register(policiesFeature);
@@ -150,5 +150,5 @@ export async function buildGateService(config: GateConfig, options: GateOptions 
   await features.register(claudeCodeFeature(requests.service));
   registerOpenApiRoute(app);
   await app.ready();
-  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint, budgets }, generatedAdminKey };
+  return { app, context, requests: requests.service, jobs: { expiry: requests.expiry, webhooks, auditCheckpoint, budgets, auditTerms }, generatedAdminKey };
 }

@@ -4,6 +4,7 @@
 import type { AdminChangeTables, AuditLogTables, Database, LeaseTables } from '@vigil/platform';
 import type { GateChangeResource } from './context.ts';
 import type { ApproversTables } from './approvers/index.ts';
+import type { AuditTrailTables } from './audit-trail/index.ts';
 import type { AuthTables } from './auth/index.ts';
 import type { BudgetsTables } from './budgets/index.ts';
 import type { ChatTables } from './chat/index.ts';
@@ -20,6 +21,7 @@ export interface GateSchema
     AdminChangeTables<GateChangeResource>,
     AuditLogTables,
     RequestsTables,
+    AuditTrailTables,
     PoliciesTables,
     AuthTables,
     WebhooksTables,

@@ -50,7 +50,11 @@ export async function readNewestFirstPage<DB, TB extends keyof DB, Row extends T
   after: TimePosition | undefined,
   limit: number,
 ): Promise<{ rows: Row[]; nextCursor: string | null; hasMore: boolean }> {
-  const rows = (await newestFirst(query, after, limit + 1).execute()) as Row[];
+  return pageOf((await newestFirst(query, after, limit + 1).execute()) as Row[], limit);
+}
+
+/** A page of at most `limit` rows from the rows read for it (one more, if there is one), and the cursor of the next. */
+export function pageOf<Row extends TimePosition>(rows: Row[], limit: number): { rows: Row[]; nextCursor: string | null; hasMore: boolean } {
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   const last = page.at(-1);

@@ -7,7 +7,7 @@ import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 import type { AuditEntry, AuditPage } from './routes.ts';
-import { auditListQuery, type AuditListFilter } from './store.ts';
+import { auditActors, auditListQuery, listAudit, type AuditListFilter } from './store.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -389,21 +389,28 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
     assert.deepEqual(response.json(), { actors: ['api:agent-7', 'dashboard:Ada', `policy:${policyId}`] });
   });
 
-  test('every filter of the audit list reads its own index, never the whole table (requestId: its trail index, sorted)', async () => {
+  test('every filter of the audit list reads an index range in order, never the whole table (a term filter: its terms, and the entries not yet indexed by leaf; requestId: its trail index, sorted)', async () => {
     const { db, dialect } = gate.service.context.database;
     const position = { ts: T0, id: '0190d6c4-0000-7000-8000-000000000000' };
-    const shapes: Array<[AuditListFilter, string]> = [
-      [{}, 'audit_ts'],
-      [{ from: T0, to: T0 + MINUTE }, 'audit_ts'],
-      [{ after: position }, 'audit_ts'],
-      [{ action: 'deploy' }, 'audit_action_ts'],
-      [{ event: 'approved', after: position }, 'audit_event_ts'],
-      [{ actor: 'dashboard:Ada', from: T0 }, 'audit_actor_ts'],
-      [{ keyId: 'k1' }, 'audit_key_ts'],
-      [{ requestId: 'r1' }, 'audit_request_seq'],
+    // A term filter's two parts: the terms' key range (read backwards, in order) and the leaves after the indexed ones.
+    const termParts =
+      dialect === 'postgres' ? ['audit_entry_terms_pk', 'audit_log_leaves_pkey'] : ['SEARCH t USING PRIMARY KEY', 'SEARCH l USING INTEGER PRIMARY KEY'];
+    const shapes: Array<[AuditListFilter, string[]]> = [
+      [{}, ['audit_ts']],
+      [{ from: T0, to: T0 + MINUTE }, ['audit_ts']],
+      [{ after: position }, ['audit_ts']],
+      [{ action: 'deploy' }, termParts],
+      [{ event: 'approved', after: position }, termParts],
+      [{ actor: 'dashboard:Ada', from: T0 }, termParts],
+      [{ keyId: 'k1', event: 'created' }, termParts],
+      [{ requestId: 'r1', actor: 'dashboard:Ada' }, ['audit_request_seq']],
     ];
-    for (const [filter, index] of shapes) {
-      const compiled = auditListQuery(db, filter, 51).compile();
+    // The log's leaves as a running gate has them, so the planner sees the unindexed tail as the few leaves it is.
+    for (let i = 0; i < 5; i += 1) await create({ action: 'deploy' });
+    await gate.service.jobs.auditTerms.tick();
+    if (dialect === 'postgres') await sql`analyze audit_log_leaves, audit_entries, audit_entry_terms`.execute(db);
+    for (const [filter, indexes] of shapes) {
+      const compiled = (await auditListQuery(db, filter, 51, 10)).compile();
       const plan = await db.transaction().execute(async (trx) => {
         // PostgreSQL prefers a sequential or bitmap scan on a table this small; forbid them to see the index it can use.
         if (dialect === 'postgres') await sql`set local enable_seqscan = off; set local enable_bitmapscan = off`.execute(trx);
@@ -412,15 +419,151 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
         return result.rows.map((row) => Object.values(row as object).join(' ')).join('\n');
       });
       const context = `${JSON.stringify(filter)}:\n${plan}`;
-      assert.ok(plan.includes(index), `expected ${index}; ${context}`);
-      assert.doesNotMatch(plan, /Seq Scan|SCAN audit_entries$|SCAN audit_entries\n/m, context);
-      // One request's entries are read through its trail index and sorted: a handful of rows, not a table.
-      if (filter.requestId === undefined) assert.doesNotMatch(plan, /USE TEMP B-TREE|Sort/m, context);
+      for (const index of indexes) assert.ok(plan.includes(index), `expected ${index}; ${context}`);
+      assert.doesNotMatch(plan, /Seq Scan|SCAN (audit_entries|audit_entry_terms|audit_log_leaves|t|e|l)$/m, context);
+      if (indexes === termParts) {
+        // The terms' range gives the order: nothing sorts it (the merge sorts at most a page from each part).
+        if (dialect === 'postgres') assert.match(plan, /Index (Only )?Scan Backward using audit_entry_terms_pk/, context);
+        else {
+          const range = plan
+            .split('\n')
+            .find((line) => line.includes('SEARCH t USING PRIMARY KEY'))!
+            .split(' ');
+          assert.ok(!plan.split('\n').some((line) => line.split(' ')[1] === range[1] && line.includes('USE TEMP B-TREE')), context);
+        }
+      } else if (filter.requestId === undefined) assert.doesNotMatch(plan, /USE TEMP B-TREE|Sort/m, context);
     }
+  });
+
+  test('a term filter answers the same before, while and after the terms job has indexed the entries: pages, cursors, offsets, totals and actors', async () => {
+    const alice = await gate.createKey(['request:create', 'request:decide'], null, 'alice-key');
+    const bob = await gate.createKey(['request:create', 'request:decide'], null, 'bob-key');
+    const write = async (i: number) => {
+      const key = i % 3 === 0 ? bob : alice;
+      const request = await create({ action: ['deploy', 'pay'][i % 2] }, key);
+      if (i % 4 === 0) await decide(request.id, { decision: i % 8 === 0 ? 'approved' : 'denied' }, i % 8 === 0 ? alice : bob);
+      // Several entries share a millisecond, so the merge of the two halves must break ties by id.
+      if (i % 3 === 2) gate.clock.advance(1);
+    };
+    for (let i = 0; i < 12; i += 1) await write(i);
+    const filters = [
+      '&action=deploy',
+      '&event=created',
+      '&actor=api%3Aalice-key',
+      `&keyId=${await keyId(bob)}`,
+      '&action=pay&event=denied',
+      '&event=approved&status=approved',
+    ];
+    const everything = async () => (await page('?limit=500')).entries;
+    const expected = (all: AuditPage['entries'], filter: string) => {
+      const query = new URLSearchParams(filter.slice(1));
+      return all.filter(
+        (e) =>
+          (!query.has('action') || e.action === query.get('action')) &&
+          (!query.has('event') || e.event === query.get('event')) &&
+          (!query.has('actor') || e.actor === query.get('actor')) &&
+          (!query.has('keyId') || e.actorKeyId === query.get('keyId')) &&
+          (!query.has('status') || e.event === 'approved'),
+      );
+    };
+    const check = async (stage: string) => {
+      const all = await everything();
+      for (const filter of filters) {
+        const want = expected(all, filter);
+        const whole = await page(`?limit=500${filter}`);
+        assert.deepEqual(whole.entries, want, `${stage} ${filter}`);
+        assert.equal(whole.pagination.total, want.length, `${stage} ${filter} total`);
+        const ids: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const body: AuditPage = await page(`?limit=2${filter}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+          assert.equal(body.pagination.offset, ids.length, `${stage} ${filter} offset by cursor`);
+          ids.push(...body.entries.map((e) => e.id));
+          cursor = body.nextCursor;
+        } while (cursor !== null);
+        assert.deepEqual(
+          ids,
+          want.map((e) => e.id),
+          `${stage} ${filter} by cursor`,
+        );
+        for (const offset of [1, 3]) {
+          const body = await page(`?limit=2&offset=${offset}${filter}`);
+          assert.deepEqual(
+            body.entries.map((e) => e.id),
+            want.slice(offset, offset + 2).map((e) => e.id),
+            `${stage} ${filter} offset ${offset}`,
+          );
+          assert.equal(body.hasMore, want.length > offset + 2, `${stage} ${filter} offset ${offset} hasMore`);
+        }
+      }
+      const actors = (await gate.call({ method: 'GET', url: '/api/audit/actors' })).json() as { actors: string[] };
+      assert.deepEqual(actors.actors, [...new Set(all.map((e) => e.actor))].sort(), `${stage} actors`);
+    };
+    const { db } = gate.service.context.database;
+    const indexedTo = async () => Number((await db.selectFrom('audit_terms_progress').select('indexed_to').executeTakeFirstOrThrow()).indexed_to);
+    const logSize = async () => Number((await db.selectFrom('audit_log_head').select('size').executeTakeFirstOrThrow()).size);
+    await check('none indexed');
+    assert.ok((await indexedTo()) < (await logSize()));
+    assert.ok(await gate.service.jobs.auditTerms.tick());
+    assert.equal(await indexedTo(), await logSize(), 'the job indexes every leaf committed');
+    const terms = await db
+      .selectFrom('audit_entry_terms')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    assert.ok(Number(terms.n) > 0);
+    await check('all indexed');
+    for (let i = 12; i < 20; i += 1) await write(i);
+    await check('half indexed');
+    await gate.service.jobs.auditTerms.tick();
+    await check('all indexed again');
   });
 });
 
 await describeEachDatabase('gate audit migration', (backend) => {
+  test('0028 moves the four filter indexes into terms: every entry written before it is found by each filter, and the four indexes are gone', async () => {
+    const { dataDir: _dataDir, ...config } = backend.freshDatabase();
+    const database = await openDatabase<GateSchema>(config);
+    try {
+      await migrateToLatest(database, Object.fromEntries(Object.entries(gateMigrations).filter(([name]) => name < '0028')));
+      await sql`insert into requests (id, action, params, context, urgency, status, created_at, policy_decision)
+                values ('r1', 'deploy', '{}', '{}', 'normal', 'approved', ${T0}, '{}')`.execute(database.db);
+      await sql`insert into audit_entries (id, request_id, action, ts, event, actor, actor_key_id, details, seq)
+                values ('a1', 'r1', 'deploy', ${T0}, 'created', 'api:ops', 'k1', null, 0),
+                       ('a2', 'r1', 'deploy', ${T0 + 1}, 'approved', 'policy:p1', null, null, 1)`.execute(database.db);
+      await migrateToLatest(database, gateMigrations);
+      const ids = async (filter: AuditListFilter) => (await listAudit(database, filter, { limit: 10, offset: 0 })).rows.map((row) => row.id);
+      assert.deepEqual(await ids({ action: 'deploy' }), ['a2', 'a1']);
+      assert.deepEqual(await ids({ event: 'created' }), ['a1']);
+      assert.deepEqual(await ids({ actor: 'policy:p1' }), ['a2']);
+      assert.deepEqual(await ids({ keyId: 'k1' }), ['a1']);
+      assert.deepEqual(await auditActors(database), ['api:ops', 'policy:p1']);
+      const terms = await database.db.selectFrom('audit_entry_terms').select(['kind', 'value', 'entry_id']).orderBy('entry_id').orderBy('kind').execute();
+      assert.deepEqual(
+        terms.map((t) => [t.entry_id, Number(t.kind), t.value]),
+        [
+          ['a1', 1, 'api:ops'],
+          ['a1', 2, 'created'],
+          ['a1', 3, 'deploy'],
+          ['a1', 4, 'k1'],
+          ['a2', 1, 'policy:p1'],
+          ['a2', 2, 'approved'],
+          ['a2', 3, 'deploy'],
+        ],
+      );
+      const indexes =
+        database.dialect === 'postgres'
+          ? await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = current_schema() and tablename = 'audit_entries'`.execute(
+              database.db,
+            )
+          : await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'audit_entries'`.execute(database.db);
+      const names = indexes.rows.map((row) => row.name);
+      for (const gone of ['audit_actor_ts', 'audit_event_ts', 'audit_action_ts', 'audit_key_ts']) assert.ok(!names.includes(gone), names.join());
+      assert.ok(names.includes('audit_ts') && names.includes('audit_request_seq'), names.join());
+    } finally {
+      await database.close();
+    }
+  });
+
   test('entries written before 0003 get their request’s action; their key is unknown (null)', async () => {
     const { dataDir: _dataDir, ...config } = backend.freshDatabase();
     const database = await openDatabase<GateSchema>(config);

@@ -1,8 +1,9 @@
-import { newestFirst, readNewestFirstPage, readSnapshot, type TimePosition } from '@vigil/platform';
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { pageOf, readSnapshot, type TimePosition } from '@vigil/platform';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { AuditRow } from '../requests/index.ts';
 import type { RequestStatus } from '../stored-formats/index.ts';
+import { TERM_KINDS, type TermFilter } from './terms.ts';
 
 export interface AuditListFilter {
   action?: string;
@@ -19,29 +20,145 @@ export interface AuditListFilter {
   after?: TimePosition;
 }
 
+/** An entry's columns, in the order both halves of a filtered list give them. */
+const ENTRY_COLUMNS = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'] as const;
+
+/** The entry columns each term filter matches. */
+const TERM_COLUMNS = { actor: 'actor', event: 'event', action: 'action', keyId: 'actor_key_id' } as const;
+
+/** The filters, but the position: what every part of a list (its page and its counts) applies. */
+type EntryFilter = Omit<AuditListFilter, 'after'>;
+
+/** Entry rows read by a list, from whichever tables (their columns named by raw references). */
+type EntryRows = SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow>;
+
 /**
- * Audit entries across requests, newest first (time, then id). Every filter has an index that
- * leads with its column and ends in (ts, id) (migration 0003), so a filtered page reads an index
- * range in order and stops after `limit` rows, whatever the size of the table; `requestId` reads
- * that request's trail index (request_id, seq) and sorts its few entries (migration 0008).
+ * Entry rows the filters match, read in one order: `ts` and `id` name the columns (of the table the
+ * rows are read by) that order them and bound a page, so that an index on them serves both.
  */
-function filteredAudit(db: Kysely<GateSchema>, filter: AuditListFilter): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
-  let query = db.selectFrom('audit_entries').selectAll();
-  if (filter.action !== undefined) query = query.where('action', '=', filter.action);
-  if (filter.event !== undefined) query = query.where('event', '=', filter.event);
-  if (filter.actor !== undefined) query = query.where('actor', '=', filter.actor);
-  if (filter.keyId !== undefined) query = query.where('actor_key_id', '=', filter.keyId);
-  if (filter.requestId !== undefined) query = query.where('request_id', '=', filter.requestId);
-  const { status } = filter;
-  if (status !== undefined) query = query.where('request_id', 'in', (eb) => eb.selectFrom('requests').select('id').where('status', '=', status));
-  if (filter.from !== undefined) query = query.where('ts', '>=', filter.from);
-  if (filter.to !== undefined) query = query.where('ts', '<=', filter.to);
-  return query;
+interface ListPart {
+  rows: EntryRows;
+  ts: string;
+  id: string;
 }
 
-/** The list's query for one page (what the index test explains). */
-export function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number): SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow> {
-  return newestFirst(filteredAudit(db, filter), filter.after, limit);
+/** Every filter but `except` as conditions on the entry columns of `table` (times: `times.ts`). */
+function entryConditions(filter: EntryFilter, table: string, except?: TermFilter, times = table): RawBuilder<boolean>[] {
+  const column = (name: string) => sql.ref(`${table}.${name}`);
+  const conditions: RawBuilder<boolean>[] = [];
+  for (const name of Object.keys(TERM_COLUMNS) as TermFilter[]) {
+    const value = filter[name];
+    if (value !== undefined && name !== except) conditions.push(sql<boolean>`${column(TERM_COLUMNS[name])} = ${value}`);
+  }
+  if (filter.requestId !== undefined) conditions.push(sql<boolean>`${column('request_id')} = ${filter.requestId}`);
+  if (filter.status !== undefined) conditions.push(sql<boolean>`${column('request_id')} in (select id from requests where status = ${filter.status})`);
+  if (filter.from !== undefined) conditions.push(sql<boolean>`${sql.ref(`${times}.ts`)} >= ${filter.from}`);
+  if (filter.to !== undefined) conditions.push(sql<boolean>`${sql.ref(`${times}.ts`)} <= ${filter.to}`);
+  return conditions;
+}
+
+function whereAll(query: EntryRows, conditions: readonly RawBuilder<boolean>[]): EntryRows {
+  return conditions.reduce((q, condition) => q.where(condition), query);
+}
+
+/**
+ * The term filter a list reads its indexed part by: the one given that is likely the narrowest;
+ * none when none is given or `requestId` is (its trail index reads a handful of entries).
+ */
+function drivingTerm(filter: EntryFilter): TermFilter | undefined {
+  if (filter.requestId !== undefined) return undefined;
+  return (['keyId', 'actor', 'action', 'event'] as const).find((name) => filter[name] !== undefined);
+}
+
+/** The entries the filters match, from audit_entries alone (no term filter, or `requestId`): by its time index or a request's trail index. */
+function entriesPart(db: Kysely<GateSchema>, filter: EntryFilter): ListPart {
+  return {
+    rows: whereAll(db.selectFrom('audit_entries').selectAll(), entryConditions(filter, 'audit_entries')),
+    ts: 'audit_entries.ts',
+    id: 'audit_entries.id',
+  };
+}
+
+/**
+ * A filtered list's two parts (docs/audit.md, "The audit list's filters"): the entries the terms
+ * index so far, read by the driving term's range in (ts, id) order, and the entries whose leaves
+ * follow `indexedTo` (the few committed since the terms job last ran), read from the log's leaves
+ * first (SQLite's CROSS JOIN keeps that order; a planner without statistics would otherwise walk
+ * the time index for them). Every other filter applies to the entry rows of both.
+ */
+function termParts(db: Kysely<GateSchema>, filter: EntryFilter, term: TermFilter, indexedTo: number): [ListPart, ListPart] {
+  const indexed = db
+    .selectFrom('audit_entry_terms as t')
+    .innerJoin('audit_entries as e', 'e.id', 't.entry_id')
+    // The term's own (ts, id): the order and the page bounds read the term's key.
+    .select(ENTRY_COLUMNS.map((name) => (name === 'id' ? sql.ref('t.entry_id').as('id') : sql.ref(`${name === 'ts' ? 't' : 'e'}.${name}`).as(name))))
+    .where('t.kind', '=', TERM_KINDS[term])
+    .where('t.value', '=', filter[term]!)
+    .$castTo<AuditRow>();
+  const tail = db
+    .selectFrom('audit_log_leaves as l')
+    .crossJoin('audit_entries as e')
+    .whereRef('e.id', '=', 'l.item_id')
+    .select(ENTRY_COLUMNS.map((name) => sql.ref(`e.${name}`).as(name)))
+    .where('l.idx', '>=', indexedTo)
+    .$castTo<AuditRow>();
+  return [
+    { rows: whereAll(indexed as unknown as EntryRows, entryConditions(filter, 'e', term, 't')), ts: 't.ts', id: 't.entry_id' },
+    { rows: whereAll(tail as unknown as EntryRows, entryConditions(filter, 'e')), ts: 'e.ts', id: 'e.id' },
+  ];
+}
+
+/** The parts a list reads for `filter`: one, or a term filter's two. */
+async function listParts(db: Kysely<GateSchema>, filter: EntryFilter): Promise<ListPart[]> {
+  const term = drivingTerm(filter);
+  return term === undefined ? [entriesPart(db, filter)] : termParts(db, filter, term, await termsIndexedTo(db));
+}
+
+/** How far the terms cover the log (indexAuditTerms). */
+async function termsIndexedTo(db: Kysely<GateSchema>): Promise<number> {
+  return Number((await db.selectFrom('audit_terms_progress').select('indexed_to').where('id', '=', 1).executeTakeFirstOrThrow()).indexed_to);
+}
+
+/** A part's rows newest first after `after`, at most `limit` of them. */
+function newestFirstOf(part: ListPart, after: TimePosition | undefined, limit: number): EntryRows {
+  const [ts, id] = [sql.ref(part.ts), sql.ref(part.id)];
+  const rest = after === undefined ? part.rows : part.rows.where(sql<boolean>`(${ts}, ${id}) < (${after.ts}, ${after.id})`);
+  return rest.orderBy(sql`${ts} desc, ${id} desc`).limit(limit);
+}
+
+/**
+ * The list's query for one page (what the index test explains): `limit` rows after `filter.after`,
+ * skipping `skip`. With a term filter its two parts are each read newest first, cut at
+ * `skip + limit` rows, and merged by (ts, id).
+ */
+export async function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number, skip = 0): Promise<EntryRows> {
+  const { after, ...filters } = filter;
+  const parts = await listParts(db, filters);
+  if (parts.length === 1) {
+    const query = newestFirstOf(parts[0]!, after, limit);
+    return skip > 0 ? query.offset(skip) : query;
+  }
+  const [indexed, tail] = parts.map((part) => db.selectFrom(newestFirstOf(part, after, skip + limit).as('m')).selectAll() as unknown as EntryRows);
+  const merged = indexed!
+    .unionAll(tail!)
+    .orderBy(sql`ts desc, id desc`)
+    .limit(limit);
+  return skip > 0 ? merged.offset(skip) : merged;
+}
+
+/** How many entries the filters match; with `through`, only those at or before it in list order (newest first: the entries before the page after it). */
+async function countMatching(db: Kysely<GateSchema>, filter: EntryFilter, through?: TimePosition): Promise<number> {
+  let total = 0;
+  for (const part of await listParts(db, filter)) {
+    const rows =
+      through === undefined ? part.rows : part.rows.where(sql<boolean>`(${sql.ref(part.ts)}, ${sql.ref(part.id)}) >= (${through.ts}, ${through.id})`);
+    const row = await rows
+      .clearSelect()
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .executeTakeFirstOrThrow();
+    total += Number(row.count);
+  }
+  return total;
 }
 
 export interface AuditPageRows {
@@ -61,23 +178,25 @@ export async function listAudit(database: GateDatabase, filter: AuditListFilter,
   const { after, ...filters } = filter;
   // The page and its counts from one snapshot, so that they agree while entries are written.
   return readSnapshot(database, async (db) => {
-    const matching = filteredAudit(db, filters);
-    const count = async (query: typeof matching): Promise<number> => {
-      const row = await query
-        .clearSelect()
-        .select((eb) => eb.fn.countAll<number | string>().as('count'))
-        .executeTakeFirstOrThrow();
-      return Number(row.count);
-    };
-    const found = await readNewestFirstPage(page.offset > 0 ? matching.offset(page.offset) : matching, after, page.limit);
-    const total = await count(matching);
-    const offset = after === undefined ? page.offset : await count(matching.where(sql<boolean>`(ts, id) >= (${after.ts}, ${after.id})`));
+    const rows = (await (await auditListQuery(db, filter, page.limit + 1, page.offset)).execute()) as AuditRow[];
+    const found = pageOf(rows, page.limit);
+    const total = await countMatching(db, filters);
+    const offset = after === undefined ? page.offset : await countMatching(db, filters, after);
     return { ...found, total, offset };
   });
 }
 
-/** Every actor that appears in the audit, sorted (read from the actor index alone). */
+/** Every actor that appears in the audit, sorted: the actor terms' distinct values, and the actors of the entries not yet indexed. */
 export async function auditActors(database: GateDatabase): Promise<string[]> {
-  const rows = await database.db.selectFrom('audit_entries').select('actor').distinct().orderBy('actor').execute();
-  return rows.map((r) => r.actor);
+  return readSnapshot(database, async (db) => {
+    const indexedTo = await termsIndexedTo(db);
+    const rows = await db
+      .selectFrom('audit_entry_terms')
+      .select('value as actor')
+      .where('kind', '=', TERM_KINDS.actor)
+      .union(db.selectFrom('audit_log_leaves as l').innerJoin('audit_entries as e', 'e.id', 'l.item_id').select('e.actor').where('l.idx', '>=', indexedTo))
+      .orderBy('actor')
+      .execute();
+    return rows.map((r) => r.actor);
+  });
 }
