@@ -40,6 +40,8 @@ interface ListPart {
   rows: EntryRows;
   ts: string;
   id: string;
+  /** The same rows for counting, from fewer tables where the filters allow (the terms alone when no filter reads the entry). */
+  counted: EntryRows;
 }
 
 /** Every filter but `except` as conditions on the entry columns of `table` (times: `times.ts`). */
@@ -72,11 +74,8 @@ function drivingTerm(filter: EntryFilter): TermFilter | undefined {
 
 /** The entries the filters match, from audit_entries alone (no term filter, or `requestId`): by its time index or a request's trail index. */
 function entriesPart(db: Kysely<GateSchema>, filter: EntryFilter): ListPart {
-  return {
-    rows: whereAll(db.selectFrom('audit_entries').selectAll(), entryConditions(filter, 'audit_entries')),
-    ts: 'audit_entries.ts',
-    id: 'audit_entries.id',
-  };
+  const rows = whereAll(db.selectFrom('audit_entries').selectAll(), entryConditions(filter, 'audit_entries'));
+  return { rows, ts: 'audit_entries.ts', id: 'audit_entries.id', counted: rows };
 }
 
 /**
@@ -102,9 +101,19 @@ function termParts(db: Kysely<GateSchema>, filter: EntryFilter, term: TermFilter
     .select(ENTRY_COLUMNS.map((name) => sql.ref(`e.${name}`).as(name)))
     .where('l.idx', '>=', indexedTo)
     .$castTo<AuditRow>();
+  // Bounds on the time read the term's own ts; the other filters read the entry.
+  const times = entryConditions({ from: filter.from, to: filter.to }, 't');
+  const others = entryConditions({ ...filter, from: undefined, to: undefined }, 'e', term);
+  const range = db
+    .selectFrom('audit_entry_terms as t')
+    .select(['t.ts', 't.entry_id'])
+    .where('t.kind', '=', TERM_KINDS[term])
+    .where('t.value', '=', filter[term]!) as unknown as EntryRows;
+  const indexedRows = whereAll(indexed as unknown as EntryRows, [...times, ...others]);
+  const tailRows = whereAll(tail as unknown as EntryRows, entryConditions(filter, 'e'));
   return [
-    { rows: whereAll(indexed as unknown as EntryRows, entryConditions(filter, 'e', term, 't')), ts: 't.ts', id: 't.entry_id' },
-    { rows: whereAll(tail as unknown as EntryRows, entryConditions(filter, 'e')), ts: 'e.ts', id: 'e.id' },
+    { rows: indexedRows, ts: 't.ts', id: 't.entry_id', counted: others.length === 0 ? whereAll(range, times) : indexedRows },
+    { rows: tailRows, ts: 'e.ts', id: 'e.id', counted: tailRows },
   ];
 }
 
@@ -126,14 +135,8 @@ function newestFirstOf(part: ListPart, after: TimePosition | undefined, limit: n
   return rest.orderBy(sql`${ts} desc, ${id} desc`).limit(limit);
 }
 
-/**
- * The list's query for one page (what the index test explains): `limit` rows after `filter.after`,
- * skipping `skip`. With a term filter its two parts are each read newest first, cut at
- * `skip + limit` rows, and merged by (ts, id).
- */
-export async function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number, skip = 0): Promise<EntryRows> {
-  const { after, ...filters } = filter;
-  const parts = await listParts(db, filters);
+/** The query of one page of the parts: `limit` rows after `after`, skipping `skip`; two parts each read newest first, cut at `skip + limit` rows, and merged by (ts, id). */
+function pageQuery(db: Kysely<GateSchema>, parts: readonly ListPart[], after: TimePosition | undefined, limit: number, skip: number): EntryRows {
   if (parts.length === 1) {
     const query = newestFirstOf(parts[0]!, after, limit);
     return skip > 0 ? query.offset(skip) : query;
@@ -146,12 +149,28 @@ export async function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFi
   return skip > 0 ? merged.offset(skip) : merged;
 }
 
-/** How many entries the filters match; with `through`, only those at or before it in list order (newest first: the entries before the page after it). */
-async function countMatching(db: Kysely<GateSchema>, filter: EntryFilter, through?: TimePosition): Promise<number> {
+/** The list's query for one page (what the index test explains). */
+export async function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFilter, limit: number, skip = 0): Promise<EntryRows> {
+  const { after, ...filters } = filter;
+  return pageQuery(db, await listParts(db, filters), after, limit, skip);
+}
+
+/**
+ * One page's rows. When nothing of the unindexed part falls on or before the page (the job has
+ * caught up with the entries the filters match), the indexed part is read alone, as one index range.
+ */
+async function readPage(db: Kysely<GateSchema>, parts: readonly ListPart[], after: TimePosition | undefined, limit: number, skip: number): Promise<AuditRow[]> {
+  if (parts.length === 2 && (await newestFirstOf(parts[1]!, after, skip + limit).execute()).length === 0)
+    return pageQuery(db, parts.slice(0, 1), after, limit, skip).execute();
+  return pageQuery(db, parts, after, limit, skip).execute();
+}
+
+/** How many entries the parts hold; with `through`, only those at or before it in list order (newest first: the entries before the page after it). */
+async function countParts(parts: readonly ListPart[], through?: TimePosition): Promise<number> {
   let total = 0;
-  for (const part of await listParts(db, filter)) {
+  for (const part of parts) {
     const rows =
-      through === undefined ? part.rows : part.rows.where(sql<boolean>`(${sql.ref(part.ts)}, ${sql.ref(part.id)}) >= (${through.ts}, ${through.id})`);
+      through === undefined ? part.counted : part.counted.where(sql<boolean>`(${sql.ref(part.ts)}, ${sql.ref(part.id)}) >= (${through.ts}, ${through.id})`);
     const row = await rows
       .clearSelect()
       .select((eb) => eb.fn.countAll<number | string>().as('count'))
@@ -178,10 +197,10 @@ export async function listAudit(database: GateDatabase, filter: AuditListFilter,
   const { after, ...filters } = filter;
   // The page and its counts from one snapshot, so that they agree while entries are written.
   return readSnapshot(database, async (db) => {
-    const rows = (await (await auditListQuery(db, filter, page.limit + 1, page.offset)).execute()) as AuditRow[];
-    const found = pageOf(rows, page.limit);
-    const total = await countMatching(db, filters);
-    const offset = after === undefined ? page.offset : await countMatching(db, filters, after);
+    const parts = await listParts(db, filters);
+    const found = pageOf(await readPage(db, parts, after, page.limit + 1, page.offset), page.limit);
+    const total = await countParts(parts);
+    const offset = after === undefined ? page.offset : await countParts(parts, after);
     return { ...found, total, offset };
   });
 }
@@ -193,8 +212,16 @@ export async function auditActors(database: GateDatabase): Promise<string[]> {
     const rows = await db
       .selectFrom('audit_entry_terms')
       .select('value as actor')
+      .distinct()
       .where('kind', '=', TERM_KINDS.actor)
-      .union(db.selectFrom('audit_log_leaves as l').innerJoin('audit_entries as e', 'e.id', 'l.item_id').select('e.actor').where('l.idx', '>=', indexedTo))
+      .union(
+        db
+          .selectFrom('audit_log_leaves as l')
+          .crossJoin('audit_entries as e')
+          .whereRef('e.id', '=', 'l.item_id')
+          .select('e.actor')
+          .where('l.idx', '>=', indexedTo),
+      )
       .orderBy('actor')
       .execute();
     return rows.map((r) => r.actor);

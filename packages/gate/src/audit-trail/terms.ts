@@ -42,6 +42,13 @@ function termsOf(entry: Pick<AuditRow, 'id' | 'ts' | 'actor' | 'event' | 'action
   return values.flatMap(([kind, value]) => (value === null ? [] : [{ kind, value, ts: Number(entry.ts), entry_id: entry.id }]));
 }
 
+/** The terms' key order: (kind, value, ts, entry_id), as the table's primary key. */
+function byKey(a: AuditEntryTermRow, b: AuditEntryTermRow): number {
+  return (
+    a.kind - b.kind || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0) || a.ts - b.ts || (a.entry_id < b.entry_id ? -1 : a.entry_id > b.entry_id ? 1 : 0)
+  );
+}
+
 const termInserter = new BulkInserter<AuditTrailTables, 'audit_entry_terms'>('audit_entry_terms', {
   kind: 'integer',
   value: 'text',
@@ -109,7 +116,9 @@ export async function indexAuditTerms(database: GateDatabase): Promise<number> {
         .where('l.idx', '>=', from)
         .where('l.idx', '<', to)
         .execute();
-      await termInserter.insert(tablesOf<AuditTrailTables, GateSchema>(trx), dialect, entries.flatMap(termsOf));
+      // In key order: consecutive rows land on the same pages of the key's B-tree.
+      const terms = entries.flatMap(termsOf).sort(byKey);
+      await termInserter.insert(tablesOf<AuditTrailTables, GateSchema>(trx), dialect, terms);
       await trx.updateTable('audit_terms_progress').set({ indexed_to: to }).where('id', '=', 1).execute();
       return to - from;
     });
