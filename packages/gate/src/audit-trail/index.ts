@@ -8,7 +8,7 @@ export { auditTrailMigrations } from './migrations.ts';
 export { verifyAuditChain, type AuditChainHead, type AuditChainVerdict } from './chain.ts';
 export { type AuditEntry, auditChainVerdictSchema, auditEntrySchema, toAuditEntry } from './routes.ts';
 
-export { type AuditTrailTables } from './terms.ts';
+export type { AuditTrailTables } from './tables.ts';
 
 /** The audit list's routes, and the job that keeps its filters' terms (terms.ts); resolves to that job. */
 export const auditTrailFeature: GateFeature<PeriodicJob> = defineFeature('audit-trail', ({ app, context, job }) => {

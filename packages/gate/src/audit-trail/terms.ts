@@ -7,29 +7,11 @@ import { BulkInserter, forUpdate, tablesOf, type DialectName, type MigrationDb }
 import { sql } from 'kysely';
 import type { AuditRow } from '../requests/index.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
+import type { AuditEntryTermRow, AuditTrailTables } from './tables.ts';
 
 /** The filters the terms serve, by the number stored in `kind`. */
 export const TERM_KINDS = { actor: 1, event: 2, action: 3, keyId: 4 } as const;
 export type TermFilter = keyof typeof TERM_KINDS;
-
-/** One filter value of one entry: `(kind, value)` leads, so a filter reads one range in (ts, id) order. */
-export interface AuditEntryTermRow {
-  kind: number;
-  value: string;
-  ts: number;
-  entry_id: string;
-}
-
-/** How far the terms cover the log: every entry whose leaf index is below `indexed_to` has its terms (one row, id 1). */
-export interface AuditTermsProgressRow {
-  id: number;
-  indexed_to: number;
-}
-
-export interface AuditTrailTables {
-  audit_entry_terms: AuditEntryTermRow;
-  audit_terms_progress: AuditTermsProgressRow;
-}
 
 /** An entry's terms: one per filter column it has a value in (a policy's or expiry's entry has no key). */
 function termsOf(entry: Pick<AuditRow, 'id' | 'ts' | 'actor' | 'event' | 'action' | 'actor_key_id'>): AuditEntryTermRow[] {
