@@ -86,33 +86,27 @@ function entriesPart(db: Kysely<GateSchema>, filter: EntryFilter): ListPart {
  * the time index for them). Every other filter applies to the entry rows of both.
  */
 function termParts(db: Kysely<GateSchema>, filter: EntryFilter, term: TermFilter, indexedTo: number): [ListPart, ListPart] {
-  const indexed = db
-    .selectFrom('audit_entry_terms as t')
+  const termRange = db.selectFrom('audit_entry_terms as t').where('t.kind', '=', TERM_KINDS[term]).where('t.value', '=', filter[term]!);
+  const indexed = termRange
     .innerJoin('audit_entries as e', 'e.id', 't.entry_id')
     // The term's own (ts, id): the order and the page bounds read the term's key.
     .select(ENTRY_COLUMNS.map((name) => (name === 'id' ? sql.ref('t.entry_id').as('id') : sql.ref(`${name === 'ts' ? 't' : 'e'}.${name}`).as(name))))
-    .where('t.kind', '=', TERM_KINDS[term])
-    .where('t.value', '=', filter[term]!)
-    .$castTo<AuditRow>();
+    .$castTo<AuditRow>() as unknown as EntryRows;
   const tail = db
     .selectFrom('audit_log_leaves as l')
     .crossJoin('audit_entries as e')
     .whereRef('e.id', '=', 'l.item_id')
     .select(ENTRY_COLUMNS.map((name) => sql.ref(`e.${name}`).as(name)))
     .where('l.idx', '>=', indexedTo)
-    .$castTo<AuditRow>();
+    .$castTo<AuditRow>() as unknown as EntryRows;
   // Bounds on the time read the term's own ts; the other filters read the entry.
   const times = entryConditions({ from: filter.from, to: filter.to }, 't');
   const others = entryConditions({ ...filter, from: undefined, to: undefined }, 'e', term);
-  const range = db
-    .selectFrom('audit_entry_terms as t')
-    .select(['t.ts', 't.entry_id'])
-    .where('t.kind', '=', TERM_KINDS[term])
-    .where('t.value', '=', filter[term]!) as unknown as EntryRows;
-  const indexedRows = whereAll(indexed as unknown as EntryRows, [...times, ...others]);
-  const tailRows = whereAll(tail as unknown as EntryRows, entryConditions(filter, 'e'));
+  const indexedRows = whereAll(indexed, [...times, ...others]);
+  const tailRows = whereAll(tail, entryConditions(filter, 'e'));
+  const termsAlone = whereAll(termRange.select(['t.ts', 't.entry_id']) as unknown as EntryRows, times);
   return [
-    { rows: indexedRows, ts: 't.ts', id: 't.entry_id', counted: others.length === 0 ? whereAll(range, times) : indexedRows },
+    { rows: indexedRows, ts: 't.ts', id: 't.entry_id', counted: others.length === 0 ? termsAlone : indexedRows },
     { rows: tailRows, ts: 'e.ts', id: 'e.id', counted: tailRows },
   ];
 }
