@@ -8,6 +8,7 @@ import type { GateSchema } from '../schema.ts';
 import { assertGateError, startTestGate, type TestGate } from '../testing.ts';
 import type { AuditEntry, AuditPage } from './routes.ts';
 import { auditActors, auditListQuery, listAudit, type AuditListFilter } from './store.ts';
+import { indexAuditTerms } from './terms.ts';
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -433,6 +434,27 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
         }
       } else if (filter.requestId === undefined) assert.doesNotMatch(plan, /USE TEMP B-TREE|Sort/m, context);
     }
+  });
+
+  test('two runs of the terms job at once (two instances whose leases overlapped) write each term once and leave the mark at the log size', async () => {
+    for (let i = 0; i < 30; i += 1) await create({ action: i % 2 === 0 ? 'deploy' : 'pay' });
+    const { database } = gate.service.context;
+    const { db } = database;
+    const [first, second] = await Promise.all([indexAuditTerms(database), indexAuditTerms(database)]);
+    const size = Number((await db.selectFrom('audit_log_head').select('size').executeTakeFirstOrThrow()).size);
+    assert.equal(first + second, size, 'the two runs covered the log between them, once');
+    const terms = await db
+      .selectFrom('audit_entry_terms')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    // Each created entry: its actor, event and action (an admin key's entries have a key id too).
+    const entries = await db.selectFrom('audit_entries').select(['actor_key_id']).execute();
+    assert.equal(
+      Number(terms.n),
+      entries.reduce((sum, entry) => sum + (entry.actor_key_id === null ? 3 : 4), 0),
+    );
+    assert.equal(Number((await db.selectFrom('audit_terms_progress').select('indexed_to').executeTakeFirstOrThrow()).indexed_to), size);
+    assert.equal((await page('?action=deploy&limit=500')).pagination.total, 15);
   });
 
   test('a term filter answers the same before, while and after the terms job has indexed the entries: pages, cursors, offsets, totals and actors', async () => {
