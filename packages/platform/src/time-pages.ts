@@ -34,14 +34,22 @@ export const timeCursorSchema = z
   })
   .meta({ type: 'string' });
 
+/** The columns a newest-first list orders and bounds its pages by (qualified when the query joins tables that both have them). */
+export interface TimeColumns {
+  ts: string;
+  id: string;
+}
+
 /** The filtered query, newest first, starting after `after`, at most `limit` rows. */
 export function newestFirst<DB, TB extends keyof DB, Row extends TimePosition>(
   query: SelectQueryBuilder<DB, TB, Row>,
   after: TimePosition | undefined,
   limit: number,
+  columns: TimeColumns = { ts: 'ts', id: 'id' },
 ): SelectQueryBuilder<DB, TB, Row> {
-  const rest = after === undefined ? query : query.where(sql<boolean>`(ts, id) < (${after.ts}, ${after.id})`);
-  return rest.orderBy(sql`ts desc, id desc`).limit(limit);
+  const [ts, id] = [sql.ref(columns.ts), sql.ref(columns.id)];
+  const rest = after === undefined ? query : query.where(sql<boolean>`(${ts}, ${id}) < (${after.ts}, ${after.id})`);
+  return rest.orderBy(sql`${ts} desc, ${id} desc`).limit(limit);
 }
 
 /** One page of the filtered query and the cursor of the next (one row more is read to know whether it exists). */

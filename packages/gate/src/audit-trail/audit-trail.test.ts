@@ -485,12 +485,17 @@ await describeEachDatabase('gate audit: who decided, and the audit across reques
           (!query.has('event') || e.event === query.get('event')) &&
           (!query.has('actor') || e.actor === query.get('actor')) &&
           (!query.has('keyId') || e.actorKeyId === query.get('keyId')) &&
-          (!query.has('status') || e.event === 'approved'),
+          (!query.has('status') || e.event === 'approved') &&
+          // ISO 8601 with milliseconds in UTC: string order is time order; both bounds inclusive.
+          (!query.has('from') || e.timestamp >= query.get('from')!) &&
+          (!query.has('to') || e.timestamp <= query.get('to')!),
       );
     };
     const check = async (stage: string) => {
       const all = await everything();
-      for (const filter of filters) {
+      // Bounds on an entry's own time on each side, so inclusiveness shows in both parts.
+      const bounded = `&from=${encodeURIComponent(all.at(-3)!.timestamp)}&to=${encodeURIComponent(all[2]!.timestamp)}`;
+      for (const filter of [...filters, `&event=created${bounded}`, `&actor=api%3Aalice-key${bounded}`]) {
         const want = expected(all, filter);
         const whole = await page(`?limit=500${filter}`);
         assert.deepEqual(whole.entries, want, `${stage} ${filter}`);

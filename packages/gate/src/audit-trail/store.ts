@@ -1,9 +1,9 @@
-import { pageOf, readSnapshot, type TimePosition } from '@vigil/platform';
+import { newestFirst, pageOf, readSnapshot, type TimeColumns, type TimePosition } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { AuditRow } from '../requests/index.ts';
 import type { RequestStatus } from '../stored-formats/index.ts';
-import { TERM_KINDS, type TermFilter } from './terms.ts';
+import { entriesFromLeaf, TERM_COLUMNS, TERM_KINDS, type TermFilter } from './terms.ts';
 
 export interface AuditListFilter {
   action?: string;
@@ -23,9 +23,6 @@ export interface AuditListFilter {
 /** An entry's columns, in the order both halves of a filtered list give them. */
 const ENTRY_COLUMNS = ['id', 'request_id', 'action', 'ts', 'event', 'actor', 'actor_key_id', 'actor_key_name', 'details', 'seq', 'prev_hash', 'hash'] as const;
 
-/** The entry columns each term filter matches. */
-const TERM_COLUMNS = { actor: 'actor', event: 'event', action: 'action', keyId: 'actor_key_id' } as const;
-
 /** The filters, but the position: what every part of a list (its page and its counts) applies. */
 type EntryFilter = Omit<AuditListFilter, 'after'>;
 
@@ -36,10 +33,8 @@ type EntryRows = SelectQueryBuilder<GateSchema, 'audit_entries', AuditRow>;
  * Entry rows the filters match, read in one order: `ts` and `id` name the columns (of the table the
  * rows are read by) that order them and bound a page, so that an index on them serves both.
  */
-interface ListPart {
+interface ListPart extends TimeColumns {
   rows: EntryRows;
-  ts: string;
-  id: string;
   /** The same rows for counting, from fewer tables where the filters allow (the terms alone when no filter reads the entry). */
   counted: EntryRows;
 }
@@ -81,9 +76,8 @@ function entriesPart(db: Kysely<GateSchema>, filter: EntryFilter): ListPart {
 /**
  * A filtered list's two parts (docs/audit.md, "The audit list's filters"): the entries the terms
  * index so far, read by the driving term's range in (ts, id) order, and the entries whose leaves
- * follow `indexedTo` (the few committed since the terms job last ran), read from the log's leaves
- * first (SQLite's CROSS JOIN keeps that order; a planner without statistics would otherwise walk
- * the time index for them). Every other filter applies to the entry rows of both.
+ * follow `indexedTo` (the few committed since the terms job last ran), read through the log's
+ * leaves (entriesFromLeaf). Every other filter applies to the entry rows of both.
  */
 function termParts(db: Kysely<GateSchema>, filter: EntryFilter, term: TermFilter, indexedTo: number): [ListPart, ListPart] {
   const termRange = db.selectFrom('audit_entry_terms as t').where('t.kind', '=', TERM_KINDS[term]).where('t.value', '=', filter[term]!);
@@ -92,12 +86,8 @@ function termParts(db: Kysely<GateSchema>, filter: EntryFilter, term: TermFilter
     // The term's own (ts, id): the order and the page bounds read the term's key.
     .select(ENTRY_COLUMNS.map((name) => (name === 'id' ? sql.ref('t.entry_id').as('id') : sql.ref(`${name === 'ts' ? 't' : 'e'}.${name}`).as(name))))
     .$castTo<AuditRow>() as unknown as EntryRows;
-  const tail = db
-    .selectFrom('audit_log_leaves as l')
-    .crossJoin('audit_entries as e')
-    .whereRef('e.id', '=', 'l.item_id')
+  const tail = entriesFromLeaf(db, indexedTo)
     .select(ENTRY_COLUMNS.map((name) => sql.ref(`e.${name}`).as(name)))
-    .where('l.idx', '>=', indexedTo)
     .$castTo<AuditRow>() as unknown as EntryRows;
   // Bounds on the time read the term's own ts; the other filters read the entry.
   const times = entryConditions({ from: filter.from, to: filter.to }, 't');
@@ -122,20 +112,13 @@ async function termsIndexedTo(db: Kysely<GateSchema>): Promise<number> {
   return Number((await db.selectFrom('audit_terms_progress').select('indexed_to').where('id', '=', 1).executeTakeFirstOrThrow()).indexed_to);
 }
 
-/** A part's rows newest first after `after`, at most `limit` of them. */
-function newestFirstOf(part: ListPart, after: TimePosition | undefined, limit: number): EntryRows {
-  const [ts, id] = [sql.ref(part.ts), sql.ref(part.id)];
-  const rest = after === undefined ? part.rows : part.rows.where(sql<boolean>`(${ts}, ${id}) < (${after.ts}, ${after.id})`);
-  return rest.orderBy(sql`${ts} desc, ${id} desc`).limit(limit);
-}
-
 /** The query of one page of the parts: `limit` rows after `after`, skipping `skip`; two parts each read newest first, cut at `skip + limit` rows, and merged by (ts, id). */
 function pageQuery(db: Kysely<GateSchema>, parts: readonly ListPart[], after: TimePosition | undefined, limit: number, skip: number): EntryRows {
   if (parts.length === 1) {
-    const query = newestFirstOf(parts[0]!, after, limit);
+    const query = newestFirst(parts[0]!.rows, after, limit, parts[0]);
     return skip > 0 ? query.offset(skip) : query;
   }
-  const [indexed, tail] = parts.map((part) => db.selectFrom(newestFirstOf(part, after, skip + limit).as('m')).selectAll() as unknown as EntryRows);
+  const [indexed, tail] = parts.map((part) => db.selectFrom(newestFirst(part.rows, after, skip + limit, part).as('m')).selectAll() as unknown as EntryRows);
   const merged = indexed!
     .unionAll(tail!)
     .orderBy(sql`ts desc, id desc`)
@@ -150,13 +133,12 @@ export async function auditListQuery(db: Kysely<GateSchema>, filter: AuditListFi
 }
 
 /**
- * One page's rows. When nothing of the unindexed part falls on or before the page (the job has
- * caught up with the entries the filters match), the indexed part is read alone, as one index range.
+ * One page's rows. When no entry of the unindexed part follows the page's start (the job has caught
+ * up with the entries the filters match), the indexed part is read alone, as one index range.
  */
 async function readPage(db: Kysely<GateSchema>, parts: readonly ListPart[], after: TimePosition | undefined, limit: number, skip: number): Promise<AuditRow[]> {
-  if (parts.length === 2 && (await newestFirstOf(parts[1]!, after, skip + limit).execute()).length === 0)
-    return pageQuery(db, parts.slice(0, 1), after, limit, skip).execute();
-  return pageQuery(db, parts, after, limit, skip).execute();
+  const caughtUp = parts.length === 2 && (await newestFirst(parts[1]!.rows, after, 1, parts[1]).execute()).length === 0;
+  return pageQuery(db, caughtUp ? parts.slice(0, 1) : parts, after, limit, skip).execute();
 }
 
 /** How many entries the parts hold; with `through`, only those at or before it in list order (newest first: the entries before the page after it). */
@@ -202,20 +184,12 @@ export async function listAudit(database: GateDatabase, filter: AuditListFilter,
 /** Every actor that appears in the audit, sorted: the actor terms' distinct values, and the actors of the entries not yet indexed. */
 export async function auditActors(database: GateDatabase): Promise<string[]> {
   return readSnapshot(database, async (db) => {
-    const indexedTo = await termsIndexedTo(db);
     const rows = await db
       .selectFrom('audit_entry_terms')
       .select('value as actor')
       .distinct()
       .where('kind', '=', TERM_KINDS.actor)
-      .union(
-        db
-          .selectFrom('audit_log_leaves as l')
-          .crossJoin('audit_entries as e')
-          .whereRef('e.id', '=', 'l.item_id')
-          .select('e.actor')
-          .where('l.idx', '>=', indexedTo),
-      )
+      .union(entriesFromLeaf(db, await termsIndexedTo(db)).select('e.actor'))
       .orderBy('actor')
       .execute();
     return rows.map((r) => r.actor);

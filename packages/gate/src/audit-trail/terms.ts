@@ -4,7 +4,7 @@
 // batches, in commit order, by a background job, and a list reads them for the entries indexed so
 // far and reads the few entries committed since straight from the log's leaves.
 import { BulkInserter, forUpdate, tablesOf, type DialectName, type MigrationDb } from '@vigil/platform';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { AuditRow } from '../requests/index.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { AuditEntryTermRow, AuditTrailTables } from './tables.ts';
@@ -12,16 +12,26 @@ import type { AuditEntryTermRow, AuditTrailTables } from './tables.ts';
 /** The filters the terms serve, by the number stored in `kind`. */
 export const TERM_KINDS = { actor: 1, event: 2, action: 3, keyId: 4 } as const;
 export type TermFilter = keyof typeof TERM_KINDS;
+const TERM_FILTERS = Object.keys(TERM_KINDS) as TermFilter[];
+
+/** The entry column each filter matches. */
+export const TERM_COLUMNS = { actor: 'actor', event: 'event', action: 'action', keyId: 'actor_key_id' } as const satisfies Record<TermFilter, keyof AuditRow>;
 
 /** An entry's terms: one per filter column it has a value in (a policy's or expiry's entry has no key). */
-function termsOf(entry: Pick<AuditRow, 'id' | 'ts' | 'actor' | 'event' | 'action' | 'actor_key_id'>): AuditEntryTermRow[] {
-  const values: [number, string | null][] = [
-    [TERM_KINDS.actor, entry.actor],
-    [TERM_KINDS.event, entry.event],
-    [TERM_KINDS.action, entry.action],
-    [TERM_KINDS.keyId, entry.actor_key_id],
-  ];
-  return values.flatMap(([kind, value]) => (value === null ? [] : [{ kind, value, ts: Number(entry.ts), entry_id: entry.id }]));
+function termsOf(entry: Pick<AuditRow, 'id' | 'ts' | (typeof TERM_COLUMNS)[TermFilter]>): AuditEntryTermRow[] {
+  return TERM_FILTERS.flatMap((filter) => {
+    const value = entry[TERM_COLUMNS[filter]];
+    return value === null ? [] : [{ kind: TERM_KINDS[filter], value, ts: Number(entry.ts), entry_id: entry.id }];
+  });
+}
+
+/**
+ * The entries whose audit-log leaves are at `from` or after, each row the leaf (`l`) with its entry
+ * (`e`); other leaves (changes, heads, erasures) match no entry. The leaves lead (SQLite's CROSS JOIN
+ * keeps that order; a planner without statistics would otherwise walk the entries for them).
+ */
+export function entriesFromLeaf(db: Kysely<GateSchema>, from: number) {
+  return db.selectFrom('audit_log_leaves as l').crossJoin('audit_entries as e').whereRef('e.id', '=', 'l.item_id').where('l.idx', '>=', from);
 }
 
 /** The terms' key order: (kind, value, ts, entry_id), as the table's primary key. */
@@ -58,14 +68,11 @@ export async function createAuditTerms(db: MigrationDb, dialect: DialectName): P
     .addColumn('id', 'integer', (c) => c.primaryKey())
     .addColumn('indexed_to', 'bigint', (c) => c.notNull())
     .execute();
-  for (const [filter, column] of [
-    ['actor', 'actor'],
-    ['event', 'event'],
-    ['action', 'action'],
-    ['keyId', 'actor_key_id'],
-  ] as const)
+  for (const filter of TERM_FILTERS) {
+    const column = sql.ref(TERM_COLUMNS[filter]);
     await sql`insert into audit_entry_terms (kind, value, ts, entry_id)
-              select ${TERM_KINDS[filter]}, ${sql.ref(column)}, ts, id from audit_entries where ${sql.ref(column)} is not null`.execute(db);
+              select ${TERM_KINDS[filter]}, ${column}, ts, id from audit_entries where ${column} is not null`.execute(db);
+  }
   await sql`insert into audit_terms_progress (id, indexed_to) select 1, size from audit_log_head where id = 1`.execute(db);
   await sql`insert into audit_terms_progress (id, indexed_to) select 1, 0 where not exists (select 1 from audit_terms_progress)`.execute(db);
   for (const index of ['audit_actor_ts', 'audit_event_ts', 'audit_action_ts', 'audit_key_ts']) await db.schema.dropIndex(index).execute();
@@ -91,11 +98,8 @@ export async function indexAuditTerms(database: GateDatabase): Promise<number> {
       );
       const to = Math.min(size, from + LEAVES_PER_TRANSACTION);
       if (to <= from) return 0;
-      const entries = await trx
-        .selectFrom('audit_log_leaves as l')
-        .innerJoin('audit_entries as e', 'e.id', 'l.item_id')
+      const entries = await entriesFromLeaf(trx, from)
         .select(['e.id', 'e.ts', 'e.actor', 'e.event', 'e.action', 'e.actor_key_id'])
-        .where('l.idx', '>=', from)
         .where('l.idx', '<', to)
         .execute();
       // In key order: consecutive rows land on the same pages of the key's B-tree.
