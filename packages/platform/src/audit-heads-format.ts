@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { canonicalJson } from './crypto.ts';
-import { leafHash, nodeHash, verifyInclusion } from './merkle.ts';
+import { leafHash, sha256, verifyInclusion, writeNodeHash } from './merkle.ts';
 
 /**
  * The map of scope heads (docs/audit.md, "Session heads"): each scope's (session's, request's)
@@ -44,8 +44,9 @@ export interface ScopeHead {
 
 /** The first 24 bits of SHA-256 of a scope's id (UTF-8): its bucket under every bucket count (headBucketOf). */
 export function headKeyOf(scopeId: string): number {
-  const digest = hash('sha256', Buffer.from(scopeId, 'utf8'), 'buffer');
-  return (digest[0]! << 16) | (digest[1]! << 8) | digest[2]!;
+  // One byte a character: no Buffer made for the three bytes read.
+  const digest = hash('sha256', scopeId, 'binary');
+  return (digest.charCodeAt(0) << 16) | (digest.charCodeAt(1) << 8) | digest.charCodeAt(2);
 }
 
 /** The bits a key keeps to name its bucket among `buckets`. */
@@ -86,7 +87,7 @@ export function headBucketHash(entryTexts: readonly string[]): Buffer {
 
 /** The same from the bucket's text: its entries' texts, each followed by "\n", in scope order. */
 export function headBucketTextHash(text: string): Buffer {
-  return hash('sha256', text, 'buffer');
+  return sha256(text);
 }
 
 const EMPTY_BUCKET_LEAF = leafHash(headBucketHash([]));
@@ -118,7 +119,8 @@ export class HeadMapTree {
   }
 
   private rehash(index: number): void {
-    nodeHash(this.node(2 * index), this.node(2 * index + 1)).copy(this.nodes, index * 32);
+    // A node's children are adjacent (2i, 2i + 1): hashed in the tree's buffer, no Buffer made.
+    writeNodeHash(this.nodes, index * 64, index * 32);
   }
 
   /** Sets the buckets' hashes, rehashing each node above them once (a node several changed buckets share is not rehashed for each). */
@@ -136,6 +138,12 @@ export class HeadMapTree {
       }
       dirty = above;
     }
+  }
+
+  /** Whether bucket `bucket` is empty: its leaf is the empty bucket's. */
+  isEmpty(bucket: number): boolean {
+    const at = (this.buckets + bucket) * 32;
+    return EMPTY_BUCKET_LEAF.compare(this.nodes, at, at + 32) === 0;
   }
 
   get root(): Buffer {

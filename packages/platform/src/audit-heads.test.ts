@@ -223,6 +223,64 @@ await describeEachDatabase('the map of heads: growing buckets, proofs, and the r
     );
   });
 
+  test("a bucket's text is edited in place: scopes whose ids need escaping or sort by UTF-16 code units are found, placed, moved on and removed as the map from scratch has them", async () => {
+    await migrateToLatest(database, { ...steps, ...growth });
+    // Ids that share one bucket (4,096 buckets), each prefix followed by the first counter that lands there.
+    const bucket = headBucketOf('plain');
+    const prefixes = ['plain-', 'q"uote-', 'back\\slash-', 'line\nbreak-', 'tab\t-', 'é-', 'Z-', 'a-', '😀-', '\uffff-', 'scope":"x"}-', '-'];
+    const ids = prefixes.map((prefix) => {
+      for (let i = 0; ; i++) if (headBucketOf(`${prefix}${i}`) === bucket) return `${prefix}${i}`;
+    });
+    const cache: { current?: HeadMapCache } = {};
+    const checkpoint = async (changes: [number, number | null][], expected: Record<number, number | null>) => {
+      await write(new Map(changes.map(([i, seq]) => [ids[i]!, seq])));
+      const size = await commit(cache);
+      await assertCommitsEveryHead(size);
+      await assertBucketTexts(size, 4096);
+      for (const [i, seq] of Object.entries(expected))
+        await assertProof(size - 1, ids[Number(i)]!, seq === null ? null : { seq, hash: hashOf(ids[Number(i)]!, seq) });
+    };
+    // Every other one first, then the rest between them, then heads moved on, then some removed and one back.
+    await checkpoint(
+      [0, 2, 4, 6, 8, 10].map((i) => [i, 0]),
+      { 0: 0, 1: null, 10: 0 },
+    );
+    await checkpoint(
+      [1, 3, 5, 7, 9, 11].map((i) => [i, 0]),
+      { 1: 0, 11: 0, 9: 0 },
+    );
+    await checkpoint(
+      [
+        [1, 1],
+        [10, 2],
+        [11, 1],
+        [0, 3],
+      ],
+      { 1: 1, 10: 2, 11: 1, 0: 3, 2: 0 },
+    );
+    await checkpoint(
+      [
+        [1, null],
+        [10, null],
+        [5, null],
+        [11, 2],
+      ],
+      { 1: null, 10: null, 5: null, 11: 2, 6: 0 },
+    );
+    await checkpoint(
+      [
+        [10, 0],
+        [6, 1],
+      ],
+      { 10: 0, 6: 1, 1: null },
+    );
+    // And from the stored rows alone (no tree or draft in memory).
+    await write(new Map([[ids[3]!, 4]]));
+    const size = await commit({});
+    await assertCommitsEveryHead(size);
+    await assertProof(size - 1, ids[3]!, { seq: 4, hash: hashOf(ids[3]!, 4) });
+  });
+
   /**
    * Between a checkpoint's draft (made without the log's lock) and its commit the service goes on
    * writing: scopes the draft holds move on or go, new ones come, and enough of them to double the

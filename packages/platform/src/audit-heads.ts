@@ -219,36 +219,60 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
     .map(({ scopeId, head }) => headEntryText(scopeId, head));
 }
 
-/** A bucket being changed: each present scope's entry text (headEntryText), by scope. */
-type BucketTexts = Map<string, string>;
-
 /** The scope of an entry text: its last member, `"scope":<string>` (read as it is when it has no escape). */
 function scopeOfEntryText(text: string): string {
   const quoted = text.slice(text.lastIndexOf(',"scope":') + 9, -1);
   return quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
 }
 
-/** A bucket's stored text (AuditHeadBucketTextRow.entries): its entries in scope order, each followed by "\n". */
-function bucketText(entries: BucketTexts): string {
-  // Joined, not appended: a flat string, which the hash and the insert take without flattening it.
-  return [...entries.keys()]
-    .sort()
-    .map((scopeId) => `${entries.get(scopeId)!}\n`)
+/** A bucket's text (AuditHeadBucketTextRow.entries) from its entries: their texts in scope order, each followed by "\n". */
+function bucketTextOf(entries: ReadonlyMap<string, ScopeHead>): string {
+  return entryTexts(entries)
+    .map((text) => `${text}\n`)
     .join('');
 }
 
 /**
- * The entries of `buckets` among `count` as the heads leaf at `asOf` (the latest) left them: from
- * each bucket's row where it has one, else from the entries' versions.
+ * A bucket's text with scope `scopeId`'s entry set to `entry` (undefined: none), and the entry it
+ * had. Edited as text, not parsed into entries and joined again: a checkpoint changes one entry in
+ * most buckets it touches. The entry is found by its last member, `,"scope":<id>}` as `member`
+ * spells it, which no other place in a bucket's text can hold (a quote inside a JSON string is
+ * escaped); a new one goes where scope order puts it.
  */
-async function currentBucketTexts(
-  db: HeadDb,
-  dialect: DialectName,
-  buckets: readonly number[],
-  count: number,
-  asOf: number,
-): Promise<Map<number, BucketTexts>> {
-  const found = new Map<number, BucketTexts>();
+function withEntry(text: string, scopeId: string, member: string, entry: string | undefined): { text: string; before: string | undefined } {
+  let start: number;
+  let end: number;
+  let before: string | undefined;
+  const found = text.indexOf(`${member}\n`);
+  if (found >= 0) {
+    start = text.lastIndexOf('\n', found) + 1;
+    end = found + member.length + 1;
+    before = text.slice(start, end - 1);
+  } else {
+    start = 0;
+    while (start < text.length) {
+      const next = text.indexOf('\n', start);
+      if (scopeOfEntryText(text.slice(start, next)) > scopeId) break;
+      start = next + 1;
+    }
+    end = start;
+  }
+  if (entry === before) return { text, before };
+  return { text: text.slice(0, start) + (entry === undefined ? '' : `${entry}\n`) + text.slice(end), before };
+}
+
+/** The last member of a scope's entry text (withEntry), whatever its head. */
+function scopeMember(scopeId: string, entry: string | undefined): string {
+  const text = entry ?? headEntryText(scopeId, { seq: 0, hash: null });
+  return text.slice(text.lastIndexOf(',"scope":'));
+}
+
+/**
+ * The texts of `buckets` among `count` as the heads leaf at `asOf` (the latest) left them: each
+ * bucket's row where it has one, else built from the entries' versions.
+ */
+async function currentBucketTexts(db: HeadDb, dialect: DialectName, buckets: readonly number[], count: number, asOf: number): Promise<Map<number, string>> {
+  const found = new Map<number, string>();
   if (buckets.length > 0) {
     const { rows } = await sql<{ bucket: number; entries: string }>`
       select bucket, entries from audit_head_bucket_texts
@@ -258,15 +282,10 @@ async function currentBucketTexts(
         buckets.map((bucket) => count + bucket),
         'integer',
       )}`.execute(db);
-    for (const row of rows) {
-      const entries: BucketTexts = new Map();
-      for (const text of row.entries.split('\n')) if (text !== '') entries.set(scopeOfEntryText(text), text);
-      found.set(Number(row.bucket) - count, entries);
-    }
+    for (const row of rows) found.set(Number(row.bucket) - count, row.entries);
   }
   const missing = buckets.filter((bucket) => !found.has(bucket));
-  for (const [bucket, heads] of await bucketEntriesAt(db, missing, count, asOf))
-    found.set(bucket, new Map([...heads].map(([scopeId, head]) => [scopeId, headEntryText(scopeId, head)])));
+  for (const [bucket, heads] of await bucketEntriesAt(db, missing, count, asOf)) found.set(bucket, bucketTextOf(heads));
   return found;
 }
 
@@ -325,8 +344,8 @@ interface AbsorbedScope {
  */
 export class HeadMapDraft {
   private readonly absorbed = new Map<string, AbsorbedScope>();
-  /** The changed buckets' entries (under `count`): the base's, with the absorbed heads applied. */
-  private buckets = new Map<number, BucketTexts>();
+  /** The changed buckets' texts (under `count`): the base's, with the absorbed heads applied. */
+  private buckets = new Map<number, string>();
   /** Whether `buckets` holds the whole map (rebucketed under more buckets): a bucket not in it is empty. */
   private whole = false;
   /** Buckets changed since their hash was last computed. */
@@ -392,7 +411,11 @@ export class HeadMapDraft {
       const keys = new Map(rows.map((row) => [row.scope_id, this.absorbed.get(row.scope_id)?.key ?? headKeyOf(row.scope_id)]));
       if (!this.whole) {
         const unread = [...new Set([...keys.values()].map((key) => headBucketOfKey(key, this.count)))].filter((bucket) => !this.buckets.has(bucket));
-        for (const [bucket, entries] of await currentBucketTexts(db, this.dialect, unread, this.count, this.baseIndex)) this.buckets.set(bucket, entries);
+        // A bucket the base's tree has empty is not read back (most of a young map's are): for every bucket this draft has not
+        // changed yet, the tree is still the base's.
+        const stored = unread.filter((bucket) => !this.tree!.isEmpty(bucket));
+        for (const bucket of unread) this.buckets.set(bucket, '');
+        for (const [bucket, text] of await currentBucketTexts(db, this.dialect, stored, this.count, this.baseIndex)) this.buckets.set(bucket, text);
       }
       for (const [scopeId, key] of keys) this.apply(scopeId, key, heads.get(scopeId));
       const count = headBucketCount(this.baseCount, this.scopes);
@@ -406,46 +429,42 @@ export class HeadMapDraft {
     const present = head !== undefined && head.seq >= 0 ? head : undefined;
     const now = present === undefined ? undefined : headEntryText(scopeId, present);
     const bucket = headBucketOfKey(key, this.count);
-    let entries = this.buckets.get(bucket);
-    if (entries === undefined) this.buckets.set(bucket, (entries = new Map()));
-    const before = entries.get(scopeId);
+    const { text, before } = withEntry(this.buckets.get(bucket) ?? '', scopeId, scopeMember(scopeId, now), now);
     const known = this.absorbed.get(scopeId);
     this.absorbed.set(scopeId, { key, was: known === undefined ? before : known.was, now, head: present });
     if (before === now) return;
-    if (now === undefined) entries.delete(scopeId);
-    else entries.set(scopeId, now);
+    this.buckets.set(bucket, text);
     this.scopes += (now === undefined ? 0 : 1) - (before === undefined ? 0 : 1);
     this.stale.add(bucket);
   }
 
   /** The map outgrew its buckets (headBucketCount): every entry of the base, bucketed anew under `count`, with the absorbed heads. */
   private async rebucket(db: HeadDb, count: number): Promise<void> {
-    const buckets = new Map<number, BucketTexts>();
-    const entriesOf = (bucket: number): BucketTexts => {
-      let entries = buckets.get(bucket);
-      if (entries === undefined) buckets.set(bucket, (entries = new Map()));
+    const heads = new Map<number, Map<string, ScopeHead>>();
+    const headsOf = (bucket: number): Map<string, ScopeHead> => {
+      let entries = heads.get(bucket);
+      if (entries === undefined) heads.set(bucket, (entries = new Map()));
       return entries;
     };
-    for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, this.baseIndex))
-      entriesOf(headBucketOfKey(entry.key, count)).set(entry.scopeId, headEntryText(entry.scopeId, entry.head));
-    for (const [scopeId, { key, now }] of this.absorbed) {
-      const entries = entriesOf(headBucketOfKey(key, count));
-      if (now === undefined) entries.delete(scopeId);
-      else entries.set(scopeId, now);
+    for (const entry of await entriesAt(db, sql`e.head_seq >= 0`, this.baseIndex)) headsOf(headBucketOfKey(entry.key, count)).set(entry.scopeId, entry.head);
+    for (const [scopeId, { key, head }] of this.absorbed) {
+      const entries = headsOf(headBucketOfKey(key, count));
+      if (head === undefined) entries.delete(scopeId);
+      else entries.set(scopeId, head);
     }
     this.count = count;
-    this.buckets = buckets;
+    this.buckets = new Map([...heads].map(([bucket, entries]) => [bucket, bucketTextOf(entries)]));
     this.whole = true;
     this.tree = undefined;
     this.sealed.clear();
-    this.stale = new Set(buckets.keys());
+    this.stale = new Set(this.buckets.keys());
   }
 
   /** Rehashes the buckets changed since the last call, and their paths in the map's tree. */
   private seal(): void {
     const hashes = new Map<number, Buffer>();
     for (const bucket of this.stale) {
-      const text = bucketText(this.buckets.get(bucket)!);
+      const text = this.buckets.get(bucket)!;
       const hash = headBucketTextHash(text);
       this.sealed.set(bucket, { text, hash });
       hashes.set(bucket, hash);

@@ -21,8 +21,17 @@ export interface NodeRef {
 /** The root of a perfect subtree (level 0: the leaf hash). */
 export type NodeReader = (level: number, index: number) => Buffer;
 
+/**
+ * SHA-256 as a Buffer. crypto.hash's 'buffer' output gives every digest an ArrayBuffer of its own
+ * (about 1.5 µs a call here, and a backing store for the GC to free); its latin1 string copied into
+ * Node's pooled buffers costs 0.6 µs. Every leaf and node of a log is hashed here.
+ */
+export function sha256(input: Buffer | string): Buffer {
+  return Buffer.from(hash('sha256', input, 'binary'), 'binary');
+}
+
 /** MTH({}) = SHA-256() */
-export const EMPTY_ROOT: Buffer = hash('sha256', Buffer.alloc(0), 'buffer');
+export const EMPTY_ROOT: Buffer = sha256(Buffer.alloc(0));
 
 // One-shot hashing of a reused input buffer: a verifier hashes tens of thousands of nodes, and a
 // Hash object per node costs about twice the hashing itself. hash() reads its input before it returns.
@@ -34,15 +43,21 @@ export function leafHash(leaf: Buffer | string): Buffer {
   const data = typeof leaf === 'string' ? Buffer.from(leaf, 'utf8') : leaf;
   if (data.length + 1 > leafInput.length) leafInput = Buffer.alloc(data.length + 1);
   data.copy(leafInput, 1);
-  return hash('sha256', leafInput.subarray(0, data.length + 1), 'buffer');
+  return sha256(leafInput.subarray(0, data.length + 1));
 }
 
 /** SHA-256(0x01 || left || right); both 32 bytes (the tree's hashes). */
 export function nodeHash(left: Buffer, right: Buffer): Buffer {
-  if (left.length !== 32 || right.length !== 32) return hash('sha256', Buffer.concat([nodeInput.subarray(0, 1), left, right]), 'buffer');
+  if (left.length !== 32 || right.length !== 32) return sha256(Buffer.concat([nodeInput.subarray(0, 1), left, right]));
   left.copy(nodeInput, 1);
   right.copy(nodeInput, 33);
-  return hash('sha256', nodeInput, 'buffer');
+  return sha256(nodeInput);
+}
+
+/** Writes into a tree kept in one buffer, at `at`, the nodeHash of the two hashes stored side by side at `children`. */
+export function writeNodeHash(nodes: Buffer, children: number, at: number): void {
+  nodes.copy(nodeInput, 1, children, children + 64);
+  nodes.write(hash('sha256', nodeInput, 'binary'), at, 32, 'binary');
 }
 
 /** The largest power of two strictly less than n (n ≥ 2): where the RFC splits a tree of n leaves. */
