@@ -8,11 +8,13 @@ import {
   headBucketHash,
   headBucketKeys,
   headBucketOf,
+  headEntryText,
   headKeyOf,
   HeadMapTree,
   headsLeafText,
   parseHeadsLeaf,
 } from './audit-heads-format.ts';
+import { canonicalJson } from './crypto.ts';
 import { inclusionProof, leafHash, nodeHash, treeRoot, type NodeReader } from './merkle.ts';
 
 const bucketHash = (seed: string): Buffer => createHash('sha256').update(seed).digest();
@@ -68,6 +70,20 @@ describe('the map of heads', () => {
       const { first, last } = headBucketKeys(headBucketOf('session-42', count), count);
       assert.ok(first <= headKeyOf('session-42') && headKeyOf('session-42') <= last);
     }
+  });
+
+  test("an entry is the canonical JSON of {headHash, headSeq, scope}, whatever the id's characters; a lone surrogate is refused as canonicalJson refuses it", () => {
+    for (const scope of ['s-1', 'q"uote\\back', 'line\nbreak\u0001', 'é中😀', '\u2028\u007f']) {
+      for (const head of [
+        { seq: 0, hash: null },
+        { seq: 41, hash: 'ab'.repeat(32) },
+        { seq: -1, hash: null },
+      ])
+        assert.equal(headEntryText(scope, head), canonicalJson({ headHash: head.hash, headSeq: head.seq, scope }), scope);
+      const digest = createHash('sha256').update(scope, 'utf8').digest();
+      assert.equal(headKeyOf(scope), (digest[0]! << 16) | (digest[1]! << 8) | digest[2]!, `${scope}'s key is read from SHA-256 of its UTF-8`);
+    }
+    assert.throws(() => headEntryText('a\ud800b', { seq: 0, hash: null }), /Lone surrogate/);
   });
 
   test('a heads leaf names its bucket count: a power of two from 4,096 to 2^24, anything else is not a heads leaf', () => {

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { canonicalJson } from './crypto.ts';
+import { canonicalJson, canonicalString } from './crypto.ts';
 import { leafHash, sha256, verifyInclusion, writeNodeHash } from './merkle.ts';
 
 /**
@@ -72,7 +72,8 @@ export function headBucketKeys(bucket: number, buckets: number): { first: number
 
 /** A map entry: the canonical JSON of {headHash, headSeq, scope}. */
 export function headEntryText(scopeId: string, head: ScopeHead): string {
-  return canonicalJson({ headHash: head.hash, headSeq: head.seq, scope: scopeId });
+  // Written out (a checkpoint writes one per changed scope): its members in RFC 8785's order, a safe integer as its digits.
+  return `{"headHash":${head.hash === null ? 'null' : canonicalString(head.hash)},"headSeq":${head.seq},"scope":${canonicalString(scopeId)}}`;
 }
 
 /** Orders a bucket's entries by scope id (UTF-16 code units, as JavaScript compares strings). */
@@ -125,16 +126,20 @@ export class HeadMapTree {
 
   /** Sets the buckets' hashes, rehashing each node above them once (a node several changed buckets share is not rehashed for each). */
   setAll(changes: ReadonlyMap<number, Buffer>): void {
-    let dirty = new Set<number>();
+    // Node indices in ascending order, each once: a level's parents (i >> 1) come out in order too.
+    let dirty: number[] = [];
     for (const [bucket, bucketHash] of changes) {
       leafHash(bucketHash).copy(this.nodes, (this.buckets + bucket) * 32);
-      dirty.add((this.buckets + bucket) >> 1);
+      dirty.push((this.buckets + bucket) >> 1);
     }
-    while (dirty.size > 0) {
-      const above = new Set<number>();
-      for (const index of dirty) {
+    dirty.sort((a, b) => a - b);
+    while (dirty.length > 0) {
+      const above: number[] = [];
+      for (let i = 0; i < dirty.length; i++) {
+        const index = dirty[i]!;
+        if (i > 0 && index === dirty[i - 1]) continue;
         this.rehash(index);
-        if (index > 1) above.add(index >> 1);
+        if (index > 1) above.push(index >> 1);
       }
       dirty = above;
     }

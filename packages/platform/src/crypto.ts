@@ -50,12 +50,17 @@ function sortKeys(keys: string[]): void {
   }
 }
 
+/** A string as canonicalJson writes it (RFC 8785: as ECMAScript serialises it; a lone surrogate refused). */
+export function canonicalString(text: string): string {
+  checkWellFormed(text);
+  return JSON.stringify(text);
+}
+
 /** `open`: the objects and arrays being written, outermost first (a value found among them is a cycle). */
 function canonical(value: unknown, open: object[]): string | undefined {
   switch (typeof value) {
     case 'string':
-      checkWellFormed(value);
-      return JSON.stringify(value);
+      return canonicalString(value);
     case 'number':
       if (!Number.isFinite(value)) throw new Error(Number.isNaN(value) ? 'NaN is not allowed' : 'Infinity is not allowed');
       return JSON.stringify(value);
