@@ -327,12 +327,25 @@ async function readScopeHeads(db: HeadDb, dialect: DialectName, source: ScopeHea
   return heads;
 }
 
-/** An absorbed scope: its head key, its entry text at the draft's base and now (undefined: not in the map), and its head now. */
+/** An absorbed scope: its head key, and its head at the draft's base and now (undefined: not in the map). */
 interface AbsorbedScope {
   key: number;
-  was: string | undefined;
-  now: string | undefined;
+  was: ScopeHead | undefined;
   head: ScopeHead | undefined;
+}
+
+/**
+ * The head an entry text states (undefined: no entry). Parsed, not kept as the text: a slice of a
+ * bucket's text would keep the whole old text alive for as long as the draft.
+ */
+function headOfEntry(text: string | undefined): ScopeHead | undefined {
+  if (text === undefined) return undefined;
+  const entry = JSON.parse(text) as { headHash: string | null; headSeq: number };
+  return { seq: entry.headSeq, hash: entry.headHash };
+}
+
+function sameHead(a: ScopeHead | undefined, b: ScopeHead | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : a.seq === b.seq && a.hash === b.hash;
 }
 
 /**
@@ -431,7 +444,7 @@ export class HeadMapDraft {
     const bucket = headBucketOfKey(key, this.count);
     const { text, before } = withEntry(this.buckets.get(bucket) ?? '', scopeId, scopeMember(scopeId, now), now);
     const known = this.absorbed.get(scopeId);
-    this.absorbed.set(scopeId, { key, was: known === undefined ? before : known.was, now, head: present });
+    this.absorbed.set(scopeId, { key, was: known === undefined ? headOfEntry(before) : known.was, head: present });
     if (before === now) return;
     this.buckets.set(bucket, text);
     this.scopes += (now === undefined ? 0 : 1) - (before === undefined ? 0 : 1);
@@ -491,8 +504,8 @@ export class HeadMapDraft {
     const db = tablesOf<HeadSchema, Schema>(trx);
     const tables = tablesOf<AuditHeadTables, Schema>(trx);
     const changed: AuditHeadEntryRow[] = [];
-    for (const [scopeId, { key, was, now, head }] of this.absorbed)
-      if (now !== was) changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: head?.seq ?? -1, head_hash: head?.hash ?? null });
+    for (const [scopeId, { key, was, head }] of this.absorbed)
+      if (!sameHead(head, was)) changed.push({ scope_id: scopeId, tree_size: size, head_key: key, head_seq: head?.seq ?? -1, head_hash: head?.hash ?? null });
     await entryInserter.insert(tables, dialect, changed);
     const sealed = [...this.sealed].map(([bucket, { text, hash }]) => ({ bucket: this.count + bucket, text, hash }));
     await bucketInserter.insert(
