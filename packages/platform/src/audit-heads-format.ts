@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
-import { canonicalJson, canonicalString } from './crypto.ts';
-import { leafHash, sha256, verifyInclusion, writeNodeHash } from './merkle.ts';
+import { canonicalJson, canonicalString, sha256 } from './crypto.ts';
+import { leafHash, verifyInclusion, writeNodeHash } from './merkle.ts';
 
 /**
  * The map of scope heads (docs/audit.md, "Session heads"): each scope's (session's, request's)
@@ -70,10 +70,18 @@ export function headBucketKeys(bucket: number, buckets: number): { first: number
   return { first: bucket << shift, last: ((bucket + 1) << shift) - 1 };
 }
 
+/** How an entry's last member, its scope, begins. */
+export const HEAD_SCOPE_MEMBER = ',"scope":';
+
+/** The end of every entry of `scopeId`, whatever its head: its last member and the closing brace. */
+export function headScopeMember(scopeId: string): string {
+  return `${HEAD_SCOPE_MEMBER}${canonicalString(scopeId)}}`;
+}
+
 /** A map entry: the canonical JSON of {headHash, headSeq, scope}. */
 export function headEntryText(scopeId: string, head: ScopeHead): string {
   // Written out (a checkpoint writes one per changed scope): its members in RFC 8785's order, a safe integer as its digits.
-  return `{"headHash":${head.hash === null ? 'null' : canonicalString(head.hash)},"headSeq":${head.seq},"scope":${canonicalString(scopeId)}}`;
+  return `{"headHash":${head.hash === null ? 'null' : canonicalString(head.hash)},"headSeq":${head.seq}${headScopeMember(scopeId)}`;
 }
 
 /** Orders a bucket's entries by scope id (UTF-16 code units, as JavaScript compares strings). */
@@ -81,12 +89,17 @@ export function byScope(a: { scopeId: string }, b: { scopeId: string }): number 
   return a.scopeId < b.scopeId ? -1 : a.scopeId > b.scopeId ? 1 : 0;
 }
 
-/** A bucket's hash: SHA-256 of its entries' texts, each followed by "\n", in scope order (an empty bucket: SHA-256 of nothing). */
-export function headBucketHash(entryTexts: readonly string[]): Buffer {
-  return headBucketTextHash(entryTexts.map((text) => `${text}\n`).join(''));
+/** A bucket's text, what its hash covers: its entries' texts in scope order, each followed by "\n". */
+export function headBucketText(entryTexts: readonly string[]): string {
+  return entryTexts.map((text) => `${text}\n`).join('');
 }
 
-/** The same from the bucket's text: its entries' texts, each followed by "\n", in scope order. */
+/** A bucket's hash: SHA-256 of its text (headBucketText; an empty bucket: SHA-256 of nothing). */
+export function headBucketHash(entryTexts: readonly string[]): Buffer {
+  return headBucketTextHash(headBucketText(entryTexts));
+}
+
+/** The same from the bucket's text. */
 export function headBucketTextHash(text: string): Buffer {
   return sha256(text);
 }

@@ -2,13 +2,16 @@ import { sql, type Kysely } from 'kysely';
 import {
   byScope,
   HEAD_MAP_BUCKETS,
+  HEAD_SCOPE_MEMBER,
   headBucketCount,
+  headBucketText,
   headBucketTextHash,
   headBucketKeys,
   headBucketOf,
   headBucketOfKey,
   headEntryText,
   headKeyOf,
+  headScopeMember,
   HeadMapTree,
   headsLeafText,
   parseHeadsLeaf,
@@ -219,27 +222,21 @@ function entryTexts(entries: ReadonlyMap<string, ScopeHead>): string[] {
     .map(({ scopeId, head }) => headEntryText(scopeId, head));
 }
 
-/** The scope of an entry text: its last member, `"scope":<string>` (read as it is when it has no escape). */
+/** The scope of an entry text: its last member (HEAD_SCOPE_MEMBER), read as it is when it has no escape. */
 function scopeOfEntryText(text: string): string {
-  const quoted = text.slice(text.lastIndexOf(',"scope":') + 9, -1);
+  const quoted = text.slice(text.lastIndexOf(HEAD_SCOPE_MEMBER) + HEAD_SCOPE_MEMBER.length, -1);
   return quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
-}
-
-/** A bucket's text (AuditHeadBucketTextRow.entries) from its entries: their texts in scope order, each followed by "\n". */
-function bucketTextOf(entries: ReadonlyMap<string, ScopeHead>): string {
-  return entryTexts(entries)
-    .map((text) => `${text}\n`)
-    .join('');
 }
 
 /**
  * A bucket's text with scope `scopeId`'s entry set to `entry` (undefined: none), and the entry it
  * had. Edited as text, not parsed into entries and joined again: a checkpoint changes one entry in
- * most buckets it touches. The entry is found by its last member, `,"scope":<id>}` as `member`
- * spells it, which no other place in a bucket's text can hold (a quote inside a JSON string is
- * escaped); a new one goes where scope order puts it.
+ * most buckets it touches. The entry is found by its end (headScopeMember), which no other place in
+ * a bucket's text can hold (a quote inside a JSON string is escaped); a new one goes where scope
+ * order puts it.
  */
-function withEntry(text: string, scopeId: string, member: string, entry: string | undefined): { text: string; before: string | undefined } {
+function withEntry(text: string, scopeId: string, entry: string | undefined): { text: string; before: string | undefined } {
+  const member = headScopeMember(scopeId);
   let start: number;
   let end: number;
   let before: string | undefined;
@@ -261,12 +258,6 @@ function withEntry(text: string, scopeId: string, member: string, entry: string 
   return { text: text.slice(0, start) + (entry === undefined ? '' : `${entry}\n`) + text.slice(end), before };
 }
 
-/** The last member of a scope's entry text (withEntry), whatever its head. */
-function scopeMember(scopeId: string, entry: string | undefined): string {
-  const text = entry ?? headEntryText(scopeId, { seq: 0, hash: null });
-  return text.slice(text.lastIndexOf(',"scope":'));
-}
-
 /**
  * The texts of `buckets` among `count` as the heads leaf at `asOf` (the latest) left them: each
  * bucket's row where it has one, else built from the entries' versions.
@@ -285,7 +276,7 @@ async function currentBucketTexts(db: HeadDb, dialect: DialectName, buckets: rea
     for (const row of rows) found.set(Number(row.bucket) - count, row.entries);
   }
   const missing = buckets.filter((bucket) => !found.has(bucket));
-  for (const [bucket, heads] of await bucketEntriesAt(db, missing, count, asOf)) found.set(bucket, bucketTextOf(heads));
+  for (const [bucket, heads] of await bucketEntriesAt(db, missing, count, asOf)) found.set(bucket, headBucketText(entryTexts(heads)));
   return found;
 }
 
@@ -426,8 +417,11 @@ export class HeadMapDraft {
         const unread = [...new Set([...keys.values()].map((key) => headBucketOfKey(key, this.count)))].filter((bucket) => !this.buckets.has(bucket));
         // A bucket the base's tree has empty is not read back (most of a young map's are): for every bucket this draft has not
         // changed yet, the tree is still the base's.
-        const stored = unread.filter((bucket) => !this.tree!.isEmpty(bucket));
-        for (const bucket of unread) this.buckets.set(bucket, '');
+        const stored: number[] = [];
+        for (const bucket of unread) {
+          if (this.tree!.isEmpty(bucket)) this.buckets.set(bucket, '');
+          else stored.push(bucket);
+        }
         for (const [bucket, text] of await currentBucketTexts(db, this.dialect, stored, this.count, this.baseIndex)) this.buckets.set(bucket, text);
       }
       for (const [scopeId, key] of keys) this.apply(scopeId, key, heads.get(scopeId));
@@ -442,7 +436,7 @@ export class HeadMapDraft {
     const present = head !== undefined && head.seq >= 0 ? head : undefined;
     const now = present === undefined ? undefined : headEntryText(scopeId, present);
     const bucket = headBucketOfKey(key, this.count);
-    const { text, before } = withEntry(this.buckets.get(bucket) ?? '', scopeId, scopeMember(scopeId, now), now);
+    const { text, before } = withEntry(this.buckets.get(bucket) ?? '', scopeId, now);
     const known = this.absorbed.get(scopeId);
     this.absorbed.set(scopeId, { key, was: known === undefined ? headOfEntry(before) : known.was, head: present });
     if (before === now) return;
@@ -466,7 +460,7 @@ export class HeadMapDraft {
       else entries.set(scopeId, head);
     }
     this.count = count;
-    this.buckets = new Map([...heads].map(([bucket, entries]) => [bucket, bucketTextOf(entries)]));
+    this.buckets = new Map([...heads].map(([bucket, entries]) => [bucket, headBucketText(entryTexts(entries))]));
     this.whole = true;
     this.tree = undefined;
     this.sealed.clear();

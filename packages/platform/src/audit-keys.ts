@@ -1,6 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { join } from 'node:path';
-import { canonicalJson, decodeBase64 } from './crypto.ts';
+import { canonicalJson, decodeBase64, sha256 } from './crypto.ts';
 import { readOrCreateSecretFile } from './secret-file.ts';
 
 /**
@@ -37,7 +37,7 @@ export function rawPublicKey(key: KeyObject): Buffer {
 }
 
 export function keyIdOf(rawPublic: Buffer): string {
-  return createHash('sha256').update(rawPublic).digest().subarray(0, 16).toString('hex');
+  return sha256(rawPublic).subarray(0, 16).toString('hex');
 }
 
 /** A raw Ed25519 public key as a KeyObject (for verify). */

@@ -4,4 +4,4 @@ export * from './audit-keys.ts';
 export * from './audit-heads-format.ts';
 export * from './merkle.ts';
 export * from './signed-note.ts';
-export { canonicalJson, decodeBase64 } from './crypto.ts';
+export { canonicalJson, decodeBase64, sha256 } from './crypto.ts';

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import { CHANGE_LEAF, type AuditLogTables } from './audit-log.ts';
-import { canonicalJson, sha256Hex } from './crypto.ts';
+import { canonicalJson, sha256, sha256Hex } from './crypto.ts';
 import { epochMsType, tablesOf, type DdlTarget, type MigrationDb } from './db.ts';
 import type { RouteScope, ZodApp } from './http.ts';
 import { newId } from './ids.ts';
@@ -140,7 +140,7 @@ function changeWho(row: AdminChangeRow) {
 
 /** The leaf hash of a change row (changeText). */
 export function changeLeafHash(row: AdminChangeRow): Buffer {
-  return leafHash(Buffer.from(sha256Hex(changeText(row)), 'hex'));
+  return leafHash(sha256(changeText(row)));
 }
 
 /**

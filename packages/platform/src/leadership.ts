@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from './crypto.ts';
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { DatabaseConfig } from './config.ts';
@@ -34,7 +34,7 @@ const KEEPALIVE = { idle: 5, interval: 2, count: 3 };
 
 /** The advisory lock's key (a signed 64-bit integer, as text) and the notification channel of a role in a schema. */
 export function leadershipNames(schema: string, role: string): { key: string; channel: string } {
-  const digest = createHash('sha256').update(`vigil-leader\0${schema}\0${role}`).digest();
+  const digest = sha256(`vigil-leader\0${schema}\0${role}`);
   return { key: digest.readBigInt64BE(0).toString(), channel: `vigil_leader_${digest.subarray(8, 20).toString('hex')}` };
 }
 

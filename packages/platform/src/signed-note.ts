@@ -1,6 +1,6 @@
-import { hash, sign, verify } from 'node:crypto';
+import { sign, verify } from 'node:crypto';
 import { publicKeyFromRaw, type SigningKey } from './audit-keys.ts';
-import { decodeBase64 } from './crypto.ts';
+import { decodeBase64, sha256 } from './crypto.ts';
 
 /**
  * The C2SP transparency-log formats Vigil speaks besides its own JSON (docs/audit.md, "C2SP
@@ -52,7 +52,7 @@ export function isKeyName(name: string): boolean {
 
 /** SHA-256(key name || 0x0A || type || public key)[:4], as 8 hex digits. */
 export function noteKeyHash(key: NoteKey): string {
-  return hash('sha256', Buffer.concat([Buffer.from(`${key.name}\n`, 'utf8'), Buffer.of(key.type), key.publicKey]), 'buffer')
+  return sha256(Buffer.concat([Buffer.from(`${key.name}\n`, 'utf8'), Buffer.of(key.type), key.publicKey]))
     .subarray(0, 4)
     .toString('hex');
 }

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { headInBucket, leafHash, parseHeadsLeaf, verifyBytes, verifyConsistency, verifyInclusion } from '@vigil/platform/audit-verify';
+import { headInBucket, leafHash, parseHeadsLeaf, sha256, verifyBytes, verifyConsistency, verifyInclusion } from '@vigil/platform/audit-verify';
 import { checkpointSigned, keyIdOf, parseCheckpoint, profileOf, rawKeyOf, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { InputError, isHex64, isRecord, parseChainEvent, type Finding } from './input.ts';
 import { InclusionBatch } from './tree.ts';
@@ -268,7 +268,7 @@ export function verifyBundle(bundle: Bundle, trustedKey?: Buffer): BundleVerdict
   let previous = null as { seq: number; hash: string } | null;
   for (let position = 0; position < bundle.events.length; position += 1) {
     const text = bundle.events[position]!;
-    let digest = hash('sha256', text, 'buffer');
+    let digest = sha256(text);
     let eventHash = digest.toString('hex');
     const leaf = bundle.leaves[position]!;
     const event = parseChainEvent(text, n.scopeField);

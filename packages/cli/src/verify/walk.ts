@@ -1,5 +1,4 @@
-import { hash } from 'node:crypto';
-import { HEADS_LEAF, leafHash, parseHeadsLeaf, verifyBytes } from '@vigil/platform/audit-verify';
+import { HEADS_LEAF, leafHash, parseHeadsLeaf, sha256, verifyBytes } from '@vigil/platform/audit-verify';
 import { OBSERVE_PROFILE, type Checkpoint, type LogProfile } from './checkpoint.ts';
 import { parseWriterLeaf } from '@vigil/observe/writer-leaf';
 import { isHex64, isRecord, parseChainEvent, type ChainEvent, type Finding } from './input.ts';
@@ -288,7 +287,7 @@ export class LogWalk {
       state.missing.push({ leafIndex: leaf.index, eventId: leaf.eventId });
       return;
     }
-    const digest = hash('sha256', leaf.event, 'buffer');
+    const digest = sha256(leaf.event);
     const parsed = parseChainEvent(leaf.event, this.n.scopeField);
     if (parsed === undefined) {
       this.findings.push({
@@ -378,7 +377,7 @@ export class LogWalk {
         leafIndex: leaf.index,
         message: `leaf ${leaf.index}: change-log row ${id} is gone: a logged administrative change was deleted`,
       });
-    } else if (leafHash(hash('sha256', change, 'buffer')).toString('hex') !== leaf.leafHash) {
+    } else if (leafHash(sha256(change)).toString('hex') !== leaf.leafHash) {
       this.findings.push({
         check: 'change',
         leafIndex: leaf.index,
