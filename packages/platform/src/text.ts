@@ -76,3 +76,33 @@ function findProblem(value: unknown, path: (string | number)[], depth: number, m
   }
   return null;
 }
+
+/** Texts whose parsed value is kept (sharedJsonValue), and the longest kept. */
+const SHARED_JSON_TEXTS = 512;
+const SHARED_JSON_MAX_CHARS = 4096;
+const sharedJsonValues = new Map<string, unknown>();
+
+function deepFreeze(value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * JSON.parse of a stored text that repeats from row to row (a request's policy decision: one text
+ * per rule), parsed once and shared: the value is frozen all through, so no reader can change what
+ * another reads. A text past SHARED_JSON_MAX_CHARS is parsed each time (and frozen the same).
+ */
+export function sharedJsonValue(text: string): unknown {
+  let value = sharedJsonValues.get(text);
+  if (value === undefined) {
+    value = deepFreeze(JSON.parse(text));
+    if (text.length <= SHARED_JSON_MAX_CHARS) {
+      if (sharedJsonValues.size >= SHARED_JSON_TEXTS) sharedJsonValues.clear();
+      sharedJsonValues.set(text, value);
+    }
+  }
+  return value;
+}

@@ -1,8 +1,19 @@
 import { z } from 'zod';
 
-/** Every timestamp the services emit: ISO 8601 UTC with milliseconds. */
+let lastMs = Number.NaN;
+let lastIso = '';
+
+/**
+ * Every timestamp the services emit: ISO 8601 UTC with milliseconds. The last answer is kept: one
+ * write stamps its row, its audit entries and its answer with the same millisecond, and a `Date`
+ * and its text for each cost a gate POST more than the comparison.
+ */
 export function toIso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
 
 /** `toIso` for a time that may not have happened yet (never used, not revoked): null stays null. */

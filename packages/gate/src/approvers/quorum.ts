@@ -1,3 +1,4 @@
+import { sharedJsonValue } from '@vigil/platform';
 import { z } from 'zod';
 
 /**
@@ -52,8 +53,8 @@ export function outcomeAfter(quorum: Quorum, votes: readonly Vote[]): 'approved'
 }
 
 /** The quorum of a request's stored policy decision, or null when one decision settles it. */
-export function quorumOf(policyDecision: string): Quorum | null {
-  return (JSON.parse(policyDecision) as { quorum?: Quorum }).quorum ?? null;
+export function quorumOf(policyDecision: string): Readonly<Quorum> | null {
+  return (sharedJsonValue(policyDecision) as { quorum?: Quorum }).quorum ?? null;
 }
 
 /** What the requests feature asks of the votes of a request that needs several approvals (approvers/ keeps them). */

@@ -9,7 +9,7 @@ import { buildGateService } from '../app.ts';
 import { gateMigrations } from '../migrations.ts';
 import type { GateSchema } from '../schema.ts';
 import { startTestGate, type TestGate } from '../testing.ts';
-import { auditEntryHash, auditEntryText } from '../stored-formats/index.ts';
+import { auditEntryHash, auditEntryText, chainEntryOf, writtenEntryHash } from '../stored-formats/index.ts';
 import { verifyAuditChain } from './chain.ts';
 import type { AuditEntry } from './routes.ts';
 
@@ -77,6 +77,27 @@ test('auditEntryText, written out field by field, is exactly canonicalJson of th
   for (const entry of entries) {
     for (const prevHash of [null, 'f'.repeat(64)]) {
       assert.equal(auditEntryText(entry, prevHash), canonicalJson({ v: 1, ...entry, prevHash }));
+    }
+  }
+});
+
+test('writtenEntryHash (the write path: stored details as their canonical text, spliced in) is auditEntryHash of the entry read back', () => {
+  const row = {
+    id: 'e1',
+    request_id: 'r1',
+    action: 'deploy',
+    ts: T0 + 123,
+    event: 'created',
+    actor: 'api:ops',
+    actor_key_id: 'k1',
+    actor_key_name: 'ops',
+    details: null as string | null,
+    seq: 0,
+  };
+  for (const details of [null, { urgency: 'high', policyDecision: 'route_to_human', requestHash: 'c'.repeat(64) }, { z: [1, -0, 1e21], a: { é: '😀\n' } }]) {
+    const stored = { ...row, details: details === null ? null : canonicalJson(details) };
+    for (const prevHash of [null, 'f'.repeat(64)]) {
+      assert.equal(writtenEntryHash(stored, prevHash), auditEntryHash(chainEntryOf(stored), prevHash));
     }
   }
 });

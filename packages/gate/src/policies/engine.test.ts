@@ -10,8 +10,9 @@ import {
   type PolicyDefinition,
   type RegexSafety,
   type Rule,
+  storedDecisionText,
 } from './engine.ts';
-import { isSafePattern } from '@vigil/platform';
+import { canonicalJson, isSafePattern } from '@vigil/platform';
 
 // Pure unit tests of the policy engine: no database, no HTTP.
 
@@ -575,5 +576,31 @@ describe('policy engine: the rule index never changes a decision', () => {
       if (expected[0] !== null) matched += 1;
     }
     assert.ok(matched > 300 && matched < 2700, `the random set must exercise both outcomes (${matched} matched)`);
+  });
+});
+
+describe('policy engine: decisions as the request row stores them', () => {
+  test("a rule's decision is one frozen object for every request it decides, and its stored text is its canonical JSON, written once", () => {
+    const set = compilePolicySet(
+      [policy('p', [{ match: { action: 'deploy' }, decision: 'route_to_human', approvers: ['ops'], quorum: { approvals: 2, denials: 1, groups: [] } }])],
+      allSafe,
+    );
+    const first = evaluatePolicies(set, request({ params: { n: 1 } }));
+    assert.equal(evaluatePolicies(set, request({ params: { n: 2 } })), first);
+    assert.ok(Object.isFrozen(first));
+    assert.throws(() => {
+      (first as { decision: string }).decision = 'auto_approve';
+    }, TypeError);
+    const unmatched = evaluatePolicies(set, request({ action: 'read' }));
+    assert.equal(unmatched.decision, 'route_to_human');
+    assert.ok(Object.isFrozen(unmatched));
+    for (const decision of [first, unmatched]) {
+      assert.equal(storedDecisionText(decision), canonicalJson(decision));
+      assert.equal(storedDecisionText(decision), storedDecisionText(decision));
+    }
+    // A decision made from another (a budget's soft breach routes a request a rule approves) is not the rule's: its own text.
+    const changed = { ...first, decision: 'route_to_agent' as const };
+    assert.equal(storedDecisionText(changed), canonicalJson(changed));
+    assert.notEqual(storedDecisionText(changed), storedDecisionText(first));
   });
 });

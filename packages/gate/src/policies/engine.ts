@@ -1,3 +1,4 @@
+import { canonicalJson } from '@vigil/platform';
 import { z } from 'zod';
 import { quorumSchema, type Quorum } from '../approvers/index.ts';
 import { DEFAULT_DEADLINE_PLAN, deadlinePlanSchema, type DeadlinePlan } from '../escalation/index.ts';
@@ -101,10 +102,11 @@ export interface CompiledPolicy {
   rules: CompiledRule[];
 }
 
-/** One rule in evaluation order, with the policy it belongs to. */
+/** One rule in evaluation order, with the policy it belongs to and the decision it makes (one object, shared by every request it decides). */
 interface OrderedRule {
   policy: CompiledPolicy;
   rule: CompiledRule;
+  decision: PolicyDecision;
 }
 
 /** Rules that require `path` to equal one of a few values, bucketed by that value. */
@@ -286,7 +288,7 @@ export function compilePolicySet(policies: readonly PolicyDefinition[], isSafe: 
     .filter((p) => p.enabled)
     .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map((p) => compilePolicy(p, isSafe, budgetReads));
-  const ordered = compiled.flatMap((policy) => policy.rules.map((rule) => ({ policy, rule })));
+  const ordered = compiled.flatMap((policy) => policy.rules.map((rule) => ({ policy, rule, decision: decisionOf(policy, rule) })));
   return { policies: compiled, ordered, ...buildIndexes(ordered), budgetReads: budgetReads.reads };
 }
 
@@ -308,7 +310,7 @@ function namespaceOf(request: EvaluatedRequest): Namespace {
 
 const EMPTY_BUDGETS: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
-const ROUTE_TO_HUMAN: PolicyDecision = {
+const ROUTE_TO_HUMAN: PolicyDecision = Object.freeze({
   decision: 'route_to_human',
   policyId: null,
   policyName: null,
@@ -316,7 +318,7 @@ const ROUTE_TO_HUMAN: PolicyDecision = {
   approvers: [],
   channels: [],
   requireReason: false,
-};
+});
 
 /**
  * The position of the first rule that matches, or -1. The rules that can match are the unindexed
@@ -348,23 +350,42 @@ function firstMatch(set: CompiledPolicySet, namespace: Namespace): number {
   }
 }
 
-/** The first matching rule across policies in order decides; no match routes to a human. */
+/** What `rule` of `policy` decides. */
+function decisionOf(policy: CompiledPolicy, { rule, index }: CompiledRule): PolicyDecision {
+  return Object.freeze({
+    decision: rule.decision,
+    policyId: policy.id,
+    policyName: policy.name,
+    ruleIndex: index,
+    approvers: rule.approvers ?? [],
+    channels: rule.channels ?? [],
+    requireReason: rule.requireReason ?? false,
+    ...((rule.decision === 'route_to_human' || rule.decision === 'route_to_agent') && { onDeadline: rule.onDeadline ?? DEFAULT_DEADLINE_PLAN }),
+    ...(rule.decision === 'route_to_human' && rule.quorum !== undefined && { quorum: rule.quorum }),
+  });
+}
+
+/**
+ * The first matching rule across policies in order decides; no match routes to a human. The
+ * decision is the rule's own object, frozen (decisionOf): the same for every request it decides,
+ * so its canonical text is written once (storedDecisionText).
+ */
 export function evaluatePolicies(set: CompiledPolicySet, request: EvaluatedRequest): PolicyDecision {
   const position = firstMatch(set, namespaceOf(request));
-  if (position !== -1) {
-    const { policy, rule: compiled } = set.ordered[position]!;
-    const { rule, index } = compiled;
-    return {
-      decision: rule.decision,
-      policyId: policy.id,
-      policyName: policy.name,
-      ruleIndex: index,
-      approvers: rule.approvers ?? [],
-      channels: rule.channels ?? [],
-      requireReason: rule.requireReason ?? false,
-      ...((rule.decision === 'route_to_human' || rule.decision === 'route_to_agent') && { onDeadline: rule.onDeadline ?? DEFAULT_DEADLINE_PLAN }),
-      ...(rule.decision === 'route_to_human' && rule.quorum !== undefined && { quorum: rule.quorum }),
-    };
+  return position === -1 ? ROUTE_TO_HUMAN : set.ordered[position]!.decision;
+}
+
+const decisionTexts = new WeakMap<PolicyDecision, string>();
+
+/**
+ * A decision as the request row stores it (RFC 8785 canonical JSON), kept per decision object: the
+ * engine's decisions are frozen and shared (evaluatePolicies), so a rule's text is written once.
+ */
+export function storedDecisionText(decision: PolicyDecision): string {
+  let text = decisionTexts.get(decision);
+  if (text === undefined) {
+    text = canonicalJson(decision);
+    if (Object.isFrozen(decision)) decisionTexts.set(decision, text);
   }
-  return ROUTE_TO_HUMAN;
+  return text;
 }

@@ -5,7 +5,7 @@ import { registerPolicyRoutes } from './routes.ts';
 
 export { policiesMigrations } from './migrations.ts';
 export { PolicyCache } from './cache.ts';
-export { DECISIONS, type PolicyDecision, URGENCIES, type Urgency } from './engine.ts';
+export { DECISIONS, type PolicyDecision, storedDecisionText, URGENCIES, type Urgency } from './engine.ts';
 export { policyNames } from './store.ts';
 export type { PoliciesTables } from './tables.ts';
 

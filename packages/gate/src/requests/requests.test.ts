@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import type { ManualClock } from '@vigil/platform';
+import { canonicalJson, type ManualClock } from '@vigil/platform';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql } from 'kysely';
 import type { AuditEntry } from '../audit-trail/index.ts';
@@ -806,6 +806,14 @@ await describeEachDatabase('gate requests API', (backend) => {
     }
     assert.deepEqual(trail[1]!.details, { reason: 'ok by me' });
     assert.deepEqual(trail[2]!.details?.result, { success: true });
+    // Stored as their canonical text, which the entry's hash takes as it is (writtenEntryHash).
+    const stored = await gate.service.context.database.db
+      .selectFrom('audit_entries')
+      .select('details')
+      .where('request_id', '=', created.id)
+      .orderBy('seq')
+      .execute();
+    for (const { details } of stored) assert.equal(details, canonicalJson(JSON.parse(details!)));
     assert.deepEqual(
       trail.map((e) => [e.seq, e.chainValid]),
       [

@@ -1,12 +1,12 @@
 import { auditedGroupsInFlight, BulkInserter, canonicalJson, GroupCommitter, newId, toIso, type ZodApp } from '@vigil/platform';
 import { auditEntryLeaf } from '../audit-log/index.ts';
 import type { Transaction } from 'kysely';
-import { argsDigest, auditEntryHash, chainEntryOf, RECEIPT_TTL_MS, receiptNonce, signReceipt, type Receipt } from '../stored-formats/index.ts';
+import { argsDigest, RECEIPT_TTL_MS, receiptNonce, signReceipt, writtenEntryHash, type Receipt } from '../stored-formats/index.ts';
 import { systemActor, type AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { redactRequestInput } from '../redaction/index.ts';
-import type { PolicyDecision } from '../policies/index.ts';
+import { storedDecisionText, type PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Notice, Transition, WebhookEvent } from '../webhooks/index.ts';
@@ -197,11 +197,12 @@ function auditRow(request: RequestRow, event: string, by: AuditActor, at: number
     actor: by.actor,
     actor_key_id: by.keyId,
     actor_key_name: by.keyName,
-    details: details === undefined ? null : JSON.stringify(details),
+    // Canonical, so that the hash takes the stored text as it is (writtenEntryHash).
+    details: details === undefined ? null : canonicalJson(details),
     seq: request.audit_head_seq + 1,
   };
   const prevHash = request.audit_head_hash;
-  const hash = auditEntryHash(chainEntryOf(entry), prevHash);
+  const hash = writtenEntryHash(entry, prevHash);
   request.audit_head_seq = entry.seq;
   request.audit_head_hash = hash;
   return { ...entry, prev_hash: prevHash, hash };
@@ -510,7 +511,7 @@ export class RequestService {
     // Stored as canonical JSON, so that a read hashes them as stored against the created entry's requestHash (evidence.ts).
     const params = canonicalJson(input.params);
     const context = canonicalJson(input.context);
-    const policyDecision = canonicalJson(decision);
+    const policyDecision = storedDecisionText(decision);
     const requestHash = requestInputHash({
       action: input.action,
       params,
@@ -798,7 +799,7 @@ export class RequestService {
       if (row.status === 'expired') return { kind: 'expired' };
     }
     if (row.status !== 'pending') return { kind: 'decided' };
-    if ((JSON.parse(row.policy_decision) as PolicyDecision).requireReason && !reason?.trim()) return { kind: 'reason' };
+    if (storedDecision(row).requireReason && !reason?.trim()) return { kind: 'reason' };
     const quorum = quorumOf(row.policy_decision);
     if (quorum !== null && this.votes) {
       // Several approvals: each vote is its own entry; the one that reaches the quorum (or the denials) decides.

@@ -43,9 +43,14 @@ const json = JSON.stringify;
  * checks it against canonicalJson of the whole object.
  */
 export function auditEntryText(entry: AuditChainEntry, prevHash: string | null): string {
+  return linkText(entry, entry.details === null ? 'null' : canonicalJson(entry.details), prevHash);
+}
+
+/** The link's text with `details` given as its canonical text (`null` for none). */
+function linkText(entry: Omit<AuditChainEntry, 'details'>, detailsText: string, prevHash: string | null): string {
   return (
     `{"action":${json(entry.action)},"actor":${json(entry.actor)},"actorKeyId":${json(entry.actorKeyId)}` +
-    `,"actorKeyName":${json(entry.actorKeyName)},"details":${entry.details === null ? 'null' : canonicalJson(entry.details)}` +
+    `,"actorKeyName":${json(entry.actorKeyName)},"details":${detailsText}` +
     `,"event":${json(entry.event)},"id":${json(entry.id)},"prevHash":${json(prevHash)},"requestId":${json(entry.requestId)}` +
     `,"seq":${json(entry.seq)},"timestamp":${json(entry.timestamp)},"v":${AUDIT_CHAIN_VERSION}}`
   );
@@ -53,6 +58,16 @@ export function auditEntryText(entry: AuditChainEntry, prevHash: string | null):
 
 export function auditEntryHash(entry: AuditChainEntry, prevHash: string | null): string {
   return sha256Hex(auditEntryText(entry, prevHash));
+}
+
+/**
+ * The hash of an entry being written, whose stored `details` is the canonical text of its details
+ * (the gate writes them so): the text goes into the link as it is, with no parse and no second
+ * serialisation. A stored entry is hashed through chainEntryOf instead, which parses its details:
+ * one stored before its details were canonical, or edited since, hashes as its value does.
+ */
+export function writtenEntryHash(row: Omit<StoredAuditEntry, 'prev_hash' | 'hash'>, prevHash: string | null): string {
+  return sha256Hex(linkText(linkFieldsOf(row), row.details ?? 'null', prevHash));
 }
 
 /** An audit entry as stored (requests/tables.ts AuditRow): the columns its link commits to, and the link. */
@@ -74,7 +89,8 @@ export interface StoredAuditEntry {
   hash: string;
 }
 
-export function chainEntryOf(row: Omit<StoredAuditEntry, 'prev_hash' | 'hash'>): AuditChainEntry {
+/** A stored entry's fields in its link, but its details. */
+function linkFieldsOf(row: Omit<StoredAuditEntry, 'prev_hash' | 'hash'>): Omit<AuditChainEntry, 'details'> {
   return {
     id: row.id,
     requestId: row.request_id,
@@ -85,6 +101,9 @@ export function chainEntryOf(row: Omit<StoredAuditEntry, 'prev_hash' | 'hash'>):
     actor: row.actor,
     actorKeyId: row.actor_key_id,
     actorKeyName: row.actor_key_name,
-    details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>),
   };
+}
+
+export function chainEntryOf(row: Omit<StoredAuditEntry, 'prev_hash' | 'hash'>): AuditChainEntry {
+  return { ...linkFieldsOf(row), details: row.details === null ? null : (JSON.parse(row.details) as Record<string, unknown>) };
 }

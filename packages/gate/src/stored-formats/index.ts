@@ -1,6 +1,6 @@
 // Formats of stored data that never change (a change is a new version beside the old): live features
 // and the frozen migration history both use them. They import only the platform and libraries.
-export { auditEntryHash, auditEntryText, chainEntryOf, type AuditChainEntry, type StoredAuditEntry } from './audit-chain.ts';
+export { auditEntryHash, auditEntryText, chainEntryOf, writtenEntryHash, type AuditChainEntry, type StoredAuditEntry } from './audit-chain.ts';
 export {
   erasedReasonText,
   erasureMarkerText,

@@ -8,16 +8,21 @@ import { writerOfStored } from './stored-writer.ts';
 
 /** An event as the API answers it: its chain link with payload and metadata parsed. */
 export function toEvent(row: EventRow): Event {
-  // Taken apart so the keys keep the order eventJson writes.
-  const { payloadJson, metadataJson, prevHash, hash, writtenBy, ...head } = toLink(row);
+  // Written out in the order eventJson writes the keys (an object rest of the link took V8's generic path, about 1 µs an event).
+  const link = toLink(row);
   return {
-    ...head,
-    severity: head.severity as Event['severity'],
-    payload: JSON.parse(payloadJson) as Record<string, unknown>,
-    metadata: JSON.parse(metadataJson) as Record<string, unknown>,
-    prevHash,
-    hash,
-    writtenBy,
+    id: link.id,
+    seq: link.seq,
+    timestamp: link.timestamp,
+    sessionId: link.sessionId,
+    agentId: link.agentId,
+    eventType: link.eventType,
+    severity: link.severity as Event['severity'],
+    payload: JSON.parse(link.payloadJson) as Record<string, unknown>,
+    metadata: JSON.parse(link.metadataJson) as Record<string, unknown>,
+    prevHash: link.prevHash,
+    hash: link.hash,
+    writtenBy: link.writtenBy,
   };
 }
 
