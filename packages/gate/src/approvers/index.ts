@@ -9,7 +9,7 @@ import { registerApproverRoutes } from './routes.ts';
 import { ApproverDirectory } from './service.ts';
 
 export { approversMigrations } from './migrations.ts';
-export { outcomeAfter, progressOf, quorumOf, quorumSchema } from './quorum.ts';
+export { outcomeAfter, progressOf, quorumSchema } from './quorum.ts';
 export type { Quorum, QuorumProgress, VoteKeeper } from './quorum.ts';
 export { approvalProgress, type ApproverDirectory } from './service.ts';
 export { DELEGATION_CHANGES, GROUP_CHANGES } from './store.ts';

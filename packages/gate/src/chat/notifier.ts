@@ -1,7 +1,6 @@
 import { newId, ServiceError, type DeliveryOutcome, type DialectName } from '@vigil/platform';
 import type { Transaction } from 'kysely';
-import type { PolicyDecision } from '../policies/index.ts';
-import { findVerifiedRequest } from '../requests/index.ts';
+import { findVerifiedRequest, storedDecision } from '../requests/index.ts';
 import type { GateDatabase, GateSchema } from '../schema.ts';
 import type { ChatMessageRow } from './tables.ts';
 import type { DeliveryRow } from '../webhooks/index.ts';
@@ -69,7 +68,7 @@ export class ChatNotifier implements OutboxChannel {
       // An escalation edits the messages already posted (they show the tier) and, like a reminder, posts the request again.
       if (event !== 'request.created' && event !== 'request.reminder') changed.push(request.id);
       if (event !== 'request.created' && event !== 'request.reminder' && event !== 'request.escalated') continue;
-      const decision = JSON.parse(request.policy_decision) as PolicyDecision;
+      const decision = storedDecision(request);
       if (request.status !== 'pending' || decision.decision !== 'route_to_human') continue;
       for (const { platform, channel } of chatTargets(channelsAt(decision, request.escalation_tier), defaults)) {
         const message = { id: newId(), request_id: request.id, platform, channel, message_id: null, created_at: now };

@@ -1,7 +1,6 @@
 import { toIso } from '@vigil/platform';
 import type { QuorumProgress } from '../approvers/index.ts';
-import type { PolicyDecision } from '../policies/index.ts';
-import type { RequestRow } from '../requests/index.ts';
+import { storedDecision, type RequestRow } from '../requests/index.ts';
 import type { Notice } from '../webhooks/index.ts';
 
 /**
@@ -51,7 +50,7 @@ function shortValue(value: unknown): string {
 export function requestView(row: RequestRow, approvals: QuorumProgress | null = null): RequestView {
   const params = JSON.parse(row.params) as Record<string, unknown>;
   const context = JSON.parse(row.context) as Record<string, unknown>;
-  const decision = JSON.parse(row.policy_decision) as PolicyDecision;
+  const decision = storedDecision(row);
   return {
     id: row.id,
     action: row.action,

@@ -3,9 +3,8 @@ import { systemActor } from '../auth/index.ts';
 import type { GateConfig } from '../config.ts';
 import type { ApproverDirectory } from '../approvers/index.ts';
 import { approversAt } from '../escalation/index.ts';
-import type { PolicyDecision } from '../policies/index.ts';
 import type { RequestService } from '../requests/index.ts';
-import type { RequestRow } from '../requests/index.ts';
+import { storedDecision, type RequestRow } from '../requests/index.ts';
 import { decidersFor, discordMayDecide, slackGroups, slackListed } from './deciders.ts';
 import type { ChatNotifier } from './notifier.ts';
 import type { SlackPlatform } from './platforms.ts';
@@ -76,7 +75,7 @@ export class ChatInteractions {
    * `group:<name>` stands for the group's members.
    */
   private async decidersOf(request: RequestRow, platform: ChatPlatformName): Promise<string[]> {
-    const decision = JSON.parse(request.policy_decision) as PolicyDecision;
+    const decision = storedDecision(request);
     const approvers = await this.approvers.expand(approversAt(decision, request.escalation_tier));
     return decidersFor(platform, approvers, this.config.chat[platform]?.deciders ?? []);
   }
@@ -88,7 +87,7 @@ export class ChatInteractions {
   }
 
   private requiresReason(request: RequestRow): boolean {
-    return (JSON.parse(request.policy_decision) as PolicyDecision).requireReason;
+    return storedDecision(request).requireReason;
   }
 
   /** Work a click's answer need not wait for (an ephemeral note, opening a modal): failures are logged. */

@@ -1,3 +1,4 @@
+import { sharedJsonValue } from '@vigil/platform';
 import { z } from 'zod';
 
 /**
@@ -63,7 +64,7 @@ export type DeadlineStep =
   | { kind: 'fail'; reason: string | null; details: Record<string, unknown> };
 
 export function plannedDecision(row: Pick<PlannedRow, 'policy_decision'>): PlannedDecision {
-  return JSON.parse(row.policy_decision) as PlannedDecision;
+  return sharedJsonValue(row.policy_decision) as PlannedDecision;
 }
 
 /**

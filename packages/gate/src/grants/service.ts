@@ -4,8 +4,7 @@ import type { AuditActor } from '../auth/index.ts';
 import type { GateContext } from '../context.ts';
 import { gateError } from '../errors.ts';
 import { channelsAt } from '../escalation/index.ts';
-import type { PolicyDecision } from '../policies/index.ts';
-import { requestParties, type GrantApprover, type RequestRow, type RequestService } from '../requests/index.ts';
+import { requestParties, storedDecision, type GrantApprover, type RequestRow, type RequestService } from '../requests/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { Notice } from '../webhooks/index.ts';
 import { claimUse, findGrant, GRANT_CHANGES, grantState, grantUses, insertGrant, listGrants, liveGrants, revokeGrant, type ListGrantsQuery } from './store.ts';
@@ -24,7 +23,7 @@ export interface NewGrant {
 
 /** The chat channels of a request as it stands (its rule's, at its escalation tier); none: each platform's default. */
 function channelsOf(request: RequestRow | undefined): readonly string[] {
-  return request === undefined ? [] : channelsAt(JSON.parse(request.policy_decision) as PolicyDecision, request.escalation_tier);
+  return request === undefined ? [] : channelsAt(storedDecision(request), request.escalation_tier);
 }
 
 function grantNotice(event: 'grant.created' | 'grant.revoked' | 'grant.used_up', row: GrantRow, by: string, channels: readonly string[]): Notice {

@@ -6,7 +6,7 @@ import { RequestService } from './service.ts';
 
 export type { BudgetAssessment, BudgetGuard, GrantApprover, IssuedRedemption, RequestService, SubjectIndexer } from './service.ts';
 export { assertLockedRowEvidence, storedRequestState } from './row-check.ts';
-export { loggedTrails, type LoggedAuditRow } from './store.ts';
+export { loggedTrails, storedDecision, type LoggedAuditRow } from './store.ts';
 /** A request's row (no expiry on read), checked against its audit trail: the chat notifier renders messages from it. */
 export { findVerifiedRequest } from './row-check.ts';
 export { requestParties, requestTags } from './parties.ts';

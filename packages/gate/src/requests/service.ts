@@ -10,7 +10,7 @@ import { storedDecisionText, type PolicyDecision } from '../policies/index.ts';
 import type { GateSchema } from '../schema.ts';
 import type { AuditRow, RequestRow } from './tables.ts';
 import type { Enqueued, Notice, Transition, WebhookEvent } from '../webhooks/index.ts';
-import { outcomeAfter, progressOf, quorumOf, type QuorumProgress, type VoteKeeper } from '../approvers/index.ts';
+import { outcomeAfter, progressOf, type QuorumProgress, type VoteKeeper } from '../approvers/index.ts';
 import { nextStep, planOf, reminderBefore } from '../escalation/index.ts';
 import { reportPolicyDeny } from './breach.ts';
 import { EXPIRED_REASON, requestInputHash } from './evidence.ts';
@@ -433,7 +433,7 @@ export class RequestService {
 
   /** A request's approval progress when its rule needs several approvals, else null. */
   async approvalsOf(row: RequestRow): Promise<QuorumProgress | null> {
-    const quorum = quorumOf(row.policy_decision);
+    const quorum = storedDecision(row).quorum ?? null;
     if (quorum === null || !this.votes) return null;
     return progressOf(quorum, row.status === 'pending' && row.audit_head_seq === 0 ? [] : await this.votes.votesOf(null, row.id));
   }
@@ -799,8 +799,8 @@ export class RequestService {
       if (row.status === 'expired') return { kind: 'expired' };
     }
     if (row.status !== 'pending') return { kind: 'decided' };
-    if (storedDecision(row).requireReason && !reason?.trim()) return { kind: 'reason' };
-    const quorum = quorumOf(row.policy_decision);
+    const { requireReason, quorum = null } = storedDecision(row);
+    if (requireReason && !reason?.trim()) return { kind: 'reason' };
     if (quorum !== null && this.votes) {
       // Several approvals: each vote is its own entry; the one that reaches the quorum (or the denials) decides.
       const principal = await this.votes.principalOf(write.trx, by.actor, quorum, now);
