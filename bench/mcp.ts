@@ -41,8 +41,8 @@ const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 2_000);
 const WARM_UP = 200;
 const GATEWAY_CALLS = Number(process.env.BENCH_MCP_GATEWAY_CALLS ?? 1_000);
 const GATEWAY_WARM_UP = Number(process.env.BENCH_MCP_GATEWAY_WARM_UP ?? 2_000);
-/** The rounds right after start, printed beside the target's (they are among the warm-up rounds). */
-const COLD_CALLS = Math.min(1_000, GATEWAY_WARM_UP);
+/** The rounds right after start, printed beside the target's (the warm-up's first ones, or measured ones too when the warm-up is shorter). */
+const COLD_CALLS = Math.min(1_000, GATEWAY_WARM_UP + GATEWAY_CALLS);
 const GATE_ADMIN_KEY = 'gk_bench_mcp_gateway_admin_0123456789';
 const ADDED_P95_TARGET_MS = 3;
 
