@@ -49,6 +49,20 @@ export default tseslint.config(
     },
   },
   {
+    // The services' run-time code formats without Intl: the first toLocaleString or Intl formatter of
+    // a process maps about 5 MiB of the node binary's ICU data into its RSS (groupedInteger instead;
+    // docs/decisions/0001-service-memory.md). Tests and their helpers may compare against it.
+    files: ['packages/{platform,observe,gate,pricing}/src/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/*testing*.ts', '**/*fixture*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { property: 'toLocaleString', message: 'Maps ICU data into the service’s RSS: use groupedInteger (@vigil/platform).' },
+        { object: 'Intl', message: 'Maps ICU data into the service’s RSS.' },
+      ],
+    },
+  },
+  {
     // The Rules of React on the dashboard: hooks called unconditionally, effects naming what they read,
     // no state set or ref read during render.
     files: ['packages/dashboard/src/**/*.{ts,tsx}'],

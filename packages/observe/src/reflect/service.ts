@@ -1,5 +1,5 @@
 import { usdOf } from '@vigil/pricing';
-import { sumAsDouble, toIso } from '@vigil/platform';
+import { groupedInteger, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
@@ -91,7 +91,7 @@ export function evidence(n: number): number {
   return n <= 0 ? 0 : Math.round((n / (n + CONFIDENCE_K)) * 1000) / 1000;
 }
 
-const plural = (n: number, word: string): string => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+const plural = (n: number, word: string): string => `${groupedInteger(n)} ${word}${n === 1 ? '' : 's'}`;
 const percent = (share: number): string => `${(Math.round(share * 1000) / 10).toString()}%`;
 const dollars = (value: number): string => `$${Number(value.toPrecision(6)).toString()}`;
 const num = (value: unknown): number => Number(value ?? 0);

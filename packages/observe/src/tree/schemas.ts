@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { groupedInteger } from '@vigil/platform';
 import { NODE_KINDS, NODE_STATUSES, TREE_EVENT_LIMIT } from './build.ts';
 
 const nodeFields = {
@@ -39,7 +40,7 @@ export const sessionTreeSchema = z.object({
   durationMs: z.number(),
   eventCount: z.number().int(),
   nodeCount: z.number().int(),
-  truncated: z.boolean().meta({ description: `True when the session has more than the ${TREE_EVENT_LIMIT.toLocaleString('en')} events a tree is built from` }),
+  truncated: z.boolean().meta({ description: `True when the session has more than the ${groupedInteger(TREE_EVENT_LIMIT)} events a tree is built from` }),
   eventLimit: z.number().int(),
   roots: z.array(treeNodeSchema),
 });
