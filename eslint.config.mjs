@@ -49,9 +49,10 @@ export default tseslint.config(
     },
   },
   {
-    // The services' run-time code formats without Intl: the first toLocaleString or Intl formatter of
-    // a process maps about 5 MiB of the node binary's ICU data into its RSS (groupedInteger instead;
-    // docs/decisions/0001-service-memory.md). Tests and their helpers may compare against it.
+    // The services' run-time code formats and sorts without Intl: the first toLocaleString or Intl
+    // formatter of a process maps about 5 MiB of the node binary's ICU data into its RSS, the first
+    // localeCompare about 2 (groupedInteger, compareCodeUnits instead;
+    // docs/decisions/0001-service-memory.md). Tests and their helpers may compare against them.
     files: ['packages/{platform,observe,gate,pricing}/src/**/*.ts'],
     ignores: ['**/*.test.ts', '**/*testing*.ts', '**/*fixture*.ts'],
     rules: {
@@ -59,6 +60,10 @@ export default tseslint.config(
         'error',
         { property: 'toLocaleString', message: 'Maps ICU data into the service’s RSS: use groupedInteger (@vigil/platform).' },
         { object: 'Intl', message: 'Maps ICU data into the service’s RSS.' },
+        {
+          property: 'localeCompare',
+          message: 'Orders by the host’s locale and ICU version, and maps ICU data into the service’s RSS: use compareCodeUnits (@vigil/platform).',
+        },
       ],
     },
   },

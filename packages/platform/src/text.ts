@@ -117,3 +117,12 @@ export function groupedInteger(n: number): string {
   for (let end = digits.length; end > 0; end -= 3) out = digits.slice(Math.max(0, end - 3), end) + (out === '' ? '' : `,${out}`);
   return (n <= -1 ? '-' : '') + out;
 }
+
+/**
+ * Orders two strings by their UTF-16 code units, as SQLite's BINARY collation and `<` do: the same
+ * order on every host, where `localeCompare` follows the host's locale and ICU version (and maps
+ * about 2 MiB of ICU collation data into the process on its first call).
+ */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

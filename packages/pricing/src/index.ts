@@ -84,7 +84,7 @@ export class PriceTable {
     const sameProvider = lower(current.provider);
     return this.entries
       .filter((entry) => lower(entry.provider) === sameProvider && blended(entry) < blended(current))
-      .sort((a, b) => blended(a) - blended(b) || a.model.localeCompare(b.model))
+      .sort((a, b) => blended(a) - blended(b) || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
       .map((entry) => ({ ...entry }));
   }
 

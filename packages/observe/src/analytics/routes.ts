@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS, isoTimestampMs, routeOptions, toIso, type ZodApp } from '@vigil/platform';
+import { compareCodeUnits, DAY_MS, HOUR_MS, isoTimestampMs, routeOptions, toIso, type ZodApp } from '@vigil/platform';
 import { usdOf } from '@vigil/pricing';
 import { z } from 'zod';
 import { agentScope } from '../events/index.ts';
@@ -210,7 +210,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             ...llmFigures(row),
             ...percentileFields('Latency', modelLatency.get(JSON.stringify([String(row.provider), String(row.model)]))),
           }))
-          .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model)),
+          .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls || compareCodeUnits(a.provider, b.provider) || compareCodeUnits(a.model, b.model)),
         byTime: series.map(({ start, sums: s }) => ({ bucket: toIso(start), ...llmFigures(s) })),
       };
     },
@@ -257,7 +257,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
       return {
         byAgent: byAgent
           .map((row) => ({ agentId: String(row.agent_id), ...tokens(row), eventCount: row.eventCount }))
-          .sort((a, b) => b.totalCostUsd - a.totalCostUsd || a.agentId.localeCompare(b.agentId)),
+          .sort((a, b) => b.totalCostUsd - a.totalCostUsd || compareCodeUnits(a.agentId, b.agentId)),
         overTime: seriesOf(window, g, byTime).map(({ start, sums }) => ({
           bucket: toIso(start),
           totalCostUsd: usdOf(sums.costNanos),
@@ -326,7 +326,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             ...percentileFields('ToolDuration', toolLatency.get(agentId)),
             ...percentileFields('LlmLatency', llmLatency.get(agentId)),
           }))
-          .sort((a, b) => b.totalEvents - a.totalEvents || a.agentId.localeCompare(b.agentId)),
+          .sort((a, b) => b.totalEvents - a.totalEvents || compareCodeUnits(a.agentId, b.agentId)),
       };
     },
   );
@@ -389,7 +389,7 @@ export function registerAnalyticsRoutes(app: ZodApp, ctx: ObserveContext): void 
             avgDurationMs: mean(t.durationSum, t.durationCount),
             ...percentileFields('Duration', latency.get(toolName)),
           }))
-          .sort((a, b) => b.callCount - a.callCount || a.toolName.localeCompare(b.toolName)),
+          .sort((a, b) => b.callCount - a.callCount || compareCodeUnits(a.toolName, b.toolName)),
       };
     },
   );
