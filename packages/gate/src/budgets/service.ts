@@ -68,10 +68,16 @@ export class BudgetService implements BudgetGuard {
     this.logged = new LoggedStates(ctx.database.db, ctx.clock, ctx.config.cacheRefreshMs);
   }
 
+  /** The enabled budgets as last read, while that read is fresh (cacheRefreshMs); undefined when they must be read again. */
+  private fresh(now: number): BudgetRow[] | undefined {
+    return this.cached && now - this.cached.at < this.ctx.config.cacheRefreshMs ? this.cached.budgets : undefined;
+  }
+
   /** The enabled budgets as their last logged changes left them (re-read every cacheRefreshMs, at once after a change here). */
   async enabled(): Promise<BudgetRow[]> {
     const now = this.ctx.clock.now();
-    if (this.cached && now - this.cached.at < this.ctx.config.cacheRefreshMs) return this.cached.budgets;
+    const fresh = this.fresh(now);
+    if (fresh !== undefined) return fresh;
     const budgets: BudgetRow[] = [];
     for (const row of await allBudgets(this.ctx.database)) {
       if (row.enabled !== 1) continue;
@@ -131,8 +137,12 @@ export class BudgetService implements BudgetGuard {
     this.changed();
   }
 
-  /** The budgets that cover a new request, their figures now, and the worst threshold crossed. */
-  async assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined> {
+  /** The budgets that cover a new request, their figures now, and the worst threshold crossed; undefined at once while none is enabled. */
+  assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined> | undefined {
+    return this.fresh(now)?.length === 0 ? undefined : this.assessRead(request, now);
+  }
+
+  private async assessRead(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined> {
     const budgets = await this.enabled();
     if (budgets.length === 0) return undefined;
     const { agentId, sessionId } = requestParties(request.context);

@@ -68,8 +68,14 @@ export class GrantService implements GrantApprover {
    */
   private live: { at: number; grants: GrantRow[] } | null = null;
 
+  /** The live grants as last read, while that read is fresh; undefined when they must be read again. */
+  private freshLive(now: number): GrantRow[] | undefined {
+    return this.live !== null && now - this.live.at < this.ctx.config.cacheRefreshMs ? this.live.grants : undefined;
+  }
+
   private async liveGrants(now: number): Promise<GrantRow[]> {
-    if (this.live !== null && now - this.live.at < this.ctx.config.cacheRefreshMs) return this.live.grants;
+    const fresh = this.freshLive(now);
+    if (fresh !== undefined) return fresh;
     const grants = await liveGrants(this.ctx.database, now);
     this.live = { at: now, grants };
     return grants;
@@ -142,12 +148,26 @@ export class GrantService implements GrantApprover {
     return listGrants(this.ctx.database, query, this.ctx.clock.now());
   }
 
-  /** The oldest live grant of the request's action for its agent or session, as its last logged change left it. */
-  async match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined> {
+  /**
+   * The oldest live grant of the request's action for its agent or session, as its last logged change
+   * left it; undefined at once for a request of neither, or while no grant is live.
+   */
+  match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined> | undefined {
     const { agentId, sessionId } = requestParties(request.context);
     if (agentId === undefined && sessionId === undefined) return undefined;
+    if (this.freshLive(now)?.length === 0) return undefined;
+    return this.matchLive(request.action, agentId, sessionId, now, passedOver);
+  }
+
+  private async matchLive(
+    action: string,
+    agentId: string | undefined,
+    sessionId: string | undefined,
+    now: number,
+    passedOver: ReadonlySet<string>,
+  ): Promise<string | undefined> {
     for (const grant of await this.liveGrants(now)) {
-      if (grant.action !== request.action || passedOver.has(grant.id)) continue;
+      if (grant.action !== action || passedOver.has(grant.id)) continue;
       if (grant.expires_at !== null && grant.expires_at <= now) continue;
       if (grant.agent_id !== null && grant.agent_id !== agentId) continue;
       if (grant.session_id !== null && grant.session_id !== sessionId) continue;

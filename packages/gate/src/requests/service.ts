@@ -63,8 +63,11 @@ type Log = ZodApp['log'];
 
 /** Standing grants that approve requests a policy routes for a decision (the grants feature: approveWithGrants). */
 export interface GrantApprover {
-  /** The id of a grant that covers this request at `now` (none of `passedOver`), if any. */
-  match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined>;
+  /**
+   * The id of a grant that covers this request at `now` (none of `passedOver`), if any; undefined
+   * at once, without a promise, when it is known without a read that none does (every POST asks).
+   */
+  match(request: { action: string; context: Record<string, unknown> }, now: number, passedOver: ReadonlySet<string>): Promise<string | undefined> | undefined;
   /**
    * Takes one use of the grant for the request, in its creation's transaction: the notices it makes
    * (its last use), or null when none is left (used up, expired or revoked).
@@ -82,7 +85,8 @@ export interface BudgetAssessment {
 
 /** Budgets enforced at creation (the budgets feature). */
 export interface BudgetGuard {
-  assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined>;
+  /** What the budgets say of a new request; undefined at once, without a promise, when it is known without a read that none is enabled. */
+  assess(request: { context: Record<string, unknown> }, now: number): Promise<BudgetAssessment | undefined> | undefined;
 }
 
 /** Who decides a request at its creation, when it is not left pending: a policy, a grant or a budget. */
@@ -476,7 +480,8 @@ export class RequestService {
   async create(raw: NewRequest, by: AuditActor): Promise<RequestRow> {
     const input = redactRequestInput(this.ctx.redactor, raw);
     const now = this.ctx.clock.now();
-    const assessment = this.budgets ? await this.budgets.assess(input, now) : undefined;
+    const assessing = this.budgets?.assess(input, now);
+    const assessment = assessing === undefined ? undefined : await assessing;
     const evaluated = await this.ctx.policies.evaluate({ ...input, status: 'pending', ...(assessment && { budget: assessment.figures }) });
     const breach = assessment?.breach ?? null;
     // Over a soft threshold nothing approves it at once: a person decides.
@@ -485,7 +490,8 @@ export class RequestService {
     // A grant used up (or revoked) between its match and its use is passed over: the next one, else the policy's route.
     const passedOver = new Set<string>();
     for (;;) {
-      const grantId = routed && this.grants ? await this.grants.match(input, now, passedOver) : undefined;
+      const matching = routed ? this.grants?.match(input, now, passedOver) : undefined;
+      const grantId = matching === undefined ? undefined : await matching;
       const creation = this.creation(input, decision, by, now, deciderOf(decision, grantId, breach), breach);
       try {
         await this.creations.submit(creation);
