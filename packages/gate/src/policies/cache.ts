@@ -65,9 +65,15 @@ export class PolicyCache {
     this.checkedAt = Number.NEGATIVE_INFINITY;
   }
 
+  /** The compiled set while its last check is fresh (within refreshMs), else undefined: the version must be read. */
+  private fresh(now: number): CompiledPolicySet | undefined {
+    return now - this.checkedAt < this.refreshMs ? this.compiled : undefined;
+  }
+
   async current(): Promise<CompiledPolicySet> {
     const now = this.clock.now();
-    if (now - this.checkedAt < this.refreshMs) return this.compiled;
+    const fresh = this.fresh(now);
+    if (fresh !== undefined) return fresh;
     const generation = this.generation;
     const version = await policyVersion(this.database);
     if (version !== this.version) {
@@ -84,7 +90,9 @@ export class PolicyCache {
     return this.compiled;
   }
 
-  async evaluate(request: EvaluatedRequest): Promise<PolicyDecision> {
-    return evaluatePolicies(await this.current(), request);
+  /** The set's decision for a request: at once, without a promise, while the set is fresh (every POST asks), else once its version is read. */
+  evaluate(request: EvaluatedRequest): PolicyDecision | Promise<PolicyDecision> {
+    const fresh = this.fresh(this.clock.now());
+    return fresh !== undefined ? evaluatePolicies(fresh, request) : this.current().then((set) => evaluatePolicies(set, request));
   }
 }

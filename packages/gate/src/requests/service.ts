@@ -482,7 +482,15 @@ export class RequestService {
     const now = this.ctx.clock.now();
     const assessing = this.budgets?.assess(input, now);
     const assessment = assessing === undefined ? undefined : await assessing;
-    const evaluated = await this.ctx.policies.evaluate({ ...input, status: 'pending', ...(assessment && { budget: assessment.figures }) });
+    const evaluating = this.ctx.policies.evaluate({
+      action: input.action,
+      status: 'pending',
+      urgency: input.urgency,
+      params: input.params,
+      context: input.context,
+      budget: assessment?.figures,
+    });
+    const evaluated = evaluating instanceof Promise ? await evaluating : evaluating;
     const breach = assessment?.breach ?? null;
     // Over a soft threshold nothing approves it at once: a person decides.
     const decision: PolicyDecision = breach?.level === 'soft' && evaluated.decision !== 'auto_deny' ? { ...evaluated, decision: 'route_to_human' } : evaluated;
