@@ -59,25 +59,20 @@ await describeEachDatabase('analytics ties are ordered by code units, the same o
   });
 
   test('agents, costs by agent, tools and LLM models: equal figures are ordered by name in code units', async () => {
-    const agents = await get<{ agents: { agentId: string }[] }>('/api/analytics/agents');
-    assert.deepEqual(
-      agents.agents.map((a) => a.agentId),
-      CODE_UNIT_ORDER,
-    );
-    const costs = await get<{ byAgent: { agentId: string }[] }>('/api/analytics/costs');
-    assert.deepEqual(
-      costs.byAgent.map((a) => a.agentId),
-      CODE_UNIT_ORDER,
-    );
-    const tools = await get<{ tools: { toolName: string }[] }>('/api/analytics/tools');
-    assert.deepEqual(
-      tools.tools.map((t) => t.toolName),
-      CODE_UNIT_ORDER,
-    );
-    const llmReport = await get<{ byModel: { model: string }[] }>('/api/analytics/llm');
-    assert.deepEqual(
-      llmReport.byModel.map((m) => m.model),
-      CODE_UNIT_ORDER.map((name) => `m-${name}`),
-    );
+    // Each report, the list it orders and the name of its rows.
+    const reports: [url: string, list: string, name: string, expected: string[]][] = [
+      ['/api/analytics/agents', 'agents', 'agentId', CODE_UNIT_ORDER],
+      ['/api/analytics/costs', 'byAgent', 'agentId', CODE_UNIT_ORDER],
+      ['/api/analytics/tools', 'tools', 'toolName', CODE_UNIT_ORDER],
+      ['/api/analytics/llm', 'byModel', 'model', CODE_UNIT_ORDER.map((name) => `m-${name}`)],
+    ];
+    for (const [url, list, name, expected] of reports) {
+      const body = await get<Record<string, Record<string, string>[]>>(url);
+      assert.deepEqual(
+        body[list]!.map((row) => row[name]),
+        expected,
+        url,
+      );
+    }
   });
 });

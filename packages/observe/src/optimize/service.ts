@@ -1,4 +1,4 @@
-import { DAY_MS } from '@vigil/platform';
+import { compareCodeUnits, DAY_MS } from '@vigil/platform';
 import { aggregate, type Dimension } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
 import { NANOS_PER_USD, nanosOf, roundUsd, usdOf, type ModelPrice, type PriceTable } from '@vigil/pricing';
@@ -127,7 +127,6 @@ function confidenceOf(calls: number): Confidence {
   return 'low';
 }
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const successRate = (o: Outcomes): number => (o.calls - o.failures) / o.calls;
 
 /** The recommendation for one group; undefined below MIN_CALLS or when no cheaper model qualifies. */
@@ -148,7 +147,7 @@ function recommend(prices: PriceTable, outcomes: ReadonlyMap<string, Outcomes>, 
   // Evidence first: a candidate observed in this tier beats a cheaper one never seen in it.
   const proven = qualifying.filter((c) => c.observed !== undefined);
   const pool = proven.length > 0 ? proven : qualifying;
-  const best = pool.sort((a, b) => a.cost - b.cost || byText(a.price.model, b.price.model))[0];
+  const best = pool.sort((a, b) => a.cost - b.cost || compareCodeUnits(a.price.model, b.price.model))[0];
   if (!best) return undefined;
 
   const currentSuccessRate = successRate(group);
@@ -194,10 +193,10 @@ export async function recommendations(ctx: ObserveContext, query: Recommendation
     .sort(
       (a, b) =>
         b.monthlySavings - a.monthlySavings ||
-        byText(a.currentModel, b.currentModel) ||
-        byText(a.agentId, b.agentId) ||
+        compareCodeUnits(a.currentModel, b.currentModel) ||
+        compareCodeUnits(a.agentId, b.agentId) ||
         tierOrder(a.complexityTier) - tierOrder(b.complexityTier) ||
-        byText(a.recommendedModel, b.recommendedModel),
+        compareCodeUnits(a.recommendedModel, b.recommendedModel),
     );
   const totalPotentialSavings = usdOf(all.reduce((sum, r) => sum + nanosOf(r.monthlySavings), 0));
   return {

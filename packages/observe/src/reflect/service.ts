@@ -1,5 +1,5 @@
 import { usdOf } from '@vigil/pricing';
-import { groupedInteger, sumAsDouble, toIso } from '@vigil/platform';
+import { compareCodeUnits, groupedInteger, sumAsDouble, toIso } from '@vigil/platform';
 import { sql, type ExpressionBuilder, type Kysely, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import { aggregate, mean, ratio } from '../analytics/index.ts';
 import type { ObserveContext } from '../context.ts';
@@ -161,8 +161,6 @@ interface PatternGroup {
   preceding: Map<string, number>;
 }
 
-const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<Insight[]> {
   const split = await patternSplit(ctx, query);
   const groups = new Map<string, PatternGroup>();
@@ -192,12 +190,12 @@ async function errorPatterns(ctx: ObserveContext, query: ReflectQuery): Promise<
       for (const [key, count] of p.preceding) precede(groupOf(pattern), key, count);
     }
 
-  const top = [...groups.values()].sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen || byText(a.pattern, b.pattern)).slice(0, query.limit);
+  const top = [...groups.values()].sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen || compareCodeUnits(a.pattern, b.pattern)).slice(0, query.limit);
   return top.map((group) => {
-    const sessions = [...group.sessions.entries()].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([id]) => id);
+    const sessions = [...group.sessions.entries()].sort((a, b) => b[1] - a[1] || compareCodeUnits(a[0], b[0])).map(([id]) => id);
     const listed = sessions.slice(0, MAX_AFFECTED_SESSIONS);
     const preceding = [...group.preceding.entries()]
-      .sort((a, b) => b[1] - a[1] || byText(a[0], b[0]))
+      .sort((a, b) => b[1] - a[1] || compareCodeUnits(a[0], b[0]))
       .slice(0, MAX_PRECEDING_SEQUENCES)
       .map(([key]) => key.split(SEPARATOR));
     const firstSeen = toIso(group.firstSeen);
@@ -231,7 +229,7 @@ async function toolSequences(ctx: ObserveContext, query: ReflectQuery): Promise<
   // Most frequent first, then in more sessions, then longer, then by tool names.
   return [...counts.entries()]
     .map(([key, c]) => ({ key, tools: key.split(SEPARATOR), ...c }))
-    .sort((a, b) => b.frequency - a.frequency || b.sessions - a.sessions || b.tools.length - a.tools.length || byText(a.key, b.key))
+    .sort((a, b) => b.frequency - a.frequency || b.sessions - a.sessions || b.tools.length - a.tools.length || compareCodeUnits(a.key, b.key))
     .slice(0, query.limit)
     .map(({ tools, frequency, sessions, failed }) => {
       const errorRate = ratio(failed, frequency);
@@ -280,7 +278,7 @@ async function costAnalysis(ctx: ObserveContext, query: ReflectQuery, sessions: 
       totalCost: usdOf(row.nanos),
       avgCostPerCall: usdOf(mean(row.nanos, row.calls)),
     }))
-    .sort((a, b) => b.totalCost - a.totalCost || b.callCount - a.callCount || byText(a.model, b.model))
+    .sort((a, b) => b.totalCost - a.totalCost || b.callCount - a.callCount || compareCodeUnits(a.model, b.model))
     .map((data) => ({
       type: 'model_cost' as const,
       summary: `${data.model}: ${plural(data.callCount, 'call')} cost ${dollars(data.totalCost)} (${percent(ratio(data.totalCost, total))} of the spend, ${dollars(data.avgCostPerCall)} per call)`,
