@@ -264,7 +264,6 @@ describe('dashboard in a real browser: the console', { skip: chromiumSkip() }, (
       const found: string[] = [];
       for (const path of pages) {
         await page.setViewportSize(DESKTOP);
-        await page.emulateMedia({ colorScheme: 'light' });
         await open(page, path);
         for (const scheme of ['light', 'dark'] as const) {
           await page.emulateMedia({ colorScheme: scheme });
