@@ -3,14 +3,19 @@
  * re-queues the sessions a batch touched (in sorted order), and a drain removes or releases the
  * rows it claimed (in claim order). On PostgreSQL two transactions that lock the same rows in
  * different orders deadlock, and one of them fails: an ingest batch answered 500.
+ *
+ * A claim reads the due index in order and stops at its limit, whatever the planner's statistics
+ * say of the queue: on PostgreSQL a queue filled after its last ANALYZE was sorted whole per claim.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
+import type { ObserveSchema } from '../schema.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
 import { startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
-import { completeRows, enqueueEmbeddings } from './queue.ts';
+import { claimDue, claimStatement, completeRows, enqueueEmbeddings, inIndexOrder } from './queue.ts';
 
 const claimedRow = (sourceId: string): EmbeddingQueueRow => ({
   source_type: 'session',
@@ -64,5 +69,84 @@ await describeEachDatabase('embedding queue: a drain completing session rows whi
       { source_id: first, generation: 2, claimed_until: null },
       { source_id: second, generation: 2, claimed_until: null },
     ]);
+  });
+});
+
+/** The plan's node types and the indexes it reads (PostgreSQL: EXPLAIN (FORMAT JSON); SQLite: EXPLAIN QUERY PLAN's lines). */
+async function planOf(db: Kysely<ObserveSchema>, dialect: string, query: CompiledQuery): Promise<string[]> {
+  if (dialect === 'sqlite') {
+    const result = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+    return result.rows.map((r) => r.detail);
+  }
+  const result = await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+  const nodes: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node !== null && typeof node === 'object') {
+      const record = node as Record<string, unknown>;
+      if (typeof record['Node Type'] === 'string') nodes.push([record['Node Type'], record['Index Name']].filter(Boolean).join(' '));
+      Object.values(record).forEach(walk);
+    }
+  };
+  walk(result.rows[0]!['QUERY PLAN']);
+  return nodes;
+}
+
+await describeEachDatabase('embedding queue: a claim reads the due index in order, however long the queue', (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend);
+  });
+  after(() => observe.close());
+
+  test('a burst queued after the last ANALYZE is claimed oldest due first, from the index, with no sort', async () => {
+    const { db, dialect } = observe.service.context.database;
+    const postgres = dialect === 'postgres';
+    // The statistics of a queue seen near empty, kept while a burst of ingest fills it.
+    if (postgres) {
+      await sql`alter table embedding_queue set (autovacuum_enabled = false)`.execute(db);
+      await sql`analyze embedding_queue`.execute(db);
+    }
+    const burst = 5_000;
+    const rows = Array.from({ length: burst }, (_, i) => ({
+      source_type: 'event' as const,
+      source_id: `burst-${String(i).padStart(5, '0')}`,
+      enqueued_at: TEST_NOW,
+      attempts: 0,
+      // Every tenth row is a retry due earlier than the new rows (due at 0 … 499).
+      next_attempt_at: i % 10 === 0 ? i / 10 : 1_000,
+      claimed_until: null,
+      last_error: null,
+      generation: 0,
+    }));
+    for (let i = 0; i < burst; i += 500) await db.insertInto('embedding_queue').values(rows.slice(i, i + 500)).execute();
+    try {
+      const statement = (on: Kysely<ObserveSchema>) => claimStatement(on, dialect, TEST_NOW, TEST_NOW + 60_000, 256, 'event').compile();
+      if (postgres) {
+        // The hazard itself: left to its estimates, the planner sorts every due row to take 256.
+        assert.ok((await planOf(db, dialect, statement(db))).includes('Sort'), 'the unguarded claim is planned with a sort');
+        const guarded = await db.transaction().execute(async (trx) => {
+          await inIndexOrder(trx);
+          return planOf(trx, dialect, statement(trx));
+        });
+        assert.ok(!guarded.includes('Sort'), `claim plan sorts: ${guarded.join(' > ')}`);
+        assert.ok(guarded.includes('Index Scan embedding_queue_due'), `claim plan does not read the due index: ${guarded.join(' > ')}`);
+      } else {
+        const plan = await planOf(db, dialect, statement(db));
+        assert.ok(!plan.some((line) => line.includes('TEMP B-TREE')), `claim plan sorts: ${plan.join(' > ')}`);
+        assert.ok(plan.some((line) => line.includes('embedding_queue_due')), `claim plan does not read the due index: ${plan.join(' > ')}`);
+      }
+
+      const claimed = await claimDue(observe.service.context.database, TEST_NOW, TEST_NOW + 60_000, 256, 'event');
+      const dueOf = (r: { next_attempt_at: number | string }) => Number(r.next_attempt_at);
+      assert.equal(claimed.length, 256);
+      const retries = claimed.filter((r) => dueOf(r) < 1_000).map(dueOf).sort((a, b) => a - b);
+      assert.deepEqual(retries, Array.from({ length: 500 }, (_, i) => i).slice(0, 256), 'the 256 earliest due rows are the ones claimed');
+      const held = await db.selectFrom('embedding_queue').select((eb) => eb.fn.countAll<string>().as('n')).where('claimed_until', '=', TEST_NOW + 60_000).executeTakeFirstOrThrow();
+      assert.equal(Number(held.n), 256);
+    } finally {
+      await db.deleteFrom('embedding_queue').where('source_id', 'like', 'burst-%').execute();
+      if (postgres) await sql`alter table embedding_queue reset (autovacuum_enabled)`.execute(db);
+    }
   });
 });
