@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { hashBytes, hashHex, ManualClock, type Clock } from '@vigil/platform';
 import type { TestBackend } from '@vigil/platform/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { buildObserveService, type ObserveOptions, type ObserveService } from './app.ts';
 import { observeConfigFromEnvironment, type ObserveConfig } from './config.ts';
 import { observeErrors } from './errors.ts';
@@ -303,4 +303,30 @@ export async function backToBefore0044(db: Kysely<ObserveSchema>, dialect: 'sqli
     .deleteFrom('schema_migrations' as never)
     .where('name' as never, '=', '0044_event_partitions' as never)
     .execute();
+}
+
+/** One node of a PostgreSQL plan: its type, and the index and relation it reads, if any. */
+export interface PlanNode {
+  type: string;
+  index?: string;
+  relation?: string;
+}
+
+/** The nodes of a statement's PostgreSQL plan (EXPLAIN (FORMAT JSON)), outermost first, planned for its parameters. */
+export async function planNodes(db: Kysely<ObserveSchema>, query: CompiledQuery): Promise<PlanNode[]> {
+  const result = await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+  const nodes: PlanNode[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node !== null && typeof node === 'object') {
+      const record = node as Record<string, unknown>;
+      if (typeof record['Node Type'] === 'string') {
+        const { 'Index Name': index, 'Relation Name': relation } = record;
+        nodes.push({ type: record['Node Type'], ...(typeof index === 'string' && { index }), ...(typeof relation === 'string' && { relation }) });
+      }
+      Object.values(record).forEach(walk);
+    }
+  };
+  walk(result.rows[0]!['QUERY PLAN']);
+  return nodes;
 }

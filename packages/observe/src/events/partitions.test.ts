@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
-import { ago, ingest, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { ago, ingest, planNodes, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
 import { eventPartitions, PARTITION_WEEK_MS, PARTITION_WEEKS_AHEAD, weekPartitionName, weekStart } from './partitions.ts';
 import { buildObserveService } from '../app.ts';
 import { observeConfigFromEnvironment } from '../config.ts';
@@ -37,21 +37,10 @@ function session(id: string, minutesAgo: number, count = 6): object[] {
   });
 }
 
-/** The partitions (relations named events_*) a plan reads, from EXPLAIN (FORMAT JSON). */
+/** The partitions (relations named events_*) a plan reads. */
 async function planPartitions(db: Kysely<ObserveSchema>, query: CompiledQuery): Promise<string[]> {
-  const result = await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
-  const names = new Set<string>();
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(walk);
-    else if (node !== null && typeof node === 'object') {
-      for (const [key, value] of Object.entries(node)) {
-        if (key === 'Relation Name' && typeof value === 'string' && value.startsWith('events')) names.add(value);
-        else walk(value);
-      }
-    }
-  };
-  walk(result.rows[0]!['QUERY PLAN']);
-  return [...names].sort();
+  const relations = (await planNodes(db, query)).flatMap((node) => (node.relation?.startsWith('events') ? [node.relation] : []));
+  return [...new Set(relations)].sort();
 }
 
 /** Where each event of the session is stored (the partition, on PostgreSQL). */

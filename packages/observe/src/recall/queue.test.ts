@@ -14,7 +14,10 @@ import { describeEachDatabase } from '@vigil/platform/testing';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
-import { startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { ago, ingest, planNodes, startTestObserve, TEST_NOW, type TestObserve } from '../testing.ts';
+import { weekPartitionName, weekStart } from '../events/partitions.ts';
+import { embeddedEventsQuery } from './store.ts';
+import { drain, queueRows } from './test-fixtures.ts';
 import { claimDue, claimStatement, completeRows, enqueueEmbeddings, inIndexOrder } from './queue.ts';
 
 const claimedRow = (sourceId: string): EmbeddingQueueRow => ({
@@ -26,6 +29,7 @@ const claimedRow = (sourceId: string): EmbeddingQueueRow => ({
   claimed_until: TEST_NOW + 60_000,
   last_error: null,
   generation: 1,
+  session_start: null,
 });
 
 await describeEachDatabase('embedding queue: a drain completing session rows while ingest re-queues them', (backend) => {
@@ -72,24 +76,13 @@ await describeEachDatabase('embedding queue: a drain completing session rows whi
   });
 });
 
-/** The plan's node types and the indexes it reads (PostgreSQL: EXPLAIN (FORMAT JSON); SQLite: EXPLAIN QUERY PLAN's lines). */
+/** The plan's nodes, each its type and the index it reads (PostgreSQL), or EXPLAIN QUERY PLAN's lines (SQLite). */
 async function planOf(db: Kysely<ObserveSchema>, dialect: string, query: CompiledQuery): Promise<string[]> {
   if (dialect === 'sqlite') {
     const result = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
     return result.rows.map((r) => r.detail);
   }
-  const result = await db.executeQuery<{ 'QUERY PLAN': unknown }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
-  const nodes: string[] = [];
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(walk);
-    else if (node !== null && typeof node === 'object') {
-      const record = node as Record<string, unknown>;
-      if (typeof record['Node Type'] === 'string') nodes.push([record['Node Type'], record['Index Name']].filter(Boolean).join(' '));
-      Object.values(record).forEach(walk);
-    }
-  };
-  walk(result.rows[0]!['QUERY PLAN']);
-  return nodes;
+  return (await planNodes(db, query)).map((node) => [node.type, node.index].filter(Boolean).join(' '));
 }
 
 await describeEachDatabase('embedding queue: a claim reads the due index in order, however long the queue', (backend) => {
@@ -118,6 +111,7 @@ await describeEachDatabase('embedding queue: a claim reads the due index in orde
       claimed_until: null,
       last_error: null,
       generation: 0,
+      session_start: null,
     }));
     for (let i = 0; i < burst; i += 500) await db.insertInto('embedding_queue').values(rows.slice(i, i + 500)).execute();
     try {
@@ -148,5 +142,55 @@ await describeEachDatabase('embedding queue: a claim reads the due index in orde
       await db.deleteFrom('embedding_queue').where('source_id', 'like', 'burst-%').execute();
       if (postgres) await sql`alter table embedding_queue reset (autovacuum_enabled)`.execute(db);
     }
+  });
+});
+
+await describeEachDatabase('embedding queue: the drain reads an event from its session\'s partition', (backend) => {
+  let observe: TestObserve;
+  before(async () => {
+    observe = await startTestObserve(backend);
+  });
+  after(() => observe.close());
+
+  test('an event row carries its session start, the read by it plans one partition, and rows queued without one are still embedded', async () => {
+    const { db, dialect } = observe.service.context.database;
+    if (dialect === 'postgres') await observe.service.jobs.eventPartitions.tick();
+    const threeDaysAgo = 3 * 24 * 60;
+    const toolCall = (sessionId: string, minutesAgo: number, q: string) => ({
+      sessionId,
+      agentId: 'agent-queued',
+      eventType: 'tool_call',
+      timestamp: ago(minutesAgo),
+      payload: { toolName: 'search', callId: `c-${sessionId}`, arguments: { q } },
+    });
+    const [withStart] = await ingest(observe, [toolCall('queued-start', threeDaysAgo, 'refund policy for damaged parcels')]);
+    const [withoutStart] = await ingest(observe, [toolCall('queued-before-0051', 30, 'shipping times to Norway')]);
+    // A row queued before migration 0051 has no start.
+    await db.updateTable('embedding_queue').set({ session_start: null }).where('source_id', '=', withoutStart!).execute();
+
+    const queued = await db.selectFrom('embedding_queue').select(['source_id', 'session_start']).where('source_type', '=', 'event').orderBy('source_id').execute();
+    const start = TEST_NOW - threeDaysAgo * 60_000;
+    assert.deepEqual(
+      queued.map((row) => [row.source_id, row.session_start === null ? null : Number(row.session_start)]),
+      [
+        [withStart, start],
+        [withoutStart, null],
+      ].sort(),
+    );
+    if (dialect === 'postgres') {
+      const partitions = async (sessionStart: number | null) =>
+        new Set((await planNodes(db, embeddedEventsQuery(db, [withStart!], sessionStart).compile())).flatMap((node) => node.relation ?? []));
+      assert.deepEqual([...(await partitions(start))], [weekPartitionName(weekStart(start))]);
+      // Without the start every partition's key is probed.
+      assert.ok((await partitions(null)).size >= 10);
+    }
+
+    await drain(observe);
+    assert.deepEqual(await queueRows(observe), []);
+    const embedded = await db.selectFrom('embeddings').select('source_id').where('source_type', '=', 'event').orderBy('source_id').execute();
+    assert.deepEqual(
+      embedded.map((row) => row.source_id),
+      [withStart, withoutStart].sort(),
+    );
   });
 });

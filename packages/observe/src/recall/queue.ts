@@ -15,10 +15,11 @@ const COLUMNS = {
   claimed_until: 'bigint',
   last_error: 'text',
   generation: 'integer',
+  session_start: 'bigint',
 } as const;
 const eventRows = new BulkInserter<ObserveSchema, 'embedding_queue'>('embedding_queue', COLUMNS);
 
-const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string, now: number): QueueInsert => ({
+const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string, now: number, session_start: number | null = null): QueueInsert => ({
   source_type,
   source_id,
   enqueued_at: now,
@@ -27,11 +28,12 @@ const queued = (source_type: EmbeddingQueueRow['source_type'], source_id: string
   claimed_until: null,
   last_error: null,
   generation: 0,
+  session_start,
 });
 
 /** What enqueueing needs from an event being appended. */
 export interface EnqueuedEvent {
-  row: { id: string; event_type: string };
+  row: { id: string; event_type: string; session_start: number };
   payload: Record<string, unknown>;
 }
 
@@ -48,7 +50,7 @@ export async function enqueueEmbeddings(
   sessionIds: readonly string[],
   now: number,
 ): Promise<void> {
-  const rows = events.filter((e) => isEmbeddedEvent(e.row.event_type, e.payload)).map((e) => queued('event', e.row.id, now));
+  const rows = events.filter((e) => isEmbeddedEvent(e.row.event_type, e.payload)).map((e) => queued('event', e.row.id, now, e.row.session_start));
   if (rows.length > 0) await eventRows.insert(trx, dialect, rows);
   if (sessionIds.length === 0) return;
   await trx

@@ -292,6 +292,15 @@ export async function readChanges(database: ObserveDatabase, model: string, afte
 /** The columns eventDetails reads. */
 export const EMBEDDED_EVENT_COLUMNS = ['id', 'session_id', 'agent_id', 'event_type', 'severity', 'ts', 'payload', 'tool_name', 'model'] as const;
 
+/**
+ * The events a drain embeds, by id; given their session's start (the partition key, carried by the
+ * queue row), PostgreSQL plans only that week's partition instead of probing every partition's key.
+ */
+export function embeddedEventsQuery(db: Kysely<ObserveSchema>, ids: readonly string[], sessionStart: number | null) {
+  const read = db.selectFrom('events').select(EMBEDDED_EVENT_COLUMNS).where('id', 'in', ids);
+  return sessionStart === null ? read : read.where('session_start', '=', sessionStart);
+}
+
 export interface SourceDetails {
   /** What a result shows (cut to STORED_TEXT_CHARS). */
   text: string;

@@ -16,6 +16,8 @@ export interface EmbeddingQueueRow {
   last_error: string | null;
   /** Bumped each time a session is touched again, so a row claimed before the change is not deleted by the worker. */
   generation: number;
+  /** An event row's session's `session_start` (the events' partition key), read back by the drain; null for session rows and rows queued before 0051. */
+  session_start: number | null;
 }
 
 /** One vector per event or session (primary key source_type, source_id). */

@@ -5,7 +5,7 @@ import type { SessionRow } from '../events/index.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
 import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
-import { EMBEDDED_EVENT_COLUMNS, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
+import { embeddedEventsQuery, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
 import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
 
 /** How often the `observe.embeddings` job drains the queue (the backstop of the kick after each commit). */
@@ -179,15 +179,19 @@ export class EmbeddingWorker {
 
   private async buildJobs(rows: EmbeddingQueueRow[]): Promise<Job[]> {
     const { db } = this.ctx.database;
-    const eventIds = rows.filter((r) => r.source_type === 'event').map((r) => r.source_id);
+    const idsByStart = new Map<number | null, string[]>();
+    for (const row of rows) {
+      if (row.source_type !== 'event') continue;
+      const start = row.session_start === null ? null : Number(row.session_start);
+      const ids = idsByStart.get(start);
+      if (ids) ids.push(row.source_id);
+      else idsByStart.set(start, [row.source_id]);
+    }
     const events = new Map<string, EmbeddedEventSource>();
-    for (let i = 0; i < eventIds.length; i += 500) {
-      const found = await db
-        .selectFrom('events')
-        .select(EMBEDDED_EVENT_COLUMNS)
-        .where('id', 'in', eventIds.slice(i, i + 500))
-        .execute();
-      for (const event of found) events.set(event.id, event);
+    for (const [start, ids] of idsByStart) {
+      for (let i = 0; i < ids.length; i += 500) {
+        for (const event of await embeddedEventsQuery(db, ids.slice(i, i + 500), start).execute()) events.set(event.id, event);
+      }
     }
     const jobs: Job[] = [];
     for (const row of rows) {
@@ -206,13 +210,12 @@ export class EmbeddingWorker {
     const session = await db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
     if (!session) return null;
     const columns = ['id', 'event_type', 'is_error', 'ts', 'seq', 'payload', 'metadata'] as const;
-    const head = await db.selectFrom('events').select(columns).where('session_id', '=', id).orderBy('ts').orderBy('seq').limit(SUMMARY_HEAD_EVENTS).execute();
+    // The session's own partition only (its events all carry its session_start).
+    const ofSession = db.selectFrom('events').select(columns).where('session_id', '=', id).where('session_start', '=', Number(session.session_start));
+    const head = await ofSession.orderBy('ts').orderBy('seq').limit(SUMMARY_HEAD_EVENTS).execute();
     let events: SummaryEvent[] = head;
     if (head.length === SUMMARY_HEAD_EVENTS && session.event_count > SUMMARY_HEAD_EVENTS) {
-      const tail = await db
-        .selectFrom('events')
-        .select(columns)
-        .where('session_id', '=', id)
+      const tail = await ofSession
         .orderBy('ts', 'desc')
         .orderBy('seq', 'desc')
         .limit(SUMMARY_TAIL_EVENTS)
