@@ -109,9 +109,9 @@ export function claimStatement(
 
 /**
  * PostgreSQL, for the rest of the transaction: no plan that sorts, so the claim walks the due index
- * in order and stops at its limit. Its row estimates come from the last ANALYZE, which a queue
- * outgrows within seconds: a queue analysed near empty and then filled by a burst of ingest (every
- * new event row is due at 0) was estimated at about a hundred due rows, and the planner fetched
+ * in order and stops at its limit. Its row estimates come from statistics gathered before, which a
+ * queue outgrows within seconds: a burst of ingest (every new event row is due at 0) into a queue
+ * whose statistics predated it was estimated at about a hundred due rows, and the planner fetched
  * every due row by bitmap and sorted them all (spilling to disk) to take the first 256. Each claim
  * then cost time in proportion to the backlog (43 ms at 80,000 rows, 0.2 ms in index order), the
  * drain fell further behind, and its claims were half of PostgreSQL's CPU under the ingest bench.
