@@ -3,7 +3,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type KyselyPlugin } from 'kysely';
-import { BulkInserter, openDatabase, PreparedQuery, PreparedStatementCache, ShapedQueries, type Database } from './db.ts';
+import { BulkInserter, openDatabase, PreparedQuery, PreparedStatementCache, readSnapshot, ShapedQueries, type Database } from './db.ts';
 import { describeEachDatabase, sqliteBackend, type TestBackend } from './testing.ts';
 
 interface Row {
@@ -335,6 +335,35 @@ await describeEachDatabase('ShapedQueries and PreparedQuery', (backend) => {
     // A build that takes the database alone (no dialect, no argument).
     const counted = new PreparedQuery((db: Kysely<Tables>) => db.selectFrom('bulk_rows').select((eb) => eb.fn.countAll<number>().as('n')));
     assert.equal(Number((await counted.first(database.db, database.dialect))?.n), 4);
+  });
+});
+
+await describeEachDatabase('readSnapshot', (backend) => {
+  let database: Database<Tables>;
+  beforeEach(async () => {
+    database = await openBulkRows(backend);
+  });
+  afterEach(() => database.close());
+
+  test('statements agree on one view; on PostgreSQL they are planned without parallel workers, within the read only', async () => {
+    await inserter.insert(database.db, database.dialect, [{ id: 1, name: 'a', body: 'before' }]);
+    const workers = async (db: Kysely<Tables>) => (await sql<{ max_parallel_workers_per_gather: string }>`show max_parallel_workers_per_gather`.execute(db)).rows[0]!.max_parallel_workers_per_gather;
+    let write: Promise<void> | undefined;
+    const seen = await readSnapshot(database, async (db) => {
+      const first = await db.selectFrom('bulk_rows').select('body').execute();
+      // A write meanwhile: on PostgreSQL committed on another connection; on SQLite it waits for the held connection.
+      write = inserter.insert(database.db, database.dialect, [{ id: 2, name: 'b', body: 'during' }]);
+      if (database.dialect === 'postgres') await write;
+      const second = await db.selectFrom('bulk_rows').select('body').execute();
+      return { first, second, planned: database.dialect === 'postgres' ? await workers(db) : null };
+    });
+    await write;
+    assert.deepEqual(seen.second, seen.first);
+    assert.equal((await database.db.selectFrom('bulk_rows').select('id').execute()).length, 2);
+    if (database.dialect === 'postgres') {
+      assert.equal(seen.planned, '0');
+      assert.notEqual(await workers(database.db), '0', "the setting ends with the read's transaction");
+    }
   });
 });
 

@@ -929,13 +929,29 @@ export function forUpdateOf<Table extends string, Query extends { forUpdate(of?:
 /**
  * Runs `read` on one consistent view of the database, for a read of several statements that must
  * agree with each other (a session's chain head and its events). PostgreSQL: a read-only
- * REPEATABLE READ transaction, one snapshot for every statement. SQLite (one process, one
- * connection): the connection is held for the whole read, so no write lands between its statements.
+ * REPEATABLE READ transaction, one snapshot for every statement, planned without parallel workers
+ * (`SNAPSHOT_SETTINGS`). SQLite (one process, one connection): the connection is held for the whole
+ * read, so no write lands between its statements.
  */
 export async function readSnapshot<Schema, T>(database: Database<Schema>, read: (db: Kysely<Schema>) => Promise<T>): Promise<T> {
   if (database.dialect === 'sqlite') return database.db.connection().execute(read);
-  return database.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
+  return database.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      await sql.raw(SNAPSHOT_SETTINGS).execute(trx);
+      return read(trx);
+    });
 }
+
+/**
+ * A snapshot read's statements are index ranges of one session, request or page. PostgreSQL plans
+ * a long session's (thousands of events across the week partitions) with two parallel workers,
+ * whose start cost more than they saved: a 5,000-event session's writer check took 91 ms so and
+ * 38 ms without, its stored-text comparison 105 and 46 ms (2 cores, docs/scale.md).
+ */
+const SNAPSHOT_SETTINGS = 'set local max_parallel_workers_per_gather = 0';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
