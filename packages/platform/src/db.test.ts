@@ -347,7 +347,8 @@ await describeEachDatabase('readSnapshot', (backend) => {
 
   test('statements agree on one view; on PostgreSQL they are planned without parallel workers, within the read only', async () => {
     await inserter.insert(database.db, database.dialect, [{ id: 1, name: 'a', body: 'before' }]);
-    const workers = async (db: Kysely<Tables>) => (await sql<{ max_parallel_workers_per_gather: string }>`show max_parallel_workers_per_gather`.execute(db)).rows[0]!.max_parallel_workers_per_gather;
+    const workers = async (db: Kysely<Tables>) =>
+      (await sql<{ max_parallel_workers_per_gather: string }>`show max_parallel_workers_per_gather`.execute(db)).rows[0]!.max_parallel_workers_per_gather;
     let write: Promise<void> | undefined;
     const seen = await readSnapshot(database, async (db) => {
       const first = await db.selectFrom('bulk_rows').select('body').execute();

@@ -215,11 +215,7 @@ export class EmbeddingWorker {
     const head = await ofSession.orderBy('ts').orderBy('seq').limit(SUMMARY_HEAD_EVENTS).execute();
     let events: SummaryEvent[] = head;
     if (head.length === SUMMARY_HEAD_EVENTS && session.event_count > SUMMARY_HEAD_EVENTS) {
-      const tail = await ofSession
-        .orderBy('ts', 'desc')
-        .orderBy('seq', 'desc')
-        .limit(SUMMARY_TAIL_EVENTS)
-        .execute();
+      const tail = await ofSession.orderBy('ts', 'desc').orderBy('seq', 'desc').limit(SUMMARY_TAIL_EVENTS).execute();
       const seen = new Set(head.map((e) => e.id));
       events = [...head, ...tail.reverse().filter((e) => !seen.has(e.id))];
     }
