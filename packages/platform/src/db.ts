@@ -930,7 +930,7 @@ export function forUpdateOf<Table extends string, Query extends { forUpdate(of?:
  * Runs `read` on one consistent view of the database, for a read of several statements that must
  * agree with each other (a session's chain head and its events). PostgreSQL: a read-only
  * REPEATABLE READ transaction, one snapshot for every statement, planned without parallel workers
- * (`SNAPSHOT_SETTINGS`). SQLite (one process, one connection): the connection is held for the whole
+ * (`NO_PARALLEL_WORKERS`). SQLite (one process, one connection): the connection is held for the whole
  * read, so no write lands between its statements.
  */
 export async function readSnapshot<Schema, T>(database: Database<Schema>, read: (db: Kysely<Schema>) => Promise<T>): Promise<T> {
@@ -940,7 +940,7 @@ export async function readSnapshot<Schema, T>(database: Database<Schema>, read: 
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
     .execute(async (trx) => {
-      await sql.raw(SNAPSHOT_SETTINGS).execute(trx);
+      await sql.raw(NO_PARALLEL_WORKERS).execute(trx);
       return read(trx);
     });
 }
@@ -951,7 +951,7 @@ export async function readSnapshot<Schema, T>(database: Database<Schema>, read: 
  * whose start cost more than they saved: a 5,000-event session's writer check took 91 ms so and
  * 38 ms without, its stored-text comparison 105 and 46 ms (2 cores, docs/scale.md).
  */
-const SNAPSHOT_SETTINGS = 'set local max_parallel_workers_per_gather = 0';
+const NO_PARALLEL_WORKERS = 'set local max_parallel_workers_per_gather = 0';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
