@@ -114,7 +114,7 @@ export function claimStatement(
  * whose statistics predated it was estimated at about a hundred due rows, and the planner fetched
  * every due row by bitmap and sorted them all (spilling to disk) to take the first 256. Each claim
  * then cost time in proportion to the backlog (43 ms at 80,000 rows, 0.2 ms in index order), the
- * drain fell further behind, and its claims were half of PostgreSQL's CPU under the ingest bench.
+ * drain fell further behind, and its claims took more of PostgreSQL's statement time than the events' inserts (68 µs an event against 60).
  */
 export async function inIndexOrder(trx: Transaction<ObserveSchema>): Promise<void> {
   await sql`set local enable_sort = off`.execute(trx);
