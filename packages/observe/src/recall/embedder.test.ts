@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import {
   CachingEmbedder,
+  CachingStoredEmbedder,
   createEmbedder,
+  encodedHere,
   embeddingsEndpoint,
   EmbeddingBackendError,
   LocalEmbedder,
@@ -350,6 +352,22 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
     assert.equal(cached.dimensions, 64);
   });
 
+  test('stored vectors from a remote backend, as the drain writes them: encoded, each distinct text sent once, recent ones kept', async () => {
+    const remote = new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 2000 });
+    const stored = new CachingStoredEmbedder(encodedHere(remote), 2);
+    const first = await stored.embedStored(['a', 'b', 'a']);
+    assert.deepEqual(
+      server.requests.map((r) => (JSON.parse(r.body) as { input: string[] }).input),
+      [['a', 'b']],
+    );
+    const [a, b] = await remote.embed(['a', 'b']);
+    assert.deepEqual(first, [encodeVector(a!), encodeVector(b!), encodeVector(a!)]);
+    assert.equal(stored.model, 'm');
+    assert.equal(stored.dimensions, 64);
+    await stored.embedStored(['b', 'c']);
+    assert.deepEqual((JSON.parse(server.requests[2]!.body) as { input: string[] }).input, ['c'], 'b was kept');
+  });
+
   test('no key: no Authorization header', async () => {
     await new OpenAIEmbedder({ url: server.url, model: 'm', timeoutMs: 2000 }).embed(['x']);
     assert.equal(server.requests[0]!.headers.authorization, undefined);
@@ -369,20 +387,29 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
 });
 
 describe('ThreadedLocalEmbedder', () => {
-  test('embeds on its worker thread the very vectors of LocalEmbedder, concurrent callers queued; closed, it refuses', async () => {
+  test('embeds on its worker thread the very vectors of LocalEmbedder, encoded as stored, concurrent callers queued; closed, it refuses', async () => {
     const threaded = new ThreadedLocalEmbedder();
     const local = new LocalEmbedder();
     try {
       assert.equal(threaded.model, local.model);
-      const batches = Array.from({ length: 5 }, (_, b) => TOPICS.slice(b * 10, b * 10 + 10));
-      const answers = await Promise.all(batches.map((texts) => threaded.embed(texts)));
+      assert.equal(threaded.dimensions, local.dimensions);
+      // A long text's vector is dense, a short one's sparse: both layouts cross the thread.
+      const texts = [...TOPICS, TOPICS.join(' ').repeat(4)];
+      const batches = Array.from({ length: 6 }, (_, b) => texts.slice(b * 10, b * 10 + 10));
+      const answers = await Promise.all(batches.map((batch) => threaded.embedStored(batch)));
+      const lengths = new Set<number>();
       answers.forEach((vectors, b) => {
         assert.equal(vectors.length, batches[b]!.length);
-        vectors.forEach((vector, i) => assert.deepEqual(Array.from(vector), Array.from(local.embedOne(batches[b]![i]!))));
+        vectors.forEach((vector, i) => {
+          assert.ok(Buffer.isBuffer(vector));
+          assert.deepEqual(vector, encodeVector(local.embedOne(batches[b]![i]!)));
+          lengths.add(vector.length);
+        });
       });
+      assert.ok(lengths.has(4 + local.dimensions) && lengths.size > 1, 'dense and sparse vectors');
     } finally {
       await threaded.close();
     }
-    await assert.rejects(threaded.embed(['after close']), (error: Error) => error instanceof EmbeddingBackendError && error.retryable);
+    await assert.rejects(threaded.embedStored(['after close']), (error: Error) => error instanceof EmbeddingBackendError && error.retryable);
   });
 });

@@ -1,4 +1,4 @@
-import { fetchWithTimeout, VIGIL_VERSION } from '@vigil/platform';
+import { encodeVector, fetchWithTimeout, VIGIL_VERSION } from '@vigil/platform';
 import { type Embedder, LocalEmbedder, MAX_EMBED_CHARS, normalise } from './local-embedder.ts';
 
 export { type Embedder, LocalEmbedder, MAX_EMBED_CHARS, stem, tokenize, wordWeight } from './local-embedder.ts';
@@ -137,29 +137,17 @@ export class OpenAIEmbedder implements Embedder {
 }
 
 /**
- * Embeds each distinct text once: the last `capacity` texts and their vectors are kept (least
- * recently used out). Agents repeat themselves (the same prompt, tool call or answer in session
- * after session), so this saves CPU with the local embedder and money with a paid backend.
- * Vectors handed out are shared: callers must not modify them.
+ * Each distinct text's answer computed once: the last `capacity` texts and their answers are kept
+ * (least recently used out). Agents repeat themselves (the same prompt, tool call or answer in
+ * session after session), so this saves CPU with the local embedder and money with a paid backend.
  */
-export class CachingEmbedder implements Embedder {
-  private readonly cache = new Map<string, Float32Array>();
+class RecentTexts<Answer> {
+  private readonly cache = new Map<string, Answer>();
 
-  constructor(
-    readonly inner: Embedder,
-    private readonly capacity = 5000,
-  ) {}
+  constructor(private readonly capacity: number) {}
 
-  get model(): string {
-    return this.inner.model;
-  }
-
-  get dimensions(): number {
-    return this.inner.dimensions;
-  }
-
-  async embed(texts: string[]): Promise<Float32Array[]> {
-    const result: (Float32Array | undefined)[] = texts.map((text) => {
+  async answer(texts: string[], compute: (missing: string[]) => Promise<Answer[]>): Promise<Answer[]> {
+    const result: (Answer | undefined)[] = texts.map((text) => {
       const hit = this.cache.get(text);
       if (hit !== undefined) {
         this.cache.delete(text);
@@ -169,18 +157,91 @@ export class CachingEmbedder implements Embedder {
     });
     const missing = [...new Set(texts.filter((_, i) => result[i] === undefined))];
     if (missing.length > 0) {
-      const vectors = await this.inner.embed(missing);
-      const fresh = new Map(missing.map((text, i) => [text, vectors[i]!]));
+      const answers = await compute(missing);
+      const fresh = new Map(missing.map((text, i) => [text, answers[i]!]));
       texts.forEach((text, i) => {
         if (result[i] === undefined) result[i] = fresh.get(text);
       });
-      for (const [text, vector] of fresh) {
+      for (const [text, answer] of fresh) {
         if (text.length > MAX_EMBED_CHARS) continue;
-        this.cache.set(text, vector);
+        this.cache.set(text, answer);
         if (this.cache.size > this.capacity) this.cache.delete(this.cache.keys().next().value as string);
       }
     }
-    return result as Float32Array[];
+    return result as Answer[];
+  }
+}
+
+/** An embedder whose vectors for recent texts are kept (RecentTexts). Vectors handed out are shared: callers must not modify them. */
+export class CachingEmbedder implements Embedder {
+  private readonly recent: RecentTexts<Float32Array>;
+
+  constructor(
+    readonly inner: Embedder,
+    capacity = 5000,
+  ) {
+    this.recent = new RecentTexts(capacity);
+  }
+
+  get model(): string {
+    return this.inner.model;
+  }
+
+  get dimensions(): number {
+    return this.inner.dimensions;
+  }
+
+  embed(texts: string[]): Promise<Float32Array[]> {
+    return this.recent.answer(texts, (missing) => this.inner.embed(missing));
+  }
+}
+
+/**
+ * What the embedding drain writes: each text's vector in its stored encoding (the platform's
+ * encodeVector). `dimensions` is known once a call has answered.
+ */
+export interface StoredVectorEmbedder {
+  readonly model: string;
+  readonly dimensions: number;
+  embedStored(texts: string[]): Promise<Buffer[]>;
+}
+
+/** An embedder's vectors encoded on the calling thread (a remote backend's answers arrive there anyway). */
+export function encodedHere(embedder: Embedder): StoredVectorEmbedder {
+  return {
+    get model() {
+      return embedder.model;
+    },
+    get dimensions() {
+      return embedder.dimensions;
+    },
+    async embedStored(texts) {
+      return (await embedder.embed(texts)).map((vector) => encodeVector(vector));
+    },
+  };
+}
+
+/** A StoredVectorEmbedder whose encodings for recent texts are kept (RecentTexts): a repeated text costs neither hashing nor encoding. */
+export class CachingStoredEmbedder implements StoredVectorEmbedder {
+  private readonly recent: RecentTexts<Buffer>;
+
+  constructor(
+    private readonly inner: StoredVectorEmbedder,
+    capacity = 5000,
+  ) {
+    this.recent = new RecentTexts(capacity);
+  }
+
+  get model(): string {
+    return this.inner.model;
+  }
+
+  get dimensions(): number {
+    return this.inner.dimensions;
+  }
+
+  embedStored(texts: string[]): Promise<Buffer[]> {
+    return this.recent.answer(texts, (missing) => this.inner.embedStored(missing));
   }
 }
 

@@ -2,7 +2,7 @@
 // and by a periodic job), the in-memory vector index, and semantic search.
 import { defineFeature, type PeriodicJob } from '@vigil/platform';
 import type { ObserveFeature } from '../context.ts';
-import { CachingEmbedder, embedsLocally } from './embedder.ts';
+import { CachingStoredEmbedder, embedsLocally, encodedHere } from './embedder.ts';
 import { enqueueEmbeddings, releaseStaleClaims } from './queue.ts';
 import { registerRecallRoutes } from './routes.ts';
 import { ThreadedLocalEmbedder } from './threaded-embedder.ts';
@@ -22,9 +22,9 @@ export function recallFeature(options: { drainAfterCommit: boolean }): ObserveFe
     // Claims left by a process that stopped mid-drain are free again.
     await releaseStaleClaims(context.database);
     registerRecallRoutes(app, context);
-    // The local embedder hashes on a thread of its own; a remote backend is awaited over the network anyway.
+    // The local embedder hashes and encodes on a thread of its own; a remote backend is awaited over the network anyway.
     const thread = embedsLocally(context.embedder) ? new ThreadedLocalEmbedder(context.embedder.dimensions) : null;
-    const embedder = thread ? new CachingEmbedder(thread) : context.embedder;
+    const embedder = thread ? new CachingStoredEmbedder(thread) : encodedHere(context.embedder);
     const worker = new EmbeddingWorker(context, embedder, app.log, options.drainAfterCommit, context.config.retentionIntervalMs);
     // Embedding work is durable with the events; the worker drains it after commit. Events stored
     // sealed are not embedded: the stored texts and vectors would keep their plaintext readable in

@@ -1,9 +1,9 @@
-import { BackgroundDrain, toIso, encodeVector } from '@vigil/platform';
+import { BackgroundDrain, toIso } from '@vigil/platform';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import type { SessionRow } from '../events/index.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
-import { EmbeddingBackendError, MAX_EMBED_CHARS, type Embedder } from './embedder.ts';
+import { EmbeddingBackendError, MAX_EMBED_CHARS, type StoredVectorEmbedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
 import { embeddedEventsQuery, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
 import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
@@ -52,8 +52,8 @@ export class EmbeddingWorker {
 
   constructor(
     private readonly ctx: ObserveContext,
-    /** Embeds the drained texts (the local embedder on its thread, or the remote backend); same model as ctx.embedder. */
-    private readonly embedder: Embedder,
+    /** Embeds the drained texts into stored vectors (the local embedder on its thread, or the remote backend); same model as ctx.embedder. */
+    private readonly embedder: StoredVectorEmbedder,
     private readonly log: FastifyBaseLogger,
     /** Whether commits start a drain (off in tests that drive the job's tick themselves). */
     private readonly kickEnabled: boolean,
@@ -119,7 +119,7 @@ export class EmbeddingWorker {
     const jobs = await this.buildJobs(rows);
     const work = jobs.filter((job) => job.embedding !== null);
     try {
-      const vectors = await this.embedder.embed(work.map((job) => job.embedding!.text));
+      const vectors = await this.embedder.embedStored(work.map((job) => job.embedding!.text));
       await this.store(jobs, vectors);
       return work.length;
     } catch (error) {
@@ -136,9 +136,9 @@ export class EmbeddingWorker {
     }
   }
 
-  private async store(jobs: Job[], vectors: Float32Array[]): Promise<void> {
+  private async store(jobs: Job[], vectors: Buffer[]): Promise<void> {
     const { database } = this.ctx;
-    const model = this.embedder.model;
+    const { model, dimensions } = this.embedder;
     const writes: NewEmbedding[] = [];
     let v = 0;
     const gone: { source_type: EmbeddingQueueRow['source_type']; source_id: string }[] = [];
@@ -162,8 +162,8 @@ export class EmbeddingWorker {
         text: session ? storedText(embedding.text) : '',
         metadata: session ? embedding.metadata : '',
         model,
-        dims: vector.length,
-        vector: encodeVector(vector),
+        dims: dimensions,
+        vector,
       });
     }
     const now = this.ctx.clock.now();
