@@ -137,16 +137,28 @@ export class OpenAIEmbedder implements Embedder {
 }
 
 /**
- * Each distinct text's answer computed once: the last `capacity` texts and their answers are kept
- * (least recently used out). Agents repeat themselves (the same prompt, tool call or answer in
- * session after session), so this saves CPU with the local embedder and money with a paid backend.
+ * An embedder over `inner` that computes each distinct text's answer once: the last `capacity`
+ * texts and their answers are kept (least recently used out). Agents repeat themselves (the same
+ * prompt, tool call or answer in session after session), so this saves CPU with the local embedder
+ * and money with a paid backend. Answers handed out are shared: callers must not modify them.
  */
-class RecentTexts<Answer> {
+abstract class RecentTexts<Inner extends { readonly model: string; readonly dimensions: number }, Answer> {
   private readonly cache = new Map<string, Answer>();
 
-  constructor(private readonly capacity: number) {}
+  constructor(
+    readonly inner: Inner,
+    private readonly capacity = 5000,
+  ) {}
 
-  async answer(texts: string[], compute: (missing: string[]) => Promise<Answer[]>): Promise<Answer[]> {
+  get model(): string {
+    return this.inner.model;
+  }
+
+  get dimensions(): number {
+    return this.inner.dimensions;
+  }
+
+  protected async answer(texts: string[], compute: (missing: string[]) => Promise<Answer[]>): Promise<Answer[]> {
     const result: (Answer | undefined)[] = texts.map((text) => {
       const hit = this.cache.get(text);
       if (hit !== undefined) {
@@ -172,27 +184,10 @@ class RecentTexts<Answer> {
   }
 }
 
-/** An embedder whose vectors for recent texts are kept (RecentTexts). Vectors handed out are shared: callers must not modify them. */
-export class CachingEmbedder implements Embedder {
-  private readonly recent: RecentTexts<Float32Array>;
-
-  constructor(
-    readonly inner: Embedder,
-    capacity = 5000,
-  ) {
-    this.recent = new RecentTexts(capacity);
-  }
-
-  get model(): string {
-    return this.inner.model;
-  }
-
-  get dimensions(): number {
-    return this.inner.dimensions;
-  }
-
+/** An embedder whose vectors for recent texts are kept (RecentTexts). */
+export class CachingEmbedder extends RecentTexts<Embedder, Float32Array> implements Embedder {
   embed(texts: string[]): Promise<Float32Array[]> {
-    return this.recent.answer(texts, (missing) => this.inner.embed(missing));
+    return this.answer(texts, (missing) => this.inner.embed(missing));
   }
 }
 
@@ -222,26 +217,9 @@ export function encodedHere(embedder: Embedder): StoredVectorEmbedder {
 }
 
 /** A StoredVectorEmbedder whose encodings for recent texts are kept (RecentTexts): a repeated text costs neither hashing nor encoding. */
-export class CachingStoredEmbedder implements StoredVectorEmbedder {
-  private readonly recent: RecentTexts<Buffer>;
-
-  constructor(
-    private readonly inner: StoredVectorEmbedder,
-    capacity = 5000,
-  ) {
-    this.recent = new RecentTexts(capacity);
-  }
-
-  get model(): string {
-    return this.inner.model;
-  }
-
-  get dimensions(): number {
-    return this.inner.dimensions;
-  }
-
+export class CachingStoredEmbedder extends RecentTexts<StoredVectorEmbedder, Buffer> implements StoredVectorEmbedder {
   embedStored(texts: string[]): Promise<Buffer[]> {
-    return this.recent.answer(texts, (missing) => this.inner.embedStored(missing));
+    return this.answer(texts, (missing) => this.inner.embedStored(missing));
   }
 }
 
