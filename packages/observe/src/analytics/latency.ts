@@ -6,6 +6,7 @@ import type { LatencySketchRow } from './tables.ts';
 import type { EventRow } from '../events/index.ts';
 import { readRange, signed, unionAll } from './aggregate.ts';
 import { HOURLY, spanStart, type Span } from './spans.ts';
+import { TupleIndex } from './tuple-index.ts';
 
 /**
  * Every reported percentile is within 1 % of the true value (DDSketch's relative-accuracy
@@ -106,7 +107,9 @@ function keyOf(hour: number, bin: number, ...parts: string[]): string {
  * sketches, used by ingest (its deltas) and by the audit's recomputation from chained events.
  */
 export class SketchCounts {
-  private readonly byKey = new Map<string, LatencySketchRow>();
+  private readonly found = new TupleIndex<LatencySketchRow>();
+  /** Each row with its key text (sketchKey), which orders the rows. */
+  private readonly keyed: [key: string, row: LatencySketchRow][] = [];
 
   constructor(private readonly span: Span) {}
 
@@ -121,18 +124,19 @@ export class SketchCounts {
     const provider = metric === 'llm' ? (e.provider ?? '') : '';
     const model = metric === 'llm' ? (e.model ?? '') : '';
     const bin = binOf(value);
-    const key = keyOf(hour, bin, e.agent_id, metric, tool, provider, model);
-    let row = this.byKey.get(key);
+    const parts = [hour, bin, e.agent_id, metric, tool, provider, model];
+    let row = this.found.get(parts);
     if (row === undefined) {
       row = { hour, agent_id: e.agent_id, metric, tool_name: tool, provider, model, bin, count: 0 };
-      this.byKey.set(key, row);
+      this.found.set(parts, row);
+      this.keyed.push([keyOf(hour, bin, e.agent_id, metric, tool, provider, model), row]);
     }
     row.count += 1;
   }
 
   /** One row per key, in key order (a fixed lock order). */
   rows(): LatencySketchRow[] {
-    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+    return this.keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
   }
 }
 

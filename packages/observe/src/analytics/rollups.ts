@@ -4,6 +4,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
 import type { RollupRow } from './tables.ts';
 import { HOURLY, spanStart, type Span } from './spans.ts';
+import { TupleIndex } from './tuple-index.ts';
 import type { EventRow } from '../events/index.ts';
 import { addUsdSql, sumNanosSql } from '../events/index.ts';
 
@@ -105,7 +106,9 @@ function keyOf(hour: number, ...parts: string[]): string {
  * `span`, used by ingest (its deltas) and by the audit's recomputation from chained events.
  */
 export class RollupSums {
-  private readonly byKey = new Map<string, RollupRow>();
+  private readonly found = new TupleIndex<RollupRow>();
+  /** Each row with its key text, which orders the rows. */
+  private readonly keyed: [key: string, row: RollupRow][] = [];
 
   constructor(private readonly span: Span) {}
 
@@ -115,8 +118,8 @@ export class RollupSums {
     const provider = e.provider ?? '';
     const model = e.model ?? '';
     const tier = e.complexity_tier ?? '';
-    const key = keyOf(hour, e.agent_id, e.event_type, tool, provider, model, tier);
-    let row = this.byKey.get(key);
+    const parts = [hour, e.agent_id, e.event_type, tool, provider, model, tier];
+    let row = this.found.get(parts);
     if (!row) {
       row = {
         hour,
@@ -137,7 +140,8 @@ export class RollupSums {
         output_tokens: 0,
         failure_count: 0,
       };
-      this.byKey.set(key, row);
+      this.found.set(parts, row);
+      this.keyed.push([keyOf(hour, e.agent_id, e.event_type, tool, provider, model, tier), row]);
     }
     row.event_count += 1;
     row.error_count += e.is_error;
@@ -157,7 +161,7 @@ export class RollupSums {
 
   /** One row per key, in key order (a fixed lock order). */
   rows(): RollupRow[] {
-    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+    return this.keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
   }
 }
 
