@@ -1,5 +1,6 @@
 // Latency percentiles: DDSketch bins kept per hour and per day in the ingest transaction, merged per request.
 import { DDSketch } from '@datadog/sketches-js';
+import { compareCodeUnits } from '@vigil/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { ObserveDatabase, ObserveSchema } from '../schema.ts';
 import type { LatencySketchRow } from './tables.ts';
@@ -95,7 +96,7 @@ export function sketchKey(row: Pick<LatencySketchRow, (typeof SKETCH_KEY)[number
   return keyOf(row.hour, row.bin, row.agent_id, row.metric, row.tool_name, row.provider, row.model);
 }
 
-/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (ingest keys every timed event). */
+/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (built once a row of a batch, for its lock order). */
 function keyOf(hour: number, bin: number, ...parts: string[]): string {
   let key = `${hour}|${bin}`;
   for (const part of parts) key += `|${part.length}:${part}`;
@@ -108,8 +109,7 @@ function keyOf(hour: number, bin: number, ...parts: string[]): string {
  */
 export class SketchCounts {
   private readonly found = new TupleIndex<LatencySketchRow>();
-  /** Each row with its key text (sketchKey), which orders the rows. */
-  private readonly keyed: [key: string, row: LatencySketchRow][] = [];
+  private readonly created: LatencySketchRow[] = [];
 
   constructor(private readonly span: Span) {}
 
@@ -129,14 +129,17 @@ export class SketchCounts {
     if (row === undefined) {
       row = { hour, agent_id: e.agent_id, metric, tool_name: tool, provider, model, bin, count: 0 };
       this.found.set(parts, row);
-      this.keyed.push([keyOf(hour, bin, e.agent_id, metric, tool, provider, model), row]);
+      this.created.push(row);
     }
     row.count += 1;
   }
 
   /** One row per key, in key order (a fixed lock order). */
   rows(): LatencySketchRow[] {
-    return this.keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+    return this.created
+      .map((row): [string, LatencySketchRow] => [sketchKey(row), row])
+      .sort(([a], [b]) => compareCodeUnits(a, b))
+      .map(([, row]) => row);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { DdlTarget } from '@vigil/platform';
+import { compareCodeUnits, type DdlTarget } from '@vigil/platform';
 import { addUsd, NANOS_PER_USD } from '@vigil/pricing';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { ObserveSchema } from '../schema.ts';
@@ -94,7 +94,7 @@ export function rollupKey(row: Pick<RollupRow, (typeof ROLLUP_KEY)[number]>): st
   return keyOf(row.hour, row.agent_id, row.event_type, row.tool_name, row.provider, row.model, row.tier);
 }
 
-/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (ingest keys every event). */
+/** Length-prefixed parts: as unambiguous as JSON of the list, without building the list (built once a row of a batch, for its lock order). */
 function keyOf(hour: number, ...parts: string[]): string {
   let key = String(hour);
   for (const part of parts) key += `|${part.length}:${part}`;
@@ -107,8 +107,7 @@ function keyOf(hour: number, ...parts: string[]): string {
  */
 export class RollupSums {
   private readonly found = new TupleIndex<RollupRow>();
-  /** Each row with its key text, which orders the rows. */
-  private readonly keyed: [key: string, row: RollupRow][] = [];
+  private readonly created: RollupRow[] = [];
 
   constructor(private readonly span: Span) {}
 
@@ -141,7 +140,7 @@ export class RollupSums {
         failure_count: 0,
       };
       this.found.set(parts, row);
-      this.keyed.push([keyOf(hour, e.agent_id, e.event_type, tool, provider, model, tier), row]);
+      this.created.push(row);
     }
     row.event_count += 1;
     row.error_count += e.is_error;
@@ -161,7 +160,10 @@ export class RollupSums {
 
   /** One row per key, in key order (a fixed lock order). */
   rows(): RollupRow[] {
-    return this.keyed.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+    return this.created
+      .map((row): [string, RollupRow] => [rollupKey(row), row])
+      .sort(([a], [b]) => compareCodeUnits(a, b))
+      .map(([, row]) => row);
   }
 }
 
