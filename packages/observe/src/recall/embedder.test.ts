@@ -361,7 +361,11 @@ describe('OpenAIEmbedder against a local HTTP server', () => {
       [['a', 'b']],
     );
     const [a, b] = await remote.embed(['a', 'b']);
-    assert.deepEqual(first, [encodeVector(a!), encodeVector(b!), encodeVector(a!)]);
+    assert.deepEqual(
+      first,
+      [a!, b!, a!].map((vector) => ({ dims: 64, vector: encodeVector(vector) })),
+      'each vector stored with its own length',
+    );
     assert.equal(stored.model, 'm');
     assert.equal(stored.dimensions, 64);
     await stored.embedStored(['b', 'c']);
@@ -400,9 +404,10 @@ describe('ThreadedLocalEmbedder', () => {
       const lengths = new Set<number>();
       answers.forEach((vectors, b) => {
         assert.equal(vectors.length, batches[b]!.length);
-        vectors.forEach((vector, i) => {
+        vectors.forEach(({ dims, vector }, i) => {
           assert.ok(Buffer.isBuffer(vector));
           assert.deepEqual(vector, encodeVector(local.embedOne(batches[b]![i]!)));
+          assert.equal(dims, local.dimensions);
           lengths.add(vector.length);
         });
       });

@@ -191,14 +191,17 @@ export class CachingEmbedder extends RecentTexts<Embedder, Float32Array> impleme
   }
 }
 
-/**
- * What the embedding drain writes: each text's vector in its stored encoding (the platform's
- * encodeVector). `dimensions` is known once a call has answered.
- */
+/** A vector in its stored encoding (the platform's encodeVector) with its length, which decoding the sparse layout needs. */
+export interface StoredVector {
+  dims: number;
+  vector: Buffer;
+}
+
+/** What the embedding drain writes: each text's vector as stored. `dimensions` is known once a call has answered. */
 export interface StoredVectorEmbedder {
   readonly model: string;
   readonly dimensions: number;
-  embedStored(texts: string[]): Promise<Buffer[]>;
+  embedStored(texts: string[]): Promise<StoredVector[]>;
 }
 
 /** An embedder's vectors encoded on the calling thread (a remote backend's answers arrive there anyway). */
@@ -211,14 +214,14 @@ export function encodedHere(embedder: Embedder): StoredVectorEmbedder {
       return embedder.dimensions;
     },
     async embedStored(texts) {
-      return (await embedder.embed(texts)).map((vector) => encodeVector(vector));
+      return (await embedder.embed(texts)).map((vector) => ({ dims: vector.length, vector: encodeVector(vector) }));
     },
   };
 }
 
 /** A StoredVectorEmbedder whose encodings for recent texts are kept (RecentTexts): a repeated text costs neither hashing nor encoding. */
-export class CachingStoredEmbedder extends RecentTexts<StoredVectorEmbedder, Buffer> implements StoredVectorEmbedder {
-  embedStored(texts: string[]): Promise<Buffer[]> {
+export class CachingStoredEmbedder extends RecentTexts<StoredVectorEmbedder, StoredVector> implements StoredVectorEmbedder {
+  embedStored(texts: string[]): Promise<StoredVector[]> {
     return this.answer(texts, (missing) => this.inner.embedStored(missing));
   }
 }

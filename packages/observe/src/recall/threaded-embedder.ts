@@ -1,5 +1,5 @@
 import { ThreadClient, ThreadRequestError } from '@vigil/platform';
-import { EmbeddingBackendError, LocalEmbedder, type StoredVectorEmbedder } from './embedder.ts';
+import { EmbeddingBackendError, LocalEmbedder, type StoredVector, type StoredVectorEmbedder } from './embedder.ts';
 
 /** A batch's encoded vectors as the thread sends them: one buffer (two transfers, not one per vector) and where each vector ends in it. */
 export interface EncodedBatch {
@@ -34,12 +34,12 @@ export class ThreadedLocalEmbedder implements StoredVectorEmbedder {
     });
   }
 
-  async embedStored(texts: string[]): Promise<Buffer[]> {
+  async embedStored(texts: string[]): Promise<StoredVector[]> {
     if (texts.length === 0) return [];
     try {
       const { bytes, ends } = await this.thread.ask(texts);
       // Each vector copied out of the batch's buffer, so that one kept (a cache) does not keep the batch.
-      return Array.from(ends, (end, i) => Buffer.from(bytes.subarray(i === 0 ? 0 : ends[i - 1], end)));
+      return Array.from(ends, (end, i) => ({ dims: this.dimensions, vector: Buffer.from(bytes.subarray(i === 0 ? 0 : ends[i - 1], end)) }));
     } catch (error) {
       const message = (error as Error).message;
       throw new EmbeddingBackendError(error instanceof ThreadRequestError ? `local embedder failed: ${message}` : message);

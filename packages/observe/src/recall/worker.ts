@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ObserveContext } from '../context.ts';
 import type { SessionRow } from '../events/index.ts';
 import type { EmbeddingQueueRow } from './tables.ts';
-import { EmbeddingBackendError, MAX_EMBED_CHARS, type StoredVectorEmbedder } from './embedder.ts';
+import { EmbeddingBackendError, MAX_EMBED_CHARS, type StoredVector, type StoredVectorEmbedder } from './embedder.ts';
 import { claimDue, completeRows, failRows } from './queue.ts';
 import { embeddedEventsQuery, pruneEmbeddings, tombstone, writeEmbeddings, type NewEmbedding } from './store.ts';
 import { eventDetails, sessionSummary, sessionUser, STORED_TEXT_CHARS, truncate, type EmbeddedEventSource, type SummaryEvent } from './text.ts';
@@ -136,9 +136,9 @@ export class EmbeddingWorker {
     }
   }
 
-  private async store(jobs: Job[], vectors: Buffer[]): Promise<void> {
+  private async store(jobs: Job[], vectors: StoredVector[]): Promise<void> {
     const { database } = this.ctx;
-    const { model, dimensions } = this.embedder;
+    const model = this.embedder.model;
     const writes: NewEmbedding[] = [];
     let v = 0;
     const gone: { source_type: EmbeddingQueueRow['source_type']; source_id: string }[] = [];
@@ -147,7 +147,7 @@ export class EmbeddingWorker {
         gone.push({ source_type: job.row.source_type, source_id: job.row.source_id });
         continue;
       }
-      const vector = vectors[v++]!;
+      const { dims, vector } = vectors[v++]!;
       const { embedding } = job;
       // A session's text and metadata are stored (text cut to STORED_TEXT_CHARS); an event's are not.
       const session = job.row.source_type === 'session';
@@ -162,7 +162,7 @@ export class EmbeddingWorker {
         text: session ? storedText(embedding.text) : '',
         metadata: session ? embedding.metadata : '',
         model,
-        dims: dimensions,
+        dims,
         vector,
       });
     }
